@@ -1,0 +1,91 @@
+# labbox build. `make` -> build/labbox; `make check` -> every test; `make demo` -> the quickstart.
+# Variables a caller may set: CC, PREFIX, SAN=1 (AddressSanitizer + UBSan build in build-san/).
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+PKGS    := json-c yaml-0.1
+SAN     ?= 0
+
+ifeq ($(SAN),1)
+BUILD   := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD   := build
+SANFLAGS :=
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+VERSION    := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 \
+           -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' $(SANFLAGS) -MMD -MP
+LDLIBS  += $(PKG_LIBS)
+LDFLAGS += $(SANFLAGS)
+
+LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps check unit e2e san-check fuzz-smoke bench demo install clean
+all: $(BUILD)/labbox
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/liblabbox.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/labbox: $(CLI_OBJ) $(BUILD)/liblabbox.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblabbox.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+deps:
+	@scripts/deps
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+e2e: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q tests/e2e
+
+# `check` installs what is missing, builds, and runs everything: unit and end-to-end tests on the
+# normal build, then both again on the sanitizer build, then a short smoke run of each fuzz target.
+check: deps
+	$(MAKE) all unit e2e
+	$(MAKE) SAN=1 all unit e2e
+	$(MAKE) fuzz-smoke
+
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
+build-fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' \
+	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+fuzz-smoke: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
+	  $$f -runs=20000 -max_len=4096 build-fuzz/corpus-$$(basename $$f) fuzz/seeds/$$(basename $$f) 2>&1 | tail -n 2; done
+
+bench: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/startup
+
+demo: deps
+	$(MAKE) all
+	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart
+
+install: $(BUILD)/labbox
+	install -D -m 0755 $(BUILD)/labbox $(DESTDIR)$(PREFIX)/bin/labbox
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)

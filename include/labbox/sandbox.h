@@ -1,0 +1,104 @@
+/* sandbox: isolation of one process tree on this host.
+ *
+ * A configuration is filled by setters, then lb_sandbox_run() applies it in one fixed order:
+ * the supervisor (this process) clones an init process into fresh user, pid, mount, network,
+ * ipc and uts namespaces; init builds the root (setup_root, setup_dev, setup_proc), brings up
+ * loopback (setup_net), then forks the payload, which applies setup_fds, setup_session,
+ * setup_rlimits, setup_credentials and setup_environment, then execs. Any failure inside is
+ * carried back over an error channel and reported as a setup failure, never ignored.
+ * Init reaps the whole tree so the accounting covers it, and dies with the supervisor
+ * (PR_SET_PDEATHSIG), which kills every process of the pid namespace with it. */
+#ifndef LABBOX_SANDBOX_H
+#define LABBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct lb_sandbox lb_sandbox;
+
+typedef enum lb_network {
+	LB_NET_NONE, /* a fresh network namespace with loopback only */
+	LB_NET_HOST, /* the host's network; asked for explicitly */
+} lb_network;
+
+typedef enum lb_stream { LB_STREAM_STDOUT = 1, LB_STREAM_STDERR = 2 } lb_stream;
+
+/* Called from the supervision loop with output as it arrives. With merged output every chunk
+ * is reported as LB_STREAM_STDOUT, in the order the tree wrote it. */
+typedef void (*lb_output_fn)(void *ctx, lb_stream stream, const char *data, size_t len);
+
+int lb_sandbox_new(lb_sandbox **out);
+void lb_sandbox_free(lb_sandbox *sb);
+
+/* argv[0] must be an absolute path as seen inside the sandbox. Copied. */
+int lb_sandbox_set_argv(lb_sandbox *sb, char *const argv[]);
+/* Host directory made visible at the same path, writable, and the payload's cwd. Without one
+ * the payload starts in the private /tmp. */
+int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir);
+/* Host path bound at dst (same path when dst is NULL); read-only unless writable. Binds are
+ * applied after the hidden directories are covered, so they may re-expose a path under them. */
+int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool writable);
+/* Make an executable that lives under a hidden directory visible read-only: its directory,
+ * the install prefix above a bin/ directory, and the same for its resolved target. */
+int lb_sandbox_expose_program(lb_sandbox *sb, const char *path);
+/* True when path lies under a directory the sandbox hides (home directories, /run...). */
+bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
+/* "K=V": added to the clean environment (replacing a default of the same name). */
+int lb_sandbox_add_env(lb_sandbox *sb, const char *kv);
+int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */
+int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
+int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
+/* Limits enforced through cgroups; 0 means unset. */
+int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
+int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus);
+int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
+/* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
+int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);
+/* Size of the private /tmp and /dev/shm tmpfs. */
+int lb_sandbox_set_tmpfs_size(lb_sandbox *sb, uint64_t bytes);
+
+typedef enum lb_sandbox_outcome {
+	LB_SB_EXITED,       /* the payload exited; exit_code set */
+	LB_SB_SIGNALED,     /* the payload was killed by a signal; term_signal set */
+	LB_SB_TIMEOUT,      /* the budget ended it */
+	LB_SB_INTERRUPTED,  /* labbox got SIGINT/SIGTERM/SIGHUP and ended it */
+	LB_SB_SETUP_FAILED, /* the sandbox could not be set up or the command not executed */
+} lb_sandbox_outcome;
+
+typedef struct lb_isolation {
+	bool user_ns, pid_ns, mount_ns, net_ns, ipc_ns, uts_ns;
+	bool seccomp;
+	bool no_new_privs;
+	bool caps_dropped;
+	uid_t uid;  /* uid of the payload as the host sees it */
+	gid_t gid;
+	const char *cgroup; /* NULL when no cgroup was used */
+	const char *memory_enforced_by; /* NULL when no memory limit */
+} lb_isolation;
+
+typedef struct lb_sandbox_result {
+	lb_sandbox_outcome outcome;
+	int exit_code;   /* valid for EXITED; -1 otherwise */
+	int term_signal; /* signal that ended the payload, 0 if it exited */
+	bool timed_out;
+	bool interrupted;
+	int interrupt_signal; /* the signal labbox received */
+	double wall_s, cpu_user_s, cpu_sys_s;
+	uint64_t peak_rss_bytes; /* largest resident set of any process of the tree */
+	int setup_errno;         /* for SETUP_FAILED */
+	char setup_step[32];     /* e.g. "setup_root", "exec" */
+	char setup_error[512];   /* one line naming what failed */
+	lb_isolation isolation;
+} lb_sandbox_result;
+
+/* Run to completion. Returns 0 when the outcome is known (including SETUP_FAILED, timeouts and
+ * failures of the payload) and a negative errno when supervision itself failed. */
+int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res);
+
+/* Shell-style exit status for an outcome: the exit code, 128+signal, 124 for the budget,
+ * 125 for setup failures, 126/127 when the command could not be executed or found. */
+int lb_sandbox_exit_status(const lb_sandbox_result *res);
+
+#endif

@@ -1,0 +1,89 @@
+/* util: small shared helpers (cleanup attributes, buffers, files, time, hashing, parsing of
+ * sizes and durations). Nothing domain-specific lives here. Functions return 0 or a negative
+ * errno unless documented otherwise. */
+#ifndef LABBOX_UTIL_H
+#define LABBOX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Cleanup helpers: a variable declared with one of these is released on every return path. */
+void lb_freep(void *p);
+void lb_closep(int *fd);
+void lb_fclosep(FILE **f);
+#define LB_AUTOFREE __attribute__((cleanup(lb_freep)))
+#define LB_AUTOCLOSE __attribute__((cleanup(lb_closep)))
+#define LB_AUTOFCLOSE __attribute__((cleanup(lb_fclosep)))
+
+/* Hand ownership out of a cleanup variable. */
+static inline void *lb_steal_ptr(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+static inline int lb_steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+/* Growable byte buffer, always NUL-terminated when data != NULL. */
+typedef struct lb_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+} lb_buf;
+int lb_buf_append(lb_buf *b, const void *data, size_t len);
+int lb_buf_puts(lb_buf *b, const char *s);
+int lb_buf_printf(lb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lb_buf_free(lb_buf *b);
+
+/* I/O that retries on EINTR and short counts. */
+int lb_write_all(int fd, const void *data, size_t len);
+/* Read a whole regular file (refusing symlinks, FIFOs and devices) of at most max bytes.
+ * -EFBIG when larger, -ELOOP for a symlink, -EINVAL for a non-regular file. */
+int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len);
+/* Write through a temporary file and rename, so readers never see half a file. */
+int lb_write_file_atomic(const char *path, const void *data, size_t len);
+int lb_mkdir_p(const char *path, mode_t mode);
+/* Path of a regular executable file: PATH lookup when name has no slash. */
+int lb_find_executable(const char *name, char **out);
+
+/* Time. */
+double lb_time_now(void);       /* wall clock, seconds since the epoch */
+double lb_time_monotonic(void); /* monotonic seconds */
+void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.123Z */
+
+/* SHA-256. */
+typedef struct lb_sha256 {
+	uint32_t h[8];
+	uint64_t nbytes;
+	uint8_t block[64];
+	size_t fill;
+} lb_sha256;
+void lb_sha256_init(lb_sha256 *c);
+void lb_sha256_update(lb_sha256 *c, const void *data, size_t len);
+void lb_sha256_final(lb_sha256 *c, uint8_t out[32]);
+void lb_sha256_hex(const uint8_t digest[32], char out[65]);
+
+/* "4g", "512m", "1.5G", "1024" (bytes), "64k": binary units as docker reads them. */
+int lb_parse_size(const char *s, uint64_t *out);
+/* A positive finite number of seconds ("3", "2.5"). */
+int lb_parse_seconds(const char *s, double *out);
+/* A non-negative decimal integer that fits in a long. */
+int lb_parse_long(const char *s, long *out);
+
+/* Random hex string of n bytes (2n characters + NUL in out). */
+int lb_random_hex(char *out, size_t nbytes);
+
+/* Run argv (no shell) with stdout captured into out (at most max bytes) and stderr discarded
+ * or merged; returns 0 and the wait status in *status, or a negative errno. */
+int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, int *status);
+
+#endif

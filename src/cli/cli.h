@@ -1,0 +1,79 @@
+/* cli: argument parsing, subcommands and output; the logic lives in the library. */
+#ifndef LABBOX_CLI_H
+#define LABBOX_CLI_H
+
+#include "labbox/sandbox.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CLI_EXIT_USAGE 2
+
+/* Flags shared by run and exec (docker's names where docker has one). */
+typedef struct cli_sandbox_opts {
+	double budget; /* 0: none */
+	double grace;
+	bool grace_set;
+	uint64_t memory;
+	double cpus;
+	long pids;
+	lb_network network;
+	char **env; /* K=V */
+	size_t nenv;
+	char **volumes; /* SRC:DST[:ro|rw] */
+	size_t nvolumes;
+	bool json;
+} cli_sandbox_opts;
+
+/* Long option ids of the shared flags, above the range of single characters. */
+enum {
+	OPT_BUDGET = 1000,
+	OPT_GRACE,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_PIDS,
+	OPT_NETWORK,
+	OPT_JSON,
+	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
+};
+
+#define CLI_SANDBOX_LONGOPTS                                                                   \
+	{"budget", required_argument, NULL, OPT_BUDGET},                                       \
+		{"grace", required_argument, NULL, OPT_GRACE},                                 \
+		{"memory", required_argument, NULL, OPT_MEMORY},                               \
+		{"cpus", required_argument, NULL, OPT_CPUS},                                   \
+		{"pids-limit", required_argument, NULL, OPT_PIDS},                             \
+		{"network", required_argument, NULL, OPT_NETWORK},                             \
+		{"json", no_argument, NULL, OPT_JSON}, {"env", required_argument, NULL, 'e'},  \
+		{"volume", required_argument, NULL, 'v'}
+
+#define CLI_SANDBOX_HELP                                                                       \
+	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
+	"  --grace SECONDS      time between SIGTERM and SIGKILL when the budget ends (default 5)\n" \
+	"  --network none|host  none (default): loopback only; host: the host's network\n"      \
+	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable)\n" \
+	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
+	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
+	"  --memory SIZE        memory limit, e.g. 512m, 4g (needs cgroup support)\n"          \
+	"  --cpus N             CPU limit, e.g. 1.5 (needs cgroup support)\n"                  \
+	"  --pids-limit N       process limit (needs cgroup support)\n"                         \
+	"  --json               print one JSON document on stdout; human text goes to stderr\n" \
+	"  -h, --help           this help\n"
+
+/* Handle one shared flag; returns 1 when it was one, 0 when not, -1 after printing an error. */
+int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
+/* Apply the shared flags to a sandbox; -1 after printing an error. */
+int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
+void cli_sandbox_opts_free(cli_sandbox_opts *o);
+/* Print "labbox CMD: message" as one line on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The unknown-option message for getopt's '?' result. */
+void cli_bad_option(const char *cmd, char *const argv[], int optopt_val);
+/* Resolve the command to run; expose it when it lives under a hidden directory. A Python
+ * interpreter is resolved to its real executable so shims (pyenv) and venvs work inside. */
+int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char **out);
+
+int cli_exec(int argc, char **argv);
+int cli_run(int argc, char **argv);
+
+#endif

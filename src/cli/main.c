@@ -1,0 +1,41 @@
+/* labbox: validate, run and record research experiments in a sandbox. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: labbox COMMAND [OPTIONS]\n"
+	"\n"
+	"Run research experiments you do not fully trust, isolated, under a time budget, and get\n"
+	"back metrics you can trust.\n"
+	"\n"
+	"Commands:\n"
+	"  run EXPDIR [-- ARGS]   stage, run and record an experiment; collect and check metrics\n"
+	"  exec -- CMD [ARGS]     run any command in the sandbox and exit with its status\n"
+	"  version                print the version\n"
+	"\n"
+	"`labbox COMMAND --help` documents each command's flags.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("labbox %s\n", LABBOX_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "exec") == 0)
+		return cli_exec(argc - 1, argv + 1);
+	if (strcmp(cmd, "run") == 0)
+		return cli_run(argc - 1, argv + 1);
+	fprintf(stderr, "labbox: unknown command '%s' (see labbox --help)\n", cmd);
+	return CLI_EXIT_USAGE;
+}

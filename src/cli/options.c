@@ -1,0 +1,235 @@
+/* Flags shared by `run` and `exec`, and resolution of the program to run. */
+#include "cli.h"
+#include "labbox/diagnose.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	/* One line, whatever the message carries. */
+	for (char *p = msg; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	fprintf(stderr, "labbox %s: %s\n", cmd, msg);
+}
+
+void cli_bad_option(const char *cmd, char *const argv[], int optopt_val)
+{
+	extern int optind;
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	if (optopt_val && optopt_val < 256 && arg[0] == '-' && arg[1] != '-')
+		cli_error(cmd, "unknown option '-%c' or missing value (see labbox %s --help)",
+			  optopt_val, cmd);
+	else
+		cli_error(cmd, "unknown option '%s' or missing value (see labbox %s --help)", arg,
+			  cmd);
+}
+
+static int strv_add(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof **v);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o)
+{
+	switch (opt) {
+	case OPT_BUDGET:
+		if (lb_parse_seconds(arg, &o->budget) < 0) {
+			cli_error(cmd, "--budget '%s' is not a positive number of seconds", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_GRACE: {
+		char *end;
+		errno = 0;
+		double g = strtod(arg, &end);
+		if (errno || end == arg || *end || !(g >= 0) || g > 1e6) {
+			cli_error(cmd, "--grace '%s' is not a number of seconds >= 0", arg);
+			return -1;
+		}
+		o->grace = g;
+		o->grace_set = true;
+		return 1;
+	}
+	case OPT_MEMORY:
+		if (lb_parse_size(arg, &o->memory) < 0 || o->memory == 0) {
+			cli_error(cmd, "--memory '%s' is not a size such as 512m or 4g", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_CPUS: {
+		char *end;
+		errno = 0;
+		o->cpus = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->cpus > 0) || o->cpus > 4096) {
+			cli_error(cmd, "--cpus '%s' is not a positive number of CPUs", arg);
+			return -1;
+		}
+		return 1;
+	}
+	case OPT_PIDS:
+		if (lb_parse_long(arg, &o->pids) < 0 || o->pids <= 0) {
+			cli_error(cmd, "--pids-limit '%s' is not a positive integer", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_NETWORK:
+		if (strcmp(arg, "none") == 0)
+			o->network = LB_NET_NONE;
+		else if (strcmp(arg, "host") == 0)
+			o->network = LB_NET_HOST;
+		else {
+			cli_error(cmd, "--network '%s' is not one of none, host", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_JSON:
+		o->json = true;
+		return 1;
+	case 'e':
+		if (!strchr(arg, '=') || arg[0] == '=') {
+			cli_error(cmd, "-e '%s' is not of the form NAME=VALUE", arg);
+			return -1;
+		}
+		if (strv_add(&o->env, &o->nenv, arg) < 0)
+			return -1;
+		return 1;
+	case 'v':
+		if (arg[0] != '/' || !strchr(arg, ':')) {
+			cli_error(cmd, "-v '%s' is not of the form /SRC:/DST[:ro|rw]", arg);
+			return -1;
+		}
+		if (strv_add(&o->volumes, &o->nvolumes, arg) < 0)
+			return -1;
+		return 1;
+	}
+	return 0;
+}
+
+static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
+{
+	LB_AUTOFREE char *s = strdup(spec);
+	if (!s)
+		return -1;
+	char *src = s;
+	char *dst = strchr(s, ':');
+	*dst++ = '\0';
+	char *mode = strchr(dst, ':');
+	bool writable = false;
+	if (mode) {
+		*mode++ = '\0';
+		if (strcmp(mode, "rw") == 0)
+			writable = true;
+		else if (strcmp(mode, "ro") != 0) {
+			cli_error(cmd, "-v '%s': mode '%s' is not ro or rw", spec, mode);
+			return -1;
+		}
+	}
+	if (dst[0] != '/') {
+		cli_error(cmd, "-v '%s': destination must be an absolute path", spec);
+		return -1;
+	}
+	int r = lb_sandbox_add_bind(sb, src, dst, writable);
+	if (r < 0) {
+		cli_error(cmd, "-v '%s': %s: %s", spec, src, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
+{
+	lb_sandbox_set_budget(sb, o->budget);
+	if (o->grace_set)
+		lb_sandbox_set_grace(sb, o->grace);
+	lb_sandbox_set_network(sb, o->network);
+	lb_sandbox_set_memory(sb, o->memory);
+	lb_sandbox_set_cpus(sb, o->cpus);
+	lb_sandbox_set_pids(sb, o->pids);
+	for (size_t i = 0; i < o->nenv; i++)
+		if (lb_sandbox_add_env(sb, o->env[i]) < 0) {
+			cli_error(cmd, "-e '%s' is not of the form NAME=VALUE", o->env[i]);
+			return -1;
+		}
+	for (size_t i = 0; i < o->nvolumes; i++)
+		if (apply_volume(cmd, o->volumes[i], sb) < 0)
+			return -1;
+	return 0;
+}
+
+void cli_sandbox_opts_free(cli_sandbox_opts *o)
+{
+	for (size_t i = 0; i < o->nenv; i++)
+		free(o->env[i]);
+	free(o->env);
+	for (size_t i = 0; i < o->nvolumes; i++)
+		free(o->volumes[i]);
+	free(o->volumes);
+}
+
+static bool looks_like_python(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return strncmp(base, "python", 6) == 0;
+}
+
+int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char **out)
+{
+	LB_AUTOFREE char *exe = NULL;
+	int r = lb_find_executable(name, &exe);
+	if (r < 0) {
+		cli_error(cmd, "'%s': %s", name,
+			  r == -ENOENT ? "command not found" : "not executable");
+		return r == -ENOENT ? 127 : 126;
+	}
+	char abs[PATH_MAX];
+	if (exe[0] != '/') {
+		if (!realpath(exe, abs)) {
+			cli_error(cmd, "'%s': %s", name, strerror(errno));
+			return 127;
+		}
+	} else {
+		snprintf(abs, sizeof abs, "%s", exe);
+	}
+	if (looks_like_python(abs) && lb_sandbox_path_hidden(sb, abs)) {
+		/* A shim or a venv under a hidden home: run the real interpreter and expose its
+		 * installation, read-only. */
+		lb_python_info py;
+		char err[512];
+		if (lb_python_probe(abs, &py, err, sizeof err) == 0) {
+			snprintf(abs, sizeof abs, "%s", py.executable);
+			const char *dirs[] = {py.prefix, py.base_prefix};
+			for (size_t i = 0; i < 2; i++)
+				if (lb_sandbox_path_hidden(sb, dirs[i]))
+					lb_sandbox_add_bind(sb, dirs[i], NULL, false);
+		}
+	}
+	r = lb_sandbox_expose_program(sb, abs);
+	if (r < 0) {
+		cli_error(cmd, "cannot expose '%s' in the sandbox: %s", abs, strerror(-r));
+		return 125;
+	}
+	*out = strdup(abs);
+	return *out ? 0 : 125;
+}

@@ -1,0 +1,75 @@
+/* JSON documents of a run: shared pieces and serialisation. */
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+struct json_object *lb_record_fixed(double v, int decimals)
+{
+	char text[64];
+	snprintf(text, sizeof text, "%.*f", decimals, v);
+	return json_object_new_double_s(v, text);
+}
+
+struct json_object *lb_record_isolation_json(const lb_isolation *iso)
+{
+	json_object *o = json_object_new_object();
+	json_object *ns = json_object_new_object();
+	json_object_object_add(ns, "user", json_object_new_boolean(iso->user_ns));
+	json_object_object_add(ns, "pid", json_object_new_boolean(iso->pid_ns));
+	json_object_object_add(ns, "mount", json_object_new_boolean(iso->mount_ns));
+	json_object_object_add(ns, "network", json_object_new_boolean(iso->net_ns));
+	json_object_object_add(ns, "ipc", json_object_new_boolean(iso->ipc_ns));
+	json_object_object_add(ns, "uts", json_object_new_boolean(iso->uts_ns));
+	json_object_object_add(o, "namespaces", ns);
+	json_object_object_add(o, "network", json_object_new_string(iso->net_ns ? "loopback" : "host"));
+	json_object_object_add(o, "filesystem",
+			       json_object_new_string("host read-only; homes and /run hidden; "
+						      "private /tmp, /var/tmp, /dev/shm"));
+	json_object_object_add(o, "seccomp", json_object_new_boolean(iso->seccomp));
+	json_object_object_add(o, "no_new_privs", json_object_new_boolean(iso->no_new_privs));
+	json_object_object_add(o, "capabilities",
+			       json_object_new_string(iso->caps_dropped ? "none" : "inherited"));
+	json_object_object_add(o, "uid", json_object_new_int((int)iso->uid));
+	json_object_object_add(o, "gid", json_object_new_int((int)iso->gid));
+	json_object_object_add(o, "cgroup",
+			       iso->cgroup ? json_object_new_string(iso->cgroup) : NULL);
+	json_object_object_add(o, "memory_enforced_by",
+			       iso->memory_enforced_by ? json_object_new_string(iso->memory_enforced_by)
+						       : NULL);
+	return o;
+}
+
+struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "wall_s", lb_record_fixed(res->wall_s, 3));
+	json_object_object_add(o, "cpu_user_s", lb_record_fixed(res->cpu_user_s, 3));
+	json_object_object_add(o, "cpu_sys_s", lb_record_fixed(res->cpu_sys_s, 3));
+	json_object_object_add(o, "peak_rss_bytes", json_object_new_int64((int64_t)res->peak_rss_bytes));
+	json_object_object_add(o, "peak_rss_source", json_object_new_string("rusage"));
+	return o;
+}
+
+const char *lb_record_json_text(struct json_object *doc)
+{
+	return json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+							   JSON_C_TO_STRING_SPACED |
+							   JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+int lb_record_write_json(const char *path, struct json_object *doc)
+{
+	const char *text = lb_record_json_text(doc);
+	lb_buf b = {0};
+	int r = lb_buf_puts(&b, text);
+	if (r == 0)
+		r = lb_buf_puts(&b, "\n");
+	if (r == 0)
+		r = lb_write_file_atomic(path, b.data, b.len);
+	lb_buf_free(&b);
+	return r;
+}

@@ -1,0 +1,132 @@
+/* run.log with a size cap that keeps both ends: the head as written, the tail in a ring. */
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct lb_runlog {
+	int fd;
+	uint64_t cap;
+	uint64_t head_cap; /* bytes written straight through */
+	uint64_t seen;
+	uint64_t written;
+	char *ring; /* newest bytes once past the head */
+	size_t ring_cap;
+	size_t ring_pos;
+	uint64_t ring_fill;
+	char recent[8192]; /* always the newest bytes, for diagnosis */
+	size_t recent_pos;
+	size_t recent_fill;
+};
+
+int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
+{
+	lb_runlog *l = calloc(1, sizeof *l);
+	if (!l)
+		return -ENOMEM;
+	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (l->fd < 0) {
+		int e = -errno;
+		free(l);
+		return e;
+	}
+	l->cap = cap;
+	l->head_cap = cap / 2;
+	l->ring_cap = (size_t)(cap - l->head_cap);
+	*out = l;
+	return 0;
+}
+
+static void remember(lb_runlog *l, const char *data, size_t len)
+{
+	if (len >= sizeof l->recent) {
+		data += len - sizeof l->recent;
+		len = sizeof l->recent;
+	}
+	for (size_t i = 0; i < len; i++) {
+		l->recent[l->recent_pos] = data[i];
+		l->recent_pos = (l->recent_pos + 1) % sizeof l->recent;
+	}
+	l->recent_fill = l->recent_fill + len > sizeof l->recent ? sizeof l->recent
+								 : l->recent_fill + len;
+}
+
+void lb_runlog_write(lb_runlog *l, const char *data, size_t len)
+{
+	l->seen += len;
+	remember(l, data, len);
+	if (l->written < l->head_cap) {
+		size_t take = l->head_cap - l->written < len ? (size_t)(l->head_cap - l->written) : len;
+		if (lb_write_all(l->fd, data, take) == 0)
+			l->written += take;
+		data += take;
+		len -= take;
+	}
+	if (!len || !l->ring_cap)
+		return;
+	if (!l->ring) {
+		l->ring = malloc(l->ring_cap);
+		if (!l->ring)
+			return;
+	}
+	if (len > l->ring_cap) {
+		data += len - l->ring_cap;
+		len = l->ring_cap;
+	}
+	size_t first = l->ring_cap - l->ring_pos < len ? l->ring_cap - l->ring_pos : len;
+	memcpy(l->ring + l->ring_pos, data, first);
+	memcpy(l->ring, data + first, len - first);
+	l->ring_pos = (l->ring_pos + len) % l->ring_cap;
+	l->ring_fill += len;
+}
+
+void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
+{
+	bool cut = l->seen > l->cap;
+	if (l->ring && l->ring_fill) {
+		size_t fill = l->ring_fill > l->ring_cap ? l->ring_cap : (size_t)l->ring_fill;
+		if (cut) {
+			char note[160];
+			int n = snprintf(note, sizeof note,
+					 "\n[labbox: output cut: %llu bytes omitted here; run.log keeps "
+					 "the first and the last %llu bytes]\n",
+					 (unsigned long long)(l->seen - l->head_cap - fill),
+					 (unsigned long long)l->ring_cap);
+			if (lb_write_all(l->fd, note, (size_t)n) == 0)
+				l->written += (uint64_t)n;
+		}
+		size_t start = fill < l->ring_cap ? 0 : l->ring_pos;
+		size_t first = l->ring_cap - start < fill ? l->ring_cap - start : fill;
+		if (lb_write_all(l->fd, l->ring + start, first) == 0 &&
+		    lb_write_all(l->fd, l->ring, fill - first) == 0)
+			l->written += fill;
+	}
+	if (seen)
+		*seen = l->seen;
+	if (written)
+		*written = l->written;
+	if (truncated)
+		*truncated = cut;
+	fsync(l->fd);
+	close(l->fd);
+	free(l->ring);
+	free(l);
+}
+
+char *lb_runlog_tail(const lb_runlog *l, size_t max)
+{
+	size_t n = l->recent_fill < max ? l->recent_fill : max;
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	size_t start = (l->recent_pos + sizeof l->recent - n) % sizeof l->recent;
+	for (size_t i = 0; i < n; i++)
+		out[i] = l->recent[(start + i) % sizeof l->recent];
+	out[n] = '\0';
+	return out;
+}

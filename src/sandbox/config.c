@@ -1,0 +1,333 @@
+/* sandbox configuration: setters only, no side effects on the system. */
+#include "sandbox_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 2) * sizeof **v);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static bool path_is_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool strv_contains(char **v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* A home directory is hidden unless hiding it would hide the system itself. */
+static int add_hidden_home(lb_sandbox *sb, const char *home)
+{
+	if (!home || home[0] != '/')
+		return 0;
+	char real[PATH_MAX];
+	if (!realpath(home, real))
+		return 0;
+	static const char *const system_dirs[] = {"/", "/usr", "/bin", "/sbin", "/lib", "/lib64",
+						  "/etc", "/var", "/opt", "/dev", "/proc", "/sys"};
+	for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
+		if (strcmp(real, system_dirs[i]) == 0)
+			return 0;
+	for (size_t i = 0; i < sb->nhidden; i++)
+		if (path_is_under(real, sb->hidden[i]))
+			return 0;
+	return strv_push(&sb->hidden, &sb->nhidden, real);
+}
+
+int lb_sandbox_new(lb_sandbox **out)
+{
+	lb_sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return -ENOMEM;
+	sb->grace = 5.0;
+	sb->net = LB_NET_NONE;
+	sb->merged = true;
+	sb->tmpfs_size = (uint64_t)1 << 30;
+	sb->host_uid = getuid();
+	sb->host_gid = getgid();
+	/* As root, the payload runs as nobody: uid 0 owns the host's secrets (/etc/shadow, ssh
+	 * host keys) and file permissions alone would let it read them. */
+	if (sb->host_uid == 0) {
+		sb->sb_uid = 65534;
+		sb->sb_gid = 65534;
+	} else {
+		sb->sb_uid = sb->host_uid;
+		sb->sb_gid = sb->host_gid;
+	}
+	int r = 0;
+	static const char *const hidden[] = {"/home", "/root", "/run", "/var/run"};
+	for (size_t i = 0; i < sizeof hidden / sizeof *hidden && r == 0; i++) {
+		struct stat st;
+		/* /var/run is usually a symlink to /run, which is covered already. */
+		if (lstat(hidden[i], &st) == 0 && S_ISDIR(st.st_mode))
+			r = strv_push(&sb->hidden, &sb->nhidden, hidden[i]);
+	}
+	static const char *const priv[] = {"/tmp", "/var/tmp", "/dev/shm"};
+	for (size_t i = 0; i < sizeof priv / sizeof *priv && r == 0; i++)
+		r = strv_push(&sb->private_dirs, &sb->nprivate, priv[i]);
+	if (r == 0) {
+		struct passwd *pw = getpwuid(sb->host_uid);
+		r = add_hidden_home(sb, pw ? pw->pw_dir : NULL);
+	}
+	if (r == 0)
+		r = add_hidden_home(sb, getenv("HOME"));
+	if (r < 0) {
+		lb_sandbox_free(sb);
+		return r;
+	}
+	*out = sb;
+	return 0;
+}
+
+void lb_sandbox_free(lb_sandbox *sb)
+{
+	if (!sb)
+		return;
+	strv_free(sb->argv, sb->argc);
+	free(sb->workdir);
+	for (size_t i = 0; i < sb->nbinds; i++) {
+		free(sb->binds[i].src);
+		free(sb->binds[i].dst);
+	}
+	free(sb->binds);
+	strv_free(sb->hidden, sb->nhidden);
+	strv_free(sb->private_dirs, sb->nprivate);
+	strv_free(sb->env, sb->nenv);
+	free(sb);
+}
+
+int lb_sandbox_set_argv(lb_sandbox *sb, char *const argv[])
+{
+	if (!argv || !argv[0] || argv[0][0] != '/')
+		return -EINVAL;
+	strv_free(sb->argv, sb->argc);
+	sb->argv = NULL;
+	sb->argc = 0;
+	for (size_t i = 0; argv[i]; i++) {
+		int r = strv_push(&sb->argv, &sb->argc, argv[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir)
+{
+	char real[PATH_MAX];
+	if (!realpath(dir, real))
+		return -errno;
+	struct stat st;
+	if (stat(real, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	char *d = strdup(real);
+	if (!d)
+		return -ENOMEM;
+	free(sb->workdir);
+	sb->workdir = d;
+	return 0;
+}
+
+int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool writable)
+{
+	char real[PATH_MAX];
+	if (!realpath(src, real))
+		return -errno;
+	if (dst && dst[0] != '/')
+		return -EINVAL;
+	for (size_t i = 0; i < sb->nbinds; i++)
+		if (strcmp(sb->binds[i].dst, dst ? dst : real) == 0)
+			return 0;
+	lb_bind *nb = realloc(sb->binds, (sb->nbinds + 1) * sizeof *nb);
+	if (!nb)
+		return -ENOMEM;
+	sb->binds = nb;
+	lb_bind *b = &nb[sb->nbinds];
+	b->src = strdup(real);
+	b->dst = strdup(dst ? dst : real);
+	b->writable = writable;
+	if (!b->src || !b->dst) {
+		free(b->src);
+		free(b->dst);
+		return -ENOMEM;
+	}
+	sb->nbinds++;
+	return 0;
+}
+
+bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path)
+{
+	for (size_t i = 0; i < sb->nhidden; i++)
+		if (path_is_under(path, sb->hidden[i]))
+			return true;
+	for (size_t i = 0; i < sb->nprivate; i++)
+		if (path_is_under(path, sb->private_dirs[i]))
+			return true;
+	return false;
+}
+
+/* The directory a program needs: its own, or the install prefix when it sits in a bin/
+ * directory (a venv, a conda env, a pyenv version, ~/.local). */
+static int expose_one(lb_sandbox *sb, const char *path)
+{
+	if (!lb_sandbox_path_hidden(sb, path))
+		return 0;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	size_t n = strlen(dir);
+	if (n >= 4 && strcmp(dir + n - 4, "/bin") == 0 && n > 4)
+		dir[n - 4] = '\0';
+	if (!lb_sandbox_path_hidden(sb, dir) || strv_contains(sb->hidden, sb->nhidden, dir))
+		return 0;
+	return lb_sandbox_add_bind(sb, dir, NULL, false);
+}
+
+int lb_sandbox_expose_program(lb_sandbox *sb, const char *path)
+{
+	char abs[PATH_MAX];
+	if (path[0] != '/')
+		return -EINVAL;
+	/* The path as named (keeps a venv's bin/python symlink and its pyvenv.cfg reachable). */
+	snprintf(abs, sizeof abs, "%s", path);
+	int r = expose_one(sb, abs);
+	if (r < 0)
+		return r;
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return -errno;
+	return expose_one(sb, real);
+}
+
+int lb_sandbox_add_env(lb_sandbox *sb, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return -EINVAL;
+	size_t klen = (size_t)(eq - kv);
+	for (size_t i = 0; i < sb->nenv; i++) {
+		if (strncmp(sb->env[i], kv, klen) == 0 && sb->env[i][klen] == '=') {
+			char *d = strdup(kv);
+			if (!d)
+				return -ENOMEM;
+			free(sb->env[i]);
+			sb->env[i] = d;
+			return 0;
+		}
+	}
+	return strv_push(&sb->env, &sb->nenv, kv);
+}
+
+int lb_sandbox_set_budget(lb_sandbox *sb, double seconds)
+{
+	if (!(seconds >= 0))
+		return -EINVAL;
+	sb->budget = seconds;
+	return 0;
+}
+
+int lb_sandbox_set_grace(lb_sandbox *sb, double seconds)
+{
+	if (!(seconds >= 0))
+		return -EINVAL;
+	sb->grace = seconds;
+	return 0;
+}
+
+int lb_sandbox_set_network(lb_sandbox *sb, lb_network net)
+{
+	sb->net = net;
+	return 0;
+}
+
+int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes)
+{
+	sb->memory = bytes;
+	return 0;
+}
+
+int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus)
+{
+	if (!(cpus >= 0))
+		return -EINVAL;
+	sb->cpus = cpus;
+	return 0;
+}
+
+int lb_sandbox_set_pids(lb_sandbox *sb, long pids)
+{
+	if (pids < 0)
+		return -EINVAL;
+	sb->pids = pids;
+	return 0;
+}
+
+int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx)
+{
+	sb->merged = merged;
+	sb->out_fn = fn;
+	sb->out_ctx = ctx;
+	return 0;
+}
+
+int lb_sandbox_set_tmpfs_size(lb_sandbox *sb, uint64_t bytes)
+{
+	if (bytes == 0)
+		return -EINVAL;
+	sb->tmpfs_size = bytes;
+	return 0;
+}
+
+int lb_sandbox_exit_status(const lb_sandbox_result *res)
+{
+	switch (res->outcome) {
+	case LB_SB_EXITED:
+		return res->exit_code;
+	case LB_SB_SIGNALED:
+		return 128 + res->term_signal;
+	case LB_SB_TIMEOUT:
+		return 124;
+	case LB_SB_INTERRUPTED:
+		return 128 + (res->interrupt_signal ? res->interrupt_signal : 2);
+	case LB_SB_SETUP_FAILED:
+		if (strcmp(res->setup_step, "exec") == 0)
+			return res->setup_errno == ENOENT ? 127 : 126;
+		return 125;
+	}
+	return 125;
+}

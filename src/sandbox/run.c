@@ -1,0 +1,840 @@
+/* sandbox run: supervisor, init and payload.
+ *
+ *   supervisor (labbox)          init (pid 1 of the new namespaces)      payload
+ *   clone(NEWUSER|NEWPID|...) -> wait for the id maps
+ *   write uid_map/gid_map        setup_root, setup_net, setup_uts
+ *   relay output, watch budget   fork ---------------------------------> setup_fds, setup_session,
+ *   SIGTERM, grace, SIGKILL      reap everything; payload gone: kill    setup_rlimits, chdir,
+ *                                the rest; report the payload status    setup_credentials, exec
+ *
+ * Setup failures travel back on the error channel (a CLOEXEC pipe: a successful exec closes it
+ * empty). Init dies with the supervisor through PR_SET_PDEATHSIG, and the kernel then kills
+ * every process of the pid namespace, so nothing outlives labbox, even after SIGKILL. */
+#include "sandbox_internal.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NEWROOT "/tmp/.labbox-root"
+
+typedef struct chan_msg {
+	int err;
+	char step[32];
+	char msg[440];
+} chan_msg;
+
+typedef struct init_ctx {
+	const lb_sandbox *sb;
+	int sync_rd;
+	int chan_wr;
+	int status_wr;
+	int out_wr;
+	int errout_wr;
+	int *bind_fds; /* one per sb->binds, plus the workdir at the end */
+	int dev_fds[5];
+} init_ctx;
+
+static const char *const dev_nodes[5] = {"null", "zero", "full", "random", "urandom"};
+
+/* Report a setup failure to the supervisor and end this process. */
+__attribute__((noreturn, format(printf, 4, 5))) static void
+chan_fail(int fd, const char *step, int err, const char *fmt, ...)
+{
+	chan_msg m;
+	memset(&m, 0, sizeof m);
+	m.err = err;
+	snprintf(m.step, sizeof m.step, "%s", step);
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(m.msg, sizeof m.msg, fmt, ap);
+	va_end(ap);
+	if (err && n >= 0 && (size_t)n < sizeof m.msg)
+		snprintf(m.msg + n, sizeof m.msg - (size_t)n, ": %s", strerror(err));
+	/* One write below PIPE_BUF is atomic, so the supervisor sees all of it or nothing. */
+	ssize_t w = write(fd, &m, sizeof m);
+	(void)w;
+	_exit(125);
+}
+
+static void nr_path(char *out, size_t n, const char *path)
+{
+	snprintf(out, n, NEWROOT "%s", path);
+}
+
+static int attach_clone(int srcfd, const char *target, bool writable, bool recursive, bool dev)
+{
+	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH;
+	if (recursive)
+		flags |= AT_RECURSIVE;
+	LB_AUTOCLOSE int tree = open_tree(srcfd, "", flags);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr attr = {0};
+	attr.attr_set = MOUNT_ATTR_NOSUID | (dev ? 0 : MOUNT_ATTR_NODEV);
+	if (writable)
+		attr.attr_clr = MOUNT_ATTR_RDONLY;
+	else
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr,
+			  sizeof attr) < 0)
+		return -errno;
+	if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Device nodes are bound from the original /dev: the cloned root is nodev. */
+static void setup_dev(init_ctx *c)
+{
+	char p[4096];
+	nr_path(p, sizeof p, "/dev");
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev");
+	for (size_t i = 0; i < 5; i++) {
+		nr_path(p, sizeof p, "/dev/");
+		strncat(p, dev_nodes[i], sizeof p - strlen(p) - 1);
+		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd < 0)
+			chan_fail(c->chan_wr, "setup_dev", errno, "create /dev/%s", dev_nodes[i]);
+		close(fd);
+		int r = attach_clone(c->dev_fds[i], p, true, false, true);
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_dev", -r, "bind /dev/%s", dev_nodes[i]);
+	}
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
+					       {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"},
+					       {"/proc/self/fd/2", "stderr"}};
+	for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+		nr_path(p, sizeof p, "/dev/");
+		strncat(p, links[i][1], sizeof p - strlen(p) - 1);
+		if (symlink(links[i][0], p) < 0)
+			chan_fail(c->chan_wr, "setup_dev", errno, "symlink /dev/%s", links[i][1]);
+	}
+	nr_path(p, sizeof p, "/dev/shm");
+	if (mkdir(p, 0755) < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mkdir /dev/shm");
+	char opts[64];
+	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)c->sb->tmpfs_size);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev/shm");
+}
+
+/* A mount point for a bind: the path exists in the read-only root, or is created inside one
+ * of the tmpfs labbox put over a hidden or private directory. */
+static int make_mount_point(const char *target, bool is_dir)
+{
+	struct stat st;
+	if (lstat(target, &st) == 0)
+		return 0;
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%s", target);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		int r = lb_mkdir_p(parent, 0755);
+		if (r < 0)
+			return r;
+	}
+	if (is_dir)
+		return mkdir(target, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static void bind_one(init_ctx *c, int srcfd, const char *dst, bool writable)
+{
+	char p[4096];
+	nr_path(p, sizeof p, dst);
+	struct stat st;
+	if (fstat(srcfd, &st) < 0)
+		chan_fail(c->chan_wr, "setup_binds", errno, "stat %s", dst);
+	int r = make_mount_point(p, S_ISDIR(st.st_mode));
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_binds", -r, "mount point for %s", dst);
+	r = attach_clone(srcfd, p, writable, true, false);
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_binds", -r, "bind %s%s", dst,
+			  writable ? " (writable)" : "");
+}
+
+static void setup_root(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	char p[4096];
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "make the mount tree private");
+	/* Every source is opened before the staging tmpfs covers /tmp, where some of them live. */
+	for (size_t i = 0; i < sb->nbinds; i++) {
+		c->bind_fds[i] = open(sb->binds[i].src, O_PATH | O_CLOEXEC);
+		if (c->bind_fds[i] < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "open %s", sb->binds[i].src);
+	}
+	if (sb->workdir) {
+		c->bind_fds[sb->nbinds] = open(sb->workdir, O_PATH | O_CLOEXEC | O_DIRECTORY);
+		if (c->bind_fds[sb->nbinds] < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "open %s", sb->workdir);
+	}
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(p, sizeof p, "/dev/%s", dev_nodes[i]);
+		c->dev_fds[i] = open(p, O_PATH | O_CLOEXEC);
+		if (c->dev_fds[i] < 0)
+			chan_fail(c->chan_wr, "setup_dev", errno, "open %s", p);
+	}
+
+	LB_AUTOCLOSE int tree =
+		open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "clone the host's mount tree");
+	struct mount_attr ro = {0};
+	ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "make the root read-only");
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "mount the staging tmpfs");
+	if (mkdir(NEWROOT, 0755) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "mkdir " NEWROOT);
+	if (move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "attach the new root");
+
+	for (size_t i = 0; i < sb->nhidden; i++) {
+		nr_path(p, sizeof p, sb->hidden[i]);
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "hide %s", sb->hidden[i]);
+	}
+	char opts[64];
+	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)sb->tmpfs_size);
+	for (size_t i = 0; i < sb->nprivate; i++) {
+		if (strcmp(sb->private_dirs[i], "/dev/shm") == 0)
+			continue; /* made with /dev */
+		nr_path(p, sizeof p, sb->private_dirs[i]);
+		struct stat st;
+		if (stat(p, &st) < 0)
+			continue;
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "private %s", sb->private_dirs[i]);
+	}
+	setup_dev(c);
+	nr_path(p, sizeof p, "/proc");
+	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		chan_fail(c->chan_wr, "setup_proc", errno, "mount a fresh /proc");
+
+	for (size_t i = 0; i < sb->nbinds; i++)
+		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);
+	if (sb->workdir)
+		bind_one(c, c->bind_fds[sb->nbinds], sb->workdir, true);
+
+	/* The covers over hidden directories, and /dev, become read-only once populated. */
+	struct mount_attr ro_only = {0};
+	ro_only.attr_set = MOUNT_ATTR_RDONLY;
+	for (size_t i = 0; i < sb->nhidden; i++) {
+		nr_path(p, sizeof p, sb->hidden[i]);
+		if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "seal %s", sb->hidden[i]);
+	}
+	nr_path(p, sizeof p, "/dev");
+	if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "seal /dev");
+
+	if (chdir(NEWROOT) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "chdir to the new root");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "detach the old root");
+	if (chdir("/") < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "chdir /");
+}
+
+static void setup_net(init_ctx *c)
+{
+	if (c->sb->net == LB_NET_HOST)
+		return;
+	LB_AUTOCLOSE int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		chan_fail(c->chan_wr, "setup_net", errno, "socket");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		chan_fail(c->chan_wr, "setup_net", errno, "read loopback flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		chan_fail(c->chan_wr, "setup_net", errno, "bring up loopback");
+}
+
+static void setup_uts(init_ctx *c)
+{
+	if (sethostname("labbox", 6) < 0)
+		chan_fail(c->chan_wr, "setup_uts", errno, "sethostname");
+}
+
+static void setup_fds(init_ctx *c)
+{
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0)
+		chan_fail(c->chan_wr, "setup_fds", errno, "open /dev/null");
+	int errfd = c->sb->merged ? c->out_wr : c->errout_wr;
+	if (dup2(devnull, 0) < 0 || dup2(c->out_wr, 1) < 0 || dup2(errfd, 2) < 0)
+		chan_fail(c->chan_wr, "setup_fds", errno, "dup2");
+	/* Everything else closes at exec; the error channel stays open until then. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		chan_fail(c->chan_wr, "setup_fds", errno, "close_range");
+}
+
+static void setup_session(init_ctx *c)
+{
+	if (setsid() < 0)
+		chan_fail(c->chan_wr, "setup_session", errno, "setsid");
+}
+
+static void setup_rlimits(init_ctx *c)
+{
+	struct rlimit core = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_CORE");
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		/* Data loaders open many files; the soft limit is raised to what the host allows. */
+		nofile.rlim_cur = nofile.rlim_max > 1048576 ? 1048576 : nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+}
+
+static void setup_credentials(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		chan_fail(c->chan_wr, "setup_credentials", errno, "no_new_privs");
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
+			chan_fail(c->chan_wr, "setup_credentials", errno, "drop capability %d", cap);
+		}
+	}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (sb->host_uid == 0) {
+		if (setgroups(0, NULL) < 0)
+			chan_fail(c->chan_wr, "setup_credentials", errno, "setgroups");
+		if (setresgid(sb->sb_gid, sb->sb_gid, sb->sb_gid) < 0)
+			chan_fail(c->chan_wr, "setup_credentials", errno, "setresgid %d",
+				  (int)sb->sb_gid);
+		if (setresuid(sb->sb_uid, sb->sb_uid, sb->sb_uid) < 0)
+			chan_fail(c->chan_wr, "setup_credentials", errno, "setresuid %d",
+				  (int)sb->sb_uid);
+	}
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		chan_fail(c->chan_wr, "setup_credentials", errno, "capset");
+}
+
+static char **build_env(const lb_sandbox *sb)
+{
+	static const char *const defaults[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"};
+	size_t nd = sizeof defaults / sizeof *defaults;
+	char **env = calloc(nd + sb->nenv + 1, sizeof *env);
+	if (!env)
+		return NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < nd; i++) {
+		size_t klen = (size_t)(strchr(defaults[i], '=') - defaults[i]);
+		bool overridden = false;
+		for (size_t j = 0; j < sb->nenv; j++)
+			if (strncmp(sb->env[j], defaults[i], klen + 1) == 0)
+				overridden = true;
+		if (!overridden)
+			env[n++] = (char *)defaults[i];
+	}
+	for (size_t j = 0; j < sb->nenv; j++)
+		env[n++] = sb->env[j];
+	env[n] = NULL;
+	return env;
+}
+
+__attribute__((noreturn)) static void payload_main(init_ctx *c)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setup_fds(c);
+	setup_session(c);
+	setup_rlimits(c);
+	const char *cwd = c->sb->workdir ? c->sb->workdir : "/tmp";
+	if (chdir(cwd) < 0)
+		chan_fail(c->chan_wr, "setup_workdir", errno, "chdir %s", cwd);
+	setup_credentials(c);
+	char **env = build_env(c->sb);
+	if (!env)
+		chan_fail(c->chan_wr, "setup_environment", ENOMEM, "environment");
+	execve(c->sb->argv[0], c->sb->argv, env);
+	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
+}
+
+__attribute__((noreturn)) static void init_main(init_ctx *c)
+{
+	/* Dies with the supervisor; the kernel then kills the rest of the pid namespace. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	char go;
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125); /* the supervisor is gone or the id maps failed */
+	close(c->sync_rd);
+
+	setup_root(c);
+	setup_net(c);
+	setup_uts(c);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0)
+		chan_fail(c->chan_wr, "init", errno, "signalfd");
+
+	pid_t payload = fork();
+	if (payload < 0)
+		chan_fail(c->chan_wr, "init", errno, "fork the payload");
+	if (payload == 0) {
+		close(sfd);
+		payload_main(c);
+	}
+	close(c->chan_wr);
+	close(c->out_wr);
+	if (c->errout_wr >= 0)
+		close(c->errout_wr);
+
+	int payload_status = 0;
+	bool payload_done = false;
+	for (;;) {
+		struct signalfd_siginfo si;
+		ssize_t n = read(sfd, &si, sizeof si);
+		if (n != sizeof si) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (si.ssi_signo != SIGCHLD) {
+			kill(-1, SIGTERM); /* every process of the namespace but init */
+			continue;
+		}
+		int st;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (p == payload) {
+				payload_status = st;
+				payload_done = true;
+			}
+		}
+		if (payload_done)
+			break;
+	}
+	/* The run ends with its main process: daemons it left behind are killed and reaped so
+	 * their CPU time is accounted and nothing outlives the run. */
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	ssize_t w = write(c->status_wr, &payload_status, sizeof payload_status);
+	_exit(w == sizeof payload_status ? 0 : 125);
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *data)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	LB_AUTOCLOSE int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, data, strlen(data));
+	if (n < 0)
+		return -errno;
+	return (size_t)n == strlen(data) ? 0 : -EIO;
+}
+
+static int write_id_maps(const lb_sandbox *sb, pid_t pid, char *err, size_t errlen)
+{
+	char uid_map[96], gid_map[96];
+	int r;
+	if (sb->host_uid == 0) {
+		/* Root inside (to build the root) and the unprivileged id the payload switches to. */
+		snprintf(uid_map, sizeof uid_map, "0 0 1\n%d %d 1\n", (int)sb->sb_uid,
+			 (int)sb->sb_uid);
+		snprintf(gid_map, sizeof gid_map, "0 0 1\n%d %d 1\n", (int)sb->sb_gid,
+			 (int)sb->sb_gid);
+	} else {
+		snprintf(uid_map, sizeof uid_map, "%d %d 1\n", (int)sb->host_uid, (int)sb->host_uid);
+		snprintf(gid_map, sizeof gid_map, "%d %d 1\n", (int)sb->host_gid, (int)sb->host_gid);
+		r = write_proc_file(pid, "setgroups", "deny");
+		if (r < 0) {
+			snprintf(err, errlen, "write setgroups: %s", strerror(-r));
+			return r;
+		}
+	}
+	r = write_proc_file(pid, "uid_map", uid_map);
+	if (r < 0) {
+		snprintf(err, errlen, "write uid_map: %s", strerror(-r));
+		return r;
+	}
+	r = write_proc_file(pid, "gid_map", gid_map);
+	if (r < 0) {
+		snprintf(err, errlen, "write gid_map: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static void set_setup_failure(lb_sandbox_result *res, const char *step, int err, const char *msg)
+{
+	res->outcome = LB_SB_SETUP_FAILED;
+	res->setup_errno = err;
+	snprintf(res->setup_step, sizeof res->setup_step, "%s", step);
+	snprintf(res->setup_error, sizeof res->setup_error, "%s", msg);
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+typedef struct supervise_state {
+	int out_rd, errout_rd, chan_rd, status_rd, sfd;
+	chan_msg chan;
+	size_t chan_got;
+	int payload_status;
+	bool have_status;
+	bool init_done;
+	int init_status;
+	struct rusage ru;
+	double deadline;      /* monotonic; 0 = none */
+	double kill_deadline; /* monotonic; 0 = not terminating */
+	bool timed_out;
+	bool interrupted;
+	int interrupt_signal;
+} supervise_state;
+
+static void terminate(const lb_sandbox *sb, supervise_state *s, pid_t init, double now)
+{
+	if (s->kill_deadline == 0) {
+		kill(init, SIGTERM);
+		s->kill_deadline = now + sb->grace;
+		if (sb->grace == 0)
+			kill(init, SIGKILL);
+	}
+}
+
+static void drain(const lb_sandbox *sb, int *fd, lb_stream stream)
+{
+	char buf[65536];
+	ssize_t n = read(*fd, buf, sizeof buf);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+	if (sb->out_fn)
+		sb->out_fn(sb->out_ctx, stream, buf, (size_t)n);
+}
+
+static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
+{
+	for (;;) {
+		double now = lb_time_monotonic();
+		if (s->deadline && !s->timed_out && now >= s->deadline && !s->init_done) {
+			s->timed_out = true;
+			terminate(sb, s, init, now);
+		}
+		if (s->kill_deadline && now >= s->kill_deadline && !s->init_done) {
+			kill(init, SIGKILL);
+			s->kill_deadline = now + 3600; /* once */
+		}
+		if (s->init_done && s->out_rd < 0 && s->errout_rd < 0 && s->chan_rd < 0 &&
+		    s->status_rd < 0)
+			return 0;
+
+		struct pollfd pfd[5];
+		int fds[5] = {s->out_rd, s->errout_rd, s->chan_rd, s->status_rd, s->sfd};
+		for (int i = 0; i < 5; i++) {
+			pfd[i].fd = fds[i];
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		int timeout = -1;
+		double next = 0;
+		if (!s->init_done) {
+			if (s->deadline && !s->timed_out)
+				next = s->deadline;
+			if (s->kill_deadline && (!next || s->kill_deadline < next))
+				next = s->kill_deadline;
+		}
+		if (next) {
+			double ms = (next - now) * 1000.0 + 1;
+			timeout = ms < 0 ? 0 : ms > 1e9 ? 1000000000 : (int)ms;
+		}
+		int n = poll(pfd, 5, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[0].revents)
+			drain(sb, &s->out_rd, LB_STREAM_STDOUT);
+		if (pfd[1].revents)
+			drain(sb, &s->errout_rd, LB_STREAM_STDERR);
+		if (pfd[2].revents) {
+			ssize_t r = read(s->chan_rd, (char *)&s->chan + s->chan_got,
+					 sizeof s->chan - s->chan_got);
+			if (r > 0)
+				s->chan_got += (size_t)r;
+			else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+				close(s->chan_rd);
+				s->chan_rd = -1;
+			}
+		}
+		if (pfd[3].revents) {
+			ssize_t r = read(s->status_rd, &s->payload_status, sizeof s->payload_status);
+			if (r == sizeof s->payload_status)
+				s->have_status = true;
+			if (r <= 0 || r == sizeof s->payload_status) {
+				close(s->status_rd);
+				s->status_rd = -1;
+			}
+		}
+		if (pfd[4].revents) {
+			struct signalfd_siginfo si;
+			if (read(s->sfd, &si, sizeof si) != sizeof si)
+				continue;
+			if (si.ssi_signo == SIGCHLD) {
+				int st;
+				pid_t p = wait4(init, &st, WNOHANG, &s->ru);
+				if (p == init) {
+					s->init_done = true;
+					s->init_status = st;
+				}
+			} else if (!s->init_done) {
+				if (s->interrupted && s->interrupt_signal == (int)si.ssi_signo) {
+					/* Asked twice: no more grace. */
+					kill(init, SIGKILL);
+				}
+				if (!s->interrupted && !s->timed_out) {
+					s->interrupted = true;
+					s->interrupt_signal = (int)si.ssi_signo;
+				}
+				terminate(sb, s, init, lb_time_monotonic());
+			}
+		}
+	}
+}
+
+static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
+{
+	iso->user_ns = iso->pid_ns = iso->mount_ns = iso->ipc_ns = iso->uts_ns = true;
+	iso->net_ns = sb->net == LB_NET_NONE;
+	iso->seccomp = false;
+	iso->no_new_privs = true;
+	iso->caps_dropped = true;
+	iso->uid = sb->sb_uid;
+	iso->gid = sb->sb_gid;
+	iso->cgroup = NULL;
+	iso->memory_enforced_by = NULL;
+}
+
+int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (!sb->argv)
+		return -EINVAL;
+	fill_isolation(sb, &res->isolation);
+	if (sb->memory || sb->cpus > 0 || sb->pids) {
+		set_setup_failure(res, "setup_cgroup", ENOTSUP,
+				  "--memory, --cpus and --pids-limit need cgroup support, which "
+				  "this labbox does not have yet; run without them");
+		return 0;
+	}
+
+	int out[2] = {-1, -1}, errout[2] = {-1, -1}, chan[2] = {-1, -1};
+	int status[2] = {-1, -1}, sync[2] = {-1, -1};
+	int r = 0;
+	if (pipe2(out, O_CLOEXEC) < 0 || (!sb->merged && pipe2(errout, O_CLOEXEC) < 0) ||
+	    pipe2(chan, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
+	    pipe2(sync, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto out_pipes;
+	}
+	int *bind_fds = calloc(sb->nbinds + 1, sizeof *bind_fds);
+	if (!bind_fds) {
+		r = -ENOMEM;
+		goto out_pipes;
+	}
+
+	sigset_t mask, oldmask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	supervise_state s = {.out_rd = -1, .errout_rd = -1, .chan_rd = -1, .status_rd = -1};
+	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (s.sfd < 0) {
+		r = -errno;
+		goto out_mask;
+	}
+
+	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+			      CLONE_NEWUTS | SIGCHLD;
+	if (sb->net == LB_NET_NONE)
+		flags |= CLONE_NEWNET;
+	double t0 = lb_time_monotonic();
+	fflush(NULL);
+	pid_t init = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (init < 0) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "create namespaces: %s", strerror(errno));
+		set_setup_failure(res, "clone", errno, msg);
+		goto out_sfd;
+	}
+	if (init == 0) {
+		init_ctx c = {.sb = sb,
+			      .sync_rd = sync[0],
+			      .chan_wr = chan[1],
+			      .status_wr = status[1],
+			      .out_wr = out[1],
+			      .errout_wr = errout[1],
+			      .bind_fds = bind_fds};
+		close(sync[1]);
+		close(chan[0]);
+		close(status[0]);
+		close(out[0]);
+		if (errout[0] >= 0)
+			close(errout[0]);
+		close(s.sfd);
+		init_main(&c);
+	}
+	close(sync[0]);
+	sync[0] = -1;
+	close(chan[1]);
+	chan[1] = -1;
+	close(status[1]);
+	status[1] = -1;
+	close(out[1]);
+	out[1] = -1;
+	if (errout[1] >= 0) {
+		close(errout[1]);
+		errout[1] = -1;
+	}
+
+	char maperr[256];
+	if (write_id_maps(sb, init, maperr, sizeof maperr) < 0) {
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+		set_setup_failure(res, "setup_user_ns", 0, maperr);
+		goto out_sfd;
+	}
+	if (write(sync[1], "1", 1) != 1) {
+		kill(init, SIGKILL);
+	}
+	close(sync[1]);
+	sync[1] = -1;
+
+	s.out_rd = lb_steal_fd(&out[0]);
+	s.errout_rd = lb_steal_fd(&errout[0]);
+	s.chan_rd = lb_steal_fd(&chan[0]);
+	s.status_rd = lb_steal_fd(&status[0]);
+	if (sb->budget > 0)
+		s.deadline = t0 + sb->budget;
+	r = supervise(sb, init, &s);
+	if (r < 0) {
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+		goto out_sfd;
+	}
+
+	res->wall_s = lb_time_monotonic() - t0;
+	res->cpu_user_s = (double)s.ru.ru_utime.tv_sec + (double)s.ru.ru_utime.tv_usec / 1e6;
+	res->cpu_sys_s = (double)s.ru.ru_stime.tv_sec + (double)s.ru.ru_stime.tv_usec / 1e6;
+	res->peak_rss_bytes = (uint64_t)s.ru.ru_maxrss * 1024;
+	res->timed_out = s.timed_out;
+	res->interrupted = s.interrupted;
+	res->interrupt_signal = s.interrupt_signal;
+	if (s.chan_got == sizeof s.chan) {
+		s.chan.step[sizeof s.chan.step - 1] = '\0';
+		s.chan.msg[sizeof s.chan.msg - 1] = '\0';
+		set_setup_failure(res, s.chan.step, s.chan.err, s.chan.msg);
+	} else if (s.have_status || s.timed_out || s.interrupted) {
+		int st = s.payload_status;
+		if (s.have_status && WIFEXITED(st)) {
+			res->exit_code = WEXITSTATUS(st);
+		} else if (s.have_status && WIFSIGNALED(st)) {
+			res->term_signal = WTERMSIG(st);
+		} else {
+			res->term_signal = SIGKILL; /* the grace ran out */
+		}
+		if (s.timed_out)
+			res->outcome = LB_SB_TIMEOUT;
+		else if (s.interrupted)
+			res->outcome = LB_SB_INTERRUPTED;
+		else
+			res->outcome = res->term_signal ? LB_SB_SIGNALED : LB_SB_EXITED;
+	} else {
+		char msg[128];
+		snprintf(msg, sizeof msg, "the sandbox's init process ended unexpectedly (status %d)",
+			 s.init_status);
+		set_setup_failure(res, "init", 0, msg);
+	}
+
+out_sfd:
+	int *fds[] = {&s.out_rd, &s.errout_rd, &s.chan_rd, &s.status_rd, &s.sfd};
+	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+out_mask:
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	free(bind_fds);
+out_pipes:
+	close_pair(out);
+	close_pair(errout);
+	close_pair(chan);
+	close_pair(status);
+	close_pair(sync);
+	return r;
+}

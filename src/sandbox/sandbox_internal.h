@@ -1,0 +1,41 @@
+/* sandbox internals shared by its files; not part of the public face. */
+#ifndef LABBOX_SANDBOX_INTERNAL_H
+#define LABBOX_SANDBOX_INTERNAL_H
+
+#include "labbox/sandbox.h"
+
+typedef struct lb_bind {
+	char *src;
+	char *dst;
+	bool writable;
+} lb_bind;
+
+struct lb_sandbox {
+	char **argv;
+	size_t argc;
+	char *workdir;
+	lb_bind *binds;
+	size_t nbinds;
+	char **hidden; /* covered by an empty read-only tmpfs */
+	size_t nhidden;
+	char **private_dirs; /* covered by an empty writable tmpfs */
+	size_t nprivate;
+	char **env;
+	size_t nenv;
+	double budget;
+	double grace;
+	lb_network net;
+	uint64_t memory;
+	double cpus;
+	long pids;
+	bool merged;
+	lb_output_fn out_fn;
+	void *out_ctx;
+	uint64_t tmpfs_size;
+	uid_t host_uid;
+	gid_t host_gid;
+	uid_t sb_uid; /* host uid the payload runs as */
+	gid_t sb_gid;
+};
+
+#endif

@@ -1,0 +1,395 @@
+/* util: cleanup helpers, buffers, file I/O, time, parsing. */
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void lb_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+void lb_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+void lb_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+static int buf_reserve(lb_buf *b, size_t extra)
+{
+	if (extra > SIZE_MAX - b->len - 1)
+		return -ENOMEM;
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	char *d = realloc(b->data, cap);
+	if (!d)
+		return -ENOMEM;
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+int lb_buf_append(lb_buf *b, const void *data, size_t len)
+{
+	int r = buf_reserve(b, len);
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int lb_buf_puts(lb_buf *b, const char *s)
+{
+	return lb_buf_append(b, s, strlen(s));
+}
+
+int lb_buf_printf(lb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	int r = buf_reserve(b, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+void lb_buf_free(lb_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+int lb_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len)
+{
+	LB_AUTOCLOSE int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	LB_AUTOFREE char *data = malloc((size_t)st.st_size + 1);
+	if (!data)
+		return -ENOMEM;
+	size_t got = 0;
+	/* The file may grow while we read it; never read past max. */
+	while (got <= max) {
+		size_t want = (size_t)st.st_size + 1 - got;
+		if (want == 0)
+			break;
+		ssize_t n = read(fd, data + got, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > (size_t)st.st_size)
+		got = (size_t)st.st_size;
+	data[got] = '\0';
+	*out = lb_steal_ptr(&data);
+	if (len)
+		*len = got;
+	return 0;
+}
+
+int lb_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	LB_AUTOFREE char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = lb_write_all(fd, data, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int lb_mkdir_p(const char *path, mode_t mode)
+{
+	LB_AUTOFREE char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0) {
+		if (errno != EEXIST)
+			return -errno;
+		struct stat st;
+		if (stat(p, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
+	return 0;
+}
+
+static bool is_executable_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int lb_find_executable(const char *name, char **out)
+{
+	if (!*name)
+		return -ENOENT;
+	if (strchr(name, '/')) {
+		if (!is_executable_file(name))
+			return access(name, F_OK) == 0 ? -EACCES : -ENOENT;
+		*out = strdup(name);
+		return *out ? 0 : -ENOMEM;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path;;) {
+		const char *end = strchrnul(p, ':');
+		LB_AUTOFREE char *cand = NULL;
+		int dl = (int)(end - p);
+		if (asprintf(&cand, "%.*s%s%s", dl, p, dl ? "/" : "./", name) < 0)
+			return -ENOMEM;
+		if (is_executable_file(cand)) {
+			*out = lb_steal_ptr(&cand);
+			return 0;
+		}
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	return -ENOENT;
+}
+
+double lb_time_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double lb_time_monotonic(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void lb_time_iso8601(double t, char out[40])
+{
+	time_t s = (time_t)t;
+	int ms = (int)((t - (double)s) * 1000.0);
+	if (ms < 0)
+		ms = 0;
+	if (ms > 999)
+		ms = 999;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	char base[32];
+	strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 40, "%s.%03dZ", base, ms);
+}
+
+int lb_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0 || s[0] == '-' || s[0] == '+')
+		return -EINVAL;
+	double mult = 1;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'b': case 'B': mult = 1; end++; break;
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default:
+		return -EINVAL;
+	}
+	/* Accept docker's optional trailing "b"/"ib" ("4gb", "4GiB"). */
+	if (mult > 1 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (mult > 1 && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end)
+		return -EINVAL;
+	double bytes = v * mult;
+	if (bytes >= 18446744073709551615.0)
+		return -ERANGE;
+	*out = (uint64_t)bytes;
+	return 0;
+}
+
+int lb_parse_seconds(const char *s, double *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int lb_parse_long(const char *s, long *out)
+{
+	if (!s || !*s || s[0] == '-' || s[0] == '+')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int lb_random_hex(char *out, size_t nbytes)
+{
+	unsigned char raw[64];
+	if (nbytes > sizeof raw)
+		return -EINVAL;
+	size_t got = 0;
+	while (got < nbytes) {
+		ssize_t n = getrandom(raw + got, nbytes - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < nbytes; i++)
+		sprintf(out + 2 * i, "%02x", raw[i]);
+	out[2 * nbytes] = '\0';
+	return 0;
+}
+
+int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, int *status)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+		if (devnull >= 0)
+			dup2(devnull, 0);
+		dup2(p[1], 1);
+		if (merge_stderr)
+			dup2(p[1], 2);
+		else if (devnull >= 0)
+			dup2(devnull, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	char chunk[4096];
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(p[0], chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		size_t take = (size_t)n;
+		if (out->len + take > max)
+			take = max > out->len ? max - out->len : 0;
+		if (take && r == 0)
+			r = lb_buf_append(out, chunk, take);
+	}
+	close(p[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	if (status)
+		*status = st;
+	return r;
+}
