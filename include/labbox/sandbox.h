@@ -45,6 +45,9 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 int lb_sandbox_expose_program(lb_sandbox *sb, const char *path);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
+/* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):
+ * files the payload must write belong to them. */
+void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid);
 /* "K=V": added to the clean environment (replacing a default of the same name). */
 int lb_sandbox_add_env(lb_sandbox *sb, const char *kv);
 int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */

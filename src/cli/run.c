@@ -1,2 +1,260 @@
+/* labbox run: the whole pipeline on one experiment directory. */
 #include "cli.h"
-int cli_run(int argc, char **argv) { (void)argc; (void)argv; return 2; }
+#include "labbox/record.h"
+#include "labbox/run.h"
+#include "labbox/util.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char run_help[] =
+	"usage: labbox run [OPTIONS] EXPDIR [-- ARGS...]\n"
+	"\n"
+	"Stage EXPDIR into .labbox/runs/RUN_ID/exp/, run its entry point (main.py, or entry: and\n"
+	"args: in EXPDIR/labbox.yaml) in the sandbox with exp/ as the only writable place, stream\n"
+	"its output to the terminal and to run.log, collect its metrics (`name: value` lines\n"
+	"grouped by `condition: X` lines, and results.json), check them, and record result.json,\n"
+	"manifest.json and environment.txt in the run directory.\n"
+	"\n"
+	"Options:\n"
+	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
+	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
+	"  --metrics A,B        metrics the run must report (added to metrics: in labbox.yaml)\n"
+	"  --log-limit SIZE     cap of run.log; the head and the tail are kept (default 16m)\n"
+	"  -q, --quiet          do not stream the experiment's output to the terminal\n"
+	CLI_SANDBOX_HELP
+	"\n"
+	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
+	"configuration error, 4 metrics invalid (NaN, Inf, a declared metric missing), 124 time\n"
+	"budget exceeded (partial results kept), 125 sandbox could not be set up, 128+N when labbox\n"
+	"was interrupted by signal N. --json prints result.json's document on stdout and sends the\n"
+	"experiment's output to stderr.\n";
+
+enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT };
+
+typedef struct echo_ctx {
+	int fd;
+} echo_ctx;
+
+static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	(void)stream;
+	echo_ctx *e = ctx;
+	lb_write_all(e->fd, data, len);
+}
+
+static void print_value(FILE *f, json_object *v)
+{
+	if (json_object_is_type(v, json_type_string))
+		fprintf(f, "%s", json_object_get_string(v));
+	else
+		fprintf(f, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+}
+
+static void print_group(FILE *f, const char *title, json_object *group)
+{
+	if (!group || json_object_object_length(group) == 0)
+		return;
+	fprintf(f, "  %s", title);
+	const char *sep = "";
+	json_object_object_foreach(group, k, v)
+	{
+		fprintf(f, "%s%s=", sep, k);
+		print_value(f, v);
+		sep = ", ";
+	}
+	fputc('\n', f);
+}
+
+static void print_summary(FILE *f, const lb_run_result *out)
+{
+	json_object *doc = out->doc, *v;
+	const char *status = json_object_object_get_ex(doc, "status", &v) ? json_object_get_string(v) : "?";
+	double wall = 0;
+	json_object *res;
+	if (json_object_object_get_ex(doc, "resources", &res) &&
+	    json_object_object_get_ex(res, "wall_s", &v))
+		wall = json_object_get_double(v);
+	fprintf(f, "\nlabbox: run %s %s in %.2fs (exit %d)\n", out->id, status, wall, out->exit_code);
+	json_object *m;
+	if (json_object_object_get_ex(doc, "metrics", &m)) {
+		json_object *vals, *conds, *order;
+		if (json_object_object_get_ex(m, "values", &vals))
+			print_group(f, "metrics: ", vals);
+		if (json_object_object_get_ex(m, "conditions", &conds) &&
+		    json_object_object_get_ex(m, "condition_order", &order)) {
+			for (size_t i = 0; i < json_object_array_length(order); i++) {
+				const char *c = json_object_get_string(json_object_array_get_idx(order, i));
+				json_object *g;
+				char title[256];
+				snprintf(title, sizeof title, "condition %s: ", c);
+				if (json_object_object_get_ex(conds, c, &g))
+					print_group(f, title, g);
+			}
+		}
+	}
+	json_object *issues;
+	if (json_object_object_get_ex(doc, "metric_issues", &issues))
+		for (size_t i = 0; i < json_object_array_length(issues); i++) {
+			json_object *msg;
+			if (json_object_object_get_ex(json_object_array_get_idx(issues, i), "message", &msg))
+				fprintf(f, "  metric issue: %s\n", json_object_get_string(msg));
+		}
+	json_object *fail;
+	if (json_object_object_get_ex(doc, "failure", &fail) && fail) {
+		json_object *cls, *sum, *sug;
+		json_object_object_get_ex(fail, "class", &cls);
+		json_object_object_get_ex(fail, "summary", &sum);
+		json_object_object_get_ex(fail, "suggestion", &sug);
+		fprintf(f, "  failure: %s: %s\n", cls ? json_object_get_string(cls) : "?",
+			sum ? json_object_get_string(sum) : "");
+		if (sug)
+			fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
+	}
+	fprintf(f, "  run dir: %s\n", out->run_dir);
+}
+
+static int split_metrics(const char *arg, char ***v, size_t *n)
+{
+	LB_AUTOFREE char *s = strdup(arg);
+	if (!s)
+		return -1;
+	char *save = NULL;
+	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		char **nv = realloc(*v, (*n + 1) * sizeof **v);
+		if (!nv)
+			return -1;
+		*v = nv;
+		nv[(*n)++] = strdup(tok);
+	}
+	return 0;
+}
+
+int cli_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_SANDBOX_LONGOPTS,
+		{"python", required_argument, NULL, OPT_PYTHON},
+		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
+		{"metrics", required_argument, NULL, OPT_METRICS},
+		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cli_sandbox_opts o = {0};
+	lb_run_request req = {0};
+	char **metrics = NULL;
+	size_t nmetrics = 0;
+	bool quiet = false;
+	int rc = CLI_EXIT_USAGE;
+	lb_sandbox *sb = NULL;
+	lb_run_result out = {0};
+	/* Options end at `--`; what follows belongs to the experiment. */
+	int dashdash = argc;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dashdash = i;
+			break;
+		}
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, NULL)) != -1) {
+		int r = cli_sandbox_opt("run", opt, optarg, &o);
+		if (r < 0)
+			goto done;
+		if (r > 0)
+			continue;
+		switch (opt) {
+		case 'h':
+			fputs(run_help, stdout);
+			rc = 0;
+			goto done;
+		case 'q':
+			quiet = true;
+			break;
+		case OPT_PYTHON:
+			req.python = optarg;
+			break;
+		case OPT_RUNS_DIR:
+			req.runs_dir = optarg;
+			break;
+		case OPT_METRICS:
+			if (split_metrics(optarg, &metrics, &nmetrics) < 0)
+				goto done;
+			break;
+		case OPT_LOG_LIMIT:
+			if (lb_parse_size(optarg, &req.log_limit) < 0 || req.log_limit < 1024) {
+				cli_error("run", "--log-limit '%s' is not a size of at least 1k", optarg);
+				goto done;
+			}
+			break;
+		default:
+			cli_bad_option("run", argv, optopt);
+			goto done;
+		}
+	}
+	if (optind >= dashdash) {
+		cli_error("run", "no experiment directory given (usage: labbox run [OPTIONS] EXPDIR)");
+		goto done;
+	}
+	req.expdir = argv[optind];
+	if (optind + 1 < dashdash) {
+		cli_error("run", "unexpected argument '%s' (experiment arguments go after --)",
+			  argv[optind + 1]);
+		goto done;
+	}
+	if (dashdash + 1 < argc) {
+		req.args = &argv[dashdash + 1];
+		req.nargs = (size_t)(argc - dashdash - 1);
+	}
+	if (lb_sandbox_new(&sb) < 0) {
+		cli_error("run", "out of memory");
+		rc = 125;
+		goto done;
+	}
+	if (cli_sandbox_apply("run", &o, sb) < 0)
+		goto done;
+	req.budget = o.budget;
+	req.grace = o.grace_set ? o.grace : 5.0;
+	req.metrics = (const char *const *)metrics;
+	req.nmetrics = nmetrics;
+	echo_ctx ec = {.fd = o.json ? 2 : 1};
+	if (!quiet) {
+		req.echo = echo;
+		req.echo_ctx = &ec;
+	}
+	req.command_line = argv - 1;
+	req.command_argc = argc + 1;
+	int r = lb_run(sb, &req, &out);
+	if (r < 0) {
+		cli_error("run", "%s", strerror(-r));
+		rc = 125;
+		goto done;
+	}
+	rc = out.exit_code;
+	if (!out.doc) {
+		cli_error("run", "%s", out.error);
+		goto done;
+	}
+	if (o.json) {
+		printf("%s\n", lb_record_json_text(out.doc));
+	} else {
+		print_summary(stdout, &out);
+	}
+done:
+	lb_run_result_free(&out);
+	for (size_t i = 0; i < nmetrics; i++)
+		free(metrics[i]);
+	free(metrics);
+	lb_sandbox_free(sb);
+	cli_sandbox_opts_free(&o);
+	return rc;
+}

@@ -234,6 +234,12 @@ int lb_sandbox_expose_program(lb_sandbox *sb, const char *path)
 	return expose_one(sb, real);
 }
 
+void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid)
+{
+	*uid = sb->sb_uid;
+	*gid = sb->sb_gid;
+}
+
 int lb_sandbox_add_env(lb_sandbox *sb, const char *kv)
 {
 	const char *eq = strchr(kv, '=');

@@ -1,0 +1,32 @@
+/* config: an experiment's labbox.yaml, read with libyaml into one resolved struct.
+ *
+ *   entry: train.py          # entry point inside EXPDIR (default main.py)
+ *   args: [--epochs, "3"]    # arguments after the entry point
+ *   python: /usr/bin/python3 # interpreter (flag --python wins)
+ *   budget: 300              # wall-clock seconds (flag --budget wins)
+ *   metrics: [accuracy, loss]  # metrics the run must report
+ *
+ * Unknown keys are errors, so a typo never silently drops a setting. */
+#ifndef LABBOX_CONFIG_H
+#define LABBOX_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct lb_exp_config {
+	char *entry;
+	char **args;
+	size_t nargs;
+	char **metrics;
+	size_t nmetrics;
+	char *python;
+	double budget; /* 0: not set */
+} lb_exp_config;
+
+/* Pure: parse labbox.yaml text. On error returns -EINVAL and writes one line into err
+ * (with the line number where libyaml gives one). */
+int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen);
+/* Read EXPDIR/labbox.yaml (or .yml); a missing file is an empty configuration. */
+int lb_config_load(const char *expdir, lb_exp_config *out, char *err, size_t errlen);
+void lb_config_free(lb_exp_config *c);
+
+#endif

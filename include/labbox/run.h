@@ -1,0 +1,63 @@
+/* run: the pipeline of `labbox run`.
+ *
+ *   config (labbox.yaml + request) -> interpreter probe -> run directory -> stage EXPDIR
+ *   -> sandbox runs the entry point (output teed to the terminal, run.log and the metric
+ *   parser) -> collect results files -> validate metrics -> diagnose -> result.json,
+ *   manifest.json, environment.txt -> exit code.
+ *
+ * The caller configures the sandbox's limits, environment and volumes; lb_run adds the
+ * experiment: its work directory, its interpreter and its command. */
+#ifndef LABBOX_RUN_H
+#define LABBOX_RUN_H
+
+#include "labbox/sandbox.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+
+/* Exit codes of `labbox run` (DESIGN.md). */
+enum {
+	LB_EXIT_OK = 0,
+	LB_EXIT_FAILED = 1,
+	LB_EXIT_USAGE = 2,
+	LB_EXIT_REJECTED = 3,
+	LB_EXIT_INVALID_METRICS = 4,
+	LB_EXIT_TIMEOUT = 124,
+	LB_EXIT_INFRA = 125,
+	LB_EXIT_OOM = 137,
+};
+
+typedef struct lb_run_request {
+	const char *expdir;
+	const char *python;   /* NULL: labbox.yaml's python, else python3 on PATH */
+	const char *runs_dir; /* NULL: .labbox/runs */
+	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
+	size_t nargs;
+	double budget; /* 0: labbox.yaml's budget, else none */
+	double grace;  /* as set on the sandbox; recorded only */
+	const char *const *metrics; /* declared on the command line, added to labbox.yaml's */
+	size_t nmetrics;
+	uint64_t log_limit; /* 0: 16 MiB */
+	lb_output_fn echo;  /* live copy of the experiment's output; may be NULL */
+	void *echo_ctx;
+	char *const *command_line; /* labbox's own argv, for the manifest */
+	int command_argc;
+} lb_run_request;
+
+typedef struct lb_run_result {
+	int exit_code;
+	char id[64];
+	char *run_dir;            /* NULL when the run never got a directory */
+	struct json_object *doc;  /* result.json; NULL on usage errors */
+	char error[1024];         /* one line, for usage and configuration errors */
+} lb_run_result;
+
+/* Returns 0 with out filled (including failed, timed out and invalid runs); usage and
+ * configuration errors also return 0 with exit_code 2 and error set. Negative errno only when
+ * labbox itself could not work (out of memory). */
+int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
+void lb_run_result_free(lb_run_result *out);
+
+#endif

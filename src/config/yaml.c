@@ -1,0 +1,181 @@
+/* labbox.yaml reader. */
+#include "labbox/config.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define CONFIG_MAX_BYTES (1 << 20)
+#define CONFIG_MAX_ITEMS 4096
+
+__attribute__((format(printf, 4, 5))) static int bad(char *err, size_t errlen,
+						     const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n)
+		snprintf(err, errlen, "labbox.yaml line %zu: %s", n->start_mark.line + 1, msg);
+	else
+		snprintf(err, errlen, "labbox.yaml: %s", msg);
+	return -EINVAL;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int scalar_list(yaml_document_t *doc, yaml_node_t *n, const char *key, char ***out,
+		       size_t *count, char *err, size_t errlen)
+{
+	if (n->type != YAML_SEQUENCE_NODE)
+		return bad(err, errlen, n, "'%s' must be a list", key);
+	size_t len = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (len > CONFIG_MAX_ITEMS)
+		return bad(err, errlen, n, "'%s' has too many items", key);
+	char **v = calloc(len + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	size_t i = 0;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+	     it++) {
+		yaml_node_t *item = yaml_document_get_node(doc, *it);
+		const char *s = scalar(item);
+		if (!s) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return bad(err, errlen, item, "every item of '%s' must be a plain value", key);
+		}
+		v[i] = strdup(s);
+		if (!v[i]) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return -ENOMEM;
+		}
+		i++;
+	}
+	*out = v;
+	*count = len;
+	return 0;
+}
+
+static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb_exp_config *c,
+		     char *err, size_t errlen)
+{
+	if (strcmp(key, "entry") == 0 || strcmp(key, "python") == 0) {
+		const char *s = scalar(val);
+		if (!s || !*s)
+			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
+		char **dst = key[0] == 'e' ? &c->entry : &c->python;
+		if (*dst)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		*dst = strdup(s);
+		return *dst ? 0 : -ENOMEM;
+	}
+	if (strcmp(key, "args") == 0) {
+		if (c->args)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		return scalar_list(doc, val, key, &c->args, &c->nargs, err, errlen);
+	}
+	if (strcmp(key, "metrics") == 0) {
+		if (c->metrics)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		return scalar_list(doc, val, key, &c->metrics, &c->nmetrics, err, errlen);
+	}
+	if (strcmp(key, "budget") == 0) {
+		const char *s = scalar(val);
+		if (!s || lb_parse_seconds(s, &c->budget) < 0)
+			return bad(err, errlen, val, "'%s' must be a positive number of seconds", key);
+		return 0;
+	}
+	return bad(err, errlen, val, "unknown key '%s' (known: entry, args, python, budget, metrics)",
+		   key);
+}
+
+int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		snprintf(err, errlen, "labbox.yaml line %zu: %s", parser.problem_mark.line + 1,
+			 parser.problem ? parser.problem : "not valid YAML");
+		yaml_parser_delete(&parser);
+		return -EINVAL;
+	}
+	int r = 0;
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	if (!root) {
+		/* An empty file is an empty configuration. */
+	} else if (root->type != YAML_MAPPING_NODE) {
+		r = bad(err, errlen, root, "%s", "the top level must be a mapping of keys to values");
+	} else {
+		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+		     r == 0 && p < root->data.mapping.pairs.top; p++) {
+			yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+			yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+			const char *key = scalar(k);
+			if (!key || !v)
+				r = bad(err, errlen, k, "%s", "keys must be plain strings");
+			else
+				r = apply_key(&doc, key, v, out, err, errlen);
+		}
+	}
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (r < 0)
+		lb_config_free(out);
+	return r;
+}
+
+int lb_config_load(const char *expdir, lb_exp_config *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	LB_AUTOCLOSE int dfd = open(expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s", expdir, strerror(errno));
+		return -errno;
+	}
+	static const char *const names[] = {"labbox.yaml", "labbox.yml"};
+	for (size_t i = 0; i < 2; i++) {
+		LB_AUTOFREE char *text = NULL;
+		size_t len = 0;
+		int r = lb_read_file_at(dfd, names[i], CONFIG_MAX_BYTES, &text, &len);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "cannot read %s/%s: %s", expdir, names[i],
+				 r == -EINVAL ? "not a regular file" : strerror(-r));
+			return r;
+		}
+		return lb_config_parse(text, len, out, err, errlen);
+	}
+	return 0;
+}
+
+void lb_config_free(lb_exp_config *c)
+{
+	free(c->entry);
+	free(c->python);
+	for (size_t i = 0; i < c->nargs; i++)
+		free(c->args[i]);
+	free(c->args);
+	for (size_t i = 0; i < c->nmetrics; i++)
+		free(c->metrics[i]);
+	free(c->metrics);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,450 @@
+/* The `labbox run` pipeline. */
+#include "labbox/run.h"
+#include "labbox/collect.h"
+#include "labbox/config.h"
+#include "labbox/diagnose.h"
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
+#define RESULTS_MAX_BYTES ((size_t)64 << 20)
+#define TAIL_FOR_DIAGNOSIS 6144
+
+typedef struct tee_ctx {
+	lb_runlog *log;
+	lb_metrics *metrics;
+	lb_output_fn echo;
+	void *echo_ctx;
+} tee_ctx;
+
+static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	tee_ctx *t = ctx;
+	lb_runlog_write(t->log, data, len);
+	lb_metrics_feed(t->metrics, data, len);
+	if (t->echo)
+		t->echo(t->echo_ctx, stream, data, len);
+}
+
+typedef struct run_state {
+	lb_exp_config cfg;
+	lb_python_info py;
+	char expdir[PATH_MAX];
+	const char *entry;
+	char *const *args;
+	size_t nargs;
+	double budget;
+	const char **declared;
+	size_t ndeclared;
+	char *exp_dir; /* run_dir/exp */
+} run_state;
+
+static int usage_error(lb_run_result *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int usage_error(lb_run_result *out, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out->error, sizeof out->error, fmt, ap);
+	va_end(ap);
+	out->exit_code = LB_EXIT_USAGE;
+	return 0;
+}
+
+/* Everything that can be refused before a run directory exists. */
+static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
+{
+	struct stat sb;
+	if (!req->expdir || !*req->expdir)
+		return usage_error(out, "no experiment directory given");
+	if (stat(req->expdir, &sb) < 0)
+		return usage_error(out, "experiment directory '%s' does not exist", req->expdir);
+	if (!S_ISDIR(sb.st_mode))
+		return usage_error(out, "'%s' is not a directory", req->expdir);
+	if (!realpath(req->expdir, st->expdir))
+		return usage_error(out, "'%s': %s", req->expdir, strerror(errno));
+	char err[512] = "";
+	if (lb_config_load(st->expdir, &st->cfg, err, sizeof err) < 0)
+		return usage_error(out, "%s", err);
+
+	st->entry = st->cfg.entry ? st->cfg.entry : "main.py";
+	if (st->entry[0] == '/' || strstr(st->entry, ".."))
+		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
+				   st->entry);
+	LB_AUTOCLOSE int dfd = open(st->expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat est;
+	if (dfd < 0 || fstatat(dfd, st->entry, &est, 0) < 0)
+		return usage_error(out, "entry point '%s' not found in '%s'%s", st->entry,
+				   req->expdir,
+				   st->cfg.entry ? "" : " (set entry: in labbox.yaml for another name)");
+	if (!S_ISREG(est.st_mode))
+		return usage_error(out, "entry point '%s' in '%s' is not a regular file", st->entry,
+				   req->expdir);
+
+	st->args = req->nargs ? req->args : st->cfg.args;
+	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
+	st->budget = req->budget > 0 ? req->budget : st->cfg.budget;
+
+	st->ndeclared = st->cfg.nmetrics + req->nmetrics;
+	st->declared = calloc(st->ndeclared + 1, sizeof *st->declared);
+	if (!st->declared)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->cfg.nmetrics; i++)
+		st->declared[i] = st->cfg.metrics[i];
+	for (size_t i = 0; i < req->nmetrics; i++)
+		st->declared[st->cfg.nmetrics + i] = req->metrics[i];
+
+	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
+	if (lb_python_probe(python, &st->py, err, sizeof err) < 0)
+		return usage_error(out, "%s%s", err,
+				   req->python ? "" : " (choose one with --python PATH)");
+	return 0;
+}
+
+static json_object *strv_json(char *const *v, size_t n)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	return a;
+}
+
+static void add_time(json_object *o, const char *key, double t)
+{
+	char iso[40];
+	lb_time_iso8601(t, iso);
+	json_object_object_add(o, key, json_object_new_string(iso));
+}
+
+static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *exit_code)
+{
+	switch (res->outcome) {
+	case LB_SB_SETUP_FAILED:
+		*exit_code = LB_EXIT_INFRA;
+		return "infra_error";
+	case LB_SB_TIMEOUT:
+		*exit_code = LB_EXIT_TIMEOUT;
+		return "timeout";
+	case LB_SB_INTERRUPTED:
+		*exit_code = 128 + (res->interrupt_signal ? res->interrupt_signal : SIGINT);
+		return "interrupted";
+	case LB_SB_SIGNALED:
+		*exit_code = LB_EXIT_FAILED;
+		return "failed";
+	case LB_SB_EXITED:
+		if (res->exit_code != 0) {
+			*exit_code = LB_EXIT_FAILED;
+			return "failed";
+		}
+		break;
+	}
+	if (nissues) {
+		*exit_code = LB_EXIT_INVALID_METRICS;
+		return "invalid_metrics";
+	}
+	*exit_code = LB_EXIT_OK;
+	return "completed";
+}
+
+static int write_environment(const char *run_dir, const lb_python_info *py, json_object *manifest)
+{
+	lb_buf b = {0};
+	LB_AUTOFREE char *freeze = NULL;
+	int fr = lb_python_freeze(py->executable, &freeze);
+	int r = lb_buf_printf(&b, "Python %s\n", py->version);
+	if (r == 0 && fr == 0)
+		r = lb_buf_printf(&b, "# pip freeze (installed distributions of %s)\n%s", py->executable,
+				  freeze);
+	else if (r == 0)
+		r = lb_buf_printf(&b, "# pip freeze: could not list the distributions of %s: %s\n",
+				  py->executable, strerror(-fr));
+	if (r == 0 && b.len && b.data[b.len - 1] != '\n')
+		r = lb_buf_puts(&b, "\n");
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/environment.txt", run_dir);
+	if (r == 0)
+		r = lb_write_file_atomic(path, b.data, b.len);
+	json_object_object_add(manifest, "packages_listed", json_object_new_boolean(fr == 0));
+	lb_buf_free(&b);
+	return r;
+}
+
+static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *id)
+{
+	char kv[PATH_MAX + 32];
+	lb_sandbox_set_workdir(sb, st->exp_dir);
+	const char *dirs[] = {st->py.prefix, st->py.base_prefix};
+	for (size_t i = 0; i < 2; i++)
+		if (lb_sandbox_path_hidden(sb, dirs[i]))
+			lb_sandbox_add_bind(sb, dirs[i], NULL, false);
+	lb_sandbox_expose_program(sb, st->py.executable);
+	/* Output unbuffered so nothing is lost when the budget kills the run; hashing fixed
+	 * and bytecode off so reruns behave alike and the staged tree stays as staged. */
+	lb_sandbox_add_env(sb, "PYTHONUNBUFFERED=1");
+	lb_sandbox_add_env(sb, "PYTHONHASHSEED=0");
+	lb_sandbox_add_env(sb, "PYTHONDONTWRITEBYTECODE=1");
+	lb_sandbox_add_env(sb, "MPLBACKEND=Agg");
+	snprintf(kv, sizeof kv, "LABBOX_RUN_ID=%s", id);
+	lb_sandbox_add_env(sb, kv);
+	if (st->budget > 0) {
+		snprintf(kv, sizeof kv, "LABBOX_BUDGET=%g", st->budget);
+		lb_sandbox_add_env(sb, kv);
+	}
+	lb_sandbox_set_budget(sb, st->budget);
+}
+
+static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
+			lb_run_result *out)
+{
+	int r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
+					 &out->run_dir);
+	if (r < 0)
+		return usage_error(out, "cannot create a run directory under '%s': %s",
+				   req->runs_dir ? req->runs_dir : ".labbox/runs", strerror(-r));
+	char path[PATH_MAX];
+	json_object *doc = json_object_new_object();
+	out->doc = doc;
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.run/1"));
+	json_object_object_add(doc, "id", json_object_new_string(out->id));
+	json_object_object_add(doc, "status", json_object_new_string("running"));
+	json_object_object_add(doc, "run_dir", json_object_new_string(out->run_dir));
+	double started = lb_time_now();
+	add_time(doc, "started_at", started);
+	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
+	/* A run whose labbox dies from here on still says what it was. */
+	lb_record_write_json(path, doc);
+
+	json_object *manifest = json_object_new_object();
+	json_object *files = json_object_new_object();
+	json_object *skipped = json_object_new_array();
+	if (asprintf(&st->exp_dir, "%s/exp", out->run_dir) < 0)
+		st->exp_dir = NULL;
+	uid_t uid;
+	gid_t gid;
+	lb_sandbox_payload_ids(sb, &uid, &gid);
+	char err[512] = "";
+	int stage_r = st->exp_dir ? lb_record_stage(st->expdir, st->exp_dir,
+						    uid == getuid() ? (uid_t)-1 : uid, gid, files,
+						    skipped, err, sizeof err)
+				  : -ENOMEM;
+	write_environment(out->run_dir, &st->py, manifest);
+
+	lb_sandbox_result res;
+	memset(&res, 0, sizeof res);
+	lb_metrics *metrics = NULL;
+	if (lb_metrics_new(&metrics) < 0) {
+		json_object_put(manifest);
+		json_object_put(files);
+		json_object_put(skipped);
+		return -ENOMEM;
+	}
+	lb_runlog *log = NULL;
+	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
+	int log_r = lb_runlog_open(path, req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT, &log);
+
+	char **argv = calloc(st->nargs + 3, sizeof *argv);
+	if (!argv)
+		r = -ENOMEM;
+	if (stage_r < 0 || log_r < 0 || !argv) {
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "stage");
+		snprintf(res.setup_error, sizeof res.setup_error, "%s",
+			 stage_r < 0 ? err : "cannot create run.log");
+	} else {
+		argv[0] = st->py.executable;
+		argv[1] = (char *)st->entry;
+		for (size_t i = 0; i < st->nargs; i++)
+			argv[2 + i] = st->args[i];
+		configure_sandbox(sb, st, out->id);
+		lb_sandbox_set_argv(sb, argv);
+		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
+			       .echo_ctx = req->echo_ctx};
+		lb_sandbox_set_output(sb, true, tee_output, &tee);
+		r = lb_sandbox_run(sb, &res);
+		if (r < 0) {
+			res.outcome = LB_SB_SETUP_FAILED;
+			snprintf(res.setup_step, sizeof res.setup_step, "supervise");
+			snprintf(res.setup_error, sizeof res.setup_error, "%s", strerror(-r));
+			r = 0;
+		}
+	}
+	double ended = lb_time_now();
+	lb_metrics_finish(metrics);
+
+	/* Collect: stdout metrics and the results file, whatever state the run ended in. */
+	json_object *mjson = lb_metrics_to_json(metrics);
+	json_object *mfiles = json_object_new_object();
+	json_object *issues = json_object_new_array();
+	json_object *results = NULL;
+	if (st->exp_dir) {
+		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		char rerr[256] = "";
+		int rr = efd >= 0 ? lb_results_read(efd, "results.json", RESULTS_MAX_BYTES, &results,
+						    rerr, sizeof rerr)
+				  : -ENOENT;
+		if (rr == 0) {
+			json_object_object_add(mfiles, "results.json", lb_json_sanitize(results));
+		} else if (rr != -ENOENT) {
+			json_object *iss = json_object_new_object();
+			json_object_object_add(iss, "kind", json_object_new_string("unreadable"));
+			json_object_object_add(iss, "metric", NULL);
+			json_object_object_add(iss, "where", json_object_new_string("results.json"));
+			json_object_object_add(iss, "message", json_object_new_string(rerr));
+			json_object_array_add(issues, iss);
+		}
+	}
+	json_object_object_add(mjson, "files", mfiles);
+	lb_metrics_validate(metrics, results, "results.json", st->declared, st->ndeclared, issues);
+
+	int exit_code = LB_EXIT_OK;
+	const char *status = status_of(&res, json_object_array_length(issues), &exit_code);
+	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
+		       res.outcome == LB_SB_SIGNALED ||
+		       (res.outcome == LB_SB_EXITED && res.exit_code != 0);
+	partial = partial && (lb_metrics_count(metrics) > 0 || results);
+
+	uint64_t seen = 0, written = 0;
+	bool truncated = false;
+	LB_AUTOFREE char *tail = log ? lb_runlog_tail(log, TAIL_FOR_DIAGNOSIS) : NULL;
+	if (log)
+		lb_runlog_close(log, &seen, &written, &truncated);
+
+	lb_failure_input fin = {
+		.log_tail = tail,
+		.log_tail_len = tail ? strlen(tail) : 0,
+		.exit_code = res.outcome == LB_SB_EXITED ? res.exit_code : -1,
+		.signal = res.term_signal,
+		.timed_out = res.outcome == LB_SB_TIMEOUT,
+		.oom_killed = false,
+		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
+		.infra_message = res.setup_error,
+	};
+	json_object *failure = NULL;
+	if (res.outcome != LB_SB_INTERRUPTED)
+		failure = lb_diagnose_failure(&fin);
+	if (!failure && res.outcome == LB_SB_INTERRUPTED) {
+		failure = json_object_new_object();
+		json_object_object_add(failure, "class", json_object_new_string("interrupted"));
+		char s[96];
+		snprintf(s, sizeof s, "labbox received %s and ended the run",
+			 strsignal(res.interrupt_signal));
+		json_object_object_add(failure, "summary", json_object_new_string(s));
+		json_object_object_add(failure, "evidence", json_object_new_array());
+		json_object_object_add(failure, "suggestion",
+				       json_object_new_string("run it again when it can finish"));
+	}
+
+	json_object_object_add(doc, "status", json_object_new_string(status));
+	json_object_object_add(doc, "exit_code",
+			       res.outcome == LB_SB_EXITED ? json_object_new_int(res.exit_code) : NULL);
+	json_object_object_add(doc, "signal",
+			       res.term_signal ? json_object_new_int(res.term_signal) : NULL);
+	json_object_object_add(doc, "timed_out", json_object_new_boolean(res.outcome == LB_SB_TIMEOUT));
+	json_object_object_add(doc, "oom_killed", json_object_new_boolean(false));
+	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
+	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
+	add_time(doc, "ended_at", ended);
+	json_object_object_add(doc, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
+	json_object_object_add(doc, "resources", lb_record_resources_json(&res));
+	json_object_object_add(doc, "metrics", mjson);
+	json_object_object_add(doc, "metric_issues", issues);
+	json_object_object_add(doc, "findings", json_object_new_array());
+	json_object_object_add(doc, "failure", failure);
+	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
+	if (res.outcome == LB_SB_SETUP_FAILED) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
+		json_object_object_add(e, "message", json_object_new_string(res.setup_error));
+		json_object_object_add(doc, "infra_error", e);
+	}
+	json_object *logj = json_object_new_object();
+	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
+	json_object_object_add(logj, "path", json_object_new_string(path));
+	json_object_object_add(logj, "bytes", json_object_new_int64((int64_t)seen));
+	json_object_object_add(logj, "bytes_kept", json_object_new_int64((int64_t)written));
+	json_object_object_add(logj, "truncated", json_object_new_boolean(truncated));
+	json_object_object_add(doc, "log", logj);
+
+	/* manifest.json: what it takes to run this again. */
+	json_object_object_add(manifest, "schema", json_object_new_string("labbox.manifest/1"));
+	json_object_object_add(manifest, "id", json_object_new_string(out->id));
+	json_object_object_add(manifest, "labbox_version", json_object_new_string(LABBOX_VERSION));
+	add_time(manifest, "started_at", started);
+	add_time(manifest, "ended_at", ended);
+	json_object_object_add(manifest, "duration_s", lb_record_fixed(ended - started, 3));
+	json_object_object_add(manifest, "command",
+			       strv_json(req->command_line, req->command_argc > 0 ? (size_t)req->command_argc : 0));
+	json_object_object_add(manifest, "experiment_command", strv_json(argv, argv ? st->nargs + 2 : 0));
+	json_object *cfg = json_object_new_object();
+	json_object_object_add(cfg, "expdir", json_object_new_string(st->expdir));
+	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
+	json_object_object_add(cfg, "args", strv_json(st->args, st->nargs));
+	json_object_object_add(cfg, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
+	json_object_object_add(cfg, "grace_s", lb_record_fixed(req->grace, 3));
+	json_object_object_add(cfg, "metrics", strv_json((char *const *)st->declared, st->ndeclared));
+	json_object_object_add(cfg, "log_limit_bytes",
+			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
+	json_object *envj = json_object_new_object();
+	json_object_object_add(envj, "PYTHONHASHSEED", json_object_new_string("0"));
+	json_object_object_add(envj, "PYTHONUNBUFFERED", json_object_new_string("1"));
+	json_object_object_add(envj, "PYTHONDONTWRITEBYTECODE", json_object_new_string("1"));
+	json_object_object_add(cfg, "environment", envj);
+	json_object_object_add(manifest, "config", cfg);
+	json_object *interp = json_object_new_object();
+	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
+	json_object_object_add(interp, "version", json_object_new_string(st->py.version));
+	json_object_object_add(interp, "implementation", json_object_new_string(st->py.implementation));
+	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
+	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
+	json_object_object_add(manifest, "interpreter", interp);
+	json_object_object_add(manifest, "git", lb_record_git_info(st->expdir));
+	json_object_object_add(manifest, "files", files);
+	json_object_object_add(manifest, "skipped_files", skipped);
+	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
+	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
+	lb_record_write_json(path, manifest);
+	json_object_put(manifest);
+
+	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
+	lb_record_write_json(path, doc);
+	if (results)
+		json_object_put(results);
+	lb_metrics_free(metrics);
+	free(argv);
+	out->exit_code = exit_code;
+	return r;
+}
+
+int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
+{
+	memset(out, 0, sizeof *out);
+	run_state st;
+	memset(&st, 0, sizeof st);
+	int r = resolve(req, &st, out);
+	if (r == 0 && out->exit_code == 0)
+		r = run_pipeline(sb, req, &st, out);
+	lb_config_free(&st.cfg);
+	free(st.declared);
+	free(st.exp_dir);
+	return r;
+}
+
+void lb_run_result_free(lb_run_result *out)
+{
+	free(out->run_dir);
+	if (out->doc)
+		json_object_put(out->doc);
+	memset(out, 0, sizeof *out);
+}
