@@ -70,6 +70,13 @@ struct json_object *lb_metrics_to_json(const lb_metrics *m);
 int lb_results_read(int dirfd, const char *name, size_t max, struct json_object **out, char *err,
 		    size_t errlen);
 
+/* The parsing half of lb_results_read, for data already in memory (len bytes, no terminator
+ * needed): an object or array, nested at most 64 deep, valid UTF-8, nothing but whitespace
+ * after it; NaN, Infinity and -Infinity accepted. Returns 0, -EINVAL with a reason in err, or
+ * -EFBIG/-ENOMEM. */
+int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
+		     size_t errlen);
+
 /* Deep copy of a json-c document with every non-finite double replaced by its string. */
 struct json_object *lb_json_sanitize(struct json_object *doc);
 /* A JSON number for v, or the string form when v is not finite. */

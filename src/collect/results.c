@@ -1,0 +1,388 @@
+/* results files (results.json, final_info.json): reading, parsing with json-c, and turning
+ * Python's non-finite numbers into strings for the strict JSON labbox writes. */
+#include "labbox/collect.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Python's json module nests without limit, but no results file needs more than this, and it
+ * bounds the recursion of everything that walks the document afterwards. */
+#define LB_RESULTS_DEPTH 64
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static bool only_space(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+static void tokener_freep(struct json_tokener **tok)
+{
+	if (*tok)
+		json_tokener_free(*tok);
+}
+
+static void json_putp(struct json_object **obj)
+{
+	json_object_put(*obj);
+}
+
+int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
+		     size_t errlen)
+{
+	__attribute__((cleanup(tokener_freep))) struct json_tokener *tok = NULL;
+	__attribute__((cleanup(json_putp))) struct json_object *doc = NULL;
+	enum json_tokener_error jerr;
+	size_t end, skip = 0;
+	json_type type;
+
+	*out = NULL;
+	if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+		skip = 3; /* a BOM, as Windows editors write */
+	if (len - skip >= (size_t)INT_MAX) {
+		set_err(err, errlen, "too large to parse");
+		return -EFBIG;
+	}
+	if (only_space(data + skip, len - skip)) {
+		set_err(err, errlen, "empty document");
+		return -EINVAL;
+	}
+	tok = json_tokener_new_ex(LB_RESULTS_DEPTH);
+	if (!tok)
+		return -ENOMEM;
+	/* Strings that are not UTF-8 would make the documents labbox writes unreadable. */
+	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+	doc = json_tokener_parse_ex(tok, data + skip, (int)(len - skip));
+	jerr = json_tokener_get_error(tok);
+	end = skip + json_tokener_get_parse_end(tok);
+	if (jerr == json_tokener_continue && end == len) {
+		/* A top-level number or literal only ends at a delimiter: give it one. */
+		doc = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		end = len;
+	}
+	if (jerr == json_tokener_continue) {
+		/* json-c stops at a NUL byte and waits for more. */
+		set_err(err, errlen, "invalid JSON at byte %zu: %s", end,
+			end < len ? "NUL byte" : "unexpected end of data");
+		return -EINVAL;
+	}
+	if (jerr != json_tokener_success || !doc) {
+		if (jerr == json_tokener_success)
+			set_err(err, errlen, "the document is null, expected an object or array");
+		else
+			set_err(err, errlen, "invalid JSON at byte %zu: %s", end,
+				json_tokener_error_desc(jerr));
+		return -EINVAL;
+	}
+	if (end < len && !only_space(data + end, len - end)) {
+		set_err(err, errlen, "invalid JSON at byte %zu: data after the document", end);
+		return -EINVAL;
+	}
+	type = json_object_get_type(doc);
+	if (type != json_type_object && type != json_type_array) {
+		set_err(err, errlen, "the document is a %s, expected an object or array",
+			json_type_to_name(type));
+		return -EINVAL;
+	}
+	*out = lb_steal_ptr(&doc);
+	return 0;
+}
+
+static const char *file_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	default:
+		return "not a regular file";
+	}
+}
+
+/* Opens the directory holding the last component of name, refusing symlinks on the way, so
+ * "out/results.json" cannot lead outside dirfd. *parent is -1 when that directory is dirfd
+ * itself; *last is set to the last component. */
+static int open_parent(int dirfd, const char *name, int *parent, const char **last, char *err,
+		       size_t errlen)
+{
+	LB_AUTOCLOSE int cur = -1;
+	const char *p = name;
+
+	if (name[0] == '/' || name[0] == '\0') {
+		set_err(err, errlen, "%s: must be a relative path", name);
+		return -EINVAL;
+	}
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		char comp[NAME_MAX + 1];
+		size_t n;
+		int fd;
+
+		if (!slash)
+			break;
+		n = (size_t)(slash - p);
+		if (n == 0 || (n == 1 && p[0] == '.')) {
+			p = slash + 1;
+			continue;
+		}
+		if (n > NAME_MAX || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			set_err(err, errlen, "%s: refused path component", name);
+			return -EINVAL;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		fd = openat(cur >= 0 ? cur : dirfd, comp,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			struct stat st;
+
+			/* With O_DIRECTORY, Linux reports a symlink as ENOTDIR. */
+			if (e == ENOTDIR &&
+			    fstatat(cur >= 0 ? cur : dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode))
+				e = ELOOP;
+			if (e == ELOOP)
+				set_err(err, errlen, "%s: %s is a symbolic link, refused", name, comp);
+			else
+				set_err(err, errlen, "%s: %s", name, strerror(e));
+			return e == ENOTDIR ? -EINVAL : -e;
+		}
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		p = slash + 1;
+	}
+	if (p[0] == '\0' || strcmp(p, ".") == 0 || strcmp(p, "..") == 0) {
+		set_err(err, errlen, "%s: not a file name", name);
+		return -EINVAL;
+	}
+	*last = p;
+	*parent = lb_steal_fd(&cur);
+	return 0;
+}
+
+static int read_capped(int fd, size_t size_hint, size_t max, char **out, size_t *len)
+{
+	LB_AUTOFREE char *buf = NULL;
+	size_t cap = (size_hint < max ? size_hint : max) + 1, n = 0;
+
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			/* The file grew after fstat: follow it, but never past max + 1. */
+			size_t ncap = cap * 2 < max + 1 ? cap * 2 : max + 1;
+			char *nbuf;
+
+			if (ncap <= cap)
+				return -EFBIG;
+			nbuf = realloc(buf, ncap + 1);
+			if (!nbuf)
+				return -ENOMEM;
+			buf = nbuf;
+			cap = ncap;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max)
+			return -EFBIG;
+	}
+	buf[n] = '\0';
+	*len = n;
+	*out = lb_steal_ptr(&buf);
+	return 0;
+}
+
+int lb_results_read(int dirfd, const char *name, size_t max, struct json_object **out, char *err,
+		    size_t errlen)
+{
+	LB_AUTOCLOSE int parent = -1;
+	LB_AUTOCLOSE int fd = -1;
+	LB_AUTOFREE char *data = NULL;
+	const char *last = name;
+	char perr[256];
+	struct stat st;
+	size_t len = 0;
+	int r;
+
+	*out = NULL;
+	if (!name) {
+		set_err(err, errlen, "no file name");
+		return -EINVAL;
+	}
+	r = open_parent(dirfd, name, &parent, &last, err, errlen);
+	if (r < 0)
+		return r;
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. */
+	fd = openat(parent >= 0 ? parent : dirfd, last,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -ELOOP)
+			set_err(err, errlen, "%s: is a symbolic link, refused", name);
+		else if (r == -ENXIO)
+			set_err(err, errlen, "%s: not a regular file", name);
+		else
+			set_err(err, errlen, "%s: %s", name, strerror(-r));
+		return r == -ENXIO ? -EINVAL : r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		set_err(err, errlen, "%s: %s", name, strerror(-r));
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		set_err(err, errlen, "%s: %s, refused", name, file_kind(st.st_mode));
+		return -EINVAL;
+	}
+	if (st.st_size < 0 || (unsigned long long)st.st_size > max) {
+		set_err(err, errlen, "%s: %lld bytes, larger than the limit of %zu", name,
+			(long long)st.st_size, max);
+		return -EFBIG;
+	}
+	r = read_capped(fd, (size_t)st.st_size, max, &data, &len);
+	if (r == -EFBIG)
+		set_err(err, errlen, "%s: grew past the limit of %zu bytes while read", name, max);
+	else if (r < 0)
+		set_err(err, errlen, "%s: %s", name, strerror(-r));
+	if (r < 0)
+		return r;
+	r = lb_results_parse(data, len, out, perr, sizeof(perr));
+	if (r < 0)
+		set_err(err, errlen, "%s: %s", name, perr);
+	return r;
+}
+
+struct json_object *lb_json_number(double v)
+{
+	char buf[40];
+	locale_t c_locale, old;
+	size_t n;
+
+	if (isnan(v))
+		return json_object_new_string("NaN");
+	if (isinf(v))
+		return json_object_new_string(v > 0 ? "Infinity" : "-Infinity");
+	/* json-c's own format prints 0.1 as 0.10000000000000001; the shortest text that reads
+	 * back as the same double is what Python prints and what people expect to see. */
+	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	if (!c_locale)
+		return json_object_new_double(v);
+	old = uselocale(c_locale);
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	uselocale(old);
+	freelocale(c_locale);
+	/* Keep it a float for readers that type by spelling (Python reads "5" as an int). */
+	n = strlen(buf);
+	if (!strpbrk(buf, ".eE") && n + 2 < sizeof(buf))
+		memcpy(buf + n, ".0", 3);
+	return json_object_new_double_s(v, buf);
+}
+
+static struct json_object *sanitize_object(struct json_object *doc)
+{
+	struct json_object *copy = json_object_new_object();
+
+	if (!copy)
+		return NULL;
+	json_object_object_foreach(doc, key, val) {
+		struct json_object *c = lb_json_sanitize(val);
+
+		if ((val && !c) || json_object_object_add(copy, key, c) < 0) {
+			json_object_put(c);
+			json_object_put(copy);
+			return NULL;
+		}
+	}
+	return copy;
+}
+
+static struct json_object *sanitize_array(struct json_object *doc)
+{
+	size_t n = json_object_array_length(doc);
+	struct json_object *copy = json_object_new_array_ext((int)(n < INT_MAX ? n : INT_MAX));
+
+	if (!copy)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *val = json_object_array_get_idx(doc, i);
+		struct json_object *c = lb_json_sanitize(val);
+
+		if ((val && !c) || json_object_array_add(copy, c) < 0) {
+			json_object_put(c);
+			json_object_put(copy);
+			return NULL;
+		}
+	}
+	return copy;
+}
+
+struct json_object *lb_json_sanitize(struct json_object *doc)
+{
+	struct json_object *copy = NULL;
+
+	switch (json_object_get_type(doc)) {
+	case json_type_null:
+		return NULL;
+	case json_type_object:
+		return sanitize_object(doc);
+	case json_type_array:
+		return sanitize_array(doc);
+	case json_type_double:
+		/* Rebuilt rather than copied: json-c keeps the parsed spelling, and it accepts
+		 * spellings ("1.", "1e400") that strict readers refuse. */
+		return lb_json_number(json_object_get_double(doc));
+	default:
+		if (json_object_deep_copy(doc, &copy, NULL) < 0)
+			return NULL;
+		return copy;
+	}
+}

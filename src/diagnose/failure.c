@@ -1,0 +1,908 @@
+/* Root cause of a failed run, read from how it ended and the tail of its output. */
+#include "labbox/diagnose.h"
+#include "labbox/util.h"
+#include "../collect/text.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The root cause of a traceback is within its last few hundred lines; older output is noise. */
+#define DIAG_MAX_LINES 2000
+#define DIAG_EVIDENCE_MAX 8
+#define DIAG_EVIDENCE_LEN 400
+#define DIAG_TEXT_LEN 600
+/* Lines above the end scanned for a known message when there is no traceback. */
+#define DIAG_SCAN_LINES 40
+#define DIAG_MAX_EXC 32
+#define NONE SIZE_MAX
+
+typedef struct lb_log {
+	char *text;   /* cleaned lines, each NUL-terminated */
+	char **lines; /* into text */
+	size_t n;
+} lb_log;
+
+typedef struct lb_exc {
+	size_t header; /* first line of its traceback */
+	size_t line;   /* the "Name: message" line */
+	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
+	bool chained; /* the next exception was raised while handling this one */
+} lb_exc;
+
+typedef struct lb_verdict {
+	const char *cls;
+	char summary[DIAG_TEXT_LEN];
+	char suggestion[DIAG_TEXT_LEN];
+	size_t evidence[DIAG_EVIDENCE_MAX];
+	size_t n_evidence;
+	size_t exc_line; /* NONE when no exception decided the class */
+	size_t frame;
+} lb_verdict;
+
+static void log_free(lb_log *log)
+{
+	free(log->text);
+	free(log->lines);
+}
+
+/* What a terminal would show of a line: the text after the last carriage return (progress
+ * bars redraw that way), without ANSI escapes (coloured loggers), without the "| " margin of
+ * exception groups, without trailing blanks. */
+static size_t clean_line(const char *s, size_t len, char *out)
+{
+	size_t o = 0, start = 0;
+
+	while (len > 0 && (s[len - 1] == '\r' || lb_text_blank(s[len - 1])))
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\r')
+			start = i + 1;
+	for (size_t i = start; i < len; i++) {
+		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '[') {
+			i += 2;
+			while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+				i++;
+			continue;
+		}
+		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == ']') {
+			i += 2;
+			while (i < len && s[i] != '\a' && !(s[i] == '\x1b' && i + 1 < len))
+				i++;
+			if (i < len && s[i] == '\x1b')
+				i++;
+			continue;
+		}
+		out[o++] = s[i];
+	}
+	/* "  | ValueError: x" inside an exception group reads like a top-level line. */
+	for (;;) {
+		size_t sp = 0;
+
+		while (sp < o && out[sp] == ' ')
+			sp++;
+		if (sp + 1 < o && out[sp] == '|' && out[sp + 1] == ' ') {
+			memmove(out, out + sp + 2, o - sp - 2);
+			o -= sp + 2;
+		} else {
+			break;
+		}
+	}
+	while (o > 0 && lb_text_blank(out[o - 1]))
+		o--;
+	out[o] = '\0';
+	return o;
+}
+
+static int log_split(lb_log *log, const char *tail, size_t len)
+{
+	size_t start = len, count = 0, n_lines = 0, o = 0;
+
+	memset(log, 0, sizeof(*log));
+	if (!tail || len == 0)
+		return 0;
+	/* Find where the last DIAG_MAX_LINES lines begin. */
+	while (start > 0) {
+		if (tail[start - 1] == '\n' && start != len && ++count >= DIAG_MAX_LINES)
+			break;
+		start--;
+	}
+	for (size_t i = start; i < len; i++)
+		if (tail[i] == '\n')
+			n_lines++;
+	n_lines++;
+	log->text = malloc(len - start + n_lines);
+	log->lines = calloc(n_lines, sizeof(*log->lines));
+	if (!log->text || !log->lines) {
+		log_free(log);
+		return -ENOMEM;
+	}
+	for (size_t i = start; i <= len;) {
+		const char *nl = memchr(tail + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (tail + i)) : len - i;
+
+		if (!nl && l == 0)
+			break;
+		log->lines[log->n++] = log->text + o;
+		o += clean_line(tail + i, l, log->text + o) + 1;
+		i += l + 1;
+	}
+	return 0;
+}
+
+static size_t indent_of(const char *s)
+{
+	size_t n = 0;
+
+	while (lb_text_blank(s[n]))
+		n++;
+	return n;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool is_header(const char *s)
+{
+	s += indent_of(s);
+	return starts_with(s, "Traceback (most recent call last):") ||
+	       starts_with(s, "Exception Group Traceback (most recent call last):");
+}
+
+static bool is_frame(const char *s)
+{
+	s += indent_of(s);
+	return starts_with(s, "File \"");
+}
+
+/* "pkg.mod.SomeError: message" or "SomeError" at the start of s. */
+static bool exception_line(const char *s, size_t *name_len)
+{
+	size_t n = 0;
+
+	while (s[n] && s[n] != ':' && !lb_text_blank(s[n]))
+		n++;
+	if (!(s[n] == '\0' || (s[n] == ':' && (s[n + 1] == '\0' || s[n + 1] == ' '))))
+		return false;
+	if (!lb_text_is_exception_name(s, n))
+		return false;
+	if (name_len)
+		*name_len = n;
+	return true;
+}
+
+static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < log->n; i++) {
+		size_t ind, j, frame = NONE;
+
+		if (!is_header(log->lines[i]))
+			continue;
+		ind = indent_of(log->lines[i]);
+		for (j = i + 1; j < log->n; j++) {
+			const char *l = log->lines[j];
+
+			if (l[0] == '\0')
+				continue;
+			if (indent_of(l) <= ind)
+				break;
+			if (is_frame(l))
+				frame = j;
+		}
+		if (j >= log->n || !exception_line(log->lines[j] + indent_of(log->lines[j]), NULL))
+			continue;
+		if (n == max) {
+			/* Keep the most recent ones: the last exception decides. */
+			memmove(exc, exc + 1, (max - 1) * sizeof(*exc));
+			n--;
+		}
+		exc[n++] = (lb_exc){ .header = i, .line = j, .frame = frame };
+		i = j;
+	}
+	/* Chains print "During handling of the above exception..." between two tracebacks. */
+	for (size_t k = 0; k + 1 < n; k++) {
+		for (size_t j = exc[k].line + 1; j < exc[k + 1].line; j++) {
+			if (strstr(log->lines[j], "During handling of the above exception") ||
+			    strstr(log->lines[j], "The above exception was the direct cause")) {
+				exc[k].chained = true;
+				break;
+			}
+		}
+	}
+	if (n > 0)
+		return n;
+	/* No header in the tail (cut off, or a SyntaxError, which has none): the last line that
+	 * names an exception at the start of a line, with the frame printed above it. */
+	for (size_t i = log->n; i-- > 0;) {
+		if (indent_of(log->lines[i]) == 0 && exception_line(log->lines[i], NULL)) {
+			size_t frame = NONE;
+
+			for (size_t j = i; j-- > 0 && i - j <= 6;) {
+				if (is_frame(log->lines[j])) {
+					frame = j;
+					break;
+				}
+			}
+			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame };
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static bool has(const char *s, const char *needle)
+{
+	return strcasestr(s, needle) != NULL;
+}
+
+static bool has_any(const char *s, const char *const *needles)
+{
+	for (size_t i = 0; needles[i]; i++)
+		if (has(s, needles[i]))
+			return true;
+	return false;
+}
+
+static bool word_char(char c)
+{
+	return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* "nan" as a word of its own: not inside "nanmean" or "finance", and not inside quotes, where
+ * it is a file name or a dictionary key ("data/nan.csv", KeyError: 'nan'). */
+static bool has_nan_word(const char *s)
+{
+	char quote = 0;
+
+	for (const char *p = s; *p; p++) {
+		if (quote) {
+			if (*p == quote)
+				quote = 0;
+		} else if (*p == '\'' || *p == '"') {
+			quote = *p;
+		} else if (strncasecmp(p, "nan", 3) == 0 && (p == s || !word_char(p[-1])) &&
+			   !word_char(p[3])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The last component of a dotted exception name, compared exactly. */
+static bool name_is(const char *line, size_t name_len, const char *const *names)
+{
+	const char *last = line;
+
+	for (size_t i = 0; i < name_len; i++)
+		if (line[i] == '.')
+			last = line + i + 1;
+	for (size_t i = 0; names[i]; i++) {
+		size_t n = strlen(names[i]);
+
+		if ((size_t)(line + name_len - last) == n && memcmp(last, names[i], n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Text between the first pair of quotes after "prefix", e.g. the module in
+ * "No module named 'sklearn'". */
+static bool quoted_after(const char *s, const char *prefix, char *out, size_t outlen)
+{
+	const char *p = prefix ? strcasestr(s, prefix) : s;
+	const char *q, *e;
+	size_t n;
+
+	if (!p)
+		return false;
+	p += prefix ? strlen(prefix) : 0;
+	q = strpbrk(p, "'\"");
+	if (!q)
+		return false;
+	e = strchr(q + 1, *q);
+	if (!e)
+		return false;
+	n = (size_t)(e - q - 1);
+	if (n == 0 || n >= outlen)
+		return false;
+	memcpy(out, q + 1, n);
+	out[n] = '\0';
+	return true;
+}
+
+static const char *pip_name(const char *module)
+{
+	static const char *const map[][2] = {
+		{ "sklearn", "scikit-learn" },	 { "cv2", "opencv-python" },
+		{ "PIL", "Pillow" },		 { "yaml", "PyYAML" },
+		{ "skimage", "scikit-image" },	 { "bs4", "beautifulsoup4" },
+		{ "attr", "attrs" },		 { "dateutil", "python-dateutil" },
+		{ "Crypto", "pycryptodome" },	 { "dotenv", "python-dotenv" },
+		{ "jwt", "PyJWT" },		 { "serial", "pyserial" },
+		{ "google.protobuf", "protobuf" }, { "gym", "gymnasium (or gym)" },
+		{ "tensorflow_datasets", "tensorflow-datasets" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(module, map[i][0]) == 0)
+			return map[i][1];
+	return module;
+}
+
+static void verdict_set(lb_verdict *v, const char *cls, const char *what, const char *line,
+			const char *suggestion)
+{
+	v->cls = cls;
+	if (line)
+		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
+	else
+		snprintf(v->summary, sizeof(v->summary), "%s", what);
+	snprintf(v->suggestion, sizeof(v->suggestion), "%s", suggestion);
+}
+
+static const char *const gpu_oom_text[] = {
+	"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+	"CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory", "MPS backend out of memory",
+	"RESOURCE_EXHAUSTED", "OOM when allocating", "out of memory on device", NULL
+};
+/* CUDA errors that are bugs in the code, not a missing GPU. */
+static const char *const gpu_code_text[] = {
+	"device-side assert", "illegal memory access", "misaligned address",
+	"illegal instruction was encountered", NULL
+};
+static const char *const gpu_unavailable_text[] = {
+	"No CUDA GPUs are available", "no CUDA-capable device", "Torch not compiled with CUDA",
+	"Found no NVIDIA driver", "NVIDIA driver on your system is too old",
+	"CUDA driver version is insufficient", "torch.cuda.is_available() is False",
+	"CUDA driver initialization failed", "cuInit", "CUDA unknown error",
+	"Unknown backend: 'gpu'", "Unknown backend: gpu", "invalid device ordinal",
+	"CUDA-capable device(s) is/are busy", "all CUDA-capable devices are busy", "nvidia-smi",
+	"NVML", "libcuda.so", "libcudart", "libcudnn", "libnvrtc", "libcublas",
+	"no kernel image is available", "CUDA is not available", "CUDA error",
+	"CUDNN_STATUS_NOT_INITIALIZED", "CUDA initialization", NULL
+};
+static const char *const nan_text[] = {
+	"non-finite", "nonfinite", "diverged", "divergence", "contains infinity",
+	"infinity or a value too large", "returned nan values", NULL
+};
+static const char *const network_names[] = {
+	"gaierror", "herror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+	"ConnectionAbortedError", "NewConnectionError", "MaxRetryError", "URLError", "HTTPError",
+	"ConnectTimeout", "ConnectTimeoutError", "ReadTimeout", "ReadTimeoutError", "SSLError",
+	"ProxyError", "RemoteDisconnected", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
+	"NameResolutionError", "ContentTooShortError", NULL
+};
+static const char *const network_text[] = {
+	"Temporary failure in name resolution", "Name or service not known",
+	"nodename nor servname", "Network is unreachable", "No route to host",
+	"Connection refused", "Max retries exceeded", "urlopen error", "getaddrinfo",
+	"Could not resolve host", "couldn't connect to", "Couldn't reach", "could not connect to",
+	"Failed to establish a new connection", "huggingface.co", "Hugging Face Hub",
+	"offline mode", NULL
+};
+static const char *const no_space_text[] = { "No space left on device", "Disk quota exceeded",
+					     NULL };
+static const char *const limit_text[] = { "can't start new thread", "Too many open files",
+					  "Resource temporarily unavailable", NULL };
+static const char *const sandbox_text[] = { "Read-only file system", "Operation not permitted",
+					    "Permission denied", "Bad system call", NULL };
+static const char *const wrong_env_text[] = {
+	"cannot import name", "undefined symbol", "GLIBC", "compiled using NumPy",
+	"numpy.core.multiarray failed to import", "_ARRAY_API", "version `",
+	"cannot open shared object file", "wrong ELF class", "incompatible architecture",
+	"Numpy is not available", "requires Python", "unsupported operand type(s) for |: 'type'",
+	"'type' object is not subscriptable", "command not found", NULL
+};
+/* API removed between versions: numpy.float, time.clock, collections.Mapping... */
+static const char *const moved_api_text[] = {
+	"module 'numpy' has no attribute", "module 'np' has no attribute",
+	"module 'torch' has no attribute", "module 'tensorflow' has no attribute",
+	"module 'jax' has no attribute", "module 'scipy' has no attribute",
+	"module 'pandas' has no attribute", "module 'sklearn' has no attribute",
+	"module 'collections' has no attribute", "module 'time' has no attribute",
+	"module 'typing' has no attribute", "module 'inspect' has no attribute", NULL
+};
+
+static const char SUGGEST_GPU_OOM[] =
+	"reduce the batch size or the model size, use mixed precision (torch.autocast) or "
+	"gradient accumulation, and release tensors that are no longer needed";
+static const char SUGGEST_GPU_UNAVAILABLE[] =
+	"run on a backend that has a GPU (docker with --gpus, ssh, slurm), or make the code fall "
+	"back to the CPU when torch.cuda.is_available() is False";
+static const char SUGGEST_OOM[] =
+	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
+	"instead of float64, streaming the data instead of loading it whole";
+static const char SUGGEST_NAN[] =
+	"lower the learning rate, clip gradients, and check inputs and the loss for NaN, log(0) "
+	"or division by zero; np.seterr(all='raise') or torch.autograd.set_detect_anomaly(True) "
+	"stops at the first NaN";
+static const char SUGGEST_NETWORK[] =
+	"the sandbox has no network by default (--network none): download datasets and models "
+	"into the experiment directory beforehand, or allow the network explicitly with "
+	"--network host";
+static const char SUGGEST_SANDBOX[] =
+	"write only inside the experiment directory or /tmp (the rest of the file system is "
+	"read-only and the home directory is hidden), and avoid privileged operations; mount "
+	"what the code needs with -v SRC:DST[:ro]";
+static const char SUGGEST_NO_SPACE[] =
+	"write less, or give the sandbox more room: a larger private /tmp "
+	"(--tmpfs /tmp:size=4g) or a mounted output directory (-v SRC:DST)";
+static const char SUGGEST_LIMIT[] =
+	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
+	"processes (OMP_NUM_THREADS, DataLoader num_workers)";
+static const char SUGGEST_WRONG_ENV[] =
+	"the installed packages or the Python version do not match what the code expects: pin "
+	"compatible versions in requirements.txt, or choose another interpreter with --python";
+
+static void classify_missing_package(lb_verdict *v, const char *line)
+{
+	char module[128], top[128];
+	char *dot;
+
+	if (!quoted_after(line, "No module named", module, sizeof(module))) {
+		verdict_set(v, "missing_package", "a Python package is missing", line,
+			    "install the missing package in the experiment's environment, or "
+			    "choose an interpreter that has it with --python");
+		return;
+	}
+	memcpy(top, module, sizeof(top));
+	dot = strchr(top, '.');
+	/* google.protobuf is the one dotted name people install by its own name. */
+	if (dot && strcmp(top, "google.protobuf") != 0)
+		*dot = '\0';
+	v->cls = "missing_package";
+	snprintf(v->summary, sizeof(v->summary), "module '%s' is not installed: %s", module, line);
+	snprintf(v->suggestion, sizeof(v->suggestion),
+		 "install it in the experiment's environment (pip install %s, or add it to "
+		 "requirements.txt), or choose an interpreter that has it with --python",
+		 pip_name(top));
+}
+
+/* subprocess: the traceback went through subprocess, so a missing name is a program. */
+static void classify_missing_file(lb_verdict *v, const char *line, bool subprocess)
+{
+	char path[256];
+
+	if (!quoted_after(line, "No such file or directory", path, sizeof(path)) &&
+	    !quoted_after(line, "Error:", path, sizeof(path))) {
+		verdict_set(v, "missing_data", "a file the experiment reads is missing", line,
+			    "put the data inside the experiment directory (it is staged as exp/) "
+			    "and open it by a relative path, or mount it with -v SRC:DST:ro");
+		return;
+	}
+	if (subprocess && !strchr(path, '/')) {
+		v->cls = "wrong_env";
+		snprintf(v->summary, sizeof(v->summary), "program '%s' was not found: %s", path,
+			 line);
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install %s where the experiment runs, or do without it", path);
+		return;
+	}
+	v->cls = "missing_data";
+	snprintf(v->summary, sizeof(v->summary), "file '%s' does not exist in the sandbox: %s",
+		 path, line);
+	snprintf(v->suggestion, sizeof(v->suggestion),
+		 "put '%s' inside the experiment directory (it is staged as exp/) and open it by "
+		 "a relative path, or mount it with -v SRC:DST:ro; the rest of the host is hidden "
+		 "from the sandbox",
+		 path);
+}
+
+/* Classes a message can show without a Python exception name: used both for exception lines
+ * and for the output of programs that crash without a traceback. Returns false when the text
+ * says nothing specific. */
+static bool classify_text(lb_verdict *v, const char *line)
+{
+	if (has_any(line, gpu_oom_text)) {
+		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
+	} else if (has_any(line, gpu_code_text)) {
+		return false;
+	} else if (has_any(line, gpu_unavailable_text)) {
+		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
+	} else if (has(line, "No module named")) {
+		classify_missing_package(v, line);
+	} else if (has_any(line, wrong_env_text) || has_any(line, moved_api_text)) {
+		verdict_set(v, "wrong_env", "the environment does not match the code", line,
+			    SUGGEST_WRONG_ENV);
+	} else if (has(line, "Unable to allocate") || has(line, "Cannot allocate memory") ||
+		   has(line, "std::bad_alloc")) {
+		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
+	} else if (has_nan_word(line) || has_any(line, nan_text)) {
+		verdict_set(v, "nan_divergence", "values became NaN or infinite", line, SUGGEST_NAN);
+	} else if (has_any(line, network_text)) {
+		verdict_set(v, "network", "the experiment needs the network", line,
+			    SUGGEST_NETWORK);
+	} else if (has_any(line, no_space_text)) {
+		verdict_set(v, "sandbox_restriction", "no space left to write", line,
+			    SUGGEST_NO_SPACE);
+	} else if (has_any(line, limit_text)) {
+		verdict_set(v, "sandbox_restriction", "a sandbox limit was reached", line,
+			    SUGGEST_LIMIT);
+	} else if (has_any(line, sandbox_text)) {
+		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
+			    SUGGEST_SANDBOX);
+	} else if (has(line, "No such file or directory")) {
+		classify_missing_file(v, line, false);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* The class an exception line decides; code_error when neither its name nor its message
+ * names a cause outside the code. */
+static void classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess)
+{
+	static const char *const memory_names[] = { "MemoryError", "_ArrayMemoryError", NULL };
+	static const char *const gpu_oom_names[] = { "OutOfMemoryError", "ResourceExhaustedError",
+						     NULL };
+	static const char *const missing_names[] = { "ModuleNotFoundError", NULL };
+	static const char *const nan_names[] = { "FloatingPointError", NULL };
+	static const char *const file_names[] = { "FileNotFoundError", "EmptyDataError", NULL };
+	static const char *const sandbox_names[] = { "PermissionError", NULL };
+
+	if (name_is(line, name_len, gpu_oom_names)) {
+		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
+	} else if (name_is(line, name_len, memory_names)) {
+		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
+	} else if (name_is(line, name_len, missing_names)) {
+		classify_missing_package(v, line);
+	} else if (name_is(line, name_len, nan_names)) {
+		verdict_set(v, "nan_divergence", "a floating point error (NaN or overflow)", line,
+			    SUGGEST_NAN);
+	} else if (name_is(line, name_len, network_names)) {
+		verdict_set(v, "network", "the experiment needs the network", line,
+			    SUGGEST_NETWORK);
+	} else if (name_is(line, name_len, file_names) && !has_any(line, gpu_unavailable_text)) {
+		/* Before the message checks: a path may contain any word. */
+		classify_missing_file(v, line, subprocess);
+	} else if (name_is(line, name_len, sandbox_names)) {
+		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
+			    SUGGEST_SANDBOX);
+	} else if (classify_text(v, line)) {
+		return;
+	} else if (strncmp(line, "ImportError", 11) == 0) {
+		verdict_set(v, "missing_package", "an import failed", line,
+			    "install the package the import needs in the experiment's environment, "
+			    "or choose an interpreter that has it with --python");
+	} else {
+		verdict_set(v, "code_error", "the code raised an exception", line,
+			    "fix the error shown in the traceback (run.log has all of it)");
+	}
+}
+
+static void add_evidence(lb_verdict *v, size_t line)
+{
+	if (line == NONE || v->n_evidence >= DIAG_EVIDENCE_MAX)
+		return;
+	for (size_t i = 0; i < v->n_evidence; i++)
+		if (v->evidence[i] == line)
+			return;
+	v->evidence[v->n_evidence++] = line;
+}
+
+/* 'File "/exp/train.py", line 42, in main' -> its parts; false when it is not one. */
+static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno, char *func,
+			size_t funclen)
+{
+	const char *q, *p;
+	size_t n;
+
+	s += indent_of(s);
+	if (!starts_with(s, "File \""))
+		return false;
+	s += 6;
+	q = strchr(s, '"');
+	if (!q || (size_t)(q - s) >= filelen)
+		return false;
+	n = (size_t)(q - s);
+	memcpy(file, s, n);
+	file[n] = '\0';
+	p = strstr(q, ", line ");
+	if (!p)
+		return false;
+	*lineno = strtol(p + 7, NULL, 10);
+	func[0] = '\0';
+	p = strstr(p, ", in ");
+	if (p) {
+		snprintf(func, funclen, "%s", p + 5);
+	}
+	return true;
+}
+
+static bool via_subprocess(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header; i < e->line; i++)
+		if (is_frame(log->lines[i]) && strstr(log->lines[i], "subprocess.py\""))
+			return true;
+	return false;
+}
+
+static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	if (e->frame != NONE) {
+		size_t src = e->frame + 1;
+
+		add_evidence(v, e->frame);
+		if (src < e->line && !is_frame(log->lines[src]) && log->lines[src][0])
+			add_evidence(v, src);
+	}
+	add_evidence(v, e->line);
+}
+
+static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+{
+	const lb_exc *last = &exc[n - 1];
+	const char *line = log->lines[last->line];
+	size_t name_len = 0;
+
+	exception_line(line, &name_len);
+	classify_exception(v, line, name_len, via_subprocess(log, last));
+	v->exc_line = last->line;
+	v->frame = last->frame;
+	/* A generic exception raised while handling a specific one (FileNotFoundError wrapped
+	 * in a RuntimeError by a data loader) is explained by the one it wraps, which then
+	 * names the exception and the location. */
+	if (strcmp(v->cls, "code_error") == 0) {
+		for (size_t k = n - 1; k-- > 0 && exc[k].chained;) {
+			lb_verdict cause = *v;
+
+			line = log->lines[exc[k].line];
+			exception_line(line, &name_len);
+			classify_exception(&cause, line, name_len, via_subprocess(log, &exc[k]));
+			if (strcmp(cause.cls, "code_error") != 0) {
+				*v = cause;
+				v->exc_line = exc[k].line;
+				v->frame = exc[k].frame;
+				add_frame_evidence(v, log, &exc[k]);
+				break;
+			}
+		}
+	}
+	add_frame_evidence(v, log, last);
+}
+
+static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
+{
+	size_t idx[DIAG_EVIDENCE_MAX], n = 0;
+
+	for (size_t i = log->n; i-- > 0 && n < max && n < DIAG_EVIDENCE_MAX;)
+		if (log->lines[i][0])
+			idx[n++] = i;
+	while (n > 0)
+		add_evidence(v, idx[--n]);
+}
+
+static bool scan_messages(lb_verdict *v, const lb_log *log)
+{
+	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		if (classify_text(v, log->lines[i])) {
+			add_evidence(v, i);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line)
+{
+	char what[128];
+
+	if (sig == SIGSYS) {
+		verdict_set(v, "sandbox_restriction",
+			    "killed by SIGSYS: the sandbox blocked a system call", NULL,
+			    "the code (or a native library) made a system call the sandbox forbids "
+			    "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
+			    "labbox if it is really needed");
+	} else if (sig == SIGKILL) {
+		verdict_set(v, "oom",
+			    killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
+					  "kernel's out-of-memory killer"
+					: "killed by SIGKILL without a time or memory limit recording "
+					  "it; the kernel's out-of-memory killer is the usual cause",
+			    NULL, SUGGEST_OOM);
+	} else if (sig == SIGXCPU) {
+		verdict_set(v, "timeout", "killed by SIGXCPU: the CPU time limit was reached", NULL,
+			    "raise the time budget (--budget SECONDS) or do less work");
+	} else if (sig == SIGXFSZ) {
+		verdict_set(v, "sandbox_restriction",
+			    "killed by SIGXFSZ: a file grew past the size limit", NULL,
+			    SUGGEST_NO_SPACE);
+	} else if (sig > 0) {
+		const char *abbrev = sigabbrev_np(sig);
+
+		snprintf(what, sizeof(what), "killed by SIG%s (signal %d)%s", abbrev ? abbrev : "?", sig,
+			 (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+			  sig == SIGABRT)
+				 ? ": a crash, usually in native code (a C extension, CUDA, BLAS)"
+				 : "");
+		verdict_set(v, "code_error", what, NULL,
+			    "run it again with PYTHONFAULTHANDLER=1 to get the Python stack of the "
+			    "crash, and check native extensions for version mismatches");
+	} else if (exit_code == 127) {
+		verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
+			    "check that the interpreter and the programs the experiment runs exist "
+			    "in its environment (--python)");
+	} else {
+		snprintf(what, sizeof(what), "exited with status %d without a Python traceback",
+			 exit_code);
+		verdict_set(v, "code_error", what, NULL,
+			    "read the end of run.log; make the code report errors instead of "
+			    "exiting quietly");
+	}
+}
+
+static bool log_has_line(const lb_log *log, const char *text)
+{
+	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;)
+		if (strcmp(log->lines[i] + indent_of(log->lines[i]), text) == 0)
+			return true;
+	return false;
+}
+
+static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	lb_exc exc[DIAG_MAX_EXC];
+	size_t n_exc;
+	int sig = in->signal;
+
+	if (in->infra_error) {
+		verdict_set(v, "infra_error",
+			    in->infra_message && in->infra_message[0]
+				    ? in->infra_message
+				    : "the sandbox or backend could not be set up",
+			    NULL,
+			    "the experiment did not run: fix the setup problem above (`labbox probe` "
+			    "shows what this host supports); labbox never falls back to less "
+			    "isolation silently");
+		return;
+	}
+	if (in->timed_out) {
+		verdict_set(v, "timeout", "the time budget ended the run before it finished", NULL,
+			    "raise the budget (--budget SECONDS) or do less work; print "
+			    "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
+			    "partial results are saved");
+		add_tail_evidence(v, log, 3);
+		return;
+	}
+	if (in->oom_killed) {
+		verdict_set(v, "oom", "the memory limit ended the run", NULL, SUGGEST_OOM);
+		add_tail_evidence(v, log, 3);
+		return;
+	}
+	n_exc = find_exceptions(log, exc, DIAG_MAX_EXC);
+	if (n_exc > 0) {
+		diagnose_exception(v, log, exc, n_exc);
+		return;
+	}
+	if (scan_messages(v, log))
+		return;
+	/* A shell between labbox and Python reports a signal as 128 + its number. */
+	if (sig == 0 && in->exit_code > 128 && in->exit_code < 128 + 65)
+		sig = in->exit_code - 128;
+	diagnose_signal(v, sig, in->exit_code, log_has_line(log, "Killed"));
+	add_tail_evidence(v, log, 3);
+}
+
+static int obj_add(struct json_object *obj, const char *key, struct json_object *val)
+{
+	if (!val)
+		return -ENOMEM;
+	if (json_object_object_add(obj, key, val) < 0) {
+		json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static struct json_object *utf8_string(const char *s)
+{
+	char buf[DIAG_TEXT_LEN + 8];
+
+	lb_text_utf8(buf, sizeof(buf), s, strlen(s));
+	return json_object_new_string(buf);
+}
+
+static int add_location(struct json_object *doc, const lb_log *log, size_t frame)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	struct json_object *loc;
+	long lineno;
+
+	if (frame == NONE ||
+	    !parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func)))
+		return 0;
+	loc = json_object_new_object();
+	if (obj_add(doc, "location", loc) < 0 || obj_add(loc, "file", utf8_string(file)) < 0 ||
+	    obj_add(loc, "line", json_object_new_int64(lineno)) < 0)
+		return -ENOMEM;
+	if (func[0] && obj_add(loc, "function", utf8_string(func)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *doc)
+{
+	struct json_object *evidence = json_object_new_array();
+	char summary[DIAG_TEXT_LEN + 256 + 128 + 48];
+
+	if (obj_add(doc, "class", json_object_new_string(v->cls)) < 0)
+		return -ENOMEM;
+	/* Where the code failed belongs in the one line a person reads first. */
+	snprintf(summary, sizeof(summary), "%s", v->summary);
+	if (strcmp(v->cls, "code_error") == 0 && v->frame != NONE) {
+		char file[256], func[128];
+		long lineno;
+
+		if (parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
+				sizeof(func)))
+			snprintf(summary, sizeof(summary), "%s (%s line %ld%s%s)", v->summary, file,
+				 lineno, func[0] ? ", in " : "", func);
+	}
+	if (obj_add(doc, "summary", utf8_string(summary)) < 0 ||
+	    obj_add(doc, "evidence", evidence) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n_evidence; i++) {
+		const char *l = log->lines[v->evidence[i]];
+		char buf[DIAG_EVIDENCE_LEN];
+		struct json_object *s;
+
+		l += indent_of(l);
+		lb_text_utf8(buf, sizeof(buf), l, strlen(l));
+		s = json_object_new_string(buf);
+		if (!s || json_object_array_add(evidence, s) < 0) {
+			json_object_put(s);
+			return -ENOMEM;
+		}
+	}
+	if (obj_add(doc, "suggestion", utf8_string(v->suggestion)) < 0)
+		return -ENOMEM;
+	if (v->exc_line != NONE) {
+		const char *l = log->lines[v->exc_line];
+		size_t name_len = 0;
+		char name[128];
+
+		exception_line(l, &name_len);
+		if (name_len > 0 && name_len < sizeof(name)) {
+			memcpy(name, l, name_len);
+			name[name_len] = '\0';
+			if (obj_add(doc, "exception", json_object_new_string(name)) < 0)
+				return -ENOMEM;
+		}
+	}
+	return add_location(doc, log, v->frame);
+}
+
+struct json_object *lb_diagnose_failure(const lb_failure_input *in)
+{
+	__attribute__((cleanup(log_free))) lb_log log = { 0 };
+	lb_verdict v = { .exc_line = NONE, .frame = NONE };
+	struct json_object *doc;
+
+	if (!in)
+		return NULL;
+	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->oom_killed &&
+	    !in->infra_error)
+		return NULL;
+	/* Without memory for the log the class still follows from how the run ended. */
+	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
+		memset(&log, 0, sizeof(log));
+	diagnose(&v, in, &log);
+	doc = json_object_new_object();
+	if (!doc)
+		return NULL;
+	if (to_json(&v, &log, doc) < 0) {
+		json_object_put(doc);
+		return NULL;
+	}
+	return doc;
+}
