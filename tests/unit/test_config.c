@@ -1,0 +1,88 @@
+/* config: labbox.yaml parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "labbox/config.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int parse(const char *text, lb_exp_config *c, char *err)
+{
+	return lb_config_parse(text, strlen(text), c, err, 256);
+}
+
+static void test_full_config(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("entry: train.py\n"
+			       "args: [--epochs, \"3\", --out_dir, run_0]\n"
+			       "python: /usr/bin/python3\n"
+			       "budget: 120.5\n"
+			       "metrics:\n  - accuracy\n  - loss\n",
+			       &c, err),
+			 0);
+	assert_string_equal(c.entry, "train.py");
+	assert_int_equal(c.nargs, 4);
+	assert_string_equal(c.args[1], "3");
+	assert_string_equal(c.args[3], "run_0");
+	assert_null(c.args[4]);
+	assert_string_equal(c.python, "/usr/bin/python3");
+	assert_true(c.budget == 120.5);
+	assert_int_equal(c.nmetrics, 2);
+	assert_string_equal(c.metrics[1], "loss");
+	lb_config_free(&c);
+}
+
+static void test_empty_is_defaults(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("", &c, err), 0);
+	assert_null(c.entry);
+	assert_int_equal(c.nargs, 0);
+	assert_true(c.budget == 0);
+	lb_config_free(&c);
+	assert_int_equal(parse("# only a comment\n", &c, err), 0);
+	lb_config_free(&c);
+}
+
+static void test_errors_name_the_problem(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("entyr: main.py\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "unknown key 'entyr'"));
+	assert_non_null(strstr(err, "line 1"));
+	assert_int_equal(parse("entry: main.py\nbudget: lots\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "budget"));
+	assert_non_null(strstr(err, "line 2"));
+	assert_int_equal(parse("budget: -1\n", &c, err), -EINVAL);
+	assert_int_equal(parse("args: --epochs 3\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "'args' must be a list"));
+	assert_int_equal(parse("metrics: [a, [b]]\n", &c, err), -EINVAL);
+	assert_int_equal(parse("- just\n- a list\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "mapping"));
+	assert_int_equal(parse("entry: [unclosed\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "labbox.yaml line"));
+	assert_int_equal(parse("entry: a.py\nentry: b.py\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "twice"));
+	assert_int_equal(parse("entry: \"\"\n", &c, err), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_empty_is_defaults),
+		cmocka_unit_test(test_errors_name_the_problem),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

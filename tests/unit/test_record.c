@@ -1,0 +1,194 @@
+/* record: run.log cap, staging with fingerprints, run directories. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/lbrec-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rm_rf(const char *d)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	char *data = NULL;
+	assert_int_equal(lb_read_file_at(AT_FDCWD, path, 1 << 24, &data, len), 0);
+	return data;
+}
+
+static void test_runlog_under_cap_is_verbatim(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char path[256];
+	snprintf(path, sizeof path, "%s/run.log", d);
+	lb_runlog *l;
+	assert_int_equal(lb_runlog_open(path, 1024, &l), 0);
+	lb_runlog_write(l, "hello\n", 6);
+	lb_runlog_write(l, "world\n", 6);
+	char *tail = lb_runlog_tail(l, 8);
+	assert_string_equal(tail, "o\nworld\n");
+	free(tail);
+	uint64_t seen, written;
+	bool cut;
+	lb_runlog_close(l, &seen, &written, &cut);
+	assert_int_equal(seen, 12);
+	assert_int_equal(written, 12);
+	assert_false(cut);
+	size_t len;
+	char *data = slurp(path, &len);
+	assert_string_equal(data, "hello\nworld\n");
+	free(data);
+	rm_rf(d);
+	free(d);
+}
+
+static void test_runlog_cap_keeps_head_and_tail(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char path[256];
+	snprintf(path, sizeof path, "%s/run.log", d);
+	lb_runlog *l;
+	assert_int_equal(lb_runlog_open(path, 2000, &l), 0);
+	char line[32];
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(line, sizeof line, "line %04d\n", i);
+		lb_runlog_write(l, line, (size_t)n);
+	}
+	uint64_t seen, written;
+	bool cut;
+	lb_runlog_close(l, &seen, &written, &cut);
+	assert_int_equal(seen, 10000);
+	assert_true(cut);
+	size_t len;
+	char *data = slurp(path, &len);
+	assert_int_equal(len, written);
+	assert_true(len < 2200);
+	assert_memory_equal(data, "line 0000\n", 10);
+	assert_non_null(strstr(data, "[labbox: output cut: 8000 bytes omitted"));
+	assert_string_equal(data + len - 10, "line 0999\n");
+	free(data);
+	rm_rf(d);
+	free(d);
+}
+
+static void test_stage_copies_and_fingerprints(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char src[256], dst[256], p[300];
+	snprintf(src, sizeof src, "%s/src", d);
+	snprintf(dst, sizeof dst, "%s/dst", d);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(p, sizeof p, "%s/main.py", src);
+	assert_int_equal(lb_write_file_atomic(p, "abc", 3), 0);
+	snprintf(p, sizeof p, "%s/data", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/data/x.csv", src);
+	assert_int_equal(lb_write_file_atomic(p, "", 0), 0);
+	snprintf(p, sizeof p, "%s/.git", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/.git/HEAD", src);
+	assert_int_equal(lb_write_file_atomic(p, "ref", 3), 0);
+	snprintf(p, sizeof p, "%s/secret", src);
+	assert_int_equal(symlink("/etc/shadow", p), 0);
+	snprintf(p, sizeof p, "%s/pipe", src);
+	assert_int_equal(mkfifo(p, 0644), 0);
+
+	json_object *files = json_object_new_object();
+	json_object *skipped = json_object_new_array();
+	char err[256] = "";
+	assert_int_equal(lb_record_stage(src, dst, (uid_t)-1, (gid_t)-1, files, skipped, err,
+					 sizeof err),
+			 0);
+	json_object *v;
+	assert_true(json_object_object_get_ex(files, "main.py", &v));
+	assert_string_equal(json_object_get_string(v),
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_true(json_object_object_get_ex(files, "data/x.csv", &v));
+	assert_string_equal(json_object_get_string(v),
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_false(json_object_object_get_ex(files, ".git/HEAD", &v));
+	assert_true(json_object_object_get_ex(files, "secret", &v));
+	assert_string_equal(json_object_get_string(v), "symlink");
+	assert_int_equal(json_object_array_length(skipped), 1);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(skipped, 0)), "pipe");
+	/* The symlink is copied, never followed. */
+	char target[64] = "";
+	snprintf(p, sizeof p, "%s/secret", dst);
+	assert_true(readlink(p, target, sizeof target - 1) > 0);
+	assert_string_equal(target, "/etc/shadow");
+	snprintf(p, sizeof p, "%s/.git", dst);
+	struct stat st;
+	assert_int_equal(stat(p, &st), -1);
+	/* Staging into an existing directory is refused, not merged. */
+	assert_true(lb_record_stage(src, dst, (uid_t)-1, (gid_t)-1, files, skipped, err,
+				    sizeof err) < 0);
+	assert_non_null(strstr(err, "staging"));
+	json_object_put(files);
+	json_object_put(skipped);
+	rm_rf(d);
+	free(d);
+}
+
+static void test_run_dirs_are_unique(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char runs[256];
+	snprintf(runs, sizeof runs, "%s/a/runs", d);
+	char id1[64], id2[64];
+	char *r1, *r2;
+	assert_int_equal(lb_record_create_run_dir(runs, id1, &r1), 0);
+	assert_int_equal(lb_record_create_run_dir(runs, id2, &r2), 0);
+	assert_string_not_equal(id1, id2);
+	assert_string_not_equal(r1, r2);
+	assert_true(r1[0] == '/');
+	assert_non_null(strstr(r1, id1));
+	free(r1);
+	free(r2);
+	rm_rf(d);
+	free(d);
+}
+
+static void test_fixed_and_nonfinite_json(void **state)
+{
+	(void)state;
+	json_object *o = lb_record_fixed(1.23456, 3);
+	assert_string_equal(json_object_to_json_string(o), "1.235");
+	json_object_put(o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runlog_under_cap_is_verbatim),
+		cmocka_unit_test(test_runlog_cap_keeps_head_and_tail),
+		cmocka_unit_test(test_stage_copies_and_fingerprints),
+		cmocka_unit_test(test_run_dirs_are_unique),
+		cmocka_unit_test(test_fixed_and_nonfinite_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

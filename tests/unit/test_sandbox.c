@@ -1,0 +1,159 @@
+/* sandbox: configuration helpers and real runs through the library. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "labbox/sandbox.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void collect(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	(void)stream;
+	lb_buf_append(ctx, data, len);
+}
+
+static lb_sandbox *shell(const char *script, lb_buf *out)
+{
+	lb_sandbox *sb;
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	assert_int_equal(lb_sandbox_set_argv(sb, argv), 0);
+	lb_sandbox_set_output(sb, true, collect, out);
+	return sb;
+}
+
+static void test_hidden_paths(void **state)
+{
+	(void)state;
+	lb_sandbox *sb;
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	assert_true(lb_sandbox_path_hidden(sb, "/root/.pyenv/shims/python3"));
+	assert_true(lb_sandbox_path_hidden(sb, "/home/someone"));
+	assert_true(lb_sandbox_path_hidden(sb, "/tmp/x"));
+	assert_true(lb_sandbox_path_hidden(sb, "/run/docker.sock"));
+	assert_false(lb_sandbox_path_hidden(sb, "/usr/bin/python3"));
+	assert_false(lb_sandbox_path_hidden(sb, "/homestead"));
+	assert_false(lb_sandbox_path_hidden(sb, "/rootfs/x"));
+	char *rel[] = {"sh", NULL};
+	assert_int_equal(lb_sandbox_set_argv(sb, rel), -EINVAL);
+	assert_int_equal(lb_sandbox_add_env(sb, "=x"), -EINVAL);
+	assert_int_equal(lb_sandbox_add_env(sb, "NOEQUALS"), -EINVAL);
+	uid_t uid;
+	gid_t gid;
+	lb_sandbox_payload_ids(sb, &uid, &gid);
+	if (getuid() == 0)
+		assert_int_equal(uid, 65534);
+	else
+		assert_int_equal(uid, getuid());
+	lb_sandbox_free(sb);
+}
+
+static void test_exit_code_and_output(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("echo out; echo err >&2; exit 3", &out);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_EXITED);
+	assert_int_equal(res.exit_code, 3);
+	assert_int_equal(lb_sandbox_exit_status(&res), 3);
+	assert_string_equal(out.data, "out\nerr\n");
+	assert_true(res.isolation.pid_ns && res.isolation.user_ns && res.isolation.net_ns);
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
+static void test_clean_environment_with_additions(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	setenv("LABBOX_UNIT_CANARY", "leaked", 1);
+	lb_sandbox *sb = shell("echo \"[$LABBOX_UNIT_CANARY][$FOO][$HOME]\"", &out);
+	assert_int_equal(lb_sandbox_add_env(sb, "FOO=bar"), 0);
+	assert_int_equal(lb_sandbox_add_env(sb, "FOO=baz"), 0);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_string_equal(out.data, "[][baz][/tmp]\n");
+	unsetenv("LABBOX_UNIT_CANARY");
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
+static void test_signal_and_budget(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("kill -KILL $$", &out);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_SIGNALED);
+	assert_int_equal(res.term_signal, SIGKILL);
+	assert_int_equal(lb_sandbox_exit_status(&res), 137);
+	lb_sandbox_free(sb);
+
+	sb = shell("echo started; sleep 30", &out);
+	lb_sandbox_set_budget(sb, 0.5);
+	lb_sandbox_set_grace(sb, 0.5);
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_TIMEOUT);
+	assert_true(res.timed_out);
+	assert_int_equal(lb_sandbox_exit_status(&res), 124);
+	assert_true(res.wall_s < 25);
+	assert_non_null(strstr(out.data, "started"));
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
+static void test_exec_failure_comes_back(void **state)
+{
+	(void)state;
+	lb_sandbox *sb;
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	char *argv[] = {"/no/such/program", NULL};
+	assert_int_equal(lb_sandbox_set_argv(sb, argv), 0);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_SETUP_FAILED);
+	assert_string_equal(res.setup_step, "exec");
+	assert_int_equal(res.setup_errno, ENOENT);
+	assert_non_null(strstr(res.setup_error, "/no/such/program"));
+	assert_int_equal(lb_sandbox_exit_status(&res), 127);
+	lb_sandbox_free(sb);
+}
+
+static void test_unenforceable_limits_are_refused(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("echo ran", &out);
+	lb_sandbox_set_memory(sb, 1 << 30);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_SETUP_FAILED);
+	assert_int_equal(lb_sandbox_exit_status(&res), 125);
+	assert_null(out.data); /* nothing ran */
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hidden_paths),
+		cmocka_unit_test(test_exit_code_and_output),
+		cmocka_unit_test(test_clean_environment_with_additions),
+		cmocka_unit_test(test_signal_and_budget),
+		cmocka_unit_test(test_exec_failure_comes_back),
+		cmocka_unit_test(test_unenforceable_limits_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+/* util: hashing, parsing of sizes and durations, buffers, files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void sha_hex(const void *data, size_t len, char out[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, data, len);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, out);
+}
+
+static void test_sha256_vectors(void **state)
+{
+	(void)state;
+	char hex[65];
+	sha_hex("", 0, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	sha_hex("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	sha_hex(two, strlen(two), hex);
+	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void test_sha256_chunking_matches_one_shot(void **state)
+{
+	(void)state;
+	char data[1000];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (char)(i * 7 + 3);
+	char one[65];
+	sha_hex(data, sizeof data, one);
+	for (size_t step = 1; step < 130; step += 13) {
+		lb_sha256 c;
+		uint8_t d[32];
+		char hex[65];
+		lb_sha256_init(&c);
+		for (size_t off = 0; off < sizeof data; off += step)
+			lb_sha256_update(&c, data + off, off + step > sizeof data ? sizeof data - off : step);
+		lb_sha256_final(&c, d);
+		lb_sha256_hex(d, hex);
+		assert_string_equal(hex, one);
+	}
+	/* A million 'a's: the standard long vector. */
+	lb_sha256 c;
+	uint8_t d[32];
+	char hex[65];
+	char a[1000];
+	memset(a, 'a', sizeof a);
+	lb_sha256_init(&c);
+	for (int i = 0; i < 1000; i++)
+		lb_sha256_update(&c, a, sizeof a);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+static void test_parse_size(void **state)
+{
+	(void)state;
+	uint64_t v;
+	assert_int_equal(lb_parse_size("1024", &v), 0);
+	assert_int_equal(v, 1024);
+	assert_int_equal(lb_parse_size("4g", &v), 0);
+	assert_int_equal(v, 4ULL << 30);
+	assert_int_equal(lb_parse_size("512M", &v), 0);
+	assert_int_equal(v, 512ULL << 20);
+	assert_int_equal(lb_parse_size("1.5k", &v), 0);
+	assert_int_equal(v, 1536);
+	assert_int_equal(lb_parse_size("2GiB", &v), 0);
+	assert_int_equal(v, 2ULL << 30);
+	assert_int_equal(lb_parse_size("lots", &v), -EINVAL);
+	assert_int_equal(lb_parse_size("", &v), -EINVAL);
+	assert_int_equal(lb_parse_size("-1g", &v), -EINVAL);
+	assert_int_equal(lb_parse_size("4x", &v), -EINVAL);
+	assert_int_equal(lb_parse_size("4gg", &v), -EINVAL);
+	assert_int_equal(lb_parse_size("nan", &v), -EINVAL);
+}
+
+static void test_parse_seconds_and_long(void **state)
+{
+	(void)state;
+	double s;
+	long l;
+	assert_int_equal(lb_parse_seconds("3", &s), 0);
+	assert_true(s == 3.0);
+	assert_int_equal(lb_parse_seconds("2.5", &s), 0);
+	assert_true(s == 2.5);
+	assert_int_equal(lb_parse_seconds("-1", &s), -EINVAL);
+	assert_int_equal(lb_parse_seconds("0", &s), -EINVAL);
+	assert_int_equal(lb_parse_seconds("inf", &s), -EINVAL);
+	assert_int_equal(lb_parse_seconds("3s", &s), -EINVAL);
+	assert_int_equal(lb_parse_long("256", &l), 0);
+	assert_int_equal(l, 256);
+	assert_int_equal(lb_parse_long("-3", &l), -EINVAL);
+	assert_int_equal(lb_parse_long("12a", &l), -EINVAL);
+	assert_int_equal(lb_parse_long("99999999999999999999999", &l), -EINVAL);
+}
+
+static void test_buf(void **state)
+{
+	(void)state;
+	lb_buf b = {0};
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(lb_buf_printf(&b, "%d,", i), 0);
+	assert_int_equal(b.len, strlen(b.data));
+	assert_memory_equal(b.data, "0,1,2,", 6);
+	assert_int_equal(lb_buf_puts(&b, "end"), 0);
+	assert_string_equal(b.data + b.len - 4, ",end");
+	lb_buf_free(&b);
+	assert_null(b.data);
+}
+
+static void test_read_file_refuses_symlink_and_fifo(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lbtest-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	int fd = openat(dfd, "f", O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(write(fd, "hello", 5), 5);
+	close(fd);
+	assert_int_equal(symlinkat("/etc/hostname", dfd, "link"), 0);
+	assert_int_equal(mkfifoat(dfd, "fifo", 0644), 0);
+	char *data = NULL;
+	size_t len = 0;
+	assert_int_equal(lb_read_file_at(dfd, "f", 100, &data, &len), 0);
+	assert_int_equal(len, 5);
+	assert_string_equal(data, "hello");
+	free(data);
+	assert_int_equal(lb_read_file_at(dfd, "f", 4, &data, &len), -EFBIG);
+	assert_int_equal(lb_read_file_at(dfd, "link", 100, &data, &len), -ELOOP);
+	assert_int_equal(lb_read_file_at(dfd, "fifo", 100, &data, &len), -EINVAL);
+	assert_int_equal(lb_read_file_at(dfd, "absent", 100, &data, &len), -ENOENT);
+	unlinkat(dfd, "f", 0);
+	unlinkat(dfd, "link", 0);
+	unlinkat(dfd, "fifo", 0);
+	close(dfd);
+	rmdir(dir);
+}
+
+static void test_mkdir_p_and_atomic_write(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lbtest-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/a/b/c", dir);
+	assert_int_equal(lb_mkdir_p(path, 0755), 0);
+	assert_int_equal(lb_mkdir_p(path, 0755), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	char file[300];
+	snprintf(file, sizeof file, "%s/x.json", path);
+	assert_int_equal(lb_write_file_atomic(file, "{}\n", 3), 0);
+	assert_int_equal(lb_mkdir_p(file, 0755), -ENOTDIR);
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_find_executable(void **state)
+{
+	(void)state;
+	char *p = NULL;
+	assert_int_equal(lb_find_executable("sh", &p), 0);
+	assert_true(p[0] == '/');
+	free(p);
+	assert_int_equal(lb_find_executable("/bin/sh", &p), 0);
+	assert_string_equal(p, "/bin/sh");
+	free(p);
+	assert_int_equal(lb_find_executable("no-such-program-labbox", &p), -ENOENT);
+	char tmp[] = "/tmp/lbtest-XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	fchmod(fd, 0644);
+	close(fd);
+	assert_int_equal(lb_find_executable(tmp, &p), -EACCES);
+	unlink(tmp);
+}
+
+static void test_iso8601(void **state)
+{
+	(void)state;
+	char out[40];
+	lb_time_iso8601(0.25, out);
+	assert_string_equal(out, "1970-01-01T00:00:00.250Z");
+	lb_time_iso8601(1795040000.0, out);
+	assert_string_equal(out, "2026-11-18T22:13:20.000Z");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_seconds_and_long),
+		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_read_file_refuses_symlink_and_fifo),
+		cmocka_unit_test(test_mkdir_p_and_atomic_write),
+		cmocka_unit_test(test_find_executable),
+		cmocka_unit_test(test_iso8601),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
