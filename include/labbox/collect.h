@@ -71,7 +71,7 @@ int lb_results_read(int dirfd, const char *name, size_t max, struct json_object 
 		    size_t errlen);
 
 /* The parsing half of lb_results_read, for data already in memory (len bytes, no terminator
- * needed): an object or array, nested at most 64 deep, valid UTF-8, nothing but whitespace
+ * needed): an object or array, nested at most 24 deep, valid UTF-8, nothing but whitespace
  * after it; NaN, Infinity and -Infinity accepted. Returns 0, -EINVAL with a reason in err, or
  * -EFBIG/-ENOMEM. */
 int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,

@@ -1,6 +1,7 @@
 /* labbox: validate, run and record research experiments in a sandbox. */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,9 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return CLI_EXIT_USAGE;
 	}
+	/* A reader that goes away (`labbox run exp | head`) must not kill labbox mid-run: the
+	 * run is still recorded, only the echo stops. */
+	signal(SIGPIPE, SIG_IGN);
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage, stdout);

@@ -37,13 +37,15 @@ enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT 
 
 typedef struct echo_ctx {
 	int fd;
+	bool broken; /* the terminal or pipe went away: the run goes on, unechoed */
 } echo_ctx;
 
 static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	(void)stream;
 	echo_ctx *e = ctx;
-	lb_write_all(e->fd, data, len);
+	if (!e->broken && lb_write_all(e->fd, data, len) < 0)
+		e->broken = true;
 }
 
 static void print_value(FILE *f, json_object *v)

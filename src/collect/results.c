@@ -16,9 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Python's json module nests without limit, but no results file needs more than this, and it
- * bounds the recursion of everything that walks the document afterwards. */
-#define LB_RESULTS_DEPTH 64
+/* Python's json module nests without limit, but no results file needs this much. The document
+ * ends up inside result.json a few levels down, and json-c's default readers (depth 32, as in
+ * json_object_from_file) must still read that back. It also bounds every later recursion. */
+#define LB_RESULTS_DEPTH 24
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

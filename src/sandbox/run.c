@@ -383,6 +383,10 @@ static char **build_env(const lb_sandbox *sb)
 
 __attribute__((noreturn)) static void payload_main(init_ctx *c)
 {
+	/* labbox may ignore SIGPIPE for itself; the payload starts with every default. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
