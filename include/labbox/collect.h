@@ -33,8 +33,10 @@ typedef struct lb_metric_line {
 
 /* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line:
  * optional leading spaces, a name of [A-Za-z_][A-Za-z0-9_.\-/]* (at most LB_METRIC_NAME_MAX),
- * optional spaces, ':', at least one space, a non-empty value. Lines starting with '#' are not
- * metric lines. */
+ * optional spaces, ':', at least one space or tab, a non-empty value. Lines starting with '#'
+ * are not metric lines, nor is the end of a Python traceback ("ValueError: bad input": a name
+ * shaped like an exception class with a value that is not a number). str/str_len are the
+ * trimmed value for numbers too. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
 
 /* Pure: parse a number the way research code prints it: "0.93", "-1e-3", "+5", "nan", "NaN",
@@ -60,7 +62,10 @@ bool lb_metrics_time_guard_fired(const lb_metrics *m);
 /* New JSON object:
  *   {"values": {name: v}, "conditions": {cond: {name: v}}, "condition_order": [cond...],
  *    "time_estimate_s": x|null, "time_guard": "text"|null}
- * Numbers are JSON numbers, non-finite ones the strings above, strings stay strings. */
+ * Numbers are JSON numbers, non-finite ones the strings above, strings stay strings (valid
+ * UTF-8, at most 512 bytes; condition names at most 256). Present only when not empty:
+ *   "repeats": [{"metric", "condition": cond|null, "seen": n}...], "dropped_metrics": n and
+ *   "dropped_conditions": n (past 10000 names or 1000 conditions), "long_lines_skipped": n. */
 struct json_object *lb_metrics_to_json(const lb_metrics *m);
 
 /* Read a results file relative to dirfd without following symlinks and without blocking on a

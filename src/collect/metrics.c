@@ -22,7 +22,7 @@
 #define LB_METRICS_LABEL_MAX 256
 /* Longest numeric text handed to strtod; longer is not a number anyone prints. */
 #define LB_NUMBER_TEXT_MAX 512
-/* results documents are parsed at most 64 deep; this only guards documents built elsewhere. */
+/* lb_results_parse nests at most 24 deep; this only guards documents built elsewhere. */
 #define LB_WALK_DEPTH_MAX 256
 #define LB_PATH_MAX 512
 

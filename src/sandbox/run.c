@@ -826,7 +826,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		set_setup_failure(res, "init", 0, msg);
 	}
 
-out_sfd:
+out_sfd:;
 	int *fds[] = {&s.out_rd, &s.errout_rd, &s.chan_rd, &s.status_rd, &s.sfd};
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		if (*fds[i] >= 0)

@@ -1,0 +1,539 @@
+/* Unit tests for diagnose: failure classes from realistic endings of Python experiments. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "labbox/diagnose.h"
+
+static struct json_object *diagnose_log(const char *log, int exit_code, int sig)
+{
+	lb_failure_input in = {
+		.log_tail = log,
+		.log_tail_len = log ? strlen(log) : 0,
+		.exit_code = exit_code,
+		.signal = sig,
+	};
+
+	return lb_diagnose_failure(&in);
+}
+
+static const char *field(struct json_object *doc, const char *key)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_object_get_ex(doc, key, &v))
+		fail_msg("no %s in %s", key, json_object_to_json_string(doc));
+	return json_object_get_string(v);
+}
+
+static bool evidence_has(struct json_object *doc, const char *needle)
+{
+	struct json_object *ev = NULL;
+
+	assert_true(json_object_object_get_ex(doc, "evidence", &ev));
+	assert_true(json_object_array_length(ev) <= 8);
+	for (size_t i = 0; i < json_object_array_length(ev); i++)
+		if (strstr(json_object_get_string(json_object_array_get_idx(ev, i)), needle))
+			return true;
+	return false;
+}
+
+/* Checks the class and that summary, suggestion and evidence are there, then frees. */
+static void expect(struct json_object *doc, const char *cls, const char *evidence)
+{
+	assert_non_null(doc);
+	if (strcmp(field(doc, "class"), cls) != 0)
+		fail_msg("want %s, got %s", cls, json_object_to_json_string(doc));
+	assert_true(strlen(field(doc, "summary")) > 0);
+	assert_null(strchr(field(doc, "summary"), '\n'));
+	assert_true(strlen(field(doc, "suggestion")) > 0);
+	if (evidence && !evidence_has(doc, evidence))
+		fail_msg("no evidence line with \"%s\": %s", evidence, json_object_to_json_string(doc));
+	json_object_put(doc);
+}
+
+static void test_success_is_not_a_failure(void **state)
+{
+	(void)state;
+	assert_null(diagnose_log("accuracy: 0.9\n", 0, 0));
+	assert_null(diagnose_log(NULL, 0, 0));
+	assert_null(lb_diagnose_failure(NULL));
+}
+
+static void test_missing_package(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 4, in <module>\n"
+		"    from sklearn.linear_model import LogisticRegression\n"
+		"ModuleNotFoundError: No module named 'sklearn'\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+
+	(void)state;
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "suggestion"), "pip install scikit-learn"));
+	assert_string_equal(field(doc, "exception"), "ModuleNotFoundError");
+	assert_true(evidence_has(doc, "from sklearn.linear_model"));
+	expect(doc, "missing_package", "No module named 'sklearn'");
+	/* Python's -m without the module. */
+	expect(diagnose_log("/usr/bin/python3: No module named torch\n", 1, 0), "missing_package",
+	       "No module named torch");
+}
+
+static void test_wrong_env(void **state)
+{
+	static const char cannot_import[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 2, in <module>\n"
+		"    from jinja2 import Markup\n"
+		"ImportError: cannot import name 'Markup' from 'jinja2' "
+		"(/usr/lib/python3/dist-packages/jinja2/__init__.py)\n";
+	static const char numpy_float[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/run.py\", line 17, in <module>\n"
+		"    x = np.zeros(3, dtype=np.float)\n"
+		"  File \"/usr/lib/python3/dist-packages/numpy/__init__.py\", line 305, in __getattr__\n"
+		"    raise AttributeError(__former_attrs__[attr])\n"
+		"AttributeError: module 'numpy' has no attribute 'float'.\n"
+		"`np.float` was a deprecated alias for the builtin `float`.\n";
+	static const char py39[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/model.py\", line 8, in <module>\n"
+		"    def f(x: int | None) -> int:\n"
+		"TypeError: unsupported operand type(s) for |: 'type' and 'NoneType'\n";
+
+	(void)state;
+	expect(diagnose_log(cannot_import, 1, 0), "wrong_env", "cannot import name 'Markup'");
+	expect(diagnose_log(numpy_float, 1, 0), "wrong_env", "has no attribute 'float'");
+	expect(diagnose_log(py39, 1, 0), "wrong_env", "unsupported operand");
+	expect(diagnose_log("bash: line 1: python: command not found\n", 127, 0), "wrong_env",
+	       "command not found");
+}
+
+static void test_missing_data(void **state)
+{
+	static const char log[] =
+		"Loading data...\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 30, in <module>\n"
+		"    main()\n"
+		"  File \"/exp/train.py\", line 12, in main\n"
+		"    df = pd.read_csv(\"data/nan_train.csv\")\n"
+		"  File \"/usr/lib/python3/dist-packages/pandas/io/common.py\", line 856, in get_handle\n"
+		"    handle = open(\n"
+		"             ^^^^^\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/nan_train.csv'\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+	struct json_object *loc = NULL, *v = NULL;
+
+	(void)state;
+	assert_non_null(doc);
+	/* The path is named in the suggestion; "nan" in a file name is not a NaN. */
+	assert_non_null(strstr(field(doc, "suggestion"), "data/nan_train.csv"));
+	assert_true(json_object_object_get_ex(doc, "location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 856);
+	expect(doc, "missing_data", "No such file or directory");
+}
+
+static void test_missing_data_wrapped(void **state)
+{
+	/* A data loader that wraps the real cause in its own exception. */
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/data.py\", line 5, in load\n"
+		"    return np.load(path)\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: '/datasets/cifar10/train.npz'\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 40, in <module>\n"
+		"    x = load('/datasets/cifar10/train.npz')\n"
+		"  File \"/exp/data.py\", line 7, in load\n"
+		"    raise RuntimeError(f\"could not load {path}\") from e\n"
+		"RuntimeError: could not load /datasets/cifar10/train.npz\n";
+	static const char unrelated[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 5, in <module>\n"
+		"    import wandb\n"
+		"ModuleNotFoundError: No module named 'wandb'\n"
+		"wandb not installed, logging disabled\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 50, in <module>\n"
+		"    print(results['acc'])\n"
+		"KeyError: 'acc'\n";
+	struct json_object *doc = diagnose_log(log, 1, 0), *loc = NULL, *v = NULL;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "FileNotFoundError");
+	assert_true(json_object_object_get_ex(doc, "location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 5);
+	assert_true(evidence_has(doc, "RuntimeError: could not load"));
+	expect(doc, "missing_data", "FileNotFoundError");
+	/* A traceback that was handled and logged earlier does not explain a later one. */
+	expect(diagnose_log(unrelated, 1, 0), "code_error", "KeyError: 'acc'");
+}
+
+static void test_program_not_found(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/prep.py\", line 3, in <module>\n"
+		"    subprocess.run([\"ffmpeg\", \"-i\", \"a.mp4\"], check=True)\n"
+		"  File \"/usr/lib/python3.11/subprocess.py\", line 548, in run\n"
+		"    with Popen(*popenargs, **kwargs) as process:\n"
+		"  File \"/usr/lib/python3.11/subprocess.py\", line 1950, in _execute_child\n"
+		"    raise child_exception_type(errno_num, err_msg, err_filename)\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'ffmpeg'\n";
+
+	(void)state;
+	expect(diagnose_log(log, 1, 0), "wrong_env", "'ffmpeg'");
+}
+
+static void test_network(void **state)
+{
+	static const char requests_log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/urllib3/connection.py\", line 174, in _new_conn\n"
+		"    conn = connection.create_connection(\n"
+		"socket.gaierror: [Errno -3] Temporary failure in name resolution\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/fetch.py\", line 3, in <module>\n"
+		"    r = requests.get(\"https://example.org/data.csv\")\n"
+		"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='example.org', "
+		"port=443): Max retries exceeded with url: /data.csv (Caused by "
+		"NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to "
+		"establish a new connection: [Errno -3] Temporary failure in name resolution'))\n";
+	static const char urllib_log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 9, in <module>\n"
+		"    ds = torchvision.datasets.MNIST('data', download=True)\n"
+		"urllib.error.URLError: <urlopen error [Errno 101] Network is unreachable>\n";
+	static const char hf_log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/ft.py\", line 5, in <module>\n"
+		"    tok = AutoTokenizer.from_pretrained(\"gpt2\")\n"
+		"OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+		"find it in the cached files and it looks like gpt2 is not the path to a directory "
+		"containing a file named config.json.\n";
+
+	(void)state;
+	expect(diagnose_log(requests_log, 1, 0), "network", "Max retries exceeded");
+	expect(diagnose_log(urllib_log, 1, 0), "network", "Network is unreachable");
+	expect(diagnose_log(hf_log, 1, 0), "network", "huggingface.co");
+}
+
+static void test_sandbox_restriction(void **state)
+{
+	static const char perm[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 22, in <module>\n"
+		"    with open(os.path.expanduser('~/.cache/results.pkl'), 'wb') as f:\n"
+		"PermissionError: [Errno 13] Permission denied: '/home/alice/.cache/results.pkl'\n";
+	static const char rofs[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 8, in <module>\n"
+		"    os.makedirs('/opt/out', exist_ok=True)\n"
+		"  File \"<frozen os>\", line 225, in makedirs\n"
+		"OSError: [Errno 30] Read-only file system: '/opt/out'\n";
+	static const char eperm[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/x.py\", line 2, in <module>\n"
+		"    os.setuid(0)\n"
+		"PermissionError: [Errno 1] Operation not permitted\n";
+	static const char nospace[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/x.py\", line 2, in <module>\n"
+		"    np.save('/tmp/big.npy', arr)\n"
+		"OSError: [Errno 28] No space left on device\n";
+	static const char exists[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/x.py\", line 2, in <module>\n"
+		"    os.mkdir('out')\n"
+		"FileExistsError: [Errno 17] File exists: 'out'\n";
+	struct json_object *doc;
+
+	(void)state;
+	expect(diagnose_log(perm, 1, 0), "sandbox_restriction", "Permission denied");
+	expect(diagnose_log(rofs, 1, 0), "sandbox_restriction", "Read-only file system");
+	expect(diagnose_log(eperm, 1, 0), "sandbox_restriction", "Operation not permitted");
+	doc = diagnose_log(nospace, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--tmpfs"));
+	expect(doc, "sandbox_restriction", "No space left");
+	/* "[Errno 17]" is not "[Errno 1]": an ordinary bug. */
+	expect(diagnose_log(exists, 1, 0), "code_error", "File exists");
+	expect(diagnose_log("", -1, SIGSYS), "sandbox_restriction", NULL);
+	expect(diagnose_log("Bad system call (core dumped)\n", 159, 0), "sandbox_restriction",
+	       "Bad system call");
+}
+
+static void test_gpu_oom(void **state)
+{
+	static const char torch2[] =
+		"Epoch 1:  12%|#2        | 120/1000 [00:14<01:40,  8.71it/s]\r"
+		"Epoch 1:  12%|#2        | 121/1000 [00:14<01:40,  8.71it/s]\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 88, in <module>\n"
+		"    loss.backward()\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/torch/_tensor.py\", line 522, in backward\n"
+		"    torch.autograd.backward(\n"
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+		"total capacity of 79.15 GiB of which 1.25 GiB is free. Of the allocated memory 75.02 "
+		"GiB is allocated by PyTorch, and 1.53 GiB is reserved by PyTorch but unallocated.\n";
+	static const char old_torch[] =
+		"Traceback (most recent call last):\n"
+		"  File \"train.py\", line 40, in <module>\n"
+		"    out = model(x)\n"
+		"RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 15.78 GiB "
+		"total capacity; 14.20 GiB already allocated; 180.75 MiB free)\n";
+	static const char jax[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/jx.py\", line 10, in <module>\n"
+		"    y = f(x)\n"
+		"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying "
+		"to allocate 17179869184 bytes.\n";
+
+	(void)state;
+	expect(diagnose_log(torch2, 1, 0), "gpu_oom", "CUDA out of memory");
+	expect(diagnose_log(old_torch, 1, 0), "gpu_oom", "CUDA out of memory");
+	expect(diagnose_log(jax, 1, 0), "gpu_oom", "RESOURCE_EXHAUSTED");
+}
+
+static void test_gpu_unavailable(void **state)
+{
+	static const char no_gpu[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 6, in <module>\n"
+		"    model = Net().cuda()\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/cuda/__init__.py\", line 302, in _lazy_init\n"
+		"    torch._C._cuda_init()\n"
+		"RuntimeError: No CUDA GPUs are available\n";
+	static const char no_cuda_build[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 6, in <module>\n"
+		"    x = torch.zeros(3, device='cuda')\n"
+		"AssertionError: Torch not compiled with CUDA enabled\n";
+	static const char driver[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 6, in <module>\n"
+		"    torch.cuda.init()\n"
+		"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+		"NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
+	static const char device_assert[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 50, in <module>\n"
+		"    loss = F.cross_entropy(logits, y)\n"
+		"RuntimeError: CUDA error: device-side assert triggered\n";
+
+	(void)state;
+	expect(diagnose_log(no_gpu, 1, 0), "gpu_unavailable", "No CUDA GPUs are available");
+	expect(diagnose_log(no_cuda_build, 1, 0), "gpu_unavailable", "not compiled with CUDA");
+	expect(diagnose_log(driver, 1, 0), "gpu_unavailable", "NVIDIA driver");
+	/* A CUDA error caused by the code is a code error. */
+	expect(diagnose_log(device_assert, 1, 0), "code_error", "device-side assert");
+}
+
+static void test_oom(void **state)
+{
+	static const char numpy_oom[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/big.py\", line 3, in <module>\n"
+		"    a = np.zeros((100000, 100000))\n"
+		"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 74.5 GiB for an array "
+		"with shape (100000, 100000) and data type float64\n";
+	static const char plain[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/big.py\", line 3, in <module>\n"
+		"    x = [0] * (10 ** 12)\n"
+		"MemoryError\n";
+	lb_failure_input in = { .log_tail = "epoch 3\n", .log_tail_len = 8, .exit_code = -1,
+				.signal = SIGKILL, .oom_killed = true };
+
+	(void)state;
+	expect(diagnose_log(numpy_oom, 1, 0), "oom", "Unable to allocate");
+	expect(diagnose_log(plain, 1, 0), "oom", "MemoryError");
+	expect(lb_diagnose_failure(&in), "oom", "epoch 3");
+	/* SIGKILL nobody accounted for, after the shell's "Killed". */
+	expect(diagnose_log("step 10\nKilled\n", 137, 0), "oom", "Killed");
+}
+
+static void test_nan_divergence(void **state)
+{
+	static const char sklearn[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/fit.py\", line 14, in <module>\n"
+		"    clf.fit(X, y)\n"
+		"ValueError: Input X contains NaN.\n";
+	static const char anomaly[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 60, in <module>\n"
+		"    loss.backward()\n"
+		"RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.\n";
+	static const char fpe[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 3, in <module>\n"
+		"    np.log(0)\n"
+		"FloatingPointError: divide by zero encountered in log\n";
+	static const char quiet[] = "step 100 loss 0.31\nstep 200 loss nan\nLoss is NaN, stopping\n";
+	static const char keyerror[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/x.py\", line 3, in <module>\n"
+		"    d['nan']\n"
+		"KeyError: 'nan'\n";
+
+	(void)state;
+	expect(diagnose_log(sklearn, 1, 0), "nan_divergence", "contains NaN");
+	expect(diagnose_log(anomaly, 1, 0), "nan_divergence", "returned nan values");
+	expect(diagnose_log(fpe, 1, 0), "nan_divergence", "FloatingPointError");
+	expect(diagnose_log(quiet, 1, 0), "nan_divergence", "Loss is NaN");
+	expect(diagnose_log(keyerror, 1, 0), "code_error", "KeyError");
+}
+
+static void test_code_error(void **state)
+{
+	static const char log[] =
+		"\x1b[31mTraceback (most recent call last):\x1b[0m\n"
+		"  File \"/exp/train.py\", line 42, in <module>\n"
+		"    main()\n"
+		"  File \"/exp/train.py\", line 37, in main\n"
+		"    acc = correct / total\n"
+		"          ~~~~~~~~^~~~~~~\n"
+		"ZeroDivisionError: division by zero\n";
+	static const char syntax[] =
+		"  File \"/exp/train.py\", line 3\n"
+		"    def f(:\n"
+		"          ^\n"
+		"SyntaxError: invalid syntax\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+	struct json_object *loc = NULL, *v = NULL;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "ZeroDivisionError: division by zero"));
+	assert_non_null(strstr(field(doc, "summary"), "/exp/train.py line 37, in main"));
+	assert_true(json_object_object_get_ex(doc, "location", &loc));
+	assert_true(json_object_object_get_ex(loc, "function", &v));
+	assert_string_equal(json_object_get_string(v), "main");
+	assert_true(evidence_has(doc, "acc = correct / total"));
+	assert_true(evidence_has(doc, "File \"/exp/train.py\", line 37, in main"));
+	expect(doc, "code_error", "ZeroDivisionError");
+
+	doc = diagnose_log(syntax, 1, 0);
+	assert_string_equal(field(doc, "exception"), "SyntaxError");
+	assert_true(evidence_has(doc, "def f(:"));
+	expect(doc, "code_error", "SyntaxError: invalid syntax");
+
+	expect(diagnose_log("done with step 3\n", 2, 0), "code_error", "done with step 3");
+	expect(diagnose_log("", -1, SIGSEGV), "code_error", NULL);
+	doc = diagnose_log("Segmentation fault (core dumped)\n", 139, 0);
+	assert_non_null(strstr(field(doc, "summary"), "SIGSEGV"));
+	expect(doc, "code_error", "Segmentation fault");
+}
+
+static void test_exception_group(void **state)
+{
+	static const char log[] =
+		"  + Exception Group Traceback (most recent call last):\n"
+		"  |   File \"/exp/run.py\", line 9, in <module>\n"
+		"  |     asyncio.run(main())\n"
+		"  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+		"  +-+---------------- 1 ----------------\n"
+		"    | Traceback (most recent call last):\n"
+		"    |   File \"/exp/run.py\", line 5, in fetch\n"
+		"    |     import aiohttp\n"
+		"    | ModuleNotFoundError: No module named 'aiohttp'\n"
+		"    +------------------------------------\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+
+	(void)state;
+	assert_non_null(doc);
+	/* The last traceback decides; the group names nothing of its own. */
+	expect(doc, "missing_package", "No module named 'aiohttp'");
+}
+
+static void test_timeout_and_infra(void **state)
+{
+	lb_failure_input timeout = { .log_tail = "TIME_GUARD: 250.0s\nstep 900\n",
+				     .log_tail_len = 28,
+				     .exit_code = -1,
+				     .signal = SIGKILL,
+				     .timed_out = true };
+	lb_failure_input infra = { .exit_code = -1,
+				   .infra_error = true,
+				   .infra_message = "cannot create user namespace: Operation not "
+						    "permitted" };
+	struct json_object *doc;
+
+	(void)state;
+	expect(lb_diagnose_failure(&timeout), "timeout", "step 900");
+	doc = lb_diagnose_failure(&infra);
+	assert_non_null(strstr(field(doc, "summary"), "user namespace"));
+	expect(doc, "infra_error", NULL);
+}
+
+static void test_hostile_log(void **state)
+{
+	/* Binary junk, NULs, invalid UTF-8 and a huge line: the output stays valid JSON. */
+	static const char end[] = "\nValueError: \xff\xfe bad \x01\x02 input\n";
+	size_t len = 300000;
+	char *log = malloc(len);
+	lb_failure_input in = { .log_tail = log, .log_tail_len = len, .exit_code = 1 };
+	struct json_object *doc, *back;
+	struct json_tokener *tok;
+	const char *text;
+
+	(void)state;
+	for (size_t i = 0; i < len; i++)
+		log[i] = (char)((i * 2654435761u) >> 13);
+	memcpy(log + len - sizeof(end), end, sizeof(end) - 1);
+	log[len - 1] = '\n';
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(doc);
+	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	tok = json_tokener_new();
+	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8 | JSON_TOKENER_STRICT);
+	back = json_tokener_parse_ex(tok, text, (int)strlen(text) + 1);
+	assert_non_null(back);
+	json_object_put(back);
+	json_tokener_free(tok);
+	expect(doc, "code_error", "ValueError");
+	free(log);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_success_is_not_a_failure),
+		cmocka_unit_test(test_missing_package),
+		cmocka_unit_test(test_wrong_env),
+		cmocka_unit_test(test_missing_data),
+		cmocka_unit_test(test_missing_data_wrapped),
+		cmocka_unit_test(test_program_not_found),
+		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_sandbox_restriction),
+		cmocka_unit_test(test_gpu_oom),
+		cmocka_unit_test(test_gpu_unavailable),
+		cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_nan_divergence),
+		cmocka_unit_test(test_code_error),
+		cmocka_unit_test(test_exception_group),
+		cmocka_unit_test(test_timeout_and_infra),
+		cmocka_unit_test(test_hostile_log),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
