@@ -57,6 +57,11 @@ int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
 int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus);
 int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
+/* Accept less than asked for one protection instead of refusing to run (exit 125):
+ * "memory" (a per-process RLIMIT_DATA instead of a cgroup limit for the tree), "pids"
+ * (RLIMIT_NPROC, counted per uid), "cpus" (no CPU limit), or "all". -EINVAL otherwise.
+ * What was really in effect is always reported in the result's isolation. */
+int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what);
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);
 /* Size of the private /tmp and /dev/shm tmpfs. */
@@ -77,8 +82,11 @@ typedef struct lb_isolation {
 	bool caps_dropped;
 	uid_t uid;  /* uid of the payload as the host sees it */
 	gid_t gid;
-	const char *cgroup; /* NULL when no cgroup was used */
-	const char *memory_enforced_by; /* NULL when no memory limit */
+	const char *cgroup; /* "v1", "v2", or NULL when no cgroup was used */
+	const char *memory_enforced_by; /* NULL when no memory limit was asked for */
+	const char *pids_enforced_by;
+	const char *cpus_enforced_by;
+	bool swap_limited; /* the memory limit covers swap too */
 } lb_isolation;
 
 typedef struct lb_sandbox_result {
@@ -89,7 +97,10 @@ typedef struct lb_sandbox_result {
 	bool interrupted;
 	int interrupt_signal; /* the signal labbox received */
 	double wall_s, cpu_user_s, cpu_sys_s;
-	uint64_t peak_rss_bytes; /* largest resident set of any process of the tree */
+	uint64_t peak_rss_bytes; /* peak memory of the tree (cgroup), or the largest resident
+				  * set of any one process (rusage) when no cgroup was used */
+	const char *peak_source; /* "cgroup" or "rusage" */
+	bool oom_killed;         /* the cgroup's OOM killer killed a process of the tree */
 	int setup_errno;         /* for SETUP_FAILED */
 	char setup_step[32];     /* e.g. "setup_root", "exec" */
 	char setup_error[512];   /* one line naming what failed */

@@ -23,6 +23,8 @@ typedef struct cli_sandbox_opts {
 	char **volumes; /* SRC:DST[:ro|rw] */
 	size_t nvolumes;
 	bool json;
+	char **degraded; /* --allow-degraded WHAT */
+	size_t ndegraded;
 } cli_sandbox_opts;
 
 /* Long option ids of the shared flags, above the range of single characters. */
@@ -34,6 +36,7 @@ enum {
 	OPT_PIDS,
 	OPT_NETWORK,
 	OPT_JSON,
+	OPT_DEGRADED,
 	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
 };
 
@@ -45,6 +48,7 @@ enum {
 		{"pids-limit", required_argument, NULL, OPT_PIDS},                             \
 		{"network", required_argument, NULL, OPT_NETWORK},                             \
 		{"json", no_argument, NULL, OPT_JSON}, {"env", required_argument, NULL, 'e'},  \
+		{"allow-degraded", required_argument, NULL, OPT_DEGRADED},                     \
 		{"volume", required_argument, NULL, 'v'}
 
 #define CLI_SANDBOX_HELP                                                                       \
@@ -54,9 +58,12 @@ enum {
 	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable)\n" \
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
 	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
-	"  --memory SIZE        memory limit, e.g. 512m, 4g (needs cgroup support)\n"          \
-	"  --cpus N             CPU limit, e.g. 1.5 (needs cgroup support)\n"                  \
-	"  --pids-limit N       process limit (needs cgroup support)\n"                         \
+	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \
+	"  --cpus N             CPU limit, e.g. 1.5\n"                                          \
+	"  --pids-limit N       limit on the number of processes and threads\n"                \
+	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
+	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
+	"                       (no CPU limit), or all; without it labbox refuses (exit 125)\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \
 	"  -h, --help           this help\n"
 

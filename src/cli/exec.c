@@ -124,14 +124,19 @@ int cli_exec(int argc, char **argv)
 	rc = lb_sandbox_exit_status(&res);
 	if (res.outcome == LB_SB_SETUP_FAILED)
 		cli_error("exec", "%s: %s", res.setup_step, res.setup_error);
+	else if (res.oom_killed && res.outcome == LB_SB_SIGNALED)
+		cli_error("exec", "killed for exceeding the memory limit of %llu bytes",
+			  (unsigned long long)o.memory);
 	else if (res.outcome == LB_SB_TIMEOUT)
 		cli_error("exec", "time budget of %gs exceeded; the process tree was killed",
 			  o.budget);
 	if (o.json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.exec/1"));
+		bool oom = res.oom_killed && res.outcome == LB_SB_SIGNALED;
 		json_object_object_add(doc, "status",
-				       json_object_new_string(outcome_name(res.outcome)));
+				       json_object_new_string(oom ? "oom" : outcome_name(res.outcome)));
+		json_object_object_add(doc, "oom_killed", json_object_new_boolean(res.oom_killed));
 		json_object_object_add(doc, "exit_code", json_object_new_int(rc));
 		json_object_object_add(doc, "signal", json_object_new_int(res.term_signal));
 		json_object_object_add(doc, "timed_out", json_object_new_boolean(res.timed_out));

@@ -106,6 +106,15 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 	case OPT_JSON:
 		o->json = true;
 		return 1;
+	case OPT_DEGRADED:
+		if (strcmp(arg, "memory") && strcmp(arg, "pids") && strcmp(arg, "cpus") &&
+		    strcmp(arg, "all")) {
+			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, all", arg);
+			return -1;
+		}
+		if (strv_add(&o->degraded, &o->ndegraded, arg) < 0)
+			return -1;
+		return 1;
 	case 'e':
 		if (!strchr(arg, '=') || arg[0] == '=') {
 			cli_error(cmd, "-e '%s' is not of the form NAME=VALUE", arg);
@@ -174,6 +183,8 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 	for (size_t i = 0; i < o->nvolumes; i++)
 		if (apply_volume(cmd, o->volumes[i], sb) < 0)
 			return -1;
+	for (size_t i = 0; i < o->ndegraded; i++)
+		lb_sandbox_allow_degraded(sb, o->degraded[i]);
 	return 0;
 }
 
@@ -185,6 +196,9 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o)
 	for (size_t i = 0; i < o->nvolumes; i++)
 		free(o->volumes[i]);
 	free(o->volumes);
+	for (size_t i = 0; i < o->ndegraded; i++)
+		free(o->degraded[i]);
+	free(o->degraded);
 }
 
 static bool looks_like_python(const char *path)

@@ -40,6 +40,12 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 	json_object_object_add(o, "memory_enforced_by",
 			       iso->memory_enforced_by ? json_object_new_string(iso->memory_enforced_by)
 						       : NULL);
+	json_object_object_add(o, "swap_limited",
+			       iso->memory_enforced_by ? json_object_new_boolean(iso->swap_limited) : NULL);
+	json_object_object_add(o, "pids_enforced_by",
+			       iso->pids_enforced_by ? json_object_new_string(iso->pids_enforced_by) : NULL);
+	json_object_object_add(o, "cpus_enforced_by",
+			       iso->cpus_enforced_by ? json_object_new_string(iso->cpus_enforced_by) : NULL);
 	return o;
 }
 
@@ -50,7 +56,8 @@ struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
 	json_object_object_add(o, "cpu_user_s", lb_record_fixed(res->cpu_user_s, 3));
 	json_object_object_add(o, "cpu_sys_s", lb_record_fixed(res->cpu_sys_s, 3));
 	json_object_object_add(o, "peak_rss_bytes", json_object_new_int64((int64_t)res->peak_rss_bytes));
-	json_object_object_add(o, "peak_rss_source", json_object_new_string("rusage"));
+	json_object_object_add(o, "peak_rss_source",
+			       json_object_new_string(res->peak_source ? res->peak_source : "rusage"));
 	return o;
 }
 

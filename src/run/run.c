@@ -130,6 +130,12 @@ static void add_time(json_object *o, const char *key, double t)
 
 static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *exit_code)
 {
+	bool exited_ok = res->outcome == LB_SB_EXITED && res->exit_code == 0;
+	if (res->oom_killed && !exited_ok && res->outcome != LB_SB_TIMEOUT &&
+	    res->outcome != LB_SB_SETUP_FAILED) {
+		*exit_code = LB_EXIT_OOM;
+		return "oom";
+	}
 	switch (res->outcome) {
 	case LB_SB_SETUP_FAILED:
 		*exit_code = LB_EXIT_INFRA;
@@ -306,6 +312,22 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		}
 	}
 	json_object_object_add(mjson, "files", mfiles);
+	json_object *dropped;
+	if (json_object_object_get_ex(mjson, "dropped_metrics", &dropped) ||
+	    json_object_object_get_ex(mjson, "dropped_conditions", &dropped)) {
+		/* Metrics past the collector's caps are lost; that is never silent. */
+		json_object *iss = json_object_new_object();
+		char msg[256];
+		snprintf(msg, sizeof msg,
+			 "too many distinct metrics or conditions: %s values were dropped "
+			 "(labbox keeps at most 10000 metric names and 1000 conditions)",
+			 json_object_to_json_string(dropped));
+		json_object_object_add(iss, "kind", json_object_new_string("dropped"));
+		json_object_object_add(iss, "metric", NULL);
+		json_object_object_add(iss, "where", json_object_new_string("stdout"));
+		json_object_object_add(iss, "message", json_object_new_string(msg));
+		json_object_array_add(issues, iss);
+	}
 	lb_metrics_validate(metrics, results, "results.json", st->declared, st->ndeclared, issues);
 
 	int exit_code = LB_EXIT_OK;
@@ -327,7 +349,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		.exit_code = res.outcome == LB_SB_EXITED ? res.exit_code : -1,
 		.signal = res.term_signal,
 		.timed_out = res.outcome == LB_SB_TIMEOUT,
-		.oom_killed = false,
+		.oom_killed = res.oom_killed,
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
 	};
@@ -352,7 +374,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "signal",
 			       res.term_signal ? json_object_new_int(res.term_signal) : NULL);
 	json_object_object_add(doc, "timed_out", json_object_new_boolean(res.outcome == LB_SB_TIMEOUT));
-	json_object_object_add(doc, "oom_killed", json_object_new_boolean(false));
+	json_object_object_add(doc, "oom_killed", json_object_new_boolean(res.oom_killed));
 	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
 	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
 	add_time(doc, "ended_at", ended);

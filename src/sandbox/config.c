@@ -303,6 +303,21 @@ int lb_sandbox_set_pids(lb_sandbox *sb, long pids)
 	return 0;
 }
 
+int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what)
+{
+	if (strcmp(what, "memory") == 0)
+		sb->degraded |= LB_DEGRADED_MEMORY;
+	else if (strcmp(what, "pids") == 0)
+		sb->degraded |= LB_DEGRADED_PIDS;
+	else if (strcmp(what, "cpus") == 0)
+		sb->degraded |= LB_DEGRADED_CPUS;
+	else if (strcmp(what, "all") == 0)
+		sb->degraded |= LB_DEGRADED_MEMORY | LB_DEGRADED_PIDS | LB_DEGRADED_CPUS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx)
 {
 	sb->merged = merged;

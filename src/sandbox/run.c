@@ -10,6 +10,7 @@
  * Setup failures travel back on the error channel (a CLOEXEC pipe: a successful exec closes it
  * empty). Init dies with the supervisor through PR_SET_PDEATHSIG, and the kernel then kills
  * every process of the pid namespace, so nothing outlives labbox, even after SIGKILL. */
+#include "cgroup.h"
 #include "sandbox_internal.h"
 #include "labbox/util.h"
 
@@ -52,6 +53,8 @@ typedef struct init_ctx {
 	int out_wr;
 	int errout_wr;
 	int *bind_fds; /* one per sb->binds, plus the workdir at the end */
+	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
+	long rlimit_nproc;
 	int dev_fds[5];
 } init_ctx;
 
@@ -323,6 +326,16 @@ static void setup_rlimits(init_ctx *c)
 		/* Data loaders open many files; the soft limit is raised to what the host allows. */
 		nofile.rlim_cur = nofile.rlim_max > 1048576 ? 1048576 : nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	if (c->rlimit_data) {
+		struct rlimit data = {c->rlimit_data, c->rlimit_data};
+		if (setrlimit(RLIMIT_DATA, &data) < 0)
+			chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_DATA");
+	}
+	if (c->rlimit_nproc) {
+		struct rlimit nproc = {(rlim_t)c->rlimit_nproc, (rlim_t)c->rlimit_nproc};
+		if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
+			chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_NPROC");
 	}
 }
 
@@ -679,6 +692,93 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 	iso->gid = sb->sb_gid;
 	iso->cgroup = NULL;
 	iso->memory_enforced_by = NULL;
+	iso->pids_enforced_by = NULL;
+	iso->cpus_enforced_by = NULL;
+}
+
+/* Decide how each requested limit is enforced: a cgroup, an accepted fallback, or a refusal.
+ * Returns false (with res filled as a setup failure) when a limit cannot be enforced and the
+ * user did not accept less. */
+static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sandbox_result *res,
+			lb_cgroup_limits *lim, uint64_t *rlimit_data, long *rlimit_nproc)
+{
+	lb_isolation *iso = &res->isolation;
+	char msg[512];
+	const char *why = cs->version == 0 ? "this host has no cgroup controllers labbox can use"
+			  : getuid() != 0 ? "the controller is not delegated to this user"
+					   : "the controller is not available here";
+	memset(lim, 0, sizeof *lim);
+	if (sb->memory) {
+		if (cs->memory) {
+			lim->memory = sb->memory;
+		} else if (sb->degraded & LB_DEGRADED_MEMORY) {
+			*rlimit_data = sb->memory;
+			iso->memory_enforced_by = "rlimit_data (per process, accepted)";
+		} else {
+			snprintf(msg, sizeof msg, "--memory needs a writable memory cgroup (%s); "
+				 "accept a per-process limit with --allow-degraded memory", why);
+			set_setup_failure(res, "setup_cgroup", ENOTSUP, msg);
+			return false;
+		}
+	}
+	if (sb->pids) {
+		if (cs->pids) {
+			lim->pids = sb->pids + 1; /* init counts too */
+		} else if (sb->degraded & LB_DEGRADED_PIDS) {
+			*rlimit_nproc = sb->pids;
+			iso->pids_enforced_by = "rlimit_nproc (per uid, accepted)";
+		} else {
+			snprintf(msg, sizeof msg, "--pids-limit needs a writable pids cgroup (%s); "
+				 "accept RLIMIT_NPROC with --allow-degraded pids", why);
+			set_setup_failure(res, "setup_cgroup", ENOTSUP, msg);
+			return false;
+		}
+	}
+	if (sb->cpus > 0) {
+		if (cs->cpu) {
+			lim->cpus = sb->cpus;
+		} else if (sb->degraded & LB_DEGRADED_CPUS) {
+			iso->cpus_enforced_by = "not enforced (accepted)";
+		} else {
+			snprintf(msg, sizeof msg, "--cpus needs a writable cpu cgroup (%s); "
+				 "run without a CPU limit with --allow-degraded cpus", why);
+			set_setup_failure(res, "setup_cgroup", ENOTSUP, msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A cgroup per run when one can be had: limits need it, accounting profits from it. */
+static bool make_run_cgroup(const lb_cgroup_support *cs, const lb_cgroup_limits *lim,
+			    lb_cgroup *cg, lb_sandbox_result *res)
+{
+	bool needed = lim->memory || lim->pids || lim->cpus > 0;
+	if (!cs->memory && !needed)
+		return true;
+	char name[64], rnd[9];
+	if (lb_random_hex(rnd, 4) < 0)
+		snprintf(rnd, sizeof rnd, "0");
+	snprintf(name, sizeof name, "labbox-%d-%s", (int)getpid(), rnd);
+	char err[400];
+	if (lb_cgroup_create(cg, cs, lim, name, err, sizeof err) < 0) {
+		lb_cgroup_destroy(cg);
+		if (!needed)
+			return true; /* accounting falls back to rusage, and says so */
+		set_setup_failure(res, "setup_cgroup", 0, err);
+		return false;
+	}
+	lb_isolation *iso = &res->isolation;
+	iso->cgroup = lb_cgroup_name(cg);
+	if (lim->memory) {
+		iso->memory_enforced_by = cg->version == 2 ? "cgroup v2 memory.max" : "cgroup v1 memory";
+		iso->swap_limited = !cg->swap_unlimited;
+	}
+	if (lim->pids)
+		iso->pids_enforced_by = cg->version == 2 ? "cgroup v2 pids.max" : "cgroup v1 pids";
+	if (lim->cpus > 0)
+		iso->cpus_enforced_by = cg->version == 2 ? "cgroup v2 cpu.max" : "cgroup v1 cpu";
+	return true;
 }
 
 int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
@@ -688,12 +788,17 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	if (!sb->argv)
 		return -EINVAL;
 	fill_isolation(sb, &res->isolation);
-	if (sb->memory || sb->cpus > 0 || sb->pids) {
-		set_setup_failure(res, "setup_cgroup", ENOTSUP,
-				  "--memory, --cpus and --pids-limit need cgroup support, which "
-				  "this labbox does not have yet; run without them");
+	lb_cgroup_support cs;
+	lb_cgroup_probe(&cs);
+	lb_cgroup_limits lim;
+	uint64_t rlimit_data = 0;
+	long rlimit_nproc = 0;
+	if (!plan_limits(sb, &cs, res, &lim, &rlimit_data, &rlimit_nproc))
 		return 0;
-	}
+	lb_cgroup cg;
+	memset(&cg, 0, sizeof cg);
+	if (!make_run_cgroup(&cs, &lim, &cg, res))
+		return 0;
 
 	int out[2] = {-1, -1}, errout[2] = {-1, -1}, chan[2] = {-1, -1};
 	int status[2] = {-1, -1}, sync[2] = {-1, -1};
@@ -744,7 +849,9 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .status_wr = status[1],
 			      .out_wr = out[1],
 			      .errout_wr = errout[1],
-			      .bind_fds = bind_fds};
+			      .bind_fds = bind_fds,
+			      .rlimit_data = rlimit_data,
+			      .rlimit_nproc = rlimit_nproc};
 		close(sync[1]);
 		close(chan[0]);
 		close(status[0]);
@@ -767,6 +874,15 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		errout[1] = -1;
 	}
 
+	if (cg.version && lb_cgroup_attach(&cg, init) < 0) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "cannot move the sandbox into its cgroup: %s",
+			 strerror(errno));
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+		set_setup_failure(res, "setup_cgroup", errno, msg);
+		goto out_sfd;
+	}
 	char maperr[256];
 	if (write_id_maps(sb, init, maperr, sizeof maperr) < 0) {
 		kill(init, SIGKILL);
@@ -797,6 +913,15 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	res->cpu_user_s = (double)s.ru.ru_utime.tv_sec + (double)s.ru.ru_utime.tv_usec / 1e6;
 	res->cpu_sys_s = (double)s.ru.ru_stime.tv_sec + (double)s.ru.ru_stime.tv_usec / 1e6;
 	res->peak_rss_bytes = (uint64_t)s.ru.ru_maxrss * 1024;
+	res->peak_source = "rusage";
+	if (cg.version) {
+		uint64_t peak = 0;
+		lb_cgroup_read(&cg, &peak, &res->oom_killed);
+		if (peak) {
+			res->peak_rss_bytes = peak;
+			res->peak_source = "cgroup";
+		}
+	}
 	res->timed_out = s.timed_out;
 	res->interrupted = s.interrupted;
 	res->interrupt_signal = s.interrupt_signal;
@@ -835,6 +960,7 @@ out_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	free(bind_fds);
 out_pipes:
+	lb_cgroup_destroy(&cg);
 	close_pair(out);
 	close_pair(errout);
 	close_pair(chan);

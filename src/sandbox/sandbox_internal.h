@@ -4,6 +4,12 @@
 
 #include "labbox/sandbox.h"
 
+enum {
+	LB_DEGRADED_MEMORY = 1,
+	LB_DEGRADED_PIDS = 2,
+	LB_DEGRADED_CPUS = 4,
+};
+
 typedef struct lb_bind {
 	char *src;
 	char *dst;
@@ -34,6 +40,7 @@ struct lb_sandbox {
 	uint64_t tmpfs_size;
 	uid_t host_uid;
 	gid_t host_gid;
+	unsigned degraded; /* LB_DEGRADED_* the user accepted */
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
 };

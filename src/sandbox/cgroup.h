@@ -1,0 +1,44 @@
+/* cgroup handling of the sandbox (internal). */
+#ifndef LABBOX_SANDBOX_CGROUP_H
+#define LABBOX_SANDBOX_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What this process may use. */
+typedef struct lb_cgroup_support {
+	int version; /* 0 none, 1, 2 */
+	bool memory, pids, cpu; /* controller present and writable for us */
+	char v2_dir[PATH_MAX];  /* our own v2 cgroup */
+	bool v2_writable;
+	bool v2_subtree_ready; /* controllers already enabled for children */
+	char v1_memory[PATH_MAX], v1_pids[PATH_MAX], v1_cpu[PATH_MAX]; /* our v1 cgroups */
+} lb_cgroup_support;
+
+typedef struct lb_cgroup_limits {
+	uint64_t memory;
+	long pids;
+	double cpus;
+} lb_cgroup_limits;
+
+/* One run's cgroup(s); empty strings for what is not used. */
+typedef struct lb_cgroup {
+	int version;
+	char v2[PATH_MAX];
+	char memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX];
+	bool memory_limited;
+	bool swap_unlimited; /* v1 without swap accounting */
+} lb_cgroup;
+
+void lb_cgroup_probe(lb_cgroup_support *s);
+int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
+		     const char *name, char *err, size_t errlen);
+int lb_cgroup_attach(const lb_cgroup *cg, pid_t pid);
+void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed);
+void lb_cgroup_destroy(lb_cgroup *cg);
+const char *lb_cgroup_name(const lb_cgroup *cg);
+
+#endif
