@@ -64,6 +64,9 @@ int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
 int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what);
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);
+/* Input for the payload's stdin, relayed through a pipe (the payload never gets the caller's
+ * descriptor, which may be a terminal). -1 (the default): /dev/null. */
+int lb_sandbox_set_stdin(lb_sandbox *sb, int fd);
 /* Size of the private /tmp and /dev/shm tmpfs. */
 int lb_sandbox_set_tmpfs_size(lb_sandbox *sb, uint64_t bytes);
 

@@ -16,9 +16,9 @@ static const char exec_help[] =
 	"Run CMD isolated: fresh user, pid, mount, network, ipc and uts namespaces; the host file\n"
 	"system read-only with home directories and /run hidden; private /tmp, /var/tmp and\n"
 	"/dev/shm; a fresh /proc; a minimal /dev; loopback-only network; a clean environment; no\n"
-	"inherited file descriptors; a new session without a terminal. When labbox runs as root the\n"
-	"command runs as uid 65534. The whole process tree ends with CMD, with the budget, and\n"
-	"with labbox itself.\n"
+	"inherited file descriptors (stdin is relayed through a pipe); a new session without a\n"
+	"terminal; no capabilities. When labbox runs as root the command runs as uid 65534. The\n"
+	"whole process tree ends with CMD, with the budget, and with labbox itself.\n"
 	"\n"
 	"Options:\n"
 	"  -w, --workdir DIR    bind host DIR writable at the same path and start there\n"
@@ -113,6 +113,7 @@ int cli_exec(int argc, char **argv)
 	cmd[0] = saved;
 	exec_out eo = {.stdout_fd = o.json ? 2 : 1};
 	lb_sandbox_set_output(sb, false, relay, &eo);
+	lb_sandbox_set_stdin(sb, 0);
 
 	lb_sandbox_result res;
 	int r = lb_sandbox_run(sb, &res);

@@ -73,6 +73,7 @@ int lb_sandbox_new(lb_sandbox **out)
 	sb->grace = 5.0;
 	sb->net = LB_NET_NONE;
 	sb->merged = true;
+	sb->stdin_fd = -1;
 	sb->tmpfs_size = (uint64_t)1 << 30;
 	sb->host_uid = getuid();
 	sb->host_gid = getgid();
@@ -323,6 +324,12 @@ int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ct
 	sb->merged = merged;
 	sb->out_fn = fn;
 	sb->out_ctx = ctx;
+	return 0;
+}
+
+int lb_sandbox_set_stdin(lb_sandbox *sb, int fd)
+{
+	sb->stdin_fd = fd;
 	return 0;
 }
 

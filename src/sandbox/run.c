@@ -52,6 +52,7 @@ typedef struct init_ctx {
 	int status_wr;
 	int out_wr;
 	int errout_wr;
+	int in_rd; /* stdin pipe, or -1 for /dev/null */
 	int *bind_fds; /* one per sb->binds, plus the workdir at the end */
 	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
 	long rlimit_nproc;
@@ -299,7 +300,7 @@ static void setup_uts(init_ctx *c)
 
 static void setup_fds(init_ctx *c)
 {
-	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int devnull = c->in_rd >= 0 ? c->in_rd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0)
 		chan_fail(c->chan_wr, "setup_fds", errno, "open /dev/null");
 	int errfd = c->sb->merged ? c->out_wr : c->errout_wr;
@@ -453,6 +454,8 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	close(c->out_wr);
 	if (c->errout_wr >= 0)
 		close(c->errout_wr);
+	if (c->in_rd >= 0)
+		close(c->in_rd);
 
 	int payload_status = 0;
 	bool payload_done = false;
@@ -552,6 +555,10 @@ static void close_pair(int p[2])
 
 typedef struct supervise_state {
 	int out_rd, errout_rd, chan_rd, status_rd, sfd;
+	int in_src; /* the caller's input, relayed so the payload never holds a terminal fd */
+	int in_wr;  /* the payload's stdin pipe */
+	char in_buf[65536];
+	size_t in_len;
 	chan_msg chan;
 	size_t chan_got;
 	int payload_status;
@@ -591,6 +598,38 @@ static void drain(const lb_sandbox *sb, int *fd, lb_stream stream)
 		sb->out_fn(sb->out_ctx, stream, buf, (size_t)n);
 }
 
+static void close_in(supervise_state *s)
+{
+	if (s->in_wr >= 0)
+		close(s->in_wr);
+	s->in_wr = -1;
+	s->in_len = 0;
+}
+
+static void relay_in_read(supervise_state *s)
+{
+	ssize_t n = read(s->in_src, s->in_buf, sizeof s->in_buf);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close_in(s); /* end of input: the payload sees EOF */
+		return;
+	}
+	s->in_len = (size_t)n;
+}
+
+static void relay_in_write(supervise_state *s)
+{
+	ssize_t n = write(s->in_wr, s->in_buf, s->in_len);
+	if (n < 0) {
+		if (errno != EINTR && errno != EAGAIN)
+			close_in(s); /* the payload closed its stdin */
+		return;
+	}
+	memmove(s->in_buf, s->in_buf + n, s->in_len - (size_t)n);
+	s->in_len -= (size_t)n;
+}
+
 static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 {
 	for (;;) {
@@ -607,11 +646,13 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 		    s->status_rd < 0)
 			return 0;
 
-		struct pollfd pfd[5];
-		int fds[5] = {s->out_rd, s->errout_rd, s->chan_rd, s->status_rd, s->sfd};
-		for (int i = 0; i < 5; i++) {
+		struct pollfd pfd[7];
+		int fds[7] = {s->out_rd, s->errout_rd, s->chan_rd, s->status_rd, s->sfd,
+			      s->in_len == 0 && s->in_wr >= 0 ? s->in_src : -1,
+			      s->in_len > 0 ? s->in_wr : -1};
+		for (int i = 0; i < 7; i++) {
 			pfd[i].fd = fds[i];
-			pfd[i].events = POLLIN;
+			pfd[i].events = i == 6 ? POLLOUT : POLLIN;
 			pfd[i].revents = 0;
 		}
 		int timeout = -1;
@@ -626,12 +667,16 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 			double ms = (next - now) * 1000.0 + 1;
 			timeout = ms < 0 ? 0 : ms > 1e9 ? 1000000000 : (int)ms;
 		}
-		int n = poll(pfd, 5, timeout);
+		int n = poll(pfd, 7, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		if (pfd[5].revents)
+			relay_in_read(s);
+		if (pfd[6].revents)
+			relay_in_write(s);
 		if (pfd[0].revents)
 			drain(sb, &s->out_rd, LB_STREAM_STDOUT);
 		if (pfd[1].revents)
@@ -801,9 +846,10 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		return 0;
 
 	int out[2] = {-1, -1}, errout[2] = {-1, -1}, chan[2] = {-1, -1};
-	int status[2] = {-1, -1}, sync[2] = {-1, -1};
+	int status[2] = {-1, -1}, sync[2] = {-1, -1}, in[2] = {-1, -1};
 	int r = 0;
-	if (pipe2(out, O_CLOEXEC) < 0 || (!sb->merged && pipe2(errout, O_CLOEXEC) < 0) ||
+	if ((sb->stdin_fd >= 0 && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+	    (!sb->merged && pipe2(errout, O_CLOEXEC) < 0) ||
 	    pipe2(chan, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
 	    pipe2(sync, O_CLOEXEC) < 0) {
 		r = -errno;
@@ -822,7 +868,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	supervise_state s = {.out_rd = -1, .errout_rd = -1, .chan_rd = -1, .status_rd = -1};
+	supervise_state s = {.out_rd = -1, .errout_rd = -1, .chan_rd = -1, .status_rd = -1,
+			     .in_src = sb->stdin_fd, .in_wr = -1};
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (s.sfd < 0) {
 		r = -errno;
@@ -849,6 +896,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .status_wr = status[1],
 			      .out_wr = out[1],
 			      .errout_wr = errout[1],
+			      .in_rd = in[0],
 			      .bind_fds = bind_fds,
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc};
@@ -858,6 +906,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		close(out[0]);
 		if (errout[0] >= 0)
 			close(errout[0]);
+		if (in[1] >= 0)
+			close(in[1]);
 		close(s.sfd);
 		init_main(&c);
 	}
@@ -900,6 +950,12 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	s.errout_rd = lb_steal_fd(&errout[0]);
 	s.chan_rd = lb_steal_fd(&chan[0]);
 	s.status_rd = lb_steal_fd(&status[0]);
+	if (in[0] >= 0) {
+		close(in[0]);
+		in[0] = -1;
+		s.in_wr = lb_steal_fd(&in[1]);
+		fcntl(s.in_wr, F_SETFL, O_NONBLOCK);
+	}
 	if (sb->budget > 0)
 		s.deadline = t0 + sb->budget;
 	r = supervise(sb, init, &s);
@@ -952,7 +1008,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	}
 
 out_sfd:;
-	int *fds[] = {&s.out_rd, &s.errout_rd, &s.chan_rd, &s.status_rd, &s.sfd};
+	int *fds[] = {&s.out_rd, &s.errout_rd, &s.chan_rd, &s.status_rd, &s.sfd, &s.in_wr};
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -966,5 +1022,6 @@ out_pipes:
 	close_pair(chan);
 	close_pair(status);
 	close_pair(sync);
+	close_pair(in);
 	return r;
 }

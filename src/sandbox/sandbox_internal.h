@@ -34,6 +34,7 @@ struct lb_sandbox {
 	uint64_t memory;
 	double cpus;
 	long pids;
+	int stdin_fd; /* relayed to the payload's stdin; -1: /dev/null */
 	bool merged;
 	lb_output_fn out_fn;
 	void *out_ctx;

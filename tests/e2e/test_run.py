@@ -1,0 +1,546 @@
+"""`labbox run`: metrics, run directory, manifest, failures, budget, metric validation, output."""
+import hashlib
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import (LABBOX, PYTHON, REPO, describe_pids, host_can_enforce, kill_marker,
+                      labbox, pids_with_marker, run_dirs, run_exp, unique, wait_for,
+                      wait_no_marker, write_exp)
+
+THREE_CONDITIONS = """
+import json, time
+import numpy as np
+
+np.random.seed(0)
+start = time.time()
+x = np.random.randn(500, 8)
+w = np.random.randn(8)
+y = x @ w + 0.1 * np.random.randn(500)
+print("TIME_ESTIMATE: 0.1s")
+results = {}
+for lr in ["0.001", "0.01", "0.1"]:
+    v = np.zeros(8)
+    for _ in range(200):
+        v -= float(lr) * 2 * x.T @ (x @ v - y) / len(y)
+    m = {"loss": float(np.mean((x @ v - y) ** 2)), "w_err": float(np.linalg.norm(v - w)),
+         "steps": 200}
+    print(f"condition: lr={lr}")
+    for k, val in m.items():
+        print(f"{k}: {val}")
+    results[f"lr={lr}"] = m
+with open("results.json", "w") as f:
+    json.dump(results, f, indent=2)
+print(f"Total time: {time.time() - start:.1f}s")
+"""
+
+
+def test_three_conditions_grouped_and_equal_to_results_json(tmp_path):
+    exp = write_exp(tmp_path, THREE_CONDITIONS)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    res = r.result
+    assert res["schema"] == "labbox.run/1"
+    assert res["status"] == "completed", r.why()
+    assert res["exit_code"] == 0 and res["timed_out"] is False and res["oom_killed"] is False
+    assert res["failure"] is None, r.why()
+
+    written = json.loads((r.exp / "results.json").read_text())
+    m = res["metrics"]
+    assert m["condition_order"] == ["lr=0.001", "lr=0.01", "lr=0.1"], r.why()
+    assert set(m["conditions"]) == set(written), r.why()
+    for cond, values in written.items():
+        got = m["conditions"][cond]
+        for k, v in values.items():
+            assert got[k] == pytest.approx(v, rel=1e-12), (cond, k, got, values)
+    # the three conditions really differ (the metrics were not all taken from one group)
+    losses = [m["conditions"][c]["loss"] for c in m["condition_order"]]
+    assert len(set(losses)) == 3
+    assert m["files"]["results.json"] == written
+    assert m["time_estimate_s"] == pytest.approx(0.1)
+    # the source directory is left as it was: results land in the staged copy only
+    assert not (exp / "results.json").exists()
+    assert r.run_dir.parent == (tmp_path / "runs").resolve() or r.run_dir.parent == tmp_path / "runs"
+    for name in ("exp", "run.log", "result.json", "manifest.json", "environment.txt"):
+        assert (r.run_dir / name).exists(), name
+    # result.json on disk is the document --json printed
+    assert r.file_json("result.json") == res
+    assert "condition: lr=0.01" in r.log()
+
+
+def test_manifest_and_environment(tmp_path):
+    exp = write_exp(tmp_path, THREE_CONDITIONS, files={"data/params.txt": "alpha=1\n"})
+    r = run_exp(exp, tmp_path / "runs", "-e", "SEED=3", args=["--flag", "x"])
+    assert r.rc == 0, r.why()
+    man = r.file_json("manifest.json")
+    for key in ("started_at", "ended_at", "duration_s", "command", "config", "interpreter",
+                "git", "files"):
+        assert key in man, f"manifest.json lacks {key}: {man}"
+    assert isinstance(man["command"], list) and man["command"], man["command"]
+    assert "--flag" in man["command"] and "x" in man["command"], man["command"]
+    assert isinstance(man["config"], dict) and man["config"]
+    # the resolved config names the entry point and the arguments it was given
+    assert "main.py" in json.dumps(man["config"]), man["config"]
+    assert "--flag" in json.dumps(man["config"]), man["config"]
+    assert man["duration_s"] >= 0
+    assert man["git"] is None or "commit" in man["git"]
+    # sha256 of every staged file, as the host computes it
+    main_sha = hashlib.sha256((exp / "main.py").read_bytes()).hexdigest()
+    assert man["files"].get("main.py") == main_sha, man["files"]
+    params_sha = hashlib.sha256((exp / "data" / "params.txt").read_bytes()).hexdigest()
+    assert man["files"].get("data/params.txt") == params_sha, man["files"]
+    # interpreter: the one asked for, with its real version
+    real_version = subprocess.run([PYTHON, "--version"], capture_output=True,
+                                  text=True).stdout.split()[1]
+    assert real_version in man["interpreter"]["version"], man["interpreter"]
+    assert man["interpreter"]["path"].endswith("python3") or "python" in man["interpreter"]["path"]
+
+    env_txt = (r.run_dir / "environment.txt").read_text()
+    assert re.search(r"^Python 3\.\d+\.\d+", env_txt, re.M), env_txt[:500]
+    assert f"Python {real_version}" in env_txt, env_txt[:500]
+    # the package list (pip freeze) of that interpreter, with numpy as the host has it
+    numpy_version = subprocess.run([PYTHON, "-c", "import numpy; print(numpy.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    assert re.search(rf"^numpy==\s*{re.escape(numpy_version)}\s*$", env_txt, re.M), env_txt[:2000]
+
+
+def test_git_commit_recorded_when_experiment_in_repo(tmp_path):
+    repo = tmp_path / "repo"
+    exp = write_exp(repo, THREE_CONDITIONS)
+    g = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                                  text=True, env={**os.environ, "GIT_AUTHOR_NAME": "t",
+                                                  "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                                  "GIT_COMMITTER_EMAIL": "t@t"})
+    g("init", "-q")
+    g("add", ".")
+    g("commit", "-q", "-m", "init")
+    head = g("rev-parse", "HEAD").stdout.strip()
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    man = r.file_json("manifest.json")
+    assert man["git"] and man["git"]["commit"] == head, man["git"]
+
+
+def test_quickstart_example_passes(tmp_path):
+    qs = REPO / "examples" / "quickstart"
+    r = run_exp(qs, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    res = r.result
+    assert res["status"] == "completed"
+    m = res["metrics"]
+    assert m["condition_order"] == ["lambda_0.01", "lambda_1", "lambda_100"], r.why()
+    for cond in m["condition_order"]:
+        for name in ("train_mse", "test_mse", "weight_error"):
+            v = m["conditions"][cond][name]
+            assert isinstance(v, (int, float)) and math.isfinite(v), (cond, name, v)
+    assert m["time_estimate_s"] is not None and m["time_estimate_s"] >= 0
+    assert not m.get("time_guard"), m
+    assert res["metric_issues"] == [], res["metric_issues"]
+    assert m["files"]["results.json"]["lambda_1"]["test_mse"] == m["conditions"]["lambda_1"]["test_mse"]
+
+
+def test_quickstart_human_mode(tmp_path):
+    """Without --json: the experiment's lines stream to stdout, then a verdict with metrics."""
+    p = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs",
+               REPO / "examples" / "quickstart")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "TIME_ESTIMATE:" in p.stdout and "condition: lambda_100" in p.stdout, p.stdout
+    tail = p.stdout.split("Total time:")[-1]
+    assert re.search(r"completed|\bok\b|passed|success", tail, re.I), p.stdout[-2000:]
+    assert "test_mse" in tail, p.stdout[-2000:]
+
+
+def test_default_runs_dir_is_under_cwd(tmp_path):
+    exp = write_exp(tmp_path, "print('score: 1.5')\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    p = labbox("run", "--json", "--python", PYTHON, exp, cwd=work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = json.loads(p.stdout)
+    dirs = run_dirs(work / ".labbox" / "runs")
+    assert len(dirs) == 1, dirs
+    assert Path(res["run_dir"]).resolve() == dirs[0].resolve()
+    assert res["metrics"]["values"]["score"] == 1.5
+
+
+def test_two_runs_get_distinct_run_dirs(tmp_path):
+    exp = write_exp(tmp_path, "print('score: 2')\n")
+    a = run_exp(exp, tmp_path / "runs")
+    b = run_exp(exp, tmp_path / "runs")
+    assert a.rc == 0 and b.rc == 0, a.why() + b.why()
+    assert a.result["id"] != b.result["id"]
+    assert a.run_dir != b.run_dir
+    assert len(run_dirs(tmp_path / "runs")) == 2
+
+
+def test_metric_line_forms(tmp_path):
+    exp = write_exp(tmp_path, r"""
+        print("acc: 0.5")
+        print("neg: -3")
+        print("sci: 1.5e-3")
+        print("plus: +2.25E+2")
+        print("not a metric line")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v["acc"] == 0.5 and v["neg"] == -3 and v["sci"] == pytest.approx(1.5e-3)
+    assert v["plus"] == pytest.approx(225.0)
+
+
+def test_yaml_entry_args_and_cli_args(tmp_path):
+    exp = write_exp(tmp_path, None, yaml="""
+        entry: train.py
+        args: ["--lr", "0.5"]
+    """, files={"train.py": "import sys\nprint('argv: ' + ' '.join(sys.argv[1:]))\n"
+                            "print('lr: ' + sys.argv[sys.argv.index('--lr') + 1])\n"})
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["lr"] == 0.5, r.why()
+    assert "argv: --lr 0.5" in r.log()
+
+    exp2 = write_exp(tmp_path, "import sys\nprint('nargs: %d' % len(sys.argv[1:]))\n"
+                               "print('args=' + repr(sys.argv[1:]))\n", name="exp2")
+    r2 = run_exp(exp2, tmp_path / "runs2", args=["a b", "--c", ""])
+    assert r2.rc == 0, r2.why()
+    assert r2.result["metrics"]["values"]["nargs"] == 3
+    assert "args=['a b', '--c', '']" in r2.log()
+
+
+def test_cwd_is_staged_copy_and_env_flag(tmp_path):
+    exp = write_exp(tmp_path, """
+        import os
+        print("cwd=" + os.getcwd())
+        print("files=" + ",".join(sorted(os.listdir("."))))
+        print("K=" + os.environ.get("MY_KEY", "<unset>"))
+        open("made_here.txt", "w").write("ok")
+    """, files={"data.csv": "a,b\n1,2\n"})
+    r = run_exp(exp, tmp_path / "runs", "-e", "MY_KEY=hello world")
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert "files=data.csv,main.py" in log, log
+    assert "K=hello world" in log, log
+    assert (r.exp / "made_here.txt").read_text() == "ok"
+    assert (r.exp / "data.csv").read_text() == "a,b\n1,2\n"
+    assert not (exp / "made_here.txt").exists()
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+def test_exception_exits_1_with_traceback_in_log(tmp_path):
+    tag = unique("boom")
+    exp = write_exp(tmp_path, f"""
+        print("loss: 0.3")
+        def f():
+            raise ValueError("{tag}")
+        f()
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    res = r.result
+    assert res["status"] == "failed"
+    assert res["exit_code"] == 1
+    log = r.log()
+    assert "Traceback (most recent call last)" in log and f"ValueError: {tag}" in log, log
+    assert res["failure"]["class"] == "code_error", res["failure"]
+    assert any(tag in line for line in res["failure"]["evidence"]), res["failure"]
+    assert res["log"]["bytes"] == (r.run_dir / "run.log").stat().st_size
+    assert res["log"]["truncated"] is False
+
+
+def test_missing_module_is_missing_package(tmp_path):
+    exp = write_exp(tmp_path, "import numpy\nimport labbox_no_such_pkg_zz\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "missing_package", f
+    assert "labbox_no_such_pkg_zz" in (f["summary"] + " ".join(f["evidence"])), f
+    assert "ModuleNotFoundError" in r.log()
+
+
+def test_nonzero_exit_without_traceback(tmp_path):
+    exp = write_exp(tmp_path, "import sys\nprint('acc: 0.1')\nsys.exit(3)\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["status"] == "failed" and r.result["exit_code"] == 3
+
+
+def test_killed_by_signal_is_failure(tmp_path):
+    exp = write_exp(tmp_path, "import os, signal\nprint('x: 1', flush=True)\n"
+                              "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["signal"] in (signal.SIGSEGV, "SIGSEGV"), r.why()
+
+
+# --- budget -----------------------------------------------------------------------------------
+
+PARTIAL_THEN_SLEEP = """
+import json, time, signal
+{extra}
+with open("results.json", "w") as f:
+    json.dump({{"cond_a": {{"loss": 0.25}}, "partial": True}}, f)
+print("condition: cond_a")
+print("loss: 0.25")
+print("SLEEPING", flush=True)
+time.sleep(120)
+print("never")
+"""
+
+
+@pytest.mark.parametrize("ignore_term", [False, True], ids=["plain", "ignores-SIGTERM"])
+def test_budget_exceeded_keeps_partial_results(tmp_path, ignore_term):
+    extra = "signal.signal(signal.SIGTERM, signal.SIG_IGN)" if ignore_term else ""
+    exp = write_exp(tmp_path, PARTIAL_THEN_SLEEP.format(extra=extra))
+    budget, grace = 3, 2
+    r = run_exp(exp, tmp_path / "runs", "--budget", budget, "--grace", grace)
+    assert r.rc == 124, r.why()
+    assert r.elapsed < budget + grace + 15, f"returned after {r.elapsed:.1f}s"
+    res = r.result
+    assert res["status"] == "timeout" and res["timed_out"] is True, r.why()
+    assert res["partial"] is True, r.why()
+    assert res["failure"] and res["failure"]["class"] == "timeout", res["failure"]
+    doc = {"cond_a": {"loss": 0.25}, "partial": True}
+    assert json.loads((r.exp / "results.json").read_text()) == doc
+    assert res["metrics"]["files"]["results.json"] == doc
+    assert res["metrics"]["conditions"]["cond_a"]["loss"] == 0.25
+    assert "never" not in r.log() and "SLEEPING" in r.log()
+
+
+def test_budget_env_and_time_guard(tmp_path):
+    """LABBOX_BUDGET tells the experiment its budget; TIME_GUARD lines are reported."""
+    exp = write_exp(tmp_path, """
+        import os
+        b = os.environ.get("LABBOX_BUDGET")
+        print("budget_seen: " + str(float(b)))
+        print("TIME_GUARD: 1.0s - saving partial results")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--budget", 40)
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["budget_seen"] == 40.0, r.why()
+    assert r.result["metrics"]["time_guard"], r.result["metrics"]
+
+
+# --- metric validation ------------------------------------------------------------------------
+
+def test_nan_metric_exits_4(tmp_path):
+    exp = write_exp(tmp_path, """
+        import json
+        print("acc: 0.9")
+        print("loss: nan")
+        json.dump({"loss": float("nan"), "acc": 0.9}, open("results.json", "w"))
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    res = r.result
+    assert res["status"] == "invalid_metrics"
+    assert res["metrics"]["values"]["loss"] == "NaN", res["metrics"]
+    assert res["metrics"]["values"]["acc"] == 0.9
+    assert res["metrics"]["files"]["results.json"]["loss"] == "NaN"
+    issues = res["metric_issues"]
+    assert any(i["metric"] == "loss" for i in issues), issues
+    assert all(set(i) >= {"kind", "metric", "where", "message"} for i in issues), issues
+
+
+def test_inf_metric_exits_4(tmp_path):
+    exp = write_exp(tmp_path, "print('grad_norm: -inf')\nprint('acc: 1')\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["metrics"]["values"]["grad_norm"] == "-Infinity"
+    assert any(i["metric"] == "grad_norm" for i in r.result["metric_issues"])
+
+
+def test_declared_metric_missing_exits_4(tmp_path):
+    exp = write_exp(tmp_path, "print('loss: 0.5')\n", yaml="metrics: [loss, accuracy]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    assert any(i["metric"] == "accuracy" for i in r.result["metric_issues"]), r.result
+    assert not any(i["metric"] == "loss" for i in r.result["metric_issues"]), r.result
+
+
+def test_declared_metrics_flag(tmp_path):
+    exp = write_exp(tmp_path, "print('loss: 0.5')\n")
+    ok = run_exp(exp, tmp_path / "runs", "--metrics", "loss")
+    assert ok.rc == 0, ok.why()
+    bad = run_exp(exp, tmp_path / "runs", "--metrics", "loss,f1")
+    assert bad.rc == 4, bad.why()
+    assert any(i["metric"] == "f1" for i in bad.result["metric_issues"])
+
+
+def test_declared_metric_found_per_condition_and_in_results_json(tmp_path):
+    exp = write_exp(tmp_path, """
+        import json
+        for c in ("a", "b"):
+            print("condition: " + c)
+            print("loss: 0.%d" % len(c))
+        json.dump({"a": {"acc": 0.5}, "b": {"acc": 0.6}}, open("results.json", "w"))
+    """, yaml="metrics: [loss, acc]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metric_issues"] == []
+
+
+# --- output modes and log ---------------------------------------------------------------------
+
+def test_json_mode_stdout_is_only_the_document(tmp_path):
+    exp = write_exp(tmp_path, "import sys\nprint('EXP-STDOUT-LINE')\n"
+                              "print('EXP-STDERR-LINE', file=sys.stderr)\nprint('m: 1')\n")
+    r = run_exp(exp, tmp_path / "runs")  # run_exp already fails if stdout is not one document
+    assert r.rc == 0, r.why()
+    assert "EXP-STDOUT-LINE" not in r.stdout
+    assert "EXP-STDOUT-LINE" in r.stderr
+    log = r.log()
+    assert "EXP-STDOUT-LINE" in log and "EXP-STDERR-LINE" in log
+
+
+def test_quiet_mode(tmp_path):
+    exp = write_exp(tmp_path, "print('EXP-QUIET-LINE')\nprint('m: 1')\n")
+    p = labbox("run", "-q", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "EXP-QUIET-LINE" not in p.stdout + p.stderr
+    (rd,) = run_dirs(tmp_path / "runs")
+    assert "EXP-QUIET-LINE" in (rd / "run.log").read_text()
+
+
+def test_human_mode_streams_live(tmp_path):
+    exp = write_exp(tmp_path, """
+        import time
+        print("FIRST-LIVE-LINE", flush=True)
+        time.sleep(4)
+        print("SECOND-LIVE-LINE", flush=True)
+    """)
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+                          str(exp)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen_while_running = False
+        for line in p.stdout:
+            if "FIRST-LIVE-LINE" in line:
+                seen_while_running = p.poll() is None
+                break
+        rest = p.stdout.read()
+        p.wait(timeout=60)
+    finally:
+        p.kill()
+        p.wait()
+    assert seen_while_running, "the first line only appeared after the experiment ended"
+    assert "SECOND-LIVE-LINE" in rest
+
+
+def test_log_limit_caps_run_log(tmp_path):
+    exp = write_exp(tmp_path, """
+        import sys
+        for i in range(20000):
+            print("x" * 99)
+        print("final: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--log-limit", "16k")
+    assert r.rc == 0, r.why()
+    size = (r.run_dir / "run.log").stat().st_size
+    assert size <= 16 * 1024 + 1024, size
+    assert r.result["log"]["truncated"] is True, r.result["log"]
+    assert r.result["metrics"]["values"]["final"] == 1, "metrics past the log cap were lost"
+
+
+# --- resource limits --------------------------------------------------------------------------
+
+def test_memory_limit_oom(tmp_path):
+    exp = write_exp(tmp_path, """
+        print("allocating", flush=True)
+        blocks = []
+        for i in range(64):
+            blocks.append(b"\x01" * (64 * 1024 * 1024))  # 4 GiB in the end, all touched
+        print("allocated_mb: %d" % (64 * 64))
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--memory", "256m")
+    if r.rc == 125 and not host_can_enforce("memory"):
+        pytest.skip("host has no writable memory cgroup; labbox refused --memory (125)")
+    assert r.rc == 137, r.why()
+    assert r.result["status"] == "oom" and r.result["oom_killed"] is True, r.why()
+    assert r.result["failure"]["class"] == "oom"
+    assert "allocated_mb" not in r.log()
+
+
+def test_pids_limit(tmp_path):
+    exp = write_exp(tmp_path, """
+        import subprocess, sys
+        procs, err = [], None
+        try:
+            for i in range(60):
+                procs.append(subprocess.Popen(["sleep", "30"]))
+        except OSError as e:
+            err = e
+        print("started: %d" % len(procs))
+        for p in procs:
+            p.kill(); p.wait()
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--pids-limit", "16")
+    if r.rc == 125 and not host_can_enforce("pids"):
+        pytest.skip("host has no writable pids cgroup; labbox refused --pids-limit (125)")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["started"] < 16, r.why()
+
+
+def test_interrupt_labbox_records_interrupted(tmp_path):
+    marker = unique("intr")
+    exp = write_exp(tmp_path, f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "{marker}"])
+        print("EXP-STARTED", flush=True)
+        time.sleep(300)
+    """)
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), str(exp)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = wait_for(lambda: any("EXP-STARTED" in (d / "run.log").read_text()
+                                       for d in run_dirs(runs) if (d / "run.log").exists())
+                           and pids_with_marker(marker), 60)
+        assert started, "experiment never started"
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=60)
+        left = wait_no_marker(marker, 0.5)
+        assert not left, "processes survived an interrupted run:\n" + describe_pids(left)
+        (rd,) = run_dirs(runs)
+        res = json.loads((rd / "result.json").read_text())
+        assert res["status"] == "interrupted", res
+        assert rc != 0
+    finally:
+        p.kill()
+        p.wait()
+        kill_marker(marker)
+
+
+def test_cpus_limit(tmp_path):
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs at least 2 CPUs to tell a limit of 1 from none")
+    exp = write_exp(tmp_path, """
+        import os, resource, time
+        kids = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                end = time.time() + 3
+                while time.time() < end:
+                    pass
+                os._exit(0)
+            kids.append(pid)
+        t0 = time.time()
+        for pid in kids:
+            os.waitpid(pid, 0)
+        wall = time.time() - t0
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        print("cpu_per_wall: %.3f" % ((ru.ru_utime + ru.ru_stime) / wall))
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--cpus", "1")
+    if r.rc == 125 and not host_can_enforce("cpu"):
+        pytest.skip("host has no writable cpu cgroup; labbox refused --cpus (125)")
+    assert r.rc == 0, r.why()
+    # 4 busy processes get about 1 CPU between them, not one each
+    assert r.result["metrics"]["values"]["cpu_per_wall"] < 1.5, r.result["metrics"]
