@@ -19,8 +19,9 @@
 typedef struct lb_sandbox lb_sandbox;
 
 typedef enum lb_network {
-	LB_NET_NONE, /* a fresh network namespace with loopback only */
-	LB_NET_HOST, /* the host's network; asked for explicitly */
+	LB_NET_NONE,     /* a fresh network namespace, and only AF_UNIX sockets (seccomp) */
+	LB_NET_LOOPBACK, /* a fresh network namespace with a private loopback, any socket */
+	LB_NET_HOST,     /* the host's network; asked for explicitly */
 } lb_network;
 
 typedef enum lb_stream { LB_STREAM_STDOUT = 1, LB_STREAM_STDERR = 2 } lb_stream;
@@ -80,6 +81,7 @@ typedef enum lb_sandbox_outcome {
 
 typedef struct lb_isolation {
 	bool user_ns, pid_ns, mount_ns, net_ns, ipc_ns, uts_ns;
+	const char *network; /* "none", "loopback" or "host" */
 	bool seccomp;
 	bool no_new_privs;
 	bool caps_dropped;

@@ -54,7 +54,9 @@ enum {
 #define CLI_SANDBOX_HELP                                                                       \
 	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
 	"  --grace SECONDS      time between SIGTERM and SIGKILL when the budget ends (default 5)\n" \
-	"  --network none|host  none (default): loopback only; host: the host's network\n"      \
+	"  --network none|loopback|host\n"                                                     \
+	"                       none (default): no network, only AF_UNIX sockets; loopback: a\n" \
+	"                       private loopback, any socket; host: the host's network\n"      \
 	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable)\n" \
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
 	"                       make host path SRC visible at DST, read-only unless :rw\n"      \

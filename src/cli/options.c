@@ -96,10 +96,12 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 	case OPT_NETWORK:
 		if (strcmp(arg, "none") == 0)
 			o->network = LB_NET_NONE;
+		else if (strcmp(arg, "loopback") == 0)
+			o->network = LB_NET_LOOPBACK;
 		else if (strcmp(arg, "host") == 0)
 			o->network = LB_NET_HOST;
 		else {
-			cli_error(cmd, "--network '%s' is not one of none, host", arg);
+			cli_error(cmd, "--network '%s' is not one of none, loopback, host", arg);
 			return -1;
 		}
 		return 1;

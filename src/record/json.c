@@ -25,7 +25,11 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 	json_object_object_add(ns, "ipc", json_object_new_boolean(iso->ipc_ns));
 	json_object_object_add(ns, "uts", json_object_new_boolean(iso->uts_ns));
 	json_object_object_add(o, "namespaces", ns);
-	json_object_object_add(o, "network", json_object_new_string(iso->net_ns ? "loopback" : "host"));
+	json_object_object_add(o, "network", json_object_new_string(iso->network ? iso->network : "none"));
+	json_object_object_add(o, "sockets",
+			       json_object_new_string(iso->network && strcmp(iso->network, "none")
+							      ? "all families"
+							      : "AF_UNIX only"));
 	json_object_object_add(o, "filesystem",
 			       json_object_new_string("host read-only; homes and /run hidden; "
 						      "private /tmp, /var/tmp, /dev/shm"));

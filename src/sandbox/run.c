@@ -11,6 +11,7 @@
  * empty). Init dies with the supervisor through PR_SET_PDEATHSIG, and the kernel then kills
  * every process of the pid namespace, so nothing outlives labbox, even after SIGKILL. */
 #include "cgroup.h"
+#include "seccomp.h"
 #include "sandbox_internal.h"
 #include "labbox/util.h"
 
@@ -54,6 +55,7 @@ typedef struct init_ctx {
 	int errout_wr;
 	int in_rd; /* stdin pipe, or -1 for /dev/null */
 	int *bind_fds; /* one per sb->binds, plus the workdir at the end */
+	scmp_filter_ctx seccomp; /* built by the supervisor, loaded by the payload */
 	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
 	long rlimit_nproc;
 	int dev_fds[5];
@@ -414,6 +416,10 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	char **env = build_env(c->sb);
 	if (!env)
 		chan_fail(c->chan_wr, "setup_environment", ENOMEM, "environment");
+	/* Last, so every earlier step may still use what the filter denies. */
+	int r = lb_seccomp_load(c->seccomp);
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_seccomp", -r, "load the seccomp filter");
 	execve(c->sb->argv[0], c->sb->argv, env);
 	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
 }
@@ -729,8 +735,11 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 {
 	iso->user_ns = iso->pid_ns = iso->mount_ns = iso->ipc_ns = iso->uts_ns = true;
-	iso->net_ns = sb->net == LB_NET_NONE;
-	iso->seccomp = false;
+	iso->net_ns = sb->net != LB_NET_HOST;
+	iso->network = sb->net == LB_NET_NONE	    ? "none"
+		       : sb->net == LB_NET_LOOPBACK ? "loopback"
+						    : "host";
+	iso->seccomp = true;
 	iso->no_new_privs = true;
 	iso->caps_dropped = true;
 	iso->uid = sb->sb_uid;
@@ -840,10 +849,19 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	long rlimit_nproc = 0;
 	if (!plan_limits(sb, &cs, res, &lim, &rlimit_data, &rlimit_nproc))
 		return 0;
+	scmp_filter_ctx filter = NULL;
+	char ferr[256];
+	int fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, ferr, sizeof ferr);
+	if (fr < 0) {
+		set_setup_failure(res, "setup_seccomp", -fr, ferr);
+		return 0;
+	}
 	lb_cgroup cg;
 	memset(&cg, 0, sizeof cg);
-	if (!make_run_cgroup(&cs, &lim, &cg, res))
+	if (!make_run_cgroup(&cs, &lim, &cg, res)) {
+		lb_seccomp_free(filter);
 		return 0;
+	}
 
 	int out[2] = {-1, -1}, errout[2] = {-1, -1}, chan[2] = {-1, -1};
 	int status[2] = {-1, -1}, sync[2] = {-1, -1}, in[2] = {-1, -1};
@@ -878,7 +896,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 			      CLONE_NEWUTS | SIGCHLD;
-	if (sb->net == LB_NET_NONE)
+	if (sb->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
 	double t0 = lb_time_monotonic();
 	fflush(NULL);
@@ -898,6 +916,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .errout_wr = errout[1],
 			      .in_rd = in[0],
 			      .bind_fds = bind_fds,
+			      .seccomp = filter,
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc};
 		close(sync[1]);
@@ -1017,6 +1036,7 @@ out_mask:
 	free(bind_fds);
 out_pipes:
 	lb_cgroup_destroy(&cg);
+	lb_seccomp_free(filter);
 	close_pair(out);
 	close_pair(errout);
 	close_pair(chan);

@@ -216,16 +216,18 @@ import json, socket
 cfg = json.load(open("net.json"))
 ok = 0
 for host in cfg["hosts"]:
-    s = socket.socket()
-    s.settimeout(2)
+    s = None
     try:
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.settimeout(2)
         s.connect((host, cfg["port"]))
         print("CONNECTED to %s: %r" % (host, s.recv(100)))
         ok += 1
     except OSError as e:
         print("refused %s: %s" % (host, e))
     finally:
-        s.close()
+        if s is not None:
+            s.close()
 print("connected: %d" % ok)
 """
 

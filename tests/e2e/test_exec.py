@@ -438,7 +438,7 @@ def test_network_loopback_only():
             c, _ = a.accept(); c.sendall(b"ping"); out["loopback"] = b.recv(4).decode()
             out["ifaces"] = [n for _, n in socket.if_nameindex()]
             print(json.dumps(out))
-        """)
+        """, "--network", "loopback")
         try:
             conn, _ = srv.accept()
             conn.close()
@@ -452,6 +452,30 @@ def test_network_loopback_only():
         assert d["ifaces"] == ["lo"], d
     finally:
         srv.close()
+
+
+def test_network_none_allows_only_unix_sockets():
+    """The default: every socket family but AF_UNIX is refused with EPERM (a PermissionError
+    Python can report), so nothing can even be attempted over IP, raw or netlink sockets."""
+    p = py("""
+        import json, socket
+        out = {}
+        for name in ("AF_INET", "AF_INET6", "AF_NETLINK", "AF_PACKET"):
+            fam = getattr(socket, name)
+            kind = socket.SOCK_RAW if name in ("AF_NETLINK", "AF_PACKET") else socket.SOCK_STREAM
+            try:
+                socket.socket(fam, kind).close(); out[name] = "created"
+            except PermissionError:
+                out[name] = "EPERM"
+            except OSError as e:
+                out[name] = "other: %s" % e
+        a, b = socket.socketpair(); a.sendall(b"x"); out["AF_UNIX"] = b.recv(1).decode()
+        print(json.dumps(out))
+    """)
+    assert p.returncode == 0, p.stderr
+    d = out_json(p)
+    assert d == {"AF_INET": "EPERM", "AF_INET6": "EPERM", "AF_NETLINK": "EPERM",
+                 "AF_PACKET": "EPERM", "AF_UNIX": "x"}, d
 
 
 # --- process lifetime -------------------------------------------------------------------------

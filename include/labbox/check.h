@@ -1,0 +1,125 @@
+/* check: static validation of Python experiment code before it runs.
+ *
+ * A source file is parsed with tree-sitter (the Python grammar compiled into labbox), names
+ * are resolved per scope (aliases, rebinding, star imports, getattr/__import__/import_module
+ * with literal names, sys.modules, vars(), __dict__, __builtins__), and every use of a name is
+ * matched against the rules (docs/check.md has the table of rule IDs). A policy decides which
+ * findings are errors and whether the code is rejected. Whatever cannot be resolved statically
+ * near a sensitive module is reported as unresolved, never passed.
+ *
+ * Use: lb_check_config_new, setters, then lb_check_source (one buffer) or lb_check_dir (an
+ * experiment directory), then read the report (or turn it into JSON / text), then free. */
+#ifndef LABBOX_CHECK_H
+#define LABBOX_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct json_object;
+
+typedef enum lb_check_policy {
+	LB_CHECK_STANDARD = 0, /* the hard gate; ordinary research code passes (default) */
+	LB_CHECK_STRICT,       /* the seed's rules word for word */
+	LB_CHECK_PERMISSIVE,   /* report everything, reject nothing */
+} lb_check_policy;
+
+typedef enum lb_check_severity {
+	LB_CHECK_INFO = 0,
+	LB_CHECK_WARNING,
+	LB_CHECK_ERROR,
+} lb_check_severity;
+
+typedef struct lb_check_config lb_check_config;
+
+int lb_check_config_new(lb_check_config **out);
+void lb_check_config_free(lb_check_config *cfg);
+/* "strict", "standard", "permissive"; -EINVAL for anything else. */
+int lb_check_policy_parse(const char *name, lb_check_policy *out);
+const char *lb_check_policy_name(lb_check_policy p);
+int lb_check_config_set_policy(lb_check_config *cfg, lb_check_policy p);
+/* The experiment's own labbox.yaml and inline `# labbox: allow[ID]` comments may lift
+ * hard-gate findings only when the operator trusts the project (the code and its config are
+ * usually written by the same untrusted author). Default false. */
+int lb_check_config_set_trust_project(lb_check_config *cfg, bool trust);
+/* Module (and everything under it) or call (a resolved dotted name such as shutil.rmtree)
+ * allowed or denied. Allowing a module also puts it on the import allowlist. */
+int lb_check_config_allow_module(lb_check_config *cfg, const char *module);
+int lb_check_config_allow_call(lb_check_config *cfg, const char *name);
+int lb_check_config_deny_module(lb_check_config *cfg, const char *module);
+int lb_check_config_deny_call(lb_check_config *cfg, const char *name);
+/* An absolute directory (or file) the code may write to besides the experiment directory. */
+int lb_check_config_add_output_path(lb_check_config *cfg, const char *path);
+/* Rule ID ("LB201") or category ("harness") not to report at all. Operator-level. */
+int lb_check_config_ignore(lb_check_config *cfg, const char *id_or_category);
+/* Compute budget and plan for the budget rules; 0 means not set. */
+int lb_check_config_set_budget(lb_check_config *cfg, double seconds);
+int lb_check_config_set_plan(lb_check_config *cfg, long conditions, long seeds, long iterations);
+/* Interpreter whose compile() decides syntax errors, run in the sandbox (lb_check_dir and
+ * lb_check_files only). NULL: tree-sitter's error nodes decide. */
+int lb_check_config_set_python(lb_check_config *cfg, const char *path);
+/* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
+int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
+/* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the
+ * config module's and are ignored here). Settings from it count as the project's own (see
+ * set_trust_project). -EINVAL with one line in err on a malformed document. */
+int lb_check_config_load_yaml(lb_check_config *cfg, const char *text, size_t len, char *err,
+			      size_t errlen);
+
+typedef struct lb_check_finding {
+	char *file;
+	unsigned line, col; /* 1-based; col counts bytes */
+	char id[8];         /* "LB101" */
+	lb_check_severity severity;
+	const char *category; /* static: syntax, security, imports, determinism, harness, budget, ... */
+	char *message;
+	char *name;        /* the resolved dotted name (os.system), NULL when none */
+	bool rejects;      /* counts toward rejection under the policy */
+	bool suppressed;   /* an honored inline allow or configuration allow */
+	char *suppression; /* why: the inline reason or "labbox.yaml allow" */
+} lb_check_finding;
+
+typedef struct lb_check_report {
+	lb_check_policy policy;
+	lb_check_finding *items;
+	size_t n, cap;
+	size_t files;
+	bool rejected;        /* some finding rejects under the policy */
+	char syntax_by[96];   /* "python 3.11.2" or "tree-sitter" */
+} lb_check_report;
+
+/* Check one buffer (path is only used in findings). Findings are appended to rep, so several
+ * files can share one report; call lb_check_finish once at the end. Harness rules are applied
+ * when harness is true (the buffer is an experiment's entry point). */
+int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,
+		    bool harness, lb_check_report *rep);
+/* Every *.py under dir (skipping .git, .labbox, __pycache__, virtual environments and hidden
+ * directories; never following symlinks), with dir/labbox.yaml read into a copy of cfg and the
+ * harness rules applied to the entry point. err gets one line on failure. */
+int lb_check_dir(const lb_check_config *cfg, const char *dir, lb_check_report *rep, char *err,
+		 size_t errlen);
+/* Files given one by one (each is its own entry point). */
+int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
+		   lb_check_report *rep, char *err, size_t errlen);
+/* Sort findings by file, line, column and settle `rejected`. */
+void lb_check_finish(lb_check_report *rep);
+void lb_check_report_free(lb_check_report *rep);
+
+/* JSON array of findings (suppressed ones included, marked): what `labbox run` stores in
+ * result.json under "findings". */
+struct json_object *lb_check_findings_json(const lb_check_report *rep);
+/* The whole `labbox check --json` document (schema labbox.check/1), llm_text included. */
+struct json_object *lb_check_report_json(const lb_check_report *rep);
+/* Text ready to paste into a repair prompt; malloc'd. */
+char *lb_check_llm_text(const lb_check_report *rep);
+/* Compiler-style lines and a summary line; malloc'd. */
+char *lb_check_text(const lb_check_report *rep);
+
+/* The rule table, for --help, docs and tests. NULL past the end. */
+typedef struct lb_check_rule_info {
+	const char *id;
+	const char *category;
+	const char *title;
+} lb_check_rule_info;
+const lb_check_rule_info *lb_check_rule(size_t i);
+
+#endif

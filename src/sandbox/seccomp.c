@@ -1,0 +1,131 @@
+/* seccomp: deny what experiments never need. Denied calls fail with EPERM, so Python raises
+ * a PermissionError the diagnosis can name, instead of the process dying of SIGSYS.
+ *
+ * The filter is built in the supervisor (allocation and errors stay outside the sandbox) and
+ * loaded by the payload as the last step before exec. It covers every architecture the
+ * kernel could be asked to run: on x86_64 also i386 and x32, where the same numbers mean
+ * other calls. */
+#include "seccomp.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* Calls an experiment has no business making, denied whatever their arguments. */
+static const char *const denied[] = {
+	/* other processes' memory */
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+	/* the file system tree and namespaces */
+	"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	"open_by_handle_at", "quotactl", "quotactl_fd",
+	/* the kernel */
+	"bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "reboot", "swapon", "swapoff", "acct", "syslog", "iopl", "ioperm",
+	"lookup_dcookie", "vhangup", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	/* keyrings */
+	"keyctl", "add_key", "request_key",
+	/* fault handling other processes can be stalled with */
+	"userfaultfd",
+	/* io_uring performs socket and file operations this filter would never see */
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+static const unsigned long ns_flags[] = {CLONE_NEWNS,   CLONE_NEWUSER, CLONE_NEWPID,
+					  CLONE_NEWNET,  CLONE_NEWIPC,  CLONE_NEWUTS,
+					  CLONE_NEWCGROUP, CLONE_NEWTIME};
+
+static int deny_all(scmp_filter_ctx ctx, const char *name)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* not a call on these architectures */
+	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+}
+
+int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = 0;
+	const char *what = "init";
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp_init failed");
+		return -ENOMEM;
+	}
+	if (seccomp_arch_native() == SCMP_ARCH_X86_64) {
+		what = "add the i386 and x32 architectures";
+		r = seccomp_arch_add(ctx, SCMP_ARCH_X86);
+		if (r == 0 || r == -EEXIST)
+			r = seccomp_arch_add(ctx, SCMP_ARCH_X32);
+		if (r == -EEXIST)
+			r = 0;
+	}
+	for (size_t i = 0; r == 0 && i < sizeof denied / sizeof *denied; i++) {
+		what = denied[i];
+		r = deny_all(ctx, denied[i]);
+	}
+	/* New namespaces through clone(): flags are the first argument (on x86_64; libseccomp
+	 * places it for each architecture). clone3 passes flags in memory a filter cannot read,
+	 * so it reports ENOSYS and the C library falls back to clone. */
+	for (size_t i = 0; r == 0 && i < sizeof ns_flags / sizeof *ns_flags; i++) {
+		what = "clone";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	}
+	if (r == 0) {
+		what = "clone3";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	}
+	/* Changing the execution domain (READ_IMPLIES_EXEC and friends); querying it is fine. */
+	if (r == 0) {
+		what = "personality";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+				     SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
+	}
+	/* Typing into a terminal or poking the console; the kernel reads the command as 32 bits,
+	 * so the high half of the argument must not hide it. */
+	static const unsigned long tty_cmds[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; r == 0 && i < 2; i++) {
+		what = "ioctl";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_cmds[i]));
+	}
+	if (r == 0 && !allow_network) {
+		what = "socket";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		/* i386 multiplexes sockets through socketcall(), whose arguments live in memory. */
+		if (r == 0 && seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall") >= 0 &&
+		    seccomp_arch_exist(ctx, SCMP_ARCH_X86) == 0) {
+			what = "socketcall";
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketcall), 0);
+		}
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "seccomp rule for %s: %s", what, strerror(-r));
+		seccomp_release(ctx);
+		return r;
+	}
+	*out = ctx;
+	return 0;
+}
+
+int lb_seccomp_load(scmp_filter_ctx ctx)
+{
+	return seccomp_load(ctx);
+}
+
+void lb_seccomp_free(scmp_filter_ctx ctx)
+{
+	if (ctx)
+		seccomp_release(ctx);
+}
