@@ -120,4 +120,22 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res);
  * 125 for setup failures, 126/127 when the command could not be executed or found. */
 int lb_sandbox_exit_status(const lb_sandbox_result *res);
 
+/* What this host lets this user do, each item tried for real in a short-lived child. */
+typedef struct lb_probe {
+	uid_t uid;
+	bool user_ns, pid_ns, mount_ns, net_ns, ipc_ns, uts_ns, cgroup_ns;
+	long max_user_namespaces;  /* /proc/sys/user/max_user_namespaces, -1 unknown */
+	int unprivileged_userns;   /* kernel.unprivileged_userns_clone: 1, 0, -1 absent */
+	int apparmor_restrict_userns; /* kernel.apparmor_restrict_unprivileged_userns, -1 absent */
+	bool seccomp;              /* a filter can be loaded */
+	unsigned seccomp_api;      /* libseccomp's API level for this kernel */
+	int cgroup_version;        /* 0 none usable, 1, 2 */
+	bool cgroup_memory, cgroup_pids, cgroup_cpu; /* controllers this user can limit with */
+	char cgroup_where[4096];    /* where labbox would create run cgroups */
+	bool sandbox_works;        /* a full sandbox ran /bin/true */
+	char sandbox_error[600];
+} lb_probe;
+
+int lb_sandbox_probe(lb_probe *p);
+
 #endif

@@ -84,5 +84,6 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_probe(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const char usage[] =
 	"Commands:\n"
 	"  run EXPDIR [-- ARGS]   stage, run and record an experiment; collect and check metrics\n"
 	"  exec -- CMD [ARGS]     run any command in the sandbox and exit with its status\n"
+	"  probe                  what isolation this host offers this user\n"
 	"  version                print the version\n"
 	"\n"
 	"`labbox COMMAND --help` documents each command's flags.\n";
@@ -40,6 +41,8 @@ int main(int argc, char **argv)
 		return cli_exec(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "probe") == 0)
+		return cli_probe(argc - 1, argv + 1);
 	fprintf(stderr, "labbox: unknown command '%s' (see labbox --help)\n", cmd);
 	return CLI_EXIT_USAGE;
 }

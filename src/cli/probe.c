@@ -1,0 +1,177 @@
+/* labbox probe: what this host can do for this user. */
+#include "cli.h"
+#include "labbox/diagnose.h"
+#include "labbox/record.h"
+#include "labbox/sandbox.h"
+#include "labbox/util.h"
+
+#include <getopt.h>
+#include <glob.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char probe_help[] =
+	"usage: labbox probe [--json]\n"
+	"\n"
+	"Report what isolation this host offers the current user, each item tried for real:\n"
+	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
+	"can limit with, whether a full sandbox starts; then the Python interpreters on PATH and\n"
+	"the NVIDIA devices present.\n"
+	"\n"
+	"Options:\n"
+	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
+
+static json_object *python_json(const char *name)
+{
+	lb_python_info py;
+	char err[512];
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	if (lb_python_probe(name, &py, err, sizeof err) < 0) {
+		json_object_object_add(o, "found", json_object_new_boolean(false));
+		json_object_object_add(o, "error", json_object_new_string(err));
+		return o;
+	}
+	json_object_object_add(o, "found", json_object_new_boolean(true));
+	json_object_object_add(o, "executable", json_object_new_string(py.executable));
+	json_object_object_add(o, "version", json_object_new_string(py.version));
+	json_object_object_add(o, "prefix", json_object_new_string(py.prefix));
+	return o;
+}
+
+static json_object *gpus_json(void)
+{
+	json_object *a = json_object_new_array();
+	glob_t g;
+	if (glob("/dev/nvidia[0-9]*", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			json_object_array_add(a, json_object_new_string(g.gl_pathv[i]));
+		globfree(&g);
+	}
+	return a;
+}
+
+static const char *yn(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+int cli_probe(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false;
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(probe_help, stdout);
+			return 0;
+		case 'j':
+			json = true;
+			break;
+		default:
+			cli_bad_option("probe", argv, optopt);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("probe", "unexpected argument '%s'", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	lb_probe p;
+	if (lb_sandbox_probe(&p) < 0) {
+		cli_error("probe", "out of memory");
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "uid", json_object_new_int((int)p.uid));
+	json_object *ns = json_object_new_object();
+	json_object_object_add(ns, "user", json_object_new_boolean(p.user_ns));
+	json_object_object_add(ns, "pid", json_object_new_boolean(p.pid_ns));
+	json_object_object_add(ns, "mount", json_object_new_boolean(p.mount_ns));
+	json_object_object_add(ns, "network", json_object_new_boolean(p.net_ns));
+	json_object_object_add(ns, "ipc", json_object_new_boolean(p.ipc_ns));
+	json_object_object_add(ns, "uts", json_object_new_boolean(p.uts_ns));
+	json_object_object_add(ns, "cgroup", json_object_new_boolean(p.cgroup_ns));
+	json_object_object_add(doc, "namespaces", ns);
+	json_object *uns = json_object_new_object();
+	json_object_object_add(uns, "max_user_namespaces", json_object_new_int64(p.max_user_namespaces));
+	json_object_object_add(uns, "unprivileged_userns_clone",
+			       p.unprivileged_userns < 0 ? NULL : json_object_new_int(p.unprivileged_userns));
+	json_object_object_add(uns, "apparmor_restrict_unprivileged_userns",
+			       p.apparmor_restrict_userns < 0 ? NULL
+							      : json_object_new_int(p.apparmor_restrict_userns));
+	json_object_object_add(doc, "user_namespaces", uns);
+	json_object *sec = json_object_new_object();
+	json_object_object_add(sec, "usable", json_object_new_boolean(p.seccomp));
+	json_object_object_add(sec, "api_level", json_object_new_int((int)p.seccomp_api));
+	json_object_object_add(doc, "seccomp", sec);
+	json_object *cg = json_object_new_object();
+	json_object_object_add(cg, "version", p.cgroup_version ? json_object_new_int(p.cgroup_version) : NULL);
+	json_object_object_add(cg, "memory", json_object_new_boolean(p.cgroup_memory));
+	json_object_object_add(cg, "pids", json_object_new_boolean(p.cgroup_pids));
+	json_object_object_add(cg, "cpu", json_object_new_boolean(p.cgroup_cpu));
+	json_object_object_add(cg, "where", p.cgroup_where[0] ? json_object_new_string(p.cgroup_where) : NULL);
+	json_object_object_add(doc, "cgroups", cg);
+	json_object *sbj = json_object_new_object();
+	json_object_object_add(sbj, "works", json_object_new_boolean(p.sandbox_works));
+	json_object_object_add(sbj, "error", p.sandbox_works ? NULL : json_object_new_string(p.sandbox_error));
+	json_object_object_add(doc, "sandbox", sbj);
+	json_object *pys = json_object_new_array();
+	json_object_array_add(pys, python_json("python3"));
+	json_object_array_add(pys, python_json("/usr/bin/python3"));
+	json_object_object_add(doc, "interpreters", pys);
+	json_object_object_add(doc, "gpus", gpus_json());
+
+	if (json) {
+		printf("%s\n", lb_record_json_text(doc));
+	} else {
+		printf("labbox probe (uid %d)\n", (int)p.uid);
+		printf("  sandbox            %s%s%s\n", p.sandbox_works ? "works" : "DOES NOT WORK",
+		       p.sandbox_works ? "" : ": ", p.sandbox_works ? "" : p.sandbox_error);
+		printf("  namespaces         user %s, pid %s, mount %s, network %s, ipc %s, uts %s, "
+		       "cgroup %s\n",
+		       yn(p.user_ns), yn(p.pid_ns), yn(p.mount_ns), yn(p.net_ns), yn(p.ipc_ns),
+		       yn(p.uts_ns), yn(p.cgroup_ns));
+		printf("  user namespaces    max %ld", p.max_user_namespaces);
+		if (p.unprivileged_userns >= 0)
+			printf(", unprivileged_userns_clone %d", p.unprivileged_userns);
+		if (p.apparmor_restrict_userns >= 0)
+			printf(", apparmor restriction %d", p.apparmor_restrict_userns);
+		printf("\n  seccomp            %s (API level %u)\n", yn(p.seccomp), p.seccomp_api);
+		if (p.cgroup_version)
+			printf("  cgroups            v%d: memory %s, pids %s, cpu %s (under %s)\n",
+			       p.cgroup_version, yn(p.cgroup_memory), yn(p.cgroup_pids),
+			       yn(p.cgroup_cpu), p.cgroup_where);
+		else
+			printf("  cgroups            none usable by this user: --memory, --pids-limit "
+			       "and --cpus need --allow-degraded\n");
+		for (size_t i = 0; i < json_object_array_length(pys); i++) {
+			json_object *o = json_object_array_get_idx(pys, i), *v, *n;
+			json_object_object_get_ex(o, "name", &n);
+			if (json_object_object_get_ex(o, "version", &v)) {
+				json_object *e;
+				json_object_object_get_ex(o, "executable", &e);
+				printf("  %-18s Python %s at %s\n", json_object_get_string(n),
+				       json_object_get_string(v), json_object_get_string(e));
+			} else {
+				printf("  %-18s not usable\n", json_object_get_string(n));
+			}
+		}
+		json_object *g;
+		json_object_object_get_ex(doc, "gpus", &g);
+		printf("  NVIDIA GPUs        %zu\n", json_object_array_length(g));
+	}
+	json_object_put(doc);
+	return p.sandbox_works ? 0 : 125;
+}
