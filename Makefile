@@ -3,7 +3,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := json-c yaml-0.1 libseccomp
+PKGS    := json-c yaml-0.1 libseccomp sqlite3
 SAN     ?= 0
 
 ifeq ($(SAN),1)

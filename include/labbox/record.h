@@ -50,4 +50,36 @@ void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *trun
 /* The last lines written (at most max bytes), for diagnosis; a copy owned by the caller. */
 char *lb_runlog_tail(const lb_runlog *l, size_t max);
 
+/* Run index: the run history, an SQLite database in WAL mode (default .labbox/labbox.db beside
+ * the runs directory). A run is written when it starts and when it ends; a run whose labbox
+ * died in between is shown as interrupted, never lost. */
+typedef struct lb_index lb_index;
+
+/* The index of a runs directory: RUNS_DIR/../labbox.db. *out is malloc'd. */
+int lb_index_path_for(const char *runs_dir, char **out);
+/* Open (creating the file and schema when missing). err gets one line on failure. */
+int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
+void lb_index_close(lb_index *ix);
+
+int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, const char *expdir,
+			 const char *started_at);
+/* From the final result.json document: status, codes, times, resources and every metric. */
+int lb_index_run_finished(lb_index *ix, struct json_object *result);
+
+typedef struct lb_index_filter {
+	const char *status; /* NULL: any */
+	const char *metric; /* "name" (present), or "name<op>value" with op one of < <= > >= = != */
+	const char *since;  /* ISO-8601 prefix compared as text: "2026-11-29" */
+	const char *until;
+	long limit;         /* 0: no limit */
+} lb_index_filter;
+
+/* Rows newest first: [{id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,
+ * labbox_exit_code, metrics: {"cond/name" or "name": value}}]. -EINVAL with err for a bad
+ * filter. */
+int lb_index_list(lb_index *ix, const lb_index_filter *f, struct json_object **rows, char *err,
+		  size_t errlen);
+/* One row by id or unique id prefix; -ENOENT when absent, -EEXIST when ambiguous. */
+int lb_index_get(lb_index *ix, const char *id, struct json_object **row);
+
 #endif

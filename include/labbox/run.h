@@ -42,6 +42,12 @@ typedef struct lb_run_request {
 	uint64_t log_limit; /* 0: 16 MiB */
 	lb_output_fn echo;  /* live copy of the experiment's output; may be NULL */
 	void *echo_ctx;
+	struct json_object *sandbox_config; /* the caller's sandbox flags, kept in the manifest so
+					     * `labbox rerun` can apply them again; may be NULL */
+	const char *rerun_of;      /* id of the run this one repeats */
+	const char *origin_expdir; /* the experiment's original directory when expdir is a copy */
+	void (*warn)(void *ctx, const char *message); /* problems that do not stop the run */
+	void *warn_ctx;
 	char *const *command_line; /* labbox's own argv, for the manifest */
 	int command_argc;
 } lb_run_request;

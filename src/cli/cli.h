@@ -74,6 +74,10 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 /* Apply the shared flags to a sandbox; -1 after printing an error. */
 int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
 void cli_sandbox_opts_free(cli_sandbox_opts *o);
+struct json_object;
+/* The shared flags as JSON (kept in the manifest) and back (for rerun). */
+struct json_object *cli_sandbox_json(const cli_sandbox_opts *o);
+int cli_sandbox_opts_from_json(struct json_object *j, cli_sandbox_opts *o);
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The unknown-option message for getopt's '?' result. */
@@ -85,5 +89,7 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_probe(int argc, char **argv);
+int cli_runs(int argc, char **argv);
+int cli_rerun(int argc, char **argv);
 
 #endif

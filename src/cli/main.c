@@ -15,6 +15,8 @@ static const char usage[] =
 	"  run EXPDIR [-- ARGS]   stage, run and record an experiment; collect and check metrics\n"
 	"  exec -- CMD [ARGS]     run any command in the sandbox and exit with its status\n"
 	"  probe                  what isolation this host offers this user\n"
+	"  runs list|show|compare the run history: filter, inspect, compare two runs\n"
+	"  rerun ID               run a recorded run again; say whether its metrics match\n"
 	"  version                print the version\n"
 	"\n"
 	"`labbox COMMAND --help` documents each command's flags.\n";
@@ -43,6 +45,10 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "probe") == 0)
 		return cli_probe(argc - 1, argv + 1);
+	if (strcmp(cmd, "runs") == 0)
+		return cli_runs(argc - 1, argv + 1);
+	if (strcmp(cmd, "rerun") == 0)
+		return cli_rerun(argc - 1, argv + 1);
 	fprintf(stderr, "labbox: unknown command '%s' (see labbox --help)\n", cmd);
 	return CLI_EXIT_USAGE;
 }

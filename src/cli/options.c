@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -248,4 +249,68 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 	}
 	*out = strdup(abs);
 	return *out ? 0 : 125;
+}
+
+static json_object *strv_to_json(char **v, size_t n)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	return a;
+}
+
+json_object *cli_sandbox_json(const cli_sandbox_opts *o)
+{
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "network",
+			       json_object_new_string(o->network == LB_NET_HOST	      ? "host"
+						      : o->network == LB_NET_LOOPBACK ? "loopback"
+										      : "none"));
+	json_object_object_add(j, "memory_bytes", o->memory ? json_object_new_int64((int64_t)o->memory) : NULL);
+	json_object_object_add(j, "cpus", o->cpus > 0 ? json_object_new_double(o->cpus) : NULL);
+	json_object_object_add(j, "pids_limit", o->pids ? json_object_new_int64(o->pids) : NULL);
+	json_object_object_add(j, "grace_s", json_object_new_double(o->grace_set ? o->grace : 5.0));
+	json_object_object_add(j, "env", strv_to_json(o->env, o->nenv));
+	json_object_object_add(j, "volumes", strv_to_json(o->volumes, o->nvolumes));
+	json_object_object_add(j, "allow_degraded", strv_to_json(o->degraded, o->ndegraded));
+	return j;
+}
+
+static int strv_from_json(json_object *j, const char *key, char ***v, size_t *n)
+{
+	json_object *a;
+	if (!json_object_object_get_ex(j, key, &a) || !json_object_is_type(a, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(a); i++)
+		if (strv_add(v, n, json_object_get_string(json_object_array_get_idx(a, i))) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
+{
+	json_object *v;
+	if (!j)
+		return 0;
+	if (json_object_object_get_ex(j, "network", &v)) {
+		const char *n = json_object_get_string(v);
+		o->network = strcmp(n, "host") == 0	  ? LB_NET_HOST
+			     : strcmp(n, "loopback") == 0 ? LB_NET_LOOPBACK
+							  : LB_NET_NONE;
+	}
+	if (json_object_object_get_ex(j, "memory_bytes", &v) && v)
+		o->memory = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "cpus", &v) && v)
+		o->cpus = json_object_get_double(v);
+	if (json_object_object_get_ex(j, "pids_limit", &v) && v)
+		o->pids = (long)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "grace_s", &v) && v) {
+		o->grace = json_object_get_double(v);
+		o->grace_set = true;
+	}
+	if (strv_from_json(j, "env", &o->env, &o->nenv) < 0 ||
+	    strv_from_json(j, "volumes", &o->volumes, &o->nvolumes) < 0 ||
+	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)
+		return -ENOMEM;
+	return 0;
 }

@@ -48,6 +48,12 @@ static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
 		e->broken = true;
 }
 
+static void warn(void *ctx, const char *message)
+{
+	(void)ctx;
+	cli_error("run", "warning: %s", message);
+}
+
 static void print_value(FILE *f, json_object *v)
 {
 	if (json_object_is_type(v, json_type_string))
@@ -233,6 +239,8 @@ int cli_run(int argc, char **argv)
 		req.echo = echo;
 		req.echo_ctx = &ec;
 	}
+	req.warn = warn;
+	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
 	int r = lb_run(sb, &req, &out);
@@ -252,6 +260,8 @@ int cli_run(int argc, char **argv)
 		print_summary(stdout, &out);
 	}
 done:
+	if (req.sandbox_config)
+		json_object_put(req.sandbox_config);
 	lb_run_result_free(&out);
 	for (size_t i = 0; i < nmetrics; i++)
 		free(metrics[i]);

@@ -103,8 +103,16 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return -ENOMEM;
 	for (size_t i = 0; i < st->cfg.nmetrics; i++)
 		st->declared[i] = st->cfg.metrics[i];
-	for (size_t i = 0; i < req->nmetrics; i++)
-		st->declared[st->cfg.nmetrics + i] = req->metrics[i];
+	size_t nd = st->cfg.nmetrics;
+	for (size_t i = 0; i < req->nmetrics; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < nd; j++)
+			if (strcmp(st->declared[j], req->metrics[i]) == 0)
+				dup = true;
+		if (!dup)
+			st->declared[nd++] = req->metrics[i];
+	}
+	st->ndeclared = nd;
 
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
 	if (lb_python_probe(python, &st->py, err, sizeof err) < 0)
@@ -211,6 +219,41 @@ static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *i
 	lb_sandbox_set_budget(sb, st->budget);
 }
 
+/* The run index is a record, not a protection: when it cannot be written the run goes on,
+ * and result.json and a warning say so. */
+static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_object *doc,
+			    double started)
+{
+	LB_AUTOFREE char *path = NULL;
+	char err[512] = "";
+	lb_index *ix = NULL;
+	json_object *info = json_object_new_object();
+	int r = lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &path);
+	if (r == 0)
+		r = lb_index_open(path, &ix, err, sizeof err);
+	if (r == 0) {
+		char iso[40];
+		lb_time_iso8601(started, iso);
+		char expdir[PATH_MAX] = "";
+		if (!realpath(req->expdir, expdir))
+			snprintf(expdir, sizeof expdir, "%s", req->expdir);
+		if (lb_index_run_started(ix, out->id, out->run_dir, expdir, iso) < 0) {
+			snprintf(err, sizeof err, "cannot write to the run index %s", path);
+			lb_index_close(ix);
+			ix = NULL;
+			r = -EIO;
+		}
+	}
+	char abs[PATH_MAX];
+	json_object_object_add(info, "path",
+			       json_object_new_string(path && realpath(path, abs) ? abs : path ? path : ""));
+	json_object_object_add(info, "error", r < 0 ? json_object_new_string(err) : NULL);
+	json_object_object_add(doc, "index", info);
+	if (r < 0 && req->warn)
+		req->warn(req->warn_ctx, err);
+	return ix;
+}
+
 static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -231,6 +274,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
 	/* A run whose labbox dies from here on still says what it was. */
 	lb_record_write_json(path, doc);
+	lb_index *index = open_index(req, out, doc, started);
 
 	json_object *manifest = json_object_new_object();
 	json_object *files = json_object_new_object();
@@ -410,7 +454,11 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			       strv_json(req->command_line, req->command_argc > 0 ? (size_t)req->command_argc : 0));
 	json_object_object_add(manifest, "experiment_command", strv_json(argv, argv ? st->nargs + 2 : 0));
 	json_object *cfg = json_object_new_object();
-	json_object_object_add(cfg, "expdir", json_object_new_string(st->expdir));
+	json_object_object_add(cfg, "expdir", json_object_new_string(req->origin_expdir ? req->origin_expdir
+										  : st->expdir));
+	json_object_object_add(cfg, "python_requested",
+			       json_object_new_string(req->python ? req->python
+						      : st->cfg.python ? st->cfg.python : "python3"));
 	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
 	json_object_object_add(cfg, "args", strv_json(st->args, st->nargs));
 	json_object_object_add(cfg, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
@@ -423,7 +471,11 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(envj, "PYTHONUNBUFFERED", json_object_new_string("1"));
 	json_object_object_add(envj, "PYTHONDONTWRITEBYTECODE", json_object_new_string("1"));
 	json_object_object_add(cfg, "environment", envj);
+	if (req->sandbox_config)
+		json_object_object_add(cfg, "sandbox", json_object_get(req->sandbox_config));
 	json_object_object_add(manifest, "config", cfg);
+	if (req->rerun_of)
+		json_object_object_add(manifest, "rerun_of", json_object_new_string(req->rerun_of));
 	json_object *interp = json_object_new_object();
 	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
 	json_object_object_add(interp, "version", json_object_new_string(st->py.version));
@@ -431,7 +483,8 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
 	json_object_object_add(manifest, "interpreter", interp);
-	json_object_object_add(manifest, "git", lb_record_git_info(st->expdir));
+	json_object_object_add(manifest, "git", lb_record_git_info(req->origin_expdir ? req->origin_expdir
+										      : st->expdir));
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
 	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
@@ -441,6 +494,11 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
 	lb_record_write_json(path, doc);
+	if (index) {
+		if (lb_index_run_finished(index, doc) < 0 && req->warn)
+			req->warn(req->warn_ctx, "could not record the end of the run in the run index");
+		lb_index_close(index);
+	}
 	if (results)
 		json_object_put(results);
 	lb_metrics_free(metrics);

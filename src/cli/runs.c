@@ -1,0 +1,793 @@
+/* labbox runs list|show|compare: the run history. */
+#include "cli.h"
+#include "labbox/record.h"
+#include "labbox/run.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char runs_help[] =
+	"usage: labbox runs list [--status S] [--metric NAME[OP VALUE]] [--since DATE]\n"
+	"                        [--until DATE] [--limit N] [--json] [--runs-dir DIR]\n"
+	"       labbox runs show ID [--json] [--runs-dir DIR]\n"
+	"       labbox runs compare A B [--json] [--runs-dir DIR]\n"
+	"\n"
+	"The run history kept in the run index (.labbox/labbox.db beside the runs directory).\n"
+	"A run whose labbox died before it finished is listed as interrupted.\n"
+	"\n"
+	"Options:\n"
+	"  --runs-dir DIR   the runs directory whose index to read (default .labbox/runs)\n"
+	"  --status S       only runs with this status (completed, failed, timeout, ...)\n"
+	"  --metric SPEC    only runs reporting metric NAME (or COND/NAME), optionally compared:\n"
+	"                   'accuracy>0.9', 'lambda_1/test_mse<=0.3' (ops < <= > >= = !=)\n"
+	"  --since DATE     runs started at or after DATE (ISO-8601 prefix, UTC: 2026-11-29)\n"
+	"  --until DATE     runs started before DATE\n"
+	"  --limit N        at most N runs, newest first\n"
+	"  --json           one JSON document on stdout\n"
+	"  -h, --help       this help\n"
+	"\n"
+	"IDs may be abbreviated to a unique prefix. `compare` prints the metrics side by side with\n"
+	"their deltas (B - A), then the configuration, interpreter, package and git differences.\n"
+	"Exit status: 0, 2 for usage errors or unknown runs.\n";
+
+enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON };
+
+typedef struct runs_opts {
+	const char *runs_dir;
+	lb_index_filter filter;
+	bool json;
+} runs_opts;
+
+static int open_index(const runs_opts *o, lb_index **ix)
+{
+	LB_AUTOFREE char *path = NULL;
+	const char *runs_dir = o->runs_dir ? o->runs_dir : ".labbox/runs";
+	if (lb_index_path_for(runs_dir, &path) < 0)
+		return -ENOMEM;
+	if (access(path, F_OK) != 0) {
+		cli_error("runs", "no run index at %s (no run has been recorded under %s)", path,
+			  runs_dir);
+		return -ENOENT;
+	}
+	char err[512];
+	if (lb_index_open(path, ix, err, sizeof err) < 0) {
+		cli_error("runs", "%s", err);
+		return -EIO;
+	}
+	return 0;
+}
+
+static json_object *load_json(const char *dir, const char *name)
+{
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return NULL;
+	LB_AUTOFREE char *text = NULL;
+	if (lb_read_file_at(dfd, name, 256u << 20, &text, NULL) < 0)
+		return NULL;
+	return json_tokener_parse(text);
+}
+
+/* A run by id or prefix: its index row, result.json and manifest.json. */
+static int find_run(lb_index *ix, const char *id, json_object **row, json_object **result,
+		    json_object **manifest)
+{
+	int r = lb_index_get(ix, id, row);
+	if (r == -ENOENT) {
+		cli_error("runs", "no run '%s' in the run index", id);
+		return r;
+	}
+	if (r == -EEXIST) {
+		cli_error("runs", "'%s' matches more than one run; give more of the id", id);
+		return r;
+	}
+	if (r < 0) {
+		cli_error("runs", "reading the run index failed");
+		return r;
+	}
+	json_object *v;
+	const char *dir = json_object_object_get_ex(*row, "run_dir", &v) ? json_object_get_string(v) : "";
+	*result = load_json(dir, "result.json");
+	*manifest = load_json(dir, "manifest.json");
+	/* The index knows a run was interrupted even when its result.json could not say so. */
+	json_object *st;
+	if (*result && json_object_object_get_ex(*row, "status", &st) &&
+	    strcmp(json_object_get_string(st), "interrupted") == 0)
+		json_object_object_add(*result, "status", json_object_new_string("interrupted"));
+	return 0;
+}
+
+static const char *get_str(json_object *o, const char *key, const char *dflt)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : dflt;
+}
+
+static int runs_list(const runs_opts *o)
+{
+	lb_index *ix;
+	if (open_index(o, &ix) < 0)
+		return CLI_EXIT_USAGE;
+	json_object *rows = NULL;
+	char err[512];
+	int r = lb_index_list(ix, &o->filter, &rows, err, sizeof err);
+	lb_index_close(ix);
+	if (r < 0) {
+		cli_error("runs", "%s", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (o->json) {
+		json_object *doc = json_object_new_object();
+		json_object_object_add(doc, "schema", json_object_new_string("labbox.runs/1"));
+		json_object_object_add(doc, "runs", rows);
+		printf("%s\n", lb_record_json_text(doc));
+		json_object_put(doc);
+		return 0;
+	}
+	printf("%-24s %-16s %-20s %8s  %s\n", "ID", "STATUS", "STARTED (UTC)", "WALL_S", "METRICS");
+	for (size_t i = 0; i < json_object_array_length(rows); i++) {
+		json_object *row = json_object_array_get_idx(rows, i), *m, *w;
+		char started[21];
+		snprintf(started, sizeof started, "%.19s", get_str(row, "started_at", "-"));
+		char wall[32] = "-";
+		if (json_object_object_get_ex(row, "wall_s", &w) && w)
+			snprintf(wall, sizeof wall, "%.2f", json_object_get_double(w));
+		printf("%-24s %-16s %-20s %8s  ", get_str(row, "id", "?"),
+		       get_str(row, "status", "?"), started, wall);
+		int shown = 0, total = 0;
+		if (json_object_object_get_ex(row, "metrics", &m)) {
+			json_object_object_foreach(m, k, v)
+			{
+				if (shown < 3) {
+					printf("%s%s=%s", shown ? " " : "", k,
+					       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)
+						 : "null");
+					shown++;
+				}
+				total++;
+			}
+		}
+		if (total > shown)
+			printf(" (+%d)", total - shown);
+		putchar('\n');
+	}
+	json_object_put(rows);
+	return 0;
+}
+
+static int runs_show(const runs_opts *o, const char *id)
+{
+	lb_index *ix;
+	if (open_index(o, &ix) < 0)
+		return CLI_EXIT_USAGE;
+	json_object *row = NULL, *result = NULL, *manifest = NULL;
+	int r = find_run(ix, id, &row, &result, &manifest);
+	lb_index_close(ix);
+	if (r < 0)
+		return CLI_EXIT_USAGE;
+	if (o->json) {
+		json_object *doc = json_object_new_object();
+		json_object_object_add(doc, "schema", json_object_new_string("labbox.show/1"));
+		json_object_object_add(doc, "index", json_object_get(row));
+		json_object_object_add(doc, "result", result ? json_object_get(result) : NULL);
+		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
+		printf("%s\n", lb_record_json_text(doc));
+		json_object_put(doc);
+	} else {
+		printf("run %s: %s\n", get_str(row, "id", "?"), get_str(row, "status", "?"));
+		printf("  started  %s\n  ended    %s\n", get_str(row, "started_at", "-"),
+		       get_str(row, "ended_at", "-"));
+		printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
+		       get_str(row, "run_dir", "-"));
+		json_object *interp, *git, *m;
+		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp))
+			printf("  python   %s (%s)\n", get_str(interp, "version", "?"),
+			       get_str(interp, "path", "?"));
+		if (manifest && json_object_object_get_ex(manifest, "git", &git) && git)
+			printf("  git      %s%s\n", get_str(git, "commit", "?"),
+			       json_object_get_boolean(json_object_object_get(git, "dirty")) ? " (dirty)" : "");
+		if (json_object_object_get_ex(row, "metrics", &m)) {
+			json_object_object_foreach(m, k, v)
+			{
+				printf("  %-40s %s\n", k,
+				       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "null");
+			}
+		}
+		json_object *fail;
+		if (result && json_object_object_get_ex(result, "failure", &fail) && fail)
+			printf("  failure  %s: %s\n", get_str(fail, "class", "?"),
+			       get_str(fail, "summary", ""));
+	}
+	json_object_put(row);
+	if (result)
+		json_object_put(result);
+	if (manifest)
+		json_object_put(manifest);
+	return 0;
+}
+
+/* "name==version" lines of environment.txt as an object. */
+static json_object *packages_of(const char *run_dir)
+{
+	json_object *pk = json_object_new_object();
+	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	LB_AUTOFREE char *text = NULL;
+	if (dfd < 0 || lb_read_file_at(dfd, "environment.txt", 16u << 20, &text, NULL) < 0)
+		return pk;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strstr(line, "==");
+		if (line[0] == '#' || !eq)
+			continue;
+		*eq = '\0';
+		json_object_object_add(pk, line, json_object_new_string(eq + 2));
+	}
+	return pk;
+}
+
+static void diff_objects(const char *prefix, json_object *a, json_object *b, json_object *out)
+{
+	/* Keys of both, recursing into objects, reporting leaves that differ. */
+	json_object *keys = json_object_new_object();
+	if (a && json_object_is_type(a, json_type_object)) {
+		json_object_object_foreach(a, k, v)
+		{
+			(void)v;
+			json_object_object_add(keys, k, NULL);
+		}
+	}
+	if (b && json_object_is_type(b, json_type_object)) {
+		json_object_object_foreach(b, k, v)
+		{
+			(void)v;
+			json_object_object_add(keys, k, NULL);
+		}
+	}
+	json_object_object_foreach(keys, k, unused)
+	{
+		(void)unused;
+		json_object *va = NULL, *vb = NULL;
+		if (a)
+			json_object_object_get_ex(a, k, &va);
+		if (b)
+			json_object_object_get_ex(b, k, &vb);
+		char path[512];
+		snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", k);
+		if ((va && json_object_is_type(va, json_type_object)) ||
+		    (vb && json_object_is_type(vb, json_type_object))) {
+			diff_objects(path, va, vb, out);
+			continue;
+		}
+		if (json_object_equal(va, vb))
+			continue;
+		json_object *d = json_object_new_object();
+		json_object_object_add(d, "key", json_object_new_string(path));
+		json_object_object_add(d, "a", va ? json_object_get(va) : NULL);
+		json_object_object_add(d, "b", vb ? json_object_get(vb) : NULL);
+		json_object_array_add(out, d);
+	}
+	json_object_put(keys);
+}
+
+static void print_val(json_object *v)
+{
+	printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
+}
+
+static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
+{
+	lb_index *ix;
+	if (open_index(o, &ix) < 0)
+		return CLI_EXIT_USAGE;
+	json_object *ra = NULL, *rb = NULL, *resa = NULL, *resb = NULL, *ma = NULL, *mb = NULL;
+	int r = find_run(ix, ida, &ra, &resa, &ma);
+	if (r == 0)
+		r = find_run(ix, idb, &rb, &resb, &mb);
+	lb_index_close(ix);
+	if (r < 0) {
+		json_object *objs[6] = {ra, rb, resa, resb, ma, mb};
+		for (int i = 0; i < 6; i++)
+			json_object_put(objs[i]);
+		return CLI_EXIT_USAGE;
+	}
+	json_object *metrics = json_object_new_array();
+	json_object *mA = json_object_object_get(ra, "metrics");
+	json_object *mB = json_object_object_get(rb, "metrics");
+	json_object *names = json_object_new_object();
+	json_object_object_foreach(mA, ka, va)
+	{
+		(void)va;
+		json_object_object_add(names, ka, NULL);
+	}
+	json_object_object_foreach(mB, kb, vb)
+	{
+		(void)vb;
+		json_object_object_add(names, kb, NULL);
+	}
+	json_object_object_foreach(names, name, unused)
+	{
+		(void)unused;
+		json_object *a = json_object_object_get(mA, name);
+		json_object *b = json_object_object_get(mB, name);
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "metric", json_object_new_string(name));
+		json_object_object_add(e, "a", a ? json_object_get(a) : NULL);
+		json_object_object_add(e, "b", b ? json_object_get(b) : NULL);
+		bool num = a && b && json_object_is_type(a, json_type_double) &&
+			   json_object_is_type(b, json_type_double);
+		json_object_object_add(e, "delta",
+				       num ? json_object_new_double(json_object_get_double(b) -
+								    json_object_get_double(a))
+					   : NULL);
+		json_object_object_add(e, "equal", json_object_new_boolean(json_object_equal(a, b)));
+		json_object_array_add(metrics, e);
+	}
+	json_object_put(names);
+
+	json_object *config = json_object_new_array();
+	diff_objects("", json_object_object_get(ma, "config"), json_object_object_get(mb, "config"),
+		     config);
+	json_object *env = json_object_new_array();
+	diff_objects("interpreter", json_object_object_get(ma, "interpreter"),
+		     json_object_object_get(mb, "interpreter"), env);
+	diff_objects("git", json_object_object_get(ma, "git"), json_object_object_get(mb, "git"), env);
+	json_object *pa = packages_of(get_str(ra, "run_dir", ""));
+	json_object *pb = packages_of(get_str(rb, "run_dir", ""));
+	json_object *pkgs = json_object_new_array();
+	diff_objects("packages", pa, pb, pkgs);
+	json_object *files = json_object_new_array();
+	diff_objects("files", json_object_object_get(ma, "files"), json_object_object_get(mb, "files"),
+		     files);
+
+	if (o->json) {
+		json_object *doc = json_object_new_object();
+		json_object_object_add(doc, "schema", json_object_new_string("labbox.compare/1"));
+		json_object_object_add(doc, "a", json_object_new_string(get_str(ra, "id", "")));
+		json_object_object_add(doc, "b", json_object_new_string(get_str(rb, "id", "")));
+		json_object_object_add(doc, "metrics", metrics);
+		json_object_object_add(doc, "config", config);
+		json_object_object_add(doc, "environment", env);
+		json_object_object_add(doc, "packages", pkgs);
+		json_object_object_add(doc, "files", files);
+		printf("%s\n", lb_record_json_text(doc));
+		json_object_put(doc);
+	} else {
+		printf("A = %s (%s)\nB = %s (%s)\n\n", get_str(ra, "id", ""), get_str(ra, "status", ""),
+		       get_str(rb, "id", ""), get_str(rb, "status", ""));
+		printf("%-36s %-22s %-22s %s\n", "METRIC", "A", "B", "B - A");
+		for (size_t i = 0; i < json_object_array_length(metrics); i++) {
+			json_object *e = json_object_array_get_idx(metrics, i);
+			printf("%-36s ", get_str(e, "metric", ""));
+			print_val(json_object_object_get(e, "a"));
+			putchar(' ');
+			print_val(json_object_object_get(e, "b"));
+			json_object *d = json_object_object_get(e, "delta");
+			if (d)
+				printf(" %+.6g", json_object_get_double(d));
+			putchar('\n');
+		}
+		json_object *sections[4] = {config, env, pkgs, files};
+		const char *titles[4] = {"configuration", "environment", "packages", "staged files"};
+		for (int s = 0; s < 4; s++) {
+			size_t n = json_object_array_length(sections[s]);
+			printf("\n%s: %s\n", titles[s], n ? "differs" : "same");
+			for (size_t i = 0; i < n && i < 50; i++) {
+				json_object *d = json_object_array_get_idx(sections[s], i);
+				printf("  %-40s ", get_str(d, "key", ""));
+				print_val(json_object_object_get(d, "a"));
+				printf(" -> ");
+				print_val(json_object_object_get(d, "b"));
+				putchar('\n');
+			}
+			if (n > 50)
+				printf("  ... %zu more\n", n - 50);
+		}
+		json_object_put(metrics);
+		json_object_put(config);
+		json_object_put(env);
+		json_object_put(pkgs);
+		json_object_put(files);
+	}
+	json_object_put(pa);
+	json_object_put(pb);
+	json_object *objs[6] = {ra, rb, resa, resb, ma, mb};
+	for (int i = 0; i < 6; i++)
+		json_object_put(objs[i]);
+	return 0;
+}
+
+int cli_runs(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"runs-dir", required_argument, NULL, O_RUNS_DIR},
+		{"status", required_argument, NULL, O_STATUS},
+		{"metric", required_argument, NULL, O_METRIC},
+		{"since", required_argument, NULL, O_SINCE},
+		{"until", required_argument, NULL, O_UNTIL},
+		{"limit", required_argument, NULL, O_LIMIT},
+		{"json", no_argument, NULL, O_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	runs_opts o = {0};
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(runs_help, stdout);
+			return 0;
+		case O_RUNS_DIR:
+			o.runs_dir = optarg;
+			break;
+		case O_STATUS:
+			o.filter.status = optarg;
+			break;
+		case O_METRIC:
+			o.filter.metric = optarg;
+			break;
+		case O_SINCE:
+			o.filter.since = optarg;
+			break;
+		case O_UNTIL:
+			o.filter.until = optarg;
+			break;
+		case O_LIMIT:
+			if (lb_parse_long(optarg, &o.filter.limit) < 0 || o.filter.limit <= 0) {
+				cli_error("runs", "--limit '%s' is not a positive integer", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case O_JSON:
+			o.json = true;
+			break;
+		default:
+			cli_bad_option("runs", argv, optopt);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	const char *sub = optind < argc ? argv[optind] : NULL;
+	int nargs = argc - optind - 1;
+	if (!sub) {
+		cli_error("runs", "no subcommand given (list, show ID, compare A B)");
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(sub, "list") == 0 && nargs == 0)
+		return runs_list(&o);
+	if (strcmp(sub, "show") == 0 && nargs == 1)
+		return runs_show(&o, argv[optind + 1]);
+	if (strcmp(sub, "compare") == 0 && nargs == 2)
+		return runs_compare(&o, argv[optind + 1], argv[optind + 2]);
+	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "compare"))
+		cli_error("runs", "unknown subcommand '%s' (list, show ID, compare A B)", sub);
+	else
+		cli_error("runs", "'%s' takes %s", sub,
+			  strcmp(sub, "list") == 0 ? "no arguments"
+			  : strcmp(sub, "show") == 0 ? "one run id"
+						      : "two run ids");
+	return CLI_EXIT_USAGE;
+}
+
+/* ---- labbox rerun ---------------------------------------------------------------------- */
+
+static const char rerun_help[] =
+	"usage: labbox rerun [--runs-dir DIR] [--json] [-q] ID\n"
+	"\n"
+	"Run a recorded run again: the same staged code (from the original experiment directory\n"
+	"when every file still has the recorded sha256, else from the run's own staged copy when\n"
+	"its files are unchanged), the same interpreter, arguments, budget, declared metrics and\n"
+	"sandbox flags. Then say whether the metrics match the original run's: a determinism\n"
+	"check. The comparison is written to the new run's rerun.json.\n"
+	"\n"
+	"Options:\n"
+	"  --runs-dir DIR   the runs directory (default .labbox/runs)\n"
+	"  --json           print the new run's result.json with a \"rerun\" block added\n"
+	"  -q, --quiet      do not stream the experiment's output\n"
+	"  -h, --help       this help\n"
+	"\n"
+	"Exit status: that of the new run (as labbox run), 2 when the run cannot be repeated.\n";
+
+static void flatten_metrics(json_object *metrics, json_object *out)
+{
+	json_object *vals, *conds;
+	if (json_object_object_get_ex(metrics, "values", &vals)) {
+		json_object_object_foreach(vals, k, v)
+		{
+			json_object_object_add(out, k, v ? json_object_get(v) : NULL);
+		}
+	}
+	if (json_object_object_get_ex(metrics, "conditions", &conds)) {
+		json_object_object_foreach(conds, c, group)
+		{
+			json_object_object_foreach(group, k, v)
+			{
+				char key[600];
+				snprintf(key, sizeof key, "%s/%s", c, k);
+				json_object_object_add(out, key, v ? json_object_get(v) : NULL);
+			}
+		}
+	}
+}
+
+static int sha256_file(const char *path, char hex[65])
+{
+	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		lb_sha256_update(&h, buf, (size_t)n);
+	if (n < 0)
+		return -errno;
+	uint8_t d[32];
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	return 0;
+}
+
+/* First file of the manifest whose content differs in dir, or NULL when all match. */
+static const char *first_changed(const char *dir, json_object *files)
+{
+	json_object_object_foreach(files, rel, sha)
+	{
+		const char *want = json_object_get_string(sha);
+		if (strcmp(want, "symlink") == 0)
+			continue;
+		LB_AUTOFREE char *path = NULL;
+		char hex[65];
+		if (asprintf(&path, "%s/%s", dir, rel) < 0 || sha256_file(path, hex) < 0 ||
+		    strcmp(hex, want) != 0)
+			return rel;
+	}
+	return NULL;
+}
+
+/* Copy exactly the manifest's files from the old staged copy into a fresh directory. */
+static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
+{
+	if (!mkdtemp(tmp))
+		return -errno;
+	json_object_object_foreach(files, rel, sha)
+	{
+		LB_AUTOFREE char *src = NULL;
+		LB_AUTOFREE char *dst = NULL;
+		if (asprintf(&src, "%s/%s", exp, rel) < 0 || asprintf(&dst, "%s/%s", tmp, rel) < 0)
+			return -ENOMEM;
+		char *slash = strrchr(dst, '/');
+		*slash = '\0';
+		int r = lb_mkdir_p(dst, 0755);
+		*slash = '/';
+		if (r < 0)
+			return r;
+		if (strcmp(json_object_get_string(sha), "symlink") == 0) {
+			char target[PATH_MAX];
+			ssize_t len = readlink(src, target, sizeof target - 1);
+			if (len < 0)
+				return -errno;
+			target[len] = '\0';
+			if (symlink(target, dst) < 0)
+				return -errno;
+			continue;
+		}
+		LB_AUTOFREE char *data = NULL;
+		size_t n = 0;
+		r = lb_read_file_at(AT_FDCWD, src, (size_t)1 << 34, &data, &n);
+		if (r == 0)
+			r = lb_write_file_atomic(dst, data, n);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void rerun_echo(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	(void)stream;
+	lb_write_all(*(int *)ctx, data, len);
+}
+
+int cli_rerun(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"runs-dir", required_argument, NULL, O_RUNS_DIR},
+		{"json", no_argument, NULL, O_JSON},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	runs_opts o = {0};
+	bool quiet = false;
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(rerun_help, stdout);
+			return 0;
+		case 'q':
+			quiet = true;
+			break;
+		case O_RUNS_DIR:
+			o.runs_dir = optarg;
+			break;
+		case O_JSON:
+			o.json = true;
+			break;
+		default:
+			cli_bad_option("rerun", argv, optopt);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error("rerun", "give exactly one run id (usage: labbox rerun ID)");
+		return CLI_EXIT_USAGE;
+	}
+	lb_index *ix;
+	if (open_index(&o, &ix) < 0)
+		return CLI_EXIT_USAGE;
+	json_object *row = NULL, *old = NULL, *manifest = NULL;
+	int r = find_run(ix, argv[optind], &row, &old, &manifest);
+	lb_index_close(ix);
+	if (r < 0)
+		return CLI_EXIT_USAGE;
+	int rc = CLI_EXIT_USAGE;
+	char tmp[] = "/tmp/labbox-rerun-XXXXXX";
+	bool made_tmp = false;
+	cli_sandbox_opts so = {0};
+	lb_sandbox *sb = NULL;
+	lb_run_result out = {0};
+	char **args = NULL;
+	size_t nargs = 0;
+	const char **metrics = NULL;
+	json_object *cfg, *files, *interp, *v;
+	if (!manifest || !json_object_object_get_ex(manifest, "config", &cfg) ||
+	    !json_object_object_get_ex(manifest, "files", &files) ||
+	    !json_object_object_get_ex(manifest, "interpreter", &interp)) {
+		cli_error("rerun", "run %s has no complete manifest.json; it cannot be repeated",
+			  get_str(row, "id", "?"));
+		goto done;
+	}
+	const char *id = get_str(row, "id", "");
+	const char *origin = get_str(cfg, "expdir", "");
+	char exp[PATH_MAX];
+	snprintf(exp, sizeof exp, "%s/exp", get_str(row, "run_dir", ""));
+	const char *src = NULL;
+	const char *changed_origin = first_changed(origin, files);
+	if (!changed_origin) {
+		src = origin;
+	} else {
+		const char *changed_stage = first_changed(exp, files);
+		if (changed_stage) {
+			cli_error("rerun",
+				  "cannot repeat run %s exactly: '%s' changed in %s and '%s' was "
+				  "overwritten by the run in its staged copy",
+				  id, changed_origin, origin, changed_stage);
+			goto done;
+		}
+		r = rebuild_from_stage(exp, files, tmp);
+		made_tmp = true;
+		if (r < 0) {
+			cli_error("rerun", "cannot copy the staged files of run %s: %s", id, strerror(-r));
+			goto done;
+		}
+		src = tmp;
+	}
+	json_object *sbj = json_object_object_get(cfg, "sandbox");
+	if (cli_sandbox_opts_from_json(sbj, &so) < 0 || lb_sandbox_new(&sb) < 0 ||
+	    cli_sandbox_apply("rerun", &so, sb) < 0) {
+		rc = 125;
+		goto done;
+	}
+	lb_run_request req = {0};
+	req.expdir = src;
+	req.origin_expdir = origin;
+	req.rerun_of = id;
+	req.python = get_str(interp, "path", NULL);
+	req.runs_dir = o.runs_dir;
+	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
+		req.budget = json_object_get_double(v);
+	req.grace = so.grace_set ? so.grace : 5.0;
+	if (json_object_object_get_ex(cfg, "log_limit_bytes", &v) && v)
+		req.log_limit = (uint64_t)json_object_get_int64(v);
+	json_object *a;
+	if (json_object_object_get_ex(cfg, "args", &a) && (nargs = json_object_array_length(a))) {
+		args = calloc(nargs + 1, sizeof *args);
+		for (size_t i = 0; args && i < nargs; i++)
+			args[i] = (char *)json_object_get_string(json_object_array_get_idx(a, i));
+		req.args = args;
+		req.nargs = args ? nargs : 0;
+	}
+	if (json_object_object_get_ex(cfg, "metrics", &a) && json_object_array_length(a)) {
+		size_t n = json_object_array_length(a);
+		metrics = calloc(n + 1, sizeof *metrics);
+		for (size_t i = 0; metrics && i < n; i++)
+			metrics[i] = json_object_get_string(json_object_array_get_idx(a, i));
+		req.metrics = metrics;
+		req.nmetrics = metrics ? n : 0;
+	}
+	req.sandbox_config = sbj;
+	int echo_fd = o.json ? 2 : 1;
+	if (!quiet) {
+		req.echo = rerun_echo;
+		req.echo_ctx = &echo_fd;
+	}
+	req.command_line = argv - 1;
+	req.command_argc = argc + 1;
+	r = lb_run(sb, &req, &out);
+	if (r < 0 || !out.doc) {
+		cli_error("rerun", "%s", r < 0 ? strerror(-r) : out.error);
+		rc = r < 0 ? 125 : out.exit_code;
+		goto done;
+	}
+	rc = out.exit_code;
+
+	/* The determinism check: every metric of either run, compared. */
+	json_object *before = json_object_new_object(), *after = json_object_new_object();
+	json_object *mo, *mn;
+	if (old && json_object_object_get_ex(old, "metrics", &mo))
+		flatten_metrics(mo, before);
+	if (json_object_object_get_ex(out.doc, "metrics", &mn))
+		flatten_metrics(mn, after);
+	json_object *diffs = json_object_new_array();
+	diff_objects("", before, after, diffs);
+	json_object *rerun = json_object_new_object();
+	json_object_object_add(rerun, "of", json_object_new_string(id));
+	json_object_object_add(rerun, "source", json_object_new_string(src == origin ? "expdir" : "staged copy"));
+	json_object_object_add(rerun, "metrics_compared", json_object_new_int(json_object_object_length(after) > json_object_object_length(before) ? json_object_object_length(after) : json_object_object_length(before)));
+	json_object_object_add(rerun, "metrics_match", json_object_new_boolean(json_object_array_length(diffs) == 0));
+	json_object_object_add(rerun, "differences", diffs);
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/rerun.json", out.run_dir);
+	lb_record_write_json(path, rerun);
+	json_object_object_add(out.doc, "rerun", rerun);
+	json_object_put(before);
+	json_object_put(after);
+	if (o.json) {
+		printf("%s\n", lb_record_json_text(out.doc));
+	} else {
+		size_t nd = json_object_array_length(diffs);
+		printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,
+		       get_str(out.doc, "status", "?"), rc);
+		if (nd == 0)
+			printf("  metrics match the original run: yes\n");
+		else
+			printf("  metrics match the original run: NO, %zu differ\n", nd);
+		for (size_t i = 0; i < nd && i < 20; i++) {
+			json_object *d = json_object_array_get_idx(diffs, i);
+			printf("  %-40s ", get_str(d, "key", ""));
+			print_val(json_object_object_get(d, "a"));
+			printf(" -> ");
+			print_val(json_object_object_get(d, "b"));
+			putchar('\n');
+		}
+		printf("  run dir: %s\n", out.run_dir);
+	}
+done:
+	if (made_tmp) {
+		char *argv_rm[] = {"rm", "-rf", "--", tmp, NULL};
+		lb_buf ignored = {0};
+		lb_capture(argv_rm, 0, true, &ignored, NULL);
+		lb_buf_free(&ignored);
+	}
+	free(args);
+	free(metrics);
+	lb_run_result_free(&out);
+	lb_sandbox_free(sb);
+	cli_sandbox_opts_free(&so);
+	json_object_put(row);
+	json_object_put(old);
+	json_object_put(manifest);
+	return rc;
+}

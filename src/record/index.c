@@ -1,0 +1,477 @@
+/* Run index in SQLite (WAL): written at the start and at the end of every run.
+ *
+ * Liveness: a run row keeps the pid and the kernel start time of the labbox that ran it. A
+ * row still "running" whose labbox no longer exists (or whose pid now belongs to another
+ * process) is turned into "interrupted" the next time the index is read. */
+#include "labbox/collect.h"
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct lb_index {
+	sqlite3 *db;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS runs ("
+	"  id TEXT PRIMARY KEY,"
+	"  run_dir TEXT NOT NULL,"
+	"  expdir TEXT,"
+	"  status TEXT NOT NULL,"
+	"  started_at TEXT,"
+	"  ended_at TEXT,"
+	"  exit_code INTEGER,"
+	"  labbox_exit_code INTEGER,"
+	"  wall_s REAL,"
+	"  labbox_pid INTEGER,"
+	"  labbox_start INTEGER"
+	");"
+	"CREATE TABLE IF NOT EXISTS metrics ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id),"
+	"  condition TEXT NOT NULL DEFAULT '',"
+	"  name TEXT NOT NULL,"
+	"  value REAL,"
+	"  text TEXT,"
+	"  PRIMARY KEY (run_id, condition, name)"
+	");"
+	"CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);";
+
+/* Kernel start time (clock ticks since boot) of pid, 0 when it does not exist. */
+static unsigned long long proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Field 22; the command name (field 2) may hold spaces, so count from its ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	int field = 2;
+	for (; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
+}
+
+int lb_index_path_for(const char *runs_dir, char **out)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", runs_dir);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *slash = strrchr(buf, '/');
+	int r;
+	if (!slash)
+		r = asprintf(out, "labbox.db");
+	else if (slash == buf)
+		r = asprintf(out, "/labbox.db");
+	else {
+		*slash = '\0';
+		r = asprintf(out, "%s/labbox.db", buf);
+	}
+	return r < 0 ? -ENOMEM : 0;
+}
+
+int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
+{
+	lb_index *ix = calloc(1, sizeof *ix);
+	if (!ix)
+		return -ENOMEM;
+	int rc = sqlite3_open_v2(path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open the run index %s: %s", path,
+			 ix->db ? sqlite3_errmsg(ix->db) : sqlite3_errstr(rc));
+		sqlite3_close(ix->db);
+		free(ix);
+		return -EIO;
+	}
+	/* Several labbox processes may write at once (a sweep): wait for the lock. */
+	sqlite3_busy_timeout(ix->db, 10000);
+	char *msg = NULL;
+	rc = sqlite3_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
+			  &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(ix->db, schema, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "run index %s: %s", path, msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		sqlite3_close(ix->db);
+		free(ix);
+		return -EIO;
+	}
+	*out = ix;
+	return 0;
+}
+
+void lb_index_close(lb_index *ix)
+{
+	if (!ix)
+		return;
+	sqlite3_close(ix->db);
+	free(ix);
+}
+
+int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, const char *expdir,
+			 const char *started_at)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ix->db,
+				    "INSERT OR REPLACE INTO runs (id, run_dir, expdir, status, started_at,"
+				    " labbox_pid, labbox_start) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+				    -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, run_dir, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, expdir, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, started_at, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 5, getpid());
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)proc_start(getpid()));
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static const char *str_field(json_object *o, const char *key)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+static void bind_int_or_null(sqlite3_stmt *st, int col, json_object *o, const char *key)
+{
+	json_object *v;
+	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int))
+		sqlite3_bind_int64(st, col, json_object_get_int64(v));
+	else
+		sqlite3_bind_null(st, col);
+}
+
+static int insert_metric(sqlite3_stmt *st, const char *run_id, const char *cond, const char *name,
+			 json_object *v)
+{
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, cond, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+	if (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) {
+		sqlite3_bind_double(st, 4, json_object_get_double(v));
+		sqlite3_bind_null(st, 5);
+	} else {
+		/* Strings, and the "NaN"/"Infinity" spellings of non-finite numbers, are kept as
+		 * text: SQLite has no NaN, and a NULL value keeps them out of comparisons. */
+		sqlite3_bind_null(st, 4);
+		sqlite3_bind_text(st, 5, json_object_get_string(v), -1, SQLITE_TRANSIENT);
+	}
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+}
+
+int lb_index_run_finished(lb_index *ix, json_object *result)
+{
+	const char *id = str_field(result, "id");
+	if (!id)
+		return -EINVAL;
+	int r = 0;
+	if (sqlite3_exec(ix->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ix->db,
+				    "UPDATE runs SET status = ?, ended_at = ?, exit_code = ?,"
+				    " labbox_exit_code = ?, wall_s = ? WHERE id = ?",
+				    -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, str_field(result, "status"), -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, str_field(result, "ended_at"), -1, SQLITE_TRANSIENT);
+		bind_int_or_null(st, 3, result, "exit_code");
+		bind_int_or_null(st, 4, result, "labbox_exit_code");
+		json_object *res, *w;
+		if (json_object_object_get_ex(result, "resources", &res) &&
+		    json_object_object_get_ex(res, "wall_s", &w))
+			sqlite3_bind_double(st, 5, json_object_get_double(w));
+		else
+			sqlite3_bind_null(st, 5);
+		sqlite3_bind_text(st, 6, id, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_OK)
+		r = -EIO;
+	json_object *metrics = NULL;
+	if (r == 0 && json_object_object_get_ex(result, "metrics", &metrics) &&
+	    sqlite3_prepare_v2(ix->db,
+			       "INSERT OR REPLACE INTO metrics (run_id, condition, name, value, text)"
+			       " VALUES (?, ?, ?, ?, ?)",
+			       -1, &st, NULL) == SQLITE_OK) {
+		json_object *vals, *conds;
+		if (json_object_object_get_ex(metrics, "values", &vals)) {
+			json_object_object_foreach(vals, k, v)
+			{
+				if (r == 0 && v)
+					r = insert_metric(st, id, "", k, v);
+			}
+		}
+		if (json_object_object_get_ex(metrics, "conditions", &conds)) {
+			json_object_object_foreach(conds, c, group)
+			{
+				json_object_object_foreach(group, k, v)
+				{
+					if (r == 0 && v)
+						r = insert_metric(st, id, c, k, v);
+				}
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_exec(ix->db, r == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+		r = -EIO;
+	return r;
+}
+
+/* Runs left "running" by a labbox that is gone are interrupted. */
+static void reap_stale(lb_index *ix)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(ix->db,
+			       "SELECT id, labbox_pid, labbox_start FROM runs WHERE status = 'running'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	char **stale = NULL;
+	size_t n = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		pid_t pid = (pid_t)sqlite3_column_int64(st, 1);
+		unsigned long long start = (unsigned long long)sqlite3_column_int64(st, 2);
+		if (pid > 0 && proc_start(pid) == start && start != 0)
+			continue; /* its labbox is still working on it */
+		char **ns = realloc(stale, (n + 1) * sizeof *ns);
+		if (!ns)
+			break;
+		stale = ns;
+		stale[n] = strdup((const char *)sqlite3_column_text(st, 0));
+		if (stale[n])
+			n++;
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n; i++) {
+		if (sqlite3_prepare_v2(ix->db,
+				       "UPDATE runs SET status = 'interrupted' WHERE id = ?"
+				       " AND status = 'running'",
+				       -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, stale[i], -1, SQLITE_TRANSIENT);
+			sqlite3_step(st);
+		}
+		sqlite3_finalize(st);
+		free(stale[i]);
+	}
+	free(stale);
+}
+
+static json_object *column_json(sqlite3_stmt *st, int col)
+{
+	switch (sqlite3_column_type(st, col)) {
+	case SQLITE_INTEGER:
+		return json_object_new_int64(sqlite3_column_int64(st, col));
+	case SQLITE_FLOAT:
+		return lb_record_fixed(sqlite3_column_double(st, col), 3);
+	case SQLITE_TEXT:
+		return json_object_new_string((const char *)sqlite3_column_text(st, col));
+	default:
+		return NULL;
+	}
+}
+
+static void add_metrics(lb_index *ix, json_object *row, const char *id)
+{
+	json_object *m = json_object_new_object();
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(ix->db,
+			       "SELECT condition, name, value, text FROM metrics WHERE run_id = ?"
+			       " ORDER BY rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *cond = (const char *)sqlite3_column_text(st, 0);
+			const char *name = (const char *)sqlite3_column_text(st, 1);
+			char key[600];
+			snprintf(key, sizeof key, "%s%s%s", cond && *cond ? cond : "",
+				 cond && *cond ? "/" : "", name);
+			json_object *v = sqlite3_column_type(st, 2) == SQLITE_FLOAT
+						 ? lb_json_number(sqlite3_column_double(st, 2))
+						 : column_json(st, 3);
+			json_object_object_add(m, key, v);
+		}
+	}
+	sqlite3_finalize(st);
+	json_object_object_add(row, "metrics", m);
+}
+
+static const char row_cols[] =
+	"SELECT id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,"
+	" labbox_exit_code FROM runs";
+
+static json_object *row_json(lb_index *ix, sqlite3_stmt *st)
+{
+	static const char *const names[] = {"id",      "status",  "started_at",
+					    "ended_at", "wall_s", "expdir",
+					    "run_dir", "exit_code", "labbox_exit_code"};
+	json_object *row = json_object_new_object();
+	for (int i = 0; i < 9; i++)
+		json_object_object_add(row, names[i], column_json(st, i));
+	add_metrics(ix, row, (const char *)sqlite3_column_text(st, 0));
+	return row;
+}
+
+/* "name<op>value" -> SQL condition on the metrics table. */
+static int metric_clause(const char *spec, char *name, size_t nlen, const char **op, double *value)
+{
+	static const char *const ops[] = {"<=", ">=", "!=", "<", ">", "="};
+	const char *at = NULL;
+	*op = NULL;
+	for (const char *p = spec; *p && !at; p++)
+		for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+			if (strncmp(p, ops[i], strlen(ops[i])) == 0) {
+				at = p;
+				*op = ops[i];
+				break;
+			}
+	size_t len = at ? (size_t)(at - spec) : strlen(spec);
+	if (len == 0 || len >= nlen)
+		return -EINVAL;
+	memcpy(name, spec, len);
+	name[len] = '\0';
+	if (!at)
+		return 0;
+	const char *num = at + strlen(*op);
+	char *end;
+	*value = strtod(num, &end);
+	if (end == num || *end || !isfinite(*value))
+		return -EINVAL;
+	return 0;
+}
+
+int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, char *err,
+		  size_t errlen)
+{
+	reap_stale(ix);
+	lb_buf sql = {0};
+	lb_buf_puts(&sql, row_cols);
+	lb_buf_puts(&sql, " WHERE 1");
+	char mname[256] = "";
+	const char *op = NULL;
+	double mval = 0;
+	if (f->metric) {
+		if (metric_clause(f->metric, mname, sizeof mname, &op, &mval) < 0) {
+			snprintf(err, errlen,
+				 "--metric '%s' is not NAME or NAME<op>NUMBER (op: < <= > >= = !=)",
+				 f->metric);
+			lb_buf_free(&sql);
+			return -EINVAL;
+		}
+		/* A dotted "cond/name" matches one condition; a bare name matches any. */
+		lb_buf_printf(&sql, " AND id IN (SELECT run_id FROM metrics WHERE"
+				    " (name = ?1 OR condition || '/' || name = ?1)%s)",
+			      op ? (strcmp(op, "<") == 0    ? " AND value < ?2"
+				    : strcmp(op, "<=") == 0 ? " AND value <= ?2"
+				    : strcmp(op, ">") == 0  ? " AND value > ?2"
+				    : strcmp(op, ">=") == 0 ? " AND value >= ?2"
+				    : strcmp(op, "=") == 0  ? " AND value = ?2"
+							    : " AND value != ?2")
+				 : "");
+	}
+	if (f->status)
+		lb_buf_puts(&sql, " AND status = ?3");
+	if (f->since)
+		lb_buf_puts(&sql, " AND started_at >= ?4");
+	if (f->until)
+		lb_buf_puts(&sql, " AND started_at < ?5");
+	lb_buf_puts(&sql, " ORDER BY started_at DESC, rowid DESC");
+	if (f->limit > 0)
+		lb_buf_printf(&sql, " LIMIT %ld", f->limit);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ix->db, sql.data, -1, &st, NULL);
+	lb_buf_free(&sql);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "run index query failed: %s", sqlite3_errmsg(ix->db));
+		return -EIO;
+	}
+	if (f->metric) {
+		sqlite3_bind_text(st, 1, mname, -1, SQLITE_TRANSIENT);
+		if (op)
+			sqlite3_bind_double(st, 2, mval);
+	}
+	if (f->status)
+		sqlite3_bind_text(st, 3, f->status, -1, SQLITE_TRANSIENT);
+	if (f->since)
+		sqlite3_bind_text(st, 4, f->since, -1, SQLITE_TRANSIENT);
+	if (f->until)
+		sqlite3_bind_text(st, 5, f->until, -1, SQLITE_TRANSIENT);
+	json_object *a = json_object_new_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_object_array_add(a, row_json(ix, st));
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_object_put(a);
+		snprintf(err, errlen, "run index query failed: %s", sqlite3_errmsg(ix->db));
+		return -EIO;
+	}
+	*rows = a;
+	return 0;
+}
+
+int lb_index_get(lb_index *ix, const char *id, json_object **row)
+{
+	reap_stale(ix);
+	sqlite3_stmt *st = NULL;
+	lb_buf sql = {0};
+	lb_buf_puts(&sql, row_cols);
+	lb_buf_puts(&sql, " WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 LIMIT 2");
+	int rc = sqlite3_prepare_v2(ix->db, sql.data, -1, &st, NULL);
+	lb_buf_free(&sql);
+	if (rc != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	json_object *found = NULL;
+	int r = -ENOENT;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (found) {
+			/* An exact match wins over other prefixes. */
+			if (strcmp((const char *)sqlite3_column_text(st, 0), id) == 0) {
+				json_object_put(found);
+				found = row_json(ix, st);
+				r = 0;
+				break;
+			}
+			json_object *v;
+			if (json_object_object_get_ex(found, "id", &v) &&
+			    strcmp(json_object_get_string(v), id) == 0)
+				break;
+			json_object_put(found);
+			found = NULL;
+			r = -EEXIST;
+			break;
+		}
+		found = row_json(ix, st);
+		r = 0;
+	}
+	sqlite3_finalize(st);
+	if (r == 0)
+		*row = found;
+	return r;
+}

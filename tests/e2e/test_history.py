@@ -1,0 +1,175 @@
+"""The run index and the commands over it: runs list/show/compare, rerun."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+from conftest import LABBOX, PYTHON
+
+SEEDED = """
+import json, random, sys
+random.seed(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+for c in ("a", "b"):
+    print("condition: %s" % c)
+    print("score: %r" % random.random())
+print("scale: %s" % (sys.argv[2] if len(sys.argv) > 2 else "1.0"))
+json.dump({"done": True}, open("results.json", "w"))
+"""
+
+
+def labbox(cwd, *args, timeout=120):
+    return subprocess.run([LABBOX, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def make_exp(tmp_path, code=SEEDED, name="exp"):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "main.py").write_text(code)
+    return d
+
+
+def run(tmp_path, exp, *extra):
+    p = labbox(tmp_path, "run", "--json", "-q", "--python", PYTHON, str(exp), *extra)
+    assert p.returncode in (0, 1, 4, 124), p.stderr
+    return json.loads(p.stdout)
+
+
+def runs_json(tmp_path, *args):
+    p = labbox(tmp_path, "runs", "list", "--json", *args)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["runs"]
+
+
+def test_index_is_wal_and_lists_newest_first(tmp_path):
+    exp = make_exp(tmp_path)
+    first = run(tmp_path, exp, "--", "1")
+    second = run(tmp_path, exp, "--", "2")
+    db = tmp_path / ".labbox" / "labbox.db"
+    assert db.exists()
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    rows = runs_json(tmp_path)
+    assert [r["id"] for r in rows] == [second["id"], first["id"]]
+    assert rows[0]["status"] == "completed" and rows[0]["run_dir"] == second["run_dir"]
+    assert rows[0]["metrics"]["a/score"] == second["metrics"]["conditions"]["a"]["score"]
+    assert first["index"]["error"] is None and first["index"]["path"] == str(db)
+
+
+def test_list_filters(tmp_path):
+    exp = make_exp(tmp_path)
+    ok = run(tmp_path, exp, "--", "1")
+    failing = make_exp(tmp_path, "raise SystemExit(3)\n", name="bad")
+    bad = run(tmp_path, failing)
+    assert [r["id"] for r in runs_json(tmp_path, "--status", "failed")] == [bad["id"]]
+    assert [r["id"] for r in runs_json(tmp_path, "--status", "completed")] == [ok["id"]]
+    score = ok["metrics"]["conditions"]["b"]["score"]
+    assert [r["id"] for r in runs_json(tmp_path, "--metric", "b/score>=%r" % score)] == [ok["id"]]
+    assert runs_json(tmp_path, "--metric", "b/score>%r" % score) == []
+    assert [r["id"] for r in runs_json(tmp_path, "--metric", "score")] == [ok["id"]]
+    assert runs_json(tmp_path, "--since", "2999-01-01") == []
+    assert len(runs_json(tmp_path, "--until", "2999-01-01")) == 2
+    assert len(runs_json(tmp_path, "--limit", "1")) == 1
+    p = labbox(tmp_path, "runs", "list", "--metric", "score>>1")
+    assert p.returncode == 2 and "--metric" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = labbox(tmp_path, "runs", "frobnicate")
+    assert p.returncode == 2 and "frobnicate" in p.stderr
+
+
+def test_show_by_prefix_and_unknown(tmp_path):
+    exp = make_exp(tmp_path)
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "runs", "show", "--json", r["id"][:-2])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["result"]["id"] == r["id"]
+    assert doc["manifest"]["files"]["main.py"]
+    p = labbox(tmp_path, "runs", "show", r["id"])
+    assert p.returncode == 0 and r["id"] in p.stdout and "a/score" in p.stdout
+    p = labbox(tmp_path, "runs", "show", "no-such-run")
+    assert p.returncode == 2 and "no-such-run" in p.stderr
+
+
+def test_compare_metrics_and_config(tmp_path):
+    exp = make_exp(tmp_path)
+    a = run(tmp_path, exp, "--", "1", "1.0")
+    b = run(tmp_path, exp, "--", "1", "1.5")
+    p = labbox(tmp_path, "runs", "compare", "--json", a["id"], b["id"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    m = {e["metric"]: e for e in doc["metrics"]}
+    assert m["b/scale"]["a"] == 1.0 and m["b/scale"]["b"] == 1.5 and abs(m["b/scale"]["delta"] - 0.5) < 1e-12
+    assert m["a/score"]["equal"] is True
+    cfg = {d["key"]: d for d in doc["config"]}
+    assert cfg["args"]["a"] == ["1", "1.0"] and cfg["args"]["b"] == ["1", "1.5"]
+    assert doc["packages"] == [] and doc["files"] == []
+    p = labbox(tmp_path, "runs", "compare", a["id"], b["id"])
+    assert p.returncode == 0 and "scale" in p.stdout and "+0.5" in p.stdout
+
+
+def test_rerun_deterministic_and_not(tmp_path):
+    exp = make_exp(tmp_path)
+    r = run(tmp_path, exp, "--", "7")
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["rerun"]["of"] == r["id"] and doc["rerun"]["metrics_match"] is True
+    assert doc["rerun"]["source"] == "expdir"
+    assert doc["metrics"]["conditions"] == r["metrics"]["conditions"]
+    manifest = json.load(open(os.path.join(doc["run_dir"], "manifest.json")))
+    assert manifest["rerun_of"] == r["id"] and manifest["config"]["args"] == ["7"]
+
+    noisy = make_exp(tmp_path, "import os\nprint('noise: %d' % int.from_bytes(os.urandom(4), 'big'))\n",
+                     name="noisy")
+    n = run(tmp_path, noisy)
+    p = labbox(tmp_path, "rerun", "--json", "-q", n["id"])
+    doc = json.loads(p.stdout)
+    assert doc["rerun"]["metrics_match"] is False
+    assert [d["key"] for d in doc["rerun"]["differences"]] == ["noise"]
+    p = labbox(tmp_path, "rerun", "-q", n["id"])
+    assert "metrics match the original run: NO" in p.stdout
+
+
+def test_rerun_uses_the_staged_copy_when_the_original_changed(tmp_path):
+    exp = make_exp(tmp_path)
+    r = run(tmp_path, exp, "--", "3")
+    (exp / "main.py").write_text("print('score: 999')\n")
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["rerun"]["source"] == "staged copy" and doc["rerun"]["metrics_match"] is True
+    # an experiment that rewrites its own code cannot be repeated exactly: say so
+    selfmod = make_exp(tmp_path, "open(__file__, 'a').write('# changed\\n')\nprint('x: 1')\n",
+                       name="selfmod")
+    s = run(tmp_path, selfmod)
+    (selfmod / "main.py").write_text("print('x: 2')\n")
+    p = labbox(tmp_path, "rerun", "-q", s["id"])
+    assert p.returncode == 2 and "main.py" in p.stderr and "cannot repeat" in p.stderr
+
+
+def test_index_survives_sigkill_of_labbox(tmp_path):
+    exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().startswith("started")
+        rows = runs_json(tmp_path)
+        assert rows[0]["status"] == "running"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    rows = runs_json(tmp_path)
+    assert rows[0]["status"] == "interrupted"
+    con = sqlite3.connect(tmp_path / ".labbox" / "labbox.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    # the next run is recorded as usual
+    ok = make_exp(tmp_path, "print('v: 1')\n", name="ok")
+    r = run(tmp_path, ok)
+    rows = runs_json(tmp_path)
+    assert rows[0]["id"] == r["id"] and rows[0]["status"] == "completed"
+    assert rows[1]["status"] == "interrupted"
