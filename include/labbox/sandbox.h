@@ -51,6 +51,12 @@ bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid);
 /* "K=V": added to the clean environment (replacing a default of the same name). */
 int lb_sandbox_add_env(lb_sandbox *sb, const char *kv);
+/* A host character device (a path under /dev) made usable inside at the same path. */
+int lb_sandbox_add_device(lb_sandbox *sb, const char *path);
+/* NVIDIA GPUs: "all" or a list of indices "0,2". Binds the GPUs' device nodes and the
+ * driver's control nodes, and sets CUDA_VISIBLE_DEVICES; without a call no GPU is visible.
+ * -ENODEV (with err naming what is missing) when the host lacks an asked-for GPU. */
+int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen);
 int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */
 int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
 int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
@@ -92,6 +98,7 @@ typedef struct lb_isolation {
 	const char *pids_enforced_by;
 	const char *cpus_enforced_by;
 	bool swap_limited; /* the memory limit covers swap too */
+	const char *gpus;  /* indices of the GPUs made visible ("0,1"), NULL for none */
 } lb_isolation;
 
 typedef struct lb_sandbox_result {

@@ -23,6 +23,7 @@ typedef struct cli_sandbox_opts {
 	char **volumes; /* SRC:DST[:ro|rw] */
 	size_t nvolumes;
 	bool json;
+	char *gpus;      /* --gpus all|0,1|none */
 	char **degraded; /* --allow-degraded WHAT */
 	size_t ndegraded;
 } cli_sandbox_opts;
@@ -37,6 +38,7 @@ enum {
 	OPT_NETWORK,
 	OPT_JSON,
 	OPT_DEGRADED,
+	OPT_GPUS,
 	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
 };
 
@@ -49,6 +51,7 @@ enum {
 		{"network", required_argument, NULL, OPT_NETWORK},                             \
 		{"json", no_argument, NULL, OPT_JSON}, {"env", required_argument, NULL, 'e'},  \
 		{"allow-degraded", required_argument, NULL, OPT_DEGRADED},                     \
+		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
 		{"volume", required_argument, NULL, 'v'}
 
 #define CLI_SANDBOX_HELP                                                                       \
@@ -66,12 +69,15 @@ enum {
 	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
 	"                       (no CPU limit), or all; without it labbox refuses (exit 125)\n" \
+	"  --gpus all|0,1|none  NVIDIA GPUs usable inside (device nodes, CUDA_VISIBLE_DEVICES);\n" \
+	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \
 	"  -h, --help           this help\n"
 
 /* Handle one shared flag; returns 1 when it was one, 0 when not, -1 after printing an error. */
 int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
-/* Apply the shared flags to a sandbox; -1 after printing an error. */
+/* Apply the shared flags to a sandbox: 0, or the exit code after printing an error (2 for a
+ * bad flag, 125 for a GPU the host does not have). */
 int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
 void cli_sandbox_opts_free(cli_sandbox_opts *o);
 struct json_object;
@@ -88,6 +94,7 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_check(int argc, char **argv);
 int cli_probe(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_rerun(int argc, char **argv);

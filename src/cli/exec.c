@@ -94,8 +94,9 @@ int cli_exec(int argc, char **argv)
 		rc = 125;
 		goto out;
 	}
-	if (cli_sandbox_apply("exec", &o, sb) < 0)
+	if ((rc = cli_sandbox_apply("exec", &o, sb)) != 0)
 		goto out;
+	rc = CLI_EXIT_USAGE;
 	if (workdir) {
 		int r = lb_sandbox_set_workdir(sb, workdir);
 		if (r < 0) {

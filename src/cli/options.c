@@ -109,6 +109,10 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 	case OPT_JSON:
 		o->json = true;
 		return 1;
+	case OPT_GPUS:
+		free(o->gpus);
+		o->gpus = strdup(arg);
+		return o->gpus ? 1 : -1;
 	case OPT_DEGRADED:
 		if (strcmp(arg, "memory") && strcmp(arg, "pids") && strcmp(arg, "cpus") &&
 		    strcmp(arg, "all")) {
@@ -181,13 +185,22 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 	for (size_t i = 0; i < o->nenv; i++)
 		if (lb_sandbox_add_env(sb, o->env[i]) < 0) {
 			cli_error(cmd, "-e '%s' is not of the form NAME=VALUE", o->env[i]);
-			return -1;
+			return CLI_EXIT_USAGE;
 		}
 	for (size_t i = 0; i < o->nvolumes; i++)
 		if (apply_volume(cmd, o->volumes[i], sb) < 0)
-			return -1;
+			return CLI_EXIT_USAGE;
 	for (size_t i = 0; i < o->ndegraded; i++)
 		lb_sandbox_allow_degraded(sb, o->degraded[i]);
+	if (o->gpus && strcmp(o->gpus, "none") != 0) {
+		char err[256];
+		int r = lb_sandbox_use_gpus(sb, o->gpus, err, sizeof err);
+		if (r < 0) {
+			cli_error(cmd, "--gpus %s: %s", o->gpus, err);
+			/* Asked for a GPU the host lacks: refused, never run on the CPU instead. */
+			return r == -ENODEV ? 125 : CLI_EXIT_USAGE;
+		}
+	}
 	return 0;
 }
 
@@ -202,6 +215,7 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o)
 	for (size_t i = 0; i < o->ndegraded; i++)
 		free(o->degraded[i]);
 	free(o->degraded);
+	free(o->gpus);
 }
 
 static bool looks_like_python(const char *path)
@@ -273,6 +287,7 @@ json_object *cli_sandbox_json(const cli_sandbox_opts *o)
 	json_object_object_add(j, "env", strv_to_json(o->env, o->nenv));
 	json_object_object_add(j, "volumes", strv_to_json(o->volumes, o->nvolumes));
 	json_object_object_add(j, "allow_degraded", strv_to_json(o->degraded, o->ndegraded));
+	json_object_object_add(j, "gpus", o->gpus ? json_object_new_string(o->gpus) : NULL);
 	return j;
 }
 
@@ -308,6 +323,8 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 		o->grace = json_object_get_double(v);
 		o->grace_set = true;
 	}
+	if (json_object_object_get_ex(j, "gpus", &v) && v && !(o->gpus = strdup(json_object_get_string(v))))
+		return -ENOMEM;
 	if (strv_from_json(j, "env", &o->env, &o->nenv) < 0 ||
 	    strv_from_json(j, "volumes", &o->volumes, &o->nvolumes) < 0 ||
 	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)

@@ -228,8 +228,9 @@ int cli_run(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	if (cli_sandbox_apply("run", &o, sb) < 0)
+	if ((rc = cli_sandbox_apply("run", &o, sb)) != 0)
 		goto done;
+	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
 	req.grace = o.grace_set ? o.grace : 5.0;
 	req.metrics = (const char *const *)metrics;

@@ -685,11 +685,12 @@ int cli_rerun(int argc, char **argv)
 		src = tmp;
 	}
 	json_object *sbj = json_object_object_get(cfg, "sandbox");
-	if (cli_sandbox_opts_from_json(sbj, &so) < 0 || lb_sandbox_new(&sb) < 0 ||
-	    cli_sandbox_apply("rerun", &so, sb) < 0) {
+	if (cli_sandbox_opts_from_json(sbj, &so) < 0 || lb_sandbox_new(&sb) < 0) {
 		rc = 125;
 		goto done;
 	}
+	if ((rc = cli_sandbox_apply("rerun", &so, sb)) != 0)
+		goto done;
 	lb_run_request req = {0};
 	req.expdir = src;
 	req.origin_expdir = origin;

@@ -37,6 +37,7 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 	json_object_object_add(o, "no_new_privs", json_object_new_boolean(iso->no_new_privs));
 	json_object_object_add(o, "capabilities",
 			       json_object_new_string(iso->caps_dropped ? "none" : "inherited"));
+	json_object_object_add(o, "gpus", iso->gpus ? json_object_new_string(iso->gpus) : NULL);
 	json_object_object_add(o, "uid", json_object_new_int((int)iso->uid));
 	json_object_object_add(o, "gid", json_object_new_int((int)iso->gid));
 	json_object_object_add(o, "cgroup",

@@ -125,6 +125,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	strv_free(sb->hidden, sb->nhidden);
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
+	strv_free(sb->devices, sb->ndevices);
 	free(sb);
 }
 
@@ -258,6 +259,20 @@ int lb_sandbox_add_env(lb_sandbox *sb, const char *kv)
 		}
 	}
 	return strv_push(&sb->env, &sb->nenv, kv);
+}
+
+int lb_sandbox_add_device(lb_sandbox *sb, const char *path)
+{
+	struct stat st;
+	if (strncmp(path, "/dev/", 5) != 0 || strstr(path, "..") || !path[5])
+		return -EINVAL;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode))
+		return -ENODEV;
+	if (strv_contains(sb->devices, sb->ndevices, path + 5))
+		return 0;
+	return strv_push(&sb->devices, &sb->ndevices, path + 5);
 }
 
 int lb_sandbox_set_budget(lb_sandbox *sb, double seconds)

@@ -58,10 +58,22 @@ typedef struct init_ctx {
 	scmp_filter_ctx seccomp; /* built by the supervisor, loaded by the payload */
 	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
 	long rlimit_nproc;
-	int dev_fds[5];
+	int *dev_fds; /* the standard nodes, then sb->devices */
 } init_ctx;
 
-static const char *const dev_nodes[5] = {"null", "zero", "full", "random", "urandom"};
+#define NSTD_DEV 5
+static const char *const dev_nodes[NSTD_DEV] = {"null", "zero", "full", "random", "urandom"};
+
+static size_t dev_count(const lb_sandbox *sb)
+{
+	return NSTD_DEV + sb->ndevices;
+}
+
+/* Name under /dev of device i: "null", "nvidia0", "nvidia-caps/nvidia-cap1". */
+static const char *dev_name(const lb_sandbox *sb, size_t i)
+{
+	return i < NSTD_DEV ? dev_nodes[i] : sb->devices[i - NSTD_DEV];
+}
 
 /* Report a setup failure to the supervisor and end this process. */
 __attribute__((noreturn, format(printf, 4, 5))) static void
@@ -110,43 +122,6 @@ static int attach_clone(int srcfd, const char *target, bool writable, bool recur
 	return 0;
 }
 
-/* Device nodes are bound from the original /dev: the cloned root is nodev. */
-static void setup_dev(init_ctx *c)
-{
-	char p[4096];
-	nr_path(p, sizeof p, "/dev");
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
-		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev");
-	for (size_t i = 0; i < 5; i++) {
-		nr_path(p, sizeof p, "/dev/");
-		strncat(p, dev_nodes[i], sizeof p - strlen(p) - 1);
-		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
-		if (fd < 0)
-			chan_fail(c->chan_wr, "setup_dev", errno, "create /dev/%s", dev_nodes[i]);
-		close(fd);
-		int r = attach_clone(c->dev_fds[i], p, true, false, true);
-		if (r < 0)
-			chan_fail(c->chan_wr, "setup_dev", -r, "bind /dev/%s", dev_nodes[i]);
-	}
-	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
-					       {"/proc/self/fd/0", "stdin"},
-					       {"/proc/self/fd/1", "stdout"},
-					       {"/proc/self/fd/2", "stderr"}};
-	for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
-		nr_path(p, sizeof p, "/dev/");
-		strncat(p, links[i][1], sizeof p - strlen(p) - 1);
-		if (symlink(links[i][0], p) < 0)
-			chan_fail(c->chan_wr, "setup_dev", errno, "symlink /dev/%s", links[i][1]);
-	}
-	nr_path(p, sizeof p, "/dev/shm");
-	if (mkdir(p, 0755) < 0)
-		chan_fail(c->chan_wr, "setup_dev", errno, "mkdir /dev/shm");
-	char opts[64];
-	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)c->sb->tmpfs_size);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev/shm");
-}
-
 /* A mount point for a bind: the path exists in the read-only root, or is created inside one
  * of the tmpfs labbox put over a hidden or private directory. */
 static int make_mount_point(const char *target, bool is_dir)
@@ -170,6 +145,43 @@ static int make_mount_point(const char *target, bool is_dir)
 		return -errno;
 	close(fd);
 	return 0;
+}
+
+/* Device nodes are bound from the original /dev: the cloned root is nodev. */
+static void setup_dev(init_ctx *c)
+{
+	char p[4096];
+	nr_path(p, sizeof p, "/dev");
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev");
+	for (size_t i = 0; i < dev_count(c->sb); i++) {
+		const char *name = dev_name(c->sb, i);
+		nr_path(p, sizeof p, "/dev/");
+		strncat(p, name, sizeof p - strlen(p) - 1);
+		int r = make_mount_point(p, false);
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_dev", -r, "create /dev/%s", name);
+		r = attach_clone(c->dev_fds[i], p, true, false, true);
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_dev", -r, "bind /dev/%s", name);
+	}
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
+					       {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"},
+					       {"/proc/self/fd/2", "stderr"}};
+	for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+		nr_path(p, sizeof p, "/dev/");
+		strncat(p, links[i][1], sizeof p - strlen(p) - 1);
+		if (symlink(links[i][0], p) < 0)
+			chan_fail(c->chan_wr, "setup_dev", errno, "symlink /dev/%s", links[i][1]);
+	}
+	nr_path(p, sizeof p, "/dev/shm");
+	if (mkdir(p, 0755) < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mkdir /dev/shm");
+	char opts[64];
+	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)c->sb->tmpfs_size);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev/shm");
 }
 
 static void bind_one(init_ctx *c, int srcfd, const char *dst, bool writable)
@@ -206,8 +218,8 @@ static void setup_root(init_ctx *c)
 		if (c->bind_fds[sb->nbinds] < 0)
 			chan_fail(c->chan_wr, "setup_binds", errno, "open %s", sb->workdir);
 	}
-	for (size_t i = 0; i < 5; i++) {
-		snprintf(p, sizeof p, "/dev/%s", dev_nodes[i]);
+	for (size_t i = 0; i < dev_count(sb); i++) {
+		snprintf(p, sizeof p, "/dev/%s", dev_name(sb, i));
 		c->dev_fds[i] = open(p, O_PATH | O_CLOEXEC);
 		if (c->dev_fds[i] < 0)
 			chan_fail(c->chan_wr, "setup_dev", errno, "open %s", p);
@@ -736,6 +748,7 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 {
 	iso->user_ns = iso->pid_ns = iso->mount_ns = iso->ipc_ns = iso->uts_ns = true;
 	iso->net_ns = sb->net != LB_NET_HOST;
+	iso->gpus = sb->gpus[0] ? sb->gpus : NULL;
 	iso->network = sb->net == LB_NET_NONE	    ? "none"
 		       : sb->net == LB_NET_LOOPBACK ? "loopback"
 						    : "host";
@@ -873,7 +886,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		r = -errno;
 		goto out_pipes;
 	}
-	int *bind_fds = calloc(sb->nbinds + 1, sizeof *bind_fds);
+	int *bind_fds = calloc(sb->nbinds + 1 + dev_count(sb), sizeof *bind_fds);
 	if (!bind_fds) {
 		r = -ENOMEM;
 		goto out_pipes;
@@ -916,6 +929,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .errout_wr = errout[1],
 			      .in_rd = in[0],
 			      .bind_fds = bind_fds,
+			      .dev_fds = bind_fds + sb->nbinds + 1,
 			      .seccomp = filter,
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc};

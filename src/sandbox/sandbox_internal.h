@@ -28,6 +28,9 @@ struct lb_sandbox {
 	size_t nprivate;
 	char **env;
 	size_t nenv;
+	char **devices; /* extra device nodes, names under /dev */
+	size_t ndevices;
+	char gpus[256]; /* the GPUs made visible, as indices "0,1" */
 	double budget;
 	double grace;
 	lb_network net;

@@ -1,0 +1,174 @@
+/* NVIDIA GPUs: device nodes in, and CUDA told which ones it has.
+ *
+ * Only the chosen /dev/nvidiaN nodes (plus the driver's control nodes) are bound, so the
+ * driver inside cannot open the others. CUDA_VISIBLE_DEVICES names the chosen GPUs by UUID
+ * when the driver publishes them (/proc/driver/nvidia/gpus/ * /information), which stays
+ * right whatever order CUDA enumerates in. */
+#include "sandbox_internal.h"
+#include "labbox/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_GPUS 64
+
+static int host_gpus(int *minors)
+{
+	int n = 0;
+	DIR *d = opendir("/dev");
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < MAX_GPUS) {
+		if (strncmp(e->d_name, "nvidia", 6) != 0 || !e->d_name[6])
+			continue;
+		char *end;
+		long m = strtol(e->d_name + 6, &end, 10);
+		if (*end || m < 0 || m > 1 << 20)
+			continue;
+		minors[n++] = (int)m;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (minors[j] < minors[i]) {
+				int t = minors[i];
+				minors[i] = minors[j];
+				minors[j] = t;
+			}
+	return n;
+}
+
+/* "GPU-..." of the GPU with this device minor, from the driver's procfs. */
+static bool gpu_uuid(int minor, char *out, size_t n)
+{
+	DIR *d = opendir("/proc/driver/nvidia/gpus");
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[512];
+		snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		char line[256], uuid[128] = "";
+		int m = -1;
+		while (fgets(line, sizeof line, f)) {
+			if (sscanf(line, "Device Minor: %d", &m) == 1)
+				continue;
+			if (strncmp(line, "GPU UUID:", 9) == 0)
+				sscanf(line + 9, " %127s", uuid);
+		}
+		fclose(f);
+		if (m == minor && uuid[0]) {
+			snprintf(out, n, "%s", uuid);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static void add_control_nodes(lb_sandbox *sb)
+{
+	static const char *const ctl[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+					  "/dev/nvidia-modeset"};
+	for (size_t i = 0; i < sizeof ctl / sizeof *ctl; i++)
+		lb_sandbox_add_device(sb, ctl[i]); /* absent ones are simply not there */
+	DIR *d = opendir("/dev/nvidia-caps");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[300];
+		snprintf(path, sizeof path, "/dev/nvidia-caps/%s", e->d_name);
+		if (e->d_name[0] != '.')
+			lb_sandbox_add_device(sb, path);
+	}
+	closedir(d);
+}
+
+int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen)
+{
+	int minors[MAX_GPUS];
+	int n = host_gpus(minors);
+	char found[256] = "";
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(found);
+		snprintf(found + l, sizeof found - l, "%s%d", i ? "," : "", minors[i]);
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no NVIDIA GPU on this host (no /dev/nvidiaN device node)");
+		return -ENODEV;
+	}
+	int chosen[MAX_GPUS], k = 0;
+	if (strcmp(spec, "all") == 0) {
+		memcpy(chosen, minors, sizeof(int) * (size_t)n);
+		k = n;
+	} else {
+		LB_AUTOFREE char *copy = strdup(spec);
+		if (!copy)
+			return -ENOMEM;
+		char *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			long v;
+			if (lb_parse_long(t, &v) < 0 || k == MAX_GPUS) {
+				snprintf(err, errlen, "'%s' is not all or a list of GPU indices like 0,1",
+					 spec);
+				return -EINVAL;
+			}
+			bool present = false;
+			for (int i = 0; i < n; i++)
+				present |= minors[i] == v;
+			if (!present) {
+				snprintf(err, errlen, "no GPU %ld on this host (GPUs: %s)", v, found);
+				return -ENODEV;
+			}
+			chosen[k++] = (int)v;
+		}
+		if (k == 0) {
+			snprintf(err, errlen, "'%s' names no GPU", spec);
+			return -EINVAL;
+		}
+	}
+	add_control_nodes(sb);
+	lb_buf visible = {0};
+	bool uuids = true;
+	sb->gpus[0] = '\0';
+	for (int i = 0; i < k; i++) {
+		char path[64], uuid[128];
+		snprintf(path, sizeof path, "/dev/nvidia%d", chosen[i]);
+		int r = lb_sandbox_add_device(sb, path);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot use %s: %s", path, strerror(-r));
+			lb_buf_free(&visible);
+			return r;
+		}
+		size_t l = strlen(sb->gpus);
+		snprintf(sb->gpus + l, sizeof sb->gpus - l, "%s%d", i ? "," : "", chosen[i]);
+		if (uuids && gpu_uuid(chosen[i], uuid, sizeof uuid))
+			lb_buf_printf(&visible, "%s%s", i ? "," : "", uuid);
+		else
+			uuids = false;
+	}
+	if (!uuids) {
+		/* Without UUIDs: the chosen GPUs are the only ones CUDA can open, numbered from 0. */
+		visible.len = 0;
+		for (int i = 0; i < k; i++)
+			lb_buf_printf(&visible, "%s%d", i ? "," : "", i);
+	}
+	lb_buf kv = {0};
+	lb_buf_printf(&kv, "CUDA_VISIBLE_DEVICES=%s", visible.data ? visible.data : "");
+	int r = kv.data ? lb_sandbox_add_env(sb, kv.data) : -ENOMEM;
+	lb_buf_free(&kv);
+	lb_buf_free(&visible);
+	return r;
+}

@@ -1,0 +1,74 @@
+"""--gpus: the device-node handling, with stand-in NVIDIA nodes (this machine has no GPU).
+
+The stand-ins are real character devices with NVIDIA's major number (195), made by the test
+in the host's /dev and removed afterwards; the sandbox must expose exactly the chosen ones."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import LABBOX
+
+pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="making device nodes needs root")
+
+NODES = {"nvidia0": 0, "nvidia1": 1, "nvidiactl": 255}
+
+
+@pytest.fixture
+def fake_gpus():
+    if any(os.path.exists("/dev/" + n) for n in NODES):
+        pytest.skip("this host has real NVIDIA device nodes")
+    made = []
+    try:
+        for name, minor in NODES.items():
+            os.mknod("/dev/" + name, 0o20666, os.makedev(195, minor))
+            os.chmod("/dev/" + name, 0o666)
+            made.append("/dev/" + name)
+        yield
+    finally:
+        for path in made:
+            os.unlink(path)
+
+
+def inside(*opts):
+    code = ("import json, os; print(json.dumps({'dev': sorted(n for n in os.listdir('/dev') "
+            "if n.startswith('nvidia')), 'cuda': os.environ.get('CUDA_VISIBLE_DEVICES')}))")
+    p = subprocess.run([LABBOX, "exec", "--json", *opts, "--", "/usr/bin/python3", "-c", code],
+                       capture_output=True, text=True, timeout=60)
+    return p
+
+
+def test_no_gpu_visible_without_the_flag(fake_gpus):
+    p = inside()
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stderr.strip().splitlines()[-1])
+    assert seen == {"dev": [], "cuda": None}
+    assert json.loads(p.stdout)["isolation"]["gpus"] is None
+
+
+def test_chosen_gpus_and_control_nodes_only(fake_gpus):
+    p = inside("--gpus", "1")
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stderr.strip().splitlines()[-1])
+    assert seen["dev"] == ["nvidia1", "nvidiactl"]
+    assert seen["cuda"] == "0"  # no UUIDs published here: the one GPU inside is CUDA's 0
+    assert json.loads(p.stdout)["isolation"]["gpus"] == "1"
+    p = inside("--gpus", "all")
+    seen = json.loads(p.stderr.strip().splitlines()[-1])
+    assert seen["dev"] == ["nvidia0", "nvidia1", "nvidiactl"] and seen["cuda"] == "0,1"
+
+
+def test_missing_gpu_is_refused(fake_gpus):
+    p = inside("--gpus", "5")
+    assert p.returncode == 125
+    assert "no GPU 5" in p.stderr and "0,1" in p.stderr
+    p = inside("--gpus", "zero")
+    assert p.returncode == 2 and "zero" in p.stderr
+
+
+def test_gpus_on_a_host_without_any():
+    if any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev")):
+        pytest.skip("this host has NVIDIA device nodes")
+    p = inside("--gpus", "all")
+    assert p.returncode == 125 and "no NVIDIA GPU" in p.stderr
