@@ -82,4 +82,77 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, struct json_object **r
 /* One row by id or unique id prefix; -ENOENT when absent, -EEXIST when ambiguous. */
 int lb_index_get(lb_index *ix, const char *id, struct json_object **row);
 
+/* Exports of the run history (src/record/export.c; layouts in docs/export.md). runs is an array
+ * of index rows as lb_index_list returns them; each run's result.json, manifest.json,
+ * environment.txt and run.log are read from its run_dir (never through a symlink). Runs are
+ * exported oldest first. exported, when not NULL, is a json array that gets one object per
+ * row: {"id", "path", ...} or {"id", "skipped": reason}, with "warnings": [lines]. A run that
+ * cannot be read is skipped; failing to write into dir is an error: a negative errno with one
+ * line in err. */
+/* MLflow's FileStore layout: DIR/<experiment_id>/meta.yaml and DIR/<experiment_id>/<run_uuid>/
+ * (meta.yaml, metrics/, params/, tags/, artifacts/). Exporting a run again rewrites it in place. */
+int lb_export_mlflow(const char *dir, struct json_object *runs, struct json_object *exported,
+		     char *err, size_t errlen);
+/* Sacred's FileStorageObserver layout: DIR/<n>/ (config.json, run.json, metrics.json, info.json,
+ * cout.txt) and DIR/_sources/. A run exported before (found by its labbox id in
+ * DIR/<n>/info.json) is rewritten in its own <n>; a new one takes the next free number. */
+int lb_export_sacred(const char *dir, struct json_object *runs, struct json_object *exported,
+		     char *err, size_t errlen);
+
+/* Pure pieces of the exports, public for their tests. */
+struct lb_buf;
+/* MLflow run id of a labbox run: the first 32 hex digits of sha256(id), so that exporting the
+ * same run again finds the same directory. */
+void lb_export_run_uuid(const char *labbox_id, char out[33]);
+/* MLflow's RunStatus number (RUNNING 1, FINISHED 3, FAILED 4, KILLED 5) of a labbox status. */
+int lb_export_mlflow_status(const char *status);
+/* Sacred's status name (RUNNING, COMPLETED, FAILED, INTERRUPTED, TIMEOUT) of a labbox status. */
+const char *lb_export_sacred_status(const char *status);
+/* Append s to b as one YAML scalar that a YAML loader reads back as the same string: plain
+ * when that is unambiguous, else single- or double-quoted with escapes (newlines, quotes,
+ * control characters, invalid UTF-8 as \xNN). */
+int lb_export_yaml_string(struct lb_buf *b, const char *s);
+/* Python's repr() of a float, as MLflow writes metric values: 0.5, 1e-05, 3.0, nan, inf. */
+void lb_export_py_float(double v, char out[32]);
+/* A metric, param or tag key MLflow accepts: characters outside [A-Za-z0-9_ ./-] become '_',
+ * empty, "." and ".." path components are replaced, at most 250 bytes. Returns 1 when the name
+ * had to change, 0 when not, -ENOSPC when outlen is too small. */
+int lb_export_mlflow_key(const char *name, char *out, size_t outlen);
+/* file:// URI of an absolute path, percent-encoded as Python's pathlib does. */
+int lb_export_file_uri(const char *abs_path, struct lb_buf *out);
+/* Milliseconds since the epoch of a UTC ISO-8601 time (2026-11-29T22:19:36.123Z). */
+int lb_export_iso_ms(const char *iso, int64_t *ms);
+/* MD5 in hex, as Sacred names stored sources: <stem>_<md5><ext>. */
+void lb_export_md5_hex(const void *data, size_t len, char out[33]);
+
+/* Machine and source-tree records for manifest.json (src/record/sysinfo.c). */
+
+/* {"os": PRETTY_NAME of /etc/os-release (else /usr/lib/os-release),
+ *  "kernel": uname release, "kernel_version": uname version, "arch": uname machine,
+ *  "cpu": {"model": first model line of /proc/cpuinfo, "count": processors listed there,
+ *          "available": CPUs this process may run on (affinity)},
+ *  "memory_total_bytes": MemTotal of /proc/meminfo,
+ *  "gpus": [{"name", "memory_total_bytes", "driver_version"}] from `nvidia-smi
+ *          --query-gpu=name,memory.total,driver_version --format=csv,noheader` (run with
+ *          lb_capture, no shell), [] when nvidia-smi is not installed,
+ *  "gpus_error": "..." only when nvidia-smi is installed but fails}.
+ * What cannot be read is null. NULL only when out of memory. Note that lb_capture has no
+ * timeout: a wedged driver can make nvidia-smi hang. */
+struct json_object *lb_record_machine_json(void);
+/* The same, with the files read under root ("" for the real ones) and nvidia_smi as the
+ * program to run (NULL: nvidia-smi on PATH); for tests. */
+struct json_object *lb_record_machine_json_at(const char *root, const char *nvidia_smi);
+
+/* The uncommitted changes of the experiment: `git diff HEAD -- .` run in dir (paths relative
+ * to the repository's root, so `git apply` there reproduces the tree; untracked files are not
+ * in it, the manifest's sha256 list has them). Returns NULL when dir is not in a git work tree
+ * with a commit, or git is missing or fails; else
+ *   {"diff": text (valid UTF-8, at most max bytes, cut on a character boundary),
+ *    "bytes": bytes kept, "truncated": whether the diff was longer}.
+ * git runs outside the sandbox on a directory the experiment's author controls, so external
+ * diff drivers, textconv and fsmonitor are switched off, and a repository whose own
+ * configuration defines filter commands is not diffed at all:
+ *   {"diff": null, "bytes": 0, "truncated": false, "skipped": "why"}. */
+struct json_object *lb_record_git_diff(const char *dir, size_t max);
+
 #endif

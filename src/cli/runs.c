@@ -1,4 +1,4 @@
-/* labbox runs list|show|compare: the run history. */
+/* labbox runs list|show|compare|export: the run history. */
 #include "cli.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
@@ -20,6 +20,7 @@ static const char runs_help[] =
 	"                        [--until DATE] [--limit N] [--json] [--runs-dir DIR]\n"
 	"       labbox runs show ID [--json] [--runs-dir DIR]\n"
 	"       labbox runs compare A B [--json] [--runs-dir DIR]\n"
+	"       labbox runs export (--mlflow DIR | --sacred DIR)... [filters as list] [--json]\n"
 	"\n"
 	"The run history kept in the run index (.labbox/labbox.db beside the runs directory).\n"
 	"A run whose labbox died before it finished is listed as interrupted.\n"
@@ -32,19 +33,30 @@ static const char runs_help[] =
 	"  --since DATE     runs started at or after DATE (ISO-8601 prefix, UTC: 2026-11-29)\n"
 	"  --until DATE     runs started before DATE\n"
 	"  --limit N        at most N runs, newest first\n"
+	"  --mlflow DIR     export: write the runs in MLflow's file-store layout under DIR\n"
+	"                   (browse with `mlflow ui --backend-store-uri DIR`); one MLflow\n"
+	"                   experiment per experiment directory name; updated in place when\n"
+	"                   exported again\n"
+	"  --sacred DIR     export: write the runs in Sacred's FileStorageObserver layout\n"
+	"                   under DIR (DIR/1, DIR/2, ..., DIR/_sources); updated in place when\n"
+	"                   exported again\n"
 	"  --json           one JSON document on stdout\n"
 	"  -h, --help       this help\n"
 	"\n"
 	"IDs may be abbreviated to a unique prefix. `compare` prints the metrics side by side with\n"
 	"their deltas (B - A), then the configuration, interpreter, package and git differences.\n"
-	"Exit status: 0, 2 for usage errors or unknown runs.\n";
+	"`export` takes the runs `list` would show (all of them without filters); docs/export.md\n"
+	"describes both layouts.\n"
+	"Exit status: 0, 2 for usage errors or unknown runs, 1 when an export could not be written.\n";
 
-enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON };
+enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_MLFLOW, O_SACRED };
 
 typedef struct runs_opts {
 	const char *runs_dir;
 	lb_index_filter filter;
 	bool json;
+	const char *mlflow_dir; /* export targets */
+	const char *sacred_dir;
 } runs_opts;
 
 static int open_index(const runs_opts *o, lb_index **ix)
@@ -405,6 +417,72 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	return 0;
 }
 
+/* labbox runs export: the library writes the layouts; this prints what it did. */
+static int runs_export(const runs_opts *o)
+{
+	if (!o->mlflow_dir && !o->sacred_dir) {
+		cli_error("runs", "export needs --mlflow DIR or --sacred DIR (see labbox runs --help)");
+		return CLI_EXIT_USAGE;
+	}
+	lb_index *ix;
+	if (open_index(o, &ix) < 0)
+		return CLI_EXIT_USAGE;
+	json_object *rows = NULL;
+	char err[1024];
+	int r = lb_index_list(ix, &o->filter, &rows, err, sizeof err);
+	lb_index_close(ix);
+	if (r < 0) {
+		cli_error("runs", "%s", err);
+		return CLI_EXIT_USAGE;
+	}
+	int rc = 0;
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.export/1"));
+	const char *dirs[2] = {o->mlflow_dir, o->sacred_dir};
+	const char *kinds[2] = {"mlflow", "sacred"};
+	for (int t = 0; t < 2; t++) {
+		if (!dirs[t])
+			continue;
+		json_object *done = json_object_new_array();
+		err[0] = '\0';
+		r = t == 0 ? lb_export_mlflow(dirs[t], rows, done, err, sizeof err)
+			   : lb_export_sacred(dirs[t], rows, done, err, sizeof err);
+		if (r < 0) {
+			cli_error("runs", "export to %s failed: %s", dirs[t], err[0] ? err : strerror(-r));
+			rc = 1;
+		}
+		size_t n = 0;
+		for (size_t i = 0; i < json_object_array_length(done); i++) {
+			json_object *e = json_object_array_get_idx(done, i), *w;
+			if (json_object_object_get_ex(e, "skipped", &w)) {
+				fprintf(stderr, "labbox runs: %s: run %s skipped: %s\n", kinds[t],
+					get_str(e, "id", "?"), json_object_get_string(w));
+				continue;
+			}
+			n++;
+			for (size_t k = 0; json_object_object_get_ex(e, "warnings", &w) &&
+					   k < json_object_array_length(w); k++)
+				fprintf(stderr, "labbox runs: %s: run %s: %s\n", kinds[t], get_str(e, "id", "?"),
+					json_object_get_string(json_object_array_get_idx(w, k)));
+		}
+		json_object *target = json_object_new_object();
+		json_object_object_add(target, "dir", json_object_new_string(dirs[t]));
+		json_object_object_add(target, "exported", json_object_new_int64((int64_t)n));
+		json_object_object_add(target, "runs", done);
+		json_object_object_add(doc, kinds[t], target);
+		if (!o->json && r == 0)
+			printf("exported %zu run%s to %s (%s)%s%s\n", n, n == 1 ? "" : "s", dirs[t],
+			       t == 0 ? "MLflow file store" : "Sacred FileStorageObserver",
+			       t == 0 ? "; browse with: mlflow ui --backend-store-uri " : "",
+			       t == 0 ? dirs[t] : "");
+	}
+	if (o->json)
+		printf("%s\n", lb_record_json_text(doc));
+	json_object_put(doc);
+	json_object_put(rows);
+	return rc;
+}
+
 int cli_runs(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -415,6 +493,8 @@ int cli_runs(int argc, char **argv)
 		{"until", required_argument, NULL, O_UNTIL},
 		{"limit", required_argument, NULL, O_LIMIT},
 		{"json", no_argument, NULL, O_JSON},
+		{"mlflow", required_argument, NULL, O_MLFLOW},
+		{"sacred", required_argument, NULL, O_SACRED},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -450,6 +530,14 @@ int cli_runs(int argc, char **argv)
 		case O_JSON:
 			o.json = true;
 			break;
+		case O_MLFLOW:
+		case O_SACRED:
+			if (!optarg[0]) {
+				cli_error("runs", "--%s needs a directory", opt == O_MLFLOW ? "mlflow" : "sacred");
+				return CLI_EXIT_USAGE;
+			}
+			*(opt == O_MLFLOW ? &o.mlflow_dir : &o.sacred_dir) = optarg;
+			break;
 		default:
 			cli_bad_option("runs", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -458,7 +546,11 @@ int cli_runs(int argc, char **argv)
 	const char *sub = optind < argc ? argv[optind] : NULL;
 	int nargs = argc - optind - 1;
 	if (!sub) {
-		cli_error("runs", "no subcommand given (list, show ID, compare A B)");
+		cli_error("runs", "no subcommand given (list, show ID, compare A B, export)");
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(sub, "export") != 0 && (o.mlflow_dir || o.sacred_dir)) {
+		cli_error("runs", "--mlflow and --sacred belong to 'runs export'");
 		return CLI_EXIT_USAGE;
 	}
 	if (strcmp(sub, "list") == 0 && nargs == 0)
@@ -467,13 +559,15 @@ int cli_runs(int argc, char **argv)
 		return runs_show(&o, argv[optind + 1]);
 	if (strcmp(sub, "compare") == 0 && nargs == 2)
 		return runs_compare(&o, argv[optind + 1], argv[optind + 2]);
-	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "compare"))
-		cli_error("runs", "unknown subcommand '%s' (list, show ID, compare A B)", sub);
+	if (strcmp(sub, "export") == 0 && nargs == 0)
+		return runs_export(&o);
+	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "compare") && strcmp(sub, "export"))
+		cli_error("runs", "unknown subcommand '%s' (list, show ID, compare A B, export)", sub);
 	else
 		cli_error("runs", "'%s' takes %s", sub,
-			  strcmp(sub, "list") == 0 ? "no arguments"
-			  : strcmp(sub, "show") == 0 ? "one run id"
-						      : "two run ids");
+			  strcmp(sub, "list") == 0 || strcmp(sub, "export") == 0 ? "no arguments"
+			  : strcmp(sub, "show") == 0				 ? "one run id"
+										 : "two run ids");
 	return CLI_EXIT_USAGE;
 }
 
