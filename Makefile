@@ -3,7 +3,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := json-c yaml-0.1 libseccomp sqlite3
+PKGS    := json-c yaml-0.1 libseccomp sqlite3 tree-sitter
 SAN     ?= 0
 
 ifeq ($(SAN),1)
@@ -28,6 +28,12 @@ LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The tree-sitter-python grammar (src/check parses Python with it): fetched, integrity-checked
+# and unpacked by scripts/deps into third_party/, never committed. Generated code, so it is
+# built without our warning flags and without sanitizers.
+TS_DIR   := third_party/tree-sitter-python/src
+TS_SRC   := $(TS_DIR)/parser.c $(TS_DIR)/scanner.c
+TS_OBJ   := $(TS_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -38,7 +44,15 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/liblabbox.a: $(LIB_OBJ)
+$(BUILD)/obj/$(TS_DIR)/%.o: $(TS_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -w -I$(TS_DIR) -c $< -o $@
+
+$(TS_SRC):
+	@echo "make: $@ is missing: run scripts/deps to fetch the tree-sitter-python grammar" >&2
+	@exit 1
+
+$(BUILD)/liblabbox.a: $(TS_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
@@ -67,10 +81,16 @@ check: deps
 
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
-build-fuzz/%: fuzz/%.c $(LIB_SRC)
+build-fuzz/%: fuzz/%.c $(LIB_SRC) build-fuzz/obj/tree-sitter-python.o
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' \
-	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) build-fuzz/obj/tree-sitter-python.o \
+	  $(PKG_LIBS)
+build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/parser.c -o $@.parser.o
+	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/scanner.c -o $@.scanner.o
+	ld -r -o $@ $@.parser.o $@.scanner.o
 fuzz-smoke: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
 	  $$f -runs=20000 -max_len=4096 build-fuzz/corpus-$$(basename $$f) fuzz/seeds/$$(basename $$f) 2>&1 | tail -n 2; done

@@ -14,6 +14,7 @@ static const char usage[] =
 	"Commands:\n"
 	"  run EXPDIR [-- ARGS]   stage, run and record an experiment; collect and check metrics\n"
 	"  exec -- CMD [ARGS]     run any command in the sandbox and exit with its status\n"
+	"  check PATH...          static validation of experiment code (exit 3 when rejected)\n"
 	"  probe                  what isolation this host offers this user\n"
 	"  runs list|show|compare the run history: filter, inspect, compare two runs\n"
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
 		return cli_exec(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return cli_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "probe") == 0)
 		return cli_probe(argc - 1, argv + 1);
 	if (strcmp(cmd, "runs") == 0)

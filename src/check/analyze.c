@@ -1,0 +1,2630 @@
+/* check: name resolution over the tree-sitter syntax tree, and the events the rules need.
+ *
+ * One walk per file, in source order, with a scope chain. Each name is bound to a small set
+ * of abstract values: a dotted reference into a module (REF "os.system"), a string constant
+ * (STR, for getattr/__import__ names built from literals), a literal path (PATH), a module
+ * namespace dict (NSDICT, GLOBALS), or something that cannot be followed (DYN). Values flow
+ * through aliases silently and are reported where they are used: called, passed, stored,
+ * returned. An empty set means "an ordinary value" and never produces a finding, which is
+ * what keeps model.eval() and local functions named eval quiet.
+ *
+ * Flow: statements that always run replace a binding; those under if/for/while/try add to it,
+ * so a value that may be there is never lost. Function bodies run later than their
+ * definition, so they are analysed after the enclosing scope and see every value a free name
+ * ever had there. Names a function declares `global` feed back into module-level lookups
+ * through a second pass. */
+#include "check_internal.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VMAX 8
+#define MAX_DEPTH 160
+#define STR_MAX 1024
+
+typedef enum vkind {
+	VK_REF,      /* s: canonical dotted name */
+	VK_STR,      /* s: the string, NULL for "some string" */
+	VK_PATH,     /* s: a literal path (pathlib) */
+	VK_DYN,      /* s: why it cannot be followed; weak: not near a sensitive module */
+	VK_NSDICT,   /* s: module whose __dict__ / vars() this is */
+	VK_GLOBALS,  /* globals(), locals(), vars() */
+	VK_GETTER,   /* operator.attrgetter(s) (weak: methodcaller) */
+	VK_BOUNDGET, /* t: dict.get of base s ("M" sys.modules, "B" builtins, "G" globals, "N"+q) */
+	VK_STRMETH,  /* s: string, t: method */
+	VK_PATHMETH, /* s: path, t: method */
+} vkind;
+
+typedef struct val {
+	uint8_t kind;
+	bool weak;
+	const char *s;
+	const char *t;
+} val;
+
+typedef struct vset {
+	val v[VMAX];
+	uint8_t n;
+} vset;
+
+typedef struct binding {
+	const char *name;
+	vset cur, ever;
+	bool global_decl, nonlocal_decl;
+	struct binding *next;
+} binding;
+
+enum { SC_MODULE, SC_FUNC, SC_CLASS };
+#define NBUCKET 32
+
+typedef struct scope {
+	int kind;
+	int id;
+	const char *fn_name;
+	struct scope *parent;
+	binding *tab[NBUCKET];
+	vset stars;
+} scope;
+
+typedef struct pending {
+	TSNode node;
+	scope *parent;
+	const char *name;
+	struct pending *next;
+} pending;
+
+typedef struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+} chunk;
+
+enum { EV_SEED, EV_RANDOM, EV_CALLFN };
+typedef struct event {
+	int kind;
+	const char *lib; /* or function name for EV_CALLFN */
+	const char *qual;
+	int scope_id;
+	unsigned order, line, col;
+} event;
+
+typedef struct fnscope {
+	const char *name;
+	int id;
+} fnscope;
+
+typedef struct ctx {
+	const ck_analysis_in *in;
+	const char *src;
+	ck_raws *out;
+	int err;
+	chunk *arena;
+	scope *module;
+	scope *gw; /* values written to module names from functions (`global`), kept across passes */
+	bool saw_global_write;
+	int cond;
+	int depth;
+	bool too_deep;
+	int next_scope_id;
+	unsigned order;
+	pending **pend; /* where deferred bodies of the current scope go */
+	event *ev;
+	size_t nev, cap_ev;
+	fnscope *fns;
+	size_t nfns, cap_fns;
+	scope *taint; /* names holding time measurements */
+	bool time_flag;
+	bool h_estimate, h_guard, h_results, h_metrics;
+	bool module_has_sensitive;
+} ctx;
+
+/* ---- memory --------------------------------------------------------------------------------- */
+
+static void *amalloc(ctx *c, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (!c->arena || c->arena->cap - c->arena->used < n) {
+		size_t cap = n > 65536 ? n : 65536;
+		chunk *k = malloc(sizeof *k + cap);
+		if (!k) {
+			c->err = -ENOMEM;
+			return NULL;
+		}
+		k->next = c->arena;
+		k->used = 0;
+		k->cap = cap;
+		c->arena = k;
+	}
+	void *p = c->arena->data + c->arena->used;
+	c->arena->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+static const char *astrndup(ctx *c, const char *s, size_t n)
+{
+	char *p = amalloc(c, n + 1);
+	if (!p)
+		return "";
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+static const char *astrdup(ctx *c, const char *s)
+{
+	return astrndup(c, s, strlen(s));
+}
+
+static const char *afmt(ctx *c, const char *a, const char *sep, const char *b)
+{
+	size_t la = strlen(a), ls = strlen(sep), lb = strlen(b);
+	char *p = amalloc(c, la + ls + lb + 1);
+	if (!p)
+		return "";
+	memcpy(p, a, la);
+	memcpy(p + la, sep, ls);
+	memcpy(p + la + ls, b, lb + 1);
+	return p;
+}
+
+static void arena_free(ctx *c)
+{
+	while (c->arena) {
+		chunk *k = c->arena->next;
+		free(c->arena);
+		c->arena = k;
+	}
+}
+
+/* ---- value sets ----------------------------------------------------------------------------- */
+
+static bool val_eq(const val *a, const val *b)
+{
+	if (a->kind != b->kind || a->weak != b->weak)
+		return false;
+	if ((a->s == NULL) != (b->s == NULL) || (a->s && strcmp(a->s, b->s) != 0))
+		return false;
+	if ((a->t == NULL) != (b->t == NULL) || (a->t && strcmp(a->t, b->t) != 0))
+		return false;
+	return true;
+}
+
+static void vs_add(vset *vs, val v)
+{
+	for (unsigned i = 0; i < vs->n; i++)
+		if (val_eq(&vs->v[i], &v))
+			return;
+	if (vs->n < VMAX) {
+		vs->v[vs->n++] = v;
+		return;
+	}
+	/* Too many possibilities: strings collapse to "some string"; anything else becomes
+	 * something that cannot be followed, so no candidate is ever dropped silently. */
+	if (v.kind == VK_STR || v.kind == VK_PATH) {
+		val some = {.kind = VK_STR};
+		vs->v[VMAX - 1] = some;
+	} else {
+		val d = {.kind = VK_DYN, .s = "too many possible values to follow"};
+		vs->v[VMAX - 1] = d;
+	}
+}
+
+static void vs_union(vset *a, const vset *b)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		vs_add(a, b->v[i]);
+}
+
+static vset vs1(val v)
+{
+	vset vs = {.n = 1};
+	vs.v[0] = v;
+	return vs;
+}
+
+static val ref(ctx *c, const char *q)
+{
+	char canon[512];
+	ck_canonical(q, canon, sizeof canon);
+	val v = {.kind = VK_REF, .s = astrdup(c, canon)};
+	return v;
+}
+
+static val str(const char *s)
+{
+	val v = {.kind = VK_STR, .s = s};
+	return v;
+}
+
+static val dyn(const char *why, bool weak)
+{
+	val v = {.kind = VK_DYN, .s = why, .weak = weak};
+	return v;
+}
+
+/* The single literal string of a set, or NULL. */
+static const char *vs_str(const vset *vs)
+{
+	if (vs->n == 1 && vs->v[0].kind == VK_STR)
+		return vs->v[0].s;
+	return NULL;
+}
+
+static bool vs_has_str(const vset *vs)
+{
+	for (unsigned i = 0; i < vs->n; i++)
+		if (vs->v[i].kind == VK_STR)
+			return true;
+	return false;
+}
+
+/* ---- tree helpers ----------------------------------------------------------------------------- */
+
+static bool is(TSNode n, const char *type)
+{
+	return !ts_node_is_null(n) && strcmp(ts_node_type(n), type) == 0;
+}
+
+static TSNode field(TSNode n, const char *name)
+{
+	return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static const char *text(ctx *c, TSNode n)
+{
+	uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+	if (b > c->in->len)
+		b = (uint32_t)c->in->len;
+	if (a > b)
+		a = b;
+	return astrndup(c, c->src + a, b - a);
+}
+
+static unsigned line_of(TSNode n)
+{
+	return ts_node_start_point(n).row + 1;
+}
+
+static unsigned col_of(TSNode n)
+{
+	return ts_node_start_point(n).column + 1;
+}
+
+static void raw(ctx *c, ck_rule r, TSNode at, const char *name, const char *msg)
+{
+	if (c->err)
+		return;
+	/* One finding per rule, position and name, however many paths lead there. */
+	unsigned line = line_of(at), col = col_of(at);
+	for (size_t i = 0; i < c->out->n; i++) {
+		ck_raw *x = &c->out->v[i];
+		if (x->rule == r && x->line == line && x->col == col &&
+		    ((!x->name && !name) || (x->name && name && strcmp(x->name, name) == 0)))
+			return;
+	}
+	int e = ck_raw_add(c->out, r, line, col, name, "%s", msg);
+	if (e < 0)
+		c->err = e;
+}
+
+static bool add_event(ctx *c, int kind, const char *lib, const char *qual, scope *sc, TSNode at)
+{
+	if (c->nev == c->cap_ev) {
+		size_t nc = c->cap_ev ? c->cap_ev * 2 : 32;
+		event *nv = realloc(c->ev, nc * sizeof *nv);
+		if (!nv) {
+			c->err = -ENOMEM;
+			return false;
+		}
+		c->ev = nv;
+		c->cap_ev = nc;
+	}
+	event *e = &c->ev[c->nev++];
+	e->kind = kind;
+	e->lib = lib;
+	e->qual = qual;
+	e->scope_id = sc->id;
+	e->order = c->order++;
+	e->line = line_of(at);
+	e->col = col_of(at);
+	return true;
+}
+
+/* ---- identifiers: Python NFKC-normalises them, so ｅｖａｌ is eval ------------------------------- */
+
+static uint32_t utf8_next(const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *s = *p;
+	uint32_t cp;
+	int n;
+	if (s[0] < 0x80) {
+		cp = s[0];
+		n = 1;
+	} else if ((s[0] & 0xe0) == 0xc0 && end - s >= 2) {
+		cp = ((uint32_t)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+		n = 2;
+	} else if ((s[0] & 0xf0) == 0xe0 && end - s >= 3) {
+		cp = ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+		n = 3;
+	} else if ((s[0] & 0xf8) == 0xf0 && end - s >= 4) {
+		cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3f) << 12) |
+		     ((uint32_t)(s[2] & 0x3f) << 6) | (s[3] & 0x3f);
+		n = 4;
+	} else {
+		cp = 0xfffd;
+		n = 1;
+	}
+	*p = s + n;
+	return cp;
+}
+
+/* ASCII that NFKC gives for cp, "" when cp is not a compatibility character we know, NULL
+ * when it is one we do not know (so the name cannot be trusted). */
+static const char *nfkc_ascii(uint32_t cp, char buf[4])
+{
+	static const struct {
+		uint32_t cp;
+		const char *to;
+	} single[] = {
+		{0x00aa, "a"}, {0x00ba, "o"}, {0x017f, "s"}, {0x02b0, "h"}, {0x02b2, "j"},
+		{0x02b3, "r"}, {0x02b7, "w"}, {0x02b8, "y"}, {0x02e1, "l"}, {0x02e2, "s"},
+		{0x02e3, "x"}, {0x2071, "i"}, {0x207f, "n"}, {0x2090, "a"}, {0x2091, "e"},
+		{0x2092, "o"}, {0x2093, "x"}, {0x2095, "h"}, {0x2096, "k"}, {0x2097, "l"},
+		{0x2098, "m"}, {0x2099, "n"}, {0x209a, "p"}, {0x209b, "s"}, {0x209c, "t"},
+		{0x2102, "C"}, {0x210a, "g"}, {0x210b, "H"}, {0x210c, "H"}, {0x210d, "H"},
+		{0x210e, "h"}, {0x2110, "I"}, {0x2111, "I"}, {0x2112, "L"}, {0x2113, "l"},
+		{0x2115, "N"}, {0x2119, "P"}, {0x211a, "Q"}, {0x211b, "R"}, {0x211c, "R"},
+		{0x211d, "R"}, {0x2124, "Z"}, {0x2128, "Z"}, {0x212a, "K"}, {0x212c, "B"},
+		{0x212d, "C"}, {0x212f, "e"}, {0x2130, "E"}, {0x2131, "F"}, {0x2133, "M"},
+		{0x2134, "o"}, {0x2139, "i"}, {0x2145, "D"}, {0x2146, "d"}, {0x2147, "e"},
+		{0x2148, "i"}, {0x2149, "j"}, {0xfb00, "ff"}, {0xfb01, "fi"}, {0xfb02, "fl"},
+		{0xfb03, "ffi"}, {0xfb04, "ffl"}, {0xfb05, "st"}, {0xfb06, "st"},
+	};
+	for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
+		if (single[i].cp == cp)
+			return single[i].to;
+	buf[1] = '\0';
+	if (cp >= 0xff10 && cp <= 0xff19) {
+		buf[0] = (char)('0' + (cp - 0xff10));
+		return buf;
+	}
+	if (cp >= 0xff21 && cp <= 0xff3a) {
+		buf[0] = (char)('A' + (cp - 0xff21));
+		return buf;
+	}
+	if (cp >= 0xff41 && cp <= 0xff5a) {
+		buf[0] = (char)('a' + (cp - 0xff41));
+		return buf;
+	}
+	if (cp == 0xff3f)
+		return "_";
+	if (cp >= 0x1d400 && cp <= 0x1d6a3) {
+		uint32_t k = (cp - 0x1d400) % 52;
+		buf[0] = (char)(k < 26 ? 'A' + k : 'a' + (k - 26));
+		return buf;
+	}
+	if (cp >= 0x1d7ce && cp <= 0x1d7ff) {
+		buf[0] = (char)('0' + (cp - 0x1d7ce) % 10);
+		return buf;
+	}
+	if (cp >= 0x2160 && cp <= 0x217f) /* roman numerals: "ⅰ" is "i", "ⅳ" is "iv"... */
+		return NULL;
+	if ((cp >= 0x02b0 && cp <= 0x02ff) || (cp >= 0x1d2c && cp <= 0x1dbf) ||
+	    (cp >= 0x2070 && cp <= 0x209f) || (cp >= 0x2100 && cp <= 0x214f) ||
+	    (cp >= 0xfb00 && cp <= 0xfb4f) || (cp >= 0xff00 && cp <= 0xffef) ||
+	    (cp >= 0x1d400 && cp <= 0x1d7ff) || (cp >= 0x1e030 && cp <= 0x1e08f) ||
+	    (cp >= 0x2460 && cp <= 0x24ff) || cp == 0x00b2 || cp == 0x00b3 || cp == 0x00b9)
+		return NULL;
+	return "";
+}
+
+/* The name Python will use for an identifier node. */
+static const char *ident(ctx *c, TSNode n)
+{
+	const char *t = text(c, n);
+	const unsigned char *p = (const unsigned char *)t;
+	bool ascii = true;
+	for (const unsigned char *q = p; *q; q++)
+		if (*q >= 0x80)
+			ascii = false;
+	if (ascii)
+		return t;
+	const unsigned char *end = p + strlen(t);
+	char out[512];
+	size_t o = 0;
+	bool changed = false;
+	while (p < end && o + 8 < sizeof out) {
+		const unsigned char *start = p;
+		uint32_t cp = utf8_next(&p, end);
+		char buf[4];
+		const char *m = cp < 0x80 ? NULL : nfkc_ascii(cp, buf);
+		if (cp < 0x80 || (m && !*m)) {
+			memcpy(out + o, start, (size_t)(p - start));
+			o += (size_t)(p - start);
+		} else if (m) {
+			size_t k = strlen(m);
+			memcpy(out + o, m, k);
+			o += k;
+			changed = true;
+		} else {
+			raw(c, R_UNRESOLVED, n, t,
+			    "identifier uses compatibility characters that Python normalises (NFKC) "
+			    "to other letters; write it in plain letters");
+			return t;
+		}
+	}
+	out[o] = '\0';
+	return changed ? astrdup(c, out) : t;
+}
+
+/* ---- scopes ----------------------------------------------------------------------------------- */
+
+static unsigned hash(const char *s)
+{
+	unsigned h = 5381;
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h % NBUCKET;
+}
+
+static scope *new_scope(ctx *c, int kind, scope *parent, const char *fn_name)
+{
+	scope *s = amalloc(c, sizeof *s);
+	if (!s)
+		return NULL;
+	s->kind = kind;
+	s->parent = parent;
+	s->id = c->next_scope_id++;
+	s->fn_name = fn_name;
+	return s;
+}
+
+static binding *find(scope *s, const char *name)
+{
+	for (binding *b = s->tab[hash(name)]; b; b = b->next)
+		if (strcmp(b->name, name) == 0)
+			return b;
+	return NULL;
+}
+
+static binding *find_or_add(ctx *c, scope *s, const char *name)
+{
+	binding *b = find(s, name);
+	if (b)
+		return b;
+	b = amalloc(c, sizeof *b);
+	if (!b)
+		return NULL;
+	b->name = astrdup(c, name);
+	unsigned h = hash(name);
+	b->next = s->tab[h];
+	s->tab[h] = b;
+	return b;
+}
+
+static void stars_lookup(ctx *c, scope *s, const char *name, vset *out)
+{
+	for (unsigned i = 0; i < s->stars.n; i++)
+		if (s->stars.v[i].kind == VK_REF)
+			vs_add(out, ref(c, afmt(c, s->stars.v[i].s, ".", name)));
+}
+
+static vset lookup(ctx *c, scope *sc, const char *name)
+{
+	vset out = {0};
+	binding *b = find(sc, name);
+	if (b && b->global_decl) {
+		binding *m = find(c->module, name);
+		if (m)
+			vs_union(&out, &m->ever);
+		binding *g = find(c->gw, name);
+		if (g)
+			vs_union(&out, &g->ever);
+		stars_lookup(c, c->module, name, &out);
+		if (!m && !g && !out.n)
+			vs_add(&out, ref(c, afmt(c, "builtins", ".", name)));
+		return out;
+	}
+	if (b && !b->nonlocal_decl) {
+		out = b->cur;
+		if (sc == c->module) {
+			binding *g = find(c->gw, name);
+			if (g)
+				vs_union(&out, &g->ever);
+		}
+		return out;
+	}
+	stars_lookup(c, sc, name, &out);
+	for (scope *p = sc->parent; p; p = p->parent) {
+		if (p->kind == SC_CLASS)
+			continue;
+		binding *pb = find(p, name);
+		if (pb && !pb->global_decl) {
+			vs_union(&out, &pb->ever);
+			if (p == c->module) {
+				binding *g = find(c->gw, name);
+				if (g)
+					vs_union(&out, &g->ever);
+			}
+			return out;
+		}
+		stars_lookup(c, p, name, &out);
+	}
+	binding *g = find(c->gw, name);
+	if (g) {
+		vs_union(&out, &g->ever);
+		return out;
+	}
+	/* Not bound anywhere: a builtin (or a NameError, which is harmless). */
+	vs_add(&out, ref(c, afmt(c, "builtins", ".", name)));
+	return out;
+}
+
+static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
+{
+	binding *b = find_or_add(c, sc, name);
+	if (!b)
+		return;
+	if (b->global_decl) {
+		binding *g = find_or_add(c, c->gw, name);
+		binding *m = find_or_add(c, c->module, name);
+		if (g && m) {
+			vs_union(&g->ever, vs);
+			vs_union(&m->ever, vs);
+			if (vs->n)
+				c->saw_global_write = true;
+		}
+		return;
+	}
+	if (b->nonlocal_decl) {
+		for (scope *p = sc->parent; p; p = p->parent) {
+			binding *pb = p->kind == SC_FUNC ? find(p, name) : NULL;
+			if (pb) {
+				vs_union(&pb->ever, vs);
+				vs_union(&pb->cur, vs);
+				break;
+			}
+		}
+		return;
+	}
+	if (c->cond > 0)
+		vs_union(&b->cur, vs);
+	else
+		b->cur = *vs;
+	vs_union(&b->ever, vs);
+	if (sc == c->module) {
+		for (unsigned i = 0; i < vs->n; i++)
+			if (vs->v[i].kind == VK_REF && ck_sensitive_module(vs->v[i].s))
+				c->module_has_sensitive = true;
+	}
+}
+
+static void bind_empty(ctx *c, scope *sc, const char *name)
+{
+	vset e = {0};
+	bind(c, sc, name, &e);
+}
+
+/* ---- reporting uses --------------------------------------------------------------------------- */
+
+enum { USE, CALL };
+
+static bool deny_match(const ctx *c, const char *q)
+{
+	return ck_list_match(&c->in->cfg->deny_calls, q) || ck_list_match(&c->in->cfg->deny_modules, q);
+}
+
+static void report_ref(ctx *c, const char *q, TSNode at, int how)
+{
+	char msg[600];
+	if (deny_match(c, q)) {
+		snprintf(msg, sizeof msg, "`%s` is denied by the configuration", q);
+		raw(c, R_DENIED, at, q, msg);
+	}
+	ck_rule r = ck_classify(q, false, c->in->cfg->policy);
+	if (r != R_COUNT) {
+		snprintf(msg, sizeof msg, "%s `%s`: %s", how == CALL ? "call of" : "use of", q,
+			 ck_rules[r].info.title);
+		raw(c, r, at, q, msg);
+		return;
+	}
+	if (how == USE && ck_sensitive_module(q)) {
+		snprintf(msg, sizeof msg,
+			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
+		raw(c, R_UNRESOLVED, at, q, msg);
+	}
+}
+
+static void report(ctx *c, const vset *vs, TSNode at, int how)
+{
+	for (unsigned i = 0; i < vs->n; i++) {
+		const val *v = &vs->v[i];
+		char msg[600];
+		switch (v->kind) {
+		case VK_REF:
+			report_ref(c, v->s, at, how);
+			break;
+		case VK_DYN:
+			snprintf(msg, sizeof msg, "%s %s: it cannot be resolved statically",
+				 how == CALL ? "call of" : "use of", v->s);
+			raw(c, v->weak ? R_UNRESOLVED_WEAK : R_UNRESOLVED, at, NULL, msg);
+			break;
+		case VK_NSDICT:
+			if (how == USE && ck_sensitive_module(v->s)) {
+				snprintf(msg, sizeof msg,
+					 "the namespace of `%s` is passed on; what is taken from it cannot be followed",
+					 v->s);
+				raw(c, R_UNRESOLVED, at, v->s, msg);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* ---- expressions ------------------------------------------------------------------------------ */
+
+static vset eval(ctx *c, scope *sc, TSNode n);
+static void stmt(ctx *c, scope *sc, TSNode n);
+static void block(ctx *c, scope *sc, TSNode n);
+
+static vset use(ctx *c, scope *sc, TSNode n)
+{
+	vset v = eval(c, sc, n);
+	report(c, &v, n, USE);
+	return v;
+}
+
+static const char *const module_attr_names[] = {
+	"os", "sys", "subprocess", "builtins", "__builtins__", "importlib", "posix", "nt", "pty",
+	"ctypes", "socket", "shutil", "runpy", "_posixsubprocess", "__builtin__",
+};
+
+static bool module_attr(const char *a)
+{
+	for (size_t i = 0; i < sizeof module_attr_names / sizeof module_attr_names[0]; i++)
+		if (strcmp(a, module_attr_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Attributes that reach code objects, frames, globals or every class: the way out of any
+ * static view (().__class__.__bases__[0].__subclasses__()...). */
+static const char *const escape_attr_names[] = {
+	"__subclasses__", "__globals__", "__code__", "__getattribute__", "__closure__",
+	"f_globals", "f_locals", "f_builtins", "f_back", "gi_frame", "cr_frame", "ag_frame",
+	"tb_frame", "__reduce__", "__reduce_ex__", "__loader__", "__spec__", "func_globals",
+	"_getframe",
+};
+
+static bool escape_attr(const char *a)
+{
+	for (size_t i = 0; i < sizeof escape_attr_names / sizeof escape_attr_names[0]; i++)
+		if (strcmp(a, escape_attr_names[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool dict_getter(const char *a)
+{
+	return strcmp(a, "get") == 0 || strcmp(a, "pop") == 0 || strcmp(a, "setdefault") == 0 ||
+	       strcmp(a, "__getitem__") == 0;
+}
+
+static const char *const str_methods[] = {
+	"join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "format", "decode",
+	"encode", "title", "capitalize", "swapcase", "casefold", "removeprefix", "removesuffix",
+};
+static const char *const path_methods[] = {
+	"joinpath", "write_text", "write_bytes", "open", "touch", "expanduser", "resolve",
+	"absolute", "with_name", "with_suffix",
+};
+
+static bool in_names(const char *a, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(a, v[i]) == 0)
+			return true;
+	return false;
+}
+
+static const char *path_dirname(ctx *c, const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	if (!slash)
+		return ".";
+	if (slash == p)
+		return "/";
+	return astrndup(c, p, (size_t)(slash - p));
+}
+
+static vset member(ctx *c, const vset *base, const char *attr)
+{
+	vset out = {0};
+	char why[300];
+	if (escape_attr(attr)) {
+		snprintf(why, sizeof why, "introspection through `.%s`", attr);
+		vs_add(&out, dyn(astrdup(c, why), false));
+		return out;
+	}
+	bool modname = module_attr(attr);
+	for (unsigned i = 0; i < base->n; i++) {
+		const val *v = &base->v[i];
+		switch (v->kind) {
+		case VK_REF:
+			if (strcmp(attr, "__call__") == 0)
+				vs_add(&out, *v);
+			else if (strcmp(attr, "__dict__") == 0) {
+				val d = {.kind = VK_NSDICT, .s = v->s};
+				vs_add(&out, d);
+			} else if ((strcmp(v->s, "sys.modules") == 0 || strcmp(v->s, "builtins") == 0) &&
+				   dict_getter(attr)) {
+				val g = {.kind = VK_BOUNDGET, .s = v->s[0] == 's' ? "M" : "B"};
+				vs_add(&out, g);
+			} else if (modname)
+				vs_add(&out, ref(c, attr));
+			else
+				vs_add(&out, ref(c, afmt(c, v->s, ".", attr)));
+			break;
+		case VK_STR:
+			if (v->s && in_names(attr, str_methods, sizeof str_methods / sizeof str_methods[0])) {
+				val m = {.kind = VK_STRMETH, .s = v->s, .t = astrdup(c, attr)};
+				vs_add(&out, m);
+			}
+			break;
+		case VK_PATH:
+			if (strcmp(attr, "parent") == 0) {
+				val p = {.kind = VK_PATH, .s = path_dirname(c, v->s)};
+				vs_add(&out, p);
+			} else if (in_names(attr, path_methods,
+					    sizeof path_methods / sizeof path_methods[0])) {
+				val m = {.kind = VK_PATHMETH, .s = v->s, .t = astrdup(c, attr)};
+				vs_add(&out, m);
+			}
+			break;
+		case VK_DYN:
+			/* getattr(module, name).anything: a computed attribute of any module can be
+			 * another module (numpy.os), so going further is never harmless. */
+			snprintf(why, sizeof why, "%s.%s", v->s, attr);
+			vs_add(&out, dyn(astrdup(c, why), false));
+			break;
+		case VK_NSDICT:
+		case VK_GLOBALS:
+			if (dict_getter(attr)) {
+				val g = {.kind = VK_BOUNDGET,
+					 .s = v->kind == VK_GLOBALS ? "G" : afmt(c, "N", "", v->s)};
+				vs_add(&out, g);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	/* Objects we know nothing about: `m.os` is the os module whatever m is. */
+	if (modname && (base->n == 0 || !out.n))
+		vs_add(&out, ref(c, attr));
+	return out;
+}
+
+static vset subscr_lit(ctx *c, scope *sc, const val *v, const char *key, TSNode at)
+{
+	vset out = {0};
+	char why[300];
+	switch (v->kind) {
+	case VK_REF:
+		if (strcmp(v->s, "sys.modules") == 0) {
+			if (key)
+				vs_add(&out, ref(c, key));
+			else
+				vs_add(&out, dyn("sys.modules[<computed>]", false));
+		} else if (strcmp(v->s, "builtins") == 0) {
+			if (key)
+				vs_add(&out, ref(c, afmt(c, "builtins", ".", key)));
+			else
+				vs_add(&out, dyn("__builtins__[<computed>]", false));
+		}
+		break;
+	case VK_NSDICT:
+		if (key) {
+			vset b = vs1(ref(c, v->s));
+			out = member(c, &b, key);
+		} else {
+			snprintf(why, sizeof why, "vars(%s)[<computed>]", v->s);
+			vs_add(&out, dyn(astrdup(c, why), !ck_sensitive_module(v->s)));
+		}
+		break;
+	case VK_GLOBALS:
+		if (key)
+			out = lookup(c, sc, key);
+		else
+			vs_add(&out, dyn("globals()[<computed>]", !c->module_has_sensitive));
+		break;
+	case VK_STR:
+		break;
+	default:
+		break;
+	}
+	(void)at;
+	return out;
+}
+
+static vset subscr(ctx *c, scope *sc, const vset *base, const vset *keys, TSNode at)
+{
+	vset out = {0};
+	bool computed = !vs_has_str(keys);
+	for (unsigned i = 0; i < keys->n; i++)
+		if (keys->v[i].kind == VK_STR && !keys->v[i].s)
+			computed = true;
+	for (unsigned i = 0; i < base->n; i++) {
+		if (computed) {
+			vset r = subscr_lit(c, sc, &base->v[i], NULL, at);
+			vs_union(&out, &r);
+		}
+		for (unsigned k = 0; k < keys->n; k++)
+			if (keys->v[k].kind == VK_STR && keys->v[k].s) {
+				vset r = subscr_lit(c, sc, &base->v[i], keys->v[k].s, at);
+				vs_union(&out, &r);
+			}
+	}
+	return out;
+}
+
+static vset getattr_val(ctx *c, const vset *obj, const vset *names)
+{
+	vset out = {0};
+	bool computed = !vs_has_str(names);
+	for (unsigned i = 0; i < names->n; i++)
+		if (names->v[i].kind == VK_STR && !names->v[i].s)
+			computed = true;
+	if (computed) {
+		char why[300];
+		for (unsigned i = 0; i < obj->n; i++) {
+			const val *v = &obj->v[i];
+			if (v->kind == VK_REF) {
+				snprintf(why, sizeof why, "getattr(%s, <computed>)", v->s);
+				vs_add(&out, dyn(astrdup(c, why), !ck_sensitive_module(v->s)));
+			} else if (v->kind == VK_NSDICT || v->kind == VK_GLOBALS || v->kind == VK_DYN) {
+				vs_add(&out, dyn("getattr(<namespace>, <computed>)", false));
+			}
+		}
+	}
+	for (unsigned k = 0; k < names->n; k++)
+		if (names->v[k].kind == VK_STR && names->v[k].s) {
+			vset r = member(c, obj, names->v[k].s);
+			vs_union(&out, &r);
+		}
+	return out;
+}
+
+/* ---- strings ---------------------------------------------------------------------------------- */
+
+static void put_utf8(lb_buf *b, uint32_t cp)
+{
+	char o[4];
+	size_t n;
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		o[0] = (char)(0xc0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		o[0] = (char)(0xf0 | (cp >> 18));
+		o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	lb_buf_append(b, o, n);
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* Python's escapes; false for \N{...}, which needs the Unicode name table. */
+static bool unescape(const char *s, size_t n, lb_buf *b)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '\\' || i + 1 >= n) {
+			lb_buf_append(b, s + i, 1);
+			continue;
+		}
+		char e = s[++i];
+		switch (e) {
+		case '\n': break;
+		case '\\': lb_buf_append(b, "\\", 1); break;
+		case '\'': lb_buf_append(b, "'", 1); break;
+		case '"': lb_buf_append(b, "\"", 1); break;
+		case 'a': lb_buf_append(b, "\a", 1); break;
+		case 'b': lb_buf_append(b, "\b", 1); break;
+		case 'f': lb_buf_append(b, "\f", 1); break;
+		case 'n': lb_buf_append(b, "\n", 1); break;
+		case 'r': lb_buf_append(b, "\r", 1); break;
+		case 't': lb_buf_append(b, "\t", 1); break;
+		case 'v': lb_buf_append(b, "\v", 1); break;
+		case 'x':
+		case 'u':
+		case 'U': {
+			int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+			uint32_t cp = 0;
+			int k;
+			for (k = 0; k < digits && i + 1 < n && hexval(s[i + 1]) >= 0; k++)
+				cp = cp * 16 + (uint32_t)hexval(s[++i]);
+			if (k < digits || cp > 0x10ffff)
+				return false;
+			put_utf8(b, cp);
+			break;
+		}
+		case 'N':
+			return false;
+		default:
+			if (e >= '0' && e <= '7') {
+				uint32_t cp = (uint32_t)(e - '0');
+				for (int k = 0; k < 2 && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7'; k++)
+					cp = cp * 8 + (uint32_t)(s[++i] - '0');
+				put_utf8(b, cp);
+			} else {
+				lb_buf_append(b, s + i - 1, 2);
+			}
+		}
+	}
+	return true;
+}
+
+static void string_facts(ctx *c, const char *s)
+{
+	if (strstr(s, "TIME_ESTIMATE"))
+		c->h_estimate = true;
+	if (strstr(s, "results.json") || strstr(s, "final_info.json"))
+		c->h_results = true;
+}
+
+static vset fold_string(ctx *c, scope *sc, TSNode n)
+{
+	bool raw_s = false, bytes = false, fstr = false;
+	lb_buf b = {0};
+	bool known = true;
+	uint32_t cnt = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < cnt; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		const char *t = ts_node_type(ch);
+		if (strcmp(t, "string_start") == 0) {
+			const char *p = text(c, ch);
+			for (; *p && *p != '"' && *p != '\''; p++) {
+				if (*p == 'r' || *p == 'R')
+					raw_s = true;
+				else if (*p == 'b' || *p == 'B')
+					bytes = true;
+				else if (*p == 'f' || *p == 'F' || *p == 't' || *p == 'T')
+					fstr = true;
+			}
+		} else if (strcmp(t, "string_content") == 0) {
+			uint32_t a = ts_node_start_byte(ch), e = ts_node_end_byte(ch);
+			if (e > c->in->len || a > e)
+				continue;
+			if (raw_s)
+				lb_buf_append(&b, c->src + a, e - a);
+			else if (!unescape(c->src + a, e - a, &b))
+				known = false;
+		} else if (strcmp(t, "interpolation") == 0) {
+			TSNode ex = field(ch, "expression");
+			vset v = ts_node_is_null(ex) ? (vset){0} : use(c, sc, ex);
+			const char *s = vs_str(&v);
+			if (!fstr || !s || !ts_node_is_null(field(ch, "type_conversion")) ||
+			    !ts_node_is_null(field(ch, "format_specifier")))
+				known = false;
+			else
+				lb_buf_puts(&b, s);
+		}
+	}
+	vset out = {0};
+	if (b.data)
+		string_facts(c, b.data);
+	if (known && !bytes && b.len <= STR_MAX)
+		vs_add(&out, str(astrndup(c, b.data ? b.data : "", b.len)));
+	else
+		vs_add(&out, str(NULL));
+	lb_buf_free(&b);
+	return out;
+}
+
+static vset concat(ctx *c, const vset *a, const vset *b)
+{
+	vset out = {0};
+	for (unsigned i = 0; i < a->n; i++)
+		for (unsigned k = 0; k < b->n; k++) {
+			const val *x = &a->v[i], *y = &b->v[k];
+			if (x->kind != VK_STR || y->kind != VK_STR)
+				continue;
+			if (!x->s || !y->s || strlen(x->s) + strlen(y->s) > STR_MAX)
+				vs_add(&out, str(NULL));
+			else
+				vs_add(&out, str(afmt(c, x->s, "", y->s)));
+		}
+	if (!out.n && (vs_has_str(a) || vs_has_str(b)))
+		vs_add(&out, str(NULL));
+	return out;
+}
+
+static const char *path_join(ctx *c, const char *a, const char *b)
+{
+	if (b[0] == '/')
+		return b;
+	size_t la = strlen(a);
+	if (la && a[la - 1] == '/')
+		return afmt(c, a, "", b);
+	return afmt(c, a, "/", b);
+}
+
+static void import_event(ctx *c, const char *q, TSNode at, bool report_module);
+
+/* ---- calls ------------------------------------------------------------------------------------ */
+
+#define MAX_ARGS 16
+typedef struct args {
+	TSNode pos[MAX_ARGS];
+	unsigned npos;
+	TSNode kw[MAX_ARGS];
+	const char *kwname[MAX_ARGS];
+	unsigned nkw;
+	bool splat; /* *args or **kwargs: positions cannot be trusted */
+	bool used[MAX_ARGS];
+} args;
+
+static void collect_args(ctx *c, TSNode list, args *a)
+{
+	memset(a, 0, sizeof *a);
+	if (ts_node_is_null(list) || !is(list, "argument_list"))
+		return;
+	uint32_t n = ts_node_named_child_count(list);
+	for (uint32_t i = 0; i < n; i++) {
+		TSNode ch = ts_node_named_child(list, i);
+		if (is(ch, "comment"))
+			continue;
+		if (is(ch, "keyword_argument")) {
+			if (a->nkw < MAX_ARGS) {
+				a->kwname[a->nkw] = text(c, field(ch, "name"));
+				a->kw[a->nkw++] = field(ch, "value");
+			}
+		} else if (is(ch, "list_splat") || is(ch, "dictionary_splat")) {
+			a->splat = true;
+		} else if (a->npos < MAX_ARGS) {
+			a->pos[a->npos++] = ch;
+		}
+	}
+}
+
+static TSNode arg(const args *a, unsigned pos, const char *kw)
+{
+	if (pos < a->npos)
+		return a->pos[pos];
+	for (unsigned i = 0; i < a->nkw; i++)
+		if (kw && strcmp(a->kwname[i], kw) == 0)
+			return a->kw[i];
+	TSNode null = {0};
+	return null;
+}
+
+static bool path_allowed(const ctx *c, const char *p)
+{
+	if (p[0] == '~')
+		return false;
+	/* Normalise . and .. lexically; a relative path must stay inside the experiment. */
+	char norm[1100];
+	size_t o = 0;
+	int depth = 0;
+	bool abs = p[0] == '/';
+	const char *s = p;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *e = s;
+		while (*e && *e != '/')
+			e++;
+		size_t k = (size_t)(e - s);
+		if (k == 0)
+			break;
+		if (k == 1 && s[0] == '.') {
+		} else if (k == 2 && s[0] == '.' && s[1] == '.') {
+			if (depth == 0) {
+				if (!abs)
+					return false;
+			} else {
+				depth--;
+				while (o > 0 && norm[o - 1] != '/')
+					o--;
+				if (o > 0)
+					o--;
+			}
+		} else {
+			if (o + k + 2 >= sizeof norm)
+				return false;
+			norm[o++] = '/';
+			memcpy(norm + o, s, k);
+			o += k;
+			depth++;
+		}
+		s = e;
+	}
+	norm[o] = '\0';
+	if (!abs)
+		return true;
+	if (o == 0)
+		return false;
+	static const char *const std_ok[] = {"/tmp", "/var/tmp", "/dev/shm"};
+	static const char *const always_ok[] = {"/dev/null", "/dev/stdout", "/dev/stderr"};
+	for (size_t i = 0; i < 3; i++)
+		if (strcmp(norm, always_ok[i]) == 0)
+			return true;
+	const lb_check_config *cfg = c->in->cfg;
+	if (cfg->policy != LB_CHECK_STRICT)
+		for (size_t i = 0; i < 3; i++) {
+			size_t k = strlen(std_ok[i]);
+			if (strncmp(norm, std_ok[i], k) == 0 && (norm[k] == '\0' || norm[k] == '/'))
+				return true;
+		}
+	for (size_t i = 0; i < cfg->output_paths.n; i++) {
+		const ck_item *it = &cfg->output_paths.v[i];
+		if (it->project && !cfg->trust_project)
+			continue;
+		size_t k = strlen(it->s);
+		while (k > 1 && it->s[k - 1] == '/')
+			k--;
+		if (strncmp(norm, it->s, k) == 0 && (norm[k] == '\0' || norm[k] == '/' || k == 1))
+			return true;
+	}
+	return false;
+}
+
+/* A write through open()-like calls: mode decides whether it writes, the literal path where. */
+static void check_write(ctx *c, TSNode at, const vset *paths, const vset *modes, bool mode_given,
+			const char *what)
+{
+	if (!mode_given)
+		return;
+	bool writes = false;
+	for (unsigned i = 0; i < modes->n; i++) {
+		const val *m = &modes->v[i];
+		if (m->kind != VK_STR || !m->s || strpbrk(m->s, "wax+"))
+			writes = true;
+	}
+	if (!modes->n)
+		writes = true;
+	if (!writes)
+		return;
+	bool literal = false;
+	char msg[700];
+	for (unsigned i = 0; i < paths->n; i++) {
+		const val *p = &paths->v[i];
+		if ((p->kind != VK_STR && p->kind != VK_PATH) || !p->s)
+			continue;
+		literal = true;
+		if (!path_allowed(c, p->s)) {
+			snprintf(msg, sizeof msg, "%s writes to '%.400s', outside the experiment directory "
+				 "and the output paths", what, p->s);
+			raw(c, R_WRITE, at, what, msg);
+		}
+	}
+	if (!literal) {
+		snprintf(msg, sizeof msg, "%s writes to a path computed at run time", what);
+		raw(c, R_WRITE_UNKNOWN, at, what, msg);
+	}
+}
+
+static bool is_time_call(const char *q)
+{
+	return strcmp(q, "time.time") == 0 || strcmp(q, "time.perf_counter") == 0 ||
+	       strcmp(q, "time.monotonic") == 0 || strcmp(q, "time.process_time") == 0 ||
+	       strcmp(q, "time.time_ns") == 0 || strcmp(q, "time.perf_counter_ns") == 0 ||
+	       strcmp(q, "time.monotonic_ns") == 0 || strcmp(q, "datetime.datetime.now") == 0;
+}
+
+static void metric_line_facts(ctx *c, TSNode arglist)
+{
+	const char *t = text(c, arglist);
+	if (strstr(t, ": {") || strstr(t, ":{") || strstr(t, ": %") || strstr(t, ":%") ||
+	    strstr(t, "\": \"") || strstr(t, "': '") || strstr(t, ":\",") || strstr(t, ":',") ||
+	    strstr(t, ": \" +") || strstr(t, ": ' +") || strstr(t, ": \"+") || strstr(t, ": '+"))
+		c->h_metrics = true;
+}
+
+static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
+{
+	vset out = {0};
+	TSNode x;
+	if (strcmp(q, "builtins.getattr") == 0 && a->npos >= 2) {
+		vset obj = eval(c, sc, a->pos[0]);
+		vset names = eval(c, sc, a->pos[1]);
+		a->used[0] = a->used[1] = true;
+		return getattr_val(c, &obj, &names);
+	}
+	if (strcmp(q, "builtins.__import__") == 0 || strcmp(q, "importlib.import_module") == 0) {
+		bool imp = q[0] == 'b';
+		x = arg(a, 0, "name");
+		if (ts_node_is_null(x))
+			return out;
+		vset names = eval(c, sc, x);
+		if (a->npos > 0)
+			a->used[0] = true;
+		const char *s = vs_str(&names);
+		if (!s) {
+			vs_add(&out, dyn(imp ? "__import__(<computed>)" : "importlib.import_module(<computed>)",
+					 false));
+			return out;
+		}
+		if (s[0] == '.')
+			return out; /* relative: the experiment's own package */
+		import_event(c, s, node, true);
+		vs_add(&out, ref(c, s));
+		if (imp) {
+			const char *dot = strchr(s, '.');
+			if (dot)
+				vs_add(&out, ref(c, astrndup(c, s, (size_t)(dot - s))));
+		}
+		return out;
+	}
+	if (strcmp(q, "builtins.vars") == 0 || strcmp(q, "builtins.globals") == 0 ||
+	    strcmp(q, "builtins.locals") == 0) {
+		if (a->npos == 0) {
+			val g = {.kind = VK_GLOBALS};
+			vs_add(&out, g);
+			return out;
+		}
+		vset o = eval(c, sc, a->pos[0]);
+		a->used[0] = true;
+		for (unsigned i = 0; i < o.n; i++)
+			if (o.v[i].kind == VK_REF) {
+				val d = {.kind = VK_NSDICT, .s = o.v[i].s};
+				vs_add(&out, d);
+			}
+		return out;
+	}
+	if ((strcmp(q, "operator.attrgetter") == 0 || strcmp(q, "operator.methodcaller") == 0) &&
+	    a->npos >= 1) {
+		vset names = eval(c, sc, a->pos[0]);
+		a->used[0] = true;
+		val g = {.kind = VK_GETTER, .s = vs_str(&names), .weak = q[9] == 'm'};
+		vs_add(&out, g);
+		return out;
+	}
+	if (strcmp(q, "pathlib.Path") == 0 || strcmp(q, "pathlib.PurePath") == 0 ||
+	    strcmp(q, "pathlib.PosixPath") == 0 || strcmp(q, "pathlib.PurePosixPath") == 0 ||
+	    strcmp(q, "os.path.join") == 0) {
+		const char *p = q[0] == 'p' && a->npos == 0 ? "." : NULL;
+		bool ok = !a->splat;
+		for (unsigned i = 0; i < a->npos && ok; i++) {
+			vset v = use(c, sc, a->pos[i]);
+			a->used[i] = true;
+			const char *s = vs_str(&v);
+			if (!s) {
+				for (unsigned k = 0; k < v.n; k++)
+					if (v.v[k].kind == VK_PATH && v.n == 1)
+						s = v.v[k].s;
+			}
+			if (!s)
+				ok = false;
+			else
+				p = p ? path_join(c, p, s) : s;
+		}
+		if (ok && p) {
+			val v = {.kind = q[0] == 'p' ? VK_PATH : VK_STR, .s = p};
+			vs_add(&out, v);
+		}
+		return out;
+	}
+	if (strcmp(q, "os.path.expanduser") == 0 || strcmp(q, "os.path.abspath") == 0 ||
+	    strcmp(q, "os.path.normpath") == 0 || strcmp(q, "os.path.realpath") == 0 ||
+	    strcmp(q, "builtins.str") == 0) {
+		if (a->npos >= 1) {
+			vset v = use(c, sc, a->pos[0]);
+			a->used[0] = true;
+			for (unsigned i = 0; i < v.n; i++)
+				if (v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH)
+					vs_add(&out, str(v.v[i].s));
+		}
+		return out;
+	}
+	if (strcmp(q, "builtins.chr") == 0 && a->npos == 1 && is(a->pos[0], "integer")) {
+		long cp = strtol(text(c, a->pos[0]), NULL, 0);
+		a->used[0] = true;
+		if (cp >= 0 && cp <= 0x10ffff) {
+			lb_buf b = {0};
+			put_utf8(&b, (uint32_t)cp);
+			vs_add(&out, str(astrndup(c, b.data ? b.data : "", b.len)));
+			lb_buf_free(&b);
+		}
+		return out;
+	}
+	if (strcmp(q, "builtins.open") == 0 || strcmp(q, "codecs.open") == 0 ||
+	    strcmp(q, "os.fdopen") == 0) {
+		TSNode f = arg(a, 0, "file");
+		if (ts_node_is_null(f))
+			f = arg(a, 0, "filename");
+		TSNode m = arg(a, 1, "mode");
+		vset paths = {0}, modes = {0};
+		if (!ts_node_is_null(f))
+			paths = use(c, sc, f);
+		if (!ts_node_is_null(m))
+			modes = use(c, sc, m);
+		for (unsigned i = 0; i < a->npos && i < 2; i++)
+			a->used[i] = true;
+		if (strcmp(q, "os.fdopen") != 0)
+			check_write(c, node, &paths, &modes, !ts_node_is_null(m) || a->splat, q);
+		return out;
+	}
+	if (strcmp(q, "os.open") == 0) {
+		TSNode f = arg(a, 0, "path"), fl = arg(a, 1, "flags");
+		vset paths = {0};
+		if (!ts_node_is_null(f))
+			paths = use(c, sc, f);
+		bool writes = true;
+		if (!ts_node_is_null(fl)) {
+			const char *t = text(c, fl);
+			writes = strstr(t, "O_WRONLY") || strstr(t, "O_RDWR") || strstr(t, "O_CREAT") ||
+				 strstr(t, "O_APPEND") || strstr(t, "O_TRUNC") || !strstr(t, "O_");
+		}
+		for (unsigned i = 0; i < a->npos && i < 2; i++)
+			a->used[i] = true;
+		vset w = vs1(str("w"));
+		if (writes)
+			check_write(c, node, &paths, &w, true, q);
+		return out;
+	}
+	if (is_time_call(q))
+		c->time_flag = true;
+	if (strcmp(q, "builtins.print") == 0 || strcmp(q, "sys.stdout.write") == 0)
+		metric_line_facts(c, field(node, "arguments"));
+	return out;
+}
+
+static vset call_strmeth(ctx *c, scope *sc, const val *v, args *a)
+{
+	vset out = {0};
+	const char *s = v->s, *m = v->t;
+	if (strcmp(m, "join") == 0) {
+		if (a->npos != 1)
+			return out;
+		TSNode l = a->pos[0];
+		if (!(is(l, "list") || is(l, "tuple"))) {
+			vs_add(&out, str(NULL));
+			return out;
+		}
+		lb_buf b = {0};
+		bool ok = true;
+		uint32_t n = ts_node_named_child_count(l);
+		for (uint32_t i = 0; i < n; i++) {
+			vset e = use(c, sc, ts_node_named_child(l, i));
+			const char *es = vs_str(&e);
+			if (!es) {
+				ok = false;
+				continue;
+			}
+			if (i)
+				lb_buf_puts(&b, s);
+			lb_buf_puts(&b, es);
+		}
+		a->used[0] = true;
+		vs_add(&out, str(ok && b.len <= STR_MAX ? astrndup(c, b.data ? b.data : "", b.len) : NULL));
+		lb_buf_free(&b);
+		return out;
+	}
+	if (strcmp(m, "lower") == 0 || strcmp(m, "upper") == 0 || strcmp(m, "casefold") == 0 ||
+	    strcmp(m, "swapcase") == 0) {
+		char *d = (char *)astrdup(c, s);
+		for (char *p = d; *p; p++) {
+			bool up = *p >= 'A' && *p <= 'Z', lo = *p >= 'a' && *p <= 'z';
+			if ((m[0] == 'l' || m[0] == 'c' || (m[0] == 's' && up)) && up)
+				*p = (char)(*p - 'A' + 'a');
+			else if ((m[0] == 'u' || m[0] == 's') && lo)
+				*p = (char)(*p - 'a' + 'A');
+		}
+		vs_add(&out, str(d));
+		return out;
+	}
+	if ((strcmp(m, "strip") == 0 || strcmp(m, "lstrip") == 0 || strcmp(m, "rstrip") == 0) &&
+	    a->npos == 0) {
+		const char *b = s, *e = s + strlen(s);
+		if (m[0] != 'r')
+			while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')
+				b++;
+		if (m[0] != 'l')
+			while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+				e--;
+		vs_add(&out, str(astrndup(c, b, (size_t)(e - b))));
+		return out;
+	}
+	if (strcmp(m, "replace") == 0 && a->npos == 2) {
+		vset f = use(c, sc, a->pos[0]), t = use(c, sc, a->pos[1]);
+		a->used[0] = a->used[1] = true;
+		const char *fs = vs_str(&f), *ts = vs_str(&t);
+		if (!fs || !ts || !*fs) {
+			vs_add(&out, str(NULL));
+			return out;
+		}
+		lb_buf b = {0};
+		for (const char *p = s; *p;) {
+			if (strncmp(p, fs, strlen(fs)) == 0) {
+				lb_buf_puts(&b, ts);
+				p += strlen(fs);
+			} else {
+				lb_buf_append(&b, p++, 1);
+			}
+			if (b.len > STR_MAX)
+				break;
+		}
+		vs_add(&out, str(b.len <= STR_MAX ? astrndup(c, b.data ? b.data : "", b.len) : NULL));
+		lb_buf_free(&b);
+		return out;
+	}
+	if (strcmp(m, "decode") == 0 || strcmp(m, "encode") == 0 || strcmp(m, "title") == 0 ||
+	    strcmp(m, "capitalize") == 0) {
+		if (m[0] == 'd' || m[0] == 'e')
+			vs_add(&out, str(s));
+		else
+			vs_add(&out, str(NULL));
+		return out;
+	}
+	vs_add(&out, str(NULL));
+	return out;
+}
+
+static vset call_pathmeth(ctx *c, scope *sc, const val *v, TSNode node, args *a)
+{
+	vset out = {0};
+	const char *m = v->t;
+	if (strcmp(m, "joinpath") == 0) {
+		const char *p = v->s;
+		for (unsigned i = 0; i < a->npos; i++) {
+			vset s = use(c, sc, a->pos[i]);
+			a->used[i] = true;
+			const char *ss = vs_str(&s);
+			if (!ss)
+				return out;
+			p = path_join(c, p, ss);
+		}
+		val r = {.kind = VK_PATH, .s = p};
+		vs_add(&out, r);
+		return out;
+	}
+	if (strcmp(m, "expanduser") == 0 || strcmp(m, "resolve") == 0 || strcmp(m, "absolute") == 0) {
+		val r = {.kind = VK_PATH, .s = v->s};
+		vs_add(&out, r);
+		return out;
+	}
+	vset paths = vs1(str(v->s));
+	if (strcmp(m, "write_text") == 0 || strcmp(m, "write_bytes") == 0 || strcmp(m, "touch") == 0) {
+		vset w = vs1(str("w"));
+		check_write(c, node, &paths, &w, true, afmt(c, "pathlib.Path", ".", m));
+	} else if (strcmp(m, "open") == 0) {
+		TSNode md = arg(a, 0, "mode");
+		vset modes = {0};
+		if (!ts_node_is_null(md)) {
+			modes = use(c, sc, md);
+			if (a->npos > 0)
+				a->used[0] = true;
+		}
+		check_write(c, node, &paths, &modes, !ts_node_is_null(md) || a->splat, "pathlib.Path.open");
+	}
+	return out;
+}
+
+static void seed_events(ctx *c, scope *sc, const char *q, TSNode node, const args *a)
+{
+	const char *lib = ck_seed_lib(q);
+	if (lib && (a->npos > 0 || a->nkw > 0 || a->splat))
+		add_event(c, EV_SEED, lib, q, sc, node);
+	lib = ck_random_lib(q);
+	if (lib)
+		add_event(c, EV_RANDOM, lib, q, sc, node);
+	if (ck_generator_ctor(q) && a->npos == 0 && a->nkw == 0 && !a->splat) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "`%s()` without a seed draws its state from the operating system",
+			 q);
+		raw(c, R_UNSEEDED_GEN, node, q, msg);
+	}
+}
+
+static vset eval_call(ctx *c, scope *sc, TSNode n)
+{
+	TSNode fn = field(n, "function");
+	TSNode al = field(n, "arguments");
+	vset callee = eval(c, sc, fn);
+	args a;
+	collect_args(c, al, &a);
+	vset out = {0};
+	if (is(fn, "identifier") && sc == c->module)
+		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
+	for (unsigned i = 0; i < callee.n; i++) {
+		const val *v = &callee.v[i];
+		vset r = {0};
+		switch (v->kind) {
+		case VK_REF:
+			r = call_ref(c, sc, v->s, n, &a);
+			seed_events(c, sc, v->s, n, &a);
+			break;
+		case VK_GETTER:
+			if (a.npos >= 1) {
+				vset obj = eval(c, sc, a.pos[0]);
+				vset names = vs1(str(v->s));
+				a.used[0] = true;
+				r = getattr_val(c, &obj, &names);
+				if (v->weak) /* methodcaller: the method is called right away */
+					report(c, &r, n, CALL);
+			}
+			break;
+		case VK_BOUNDGET:
+			if (a.npos >= 1) {
+				vset keys = eval(c, sc, a.pos[0]);
+				a.used[0] = true;
+				val base;
+				if (v->s[0] == 'M')
+					base = ref(c, "sys.modules");
+				else if (v->s[0] == 'B')
+					base = ref(c, "builtins");
+				else if (v->s[0] == 'G')
+					base = (val){.kind = VK_GLOBALS};
+				else
+					base = (val){.kind = VK_NSDICT, .s = v->s + 1};
+				vset bs = vs1(base);
+				r = subscr(c, sc, &bs, &keys, n);
+			}
+			break;
+		case VK_STRMETH:
+			r = call_strmeth(c, sc, v, &a);
+			break;
+		case VK_PATHMETH:
+			r = call_pathmeth(c, sc, v, n, &a);
+			break;
+		default:
+			break;
+		}
+		vs_union(&out, &r);
+	}
+	report(c, &callee, fn, CALL);
+	/* Every argument not consumed above is a use (passing os.system to map() is using it). */
+	for (unsigned i = 0; i < a.npos; i++)
+		if (!a.used[i])
+			use(c, sc, a.pos[i]);
+	if (!ts_node_is_null(al)) {
+		if (is(al, "argument_list")) {
+			uint32_t cnt = ts_node_named_child_count(al);
+			for (uint32_t i = 0; i < cnt; i++) {
+				TSNode ch = ts_node_named_child(al, i);
+				if (is(ch, "keyword_argument")) {
+					/* keyword values call_ref read were evaluated there too; a second
+					 * evaluation only repeats the same (deduplicated) findings */
+					use(c, sc, field(ch, "value"));
+				} else if (is(ch, "list_splat") || is(ch, "dictionary_splat")) {
+					use(c, sc, ch);
+				} else {
+					bool positional = false;
+					for (unsigned k = 0; k < a.npos; k++)
+						if (ts_node_eq(a.pos[k], ch))
+							positional = true;
+					if (!positional && !is(ch, "comment"))
+						use(c, sc, ch);
+				}
+			}
+		} else {
+			use(c, sc, al); /* f(x for x in y) */
+		}
+	}
+	return out;
+}
+
+/* ---- the generic walk ------------------------------------------------------------------------- */
+
+static void defer(ctx *c, scope *sc, TSNode n, const char *name)
+{
+	pending *p = amalloc(c, sizeof *p);
+	if (!p)
+		return;
+	p->node = n;
+	p->parent = sc;
+	p->name = name;
+	p->next = *c->pend;
+	*c->pend = p;
+}
+
+static void params_defaults(ctx *c, scope *sc, TSNode params)
+{
+	if (ts_node_is_null(params))
+		return;
+	uint32_t n = ts_node_named_child_count(params);
+	for (uint32_t i = 0; i < n; i++) {
+		TSNode p = ts_node_named_child(params, i);
+		TSNode v = field(p, "value");
+		TSNode t = field(p, "type");
+		if (!ts_node_is_null(v))
+			use(c, sc, v);
+		if (!ts_node_is_null(t))
+			use(c, sc, t);
+	}
+}
+
+static void bind_params(ctx *c, scope *sc, TSNode params)
+{
+	if (ts_node_is_null(params))
+		return;
+	if (is(params, "identifier")) {
+		bind_empty(c, sc, ident(c, params));
+		return;
+	}
+	uint32_t n = ts_node_named_child_count(params);
+	for (uint32_t i = 0; i < n; i++) {
+		TSNode p = ts_node_named_child(params, i);
+		if (is(p, "identifier")) {
+			bind_empty(c, sc, ident(c, p));
+			continue;
+		}
+		TSNode nm = field(p, "name");
+		if (!ts_node_is_null(nm) && is(nm, "identifier")) {
+			bind_empty(c, sc, ident(c, nm));
+			continue;
+		}
+		/* typed_parameter, *args, **kwargs, tuple parameters: every identifier inside
+		 * that is not a type annotation */
+		uint32_t k = ts_node_named_child_count(p);
+		for (uint32_t j = 0; j < k; j++) {
+			TSNode ch = ts_node_named_child(p, j);
+			if (is(ch, "identifier"))
+				bind_empty(c, sc, ident(c, ch));
+			else if (is(ch, "tuple_pattern") || is(ch, "list_splat_pattern") ||
+				 is(ch, "dictionary_splat_pattern"))
+				bind_params(c, sc, ch);
+		}
+	}
+}
+
+/* Bind every name in an assignment target to "an ordinary value", evaluating the objects
+ * of attribute and subscript targets. */
+static void bind_target_empty(ctx *c, scope *sc, TSNode t)
+{
+	if (ts_node_is_null(t))
+		return;
+	if (is(t, "identifier")) {
+		bind_empty(c, sc, ident(c, t));
+		return;
+	}
+	if (is(t, "attribute")) {
+		eval(c, sc, field(t, "object"));
+		return;
+	}
+	if (is(t, "subscript")) {
+		eval(c, sc, field(t, "value"));
+		uint32_t n = ts_node_named_child_count(t);
+		for (uint32_t i = 1; i < n; i++)
+			use(c, sc, ts_node_named_child(t, i));
+		return;
+	}
+	uint32_t n = ts_node_named_child_count(t);
+	for (uint32_t i = 0; i < n; i++)
+		bind_target_empty(c, sc, ts_node_named_child(t, i));
+}
+
+static bool taint_any(ctx *c, TSNode n, int depth)
+{
+	if (depth > 40)
+		return false;
+	if (is(n, "identifier"))
+		return find(c->taint, text(c, n)) != NULL;
+	uint32_t k = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < k; i++)
+		if (taint_any(c, ts_node_named_child(n, i), depth + 1))
+			return true;
+	return false;
+}
+
+static void taint_target(ctx *c, TSNode t)
+{
+	if (is(t, "identifier"))
+		find_or_add(c, c->taint, text(c, t));
+	else if (is(t, "attribute"))
+		find_or_add(c, c->taint, text(c, field(t, "attribute")));
+}
+
+static void bind_target(ctx *c, scope *sc, TSNode t, const vset *v, TSNode rhs)
+{
+	if (is(t, "identifier")) {
+		/* A class attribute is reached through the class, which is not followed. */
+		if (sc->kind == SC_CLASS)
+			report(c, v, rhs, USE);
+		bind(c, sc, ident(c, t), v);
+		return;
+	}
+	report(c, v, rhs, USE);
+	bind_target_empty(c, sc, t);
+}
+
+static bool tuple_like(TSNode n)
+{
+	return is(n, "pattern_list") || is(n, "tuple_pattern") || is(n, "list_pattern") ||
+	       is(n, "expression_list") || is(n, "tuple") || is(n, "list");
+}
+
+static vset assign(ctx *c, scope *sc, TSNode n)
+{
+	TSNode left = field(n, "left"), right = field(n, "right"), type = field(n, "type");
+	if (!ts_node_is_null(type))
+		use(c, sc, type);
+	if (ts_node_is_null(right))
+		return (vset){0};
+	bool tf = c->time_flag;
+	c->time_flag = false;
+	/* a, b = os.system, print: element-wise aliases when both sides line up */
+	if (tuple_like(left) && tuple_like(right) &&
+	    ts_node_named_child_count(left) == ts_node_named_child_count(right)) {
+		uint32_t k = ts_node_named_child_count(left);
+		bool plain = true;
+		for (uint32_t i = 0; i < k; i++)
+			if (is(ts_node_named_child(right, i), "list_splat") ||
+			    is(ts_node_named_child(left, i), "list_splat_pattern"))
+				plain = false;
+		if (plain) {
+			vset vals[64];
+			uint32_t m = k < 64 ? k : 64;
+			for (uint32_t i = 0; i < m; i++)
+				vals[i] = eval(c, sc, ts_node_named_child(right, i));
+			for (uint32_t i = k < 64 ? k : 64; i < k; i++)
+				use(c, sc, ts_node_named_child(right, i));
+			for (uint32_t i = 0; i < m; i++)
+				bind_target(c, sc, ts_node_named_child(left, i), &vals[i],
+					    ts_node_named_child(right, i));
+			for (uint32_t i = m; i < k; i++)
+				bind_target_empty(c, sc, ts_node_named_child(left, i));
+			c->time_flag = tf;
+			return (vset){0};
+		}
+	}
+	vset v = is(right, "assignment") ? assign(c, sc, right) : eval(c, sc, right);
+	bool timed = c->time_flag || taint_any(c, right, 0);
+	if (timed)
+		taint_target(c, left);
+	if (tuple_like(left)) {
+		report(c, &v, right, USE);
+		bind_target_empty(c, sc, left);
+	} else {
+		bind_target(c, sc, left, &v, right);
+	}
+	c->time_flag = tf || timed;
+	return v;
+}
+
+static void augassign(ctx *c, scope *sc, TSNode n)
+{
+	TSNode left = field(n, "left"), right = field(n, "right"), op = field(n, "operator");
+	vset r = eval(c, sc, right);
+	if (is(left, "identifier")) {
+		const char *name = ident(c, left);
+		if (!ts_node_is_null(op) && strcmp(text(c, op), "+=") == 0) {
+			vset cur = lookup(c, sc, name);
+			vset s = concat(c, &cur, &r);
+			if (!s.n)
+				report(c, &r, right, USE);
+			bind(c, sc, name, &s);
+			return;
+		}
+		report(c, &r, right, USE);
+		bind_empty(c, sc, name);
+		return;
+	}
+	report(c, &r, right, USE);
+	bind_target_empty(c, sc, left);
+}
+
+static bool is_statement(TSNode n)
+{
+	static const char *const kinds[] = {
+		"import_statement", "import_from_statement", "future_import_statement",
+		"expression_statement", "return_statement", "delete_statement", "raise_statement",
+		"assert_statement", "pass_statement", "break_statement", "continue_statement",
+		"global_statement", "nonlocal_statement", "if_statement", "for_statement",
+		"while_statement", "try_statement", "with_statement", "function_definition",
+		"decorated_definition", "class_definition", "match_statement", "exec_statement",
+		"print_statement", "block", "type_alias_statement", "comment",
+	};
+	const char *t = ts_node_type(n);
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(t, kinds[i]) == 0)
+			return true;
+	return false;
+}
+
+static void generic(ctx *c, scope *sc, TSNode n)
+{
+	uint32_t k = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < k; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		if (is_statement(ch))
+			stmt(c, sc, ch);
+		else if (is(ch, "keyword_argument"))
+			use(c, sc, field(ch, "value"));
+		else if (is(ch, "for_in_clause")) {
+			use(c, sc, field(ch, "right"));
+			c->cond++;
+			bind_target_empty(c, sc, field(ch, "left"));
+			c->cond--;
+		} else if (is(ch, "lambda"))
+			eval(c, sc, ch);
+		else if (!is(ch, "format_specifier") && !is(ch, "type_conversion"))
+			use(c, sc, ch);
+	}
+}
+
+static vset eval_inner(ctx *c, scope *sc, TSNode n)
+{
+	vset out = {0};
+	const char *t = ts_node_type(n);
+	if (strcmp(t, "identifier") == 0) {
+		const char *name = ident(c, n);
+		if (find(c->taint, name))
+			c->time_flag = true;
+		if (strcmp(name, "__builtins__") == 0) {
+			binding *b = find(sc, name);
+			if (!b)
+				return vs1(ref(c, "builtins"));
+		}
+		return lookup(c, sc, name);
+	}
+	if (strcmp(t, "attribute") == 0) {
+		vset base = eval(c, sc, field(n, "object"));
+		TSNode an = field(n, "attribute");
+		if (ts_node_is_null(an))
+			return out;
+		return member(c, &base, ident(c, an));
+	}
+	if (strcmp(t, "subscript") == 0) {
+		vset base = eval(c, sc, field(n, "value"));
+		uint32_t k = ts_node_named_child_count(n);
+		vset keys = {0};
+		bool reverse = false;
+		for (uint32_t i = 1; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "slice")) {
+				const char *st = text(c, ch);
+				char sq[32];
+				size_t o = 0;
+				for (const char *p = st; *p && o + 1 < sizeof sq; p++)
+					if (*p != ' ')
+						sq[o++] = *p;
+				sq[o] = '\0';
+				reverse = strcmp(sq, "::-1") == 0;
+				generic(c, sc, ch);
+			} else if (!is(ch, "comment")) {
+				keys = use(c, sc, ch);
+			}
+		}
+		if (reverse) {
+			for (unsigned i = 0; i < base.n; i++)
+				if (base.v[i].kind == VK_STR && base.v[i].s) {
+					size_t l = strlen(base.v[i].s);
+					char *r = amalloc(c, l + 1);
+					if (!r)
+						return out;
+					for (size_t j = 0; j < l; j++)
+						r[j] = base.v[i].s[l - 1 - j];
+					vs_add(&out, str(r));
+				}
+			return out;
+		}
+		return subscr(c, sc, &base, &keys, n);
+	}
+	if (strcmp(t, "call") == 0)
+		return eval_call(c, sc, n);
+	if (strcmp(t, "parenthesized_expression") == 0 || strcmp(t, "await") == 0) {
+		uint32_t k = ts_node_named_child_count(n);
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (!is(ch, "comment"))
+				out = eval(c, sc, ch);
+		}
+		return out;
+	}
+	if (strcmp(t, "conditional_expression") == 0) {
+		uint32_t k = ts_node_named_child_count(n);
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (i == 1)
+				use(c, sc, ch);
+			else {
+				vset v = eval(c, sc, ch);
+				vs_union(&out, &v);
+			}
+		}
+		return out;
+	}
+	if (strcmp(t, "boolean_operator") == 0) {
+		vset a = eval(c, sc, field(n, "left"));
+		vset b = eval(c, sc, field(n, "right"));
+		vs_union(&out, &a);
+		vs_union(&out, &b);
+		return out;
+	}
+	if (strcmp(t, "named_expression") == 0) {
+		out = eval(c, sc, field(n, "value"));
+		TSNode nm = field(n, "name");
+		if (is(nm, "identifier"))
+			bind(c, sc, ident(c, nm), &out);
+		return out;
+	}
+	if (strcmp(t, "string") == 0)
+		return fold_string(c, sc, n);
+	if (strcmp(t, "concatenated_string") == 0) {
+		uint32_t k = ts_node_named_child_count(n);
+		out = vs1(str(""));
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (!is(ch, "string"))
+				continue;
+			vset s = fold_string(c, sc, ch);
+			out = concat(c, &out, &s);
+		}
+		return out;
+	}
+	if (strcmp(t, "binary_operator") == 0) {
+		TSNode op = field(n, "operator");
+		const char *ot = ts_node_is_null(op) ? "" : text(c, op);
+		vset a = eval(c, sc, field(n, "left"));
+		vset b = eval(c, sc, field(n, "right"));
+		if (strcmp(ot, "+") == 0 && (vs_has_str(&a) || vs_has_str(&b)))
+			return concat(c, &a, &b);
+		if (strcmp(ot, "/") == 0) {
+			for (unsigned i = 0; i < a.n; i++)
+				if (a.v[i].kind == VK_PATH) {
+					const char *s = vs_str(&b);
+					if (s) {
+						val p = {.kind = VK_PATH, .s = path_join(c, a.v[i].s, s)};
+						vs_add(&out, p);
+					}
+				}
+			if (out.n)
+				return out;
+		}
+		report(c, &a, field(n, "left"), USE);
+		report(c, &b, field(n, "right"), USE);
+		if (strcmp(ot, "%") == 0 && vs_has_str(&a))
+			vs_add(&out, str(NULL));
+		return out;
+	}
+	if (strcmp(t, "lambda") == 0) {
+		params_defaults(c, sc, field(n, "parameters"));
+		defer(c, sc, n, NULL);
+		return out;
+	}
+	if (strcmp(t, "list_comprehension") == 0 || strcmp(t, "set_comprehension") == 0 ||
+	    strcmp(t, "dictionary_comprehension") == 0 || strcmp(t, "generator_expression") == 0) {
+		/* Clauses first (they bind the loop names), then the element. */
+		uint32_t k = ts_node_named_child_count(n);
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "for_in_clause")) {
+				use(c, sc, field(ch, "right"));
+				c->cond++;
+				bind_target_empty(c, sc, field(ch, "left"));
+				c->cond--;
+			}
+		}
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (!is(ch, "for_in_clause"))
+				generic(c, sc, ch);
+		}
+		return out;
+	}
+	if (strcmp(t, "keyword_argument") == 0) {
+		use(c, sc, field(n, "value"));
+		return out;
+	}
+	if (strcmp(t, "integer") == 0 || strcmp(t, "float") == 0 || strcmp(t, "true") == 0 ||
+	    strcmp(t, "false") == 0 || strcmp(t, "none") == 0 || strcmp(t, "comment") == 0 ||
+	    strcmp(t, "ellipsis") == 0)
+		return out;
+	if (strcmp(t, "exec_statement") == 0 || is_statement(n)) {
+		stmt(c, sc, n);
+		return out;
+	}
+	generic(c, sc, n);
+	return out;
+}
+
+static vset eval(ctx *c, scope *sc, TSNode n)
+{
+	vset out = {0};
+	if (ts_node_is_null(n) || c->err)
+		return out;
+	if (c->depth >= MAX_DEPTH) {
+		c->too_deep = true;
+		return out;
+	}
+	c->depth++;
+	out = eval_inner(c, sc, n);
+	c->depth--;
+	return out;
+}
+
+/* ---- statements ------------------------------------------------------------------------------- */
+
+static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
+{
+	char msg[600];
+	const lb_check_config *cfg = c->in->cfg;
+	ck_rule banned = ck_classify(q, true, cfg->policy);
+	if (report_module) {
+		if (banned != R_COUNT) {
+			snprintf(msg, sizeof msg, "import of `%s`: %s", q, ck_rules[banned].info.title);
+			raw(c, banned, at, q, msg);
+		}
+		if (ck_list_match(&cfg->deny_modules, q)) {
+			snprintf(msg, sizeof msg, "import of `%s` is denied by the configuration", q);
+			raw(c, R_DENIED, at, q, msg);
+		}
+	}
+	char top[256];
+	snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
+	/* a banned module already has its finding; "not on the allowlist" would only repeat it */
+	if (banned == R_COUNT && !ck_import_allowed(top, cfg->policy) && !ck_list_match(&cfg->allow_modules, q) &&
+	    !ck_list_match(&cfg->local_modules, top)) {
+		snprintf(msg, sizeof msg, "module `%s` is not on the import allowlist", top);
+		raw(c, R_IMPORT, at, top, msg);
+	}
+}
+
+static const char *dotted(ctx *c, TSNode n)
+{
+	/* dotted_name: identifiers joined by dots, whatever spacing or comments sit between */
+	lb_buf b = {0};
+	uint32_t k = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < k; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		if (!is(ch, "identifier"))
+			continue;
+		if (b.len)
+			lb_buf_puts(&b, ".");
+		lb_buf_puts(&b, ident(c, ch));
+	}
+	const char *r = b.data ? astrndup(c, b.data, b.len) : text(c, n);
+	lb_buf_free(&b);
+	return r;
+}
+
+static void import_stmt(ctx *c, scope *sc, TSNode n)
+{
+	uint32_t k = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < k; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		if (is(ch, "dotted_name")) {
+			const char *q = dotted(c, ch);
+			import_event(c, q, ch, true);
+			char top[256];
+			snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
+			vset v = vs1(ref(c, top));
+			bind(c, sc, top, &v);
+		} else if (is(ch, "aliased_import")) {
+			const char *q = dotted(c, field(ch, "name"));
+			import_event(c, q, ch, true);
+			vset v = vs1(ref(c, q));
+			TSNode al = field(ch, "alias");
+			if (!ts_node_is_null(al))
+				bind(c, sc, ident(c, al), &v);
+		}
+	}
+}
+
+static void import_from(ctx *c, scope *sc, TSNode n)
+{
+	TSNode mn = field(n, "module_name");
+	bool relative = is(mn, "relative_import");
+	const char *q = relative ? NULL : dotted(c, mn);
+	bool module_banned = false;
+	if (q) {
+		module_banned = ck_classify(q, true, c->in->cfg->policy) != R_COUNT;
+		import_event(c, q, mn, true);
+	}
+	uint32_t k = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < k; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		if (ts_node_eq(ch, mn))
+			continue;
+		if (is(ch, "wildcard_import")) {
+			if (!q)
+				continue;
+			vs_add(&sc->stars, ref(c, q));
+			char canon[512];
+			ck_canonical(q, canon, sizeof canon);
+			if (c->in->cfg->policy == LB_CHECK_STRICT && strcmp(canon, "os") == 0)
+				raw(c, R_SEED_BANNED, ch, "os",
+				    "`from os import *` imports all of os; the seed allows only os.path");
+			if (ck_sensitive_module(q) && !module_banned)
+				raw(c, R_UNRESOLVED, ch, q,
+				    "star import of a sensitive module: which names it brings cannot be "
+				    "checked; import the names you use");
+			continue;
+		}
+		TSNode name = ch, alias = {0};
+		if (is(ch, "aliased_import")) {
+			name = field(ch, "name");
+			alias = field(ch, "alias");
+		}
+		if (!is(name, "dotted_name"))
+			continue;
+		const char *nm = dotted(c, name);
+		const char *bound = ts_node_is_null(alias) ? nm : ident(c, alias);
+		if (!q) {
+			bind_empty(c, sc, bound);
+			continue;
+		}
+		const char *full = afmt(c, q, ".", nm);
+		if (!module_banned) {
+			ck_rule r = ck_classify(full, true, c->in->cfg->policy);
+			if (r != R_COUNT) {
+				char msg[600];
+				snprintf(msg, sizeof msg, "import of `%s`: %s", full, ck_rules[r].info.title);
+				raw(c, r, ch, full, msg);
+			}
+		}
+		vset v = vs1(ref(c, full));
+		bind(c, sc, bound, &v);
+	}
+}
+
+static void guard_check(ctx *c, scope *sc, TSNode cond)
+{
+	bool tf = c->time_flag;
+	c->time_flag = false;
+	use(c, sc, cond);
+	if ((c->time_flag || taint_any(c, cond, 0)) && strpbrk(text(c, cond), "<>"))
+		c->h_guard = true;
+	c->time_flag = tf;
+}
+
+static void walk_body(ctx *c, scope *sc, TSNode body, TSNode params, bool lambda);
+
+static void def_function(ctx *c, scope *sc, TSNode n)
+{
+	TSNode name = field(n, "name");
+	params_defaults(c, sc, field(n, "parameters"));
+	TSNode rt = field(n, "return_type");
+	if (!ts_node_is_null(rt))
+		use(c, sc, rt);
+	const char *nm = ts_node_is_null(name) ? NULL : ident(c, name);
+	if (nm)
+		bind_empty(c, sc, nm);
+	defer(c, sc, n, nm);
+}
+
+static void def_class(ctx *c, scope *sc, TSNode n)
+{
+	TSNode sup = field(n, "superclasses");
+	if (!ts_node_is_null(sup))
+		generic(c, sc, sup);
+	TSNode name = field(n, "name");
+	scope *cs = new_scope(c, SC_CLASS, sc, NULL);
+	if (!cs)
+		return;
+	/* The body runs now, in its own namespace; its functions see the enclosing scopes. */
+	block(c, cs, field(n, "body"));
+	if (!ts_node_is_null(name))
+		bind_empty(c, sc, ident(c, name));
+}
+
+static void cond_block(ctx *c, scope *sc, TSNode n)
+{
+	c->cond++;
+	block(c, sc, n);
+	c->cond--;
+}
+
+static void stmt_inner(ctx *c, scope *sc, TSNode n)
+{
+	const char *t = ts_node_type(n);
+	uint32_t k = ts_node_named_child_count(n);
+	if (strcmp(t, "import_statement") == 0) {
+		import_stmt(c, sc, n);
+	} else if (strcmp(t, "import_from_statement") == 0) {
+		import_from(c, sc, n);
+	} else if (strcmp(t, "future_import_statement") == 0 || strcmp(t, "comment") == 0 ||
+		   strcmp(t, "pass_statement") == 0 || strcmp(t, "break_statement") == 0 ||
+		   strcmp(t, "continue_statement") == 0 || strcmp(t, "type_alias_statement") == 0) {
+	} else if (strcmp(t, "expression_statement") == 0) {
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "assignment"))
+				assign(c, sc, ch);
+			else if (is(ch, "augmented_assignment"))
+				augassign(c, sc, ch);
+			else if (is(ch, "string") || is(ch, "concatenated_string"))
+				; /* a docstring or a bare string does nothing */
+			else
+				eval(c, sc, ch);
+		}
+	} else if (strcmp(t, "global_statement") == 0 || strcmp(t, "nonlocal_statement") == 0) {
+		if (sc == c->module)
+			return;
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (!is(ch, "identifier"))
+				continue;
+			binding *b = find_or_add(c, sc, ident(c, ch));
+			if (!b)
+				return;
+			if (t[0] == 'g')
+				b->global_decl = true;
+			else
+				b->nonlocal_decl = true;
+		}
+	} else if (strcmp(t, "if_statement") == 0) {
+		guard_check(c, sc, field(n, "condition"));
+		cond_block(c, sc, field(n, "consequence"));
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "elif_clause")) {
+				guard_check(c, sc, field(ch, "condition"));
+				cond_block(c, sc, field(ch, "consequence"));
+			} else if (is(ch, "else_clause")) {
+				cond_block(c, sc, field(ch, "body"));
+			}
+		}
+	} else if (strcmp(t, "for_statement") == 0) {
+		use(c, sc, field(n, "right"));
+		c->cond++;
+		bind_target_empty(c, sc, field(n, "left"));
+		block(c, sc, field(n, "body"));
+		TSNode alt = field(n, "alternative");
+		if (!ts_node_is_null(alt))
+			block(c, sc, field(alt, "body"));
+		c->cond--;
+	} else if (strcmp(t, "while_statement") == 0) {
+		guard_check(c, sc, field(n, "condition"));
+		c->cond++;
+		block(c, sc, field(n, "body"));
+		TSNode alt = field(n, "alternative");
+		if (!ts_node_is_null(alt))
+			block(c, sc, field(alt, "body"));
+		c->cond--;
+	} else if (strcmp(t, "try_statement") == 0) {
+		c->cond++;
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "block")) {
+				block(c, sc, ch);
+				continue;
+			}
+			/* except / except* / else / finally clauses */
+			uint32_t m = ts_node_named_child_count(ch);
+			for (uint32_t j = 0; j < m; j++) {
+				TSNode x = ts_node_named_child(ch, j);
+				if (is(x, "block"))
+					block(c, sc, x);
+				else if (is(x, "as_pattern")) {
+					use(c, sc, ts_node_named_child(x, 0));
+					TSNode al = field(x, "alias");
+					if (!ts_node_is_null(al))
+						bind_target_empty(c, sc, al);
+				} else if (!is(x, "comment"))
+					use(c, sc, x);
+			}
+		}
+		c->cond--;
+	} else if (strcmp(t, "with_statement") == 0) {
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "with_clause")) {
+				uint32_t m = ts_node_named_child_count(ch);
+				for (uint32_t j = 0; j < m; j++) {
+					TSNode item = ts_node_named_child(ch, j);
+					TSNode v = is(item, "with_item") ? field(item, "value") : item;
+					if (is(v, "as_pattern")) {
+						use(c, sc, ts_node_named_child(v, 0));
+						TSNode al = field(v, "alias");
+						if (!ts_node_is_null(al))
+							bind_target_empty(c, sc, al);
+					} else if (!ts_node_is_null(v) && !is(v, "comment")) {
+						use(c, sc, v);
+					}
+				}
+			}
+		}
+		block(c, sc, field(n, "body"));
+	} else if (strcmp(t, "function_definition") == 0) {
+		def_function(c, sc, n);
+	} else if (strcmp(t, "class_definition") == 0) {
+		def_class(c, sc, n);
+	} else if (strcmp(t, "decorated_definition") == 0) {
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (is(ch, "decorator"))
+				generic(c, sc, ch);
+		}
+		TSNode d = field(n, "definition");
+		if (is(d, "class_definition"))
+			def_class(c, sc, d);
+		else if (!ts_node_is_null(d))
+			def_function(c, sc, d);
+	} else if (strcmp(t, "exec_statement") == 0) {
+		vset e = vs1(ref(c, "builtins.exec"));
+		report(c, &e, n, CALL);
+		generic(c, sc, n);
+	} else if (strcmp(t, "match_statement") == 0) {
+		TSNode subj = field(n, "subject");
+		if (!ts_node_is_null(subj))
+			use(c, sc, subj);
+		c->cond++;
+		for (uint32_t i = 0; i < k; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			if (!is(ch, "block"))
+				continue;
+			uint32_t m = ts_node_named_child_count(ch);
+			for (uint32_t j = 0; j < m; j++) {
+				TSNode cc = ts_node_named_child(ch, j);
+				TSNode cons = field(cc, "consequence");
+				TSNode guard = field(cc, "guard");
+				if (!ts_node_is_null(guard))
+					use(c, sc, guard);
+				if (!ts_node_is_null(cons))
+					block(c, sc, cons);
+			}
+		}
+		c->cond--;
+	} else if (strcmp(t, "block") == 0 || strcmp(t, "module") == 0) {
+		for (uint32_t i = 0; i < k; i++)
+			stmt(c, sc, ts_node_named_child(n, i));
+	} else if (strcmp(t, "delete_statement") == 0) {
+		for (uint32_t i = 0; i < k; i++)
+			bind_target_empty(c, sc, ts_node_named_child(n, i));
+	} else {
+		/* return, raise, assert, print, ERROR and anything newer: every expression inside
+		 * is a use */
+		generic(c, sc, n);
+	}
+}
+
+static void stmt(ctx *c, scope *sc, TSNode n)
+{
+	if (ts_node_is_null(n) || c->err)
+		return;
+	if (c->depth >= MAX_DEPTH) {
+		c->too_deep = true;
+		return;
+	}
+	c->depth++;
+	stmt_inner(c, sc, n);
+	c->depth--;
+}
+
+static void block(ctx *c, scope *sc, TSNode n)
+{
+	if (ts_node_is_null(n))
+		return;
+	if (is(n, "block") || is(n, "module")) {
+		stmt(c, sc, n);
+		return;
+	}
+	/* a one-line body that tree-sitter did not wrap in a block */
+	if (is_statement(n))
+		stmt(c, sc, n);
+	else
+		use(c, sc, n);
+}
+
+/* Run a scope's body, then the bodies of the functions defined in it (they run later, when
+ * every binding of the scope is known). */
+static void walk_body(ctx *c, scope *sc, TSNode body, TSNode params, bool lambda)
+{
+	pending *list = NULL;
+	pending **saved_pend = c->pend;
+	int saved_cond = c->cond;
+	c->pend = &list;
+	c->cond = 0;
+	if (!ts_node_is_null(params))
+		bind_params(c, sc, params);
+	if (lambda)
+		use(c, sc, body);
+	else
+		block(c, sc, body);
+	/* oldest first, so functions are analysed in source order */
+	pending *rev = NULL;
+	while (list) {
+		pending *nx = list->next;
+		list->next = rev;
+		rev = list;
+		list = nx;
+	}
+	c->pend = &list;
+	for (pending *p = rev; p && !c->err; p = p->next) {
+		scope *fs = new_scope(c, SC_FUNC, p->parent, p->name);
+		if (!fs)
+			break;
+		if (p->name && p->parent == c->module && c->nfns < 4096) {
+			if (c->nfns == c->cap_fns) {
+				size_t nc = c->cap_fns ? c->cap_fns * 2 : 16;
+				fnscope *nv = realloc(c->fns, nc * sizeof *nv);
+				if (!nv) {
+					c->err = -ENOMEM;
+					break;
+				}
+				c->fns = nv;
+				c->cap_fns = nc;
+			}
+			c->fns[c->nfns++] = (fnscope){p->name, fs->id};
+		}
+		bool lam = is(p->node, "lambda");
+		walk_body(c, fs, field(p->node, "body"), field(p->node, "parameters"), lam);
+	}
+	c->pend = saved_pend;
+	c->cond = saved_cond;
+}
+
+/* ---- determinism and harness verdicts ----------------------------------------------------------- */
+
+static bool fn_seeds(const ctx *c, const char *fname, const char *lib)
+{
+	for (size_t i = 0; i < c->nfns; i++) {
+		if (strcmp(c->fns[i].name, fname) != 0)
+			continue;
+		for (size_t k = 0; k < c->nev; k++) {
+			const event *e = &c->ev[k];
+			if (e->kind == EV_SEED && e->scope_id == c->fns[i].id &&
+			    (strcmp(e->lib, lib) == 0 || strcmp(e->lib, "*") == 0))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void determinism(ctx *c)
+{
+	static const char *const libs[] = {"random", "numpy", "torch", "tensorflow"};
+	char msg[600];
+	for (size_t l = 0; l < sizeof libs / sizeof libs[0]; l++) {
+		const char *lib = libs[l];
+		const event *first = NULL;
+		bool seeded = false;
+		for (size_t i = 0; i < c->nev; i++) {
+			const event *e = &c->ev[i];
+			if (e->kind == EV_RANDOM && strcmp(e->lib, lib) == 0 && !first)
+				first = e;
+			if (e->kind == EV_SEED && (strcmp(e->lib, lib) == 0 || strcmp(e->lib, "*") == 0))
+				seeded = true;
+		}
+		if (!first)
+			continue;
+		if (!seeded) {
+			snprintf(msg, sizeof msg, "`%s` is random but %s is never seeded", first->qual, lib);
+			if (!c->err && ck_raw_add(c->out, R_SEED_MISSING, first->line, first->col,
+						  first->qual, "%s", msg) < 0)
+				c->err = -ENOMEM;
+			continue;
+		}
+		for (size_t i = 0; i < c->nev; i++) {
+			const event *r = &c->ev[i];
+			if (r->kind != EV_RANDOM || strcmp(r->lib, lib) != 0)
+				continue;
+			bool ok = false;
+			for (size_t k = 0; k < c->nev && !ok; k++) {
+				const event *s = &c->ev[k];
+				bool same_lib = s->kind == EV_SEED &&
+						(strcmp(s->lib, lib) == 0 || strcmp(s->lib, "*") == 0);
+				if (!same_lib)
+					continue;
+				if (s->scope_id == r->scope_id)
+					ok = s->order < r->order;
+				else if (r->scope_id != 0)
+					ok = true; /* another function may well have run first */
+			}
+			if (!ok && r->scope_id == 0) {
+				/* module level: a call, earlier, of a function that seeds */
+				for (size_t k = 0; k < c->nev && !ok; k++) {
+					const event *f = &c->ev[k];
+					if (f->kind == EV_CALLFN && f->order < r->order &&
+					    fn_seeds(c, f->lib, lib))
+						ok = true;
+				}
+			}
+			if (!ok) {
+				snprintf(msg, sizeof msg, "`%s` runs before %s is seeded", r->qual, lib);
+				if (!c->err && ck_raw_add(c->out, R_SEED_ORDER, r->line, r->col, r->qual,
+							  "%s", msg) < 0)
+					c->err = -ENOMEM;
+				break;
+			}
+		}
+	}
+}
+
+static void harness(ctx *c)
+{
+	static const struct {
+		ck_rule r;
+		size_t off;
+		const char *msg;
+	} h[] = {
+		{R_TIME_ESTIMATE, offsetof(ctx, h_estimate),
+		 "no `TIME_ESTIMATE: Xs` line is printed before the main loop"},
+		{R_TIME_GUARD, offsetof(ctx, h_guard),
+		 "no time guard compares the elapsed time with the budget"},
+		{R_RESULTS_JSON, offsetof(ctx, h_results), "results.json is never written"},
+		{R_METRIC_LINES, offsetof(ctx, h_metrics), "no `name: value` metric lines are printed"},
+	};
+	for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
+		bool have = *(const bool *)((const char *)c + h[i].off);
+		if (!have && !c->err && ck_raw_add(c->out, h[i].r, 1, 1, NULL, "%s", h[i].msg) < 0)
+			c->err = -ENOMEM;
+	}
+}
+
+/* ---- entry ------------------------------------------------------------------------------------ */
+
+static void reset_pass(ctx *c)
+{
+	c->module = new_scope(c, SC_MODULE, NULL, NULL);
+	c->taint = new_scope(c, SC_MODULE, NULL, NULL);
+	c->saw_global_write = false;
+	c->cond = c->depth = 0;
+	c->too_deep = false;
+	c->nev = c->nfns = 0;
+	c->order = 0;
+	c->time_flag = false;
+	c->h_estimate = c->h_guard = c->h_results = c->h_metrics = false;
+	c->module_has_sensitive = false;
+	if (c->module)
+		c->module->id = 0;
+	c->next_scope_id = 1;
+}
+
+static void run_pass(ctx *c)
+{
+	if (!c->module || !c->taint) {
+		c->err = -ENOMEM;
+		return;
+	}
+	walk_body(c, c->module, c->in->root, (TSNode){0}, false);
+	if (c->too_deep)
+		raw(c, R_UNPARSED, c->in->root, NULL,
+		    "the code is nested too deeply to be analysed; flatten it");
+	determinism(c);
+	if (c->in->harness)
+		harness(c);
+}
+
+int ck_analyze(const ck_analysis_in *in, ck_raws *out)
+{
+	ctx c = {.in = in, .src = in->src, .out = out};
+	size_t base = out->n;
+	c.gw = new_scope(&c, SC_MODULE, NULL, NULL);
+	reset_pass(&c);
+	run_pass(&c);
+	if (!c.err && c.saw_global_write) {
+		/* Functions assigned module names through `global`: run again so module-level
+		 * code sees those values too (they are kept in c.gw). */
+		for (size_t i = base; i < out->n; i++) {
+			free(out->v[i].message);
+			free(out->v[i].name);
+		}
+		out->n = base;
+		reset_pass(&c);
+		run_pass(&c);
+	}
+	free(c.ev);
+	free(c.fns);
+	arena_free(&c);
+	return c.err;
+}

@@ -1,0 +1,701 @@
+/* check: parsing, syntax errors, and checking buffers, files and experiment directories. */
+#include "check_internal.h"
+#include "labbox/diagnose.h"
+#include "labbox/sandbox.h"
+#include "labbox/util.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHECK_MAX_FILE (8u << 20)
+#define CHECK_MAX_FILES 20000
+#define PARSE_TIMEOUT_US (10u * 1000 * 1000)
+
+/* What the interpreter's compile() said about one file. */
+typedef struct pysyntax {
+	bool checked;
+	bool ok;
+	unsigned line, col;
+	char msg[256];
+} pysyntax;
+
+/* ---- syntax from tree-sitter ------------------------------------------------------------------ */
+
+static bool first_error(TSNode root, TSNode *out)
+{
+	TSTreeCursor cur = ts_tree_cursor_new(root);
+	bool found = false, down = true;
+	for (;;) {
+		TSNode n = ts_tree_cursor_current_node(&cur);
+		if (down && (ts_node_is_missing(n) || strcmp(ts_node_type(n), "ERROR") == 0)) {
+			*out = n;
+			found = true;
+			break;
+		}
+		if (down && ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&cur))
+			continue;
+		if (ts_tree_cursor_goto_next_sibling(&cur)) {
+			down = true;
+			continue;
+		}
+		if (!ts_tree_cursor_goto_parent(&cur))
+			break;
+		down = false;
+	}
+	ts_tree_cursor_delete(&cur);
+	return found;
+}
+
+static void error_text(const char *src, size_t len, TSNode n, char *out, size_t outlen)
+{
+	if (ts_node_is_missing(n)) {
+		snprintf(out, outlen, "invalid syntax: missing '%s'", ts_node_type(n));
+		return;
+	}
+	uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+	if (b > len)
+		b = (uint32_t)len;
+	if (a > b)
+		a = b;
+	size_t k = 0;
+	char snip[48];
+	for (uint32_t i = a; i < b && k + 1 < sizeof snip; i++) {
+		char ch = src[i];
+		if (ch == '\n')
+			break;
+		snip[k++] = (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+	}
+	snip[k] = '\0';
+	snprintf(out, outlen, "invalid syntax near '%s'", snip);
+}
+
+/* PEP 263: a coding declaration in the first two lines. Only ASCII-compatible encodings keep
+ * the bytes labbox parses equal to the characters Python reads (utf-7 would not). */
+static bool encoding_ok(const char *src, size_t len, char *enc, size_t enclen)
+{
+	size_t off = 0;
+	enc[0] = '\0';
+	for (int line = 0; line < 2 && off < len; line++) {
+		size_t e = off;
+		while (e < len && src[e] != '\n')
+			e++;
+		const char *p = src + off;
+		size_t n = e - off;
+		const char *hash = memchr(p, '#', n);
+		if (hash) {
+			for (const char *q = hash; q + 6 < p + n; q++) {
+				if (strncmp(q, "coding", 6) != 0 || (q[6] != ':' && q[6] != '='))
+					continue;
+				q += 7;
+				while (q < p + n && (*q == ' ' || *q == '\t'))
+					q++;
+				size_t k = 0;
+				while (q < p + n && k + 1 < enclen &&
+				       (*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') ||
+					(*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
+					enc[k++] = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q), q++;
+				enc[k] = '\0';
+				static const char *const ok[] = {
+					"utf-8",      "utf8",      "utf_8",   "utf-8-sig", "ascii",
+					"us-ascii",   "latin-1",   "latin1",  "iso-8859-1", "iso8859-1",
+					"iso-latin-1", "l1",       "cp1252",  "iso-8859-15", "utf8-sig",
+				};
+				for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+					if (strcmp(enc, ok[i]) == 0)
+						return true;
+				return false;
+			}
+		}
+		/* the second line counts only when the first is a comment or blank */
+		bool blank_or_comment = true;
+		for (size_t i = 0; i < n; i++)
+			if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\f') {
+				blank_or_comment = p[i] == '#';
+				break;
+			}
+		if (!blank_or_comment)
+			break;
+		off = e + 1;
+	}
+	return true;
+}
+
+static int check_buffer(const lb_check_config *cfg, const char *path, const char *src, size_t len,
+			bool harness, const pysyntax *py, lb_check_report *rep)
+{
+	ck_raws raws = {0};
+	int r = 0;
+	TSParser *parser = ts_parser_new();
+	TSTree *tree = NULL;
+	TSNode root = {0};
+	char enc[64];
+	if (!parser)
+		return -ENOMEM;
+	rep->policy = cfg->policy;
+	if (len > UINT32_MAX / 2) {
+		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL, "file too large to analyse");
+		goto settle;
+	}
+	if (!encoding_ok(src, len, enc, sizeof enc)) {
+		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL,
+			       "source encoding '%s' is not ASCII-compatible; labbox cannot see what "
+			       "Python will read. Save the file as UTF-8",
+			       enc);
+		goto settle;
+	}
+	if (memchr(src, '\0', len) && !(py && py->checked)) {
+		r = ck_raw_add(&raws, R_SYNTAX, 1, 1, NULL, "source code cannot contain NUL bytes");
+		goto settle;
+	}
+	ts_parser_set_language(parser, tree_sitter_python());
+	ts_parser_set_timeout_micros(parser, PARSE_TIMEOUT_US);
+	tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
+	if (!tree) {
+		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL, "the parser gave up on this file");
+		goto settle;
+	}
+	root = ts_tree_root_node(tree);
+	TSNode bad;
+	bool ts_error = ts_node_has_error(root) && first_error(root, &bad);
+	if (py && py->checked) {
+		if (!py->ok)
+			r = ck_raw_add(&raws, R_SYNTAX, py->line ? py->line : 1, py->col ? py->col : 1,
+				       NULL, "%s", py->msg);
+		else if (ts_error)
+			r = ck_raw_add(&raws, R_UNPARSED, ts_node_start_point(bad).row + 1,
+				       ts_node_start_point(bad).column + 1, NULL,
+				       "Python compiles this but labbox's parser does not; the code "
+				       "here is not analysed");
+	} else if (ts_error) {
+		char msg[160];
+		error_text(src, len, bad, msg, sizeof msg);
+		r = ck_raw_add(&raws, R_SYNTAX, ts_node_start_point(bad).row + 1,
+			       ts_node_start_point(bad).column + 1, NULL, "%s", msg);
+	}
+	if (r == 0) {
+		ck_analysis_in in = {.cfg = cfg, .src = src, .len = len, .root = root,
+				     .harness = harness};
+		r = ck_analyze(&in, &raws);
+	}
+settle:
+	if (r == 0)
+		r = ck_settle(cfg, path, src, root, &raws, rep);
+	ck_raws_free(&raws);
+	if (tree)
+		ts_tree_delete(tree);
+	ts_parser_delete(parser);
+	return r;
+}
+
+int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,
+		    bool harness, lb_check_report *rep)
+{
+	int r = check_buffer(cfg, path ? path : "<input>", src, len, harness, NULL, rep);
+	if (r == 0)
+		rep->files++;
+	return r;
+}
+
+/* ---- syntax from the target interpreter, in the sandbox --------------------------------------- */
+
+/* Prints one JSON line per file: compile() never executes the code, and it runs isolated
+ * anyway, so a hostile file cannot do anything while its syntax is checked. */
+static const char py_compile_script[] =
+	"import sys, json\n"
+	"for p in sys.argv[1:]:\n"
+	"    r = {'file': p, 'ok': True}\n"
+	"    try:\n"
+	"        with open(p, 'rb') as f:\n"
+	"            compile(f.read(), p, 'exec', dont_inherit=True)\n"
+	"    except SyntaxError as e:\n"
+	"        r = {'file': p, 'ok': False, 'line': e.lineno or 1, 'col': e.offset or 1,\n"
+	"             'msg': type(e).__name__ + ': ' + str(e.msg)}\n"
+	"    except (ValueError, TypeError) as e:\n"
+	"        r = {'file': p, 'ok': False, 'line': 1, 'col': 1, 'msg': type(e).__name__ + ': ' + str(e)}\n"
+	"    print(json.dumps(r), flush=True)\n"
+	"print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3]}), flush=True)\n";
+
+static void collect_out(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	lb_buf *b = ctx;
+	if (stream == LB_STREAM_STDOUT && b->len < (16u << 20))
+		lb_buf_append(b, data, len);
+}
+
+static int python_syntax(const char *python, char *const abs[], size_t n, pysyntax *out,
+			 char *version, size_t vlen, char *err, size_t errlen)
+{
+	lb_python_info info;
+	char perr[512];
+	if (lb_python_probe(python, &info, perr, sizeof perr) < 0) {
+		snprintf(err, errlen, "--python '%s': %s", python, perr);
+		return -ENOEXEC;
+	}
+	lb_sandbox *sb = NULL;
+	int r = lb_sandbox_new(&sb);
+	if (r < 0)
+		return r;
+	lb_buf outbuf = {0};
+	char **argv = calloc(n + 6, sizeof *argv);
+	if (!argv) {
+		lb_sandbox_free(sb);
+		return -ENOMEM;
+	}
+	/* The sandboxed interpreter runs as another user and sees neither home directories nor
+	 * this /tmp: it compiles copies in a private, world-readable directory bound read-only. */
+	char tmp[] = "/tmp/labbox-check-XXXXXX";
+	bool have_tmp = mkdtemp(tmp) != NULL;
+	char **copies = calloc(n ? n : 1, sizeof *copies);
+	if (!have_tmp || !copies || chmod(tmp, 0755) < 0)
+		r = have_tmp && copies ? -errno : -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		char *data = NULL;
+		size_t len = 0;
+		if (asprintf(&copies[i], "%s/%zu.py", tmp, i) < 0) {
+			copies[i] = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		int rr = lb_read_file_at(AT_FDCWD, abs[i], CHECK_MAX_FILE, &data, &len);
+		if (rr == 0) {
+			int fd = open(copies[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+			rr = fd < 0 ? -errno : lb_write_all(fd, data, len);
+			if (fd >= 0)
+				close(fd);
+		}
+		free(data);
+		if (rr < 0) {
+			snprintf(err, errlen, "%s: %s", abs[i], strerror(-rr));
+			r = rr;
+		}
+	}
+	argv[0] = info.executable;
+	argv[1] = "-I";
+	argv[2] = "-S";
+	argv[3] = "-c";
+	argv[4] = (char *)py_compile_script;
+	for (size_t i = 0; i < n && copies; i++)
+		argv[5 + i] = copies[i];
+	if (r >= 0)
+		r = lb_sandbox_add_bind(sb, tmp, NULL, false);
+	const char *dirs[] = {info.prefix, info.base_prefix};
+	for (size_t i = 0; i < 2 && r >= 0; i++)
+		if (dirs[i][0] && lb_sandbox_path_hidden(sb, dirs[i]))
+			r = lb_sandbox_add_bind(sb, dirs[i], NULL, false);
+	if (r >= 0)
+		r = lb_sandbox_expose_program(sb, info.executable);
+	if (r >= 0)
+		r = lb_sandbox_set_argv(sb, argv);
+	if (r >= 0)
+		r = lb_sandbox_set_budget(sb, 60);
+	if (r >= 0)
+		r = lb_sandbox_set_output(sb, false, collect_out, &outbuf);
+	lb_sandbox_result res;
+	if (r >= 0)
+		r = lb_sandbox_run(sb, &res);
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "running %s in the sandbox: %s", info.executable,
+				 strerror(-r));
+	} else if (res.outcome != LB_SB_EXITED || res.exit_code != 0) {
+		snprintf(err, errlen, "compile() in the sandbox failed: %s",
+			 res.outcome == LB_SB_SETUP_FAILED ? res.setup_error : "the interpreter did not finish");
+		r = -EIO;
+	}
+	bool got_version = false;
+	for (const char *p = outbuf.data; r >= 0 && p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t k = e ? (size_t)(e - p) : strlen(p);
+		json_object *o = NULL;
+		struct json_tokener *tok = json_tokener_new();
+		if (tok) {
+			o = json_tokener_parse_ex(tok, p, (int)k);
+			json_tokener_free(tok);
+		}
+		json_object *v;
+		if (o && json_object_object_get_ex(o, "version", &v)) {
+			snprintf(version, vlen, "python %s", json_object_get_string(v));
+			got_version = true;
+		} else if (o && json_object_object_get_ex(o, "file", &v)) {
+			const char *f = json_object_get_string(v);
+			for (size_t i = 0; i < n; i++) {
+				if (!copies[i] || strcmp(copies[i], f) != 0 || out[i].checked)
+					continue;
+				json_object *x;
+				out[i].checked = true;
+				out[i].ok = json_object_object_get_ex(o, "ok", &x) && json_object_get_boolean(x);
+				if (json_object_object_get_ex(o, "line", &x))
+					out[i].line = (unsigned)json_object_get_int(x);
+				if (json_object_object_get_ex(o, "col", &x))
+					out[i].col = (unsigned)json_object_get_int(x);
+				if (json_object_object_get_ex(o, "msg", &x))
+					snprintf(out[i].msg, sizeof out[i].msg, "%s", json_object_get_string(x));
+				break;
+			}
+		}
+		json_object_put(o);
+		p = e ? e + 1 : p + k;
+	}
+	if (r >= 0 && !got_version) {
+		snprintf(err, errlen, "compile() in the sandbox printed no result");
+		r = -EIO;
+	}
+	for (size_t i = 0; i < n && copies; i++) {
+		if (copies[i])
+			unlink(copies[i]);
+		free(copies[i]);
+	}
+	free(copies);
+	if (have_tmp)
+		rmdir(tmp);
+	free(argv);
+	lb_buf_free(&outbuf);
+	lb_sandbox_free(sb);
+	return r < 0 ? r : 0;
+}
+
+/* ---- files and directories ------------------------------------------------------------------- */
+
+static void read_error(const char *path, int r, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: %s", path,
+		 r == -EFBIG ? "larger than 8 MiB" : r == -ELOOP ? "is a symlink" : strerror(-r));
+}
+
+/* Files are independent, so they are checked by a few threads, each into its own report;
+ * the reports are merged in file order afterwards so the output does not depend on timing. */
+typedef struct job {
+	const lb_check_config *cfg;
+	char *const *shown, *const *abs;
+	size_t n;
+	const char *entry_abs;
+	const pysyntax *py;
+	lb_check_report *reps;
+	int *rcs;
+	bool *read_failed;
+	atomic_size_t next;
+} job;
+
+static void *worker(void *arg)
+{
+	job *j = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&j->next, 1);
+		if (i >= j->n)
+			break;
+		char *data = NULL;
+		size_t len = 0;
+		int r = lb_read_file_at(AT_FDCWD, j->abs[i], CHECK_MAX_FILE, &data, &len);
+		j->read_failed[i] = r < 0;
+		if (r == 0) {
+			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
+			r = check_buffer(j->cfg, j->shown[i], data, len, harness, &j->py[i], &j->reps[i]);
+		}
+		j->rcs[i] = r;
+		free(data);
+	}
+	return NULL;
+}
+
+static int check_parallel(const lb_check_config *cfg, char *const shown[], char *const abs[],
+			  size_t n, const char *entry_abs, const pysyntax *py, lb_check_report *rep,
+			  char *err, size_t errlen)
+{
+	job j = {.cfg = cfg, .shown = shown, .abs = abs, .n = n, .entry_abs = entry_abs, .py = py};
+	j.reps = calloc(n ? n : 1, sizeof *j.reps);
+	j.rcs = calloc(n ? n : 1, sizeof *j.rcs);
+	j.read_failed = calloc(n ? n : 1, sizeof *j.read_failed);
+	int r = 0;
+	if (!j.reps || !j.rcs || !j.read_failed) {
+		free(j.reps);
+		free(j.rcs);
+		free(j.read_failed);
+		return -ENOMEM;
+	}
+	atomic_init(&j.next, 0);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
+	if (nthreads > 8)
+		nthreads = 8;
+	if (nthreads > n / 8 + 1)
+		nthreads = n / 8 + 1; /* a few files are not worth a thread */
+	pthread_t th[8];
+	size_t started = 0;
+	for (size_t t = 1; t < nthreads; t++)
+		if (pthread_create(&th[started], NULL, worker, &j) == 0)
+			started++;
+	worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0 && j.rcs[i] < 0) {
+			r = j.rcs[i];
+			if (j.read_failed[i]) {
+				read_error(shown[i], r, err, errlen);
+			} else {
+				snprintf(err, errlen, "%s: %s", shown[i], strerror(-r));
+			}
+		}
+		for (size_t k = 0; r == 0 && k < j.reps[i].n; k++) {
+			lb_check_finding *f = &j.reps[i].items[k];
+			r = ck_report_add(rep, f->file, f->line, f->col, R_COUNT, f->severity, f->message,
+					  f->name);
+			if (r == 0) {
+				lb_check_finding *d = &rep->items[rep->n - 1];
+				memcpy(d->id, f->id, sizeof d->id);
+				d->category = f->category;
+				d->rejects = f->rejects;
+				d->suppressed = f->suppressed;
+				d->suppression = f->suppression;
+				f->suppression = NULL;
+			}
+		}
+		if (r == 0)
+			rep->files++;
+		lb_check_report_free(&j.reps[i]);
+	}
+	free(j.reps);
+	free(j.rcs);
+	free(j.read_failed);
+	return r;
+}
+
+/* Check paths (display names) whose absolute paths are abs; entry says which get the harness
+ * rules (NULL: every file). */
+static int check_paths(const lb_check_config *cfg, char *const shown[], char *const abs[],
+		       size_t n, const char *entry_abs, lb_check_report *rep, char *err,
+		       size_t errlen)
+{
+	pysyntax *py = calloc(n ? n : 1, sizeof *py);
+	int r = 0;
+	if (!py)
+		return -ENOMEM;
+	rep->policy = cfg->policy;
+	if (cfg->python && n) {
+		r = python_syntax(cfg->python, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
+				  err, errlen);
+		if (r < 0) {
+			free(py);
+			return r;
+		}
+	} else if (!rep->syntax_by[0]) {
+		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
+	}
+	r = check_parallel(cfg, shown, abs, n, entry_abs, py, rep, err, errlen);
+	free(py);
+	return r;
+}
+
+int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
+		   lb_check_report *rep, char *err, size_t errlen)
+{
+	char **abs = calloc(n ? n : 1, sizeof *abs);
+	int r = 0;
+	if (!abs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		abs[i] = realpath(paths[i], NULL);
+		if (!abs[i]) {
+			r = -errno;
+			snprintf(err, errlen, "%s: %s", paths[i], strerror(errno));
+		}
+	}
+	if (r == 0)
+		r = check_paths(cfg, paths, abs, n, NULL, rep, err, errlen);
+	for (size_t i = 0; i < n; i++)
+		free(abs[i]);
+	free(abs);
+	return r;
+}
+
+typedef struct walk {
+	char **rel, **abs;
+	size_t n, cap;
+} walk;
+
+static bool skip_dir(const char *name)
+{
+	/* caches, VCS data, virtual environments and labbox's own runs are not the experiment */
+	return name[0] == '.' || strcmp(name, "__pycache__") == 0 ||
+	       strcmp(name, "node_modules") == 0 || strcmp(name, "site-packages") == 0 ||
+	       strcmp(name, "venv") == 0 || strcmp(name, "env") == 0;
+}
+
+static int walk_add(walk *w, const char *rel, const char *abs)
+{
+	if (w->n >= CHECK_MAX_FILES)
+		return -E2BIG;
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 64;
+		char **a = realloc(w->rel, nc * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		w->rel = a;
+		char **b = realloc(w->abs, nc * sizeof *b);
+		if (!b)
+			return -ENOMEM;
+		w->abs = b;
+		w->cap = nc;
+	}
+	w->rel[w->n] = strdup(rel);
+	w->abs[w->n] = strdup(abs);
+	if (!w->rel[w->n] || !w->abs[w->n]) {
+		free(w->rel[w->n]);
+		free(w->abs[w->n]);
+		return -ENOMEM;
+	}
+	w->n++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
+{
+	if (depth > 32)
+		return 0;
+	DIR *d = opendir(abs);
+	if (!d)
+		return -errno;
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
+	int r = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (nn == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			char **nv = realloc(names, nc * sizeof *nv);
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			names = nv;
+			cap = nc;
+		}
+		if (!(names[nn] = strdup(e->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		nn++;
+	}
+	closedir(d);
+	if (nn)
+		qsort(names, nn, sizeof *names, cmp_str);
+	for (size_t i = 0; i < nn && r == 0; i++) {
+		char cabs[PATH_MAX], crel[PATH_MAX];
+		snprintf(cabs, sizeof cabs, "%s/%s", abs, names[i]);
+		snprintf(crel, sizeof crel, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+		struct stat st;
+		if (lstat(cabs, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (!skip_dir(names[i]))
+				r = walk_dir(w, cabs, crel, depth + 1);
+		} else if (S_ISREG(st.st_mode)) {
+			size_t k = strlen(names[i]);
+			if (k > 3 && strcmp(names[i] + k - 3, ".py") == 0)
+				r = walk_add(w, crel, cabs);
+		}
+	}
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+static void walk_free(walk *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->rel[i]);
+		free(w->abs[i]);
+	}
+	free(w->rel);
+	free(w->abs);
+}
+
+int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *rep, char *err,
+		 size_t errlen)
+{
+	lb_check_config *cfg = NULL;
+	walk w = {0};
+	char *root = realpath(dir, NULL);
+	int r;
+	if (!root) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return r;
+	}
+	r = ck_config_copy(base, &cfg);
+	if (r < 0)
+		goto out;
+	const char *yamls[] = {"labbox.yaml", "labbox.yml"};
+	for (size_t i = 0; i < 2; i++) {
+		char p[PATH_MAX];
+		char *text = NULL;
+		size_t len = 0;
+		snprintf(p, sizeof p, "%s/%s", root, yamls[i]);
+		int rr = lb_read_file_at(AT_FDCWD, p, 1u << 20, &text, &len);
+		if (rr == -ENOENT)
+			continue;
+		if (rr < 0) {
+			snprintf(err, errlen, "%s: %s", p, strerror(-rr));
+			r = rr;
+			goto out;
+		}
+		rr = lb_check_config_load_yaml(cfg, text, len, err, errlen);
+		free(text);
+		if (rr < 0) {
+			r = rr;
+			goto out;
+		}
+		break;
+	}
+	r = walk_dir(&w, root, "", 0);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(-r));
+		goto out;
+	}
+	/* The experiment's own modules are on the import allowlist. */
+	for (size_t i = 0; i < w.n && r == 0; i++) {
+		char mod[256];
+		snprintf(mod, sizeof mod, "%s", w.rel[i]);
+		char *slash = strchr(mod, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			mod[strlen(mod) - 3] = '\0';
+		if (!ck_list_match(&cfg->local_modules, mod))
+			r = ck_list_add(&cfg->local_modules, mod, false);
+	}
+	char entry[PATH_MAX];
+	snprintf(entry, sizeof entry, "%s/%s", root, cfg->entry ? cfg->entry : "main.py");
+	if (r == 0)
+		r = check_paths(cfg, w.rel, w.abs, w.n, entry, rep, err, errlen);
+	if (r == 0) {
+		ck_raws raws = {0};
+		r = ck_budget(cfg, &raws);
+		if (r == 0)
+			r = ck_settle(cfg, "labbox.yaml", "", (TSNode){0}, &raws, rep);
+		ck_raws_free(&raws);
+	}
+out:
+	walk_free(&w);
+	lb_check_config_free(cfg);
+	free(root);
+	return r;
+}

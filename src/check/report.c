@@ -1,0 +1,495 @@
+/* check: policy, suppressions and the report in its three forms (JSON, text, llm_text). */
+#include "check_internal.h"
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Replace every byte that is not part of valid UTF-8 with '?', in place: findings quote
+ * source text and names, and the JSON labbox prints must be valid UTF-8 whatever the input. */
+static void utf8_sanitize(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	while (p && *p) {
+		unsigned c = *p;
+		size_t n = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
+			 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+		bool ok = n > 0;
+		for (size_t i = 1; ok && i < n; i++)
+			ok = (p[i] & 0xc0) == 0x80;
+		if (ok && n == 3) {
+			unsigned v = ((c & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6);
+			ok = v >= 0x800 && !(v >= 0xd800 && v <= 0xdfff);
+		} else if (ok && n == 4) {
+			unsigned v = ((c & 0x07u) << 18) | ((p[1] & 0x3fu) << 12);
+			ok = v >= 0x10000 && v <= 0x10ffff;
+		}
+		if (c < 0x20 && c != '\t') {
+			*p++ = ' '; /* one line per finding */
+			continue;
+		}
+		if (!ok) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
+/* ---- report storage ------------------------------------------------------------------------- */
+
+int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigned col,
+		  ck_rule rule, lb_check_severity sev, const char *message, const char *name)
+{
+	if (rep->n == rep->cap) {
+		size_t nc = rep->cap ? rep->cap * 2 : 32;
+		lb_check_finding *nv = realloc(rep->items, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		rep->items = nv;
+		rep->cap = nc;
+	}
+	lb_check_finding *f = &rep->items[rep->n];
+	memset(f, 0, sizeof *f);
+	f->file = strdup(file ? file : "");
+	f->message = strdup(message ? message : "");
+	f->name = name ? strdup(name) : NULL;
+	if (!f->file || !f->message || (name && !f->name)) {
+		free(f->file);
+		free(f->message);
+		free(f->name);
+		return -ENOMEM;
+	}
+	utf8_sanitize(f->file);
+	utf8_sanitize(f->message);
+	utf8_sanitize(f->name);
+	f->line = line;
+	f->col = col;
+	/* R_COUNT: a copy of an existing finding; the caller fills in id and category */
+	if (rule < R_COUNT) {
+		snprintf(f->id, sizeof f->id, "%s", ck_rules[rule].info.id);
+		f->category = ck_rules[rule].info.category;
+	}
+	f->severity = sev;
+	f->rejects = sev == LB_CHECK_ERROR && rep->policy != LB_CHECK_PERMISSIVE;
+	rep->n++;
+	return 0;
+}
+
+void lb_check_report_free(lb_check_report *rep)
+{
+	if (!rep)
+		return;
+	for (size_t i = 0; i < rep->n; i++) {
+		free(rep->items[i].file);
+		free(rep->items[i].message);
+		free(rep->items[i].name);
+		free(rep->items[i].suppression);
+	}
+	free(rep->items);
+	rep->items = NULL;
+	rep->n = rep->cap = 0;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const lb_check_finding *x = a, *y = b;
+	int r = strcmp(x->file, y->file);
+	if (r)
+		return r;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+void lb_check_finish(lb_check_report *rep)
+{
+	if (rep->n)
+		qsort(rep->items, rep->n, sizeof *rep->items, cmp_finding);
+	rep->rejected = false;
+	for (size_t i = 0; i < rep->n; i++)
+		if (rep->items[i].rejects && !rep->items[i].suppressed)
+			rep->rejected = true;
+}
+
+/* ---- suppressions ----------------------------------------------------------------------------- */
+
+typedef struct allow {
+	unsigned line, col;
+	char ids[8][8];
+	unsigned nids;
+	char reason[256];
+	bool used[8];
+	bool malformed;
+} allow;
+
+typedef struct allows {
+	allow *v;
+	size_t n, cap;
+} allows;
+
+/* `# labbox: allow[LB101,LB110] reason`. */
+static void parse_allow(const char *s, size_t len, unsigned line, unsigned col, allows *out)
+{
+	const char *end = s + len;
+	const char *p = s;
+	if (p < end && *p == '#')
+		p++;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(end - p) < 7 || strncmp(p, "labbox:", 7) != 0)
+		return;
+	p += 7;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (out->n == out->cap) {
+		size_t nc = out->cap ? out->cap * 2 : 8;
+		allow *nv = realloc(out->v, nc * sizeof *nv);
+		if (!nv)
+			return;
+		out->v = nv;
+		out->cap = nc;
+	}
+	allow *a = &out->v[out->n++];
+	memset(a, 0, sizeof *a);
+	a->line = line;
+	a->col = col;
+	if ((size_t)(end - p) < 6 || strncmp(p, "allow[", 6) != 0) {
+		a->malformed = true;
+		return;
+	}
+	p += 6;
+	while (p < end && *p != ']') {
+		while (p < end && (*p == ' ' || *p == ','))
+			p++;
+		const char *b = p;
+		while (p < end && *p != ',' && *p != ']' && *p != ' ')
+			p++;
+		size_t k = (size_t)(p - b);
+		if (k == 0)
+			continue;
+		if (k >= sizeof a->ids[0] || a->nids >= 8) {
+			a->malformed = true;
+			continue;
+		}
+		memcpy(a->ids[a->nids], b, k);
+		a->ids[a->nids][k] = '\0';
+		a->nids++;
+	}
+	if (p >= end || a->nids == 0) {
+		a->malformed = true;
+		return;
+	}
+	p++;
+	while (p < end && (*p == ' ' || *p == '\t' || *p == ':' || *p == '-'))
+		p++;
+	size_t k = (size_t)(end - p);
+	while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t' || p[k - 1] == '\r'))
+		k--;
+	if (k >= sizeof a->reason)
+		k = sizeof a->reason - 1;
+	memcpy(a->reason, p, k);
+	a->reason[k] = '\0';
+}
+
+static void collect_allows(const char *src, TSNode root, allows *out)
+{
+	TSTreeCursor cur = ts_tree_cursor_new(root);
+	bool down = true;
+	for (;;) {
+		TSNode n = ts_tree_cursor_current_node(&cur);
+		if (down && strcmp(ts_node_type(n), "comment") == 0) {
+			uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+			TSPoint pt = ts_node_start_point(n);
+			parse_allow(src + a, b - a, pt.row + 1, pt.column + 1, out);
+		}
+		if (down && ts_tree_cursor_goto_first_child(&cur))
+			continue;
+		if (ts_tree_cursor_goto_next_sibling(&cur)) {
+			down = true;
+			continue;
+		}
+		if (!ts_tree_cursor_goto_parent(&cur))
+			break;
+		down = false;
+	}
+	ts_tree_cursor_delete(&cur);
+}
+
+static int severity_of(const lb_check_config *cfg, ck_rule r)
+{
+	return cfg->policy == LB_CHECK_STRICT ? ck_rules[r].strict : ck_rules[r].standard;
+}
+
+static bool ignored(const lb_check_config *cfg, ck_rule r)
+{
+	for (size_t i = 0; i < cfg->ignore.n; i++)
+		if (strcmp(cfg->ignore.v[i].s, ck_rules[r].info.id) == 0 ||
+		    strcmp(cfg->ignore.v[i].s, ck_rules[r].info.category) == 0)
+			return true;
+	return false;
+}
+
+static int set_suppressed(lb_check_finding *f, const char *why)
+{
+	f->suppressed = true;
+	f->rejects = false;
+	f->suppression = strdup(why);
+	utf8_sanitize(f->suppression);
+	return f->suppression ? 0 : -ENOMEM;
+}
+
+int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSNode root,
+	      ck_raws *raws, lb_check_report *rep)
+{
+	allows al = {0};
+	int r = 0;
+	/* walking every node for comments is only worth it when one can be an allow */
+	if (!ts_node_is_null(root) && memmem(src, ts_node_end_byte(root), "labbox:", 7))
+		collect_allows(src, root, &al);
+	for (size_t i = 0; i < raws->n && r == 0; i++) {
+		ck_raw *x = &raws->v[i];
+		int sev = severity_of(cfg, x->rule);
+		if (sev == CK_OFF || ignored(cfg, x->rule))
+			continue;
+		bool hard = ck_rules[x->rule].hard_gate;
+		/* Whoever may lift this finding: the operator always, the project when trusted or
+		 * when the rule is not part of the hard gate. */
+		const char *why = NULL;
+		char buf[320];
+		if (x->name) {
+			const ck_item *it = ck_list_match(&cfg->allow_calls, x->name);
+			if (!it && x->rule != R_DENIED)
+				it = ck_list_match(&cfg->allow_modules, x->name);
+			if (it && (!it->project || cfg->trust_project || !hard)) {
+				snprintf(buf, sizeof buf, "allowed by %s: %s",
+					 it->project ? "labbox.yaml" : "configuration", it->s);
+				why = buf;
+			}
+		}
+		const char *id = ck_rules[x->rule].info.id;
+		for (size_t k = 0; k < al.n && !why; k++) {
+			allow *a = &al.v[k];
+			if (a->line != x->line || a->malformed || !a->reason[0])
+				continue;
+			for (unsigned j = 0; j < a->nids; j++) {
+				if (strcmp(a->ids[j], id) != 0)
+					continue;
+				a->used[j] = true;
+				if (hard && !cfg->trust_project)
+					continue;
+				snprintf(buf, sizeof buf, "inline allow: %s", a->reason);
+				why = buf;
+			}
+		}
+		size_t before = rep->n;
+		r = ck_report_add(rep, path, x->line, x->col, x->rule, (lb_check_severity)sev,
+				  x->message, x->name);
+		if (r == 0 && why)
+			r = set_suppressed(&rep->items[before], why);
+	}
+	/* Inline allows that did nothing are reported, so a typo or a refused allow is seen. */
+	for (size_t k = 0; k < al.n && r == 0; k++) {
+		allow *a = &al.v[k];
+		char msg[400];
+		if (a->malformed || !a->reason[0]) {
+			snprintf(msg, sizeof msg, "%s", a->malformed
+				 ? "malformed `# labbox:` comment; the form is `# labbox: allow[LB101] reason`"
+				 : "an inline allow needs a reason after the rule IDs");
+			if (!ignored(cfg, R_SUPPRESS))
+				r = ck_report_add(rep, path, a->line, a->col, R_SUPPRESS, LB_CHECK_WARNING,
+						  msg, NULL);
+			continue;
+		}
+		for (unsigned j = 0; j < a->nids && r == 0; j++) {
+			ck_rule rule = R_COUNT;
+			for (size_t q = 0; q < R_COUNT; q++)
+				if (strcmp(ck_rules[q].info.id, a->ids[j]) == 0)
+					rule = (ck_rule)q;
+			if (rule == R_COUNT)
+				snprintf(msg, sizeof msg, "allow[%s]: no such rule", a->ids[j]);
+			else if (ck_rules[rule].hard_gate && !cfg->trust_project && a->used[j])
+				snprintf(msg, sizeof msg,
+					 "allow[%s] not honored: %s is part of the hard gate; only the "
+					 "operator can lift it (--trust-project)",
+					 a->ids[j], a->ids[j]);
+			else if (!a->used[j])
+				snprintf(msg, sizeof msg, "allow[%s]: no %s finding on this line",
+					 a->ids[j], a->ids[j]);
+			else
+				continue;
+			if (!ignored(cfg, R_SUPPRESS))
+				r = ck_report_add(rep, path, a->line, a->col, R_SUPPRESS,
+						  a->used[j] ? LB_CHECK_WARNING : LB_CHECK_INFO, msg,
+						  NULL);
+		}
+	}
+	free(al.v);
+	return r;
+}
+
+/* ---- output ----------------------------------------------------------------------------------- */
+
+static const char *sev_name(lb_check_severity s)
+{
+	switch (s) {
+	case LB_CHECK_ERROR: return "error";
+	case LB_CHECK_WARNING: return "warning";
+	case LB_CHECK_INFO: break;
+	}
+	return "info";
+}
+
+static const char *hint_of(const char *id)
+{
+	for (size_t i = 0; i < R_COUNT; i++)
+		if (strcmp(ck_rules[i].info.id, id) == 0)
+			return ck_rules[i].hint;
+	return "";
+}
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+struct json_object *lb_check_findings_json(const lb_check_report *rep)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < rep->n; i++) {
+		const lb_check_finding *f = &rep->items[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "file", jstr(f->file));
+		json_object_object_add(o, "line", json_object_new_int((int)f->line));
+		json_object_object_add(o, "col", json_object_new_int((int)f->col));
+		json_object_object_add(o, "id", jstr(f->id));
+		json_object_object_add(o, "severity", jstr(sev_name(f->severity)));
+		json_object_object_add(o, "category", jstr(f->category));
+		json_object_object_add(o, "message", jstr(f->message));
+		json_object_object_add(o, "name", jstr(f->name));
+		json_object_object_add(o, "rejects", json_object_new_boolean(f->rejects));
+		json_object_object_add(o, "suppressed", json_object_new_boolean(f->suppressed));
+		if (f->suppressed)
+			json_object_object_add(o, "suppression", jstr(f->suppression));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+typedef struct counts {
+	size_t errors, warnings, infos, suppressed, rejecting;
+} counts;
+
+static counts count(const lb_check_report *rep)
+{
+	counts c = {0};
+	for (size_t i = 0; i < rep->n; i++) {
+		const lb_check_finding *f = &rep->items[i];
+		if (f->suppressed) {
+			c.suppressed++;
+			continue;
+		}
+		if (f->rejects)
+			c.rejecting++;
+		if (f->severity == LB_CHECK_ERROR)
+			c.errors++;
+		else if (f->severity == LB_CHECK_WARNING)
+			c.warnings++;
+		else
+			c.infos++;
+	}
+	return c;
+}
+
+char *lb_check_llm_text(const lb_check_report *rep)
+{
+	lb_buf b = {0};
+	counts c = count(rep);
+	const char *pol = lb_check_policy_name(rep->policy);
+	if (rep->rejected)
+		lb_buf_printf(&b,
+			      "labbox check REJECTED this experiment under the `%s` policy: %zu "
+			      "blocking finding%s. The code was not run. Fix every blocking finding "
+			      "below at its root cause, keep what the experiment computes, and do not "
+			      "hide the call behind another name (aliases, getattr, __import__ and "
+			      "string tricks are resolved and rejected too).\n",
+			      pol, c.rejecting, c.rejecting == 1 ? "" : "s");
+	else
+		lb_buf_printf(&b, "labbox check accepted this experiment under the `%s` policy.\n", pol);
+	if (c.rejecting) {
+		lb_buf_puts(&b, "\nBlocking:\n");
+		size_t k = 0;
+		for (size_t i = 0; i < rep->n; i++) {
+			const lb_check_finding *f = &rep->items[i];
+			if (!f->rejects || f->suppressed)
+				continue;
+			lb_buf_printf(&b, "%zu. %s:%u:%u [%s] %s. Fix: %s.\n", ++k, f->file, f->line,
+				      f->col, f->id, f->message, hint_of(f->id));
+		}
+	}
+	bool any = false;
+	for (size_t i = 0; i < rep->n; i++) {
+		const lb_check_finding *f = &rep->items[i];
+		if (f->rejects || f->suppressed || f->severity == LB_CHECK_INFO)
+			continue;
+		if (!any)
+			lb_buf_puts(&b, "\nWarnings (not blocking; fix them if the change is safe):\n");
+		any = true;
+		lb_buf_printf(&b, "- %s:%u:%u [%s] %s. Fix: %s.\n", f->file, f->line, f->col, f->id,
+			      f->message, hint_of(f->id));
+	}
+	if (!b.data)
+		return strdup("");
+	return b.data;
+}
+
+char *lb_check_text(const lb_check_report *rep)
+{
+	lb_buf b = {0};
+	for (size_t i = 0; i < rep->n; i++) {
+		const lb_check_finding *f = &rep->items[i];
+		if (f->suppressed)
+			lb_buf_printf(&b, "%s:%u:%u: note[%s]: %s (suppressed: %s)\n", f->file, f->line,
+				      f->col, f->id, f->message, f->suppression);
+		else
+			lb_buf_printf(&b, "%s:%u:%u: %s[%s]: %s\n", f->file, f->line, f->col,
+				      sev_name(f->severity), f->id, f->message);
+	}
+	counts c = count(rep);
+	lb_buf_printf(&b,
+		      "labbox check: %zu file%s, %zu error%s, %zu warning%s, %zu suppressed: %s under "
+		      "policy %s\n",
+		      rep->files, rep->files == 1 ? "" : "s", c.errors, c.errors == 1 ? "" : "s",
+		      c.warnings, c.warnings == 1 ? "" : "s", c.suppressed,
+		      rep->rejected ? "rejected" : "accepted", lb_check_policy_name(rep->policy));
+	return b.data ? b.data : strdup("");
+}
+
+struct json_object *lb_check_report_json(const lb_check_report *rep)
+{
+	json_object *doc = json_object_new_object();
+	counts c = count(rep);
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.check/1"));
+	json_object_object_add(doc, "policy", jstr(lb_check_policy_name(rep->policy)));
+	json_object_object_add(doc, "rejected", json_object_new_boolean(rep->rejected));
+	json_object_object_add(doc, "files", json_object_new_int64((int64_t)rep->files));
+	json_object_object_add(doc, "syntax_checked_by",
+			       jstr(rep->syntax_by[0] ? rep->syntax_by : "tree-sitter"));
+	json_object *cnt = json_object_new_object();
+	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
+	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));
+	json_object_object_add(cnt, "info", json_object_new_int64((int64_t)c.infos));
+	json_object_object_add(cnt, "suppressed", json_object_new_int64((int64_t)c.suppressed));
+	json_object_object_add(doc, "counts", cnt);
+	json_object_object_add(doc, "findings", lb_check_findings_json(rep));
+	char *llm = lb_check_llm_text(rep);
+	json_object_object_add(doc, "llm_text", jstr(llm ? llm : ""));
+	free(llm);
+	return doc;
+}

@@ -1,0 +1,261 @@
+/* labbox check: static validation of experiment code. */
+#include "cli.h"
+#include "labbox/check.h"
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CHECK_EXIT_REJECTED 3
+
+static const char check_help[] =
+	"usage: labbox check [OPTIONS] PATH...\n"
+	"\n"
+	"Check Python experiment code before it runs. Each PATH is an experiment directory (every\n"
+	"*.py under it, its labbox.yaml read, the harness rules applied to its entry point) or a\n"
+	"single .py file (its own entry point). Names are resolved per scope, so `import os as o;\n"
+	"o.system(...)`, getattr(os, \"system\") and __import__(\"subprocess\") are found, while\n"
+	"model.eval() and re.compile() are not. Rule IDs and policies: docs/check.md.\n"
+	"\n"
+	"Options:\n"
+	"  --policy NAME        strict (the seed's rules word for word), standard (default: the\n"
+	"                       hard gate; ordinary research code passes) or permissive (report\n"
+	"                       only, never reject)\n"
+	"  --python PATH        interpreter whose compile(), run in the sandbox, decides syntax\n"
+	"                       errors (default: the tree-sitter parser's error nodes)\n"
+	"  --config FILE        read `check:`, `plan:` and `budget:` from this labbox.yaml (for\n"
+	"                       files; a directory's own labbox.yaml is always read)\n"
+	"  --entry FILE         entry point of a directory, relative to it (default main.py)\n"
+	"  --allow-module M     lift findings for module M and put it on the import allowlist\n"
+	"  --allow-call NAME    lift findings for a resolved name such as shutil.rmtree\n"
+	"  --deny-module M      reject any import or use of module M\n"
+	"  --deny-call NAME     reject any use of NAME\n"
+	"  --output-path DIR    an absolute path the code may write to (besides the experiment)\n"
+	"  --ignore ID|CATEGORY do not report a rule (LB201) or a category (harness); repeatable\n"
+	"  --trust-project      let the project's labbox.yaml allows and inline\n"
+	"                       `# labbox: allow[ID] reason` comments lift hard-gate rules too\n"
+	"  --list-rules         print the rule table and exit\n"
+	"  --json               print one JSON document (schema labbox.check/1, with llm_text)\n"
+	"  -h, --help           this help\n"
+	"\n"
+	"Output: `file:line:col: severity[ID]: message` per finding, then a summary line.\n"
+	"Exit status: 0 accepted, 3 rejected under the policy, 2 usage or read errors.\n";
+
+enum {
+	OPT_POLICY = OPT_FIRST_PRIVATE,
+	OPT_PYTHON,
+	OPT_CONFIG,
+	OPT_ENTRY,
+	OPT_ALLOW_MODULE,
+	OPT_ALLOW_CALL,
+	OPT_DENY_MODULE,
+	OPT_DENY_CALL,
+	OPT_OUTPUT_PATH,
+	OPT_IGNORE,
+	OPT_TRUST,
+	OPT_LIST_RULES,
+	OPT_CHECK_JSON,
+};
+
+static int load_config_file(lb_check_config *cfg, const char *path)
+{
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	char err[512];
+	int r = lb_read_file_at(AT_FDCWD, path, 1u << 20, &text, &len);
+	if (r < 0) {
+		cli_error("check", "--config '%s': %s", path, strerror(-r));
+		return -1;
+	}
+	if (lb_check_config_load_yaml(cfg, text, len, err, sizeof err) < 0) {
+		cli_error("check", "--config '%s': %s", path, err);
+		return -1;
+	}
+	return 0;
+}
+
+static void list_rules(void)
+{
+	const lb_check_rule_info *r;
+	for (size_t i = 0; (r = lb_check_rule(i)); i++)
+		printf("%s  %-12s %s\n", r->id, r->category, r->title);
+}
+
+static int option(lb_check_config *cfg, int opt, const char *arg)
+{
+	int r = 0;
+	const char *what = NULL;
+	switch (opt) {
+	case OPT_POLICY: {
+		lb_check_policy p;
+		if (lb_check_policy_parse(arg, &p) < 0) {
+			cli_error("check", "--policy '%s' is not one of strict, standard, permissive", arg);
+			return -1;
+		}
+		lb_check_config_set_policy(cfg, p);
+		return 0;
+	}
+	case OPT_PYTHON:
+		r = lb_check_config_set_python(cfg, arg);
+		what = "--python";
+		break;
+	case OPT_ENTRY:
+		r = lb_check_config_set_entry(cfg, arg);
+		what = "--entry (a relative path inside the experiment)";
+		break;
+	case OPT_ALLOW_MODULE:
+		r = lb_check_config_allow_module(cfg, arg);
+		what = "--allow-module (a dotted module name)";
+		break;
+	case OPT_ALLOW_CALL:
+		r = lb_check_config_allow_call(cfg, arg);
+		what = "--allow-call (a dotted name)";
+		break;
+	case OPT_DENY_MODULE:
+		r = lb_check_config_deny_module(cfg, arg);
+		what = "--deny-module (a dotted module name)";
+		break;
+	case OPT_DENY_CALL:
+		r = lb_check_config_deny_call(cfg, arg);
+		what = "--deny-call (a dotted name)";
+		break;
+	case OPT_OUTPUT_PATH:
+		r = lb_check_config_add_output_path(cfg, arg);
+		what = "--output-path (an absolute path)";
+		break;
+	case OPT_IGNORE:
+		r = lb_check_config_ignore(cfg, arg);
+		what = "--ignore (a rule ID such as LB201 or a category such as harness)";
+		break;
+	case OPT_TRUST:
+		return lb_check_config_set_trust_project(cfg, true);
+	case OPT_CONFIG:
+		return load_config_file(cfg, arg);
+	default:
+		return 1;
+	}
+	if (r < 0) {
+		cli_error("check", "%s: '%s' is not valid", what, arg);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"policy", required_argument, NULL, OPT_POLICY},
+		{"python", required_argument, NULL, OPT_PYTHON},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"entry", required_argument, NULL, OPT_ENTRY},
+		{"allow-module", required_argument, NULL, OPT_ALLOW_MODULE},
+		{"allow-call", required_argument, NULL, OPT_ALLOW_CALL},
+		{"deny-module", required_argument, NULL, OPT_DENY_MODULE},
+		{"deny-call", required_argument, NULL, OPT_DENY_CALL},
+		{"output-path", required_argument, NULL, OPT_OUTPUT_PATH},
+		{"ignore", required_argument, NULL, OPT_IGNORE},
+		{"trust-project", no_argument, NULL, OPT_TRUST},
+		{"list-rules", no_argument, NULL, OPT_LIST_RULES},
+		{"json", no_argument, NULL, OPT_CHECK_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	lb_check_config *cfg = NULL;
+	lb_check_report rep = {0};
+	bool json = false;
+	int rc = CLI_EXIT_USAGE;
+	char **files = NULL;
+	size_t nfiles = 0;
+	char *text = NULL;
+	if (lb_check_config_new(&cfg) < 0) {
+		cli_error("check", "out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	/* --trust-project must be known before --config is read, wherever it appears. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--trust-project") == 0)
+			lb_check_config_set_trust_project(cfg, true);
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(check_help, stdout);
+			rc = 0;
+			goto out;
+		}
+		if (opt == OPT_LIST_RULES) {
+			list_rules();
+			rc = 0;
+			goto out;
+		}
+		if (opt == OPT_CHECK_JSON) {
+			json = true;
+			continue;
+		}
+		int r = option(cfg, opt, optarg);
+		if (r < 0)
+			goto out;
+		if (r > 0) {
+			cli_bad_option("check", argv, optopt);
+			goto out;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("check", "no PATH given (usage: labbox check [OPTIONS] PATH...)");
+		goto out;
+	}
+	files = calloc((size_t)(argc - optind), sizeof *files);
+	if (!files)
+		goto out;
+	char err[1024] = "";
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) < 0) {
+			cli_error("check", "'%s': %s", argv[i], strerror(errno));
+			goto out;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (lb_check_dir(cfg, argv[i], &rep, err, sizeof err) < 0) {
+				cli_error("check", "%s", err);
+				goto out;
+			}
+		} else {
+			files[nfiles++] = argv[i];
+		}
+	}
+	if (nfiles && lb_check_files(cfg, files, nfiles, &rep, err, sizeof err) < 0) {
+		cli_error("check", "%s", err);
+		goto out;
+	}
+	lb_check_finish(&rep);
+	text = lb_check_text(&rep);
+	if (json) {
+		json_object *doc = lb_check_report_json(&rep);
+		printf("%s\n", lb_record_json_text(doc));
+		json_object_put(doc);
+		/* the summary line, for a person watching a pipeline */
+		const char *last = text ? strrchr(text, '\n') : NULL;
+		if (last) {
+			const char *start = last;
+			while (start > text && start[-1] != '\n')
+				start--;
+			fprintf(stderr, "%.*s\n", (int)(last - start), start);
+		}
+	} else if (text) {
+		fputs(text, stdout);
+	}
+	rc = rep.rejected ? CHECK_EXIT_REJECTED : 0;
+out:
+	free(text);
+	free(files);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+	return rc;
+}

@@ -1,0 +1,3 @@
+# verdict: accept
+import torch
+w = torch.randn(3, 3)  # expect: LB302

@@ -1,0 +1,3 @@
+# verdict: accept
+import numpy as np
+rng = np.random.default_rng()  # expect: LB303

@@ -1,0 +1,3 @@
+# verdict: reject
+import os as o
+o.system("id")  # expect: LB101

@@ -1,0 +1,5 @@
+# verdict: reject
+import os
+f = os.system
+g = f
+g("id")  # expect: LB101

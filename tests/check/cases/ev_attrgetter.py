@@ -1,0 +1,4 @@
+# verdict: reject
+import operator
+import os
+operator.attrgetter("system")(os)("id")  # expect: LB101

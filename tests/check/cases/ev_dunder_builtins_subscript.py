@@ -1,0 +1,2 @@
+# verdict: reject
+__builtins__["eval"]("1")  # expect: LB103

@@ -1,0 +1,3 @@
+# verdict: reject
+def f(x=eval("1")):  # expect: LB103
+    return x

@@ -1,0 +1,2 @@
+# verdict: reject
+ｅｖａｌ("1 + 1")  # expect: LB103

@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+getattr(os, chr(115) + "ystem")("id")  # expect: LB101

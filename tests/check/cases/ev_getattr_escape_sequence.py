@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+getattr(os, "\x73\x79stem")("id")  # expect: LB101

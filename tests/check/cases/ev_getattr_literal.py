@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+getattr(os, "system")("id")  # expect: LB101

@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+getattr(os, "metsys"[::-1])("id")  # expect: LB101

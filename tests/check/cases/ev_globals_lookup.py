@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+globals()["os"].system("id")  # expect: LB101

@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+list(map(os.system, ["id"]))  # expect: LB101

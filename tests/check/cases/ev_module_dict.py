@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+os.__dict__["execv"]("/bin/sh", ["sh"])  # expect: LB101

@@ -1,0 +1,3 @@
+# verdict: reject
+def helper(m):
+    m.os.system("id")  # expect: LB101

@@ -1,0 +1,3 @@
+# verdict: reject
+import posix  # expect: LB201
+posix.system("id")  # expect: LB101

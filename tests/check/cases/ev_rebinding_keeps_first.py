@@ -1,0 +1,4 @@
+# verdict: reject
+import subprocess as sp  # expect: LB102
+import numpy as sp
+x = sp.zeros(3)

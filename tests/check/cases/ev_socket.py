@@ -1,0 +1,3 @@
+# verdict: reject
+import socket  # expect: LB105
+s = socket.socket()  # expect: LB105

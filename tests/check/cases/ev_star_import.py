@@ -1,0 +1,3 @@
+# verdict: reject
+from os import *  # expect: LB111
+system("id")  # expect: LB101

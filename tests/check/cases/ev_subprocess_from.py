@@ -1,0 +1,3 @@
+# verdict: reject
+from subprocess import check_output  # expect: LB102
+check_output(["id"])  # expect: LB102

@@ -1,0 +1,3 @@
+# verdict: reject
+import sys
+sys.modules["os"].system("id")  # expect: LB101

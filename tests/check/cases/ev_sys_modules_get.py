@@ -1,0 +1,3 @@
+# verdict: reject
+import sys
+sys.modules.get("os").popen("id")  # expect: LB101

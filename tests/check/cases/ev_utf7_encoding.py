@@ -1,0 +1,3 @@
+# -*- coding: utf-7 -*-  # expect: LB002
+# verdict: reject
+x = 1

@@ -1,0 +1,3 @@
+# verdict: reject
+import os
+vars(os)["system"]("id")  # expect: LB101

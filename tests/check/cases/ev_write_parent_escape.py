@@ -1,0 +1,2 @@
+# verdict: reject
+open("../../outside.txt", "a").write("x")  # expect: LB110

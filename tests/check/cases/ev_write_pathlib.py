@@ -1,0 +1,3 @@
+# verdict: reject
+from pathlib import Path
+Path("/home/user/.bashrc").write_text("id")  # expect: LB110

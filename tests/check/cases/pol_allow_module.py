@@ -1,0 +1,3 @@
+# args: --allow-module requests
+# verdict: accept
+import requests  # expect-suppressed: LB105

@@ -1,0 +1,4 @@
+# policy: permissive
+# verdict: accept
+import os
+os.system("id")  # expect: LB101

@@ -1,0 +1,3 @@
+# policy: strict
+# verdict: reject
+import shutil  # expect: LB109

@@ -1,0 +1,4 @@
+# policy: strict
+# verdict: reject
+import random
+x = random.random()  # expect: LB302

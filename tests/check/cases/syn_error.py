@@ -1,0 +1,3 @@
+# verdict: reject
+def f(:  # expect: LB001
+    pass

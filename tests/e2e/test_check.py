@@ -1,0 +1,186 @@
+"""`labbox check` against the case corpus in tests/check/ and on experiment directories.
+
+Case format (tests/check/cases/*.py, documented in docs/check.md): header comments
+`# verdict: reject|accept` (required), `# policy: NAME`, `# args: FLAGS`, `# harness: yes`;
+a finding is expected on a line by a trailing `# expect: LB101[,LB102]` marker, a suppressed
+one by `# expect-suppressed: LB108`. The (rule, line) pairs must match exactly: a missing pair
+is an evasion that got through, an extra one a false positive.
+"""
+import json
+import re
+import shlex
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, labbox, write_exp
+
+CASES = Path(__file__).resolve().parents[1] / "check"
+MARK = re.compile(r"#\s*expect(-suppressed)?:\s*([A-Z0-9, ]+?)\s*(?:#|$)")
+
+
+def parse_case(path: Path):
+    meta = {"policy": "standard", "args": [], "harness": False, "verdict": None}
+    expect, suppressed = set(), set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        head = re.match(r"#\s*(verdict|policy|args|harness):\s*(.*?)\s*$", line)
+        if head:
+            k, v = head.groups()
+            meta[k] = shlex.split(v) if k == "args" else (v == "yes" if k == "harness" else v)
+        for m in MARK.finditer(line):
+            target = suppressed if m.group(1) else expect
+            for rid in m.group(2).replace(" ", "").split(","):
+                if rid:
+                    target.add((rid, lineno))
+    assert meta["verdict"] in ("reject", "accept"), f"{path.name}: no `# verdict:` header"
+    return meta, expect, suppressed
+
+
+def check_json(*args, cwd=None):
+    p = labbox("check", "--json", *args, cwd=cwd)
+    assert p.returncode in (0, 3), f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.check/1"
+    return p, doc
+
+
+CASE_FILES = sorted((CASES / "cases").glob("*.py"))
+
+
+def test_corpus_is_large_enough():
+    assert len(CASE_FILES) >= 60
+    kinds = {p.name.split("_")[0] for p in CASE_FILES}
+    assert {"ev", "fp"} <= kinds
+
+
+@pytest.mark.parametrize("case", CASE_FILES, ids=lambda p: p.stem)
+def test_case(case):
+    meta, expect, suppressed = parse_case(case)
+    args = ["--policy", meta["policy"], "--ignore", "budget", *meta["args"]]
+    if not meta["harness"]:
+        args += ["--ignore", "harness"]
+    p, doc = check_json(*args, str(case))
+    got = {(f["id"], f["line"]) for f in doc["findings"] if not f["suppressed"]}
+    got_sup = {(f["id"], f["line"]) for f in doc["findings"] if f["suppressed"]}
+    assert got == expect, (f"missing: {sorted(expect - got)} extra: {sorted(got - expect)}\n"
+                           + "\n".join(f"{f['line']}:{f['col']} {f['id']} {f['message']}"
+                                       for f in doc["findings"]))
+    assert got_sup == suppressed
+    assert doc["rejected"] == (meta["verdict"] == "reject")
+    assert p.returncode == (3 if meta["verdict"] == "reject" else 0)
+
+
+RESEARCH = sorted((CASES / "research").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", RESEARCH, ids=lambda p: p.stem)
+def test_research_templates_pass_standard_cleanly(script):
+    """AI-Scientist-style experiments: accepted, and with every harness rule satisfied."""
+    p, doc = check_json(str(script))
+    assert p.returncode == 0, doc["llm_text"]
+    assert doc["findings"] == [], doc["llm_text"]
+
+
+def test_research_templates_exist():
+    assert len(RESEARCH) >= 3
+
+
+def test_compiler_style_text_and_summary(tmp_path):
+    f = tmp_path / "main.py"
+    f.write_text("import os as o\no.system('id')\n")
+    p = labbox("check", "--ignore", "harness", str(f))
+    assert p.returncode == 3
+    lines = p.stdout.strip().splitlines()
+    assert lines[0] == f"{f}:2:1: error[LB101]: call of `os.system`: process creation or signalling"
+    assert lines[-1].startswith("labbox check: 1 file, 1 error, 0 warnings")
+    assert lines[-1].endswith("rejected under policy standard")
+
+
+def test_json_fields_and_llm_text(tmp_path):
+    f = tmp_path / "main.py"
+    f.write_text("import subprocess\nsubprocess.run(['id'])\n")
+    p, doc = check_json("--ignore", "harness", str(f))
+    assert p.returncode == 3
+    for finding in doc["findings"]:
+        assert {"id", "severity", "category", "message", "line", "col", "name"} <= finding.keys()
+    assert {f["name"] for f in doc["findings"]} == {"subprocess", "subprocess.run"}
+    assert "REJECTED" in doc["llm_text"] and "LB102" in doc["llm_text"]
+    assert "Fix:" in doc["llm_text"]
+    # human summary goes to stderr with --json
+    assert "rejected under policy standard" in p.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert labbox("check").returncode == 2
+    assert labbox("check", "--policy", "lax", str(tmp_path)).returncode == 2
+    assert labbox("check", str(tmp_path / "missing.py")).returncode == 2
+    assert labbox("check", "--bogus", str(tmp_path)).returncode == 2
+    assert labbox("check", "--ignore", "LB999", str(tmp_path)).returncode == 2
+    h = labbox("check", "--help")
+    assert h.returncode == 0
+    for flag in ("--policy", "--python", "--config", "--entry", "--allow-module", "--allow-call",
+                 "--deny-module", "--deny-call", "--output-path", "--ignore", "--trust-project",
+                 "--list-rules", "--json"):
+        assert flag in h.stdout
+
+
+def test_directory_uses_labbox_yaml_and_entry(tmp_path):
+    exp = write_exp(tmp_path, """
+        import helper
+        import numpy as np
+        print(np.zeros(2))
+        """, yaml="""
+        budget: 100
+        plan: {conditions: 8, seeds: 1, iterations: 100}
+        check:
+          deny: {modules: [pickle]}
+        """, files={"helper.py": "import pickle\n", "sub/__init__.py": ""})
+    p, doc = check_json(str(exp))
+    ids = {(f["file"], f["id"]) for f in doc["findings"]}
+    assert ("helper.py", "LB120") in ids          # the project's deny list applies
+    assert ("labbox.yaml", "LB501") in ids        # 8 conditions do not fit in 100 s
+    assert ("main.py", "LB401") in ids            # harness rules on the entry point only
+    assert not any(f["file"] == "helper.py" and f["category"] == "harness" for f in doc["findings"])
+    assert not any(f["id"] == "LB201" for f in doc["findings"])  # `import helper` is local
+    assert doc["files"] == 3
+    assert p.returncode == 3
+
+
+def test_project_cannot_lift_the_hard_gate_without_trust(tmp_path):
+    exp = write_exp(tmp_path, "import subprocess\n", yaml="""
+        check:
+          allow: {modules: [subprocess]}
+          policy: permissive
+        """)
+    p, doc = check_json("--ignore", "harness", str(exp))
+    assert p.returncode == 3 and doc["policy"] == "standard"
+    p, doc = check_json("--ignore", "harness", "--trust-project", str(exp))
+    assert p.returncode == 0
+    assert all(f["suppressed"] for f in doc["findings"] if f["id"] == "LB102")
+
+
+def test_syntax_error_from_the_target_interpreter(tmp_path):
+    f = tmp_path / "main.py"
+    # valid for tree-sitter's grammar, but not for Python 3.11 (PEP 695 needs 3.12)
+    f.write_text("type Vector = list[float]\n")
+    p, doc = check_json("--ignore", "harness", "--python", PYTHON, str(f))
+    import sys
+    if sys.version_info < (3, 12):
+        assert p.returncode == 3
+        assert [x["id"] for x in doc["findings"]] == ["LB001"]
+        assert doc["syntax_checked_by"].startswith("python 3.")
+    g = tmp_path / "bad.py"
+    g.write_text("def f(:\n    pass\n")
+    p, doc = check_json("--ignore", "harness", "--python", PYTHON, str(g))
+    assert p.returncode == 3
+    assert doc["findings"][0]["id"] == "LB001" and "SyntaxError" in doc["findings"][0]["message"]
+    p, doc = check_json("--ignore", "harness", str(g))
+    assert doc["findings"][0]["id"] == "LB001" and doc["syntax_checked_by"] == "tree-sitter"
+
+
+def test_list_rules():
+    p = labbox("check", "--list-rules")
+    assert p.returncode == 0
+    ids = [line.split()[0] for line in p.stdout.splitlines()]
+    assert "LB101" in ids and "LB404" in ids and len(ids) == len(set(ids))

@@ -1,0 +1,272 @@
+/* check: name resolution, rules, policies, suppressions and the report formats. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "labbox/check.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "LB101@5 LB102@2 ..." of the unsuppressed findings, in report order, harness ignored. */
+static char *findings_of(const char *src, lb_check_policy policy, bool *rejected)
+{
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	lb_check_config_set_policy(cfg, policy);
+	assert_int_equal(lb_check_config_ignore(cfg, "harness"), 0);
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	lb_buf b = {0};
+	for (size_t i = 0; i < rep.n; i++) {
+		if (rep.items[i].suppressed)
+			continue;
+		lb_buf_printf(&b, "%s%s@%u", b.len ? " " : "", rep.items[i].id, rep.items[i].line);
+	}
+	if (rejected)
+		*rejected = rep.rejected;
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+	return b.data ? b.data : strdup("");
+}
+
+#define EXPECT(src, want)                                                                      \
+	do {                                                                                   \
+		char *got_ = findings_of(src, LB_CHECK_STANDARD, NULL);                        \
+		assert_string_equal(got_, want);                                               \
+		free(got_);                                                                    \
+	} while (0)
+
+static void test_aliases_and_rebinding(void **state)
+{
+	(void)state;
+	EXPECT("import os as o\no.system('ls')\n", "LB101@2");
+	EXPECT("from os import system as s\ns('ls')\n", "LB101@2");
+	EXPECT("import os\nf = os.system\nf('ls')\n", "LB101@3");
+	EXPECT("import subprocess as sp\nimport numpy as sp\nsp.zeros(3)\n", "LB102@1");
+	EXPECT("import posix\nposix.system('x')\n", "LB201@1 LB101@2");
+	EXPECT("import os\nclass A:\n    run = os.system\n", "LB101@3");
+}
+
+static void test_dynamic_access(void **state)
+{
+	(void)state;
+	EXPECT("import os\ngetattr(os, 'sys' + 'tem')('x')\n", "LB101@2");
+	EXPECT("import os\ngetattr(os, '\\x73ystem')('x')\n", "LB101@2");
+	EXPECT("import os\ngetattr(os, 'metsys'[::-1])('x')\n", "LB101@2");
+	EXPECT("import os, sys\ngetattr(os, sys.argv[1])('x')\n", "LB111@2");
+	EXPECT("__import__('subprocess').run(['ls'])\n", "LB102@1 LB102@1 LB104@1");
+	EXPECT("import importlib\nimportlib.import_module('socket')\n", "LB201@1 LB105@2");
+	EXPECT("import sys\nsys.modules['os'].system('x')\n", "LB101@2");
+	EXPECT("import os\nvars(os)['system']('x')\n", "LB101@2");
+	EXPECT("import os\nos.__dict__['popen']('x')\n", "LB101@2");
+	EXPECT("__builtins__['eval']('1')\n", "LB103@1");
+	EXPECT("import builtins\nbuiltins.exec('x')\n", "LB201@1 LB103@2");
+	EXPECT("import numpy as np\nnp.os.system('x')\n", "LB101@2");
+	EXPECT("().__class__.__bases__[0].__subclasses__()\n", "LB111@1");
+}
+
+static void test_false_positive_traps(void **state)
+{
+	(void)state;
+	EXPECT("model.eval()\nobj.exec()\n", "");
+	EXPECT("import re\nre.compile('x')\n", "");
+	EXPECT("def eval(x):\n    return x\neval('1')\n", "");
+	EXPECT("x = 'os.system(1)'  # subprocess.run\n", "");
+	EXPECT("import os\nos.makedirs('out', exist_ok=True)\nos.path.join('a', 'b')\n", "");
+	EXPECT("import torch\nm = torch.compile(object())\n", "");
+	EXPECT("def f(args):\n    return getattr(args, 'lr')\n", "");
+	EXPECT("f(eval=1)\n", "");
+}
+
+static void test_functions_see_every_binding(void **state)
+{
+	(void)state;
+	/* the function runs later: both values of sp are possible inside it */
+	EXPECT("import subprocess as sp\ndef f():\n    sp.run(['x'])\nimport numpy as sp\n",
+	       "LB102@1 LB102@3");
+	/* a function that defines the name globally */
+	EXPECT("def setup():\n    global h\n    import os as h\nsetup()\nh.system('x')\n",
+	       "LB101@5");
+	/* conditional rebinding keeps the dangerous value */
+	EXPECT("import os\nf = print\nif cond:\n    f = os.system\nf('x')\n", "LB101@5");
+}
+
+static void test_writes(void **state)
+{
+	(void)state;
+	EXPECT("open('/etc/passwd', 'w')\n", "LB110@1");
+	EXPECT("open('out/results.json', 'w')\nopen('/tmp/x', 'a')\n", "");
+	EXPECT("open('../../x', 'w')\n", "LB110@1");
+	EXPECT("open('/etc/passwd')\n", "");
+	EXPECT("from pathlib import Path\nPath('/etc/cron.d/x').write_text('y')\n", "LB110@2");
+	EXPECT("import os\nopen(os.path.join('/etc', 'x'), 'wb')\n", "LB110@2");
+}
+
+static void test_determinism(void **state)
+{
+	(void)state;
+	EXPECT("import numpy as np\nx = np.random.rand(3)\n", "LB302@2");
+	EXPECT("import numpy as np\nx = np.random.rand(3)\nnp.random.seed(0)\n", "LB301@2");
+	EXPECT("import numpy as np\nnp.random.seed(0)\nx = np.random.rand(3)\n", "");
+	EXPECT("import numpy as np\nrng = np.random.default_rng()\n", "LB303@2");
+	EXPECT("import random\ndef main():\n    random.seed(1)\n    random.random()\n", "");
+}
+
+static void test_policies(void **state)
+{
+	(void)state;
+	bool rej;
+	char *s = findings_of("import os\nos.makedirs('x')\n", LB_CHECK_STRICT, &rej);
+	assert_string_equal(s, "LB201@1 LB109@2");
+	assert_true(rej);
+	free(s);
+	s = findings_of("import os\nos.makedirs('x')\n", LB_CHECK_STANDARD, &rej);
+	assert_string_equal(s, "");
+	assert_false(rej);
+	free(s);
+	s = findings_of("import os\nos.system('x')\n", LB_CHECK_PERMISSIVE, &rej);
+	assert_string_equal(s, "LB101@2");
+	assert_false(rej);
+	free(s);
+}
+
+static void test_suppression(void **state)
+{
+	(void)state;
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	const char *src = "import shutil\nshutil.rmtree('x')  # labbox: allow[LB108] scratch dir\n"
+			  "import os\nos.system('x')  # labbox: allow[LB101] I promise\n";
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	lb_check_config_ignore(cfg, "harness");
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	size_t suppressed = 0, refused = 0;
+	for (size_t i = 0; i < rep.n; i++) {
+		if (rep.items[i].suppressed) {
+			suppressed++;
+			assert_string_equal(rep.items[i].id, "LB108");
+			assert_non_null(strstr(rep.items[i].suppression, "scratch dir"));
+		}
+		if (strcmp(rep.items[i].id, "LB003") == 0)
+			refused++;
+	}
+	assert_int_equal(suppressed, 1);
+	assert_int_equal(refused, 1); /* the hard gate is not lifted by the code itself */
+	assert_true(rep.rejected);
+	lb_check_report_free(&rep);
+	/* the operator may trust the project */
+	lb_check_config_set_trust_project(cfg, true);
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	assert_false(rep.rejected);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+}
+
+static void test_yaml_config(void **state)
+{
+	(void)state;
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	char err[256] = "";
+	const char *y = "entry: main.py\nbudget: 100\nplan: {conditions: 4, seeds: 1, iterations: 50}\n"
+			"check:\n  allow: {modules: [tqdm2]}\n  deny: {calls: [pickle.load]}\n";
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_config_load_yaml(cfg, y, strlen(y), err, sizeof err), 0);
+	const char *src = "import tqdm2\nimport pickle\npickle.load(f)\n";
+	lb_check_config_ignore(cfg, "harness");
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.items[0].id, "LB120");
+	lb_check_report_free(&rep);
+	assert_int_equal(lb_check_config_load_yaml(cfg, "check: {bogus: 1}\n", 18, err, sizeof err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "bogus"));
+	lb_check_config_free(cfg);
+}
+
+static void test_syntax_and_encoding(void **state)
+{
+	(void)state;
+	EXPECT("x = (1,\n", "LB001@1");
+	EXPECT("# -*- coding: utf-7 -*-\nx = 1\n", "LB002@1");
+	EXPECT("# coding: utf-8\nx = 1\n", "");
+	EXPECT("\xef\xbd\x85\xef\xbd\x96\xef\xbd\x81\xef\xbd\x8c('1')\n", "LB103@1"); /* ｅｖａｌ */
+}
+
+static void test_json_and_text(void **state)
+{
+	(void)state;
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	const char *src = "import subprocess\n";
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_source(cfg, "main.py", src, strlen(src), true, &rep), 0);
+	lb_check_finish(&rep);
+	json_object *doc = lb_check_report_json(&rep);
+	json_object *v;
+	assert_true(json_object_object_get_ex(doc, "schema", &v));
+	assert_string_equal(json_object_get_string(v), "labbox.check/1");
+	assert_true(json_object_object_get_ex(doc, "rejected", &v));
+	assert_true(json_object_get_boolean(v));
+	assert_true(json_object_object_get_ex(doc, "llm_text", &v));
+	assert_non_null(strstr(json_object_get_string(v), "LB102"));
+	assert_true(json_object_object_get_ex(doc, "findings", &v));
+	json_object *f0 = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(f0, "category", &v));
+	json_object_put(doc);
+	char *text = lb_check_text(&rep);
+	assert_non_null(strstr(text, "main.py:1:8: error[LB102]: "));
+	assert_non_null(strstr(text, "rejected under policy standard"));
+	free(text);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+}
+
+static void test_deep_nesting_is_not_a_pass(void **state)
+{
+	(void)state;
+	lb_buf b = {0};
+	lb_buf_puts(&b, "import os\nx = ");
+	for (int i = 0; i < 400; i++)
+		lb_buf_puts(&b, "[");
+	lb_buf_puts(&b, "os.system");
+	for (int i = 0; i < 400; i++)
+		lb_buf_puts(&b, "]");
+	lb_buf_puts(&b, "\n");
+	bool rej = false;
+	char *s = findings_of(b.data, LB_CHECK_STANDARD, &rej);
+	assert_true(rej);
+	assert_non_null(strstr(s, "LB002"));
+	free(s);
+	lb_buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_aliases_and_rebinding),
+		cmocka_unit_test(test_dynamic_access),
+		cmocka_unit_test(test_false_positive_traps),
+		cmocka_unit_test(test_functions_see_every_binding),
+		cmocka_unit_test(test_writes),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_suppression),
+		cmocka_unit_test(test_yaml_config),
+		cmocka_unit_test(test_syntax_and_encoding),
+		cmocka_unit_test(test_json_and_text),
+		cmocka_unit_test(test_deep_nesting_is_not_a_pass),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
