@@ -12,6 +12,7 @@
 
 #include "labbox/sandbox.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,8 @@ typedef struct lb_run_request {
 	uint64_t log_limit; /* 0: 16 MiB */
 	lb_output_fn echo;  /* live copy of the experiment's output; may be NULL */
 	void *echo_ctx;
+	int policy;          /* lb_check_policy: the static check before anything runs */
+	bool trust_project;  /* let the project's own allows lift hard-gate findings */
 	struct json_object *sandbox_config; /* the caller's sandbox flags, kept in the manifest so
 					     * `labbox rerun` can apply them again; may be NULL */
 	const char *rerun_of;      /* id of the run this one repeats */

@@ -1,5 +1,6 @@
 /* labbox run: the whole pipeline on one experiment directory. */
 #include "cli.h"
+#include "labbox/check.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -25,15 +26,21 @@ static const char run_help[] =
 	"  --metrics A,B        metrics the run must report (added to metrics: in labbox.yaml)\n"
 	"  --log-limit SIZE     cap of run.log; the head and the tail are kept (default 16m)\n"
 	"  -q, --quiet          do not stream the experiment's output to the terminal\n"
+	"  --policy NAME        static check before running: standard (default: the seed's hard\n"
+	"                       gate), strict (the seed's rules word for word), permissive\n"
+	"                       (report only); rejected code never runs (exit 3)\n"
+	"  --trust-project      let the experiment's own labbox.yaml allows and inline\n"
+	"                       `# labbox: allow[ID]` comments lift hard-gate findings\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
-	"configuration error, 4 metrics invalid (NaN, Inf, a declared metric missing), 124 time\n"
+	"configuration error, 3 rejected by the static check, 4 metrics invalid (NaN, Inf, a declared metric missing), 124 time\n"
 	"budget exceeded (partial results kept), 125 sandbox could not be set up, 128+N when labbox\n"
 	"was interrupted by signal N. --json prints result.json's document on stdout and sends the\n"
 	"experiment's output to stderr.\n";
 
-enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT };
+enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
+       OPT_TRUST };
 
 typedef struct echo_ctx {
 	int fd;
@@ -111,6 +118,19 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			if (json_object_object_get_ex(json_object_array_get_idx(issues, i), "message", &msg))
 				fprintf(f, "  metric issue: %s\n", json_object_get_string(msg));
 		}
+	json_object *findings;
+	if (json_object_object_get_ex(doc, "findings", &findings))
+		for (size_t i = 0; i < json_object_array_length(findings) && i < 20; i++) {
+			json_object *fi = json_object_array_get_idx(findings, i), *v1, *v2, *v3, *v4;
+			if (json_object_object_get_ex(fi, "line", &v1) &&
+			    json_object_object_get_ex(fi, "id", &v2) &&
+			    json_object_object_get_ex(fi, "message", &v3) &&
+			    json_object_object_get_ex(fi, "severity", &v4))
+				fprintf(f, "  %s:%d: %s[%s]: %s\n",
+					json_object_get_string(json_object_object_get(fi, "file")),
+					json_object_get_int(v1), json_object_get_string(v4),
+					json_object_get_string(v2), json_object_get_string(v3));
+		}
 	json_object *fail;
 	if (json_object_object_get_ex(doc, "failure", &fail) && fail) {
 		json_object *cls, *sum, *sug;
@@ -153,6 +173,8 @@ int cli_run(int argc, char **argv)
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
+		{"policy", required_argument, NULL, OPT_POLICY},
+		{"trust-project", no_argument, NULL, OPT_TRUST},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -197,6 +219,19 @@ int cli_run(int argc, char **argv)
 		case OPT_METRICS:
 			if (split_metrics(optarg, &metrics, &nmetrics) < 0)
 				goto done;
+			break;
+		case OPT_POLICY: {
+			lb_check_policy p;
+			if (lb_check_policy_parse(optarg, &p) < 0) {
+				cli_error("run", "--policy '%s' is not one of strict, standard, permissive",
+					  optarg);
+				goto done;
+			}
+			req.policy = (int)p;
+			break;
+		}
+		case OPT_TRUST:
+			req.trust_project = true;
 			break;
 		case OPT_LOG_LIMIT:
 			if (lb_parse_size(optarg, &req.log_limit) < 0 || req.log_limit < 1024) {

@@ -1,5 +1,6 @@
 /* labbox runs list|show|compare|export: the run history. */
 #include "cli.h"
+#include "labbox/check.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -813,6 +814,11 @@ int cli_rerun(int argc, char **argv)
 		req.nmetrics = metrics ? n : 0;
 	}
 	req.sandbox_config = sbj;
+	lb_check_policy pol = LB_CHECK_STANDARD;
+	if (json_object_object_get_ex(cfg, "policy", &v) && v)
+		lb_check_policy_parse(json_object_get_string(v), &pol);
+	req.policy = (int)pol;
+	req.trust_project = json_object_object_get_ex(cfg, "trust_project", &v) && json_object_get_boolean(v);
 	int echo_fd = o.json ? 2 : 1;
 	if (!quiet) {
 		req.echo = rerun_echo;

@@ -1,5 +1,6 @@
 /* The `labbox run` pipeline. */
 #include "labbox/run.h"
+#include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
 #include "labbox/diagnose.h"
@@ -254,6 +255,50 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 	return ix;
 }
 
+/* The static check runs on the staged copy, the code that would run, so nothing can change
+ * between the check and the run. Returns true when the code may run. */
+static bool check_staged(const lb_run_request *req, const run_state *st, json_object *doc,
+			 json_object **findings)
+{
+	lb_check_config *cfg = NULL;
+	lb_check_report rep;
+	memset(&rep, 0, sizeof rep);
+	char err[512] = "";
+	json_object *info = json_object_new_object();
+	json_object_object_add(doc, "check", info);
+	int r = lb_check_config_new(&cfg);
+	if (r == 0) {
+		lb_check_config_set_policy(cfg, (lb_check_policy)req->policy);
+		lb_check_config_set_trust_project(cfg, req->trust_project);
+		lb_check_config_set_python(cfg, st->py.executable);
+		lb_check_config_set_entry(cfg, st->entry);
+		r = lb_check_dir(cfg, st->exp_dir, &rep, err, sizeof err);
+	}
+	json_object_object_add(info, "policy",
+			       json_object_new_string(lb_check_policy_name((lb_check_policy)req->policy)));
+	if (r < 0) {
+		/* A check that could not run is a refusal, never a pass. */
+		json_object_object_add(info, "rejected", json_object_new_boolean(true));
+		json_object_object_add(info, "error",
+				       json_object_new_string(err[0] ? err : strerror(-r)));
+		*findings = json_object_new_array();
+		lb_check_config_free(cfg);
+		lb_check_report_free(&rep);
+		return false;
+	}
+	lb_check_finish(&rep);
+	*findings = lb_check_findings_json(&rep);
+	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
+	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
+	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
+	LB_AUTOFREE char *llm = rep.rejected ? lb_check_llm_text(&rep) : NULL;
+	json_object_object_add(info, "llm_text", llm ? json_object_new_string(llm) : NULL);
+	bool ok = !rep.rejected;
+	lb_check_config_free(cfg);
+	lb_check_report_free(&rep);
+	return ok;
+}
+
 static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -305,18 +350,31 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	int log_r = lb_runlog_open(path, req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT, &log);
 
 	char **argv = calloc(st->nargs + 3, sizeof *argv);
-	if (!argv)
+	if (!argv) {
 		r = -ENOMEM;
-	if (stage_r < 0 || log_r < 0 || !argv) {
-		res.outcome = LB_SB_SETUP_FAILED;
-		snprintf(res.setup_step, sizeof res.setup_step, "stage");
-		snprintf(res.setup_error, sizeof res.setup_error, "%s",
-			 stage_r < 0 ? err : "cannot create run.log");
 	} else {
 		argv[0] = st->py.executable;
 		argv[1] = (char *)st->entry;
 		for (size_t i = 0; i < st->nargs; i++)
 			argv[2 + i] = st->args[i];
+	}
+	json_object *findings = NULL;
+	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings);
+	if (!findings)
+		findings = json_object_new_array();
+	if (rejected) {
+		/* Rejected code is never executed. */
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "check");
+		snprintf(res.setup_error, sizeof res.setup_error,
+			 "rejected by the static check (policy %s); nothing was executed",
+			 lb_check_policy_name((lb_check_policy)req->policy));
+	} else if (stage_r < 0 || log_r < 0 || !argv) {
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "stage");
+		snprintf(res.setup_error, sizeof res.setup_error, "%s",
+			 stage_r < 0 ? err : "cannot create run.log");
+	} else {
 		configure_sandbox(sb, st, out->id);
 		lb_sandbox_set_argv(sb, argv);
 		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
@@ -372,10 +430,16 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		json_object_object_add(iss, "message", json_object_new_string(msg));
 		json_object_array_add(issues, iss);
 	}
-	lb_metrics_validate(metrics, results, "results.json", st->declared, st->ndeclared, issues);
+	if (!rejected)
+		lb_metrics_validate(metrics, results, "results.json", st->declared, st->ndeclared,
+				    issues);
 
 	int exit_code = LB_EXIT_OK;
 	const char *status = status_of(&res, json_object_array_length(issues), &exit_code);
+	if (rejected) {
+		status = "rejected";
+		exit_code = LB_EXIT_REJECTED;
+	}
 	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
 		       res.outcome == LB_SB_SIGNALED ||
 		       (res.outcome == LB_SB_EXITED && res.exit_code != 0);
@@ -398,7 +462,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		.infra_message = res.setup_error,
 	};
 	json_object *failure = NULL;
-	if (res.outcome != LB_SB_INTERRUPTED)
+	if (res.outcome != LB_SB_INTERRUPTED && !rejected)
 		failure = lb_diagnose_failure(&fin);
 	if (!failure && res.outcome == LB_SB_INTERRUPTED) {
 		failure = json_object_new_object();
@@ -426,10 +490,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "resources", lb_record_resources_json(&res));
 	json_object_object_add(doc, "metrics", mjson);
 	json_object_object_add(doc, "metric_issues", issues);
-	json_object_object_add(doc, "findings", json_object_new_array());
+	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
 	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
-	if (res.outcome == LB_SB_SETUP_FAILED) {
+	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
 		json_object_object_add(e, "message", json_object_new_string(res.setup_error));
@@ -464,6 +528,9 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
 	json_object_object_add(cfg, "grace_s", lb_record_fixed(req->grace, 3));
 	json_object_object_add(cfg, "metrics", strv_json((char *const *)st->declared, st->ndeclared));
+	json_object_object_add(cfg, "policy",
+			       json_object_new_string(lb_check_policy_name((lb_check_policy)req->policy)));
+	json_object_object_add(cfg, "trust_project", json_object_new_boolean(req->trust_project));
 	json_object_object_add(cfg, "log_limit_bytes",
 			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
 	json_object *envj = json_object_new_object();

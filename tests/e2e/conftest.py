@@ -95,6 +95,11 @@ class Run:
                 f"stderr:\n{self.stderr[-2000:]}\nrun.log:\n{log}")
 
 
+# Experiments that attack the sandbox itself (fork daemons, open sockets, kill themselves) would
+# be stopped earlier by the static check; these flags let them reach the sandbox under test.
+HOSTILE = ("--policy", "permissive")
+
+
 def run_exp(expdir, runs_dir, *opts, args=(), env=None, cwd=None, timeout=CALL_TIMEOUT,
             python=PYTHON) -> Run:
     """`labbox run --json --python /usr/bin/python3 --runs-dir RUNS [opts] EXPDIR [-- args]`."""

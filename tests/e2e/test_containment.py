@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LABBOX, PYTHON, describe_pids, kill_marker, pids_with_marker, run_dirs,
+from conftest import (HOSTILE, LABBOX, PYTHON, describe_pids, kill_marker, pids_with_marker, run_dirs,
                       run_exp, unique, wait_for, wait_no_marker, write_exp)
 
 
@@ -238,7 +238,7 @@ def test_network_none_by_default(tmp_path):
         hosts = host_addresses()
         exp = write_exp(tmp_path, CONNECT_EXP,
                         files={"net.json": json.dumps({"hosts": hosts, "port": canary.port})})
-        r = run_exp(exp, tmp_path / "runs")
+        r = run_exp(exp, tmp_path / "runs", *HOSTILE)
         time.sleep(0.5)
         assert canary.accepted == [], f"the experiment reached the host: {canary.accepted}\n{r.log()}"
         assert r.rc == 0, r.why()
@@ -256,7 +256,7 @@ def test_network_host_is_explicit_opt_in(tmp_path):
     try:
         exp = write_exp(tmp_path, CONNECT_EXP,
                         files={"net.json": json.dumps({"hosts": ["127.0.0.1"], "port": canary.port})})
-        r = run_exp(exp, tmp_path / "runs", "--network", "host")
+        r = run_exp(exp, tmp_path / "runs", "--network", "host", *HOSTILE)
         assert r.rc == 0, r.why()
         assert r.result["metrics"]["values"]["connected"] == 1, r.log()
         assert wait_for(lambda: canary.accepted, 2)
@@ -315,7 +315,7 @@ def test_no_process_survives_a_run(tmp_path):
     marker = unique("lbxdaemon")
     exp = write_exp(tmp_path, DAEMON_EXP.format(marker=marker, tail=""))
     try:
-        r = run_exp(exp, tmp_path / "runs", timeout=120)
+        r = run_exp(exp, tmp_path / "runs", *HOSTILE, timeout=120)
         left = pids_with_marker(marker)
         assert not left, "processes of the run outlived labbox:\n" + describe_pids(left)
         assert r.rc == 0, r.why()
@@ -328,7 +328,7 @@ def test_no_process_survives_budget_kill(tmp_path):
     marker = unique("lbxdaemon")
     exp = write_exp(tmp_path, DAEMON_EXP.format(marker=marker, tail="time.sleep(600)"))
     try:
-        r = run_exp(exp, tmp_path / "runs", "--budget", 4, "--grace", 1, timeout=120)
+        r = run_exp(exp, tmp_path / "runs", "--budget", 4, "--grace", 1, *HOSTILE, timeout=120)
         left = pids_with_marker(marker)
         assert not left, "processes outlived the budget kill:\n" + describe_pids(left)
         assert r.rc == 124, r.why()
@@ -342,7 +342,7 @@ def test_no_process_survives_sigkill_of_labbox(tmp_path, mode):
     marker = unique("lbxdaemon")
     exp = write_exp(tmp_path, DAEMON_EXP.format(marker=marker, tail="time.sleep(600)"))
     runs = tmp_path / "runs"
-    cmd = [LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), str(exp)]
+    cmd = [LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), *HOSTILE, str(exp)]
     if mode == "json":
         cmd.insert(2, "--json")
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -419,7 +419,7 @@ def test_huge_output_line_and_many_metrics(tmp_path):
             print("m%d: %d" % (i, i))
         print("final_metric: 42")
     """)
-    r = run_exp(exp, tmp_path / "runs", timeout=120)
+    r = run_exp(exp, tmp_path / "runs", *HOSTILE, timeout=120)
     assert r.rc in (0, 4), r.why()
     # a cap on how many metrics are kept is fine, dropping some silently is not
     kept = r.result["metrics"]["values"].get("final_metric") == 42

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LABBOX, PYTHON, REPO, describe_pids, host_can_enforce, kill_marker,
+from conftest import (HOSTILE, LABBOX, PYTHON, REPO, describe_pids, host_can_enforce, kill_marker,
                       labbox, pids_with_marker, run_dirs, run_exp, unique, wait_for,
                       wait_no_marker, write_exp)
 
@@ -274,7 +274,7 @@ def test_nonzero_exit_without_traceback(tmp_path):
 def test_killed_by_signal_is_failure(tmp_path):
     exp = write_exp(tmp_path, "import os, signal\nprint('x: 1', flush=True)\n"
                               "os.kill(os.getpid(), signal.SIGSEGV)\n")
-    r = run_exp(exp, tmp_path / "runs")
+    r = run_exp(exp, tmp_path / "runs", *HOSTILE)
     assert r.rc == 1, r.why()
     assert r.result["signal"] in (signal.SIGSEGV, "SIGSEGV"), r.why()
 
@@ -480,7 +480,7 @@ def test_pids_limit(tmp_path):
         for p in procs:
             p.kill(); p.wait()
     """)
-    r = run_exp(exp, tmp_path / "runs", "--pids-limit", "16")
+    r = run_exp(exp, tmp_path / "runs", "--pids-limit", "16", *HOSTILE)
     if r.rc == 125 and not host_can_enforce("pids"):
         pytest.skip("host has no writable pids cgroup; labbox refused --pids-limit (125)")
     assert r.rc == 0, r.why()
@@ -496,7 +496,7 @@ def test_interrupt_labbox_records_interrupted(tmp_path):
         time.sleep(300)
     """)
     runs = tmp_path / "runs"
-    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), str(exp)],
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), *HOSTILE, str(exp)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         started = wait_for(lambda: any("EXP-STARTED" in (d / "run.log").read_text()
@@ -538,7 +538,7 @@ def test_cpus_limit(tmp_path):
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         print("cpu_per_wall: %.3f" % ((ru.ru_utime + ru.ru_stime) / wall))
     """)
-    r = run_exp(exp, tmp_path / "runs", "--cpus", "1")
+    r = run_exp(exp, tmp_path / "runs", "--cpus", "1", *HOSTILE)
     if r.rc == 125 and not host_can_enforce("cpu"):
         pytest.skip("host has no writable cpu cgroup; labbox refused --cpus (125)")
     assert r.rc == 0, r.why()
