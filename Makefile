@@ -98,6 +98,18 @@ fuzz-smoke: $(FUZZ_BIN)
 bench: $(BUILD)/labbox
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/startup
 
+# bench/collect: metric-parsing throughput on a generated 1 GiB log, the pip freeze cache, and
+# `labbox run` against bare python3 (bench/collect --help). Its driver links the library.
+BENCH_COLLECT := $(BUILD)/bench/collect_throughput
+$(BENCH_COLLECT): bench/collect_throughput.c $(BUILD)/liblabbox.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS)
+.PHONY: bench-collect
+bench-collect: $(BUILD)/labbox $(BENCH_COLLECT)
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) LABBOX_BENCH_COLLECT=$(abspath $(BENCH_COLLECT)) \
+	  /usr/bin/python3 bench/collect
+bench: bench-collect
+
 demo: deps
 	$(MAKE) all
 	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart

@@ -1,12 +1,17 @@
 /* libFuzzer target: stdout metric collection. The input is output an experiment printed. */
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "labbox/collect.h"
 
+/* Every chunk arrives at the same time, so the arrival time of a TIME_GUARD line cannot
+ * depend on where the output was cut. */
 static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_metrics **keep)
 {
 	lb_metrics *m = NULL;
@@ -16,7 +21,8 @@ static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_met
 	if (lb_metrics_new(&m) < 0)
 		abort();
 	for (size_t i = 0; i < size; i += chunk)
-		lb_metrics_feed(m, (const char *)data + i, size - i < chunk ? size - i : chunk);
+		lb_metrics_feed_at(m, (const char *)data + i, size - i < chunk ? size - i : chunk,
+				   3.5);
 	lb_metrics_finish(m);
 	doc = lb_metrics_to_json(m);
 	if (!doc)
@@ -29,6 +35,61 @@ static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_met
 	else
 		lb_metrics_free(m);
 	return text;
+}
+
+static bool inside(const char *p, size_t len, const char *data, size_t size)
+{
+	return p >= data && p + len <= data + size;
+}
+
+/* What lb_metric_line_parse promises about a line it accepts. */
+static void check_line(const lb_metric_line *ml, const char *data, size_t size)
+{
+	if (!inside(ml->str, ml->str_len, data, size) || ml->str_len == 0)
+		abort();
+	if (ml->n_tags > LB_METRIC_TAGS_MAX || strlen(ml->name) == 0 ||
+	    strlen(ml->name) > LB_METRIC_NAME_MAX)
+		abort();
+	switch (ml->form) {
+	case LB_METRIC_FORM_PLAIN:
+		if (ml->condition || ml->n_tags)
+			abort();
+		break;
+	case LB_METRIC_FORM_TAGGED:
+		if (!ml->condition)
+			abort();
+		/* fall through */
+	case LB_METRIC_FORM_SUMMARY:
+		if (ml->condition && (!inside(ml->condition, ml->condition_len, data, size) ||
+				      ml->condition_len == 0))
+			abort();
+		if (ml->form == LB_METRIC_FORM_SUMMARY && ml->n_tags == 0)
+			abort();
+		for (size_t i = 0; i < ml->n_tags; i++) {
+			const lb_metric_tag *t = &ml->tags[i];
+
+			if (!inside(t->key, t->key_len, data, size) ||
+			    !inside(t->value, t->value_len, data, size) || t->key_len == 0 ||
+			    t->key_len > LB_METRIC_TAG_KEY_MAX || t->value_len == 0)
+				abort();
+			/* Sorted, keys unique, condition= and metric= taken out. */
+			if (i > 0) {
+				const lb_metric_tag *p = &ml->tags[i - 1];
+				size_t n = p->key_len < t->key_len ? p->key_len : t->key_len;
+				int c = memcmp(p->key, t->key, n);
+
+				if (c > 0 || (c == 0 && p->key_len >= t->key_len))
+					abort();
+			}
+			if ((t->key_len == 9 && memcmp(t->key, "condition", 9) == 0) ||
+			    (ml->form == LB_METRIC_FORM_SUMMARY && t->key_len == 6 &&
+			     memcmp(t->key, "metric", 6) == 0))
+				abort();
+		}
+		break;
+	default:
+		abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -54,13 +115,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lb_metrics_validate(m, NULL, NULL, declared, 4, issues);
 	fuzz_assert_strict_json(issues);
 	json_object_put(issues);
+	{
+		/* The whole-run checks: timing from the input's first bytes, warnings included. */
+		lb_metrics_run_info info = {
+			.declared = declared,
+			.n_declared = 4,
+			.wall_s = size > 1 ? data[1] : -1,
+			.budget_s = size > 2 ? data[2] : 0,
+			.completed = size > 3 && (data[3] & 1),
+		};
+		struct json_object *warnings = json_object_new_array();
+
+		issues = json_object_new_array();
+		if (lb_metrics_validate_run(m, &info, issues, warnings) !=
+		    json_object_array_length(issues))
+			abort();
+		fuzz_assert_strict_json(issues);
+		fuzz_assert_strict_json(warnings);
+		json_object_put(issues);
+		json_object_put(warnings);
+	}
+	/* Every chunk came with a time, so a guard that fired always has one. */
+	if (lb_metrics_time_guard_fired(m) != (lb_metrics_time_guard_at(m) >= 0))
+		abort();
 	lb_metrics_free(m);
 	free(want);
 
 	/* The pure parsers on the raw input, which need no terminator. */
-	if (lb_metric_line_parse((const char *)data, size, &ml) &&
-	    (ml.str < (const char *)data || ml.str + ml.str_len > (const char *)data + size))
-		abort();
-	lb_parse_number((const char *)data, size, &v);
+	if (lb_metric_line_parse((const char *)data, size, &ml))
+		check_line(&ml, (const char *)data, size);
+	if (lb_parse_number((const char *)data, size, &v) && isfinite(v) && size < 512) {
+		/* The fast path must agree with strtod bit for bit. */
+		char text[512];
+		double w;
+
+		memcpy(text, data, size);
+		text[size] = '\0';
+		w = strtod(text, NULL);
+		if (memcmp(&v, &w, sizeof(v)) != 0)
+			abort();
+	}
 	return 0;
 }

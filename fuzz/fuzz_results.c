@@ -27,6 +27,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lb_metrics_validate(NULL, doc, "results.json", declared, 4, issues);
 	fuzz_assert_strict_json(issues);
 	json_object_put(issues);
+	{
+		/* As lb_results_collect hands it over: the same document as results.json and as
+		 * an AI-Scientist final_info.json in an --out_dir, which also compares its
+		 * top-level entries for identical results. */
+		struct json_object *files = json_object_new_object(), *warnings, *shown;
+		lb_metrics_run_info info = { .files = files, .declared = declared, .n_declared = 4,
+					     .wall_s = -1 };
+
+		json_object_object_add(files, "results.json", json_object_get(doc));
+		json_object_object_add(files, "run_0/final_info.json", json_object_get(doc));
+		issues = json_object_new_array();
+		warnings = json_object_new_array();
+		if (lb_metrics_validate_run(NULL, &info, issues, warnings) !=
+		    json_object_array_length(issues))
+			abort();
+		fuzz_assert_strict_json(issues);
+		fuzz_assert_strict_json(warnings);
+		shown = lb_json_sanitize(files);
+		fuzz_assert_strict_json(shown);
+		json_object_put(shown);
+		json_object_put(issues);
+		json_object_put(warnings);
+		json_object_put(files);
+	}
 	json_object_put(clean);
 	json_object_put(doc);
 	return 0;

@@ -1,11 +1,16 @@
 /* collect: metrics an experiment reports, and their validation.
  *
- * Sources: the seed's `name: value` stdout lines, grouped by the `condition: X` lines before
- * them, parsed as a stream in constant memory (independent of the run.log cap); and results
- * files (results.json of any nesting) read with json-c, which accepts Python's NaN/Infinity.
- * NaN and Inf are accepted when read, then flagged by validation, never dropped. In the JSON
- * documents labbox writes, a non-finite number is the string "NaN", "Infinity" or "-Infinity",
- * so the document stays strict JSON (docs/result-json.md). */
+ * Sources: stdout lines, parsed as a stream in constant memory per line (independent of the
+ * run.log cap):
+ *   name: value                              the seed's lines
+ *   condition: X                             later plain lines belong to condition X
+ *   condition=X [key=v ...] name: value      one metric of condition X, qualified by tags
+ *   SUMMARY [condition=X] metric=name mean=.. std=.. [key=v ...]
+ * and results files (results.json of any nesting, AI-Scientist's final_info.json, names from
+ * labbox.yaml) read with json-c, which accepts Python's NaN/Infinity. NaN and Inf are accepted
+ * when read, then flagged by validation, never dropped. In the JSON documents labbox writes, a
+ * non-finite number is the string "NaN", "Infinity" or "-Infinity", so the document stays
+ * strict JSON (docs/result-json.md). */
 #ifndef LABBOX_COLLECT_H
 #define LABBOX_COLLECT_H
 
@@ -23,20 +28,57 @@ typedef enum lb_metric_kind {
 	LB_METRIC_STRING, /* anything else, kept verbatim (trimmed) */
 } lb_metric_kind;
 
+/* Tags of one line: at most this many key=v pairs besides condition= (and metric= on SUMMARY
+ * lines), keys of at most LB_METRIC_TAG_KEY_MAX bytes, and at most LB_METRIC_TAGS_TEXT_MAX
+ * bytes for all of them written as `k=v k2=v2`. A line past these is not a metric line. */
+#define LB_METRIC_TAGS_MAX 16
+#define LB_METRIC_TAG_KEY_MAX 64
+#define LB_METRIC_TAGS_TEXT_MAX 256
+
+typedef enum lb_metric_form {
+	LB_METRIC_FORM_PLAIN,   /* name: value (condition: X included) */
+	LB_METRIC_FORM_TAGGED,  /* condition=X [key=v ...] name: value */
+	LB_METRIC_FORM_SUMMARY, /* SUMMARY [condition=X] metric=name field=v ... */
+} lb_metric_form;
+
+/* One key=value pair; both point into the parsed line (the value without its quotes). */
+typedef struct lb_metric_tag {
+	const char *key;
+	size_t key_len;
+	const char *value;
+	size_t value_len;
+} lb_metric_tag;
+
 typedef struct lb_metric_line {
-	char name[LB_METRIC_NAME_MAX + 1];
+	char name[LB_METRIC_NAME_MAX + 1]; /* SUMMARY: the metric= value */
 	lb_metric_kind kind;
 	double number;
 	const char *str; /* points into the parsed line */
 	size_t str_len;
+	lb_metric_form form;
+	const char *condition; /* condition=X of TAGGED and SUMMARY lines, NULL when absent */
+	size_t condition_len;
+	size_t n_tags;
+	/* TAGGED: the key=v pairs other than condition=; SUMMARY: the fields other than
+	 * condition= and metric= (mean, std, n...). Sorted by key, keys unique. */
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX];
 } lb_metric_line;
 
-/* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line:
- * optional leading spaces, a name of [A-Za-z_][A-Za-z0-9_.\-/]* (at most LB_METRIC_NAME_MAX),
- * optional spaces, ':', at least one space or tab, a non-empty value. Lines starting with '#'
- * are not metric lines, nor is the end of a Python traceback ("ValueError: bad input": a name
- * shaped like an exception class with a value that is not a number). str/str_len are the
- * trimmed value for numbers too. */
+/* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line
+ * of one of three forms; out->form says which.
+ * PLAIN: optional leading spaces, a name of [A-Za-z_][A-Za-z0-9_.\-/]* (at most
+ *   LB_METRIC_NAME_MAX), optional spaces, ':', at least one space or tab, a non-empty value.
+ *   Lines starting with '#' are not metric lines, nor is the end of a Python traceback
+ *   ("ValueError: bad input": a name shaped like an exception class with a value that is not
+ *   a number). str/str_len are the trimmed value for numbers too.
+ * TAGGED: one or more key=value tokens separated by blanks, one of them condition=X, then a
+ *   PLAIN line ("condition=lr0.1 seed=2 accuracy: 0.93"). Keys are [A-Za-z_][A-Za-z0-9_.-]*;
+ *   a value is a run of non-blank bytes or "double quoted" (no escapes, no quote inside), and
+ *   never empty. Key=value lines without condition= are not metric lines (a per-step log line
+ *   such as "step=5 loss: 0.3" stays what it was), nor are lines that repeat a key.
+ * SUMMARY: the word SUMMARY, then nothing but key=value tokens: metric= (a metric name) is
+ *   required, condition= is optional, and at least one other field (mean=, std=, n=...) is
+ *   needed. kind/number/str describe mean= when present, else the first field. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
 
 /* Pure: parse a number the way research code prints it: "0.93", "-1e-3", "+5", "nan", "NaN",
@@ -44,28 +86,53 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
  * (spaces trimmed) is a number. */
 bool lb_parse_number(const char *s, size_t len, double *out);
 
-/* Streaming collector: feed output chunks as they arrive. Special names:
- *   condition        starts a new group; later metrics belong to it
+/* Streaming collector: feed output chunks as they arrive. Special names of PLAIN lines:
+ *   condition        starts a new group; later plain lines and SUMMARY lines without
+ *                    condition= belong to it
  *   TIME_ESTIMATE    a duration such as "12s", "12.5", "3m" -> time_estimate_s
- *   TIME_GUARD       the time guard fired (its value is kept as text)
- * A name seen again in the same group keeps its last value and counts the repeats. */
+ *   TIME_GUARD       the time guard fired; its value is kept as text, and the time it fired
+ *                    is the duration the value starts with ("240.1s - saving partial
+ *                    results"), else the time its line arrived (lb_metrics_feed_at)
+ * A TAGGED line belongs to its own condition=X and does not change the current group; without
+ * tags besides condition= it is the same metric as "name: value" under "condition: X". The
+ * same metric seen again (same group, name and, for TAGGED lines, tags; for SUMMARY lines the
+ * fields are the value) keeps its last value and counts the repeats. */
 typedef struct lb_metrics lb_metrics;
 int lb_metrics_new(lb_metrics **out);
 void lb_metrics_free(lb_metrics *m);
 void lb_metrics_feed(lb_metrics *m, const char *data, size_t len);
+/* As lb_metrics_feed, for a chunk that arrived elapsed_s seconds after the run started (on the
+ * clock the budget is enforced with; < 0 for unknown). Lines this chunk completes carry that
+ * time. Only a backend that streams output live should pass times: output read back after
+ * the run would date every line at its end. */
+void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s);
 void lb_metrics_finish(lb_metrics *m); /* flush a last line without newline */
-/* Number of metric values collected (all groups). */
+/* Number of metric values collected (all groups and forms). */
 size_t lb_metrics_count(const lb_metrics *m);
 /* < 0 when no TIME_ESTIMATE line was seen. */
 double lb_metrics_time_estimate(const lb_metrics *m);
 bool lb_metrics_time_guard_fired(const lb_metrics *m);
+/* Seconds after the start at which TIME_GUARD first fired; < 0 when it did not fire or its
+ * time is unknown (no duration printed and no arrival time fed). */
+double lb_metrics_time_guard_at(const lb_metrics *m);
 /* New JSON object:
  *   {"values": {name: v}, "conditions": {cond: {name: v}}, "condition_order": [cond...],
  *    "time_estimate_s": x|null, "time_guard": "text"|null}
  * Numbers are JSON numbers, non-finite ones the strings above, strings stay strings (valid
- * UTF-8, at most 512 bytes; condition names at most 256). Present only when not empty:
- *   "repeats": [{"metric", "condition": cond|null, "seen": n}...], "dropped_metrics": n and
- *   "dropped_conditions": n (past 10000 names or 1000 conditions), "long_lines_skipped": n. */
+ * UTF-8, at most 512 bytes; condition names at most 256). "values" and "conditions" hold the
+ * PLAIN lines and the TAGGED lines without other tags; every condition named in any form has
+ * an object in "conditions" and a place in "condition_order" (first seen first).
+ * Present only when not empty, so documents of runs without these stay as they were:
+ *   "tagged": [{"condition": cond, "metric": name, "tags": {key: "v"}, "value": v}...]
+ *       TAGGED lines with tags, first seen first (tag values stay strings);
+ *   "summaries": [{"condition": cond|null, "metric": name, field: v...}...]
+ *       SUMMARY lines; fields (mean, std, n, ...) in key order, numbers as numbers;
+ *   "time_guard_at_s": x|null and "time_guard_at_source": "printed"|"arrival"|null
+ *       when TIME_GUARD fired;
+ *   "repeats": [{"metric", "condition": cond|null, "seen": n, ["tags": {...}],
+ *       ["summary": true]}...], "dropped_metrics": n (plain and SUMMARY values past 10000
+ *       names or 1000 summaries), "dropped_tagged": n (past 5000 tagged series),
+ *       "dropped_conditions": n (past 1000 conditions), "long_lines_skipped": n. */
 struct json_object *lb_metrics_to_json(const lb_metrics *m);
 
 /* Read a results file relative to dirfd without following symlinks and without blocking on a
@@ -82,6 +149,42 @@ int lb_results_read(int dirfd, const char *name, size_t max, struct json_object 
 int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
 		     size_t errlen);
 
+/* Results files of a run ------------------------------------------------------------------ */
+
+/* Largest results file read; a larger one is an "unreadable" issue. */
+#define LB_RESULTS_MAX_BYTES ((size_t)64 << 20)
+/* At most this many configured names are read (the defaults come on top). */
+#define LB_RESULTS_MAX_NAMES 32
+
+/* Pure: the directory an experiment was told to write into, from its arguments: the value of
+ * the last --out_dir, --out-dir, --output_dir or --output-dir ("--out_dir run_0" or
+ * "--out_dir=run_0"), as AI-Scientist templates (final_info.json) and Hugging Face scripts take
+ * it. A pointer into args, or NULL when none is given. */
+const char *lb_results_out_dir_hint(char *const *args, size_t n);
+
+/* Collect every results file of a run, relative to expdirfd (the staged exp/ directory), with
+ * lb_results_read's protections (no symlinks anywhere on the path, no FIFOs, regular files of
+ * at most LB_RESULTS_MAX_BYTES, no "..", no absolute paths). Looked for, in this order, each
+ * name once:
+ *   results.json, final_info.json,
+ *   OUT/final_info.json and OUT/results.json when out_dir_hint (OUT, see
+ *     lb_results_out_dir_hint; may be NULL) is a relative path,
+ *   names[0..n) (labbox.yaml's results files; relative paths, at most LB_RESULTS_MAX_NAMES).
+ * Each file read is added to files_out (a JSON object) under the name it was found by, e.g.
+ * "results.json" or "run_0/final_info.json", AS PARSED: non-finite numbers are still doubles,
+ * so pass files_out to lb_metrics_validate_run, then put lb_json_sanitize(files_out) into
+ * result.json, never files_out itself.
+ * A default name that is absent is skipped silently, and so is anything under out_dir_hint that
+ * cannot be opened (the hint is a guess). One issue is appended to issues_out (a JSON array)
+ * per file that exists but is refused or does not parse:
+ *   {"kind": "unreadable", "metric": null, "where": name, "message": "name: reason"}
+ * and per configured name that is absent or refused before opening (an explicit promise):
+ *   {"kind": "missing_file", "metric": null, "where": name, "message": ...}.
+ * Returns the number of files read, -EINVAL when files_out or issues_out is not of its type,
+ * -ENOMEM. */
+int lb_results_collect(int expdirfd, const char *const *names, size_t n, const char *out_dir_hint,
+		       struct json_object *files_out, struct json_object *issues_out);
+
 /* Deep copy of a json-c document with every non-finite double replaced by its string. */
 struct json_object *lb_json_sanitize(struct json_object *doc);
 /* A JSON number for v, or the string form when v is not finite. */
@@ -90,13 +193,58 @@ struct json_object *lb_json_number(double v);
 /* Validation. Appends one object per issue to the json array `issues`:
  *   {"kind": "nan"|"inf"|"missing"|"unreadable", "metric": "name", "where": "...",
  *    "message": "one line a person reads"}
- * - every non-finite number in the stdout metrics (where: "stdout" or "stdout condition X")
- *   and in results (where: "results.json at a.b.c"; results may be NULL);
- * - every name in declared[] (n of them) found neither in the stdout metrics (any group) nor as
- *   a key anywhere in results (last dotted component or full dotted path).
- * Returns the number of issues appended. */
+ * - every non-finite number in the stdout metrics (where: "stdout", "stdout condition X",
+ *   "stdout condition X seed=1" for a tagged series, "stdout SUMMARY condition X" for a
+ *   SUMMARY field) and in results (where: "results.json at a.b.c"; results may be NULL);
+ * - every name in declared[] (n of them) found neither in the stdout metrics (any group or
+ *   form) nor as a key anywhere in results (last dotted component or full dotted path).
+ * Returns the number of issues appended. One results document only; a whole run is validated
+ * by lb_metrics_validate_run below. */
 size_t lb_metrics_validate(const lb_metrics *m, struct json_object *results,
 			   const char *results_name, const char *const *declared, size_t n,
 			   struct json_object *issues);
+
+/* Validation of a whole run, per the seed. Issues make the run invalid (status
+ * invalid_metrics, exit 4); warnings are reported and change nothing (docs/decisions.md).
+ * Issues, appended to `issues` in this order, objects as above plus the fields named:
+ *   "nan"/"inf"          every non-finite number on stdout (all forms) and in every file;
+ *   "dropped"            plain or SUMMARY values lost past the collector's caps;
+ *   "missing"            a declared metric found nowhere: no stdout line of any form and no
+ *                        key (last dotted component or full dotted path) in any file;
+ *   "time_guard_early"   TIME_GUARD fired before half of the budget had passed, so the
+ *                        experiment cut its own results short with most of its time left
+ *                        ("fired_at_s", "budget_s"); needs budget_s > 0 and a known time.
+ * Warnings, appended to `warnings` (may be NULL: not produced), same shape with "metric" null
+ * where no one metric is concerned:
+ *   "time_estimate"         TIME_ESTIMATE was off by more than 20% of the actual time (with
+ *                           a second of slack for start-up), see lb_time_estimate_accurate
+ *                           ("estimate_s", "actual_s");
+ *   "identical_conditions"  two or more conditions report the same numbers: the same metric
+ *                           names with equal values on stdout, or equal members of a results
+ *                           file's top-level object ("conditions": [names]);
+ *   "dropped_tagged"        TAGGED series lost past the collector's cap.
+ * Returns the number of issues appended. */
+typedef struct lb_metrics_run_info {
+	struct json_object *files;  /* files_out of lb_results_collect (as parsed), or NULL */
+	const char *const *declared; /* metric names that must be reported */
+	size_t n_declared;
+	double wall_s;   /* the run's wall-clock seconds; < 0: unknown, no estimate check */
+	double budget_s; /* the time budget; <= 0: none, no guard check */
+	bool completed;  /* the entry point exited with status 0; false when it failed or the
+			  * budget, a signal or labbox ended it (its plan did not run to its end) */
+} lb_metrics_run_info;
+size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
+			       struct json_object *issues, struct json_object *warnings);
+
+/* Pure pieces of the timing checks.
+ * The estimate is accurate when |estimate - actual| <= max(0.2 * actual, 1 s). When the plan
+ * did not run to its end (completed false, or TIME_GUARD fired) the actual time is only a lower
+ * bound of what the plan needed, so only an estimate that was certainly too short counts as
+ * inaccurate: estimate < actual - max(0.2 * actual, 1 s). True (no evidence against it)
+ * when an input is negative or not finite. */
+bool lb_time_estimate_accurate(double estimate_s, double actual_s, bool whole_plan_ran);
+/* Fired before half of the budget: fired_at_s < 0.5 * budget_s (false without a budget or a
+ * known time). */
+bool lb_time_guard_premature(double fired_at_s, double budget_s);
 
 #endif

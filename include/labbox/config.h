@@ -5,6 +5,7 @@
  *   python: /usr/bin/python3 # interpreter (flag --python wins)
  *   budget: 300              # wall-clock seconds (flag --budget wins)
  *   metrics: [accuracy, loss]  # metrics the run must report
+ *   results: [out/metrics.json]  # results files to read besides results.json, final_info.json
  *
  * Unknown keys are errors, so a typo never silently drops a setting. */
 #ifndef LABBOX_CONFIG_H
@@ -20,6 +21,8 @@ typedef struct lb_exp_config {
 	size_t nmetrics;
 	char *python;
 	double budget; /* 0: not set */
+	char **results; /* results files besides results.json and final_info.json */
+	size_t nresults;
 } lb_exp_config;
 
 /* Pure: parse labbox.yaml text. On error returns -EINVAL and writes one line into err

@@ -50,4 +50,26 @@ int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t err
  * importlib.metadata so it works where pip itself is not installed. */
 int lb_python_freeze(const char *executable, char **out);
 
+/* lb_python_freeze with a cache, so repeated runs with the same interpreter don't pay for it.
+ * The cache is per interpreter (one file under cache_dir, named by a hash of executable) and
+ * keyed by the executable's stat and the stat (device, inode, size, mtime and ctime in ns) of
+ * every directory the interpreter searches for distributions: site.getsitepackages() and
+ * sys.path, as seen with -I, recorded BEFORE the listing is made. Installing, upgrading or
+ * removing a distribution (pip, conda, apt) adds or removes a *.dist-info / *.egg-info entry in
+ * one of them, which changes that directory's mtime; a search directory that did not exist
+ * (a first `pip install` creates /usr/local/lib/python3.X/dist-packages) is recorded as absent
+ * and invalidates the entry when it appears. Not seen: a version edited in place inside an
+ * existing metadata directory, which no installer does.
+ * A hit costs a few stat() calls and no interpreter start. On a miss one interpreter run
+ * prints the stats and the list, and the entry is written through a private temporary file
+ * and rename(), so a reader never sees half an entry, and concurrent writers leave one whole
+ * entry. An entry is used only when it parses, names this executable and its list matches its
+ * sha256, so a corrupted or truncated file is a miss, never wrong output.
+ * cache_dir is created (0700) when missing; it is not used when it is not a directory owned by
+ * this user and closed to group and others (another user could plant a list), nor when
+ * cache_dir is NULL: then this is lb_python_freeze with *hit false. Cache failures are never
+ * errors. Returns what lb_python_freeze returns; *out as it gives it; *hit whether the cache
+ * answered. */
+int lb_python_freeze_cached(const char *executable, const char *cache_dir, char **out, bool *hit);
+
 #endif

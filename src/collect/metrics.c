@@ -1,6 +1,7 @@
-/* Metric lines on stdout: parsing, a streaming collector and validation. */
+/* Metric lines on stdout: parsing and a streaming collector. Validation is in validate.c. */
 #include "labbox/collect.h"
 #include "labbox/util.h"
+#include "metrics_internal.h"
 #include "text.h"
 
 #include <errno.h>
@@ -13,59 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* The store grows with distinct names only; these bound it against output that invents names
- * (a counter in the name, a hostile experiment). What falls beyond is counted, not kept. */
-#define LB_METRICS_MAX_ENTRIES 10000
-#define LB_METRICS_MAX_CONDITIONS 1000
-/* Stored text is bounded too, so the worst case stays a few megabytes. */
-#define LB_METRICS_STR_MAX 512
-#define LB_METRICS_LABEL_MAX 256
 /* Longest numeric text handed to strtod; longer is not a number anyone prints. */
 #define LB_NUMBER_TEXT_MAX 512
-/* lb_results_parse nests at most 24 deep; this only guards documents built elsewhere. */
-#define LB_WALK_DEPTH_MAX 256
-#define LB_PATH_MAX 512
-
-#define NO_GROUP UINT32_MAX /* metrics after a condition that did not fit are dropped */
-
-typedef struct lb_metric_entry {
-	uint32_t group; /* 0: before any condition line, else condition index + 1 */
-	uint32_t seen;
-	lb_metric_kind kind;
-	double number;
-	char *str; /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING only */
-	char name[LB_METRIC_NAME_MAX + 1];
-} lb_metric_entry;
-
-/* Open addressing over indices into an array; slot value 0 means empty, else index + 1. */
-typedef struct lb_index {
-	uint32_t *slots;
-	size_t cap; /* power of two or 0 */
-	size_t used;
-} lb_index;
-
-struct lb_metrics {
-	char line[LB_METRIC_LINE_MAX];
-	size_t line_len;
-	bool skipping; /* inside a line that outgrew the buffer, until its newline */
-
-	lb_metric_entry *entries;
-	size_t n_entries, cap_entries;
-	lb_index entry_index;
-
-	char **conditions;
-	size_t n_conditions, cap_conditions;
-	lb_index condition_index;
-	uint32_t group;
-
-	double time_estimate;
-	bool time_guard;
-	char *time_guard_text;
-
-	size_t dropped_metrics;
-	size_t dropped_conditions;
-	size_t long_lines;
-};
 
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 {
@@ -78,11 +28,34 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
-static uint64_t hash_entry(uint32_t group, const char *name)
-{
-	uint64_t h = hash_bytes(0xcbf29ce484222325ULL, &group, sizeof(group));
+/* The identity of an entry: tags are part of it for tagged series only, because a SUMMARY
+ * line's fields are its value (a second SUMMARY of the same metric replaces the first). */
+typedef struct entry_key {
+	uint32_t group;
+	int cls;
+	const char *name;
+	const char *tags;
+} entry_key;
 
-	return hash_bytes(h, name, strlen(name));
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t hash_entry(const entry_key *k)
+{
+	/* FNV-1a over group, form, name and (for series) tags, without strlen passes. */
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)k->group << 2 | (uint64_t)k->cls);
+
+	h *= 0x100000001b3ULL;
+	h = hash_str(h, k->name);
+	if (k->cls == LB_CLS_TAGGED && k->tags)
+		h = hash_str(h * 0x100000001b3ULL, k->tags);
+	return h;
 }
 
 static uint64_t hash_label(const char *label)
@@ -90,38 +63,42 @@ static uint64_t hash_label(const char *label)
 	return hash_bytes(0xcbf29ce484222325ULL, label, strlen(label));
 }
 
-static bool entry_matches(const lb_metrics *m, uint32_t idx, const void *key, uint32_t group)
+static bool entry_matches(const lb_metrics *m, uint32_t idx, const void *key)
 {
 	const lb_metric_entry *e = &m->entries[idx];
+	const entry_key *k = key;
 
-	return e->group == group && strcmp(e->name, key) == 0;
+	if (e->group != k->group || e->cls != k->cls || strcmp(e->name, k->name) != 0)
+		return false;
+	if (k->cls != LB_CLS_TAGGED)
+		return true;
+	return strcmp(e->tags ? e->tags : "", k->tags ? k->tags : "") == 0;
 }
 
-static bool label_matches(const lb_metrics *m, uint32_t idx, const void *key, uint32_t group)
+static bool label_matches(const lb_metrics *m, uint32_t idx, const void *key)
 {
-	(void)group;
 	return strcmp(m->conditions[idx], key) == 0;
 }
 
-typedef bool (*lb_index_match)(const lb_metrics *m, uint32_t idx, const void *key, uint32_t group);
+typedef bool (*lb_index_match)(const lb_metrics *m, uint32_t idx, const void *key);
 
 /* Slot holding the match, or the empty slot where it would go. */
-static uint32_t *index_slot(const lb_metrics *m, const lb_index *ix, uint64_t h, lb_index_match match,
-			    const void *key, uint32_t group)
+static uint32_t *index_slot(const lb_metrics *m, const lb_hindex *ix, uint64_t h,
+			    lb_index_match match, const void *key)
 {
 	size_t mask = ix->cap - 1;
 
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		uint32_t *slot = &ix->slots[i];
 
-		if (*slot == 0 || match(m, *slot - 1, key, group))
+		if (*slot == 0 || match(m, *slot - 1, key))
 			return slot;
 	}
 }
 
 /* Keeps the table at most half full so probes stay short; rehashing needs the hash of every
  * member, so the caller passes a function giving it. */
-static int index_grow(lb_metrics *m, lb_index *ix, uint64_t (*hash_of)(const lb_metrics *, uint32_t))
+static int index_grow(lb_metrics *m, lb_hindex *ix, uint64_t (*hash_of)(const lb_metrics *, uint32_t))
 {
 	size_t cap = ix->cap ? ix->cap * 2 : 64;
 	uint32_t *slots;
@@ -147,14 +124,33 @@ static int index_grow(lb_metrics *m, lb_index *ix, uint64_t (*hash_of)(const lb_
 	return 0;
 }
 
+static entry_key key_of(const lb_metric_entry *e)
+{
+	return (entry_key){ .group = e->group, .cls = e->cls, .name = e->name, .tags = e->tags };
+}
+
 static uint64_t entry_hash_of(const lb_metrics *m, uint32_t idx)
 {
-	return hash_entry(m->entries[idx].group, m->entries[idx].name);
+	entry_key k = key_of(&m->entries[idx]);
+
+	return hash_entry(&k);
 }
 
 static uint64_t label_hash_of(const lb_metrics *m, uint32_t idx)
 {
 	return hash_label(m->conditions[idx]);
+}
+
+long lb_metrics_find(const lb_metrics *m, uint32_t group, int cls, const char *name,
+		     const char *tags)
+{
+	entry_key k = { .group = group, .cls = cls, .name = name, .tags = tags };
+	const uint32_t *slot;
+
+	if (!m || m->entry_index.cap == 0)
+		return -1;
+	slot = index_slot(m, &m->entry_index, hash_entry(&k), entry_matches, &k);
+	return *slot ? (long)*slot - 1 : -1;
 }
 
 static char *dup_utf8(const char *s, size_t len, size_t max)
@@ -182,6 +178,11 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
 static size_t skip_digits(const char *s, size_t len, size_t i)
 {
 	while (i < len && is_digit(s[i]))
@@ -189,31 +190,86 @@ static size_t skip_digits(const char *s, size_t len, size_t i)
 	return i;
 }
 
-/* Python's float() spelling of a decimal: digits with an optional point and exponent; ".5" and
- * "5." are accepted because float() accepts them. */
-static bool decimal_syntax(const char *s, size_t len)
+/* End of the longest prefix of s[i..len) in Python's float() spelling of a decimal (digits
+ * with an optional point and exponent; ".5" and "5." as float() accepts them), or i when there
+ * is none. An 'e' not followed by an exponent is left out. */
+static size_t scan_decimal(const char *s, size_t len, size_t i)
 {
-	size_t i = 0, int_end, frac_end;
+	size_t start = i, int_end, frac_end;
 
 	int_end = skip_digits(s, len, i);
 	frac_end = int_end;
 	if (int_end < len && s[int_end] == '.')
 		frac_end = skip_digits(s, len, int_end + 1);
-	if (int_end == 0 && frac_end <= 1)
-		return false; /* no digit at all */
+	if (int_end == start && frac_end <= start + 1)
+		return start; /* no digit at all */
 	i = frac_end;
 	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-		size_t exp_start;
+		size_t e = i + 1, exp_start;
+
+		if (e < len && (s[e] == '+' || s[e] == '-'))
+			e++;
+		exp_start = e;
+		e = skip_digits(s, len, e);
+		if (e > exp_start)
+			i = e;
+	}
+	return i;
+}
+
+static bool decimal_syntax(const char *s, size_t len)
+{
+	return len > 0 && scan_decimal(s, len, 0) == len;
+}
+
+/* Clinger's fast path: when the digits form an integer of at most 2^53 and the power of ten
+ * is at most 22 in magnitude, both are exact doubles and one IEEE multiplication or division
+ * rounds correctly, so the result is the one strtod gives, without its cost (a locale object
+ * and arbitrary precision) on the numbers research code prints. s is known to be decimal
+ * syntax. false: leave it to strtod. */
+static bool fast_decimal(const char *s, size_t len, bool negative, double *out)
+{
+	static const double pow10[] = { 1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,
+					1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+					1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	uint64_t mant = 0;
+	long exp10 = 0;
+	size_t i = 0;
+	double v;
+
+	for (; i < len && is_digit(s[i]); i++) {
+		if (mant > (UINT64_C(1) << 53) / 10)
+			return false;
+		mant = mant * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i < len && s[i] == '.') {
+		for (i++; i < len && is_digit(s[i]); i++) {
+			if (mant > (UINT64_C(1) << 53) / 10)
+				return false;
+			mant = mant * 10 + (uint64_t)(s[i] - '0');
+			exp10--;
+		}
+	}
+	if (i < len) { /* exponent: decimal_syntax checked its shape */
+		bool eneg = false;
+		long e = 0;
 
 		i++;
-		if (i < len && (s[i] == '+' || s[i] == '-'))
-			i++;
-		exp_start = i;
-		i = skip_digits(s, len, i);
-		if (i == exp_start)
-			return false;
+		if (s[i] == '+' || s[i] == '-')
+			eneg = s[i++] == '-';
+		for (; i < len; i++) {
+			if (e > 1000)
+				return false;
+			e = e * 10 + (s[i] - '0');
+		}
+		exp10 += eneg ? -e : e;
 	}
-	return i == len;
+	if (mant > (UINT64_C(1) << 53) || exp10 < -22 || exp10 > 22)
+		return false;
+	v = (double)mant;
+	v = exp10 < 0 ? v / pow10[-exp10] : v * pow10[exp10];
+	*out = negative ? -v : v;
+	return true;
 }
 
 static bool word_is(const char *s, size_t len, const char *word)
@@ -240,16 +296,22 @@ bool lb_parse_number(const char *s, size_t len, double *out)
 		body++;
 		body_len--;
 	}
-	if (word_is(body, body_len, "nan")) {
-		*out = negative ? -NAN : NAN;
-		return true;
-	}
-	if (word_is(body, body_len, "inf") || word_is(body, body_len, "infinity")) {
-		*out = negative ? -INFINITY : INFINITY;
-		return true;
+	if (body_len > 0 && is_alpha(body[0])) {
+		/* Only a word can be one of these; digits skip the comparisons. */
+		if (word_is(body, body_len, "nan")) {
+			*out = negative ? -NAN : NAN;
+			return true;
+		}
+		if (word_is(body, body_len, "inf") || word_is(body, body_len, "infinity")) {
+			*out = negative ? -INFINITY : INFINITY;
+			return true;
+		}
+		return false;
 	}
 	if (!decimal_syntax(body, body_len) || len >= sizeof(buf))
 		return false;
+	if (fast_decimal(body, body_len, negative, out))
+		return true;
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	/* A program embedding labbox may have set LC_NUMERIC; research code prints a '.'. The "C"
@@ -266,19 +328,208 @@ bool lb_parse_number(const char *s, size_t len, double *out)
 
 static bool name_char(char c, bool first)
 {
-	if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+	if (c == '_' || is_alpha(c))
 		return true;
 	return !first && (is_digit(c) || c == '.' || c == '-' || c == '/');
 }
 
-bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
+static bool key_char(char c, bool first)
 {
-	size_t i = 0, name_start, name_len;
+	if (c == '_' || is_alpha(c))
+		return true;
+	return !first && (is_digit(c) || c == '.' || c == '-');
+}
+
+/* One key=value token at s[i..len): returns the index after it, or 0 when there is none. The
+ * token must end at a blank or the end of the text, so `a="x"y` is not one. */
+static size_t scan_tag(const char *s, size_t len, size_t i, lb_metric_tag *t)
+{
+	size_t k = i, v;
+
+	if (k >= len || !key_char(s[k], true))
+		return 0;
+	while (k < len && key_char(s[k], false))
+		k++;
+	if (k - i > LB_METRIC_TAG_KEY_MAX || k >= len || s[k] != '=')
+		return 0;
+	t->key = s + i;
+	t->key_len = k - i;
+	k++;
+	if (k < len && s[k] == '"') {
+		const char *q = memchr(s + k + 1, '"', len - k - 1);
+
+		if (!q)
+			return 0;
+		t->value = s + k + 1;
+		t->value_len = (size_t)(q - t->value);
+		k = (size_t)(q - s) + 1;
+	} else {
+		v = k;
+		while (k < len && !lb_text_blank(s[k]))
+			k++;
+		t->value = s + v;
+		t->value_len = k - v;
+	}
+	if (t->value_len == 0 || (k < len && !lb_text_blank(s[k])))
+		return 0;
+	return k;
+}
+
+static int tag_cmp(const lb_metric_tag *a, const lb_metric_tag *b)
+{
+	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+	int c = memcmp(a->key, b->key, n);
+
+	if (c)
+		return c;
+	return a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
+}
+
+static bool tag_is(const lb_metric_tag *t, const char *key)
+{
+	return t->key_len == strlen(key) && memcmp(t->key, key, t->key_len) == 0;
+}
+
+static bool has_blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (lb_text_blank(s[i]))
+			return true;
+	return false;
+}
+
+size_t lb_metric_tags_text(const lb_metric_tag *tags, size_t n, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	if (cap == 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		bool quote = has_blank(tags[i].value, tags[i].value_len);
+		size_t need = (i ? 1 : 0) + tags[i].key_len + 1 + tags[i].value_len + (quote ? 2 : 0);
+
+		if (o + need >= cap)
+			return (size_t)-1;
+		if (i)
+			buf[o++] = ' ';
+		memcpy(buf + o, tags[i].key, tags[i].key_len);
+		o += tags[i].key_len;
+		buf[o++] = '=';
+		if (quote)
+			buf[o++] = '"';
+		memcpy(buf + o, tags[i].value, tags[i].value_len);
+		o += tags[i].value_len;
+		if (quote)
+			buf[o++] = '"';
+	}
+	buf[o] = '\0';
+	return o;
+}
+
+bool lb_tags_next(const char **cursor, lb_metric_tag *tag)
+{
+	const char *s = *cursor;
+	size_t len, end;
+
+	if (!s)
+		return false;
+	while (lb_text_blank(*s))
+		s++;
+	len = strlen(s);
+	if (len == 0)
+		return false;
+	end = scan_tag(s, len, 0, tag);
+	if (end == 0) {
+		/* Stored text was built by lb_metric_tags_text, so this only happens to a value
+		 * whose UTF-8 repair made it unlike what was parsed: the rest is one value. */
+		const char *eq = memchr(s, '=', len);
+
+		tag->key = s;
+		tag->key_len = eq ? (size_t)(eq - s) : len;
+		tag->value = eq ? eq + 1 : s + len;
+		tag->value_len = eq ? len - tag->key_len - 1 : 0;
+		end = len;
+	}
+	*cursor = s + end;
+	return true;
+}
+
+/* Reads key=value tokens from s[*i..len) into tags; stops before the first token that is not
+ * one (or at the end). false when there are too many, or a key repeats. Sorted by key. */
+static bool scan_tags(const char *s, size_t len, size_t *i, lb_metric_tag *tags, size_t *n)
+{
+	*n = 0;
+	for (;;) {
+		size_t k = *i, end;
+		lb_metric_tag t;
+
+		while (k < len && lb_text_blank(s[k]))
+			k++;
+		end = scan_tag(s, len, k, &t);
+		if (end == 0)
+			break;
+		if (*n >= LB_METRIC_TAGS_MAX + 2)
+			return false;
+		tags[(*n)++] = t;
+		*i = end;
+	}
+	/* Insertion sort: at most 18 tokens. */
+	for (size_t a = 1; a < *n; a++) {
+		lb_metric_tag t = tags[a];
+		size_t b = a;
+
+		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
+			tags[b] = tags[b - 1];
+		tags[b] = t;
+	}
+	/* A repeated key would leave it to guessing which one was meant. */
+	for (size_t a = 1; a < *n; a++)
+		if (tag_cmp(&tags[a - 1], &tags[a]) == 0)
+			return false;
+	return true;
+}
+
+/* Moves the token with this key out of tags into *val; false when absent. */
+static bool take_tag(lb_metric_tag *tags, size_t *n, const char *key, lb_metric_tag *val)
+{
+	for (size_t a = 0; a < *n; a++) {
+		if (!tag_is(&tags[a], key))
+			continue;
+		*val = tags[a];
+		memmove(tags + a, tags + a + 1, (*n - a - 1) * sizeof(*tags));
+		(*n)--;
+		return true;
+	}
+	return false;
+}
+
+static bool tags_fit(const lb_metric_tag *tags, size_t n)
+{
+	char buf[LB_METRIC_TAGS_TEXT_MAX + 1];
+
+	return n <= LB_METRIC_TAGS_MAX &&
+	       lb_metric_tags_text(tags, n, buf, sizeof(buf)) != (size_t)-1;
+}
+
+static void set_kind(lb_metric_line *out, const char *value, size_t value_len)
+{
+	out->str = value;
+	out->str_len = value_len;
+	if (lb_parse_number(value, value_len, &out->number)) {
+		out->kind = LB_METRIC_NUMBER;
+	} else {
+		out->kind = LB_METRIC_STRING;
+		out->number = 0;
+	}
+}
+
+/* "name: value" from line[i..len). */
+static bool parse_name_value(const char *line, size_t len, size_t i, lb_metric_line *out)
+{
+	size_t name_start, name_len;
 	const char *value;
 	size_t value_len;
 
-	if (!line || !out)
-		return false;
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	name_start = i;
@@ -304,20 +555,113 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
 
 	memcpy(out->name, line + name_start, name_len);
 	out->name[name_len] = '\0';
-	out->str = value;
-	out->str_len = value_len;
-	if (lb_parse_number(value, value_len, &out->number)) {
-		out->kind = LB_METRIC_NUMBER;
-		return true;
-	}
+	set_kind(out, value, value_len);
 	/* "ValueError: bad input" is the end of a traceback, not a metric; a numeric value keeps
 	 * a metric that happens to be called TrainError. */
-	if (lb_text_is_exception_name(out->name, name_len))
+	return out->kind == LB_METRIC_NUMBER || !lb_text_is_exception_name(out->name, name_len);
+}
+
+static bool valid_name(const char *s, size_t len)
+{
+	if (len == 0 || len > LB_METRIC_NAME_MAX || !name_char(s[0], true))
 		return false;
-	out->kind = LB_METRIC_STRING;
-	out->number = 0;
+	for (size_t i = 1; i < len; i++)
+		if (!name_char(s[i], false))
+			return false;
 	return true;
 }
+
+static bool parse_summary(const char *line, size_t len, size_t i, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond, metric;
+	const lb_metric_tag *shown;
+	size_t n;
+
+	if (!scan_tags(line, len, &i, tags, &n))
+		return false;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	if (i < len)
+		return false; /* only key=value tokens on a SUMMARY line */
+	if (!take_tag(tags, &n, "metric", &metric) || !valid_name(metric.value, metric.value_len))
+		return false;
+	if (take_tag(tags, &n, "condition", &cond)) {
+		out->condition = cond.value;
+		out->condition_len = cond.value_len;
+	}
+	if (n == 0 || !tags_fit(tags, n))
+		return false;
+	memcpy(out->name, metric.value, metric.value_len);
+	out->name[metric.value_len] = '\0';
+	shown = &tags[0];
+	for (size_t a = 0; a < n; a++)
+		if (tag_is(&tags[a], "mean"))
+			shown = &tags[a];
+	set_kind(out, shown->value, shown->value_len);
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_SUMMARY;
+	return true;
+}
+
+static bool parse_tagged(const char *line, size_t len, size_t i, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
+	size_t n;
+
+	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
+	    !tags_fit(tags, n))
+		return false;
+	if (!parse_name_value(line, len, i, out))
+		return false;
+	out->condition = cond.value;
+	out->condition_len = cond.value_len;
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_TAGGED;
+	return true;
+}
+
+bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	size_t i = 0;
+
+	if (!line || !out)
+		return false;
+	out->form = LB_METRIC_FORM_PLAIN;
+	out->condition = NULL;
+	out->condition_len = 0;
+	out->n_tags = 0;
+	/* Trailing blanks and a CR never belong to a value, and a last token must end there. */
+	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
+			   line[len - 1] == '\n'))
+		len--;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
+		if (parse_summary(line, len, i + 8, out))
+			return true;
+		/* "SUMMARY : 3" stays the plain metric it always was. */
+		out->condition = NULL;
+		out->condition_len = 0;
+	}
+	/* A name never holds '=', so a plain line never starts with a key=value token: the
+	 * byte after the first run of key characters tells the two apart. */
+	{
+		size_t k = i;
+
+		while (k < len && key_char(line[k], k == i))
+			k++;
+		if (k > i && k < len && line[k] == '=')
+			return parse_tagged(line, len, i, out);
+	}
+	return parse_name_value(line, len, i, out);
+}
+
+/* Reads the duration a TIME_GUARD value starts with: "240.1s - saving partial results",
+ * "12.3 s, stopping", "~30 sec", "95" alone. A number followed by a word that is not a unit
+ * ("3 conditions done") is not a time. */
+static bool parse_duration_prefix(const char *s, size_t len, double *out);
 
 /* "12s", "12.5", "2m", "1.5 h", "~30 sec": a leading '~' and a unit word are allowed. */
 static bool parse_duration(const char *s, size_t len, double *out)
@@ -362,6 +706,32 @@ static bool parse_duration(const char *s, size_t len, double *out)
 	return false;
 }
 
+static bool parse_duration_prefix(const char *s, size_t len, double *out)
+{
+	size_t i = 0, num_end, word, word_end;
+
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	if (i < len && s[i] == '~')
+		i++;
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	num_end = scan_decimal(s, len, i);
+	if (num_end == i)
+		return false;
+	word = num_end;
+	while (word < len && lb_text_blank(s[word]))
+		word++;
+	word_end = word;
+	while (word_end < len && is_alpha(s[word_end]))
+		word_end++;
+	if (word_end < len && is_digit(s[word_end]))
+		return false; /* "12s5": not a duration followed by text */
+	if (word_end == word)
+		return parse_duration(s + i, num_end - i, out);
+	return parse_duration(s + i, word_end - i, out);
+}
+
 int lb_metrics_new(lb_metrics **out)
 {
 	lb_metrics *m = calloc(1, sizeof(*m));
@@ -369,6 +739,8 @@ int lb_metrics_new(lb_metrics **out)
 	if (!m)
 		return -ENOMEM;
 	m->time_estimate = -1;
+	m->time_guard_at = -1;
+	m->now = -1;
 	*out = m;
 	return 0;
 }
@@ -377,8 +749,10 @@ void lb_metrics_free(lb_metrics *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n_entries; i++)
+	for (size_t i = 0; i < m->n_entries; i++) {
 		free(m->entries[i].str);
+		free(m->entries[i].tags);
+	}
 	free(m->entries);
 	free(m->entry_index.slots);
 	for (size_t i = 0; i < m->n_conditions; i++)
@@ -405,32 +779,28 @@ static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-static void set_condition(lb_metrics *m, const char *value, size_t len)
+/* The group of condition `value`, added when new; LB_NO_GROUP (counted) when it cannot be. */
+static uint32_t condition_group(lb_metrics *m, const char *value, size_t len)
 {
 	LB_AUTOFREE char *label = dup_utf8(value, len, LB_METRICS_LABEL_MAX);
 	uint32_t *slot;
 
-	if (!label || index_grow(m, &m->condition_index, label_hash_of) < 0) {
-		m->dropped_conditions++;
-		m->group = NO_GROUP;
-		return;
-	}
-	slot = index_slot(m, &m->condition_index, hash_label(label), label_matches, label, 0);
-	if (*slot) {
-		m->group = *slot;
-		return;
-	}
+	if (!label || index_grow(m, &m->condition_index, label_hash_of) < 0)
+		goto fail;
+	slot = index_slot(m, &m->condition_index, hash_label(label), label_matches, label);
+	if (*slot)
+		return *slot;
 	if (m->n_conditions >= LB_METRICS_MAX_CONDITIONS ||
 	    grow_array((void **)&m->conditions, &m->cap_conditions, m->n_conditions,
-		       sizeof(*m->conditions)) < 0) {
-		m->dropped_conditions++;
-		m->group = NO_GROUP;
-		return;
-	}
+		       sizeof(*m->conditions)) < 0)
+		goto fail;
 	m->conditions[m->n_conditions++] = lb_steal_ptr(&label);
 	*slot = (uint32_t)m->n_conditions;
 	m->condition_index.used++;
-	m->group = (uint32_t)m->n_conditions;
+	return (uint32_t)m->n_conditions;
+fail:
+	m->dropped_conditions++;
+	return LB_NO_GROUP;
 }
 
 static void set_value(lb_metric_entry *e, const lb_metric_line *ml, char *str)
@@ -441,14 +811,39 @@ static void set_value(lb_metric_entry *e, const lb_metric_line *ml, char *str)
 	e->number = ml->kind == LB_METRIC_NUMBER ? ml->number : 0;
 }
 
-static void add_metric(lb_metrics *m, const lb_metric_line *ml)
+static void count_drop(lb_metrics *m, int cls)
+{
+	if (cls == LB_CLS_TAGGED)
+		m->dropped_tagged++;
+	else
+		m->dropped_metrics++;
+}
+
+static const size_t class_cap[LB_CLS_COUNT] = {
+	[LB_CLS_PLAIN] = LB_METRICS_MAX_ENTRIES,
+	[LB_CLS_TAGGED] = LB_METRICS_MAX_TAGGED,
+	[LB_CLS_SUMMARY] = LB_METRICS_MAX_SUMMARIES,
+};
+
+static bool printable_ascii(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml)
 {
 	LB_AUTOFREE char *str = NULL;
+	LB_AUTOFREE char *tags = NULL;
+	char tag_text[LB_METRICS_TAGS_STORE_MAX + 1] = "";
 	lb_metric_entry *e;
 	uint32_t *slot;
+	entry_key key;
 
-	if (m->group == NO_GROUP) {
-		m->dropped_metrics++;
+	if (group == LB_NO_GROUP) {
+		count_drop(m, cls);
 		return;
 	}
 	if (ml->kind == LB_METRIC_STRING) {
@@ -456,45 +851,123 @@ static void add_metric(lb_metrics *m, const lb_metric_line *ml)
 		if (!str)
 			goto fail;
 	}
+	if (cls != LB_CLS_PLAIN) {
+		char raw[LB_METRIC_TAGS_TEXT_MAX + 1];
+		size_t n = lb_metric_tags_text(ml->tags, ml->n_tags, raw, sizeof(raw));
+
+		/* The parser refuses tags that do not fit, so n is never (size_t)-1 here. Text
+		 * that is printable ASCII needs no repair, which is nearly all of it. */
+		if (n == (size_t)-1)
+			n = 0;
+		if (printable_ascii(raw, n))
+			memcpy(tag_text, raw, n + 1);
+		else
+			lb_text_utf8(tag_text, sizeof(tag_text), raw, n);
+	}
 	if (index_grow(m, &m->entry_index, entry_hash_of) < 0)
 		goto fail;
-	slot = index_slot(m, &m->entry_index, hash_entry(m->group, ml->name), entry_matches, ml->name,
-			  m->group);
+	key = (entry_key){ .group = group, .cls = cls, .name = ml->name, .tags = tag_text };
+	slot = index_slot(m, &m->entry_index, hash_entry(&key), entry_matches, &key);
 	if (*slot) {
 		e = &m->entries[*slot - 1];
 		if (e->seen < UINT32_MAX)
 			e->seen++;
 		set_value(e, ml, lb_steal_ptr(&str));
+		/* A SUMMARY's fields are its value; a tagged series keeps its tags. */
+		if (cls == LB_CLS_SUMMARY && strcmp(e->tags, tag_text) != 0) {
+			char *t = strdup(tag_text);
+
+			if (!t)
+				goto fail;
+			free(e->tags);
+			e->tags = t;
+		}
 		return;
 	}
-	if (m->n_entries >= LB_METRICS_MAX_ENTRIES) {
-		m->dropped_metrics++;
+	if (cls != LB_CLS_PLAIN) {
+		tags = strdup(tag_text);
+		if (!tags)
+			goto fail;
+	}
+	if (m->n_class[cls] >= class_cap[cls]) {
+		count_drop(m, cls);
 		return;
 	}
 	if (grow_array((void **)&m->entries, &m->cap_entries, m->n_entries, sizeof(*m->entries)) < 0)
 		goto fail;
 	e = &m->entries[m->n_entries++];
 	memset(e, 0, sizeof(*e));
-	e->group = m->group;
+	e->group = group;
+	e->cls = (uint8_t)cls;
 	e->seen = 1;
 	memcpy(e->name, ml->name, sizeof(e->name));
+	e->tags = lb_steal_ptr(&tags);
 	set_value(e, ml, lb_steal_ptr(&str));
 	*slot = (uint32_t)m->n_entries;
 	m->entry_index.used++;
+	m->n_class[cls]++;
 	return;
 fail:
 	/* Out of memory is treated like the cap: counted, never fatal to collection. */
-	m->dropped_metrics++;
+	count_drop(m, cls);
+}
+
+static void time_guard_line(lb_metrics *m, const lb_metric_line *ml)
+{
+	char *text = dup_utf8(ml->str, ml->str_len, LB_METRICS_STR_MAX);
+	double at;
+
+	m->time_guard = true;
+	if (text) {
+		free(m->time_guard_text);
+		m->time_guard_text = text;
+	}
+	/* The first firing is what the premature check is about; a later line only fills in a
+	 * time the first one did not give. The printed time comes first: it is the experiment's
+	 * own clock, right for every backend, where the arrival time is right only for output
+	 * streamed live. */
+	if (m->time_guard_at >= 0)
+		return;
+	if (parse_duration_prefix(ml->str, ml->str_len, &at)) {
+		m->time_guard_at = at;
+		m->time_guard_source = "printed";
+	} else if (m->now >= 0) {
+		/* Milliseconds: finer would only be the noise of the pipe. */
+		m->time_guard_at = (double)(long long)(m->now * 1000 + 0.5) / 1000;
+		m->time_guard_source = "arrival";
+	}
+}
+
+static bool special_name(const char *name)
+{
+	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
+	       strcmp(name, "TIME_GUARD") == 0;
 }
 
 static void process_line(lb_metrics *m, const char *line, size_t len)
 {
 	lb_metric_line ml;
+	uint32_t group;
 
 	if (!lb_metric_line_parse(line, len, &ml))
 		return;
+	switch (ml.form) {
+	case LB_METRIC_FORM_TAGGED:
+		/* "condition=A condition: B" and the like mean nothing; they are not metrics. */
+		if (special_name(ml.name))
+			return;
+		group = condition_group(m, ml.condition, ml.condition_len);
+		add_metric(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
+		return;
+	case LB_METRIC_FORM_SUMMARY:
+		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : m->group;
+		add_metric(m, group, LB_CLS_SUMMARY, &ml);
+		return;
+	case LB_METRIC_FORM_PLAIN:
+		break;
+	}
 	if (strcmp(ml.name, "condition") == 0) {
-		set_condition(m, ml.str, ml.str_len);
+		m->group = condition_group(m, ml.str, ml.str_len);
 	} else if (strcmp(ml.name, "TIME_ESTIMATE") == 0) {
 		double v;
 
@@ -502,20 +975,15 @@ static void process_line(lb_metrics *m, const char *line, size_t len)
 		if (parse_duration(ml.str, ml.str_len, &v))
 			m->time_estimate = v;
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
-		char *text = dup_utf8(ml.str, ml.str_len, LB_METRICS_STR_MAX);
-
-		m->time_guard = true;
-		if (text) {
-			free(m->time_guard_text);
-			m->time_guard_text = text;
-		}
+		time_guard_line(m, &ml);
 	} else {
-		add_metric(m, &ml);
+		add_metric(m, m->group, LB_CLS_PLAIN, &ml);
 	}
 }
 
-void lb_metrics_feed(lb_metrics *m, const char *data, size_t len)
+void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s)
 {
+	m->now = isfinite(elapsed_s) && elapsed_s >= 0 ? elapsed_s : -1;
 	while (len > 0) {
 		const char *nl = memchr(data, '\n', len);
 		size_t chunk = nl ? (size_t)(nl - data) : len;
@@ -544,6 +1012,11 @@ void lb_metrics_feed(lb_metrics *m, const char *data, size_t len)
 	}
 }
 
+void lb_metrics_feed(lb_metrics *m, const char *data, size_t len)
+{
+	lb_metrics_feed_at(m, data, len, -1);
+}
+
 void lb_metrics_finish(lb_metrics *m)
 {
 	if (m->line_len > 0 && !m->skipping)
@@ -567,40 +1040,18 @@ bool lb_metrics_time_guard_fired(const lb_metrics *m)
 	return m && m->time_guard;
 }
 
-/* Takes ownership of val in every case, so callers can chain additions and bail out on the first
- * failure. A NULL val is an allocation that failed; JSON null goes through obj_add_null. */
-static int obj_add(struct json_object *obj, const char *key, struct json_object *val)
+double lb_metrics_time_guard_at(const lb_metrics *m)
 {
-	if (!val)
-		return -ENOMEM;
-	if (json_object_object_add(obj, key, val) < 0) {
-		json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
+	return m && m->time_guard ? m->time_guard_at : -1;
 }
 
-static int obj_add_null(struct json_object *obj, const char *key)
-{
-	return json_object_object_add(obj, key, NULL) < 0 ? -ENOMEM : 0;
-}
-
-static int arr_add(struct json_object *arr, struct json_object *val)
-{
-	if (!val)
-		return -ENOMEM;
-	if (json_object_array_add(arr, val) < 0) {
-		json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
+/* JSON ----------------------------------------------------------------------------------- */
 
 /* The new container, already owned by parent, or NULL. */
 static struct json_object *add_child(struct json_object *parent, const char *key,
 				     struct json_object *child)
 {
-	return obj_add(parent, key, child) < 0 ? NULL : child;
+	return lb_obj_add(parent, key, child) < 0 ? NULL : child;
 }
 
 static struct json_object *entry_value(const lb_metric_entry *e)
@@ -610,11 +1061,59 @@ static struct json_object *entry_value(const lb_metric_entry *e)
 	return json_object_new_string(e->str ? e->str : "");
 }
 
+/* A number when the text is one (non-finite ones as their strings), else the text. */
+static struct json_object *text_value(const char *s, size_t len)
+{
+	double v;
+
+	if (lb_parse_number(s, len, &v))
+		return lb_json_number(v);
+	return json_object_new_string_len(s, (int)len);
+}
+
+struct json_object *lb_tags_json(const char *tags)
+{
+	struct json_object *o = json_object_new_object();
+	const char *cur = tags;
+	lb_metric_tag t;
+
+	if (!o)
+		return NULL;
+	while (lb_tags_next(&cur, &t)) {
+		char key[LB_METRICS_TAGS_STORE_MAX + 1];
+		size_t kl = t.key_len < sizeof(key) - 1 ? t.key_len : sizeof(key) - 1;
+
+		memcpy(key, t.key, kl);
+		key[kl] = '\0';
+		if (lb_obj_add(o, key, json_object_new_string_len(t.value, (int)t.value_len)) < 0) {
+			json_object_put(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
 static int add_count(struct json_object *obj, const char *key, size_t n)
 {
 	if (n == 0)
 		return 0;
-	return obj_add(obj, key, json_object_new_int64((int64_t)n));
+	return lb_obj_add(obj, key, json_object_new_int64((int64_t)n));
+}
+
+static int add_condition(const lb_metrics *m, struct json_object *obj, uint32_t group)
+{
+	if (group == 0)
+		return lb_obj_add_null(obj, "condition");
+	return lb_obj_add(obj, "condition", json_object_new_string(m->conditions[group - 1]));
+}
+
+/* The array under key in doc, created on first use, so empty ones never appear. */
+static struct json_object *lazy_array(struct json_object *doc, const char *key,
+				      struct json_object **arr)
+{
+	if (!*arr)
+		*arr = add_child(doc, key, json_object_new_array());
+	return *arr;
 }
 
 static int add_repeat(const lb_metrics *m, struct json_object *doc, struct json_object **repeats,
@@ -622,23 +1121,79 @@ static int add_repeat(const lb_metrics *m, struct json_object *doc, struct json_
 {
 	struct json_object *rep;
 
-	if (!*repeats) {
-		*repeats = add_child(doc, "repeats", json_object_new_array());
-		if (!*repeats)
+	if (!lazy_array(doc, "repeats", repeats))
+		return -ENOMEM;
+	rep = json_object_new_object();
+	if (lb_arr_add(*repeats, rep) < 0 ||
+	    lb_obj_add(rep, "metric", json_object_new_string(e->name)) < 0 ||
+	    add_condition(m, rep, e->group) < 0 ||
+	    lb_obj_add(rep, "seen", json_object_new_int64(e->seen)) < 0)
+		return -ENOMEM;
+	if (e->cls == LB_CLS_TAGGED)
+		return lb_obj_add(rep, "tags", lb_tags_json(e->tags));
+	if (e->cls == LB_CLS_SUMMARY)
+		return lb_obj_add(rep, "summary", json_object_new_boolean(1));
+	return 0;
+}
+
+static int add_tagged(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
+{
+	struct json_object *rec = json_object_new_object();
+
+	if (lb_arr_add(arr, rec) < 0 || add_condition(m, rec, e->group) < 0 ||
+	    lb_obj_add(rec, "metric", json_object_new_string(e->name)) < 0 ||
+	    lb_obj_add(rec, "tags", lb_tags_json(e->tags)) < 0)
+		return -ENOMEM;
+	return lb_obj_add(rec, "value", entry_value(e));
+}
+
+static int add_summary(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
+{
+	struct json_object *rec = json_object_new_object();
+	const char *cur = e->tags;
+	lb_metric_tag t;
+
+	if (lb_arr_add(arr, rec) < 0 || add_condition(m, rec, e->group) < 0 ||
+	    lb_obj_add(rec, "metric", json_object_new_string(e->name)) < 0)
+		return -ENOMEM;
+	while (lb_tags_next(&cur, &t)) {
+		char key[LB_METRICS_TAGS_STORE_MAX + 1];
+		size_t kl = t.key_len < sizeof(key) - 1 ? t.key_len : sizeof(key) - 1;
+
+		memcpy(key, t.key, kl);
+		key[kl] = '\0';
+		if (lb_obj_add(rec, key, text_value(t.value, t.value_len)) < 0)
 			return -ENOMEM;
 	}
-	rep = json_object_new_object();
-	if (arr_add(*repeats, rep) < 0 || obj_add(rep, "metric", json_object_new_string(e->name)) < 0)
-		return -ENOMEM;
-	if (e->group ? obj_add(rep, "condition", json_object_new_string(m->conditions[e->group - 1]))
-		     : obj_add_null(rep, "condition"))
-		return -ENOMEM;
-	return obj_add(rep, "seen", json_object_new_int64(e->seen));
+	return 0;
+}
+
+static int add_time_guard(const lb_metrics *m, struct json_object *doc)
+{
+	int r;
+
+	if (!m->time_guard)
+		return lb_obj_add_null(doc, "time_guard");
+	r = lb_obj_add(doc, "time_guard",
+		       json_object_new_string(m->time_guard_text ? m->time_guard_text : ""));
+	if (r < 0)
+		return r;
+	if (m->time_guard_at >= 0)
+		r = lb_obj_add(doc, "time_guard_at_s", lb_json_number(m->time_guard_at));
+	else
+		r = lb_obj_add_null(doc, "time_guard_at_s");
+	if (r < 0)
+		return r;
+	if (m->time_guard_source)
+		return lb_obj_add(doc, "time_guard_at_source",
+				  json_object_new_string(m->time_guard_source));
+	return lb_obj_add_null(doc, "time_guard_at_source");
 }
 
 static int fill_json(const lb_metrics *m, struct json_object *doc)
 {
-	struct json_object *values, *conds, *order, *repeats = NULL;
+	struct json_object *values, *conds, *order;
+	struct json_object *repeats = NULL, *tagged = NULL, *summaries = NULL;
 	int r;
 
 	values = add_child(doc, "values", json_object_new_object());
@@ -648,34 +1203,38 @@ static int fill_json(const lb_metrics *m, struct json_object *doc)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_conditions; i++) {
 		if (!add_child(conds, m->conditions[i], json_object_new_object()) ||
-		    arr_add(order, json_object_new_string(m->conditions[i])) < 0)
+		    lb_arr_add(order, json_object_new_string(m->conditions[i])) < 0)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < m->n_entries; i++) {
 		const lb_metric_entry *e = &m->entries[i];
 		struct json_object *target = values;
 
-		if (e->group > 0)
-			json_object_object_get_ex(conds, m->conditions[e->group - 1], &target);
-		if (obj_add(target, e->name, entry_value(e)) < 0)
-			return -ENOMEM;
+		if (e->cls == LB_CLS_TAGGED) {
+			if (!lazy_array(doc, "tagged", &tagged) || add_tagged(m, tagged, e) < 0)
+				return -ENOMEM;
+		} else if (e->cls == LB_CLS_SUMMARY) {
+			if (!lazy_array(doc, "summaries", &summaries) ||
+			    add_summary(m, summaries, e) < 0)
+				return -ENOMEM;
+		} else {
+			if (e->group > 0)
+				json_object_object_get_ex(conds, m->conditions[e->group - 1],
+							  &target);
+			if (lb_obj_add(target, e->name, entry_value(e)) < 0)
+				return -ENOMEM;
+		}
 		if (e->seen > 1 && add_repeat(m, doc, &repeats, e) < 0)
 			return -ENOMEM;
 	}
 	if (m->time_estimate >= 0)
-		r = obj_add(doc, "time_estimate_s", lb_json_number(m->time_estimate));
+		r = lb_obj_add(doc, "time_estimate_s", lb_json_number(m->time_estimate));
 	else
-		r = obj_add_null(doc, "time_estimate_s");
-	if (r < 0)
-		return r;
-	if (m->time_guard)
-		r = obj_add(doc, "time_guard",
-			    json_object_new_string(m->time_guard_text ? m->time_guard_text : ""));
-	else
-		r = obj_add_null(doc, "time_guard");
-	if (r < 0)
+		r = lb_obj_add_null(doc, "time_estimate_s");
+	if (r < 0 || (r = add_time_guard(m, doc)) < 0)
 		return r;
 	if (add_count(doc, "dropped_metrics", m->dropped_metrics) < 0 ||
+	    add_count(doc, "dropped_tagged", m->dropped_tagged) < 0 ||
 	    add_count(doc, "dropped_conditions", m->dropped_conditions) < 0 ||
 	    add_count(doc, "long_lines_skipped", m->long_lines) < 0)
 		return -ENOMEM;
@@ -696,214 +1255,4 @@ struct json_object *lb_metrics_to_json(const lb_metrics *m)
 		return NULL;
 	}
 	return doc;
-}
-
-/* Validation ---------------------------------------------------------------------------- */
-
-typedef struct lb_validation {
-	struct json_object *issues;
-	size_t count;
-	const char *results_name;
-	const char *const *declared;
-	size_t n_declared;
-	bool *found;
-} lb_validation;
-
-static const char *nonfinite_kind(double v)
-{
-	return isnan(v) ? "nan" : "inf";
-}
-
-static const char *nonfinite_text(double v)
-{
-	if (isnan(v))
-		return "NaN";
-	return v > 0 ? "Infinity" : "-Infinity";
-}
-
-static void add_issue(lb_validation *val, const char *kind, const char *metric, const char *where,
-		      const char *message)
-{
-	struct json_object *issue = json_object_new_object();
-
-	if (!issue)
-		return;
-	if (obj_add(issue, "kind", json_object_new_string(kind)) < 0 ||
-	    obj_add(issue, "metric", json_object_new_string(metric)) < 0 ||
-	    obj_add(issue, "where", json_object_new_string(where)) < 0 ||
-	    obj_add(issue, "message", json_object_new_string(message)) < 0 ||
-	    arr_add(val->issues, issue) < 0) {
-		json_object_put(issue);
-		return;
-	}
-	val->count++;
-}
-
-static void check_stdout(lb_validation *val, const lb_metrics *m)
-{
-	for (size_t i = 0; i < m->n_entries; i++) {
-		const lb_metric_entry *e = &m->entries[i];
-		char where[LB_METRICS_LABEL_MAX + 64];
-		char message[sizeof(where) + LB_METRIC_NAME_MAX + 64];
-
-		if (e->kind != LB_METRIC_NUMBER || isfinite(e->number))
-			continue;
-		if (e->group)
-			snprintf(where, sizeof(where), "stdout condition %s",
-				 m->conditions[e->group - 1]);
-		else
-			snprintf(where, sizeof(where), "stdout");
-		snprintf(message, sizeof(message), "%s is %s in %s", e->name,
-			 nonfinite_text(e->number), where);
-		add_issue(val, nonfinite_kind(e->number), e->name, where, message);
-	}
-}
-
-static void mark_declared(lb_validation *val, const char *key, const char *path)
-{
-	for (size_t i = 0; i < val->n_declared; i++) {
-		const char *d = val->declared[i];
-
-		if (!val->found[i] && d && (strcmp(d, key) == 0 || strcmp(d, path) == 0))
-			val->found[i] = true;
-	}
-}
-
-static void flag_result(lb_validation *val, const char *metric, const char *path, double v,
-			bool was_string)
-{
-	char where[LB_PATH_MAX + 64];
-	char message[sizeof(where) + LB_PATH_MAX + 96];
-
-	if (path[0])
-		snprintf(where, sizeof(where), "%s at %s", val->results_name, path);
-	else
-		snprintf(where, sizeof(where), "%s (top level)", val->results_name);
-	snprintf(message, sizeof(message), "%s is %s in %s%s", path[0] ? path : metric,
-		 nonfinite_text(v), val->results_name, was_string ? " (written as a string)" : "");
-	add_issue(val, nonfinite_kind(v), metric, where, message);
-}
-
-/* Appends a component to path[0..len); a path too long for the buffer is kept cut, and then
- * only matches declared names by its last key. */
-static size_t path_push(char *path, size_t len, const char *key, long index)
-{
-	int n;
-
-	if (key)
-		n = snprintf(path + len, LB_PATH_MAX - len, "%s%s", len ? "." : "", key);
-	else
-		n = snprintf(path + len, LB_PATH_MAX - len, "[%ld]", index);
-	if (n < 0 || (size_t)n >= LB_PATH_MAX - len)
-		return LB_PATH_MAX - 1;
-	return len + (size_t)n;
-}
-
-static void walk_results(lb_validation *val, struct json_object *node, const char *key, char *path,
-			 size_t path_len, int depth)
-{
-	const char *metric = key ? key : (path[0] ? path : "(top level)");
-
-	if (depth > LB_WALK_DEPTH_MAX)
-		return;
-	switch (json_object_get_type(node)) {
-	case json_type_object: {
-		json_object_object_foreach(node, k, child) {
-			size_t n = path_push(path, path_len, k, 0);
-
-			mark_declared(val, k, path);
-			walk_results(val, child, k, path, n, depth + 1);
-			path[path_len] = '\0';
-		}
-		break;
-	}
-	case json_type_array: {
-		size_t n = json_object_array_length(node);
-
-		for (size_t i = 0; i < n; i++) {
-			size_t l = path_push(path, path_len, NULL, (long)i);
-
-			walk_results(val, json_object_array_get_idx(node, i), key, path, l,
-				     depth + 1);
-			path[path_len] = '\0';
-		}
-		break;
-	}
-	case json_type_double: {
-		double v = json_object_get_double(node);
-
-		if (!isfinite(v))
-			flag_result(val, metric, path, v, false);
-		break;
-	}
-	case json_type_string: {
-		/* json.dump(..., default=str), as the seed's template does, writes numpy's
-		 * float32 NaN as the string "nan": still a NaN metric. */
-		double v;
-
-		if (lb_parse_number(json_object_get_string(node),
-				    (size_t)json_object_get_string_len(node), &v) &&
-		    !isfinite(v))
-			flag_result(val, metric, path, v, true);
-		break;
-	}
-	default:
-		break;
-	}
-}
-
-static bool in_stdout(const lb_metrics *m, const char *name)
-{
-	for (size_t i = 0; m && i < m->n_entries; i++)
-		if (strcmp(m->entries[i].name, name) == 0)
-			return true;
-	return false;
-}
-
-size_t lb_metrics_validate(const lb_metrics *m, struct json_object *results,
-			   const char *results_name, const char *const *declared, size_t n,
-			   struct json_object *issues)
-{
-	LB_AUTOFREE bool *found = NULL;
-	lb_validation val = {
-		.issues = issues,
-		.results_name = results_name ? results_name : "results.json",
-		.declared = declared,
-		.n_declared = declared ? n : 0,
-	};
-
-	if (!issues || !json_object_is_type(issues, json_type_array))
-		return 0;
-	if (val.n_declared) {
-		found = calloc(val.n_declared, sizeof(*found));
-		if (!found)
-			return 0;
-		val.found = found;
-	}
-	if (m)
-		check_stdout(&val, m);
-	if (results) {
-		char path[LB_PATH_MAX] = "";
-
-		walk_results(&val, results, NULL, path, 0, 0);
-	}
-	for (size_t i = 0; i < val.n_declared; i++) {
-		char where[LB_PATH_MAX + 32];
-		char message[LB_PATH_MAX * 2 + 256];
-		const char *d = declared[i];
-
-		if (!d || found[i] || in_stdout(m, d))
-			continue;
-		if (results)
-			snprintf(where, sizeof(where), "stdout and %s", val.results_name);
-		else
-			snprintf(where, sizeof(where), "stdout");
-		snprintf(message, sizeof(message),
-			 "declared metric %s was not reported: no '%s: value' line on stdout%s%s%s", d,
-			 d, results ? " and no such key in " : "", results ? val.results_name : "",
-			 m && m->dropped_metrics ? " (some metric values were dropped: too many names)"
-						 : "");
-		add_issue(&val, "missing", d, where, message);
-	}
-	return val.count;
 }

@@ -387,3 +387,191 @@ struct json_object *lb_json_sanitize(struct json_object *doc)
 		return copy;
 	}
 }
+
+/* All results files of a run ------------------------------------------------------------- */
+
+const char *lb_results_out_dir_hint(char *const *args, size_t n)
+{
+	static const char *const flags[] = { "--out_dir", "--out-dir", "--output_dir",
+					     "--output-dir" };
+	const char *hint = NULL;
+
+	for (size_t i = 0; args && i < n; i++) {
+		const char *a = args[i];
+
+		if (!a)
+			continue;
+		if (strcmp(a, "--") == 0)
+			break; /* argparse reads what follows as positional arguments */
+		for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+			size_t fl = strlen(flags[f]);
+
+			if (strncmp(a, flags[f], fl) != 0)
+				continue;
+			if (a[fl] == '=') {
+				hint = a + fl + 1;
+			} else if (a[fl] == '\0' && i + 1 < n && args[i + 1]) {
+				hint = args[i + 1];
+				i++;
+			}
+			break;
+		}
+	}
+	return hint && *hint ? hint : NULL;
+}
+
+enum { FROM_DEFAULT, FROM_HINT, FROM_CONFIG };
+
+/* "./out//r.json" -> "out/r.json": the name a file is reported under, and the key that finds
+ * the same file named twice. ".." stays, for lb_results_read to refuse. */
+static char *normalize_name(const char *a, const char *b)
+{
+	LB_AUTOFREE char *joined = NULL;
+	char *out, *o;
+
+	if (asprintf(&joined, "%s%s%s", a, b ? "/" : "", b ? b : "") < 0)
+		return NULL;
+	out = malloc(strlen(joined) + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	for (const char *p = joined; *p;) {
+		const char *slash = strchrnul(p, '/');
+		size_t n = (size_t)(slash - p);
+
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (o != out)
+				*o++ = '/';
+			memcpy(o, p, n);
+			o += n;
+		}
+		p = *slash ? slash + 1 : slash;
+	}
+	*o = '\0';
+	return out;
+}
+
+static int add_file_issue(struct json_object *issues, const char *kind, const char *where,
+			  const char *message)
+{
+	struct json_object *iss = json_object_new_object();
+
+	if (!iss)
+		return -ENOMEM;
+	if (json_object_object_add(iss, "kind", json_object_new_string(kind)) < 0 ||
+	    json_object_object_add(iss, "metric", NULL) < 0 ||
+	    json_object_object_add(iss, "where", json_object_new_string(where)) < 0 ||
+	    json_object_object_add(iss, "message", json_object_new_string(message)) < 0 ||
+	    json_object_array_add(issues, iss) < 0) {
+		json_object_put(iss);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Reads one candidate; returns 1 when read, 0 when skipped or reported, -ENOMEM. */
+static int collect_one(int dirfd, const char *name, int from, struct json_object *files,
+		       struct json_object *issues)
+{
+	struct json_object *doc = NULL;
+	char err[512] = "", msg[768];
+	const char *last;
+	int parent = -1, r;
+
+	if (name[0] == '\0' || json_object_object_get_ex(files, name, NULL))
+		return 0;
+	/* A directory on the way that cannot be entered is not a file that was refused: for a
+	 * guessed directory it means nothing, for a configured name the file is missing. */
+	r = open_parent(dirfd, name, &parent, &last, err, sizeof(err));
+	if (parent >= 0)
+		close(parent);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0 && from != FROM_CONFIG)
+		return 0;
+	if (r < 0 && r != -ELOOP) {
+		/* Absent directory, "..", a file where a directory should be: not there. */
+		snprintf(msg, sizeof(msg), "%s (a results file named in the configuration)", err);
+		return add_file_issue(issues, "missing_file", name, msg);
+	}
+	if (r == 0)
+		r = lb_results_read(dirfd, name, LB_RESULTS_MAX_BYTES, &doc, err, sizeof(err));
+	if (r == 0) {
+		if (json_object_object_add(files, name, doc) < 0) {
+			json_object_put(doc);
+			return -ENOMEM;
+		}
+		return 1;
+	}
+	if (r == -ENOMEM)
+		return r;
+	if (r == -ENOENT && from != FROM_CONFIG)
+		return 0;
+	if (r == -ENOENT) {
+		snprintf(msg, sizeof(msg), "%s: not found (a results file named in the configuration)",
+			 name);
+		return add_file_issue(issues, "missing_file", name, msg);
+	}
+	return add_file_issue(issues, "unreadable", name, err[0] ? err : strerror(-r));
+}
+
+int lb_results_collect(int expdirfd, const char *const *names, size_t n, const char *out_dir_hint,
+		       struct json_object *files_out, struct json_object *issues_out)
+{
+	static const char *const defaults[] = { "results.json", "final_info.json" };
+	/* AI-Scientist templates write final_info.json into --out_dir. */
+	static const char *const in_hint[] = { "final_info.json", "results.json" };
+	int count = 0;
+
+	if (!json_object_is_type(files_out, json_type_object) ||
+	    !json_object_is_type(issues_out, json_type_array))
+		return -EINVAL;
+	for (size_t i = 0; i < 2 + 2 + n; i++) {
+		LB_AUTOFREE char *name = NULL;
+		int from, r;
+
+		if (i < 2) {
+			from = FROM_DEFAULT;
+			name = normalize_name(defaults[i], NULL);
+		} else if (i < 4) {
+			if (!out_dir_hint || out_dir_hint[0] == '/' || out_dir_hint[0] == '\0')
+				continue; /* outside the staged directory: nothing labbox can read */
+			from = FROM_HINT;
+			name = normalize_name(out_dir_hint, in_hint[i - 2]);
+		} else {
+			size_t k = i - 4;
+
+			from = FROM_CONFIG;
+			if (!names || !names[k])
+				continue;
+			if (k >= LB_RESULTS_MAX_NAMES) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg),
+					 "%zu results files are configured; labbox reads the first %d",
+					 n, LB_RESULTS_MAX_NAMES);
+				if (add_file_issue(issues_out, "unreadable", names[k], msg) < 0)
+					return -ENOMEM;
+				break;
+			}
+			if (names[k][0] == '/') {
+				char msg[PATH_MAX + 96];
+
+				snprintf(msg, sizeof(msg),
+					 "%s: must be a path inside the experiment directory",
+					 names[k]);
+				if (add_file_issue(issues_out, "missing_file", names[k], msg) < 0)
+					return -ENOMEM;
+				continue;
+			}
+			name = normalize_name(names[k], NULL);
+		}
+		if (!name)
+			return -ENOMEM;
+		r = collect_one(expdirfd, name, from, files_out, issues_out);
+		if (r < 0)
+			return r;
+		count += r;
+	}
+	return count;
+}

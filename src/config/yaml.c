@@ -93,6 +93,17 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 			return bad(err, errlen, val, "'%s' is given twice", key);
 		return scalar_list(doc, val, key, &c->metrics, &c->nmetrics, err, errlen);
 	}
+	if (strcmp(key, "results") == 0) {
+		if (c->results)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		int r = scalar_list(doc, val, key, &c->results, &c->nresults, err, errlen);
+		for (size_t i = 0; r == 0 && i < c->nresults; i++)
+			if (c->results[i][0] == '/' || strstr(c->results[i], ".."))
+				r = bad(err, errlen, val,
+					"results file '%s' must be a relative path inside the "
+					"experiment directory", c->results[i]);
+		return r;
+	}
 	if (strcmp(key, "budget") == 0) {
 		const char *s = scalar(val);
 		if (!s || lb_parse_seconds(s, &c->budget) < 0)
@@ -103,7 +114,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, budget, metrics, check, plan)", key);
+		   "unknown key '%s' (known: entry, args, python, budget, metrics, results, check, plan)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -180,5 +191,8 @@ void lb_config_free(lb_exp_config *c)
 	for (size_t i = 0; i < c->nmetrics; i++)
 		free(c->metrics[i]);
 	free(c->metrics);
+	for (size_t i = 0; i < c->nresults; i++)
+		free(c->results[i]);
+	free(c->results);
 	memset(c, 0, sizeof *c);
 }

@@ -3,10 +3,15 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static const char probe_src[] =
 	"import sys, platform\n"
@@ -89,4 +94,316 @@ int lb_python_freeze(const char *executable, char **out)
 	}
 	*out = b.data ? b.data : strdup("");
 	return *out ? 0 : -ENOMEM;
+}
+
+/* pip freeze cache ----------------------------------------------------------------------- */
+
+/* Largest cache entry read back; a list this long is 100 000 distributions. */
+#define FREEZE_CACHE_MAX ((size_t)16 << 20)
+#define FREEZE_OUTPUT_MAX ((size_t)5 << 20)
+#define FREEZE_MARK "--labbox-freeze--\n"
+#define FREEZE_SCHEMA "labbox.freeze-cache/1"
+
+/* Printed before the listing, so that an install racing with it leaves stats older than the
+ * list: the next run sees a change and lists again. Paths holding a newline or tab cannot be
+ * recorded in this format and are left out. A search path that exists is recorded whatever it
+ * is (a zip on sys.path holds distributions too). */
+static const char freeze_stat_src[] =
+	"import os, sys\n"
+	"def _lb_stat():\n"
+	"    try:\n"
+	"        import site\n"
+	"        cand = list(site.getsitepackages())\n"
+	"    except Exception:\n"
+	"        cand = []\n"
+	"    seen = set()\n"
+	"    w = sys.stdout.buffer.write\n"
+	"    for p in cand + list(sys.path):\n"
+	"        if not p:\n"
+	"            continue\n"
+	"        p = os.path.abspath(p)\n"
+	"        b = os.fsencode(p)\n"
+	"        if p in seen or b'\\n' in b or b'\\t' in b:\n"
+	"            continue\n"
+	"        seen.add(p)\n"
+	"        try:\n"
+	"            st = os.stat(p)\n"
+	"        except OSError:\n"
+	"            w(b'N\\t' + b + b'\\n')\n"
+	"            continue\n"
+	"        w(b'E\\t%d\\t%d\\t%d\\t%d\\t%d\\t' % (st.st_dev, st.st_ino, st.st_size,\n"
+	"          st.st_mtime_ns, st.st_ctime_ns) + b + b'\\n')\n"
+	"    w(b'" "--labbox-freeze--" "\\n')\n"
+	"    sys.stdout.flush()\n"
+	"_lb_stat()\n";
+
+typedef struct freeze_stat {
+	int64_t v[5]; /* dev, ino, size, mtime_ns, ctime_ns */
+} freeze_stat;
+
+static void freeze_stat_of(const struct stat *st, freeze_stat *fs)
+{
+	fs->v[0] = (int64_t)st->st_dev;
+	fs->v[1] = (int64_t)st->st_ino;
+	fs->v[2] = (int64_t)st->st_size;
+	fs->v[3] = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	fs->v[4] = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static struct json_object *freeze_stat_json(const freeze_stat *fs)
+{
+	struct json_object *a = json_object_new_array_ext(5);
+
+	for (int i = 0; a && i < 5; i++)
+		json_object_array_add(a, json_object_new_int64(fs->v[i]));
+	return a;
+}
+
+/* Whether the JSON array a holds exactly the stat of path now (NULL a: path must not exist). */
+static bool freeze_stat_matches(const char *path, struct json_object *a)
+{
+	struct stat st;
+	freeze_stat now;
+
+	if (stat(path, &st) < 0)
+		return !a && (errno == ENOENT || errno == ENOTDIR);
+	if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) != 5)
+		return false;
+	freeze_stat_of(&st, &now);
+	for (size_t i = 0; i < 5; i++) {
+		struct json_object *v = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) != now.v[i])
+			return false;
+	}
+	return true;
+}
+
+static void freeze_sha(const char *text, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, text, strlen(text));
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+}
+
+static void json_putp_(struct json_object **o)
+{
+	json_object_put(*o);
+}
+
+/* The cached list when the entry is whole, for this executable, and nothing it depends on
+ * changed; NULL otherwise (missing, corrupt, stale). */
+static char *freeze_cache_lookup(int dfd, const char *name, const char *executable)
+{
+	__attribute__((cleanup(json_putp_))) struct json_object *doc = NULL;
+	LB_AUTOFREE char *data = NULL;
+	struct json_object *v, *paths, *freeze;
+	struct json_tokener *tok;
+	char hex[65];
+	size_t len = 0;
+
+	if (lb_read_file_at(dfd, name, FREEZE_CACHE_MAX, &data, &len) < 0 || len == 0 ||
+	    len >= INT32_MAX)
+		return NULL;
+	tok = json_tokener_new();
+	if (!tok)
+		return NULL;
+	doc = json_tokener_parse_ex(tok, data, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success)
+		json_object_put(lb_steal_ptr(&doc));
+	json_tokener_free(tok);
+	if (!json_object_is_type(doc, json_type_object) ||
+	    !json_object_object_get_ex(doc, "schema", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), FREEZE_SCHEMA) != 0 ||
+	    !json_object_object_get_ex(doc, "executable", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), executable) != 0 ||
+	    !json_object_object_get_ex(doc, "freeze", &freeze) ||
+	    !json_object_is_type(freeze, json_type_string) ||
+	    !json_object_object_get_ex(doc, "sha256", &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	freeze_sha(json_object_get_string(freeze), hex);
+	if (strcmp(hex, json_object_get_string(v)) != 0)
+		return NULL;
+	if (!json_object_object_get_ex(doc, "exe", &v) || !freeze_stat_matches(executable, v) || !v)
+		return NULL;
+	if (!json_object_object_get_ex(doc, "paths", &paths) ||
+	    !json_object_is_type(paths, json_type_array))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(paths); i++) {
+		struct json_object *p = json_object_array_get_idx(paths, i), *path, *st;
+
+		if (!json_object_is_type(p, json_type_object) ||
+		    !json_object_object_get_ex(p, "path", &path) ||
+		    !json_object_is_type(path, json_type_string) ||
+		    !json_object_object_get_ex(p, "stat", &st) ||
+		    !freeze_stat_matches(json_object_get_string(path), st))
+			return NULL;
+	}
+	return strdup(json_object_get_string(freeze));
+}
+
+/* "E\t<5 numbers>\t<path>" or "N\t<path>" -> {"path", "stat": [..]|null}; NULL when the line
+ * is not one. */
+static struct json_object *freeze_path_line(const char *line)
+{
+	struct json_object *o;
+	freeze_stat fs;
+	const char *path;
+
+	if (line[0] == 'N' && line[1] == '\t') {
+		path = line + 2;
+		o = json_object_new_object();
+		if (o) {
+			json_object_object_add(o, "path", json_object_new_string(path));
+			json_object_object_add(o, "stat", NULL);
+		}
+		return o;
+	}
+	if (line[0] != 'E' || line[1] != '\t')
+		return NULL;
+	path = line + 2;
+	for (int i = 0; i < 5; i++) {
+		char *end;
+
+		errno = 0;
+		fs.v[i] = (int64_t)strtoll(path, &end, 10);
+		if (errno || end == path || *end != '\t')
+			return NULL;
+		path = end + 1;
+	}
+	o = json_object_new_object();
+	if (o) {
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(o, "stat", freeze_stat_json(&fs));
+	}
+	return o;
+}
+
+/* A file name of its own per writer, so concurrent writers never share a temporary file. */
+static void freeze_cache_store(int dfd, const char *name, const char *text)
+{
+	char tmp[128], rnd[17];
+	size_t len = strlen(text);
+	int fd, r;
+
+	if (lb_random_hex(rnd, 8) < 0)
+		return;
+	snprintf(tmp, sizeof(tmp), ".%s.%d.%s.tmp", name, (int)getpid(), rnd);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	/* No fsync: an entry a crash leaves empty or cut fails validation and is rebuilt. */
+	r = lb_write_all(fd, text, len);
+	if (close(fd) < 0)
+		r = -1;
+	if (r < 0 || renameat(dfd, tmp, dfd, name) < 0)
+		unlinkat(dfd, tmp, 0);
+}
+
+/* The cache directory, or -1 when there is none labbox may trust. */
+static int freeze_cache_dir(const char *cache_dir)
+{
+	struct stat st;
+	int fd;
+
+	if (!cache_dir || !*cache_dir)
+		return -1;
+	lb_mkdir_p(cache_dir, 0700);
+	fd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int lb_python_freeze_cached(const char *executable, const char *cache_dir, char **out, bool *hit)
+{
+	LB_AUTOCLOSE int dfd = -1;
+	LB_AUTOFREE char *script = NULL;
+	__attribute__((cleanup(json_putp_))) struct json_object *entry = NULL;
+	struct json_object *paths;
+	char name[64], hex[65];
+	struct stat exe_st;
+	freeze_stat exe_fs;
+	lb_buf b = { 0 };
+	char *mark, *list;
+	int st = 0, r;
+
+	*hit = false;
+	*out = NULL;
+	dfd = freeze_cache_dir(cache_dir);
+	if (dfd < 0 || stat(executable, &exe_st) < 0)
+		return lb_python_freeze(executable, out);
+	freeze_sha(executable, hex);
+	snprintf(name, sizeof(name), "freeze-%.32s.json", hex);
+	*out = freeze_cache_lookup(dfd, name, executable);
+	if (*out) {
+		*hit = true;
+		return 0;
+	}
+	/* Stat the executable before the listing, as the script does the directories. */
+	freeze_stat_of(&exe_st, &exe_fs);
+	if (asprintf(&script, "%s%s", freeze_stat_src, freeze_src) < 0)
+		return -ENOMEM;
+	{
+		char *argv[] = { (char *)executable, "-I", "-c", script, NULL };
+
+		r = lb_capture(argv, FREEZE_OUTPUT_MAX, false, &b, &st);
+	}
+	mark = r == 0 && b.data ? strstr(b.data, FREEZE_MARK) : NULL;
+	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !mark ||
+	    (mark != b.data && mark[-1] != '\n')) {
+		/* An interpreter whose site module cannot say where it looks: list without
+		 * caching, as lb_python_freeze always did. */
+		lb_buf_free(&b);
+		return lb_python_freeze(executable, out);
+	}
+	list = mark + strlen(FREEZE_MARK);
+	*out = strdup(list);
+	if (!*out) {
+		lb_buf_free(&b);
+		return -ENOMEM;
+	}
+	*mark = '\0';
+	entry = json_object_new_object();
+	paths = json_object_new_array();
+	if (entry && paths) {
+		bool ok = true;
+
+		json_object_object_add(entry, "schema", json_object_new_string(FREEZE_SCHEMA));
+		json_object_object_add(entry, "executable", json_object_new_string(executable));
+		json_object_object_add(entry, "exe", freeze_stat_json(&exe_fs));
+		json_object_object_add(entry, "paths", paths);
+		for (char *line = b.data, *next; ok && line && *line; line = next) {
+			struct json_object *p;
+
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			p = freeze_path_line(line);
+			ok = p && json_object_array_add(paths, p) == 0;
+			if (!ok)
+				json_object_put(p);
+		}
+		freeze_sha(*out, hex);
+		json_object_object_add(entry, "freeze", json_object_new_string(*out));
+		json_object_object_add(entry, "sha256", json_object_new_string(hex));
+		/* A line that does not read back would make an entry that never hits. */
+		if (ok)
+			freeze_cache_store(dfd, name,
+					   json_object_to_json_string_ext(entry, JSON_C_TO_STRING_PLAIN));
+	} else {
+		json_object_put(paths);
+	}
+	lb_buf_free(&b);
+	return 0;
 }

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
-#define RESULTS_MAX_BYTES ((size_t)64 << 20)
 #define TAIL_FOR_DIAGNOSIS 6144
 
 typedef struct tee_ctx {
@@ -28,13 +27,14 @@ typedef struct tee_ctx {
 	lb_metrics *metrics;
 	lb_output_fn echo;
 	void *echo_ctx;
+	double t0; /* monotonic start: when each line arrived, for TIME_GUARD */
 } tee_ctx;
 
 static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	tee_ctx *t = ctx;
 	lb_runlog_write(t->log, data, len);
-	lb_metrics_feed(t->metrics, data, len);
+	lb_metrics_feed_at(t->metrics, data, len, lb_time_monotonic() - t->t0);
 	if (t->echo)
 		t->echo(t->echo_ctx, stream, data, len);
 }
@@ -173,11 +173,36 @@ static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *
 	return "completed";
 }
 
+/* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none. */
+static char *freeze_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char *dir = NULL;
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&dir, "%s/labbox", xdg) < 0)
+			return NULL;
+	} else if (home && home[0] == '/') {
+		if (asprintf(&dir, "%s/.cache/labbox", home) < 0)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (lb_mkdir_p(dir, 0700) < 0) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
 static int write_environment(const char *run_dir, const lb_python_info *py, json_object *manifest)
 {
 	lb_buf b = {0};
 	LB_AUTOFREE char *freeze = NULL;
-	int fr = lb_python_freeze(py->executable, &freeze);
+	LB_AUTOFREE char *cache = freeze_cache_dir();
+	bool hit = false;
+	int fr = cache ? lb_python_freeze_cached(py->executable, cache, &freeze, &hit)
+		       : lb_python_freeze(py->executable, &freeze);
 	int r = lb_buf_printf(&b, "Python %s\n", py->version);
 	if (r == 0 && fr == 0)
 		r = lb_buf_printf(&b, "# pip freeze (installed distributions of %s)\n%s", py->executable,
@@ -192,6 +217,7 @@ static int write_environment(const char *run_dir, const lb_python_info *py, json
 	if (r == 0)
 		r = lb_write_file_atomic(path, b.data, b.len);
 	json_object_object_add(manifest, "packages_listed", json_object_new_boolean(fr == 0));
+	json_object_object_add(manifest, "packages_from_cache", json_object_new_boolean(fr == 0 && hit));
 	lb_buf_free(&b);
 	return r;
 }
@@ -378,7 +404,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		configure_sandbox(sb, st, out->id);
 		lb_sandbox_set_argv(sb, argv);
 		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
-			       .echo_ctx = req->echo_ctx};
+			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
 		lb_sandbox_set_output(sb, true, tee_output, &tee);
 		r = lb_sandbox_run(sb, &res);
 		if (r < 0) {
@@ -391,48 +417,30 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	double ended = lb_time_now();
 	lb_metrics_finish(metrics);
 
-	/* Collect: stdout metrics and the results file, whatever state the run ended in. */
+	/* Collect: stdout metrics and every results file, whatever state the run ended in. */
 	json_object *mjson = lb_metrics_to_json(metrics);
-	json_object *mfiles = json_object_new_object();
 	json_object *issues = json_object_new_array();
-	json_object *results = NULL;
-	if (st->exp_dir) {
+	json_object *warnings = json_object_new_array();
+	json_object *files_read = json_object_new_object(); /* as parsed: never serialised */
+	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		char rerr[256] = "";
-		int rr = efd >= 0 ? lb_results_read(efd, "results.json", RESULTS_MAX_BYTES, &results,
-						    rerr, sizeof rerr)
-				  : -ENOENT;
-		if (rr == 0) {
-			json_object_object_add(mfiles, "results.json", lb_json_sanitize(results));
-		} else if (rr != -ENOENT) {
-			json_object *iss = json_object_new_object();
-			json_object_object_add(iss, "kind", json_object_new_string("unreadable"));
-			json_object_object_add(iss, "metric", NULL);
-			json_object_object_add(iss, "where", json_object_new_string("results.json"));
-			json_object_object_add(iss, "message", json_object_new_string(rerr));
-			json_object_array_add(issues, iss);
-		}
+		if (efd >= 0)
+			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
+					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
+					   issues);
 	}
-	json_object_object_add(mjson, "files", mfiles);
-	json_object *dropped;
-	if (json_object_object_get_ex(mjson, "dropped_metrics", &dropped) ||
-	    json_object_object_get_ex(mjson, "dropped_conditions", &dropped)) {
-		/* Metrics past the collector's caps are lost; that is never silent. */
-		json_object *iss = json_object_new_object();
-		char msg[256];
-		snprintf(msg, sizeof msg,
-			 "too many distinct metrics or conditions: %s values were dropped "
-			 "(labbox keeps at most 10000 metric names and 1000 conditions)",
-			 json_object_to_json_string(dropped));
-		json_object_object_add(iss, "kind", json_object_new_string("dropped"));
-		json_object_object_add(iss, "metric", NULL);
-		json_object_object_add(iss, "where", json_object_new_string("stdout"));
-		json_object_object_add(iss, "message", json_object_new_string(msg));
-		json_object_array_add(issues, iss);
+	json_object_object_add(mjson, "files", lb_json_sanitize(files_read));
+	if (!rejected) {
+		lb_metrics_run_info vi = {
+			.files = files_read,
+			.declared = st->declared,
+			.n_declared = st->ndeclared,
+			.wall_s = res.wall_s,
+			.budget_s = st->budget,
+			.completed = res.outcome == LB_SB_EXITED && res.exit_code == 0,
+		};
+		lb_metrics_validate_run(metrics, &vi, issues, warnings);
 	}
-	if (!rejected)
-		lb_metrics_validate(metrics, results, "results.json", st->declared, st->ndeclared,
-				    issues);
 
 	int exit_code = LB_EXIT_OK;
 	const char *status = status_of(&res, json_object_array_length(issues), &exit_code);
@@ -443,7 +451,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
 		       res.outcome == LB_SB_SIGNALED ||
 		       (res.outcome == LB_SB_EXITED && res.exit_code != 0);
-	partial = partial && (lb_metrics_count(metrics) > 0 || results);
+	partial = partial && (lb_metrics_count(metrics) > 0 || json_object_object_length(files_read) > 0);
+	/* The experiment itself says it stopped early and saved what it had. */
+	if (lb_metrics_time_guard_fired(metrics) && res.outcome != LB_SB_SETUP_FAILED)
+		partial = true;
 
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
@@ -490,6 +501,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "resources", lb_record_resources_json(&res));
 	json_object_object_add(doc, "metrics", mjson);
 	json_object_object_add(doc, "metric_issues", issues);
+	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
 	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
@@ -550,6 +562,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
 	json_object_object_add(manifest, "interpreter", interp);
+	json_object_object_add(manifest, "machine", lb_record_machine_json());
+	json_object_object_add(manifest, "git_diff",
+			       lb_record_git_diff(req->origin_expdir ? req->origin_expdir : st->expdir,
+						  (size_t)1 << 20));
 	json_object_object_add(manifest, "git", lb_record_git_info(req->origin_expdir ? req->origin_expdir
 										      : st->expdir));
 	json_object_object_add(manifest, "files", files);
@@ -566,8 +582,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			req->warn(req->warn_ctx, "could not record the end of the run in the run index");
 		lb_index_close(index);
 	}
-	if (results)
-		json_object_put(results);
+	json_object_put(files_read);
 	lb_metrics_free(metrics);
 	free(argv);
 	out->exit_code = exit_code;

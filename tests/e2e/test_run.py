@@ -314,17 +314,29 @@ def test_budget_exceeded_keeps_partial_results(tmp_path, ignore_term):
 
 
 def test_budget_env_and_time_guard(tmp_path):
-    """LABBOX_BUDGET tells the experiment its budget; TIME_GUARD lines are reported."""
+    """LABBOX_BUDGET tells the experiment its budget; TIME_GUARD lines are reported. A guard
+    that fires after half of the budget is the harness working (partial, valid); one that
+    fires before half of it cut the results short for no reason (invalid, exit 4)."""
     exp = write_exp(tmp_path, """
         import os
         b = os.environ.get("LABBOX_BUDGET")
         print("budget_seen: " + str(float(b)))
-        print("TIME_GUARD: 1.0s - saving partial results")
+        print("TIME_GUARD: 32.0s - saving partial results")
     """)
     r = run_exp(exp, tmp_path / "runs", "--budget", 40)
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["values"]["budget_seen"] == 40.0, r.why()
     assert r.result["metrics"]["time_guard"], r.result["metrics"]
+    assert r.result["partial"] is True
+
+    early = write_exp(tmp_path / "early", """
+        print("acc: 0.5")
+        print("TIME_GUARD: 1.0s - saving partial results")
+    """)
+    r = run_exp(early, tmp_path / "runs", "--budget", 40)
+    assert r.rc == 4, r.why()
+    kinds = [i["kind"] for i in r.result["metric_issues"]]
+    assert kinds == ["time_guard_early"], r.result["metric_issues"]
 
 
 # --- metric validation ------------------------------------------------------------------------

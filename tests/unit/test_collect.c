@@ -164,6 +164,61 @@ static void test_parse_number_rejects(void **state)
 	assert_false(lb_parse_number(NULL, 0, &v));
 }
 
+static void test_parse_number_matches_strtod(void **state)
+{
+	/* The fast path must give strtod's correctly rounded double, bit for bit, on every
+	 * spelling: around its limits (2^53, 10^22), and on many random decimals. */
+	static const char *const edge[] = {
+		"9007199254740992",	   "9007199254740993",	   "9007199254740991.5",
+		"0.1",			   "0.3",		   "1e22",
+		"1e23",			   "1e-22",		   "1e-23",
+		"123456789012345678901234567890", "4.9406564584124654e-324", "1.7976931348623157e308",
+		"2.2250738585072014e-308", "0.000000000000000000000000001", "-0.0",
+		"00000000000000000000000000001.5", "5.", ".5", "1E+5", "1e-0", "0e0",
+		"12345.678e-3",		   "8.98846567431158e307", "3.0000000000000004",
+	};
+	unsigned long x = 0x9e3779b97f4a7c15UL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		double a = 0, b = strtod(edge[i], NULL);
+
+		assert_true(num(edge[i], &a));
+		if (memcmp(&a, &b, sizeof(a)) != 0)
+			fail_msg("%s: %.17g, strtod %.17g", edge[i], a, b);
+	}
+	for (int i = 0; i < 200000; i++) {
+		char text[64];
+		double a = 0, b;
+		int digits, point, exp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		digits = 1 + (int)(x % 19);
+		point = (int)((x >> 8) % (unsigned long)(digits + 1));
+		exp = (int)((x >> 16) % 61) - 30;
+		{
+			int n = 0;
+			unsigned long y = x;
+
+			for (int d = 0; d < digits; d++) {
+				if (d == point && d > 0)
+					text[n++] = '.';
+				text[n++] = (char)('0' + (y % 10));
+				y = y / 10 ^ (y << 7);
+			}
+			if ((x >> 24) & 1)
+				n += snprintf(text + n, sizeof(text) - (size_t)n, "e%d", exp);
+			text[n] = '\0';
+		}
+		b = strtod(text, NULL);
+		assert_true(num(text, &a));
+		if (memcmp(&a, &b, sizeof(a)) != 0)
+			fail_msg("%s: %.17g, strtod %.17g", text, a, b);
+	}
+}
+
 static void test_parse_number_ignores_locale(void **state)
 {
 	const char *loc = setlocale(LC_NUMERIC, "de_DE.UTF-8");
@@ -951,6 +1006,829 @@ static void test_validate_clean_run(void **state)
 	lb_metrics_free(m);
 }
 
+/* Tagged and SUMMARY lines ------------------------------------------------------------------ */
+
+static bool parse(const char *line, lb_metric_line *ml)
+{
+	return lb_metric_line_parse(line, strlen(line), ml);
+}
+
+static void assert_tag(const lb_metric_tag *t, const char *key, const char *value)
+{
+	assert_int_equal(t->key_len, strlen(key));
+	assert_memory_equal(t->key, key, t->key_len);
+	assert_int_equal(t->value_len, strlen(value));
+	assert_memory_equal(t->value, value, t->value_len);
+}
+
+static void test_line_parse_tagged(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("condition=A seed=1 acc: 0.93", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_string_equal(ml.name, "acc");
+	assert_int_equal(ml.kind, LB_METRIC_NUMBER);
+	assert_true(ml.number == 0.93);
+	assert_int_equal(ml.condition_len, 1);
+	assert_memory_equal(ml.condition, "A", 1);
+	assert_int_equal(ml.n_tags, 1);
+	assert_tag(&ml.tags[0], "seed", "1");
+
+	/* condition= anywhere among the tags; the others come out sorted by key. */
+	assert_true(parse("  z=9 lr=0.1 condition=lr0.1 b.c-d=x loss : -1e-3\r", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_memory_equal(ml.condition, "lr0.1", 5);
+	assert_int_equal(ml.n_tags, 3);
+	assert_tag(&ml.tags[0], "b.c-d", "x");
+	assert_tag(&ml.tags[1], "lr", "0.1");
+	assert_tag(&ml.tags[2], "z", "9");
+	assert_true(ml.number == -0.001);
+
+	/* Quoted values hold blanks; values may hold '=' and ':'. */
+	assert_true(parse("condition=\"big model\" note=\"a b\" opt=k=v:w model: resnet 50", &ml));
+	assert_int_equal(ml.condition_len, 9);
+	assert_memory_equal(ml.condition, "big model", 9);
+	assert_tag(&ml.tags[0], "note", "a b");
+	assert_tag(&ml.tags[1], "opt", "k=v:w");
+	assert_int_equal(ml.kind, LB_METRIC_STRING);
+	assert_int_equal(ml.str_len, 9);
+
+	/* Only condition=: no tags. */
+	assert_true(parse("condition=A acc: 1", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_int_equal(ml.n_tags, 0);
+
+	/* A plain line says so, with no condition. */
+	assert_true(parse("acc: 1", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_PLAIN);
+	assert_null(ml.condition);
+	assert_int_equal(ml.n_tags, 0);
+
+	/* A numeric value keeps an exception-shaped name, as for plain lines. */
+	assert_true(parse("condition=A TrainError: 0.5", &ml));
+	assert_false(parse("condition=A ValueError: bad input", &ml));
+}
+
+static void test_line_parse_tagged_rejects(void **state)
+{
+	static const char *const bad[] = {
+		"step=5 loss: 0.3",		   /* no condition= */
+		"condition=A",			   /* nothing after */
+		"condition=A acc:1",		   /* no blank after ':' */
+		"condition=A acc: ",		   /* no value */
+		"condition=A seed=1 seed=2 acc: 1", /* a repeated key */
+		"condition=A condition=B acc: 1",
+		"condition= acc: 1",		   /* empty value */
+		"condition=\"\" acc: 1",
+		"condition=\"A acc: 1",		   /* unterminated quote */
+		"condition=\"A\"x acc: 1",	   /* text after the quote */
+		"condition=A x=1",		   /* no name */
+		"condition=A 9acc: 1",		   /* not a name */
+		"=A acc: 1",
+		"# condition=A acc: 1",
+	};
+	lb_metric_line ml;
+	char line[2048];
+	int n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i], &ml))
+			fail_msg("accepted \"%s\"", bad[i]);
+
+	/* 16 tags besides condition= are read, 17 are not. */
+	n = snprintf(line, sizeof(line), "condition=A");
+	for (int i = 0; i < LB_METRIC_TAGS_MAX; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " k%02d=v", i);
+	snprintf(line + n, sizeof(line) - (size_t)n, " acc: 1");
+	assert_true(parse(line, &ml));
+	assert_int_equal(ml.n_tags, LB_METRIC_TAGS_MAX);
+	snprintf(line + n, sizeof(line) - (size_t)n, " k99=v acc: 1");
+	assert_false(parse(line, &ml));
+
+	/* Tag text past LB_METRIC_TAGS_TEXT_MAX is refused; a key past 64 bytes is no key. */
+	n = snprintf(line, sizeof(line), "condition=A t=");
+	memset(line + n, 'v', LB_METRIC_TAGS_TEXT_MAX);
+	snprintf(line + n + LB_METRIC_TAGS_TEXT_MAX, sizeof(line) - (size_t)n - LB_METRIC_TAGS_TEXT_MAX,
+		 " acc: 1");
+	assert_false(parse(line, &ml));
+	n = snprintf(line, sizeof(line), "condition=A ");
+	memset(line + n, 'k', LB_METRIC_TAG_KEY_MAX + 1);
+	snprintf(line + n + LB_METRIC_TAG_KEY_MAX + 1, 32, "=1 acc: 1");
+	assert_false(parse(line, &ml));
+	line[n + LB_METRIC_TAG_KEY_MAX] = '\0';
+	strcat(line, "=1 acc: 1");
+	assert_true(parse(line, &ml));
+}
+
+static void test_line_parse_summary(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("SUMMARY condition=A metric=acc mean=0.9 std=0.01 n=5", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_SUMMARY);
+	assert_string_equal(ml.name, "acc");
+	assert_memory_equal(ml.condition, "A", 1);
+	assert_int_equal(ml.n_tags, 3);
+	assert_tag(&ml.tags[0], "mean", "0.9");
+	assert_tag(&ml.tags[1], "n", "5");
+	assert_tag(&ml.tags[2], "std", "0.01");
+	/* kind and number describe mean=. */
+	assert_int_equal(ml.kind, LB_METRIC_NUMBER);
+	assert_true(ml.number == 0.9);
+
+	/* condition= is optional; without mean= the first field is shown. */
+	assert_true(parse("  SUMMARY\tmetric=loss std=nan\r", &ml));
+	assert_null(ml.condition);
+	assert_true(isnan(ml.number));
+	assert_true(parse("SUMMARY metric=acc mean=n/a", &ml));
+	assert_int_equal(ml.kind, LB_METRIC_STRING);
+
+	/* Not summaries: no metric=, nothing but metric=, text after the tokens, a metric= that
+	 * is no name, a repeated key. */
+	assert_false(parse("SUMMARY condition=A mean=1", &ml));
+	assert_false(parse("SUMMARY metric=acc", &ml));
+	assert_false(parse("SUMMARY condition=A metric=acc", &ml));
+	assert_false(parse("SUMMARY metric=acc mean=1 and more", &ml));
+	assert_false(parse("SUMMARY metric=1acc mean=1", &ml));
+	assert_false(parse("SUMMARY metric=acc mean=1 mean=2", &ml));
+	assert_false(parse("SUMMARY of results", &ml));
+	/* Plain metrics called SUMMARY stay plain. */
+	assert_true(parse("SUMMARY: 3", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_PLAIN);
+	assert_string_equal(ml.name, "SUMMARY");
+	assert_true(parse("SUMMARY : 3", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_PLAIN);
+}
+
+static const char mixed_output[] =
+	"TIME_ESTIMATE: 10s\n"
+	"epochs: 3\n"
+	"condition: A\n"
+	"acc: 0.9\n"
+	"condition=C acc: 0.5\n"
+	"loss: 0.1\n"
+	"condition=A seed=1 acc: 0.91\n"
+	"seed=2 condition=A acc: 0.89\n"
+	"condition=A seed=1 acc: 0.92\n"
+	"condition=\"big model\" lr=0.1 acc: 0.7\n"
+	"condition=B model: mlp\n"
+	"SUMMARY condition=A metric=acc mean=0.905 std=0.005 n=2\n"
+	"SUMMARY metric=loss mean=0.1 std=0\n"
+	"SUMMARY condition=A metric=acc mean=0.906 std=0.004 n=2\n"
+	"step=5 loss: 0.3\n"
+	"TIME_GUARD: 12.5s - saving partial results\n";
+
+static void test_stream_tagged_and_summaries(void **state)
+{
+	lb_metrics *m = collect(mixed_output, sizeof(mixed_output) - 1);
+	struct json_object *doc = lb_metrics_to_json(m), *tagged, *sums, *rec, *order, *reps;
+
+	(void)state;
+	/* epochs, A.acc, A.loss, C.acc, 2 tagged in A, 1 tagged in big model, B.model, 2 SUMMARY */
+	assert_int_equal(lb_metrics_count(m), 10);
+	assert_double(get(doc, "values/epochs"), 3);
+	assert_double(get(doc, "conditions/A/acc"), 0.9);
+	/* condition=C did not change the current group: loss is A's. */
+	assert_double(get(doc, "conditions/A/loss"), 0.1);
+	assert_double(get(doc, "conditions/C/acc"), 0.5);
+	assert_str(get(doc, "conditions/B/model"), "mlp");
+	assert_int_equal(json_object_object_length(get(doc, "conditions/big model")), 0);
+	order = get(doc, "condition_order");
+	assert_int_equal(json_object_array_length(order), 4);
+	assert_str(json_object_array_get_idx(order, 1), "C");
+	assert_str(json_object_array_get_idx(order, 2), "big model");
+
+	tagged = get(doc, "tagged");
+	assert_int_equal(json_object_array_length(tagged), 3);
+	rec = json_object_array_get_idx(tagged, 0);
+	assert_str(get(rec, "condition"), "A");
+	assert_str(get(rec, "metric"), "acc");
+	assert_str(get(rec, "tags/seed"), "1");
+	assert_double(get(rec, "value"), 0.92); /* the last value of the series */
+	assert_str(get(json_object_array_get_idx(tagged, 1), "tags/seed"), "2");
+	assert_str(get(json_object_array_get_idx(tagged, 2), "condition"), "big model");
+	assert_str(get(json_object_array_get_idx(tagged, 2), "tags/lr"), "0.1");
+
+	sums = get(doc, "summaries");
+	assert_int_equal(json_object_array_length(sums), 2);
+	rec = json_object_array_get_idx(sums, 0);
+	assert_str(get(rec, "condition"), "A");
+	assert_str(get(rec, "metric"), "acc");
+	assert_double(get(rec, "mean"), 0.906);
+	assert_double(get(rec, "std"), 0.004);
+	assert_double(get(rec, "n"), 2);
+	/* Without condition=, the current group: A. */
+	rec = json_object_array_get_idx(sums, 1);
+	assert_str(get(rec, "condition"), "A");
+	assert_str(get(rec, "metric"), "loss");
+
+	reps = get(doc, "repeats");
+	assert_int_equal(json_object_array_length(reps), 2);
+	assert_str(get(json_object_array_get_idx(reps, 0), "tags/seed"), "1");
+	assert_int_equal(json_object_get_int(get(json_object_array_get_idx(reps, 0), "seen")), 2);
+	assert_true(json_object_get_boolean(get(json_object_array_get_idx(reps, 1), "summary")));
+
+	assert_double(get(doc, "time_guard_at_s"), 12.5);
+	assert_str(get(doc, "time_guard_at_source"), "printed");
+	assert_false(json_object_object_get_ex(doc, "dropped_tagged", NULL));
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+static void test_stream_plain_document_unchanged(void **state)
+{
+	static const char out[] = "epochs: 10\ncondition: A\nx: 1\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	char *text = to_json_text(m);
+
+	(void)state;
+	/* Runs that print none of the new forms get the document they always got. */
+	assert_string_equal(text, "{\"values\":{\"epochs\":10.0},\"conditions\":{\"A\":{\"x\":1.0}},"
+				  "\"condition_order\":[\"A\"],\"time_estimate_s\":null,"
+				  "\"time_guard\":null}");
+	free(text);
+	lb_metrics_free(m);
+}
+
+static void test_stream_mixed_split_every_position(void **state)
+{
+	const size_t len = sizeof(mixed_output) - 1;
+	lb_metrics *ref = collect(mixed_output, len);
+	char *want = to_json_text(ref);
+
+	(void)state;
+	for (size_t k = 0; k <= len; k++) {
+		lb_metrics *m = NULL;
+		char *got;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed(m, mixed_output, k);
+		lb_metrics_feed(m, mixed_output + k, len - k);
+		lb_metrics_finish(m);
+		got = to_json_text(m);
+		if (strcmp(got, want) != 0)
+			fail_msg("split at %zu:\n%s\nwant\n%s", k, got, want);
+		free(got);
+		lb_metrics_free(m);
+	}
+	free(want);
+	lb_metrics_free(ref);
+}
+
+static void test_stream_tagged_caps(void **state)
+{
+	lb_metrics *m = NULL;
+	struct json_object *doc;
+	char line[96];
+
+	(void)state;
+	assert_int_equal(lb_metrics_new(&m), 0);
+	/* A per-step series past its cap... */
+	for (int i = 0; i < 5003; i++) {
+		int n = snprintf(line, sizeof(line), "condition=A step=%d loss: %d\n", i, i);
+
+		lb_metrics_feed(m, line, (size_t)n);
+	}
+	/* ...does not crowd out the results, and SUMMARY lines have their own cap. */
+	lb_metrics_feed(m, "final: 1\n", 9);
+	for (int i = 0; i < 1002; i++) {
+		int n = snprintf(line, sizeof(line), "SUMMARY metric=m%d mean=1\n", i);
+
+		lb_metrics_feed(m, line, (size_t)n);
+	}
+	lb_metrics_finish(m);
+	doc = lb_metrics_to_json(m);
+	assert_double(get(doc, "values/final"), 1);
+	assert_int_equal(json_object_array_length(get(doc, "tagged")), 5000);
+	assert_int_equal(json_object_get_int(get(doc, "dropped_tagged")), 3);
+	assert_int_equal(json_object_array_length(get(doc, "summaries")), 1000);
+	assert_int_equal(json_object_get_int(get(doc, "dropped_metrics")), 2);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+static void test_stream_invalid_utf8_in_tags(void **state)
+{
+	static const char out[] = "condition=caf\xc3\xa9 k=\xff\x01 acc: 1\n"
+				  "SUMMARY metric=acc mean=\xfe std=1\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *doc = lb_metrics_to_json(m);
+	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *back;
+
+	(void)state;
+	assert_str(get(json_object_array_get_idx(get(doc, "tagged"), 0), "tags/k"),
+		   "\xef\xbf\xbd\xef\xbf\xbd");
+	assert_str(get(json_object_array_get_idx(get(doc, "summaries"), 0), "mean"),
+		   "\xef\xbf\xbd");
+	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8 | JSON_TOKENER_STRICT);
+	back = json_tokener_parse_ex(tok, text, (int)strlen(text) + 1);
+	assert_non_null(back);
+	json_object_put(back);
+	json_tokener_free(tok);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+/* TIME_GUARD ------------------------------------------------------------------------------ */
+
+static void test_time_guard_time(void **state)
+{
+	static const struct {
+		const char *line;
+		double want; /* fed at 7 s; < 0: unknown */
+		const char *source;
+	} cases[] = {
+		{ "TIME_GUARD: 240.1s \xe2\x80\x94 saving partial results\n", 240.1, "printed" },
+		{ "TIME_GUARD: 12.3 s, stopping\n", 12.3, "printed" },
+		{ "TIME_GUARD: 2m - saving\n", 120, "printed" },
+		{ "TIME_GUARD: ~30 sec\n", 30, "printed" },
+		{ "TIME_GUARD: 95\n", 95, "printed" },
+		{ "TIME_GUARD: 95.5 (80% of budget)\n", 95.5, "printed" },
+		{ "TIME_GUARD: 3 conditions done\n", 7, "arrival" },
+		{ "TIME_GUARD: 12s5\n", 7, "arrival" },
+		{ "TIME_GUARD: saving partial results\n", 7, "arrival" },
+		{ "TIME_GUARD: -5s\n", 7, "arrival" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lb_metrics *m = NULL;
+		struct json_object *doc;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed_at(m, cases[i].line, strlen(cases[i].line), 7);
+		lb_metrics_finish(m);
+		if (fabs(lb_metrics_time_guard_at(m) - cases[i].want) > 1e-9)
+			fail_msg("%s -> %g", cases[i].line, lb_metrics_time_guard_at(m));
+		doc = lb_metrics_to_json(m);
+		assert_str(get(doc, "time_guard_at_source"), cases[i].source);
+		json_object_put(doc);
+		lb_metrics_free(m);
+	}
+	{
+		/* No time printed and none fed: unknown, null in the document. */
+		static const char out[] = "TIME_GUARD: stopping\n";
+		lb_metrics *m = collect(out, sizeof(out) - 1);
+		struct json_object *doc = lb_metrics_to_json(m);
+
+		assert_true(lb_metrics_time_guard_fired(m));
+		assert_true(lb_metrics_time_guard_at(m) < 0);
+		assert_true(json_object_get_type(get(doc, "time_guard_at_s")) == json_type_null);
+		assert_true(json_object_get_type(get(doc, "time_guard_at_source")) == json_type_null);
+		json_object_put(doc);
+		lb_metrics_free(m);
+	}
+	{
+		/* The first firing counts; a line completed by a later chunk has that chunk's time;
+		 * a later line only fills in a time the first one did not give. */
+		lb_metrics *m = NULL;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed_at(m, "TIME_GUARD: sav", 15, 1);
+		lb_metrics_feed_at(m, "ing\nTIME_GUARD: 99s\n", 20, 5);
+		lb_metrics_finish(m);
+		assert_true(lb_metrics_time_guard_at(m) == 5);
+		lb_metrics_free(m);
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed(m, "TIME_GUARD: saving\nTIME_GUARD: 99s\nTIME_GUARD: 120s\n", 50);
+		lb_metrics_finish(m);
+		assert_true(lb_metrics_time_guard_at(m) == 99);
+		lb_metrics_free(m);
+	}
+}
+
+static void test_time_checks_pure(void **state)
+{
+	(void)state;
+	/* Within 20% of the actual time, with a second of slack. */
+	assert_true(lb_time_estimate_accurate(100, 100, true));
+	assert_true(lb_time_estimate_accurate(80, 100, true));
+	assert_true(lb_time_estimate_accurate(120, 100, true));
+	assert_false(lb_time_estimate_accurate(79, 100, true));
+	assert_false(lb_time_estimate_accurate(121, 100, true));
+	assert_true(lb_time_estimate_accurate(0, 0.8, true));
+	assert_true(lb_time_estimate_accurate(2, 1.2, true));
+	assert_false(lb_time_estimate_accurate(3, 1.2, true));
+	/* When the plan did not run to its end, only a certain underestimate counts. */
+	assert_true(lb_time_estimate_accurate(1000, 100, false));
+	assert_false(lb_time_estimate_accurate(10, 100, false));
+	/* Unknowns say nothing. */
+	assert_true(lb_time_estimate_accurate(-1, 100, true));
+	assert_true(lb_time_estimate_accurate(10, -1, true));
+	assert_true(lb_time_estimate_accurate(NAN, 100, true));
+	assert_true(lb_time_estimate_accurate(10, INFINITY, true));
+
+	assert_true(lb_time_guard_premature(49.9, 100));
+	assert_false(lb_time_guard_premature(50, 100));
+	assert_false(lb_time_guard_premature(80, 100));
+	assert_false(lb_time_guard_premature(10, 0));
+	assert_false(lb_time_guard_premature(-1, 100));
+	assert_false(lb_time_guard_premature(NAN, 100));
+	assert_false(lb_time_guard_premature(10, INFINITY));
+}
+
+/* Results files of a run ---------------------------------------------------------------- */
+
+static void test_out_dir_hint(void **state)
+{
+	char *a1[] = { "--epochs", "3", "--out_dir", "run_0" };
+	char *a2[] = { "--out_dir=run_1", "--seed", "2" };
+	char *a3[] = { "--out-dir", "a", "--output_dir", "b" };
+	char *a4[] = { "--output-dir=c" };
+	char *a5[] = { "--out_dir" };
+	char *a6[] = { "--out_dirx", "y", "--out_dir=" };
+	char *a7[] = { "--", "--out_dir", "z" };
+	char *a8[] = { "--out_dir", "first", "--out_dir=last" };
+
+	(void)state;
+	assert_string_equal(lb_results_out_dir_hint(a1, 4), "run_0");
+	assert_string_equal(lb_results_out_dir_hint(a2, 3), "run_1");
+	assert_string_equal(lb_results_out_dir_hint(a3, 4), "b");
+	assert_string_equal(lb_results_out_dir_hint(a4, 1), "c");
+	assert_null(lb_results_out_dir_hint(a5, 1));
+	assert_null(lb_results_out_dir_hint(a6, 3));
+	assert_null(lb_results_out_dir_hint(a7, 3));
+	assert_string_equal(lb_results_out_dir_hint(a8, 3), "last");
+	assert_null(lb_results_out_dir_hint(NULL, 0));
+}
+
+static const char final_info_doc[] =
+	"{\"shakespeare_char\": {\"means\": {\"final_train_loss_mean\": 0.81, "
+	"\"best_val_loss_mean\": NaN}, \"stds\": {\"final_train_loss_mean\": 0.01}}}";
+
+static void test_results_collect(void **state)
+{
+	tmpdir *t = *state;
+	struct json_object *files = json_object_new_object(), *issues = json_object_new_array();
+	static const char *const names[] = { "metrics/extra.json", "./results.json", "absent.json",
+					     "../up.json", "/etc/passwd", "link.json",
+					     "nodir/x.json" };
+
+	write_at(t, "results.json", "{\"A\": {\"acc\": 0.9}}", 19);
+	write_at(t, "final_info.json", "{\"x\": 1}", 8);
+	assert_int_equal(mkdirat(t->fd, "run_0", 0755), 0);
+	write_at(t, "run_0/final_info.json", final_info_doc, sizeof(final_info_doc) - 1);
+	assert_int_equal(mkdirat(t->fd, "metrics", 0755), 0);
+	write_at(t, "metrics/extra.json", "[1, 2]", 6);
+	write_at(t, "real.json", "{}", 2);
+	assert_int_equal(symlinkat("real.json", t->fd, "link.json"), 0);
+
+	assert_int_equal(lb_results_collect(t->fd, names, 7, "./run_0/", files, issues), 4);
+	assert_int_equal(json_object_object_length(files), 4);
+	assert_double(get(files, "results.json/A/acc"), 0.9);
+	assert_int_equal(json_object_get_int(get(files, "final_info.json/x")), 1);
+	/* As parsed: still a NaN double, for validation to find. */
+	{
+		struct json_object *fi = NULL, *extra = NULL;
+
+		/* Keys hold slashes, which get() would split. */
+		assert_true(json_object_object_get_ex(files, "run_0/final_info.json", &fi));
+		assert_true(isnan(json_object_get_double(
+			get(fi, "shakespeare_char/means/best_val_loss_mean"))));
+		assert_true(json_object_object_get_ex(files, "metrics/extra.json", &extra));
+		assert_true(json_object_is_type(extra, json_type_array));
+	}
+
+	/* absent.json, ../up.json, /etc/passwd and nodir/x.json are missing; link.json is
+	 * refused. The default names that were absent said nothing. */
+	assert_int_equal(json_object_array_length(issues), 5);
+	assert_str(get(issue(issues, 0), "kind"), "missing_file");
+	assert_str(get(issue(issues, 0), "where"), "absent.json");
+	assert_str(get(issue(issues, 1), "kind"), "missing_file");
+	assert_str(get(issue(issues, 1), "where"), "../up.json");
+	assert_str(get(issue(issues, 2), "kind"), "missing_file");
+	assert_str(get(issue(issues, 2), "where"), "/etc/passwd");
+	assert_str(get(issue(issues, 3), "kind"), "unreadable");
+	assert_str(get(issue(issues, 3), "where"), "link.json");
+	assert_non_null(strstr(json_object_get_string(get(issue(issues, 3), "message")),
+			       "symbolic link"));
+	assert_true(json_object_get_type(get(issue(issues, 3), "metric")) == json_type_null);
+	assert_str(get(issue(issues, 4), "where"), "nodir/x.json");
+	json_object_put(files);
+	json_object_put(issues);
+
+	/* Wrong container types. */
+	assert_int_equal(lb_results_collect(t->fd, NULL, 0, NULL, NULL, NULL), -EINVAL);
+}
+
+static void test_results_collect_hint_and_defaults(void **state)
+{
+	tmpdir *t = *state;
+	struct json_object *files, *issues;
+	static const char *const hints[] = { "missing_dir", "/abs/run", "../x", "", "linked" };
+
+	/* Nothing there: nothing read, nothing said. */
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+		files = json_object_new_object();
+		issues = json_object_new_array();
+		assert_int_equal(lb_results_collect(t->fd, NULL, 0, hints[i], files, issues), 0);
+		assert_int_equal(json_object_array_length(issues), 0);
+		json_object_put(files);
+		json_object_put(issues);
+	}
+	/* A linked hint directory is not entered, silently (it was only a guess). */
+	assert_int_equal(mkdirat(t->fd, "real_out", 0755), 0);
+	write_at(t, "real_out/final_info.json", "{}", 2);
+	assert_int_equal(symlinkat("real_out", t->fd, "linked"), 0);
+	files = json_object_new_object();
+	issues = json_object_new_array();
+	assert_int_equal(lb_results_collect(t->fd, NULL, 0, "linked", files, issues), 0);
+	assert_int_equal(json_object_array_length(issues), 0);
+	json_object_put(files);
+	json_object_put(issues);
+
+	/* A broken default file is an issue; a FIFO in the hint directory too (it exists). */
+	write_at(t, "results.json", "{\"a\": ", 6);
+	assert_int_equal(mkdirat(t->fd, "out", 0755), 0);
+	assert_int_equal(mkfifoat(t->fd, "out/final_info.json", 0600), 0);
+	files = json_object_new_object();
+	issues = json_object_new_array();
+	alarm(10);
+	assert_int_equal(lb_results_collect(t->fd, NULL, 0, "out", files, issues), 0);
+	alarm(0);
+	assert_int_equal(json_object_array_length(issues), 2);
+	assert_str(get(issue(issues, 0), "kind"), "unreadable");
+	assert_str(get(issue(issues, 0), "where"), "results.json");
+	assert_str(get(issue(issues, 1), "where"), "out/final_info.json");
+	assert_non_null(strstr(json_object_get_string(get(issue(issues, 1), "message")), "FIFO"));
+	json_object_put(files);
+	json_object_put(issues);
+
+	/* The hint "." names the defaults again: each file is read once. */
+	write_at(t, "results.json", "{\"a\": 1}", 8);
+	files = json_object_new_object();
+	issues = json_object_new_array();
+	assert_int_equal(lb_results_collect(t->fd, NULL, 0, ".", files, issues), 1);
+	assert_int_equal(json_object_object_length(files), 1);
+	json_object_put(files);
+	json_object_put(issues);
+}
+
+/* Validation of a whole run --------------------------------------------------------------- */
+
+static struct json_object *parsed(const char *text)
+{
+	struct json_object *o = NULL;
+	char err[128];
+
+	assert_int_equal(parse_text(text, &o, err, sizeof(err)), 0);
+	return o;
+}
+
+static void test_validate_run_files(void **state)
+{
+	static const char out[] = "condition: A\nacc: 0.9\ncondition=B seed=1 acc: -inf\n"
+				  "SUMMARY condition=A metric=acc mean=nan std=0.1\n";
+	static const char *const declared[] = { "acc", "final_train_loss_mean", "best_val_loss",
+						"shakespeare_char.stds.final_train_loss_mean" };
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *files = json_object_new_object();
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .files = files, .declared = declared, .n_declared = 4,
+				     .wall_s = -1 };
+
+	(void)state;
+	json_object_object_add(files, "results.json", parsed("{\"A\": {\"acc\": 0.9}}"));
+	json_object_object_add(files, "run_0/final_info.json", parsed(final_info_doc));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 4);
+	assert_str(get(issue(issues, 0), "kind"), "inf");
+	assert_str(get(issue(issues, 0), "where"), "stdout condition B seed=1");
+	assert_str(get(issue(issues, 1), "kind"), "nan");
+	assert_str(get(issue(issues, 1), "where"), "stdout SUMMARY condition A");
+	assert_non_null(strstr(json_object_get_string(get(issue(issues, 1), "message")),
+			       "acc mean is NaN"));
+	assert_str(get(issue(issues, 2), "kind"), "nan");
+	assert_str(get(issue(issues, 2), "where"),
+		   "run_0/final_info.json at shakespeare_char.means.best_val_loss_mean");
+	assert_str(get(issue(issues, 3), "kind"), "missing");
+	assert_str(get(issue(issues, 3), "metric"), "best_val_loss");
+	assert_str(get(issue(issues, 3), "where"),
+		   "stdout and results.json and run_0/final_info.json");
+	assert_int_equal(json_object_array_length(warnings), 0);
+	json_object_put(issues);
+	json_object_put(warnings);
+
+	/* A metric reported only as a SUMMARY or a tagged series counts as reported. */
+	{
+		static const char out2[] = "SUMMARY metric=f1 mean=0.5\ncondition=A seed=1 auc: 1\n";
+		static const char *const d2[] = { "f1", "auc" };
+		lb_metrics *m2 = collect(out2, sizeof(out2) - 1);
+		lb_metrics_run_info i2 = { .declared = d2, .n_declared = 2, .wall_s = -1 };
+
+		issues = json_object_new_array();
+		assert_int_equal(lb_metrics_validate_run(m2, &i2, issues, NULL), 0);
+		json_object_put(issues);
+		lb_metrics_free(m2);
+	}
+	json_object_put(files);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_timing(void **state)
+{
+	static const char early[] = "TIME_ESTIMATE: 10s\nTIME_GUARD: 12.5s - saving\nacc: 1\n";
+	static const char ontime[] = "TIME_ESTIMATE: 100s\nacc: 1\n";
+	lb_metrics *m = collect(early, sizeof(early) - 1);
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = 30, .budget_s = 100, .completed = true };
+
+	(void)state;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 1);
+	assert_str(get(issue(issues, 0), "kind"), "time_guard_early");
+	assert_str(get(issue(issues, 0), "metric"), "TIME_GUARD");
+	assert_double(get(issue(issues, 0), "fired_at_s"), 12.5);
+	assert_double(get(issue(issues, 0), "budget_s"), 100);
+	/* The guard fired, so 30 s is a lower bound: an estimate of 10 s was certainly short. */
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_str(get(issue(warnings, 0), "kind"), "time_estimate");
+	assert_double(get(issue(warnings, 0), "estimate_s"), 10);
+	assert_double(get(issue(warnings, 0), "actual_s"), 30);
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 0), "message")),
+			       "stopped short"));
+	json_object_put(issues);
+	json_object_put(warnings);
+
+	/* Without a budget there is nothing to be early against. */
+	issues = json_object_new_array();
+	info.budget_s = 0;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	/* A guard at 60% of the budget is fine. */
+	issues = json_object_new_array();
+	info.budget_s = 20;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	lb_metrics_free(m);
+
+	m = collect(ontime, sizeof(ontime) - 1);
+	issues = json_object_new_array();
+	warnings = json_object_new_array();
+	info = (lb_metrics_run_info){ .wall_s = 110, .budget_s = 300, .completed = true };
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 0);
+	info.wall_s = 50; /* a complete run twice as fast as said */
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 0), "message")),
+			       "+100%"));
+	/* The same run stopped by the budget: 50 s says nothing against 100 s. */
+	info.completed = false;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	/* Unknown wall time: no check. */
+	info = (lb_metrics_run_info){ .wall_s = -1, .completed = true };
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_identical_stdout(void **state)
+{
+	static const char out[] = "condition: A\nacc: 0.9\nloss: 0.0\nmodel: a\n"
+				  "condition: B\nloss: -0.0\nacc: 0.90\nmodel: b\n"
+				  "condition: C\nacc: 0.8\nloss: 0\n"
+				  "condition: D\nacc: 0.9\nloss: 0.0\n"
+				  "condition: E\nacc: 0.8\nloss: 0\n"
+				  "condition: F\nmodel: a\n"
+				  "condition: G\nmodel: a\n"
+				  "condition: H\nacc: 0.9\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	struct json_object *conds;
+	lb_metrics_run_info info = { .wall_s = -1 };
+
+	(void)state;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	/* A, B, D alike (strings are labels, -0 is 0); C and E alike; F and G have no numbers;
+	 * H has fewer metrics. */
+	assert_int_equal(json_object_array_length(warnings), 2);
+	assert_str(get(issue(warnings, 0), "kind"), "identical_conditions");
+	assert_str(get(issue(warnings, 0), "where"), "stdout");
+	assert_true(json_object_get_type(get(issue(warnings, 0), "metric")) == json_type_null);
+	conds = get(issue(warnings, 0), "conditions");
+	assert_int_equal(json_object_array_length(conds), 3);
+	assert_str(json_object_array_get_idx(conds, 0), "A");
+	assert_str(json_object_array_get_idx(conds, 1), "B");
+	assert_str(json_object_array_get_idx(conds, 2), "D");
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 0), "message")),
+			       "3 conditions report identical results (2 metrics each: A, B, D)"));
+	conds = get(issue(warnings, 1), "conditions");
+	assert_int_equal(json_object_array_length(conds), 2);
+	assert_str(json_object_array_get_idx(conds, 0), "C");
+	assert_str(json_object_array_get_idx(conds, 1), "E");
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_identical_files(void **state)
+{
+	static const char out[] = "condition: A\nacc: 0.5\ncondition: B\nacc: 0.5\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *files = json_object_new_object();
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .files = files, .wall_s = -1 };
+
+	(void)state;
+	/* The seed's template writes what it printed: one warning for both. Other entries of a
+	 * file that match are warned about where they are. */
+	json_object_object_add(files, "results.json",
+			       parsed("{\"A\": {\"acc\": 0.5}, \"B\": {\"acc\": 0.5}, "
+				      "\"C\": {\"x\": {\"y\": [1, 2]}, \"s\": \"t\"}, "
+				      "\"D\": {\"s\": \"t\", \"x\": {\"y\": [1, 2]}}, "
+				      "\"E\": {\"x\": {\"y\": [2, 1]}, \"s\": \"t\"}, "
+				      "\"F\": {\"label\": \"no numbers\"}, \"G\": {\"label\": \"no numbers\"},"
+				      " \"n\": 1, \"m\": 1}"));
+	json_object_object_add(files, "final_info.json",
+			       parsed("{\"ds1\": {\"means\": {\"loss\": 1.5}, \"stds\": {\"loss\": 0}},"
+				      " \"ds2\": {\"means\": {\"loss\": 1.5}, \"stds\": {\"loss\": 0}}}"));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 3);
+	assert_str(get(issue(warnings, 0), "where"), "stdout");
+	assert_str(get(issue(warnings, 1), "where"), "results.json");
+	assert_str(json_object_array_get_idx(get(issue(warnings, 1), "conditions"), 0), "C");
+	assert_str(json_object_array_get_idx(get(issue(warnings, 1), "conditions"), 1), "D");
+	assert_int_equal(json_object_array_length(get(issue(warnings, 1), "conditions")), 2);
+	assert_str(get(issue(warnings, 2), "where"), "final_info.json");
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 2), "message")),
+			       "2 entries of final_info.json hold identical results (ds1, ds2)"));
+	json_object_put(issues);
+	json_object_put(warnings);
+	json_object_put(files);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_many_identical(void **state)
+{
+	lb_metrics *m = NULL;
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1 };
+	char line[64];
+
+	(void)state;
+	/* 1000 conditions, all alike: one warning, quick, names five of them in the message. */
+	assert_int_equal(lb_metrics_new(&m), 0);
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(line, sizeof(line), "condition: c%d\nacc: 1\nloss: 2\n", i);
+
+		lb_metrics_feed(m, line, (size_t)n);
+	}
+	lb_metrics_finish(m);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_int_equal(json_object_array_length(get(issue(warnings, 0), "conditions")), 1000);
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 0), "message")),
+			       "c0, c1, c2, c3, c4 and 995 more"));
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_dropped(void **state)
+{
+	lb_metrics *m = NULL;
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1 };
+	char line[64];
+
+	(void)state;
+	assert_int_equal(lb_metrics_new(&m), 0);
+	for (int i = 0; i < 10001; i++) {
+		int n = snprintf(line, sizeof(line), "m%d: 1\n", i);
+
+		lb_metrics_feed(m, line, (size_t)n);
+	}
+	for (int i = 0; i < 5001; i++) {
+		int n = snprintf(line, sizeof(line), "condition=A step=%d loss: 1\n", i);
+
+		lb_metrics_feed(m, line, (size_t)n);
+	}
+	lb_metrics_finish(m);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 1);
+	assert_str(get(issue(issues, 0), "kind"), "dropped");
+	assert_non_null(strstr(json_object_get_string(get(issue(issues, 0), "message")),
+			       "1 values were dropped"));
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_str(get(issue(warnings, 0), "kind"), "dropped_tagged");
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+
+	/* Bad arguments append nothing. */
+	issues = json_object_new_object();
+	assert_int_equal(lb_metrics_validate_run(NULL, &info, issues, NULL), 0);
+	assert_int_equal(lb_metrics_validate_run(NULL, NULL, issues, NULL), 0);
+	json_object_put(issues);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -958,6 +1836,7 @@ int main(void)
 		cmocka_unit_test(test_parse_number_nonfinite_spellings),
 		cmocka_unit_test(test_parse_number_rejects),
 		cmocka_unit_test(test_parse_number_ignores_locale),
+		cmocka_unit_test(test_parse_number_matches_strtod),
 		cmocka_unit_test(test_line_parse_metrics),
 		cmocka_unit_test(test_line_parse_non_metrics),
 		cmocka_unit_test(test_stream_seed_output),
@@ -984,6 +1863,26 @@ int main(void)
 		cmocka_unit_test(test_validate_results_nested),
 		cmocka_unit_test(test_validate_declared),
 		cmocka_unit_test(test_validate_clean_run),
+		cmocka_unit_test(test_line_parse_tagged),
+		cmocka_unit_test(test_line_parse_tagged_rejects),
+		cmocka_unit_test(test_line_parse_summary),
+		cmocka_unit_test(test_stream_tagged_and_summaries),
+		cmocka_unit_test(test_stream_plain_document_unchanged),
+		cmocka_unit_test(test_stream_mixed_split_every_position),
+		cmocka_unit_test(test_stream_tagged_caps),
+		cmocka_unit_test(test_stream_invalid_utf8_in_tags),
+		cmocka_unit_test(test_time_guard_time),
+		cmocka_unit_test(test_time_checks_pure),
+		cmocka_unit_test(test_out_dir_hint),
+		cmocka_unit_test_setup_teardown(test_results_collect, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_results_collect_hint_and_defaults, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test(test_validate_run_files),
+		cmocka_unit_test(test_validate_run_timing),
+		cmocka_unit_test(test_validate_run_identical_stdout),
+		cmocka_unit_test(test_validate_run_identical_files),
+		cmocka_unit_test(test_validate_run_many_identical),
+		cmocka_unit_test(test_validate_run_dropped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,123 @@
+/* Internal to collect: the collector's store, shared by metrics.c (parsing, collection, JSON)
+ * and validate.c (validation). Not a public header. */
+#ifndef LABBOX_COLLECT_METRICS_INTERNAL_H
+#define LABBOX_COLLECT_METRICS_INTERNAL_H
+
+#include "labbox/collect.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The store grows with distinct names only; these bound it against output that invents names
+ * (a counter in the name, a hostile experiment). What falls beyond is counted, not kept. Each
+ * form has its own cap so that fine-grained tagged series (per seed, per step) can never crowd
+ * out the plain and SUMMARY lines that carry the results. */
+#define LB_METRICS_MAX_ENTRIES 10000
+#define LB_METRICS_MAX_TAGGED 5000
+#define LB_METRICS_MAX_SUMMARIES 1000
+#define LB_METRICS_MAX_CONDITIONS 1000
+/* Stored text is bounded too, so the worst case stays in the tens of megabytes. */
+#define LB_METRICS_STR_MAX 512
+#define LB_METRICS_LABEL_MAX 256
+/* Canonical tag text is at most LB_METRIC_TAGS_TEXT_MAX bytes before UTF-8 repair, which can
+ * triple invalid bytes; this never cuts it. */
+#define LB_METRICS_TAGS_STORE_MAX (3 * LB_METRIC_TAGS_TEXT_MAX + 8)
+
+#define LB_NO_GROUP UINT32_MAX /* metrics after a condition that did not fit are dropped */
+
+enum { LB_CLS_PLAIN, LB_CLS_TAGGED, LB_CLS_SUMMARY, LB_CLS_COUNT };
+
+typedef struct lb_metric_entry {
+	uint32_t group; /* 0: no condition, else condition index + 1 */
+	uint32_t seen;
+	uint8_t cls; /* LB_CLS_* */
+	lb_metric_kind kind;
+	double number;
+	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING only */
+	char *tags; /* TAGGED: canonical "k=v k2=\"a b\"" (part of the identity); SUMMARY: the
+		     * fields in the same syntax (the value); PLAIN: NULL */
+	char name[LB_METRIC_NAME_MAX + 1];
+} lb_metric_entry;
+
+/* Open addressing over indices into an array; slot value 0 means empty, else index + 1. */
+typedef struct lb_hindex {
+	uint32_t *slots;
+	size_t cap; /* power of two or 0 */
+	size_t used;
+} lb_hindex;
+
+struct lb_metrics {
+	char line[LB_METRIC_LINE_MAX];
+	size_t line_len;
+	bool skipping; /* inside a line that outgrew the buffer, until its newline */
+	double now;    /* arrival time of the chunk being fed, < 0 unknown */
+
+	lb_metric_entry *entries;
+	size_t n_entries, cap_entries;
+	size_t n_class[LB_CLS_COUNT];
+	lb_hindex entry_index;
+
+	char **conditions;
+	size_t n_conditions, cap_conditions;
+	lb_hindex condition_index;
+	uint32_t group;
+
+	double time_estimate;
+	bool time_guard;
+	char *time_guard_text;
+	double time_guard_at; /* < 0 unknown */
+	const char *time_guard_source; /* "printed", "arrival" or NULL */
+
+	size_t dropped_metrics;
+	size_t dropped_tagged;
+	size_t dropped_conditions;
+	size_t long_lines;
+};
+
+/* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */
+long lb_metrics_find(const lb_metrics *m, uint32_t group, int cls, const char *name,
+		     const char *tags);
+
+/* Next key=value token of stored tag text (canonical syntax); false at the end. */
+bool lb_tags_next(const char **cursor, lb_metric_tag *tag);
+
+/* "k=v k2=v2" of the tags, quoted where a value holds a blank, into buf (NUL-terminated).
+ * Returns the length, or (size_t)-1 when it needs more than cap - 1 bytes. */
+size_t lb_metric_tags_text(const lb_metric_tag *tags, size_t n, char *buf, size_t cap);
+
+/* json-c helpers that take ownership of val in every case, so callers can chain additions and
+ * bail out on the first failure. A NULL val is an allocation that failed. */
+static inline int lb_obj_add(struct json_object *obj, const char *key, struct json_object *val)
+{
+	if (!val)
+		return -ENOMEM;
+	if (json_object_object_add(obj, key, val) < 0) {
+		json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static inline int lb_obj_add_null(struct json_object *obj, const char *key)
+{
+	return json_object_object_add(obj, key, NULL) < 0 ? -ENOMEM : 0;
+}
+
+static inline int lb_arr_add(struct json_object *arr, struct json_object *val)
+{
+	if (!val)
+		return -ENOMEM;
+	if (json_object_array_add(arr, val) < 0) {
+		json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A JSON object {key: "value"} of stored tag text; NULL when out of memory. */
+struct json_object *lb_tags_json(const char *tags);
+
+#endif

@@ -1,0 +1,768 @@
+/* Validation of collected metrics: non-finite numbers, declared metrics, the seed's timing
+ * checks, and conditions that report identical results (docs/decisions.md says which of these
+ * make a run invalid and which are warnings). */
+#include "labbox/collect.h"
+#include "labbox/util.h"
+#include "metrics_internal.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* lb_results_parse nests at most 24 deep; this only guards documents built elsewhere. */
+#define LB_WALK_DEPTH_MAX 256
+#define LB_PATH_MAX 512
+/* Top-level members of a results file compared for identical results; beyond this a file is
+ * not a list of conditions anyone reads by eye. */
+#define LB_IDENTICAL_MEMBERS_MAX 1000
+/* Conditions named in one warning's message (all of them are in its "conditions" array). */
+#define LB_IDENTICAL_NAMED 5
+
+typedef struct lb_validation {
+	struct json_object *issues;
+	size_t count;
+	const char *results_name;
+	const char *const *declared;
+	size_t n_declared;
+	bool *found;
+} lb_validation;
+
+static const char *nonfinite_kind(double v)
+{
+	return isnan(v) ? "nan" : "inf";
+}
+
+static const char *nonfinite_text(double v)
+{
+	if (isnan(v))
+		return "NaN";
+	return v > 0 ? "Infinity" : "-Infinity";
+}
+
+/* Appends {"kind", "metric": metric|null, "where", "message"} to arr and returns it, so the
+ * caller can add fields; NULL when out of memory (the record is then not added). */
+static struct json_object *push_record(struct json_object *arr, const char *kind,
+				       const char *metric, const char *where, const char *message)
+{
+	struct json_object *rec = json_object_new_object();
+
+	if (!rec)
+		return NULL;
+	if (lb_obj_add(rec, "kind", json_object_new_string(kind)) < 0 ||
+	    (metric ? lb_obj_add(rec, "metric", json_object_new_string(metric))
+		    : lb_obj_add_null(rec, "metric")) < 0 ||
+	    lb_obj_add(rec, "where", json_object_new_string(where)) < 0 ||
+	    lb_obj_add(rec, "message", json_object_new_string(message)) < 0 ||
+	    json_object_array_add(arr, rec) < 0) {
+		json_object_put(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+static void add_issue(lb_validation *val, const char *kind, const char *metric, const char *where,
+		      const char *message)
+{
+	if (push_record(val->issues, kind, metric, where, message))
+		val->count++;
+}
+
+/* "stdout", "stdout condition X", "stdout condition X seed=1" or "stdout SUMMARY condition X" */
+static void entry_where(const lb_metrics *m, const lb_metric_entry *e, char *where, size_t n)
+{
+	const char *cond = e->group ? m->conditions[e->group - 1] : NULL;
+
+	snprintf(where, n, "stdout%s%s%s%s%s", e->cls == LB_CLS_SUMMARY ? " SUMMARY" : "",
+		 cond ? " condition " : "", cond ? cond : "",
+		 e->cls == LB_CLS_TAGGED ? " " : "", e->cls == LB_CLS_TAGGED ? e->tags : "");
+}
+
+static void check_summary(lb_validation *val, const lb_metrics *m, const lb_metric_entry *e)
+{
+	char where[LB_METRICS_LABEL_MAX + 64];
+	const char *cur = e->tags;
+	lb_metric_tag t;
+
+	entry_where(m, e, where, sizeof(where));
+	while (lb_tags_next(&cur, &t)) {
+		char message[sizeof(where) + LB_METRIC_NAME_MAX + LB_METRICS_TAGS_STORE_MAX + 64];
+		double v;
+
+		if (!lb_parse_number(t.value, t.value_len, &v) || isfinite(v))
+			continue;
+		snprintf(message, sizeof(message), "%s %.*s is %s in %s", e->name, (int)t.key_len,
+			 t.key, nonfinite_text(v), where);
+		add_issue(val, nonfinite_kind(v), e->name, where, message);
+	}
+}
+
+static void check_stdout(lb_validation *val, const lb_metrics *m)
+{
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const lb_metric_entry *e = &m->entries[i];
+		char where[LB_METRICS_LABEL_MAX + LB_METRICS_TAGS_STORE_MAX + 64];
+		char message[sizeof(where) + LB_METRIC_NAME_MAX + 64];
+
+		if (e->cls == LB_CLS_SUMMARY) {
+			check_summary(val, m, e);
+			continue;
+		}
+		if (e->kind != LB_METRIC_NUMBER || isfinite(e->number))
+			continue;
+		entry_where(m, e, where, sizeof(where));
+		snprintf(message, sizeof(message), "%s is %s in %s", e->name,
+			 nonfinite_text(e->number), where);
+		add_issue(val, nonfinite_kind(e->number), e->name, where, message);
+	}
+}
+
+static void mark_declared(lb_validation *val, const char *key, const char *path)
+{
+	for (size_t i = 0; i < val->n_declared; i++) {
+		const char *d = val->declared[i];
+
+		if (!val->found[i] && d && (strcmp(d, key) == 0 || strcmp(d, path) == 0))
+			val->found[i] = true;
+	}
+}
+
+static void flag_result(lb_validation *val, const char *metric, const char *path, double v,
+			bool was_string)
+{
+	char where[LB_PATH_MAX + 64];
+	char message[sizeof(where) + LB_PATH_MAX + 96];
+
+	if (path[0])
+		snprintf(where, sizeof(where), "%s at %s", val->results_name, path);
+	else
+		snprintf(where, sizeof(where), "%s (top level)", val->results_name);
+	snprintf(message, sizeof(message), "%s is %s in %s%s", path[0] ? path : metric,
+		 nonfinite_text(v), val->results_name, was_string ? " (written as a string)" : "");
+	add_issue(val, nonfinite_kind(v), metric, where, message);
+}
+
+/* Appends a component to path[0..len); a path too long for the buffer is kept cut, and then
+ * only matches declared names by its last key. */
+static size_t path_push(char *path, size_t len, const char *key, long index)
+{
+	int n;
+
+	if (key)
+		n = snprintf(path + len, LB_PATH_MAX - len, "%s%s", len ? "." : "", key);
+	else
+		n = snprintf(path + len, LB_PATH_MAX - len, "[%ld]", index);
+	if (n < 0 || (size_t)n >= LB_PATH_MAX - len)
+		return LB_PATH_MAX - 1;
+	return len + (size_t)n;
+}
+
+static void walk_results(lb_validation *val, struct json_object *node, const char *key, char *path,
+			 size_t path_len, int depth)
+{
+	const char *metric = key ? key : (path[0] ? path : "(top level)");
+
+	if (depth > LB_WALK_DEPTH_MAX)
+		return;
+	switch (json_object_get_type(node)) {
+	case json_type_object: {
+		json_object_object_foreach(node, k, child) {
+			size_t n = path_push(path, path_len, k, 0);
+
+			mark_declared(val, k, path);
+			walk_results(val, child, k, path, n, depth + 1);
+			path[path_len] = '\0';
+		}
+		break;
+	}
+	case json_type_array: {
+		size_t n = json_object_array_length(node);
+
+		for (size_t i = 0; i < n; i++) {
+			size_t l = path_push(path, path_len, NULL, (long)i);
+
+			walk_results(val, json_object_array_get_idx(node, i), key, path, l,
+				     depth + 1);
+			path[path_len] = '\0';
+		}
+		break;
+	}
+	case json_type_double: {
+		double v = json_object_get_double(node);
+
+		if (!isfinite(v))
+			flag_result(val, metric, path, v, false);
+		break;
+	}
+	case json_type_string: {
+		/* json.dump(..., default=str), as the seed's template does, writes numpy's
+		 * float32 NaN as the string "nan": still a NaN metric. */
+		double v;
+
+		if (lb_parse_number(json_object_get_string(node),
+				    (size_t)json_object_get_string_len(node), &v) &&
+		    !isfinite(v))
+			flag_result(val, metric, path, v, true);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void walk_file(lb_validation *val, const char *name, struct json_object *doc)
+{
+	char path[LB_PATH_MAX] = "";
+
+	val->results_name = name;
+	walk_results(val, doc, NULL, path, 0, 0);
+}
+
+static bool in_stdout(const lb_metrics *m, const char *name)
+{
+	for (size_t i = 0; m && i < m->n_entries; i++)
+		if (strcmp(m->entries[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* The missing-metric issues; sources names where was looked ("results.json" or "results.json
+ * and run_0/final_info.json"), NULL for stdout only. */
+static void check_declared(lb_validation *val, const lb_metrics *m, const char *sources)
+{
+	for (size_t i = 0; i < val->n_declared; i++) {
+		char where[LB_PATH_MAX + 32];
+		char message[LB_PATH_MAX * 3 + 256];
+		const char *d = val->declared[i];
+
+		if (!d || val->found[i] || in_stdout(m, d))
+			continue;
+		snprintf(where, sizeof(where), "stdout%s%s", sources ? " and " : "",
+			 sources ? sources : "");
+		snprintf(message, sizeof(message),
+			 "declared metric %s was not reported: no '%s: value' line on stdout%s%s%s", d,
+			 d, sources ? " and no such key in " : "", sources ? sources : "",
+			 m && m->dropped_metrics ? " (some metric values were dropped: too many names)"
+						 : "");
+		add_issue(val, "missing", d, where, message);
+	}
+}
+
+size_t lb_metrics_validate(const lb_metrics *m, struct json_object *results,
+			   const char *results_name, const char *const *declared, size_t n,
+			   struct json_object *issues)
+{
+	LB_AUTOFREE bool *found = NULL;
+	lb_validation val = {
+		.issues = issues,
+		.results_name = results_name ? results_name : "results.json",
+		.declared = declared,
+		.n_declared = declared ? n : 0,
+	};
+	const char *name = val.results_name;
+
+	if (!issues || !json_object_is_type(issues, json_type_array))
+		return 0;
+	if (val.n_declared) {
+		found = calloc(val.n_declared, sizeof(*found));
+		if (!found)
+			return 0;
+		val.found = found;
+	}
+	if (m)
+		check_stdout(&val, m);
+	if (results)
+		walk_file(&val, name, results);
+	check_declared(&val, m, results ? name : NULL);
+	return val.count;
+}
+
+/* Timing ------------------------------------------------------------------------------------ */
+
+bool lb_time_estimate_accurate(double estimate_s, double actual_s, bool whole_plan_ran)
+{
+	double tolerance;
+
+	if (!isfinite(estimate_s) || !isfinite(actual_s) || estimate_s < 0 || actual_s < 0)
+		return true;
+	/* A second of slack: labbox's clock includes interpreter start-up and sandbox set-up,
+	 * which the experiment's own clock cannot see, and which dwarf 20% of a short run. */
+	tolerance = 0.2 * actual_s > 1.0 ? 0.2 * actual_s : 1.0;
+	if (estimate_s < actual_s - tolerance)
+		return false;
+	return !(whole_plan_ran && estimate_s > actual_s + tolerance);
+}
+
+bool lb_time_guard_premature(double fired_at_s, double budget_s)
+{
+	return isfinite(fired_at_s) && isfinite(budget_s) && fired_at_s >= 0 && budget_s > 0 &&
+	       fired_at_s < 0.5 * budget_s;
+}
+
+static void check_time_guard(lb_validation *val, const lb_metrics *m, double budget_s)
+{
+	double at = lb_metrics_time_guard_at(m);
+	char message[512];
+	struct json_object *rec;
+
+	if (!lb_time_guard_premature(at, budget_s))
+		return;
+	snprintf(message, sizeof(message),
+		 "TIME_GUARD fired at %.1fs (%s), before half of the %.1fs budget: the experiment "
+		 "saved partial results with most of its time left, so its guard is wrong (the "
+		 "seed's guard fires at 80%% of the budget)",
+		 at, m->time_guard_source ? m->time_guard_source : "unknown", budget_s);
+	rec = push_record(val->issues, "time_guard_early", "TIME_GUARD", "stdout", message);
+	if (!rec)
+		return;
+	val->count++;
+	lb_obj_add(rec, "fired_at_s", lb_json_number(at));
+	lb_obj_add(rec, "budget_s", lb_json_number(budget_s));
+}
+
+static void check_time_estimate(struct json_object *warnings, const lb_metrics *m,
+				const lb_metrics_run_info *info)
+{
+	double est = lb_metrics_time_estimate(m);
+	bool whole = info->completed && !lb_metrics_time_guard_fired(m);
+	char message[512];
+	struct json_object *rec;
+
+	if (est < 0 || info->wall_s < 0 || lb_time_estimate_accurate(est, info->wall_s, whole))
+		return;
+	if (whole)
+		snprintf(message, sizeof(message),
+			 "TIME_ESTIMATE said %.1fs but the run took %.1fs (%+.0f%%); the seed asks "
+			 "for an estimate within 20%%",
+			 est, info->wall_s, (est - info->wall_s) / info->wall_s * 100);
+	else
+		snprintf(message, sizeof(message),
+			 "TIME_ESTIMATE said %.1fs but the run had already taken %.1fs when it "
+			 "stopped short of its plan; the seed asks for an estimate within 20%%",
+			 est, info->wall_s);
+	rec = push_record(warnings, "time_estimate", "TIME_ESTIMATE", "stdout", message);
+	if (!rec)
+		return;
+	lb_obj_add(rec, "estimate_s", lb_json_number(est));
+	lb_obj_add(rec, "actual_s", lb_json_number(info->wall_s));
+}
+
+/* Identical conditions ------------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	/* splitmix64's finalizer: fingerprints are sums of these, which only stay
+	 * collision-poor when each term is well mixed. */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h * 0x100000001b3ULL;
+}
+
+static uint64_t hash_double(double v)
+{
+	uint64_t bits;
+
+	if (v == 0)
+		v = 0; /* -0.0 == 0.0 */
+	if (isnan(v))
+		v = NAN;
+	memcpy(&bits, &v, sizeof(bits));
+	return mix64(bits);
+}
+
+/* An entry that takes part in the comparison: a number (a SUMMARY whose mean or first field is
+ * one). Strings are labels ("model: resnet") more often than results. */
+static bool entry_counts(const lb_metric_entry *e)
+{
+	return e->group > 0 && e->kind == LB_METRIC_NUMBER;
+}
+
+static uint64_t entry_fingerprint(const lb_metric_entry *e)
+{
+	uint64_t h = hash_str(0xcbf29ce484222325ULL + e->cls, e->name);
+
+	if (e->cls == LB_CLS_TAGGED)
+		h = hash_str(h, e->tags);
+	if (e->cls == LB_CLS_SUMMARY)
+		return mix64(hash_str(h, e->tags));
+	return mix64(h ^ hash_double(e->number));
+}
+
+static bool same_value(const lb_metric_entry *a, const lb_metric_entry *b)
+{
+	if (a->cls == LB_CLS_SUMMARY)
+		return strcmp(a->tags, b->tags) == 0;
+	return a->number == b->number || (isnan(a->number) && isnan(b->number));
+}
+
+/* Whether groups ga and gb hold the same numbers; their counts are already known equal. */
+static bool groups_equal(const lb_metrics *m, uint32_t ga, uint32_t gb)
+{
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const lb_metric_entry *e = &m->entries[i];
+		long j;
+
+		if (e->group != ga || !entry_counts(e))
+			continue;
+		j = lb_metrics_find(m, gb, e->cls, e->name, e->tags);
+		if (j < 0 || !entry_counts(&m->entries[j]) || !same_value(e, &m->entries[j]))
+			return false;
+	}
+	return true;
+}
+
+typedef struct fingerprint {
+	uint64_t hash;
+	size_t count;
+	size_t index; /* group - 1, or member position in a file */
+} fingerprint;
+
+static int fp_cmp(const void *pa, const void *pb)
+{
+	const fingerprint *a = pa, *b = pb;
+
+	if (a->hash != b->hash)
+		return a->hash < b->hash ? -1 : 1;
+	if (a->count != b->count)
+		return a->count < b->count ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+typedef bool (*same_fn)(const void *ctx, size_t a, size_t b);
+
+/* head[i] = the smallest index whose results equal i's (i itself when none). fps must be
+ * sorted; candidates are runs of equal (hash, count). */
+static void cluster(fingerprint *fps, size_t n, same_fn same, const void *ctx, size_t *head)
+{
+	for (size_t s = 0; s < n;) {
+		size_t e = s + 1;
+
+		while (e < n && fps[e].hash == fps[s].hash && fps[e].count == fps[s].count)
+			e++;
+		for (size_t a = s; a < e; a++) {
+			if (head[fps[a].index] != fps[a].index)
+				continue; /* already in an earlier cluster */
+			for (size_t b = a + 1; b < e; b++)
+				if (head[fps[b].index] == fps[b].index && same(ctx, fps[a].index, fps[b].index))
+					head[fps[b].index] = fps[a].index;
+		}
+		s = e;
+	}
+}
+
+typedef struct identical_ctx {
+	struct json_object *warnings;
+	lb_buf reported; /* "\x1e"-separated "\x1f"-joined name lists already warned about */
+} identical_ctx;
+
+static bool already_reported(const lb_buf *reported, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = reported->data; p && (p = strchr(p, '\x1e')); p++)
+		if (strncmp(p + 1, key, kl) == 0 && (p[1 + kl] == '\x1e' || p[1 + kl] == '\0'))
+			return true;
+	return false;
+}
+
+/* One warning for the cluster of `first` (names[i] for members i with head[i] == first). */
+static void warn_cluster(identical_ctx *ic, const char *where, bool from_file, const char *const *names,
+			 const size_t *head, size_t n, size_t first, size_t metrics)
+{
+	LB_AUTOFREE char *key = NULL;
+	lb_buf list = { 0 }, keyb = { 0 };
+	struct json_object *arr = json_object_new_array(), *rec;
+	size_t members = 0;
+	char message[2048];
+
+	if (!arr)
+		return;
+	for (size_t i = first; i < n; i++) {
+		if (head[i] != first)
+			continue;
+		if (lb_arr_add(arr, json_object_new_string(names[i])) < 0)
+			goto out;
+		lb_buf_printf(&keyb, "%s\x1f", names[i]);
+		if (members < LB_IDENTICAL_NAMED)
+			lb_buf_printf(&list, "%s%s", members ? ", " : "", names[i]);
+		members++;
+	}
+	if (members > LB_IDENTICAL_NAMED)
+		lb_buf_printf(&list, " and %zu more", members - LB_IDENTICAL_NAMED);
+	key = keyb.data ? lb_steal_ptr(&keyb.data) : strdup("");
+	/* The seed's template prints each condition's metrics and writes them to results.json
+	 * too: one warning for both. */
+	if (!key || already_reported(&ic->reported, key))
+		goto out;
+	lb_buf_printf(&ic->reported, "\x1e%s", key);
+	if (from_file)
+		snprintf(message, sizeof(message),
+			 "%zu entries of %s hold identical results (%s): check that each condition "
+			 "really changes the experiment",
+			 members, where, list.data ? list.data : "");
+	else
+		snprintf(message, sizeof(message),
+			 "%zu conditions report identical results (%zu metric%s each: %s): check that "
+			 "each condition really changes the experiment",
+			 members, metrics, metrics == 1 ? "" : "s", list.data ? list.data : "");
+	rec = push_record(ic->warnings, "identical_conditions", NULL, where, message);
+	if (rec && lb_obj_add(rec, "conditions", arr) == 0)
+		arr = NULL;
+out:
+	json_object_put(arr);
+	lb_buf_free(&list);
+	lb_buf_free(&keyb);
+}
+
+static bool stdout_same(const void *ctx, size_t a, size_t b)
+{
+	return groups_equal(ctx, (uint32_t)a + 1, (uint32_t)b + 1);
+}
+
+static void identical_stdout(identical_ctx *ic, const lb_metrics *m)
+{
+	LB_AUTOFREE fingerprint *fps = NULL;
+	LB_AUTOFREE fingerprint *by_group = NULL;
+	LB_AUTOFREE size_t *head = NULL;
+	size_t n = 0, g = m->n_conditions;
+
+	if (g < 2)
+		return;
+	by_group = calloc(g, sizeof(*by_group));
+	fps = calloc(g, sizeof(*fps));
+	head = calloc(g, sizeof(*head));
+	if (!by_group || !fps || !head)
+		return;
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const lb_metric_entry *e = &m->entries[i];
+
+		if (!entry_counts(e) || e->group > g)
+			continue;
+		by_group[e->group - 1].hash += entry_fingerprint(e);
+		by_group[e->group - 1].count++;
+	}
+	for (size_t i = 0; i < g; i++) {
+		head[i] = i;
+		if (by_group[i].count == 0)
+			continue;
+		fps[n] = by_group[i];
+		fps[n++].index = i;
+	}
+	qsort(fps, n, sizeof(*fps), fp_cmp);
+	cluster(fps, n, stdout_same, m, head);
+	for (size_t i = 0; i < g; i++) {
+		bool has_more = false;
+
+		if (head[i] != i)
+			continue;
+		for (size_t j = i + 1; j < g && !has_more; j++)
+			has_more = head[j] == i;
+		if (has_more)
+			warn_cluster(ic, "stdout", false, (const char *const *)m->conditions, head, g,
+				     i, by_group[i].count);
+	}
+}
+
+/* Order-independent for objects, as json_object_equal is; counts numbers into *numbers. */
+static uint64_t json_fingerprint(struct json_object *o, int depth, size_t *numbers)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(json_object_get_type(o) + 1);
+
+	if (depth > LB_WALK_DEPTH_MAX)
+		return h;
+	switch (json_object_get_type(o)) {
+	case json_type_object: {
+		json_object_object_foreach(o, k, child)
+			h += mix64(hash_str(0, k) ^ json_fingerprint(child, depth + 1, numbers));
+		return mix64(h);
+	}
+	case json_type_array: {
+		size_t n = json_object_array_length(o);
+
+		for (size_t i = 0; i < n; i++)
+			h = mix64(h ^ json_fingerprint(json_object_array_get_idx(o, i), depth + 1,
+						       numbers));
+		return h;
+	}
+	case json_type_double:
+		(*numbers)++;
+		return mix64(h ^ hash_double(json_object_get_double(o)));
+	case json_type_int:
+		(*numbers)++;
+		return mix64(h ^ (uint64_t)json_object_get_int64(o));
+	case json_type_string:
+		return mix64(hash_str(h, json_object_get_string(o)));
+	case json_type_boolean:
+		return mix64(h ^ (uint64_t)json_object_get_boolean(o));
+	default:
+		return h;
+	}
+}
+
+typedef struct file_members {
+	struct json_object **vals;
+} file_members;
+
+static bool file_same(const void *ctx, size_t a, size_t b)
+{
+	const file_members *fm = ctx;
+
+	return json_object_equal(fm->vals[a], fm->vals[b]) == 1;
+}
+
+/* Members of a file's top-level object that are objects holding numbers are the conditions
+ * of the seed's results.json ({cond: {metric: v}}) and the datasets of final_info.json. */
+static void identical_file(identical_ctx *ic, const char *name, struct json_object *doc)
+{
+	LB_AUTOFREE fingerprint *fps = NULL;
+	LB_AUTOFREE size_t *head = NULL;
+	LB_AUTOFREE const char **names = NULL;
+	LB_AUTOFREE struct json_object **vals = NULL;
+	size_t n = 0, cap;
+	file_members fm;
+
+	if (!json_object_is_type(doc, json_type_object))
+		return;
+	cap = (size_t)json_object_object_length(doc);
+	if (cap > LB_IDENTICAL_MEMBERS_MAX)
+		cap = LB_IDENTICAL_MEMBERS_MAX;
+	if (cap < 2)
+		return;
+	fps = calloc(cap, sizeof(*fps));
+	head = calloc(cap, sizeof(*head));
+	names = calloc(cap, sizeof(*names));
+	vals = calloc(cap, sizeof(*vals));
+	if (!fps || !head || !names || !vals)
+		return;
+	json_object_object_foreach(doc, k, child) {
+		size_t numbers = 0;
+		uint64_t h;
+
+		if (n >= cap)
+			break;
+		if (!json_object_is_type(child, json_type_object))
+			continue;
+		h = json_fingerprint(child, 0, &numbers);
+		if (numbers == 0)
+			continue;
+		names[n] = k;
+		vals[n] = child;
+		head[n] = n;
+		fps[n] = (fingerprint){ .hash = h, .count = numbers, .index = n };
+		n++;
+	}
+	qsort(fps, n, sizeof(*fps), fp_cmp);
+	fm.vals = vals;
+	cluster(fps, n, file_same, &fm, head);
+	for (size_t i = 0; i < n; i++) {
+		bool has_more = false;
+
+		if (head[i] != i)
+			continue;
+		for (size_t j = i + 1; j < n && !has_more; j++)
+			has_more = head[j] == i;
+		if (has_more)
+			warn_cluster(ic, name, true, names, head, n, i, 0);
+	}
+}
+
+/* The whole run ------------------------------------------------------------------------------ */
+
+static void warn_dropped_tagged(struct json_object *warnings, const lb_metrics *m)
+{
+	char message[256];
+
+	if (!m->dropped_tagged)
+		return;
+	snprintf(message, sizeof(message),
+		 "%zu tagged metric values were not kept: labbox keeps at most %d distinct "
+		 "condition=... series",
+		 m->dropped_tagged, LB_METRICS_MAX_TAGGED);
+	push_record(warnings, "dropped_tagged", NULL, "stdout", message);
+}
+
+static void issue_dropped(lb_validation *val, const lb_metrics *m)
+{
+	char message[256];
+
+	if (!m->dropped_metrics)
+		return;
+	/* Metrics past the collector's caps are lost; that is never silent. */
+	snprintf(message, sizeof(message),
+		 "too many distinct metrics or conditions: %zu values were dropped (labbox keeps at "
+		 "most %d metric names, %d SUMMARY lines and %d conditions)",
+		 m->dropped_metrics, LB_METRICS_MAX_ENTRIES, LB_METRICS_MAX_SUMMARIES,
+		 LB_METRICS_MAX_CONDITIONS);
+	add_issue(val, "dropped", NULL, "stdout", message);
+}
+
+size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
+			       struct json_object *issues, struct json_object *warnings)
+{
+	LB_AUTOFREE bool *found = NULL;
+	lb_validation val = { .issues = issues };
+	identical_ctx ic = { .warnings = warnings };
+	lb_buf sources = { 0 };
+	size_t nfiles = 0, i = 0;
+
+	if (!info || !issues || !json_object_is_type(issues, json_type_array))
+		return 0;
+	if (warnings && !json_object_is_type(warnings, json_type_array))
+		warnings = ic.warnings = NULL;
+	if (info->files && !json_object_is_type(info->files, json_type_object))
+		return 0;
+	val.declared = info->declared;
+	val.n_declared = info->declared ? info->n_declared : 0;
+	if (val.n_declared) {
+		found = calloc(val.n_declared, sizeof(*found));
+		if (!found)
+			return 0;
+		val.found = found;
+	}
+	if (m)
+		check_stdout(&val, m);
+	if (info->files) {
+		nfiles = (size_t)json_object_object_length(info->files);
+		json_object_object_foreach(info->files, name, doc) {
+			walk_file(&val, name, doc);
+			lb_buf_printf(&sources, "%s%s", i == 0 ? "" : i + 1 == nfiles ? " and " : ", ",
+				      name);
+			i++;
+		}
+	}
+	if (m)
+		issue_dropped(&val, m);
+	check_declared(&val, m, sources.data);
+	if (m && m->time_guard)
+		check_time_guard(&val, m, info->budget_s);
+	lb_buf_free(&sources);
+	if (!warnings)
+		return val.count;
+	if (m) {
+		check_time_estimate(warnings, m, info);
+		identical_stdout(&ic, m);
+	}
+	if (info->files) {
+		json_object_object_foreach(info->files, name, doc)
+			identical_file(&ic, name, doc);
+	}
+	if (m)
+		warn_dropped_tagged(warnings, m);
+	lb_buf_free(&ic.reported);
+	return val.count;
+}
