@@ -71,6 +71,11 @@ int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
 int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what);
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);
+/* Whether a run without limits still gets a cgroup, to measure the whole tree's peak memory
+ * (default on). Moving a process into a cgroup costs milliseconds (the kernel waits for an RCU
+ * grace period), which matters to short commands; without one, peak memory is the largest
+ * resident set of any single process. */
+int lb_sandbox_set_cgroup_accounting(lb_sandbox *sb, bool on);
 /* Input for the payload's stdin, relayed through a pipe (the payload never gets the caller's
  * descriptor, which may be a terminal). -1 (the default): /dev/null. */
 int lb_sandbox_set_stdin(lb_sandbox *sb, int fd);

@@ -22,7 +22,10 @@ static const char exec_help[] =
 	"\n"
 	"Options:\n"
 	"  -w, --workdir DIR    bind host DIR writable at the same path and start there\n"
-	"                       (default: start in the private /tmp)\n" CLI_SANDBOX_HELP
+	"                       (default: start in the private /tmp)\n"
+	"  --peak-memory        measure the whole tree's peak memory in a cgroup (costs a few\n"
+	"                       ms of start-up); otherwise --json reports the largest single\n"
+	"                       process (resources.peak_rss_source says which)\n" CLI_SANDBOX_HELP
 	"\n"
 	"Exit status: CMD's own, 128+N when killed by signal N, 124 when the budget ended it,\n"
 	"125 when the sandbox could not be set up, 126/127 when CMD cannot be run or is not found,\n"
@@ -56,11 +59,13 @@ int cli_exec(int argc, char **argv)
 	static const struct option longopts[] = {
 		CLI_SANDBOX_LONGOPTS,
 		{"workdir", required_argument, NULL, 'w'},
+		{"peak-memory", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cli_sandbox_opts o = {0};
 	const char *workdir = NULL;
+	bool tree_peak = false;
 	int rc = CLI_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
 	char *prog = NULL;
@@ -79,6 +84,9 @@ int cli_exec(int argc, char **argv)
 			goto out;
 		case 'w':
 			workdir = optarg;
+			break;
+		case 'P':
+			tree_peak = true;
 			break;
 		default:
 			cli_bad_option("exec", argv, optopt);
@@ -115,6 +123,9 @@ int cli_exec(int argc, char **argv)
 	exec_out eo = {.stdout_fd = o.json ? 2 : 1};
 	lb_sandbox_set_output(sb, false, relay, &eo);
 	lb_sandbox_set_stdin(sb, 0);
+	/* exec is for short commands: peak memory from the cgroup only with --peak-memory or a
+	 * limit (which needs the cgroup anyway). */
+	lb_sandbox_set_cgroup_accounting(sb, tree_peak);
 
 	lb_sandbox_result res;
 	int r = lb_sandbox_run(sb, &res);

@@ -74,6 +74,7 @@ int lb_sandbox_new(lb_sandbox **out)
 	sb->net = LB_NET_NONE;
 	sb->merged = true;
 	sb->stdin_fd = -1;
+	sb->cgroup_accounting = true;
 	sb->tmpfs_size = (uint64_t)1 << 30;
 	sb->host_uid = getuid();
 	sb->host_gid = getgid();
@@ -339,6 +340,12 @@ int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ct
 	sb->merged = merged;
 	sb->out_fn = fn;
 	sb->out_ctx = ctx;
+	return 0;
+}
+
+int lb_sandbox_set_cgroup_accounting(lb_sandbox *sb, bool on)
+{
+	sb->cgroup_accounting = on;
 	return 0;
 }
 

@@ -817,11 +817,11 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 }
 
 /* A cgroup per run when one can be had: limits need it, accounting profits from it. */
-static bool make_run_cgroup(const lb_cgroup_support *cs, const lb_cgroup_limits *lim,
-			    lb_cgroup *cg, lb_sandbox_result *res)
+static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
+			    const lb_cgroup_limits *lim, lb_cgroup *cg, lb_sandbox_result *res)
 {
 	bool needed = lim->memory || lim->pids || lim->cpus > 0;
-	if (!cs->memory && !needed)
+	if (!needed && (!cs->memory || !sb->cgroup_accounting))
 		return true;
 	char name[64], rnd[9];
 	if (lb_random_hex(rnd, 4) < 0)
@@ -856,7 +856,10 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		return -EINVAL;
 	fill_isolation(sb, &res->isolation);
 	lb_cgroup_support cs;
-	lb_cgroup_probe(&cs);
+	memset(&cs, 0, sizeof cs);
+	/* Reading the cgroup layout is only worth it when a cgroup may be used. */
+	if (sb->memory || sb->pids || sb->cpus > 0 || sb->cgroup_accounting)
+		lb_cgroup_probe(&cs);
 	lb_cgroup_limits lim;
 	uint64_t rlimit_data = 0;
 	long rlimit_nproc = 0;
@@ -871,7 +874,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	}
 	lb_cgroup cg;
 	memset(&cg, 0, sizeof cg);
-	if (!make_run_cgroup(&cs, &lim, &cg, res)) {
+	if (!make_run_cgroup(sb, &cs, &lim, &cg, res)) {
 		lb_seccomp_free(filter);
 		return 0;
 	}

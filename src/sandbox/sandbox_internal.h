@@ -44,6 +44,7 @@ struct lb_sandbox {
 	uint64_t tmpfs_size;
 	uid_t host_uid;
 	gid_t host_gid;
+	bool cgroup_accounting; /* a cgroup for peak memory even without limits */
 	unsigned degraded; /* LB_DEGRADED_* the user accepted */
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
