@@ -39,7 +39,7 @@ TS_OBJ   := $(TS_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps check unit e2e san-check fuzz-smoke bench demo install clean
+.PHONY: all deps check unit e2e escape fuzz-smoke bench demo install clean
 all: $(BUILD)/labbox
 
 $(BUILD)/obj/%.o: %.c
@@ -72,14 +72,24 @@ unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 e2e: $(BUILD)/labbox
-	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q tests/e2e
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e
 
-# `check` installs what is missing, builds, and runs everything: unit and end-to-end tests on the
-# normal build, then both again on the sanitizer build, then a short smoke run of each fuzz target.
+# The hostile-experiment corpus: containment checked from the host's side.
+escape: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/escape
+
+# `check` installs what is missing, builds, and runs everything: unit tests, end-to-end tests and
+# the hostile-experiment corpus on the normal build, all three again on the sanitizer build, a
+# short smoke run of each fuzz target; then, when run as root, the end-to-end tests and the corpus
+# once more as an ordinary user (tests/escape/run-as-user creates one), on both builds.
 check: deps
-	$(MAKE) all unit e2e
-	$(MAKE) SAN=1 all unit e2e
+	$(MAKE) all unit e2e escape
+	$(MAKE) SAN=1 all unit e2e escape
 	$(MAKE) fuzz-smoke
+	@if [ "$$(id -u)" = 0 ]; then \
+	  tests/escape/run-as-user && \
+	  LABBOX_BIN=$(abspath build-san/labbox) tests/escape/run-as-user; \
+	else echo "make check: not root, so the ordinary-user pass is this one"; fi
 
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)

@@ -41,6 +41,7 @@ typedef struct lb_run_request {
 	const char *const *metrics; /* declared on the command line, added to labbox.yaml's */
 	size_t nmetrics;
 	uint64_t log_limit; /* 0: 16 MiB */
+	uint64_t disk_limit; /* bytes the experiment may write into exp/; 0: none */
 	lb_output_fn echo;  /* live copy of the experiment's output; may be NULL */
 	void *echo_ctx;
 	int policy;          /* lb_check_policy: the static check before anything runs */

@@ -58,6 +58,10 @@ int lb_sandbox_add_device(lb_sandbox *sb, const char *path);
  * -ENODEV (with err naming what is missing) when the host lacks an asked-for GPU. */
 int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen);
 int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */
+/* At most bytes written under the host directory path (the writable work directory) during
+ * the run: checked four times a second, plus RLIMIT_FSIZE for single files; past it the tree
+ * is ended as for the budget and the outcome is LB_SB_DISK_LIMIT. 0: no limit. */
+int lb_sandbox_set_disk_limit(lb_sandbox *sb, const char *path, uint64_t bytes);
 int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
 int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 /* Limits enforced through cgroups; 0 means unset. */
@@ -87,6 +91,7 @@ typedef enum lb_sandbox_outcome {
 	LB_SB_SIGNALED,     /* the payload was killed by a signal; term_signal set */
 	LB_SB_TIMEOUT,      /* the budget ended it */
 	LB_SB_INTERRUPTED,  /* labbox got SIGINT/SIGTERM/SIGHUP and ended it */
+	LB_SB_DISK_LIMIT,   /* it wrote more than the disk limit; labbox ended it */
 	LB_SB_SETUP_FAILED, /* the sandbox could not be set up or the command not executed */
 } lb_sandbox_outcome;
 
@@ -111,6 +116,7 @@ typedef struct lb_sandbox_result {
 	int exit_code;   /* valid for EXITED; -1 otherwise */
 	int term_signal; /* signal that ended the payload, 0 if it exited */
 	bool timed_out;
+	bool disk_limited;
 	bool interrupted;
 	int interrupt_signal; /* the signal labbox received */
 	double wall_s, cpu_user_s, cpu_sys_s;

@@ -52,6 +52,9 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
 int lb_mkdir_p(const char *path, mode_t mode);
+/* Bytes allocated to everything under path (st_blocks), never following symlinks or crossing
+ * into other file systems; what cannot be read counts as nothing. */
+uint64_t lb_disk_usage(const char *path);
 /* Path of a regular executable file: PATH lookup when name has no slash. */
 int lb_find_executable(const char *name, char **out);
 

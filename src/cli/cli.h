@@ -24,6 +24,8 @@ typedef struct cli_sandbox_opts {
 	size_t nvolumes;
 	bool json;
 	char *gpus;      /* --gpus all|0,1|none */
+	uint64_t disk_limit; /* --disk-limit; 0: the default */
+	bool disk_limit_set;
 	char **degraded; /* --allow-degraded WHAT */
 	size_t ndegraded;
 } cli_sandbox_opts;
@@ -39,6 +41,7 @@ enum {
 	OPT_JSON,
 	OPT_DEGRADED,
 	OPT_GPUS,
+	OPT_DISK,
 	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
 };
 
@@ -52,6 +55,7 @@ enum {
 		{"json", no_argument, NULL, OPT_JSON}, {"env", required_argument, NULL, 'e'},  \
 		{"allow-degraded", required_argument, NULL, OPT_DEGRADED},                     \
 		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
+		{"disk-limit", required_argument, NULL, OPT_DISK},                             \
 		{"volume", required_argument, NULL, 'v'}
 
 #define CLI_SANDBOX_HELP                                                                       \
@@ -65,6 +69,8 @@ enum {
 	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
 	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \
 	"  --cpus N             CPU limit, e.g. 1.5\n"                                          \
+	"  --disk-limit SIZE    most the command may write into its writable directory\n"      \
+	"                       (default: half the free space there, at most 10g; 0: none)\n" \
 	"  --pids-limit N       limit on the number of processes and threads\n"                \
 	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
@@ -80,6 +86,9 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
  * bad flag, 125 for a GPU the host does not have). */
 int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
 void cli_sandbox_opts_free(cli_sandbox_opts *o);
+/* The disk limit for a writable directory: --disk-limit, else half the free space of its file
+ * system capped at 10 GiB. */
+uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir);
 struct json_object;
 /* The shared flags as JSON (kept in the manifest) and back (for rerun). */
 struct json_object *cli_sandbox_json(const cli_sandbox_opts *o);

@@ -49,6 +49,7 @@ static const char *outcome_name(lb_sandbox_outcome o)
 	case LB_SB_SIGNALED: return "signaled";
 	case LB_SB_TIMEOUT: return "timeout";
 	case LB_SB_INTERRUPTED: return "interrupted";
+	case LB_SB_DISK_LIMIT: return "disk_limit";
 	case LB_SB_SETUP_FAILED: return "infra_error";
 	}
 	return "infra_error";
@@ -111,6 +112,7 @@ int cli_exec(int argc, char **argv)
 			cli_error("exec", "--workdir '%s': %s", workdir, strerror(-r));
 			goto out;
 		}
+		lb_sandbox_set_disk_limit(sb, workdir, cli_disk_limit(&o, workdir));
 	}
 	rc = cli_resolve_program("exec", argv[optind], sb, &prog);
 	if (rc != 0)
@@ -140,6 +142,9 @@ int cli_exec(int argc, char **argv)
 	else if (res.oom_killed && res.outcome == LB_SB_SIGNALED)
 		cli_error("exec", "killed for exceeding the memory limit of %llu bytes",
 			  (unsigned long long)o.memory);
+	else if (res.outcome == LB_SB_DISK_LIMIT)
+		cli_error("exec", "wrote more than the disk limit under %s; the process tree was killed",
+			  workdir);
 	else if (res.outcome == LB_SB_TIMEOUT)
 		cli_error("exec", "time budget of %gs exceeded; the process tree was killed",
 			  o.budget);

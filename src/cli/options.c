@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -109,6 +110,15 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 	case OPT_JSON:
 		o->json = true;
 		return 1;
+	case OPT_DISK:
+		if (strcmp(arg, "0") == 0) {
+			o->disk_limit = 0;
+		} else if (lb_parse_size(arg, &o->disk_limit) < 0 || o->disk_limit == 0) {
+			cli_error(cmd, "--disk-limit '%s' is not a size such as 2g, or 0 for none", arg);
+			return -1;
+		}
+		o->disk_limit_set = true;
+		return 1;
 	case OPT_GPUS:
 		free(o->gpus);
 		o->gpus = strdup(arg);
@@ -204,6 +214,28 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 	return 0;
 }
 
+uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir)
+{
+	if (o->disk_limit_set)
+		return o->disk_limit;
+	/* The directory may not exist yet: its nearest existing ancestor is on the same disk. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s", dir);
+	struct statvfs v;
+	while (statvfs(path, &v) < 0) {
+		char *slash = strrchr(path, '/');
+		if (!slash || slash == path) {
+			snprintf(path, sizeof path, "%s", slash == path ? "/" : ".");
+			if (statvfs(path, &v) < 0)
+				return (uint64_t)10 << 30;
+			break;
+		}
+		*slash = '\0';
+	}
+	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2;
+	return half < ((uint64_t)10 << 30) ? half : (uint64_t)10 << 30;
+}
+
 void cli_sandbox_opts_free(cli_sandbox_opts *o)
 {
 	for (size_t i = 0; i < o->nenv; i++)
@@ -288,6 +320,8 @@ json_object *cli_sandbox_json(const cli_sandbox_opts *o)
 	json_object_object_add(j, "volumes", strv_to_json(o->volumes, o->nvolumes));
 	json_object_object_add(j, "allow_degraded", strv_to_json(o->degraded, o->ndegraded));
 	json_object_object_add(j, "gpus", o->gpus ? json_object_new_string(o->gpus) : NULL);
+	json_object_object_add(j, "disk_limit_bytes",
+			       o->disk_limit_set ? json_object_new_int64((int64_t)o->disk_limit) : NULL);
 	return j;
 }
 
@@ -322,6 +356,10 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	if (json_object_object_get_ex(j, "grace_s", &v) && v) {
 		o->grace = json_object_get_double(v);
 		o->grace_set = true;
+	}
+	if (json_object_object_get_ex(j, "disk_limit_bytes", &v) && v) {
+		o->disk_limit = (uint64_t)json_object_get_int64(v);
+		o->disk_limit_set = true;
 	}
 	if (json_object_object_get_ex(j, "gpus", &v) && v && !(o->gpus = strdup(json_object_get_string(v))))
 		return -ENOMEM;

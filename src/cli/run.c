@@ -267,6 +267,8 @@ int cli_run(int argc, char **argv)
 		goto done;
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
+	/* The default depends on the file system the run directories will live on. */
+	req.disk_limit = cli_disk_limit(&o, req.runs_dir ? req.runs_dir : ".labbox/runs");
 	req.grace = o.grace_set ? o.grace : 5.0;
 	req.metrics = (const char *const *)metrics;
 	req.nmetrics = nmetrics;

@@ -814,6 +814,7 @@ int cli_rerun(int argc, char **argv)
 		req.nmetrics = metrics ? n : 0;
 	}
 	req.sandbox_config = sbj;
+	req.disk_limit = cli_disk_limit(&so, o.runs_dir ? o.runs_dir : ".labbox/runs");
 	lb_check_policy pol = LB_CHECK_STANDARD;
 	if (json_object_object_get_ex(cfg, "policy", &v) && v)
 		lb_check_policy_parse(json_object_get_string(v), &pol);

@@ -390,6 +390,7 @@ static const char *const network_text[] = {
 	"offline mode", NULL
 };
 static const char *const no_space_text[] = { "No space left on device", "Disk quota exceeded",
+					     "File too large",
 					     NULL };
 static const char *const limit_text[] = { "can't start new thread", "Too many open files",
 					  "Resource temporarily unavailable", NULL };

@@ -50,6 +50,7 @@ typedef struct run_state {
 	const char **declared;
 	size_t ndeclared;
 	char *exp_dir; /* run_dir/exp */
+	uint64_t disk_limit;
 } run_state;
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
@@ -97,6 +98,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
 	st->budget = req->budget > 0 ? req->budget : st->cfg.budget;
+	st->disk_limit = req->disk_limit;
 
 	st->ndeclared = st->cfg.nmetrics + req->nmetrics;
 	st->declared = calloc(st->ndeclared + 1, sizeof *st->declared);
@@ -155,6 +157,9 @@ static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *
 	case LB_SB_INTERRUPTED:
 		*exit_code = 128 + (res->interrupt_signal ? res->interrupt_signal : SIGINT);
 		return "interrupted";
+	case LB_SB_DISK_LIMIT:
+		*exit_code = LB_EXIT_FAILED;
+		return "disk_limit";
 	case LB_SB_SIGNALED:
 		*exit_code = LB_EXIT_FAILED;
 		return "failed";
@@ -244,6 +249,17 @@ static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *i
 		lb_sandbox_add_env(sb, kv);
 	}
 	lb_sandbox_set_budget(sb, st->budget);
+	lb_sandbox_set_disk_limit(sb, st->exp_dir, st->disk_limit);
+}
+
+static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
+{
+	json_object *f = json_object_new_object();
+	json_object_object_add(f, "class", json_object_new_string(cls));
+	json_object_object_add(f, "summary", json_object_new_string(summary));
+	json_object_object_add(f, "evidence", json_object_new_array());
+	json_object_object_add(f, "suggestion", json_object_new_string(suggestion));
+	return f;
 }
 
 /* The run index is a record, not a protection: when it cannot be written the run goes on,
@@ -449,6 +465,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		exit_code = LB_EXIT_REJECTED;
 	}
 	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
+		       res.outcome == LB_SB_DISK_LIMIT ||
 		       res.outcome == LB_SB_SIGNALED ||
 		       (res.outcome == LB_SB_EXITED && res.exit_code != 0);
 	partial = partial && (lb_metrics_count(metrics) > 0 || json_object_object_length(files_read) > 0);
@@ -473,18 +490,20 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		.infra_message = res.setup_error,
 	};
 	json_object *failure = NULL;
-	if (res.outcome != LB_SB_INTERRUPTED && !rejected)
-		failure = lb_diagnose_failure(&fin);
-	if (!failure && res.outcome == LB_SB_INTERRUPTED) {
-		failure = json_object_new_object();
-		json_object_object_add(failure, "class", json_object_new_string("interrupted"));
-		char s[96];
-		snprintf(s, sizeof s, "labbox received %s and ended the run",
+	if (res.outcome == LB_SB_INTERRUPTED) {
+		char sum[96];
+		snprintf(sum, sizeof sum, "labbox received %s and ended the run",
 			 strsignal(res.interrupt_signal));
-		json_object_object_add(failure, "summary", json_object_new_string(s));
-		json_object_object_add(failure, "evidence", json_object_new_array());
-		json_object_object_add(failure, "suggestion",
-				       json_object_new_string("run it again when it can finish"));
+		failure = simple_failure("interrupted", sum, "run it again when it can finish");
+	} else if (res.outcome == LB_SB_DISK_LIMIT) {
+		char sum[160];
+		snprintf(sum, sizeof sum,
+			 "the experiment wrote more than the disk limit of %llu bytes into exp/",
+			 (unsigned long long)st->disk_limit);
+		failure = simple_failure("sandbox_restriction", sum,
+					 "write less (checkpoints, logs), or raise --disk-limit");
+	} else if (!rejected) {
+		failure = lb_diagnose_failure(&fin);
 	}
 
 	json_object_object_add(doc, "status", json_object_new_string(status));
@@ -543,6 +562,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "policy",
 			       json_object_new_string(lb_check_policy_name((lb_check_policy)req->policy)));
 	json_object_object_add(cfg, "trust_project", json_object_new_boolean(req->trust_project));
+	json_object_object_add(cfg, "disk_limit_bytes", json_object_new_int64((int64_t)st->disk_limit));
 	json_object_object_add(cfg, "log_limit_bytes",
 			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
 	json_object *envj = json_object_new_object();

@@ -8,7 +8,9 @@
 #include "cgroup.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -236,6 +238,43 @@ static int make_child(const char *parent, const char *name, char *out, size_t n)
 		return e;
 	}
 	return 0;
+}
+
+/* Cgroups of runs whose labbox was killed before it could remove them: empty (their tree died
+ * with the namespace), named after a pid that no longer exists. */
+static void reap_stale_in(const char *parent)
+{
+	if (!parent[0])
+		return;
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, "labbox-", 7) != 0)
+			continue;
+		long pid = strtol(e->d_name + 7, &end, 10);
+		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+			continue;
+		char path[PATH_MAX];
+		char sub[300];
+		snprintf(sub, sizeof sub, "/%s", e->d_name);
+		if (path_join(path, sizeof path, parent, sub))
+			rmdir(path); /* fails harmlessly if something still lives there */
+	}
+	closedir(d);
+}
+
+void lb_cgroup_reap_stale(const lb_cgroup_support *s)
+{
+	if (s->version == 2) {
+		reap_stale_in(s->v2_dir);
+		return;
+	}
+	reap_stale_in(s->memory ? s->v1_memory : "");
+	reap_stale_in(s->pids ? s->v1_pids : "");
+	reap_stale_in(s->cpu ? s->v1_cpu : "");
 }
 
 int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,

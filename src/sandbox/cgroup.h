@@ -34,6 +34,7 @@ typedef struct lb_cgroup {
 } lb_cgroup;
 
 void lb_cgroup_probe(lb_cgroup_support *s);
+void lb_cgroup_reap_stale(const lb_cgroup_support *s);
 int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
 		     const char *name, char *err, size_t errlen);
 int lb_cgroup_attach(const lb_cgroup *cg, pid_t pid);

@@ -118,6 +118,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 		return;
 	strv_free(sb->argv, sb->argc);
 	free(sb->workdir);
+	free(sb->disk_path);
 	for (size_t i = 0; i < sb->nbinds; i++) {
 		free(sb->binds[i].src);
 		free(sb->binds[i].dst);
@@ -284,6 +285,17 @@ int lb_sandbox_set_budget(lb_sandbox *sb, double seconds)
 	return 0;
 }
 
+int lb_sandbox_set_disk_limit(lb_sandbox *sb, const char *path, uint64_t bytes)
+{
+	char *p = path ? strdup(path) : NULL;
+	if (path && !p)
+		return -ENOMEM;
+	free(sb->disk_path);
+	sb->disk_path = p;
+	sb->disk_limit = bytes;
+	return 0;
+}
+
 int lb_sandbox_set_grace(lb_sandbox *sb, double seconds)
 {
 	if (!(seconds >= 0))
@@ -372,6 +384,8 @@ int lb_sandbox_exit_status(const lb_sandbox_result *res)
 		return 128 + res->term_signal;
 	case LB_SB_TIMEOUT:
 		return 124;
+	case LB_SB_DISK_LIMIT:
+		return 1;
 	case LB_SB_INTERRUPTED:
 		return 128 + (res->interrupt_signal ? res->interrupt_signal : 2);
 	case LB_SB_SETUP_FAILED:

@@ -34,6 +34,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -336,12 +337,24 @@ static void setup_rlimits(init_ctx *c)
 	struct rlimit core = {0, 0};
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
 		chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_CORE");
+	if (c->sb->disk_limit) {
+		/* One file cannot pass the disk limit in a single write between two checks. */
+		struct rlimit fsize = {c->sb->disk_limit, c->sb->disk_limit};
+		if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
+			chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_FSIZE");
+	}
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		/* Data loaders open many files; the soft limit is raised to what the host allows. */
 		nofile.rlim_cur = nofile.rlim_max > 1048576 ? 1048576 : nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
+}
+
+/* The accepted fallbacks for limits no cgroup could enforce come last, right before exec:
+ * a data limit would otherwise starve labbox's own allocations (and a sanitizer's). */
+static void setup_fallback_limits(init_ctx *c)
+{
 	if (c->rlimit_data) {
 		struct rlimit data = {c->rlimit_data, c->rlimit_data};
 		if (setrlimit(RLIMIT_DATA, &data) < 0)
@@ -432,6 +445,7 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	int r = lb_seccomp_load(c->seccomp);
 	if (r < 0)
 		chan_fail(c->chan_wr, "setup_seccomp", -r, "load the seccomp filter");
+	setup_fallback_limits(c);
 	execve(c->sb->argv[0], c->sb->argv, env);
 	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
 }
@@ -486,7 +500,11 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 			_exit(125);
 		}
 		if (si.ssi_signo != SIGCHLD) {
-			kill(-1, SIGTERM); /* every process of the namespace but init */
+			/* Only the supervisor may end the run: its signals come from the parent pid
+			 * namespace and carry no sender pid here. A process of the sandbox that signals
+			 * init (it may share init's uid) is ignored. */
+			if (si.ssi_pid == 0)
+				kill(-1, SIGTERM); /* every process of the namespace but init */
 			continue;
 		}
 		int st;
@@ -586,6 +604,9 @@ typedef struct supervise_state {
 	struct rusage ru;
 	double deadline;      /* monotonic; 0 = none */
 	double kill_deadline; /* monotonic; 0 = not terminating */
+	double next_disk_check; /* monotonic; 0 = no disk limit */
+	uint64_t free_at_start; /* bytes available on the disk limit's file system */
+	bool disk_limited;
 	bool timed_out;
 	bool interrupted;
 	int interrupt_signal;
@@ -648,10 +669,38 @@ static void relay_in_write(supervise_state *s)
 	s->in_len -= (size_t)n;
 }
 
+#define DISK_CHECK_INTERVAL 0.25
+
+static uint64_t fs_available(const char *path)
+{
+	struct statvfs v;
+	if (statvfs(path, &v) < 0)
+		return 0;
+	return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+/* What the tree wrote is told by the file system's free space, which costs one statvfs; only
+ * when that says the limit may be passed is the directory itself measured, so other writers on
+ * the same file system cannot end the run. */
+static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s)
+{
+	uint64_t avail = fs_available(sb->disk_path);
+	if (avail + sb->disk_limit >= s->free_at_start)
+		return false;
+	return lb_disk_usage(sb->disk_path) > sb->disk_limit;
+}
+
 static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 {
 	for (;;) {
 		double now = lb_time_monotonic();
+		if (s->next_disk_check && now >= s->next_disk_check && !s->init_done) {
+			s->next_disk_check = now + DISK_CHECK_INTERVAL;
+			if (!s->disk_limited && disk_limit_exceeded(sb, s)) {
+				s->disk_limited = true;
+				terminate(sb, s, init, now);
+			}
+		}
 		if (s->deadline && !s->timed_out && now >= s->deadline && !s->init_done) {
 			s->timed_out = true;
 			terminate(sb, s, init, now);
@@ -680,6 +729,8 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 				next = s->deadline;
 			if (s->kill_deadline && (!next || s->kill_deadline < next))
 				next = s->kill_deadline;
+			if (s->next_disk_check && (!next || s->next_disk_check < next))
+				next = s->next_disk_check;
 		}
 		if (next) {
 			double ms = (next - now) * 1000.0 + 1;
@@ -823,6 +874,7 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 	bool needed = lim->memory || lim->pids || lim->cpus > 0;
 	if (!needed && (!cs->memory || !sb->cgroup_accounting))
 		return true;
+	lb_cgroup_reap_stale(cs);
 	char name[64], rnd[9];
 	if (lb_random_hex(rnd, 4) < 0)
 		snprintf(rnd, sizeof rnd, "0");
@@ -994,6 +1046,10 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	}
 	if (sb->budget > 0)
 		s.deadline = t0 + sb->budget;
+	if (sb->disk_limit && sb->disk_path) {
+		s.free_at_start = fs_available(sb->disk_path);
+		s.next_disk_check = t0 + DISK_CHECK_INTERVAL;
+	}
 	r = supervise(sb, init, &s);
 	if (r < 0) {
 		kill(init, SIGKILL);
@@ -1015,13 +1071,14 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		}
 	}
 	res->timed_out = s.timed_out;
+	res->disk_limited = s.disk_limited;
 	res->interrupted = s.interrupted;
 	res->interrupt_signal = s.interrupt_signal;
 	if (s.chan_got == sizeof s.chan) {
 		s.chan.step[sizeof s.chan.step - 1] = '\0';
 		s.chan.msg[sizeof s.chan.msg - 1] = '\0';
 		set_setup_failure(res, s.chan.step, s.chan.err, s.chan.msg);
-	} else if (s.have_status || s.timed_out || s.interrupted) {
+	} else if (s.have_status || s.timed_out || s.interrupted || s.disk_limited) {
 		int st = s.payload_status;
 		if (s.have_status && WIFEXITED(st)) {
 			res->exit_code = WEXITSTATUS(st);
@@ -1032,6 +1089,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		}
 		if (s.timed_out)
 			res->outcome = LB_SB_TIMEOUT;
+		else if (s.disk_limited)
+			res->outcome = LB_SB_DISK_LIMIT;
 		else if (s.interrupted)
 			res->outcome = LB_SB_INTERRUPTED;
 		else

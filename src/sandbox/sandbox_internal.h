@@ -32,6 +32,8 @@ struct lb_sandbox {
 	size_t ndevices;
 	char gpus[256]; /* the GPUs made visible, as indices "0,1" */
 	double budget;
+	char *disk_path;     /* host directory whose growth is limited */
+	uint64_t disk_limit; /* bytes; 0: none */
 	double grace;
 	lb_network net;
 	uint64_t memory;

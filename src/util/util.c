@@ -1,6 +1,7 @@
 /* util: cleanup helpers, buffers, file I/O, time, parsing. */
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -195,6 +196,48 @@ int lb_mkdir_p(const char *path, mode_t mode)
 			return -ENOTDIR;
 	}
 	return 0;
+}
+
+static uint64_t usage_at(int dirfd, dev_t dev, int depth)
+{
+	if (depth > 256)
+		return 0;
+	int fd = dup(dirfd);
+	if (fd < 0)
+		return 0;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+			continue;
+		total += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				total += usage_at(sub, dev, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return total;
+}
+
+uint64_t lb_disk_usage(const char *path)
+{
+	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512 + usage_at(fd, st.st_dev, 0);
 }
 
 static bool is_executable_file(const char *path)

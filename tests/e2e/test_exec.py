@@ -317,7 +317,9 @@ def test_homes_are_hidden():
     tag = unique("home")
     home = Path(os.path.expanduser("~"))
     home_file = home / (tag + ".txt")
-    other_home = Path("/home") / tag
+    # root can make another user's home under /home; an ordinary user uses a directory in its
+    # own home, which is hidden all the same
+    other_home = (Path("/home") if os.getuid() == 0 else home) / tag
     home_file.write_text("secret")
     other_home.mkdir()
     (other_home / "id_rsa").write_text("secret")
@@ -350,7 +352,7 @@ def test_homes_are_hidden():
 @pytest.fixture(scope="module")
 def home_venv():
     """A venv (no pip) under /home/<unique>/ next to a secret file, as a user's would be."""
-    base = Path("/home") / unique("venvhome")
+    base = (Path("/home") if os.getuid() == 0 else Path(os.path.expanduser("~"))) / unique("venvhome")
     base.mkdir()
     os.chmod(base, 0o755)
     try:
