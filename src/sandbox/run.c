@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -56,7 +57,8 @@ typedef struct init_ctx {
 	int errout_wr;
 	int in_rd; /* stdin pipe, or -1 for /dev/null */
 	int *bind_fds; /* one per sb->binds, plus the workdir at the end */
-	scmp_filter_ctx seccomp; /* built by the supervisor, loaded by the payload */
+	int bpf_fd;   /* the compiled seccomp filter, written by the supervisor during setup */
+	int bpf_ready; /* one byte from the supervisor: 'y' when bpf_fd holds the filter */
 	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
 	long rlimit_nproc;
 	int *dev_fds; /* the standard nodes, then sb->devices */
@@ -441,8 +443,12 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	char **env = build_env(c->sb);
 	if (!env)
 		chan_fail(c->chan_wr, "setup_environment", ENOMEM, "environment");
-	/* Last, so every earlier step may still use what the filter denies. */
-	int r = lb_seccomp_load(c->seccomp);
+	/* Last, so every earlier step may still use what the filter denies. The supervisor
+	 * compiled it while init built the root. */
+	char ready = 0;
+	if (read(c->bpf_ready, &ready, 1) != 1 || ready != 'y')
+		chan_fail(c->chan_wr, "setup_seccomp", 0, "the seccomp filter could not be built");
+	int r = lb_seccomp_load_bpf(c->bpf_fd);
 	if (r < 0)
 		chan_fail(c->chan_wr, "setup_seccomp", -r, "load the seccomp filter");
 	setup_fallback_limits(c);
@@ -917,24 +923,20 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	long rlimit_nproc = 0;
 	if (!plan_limits(sb, &cs, res, &lim, &rlimit_data, &rlimit_nproc))
 		return 0;
-	scmp_filter_ctx filter = NULL;
-	char ferr[256];
-	int fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, ferr, sizeof ferr);
-	if (fr < 0) {
-		set_setup_failure(res, "setup_seccomp", -fr, ferr);
-		return 0;
-	}
 	lb_cgroup cg;
 	memset(&cg, 0, sizeof cg);
-	if (!make_run_cgroup(sb, &cs, &lim, &cg, res)) {
-		lb_seccomp_free(filter);
+	if (!make_run_cgroup(sb, &cs, &lim, &cg, res))
 		return 0;
-	}
+	char ferr[256] = "";
+	int fr = 0;
+	LB_AUTOCLOSE int bpf_fd = memfd_create("labbox-seccomp", MFD_CLOEXEC);
+	int bpf_ready[2] = {-1, -1};
 
 	int out[2] = {-1, -1}, errout[2] = {-1, -1}, chan[2] = {-1, -1};
 	int status[2] = {-1, -1}, sync[2] = {-1, -1}, in[2] = {-1, -1};
 	int r = 0;
-	if ((sb->stdin_fd >= 0 && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+	if (bpf_fd < 0 || pipe2(bpf_ready, O_CLOEXEC) < 0 ||
+	    (sb->stdin_fd >= 0 && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
 	    (!sb->merged && pipe2(errout, O_CLOEXEC) < 0) ||
 	    pipe2(chan, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
 	    pipe2(sync, O_CLOEXEC) < 0) {
@@ -985,7 +987,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .in_rd = in[0],
 			      .bind_fds = bind_fds,
 			      .dev_fds = bind_fds + sb->nbinds + 1,
-			      .seccomp = filter,
+			      .bpf_fd = bpf_fd,
+			      .bpf_ready = bpf_ready[0],
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc};
 		close(sync[1]);
@@ -996,6 +999,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			close(errout[0]);
 		if (in[1] >= 0)
 			close(in[1]);
+		close(bpf_ready[1]);
 		close(s.sfd);
 		init_main(&c);
 	}
@@ -1033,6 +1037,22 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	}
 	close(sync[1]);
 	sync[1] = -1;
+	close(bpf_ready[0]);
+	bpf_ready[0] = -1;
+
+	/* Compile the filter now, while init builds the root: off the critical path. */
+	scmp_filter_ctx filter = NULL;
+	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, ferr, sizeof ferr);
+	if (fr == 0) {
+		fr = lb_seccomp_export(filter, bpf_fd);
+		if (fr < 0)
+			snprintf(ferr, sizeof ferr, "export the seccomp filter: %s", strerror(-fr));
+	}
+	lb_seccomp_free(filter);
+	if (write(bpf_ready[1], fr == 0 ? "y" : "n", 1) != 1)
+		kill(init, SIGKILL);
+	close(bpf_ready[1]);
+	bpf_ready[1] = -1;
 
 	s.out_rd = lb_steal_fd(&out[0]);
 	s.errout_rd = lb_steal_fd(&errout[0]);
@@ -1077,7 +1097,10 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	if (s.chan_got == sizeof s.chan) {
 		s.chan.step[sizeof s.chan.step - 1] = '\0';
 		s.chan.msg[sizeof s.chan.msg - 1] = '\0';
-		set_setup_failure(res, s.chan.step, s.chan.err, s.chan.msg);
+		if (fr < 0) /* the payload only knows that it got no filter; this says why */
+			set_setup_failure(res, "setup_seccomp", -fr, ferr);
+		else
+			set_setup_failure(res, s.chan.step, s.chan.err, s.chan.msg);
 	} else if (s.have_status || s.timed_out || s.interrupted || s.disk_limited) {
 		int st = s.payload_status;
 		if (s.have_status && WIFEXITED(st)) {
@@ -1112,7 +1135,7 @@ out_mask:
 	free(bind_fds);
 out_pipes:
 	lb_cgroup_destroy(&cg);
-	lb_seccomp_free(filter);
+	close_pair(bpf_ready);
 	close_pair(out);
 	close_pair(errout);
 	close_pair(chan);

@@ -8,6 +8,11 @@
 #include "seccomp.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -155,6 +160,34 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, char *err, size_t
 int lb_seccomp_load(scmp_filter_ctx ctx)
 {
 	return seccomp_load(ctx);
+}
+
+int lb_seccomp_export(scmp_filter_ctx ctx, int fd)
+{
+	return seccomp_export_bpf(ctx, fd);
+}
+
+int lb_seccomp_load_bpf(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) ||
+	    st.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+		return -EINVAL;
+	struct sock_filter *prog = malloc((size_t)st.st_size);
+	if (!prog)
+		return -ENOMEM;
+	ssize_t n = pread(fd, prog, (size_t)st.st_size, 0);
+	if (n != st.st_size) {
+		free(prog);
+		return n < 0 ? -errno : -EIO;
+	}
+	struct sock_fprog fprog = {.len = (unsigned short)(st.st_size / (off_t)sizeof *prog),
+				   .filter = prog};
+	int r = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0 ? -errno : 0;
+	free(prog);
+	return r;
 }
 
 void lb_seccomp_free(scmp_filter_ctx ctx)

@@ -11,5 +11,10 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, char *err, size_t
 /* Load it into the calling thread (no_new_privs must be set). */
 int lb_seccomp_load(scmp_filter_ctx ctx);
 void lb_seccomp_free(scmp_filter_ctx ctx);
+/* Write the compiled BPF program to fd (a memfd), so it can be built while the sandbox is
+ * being set up and loaded later with one prctl. */
+int lb_seccomp_export(scmp_filter_ctx ctx, int fd);
+/* Load a program written by lb_seccomp_export (no_new_privs must be set). */
+int lb_seccomp_load_bpf(int fd);
 
 #endif
