@@ -82,6 +82,10 @@ int lb_parse_seconds(const char *s, double *out);
 /* A non-negative decimal integer that fits in a long. */
 int lb_parse_long(const char *s, long *out);
 
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
+ * above U+10FFFF; len > 0), or 0 when it is not one. */
+size_t lb_utf8_seq_len(const unsigned char *s, size_t len);
+
 /* Random hex string of n bytes (2n characters + NUL in out). */
 int lb_random_hex(char *out, size_t nbytes);
 

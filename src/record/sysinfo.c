@@ -33,35 +33,10 @@ static char *utf8_copy(const char *src, size_t len, size_t max, bool *cut)
 	if (!out)
 		return NULL;
 	while (i < len) {
-		unsigned char c = s[i];
-		size_t n = 0;
+		/* NUL is replaced like an invalid byte: the result is a C string. */
+		size_t n = s[i] ? lb_utf8_seq_len(s + i, len - i) : 0;
 		const char *piece = (const char *)s + i;
 
-		if (c >= 0x01 && c < 0x80)
-			n = 1;
-		else if (c >= 0xc2 && c <= 0xdf)
-			n = 2;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 3;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 4;
-		if (n > 1) {
-			unsigned char lo = 0x80, hi = 0xbf;
-
-			if (c == 0xe0)
-				lo = 0xa0;
-			else if (c == 0xed)
-				hi = 0x9f;
-			else if (c == 0xf0)
-				lo = 0x90;
-			else if (c == 0xf4)
-				hi = 0x8f;
-			if (i + n > len || s[i + 1] < lo || s[i + 1] > hi)
-				n = 0;
-			for (size_t k = 2; n && k < n; k++)
-				if (s[i + k] < 0x80 || s[i + k] > 0xbf)
-					n = 0;
-		}
 		if (n == 0) {
 			if (o + 3 > max)
 				break;

@@ -436,3 +436,39 @@ int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, i
 		*status = st;
 	return r;
 }
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
+ * above U+10FFFF), or 0 when it is not one. */
+size_t lb_utf8_seq_len(const unsigned char *s, size_t len)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
