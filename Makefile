@@ -93,11 +93,16 @@ check: deps
 
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
-build-fuzz/%: fuzz/%.c $(LIB_SRC) build-fuzz/obj/tree-sitter-python.o
+# Each source is compiled once for all fuzz targets, instrumented but without libFuzzer's main.
+FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"'
+FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+build-fuzz/obj/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' \
-	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) build-fuzz/obj/tree-sitter-python.o \
-	  $(PKG_LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+build-fuzz/%: fuzz/%.c $(FUZZ_OBJ) build-fuzz/obj/tree-sitter-python.o
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
+	  build-fuzz/obj/tree-sitter-python.o $(PKG_LIBS)
 build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/parser.c -o $@.parser.o
