@@ -1,6 +1,7 @@
 /* labbox: validate, run and record research experiments in a sandbox. */
 #include "cli.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,11 @@ int main(int argc, char **argv)
 	/* A reader that goes away (`labbox run exp | head`) must not kill labbox mid-run: the
 	 * run is still recorded, only the echo stops. */
 	signal(SIGPIPE, SIG_IGN);
+	/* A closed stdin, stdout or stderr would be handed out by the next open() and confused with
+	 * the descriptor's usual meaning (exec relays fd 0 into the sandbox): fill the gaps. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
+			return 125;
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage, stdout);

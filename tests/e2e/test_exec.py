@@ -557,3 +557,13 @@ def test_tree_dies_with_labbox_sigkill(tmp_path):
         p.kill()
         p.wait()
         kill_marker(marker)
+
+
+def test_closed_stdin_and_stderr_of_labbox():
+    """Started with fd 0 and 2 closed (as some schedulers do), labbox must not mistake its own
+    pipes for them: the command sees an empty stdin and its output still arrives."""
+    p = subprocess.run([LABBOX, "exec", "--", "/bin/sh", "-c", "cat; echo done"],
+                       stdout=subprocess.PIPE, text=True, timeout=60,
+                       preexec_fn=lambda: (os.close(0), os.close(2)))
+    assert p.returncode == 0
+    assert p.stdout == "done\n"
