@@ -146,6 +146,35 @@ int lb_sandbox_set_argv(lb_sandbox *sb, char *const argv[])
 	return 0;
 }
 
+/* The payload must reach a bound path through its ancestors. The first ancestor it may not
+ * search (a 0700 directory of root's, when the payload is uid 65534) is covered like a home:
+ * an empty tmpfs in which labbox creates the path to the bind, which also hides that
+ * directory's other contents. */
+static int cover_untraversable(lb_sandbox *sb, const char *path)
+{
+	char cur[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof cur)
+		return -ENAMETOOLONG;
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		memcpy(cur, path, i);
+		cur[i] = '\0';
+		if (lb_sandbox_path_hidden(sb, cur))
+			return 0; /* inside a tmpfs labbox makes: traversable */
+		struct stat st;
+		if (stat(cur, &st) < 0 || !S_ISDIR(st.st_mode))
+			return 0;
+		mode_t need = st.st_uid == sb->sb_uid ? S_IXUSR
+			      : st.st_gid == sb->sb_gid ? S_IXGRP
+							 : S_IXOTH;
+		if (!(st.st_mode & need))
+			return strv_push(&sb->hidden, &sb->nhidden, cur);
+	}
+	return 0;
+}
+
 int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir)
 {
 	char real[PATH_MAX];
@@ -161,7 +190,7 @@ int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir)
 		return -ENOMEM;
 	free(sb->workdir);
 	sb->workdir = d;
-	return 0;
+	return cover_untraversable(sb, real);
 }
 
 int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool writable)
@@ -188,7 +217,7 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 		return -ENOMEM;
 	}
 	sb->nbinds++;
-	return 0;
+	return cover_untraversable(sb, b->dst);
 }
 
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path)

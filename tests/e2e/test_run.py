@@ -3,6 +3,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -556,3 +557,29 @@ def test_cpus_limit(tmp_path):
     assert r.rc == 0, r.why()
     # 4 busy processes get about 1 CPU between them, not one each
     assert r.result["metrics"]["values"]["cpu_per_wall"] < 1.5, r.result["metrics"]
+
+
+def test_run_dir_under_a_private_directory(tmp_path):
+    """As root the experiment runs as uid 65534. Run directories under a directory only root
+    may enter (mode 0700, outside /tmp and the homes) must still work: labbox covers that
+    directory inside the sandbox and makes the path to exp/ reachable, hiding the rest."""
+    if os.getuid() != 0:
+        pytest.skip("the payload has the caller's uid when labbox is not root")
+    import tempfile
+    private = tempfile.mkdtemp(prefix="labbox-private-", dir="/var/lib")
+    try:
+        os.chmod(private, 0o700)
+        with open(os.path.join(private, "secret.txt"), "w") as f:
+            f.write("secret")
+        exp = write_exp(tmp_path, """
+            import os
+            d = os.path.dirname(os.path.dirname(os.path.dirname(os.getcwd())))
+            print("listing: %s" % ",".join(sorted(os.listdir(d))))
+            print("acc: 1")
+        """)
+        r = run_exp(exp, os.path.join(private, "runs"), cwd=private)
+        assert r.rc == 0, r.why()
+        assert r.result["metrics"]["values"]["acc"] == 1
+        assert r.result["metrics"]["values"]["listing"] == "runs", r.why()
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
