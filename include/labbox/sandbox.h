@@ -123,6 +123,8 @@ typedef struct lb_sandbox_result {
 	uint64_t peak_rss_bytes; /* peak memory of the tree (cgroup), or the largest resident
 				  * set of any one process (rusage) when no cgroup was used */
 	const char *peak_source; /* "cgroup" or "rusage" */
+	bool gpu_sampled;        /* nvidia-smi was sampled (once a second) while GPUs were in */
+	uint64_t peak_gpu_bytes; /* largest sum of GPU memory of the tree's processes seen */
 	bool oom_killed;         /* the cgroup's OOM killer killed a process of the tree */
 	int setup_errno;         /* for SETUP_FAILED */
 	char setup_step[32];     /* e.g. "setup_root", "exec" */

@@ -63,6 +63,10 @@ struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
 	json_object_object_add(o, "peak_rss_bytes", json_object_new_int64((int64_t)res->peak_rss_bytes));
 	json_object_object_add(o, "peak_rss_source",
 			       json_object_new_string(res->peak_source ? res->peak_source : "rusage"));
+	/* null: no GPU was in, or no nvidia-smi to ask; sampled once a second */
+	json_object_object_add(o, "peak_gpu_bytes",
+			       res->gpu_sampled ? json_object_new_int64((int64_t)res->peak_gpu_bytes)
+						: NULL);
 	return o;
 }
 

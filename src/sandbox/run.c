@@ -11,6 +11,7 @@
  * empty). Init dies with the supervisor through PR_SET_PDEATHSIG, and the kernel then kills
  * every process of the pid namespace, so nothing outlives labbox, even after SIGKILL. */
 #include "cgroup.h"
+#include "gpumem.h"
 #include "seccomp.h"
 #include "sandbox_internal.h"
 #include "labbox/util.h"
@@ -611,6 +612,8 @@ typedef struct supervise_state {
 	double deadline;      /* monotonic; 0 = none */
 	double kill_deadline; /* monotonic; 0 = not terminating */
 	double next_disk_check; /* monotonic; 0 = no disk limit */
+	double next_gpu_sample; /* monotonic; 0 = no GPU sampling */
+	lb_gpumem gpu;
 	uint64_t free_at_start; /* bytes available on the disk limit's file system */
 	bool disk_limited;
 	bool timed_out;
@@ -707,6 +710,11 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 				terminate(sb, s, init, now);
 			}
 		}
+		if (s->next_gpu_sample && now >= s->next_gpu_sample && !s->init_done) {
+			lb_gpumem_sample(&s->gpu);
+			now = lb_time_monotonic();
+			s->next_gpu_sample = now + LB_GPUMEM_INTERVAL;
+		}
 		if (s->deadline && !s->timed_out && now >= s->deadline && !s->init_done) {
 			s->timed_out = true;
 			terminate(sb, s, init, now);
@@ -737,6 +745,8 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 				next = s->kill_deadline;
 			if (s->next_disk_check && (!next || s->next_disk_check < next))
 				next = s->next_disk_check;
+			if (s->next_gpu_sample && (!next || s->next_gpu_sample < next))
+				next = s->next_gpu_sample;
 		}
 		if (next) {
 			double ms = (next - now) * 1000.0 + 1;
@@ -1070,6 +1080,9 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		s.free_at_start = fs_available(sb->disk_path);
 		s.next_disk_check = t0 + DISK_CHECK_INTERVAL;
 	}
+	/* Peak GPU memory, when GPUs are in and the host has nvidia-smi. */
+	if (sb->gpus[0] && lb_gpumem_start(&s.gpu, init) == 0)
+		s.next_gpu_sample = lb_time_monotonic() + 0.2;
 	r = supervise(sb, init, &s);
 	if (r < 0) {
 		kill(init, SIGKILL);
@@ -1092,6 +1105,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	}
 	res->timed_out = s.timed_out;
 	res->disk_limited = s.disk_limited;
+	res->gpu_sampled = s.gpu.active && s.gpu.samples > 0;
+	res->peak_gpu_bytes = s.gpu.peak_bytes;
 	res->interrupted = s.interrupted;
 	res->interrupt_signal = s.interrupt_signal;
 	if (s.chan_got == sizeof s.chan) {

@@ -72,3 +72,38 @@ def test_gpus_on_a_host_without_any():
         pytest.skip("this host has NVIDIA device nodes")
     p = inside("--gpus", "all")
     assert p.returncode == 125 and "no NVIDIA GPU" in p.stderr
+
+
+FAKE_SMI = """#!/bin/sh
+# Stand-in for nvidia-smi --query-compute-apps=pid,used_memory: the sandboxed process that
+# carries the marker uses 1234 MiB; a host process (this script's parent shell's parent, i.e.
+# labbox itself) uses 999 MiB and must not be counted.
+for d in /proc/[0-9]*; do
+    if tr '\\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q "{marker}" \\
+       && ! tr '\\0' ' ' < "$d/cmdline" | grep -q "labbox exec"; then
+        echo "${{d#/proc/}}, 1234"
+    fi
+done
+echo "$PPID, 999"
+"""
+
+
+def test_peak_gpu_memory_from_nvidia_smi(fake_gpus, tmp_path):
+    marker = "gpumem-%d" % os.getpid()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text(FAKE_SMI.format(marker=marker))
+    smi.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ.get("PATH", "/usr/bin:/bin")))
+    cmd = [LABBOX, "exec", "--json", "--gpus", "0", "--", "/usr/bin/python3", "-c",
+           "import time; time.sleep(2.5)", marker]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["resources"]["peak_gpu_bytes"] == 1234 << 20
+    # no nvidia-smi: not measured, and said so with null
+    env["PATH"] = "/usr/bin:/bin"
+    p = subprocess.run(cmd[:2] + ["--json", "--gpus", "0", "--", "/bin/true"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["resources"]["peak_gpu_bytes"] is None
