@@ -91,6 +91,19 @@ static bool read_key(const char *dir, const char *file, const char *key, uint64_
 	return false;
 }
 
+/* word is an item of list, items separated by any of seps ("memory" in "cpu,memory"). */
+static bool has_item(const char *list, const char *word, const char *seps)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n) {
+		bool starts = p == list || strchr(seps, p[-1]);
+		bool ends = p[n] == '\0' || strchr(seps, p[n]);
+		if (starts && ends)
+			return true;
+	}
+	return false;
+}
+
 /* This process's cgroup path for a v1 controller ("memory") or v2 (controller NULL). */
 static bool own_path(const char *controller, char *out, size_t n)
 {
@@ -106,17 +119,8 @@ static bool own_path(const char *controller, char *out, size_t n)
 			continue;
 		*c2 = '\0';
 		const char *ctrls = c1 + 1;
-		bool match = false;
-		if (!controller) {
-			match = strcmp(line, "0") == 0 && *ctrls == '\0';
-		} else {
-			char list[256];
-			snprintf(list, sizeof list, "%s", ctrls);
-			char *save = NULL;
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-				if (strcmp(t, controller) == 0)
-					match = true;
-		}
+		bool match = controller ? has_item(ctrls, controller, ",")
+					: strcmp(line, "0") == 0 && *ctrls == '\0';
 		if (match) {
 			snprintf(out, n, "%s", c2 + 1);
 			return true;
@@ -142,12 +146,7 @@ static bool v1_mount(const char *controller, char *out, size_t n)
 			continue;
 		opts++;
 		opts[strcspn(opts, "\n")] = '\0';
-		bool has = false;
-		char *save = NULL;
-		for (char *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
-			if (strcmp(t, controller) == 0)
-				has = true;
-		if (!has)
+		if (!has_item(opts, controller, ","))
 			continue;
 		/* Field 5 is the mount point. */
 		char *p = line;
@@ -178,15 +177,6 @@ static bool v2_root(char *out, size_t n)
 	return false;
 }
 
-static bool has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *p = list; (p = strstr(p, word)); p += n)
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
 void lb_cgroup_probe(lb_cgroup_support *s)
 {
 	memset(s, 0, sizeof *s);
@@ -201,10 +191,10 @@ void lb_cgroup_probe(lb_cgroup_support *s)
 		memcpy(s->v2_dir, dir, sizeof dir);
 		/* Usable when enabled for children already, or enableable by us. */
 		s->v2_writable = access(dir, W_OK) == 0;
-		s->memory = s->v2_writable && has_word(ctl, "memory");
-		s->pids = s->v2_writable && has_word(ctl, "pids");
-		s->cpu = s->v2_writable && has_word(ctl, "cpu");
-		s->v2_subtree_ready = has_word(sub, "memory") || has_word(sub, "pids");
+		s->memory = s->v2_writable && has_item(ctl, "memory", " \n");
+		s->pids = s->v2_writable && has_item(ctl, "pids", " \n");
+		s->cpu = s->v2_writable && has_item(ctl, "cpu", " \n");
+		s->v2_subtree_ready = has_item(sub, "memory", " \n") || has_item(sub, "pids", " \n");
 		return;
 	}
 	static const char *const ctrls[3] = {"memory", "pids", "cpu"};
