@@ -57,6 +57,10 @@ int lb_check_config_set_plan(lb_check_config *cfg, long conditions, long seeds, 
 /* Interpreter whose compile() decides syntax errors, run in the sandbox (lb_check_dir and
  * lb_check_files only). NULL: tree-sitter's error nodes decide. */
 int lb_check_config_set_python(lb_check_config *cfg, const char *path);
+/* The same, for an interpreter the caller has probed already (labbox run has): no second
+ * probe. */
+struct lb_python_info;
+int lb_check_config_set_python_info(lb_check_config *cfg, const struct lb_python_info *py);
 /* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
 int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
 /* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the

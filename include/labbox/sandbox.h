@@ -44,6 +44,11 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 /* Make an executable that lives under a hidden directory visible read-only: its directory,
  * the install prefix above a bin/ directory, and the same for its resolved target. */
 int lb_sandbox_expose_program(lb_sandbox *sb, const char *path);
+/* A Python interpreter as its own probe describes it (sys.executable, sys.prefix,
+ * sys.base_prefix): the prefixes that lie under a hidden directory are bound read-only and the
+ * executable is exposed, so a venv, conda env or pyenv version works inside. */
+int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char *prefix,
+			     const char *base_prefix);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 /* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):

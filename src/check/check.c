@@ -232,13 +232,15 @@ static void collect_out(void *ctx, lb_stream stream, const char *data, size_t le
 		lb_buf_append(b, data, len);
 }
 
-static int python_syntax(const char *python, char *const abs[], size_t n, pysyntax *out,
+static int python_syntax(const lb_check_config *cfg, char *const abs[], size_t n, pysyntax *out,
 			 char *version, size_t vlen, char *err, size_t errlen)
 {
 	lb_python_info info;
 	char perr[512];
-	if (lb_python_probe(python, &info, perr, sizeof perr) < 0) {
-		snprintf(err, errlen, "--python '%s': %s", python, perr);
+	if (cfg->python_info) {
+		info = *cfg->python_info;
+	} else if (lb_python_probe(cfg->python, &info, perr, sizeof perr) < 0) {
+		snprintf(err, errlen, "--python '%s': %s", cfg->python, perr);
 		return -ENOEXEC;
 	}
 	lb_sandbox *sb = NULL;
@@ -288,12 +290,8 @@ static int python_syntax(const char *python, char *const abs[], size_t n, pysynt
 		argv[5 + i] = copies[i];
 	if (r >= 0)
 		r = lb_sandbox_add_bind(sb, tmp, NULL, false);
-	const char *dirs[] = {info.prefix, info.base_prefix};
-	for (size_t i = 0; i < 2 && r >= 0; i++)
-		if (dirs[i][0] && lb_sandbox_path_hidden(sb, dirs[i]))
-			r = lb_sandbox_add_bind(sb, dirs[i], NULL, false);
 	if (r >= 0)
-		r = lb_sandbox_expose_program(sb, info.executable);
+		r = lb_sandbox_expose_python(sb, info.executable, info.prefix, info.base_prefix);
 	if (r >= 0)
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r >= 0)
@@ -482,7 +480,7 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		return -ENOMEM;
 	rep->policy = cfg->policy;
 	if (cfg->python && n) {
-		r = python_syntax(cfg->python, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
+		r = python_syntax(cfg, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
 				  err, errlen);
 		if (r < 0) {
 			free(py);

@@ -32,6 +32,7 @@ struct lb_check_config {
 	long plan_conditions, plan_seeds, plan_iterations;
 	unsigned plan_line; /* line of `plan:` in labbox.yaml, 0 when not from there */
 	char *python;
+	struct lb_python_info *python_info; /* set_python_info: the probe is done */
 	char *entry;
 };
 

@@ -1,5 +1,6 @@
 /* check: configuration (setters and the `check:`/`plan:` keys of labbox.yaml). */
 #include "check_internal.h"
+#include "labbox/diagnose.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -81,6 +82,7 @@ void lb_check_config_free(lb_check_config *c)
 	ck_list_free(&c->ignore);
 	ck_list_free(&c->local_modules);
 	free(c->python);
+	free(c->python_info);
 	free(c->entry);
 	free(c);
 }
@@ -106,6 +108,14 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 	    (r = list_copy(&c->ignore, &src->ignore)) < 0 ||
 	    (r = list_copy(&c->local_modules, &src->local_modules)) < 0)
 		goto fail;
+	if (src->python_info) {
+		c->python_info = malloc(sizeof *c->python_info);
+		if (!c->python_info) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		*c->python_info = *src->python_info;
+	}
 	if ((src->python && !(c->python = strdup(src->python))) ||
 	    (src->entry && !(c->entry = strdup(src->entry)))) {
 		r = -ENOMEM;
@@ -248,8 +258,26 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
+int lb_check_config_set_python_info(lb_check_config *c, const lb_python_info *py)
+{
+	lb_python_info *copy = malloc(sizeof *copy);
+	if (!copy)
+		return -ENOMEM;
+	*copy = *py;
+	int r = set_str(&c->python, py->executable);
+	if (r < 0) {
+		free(copy);
+		return r;
+	}
+	free(c->python_info);
+	c->python_info = copy;
+	return 0;
+}
+
 int lb_check_config_set_python(lb_check_config *c, const char *path)
 {
+	free(c->python_info); /* a new interpreter: its probe is still to be done */
+	c->python_info = NULL;
 	return set_str(&c->python, path);
 }
 

@@ -275,20 +275,17 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 	} else {
 		snprintf(abs, sizeof abs, "%s", exe);
 	}
-	if (looks_like_python(abs) && lb_sandbox_path_hidden(sb, abs)) {
+	lb_python_info py;
+	char err[512];
+	if (looks_like_python(abs) && lb_sandbox_path_hidden(sb, abs) &&
+	    lb_python_probe(abs, &py, err, sizeof err) == 0) {
 		/* A shim or a venv under a hidden home: run the real interpreter and expose its
 		 * installation, read-only. */
-		lb_python_info py;
-		char err[512];
-		if (lb_python_probe(abs, &py, err, sizeof err) == 0) {
-			snprintf(abs, sizeof abs, "%s", py.executable);
-			const char *dirs[] = {py.prefix, py.base_prefix};
-			for (size_t i = 0; i < 2; i++)
-				if (lb_sandbox_path_hidden(sb, dirs[i]))
-					lb_sandbox_add_bind(sb, dirs[i], NULL, false);
-		}
+		snprintf(abs, sizeof abs, "%s", py.executable);
+		r = lb_sandbox_expose_python(sb, py.executable, py.prefix, py.base_prefix);
+	} else {
+		r = lb_sandbox_expose_program(sb, abs);
 	}
-	r = lb_sandbox_expose_program(sb, abs);
 	if (r < 0) {
 		cli_error(cmd, "cannot expose '%s' in the sandbox: %s", abs, strerror(-r));
 		return 125;

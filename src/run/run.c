@@ -231,11 +231,7 @@ static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *i
 {
 	char kv[PATH_MAX + 32];
 	lb_sandbox_set_workdir(sb, st->exp_dir);
-	const char *dirs[] = {st->py.prefix, st->py.base_prefix};
-	for (size_t i = 0; i < 2; i++)
-		if (lb_sandbox_path_hidden(sb, dirs[i]))
-			lb_sandbox_add_bind(sb, dirs[i], NULL, false);
-	lb_sandbox_expose_program(sb, st->py.executable);
+	lb_sandbox_expose_python(sb, st->py.executable, st->py.prefix, st->py.base_prefix);
 	/* Output unbuffered so nothing is lost when the budget kills the run; hashing fixed
 	 * and bytecode off so reruns behave alike and the staged tree stays as staged. */
 	lb_sandbox_add_env(sb, "PYTHONUNBUFFERED=1");
@@ -312,7 +308,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	if (r == 0) {
 		lb_check_config_set_policy(cfg, (lb_check_policy)req->policy);
 		lb_check_config_set_trust_project(cfg, req->trust_project);
-		lb_check_config_set_python(cfg, st->py.executable);
+		lb_check_config_set_python_info(cfg, &st->py);
 		lb_check_config_set_entry(cfg, st->entry);
 		r = lb_check_dir(cfg, st->exp_dir, &rep, err, sizeof err);
 	}

@@ -273,6 +273,20 @@ void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid)
 	*gid = sb->sb_gid;
 }
 
+int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char *prefix,
+			     const char *base_prefix)
+{
+	const char *dirs[] = {prefix, base_prefix};
+	for (size_t i = 0; i < 2; i++) {
+		if (!dirs[i] || !dirs[i][0] || !lb_sandbox_path_hidden(sb, dirs[i]))
+			continue;
+		int r = lb_sandbox_add_bind(sb, dirs[i], NULL, false);
+		if (r < 0)
+			return r;
+	}
+	return lb_sandbox_expose_program(sb, executable);
+}
+
 int lb_sandbox_add_env(lb_sandbox *sb, const char *kv)
 {
 	const char *eq = strchr(kv, '=');
