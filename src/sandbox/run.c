@@ -1103,6 +1103,12 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			res->peak_source = "cgroup";
 		}
 	}
+	/* The checks run four times a second, so a tree that passes the limit and ends (the file
+	 * size rlimit makes its next write fail) can finish between two of them: one last
+	 * measurement makes the verdict the same whichever came first. */
+	if (s.next_disk_check && !s.disk_limited && !s.timed_out && !s.interrupted &&
+	    lb_disk_usage(sb->disk_path) > sb->disk_limit)
+		s.disk_limited = true;
 	res->timed_out = s.timed_out;
 	res->disk_limited = s.disk_limited;
 	res->gpu_sampled = s.gpu.active && s.gpu.samples > 0;
