@@ -61,6 +61,12 @@ int lb_check_config_set_python(lb_check_config *cfg, const char *path);
  * probe. */
 struct lb_python_info;
 int lb_check_config_set_python_info(lb_check_config *cfg, const struct lb_python_info *py);
+/* A directory of the user's (0700, owned by them) where verdicts of compile() are kept: a
+ * file whose exact bytes this interpreter (path, version, implementation) compiled without
+ * error is not compiled again, so checking unchanged code costs no interpreter start. Only
+ * clean verdicts are kept; the probe of a set_python interpreter is cached there too.
+ * NULL (the default): no cache. */
+int lb_check_config_set_cache_dir(lb_check_config *cfg, const char *dir);
 /* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
 int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
 /* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the
@@ -89,6 +95,7 @@ typedef struct lb_check_report {
 	size_t files;
 	bool rejected;        /* some finding rejects under the policy */
 	char syntax_by[96];   /* "python 3.11.2" or "tree-sitter" */
+	size_t syntax_cached; /* files whose clean compile() verdict was kept (set_cache_dir) */
 } lb_check_report;
 
 /* Check one buffer (path is only used in findings). Findings are appended to rep, so several

@@ -46,6 +46,14 @@ typedef struct lb_python_info {
 
 /* -ENOENT when path is not found, -ENOEXEC when it is not a working Python; err explains. */
 int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t errlen);
+/* lb_python_probe with a cache under cache_dir (one file per interpreter path), so repeated
+ * runs don't start the interpreter to learn what it is. An entry is used only while the
+ * executable (followed through symlinks) and a pyvenv.cfg beside it or one level up keep
+ * the stat (device, inode, size, mtime and ctime in ns) recorded before the probe: upgrading
+ * the interpreter, re-pointing its symlink or editing the venv misses. Scripts (pyenv shims,
+ * wrappers) pick their interpreter at every start and are always probed. hit says which. */
+int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_info *out,
+			   bool *hit, char *err, size_t errlen);
 /* `pip freeze`-style "name==version" lines of every installed distribution, sorted, read with
  * importlib.metadata so it works where pip itself is not installed. */
 int lb_python_freeze(const char *executable, char **out);

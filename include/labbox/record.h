@@ -155,4 +155,18 @@ struct json_object *lb_record_machine_json_at(const char *root, const char *nvid
  *   {"diff": null, "bytes": 0, "truncated": false, "skipped": "why"}. */
 struct json_object *lb_record_git_diff(const char *dir, size_t max);
 
+/* Both of the above, read by a child process while the run goes on: the state recorded is
+ * the one the code was staged from (an edit during a long run does not leak into it), and
+ * the git commands cost the run no time. No child is started when neither dir nor any
+ * directory above it has a .git entry and GIT_DIR is unset: git would find no repository.
+ * start returns 0 (job->pid is 0 when nothing was started) or a negative errno; collect
+ * always reaps the child and gives NULL for what could not be read. */
+typedef struct lb_record_git_job {
+	int pid;
+	int fd;
+} lb_record_git_job;
+int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job);
+void lb_record_git_collect(lb_record_git_job *job, struct json_object **info,
+			   struct json_object **diff);
+
 #endif

@@ -52,6 +52,9 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
 int lb_mkdir_p(const char *path, mode_t mode);
+/* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none (no
+ * absolute XDG_CACHE_HOME or HOME, or it cannot be made). Free it. */
+char *lb_user_cache_dir(void);
 /* Bytes allocated to everything under path (st_blocks), never following symlinks or crossing
  * into other file systems; what cannot be read counts as nothing. */
 uint64_t lb_disk_usage(const char *path);

@@ -232,17 +232,29 @@ static void collect_out(void *ctx, lb_stream stream, const char *data, size_t le
 		lb_buf_append(b, data, len);
 }
 
-static int python_syntax(const lb_check_config *cfg, char *const abs[], size_t n, pysyntax *out,
-			 char *version, size_t vlen, char *err, size_t errlen)
+/* The interpreter whose compile() decides: the caller's probe, else one of our own. */
+static int syntax_interpreter(const lb_check_config *cfg, lb_python_info *info, char *err,
+			      size_t errlen)
 {
-	lb_python_info info;
 	char perr[512];
+	bool hit = false;
 	if (cfg->python_info) {
-		info = *cfg->python_info;
-	} else if (lb_python_probe(cfg->python, &info, perr, sizeof perr) < 0) {
+		*info = *cfg->python_info;
+		return 0;
+	}
+	if ((cfg->cache_dir ? lb_python_probe_cached(cfg->python, cfg->cache_dir, info, &hit, perr,
+						     sizeof perr)
+			    : lb_python_probe(cfg->python, info, perr, sizeof perr)) < 0) {
 		snprintf(err, errlen, "--python '%s': %s", cfg->python, perr);
 		return -ENOEXEC;
 	}
+	return 0;
+}
+
+static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t n, pysyntax *out,
+			 char *version, size_t vlen, char *err, size_t errlen)
+{
+	lb_python_info info = *pinfo;
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
 	if (r < 0)
@@ -360,6 +372,198 @@ static int python_syntax(const lb_check_config *cfg, char *const abs[], size_t n
 	lb_buf_free(&outbuf);
 	lb_sandbox_free(sb);
 	return r < 0 ? r : 0;
+}
+
+/* ---- compile() verdicts kept between runs ------------------------------------------------------ */
+
+/* Entries kept; past it, the least recently used quarter goes. */
+#define COMPILE_CACHE_MAX 4096
+
+/* cache_dir/compile, trusted only when it is the user's own and nobody else can write it. */
+static int compile_cache_open(const char *cache_dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (!cache_dir || snprintf(path, sizeof path, "%s/compile", cache_dir) >= (int)sizeof path)
+		return -1;
+	lb_mkdir_p(path, 0700);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The verdict's name: the interpreter and the file's exact bytes. */
+static int compile_key(const lb_python_info *info, const char *path, char hex[65])
+{
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	int r = lb_read_file_at(AT_FDCWD, path, CHECK_MAX_FILE, &data, &len);
+	if (r < 0)
+		return r;
+	const char *parts[] = {"labbox.compile/1", info->executable, info->version,
+			       info->implementation};
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		lb_sha256_update(&c, parts[i], strlen(parts[i]) + 1);
+	lb_sha256_update(&c, data ? data : "", len);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	return 0;
+}
+
+/* A kept clean verdict: the file holds the version line compile() ran under. */
+static bool compile_cache_hit(int dfd, const char *key, char *version, size_t vlen)
+{
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	if (lb_read_file_at(dfd, key, 128, &data, &len) < 0 || len < 8 || len >= vlen ||
+	    strncmp(data, "python ", 7) != 0 || memchr(data, '\n', len) || memchr(data, '\0', len))
+		return false;
+	memcpy(version, data, len);
+	version[len] = '\0';
+	/* Used now: the pruning below goes by modification time. */
+	utimensat(dfd, key, NULL, AT_SYMLINK_NOFOLLOW);
+	return true;
+}
+
+typedef struct cache_entry {
+	struct timespec mtime;
+	char name[72];
+} cache_entry;
+
+static int cache_entry_cmp(const void *a, const void *b)
+{
+	const cache_entry *x = a, *y = b;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void compile_cache_prune(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	cache_entry *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (strlen(e->d_name) != 64 || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (n == cap) {
+			cache_entry *nv = realloc(v, (cap ? cap * 2 : 1024) * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+			cap = cap ? cap * 2 : 1024;
+		}
+		v[n].mtime = st.st_mtim;
+		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+		n++;
+	}
+	closedir(d);
+	if (n > COMPILE_CACHE_MAX) {
+		qsort(v, n, sizeof *v, cache_entry_cmp);
+		for (size_t i = 0; i < n - COMPILE_CACHE_MAX * 3 / 4; i++)
+			unlinkat(dfd, v[i].name, 0);
+	}
+	free(v);
+}
+
+static void compile_cache_store(int dfd, const char *key, const char *version)
+{
+	char tmp[128], rnd[17];
+	if (lb_random_hex(rnd, 8) < 0)
+		return;
+	snprintf(tmp, sizeof tmp, ".%.16s.%d.%s.tmp", key, (int)getpid(), rnd);
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	int r = lb_write_all(fd, version, strlen(version));
+	if (close(fd) < 0)
+		r = -1;
+	if (r < 0 || renameat(dfd, tmp, dfd, key) < 0)
+		unlinkat(dfd, tmp, 0);
+}
+
+/* python_syntax for the files without a kept clean verdict; none at all when every one has. */
+static int python_syntax_cached(const lb_check_config *cfg, char *const abs[], size_t n,
+				pysyntax *out, char *version, size_t vlen, size_t *cached, char *err,
+				size_t errlen)
+{
+	lb_python_info info;
+	int r = syntax_interpreter(cfg, &info, err, errlen);
+	if (r < 0)
+		return r;
+	LB_AUTOCLOSE int dfd = compile_cache_open(cfg->cache_dir);
+	if (dfd < 0)
+		return python_syntax(&info, abs, n, out, version, vlen, err, errlen);
+	char (*keys)[65] = calloc(n, sizeof *keys);
+	char **miss = calloc(n, sizeof *miss);
+	size_t *at = calloc(n, sizeof *at);
+	pysyntax *sub = calloc(n, sizeof *sub);
+	size_t nmiss = 0;
+	bool hit_version = false;
+	if (!keys || !miss || !at || !sub) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char v[128];
+		if (compile_key(&info, abs[i], keys[i]) < 0)
+			keys[i][0] = '\0';
+		if (keys[i][0] && compile_cache_hit(dfd, keys[i], v, sizeof v)) {
+			out[i].checked = out[i].ok = true;
+			(*cached)++;
+			if (!hit_version)
+				snprintf(version, vlen, "%.*s", (int)(vlen - 1), v);
+			hit_version = true;
+			continue;
+		}
+		at[nmiss] = i;
+		miss[nmiss++] = abs[i];
+	}
+	if (nmiss == 0)
+		goto out;
+	r = python_syntax(&info, miss, nmiss, sub, version, vlen, err, errlen);
+	if (r < 0)
+		goto out;
+	bool prune = false;
+	for (size_t j = 0; j < nmiss; j++) {
+		size_t i = at[j];
+		out[i] = sub[j];
+		char again[65];
+		/* Kept only when the bytes compiled are the bytes hashed before. */
+		if (sub[j].checked && sub[j].ok && keys[i][0] &&
+		    compile_key(&info, abs[i], again) == 0 && strcmp(again, keys[i]) == 0) {
+			compile_cache_store(dfd, keys[i], version);
+			prune = prune || strncmp(keys[i], "00", 2) == 0;
+		}
+	}
+	/* Counting the entries costs a scan: done after about one store in 256, those of
+	 * keys that start with 00. */
+	if (prune)
+		compile_cache_prune(dfd);
+out:
+	free(keys);
+	free(miss);
+	free(at);
+	free(sub);
+	return r;
 }
 
 /* ---- files and directories ------------------------------------------------------------------- */
@@ -480,8 +684,8 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		return -ENOMEM;
 	rep->policy = cfg->policy;
 	if (cfg->python && n) {
-		r = python_syntax(cfg, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
-				  err, errlen);
+		r = python_syntax_cached(cfg, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
+					 &rep->syntax_cached, err, errlen);
 		if (r < 0) {
 			free(py);
 			return r;

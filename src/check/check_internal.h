@@ -33,6 +33,7 @@ struct lb_check_config {
 	unsigned plan_line; /* line of `plan:` in labbox.yaml, 0 when not from there */
 	char *python;
 	struct lb_python_info *python_info; /* set_python_info: the probe is done */
+	char *cache_dir; /* set_cache_dir: compile() verdicts and the interpreter probe */
 	char *entry;
 };
 

@@ -83,6 +83,7 @@ void lb_check_config_free(lb_check_config *c)
 	ck_list_free(&c->local_modules);
 	free(c->python);
 	free(c->python_info);
+	free(c->cache_dir);
 	free(c->entry);
 	free(c);
 }
@@ -117,6 +118,7 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 		*c->python_info = *src->python_info;
 	}
 	if ((src->python && !(c->python = strdup(src->python))) ||
+	    (src->cache_dir && !(c->cache_dir = strdup(src->cache_dir))) ||
 	    (src->entry && !(c->entry = strdup(src->entry)))) {
 		r = -ENOMEM;
 		goto fail;
@@ -256,6 +258,11 @@ static int set_str(char **dst, const char *s)
 	free(*dst);
 	*dst = v;
 	return 0;
+}
+
+int lb_check_config_set_cache_dir(lb_check_config *c, const char *dir)
+{
+	return set_str(&c->cache_dir, dir);
 }
 
 int lb_check_config_set_python_info(lb_check_config *c, const lb_python_info *py)

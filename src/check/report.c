@@ -481,6 +481,9 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 	json_object_object_add(doc, "files", json_object_new_int64((int64_t)rep->files));
 	json_object_object_add(doc, "syntax_checked_by",
 			       jstr(rep->syntax_by[0] ? rep->syntax_by : "tree-sitter"));
+	if (rep->syntax_by[0] && strcmp(rep->syntax_by, "tree-sitter") != 0)
+		json_object_object_add(doc, "syntax_cached_files",
+				       json_object_new_int64((int64_t)rep->syntax_cached));
 	json_object *cnt = json_object_new_object();
 	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
 	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));

@@ -178,6 +178,11 @@ int cli_check(int argc, char **argv)
 		cli_error("check", "out of memory");
 		return CLI_EXIT_USAGE;
 	}
+	{
+		char *cache = lb_user_cache_dir();
+		lb_check_config_set_cache_dir(cfg, cache);
+		free(cache);
+	}
 	/* --trust-project must be known before --config is read, wherever it appears. */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--trust-project") == 0)

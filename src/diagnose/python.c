@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,5 +406,141 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 		json_object_put(paths);
 	}
 	lb_buf_free(&b);
+	return 0;
+}
+
+/* interpreter probe cache ------------------------------------------------------------------ */
+
+#define PROBE_SCHEMA "labbox.probe-cache/1"
+
+/* What the probe prints depends on the binary and on a pyvenv.cfg beside it or one level up
+ * (a venv); -I makes it independent of the environment. */
+static int probe_key_paths(const char *exe, char paths[3][PATH_MAX])
+{
+	size_t n = strlen(exe);
+	if (n + sizeof "/pyvenv.cfg" > PATH_MAX || exe[0] != '/')
+		return -ENAMETOOLONG;
+	memcpy(paths[0], exe, n + 1);
+	char *slash = strrchr(paths[0], '/');
+	size_t d1 = (size_t)(slash - paths[0]);
+	memcpy(paths[1], exe, d1);
+	memcpy(paths[1] + d1, "/pyvenv.cfg", sizeof "/pyvenv.cfg");
+	size_t d2 = d1;
+	while (d2 > 0 && exe[d2 - 1] != '/')
+		d2--;
+	d2 = d2 ? d2 - 1 : 0;
+	memcpy(paths[2], exe, d2);
+	memcpy(paths[2] + d2, "/pyvenv.cfg", sizeof "/pyvenv.cfg");
+	return 0;
+}
+
+/* A script (a pyenv shim, a wrapper) decides at every start which interpreter runs, from the
+ * working directory and the environment: its probe is never cached. */
+static bool is_script(const char *exe)
+{
+	char head[2] = {0};
+	LB_AUTOCLOSE int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	return fd < 0 || read(fd, head, 2) != 2 || (head[0] == '#' && head[1] == '!');
+}
+
+static bool probe_field(struct json_object *info, const char *key, char *out, size_t n)
+{
+	struct json_object *v;
+	if (!json_object_object_get_ex(info, key, &v) || !json_object_is_type(v, json_type_string))
+		return false;
+	const char *s = json_object_get_string(v);
+	if (!*s || strlen(s) >= n)
+		return false;
+	memcpy(out, s, strlen(s) + 1);
+	return true;
+}
+
+static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
+			       char paths[3][PATH_MAX], lb_python_info *out)
+{
+	__attribute__((cleanup(json_putp_))) struct json_object *doc = NULL;
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	struct json_object *v, *stats, *info;
+	if (lb_read_file_at(dfd, name, 1 << 20, &data, &len) < 0 || len == 0)
+		return false;
+	doc = json_tokener_parse(data);
+	if (!json_object_is_type(doc, json_type_object) ||
+	    !json_object_object_get_ex(doc, "schema", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), PROBE_SCHEMA) != 0 ||
+	    !json_object_object_get_ex(doc, "path", &v) || !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), exe) != 0 ||
+	    !json_object_object_get_ex(doc, "stats", &stats) ||
+	    !json_object_is_type(stats, json_type_array) || json_object_array_length(stats) != 3 ||
+	    !json_object_object_get_ex(doc, "info", &info))
+		return false;
+	for (size_t i = 0; i < 3; i++) {
+		struct json_object *a = json_object_array_get_idx(stats, i);
+		if (!freeze_stat_matches(paths[i], a) || (i == 0 && !a))
+			return false;
+	}
+	lb_python_info pi;
+	memset(&pi, 0, sizeof pi);
+	if (!probe_field(info, "executable", pi.executable, sizeof pi.executable) ||
+	    !probe_field(info, "prefix", pi.prefix, sizeof pi.prefix) ||
+	    !probe_field(info, "base_prefix", pi.base_prefix, sizeof pi.base_prefix) ||
+	    !probe_field(info, "version", pi.version, sizeof pi.version) ||
+	    !probe_field(info, "implementation", pi.implementation, sizeof pi.implementation) ||
+	    pi.executable[0] != '/')
+		return false;
+	*out = pi;
+	return true;
+}
+
+int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_info *out,
+			   bool *hit, char *err, size_t errlen)
+{
+	*hit = false;
+	LB_AUTOFREE char *exe = NULL;
+	int r = lb_find_executable(path, &exe);
+	LB_AUTOCLOSE int dfd = -1;
+	char paths[3][PATH_MAX];
+	if (r < 0 || is_script(exe) || probe_key_paths(exe, paths) < 0 ||
+	    (dfd = freeze_cache_dir(cache_dir)) < 0)
+		return lb_python_probe(path, out, err, errlen);
+	char hex[65], name[64];
+	freeze_sha(exe, hex);
+	snprintf(name, sizeof name, "probe-%.32s.json", hex);
+	if (probe_cache_lookup(dfd, name, exe, paths, out)) {
+		*hit = true;
+		return 0;
+	}
+	/* Stat before probing: a change racing with the probe leaves an entry that misses. */
+	__attribute__((cleanup(json_putp_))) struct json_object *entry = json_object_new_object();
+	struct json_object *stats = json_object_new_array();
+	bool ok = entry && stats;
+	for (int i = 0; ok && i < 3; i++) {
+		struct stat st;
+		freeze_stat fs;
+		if (stat(paths[i], &st) == 0) {
+			freeze_stat_of(&st, &fs);
+			json_object_array_add(stats, freeze_stat_json(&fs));
+		} else {
+			ok = i > 0 && (errno == ENOENT || errno == ENOTDIR);
+			json_object_array_add(stats, NULL);
+		}
+	}
+	r = lb_python_probe(exe, out, err, errlen);
+	if (r < 0 || !ok) {
+		json_object_put(stats);
+		return r;
+	}
+	struct json_object *info = json_object_new_object();
+	json_object_object_add(info, "executable", json_object_new_string(out->executable));
+	json_object_object_add(info, "prefix", json_object_new_string(out->prefix));
+	json_object_object_add(info, "base_prefix", json_object_new_string(out->base_prefix));
+	json_object_object_add(info, "version", json_object_new_string(out->version));
+	json_object_object_add(info, "implementation", json_object_new_string(out->implementation));
+	json_object_object_add(entry, "schema", json_object_new_string(PROBE_SCHEMA));
+	json_object_object_add(entry, "path", json_object_new_string(exe));
+	json_object_object_add(entry, "stats", stats);
+	json_object_object_add(entry, "info", info);
+	freeze_cache_store(dfd, name, json_object_to_json_string_ext(entry, JSON_C_TO_STRING_PLAIN));
 	return 0;
 }

@@ -3,12 +3,18 @@
 #include "labbox/util.h"
 #include "record_internal.h"
 
-#include <stdio.h>
-#include <sys/wait.h>
-
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Settings of the repository's own configuration that make git run a command: a clean filter
  * runs on every modified file `git diff` or `git status` compares. The repository is the
@@ -78,4 +84,108 @@ struct json_object *lb_record_git_info(const char *dir)
 	}
 	lb_buf_free(&b);
 	return o;
+}
+
+/* git looks for .git in dir and each directory above it (GIT_DIR names one elsewhere); when
+ * there is none, asking git only costs its start-up. */
+static bool maybe_repository(const char *dir)
+{
+	if (getenv("GIT_DIR"))
+		return true;
+	char p[PATH_MAX];
+	if (!realpath(dir, p))
+		return true; /* let git say */
+	for (;;) {
+		char probe[PATH_MAX + 8];
+		struct stat st;
+		snprintf(probe, sizeof probe, "%s/.git", strcmp(p, "/") == 0 ? "" : p);
+		if (lstat(probe, &st) == 0)
+			return true;
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p) {
+			if (strcmp(p, "/") == 0)
+				return false;
+			strcpy(p, "/");
+			continue;
+		}
+		*slash = '\0';
+	}
+}
+
+int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job)
+{
+	job->pid = 0;
+	job->fd = -1;
+	if (!maybe_repository(dir))
+		return 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		json_object *o = json_object_new_object();
+		if (!o)
+			_exit(1);
+		json_object_object_add(o, "git", lb_record_git_info(dir));
+		json_object_object_add(o, "git_diff", lb_record_git_diff(dir, diff_max));
+		const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+		_exit(text && lb_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	job->pid = pid;
+	job->fd = p[0];
+	return 0;
+}
+
+void lb_record_git_collect(lb_record_git_job *job, json_object **info, json_object **diff)
+{
+	*info = NULL;
+	*diff = NULL;
+	if (job->pid <= 0)
+		return;
+	lb_buf b = {0};
+	char chunk[65536];
+	bool lost = false;
+	for (;;) {
+		ssize_t n = read(job->fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* Read to the end even when memory runs out, so the child can finish. */
+		if (!lost && lb_buf_append(&b, chunk, (size_t)n) < 0)
+			lost = true;
+	}
+	close(job->fd);
+	int st = 0;
+	while (waitpid(job->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	job->pid = 0;
+	job->fd = -1;
+	json_object *o = NULL;
+	if (!lost && WIFEXITED(st) && WEXITSTATUS(st) == 0 && b.data) {
+		struct json_tokener *tok = json_tokener_new_ex(8);
+		if (tok) {
+			o = json_tokener_parse_ex(tok, b.data, (int)b.len);
+			json_tokener_free(tok);
+		}
+	}
+	lb_buf_free(&b);
+	json_object *v;
+	if (o && json_object_object_get_ex(o, "git", &v) && v)
+		*info = json_object_get(v);
+	if (o && json_object_object_get_ex(o, "git_diff", &v) && v)
+		*diff = json_object_get(v);
+	json_object_put(o);
 }

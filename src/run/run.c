@@ -51,6 +51,9 @@ typedef struct run_state {
 	size_t ndeclared;
 	char *exp_dir; /* run_dir/exp */
 	uint64_t disk_limit;
+	lb_record_git_job git;
+	char *cache; /* the user's cache directory, NULL when there is none */
+	bool probe_cached;
 } run_state;
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
@@ -118,7 +121,10 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	st->ndeclared = nd;
 
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
-	if (lb_python_probe(python, &st->py, err, sizeof err) < 0)
+	st->cache = lb_user_cache_dir();
+	if ((st->cache ? lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached, err,
+						sizeof err)
+		       : lb_python_probe(python, &st->py, err, sizeof err)) < 0)
 		return usage_error(out, "%s%s", err,
 				   req->python ? "" : " (choose one with --python PATH)");
 	return 0;
@@ -178,33 +184,11 @@ static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *
 	return "completed";
 }
 
-/* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none. */
-static char *freeze_cache_dir(void)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	char *dir = NULL;
-	if (xdg && xdg[0] == '/') {
-		if (asprintf(&dir, "%s/labbox", xdg) < 0)
-			return NULL;
-	} else if (home && home[0] == '/') {
-		if (asprintf(&dir, "%s/.cache/labbox", home) < 0)
-			return NULL;
-	} else {
-		return NULL;
-	}
-	if (lb_mkdir_p(dir, 0700) < 0) {
-		free(dir);
-		return NULL;
-	}
-	return dir;
-}
-
-static int write_environment(const char *run_dir, const lb_python_info *py, json_object *manifest)
+static int write_environment(const char *run_dir, const lb_python_info *py, const char *cache,
+			     json_object *manifest)
 {
 	lb_buf b = {0};
 	LB_AUTOFREE char *freeze = NULL;
-	LB_AUTOFREE char *cache = freeze_cache_dir();
 	bool hit = false;
 	int fr = cache ? lb_python_freeze_cached(py->executable, cache, &freeze, &hit)
 		       : lb_python_freeze(py->executable, &freeze);
@@ -309,6 +293,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 		lb_check_config_set_policy(cfg, (lb_check_policy)req->policy);
 		lb_check_config_set_trust_project(cfg, req->trust_project);
 		lb_check_config_set_python_info(cfg, &st->py);
+		lb_check_config_set_cache_dir(cfg, st->cache);
 		lb_check_config_set_entry(cfg, st->entry);
 		r = lb_check_dir(cfg, st->exp_dir, &rep, err, sizeof err);
 	}
@@ -329,6 +314,8 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
 	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
 	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
+	json_object_object_add(info, "syntax_cached_files",
+			       json_object_new_int64((int64_t)rep.syntax_cached));
 	LB_AUTOFREE char *llm = rep.rejected ? lb_check_llm_text(&rep) : NULL;
 	json_object_object_add(info, "llm_text", llm ? json_object_new_string(llm) : NULL);
 	bool ok = !rep.rejected;
@@ -372,7 +359,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 						    uid == getuid() ? (uid_t)-1 : uid, gid, files,
 						    skipped, err, sizeof err)
 				  : -ENOMEM;
-	write_environment(out->run_dir, &st->py, manifest);
+	write_environment(out->run_dir, &st->py, st->cache, manifest);
 
 	lb_sandbox_result res;
 	memset(&res, 0, sizeof res);
@@ -574,16 +561,16 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object *interp = json_object_new_object();
 	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
 	json_object_object_add(interp, "version", json_object_new_string(st->py.version));
+	json_object_object_add(interp, "from_cache", json_object_new_boolean(st->probe_cached));
 	json_object_object_add(interp, "implementation", json_object_new_string(st->py.implementation));
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
 	json_object_object_add(manifest, "interpreter", interp);
 	json_object_object_add(manifest, "machine", lb_record_machine_json());
-	json_object_object_add(manifest, "git_diff",
-			       lb_record_git_diff(req->origin_expdir ? req->origin_expdir : st->expdir,
-						  (size_t)1 << 20));
-	json_object_object_add(manifest, "git", lb_record_git_info(req->origin_expdir ? req->origin_expdir
-										      : st->expdir));
+	json_object *git = NULL, *git_diff = NULL;
+	lb_record_git_collect(&st->git, &git, &git_diff);
+	json_object_object_add(manifest, "git_diff", git_diff);
+	json_object_object_add(manifest, "git", git);
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
 	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
@@ -611,11 +598,20 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	run_state st;
 	memset(&st, 0, sizeof st);
 	int r = resolve(req, &st, out);
+	if (r == 0 && out->exit_code == 0 &&
+	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
+				&st.git) < 0)
+		st.git.pid = 0; /* the manifest then says no repository was seen */
 	if (r == 0 && out->exit_code == 0)
 		r = run_pipeline(sb, req, &st, out);
+	json_object *gi = NULL, *gd = NULL;
+	lb_record_git_collect(&st.git, &gi, &gd);
+	json_object_put(gi);
+	json_object_put(gd);
 	lb_config_free(&st.cfg);
 	free(st.declared);
 	free(st.exp_dir);
+	free(st.cache);
 	return r;
 }
 

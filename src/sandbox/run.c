@@ -3,6 +3,7 @@
  *   supervisor (labbox)          init (pid 1 of the new namespaces)      payload
  *   clone(NEWUSER|NEWPID|...) -> wait for the id maps
  *   write uid_map/gid_map        setup_root, setup_net, setup_uts
+ *   compile seccomp, cgroup      wait until init is in its cgroup
  *   relay output, watch budget   fork ---------------------------------> setup_fds, setup_session,
  *   SIGTERM, grace, SIGKILL      reap everything; payload gone: kill    setup_rlimits, chdir,
  *                                the rest; report the payload status    setup_credentials, exec
@@ -465,11 +466,15 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	char go;
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125); /* the supervisor is gone or the id maps failed */
-	close(c->sync_rd);
 
 	setup_root(c);
 	setup_net(c);
 	setup_uts(c);
+	/* The supervisor moves init into its cgroup meanwhile (an RCU grace period, often
+	 * 10 ms); the payload must be born inside it, so its fork waits for the second byte. */
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	close(c->sync_rd);
 
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -1026,15 +1031,6 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		errout[1] = -1;
 	}
 
-	if (cg.version && lb_cgroup_attach(&cg, init) < 0) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "cannot move the sandbox into its cgroup: %s",
-			 strerror(errno));
-		kill(init, SIGKILL);
-		waitpid(init, NULL, 0);
-		set_setup_failure(res, "setup_cgroup", errno, msg);
-		goto out_sfd;
-	}
 	char maperr[256];
 	if (write_id_maps(sb, init, maperr, sizeof maperr) < 0) {
 		kill(init, SIGKILL);
@@ -1045,8 +1041,6 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	if (write(sync[1], "1", 1) != 1) {
 		kill(init, SIGKILL);
 	}
-	close(sync[1]);
-	sync[1] = -1;
 	close(bpf_ready[0]);
 	bpf_ready[0] = -1;
 
@@ -1063,6 +1057,21 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		kill(init, SIGKILL);
 	close(bpf_ready[1]);
 	bpf_ready[1] = -1;
+
+	/* While init builds the root. */
+	if (cg.version && lb_cgroup_attach(&cg, init) < 0) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "cannot move the sandbox into its cgroup: %s",
+			 strerror(errno));
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+		set_setup_failure(res, "setup_cgroup", errno, msg);
+		goto out_sfd;
+	}
+	if (write(sync[1], "2", 1) != 1)
+		kill(init, SIGKILL);
+	close(sync[1]);
+	sync[1] = -1;
 
 	s.out_rd = lb_steal_fd(&out[0]);
 	s.errout_rd = lb_steal_fd(&errout[0]);

@@ -472,3 +472,24 @@ size_t lb_utf8_seq_len(const unsigned char *s, size_t len)
 			return 0;
 	return n;
 }
+
+char *lb_user_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char *dir = NULL;
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&dir, "%s/labbox", xdg) < 0)
+			return NULL;
+	} else if (home && home[0] == '/') {
+		if (asprintf(&dir, "%s/.cache/labbox", home) < 0)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (lb_mkdir_p(dir, 0700) < 0) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}

@@ -11,6 +11,7 @@
 #include "labbox/util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -267,6 +268,51 @@ static void test_git_diff(void **state)
 	assert_true(json_object_get_boolean(get(d, "truncated")));
 	assert_true(json_object_get_string_len(get(d, "diff")) <= 40);
 	json_object_put(d);
+	rm_rf(repo);
+	free(repo);
+}
+
+/* The state read by a child while the run goes on: the same documents, a diff larger than a
+ * pipe's buffer included, and no child at all outside a repository. */
+static void test_git_job(void **state)
+{
+	char *repo = mktmp();
+	char sub[600];
+	lb_record_git_job job;
+	struct json_object *info, *diff;
+
+	(void)state;
+	if (!have_git()) {
+		rm_rf(repo);
+		free(repo);
+		skip();
+	}
+	assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+	assert_int_equal(job.pid, 0);
+	lb_record_git_collect(&job, &info, &diff);
+	assert_null(info);
+	assert_null(diff);
+
+	sh("cd %s && " GIT " init -q . && mkdir exp && echo 'print(1)' > exp/main.py && " GIT
+	   " add -A && " GIT " commit -qm init",
+	   repo);
+	snprintf(sub, sizeof(sub), "%s/exp", repo);
+	/* 300 KB of changed lines: the child blocks on the pipe until collect reads. */
+	sh("cd %s && for i in $(seq 1 20000); do echo \"x = $i  # padding padding\"; done > main.py",
+	   sub);
+	assert_int_equal(lb_record_git_start(sub, 1 << 20, &job), 0);
+	assert_true(job.pid > 0);
+	lb_record_git_collect(&job, &info, &diff);
+	assert_non_null(info);
+	assert_int_equal(json_object_get_string_len(get(info, "commit")), 40);
+	assert_true(json_object_get_boolean(get(info, "dirty")));
+	assert_non_null(diff);
+	assert_true(json_object_get_int64(get(diff, "bytes")) > 300000);
+	assert_non_null(strstr(json_object_get_string(get(diff, "diff")), "+x = 19999  # padding"));
+	assert_false(json_object_get_boolean(get(diff, "truncated")));
+	assert_int_equal(job.pid, 0);
+	json_object_put(info);
+	json_object_put(diff);
 	rm_rf(repo);
 	free(repo);
 }
@@ -616,6 +662,69 @@ static void test_freeze_cache_concurrent(void **state)
 	free(want);
 }
 
+/* interpreter probe cache ----------------------------------------------------------------- */
+
+static void test_probe_cache_hits_and_invalidates(void **state)
+{
+	venv *v = *state;
+	char cache[1700], cfg[1700], err[512];
+	lb_python_info plain, got;
+	bool hit = true;
+
+	snprintf(cache, sizeof(cache), "%s/probe-cache", v->dir);
+	snprintf(cfg, sizeof(cfg), "%s/venv/pyvenv.cfg", v->dir);
+	assert_int_equal(lb_python_probe(v->python, &plain, err, sizeof(err)), 0);
+	/* The venv's own prefix, so the probe really depends on pyvenv.cfg. */
+	assert_non_null(strstr(plain.prefix, "/venv"));
+
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_false(hit);
+	assert_memory_equal(&got, &plain, sizeof(got));
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_true(hit);
+	assert_memory_equal(&got, &plain, sizeof(got));
+
+	/* Editing the venv's configuration is a change of interpreter. */
+	sh("echo '# edited' >> %s", cfg);
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_false(hit);
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_true(hit);
+
+	/* A damaged entry is a miss, and is written again. */
+	sh("for f in %s/probe-*.json; do printf '{\"schema\": 1' > $f; done", cache);
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_false(hit);
+	assert_memory_equal(&got, &plain, sizeof(got));
+	assert_int_equal(lb_python_probe_cached(v->python, cache, &got, &hit, err, sizeof(err)), 0);
+	assert_true(hit);
+
+	/* Not an interpreter: the same error as without the cache. */
+	assert_int_equal(lb_python_probe_cached("/bin/true", cache, &got, &hit, err, sizeof(err)),
+			 -ENOEXEC);
+	assert_false(hit);
+}
+
+/* A script picks its interpreter at every start (a pyenv shim reads .python-version): its
+ * probe is never kept. */
+static void test_probe_cache_skips_scripts(void **state)
+{
+	venv *v = *state;
+	char cache[1700], err[512];
+	lb_python_info got;
+	bool hit = true;
+
+	snprintf(cache, sizeof(cache), "%s/probe-cache", v->dir);
+	put_file(v->dir, "shim", "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", 0755);
+	char shim[1700];
+	snprintf(shim, sizeof(shim), "%s/shim", v->dir);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(lb_python_probe_cached(shim, cache, &got, &hit, err, sizeof(err)), 0);
+		assert_false(hit);
+		assert_true(got.version[0] == '3');
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_machine_real),
 		cmocka_unit_test(test_git_diff),
 		cmocka_unit_test(test_git_diff_refuses_filters),
+		cmocka_unit_test(test_git_job),
 		cmocka_unit_test_setup_teardown(test_freeze_cache_hits_and_invalidates, venv_setup,
 						venv_teardown),
 		cmocka_unit_test_setup_teardown(test_freeze_cache_search_dir_appears, venv_setup,
@@ -633,6 +743,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_freeze_cache_untrusted_dir, venv_setup,
 						venv_teardown),
 		cmocka_unit_test_setup_teardown(test_freeze_cache_concurrent, venv_setup,
+						venv_teardown),
+		cmocka_unit_test_setup_teardown(test_probe_cache_hits_and_invalidates, venv_setup,
+						venv_teardown),
+		cmocka_unit_test_setup_teardown(test_probe_cache_skips_scripts, venv_setup,
 						venv_teardown),
 	};
 

@@ -1,0 +1,127 @@
+"""What labbox keeps between runs so that running unchanged code again is cheap: the interpreter
+probe, pip freeze and compile() verdicts, in the user's cache directory. Each test gives labbox
+a private XDG_CACHE_HOME and checks, from the outside, what was reused and that a change is
+never answered from the cache."""
+import json
+import os
+import stat
+
+from conftest import PYTHON, labbox, run_exp, write_exp
+
+OK = 'print("accuracy: 0.5")\n'
+
+
+def cache_env(tmp_path):
+    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+
+
+def check_json(env, *args):
+    p = labbox("check", "--json", "--python", PYTHON, *map(str, args), env=env)
+    assert p.returncode in (0, 3), p.stderr
+    return json.loads(p.stdout)
+
+
+def test_run_again_reuses_probe_freeze_and_compile(tmp_path):
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, OK, files={"util.py": "X = 1\n"})
+    first = run_exp(exp, tmp_path / "runs", env=env)
+    assert first.rc == 0, first.why()
+    man = first.file_json("manifest.json")
+    assert man["interpreter"]["from_cache"] is False
+    assert man["packages_from_cache"] is False
+    assert first.result["check"]["syntax_cached_files"] == 0
+
+    second = run_exp(exp, tmp_path / "runs", env=env)
+    assert second.rc == 0, second.why()
+    man2 = second.file_json("manifest.json")
+    assert man2["interpreter"]["from_cache"] is True
+    assert man2["packages_from_cache"] is True
+    assert second.result["check"]["syntax_cached_files"] == 2
+    # The same facts either way.
+    for k in ("path", "version", "implementation", "prefix", "base_prefix"):
+        assert man2["interpreter"][k] == man["interpreter"][k]
+    assert second.result["check"]["syntax_by"] == first.result["check"]["syntax_by"]
+    assert (second.run_dir / "environment.txt").read_text() == \
+        (first.run_dir / "environment.txt").read_text()
+
+
+def test_compile_verdicts_follow_the_bytes(tmp_path):
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, OK, files={"a.py": "A = 1\n", "b.py": "B = 2\n"})
+    assert check_json(env, exp)["syntax_cached_files"] == 0
+    assert check_json(env, exp)["syntax_cached_files"] == 3
+
+    # One file changed: only that one is compiled again.
+    (exp / "a.py").write_text("A = 10\n")
+    assert check_json(env, exp)["syntax_cached_files"] == 2
+
+    # A syntax error is never kept: it is found again, with its line, every time.
+    (exp / "b.py").write_text("def f(:\n    pass\n")
+    for _ in range(2):
+        doc = check_json(env, exp)
+        assert doc["syntax_cached_files"] == 2
+        errs = [f for f in doc["findings"] if f["id"] == "LB001"]
+        assert errs and errs[0]["file"].endswith("b.py") and errs[0]["line"] == 1, doc
+
+    # Code valid for one Python is not assumed valid for another interpreter.
+    other = tmp_path / "bin" / "python3"
+    other.parent.mkdir()
+    # labbox binds the interpreter's directory (tmp_path) for the sandbox's user (nobody, when
+    # root runs the tests): pytest made it 0700.
+    os.chmod(tmp_path, 0o755)
+    os.symlink(os.path.realpath(PYTHON), other)
+    (exp / "b.py").write_text("B = 3\n")
+    p = labbox("check", "--json", "--python", other, exp, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["syntax_cached_files"] == 0
+
+
+def test_cache_others_can_write_is_not_used(tmp_path):
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, OK)
+    check_json(env, exp)
+    compile_dir = tmp_path / "xdg" / "labbox" / "compile"
+    assert compile_dir.is_dir() and stat.S_IMODE(compile_dir.stat().st_mode) == 0o700
+    assert check_json(env, exp)["syntax_cached_files"] == 1
+    # A verdict directory anyone could write to could pass code that does not compile.
+    os.chmod(compile_dir, 0o777)
+    try:
+        assert check_json(env, exp)["syntax_cached_files"] == 0
+    finally:
+        os.chmod(compile_dir, 0o700)
+
+
+def test_probe_cache_follows_the_interpreter(tmp_path):
+    """A venv's pyvenv.cfg decides sys.prefix: editing it is a new interpreter."""
+    env = cache_env(tmp_path)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    real = os.path.realpath(PYTHON)
+    os.symlink(real, venv / "bin" / "python")
+    cfg = venv / "pyvenv.cfg"
+    cfg.write_text(f"home = {os.path.dirname(real)}\ninclude-system-site-packages = true\n")
+    exp = write_exp(tmp_path, OK)
+    py = str(venv / "bin" / "python")
+
+    def run():
+        r = run_exp(exp, tmp_path / "runs", env=env, python=py)
+        assert r.rc == 0, r.why()
+        return r.file_json("manifest.json")["interpreter"]
+
+    first = run()
+    assert first["from_cache"] is False and first["prefix"] == str(venv)
+    assert run()["from_cache"] is True
+    cfg.write_text(cfg.read_text() + "# edited\n")
+    third = run()
+    assert third["from_cache"] is False and third["prefix"] == str(venv)
+
+
+def test_no_cache_directory_still_runs(tmp_path):
+    """Without HOME or XDG_CACHE_HOME there is nowhere to keep anything: every run asks."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    exp = write_exp(tmp_path, OK)
+    for _ in range(2):
+        r = run_exp(exp, tmp_path / "runs", env=env)
+        assert r.rc == 0, r.why()
+        assert r.file_json("manifest.json")["interpreter"]["from_cache"] is False
+        assert r.result["check"]["syntax_cached_files"] == 0
