@@ -52,6 +52,14 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
 int lb_mkdir_p(const char *path, mode_t mode);
+/* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for
+ * caches whose entries labbox trusts. -EPERM when it belongs to someone else or is writable
+ * by group or others (an entry planted there must not be believed). Returns the fd. */
+int lb_open_private_dir(const char *path);
+/* name in dfd replaced by data through a temporary file of this writer's own and rename(), so
+ * readers see the old entry or the new one, never a part. No fsync: for caches, whose entries
+ * are checked when read. */
+int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len);
 /* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none (no
  * absolute XDG_CACHE_HOME or HOME, or it cannot be made). Free it. */
 char *lb_user_cache_dir(void);

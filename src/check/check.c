@@ -383,18 +383,10 @@ static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t 
 static int compile_cache_open(const char *cache_dir)
 {
 	char path[PATH_MAX];
-	struct stat st;
 	if (!cache_dir || snprintf(path, sizeof path, "%s/compile", cache_dir) >= (int)sizeof path)
 		return -1;
-	lb_mkdir_p(path, 0700);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	int fd = lb_open_private_dir(path);
+	return fd < 0 ? -1 : fd;
 }
 
 /* The verdict's name: the interpreter and the file's exact bytes. */
@@ -486,18 +478,7 @@ static void compile_cache_prune(int dfd)
 
 static void compile_cache_store(int dfd, const char *key, const char *version)
 {
-	char tmp[128], rnd[17];
-	if (lb_random_hex(rnd, 8) < 0)
-		return;
-	snprintf(tmp, sizeof tmp, ".%.16s.%d.%s.tmp", key, (int)getpid(), rnd);
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	int r = lb_write_all(fd, version, strlen(version));
-	if (close(fd) < 0)
-		r = -1;
-	if (r < 0 || renameat(dfd, tmp, dfd, key) < 0)
-		unlinkat(dfd, tmp, 0);
+	lb_replace_file_at(dfd, key, version, strlen(version));
 }
 
 /* python_syntax for the files without a kept clean verdict; none at all when every one has. */

@@ -286,44 +286,17 @@ static struct json_object *freeze_path_line(const char *line)
 	return o;
 }
 
-/* A file name of its own per writer, so concurrent writers never share a temporary file. */
+/* No fsync: an entry a crash leaves empty or cut fails validation and is rebuilt. */
 static void freeze_cache_store(int dfd, const char *name, const char *text)
 {
-	char tmp[128], rnd[17];
-	size_t len = strlen(text);
-	int fd, r;
-
-	if (lb_random_hex(rnd, 8) < 0)
-		return;
-	snprintf(tmp, sizeof(tmp), ".%s.%d.%s.tmp", name, (int)getpid(), rnd);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	/* No fsync: an entry a crash leaves empty or cut fails validation and is rebuilt. */
-	r = lb_write_all(fd, text, len);
-	if (close(fd) < 0)
-		r = -1;
-	if (r < 0 || renameat(dfd, tmp, dfd, name) < 0)
-		unlinkat(dfd, tmp, 0);
+	lb_replace_file_at(dfd, name, text, strlen(text));
 }
 
 /* The cache directory, or -1 when there is none labbox may trust. */
 static int freeze_cache_dir(const char *cache_dir)
 {
-	struct stat st;
-	int fd;
-
-	if (!cache_dir || !*cache_dir)
-		return -1;
-	lb_mkdir_p(cache_dir, 0700);
-	fd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	int fd = lb_open_private_dir(cache_dir);
+	return fd < 0 ? -1 : fd;
 }
 
 int lb_python_freeze_cached(const char *executable, const char *cache_dir, char **out, bool *hit)

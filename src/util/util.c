@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -492,4 +493,42 @@ char *lb_user_cache_dir(void)
 		return NULL;
 	}
 	return dir;
+}
+
+int lb_open_private_dir(const char *path)
+{
+	if (!path || !*path)
+		return -EINVAL;
+	lb_mkdir_p(path, 0700);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len)
+{
+	char tmp[NAME_MAX + 1], rnd[17];
+	int r = lb_random_hex(rnd, 8);
+	if (r < 0)
+		return r;
+	if (snprintf(tmp, sizeof tmp, ".%.200s.%d.%s.tmp", name, (int)getpid(), rnd) >=
+	    (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = lb_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dfd, tmp, 0);
+	return r;
 }
