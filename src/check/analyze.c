@@ -24,6 +24,7 @@
 #define VMAX 8
 #define MAX_DEPTH 160
 #define STR_MAX 1024
+#define ARENA_BLOCK 65536
 
 typedef enum vkind {
 	VK_REF,      /* s: canonical dotted name */
@@ -98,6 +99,7 @@ typedef struct fnscope {
 
 typedef struct ctx {
 	const ck_analysis_in *in;
+	ck_keep *keep; /* the worker's, or one of this file's */
 	const char *src;
 	ck_raws *out;
 	int err;
@@ -116,6 +118,7 @@ typedef struct ctx {
 	fnscope *fns;
 	size_t nfns, cap_fns;
 	scope *taint; /* names holding time measurements */
+	bool any_taint; /* taint_target ran this pass (taint may hold a name) */
 	bool time_flag;
 	bool h_estimate, h_guard, h_results, h_metrics;
 	bool module_has_sensitive;
@@ -123,12 +126,19 @@ typedef struct ctx {
 
 /* ---- memory --------------------------------------------------------------------------------- */
 
-static void *amalloc(ctx *c, size_t n)
+/* Arena memory, not zeroed. */
+static void *amalloc_raw(ctx *c, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
 	if (!c->arena || c->arena->cap - c->arena->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-		chunk *k = malloc(sizeof *k + cap);
+		size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+		chunk *k = NULL;
+		if (cap == ARENA_BLOCK && c->keep->block) {
+			k = c->keep->block;
+			c->keep->block = NULL;
+		} else {
+			k = malloc(sizeof *k + cap);
+		}
 		if (!k) {
 			c->err = -ENOMEM;
 			return NULL;
@@ -140,7 +150,14 @@ static void *amalloc(ctx *c, size_t n)
 	}
 	void *p = c->arena->data + c->arena->used;
 	c->arena->used += n;
-	memset(p, 0, n);
+	return p;
+}
+
+static void *amalloc(ctx *c, size_t n)
+{
+	void *p = amalloc_raw(c, n);
+	if (p)
+		memset(p, 0, n);
 	return p;
 }
 
@@ -175,9 +192,21 @@ static void arena_free(ctx *c)
 {
 	while (c->arena) {
 		chunk *k = c->arena->next;
-		free(c->arena);
+		if (!c->keep->block && c->arena->cap == ARENA_BLOCK)
+			c->keep->block = c->arena;
+		else
+			free(c->arena);
 		c->arena = k;
 	}
+}
+
+void ck_keep_free(ck_keep *k)
+{
+	free(k->block);
+	k->block = NULL;
+	if (k->have_cur)
+		ts_tree_cursor_delete(&k->cur);
+	k->have_cur = false;
 }
 
 /* ---- value sets ----------------------------------------------------------------------------- */
@@ -264,14 +293,78 @@ static bool vs_has_str(const vset *vs)
 
 /* ---- tree helpers ----------------------------------------------------------------------------- */
 
-static bool is(TSNode n, const char *type)
+static ck_kind kind(const ctx *c, TSNode n)
 {
-	return !ts_node_is_null(n) && strcmp(ts_node_type(n), type) == 0;
+	return ck_node_kind(c->in->syn, n);
 }
 
-static TSNode field(TSNode n, const char *name)
+static bool is(const ctx *c, TSNode n, ck_kind k)
 {
-	return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+	return kind(c, n) == k;
+}
+
+static TSNode field(const ctx *c, TSNode n, ck_field f)
+{
+	return ts_node_child_by_field_id(n, c->in->syn->field[f]);
+}
+
+/* The named children of a node. ts_node_named_child(n, i) walks from the first child at every
+ * call, which made loops over long blocks quadratic; a cursor collects them in one walk. */
+#define KIDS_INLINE 8
+typedef struct kids {
+	TSNode *v;
+	uint32_t n;
+	TSNode inl[KIDS_INLINE];
+} kids;
+
+static void kids_of(ctx *c, TSNode n, kids *k)
+{
+	uint32_t cnt = ts_node_named_child_count(n);
+	k->v = k->inl;
+	k->n = 0;
+	if (cnt > KIDS_INLINE) {
+		k->v = amalloc_raw(c, cnt * sizeof *k->v);
+		if (!k->v) {
+			k->v = k->inl;
+			return;
+		}
+	}
+	/* up to a few children, ts_node_named_child is cheaper than resetting the cursor */
+	if (cnt > 4) {
+		TSTreeCursor *cur = &c->keep->cur;
+		if (c->keep->have_cur) {
+			ts_tree_cursor_reset(cur, n);
+		} else {
+			*cur = ts_tree_cursor_new(n);
+			c->keep->have_cur = true;
+		}
+		uint32_t got = 0;
+		bool same = true;
+		if (ts_tree_cursor_goto_first_child(cur)) {
+			do {
+				TSNode ch = ts_tree_cursor_current_node(cur);
+				if (ts_node_is_named(ch)) {
+					if (got == cnt) {
+						same = false;
+						break;
+					}
+					k->v[got++] = ch;
+				} else if (ts_node_child_count(ch) > 0) {
+					/* an anonymous node with children: ts_node_named_child counts
+					 * its named children as the parent's, the cursor does not */
+					same = false;
+					break;
+				}
+			} while (ts_tree_cursor_goto_next_sibling(cur));
+		}
+		if (same && got == cnt) {
+			k->n = cnt;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < cnt; i++)
+		k->v[i] = ts_node_named_child(n, i);
+	k->n = cnt;
 }
 
 static const char *text(ctx *c, TSNode n)
@@ -688,7 +781,7 @@ static const char *const module_attr_names[] = {
 static bool module_attr(const char *a)
 {
 	for (size_t i = 0; i < sizeof module_attr_names / sizeof module_attr_names[0]; i++)
-		if (strcmp(a, module_attr_names[i]) == 0)
+		if (a[0] == module_attr_names[i][0] && strcmp(a, module_attr_names[i]) == 0)
 			return true;
 	return false;
 }
@@ -705,7 +798,7 @@ static const char *const escape_attr_names[] = {
 static bool escape_attr(const char *a)
 {
 	for (size_t i = 0; i < sizeof escape_attr_names / sizeof escape_attr_names[0]; i++)
-		if (strcmp(a, escape_attr_names[i]) == 0)
+		if (a[0] == escape_attr_names[i][0] && strcmp(a, escape_attr_names[i]) == 0)
 			return true;
 	return false;
 }
@@ -728,7 +821,7 @@ static const char *const path_methods[] = {
 static bool in_names(const char *a, const char *const *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(a, v[i]) == 0)
+		if (a[0] == v[i][0] && strcmp(a, v[i]) == 0)
 			return true;
 	return false;
 }
@@ -945,7 +1038,12 @@ static bool unescape(const char *s, size_t n, lb_buf *b)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] != '\\' || i + 1 >= n) {
-			lb_buf_append(b, s + i, 1);
+			/* the whole run of plain bytes at once */
+			size_t j = i + 1;
+			while (j < n && (s[j] != '\\' || j + 1 >= n))
+				j++;
+			lb_buf_append(b, s + i, j - i);
+			i = j - 1;
 			continue;
 		}
 		char e = s[++i];
@@ -1003,11 +1101,12 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 	bool raw_s = false, bytes = false, fstr = false;
 	lb_buf b = {0};
 	bool known = true;
-	uint32_t cnt = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < cnt; i++) {
-		TSNode ch = ts_node_named_child(n, i);
-		const char *t = ts_node_type(ch);
-		if (strcmp(t, "string_start") == 0) {
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		ck_kind t = kind(c, ch);
+		if (t == K_STRING_START) {
 			const char *p = text(c, ch);
 			for (; *p && *p != '"' && *p != '\''; p++) {
 				if (*p == 'r' || *p == 'R')
@@ -1017,7 +1116,7 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 				else if (*p == 'f' || *p == 'F' || *p == 't' || *p == 'T')
 					fstr = true;
 			}
-		} else if (strcmp(t, "string_content") == 0) {
+		} else if (t == K_STRING_CONTENT) {
 			uint32_t a = ts_node_start_byte(ch), e = ts_node_end_byte(ch);
 			if (e > c->in->len || a > e)
 				continue;
@@ -1025,12 +1124,12 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 				lb_buf_append(&b, c->src + a, e - a);
 			else if (!unescape(c->src + a, e - a, &b))
 				known = false;
-		} else if (strcmp(t, "interpolation") == 0) {
-			TSNode ex = field(ch, "expression");
+		} else if (t == K_INTERPOLATION) {
+			TSNode ex = field(c, ch, F_EXPRESSION);
 			vset v = ts_node_is_null(ex) ? (vset){0} : use(c, sc, ex);
 			const char *s = vs_str(&v);
-			if (!fstr || !s || !ts_node_is_null(field(ch, "type_conversion")) ||
-			    !ts_node_is_null(field(ch, "format_specifier")))
+			if (!fstr || !s || !ts_node_is_null(field(c, ch, F_TYPE_CONVERSION)) ||
+			    !ts_node_is_null(field(c, ch, F_FORMAT_SPECIFIER)))
 				known = false;
 			else
 				lb_buf_puts(&b, s);
@@ -1090,22 +1189,26 @@ typedef struct args {
 	bool used[MAX_ARGS];
 } args;
 
-static void collect_args(ctx *c, TSNode list, args *a)
+/* ks gets the argument list's named children, which eval_call walks again */
+static void collect_args(ctx *c, TSNode list, args *a, kids *ks)
 {
 	memset(a, 0, sizeof *a);
-	if (ts_node_is_null(list) || !is(list, "argument_list"))
+	ks->v = ks->inl;
+	ks->n = 0;
+	if (ts_node_is_null(list) || !is(c, list, K_ARGUMENT_LIST))
 		return;
-	uint32_t n = ts_node_named_child_count(list);
-	for (uint32_t i = 0; i < n; i++) {
-		TSNode ch = ts_node_named_child(list, i);
-		if (is(ch, "comment"))
+	kids_of(c, list, ks);
+	for (uint32_t i = 0; i < ks->n; i++) {
+		TSNode ch = ks->v[i];
+		ck_kind k = kind(c, ch);
+		if (k == K_COMMENT)
 			continue;
-		if (is(ch, "keyword_argument")) {
+		if (k == K_KEYWORD_ARGUMENT) {
 			if (a->nkw < MAX_ARGS) {
-				a->kwname[a->nkw] = text(c, field(ch, "name"));
-				a->kw[a->nkw++] = field(ch, "value");
+				a->kwname[a->nkw] = text(c, field(c, ch, F_NAME));
+				a->kw[a->nkw++] = field(c, ch, F_VALUE);
 			}
-		} else if (is(ch, "list_splat") || is(ch, "dictionary_splat")) {
+		} else if (k == K_LIST_SPLAT || k == K_DICTIONARY_SPLAT) {
 			a->splat = true;
 		} else if (a->npos < MAX_ARGS) {
 			a->pos[a->npos++] = ch;
@@ -1251,6 +1354,10 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 {
 	vset out = {0};
 	TSNode x;
+	/* every name below starts with one of these: most calls (numpy, torch...) need no
+	 * comparison at all */
+	if (!q[0] || !strchr("biopctds", q[0]))
+		return out;
 	if (strcmp(q, "builtins.getattr") == 0 && a->npos >= 2) {
 		vset obj = eval(c, sc, a->pos[0]);
 		vset names = eval(c, sc, a->pos[1]);
@@ -1343,7 +1450,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		}
 		return out;
 	}
-	if (strcmp(q, "builtins.chr") == 0 && a->npos == 1 && is(a->pos[0], "integer")) {
+	if (strcmp(q, "builtins.chr") == 0 && a->npos == 1 && is(c, a->pos[0], K_INTEGER)) {
 		long cp = strtol(text(c, a->pos[0]), NULL, 0);
 		a->used[0] = true;
 		if (cp >= 0 && cp <= 0x10ffff) {
@@ -1392,7 +1499,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 	if (is_time_call(q))
 		c->time_flag = true;
 	if (strcmp(q, "builtins.print") == 0 || strcmp(q, "sys.stdout.write") == 0)
-		metric_line_facts(c, field(node, "arguments"));
+		metric_line_facts(c, field(c, node, F_ARGUMENTS));
 	return out;
 }
 
@@ -1404,15 +1511,16 @@ static vset call_strmeth(ctx *c, scope *sc, const val *v, args *a)
 		if (a->npos != 1)
 			return out;
 		TSNode l = a->pos[0];
-		if (!(is(l, "list") || is(l, "tuple"))) {
+		if (!(is(c, l, K_LIST) || is(c, l, K_TUPLE))) {
 			vs_add(&out, str(NULL));
 			return out;
 		}
 		lb_buf b = {0};
 		bool ok = true;
-		uint32_t n = ts_node_named_child_count(l);
-		for (uint32_t i = 0; i < n; i++) {
-			vset e = use(c, sc, ts_node_named_child(l, i));
+		kids ks;
+		kids_of(c, l, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			vset e = use(c, sc, ks.v[i]);
 			const char *es = vs_str(&e);
 			if (!es) {
 				ok = false;
@@ -1545,13 +1653,14 @@ static void seed_events(ctx *c, scope *sc, const char *q, TSNode node, const arg
 
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
-	TSNode fn = field(n, "function");
-	TSNode al = field(n, "arguments");
+	TSNode fn = field(c, n, F_FUNCTION);
+	TSNode al = field(c, n, F_ARGUMENTS);
 	vset callee = eval(c, sc, fn);
 	args a;
-	collect_args(c, al, &a);
+	kids ks;
+	collect_args(c, al, &a, &ks);
 	vset out = {0};
-	if (is(fn, "identifier") && sc == c->module)
+	if (is(c, fn, K_IDENTIFIER) && sc == c->module)
 		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
 	for (unsigned i = 0; i < callee.n; i++) {
 		const val *v = &callee.v[i];
@@ -1605,22 +1714,22 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		if (!a.used[i])
 			use(c, sc, a.pos[i]);
 	if (!ts_node_is_null(al)) {
-		if (is(al, "argument_list")) {
-			uint32_t cnt = ts_node_named_child_count(al);
-			for (uint32_t i = 0; i < cnt; i++) {
-				TSNode ch = ts_node_named_child(al, i);
-				if (is(ch, "keyword_argument")) {
+		if (is(c, al, K_ARGUMENT_LIST)) {
+			for (uint32_t i = 0; i < ks.n; i++) {
+				TSNode ch = ks.v[i];
+				ck_kind kc = kind(c, ch);
+				if (kc == K_KEYWORD_ARGUMENT) {
 					/* keyword values call_ref read were evaluated there too; a second
 					 * evaluation only repeats the same (deduplicated) findings */
-					use(c, sc, field(ch, "value"));
-				} else if (is(ch, "list_splat") || is(ch, "dictionary_splat")) {
+					use(c, sc, field(c, ch, F_VALUE));
+				} else if (kc == K_LIST_SPLAT || kc == K_DICTIONARY_SPLAT) {
 					use(c, sc, ch);
 				} else {
 					bool positional = false;
 					for (unsigned k = 0; k < a.npos; k++)
 						if (ts_node_eq(a.pos[k], ch))
 							positional = true;
-					if (!positional && !is(ch, "comment"))
+					if (!positional && kc != K_COMMENT)
 						use(c, sc, ch);
 				}
 			}
@@ -1649,11 +1758,12 @@ static void params_defaults(ctx *c, scope *sc, TSNode params)
 {
 	if (ts_node_is_null(params))
 		return;
-	uint32_t n = ts_node_named_child_count(params);
-	for (uint32_t i = 0; i < n; i++) {
-		TSNode p = ts_node_named_child(params, i);
-		TSNode v = field(p, "value");
-		TSNode t = field(p, "type");
+	kids ks;
+	kids_of(c, params, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode p = ks.v[i];
+		TSNode v = field(c, p, F_VALUE);
+		TSNode t = field(c, p, F_TYPE);
 		if (!ts_node_is_null(v))
 			use(c, sc, v);
 		if (!ts_node_is_null(t))
@@ -1665,31 +1775,34 @@ static void bind_params(ctx *c, scope *sc, TSNode params)
 {
 	if (ts_node_is_null(params))
 		return;
-	if (is(params, "identifier")) {
+	if (is(c, params, K_IDENTIFIER)) {
 		bind_empty(c, sc, ident(c, params));
 		return;
 	}
-	uint32_t n = ts_node_named_child_count(params);
-	for (uint32_t i = 0; i < n; i++) {
-		TSNode p = ts_node_named_child(params, i);
-		if (is(p, "identifier")) {
+	kids ks;
+	kids_of(c, params, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode p = ks.v[i];
+		if (is(c, p, K_IDENTIFIER)) {
 			bind_empty(c, sc, ident(c, p));
 			continue;
 		}
-		TSNode nm = field(p, "name");
-		if (!ts_node_is_null(nm) && is(nm, "identifier")) {
+		TSNode nm = field(c, p, F_NAME);
+		if (!ts_node_is_null(nm) && is(c, nm, K_IDENTIFIER)) {
 			bind_empty(c, sc, ident(c, nm));
 			continue;
 		}
 		/* typed_parameter, *args, **kwargs, tuple parameters: every identifier inside
 		 * that is not a type annotation */
-		uint32_t k = ts_node_named_child_count(p);
-		for (uint32_t j = 0; j < k; j++) {
-			TSNode ch = ts_node_named_child(p, j);
-			if (is(ch, "identifier"))
+		kids ps;
+		kids_of(c, p, &ps);
+		for (uint32_t j = 0; j < ps.n; j++) {
+			TSNode ch = ps.v[j];
+			ck_kind k = kind(c, ch);
+			if (k == K_IDENTIFIER)
 				bind_empty(c, sc, ident(c, ch));
-			else if (is(ch, "tuple_pattern") || is(ch, "list_splat_pattern") ||
-				 is(ch, "dictionary_splat_pattern"))
+			else if (k == K_TUPLE_PATTERN || k == K_LIST_SPLAT_PATTERN ||
+				 k == K_DICTIONARY_SPLAT_PATTERN)
 				bind_params(c, sc, ch);
 		}
 	}
@@ -1701,50 +1814,54 @@ static void bind_target_empty(ctx *c, scope *sc, TSNode t)
 {
 	if (ts_node_is_null(t))
 		return;
-	if (is(t, "identifier")) {
+	if (is(c, t, K_IDENTIFIER)) {
 		bind_empty(c, sc, ident(c, t));
 		return;
 	}
-	if (is(t, "attribute")) {
-		eval(c, sc, field(t, "object"));
+	if (is(c, t, K_ATTRIBUTE)) {
+		eval(c, sc, field(c, t, F_OBJECT));
 		return;
 	}
-	if (is(t, "subscript")) {
-		eval(c, sc, field(t, "value"));
-		uint32_t n = ts_node_named_child_count(t);
-		for (uint32_t i = 1; i < n; i++)
-			use(c, sc, ts_node_named_child(t, i));
+	if (is(c, t, K_SUBSCRIPT)) {
+		eval(c, sc, field(c, t, F_VALUE));
+		kids ks;
+		kids_of(c, t, &ks);
+		for (uint32_t i = 1; i < ks.n; i++)
+			use(c, sc, ks.v[i]);
 		return;
 	}
-	uint32_t n = ts_node_named_child_count(t);
-	for (uint32_t i = 0; i < n; i++)
-		bind_target_empty(c, sc, ts_node_named_child(t, i));
+	kids ks;
+	kids_of(c, t, &ks);
+	for (uint32_t i = 0; i < ks.n; i++)
+		bind_target_empty(c, sc, ks.v[i]);
 }
 
 static bool taint_any(ctx *c, TSNode n, int depth)
 {
-	if (depth > 40)
-		return false;
-	if (is(n, "identifier"))
+	if (depth > 40 || !c->any_taint)
+		return false; /* nothing is tainted: no need to look */
+	if (is(c, n, K_IDENTIFIER))
 		return find(c->taint, text(c, n)) != NULL;
-	uint32_t k = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < k; i++)
-		if (taint_any(c, ts_node_named_child(n, i), depth + 1))
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++)
+		if (taint_any(c, ks.v[i], depth + 1))
 			return true;
 	return false;
 }
 
 static void taint_target(ctx *c, TSNode t)
 {
-	if (is(t, "identifier"))
+	c->any_taint = true;
+	if (is(c, t, K_IDENTIFIER))
 		find_or_add(c, c->taint, text(c, t));
-	else if (is(t, "attribute"))
-		find_or_add(c, c->taint, text(c, field(t, "attribute")));
+	else if (is(c, t, K_ATTRIBUTE))
+		find_or_add(c, c->taint, text(c, field(c, t, F_ATTRIBUTE)));
 }
 
 static void bind_target(ctx *c, scope *sc, TSNode t, const vset *v, TSNode rhs)
 {
-	if (is(t, "identifier")) {
+	if (is(c, t, K_IDENTIFIER)) {
 		/* A class attribute is reached through the class, which is not followed. */
 		if (sc->kind == SC_CLASS)
 			report(c, v, rhs, USE);
@@ -1755,15 +1872,16 @@ static void bind_target(ctx *c, scope *sc, TSNode t, const vset *v, TSNode rhs)
 	bind_target_empty(c, sc, t);
 }
 
-static bool tuple_like(TSNode n)
+static bool tuple_like(const ctx *c, TSNode n)
 {
-	return is(n, "pattern_list") || is(n, "tuple_pattern") || is(n, "list_pattern") ||
-	       is(n, "expression_list") || is(n, "tuple") || is(n, "list");
+	ck_kind k = kind(c, n);
+	return k == K_PATTERN_LIST || k == K_TUPLE_PATTERN || k == K_LIST_PATTERN ||
+	       k == K_EXPRESSION_LIST || k == K_TUPLE || k == K_LIST;
 }
 
 static vset assign(ctx *c, scope *sc, TSNode n)
 {
-	TSNode left = field(n, "left"), right = field(n, "right"), type = field(n, "type");
+	TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT), type = field(c, n, F_TYPE);
 	if (!ts_node_is_null(type))
 		use(c, sc, type);
 	if (ts_node_is_null(right))
@@ -1771,35 +1889,37 @@ static vset assign(ctx *c, scope *sc, TSNode n)
 	bool tf = c->time_flag;
 	c->time_flag = false;
 	/* a, b = os.system, print: element-wise aliases when both sides line up */
-	if (tuple_like(left) && tuple_like(right) &&
+	if (tuple_like(c, left) && tuple_like(c, right) &&
 	    ts_node_named_child_count(left) == ts_node_named_child_count(right)) {
-		uint32_t k = ts_node_named_child_count(left);
+		kids kl, kr;
+		kids_of(c, left, &kl);
+		kids_of(c, right, &kr);
+		uint32_t k = kl.n < kr.n ? kl.n : kr.n;
 		bool plain = true;
 		for (uint32_t i = 0; i < k; i++)
-			if (is(ts_node_named_child(right, i), "list_splat") ||
-			    is(ts_node_named_child(left, i), "list_splat_pattern"))
+			if (is(c, kr.v[i], K_LIST_SPLAT) ||
+			    is(c, kl.v[i], K_LIST_SPLAT_PATTERN))
 				plain = false;
 		if (plain) {
 			vset vals[64];
 			uint32_t m = k < 64 ? k : 64;
 			for (uint32_t i = 0; i < m; i++)
-				vals[i] = eval(c, sc, ts_node_named_child(right, i));
+				vals[i] = eval(c, sc, kr.v[i]);
 			for (uint32_t i = k < 64 ? k : 64; i < k; i++)
-				use(c, sc, ts_node_named_child(right, i));
+				use(c, sc, kr.v[i]);
 			for (uint32_t i = 0; i < m; i++)
-				bind_target(c, sc, ts_node_named_child(left, i), &vals[i],
-					    ts_node_named_child(right, i));
+				bind_target(c, sc, kl.v[i], &vals[i], kr.v[i]);
 			for (uint32_t i = m; i < k; i++)
-				bind_target_empty(c, sc, ts_node_named_child(left, i));
+				bind_target_empty(c, sc, kl.v[i]);
 			c->time_flag = tf;
 			return (vset){0};
 		}
 	}
-	vset v = is(right, "assignment") ? assign(c, sc, right) : eval(c, sc, right);
+	vset v = is(c, right, K_ASSIGNMENT) ? assign(c, sc, right) : eval(c, sc, right);
 	bool timed = c->time_flag || taint_any(c, right, 0);
 	if (timed)
 		taint_target(c, left);
-	if (tuple_like(left)) {
+	if (tuple_like(c, left)) {
 		report(c, &v, right, USE);
 		bind_target_empty(c, sc, left);
 	} else {
@@ -1811,9 +1931,9 @@ static vset assign(ctx *c, scope *sc, TSNode n)
 
 static void augassign(ctx *c, scope *sc, TSNode n)
 {
-	TSNode left = field(n, "left"), right = field(n, "right"), op = field(n, "operator");
+	TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT), op = field(c, n, F_OPERATOR);
 	vset r = eval(c, sc, right);
-	if (is(left, "identifier")) {
+	if (is(c, left, K_IDENTIFIER)) {
 		const char *name = ident(c, left);
 		if (!ts_node_is_null(op) && strcmp(text(c, op), "+=") == 0) {
 			vset cur = lookup(c, sc, name);
@@ -1831,41 +1951,48 @@ static void augassign(ctx *c, scope *sc, TSNode n)
 	bind_target_empty(c, sc, left);
 }
 
-static bool is_statement(TSNode n)
+static bool stmt_kind(ck_kind k)
 {
-	static const char *const kinds[] = {
-		"import_statement", "import_from_statement", "future_import_statement",
-		"expression_statement", "return_statement", "delete_statement", "raise_statement",
-		"assert_statement", "pass_statement", "break_statement", "continue_statement",
-		"global_statement", "nonlocal_statement", "if_statement", "for_statement",
-		"while_statement", "try_statement", "with_statement", "function_definition",
-		"decorated_definition", "class_definition", "match_statement", "exec_statement",
-		"print_statement", "block", "type_alias_statement", "comment",
+	static const bool kinds[K_COUNT] = {
+		[K_IMPORT_STATEMENT] = true, [K_IMPORT_FROM_STATEMENT] = true,
+		[K_FUTURE_IMPORT_STATEMENT] = true, [K_EXPRESSION_STATEMENT] = true,
+		[K_RETURN_STATEMENT] = true, [K_DELETE_STATEMENT] = true, [K_RAISE_STATEMENT] = true,
+		[K_ASSERT_STATEMENT] = true, [K_PASS_STATEMENT] = true, [K_BREAK_STATEMENT] = true,
+		[K_CONTINUE_STATEMENT] = true, [K_GLOBAL_STATEMENT] = true,
+		[K_NONLOCAL_STATEMENT] = true, [K_IF_STATEMENT] = true, [K_FOR_STATEMENT] = true,
+		[K_WHILE_STATEMENT] = true, [K_TRY_STATEMENT] = true, [K_WITH_STATEMENT] = true,
+		[K_FUNCTION_DEFINITION] = true, [K_DECORATED_DEFINITION] = true,
+		[K_CLASS_DEFINITION] = true, [K_MATCH_STATEMENT] = true, [K_EXEC_STATEMENT] = true,
+		[K_PRINT_STATEMENT] = true, [K_BLOCK] = true, [K_TYPE_ALIAS_STATEMENT] = true,
+		[K_COMMENT] = true,
 	};
-	const char *t = ts_node_type(n);
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strcmp(t, kinds[i]) == 0)
-			return true;
-	return false;
+	return kinds[k];
+}
+
+static bool is_statement(const ctx *c, TSNode n)
+{
+	return stmt_kind(kind(c, n));
 }
 
 static void generic(ctx *c, scope *sc, TSNode n)
 {
-	uint32_t k = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < k; i++) {
-		TSNode ch = ts_node_named_child(n, i);
-		if (is_statement(ch))
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		ck_kind k = kind(c, ch);
+		if (stmt_kind(k))
 			stmt(c, sc, ch);
-		else if (is(ch, "keyword_argument"))
-			use(c, sc, field(ch, "value"));
-		else if (is(ch, "for_in_clause")) {
-			use(c, sc, field(ch, "right"));
+		else if (k == K_KEYWORD_ARGUMENT)
+			use(c, sc, field(c, ch, F_VALUE));
+		else if (k == K_FOR_IN_CLAUSE) {
+			use(c, sc, field(c, ch, F_RIGHT));
 			c->cond++;
-			bind_target_empty(c, sc, field(ch, "left"));
+			bind_target_empty(c, sc, field(c, ch, F_LEFT));
 			c->cond--;
-		} else if (is(ch, "lambda"))
+		} else if (k == K_LAMBDA)
 			eval(c, sc, ch);
-		else if (!is(ch, "format_specifier") && !is(ch, "type_conversion"))
+		else if (k != K_FORMAT_SPECIFIER && k != K_TYPE_CONVERSION)
 			use(c, sc, ch);
 	}
 }
@@ -1873,8 +2000,8 @@ static void generic(ctx *c, scope *sc, TSNode n)
 static vset eval_inner(ctx *c, scope *sc, TSNode n)
 {
 	vset out = {0};
-	const char *t = ts_node_type(n);
-	if (strcmp(t, "identifier") == 0) {
+	ck_kind t = kind(c, n);
+	if (t == K_IDENTIFIER) {
 		const char *name = ident(c, n);
 		if (find(c->taint, name))
 			c->time_flag = true;
@@ -1885,21 +2012,22 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		}
 		return lookup(c, sc, name);
 	}
-	if (strcmp(t, "attribute") == 0) {
-		vset base = eval(c, sc, field(n, "object"));
-		TSNode an = field(n, "attribute");
+	if (t == K_ATTRIBUTE) {
+		vset base = eval(c, sc, field(c, n, F_OBJECT));
+		TSNode an = field(c, n, F_ATTRIBUTE);
 		if (ts_node_is_null(an))
 			return out;
 		return member(c, &base, ident(c, an));
 	}
-	if (strcmp(t, "subscript") == 0) {
-		vset base = eval(c, sc, field(n, "value"));
-		uint32_t k = ts_node_named_child_count(n);
+	if (t == K_SUBSCRIPT) {
+		vset base = eval(c, sc, field(c, n, F_VALUE));
+		kids ks;
+		kids_of(c, n, &ks);
 		vset keys = {0};
 		bool reverse = false;
-		for (uint32_t i = 1; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "slice")) {
+		for (uint32_t i = 1; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_SLICE)) {
 				const char *st = text(c, ch);
 				char sq[32];
 				size_t o = 0;
@@ -1909,7 +2037,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 				sq[o] = '\0';
 				reverse = strcmp(sq, "::-1") == 0;
 				generic(c, sc, ch);
-			} else if (!is(ch, "comment")) {
+			} else if (!is(c, ch, K_COMMENT)) {
 				keys = use(c, sc, ch);
 			}
 		}
@@ -1928,21 +2056,23 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		}
 		return subscr(c, sc, &base, &keys, n);
 	}
-	if (strcmp(t, "call") == 0)
+	if (t == K_CALL)
 		return eval_call(c, sc, n);
-	if (strcmp(t, "parenthesized_expression") == 0 || strcmp(t, "await") == 0) {
-		uint32_t k = ts_node_named_child_count(n);
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (!is(ch, "comment"))
+	if (t == K_PARENTHESIZED_EXPRESSION || t == K_AWAIT) {
+		kids ks;
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (!is(c, ch, K_COMMENT))
 				out = eval(c, sc, ch);
 		}
 		return out;
 	}
-	if (strcmp(t, "conditional_expression") == 0) {
-		uint32_t k = ts_node_named_child_count(n);
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
+	if (t == K_CONDITIONAL_EXPRESSION) {
+		kids ks;
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
 			if (i == 1)
 				use(c, sc, ch);
 			else {
@@ -1952,39 +2082,41 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		}
 		return out;
 	}
-	if (strcmp(t, "boolean_operator") == 0) {
-		vset a = eval(c, sc, field(n, "left"));
-		vset b = eval(c, sc, field(n, "right"));
+	if (t == K_BOOLEAN_OPERATOR) {
+		vset a = eval(c, sc, field(c, n, F_LEFT));
+		vset b = eval(c, sc, field(c, n, F_RIGHT));
 		vs_union(&out, &a);
 		vs_union(&out, &b);
 		return out;
 	}
-	if (strcmp(t, "named_expression") == 0) {
-		out = eval(c, sc, field(n, "value"));
-		TSNode nm = field(n, "name");
-		if (is(nm, "identifier"))
+	if (t == K_NAMED_EXPRESSION) {
+		out = eval(c, sc, field(c, n, F_VALUE));
+		TSNode nm = field(c, n, F_NAME);
+		if (is(c, nm, K_IDENTIFIER))
 			bind(c, sc, ident(c, nm), &out);
 		return out;
 	}
-	if (strcmp(t, "string") == 0)
+	if (t == K_STRING)
 		return fold_string(c, sc, n);
-	if (strcmp(t, "concatenated_string") == 0) {
-		uint32_t k = ts_node_named_child_count(n);
+	if (t == K_CONCATENATED_STRING) {
+		kids ks;
+		kids_of(c, n, &ks);
 		out = vs1(str(""));
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (!is(ch, "string"))
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (!is(c, ch, K_STRING))
 				continue;
 			vset s = fold_string(c, sc, ch);
 			out = concat(c, &out, &s);
 		}
 		return out;
 	}
-	if (strcmp(t, "binary_operator") == 0) {
-		TSNode op = field(n, "operator");
+	if (t == K_BINARY_OPERATOR) {
+		TSNode op = field(c, n, F_OPERATOR);
+		TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT);
 		const char *ot = ts_node_is_null(op) ? "" : text(c, op);
-		vset a = eval(c, sc, field(n, "left"));
-		vset b = eval(c, sc, field(n, "right"));
+		vset a = eval(c, sc, left);
+		vset b = eval(c, sc, right);
 		if (strcmp(ot, "+") == 0 && (vs_has_str(&a) || vs_has_str(&b)))
 			return concat(c, &a, &b);
 		if (strcmp(ot, "/") == 0) {
@@ -1999,46 +2131,47 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 			if (out.n)
 				return out;
 		}
-		report(c, &a, field(n, "left"), USE);
-		report(c, &b, field(n, "right"), USE);
+		report(c, &a, left, USE);
+		report(c, &b, right, USE);
 		if (strcmp(ot, "%") == 0 && vs_has_str(&a))
 			vs_add(&out, str(NULL));
 		return out;
 	}
-	if (strcmp(t, "lambda") == 0) {
-		params_defaults(c, sc, field(n, "parameters"));
+	if (t == K_LAMBDA) {
+		params_defaults(c, sc, field(c, n, F_PARAMETERS));
 		defer(c, sc, n, NULL);
 		return out;
 	}
-	if (strcmp(t, "list_comprehension") == 0 || strcmp(t, "set_comprehension") == 0 ||
-	    strcmp(t, "dictionary_comprehension") == 0 || strcmp(t, "generator_expression") == 0) {
+	if (t == K_LIST_COMPREHENSION || t == K_SET_COMPREHENSION ||
+	    t == K_DICTIONARY_COMPREHENSION || t == K_GENERATOR_EXPRESSION) {
 		/* Clauses first (they bind the loop names), then the element. */
-		uint32_t k = ts_node_named_child_count(n);
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "for_in_clause")) {
-				use(c, sc, field(ch, "right"));
+		kids ks;
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_FOR_IN_CLAUSE)) {
+				use(c, sc, field(c, ch, F_RIGHT));
 				c->cond++;
-				bind_target_empty(c, sc, field(ch, "left"));
+				bind_target_empty(c, sc, field(c, ch, F_LEFT));
 				c->cond--;
 			}
 		}
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (!is(ch, "for_in_clause"))
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (!is(c, ch, K_FOR_IN_CLAUSE))
 				generic(c, sc, ch);
 		}
 		return out;
 	}
-	if (strcmp(t, "keyword_argument") == 0) {
-		use(c, sc, field(n, "value"));
+	if (t == K_KEYWORD_ARGUMENT) {
+		use(c, sc, field(c, n, F_VALUE));
 		return out;
 	}
-	if (strcmp(t, "integer") == 0 || strcmp(t, "float") == 0 || strcmp(t, "true") == 0 ||
-	    strcmp(t, "false") == 0 || strcmp(t, "none") == 0 || strcmp(t, "comment") == 0 ||
-	    strcmp(t, "ellipsis") == 0)
+	if (t == K_INTEGER || t == K_FLOAT || t == K_TRUE ||
+	    t == K_FALSE || t == K_NONE || t == K_COMMENT ||
+	    t == K_ELLIPSIS)
 		return out;
-	if (strcmp(t, "exec_statement") == 0 || is_statement(n)) {
+	if (t == K_EXEC_STATEMENT || stmt_kind(t)) {
 		stmt(c, sc, n);
 		return out;
 	}
@@ -2092,10 +2225,11 @@ static const char *dotted(ctx *c, TSNode n)
 {
 	/* dotted_name: identifiers joined by dots, whatever spacing or comments sit between */
 	lb_buf b = {0};
-	uint32_t k = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < k; i++) {
-		TSNode ch = ts_node_named_child(n, i);
-		if (!is(ch, "identifier"))
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		if (!is(c, ch, K_IDENTIFIER))
 			continue;
 		if (b.len)
 			lb_buf_puts(&b, ".");
@@ -2108,21 +2242,22 @@ static const char *dotted(ctx *c, TSNode n)
 
 static void import_stmt(ctx *c, scope *sc, TSNode n)
 {
-	uint32_t k = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < k; i++) {
-		TSNode ch = ts_node_named_child(n, i);
-		if (is(ch, "dotted_name")) {
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		if (is(c, ch, K_DOTTED_NAME)) {
 			const char *q = dotted(c, ch);
 			import_event(c, q, ch, true);
 			char top[256];
 			snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
 			vset v = vs1(ref(c, top));
 			bind(c, sc, top, &v);
-		} else if (is(ch, "aliased_import")) {
-			const char *q = dotted(c, field(ch, "name"));
+		} else if (is(c, ch, K_ALIASED_IMPORT)) {
+			const char *q = dotted(c, field(c, ch, F_NAME));
 			import_event(c, q, ch, true);
 			vset v = vs1(ref(c, q));
-			TSNode al = field(ch, "alias");
+			TSNode al = field(c, ch, F_ALIAS);
 			if (!ts_node_is_null(al))
 				bind(c, sc, ident(c, al), &v);
 		}
@@ -2131,20 +2266,21 @@ static void import_stmt(ctx *c, scope *sc, TSNode n)
 
 static void import_from(ctx *c, scope *sc, TSNode n)
 {
-	TSNode mn = field(n, "module_name");
-	bool relative = is(mn, "relative_import");
+	TSNode mn = field(c, n, F_MODULE_NAME);
+	bool relative = is(c, mn, K_RELATIVE_IMPORT);
 	const char *q = relative ? NULL : dotted(c, mn);
 	bool module_banned = false;
 	if (q) {
 		module_banned = ck_classify(q, true, c->in->cfg->policy) != R_COUNT;
 		import_event(c, q, mn, true);
 	}
-	uint32_t k = ts_node_named_child_count(n);
-	for (uint32_t i = 0; i < k; i++) {
-		TSNode ch = ts_node_named_child(n, i);
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
 		if (ts_node_eq(ch, mn))
 			continue;
-		if (is(ch, "wildcard_import")) {
+		if (is(c, ch, K_WILDCARD_IMPORT)) {
 			if (!q)
 				continue;
 			vs_add(&sc->stars, ref(c, q));
@@ -2160,11 +2296,11 @@ static void import_from(ctx *c, scope *sc, TSNode n)
 			continue;
 		}
 		TSNode name = ch, alias = {0};
-		if (is(ch, "aliased_import")) {
-			name = field(ch, "name");
-			alias = field(ch, "alias");
+		if (is(c, ch, K_ALIASED_IMPORT)) {
+			name = field(c, ch, F_NAME);
+			alias = field(c, ch, F_ALIAS);
 		}
-		if (!is(name, "dotted_name"))
+		if (!is(c, name, K_DOTTED_NAME))
 			continue;
 		const char *nm = dotted(c, name);
 		const char *bound = ts_node_is_null(alias) ? nm : ident(c, alias);
@@ -2200,9 +2336,9 @@ static void walk_body(ctx *c, scope *sc, TSNode body, TSNode params, bool lambda
 
 static void def_function(ctx *c, scope *sc, TSNode n)
 {
-	TSNode name = field(n, "name");
-	params_defaults(c, sc, field(n, "parameters"));
-	TSNode rt = field(n, "return_type");
+	TSNode name = field(c, n, F_NAME);
+	params_defaults(c, sc, field(c, n, F_PARAMETERS));
+	TSNode rt = field(c, n, F_RETURN_TYPE);
 	if (!ts_node_is_null(rt))
 		use(c, sc, rt);
 	const char *nm = ts_node_is_null(name) ? NULL : ident(c, name);
@@ -2213,15 +2349,15 @@ static void def_function(ctx *c, scope *sc, TSNode n)
 
 static void def_class(ctx *c, scope *sc, TSNode n)
 {
-	TSNode sup = field(n, "superclasses");
+	TSNode sup = field(c, n, F_SUPERCLASSES);
 	if (!ts_node_is_null(sup))
 		generic(c, sc, sup);
-	TSNode name = field(n, "name");
+	TSNode name = field(c, n, F_NAME);
 	scope *cs = new_scope(c, SC_CLASS, sc, NULL);
 	if (!cs)
 		return;
 	/* The body runs now, in its own namespace; its functions see the enclosing scopes. */
-	block(c, cs, field(n, "body"));
+	block(c, cs, field(c, n, F_BODY));
 	if (!ts_node_is_null(name))
 		bind_empty(c, sc, ident(c, name));
 }
@@ -2235,148 +2371,155 @@ static void cond_block(ctx *c, scope *sc, TSNode n)
 
 static void stmt_inner(ctx *c, scope *sc, TSNode n)
 {
-	const char *t = ts_node_type(n);
-	uint32_t k = ts_node_named_child_count(n);
-	if (strcmp(t, "import_statement") == 0) {
+	ck_kind t = kind(c, n);
+	kids ks, ki;
+	if (t == K_IMPORT_STATEMENT) {
 		import_stmt(c, sc, n);
-	} else if (strcmp(t, "import_from_statement") == 0) {
+	} else if (t == K_IMPORT_FROM_STATEMENT) {
 		import_from(c, sc, n);
-	} else if (strcmp(t, "future_import_statement") == 0 || strcmp(t, "comment") == 0 ||
-		   strcmp(t, "pass_statement") == 0 || strcmp(t, "break_statement") == 0 ||
-		   strcmp(t, "continue_statement") == 0 || strcmp(t, "type_alias_statement") == 0) {
-	} else if (strcmp(t, "expression_statement") == 0) {
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "assignment"))
+	} else if (t == K_FUTURE_IMPORT_STATEMENT || t == K_COMMENT ||
+		   t == K_PASS_STATEMENT || t == K_BREAK_STATEMENT ||
+		   t == K_CONTINUE_STATEMENT || t == K_TYPE_ALIAS_STATEMENT) {
+	} else if (t == K_EXPRESSION_STATEMENT) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_ASSIGNMENT))
 				assign(c, sc, ch);
-			else if (is(ch, "augmented_assignment"))
+			else if (is(c, ch, K_AUGMENTED_ASSIGNMENT))
 				augassign(c, sc, ch);
-			else if (is(ch, "string") || is(ch, "concatenated_string"))
+			else if (is(c, ch, K_STRING) || is(c, ch, K_CONCATENATED_STRING))
 				; /* a docstring or a bare string does nothing */
 			else
 				eval(c, sc, ch);
 		}
-	} else if (strcmp(t, "global_statement") == 0 || strcmp(t, "nonlocal_statement") == 0) {
+	} else if (t == K_GLOBAL_STATEMENT || t == K_NONLOCAL_STATEMENT) {
 		if (sc == c->module)
 			return;
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (!is(ch, "identifier"))
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (!is(c, ch, K_IDENTIFIER))
 				continue;
 			binding *b = find_or_add(c, sc, ident(c, ch));
 			if (!b)
 				return;
-			if (t[0] == 'g')
+			if (t == K_GLOBAL_STATEMENT)
 				b->global_decl = true;
 			else
 				b->nonlocal_decl = true;
 		}
-	} else if (strcmp(t, "if_statement") == 0) {
-		guard_check(c, sc, field(n, "condition"));
-		cond_block(c, sc, field(n, "consequence"));
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "elif_clause")) {
-				guard_check(c, sc, field(ch, "condition"));
-				cond_block(c, sc, field(ch, "consequence"));
-			} else if (is(ch, "else_clause")) {
-				cond_block(c, sc, field(ch, "body"));
+	} else if (t == K_IF_STATEMENT) {
+		guard_check(c, sc, field(c, n, F_CONDITION));
+		cond_block(c, sc, field(c, n, F_CONSEQUENCE));
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_ELIF_CLAUSE)) {
+				guard_check(c, sc, field(c, ch, F_CONDITION));
+				cond_block(c, sc, field(c, ch, F_CONSEQUENCE));
+			} else if (is(c, ch, K_ELSE_CLAUSE)) {
+				cond_block(c, sc, field(c, ch, F_BODY));
 			}
 		}
-	} else if (strcmp(t, "for_statement") == 0) {
-		use(c, sc, field(n, "right"));
+	} else if (t == K_FOR_STATEMENT) {
+		use(c, sc, field(c, n, F_RIGHT));
 		c->cond++;
-		bind_target_empty(c, sc, field(n, "left"));
-		block(c, sc, field(n, "body"));
-		TSNode alt = field(n, "alternative");
+		bind_target_empty(c, sc, field(c, n, F_LEFT));
+		block(c, sc, field(c, n, F_BODY));
+		TSNode alt = field(c, n, F_ALTERNATIVE);
 		if (!ts_node_is_null(alt))
-			block(c, sc, field(alt, "body"));
+			block(c, sc, field(c, alt, F_BODY));
 		c->cond--;
-	} else if (strcmp(t, "while_statement") == 0) {
-		guard_check(c, sc, field(n, "condition"));
+	} else if (t == K_WHILE_STATEMENT) {
+		guard_check(c, sc, field(c, n, F_CONDITION));
 		c->cond++;
-		block(c, sc, field(n, "body"));
-		TSNode alt = field(n, "alternative");
+		block(c, sc, field(c, n, F_BODY));
+		TSNode alt = field(c, n, F_ALTERNATIVE);
 		if (!ts_node_is_null(alt))
-			block(c, sc, field(alt, "body"));
+			block(c, sc, field(c, alt, F_BODY));
 		c->cond--;
-	} else if (strcmp(t, "try_statement") == 0) {
+	} else if (t == K_TRY_STATEMENT) {
 		c->cond++;
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "block")) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_BLOCK)) {
 				block(c, sc, ch);
 				continue;
 			}
 			/* except / except* / else / finally clauses */
-			uint32_t m = ts_node_named_child_count(ch);
-			for (uint32_t j = 0; j < m; j++) {
-				TSNode x = ts_node_named_child(ch, j);
-				if (is(x, "block"))
+			kids_of(c, ch, &ki);
+			for (uint32_t j = 0; j < ki.n; j++) {
+				TSNode x = ki.v[j];
+				if (is(c, x, K_BLOCK))
 					block(c, sc, x);
-				else if (is(x, "as_pattern")) {
+				else if (is(c, x, K_AS_PATTERN)) {
 					use(c, sc, ts_node_named_child(x, 0));
-					TSNode al = field(x, "alias");
+					TSNode al = field(c, x, F_ALIAS);
 					if (!ts_node_is_null(al))
 						bind_target_empty(c, sc, al);
-				} else if (!is(x, "comment"))
+				} else if (!is(c, x, K_COMMENT))
 					use(c, sc, x);
 			}
 		}
 		c->cond--;
-	} else if (strcmp(t, "with_statement") == 0) {
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "with_clause")) {
-				uint32_t m = ts_node_named_child_count(ch);
-				for (uint32_t j = 0; j < m; j++) {
-					TSNode item = ts_node_named_child(ch, j);
-					TSNode v = is(item, "with_item") ? field(item, "value") : item;
-					if (is(v, "as_pattern")) {
+	} else if (t == K_WITH_STATEMENT) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_WITH_CLAUSE)) {
+				kids_of(c, ch, &ki);
+				for (uint32_t j = 0; j < ki.n; j++) {
+					TSNode item = ki.v[j];
+					TSNode v = is(c, item, K_WITH_ITEM) ? field(c, item, F_VALUE) : item;
+					if (is(c, v, K_AS_PATTERN)) {
 						use(c, sc, ts_node_named_child(v, 0));
-						TSNode al = field(v, "alias");
+						TSNode al = field(c, v, F_ALIAS);
 						if (!ts_node_is_null(al))
 							bind_target_empty(c, sc, al);
-					} else if (!ts_node_is_null(v) && !is(v, "comment")) {
+					} else if (!ts_node_is_null(v) && !is(c, v, K_COMMENT)) {
 						use(c, sc, v);
 					}
 				}
 			}
 		}
-		block(c, sc, field(n, "body"));
-	} else if (strcmp(t, "function_definition") == 0) {
+		block(c, sc, field(c, n, F_BODY));
+	} else if (t == K_FUNCTION_DEFINITION) {
 		def_function(c, sc, n);
-	} else if (strcmp(t, "class_definition") == 0) {
+	} else if (t == K_CLASS_DEFINITION) {
 		def_class(c, sc, n);
-	} else if (strcmp(t, "decorated_definition") == 0) {
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (is(ch, "decorator"))
+	} else if (t == K_DECORATED_DEFINITION) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (is(c, ch, K_DECORATOR))
 				generic(c, sc, ch);
 		}
-		TSNode d = field(n, "definition");
-		if (is(d, "class_definition"))
+		TSNode d = field(c, n, F_DEFINITION);
+		if (is(c, d, K_CLASS_DEFINITION))
 			def_class(c, sc, d);
 		else if (!ts_node_is_null(d))
 			def_function(c, sc, d);
-	} else if (strcmp(t, "exec_statement") == 0) {
+	} else if (t == K_EXEC_STATEMENT) {
 		vset e = vs1(ref(c, "builtins.exec"));
 		report(c, &e, n, CALL);
 		generic(c, sc, n);
-	} else if (strcmp(t, "match_statement") == 0) {
-		TSNode subj = field(n, "subject");
+	} else if (t == K_MATCH_STATEMENT) {
+		TSNode subj = field(c, n, F_SUBJECT);
 		if (!ts_node_is_null(subj))
 			use(c, sc, subj);
 		c->cond++;
-		for (uint32_t i = 0; i < k; i++) {
-			TSNode ch = ts_node_named_child(n, i);
-			if (!is(ch, "block"))
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++) {
+			TSNode ch = ks.v[i];
+			if (!is(c, ch, K_BLOCK))
 				continue;
-			uint32_t m = ts_node_named_child_count(ch);
-			for (uint32_t j = 0; j < m; j++) {
-				TSNode cc = ts_node_named_child(ch, j);
-				TSNode cons = field(cc, "consequence");
-				TSNode guard = field(cc, "guard");
+			kids_of(c, ch, &ki);
+			for (uint32_t j = 0; j < ki.n; j++) {
+				TSNode cc = ki.v[j];
+				TSNode cons = field(c, cc, F_CONSEQUENCE);
+				TSNode guard = field(c, cc, F_GUARD);
 				if (!ts_node_is_null(guard))
 					use(c, sc, guard);
 				if (!ts_node_is_null(cons))
@@ -2384,12 +2527,14 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 			}
 		}
 		c->cond--;
-	} else if (strcmp(t, "block") == 0 || strcmp(t, "module") == 0) {
-		for (uint32_t i = 0; i < k; i++)
-			stmt(c, sc, ts_node_named_child(n, i));
-	} else if (strcmp(t, "delete_statement") == 0) {
-		for (uint32_t i = 0; i < k; i++)
-			bind_target_empty(c, sc, ts_node_named_child(n, i));
+	} else if (t == K_BLOCK || t == K_MODULE) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++)
+			stmt(c, sc, ks.v[i]);
+	} else if (t == K_DELETE_STATEMENT) {
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++)
+			bind_target_empty(c, sc, ks.v[i]);
 	} else {
 		/* return, raise, assert, print, ERROR and anything newer: every expression inside
 		 * is a use */
@@ -2414,12 +2559,12 @@ static void block(ctx *c, scope *sc, TSNode n)
 {
 	if (ts_node_is_null(n))
 		return;
-	if (is(n, "block") || is(n, "module")) {
+	if (is(c, n, K_BLOCK) || is(c, n, K_MODULE)) {
 		stmt(c, sc, n);
 		return;
 	}
 	/* a one-line body that tree-sitter did not wrap in a block */
-	if (is_statement(n))
+	if (is_statement(c, n))
 		stmt(c, sc, n);
 	else
 		use(c, sc, n);
@@ -2466,8 +2611,8 @@ static void walk_body(ctx *c, scope *sc, TSNode body, TSNode params, bool lambda
 			}
 			c->fns[c->nfns++] = (fnscope){p->name, fs->id};
 		}
-		bool lam = is(p->node, "lambda");
-		walk_body(c, fs, field(p->node, "body"), field(p->node, "parameters"), lam);
+		bool lam = is(c, p->node, K_LAMBDA);
+		walk_body(c, fs, field(c, p->node, F_BODY), field(c, p->node, F_PARAMETERS), lam);
 	}
 	c->pend = saved_pend;
 	c->cond = saved_cond;
@@ -2577,6 +2722,7 @@ static void reset_pass(ctx *c)
 {
 	c->module = new_scope(c, SC_MODULE, NULL, NULL);
 	c->taint = new_scope(c, SC_MODULE, NULL, NULL);
+	c->any_taint = false;
 	c->saw_global_write = false;
 	c->cond = c->depth = 0;
 	c->too_deep = false;
@@ -2607,7 +2753,8 @@ static void run_pass(ctx *c)
 
 int ck_analyze(const ck_analysis_in *in, ck_raws *out)
 {
-	ctx c = {.in = in, .src = in->src, .out = out};
+	ck_keep mine = {0};
+	ctx c = {.in = in, .keep = in->keep ? in->keep : &mine, .src = in->src, .out = out};
 	size_t base = out->n;
 	c.gw = new_scope(&c, SC_MODULE, NULL, NULL);
 	reset_pass(&c);
@@ -2626,5 +2773,6 @@ int ck_analyze(const ck_analysis_in *in, ck_raws *out)
 	free(c.ev);
 	free(c.fns);
 	arena_free(&c);
+	ck_keep_free(&mine);
 	return c.err;
 }

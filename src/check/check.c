@@ -130,17 +130,47 @@ static bool encoding_ok(const char *src, size_t len, char *enc, size_t enclen)
 	return true;
 }
 
-static int check_buffer(const lb_check_config *cfg, const char *path, const char *src, size_t len,
-			bool harness, const pysyntax *py, lb_check_report *rep)
+/* What a thread keeps from one file to the next: its parser (a new one per file cost as much
+ * as the analysis of a small file) and the syntax tables. */
+typedef struct ck_worker {
+	TSParser *parser;
+	ck_syntax syn;
+	ck_keep keep;
+} ck_worker;
+
+static void worker_free(ck_worker *w)
+{
+	if (w->parser)
+		ts_parser_delete(w->parser);
+	w->parser = NULL;
+	ck_syntax_free(&w->syn);
+	ck_keep_free(&w->keep);
+}
+
+static int worker_init(ck_worker *w)
+{
+	memset(w, 0, sizeof *w);
+	int r = ck_syntax_init(&w->syn);
+	if (r == 0 && !(w->parser = ts_parser_new()))
+		r = -ENOMEM;
+	if (r < 0) {
+		worker_free(w);
+		return r;
+	}
+	ts_parser_set_timeout_micros(w->parser, PARSE_TIMEOUT_US);
+	return 0;
+}
+
+static int check_buffer(ck_worker *w, const lb_check_config *cfg, const char *path,
+			const char *src, size_t len, bool harness, const pysyntax *py,
+			lb_check_report *rep)
 {
 	ck_raws raws = {0};
 	int r = 0;
-	TSParser *parser = ts_parser_new();
+	TSParser *parser = w->parser;
 	TSTree *tree = NULL;
 	TSNode root = {0};
 	char enc[64];
-	if (!parser)
-		return -ENOMEM;
 	rep->policy = cfg->policy;
 	if (len > UINT32_MAX / 2) {
 		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL, "file too large to analyse");
@@ -157,8 +187,9 @@ static int check_buffer(const lb_check_config *cfg, const char *path, const char
 		r = ck_raw_add(&raws, R_SYNTAX, 1, 1, NULL, "source code cannot contain NUL bytes");
 		goto settle;
 	}
-	ts_parser_set_language(parser, tree_sitter_python());
-	ts_parser_set_timeout_micros(parser, PARSE_TIMEOUT_US);
+	/* Setting the language again gives the file a fresh external scanner: resetting the
+	 * parser alone keeps scanner state (inside_f_string) from the previous file. */
+	ts_parser_set_language(parser, w->syn.lang);
 	tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
 	if (!tree) {
 		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL, "the parser gave up on this file");
@@ -183,8 +214,8 @@ static int check_buffer(const lb_check_config *cfg, const char *path, const char
 			       ts_node_start_point(bad).column + 1, NULL, "%s", msg);
 	}
 	if (r == 0) {
-		ck_analysis_in in = {.cfg = cfg, .src = src, .len = len, .root = root,
-				     .harness = harness};
+		ck_analysis_in in = {.cfg = cfg, .syn = &w->syn, .keep = &w->keep, .src = src,
+				     .len = len, .root = root, .harness = harness};
 		r = ck_analyze(&in, &raws);
 	}
 settle:
@@ -193,14 +224,18 @@ settle:
 	ck_raws_free(&raws);
 	if (tree)
 		ts_tree_delete(tree);
-	ts_parser_delete(parser);
 	return r;
 }
 
 int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,
 		    bool harness, lb_check_report *rep)
 {
-	int r = check_buffer(cfg, path ? path : "<input>", src, len, harness, NULL, rep);
+	ck_worker w;
+	int r = worker_init(&w);
+	if (r < 0)
+		return r;
+	r = check_buffer(&w, cfg, path ? path : "<input>", src, len, harness, NULL, rep);
+	worker_free(&w);
 	if (r == 0)
 		rep->files++;
 	return r;
@@ -555,6 +590,64 @@ static void read_error(const char *path, int r, char *err, size_t errlen)
 		 r == -EFBIG ? "larger than 8 MiB" : r == -ELOOP ? "is a symlink" : strerror(-r));
 }
 
+/* lb_read_file_at for the files to check, less one read(2) per file: a read that fills the
+ * size fstat gave is the whole answer, since lb_read_file_at keeps no more than that size
+ * either way (it only reads on to see the end). */
+static int read_source(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	char *data = NULL;
+	int r = 0;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
+	size_t size = (size_t)st.st_size, got = 0;
+	if (!(data = malloc(size + 1))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (got <= max) {
+		size_t want = size + 1 - got;
+		if (want == 0)
+			break;
+		ssize_t n = read(fd, data + got, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got >= size)
+			break;
+	}
+	if (got > size)
+		got = size;
+	data[got] = '\0';
+	*out = data;
+	data = NULL;
+	if (len)
+		*len = got;
+out:
+	free(data);
+	close(fd);
+	return r;
+}
+
 /* Files are independent, so they are checked by a few threads, each into its own report;
  * the reports are merged in file order afterwards so the output does not depend on timing. */
 typedef struct job {
@@ -572,21 +665,28 @@ typedef struct job {
 static void *worker(void *arg)
 {
 	job *j = arg;
+	ck_worker w;
+	int wr = worker_init(&w);
 	for (;;) {
 		size_t i = atomic_fetch_add(&j->next, 1);
 		if (i >= j->n)
 			break;
 		char *data = NULL;
 		size_t len = 0;
-		int r = lb_read_file_at(AT_FDCWD, j->abs[i], CHECK_MAX_FILE, &data, &len);
+		int r = read_source(j->abs[i], CHECK_MAX_FILE, &data, &len);
 		j->read_failed[i] = r < 0;
+		if (r == 0 && wr < 0)
+			r = wr;
 		if (r == 0) {
 			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
-			r = check_buffer(j->cfg, j->shown[i], data, len, harness, &j->py[i], &j->reps[i]);
+			r = check_buffer(&w, j->cfg, j->shown[i], data, len, harness, &j->py[i],
+					 &j->reps[i]);
 		}
 		j->rcs[i] = r;
 		free(data);
 	}
+	if (wr == 0)
+		worker_free(&w);
 	return NULL;
 }
 
@@ -629,20 +729,9 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 				snprintf(err, errlen, "%s: %s", shown[i], strerror(-r));
 			}
 		}
-		for (size_t k = 0; r == 0 && k < j.reps[i].n; k++) {
-			lb_check_finding *f = &j.reps[i].items[k];
-			r = ck_report_add(rep, f->file, f->line, f->col, R_COUNT, f->severity, f->message,
-					  f->name);
-			if (r == 0) {
-				lb_check_finding *d = &rep->items[rep->n - 1];
-				memcpy(d->id, f->id, sizeof d->id);
-				d->category = f->category;
-				d->rejects = f->rejects;
-				d->suppressed = f->suppressed;
-				d->suppression = f->suppression;
-				f->suppression = NULL;
-			}
-		}
+		/* the findings move: they were made (and sanitised) by ck_report_add already */
+		if (r == 0)
+			r = ck_report_take(rep, &j.reps[i]);
 		if (r == 0)
 			rep->files++;
 		lb_check_report_free(&j.reps[i]);
@@ -741,9 +830,24 @@ static int walk_add(walk *w, const char *rel, const char *abs)
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_typed_name(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
+
+/* snprintf(out, outlen, "%s%s%s", a, b, c), without the cost of a format */
+static void join3(char *out, size_t outlen, const char *a, const char *b, const char *c)
+{
+	size_t o = 0;
+	const char *parts[3] = {a, b, c};
+	for (int i = 0; i < 3; i++) {
+		size_t k = strlen(parts[i]);
+		if (k > outlen - 1 - o)
+			k = outlen - 1 - o;
+		memcpy(out + o, parts[i], k);
+		o += k;
+	}
+	out[o] = '\0';
 }
 
 static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
@@ -753,6 +857,7 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 	DIR *d = opendir(abs);
 	if (!d)
 		return -errno;
+	/* names[i][0] is the entry's d_type, the name follows */
 	char **names = NULL;
 	size_t nn = 0, cap = 0;
 	int r = 0;
@@ -770,28 +875,41 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 			names = nv;
 			cap = nc;
 		}
-		if (!(names[nn] = strdup(e->d_name))) {
+		size_t k = strlen(e->d_name);
+		if (!(names[nn] = malloc(k + 2))) {
 			r = -ENOMEM;
 			break;
 		}
+		names[nn][0] = (char)e->d_type;
+		memcpy(names[nn] + 1, e->d_name, k + 1);
 		nn++;
 	}
 	closedir(d);
 	if (nn)
-		qsort(names, nn, sizeof *names, cmp_str);
+		qsort(names, nn, sizeof *names, cmp_typed_name);
 	for (size_t i = 0; i < nn && r == 0; i++) {
-		char cabs[PATH_MAX], crel[PATH_MAX];
-		snprintf(cabs, sizeof cabs, "%s/%s", abs, names[i]);
-		snprintf(crel, sizeof crel, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
-		struct stat st;
-		if (lstat(cabs, &st) < 0)
+		const char *name = names[i] + 1;
+		unsigned char type = (unsigned char)names[i][0];
+		size_t k = strlen(name);
+		bool py = k > 3 && strcmp(name + k - 3, ".py") == 0;
+		/* d_type says what lstat would for most file systems; a file that is not a .py
+		 * needs neither its path nor a stat */
+		if ((type == DT_REG && !py) || (type != DT_UNKNOWN && type != DT_REG && type != DT_DIR))
 			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (!skip_dir(names[i]))
+		char cabs[PATH_MAX], crel[PATH_MAX];
+		join3(cabs, sizeof cabs, abs, "/", name);
+		join3(crel, sizeof crel, rel, rel[0] ? "/" : "", name);
+		struct stat st;
+		if (type == DT_UNKNOWN) {
+			if (lstat(cabs, &st) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		if (type == DT_DIR) {
+			if (!skip_dir(name))
 				r = walk_dir(w, cabs, crel, depth + 1);
-		} else if (S_ISREG(st.st_mode)) {
-			size_t k = strlen(names[i]);
-			if (k > 3 && strcmp(names[i] + k - 3, ".py") == 0)
+		} else if (type == DT_REG) {
+			if (py)
 				r = walk_add(w, crel, cabs);
 		}
 	}
@@ -854,16 +972,21 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 		goto out;
 	}
 	/* The experiment's own modules are on the import allowlist. */
+	char prev[256] = "";
 	for (size_t i = 0; i < w.n && r == 0; i++) {
 		char mod[256];
-		snprintf(mod, sizeof mod, "%s", w.rel[i]);
+		join3(mod, sizeof mod, w.rel[i], "", "");
 		char *slash = strchr(mod, '/');
 		if (slash)
 			*slash = '\0';
 		else
 			mod[strlen(mod) - 3] = '\0';
+		/* files come grouped by directory: the previous one's module is already listed */
+		if (i > 0 && strcmp(mod, prev) == 0)
+			continue;
 		if (!ck_list_match(&cfg->local_modules, mod))
 			r = ck_list_add(&cfg->local_modules, mod, false);
+		memcpy(prev, mod, sizeof prev);
 	}
 	char entry[PATH_MAX];
 	snprintf(entry, sizeof entry, "%s/%s", root, cfg->entry ? cfg->entry : "main.py");

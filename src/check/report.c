@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,10 @@ static void utf8_sanitize(char *s)
 	unsigned char *p = (unsigned char *)s;
 	while (p && *p) {
 		unsigned c = *p;
+		if (c >= 0x20 && c < 0x80) { /* printable ASCII, nearly every byte */
+			p++;
+			continue;
+		}
 		size_t n = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
 			 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
 		bool ok = n > 0;
@@ -71,12 +76,35 @@ int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigne
 	f->col = col;
 	/* R_COUNT: a copy of an existing finding; the caller fills in id and category */
 	if (rule < R_COUNT) {
-		snprintf(f->id, sizeof f->id, "%s", ck_rules[rule].info.id);
+		/* snprintf(f->id, sizeof f->id, "%s", id) without a format per finding */
+		const char *id = ck_rules[rule].info.id;
+		size_t k = strnlen(id, sizeof f->id - 1);
+		memcpy(f->id, id, k);
+		f->id[k] = '\0';
 		f->category = ck_rules[rule].info.category;
 	}
 	f->severity = sev;
 	f->rejects = sev == LB_CHECK_ERROR && rep->policy != LB_CHECK_PERMISSIVE;
 	rep->n++;
+	return 0;
+}
+
+int ck_report_take(lb_check_report *rep, lb_check_report *from)
+{
+	if (from->n > rep->cap - rep->n) {
+		size_t nc = rep->cap ? rep->cap : 8;
+		while (nc - rep->n < from->n)
+			nc *= 2;
+		lb_check_finding *nv = realloc(rep->items, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		rep->items = nv;
+		rep->cap = nc;
+	}
+	if (from->n)
+		memcpy(rep->items + rep->n, from->items, from->n * sizeof *from->items);
+	rep->n += from->n;
+	from->n = 0;
 	return 0;
 }
 
@@ -346,6 +374,34 @@ static const char *sev_name(lb_check_severity s)
 	return "info";
 }
 
+/* Pieces of a finding's line appended without a format: these run once per finding, and
+ * lb_buf_printf formats every line twice. put_s writes NULL as printf's %s does. */
+static void put_s(lb_buf *b, const char *s)
+{
+	lb_buf_puts(b, s ? s : "(null)");
+}
+
+static void put_u(lb_buf *b, unsigned long long v)
+{
+	char t[24];
+	size_t n = 0;
+	do {
+		t[sizeof t - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	lb_buf_append(b, t + sizeof t - n, n);
+}
+
+/* file:line:col */
+static void put_at(lb_buf *b, const lb_check_finding *f)
+{
+	put_s(b, f->file);
+	lb_buf_append(b, ":", 1);
+	put_u(b, f->line);
+	lb_buf_append(b, ":", 1);
+	put_u(b, f->col);
+}
+
 static const char *hint_of(const char *id)
 {
 	for (size_t i = 0; i < R_COUNT; i++)
@@ -359,24 +415,32 @@ static json_object *jstr(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
+/* A key of a new object: the keys are literals and each is added once, so json-c need neither
+ * copy them nor look for an earlier value (a report holds thousands of findings). */
+static void jadd(json_object *o, const char *key, json_object *v)
+{
+	json_object_object_add_ex(o, key, v,
+				  JSON_C_OBJECT_ADD_KEY_IS_NEW | JSON_C_OBJECT_ADD_CONSTANT_KEY);
+}
+
 struct json_object *lb_check_findings_json(const lb_check_report *rep)
 {
-	json_object *arr = json_object_new_array();
+	json_object *arr = json_object_new_array_ext(rep->n > 0 && rep->n < INT_MAX ? (int)rep->n : 1);
 	for (size_t i = 0; i < rep->n; i++) {
 		const lb_check_finding *f = &rep->items[i];
 		json_object *o = json_object_new_object();
-		json_object_object_add(o, "file", jstr(f->file));
-		json_object_object_add(o, "line", json_object_new_int((int)f->line));
-		json_object_object_add(o, "col", json_object_new_int((int)f->col));
-		json_object_object_add(o, "id", jstr(f->id));
-		json_object_object_add(o, "severity", jstr(sev_name(f->severity)));
-		json_object_object_add(o, "category", jstr(f->category));
-		json_object_object_add(o, "message", jstr(f->message));
-		json_object_object_add(o, "name", jstr(f->name));
-		json_object_object_add(o, "rejects", json_object_new_boolean(f->rejects));
-		json_object_object_add(o, "suppressed", json_object_new_boolean(f->suppressed));
+		jadd(o, "file", jstr(f->file));
+		jadd(o, "line", json_object_new_int((int)f->line));
+		jadd(o, "col", json_object_new_int((int)f->col));
+		jadd(o, "id", jstr(f->id));
+		jadd(o, "severity", jstr(sev_name(f->severity)));
+		jadd(o, "category", jstr(f->category));
+		jadd(o, "message", jstr(f->message));
+		jadd(o, "name", jstr(f->name));
+		jadd(o, "rejects", json_object_new_boolean(f->rejects));
+		jadd(o, "suppressed", json_object_new_boolean(f->suppressed));
 		if (f->suppressed)
-			json_object_object_add(o, "suppression", jstr(f->suppression));
+			jadd(o, "suppression", jstr(f->suppression));
 		json_object_array_add(arr, o);
 	}
 	return arr;
@@ -429,8 +493,16 @@ char *lb_check_llm_text(const lb_check_report *rep)
 			const lb_check_finding *f = &rep->items[i];
 			if (!f->rejects || f->suppressed)
 				continue;
-			lb_buf_printf(&b, "%zu. %s:%u:%u [%s] %s. Fix: %s.\n", ++k, f->file, f->line,
-				      f->col, f->id, f->message, hint_of(f->id));
+			put_u(&b, ++k);
+			lb_buf_append(&b, ". ", 2);
+			put_at(&b, f);
+			lb_buf_append(&b, " [", 2);
+			put_s(&b, f->id);
+			lb_buf_append(&b, "] ", 2);
+			put_s(&b, f->message);
+			lb_buf_append(&b, ". Fix: ", 7);
+			put_s(&b, hint_of(f->id));
+			lb_buf_append(&b, ".\n", 2);
 		}
 	}
 	bool any = false;
@@ -441,8 +513,15 @@ char *lb_check_llm_text(const lb_check_report *rep)
 		if (!any)
 			lb_buf_puts(&b, "\nWarnings (not blocking; fix them if the change is safe):\n");
 		any = true;
-		lb_buf_printf(&b, "- %s:%u:%u [%s] %s. Fix: %s.\n", f->file, f->line, f->col, f->id,
-			      f->message, hint_of(f->id));
+		lb_buf_append(&b, "- ", 2);
+		put_at(&b, f);
+		lb_buf_append(&b, " [", 2);
+		put_s(&b, f->id);
+		lb_buf_append(&b, "] ", 2);
+		put_s(&b, f->message);
+		lb_buf_append(&b, ". Fix: ", 7);
+		put_s(&b, hint_of(f->id));
+		lb_buf_append(&b, ".\n", 2);
 	}
 	if (!b.data)
 		return strdup("");
@@ -454,12 +533,24 @@ char *lb_check_text(const lb_check_report *rep)
 	lb_buf b = {0};
 	for (size_t i = 0; i < rep->n; i++) {
 		const lb_check_finding *f = &rep->items[i];
-		if (f->suppressed)
-			lb_buf_printf(&b, "%s:%u:%u: note[%s]: %s (suppressed: %s)\n", f->file, f->line,
-				      f->col, f->id, f->message, f->suppression);
-		else
-			lb_buf_printf(&b, "%s:%u:%u: %s[%s]: %s\n", f->file, f->line, f->col,
-				      sev_name(f->severity), f->id, f->message);
+		put_at(&b, f);
+		if (f->suppressed) {
+			lb_buf_append(&b, ": note[", 7);
+			put_s(&b, f->id);
+			lb_buf_append(&b, "]: ", 3);
+			put_s(&b, f->message);
+			lb_buf_append(&b, " (suppressed: ", 14);
+			put_s(&b, f->suppression);
+			lb_buf_append(&b, ")\n", 2);
+		} else {
+			lb_buf_append(&b, ": ", 2);
+			put_s(&b, sev_name(f->severity));
+			lb_buf_append(&b, "[", 1);
+			put_s(&b, f->id);
+			lb_buf_append(&b, "]: ", 3);
+			put_s(&b, f->message);
+			lb_buf_append(&b, "\n", 1);
+		}
 	}
 	counts c = count(rep);
 	lb_buf_printf(&b,

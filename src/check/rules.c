@@ -93,19 +93,36 @@ static const struct {
 	{"os.path.os", "os"},   {"_frozen_importlib.__import__", "builtins.__import__"},
 };
 
+/* a then b into out, cut at outlen - 1 bytes as snprintf(out, outlen, "%s%s", a, b) would
+ * (this runs for every name the analysis meets, and snprintf was a tenth of its time) */
+static void cat2(char *out, size_t outlen, const char *a, const char *b)
+{
+	if (!outlen)
+		return;
+	size_t o = 0;
+	for (const char *p = a; *p && o + 1 < outlen; p++)
+		out[o++] = *p;
+	for (const char *p = b; *p && o + 1 < outlen; p++)
+		out[o++] = *p;
+	out[o] = '\0';
+}
+
 void ck_canonical(const char *qual, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "%s", qual);
+	cat2(out, outlen, qual, "");
 	/* Rewrite the longest matching prefix, repeatedly (io.open after _io -> io). */
 	for (int round = 0; round < 4; round++) {
 		bool changed = false;
 		for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
-			size_t k = strlen(aliases[i].from);
-			if (strncmp(out, aliases[i].from, k) == 0 && (out[k] == '\0' || out[k] == '.') &&
-			    strcmp(aliases[i].from, aliases[i].to) != 0) {
+			const char *from = aliases[i].from;
+			if (out[0] != from[0])
+				continue; /* the common case, without a strlen and a strncmp */
+			size_t k = strlen(from);
+			if (strncmp(out, from, k) == 0 && (out[k] == '\0' || out[k] == '.') &&
+			    strcmp(from, aliases[i].to) != 0) {
 				char tmp[512];
-				snprintf(tmp, sizeof tmp, "%s%s", aliases[i].to, out + k);
-				snprintf(out, outlen, "%s", tmp);
+				cat2(tmp, sizeof tmp, aliases[i].to, out + k);
+				cat2(out, outlen, tmp, "");
 				changed = true;
 			}
 		}
@@ -203,9 +220,11 @@ static const pat security_pats[] = {
 
 static bool pat_match(const pat *p, const char *q, bool module_only)
 {
-	size_t k = strlen(p->pat);
 	if (module_only && !p->module)
 		return false;
+	if (q[0] != p->pat[0])
+		return false; /* every pattern has a first character before any '*' */
+	size_t k = strlen(p->pat);
 	if (p->pat[k - 1] == '*')
 		return strncmp(q, p->pat, k - 1) == 0;
 	if (strncmp(q, p->pat, k) != 0)
@@ -246,7 +265,7 @@ bool ck_sensitive_module(const char *qual)
 	char q[512];
 	ck_canonical(qual, q, sizeof q);
 	for (size_t i = 0; i < sizeof sensitive / sizeof sensitive[0]; i++)
-		if (strcmp(q, sensitive[i]) == 0)
+		if (q[0] == sensitive[i][0] && strcmp(q, sensitive[i]) == 0)
 			return true;
 	return strcmp(q, "sys.modules") == 0 || strcmp(q, "importlib.util") == 0 ||
 	       ck_classify(q, true, LB_CHECK_STANDARD) != R_COUNT;
@@ -277,12 +296,12 @@ static const char *const research_allowed[] = {
 bool ck_import_allowed(const char *top, lb_check_policy policy)
 {
 	for (size_t i = 0; i < sizeof seed_allowed / sizeof seed_allowed[0]; i++)
-		if (strcmp(top, seed_allowed[i]) == 0)
+		if (top[0] == seed_allowed[i][0] && strcmp(top, seed_allowed[i]) == 0)
 			return true;
 	if (policy == LB_CHECK_STRICT)
 		return false;
 	for (size_t i = 0; i < sizeof research_allowed / sizeof research_allowed[0]; i++)
-		if (strcmp(top, research_allowed[i]) == 0)
+		if (top[0] == research_allowed[i][0] && strcmp(top, research_allowed[i]) == 0)
 			return true;
 	return false;
 }
@@ -312,7 +331,7 @@ static const struct {
 const char *ck_seed_lib(const char *qual)
 {
 	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
-		if (strcmp(qual, seeds[i].pat) == 0)
+		if (qual[0] == seeds[i].pat[0] && strcmp(qual, seeds[i].pat) == 0)
 			return seeds[i].lib;
 	return NULL;
 }
@@ -346,6 +365,8 @@ static const char *const random_torch[] = {
 static bool in_list(const char *s, const char *const *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (s[0] != v[i][0])
+			continue; /* no entry is a bare "*" */
 		size_t k = strlen(v[i]);
 		if (v[i][k - 1] == '*' ? strncmp(s, v[i], k - 1) == 0 : strcmp(s, v[i]) == 0)
 			return true;

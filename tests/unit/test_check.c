@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* "LB101@5 LB102@2 ..." of the unsuppressed findings, in report order, harness ignored. */
 static char *findings_of(const char *src, lb_check_policy policy, bool *rejected)
@@ -252,6 +253,52 @@ static void test_deep_nesting_is_not_a_pass(void **state)
 	lb_buf_free(&b);
 }
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A worker keeps its parser from one file to the next; what one file leaves in it must not
+ * change how the next is read. An unterminated f-string left the Python scanner "inside an
+ * f-string" after a reset, and then the next file's dedents were lost: b.py's last lines
+ * became part of the `if`, so f could still be os.system. Long blocks and argument lists
+ * (collected with a cursor) are resolved as short ones are. */
+static void test_files_do_not_leak_into_each_other(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/labbox-test-check-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	write_file(dir, "a.py", "x = f\"{\n");
+	write_file(dir, "b.py", "import os\nif x:\n    pass\nf = os.system\nf = print\nf('x')\n");
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	char err[256] = "";
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_config_ignore(cfg, "harness"), 0);
+	assert_int_equal(lb_check_dir(cfg, dir, &rep, err, sizeof err), 0);
+	lb_check_finish(&rep);
+	assert_int_equal(rep.files, 2);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.items[0].file, "a.py");
+	assert_string_equal(rep.items[0].id, "LB001");
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+	char p[512];
+	snprintf(p, sizeof p, "%s/a.py", dir);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/b.py", dir);
+	unlink(p);
+	rmdir(dir);
+	EXPECT("import os\nprint(1, 2, 3, 4, 5, 6, 7, 8, 9, os.system, 11)\n", "LB101@2");
+	EXPECT("import os\nx0 = 0\nx1 = 1\nx2 = 2\nx3 = 3\nx4 = 4\nx5 = 5\nx6 = 6\nx7 = 7\n"
+	       "x8 = 8\nx9 = 9\nos.system('x')\n", "LB101@12");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_and_encoding),
 		cmocka_unit_test(test_json_and_text),
 		cmocka_unit_test(test_deep_nesting_is_not_a_pass),
+		cmocka_unit_test(test_files_do_not_leak_into_each_other),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
