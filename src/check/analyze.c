@@ -1879,6 +1879,35 @@ static bool tuple_like(const ctx *c, TSNode n)
 	       k == K_EXPRESSION_LIST || k == K_TUPLE || k == K_LIST;
 }
 
+/* a, b = os.system, print: element-wise aliases when both sides line up. False when they do
+ * not. Apart from assign so that its 64 value sets are not on the stack of every link of a
+ * chained assignment. */
+__attribute__((noinline)) static bool assign_elementwise(ctx *c, scope *sc, TSNode left,
+							 TSNode right)
+{
+	if (!tuple_like(c, left) || !tuple_like(c, right) ||
+	    ts_node_named_child_count(left) != ts_node_named_child_count(right))
+		return false;
+	kids kl, kr;
+	kids_of(c, left, &kl);
+	kids_of(c, right, &kr);
+	uint32_t k = kl.n < kr.n ? kl.n : kr.n;
+	for (uint32_t i = 0; i < k; i++)
+		if (is(c, kr.v[i], K_LIST_SPLAT) || is(c, kl.v[i], K_LIST_SPLAT_PATTERN))
+			return false;
+	vset vals[64];
+	uint32_t m = k < 64 ? k : 64;
+	for (uint32_t i = 0; i < m; i++)
+		vals[i] = eval(c, sc, kr.v[i]);
+	for (uint32_t i = m; i < k; i++)
+		use(c, sc, kr.v[i]);
+	for (uint32_t i = 0; i < m; i++)
+		bind_target(c, sc, kl.v[i], &vals[i], kr.v[i]);
+	for (uint32_t i = m; i < k; i++)
+		bind_target_empty(c, sc, kl.v[i]);
+	return true;
+}
+
 static vset assign(ctx *c, scope *sc, TSNode n)
 {
 	TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT), type = field(c, n, F_TYPE);
@@ -1886,36 +1915,21 @@ static vset assign(ctx *c, scope *sc, TSNode n)
 		use(c, sc, type);
 	if (ts_node_is_null(right))
 		return (vset){0};
+	/* a = b = ... = v recurses once per target: bounded like expressions, and what is too
+	 * deep is reported as not analysed, never passed. */
+	if (c->depth >= MAX_DEPTH) {
+		c->too_deep = true;
+		return (vset){0};
+	}
 	bool tf = c->time_flag;
 	c->time_flag = false;
-	/* a, b = os.system, print: element-wise aliases when both sides line up */
-	if (tuple_like(c, left) && tuple_like(c, right) &&
-	    ts_node_named_child_count(left) == ts_node_named_child_count(right)) {
-		kids kl, kr;
-		kids_of(c, left, &kl);
-		kids_of(c, right, &kr);
-		uint32_t k = kl.n < kr.n ? kl.n : kr.n;
-		bool plain = true;
-		for (uint32_t i = 0; i < k; i++)
-			if (is(c, kr.v[i], K_LIST_SPLAT) ||
-			    is(c, kl.v[i], K_LIST_SPLAT_PATTERN))
-				plain = false;
-		if (plain) {
-			vset vals[64];
-			uint32_t m = k < 64 ? k : 64;
-			for (uint32_t i = 0; i < m; i++)
-				vals[i] = eval(c, sc, kr.v[i]);
-			for (uint32_t i = k < 64 ? k : 64; i < k; i++)
-				use(c, sc, kr.v[i]);
-			for (uint32_t i = 0; i < m; i++)
-				bind_target(c, sc, kl.v[i], &vals[i], kr.v[i]);
-			for (uint32_t i = m; i < k; i++)
-				bind_target_empty(c, sc, kl.v[i]);
-			c->time_flag = tf;
-			return (vset){0};
-		}
+	if (assign_elementwise(c, sc, left, right)) {
+		c->time_flag = tf;
+		return (vset){0};
 	}
+	c->depth++;
 	vset v = is(c, right, K_ASSIGNMENT) ? assign(c, sc, right) : eval(c, sc, right);
+	c->depth--;
 	bool timed = c->time_flag || taint_any(c, right, 0);
 	if (timed)
 		taint_target(c, left);
