@@ -383,6 +383,47 @@ int lb_cgroup_attach(const lb_cgroup *cg, pid_t pid)
 	return 0;
 }
 
+void lb_cgroup_close_self(int fds[LB_CGROUP_SELF_FDS])
+{
+	for (int i = 0; i < LB_CGROUP_SELF_FDS; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+int lb_cgroup_open_self(const lb_cgroup *cg, int fds[LB_CGROUP_SELF_FDS])
+{
+	for (int i = 0; i < LB_CGROUP_SELF_FDS; i++)
+		fds[i] = -1;
+	if (cg->version != 1)
+		return -ENOTSUP;
+	const char *dirs[LB_CGROUP_SELF_FDS] = {cg->memory, cg->pids, cg->cpu};
+	for (int i = 0; i < LB_CGROUP_SELF_FDS; i++) {
+		if (!dirs[i][0])
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/tasks", dirs[i]);
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			int e = errno;
+			lb_cgroup_close_self(fds);
+			return -e;
+		}
+	}
+	return 0;
+}
+
+int lb_cgroup_enter_self(int fds[LB_CGROUP_SELF_FDS])
+{
+	int r = 0;
+	for (int i = 0; i < LB_CGROUP_SELF_FDS && r == 0; i++)
+		if (fds[i] >= 0 && write(fds[i], "0", 1) != 1)
+			r = -errno;
+	lb_cgroup_close_self(fds);
+	return r;
+}
+
 void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed)
 {
 	uint64_t v = 0;

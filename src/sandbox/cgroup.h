@@ -38,6 +38,17 @@ void lb_cgroup_reap_stale(const lb_cgroup_support *s);
 int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
 		     const char *name, char *err, size_t errlen);
 int lb_cgroup_attach(const lb_cgroup *cg, pid_t pid);
+/* cgroup v1: the run's `tasks` files, opened for writing before the sandbox's init exists, so
+ * that init moves itself (lb_cgroup_enter_self) as its first step. A thread that moves itself
+ * skips the kernel's global lock that a move by pid takes, and with it an RCU grace period
+ * (about 10 ms, on every run). fds[] gets one descriptor per hierarchy in use, -1 for the
+ * rest. -ENOTSUP for v2 (a process moves there only as a whole, by cgroup.procs): use
+ * lb_cgroup_attach. */
+#define LB_CGROUP_SELF_FDS 3
+int lb_cgroup_open_self(const lb_cgroup *cg, int fds[LB_CGROUP_SELF_FDS]);
+/* Writes "0" to each: moves the calling thread (init is single-threaded). Closes them. */
+int lb_cgroup_enter_self(int fds[LB_CGROUP_SELF_FDS]);
+void lb_cgroup_close_self(int fds[LB_CGROUP_SELF_FDS]);
 void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed);
 void lb_cgroup_destroy(lb_cgroup *cg);
 const char *lb_cgroup_name(const lb_cgroup *cg);

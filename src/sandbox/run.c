@@ -64,6 +64,7 @@ typedef struct init_ctx {
 	uint64_t rlimit_data; /* accepted fallbacks for limits no cgroup could enforce */
 	long rlimit_nproc;
 	int *dev_fds; /* the standard nodes, then sb->devices */
+	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
 } init_ctx;
 
 #define NSTD_DEV 5
@@ -463,6 +464,11 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	/* Dies with the supervisor; the kernel then kills the rest of the pid namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
+	/* Into the run's cgroup before anything is forked, so every process of the sandbox is
+	 * born inside it. */
+	int cr = c->cgroup_fds ? lb_cgroup_enter_self(c->cgroup_fds) : 0;
+	if (cr < 0)
+		chan_fail(c->chan_wr, "setup_cgroup", -cr, "move into the run's cgroup");
 	char go;
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125); /* the supervisor is gone or the id maps failed */
@@ -983,9 +989,13 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      CLONE_NEWUTS | SIGCHLD;
 	if (sb->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
+	int cgroup_fds[LB_CGROUP_SELF_FDS];
+	bool self_move = cg.version == 1 && lb_cgroup_open_self(&cg, cgroup_fds) == 0;
 	double t0 = lb_time_monotonic();
 	fflush(NULL);
 	pid_t init = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (init != 0 && self_move)
+		lb_cgroup_close_self(cgroup_fds);
 	if (init < 0) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "create namespaces: %s", strerror(errno));
@@ -1002,6 +1012,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .in_rd = in[0],
 			      .bind_fds = bind_fds,
 			      .dev_fds = bind_fds + sb->nbinds + 1,
+			      .cgroup_fds = self_move ? cgroup_fds : NULL,
 			      .bpf_fd = bpf_fd,
 			      .bpf_ready = bpf_ready[0],
 			      .rlimit_data = rlimit_data,
@@ -1058,8 +1069,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	close(bpf_ready[1]);
 	bpf_ready[1] = -1;
 
-	/* While init builds the root. */
-	if (cg.version && lb_cgroup_attach(&cg, init) < 0) {
+	/* While init builds the root (v2: v1's init moved itself). */
+	if (cg.version && !self_move && lb_cgroup_attach(&cg, init) < 0) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "cannot move the sandbox into its cgroup: %s",
 			 strerror(errno));

@@ -500,6 +500,36 @@ def test_pids_limit(tmp_path):
     assert r.result["metrics"]["values"]["started"] < 16, r.why()
 
 
+@pytest.mark.parametrize("limit", [(), ("--memory", "1g")])
+def test_every_process_is_born_in_the_runs_cgroup(tmp_path, limit):
+    """The run's cgroup holds the experiment and its children from their first instruction
+    (what the limits and the peak memory count), and is removed after the run."""
+    exp = write_exp(tmp_path, """
+        import subprocess, sys
+        with open("cgroups.txt", "w") as f:
+            f.write(open("/proc/self/cgroup").read())
+            f.write(subprocess.run([sys.executable, "-c",
+                                    "print(open('/proc/self/cgroup').read(), end='')"],
+                                   capture_output=True, text=True, check=True).stdout)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *limit, *HOSTILE)
+    if r.rc == 125 and not host_can_enforce("memory"):
+        pytest.skip("host has no writable memory cgroup; labbox refused --memory (125)")
+    assert r.rc == 0, r.why()
+    if r.result["resources"]["peak_rss_source"] != "cgroup":
+        assert not host_can_enforce("memory"), "a writable memory cgroup was not used"
+        pytest.skip("host has no writable memory cgroup for this user")
+    lines = (r.exp / "cgroups.txt").read_text().splitlines()
+    # The memory controller's line (cgroup v1, or a hybrid host), else the unified one.
+    mem = [l.split(":", 2)[2] for l in lines if l.split(":")[1] == "memory"] or \
+        [l.split(":", 2)[2] for l in lines if l.split(":")[1] == ""]
+    assert len(mem) == 2 and mem[0] == mem[1], lines
+    assert "/labbox-" in mem[0], lines
+    v1 = Path("/sys/fs/cgroup/memory") / mem[0].lstrip("/")
+    v2 = Path("/sys/fs/cgroup") / mem[0].lstrip("/")
+    assert not v1.exists() and not v2.exists(), "the run's cgroup was left behind"
+
+
 def test_interrupt_labbox_records_interrupted(tmp_path):
     marker = unique("intr")
     exp = write_exp(tmp_path, f"""
