@@ -590,64 +590,6 @@ static void read_error(const char *path, int r, char *err, size_t errlen)
 		 r == -EFBIG ? "larger than 8 MiB" : r == -ELOOP ? "is a symlink" : strerror(-r));
 }
 
-/* lb_read_file_at for the files to check, less one read(2) per file: a read that fills the
- * size fstat gave is the whole answer, since lb_read_file_at keeps no more than that size
- * either way (it only reads on to see the end). */
-static int read_source(const char *path, size_t max, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	char *data = NULL;
-	int r = 0;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = -EINVAL;
-		goto out;
-	}
-	if ((uint64_t)st.st_size > max) {
-		r = -EFBIG;
-		goto out;
-	}
-	size_t size = (size_t)st.st_size, got = 0;
-	if (!(data = malloc(size + 1))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	while (got <= max) {
-		size_t want = size + 1 - got;
-		if (want == 0)
-			break;
-		ssize_t n = read(fd, data + got, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got >= size)
-			break;
-	}
-	if (got > size)
-		got = size;
-	data[got] = '\0';
-	*out = data;
-	data = NULL;
-	if (len)
-		*len = got;
-out:
-	free(data);
-	close(fd);
-	return r;
-}
-
 /* Files are independent, so they are checked by a few threads, each into its own report;
  * the reports are merged in file order afterwards so the output does not depend on timing. */
 typedef struct job {
@@ -673,7 +615,7 @@ static void *worker(void *arg)
 			break;
 		char *data = NULL;
 		size_t len = 0;
-		int r = read_source(j->abs[i], CHECK_MAX_FILE, &data, &len);
+		int r = lb_read_file_at(AT_FDCWD, j->abs[i], CHECK_MAX_FILE, &data, &len);
 		j->read_failed[i] = r < 0;
 		if (r == 0 && wr < 0)
 			r = wr;

@@ -471,6 +471,19 @@ static counts count(const lb_check_report *rep)
 	return c;
 }
 
+/* "file:line:col [ID] message. Fix: hint.\n" */
+static void put_llm_line(lb_buf *b, const lb_check_finding *f)
+{
+	put_at(b, f);
+	lb_buf_append(b, " [", 2);
+	put_s(b, f->id);
+	lb_buf_append(b, "] ", 2);
+	put_s(b, f->message);
+	lb_buf_append(b, ". Fix: ", 7);
+	put_s(b, hint_of(f->id));
+	lb_buf_append(b, ".\n", 2);
+}
+
 char *lb_check_llm_text(const lb_check_report *rep)
 {
 	lb_buf b = {0};
@@ -495,14 +508,7 @@ char *lb_check_llm_text(const lb_check_report *rep)
 				continue;
 			put_u(&b, ++k);
 			lb_buf_append(&b, ". ", 2);
-			put_at(&b, f);
-			lb_buf_append(&b, " [", 2);
-			put_s(&b, f->id);
-			lb_buf_append(&b, "] ", 2);
-			put_s(&b, f->message);
-			lb_buf_append(&b, ". Fix: ", 7);
-			put_s(&b, hint_of(f->id));
-			lb_buf_append(&b, ".\n", 2);
+			put_llm_line(&b, f);
 		}
 	}
 	bool any = false;
@@ -514,14 +520,7 @@ char *lb_check_llm_text(const lb_check_report *rep)
 			lb_buf_puts(&b, "\nWarnings (not blocking; fix them if the change is safe):\n");
 		any = true;
 		lb_buf_append(&b, "- ", 2);
-		put_at(&b, f);
-		lb_buf_append(&b, " [", 2);
-		put_s(&b, f->id);
-		lb_buf_append(&b, "] ", 2);
-		put_s(&b, f->message);
-		lb_buf_append(&b, ". Fix: ", 7);
-		put_s(&b, hint_of(f->id));
-		lb_buf_append(&b, ".\n", 2);
+		put_llm_line(&b, f);
 	}
 	if (!b.data)
 		return strdup("");

@@ -127,12 +127,10 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 	if (!data)
 		return -ENOMEM;
 	size_t got = 0;
-	/* The file may grow while we read it; never read past max. */
-	while (got <= max) {
-		size_t want = (size_t)st.st_size + 1 - got;
-		if (want == 0)
-			break;
-		ssize_t n = read(fd, data + got, want);
+	/* What fstat said is what is kept, even when the file grows while it is read; so a read
+	 * that brings that much is the whole answer (no second read to see the end). */
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
