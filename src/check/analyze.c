@@ -1354,9 +1354,9 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 {
 	vset out = {0};
 	TSNode x;
-	/* every name below starts with one of these: most calls (numpy, torch...) need no
+	/* every name below starts with one of these: most calls (random, sklearn...) need no
 	 * comparison at all */
-	if (!q[0] || !strchr("biopctds", q[0]))
+	if (!q[0] || !strchr("biopctdsnm", q[0]))
 		return out;
 	if (strcmp(q, "builtins.getattr") == 0 && a->npos >= 2) {
 		vset obj = eval(c, sc, a->pos[0]);
@@ -1476,6 +1476,30 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			a->used[i] = true;
 		if (strcmp(q, "os.fdopen") != 0)
 			check_write(c, node, &paths, &modes, !ts_node_is_null(m) || a->splat, q);
+		return out;
+	}
+	/* Library functions that write a file at a path they are given: research code saves
+	 * arrays, checkpoints and figures with these rather than with open(). */
+	static const struct {
+		const char *name;
+		unsigned pos;
+		const char *kw;
+	} savers[] = {
+		{"numpy.save", 0, "file"},	  {"numpy.savez", 0, "file"},
+		{"numpy.savez_compressed", 0, "file"}, {"numpy.savetxt", 0, "fname"},
+		{"torch.save", 1, "f"},		  {"matplotlib.pyplot.savefig", 0, "fname"},
+	};
+	for (size_t i = 0; i < sizeof savers / sizeof *savers; i++) {
+		if (strcmp(q, savers[i].name) != 0)
+			continue;
+		TSNode f = arg(a, savers[i].pos, savers[i].kw);
+		if (ts_node_is_null(f))
+			return out;
+		vset paths = use(c, sc, f);
+		if (savers[i].pos < a->npos)
+			a->used[savers[i].pos] = true;
+		vset w = vs1(str("w"));
+		check_write(c, node, &paths, &w, true, q);
 		return out;
 	}
 	if (strcmp(q, "os.open") == 0) {
