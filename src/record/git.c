@@ -131,6 +131,12 @@ int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job
 	}
 	if (pid == 0) {
 		close(p[0]);
+		/* Ctrl-C reaches the whole foreground group; labbox records the run as interrupted
+		 * and still wants what git says (and the git commands inherit the dispositions).
+		 * The child dies with labbox all the same. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);

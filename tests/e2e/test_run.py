@@ -128,6 +128,45 @@ def test_git_commit_recorded_when_experiment_in_repo(tmp_path):
     assert man["git"] and man["git"]["commit"] == head, man["git"]
 
 
+def test_git_state_survives_ctrl_c(tmp_path):
+    """Ctrl-C signals labbox's whole process group; the run is recorded as interrupted, and the
+    repository's state (read concurrently, here a diff larger than a pipe holds) is kept."""
+    repo = tmp_path / "repo"
+    exp = write_exp(repo, """
+        import time
+        print("EXP-STARTED", flush=True)
+        time.sleep(300)
+    """, files={"data.txt": "v0\n"})
+    g = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                                  text=True, env={**os.environ, "GIT_AUTHOR_NAME": "t",
+                                                  "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                                  "GIT_COMMITTER_EMAIL": "t@t"})
+    g("init", "-q")
+    g("add", ".")
+    g("commit", "-q", "-m", "init")
+    head = g("rev-parse", "HEAD").stdout.strip()
+    (exp / "data.txt").write_text("".join(f"line {i} of a long uncommitted change\n"
+                                          for i in range(6000)))
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), str(exp)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        assert wait_for(lambda: any("EXP-STARTED" in (d / "run.log").read_text()
+                                    for d in run_dirs(runs) if (d / "run.log").exists()), 60)
+        os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    (rd,) = run_dirs(runs)
+    assert json.loads((rd / "result.json").read_text())["status"] == "interrupted"
+    man = json.loads((rd / "manifest.json").read_text())
+    assert man["git"] and man["git"]["commit"] == head and man["git"]["dirty"] is True, man["git"]
+    assert man["git_diff"]["bytes"] > 65536 and "+line 5999 of a long" in man["git_diff"]["diff"]
+
+
 def test_quickstart_example_passes(tmp_path):
     qs = REPO / "examples" / "quickstart"
     r = run_exp(qs, tmp_path / "runs")
