@@ -476,8 +476,9 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	setup_root(c);
 	setup_net(c);
 	setup_uts(c);
-	/* The supervisor moves init into its cgroup meanwhile (an RCU grace period, often
-	 * 10 ms); the payload must be born inside it, so its fork waits for the second byte. */
+	/* On cgroup v2 the supervisor moves init into its cgroup meanwhile (by pid: an RCU
+	 * grace period, often 10 ms); the payload must be born inside it, so its fork waits for
+	 * the second byte. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
 	close(c->sync_rd);
