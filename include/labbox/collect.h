@@ -246,5 +246,12 @@ bool lb_time_estimate_accurate(double estimate_s, double actual_s, bool whole_pl
 /* Fired before half of the budget: fired_at_s < 0.5 * budget_s (false without a budget or a
  * known time). */
 bool lb_time_guard_premature(double fired_at_s, double budget_s);
+/* Whether a metric measures time (and so differs between runs of the same code): one word of
+ * its last component (after the last '/' or '.', words split at '_', '-' and spaces, any
+ * case) is a unit or a word of time: seconds, second, secs, sec, s, ms, us, ns, minutes,
+ * hours, time, times, duration, elapsed, runtime, wallclock, walltime, wall, latency,
+ * throughput, fps, speed. fit_seconds, train_time, samples_per_sec, step_ms are; accuracy,
+ * loss_min, steps are not. */
+bool lb_metric_is_timing(const char *name);
 
 #endif

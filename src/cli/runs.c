@@ -1,6 +1,7 @@
 /* labbox runs list|show|compare|export: the run history. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/collect.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -842,14 +843,27 @@ int cli_rerun(int argc, char **argv)
 		flatten_metrics(mo, before);
 	if (json_object_object_get_ex(out.doc, "metrics", &mn))
 		flatten_metrics(mn, after);
-	json_object *diffs = json_object_new_array();
-	diff_objects("", before, after, diffs);
+	json_object *all = json_object_new_array();
+	diff_objects("", before, after, all);
+	/* Timings differ between runs of the same code: compared apart, so the verdict is about
+	 * the results. Both lists are kept. */
+	json_object *diffs = json_object_new_array(), *timing = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(all); i++) {
+		json_object *d = json_object_array_get_idx(all, i);
+		json_object_array_add(lb_metric_is_timing(get_str(d, "key", "")) ? timing : diffs,
+				      json_object_get(d));
+	}
+	json_object_put(all);
 	json_object *rerun = json_object_new_object();
 	json_object_object_add(rerun, "of", json_object_new_string(id));
 	json_object_object_add(rerun, "source", json_object_new_string(src == origin ? "expdir" : "staged copy"));
 	json_object_object_add(rerun, "metrics_compared", json_object_new_int(json_object_object_length(after) > json_object_object_length(before) ? json_object_object_length(after) : json_object_object_length(before)));
 	json_object_object_add(rerun, "metrics_match", json_object_new_boolean(json_object_array_length(diffs) == 0));
 	json_object_object_add(rerun, "differences", diffs);
+	json_object_object_add(rerun, "timing_differences", timing);
+	json_object_object_add(rerun, "metrics_match_exactly",
+			       json_object_new_boolean(json_object_array_length(diffs) == 0 &&
+						       json_object_array_length(timing) == 0));
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/rerun.json", out.run_dir);
 	lb_record_write_json(path, rerun);
@@ -859,13 +873,16 @@ int cli_rerun(int argc, char **argv)
 	if (o.json) {
 		printf("%s\n", lb_record_json_text(out.doc));
 	} else {
-		size_t nd = json_object_array_length(diffs);
+		size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
 		printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,
 		       get_str(out.doc, "status", "?"), rc);
 		if (nd == 0)
-			printf("  metrics match the original run: yes\n");
+			printf("  metrics match the original run: yes");
 		else
-			printf("  metrics match the original run: NO, %zu differ\n", nd);
+			printf("  metrics match the original run: NO, %zu differ", nd);
+		if (nt)
+			printf(" (timings compared apart: %zu differ, as timings do)", nt);
+		putchar('\n');
 		for (size_t i = 0; i < nd && i < 20; i++) {
 			json_object *d = json_object_array_get_idx(diffs, i);
 			printf("  %-40s ", get_str(d, "key", ""));

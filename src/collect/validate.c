@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* lb_results_parse nests at most 24 deep; this only guards documents built elsewhere. */
 #define LB_WALK_DEPTH_MAX 256
@@ -765,4 +766,27 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 		warn_dropped_tagged(warnings, m);
 	lb_buf_free(&ic.reported);
 	return val.count;
+}
+
+bool lb_metric_is_timing(const char *name)
+{
+	static const char *const words[] = {
+		"seconds", "second", "secs", "sec",	 "s",	     "ms",	 "us",	     "ns",
+		"minutes", "hours",  "time", "times",	 "duration", "elapsed", "runtime", "wallclock",
+		"walltime", "wall",  "latency", "throughput", "fps", "speed",
+	};
+	const char *base = name;
+	for (const char *p = name; *p; p++)
+		if (*p == '/' || *p == '.')
+			base = p + 1;
+	for (const char *w = base; *w;) {
+		size_t k = strcspn(w, "_- ");
+		for (size_t i = 0; k && i < sizeof words / sizeof *words; i++)
+			if (strlen(words[i]) == k && strncasecmp(w, words[i], k) == 0)
+				return true;
+		w += k;
+		if (*w)
+			w++;
+	}
+	return false;
 }

@@ -133,6 +133,23 @@ def test_rerun_deterministic_and_not(tmp_path):
     assert "metrics match the original run: NO" in p.stdout
 
 
+def test_rerun_compares_timings_apart(tmp_path):
+    """A seeded experiment that also reports how long it took: the results match, the timing
+    does not, and the verdict says so instead of calling the experiment nondeterministic."""
+    exp = make_exp(tmp_path, "import os, random, time\nt = time.perf_counter()\nrandom.seed(1)\n"
+                   "print('score: %f' % random.random())\n"
+                   "print('fit_seconds: %.9f' % (time.perf_counter() - t + int.from_bytes(os.urandom(2), 'big') * 1e-6))\n")
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)["rerun"]
+    assert rr["metrics_match"] is True and rr["differences"] == []
+    assert rr["metrics_match_exactly"] is False
+    assert [d["key"] for d in rr["timing_differences"]] == ["fit_seconds"]
+    p = labbox(tmp_path, "rerun", "-q", r["id"])
+    assert "metrics match the original run: yes (timings compared apart: 1 differ" in p.stdout
+
+
 def test_rerun_uses_the_staged_copy_when_the_original_changed(tmp_path):
     exp = make_exp(tmp_path)
     r = run(tmp_path, exp, "--", "3")

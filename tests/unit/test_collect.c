@@ -1337,6 +1337,23 @@ static void test_stream_invalid_utf8_in_tags(void **state)
 
 /* TIME_GUARD ------------------------------------------------------------------------------ */
 
+/* Which metrics a determinism check compares apart: they measure time. */
+static void test_metric_is_timing(void **state)
+{
+	(void)state;
+	const char *timing[] = {"fit_seconds", "train_time", "lambda_0.01/fit_seconds",
+				"samples_per_sec", "step_ms", "Elapsed", "wall-clock",
+				"epoch time s", "tokens_per_second", "results.json.runtime",
+				"latency_p99", "throughput", "fit_s"};
+	const char *not_timing[] = {"accuracy", "loss_min", "steps", "train_mse",
+				    "lambda_0.01/test_mse", "timestep_count", "lr_0.01", "",
+				    "s_weird/accuracy"};
+	for (size_t i = 0; i < sizeof timing / sizeof *timing; i++)
+		assert_true(lb_metric_is_timing(timing[i]));
+	for (size_t i = 0; i < sizeof not_timing / sizeof *not_timing; i++)
+		assert_false(lb_metric_is_timing(not_timing[i]));
+}
+
 static void test_time_guard_time(void **state)
 {
 	static const struct {
@@ -1872,6 +1889,7 @@ int main(void)
 		cmocka_unit_test(test_stream_tagged_caps),
 		cmocka_unit_test(test_stream_invalid_utf8_in_tags),
 		cmocka_unit_test(test_time_guard_time),
+		cmocka_unit_test(test_metric_is_timing),
 		cmocka_unit_test(test_time_checks_pure),
 		cmocka_unit_test(test_out_dir_hint),
 		cmocka_unit_test_setup_teardown(test_results_collect, tmpdir_setup, tmpdir_teardown),
