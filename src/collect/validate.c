@@ -388,9 +388,11 @@ static uint64_t hash_double(double v)
 
 /* An entry that takes part in the comparison: a number (a SUMMARY whose mean or first field is
  * one). Strings are labels ("model: resnet") more often than results. */
+/* Timings differ between conditions that compute the same thing: they are left out, or a
+ * condition that is never applied would hide behind its fit_seconds. */
 static bool entry_counts(const lb_metric_entry *e)
 {
-	return e->group > 0 && e->kind == LB_METRIC_NUMBER;
+	return e->group > 0 && e->kind == LB_METRIC_NUMBER && !lb_metric_is_timing(e->name);
 }
 
 static uint64_t entry_fingerprint(const lb_metric_entry *e)
@@ -619,11 +621,37 @@ typedef struct file_members {
 	struct json_object **vals;
 } file_members;
 
+/* A condition's members but its timings (see entry_counts). */
+static uint64_t condition_fingerprint(struct json_object *o, size_t *numbers)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(json_type_object + 1);
+
+	json_object_object_foreach(o, k, child) {
+		if (!lb_metric_is_timing(k))
+			h += mix64(hash_str(0, k) ^ json_fingerprint(child, 1, numbers));
+	}
+	return mix64(h);
+}
+
+static bool condition_members_in(struct json_object *a, struct json_object *b)
+{
+	json_object_object_foreach(a, k, va) {
+		struct json_object *vb;
+
+		if (lb_metric_is_timing(k))
+			continue;
+		if (!json_object_object_get_ex(b, k, &vb) || json_object_equal(va, vb) != 1)
+			return false;
+	}
+	return true;
+}
+
 static bool file_same(const void *ctx, size_t a, size_t b)
 {
 	const file_members *fm = ctx;
 
-	return json_object_equal(fm->vals[a], fm->vals[b]) == 1;
+	return condition_members_in(fm->vals[a], fm->vals[b]) &&
+	       condition_members_in(fm->vals[b], fm->vals[a]);
 }
 
 /* Members of a file's top-level object that are objects holding numbers are the conditions
@@ -658,7 +686,7 @@ static void identical_file(identical_ctx *ic, const char *name, struct json_obje
 			break;
 		if (!json_object_is_type(child, json_type_object))
 			continue;
-		h = json_fingerprint(child, 0, &numbers);
+		h = condition_fingerprint(child, &numbers);
 		if (numbers == 0)
 			continue;
 		names[n] = k;

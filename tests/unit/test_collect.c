@@ -1783,6 +1783,38 @@ static void test_validate_run_identical_files(void **state)
 	lb_metrics_free(m);
 }
 
+/* Conditions that compute the same results in different times are still identical: a
+ * condition that is never applied must not hide behind its fit_seconds. */
+static void test_validate_run_identical_but_timings(void **state)
+{
+	static const char out[] = "condition: A\nmse: 0.25\nfit_seconds: 0.271\n"
+				  "condition: B\nmse: 0.25\nfit_seconds: 0.288\n"
+				  "condition: C\nmse: 0.31\nfit_seconds: 0.275\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *files = json_object_new_object();
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .files = files, .wall_s = -1 };
+
+	(void)state;
+	json_object_object_add(files, "final_info.json",
+			       parsed("{\"x\": {\"acc\": 0.5, \"train_time\": 3.1},"
+				      " \"y\": {\"acc\": 0.5, \"train_time\": 2.9},"
+				      " \"z\": {\"train_time\": 2.9}}"));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 2);
+	assert_str(get(issue(warnings, 0), "where"), "stdout");
+	assert_non_null(strstr(json_object_get_string(get(issue(warnings, 0), "message")),
+			       "2 conditions report identical results (1 metric each: A, B)"));
+	assert_str(get(issue(warnings, 1), "where"), "final_info.json");
+	assert_int_equal(json_object_array_length(get(issue(warnings, 1), "conditions")), 2);
+	assert_str(json_object_array_get_idx(get(issue(warnings, 1), "conditions"), 0), "x");
+	assert_str(json_object_array_get_idx(get(issue(warnings, 1), "conditions"), 1), "y");
+	json_object_put(issues);
+	json_object_put(warnings);
+	json_object_put(files);
+	lb_metrics_free(m);
+}
+
 static void test_validate_run_many_identical(void **state)
 {
 	lb_metrics *m = NULL;
@@ -1899,6 +1931,7 @@ int main(void)
 		cmocka_unit_test(test_validate_run_timing),
 		cmocka_unit_test(test_validate_run_identical_stdout),
 		cmocka_unit_test(test_validate_run_identical_files),
+		cmocka_unit_test(test_validate_run_identical_but_timings),
 		cmocka_unit_test(test_validate_run_many_identical),
 		cmocka_unit_test(test_validate_run_dropped),
 	};
