@@ -1684,7 +1684,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	kids ks;
 	collect_args(c, al, &a, &ks);
 	vset out = {0};
-	if (is(c, fn, K_IDENTIFIER) && sc == c->module)
+	if (is(c, fn, K_IDENTIFIER))
 		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
 	for (unsigned i = 0; i < callee.n; i++) {
 		const val *v = &callee.v[i];
@@ -2658,19 +2658,185 @@ static void walk_body(ctx *c, scope *sc, TSNode body, TSNode params, bool lambda
 
 /* ---- determinism and harness verdicts ----------------------------------------------------------- */
 
-static bool fn_seeds(const ctx *c, const char *fname, const char *lib)
+/* How deep calls of the experiment's own functions are followed. */
+#define CALL_DEPTH 32
+
+static bool seeds_lib(const event *e, const char *lib)
 {
-	for (size_t i = 0; i < c->nfns; i++) {
-		if (strcmp(c->fns[i].name, fname) != 0)
+	return e->kind == EV_SEED && (strcmp(e->lib, lib) == 0 || strcmp(e->lib, "*") == 0);
+}
+
+/* What a call of each of the experiment's functions does to one library's random state:
+ * whether it seeds it, and the first random operation it runs before that, following the
+ * functions it calls by name. Computed once per function (memoised), so the work grows with
+ * the code, not with the number of paths through the call graph. */
+typedef struct det {
+	const ctx *c;
+	const char *lib;
+	size_t *evs;   /* event indices by (scope, order) */
+	size_t *fnidx; /* function indices by name */
+	uint8_t *state; /* per function: 0 not yet, 1 being summarised (recursion), 2 done */
+	bool *seeds;
+	const event **rnd;
+} det;
+
+static int ev_cmp(const void *x, const void *y, void *arg)
+{
+	const event *ev = arg;
+	const event *a = &ev[*(const size_t *)x], *b = &ev[*(const size_t *)y];
+	if (a->scope_id != b->scope_id)
+		return a->scope_id < b->scope_id ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int fn_cmp(const void *x, const void *y, void *arg)
+{
+	const fnscope *fns = arg;
+	return strcmp(fns[*(const size_t *)x].name, fns[*(const size_t *)y].name);
+}
+
+/* [*lo, *hi) of d->fnidx: the functions called name. */
+static void fns_named(const det *d, const char *name, size_t *lo, size_t *hi)
+{
+	size_t l = 0, h = d->c->nfns;
+	while (l < h) {
+		size_t m = (l + h) / 2;
+		if (strcmp(d->c->fns[d->fnidx[m]].name, name) < 0)
+			l = m + 1;
+		else
+			h = m;
+	}
+	*lo = *hi = l;
+	while (*hi < d->c->nfns && strcmp(d->c->fns[d->fnidx[*hi]].name, name) == 0)
+		(*hi)++;
+}
+
+static void summarise(det *d, size_t f, int depth);
+
+/* A call by name: what the functions of that name do (any of them). */
+static void call_effect(det *d, const char *name, int depth, bool *seeds, const event **rnd)
+{
+	size_t lo, hi;
+	*seeds = false;
+	*rnd = NULL;
+	fns_named(d, name, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t f = d->fnidx[k];
+		summarise(d, f, depth + 1);
+		if (d->state[f] != 2)
 			continue;
-		for (size_t k = 0; k < c->nev; k++) {
-			const event *e = &c->ev[k];
-			if (e->kind == EV_SEED && e->scope_id == c->fns[i].id &&
-			    (strcmp(e->lib, lib) == 0 || strcmp(e->lib, "*") == 0))
-				return true;
+		*seeds = *seeds || d->seeds[f];
+		if (!*rnd)
+			*rnd = d->rnd[f];
+	}
+}
+
+static void summarise(det *d, size_t f, int depth)
+{
+	if (d->state[f] != 0 || depth > CALL_DEPTH)
+		return;
+	d->state[f] = 1;
+	const ctx *c = d->c;
+	int id = c->fns[f].id;
+	/* this function's events: a binary search in evs */
+	size_t l = 0, h = c->nev;
+	while (l < h) {
+		size_t m = (l + h) / 2;
+		if (c->ev[d->evs[m]].scope_id < id)
+			l = m + 1;
+		else
+			h = m;
+	}
+	bool seeded = false;
+	const event *rnd = NULL;
+	for (size_t k = l; k < c->nev && c->ev[d->evs[k]].scope_id == id; k++) {
+		const event *e = &c->ev[d->evs[k]];
+		if (seeds_lib(e, d->lib)) {
+			seeded = true;
+		} else if (e->kind == EV_RANDOM && strcmp(e->lib, d->lib) == 0) {
+			if (!seeded && !rnd)
+				rnd = e;
+		} else if (e->kind == EV_CALLFN) {
+			bool s;
+			const event *r;
+			call_effect(d, e->lib, depth, &s, &r);
+			if (!seeded && !rnd)
+				rnd = r;
+			seeded = seeded || s;
 		}
 	}
-	return false;
+	d->seeds[f] = seeded;
+	d->rnd[f] = rnd;
+	d->state[f] = 2;
+}
+
+static void det_free(det *d)
+{
+	free(d->evs);
+	free(d->fnidx);
+	free(d->state);
+	free(d->seeds);
+	free(d->rnd);
+}
+
+static int det_init(det *d, const ctx *c, const char *lib)
+{
+	size_t nf = c->nfns ? c->nfns : 1;
+	*d = (det){.c = c, .lib = lib};
+	d->evs = malloc((c->nev ? c->nev : 1) * sizeof *d->evs);
+	d->fnidx = malloc(nf * sizeof *d->fnidx);
+	d->state = calloc(nf, sizeof *d->state);
+	d->seeds = calloc(nf, sizeof *d->seeds);
+	d->rnd = calloc(nf, sizeof *d->rnd);
+	if (!d->evs || !d->fnidx || !d->state || !d->seeds || !d->rnd) {
+		det_free(d);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nev; i++)
+		d->evs[i] = i;
+	for (size_t i = 0; i < c->nfns; i++)
+		d->fnidx[i] = i;
+	qsort_r(d->evs, c->nev, sizeof *d->evs, ev_cmp, c->ev);
+	qsort_r(d->fnidx, c->nfns, sizeof *d->fnidx, fn_cmp, c->fns);
+	return 0;
+}
+
+/* Whether a call of fname seeds lib, in its body or in a function it calls. */
+static bool fn_seeds(det *d, const char *fname)
+{
+	bool s;
+	const event *r;
+	call_effect(d, fname, 0, &s, &r);
+	return s;
+}
+
+/* Module level, in order: the first call of one of the experiment's functions that draws
+ * from lib before anything has seeded it (x = make_data(); np.random.seed(0)). */
+static void seed_order_by_calls(ctx *c, det *d)
+{
+	for (size_t i = 0; i < c->nev; i++) {
+		const event *f = &c->ev[d->evs[i]];
+		if (f->scope_id != 0)
+			break; /* the module's events come first: scope 0 */
+		if (seeds_lib(f, d->lib) || (f->kind == EV_RANDOM && strcmp(f->lib, d->lib) == 0))
+			break; /* seeded here, or left to the module-level check */
+		if (f->kind != EV_CALLFN)
+			continue;
+		bool s;
+		const event *r;
+		call_effect(d, f->lib, 0, &s, &r);
+		if (r) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "`%s()` runs `%s` (line %u) before %s is seeded",
+				 f->lib, r->qual, r->line, d->lib);
+			if (!c->err && ck_raw_add(c->out, R_SEED_ORDER, f->line, f->col, f->lib, "%s",
+						  msg) < 0)
+				c->err = -ENOMEM;
+			return;
+		}
+		if (s)
+			return;
+	}
 }
 
 static void determinism(ctx *c)
@@ -2690,11 +2856,18 @@ static void determinism(ctx *c)
 		}
 		if (!first)
 			continue;
+		bool reported = false;
+		det d;
+		if (det_init(&d, c, lib) < 0) {
+			c->err = -ENOMEM;
+			return;
+		}
 		if (!seeded) {
 			snprintf(msg, sizeof msg, "`%s` is random but %s is never seeded", first->qual, lib);
 			if (!c->err && ck_raw_add(c->out, R_SEED_MISSING, first->line, first->col,
 						  first->qual, "%s", msg) < 0)
 				c->err = -ENOMEM;
+			det_free(&d);
 			continue;
 		}
 		for (size_t i = 0; i < c->nev; i++) {
@@ -2717,8 +2890,8 @@ static void determinism(ctx *c)
 				/* module level: a call, earlier, of a function that seeds */
 				for (size_t k = 0; k < c->nev && !ok; k++) {
 					const event *f = &c->ev[k];
-					if (f->kind == EV_CALLFN && f->order < r->order &&
-					    fn_seeds(c, f->lib, lib))
+					if (f->kind == EV_CALLFN && f->scope_id == 0 &&
+					    f->order < r->order && fn_seeds(&d, f->lib))
 						ok = true;
 				}
 			}
@@ -2727,9 +2900,13 @@ static void determinism(ctx *c)
 				if (!c->err && ck_raw_add(c->out, R_SEED_ORDER, r->line, r->col, r->qual,
 							  "%s", msg) < 0)
 					c->err = -ENOMEM;
+				reported = true;
 				break;
 			}
 		}
+		if (!reported)
+			seed_order_by_calls(c, &d);
+		det_free(&d);
 	}
 }
 
