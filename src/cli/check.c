@@ -46,7 +46,8 @@ static const char check_help[] =
 	"  -h, --help           this help\n"
 	"\n"
 	"Output: `file:line:col: severity[ID]: message` per finding, then a summary line.\n"
-	"Exit status: 0 accepted, 3 rejected under the policy, 2 usage or read errors.\n";
+	"Exit status: 0 accepted, 3 rejected under the policy, 2 usage or read errors (a\n"
+	"directory without Python files among them).\n";
 
 enum {
 	OPT_POLICY = OPT_FIRST_PRIVATE,
@@ -227,8 +228,15 @@ int cli_check(int argc, char **argv)
 			goto out;
 		}
 		if (S_ISDIR(st.st_mode)) {
+			size_t before = rep.files;
 			if (lb_check_dir(cfg, argv[i], &rep, err, sizeof err) < 0) {
 				cli_error("check", "%s", err);
+				goto out;
+			}
+			/* A wrong directory must not pass as clean code. */
+			if (rep.files == before) {
+				cli_error("check", "'%s': no Python files in it (*.py, outside virtual "
+					  "environments, caches and hidden directories)", argv[i]);
 				goto out;
 			}
 		} else {

@@ -117,6 +117,11 @@ def test_usage_errors_exit_2(tmp_path):
     assert labbox("check", str(tmp_path / "missing.py")).returncode == 2
     assert labbox("check", "--bogus", str(tmp_path)).returncode == 2
     assert labbox("check", "--ignore", "LB999", str(tmp_path)).returncode == 2
+    # a directory without Python files (a wrong path, say) is not clean code
+    (tmp_path / "empty" / ".venv").mkdir(parents=True)
+    (tmp_path / "empty" / ".venv" / "x.py").write_text("import os\nos.system('x')\n")
+    p = labbox("check", str(tmp_path / "empty"))
+    assert p.returncode == 2 and "no Python files" in p.stderr, p.stderr
     h = labbox("check", "--help")
     assert h.returncode == 0
     for flag in ("--policy", "--python", "--config", "--entry", "--allow-module", "--allow-call",
