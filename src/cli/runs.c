@@ -32,7 +32,8 @@ static const char runs_help[] =
 	"  --status S       only runs with this status (completed, failed, timeout, ...)\n"
 	"  --metric SPEC    only runs reporting metric NAME (or COND/NAME), optionally compared:\n"
 	"                   'accuracy>0.9', 'lambda_1/test_mse<=0.3' (ops < <= > >= = !=)\n"
-	"  --since DATE     runs started at or after DATE (ISO-8601 prefix, UTC: 2026-11-29)\n"
+	"  --since DATE     runs started at or after DATE (UTC, from 2026 or 2026-11-29 down to\n"
+	"                   a started_at such as 2026-11-29T13:45:07.123Z)\n"
 	"  --until DATE     runs started before DATE\n"
 	"  --limit N        at most N runs, newest first\n"
 	"  --mlflow DIR     export: write the runs in MLflow's file-store layout under DIR\n"
@@ -485,6 +486,50 @@ static int runs_export(const runs_opts *o)
 	return rc;
 }
 
+/* The statuses a run can have (result.json's status, and "running" in the index). */
+static bool known_status(const char *s)
+{
+	static const char *const v[] = {"running",	"completed",   "failed",     "rejected",
+					 "timeout",	"oom",	       "disk_limit", "invalid_metrics",
+					 "infra_error", "interrupted"};
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		if (strcmp(s, v[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A prefix of 2026-11-29T13:45:07 ending at a field boundary (year, month, day, hour, minute
+ * or second), which is what the index's UTC start times are compared with; a whole time may
+ * go on as result.json's started_at does (.642Z). */
+static bool iso_prefix(const char *s)
+{
+	static const char tmpl[] = "0000-00-00T00:00:00";
+	size_t n = strlen(s);
+	if (n > 19) {
+		const char *t = s + 19;
+		if (*t == '.' && t[1] >= '0' && t[1] <= '9')
+			for (t++; *t >= '0' && *t <= '9'; t++)
+				;
+		if (*t == 'Z')
+			t++;
+		if (*t)
+			return false;
+		n = 19;
+	}
+	if (n != 4 && n != 7 && n != 10 && n != 13 && n != 16 && n != 19)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (tmpl[i] == '0' ? (s[i] < '0' || s[i] > '9') : s[i] != tmpl[i])
+			return false;
+	int month = n >= 7 ? (s[5] - '0') * 10 + (s[6] - '0') : 1;
+	int day = n >= 10 ? (s[8] - '0') * 10 + (s[9] - '0') : 1;
+	int hour = n >= 13 ? (s[11] - '0') * 10 + (s[12] - '0') : 0;
+	int min = n >= 16 ? (s[14] - '0') * 10 + (s[15] - '0') : 0;
+	int sec = n >= 19 ? (s[17] - '0') * 10 + (s[18] - '0') : 0;
+	return month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && min <= 59 &&
+	       sec <= 60;
+}
+
 int cli_runs(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -512,16 +557,25 @@ int cli_runs(int argc, char **argv)
 			o.runs_dir = optarg;
 			break;
 		case O_STATUS:
+			if (!known_status(optarg)) {
+				cli_error("runs", "--status '%s' is not a status (running, completed, "
+					  "failed, rejected, timeout, oom, disk_limit, invalid_metrics, "
+					  "infra_error, interrupted)", optarg);
+				return CLI_EXIT_USAGE;
+			}
 			o.filter.status = optarg;
 			break;
 		case O_METRIC:
 			o.filter.metric = optarg;
 			break;
 		case O_SINCE:
-			o.filter.since = optarg;
-			break;
 		case O_UNTIL:
-			o.filter.until = optarg;
+			if (!iso_prefix(optarg)) {
+				cli_error("runs", "--%s '%s' is not a UTC date or time such as 2026-11-29 "
+					  "or 2026-11-29T13:45", opt == O_SINCE ? "since" : "until", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			*(opt == O_SINCE ? &o.filter.since : &o.filter.until) = optarg;
 			break;
 		case O_LIMIT:
 			if (lb_parse_long(optarg, &o.filter.limit) < 0 || o.filter.limit <= 0) {

@@ -77,6 +77,13 @@ def test_list_filters(tmp_path):
     assert p.returncode == 2 and "--metric" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     p = labbox(tmp_path, "runs", "frobnicate")
     assert p.returncode == 2 and "frobnicate" in p.stderr
+    # a start time as result.json writes it selects from that run on
+    assert [r["id"] for r in runs_json(tmp_path, "--since", bad["started_at"])] == [bad["id"]]
+    # what would silently select nothing (or everything) is refused instead
+    for flag, value in (("--since", "yesterday"), ("--until", "2026-13-01"),
+                        ("--since", "2026-11-29 10:00"), ("--status", "complete")):
+        p = labbox(tmp_path, "runs", "list", flag, value)
+        assert p.returncode == 2 and flag in p.stderr and value in p.stderr, (flag, value, p.stderr)
 
 
 def test_show_by_prefix_and_unknown(tmp_path):
