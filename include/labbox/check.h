@@ -96,6 +96,10 @@ typedef struct lb_check_report {
 	bool rejected;        /* some finding rejects under the policy */
 	char syntax_by[96];   /* "python 3.11.2" or "tree-sitter" */
 	size_t syntax_cached; /* files whose clean compile() verdict was kept (set_cache_dir) */
+	/* Every seed call found, in file order: [{file, line, col, call (numpy.random.seed),
+	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
+	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */
+	struct json_object *seeds;
 } lb_check_report;
 
 /* Check one buffer (path is only used in findings). Findings are appended to rep, so several

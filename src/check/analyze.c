@@ -17,6 +17,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ typedef struct event {
 	int kind;
 	const char *lib; /* or function name for EV_CALLFN */
 	const char *qual;
+	const char *arg; /* EV_SEED: the seed argument's source text, NULL when none */
 	int scope_id;
 	unsigned order, line, col;
 } event;
@@ -420,6 +422,7 @@ static bool add_event(ctx *c, int kind, const char *lib, const char *qual, scope
 	e->kind = kind;
 	e->lib = lib;
 	e->qual = qual;
+	e->arg = NULL;
 	e->scope_id = sc->id;
 	e->order = c->order++;
 	e->line = line_of(at);
@@ -1662,8 +1665,13 @@ static vset call_pathmeth(ctx *c, scope *sc, const val *v, TSNode node, args *a)
 static void seed_events(ctx *c, scope *sc, const char *q, TSNode node, const args *a)
 {
 	const char *lib = ck_seed_lib(q);
-	if (lib && (a->npos > 0 || a->nkw > 0 || a->splat))
-		add_event(c, EV_SEED, lib, q, sc, node);
+	if (lib && (a->npos > 0 || a->nkw > 0 || a->splat) && add_event(c, EV_SEED, lib, q, sc, node)) {
+		TSNode v = arg(a, 0, "seed");
+		if (ts_node_is_null(v))
+			v = arg(a, 0, "a"); /* random.seed(a=...) */
+		if (!ts_node_is_null(v))
+			c->ev[c->nev - 1].arg = text(c, v);
+	}
 	lib = ck_random_lib(q);
 	if (lib)
 		add_event(c, EV_RANDOM, lib, q, sc, node);
@@ -2966,6 +2974,46 @@ static void run_pass(ctx *c)
 		harness(c);
 }
 
+/* The seed calls the last pass saw, for the manifest: an integer literal as a number (1_000,
+ * 0x2a), anything else as its source text (args.seed), cut at 120 bytes. */
+static int seeds_json(ctx *c, ck_raws *out)
+{
+	for (size_t i = 0; i < c->nev; i++) {
+		const event *e = &c->ev[i];
+		if (e->kind != EV_SEED)
+			continue;
+		if (!out->seeds && !(out->seeds = json_object_new_array()))
+			return -ENOMEM;
+		json_object *o = json_object_new_object();
+		if (!o)
+			return -ENOMEM;
+		json_object_object_add(o, "line", json_object_new_int((int)e->line));
+		json_object_object_add(o, "col", json_object_new_int((int)e->col));
+		json_object_object_add(o, "call", json_object_new_string(e->qual));
+		json_object_object_add(o, "lib", json_object_new_string(e->lib));
+		json_object *v = NULL;
+		if (e->arg) {
+			char digits[64];
+			size_t n = 0;
+			for (const char *p = e->arg; *p && n + 1 < sizeof digits; p++)
+				if (*p != '_')
+					digits[n++] = *p;
+			digits[n] = '\0';
+			char *end;
+			errno = 0;
+			long long x = strtoll(digits, &end, 0);
+			bool literal = n && n + 1 < sizeof digits && !*end && !errno &&
+				       (digits[0] >= '0' && digits[0] <= '9') &&
+				       !(digits[0] == '0' && n > 1 && digits[1] >= '0' && digits[1] <= '9');
+			v = literal ? json_object_new_int64(x)
+				    : json_object_new_string_len(e->arg, (int)strnlen(e->arg, 120));
+		}
+		json_object_object_add(o, "value", v);
+		json_object_array_add(out->seeds, o);
+	}
+	return 0;
+}
+
 int ck_analyze(const ck_analysis_in *in, ck_raws *out)
 {
 	ck_keep mine = {0};
@@ -2985,6 +3033,8 @@ int ck_analyze(const ck_analysis_in *in, ck_raws *out)
 		reset_pass(&c);
 		run_pass(&c);
 	}
+	if (!c.err)
+		c.err = seeds_json(&c, out);
 	free(c.ev);
 	free(c.fns);
 	arena_free(&c);

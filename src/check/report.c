@@ -89,6 +89,26 @@ int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigne
 	return 0;
 }
 
+/* The seed calls of seeds appended to rep->seeds (with "file" added when file is given);
+ * seeds is released. */
+static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file)
+{
+	if (!seeds)
+		return 0;
+	if (!rep->seeds && !(rep->seeds = json_object_new_array())) {
+		json_object_put(seeds);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < json_object_array_length(seeds); i++) {
+		json_object *s = json_object_get(json_object_array_get_idx(seeds, i));
+		if (file)
+			json_object_object_add(s, "file", json_object_new_string(file));
+		json_object_array_add(rep->seeds, s);
+	}
+	json_object_put(seeds);
+	return 0;
+}
+
 int ck_report_take(lb_check_report *rep, lb_check_report *from)
 {
 	if (from->n > rep->cap - rep->n) {
@@ -105,7 +125,9 @@ int ck_report_take(lb_check_report *rep, lb_check_report *from)
 		memcpy(rep->items + rep->n, from->items, from->n * sizeof *from->items);
 	rep->n += from->n;
 	from->n = 0;
-	return 0;
+	json_object *seeds = from->seeds;
+	from->seeds = NULL;
+	return take_seeds(rep, seeds, NULL);
 }
 
 void lb_check_report_free(lb_check_report *rep)
@@ -121,6 +143,8 @@ void lb_check_report_free(lb_check_report *rep)
 	free(rep->items);
 	rep->items = NULL;
 	rep->n = rep->cap = 0;
+	json_object_put(rep->seeds);
+	rep->seeds = NULL;
 }
 
 static int cmp_finding(const void *a, const void *b)
@@ -321,6 +345,10 @@ int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSN
 				  x->message, x->name);
 		if (r == 0 && why)
 			r = set_suppressed(&rep->items[before], why);
+	}
+	if (r == 0) {
+		r = take_seeds(rep, raws->seeds, path);
+		raws->seeds = NULL;
 	}
 	/* Inline allows that did nothing are reported, so a typo or a refused allow is seen. */
 	for (size_t k = 0; k < al.n && r == 0; k++) {
@@ -581,6 +609,8 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 	json_object_object_add(cnt, "suppressed", json_object_new_int64((int64_t)c.suppressed));
 	json_object_object_add(doc, "counts", cnt);
 	json_object_object_add(doc, "findings", lb_check_findings_json(rep));
+	json_object_object_add(doc, "seeds", rep->seeds ? json_object_get(rep->seeds)
+							: json_object_new_array());
 	char *llm = lb_check_llm_text(rep);
 	json_object_object_add(doc, "llm_text", jstr(llm ? llm : ""));
 	free(llm);

@@ -2,6 +2,7 @@
 #include "check_internal.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,8 @@ void ck_raws_free(ck_raws *r)
 	free(r->v);
 	r->v = NULL;
 	r->n = r->cap = 0;
+	json_object_put(r->seeds);
+	r->seeds = NULL;
 }
 
 /* The seed's compute budget table: upper bound of each band and its maxima (0: no limit). */

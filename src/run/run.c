@@ -39,6 +39,9 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 		t->echo(t->echo_ctx, stream, data, len);
 }
 
+/* Python's string hashing, fixed so that set and dict orders repeat from run to run. */
+#define PYTHONHASHSEED "0"
+
 typedef struct run_state {
 	lb_exp_config cfg;
 	lb_python_info py;
@@ -219,7 +222,7 @@ static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *i
 	/* Output unbuffered so nothing is lost when the budget kills the run; hashing fixed
 	 * and bytecode off so reruns behave alike and the staged tree stays as staged. */
 	lb_sandbox_add_env(sb, "PYTHONUNBUFFERED=1");
-	lb_sandbox_add_env(sb, "PYTHONHASHSEED=0");
+	lb_sandbox_add_env(sb, "PYTHONHASHSEED=" PYTHONHASHSEED);
 	lb_sandbox_add_env(sb, "PYTHONDONTWRITEBYTECODE=1");
 	lb_sandbox_add_env(sb, "MPLBACKEND=Agg");
 	snprintf(kv, sizeof kv, "LABBOX_RUN_ID=%s", id);
@@ -280,7 +283,7 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 /* The static check runs on the staged copy, the code that would run, so nothing can change
  * between the check and the run. Returns true when the code may run. */
 static bool check_staged(const lb_run_request *req, const run_state *st, json_object *doc,
-			 json_object **findings)
+			 json_object **findings, json_object **seeds)
 {
 	lb_check_config *cfg = NULL;
 	lb_check_report rep;
@@ -311,6 +314,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	}
 	lb_check_finish(&rep);
 	*findings = lb_check_findings_json(&rep);
+	*seeds = rep.seeds ? json_object_get(rep.seeds) : NULL;
 	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
 	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
 	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
@@ -383,8 +387,14 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		for (size_t i = 0; i < st->nargs; i++)
 			argv[2 + i] = st->args[i];
 	}
-	json_object *findings = NULL;
-	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings);
+	json_object *findings = NULL, *code_seeds = NULL;
+	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
+	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
+	json_object *seeds = json_object_new_object();
+	json_object_object_add(seeds, "found_in_code",
+			       code_seeds ? code_seeds : json_object_new_array());
+	json_object_object_add(seeds, "PYTHONHASHSEED", json_object_new_string(PYTHONHASHSEED));
+	json_object_object_add(manifest, "seeds", seeds);
 	if (!findings)
 		findings = json_object_new_array();
 	if (rejected) {
@@ -549,7 +559,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "log_limit_bytes",
 			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
 	json_object *envj = json_object_new_object();
-	json_object_object_add(envj, "PYTHONHASHSEED", json_object_new_string("0"));
+	json_object_object_add(envj, "PYTHONHASHSEED", json_object_new_string(PYTHONHASHSEED));
 	json_object_object_add(envj, "PYTHONUNBUFFERED", json_object_new_string("1"));
 	json_object_object_add(envj, "PYTHONDONTWRITEBYTECODE", json_object_new_string("1"));
 	json_object_object_add(cfg, "environment", envj);

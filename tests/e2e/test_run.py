@@ -91,6 +91,11 @@ def test_manifest_and_environment(tmp_path):
     assert "--flag" in json.dumps(man["config"]), man["config"]
     assert man["duration_s"] >= 0
     assert man["git"] is None or "commit" in man["git"]
+    # what the run is seeded with: the code's seed calls, and the hash seed labbox sets
+    assert man["seeds"] == {"found_in_code": [{"file": "main.py", "line": 4, "col": 1,
+                                               "call": "numpy.random.seed", "lib": "numpy",
+                                               "value": 0}],
+                            "PYTHONHASHSEED": "0"}, man["seeds"]
     # sha256 of every staged file, as the host computes it
     main_sha = hashlib.sha256((exp / "main.py").read_bytes()).hexdigest()
     assert man["files"].get("main.py") == main_sha, man["files"]

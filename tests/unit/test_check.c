@@ -121,6 +121,37 @@ static void test_determinism(void **state)
 	EXPECT("import random\ndef main():\n    random.seed(1)\n    random.random()\n", "");
 }
 
+/* The seed calls the report lists for the manifest: literal integers as numbers, the rest as
+ * the argument's text, in source order, whatever the policy makes of the determinism rules. */
+static void test_seeds_found(void **state)
+{
+	static const char src[] = "import random, torch\nimport numpy as np\nSEED = 7\n"
+				  "random.seed(SEED)\nnp.random.seed(seed=0x2a)\n"
+				  "def main(args):\n    torch.manual_seed(1_000)\n"
+				  "    np.random.seed(args.seed)\n    np.random.seed()\n";
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	(void)state;
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_config_ignore(cfg, "determinism"), 0);
+	assert_int_equal(lb_check_source(cfg, "m.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	assert_non_null(rep.seeds);
+	assert_string_equal(json_object_to_json_string_ext(rep.seeds, JSON_C_TO_STRING_PLAIN |
+									JSON_C_TO_STRING_NOSLASHESCAPE),
+			    "[{\"line\":4,\"col\":1,\"call\":\"random.seed\",\"lib\":\"random\","
+			    "\"value\":\"SEED\",\"file\":\"m.py\"},"
+			    "{\"line\":5,\"col\":1,\"call\":\"numpy.random.seed\",\"lib\":\"numpy\","
+			    "\"value\":42,\"file\":\"m.py\"},"
+			    "{\"line\":7,\"col\":5,\"call\":\"torch.manual_seed\",\"lib\":\"torch\","
+			    "\"value\":1000,\"file\":\"m.py\"},"
+			    "{\"line\":8,\"col\":5,\"call\":\"numpy.random.seed\",\"lib\":\"numpy\","
+			    "\"value\":\"args.seed\",\"file\":\"m.py\"}]");
+	lb_check_report_free(&rep);
+	assert_null(rep.seeds);
+	lb_check_config_free(cfg);
+}
+
 static void test_policies(void **state)
 {
 	(void)state;
@@ -308,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_functions_see_every_binding),
 		cmocka_unit_test(test_writes),
 		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_seeds_found),
 		cmocka_unit_test(test_policies),
 		cmocka_unit_test(test_suppression),
 		cmocka_unit_test(test_yaml_config),
