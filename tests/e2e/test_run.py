@@ -116,17 +116,23 @@ def test_manifest_and_environment(tmp_path):
     assert re.search(rf"^numpy==\s*{re.escape(numpy_version)}\s*$", env_txt, re.M), env_txt[:2000]
 
 
-def test_git_commit_recorded_when_experiment_in_repo(tmp_path):
-    repo = tmp_path / "repo"
-    exp = write_exp(repo, THREE_CONDITIONS)
-    g = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
-                                  text=True, env={**os.environ, "GIT_AUTHOR_NAME": "t",
-                                                  "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                                  "GIT_COMMITTER_EMAIL": "t@t"})
+def commit_all(repo):
+    """git init REPO and commit everything in it; returns the commit id."""
+    def g(*a):
+        return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                              text=True, env={**os.environ, "GIT_AUTHOR_NAME": "t",
+                                              "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                              "GIT_COMMITTER_EMAIL": "t@t"})
     g("init", "-q")
     g("add", ".")
     g("commit", "-q", "-m", "init")
-    head = g("rev-parse", "HEAD").stdout.strip()
+    return g("rev-parse", "HEAD").stdout.strip()
+
+
+def test_git_commit_recorded_when_experiment_in_repo(tmp_path):
+    repo = tmp_path / "repo"
+    exp = write_exp(repo, THREE_CONDITIONS)
+    head = commit_all(repo)
     r = run_exp(exp, tmp_path / "runs")
     assert r.rc == 0, r.why()
     man = r.file_json("manifest.json")
@@ -142,14 +148,7 @@ def test_git_state_survives_ctrl_c(tmp_path):
         print("EXP-STARTED", flush=True)
         time.sleep(300)
     """, files={"data.txt": "v0\n"})
-    g = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
-                                  text=True, env={**os.environ, "GIT_AUTHOR_NAME": "t",
-                                                  "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                                  "GIT_COMMITTER_EMAIL": "t@t"})
-    g("init", "-q")
-    g("add", ".")
-    g("commit", "-q", "-m", "init")
-    head = g("rev-parse", "HEAD").stdout.strip()
+    head = commit_all(repo)
     (exp / "data.txt").write_text("".join(f"line {i} of a long uncommitted change\n"
                                           for i in range(6000)))
     runs = tmp_path / "runs"
