@@ -2974,14 +2974,90 @@ static void run_pass(ctx *c)
 		harness(c);
 }
 
-/* The seed calls the last pass saw, for the manifest: an integer literal as a number (1_000,
- * 0x2a), anything else as its source text (args.seed), cut at 120 bytes. */
+/* An integer literal of Python (1_000, 0x2a, 0o17, 0b11, 42) as a number. */
+static bool int_literal(const char *s, long long *out)
+{
+	char digits[64];
+	size_t n = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '_')
+			continue;
+		if (n + 1 >= sizeof digits)
+			return false;
+		digits[n++] = *p;
+	}
+	digits[n] = '\0';
+	if (!n || digits[0] < '0' || digits[0] > '9')
+		return false;
+	int base = 10;
+	const char *d = digits;
+	if (n > 2 && digits[0] == '0' && strchr("xXoObB", digits[1])) {
+		base = strchr("xX", digits[1]) ? 16 : strchr("oO", digits[1]) ? 8 : 2;
+		d += 2;
+	} else if (n > 1 && digits[0] == '0') {
+		return false; /* 017 is not Python 3 */
+	}
+	char *end;
+	errno = 0;
+	long long x = strtoll(d, &end, base);
+	if (*end || errno || end == d)
+		return false;
+	*out = x;
+	return true;
+}
+
+/* The integer a module-level constant holds when the module assigns it exactly once, from
+ * a literal (SEED = 42): what np.random.seed(SEED) seeds with. */
+static bool module_constant(ctx *c, const char *name, long long *out)
+{
+	kids ks;
+	kids_of(c, c->in->root, &ks);
+	int found = 0;
+	for (uint32_t i = 0; i < ks.n && found < 2; i++) {
+		if (!is(c, ks.v[i], K_EXPRESSION_STATEMENT) || ts_node_named_child_count(ks.v[i]) != 1)
+			continue;
+		TSNode as = ts_node_named_child(ks.v[i], 0);
+		if (!is(c, as, K_ASSIGNMENT))
+			continue;
+		TSNode l = field(c, as, F_LEFT), r = field(c, as, F_RIGHT);
+		if (!is(c, l, K_IDENTIFIER) || strcmp(text(c, l), name) != 0)
+			continue;
+		found++;
+		if (ts_node_is_null(r) || !is(c, r, K_INTEGER) || !int_literal(text(c, r), out))
+			return false;
+	}
+	return found == 1;
+}
+
+/* The seed calls the last pass saw, for the manifest: an integer literal, or a module-level
+ * constant assigned one literal, as a number; anything else as its source text (args.seed),
+ * cut at 120 bytes. */
+static int by_position(const void *x, const void *y)
+{
+	const event *a = *(const event *const *)x, *b = *(const event *const *)y;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return a->col < b->col ? -1 : a->col > b->col;
+}
+
 static int seeds_json(ctx *c, ck_raws *out)
 {
-	for (size_t i = 0; i < c->nev; i++) {
-		const event *e = &c->ev[i];
-		if (e->kind != EV_SEED)
-			continue;
+	/* Function bodies are walked after the module: back to source order. */
+	size_t n = 0;
+	for (size_t i = 0; i < c->nev; i++)
+		n += c->ev[i].kind == EV_SEED;
+	if (!n)
+		return 0;
+	LB_AUTOFREE const event **seeds = malloc(n * sizeof *seeds);
+	if (!seeds)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < c->nev; i++)
+		if (c->ev[i].kind == EV_SEED)
+			seeds[n++] = &c->ev[i];
+	qsort(seeds, n, sizeof *seeds, by_position);
+	for (size_t i = 0; i < n; i++) {
+		const event *e = seeds[i];
 		if (!out->seeds && !(out->seeds = json_object_new_array()))
 			return -ENOMEM;
 		json_object *o = json_object_new_object();
@@ -2992,22 +3068,11 @@ static int seeds_json(ctx *c, ck_raws *out)
 		json_object_object_add(o, "call", json_object_new_string(e->qual));
 		json_object_object_add(o, "lib", json_object_new_string(e->lib));
 		json_object *v = NULL;
-		if (e->arg) {
-			char digits[64];
-			size_t n = 0;
-			for (const char *p = e->arg; *p && n + 1 < sizeof digits; p++)
-				if (*p != '_')
-					digits[n++] = *p;
-			digits[n] = '\0';
-			char *end;
-			errno = 0;
-			long long x = strtoll(digits, &end, 0);
-			bool literal = n && n + 1 < sizeof digits && !*end && !errno &&
-				       (digits[0] >= '0' && digits[0] <= '9') &&
-				       !(digits[0] == '0' && n > 1 && digits[1] >= '0' && digits[1] <= '9');
-			v = literal ? json_object_new_int64(x)
-				    : json_object_new_string_len(e->arg, (int)strnlen(e->arg, 120));
-		}
+		long long x;
+		if (e->arg && (int_literal(e->arg, &x) || module_constant(c, e->arg, &x)))
+			v = json_object_new_int64(x);
+		else if (e->arg)
+			v = json_object_new_string_len(e->arg, (int)strnlen(e->arg, 120));
 		json_object_object_add(o, "value", v);
 		json_object_array_add(out->seeds, o);
 	}

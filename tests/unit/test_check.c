@@ -121,14 +121,16 @@ static void test_determinism(void **state)
 	EXPECT("import random\ndef main():\n    random.seed(1)\n    random.random()\n", "");
 }
 
-/* The seed calls the report lists for the manifest: literal integers as numbers, the rest as
- * the argument's text, in source order, whatever the policy makes of the determinism rules. */
+/* The seed calls the report lists for the manifest: literal integers (and module constants
+ * assigned one literal, once) as numbers, the rest as the argument's text, in source order,
+ * whatever the policy makes of the determinism rules. */
 static void test_seeds_found(void **state)
 {
 	static const char src[] = "import random, torch\nimport numpy as np\nSEED = 7\n"
 				  "random.seed(SEED)\nnp.random.seed(seed=0x2a)\n"
 				  "def main(args):\n    torch.manual_seed(1_000)\n"
-				  "    np.random.seed(args.seed)\n    np.random.seed()\n";
+				  "    np.random.seed(args.seed)\n    np.random.seed()\n"
+				  "S2 = 1\nS2 = 2\nrandom.seed(S2)\nrandom.seed(0o17)\n";
 	lb_check_config *cfg;
 	lb_check_report rep = {0};
 	(void)state;
@@ -140,13 +142,17 @@ static void test_seeds_found(void **state)
 	assert_string_equal(json_object_to_json_string_ext(rep.seeds, JSON_C_TO_STRING_PLAIN |
 									JSON_C_TO_STRING_NOSLASHESCAPE),
 			    "[{\"line\":4,\"col\":1,\"call\":\"random.seed\",\"lib\":\"random\","
-			    "\"value\":\"SEED\",\"file\":\"m.py\"},"
+			    "\"value\":7,\"file\":\"m.py\"},"
 			    "{\"line\":5,\"col\":1,\"call\":\"numpy.random.seed\",\"lib\":\"numpy\","
 			    "\"value\":42,\"file\":\"m.py\"},"
 			    "{\"line\":7,\"col\":5,\"call\":\"torch.manual_seed\",\"lib\":\"torch\","
 			    "\"value\":1000,\"file\":\"m.py\"},"
 			    "{\"line\":8,\"col\":5,\"call\":\"numpy.random.seed\",\"lib\":\"numpy\","
-			    "\"value\":\"args.seed\",\"file\":\"m.py\"}]");
+			    "\"value\":\"args.seed\",\"file\":\"m.py\"},"
+			    "{\"line\":12,\"col\":1,\"call\":\"random.seed\",\"lib\":\"random\","
+			    "\"value\":\"S2\",\"file\":\"m.py\"},"
+			    "{\"line\":13,\"col\":1,\"call\":\"random.seed\",\"lib\":\"random\","
+			    "\"value\":15,\"file\":\"m.py\"}]");
 	lb_check_report_free(&rep);
 	assert_null(rep.seeds);
 	lb_check_config_free(cfg);
