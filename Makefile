@@ -108,9 +108,13 @@ build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/parser.c -o $@.parser.o
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/scanner.c -o $@.scanner.o
 	ld -r -o $@ $@.parser.o $@.scanner.o
+# A crash fails the target (its report is shown); a clean run prints its last two lines.
 fuzz-smoke: $(FUZZ_BIN)
-	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
-	  $$f -runs=20000 -max_len=4096 build-fuzz/corpus-$$(basename $$f) fuzz/seeds/$$(basename $$f) 2>&1 | tail -n 2; done
+	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
+	  if ! $$f -runs=20000 -max_len=4096 -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus-$$n \
+	       fuzz/seeds/$$n > build-fuzz/$$n.log 2>&1; then \
+	    tail -n 60 build-fuzz/$$n.log; echo "fuzz-smoke: $$n found a crash (build-fuzz/$$n-*)"; exit 1; fi; \
+	  tail -n 2 build-fuzz/$$n.log; done
 
 bench: $(BUILD)/labbox
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/startup

@@ -3030,8 +3030,7 @@ static bool module_constant(ctx *c, const char *name, long long *out)
 }
 
 /* The seed calls the last pass saw, for the manifest: an integer literal, or a module-level
- * constant assigned one literal, as a number; anything else as its source text (args.seed),
- * cut at 120 bytes. */
+ * constant assigned one literal, as a number; anything else as its source text (args.seed). */
 static int by_position(const void *x, const void *y)
 {
 	const event *a = *(const event *const *)x, *b = *(const event *const *)y;
@@ -3072,7 +3071,7 @@ static int seeds_json(ctx *c, ck_raws *out)
 		if (e->arg && (int_literal(e->arg, &x) || module_constant(c, e->arg, &x)))
 			v = json_object_new_int64(x);
 		else if (e->arg)
-			v = json_object_new_string_len(e->arg, (int)strnlen(e->arg, 120));
+			v = json_object_new_string(e->arg); /* made valid UTF-8 and cut by the report */
 		json_object_object_add(o, "value", v);
 		json_object_array_add(out->seeds, o);
 	}

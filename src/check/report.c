@@ -89,8 +89,24 @@ int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigne
 	return 0;
 }
 
+/* s as valid UTF-8 (see utf8_sanitize), at most max bytes, cut on a character boundary. */
+static json_object *clean_string(const char *s, size_t max)
+{
+	LB_AUTOFREE char *t = strndup(s, max + 4);
+	if (!t)
+		return NULL;
+	utf8_sanitize(t);
+	size_t n = strlen(t);
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)t[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return json_object_new_string_len(t, (int)n);
+}
+
 /* The seed calls of seeds appended to rep->seeds (with "file" added when file is given);
- * seeds is released. */
+ * seeds is released. Their strings quote the source: made valid UTF-8 here, as findings are. */
 static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file)
 {
 	if (!seeds)
@@ -101,8 +117,11 @@ static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file
 	}
 	for (size_t i = 0; i < json_object_array_length(seeds); i++) {
 		json_object *s = json_object_get(json_object_array_get_idx(seeds, i));
+		json_object *v;
 		if (file)
-			json_object_object_add(s, "file", json_object_new_string(file));
+			json_object_object_add(s, "file", clean_string(file, PATH_MAX));
+		if (json_object_object_get_ex(s, "value", &v) && json_object_is_type(v, json_type_string))
+			json_object_object_add(s, "value", clean_string(json_object_get_string(v), 120));
 		json_object_array_add(rep->seeds, s);
 	}
 	json_object_put(seeds);

@@ -155,6 +155,29 @@ static void test_seeds_found(void **state)
 			    "\"value\":15,\"file\":\"m.py\"}]");
 	lb_check_report_free(&rep);
 	assert_null(rep.seeds);
+
+	/* The argument's text is quoted valid UTF-8, at most 120 bytes, cut between characters. */
+	static const char bad[] = "import numpy as np\nnp.random.seed(\"a\xff\xfe\")\n"
+				  "np.random.seed(\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+				  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\")\n";
+	memset(&rep, 0, sizeof rep);
+	assert_int_equal(lb_check_source(cfg, "m.py", bad, strlen(bad), false, &rep), 0);
+	assert_int_equal(json_object_array_length(rep.seeds), 2);
+	const char *v0 = json_object_get_string(
+		json_object_object_get(json_object_array_get_idx(rep.seeds, 0), "value"));
+	const char *v1 = json_object_get_string(
+		json_object_object_get(json_object_array_get_idx(rep.seeds, 1), "value"));
+	assert_string_equal(v0, "\"a??\"");
+	/* a quote and 59 two-byte characters fit in 120 bytes; the 60th would not */
+	assert_int_equal(strlen(v1), 119);
+	assert_int_equal((unsigned char)v1[117], 0xc3);
+	lb_check_report_free(&rep);
 	lb_check_config_free(cfg);
 }
 
