@@ -23,6 +23,11 @@ typedef struct stage_ctx {
 	char *err;
 	size_t errlen;
 	unsigned long nfiles;
+	/* The directory below src that holds dst (a runs directory inside the experiment): never
+	 * staged, or every run would copy the runs before it, and itself. */
+	bool skip_set;
+	dev_t skip_dev;
+	ino_t skip_ino;
 } stage_ctx;
 
 static bool skip_dir(const char *name)
@@ -130,6 +135,11 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 		if (S_ISDIR(st.st_mode)) {
 			if (skip_dir(name))
 				continue;
+			if (c->skip_set && st.st_dev == c->skip_dev && st.st_ino == c->skip_ino) {
+				if (c->skipped)
+					json_object_array_add(c->skipped, json_object_new_string(rel));
+				continue;
+			}
 			if (mkdirat(ddir, name, 0755) < 0) {
 				r = fail(c, -errno, "directory", rel);
 				break;
@@ -189,6 +199,21 @@ int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t cho
 		return fail(&c, -errno, "directory", dst);
 	if (chown_uid != (uid_t)-1 && fchown(ddir, chown_uid, chown_gid) < 0)
 		return fail(&c, -errno, "directory", dst);
+	char rs[PATH_MAX], rd[PATH_MAX];
+	size_t n;
+	if (realpath(src, rs) && realpath(dst, rd) && (n = strlen(rs)) > 0 &&
+	    strncmp(rd, rs, n) == 0 && (rd[n] == '/' || rs[n - 1] == '/')) {
+		char *below = rd + n + (rd[n] == '/');
+		char *slash = strchr(below, '/');
+		if (slash)
+			*slash = '\0';
+		struct stat st;
+		if (*below && fstatat(sdir, below, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			c.skip_set = true;
+			c.skip_dev = st.st_dev;
+			c.skip_ino = st.st_ino;
+		}
+	}
 	return copy_dir(&c, sdir, ddir, "", 0);
 }
 

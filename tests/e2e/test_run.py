@@ -171,6 +171,19 @@ def test_git_state_survives_ctrl_c(tmp_path):
     assert man["git_diff"]["bytes"] > 65536 and "+line 5999 of a long" in man["git_diff"]["diff"]
 
 
+def test_runs_directory_inside_the_experiment_is_not_staged(tmp_path):
+    """`labbox run --runs-dir runs .` from inside the experiment: each run stages the
+    experiment, not the runs before it (nor itself, which never ended)."""
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    for _ in range(2):
+        r = run_exp(exp, exp / "runs", cwd=exp)
+        assert r.rc == 0, r.why()
+    man = r.file_json("manifest.json")
+    assert not any(f.startswith("runs/") for f in man["files"]), sorted(man["files"])
+    assert "runs" in man["skipped_files"], man["skipped_files"]
+    assert not (r.exp / "runs").exists()
+
+
 def test_quickstart_example_passes(tmp_path):
     qs = REPO / "examples" / "quickstart"
     r = run_exp(qs, tmp_path / "runs")
