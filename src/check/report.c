@@ -14,30 +14,16 @@
  * source text and names, and the JSON labbox prints must be valid UTF-8 whatever the input. */
 static void utf8_sanitize(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
-	while (p && *p) {
-		unsigned c = *p;
-		if (c >= 0x20 && c < 0x80) { /* printable ASCII, nearly every byte */
-			p++;
-			continue;
-		}
-		size_t n = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
-			 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
-		bool ok = n > 0;
-		for (size_t i = 1; ok && i < n; i++)
-			ok = (p[i] & 0xc0) == 0x80;
-		if (ok && n == 3) {
-			unsigned v = ((c & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6);
-			ok = v >= 0x800 && !(v >= 0xd800 && v <= 0xdfff);
-		} else if (ok && n == 4) {
-			unsigned v = ((c & 0x07u) << 18) | ((p[1] & 0x3fu) << 12);
-			ok = v >= 0x10000 && v <= 0x10ffff;
-		}
-		if (c < 0x20 && c != '\t') {
+	if (!s)
+		return;
+	unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
+	while (p < end) {
+		if (*p < 0x20 && *p != '\t') {
 			*p++ = ' '; /* one line per finding */
 			continue;
 		}
-		if (!ok) {
+		size_t n = lb_utf8_seq_len(p, (size_t)(end - p));
+		if (!n) {
 			*p++ = '?';
 			continue;
 		}
