@@ -42,6 +42,13 @@ typedef struct lb_python_info {
 	char base_prefix[4096];
 	char version[64];      /* "3.11.2" */
 	char implementation[32];
+	/* Named by the experiment directory (labbox.yaml's python:), so it is the experiment's
+	 * code: it only ever runs inside the sandbox, and what it says of itself exposes
+	 * nothing of the host. named: the path it was named by, resolved; origin: the
+	 * experiment directory it was resolved in. */
+	bool confined;
+	char named[4096];
+	char origin[4096];
 } lb_python_info;
 
 /* -ENOENT when path is not found, -ENOEXEC when it is not a working Python; err explains. */
@@ -54,6 +61,23 @@ int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t err
  * wrappers) pick their interpreter at every start and are always probed. hit says which. */
 int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_info *out,
 			   bool *hit, char *err, size_t errlen);
+/* An interpreter the experiment directory named (labbox.yaml's python:): probed inside the
+ * sandbox (no network, host read-only, homes hidden) with expdir visible read-only; never run
+ * on the host, never cached. A relative path with a slash is relative to expdir. */
+int lb_python_probe_confined(const char *path, const char *expdir, lb_python_info *out,
+			     char *err, size_t errlen);
+/* Make py runnable in sb: for an interpreter the user chose, the prefixes it reported; for a
+ * confined one only what its named path shows (its directory, or the install prefix above a
+ * bin/), and its experiment directory, read-only, when it lives there and origin_visible is
+ * false. */
+struct lb_sandbox;
+int lb_python_expose(struct lb_sandbox *sb, const lb_python_info *py, bool origin_visible);
+/* After staging: a confined interpreter that lives in the experiment directory runs from the
+ * staged copy (paths under origin are moved to stage_dir), never from the original. */
+void lb_python_restage(lb_python_info *py, const char *stage_dir);
+/* The freeze of py: cached for an interpreter the user chose, run in the sandbox (uncached)
+ * for a confined one. */
+int lb_python_freeze_of(const lb_python_info *py, const char *cache_dir, char **out, bool *hit);
 /* `pip freeze`-style "name==version" lines of every installed distribution, sorted, read with
  * importlib.metadata so it works where pip itself is not installed. */
 int lb_python_freeze(const char *executable, char **out);

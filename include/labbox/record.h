@@ -149,16 +149,20 @@ struct json_object *lb_record_machine_json_at(const char *root, const char *nvid
  * with a commit, or git is missing or fails; else
  *   {"diff": text (valid UTF-8, at most max bytes, cut on a character boundary),
  *    "bytes": bytes kept, "truncated": whether the diff was longer}.
- * git runs outside the sandbox on a directory the experiment's author controls, so external
- * diff drivers, textconv and fsmonitor are switched off, and a repository whose own
- * configuration defines filter commands is not diffed at all:
- *   {"diff": null, "bytes": 0, "truncated": false, "skipped": "why"}. */
+ * External diff drivers, textconv and fsmonitor are switched off. This runs git on a
+ * repository the experiment's author controls: labbox calls it only inside the sandbox
+ * (lb_record_git_start). */
 struct json_object *lb_record_git_diff(const char *dir, size_t max);
 
 /* Both of the above, read by a child process while the run goes on: the state recorded is
  * the one the code was staged from (an edit during a long run does not leak into it), and
- * the git commands cost the run no time. No child is started when neither dir nor any
- * directory above it has a .git entry and GIT_DIR is unset: git would find no repository.
+ * the git commands cost the run no time. git runs inside a sandbox of its own (no network,
+ * the host read-only, the homes hidden, the repository bound read-only), so whatever the
+ * repository makes git run (filters, fsmonitor, hooks, in any config scope, include or nested
+ * repository) cannot touch the host. The repository is the one holding dir (GIT_DIR is not
+ * honoured: the sandbox's environment is clean). No child is started when neither dir nor
+ * any directory above it has a .git entry. A repository git could not read is
+ * {"commit": null, "error": "why"}.
  * start returns 0 (job->pid is 0 when nothing was started) or a negative errno; collect
  * always reaps the child and gives NULL for what could not be read. */
 typedef struct lb_record_git_job {

@@ -35,6 +35,12 @@ void lb_sandbox_free(lb_sandbox *sb);
 
 /* argv[0] must be an absolute path as seen inside the sandbox. Copied. */
 int lb_sandbox_set_argv(lb_sandbox *sb, char *const argv[]);
+/* Instead of exec'ing argv, the payload calls fn(arg) in labbox's own image, with every
+ * protection applied (credentials, no_new_privs, seccomp, the clean environment, stdout and
+ * stderr to the sandbox's pipes, every other descriptor closed), and exits with its return
+ * value. For labbox's own work on what the experiment controls (git on its repository):
+ * whatever that work starts inherits the sandbox. */
+int lb_sandbox_set_function(lb_sandbox *sb, int (*fn)(void *arg), void *arg);
 /* Host directory made visible at the same path, writable, and the payload's cwd. Without one
  * the payload starts in the private /tmp. */
 int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir);
@@ -140,6 +146,13 @@ typedef struct lb_sandbox_result {
 /* Run to completion. Returns 0 when the outcome is known (including SETUP_FAILED, timeouts and
  * failures of the payload) and a negative errno when supervision itself failed. */
 int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res);
+
+/* lb_sandbox_run with the payload's stdout appended to out (at most max bytes kept, the rest
+ * read and dropped) and its stderr dropped; replaces any output set before. For the short
+ * commands labbox asks something of when the experiment chose what runs: an interpreter named
+ * by labbox.yaml, git on the experiment's repository. */
+struct lb_buf;
+int lb_sandbox_capture(lb_sandbox *sb, size_t max, struct lb_buf *out, lb_sandbox_result *res);
 
 /* Shell-style exit status for an outcome: the exit code, 128+signal, 124 for the budget,
  * 125 for setup failures, 126/127 when the command could not be executed or found. */

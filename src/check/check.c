@@ -338,7 +338,7 @@ static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t 
 	if (r >= 0)
 		r = lb_sandbox_add_bind(sb, tmp, NULL, false);
 	if (r >= 0)
-		r = lb_sandbox_expose_python(sb, info.executable, info.prefix, info.base_prefix);
+		r = lb_python_expose(sb, &info, false);
 	if (r >= 0)
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r >= 0)

@@ -847,7 +847,10 @@ int cli_rerun(int argc, char **argv)
 	req.expdir = src;
 	req.origin_expdir = origin;
 	req.rerun_of = id;
-	req.python = get_str(interp, "path", NULL);
+	/* An interpreter labbox.yaml named is named again by the staged labbox.yaml, and stays
+	 * confined to the sandbox; only one the user chose is passed as theirs. */
+	const char *named_by = get_str(interp, "named_by", "command line");
+	req.python = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
 	req.runs_dir = o.runs_dir;
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);

@@ -1,5 +1,6 @@
 /* Interpreter probing: where a Python lives and what it has installed. */
 #include "labbox/diagnose.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -46,6 +47,21 @@ static int next_line(char **cursor, char *out, size_t n)
 	return 0;
 }
 
+/* The probe's five lines, as probe_src prints them. */
+static int parse_probe(char *data, lb_python_info *out)
+{
+	memset(out, 0, sizeof *out);
+	char *cur = data;
+	if (next_line(&cur, out->executable, sizeof out->executable) < 0 ||
+	    next_line(&cur, out->prefix, sizeof out->prefix) < 0 ||
+	    next_line(&cur, out->base_prefix, sizeof out->base_prefix) < 0 ||
+	    next_line(&cur, out->version, sizeof out->version) < 0 ||
+	    next_line(&cur, out->implementation, sizeof out->implementation) < 0 ||
+	    out->executable[0] != '/')
+		return -ENOEXEC;
+	return 0;
+}
+
 int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t errlen)
 {
 	LB_AUTOFREE char *exe = NULL;
@@ -64,21 +80,166 @@ int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t err
 		snprintf(err, errlen, "could not run interpreter '%s': %s", exe, strerror(-r));
 		return r;
 	}
-	memset(out, 0, sizeof *out);
-	char *cur = b.data;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
-	    next_line(&cur, out->executable, sizeof out->executable) < 0 ||
-	    next_line(&cur, out->prefix, sizeof out->prefix) < 0 ||
-	    next_line(&cur, out->base_prefix, sizeof out->base_prefix) < 0 ||
-	    next_line(&cur, out->version, sizeof out->version) < 0 ||
-	    next_line(&cur, out->implementation, sizeof out->implementation) < 0 ||
-	    out->executable[0] != '/') {
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !b.data || parse_probe(b.data, out) < 0) {
 		lb_buf_free(&b);
 		snprintf(err, errlen, "'%s' is not a working Python interpreter", exe);
 		return -ENOEXEC;
 	}
 	lb_buf_free(&b);
 	return 0;
+}
+
+/* Interpreters the experiment chose ----------------------------------------------------- */
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visible)
+{
+	if (!py->confined)
+		return lb_sandbox_expose_python(sb, py->executable, py->prefix, py->base_prefix);
+	/* What the interpreter said of itself is the experiment's word: it could name /root as
+	 * its prefix. Only what labbox derives from the path it was named by is exposed. */
+	if (under(py->named, py->origin) || under(py->executable, py->origin)) {
+		if (!origin_visible) {
+			int r = lb_sandbox_add_bind(sb, py->origin, NULL, false);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (!under(py->named, py->origin))
+		return lb_sandbox_expose_program(sb, py->named);
+	return 0;
+}
+
+/* Run an interpreter the experiment chose, with script, in a sandbox of its own: no network,
+ * the host read-only with the homes hidden, a private /tmp. */
+static int run_confined(const lb_python_info *py, const char *script, size_t max, lb_buf *out,
+			char *err, size_t errlen)
+{
+	lb_sandbox *sb = NULL;
+	int r = lb_sandbox_new(&sb);
+	if (r < 0)
+		return r;
+	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, NULL};
+	lb_sandbox_result res;
+	r = lb_python_expose(sb, py, false);
+	if (r == 0)
+		r = lb_sandbox_set_argv(sb, argv);
+	if (r == 0)
+		r = lb_sandbox_set_budget(sb, 60);
+	if (r == 0)
+		r = lb_sandbox_set_cgroup_accounting(sb, false);
+	if (r == 0)
+		r = lb_sandbox_capture(sb, max, out, &res);
+	if (r < 0)
+		snprintf(err, errlen, "could not run interpreter '%s' in the sandbox: %s",
+			 py->executable, strerror(-r));
+	else if (res.outcome == LB_SB_SETUP_FAILED)
+		snprintf(err, errlen, "could not run interpreter '%s' in the sandbox: %s",
+			 py->executable, res.setup_error);
+	else if (res.outcome != LB_SB_EXITED || res.exit_code != 0)
+		snprintf(err, errlen, "'%s' is not a working Python interpreter (run in the sandbox)",
+			 py->executable);
+	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
+		r = -ENOEXEC;
+	lb_sandbox_free(sb);
+	return r;
+}
+
+int lb_python_probe_confined(const char *path, const char *expdir, lb_python_info *out,
+			     char *err, size_t errlen)
+{
+	lb_python_info py;
+	memset(&py, 0, sizeof py);
+	py.confined = true;
+	snprintf(py.origin, sizeof py.origin, "%s", expdir);
+	LB_AUTOFREE char *found = NULL;
+	int r = 0;
+	/* A path with a slash is the experiment's: relative to its directory, not to where
+	 * labbox happened to be started. A bare name is looked up on PATH. */
+	if (path[0] == '/')
+		found = strdup(path);
+	else if (strchr(path, '/'))
+		r = asprintf(&found, "%s/%s", expdir, path) < 0 ? -ENOMEM : 0;
+	else
+		r = lb_find_executable(path, &found);
+	if (r == 0 && !found)
+		r = -ENOMEM;
+	char abs[PATH_MAX];
+	if (r == 0 && found[0] != '/' && !realpath(found, abs))
+		r = -errno;
+	if (r == 0 && found[0] != '/')
+		snprintf(py.named, sizeof py.named, "%s", abs);
+	else if (r == 0)
+		snprintf(py.named, sizeof py.named, "%s", found);
+	struct stat stt;
+	if (r == 0 && (stat(py.named, &stt) < 0 || !S_ISREG(stt.st_mode)))
+		r = -ENOENT;
+	else if (r == 0 && access(py.named, X_OK) < 0)
+		r = -EACCES;
+	if (r < 0) {
+		snprintf(err, errlen, "interpreter '%s' (python: in labbox.yaml) %s", path,
+			 r == -ENOENT ? "not found" : r == -EACCES ? "is not executable"
+						    : strerror(-r));
+		return r;
+	}
+	snprintf(py.executable, sizeof py.executable, "%s", py.named);
+	lb_buf b = {0};
+	r = run_confined(&py, probe_src, 64 * 1024, &b, err, errlen);
+	lb_python_info said;
+	if (r == 0 && (!b.data || parse_probe(b.data, &said) < 0)) {
+		snprintf(err, errlen, "'%s' is not a working Python interpreter", py.named);
+		r = -ENOEXEC;
+	}
+	lb_buf_free(&b);
+	if (r < 0)
+		return r;
+	said.confined = true;
+	memcpy(said.named, py.named, sizeof said.named);
+	memcpy(said.origin, py.origin, sizeof said.origin);
+	*out = said;
+	return 0;
+}
+
+static void move_under(char *path, size_t n, const char *from, const char *to)
+{
+	if (!under(path, from))
+		return;
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s%s", to, path + strlen(from)) < (int)sizeof tmp)
+		snprintf(path, n, "%s", tmp);
+}
+
+void lb_python_restage(lb_python_info *py, const char *stage_dir)
+{
+	if (!py->confined)
+		return;
+	move_under(py->executable, sizeof py->executable, py->origin, stage_dir);
+	move_under(py->named, sizeof py->named, py->origin, stage_dir);
+	move_under(py->prefix, sizeof py->prefix, py->origin, stage_dir);
+	move_under(py->base_prefix, sizeof py->base_prefix, py->origin, stage_dir);
+	snprintf(py->origin, sizeof py->origin, "%s", stage_dir);
+}
+
+int lb_python_freeze_of(const lb_python_info *py, const char *cache_dir, char **out, bool *hit)
+{
+	*hit = false;
+	if (!py->confined)
+		return cache_dir ? lb_python_freeze_cached(py->executable, cache_dir, out, hit)
+				 : lb_python_freeze(py->executable, out);
+	lb_buf b = {0};
+	char err[512];
+	int r = run_confined(py, freeze_src, 4 * 1024 * 1024, &b, err, sizeof err);
+	if (r < 0) {
+		lb_buf_free(&b);
+		return r;
+	}
+	*out = b.data ? b.data : strdup("");
+	return *out ? 0 : -ENOMEM;
 }
 
 int lb_python_freeze(const char *executable, char **out)

@@ -1,13 +1,14 @@
 /* Which commit an experiment came from, when its directory is in a git repository. */
 #include "labbox/record.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
-#include "record_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,41 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Settings of the repository's own configuration that make git run a command: a clean filter
- * runs on every modified file `git diff` or `git status` compares. The repository is the
- * experiment's, and git runs outside the sandbox, so such a repository is neither diffed nor
- * asked for its status. core.fsmonitor is overridden on every command line instead. */
-bool lb_record_git_runs_commands(const char *dir, char *which, size_t n)
-{
-	char *argv[] = { "git", "--no-pager", "-C", (char *)dir, "config", "--local", "--includes",
-			 "--get-regexp", "^filter\\..*\\.(clean|smudge|process)$", NULL };
-	lb_buf out = { 0 };
-	int st = 0;
-	bool found;
-
-	if (lb_capture(argv, 4096, false, &out, &st) < 0) {
-		lb_buf_free(&out);
-		snprintf(which, n, "its configuration could not be read");
-		return true;
-	}
-	/* `git config --get-regexp` exits 1 when nothing matches. */
-	found = WIFEXITED(st) && WEXITSTATUS(st) == 0 && out.len > 0;
-	if (found) {
-		size_t k = strcspn(out.data, " \n");
-
-		snprintf(which, n, "%.*s", (int)(k < 200 ? k : 200), out.data);
-	} else if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
-		snprintf(which, n, "its configuration could not be read");
-		found = true;
-	}
-	lb_buf_free(&out);
-	return found;
-}
-
 static bool git_line(const char *dir, const char *a1, const char *a2, const char *a3, lb_buf *out)
 {
-	char *argv[] = {"git",	(char *)"--no-pager", "-C", (char *)dir, "-c", "core.fsmonitor=false",
-			(char *)a1, (char *)a2, (char *)a3, NULL};
+	char *argv[] = {"git", "--no-pager", "-c", "safe.directory=*", "-C", (char *)dir, "-c",
+			"core.fsmonitor=false", (char *)a1, (char *)a2, (char *)a3, NULL};
 	int st = 0;
 	out->len = 0;
 	if (lb_capture(argv, 1 << 20, false, out, &st) < 0 || !WIFEXITED(st) ||
@@ -72,51 +42,159 @@ struct json_object *lb_record_git_info(const char *dir)
 	json_object_object_add(o, "commit", json_object_new_string(b.data));
 	if (git_line(dir, "rev-parse", "--abbrev-ref", "HEAD", &b) && b.data)
 		json_object_object_add(o, "branch", json_object_new_string(b.data));
-	char which[256];
-	if (lb_record_git_runs_commands(dir, which, sizeof which)) {
-		char msg[400];
-		snprintf(msg, sizeof msg,
-			 "not asked: the repository's own configuration runs commands (%s)", which);
-		json_object_object_add(o, "dirty", NULL);
-		json_object_object_add(o, "dirty_unknown", json_object_new_string(msg));
-	} else if (git_line(dir, "status", "--porcelain", ".", &b)) {
+	if (git_line(dir, "status", "--porcelain", ".", &b)) {
 		json_object_object_add(o, "dirty", json_object_new_boolean(b.len > 0));
 	}
 	lb_buf_free(&b);
 	return o;
 }
 
-/* git looks for .git in dir and each directory above it (GIT_DIR names one elsewhere); when
- * there is none, asking git only costs its start-up. */
-static bool maybe_repository(const char *dir)
+/* The directory holding the .git entry git would find for dir (it looks in dir and each
+ * directory above it), or false when there is none: asking git would only cost its start. */
+static bool find_toplevel(const char *dir, char *top, size_t n)
 {
-	if (getenv("GIT_DIR"))
-		return true;
 	char p[PATH_MAX];
 	if (!realpath(dir, p))
-		return true; /* let git say */
+		return false;
 	for (;;) {
 		char probe[PATH_MAX + 8];
 		struct stat st;
 		snprintf(probe, sizeof probe, "%s/.git", strcmp(p, "/") == 0 ? "" : p);
-		if (lstat(probe, &st) == 0)
+		if (lstat(probe, &st) == 0) {
+			snprintf(top, n, "%s", p);
 			return true;
-		char *slash = strrchr(p, '/');
-		if (!slash || slash == p) {
-			if (strcmp(p, "/") == 0)
-				return false;
-			strcpy(p, "/");
-			continue;
 		}
-		*slash = '\0';
+		char *slash = strrchr(p, '/');
+		if (!slash || strcmp(p, "/") == 0)
+			return false;
+		if (slash == p)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
 	}
+}
+
+/* A .git file ("gitdir: PATH", a worktree or a submodule) names the git directory elsewhere,
+ * and that one may name a common directory: both must be visible to git in the sandbox. */
+static int bind_gitdir_of(lb_sandbox *sb, const char *top)
+{
+	char path[2 * PATH_MAX + 32], line[PATH_MAX + 16], gitdir[PATH_MAX];
+	snprintf(path, sizeof path, "%s/.git", top);
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	LB_AUTOFCLOSE FILE *f = fopen(path, "re");
+	if (!f || !fgets(line, sizeof line, f) || strncmp(line, "gitdir: ", 8) != 0)
+		return 0;
+	line[strcspn(line, "\r\n")] = '\0';
+	const char *g = line + 8;
+	if (g[0] == '/')
+		snprintf(path, sizeof path, "%s", g);
+	else
+		snprintf(path, sizeof path, "%s/%s", top, g);
+	if (!realpath(path, gitdir))
+		return 0;
+	int r = lb_sandbox_add_bind(sb, gitdir, NULL, false);
+	snprintf(path, sizeof path, "%s/commondir", gitdir);
+	LB_AUTOFCLOSE FILE *c = r == 0 ? fopen(path, "re") : NULL;
+	if (c && fgets(line, sizeof line, c)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		char common[2 * PATH_MAX + 32], real[PATH_MAX];
+		if (line[0] == '/')
+			snprintf(common, sizeof common, "%s", line);
+		else
+			snprintf(common, sizeof common, "%s/%s", gitdir, line);
+		if (realpath(common, real))
+			r = lb_sandbox_add_bind(sb, real, NULL, false);
+	}
+	return r;
+}
+
+typedef struct git_payload {
+	const char *dir;
+	const char *top;
+	size_t diff_max;
+} git_payload;
+
+/* Runs inside the sandbox: whatever the repository makes git run (filters, fsmonitor, hooks,
+ * textconv, in any config scope, include or nested repository) runs there too, with the
+ * host read-only, the homes hidden and no network. */
+static json_object *git_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *git_error(const char *fmt, ...)
+{
+	char msg[PATH_MAX + 256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "commit", NULL);
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+static int git_payload_main(void *arg)
+{
+	const git_payload *g = arg;
+	json_object *o = json_object_new_object();
+	if (!o)
+		return 1;
+	char dotgit[PATH_MAX + 8];
+	snprintf(dotgit, sizeof dotgit, "%s/.git", g->top);
+	if (access(g->dir, R_OK | X_OK) < 0 || access(dotgit, R_OK) < 0) {
+		/* As root the sandbox is uid 65534's, which a private checkout shuts out. */
+		json_object_object_add(o, "git",
+				       git_error("the repository at %s is not readable by uid %u, "
+						 "which labbox runs git as in the sandbox",
+						 g->top, (unsigned)getuid()));
+	} else {
+		json_object_object_add(o, "git", lb_record_git_info(g->dir));
+		json_object_object_add(o, "git_diff", lb_record_git_diff(g->dir, g->diff_max));
+	}
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	return text && lb_write_all(1, text, strlen(text)) == 0 ? 0 : 1;
+}
+
+static int git_sandboxed(const char *dir, const char *top, size_t diff_max, lb_buf *out,
+			 char *err, size_t errlen)
+{
+	lb_sandbox *sb = NULL;
+	int r = lb_sandbox_new(&sb);
+	if (r < 0)
+		return r;
+	git_payload g = {.dir = dir, .top = top, .diff_max = diff_max};
+	lb_sandbox_result res;
+	if (strcmp(top, "/") != 0)
+		r = lb_sandbox_add_bind(sb, top, NULL, false);
+	if (r == 0)
+		r = bind_gitdir_of(sb, top);
+	if (r == 0)
+		r = lb_sandbox_set_function(sb, git_payload_main, &g);
+	if (r == 0)
+		r = lb_sandbox_set_budget(sb, 60);
+	if (r == 0)
+		r = lb_sandbox_set_cgroup_accounting(sb, false);
+	/* The diff as JSON is at most six bytes a byte, plus the rest of the document. */
+	if (r == 0)
+		r = lb_sandbox_capture(sb, diff_max * 6 + (64u << 10), out, &res);
+	if (r == 0 && res.outcome == LB_SB_SETUP_FAILED)
+		snprintf(err, errlen, "%s", res.setup_error);
+	else if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
+		snprintf(err, errlen, "git did not finish in the sandbox");
+	else if (r < 0)
+		snprintf(err, errlen, "%s", strerror(-r));
+	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
+		r = -EIO;
+	lb_sandbox_free(sb);
+	return r;
 }
 
 int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job)
 {
 	job->pid = 0;
 	job->fd = -1;
-	if (!maybe_repository(dir))
+	char top[PATH_MAX];
+	if (!find_toplevel(dir, top, sizeof top))
 		return 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -133,20 +211,24 @@ int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job
 		close(p[0]);
 		/* Ctrl-C reaches the whole foreground group; labbox records the run as interrupted
 		 * and still wants what git says (and the git commands inherit the dispositions).
-		 * The child dies with labbox all the same. */
+		 * The child dies with labbox all the same, and the sandbox with the child. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		json_object *o = json_object_new_object();
-		if (!o)
-			_exit(1);
-		json_object_object_add(o, "git", lb_record_git_info(dir));
-		json_object_object_add(o, "git_diff", lb_record_git_diff(dir, diff_max));
-		const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-		_exit(text && lb_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
+		lb_buf b = {0};
+		char err[512] = "";
+		if (git_sandboxed(dir, top, diff_max, &b, err, sizeof err) < 0 || !b.data) {
+			/* Said, not dropped: a repository was there and could not be read. */
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "git", git_error("could not run git in the sandbox: %s",
+								   err[0] ? err : "no output"));
+			const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+			_exit(text && lb_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
+		}
+		_exit(lb_write_all(p[1], b.data, b.len) == 0 ? 0 : 1);
 	}
 	close(p[1]);
 	job->pid = pid;

@@ -125,9 +125,16 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
 	st->cache = lb_user_cache_dir();
-	if ((st->cache ? lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached, err,
-						sizeof err)
-		       : lb_python_probe(python, &st->py, err, sizeof err)) < 0)
+	int pr;
+	if (!req->python && st->cfg.python)
+		/* The experiment directory chose it: it is the experiment's code. */
+		pr = lb_python_probe_confined(python, st->expdir, &st->py, err, sizeof err);
+	else if (st->cache)
+		pr = lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached, err,
+					    sizeof err);
+	else
+		pr = lb_python_probe(python, &st->py, err, sizeof err);
+	if (pr < 0)
 		return usage_error(out, "%s%s", err,
 				   req->python ? "" : " (choose one with --python PATH)");
 	return 0;
@@ -193,8 +200,7 @@ static int write_environment(const char *run_dir, const lb_python_info *py, cons
 	lb_buf b = {0};
 	LB_AUTOFREE char *freeze = NULL;
 	bool hit = false;
-	int fr = cache ? lb_python_freeze_cached(py->executable, cache, &freeze, &hit)
-		       : lb_python_freeze(py->executable, &freeze);
+	int fr = lb_python_freeze_of(py, cache, &freeze, &hit);
 	int r = lb_buf_printf(&b, "Python %s\n", py->version);
 	if (r == 0 && fr == 0)
 		r = lb_buf_printf(&b, "# pip freeze (installed distributions of %s)\n%s", py->executable,
@@ -218,7 +224,7 @@ static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *i
 {
 	char kv[PATH_MAX + 32];
 	lb_sandbox_set_workdir(sb, st->exp_dir);
-	lb_sandbox_expose_python(sb, st->py.executable, st->py.prefix, st->py.base_prefix);
+	lb_python_expose(sb, &st->py, true);
 	/* Output unbuffered so nothing is lost when the budget kills the run; hashing fixed
 	 * and bytecode off so reruns behave alike and the staged tree stays as staged. */
 	lb_sandbox_add_env(sb, "PYTHONUNBUFFERED=1");
@@ -363,6 +369,8 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 						    uid == getuid() ? (uid_t)-1 : uid, gid, files,
 						    skipped, err, sizeof err)
 				  : -ENOMEM;
+	if (stage_r == 0)
+		lb_python_restage(&st->py, st->exp_dir);
 	write_environment(out->run_dir, &st->py, st->cache, manifest);
 
 	lb_sandbox_result res;
@@ -572,6 +580,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
 	json_object_object_add(interp, "version", json_object_new_string(st->py.version));
 	json_object_object_add(interp, "from_cache", json_object_new_boolean(st->probe_cached));
+	json_object_object_add(interp, "named_by",
+			       json_object_new_string(req->python ? "command line"
+						      : st->cfg.python ? "labbox.yaml" : "default"));
+	json_object_object_add(interp, "probed_in_sandbox", json_object_new_boolean(st->py.confined));
 	json_object_object_add(interp, "implementation", json_object_new_string(st->py.implementation));
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));

@@ -146,6 +146,15 @@ int lb_sandbox_set_argv(lb_sandbox *sb, char *const argv[])
 	return 0;
 }
 
+int lb_sandbox_set_function(lb_sandbox *sb, int (*fn)(void *arg), void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	sb->fn = fn;
+	sb->fn_arg = arg;
+	return 0;
+}
+
 /* The payload must reach a bound path through its ancestors. The first ancestor it may not
  * search (a 0700 directory of root's, when the payload is uid 65534) is covered like a home:
  * an empty tmpfs in which labbox creates the path to the bind, which also hides that

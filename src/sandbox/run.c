@@ -455,6 +455,15 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	if (r < 0)
 		chan_fail(c->chan_wr, "setup_seccomp", -r, "load the seccomp filter");
 	setup_fallback_limits(c);
+	if (c->sb->fn) {
+		/* Nothing is exec'd, so nothing closes at exec: close it now, the error channel
+		 * last, once setup can no longer fail. */
+		close_range(3, ~0U, 0);
+		environ = env;
+		int st = c->sb->fn(c->sb->fn_arg);
+		fflush(NULL);
+		_exit(st & 0xff);
+	}
 	execve(c->sb->argv[0], c->sb->argv, env);
 	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
 }
@@ -932,7 +941,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 {
 	memset(res, 0, sizeof *res);
 	res->exit_code = -1;
-	if (!sb->argv)
+	if (!sb->argv && !sb->fn)
 		return -EINVAL;
 	fill_isolation(sb, &res->isolation);
 	lb_cgroup_support cs;
@@ -1185,4 +1194,31 @@ out_pipes:
 	close_pair(sync);
 	close_pair(in);
 	return r;
+}
+
+typedef struct capture_ctx {
+	lb_buf *out;
+	size_t max;
+	int err;
+} capture_ctx;
+
+static void capture_output(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	capture_ctx *c = ctx;
+	if (stream != LB_STREAM_STDOUT || c->err)
+		return;
+	size_t room = c->max > c->out->len ? c->max - c->out->len : 0;
+	if (len > room)
+		len = room;
+	if (len)
+		c->err = lb_buf_append(c->out, data, len);
+}
+
+int lb_sandbox_capture(lb_sandbox *sb, size_t max, lb_buf *out, lb_sandbox_result *res)
+{
+	capture_ctx c = {.out = out, .max = max};
+	int r = lb_sandbox_set_output(sb, false, capture_output, &c);
+	if (r == 0)
+		r = lb_sandbox_run(sb, res);
+	return r < 0 ? r : c.err;
 }

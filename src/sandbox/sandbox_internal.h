@@ -19,6 +19,8 @@ typedef struct lb_bind {
 struct lb_sandbox {
 	char **argv;
 	size_t argc;
+	int (*fn)(void *arg); /* a function payload instead of argv (lb_sandbox_set_function) */
+	void *fn_arg;
 	char *workdir;
 	lb_bind *binds;
 	size_t nbinds;

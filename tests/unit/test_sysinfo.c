@@ -293,9 +293,9 @@ static void test_git_job(void **state)
 	assert_null(info);
 	assert_null(diff);
 
-	sh("cd %s && " GIT " init -q . && mkdir exp && echo 'print(1)' > exp/main.py && " GIT
+	sh("chmod 755 %s && cd %s && " GIT " init -q . && mkdir exp && echo 'print(1)' > exp/main.py && " GIT
 	   " add -A && " GIT " commit -qm init",
-	   repo);
+	   repo, repo);
 	snprintf(sub, sizeof(sub), "%s/exp", repo);
 	/* 300 KB of changed lines: the child blocks on the pipe until collect reads. */
 	sh("cd %s && for i in $(seq 1 20000); do echo \"x = $i  # padding padding\"; done > main.py",
@@ -317,11 +317,15 @@ static void test_git_job(void **state)
 	free(repo);
 }
 
-static void test_git_diff_refuses_filters(void **state)
+/* git runs in a sandbox: a filter, fsmonitor or hook the repository configures cannot touch
+ * the host (its marker is never made), and git still answers. A repository the sandbox's
+ * user cannot read is said, not passed over. */
+static void test_git_job_confines_repository_commands(void **state)
 {
 	char *repo = mktmp();
 	char marker[600];
-	struct json_object *d;
+	lb_record_git_job job;
+	struct json_object *info, *diff;
 
 	(void)state;
 	if (!have_git()) {
@@ -330,19 +334,35 @@ static void test_git_diff_refuses_filters(void **state)
 		skip();
 	}
 	snprintf(marker, sizeof(marker), "%s.ran", repo);
-	sh("cd %s && " GIT " init -q . && echo a > f.txt && " GIT " add -A && " GIT
+	sh("chmod 755 %s && cd %s && " GIT " init -q . && echo a > f.txt && " GIT " add -A && " GIT
 	   " commit -qm init",
-	   repo);
-	/* A clean filter that would run a command on every modified file git compares. */
+	   repo, repo);
 	sh("cd %s && git config filter.evil.clean 'touch %s; cat' && echo '* filter=evil' > "
-	   ".gitattributes && echo b > f.txt",
-	   repo, marker);
-	d = lb_record_git_diff(repo, 1 << 20);
-	assert_non_null(d);
-	assert_true(is_null(get(d, "diff")));
-	assert_non_null(strstr(json_object_get_string(get(d, "skipped")), "filter.evil.clean"));
+	   ".gitattributes && git config core.fsmonitor 'touch %s; false' && "
+	   "printf '#!/bin/sh\\ntouch %s\\n' > .git/hooks/post-index-change && "
+	   "chmod +x .git/hooks/post-index-change && echo b > f.txt",
+	   repo, marker, marker, marker);
+	assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+	lb_record_git_collect(&job, &info, &diff);
 	assert_int_equal(access(marker, F_OK), -1);
-	json_object_put(d);
+	assert_non_null(info);
+	assert_int_equal(json_object_get_string_len(get(info, "commit")), 40);
+	assert_true(json_object_get_boolean(get(info, "dirty")));
+	assert_non_null(strstr(json_object_get_string(get(diff, "diff")), "+b"));
+	json_object_put(info);
+	json_object_put(diff);
+
+	if (getuid() == 0) {
+		/* As root git runs as uid 65534, which a 0700 checkout shuts out. */
+		sh("chmod 700 %s", repo);
+		assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+		lb_record_git_collect(&job, &info, &diff);
+		assert_non_null(info);
+		assert_true(is_null(get(info, "commit")));
+		assert_non_null(strstr(json_object_get_string(get(info, "error")), "not readable"));
+		json_object_put(info);
+		json_object_put(diff);
+	}
 	rm_rf(repo);
 	free(repo);
 }
@@ -732,7 +752,7 @@ int main(void)
 		cmocka_unit_test(test_machine_fallbacks),
 		cmocka_unit_test(test_machine_real),
 		cmocka_unit_test(test_git_diff),
-		cmocka_unit_test(test_git_diff_refuses_filters),
+		cmocka_unit_test(test_git_job_confines_repository_commands),
 		cmocka_unit_test(test_git_job),
 		cmocka_unit_test_setup_teardown(test_freeze_cache_hits_and_invalidates, venv_setup,
 						venv_teardown),

@@ -1,0 +1,256 @@
+"""Nothing the experiment directory names runs on the host.
+
+labbox runs two kinds of programs of its own accord before and after a run: the interpreter
+(to learn what it is, to list its packages, to compile the code) and git (to record the commit,
+the state and the diff of the repository the experiment lives in). Both are chosen by the
+experiment directory when it ships a labbox.yaml naming an interpreter, or a repository whose
+configuration names commands. Each hostile directory here would leave a marker file in a host
+directory the host user can write if anything it names ever ran outside the sandbox; the host
+checks for the marker. The same runs happen as root and, through run-as-user, as an ordinary
+user.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, e2e
+
+
+def labbox_json(*args, cwd=None):
+    """`labbox ARGS` whose stdout is one JSON document; returns (rc, doc)."""
+    p = subprocess.run([LABBOX, *map(str, args)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT, cwd=cwd)
+    try:
+        return p.returncode, json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"rc={p.returncode}\nstdout:\n{p.stdout[-2000:]}\n"
+                             f"stderr:\n{p.stderr[-2000:]}") from None
+
+
+@pytest.fixture
+def markers(tmp_path):
+    d = tmp_path / "markers"
+    d.mkdir()
+    os.chmod(d, 0o777)  # writable by anyone on the host: only the sandbox stops the write
+
+    def check():
+        made = sorted(p.name for p in d.iterdir())
+        assert not made, f"commands the experiment named ran on the host: {made}"
+    yield d
+    check()
+
+
+GOOD_MAIN = 'print("accuracy: 0.5")\n'
+# Rejected by the static check under the default policy: must not run, and nothing it names
+# may run either.
+REJECTED_MAIN = 'import os\nos.system("true")\nprint("accuracy: 0.5")\n'
+
+
+def wrapper(marker: Path) -> str:
+    return f'#!/bin/sh\necho ran > {marker}\nexec {PYTHON} "$@"\n'
+
+
+# --- the interpreter labbox.yaml names ------------------------------------------------------
+
+@pytest.mark.parametrize("main", ["good", "rejected"])
+@pytest.mark.parametrize("how", ["relative", "absolute", "venv"])
+def test_yaml_interpreter_is_probed_in_the_sandbox(tmp_path, markers, how, main):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(GOOD_MAIN if main == "good" else REJECTED_MAIN)
+    if how == "venv":
+        # A venv shipped in the experiment whose python is a script: every run of it (probe,
+        # freeze, compile, the run itself) leaves a marker unless it is in the sandbox.
+        (exp / ".venv" / "bin").mkdir(parents=True)
+        (exp / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        py = exp / ".venv" / "bin" / "python"
+        named = ".venv/bin/python"
+    else:
+        py = exp / "py.sh"
+        named = "./py.sh" if how == "relative" else str(py)
+    py.write_text(wrapper(markers / f"{how}-{main}"))
+    py.chmod(0o755)
+    (exp / "labbox.yaml").write_text(f"python: {named}\n")
+    rc, doc = labbox_json("run", "--json", "--runs-dir", tmp_path / "runs", exp)
+    if main == "rejected":
+        assert rc == 3 and doc["status"] == "rejected", doc
+        return
+    assert rc == 0 and doc["status"] == "completed", doc
+    assert doc["metrics"]["values"]["accuracy"] == 0.5, doc["metrics"]
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["interpreter"]["named_by"] == "labbox.yaml", man["interpreter"]
+    assert man["interpreter"]["probed_in_sandbox"] is True, man["interpreter"]
+    assert man["packages_listed"] is True, man
+    # rerun names the interpreter through the staged labbox.yaml again: still confined
+    rc2, doc2 = labbox_json("rerun", "--json", "--runs-dir", tmp_path / "runs", doc["id"])
+    assert rc2 == 0, doc2
+
+
+def test_yaml_interpreter_cannot_expose_host_paths(tmp_path, markers, visible_secret):
+    """What a confined interpreter says of itself (sys.prefix) is not used to bind host
+    paths into the run: a wrapper claiming the secret's directory as its prefix gets nothing."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    secret_dir, secret = visible_secret
+    (exp / "py.sh").write_text(
+        "#!/bin/sh\n"
+        f"case \"$*\" in *sys.prefix*) echo {PYTHON}; echo {secret_dir}; echo {secret_dir};"
+        f" echo 3.11.0; echo cpython; exit 0;; esac\n"
+        f"exec {PYTHON} \"$@\"\n")
+    (exp / "py.sh").chmod(0o755)
+    (exp / "labbox.yaml").write_text("python: ./py.sh\n")
+    (exp / "main.py").write_text(
+        "import glob\n"
+        f"for p in glob.glob('{secret_dir}/*'):\n"
+        "    try:\n"
+        "        print(open(p).read())\n"
+        "    except OSError as e:\n"
+        "        print('denied', e)\n"
+        "print('accuracy: 1')\n")
+    rc, doc = labbox_json("run", "--json", "--policy", "permissive", "--runs-dir",
+                          tmp_path / "runs", exp)
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert secret not in log, log
+
+
+@pytest.fixture
+def visible_secret():
+    """A secret in a directory the sandbox hides: the invoking user's home."""
+    import tempfile
+    home = Path(os.path.expanduser("~"))
+    d = Path(tempfile.mkdtemp(prefix=".labbox-secret-", dir=home))
+    tok = "LBXSECRET" + os.urandom(8).hex().upper()
+    (d / "key").write_text(tok)
+    yield d, tok
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# --- git --------------------------------------------------------------------------------------
+
+def git(repo, *a, check=True):
+    return subprocess.run(["git", "-C", str(repo), *a], check=check, capture_output=True,
+                          text=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                               "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+
+
+def touch(marker, then="cat"):
+    """A command that leaves MARKER, then acts as THEN (a filter passes its input on)."""
+    script = marker.parent.parent / f"cmd-{marker.name}-{then}"
+    script.write_text(f"#!/bin/sh\necho ran > {marker}\nexec {then}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def hostile_repo(tmp_path, markers, way, main):
+    """A repository holding exp/ whose configuration names a command in one way."""
+    repo = tmp_path / "repo"
+    exp = repo / "exp"
+    exp.mkdir(parents=True)
+    (exp / "main.py").write_text(GOOD_MAIN if main == "good" else REJECTED_MAIN)
+    (exp / "data.txt").write_text("v0\n")
+    os.chmod(tmp_path, 0o755)
+    git(repo, "init", "-q")
+    m = markers / f"{way}-{main}"
+    if way == "nested":
+        # A repository inside the experiment, committed as a gitlink: git status asks it for
+        # its own state, and its configuration names the command.
+        sub = exp / "sub"
+        sub.mkdir()
+        (sub / "f.txt").write_text("a\n")
+        git(sub, "init", "-q")
+        git(sub, "add", ".")
+        git(sub, "commit", "-qm", "sub")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+    attrs = None
+    if way == "filter":
+        git(repo, "config", "filter.evil.clean", touch(m))
+        attrs = "* filter=evil\n"
+    elif way == "filter_process":
+        git(repo, "config", "filter.evil.process", touch(m, "false"))
+        attrs = "* filter=evil\n"
+    elif way == "worktree_config":
+        git(repo, "config", "extensions.worktreeConfig", "true")
+        git(repo, "config", "--worktree", "filter.evil.clean", touch(m))
+        attrs = "* filter=evil\n"
+    elif way == "include":
+        (repo / "evil.cfg").write_text(f'[filter "evil"]\n\tclean = {touch(m)}\n')
+        git(repo, "config", "include.path", str(repo / "evil.cfg"))
+        attrs = "* filter=evil\n"
+    elif way == "include_if":
+        (repo / "evil.cfg").write_text(f'[filter "evil"]\n\tclean = {touch(m)}\n')
+        git(repo, "config", "includeIf.onbranch:**.path", str(repo / "evil.cfg"))
+        attrs = "* filter=evil\n"
+    elif way == "info_attributes":
+        git(repo, "config", "filter.evil.clean", touch(m))
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    elif way == "fsmonitor":
+        git(repo, "config", "core.fsmonitor", touch(m, "false"))
+    elif way == "hook":
+        hooks = repo / ".git" / "hooks"
+        hooks.mkdir(exist_ok=True)
+        h = hooks / "post-index-change"
+        h.write_text(f"#!/bin/sh\necho ran > {m}\n")
+        h.chmod(0o755)
+    elif way == "hooks_path":
+        hooks = repo / "myhooks"
+        hooks.mkdir()
+        h = hooks / "post-index-change"
+        h.write_text(f"#!/bin/sh\necho ran > {m}\n")
+        h.chmod(0o755)
+        git(repo, "config", "core.hooksPath", str(hooks))
+    elif way == "textconv":
+        git(repo, "config", "diff.evil.textconv", touch(m))
+        attrs = "* diff=evil\n"
+    elif way == "external_diff":
+        git(repo, "config", "diff.external", touch(m, "true"))
+    elif way == "nested":
+        sub = exp / "sub"
+        git(sub, "config", "filter.evil.clean", touch(m))
+        (sub / ".gitattributes").write_text("* filter=evil\n")
+        (sub / "f.txt").write_text("changed\n")
+        git(sub, "config", "core.fsmonitor", touch(m.with_name(m.name + ".fsmonitor"), "false"))
+    if attrs:
+        (repo / ".gitattributes").write_text(attrs)
+    # An uncommitted change: git must compare it (through the filter) to say what is dirty.
+    (exp / "data.txt").write_text("v1\n")
+    (exp / "main.py").touch()
+    return repo, exp, m
+
+
+WAYS = ["filter", "filter_process", "worktree_config", "include", "include_if",
+        "info_attributes", "fsmonitor", "hook", "hooks_path", "textconv", "external_diff",
+        "nested"]
+
+
+@pytest.mark.parametrize("main", ["good", "rejected"])
+@pytest.mark.parametrize("way", WAYS)
+def test_repository_commands_never_run_on_the_host(tmp_path, markers, way, main):
+    repo, exp, marker = hostile_repo(tmp_path, markers, way, main)
+    # The test's own git (run on the host on purpose) shows the command is really named:
+    # asking this repository for its state the usual way leaves the marker.
+    if way not in ("hook", "hooks_path", "external_diff", "textconv"):
+        control = tmp_path / "control"
+        subprocess.run(["cp", "-a", str(repo), str(control)], check=True)
+        cmarker = Path(str(marker).replace(str(repo), str(control)))
+        assert cmarker == marker  # markers live outside the repository
+        subprocess.run(["git", "-C", str(control), "status", "--porcelain"],
+                       capture_output=True, env={**os.environ, "HOME": "/nonexistent"})
+        assert list(markers.iterdir()), f"{way}: the control did not run the command"
+        for p in markers.iterdir():
+            p.unlink()
+    head = git(repo, "rev-parse", "HEAD").stdout.strip()
+    rc, doc = labbox_json("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs",
+                          exp)
+    assert rc == (0 if main == "good" else 3), doc
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["git"] and man["git"]["commit"] == head, man["git"]
+    if way not in ("nested",):
+        assert man["git"]["dirty"] is True, man["git"]
