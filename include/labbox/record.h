@@ -45,8 +45,10 @@ struct json_object *lb_record_git_info(const char *dir);
 typedef struct lb_runlog lb_runlog;
 int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out);
 void lb_runlog_write(lb_runlog *l, const char *data, size_t len);
-/* Finish the file; returns total bytes seen, bytes written and whether anything was cut. */
-void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
+/* Finish the file; gives total bytes seen, bytes written and whether anything was cut.
+ * Returns 0, or the first error of a write, fsync or close (run.log is then not whole: a
+ * full disk, say). */
+int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
 /* The last lines written (at most max bytes), for diagnosis; a copy owned by the caller. */
 char *lb_runlog_tail(const lb_runlog *l, size_t max);
 

@@ -55,6 +55,11 @@ int lb_sandbox_expose_program(lb_sandbox *sb, const char *path);
  * executable is exposed, so a venv, conda env or pyenv version works inside. */
 int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char *prefix,
 			     const char *base_prefix);
+/* Hide a host path from the payload: a directory is covered by an empty read-only tmpfs (a
+ * bind or the work directory may still re-expose a path under it), a file by /dev/null.
+ * Nothing to do for a path that does not exist or is hidden already. For labbox's own
+ * records: the other runs of a runs directory, the run index. */
+int lb_sandbox_mask(lb_sandbox *sb, const char *path);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 /* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):

@@ -51,6 +51,12 @@ int lb_write_all(int fd, const void *data, size_t len);
 int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len);
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
+/* An environment variable's name as shells accept it: [A-Za-z_][A-Za-z0-9_]*. */
+bool lb_env_name_valid(const char *name);
+/* The same with the file's mode (before the umask): 0600 for the run records, which are the
+ * user's own (they hold the command line and the environment given to the experiment). */
+int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode);
+/* mkdir -p: mode is the last directory's; missing ones above it are made 0755. */
 int lb_mkdir_p(const char *path, mode_t mode);
 /* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for
  * caches whose entries labbox trusts. -EPERM when it belongs to someone else or is writable
@@ -96,6 +102,13 @@ int lb_parse_long(const char *s, long *out);
 /* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
  * above U+10FFFF; len > 0), or 0 when it is not one. */
 size_t lb_utf8_seq_len(const unsigned char *s, size_t len);
+
+/* JSON text made valid UTF-8 without losing a byte: each byte that is not part of a valid
+ * sequence becomes the escape \udcXX (XX its value), as Python's surrogateescape decodes it,
+ * so os.fsencode(json.loads(text)[...]) gives the original bytes back. Only for text that
+ * json-c serialised: there such bytes can only be inside strings. Returns 1 when out holds an
+ * escaped copy, 0 when text was valid already (out untouched), or a negative errno. */
+int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out);
 
 /* Random hex string of n bytes (2n characters + NUL in out). */
 int lb_random_hex(char *out, size_t nbytes);

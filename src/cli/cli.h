@@ -20,6 +20,8 @@ typedef struct cli_sandbox_opts {
 	lb_network network;
 	char **env; /* K=V */
 	size_t nenv;
+	char **secret_env; /* NAME: passed from labbox's environment, never recorded */
+	size_t nsecret_env;
 	char **volumes; /* SRC:DST[:ro|rw] */
 	size_t nvolumes;
 	bool json;
@@ -42,6 +44,7 @@ enum {
 	OPT_DEGRADED,
 	OPT_GPUS,
 	OPT_DISK,
+	OPT_SECRET_ENV,
 	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
 };
 
@@ -56,6 +59,7 @@ enum {
 		{"allow-degraded", required_argument, NULL, OPT_DEGRADED},                     \
 		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
 		{"disk-limit", required_argument, NULL, OPT_DISK},                             \
+		{"secret-env", required_argument, NULL, OPT_SECRET_ENV},                       \
 		{"volume", required_argument, NULL, 'v'}
 
 #define CLI_SANDBOX_HELP                                                                       \
@@ -64,7 +68,10 @@ enum {
 	"  --network none|loopback|host\n"                                                     \
 	"                       none (default): no network, only AF_UNIX sockets; loopback: a\n" \
 	"                       private loopback, any socket; host: the host's network\n"      \
-	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable)\n" \
+	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable);\n" \
+	"                       the value is recorded in the manifest\n"                     \
+	"  --secret-env NAME    pass NAME with its value from labbox's own environment; the\n" \
+	"                       manifest records only the name (repeatable)\n"               \
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
 	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
 	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \

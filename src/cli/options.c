@@ -140,6 +140,14 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		if (strv_add(&o->env, &o->nenv, arg) < 0)
 			return -1;
 		return 1;
+	case OPT_SECRET_ENV:
+		if (!lb_env_name_valid(arg)) {
+			cli_error(cmd, "--secret-env '%s' is not a variable name", arg);
+			return -1;
+		}
+		if (strv_add(&o->secret_env, &o->nsecret_env, arg) < 0)
+			return -1;
+		return 1;
 	case 'v':
 		if (arg[0] != '/' || !strchr(arg, ':')) {
 			cli_error(cmd, "-v '%s' is not of the form /SRC:/DST[:ro|rw]", arg);
@@ -197,6 +205,17 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 			cli_error(cmd, "-e '%s' is not of the form NAME=VALUE", o->env[i]);
 			return CLI_EXIT_USAGE;
 		}
+	for (size_t i = 0; i < o->nsecret_env; i++) {
+		const char *v = getenv(o->secret_env[i]);
+		LB_AUTOFREE char *kv = NULL;
+		if (!v) {
+			cli_error(cmd, "--secret-env %s: %s is not set in labbox's environment",
+				  o->secret_env[i], o->secret_env[i]);
+			return CLI_EXIT_USAGE;
+		}
+		if (asprintf(&kv, "%s=%s", o->secret_env[i], v) < 0 || lb_sandbox_add_env(sb, kv) < 0)
+			return CLI_EXIT_USAGE;
+	}
 	for (size_t i = 0; i < o->nvolumes; i++)
 		if (apply_volume(cmd, o->volumes[i], sb) < 0)
 			return CLI_EXIT_USAGE;
@@ -241,6 +260,9 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o)
 	for (size_t i = 0; i < o->nenv; i++)
 		free(o->env[i]);
 	free(o->env);
+	for (size_t i = 0; i < o->nsecret_env; i++)
+		free(o->secret_env[i]);
+	free(o->secret_env);
 	for (size_t i = 0; i < o->nvolumes; i++)
 		free(o->volumes[i]);
 	free(o->volumes);
@@ -314,6 +336,8 @@ json_object *cli_sandbox_json(const cli_sandbox_opts *o)
 	json_object_object_add(j, "pids_limit", o->pids ? json_object_new_int64(o->pids) : NULL);
 	json_object_object_add(j, "grace_s", json_object_new_double(o->grace_set ? o->grace : 5.0));
 	json_object_object_add(j, "env", strv_to_json(o->env, o->nenv));
+	/* Names only: a rerun takes the values from its own environment again. */
+	json_object_object_add(j, "secret_env", strv_to_json(o->secret_env, o->nsecret_env));
 	json_object_object_add(j, "volumes", strv_to_json(o->volumes, o->nvolumes));
 	json_object_object_add(j, "allow_degraded", strv_to_json(o->degraded, o->ndegraded));
 	json_object_object_add(j, "gpus", o->gpus ? json_object_new_string(o->gpus) : NULL);
@@ -361,6 +385,7 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	if (json_object_object_get_ex(j, "gpus", &v) && v && !(o->gpus = strdup(json_object_get_string(v))))
 		return -ENOMEM;
 	if (strv_from_json(j, "env", &o->env, &o->nenv) < 0 ||
+	    strv_from_json(j, "secret_env", &o->secret_env, &o->nsecret_env) < 0 ||
 	    strv_from_json(j, "volumes", &o->volumes, &o->nvolumes) < 0 ||
 	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)
 		return -ENOMEM;

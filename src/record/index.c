@@ -8,6 +8,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
@@ -92,6 +93,11 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 	lb_index *ix = calloc(1, sizeof *ix);
 	if (!ix)
 		return -ENOMEM;
+	/* The index is the user's own record (commands, metrics, paths): made 0600, and SQLite
+	 * gives its -wal and -shm files the mode of the database. */
+	int cfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (cfd >= 0)
+		close(cfd);
 	int rc = sqlite3_open_v2(path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "cannot open the run index %s: %s", path,

@@ -70,22 +70,43 @@ struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
 	return o;
 }
 
+static void free_text(struct json_object *o, void *p)
+{
+	(void)o;
+	free(p);
+}
+
 const char *lb_record_json_text(struct json_object *doc)
 {
-	return json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-							   JSON_C_TO_STRING_SPACED |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+								   JSON_C_TO_STRING_SPACED |
+								   JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!text)
+		return NULL;
+	/* Names of files and directories are bytes, not always UTF-8; what labbox writes is
+	 * valid UTF-8 all the same, with those bytes escaped losslessly. The escaped copy lives
+	 * as long as doc (or until the next call), as json-c's own text does. */
+	lb_buf b = {0};
+	int r = lb_json_escape_invalid_utf8(text, strlen(text), &b);
+	if (r <= 0) {
+		lb_buf_free(&b);
+		return text; /* valid already, or no memory to escape it */
+	}
+	json_object_set_userdata(doc, b.data, free_text);
+	return b.data;
 }
 
 int lb_record_write_json(const char *path, struct json_object *doc)
 {
 	const char *text = lb_record_json_text(doc);
+	if (!text)
+		return -ENOMEM;
 	lb_buf b = {0};
 	int r = lb_buf_puts(&b, text);
 	if (r == 0)
 		r = lb_buf_puts(&b, "\n");
 	if (r == 0)
-		r = lb_write_file_atomic(path, b.data, b.len);
+		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
 	lb_buf_free(&b);
 	return r;
 }

@@ -22,6 +22,7 @@ struct lb_runlog {
 	char recent[8192]; /* always the newest bytes, for diagnosis */
 	size_t recent_pos;
 	size_t recent_fill;
+	int err; /* the first failed write, fsync or close: run.log is not whole */
 };
 
 int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
@@ -29,7 +30,7 @@ int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
 	lb_runlog *l = calloc(1, sizeof *l);
 	if (!l)
 		return -ENOMEM;
-	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (l->fd < 0) {
 		int e = -errno;
 		free(l);
@@ -40,6 +41,15 @@ int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
 	l->ring_cap = (size_t)(cap - l->head_cap);
 	*out = l;
 	return 0;
+}
+
+static void put(lb_runlog *l, const char *data, size_t len)
+{
+	int r = lb_write_all(l->fd, data, len);
+	if (r == 0)
+		l->written += len;
+	else if (!l->err)
+		l->err = r;
 }
 
 static void remember(lb_runlog *l, const char *data, size_t len)
@@ -62,8 +72,7 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len)
 	remember(l, data, len);
 	if (l->written < l->head_cap) {
 		size_t take = l->head_cap - l->written < len ? (size_t)(l->head_cap - l->written) : len;
-		if (lb_write_all(l->fd, data, take) == 0)
-			l->written += take;
+		put(l, data, take);
 		data += take;
 		len -= take;
 	}
@@ -85,7 +94,7 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len)
 	l->ring_fill += len;
 }
 
-void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
+int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
 {
 	bool cut = l->seen > l->cap;
 	if (l->ring && l->ring_fill) {
@@ -97,14 +106,12 @@ void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *trun
 					 "the first and the last %llu bytes]\n",
 					 (unsigned long long)(l->seen - l->head_cap - fill),
 					 (unsigned long long)l->ring_cap);
-			if (lb_write_all(l->fd, note, (size_t)n) == 0)
-				l->written += (uint64_t)n;
+			put(l, note, (size_t)n);
 		}
 		size_t start = fill < l->ring_cap ? 0 : l->ring_pos;
 		size_t first = l->ring_cap - start < fill ? l->ring_cap - start : fill;
-		if (lb_write_all(l->fd, l->ring + start, first) == 0 &&
-		    lb_write_all(l->fd, l->ring, fill - first) == 0)
-			l->written += fill;
+		put(l, l->ring + start, first);
+		put(l, l->ring, fill - first);
 	}
 	if (seen)
 		*seen = l->seen;
@@ -112,10 +119,14 @@ void lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *trun
 		*written = l->written;
 	if (truncated)
 		*truncated = cut;
-	fsync(l->fd);
-	close(l->fd);
+	if (fsync(l->fd) < 0 && !l->err && errno != EINVAL)
+		l->err = -errno;
+	if (close(l->fd) < 0 && !l->err)
+		l->err = -errno;
+	int err = l->err;
 	free(l->ring);
 	free(l);
+	return err;
 }
 
 char *lb_runlog_tail(const lb_runlog *l, size_t max)

@@ -219,7 +219,9 @@ int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t cho
 
 int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
 {
-	int r = lb_mkdir_p(runs_dir, 0755);
+	/* The runs are the user's own: closed to others (a directory that exists keeps its mode,
+	 * a shared one included; each run's own directory is closed all the same). */
+	int r = lb_mkdir_p(runs_dir, 0700);
 	if (r < 0)
 		return r;
 	char abs[PATH_MAX];
@@ -239,7 +241,7 @@ int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
 		char *path = NULL;
 		if (asprintf(&path, "%s/%s", abs, id) < 0)
 			return -ENOMEM;
-		if (mkdir(path, 0755) == 0) {
+		if (mkdir(path, 0700) == 0) {
 			*run_dir = path;
 			return 0;
 		}

@@ -213,10 +213,33 @@ static int write_environment(const char *run_dir, const lb_python_info *py, cons
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/environment.txt", run_dir);
 	if (r == 0)
-		r = lb_write_file_atomic(path, b.data, b.len);
+		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
 	json_object_object_add(manifest, "packages_listed", json_object_new_boolean(fr == 0));
 	json_object_object_add(manifest, "packages_from_cache", json_object_new_boolean(fr == 0 && hit));
 	lb_buf_free(&b);
+	return r;
+}
+
+/* Other runs are not the experiment's business, wherever the runs directory lives (under
+ * /srv or /data it is not hidden like a home): the runs directory and the run index beside it
+ * are hidden, and exp/ of this run alone is bound back. */
+static int hide_records(lb_sandbox *sb, const lb_run_request *req, const char *run_dir)
+{
+	char runs[PATH_MAX];
+	snprintf(runs, sizeof runs, "%s", run_dir);
+	char *slash = strrchr(runs, '/');
+	if (slash && slash != runs)
+		*slash = '\0';
+	int r = lb_sandbox_mask(sb, runs);
+	LB_AUTOFREE char *index = NULL;
+	if (r == 0)
+		r = lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index);
+	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+	for (size_t i = 0; r == 0 && i < sizeof sfx / sizeof *sfx; i++) {
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof p, "%s%s", index, sfx[i]);
+		r = lb_sandbox_mask(sb, p);
+	}
 	return r;
 }
 
@@ -249,6 +272,30 @@ static json_object *simple_failure(const char *cls, const char *summary, const c
 	json_object_object_add(f, "evidence", json_object_new_array());
 	json_object_object_add(f, "suggestion", json_object_new_string(suggestion));
 	return f;
+}
+
+/* A record that could not be written makes the run an infra_error, whatever the experiment
+ * did: a clean exit over a missing manifest would be a verdict nobody can check. The first
+ * such failure is the one named. */
+static void record_failed(json_object *doc, int *exit_code, const char *path, int err)
+{
+	json_object *v;
+	if (json_object_object_get_ex(doc, "infra_error", &v) && v &&
+	    json_object_object_get_ex(v, "step", &v) && strcmp(json_object_get_string(v), "record") == 0)
+		return;
+	char msg[PATH_MAX + 96];
+	snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(-err));
+	*exit_code = LB_EXIT_INFRA;
+	json_object_object_add(doc, "status", json_object_new_string("infra_error"));
+	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(LB_EXIT_INFRA));
+	json_object *e = json_object_new_object();
+	json_object_object_add(e, "step", json_object_new_string("record"));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(doc, "infra_error", e);
+	json_object_object_add(doc, "failure",
+			       simple_failure("infra_error", msg,
+					      "free space where the runs are kept (df -h on the run "
+					      "directory's file system), or choose another --runs-dir"));
 }
 
 /* The run index is a record, not a protection: when it cannot be written the run goes on,
@@ -352,8 +399,13 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	double started = lb_time_now();
 	add_time(doc, "started_at", started);
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
-	/* A run whose labbox dies from here on still says what it was. */
-	lb_record_write_json(path, doc);
+	/* A run whose labbox dies from here on still says what it was; a run that cannot say it
+	 * is not started (a full disk would lose its results too). */
+	char record_err[PATH_MAX + 160] = "";
+	r = lb_record_write_json(path, doc);
+	if (r < 0)
+		snprintf(record_err, sizeof record_err, "cannot write %s: %s", path, strerror(-r));
+	r = 0;
 	lb_index *index = open_index(req, out, doc, started);
 
 	json_object *manifest = json_object_new_object();
@@ -371,7 +423,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 				  : -ENOMEM;
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
-	write_environment(out->run_dir, &st->py, st->cache, manifest);
+	int env_r = write_environment(out->run_dir, &st->py, st->cache, manifest);
+	if (env_r < 0 && !record_err[0])
+		snprintf(record_err, sizeof record_err, "cannot write %s/environment.txt: %s",
+			 out->run_dir, strerror(-env_r));
 
 	lb_sandbox_result res;
 	memset(&res, 0, sizeof res);
@@ -405,7 +460,12 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "seeds", seeds);
 	if (!findings)
 		findings = json_object_new_array();
-	if (rejected) {
+	if (record_err[0]) {
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "record");
+		snprintf(res.setup_error, sizeof res.setup_error, "%s; nothing was executed",
+			 record_err);
+	} else if (rejected) {
 		/* Rejected code is never executed. */
 		res.outcome = LB_SB_SETUP_FAILED;
 		snprintf(res.setup_step, sizeof res.setup_step, "check");
@@ -417,6 +477,12 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		snprintf(res.setup_step, sizeof res.setup_step, "stage");
 		snprintf(res.setup_error, sizeof res.setup_error, "%s",
 			 stage_r < 0 ? err : "cannot create run.log");
+	} else if ((r = hide_records(sb, req, out->run_dir)) < 0) {
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "stage");
+		snprintf(res.setup_error, sizeof res.setup_error,
+			 "cannot hide the runs directory from the experiment: %s", strerror(-r));
+		r = 0;
 	} else {
 		configure_sandbox(sb, st, out->id);
 		lb_sandbox_set_argv(sb, argv);
@@ -477,8 +543,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
 	LB_AUTOFREE char *tail = log ? lb_runlog_tail(log, TAIL_FOR_DIAGNOSIS) : NULL;
-	if (log)
-		lb_runlog_close(log, &seen, &written, &truncated);
+	int log_err = log ? lb_runlog_close(log, &seen, &written, &truncated) : 0;
 
 	lb_failure_input fin = {
 		.log_tail = tail,
@@ -597,11 +662,24 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "skipped_files", skipped);
 	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
-	lb_record_write_json(path, manifest);
+	int wr = lb_record_write_json(path, manifest);
 	json_object_put(manifest);
+	if (wr < 0)
+		record_failed(doc, &exit_code, path, wr);
+	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
+	if (log_err < 0)
+		record_failed(doc, &exit_code, path, log_err);
 
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
-	lb_record_write_json(path, doc);
+	wr = lb_record_write_json(path, doc);
+	if (wr < 0) {
+		/* The "running" record must not outlive the run: without a verdict on disk the
+		 * directory has no result.json at all, and the caller gets the document. */
+		unlink(path);
+		record_failed(doc, &exit_code, path, wr);
+		if (lb_record_write_json(path, doc) < 0)
+			unlink(path);
+	}
 	if (index) {
 		if (lb_index_run_finished(index, doc) < 0 && req->warn)
 			req->warn(req->warn_ctx, "could not record the end of the run in the run index");

@@ -46,6 +46,23 @@ static bool strv_contains(char **v, size_t n, const char *s)
 	return false;
 }
 
+/* Cover dir, dropping covers of directories under it: it hides them too, and a cover mounted
+ * first would be buried under it (and then could not be sealed). */
+static int hide_dir(lb_sandbox *sb, const char *dir)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < sb->nhidden; i++) {
+		if (path_is_under(sb->hidden[i], dir))
+			free(sb->hidden[i]);
+		else
+			sb->hidden[k++] = sb->hidden[i];
+	}
+	sb->nhidden = k;
+	if (sb->hidden)
+		sb->hidden[k] = NULL;
+	return strv_push(&sb->hidden, &sb->nhidden, dir);
+}
+
 /* A home directory is hidden unless hiding it would hide the system itself. */
 static int add_hidden_home(lb_sandbox *sb, const char *home)
 {
@@ -62,7 +79,7 @@ static int add_hidden_home(lb_sandbox *sb, const char *home)
 	for (size_t i = 0; i < sb->nhidden; i++)
 		if (path_is_under(real, sb->hidden[i]))
 			return 0;
-	return strv_push(&sb->hidden, &sb->nhidden, real);
+	return hide_dir(sb, real);
 }
 
 int lb_sandbox_new(lb_sandbox **out)
@@ -125,6 +142,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	}
 	free(sb->binds);
 	strv_free(sb->hidden, sb->nhidden);
+	strv_free(sb->masked, sb->nmasked);
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
 	strv_free(sb->devices, sb->ndevices);
@@ -179,7 +197,7 @@ static int cover_untraversable(lb_sandbox *sb, const char *path)
 			      : st.st_gid == sb->sb_gid ? S_IXGRP
 							 : S_IXOTH;
 		if (!(st.st_mode & need))
-			return strv_push(&sb->hidden, &sb->nhidden, cur);
+			return hide_dir(sb, cur);
 	}
 	return 0;
 }
@@ -227,6 +245,21 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 	}
 	sb->nbinds++;
 	return cover_untraversable(sb, b->dst);
+}
+
+int lb_sandbox_mask(lb_sandbox *sb, const char *path)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	if (!realpath(path, real) || stat(real, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (lb_sandbox_path_hidden(sb, real) || strcmp(real, "/") == 0)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return hide_dir(sb, real);
+	if (strv_contains(sb->masked, sb->nmasked, real))
+		return 0;
+	return strv_push(&sb->masked, &sb->nmasked, real);
 }
 
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path)

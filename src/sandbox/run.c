@@ -206,6 +206,36 @@ static void bind_one(init_ctx *c, int srcfd, const char *dst, bool writable)
 			  writable ? " (writable)" : "");
 }
 
+/* The host's /sys names the host's network interfaces and their MAC addresses, and its
+ * cgroup tree names every other service and container. A sysfs mounted in the sandbox's own
+ * network namespace shows only its loopback, and none of the cgroup mounts that sit on the
+ * host's /sys. With the host's network there is no namespace of ours to mount it for. */
+static void setup_sys(init_ctx *c)
+{
+	if (c->sb->net == LB_NET_HOST)
+		return;
+	char p[4096];
+	nr_path(p, sizeof p, "/sys");
+	if (mount("sysfs", p, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0)
+		chan_fail(c->chan_wr, "setup_sys", errno, "mount a sysfs of the sandbox's network");
+}
+
+/* Files labbox hides (the run index beside the runs directory): /dev/null over each. */
+static void setup_masks(init_ctx *c)
+{
+	char p[4096], null[4096];
+	nr_path(null, sizeof null, "/dev/null");
+	for (size_t i = 0; i < c->sb->nmasked; i++) {
+		nr_path(p, sizeof p, c->sb->masked[i]);
+		struct stat st;
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			continue; /* under a hidden directory already */
+		if (mount(null, p, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "mask %s", c->sb->masked[i]);
+	}
+}
+
 static void setup_root(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -267,6 +297,8 @@ static void setup_root(init_ctx *c)
 	nr_path(p, sizeof p, "/proc");
 	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		chan_fail(c->chan_wr, "setup_proc", errno, "mount a fresh /proc");
+	setup_sys(c);
+	setup_masks(c);
 
 	for (size_t i = 0; i < sb->nbinds; i++)
 		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);

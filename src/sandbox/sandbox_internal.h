@@ -26,6 +26,8 @@ struct lb_sandbox {
 	size_t nbinds;
 	char **hidden; /* covered by an empty read-only tmpfs */
 	size_t nhidden;
+	char **masked; /* files covered by /dev/null */
+	size_t nmasked;
 	char **private_dirs; /* covered by an empty writable tmpfs */
 	size_t nprivate;
 	char **env;

@@ -2,6 +2,7 @@
 #include "labbox/util.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -149,12 +150,27 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 	return 0;
 }
 
+bool lb_env_name_valid(const char *name)
+{
+	if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+		return false;
+	for (const char *p = name + 1; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_'))
+			return false;
+	return true;
+}
+
 int lb_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	return lb_write_file_atomic_mode(path, data, len, 0644);
+}
+
+int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode)
 {
 	LB_AUTOFREE char *tmp = NULL;
 	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
 		return -ENOMEM;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
 	int r = lb_write_all(fd, data, len);
@@ -181,7 +197,9 @@ int lb_mkdir_p(const char *path, mode_t mode)
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
+		/* Like mkdir -p -m: the mode is the last directory's; those above it are made as
+		 * mkdir(1) makes them, so a private leaf does not close its parents. */
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
 			return -errno;
 		*s = '/';
 	}
@@ -363,6 +381,39 @@ int lb_parse_long(const char *s, long *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, done = 0;
+	bool changed = false;
+	while (i < len) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = lb_utf8_seq_len(s + i, len - i);
+		if (k) {
+			i += k;
+			continue;
+		}
+		char esc[8];
+		snprintf(esc, sizeof esc, "\\udc%02x", s[i]);
+		int r = lb_buf_append(out, text + done, i - done);
+		if (r == 0)
+			r = lb_buf_append(out, esc, 6);
+		if (r < 0)
+			return r;
+		changed = true;
+		done = ++i;
+	}
+	if (!changed)
+		return 0;
+	int r = lb_buf_append(out, text + done, len - done);
+	if (r == 0)
+		r = lb_buf_append(out, "", 1);
+	return r < 0 ? r : 1;
 }
 
 int lb_random_hex(char *out, size_t nbytes)

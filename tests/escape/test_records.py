@@ -1,0 +1,256 @@
+"""The run records are the user's own, other runs are out of the experiment's reach, and the
+sandbox shows nothing of the host's network and cgroups. Checked from the host's side, as root
+and (run-as-user) as an ordinary user."""
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, token
+
+
+def run(*args, env=None, cwd=None):
+    """labbox ARGS; stdout must be strict UTF-8 (it is JSON or labbox's own text), stderr
+    carries the experiment's output as it wrote it."""
+    p = subprocess.run([LABBOX, *map(str, args)], capture_output=True,
+                       timeout=CALL_TIMEOUT, env=env, cwd=cwd)
+    p.stdout = p.stdout.decode("utf-8")
+    p.stderr = p.stderr.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        doc = None
+    return p, doc
+
+
+def write(d: Path, main: str, **files):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "main.py").write_text(main)
+    for k, v in files.items():
+        (d / k).write_text(v)
+    return d
+
+
+@pytest.fixture
+def runs_base(request, tmp_path):
+    """Where the runs directory lives: a directory the sandbox would see (as a project under
+    /srv is) when the host has one for this user, else tmp_path."""
+    if IS_ROOT:
+        return request.getfixturevalue("visible_dir")
+    return tmp_path
+
+
+def test_records_are_private_to_the_user(tmp_path, runs_base):
+    exp = write(tmp_path / "exp", 'print("accuracy: 0.5")\n')
+    runs = runs_base / "proj" / "runs"
+    p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 0, p.stderr
+    rd = Path(doc["run_dir"])
+    assert stat.S_IMODE(runs.stat().st_mode) == 0o700
+    assert stat.S_IMODE(rd.stat().st_mode) == 0o700
+    for name in ("result.json", "manifest.json", "run.log", "environment.txt"):
+        mode = stat.S_IMODE((rd / name).stat().st_mode)
+        assert mode & 0o077 == 0, f"{name} is {oct(mode)}"
+    db = runs_base / "proj" / "labbox.db"
+    assert stat.S_IMODE(db.stat().st_mode) & 0o077 == 0, oct(db.stat().st_mode)
+
+
+SNOOP = r'''
+import glob, json, os
+here = os.getcwd()
+runs = os.path.dirname(os.path.dirname(here))
+seen = {"runs": sorted(os.listdir(runs)) if os.path.isdir(runs) else None, "read": []}
+for p in glob.glob(os.path.join(runs, "*", "*")) + glob.glob(os.path.join(runs, "*", "exp", "*")):
+    try:
+        seen["read"].append(open(p, errors="replace").read())
+    except OSError:
+        pass
+for p in glob.glob(os.path.join(os.path.dirname(runs), "labbox.db*")):
+    try:
+        seen["read"].append(open(p, "rb").read().decode("latin-1"))
+    except OSError:
+        pass
+print(json.dumps(seen)[:200000])
+print("accuracy: 1")
+'''
+
+
+def test_other_runs_are_hidden(tmp_path, runs_base):
+    secret = token()
+    runs = runs_base / "proj" / "runs"
+    first = write(tmp_path / "first", f'print("note: {secret}")\nprint("accuracy: 1")\n',
+                  **{"data.txt": secret})
+    p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-e",
+                 f"TOKEN={secret}", first)
+    assert p.returncode == 0, p.stderr
+    snoop = write(tmp_path / "snoop", SNOOP)
+    p, doc2 = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                  runs, snoop)
+    assert p.returncode == 0, p.stderr
+    log = (Path(doc2["run_dir"]) / "run.log").read_text()
+    assert secret not in log, log[:3000]
+    seen = json.loads(log.splitlines()[0])
+    # its own run directory is all it sees of the runs directory
+    assert seen["runs"] == [doc2["id"]], seen["runs"]
+
+
+def test_secret_env_is_passed_but_never_recorded(tmp_path):
+    secret = token()
+    exp = write(tmp_path / "exp", 'import os\nprint("seen:", os.environ["API_KEY"] == '
+                f'"{secret}")\nprint("accuracy: 1")\n')
+    env = {**os.environ, "API_KEY": secret}
+    p, doc = run("run", "--json", "--secret-env", "API_KEY", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "runs", exp, env=env)
+    assert p.returncode == 0, p.stderr
+    rd = Path(doc["run_dir"])
+    assert "seen: True" in (rd / "run.log").read_text()
+    for f in rd.iterdir():
+        if f.is_file():
+            assert secret not in f.read_text(errors="replace"), f.name
+    db = (tmp_path / "labbox.db").read_bytes()
+    assert secret.encode() not in db
+    man = json.loads((rd / "manifest.json").read_text())
+    assert man["config"]["sandbox"]["secret_env"] == ["API_KEY"], man["config"]["sandbox"]
+    # rerun takes the value from its own environment again
+    p, doc = run("rerun", "--json", "--runs-dir", tmp_path / "runs", doc["id"], env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # an unset variable is a usage error naming it, not an empty value
+    env.pop("API_KEY")
+    p, _ = run("run", "--secret-env", "API_KEY", "--python", PYTHON, "--runs-dir",
+               tmp_path / "runs", exp, env=env)
+    assert p.returncode == 2 and "API_KEY" in p.stderr, p.stderr
+
+
+def host_interfaces():
+    names = [n for n in os.listdir("/sys/class/net") if n != "lo"]
+    macs = set()
+    for n in names:
+        try:
+            mac = Path(f"/sys/class/net/{n}/address").read_text().strip()
+        except OSError:
+            continue
+        if mac and mac != "00:00:00:00:00:00":
+            macs.add(mac)
+    return names, macs
+
+
+SYSFS = r'''
+import glob, json, os
+out = {"net": sorted(os.listdir("/sys/class/net")), "addresses": [], "cgroups": []}
+n = 0
+for root, dirs, files in os.walk("/sys/devices"):
+    n += 1
+    if n > 20000:
+        break
+    if "address" in files:
+        try:
+            out["addresses"].append(open(os.path.join(root, "address")).read().strip())
+        except OSError:
+            pass
+for root, dirs, files in os.walk("/sys/fs/cgroup"):
+    out["cgroups"] += [os.path.join(root, d) for d in dirs]
+    if len(out["cgroups"]) > 2000:
+        break
+print(json.dumps(out))
+print("accuracy: 1")
+'''
+
+
+def test_sys_shows_no_host_network_or_cgroups(tmp_path):
+    names, macs = host_interfaces()
+    if not names:
+        pytest.skip("this host has no network interface but loopback")
+    exp = write(tmp_path / "exp", SYSFS)
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    seen = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+    assert seen["net"] == ["lo"], seen["net"]
+    assert not (macs & set(seen["addresses"])), (macs, seen["addresses"][:20])
+    assert seen["cgroups"] == [], seen["cgroups"][:20]
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 4 MiB file system of its own for the runs (tmpfs; mounting needs root)."""
+    if not IS_ROOT:
+        pytest.skip("mounting a small file system for the runs needs root")
+    d = tmp_path / "fs"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def fill(d: Path):
+    with open(d / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+def test_runs_file_system_full_is_an_infra_error(tmp_path, small_fs):
+    """The disk of the runs fills up while the experiment runs: the records cannot be
+    written, so the verdict is infra_error (125) naming what was not written, never
+    "completed", and no result.json says "running"."""
+    import time
+    exp = write(tmp_path / "exp", 'import time\nprint("STARTED", flush=True)\n'
+                'time.sleep(3)\nprint("accuracy: 1")\n')
+    runs = small_fs / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--json", "--python", PYTHON, "--disk-limit", "0",
+                          "--runs-dir", str(runs), str(exp)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        logs = list(runs.glob("*/run.log")) if runs.is_dir() else []
+        if logs and "STARTED" in logs[0].read_text():
+            break
+        time.sleep(0.05)
+    else:
+        p.kill()
+        raise AssertionError("the experiment never started")
+    fill(small_fs)
+    out, err = p.communicate(timeout=CALL_TIMEOUT)
+    assert p.returncode == 125, (p.returncode, out[-2000:], err[-2000:])
+    doc = json.loads(out)
+    assert doc["status"] == "infra_error", doc["status"]
+    assert doc["infra_error"]["step"] == "record", doc["infra_error"]
+    assert "No space left" in doc["infra_error"]["message"], doc["infra_error"]
+    assert doc["failure"]["class"] == "infra_error"
+    res = Path(doc["run_dir"]) / "result.json"
+    if res.exists():
+        assert json.loads(res.read_text())["status"] == "infra_error"
+
+
+def test_records_are_valid_utf8_whatever_the_names(tmp_path):
+    """Directory and file names that are not UTF-8, and output that is not either: every
+    JSON document labbox writes is strict UTF-8, and the names come back byte for byte
+    (the escape is Python's surrogateescape)."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    os.makedirs(os.fsencode(str(exp)) + b"/sub_\xe9", exist_ok=True)
+    names = [b"data_\xff\xfe.txt", b"sub_\xe9/x\x80.csv"]
+    for n in names:
+        with open(os.fsencode(str(exp)) + b"/" + n, "wb") as f:
+            f.write(b"1\n")
+    (exp / "main.py").write_text(
+        'import sys\n'
+        'sys.stdout.buffer.write(b"acc\\xff: 0.5\\nnote: caf\\xe9\\n")\n'
+        'sys.stdout.flush()\n'
+        'raise ValueError(b"bad \\xff".decode("latin-1"))\n')
+    p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    rd = Path(doc["run_dir"])
+    for name in ("result.json", "manifest.json"):
+        raw = (rd / name).read_bytes()
+        raw.decode("utf-8")  # strict: raises on any invalid byte
+        json.loads(raw)
+    man = json.loads((rd / "manifest.json").read_bytes())
+    staged = {os.fsencode(k) for k in man["files"]}
+    assert set(names) <= staged, staged
