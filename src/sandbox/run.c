@@ -65,7 +65,30 @@ typedef struct init_ctx {
 	long rlimit_nproc;
 	int *dev_fds; /* the standard nodes, then sb->devices */
 	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
+	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 } init_ctx;
+
+/* Per-user kernel counters that the sandbox's user namespace is charged to the host user's:
+ * an experiment that used them up would starve every other process of that user. */
+static const char *const ucount_names[4] = {"max_inotify_instances", "max_inotify_watches",
+					    "max_fanotify_groups", "max_fanotify_marks"};
+
+/* A quarter of what this user may have, read before the sandbox's namespace exists. */
+static void plan_ucounts(long caps[4])
+{
+	for (size_t i = 0; i < 4; i++) {
+		char path[96], buf[32] = "";
+		snprintf(path, sizeof path, "/proc/sys/user/%s", ucount_names[i]);
+		caps[i] = 0;
+		LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (n <= 0)
+			continue;
+		long v = strtol(buf, NULL, 10);
+		caps[i] = v > 4 ? v / 4 : 1;
+	}
+}
+
 
 #define NSTD_DEV 5
 static const char *const dev_nodes[NSTD_DEV] = {"null", "zero", "full", "random", "urandom"};
@@ -99,6 +122,24 @@ chan_fail(int fd, const char *step, int err, const char *fmt, ...)
 	ssize_t w = write(fd, &m, sizeof m);
 	(void)w;
 	_exit(125);
+}
+
+/* In init, which holds every capability in the sandbox's own user namespace: its counters
+ * get their caps. A kernel without one of them has nothing to cap. */
+static void setup_ucounts(init_ctx *c)
+{
+	for (size_t i = 0; i < 4; i++) {
+		if (!c->ucount_cap[i])
+			continue;
+		char path[96], val[32];
+		snprintf(path, sizeof path, "/proc/sys/user/%s", ucount_names[i]);
+		LB_AUTOCLOSE int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		int n = snprintf(val, sizeof val, "%ld\n", c->ucount_cap[i]);
+		if (fd < 0 || write(fd, val, (size_t)n) != n)
+			chan_fail(c->chan_wr, "setup_ucounts", errno, "cap %s", ucount_names[i]);
+	}
 }
 
 static void nr_path(char *out, size_t n, const char *path)
@@ -380,6 +421,20 @@ static void setup_rlimits(init_ctx *c)
 		if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 			chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_FSIZE");
 	}
+	/* Queued signals and POSIX message queue bytes are counted per user, the host user's
+	 * included: the payload may have a quarter of what labbox was allowed. */
+	static const int shared[] = {RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) {
+		struct rlimit rl;
+		if (getrlimit(shared[i], &rl) < 0)
+			chan_fail(c->chan_wr, "setup_rlimits", errno, "read a per-user limit");
+		rlim_t cap = rl.rlim_cur == RLIM_INFINITY ? (rlim_t)1 << 16 : rl.rlim_cur / 4;
+		if (cap < 16)
+			cap = rl.rlim_cur < 16 ? rl.rlim_cur : 16;
+		rl.rlim_cur = rl.rlim_max = cap;
+		if (setrlimit(shared[i], &rl) < 0)
+			chan_fail(c->chan_wr, "setup_rlimits", errno, "cap a per-user limit");
+	}
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		/* Data loaders open many files; the soft limit is raised to what the host allows. */
@@ -515,6 +570,7 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 		_exit(125); /* the supervisor is gone or the id maps failed */
 
 	setup_root(c);
+	setup_ucounts(c);
 	setup_net(c);
 	setup_uts(c);
 	/* On cgroup v2 the supervisor moves init into its cgroup meanwhile (by pid: an RCU
@@ -1027,6 +1083,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		goto out_mask;
 	}
 
+	long ucount_caps[4];
+	plan_ucounts(ucount_caps);
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 			      CLONE_NEWUTS | SIGCHLD;
 	if (sb->net != LB_NET_HOST)
@@ -1059,6 +1117,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .bpf_ready = bpf_ready[0],
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc};
+		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
 		close(chan[0]);
 		close(status[0]);

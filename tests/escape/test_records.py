@@ -254,3 +254,69 @@ def test_records_are_valid_utf8_whatever_the_names(tmp_path):
     man = json.loads((rd / "manifest.json").read_bytes())
     staged = {os.fsencode(k) for k in man["files"]}
     assert set(names) <= staged, staged
+
+
+COUNTERS = r'''
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+while len(fds) < 100000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+queued = 0
+# sigqueue, not kill: only queued signals count against the allowance
+while queued < 10000000 and libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), 0) == 0:
+    queued += 1
+print(f"inotify: {len(fds)}", flush=True)
+print(f"queued: {queued}", flush=True)
+print("HOLD", flush=True)
+time.sleep(4)
+'''
+
+
+def test_per_user_kernel_counters_are_capped(tmp_path):
+    """An experiment takes every inotify instance and queued signal it can; meanwhile this
+    process, of the user labbox runs as, still gets its own."""
+    import ctypes
+    import signal
+    import time
+    exp = write(tmp_path / "exp", COUNTERS)
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--json", "--policy", "permissive", "--python", PYTHON,
+                          "--runs-dir", str(runs), str(exp)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            logs = list(runs.glob("*/run.log")) if runs.is_dir() else []
+            if logs and "HOLD" in logs[0].read_text():
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the experiment never got to hold its counters")
+        libc = ctypes.CDLL(None, use_errno=True)
+        mine = []
+        for _ in range(8):
+            fd = libc.inotify_init1(0)
+            assert fd >= 0, f"inotify_init1 failed on the host: errno {ctypes.get_errno()}"
+            mine.append(fd)
+        for fd in mine:
+            os.close(fd)
+        sig = signal.SIGRTMIN + 1
+        old = signal.signal(sig, lambda *a: None)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+        try:
+            for _ in range(8):
+                rc = libc.sigqueue(os.getpid(), int(sig), 0)
+                assert rc == 0, f"sigqueue failed on the host: errno {ctypes.get_errno()}"
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            signal.signal(sig, old)
+    finally:
+        out, _ = p.communicate(timeout=CALL_TIMEOUT)
+    log = logs[0].read_text()
+    got = dict(l.split(": ") for l in log.splitlines() if l.startswith(("inotify", "queued")))
+    assert 0 < int(got["inotify"]) < 1000 and 0 < int(got["queued"]) < 1000000, got
