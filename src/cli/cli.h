@@ -4,6 +4,7 @@
 
 #include "labbox/sandbox.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -100,6 +101,25 @@ void cli_bad_option(const char *cmd, char *const argv[], int optopt_val);
 /* Resolve the command to run; expose it when it lives under a hidden directory. A Python
  * interpreter is resolved to its real executable so shims (pyenv) and venvs work inside. */
 int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char **out);
+
+/* The --json contract (jsonout.c): one JSON document on stdout for every outcome. */
+/* Whether argv asks for --json, read as getopt will read it (values of options skipped,
+ * abbreviations resolved), up to `--`, or up to the first operand with stop_at_operand. */
+bool cli_argv_has_json(int argc, char **argv, const char *shortopts,
+		       const struct option *longopts, bool stop_at_operand);
+/* Enter JSON mode for cmd when argv asks for --json; call before parsing. */
+void cli_json_begin(const char *cmd, int argc, char **argv, const char *shortopts,
+		    const struct option *longopts, bool stop_at_operand);
+void cli_json_set(const char *cmd); /* NULL leaves JSON mode (--help prints text) */
+bool cli_json_active(void);
+/* Record an error line (cli_error does) for the error document. */
+void cli_json_note(const char *msg);
+/* Print the command's one document on stdout. */
+void cli_json_print(struct json_object *doc);
+/* labbox.error/1 for cmd with exit code rc and the errors recorded so far. */
+struct json_object *cli_json_error_doc(const char *cmd, int rc);
+/* When in JSON mode and no document was printed, print labbox.error/1. Returns rc. */
+int cli_json_finish(int rc);
 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);

@@ -24,7 +24,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	for (char *p = msg; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	fprintf(stderr, "labbox %s: %s\n", cmd, msg);
+	fprintf(stderr, "labbox%s%s: %s\n", *cmd ? " " : "", cmd, msg);
+	cli_json_note(msg);
 }
 
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val)

@@ -194,6 +194,7 @@ int cli_run(int argc, char **argv)
 			dashdash = i;
 			break;
 		}
+	cli_json_begin("run", dashdash, argv, "hqe:v:", longopts, false);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, NULL)) != -1) {
@@ -204,6 +205,7 @@ int cli_run(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(run_help, stdout);
 			rc = 0;
 			goto done;
@@ -293,7 +295,7 @@ int cli_run(int argc, char **argv)
 		goto done;
 	}
 	if (o.json) {
-		printf("%s\n", lb_record_json_text(out.doc));
+		cli_json_print(out.doc);
 	} else {
 		print_summary(stdout, &out);
 	}

@@ -530,6 +530,8 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
 		json_object_object_add(e, "message", json_object_new_string(res.setup_error));
 		json_object_object_add(doc, "infra_error", e);
+		/* The --json contract's error field, as labbox.error/1 carries it. */
+		json_object_object_add(doc, "error", json_object_get(e));
 	}
 	json_object *logj = json_object_new_object();
 	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
