@@ -29,6 +29,9 @@ typedef struct cli_sandbox_opts {
 	bool disk_limit_set;
 	char **degraded; /* --allow-degraded WHAT */
 	size_t ndegraded;
+	char **tmpfs; /* --tmpfs PATH[:size=SIZE], as given (mounts.c) */
+	size_t ntmpfs;
+	uint64_t shm_size; /* --shm-size; 0: the default */
 } cli_sandbox_opts;
 
 /* Long option ids of the shared flags, above the range of single characters. */
@@ -57,7 +60,7 @@ enum {
 		{"allow-degraded", required_argument, NULL, OPT_DEGRADED},                     \
 		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
 		{"disk-limit", required_argument, NULL, OPT_DISK},                             \
-		{"volume", required_argument, NULL, 'v'}
+		{"volume", required_argument, NULL, 'v'}, CLI_MOUNT_LONGOPTS
 
 #define CLI_SANDBOX_HELP                                                                       \
 	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
@@ -67,9 +70,13 @@ enum {
 	"                       private loopback, any socket; host: the host's network\n"      \
 	"  -e, --env K=V        set a variable in the sandbox's clean environment (repeatable)\n" \
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
-	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
+	"                       make host path SRC visible at DST, read-only unless :rw; a DST\n" \
+	"                       the host lacks is created inside the sandbox only; /proc,\n"  \
+	"                       /sys and /dev cannot be SRC\n" CLI_MOUNT_HELP                  \
 	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \
-	"  --cpus N             CPU limit, e.g. 1.5\n"                                          \
+	"  --cpus N             CPU limit, e.g. 1.5; also sets OMP_NUM_THREADS, MKL_NUM_THREADS,\n" \
+	"                       OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS and\n"               \
+	"                       VECLIB_MAXIMUM_THREADS to N rounded up (-e wins)\n"            \
 	"  --disk-limit SIZE    most the command may write into its writable directory\n"      \
 	"                       (default: half the free space there, at most 10g; 0: none)\n" \
 	"  --pids-limit N       limit on the number of processes and threads\n"                \
@@ -80,6 +87,29 @@ enum {
 	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \
 	"  -h, --help           this help\n"
+
+/* The mount flags of mounts.c, numbered apart from the enum above. */
+enum { OPT_TMPFS = 900, OPT_SHM_SIZE };
+
+#define CLI_MOUNT_LONGOPTS                                                                     \
+	{"tmpfs", required_argument, NULL, OPT_TMPFS},                                         \
+		{"shm-size", required_argument, NULL, OPT_SHM_SIZE}
+
+#define CLI_MOUNT_HELP                                                                         \
+	"  --tmpfs PATH[:size=SIZE[,mode=OCTAL]]\n"                                             \
+	"                       a private, writable tmpfs at PATH (default size 1g, mode 1777);\n" \
+	"                       created inside the sandbox when the host lacks PATH\n"          \
+	"  --shm-size SIZE      size of the private /dev/shm (default 1g)\n"
+
+/* mounts.c: -v checked up front, --tmpfs, --shm-size; 1 when opt was one, 0 when not, -1
+ * after printing an error. */
+int cli_mount_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
+/* Apply -v, --tmpfs, --shm-size, and the thread counts --cpus implies: 0 or an exit code. */
+int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
+struct json_object;
+void cli_mounts_json(const cli_sandbox_opts *o, struct json_object *j);
+int cli_mounts_from_json(struct json_object *j, cli_sandbox_opts *o);
+void cli_mounts_free(cli_sandbox_opts *o);
 
 /* Handle one shared flag; returns 1 when it was one, 0 when not, -1 after printing an error. */
 int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
