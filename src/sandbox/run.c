@@ -196,6 +196,7 @@ static void setup_dev(init_ctx *c)
  * binds are in. init is a process of its own, so this state is its alone. */
 #define MAX_MIRRORS 32
 static char mirrored[MAX_MIRRORS][4096];
+static int mirror_fds[MAX_MIRRORS]; /* the tmpfs itself: a bind may later cover its path */
 static size_t nmirrored;
 
 static bool path_under(const char *path, const char *dir)
@@ -238,7 +239,7 @@ static void mirror_dir(init_ctx *c, const char *nr, const char *shown)
 	if (mount("tmpfs", nr, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		chan_fail(c->chan_wr, "setup_binds", errno, "mount point under %s: tmpfs", shown);
 	/* old still names the covered directory: its entries are read and bound from it. */
-	LB_AUTOCLOSE int nw = open(nr, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int nw = open(nr, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int dfd = fcntl(old, F_DUPFD_CLOEXEC, 0);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (nw < 0 || !d)
@@ -276,6 +277,7 @@ static void mirror_dir(init_ctx *c, const char *nr, const char *shown)
 			chan_fail(c->chan_wr, "setup_binds", errno, "mirror %s/%s", shown, name);
 	}
 	closedir(d);
+	mirror_fds[nmirrored] = nw; /* kept open until the seal */
 	snprintf(mirrored[nmirrored++], sizeof mirrored[0], "%s", nr);
 }
 
@@ -441,9 +443,11 @@ static void setup_root(init_ctx *c)
 		if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
 			chan_fail(c->chan_wr, "setup_root", errno, "seal %s", sb->hidden[i]);
 	}
-	for (size_t i = 0; i < nmirrored; i++)
-		if (mount_setattr(AT_FDCWD, mirrored[i], 0, &ro_only, sizeof ro_only) < 0)
+	for (size_t i = 0; i < nmirrored; i++) {
+		if (mount_setattr(mirror_fds[i], "", AT_EMPTY_PATH, &ro_only, sizeof ro_only) < 0)
 			chan_fail(c->chan_wr, "setup_root", errno, "seal the mount points");
+		close(mirror_fds[i]);
+	}
 	nr_path(p, sizeof p, "/dev");
 	if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
 		chan_fail(c->chan_wr, "setup_dev", errno, "seal /dev");
