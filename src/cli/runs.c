@@ -856,8 +856,10 @@ int cli_rerun(int argc, char **argv)
 	const char *named_by = get_str(interp, "named_by", "command line");
 	req.python = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
 	req.runs_dir = o.runs_dir;
-	/* The entry point the run had, however it was named: the code is the same. */
-	req.entry = get_str(cfg, "entry", NULL);
+	/* An entry point named by --entry is named again; one from labbox.yaml (or the default)
+	 * comes from the staged labbox.yaml again, so the manifest says the same of both runs. */
+	if (strcmp(get_str(cfg, "entry_named_by", ""), "command line") == 0)
+		req.entry = get_str(cfg, "entry", NULL);
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
 	req.grace = so.grace_set ? so.grace : 5.0;

@@ -42,6 +42,7 @@ def test_entry_flag_runs_another_file_without_labbox_yaml(tmp_path):
     doc, manifest = rerun(r, tmp_path / "runs")
     assert doc["metrics"]["values"]["which"] == 2
     assert manifest["config"]["entry"] == "train.py"
+    assert manifest["config"]["entry_named_by"] == "command line"
     assert doc["rerun"]["metrics_match"] is True
 
 
@@ -54,6 +55,9 @@ def test_entry_flag_wins_over_labbox_yaml(tmp_path):
     r2 = run_exp(exp, tmp_path / "runs")
     assert r2.result["metrics"]["values"]["which"] == 1
     assert r2.file_json("manifest.json")["config"]["entry_named_by"] == "labbox.yaml"
+    _, manifest = rerun(r2, tmp_path / "runs")
+    assert manifest["config"]["entry"] == "main.py"
+    assert manifest["config"]["entry_named_by"] == "labbox.yaml"
 
 
 @pytest.mark.parametrize("entry,needle", [("nope.py", "nope.py"), ("../main.py", "inside")])
