@@ -33,6 +33,7 @@ enum {
 typedef struct lb_run_request {
 	const char *expdir;
 	const char *python;   /* NULL: labbox.yaml's python, else python3 on PATH */
+	const char *entry;    /* NULL: labbox.yaml's entry, else main.py */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;

@@ -45,7 +45,10 @@ int lb_sandbox_set_function(lb_sandbox *sb, int (*fn)(void *arg), void *arg);
  * the payload starts in the private /tmp. */
 int lb_sandbox_set_workdir(lb_sandbox *sb, const char *dir);
 /* Host path bound at dst (same path when dst is NULL); read-only unless writable. Binds are
- * applied after the hidden directories are covered, so they may re-expose a path under them. */
+ * applied after the hidden directories are covered, so they may re-expose a path under them.
+ * A dst the host lacks gets its mount point inside the sandbox only: the nearest existing
+ * directory above it is replaced by a tmpfs that re-binds all of its entries, and the mount
+ * point is made there, so the host is never written to (as docker creates mount points). */
 int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool writable);
 /* Make an executable that lives under a hidden directory visible read-only: its directory,
  * the install prefix above a bin/ directory, and the same for its resolved target. */
@@ -101,6 +104,13 @@ int lb_sandbox_set_cgroup_accounting(lb_sandbox *sb, bool on);
 int lb_sandbox_set_stdin(lb_sandbox *sb, int fd);
 /* Size of the private /tmp and /dev/shm tmpfs. */
 int lb_sandbox_set_tmpfs_size(lb_sandbox *sb, uint64_t bytes);
+/* Size of /dev/shm alone (docker's --shm-size); 0 is refused. */
+int lb_sandbox_set_shm_size(lb_sandbox *sb, uint64_t bytes);
+/* A private, writable tmpfs of bytes (mode as chmod's, e.g. 01777) at the absolute path, as
+ * docker's --tmpfs; a later one at the same path replaces it. Its mount point is created
+ * inside the sandbox when the host lacks it, as for binds. -EINVAL for "/" and for paths under
+ * /proc, /sys or /dev, which the sandbox builds itself. */
+int lb_sandbox_add_tmpfs(lb_sandbox *sb, const char *path, uint64_t bytes, unsigned mode);
 
 typedef enum lb_sandbox_outcome {
 	LB_SB_EXITED,       /* the payload exited; exit_code set */

@@ -168,6 +168,7 @@ int cli_check(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	cli_json_begin("check", argc, argv, "h", longopts, false);
 	lb_check_config *cfg = NULL;
 	lb_check_report rep = {0};
 	bool json = false;
@@ -192,11 +193,13 @@ int cli_check(int argc, char **argv)
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 'h') {
+			cli_json_set(NULL);
 			fputs(check_help, stdout);
 			rc = 0;
 			goto out;
 		}
 		if (opt == OPT_LIST_RULES) {
+			cli_json_set(NULL);
 			list_rules();
 			rc = 0;
 			goto out;
@@ -251,7 +254,7 @@ int cli_check(int argc, char **argv)
 	text = lb_check_text(&rep);
 	if (json) {
 		json_object *doc = lb_check_report_json(&rep);
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 		json_object_put(doc);
 		/* the summary line, for a person watching a pipeline */
 		const char *last = text ? strrchr(text, '\n') : NULL;

@@ -4,6 +4,7 @@
 
 #include "labbox/sandbox.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,6 +31,9 @@ typedef struct cli_sandbox_opts {
 	bool disk_limit_set;
 	char **degraded; /* --allow-degraded WHAT */
 	size_t ndegraded;
+	char **tmpfs; /* --tmpfs PATH[:size=SIZE], as given (mounts.c) */
+	size_t ntmpfs;
+	uint64_t shm_size; /* --shm-size; 0: the default */
 } cli_sandbox_opts;
 
 /* Long option ids of the shared flags, above the range of single characters. */
@@ -60,7 +64,7 @@ enum {
 		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
 		{"disk-limit", required_argument, NULL, OPT_DISK},                             \
 		{"secret-env", required_argument, NULL, OPT_SECRET_ENV},                       \
-		{"volume", required_argument, NULL, 'v'}
+		{"volume", required_argument, NULL, 'v'}, CLI_MOUNT_LONGOPTS
 
 #define CLI_SANDBOX_HELP                                                                       \
 	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
@@ -73,9 +77,13 @@ enum {
 	"  --secret-env NAME    pass NAME with its value from labbox's own environment; the\n" \
 	"                       manifest records only the name (repeatable)\n"               \
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
-	"                       make host path SRC visible at DST, read-only unless :rw\n"      \
+	"                       make host path SRC visible at DST, read-only unless :rw; a DST\n" \
+	"                       the host lacks is created inside the sandbox only; /proc,\n"  \
+	"                       /sys and /dev cannot be SRC\n" CLI_MOUNT_HELP                  \
 	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \
-	"  --cpus N             CPU limit, e.g. 1.5\n"                                          \
+	"  --cpus N             CPU limit, e.g. 1.5; also sets OMP_NUM_THREADS, MKL_NUM_THREADS,\n" \
+	"                       OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS and\n"               \
+	"                       VECLIB_MAXIMUM_THREADS to N rounded up (-e wins)\n"            \
 	"  --disk-limit SIZE    most the command may write into its writable directory\n"      \
 	"                       (default: half the free space there, at most 10g; 0: none)\n" \
 	"  --pids-limit N       limit on the number of processes and threads\n"                \
@@ -86,6 +94,29 @@ enum {
 	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \
 	"  -h, --help           this help\n"
+
+/* The mount flags of mounts.c, numbered apart from the enum above. */
+enum { OPT_TMPFS = 900, OPT_SHM_SIZE };
+
+#define CLI_MOUNT_LONGOPTS                                                                     \
+	{"tmpfs", required_argument, NULL, OPT_TMPFS},                                         \
+		{"shm-size", required_argument, NULL, OPT_SHM_SIZE}
+
+#define CLI_MOUNT_HELP                                                                         \
+	"  --tmpfs PATH[:size=SIZE[,mode=OCTAL]]\n"                                             \
+	"                       a private, writable tmpfs at PATH (default size 1g, mode 1777);\n" \
+	"                       created inside the sandbox when the host lacks PATH\n"          \
+	"  --shm-size SIZE      size of the private /dev/shm (default 1g)\n"
+
+/* mounts.c: -v checked up front, --tmpfs, --shm-size; 1 when opt was one, 0 when not, -1
+ * after printing an error. */
+int cli_mount_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
+/* Apply -v, --tmpfs, --shm-size, and the thread counts --cpus implies: 0 or an exit code. */
+int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
+struct json_object;
+void cli_mounts_json(const cli_sandbox_opts *o, struct json_object *j);
+int cli_mounts_from_json(struct json_object *j, cli_sandbox_opts *o);
+void cli_mounts_free(cli_sandbox_opts *o);
 
 /* Handle one shared flag; returns 1 when it was one, 0 when not, -1 after printing an error. */
 int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
@@ -107,6 +138,25 @@ void cli_bad_option(const char *cmd, char *const argv[], int optopt_val);
 /* Resolve the command to run; expose it when it lives under a hidden directory. A Python
  * interpreter is resolved to its real executable so shims (pyenv) and venvs work inside. */
 int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char **out);
+
+/* The --json contract (jsonout.c): one JSON document on stdout for every outcome. */
+/* Whether argv asks for --json, read as getopt will read it (values of options skipped,
+ * abbreviations resolved), up to `--`, or up to the first operand with stop_at_operand. */
+bool cli_argv_has_json(int argc, char **argv, const char *shortopts,
+		       const struct option *longopts, bool stop_at_operand);
+/* Enter JSON mode for cmd when argv asks for --json; call before parsing. */
+void cli_json_begin(const char *cmd, int argc, char **argv, const char *shortopts,
+		    const struct option *longopts, bool stop_at_operand);
+void cli_json_set(const char *cmd); /* NULL leaves JSON mode (--help prints text) */
+bool cli_json_active(void);
+/* Record an error line (cli_error does) for the error document. */
+void cli_json_note(const char *msg);
+/* Print the command's one document on stdout. */
+void cli_json_print(struct json_object *doc);
+/* labbox.error/1 for cmd with exit code rc and the errors recorded so far. */
+struct json_object *cli_json_error_doc(const char *cmd, int rc);
+/* When in JSON mode and no document was printed, print labbox.error/1. Returns rc. */
+int cli_json_finish(int rc);
 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);

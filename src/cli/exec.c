@@ -70,6 +70,7 @@ int cli_exec(int argc, char **argv)
 	int rc = CLI_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
 	char *prog = NULL;
+	cli_json_begin("exec", argc, argv, "+hw:e:v:", longopts, true);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "+hw:e:v:", longopts, NULL)) != -1) {
@@ -80,6 +81,7 @@ int cli_exec(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(exec_help, stdout);
 			rc = 0;
 			goto out;
@@ -166,7 +168,7 @@ int cli_exec(int argc, char **argv)
 			json_object_object_add(e, "message", json_object_new_string(res.setup_error));
 			json_object_object_add(doc, "error", e);
 		}
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 		json_object_put(doc);
 	}
 out:

@@ -46,18 +46,28 @@ int main(int argc, char **argv)
 		printf("labbox %s\n", LABBOX_VERSION);
 		return 0;
 	}
+	int rc;
 	if (strcmp(cmd, "exec") == 0)
-		return cli_exec(argc - 1, argv + 1);
-	if (strcmp(cmd, "run") == 0)
-		return cli_run(argc - 1, argv + 1);
-	if (strcmp(cmd, "check") == 0)
-		return cli_check(argc - 1, argv + 1);
-	if (strcmp(cmd, "probe") == 0)
-		return cli_probe(argc - 1, argv + 1);
-	if (strcmp(cmd, "runs") == 0)
-		return cli_runs(argc - 1, argv + 1);
-	if (strcmp(cmd, "rerun") == 0)
-		return cli_rerun(argc - 1, argv + 1);
-	fprintf(stderr, "labbox: unknown command '%s' (see labbox --help)\n", cmd);
-	return CLI_EXIT_USAGE;
+		rc = cli_exec(argc - 1, argv + 1);
+	else if (strcmp(cmd, "run") == 0)
+		rc = cli_run(argc - 1, argv + 1);
+	else if (strcmp(cmd, "check") == 0)
+		rc = cli_check(argc - 1, argv + 1);
+	else if (strcmp(cmd, "probe") == 0)
+		rc = cli_probe(argc - 1, argv + 1);
+	else if (strcmp(cmd, "runs") == 0)
+		rc = cli_runs(argc - 1, argv + 1);
+	else if (strcmp(cmd, "rerun") == 0)
+		rc = cli_rerun(argc - 1, argv + 1);
+	else {
+		/* A pipeline that misspelt the command still gets its one document. */
+		static const struct option json_only[] = {{"json", no_argument, NULL, 1},
+							  {NULL, 0, NULL, 0}};
+		if (cli_argv_has_json(argc - 1, argv + 1, "", json_only, false))
+			cli_json_set(cmd);
+		cli_error("", "unknown command '%s' (see labbox --help)", cmd);
+		rc = CLI_EXIT_USAGE;
+	}
+	/* Whatever ended the command, --json gets exactly one document on stdout. */
+	return cli_json_finish(rc);
 }

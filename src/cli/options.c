@@ -24,7 +24,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	for (char *p = msg; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	fprintf(stderr, "labbox %s: %s\n", cmd, msg);
+	fprintf(stderr, "labbox%s%s: %s\n", *cmd ? " " : "", cmd, msg);
+	cli_json_note(msg);
 }
 
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val)
@@ -54,6 +55,9 @@ static int strv_add(char ***v, size_t *n, const char *s)
 
 int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o)
 {
+	int m = cli_mount_opt(cmd, opt, arg, o); /* -v, --tmpfs, --shm-size: mounts.c */
+	if (m)
+		return m;
 	switch (opt) {
 	case OPT_BUDGET:
 		if (lb_parse_seconds(arg, &o->budget) < 0) {
@@ -148,45 +152,6 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		if (strv_add(&o->secret_env, &o->nsecret_env, arg) < 0)
 			return -1;
 		return 1;
-	case 'v':
-		if (arg[0] != '/' || !strchr(arg, ':')) {
-			cli_error(cmd, "-v '%s' is not of the form /SRC:/DST[:ro|rw]", arg);
-			return -1;
-		}
-		if (strv_add(&o->volumes, &o->nvolumes, arg) < 0)
-			return -1;
-		return 1;
-	}
-	return 0;
-}
-
-static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
-{
-	LB_AUTOFREE char *s = strdup(spec);
-	if (!s)
-		return -1;
-	char *src = s;
-	char *dst = strchr(s, ':');
-	*dst++ = '\0';
-	char *mode = strchr(dst, ':');
-	bool writable = false;
-	if (mode) {
-		*mode++ = '\0';
-		if (strcmp(mode, "rw") == 0)
-			writable = true;
-		else if (strcmp(mode, "ro") != 0) {
-			cli_error(cmd, "-v '%s': mode '%s' is not ro or rw", spec, mode);
-			return -1;
-		}
-	}
-	if (dst[0] != '/') {
-		cli_error(cmd, "-v '%s': destination must be an absolute path", spec);
-		return -1;
-	}
-	int r = lb_sandbox_add_bind(sb, src, dst, writable);
-	if (r < 0) {
-		cli_error(cmd, "-v '%s': %s: %s", spec, src, strerror(-r));
-		return -1;
 	}
 	return 0;
 }
@@ -216,9 +181,9 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 		if (asprintf(&kv, "%s=%s", o->secret_env[i], v) < 0 || lb_sandbox_add_env(sb, kv) < 0)
 			return CLI_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < o->nvolumes; i++)
-		if (apply_volume(cmd, o->volumes[i], sb) < 0)
-			return CLI_EXIT_USAGE;
+	int mr = cli_mounts_apply(cmd, o, sb); /* -v, --tmpfs, --shm-size, thread counts */
+	if (mr)
+		return mr;
 	for (size_t i = 0; i < o->ndegraded; i++)
 		lb_sandbox_allow_degraded(sb, o->degraded[i]);
 	if (o->gpus && strcmp(o->gpus, "none") != 0) {
@@ -270,6 +235,7 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o)
 		free(o->degraded[i]);
 	free(o->degraded);
 	free(o->gpus);
+	cli_mounts_free(o);
 }
 
 static bool looks_like_python(const char *path)
@@ -343,6 +309,7 @@ json_object *cli_sandbox_json(const cli_sandbox_opts *o)
 	json_object_object_add(j, "gpus", o->gpus ? json_object_new_string(o->gpus) : NULL);
 	json_object_object_add(j, "disk_limit_bytes",
 			       o->disk_limit_set ? json_object_new_int64((int64_t)o->disk_limit) : NULL);
+	cli_mounts_json(o, j);
 	return j;
 }
 
@@ -389,5 +356,5 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	    strv_from_json(j, "volumes", &o->volumes, &o->nvolumes) < 0 ||
 	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)
 		return -ENOMEM;
-	return 0;
+	return cli_mounts_from_json(j, o);
 }

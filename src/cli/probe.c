@@ -68,11 +68,13 @@ int cli_probe(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(probe_help, stdout);
 			return 0;
 		case 'j':
@@ -134,7 +136,7 @@ int cli_probe(int argc, char **argv)
 	json_object_object_add(doc, "gpus", gpus_json());
 
 	if (json) {
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 	} else {
 		printf("labbox probe (uid %d)\n", (int)p.uid);
 		printf("  sandbox            %s%s%s\n", p.sandbox_works ? "works" : "DOES NOT WORK",

@@ -22,6 +22,8 @@ static const char run_help[] =
 	"\n"
 	"Options:\n"
 	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
+	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
+	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
 	"  --metrics A,B        metrics the run must report (added to metrics: in labbox.yaml)\n"
 	"  --log-limit SIZE     cap of run.log; the head and the tail are kept (default 16m)\n"
@@ -40,7 +42,7 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST };
+       OPT_TRUST, OPT_ENTRY };
 
 typedef struct echo_ctx {
 	int fd;
@@ -170,6 +172,7 @@ int cli_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		CLI_SANDBOX_LONGOPTS,
 		{"python", required_argument, NULL, OPT_PYTHON},
+		{"entry", required_argument, NULL, OPT_ENTRY},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -194,6 +197,7 @@ int cli_run(int argc, char **argv)
 			dashdash = i;
 			break;
 		}
+	cli_json_begin("run", dashdash, argv, "hqe:v:", longopts, false);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, NULL)) != -1) {
@@ -204,6 +208,7 @@ int cli_run(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(run_help, stdout);
 			rc = 0;
 			goto done;
@@ -215,6 +220,13 @@ int cli_run(int argc, char **argv)
 			break;
 		case OPT_RUNS_DIR:
 			req.runs_dir = optarg;
+			break;
+		case OPT_ENTRY:
+			if (!optarg[0]) {
+				cli_error("run", "--entry needs a file name inside the experiment");
+				goto done;
+			}
+			req.entry = optarg;
 			break;
 		case OPT_METRICS:
 			if (split_metrics(optarg, &metrics, &nmetrics) < 0)
@@ -293,7 +305,7 @@ int cli_run(int argc, char **argv)
 		goto done;
 	}
 	if (o.json) {
-		printf("%s\n", lb_record_json_text(out.doc));
+		cli_json_print(out.doc);
 	} else {
 		print_summary(stdout, &out);
 	}

@@ -144,7 +144,7 @@ static int runs_list(const runs_opts *o)
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.runs/1"));
 		json_object_object_add(doc, "runs", rows);
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 		json_object_put(doc);
 		return 0;
 	}
@@ -195,7 +195,7 @@ static int runs_show(const runs_opts *o, const char *id)
 		json_object_object_add(doc, "index", json_object_get(row));
 		json_object_object_add(doc, "result", result ? json_object_get(result) : NULL);
 		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
 		printf("run %s: %s\n", get_str(row, "id", "?"), get_str(row, "status", "?"));
@@ -373,7 +373,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(doc, "environment", env);
 		json_object_object_add(doc, "packages", pkgs);
 		json_object_object_add(doc, "files", files);
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
 		printf("A = %s (%s)\nB = %s (%s)\n\n", get_str(ra, "id", ""), get_str(ra, "status", ""),
@@ -480,7 +480,7 @@ static int runs_export(const runs_opts *o)
 			       t == 0 ? dirs[t] : "");
 	}
 	if (o->json)
-		printf("%s\n", lb_record_json_text(doc));
+		cli_json_print(doc);
 	json_object_put(doc);
 	json_object_put(rows);
 	return rc;
@@ -546,11 +546,13 @@ int cli_runs(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	runs_opts o = {0};
+	cli_json_begin("runs", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(runs_help, stdout);
 			return 0;
 		case O_RUNS_DIR:
@@ -761,11 +763,13 @@ int cli_rerun(int argc, char **argv)
 	};
 	runs_opts o = {0};
 	bool quiet = false;
+	cli_json_begin("rerun", argc, argv, "hq", longopts, false);
 	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
+			cli_json_set(NULL);
 			fputs(rerun_help, stdout);
 			return 0;
 		case 'q':
@@ -852,6 +856,10 @@ int cli_rerun(int argc, char **argv)
 	const char *named_by = get_str(interp, "named_by", "command line");
 	req.python = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
 	req.runs_dir = o.runs_dir;
+	/* An entry point named by --entry is named again; one from labbox.yaml (or the default)
+	 * comes from the staged labbox.yaml again, so the manifest says the same of both runs. */
+	if (strcmp(get_str(cfg, "entry_named_by", ""), "command line") == 0)
+		req.entry = get_str(cfg, "entry", NULL);
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
 	req.grace = so.grace_set ? so.grace : 5.0;
@@ -930,7 +938,7 @@ int cli_rerun(int argc, char **argv)
 	json_object_put(before);
 	json_object_put(after);
 	if (o.json) {
-		printf("%s\n", lb_record_json_text(out.doc));
+		cli_json_print(out.doc);
 	} else {
 		size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
 		printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,

@@ -417,8 +417,9 @@ static const char SUGGEST_GPU_OOM[] =
 	"reduce the batch size or the model size, use mixed precision (torch.autocast) or "
 	"gradient accumulation, and release tensors that are no longer needed";
 static const char SUGGEST_GPU_UNAVAILABLE[] =
-	"run on a backend that has a GPU (docker with --gpus, ssh, slurm), or make the code fall "
-	"back to the CPU when torch.cuda.is_available() is False";
+	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
+	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
+	"False";
 static const char SUGGEST_OOM[] =
 	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
 	"instead of float64, streaming the data instead of loading it whole";
@@ -433,16 +434,19 @@ static const char SUGGEST_NETWORK[] =
 static const char SUGGEST_SANDBOX[] =
 	"write only inside the experiment directory or /tmp (the rest of the file system is "
 	"read-only and the home directory is hidden), and avoid privileged operations; mount "
-	"what the code needs with -v SRC:DST[:ro]";
+	"what the code needs with -v SRC:DST[:ro], or give it a scratch directory with "
+	"--tmpfs PATH";
 static const char SUGGEST_NO_SPACE[] =
 	"write less, or give the sandbox more room: a larger private /tmp "
-	"(--tmpfs /tmp:size=4g) or a mounted output directory (-v SRC:DST)";
+	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
+	"exp/, or a mounted output directory (-v SRC:DST:rw)";
 static const char SUGGEST_LIMIT[] =
 	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
-	"processes (OMP_NUM_THREADS, DataLoader num_workers)";
+	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
 static const char SUGGEST_WRONG_ENV[] =
-	"the installed packages or the Python version do not match what the code expects: pin "
-	"compatible versions in requirements.txt, or choose another interpreter with --python";
+	"the installed packages or the Python version do not match what the code expects: "
+	"install compatible versions into a virtual environment and run with --python "
+	"VENV/bin/python (labbox installs nothing itself)";
 
 static void classify_missing_package(lb_verdict *v, const char *line)
 {
@@ -463,8 +467,9 @@ static void classify_missing_package(lb_verdict *v, const char *line)
 	v->cls = "missing_package";
 	snprintf(v->summary, sizeof(v->summary), "module '%s' is not installed: %s", module, line);
 	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "install it in the experiment's environment (pip install %s, or add it to "
-		 "requirements.txt), or choose an interpreter that has it with --python",
+		 "install it into the interpreter's environment (pip install %s in a virtual "
+		 "environment; labbox installs nothing itself) and run with --python "
+		 "VENV/bin/python, or choose another interpreter that has it with --python",
 		 pip_name(top));
 }
 
@@ -727,7 +732,7 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 				 ? ": a crash, usually in native code (a C extension, CUDA, BLAS)"
 				 : "");
 		verdict_set(v, "code_error", what, NULL,
-			    "run it again with PYTHONFAULTHANDLER=1 to get the Python stack of the "
+			    "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
 			    "crash, and check native extensions for version mismatches");
 	} else if (exit_code == 127) {
 		verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,

@@ -87,7 +87,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (lb_config_load(st->expdir, &st->cfg, err, sizeof err) < 0)
 		return usage_error(out, "%s", err);
 
-	st->entry = st->cfg.entry ? st->cfg.entry : "main.py";
+	/* The command line wins over labbox.yaml, as for the other settings. */
+	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : "main.py";
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
 				   st->entry);
@@ -96,7 +97,9 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (dfd < 0 || fstatat(dfd, st->entry, &est, 0) < 0)
 		return usage_error(out, "entry point '%s' not found in '%s'%s", st->entry,
 				   req->expdir,
-				   st->cfg.entry ? "" : " (set entry: in labbox.yaml for another name)");
+				   req->entry || st->cfg.entry
+					   ? ""
+					   : " (name another with --entry FILE or entry: in labbox.yaml)");
 	if (!S_ISREG(est.st_mode))
 		return usage_error(out, "entry point '%s' in '%s' is not a regular file", st->entry,
 				   req->expdir);
@@ -595,6 +598,8 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
 		json_object_object_add(e, "message", json_object_new_string(res.setup_error));
 		json_object_object_add(doc, "infra_error", e);
+		/* The --json contract's error field, as labbox.error/1 carries it. */
+		json_object_object_add(doc, "error", json_object_get(e));
 	}
 	json_object *logj = json_object_new_object();
 	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
@@ -621,6 +626,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			       json_object_new_string(req->python ? req->python
 						      : st->cfg.python ? st->cfg.python : "python3"));
 	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
+	json_object_object_add(cfg, "entry_named_by",
+			       json_object_new_string(req->entry     ? "command line"
+						      : st->cfg.entry ? "labbox.yaml"
+								      : "default"));
 	json_object_object_add(cfg, "args", strv_json(st->args, st->nargs));
 	json_object_object_add(cfg, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
 	json_object_object_add(cfg, "grace_s", lb_record_fixed(req->grace, 3));

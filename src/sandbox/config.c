@@ -146,6 +146,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
 	strv_free(sb->devices, sb->ndevices);
+	lb_sandbox_free_mounts(sb);
 	free(sb);
 }
 

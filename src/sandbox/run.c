@@ -17,6 +17,7 @@
 #include "sandbox_internal.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -226,9 +227,168 @@ static void setup_dev(init_ctx *c)
 	if (mkdir(p, 0755) < 0)
 		chan_fail(c->chan_wr, "setup_dev", errno, "mkdir /dev/shm");
 	char opts[64];
-	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)c->sb->tmpfs_size);
+	uint64_t shm = c->sb->shm_size ? c->sb->shm_size : c->sb->tmpfs_size;
+	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)shm);
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev/shm");
+}
+
+/* Directories of the new root replaced by a mirror (mirror_dir), sealed read-only once the
+ * binds are in. init is a process of its own, so this state is its alone. */
+#define MAX_MIRRORS 32
+static char mirrored[MAX_MIRRORS][4096];
+static int mirror_fds[MAX_MIRRORS]; /* the tmpfs itself: a bind may later cover its path */
+static size_t nmirrored;
+
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Whether a mount point at dst lands in a file system the sandbox makes itself (a hidden or
+ * private directory's cover, /dev, /proc, one of the first ntmpfs --tmpfs mounts, which are
+ * mounted before it), which takes it without a mirror. */
+static bool in_sandbox_fs(const lb_sandbox *sb, const char *dst, size_t ntmpfs)
+{
+	if (lb_sandbox_path_hidden(sb, dst) || path_under(dst, "/dev") || path_under(dst, "/proc"))
+		return true;
+	for (size_t i = 0; i < ntmpfs; i++)
+		if (path_under(dst, sb->tmpfs[i].path))
+			return true;
+	return false;
+}
+
+/* Replace directory nr of the new root (shown: its path inside) by a tmpfs holding the same
+ * entries: each directory and file bound from the original with its submounts (clones keep
+ * the read-only attributes of the root), each symlink copied. The host's directory is never
+ * written to; the tmpfs only gains the mount points the sandbox needs. */
+static void mirror_dir(init_ctx *c, const char *nr, const char *shown)
+{
+	if (nmirrored == MAX_MIRRORS)
+		chan_fail(c->chan_wr, "setup_binds", 0,
+			  "mount point for %s: more than %d directories would need one", shown,
+			  MAX_MIRRORS);
+	LB_AUTOCLOSE int old = open(nr, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (old < 0 || fstat(old, &st) < 0)
+		chan_fail(c->chan_wr, "setup_binds", errno, "mount point under %s: open", shown);
+	char opts[64];
+	snprintf(opts, sizeof opts, "mode=%o,size=1m", (unsigned)(st.st_mode & 07777));
+	if (mount("tmpfs", nr, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		chan_fail(c->chan_wr, "setup_binds", errno, "mount point under %s: tmpfs", shown);
+	/* old still names the covered directory: its entries are read and bound from it. */
+	int nw = open(nr, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = fcntl(old, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (nw < 0 || !d)
+		chan_fail(c->chan_wr, "setup_binds", errno, "mount point under %s: read", shown);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			continue;
+		struct stat es;
+		if (fstatat(old, name, &es, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone meanwhile */
+		if (S_ISLNK(es.st_mode)) {
+			char target[4096];
+			ssize_t n = readlinkat(old, name, target, sizeof target - 1);
+			if (n < 0)
+				chan_fail(c->chan_wr, "setup_binds", errno, "mirror %s/%s", shown, name);
+			target[n] = '\0';
+			if (symlinkat(target, nw, name) < 0)
+				chan_fail(c->chan_wr, "setup_binds", errno, "mirror %s/%s", shown, name);
+			continue;
+		}
+		int r = S_ISDIR(es.st_mode) ? mkdirat(nw, name, 0755) : 0;
+		if (!S_ISDIR(es.st_mode)) {
+			int fd = openat(nw, name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+			r = fd;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "mirror %s/%s", shown, name);
+		LB_AUTOCLOSE int tree = open_tree(old, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+								 AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+		if (tree < 0 || move_mount(tree, "", nw, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "mirror %s/%s", shown, name);
+	}
+	closedir(d);
+	mirror_fds[nmirrored] = nw; /* kept open until the seal */
+	snprintf(mirrored[nmirrored++], sizeof mirrored[0], "%s", nr);
+}
+
+/* A mount point for dst that the host lacks, made inside the sandbox: docker creates missing
+ * mount points too, but in the container's own root; here the root is the host's, read-only,
+ * so the nearest existing directory above dst is mirrored onto a tmpfs first. */
+static void ensure_mount_point(init_ctx *c, const char *dst, bool is_dir, size_t ntmpfs)
+{
+	if (in_sandbox_fs(c->sb, dst, ntmpfs))
+		return;
+	char p[4096];
+	nr_path(p, sizeof p, dst);
+	struct stat st;
+	if (lstat(p, &st) == 0)
+		return;
+	if (errno != ENOENT)
+		chan_fail(c->chan_wr, "setup_binds", errno, "mount point for %s", dst);
+	char anc[4000], nra[4096];
+	snprintf(anc, sizeof anc, "%s", dst);
+	for (;;) {
+		char *slash = strrchr(anc, '/');
+		if (!slash)
+			chan_fail(c->chan_wr, "setup_binds", EINVAL, "mount point for %s", dst);
+		slash[slash == anc ? 1 : 0] = '\0';
+		nr_path(nra, sizeof nra, anc);
+		if (lstat(nra, &st) == 0)
+			break;
+		if (errno != ENOENT)
+			chan_fail(c->chan_wr, "setup_binds", errno, "mount point for %s", dst);
+	}
+	if (!S_ISDIR(st.st_mode))
+		chan_fail(c->chan_wr, "setup_binds", ENOTDIR, "mount point for %s: %s", dst, anc);
+	bool done = false;
+	for (size_t i = 0; i < nmirrored && !done; i++)
+		done = strcmp(mirrored[i], nra) == 0;
+	if (!done)
+		mirror_dir(c, nra, anc);
+	int r = make_mount_point(p, is_dir);
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_binds", -r, "mount point for %s", dst);
+}
+
+/* Mount points first, while the new root is still the plain clone of the host's: a mirror
+ * made later would cover the hidden and private directories' tmpfs. */
+static void prepare_mount_points(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	for (size_t i = 0; i < sb->ntmpfs; i++)
+		ensure_mount_point(c, sb->tmpfs[i].path, true, i);
+	for (size_t i = 0; i < sb->nbinds; i++) {
+		struct stat st;
+		if (fstat(c->bind_fds[i], &st) < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "stat %s", sb->binds[i].src);
+		ensure_mount_point(c, sb->binds[i].dst, S_ISDIR(st.st_mode), sb->ntmpfs);
+	}
+}
+
+static void mount_tmpfs_dirs(init_ctx *c)
+{
+	char p[4096], opts[96];
+	for (size_t i = 0; i < c->sb->ntmpfs; i++) {
+		const lb_tmpfs *t = &c->sb->tmpfs[i];
+		nr_path(p, sizeof p, t->path);
+		int r = make_mount_point(p, true);
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_tmpfs", -r, "mount point for --tmpfs %s", t->path);
+		snprintf(opts, sizeof opts, "mode=%o,size=%llu", t->mode, (unsigned long long)t->size);
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			chan_fail(c->chan_wr, "setup_tmpfs", errno, "mount --tmpfs %s", t->path);
+	}
 }
 
 static void bind_one(init_ctx *c, int srcfd, const char *dst, bool writable)
@@ -316,6 +476,7 @@ static void setup_root(init_ctx *c)
 		chan_fail(c->chan_wr, "setup_root", errno, "mkdir " NEWROOT);
 	if (move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "attach the new root");
+	prepare_mount_points(c);
 
 	for (size_t i = 0; i < sb->nhidden; i++) {
 		nr_path(p, sizeof p, sb->hidden[i]);
@@ -340,6 +501,7 @@ static void setup_root(init_ctx *c)
 		chan_fail(c->chan_wr, "setup_proc", errno, "mount a fresh /proc");
 	setup_sys(c);
 	setup_masks(c);
+	mount_tmpfs_dirs(c);
 
 	for (size_t i = 0; i < sb->nbinds; i++)
 		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);
@@ -353,6 +515,11 @@ static void setup_root(init_ctx *c)
 		nr_path(p, sizeof p, sb->hidden[i]);
 		if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
 			chan_fail(c->chan_wr, "setup_root", errno, "seal %s", sb->hidden[i]);
+	}
+	for (size_t i = 0; i < nmirrored; i++) {
+		if (mount_setattr(mirror_fds[i], "", AT_EMPTY_PATH, &ro_only, sizeof ro_only) < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "seal the mount points");
+		close(mirror_fds[i]);
 	}
 	nr_path(p, sizeof p, "/dev");
 	if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)

@@ -10,6 +10,13 @@ enum {
 	LB_DEGRADED_CPUS = 4,
 };
 
+/* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
+typedef struct lb_tmpfs {
+	char *path;
+	uint64_t size;
+	unsigned mode;
+} lb_tmpfs;
+
 typedef struct lb_bind {
 	char *src;
 	char *dst;
@@ -48,6 +55,9 @@ struct lb_sandbox {
 	lb_output_fn out_fn;
 	void *out_ctx;
 	uint64_t tmpfs_size;
+	uint64_t shm_size; /* /dev/shm; 0: tmpfs_size */
+	lb_tmpfs *tmpfs;   /* extra tmpfs mounts, in the order given (mounts.c) */
+	size_t ntmpfs;
 	uid_t host_uid;
 	gid_t host_gid;
 	bool cgroup_accounting; /* a cgroup for peak memory even without limits */
@@ -55,5 +65,8 @@ struct lb_sandbox {
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
 };
+
+/* Frees what mounts.c added (the tmpfs list). */
+void lb_sandbox_free_mounts(lb_sandbox *sb);
 
 #endif

@@ -1,0 +1,262 @@
+/* Mount flags shared by run and exec: -v (checked here, so a bad spec is a usage error before
+ * anything starts), --tmpfs and --shm-size as docker spells them; and the thread counts
+ * --cpus implies. Kept in the manifest's sandbox config so `labbox rerun` repeats them. */
+#include "cli.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TMPFS_SIZE ((uint64_t)1 << 30) /* as the private /tmp */
+
+static int push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof **v);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* -v SRC:DST[:ro|rw]. Paths cannot hold ':', since docker's syntax splits at each one:
+ * say so instead of reading part of a path as a mode. */
+static int check_volume(const char *cmd, const char *spec)
+{
+	size_t colons = 0;
+	for (const char *p = spec; *p; p++)
+		colons += *p == ':';
+	const char *last = strrchr(spec, ':');
+	bool mode_ok = colons == 2 && (strcmp(last + 1, "ro") == 0 || strcmp(last + 1, "rw") == 0);
+	if (colons > 2 || (colons == 2 && !mode_ok && strchr(last + 1, '/'))) {
+		cli_error(cmd, "-v '%s': a path with ':' in it cannot be mounted: -v splits "
+			  "SRC:DST[:ro|rw] at each ':' (link or rename the path)", spec);
+		return -1;
+	}
+	if (colons == 2 && !mode_ok) {
+		cli_error(cmd, "-v '%s': mode '%s' is not ro or rw (and a path with ':' in it "
+			  "cannot be mounted: -v splits at each ':')", spec, last + 1);
+		return -1;
+	}
+	if (spec[0] != '/' || colons == 0) {
+		cli_error(cmd, "-v '%s' is not of the form /SRC:/DST[:ro|rw] (absolute paths)", spec);
+		return -1;
+	}
+	const char *dst = strchr(spec, ':') + 1;
+	if (dst[0] != '/') {
+		cli_error(cmd, "-v '%s': destination must be an absolute path", spec);
+		return -1;
+	}
+	if (dst[strspn(dst, "/")] == '\0' || dst[strspn(dst, "/")] == ':') {
+		cli_error(cmd, "-v '%s': the sandbox's root cannot be replaced", spec);
+		return -1;
+	}
+	return 0;
+}
+
+/* --tmpfs PATH[:size=SIZE[,mode=OCTAL]] */
+static int parse_tmpfs(const char *cmd, const char *spec, char *path, size_t pathlen,
+		       uint64_t *size, unsigned *mode)
+{
+	*size = DEFAULT_TMPFS_SIZE;
+	*mode = 01777;
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (n == 0 || n >= pathlen || spec[0] != '/') {
+		cli_error(cmd, "--tmpfs '%s' is not of the form /PATH[:size=SIZE]", spec);
+		return -1;
+	}
+	memcpy(path, spec, n);
+	path[n] = '\0';
+	if (strcmp(path, "/") == 0 || strstr(path, "/..") || under(path, "/proc") ||
+	    under(path, "/sys") || under(path, "/dev")) {
+		cli_error(cmd, "--tmpfs '%s': %s is built by the sandbox itself and cannot be a "
+			  "tmpfs%s", spec, path,
+			  under(path, "/dev") ? " (--shm-size sets the size of /dev/shm)" : "");
+		return -1;
+	}
+	if (!colon)
+		return 0;
+	LB_AUTOFREE char *opts = strdup(colon + 1);
+	if (!opts)
+		return -1;
+	char *save = NULL;
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		if (strncmp(o, "size=", 5) == 0) {
+			if (lb_parse_size(o + 5, size) < 0 || *size == 0) {
+				cli_error(cmd, "--tmpfs '%s': size '%s' is not a size such as 512m or 4g",
+					  spec, o + 5);
+				return -1;
+			}
+		} else if (strncmp(o, "mode=", 5) == 0) {
+			char *end;
+			errno = 0;
+			unsigned long m = strtoul(o + 5, &end, 8);
+			if (errno || end == o + 5 || *end || m > 07777) {
+				cli_error(cmd, "--tmpfs '%s': mode '%s' is not an octal mode such as 1777",
+					  spec, o + 5);
+				return -1;
+			}
+			*mode = (unsigned)m;
+		} else {
+			cli_error(cmd, "--tmpfs '%s': option '%s' is not supported (size=SIZE, "
+				  "mode=OCTAL)", spec, o);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int cli_mount_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o)
+{
+	switch (opt) {
+	case 'v':
+		if (check_volume(cmd, arg) < 0)
+			return -1;
+		return push(&o->volumes, &o->nvolumes, arg) < 0 ? -1 : 1;
+	case OPT_TMPFS: {
+		char path[PATH_MAX];
+		uint64_t size;
+		unsigned mode;
+		if (parse_tmpfs(cmd, arg, path, sizeof path, &size, &mode) < 0)
+			return -1;
+		return push(&o->tmpfs, &o->ntmpfs, arg) < 0 ? -1 : 1;
+	}
+	case OPT_SHM_SIZE:
+		if (lb_parse_size(arg, &o->shm_size) < 0 || o->shm_size == 0) {
+			cli_error(cmd, "--shm-size '%s' is not a size such as 64m or 2g", arg);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
+{
+	LB_AUTOFREE char *s = strdup(spec);
+	if (!s)
+		return -1;
+	char *src = s;
+	char *dst = strchr(s, ':');
+	*dst++ = '\0';
+	char *mode = strchr(dst, ':');
+	if (mode)
+		*mode++ = '\0';
+	bool writable = mode && strcmp(mode, "rw") == 0;
+	char real[PATH_MAX];
+	if (!realpath(src, real)) {
+		cli_error(cmd, "-v '%s': %s: %s", spec, src, strerror(errno));
+		return -1;
+	}
+	/* The host's kernel file systems would show the host's processes, devices and kernel
+	 * settings inside, which is what the sandbox's fresh /proc and minimal /dev are for;
+	 * GPUs come through --gpus. */
+	if (under(real, "/proc") || under(real, "/sys") || under(real, "/dev")) {
+		cli_error(cmd, "-v '%s': %s is the host's kernel file system (/proc, /sys, /dev): it "
+			  "is not mounted into the sandbox, which has its own /proc and /dev (GPUs: "
+			  "--gpus)", spec, real);
+		return -1;
+	}
+	int r = lb_sandbox_add_bind(sb, real, dst, writable);
+	if (r < 0) {
+		cli_error(cmd, "-v '%s': %s: %s", spec, src, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* Libraries size their thread pools by the host's cores, not the CPU limit: N cores shared
+ * by 64 OpenMP threads run slower than N threads. The user's own -e wins. */
+static const char *const thread_vars[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
+					  "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+					  "VECLIB_MAXIMUM_THREADS"};
+
+static bool env_sets(const cli_sandbox_opts *o, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < o->nenv; i++)
+		if (strncmp(o->env[i], name, n) == 0 && o->env[i][n] == '=')
+			return true;
+	return false;
+}
+
+int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
+{
+	for (size_t i = 0; i < o->nvolumes; i++)
+		if (apply_volume(cmd, o->volumes[i], sb) < 0)
+			return CLI_EXIT_USAGE;
+	for (size_t i = 0; i < o->ntmpfs; i++) {
+		char path[PATH_MAX];
+		uint64_t size;
+		unsigned mode;
+		if (parse_tmpfs(cmd, o->tmpfs[i], path, sizeof path, &size, &mode) < 0)
+			return CLI_EXIT_USAGE;
+		int r = lb_sandbox_add_tmpfs(sb, path, size, mode);
+		if (r < 0) {
+			cli_error(cmd, "--tmpfs '%s': %s", o->tmpfs[i], strerror(-r));
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o->shm_size && lb_sandbox_set_shm_size(sb, o->shm_size) < 0) {
+		cli_error(cmd, "--shm-size: not a size");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->cpus > 0) {
+		char kv[64];
+		double n = ceil(o->cpus);
+		for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
+			if (env_sets(o, thread_vars[i]))
+				continue;
+			snprintf(kv, sizeof kv, "%s=%.0f", thread_vars[i], n);
+			if (lb_sandbox_add_env(sb, kv) < 0)
+				return 125;
+		}
+	}
+	return 0;
+}
+
+void cli_mounts_json(const cli_sandbox_opts *o, struct json_object *j)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < o->ntmpfs; i++)
+		json_object_array_add(a, json_object_new_string(o->tmpfs[i]));
+	json_object_object_add(j, "tmpfs", a);
+	json_object_object_add(j, "shm_size_bytes",
+			       o->shm_size ? json_object_new_int64((int64_t)o->shm_size) : NULL);
+}
+
+int cli_mounts_from_json(struct json_object *j, cli_sandbox_opts *o)
+{
+	json_object *v;
+	if (!j)
+		return 0;
+	if (json_object_object_get_ex(j, "shm_size_bytes", &v) && v)
+		o->shm_size = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "tmpfs", &v) && json_object_is_type(v, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			if (push(&o->tmpfs, &o->ntmpfs,
+				 json_object_get_string(json_object_array_get_idx(v, i))) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
+void cli_mounts_free(cli_sandbox_opts *o)
+{
+	for (size_t i = 0; i < o->ntmpfs; i++)
+		free(o->tmpfs[i]);
+	free(o->tmpfs);
+}
