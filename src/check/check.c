@@ -324,7 +324,9 @@ static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t 
 		}
 		free(data);
 		if (rr < 0) {
-			snprintf(err, errlen, "%s: %s", abs[i], strerror(-rr));
+			snprintf(err, errlen, "%s: %s", abs[i],
+				 rr == -EFBIG ? "larger than the check's limit of 8 MiB"
+					      : strerror(-rr));
 			r = rr;
 		}
 	}

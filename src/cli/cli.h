@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define CLI_EXIT_USAGE 2
+#define CLI_MEMORY_MIN ((uint64_t)32 << 20) /* the smallest --memory accepted */
 
 /* Flags shared by run and exec (docker's names where docker has one). */
 typedef struct cli_sandbox_opts {
@@ -131,6 +132,11 @@ struct json_object;
 /* The shared flags as JSON (kept in the manifest) and back (for rerun). */
 struct json_object *cli_sandbox_json(const cli_sandbox_opts *o);
 int cli_sandbox_opts_from_json(struct json_object *j, cli_sandbox_opts *o);
+/* printf for human output on stdout that shows what records hold (names of directories and
+ * files, metric names, messages an experiment wrote): control characters, DEL, C1 controls
+ * and bytes that are not UTF-8 are printed as \xNN, so no record can move the cursor, retitle
+ * the terminal or hide text from the person reading it. Newlines and tabs pass. */
+int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The unknown-option message for getopt's '?' result. */

@@ -82,6 +82,13 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 			cli_error(cmd, "--memory '%s' is not a size such as 512m or 4g", arg);
 			return -1;
 		}
+		/* Below this the sandbox's own processes are killed while they set it up, which
+		 * would read as a crash; no interpreter starts in it anyway. */
+		if (o->memory < CLI_MEMORY_MIN) {
+			cli_error(cmd, "--memory '%s' is too small: the sandbox needs at least 32m "
+				  "(a Python interpreter alone takes about 10m)", arg);
+			return -1;
+		}
 		return 1;
 	case OPT_CPUS: {
 		char *end;
@@ -357,4 +364,31 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)
 		return -ENOMEM;
 	return cli_mounts_from_json(j, o);
+}
+
+int cli_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	LB_AUTOFREE char *text = NULL;
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return n;
+	const unsigned char *u = (const unsigned char *)text;
+	for (size_t i = 0; i < (size_t)n;) {
+		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, (size_t)n - i);
+		bool c1 = k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0; /* U+0080..U+009F */
+		bool ctl = k == 1 && ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f);
+		if (k == 0 || ctl || c1) {
+			size_t m = k ? k : 1;
+			for (size_t j = 0; j < m; j++)
+				printf("\\x%02x", u[i + j]);
+			i += m;
+			continue;
+		}
+		fwrite(u + i, 1, k, stdout);
+		i += k;
+	}
+	return n;
 }

@@ -133,6 +133,11 @@ static void print_summary(FILE *f, const lb_run_result *out)
 					json_object_get_int(v1), json_object_get_string(v4),
 					json_object_get_string(v2), json_object_get_string(v3));
 		}
+	json_object *chk, *cerr;
+	if (json_object_object_get_ex(doc, "check", &chk) &&
+	    json_object_object_get_ex(chk, "error", &cerr) && cerr)
+		fprintf(f, "  check: could not check the code, so it was not run: %s\n",
+			json_object_get_string(cerr));
 	json_object *fail;
 	if (json_object_object_get_ex(doc, "failure", &fail) && fail) {
 		json_object *cls, *sum, *sug;

@@ -148,7 +148,7 @@ static int runs_list(const runs_opts *o)
 		json_object_put(doc);
 		return 0;
 	}
-	printf("%-24s %-16s %-20s %8s  %s\n", "ID", "STATUS", "STARTED (UTC)", "WALL_S", "METRICS");
+	cli_printf("%-24s %-16s %-20s %8s  %s\n", "ID", "STATUS", "STARTED (UTC)", "WALL_S", "METRICS");
 	for (size_t i = 0; i < json_object_array_length(rows); i++) {
 		json_object *row = json_object_array_get_idx(rows, i), *m, *w;
 		char started[21];
@@ -156,14 +156,14 @@ static int runs_list(const runs_opts *o)
 		char wall[32] = "-";
 		if (json_object_object_get_ex(row, "wall_s", &w) && w)
 			snprintf(wall, sizeof wall, "%.2f", json_object_get_double(w));
-		printf("%-24s %-16s %-20s %8s  ", get_str(row, "id", "?"),
+		cli_printf("%-24s %-16s %-20s %8s  ", get_str(row, "id", "?"),
 		       get_str(row, "status", "?"), started, wall);
 		int shown = 0, total = 0;
 		if (json_object_object_get_ex(row, "metrics", &m)) {
 			json_object_object_foreach(m, k, v)
 			{
 				if (shown < 3) {
-					printf("%s%s=%s", shown ? " " : "", k,
+					cli_printf("%s%s=%s", shown ? " " : "", k,
 					       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)
 						 : "null");
 					shown++;
@@ -172,7 +172,7 @@ static int runs_list(const runs_opts *o)
 			}
 		}
 		if (total > shown)
-			printf(" (+%d)", total - shown);
+			cli_printf(" (+%d)", total - shown);
 		putchar('\n');
 	}
 	json_object_put(rows);
@@ -198,28 +198,28 @@ static int runs_show(const runs_opts *o, const char *id)
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
-		printf("run %s: %s\n", get_str(row, "id", "?"), get_str(row, "status", "?"));
-		printf("  started  %s\n  ended    %s\n", get_str(row, "started_at", "-"),
+		cli_printf("run %s: %s\n", get_str(row, "id", "?"), get_str(row, "status", "?"));
+		cli_printf("  started  %s\n  ended    %s\n", get_str(row, "started_at", "-"),
 		       get_str(row, "ended_at", "-"));
-		printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
+		cli_printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
 		       get_str(row, "run_dir", "-"));
 		json_object *interp, *git, *m;
 		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp))
-			printf("  python   %s (%s)\n", get_str(interp, "version", "?"),
+			cli_printf("  python   %s (%s)\n", get_str(interp, "version", "?"),
 			       get_str(interp, "path", "?"));
 		if (manifest && json_object_object_get_ex(manifest, "git", &git) && git)
-			printf("  git      %s%s\n", get_str(git, "commit", "?"),
+			cli_printf("  git      %s%s\n", get_str(git, "commit", "?"),
 			       json_object_get_boolean(json_object_object_get(git, "dirty")) ? " (dirty)" : "");
 		if (json_object_object_get_ex(row, "metrics", &m)) {
 			json_object_object_foreach(m, k, v)
 			{
-				printf("  %-40s %s\n", k,
+				cli_printf("  %-40s %s\n", k,
 				       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "null");
 			}
 		}
 		json_object *fail;
 		if (result && json_object_object_get_ex(result, "failure", &fail) && fail)
-			printf("  failure  %s: %s\n", get_str(fail, "class", "?"),
+			cli_printf("  failure  %s: %s\n", get_str(fail, "class", "?"),
 			       get_str(fail, "summary", ""));
 	}
 	json_object_put(row);
@@ -295,7 +295,7 @@ static void diff_objects(const char *prefix, json_object *a, json_object *b, jso
 
 static void print_val(json_object *v)
 {
-	printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
+	cli_printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
 }
 
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
@@ -376,35 +376,35 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
-		printf("A = %s (%s)\nB = %s (%s)\n\n", get_str(ra, "id", ""), get_str(ra, "status", ""),
+		cli_printf("A = %s (%s)\nB = %s (%s)\n\n", get_str(ra, "id", ""), get_str(ra, "status", ""),
 		       get_str(rb, "id", ""), get_str(rb, "status", ""));
-		printf("%-36s %-22s %-22s %s\n", "METRIC", "A", "B", "B - A");
+		cli_printf("%-36s %-22s %-22s %s\n", "METRIC", "A", "B", "B - A");
 		for (size_t i = 0; i < json_object_array_length(metrics); i++) {
 			json_object *e = json_object_array_get_idx(metrics, i);
-			printf("%-36s ", get_str(e, "metric", ""));
+			cli_printf("%-36s ", get_str(e, "metric", ""));
 			print_val(json_object_object_get(e, "a"));
 			putchar(' ');
 			print_val(json_object_object_get(e, "b"));
 			json_object *d = json_object_object_get(e, "delta");
 			if (d)
-				printf(" %+.6g", json_object_get_double(d));
+				cli_printf(" %+.6g", json_object_get_double(d));
 			putchar('\n');
 		}
 		json_object *sections[4] = {config, env, pkgs, files};
 		const char *titles[4] = {"configuration", "environment", "packages", "staged files"};
 		for (int s = 0; s < 4; s++) {
 			size_t n = json_object_array_length(sections[s]);
-			printf("\n%s: %s\n", titles[s], n ? "differs" : "same");
+			cli_printf("\n%s: %s\n", titles[s], n ? "differs" : "same");
 			for (size_t i = 0; i < n && i < 50; i++) {
 				json_object *d = json_object_array_get_idx(sections[s], i);
-				printf("  %-40s ", get_str(d, "key", ""));
+				cli_printf("  %-40s ", get_str(d, "key", ""));
 				print_val(json_object_object_get(d, "a"));
-				printf(" -> ");
+				cli_printf(" -> ");
 				print_val(json_object_object_get(d, "b"));
 				putchar('\n');
 			}
 			if (n > 50)
-				printf("  ... %zu more\n", n - 50);
+				cli_printf("  ... %zu more\n", n - 50);
 		}
 		json_object_put(metrics);
 		json_object_put(config);
@@ -474,7 +474,7 @@ static int runs_export(const runs_opts *o)
 		json_object_object_add(target, "runs", done);
 		json_object_object_add(doc, kinds[t], target);
 		if (!o->json && r == 0)
-			printf("exported %zu run%s to %s (%s)%s%s\n", n, n == 1 ? "" : "s", dirs[t],
+			cli_printf("exported %zu run%s to %s (%s)%s%s\n", n, n == 1 ? "" : "s", dirs[t],
 			       t == 0 ? "MLflow file store" : "Sacred FileStorageObserver",
 			       t == 0 ? "; browse with: mlflow ui --backend-store-uri " : "",
 			       t == 0 ? dirs[t] : "");
@@ -941,24 +941,24 @@ int cli_rerun(int argc, char **argv)
 		cli_json_print(out.doc);
 	} else {
 		size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
-		printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,
+		cli_printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,
 		       get_str(out.doc, "status", "?"), rc);
 		if (nd == 0)
-			printf("  metrics match the original run: yes");
+			cli_printf("  metrics match the original run: yes");
 		else
-			printf("  metrics match the original run: NO, %zu differ", nd);
+			cli_printf("  metrics match the original run: NO, %zu differ", nd);
 		if (nt)
-			printf(" (timings compared apart: %zu differ, as timings do)", nt);
+			cli_printf(" (timings compared apart: %zu differ, as timings do)", nt);
 		putchar('\n');
 		for (size_t i = 0; i < nd && i < 20; i++) {
 			json_object *d = json_object_array_get_idx(diffs, i);
-			printf("  %-40s ", get_str(d, "key", ""));
+			cli_printf("  %-40s ", get_str(d, "key", ""));
 			print_val(json_object_object_get(d, "a"));
-			printf(" -> ");
+			cli_printf(" -> ");
 			print_val(json_object_object_get(d, "b"));
 			putchar('\n');
 		}
-		printf("  run dir: %s\n", out.run_dir);
+		cli_printf("  run dir: %s\n", out.run_dir);
 	}
 done:
 	if (made_tmp) {

@@ -133,7 +133,33 @@ int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err,
 	}
 	int r = 0;
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (!root) {
+	/* A NUL ("\0" in a quoted string) would silently cut the value it is in where C reads
+	 * it: an argument, a path. */
+	for (yaml_node_t *n = doc.nodes.start; root && r == 0 && n < doc.nodes.top; n++)
+		if (n->type == YAML_SCALAR_NODE &&
+		    memchr(n->data.scalar.value, '\0', n->data.scalar.length))
+			r = bad(err, errlen, n, "%s", "a value holds a NUL byte, which no argument "
+							 "or path can carry");
+	/* A second document would be ignored: say so instead. */
+	yaml_document_t next;
+	if (r == 0 && root) {
+		if (!yaml_parser_load(&parser, &next)) {
+			snprintf(err, errlen, "labbox.yaml line %zu: %s", parser.problem_mark.line + 1,
+				 parser.problem ? parser.problem : "not valid YAML");
+			r = -EINVAL;
+		} else {
+			yaml_node_t *nroot = yaml_document_get_root_node(&next);
+			bool empty = nroot && nroot->type == YAML_SCALAR_NODE &&
+				     nroot->data.scalar.length == 0; /* a trailing "---" */
+			if (nroot && !empty)
+				r = bad(err, errlen, nroot, "%s",
+					"a second YAML document (after ---): labbox.yaml holds one");
+			yaml_document_delete(&next);
+		}
+	}
+	if (r < 0) {
+		/* said above */
+	} else if (!root) {
 		/* An empty file is an empty configuration. */
 	} else if (root->type != YAML_MAPPING_NODE) {
 		r = bad(err, errlen, root, "%s", "the top level must be a mapping of keys to values");

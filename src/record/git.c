@@ -218,6 +218,9 @@ int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
+		/* Out of the terminal's process group as well: the sandbox's processes take the
+		 * default dispositions back, and a Ctrl-C meant for the run must not end git. */
+		setsid();
 		lb_buf b = {0};
 		char err[512] = "";
 		if (git_sandboxed(dir, top, diff_max, &b, err, sizeof err) < 0 || !b.data) {

@@ -100,8 +100,9 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 		close(cfd);
 	int rc = sqlite3_open_v2(path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "cannot open the run index %s: %s", path,
-			 ix->db ? sqlite3_errmsg(ix->db) : sqlite3_errstr(rc));
+		/* The reason first: a long path would cut it off. */
+		snprintf(err, errlen, "cannot open the run index (%s): %s",
+			 ix->db ? sqlite3_errmsg(ix->db) : sqlite3_errstr(rc), path);
 		sqlite3_close(ix->db);
 		free(ix);
 		return -EIO;

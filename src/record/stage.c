@@ -227,6 +227,10 @@ int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
 	char abs[PATH_MAX];
 	if (!realpath(runs_dir, abs))
 		return -errno;
+	/* Room for RUN_ID/exp/ and the longest record name: a path cut by PATH_MAX would name
+	 * another file, or none. */
+	if (strlen(abs) + 64 + 32 >= PATH_MAX)
+		return -ENAMETOOLONG;
 	for (int attempt = 0; attempt < 8; attempt++) {
 		char rnd[9];
 		r = lb_random_hex(rnd, 3);

@@ -389,6 +389,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 {
 	int r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
 					 &out->run_dir);
+	if (r == -ENAMETOOLONG)
+		return usage_error(out, "the runs directory's path is too long: a run's records "
+				   "would pass PATH_MAX (%d bytes); choose a shorter --runs-dir",
+				   PATH_MAX);
 	if (r < 0)
 		return usage_error(out, "cannot create a run directory under '%s': %s",
 				   req->runs_dir ? req->runs_dir : ".labbox/runs", strerror(-r));

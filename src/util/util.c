@@ -351,7 +351,9 @@ int lb_parse_size(const char *s, uint64_t *out)
 	if (*end)
 		return -EINVAL;
 	double bytes = v * mult;
-	if (bytes >= 18446744073709551615.0)
+	/* Past 2^63 a size is no size a machine has, and records (JSON, SQLite) keep signed
+	 * 64-bit integers: it would come back negative. */
+	if (bytes >= 9223372036854775808.0)
 		return -ERANGE;
 	*out = (uint64_t)bytes;
 	return 0;

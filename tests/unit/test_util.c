@@ -90,6 +90,11 @@ static void test_parse_size(void **state)
 	assert_int_equal(lb_parse_size("4x", &v), -EINVAL);
 	assert_int_equal(lb_parse_size("4gg", &v), -EINVAL);
 	assert_int_equal(lb_parse_size("nan", &v), -EINVAL);
+	/* 2^63 and above would be recorded as negative numbers */
+	assert_int_equal(lb_parse_size("8388607t", &v), 0);
+	assert_int_equal(lb_parse_size("9223372036854775808", &v), -ERANGE);
+	assert_int_equal(lb_parse_size("8388608t", &v), -ERANGE);
+	assert_int_equal(lb_parse_size("1e30", &v), -ERANGE);
 }
 
 static void test_parse_seconds_and_long(void **state)

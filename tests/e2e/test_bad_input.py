@@ -1,0 +1,95 @@
+"""Bad input gets a clear error naming the problem and a defined exit code; records never
+let a name play tricks on the terminal of the person reading them."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import LABBOX, PYTHON, labbox, write_exp
+
+GOOD = 'print("accuracy: 0.5")\n'
+
+
+@pytest.mark.parametrize("yaml,needle", [
+    ('args: ["a\\0b"]\n', "NUL"),
+    ('entry: "ma\\0in.py"\n', "NUL"),
+    ("args: [a]\n---\nargs: [b]\n", "second YAML document"),
+])
+def test_yaml_that_would_be_misread_is_refused(tmp_path, yaml, needle):
+    exp = write_exp(tmp_path, GOOD, yaml=yaml)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 2, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    assert needle in doc["error"]["message"], doc
+    assert "labbox.yaml line" in doc["error"]["message"], doc
+
+
+def test_trailing_document_marker_is_fine(tmp_path):
+    exp = write_exp(tmp_path, GOOD, yaml="args: [a]\n---\n")
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("flag,value,needle", [
+    ("--memory", "512", "too small"),
+    ("--memory", "9223372036854775808", "9223372036854775808"),
+    ("--disk-limit", "8388608t", "8388608t"),
+])
+def test_sizes_out_of_range_are_refused(tmp_path, flag, value, needle):
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox("run", "--json", flag, value, "--python", PYTHON, "--runs-dir",
+               tmp_path / "runs", exp)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert needle in json.loads(p.stdout)["error"]["message"]
+
+
+def test_largest_size_is_recorded_as_given(tmp_path):
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox("run", "--json", "--disk-limit", "8388607t", "--python", PYTHON, "--runs-dir",
+               tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    man = json.loads((Path(json.loads(p.stdout)["run_dir"]) / "manifest.json").read_text())
+    assert man["config"]["disk_limit_bytes"] == 8388607 << 40
+
+
+def test_runs_show_and_list_print_no_terminal_escapes(tmp_path):
+    """A directory named with escape sequences (retitle the terminal, clear the screen)
+    is shown with them escaped, never sent to the terminal."""
+    name = "exp\x1b]0;pwned\x07\x1b[2J\x9b31m"
+    exp = write_exp(tmp_path, 'print("accuracy: 0.5")\nprint("note\\x1b[8m: hidden")\n',
+                    name=name)
+    runs = tmp_path / "runs"
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 0, p.stderr
+    rid = json.loads(p.stdout)["id"]
+    for args in (("runs", "show", rid), ("runs", "list")):
+        q = labbox(*args, "--runs-dir", runs)
+        assert q.returncode == 0, q.stderr
+        out = q.stdout
+        assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, repr(out)
+    q = labbox("runs", "show", rid, "--runs-dir", runs)
+    assert "\\x1b]0;pwned" in q.stdout, q.stdout
+
+
+def test_entry_point_too_large_to_check_says_why(tmp_path):
+    exp = write_exp(tmp_path, "x = 1\n" * 1500000 + GOOD)
+    p = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 3, p.stderr
+    assert "larger than the check's limit of 8 MiB" in p.stderr, p.stderr
+    q = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    doc = json.loads(q.stdout)
+    assert doc["status"] == "rejected" and "8 MiB" in doc["check"]["error"], doc["check"]
+
+
+def test_runs_directory_too_deep_for_its_records(tmp_path):
+    """A runs directory whose records would pass PATH_MAX is refused up front (exit 2, the
+    reason in full), never recorded under a cut path."""
+    deep = tmp_path
+    while len(str(deep)) < 4010:
+        deep = deep / ("d" * 200)
+    deep.mkdir(parents=True)
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", deep / "runs", exp)
+    assert p.returncode == 2, p.stdout[-1000:] + p.stderr[-1000:]
+    assert "PATH_MAX" in json.loads(p.stdout)["error"]["message"]
