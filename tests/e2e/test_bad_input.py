@@ -76,7 +76,7 @@ def test_entry_point_too_large_to_check_says_why(tmp_path):
     exp = write_exp(tmp_path, "x = 1\n" * 1500000 + GOOD)
     p = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
     assert p.returncode == 3, p.stderr
-    assert "larger than the check's limit of 8 MiB" in p.stderr, p.stderr
+    assert "larger than the check's limit of 8 MiB" in p.stdout + p.stderr, p.stdout
     q = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
     doc = json.loads(q.stdout)
     assert doc["status"] == "rejected" and "8 MiB" in doc["check"]["error"], doc["check"]
