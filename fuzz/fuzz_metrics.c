@@ -47,7 +47,17 @@ static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 {
 	if (!inside(ml->str, ml->str_len, data, size) || ml->str_len == 0)
 		abort();
-	if (ml->n_tags > LB_METRIC_TAGS_MAX || strlen(ml->name) == 0 ||
+	if (ml->n_values == 0 || ml->n_values > LB_METRIC_VALUES_MAX)
+		abort();
+	for (size_t i = 0; i < ml->n_values; i++) {
+		const lb_metric_value *v = &ml->values[i];
+
+		if (!inside(v->str, v->str_len, data, size) || v->str_len == 0 ||
+		    strlen(v->name) == 0 || (v->remark && !inside(v->remark, v->remark_len, data, size)))
+			abort();
+	}
+	if (ml->n_tags > LB_METRIC_TAGS_MAX + (ml->form == LB_METRIC_FORM_PAIRED ? 2 : 0) ||
+	    strlen(ml->name) == 0 ||
 	    strlen(ml->name) > LB_METRIC_NAME_MAX)
 		abort();
 	switch (ml->form) {
@@ -60,6 +70,7 @@ static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 			abort();
 		/* fall through */
 	case LB_METRIC_FORM_SUMMARY:
+	case LB_METRIC_FORM_PAIRED:
 		if (ml->condition && (!inside(ml->condition, ml->condition_len, data, size) ||
 				      ml->condition_len == 0))
 			abort();
@@ -68,7 +79,12 @@ static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 		for (size_t i = 0; i < ml->n_tags; i++) {
 			const lb_metric_tag *t = &ml->tags[i];
 
-			if (!inside(t->key, t->key_len, data, size) ||
+			/* PAIRED's method= and baseline= keys are labbox's own text. */
+			bool own_key = ml->form == LB_METRIC_FORM_PAIRED &&
+				       (strncmp(t->key, "method", t->key_len) == 0 ||
+					strncmp(t->key, "baseline", t->key_len) == 0);
+
+			if ((!own_key && !inside(t->key, t->key_len, data, size)) ||
 			    !inside(t->value, t->value_len, data, size) || t->key_len == 0 ||
 			    t->key_len > LB_METRIC_TAG_KEY_MAX || t->value_len == 0)
 				abort();
@@ -143,6 +159,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The pure parsers on the raw input, which need no terminator. */
 	if (lb_metric_line_parse((const char *)data, size, &ml))
+		check_line(&ml, (const char *)data, size);
+	/* The same input as a print template (LB404 asks this). */
+	if (lb_metric_template_parse((const char *)data, size, &ml))
 		check_line(&ml, (const char *)data, size);
 	if (lb_parse_number((const char *)data, size, &v) && isfinite(v) && size < 512) {
 		/* The fast path must agree with strtod bit for bit. */

@@ -1,4 +1,4 @@
-/* libFuzzer target: results documents (results.json, final_info.json), parsed as
+/* libFuzzer target: results documents (results.json, final_info.json, results.csv), parsed as
  * lb_results_read parses them, then sanitized and validated. */
 #include <math.h>
 #include <stddef.h>
@@ -14,6 +14,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_object *doc = NULL, *clean, *issues;
 	char err[256];
 
+	/* The same bytes as results.csv: rows of objects that sanitize to strict JSON. */
+	if (lb_results_parse_csv((const char *)data, size, &doc, err, sizeof(err)) == 0) {
+		struct json_object *rows = lb_json_sanitize(doc);
+
+		if (!rows || !json_object_is_type(doc, json_type_array))
+			abort();
+		fuzz_assert_strict_json(rows);
+		json_object_put(rows);
+		json_object_put(doc);
+	} else if (doc) {
+		abort();
+	}
+	doc = NULL;
 	if (lb_results_parse((const char *)data, size, &doc, err, sizeof(err)) < 0) {
 		if (doc)
 			abort();

@@ -36,12 +36,15 @@ typedef enum lb_metric_kind {
 #define LB_METRIC_TAGS_TEXT_MAX 256
 
 typedef enum lb_metric_form {
-	LB_METRIC_FORM_PLAIN,   /* name: value (condition: X included) */
-	LB_METRIC_FORM_TAGGED,  /* condition=X [key=v ...] name: value */
+	LB_METRIC_FORM_PLAIN,   /* name: value [name: value ...] (condition: X included) */
+	LB_METRIC_FORM_TAGGED,  /* condition=X [key=v ...] name: value [name: value ...] */
 	LB_METRIC_FORM_SUMMARY, /* SUMMARY [condition=X] metric=name field=v ... */
+	LB_METRIC_FORM_PAIRED,  /* PAIRED: method vs baseline [regime=R] mean_diff=v ... */
 } lb_metric_form;
 
-/* One key=value pair; both point into the parsed line (the value without its quotes). */
+/* One key=value pair; both point into the parsed line (the value without its quotes). For
+ * PAIRED lines the method and baseline are pairs too, with the keys "method" and "baseline"
+ * (static text, not in the line). */
 typedef struct lb_metric_tag {
 	const char *key;
 	size_t key_len;
@@ -49,8 +52,34 @@ typedef struct lb_metric_tag {
 	size_t value_len;
 } lb_metric_tag;
 
+/* At most this many name: value pairs on one line; a line with more is not a metric line. */
+#define LB_METRIC_VALUES_MAX 16
+/* Longest text value (a label such as resnet-50) and longest (remark) after a number. */
+#define LB_METRIC_LABEL_MAX 64
+#define LB_METRIC_REMARK_MAX 64
+
+/* One name: value pair of a line. The value is a number, possibly annotated (a ratio 3/4, a
+ * percentage 12.3%, an uncertainty 0.5 +- 0.1, a remark 0.95 (best)), or a label: one token
+ * of at most LB_METRIC_LABEL_MAX letters, digits and _ . + -, starting with a letter or '_'
+ * (resnet-50, True, adam). "12.5s", "/a/path", "two words" are not values. */
+typedef struct lb_metric_value {
+	char name[LB_METRIC_NAME_MAX + 1]; /* blanks inside a name are one space each */
+	lb_metric_kind kind;
+	double number;	 /* a ratio's quotient; a percentage as printed (12.3 for 12.3%) */
+	const char *str; /* the value as printed, annotations included; points into the line */
+	size_t str_len;
+	bool ratio;	      /* "3/4": number is 0.75 */
+	bool percent;	      /* "12.3%" */
+	bool has_uncertainty; /* "0.5 +- 0.1", "0.5 ± 0.1", "0.5 +/- 0.1" */
+	double uncertainty;
+	const char *remark; /* "best" of "0.95 (best)", NULL when none; points into the line */
+	size_t remark_len;
+} lb_metric_value;
+
 typedef struct lb_metric_line {
-	char name[LB_METRIC_NAME_MAX + 1]; /* SUMMARY: the metric= value */
+	/* The first value, as values[0]: name, kind, number and str of SUMMARY and PAIRED lines
+	 * describe the field shown (mean=, mean_diff=) and values[0] repeats them. */
+	char name[LB_METRIC_NAME_MAX + 1]; /* SUMMARY: the metric= value; PAIRED: "M vs B" */
 	lb_metric_kind kind;
 	double number;
 	const char *str; /* points into the parsed line */
@@ -60,26 +89,54 @@ typedef struct lb_metric_line {
 	size_t condition_len;
 	size_t n_tags;
 	/* TAGGED: the key=v pairs other than condition=; SUMMARY: the fields other than
-	 * condition= and metric= (mean, std, n...). Sorted by key, keys unique. */
-	lb_metric_tag tags[LB_METRIC_TAGS_MAX];
+	 * condition= and metric= (mean, std, n...); PAIRED: method, baseline and the fields
+	 * (regime, mean_diff, ...). Sorted by key, keys unique. */
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
+	size_t n_values; /* >= 1 */
+	lb_metric_value values[LB_METRIC_VALUES_MAX];
 } lb_metric_line;
 
 /* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line
- * of one of three forms; out->form says which.
- * PLAIN: optional leading spaces, a name of [A-Za-z_][A-Za-z0-9_.\-/]* (at most
- *   LB_METRIC_NAME_MAX), optional spaces, ':', at least one space or tab, a non-empty value.
- *   Lines starting with '#' are not metric lines, nor is the end of a Python traceback
- *   ("ValueError: bad input": a name shaped like an exception class with a value that is not
- *   a number). str/str_len are the trimmed value for numbers too.
- * TAGGED: one or more key=value tokens separated by blanks, one of them condition=X, then a
- *   PLAIN line ("condition=lr0.1 seed=2 accuracy: 0.93"). Keys are [A-Za-z_][A-Za-z0-9_.-]*;
+ * of one of the forms; out->form says which. docs/decisions.md says why each rule is there.
+ * PLAIN: optional leading spaces, then one or more pairs `name: value`, separated by blanks
+ *   and optionally one of , ; | ("acc: 0.5 loss: 0.25", "acc: 0.5, loss: 0.25").
+ *   A name is words separated by blanks: the first starts with [A-Za-z_], later ones may
+ *   start with '(' too, and words hold [A-Za-z0-9_.\-/()] ("Tokens per second", "UCB
+ *   (Stochastic) cumulative_regret"), at most LB_METRIC_NAME_MAX bytes; then optional
+ *   blanks, ':', at least one blank, and a value (lb_metric_value). The whole line must be
+ *   pairs: "accuracy: 0.93 on the test set", "p: /some/path", "url: http://x" are not
+ *   metric lines. Not metric lines either: lines starting with '#'; the end of a Python
+ *   traceback ("ValueError: bad input": an exception-shaped name with a value that is not a
+ *   number); log lines (a name that is, or starts with, a logging level word in capitals,
+ *   INFO, WARNING, WARN, ERROR, DEBUG, CRITICAL, FATAL, TRACE, NOTICE, or such a word in any
+ *   case with a value that is not a number); progress lines (a pair named epoch, step,
+ *   batch, iter, iteration, global_step or episode, any case: "Epoch: 1, Batch: 5, Loss:
+ *   0.3"). The special names condition, TIME_ESTIMATE and TIME_GUARD, alone and first, take
+ *   the rest of the line as their value (text), as they always did.
+ * TAGGED: one or more key=value tokens separated by blanks, one of them condition=X, then
+ *   PLAIN pairs ("condition=lr0.1 seed=2 accuracy: 0.93"). Keys are [A-Za-z_][A-Za-z0-9_.-]*;
  *   a value is a run of non-blank bytes or "double quoted" (no escapes, no quote inside), and
  *   never empty. Key=value lines without condition= are not metric lines (a per-step log line
  *   such as "step=5 loss: 0.3" stays what it was), nor are lines that repeat a key.
  * SUMMARY: the word SUMMARY, then nothing but key=value tokens: metric= (a metric name) is
  *   required, condition= is optional, and at least one other field (mean=, std=, n=...) is
- *   needed. kind/number/str describe mean= when present, else the first field. */
+ *   needed. kind/number/str describe mean= when present, else the first field.
+ * PAIRED: AutoResearchClaw's paired comparison, "PAIRED: M vs B [regime=R] mean_diff=v
+ *   std_diff=v t_stat=v p_value=v [ci95=(lo,hi)]": method and baseline are tokens without
+ *   blanks, mean_diff= is required, other key=value tokens are fields (at most
+ *   LB_METRIC_TAGS_MAX), and other text between them is ignored, as AutoResearchClaw does.
+ *   kind/number/str describe mean_diff=. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
+
+/* The byte that stands for an interpolated value in a print template. */
+#define LB_METRIC_HOLE '\x01'
+
+/* Pure: whether a line the code prints, known only as a template (an f-string, a %-format or
+ * .format() string, a concatenation, print's arguments joined), is a metric line by
+ * lb_metric_line_parse's rules, with every LB_METRIC_HOLE byte standing for what is computed
+ * at run time: a number where a value goes, a word in a name or a tag value. The static check
+ * (LB404) asks this, so code it passes prints lines the collector reads. */
+bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out);
 
 /* Pure: parse a number the way research code prints it: "0.93", "-1e-3", "+5", "nan", "NaN",
  * "inf", "-Infinity", "1.5s" is NOT a number. Returns true and sets *out when the whole string
@@ -149,6 +206,15 @@ int lb_results_read(int dirfd, const char *name, size_t max, struct json_object 
 int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
 		     size_t errlen);
 
+/* results.csv: a header row of column names (unique, non-empty) and rows of as many cells
+ * (RFC 4180 quoting; blank lines skipped; a BOM allowed). The document is an array of one
+ * object per row, {column: value}: a cell that is a number (lb_parse_number, so nan and inf
+ * too) is a number, an empty unquoted cell null, anything else a string (valid UTF-8). At
+ * most 1024 columns, 100000 rows, 4096 bytes a cell. lb_results_read uses it for every name
+ * ending in .csv. Returns 0, -EINVAL with a reason in err, -EFBIG or -ENOMEM. */
+int lb_results_parse_csv(const char *data, size_t len, struct json_object **out, char *err,
+			 size_t errlen);
+
 /* Results files of a run ------------------------------------------------------------------ */
 
 /* Largest results file read; a larger one is an "unreadable" issue. */
@@ -166,8 +232,8 @@ const char *lb_results_out_dir_hint(char *const *args, size_t n);
  * lb_results_read's protections (no symlinks anywhere on the path, no FIFOs, regular files of
  * at most LB_RESULTS_MAX_BYTES, no "..", no absolute paths). Looked for, in this order, each
  * name once:
- *   results.json, final_info.json,
- *   OUT/final_info.json and OUT/results.json when out_dir_hint (OUT, see
+ *   results.json, final_info.json, results.csv,
+ *   OUT/final_info.json, OUT/results.json and OUT/results.csv when out_dir_hint (OUT, see
  *     lb_results_out_dir_hint; may be NULL) is a relative path,
  *   names[0..n) (labbox.yaml's results files; relative paths, at most LB_RESULTS_MAX_NAMES).
  * Each file read is added to files_out (a JSON object) under the name it was found by, e.g.
@@ -211,6 +277,9 @@ size_t lb_metrics_validate(const lb_metrics *m, struct json_object *results,
  *   "dropped"            plain or SUMMARY values lost past the collector's caps;
  *   "missing"            a declared metric found nowhere: no stdout line of any form and no
  *                        key (last dotted component or full dotted path) in any file;
+ *   "no_metrics"         the entry point exited 0 (completed) having reported no metric
+ *                        at all: no stdout metric of any form and no value in any results
+ *                        file, unless none_expected (labbox.yaml `metrics: none`);
  *   "time_guard_early"   TIME_GUARD fired before half of the budget had passed, so the
  *                        experiment cut its own results short with most of its time left
  *                        ("fired_at_s", "budget_s"); needs budget_s > 0 and a known time.
@@ -232,6 +301,7 @@ typedef struct lb_metrics_run_info {
 	double budget_s; /* the time budget; <= 0: none, no guard check */
 	bool completed;  /* the entry point exited with status 0; false when it failed or the
 			  * budget, a signal or labbox ended it (its plan did not run to its end) */
+	bool none_expected; /* labbox.yaml `metrics: none`: reporting nothing is no issue */
 } lb_metrics_run_info;
 size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
 			       struct json_object *issues, struct json_object *warnings);

@@ -5,12 +5,15 @@
  *   python: /usr/bin/python3 # interpreter (flag --python wins)
  *   budget: 300              # wall-clock seconds (flag --budget wins)
  *   metrics: [accuracy, loss]  # metrics the run must report
+ *   metrics: none            # the experiment reports no metric (else a run that exits 0
+ *                            # having reported none is invalid_metrics)
  *   results: [out/metrics.json]  # results files to read besides results.json, final_info.json
  *
  * Unknown keys are errors, so a typo never silently drops a setting. */
 #ifndef LABBOX_CONFIG_H
 #define LABBOX_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct lb_exp_config {
@@ -19,6 +22,7 @@ typedef struct lb_exp_config {
 	size_t nargs;
 	char **metrics;
 	size_t nmetrics;
+	bool metrics_none; /* `metrics: none`: a run may report no metric at all */
 	char *python;
 	double budget; /* 0: not set */
 	char **results; /* results files besides results.json and final_info.json */

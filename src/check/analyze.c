@@ -14,6 +14,7 @@
  * ever had there. Names a function declares `global` feed back into module-level lookups
  * through a second pass. */
 #include "check_internal.h"
+#include "labbox/collect.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -1344,13 +1345,204 @@ static bool is_time_call(const char *q)
 	       strcmp(q, "time.monotonic_ns") == 0 || strcmp(q, "datetime.datetime.now") == 0;
 }
 
+/* ---- metric lines (LB404) -------------------------------------------------------------------
+ * Whether print() prints a metric line is decided by the collector's own parser: the call's
+ * output is rebuilt as a template (literal text as written, LB_METRIC_HOLE for anything computed
+ * at run time) and handed to lb_metric_template_parse, so code the check passes prints lines
+ * that labbox collects, and a log line (`INFO: ...`) or a progress line (`Epoch: ...`) does not
+ * count (docs/check.md). */
+
+#define TEMPLATE_MAX 4096
+
+static void put_hole(lb_buf *b)
+{
+	char h = LB_METRIC_HOLE;
+	lb_buf_append(b, &h, 1);
+}
+
+/* "%.3f" conversions of a %-format become holes; "%%" is a '%'. */
+static void percent_holes(const char *s, size_t n, lb_buf *b)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%') {
+			lb_buf_append(b, s + i, 1);
+			continue;
+		}
+		if (i + 1 < n && s[i + 1] == '%') {
+			lb_buf_append(b, "%", 1);
+			i++;
+			continue;
+		}
+		size_t k = i + 1;
+		if (k < n && s[k] == '(') {
+			while (k < n && s[k] != ')')
+				k++;
+			k++;
+		}
+		while (k < n && strchr("#0- +.*0123456789hlL", s[k]))
+			k++;
+		if (k < n && strchr("diouxXeEfFgGcrsa", s[k])) {
+			put_hole(b);
+			i = k;
+		} else {
+			lb_buf_append(b, s + i, 1);
+		}
+	}
+}
+
+/* "{...}" replacement fields of str.format become holes; "{{" and "}}" are braces. */
+static void brace_holes(const char *s, size_t n, lb_buf *b)
+{
+	for (size_t i = 0; i < n; i++) {
+		if ((s[i] == '{' || s[i] == '}') && i + 1 < n && s[i + 1] == s[i]) {
+			lb_buf_append(b, s + i, 1);
+			i++;
+		} else if (s[i] == '{') {
+			const char *e = memchr(s + i, '}', n - i);
+			put_hole(b);
+			i = e ? (size_t)(e - s) : n;
+		} else {
+			lb_buf_append(b, s + i, 1);
+		}
+	}
+}
+
+static void string_template(ctx *c, TSNode n, lb_buf *b)
+{
+	bool raw_s = false, fstr = false;
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		ck_kind t = kind(c, ch);
+		if (t == K_STRING_START) {
+			for (const char *p = text(c, ch); *p && *p != '"' && *p != '\''; p++) {
+				raw_s |= *p == 'r' || *p == 'R';
+				fstr |= *p == 'f' || *p == 'F';
+			}
+		} else if (t == K_STRING_CONTENT) {
+			uint32_t a = ts_node_start_byte(ch), e = ts_node_end_byte(ch);
+			if (e > c->in->len || a > e)
+				continue;
+			lb_buf tmp = {0};
+			if (raw_s || !unescape(c->src + a, e - a, &tmp)) {
+				lb_buf_free(&tmp);
+				lb_buf_append(&tmp, c->src + a, e - a);
+			}
+			/* An f-string's "{{" is one brace. */
+			if (fstr && tmp.data)
+				brace_holes(tmp.data, tmp.len, b);
+			else if (tmp.data)
+				lb_buf_append(b, tmp.data, tmp.len);
+			lb_buf_free(&tmp);
+		} else if (t == K_INTERPOLATION) {
+			put_hole(b);
+		}
+	}
+}
+
+static void print_template(ctx *c, TSNode n, lb_buf *b, int depth)
+{
+	ck_kind t = kind(c, n);
+	if (depth > 16 || b->len > TEMPLATE_MAX) {
+		put_hole(b);
+		return;
+	}
+	if (t == K_STRING) {
+		string_template(c, n, b);
+		return;
+	}
+	if (t == K_CONCATENATED_STRING) {
+		kids ks;
+		kids_of(c, n, &ks);
+		for (uint32_t i = 0; i < ks.n; i++)
+			if (is(c, ks.v[i], K_STRING))
+				string_template(c, ks.v[i], b);
+		return;
+	}
+	if (t == K_PARENTHESIZED_EXPRESSION && ts_node_named_child_count(n) == 1) {
+		print_template(c, ts_node_named_child(n, 0), b, depth + 1);
+		return;
+	}
+	if (t == K_BINARY_OPERATOR) {
+		TSNode op = field(c, n, F_OPERATOR);
+		const char *ot = ts_node_is_null(op) ? "" : text(c, op);
+		TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT);
+		if (strcmp(ot, "+") == 0 && !ts_node_is_null(left) && !ts_node_is_null(right)) {
+			print_template(c, left, b, depth + 1);
+			print_template(c, right, b, depth + 1);
+			return;
+		}
+		if (strcmp(ot, "%") == 0 && !ts_node_is_null(left) &&
+		    (is(c, left, K_STRING) || is(c, left, K_CONCATENATED_STRING))) {
+			lb_buf tmp = {0};
+			print_template(c, left, &tmp, depth + 1);
+			if (tmp.data)
+				percent_holes(tmp.data, tmp.len, b);
+			lb_buf_free(&tmp);
+			return;
+		}
+	}
+	if (t == K_CALL) {
+		TSNode fn = field(c, n, F_FUNCTION);
+		if (!ts_node_is_null(fn) && is(c, fn, K_ATTRIBUTE)) {
+			TSNode obj = field(c, fn, F_OBJECT), at = field(c, fn, F_ATTRIBUTE);
+			if (!ts_node_is_null(obj) && !ts_node_is_null(at) &&
+			    strcmp(text(c, at), "format") == 0 &&
+			    (is(c, obj, K_STRING) || is(c, obj, K_CONCATENATED_STRING))) {
+				lb_buf tmp = {0};
+				print_template(c, obj, &tmp, depth + 1);
+				if (tmp.data)
+					brace_holes(tmp.data, tmp.len, b);
+				lb_buf_free(&tmp);
+				return;
+			}
+		}
+	}
+	put_hole(b);
+}
+
+/* print(a, b, sep=...) or sys.stdout.write(a): is any line it prints a metric line? */
 static void metric_line_facts(ctx *c, TSNode arglist)
 {
-	const char *t = text(c, arglist);
-	if (strstr(t, ": {") || strstr(t, ":{") || strstr(t, ": %") || strstr(t, ":%") ||
-	    strstr(t, "\": \"") || strstr(t, "': '") || strstr(t, ":\",") || strstr(t, ":',") ||
-	    strstr(t, ": \" +") || strstr(t, ": ' +") || strstr(t, ": \"+") || strstr(t, ": '+"))
-		c->h_metrics = true;
+	if (c->h_metrics || ts_node_is_null(arglist))
+		return;
+	lb_buf b = {0}, sep = {0};
+	bool any = false;
+	kids ks;
+	kids_of(c, arglist, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		if (is(c, ch, K_KEYWORD_ARGUMENT)) {
+			TSNode nm = field(c, ch, F_NAME), v = field(c, ch, F_VALUE);
+			if (!ts_node_is_null(nm) && !ts_node_is_null(v) &&
+			    strcmp(text(c, nm), "sep") == 0 && is(c, v, K_STRING))
+				string_template(c, v, &sep);
+		}
+	}
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		if (is(c, ch, K_KEYWORD_ARGUMENT) || is(c, ch, K_COMMENT))
+			continue;
+		if (any) {
+			if (sep.data)
+				lb_buf_append(&b, sep.data, sep.len);
+			else
+				lb_buf_append(&b, " ", 1);
+		}
+		print_template(c, ch, &b, 0);
+		any = true;
+	}
+	for (size_t s = 0; b.data && s < b.len && !c->h_metrics;) {
+		const char *nl = memchr(b.data + s, '\n', b.len - s);
+		size_t e = nl ? (size_t)(nl - b.data) : b.len;
+		lb_metric_line ml;
+		if (e - s <= LB_METRIC_LINE_MAX && lb_metric_template_parse(b.data + s, e - s, &ml))
+			c->h_metrics = true;
+		s = e + 1;
+	}
+	lb_buf_free(&b);
+	lb_buf_free(&sep);
 }
 
 static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)

@@ -326,9 +326,9 @@ bool lb_parse_number(const char *s, size_t len, double *out)
 	return true;
 }
 
-static bool name_char(char c, bool first)
+static bool name_char(char c, bool first, bool holes)
 {
-	if (c == '_' || is_alpha(c))
+	if (c == '_' || is_alpha(c) || (holes && c == LB_METRIC_HOLE))
 		return true;
 	return !first && (is_digit(c) || c == '.' || c == '-' || c == '/');
 }
@@ -523,55 +523,358 @@ static void set_kind(lb_metric_line *out, const char *value, size_t value_len)
 	}
 }
 
-/* "name: value" from line[i..len). */
-static bool parse_name_value(const char *line, size_t len, size_t i, lb_metric_line *out)
+/* Bytes that end a value token: a blank, the end, or a separator between pairs. */
+static bool value_end(const char *s, size_t len, size_t i)
 {
-	size_t name_start, name_len;
-	const char *value;
-	size_t value_len;
-
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	name_start = i;
-	if (i >= len || !name_char(line[i], true))
-		return false; /* also rejects '#' comments */
-	while (i < len && name_char(line[i], false))
-		i++;
-	name_len = i - name_start;
-	if (name_len > LB_METRIC_NAME_MAX)
-		return false;
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	if (i >= len || line[i] != ':')
-		return false;
-	i++;
-	if (i >= len || !lb_text_blank(line[i]))
-		return false;
-	value = line + i;
-	value_len = len - i;
-	trim(&value, &value_len);
-	if (value_len == 0)
-		return false;
-
-	memcpy(out->name, line + name_start, name_len);
-	out->name[name_len] = '\0';
-	set_kind(out, value, value_len);
-	/* "ValueError: bad input" is the end of a traceback, not a metric; a numeric value keeps
-	 * a metric that happens to be called TrainError. */
-	return out->kind == LB_METRIC_NUMBER || !lb_text_is_exception_name(out->name, name_len);
+	return i >= len || lb_text_blank(s[i]) || s[i] == ',' || s[i] == ';' || s[i] == '|';
 }
 
-static bool valid_name(const char *s, size_t len)
+/* A number token at s[i..len): sign, then a decimal, nan, inf or infinity (or, in a
+ * template, a hole). Returns the index after it and sets *v, or i when there is none. The
+ * token may be followed by anything; the caller decides what may follow. */
+static size_t scan_number(const char *s, size_t len, size_t i, bool holes, double *v)
 {
-	if (len == 0 || len > LB_METRIC_NAME_MAX || !name_char(s[0], true))
+	size_t start = i, body, end;
+
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		i++;
+	body = i;
+	if (holes && i < len && s[i] == LB_METRIC_HOLE) {
+		*v = 1;
+		return i + 1;
+	}
+	if (i < len && is_alpha(s[i])) {
+		end = i;
+		while (end < len && is_alpha(s[end]))
+			end++;
+		if (!word_is(s + i, end - i, "nan") && !word_is(s + i, end - i, "inf") &&
+		    !word_is(s + i, end - i, "infinity"))
+			return start;
+	} else {
+		end = scan_decimal(s, len, i);
+		if (end == body)
+			return start;
+	}
+	if (!lb_parse_number(s + start, end - start, v))
+		return start;
+	return end;
+}
+
+static bool all_digits(const char *s, size_t len, bool holes)
+{
+	if (len == 0)
 		return false;
-	for (size_t i = 1; i < len; i++)
-		if (!name_char(s[i], false))
+	for (size_t i = 0; i < len; i++)
+		if (!is_digit(s[i]) && !(holes && s[i] == LB_METRIC_HOLE && len == 1))
 			return false;
 	return true;
 }
 
-static bool parse_summary(const char *line, size_t len, size_t i, lb_metric_line *out)
+static bool label_char(char c, bool holes)
+{
+	return is_alpha(c) || is_digit(c) || c == '_' || c == '.' || c == '+' || c == '-' ||
+	       (holes && c == LB_METRIC_HOLE);
+}
+
+/* "3/4" at s[start..i) and after: the numerator is what was scanned, integers only. */
+static size_t scan_ratio(const char *s, size_t len, size_t start, size_t i, bool holes,
+			 lb_metric_value *v)
+{
+	size_t num = start, den = i + 1, end;
+	double a, b;
+
+	if (num < i && (s[num] == '+' || s[num] == '-'))
+		num++;
+	if (i >= len || s[i] != '/' || !all_digits(s + num, i - num, holes))
+		return 0;
+	end = den;
+	while (end < len && (is_digit(s[end]) || (holes && s[end] == LB_METRIC_HOLE)))
+		end++;
+	if (!all_digits(s + den, end - den, holes))
+		return 0;
+	if (!lb_parse_number(s + start, i - start, &a))
+		a = 1; /* a hole */
+	if (!lb_parse_number(s + den, end - den, &b))
+		b = 1;
+	/* 3/0 is printed by code that divides by a count of nothing: it is kept, as Inf or
+	 * NaN, so validation flags it rather than the line silently not counting. */
+	v->number = a / b;
+	v->ratio = true;
+	return end;
+}
+
+/* "± 0.1", "+- 0.1", "+/- 0.1" after a number; returns the index after it or 0. */
+static size_t scan_uncertainty(const char *s, size_t len, size_t i, bool holes, double *u)
+{
+	size_t k = i, e;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k + 1 < len && (unsigned char)s[k] == 0xc2 && (unsigned char)s[k + 1] == 0xb1)
+		k += 2;
+	else if (k + 2 < len && memcmp(s + k, "+/-", 3) == 0)
+		k += 3;
+	else if (k + 1 < len && memcmp(s + k, "+-", 2) == 0)
+		k += 2;
+	else
+		return 0;
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	e = scan_number(s, len, k, holes, u);
+	if (e == k)
+		return 0;
+	if (e < len && s[e] == '%')
+		e++;
+	return value_end(s, len, e) ? e : 0;
+}
+
+/* " (best)" after a number: a parenthesised remark without parentheses inside. */
+static size_t scan_remark(const char *s, size_t len, size_t i, lb_metric_value *v)
+{
+	size_t k = i, e;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k >= len || s[k] != '(')
+		return 0;
+	for (e = k + 1; e < len && s[e] != ')' && s[e] != '('; e++)
+		;
+	if (e >= len || s[e] != ')' || e == k + 1 || e - k - 1 > LB_METRIC_REMARK_MAX ||
+	    !value_end(s, len, e + 1))
+		return 0;
+	v->remark = s + k + 1;
+	v->remark_len = e - k - 1;
+	return e + 1;
+}
+
+/* One value at s[i..len) (see lb_metric_value). Returns the index after it, 0 when there is
+ * none. */
+static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v)
+{
+	size_t start = i, e, k;
+	double x;
+
+	v->ratio = v->percent = v->has_uncertainty = false;
+	v->uncertainty = 0;
+	v->remark = NULL;
+	v->remark_len = 0;
+	e = scan_number(s, len, i, holes, &x);
+	if (e > start) {
+		v->number = x;
+		if (e < len && s[e] == '/') {
+			k = scan_ratio(s, len, start, e, holes, v);
+			e = k ? k : e;
+		}
+		if (e < len && s[e] == '%') {
+			v->percent = true;
+			e++;
+		}
+		if (value_end(s, len, e)) {
+			v->kind = LB_METRIC_NUMBER;
+			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty)) > 0) {
+				v->has_uncertainty = true;
+				e = k;
+			}
+			if ((k = scan_remark(s, len, e, v)) > 0)
+				e = k;
+			v->str = s + start;
+			v->str_len = e - start;
+			return e;
+		}
+		v->ratio = v->percent = false;
+	}
+	/* A label: one token starting with a letter, so that text (a path, a URL, a sentence)
+	 * is never a metric, nor is a number with a unit this parser does not read ("12.5s"
+	 * would be a string where the researcher expects seconds). */
+	for (e = start; e < len && label_char(s[e], holes); e++)
+		;
+	if (e == start || e - start > LB_METRIC_LABEL_MAX || !value_end(s, len, e) ||
+	    !(is_alpha(s[start]) || s[start] == '_' ||
+	      (holes && s[start] == LB_METRIC_HOLE)))
+		return 0;
+	v->kind = LB_METRIC_STRING;
+	v->number = 0;
+	v->str = s + start;
+	v->str_len = e - start;
+	return e;
+}
+
+static bool name_start_char(char c, bool first, bool holes)
+{
+	return c == '_' || is_alpha(c) || (!first && c == '(') || (holes && c == LB_METRIC_HOLE);
+}
+
+/* A name at s[i..len) and its ':' (see lb_metric_line_parse): copies it, blanks inside made
+ * one space each, into out and returns the index after the ':' and the blank after it; 0 when
+ * there is none. */
+static size_t scan_name(const char *s, size_t len, size_t i, bool holes, char *out)
+{
+	size_t o = 0;
+	bool first = true;
+
+	for (;;) {
+		if (i >= len || !name_start_char(s[i], first, holes))
+			return 0;
+		if (!first) {
+			if (o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = ' ';
+		}
+		while (i < len && (name_char(s[i], false, holes) || s[i] == '(' || s[i] == ')')) {
+			if (o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = s[i++];
+		}
+		first = false;
+		while (i < len && lb_text_blank(s[i]))
+			i++;
+		if (i < len && s[i] == ':')
+			break;
+	}
+	out[o] = '\0';
+	i++;
+	if (i >= len || !lb_text_blank(s[i]))
+		return 0;
+	return i + 1;
+}
+
+static bool name_is_one_of(const char *name, const char *const *words, size_t n, bool any_case)
+{
+	for (size_t k = 0; k < n; k++)
+		if (any_case ? strcasecmp(name, words[k]) == 0 : strcmp(name, words[k]) == 0)
+			return true;
+	return false;
+}
+
+static const char *const level_words[] = { "DEBUG", "INFO",     "NOTICE", "WARNING", "WARN",
+					   "ERROR", "CRITICAL", "FATAL",  "TRACE" };
+static const char *const counter_words[] = { "epoch", "step",	     "batch",  "iter",
+					     "iteration", "global_step", "episode" };
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
+ * "WARNING model: x"), or is a level word in any case with a value that is not a number
+ * ("Warning: deprecated"); "error: 0.05" stays a metric. */
+static bool log_line(const lb_metric_value *first)
+{
+	char word[LB_METRIC_NAME_MAX + 1];
+	size_t k = strcspn(first->name, " ");
+
+	memcpy(word, first->name, k);
+	word[k] = '\0';
+	if (name_is_one_of(word, level_words, N_OF(level_words), false))
+		return true;
+	return first->kind != LB_METRIC_NUMBER &&
+	       name_is_one_of(first->name, level_words, N_OF(level_words), true);
+}
+
+static bool special_name(const char *name)
+{
+	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
+	       strcmp(name, "TIME_GUARD") == 0;
+}
+
+static void set_first(lb_metric_line *out)
+{
+	const lb_metric_value *v = &out->values[0];
+
+	memcpy(out->name, v->name, sizeof(out->name));
+	out->kind = v->kind;
+	out->number = v->number;
+	out->str = v->str;
+	out->str_len = v->str_len;
+}
+
+/* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. */
+static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	out->n_values = 0;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	while (i < len) {
+		lb_metric_value *v;
+		size_t e;
+
+		if (out->n_values >= LB_METRIC_VALUES_MAX)
+			return false;
+		v = &out->values[out->n_values];
+		e = scan_name(line, len, i, holes, v->name);
+		if (e == 0)
+			return false;
+		while (e < len && lb_text_blank(line[e]))
+			e++;
+		if (out->n_values == 0 && special_name(v->name)) {
+			/* condition, TIME_ESTIMATE and TIME_GUARD carry text ("240.1s - saving
+			 * partial results"), read by the collector: the rest of the line. */
+			const char *value = line + e;
+			size_t value_len = len - e;
+
+			trim(&value, &value_len);
+			if (value_len == 0)
+				return false;
+			v->ratio = v->percent = v->has_uncertainty = false;
+			v->uncertainty = 0;
+			v->remark = NULL;
+			v->remark_len = 0;
+			v->number = 0;
+			v->kind = LB_METRIC_STRING;
+			v->str = value;
+			v->str_len = value_len;
+			if (lb_parse_number(value, value_len, &v->number))
+				v->kind = LB_METRIC_NUMBER;
+			out->n_values = 1;
+			set_first(out);
+			return true;
+		}
+		i = scan_value(line, len, e, holes, v);
+		if (i == 0)
+			return false;
+		/* "ValueError: bad input" is the end of a traceback, not a metric; a numeric value
+		 * keeps a metric that happens to be called TrainError. */
+		if (v->kind != LB_METRIC_NUMBER && lb_text_is_exception_name(v->name, strlen(v->name)))
+			return false;
+		/* A per-step progress line: its numbers are not the experiment's results. */
+		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
+			return false;
+		out->n_values++;
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if (i < len && (line[i] == ',' || line[i] == ';' || line[i] == '|')) {
+			i++;
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+		}
+	}
+	if (out->n_values == 0 || log_line(&out->values[0]))
+		return false;
+	set_first(out);
+	return true;
+}
+
+static bool valid_name(const char *s, size_t len, bool holes)
+{
+	if (len == 0 || len > LB_METRIC_NAME_MAX || !name_char(s[0], true, holes))
+		return false;
+	for (size_t i = 1; i < len; i++)
+		if (!name_char(s[i], false, holes))
+			return false;
+	return true;
+}
+
+static void one_value(lb_metric_line *out)
+{
+	lb_metric_value *v = &out->values[0];
+
+	memset(v, 0, sizeof(*v));
+	memcpy(v->name, out->name, sizeof(v->name));
+	v->kind = out->kind;
+	v->number = out->number;
+	v->str = out->str;
+	v->str_len = out->str_len;
+	out->n_values = 1;
+}
+
+static bool parse_summary(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond, metric;
 	const lb_metric_tag *shown;
@@ -583,7 +886,8 @@ static bool parse_summary(const char *line, size_t len, size_t i, lb_metric_line
 		i++;
 	if (i < len)
 		return false; /* only key=value tokens on a SUMMARY line */
-	if (!take_tag(tags, &n, "metric", &metric) || !valid_name(metric.value, metric.value_len))
+	if (!take_tag(tags, &n, "metric", &metric) ||
+	    !valid_name(metric.value, metric.value_len, holes))
 		return false;
 	if (take_tag(tags, &n, "condition", &cond)) {
 		out->condition = cond.value;
@@ -601,10 +905,118 @@ static bool parse_summary(const char *line, size_t len, size_t i, lb_metric_line
 	memcpy(out->tags, tags, n * sizeof(*tags));
 	out->n_tags = n;
 	out->form = LB_METRIC_FORM_SUMMARY;
+	one_value(out);
 	return true;
 }
 
-static bool parse_tagged(const char *line, size_t len, size_t i, lb_metric_line *out)
+/* A non-blank token at s[*i..len): its start and length; false at the end. */
+static bool next_token(const char *s, size_t len, size_t *i, const char **tok, size_t *tok_len)
+{
+	size_t k = *i;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k >= len)
+		return false;
+	*tok = s + k;
+	while (k < len && !lb_text_blank(s[k]))
+		k++;
+	*tok_len = (size_t)(s + k - *tok);
+	*i = k;
+	return true;
+}
+
+/* "PAIRED: M vs B ..." from line[i..len), i after "PAIRED:". */
+static bool ascii_token(const char *s, size_t len, bool holes)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!(holes && s[i] == LB_METRIC_HOLE) && ((unsigned char)s[i] < 0x21 ||
+							   (unsigned char)s[i] > 0x7e))
+			return false;
+	return true;
+}
+
+static bool parse_paired(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
+	const char *method, *vs, *baseline, *tok;
+	size_t method_len, vs_len, baseline_len, tok_len, n = 0, o;
+	const lb_metric_tag *shown = NULL;
+
+	if (!next_token(line, len, &i, &method, &method_len) ||
+	    !next_token(line, len, &i, &vs, &vs_len) || vs_len != 2 || memcmp(vs, "vs", 2) != 0 ||
+	    !next_token(line, len, &i, &baseline, &baseline_len) ||
+	    method_len + baseline_len + 4 > LB_METRIC_NAME_MAX ||
+	    !ascii_token(method, method_len, holes) || !ascii_token(baseline, baseline_len, holes))
+		return false; /* the name goes into documents as it is: ASCII, as names are */
+	tags[n++] = (lb_metric_tag){ "method", 6, method, method_len };
+	tags[n++] = (lb_metric_tag){ "baseline", 8, baseline, baseline_len };
+	while (i < len) {
+		lb_metric_tag t;
+		size_t k = i, end;
+
+		while (k < len && lb_text_blank(line[k]))
+			k++;
+		if (k >= len)
+			break;
+		end = 0;
+		/* "ci95=(0.1, 0.3)": the interval may hold a blank. */
+		if (k + 6 < len && memcmp(line + k, "ci95=(", 6) == 0) {
+			const char *close = memchr(line + k, ')', len - k);
+
+			if (close && close > line + k + 6 && value_end(line, len, (size_t)(close - line) + 1)) {
+				t = (lb_metric_tag){ line + k, 4, line + k + 5,
+						     (size_t)(close - line) + 1 - (k + 5) };
+				end = (size_t)(close - line) + 1;
+			}
+		}
+		if (end == 0)
+			end = scan_tag(line, len, k, &t);
+		if (end == 0) {
+			/* Other text is skipped, as AutoResearchClaw's own reader skips it. */
+			if (!next_token(line, len, &i, &tok, &tok_len))
+				break;
+			continue;
+		}
+		i = end;
+		for (size_t a = 0; a < n; a++)
+			if (tags[a].key_len == t.key_len && memcmp(tags[a].key, t.key, t.key_len) == 0)
+				return false; /* a repeated key */
+		if (n >= LB_METRIC_TAGS_MAX + 2)
+			return false;
+		tags[n++] = t;
+	}
+	for (size_t a = 1; a < n; a++) {
+		lb_metric_tag t = tags[a];
+		size_t b = a;
+
+		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
+			tags[b] = tags[b - 1];
+		tags[b] = t;
+	}
+	for (size_t a = 0; a < n; a++)
+		if (tag_is(&tags[a], "mean_diff"))
+			shown = &tags[a];
+	if (!shown || !tags_fit(tags, n > 2 ? n - 2 : n))
+		return false;
+	{
+		char text[LB_METRIC_TAGS_TEXT_MAX * 2 + 64];
+
+		if (lb_metric_tags_text(tags, n, text, sizeof(text)) == (size_t)-1)
+			return false;
+	}
+	o = (size_t)snprintf(out->name, sizeof(out->name), "%.*s vs %.*s", (int)method_len, method,
+			     (int)baseline_len, baseline);
+	(void)o;
+	set_kind(out, shown->value, shown->value_len);
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_PAIRED;
+	one_value(out);
+	return true;
+}
+
+static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
 	size_t n;
@@ -612,7 +1024,7 @@ static bool parse_tagged(const char *line, size_t len, size_t i, lb_metric_line 
 	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
 	    !tags_fit(tags, n))
 		return false;
-	if (!parse_name_value(line, len, i, out))
+	if (!parse_pairs(line, len, i, holes, out))
 		return false;
 	out->condition = cond.value;
 	out->condition_len = cond.value_len;
@@ -622,7 +1034,7 @@ static bool parse_tagged(const char *line, size_t len, size_t i, lb_metric_line 
 	return true;
 }
 
-bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
+static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
 {
 	size_t i = 0;
 
@@ -632,6 +1044,7 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
 	out->condition = NULL;
 	out->condition_len = 0;
 	out->n_tags = 0;
+	out->n_values = 0;
 	/* Trailing blanks and a CR never belong to a value, and a last token must end there. */
 	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
 			   line[len - 1] == '\n'))
@@ -639,11 +1052,16 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
-		if (parse_summary(line, len, i + 8, out))
+		if (parse_summary(line, len, i + 8, holes, out))
 			return true;
 		/* "SUMMARY : 3" stays the plain metric it always was. */
 		out->condition = NULL;
 		out->condition_len = 0;
+		out->n_tags = 0;
+	}
+	if (len - i > 7 && memcmp(line + i, "PAIRED:", 7) == 0 && lb_text_blank(line[i + 7])) {
+		/* Never a plain metric called PAIRED: its value is a sentence. */
+		return parse_paired(line, len, i + 8, holes, out);
 	}
 	/* A name never holds '=', so a plain line never starts with a key=value token: the
 	 * byte after the first run of key characters tells the two apart. */
@@ -653,9 +1071,19 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
 		while (k < len && key_char(line[k], k == i))
 			k++;
 		if (k > i && k < len && line[k] == '=')
-			return parse_tagged(line, len, i, out);
+			return parse_tagged(line, len, i, holes, out);
 	}
-	return parse_name_value(line, len, i, out);
+	return parse_pairs(line, len, i, holes, out);
+}
+
+bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	return parse_line(line, len, false, out);
+}
+
+bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	return parse_line(line, len, true, out);
 }
 
 /* Reads the duration a TIME_GUARD value starts with: "240.1s - saving partial results",
@@ -751,6 +1179,7 @@ void lb_metrics_free(lb_metrics *m)
 		return;
 	for (size_t i = 0; i < m->n_entries; i++) {
 		free(m->entries[i].str);
+		free(m->entries[i].text);
 		free(m->entries[i].tags);
 	}
 	free(m->entries);
@@ -803,12 +1232,20 @@ fail:
 	return LB_NO_GROUP;
 }
 
-static void set_value(lb_metric_entry *e, const lb_metric_line *ml, char *str)
+static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, char *text)
 {
 	free(e->str);
 	e->str = str;
-	e->kind = ml->kind;
-	e->number = ml->kind == LB_METRIC_NUMBER ? ml->number : 0;
+	free(e->text);
+	e->text = text;
+	e->kind = v->kind;
+	e->number = v->kind == LB_METRIC_NUMBER ? v->number : 0;
+}
+
+static bool annotated(const lb_metric_value *v)
+{
+	return v->kind == LB_METRIC_NUMBER &&
+	       (v->ratio || v->percent || v->has_uncertainty || v->remark);
 }
 
 static void count_drop(lb_metrics *m, int cls)
@@ -823,6 +1260,7 @@ static const size_t class_cap[LB_CLS_COUNT] = {
 	[LB_CLS_PLAIN] = LB_METRICS_MAX_ENTRIES,
 	[LB_CLS_TAGGED] = LB_METRICS_MAX_TAGGED,
 	[LB_CLS_SUMMARY] = LB_METRICS_MAX_SUMMARIES,
+	[LB_CLS_PAIRED] = LB_METRICS_MAX_PAIRED,
 };
 
 static bool printable_ascii(const char *s, size_t len)
@@ -833,9 +1271,11 @@ static bool printable_ascii(const char *s, size_t len)
 	return true;
 }
 
-static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml)
+static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml,
+		       const lb_metric_value *v)
 {
 	LB_AUTOFREE char *str = NULL;
+	LB_AUTOFREE char *text = NULL;
 	LB_AUTOFREE char *tags = NULL;
 	char tag_text[LB_METRICS_TAGS_STORE_MAX + 1] = "";
 	lb_metric_entry *e;
@@ -846,9 +1286,13 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		count_drop(m, cls);
 		return;
 	}
-	if (ml->kind == LB_METRIC_STRING) {
-		str = dup_utf8(ml->str, ml->str_len, LB_METRICS_STR_MAX);
+	if (v->kind == LB_METRIC_STRING) {
+		str = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!str)
+			goto fail;
+	} else if (annotated(v)) {
+		text = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
+		if (!text)
 			goto fail;
 	}
 	if (cls != LB_CLS_PLAIN) {
@@ -866,15 +1310,15 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	}
 	if (index_grow(m, &m->entry_index, entry_hash_of) < 0)
 		goto fail;
-	key = (entry_key){ .group = group, .cls = cls, .name = ml->name, .tags = tag_text };
+	key = (entry_key){ .group = group, .cls = cls, .name = v->name, .tags = tag_text };
 	slot = index_slot(m, &m->entry_index, hash_entry(&key), entry_matches, &key);
 	if (*slot) {
 		e = &m->entries[*slot - 1];
 		if (e->seen < UINT32_MAX)
 			e->seen++;
-		set_value(e, ml, lb_steal_ptr(&str));
-		/* A SUMMARY's fields are its value; a tagged series keeps its tags. */
-		if (cls == LB_CLS_SUMMARY && strcmp(e->tags, tag_text) != 0) {
+		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text));
+		/* A SUMMARY's or PAIRED's fields are its value; a tagged series keeps its tags. */
+		if ((cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED) && strcmp(e->tags, tag_text) != 0) {
 			char *t = strdup(tag_text);
 
 			if (!t)
@@ -900,9 +1344,9 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	e->group = group;
 	e->cls = (uint8_t)cls;
 	e->seen = 1;
-	memcpy(e->name, ml->name, sizeof(e->name));
+	memcpy(e->name, v->name, sizeof(e->name));
 	e->tags = lb_steal_ptr(&tags);
-	set_value(e, ml, lb_steal_ptr(&str));
+	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text));
 	*slot = (uint32_t)m->n_entries;
 	m->entry_index.used++;
 	m->n_class[cls]++;
@@ -938,10 +1382,14 @@ static void time_guard_line(lb_metrics *m, const lb_metric_line *ml)
 	}
 }
 
-static bool special_name(const char *name)
+
+/* Every value of a line but special names, which only mean something alone ("acc: 1
+ * condition: B" does not start a group). */
+static void add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml)
 {
-	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
-	       strcmp(name, "TIME_GUARD") == 0;
+	for (size_t i = 0; i < ml->n_values; i++)
+		if (!special_name(ml->values[i].name))
+			add_metric(m, group, cls, ml, &ml->values[i]);
 }
 
 static void process_line(lb_metrics *m, const char *line, size_t len)
@@ -954,14 +1402,16 @@ static void process_line(lb_metrics *m, const char *line, size_t len)
 	switch (ml.form) {
 	case LB_METRIC_FORM_TAGGED:
 		/* "condition=A condition: B" and the like mean nothing; they are not metrics. */
-		if (special_name(ml.name))
-			return;
 		group = condition_group(m, ml.condition, ml.condition_len);
-		add_metric(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
+		add_values(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
 		return;
 	case LB_METRIC_FORM_SUMMARY:
 		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : m->group;
-		add_metric(m, group, LB_CLS_SUMMARY, &ml);
+		add_metric(m, group, LB_CLS_SUMMARY, &ml, &ml.values[0]);
+		return;
+	case LB_METRIC_FORM_PAIRED:
+		/* A comparison of two conditions belongs to neither. */
+		add_metric(m, 0, LB_CLS_PAIRED, &ml, &ml.values[0]);
 		return;
 	case LB_METRIC_FORM_PLAIN:
 		break;
@@ -977,7 +1427,7 @@ static void process_line(lb_metrics *m, const char *line, size_t len)
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
 		time_guard_line(m, &ml);
 	} else {
-		add_metric(m, m->group, LB_CLS_PLAIN, &ml);
+		add_values(m, m->group, LB_CLS_PLAIN, &ml);
 	}
 }
 
@@ -1133,6 +1583,8 @@ static int add_repeat(const lb_metrics *m, struct json_object *doc, struct json_
 		return lb_obj_add(rep, "tags", lb_tags_json(e->tags));
 	if (e->cls == LB_CLS_SUMMARY)
 		return lb_obj_add(rep, "summary", json_object_new_boolean(1));
+	if (e->cls == LB_CLS_PAIRED)
+		return lb_obj_add(rep, "paired", json_object_new_boolean(1));
 	return 0;
 }
 
@@ -1168,6 +1620,84 @@ static int add_summary(const lb_metrics *m, struct json_object *arr, const lb_me
 	return 0;
 }
 
+/* PAIRED: {"method", "baseline", fields...}; ci95=(lo,hi) becomes ci95_low and ci95_high, as
+ * AutoResearchClaw's reader names them. */
+static int add_paired(struct json_object *arr, const lb_metric_entry *e)
+{
+	struct json_object *rec = json_object_new_object();
+	const char *cur = e->tags;
+	lb_metric_tag t;
+
+	if (lb_arr_add(arr, rec) < 0)
+		return -ENOMEM;
+	while (lb_tags_next(&cur, &t)) {
+		char key[LB_METRICS_TAGS_STORE_MAX + 1];
+		size_t kl = t.key_len < sizeof(key) - 1 ? t.key_len : sizeof(key) - 1;
+		const char *comma;
+		int r;
+
+		memcpy(key, t.key, kl);
+		key[kl] = '\0';
+		comma = t.value_len > 2 ? memchr(t.value, ',', t.value_len) : NULL;
+		if (strcmp(key, "ci95") == 0 && t.value[0] == '(' && t.value[t.value_len - 1] == ')' &&
+		    comma) {
+			r = lb_obj_add(rec, "ci95_low",
+				       text_value(t.value + 1, (size_t)(comma - t.value) - 1));
+			if (r == 0)
+				r = lb_obj_add(rec, "ci95_high",
+					       text_value(comma + 1, (size_t)(t.value + t.value_len -
+									 comma) - 2));
+		} else if (strcmp(key, "method") == 0 || strcmp(key, "baseline") == 0 ||
+			   strcmp(key, "regime") == 0) {
+			r = lb_obj_add(rec, key, json_object_new_string_len(t.value, (int)t.value_len));
+		} else {
+			r = lb_obj_add(rec, key, text_value(t.value, t.value_len));
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* An annotated number: {"metric", "condition", ["tags"], "value", "text", and what the text
+ * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best"}. The stored text
+ * is read again with the parser's own value scanner, so the fields cannot disagree with it. */
+static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
+{
+	struct json_object *rec = json_object_new_object();
+	lb_metric_value v;
+	size_t len = strlen(e->text);
+	int r;
+
+	if (lb_arr_add(arr, rec) < 0 || add_condition(m, rec, e->group) < 0 ||
+	    lb_obj_add(rec, "metric", json_object_new_string(e->name)) < 0)
+		return -ENOMEM;
+	if (e->cls == LB_CLS_TAGGED && lb_obj_add(rec, "tags", lb_tags_json(e->tags)) < 0)
+		return -ENOMEM;
+	if (lb_obj_add(rec, "value", entry_value(e)) < 0 ||
+	    lb_obj_add(rec, "text", json_object_new_string(e->text)) < 0)
+		return -ENOMEM;
+	if (scan_value(e->text, len, 0, false, &v) != len)
+		return 0; /* UTF-8 repair changed it; the text says the rest */
+	r = 0;
+	if (v.ratio) {
+		const char *slash = memchr(e->text, '/', len);
+		size_t end = slash ? (size_t)(slash - e->text) + 1 : 0;
+
+		while (end < len && is_digit(e->text[end]))
+			end++;
+		r = lb_obj_add(rec, "ratio", json_object_new_string_len(e->text, (int)end));
+	}
+	if (r == 0 && v.percent)
+		r = lb_obj_add(rec, "percent", json_object_new_boolean(1));
+	if (r == 0 && v.has_uncertainty)
+		r = lb_obj_add(rec, "uncertainty", lb_json_number(v.uncertainty));
+	if (r == 0 && v.remark)
+		r = lb_obj_add(rec, "remark",
+			       json_object_new_string_len(v.remark, (int)v.remark_len));
+	return r;
+}
+
 static int add_time_guard(const lb_metrics *m, struct json_object *doc)
 {
 	int r;
@@ -1194,6 +1724,7 @@ static int fill_json(const lb_metrics *m, struct json_object *doc)
 {
 	struct json_object *values, *conds, *order;
 	struct json_object *repeats = NULL, *tagged = NULL, *summaries = NULL;
+	struct json_object *paired = NULL, *annotations = NULL;
 	int r;
 
 	values = add_child(doc, "values", json_object_new_object());
@@ -1217,6 +1748,9 @@ static int fill_json(const lb_metrics *m, struct json_object *doc)
 			if (!lazy_array(doc, "summaries", &summaries) ||
 			    add_summary(m, summaries, e) < 0)
 				return -ENOMEM;
+		} else if (e->cls == LB_CLS_PAIRED) {
+			if (!lazy_array(doc, "paired", &paired) || add_paired(paired, e) < 0)
+				return -ENOMEM;
 		} else {
 			if (e->group > 0)
 				json_object_object_get_ex(conds, m->conditions[e->group - 1],
@@ -1224,6 +1758,9 @@ static int fill_json(const lb_metrics *m, struct json_object *doc)
 			if (lb_obj_add(target, e->name, entry_value(e)) < 0)
 				return -ENOMEM;
 		}
+		if (e->text && (!lazy_array(doc, "annotated", &annotations) ||
+				add_annotated(m, annotations, e) < 0))
+			return -ENOMEM;
 		if (e->seen > 1 && add_repeat(m, doc, &repeats, e) < 0)
 			return -ENOMEM;
 	}

@@ -18,6 +18,7 @@
 #define LB_METRICS_MAX_ENTRIES 10000
 #define LB_METRICS_MAX_TAGGED 5000
 #define LB_METRICS_MAX_SUMMARIES 1000
+#define LB_METRICS_MAX_PAIRED 1000
 #define LB_METRICS_MAX_CONDITIONS 1000
 /* Stored text is bounded too, so the worst case stays in the tens of megabytes. */
 #define LB_METRICS_STR_MAX 512
@@ -28,7 +29,7 @@
 
 #define LB_NO_GROUP UINT32_MAX /* metrics after a condition that did not fit are dropped */
 
-enum { LB_CLS_PLAIN, LB_CLS_TAGGED, LB_CLS_SUMMARY, LB_CLS_COUNT };
+enum { LB_CLS_PLAIN, LB_CLS_TAGGED, LB_CLS_SUMMARY, LB_CLS_PAIRED, LB_CLS_COUNT };
 
 typedef struct lb_metric_entry {
 	uint32_t group; /* 0: no condition, else condition index + 1 */
@@ -37,8 +38,10 @@ typedef struct lb_metric_entry {
 	lb_metric_kind kind;
 	double number;
 	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING only */
-	char *tags; /* TAGGED: canonical "k=v k2=\"a b\"" (part of the identity); SUMMARY: the
-		     * fields in the same syntax (the value); PLAIN: NULL */
+	char *tags; /* TAGGED: canonical "k=v k2=\"a b\"" (part of the identity); SUMMARY and
+		     * PAIRED: the fields in the same syntax (the value); PLAIN: NULL */
+	char *text; /* an annotated number (3/4, 12.3%, 0.5 +- 0.1, 0.95 (best)) as printed,
+		     * valid UTF-8; NULL for plain numbers and labels */
 	char name[LB_METRIC_NAME_MAX + 1];
 } lb_metric_entry;
 

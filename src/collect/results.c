@@ -2,6 +2,7 @@
  * Python's non-finite numbers into strings for the strict JSON labbox writes. */
 #include "labbox/collect.h"
 #include "labbox/util.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +115,197 @@ int lb_results_parse(const char *data, size_t len, struct json_object **out, cha
 	}
 	*out = lb_steal_ptr(&doc);
 	return 0;
+}
+
+/* results.csv ------------------------------------------------------------------------------ */
+
+#define LB_CSV_COLUMNS_MAX 1024
+#define LB_CSV_ROWS_MAX 100000
+#define LB_CSV_CELL_MAX 4096
+
+/* One cell at data[*i..len): unquoted up to ',' or the end of the line, or "quoted" with ""
+ * for a quote (RFC 4180). The text goes into cell (NUL-terminated, at most LB_CSV_CELL_MAX
+ * bytes); *i ends after the cell's ',' or at its line's end. -EINVAL on a bad quote. */
+static int csv_cell(const char *data, size_t len, size_t *i, char *cell, size_t *cell_len,
+		    bool *quoted, bool *last)
+{
+	size_t k = *i, o = 0;
+
+	*quoted = k < len && data[k] == '"';
+	if (*quoted) {
+		for (k++;; k++) {
+			if (k >= len)
+				return -EINVAL;
+			if (data[k] == '"') {
+				if (k + 1 < len && data[k + 1] == '"') {
+					k++;
+				} else {
+					k++;
+					break;
+				}
+			}
+			if (o >= LB_CSV_CELL_MAX)
+				return -EFBIG;
+			cell[o++] = data[k];
+		}
+		if (k < len && data[k] == '\r')
+			k++;
+		if (k < len && data[k] != ',' && data[k] != '\n')
+			return -EINVAL;
+	} else {
+		for (; k < len && data[k] != ',' && data[k] != '\n'; k++) {
+			if (o >= LB_CSV_CELL_MAX)
+				return -EFBIG;
+			cell[o++] = data[k];
+		}
+		while (o > 0 && (cell[o - 1] == '\r' || cell[o - 1] == ' ' || cell[o - 1] == '\t'))
+			o--;
+	}
+	cell[o] = '\0';
+	*cell_len = o;
+	*last = k >= len || data[k] == '\n';
+	*i = k < len ? k + 1 : k;
+	return 0;
+}
+
+static bool valid_utf8(const char *s, size_t len)
+{
+	char buf[LB_CSV_CELL_MAX * 3 + 8];
+
+	/* lb_text_utf8 repairs; the text was valid when repair changed nothing. */
+	return lb_text_utf8(buf, sizeof(buf), s, len) == len && memcmp(buf, s, len) == 0;
+}
+
+static bool blank_line(const char *data, size_t len, size_t i)
+{
+	for (; i < len && data[i] != '\n'; i++)
+		if (data[i] != ' ' && data[i] != '\t' && data[i] != '\r')
+			return false;
+	return true;
+}
+
+int lb_results_parse_csv(const char *data, size_t len, struct json_object **out, char *err,
+			 size_t errlen)
+{
+	__attribute__((cleanup(json_putp))) struct json_object *rows = NULL;
+	__attribute__((cleanup(json_putp))) struct json_object *header = NULL;
+	LB_AUTOFREE char *cell = malloc(LB_CSV_CELL_MAX + 1);
+	size_t i = 0, ncols = 0, line = 1;
+	bool quoted, last = false;
+	int r;
+
+	*out = NULL;
+	if (!cell)
+		return -ENOMEM;
+	if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+		i = 3;
+	if (memchr(data, '\0', len)) {
+		set_err(err, errlen, "a NUL byte: not a CSV file");
+		return -EINVAL;
+	}
+	header = json_object_new_array();
+	rows = json_object_new_array();
+	if (!header || !rows)
+		return -ENOMEM;
+	while (i < len && blank_line(data, len, i)) {
+		const char *nl = memchr(data + i, '\n', len - i);
+
+		i = nl ? (size_t)(nl - data) + 1 : len;
+		line++;
+	}
+	if (i >= len) {
+		set_err(err, errlen, "empty document");
+		return -EINVAL;
+	}
+	do {
+		size_t cl;
+
+		r = csv_cell(data, len, &i, cell, &cl, &quoted, &last);
+		if (r < 0 || cl == 0 || !valid_utf8(cell, cl)) {
+			set_err(err, errlen, "line %zu: the header needs a name for every column", line);
+			return -EINVAL;
+		}
+		for (size_t c = 0; c < ncols; c++)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(header, c)), cell) == 0) {
+				set_err(err, errlen, "line %zu: column %s is named twice", line, cell);
+				return -EINVAL;
+			}
+		if (++ncols > LB_CSV_COLUMNS_MAX) {
+			set_err(err, errlen, "more than %d columns", LB_CSV_COLUMNS_MAX);
+			return -EINVAL;
+		}
+		if (json_object_array_add(header, json_object_new_string_len(cell, (int)cl)) < 0)
+			return -ENOMEM;
+	} while (!last);
+	while (i < len) {
+		struct json_object *row;
+		size_t col = 0;
+
+		line++;
+		if (blank_line(data, len, i)) {
+			const char *nl = memchr(data + i, '\n', len - i);
+
+			i = nl ? (size_t)(nl - data) + 1 : len;
+			continue;
+		}
+		if (json_object_array_length(rows) >= LB_CSV_ROWS_MAX) {
+			set_err(err, errlen, "more than %d rows", LB_CSV_ROWS_MAX);
+			return -EFBIG;
+		}
+		row = json_object_new_object();
+		if (!row || json_object_array_add(rows, row) < 0) {
+			json_object_put(row);
+			return -ENOMEM;
+		}
+		do {
+			struct json_object *v;
+			double x;
+			size_t cl;
+
+			r = csv_cell(data, len, &i, cell, &cl, &quoted, &last);
+			if (r < 0 || col >= ncols) {
+				set_err(err, errlen, "line %zu: %s", line,
+					r == -EFBIG ? "a cell longer than 4096 bytes"
+					: r < 0	    ? "an unterminated or misplaced quote"
+						    : "more cells than the header has columns");
+				return -EINVAL;
+			}
+			/* Numbers as results.json holds them; an empty cell is no value. */
+			if (cl == 0 && !quoted)
+				v = NULL;
+			else if (!quoted && lb_parse_number(cell, cl, &x))
+				v = json_object_new_double(x);
+			else if (valid_utf8(cell, cl))
+				v = json_object_new_string_len(cell, (int)cl);
+			else {
+				set_err(err, errlen, "line %zu: a cell that is not UTF-8", line);
+				return -EINVAL;
+			}
+			if ((cl || quoted) && !v)
+				return -ENOMEM;
+			if (json_object_object_add(
+				    row, json_object_get_string(json_object_array_get_idx(header, col)),
+				    v) < 0) {
+				json_object_put(v);
+				return -ENOMEM;
+			}
+			col++;
+		} while (!last);
+		if (col != ncols) {
+			set_err(err, errlen, "line %zu: %zu cells, the header has %zu columns", line,
+				col, ncols);
+			return -EINVAL;
+		}
+	}
+	*out = lb_steal_ptr(&rows);
+	return 0;
+}
+
+static bool is_csv(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 4 && strcasecmp(name + n - 4, ".csv") == 0;
 }
 
 static const char *file_kind(mode_t mode)
@@ -292,7 +485,8 @@ int lb_results_read(int dirfd, const char *name, size_t max, struct json_object 
 		set_err(err, errlen, "%s: %s", name, strerror(-r));
 	if (r < 0)
 		return r;
-	r = lb_results_parse(data, len, out, perr, sizeof(perr));
+	r = is_csv(name) ? lb_results_parse_csv(data, len, out, perr, sizeof(perr))
+			 : lb_results_parse(data, len, out, perr, sizeof(perr));
 	if (r < 0)
 		set_err(err, errlen, "%s: %s", name, perr);
 	return r;
@@ -518,28 +712,28 @@ static int collect_one(int dirfd, const char *name, int from, struct json_object
 int lb_results_collect(int expdirfd, const char *const *names, size_t n, const char *out_dir_hint,
 		       struct json_object *files_out, struct json_object *issues_out)
 {
-	static const char *const defaults[] = { "results.json", "final_info.json" };
+	static const char *const defaults[] = { "results.json", "final_info.json", "results.csv" };
 	/* AI-Scientist templates write final_info.json into --out_dir. */
-	static const char *const in_hint[] = { "final_info.json", "results.json" };
+	static const char *const in_hint[] = { "final_info.json", "results.json", "results.csv" };
 	int count = 0;
 
 	if (!json_object_is_type(files_out, json_type_object) ||
 	    !json_object_is_type(issues_out, json_type_array))
 		return -EINVAL;
-	for (size_t i = 0; i < 2 + 2 + n; i++) {
+	for (size_t i = 0; i < 3 + 3 + n; i++) {
 		LB_AUTOFREE char *name = NULL;
 		int from, r;
 
-		if (i < 2) {
+		if (i < 3) {
 			from = FROM_DEFAULT;
 			name = normalize_name(defaults[i], NULL);
-		} else if (i < 4) {
+		} else if (i < 6) {
 			if (!out_dir_hint || out_dir_hint[0] == '/' || out_dir_hint[0] == '\0')
 				continue; /* outside the staged directory: nothing labbox can read */
 			from = FROM_HINT;
-			name = normalize_name(out_dir_hint, in_hint[i - 2]);
+			name = normalize_name(out_dir_hint, in_hint[i - 3]);
 		} else {
-			size_t k = i - 4;
+			size_t k = i - 6;
 
 			from = FROM_CONFIG;
 			if (!names || !names[k])

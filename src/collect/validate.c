@@ -77,7 +77,11 @@ static void entry_where(const lb_metrics *m, const lb_metric_entry *e, char *whe
 {
 	const char *cond = e->group ? m->conditions[e->group - 1] : NULL;
 
-	snprintf(where, n, "stdout%s%s%s%s%s", e->cls == LB_CLS_SUMMARY ? " SUMMARY" : "",
+	snprintf(where, n, "stdout%s%s%s%s%s%s",
+		 e->cls == LB_CLS_SUMMARY ? " SUMMARY"
+		 : e->cls == LB_CLS_PAIRED ? " PAIRED "
+					   : "",
+		 e->cls == LB_CLS_PAIRED ? e->name : "",
 		 cond ? " condition " : "", cond ? cond : "",
 		 e->cls == LB_CLS_TAGGED ? " " : "", e->cls == LB_CLS_TAGGED ? e->tags : "");
 }
@@ -108,7 +112,7 @@ static void check_stdout(lb_validation *val, const lb_metrics *m)
 		char where[LB_METRICS_LABEL_MAX + LB_METRICS_TAGS_STORE_MAX + 64];
 		char message[sizeof(where) + LB_METRIC_NAME_MAX + 64];
 
-		if (e->cls == LB_CLS_SUMMARY) {
+		if (e->cls == LB_CLS_SUMMARY || e->cls == LB_CLS_PAIRED) {
 			check_summary(val, m, e);
 			continue;
 		}
@@ -725,6 +729,52 @@ static void warn_dropped_tagged(struct json_object *warnings, const lb_metrics *
 	push_record(warnings, "dropped_tagged", NULL, "stdout", message);
 }
 
+/* Whether a document holds any value: a number, string or boolean at any depth (an empty
+ * results.json or one of empty lists reports nothing). */
+static bool holds_value(struct json_object *doc, int depth)
+{
+	if (!doc || depth > LB_WALK_DEPTH_MAX)
+		return false;
+	switch (json_object_get_type(doc)) {
+	case json_type_object: {
+		json_object_object_foreach(doc, k, v) {
+			(void)k;
+			if (holds_value(v, depth + 1))
+				return true;
+		}
+		return false;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(doc); i++)
+			if (holds_value(json_object_array_get_idx(doc, i), depth + 1))
+				return true;
+		return false;
+	case json_type_null:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* A run that exits 0 having reported nothing has no result to trust: its metrics went
+ * somewhere labbox does not read, or were never printed (docs/decisions.md). */
+static void check_reported(lb_validation *val, const lb_metrics *m, const lb_metrics_run_info *info)
+{
+	if (!info->completed || info->none_expected || (m && m->n_entries > 0))
+		return;
+	if (info->files) {
+		json_object_object_foreach(info->files, name, doc) {
+			(void)name;
+			if (holds_value(doc, 0))
+				return;
+		}
+	}
+	add_issue(val, "no_metrics", NULL, "stdout and results files",
+		  "the run completed but reported no metric: no 'name: value' line on stdout and "
+		  "no results.json, final_info.json or results.csv with a value; print the metrics, "
+		  "or say `metrics: none` in labbox.yaml if the experiment reports none");
+}
+
 static void issue_dropped(lb_validation *val, const lb_metrics *m)
 {
 	char message[256];
@@ -777,6 +827,7 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 	if (m)
 		issue_dropped(&val, m);
 	check_declared(&val, m, sources.data);
+	check_reported(&val, m, info);
 	if (m && m->time_guard)
 		check_time_guard(&val, m, info->budget_s);
 	lb_buf_free(&sources);

@@ -89,8 +89,19 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		return scalar_list(doc, val, key, &c->args, &c->nargs, err, errlen);
 	}
 	if (strcmp(key, "metrics") == 0) {
-		if (c->metrics)
+		if (c->metrics || c->metrics_none)
 			return bad(err, errlen, val, "'%s' is given twice", key);
+		/* A scalar says the experiment reports none, so that a run that reports nothing
+		 * can be told from one that lost its metrics (docs/decisions.md). */
+		const char *s = scalar(val);
+		if (s) {
+			if (strcmp(s, "none") != 0)
+				return bad(err, errlen, val,
+					   "'%s' must be a list of metric names, or none for an "
+					   "experiment that reports no metric", key);
+			c->metrics_none = true;
+			return 0;
+		}
 		return scalar_list(doc, val, key, &c->metrics, &c->nmetrics, err, errlen);
 	}
 	if (strcmp(key, "results") == 0) {

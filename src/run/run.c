@@ -528,6 +528,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			.wall_s = res.wall_s,
 			.budget_s = st->budget,
 			.completed = res.outcome == LB_SB_EXITED && res.exit_code == 0,
+			.none_expected = st->cfg.metrics_none,
 		};
 		lb_metrics_validate_run(metrics, &vi, issues, warnings);
 	}

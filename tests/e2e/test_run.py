@@ -277,11 +277,12 @@ def test_cwd_is_staged_copy_and_env_flag(tmp_path):
         print("files=" + ",".join(sorted(os.listdir("."))))
         print("K=" + os.environ.get("MY_KEY", "<unset>"))
         open("made_here.txt", "w").write("ok")
-    """, files={"data.csv": "a,b\n1,2\n"})
+    """, files={"data.csv": "a,b\n1,2\n", "labbox.yaml": "metrics: none\n"})
+    # It reports no metric, and says so: else exiting 0 with none is invalid_metrics.
     r = run_exp(exp, tmp_path / "runs", "-e", "MY_KEY=hello world")
     assert r.rc == 0, r.why()
     log = r.log()
-    assert "files=data.csv,main.py" in log, log
+    assert "files=data.csv,labbox.yaml,main.py" in log, log
     assert "K=hello world" in log, log
     assert (r.exp / "made_here.txt").read_text() == "ok"
     assert (r.exp / "data.csv").read_text() == "a,b\n1,2\n"
@@ -567,7 +568,7 @@ def test_every_process_is_born_in_the_runs_cgroup(tmp_path, limit):
             f.write(subprocess.run([sys.executable, "-c",
                                     "print(open('/proc/self/cgroup').read(), end='')"],
                                    capture_output=True, text=True, check=True).stdout)
-    """)
+    """, files={"labbox.yaml": "metrics: none\n"})
     r = run_exp(exp, tmp_path / "runs", *limit, *HOSTILE)
     if r.rc == 125 and not host_can_enforce("memory"):
         pytest.skip("host has no writable memory cgroup; labbox refused --memory (125)")

@@ -35,7 +35,8 @@ static const char seed_output[] =
 	"accuracy: 0.5\n"
 	"loss: -Infinity\n"
 	"TIME_GUARD: 240.1s \xe2\x80\x94 saving partial results\n"
-	"Total time: 250.3s\n";
+	"Total time: 250.3s\n"
+	"INFO: done\n";
 
 static lb_metrics *collect(const char *data, size_t len)
 {
@@ -260,9 +261,8 @@ static void test_line_parse_metrics(void **state)
 	assert_string_equal(ml.name, "val/top-1.acc");
 	assert_true(ml.number == 5);
 
-	assert_true(lb_metric_line_parse("url: http://x:8080/y", 20, &ml));
-	assert_int_equal(ml.kind, LB_METRIC_STRING);
-	assert_memory_equal(ml.str, "http://x:8080/y", 15);
+	/* Text is not a metric: a URL is no label (docs/decisions.md). */
+	assert_false(lb_metric_line_parse("url: http://x:8080/y", 20, &ml));
 
 	/* A numeric value keeps a metric whose name looks like an exception class. */
 	assert_true(lb_metric_line_parse("TrainError: 0.5", 15, &ml));
@@ -283,7 +283,7 @@ static void test_line_parse_non_metrics(void **state)
 		"  File \"/exp/train.py\", line 3, in <module>",
 		"ValueError: could not convert string to float: 'x'",
 		"torch.cuda.OutOfMemoryError: CUDA out of memory.",
-		"Total time: 12.3s",
+		"Total time: 12.3s", /* a unit labbox does not read: not a number, not a label */
 		"accuracy:0.5",
 		"accuracy:",
 		"accuracy:    ",
@@ -513,20 +513,25 @@ static void test_stream_line_at_limit_kept(void **state)
 	size_t len;
 
 	(void)state;
-	/* Exactly LB_METRIC_LINE_MAX bytes before the newline: still a metric. */
-	memcpy(text, "s: ", 3);
-	memset(text + 3, 'y', LB_METRIC_LINE_MAX - 3);
+	/* Exactly LB_METRIC_LINE_MAX bytes before the newline: still a metric. A value is at
+	 * most a label, so the length is in a condition name. */
+	memcpy(text, "condition: ", 11);
+	memset(text + 11, 'y', LB_METRIC_LINE_MAX - 11);
 	len = LB_METRIC_LINE_MAX;
 	text[len++] = '\n';
 	m = NULL;
 	assert_int_equal(lb_metrics_new(&m), 0);
 	feed_in_chunks(m, text, len, 1000);
 	lb_metrics_finish(m);
-	assert_int_equal(lb_metrics_count(m), 1);
 	doc = lb_metrics_to_json(m);
 	/* Stored strings are capped, and the cut is marked with an ellipsis. */
-	assert_true(json_object_get_string_len(get(doc, "values/s")) <= 520);
-	assert_non_null(strstr(json_object_get_string(get(doc, "values/s")), "\xe2\x80\xa6"));
+	{
+		struct json_object *c = json_object_array_get_idx(get(doc, "condition_order"), 0);
+
+		assert_non_null(c);
+		assert_true(json_object_get_string_len(c) <= 260);
+		assert_non_null(strstr(json_object_get_string(c), "\xe2\x80\xa6"));
+	}
 	json_object_put(doc);
 	lb_metrics_free(m);
 	free(text);
@@ -618,7 +623,10 @@ static void test_stream_caps(void **state)
 
 static void test_stream_invalid_utf8_and_nul(void **state)
 {
-	static const char out[] = "label: caf\xc3\xa9 \xff\xfe ok\nnul: a\0b\ncondition: \xc0\xaf\nx: 1\n";
+	/* Values are numbers or ASCII labels; text from the output reaches the document through
+	 * condition names and tag values. */
+	static const char out[] = "condition: caf\xc3\xa9 \xff\xfe ok\nx: 1\n"
+				  "condition=a\0b seed=\xc0\xaf y: 2\n";
 	lb_metrics *m = collect(out, sizeof(out) - 1);
 	struct json_object *doc = lb_metrics_to_json(m);
 	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
@@ -626,8 +634,11 @@ static void test_stream_invalid_utf8_and_nul(void **state)
 	struct json_object *back;
 
 	(void)state;
-	assert_str(get(doc, "values/label"), "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd ok");
-	assert_str(get(doc, "values/nul"), "a\xef\xbf\xbd" "b");
+	assert_str(json_object_array_get_idx(get(doc, "condition_order"), 0),
+		   "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd ok");
+	assert_str(json_object_array_get_idx(get(doc, "condition_order"), 1), "a\xef\xbf\xbd" "b");
+	assert_str(get(json_object_array_get_idx(get(doc, "tagged"), 0), "tags/seed"),
+		   "\xef\xbf\xbd\xef\xbf\xbd");
 	/* The output passes a validating parser. */
 	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8 | JSON_TOKENER_STRICT);
 	back = json_tokener_parse_ex(tok, text, (int)strlen(text) + 1);
@@ -1047,13 +1058,15 @@ static void test_line_parse_tagged(void **state)
 	assert_true(ml.number == -0.001);
 
 	/* Quoted values hold blanks; values may hold '=' and ':'. */
-	assert_true(parse("condition=\"big model\" note=\"a b\" opt=k=v:w model: resnet 50", &ml));
+	assert_true(parse("condition=\"big model\" note=\"a b\" opt=k=v:w model: resnet-50", &ml));
 	assert_int_equal(ml.condition_len, 9);
 	assert_memory_equal(ml.condition, "big model", 9);
 	assert_tag(&ml.tags[0], "note", "a b");
 	assert_tag(&ml.tags[1], "opt", "k=v:w");
 	assert_int_equal(ml.kind, LB_METRIC_STRING);
 	assert_int_equal(ml.str_len, 9);
+	/* Two words are text, not a value. */
+	assert_false(parse("condition=A model: resnet 50", &ml));
 
 	/* Only condition=: no tags. */
 	assert_true(parse("condition=A acc: 1", &ml));
@@ -1878,6 +1891,328 @@ static void test_validate_run_dropped(void **state)
 	json_object_put(issues);
 }
 
+/* Real research output (issue 9) ------------------------------------------------------------ */
+
+static void test_line_parse_several_pairs(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("acc: 0.5 loss: 0.25", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "acc");
+	assert_true(ml.values[0].number == 0.5);
+	assert_int_equal(ml.values[0].str_len, 3);
+	assert_string_equal(ml.values[1].name, "loss");
+	assert_true(ml.values[1].number == 0.25);
+	/* The first value is also in the line's own fields. */
+	assert_string_equal(ml.name, "acc");
+	assert_true(ml.number == 0.5);
+
+	assert_true(parse("acc: 0.5, loss: 0.25", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_true(parse("acc: 0.5 | loss: 0.25; f1: 0.7,", &ml));
+	assert_int_equal(ml.n_values, 3);
+	assert_string_equal(ml.values[2].name, "f1");
+
+	assert_true(parse("condition=A seed=1 acc: 0.5 loss: 0.25", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[1].name, "loss");
+	assert_int_equal(ml.values[0].kind, LB_METRIC_NUMBER);
+	assert_true(ml.values[1].number == 0.25);
+}
+
+static void test_line_parse_names_with_spaces(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("Tokens per second: 1234.5", &ml));
+	assert_string_equal(ml.name, "Tokens per second");
+	assert_true(ml.number == 1234.5);
+	assert_true(parse("UCB (Stochastic) cumulative_regret: 361.9", &ml));
+	assert_string_equal(ml.name, "UCB (Stochastic) cumulative_regret");
+	/* Blanks inside a name are one space each. */
+	assert_true(parse("Train   acc: 0.9 Val acc: 0.8", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "Train acc");
+	assert_string_equal(ml.values[1].name, "Val acc");
+}
+
+static void test_line_parse_annotated(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("solved: 3/4", &ml));
+	assert_true(ml.values[0].ratio);
+	assert_true(ml.number == 0.75);
+	assert_int_equal(ml.str_len, 3);
+	assert_true(parse("hits: 0/0", &ml));
+	assert_true(isnan(ml.number)); /* flagged by validation, not lost */
+
+	assert_true(parse("accuracy: 12.3%", &ml));
+	assert_true(ml.values[0].percent);
+	assert_true(ml.number == 12.3);
+
+	assert_true(parse("acc: 0.5 \xc2\xb1 0.1", &ml));
+	assert_true(ml.values[0].has_uncertainty);
+	assert_true(ml.values[0].uncertainty == 0.1);
+	assert_true(ml.number == 0.5);
+	assert_int_equal(ml.str_len, strlen("0.5 \xc2\xb1 0.1"));
+	assert_true(parse("acc: 0.5 +- 0.1 loss: 2 +/- 0.5", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_true(ml.values[1].uncertainty == 0.5);
+
+	assert_true(parse("val_acc: 0.95 (best)", &ml));
+	assert_int_equal(ml.values[0].remark_len, 4);
+	assert_memory_equal(ml.values[0].remark, "best", 4);
+	assert_true(ml.number == 0.95);
+	assert_true(parse("acc: 93.5% (best) loss: 0.1", &ml));
+	assert_true(ml.values[0].percent);
+	assert_non_null(ml.values[0].remark);
+	assert_int_equal(ml.n_values, 2);
+}
+
+static void test_line_parse_not_metrics_real(void **state)
+{
+	static const char *const lines[] = {
+		"INFO: Starting training",
+		"INFO: 3",
+		"WARNING: something is deprecated",
+		"ERROR: 0.5",
+		"DEBUG: x",
+		"CRITICAL: disk full",
+		"Warning: something deprecated",
+		"Info: done",
+		"INFO:root:accuracy: 0.5",
+		"WARNING:__main__:loss is high",
+		"[INFO] accuracy: 0.5",
+		"INFO acc: 0.5",
+		"Epoch: 1, Batch: 5, Loss: 0.3",
+		"epoch: 3",
+		"Step: 100 loss: 0.2",
+		"loss: 0.2 step: 100",
+		"condition=A seed=1 epoch: 3 loss: 0.2",
+		"p: /some/path",
+		"output: ./runs/x",
+		"url: http://example.org/a",
+		"accuracy: 0.93 on the test set",
+		"note: two words",
+		"acc: 0.5 loss",
+		"acc: 0.5 loss:",
+		"train_time: 12.5s",
+		"KeyError: 'x'",
+		"Epoch 1 loss: 0.3",
+		"acc: 0.5 (",
+		"acc: (best)",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		if (parse(lines[i], &ml))
+			fail_msg("\"%s\" parsed as a metric", lines[i]);
+	/* What stays a metric: an error rate, labels, a lone level-shaped word in a name. */
+	assert_true(parse("error: 0.05", &ml));
+	assert_true(parse("Error: 0.05", &ml));
+	assert_true(parse("model: resnet-50", &ml));
+	assert_true(parse("use_amp: True", &ml));
+	assert_true(parse("best_epoch: 7", &ml));
+	assert_true(parse("info_gain: 0.3", &ml));
+	/* Special names keep their text. */
+	assert_true(parse("condition: lr 0.1 big", &ml));
+	assert_int_equal(ml.str_len, 10);
+	assert_true(parse("TIME_GUARD: 240.1s - saving partial results", &ml));
+}
+
+static void test_line_parse_paired(void **state)
+{
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(parse("PAIRED: ours vs baseline regime=low mean_diff=0.031 std_diff=0.012 "
+			  "t_stat=4.2 p_value=0.003 ci95=(0.02,0.04)",
+			  &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_PAIRED);
+	assert_string_equal(ml.name, "ours vs baseline");
+	assert_true(ml.number == 0.031);
+	/* Sorted: baseline, ci95, mean_diff, method, p_value, regime, std_diff, t_stat. */
+	assert_int_equal(ml.n_tags, 8);
+	assert_tag(&ml.tags[0], "baseline", "baseline");
+	assert_tag(&ml.tags[1], "ci95", "(0.02,0.04)");
+	assert_tag(&ml.tags[3], "method", "ours");
+	assert_tag(&ml.tags[5], "regime", "low");
+	/* Text between the fields is skipped; a blank inside the interval is kept. */
+	assert_true(parse("PAIRED: a vs b mean_diff=-0.5 (n=5 seeds) ci95=(-0.7, -0.3)", &ml));
+	assert_tag(&ml.tags[1], "ci95", "(-0.7, -0.3)");
+	assert_false(parse("PAIRED: a vs b std_diff=1", &ml)); /* no mean_diff */
+	assert_false(parse("PAIRED: a b mean_diff=1", &ml));
+	assert_false(parse("PAIRED: a vs b mean_diff=1 mean_diff=2", &ml));
+	assert_false(parse("PAIRED: comparison done", &ml));
+}
+
+static void test_template_parse(void **state)
+{
+	lb_metric_line ml;
+#define T(s) lb_metric_template_parse(s, strlen(s), &ml)
+
+	(void)state;
+	assert_true(T("acc: \x01"));
+	assert_true(T("\x01: \x01"));
+	assert_true(T("\x01_acc: \x01"));
+	assert_true(T("condition=\x01 seed=\x01 acc: \x01 loss: \x01"));
+	assert_true(T("solved: \x01/\x01"));
+	assert_true(T("acc: \x01%"));
+	assert_true(T("acc: \x01 \xc2\xb1 \x01"));
+	assert_true(T("SUMMARY condition=\x01 metric=\x01 mean=\x01 std=\x01"));
+	assert_true(T("PAIRED: \x01 vs \x01 mean_diff=\x01 p_value=\x01"));
+	assert_false(T("INFO: \x01"));
+	assert_false(T("Epoch: \x01, Batch: \x01, Loss: \x01"));
+	assert_false(T("\x01"));
+	assert_false(T("Saved to \x01"));
+	assert_false(T("p: /tmp/\x01"));
+	/* Outside templates a hole is an ordinary byte. */
+	assert_false(parse("acc: \x01", &ml));
+#undef T
+}
+
+static void test_stream_real_shapes_json(void **state)
+{
+	static const char out[] = "INFO: starting\n"
+				  "Epoch: 1, Batch: 5, Loss: 0.3\n"
+				  "acc: 0.5, loss: 0.25\n"
+				  "Tokens per second: 1234.5\n"
+				  "solved: 3/4\n"
+				  "val: 0.5 \xc2\xb1 0.1 (best)\n"
+				  "rate: 12.5%\n"
+				  "PAIRED: ours vs base mean_diff=0.1 std_diff=0.02 t_stat=5 "
+				  "p_value=nan ci95=(0.05,0.15)\n"
+				  "p: /some/path\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *doc = lb_metrics_to_json(m);
+	struct json_object *ann, *paired, *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+
+	(void)state;
+	assert_int_equal(json_object_object_length(get(doc, "values")), 6);
+	assert_double(get(doc, "values/acc"), 0.5);
+	assert_double(get(doc, "values/loss"), 0.25);
+	assert_double(get(doc, "values/Tokens per second"), 1234.5);
+	assert_double(get(doc, "values/solved"), 0.75);
+	assert_double(get(doc, "values/rate"), 12.5);
+	ann = get(doc, "annotated");
+	assert_int_equal(json_object_array_length(ann), 3);
+	assert_str(get(json_object_array_get_idx(ann, 0), "ratio"), "3/4");
+	assert_str(get(json_object_array_get_idx(ann, 0), "text"), "3/4");
+	assert_double(get(json_object_array_get_idx(ann, 1), "uncertainty"), 0.1);
+	assert_str(get(json_object_array_get_idx(ann, 1), "remark"), "best");
+	assert_true(json_object_get_boolean(get(json_object_array_get_idx(ann, 2), "percent")));
+	paired = json_object_array_get_idx(get(doc, "paired"), 0);
+	assert_str(get(paired, "method"), "ours");
+	assert_str(get(paired, "baseline"), "base");
+	assert_double(get(paired, "mean_diff"), 0.1);
+	assert_double(get(paired, "ci95_low"), 0.05);
+	assert_double(get(paired, "ci95_high"), 0.15);
+	/* A NaN p_value is an issue like any other. */
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(json_object_array_get_idx(issues, 0), "where"), "stdout PAIRED ours vs base");
+	json_object_put(issues);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+static void test_validate_run_no_metrics(void **state)
+{
+	lb_metrics *m = collect("INFO: done\nEpoch: 1, Loss: 0.3\nSaved to /tmp/x\n", 48);
+	struct json_object *issues = json_object_new_array();
+	struct json_object *files = json_object_new_object();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+
+	(void)state;
+	/* Completed with log lines only: invalid. */
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
+	assert_true(json_object_is_type(get(issue(issues, 0), "metric"), json_type_null));
+	json_object_put(issues);
+	/* labbox.yaml `metrics: none` says so; a failed run is already failed. */
+	info.none_expected = true;
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	info.none_expected = false;
+	info.completed = false;
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	/* An empty results file reports nothing; one with a value reports. */
+	info.completed = true;
+	info.files = files;
+	json_object_object_add(files, "results.json", json_object_new_object());
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	json_object_put(issues);
+	{
+		struct json_object *doc = json_object_new_object();
+
+		json_object_object_add(doc, "acc", json_object_new_double(0.5));
+		json_object_object_add(files, "final_info.json", doc);
+	}
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	json_object_put(files);
+	lb_metrics_free(m);
+	/* One stdout metric is enough. */
+	m = collect("acc: 0.5\n", 9);
+	info.files = NULL;
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	lb_metrics_free(m);
+}
+
+static void test_results_parse_csv(void **state)
+{
+	static const char ok[] = "\xef\xbb\xbf" "condition,seed,acc,loss,note\r\n"
+				 "A,1,0.5,nan,\"x, \"\"y\"\"\"\r\n"
+				 "\n"
+				 "B,2,0.75,0.1,\n";
+	static const char *const bad[] = {
+		"",
+		"\n\n",
+		"a,,b\n1,2,3\n",
+		"a,a\n1,2\n",
+		"a,b\n1\n",
+		"a,b\n1,2,3\n",
+		"a,b\n\"1,2\n",
+		"a,b\n\"1\"x,2\n",
+	};
+	struct json_object *doc = NULL, *row;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(lb_results_parse_csv(ok, sizeof(ok) - 1, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_object_array_length(doc), 2);
+	row = json_object_array_get_idx(doc, 0);
+	assert_str(get(row, "condition"), "A");
+	assert_double(get(row, "seed"), 1);
+	assert_double(get(row, "acc"), 0.5);
+	assert_true(isnan(json_object_get_double(get(row, "loss"))));
+	assert_str(get(row, "note"), "x, \"y\"");
+	row = json_object_array_get_idx(doc, 1);
+	assert_true(json_object_is_type(get(row, "note"), json_type_null));
+	json_object_put(doc);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		doc = NULL;
+		if (lb_results_parse_csv(bad[i], strlen(bad[i]), &doc, err, sizeof(err)) == 0)
+			fail_msg("accepted CSV \"%s\"", bad[i]);
+		assert_null(doc);
+		assert_true(err[0] != '\0');
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1899,6 +2234,15 @@ int main(void)
 		cmocka_unit_test(test_time_estimate_spellings),
 		cmocka_unit_test(test_stream_caps),
 		cmocka_unit_test(test_stream_invalid_utf8_and_nul),
+		cmocka_unit_test(test_line_parse_several_pairs),
+		cmocka_unit_test(test_line_parse_names_with_spaces),
+		cmocka_unit_test(test_line_parse_annotated),
+		cmocka_unit_test(test_line_parse_not_metrics_real),
+		cmocka_unit_test(test_line_parse_paired),
+		cmocka_unit_test(test_template_parse),
+		cmocka_unit_test(test_stream_real_shapes_json),
+		cmocka_unit_test(test_validate_run_no_metrics),
+		cmocka_unit_test(test_results_parse_csv),
 		cmocka_unit_test(test_json_c_reads_python_nonfinite),
 		cmocka_unit_test(test_results_parse_rejects),
 		cmocka_unit_test(test_results_parse_accepts),

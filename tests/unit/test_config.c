@@ -77,10 +77,30 @@ static void test_errors_name_the_problem(void **state)
 	assert_int_equal(parse("entry: \"\"\n", &c, err), -EINVAL);
 }
 
+static void test_metrics_none(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("metrics: none\n", &c, err), 0);
+	assert_true(c.metrics_none);
+	assert_int_equal(c.nmetrics, 0);
+	lb_config_free(&c);
+	assert_false(c.metrics_none);
+	assert_int_equal(parse("metrics: [acc]\n", &c, err), 0);
+	assert_false(c.metrics_none);
+	lb_config_free(&c);
+	/* Any other scalar is a mistake, not a metric name. */
+	assert_int_equal(parse("metrics: accuracy\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "none"));
+	assert_int_equal(parse("metrics: none\nmetrics: [a]\n", &c, err), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_metrics_none),
 		cmocka_unit_test(test_empty_is_defaults),
 		cmocka_unit_test(test_errors_name_the_problem),
 	};

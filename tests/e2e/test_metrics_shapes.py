@@ -1,0 +1,150 @@
+"""Real research output through the real binary (issue 9): log and progress lines are not
+metrics, the shapes research code prints are, a run that reports nothing is not `completed`,
+and the static check's LB404 agrees with the collector."""
+import json
+
+import pytest
+
+from conftest import labbox, run_exp, write_exp
+
+# An AI-Scientist template: argparse --out_dir, final_info.json, torch-like log lines.
+AI_SCIENTIST = '''
+    import argparse, json, os, logging, sys
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    p = argparse.ArgumentParser()
+    p.add_argument("--out_dir", default="run_0")
+    args = p.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    logging.info("loading dataset")
+    print("INFO: Using device cpu")
+    print("WARNING: torch.compile is not available")
+    print("[INFO] starting")
+    for epoch in range(2):
+        for batch in range(2):
+            print(f"Epoch: {epoch}, Batch: {batch}, Loss: {0.5 / (batch + 1):.3f}")
+    print(f"p: {os.getcwd()}")
+    print("condition=A seed=1 acc: 0.5 loss: 0.25")
+    print("val_acc: 0.91, val_loss: 0.3")
+    print("Tokens per second: 1234.5")
+    print("UCB (Stochastic) cumulative_regret: 361.9")
+    print("solved: 3/4")
+    print("best_acc: 0.95 (best)")
+    print("coverage: 12.5%")
+    print("acc_ci: 0.5 \u00b1 0.1")
+    print("PAIRED: ours vs baseline regime=low mean_diff=0.031 std_diff=0.012 t_stat=4.2 "
+          "p_value=0.003 ci95=(0.02,0.04)")
+    final = {"shakespeare_char": {"means": {"val_loss": 1.47}, "stds": {"val_loss": 0.01}}}
+    with open(os.path.join(args.out_dir, "final_info.json"), "w") as f:
+        json.dump(final, f)
+'''
+
+
+def test_ai_scientist_template_metrics(tmp_path):
+    exp = write_exp(tmp_path, AI_SCIENTIST)
+    r = run_exp(exp, tmp_path / "runs", args=("--out_dir", "run_0"))
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    v = m["values"]
+    for not_metric in ("INFO", "WARNING", "Epoch", "Batch", "Loss", "p", "INFO:root"):
+        assert not_metric not in v, v
+    assert v["val_acc"] == 0.91 and v["val_loss"] == 0.3, v
+    assert v["Tokens per second"] == 1234.5
+    assert v["UCB (Stochastic) cumulative_regret"] == 361.9
+    assert v["solved"] == 0.75 and v["best_acc"] == 0.95 and v["coverage"] == 12.5
+    assert v["acc_ci"] == 0.5
+    assert m["conditions"]["A"] == {} or "acc" not in m["conditions"]["A"]
+    tagged = {(t["metric"], t["tags"]["seed"]): t["value"] for t in m["tagged"]}
+    assert tagged == {("acc", "1"): 0.5, ("loss", "1"): 0.25}, m["tagged"]
+    ann = {a["metric"]: a for a in m["annotated"]}
+    assert ann["solved"]["ratio"] == "3/4"
+    assert ann["best_acc"]["remark"] == "best"
+    assert ann["coverage"]["percent"] is True
+    assert ann["acc_ci"]["uncertainty"] == 0.1
+    (paired,) = m["paired"]
+    assert paired["method"] == "ours" and paired["baseline"] == "baseline"
+    assert paired["regime"] == "low" and paired["p_value"] == 0.003
+    assert paired["ci95_low"] == 0.02 and paired["ci95_high"] == 0.04
+    assert "run_0/final_info.json" in m["files"]
+    assert r.result["metric_issues"] == []
+
+
+def test_run_reporting_nothing_is_invalid(tmp_path):
+    exp = write_exp(tmp_path, """
+        print("INFO: training")
+        print("Epoch: 1, Batch: 5, Loss: 0.3")
+        print("saved to /tmp/model.pt")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    kinds = [i["kind"] for i in r.result["metric_issues"]]
+    assert kinds == ["no_metrics"], r.result["metric_issues"]
+
+
+def test_metrics_none_allows_reporting_nothing(tmp_path):
+    exp = write_exp(tmp_path, 'print("INFO: a data preparation step")\n', yaml="metrics: none\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    # A failed run stays failed, whatever it reported.
+    exp2 = write_exp(tmp_path, "raise SystemExit(3)\n", name="exp2")
+    r2 = run_exp(exp2, tmp_path / "runs2")
+    assert r2.rc == 1, r2.why()
+
+
+def test_results_csv_is_collected(tmp_path):
+    exp = write_exp(tmp_path, """
+        with open("results.csv", "w") as f:
+            f.write("condition,seed,accuracy\\nA,1,0.5\\nB,1,0.75\\n")
+    """, yaml="metrics: [accuracy]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    rows = r.result["metrics"]["files"]["results.csv"]
+    assert rows == [{"condition": "A", "seed": 1.0, "accuracy": 0.5},
+                    {"condition": "B", "seed": 1.0, "accuracy": 0.75}]
+
+
+def test_results_csv_nan_is_an_issue(tmp_path):
+    exp = write_exp(tmp_path, """
+        open("results.csv", "w").write("acc,loss\\n0.5,nan\\n")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert [i["kind"] for i in r.result["metric_issues"]] == ["nan"]
+
+
+# LB404 and the collector share one definition: for each print, whether the check counts it
+# as a metric line, and the collector reads what it prints.
+LB404_CASES = [
+    ('print(f"accuracy: {acc:.3f}")', True),
+    ('print(f"{name}: {value}")', True),
+    ('print("accuracy:", acc)', True),
+    ('print("accuracy: " + str(acc))', True),
+    ('print("accuracy: %.3f" % acc)', True),
+    ('print("accuracy: {:.3f}".format(acc))', True),
+    ('print(f"condition=A seed={seed} acc: {acc} loss: {acc}")', True),
+    ('print(f"solved: {seed}/{seed}")', True),
+    ('sys.stdout.write(f"accuracy: {acc}\\n")', True),
+    ('print(f"INFO: accuracy is {acc}")', False),
+    ('print(f"Epoch: {seed}, Batch: {seed}, Loss: {acc}")', False),
+    ('print(f"saved to {name}")', False),
+    ('print(acc)', False),
+    ('print("p: /some/path")', False),
+]
+
+
+@pytest.mark.parametrize("stmt,is_metric", LB404_CASES, ids=[c[0] for c in LB404_CASES])
+def test_lb404_uses_the_collectors_parser(tmp_path, stmt, is_metric):
+    exp = write_exp(tmp_path, f"""
+        import sys
+        acc, seed, name, value = 0.5, 1, "acc", 0.5
+        {stmt}
+    """)
+    p = labbox("check", "--json", str(exp))
+    doc = json.loads(p.stdout)
+    ids = {f["id"] for f in doc["findings"]}
+    assert ("LB404" not in ids) == is_metric, doc["llm_text"]
+    # What the check says is what the run collects.
+    r = run_exp(exp, tmp_path / "runs")
+    kinds = [i["kind"] for i in r.result["metric_issues"]]
+    assert (r.rc == 0) == is_metric and ("no_metrics" in kinds) != is_metric, r.why()
