@@ -217,8 +217,16 @@ int lb_results_parse_csv(const char *data, size_t len, struct json_object **out,
 
 /* Results files of a run ------------------------------------------------------------------ */
 
-/* Largest results file read; a larger one is an "unreadable" issue. */
-#define LB_RESULTS_MAX_BYTES ((size_t)64 << 20)
+/* Largest results file read; a larger one is an "unreadable" issue. json-c holds a parsed
+ * number in about ten times the bytes it took as text, and labbox's own memory is outside
+ * the run's --memory: these bound it (docs/decisions.md). */
+#define LB_RESULTS_MAX_BYTES ((size_t)8 << 20)
+/* All results files of a run together; past it a file is an "unreadable" issue too. */
+#define LB_RESULTS_TOTAL_BYTES ((size_t)16 << 20)
+/* Arrays longer than this are summarised, not copied, into result.json; so is any array of
+ * more than 100 once LB_RESULTS_VALUES_KEEP array elements have been copied. */
+#define LB_RESULTS_ARRAY_KEEP 10000
+#define LB_RESULTS_VALUES_KEEP 200000
 /* At most this many configured names are read (the defaults come on top). */
 #define LB_RESULTS_MAX_NAMES 32
 
@@ -251,6 +259,15 @@ const char *lb_results_out_dir_hint(char *const *args, size_t n);
 int lb_results_collect(int expdirfd, const char *const *names, size_t n, const char *out_dir_hint,
 		       struct json_object *files_out, struct json_object *issues_out);
 
+/* What result.json keeps of files_out (of lb_results_collect): lb_json_sanitize's copy, with
+ * every array longer than LB_RESULTS_ARRAY_KEEP (or, past LB_RESULTS_VALUES_KEEP elements
+ * copied, longer than 100) replaced by a summary
+ *   {"labbox_summary": "array", "length", "numbers", "min", "max", "mean", "first": [10],
+ *    "last": [10]}
+ * so a results file of millions of values does not become a result.json of hundreds of MB.
+ * One warning {"kind": "summarised", "where": "results.json at path", ...} per summarised
+ * array is appended to warnings (the first 20, then one counting the rest). */
+struct json_object *lb_results_for_record(struct json_object *files, struct json_object *warnings);
 /* Deep copy of a json-c document with every non-finite double replaced by its string. */
 struct json_object *lb_json_sanitize(struct json_object *doc);
 /* A JSON number for v, or the string form when v is not finite. */

@@ -23,6 +23,13 @@ int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir);
 int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
 		    struct json_object *files, struct json_object *skipped, char *err,
 		    size_t errlen);
+/* lb_record_stage that writes at most limit bytes of data into dst (0: no limit): past it,
+ * -EFBIG and err names the file that would pass it. Sparse files stay sparse (only their
+ * data is copied; the digest is of the content with its holes read as zeros), and files
+ * with several links inside src are staged once and linked again. */
+int lb_record_stage_within(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, struct json_object *files, struct json_object *skipped,
+			   char *err, size_t errlen);
 
 /* JSON pieces shared by `run` and `exec`. */
 struct json_object *lb_record_isolation_json(const lb_isolation *iso);

@@ -582,6 +582,125 @@ struct json_object *lb_json_sanitize(struct json_object *doc)
 	}
 }
 
+/* What result.json keeps of the results files --------------------------------------------- */
+
+typedef struct record_ctx {
+	const char *file; /* the results file being copied */
+	struct json_object *warnings;
+	size_t summarised; /* arrays summarised; the first few are named in warnings */
+	size_t values_left; /* array elements that may still be copied whole */
+} record_ctx;
+
+#define RECORD_NAMED_MAX 20
+
+static struct json_object *record_copy(record_ctx *c, struct json_object *doc, const char *path);
+
+/* min, max, mean of the finite numbers of a long array, its length, and its first and last
+ * elements: enough to see a curve's shape and its end, in bounded size. */
+static struct json_object *summarise_array(record_ctx *c, struct json_object *a, const char *path)
+{
+	size_t n = json_object_array_length(a), nums = 0;
+	double lo = 0, hi = 0, sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *v = json_object_array_get_idx(a, i);
+		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+			continue;
+		double d = json_object_get_double(v);
+		if (!isfinite(d))
+			continue;
+		lo = nums && lo < d ? lo : d;
+		hi = nums && hi > d ? hi : d;
+		sum += d;
+		nums++;
+	}
+	struct json_object *s = json_object_new_object();
+	struct json_object *first = json_object_new_array(), *last = json_object_new_array();
+	for (size_t i = 0; i < 10 && i < n; i++) {
+		char p[64];
+		snprintf(p, sizeof p, "[%zu]", i);
+		json_object_array_add(first, record_copy(c, json_object_array_get_idx(a, i), p));
+		snprintf(p, sizeof p, "[%zu]", n - 10 + i);
+		json_object_array_add(last, record_copy(c, json_object_array_get_idx(a, n - 10 + i), p));
+	}
+	json_object_object_add(s, "labbox_summary", json_object_new_string("array"));
+	json_object_object_add(s, "length", json_object_new_int64((int64_t)n));
+	json_object_object_add(s, "numbers", json_object_new_int64((int64_t)nums));
+	json_object_object_add(s, "min", nums ? lb_json_number(lo) : NULL);
+	json_object_object_add(s, "max", nums ? lb_json_number(hi) : NULL);
+	json_object_object_add(s, "mean", nums ? lb_json_number(sum / (double)nums) : NULL);
+	json_object_object_add(s, "first", first);
+	json_object_object_add(s, "last", last);
+	if (c->warnings && c->summarised < RECORD_NAMED_MAX) {
+		char msg[1024], where[800];
+		snprintf(where, sizeof where, "%.300s at %.400s", c->file, path[0] ? path : "the top");
+		snprintf(msg, sizeof msg,
+			 "%s: an array of %zu values, summarised in result.json (length, min, max, "
+			 "mean, the first and last 10); the file in exp/ has them all",
+			 where, n);
+		struct json_object *w = json_object_new_object();
+		json_object_object_add(w, "kind", json_object_new_string("summarised"));
+		json_object_object_add(w, "metric", NULL);
+		json_object_object_add(w, "where", json_object_new_string(where));
+		json_object_object_add(w, "message", json_object_new_string(msg));
+		json_object_array_add(c->warnings, w);
+	}
+	c->summarised++;
+	return s;
+}
+
+static struct json_object *record_copy(record_ctx *c, struct json_object *doc, const char *path)
+{
+	char sub[768];
+	switch (json_object_get_type(doc)) {
+	case json_type_object: {
+		struct json_object *copy = json_object_new_object();
+		json_object_object_foreach(doc, key, val) {
+			snprintf(sub, sizeof sub, "%.400s%s%.300s", path, path[0] ? "." : "", key);
+			json_object_object_add(copy, key, record_copy(c, val, sub));
+		}
+		return copy;
+	}
+	case json_type_array: {
+		size_t n = json_object_array_length(doc);
+		if (n > LB_RESULTS_ARRAY_KEEP || (n > 100 && n > c->values_left))
+			return summarise_array(c, doc, path);
+		c->values_left -= n < c->values_left ? n : c->values_left;
+		struct json_object *copy = json_object_new_array_ext((int)n);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(sub, sizeof sub, "%.400s[%zu]", path, i);
+			json_object_array_add(copy, record_copy(c, json_object_array_get_idx(doc, i), sub));
+		}
+		return copy;
+	}
+	default:
+		return lb_json_sanitize(doc);
+	}
+}
+
+struct json_object *lb_results_for_record(struct json_object *files, struct json_object *warnings)
+{
+	record_ctx c = { .warnings = warnings, .values_left = LB_RESULTS_VALUES_KEEP };
+	if (!json_object_is_type(files, json_type_object))
+		return lb_json_sanitize(files);
+	struct json_object *copy = json_object_new_object();
+	json_object_object_foreach(files, name, doc) {
+		c.file = name;
+		json_object_object_add(copy, name, record_copy(&c, doc, ""));
+	}
+	if (warnings && c.summarised > RECORD_NAMED_MAX) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "%zu more arrays summarised in result.json",
+			 c.summarised - RECORD_NAMED_MAX);
+		struct json_object *w = json_object_new_object();
+		json_object_object_add(w, "kind", json_object_new_string("summarised"));
+		json_object_object_add(w, "metric", NULL);
+		json_object_object_add(w, "where", NULL);
+		json_object_object_add(w, "message", json_object_new_string(msg));
+		json_object_array_add(warnings, w);
+	}
+	return copy;
+}
+
 /* All results files of a run ------------------------------------------------------------- */
 
 const char *lb_results_out_dir_hint(char *const *args, size_t n)
@@ -665,7 +784,7 @@ static int add_file_issue(struct json_object *issues, const char *kind, const ch
 
 /* Reads one candidate; returns 1 when read, 0 when skipped or reported, -ENOMEM. */
 static int collect_one(int dirfd, const char *name, int from, struct json_object *files,
-		       struct json_object *issues)
+		       struct json_object *issues, size_t *left)
 {
 	struct json_object *doc = NULL;
 	char err[512] = "", msg[768];
@@ -688,8 +807,19 @@ static int collect_one(int dirfd, const char *name, int from, struct json_object
 		snprintf(msg, sizeof(msg), "%s (a results file named in the configuration)", err);
 		return add_file_issue(issues, "missing_file", name, msg);
 	}
+	struct stat fst = { 0 };
+	if (r == 0 && fstatat(dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fst.st_mode) &&
+	    (uint64_t)fst.st_size <= LB_RESULTS_MAX_BYTES && (uint64_t)fst.st_size > *left) {
+		snprintf(msg, sizeof(msg),
+			 "%s: %lld bytes, past what is left of the %zu bytes labbox reads of all "
+			 "the results files of a run together; not collected",
+			 name, (long long)fst.st_size, (size_t)LB_RESULTS_TOTAL_BYTES);
+		return add_file_issue(issues, "unreadable", name, msg);
+	}
 	if (r == 0)
 		r = lb_results_read(dirfd, name, LB_RESULTS_MAX_BYTES, &doc, err, sizeof(err));
+	if (r == 0 && fst.st_size > 0)
+		*left -= (size_t)fst.st_size < *left ? (size_t)fst.st_size : *left;
 	if (r == 0) {
 		if (json_object_object_add(files, name, doc) < 0) {
 			json_object_put(doc);
@@ -716,6 +846,7 @@ int lb_results_collect(int expdirfd, const char *const *names, size_t n, const c
 	/* AI-Scientist templates write final_info.json into --out_dir. */
 	static const char *const in_hint[] = { "final_info.json", "results.json", "results.csv" };
 	int count = 0;
+	size_t left = LB_RESULTS_TOTAL_BYTES;
 
 	if (!json_object_is_type(files_out, json_type_object) ||
 	    !json_object_is_type(issues_out, json_type_array))
@@ -762,7 +893,7 @@ int lb_results_collect(int expdirfd, const char *const *names, size_t n, const c
 		}
 		if (!name)
 			return -ENOMEM;
-		r = collect_one(expdirfd, name, from, files_out, issues_out);
+		r = collect_one(expdirfd, name, from, files_out, issues_out, &left);
 		if (r < 0)
 			return r;
 		count += r;

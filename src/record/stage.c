@@ -28,6 +28,15 @@ typedef struct stage_ctx {
 	bool skip_set;
 	dev_t skip_dev;
 	ino_t skip_ino;
+	int droot;        /* the staged exp/ */
+	uint64_t limit;   /* most bytes staging may allocate in exp/; 0: no limit */
+	uint64_t staged;  /* bytes of data written so far */
+	struct linked {   /* files with more than one link, staged once and linked after */
+		dev_t dev;
+		ino_t ino;
+		char *rel;
+	} *links;
+	size_t nlinks;
 } stage_ctx;
 
 static bool skip_dir(const char *name)
@@ -42,11 +51,68 @@ static int fail(stage_ctx *c, int err, const char *what, const char *rel)
 	return err;
 }
 
+static const char zeros[1 << 16];
+
+/* A hole reads as zeros: the digest is the file's as any reader sees it. */
+static void hash_zeros(lb_sha256 *h, uint64_t n)
+{
+	while (n) {
+		size_t k = n < sizeof zeros ? (size_t)n : sizeof zeros;
+		lb_sha256_update(h, zeros, k);
+		n -= k;
+	}
+}
+
+static int over_limit(stage_ctx *c, const char *rel, uint64_t more)
+{
+	snprintf(c->err, c->errlen,
+		 "staging '%s' would put more than the disk limit of %llu bytes into exp/ (%llu "
+		 "bytes staged before it, %llu for it); raise --disk-limit or make the "
+		 "experiment directory smaller",
+		 rel, (unsigned long long)c->limit, (unsigned long long)c->staged,
+		 (unsigned long long)more);
+	return -EFBIG;
+}
+
+/* Copy [off, end) of in to out at the same offsets, hashing it. */
+static int copy_range(stage_ctx *c, int in, int out, uint64_t off, uint64_t end, lb_sha256 *h,
+		      const char *rel)
+{
+	char buf[1 << 16];
+	while (off < end) {
+		size_t want = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
+		ssize_t n = pread(in, buf, want, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail(c, -errno, "file", rel);
+		if (n == 0)
+			break; /* the file shrank while staged: stage what there was */
+		if (c->limit && c->staged + (uint64_t)n > c->limit)
+			return over_limit(c, rel, (uint64_t)n);
+		lb_sha256_update(h, buf, (size_t)n);
+		for (size_t done = 0; done < (size_t)n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)n - done, (off_t)(off + done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return fail(c, -errno, "file", rel);
+			done += (size_t)w;
+		}
+		c->staged += (uint64_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
 		     mode_t mode)
 {
 	LB_AUTOCLOSE int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
+		return fail(c, -errno, "file", rel);
+	struct stat st;
+	if (fstat(in, &st) < 0)
 		return fail(c, -errno, "file", rel);
 	LB_AUTOCLOSE int out =
 		openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
@@ -54,21 +120,26 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 		return fail(c, -errno, "file", rel);
 	lb_sha256 h;
 	lb_sha256_init(&h);
-	char buf[1 << 16];
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof buf);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return fail(c, -errno, "file", rel);
-		}
-		if (n == 0)
-			break;
-		lb_sha256_update(&h, buf, (size_t)n);
-		int r = lb_write_all(out, buf, (size_t)n);
+	/* Only the data is copied, so a sparse file stays sparse (a 3 GiB file of holes does
+	 * not become 3 GiB on disk); where the file system cannot say, all of it is data. */
+	uint64_t size = (uint64_t)st.st_size, off = 0;
+	while (off < size) {
+		off_t data = lseek(in, (off_t)off, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			data = (off_t)size; /* only a hole is left */
+		else if (data < 0)
+			data = (off_t)off;
+		off_t hole = data < (off_t)size ? lseek(in, data, SEEK_HOLE) : (off_t)size;
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		hash_zeros(&h, (uint64_t)data - off);
+		int r = copy_range(c, in, out, (uint64_t)data, (uint64_t)hole, &h, rel);
 		if (r < 0)
-			return fail(c, r, "file", rel);
+			return r;
+		off = (uint64_t)hole;
 	}
+	if (ftruncate(out, (off_t)size) < 0)
+		return fail(c, -errno, "file", rel);
 	if (c->uid != (uid_t)-1 && fchown(out, c->uid, c->gid) < 0)
 		return fail(c, -errno, "file", rel);
 	uint8_t d[32];
@@ -77,6 +148,37 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 	lb_sha256_hex(d, hex);
 	json_object_object_add(c->files, rel, json_object_new_string(hex));
 	c->nfiles++;
+	return 0;
+}
+
+/* A file with several links inside the experiment is staged once and linked again, so 40
+ * links to 26 MiB stay 26 MiB (a link to a file outside is staged as its content). */
+static int copy_linked(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
+		       const struct stat *st)
+{
+	for (size_t i = 0; i < c->nlinks; i++) {
+		if (c->links[i].dev != st->st_dev || c->links[i].ino != st->st_ino)
+			continue;
+		if (linkat(c->droot, c->links[i].rel, ddir, name, 0) < 0)
+			return fail(c, -errno, "hard link", rel);
+		json_object *first = json_object_object_get(c->files, c->links[i].rel);
+		json_object_object_add(c->files, rel, json_object_get(first));
+		c->nfiles++;
+		return 0;
+	}
+	int r = copy_file(c, sdir, ddir, name, rel, st->st_mode);
+	if (r < 0)
+		return r;
+	struct linked *nl = realloc(c->links, (c->nlinks + 1) * sizeof *nl);
+	if (!nl)
+		return -ENOMEM;
+	c->links = nl;
+	nl[c->nlinks].dev = st->st_dev;
+	nl[c->nlinks].ino = st->st_ino;
+	nl[c->nlinks].rel = strdup(rel);
+	if (!nl[c->nlinks].rel)
+		return -ENOMEM;
+	c->nlinks++;
 	return 0;
 }
 
@@ -156,7 +258,8 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 			}
 			r = copy_dir(c, s2, d2, rel, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
-			r = copy_file(c, sdir, ddir, name, rel, st.st_mode);
+			r = st.st_nlink > 1 ? copy_linked(c, sdir, ddir, name, rel, &st)
+					    : copy_file(c, sdir, ddir, name, rel, st.st_mode);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
 			ssize_t len = readlinkat(sdir, name, target, sizeof target - 1);
@@ -187,8 +290,24 @@ int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t cho
 		    struct json_object *files, struct json_object *skipped, char *err,
 		    size_t errlen)
 {
-	stage_ctx c = {.uid = chown_uid, .gid = chown_gid, .files = files, .skipped = skipped,
-		       .err = err, .errlen = errlen};
+	return lb_record_stage_within(src, dst, chown_uid, chown_gid, 0, files, skipped, err,
+				      errlen);
+}
+
+static void stage_ctx_free(stage_ctx *c)
+{
+	for (size_t i = 0; i < c->nlinks; i++)
+		free(c->links[i].rel);
+	free(c->links);
+}
+
+int lb_record_stage_within(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, struct json_object *files, struct json_object *skipped,
+			   char *err, size_t errlen)
+{
+	__attribute__((cleanup(stage_ctx_free))) stage_ctx c = {
+		.uid = chown_uid, .gid = chown_gid, .files = files, .skipped = skipped,
+		.err = err, .errlen = errlen, .limit = limit};
 	LB_AUTOCLOSE int sdir = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sdir < 0)
 		return fail(&c, -errno, "directory", src);
@@ -199,6 +318,7 @@ int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t cho
 		return fail(&c, -errno, "directory", dst);
 	if (chown_uid != (uid_t)-1 && fchown(ddir, chown_uid, chown_gid) < 0)
 		return fail(&c, -errno, "directory", dst);
+	c.droot = ddir;
 	char rs[PATH_MAX], rd[PATH_MAX];
 	size_t n;
 	if (realpath(src, rs) && realpath(dst, rd) && (n = strlen(rs)) > 0 &&

@@ -424,9 +424,10 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	gid_t gid;
 	lb_sandbox_payload_ids(sb, &uid, &gid);
 	char err[512] = "";
-	int stage_r = st->exp_dir ? lb_record_stage(st->expdir, st->exp_dir,
-						    uid == getuid() ? (uid_t)-1 : uid, gid, files,
-						    skipped, err, sizeof err)
+	int stage_r = st->exp_dir ? lb_record_stage_within(st->expdir, st->exp_dir,
+							   uid == getuid() ? (uid_t)-1 : uid, gid,
+							   st->disk_limit, files, skipped, err,
+							   sizeof err)
 				  : -ENOMEM;
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
@@ -519,7 +520,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
 					   issues);
 	}
-	json_object_object_add(mjson, "files", lb_json_sanitize(files_read));
+	json_object_object_add(mjson, "files", lb_results_for_record(files_read, warnings));
 	if (!rejected) {
 		lb_metrics_run_info vi = {
 			.files = files_read,

@@ -2213,6 +2213,47 @@ static void test_results_parse_csv(void **state)
 	}
 }
 
+
+/* result.json keeps short arrays whole and summarises long ones truthfully, within a budget
+ * of values copied across all files. */
+static void test_results_for_record(void **state)
+{
+	(void)state;
+	struct json_object *files = json_object_new_object();
+	struct json_object *doc = json_object_new_object();
+	struct json_object *small = json_object_new_array(), *big = json_object_new_array();
+	for (int i = 0; i < 50; i++)
+		json_object_array_add(small, json_object_new_int(i));
+	for (int i = 0; i < LB_RESULTS_ARRAY_KEEP + 1; i++)
+		json_object_array_add(big, json_object_new_double(i % 7 == 0 ? NAN : (double)i));
+	json_object_object_add(doc, "small", small);
+	json_object_object_add(doc, "big", big);
+	json_object_object_add(files, "results.json", doc);
+	struct json_object *warnings = json_object_new_array();
+	struct json_object *rec = lb_results_for_record(files, warnings);
+	struct json_object *r = json_object_object_get(rec, "results.json");
+	assert_int_equal(json_object_array_length(json_object_object_get(r, "small")), 50);
+	struct json_object *sum = json_object_object_get(r, "big");
+	assert_string_equal(json_object_get_string(json_object_object_get(sum, "labbox_summary")),
+			    "array");
+	assert_int_equal(json_object_get_int64(json_object_object_get(sum, "length")),
+			 LB_RESULTS_ARRAY_KEEP + 1);
+	/* NaN is not a number to summarise: min 1, max the last finite value */
+	assert_true(json_object_get_double(json_object_object_get(sum, "min")) == 1.0);
+	assert_true(json_object_get_double(json_object_object_get(sum, "max")) ==
+		    (double)LB_RESULTS_ARRAY_KEEP);
+	/* the NaN among the first ten is kept as the string labbox writes for it */
+	struct json_object *first = json_object_object_get(sum, "first");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(first, 0)), "NaN");
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_non_null(strstr(json_object_get_string(json_object_object_get(
+				       json_object_array_get_idx(warnings, 0), "where")),
+			       "results.json at big"));
+	json_object_put(rec);
+	json_object_put(warnings);
+	json_object_put(files);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2278,6 +2319,7 @@ int main(void)
 		cmocka_unit_test(test_validate_run_identical_but_timings),
 		cmocka_unit_test(test_validate_run_many_identical),
 		cmocka_unit_test(test_validate_run_dropped),
+		cmocka_unit_test(test_results_for_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
