@@ -82,6 +82,10 @@ int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */
  * is ended as for the budget and the outcome is LB_SB_DISK_LIMIT. 0: no limit. */
 int lb_sandbox_set_disk_limit(lb_sandbox *sb, const char *path, uint64_t bytes);
 int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
+/* Files and directories a run may create under a disk limit, as a file system's inodes are a
+ * limit of their own (200,000 empty files take no bytes): one per 4 KiB of the limit, at
+ * least 10,000, at most a quarter of the inodes free (inodes_free 0: not known). Pure. */
+uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free);
 int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 /* Limits enforced through cgroups; 0 means unset. */
 int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
@@ -143,6 +147,7 @@ typedef struct lb_sandbox_result {
 	int term_signal; /* signal that ended the payload, 0 if it exited */
 	bool timed_out;
 	bool disk_limited;
+	char disk_detail[160]; /* what passed the disk limit: bytes, files, hidden data */
 	bool interrupted;
 	int interrupt_signal; /* the signal labbox received */
 	double wall_s, cpu_user_s, cpu_sys_s;

@@ -72,6 +72,16 @@ char *lb_user_cache_dir(void);
 /* Bytes allocated to everything under path (st_blocks), never following symlinks or crossing
  * into other file systems; what cannot be read counts as nothing. */
 uint64_t lb_disk_usage(const char *path);
+/* The same walk in full: bytes (a file with several names counted once), inodes (files,
+ * directories and the rest, each once), and whether the walk saw all of it (false when a
+ * directory could not be read, or the tree moved under it). Any depth: the walk keeps a
+ * bounded number of descriptors open. 0 or a negative errno for path itself. */
+typedef struct lb_disk_measure_t {
+	uint64_t bytes;
+	uint64_t inodes;
+	bool complete;
+} lb_disk_measure_t;
+int lb_disk_measure(const char *path, lb_disk_measure_t *m);
 /* Path of a regular executable file: PATH lookup when name has no slash. */
 int lb_find_executable(const char *name, char **out);
 

@@ -571,10 +571,11 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			 strsignal(res.interrupt_signal));
 		failure = simple_failure("interrupted", sum, "run it again when it can finish");
 	} else if (res.outcome == LB_SB_DISK_LIMIT) {
-		char sum[160];
+		char sum[400];
 		snprintf(sum, sizeof sum,
-			 "the experiment wrote more than the disk limit of %llu bytes into exp/",
-			 (unsigned long long)st->disk_limit);
+			 "the experiment wrote more than the disk limit of %llu bytes into exp/%s%s%s",
+			 (unsigned long long)st->disk_limit, res.disk_detail[0] ? " (" : "",
+			 res.disk_detail, res.disk_detail[0] ? ")" : "");
 		failure = simple_failure("sandbox_restriction", sum,
 					 "write less (checkpoints, logs), or raise --disk-limit");
 	} else if (!rejected) {

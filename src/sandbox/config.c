@@ -382,6 +382,16 @@ int lb_sandbox_set_disk_limit(lb_sandbox *sb, const char *path, uint64_t bytes)
 	return 0;
 }
 
+uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free)
+{
+	uint64_t n = disk_limit / 4096;
+	if (n < 10000)
+		n = 10000;
+	if (inodes_free && n > inodes_free / 4)
+		n = inodes_free / 4 ? inodes_free / 4 : 1;
+	return n;
+}
+
 int lb_sandbox_set_grace(lb_sandbox *sb, double seconds)
 {
 	if (!(seconds >= 0))

@@ -891,7 +891,11 @@ typedef struct supervise_state {
 	double next_gpu_sample; /* monotonic; 0 = no GPU sampling */
 	lb_gpumem gpu;
 	uint64_t free_at_start; /* bytes available on the disk limit's file system */
+	uint64_t inodes_at_start; /* inodes available there */
+	uint64_t inode_limit;
+	pid_t init_pid;
 	bool disk_limited;
+	char disk_detail[160];
 	bool timed_out;
 	bool interrupted;
 	int interrupt_signal;
@@ -956,23 +960,112 @@ static void relay_in_write(supervise_state *s)
 
 #define DISK_CHECK_INTERVAL 0.25
 
-static uint64_t fs_available(const char *path)
+static uint64_t fs_available(const char *path, uint64_t *inodes)
 {
 	struct statvfs v;
 	if (statvfs(path, &v) < 0)
-		return 0;
+		return *inodes = 0;
+	*inodes = (uint64_t)v.f_favail;
 	return (uint64_t)v.f_bavail * v.f_frsize;
 }
 
-/* What the tree wrote is told by the file system's free space, which costs one statvfs; only
- * when that says the limit may be passed is the directory itself measured, so other writers on
- * the same file system cannot end the run. */
-static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s)
+/* Files the tree deleted but still holds open take space no walk of exp/ sees: the
+ * descriptors of every process in the sandbox's pid namespace, on exp/'s file system, with
+ * no name left. Each inode once. */
+static uint64_t deleted_but_open(pid_t init, dev_t dev)
 {
-	uint64_t avail = fs_available(sb->disk_path);
-	if (avail + sb->disk_limit >= s->free_at_start)
+	char p[64];
+	struct stat ns;
+	snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)init);
+	if (stat(p, &ns) < 0)
+		return 0;
+	DIR *procs = opendir("/proc");
+	if (!procs)
+		return 0;
+	uint64_t total = 0;
+	ino_t seen[256];
+	size_t nseen = 0;
+	struct dirent *e;
+	while ((e = readdir(procs))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char q[300];
+		struct stat st;
+		snprintf(q, sizeof q, "/proc/%s/ns/pid", e->d_name);
+		if (stat(q, &st) < 0 || st.st_ino != ns.st_ino || st.st_dev != ns.st_dev)
+			continue;
+		snprintf(q, sizeof q, "/proc/%s/fd", e->d_name);
+		DIR *fds = opendir(q);
+		if (!fds)
+			continue;
+		struct dirent *f;
+		while ((f = readdir(fds))) {
+			char fp[600];
+			snprintf(fp, sizeof fp, "%s/%s", q, f->d_name);
+			if (f->d_name[0] == '.' || stat(fp, &st) < 0 || st.st_dev != dev ||
+			    st.st_nlink != 0 || !S_ISREG(st.st_mode))
+				continue;
+			bool dup = false;
+			for (size_t i = 0; i < nseen; i++)
+				dup = dup || seen[i] == st.st_ino;
+			if (dup)
+				continue;
+			if (nseen < sizeof seen / sizeof *seen)
+				seen[nseen++] = st.st_ino;
+			total += (uint64_t)st.st_blocks * 512;
+		}
+		closedir(fds);
+	}
+	closedir(procs);
+	return total;
+}
+
+/* What the tree wrote is told by the file system's free space and free inodes, which cost one
+ * statvfs; only when they say a limit may be passed is the directory itself measured, so other
+ * writers on the same file system cannot end the run. A part of exp/ the walk cannot see (a
+ * directory the payload closed to its owner) while the space is gone counts as over: what
+ * cannot be measured is not let through. final: the tree has ended, measure whatever the
+ * file system says. */
+static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s, bool final)
+{
+	uint64_t inodes;
+	uint64_t avail = fs_available(sb->disk_path, &inodes);
+	bool bytes_may = final || avail + sb->disk_limit < s->free_at_start;
+	bool inodes_may = s->inode_limit && (final || inodes + s->inode_limit < s->inodes_at_start);
+	if (!bytes_may && !inodes_may)
 		return false;
-	return lb_disk_usage(sb->disk_path) > sb->disk_limit;
+	lb_disk_measure_t m;
+	if (lb_disk_measure(sb->disk_path, &m) < 0)
+		return false;
+	if (m.bytes > sb->disk_limit) {
+		snprintf(s->disk_detail, sizeof s->disk_detail, "%llu bytes in exp/",
+			 (unsigned long long)m.bytes);
+		return true;
+	}
+	if (s->inode_limit && m.inodes > s->inode_limit) {
+		snprintf(s->disk_detail, sizeof s->disk_detail,
+			 "%llu files and directories in exp/, more than the %llu allowed",
+			 (unsigned long long)m.inodes, (unsigned long long)s->inode_limit);
+		return true;
+	}
+	if (!bytes_may || final)
+		return false;
+	if (!m.complete) {
+		snprintf(s->disk_detail, sizeof s->disk_detail,
+			 "a part of exp/ that labbox cannot read while the disk filled");
+		return true;
+	}
+	struct stat st;
+	if (s->init_pid > 0 && stat(sb->disk_path, &st) == 0) {
+		uint64_t hidden = deleted_but_open(s->init_pid, st.st_dev);
+		if (m.bytes + hidden > sb->disk_limit) {
+			snprintf(s->disk_detail, sizeof s->disk_detail,
+				 "%llu bytes in exp/ and %llu in files deleted but still open",
+				 (unsigned long long)m.bytes, (unsigned long long)hidden);
+			return true;
+		}
+	}
+	return false;
 }
 
 static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
@@ -981,7 +1074,7 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 		double now = lb_time_monotonic();
 		if (s->next_disk_check && now >= s->next_disk_check && !s->init_done) {
 			s->next_disk_check = now + DISK_CHECK_INTERVAL;
-			if (!s->disk_limited && disk_limit_exceeded(sb, s)) {
+			if (!s->disk_limited && disk_limit_exceeded(sb, s, false)) {
 				s->disk_limited = true;
 				terminate(sb, s, init, now);
 			}
@@ -1325,7 +1418,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 
 	/* Compile the filter now, while init builds the root: off the critical path. */
 	scmp_filter_ctx filter = NULL;
-	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, ferr, sizeof ferr);
+	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, sb->disk_limit > 0, ferr, sizeof ferr);
 	if (fr == 0) {
 		fr = lb_seccomp_export(filter, bpf_fd);
 		if (fr < 0)
@@ -1365,7 +1458,9 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	if (sb->budget > 0)
 		s.deadline = t0 + sb->budget;
 	if (sb->disk_limit && sb->disk_path) {
-		s.free_at_start = fs_available(sb->disk_path);
+		s.free_at_start = fs_available(sb->disk_path, &s.inodes_at_start);
+		s.inode_limit = lb_sandbox_inode_limit(sb->disk_limit, s.inodes_at_start);
+		s.init_pid = init;
 		s.next_disk_check = t0 + DISK_CHECK_INTERVAL;
 	}
 	/* Peak GPU memory, when GPUs are in and the host has nvidia-smi. */
@@ -1395,8 +1490,9 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	 * size rlimit makes its next write fail) can finish between two of them: one last
 	 * measurement makes the verdict the same whichever came first. */
 	if (s.next_disk_check && !s.disk_limited && !s.timed_out && !s.interrupted &&
-	    lb_disk_usage(sb->disk_path) > sb->disk_limit)
+	    disk_limit_exceeded(sb, &s, true))
 		s.disk_limited = true;
+	snprintf(res->disk_detail, sizeof res->disk_detail, "%s", s.disk_limited ? s.disk_detail : "");
 	res->timed_out = s.timed_out;
 	res->disk_limited = s.disk_limited;
 	res->gpu_sampled = s.gpu.active && s.gpu.samples > 0;

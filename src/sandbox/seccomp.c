@@ -57,7 +57,8 @@ static int deny_all(scmp_filter_ctx ctx, const char *name)
 	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 }
 
-int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, char *err, size_t errlen)
+int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited, char *err,
+		     size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -149,6 +150,14 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, char *err, size_t
 		what = "socket";
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
 				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	}
+	/* fallocate reserves gigabytes in one call, faster than any check of the disk limit can
+	 * see, and with FALLOC_FL_KEEP_SIZE past the file size RLIMIT_FSIZE bounds: under a
+	 * disk limit it answers "not supported", as many file systems do, and the C library's
+	 * posix_fallocate writes instead, which the file size limit bounds. */
+	if (r == 0 && disk_limited) {
+		what = "fallocate";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 0);
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "seccomp rule for %s: %s", what, strerror(-r));

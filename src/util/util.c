@@ -215,46 +215,217 @@ int lb_mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-static uint64_t usage_at(int dirfd, dev_t dev, int depth)
+/* Inodes with more than one link, counted once however many names they have. */
+typedef struct inode_set {
+	struct inode_key {
+		dev_t dev;
+		ino_t ino;
+	} *slots;
+	size_t cap, n;
+} inode_set;
+
+static size_t inode_hash(ino_t ino, size_t cap)
 {
-	if (depth > 256)
-		return 0;
-	int fd = dup(dirfd);
-	if (fd < 0)
-		return 0;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
+	return (size_t)((uint64_t)ino * 0x9e3779b97f4a7c15ULL) & (cap - 1);
+}
+
+/* True when (dev, ino) was not in the set (and is now). */
+static bool inode_set_add(inode_set *s, dev_t dev, ino_t ino)
+{
+	if (s->n * 2 >= s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		struct inode_key *ns = calloc(ncap, sizeof *ns);
+		if (!ns)
+			return true; /* no memory: count it again, over rather than under */
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->slots[i].ino)
+				continue;
+			size_t h = inode_hash(s->slots[i].ino, ncap);
+			while (ns[h].ino)
+				h = (h + 1) & (ncap - 1);
+			ns[h] = s->slots[i];
+		}
+		free(s->slots);
+		s->slots = ns;
+		s->cap = ncap;
 	}
-	uint64_t total = 0;
+	size_t h = inode_hash(ino, s->cap);
+	while (s->slots[h].ino) {
+		if (s->slots[h].ino == ino && s->slots[h].dev == dev)
+			return false;
+		h = (h + 1) & (s->cap - 1);
+	}
+	s->slots[h].dev = dev;
+	s->slots[h].ino = ino;
+	s->n++;
+	return true;
+}
+
+/* One directory on the walk's stack: its descriptor (closed for directories deep below the
+ * top, reopened through ".." on the way back), and the subdirectories still to visit. */
+typedef struct walk_level {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char **subdirs;
+	size_t nsub, next;
+} walk_level;
+
+#define WALK_KEEP_FDS 64
+
+static void level_free(walk_level *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	for (size_t i = 0; i < l->nsub; i++)
+		free(l->subdirs[i]);
+	free(l->subdirs);
+	memset(l, 0, sizeof *l);
+	l->fd = -1;
+}
+
+/* Count the entries of the directory open at l->fd and list its subdirectories. */
+static int walk_read(walk_level *l, dev_t dev, inode_set *seen, lb_disk_measure_t *m)
+{
+	int fd = dup(l->fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
 	struct dirent *e;
-	while ((e = readdir(d))) {
+	size_t cap = 0;
+	int r = 0;
+	while (r == 0 && (e = readdir(d))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		struct stat st;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+		if (fstatat(l->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
 			continue;
-		total += (uint64_t)st.st_blocks * 512;
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				total += usage_at(sub, dev, depth + 1);
-				close(sub);
+		if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !inode_set_add(seen, st.st_dev, st.st_ino))
+			continue;
+		m->bytes += (uint64_t)st.st_blocks * 512;
+		m->inodes++;
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (l->nsub == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **nv = realloc(l->subdirs, cap * sizeof *nv);
+			if (!nv) {
+				r = -ENOMEM;
+				break;
 			}
+			l->subdirs = nv;
 		}
+		if (!(l->subdirs[l->nsub] = strdup(e->d_name)))
+			r = -ENOMEM;
+		else
+			l->nsub++;
 	}
 	closedir(d);
-	return total;
+	return r;
+}
+
+static int walk_push(walk_level **stack, size_t *depth, size_t *cap, int fd)
+{
+	if (*depth == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		walk_level *ns = realloc(*stack, ncap * sizeof *ns);
+		if (!ns)
+			return -ENOMEM;
+		*stack = ns;
+		*cap = ncap;
+	}
+	walk_level *l = &(*stack)[(*depth)++];
+	memset(l, 0, sizeof *l);
+	l->fd = fd;
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		l->dev = st.st_dev;
+		l->ino = st.st_ino;
+	}
+	return 0;
+}
+
+/* Depth-first without recursion and with at most WALK_KEEP_FDS descriptors open, so no tree
+ * is too deep to be counted (a tree deeper than the old walk's 256 levels hid what was in
+ * it). The top of the stack is always open; its parent is reopened through ".." when the
+ * walk climbs back, and must be the same directory it left. */
+int lb_disk_measure(const char *path, lb_disk_measure_t *m)
+{
+	memset(m, 0, sizeof *m);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	m->bytes = (uint64_t)st.st_blocks * 512;
+	m->inodes = 1;
+	m->complete = true;
+	dev_t dev = st.st_dev;
+	inode_set seen = {0};
+	walk_level *stack = NULL;
+	size_t depth = 0, cap = 0;
+	int r = 0;
+	while (fd >= 0 || depth > 0) {
+		if (fd >= 0) {
+			if ((r = walk_push(&stack, &depth, &cap, fd)) < 0) {
+				close(fd);
+				break;
+			}
+			fd = -1;
+			if (walk_read(&stack[depth - 1], dev, &seen, m) < 0)
+				m->complete = false;
+			if (depth > WALK_KEEP_FDS && stack[depth - 2].fd >= 0) {
+				close(stack[depth - 2].fd);
+				stack[depth - 2].fd = -1;
+			}
+			continue;
+		}
+		walk_level *l = &stack[depth - 1];
+		if (l->next < l->nsub) {
+			fd = openat(l->fd, l->subdirs[l->next++],
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0 && errno != ENOENT)
+				m->complete = false;
+			continue;
+		}
+		int up = -1;
+		if (depth >= 2 && stack[depth - 2].fd < 0) {
+			up = openat(l->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (up >= 0 && (fstat(up, &st) < 0 || st.st_dev != stack[depth - 2].dev ||
+					st.st_ino != stack[depth - 2].ino)) {
+				close(up);
+				up = -1;
+			}
+		}
+		level_free(l);
+		depth--;
+		if (depth && stack[depth - 1].fd < 0) {
+			if (up < 0) {
+				/* The tree moved under the walk: what is left is not counted. */
+				m->complete = false;
+				break;
+			}
+			stack[depth - 1].fd = up;
+		}
+	}
+	while (depth)
+		level_free(&stack[--depth]);
+	free(stack);
+	free(seen.slots);
+	return r;
 }
 
 uint64_t lb_disk_usage(const char *path)
 {
-	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return 0;
-	return (uint64_t)st.st_blocks * 512 + usage_at(fd, st.st_dev, 0);
+	lb_disk_measure_t m;
+	return lb_disk_measure(path, &m) == 0 ? m.bytes : 0;
 }
 
 static bool is_executable_file(const char *path)

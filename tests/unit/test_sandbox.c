@@ -166,9 +166,22 @@ static void test_degraded_needs_a_known_name(void **state)
 	lb_sandbox_free(sb);
 }
 
+
+static void test_inode_limit(void **state)
+{
+	(void)state;
+	/* one inode per 4 KiB of the disk limit, at least 10,000, at most a quarter of the free */
+	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 0), 2621440);
+	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 4000000), 1000000);
+	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 0), 10000);
+	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 100), 25);
+	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 3), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_inode_limit),
 		cmocka_unit_test(test_hidden_paths),
 		cmocka_unit_test(test_exit_code_and_output),
 		cmocka_unit_test(test_clean_environment_with_additions),

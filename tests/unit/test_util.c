@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -211,12 +212,55 @@ static void test_iso8601(void **state)
 	assert_string_equal(out, "2026-11-18T22:13:20.000Z");
 }
 
+
+/* The disk walk counts a tree of any depth (2,000 levels here, past the descriptors a
+ * recursive walk would hold) and a file with several names once. */
+static void test_disk_measure_deep_and_linked(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/lb-test-disk-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	int fd = open(root, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 2000; i++) {
+		assert_int_equal(mkdirat(fd, "d", 0755), 0);
+		int nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		assert_true(nfd >= 0);
+		close(fd);
+		fd = nfd;
+	}
+	int f = openat(fd, "big", O_WRONLY | O_CREAT, 0644);
+	assert_true(f >= 0);
+	static char buf[1 << 20];
+	memset(buf, 'x', sizeof buf);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(write(f, buf, sizeof buf), (ssize_t)sizeof buf);
+	close(f);
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "link%d", i);
+		assert_int_equal(linkat(fd, "big", fd, name, 0), 0);
+	}
+	close(fd);
+	lb_disk_measure_t m;
+	assert_int_equal(lb_disk_measure(root, &m), 0);
+	assert_true(m.complete);
+	assert_int_equal(m.inodes, 1 + 2000 + 1);
+	/* 4 MiB once (not six times), plus 2001 directories of a block or so each */
+	assert_true(m.bytes >= (4u << 20) && m.bytes < (4u << 20) + 2001u * 16384);
+	assert_int_equal(lb_disk_usage(root), m.bytes);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
 		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_disk_measure_deep_and_linked),
 		cmocka_unit_test(test_parse_seconds_and_long),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_read_file_refuses_symlink_and_fifo),

@@ -1,0 +1,131 @@
+"""--disk-limit holds against the ways around a size check: fallocate, many empty files, trees
+too deep to walk, files deleted but held open, directories closed to their owner. Each
+attack holds what it took for a while; the run must end as disk_limit, and the host's free
+space must never drop by much more than the limit."""
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT
+
+MiB = 1 << 20
+LIMIT = "16m"
+
+HOLD = "\nprint('HOLDING', flush=True)\nimport time\ntime.sleep(6)\nprint('accuracy: 1')\n"
+
+ATTACKS = {
+    # reserve 1.5 GiB in one call, past the file size with KEEP_SIZE as well
+    "fallocate": r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fds = []
+for i, mode in enumerate([0, 1, 1, 1]):
+    fd = os.open(f"f{i}.bin", os.O_RDWR | os.O_CREAT)
+    fds.append(fd)
+    rc = libc.fallocate(fd, mode, 0, 1536 << 20)
+    print(f"fallocate mode {mode}: {rc} errno {ctypes.get_errno()}", flush=True)
+try:
+    os.posix_fallocate(fds[0], 0, 1536 << 20)
+except OSError as e:
+    print("posix_fallocate:", e, flush=True)
+''',
+    # 30,000 empty files: no bytes, all inodes
+    "inodes": r'''
+import os
+os.mkdir("many")
+for i in range(30000):
+    open(f"many/{i}", "w").close()
+''',
+    # 600 levels deep, then 40 MiB (each file under the file size limit)
+    "deep": r'''
+import os
+fd = os.open(".", os.O_RDONLY)
+for i in range(600):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+for k in range(4):
+    f = os.open(f"blob{k}", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    for _ in range(10):
+        os.write(f, b"\xab" * (1 << 20))
+    os.close(f)
+''',
+    # 6 files of 10 MiB, deleted while open: no name left for a walk to find
+    "deleted_open": r'''
+import os
+held = []
+for k in range(6):
+    f = os.open(f"tmp{k}", os.O_RDWR | os.O_CREAT, 0o600)
+    os.unlink(f"tmp{k}")
+    for _ in range(10):
+        os.write(f, b"\xcd" * ((1 << 20) - 1))
+    os.fsync(f)
+    held.append(f)
+''',
+    # files written through descriptors opened before their directory was closed to its owner
+    "closed_dir": r'''
+import os
+os.mkdir("vault")
+fds = [os.open(f"vault/{k}", os.O_WRONLY | os.O_CREAT, 0o600) for k in range(6)]
+os.chmod("vault", 0)
+for f in fds:
+    for _ in range(10):
+        os.write(f, b"\xef" * ((1 << 20) - 1))
+    os.fsync(f)
+''',
+}
+
+
+def free_bytes(path):
+    v = os.statvfs(path)
+    return v.f_bavail * v.f_frsize
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_disk_limit_holds(tmp_path, attack):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(ATTACKS[attack] + HOLD)
+    start = free_bytes(str(tmp_path))
+    low = [start]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            low[0] = min(low[0], free_bytes(str(tmp_path)))
+            time.sleep(0.02)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--disk-limit",
+                            LIMIT, "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+                            str(exp)], capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    finally:
+        stop.set()
+        t.join()
+        for d in (tmp_path / "runs").glob("*/exp/vault"):
+            d.chmod(0o700)
+    elapsed = time.monotonic() - t0
+    doc = json.loads(p.stdout)
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    if attack == "fallocate":
+        # every reservation is refused; what posix_fallocate then writes is bounded by the
+        # file size limit, and may still pass the disk limit and end the run
+        assert log.count("errno 95") == 4, log
+        assert doc["status"] in ("completed", "disk_limit"), doc["status"]
+        assert start - low[0] < 64 * MiB, (start - low[0]) / MiB
+        return
+    assert p.returncode == 1 and doc["status"] == "disk_limit", (doc["status"], doc.get("failure"), log[-2000:])
+    assert doc["failure"]["class"] == "sandbox_restriction"
+    assert "disk limit" in doc["failure"]["summary"], doc["failure"]
+    assert elapsed < 6, f"the run went on holding what it took ({elapsed:.1f} s)"
+    # what the host lost is bounded by what could be written between two checks
+    assert start - low[0] < 16 * MiB + 128 * MiB, (start - low[0]) / MiB
