@@ -22,6 +22,8 @@ static const char run_help[] =
 	"\n"
 	"Options:\n"
 	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
+	"  --mode local         where it runs (default: mode: in labbox.yaml, else local); this\n"
+	"                       build has the local sandbox only, and another mode is refused\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -42,7 +44,7 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST, OPT_ENTRY };
+       OPT_TRUST, OPT_ENTRY, OPT_MODE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -178,6 +180,7 @@ int cli_run(int argc, char **argv)
 		CLI_SANDBOX_LONGOPTS,
 		{"python", required_argument, NULL, OPT_PYTHON},
 		{"entry", required_argument, NULL, OPT_ENTRY},
+		{"mode", required_argument, NULL, OPT_MODE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -225,6 +228,9 @@ int cli_run(int argc, char **argv)
 			break;
 		case OPT_RUNS_DIR:
 			req.runs_dir = optarg;
+			break;
+		case OPT_MODE:
+			req.mode = optarg;
 			break;
 		case OPT_ENTRY:
 			if (!optarg[0]) {

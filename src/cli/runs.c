@@ -860,6 +860,8 @@ int cli_rerun(int argc, char **argv)
 	 * comes from the staged labbox.yaml again, so the manifest says the same of both runs. */
 	if (strcmp(get_str(cfg, "entry_named_by", ""), "command line") == 0)
 		req.entry = get_str(cfg, "entry", NULL);
+	/* The same backend as the original (runs recorded before modes existed ran locally). */
+	req.mode = get_str(cfg, "mode", "local");
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
 	req.grace = so.grace_set ? so.grace : 5.0;

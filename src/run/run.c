@@ -1,5 +1,6 @@
 /* The `labbox run` pipeline. */
 #include "labbox/run.h"
+#include "labbox/backend.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
@@ -88,6 +89,11 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return usage_error(out, "%s", err);
 
 	/* The command line wins over labbox.yaml, as for the other settings. */
+	/* A mode this build has no backend for is refused, never run somewhere else. */
+	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
+	if (!lb_backend_known(mode))
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local)",
+				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : "main.py";
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
@@ -223,48 +229,26 @@ static int write_environment(const char *run_dir, const lb_python_info *py, cons
 	return r;
 }
 
-/* Other runs are not the experiment's business, wherever the runs directory lives (under
- * /srv or /data it is not hidden like a home): the runs directory and the run index beside it
- * are hidden, and exp/ of this run alone is bound back. */
-static int hide_records(lb_sandbox *sb, const lb_run_request *req, const char *run_dir)
+/* What the pipeline adds to the backend's clean environment. Output unbuffered so nothing is
+ * lost when the budget kills the run; hashing fixed and bytecode off so reruns behave alike
+ * and the staged tree stays as staged. */
+#define JOB_ENV_MAX 8
+static size_t job_env(const run_state *st, const char *id, char store[2][PATH_MAX + 32],
+		      char *env[JOB_ENV_MAX])
 {
-	char runs[PATH_MAX];
-	snprintf(runs, sizeof runs, "%s", run_dir);
-	char *slash = strrchr(runs, '/');
-	if (slash && slash != runs)
-		*slash = '\0';
-	int r = lb_sandbox_mask(sb, runs);
-	LB_AUTOFREE char *index = NULL;
-	if (r == 0)
-		r = lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index);
-	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	for (size_t i = 0; r == 0 && i < sizeof sfx / sizeof *sfx; i++) {
-		char p[PATH_MAX + 16];
-		snprintf(p, sizeof p, "%s%s", index, sfx[i]);
-		r = lb_sandbox_mask(sb, p);
-	}
-	return r;
-}
-
-static void configure_sandbox(lb_sandbox *sb, const run_state *st, const char *id)
-{
-	char kv[PATH_MAX + 32];
-	lb_sandbox_set_workdir(sb, st->exp_dir);
-	lb_python_expose(sb, &st->py, true);
-	/* Output unbuffered so nothing is lost when the budget kills the run; hashing fixed
-	 * and bytecode off so reruns behave alike and the staged tree stays as staged. */
-	lb_sandbox_add_env(sb, "PYTHONUNBUFFERED=1");
-	lb_sandbox_add_env(sb, "PYTHONHASHSEED=" PYTHONHASHSEED);
-	lb_sandbox_add_env(sb, "PYTHONDONTWRITEBYTECODE=1");
-	lb_sandbox_add_env(sb, "MPLBACKEND=Agg");
-	snprintf(kv, sizeof kv, "LABBOX_RUN_ID=%s", id);
-	lb_sandbox_add_env(sb, kv);
+	size_t n = 0;
+	env[n++] = "PYTHONUNBUFFERED=1";
+	env[n++] = "PYTHONHASHSEED=" PYTHONHASHSEED;
+	env[n++] = "PYTHONDONTWRITEBYTECODE=1";
+	env[n++] = "MPLBACKEND=Agg";
+	snprintf(store[0], sizeof store[0], "LABBOX_RUN_ID=%s", id);
+	env[n++] = store[0];
 	if (st->budget > 0) {
-		snprintf(kv, sizeof kv, "LABBOX_BUDGET=%g", st->budget);
-		lb_sandbox_add_env(sb, kv);
+		snprintf(store[1], sizeof store[1], "LABBOX_BUDGET=%g", st->budget);
+		env[n++] = store[1];
 	}
-	lb_sandbox_set_budget(sb, st->budget);
-	lb_sandbox_set_disk_limit(sb, st->exp_dir, st->disk_limit);
+	env[n] = NULL;
+	return n;
 }
 
 static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
@@ -384,7 +368,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	return ok;
 }
 
-static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
+static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
 	int r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
@@ -422,7 +406,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		st->exp_dir = NULL;
 	uid_t uid;
 	gid_t gid;
-	lb_sandbox_payload_ids(sb, &uid, &gid);
+	be->ops->owner(be, &uid, &gid);
 	char err[512] = "";
 	int stage_r = st->exp_dir ? lb_record_stage_within(st->expdir, st->exp_dir,
 							   uid == getuid() ? (uid_t)-1 : uid, gid,
@@ -485,25 +469,43 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 		snprintf(res.setup_step, sizeof res.setup_step, "stage");
 		snprintf(res.setup_error, sizeof res.setup_error, "%s",
 			 stage_r < 0 ? err : "cannot create run.log");
-	} else if ((r = hide_records(sb, req, out->run_dir)) < 0) {
-		res.outcome = LB_SB_SETUP_FAILED;
-		snprintf(res.setup_step, sizeof res.setup_step, "stage");
-		snprintf(res.setup_error, sizeof res.setup_error,
-			 "cannot hide the runs directory from the experiment: %s", strerror(-r));
-		r = 0;
 	} else {
-		configure_sandbox(sb, st, out->id);
-		lb_sandbox_set_argv(sb, argv);
 		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
-		lb_sandbox_set_output(sb, true, tee_output, &tee);
-		r = lb_sandbox_run(sb, &res);
+		char store[2][PATH_MAX + 32];
+		char *env[JOB_ENV_MAX];
+		LB_AUTOFREE char *index_path = NULL;
+		char runs[PATH_MAX];
+		snprintf(runs, sizeof runs, "%s", out->run_dir);
+		char *slash = strrchr(runs, '/');
+		if (slash && slash != runs)
+			*slash = '\0';
+		lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index_path);
+		lb_backend_job job = {
+			.id = out->id, .run_dir = out->run_dir, .runs_dir = runs,
+			.index_path = index_path, .exp_dir = st->exp_dir, .python = &st->py,
+			.argv = argv, .env = env, .nenv = job_env(st, out->id, store, env),
+			.budget = st->budget, .disk_limit = st->disk_limit,
+			.output = tee_output, .output_ctx = &tee,
+		};
+		r = be->ops->prepare(be, &job, err, sizeof err);
 		if (r < 0) {
+			res.outcome = LB_SB_SETUP_FAILED;
+			snprintf(res.setup_step, sizeof res.setup_step, "prepare");
+			snprintf(res.setup_error, sizeof res.setup_error, "%s", err);
+		} else if ((r = be->ops->run(be, &job, &res)) < 0) {
 			res.outcome = LB_SB_SETUP_FAILED;
 			snprintf(res.setup_step, sizeof res.setup_step, "supervise");
 			snprintf(res.setup_error, sizeof res.setup_error, "%s", strerror(-r));
-			r = 0;
+		} else if ((r = be->ops->fetch(be, &job, err, sizeof err)) < 0 &&
+			   res.outcome != LB_SB_SETUP_FAILED) {
+			/* The run happened, but what it left could not be brought back. */
+			res.outcome = LB_SB_SETUP_FAILED;
+			snprintf(res.setup_step, sizeof res.setup_step, "fetch");
+			snprintf(res.setup_error, sizeof res.setup_error, "%s", err);
 		}
+		be->ops->cleanup(be);
+		r = 0;
 	}
 	double ended = lb_time_now();
 	lb_metrics_finish(metrics);
@@ -599,6 +601,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
+	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
 	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();
@@ -633,6 +636,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			       json_object_new_string(req->python ? req->python
 						      : st->cfg.python ? st->cfg.python : "python3"));
 	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
+	json_object_object_add(cfg, "mode", json_object_new_string(be->ops->name));
 	json_object_object_add(cfg, "entry_named_by",
 			       json_object_new_string(req->entry     ? "command line"
 						      : st->cfg.entry ? "labbox.yaml"
@@ -710,6 +714,17 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 
 int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
+	lb_backend *be = NULL;
+	int r = lb_backend_local(sb, &be);
+	if (r < 0)
+		return r;
+	r = lb_run_on(be, req, out);
+	lb_backend_free(be);
+	return r;
+}
+
+int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
+{
 	memset(out, 0, sizeof *out);
 	run_state st;
 	memset(&st, 0, sizeof st);
@@ -719,7 +734,7 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 				&st.git) < 0)
 		st.git.pid = 0; /* the manifest then says no repository was seen */
 	if (r == 0 && out->exit_code == 0)
-		r = run_pipeline(sb, req, &st, out);
+		r = run_pipeline(be, req, &st, out);
 	json_object *gi = NULL, *gd = NULL;
 	lb_record_git_collect(&st.git, &gi, &gd);
 	json_object_put(gi);

@@ -93,3 +93,29 @@ def test_runs_directory_too_deep_for_its_records(tmp_path):
     p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", deep / "runs", exp)
     assert p.returncode == 2, p.stdout[-1000:] + p.stderr[-1000:]
     assert "PATH_MAX" in json.loads(p.stdout)["error"]["message"]
+
+
+@pytest.mark.parametrize("how", ["flag", "yaml"])
+def test_a_mode_this_labbox_lacks_is_refused(tmp_path, how):
+    """No mode falls back to another: a backend this build does not have is a usage error
+    naming it, and nothing runs."""
+    exp = write_exp(tmp_path, GOOD, yaml="mode: docker\n" if how == "yaml" else None)
+    args = ["--mode", "ssh"] if how == "flag" else []
+    p = labbox("run", "--json", *args, "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 2, p.stdout + p.stderr
+    msg = json.loads(p.stdout)["error"]["message"]
+    assert ("ssh" if how == "flag" else "docker") in msg and "local" in msg, msg
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_local_mode_is_recorded_and_repeated(tmp_path):
+    exp = write_exp(tmp_path, GOOD, yaml="mode: local\n")
+    runs = tmp_path / "runs"
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["backend"]["name"] == "local" and doc["backend"]["isolated_by"] == "labbox"
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["config"]["mode"] == "local"
+    q = labbox("rerun", "--json", "--runs-dir", runs, doc["id"])
+    assert q.returncode == 0, q.stdout + q.stderr

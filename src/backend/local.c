@@ -1,0 +1,128 @@
+/* The local backend: the sandbox of this host (src/sandbox). */
+#include "labbox/backend.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static lb_sandbox *sandbox_of(lb_backend *b)
+{
+	return b->state;
+}
+
+static void local_owner(lb_backend *b, uid_t *uid, gid_t *gid)
+{
+	lb_sandbox_payload_ids(sandbox_of(b), uid, gid);
+}
+
+/* Other runs are not the experiment's business, wherever the runs directory lives (under
+ * /srv or /data it is not hidden like a home): the runs directory and the run index beside it
+ * are hidden, and exp/ of this run alone is bound back. */
+static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
+{
+	int r = job->runs_dir ? lb_sandbox_mask(sb, job->runs_dir) : 0;
+	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+	for (size_t i = 0; r == 0 && job->index_path && i < sizeof sfx / sizeof *sfx; i++) {
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof p, "%s%s", job->index_path, sfx[i]);
+		r = lb_sandbox_mask(sb, p);
+	}
+	return r;
+}
+
+static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
+{
+	lb_sandbox *sb = sandbox_of(b);
+	int r = hide_records(sb, job);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot hide the runs directory from the experiment: %s",
+			 strerror(-r));
+		return r;
+	}
+	const char *what = "the work directory";
+	r = lb_sandbox_set_workdir(sb, job->exp_dir);
+	if (r == 0 && job->python) {
+		what = "the interpreter";
+		r = lb_python_expose(sb, job->python, true);
+	}
+	for (size_t i = 0; r == 0 && i < job->nenv; i++) {
+		what = "the environment";
+		r = lb_sandbox_add_env(sb, job->env[i]);
+	}
+	if (r == 0)
+		r = lb_sandbox_set_budget(sb, job->budget);
+	if (r == 0)
+		r = lb_sandbox_set_disk_limit(sb, job->exp_dir, job->disk_limit);
+	if (r == 0) {
+		what = "the command";
+		r = lb_sandbox_set_argv(sb, job->argv);
+	}
+	if (r == 0)
+		r = lb_sandbox_set_output(sb, true, job->output, job->output_ctx);
+	if (r < 0)
+		snprintf(err, errlen, "cannot set up %s in the sandbox: %s", what, strerror(-r));
+	return r;
+}
+
+static int local_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)
+{
+	(void)job;
+	return lb_sandbox_run(sandbox_of(b), res);
+}
+
+static int local_fetch(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
+{
+	/* The run wrote into the local run directory itself. */
+	(void)b;
+	(void)job;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static void local_cleanup(lb_backend *b)
+{
+	(void)b; /* the sandbox removes its cgroup and its processes die with it */
+}
+
+static struct json_object *local_describe(lb_backend *b)
+{
+	(void)b;
+	json_object *o = json_object_new_object();
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	json_object_object_add(o, "name", json_object_new_string("local"));
+	json_object_object_add(o, "engine", json_object_new_string("labbox sandbox"));
+	json_object_object_add(o, "version", json_object_new_string(LABBOX_VERSION));
+	json_object_object_add(o, "host", json_object_new_string(host));
+	/* The isolation block beside it says what labbox's sandbox had in effect. */
+	json_object_object_add(o, "isolated_by", json_object_new_string("labbox"));
+	return o;
+}
+
+static const lb_backend_ops local_ops = {
+	.name = "local",
+	.owner = local_owner,
+	.prepare = local_prepare,
+	.run = local_run,
+	.fetch = local_fetch,
+	.cleanup = local_cleanup,
+	.describe = local_describe,
+	.free = NULL,
+};
+
+int lb_backend_local(lb_sandbox *sb, lb_backend **out)
+{
+	lb_backend *b = calloc(1, sizeof *b);
+	if (!b)
+		return -ENOMEM;
+	b->ops = &local_ops;
+	b->state = sb;
+	*out = b;
+	return 0;
+}
