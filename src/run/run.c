@@ -384,6 +384,107 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	return ok;
 }
 
+/* Results files are this run's (issue 9): a results file staged with the code (left by an
+ * earlier run in the experiment directory) that the run did not write is not its result.
+ * The identity of every staged regular file is taken just before the experiment starts
+ * (device, inode, size, mtime and ctime in ns), so whatever the run writes, renames over or
+ * touches changes it; staging's own writes and chowns are behind it. */
+static void identity_text(const struct stat *sb, char out[160])
+{
+	snprintf(out, 160, "%llu:%llu:%lld:%lld.%09ld:%lld.%09ld", (unsigned long long)sb->st_dev,
+		 (unsigned long long)sb->st_ino, (long long)sb->st_size, (long long)sb->st_mtim.tv_sec,
+		 sb->st_mtim.tv_nsec, (long long)sb->st_ctim.tv_sec, sb->st_ctim.tv_nsec);
+}
+
+static json_object *snapshot_staged(const char *exp_dir, json_object *files)
+{
+	LB_AUTOCLOSE int efd = open(exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	json_object *ids = json_object_new_object();
+	if (efd < 0 || !ids)
+		return ids;
+	json_object_object_foreach(files, rel, sha)
+	{
+		struct stat sb;
+		char idt[160];
+		if (strcmp(json_object_get_string(sha), "symlink") == 0 ||
+		    fstatat(efd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		identity_text(&sb, idt);
+		json_object_object_add(ids, rel, json_object_new_string(idt));
+	}
+	return ids;
+}
+
+static bool same_sha256(int efd, const char *rel, const char *want)
+{
+	LB_AUTOCLOSE int fd = openat(efd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		lb_sha256_update(&h, buf, (size_t)n);
+	if (n < 0)
+		return false;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	return strcmp(hex, want) == 0;
+}
+
+/* Removes from files_read every results file the run did not write: staged (in the
+ * manifest's files) with its identity unchanged and its bytes still the staged ones (the
+ * second test covers a write within the file system's timestamp granularity). Without a
+ * snapshot (ids NULL: the experiment never started) every staged file is stale. A file
+ * rewritten with the same bytes counts as written: the run reported those numbers. Returns
+ * the names removed (a json array), each also a stale_file warning. */
+static json_object *drop_stale(int efd, json_object *files_read, json_object *staged,
+			       json_object *ids, json_object *warnings)
+{
+	json_object *stale = json_object_new_array();
+	json_object_object_foreach(files_read, name, doc)
+	{
+		(void)doc;
+		json_object *sha, *idv;
+		if (!json_object_object_get_ex(staged, name, &sha) ||
+		    strcmp(json_object_get_string(sha), "symlink") == 0)
+			continue; /* the run created it */
+		if (ids) {
+			struct stat sb;
+			char idt[160];
+			if (!json_object_object_get_ex(ids, name, &idv) ||
+			    fstatat(efd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* cannot tell: it was read, so it counts */
+			identity_text(&sb, idt);
+			if (strcmp(idt, json_object_get_string(idv)) != 0 ||
+			    !same_sha256(efd, name, json_object_get_string(sha)))
+				continue;
+		}
+		json_object_array_add(stale, json_object_new_string(name));
+	}
+	for (size_t i = 0; i < json_object_array_length(stale); i++) {
+		const char *sname = json_object_get_string(json_object_array_get_idx(stale, i));
+		char msg[PATH_MAX + 200];
+		snprintf(msg, sizeof msg,
+			 "%s was staged with the code and %s: left by an earlier run, it is not "
+			 "this run's result and was not collected",
+			 sname, ids ? "the run did not write it" : "the experiment never ran");
+		json_object *w = json_object_new_object();
+		json_object_object_add(w, "kind", json_object_new_string("stale_file"));
+		json_object_object_add(w, "metric", NULL);
+		json_object_object_add(w, "where", json_object_new_string(sname));
+		json_object_object_add(w, "message", json_object_new_string(msg));
+		json_object_array_add(warnings, w);
+	}
+	for (size_t i = 0; i < json_object_array_length(stale); i++)
+		json_object_object_del(files_read,
+				       json_object_get_string(json_object_array_get_idx(stale, i)));
+	return stale;
+}
+
 static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -458,6 +559,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			argv[2 + i] = st->args[i];
 	}
 	json_object *findings = NULL, *code_seeds = NULL;
+	json_object *staged_ids = NULL; /* identities of the staged files when the run started */
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
@@ -491,6 +593,7 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 			 "cannot hide the runs directory from the experiment: %s", strerror(-r));
 		r = 0;
 	} else {
+		staged_ids = snapshot_staged(st->exp_dir, files);
 		configure_sandbox(sb, st, out->id);
 		lb_sandbox_set_argv(sb, argv);
 		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
@@ -514,11 +617,18 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object *files_read = json_object_new_object(); /* as parsed: never serialised */
 	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (efd >= 0)
+		if (efd >= 0) {
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
 					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
 					   issues);
+			json_object *stale = drop_stale(efd, files_read, files, staged_ids, warnings);
+			if (json_object_array_length(stale))
+				json_object_object_add(mjson, "stale_results", stale);
+			else
+				json_object_put(stale);
+		}
 	}
+	json_object_put(staged_ids);
 	json_object_object_add(mjson, "files", lb_json_sanitize(files_read));
 	if (!rejected) {
 		lb_metrics_run_info vi = {
