@@ -71,6 +71,44 @@ static int usage_error(lb_run_result *out, const char *fmt, ...)
 	return 0;
 }
 
+/* Whether the entry point leads out of the experiment directory through a symbolic link
+ * (itself or a directory on its path): staging copies links as links, so such an entry would
+ * run a host file the manifest records only as "symlink". Refused when the path resolves
+ * outside expdir (realpath'd), and for an absolute link anywhere on the path too, since in the
+ * staged copy it leads back to the original directory rather than to the staged file. Returns
+ * -ELOOP with target set to the offending link's target (or the resolved path), else 0. */
+static int entry_leaves(int dfd, const char *expdir, const char *entry, char target[PATH_MAX])
+{
+	char prefix[PATH_MAX];
+	size_t n = strlen(entry);
+	if (n >= sizeof prefix)
+		return 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (entry[i] != '/' && entry[i] != '\0')
+			continue;
+		memcpy(prefix, entry, i);
+		prefix[i] = '\0';
+		struct stat lst;
+		if (i == 0 || fstatat(dfd, prefix, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(lst.st_mode))
+			continue;
+		ssize_t len = readlinkat(dfd, prefix, target, PATH_MAX - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		if (target[0] == '/')
+			return -ELOOP;
+	}
+	char full[PATH_MAX * 2], real[PATH_MAX];
+	snprintf(full, sizeof full, "%s/%s", expdir, entry);
+	if (!realpath(full, real))
+		return 0; /* not there: the caller's stat already said so */
+	size_t e = strlen(expdir);
+	if (strncmp(real, expdir, e) == 0 && (real[e] == '/' || (e == 1 && expdir[0] == '/')))
+		return 0;
+	snprintf(target, PATH_MAX, "%s", real);
+	return -ELOOP;
+}
+
 /* Everything that can be refused before a run directory exists. */
 static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 {
@@ -103,6 +141,14 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (!S_ISREG(est.st_mode))
 		return usage_error(out, "entry point '%s' in '%s' is not a regular file", st->entry,
 				   req->expdir);
+	char link_target[PATH_MAX];
+	if (entry_leaves(dfd, st->expdir, st->entry, link_target) < 0)
+		return usage_error(out,
+				   "entry point '%s' is a symbolic link to '%s', which leads out of the "
+				   "experiment directory '%s' (an absolute link leads out of its staged "
+				   "copy): labbox runs and records the experiment's own files only; copy "
+				   "the file into the experiment",
+				   st->entry, link_target, req->expdir);
 
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
@@ -485,6 +531,64 @@ static json_object *drop_stale(int efd, json_object *files_read, json_object *st
 	return stale;
 }
 
+/* Whether a relative link target, read from the directory of rel, climbs above the root of
+ * the tree ("../../x" from "a/link"). */
+static bool climbs_out(const char *rel, const char *target)
+{
+	int depth = 0;
+	for (const char *p = rel; *p; p++)
+		depth += *p == '/';
+	for (const char *p = target; *p;) {
+		const char *slash = strchrnul(p, '/');
+		size_t n = (size_t)(slash - p);
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return true;
+		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p = *slash ? slash + 1 : slash;
+	}
+	return false;
+}
+
+/* The staged symbolic links with their targets, so the record says what each points to:
+ * {rel: {"target", "outside": whether it leads out of the staged copy (absolute, climbing
+ * above it, or resolving outside it), "resolves_to": the path it resolves to when outside,
+ * null when dangling}}. Staging keeps links as links (manifest.files says "symlink"); what
+ * they point to outside is not copied or fingerprinted, and this says so. */
+static json_object *symlinks_json(const char *exp_dir, json_object *files)
+{
+	json_object *links = json_object_new_object();
+	char root[PATH_MAX];
+	LB_AUTOCLOSE int efd = open(exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (efd < 0 || !realpath(exp_dir, root))
+		return links;
+	size_t rl = strlen(root);
+	json_object_object_foreach(files, rel, sha)
+	{
+		if (strcmp(json_object_get_string(sha), "symlink") != 0)
+			continue;
+		char target[PATH_MAX], full[PATH_MAX * 2], real[PATH_MAX];
+		ssize_t len = readlinkat(efd, rel, target, sizeof target - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		snprintf(full, sizeof full, "%s/%s", exp_dir, rel);
+		bool resolves = realpath(full, real) != NULL;
+		bool outside = target[0] == '/' || climbs_out(rel, target) ||
+			       (resolves && !(strncmp(real, root, rl) == 0 && real[rl] == '/'));
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "target", json_object_new_string(target));
+		json_object_object_add(o, "outside", json_object_new_boolean(outside));
+		if (outside)
+			json_object_object_add(o, "resolves_to",
+					       resolves ? json_object_new_string(real) : NULL);
+		json_object_object_add(links, rel, o);
+	}
+	return links;
+}
+
 static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -784,6 +888,9 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "git", git);
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
+	json_object_object_add(manifest, "symlinks",
+			       st->exp_dir && stage_r == 0 ? symlinks_json(st->exp_dir, files)
+							   : json_object_new_object());
 	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
 	int wr = lb_record_write_json(path, manifest);

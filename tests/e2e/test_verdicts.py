@@ -293,3 +293,75 @@ def test_runs_compare_counts_what_it_compared(tmp_path):
     doc = json.loads(labbox(tmp_path, "runs", "compare", "--json", c["id"], d["id"]).stdout)
     # best_val_loss, two means, two stderrs; the means and best_val_loss differ
     assert doc["compared"] == 5 and doc["differ"] == 3
+
+
+# --- 4. what ran is what was recorded ---------------------------------------------------------
+
+PEAK_SOURCES = ("cgroup memory.peak", "cgroup v1 max_usage", "rusage maxrss of the largest process")
+
+
+def test_peak_memory_says_what_it_measured(tmp_path):
+    code = ("import json\nb = bytearray(120 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
+            "json.dump({'ok': 1}, open('results.json', 'w'))\n")
+    exp = make_exp(tmp_path, code=code)
+    for opts in ((), ("--memory", "1g")):
+        _, r = run_json(tmp_path, exp, opts=opts)
+        res = r["resources"]
+        assert res["peak_memory_source"] in PEAK_SOURCES, res
+        assert res["peak_memory_bytes"] >= 120 << 20 and res["max_rss_bytes"] >= 120 << 20
+        # the old field keeps its number and its source name
+        assert res["peak_rss_bytes"] == res["peak_memory_bytes"]
+        assert (res["peak_rss_source"] == "cgroup") == res["peak_memory_source"].startswith("cgroup")
+        if opts:  # a memory limit needs a cgroup, and the record says which file it read
+            assert res["peak_memory_source"].startswith("cgroup"), res
+
+
+def test_entry_point_linked_out_of_the_experiment_is_refused(tmp_path):
+    host = tmp_path / "host_train.py"
+    host.write_text("print('acc: 1')\n")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "experiment.py").symlink_to(host)
+    runs = tmp_path / "runs"
+    p = labbox(tmp_path, "run", "--python", PYTHON, "--runs-dir", runs, "--entry",
+               "experiment.py", exp)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "experiment.py" in p.stderr and str(host) in p.stderr and "symbolic link" in p.stderr
+    assert not runs.exists() or not any(runs.iterdir())  # nothing ran, nothing recorded
+    p = labbox(tmp_path, "run", "--json", "--python", PYTHON, "--runs-dir", runs, "--entry",
+               "experiment.py", exp)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and doc["schema"] == "labbox.error/1" and "symbolic link" in doc["error"]["message"]
+    # a relative link that climbs out, and one through a linked directory, likewise
+    (exp / "up.py").symlink_to("../host_train.py")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.py").write_text("print('acc: 1')\n")
+    (exp / "src").symlink_to(tmp_path / "src")
+    for entry in ("up.py", "src/t.py"):
+        p = labbox(tmp_path, "run", "--python", PYTHON, "--runs-dir", runs, "--entry", entry, exp)
+        assert p.returncode == 2 and entry in p.stderr, (entry, p.stderr)
+    # a link that stays inside is the experiment's own file
+    (exp / "real.py").write_text("print('acc: 0.5')\n")
+    (exp / "inside.py").symlink_to("real.py")
+    p = labbox(tmp_path, "run", "--json", "-q", "--python", PYTHON, "--runs-dir", runs,
+               "--entry", "inside.py", exp)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["metrics"]["values"] == {"acc": 0.5}
+
+
+def test_symlinks_out_of_the_experiment_are_listed_with_their_targets(tmp_path):
+    data = tmp_path / "dataset.csv"
+    data.write_text("x\n1\n")
+    exp = make_exp(tmp_path, code="print('acc: 0.5')\n")
+    (exp / "data.csv").symlink_to(data)
+    (exp / "rel.csv").symlink_to("../dataset.csv")
+    (exp / "same.py").symlink_to("experiment.py")
+    _, r = run_json(tmp_path, exp)
+    assert r["status"] == "completed", r
+    man = json.load(open(os.path.join(r["run_dir"], "manifest.json")))
+    assert man["files"]["data.csv"] == "symlink"  # as before
+    links = man["symlinks"]
+    assert links["data.csv"] == {"target": str(data), "outside": True, "resolves_to": str(data)}
+    assert links["rel.csv"]["outside"] is True and links["rel.csv"]["target"] == "../dataset.csv"
+    assert links["same.py"] == {"target": "experiment.py", "outside": False}
