@@ -772,6 +772,47 @@ static void compare_values(json_object *before, json_object *after, json_object 
 	json_object_put(keys);
 }
 
+/* {"compared": volumes in either run, "changed": [{destination, source, before, after}]}:
+ * the fingerprints (manifest.data) of the mounted data of both runs, by destination; a
+ * volume in one run only, or one whose digest could not be taken in either, is changed. */
+static json_object *data_comparison(json_object *before, json_object *after)
+{
+	json_object *o = json_object_new_object(), *changed = json_object_new_array();
+	json_object *dests = json_object_new_object();
+	json_object *sides[2] = {before, after};
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; json_object_is_type(sides[s], json_type_array) &&
+				   i < json_object_array_length(sides[s]); i++) {
+			json_object *v = json_object_array_get_idx(sides[s], i);
+			json_object *slot;
+			const char *dst = get_str(v, "destination", "");
+			if (!json_object_object_get_ex(dests, dst, &slot)) {
+				slot = json_object_new_array_ext(2);
+				json_object_array_put_idx(slot, 0, NULL);
+				json_object_array_put_idx(slot, 1, NULL);
+				json_object_object_add(dests, dst, slot);
+			}
+			json_object_array_put_idx(slot, (size_t)s, json_object_get(v));
+		}
+	json_object_object_foreach(dests, dst, slot)
+	{
+		json_object *a = json_object_array_get_idx(slot, 0), *b = json_object_array_get_idx(slot, 1);
+		const char *da = get_str(a, "digest", NULL), *db = get_str(b, "digest", NULL);
+		if (da && db && strcmp(da, db) == 0)
+			continue;
+		json_object *c = json_object_new_object();
+		json_object_object_add(c, "destination", json_object_new_string(dst));
+		json_object_object_add(c, "source", json_object_new_string(get_str(b ? b : a, "source", "")));
+		json_object_object_add(c, "before", da ? json_object_new_string(da) : NULL);
+		json_object_object_add(c, "after", db ? json_object_new_string(db) : NULL);
+		json_object_array_add(changed, c);
+	}
+	json_object_object_add(o, "compared", json_object_new_int(json_object_object_length(dests)));
+	json_object_object_add(o, "changed", changed);
+	json_object_put(dests);
+	return o;
+}
+
 static int sha256_file(const char *path, char hex[65])
 {
 	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -1030,6 +1071,13 @@ int cli_rerun(int argc, char **argv)
 	json_object_object_add(rerun, "timing_differences", timing);
 	json_object_object_add(rerun, "metrics_match_exactly",
 			       compared ? json_object_new_boolean(nd == 0 && nt == 0) : NULL);
+	/* The mounted data, by its fingerprint in both manifests: the same code on other data is
+	 * not the same experiment, whatever the metrics say. */
+	json_object *newman = load_json(out.run_dir, "manifest.json");
+	json_object *data = data_comparison(json_object_object_get(manifest, "data"),
+					    newman ? json_object_object_get(newman, "data") : NULL);
+	json_object_put(newman);
+	json_object_object_add(rerun, "data", data);
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/rerun.json", out.run_dir);
 	lb_record_write_json(path, rerun);
@@ -1067,6 +1115,21 @@ int cli_rerun(int argc, char **argv)
 		}
 		if (nd > 20)
 			cli_printf("  ... %zu more differ (rerun.json has them all)\n", nd - 20);
+		json_object *changed = json_object_object_get(data, "changed");
+		size_t nc = json_object_array_length(changed);
+		int64_t nv = json_object_get_int64(json_object_object_get(data, "compared"));
+		if (nc)
+			cli_printf("  mounted data CHANGED since the original run: %zu of %lld volume%s\n",
+				   nc, (long long)nv, nv == 1 ? "" : "s");
+		else if (nv)
+			cli_printf("  mounted data: the same as the original run's (%lld volume%s)\n",
+				   (long long)nv, nv == 1 ? "" : "s");
+		for (size_t i = 0; i < nc; i++) {
+			json_object *c = json_object_array_get_idx(changed, i);
+			cli_printf("    %s (%s): %s -> %s\n", get_str(c, "source", "?"),
+				   get_str(c, "destination", "?"), get_str(c, "before", "none"),
+				   get_str(c, "after", "none"));
+		}
 		cli_printf("  run dir: %s\n", out.run_dir);
 	}
 done:

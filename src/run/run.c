@@ -21,6 +21,8 @@
 
 #define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
 #define TAIL_FOR_DIAGNOSIS 6144
+/* How long the end of a run waits for the fingerprint of its mounted data. */
+#define DATA_FINGERPRINT_WAIT_S 30.0
 
 typedef struct tee_ctx {
 	lb_runlog *log;
@@ -55,6 +57,7 @@ typedef struct run_state {
 	char *exp_dir; /* run_dir/exp */
 	uint64_t disk_limit;
 	lb_record_git_job git;
+	lb_record_data_job data; /* fingerprints of the -v volumes */
 	char *cache; /* the user's cache directory, NULL when there is none */
 	bool probe_cached;
 } run_state;
@@ -885,6 +888,11 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object *git = NULL, *git_diff = NULL;
 	lb_record_git_collect(&st->git, &git, &git_diff);
 	json_object_object_add(manifest, "git_diff", git_diff);
+	/* The child has had the whole run; a large data set still hashing gets a little more
+	 * (it was started with the run, so a run as long as the hashing waits for nothing). */
+	json_object *data = NULL;
+	lb_record_data_collect(&st->data, DATA_FINGERPRINT_WAIT_S, &data);
+	json_object_object_add(manifest, "data", data);
 	json_object_object_add(manifest, "git", git);
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
@@ -933,8 +941,16 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
 				&st.git) < 0)
 		st.git.pid = 0; /* the manifest then says no repository was seen */
+	json_object *vols = NULL;
+	if (r == 0 && out->exit_code == 0 && req->sandbox_config &&
+	    json_object_object_get_ex(req->sandbox_config, "volumes", &vols) &&
+	    lb_record_data_start(vols, &st.data) < 0)
+		st.data.pid = 0; /* the manifest then says nothing was fingerprinted */
 	if (r == 0 && out->exit_code == 0)
 		r = run_pipeline(sb, req, &st, out);
+	json_object *dj = NULL;
+	lb_record_data_collect(&st.data, 0, &dj);
+	json_object_put(dj);
 	json_object *gi = NULL, *gd = NULL;
 	lb_record_git_collect(&st.git, &gi, &gd);
 	json_object_put(gi);

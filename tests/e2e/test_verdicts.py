@@ -365,3 +365,55 @@ def test_symlinks_out_of_the_experiment_are_listed_with_their_targets(tmp_path):
     assert links["data.csv"] == {"target": str(data), "outside": True, "resolves_to": str(data)}
     assert links["rel.csv"]["outside"] is True and links["rel.csv"]["target"] == "../dataset.csv"
     assert links["same.py"] == {"target": "experiment.py", "outside": False}
+
+
+def test_mounted_data_is_fingerprinted_and_rerun_says_when_it_changed(tmp_path):
+    data = tmp_path / "datasets" / "shakespeare_char"
+    data.mkdir(parents=True)
+    (data / "train.bin").write_bytes(b"\x01\x02" * 1000)
+    (data / "meta.json").write_text('{"vocab_size": 65}')
+    code = ("import json\nn = len(open('/data/train.bin', 'rb').read())\n"
+            "json.dump({'ds': {'means': {'tokens': n}}}, open('final_info.json', 'w'))\n")
+    exp = make_exp(tmp_path, code=code)
+    _, r = run_json(tmp_path, exp, opts=("--policy", "permissive", "-v", f"{data}:/data"))
+    assert r["status"] == "completed", r
+    man = json.load(open(os.path.join(r["run_dir"], "manifest.json")))
+    [fp] = man["data"]
+    assert fp["source"] == str(data) and fp["destination"] == "/data" and fp["mode"] == "ro"
+    assert fp["kind"] == "tree" and fp["files"] == 2 and fp["bytes"] == 2000 + len(b'{"vocab_size": 65}')
+    assert fp["method"] == "content" and fp["digest"].startswith("sha256:")
+
+    # unchanged data: the rerun says so
+    p, doc = rerun(tmp_path, r["id"])
+    assert doc["rerun"]["data"] == {"compared": 1, "changed": []}
+    new = json.load(open(os.path.join(doc["run_dir"], "manifest.json")))
+    assert new["data"][0]["digest"] == fp["digest"]
+    # the same bytes under another mtime are the same data (content is what is hashed)
+    os.utime(data / "meta.json", (1, 1))
+    _, doc = rerun(tmp_path, r["id"])
+    assert doc["rerun"]["data"]["changed"] == []
+
+    # changed data, same metrics: the verdict on the metrics holds, and the data change is said
+    (data / "meta.json").write_text('{"vocab_size": 66}')
+    p, doc = rerun(tmp_path, r["id"])
+    rr = doc["rerun"]
+    assert rr["verdict"] == "match"
+    [c] = rr["data"]["changed"]
+    assert c["destination"] == "/data" and c["before"] == fp["digest"] and c["after"] != fp["digest"]
+    p = labbox(tmp_path, "rerun", "-q", r["id"])
+    assert "mounted data CHANGED since the original run" in p.stdout and str(data) in p.stdout
+
+
+def test_mounted_data_past_the_bound_is_fingerprinted_by_metadata(tmp_path):
+    data = tmp_path / "many"
+    data.mkdir()
+    for i in range(10001):
+        (data / ("f%05d" % i)).write_bytes(b"x")
+    exp = make_exp(tmp_path, code="print('acc: 1')\n")
+    _, r = run_json(tmp_path, exp, opts=("-v", f"{data}:/data"))
+    man = json.load(open(os.path.join(r["run_dir"], "manifest.json")))
+    [fp] = man["data"]
+    assert fp["files"] == 10001 and fp["method"] == "metadata" and "not contents" in fp["note"]
+    assert man["data"] is not None
+    _, plain = run_json(tmp_path, exp)
+    assert json.load(open(os.path.join(plain["run_dir"], "manifest.json")))["data"] is None
