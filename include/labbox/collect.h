@@ -268,6 +268,36 @@ int lb_results_collect(int expdirfd, const char *const *names, size_t n, const c
  * One warning {"kind": "summarised", "where": "results.json at path", ...} per summarised
  * array is appended to warnings (the first 20, then one counting the rest). */
 struct json_object *lb_results_for_record(struct json_object *files, struct json_object *warnings);
+
+/* Results-file values as dotted paths (src/collect/flatten.c) ----------------------------- */
+
+/* Arrays of at most this many elements are flattened element by element; longer ones are one
+ * digest (or left out). */
+#define LB_FLATTEN_ARRAY_MAX 64
+
+/* Pure: the scalars of a results document as {dotted path: value} added to out: members of
+ * objects joined with '.' ("shakespeare_char.means.val_loss"), elements of arrays of at most
+ * array_max elements by index ("0.accuracy" for a results.csv row, "ds.losses.2"). A longer
+ * array is one value, the string "sha256:HEX/N" (lb_metric_value_digest of the array, and its
+ * length) when digest_long is set, else left out and counted. Scalars are copied as they are
+ * (numbers, strings, booleans, null). At most max_values entries; a path longer than 1024
+ * bytes or one already in out (a key holding a '.') is not added either. *dropped (may be
+ * NULL) counts what was left out. Returns the number of entries added, -EINVAL when out is
+ * not an object, -ENOMEM. */
+int lb_results_flatten(struct json_object *doc, size_t array_max, bool digest_long,
+		       size_t max_values, struct json_object *out, size_t *dropped);
+
+/* Pure: whether two metric values are the same result. Numbers as numbers (an integer 1 equals
+ * 1.0; the strings "NaN", "Infinity" and "-Infinity" labbox writes for non-finite numbers are
+ * those numbers, and NaN equals NaN: the same NaN again repeats the run), strings byte for
+ * byte, booleans and null as themselves; a number never equals a string. */
+bool lb_metric_values_equal(struct json_object *a, struct json_object *b);
+
+/* Pure: "sha256:" and 64 hex digits of a canonical form of v (object members sorted, numbers
+ * as doubles), so values lb_metric_values_equal calls equal, and documents made of them, share
+ * it. Returns 0. */
+int lb_metric_value_digest(struct json_object *v, char out[72]);
+
 /* Deep copy of a json-c document with every non-finite double replaced by its string. */
 struct json_object *lb_json_sanitize(struct json_object *doc);
 /* A JSON number for v, or the string form when v is not finite. */

@@ -182,4 +182,31 @@ int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job
 void lb_record_git_collect(lb_record_git_job *job, struct json_object **info,
 			   struct json_object **diff);
 
+/* Fingerprints of mounted data (src/record/datafp.c). Content is hashed up to these bounds
+ * (both must hold); beyond them the digest is of paths, sizes and mtimes, with a note. */
+#define LB_DATA_CONTENT_MAX_BYTES ((uint64_t)256 << 20)
+#define LB_DATA_CONTENT_MAX_FILES 10000
+
+/* {"kind": "tree"|"file", "files", "bytes", "method": "content"|"metadata", "digest":
+ * "sha256:HEX", ["note"]} of path: sha256 over every entry in sorted order (depth first,
+ * symbolic links not followed but their targets hashed), each entry its type, relative path
+ * and size, then the sha256 of its content when the tree holds at most max_files regular files
+ * and max_bytes bytes, else its mtime. At most 200000 entries are walked. {"error": why} when
+ * path cannot be opened; NULL when out of memory. */
+struct json_object *lb_record_tree_fingerprint(const char *path, uint64_t max_bytes,
+					       size_t max_files);
+
+/* The fingerprints of -v volumes ("SRC:DST[:ro|rw]" strings, a json array), computed by a
+ * child process while the run goes on (the data as it was when the run started; a volume the
+ * run writes into may be caught mid-write). start returns 0 (job->pid 0 when there is nothing
+ * to do) or a negative errno; collect waits at most wait_s for the child (then kills it), and
+ * gives a json array of {source, destination, mode, and lb_record_tree_fingerprint's fields},
+ * or {"error": why}, or NULL when nothing was started. */
+typedef struct lb_record_data_job {
+	int pid;
+	int fd;
+} lb_record_data_job;
+int lb_record_data_start(struct json_object *volumes, lb_record_data_job *job);
+void lb_record_data_collect(lb_record_data_job *job, double wait_s, struct json_object **out);
+
 #endif

@@ -154,6 +154,13 @@ typedef struct lb_sandbox_result {
 	uint64_t peak_rss_bytes; /* peak memory of the tree (cgroup), or the largest resident
 				  * set of any one process (rusage) when no cgroup was used */
 	const char *peak_source; /* "cgroup" or "rusage" */
+	/* The same number, named for what it is: the cgroup's charged memory (page cache and
+	 * kernel memory included) when a cgroup was used, else the largest process's resident
+	 * set; peak_memory_source says which ("cgroup memory.peak", "cgroup v1 max_usage",
+	 * "rusage maxrss of the largest process"). */
+	uint64_t peak_memory_bytes;
+	const char *peak_memory_source;
+	uint64_t max_rss_bytes; /* rusage: the largest resident set of any one process */
 	bool gpu_sampled;        /* nvidia-smi was sampled (once a second) while GPUs were in */
 	uint64_t peak_gpu_bytes; /* largest sum of GPU memory of the tree's processes seen */
 	bool oom_killed;         /* the cgroup's OOM killer killed a process of the tree */

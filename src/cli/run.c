@@ -1,6 +1,7 @@
 /* labbox run: the whole pipeline on one experiment directory. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/collect.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -88,6 +89,9 @@ static void print_group(FILE *f, const char *title, json_object *group)
 	fputc('\n', f);
 }
 
+/* Results-file values the summary shows; the rest are counted. */
+#define SUMMARY_FILE_VALUES 20
+
 static void print_summary(FILE *f, const lb_run_result *out)
 {
 	json_object *doc = out->doc, *v;
@@ -115,6 +119,47 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			}
 		}
 	}
+	/* The values of results files (final_info.json's means and stderrs, results.json's
+	 * scalars) by dotted path, bounded: the record has all of them. */
+	json_object *files;
+	if (json_object_object_get_ex(doc, "metrics", &m) &&
+	    json_object_object_get_ex(m, "files", &files) && files) {
+		size_t shown = 0, total = 0;
+		json_object_object_foreach(files, fname, fdoc)
+		{
+			json_object *flat = json_object_new_object();
+			size_t dropped = 0;
+			lb_results_flatten(fdoc, LB_FLATTEN_ARRAY_MAX, true, 100000, flat, &dropped);
+			total += (size_t)json_object_object_length(flat) + dropped;
+			const char *sep = "";
+			json_object_object_foreach(flat, fk, fv)
+			{
+				if (shown >= SUMMARY_FILE_VALUES)
+					break;
+				if (!*sep)
+					fprintf(f, "  %s: ", fname);
+				fprintf(f, "%s%s=", sep, fk);
+				print_value(f, fv);
+				sep = ", ";
+				shown++;
+			}
+			if (*sep)
+				fputc('\n', f);
+			json_object_put(flat);
+		}
+		if (total > shown)
+			fprintf(f, "  (+%zu more values in results files; all of them in result.json)\n",
+				total - shown);
+	}
+	json_object *warns;
+	if (json_object_object_get_ex(doc, "metric_warnings", &warns))
+		for (size_t i = 0; i < json_object_array_length(warns); i++) {
+			json_object *w = json_object_array_get_idx(warns, i), *kind, *msg;
+			if (json_object_object_get_ex(w, "kind", &kind) &&
+			    strcmp(json_object_get_string(kind), "stale_file") == 0 &&
+			    json_object_object_get_ex(w, "message", &msg))
+				fprintf(f, "  stale: %s\n", json_object_get_string(msg));
+		}
 	json_object *issues;
 	if (json_object_object_get_ex(doc, "metric_issues", &issues))
 		for (size_t i = 0; i < json_object_array_length(issues); i++) {

@@ -318,6 +318,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
 	json_object *names = json_object_new_object();
+	size_t in_both = 0, differ = 0; /* metrics both runs report, and how many of them differ */
 	json_object_object_foreach(mA, ka, va)
 	{
 		(void)va;
@@ -343,8 +344,13 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 				       num ? json_object_new_double(json_object_get_double(b) -
 								    json_object_get_double(a))
 					   : NULL);
-		json_object_object_add(e, "equal", json_object_new_boolean(json_object_equal(a, b)));
+		bool same = a && b && lb_metric_values_equal(a, b);
+		json_object_object_add(e, "equal", json_object_new_boolean(same));
 		json_object_array_add(metrics, e);
+		if (a && b) {
+			in_both++;
+			differ += !same;
+		}
 	}
 	json_object_put(names);
 
@@ -369,6 +375,8 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(doc, "a", json_object_new_string(get_str(ra, "id", "")));
 		json_object_object_add(doc, "b", json_object_new_string(get_str(rb, "id", "")));
 		json_object_object_add(doc, "metrics", metrics);
+		json_object_object_add(doc, "compared", json_object_new_int64((int64_t)in_both));
+		json_object_object_add(doc, "differ", json_object_new_int64((int64_t)differ));
 		json_object_object_add(doc, "config", config);
 		json_object_object_add(doc, "environment", env);
 		json_object_object_add(doc, "packages", pkgs);
@@ -390,6 +398,11 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 				cli_printf(" %+.6g", json_object_get_double(d));
 			putchar('\n');
 		}
+		if (in_both == 0)
+			cli_printf("compared: nothing to compare (no metric is reported by both runs)\n");
+		else
+			cli_printf("compared: %zu metric%s reported by both runs, %zu differ\n", in_both,
+				   in_both == 1 ? "" : "s", differ);
 		json_object *sections[4] = {config, env, pkgs, files};
 		const char *titles[4] = {"configuration", "environment", "packages", "staged files"};
 		for (int s = 0; s < 4; s++) {
@@ -638,9 +651,13 @@ static const char rerun_help[] =
 	"when every file still has the recorded sha256, else from the run's own staged copy when\n"
 	"its files are unchanged), the same interpreter, arguments, budget, declared metrics and\n"
 	"sandbox flags. Then say whether the metrics match the original run's: a determinism\n"
-	"check. Metrics that measure time (fit_seconds, train_time, samples_per_sec...) differ\n"
-	"between runs of the same code and are compared apart. The comparison is written to\n"
-	"the new run's rerun.json.\n"
+	"check of every value either run reported, its stdout metrics and the values of its\n"
+	"results files (final_info.json, results.json, results.csv) by dotted path; numbers are\n"
+	"compared as numbers, strings exactly, long arrays by a digest. It says how many values\n"
+	"were compared, and \"nothing to compare\" (never yes) when there were none. Metrics\n"
+	"that measure time (fit_seconds, train_time, samples_per_sec...) differ between runs of\n"
+	"the same code and are compared apart. The comparison is written to the new run's\n"
+	"rerun.json.\n"
 	"\n"
 	"Options:\n"
 	"  --runs-dir DIR   the runs directory (default .labbox/runs)\n"
@@ -670,6 +687,130 @@ static void flatten_metrics(json_object *metrics, json_object *out)
 			}
 		}
 	}
+}
+
+/* Values of a run's results files, as "FILE:dotted.path" (a series longer than
+ * LB_FLATTEN_ARRAY_MAX is one digest), added to out. */
+static void flatten_files(json_object *metrics, json_object *out)
+{
+	json_object *files;
+	if (!json_object_object_get_ex(metrics, "files", &files) || !files)
+		return;
+	json_object_object_foreach(files, fname, fdoc)
+	{
+		json_object *flat = json_object_new_object();
+		lb_results_flatten(fdoc, LB_FLATTEN_ARRAY_MAX, true, 100000, flat, NULL);
+		json_object_object_foreach(flat, k, v)
+		{
+			char key[2400];
+			snprintf(key, sizeof key, "%s:%s", fname, k);
+			json_object_object_add(out, key, v ? json_object_get(v) : NULL);
+		}
+		json_object_put(flat);
+	}
+}
+
+/* Everything a run reported, flat: stdout metrics ("name", "cond/name") and file values. */
+static void collect_values(json_object *metrics, json_object *out)
+{
+	flatten_metrics(metrics, out);
+	flatten_files(metrics, out);
+}
+
+/* Whether a compared key is a timing: by its metric name, the path inside a file without
+ * trailing element indexes ("ds.step_times.3" is step_times). */
+static bool key_is_timing(const char *key)
+{
+	const char *colon = strrchr(key, ':');
+	char name[2400];
+	snprintf(name, sizeof name, "%s", colon ? colon + 1 : key);
+	for (;;) {
+		char *dot = strrchr(name, '.');
+		const char *p = dot ? dot + 1 : name;
+		if (!*p || strspn(p, "0123456789") != strlen(p) || !dot)
+			break;
+		*dot = '\0';
+	}
+	return lb_metric_is_timing(name);
+}
+
+/* The union of both runs' keys: a value in one run only, or a value that differs
+ * (lb_metric_values_equal: numbers as numbers, strings exactly), is a difference {key, a,
+ * b}; timings go to their own list and count. */
+static void compare_values(json_object *before, json_object *after, json_object *diffs,
+			   json_object *timing, size_t *compared, size_t *timing_compared)
+{
+	json_object *keys = json_object_new_object();
+	json_object_object_foreach(before, kb, vb)
+	{
+		(void)vb;
+		json_object_object_add(keys, kb, NULL);
+	}
+	json_object_object_foreach(after, ka, va)
+	{
+		(void)va;
+		json_object_object_add(keys, ka, NULL);
+	}
+	json_object_object_foreach(keys, k, unused)
+	{
+		(void)unused;
+		json_object *a = NULL, *b = NULL;
+		bool ha = json_object_object_get_ex(before, k, &a);
+		bool hb = json_object_object_get_ex(after, k, &b);
+		bool is_timing = key_is_timing(k);
+		(*(is_timing ? timing_compared : compared))++;
+		if (ha && hb && lb_metric_values_equal(a, b))
+			continue;
+		json_object *d = json_object_new_object();
+		json_object_object_add(d, "key", json_object_new_string(k));
+		json_object_object_add(d, "a", a ? json_object_get(a) : NULL);
+		json_object_object_add(d, "b", b ? json_object_get(b) : NULL);
+		if (!ha || !hb)
+			json_object_object_add(d, "only_in", json_object_new_string(ha ? "a" : "b"));
+		json_object_array_add(is_timing ? timing : diffs, d);
+	}
+	json_object_put(keys);
+}
+
+/* {"compared": volumes in either run, "changed": [{destination, source, before, after}]}:
+ * the fingerprints (manifest.data) of the mounted data of both runs, by destination; a
+ * volume in one run only, or one whose digest could not be taken in either, is changed. */
+static json_object *data_comparison(json_object *before, json_object *after)
+{
+	json_object *o = json_object_new_object(), *changed = json_object_new_array();
+	json_object *dests = json_object_new_object();
+	json_object *sides[2] = {before, after};
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; json_object_is_type(sides[s], json_type_array) &&
+				   i < json_object_array_length(sides[s]); i++) {
+			json_object *v = json_object_array_get_idx(sides[s], i);
+			json_object *slot;
+			const char *dst = get_str(v, "destination", "");
+			if (!json_object_object_get_ex(dests, dst, &slot)) {
+				slot = json_object_new_array_ext(2);
+				json_object_array_put_idx(slot, 0, NULL);
+				json_object_array_put_idx(slot, 1, NULL);
+				json_object_object_add(dests, dst, slot);
+			}
+			json_object_array_put_idx(slot, (size_t)s, json_object_get(v));
+		}
+	json_object_object_foreach(dests, dst, slot)
+	{
+		json_object *a = json_object_array_get_idx(slot, 0), *b = json_object_array_get_idx(slot, 1);
+		const char *da = get_str(a, "digest", NULL), *db = get_str(b, "digest", NULL);
+		if (da && db && strcmp(da, db) == 0)
+			continue;
+		json_object *c = json_object_new_object();
+		json_object_object_add(c, "destination", json_object_new_string(dst));
+		json_object_object_add(c, "source", json_object_new_string(get_str(b ? b : a, "source", "")));
+		json_object_object_add(c, "before", da ? json_object_new_string(da) : NULL);
+		json_object_object_add(c, "after", db ? json_object_new_string(db) : NULL);
+		json_object_array_add(changed, c);
+	}
+	json_object_object_add(o, "compared", json_object_new_int(json_object_object_length(dests)));
+	json_object_object_add(o, "changed", changed);
+	json_object_put(dests);
+	return o;
 }
 
 static int sha256_file(const char *path, char hex[65])
@@ -905,34 +1046,40 @@ int cli_rerun(int argc, char **argv)
 	}
 	rc = out.exit_code;
 
-	/* The determinism check: every metric of either run, compared. */
+	/* The determinism check: every value either run reported, on stdout and in its results
+	 * files, compared. */
 	json_object *before = json_object_new_object(), *after = json_object_new_object();
 	json_object *mo, *mn;
 	if (old && json_object_object_get_ex(old, "metrics", &mo))
-		flatten_metrics(mo, before);
+		collect_values(mo, before);
 	if (json_object_object_get_ex(out.doc, "metrics", &mn))
-		flatten_metrics(mn, after);
-	json_object *all = json_object_new_array();
-	diff_objects("", before, after, all);
-	/* Timings differ between runs of the same code: compared apart, so the verdict is about
-	 * the results. Both lists are kept. */
+		collect_values(mn, after);
 	json_object *diffs = json_object_new_array(), *timing = json_object_new_array();
-	for (size_t i = 0; i < json_object_array_length(all); i++) {
-		json_object *d = json_object_array_get_idx(all, i);
-		json_object_array_add(lb_metric_is_timing(get_str(d, "key", "")) ? timing : diffs,
-				      json_object_get(d));
-	}
-	json_object_put(all);
+	size_t compared = 0, timing_compared = 0;
+	compare_values(before, after, diffs, timing, &compared, &timing_compared);
+	size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
+	/* A verdict needs something to judge: no value compared is no evidence of a match. */
+	const char *verdict = compared == 0 ? "nothing to compare" : nd == 0 ? "match" : "differ";
 	json_object *rerun = json_object_new_object();
 	json_object_object_add(rerun, "of", json_object_new_string(id));
 	json_object_object_add(rerun, "source", json_object_new_string(src == origin ? "expdir" : "staged copy"));
-	json_object_object_add(rerun, "metrics_compared", json_object_new_int(json_object_object_length(after) > json_object_object_length(before) ? json_object_object_length(after) : json_object_object_length(before)));
-	json_object_object_add(rerun, "metrics_match", json_object_new_boolean(json_object_array_length(diffs) == 0));
+	json_object_object_add(rerun, "verdict", json_object_new_string(verdict));
+	json_object_object_add(rerun, "compared", json_object_new_int64((int64_t)compared));
+	json_object_object_add(rerun, "timing_compared", json_object_new_int64((int64_t)timing_compared));
+	json_object_object_add(rerun, "metrics_compared", json_object_new_int64((int64_t)compared));
+	json_object_object_add(rerun, "metrics_match",
+			       compared ? json_object_new_boolean(nd == 0) : NULL);
 	json_object_object_add(rerun, "differences", diffs);
 	json_object_object_add(rerun, "timing_differences", timing);
 	json_object_object_add(rerun, "metrics_match_exactly",
-			       json_object_new_boolean(json_object_array_length(diffs) == 0 &&
-						       json_object_array_length(timing) == 0));
+			       compared ? json_object_new_boolean(nd == 0 && nt == 0) : NULL);
+	/* The mounted data, by its fingerprint in both manifests: the same code on other data is
+	 * not the same experiment, whatever the metrics say. */
+	json_object *newman = load_json(out.run_dir, "manifest.json");
+	json_object *data = data_comparison(json_object_object_get(manifest, "data"),
+					    newman ? json_object_object_get(newman, "data") : NULL);
+	json_object_put(newman);
+	json_object_object_add(rerun, "data", data);
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/rerun.json", out.run_dir);
 	lb_record_write_json(path, rerun);
@@ -942,15 +1089,23 @@ int cli_rerun(int argc, char **argv)
 	if (o.json) {
 		cli_json_print(out.doc);
 	} else {
-		size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
 		cli_printf("\nlabbox: rerun of %s as %s: %s (exit %d)\n", id, out.id,
 		       get_str(out.doc, "status", "?"), rc);
-		if (nd == 0)
+		if (compared == 0)
+			cli_printf("  metrics match the original run: nothing to compare (no value "
+				   "that is not a timing was reported by either run)");
+		else if (nd == 0)
 			cli_printf("  metrics match the original run: yes");
 		else
 			cli_printf("  metrics match the original run: NO, %zu differ", nd);
 		if (nt)
 			cli_printf(" (timings compared apart: %zu differ, as timings do)", nt);
+		putchar('\n');
+		cli_printf("  compared: %zu value%s (stdout metrics and results files)", compared,
+			   compared == 1 ? "" : "s");
+		if (timing_compared)
+			cli_printf(", and %zu timing%s apart", timing_compared,
+				   timing_compared == 1 ? "" : "s");
 		putchar('\n');
 		for (size_t i = 0; i < nd && i < 20; i++) {
 			json_object *d = json_object_array_get_idx(diffs, i);
@@ -959,6 +1114,23 @@ int cli_rerun(int argc, char **argv)
 			cli_printf(" -> ");
 			print_val(json_object_object_get(d, "b"));
 			putchar('\n');
+		}
+		if (nd > 20)
+			cli_printf("  ... %zu more differ (rerun.json has them all)\n", nd - 20);
+		json_object *changed = json_object_object_get(data, "changed");
+		size_t nc = json_object_array_length(changed);
+		int64_t nv = json_object_get_int64(json_object_object_get(data, "compared"));
+		if (nc)
+			cli_printf("  mounted data CHANGED since the original run: %zu of %lld volume%s\n",
+				   nc, (long long)nv, nv == 1 ? "" : "s");
+		else if (nv)
+			cli_printf("  mounted data: the same as the original run's (%lld volume%s)\n",
+				   (long long)nv, nv == 1 ? "" : "s");
+		for (size_t i = 0; i < nc; i++) {
+			json_object *c = json_object_array_get_idx(changed, i);
+			cli_printf("    %s (%s): %s -> %s\n", get_str(c, "source", "?"),
+				   get_str(c, "destination", "?"), get_str(c, "before", "none"),
+				   get_str(c, "after", "none"));
 		}
 		cli_printf("  run dir: %s\n", out.run_dir);
 	}

@@ -44,7 +44,22 @@ static const char schema[] =
 	"  text TEXT,"
 	"  PRIMARY KEY (run_id, condition, name)"
 	");"
+	/* Values of results files (final_info.json, results.json, results.csv) by dotted path
+	 * inside their file; a table of their own, so that the same path in two files, or a
+	 * stdout metric of the same name, never overwrites another. */
+	"CREATE TABLE IF NOT EXISTS file_metrics ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id),"
+	"  file TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  value REAL,"
+	"  text TEXT,"
+	"  PRIMARY KEY (run_id, file, name)"
+	");"
 	"CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);";
+
+/* Results-file values indexed per run: enough for any summary of means and stderrs, bounded
+ * for a results.json that holds a whole training log (result.json keeps everything). */
+#define INDEX_FILE_VALUES_MAX 2000
 
 /* Kernel start time (clock ticks since boot) of pid, 0 when it does not exist. */
 static unsigned long long proc_start(pid_t pid)
@@ -247,6 +262,30 @@ int lb_index_run_finished(lb_index *ix, json_object *result)
 		}
 	}
 	sqlite3_finalize(st);
+	st = NULL;
+	json_object *files = NULL;
+	if (r == 0 && metrics && json_object_object_get_ex(metrics, "files", &files) && files &&
+	    sqlite3_prepare_v2(ix->db,
+			       "INSERT OR REPLACE INTO file_metrics (run_id, file, name, value, text)"
+			       " VALUES (?, ?, ?, ?, ?)",
+			       -1, &st, NULL) == SQLITE_OK) {
+		size_t left = INDEX_FILE_VALUES_MAX;
+		json_object_object_foreach(files, fname, fdoc)
+		{
+			json_object *flat = json_object_new_object();
+			if (!flat || lb_results_flatten(fdoc, LB_FLATTEN_ARRAY_MAX, false, left, flat,
+							NULL) < 0)
+				r = -ENOMEM;
+			json_object_object_foreach(flat, k, v)
+			{
+				if (r == 0 && v)
+					r = insert_metric(st, id, fname, k, v);
+			}
+			left -= (size_t)json_object_object_length(flat);
+			json_object_put(flat);
+		}
+	}
+	sqlite3_finalize(st);
 	if (sqlite3_exec(ix->db, r == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
 		r = -EIO;
 	return r;
@@ -326,6 +365,32 @@ static void add_metrics(lb_index *ix, json_object *row, const char *id)
 		}
 	}
 	sqlite3_finalize(st);
+	st = NULL;
+	/* Results-file values under their dotted path ("shakespeare_char.means.val_loss"), the
+	 * same key for run_0/final_info.json and run_1/final_info.json so that runs compare;
+	 * one that a stdout metric or an earlier file already has is "FILE:path". */
+	if (sqlite3_prepare_v2(ix->db,
+			       "SELECT file, name, value, text FROM file_metrics WHERE run_id = ?"
+			       " ORDER BY rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *file = (const char *)sqlite3_column_text(st, 0);
+			const char *name = (const char *)sqlite3_column_text(st, 1);
+			char key[2200];
+			if (!file || !name)
+				continue;
+			if (json_object_object_get_ex(m, name, NULL))
+				snprintf(key, sizeof key, "%s:%s", file, name);
+			else
+				snprintf(key, sizeof key, "%s", name);
+			json_object *v = sqlite3_column_type(st, 2) == SQLITE_FLOAT
+						 ? lb_json_number(sqlite3_column_double(st, 2))
+						 : column_json(st, 3);
+			json_object_object_add(m, key, v);
+		}
+	}
+	sqlite3_finalize(st);
 	json_object_object_add(row, "metrics", m);
 }
 
@@ -380,7 +445,7 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 	lb_buf sql = {0};
 	lb_buf_puts(&sql, row_cols);
 	lb_buf_puts(&sql, " WHERE 1");
-	char mname[256] = "";
+	char mname[2200] = "";
 	const char *op = NULL;
 	double mval = 0;
 	if (f->metric) {
@@ -391,16 +456,21 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 			lb_buf_free(&sql);
 			return -EINVAL;
 		}
-		/* A dotted "cond/name" matches one condition; a bare name matches any. */
-		lb_buf_printf(&sql, " AND id IN (SELECT run_id FROM metrics WHERE"
-				    " (name = ?1 OR condition || '/' || name = ?1)%s)",
-			      op ? (strcmp(op, "<") == 0    ? " AND value < ?2"
-				    : strcmp(op, "<=") == 0 ? " AND value <= ?2"
-				    : strcmp(op, ">") == 0  ? " AND value > ?2"
-				    : strcmp(op, ">=") == 0 ? " AND value >= ?2"
-				    : strcmp(op, "=") == 0  ? " AND value = ?2"
-							    : " AND value != ?2")
-				 : "");
+		/* A "cond/name" matches one condition; a bare name matches any. A results-file
+		 * value is matched by its dotted path ("ds.means.val_loss", in any file) or as
+		 * "FILE:path" in one file. */
+		const char *cmp = op ? (strcmp(op, "<") == 0    ? " AND value < ?2"
+					: strcmp(op, "<=") == 0 ? " AND value <= ?2"
+					: strcmp(op, ">") == 0  ? " AND value > ?2"
+					: strcmp(op, ">=") == 0 ? " AND value >= ?2"
+					: strcmp(op, "=") == 0  ? " AND value = ?2"
+								: " AND value != ?2")
+				     : "";
+		lb_buf_printf(&sql, " AND (id IN (SELECT run_id FROM metrics WHERE"
+				    " (name = ?1 OR condition || '/' || name = ?1)%s)"
+				    " OR id IN (SELECT run_id FROM file_metrics WHERE"
+				    " (name = ?1 OR file || ':' || name = ?1)%s))",
+			      cmp, cmp);
 	}
 	if (f->status)
 		lb_buf_puts(&sql, " AND status = ?3");

@@ -63,6 +63,21 @@ struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
 	json_object_object_add(o, "peak_rss_bytes", json_object_new_int64((int64_t)res->peak_rss_bytes));
 	json_object_object_add(o, "peak_rss_source",
 			       json_object_new_string(res->peak_source ? res->peak_source : "rusage"));
+	/* peak_rss_bytes is the cgroup's charged memory when a cgroup was used, which is not a
+	 * resident set: the same number under its true name, with where it came from, and the
+	 * largest process's resident set apart (peak_rss_* stay for compatibility). */
+	json_object_object_add(o, "peak_memory_bytes",
+			       json_object_new_int64((int64_t)(res->peak_memory_source
+								       ? res->peak_memory_bytes
+								       : res->peak_rss_bytes)));
+	json_object_object_add(o, "peak_memory_source",
+			       json_object_new_string(res->peak_memory_source
+							      ? res->peak_memory_source
+							      : "rusage maxrss of the largest process"));
+	json_object_object_add(o, "max_rss_bytes",
+			       json_object_new_int64((int64_t)(res->peak_memory_source
+								       ? res->max_rss_bytes
+								       : res->peak_rss_bytes)));
 	/* null: no GPU was in, or no nvidia-smi to ask; sampled once a second */
 	json_object_object_add(o, "peak_gpu_bytes",
 			       res->gpu_sampled ? json_object_new_int64((int64_t)res->peak_gpu_bytes)

@@ -22,6 +22,8 @@
 
 #define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
 #define TAIL_FOR_DIAGNOSIS 6144
+/* How long the end of a run waits for the fingerprint of its mounted data. */
+#define DATA_FINGERPRINT_WAIT_S 30.0
 
 typedef struct tee_ctx {
 	lb_runlog *log;
@@ -56,6 +58,7 @@ typedef struct run_state {
 	char *exp_dir; /* run_dir/exp */
 	uint64_t disk_limit;
 	lb_record_git_job git;
+	lb_record_data_job data; /* fingerprints of the -v volumes */
 	char *cache; /* the user's cache directory, NULL when there is none */
 	bool probe_cached;
 } run_state;
@@ -70,6 +73,44 @@ static int usage_error(lb_run_result *out, const char *fmt, ...)
 	va_end(ap);
 	out->exit_code = LB_EXIT_USAGE;
 	return 0;
+}
+
+/* Whether the entry point leads out of the experiment directory through a symbolic link
+ * (itself or a directory on its path): staging copies links as links, so such an entry would
+ * run a host file the manifest records only as "symlink". Refused when the path resolves
+ * outside expdir (realpath'd), and for an absolute link anywhere on the path too, since in the
+ * staged copy it leads back to the original directory rather than to the staged file. Returns
+ * -ELOOP with target set to the offending link's target (or the resolved path), else 0. */
+static int entry_leaves(int dfd, const char *expdir, const char *entry, char target[PATH_MAX])
+{
+	char prefix[PATH_MAX];
+	size_t n = strlen(entry);
+	if (n >= sizeof prefix)
+		return 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (entry[i] != '/' && entry[i] != '\0')
+			continue;
+		memcpy(prefix, entry, i);
+		prefix[i] = '\0';
+		struct stat lst;
+		if (i == 0 || fstatat(dfd, prefix, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(lst.st_mode))
+			continue;
+		ssize_t len = readlinkat(dfd, prefix, target, PATH_MAX - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		if (target[0] == '/')
+			return -ELOOP;
+	}
+	char full[PATH_MAX * 2], real[PATH_MAX];
+	snprintf(full, sizeof full, "%s/%s", expdir, entry);
+	if (!realpath(full, real))
+		return 0; /* not there: the caller's stat already said so */
+	size_t e = strlen(expdir);
+	if (strncmp(real, expdir, e) == 0 && (real[e] == '/' || (e == 1 && expdir[0] == '/')))
+		return 0;
+	snprintf(target, PATH_MAX, "%s", real);
+	return -ELOOP;
 }
 
 /* Everything that can be refused before a run directory exists. */
@@ -109,6 +150,14 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (!S_ISREG(est.st_mode))
 		return usage_error(out, "entry point '%s' in '%s' is not a regular file", st->entry,
 				   req->expdir);
+	char link_target[PATH_MAX];
+	if (entry_leaves(dfd, st->expdir, st->entry, link_target) < 0)
+		return usage_error(out,
+				   "entry point '%s' is a symbolic link to '%s', which leads out of the "
+				   "experiment directory '%s' (an absolute link leads out of its staged "
+				   "copy): labbox runs and records the experiment's own files only; copy "
+				   "the file into the experiment",
+				   st->entry, link_target, req->expdir);
 
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
@@ -368,6 +417,165 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	return ok;
 }
 
+/* Results files are this run's (issue 9): a results file staged with the code (left by an
+ * earlier run in the experiment directory) that the run did not write is not its result.
+ * The identity of every staged regular file is taken just before the experiment starts
+ * (device, inode, size, mtime and ctime in ns), so whatever the run writes, renames over or
+ * touches changes it; staging's own writes and chowns are behind it. */
+static void identity_text(const struct stat *sb, char out[160])
+{
+	snprintf(out, 160, "%llu:%llu:%lld:%lld.%09ld:%lld.%09ld", (unsigned long long)sb->st_dev,
+		 (unsigned long long)sb->st_ino, (long long)sb->st_size, (long long)sb->st_mtim.tv_sec,
+		 sb->st_mtim.tv_nsec, (long long)sb->st_ctim.tv_sec, sb->st_ctim.tv_nsec);
+}
+
+static json_object *snapshot_staged(const char *exp_dir, json_object *files)
+{
+	LB_AUTOCLOSE int efd = open(exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	json_object *ids = json_object_new_object();
+	if (efd < 0 || !ids)
+		return ids;
+	json_object_object_foreach(files, rel, sha)
+	{
+		struct stat sb;
+		char idt[160];
+		if (strcmp(json_object_get_string(sha), "symlink") == 0 ||
+		    fstatat(efd, rel, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		identity_text(&sb, idt);
+		json_object_object_add(ids, rel, json_object_new_string(idt));
+	}
+	return ids;
+}
+
+static bool same_sha256(int efd, const char *rel, const char *want)
+{
+	LB_AUTOCLOSE int fd = openat(efd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		lb_sha256_update(&h, buf, (size_t)n);
+	if (n < 0)
+		return false;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	return strcmp(hex, want) == 0;
+}
+
+/* Removes from files_read every results file the run did not write: staged (in the
+ * manifest's files) with its identity unchanged and its bytes still the staged ones (the
+ * second test covers a write within the file system's timestamp granularity). Without a
+ * snapshot (ids NULL: the experiment never started) every staged file is stale. A file
+ * rewritten with the same bytes counts as written: the run reported those numbers. Returns
+ * the names removed (a json array), each also a stale_file warning. */
+static json_object *drop_stale(int efd, json_object *files_read, json_object *staged,
+			       json_object *ids, json_object *warnings)
+{
+	json_object *stale = json_object_new_array();
+	json_object_object_foreach(files_read, name, doc)
+	{
+		(void)doc;
+		json_object *sha, *idv;
+		if (!json_object_object_get_ex(staged, name, &sha) ||
+		    strcmp(json_object_get_string(sha), "symlink") == 0)
+			continue; /* the run created it */
+		if (ids) {
+			struct stat sb;
+			char idt[160];
+			if (!json_object_object_get_ex(ids, name, &idv) ||
+			    fstatat(efd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* cannot tell: it was read, so it counts */
+			identity_text(&sb, idt);
+			if (strcmp(idt, json_object_get_string(idv)) != 0 ||
+			    !same_sha256(efd, name, json_object_get_string(sha)))
+				continue;
+		}
+		json_object_array_add(stale, json_object_new_string(name));
+	}
+	for (size_t i = 0; i < json_object_array_length(stale); i++) {
+		const char *sname = json_object_get_string(json_object_array_get_idx(stale, i));
+		char msg[PATH_MAX + 200];
+		snprintf(msg, sizeof msg,
+			 "%s was staged with the code and %s: left by an earlier run, it is not "
+			 "this run's result and was not collected",
+			 sname, ids ? "the run did not write it" : "the experiment never ran");
+		json_object *w = json_object_new_object();
+		json_object_object_add(w, "kind", json_object_new_string("stale_file"));
+		json_object_object_add(w, "metric", NULL);
+		json_object_object_add(w, "where", json_object_new_string(sname));
+		json_object_object_add(w, "message", json_object_new_string(msg));
+		json_object_array_add(warnings, w);
+	}
+	for (size_t i = 0; i < json_object_array_length(stale); i++)
+		json_object_object_del(files_read,
+				       json_object_get_string(json_object_array_get_idx(stale, i)));
+	return stale;
+}
+
+/* Whether a relative link target, read from the directory of rel, climbs above the root of
+ * the tree ("../../x" from "a/link"). */
+static bool climbs_out(const char *rel, const char *target)
+{
+	int depth = 0;
+	for (const char *p = rel; *p; p++)
+		depth += *p == '/';
+	for (const char *p = target; *p;) {
+		const char *slash = strchrnul(p, '/');
+		size_t n = (size_t)(slash - p);
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return true;
+		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p = *slash ? slash + 1 : slash;
+	}
+	return false;
+}
+
+/* The staged symbolic links with their targets, so the record says what each points to:
+ * {rel: {"target", "outside": whether it leads out of the staged copy (absolute, climbing
+ * above it, or resolving outside it), "resolves_to": the path it resolves to when outside,
+ * null when dangling}}. Staging keeps links as links (manifest.files says "symlink"); what
+ * they point to outside is not copied or fingerprinted, and this says so. */
+static json_object *symlinks_json(const char *exp_dir, json_object *files)
+{
+	json_object *links = json_object_new_object();
+	char root[PATH_MAX];
+	LB_AUTOCLOSE int efd = open(exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (efd < 0 || !realpath(exp_dir, root))
+		return links;
+	size_t rl = strlen(root);
+	json_object_object_foreach(files, rel, sha)
+	{
+		if (strcmp(json_object_get_string(sha), "symlink") != 0)
+			continue;
+		char target[PATH_MAX], full[PATH_MAX * 2], real[PATH_MAX];
+		ssize_t len = readlinkat(efd, rel, target, sizeof target - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		snprintf(full, sizeof full, "%s/%s", exp_dir, rel);
+		bool resolves = realpath(full, real) != NULL;
+		bool outside = target[0] == '/' || climbs_out(rel, target) ||
+			       (resolves && !(strncmp(real, root, rl) == 0 && real[rl] == '/'));
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "target", json_object_new_string(target));
+		json_object_object_add(o, "outside", json_object_new_boolean(outside));
+		if (outside)
+			json_object_object_add(o, "resolves_to",
+					       resolves ? json_object_new_string(real) : NULL);
+		json_object_object_add(links, rel, o);
+	}
+	return links;
+}
+
 static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -443,6 +651,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			argv[2 + i] = st->args[i];
 	}
 	json_object *findings = NULL, *code_seeds = NULL;
+	json_object *staged_ids = NULL; /* identities of the staged files when the run started */
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
@@ -470,6 +679,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		snprintf(res.setup_error, sizeof res.setup_error, "%s",
 			 stage_r < 0 ? err : "cannot create run.log");
 	} else {
+		staged_ids = snapshot_staged(st->exp_dir, files);
 		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
 		char store[2][PATH_MAX + 32];
@@ -517,11 +727,18 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *files_read = json_object_new_object(); /* as parsed: never serialised */
 	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (efd >= 0)
+		if (efd >= 0) {
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
 					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
 					   issues);
+			json_object *stale = drop_stale(efd, files_read, files, staged_ids, warnings);
+			if (json_object_array_length(stale))
+				json_object_object_add(mjson, "stale_results", stale);
+			else
+				json_object_put(stale);
+		}
 	}
+	json_object_put(staged_ids);
 	json_object_object_add(mjson, "files", lb_results_for_record(files_read, warnings));
 	if (!rejected) {
 		lb_metrics_run_info vi = {
@@ -677,9 +894,17 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *git = NULL, *git_diff = NULL;
 	lb_record_git_collect(&st->git, &git, &git_diff);
 	json_object_object_add(manifest, "git_diff", git_diff);
+	/* The child has had the whole run; a large data set still hashing gets a little more
+	 * (it was started with the run, so a run as long as the hashing waits for nothing). */
+	json_object *data = NULL;
+	lb_record_data_collect(&st->data, DATA_FINGERPRINT_WAIT_S, &data);
+	json_object_object_add(manifest, "data", data);
 	json_object_object_add(manifest, "git", git);
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
+	json_object_object_add(manifest, "symlinks",
+			       st->exp_dir && stage_r == 0 ? symlinks_json(st->exp_dir, files)
+							   : json_object_new_object());
 	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
 	int wr = lb_record_write_json(path, manifest);
@@ -733,8 +958,16 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
 				&st.git) < 0)
 		st.git.pid = 0; /* the manifest then says no repository was seen */
+	json_object *vols = NULL;
+	if (r == 0 && out->exit_code == 0 && req->sandbox_config &&
+	    json_object_object_get_ex(req->sandbox_config, "volumes", &vols) &&
+	    lb_record_data_start(vols, &st.data) < 0)
+		st.data.pid = 0; /* the manifest then says nothing was fingerprinted */
 	if (r == 0 && out->exit_code == 0)
 		r = run_pipeline(be, req, &st, out);
+	json_object *dj = NULL;
+	lb_record_data_collect(&st.data, 0, &dj);
+	json_object_put(dj);
 	json_object *gi = NULL, *gd = NULL;
 	lb_record_git_collect(&st.git, &gi, &gd);
 	json_object_put(gi);

@@ -1478,14 +1478,19 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	res->cpu_sys_s = (double)s.ru.ru_stime.tv_sec + (double)s.ru.ru_stime.tv_usec / 1e6;
 	res->peak_rss_bytes = (uint64_t)s.ru.ru_maxrss * 1024;
 	res->peak_source = "rusage";
+	res->max_rss_bytes = res->peak_rss_bytes;
+	res->peak_memory_source = "rusage maxrss of the largest process";
 	if (cg.version) {
 		uint64_t peak = 0;
 		lb_cgroup_read(&cg, &peak, &res->oom_killed);
 		if (peak) {
 			res->peak_rss_bytes = peak;
 			res->peak_source = "cgroup";
+			/* lb_cgroup_read takes v2's file when there is a v2 cgroup, else v1's. */
+			res->peak_memory_source = cg.v2[0] ? "cgroup memory.peak" : "cgroup v1 max_usage";
 		}
 	}
+	res->peak_memory_bytes = res->peak_rss_bytes;
 	/* The checks run four times a second, so a tree that passes the limit and ends (the file
 	 * size rlimit makes its next write fail) can finish between two of them: one last
 	 * measurement makes the verdict the same whichever came first. */

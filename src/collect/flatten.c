@@ -1,0 +1,259 @@
+/* The values of a results file as flat dotted paths, and the equality of two metric values:
+ * what the run index stores, what the run summary shows and what `labbox rerun` compares. */
+#include "labbox/collect.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest dotted path kept; a deeper one is counted as dropped rather than cut, since a cut
+ * path would name another value. */
+#define PATH_MAX_LEN 1024
+
+typedef struct flat_ctx {
+	size_t array_max;
+	bool digest_long;
+	size_t max_values;
+	size_t added;
+	size_t dropped;
+	json_object *out;
+} flat_ctx;
+
+/* A value as compared: a number (the strings labbox writes for non-finite numbers are the
+ * numbers they stand for), else its JSON type. */
+static bool as_number(json_object *v, double *out)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_int:
+	case json_type_double:
+		*out = json_object_get_double(v);
+		return true;
+	case json_type_string: {
+		const char *s = json_object_get_string(v);
+		if (strcmp(s, "NaN") == 0)
+			*out = NAN;
+		else if (strcmp(s, "Infinity") == 0)
+			*out = INFINITY;
+		else if (strcmp(s, "-Infinity") == 0)
+			*out = -INFINITY;
+		else
+			return false;
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+bool lb_metric_values_equal(struct json_object *a, struct json_object *b)
+{
+	double x, y;
+	bool na = as_number(a, &x), nb = as_number(b, &y);
+	if (na || nb) {
+		if (!(na && nb))
+			return false;
+		/* The same NaN reported twice is the same result: a rerun that gives NaN again
+		 * repeats the original, whatever IEEE says of NaN == NaN. */
+		if (isnan(x) || isnan(y))
+			return isnan(x) && isnan(y);
+		return x == y;
+	}
+	json_type ta = json_object_get_type(a), tb = json_object_get_type(b);
+	if (ta != tb)
+		return false;
+	switch (ta) {
+	case json_type_null:
+		return true;
+	case json_type_boolean:
+		return json_object_get_boolean(a) == json_object_get_boolean(b);
+	case json_type_string:
+		return json_object_get_string_len(a) == json_object_get_string_len(b) &&
+		       memcmp(json_object_get_string(a), json_object_get_string(b),
+			      (size_t)json_object_get_string_len(a)) == 0;
+	default:
+		/* Objects and arrays are compared through their flattened leaves, never here. */
+		return json_object_equal(a, b) != 0;
+	}
+}
+
+/* A digest that equal values share: numbers hashed as the doubles they are (1 and 1.0 alike,
+ * as lb_metric_values_equal compares them), strings with their length, so no two different
+ * documents hash alike by concatenation. */
+static void hash_canon(lb_sha256 *h, json_object *v, int depth)
+{
+	char buf[64];
+	double x;
+	if (depth > 64) {
+		lb_sha256_update(h, "D", 1);
+		return;
+	}
+	if (as_number(v, &x)) {
+		int n = isnan(x) ? snprintf(buf, sizeof buf, "n:nan;")
+			: snprintf(buf, sizeof buf, "n:%.17g;", x);
+		lb_sha256_update(h, buf, (size_t)n);
+		return;
+	}
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		lb_sha256_update(h, "z;", 2);
+		break;
+	case json_type_boolean:
+		lb_sha256_update(h, json_object_get_boolean(v) ? "t;" : "f;", 2);
+		break;
+	case json_type_string: {
+		size_t len = (size_t)json_object_get_string_len(v);
+		int n = snprintf(buf, sizeof buf, "s%zu:", len);
+		lb_sha256_update(h, buf, (size_t)n);
+		lb_sha256_update(h, json_object_get_string(v), len);
+		break;
+	}
+	case json_type_array: {
+		size_t len = json_object_array_length(v);
+		int n = snprintf(buf, sizeof buf, "a%zu[", len);
+		lb_sha256_update(h, buf, (size_t)n);
+		for (size_t i = 0; i < len; i++)
+			hash_canon(h, json_object_array_get_idx(v, i), depth + 1);
+		lb_sha256_update(h, "]", 1);
+		break;
+	}
+	case json_type_object: {
+		/* json-c keeps members in insertion order, which is the file's order: a file
+		 * that writes the same members in another order is the same document. */
+		size_t n = (size_t)json_object_object_length(v), k = 0;
+		const char **keys = n ? calloc(n, sizeof *keys) : NULL;
+		if (n && !keys) {
+			lb_sha256_update(h, "?", 1);
+			break;
+		}
+		json_object_object_foreach(v, key, val)
+		{
+			(void)val;
+			keys[k++] = key;
+		}
+		for (size_t i = 1; i < k; i++)
+			for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+				const char *t = keys[j];
+				keys[j] = keys[j - 1];
+				keys[j - 1] = t;
+			}
+		int m = snprintf(buf, sizeof buf, "o%zu{", k);
+		lb_sha256_update(h, buf, (size_t)m);
+		for (size_t i = 0; i < k; i++) {
+			size_t kl = strlen(keys[i]);
+			m = snprintf(buf, sizeof buf, "%zu:", kl);
+			lb_sha256_update(h, buf, (size_t)m);
+			lb_sha256_update(h, keys[i], kl);
+			hash_canon(h, json_object_object_get(v, keys[i]), depth + 1);
+		}
+		lb_sha256_update(h, "}", 1);
+		free(keys);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+int lb_metric_value_digest(struct json_object *v, char out[72])
+{
+	lb_sha256 h;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256_init(&h);
+	hash_canon(&h, v, 0);
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	snprintf(out, 72, "sha256:%.64s", hex);
+	return 0;
+}
+
+static int add_value(flat_ctx *c, const char *path, json_object *v)
+{
+	if (c->added >= c->max_values || json_object_object_get_ex(c->out, path, NULL)) {
+		/* A second value under one path (a key holding a '.') is not guessed at. */
+		c->dropped++;
+		return 0;
+	}
+	json_object *copy = NULL;
+	if (v && json_object_deep_copy(v, &copy, NULL) < 0)
+		return -ENOMEM;
+	if (json_object_object_add(c->out, path, copy) < 0) {
+		json_object_put(copy);
+		return -ENOMEM;
+	}
+	c->added++;
+	return 0;
+}
+
+static int flatten(flat_ctx *c, json_object *v, char *path, size_t len, int depth)
+{
+	json_type t = json_object_get_type(v);
+	if (t != json_type_object && t != json_type_array)
+		return len ? add_value(c, path, v) : 0; /* a bare scalar document has no path */
+	if (depth > 64) {
+		c->dropped++;
+		return 0;
+	}
+	if (t == json_type_array && json_object_array_length(v) > c->array_max) {
+		/* A long series (per-step losses, a results.csv of many rows) is one value: its
+		 * digest says whether it repeated, without a thousand entries. */
+		if (!c->digest_long) {
+			c->dropped++;
+			return 0;
+		}
+		char d[72], text[96];
+		lb_metric_value_digest(v, d);
+		snprintf(text, sizeof text, "%s/%zu", d, json_object_array_length(v));
+		json_object *s = json_object_new_string(text);
+		int r = s ? add_value(c, len ? path : "[]", s) : -ENOMEM;
+		json_object_put(s);
+		return r;
+	}
+	if (t == json_type_array) {
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			int n = snprintf(path + len, PATH_MAX_LEN - len, "%s%zu", len ? "." : "", i);
+			if (n < 0 || (size_t)n >= PATH_MAX_LEN - len) {
+				c->dropped++;
+				continue;
+			}
+			int r = flatten(c, json_object_array_get_idx(v, i), path, len + (size_t)n,
+					depth + 1);
+			path[len] = '\0';
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	json_object_object_foreach(v, key, val)
+	{
+		int n = snprintf(path + len, PATH_MAX_LEN - len, "%s%s", len ? "." : "", key);
+		if (n < 0 || (size_t)n >= PATH_MAX_LEN - len || !*key) {
+			path[len] = '\0';
+			c->dropped++;
+			continue;
+		}
+		int r = flatten(c, val, path, len + (size_t)n, depth + 1);
+		path[len] = '\0';
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int lb_results_flatten(struct json_object *doc, size_t array_max, bool digest_long,
+		       size_t max_values, struct json_object *out, size_t *dropped)
+{
+	if (!json_object_is_type(out, json_type_object))
+		return -EINVAL;
+	flat_ctx c = {.array_max = array_max, .digest_long = digest_long,
+		      .max_values = max_values, .out = out};
+	char path[PATH_MAX_LEN + 1] = "";
+	int r = flatten(&c, doc, path, 0, 0);
+	if (dropped)
+		*dropped = c.dropped;
+	return r < 0 ? r : (int)(c.added > INT32_MAX ? INT32_MAX : c.added);
+}

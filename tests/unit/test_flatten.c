@@ -1,0 +1,124 @@
+/* Unit tests for the flattening of results files and the equality rerun compares with. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <string.h>
+
+#include "labbox/collect.h"
+
+static json_object *parse(const char *text)
+{
+	json_object *doc = NULL;
+	char err[256];
+	assert_int_equal(lb_results_parse(text, strlen(text), &doc, err, sizeof err), 0);
+	return doc;
+}
+
+static void test_flatten_ai_scientist(void **state)
+{
+	(void)state;
+	json_object *doc = parse("{\"shakespeare_char\": {\"means\": {\"val_loss\": 1.47, \"iters\": 5000},"
+				 " \"stderrs\": {\"val_loss\": 0.01}, \"note\": \"ok\", \"best\": true}}");
+	json_object *out = json_object_new_object();
+	size_t dropped = 9;
+	assert_int_equal(lb_results_flatten(doc, LB_FLATTEN_ARRAY_MAX, true, 100, out, &dropped), 5);
+	assert_int_equal(dropped, 0);
+	assert_true(json_object_get_double(json_object_object_get(out, "shakespeare_char.means.val_loss")) == 1.47);
+	assert_int_equal(json_object_get_int(json_object_object_get(out, "shakespeare_char.means.iters")), 5000);
+	assert_string_equal(json_object_get_string(json_object_object_get(out, "shakespeare_char.note")), "ok");
+	assert_true(json_object_get_boolean(json_object_object_get(out, "shakespeare_char.best")));
+	json_object_put(out);
+	json_object_put(doc);
+}
+
+static void test_flatten_arrays(void **state)
+{
+	(void)state;
+	/* a results.csv document: rows by index */
+	json_object *doc = parse("[{\"acc\": 0.5, \"name\": \"a\"}, {\"acc\": 0.75, \"name\": \"b\"}]");
+	json_object *out = json_object_new_object();
+	assert_int_equal(lb_results_flatten(doc, 4, true, 100, out, NULL), 4);
+	assert_true(json_object_get_double(json_object_object_get(out, "1.acc")) == 0.75);
+	json_object_put(out);
+	json_object_put(doc);
+
+	/* a long series is one digest, equal for equal numbers spelt differently */
+	json_object *a = parse("{\"losses\": [1, 2, 3, 4, 5], \"x\": 1}");
+	json_object *b = parse("{\"losses\": [1.0, 2.0, 3.0, 4.0, 5.0], \"x\": 1}");
+	json_object *c = parse("{\"losses\": [1, 2, 3, 4, 6], \"x\": 1}");
+	json_object *fa = json_object_new_object(), *fb = json_object_new_object(),
+		    *fc = json_object_new_object();
+	assert_int_equal(lb_results_flatten(a, 4, true, 100, fa, NULL), 2);
+	assert_int_equal(lb_results_flatten(b, 4, true, 100, fb, NULL), 2);
+	assert_int_equal(lb_results_flatten(c, 4, true, 100, fc, NULL), 2);
+	const char *da = json_object_get_string(json_object_object_get(fa, "losses"));
+	assert_true(strncmp(da, "sha256:", 7) == 0);
+	assert_true(strlen(da) == 7 + 64 + 2 && strcmp(da + 71, "/5") == 0);
+	assert_string_equal(da, json_object_get_string(json_object_object_get(fb, "losses")));
+	assert_string_not_equal(da, json_object_get_string(json_object_object_get(fc, "losses")));
+	/* without digests a long array is left out, and counted */
+	json_object *fd = json_object_new_object();
+	size_t dropped = 0;
+	assert_int_equal(lb_results_flatten(a, 4, false, 100, fd, &dropped), 1);
+	assert_int_equal(dropped, 1);
+	assert_null(json_object_object_get(fd, "losses"));
+	json_object *objs[] = {a, b, c, fa, fb, fc, fd};
+	for (size_t i = 0; i < sizeof objs / sizeof *objs; i++)
+		json_object_put(objs[i]);
+}
+
+static void test_flatten_cap(void **state)
+{
+	(void)state;
+	json_object *doc = parse("{\"a\": 1, \"b\": 2, \"c\": {\"d\": 3, \"e\": 4}}");
+	json_object *out = json_object_new_object();
+	size_t dropped = 0;
+	assert_int_equal(lb_results_flatten(doc, 64, true, 3, out, &dropped), 3);
+	assert_int_equal(dropped, 1);
+	json_object *arr = json_object_new_array();
+	assert_true(lb_results_flatten(doc, 64, true, 3, arr, NULL) == -EINVAL);
+	json_object_put(arr);
+	json_object_put(out);
+	json_object_put(doc);
+}
+
+static void test_values_equal(void **state)
+{
+	(void)state;
+	json_object *one = json_object_new_int(1), *onef = json_object_new_double(1.0),
+		    *two = json_object_new_double(2.0), *s1 = json_object_new_string("1"),
+		    *nan_s = json_object_new_string("NaN"), *nan_d = json_object_new_double(NAN),
+		    *inf_s = json_object_new_string("Infinity"), *t = json_object_new_boolean(1),
+		    *f = json_object_new_boolean(0), *adam = json_object_new_string("adam");
+	json_object *adam2 = json_object_new_string("adam");
+	assert_true(lb_metric_values_equal(one, onef));
+	assert_false(lb_metric_values_equal(one, two));
+	assert_false(lb_metric_values_equal(one, s1)); /* a number is never a string */
+	assert_true(lb_metric_values_equal(nan_s, nan_d));
+	assert_true(lb_metric_values_equal(nan_d, nan_d));
+	assert_false(lb_metric_values_equal(nan_s, inf_s));
+	assert_false(lb_metric_values_equal(t, f));
+	assert_true(lb_metric_values_equal(adam, adam2));
+	assert_true(lb_metric_values_equal(NULL, NULL));
+	assert_false(lb_metric_values_equal(NULL, one));
+	json_object *objs[] = {one, onef, two, s1, nan_s, nan_d, inf_s, t, f, adam, adam2};
+	for (size_t i = 0; i < sizeof objs / sizeof *objs; i++)
+		json_object_put(objs[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flatten_ai_scientist),
+		cmocka_unit_test(test_flatten_arrays),
+		cmocka_unit_test(test_flatten_cap),
+		cmocka_unit_test(test_values_equal),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
