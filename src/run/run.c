@@ -550,12 +550,13 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
-	LB_AUTOFREE char *tail = log ? lb_runlog_tail(log, TAIL_FOR_DIAGNOSIS) : NULL;
+	size_t tail_len = 0;
+	LB_AUTOFREE char *tail = log ? lb_runlog_tail_n(log, TAIL_FOR_DIAGNOSIS, &tail_len) : NULL;
 	int log_err = log ? lb_runlog_close(log, &seen, &written, &truncated) : 0;
 
 	lb_failure_input fin = {
 		.log_tail = tail,
-		.log_tail_len = tail ? strlen(tail) : 0,
+		.log_tail_len = tail_len,
 		.exit_code = res.outcome == LB_SB_EXITED ? res.exit_code : -1,
 		.signal = res.term_signal,
 		.timed_out = res.outcome == LB_SB_TIMEOUT,

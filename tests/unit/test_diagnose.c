@@ -514,6 +514,288 @@ static void test_hostile_log(void **state)
 	free(log);
 }
 
+static struct json_object *diagnose_bytes(const char *log, size_t len, int exit_code)
+{
+	lb_failure_input in = { .log_tail = log, .log_tail_len = len, .exit_code = exit_code };
+
+	return lb_diagnose_failure(&in);
+}
+
+static void test_gpu_unavailable_more(void **state)
+{
+	static const char assert_cuda[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"    device = pick_device(cfg)\n"
+		"  File \"/exp/util.py\", line 4, in pick_device\n"
+		"    assert torch.cuda.is_available(), f\"Device set to {name}, but {name} is unavailable.\"\n"
+		"AssertionError: Device set to cuda, but cuda is unavailable.\n";
+	/* torch prints a NUL before the traceback it forwards from a worker; the tail given to
+	 * the classifier holds it, and what follows still counts. */
+	static const char nul_driver[] =
+		"epoch 0 starting\n"
+		"\0\0Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 14, in <module>\n"
+		"    model = model.to(\"cuda\")\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/cuda/__init__.py\", line 298, in _lazy_init\n"
+		"    torch._C._cuda_init()\n"
+		"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+		"NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(assert_cuda, 1, 0);
+	assert_string_equal(field(doc, "exception"), "AssertionError");
+	assert_non_null(strstr(field(doc, "suggestion"), "--gpus"));
+	expect(doc, "gpu_unavailable", "cuda is unavailable");
+	doc = diagnose_bytes(nul_driver, sizeof(nul_driver) - 1, 1);
+	assert_string_equal(field(doc, "exception"), "RuntimeError");
+	expect(doc, "gpu_unavailable", "Found no NVIDIA driver");
+}
+
+static void test_binary_bytes_in_tail(void **state)
+{
+	/* A progress bar's NULs, a pickled blob written to stdout, then a traceback. */
+	static const char log[] =
+		"\x80\x04\x95\x1a\0\0\0\0\0\0\0}\x94(\x8c\x03" "acc\x94G?\xe0\0\0\0\0\0\0u.\n"
+		"loss \0 0.5\x07\x7f\n"
+		"Trace\0back (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    import lightgbm\n"
+		"ModuleNotFoundError: No module named 'light\0gbm'\n";
+	struct json_object *doc = diagnose_bytes(log, sizeof(log) - 1, 1);
+
+	(void)state;
+	assert_string_equal(field(doc, "exception"), "ModuleNotFoundError");
+	expect(doc, "missing_package", "No module named 'lightgbm'");
+}
+
+static void test_hf_datasets(void **state)
+{
+	static const char not_found[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"stanfordnlp/imdbx\")\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 2129, in load_dataset\n"
+		"    builder_instance = load_dataset_builder(\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 1512, in dataset_module_factory\n"
+		"    raise e1 from None\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 1468, in dataset_module_factory\n"
+		"    raise DatasetNotFoundError(msg) from e\n"
+		"datasets.exceptions.DatasetNotFoundError: Dataset 'stanfordnlp/imdbx' doesn't exist "
+		"on the Hub or cannot be accessed.\n";
+	static const char no_script[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"mydata\")\n"
+		"FileNotFoundError: Couldn't find a dataset script at /exp/mydata/mydata.py or any data "
+		"file in the same directory.\n";
+	static const char no_script_offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"FileNotFoundError: Couldn't find a dataset script at /exp/imdb/imdb.py or any data file "
+		"in the same directory. Couldn't find 'imdb' on the Hugging Face Hub either: "
+		"ConnectionError: Couldn't reach 'imdb' on the Hub (ConnectionError)\n";
+	static const char offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"ConnectionError: Couldn't reach 'imdb' on the Hub (LocalEntryNotFoundError)\n";
+	static const char hub_offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 6, in <module>\n"
+		"    path = hf_hub_download(\"gpt2\", \"config.json\")\n"
+		"huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach "
+		"https://huggingface.co/api/models/gpt2: offline mode is enabled. To disable it, please "
+		"unset the `HF_HUB_OFFLINE` environment variable.\n";
+	/* The Hub call failed on the sandbox's denied socket; datasets then says "not found". */
+	static const char chained[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/urllib3/connection.py\", line 198, in _new_conn\n"
+		"    sock = connection.create_connection(\n"
+		"PermissionError: [Errno 1] Operation not permitted\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/requests/adapters.py\", line 486, in send\n"
+		"    resp = conn.urlopen(\n"
+		"urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+		"Max retries exceeded with url: /api/datasets/imdb (Caused by "
+		"NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3>: Failed to "
+		"establish a new connection: [Errno 1] Operation not permitted'))\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"datasets.exceptions.DatasetNotFoundError: Dataset 'imdb' doesn't exist on the Hub or "
+		"cannot be accessed.\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(not_found, 1, 0);
+	assert_string_equal(field(doc, "exception"), "datasets.exceptions.DatasetNotFoundError");
+	assert_non_null(strstr(field(doc, "suggestion"), "-v SRC:DST:ro"));
+	expect(doc, "missing_data", "doesn't exist on the Hub");
+	expect(diagnose_log(no_script, 1, 0), "missing_data", "Couldn't find a dataset script");
+	expect(diagnose_log(no_script_offline, 1, 0), "network", "Couldn't reach 'imdb'");
+	expect(diagnose_log(offline, 1, 0), "network", "Couldn't reach 'imdb'");
+	expect(diagnose_log(hub_offline, 1, 0), "network", "offline mode is enabled");
+	doc = diagnose_log(chained, 1, 0);
+	assert_string_equal(field(doc, "exception"), "urllib3.exceptions.MaxRetryError");
+	assert_true(evidence_has(doc, "DatasetNotFoundError"));
+	expect(doc, "network", "Max retries exceeded");
+}
+
+static void test_chain_root_cause(void **state)
+{
+	/* A cache miss handled by downloading: the download's failure is the cause. */
+	static const char cache_miss[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/data.py\", line 8, in load\n"
+		"    return np.load(\"cache/train.npy\")\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'cache/train.npy'\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/data.py\", line 10, in load\n"
+		"    urllib.request.urlretrieve(URL, \"cache/train.npy\")\n"
+		"urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>\n";
+	/* An optional import that was handled: the missing file after it is the failure. */
+	static const char optional_import[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    import ujson as json\n"
+		"ModuleNotFoundError: No module named 'ujson'\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 6, in <module>\n"
+		"    cfg = json.load(open(\"cfg/params.json\"))\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'cfg/params.json'\n";
+	/* Three deep, with a generic error in the middle: the root names the class. */
+	static const char deep[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/io.py\", line 3, in save\n"
+		"    f = open(\"/results/out.json\", \"w\")\n"
+		"OSError: [Errno 30] Read-only file system: '/results/out.json'\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/io.py\", line 6, in save\n"
+		"    raise ValueError(\"save failed\") from e\n"
+		"ValueError: save failed\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 40, in <module>\n"
+		"    raise SystemError(\"run aborted\")\n"
+		"SystemError: run aborted\n";
+	struct json_object *doc, *loc = NULL, *v = NULL;
+
+	(void)state;
+	expect(diagnose_log(cache_miss, 1, 0), "network", "Temporary failure in name resolution");
+	expect(diagnose_log(optional_import, 1, 0), "missing_data", "cfg/params.json");
+	doc = diagnose_log(deep, 1, 0);
+	assert_string_equal(field(doc, "exception"), "OSError");
+	assert_true(json_object_object_get_ex(doc, "location", &loc));
+	assert_true(json_object_object_get_ex(loc, "file", &v));
+	assert_string_equal(json_object_get_string(v), "/exp/io.py");
+	assert_true(evidence_has(doc, "SystemError: run aborted"));
+	expect(doc, "sandbox_restriction", "Read-only file system");
+}
+
+static void test_shm_exhausted(void **state)
+{
+	static const char bus[] =
+		"ERROR: Unexpected bus error encountered in worker. This might be caused by "
+		"insufficient shared memory (shm).\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1132, in _try_get_data\n"
+		"    data = self._data_queue.get(timeout=timeout)\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113, in get\n"
+		"    if not self._poll(timeout):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py\", line 66, in handler\n"
+		"    _error_if_any_worker_fails()\n"
+		"RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+		"possible that dataloader's workers are out of shared memory. Please try to raise your "
+		"shared memory limit.\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 21, in <module>\n"
+		"    for xb, yb in loader:\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1145, in _try_get_data\n"
+		"    raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e\n"
+		"RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly\n";
+	static const char write_failed[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 308, in _worker_loop\n"
+		"    data = fetcher.fetch(index)\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 568, in reduce_storage\n"
+		"    fd, size = storage._share_fd_cpu_()\n"
+		"RuntimeError: unable to write to file </torch_4242_3141592653_0>: No space left on "
+		"device (28)\n";
+	static const char no_chain[] =
+		"ERROR: Unexpected bus error encountered in worker. This might be caused by "
+		"insufficient shared memory (shm).\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 21, in <module>\n"
+		"    for xb, yb in loader:\n"
+		"RuntimeError: DataLoader worker (pid(s) 77) exited unexpectedly\n";
+	static const char oserror[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/prep.py\", line 9, in <module>\n"
+		"    np.save(\"/dev/shm/features.npy\", feats)\n"
+		"OSError: [Errno 28] No space left on device: '/dev/shm/features.npy'\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(bus, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	assert_true(evidence_has(doc, "exited unexpectedly"));
+	expect(doc, "sandbox_restriction", "killed by signal: Bus error");
+	doc = diagnose_log(write_failed, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "unable to write to file </torch_");
+	doc = diagnose_log(no_chain, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "Unexpected bus error");
+	doc = diagnose_log(oserror, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "/dev/shm/features.npy");
+	/* A full /tmp is still the general advice. */
+	doc = diagnose_log("OSError: [Errno 28] No space left on device: '/tmp/x.bin'\n", 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--tmpfs"));
+	expect(doc, "sandbox_restriction", "No space left");
+}
+
+static void test_denied_socket_names_network_flag(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    s = socket.create_connection((\"10.0.0.5\", 6379))\n"
+		"  File \"/usr/lib/python3.11/socket.py\", line 831, in create_connection\n"
+		"    sock = socket(af, socktype, proto)\n"
+		"  File \"/usr/lib/python3.11/socket.py\", line 232, in __init__\n"
+		"    _socket.socket.__init__(self, family, type, proto, fileno)\n"
+		"PermissionError: [Errno 1] Operation not permitted\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+
+	(void)state;
+	assert_non_null(strstr(field(doc, "suggestion"), "--network"));
+	expect(doc, "sandbox_restriction", "Operation not permitted");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +815,12 @@ int main(void)
 		cmocka_unit_test(test_exception_group),
 		cmocka_unit_test(test_timeout_and_infra),
 		cmocka_unit_test(test_hostile_log),
+		cmocka_unit_test(test_gpu_unavailable_more),
+		cmocka_unit_test(test_binary_bytes_in_tail),
+		cmocka_unit_test(test_hf_datasets),
+		cmocka_unit_test(test_chain_root_cause),
+		cmocka_unit_test(test_shm_exhausted),
+		cmocka_unit_test(test_denied_socket_names_network_flag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
