@@ -598,6 +598,14 @@ static int run_pipeline(lb_sandbox *sb, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
+	json_object *dwarn = json_object_new_array();
+	char log_path[PATH_MAX + 16];
+	snprintf(log_path, sizeof log_path, "%s/run.log", out->run_dir);
+	lb_diagnosis_input din = {.log_path = log_path, .metrics = mjson, .exp_dir = st->exp_dir,
+				  .entry = st->entry, .args = st->args, .nargs = st->nargs};
+	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
+		lb_diagnose_warnings(&din, dwarn);
+	json_object_object_add(doc, "diagnosis_warnings", dwarn);
 	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
 	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();

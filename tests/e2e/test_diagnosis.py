@@ -155,3 +155,121 @@ def test_dataloader_bus_error_names_shm_size(tmp_path):
     """, "--shm-size", "2m", "--budget", "120")
     assert f["class"] == "sandbox_restriction", r.why()
     assert "--shm-size" in f["suggestion"], r.why()
+
+
+# --- diagnosis_warnings ---------------------------------------------------------------------
+
+def warnings_of(tmp_path, main_py, *opts, files=None, rc=0, args=()):
+    exp = write_exp(tmp_path, main_py, files=files)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, *opts, args=args)
+    assert r.rc == rc, r.why()
+    ws = r.result["diagnosis_warnings"]
+    assert isinstance(ws, list), r.why()
+    assert ws == r.file_json("result.json")["diagnosis_warnings"]
+    for w in ws:
+        assert w["kind"] and w["message"] and w["evidence"], w
+    return r, ws
+
+
+def kinds(ws, kind):
+    return [w for w in ws if w["kind"] == kind]
+
+
+def test_a_clean_run_has_no_diagnosis_warnings(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        for step in range(5):
+            print(f"step {step} loss: {2.0 / (step + 1):.3f}")
+        print("accuracy: 0.91")
+    """, files={"config.py": "lr = 0.1\n", "utils.py": "\n"})
+    assert ws == [], r.why()
+
+
+def test_diverging_loss(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        w = 1.0
+        for step in range(8):
+            loss = (3 * w) ** 2
+            print(f"step {step} loss: {loss:.4g}")
+            w *= 4.0  # the learning rate is far too high
+        print("final_loss: %g" % loss)
+    """)
+    (w,) = kinds(ws, "loss_divergence")
+    assert w["metric"] == "loss"
+    assert any("step 0 loss: 9" in e for e in w["evidence"]), w
+
+
+def test_loss_reaching_nan_in_a_condition(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import math
+        print("condition: lr_high")
+        for step, loss in enumerate([0.69, 0.71, 5.3, math.inf - math.inf]):
+            print(f"condition=lr_high step={step} loss: {loss}")
+        print("accuracy: 0.5")
+    """, rc=4)  # the NaN tagged value is a metric issue too
+    (w,) = kinds(ws, "loss_divergence")
+    assert w["condition"] == "lr_high" and "NaN" in w["message"], w
+
+
+def test_numpy_runtime_warnings(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import numpy as np
+        z = np.array([-800.0, 0.0, 800.0])
+        p = 1 / (1 + np.exp(-z))
+        loss = -np.log(p)
+        nanmean = np.array([0.0]) / np.array([0.0])
+        print(f"accuracy: 0.75")
+    """)
+    got = {w["warning"] for w in kinds(ws, "runtime_warning")}
+    assert {"overflow", "divide_by_zero", "invalid_value"} <= got, r.why()
+    over = [w for w in kinds(ws, "runtime_warning") if w["warning"] == "overflow"][0]
+    assert any("RuntimeWarning: overflow encountered in exp" in e for e in over["evidence"])
+
+
+def test_near_chance_accuracy_cifar10(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        print("condition: baseline")
+        print("test_accuracy: 0.1012")
+        print("condition: tuned")
+        print("test_accuracy: 0.62")
+    """, args=("--dataset", "cifar10"))
+    (w,) = kinds(ws, "near_chance_accuracy")
+    assert w["condition"] == "baseline" and w["classes"] == 10, w
+    assert any("--dataset cifar10" in e for e in w["evidence"]), w
+
+
+def test_near_chance_accuracy_from_num_classes(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        print("num_classes: 100")
+        print("acc: 1.1%")
+    """)
+    (w,) = kinds(ws, "near_chance_accuracy")
+    assert w["classes"] == 100, w
+
+
+def test_time_guard_skipping_most_conditions(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import time
+        conditions = ["baseline", "dropout", "mixup", "cutmix", "label_smoothing", "ema"]
+        start = time.time()
+        for i, condition in enumerate(conditions):
+            if i >= 2:
+                print(f"TIME_GUARD: {time.time() - start + 8:.1f}s - saving partial results")
+                break
+            print(f"condition: {condition}")
+            print(f"accuracy: {0.8 + i / 100}")
+    """, "--budget", "10")
+    (w,) = kinds(ws, "time_guard_skipped")
+    assert w["planned"] == 6 and w["reported"] == 2, w
+
+
+def test_stdlib_shadow_is_named(tmp_path):
+    # The experiment's json.py hides the real module from everything, numpy included.
+    r, ws = warnings_of(tmp_path, """
+        import json
+        print("accuracy: 0.9")
+        json.dump({"accuracy": 0.9}, open("results.json", "w"))
+    """, files={"json.py": "def dump(obj, f):\n    f.write(repr(obj))\n",
+                "config.py": "lr = 0.1\n"})
+    (w,) = kinds(ws, "stdlib_shadow")
+    assert w["module"] == "json" and w["file"] == "json.py", w
+    assert "exp/json.py" in w["evidence"]
