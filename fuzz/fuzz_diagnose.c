@@ -21,5 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	fuzz_assert_strict_json(doc);
 	json_object_put(doc);
+	/* The same bytes as a whole run.log for the diagnosis warnings. */
+	{
+		lb_diagnosis_input win = { .log = (const char *)data, .log_len = size };
+		struct json_object *ws = json_object_new_array();
+
+		if (!ws || lb_diagnose_warnings(&win, ws) < 0)
+			abort();
+		fuzz_assert_strict_json(ws);
+		json_object_put(ws);
+	}
 	return 0;
 }

@@ -33,6 +33,24 @@ typedef struct lb_failure_input {
  * MemoryError -> oom, anything else -> code_error). */
 struct json_object *lb_diagnose_failure(const lb_failure_input *in);
 
+/* What a run left that a researcher wants to know even when it completed: result.json's
+ * diagnosis_warnings (docs/result-json.md lists the kinds). */
+typedef struct lb_diagnosis_input {
+	const char *log; /* the run's output, NULs allowed; NULL: read log_path */
+	size_t log_len;
+	const char *log_path;	      /* run.log (its last 8 MiB are read), or NULL */
+	struct json_object *metrics;  /* result.json's "metrics" object, or NULL */
+	const char *exp_dir;	      /* the staged experiment, or NULL */
+	const char *entry;	      /* the entry point, relative to exp_dir */
+	char *const *args;	      /* the entry point's arguments */
+	size_t nargs;
+} lb_diagnosis_input;
+
+/* Appends {"kind", "message", "evidence": [...], ...} objects to out (an array): kinds
+ * loss_divergence, near_chance_accuracy, runtime_warning, time_guard_skipped, stdlib_shadow.
+ * Returns 0, -EINVAL for a bad argument or -ENOMEM. */
+int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out);
+
 
 /* Interpreter probing: ask a Python interpreter (outside the sandbox, isolated mode -I so the
  * caller's environment and user site are ignored) where it lives and what it is. */

@@ -58,6 +58,9 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len);
 int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
 /* The last lines written (at most max bytes), for diagnosis; a copy owned by the caller. */
 char *lb_runlog_tail(const lb_runlog *l, size_t max);
+/* The same with its length in *len: output may hold NUL bytes (torch writes one before a
+ * traceback), where a C string would end. */
+char *lb_runlog_tail_n(const lb_runlog *l, size_t max, size_t *len);
 
 /* Run index: the run history, an SQLite database in WAL mode (default .labbox/labbox.db beside
  * the runs directory). A run is written when it starts and when it ends; a run whose labbox

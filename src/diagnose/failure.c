@@ -32,8 +32,14 @@ typedef struct lb_exc {
 	size_t header; /* first line of its traceback */
 	size_t line;   /* the "Name: message" line */
 	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
-	bool chained; /* the next exception was raised while handling this one */
+	int link;     /* how the next exception relates to this one: LINK_* */
 } lb_exc;
+
+/* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a
+ * context ("During handling...") is an exception the code was handling when the next one
+ * was raised, which explains it only sometimes (a cache miss handled by downloading is not
+ * why the download failed). */
+enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE };
 
 typedef struct lb_verdict {
 	const char *cls;
@@ -78,6 +84,10 @@ static size_t clean_line(const char *s, size_t len, char *out)
 				i++;
 			continue;
 		}
+		/* NUL and other control bytes are not text: torch writes a NUL before its
+		 * traceback, and a line must still read "Traceback ..." from its first letter. */
+		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
+			continue;
 		out[o++] = s[i];
 	}
 	/* "  | ValueError: x" inside an exception group reads like a top-level line. */
@@ -211,9 +221,12 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 	/* Chains print "During handling of the above exception..." between two tracebacks. */
 	for (size_t k = 0; k + 1 < n; k++) {
 		for (size_t j = exc[k].line + 1; j < exc[k + 1].line; j++) {
-			if (strstr(log->lines[j], "During handling of the above exception") ||
-			    strstr(log->lines[j], "The above exception was the direct cause")) {
-				exc[k].chained = true;
+			if (strstr(log->lines[j], "During handling of the above exception")) {
+				exc[k].link = LINK_CONTEXT;
+				break;
+			}
+			if (strstr(log->lines[j], "The above exception was the direct cause")) {
+				exc[k].link = LINK_CAUSE;
 				break;
 			}
 		}
@@ -368,7 +381,30 @@ static const char *const gpu_unavailable_text[] = {
 	"CUDA-capable device(s) is/are busy", "all CUDA-capable devices are busy", "nvidia-smi",
 	"NVML", "libcuda.so", "libcudart", "libcudnn", "libnvrtc", "libcublas",
 	"no kernel image is available", "CUDA is not available", "CUDA error",
-	"CUDNN_STATUS_NOT_INITIALIZED", "CUDA initialization", NULL
+	"CUDNN_STATUS_NOT_INITIALIZED", "CUDA initialization", "cuda is unavailable",
+	"CUDA unavailable", "CUDA not available", NULL
+};
+/* A DataLoader's workers hand batches over through /dev/shm; when it fills up a worker dies
+ * of SIGBUS or a write there fails. */
+static const char *const shm_text[] = {
+	"killed by signal: Bus error", "out of shared memory", "insufficient shared memory",
+	"shared memory limit", "unable to write to file </torch_", "/dev/shm",
+	"Unexpected bus error encountered in worker", NULL
+};
+/* Hugging Face datasets: the dataset is neither in the experiment nor in a cache. */
+static const char *const dataset_names[] = { "DatasetNotFoundError", "DataFilesNotFoundError",
+					     "EmptyDatasetError", NULL };
+static const char *const dataset_text[] = {
+	"Couldn't find a dataset script", "doesn't exist on the Hub", "Couldn't find any data file",
+	"DatasetNotFoundError", "Unable to find any data files", NULL
+};
+/* Words of a connection failure, as opposed to a name that merely mentions the Hub. */
+static const char *const connection_text[] = {
+	"ConnectionError", "Couldn't reach", "offline mode", "OfflineModeIsEnabled",
+	"LocalEntryNotFoundError", "Temporary failure in name resolution",
+	"Name or service not known", "Network is unreachable", "No route to host",
+	"Connection refused", "Max retries exceeded", "Failed to establish a new connection",
+	"Operation not permitted", NULL
 };
 static const char *const nan_text[] = {
 	"non-finite", "nonfinite", "diverged", "divergence", "contains infinity",
@@ -440,6 +476,21 @@ static const char SUGGEST_NO_SPACE[] =
 	"write less, or give the sandbox more room: a larger private /tmp "
 	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
 	"exp/, or a mounted output directory (-v SRC:DST:rw)";
+static const char SUGGEST_SOCKET[] =
+	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
+	"use --network loopback for code that talks to itself over TCP, --network host to reach "
+	"other machines, or download what the code fetches into the experiment directory "
+	"beforehand";
+static const char SUGGEST_SHM[] =
+	"/dev/shm filled up (DataLoader workers pass every batch through it): give the sandbox a "
+	"larger one with --shm-size SIZE (the default is 1g; e.g. --shm-size 8g, and a --memory "
+	"that leaves room for it, since /dev/shm is memory), or use fewer DataLoader workers "
+	"(num_workers) or smaller batches";
+static const char SUGGEST_DATASET[] =
+	"the dataset is not in the sandbox and cannot be downloaded there (no network unless "
+	"--network host): download it beforehand (datasets' save_to_disk, or the Hub cache) into "
+	"the experiment directory or a directory mounted with -v SRC:DST:ro, and load it from "
+	"that path; check the dataset's name too";
 static const char SUGGEST_LIMIT[] =
 	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
 	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
@@ -503,6 +554,18 @@ static void classify_missing_file(lb_verdict *v, const char *line, bool subproce
 		 path);
 }
 
+/* A dataset the Hub loader could not find: missing data, unless the message shows that the
+ * Hub could not be reached, which is the network (the sandbox has none by default). */
+static void classify_dataset(lb_verdict *v, const char *line)
+{
+	if (has_any(line, connection_text)) {
+		verdict_set(v, "network", "the dataset could not be fetched: no network", line,
+			    SUGGEST_NETWORK);
+		return;
+	}
+	verdict_set(v, "missing_data", "the dataset was not found", line, SUGGEST_DATASET);
+}
+
 /* Classes a message can show without a Python exception name: used both for exception lines
  * and for the output of programs that crash without a traceback. Returns false when the text
  * says nothing specific. */
@@ -512,8 +575,16 @@ static bool classify_text(lb_verdict *v, const char *line)
 		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
 	} else if (has_any(line, gpu_code_text)) {
 		return false;
+	} else if (has_any(line, shm_text)) {
+		verdict_set(v, "sandbox_restriction", "shared memory (/dev/shm) ran out", line,
+			    SUGGEST_SHM);
+	} else if (has(line, "is killed by signal: Killed")) {
+		verdict_set(v, "oom", "a worker process was killed, most likely for memory", line,
+			    SUGGEST_OOM);
 	} else if (has_any(line, gpu_unavailable_text)) {
 		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
+	} else if (has_any(line, dataset_text)) {
+		classify_dataset(v, line);
 	} else if (has(line, "No module named")) {
 		classify_missing_package(v, line);
 	} else if (has_any(line, wrong_env_text) || has_any(line, moved_api_text)) {
@@ -562,6 +633,10 @@ static void classify_exception(lb_verdict *v, const char *line, size_t name_len,
 		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
 	} else if (name_is(line, name_len, missing_names)) {
 		classify_missing_package(v, line);
+	} else if (name_is(line, name_len, dataset_names) || has_any(line, dataset_text)) {
+		/* Before the file and network names: datasets raises FileNotFoundError and
+		 * ConnectionError subclasses whose message says which it was. */
+		classify_dataset(v, line);
 	} else if (name_is(line, name_len, nan_names)) {
 		verdict_set(v, "nan_divergence", "a floating point error (NaN or overflow)", line,
 			    SUGGEST_NAN);
@@ -645,33 +720,85 @@ static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e
 	add_evidence(v, e->line);
 }
 
-static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+/* Whether an exception earlier in a chain explains a later one of class `later` that the
+ * code raised while handling it: a fetch that failed (network, a denied write, no GPU) is
+ * why data is then missing, and a generic error says nothing of its own. */
+static bool context_explains(const char *earlier, const char *later)
 {
-	const lb_exc *last = &exc[n - 1];
-	const char *line = log->lines[last->line];
+	if (strcmp(later, "code_error") == 0)
+		return true;
+	return strcmp(later, "missing_data") == 0 &&
+	       (strcmp(earlier, "network") == 0 || strcmp(earlier, "sandbox_restriction") == 0 ||
+		strcmp(earlier, "gpu_unavailable") == 0);
+}
+
+static bool via_socket(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header; i < e->line; i++)
+		if (is_frame(log->lines[i]) && (strstr(log->lines[i], "/socket.py\"") ||
+						 strstr(log->lines[i], "/urllib3/connection.py\"")))
+			return true;
+	return false;
+}
+
+static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
 	size_t name_len = 0;
 
 	exception_line(line, &name_len);
-	classify_exception(v, line, name_len, via_subprocess(log, last));
-	v->exc_line = last->line;
-	v->frame = last->frame;
-	/* A generic exception raised while handling a specific one (FileNotFoundError wrapped
-	 * in a RuntimeError by a data loader) is explained by the one it wraps, which then
-	 * names the exception and the location. */
-	if (strcmp(v->cls, "code_error") == 0) {
-		for (size_t k = n - 1; k-- > 0 && exc[k].chained;) {
-			lb_verdict cause = *v;
+	classify_exception(v, line, name_len, via_subprocess(log, e));
+	v->exc_line = e->line;
+	v->frame = e->frame;
+	/* The seccomp filter refuses sockets with EPERM: still the sandbox's restriction
+	 * (docs/decisions.md), but the flag that lifts it is the network's. */
+	if (strcmp(v->cls, "sandbox_restriction") == 0 && has(line, "Operation not permitted") &&
+	    via_socket(log, e))
+		verdict_set(v, "sandbox_restriction", "the sandbox refused a network socket", line,
+			    SUGGEST_SOCKET);
+}
 
-			line = log->lines[exc[k].line];
-			exception_line(line, &name_len);
-			classify_exception(&cause, line, name_len, via_subprocess(log, &exc[k]));
-			if (strcmp(cause.cls, "code_error") != 0) {
-				*v = cause;
-				v->exc_line = exc[k].line;
-				v->frame = exc[k].frame;
-				add_frame_evidence(v, log, &exc[k]);
-				break;
-			}
+/* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its
+ * parent as a generic error; the worker's own last words above it say why. */
+static bool worker_died(const char *line)
+{
+	return (has(line, "worker") || has(line, "process")) &&
+	       (has(line, "exited unexpectedly") || has(line, "killed by signal") ||
+		has(line, "terminated abruptly"));
+}
+
+static bool scan_messages(lb_verdict *v, const lb_log *log);
+
+/* The whole chain is read, newest first, and its root cause named: each older exception that
+ * explains the one after it (always for a cause, see context_explains for a context) takes
+ * over the verdict, which then names the root's exception and location. */
+static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+{
+	const lb_exc *last = &exc[n - 1];
+	size_t root = n - 1;
+
+	classify_at(v, log, last);
+	for (size_t k = n - 1; k-- > 0 && exc[k].link != LINK_NONE;) {
+		lb_verdict cause = *v;
+
+		classify_at(&cause, log, &exc[k]);
+		if (strcmp(cause.cls, "code_error") == 0)
+			continue;
+		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
+			*v = cause;
+			root = k;
+		}
+	}
+	if (root != n - 1)
+		add_frame_evidence(v, log, &exc[root]);
+	if (strcmp(v->cls, "code_error") == 0 && worker_died(log->lines[last->line])) {
+		lb_verdict why = *v;
+
+		why.n_evidence = 0;
+		if (scan_messages(&why, log) && strcmp(why.cls, "code_error") != 0) {
+			why.exc_line = last->line;
+			why.frame = last->frame;
+			*v = why;
 		}
 	}
 	add_frame_evidence(v, log, last);

@@ -141,3 +141,11 @@ char *lb_runlog_tail(const lb_runlog *l, size_t max)
 	out[n] = '\0';
 	return out;
 }
+
+char *lb_runlog_tail_n(const lb_runlog *l, size_t max, size_t *len)
+{
+	char *out = lb_runlog_tail(l, max);
+
+	*len = out ? (l->recent_fill < max ? l->recent_fill : max) : 0;
+	return out;
+}

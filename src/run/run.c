@@ -770,12 +770,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
-	LB_AUTOFREE char *tail = log ? lb_runlog_tail(log, TAIL_FOR_DIAGNOSIS) : NULL;
+	size_t tail_len = 0;
+	LB_AUTOFREE char *tail = log ? lb_runlog_tail_n(log, TAIL_FOR_DIAGNOSIS, &tail_len) : NULL;
 	int log_err = log ? lb_runlog_close(log, &seen, &written, &truncated) : 0;
 
 	lb_failure_input fin = {
 		.log_tail = tail,
-		.log_tail_len = tail ? strlen(tail) : 0,
+		.log_tail_len = tail_len,
 		.exit_code = res.outcome == LB_SB_EXITED ? res.exit_code : -1,
 		.signal = res.term_signal,
 		.timed_out = res.outcome == LB_SB_TIMEOUT,
@@ -819,6 +820,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
+	json_object *dwarn = json_object_new_array();
+	char log_path[PATH_MAX + 16];
+	snprintf(log_path, sizeof log_path, "%s/run.log", out->run_dir);
+	lb_diagnosis_input din = {.log_path = log_path, .metrics = mjson, .exp_dir = st->exp_dir,
+				  .entry = st->entry, .args = st->args, .nargs = st->nargs};
+	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
+		lb_diagnose_warnings(&din, dwarn);
+	json_object_object_add(doc, "diagnosis_warnings", dwarn);
 	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
 	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();

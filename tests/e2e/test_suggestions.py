@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO, labbox, run_exp, write_exp
 
 # Where failure suggestions are written: the diagnosis, and the run pipeline's own verdicts.
-SUGGESTION_SOURCES = ["src/diagnose/failure.c", "src/run/run.c"]
+SUGGESTION_SOURCES = ["src/diagnose/failure.c", "src/diagnose/warnings.c", "src/run/run.c"]
 # --mode exists (local only), so it may be named; the backends it does not have may not.
 NOT_IN_LABBOX = re.compile(r"docker|slurm|sbatch|\bssh\b|colab|requirements\.txt|conda install",
                            re.IGNORECASE)
@@ -60,17 +60,34 @@ FAILURES = {
     "code_error": "raise ValueError('boom')\n",
     "missing_data": "open('data/train.csv')\n",
     "sandbox_restriction": "open('/etc/labbox-test-ro', 'w')\n",
+    # issue 9 §4: the causes named since, each with its own suggestion
+    "gpu_unavailable_assert": "assert False, 'Device set to cuda, but cuda is unavailable.'\n",
+    "missing_data_hf_dataset": "class DatasetNotFoundError(FileNotFoundError): pass\n"
+                               "raise DatasetNotFoundError(\"Dataset 'x/y' doesn't exist on the "
+                               "Hub or cannot be accessed.\")\n",
+    "sandbox_restriction_shm": "open('/dev/shm/big.bin', 'wb').write(b'x' * (4 << 20))\n",
+    "sandbox_restriction_socket": "import socket\nsocket.create_connection(('10.1.2.3', 80))\n",
 }
+# Flags some suggestions must name: the one that lifts the restriction.
+MUST_NAME = {"sandbox_restriction_shm": "--shm-size", "sandbox_restriction_socket": "--network",
+             "gpu_unavailable_assert": "--gpus"}
+CLASSES = ("missing_package", "gpu_unavailable", "wrong_env", "network", "oom", "code_error",
+           "missing_data", "sandbox_restriction")
+OPTS = {"sandbox_restriction_shm": ("--shm-size", "1m")}
 
 
 @pytest.mark.parametrize("cls", sorted(FAILURES))
 def test_suggestions_of_real_failures_name_real_flags(tmp_path, cls):
     flags = run_help_flags()
     exp = write_exp(tmp_path, FAILURES[cls])
-    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive")
+    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive", *OPTS.get(cls, ()))
     assert r.rc == 1, r.why()
     failure = r.result["failure"]
     assert failure and failure["suggestion"], r.why()
     sug = failure["suggestion"]
     assert not NOT_IN_LABBOX.search(sug), sug
     assert set(FLAG.findall(sug)) <= flags, (cls, sug)
+    base = max((c for c in CLASSES if cls == c or cls.startswith(c + "_")), key=len)
+    assert failure["class"] == base, r.why()
+    if cls in MUST_NAME:
+        assert MUST_NAME[cls] in sug, (cls, sug)

@@ -12,6 +12,11 @@
 #include <string.h>
 
 #include "labbox/diagnose.h"
+#include "labbox/record.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct json_object *diagnose_log(const char *log, int exit_code, int sig)
 {
@@ -514,6 +519,638 @@ static void test_hostile_log(void **state)
 	free(log);
 }
 
+static struct json_object *diagnose_bytes(const char *log, size_t len, int exit_code)
+{
+	lb_failure_input in = { .log_tail = log, .log_tail_len = len, .exit_code = exit_code };
+
+	return lb_diagnose_failure(&in);
+}
+
+static void test_gpu_unavailable_more(void **state)
+{
+	static const char assert_cuda[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"    device = pick_device(cfg)\n"
+		"  File \"/exp/util.py\", line 4, in pick_device\n"
+		"    assert torch.cuda.is_available(), f\"Device set to {name}, but {name} is unavailable.\"\n"
+		"AssertionError: Device set to cuda, but cuda is unavailable.\n";
+	/* torch prints a NUL before the traceback it forwards from a worker; the tail given to
+	 * the classifier holds it, and what follows still counts. */
+	static const char nul_driver[] =
+		"epoch 0 starting\n"
+		"\0\0Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 14, in <module>\n"
+		"    model = model.to(\"cuda\")\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/cuda/__init__.py\", line 298, in _lazy_init\n"
+		"    torch._C._cuda_init()\n"
+		"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+		"NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(assert_cuda, 1, 0);
+	assert_string_equal(field(doc, "exception"), "AssertionError");
+	assert_non_null(strstr(field(doc, "suggestion"), "--gpus"));
+	expect(doc, "gpu_unavailable", "cuda is unavailable");
+	doc = diagnose_bytes(nul_driver, sizeof(nul_driver) - 1, 1);
+	assert_string_equal(field(doc, "exception"), "RuntimeError");
+	expect(doc, "gpu_unavailable", "Found no NVIDIA driver");
+}
+
+static void test_binary_bytes_in_tail(void **state)
+{
+	/* A progress bar's NULs, a pickled blob written to stdout, then a traceback. */
+	static const char log[] =
+		"\x80\x04\x95\x1a\0\0\0\0\0\0\0}\x94(\x8c\x03" "acc\x94G?\xe0\0\0\0\0\0\0u.\n"
+		"loss \0 0.5\x07\x7f\n"
+		"Trace\0back (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    import lightgbm\n"
+		"ModuleNotFoundError: No module named 'light\0gbm'\n";
+	struct json_object *doc = diagnose_bytes(log, sizeof(log) - 1, 1);
+
+	(void)state;
+	assert_string_equal(field(doc, "exception"), "ModuleNotFoundError");
+	expect(doc, "missing_package", "No module named 'lightgbm'");
+}
+
+static void test_hf_datasets(void **state)
+{
+	static const char not_found[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"stanfordnlp/imdbx\")\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 2129, in load_dataset\n"
+		"    builder_instance = load_dataset_builder(\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 1512, in dataset_module_factory\n"
+		"    raise e1 from None\n"
+		"  File \"/usr/local/lib/python3.11/site-packages/datasets/load.py\", line 1468, in dataset_module_factory\n"
+		"    raise DatasetNotFoundError(msg) from e\n"
+		"datasets.exceptions.DatasetNotFoundError: Dataset 'stanfordnlp/imdbx' doesn't exist "
+		"on the Hub or cannot be accessed.\n";
+	static const char no_script[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"mydata\")\n"
+		"FileNotFoundError: Couldn't find a dataset script at /exp/mydata/mydata.py or any data "
+		"file in the same directory.\n";
+	static const char no_script_offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"FileNotFoundError: Couldn't find a dataset script at /exp/imdb/imdb.py or any data file "
+		"in the same directory. Couldn't find 'imdb' on the Hugging Face Hub either: "
+		"ConnectionError: Couldn't reach 'imdb' on the Hub (ConnectionError)\n";
+	static const char offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"ConnectionError: Couldn't reach 'imdb' on the Hub (LocalEntryNotFoundError)\n";
+	static const char hub_offline[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 6, in <module>\n"
+		"    path = hf_hub_download(\"gpt2\", \"config.json\")\n"
+		"huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach "
+		"https://huggingface.co/api/models/gpt2: offline mode is enabled. To disable it, please "
+		"unset the `HF_HUB_OFFLINE` environment variable.\n";
+	/* The Hub call failed on the sandbox's denied socket; datasets then says "not found". */
+	static const char chained[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/urllib3/connection.py\", line 198, in _new_conn\n"
+		"    sock = connection.create_connection(\n"
+		"PermissionError: [Errno 1] Operation not permitted\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/requests/adapters.py\", line 486, in send\n"
+		"    resp = conn.urlopen(\n"
+		"urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+		"Max retries exceeded with url: /api/datasets/imdb (Caused by "
+		"NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3>: Failed to "
+		"establish a new connection: [Errno 1] Operation not permitted'))\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    ds = load_dataset(\"imdb\")\n"
+		"datasets.exceptions.DatasetNotFoundError: Dataset 'imdb' doesn't exist on the Hub or "
+		"cannot be accessed.\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(not_found, 1, 0);
+	assert_string_equal(field(doc, "exception"), "datasets.exceptions.DatasetNotFoundError");
+	assert_non_null(strstr(field(doc, "suggestion"), "-v SRC:DST:ro"));
+	expect(doc, "missing_data", "doesn't exist on the Hub");
+	expect(diagnose_log(no_script, 1, 0), "missing_data", "Couldn't find a dataset script");
+	expect(diagnose_log(no_script_offline, 1, 0), "network", "Couldn't reach 'imdb'");
+	expect(diagnose_log(offline, 1, 0), "network", "Couldn't reach 'imdb'");
+	expect(diagnose_log(hub_offline, 1, 0), "network", "offline mode is enabled");
+	doc = diagnose_log(chained, 1, 0);
+	assert_string_equal(field(doc, "exception"), "urllib3.exceptions.MaxRetryError");
+	assert_true(evidence_has(doc, "DatasetNotFoundError"));
+	expect(doc, "network", "Max retries exceeded");
+}
+
+static void test_chain_root_cause(void **state)
+{
+	/* A cache miss handled by downloading: the download's failure is the cause. */
+	static const char cache_miss[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/data.py\", line 8, in load\n"
+		"    return np.load(\"cache/train.npy\")\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'cache/train.npy'\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/data.py\", line 10, in load\n"
+		"    urllib.request.urlretrieve(URL, \"cache/train.npy\")\n"
+		"urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>\n";
+	/* An optional import that was handled: the missing file after it is the failure. */
+	static const char optional_import[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    import ujson as json\n"
+		"ModuleNotFoundError: No module named 'ujson'\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 6, in <module>\n"
+		"    cfg = json.load(open(\"cfg/params.json\"))\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'cfg/params.json'\n";
+	/* Three deep, with a generic error in the middle: the root names the class. */
+	static const char deep[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/io.py\", line 3, in save\n"
+		"    f = open(\"/results/out.json\", \"w\")\n"
+		"OSError: [Errno 30] Read-only file system: '/results/out.json'\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/io.py\", line 6, in save\n"
+		"    raise ValueError(\"save failed\") from e\n"
+		"ValueError: save failed\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 40, in <module>\n"
+		"    raise SystemError(\"run aborted\")\n"
+		"SystemError: run aborted\n";
+	struct json_object *doc, *loc = NULL, *v = NULL;
+
+	(void)state;
+	expect(diagnose_log(cache_miss, 1, 0), "network", "Temporary failure in name resolution");
+	expect(diagnose_log(optional_import, 1, 0), "missing_data", "cfg/params.json");
+	doc = diagnose_log(deep, 1, 0);
+	assert_string_equal(field(doc, "exception"), "OSError");
+	assert_true(json_object_object_get_ex(doc, "location", &loc));
+	assert_true(json_object_object_get_ex(loc, "file", &v));
+	assert_string_equal(json_object_get_string(v), "/exp/io.py");
+	assert_true(evidence_has(doc, "SystemError: run aborted"));
+	expect(doc, "sandbox_restriction", "Read-only file system");
+}
+
+static void test_shm_exhausted(void **state)
+{
+	static const char bus[] =
+		"ERROR: Unexpected bus error encountered in worker. This might be caused by "
+		"insufficient shared memory (shm).\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1132, in _try_get_data\n"
+		"    data = self._data_queue.get(timeout=timeout)\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113, in get\n"
+		"    if not self._poll(timeout):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py\", line 66, in handler\n"
+		"    _error_if_any_worker_fails()\n"
+		"RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+		"possible that dataloader's workers are out of shared memory. Please try to raise your "
+		"shared memory limit.\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 21, in <module>\n"
+		"    for xb, yb in loader:\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1145, in _try_get_data\n"
+		"    raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e\n"
+		"RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly\n";
+	static const char write_failed[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 308, in _worker_loop\n"
+		"    data = fetcher.fetch(index)\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 568, in reduce_storage\n"
+		"    fd, size = storage._share_fd_cpu_()\n"
+		"RuntimeError: unable to write to file </torch_4242_3141592653_0>: No space left on "
+		"device (28)\n";
+	static const char no_chain[] =
+		"ERROR: Unexpected bus error encountered in worker. This might be caused by "
+		"insufficient shared memory (shm).\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/train.py\", line 21, in <module>\n"
+		"    for xb, yb in loader:\n"
+		"RuntimeError: DataLoader worker (pid(s) 77) exited unexpectedly\n";
+	static const char oserror[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/prep.py\", line 9, in <module>\n"
+		"    np.save(\"/dev/shm/features.npy\", feats)\n"
+		"OSError: [Errno 28] No space left on device: '/dev/shm/features.npy'\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(bus, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	assert_true(evidence_has(doc, "exited unexpectedly"));
+	expect(doc, "sandbox_restriction", "killed by signal: Bus error");
+	doc = diagnose_log(write_failed, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "unable to write to file </torch_");
+	doc = diagnose_log(no_chain, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "Unexpected bus error");
+	doc = diagnose_log(oserror, 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--shm-size"));
+	expect(doc, "sandbox_restriction", "/dev/shm/features.npy");
+	/* A full /tmp is still the general advice. */
+	doc = diagnose_log("OSError: [Errno 28] No space left on device: '/tmp/x.bin'\n", 1, 0);
+	assert_non_null(strstr(field(doc, "suggestion"), "--tmpfs"));
+	expect(doc, "sandbox_restriction", "No space left");
+}
+
+static void test_denied_socket_names_network_flag(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    s = socket.create_connection((\"10.0.0.5\", 6379))\n"
+		"  File \"/usr/lib/python3.11/socket.py\", line 831, in create_connection\n"
+		"    sock = socket(af, socktype, proto)\n"
+		"  File \"/usr/lib/python3.11/socket.py\", line 232, in __init__\n"
+		"    _socket.socket.__init__(self, family, type, proto, fileno)\n"
+		"PermissionError: [Errno 1] Operation not permitted\n";
+	struct json_object *doc = diagnose_log(log, 1, 0);
+
+	(void)state;
+	assert_non_null(strstr(field(doc, "suggestion"), "--network"));
+	expect(doc, "sandbox_restriction", "Operation not permitted");
+}
+
+/* Diagnosis warnings ------------------------------------------------------------------------ */
+
+/* The warnings of a run that printed log, reported metrics (JSON text) and left files
+ * (name, content pairs, NULL-terminated) in its experiment directory. */
+static struct json_object *warnings_of(const char *log, size_t len, const char *metrics,
+				       const char *const *files, char *const *args, size_t nargs)
+{
+	char dir[] = "/tmp/lbdiagXXXXXX";
+	struct json_object *out = json_object_new_array(), *m = NULL;
+	lb_diagnosis_input in = { .log = log, .log_len = len, .entry = "main.py", .args = args,
+				  .nargs = nargs };
+
+	assert_non_null(mkdtemp(dir));
+	for (size_t i = 0; files && files[i]; i += 2) {
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (strchr(files[i], '/')) {
+			char sub[512];
+
+			snprintf(sub, sizeof(sub), "%s/%.*s", dir,
+				 (int)(strchr(files[i], '/') - files[i]), files[i]);
+			mkdir(sub, 0700);
+		}
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(files[i + 1], f);
+		fclose(f);
+	}
+	if (metrics) {
+		m = json_tokener_parse(metrics);
+		assert_non_null(m);
+	}
+	in.metrics = m;
+	in.exp_dir = dir;
+	assert_int_equal(lb_diagnose_warnings(&in, out), 0);
+	json_object_put(m);
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+	return out;
+}
+
+/* The first warning of kind, or NULL. */
+static struct json_object *warning_kind(struct json_object *ws, const char *kind, size_t nth)
+{
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		struct json_object *w = json_object_array_get_idx(ws, i);
+
+		if (strcmp(field(w, "kind"), kind) == 0 && nth-- == 0)
+			return w;
+	}
+	return NULL;
+}
+
+static size_t count_kind(struct json_object *ws, const char *kind)
+{
+	size_t n = 0;
+
+	while (warning_kind(ws, kind, n))
+		n++;
+	return n;
+}
+
+static bool warning_evidence_has(struct json_object *w, const char *needle)
+{
+	return evidence_has(w, needle);
+}
+
+static void test_warn_loss_divergence(void **state)
+{
+	static const char rising[] =
+		"Epoch 1/5\n"
+		"step 100 | loss: 2.3026 | lr 0.5\n"
+		"step 200 | loss: 3.9112 | lr 0.5\n"
+		"step 300 | loss: 41.07 | lr 0.5\n"
+		"step 400 | loss: 8312.5 | lr 0.5\n"
+		"step 500 | loss: 1.2e+06 | lr 0.5\n";
+	static const char to_nan[] =
+		"condition: adam_lr1\n"
+		"Epoch: 1, Batch: 10, Loss: 0.6931\n"
+		"Epoch: 1, Batch: 20, Loss: 0.7012\n"
+		"Epoch: 1, Batch: 30, Loss: nan\n"
+		"condition: sgd\n"
+		"Epoch: 1, Batch: 10, Loss: 0.6931\n"
+		"Epoch: 1, Batch: 20, Loss: 0.52\n";
+	static const char tagged[] =
+		"condition=A seed=0 step=1 train_loss: 0.9\n"
+		"condition=B seed=0 step=1 train_loss: 0.9\n"
+		"condition=A seed=0 step=2 train_loss: 0.5\n"
+		"condition=B seed=0 step=2 train_loss=12.0\n"
+		"condition=A seed=0 step=3 train_loss: 0.3\n"
+		"condition=B seed=0 step=3 train_loss=tensor(inf, grad_fn=<NllLossBackward0>)\n";
+	/* Healthy training, AMP's loss scale growing, a loss that starts at NaN, a traceback
+	 * quoting code. */
+	static const char healthy[] =
+		"step 1 loss: 2.30 loss_scale: 65536\n"
+		"step 2 loss: 1.10 loss_scale: 131072\n"
+		"step 3 loss: 0.40 loss_scale: 1.67e+07\n"
+		"step 4 loss: 0.45 loss_scale: 3.3e+08\n"
+		"val_loss: nan\n"
+		"val_loss: 0.5\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    loss = 1e9\n";
+	struct json_object *ws, *w;
+
+	(void)state;
+	ws = warnings_of(rising, strlen(rising), NULL, NULL, NULL, 0);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_non_null(w);
+	assert_true(warning_evidence_has(w, "line 2: step 100 | loss: 2.3026"));
+	assert_true(warning_evidence_has(w, "loss: 8312.5"));
+	assert_string_equal(field(w, "metric"), "loss");
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	json_object_put(ws);
+
+	ws = warnings_of(to_nan, strlen(to_nan), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_string_equal(field(w, "condition"), "adam_lr1");
+	assert_non_null(strstr(field(w, "message"), "NaN"));
+	assert_true(warning_evidence_has(w, "Loss: nan"));
+	json_object_put(ws);
+
+	ws = warnings_of(tagged, strlen(tagged), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_string_equal(field(w, "condition"), "B");
+	assert_string_equal(field(w, "metric"), "train_loss");
+	json_object_put(ws);
+
+	ws = warnings_of(healthy, strlen(healthy), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 0);
+	json_object_put(ws);
+}
+
+static void test_warn_runtime_warnings(void **state)
+{
+	/* numpy's warnings as Python prints them: the location, then the source line. */
+	static const char log[] =
+		"step 1\n"
+		"/exp/main.py:14: RuntimeWarning: overflow encountered in exp\n"
+		"  p = 1 / (1 + np.exp(-z))\n"
+		"/exp/main.py:20: RuntimeWarning: divide by zero encountered in log\n"
+		"  loss = -np.mean(y * np.log(p))\n"
+		"/exp/main.py:20: RuntimeWarning: invalid value encountered in multiply\n"
+		"  loss = -np.mean(y * np.log(p))\n"
+		"/usr/lib/python3/dist-packages/numpy/core/_methods.py:192: RuntimeWarning: invalid "
+		"value encountered in scalar divide\n"
+		"  ret = ret.dtype.type(ret / rcount)\n"
+		"/exp/main.py:3: DeprecationWarning: `np.float` is a deprecated alias\n";
+	struct json_object *ws = warnings_of(log, strlen(log), NULL, NULL, NULL, 0), *w;
+
+	(void)state;
+	assert_int_equal(count_kind(ws, "runtime_warning"), 3);
+	w = warning_kind(ws, "runtime_warning", 0);
+	assert_string_equal(field(w, "warning"), "overflow");
+	assert_true(warning_evidence_has(w, "/exp/main.py:14: RuntimeWarning: overflow"));
+	w = warning_kind(ws, "runtime_warning", 1);
+	assert_string_equal(field(w, "warning"), "invalid_value");
+	assert_non_null(strstr(field(w, "message"), "2 lines"));
+	w = warning_kind(ws, "runtime_warning", 2);
+	assert_string_equal(field(w, "warning"), "divide_by_zero");
+	json_object_put(ws);
+}
+
+static void test_warn_near_chance(void **state)
+{
+	static const char by_metric[] =
+		"{\"values\": {\"num_classes\": 10}, \"conditions\": {\"baseline\": {\"test_acc\": "
+		"0.1043, \"loss\": 2.302}, \"ours\": {\"test_acc\": 0.874}}}";
+	static const char percent[] =
+		"{\"values\": {\"val_accuracy\": 1.2, \"top5_acc\": 5.0}, \"annotated\": [{\"condition\": "
+		"null, \"metric\": \"val_accuracy\", \"value\": 1.2, \"text\": \"1.2%\", \"percent\": "
+		"true}]}";
+	static const char plain[] = "{\"values\": {\"accuracy\": 0.101}}";
+	static const char *const cifar_src[] = {
+		"main.py",
+		"import torchvision\n"
+		"MEAN = (0.485, 0.456, 0.406)  # IMAGENET_MEAN\n"
+		"train = torchvision.datasets.CIFAR10(root='data', train=True, download=False)\n",
+		NULL
+	};
+	static const char *const two_datasets[] = {
+		"main.py", "a = datasets.MNIST('d')\nb = datasets.CIFAR100('d')\n", NULL
+	};
+	static const char *const keras[] = {
+		"main.py", "(x, y), _ = tf.keras.datasets.cifar100.load_data()\n", NULL
+	};
+	static const char cifar100_metric[] = "{\"values\": {\"accuracy\": 0.011}}";
+	char *dataset_args[] = { "--epochs", "3", "--dataset=ImageNet-1k" };
+	char *classes_args[] = { "--num-classes", "2" };
+	struct json_object *ws, *w;
+
+	(void)state;
+	ws = warnings_of("", 0, by_metric, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 1);
+	w = warning_kind(ws, "near_chance_accuracy", 0);
+	assert_string_equal(field(w, "condition"), "baseline");
+	assert_string_equal(field(w, "metric"), "test_acc");
+	assert_true(warning_evidence_has(w, "condition baseline test_acc: 0.1043"));
+	assert_true(warning_evidence_has(w, "num_classes: 10 (stdout)"));
+	json_object_put(ws);
+
+	/* 1.2% of ImageNet's 1000 classes is not chance (0.1%); with 100 classes it is. */
+	ws = warnings_of("", 0, percent, NULL, dataset_args, 3);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 0);
+	json_object_put(ws);
+	ws = warnings_of("", 0, "{\"values\": {\"val_accuracy\": 0.12, \"dataset\": \"cifar-100\"}}",
+			 NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 0);
+	json_object_put(ws);
+	ws = warnings_of("", 0, percent, NULL, (char *[]){ "--dataset", "uoft-cs/cifar100" }, 2);
+	w = warning_kind(ws, "near_chance_accuracy", 0);
+	assert_non_null(w);
+	assert_string_equal(field(w, "metric"), "val_accuracy");
+	assert_true(warning_evidence_has(w, "--dataset uoft-cs/cifar100 (arguments)"));
+	json_object_put(ws);
+
+	ws = warnings_of("", 0, plain, cifar_src, NULL, 0);
+	w = warning_kind(ws, "near_chance_accuracy", 0);
+	assert_non_null(w);
+	assert_true(warning_evidence_has(w, "main.py: CIFAR10( (source)"));
+	json_object_put(ws);
+	/* Two datasets with two answers: nothing is said. */
+	ws = warnings_of("", 0, plain, two_datasets, NULL, 0);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 0);
+	json_object_put(ws);
+	ws = warnings_of("", 0, cifar100_metric, keras, NULL, 0);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 1);
+	json_object_put(ws);
+	ws = warnings_of("", 0, "{\"values\": {\"acc\": 0.52}}", NULL, classes_args, 2);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 1);
+	json_object_put(ws);
+	/* No way to know k: nothing. */
+	ws = warnings_of("", 0, plain, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "near_chance_accuracy"), 0);
+	json_object_put(ws);
+}
+
+static void test_warn_time_guard_skipped(void **state)
+{
+	static const char *const src[] = {
+		"main.py",
+		"import time\n"
+		"CONDITIONS: list[str] = [\n"
+		"    \"baseline\",  # the reference, [not, a, list]\n"
+		"    \"dropout(0.1)\", 'dropout(0.5)', \"wd, 1e-4\",\n"
+		"    \"mixup\",\n"
+		"]\n"
+		"for condition in CONDITIONS:\n"
+		"    pass\n",
+		NULL
+	};
+	static const char fired[] = "{\"time_guard\": \"240.1s - saving partial results\", "
+				    "\"condition_order\": [\"baseline\", \"dropout(0.1)\"]}";
+	static const char fired_late[] = "{\"time_guard\": \"240.1s - saving partial results\", "
+					 "\"condition_order\": [\"a\", \"b\", \"c\"]}";
+	static const char not_fired[] = "{\"time_guard\": null, \"condition_order\": [\"a\"]}";
+	struct json_object *ws, *w, *v = NULL;
+
+	(void)state;
+	ws = warnings_of("", 0, fired, src, NULL, 0);
+	w = warning_kind(ws, "time_guard_skipped", 0);
+	assert_non_null(w);
+	assert_true(json_object_object_get_ex(w, "planned", &v));
+	assert_int_equal(json_object_get_int(v), 5);
+	assert_true(json_object_object_get_ex(w, "reported", &v));
+	assert_int_equal(json_object_get_int(v), 2);
+	assert_true(warning_evidence_has(w, "main.py line 2: CONDITIONS"));
+	assert_true(warning_evidence_has(w, "TIME_GUARD: 240.1s"));
+	json_object_put(ws);
+	ws = warnings_of("", 0, fired_late, src, NULL, 0);
+	assert_int_equal(count_kind(ws, "time_guard_skipped"), 0);
+	json_object_put(ws);
+	ws = warnings_of("", 0, not_fired, src, NULL, 0);
+	assert_int_equal(count_kind(ws, "time_guard_skipped"), 0);
+	json_object_put(ws);
+}
+
+static void test_warn_stdlib_shadow(void **state)
+{
+	static const char *const files[] = {
+		"main.py", "import json\n", "json.py", "def dump(x): pass\n", "config.py", "lr = 0.1\n",
+		"test.py", "\n", "random/__init__.py", "\n", "typing/notes.txt", "\n", NULL
+	};
+	struct json_object *ws = warnings_of("", 0, NULL, files, NULL, 0), *w;
+	bool json_seen = false, random_seen = false;
+
+	(void)state;
+	/* config is not the standard library's; test is, but nothing imports it; a directory
+	 * without __init__.py is a namespace package, which yields to the real module. */
+	assert_int_equal(count_kind(ws, "stdlib_shadow"), 2);
+	for (size_t i = 0; (w = warning_kind(ws, "stdlib_shadow", i)); i++) {
+		if (strcmp(field(w, "module"), "json") == 0) {
+			json_seen = true;
+			assert_string_equal(field(w, "file"), "json.py");
+			assert_true(warning_evidence_has(w, "exp/json.py"));
+		}
+		if (strcmp(field(w, "module"), "random") == 0) {
+			random_seen = true;
+			assert_string_equal(field(w, "file"), "random/__init__.py");
+		}
+	}
+	assert_true(json_seen && random_seen);
+	json_object_put(ws);
+}
+
+static void test_warn_log_with_nuls(void **state)
+{
+	/* The log is read whole, NULs and binary bytes and all. */
+	static const char log[] =
+		"\0\x80\xff" "step 1 loss: 1.5\n"
+		"\0step 2 loss: 9.0\n"
+		"step 3 \x1b[31mloss: 2e4\x1b[0m\n"
+		"\0/exp/m.py:2: RuntimeWarning: overflow encountered in square\n";
+	struct json_object *ws = warnings_of(log, sizeof(log) - 1, NULL, NULL, NULL, 0);
+
+	(void)state;
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	assert_int_equal(count_kind(ws, "runtime_warning"), 1);
+	json_object_put(ws);
+}
+
+static void test_runlog_tail_keeps_nuls(void **state)
+{
+	char path[] = "/tmp/lbrunlogXXXXXX";
+	static const char out[] = "x\n\0Traceback (most recent call last):\n";
+	lb_runlog *l;
+	size_t len = 0;
+	char *tail;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(lb_runlog_open(path, 1 << 20, &l), 0);
+	lb_runlog_write(l, out, sizeof(out) - 1);
+	tail = lb_runlog_tail_n(l, 6144, &len);
+	assert_int_equal(len, sizeof(out) - 1);
+	assert_memory_equal(tail, out, len);
+	free(tail);
+	assert_int_equal(lb_runlog_close(l, NULL, NULL, NULL), 0);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +1170,19 @@ int main(void)
 		cmocka_unit_test(test_exception_group),
 		cmocka_unit_test(test_timeout_and_infra),
 		cmocka_unit_test(test_hostile_log),
+		cmocka_unit_test(test_gpu_unavailable_more),
+		cmocka_unit_test(test_binary_bytes_in_tail),
+		cmocka_unit_test(test_hf_datasets),
+		cmocka_unit_test(test_chain_root_cause),
+		cmocka_unit_test(test_shm_exhausted),
+		cmocka_unit_test(test_denied_socket_names_network_flag),
+		cmocka_unit_test(test_warn_loss_divergence),
+		cmocka_unit_test(test_warn_runtime_warnings),
+		cmocka_unit_test(test_warn_near_chance),
+		cmocka_unit_test(test_warn_time_guard_skipped),
+		cmocka_unit_test(test_warn_stdlib_shadow),
+		cmocka_unit_test(test_warn_log_with_nuls),
+		cmocka_unit_test(test_runlog_tail_keeps_nuls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

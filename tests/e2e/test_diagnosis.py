@@ -1,0 +1,275 @@
+"""Failures named by their cause and the warnings a researcher wants (issue 9 §4), through the
+real binary with small real experiments: what labbox says in result.json's `failure` and
+`diagnosis_warnings`."""
+import importlib.util
+
+import pytest
+
+from conftest import run_exp, write_exp
+
+PERMISSIVE = ("--policy", "permissive")
+
+
+def failure_of(tmp_path, main_py, *opts, files=None):
+    exp = write_exp(tmp_path, main_py, files=files)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, *opts)
+    assert r.rc == 1, r.why()
+    assert r.result["failure"], r.why()
+    return r, r.result["failure"]
+
+
+def test_nul_before_the_traceback_does_not_hide_it(tmp_path):
+    # torch forwards a worker's traceback after a NUL byte; the classifier must still read it.
+    r, f = failure_of(tmp_path, """
+        import sys
+        print("epoch 0 starting", flush=True)
+        sys.stderr.write("\\0\\0")
+        sys.stderr.flush()
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have "
+                           "an NVIDIA GPU and installed a driver from "
+                           "http://www.nvidia.com/Download/index.aspx")
+    """)
+    assert f["class"] == "gpu_unavailable", r.why()
+    assert f.get("exception") == "RuntimeError", r.why()
+    assert any("Found no NVIDIA driver" in e for e in f["evidence"]), r.why()
+    assert "--gpus" in f["suggestion"]
+
+
+def test_binary_output_then_traceback(tmp_path):
+    r, f = failure_of(tmp_path, """
+        import sys, pickle
+        sys.stdout.buffer.write(pickle.dumps({"acc": 0.5}) + b"\\n\\x00\\xff\\xfe\\x07\\n")
+        sys.stdout.flush()
+        import labbox_no_such_module_binary
+    """, "-q")
+    assert f["class"] == "missing_package", r.why()
+    assert any("labbox_no_such_module_binary" in e for e in f["evidence"]), r.why()
+
+
+def test_assert_on_cuda_is_gpu_unavailable(tmp_path):
+    r, f = failure_of(tmp_path, """
+        def pick_device(name):
+            available = False  # what torch.cuda.is_available() says on this host
+            assert available, f"Device set to {name}, but {name} is unavailable."
+            return name
+
+        pick_device("cuda")
+    """)
+    assert f["class"] == "gpu_unavailable", r.why()
+    assert f.get("exception") == "AssertionError", r.why()
+
+
+HF_EXC = '''
+class DatasetNotFoundError(FileNotFoundError):
+    """The shape of datasets.exceptions.DatasetNotFoundError."""
+'''
+
+
+def test_dataset_not_found_is_missing_data(tmp_path):
+    r, f = failure_of(tmp_path, """
+        from hfdatasets.exceptions import DatasetNotFoundError
+
+        def load_dataset(name):
+            raise DatasetNotFoundError(
+                f"Dataset '{name}' doesn't exist on the Hub or cannot be accessed.")
+
+        load_dataset("stanfordnlp/imdbx")
+    """, files={"hfdatasets/__init__.py": "", "hfdatasets/exceptions.py": HF_EXC})
+    assert f["class"] == "missing_data", r.why()
+    assert f["exception"].endswith("DatasetNotFoundError"), r.why()
+    assert "-v SRC:DST:ro" in f["suggestion"]
+
+
+def test_dataset_not_found_after_a_denied_connection_is_network(tmp_path):
+    # The Hub lookup fails on the sandbox's denied socket, then the loader says "not found":
+    # the chain's root is the network.
+    r, f = failure_of(tmp_path, """
+        import socket
+        from hfdatasets.exceptions import DatasetNotFoundError
+
+        def load_dataset(name):
+            try:
+                socket.create_connection(("127.0.0.1", 9), timeout=2)
+            except OSError:
+                raise DatasetNotFoundError(
+                    f"Dataset '{name}' doesn't exist on the Hub or cannot be accessed.")
+
+        load_dataset("imdb")
+    """, files={"hfdatasets/__init__.py": "", "hfdatasets/exceptions.py": HF_EXC})
+    assert f["class"] in ("network", "sandbox_restriction"), r.why()
+    assert "--network" in f["suggestion"], r.why()
+    assert any("DatasetNotFoundError" in e for e in f["evidence"]), r.why()
+
+
+def test_offline_hub_is_network(tmp_path):
+    r, f = failure_of(tmp_path, """
+        raise ConnectionError("Couldn't reach 'imdb' on the Hub (LocalEntryNotFoundError)")
+    """)
+    assert f["class"] == "network", r.why()
+
+
+def test_root_cause_of_a_chain(tmp_path):
+    r, f = failure_of(tmp_path, """
+        def save():
+            try:
+                open("/usr/labbox-results.json", "w")
+            except OSError as e:
+                raise ValueError("save failed") from e
+
+        try:
+            save()
+        except ValueError:
+            raise SystemError("run aborted")
+    """)
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert f["exception"] in ("OSError", "PermissionError"), r.why()
+    assert any("run aborted" in e for e in f["evidence"]), r.why()
+
+
+def test_full_dev_shm_names_shm_size(tmp_path):
+    # /dev/shm of 1 MiB and a process that writes 8 MiB there: a real ENOSPC in the sandbox.
+    r, f = failure_of(tmp_path, """
+        with open("/dev/shm/features.bin", "wb") as fh:
+            for _ in range(8):
+                fh.write(b"x" * (1 << 20))
+    """, "--shm-size", "1m")
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "--shm-size" in f["suggestion"], r.why()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_dataloader_bus_error_names_shm_size(tmp_path):
+    # A real DataLoader whose workers hand over batches larger than /dev/shm.
+    r, f = failure_of(tmp_path, """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Big(Dataset):
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                return torch.ones(1 << 20)  # 4 MiB a sample
+
+        for batch in DataLoader(Big(), batch_size=8, num_workers=2):
+            pass
+    """, "--shm-size", "2m", "--budget", "120")
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "--shm-size" in f["suggestion"], r.why()
+
+
+# --- diagnosis_warnings ---------------------------------------------------------------------
+
+def warnings_of(tmp_path, main_py, *opts, files=None, rc=0, args=()):
+    exp = write_exp(tmp_path, main_py, files=files)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, *opts, args=args)
+    assert r.rc == rc, r.why()
+    ws = r.result["diagnosis_warnings"]
+    assert isinstance(ws, list), r.why()
+    assert ws == r.file_json("result.json")["diagnosis_warnings"]
+    for w in ws:
+        assert w["kind"] and w["message"] and w["evidence"], w
+    return r, ws
+
+
+def kinds(ws, kind):
+    return [w for w in ws if w["kind"] == kind]
+
+
+def test_a_clean_run_has_no_diagnosis_warnings(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        for step in range(5):
+            print(f"step {step} loss: {2.0 / (step + 1):.3f}")
+        print("accuracy: 0.91")
+    """, files={"config.py": "lr = 0.1\n", "utils.py": "\n"})
+    assert ws == [], r.why()
+
+
+def test_diverging_loss(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        w = 1.0
+        for step in range(8):
+            loss = (3 * w) ** 2
+            print(f"step {step} loss: {loss:.4g}")
+            w *= 4.0  # the learning rate is far too high
+        print("final_loss: %g" % loss)
+    """)
+    (w,) = kinds(ws, "loss_divergence")
+    assert w["metric"] == "loss"
+    assert any("step 0 loss: 9" in e for e in w["evidence"]), w
+
+
+def test_loss_reaching_nan_in_a_condition(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import math
+        print("condition: lr_high")
+        for step, loss in enumerate([0.69, 0.71, 5.3, math.inf - math.inf]):
+            print(f"condition=lr_high step={step} loss: {loss}")
+        print("accuracy: 0.5")
+    """, rc=4)  # the NaN tagged value is a metric issue too
+    (w,) = kinds(ws, "loss_divergence")
+    assert w["condition"] == "lr_high" and "NaN" in w["message"], w
+
+
+def test_numpy_runtime_warnings(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import numpy as np
+        z = np.array([-800.0, 0.0, 800.0])
+        p = 1 / (1 + np.exp(-z))
+        loss = -np.log(p)
+        nanmean = np.array([0.0]) / np.array([0.0])
+        print(f"accuracy: 0.75")
+    """)
+    got = {w["warning"] for w in kinds(ws, "runtime_warning")}
+    assert {"overflow", "divide_by_zero", "invalid_value"} <= got, r.why()
+    over = [w for w in kinds(ws, "runtime_warning") if w["warning"] == "overflow"][0]
+    assert any("RuntimeWarning: overflow encountered in exp" in e for e in over["evidence"])
+
+
+def test_near_chance_accuracy_cifar10(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        print("condition: baseline")
+        print("test_accuracy: 0.1012")
+        print("condition: tuned")
+        print("test_accuracy: 0.62")
+    """, args=("--dataset", "cifar10"))
+    (w,) = kinds(ws, "near_chance_accuracy")
+    assert w["condition"] == "baseline" and w["classes"] == 10, w
+    assert any("--dataset cifar10" in e for e in w["evidence"]), w
+
+
+def test_near_chance_accuracy_from_num_classes(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        print("num_classes: 100")
+        print("acc: 1.1%")
+    """)
+    (w,) = kinds(ws, "near_chance_accuracy")
+    assert w["classes"] == 100, w
+
+
+def test_time_guard_skipping_most_conditions(tmp_path):
+    r, ws = warnings_of(tmp_path, """
+        import time
+        conditions = ["baseline", "dropout", "mixup", "cutmix", "label_smoothing", "ema"]
+        start = time.time()
+        for i, condition in enumerate(conditions):
+            if i >= 2:
+                print(f"TIME_GUARD: {time.time() - start + 8:.1f}s - saving partial results")
+                break
+            print(f"condition: {condition}")
+            print(f"accuracy: {0.8 + i / 100}")
+    """, "--budget", "10")
+    (w,) = kinds(ws, "time_guard_skipped")
+    assert w["planned"] == 6 and w["reported"] == 2, w
+
+
+def test_stdlib_shadow_is_named(tmp_path):
+    # The experiment's json.py hides the real module from everything, numpy included.
+    r, ws = warnings_of(tmp_path, """
+        import json
+        print("accuracy: 0.9")
+        json.dump({"accuracy": 0.9}, open("results.json", "w"))
+    """, files={"json.py": "def dump(obj, f):\n    f.write(repr(obj))\n",
+                "config.py": "lr = 0.1\n"})
+    (w,) = kinds(ws, "stdlib_shadow")
+    assert w["module"] == "json" and w["file"] == "json.py", w
+    assert "exp/json.py" in w["evidence"]
