@@ -421,20 +421,46 @@ static void setup_sys(init_ctx *c)
 		chan_fail(c->chan_wr, "setup_sys", errno, "mount a sysfs of the sandbox's network");
 }
 
-/* Files labbox hides (the run index beside the runs directory): /dev/null over each. */
+/* What the kernel shows of the host that no experiment needs, masked as container engines
+ * mask it: the kernel's memory image and keys, timer and scheduler internals (which name other
+ * processes), firmware tables, ACPI and SCSI details. Files read as /dev/null, directories as
+ * an empty tmpfs; what this kernel lacks is skipped. */
+static const char *const kernel_files[] = {"/proc/kcore", "/proc/keys", "/proc/key-users",
+					   "/proc/timer_list", "/proc/sched_debug",
+					   "/proc/latency_stats", "/proc/sysrq-trigger"};
+static const char *const kernel_dirs[] = {"/proc/acpi", "/proc/scsi", "/sys/firmware"};
+
+static void mask_file(init_ctx *c, const char *null, const char *path)
+{
+	char p[4096];
+	nr_path(p, sizeof p, path);
+	struct stat st;
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return; /* absent, or under a hidden directory already */
+	if (mount(null, p, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
+}
+
 static void setup_masks(init_ctx *c)
 {
 	char p[4096], null[4096];
 	nr_path(null, sizeof null, "/dev/null");
-	for (size_t i = 0; i < c->sb->nmasked; i++) {
-		nr_path(p, sizeof p, c->sb->masked[i]);
+	for (size_t i = 0; i < sizeof kernel_files / sizeof *kernel_files; i++)
+		mask_file(c, null, kernel_files[i]);
+	for (size_t i = 0; i < sizeof kernel_dirs / sizeof *kernel_dirs; i++) {
+		nr_path(p, sizeof p, kernel_dirs[i]);
 		struct stat st;
-		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-			continue; /* under a hidden directory already */
-		if (mount(null, p, NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
-			chan_fail(c->chan_wr, "setup_root", errno, "mask %s", c->sb->masked[i]);
+		if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		/* The host's /sys is shown with --network host; its firmware stays covered. */
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+			  "size=4k,mode=0555") < 0)
+			chan_fail(c->chan_wr, "setup_root", errno, "mask %s", kernel_dirs[i]);
 	}
+	/* Files labbox hides (the run index beside the runs directory). */
+	for (size_t i = 0; i < c->sb->nmasked; i++)
+		mask_file(c, null, c->sb->masked[i]);
 }
 
 static void setup_root(init_ctx *c)

@@ -320,3 +320,36 @@ def test_per_user_kernel_counters_are_capped(tmp_path):
     log = logs[0].read_text()
     got = dict(l.split(": ") for l in log.splitlines() if l.startswith(("inotify", "queued")))
     assert 0 < int(got["inotify"]) < 1000 and 0 < int(got["queued"]) < 1000000, got
+
+
+KERNEL = r'''
+import json, os
+out = {}
+for p in ["/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug"]:
+    try:
+        out[p] = open(p).read()[:2000]
+    except OSError as e:
+        out[p] = "error: %s" % e.strerror
+for d in ["/proc/acpi", "/sys/firmware"]:
+    out[d] = sorted(os.listdir(d)) if os.path.isdir(d) else None
+print(json.dumps(out))
+print("accuracy: 1")
+'''
+
+
+@pytest.mark.parametrize("network", ["none", "host"])
+def test_kernel_internals_are_masked(tmp_path, network):
+    """Timer and scheduler internals name the host's processes, keys and firmware tables the
+    host's secrets and hardware: the sandbox reads them as empty, with the host's network
+    too (where the host's /sys is shown)."""
+    exp = write(tmp_path / "exp", KERNEL)
+    p, doc = run("run", "--json", "--policy", "permissive", "--network", network, "--python",
+                 PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    seen = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+    for f in ("/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug"):
+        assert seen[f] in ("", "error: No such file or directory"), (f, seen[f][:300])
+    for d in ("/proc/acpi", "/sys/firmware"):
+        assert not seen[d], (d, seen[d])
+    # the host itself has them (so the test can fail)
+    assert os.path.exists("/proc/timer_list") and os.path.isdir("/sys/firmware")
