@@ -177,10 +177,21 @@ struct json_object *lb_record_git_diff(const char *dir, size_t max);
  * {"commit": null, "error": "why"}.
  * start returns 0 (job->pid is 0 when nothing was started) or a negative errno; collect
  * always reaps the child and gives NULL for what could not be read. */
-typedef struct lb_record_git_job {
+/* A child process computing one JSON document while the run goes on (src/record/job.c).
+ * start runs fn(arg) in a child that ignores the terminal's signals, leaves its process group,
+ * dies with labbox and runs nice_inc lower, and sends the document fn returns; collect reads
+ * it for at most wait_s seconds (0: only what is there; < 0: until the child ends), then kills
+ * a late child and
+ * sets *late (may be NULL), always reaps it, and returns the document or NULL. */
+typedef struct lb_record_job {
 	int pid;
 	int fd;
-} lb_record_git_job;
+} lb_record_job;
+int lb_record_job_start(lb_record_job *job, struct json_object *(*fn)(void *arg), void *arg,
+			int nice_inc);
+struct json_object *lb_record_job_collect(lb_record_job *job, double wait_s, bool *late);
+
+typedef lb_record_job lb_record_git_job;
 int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job);
 void lb_record_git_collect(lb_record_git_job *job, struct json_object **info,
 			   struct json_object **diff);
@@ -205,10 +216,7 @@ struct json_object *lb_record_tree_fingerprint(const char *path, uint64_t max_by
  * to do) or a negative errno; collect waits at most wait_s for the child (then kills it), and
  * gives a json array of {source, destination, mode, and lb_record_tree_fingerprint's fields},
  * or {"error": why}, or NULL when nothing was started. */
-typedef struct lb_record_data_job {
-	int pid;
-	int fd;
-} lb_record_data_job;
+typedef lb_record_job lb_record_data_job;
 int lb_record_data_start(struct json_object *volumes, lb_record_data_job *job);
 void lb_record_data_collect(lb_record_data_job *job, double wait_s, struct json_object **out);
 

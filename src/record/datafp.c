@@ -9,15 +9,10 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -284,6 +279,19 @@ static json_object *fingerprint_volume(const char *spec)
 	return o;
 }
 
+static json_object *data_child(void *arg)
+{
+	json_object *volumes = arg;
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; a && i < json_object_array_length(volumes); i++) {
+		json_object *fp = fingerprint_volume(
+			json_object_get_string(json_object_array_get_idx(volumes, i)));
+		if (fp)
+			json_object_array_add(a, fp);
+	}
+	return a;
+}
+
 int lb_record_data_start(struct json_object *volumes, lb_record_data_job *job)
 {
 	job->pid = 0;
@@ -291,45 +299,8 @@ int lb_record_data_start(struct json_object *volumes, lb_record_data_job *job)
 	if (!volumes || !json_object_is_type(volumes, json_type_array) ||
 	    json_object_array_length(volumes) == 0)
 		return 0;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		/* As the git child: Ctrl-C is for the run, and the child dies with labbox. It
-		 * reads files only (no program runs), at a lower priority than the run. */
-		signal(SIGINT, SIG_IGN);
-		signal(SIGQUIT, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		setsid();
-		if (setpriority(PRIO_PROCESS, 0, 10) < 0) {
-			/* a priority it cannot lower is no reason to record nothing */
-		}
-		json_object *a = json_object_new_array();
-		for (size_t i = 0; a && i < json_object_array_length(volumes); i++) {
-			json_object *fp = fingerprint_volume(
-				json_object_get_string(json_object_array_get_idx(volumes, i)));
-			if (fp)
-				json_object_array_add(a, fp);
-		}
-		const char *text = a ? json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN) : NULL;
-		_exit(text && lb_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
-	}
-	close(p[1]);
-	job->pid = pid;
-	job->fd = p[0];
-	return 0;
+	/* It reads files only (no program runs), at a lower priority than the run. */
+	return lb_record_job_start(job, data_child, volumes, 10);
 }
 
 void lb_record_data_collect(lb_record_data_job *job, double wait_s, struct json_object **out)
@@ -337,49 +308,8 @@ void lb_record_data_collect(lb_record_data_job *job, double wait_s, struct json_
 	*out = NULL;
 	if (job->pid <= 0)
 		return;
-	lb_buf b = {0};
-	char chunk[65536];
-	bool lost = false, late = false;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		double left = wait_s - ((double)(now.tv_sec - t0.tv_sec) +
-					(double)(now.tv_nsec - t0.tv_nsec) / 1e9);
-		struct pollfd pfd = {.fd = job->fd, .events = POLLIN};
-		int pr = left > 0 ? poll(&pfd, 1, (int)(left * 1000) + 1) : 0;
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0) {
-			late = pr == 0;
-			break;
-		}
-		ssize_t n = read(job->fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (!lost && lb_buf_append(&b, chunk, (size_t)n) < 0)
-			lost = true;
-	}
-	if (late)
-		kill(job->pid, SIGKILL);
-	close(job->fd);
-	int st = 0;
-	while (waitpid(job->pid, &st, 0) < 0 && errno == EINTR)
-		;
-	job->pid = 0;
-	job->fd = -1;
-	json_object *a = NULL;
-	if (!late && !lost && WIFEXITED(st) && WEXITSTATUS(st) == 0 && b.data) {
-		struct json_tokener *tok = json_tokener_new_ex(8);
-		if (tok) {
-			a = json_tokener_parse_ex(tok, b.data, (int)b.len);
-			json_tokener_free(tok);
-		}
-	}
-	lb_buf_free(&b);
+	bool late = false;
+	json_object *a = lb_record_job_collect(job, wait_s, &late);
 	if (!a || !json_object_is_type(a, json_type_array)) {
 		json_object_put(a);
 		a = json_object_new_object();

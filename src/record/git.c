@@ -7,12 +7,10 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +187,30 @@ static int git_sandboxed(const char *dir, const char *top, size_t diff_max, lb_b
 	return r;
 }
 
+typedef struct git_child_arg {
+	const char *dir;
+	const char *top;
+	size_t diff_max;
+} git_child_arg;
+
+static json_object *git_child(void *arg)
+{
+	const git_child_arg *g = arg;
+	lb_buf b = {0};
+	char err[512] = "";
+	json_object *o = NULL;
+	if (git_sandboxed(g->dir, g->top, g->diff_max, &b, err, sizeof err) == 0 && b.data)
+		o = json_tokener_parse(b.data);
+	lb_buf_free(&b);
+	if (!o) {
+		/* Said, not dropped: a repository was there and could not be read. */
+		o = json_object_new_object();
+		json_object_object_add(o, "git", git_error("could not run git in the sandbox: %s",
+							   err[0] ? err : "no output"));
+	}
+	return o;
+}
+
 int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job)
 {
 	job->pid = 0;
@@ -196,84 +218,15 @@ int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job
 	char top[PATH_MAX];
 	if (!find_toplevel(dir, top, sizeof top))
 		return 0;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		/* Ctrl-C reaches the whole foreground group; labbox records the run as interrupted
-		 * and still wants what git says (and the git commands inherit the dispositions).
-		 * The child dies with labbox all the same, and the sandbox with the child. */
-		signal(SIGINT, SIG_IGN);
-		signal(SIGQUIT, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		/* Out of the terminal's process group as well: the sandbox's processes take the
-		 * default dispositions back, and a Ctrl-C meant for the run must not end git. */
-		setsid();
-		lb_buf b = {0};
-		char err[512] = "";
-		if (git_sandboxed(dir, top, diff_max, &b, err, sizeof err) < 0 || !b.data) {
-			/* Said, not dropped: a repository was there and could not be read. */
-			json_object *o = json_object_new_object();
-			json_object_object_add(o, "git", git_error("could not run git in the sandbox: %s",
-								   err[0] ? err : "no output"));
-			const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-			_exit(text && lb_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
-		}
-		_exit(lb_write_all(p[1], b.data, b.len) == 0 ? 0 : 1);
-	}
-	close(p[1]);
-	job->pid = pid;
-	job->fd = p[0];
-	return 0;
+	git_child_arg g = {.dir = dir, .top = top, .diff_max = diff_max};
+	return lb_record_job_start(job, git_child, &g, 0);
 }
 
 void lb_record_git_collect(lb_record_git_job *job, json_object **info, json_object **diff)
 {
 	*info = NULL;
 	*diff = NULL;
-	if (job->pid <= 0)
-		return;
-	lb_buf b = {0};
-	char chunk[65536];
-	bool lost = false;
-	for (;;) {
-		ssize_t n = read(job->fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		/* Read to the end even when memory runs out, so the child can finish. */
-		if (!lost && lb_buf_append(&b, chunk, (size_t)n) < 0)
-			lost = true;
-	}
-	close(job->fd);
-	int st = 0;
-	while (waitpid(job->pid, &st, 0) < 0 && errno == EINTR)
-		;
-	job->pid = 0;
-	job->fd = -1;
-	json_object *o = NULL;
-	if (!lost && WIFEXITED(st) && WEXITSTATUS(st) == 0 && b.data) {
-		struct json_tokener *tok = json_tokener_new_ex(8);
-		if (tok) {
-			o = json_tokener_parse_ex(tok, b.data, (int)b.len);
-			json_tokener_free(tok);
-		}
-	}
-	lb_buf_free(&b);
-	json_object *v;
+	json_object *o = lb_record_job_collect(job, -1, NULL), *v;
 	if (o && json_object_object_get_ex(o, "git", &v) && v)
 		*info = json_object_get(v);
 	if (o && json_object_object_get_ex(o, "git_diff", &v) && v)
