@@ -101,6 +101,8 @@ void lb_sha256_init(lb_sha256 *c);
 void lb_sha256_update(lb_sha256 *c, const void *data, size_t len);
 void lb_sha256_final(lb_sha256 *c, uint8_t out[32]);
 void lb_sha256_hex(const uint8_t digest[32], char out[65]);
+/* The hex sha256 of what fd reads from where it stands to its end: 0 or a negative errno. */
+int lb_sha256_fd(int fd, char hex[65]);
 
 /* "4g", "512m", "1.5G", "1024" (bytes), "64k": binary units as docker reads them. */
 int lb_parse_size(const char *s, uint64_t *out);

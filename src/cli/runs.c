@@ -298,6 +298,24 @@ static void print_val(json_object *v)
 	cli_printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
 }
 
+
+/* The keys of a and b (either may be NULL), each once, with null values. */
+static json_object *key_union(json_object *a, json_object *b)
+{
+	json_object *keys = json_object_new_object();
+	json_object *both[] = {a, b};
+	for (size_t i = 0; i < 2; i++) {
+		if (!json_object_is_type(both[i], json_type_object))
+			continue;
+		json_object_object_foreach(both[i], k, v)
+		{
+			(void)v;
+			json_object_object_add(keys, k, NULL);
+		}
+	}
+	return keys;
+}
+
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 {
 	lb_index *ix;
@@ -317,18 +335,8 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
-	json_object *names = json_object_new_object();
+	json_object *names = key_union(mA, mB);
 	size_t in_both = 0, differ = 0; /* metrics both runs report, and how many of them differ */
-	json_object_object_foreach(mA, ka, va)
-	{
-		(void)va;
-		json_object_object_add(names, ka, NULL);
-	}
-	json_object_object_foreach(mB, kb, vb)
-	{
-		(void)vb;
-		json_object_object_add(names, kb, NULL);
-	}
 	json_object_object_foreach(names, name, unused)
 	{
 		(void)unused;
@@ -740,17 +748,7 @@ static bool key_is_timing(const char *key)
 static void compare_values(json_object *before, json_object *after, json_object *diffs,
 			   json_object *timing, size_t *compared, size_t *timing_compared)
 {
-	json_object *keys = json_object_new_object();
-	json_object_object_foreach(before, kb, vb)
-	{
-		(void)vb;
-		json_object_object_add(keys, kb, NULL);
-	}
-	json_object_object_foreach(after, ka, va)
-	{
-		(void)va;
-		json_object_object_add(keys, ka, NULL);
-	}
+	json_object *keys = key_union(before, after);
 	json_object_object_foreach(keys, k, unused)
 	{
 		(void)unused;
@@ -816,20 +814,7 @@ static json_object *data_comparison(json_object *before, json_object *after)
 static int sha256_file(const char *path, char hex[65])
 {
 	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	lb_sha256 h;
-	lb_sha256_init(&h);
-	char buf[1 << 16];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		lb_sha256_update(&h, buf, (size_t)n);
-	if (n < 0)
-		return -errno;
-	uint8_t d[32];
-	lb_sha256_final(&h, d);
-	lb_sha256_hex(d, hex);
-	return 0;
+	return fd < 0 ? -errno : lb_sha256_fd(fd, hex);
 }
 
 /* First file of the manifest whose content differs in dir, or NULL when all match. */

@@ -451,21 +451,8 @@ static json_object *snapshot_staged(const char *exp_dir, json_object *files)
 static bool same_sha256(int efd, const char *rel, const char *want)
 {
 	LB_AUTOCLOSE int fd = openat(efd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	lb_sha256 h;
-	lb_sha256_init(&h);
-	char buf[1 << 16];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		lb_sha256_update(&h, buf, (size_t)n);
-	if (n < 0)
-		return false;
-	uint8_t d[32];
 	char hex[65];
-	lb_sha256_final(&h, d);
-	lb_sha256_hex(d, hex);
-	return strcmp(hex, want) == 0;
+	return fd >= 0 && lb_sha256_fd(fd, hex) == 0 && strcmp(hex, want) == 0;
 }
 
 /* Removes from files_read every results file the run did not write: staged (in the

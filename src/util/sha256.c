@@ -1,5 +1,7 @@
 /* SHA-256 (FIPS 180-4), used to fingerprint every staged file in the manifest. */
 #include "labbox/util.h"
+#include <unistd.h>
+#include <errno.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -110,4 +112,25 @@ void lb_sha256_hex(const uint8_t digest[32], char out[65])
 {
 	for (int i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}
+
+int lb_sha256_fd(int fd, char hex[65])
+{
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	char buf[1 << 16];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		lb_sha256_update(&h, buf, (size_t)n);
+	}
+	uint8_t d[32];
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	return 0;
 }
