@@ -64,6 +64,7 @@ typedef struct run_state {
 	/* The code runs elsewhere (docker): --python names the interpreter there, and the local
 	 * python3 serves the static check's compile() only. */
 	bool remote;
+	const char *backend_name; /* the backend lb_run_on was given */
 } run_state;
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
@@ -139,6 +140,9 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->remote = strcmp(mode, "local") != 0;
+	if (strcmp(mode, st->backend_name) != 0)
+		return usage_error(out, "mode '%s' was asked for, but this run was given the %s "
+				   "backend: refused rather than run elsewhere", mode, st->backend_name);
 	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : "main.py";
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
@@ -876,6 +880,19 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 						      : st->cfg.python ? st->cfg.python : "python3"));
 	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
 	json_object_object_add(cfg, "mode", json_object_new_string(be->ops->name));
+	if (st->remote) {
+		json_object *bd = be->ops->describe(be), *bv;
+		json_object_object_add(cfg, "image", json_object_object_get_ex(bd, "image", &bv)
+							    ? json_object_get(bv) : NULL);
+		json_object_object_add(cfg, "engine_asked",
+				       req->engine ? json_object_new_string(req->engine) : NULL);
+		json_object *pyj;
+		json_object_object_add(cfg, "python_in_image",
+				       json_object_object_get_ex(bd, "interpreter", &pyj) &&
+						       json_object_object_get_ex(pyj, "path", &bv)
+					       ? json_object_get(bv) : NULL);
+		json_object_put(bd);
+	}
 	json_object_object_add(cfg, "entry_named_by",
 			       json_object_new_string(req->entry     ? "command line"
 						      : st->cfg.entry ? "labbox.yaml"
@@ -1025,6 +1042,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	memset(out, 0, sizeof *out);
 	run_state st;
 	memset(&st, 0, sizeof st);
+	st.backend_name = be->ops->name;
 	int r = resolve(req, &st, out);
 	if (r == 0 && out->exit_code == 0 &&
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
