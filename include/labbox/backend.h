@@ -74,4 +74,17 @@ bool lb_backend_known(const char *mode);
 int lb_backend_local(lb_sandbox *sb, lb_backend **out);
 void lb_backend_free(lb_backend *b);
 
+/* The docker backend (src/backend/docker.c): the run in a container of the engine's own
+ * client (docker, or podman), under docker's own limits and options. */
+typedef struct lb_docker_config {
+	const char *engine; /* "docker" or "podman"; NULL: the first of them that answers */
+	const char *image;  /* required */
+	const char *python; /* the interpreter inside the image; NULL: python3 */
+	struct json_object *sandbox; /* the shared sandbox flags (cli_sandbox_json's document) */
+	double grace;                /* seconds between docker stop's SIGTERM and its SIGKILL */
+	uid_t uid;                   /* who the experiment runs as (--user), owner of exp/ */
+	gid_t gid;
+} lb_docker_config;
+int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out);
+
 #endif

@@ -25,6 +25,7 @@ typedef struct lb_exp_config {
 	bool metrics_none; /* `metrics: none`: a run may report no metric at all */
 	char *python;
 	char *mode;    /* the backend (`mode: local`); NULL: not set */
+	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
 	double budget; /* 0: not set */
 	char **results; /* results files besides results.json and final_info.json */
 	size_t nresults;

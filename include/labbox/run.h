@@ -36,6 +36,8 @@ typedef struct lb_run_request {
 	const char *entry;    /* NULL: labbox.yaml's entry, else main.py */
 	const char *mode;     /* the backend asked for (--mode); NULL: labbox.yaml's, else local.
 			       * It must be the backend lb_run_on is given. */
+	const char *image;    /* mode docker: the image (--image); NULL: labbox.yaml's image: */
+	const char *engine;   /* mode docker: docker or podman; NULL: the first that answers */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;
@@ -71,6 +73,9 @@ typedef struct lb_run_result {
  * configuration errors also return 0 with exit_code 2 and error set. Negative errno only when
  * labbox itself could not work (out of memory). */
 int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
+/* Like lb_run, on the backend the request's mode (else labbox.yaml's mode:) names: local
+ * around sb, or docker configured from req->sandbox_config (image, engine, interpreter). */
+int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */
 struct lb_backend;
 int lb_run_on(struct lb_backend *be, const lb_run_request *req, lb_run_result *out);

@@ -139,6 +139,7 @@ typedef struct lb_isolation {
 	const char *cpus_enforced_by;
 	bool swap_limited; /* the memory limit covers swap too */
 	const char *gpus;  /* indices of the GPUs made visible ("0,1"), NULL for none */
+	const char *filesystem; /* what the file system looked like; NULL: the local sandbox's */
 } lb_isolation;
 
 typedef struct lb_sandbox_result {

@@ -6,7 +6,7 @@
 
 bool lb_backend_known(const char *mode)
 {
-	return mode && strcmp(mode, "local") == 0;
+	return mode && (strcmp(mode, "local") == 0 || strcmp(mode, "docker") == 0);
 }
 
 void lb_backend_free(lb_backend *b)

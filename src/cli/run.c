@@ -23,8 +23,13 @@ static const char run_help[] =
 	"\n"
 	"Options:\n"
 	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
-	"  --mode local         where it runs (default: mode: in labbox.yaml, else local); this\n"
-	"                       build has the local sandbox only, and another mode is refused\n"
+	"  --mode local|docker  where it runs (default: mode: in labbox.yaml, else local): the\n"
+	"                       local sandbox, or a container (never a fallback to another)\n"
+	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
+	"                       docker mode --python names the interpreter inside the image\n"
+	"                       (default python3)\n"
+	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
+	"                       DOCKER_HOST and docker contexts are honoured)\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -45,7 +50,7 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST, OPT_ENTRY, OPT_MODE };
+       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -226,6 +231,8 @@ int cli_run(int argc, char **argv)
 		{"python", required_argument, NULL, OPT_PYTHON},
 		{"entry", required_argument, NULL, OPT_ENTRY},
 		{"mode", required_argument, NULL, OPT_MODE},
+		{"image", required_argument, NULL, OPT_IMAGE},
+		{"engine", required_argument, NULL, OPT_ENGINE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -276,6 +283,20 @@ int cli_run(int argc, char **argv)
 			break;
 		case OPT_MODE:
 			req.mode = optarg;
+			break;
+		case OPT_IMAGE:
+			if (!optarg[0]) {
+				cli_error("run", "--image needs an image name");
+				goto done;
+			}
+			req.image = optarg;
+			break;
+		case OPT_ENGINE:
+			if (strcmp(optarg, "docker") != 0 && strcmp(optarg, "podman") != 0) {
+				cli_error("run", "--engine '%s' is not one of docker, podman", optarg);
+				goto done;
+			}
+			req.engine = optarg;
 			break;
 		case OPT_ENTRY:
 			if (!optarg[0]) {
@@ -349,7 +370,7 @@ int cli_run(int argc, char **argv)
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
-	int r = lb_run(sb, &req, &out);
+	int r = lb_run_mode(sb, &req, &out);
 	if (r < 0) {
 		cli_error("run", "%s", strerror(-r));
 		rc = 125;

@@ -988,6 +988,13 @@ int cli_rerun(int argc, char **argv)
 		req.entry = get_str(cfg, "entry", NULL);
 	/* The same backend as the original (runs recorded before modes existed ran locally). */
 	req.mode = get_str(cfg, "mode", "local");
+	if (strcmp(req.mode, "docker") == 0) {
+		/* The same image and the interpreter inside it; the local python3 recorded as the
+		 * manifest's interpreter served the static check only. */
+		req.image = get_str(cfg, "image", NULL);
+		req.engine = get_str(cfg, "engine_asked", NULL);
+		req.python = get_str(cfg, "python_in_image", NULL);
+	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
 	req.grace = so.grace_set ? so.grace : 5.0;
@@ -1023,7 +1030,7 @@ int cli_rerun(int argc, char **argv)
 	}
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
-	r = lb_run(sb, &req, &out);
+	r = lb_run_mode(sb, &req, &out);
 	if (r < 0 || !out.doc) {
 		cli_error("rerun", "%s", r < 0 ? strerror(-r) : out.error);
 		rc = r < 0 ? 125 : out.exit_code;

@@ -31,8 +31,9 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 							      ? "all families"
 							      : "AF_UNIX only"));
 	json_object_object_add(o, "filesystem",
-			       json_object_new_string("host read-only; homes and /run hidden; "
-						      "private /tmp, /var/tmp, /dev/shm"));
+			       json_object_new_string(iso->filesystem ? iso->filesystem
+								      : "host read-only; homes and /run hidden; "
+									"private /tmp, /var/tmp, /dev/shm"));
 	json_object_object_add(o, "seccomp", json_object_new_boolean(iso->seccomp));
 	json_object_object_add(o, "no_new_privs", json_object_new_boolean(iso->no_new_privs));
 	json_object_object_add(o, "capabilities",

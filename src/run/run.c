@@ -61,6 +61,10 @@ typedef struct run_state {
 	lb_record_data_job data; /* fingerprints of the -v volumes */
 	char *cache; /* the user's cache directory, NULL when there is none */
 	bool probe_cached;
+	/* The code runs elsewhere (docker): --python names the interpreter there, and the local
+	 * python3 serves the static check's compile() only. */
+	bool remote;
+	const char *backend_name; /* the backend lb_run_on was given */
 } run_state;
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
@@ -133,8 +137,12 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
 	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local)",
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
+	st->remote = strcmp(mode, "local") != 0;
+	if (strcmp(mode, st->backend_name) != 0)
+		return usage_error(out, "mode '%s' was asked for, but this run was given the %s "
+				   "backend: refused rather than run elsewhere", mode, st->backend_name);
 	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : "main.py";
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
@@ -182,9 +190,15 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	st->ndeclared = nd;
 
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
+	if (st->remote)
+		python = "python3";
 	st->cache = lb_user_cache_dir();
 	int pr;
-	if (!req->python && st->cfg.python)
+	if (st->remote)
+		pr = st->cache ? lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached,
+							err, sizeof err)
+			       : lb_python_probe(python, &st->py, err, sizeof err);
+	else if (!req->python && st->cfg.python)
 		/* The experiment directory chose it: it is the experiment's code. */
 		pr = lb_python_probe_confined(python, st->expdir, &st->py, err, sizeof err);
 	else if (st->cache)
@@ -192,6 +206,9 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 					    sizeof err);
 	else
 		pr = lb_python_probe(python, &st->py, err, sizeof err);
+	if (pr < 0 && st->remote)
+		return usage_error(out, "%s (in mode %s the static check compiles the code with the "
+				   "local python3, which is missing)", err, mode);
 	if (pr < 0)
 		return usage_error(out, "%s%s", err,
 				   req->python ? "" : " (choose one with --python PATH)");
@@ -850,6 +867,19 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 						      : st->cfg.python ? st->cfg.python : "python3"));
 	json_object_object_add(cfg, "entry", json_object_new_string(st->entry));
 	json_object_object_add(cfg, "mode", json_object_new_string(be->ops->name));
+	if (st->remote) {
+		json_object *bd = be->ops->describe(be), *bv;
+		json_object_object_add(cfg, "image", json_object_object_get_ex(bd, "image", &bv)
+							    ? json_object_get(bv) : NULL);
+		json_object_object_add(cfg, "engine_asked",
+				       req->engine ? json_object_new_string(req->engine) : NULL);
+		json_object *pyj;
+		json_object_object_add(cfg, "python_in_image",
+				       json_object_object_get_ex(bd, "interpreter", &pyj) &&
+						       json_object_object_get_ex(pyj, "path", &bv)
+					       ? json_object_get(bv) : NULL);
+		json_object_put(bd);
+	}
 	json_object_object_add(cfg, "entry_named_by",
 			       json_object_new_string(req->entry     ? "command line"
 						      : st->cfg.entry ? "labbox.yaml"
@@ -882,6 +912,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			       json_object_new_string(req->python ? "command line"
 						      : st->cfg.python ? "labbox.yaml" : "default"));
 	json_object_object_add(interp, "probed_in_sandbox", json_object_new_boolean(st->py.confined));
+	/* Elsewhere this is the local python3 of the static check; the backend block says what
+	 * ran the code. */
+	json_object_object_add(interp, "role",
+			       json_object_new_string(st->remote ? "static check (compile()) only; "
+								   "the code ran in the backend's "
+								   "interpreter (result.json backend)"
+								 : "ran the code"));
 	json_object_object_add(interp, "implementation", json_object_new_string(st->py.implementation));
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
@@ -944,11 +981,55 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	return r;
 }
 
+int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
+{
+	/* The mode and image may come from labbox.yaml; a file that does not load is reported
+	 * by the pipeline itself, on the local backend that never runs then. */
+	lb_exp_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	char err[512];
+	char expdir[PATH_MAX];
+	bool loaded = req->expdir && realpath(req->expdir, expdir) &&
+		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
+	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
+	int r;
+	if (strcmp(mode, "docker") != 0) {
+		r = lb_run(sb, req, out);
+		lb_config_free(&cfg);
+		return r;
+	}
+	const char *image = req->image ? req->image : loaded ? cfg.image : NULL;
+	if (!image) {
+		memset(out, 0, sizeof *out);
+		usage_error(out, "mode docker needs an image: --image NAME or image: in labbox.yaml");
+		lb_config_free(&cfg);
+		return 0;
+	}
+	uid_t uid;
+	gid_t gid;
+	lb_sandbox_payload_ids(sb, &uid, &gid);
+	lb_docker_config dc = {.engine = req->engine, .image = image,
+			       .python = req->python ? req->python : loaded ? cfg.python : NULL,
+			       .sandbox = req->sandbox_config, .grace = req->grace,
+			       .uid = uid, .gid = gid};
+	lb_backend *be = NULL;
+	r = lb_backend_docker(&dc, &be);
+	lb_config_free(&cfg);
+	if (r < 0)
+		return r;
+	lb_run_request dreq = *req;
+	dreq.mode = "docker";
+	r = lb_run_on(be, &dreq, out);
+	lb_backend_free(be);
+	return r;
+}
+
 int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 {
 	memset(out, 0, sizeof *out);
 	run_state st;
 	memset(&st, 0, sizeof st);
+	st.backend_name = be->ops->name;
 	int r = resolve(req, &st, out);
 	if (r == 0 && out->exit_code == 0 &&
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
