@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 
@@ -221,6 +222,12 @@ int lb_results_parse_csv(const char *data, size_t len, struct json_object **out,
  * number in about ten times the bytes it took as text, and labbox's own memory is outside
  * the run's --memory: these bound it (docs/decisions.md). */
 #define LB_RESULTS_MAX_BYTES ((size_t)8 << 20)
+/* Most a results file may cost to parse, in units of one number (lb_results_parse_cost):
+ * 8 MiB of `{"k":{"a":[{}]}}` would take json-c a gigabyte and more. */
+#define LB_RESULTS_MAX_COST ((uint64_t)1 << 20)
+/* Pure: an estimate of what parsing data costs json-c, in units of one parsed number (an
+ * object counts 8, an array 2, each member, element or CSV cell 1; strings skipped). */
+uint64_t lb_results_parse_cost(const char *data, size_t len);
 /* All results files of a run together; past it a file is an "unreadable" issue too. */
 #define LB_RESULTS_TOTAL_BYTES ((size_t)16 << 20)
 /* Arrays longer than this are summarised, not copied, into result.json; so is any array of
@@ -281,7 +288,8 @@ struct json_object *lb_results_for_record(struct json_object *files, struct json
  * array is one value, the string "sha256:HEX/N" (lb_metric_value_digest of the array, and its
  * length) when digest_long is set, else left out and counted. Scalars are copied as they are
  * (numbers, strings, booleans, null). At most max_values entries; a path longer than 1024
- * bytes or one already in out (a key holding a '.') is not added either. *dropped (may be
+ * bytes is not added either; a path already in out (a key holding a '.') is added as
+ * PATH~2, PATH~3, ... in document order. *dropped (may be
  * NULL) counts what was left out. Returns the number of entries added, -EINVAL when out is
  * not an object, -ENOMEM. */
 int lb_results_flatten(struct json_object *doc, size_t array_max, bool digest_long,

@@ -83,6 +83,8 @@ typedef struct lb_disk_measure_t {
 } lb_disk_measure_t;
 int lb_disk_measure(const char *path, lb_disk_measure_t *m);
 /* Path of a regular executable file: PATH lookup when name has no slash. */
+/* PATH entries that are not absolute (empty, ".", "bin") are skipped: they name the current
+ * directory, often the experiment's own. */
 int lb_find_executable(const char *name, char **out);
 
 /* Time. */

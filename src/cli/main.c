@@ -37,6 +37,13 @@ int main(int argc, char **argv)
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
 			return 125;
+	/* `labbox --json CMD ...` means `labbox CMD --json ...`: a pipeline that puts the flag
+	 * first still gets its one document. */
+	if (argc > 2 && strcmp(argv[1], "--json") == 0) {
+		char *cmdname = argv[2];
+		argv[2] = argv[1];
+		argv[1] = cmdname;
+	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage, stdout);

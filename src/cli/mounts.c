@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +219,12 @@ int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 	if (o->cpus > 0) {
 		char kv[64];
 		double n = ceil(o->cpus);
+		/* Never more threads than the CPUs this process may run on: --cpus 1000 on a
+		 * two-core host is two cores' worth. */
+		cpu_set_t set;
+		if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+		    n > CPU_COUNT(&set))
+			n = CPU_COUNT(&set);
 		for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
 			if (env_sets(o, thread_vars[i]))
 				continue;

@@ -173,15 +173,25 @@ int lb_metric_value_digest(struct json_object *v, char out[72])
 
 static int add_value(flat_ctx *c, const char *path, json_object *v)
 {
-	if (c->added >= c->max_values || json_object_object_get_ex(c->out, path, NULL)) {
-		/* A second value under one path (a key holding a '.') is not guessed at. */
+	if (c->added >= c->max_values) {
 		c->dropped++;
 		return 0;
+	}
+	/* A second value under one path ({"a.b": 1, "a": {"b": 2}}) is kept under PATH~2 (~3...)
+	 * in document order, so both are indexed and compared and neither hides the other. */
+	char alt[PATH_MAX_LEN + 16];
+	const char *key = path;
+	for (unsigned k = 2; json_object_object_get_ex(c->out, key, NULL); k++) {
+		if (k > 1000 || snprintf(alt, sizeof alt, "%s~%u", path, k) >= (int)sizeof alt) {
+			c->dropped++;
+			return 0;
+		}
+		key = alt;
 	}
 	json_object *copy = NULL;
 	if (v && json_object_deep_copy(v, &copy, NULL) < 0)
 		return -ENOMEM;
-	if (json_object_object_add(c->out, path, copy) < 0) {
+	if (json_object_object_add(c->out, key, copy) < 0) {
 		json_object_put(copy);
 		return -ENOMEM;
 	}

@@ -485,11 +485,54 @@ int lb_results_read(int dirfd, const char *name, size_t max, struct json_object 
 		set_err(err, errlen, "%s: %s", name, strerror(-r));
 	if (r < 0)
 		return r;
+	uint64_t cost = lb_results_parse_cost(data, len);
+	if (cost > LB_RESULTS_MAX_COST) {
+		set_err(err, errlen,
+			"%s: about %llu values and containers, more than the %llu labbox parses "
+			"(its memory is outside the run's limits)",
+			name, (unsigned long long)cost, (unsigned long long)LB_RESULTS_MAX_COST);
+		return -EFBIG;
+	}
 	r = is_csv(name) ? lb_results_parse_csv(data, len, out, perr, sizeof(perr))
 			 : lb_results_parse(data, len, out, perr, sizeof(perr));
 	if (r < 0)
 		set_err(err, errlen, "%s: %s", name, perr);
 	return r;
+}
+
+uint64_t lb_results_parse_cost(const char *data, size_t len)
+{
+	/* What json-c allocates, in units of one number: a container is a few objects (an object
+	 * also a hash table), a value one; a CSV cell is a value too. Strings are skipped. */
+	uint64_t cost = 1;
+	bool in_str = false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = data[i];
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		switch (ch) {
+		case '"':
+			in_str = true;
+			break;
+		case '{':
+			cost += 8;
+			break;
+		case '[':
+			cost += 2;
+			break;
+		case ',':
+		case ':':
+		case '\n':
+			cost += 1;
+			break;
+		}
+	}
+	return cost;
 }
 
 struct json_object *lb_json_number(double v)
@@ -594,6 +637,7 @@ typedef struct record_ctx {
 #define RECORD_NAMED_MAX 20
 
 static struct json_object *record_copy(record_ctx *c, struct json_object *doc, const char *path);
+static void note_summarised(record_ctx *c, const char *path, const char *what, size_t n);
 
 /* min, max, mean of the finite numbers of a long array, its length, and its first and last
  * elements: enough to see a curve's shape and its end, in bounded size. */
@@ -630,13 +674,18 @@ static struct json_object *summarise_array(record_ctx *c, struct json_object *a,
 	json_object_object_add(s, "mean", nums ? lb_json_number(sum / (double)nums) : NULL);
 	json_object_object_add(s, "first", first);
 	json_object_object_add(s, "last", last);
+	note_summarised(c, path, "an array of values", n);
+	return s;
+}
+
+static void note_summarised(record_ctx *c, const char *path, const char *what, size_t n)
+{
 	if (c->warnings && c->summarised < RECORD_NAMED_MAX) {
 		char msg[1024], where[800];
 		snprintf(where, sizeof where, "%.300s at %.400s", c->file, path[0] ? path : "the top");
 		snprintf(msg, sizeof msg,
-			 "%s: an array of %zu values, summarised in result.json (length, min, max, "
-			 "mean, the first and last 10); the file in exp/ has them all",
-			 where, n);
+			 "%s: %s of %zu, summarised in result.json; the file in exp/ has it all",
+			 where, what, n);
 		struct json_object *w = json_object_new_object();
 		json_object_object_add(w, "kind", json_object_new_string("summarised"));
 		json_object_object_add(w, "metric", NULL);
@@ -645,6 +694,23 @@ static struct json_object *summarise_array(record_ctx *c, struct json_object *a,
 		json_object_array_add(c->warnings, w);
 	}
 	c->summarised++;
+}
+
+/* An object with too many members: how many, and the first keys. */
+static struct json_object *summarise_object(record_ctx *c, struct json_object *o, const char *path)
+{
+	size_t n = (size_t)json_object_object_length(o), k = 0;
+	struct json_object *s = json_object_new_object(), *keys = json_object_new_array();
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		if (k++ == 20)
+			break;
+		json_object_array_add(keys, json_object_new_string(key));
+	}
+	json_object_object_add(s, "labbox_summary", json_object_new_string("object"));
+	json_object_object_add(s, "members", json_object_new_int64((int64_t)n));
+	json_object_object_add(s, "first_keys", keys);
+	note_summarised(c, path, "an object with members", n);
 	return s;
 }
 
@@ -653,6 +719,10 @@ static struct json_object *record_copy(record_ctx *c, struct json_object *doc, c
 	char sub[768];
 	switch (json_object_get_type(doc)) {
 	case json_type_object: {
+		size_t n = (size_t)json_object_object_length(doc);
+		if (n > LB_RESULTS_ARRAY_KEEP || (n > 100 && n > c->values_left))
+			return summarise_object(c, doc, path);
+		c->values_left -= n < c->values_left ? n : c->values_left;
 		struct json_object *copy = json_object_new_object();
 		json_object_object_foreach(doc, key, val) {
 			snprintf(sub, sizeof sub, "%.400s%s%.300s", path, path[0] ? "." : "", key);

@@ -169,7 +169,8 @@ static int git_sandboxed(const char *dir, const char *top, size_t diff_max, lb_b
 	if (r == 0)
 		r = lb_sandbox_set_function(sb, git_payload_main, &g);
 	if (r == 0)
-		r = lb_sandbox_set_budget(sb, 60);
+		/* A repository whose filter or fsmonitor hangs costs the run at most this. */
+		r = lb_sandbox_set_budget(sb, 10);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	/* The diff as JSON is at most six bytes a byte, plus the rest of the document. */

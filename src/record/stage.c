@@ -29,6 +29,7 @@ typedef struct stage_ctx {
 	dev_t skip_dev;
 	ino_t skip_ino;
 	int droot;        /* the staged exp/ */
+	char src_root[PATH_MAX]; /* the experiment, resolved */
 	uint64_t limit;   /* most bytes staging may allocate in exp/; 0: no limit */
 	uint64_t staged;  /* bytes of data written so far */
 	struct linked {   /* files with more than one link, staged once and linked after */
@@ -106,9 +107,9 @@ static int copy_range(stage_ctx *c, int in, int out, uint64_t off, uint64_t end,
 }
 
 static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
-		     mode_t mode)
+		     mode_t mode, bool follow)
 {
-	LB_AUTOCLOSE int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	LB_AUTOCLOSE int in = openat(sdir, name, O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC);
 	if (in < 0)
 		return fail(c, -errno, "file", rel);
 	struct stat st;
@@ -151,6 +152,34 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 	return 0;
 }
 
+/* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
+ * experiment: as a link it would run code the check never read and the manifest never
+ * hashed. Links to data (and to directories) stay links. */
+static bool python_code_out(stage_ctx *c, int sdir, const char *name)
+{
+	static const char *const sfx[] = {".py", ".pyc", ".pyw", ".pth"};
+	size_t n = strlen(name);
+	bool code = false;
+	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+		size_t k = strlen(sfx[i]);
+		code = code || (n > k && strcmp(name + n - k, sfx[i]) == 0);
+	}
+	if (!code || !c->src_root[0])
+		return false;
+	char self[64], link[PATH_MAX + 256], real[PATH_MAX];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", sdir);
+	ssize_t len = readlink(self, link, PATH_MAX - 1);
+	if (len < 0)
+		return false;
+	link[len] = '\0';
+	snprintf(link + len, sizeof link - (size_t)len, "/%s", name);
+	struct stat st;
+	if (!realpath(link, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+		return false; /* dangling or not a file: staged as the link it is */
+	size_t rl = strlen(c->src_root);
+	return !(strncmp(real, c->src_root, rl) == 0 && real[rl] == '/');
+}
+
 /* A file with several links inside the experiment is staged once and linked again, so 40
  * links to 26 MiB stay 26 MiB (a link to a file outside is staged as its content). */
 static int copy_linked(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
@@ -166,7 +195,7 @@ static int copy_linked(stage_ctx *c, int sdir, int ddir, const char *name, const
 		c->nfiles++;
 		return 0;
 	}
-	int r = copy_file(c, sdir, ddir, name, rel, st->st_mode);
+	int r = copy_file(c, sdir, ddir, name, rel, st->st_mode, false);
 	if (r < 0)
 		return r;
 	struct linked *nl = realloc(c->links, (c->nlinks + 1) * sizeof *nl);
@@ -259,7 +288,7 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 			r = copy_dir(c, s2, d2, rel, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
 			r = st.st_nlink > 1 ? copy_linked(c, sdir, ddir, name, rel, &st)
-					    : copy_file(c, sdir, ddir, name, rel, st.st_mode);
+					    : copy_file(c, sdir, ddir, name, rel, st.st_mode, false);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
 			ssize_t len = readlinkat(sdir, name, target, sizeof target - 1);
@@ -268,6 +297,12 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				break;
 			}
 			target[len] = '\0';
+			if (python_code_out(c, sdir, name)) {
+				/* Code the interpreter would import from outside the experiment: staged
+				 * as its content, so the check reads it and the manifest hashes it. */
+				r = copy_file(c, sdir, ddir, name, rel, 0644, true);
+				continue;
+			}
 			if (symlinkat(target, ddir, name) < 0) {
 				r = fail(c, -errno, "symlink", rel);
 				break;
@@ -319,6 +354,8 @@ int lb_record_stage_within(const char *src, const char *dst, uid_t chown_uid, gi
 	if (chown_uid != (uid_t)-1 && fchown(ddir, chown_uid, chown_gid) < 0)
 		return fail(&c, -errno, "directory", dst);
 	c.droot = ddir;
+	if (!realpath(src, c.src_root))
+		c.src_root[0] = '\0';
 	char rs[PATH_MAX], rd[PATH_MAX];
 	size_t n;
 	if (realpath(src, rs) && realpath(dst, rd) && (n = strlen(rs)) > 0 &&

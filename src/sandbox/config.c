@@ -143,6 +143,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	free(sb->binds);
 	strv_free(sb->hidden, sb->nhidden);
 	strv_free(sb->masked, sb->nmasked);
+	strv_free(sb->masked_dirs, sb->nmasked_dirs);
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
 	strv_free(sb->devices, sb->ndevices);
@@ -256,8 +257,10 @@ int lb_sandbox_mask(lb_sandbox *sb, const char *path)
 		return errno == ENOENT ? 0 : -errno;
 	if (lb_sandbox_path_hidden(sb, real) || strcmp(real, "/") == 0)
 		return 0;
-	if (S_ISDIR(st.st_mode))
-		return hide_dir(sb, real);
+	if (S_ISDIR(st.st_mode)) {
+		int r = strv_push(&sb->masked_dirs, &sb->nmasked_dirs, real);
+		return r < 0 ? r : hide_dir(sb, real);
+	}
 	if (strv_contains(sb->masked, sb->nmasked, real))
 		return 0;
 	return strv_push(&sb->masked, &sb->nmasked, real);

@@ -463,6 +463,40 @@ static void setup_masks(init_ctx *c)
 		mask_file(c, null, c->sb->masked[i]);
 }
 
+/* What lb_sandbox_mask hid (the runs directory, the run index) stays hidden where a bind
+ * shows it again from above: `-v $PWD:/work` with the runs in $PWD/.labbox. */
+static void mask_in_binds(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	char null[4096], p[4096], dst[3072];
+	nr_path(null, sizeof null, "/dev/null");
+	for (size_t i = 0; i < sb->nbinds; i++) {
+		const char *src = sb->binds[i].src;
+		size_t n = strlen(src);
+		for (size_t k = 0; k < sb->nmasked_dirs + sb->nmasked; k++) {
+			bool dir = k < sb->nmasked_dirs;
+			const char *m = dir ? sb->masked_dirs[k] : sb->masked[k - sb->nmasked_dirs];
+			bool under = strcmp(src, "/") == 0 ||
+				     (strncmp(m, src, n) == 0 && (m[n] == '/' || m[n] == '\0'));
+			if (!under)
+				continue;
+			const char *rest = strcmp(src, "/") == 0 ? m : m + n;
+			if (snprintf(dst, sizeof dst, "%s%s", sb->binds[i].dst, rest) >= (int)sizeof dst)
+				chan_fail(c->chan_wr, "setup_binds", ENAMETOOLONG, "hide %s", m);
+			if (!dir) {
+				mask_file(c, null, dst);
+				continue;
+			}
+			nr_path(p, sizeof p, dst);
+			struct stat st;
+			if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+				continue;
+			if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0755") < 0)
+				chan_fail(c->chan_wr, "setup_binds", errno, "hide %s in %s", m, dst);
+		}
+	}
+}
+
 static void setup_root(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -533,6 +567,7 @@ static void setup_root(init_ctx *c)
 		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);
 	if (sb->workdir)
 		bind_one(c, c->bind_fds[sb->nbinds], sb->workdir, true);
+	mask_in_binds(c);
 
 	/* The covers over hidden directories, and /dev, become read-only once populated. */
 	struct mount_attr ro_only = {0};
@@ -772,6 +807,10 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
 	close(c->sync_rd);
+	/* Now in the run's cgroup: a cgroup namespace rooted there, so /proc/self/cgroup names no
+	 * host path (a container's id, labbox's pid) and the tree sees its own cgroup as "/". */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		chan_fail(c->chan_wr, "init", errno, "a cgroup namespace of the run's own");
 
 	sigset_t mask;
 	sigemptyset(&mask);

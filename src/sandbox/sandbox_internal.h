@@ -35,6 +35,8 @@ struct lb_sandbox {
 	size_t nhidden;
 	char **masked; /* files covered by /dev/null */
 	size_t nmasked;
+	char **masked_dirs; /* directories lb_sandbox_mask hid: hidden in binds of a parent too */
+	size_t nmasked_dirs;
 	char **private_dirs; /* covered by an empty writable tmpfs */
 	size_t nprivate;
 	char **env;

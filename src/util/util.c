@@ -451,7 +451,15 @@ int lb_find_executable(const char *name, char **out)
 		const char *end = strchrnul(p, ':');
 		LB_AUTOFREE char *cand = NULL;
 		int dl = (int)(end - p);
-		if (asprintf(&cand, "%.*s%s%s", dl, p, dl ? "/" : "./", name) < 0)
+		/* Only absolute entries: an empty one or "." means the current directory, which is
+		 * often the experiment's, and would run its own "python3" on the host. */
+		if (dl == 0 || p[0] != '/') {
+			if (!*end)
+				break;
+			p = end + 1;
+			continue;
+		}
+		if (asprintf(&cand, "%.*s/%s", dl, p, name) < 0)
 			return -ENOMEM;
 		if (is_executable_file(cand)) {
 			*out = lb_steal_ptr(&cand);

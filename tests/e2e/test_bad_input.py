@@ -119,3 +119,65 @@ def test_local_mode_is_recorded_and_repeated(tmp_path):
     assert man["config"]["mode"] == "local"
     q = labbox("rerun", "--json", "--runs-dir", runs, doc["id"])
     assert q.returncode == 0, q.stdout + q.stderr
+
+
+def test_python_linked_out_of_the_experiment_is_checked_and_hashed(tmp_path):
+    """A module the experiment imports through a symbolic link to a file outside it is staged
+    by its content: the static check reads it, the manifest hashes it."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "helper.py").write_text("import os\nos.system('true')\nVAL = 1\n")
+    exp = write_exp(tmp_path, "import sys\nsys.path.insert(0, 'pkg')\nimport helper\n"
+                    "print('accuracy:', helper.VAL)\n")
+    (exp / "pkg").mkdir()
+    (exp / "pkg" / "helper.py").symlink_to(outside / "helper.py")
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 3 and doc["status"] == "rejected", doc["status"]
+    assert any(f["file"] == "pkg/helper.py" and f["severity"] == "error" for f in doc["findings"])
+    staged = Path(doc["run_dir"]) / "exp" / "pkg" / "helper.py"
+    assert staged.is_file() and not staged.is_symlink()
+    import hashlib
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["files"]["pkg/helper.py"] == hashlib.sha256(staged.read_bytes()).hexdigest()
+
+
+def test_results_of_many_small_objects_are_refused_not_parsed(tmp_path):
+    exp = write_exp(tmp_path, "import json\n"
+                    "json.dump({f'k{i}': {'a': [{}]} for i in range(300000)}, open('results.json', 'w'), separators=(',', ':'))\n"
+                    "print('accuracy: 1')\n")
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    doc = json.loads(p.stdout)
+    issues = [i for i in doc["metric_issues"] if i.get("where") == "results.json"]
+    assert issues and "more than the" in issues[0]["message"], doc["metric_issues"]
+    assert len(p.stdout) < 1 << 20
+
+
+def test_rerun_compares_values_whose_dotted_paths_collide(tmp_path):
+    exp = write_exp(tmp_path, "import json, random\n"
+                    "json.dump({'a.b': 5, 'a': {'b': random.random()}}, open('results.json', 'w'))\n"
+                    "print('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    rid = json.loads(p.stdout)["id"]
+    q = labbox("rerun", "--json", "--runs-dir", runs, rid)
+    r = json.loads(q.stdout)
+    r = r.get("rerun", r)
+    assert r["verdict"] == "differ", r
+
+
+def test_cpus_beyond_the_host_set_no_more_threads_than_cores(tmp_path):
+    exp = write_exp(tmp_path, "import os\nprint('threads:', os.environ['OMP_NUM_THREADS'])\n"
+                    "print('accuracy: 1')\n")
+    p = labbox("run", "--json", "--cpus", "1000", "--allow-degraded", "cpus", "--python", PYTHON,
+               "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout[-1000:] + p.stderr[-1000:]
+    threads = json.loads(p.stdout)["metrics"]["values"]["threads"]
+    assert threads <= len(os.sched_getaffinity(0)), threads
+
+
+def test_json_flag_before_the_command(tmp_path):
+    p = labbox("--json", "run", tmp_path / "missing")
+    assert p.returncode == 2
+    doc = json.loads(p.stdout)
+    assert doc["command"] == "run" and "does not exist" in doc["error"]["message"]

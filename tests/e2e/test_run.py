@@ -1,6 +1,8 @@
 """`labbox run`: metrics, run directory, manifest, failures, budget, metric validation, output."""
 import hashlib
 import json
+import threading
+import time
 import math
 import os
 import shutil
@@ -560,30 +562,56 @@ def test_pids_limit(tmp_path):
 @pytest.mark.parametrize("limit", [(), ("--memory", "1g")])
 def test_every_process_is_born_in_the_runs_cgroup(tmp_path, limit):
     """The run's cgroup holds the experiment and its children from their first instruction
-    (what the limits and the peak memory count), and is removed after the run."""
+    (what the limits and the peak memory count), and is removed after the run. Inside, the
+    tree has a cgroup namespace of its own (it sees "/"); the host sees where it really is."""
+    marker = unique("cgrp")
     exp = write_exp(tmp_path, """
-        import subprocess, sys
+        import subprocess, sys, time
         with open("cgroups.txt", "w") as f:
             f.write(open("/proc/self/cgroup").read())
-            f.write(subprocess.run([sys.executable, "-c",
-                                    "print(open('/proc/self/cgroup').read(), end='')"],
-                                   capture_output=True, text=True, check=True).stdout)
+            child = subprocess.Popen([sys.executable, "-c",
+                                      "import time; print(open('/proc/self/cgroup').read(), end='', flush=True); time.sleep(3)",
+                                      sys.argv[1]], stdout=subprocess.PIPE, text=True)
+            f.write(child.stdout.readline() and child.stdout.read() or "")
+        time.sleep(3)
     """, files={"labbox.yaml": "metrics: none\n"})
-    r = run_exp(exp, tmp_path / "runs", *limit, *HOSTILE)
+    seen = {}
+
+    def watch():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(seen) < 2:
+            for pid in pids_with_marker(marker):
+                try:
+                    # the experiment and its child, not labbox and init (which carry the
+                    # marker in their arguments too)
+                    argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                    if b"python" in argv0:
+                        seen[pid] = Path(f"/proc/{pid}/cgroup").read_text()
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    t = threading.Thread(target=watch)
+    t.start()
+    r = run_exp(exp, tmp_path / "runs", *limit, *HOSTILE, args=(marker,))
+    t.join()
     if r.rc == 125 and not host_can_enforce("memory"):
         pytest.skip("host has no writable memory cgroup; labbox refused --memory (125)")
     assert r.rc == 0, r.why()
     if r.result["resources"]["peak_rss_source"] != "cgroup":
         assert not host_can_enforce("memory"), "a writable memory cgroup was not used"
         pytest.skip("host has no writable memory cgroup for this user")
-    lines = (r.exp / "cgroups.txt").read_text().splitlines()
-    # The memory controller's line (cgroup v1, or a hybrid host), else the unified one.
-    mem = [l.split(":", 2)[2] for l in lines if l.split(":")[1] == "memory"] or \
-        [l.split(":", 2)[2] for l in lines if l.split(":")[1] == ""]
-    assert len(mem) == 2 and mem[0] == mem[1], lines
-    assert "/labbox-" in mem[0], lines
-    v1 = Path("/sys/fs/cgroup/memory") / mem[0].lstrip("/")
-    v2 = Path("/sys/fs/cgroup") / mem[0].lstrip("/")
+    inside = (r.exp / "cgroups.txt").read_text().splitlines()
+    assert inside and all(l.split(":", 2)[2] == "/" for l in inside), inside
+    # From the host: the experiment and its child, in one cgroup of labbox's.
+    mems = []
+    for text in seen.values():
+        lines = text.splitlines()
+        mem = [l.split(":", 2)[2] for l in lines if l.split(":")[1] == "memory"] or \
+            [l.split(":", 2)[2] for l in lines if l.split(":")[1] == ""]
+        mems += mem
+    assert len(mems) == 2 and mems[0] == mems[1] and "/labbox-" in mems[0], seen
+    v1 = Path("/sys/fs/cgroup/memory") / mems[0].lstrip("/")
+    v2 = Path("/sys/fs/cgroup") / mems[0].lstrip("/")
     assert not v1.exists() and not v2.exists(), "the run's cgroup was left behind"
 
 

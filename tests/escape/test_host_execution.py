@@ -254,3 +254,35 @@ def test_repository_commands_never_run_on_the_host(tmp_path, markers, way, main)
     assert man["git"] and man["git"]["commit"] == head, man["git"]
     if way not in ("nested",):
         assert man["git"]["dirty"] is True, man["git"]
+
+
+@pytest.mark.parametrize("entry", [".", ""])
+def test_relative_path_entry_never_finds_the_experiments_python(tmp_path, markers, entry):
+    """The default interpreter is python3 on PATH; a PATH with "." (or an empty entry) in
+    it must not find the experiment's own executable python3 and run it on the host."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(GOOD_MAIN)
+    (exp / "python3").write_text(wrapper(markers / f"pathdot-{entry or 'empty'}"))
+    (exp / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{entry}:/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "c")}
+    for args in (("run", "--json", "--runs-dir", tmp_path / "runs", "."), ("check", "."),
+                 ("probe",)):
+        subprocess.run([LABBOX, *map(str, args)], cwd=exp, env=env, capture_output=True,
+                       timeout=CALL_TIMEOUT)
+
+
+def test_a_hanging_repository_costs_the_run_little(tmp_path, markers):
+    """A filter or fsmonitor that never ends runs in git's sandbox, which has a budget of its
+    own: the run's verdict comes in seconds, and says the git state was not read."""
+    import time
+    repo, exp, marker = hostile_repo(tmp_path, markers, "fsmonitor", "good")
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\nwhile :; do :; done\n")
+    hang.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(hang))
+    t0 = time.monotonic()
+    rc, doc = labbox_json("run", "--json", "--budget", "5", "--python", PYTHON, "--runs-dir",
+                          tmp_path / "runs", exp)
+    assert rc == 0, doc
+    assert time.monotonic() - t0 < 30

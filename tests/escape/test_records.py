@@ -353,3 +353,46 @@ def test_kernel_internals_are_masked(tmp_path, network):
         assert not seen[d], (d, seen[d])
     # the host itself has them (so the test can fail)
     assert os.path.exists("/proc/timer_list") and os.path.isdir("/sys/firmware")
+
+
+def test_records_stay_hidden_inside_a_volume_that_contains_them(tmp_path):
+    """`-v $PWD:/work` with the runs in $PWD/.labbox: another run's records (its -e values
+    among them) and the index stay out of reach inside the volume too."""
+    secret = token()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(proj, 0o755)
+    first = write(proj / "first", 'print("accuracy: 1")\n')
+    p, _ = run("run", "--json", "-e", f"API_KEY={secret}", "--python", PYTHON, first, cwd=proj)
+    assert p.returncode == 0, p.stderr
+    half = len(secret) // 2
+    snoop = write(proj / "snoop", r'''
+import glob
+secret = "%s" + "%s"  # in two halves, so this file does not hold it
+found = []
+for p in glob.glob("/work/**", recursive=True) + glob.glob("/work/.labbox/**", recursive=True):
+    try:
+        if secret in open(p, errors="replace").read():
+            found.append(p)
+    except OSError:
+        pass
+print("FOUND", found)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:]))
+    p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{proj}:/work:ro",
+                 "--python", PYTHON, snoop, cwd=proj)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "FOUND []" in log, log[-2000:]
+
+
+def test_cgroup_path_of_the_host_is_not_shown(tmp_path):
+    exp = write(tmp_path / "exp", 'print(open("/proc/self/cgroup").read())\nprint("accuracy: 1")\n')
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stderr
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    paths = [l.split(":", 2)[2] for l in log.splitlines() if l.count(":") >= 2 and l[0].isdigit()]
+    assert paths and all(x == "/" for x in paths), log
+    assert "labbox-" not in log
