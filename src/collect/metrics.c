@@ -688,9 +688,12 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 	 * would be a string where the researcher expects seconds). */
 	for (e = start; e < len && label_char(s[e], holes); e++)
 		;
+	/* In a template a label may start with a computed part only when it is nothing else:
+	 * {model} may print a label, but {t}s prints a number with a unit, which the collector
+	 * does not take ("0.5s"), so the check must not take it either. */
 	if (e == start || e - start > LB_METRIC_LABEL_MAX || !value_end(s, len, e) ||
 	    !(is_alpha(s[start]) || s[start] == '_' ||
-	      (holes && s[start] == LB_METRIC_HOLE)))
+	      (holes && s[start] == LB_METRIC_HOLE && e == start + 1)))
 		return 0;
 	v->kind = LB_METRIC_STRING;
 	v->number = 0;

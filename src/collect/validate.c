@@ -750,6 +750,8 @@ static bool holds_value(struct json_object *doc, int depth)
 				return true;
 		return false;
 	case json_type_null:
+	case json_type_string:
+		/* {"model": "resnet"} describes a run; it reports no result */
 		return false;
 	default:
 		return true;
@@ -771,7 +773,7 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 	}
 	add_issue(val, "no_metrics", NULL, "stdout and results files",
 		  "the run completed but reported no metric: no 'name: value' line on stdout and "
-		  "no results.json, final_info.json or results.csv with a value; print the metrics, "
+		  "no results.json, final_info.json or results.csv with a number; print the metrics, "
 		  "or say `metrics: none` in labbox.yaml if the experiment reports none");
 }
 

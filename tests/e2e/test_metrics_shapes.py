@@ -130,6 +130,7 @@ LB404_CASES = [
     ('print(f"saved to {name}")', False),
     ('print(acc)', False),
     ('print("p: /some/path")', False),
+    ('print(f"accuracy: {acc}s")', False),  # a number with a unit: not collected, not passed
 ]
 
 

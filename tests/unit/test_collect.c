@@ -2153,6 +2153,16 @@ static void test_validate_run_no_metrics(void **state)
 	issues = json_object_new_array();
 	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
 	json_object_put(issues);
+	/* Labels describe a run; they report no result. */
+	{
+		struct json_object *doc = json_object_new_object();
+
+		json_object_object_add(doc, "model", json_object_new_string("resnet"));
+		json_object_object_add(files, "results.json", doc);
+	}
+	issues = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	json_object_put(issues);
 	{
 		struct json_object *doc = json_object_new_object();
 
