@@ -274,15 +274,15 @@ def test_relative_path_entry_never_finds_the_experiments_python(tmp_path, marker
 
 def test_a_hanging_repository_costs_the_run_little(tmp_path, markers):
     """A filter or fsmonitor that never ends runs in git's sandbox, which has a budget of its
-    own: the run's verdict comes in seconds, and says the git state was not read."""
-    import time
-    repo, exp, marker = hostile_repo(tmp_path, markers, "fsmonitor", "good")
-    hang = tmp_path / "hang.sh"
+    own: the run's verdict comes, and says the git state was not read."""
+    repo, exp, marker = hostile_repo(tmp_path, markers, "filter", "good")
+    hang = repo / "hang.sh"  # inside the repository: git's sandbox sees it
     hang.write_text("#!/bin/sh\nwhile :; do :; done\n")
     hang.chmod(0o755)
-    git(repo, "config", "core.fsmonitor", str(hang))
-    t0 = time.monotonic()
+    git(repo, "config", "filter.evil.clean", str(hang))
     rc, doc = labbox_json("run", "--json", "--budget", "5", "--python", PYTHON, "--runs-dir",
                           tmp_path / "runs", exp)
     assert rc == 0, doc
-    assert time.monotonic() - t0 < 30
+    # git's own budget ended it (no wall-clock assertion: the record says what happened)
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["git"]["commit"] is None and "did not finish" in man["git"]["error"], man["git"]
