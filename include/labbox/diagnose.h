@@ -96,6 +96,9 @@ void lb_python_restage(lb_python_info *py, const char *stage_dir);
 /* The freeze of py: cached for an interpreter the user chose, run in the sandbox (uncached)
  * for a confined one. */
 int lb_python_freeze_of(const lb_python_info *py, const char *cache_dir, char **out, bool *hit);
+/* The Python source of the freeze below (it prints the list), for a backend that runs it
+ * elsewhere (inside a container image). */
+const char *lb_python_freeze_source(void);
 /* `pip freeze`-style "name==version" lines of every installed distribution, sorted, read with
  * importlib.metadata so it works where pip itself is not installed. */
 int lb_python_freeze(const char *executable, char **out);

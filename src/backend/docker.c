@@ -250,22 +250,19 @@ static void remove_leftovers(docker_state *d)
 /* The interpreter inside the image: its version, and the environment snapshot (python
  * --version and the installed distributions, read with importlib.metadata as for the local
  * backend, since pip is often absent from images), written to environment.txt. */
-static const char env_src[] =
+static const char env_head[] =
 	"import sys, platform\n"
 	"print('Python ' + platform.python_version())\n"
-	"print('# pip freeze (installed distributions of %s in the image %s)' % (sys.executable, sys.argv[1]))\n"
-	"import importlib.metadata as m\n"
-	"seen = {}\n"
-	"for d in m.distributions():\n"
-	"    n = d.metadata['Name']\n"
-	"    if n and n.lower() not in seen:\n"
-	"        seen[n.lower()] = '%s==%s' % (n, d.version)\n"
-	"print('\\n'.join(sorted(seen.values(), key=str.lower)))\n";
+	"print('# pip freeze (installed distributions of %s in the image %s)' % (sys.executable, sys.argv[1]))\n";
 
 static int snapshot_environment(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	char user[64];
 	snprintf(user, sizeof user, "%u:%u", (unsigned)d->uid, (unsigned)d->gid);
+	/* The same listing as the local backend's environment.txt. */
+	LB_AUTOFREE char *env_src = NULL;
+	if (asprintf(&env_src, "%s%s", env_head, lb_python_freeze_source()) < 0)
+		return -ENOMEM;
 	const char *args[] = {"run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
 			      "--security-opt", "no-new-privileges", "--user", user, "--label",
 			      "labbox.probe=1", "--entrypoint", d->python, d->image, "-I", "-c",

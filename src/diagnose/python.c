@@ -32,6 +32,11 @@ static const char freeze_src[] =
 	"        seen[n.lower()] = '%s==%s' % (n, d.version)\n"
 	"print('\\n'.join(sorted(seen.values(), key=str.lower)))\n";
 
+const char *lb_python_freeze_source(void)
+{
+	return freeze_src;
+}
+
 static int next_line(char **cursor, char *out, size_t n)
 {
 	char *s = *cursor;
