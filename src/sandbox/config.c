@@ -255,11 +255,16 @@ int lb_sandbox_mask(lb_sandbox *sb, const char *path)
 	struct stat st;
 	if (!realpath(path, real) || stat(real, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (lb_sandbox_path_hidden(sb, real) || strcmp(real, "/") == 0)
+	if (strcmp(real, "/") == 0)
 		return 0;
+	/* Recorded even when a hidden or private directory covers it already: a bind of a
+	 * directory above it (-v) must hide it all the same. */
+	bool covered = lb_sandbox_path_hidden(sb, real);
 	if (S_ISDIR(st.st_mode)) {
-		int r = strv_push(&sb->masked_dirs, &sb->nmasked_dirs, real);
-		return r < 0 ? r : hide_dir(sb, real);
+		int r = strv_contains(sb->masked_dirs, sb->nmasked_dirs, real)
+				? 0
+				: strv_push(&sb->masked_dirs, &sb->nmasked_dirs, real);
+		return r < 0 || covered ? r : hide_dir(sb, real);
 	}
 	if (strv_contains(sb->masked, sb->nmasked, real))
 		return 0;
