@@ -808,7 +808,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	} else if (res.outcome == LB_SB_DISK_LIMIT) {
 		char sum[400];
 		snprintf(sum, sizeof sum,
-			 "the experiment wrote more than the disk limit of %llu bytes into exp/%s%s%s",
+			 "the experiment passed, or tried to pass, the disk limit of %llu bytes in exp/%s%s%s",
 			 (unsigned long long)st->disk_limit, res.disk_detail[0] ? " (" : "",
 			 res.disk_detail, res.disk_detail[0] ? ")" : "");
 		failure = simple_failure("sandbox_restriction", sum,
