@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -185,6 +186,7 @@ int lb_diskfs_setup(lb_diskfs *fs, const char *dir, uint64_t limit, uint64_t ino
 {
 	memset(fs, 0, sizeof *fs);
 	fs->host_fd = -1;
+	fs->lock_fd = -1;
 	if (snprintf(fs->mountpoint, sizeof fs->mountpoint, "%s", dir) >= (int)sizeof fs->mountpoint ||
 	    snprintf(fs->image, sizeof fs->image, "%s.img", dir) >= (int)sizeof fs->image) {
 		snprintf(err, errlen, "the path of exp/ is too long for its file system image");
@@ -212,6 +214,10 @@ int lb_diskfs_setup(lb_diskfs *fs, const char *dir, uint64_t limit, uint64_t ino
 		unlink(fs->image);
 		return r;
 	}
+	/* Held for the run: a later labbox that can take the lock knows this one is gone. */
+	fs->lock_fd = open(fs->image, O_RDONLY | O_CLOEXEC);
+	if (fs->lock_fd >= 0)
+		flock(fs->lock_fd, LOCK_EX | LOCK_NB);
 	fs->host_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fs->host_fd < 0) {
 		r = -errno;
@@ -597,6 +603,9 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	unlink(fs->image);
 	close(fs->host_fd);
 	fs->host_fd = -1;
+	if (fs->lock_fd >= 0)
+		close(fs->lock_fd);
+	fs->lock_fd = -1;
 	return 0;
 }
 
@@ -610,4 +619,95 @@ void lb_diskfs_abandon(lb_diskfs *fs)
 	fs->host_fd = -1;
 	if (fs->image[0])
 		unlink(fs->image);
+	if (fs->lock_fd >= 0)
+		close(fs->lock_fd);
+	fs->lock_fd = -1;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_mount_path(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+static bool reap_one(const char *mp)
+{
+	lb_diskfs fs;
+	memset(&fs, 0, sizeof fs);
+	fs.host_fd = fs.lock_fd = -1;
+	if (snprintf(fs.mountpoint, sizeof fs.mountpoint, "%s", mp) >= (int)sizeof fs.mountpoint ||
+	    snprintf(fs.image, sizeof fs.image, "%s.img", mp) >= (int)sizeof fs.image)
+		return false;
+	LB_AUTOCLOSE int lock = open(fs.image, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return false; /* not one of labbox's, or its labbox is alive */
+	/* The image's root stays reachable through this descriptor once the mount is
+	 * detached, and the path then leads to the staged tree underneath. */
+	LB_AUTOCLOSE int sroot = open(mp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sroot < 0 || umount2(mp, MNT_DETACH) < 0)
+		return false;
+	fs.host_fd = open(mp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fs.host_fd < 0)
+		return false;
+	char err[PATH_MAX + 200] = "";
+	merge_ctx c = {.fs = &fs, .host_root = fs.host_fd, .err = err, .errlen = sizeof err,
+		       .max_depth = 4096}; /* t_mount zero: every file is taken from the image */
+	int r = merge_dir(&c, sroot, fs.host_fd, "", 0);
+	for (size_t i = 0; i < c.nlinks; i++)
+		free(c.links[i].rel);
+	free(c.links);
+	close(fs.host_fd);
+	if (r == 0)
+		unlink(fs.image);
+	return r == 0;
+}
+
+int lb_diskfs_reap(const char *runs_dir)
+{
+	char root[PATH_MAX];
+	if (geteuid() != 0 || !realpath(runs_dir, root))
+		return 0;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0;
+	size_t n = strlen(root);
+	char *line = NULL, **found = NULL;
+	size_t cap = 0, nfound = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent major:minor root mountpoint ... - fstype source options */
+		char mp[PATH_MAX], fstype[32];
+		char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		    sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "ext4") != 0)
+			continue;
+		unescape_mount_path(mp);
+		size_t m = strlen(mp);
+		if (strncmp(mp, root, n) != 0 || mp[n] != '/' || m < 4 || strcmp(mp + m - 4, "/exp"))
+			continue;
+		char **nf = realloc(found, (nfound + 1) * sizeof *nf);
+		if (!nf)
+			break;
+		found = nf;
+		if ((found[nfound] = strdup(mp)))
+			nfound++;
+	}
+	free(line);
+	fclose(f);
+	int reaped = 0;
+	for (size_t i = 0; i < nfound; i++) {
+		reaped += reap_one(found[i]);
+		free(found[i]);
+	}
+	free(found);
+	return reaped;
 }

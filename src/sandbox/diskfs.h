@@ -14,6 +14,7 @@ typedef struct lb_diskfs {
 	char image[PATH_MAX];      /* exp.img beside it */
 	char device[32];           /* the loop device, while mounted */
 	int host_fd;               /* the staged tree the mount covers */
+	int lock_fd;               /* the image, locked while this labbox holds it */
 	bool mounted;
 	uint64_t limit;            /* bytes of data the file system holds */
 	uint64_t room;             /* of which the staged tree left free */
@@ -39,5 +40,10 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen);
 
 /* Unmounts and removes without merging (setup failed before the run). */
 void lb_diskfs_abandon(lb_diskfs *fs);
+
+/* Brings back the exp/ of runs under runs_dir whose labbox died while its file system was
+ * mounted (their image is not locked any more): merged into the staged tree, unmounted,
+ * removed. Returns how many were brought back. */
+int lb_diskfs_reap(const char *runs_dir);
 
 #endif

@@ -1675,6 +1675,15 @@ static bool plan_disk(lb_sandbox *sb, lb_diskfs *fs, bool *use_fs, lb_sandbox_re
 		set_setup_failure(res, "setup_disk", ENOTSUP, msg);
 		return false;
 	}
+	/* Runs beside this one whose labbox was killed left their exp/ mounted: merged back. */
+	char runs[PATH_MAX];
+	snprintf(runs, sizeof runs, "%s", sb->disk_path);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(runs, '/');
+		if (slash && slash != runs)
+			*slash = '\0';
+	}
+	lb_diskfs_reap(runs);
 	uint64_t inodes_free = 0;
 	fs_available(sb->disk_path, &inodes_free);
 	int r = lb_diskfs_setup(fs, sb->disk_path, sb->disk_limit,

@@ -191,3 +191,41 @@ def test_a_limit_that_cannot_be_held_is_refused(tmp_path):
     assert not list(Path(doc["run_dir"]).glob("*.img")), "the image outlived the run"
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(out) not in mounts, "exp/'s file system is still mounted"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
+def test_killed_labbox_leaves_exp_readable_and_the_next_run_brings_it_back(tmp_path):
+    """SIGKILL to labbox mid-run: what the run wrote is still in exp/ (its file system stays
+    mounted there, nothing is lost), and the next run in the same runs directory merges it
+    into the run directory and unmounts it."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "import time\n"
+        "open('partial.txt', 'w').write('step 1 done\\n')\n"
+        "print('READY', flush=True)\n"
+        "time.sleep(60)\n")
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--disk-limit", "32m", "--python", PYTHON,
+                          "--runs-dir", str(runs), str(exp)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in p.stdout:
+            if "READY" in line:
+                break
+        p.kill()
+        p.wait(timeout=CALL_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    (run,) = [d for d in runs.iterdir() if d.is_dir()]
+    assert (run / "exp" / "partial.txt").read_text() == "step 1 done\n"
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    q = subprocess.run([LABBOX, "run", "--json", "--disk-limit", "32m", "--python", PYTHON,
+                        "--runs-dir", str(runs), str(exp)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert q.returncode == 0, q.stdout + q.stderr
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert str(run / "exp") not in mounts, "the killed run's exp/ is still mounted"
+    assert not (run / "exp.img").exists()
+    assert (run / "exp" / "partial.txt").read_text() == "step 1 done\n"
