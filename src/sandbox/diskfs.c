@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #define MiB (UINT64_C(1) << 20)
+#define MERGE_MAX_DEPTH 1024
 /* ext4 with 4 KiB blocks holds files up to 16 TiB; the image is one file of the host's. */
 #define IMAGE_MAX (UINT64_C(16) << 40)
 
@@ -302,9 +303,14 @@ typedef struct merge_ctx {
 
 static int merge_fail(merge_ctx *c, int e, const char *what, const char *rel)
 {
+	/* The message must keep room for where the run's files are kept: a long path is cut
+	 * to its end. */
+	size_t n = strlen(rel);
+	const char *shown = n > 120 ? rel + n - 120 : rel;
 	if (!c->err[0])
-		snprintf(c->err, c->errlen, "bringing back %s '%s' from exp/'s file system: %s",
-			 what, rel, strerror(-e));
+		snprintf(c->err, c->errlen, "bringing back %s '%s%s' from exp/'s file system: %s",
+			 what, n > 120 ? "..." : "", shown,
+			 e == -ELOOP ? "deeper than labbox merges (1024 levels)" : strerror(-e));
 	return e;
 }
 
@@ -319,7 +325,7 @@ static int remove_at(int dfd, const char *name, int depth);
 
 static int remove_tree_at(int dfd, const char *name, int depth)
 {
-	if (depth > 4096)
+	if (depth > MERGE_MAX_DEPTH)
 		return -ELOOP;
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -512,14 +518,19 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 	}
 	int r = 0;
 	struct dirent *e;
+	/* On the heap: a frame a level, and the tree may be a thousand levels deep. */
+	LB_AUTOFREE char *rel = malloc(PATH_MAX);
+	if (!rel) {
+		closedir(d);
+		return merge_fail(c, -ENOMEM, "the directory", prefix);
+	}
 	while (r == 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (depth == 0 && !strcmp(e->d_name, "lost+found"))
 			continue; /* the file system's own */
-		char rel[PATH_MAX];
-		if (snprintf(rel, sizeof rel, "%s%s%s", prefix, prefix[0] ? "/" : "", e->d_name) >=
-		    (int)sizeof rel) {
+		if (snprintf(rel, PATH_MAX, "%s%s%s", prefix, prefix[0] ? "/" : "", e->d_name) >=
+		    PATH_MAX) {
 			r = merge_fail(c, -ENAMETOOLONG, "the entry", prefix);
 			break;
 		}
@@ -565,8 +576,10 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	rlim_t fds = raised.rlim_cur == RLIM_INFINITY ? 65536 : raised.rlim_cur;
 	merge_ctx c = {.fs = fs, .host_root = fs->host_fd, .err = err, .errlen = errlen,
 		       .max_depth = fds > 256 ? (int)((fds - 128) / 2) : 64};
-	if (c.max_depth > 65536)
-		c.max_depth = 65536;
+	/* The merge recurses: its stack, not the descriptors, is the bound that matters. A
+	 * deeper tree is not merged; the image keeps it, and the error says where. */
+	if (c.max_depth > MERGE_MAX_DEPTH)
+		c.max_depth = MERGE_MAX_DEPTH;
 	int r;
 	LB_AUTOCLOSE int sroot = open(fs->mountpoint, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sroot < 0)
@@ -661,7 +674,7 @@ static bool reap_one(const char *mp)
 		return false;
 	char err[PATH_MAX + 200] = "";
 	merge_ctx c = {.fs = &fs, .host_root = fs.host_fd, .err = err, .errlen = sizeof err,
-		       .max_depth = 4096}; /* t_mount zero: every file is taken from the image */
+		       .max_depth = MERGE_MAX_DEPTH}; /* t_mount zero: every file from the image */
 	int r = merge_dir(&c, sroot, fs.host_fd, "", 0);
 	for (size_t i = 0; i < c.nlinks; i++)
 		free(c.links[i].rel);

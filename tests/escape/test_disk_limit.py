@@ -229,3 +229,30 @@ def test_killed_labbox_leaves_exp_readable_and_the_next_run_brings_it_back(tmp_p
     assert str(run / "exp") not in mounts, "the killed run's exp/ is still mounted"
     assert not (run / "exp.img").exists()
     assert (run / "exp" / "partial.txt").read_text() == "step 1 done\n"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
+def test_a_tree_too_deep_to_merge_back_is_kept_and_named(tmp_path):
+    """A tree deeper than the merge goes is not lost, nor silently cut: the run is an
+    infra_error that names the image where everything it left is kept."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "import os\n"
+        "fd = os.open('.', os.O_RDONLY)\n"
+        "for i in range(1100):\n"
+        "    os.mkdir('d', dir_fd=fd)\n"
+        "    nfd = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+        "    os.close(fd)\n"
+        "    fd = nfd\n"
+        "print('accuracy: 1')\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--disk-limit", "32m", "--python", PYTHON,
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)], capture_output=True,
+                       text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 125 and doc["status"] == "infra_error", doc["status"]
+    msg = doc["infra_error"]["message"]
+    image = Path(doc["run_dir"]) / "exp.img"
+    assert str(image) in msg and "1024 levels" in msg, msg
+    assert image.exists()
+    assert str(Path(doc["run_dir"]) / "exp") not in Path("/proc/self/mountinfo").read_text()
