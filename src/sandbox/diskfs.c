@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -368,8 +369,17 @@ static int copy_data(int in, int out, off_t size)
 			hole = size;
 		if (lseek(in, data, SEEK_SET) < 0 || lseek(out, data, SEEK_SET) < 0)
 			return -errno;
+		/* In the kernel first: no copy through labbox's memory. */
+		off_t at = data;
+		while (at < hole) {
+			ssize_t n = sendfile(out, in, &at, (size_t)(hole - at));
+			if (n <= 0)
+				break;
+		}
+		if (at < hole && (lseek(in, at, SEEK_SET) < 0 || lseek(out, at, SEEK_SET) < 0))
+			return -errno;
 		char buf[1 << 16];
-		for (off_t at = data; at < hole;) {
+		while (at < hole) {
 			size_t want = (size_t)(hole - at < (off_t)sizeof buf ? hole - at : (off_t)sizeof buf);
 			ssize_t n = read(in, buf, want);
 			if (n < 0)
@@ -562,6 +572,27 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 	return r;
 }
 
+/* Everything is in the staged tree now: removed from the image, what the run wrote and
+ * the kernel has not written out yet is dropped instead of being written to the image at
+ * unmount (tens of milliseconds a 64 MiB), and then freed on the host's disk again. */
+static void drop_merged(int sroot)
+{
+	lseek(sroot, 0, SEEK_SET); /* the merge's walk shared this offset */
+	int dupfd = dup(sroot);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    strcmp(e->d_name, "lost+found"))
+			remove_at(sroot, e->d_name, 0);
+	closedir(d);
+}
+
 int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 {
 	if (!fs->mounted)
@@ -589,6 +620,8 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	struct stat st;
 	if (r == 0 && sroot >= 0 && fstat(sroot, &st) == 0)
 		copy_attrs(fs->host_fd, &st);
+	if (r == 0 && sroot >= 0)
+		drop_merged(sroot);
 	setrlimit(RLIMIT_NOFILE, &nofile);
 	for (size_t i = 0; i < c.nlinks; i++)
 		free(c.links[i].rel);

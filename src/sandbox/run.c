@@ -1585,9 +1585,11 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	if (fs && !s.timed_out && !s.interrupted) {
 		/* exp/'s own file system refused what passed the limit: a tree that failed while
 		 * it was full failed of the limit (ENOSPC); one that coped and exited 0 did not. */
-		disk_limit_exceeded(sb, &s, true);
 		bool failed = s.have_status && !(WIFEXITED(s.payload_status) &&
 						 WEXITSTATUS(s.payload_status) == 0);
+		/* Only a failure asks (the high-water mark costs a sync of what the run wrote). */
+		if (failed)
+			disk_limit_exceeded(sb, &s, true);
 		s.disk_limited = s.fs_full_seen && failed;
 	} else if (s.next_disk_check && !s.disk_limited && !s.timed_out && !s.interrupted &&
 		   disk_limit_exceeded(sb, &s, true)) {
