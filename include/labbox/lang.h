@@ -40,9 +40,10 @@ int lb_lang_probe(lb_lang lang, const char *interpreter, lb_python_info *out, ch
 		  size_t errlen);
 
 /* The payload's command line: the interpreter with the options labbox runs it with, the
- * entry point, the arguments. malloc'd array of borrowed strings, NULL-terminated. */
+ * entry point, the arguments. malloc'd array of borrowed strings, NULL-terminated; *store
+ * gets a string of its own the caller frees after the array (or NULL). */
 char **lb_lang_argv(lb_lang lang, const lb_python_info *interp, const char *entry,
-		    char *const *args, size_t nargs);
+		    char *const *args, size_t nargs, char **store);
 
 /* The environment listing (environment.txt's packages), made inside the sandbox: R's
  * installed packages as NAME==VERSION lines, Octave's `pkg list`. */

@@ -109,10 +109,34 @@ static size_t base_argv(lb_lang lang, const char *exe, const char *argv[6])
 }
 
 char **lb_lang_argv(lb_lang lang, const lb_python_info *interp, const char *entry,
-		    char *const *args, size_t nargs)
+		    char *const *args, size_t nargs, char **store)
 {
 	const char *base[6];
 	size_t nb = base_argv(lang, interp->executable, base);
+	*store = NULL;
+	if (lang == LB_LANG_OCTAVE && nargs == 0) {
+		/* Octave saves every variable to ./octave-workspace when the budget's SIGTERM
+		 * comes: the script is sourced after that is turned off. A script given arguments
+		 * must be run as a file (--eval takes none), and keeps Octave's default. */
+		lb_buf code = {0};
+		int r = lb_buf_puts(&code, "sigterm_dumps_octave_core(false); "
+					   "sighup_dumps_octave_core(false); "
+					   "crash_dumps_octave_core(false); source('");
+		for (const char *c = entry; r == 0 && *c; c++)
+			r = lb_buf_printf(&code, *c == '\'' ? "''" : "%c", *c);
+		if (r == 0)
+			r = lb_buf_puts(&code, "');");
+		char **argv = r == 0 ? calloc(nb + 3, sizeof *argv) : NULL;
+		if (!argv) {
+			lb_buf_free(&code);
+			return NULL;
+		}
+		for (size_t i = 0; i < nb; i++)
+			argv[i] = (char *)base[i];
+		argv[nb] = "--eval";
+		argv[nb + 1] = *store = code.data;
+		return argv;
+	}
 	char **argv = calloc(nb + 2 + nargs, sizeof *argv);
 	if (!argv)
 		return NULL;

@@ -726,8 +726,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
 	int log_r = lb_runlog_open(path, req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT, &log);
 
+	LB_AUTOFREE char *argv_store = NULL;
 	char **argv = st->lang != LB_LANG_PYTHON
-			      ? lb_lang_argv(st->lang, &st->py, st->entry, st->args, st->nargs)
+			      ? lb_lang_argv(st->lang, &st->py, st->entry, st->args, st->nargs,
+					     &argv_store)
 			      : calloc(st->nargs + 3, sizeof *argv);
 	if (!argv) {
 		r = -ENOMEM;
