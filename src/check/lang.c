@@ -386,11 +386,20 @@ typedef struct file_state {
 } file_state;
 
 typedef struct lang_summary {
-	bool seeded, random, metric_line;
+	bool seeded, random, metric_line, time_estimate, results_json;
 	const char *random_file;
 	unsigned random_line, random_col;
 	char random_name[64];
 } lang_summary;
+
+/* The harness's words in a string: TIME_ESTIMATE printed, results.json written. */
+static void harness_literal(lang_summary *sum, const char *s, size_t n)
+{
+	if (memmem(s, n, "TIME_ESTIMATE", 13))
+		sum->time_estimate = true;
+	if (memmem(s, n, "results.json", 12))
+		sum->results_json = true;
+}
 
 static int r_token(const lb_check_config *cfg, lb_check_report *rep, const char *file,
 		   unsigned line, unsigned col, const char *tok, const char *text, file_state *fs,
@@ -434,6 +443,7 @@ static int r_token(const lb_check_config *cfg, lb_check_report *rep, const char 
 		return 0;
 	}
 	if (strcmp(tok, "STR_CONST") == 0) {
+		harness_literal(sum, text, tl);
 		if (metric_literal(text, tl))
 			sum->metric_line = true;
 		if (network_literal(text, tl))
@@ -555,6 +565,7 @@ static int check_octave_file(const lb_check_config *cfg, lb_check_report *rep, c
 			}
 			size_t len = i - st;
 			const char *lit = s + st;
+			harness_literal(sum, lit, len);
 			if (metric_literal(lit, len))
 				sum->metric_line = true;
 			if (network_literal(lit, len))
@@ -719,9 +730,15 @@ int ck_check_lang_dir(const lb_check_config *cfg, int lang_i, const char *root,
 		r = add(cfg, rep, sum.random_file, sum.random_line, sum.random_col, R_SEED_MISSING,
 			msg, sum.random_name);
 	}
+	const char *entry = cfg->entry ? cfg->entry : "main";
 	if (r == 0 && f.n && !sum.metric_line)
-		r = add(cfg, rep, cfg->entry ? cfg->entry : "main", 1, 1, R_METRIC_LINES,
+		r = add(cfg, rep, entry, 1, 1, R_METRIC_LINES,
 			"no `name: value` metric lines are printed", NULL);
+	if (r == 0 && f.n && !sum.time_estimate)
+		r = add(cfg, rep, entry, 1, 1, R_TIME_ESTIMATE,
+			"no `TIME_ESTIMATE: Xs` line is printed before the main loop", NULL);
+	if (r == 0 && f.n && !sum.results_json)
+		r = add(cfg, rep, entry, 1, 1, R_RESULTS_JSON, "results.json is never written", NULL);
 	rep->files += f.n;
 	snprintf(rep->syntax_by, sizeof rep->syntax_by, "%s %s", interp->implementation,
 		 interp->version);
