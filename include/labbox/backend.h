@@ -59,6 +59,10 @@ typedef struct lb_backend_ops {
 	/* {"name", "engine", "version", "host", "isolated_by"}: what ran the code, truthfully. */
 	struct json_object *(*describe)(lb_backend *b);
 	void (*free)(lb_backend *b);
+	/* Optional: result.json's "isolation" block as the backend knows it, when the struct of
+	 * lb_sandbox_result cannot say it (a remote labbox's own block, kept as it reported it;
+	 * a run nothing isolated). NULL, or returning NULL: built from res->isolation. */
+	struct json_object *(*isolation)(lb_backend *b);
 } lb_backend_ops;
 
 struct lb_backend {
@@ -86,5 +90,25 @@ typedef struct lb_docker_config {
 	gid_t gid;
 } lb_docker_config;
 int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out);
+
+/* The ssh backend (src/backend/ssh.c): the run on another machine through the system's ssh
+ * and rsync (so ssh config, agents, ProxyJump keep working), over one ControlMaster
+ * connection of labbox's own. The staged experiment goes to a per-run directory there, and
+ * `labbox run --json` there runs it in the remote machine's own sandbox; without a remote
+ * labbox the run is refused unless allow_degraded accepts the seed's plain
+ * `timeout BUDGET python3 main.py`. */
+typedef struct lb_ssh_config {
+	const char *host;          /* required: what `ssh HOST` accepts (an alias, user@host) */
+	const char *remote_labbox; /* the labbox to run there; NULL: `labbox` on the remote PATH */
+	bool install_remote;       /* copy this labbox binary there (checked with --version) */
+	bool allow_degraded;       /* --allow-degraded isolation: no remote labbox is accepted */
+	struct json_object *sandbox; /* the shared sandbox flags (cli_sandbox_json's document) */
+	double grace;                /* seconds between SIGTERM and SIGKILL there */
+} lb_ssh_config;
+int lb_backend_ssh(const lb_ssh_config *cfg, lb_backend **out);
+/* What HOST offers (labbox probe --mode ssh): reachable, the remote labbox, its version and
+ * its own probe's isolation, python3. 0 with *out a labbox.probe/1-style document (reachable
+ * or not, as it says), or a negative errno. */
+int lb_backend_ssh_probe(const lb_ssh_config *cfg, struct json_object **out);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct lb_exp_config {
 	char *interpreter; /* `interpreter: PATH` of an R, Octave or Julia experiment */
 	char *mode;    /* the backend (`mode: local`); NULL: not set */
 	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
+	char *host;    /* the host of mode: ssh (`host: NAME`); NULL: not set */
 	double budget; /* 0: not set */
 	char **results; /* results files besides results.json and final_info.json */
 	size_t nresults;

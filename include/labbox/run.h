@@ -39,6 +39,9 @@ typedef struct lb_run_request {
 			       * It must be the backend lb_run_on is given. */
 	const char *image;    /* mode docker: the image (--image); NULL: labbox.yaml's image: */
 	const char *engine;   /* mode docker: docker or podman; NULL: the first that answers */
+	const char *host;     /* mode ssh: the host (--host); NULL: labbox.yaml's host: */
+	const char *remote_labbox; /* mode ssh: the labbox there; NULL: labbox on its PATH */
+	bool install_remote;  /* mode ssh: copy this labbox there */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;

@@ -94,7 +94,8 @@ enum {
 	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
 	"                       (no CPU limit), disk (a polled --disk-limit), or all;\n"      \
-	"                       without it labbox refuses (exit 125)\n"                       \
+	"                       without it labbox refuses (exit 125); run --mode ssh:\n"     \
+	"                       isolation (a host without labbox)\n"                         \
 	"  --gpus all|0,1|none  NVIDIA GPUs usable inside (device nodes, CUDA_VISIBLE_DEVICES);\n" \
 	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \

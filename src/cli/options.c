@@ -135,10 +135,11 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		o->gpus = strdup(arg);
 		return o->gpus ? 1 : -1;
 	case OPT_DEGRADED:
+		/* isolation: mode ssh without a labbox on the host (never part of all). */
 		if (strcmp(arg, "memory") && strcmp(arg, "pids") && strcmp(arg, "cpus") &&
-		    strcmp(arg, "disk") && strcmp(arg, "all")) {
-			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, disk, all",
-				  arg);
+		    strcmp(arg, "disk") && strcmp(arg, "all") && strcmp(arg, "isolation")) {
+			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, disk, all, "
+				  "isolation", arg);
 			return -1;
 		}
 		if (strv_add(&o->degraded, &o->ndegraded, arg) < 0)

@@ -27,13 +27,22 @@ static const char run_help[] =
 	"                       interpreter: in labbox.yaml, else Rscript, octave-cli or julia\n"
 	"                       on PATH); the entry point's extension (.py .R .m .jl), or\n"
 	"                       language: in labbox.yaml, says the language\n"
-	"  --mode local|docker  where it runs (default: mode: in labbox.yaml, else local): the\n"
-	"                       local sandbox, or a container (never a fallback to another)\n"
+	"  --mode local|docker|ssh\n"
+	"                       where it runs (default: mode: in labbox.yaml, else local): the\n"
+	"                       local sandbox, a container, or another machine through ssh\n"
+	"                       (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
 	"                       docker mode --python names the interpreter inside the image\n"
 	"                       (default python3)\n"
 	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
 	"                       DOCKER_HOST and docker contexts are honoured)\n"
+	"  --host NAME          mode ssh: the host, as `ssh NAME` takes it (default: host: in\n"
+	"                       labbox.yaml); the run goes through labbox there, in its sandbox\n"
+	"  --remote-labbox PATH mode ssh: the labbox on the host (default: labbox on its PATH)\n"
+	"  --install-remote     mode ssh: copy this labbox binary to the host for the run\n"
+	"                       (checked to run there first); without any labbox there the run\n"
+	"                       is refused unless --allow-degraded isolation accepts a plain\n"
+	"                       `timeout BUDGET python3 main.py` there, not isolated by labbox\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -54,7 +63,8 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE };
+       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
+       OPT_INSTALL_REMOTE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -238,6 +248,9 @@ int cli_run(int argc, char **argv)
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"image", required_argument, NULL, OPT_IMAGE},
 		{"engine", required_argument, NULL, OPT_ENGINE},
+		{"host", required_argument, NULL, OPT_HOST},
+		{"remote-labbox", required_argument, NULL, OPT_REMOTE_LABBOX},
+		{"install-remote", no_argument, NULL, OPT_INSTALL_REMOTE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -305,6 +318,24 @@ int cli_run(int argc, char **argv)
 				goto done;
 			}
 			req.engine = optarg;
+			break;
+		case OPT_HOST:
+			if (!optarg[0] || optarg[0] == '-') {
+				cli_error("run", "--host '%s' is not a host name (what `ssh NAME` takes)",
+					  optarg);
+				goto done;
+			}
+			req.host = optarg;
+			break;
+		case OPT_REMOTE_LABBOX:
+			if (!optarg[0] || strpbrk(optarg, "\n\r")) {
+				cli_error("run", "--remote-labbox needs the path of labbox on the host");
+				goto done;
+			}
+			req.remote_labbox = optarg;
+			break;
+		case OPT_INSTALL_REMOTE:
+			req.install_remote = true;
 			break;
 		case OPT_ENTRY:
 			if (!optarg[0]) {

@@ -994,6 +994,12 @@ int cli_rerun(int argc, char **argv)
 		req.image = get_str(cfg, "image", NULL);
 		req.engine = get_str(cfg, "engine_asked", NULL);
 		req.python = get_str(cfg, "python_in_image", NULL);
+	} else if (strcmp(req.mode, "ssh") == 0) {
+		/* The same host, the same remote labbox, installed again if it was. */
+		req.host = get_str(cfg, "host", NULL);
+		req.remote_labbox = get_str(cfg, "remote_labbox_asked", NULL);
+		req.install_remote = json_object_object_get_ex(cfg, "install_remote", &v) &&
+				     json_object_get_boolean(v);
 	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);

@@ -153,7 +153,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
 	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker)",
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->remote = strcmp(mode, "local") != 0;
 	if (strcmp(mode, st->backend_name) != 0)
@@ -661,6 +661,14 @@ static json_object *symlinks_json(const char *exp_dir, json_object *files)
 	return links;
 }
 
+/* The isolation block: the backend's own when it has one (a remote labbox's block as it was
+ * reported), else what the result's struct says. */
+static json_object *isolation_json(lb_backend *be, const lb_sandbox_result *res)
+{
+	json_object *o = be->ops->isolation ? be->ops->isolation(be) : NULL;
+	return o ? o : lb_record_isolation_json(&res->isolation);
+}
+
 static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -918,7 +926,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
 		lb_diagnose_warnings(&din, dwarn);
 	json_object_object_add(doc, "diagnosis_warnings", dwarn);
-	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
+	json_object_object_add(doc, "isolation", isolation_json(be, &res));
 	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
@@ -959,6 +967,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 							    ? json_object_get(bv) : NULL);
 		json_object_object_add(cfg, "engine_asked",
 				       req->engine ? json_object_new_string(req->engine) : NULL);
+		if (strcmp(be->ops->name, "ssh") == 0) {
+			/* What rerun needs to go to the same host the same way. */
+			json_object_object_add(cfg, "host", json_object_object_get_ex(bd, "host", &bv)
+								    ? json_object_get(bv) : NULL);
+			json_object_object_add(cfg, "remote_labbox_asked",
+					       req->remote_labbox ? json_object_new_string(req->remote_labbox)
+								  : NULL);
+			json_object_object_add(cfg, "install_remote",
+					       json_object_new_boolean(req->install_remote));
+		}
 		json_object *pyj;
 		json_object_object_add(cfg, "python_in_image",
 				       json_object_object_get_ex(bd, "interpreter", &pyj) &&
@@ -1025,7 +1043,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "symlinks",
 			       st->exp_dir && stage_r == 0 ? symlinks_json(st->exp_dir, files)
 							   : json_object_new_object());
-	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
+	json_object_object_add(manifest, "isolation", isolation_json(be, &res));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
 	int wr = lb_record_write_json(path, manifest);
 	json_object_put(manifest);
@@ -1068,6 +1086,45 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	return r;
 }
 
+/* Mode ssh: the host from --host or labbox.yaml's host:; --allow-degraded isolation (in the
+ * shared flags) accepts a host without labbox. */
+static int run_ssh(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
+{
+	const char *host = req->host ? req->host : cfg ? cfg->host : NULL;
+	if (!host) {
+		memset(out, 0, sizeof *out);
+		usage_error(out, "mode ssh needs a host: --host NAME or host: in labbox.yaml");
+		return 0;
+	}
+	bool degraded = false;
+	json_object *ad;
+	if (req->sandbox_config &&
+	    json_object_object_get_ex(req->sandbox_config, "allow_degraded", &ad) &&
+	    json_object_is_type(ad, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(ad); i++)
+			degraded |= strcmp(json_object_get_string(json_object_array_get_idx(ad, i)),
+					   "isolation") == 0;
+	lb_ssh_config sc = {.host = host, .remote_labbox = req->remote_labbox,
+			    .install_remote = req->install_remote, .allow_degraded = degraded,
+			    .sandbox = req->sandbox_config, .grace = req->grace};
+	lb_backend *be = NULL;
+	int r = lb_backend_ssh(&sc, &be);
+	if (r == -EINVAL) {
+		memset(out, 0, sizeof *out);
+		usage_error(out, "%s '%s' is not a host name ssh and rsync can be given (no "
+			    "leading '-', no white space, quotes, ':' or '/')",
+			    req->host ? "--host" : "labbox.yaml's host:", host);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	lb_run_request sreq = *req;
+	sreq.mode = "ssh";
+	r = lb_run_on(be, &sreq, out);
+	lb_backend_free(be);
+	return r;
+}
+
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
 	/* The mode and image may come from labbox.yaml; a file that does not load is reported
@@ -1080,6 +1137,11 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
 	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
 	int r;
+	if (strcmp(mode, "ssh") == 0) {
+		r = run_ssh(req, loaded ? &cfg : NULL, out);
+		lb_config_free(&cfg);
+		return r;
+	}
 	if (strcmp(mode, "docker") != 0) {
 		r = lb_run(sb, req, out);
 		lb_config_free(&cfg);
