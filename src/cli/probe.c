@@ -1,10 +1,12 @@
 /* labbox probe: what this host can do for this user. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <glob.h>
 #include <json-c/json.h>
@@ -12,7 +14,7 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json]\n"
+	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH]]\n"
 	"\n"
 	"Report what isolation this host offers the current user, each item tried for real:\n"
 	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
@@ -21,6 +23,10 @@ static const char probe_help[] =
 	"\n"
 	"Options:\n"
 	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
+	"  --mode ssh --host NAME [--remote-labbox PATH]\n"
+	"              what that host offers instead: reachable, its labbox, that labbox's own\n"
+	"              probe (the isolation a run there gets), python3 (exit 125 when it is\n"
+	"              unreachable or its labbox's sandbox does not work)\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
@@ -55,6 +61,52 @@ static json_object *gpus_json(void)
 	return a;
 }
 
+/* probe --mode ssh: the host's answer, printed; 0 when a run there would be sandboxed. */
+static int probe_ssh(const char *host, const char *remote_labbox, bool json)
+{
+	lb_ssh_config sc = {.host = host, .remote_labbox = remote_labbox};
+	json_object *doc = NULL;
+	int r = lb_backend_ssh_probe(&sc, &doc);
+	if (r == -EINVAL) {
+		cli_error("probe", "--host '%s' is not a host name ssh and rsync can be given", host);
+		return CLI_EXIT_USAGE;
+	}
+	if (r < 0) {
+		cli_error("probe", "%s", strerror(-r));
+		return 125;
+	}
+	json_object *v, *rl = NULL, *py = NULL;
+	bool reachable = json_object_object_get_ex(doc, "reachable", &v) && json_object_get_boolean(v);
+	bool works = json_object_object_get_ex(doc, "remote_labbox", &rl) &&
+		     json_object_object_get_ex(rl, "sandbox_works", &v) && json_object_get_boolean(v);
+	if (json) {
+		cli_json_print(doc);
+	} else if (!reachable) {
+		json_object_object_get_ex(doc, "error", &v);
+		printf("labbox probe --mode ssh --host %s\n  reachable          no: %s\n", host,
+		       json_object_get_string(v));
+	} else {
+		json_object_object_get_ex(doc, "python", &py);
+		json_object *p = NULL, *ver = NULL, *err = NULL, *pp = NULL, *pv = NULL;
+		json_object_object_get_ex(rl, "path", &p);
+		json_object_object_get_ex(rl, "version", &ver);
+		json_object_object_get_ex(rl, "error", &err);
+		json_object_object_get_ex(py, "path", &pp);
+		json_object_object_get_ex(py, "version", &pv);
+		printf("labbox probe --mode ssh --host %s\n  reachable          yes\n", host);
+		printf("  remote labbox      %s%s%s%s\n", p ? json_object_get_string(p) : "none",
+		       ver ? " (version " : "", ver ? json_object_get_string(ver) : "", ver ? ")" : "");
+		if (err)
+			printf("                     does not run: %s\n", json_object_get_string(err));
+		printf("  remote sandbox     %s\n", works ? "works" : "none (runs there need "
+								"--install-remote or --allow-degraded isolation)");
+		printf("  remote python3     %s %s\n", pp ? json_object_get_string(pp) : "none",
+		       pv ? json_object_get_string(pv) : "");
+	}
+	json_object_put(doc);
+	return reachable && works ? 0 : 125;
+}
+
 static const char *yn(bool b)
 {
 	return b ? "yes" : "no";
@@ -64,10 +116,14 @@ int cli_probe(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"mode", required_argument, NULL, 'm'},
+		{"host", required_argument, NULL, 'H'},
+		{"remote-labbox", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	const char *mode = NULL, *host = NULL, *remote_labbox = NULL;
 	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
@@ -80,6 +136,15 @@ int cli_probe(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case 'R':
+			remote_labbox = optarg;
+			break;
 		default:
 			cli_bad_option("probe", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -87,6 +152,21 @@ int cli_probe(int argc, char **argv)
 	}
 	if (optind < argc) {
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (mode && strcmp(mode, "local") != 0) {
+		if (strcmp(mode, "ssh") != 0) {
+			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh)", mode);
+			return CLI_EXIT_USAGE;
+		}
+		if (!host) {
+			cli_error("probe", "--mode ssh needs --host NAME");
+			return CLI_EXIT_USAGE;
+		}
+		return probe_ssh(host, remote_labbox, json);
+	}
+	if (host || remote_labbox) {
+		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
 		return CLI_EXIT_USAGE;
 	}
 	lb_probe p;
