@@ -179,6 +179,20 @@ static const char supervisor_src[] =
 	"except OSError: pass\n"
 	"sys.exit(code if 0<=code<256 else 255)\n";
 
+/* The per-run directory's guardian there: it removes the directory when labbox closes its
+ * channel (cleanup), when labbox dies at any step (its ssh dies with it), or when labbox's
+ * heartbeats stop (a lost connection that no TCP error announces). argv: DIR SILENCE. */
+static const char guardian_src[] =
+	"import os,select,shutil,sys,time\n"
+	"d,silence=sys.argv[1],float(sys.argv[2])\n"
+	"last=time.monotonic()\n"
+	"while time.monotonic()-last<=silence:\n"
+	"    r,_,_=select.select([0],[],[],1.0)\n"
+	"    if r:\n"
+	"        if not os.read(0,4096): break\n"
+	"        last=time.monotonic()\n"
+	"shutil.rmtree(d,ignore_errors=True)\n";
+
 /* Facts of the remote host, one KEY=VALUE a line; $1 the labbox asked for (empty: PATH),
  * $2 the run id (empty: no directory is made). */
 static const char setup_src[] =
@@ -227,6 +241,9 @@ typedef struct ssh_state {
 	json_object *doc;   /* the remote labbox's verdict (inside end) */
 	json_object *iso;   /* the isolation block of a degraded run */
 	char remote_run_dir[PATH_MAX];
+	pid_t guard;     /* ssh running the guardian there */
+	int guard_wr;    /* its stdin; -1 when there is none */
+	pid_t beat;      /* labbox's child that feeds it heartbeats */
 } ssh_state;
 
 static ssh_state *state_of(lb_backend *b)
@@ -475,6 +492,86 @@ static int remote_setup(ssh_state *d, const char *id, char *lb_error, size_t lel
 		return -EIO;
 	}
 	return 0;
+}
+
+/* The guardian of the per-run directory (guardian_src), fed one byte a second by a child of
+ * labbox that dies with it, since labbox itself blocks in rsync for as long as a copy takes. */
+static int start_guardian(ssh_state *d)
+{
+	lb_buf cmd = {0};
+	strv a = {0};
+	char silence[16];
+	snprintf(silence, sizeof silence, "%d", SILENCE_S);
+	char *const words[] = {d->python, "-I", "-c", (char *)guardian_src, d->dir, silence, NULL};
+	int r = lb_buf_puts(&cmd, "exec ");
+	if (r == 0)
+		r = sh_join(&cmd, words);
+	if (r == 0)
+		r = remote_argv(d, cmd.data, &a);
+	lb_buf_free(&cmd);
+	int p[2];
+	if (r < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		strv_free(&a);
+		return r < 0 ? r : -errno;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		child_dies_with_labbox();
+		int nul = open("/dev/null", O_RDWR);
+		dup2(p[0], 0);
+		if (nul >= 0) {
+			dup2(nul, 1);
+			dup2(nul, 2);
+		}
+		execv(a.v[0], a.v);
+		_exit(127);
+	}
+	strv_free(&a);
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return -errno;
+	}
+	d->guard = pid;
+	d->guard_wr = p[1];
+	pid_t beat = fork();
+	if (beat == 0) {
+		child_dies_with_labbox();
+		signal(SIGPIPE, SIG_IGN);
+		for (;;) {
+			if (write(d->guard_wr, ".", 1) < 0 && errno != EINTR && errno != EAGAIN)
+				_exit(0);
+			sleep(1);
+		}
+	}
+	d->beat = beat > 0 ? beat : 0;
+	return 0;
+}
+
+/* Closing the guardian's channel removes the directory there; its ssh ends once it has. */
+static void stop_guardian(ssh_state *d)
+{
+	if (d->beat > 0) {
+		kill(d->beat, SIGKILL);
+		waitpid(d->beat, NULL, 0);
+		d->beat = 0;
+	}
+	if (d->guard_wr >= 0) {
+		close(d->guard_wr);
+		d->guard_wr = -1;
+	}
+	if (d->guard > 0) {
+		double t0 = lb_time_monotonic();
+		while (waitpid(d->guard, NULL, WNOHANG) == 0) {
+			if (lb_time_monotonic() - t0 > SSH_MARGIN_S) {
+				kill(d->guard, SIGKILL);
+				waitpid(d->guard, NULL, 0);
+				break;
+			}
+			usleep(2000);
+		}
+		d->guard = 0;
+	}
 }
 
 /* rsync through the master, as `rsync -e 'ssh -S CTL ...'`. */
@@ -742,6 +839,11 @@ static int ssh_prepare(lb_backend *b, const lb_backend_job *job, char *err, size
 		snprintf(err, errlen, "the ssh host '%s' has no python3 on its PATH (`ssh %s command "
 			 "-v python3` shows it)", d->host, d->host);
 		return -ENOENT;
+	}
+	if ((r = start_guardian(d)) < 0) {
+		snprintf(err, errlen, "cannot watch the run directory on the ssh host '%s': %s",
+			 d->host, strerror(-r));
+		return r;
 	}
 	char src[PATH_MAX + 2], dst[PATH_MAX + 300], said[400];
 	snprintf(src, sizeof src, "%s/", job->exp_dir);
@@ -1297,9 +1399,11 @@ static void stop_master(ssh_state *d)
 static void ssh_cleanup(lb_backend *b)
 {
 	ssh_state *d = state_of(b);
-	if (d->dir[0] && d->master > 0) {
-		/* Nothing of the run stays there: the copy, the remote labbox's records, an
-		 * installed labbox. */
+	/* Nothing of the run stays there: the copy, the remote labbox's records, an installed
+	 * labbox. The guardian removes it; without one, rm does. */
+	bool guarded = d->guard > 0;
+	stop_guardian(d);
+	if (!guarded && d->dir[0] && d->master > 0) {
 		lb_buf cmd = {0}, o = {0};
 		if (lb_buf_puts(&cmd, "rm -rf -- ") == 0 && sh_quote(&cmd, d->dir) == 0)
 			remote_capture(d, cmd.data, true, 4096, &o);
@@ -1373,6 +1477,7 @@ static void ssh_free(lb_backend *b)
 	ssh_state *d = state_of(b);
 	if (!d)
 		return;
+	stop_guardian(d);
 	stop_master(d);
 	free(d->host);
 	free(d->labbox_asked);
@@ -1423,6 +1528,7 @@ static int new_state(const lb_ssh_config *cfg, ssh_state **out)
 	d->degraded_ok = cfg->allow_degraded;
 	d->sandbox = cfg->sandbox ? json_object_get(cfg->sandbox) : NULL;
 	d->grace = cfg->grace > 0 ? cfg->grace : 0;
+	d->guard_wr = -1;
 	if (!d->host || (cfg->remote_labbox && !d->labbox_asked)) {
 		lb_backend b = {.ops = &ssh_ops, .state = d};
 		ssh_free(&b);
