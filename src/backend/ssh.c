@@ -696,7 +696,9 @@ static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 	r |= strv_pushf(c, "--grace=%g", d->grace);
 	if (job->budget > 0)
 		r |= strv_pushf(c, "--budget=%g", job->budget);
-	r |= strv_pushf(c, "--disk-limit=%llu", (unsigned long long)job->disk_limit);
+	/* A disk limit the user set; the default (half the free space) is the remote disk's. */
+	if (sb && json_object_object_get_ex(sb, "disk_limit_bytes", &v) && v)
+		r |= strv_pushf(c, "--disk-limit=%lld", (long long)json_object_get_int64(v));
 	const char *net = json_str(sb, "network");
 	if (net)
 		r |= strv_pushf(c, "--network=%s", net);
@@ -1059,9 +1061,18 @@ static void from_remote_doc(ssh_state *d, json_object *doc, lb_sandbox_result *r
 	if (res->timed_out || res->interrupted)
 		return; /* labbox here ended it: its own verdict */
 	json_object *sig = NULL, *code = NULL;
-	json_object_object_get_ex(doc, "signal", &sig);
-	json_object_object_get_ex(doc, "exit_code", &code);
-	if (json_true(doc, "timed_out")) {
+	const char *schema = json_str(doc, "schema");
+	/* An error document (labbox.error/1: its exit_code is labbox's own) or a run that never
+	 * started there is a setup failure, named by what the remote labbox said. */
+	bool never_ran = !schema || strcmp(schema, "labbox.run/1") != 0 ||
+			 (status && (strcmp(status, "infra_error") == 0 || strcmp(status, "rejected") == 0));
+	if (!never_ran) {
+		json_object_object_get_ex(doc, "signal", &sig);
+		json_object_object_get_ex(doc, "exit_code", &code);
+	}
+	if (never_ran) {
+		/* named below */
+	} else if (json_true(doc, "timed_out")) {
 		res->timed_out = true;
 		res->outcome = LB_SB_TIMEOUT;
 	} else if (status && strcmp(status, "interrupted") == 0) {
@@ -1082,6 +1093,9 @@ static void from_remote_doc(ssh_state *d, json_object *doc, lb_sandbox_result *r
 		res->outcome = LB_SB_EXITED;
 		res->exit_code = json_object_get_int(code);
 	} else {
+		never_ran = true;
+	}
+	if (never_ran) {
 		json_object *e = NULL;
 		if (!json_object_object_get_ex(doc, "infra_error", &e) || !e)
 			json_object_object_get_ex(doc, "error", &e);
@@ -1162,8 +1176,10 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 		return r;
 	}
 	int wfd = in[1];
+	/* The first line whole (the supervisor waits for it), then heartbeats that never block
+	 * the loop. */
+	(void)!lb_write_all(wfd, first, strlen(first));
 	fcntl(wfd, F_SETFL, O_NONBLOCK);
-	(void)!write(wfd, first, strlen(first));
 	lb_buf errb = {0};
 	bool stopping = false, out_open = true, err_open = true, killed = false;
 	double stop_at = 0, last_beat = t0;
@@ -1289,8 +1305,9 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 		return 0;
 	}
 	int code = (int)json_i64(end, "exit");
-	if (job->budget > 0 && (code == 124 || code == 137)) {
-		/* timeout(1)'s own verdict: the budget ended it there. */
+	if (job->budget > 0 && code == 124) {
+		/* timeout(1)'s own verdict: the budget ended it there (its 137 after --kill-after
+		 * cannot be told from any SIGKILL; labbox's own budget here has fired by then). */
 		res->timed_out = true;
 		res->outcome = LB_SB_TIMEOUT;
 	} else if (code > 128 && code < 128 + 65) {

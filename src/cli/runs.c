@@ -971,7 +971,13 @@ int cli_rerun(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	if ((rc = cli_sandbox_apply("rerun", &so, sb)) != 0)
+	/* A run that went over ssh used the remote host's GPUs (run.c says why). */
+	char *gpus = so.gpus;
+	if (strcmp(get_str(cfg, "mode", "local"), "ssh") == 0)
+		so.gpus = NULL;
+	rc = cli_sandbox_apply("rerun", &so, sb);
+	so.gpus = gpus;
+	if (rc != 0)
 		goto done;
 	lb_run_request req = {0};
 	req.expdir = src;

@@ -356,3 +356,16 @@ def test_probe_ssh(sshd):
     assert r.returncode == 125
     doc = json.loads(r.stdout)
     assert doc["reachable"] is False and f"ssh -v {DOWN} true" in doc["error"]
+
+
+def test_gpus_are_the_remote_hosts(sshd, tmp_path):
+    """--gpus goes to the remote labbox, which looks for them there (this test host has none,
+    so it is refused there, by the host, not here)."""
+    if Path("/dev/nvidia0").exists():
+        pytest.skip("this machine has a GPU; the refusal below needs a host without one")
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    r = srun(sshd, exp, tmp_path / "runs", "--gpus", "0")
+    assert r.rc == 125, r.why()
+    assert r.result["backend"]["name"] == "ssh"
+    assert "--gpus=0" in r.result["backend"]["command"]
+    assert HOST in r.result["infra_error"]["message"]
