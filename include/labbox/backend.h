@@ -101,6 +101,8 @@ typedef struct lb_ssh_config {
 	const char *host;          /* required: what `ssh HOST` accepts (an alias, user@host) */
 	const char *remote_labbox; /* the labbox to run there; NULL: `labbox` on the remote PATH */
 	bool install_remote;       /* copy this labbox binary there (checked with --version) */
+	const char *python;        /* the interpreter there (--python); NULL: the remote labbox's
+				    * choice (labbox.yaml's python:, else python3) */
 	bool allow_degraded;       /* --allow-degraded isolation: no remote labbox is accepted */
 	struct json_object *sandbox; /* the shared sandbox flags (cli_sandbox_json's document) */
 	double grace;                /* seconds between SIGTERM and SIGKILL there */

@@ -217,6 +217,7 @@ static const char setup_src[] =
 typedef struct ssh_state {
 	char *host;
 	char *labbox_asked;
+	char *python_asked; /* --python: the interpreter there */
 	bool install;
 	bool degraded_ok;
 	json_object *sandbox;
@@ -694,6 +695,10 @@ static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 	r |= strv_push(c, "--entry");
 	r |= strv_push(c, job->argv[1]);
 	r |= strv_pushf(c, "--grace=%g", d->grace);
+	if (d->python_asked) {
+		r |= strv_push(c, "--python");
+		r |= strv_push(c, d->python_asked);
+	}
 	if (job->budget > 0)
 		r |= strv_pushf(c, "--budget=%g", job->budget);
 	/* A disk limit the user set; the default (half the free space) is the remote disk's. */
@@ -772,7 +777,7 @@ static int build_plain_cmd(ssh_state *d, const lb_backend_job *job)
 		r |= strv_pushf(c, "--kill-after=%g", d->grace > 0 ? d->grace : 1);
 		r |= strv_pushf(c, "%g", job->budget);
 	}
-	r |= strv_push(c, d->python[0] ? d->python : "python3");
+	r |= strv_push(c, d->python_asked ? d->python_asked : d->python[0] ? d->python : "python3");
 	for (size_t i = 1; job->argv[i]; i++)
 		r |= strv_push(c, job->argv[i]);
 	return r ? -ENOMEM : 0;
@@ -1448,6 +1453,8 @@ static struct json_object *ssh_describe(lb_backend *b)
 	json_object_object_add(o, "remote_hostname", d->hostname[0] ? json_object_new_string(d->hostname) : NULL);
 	json_object_object_add(o, "remote_user", d->user[0] ? json_object_new_string(d->user) : NULL);
 	json_object_object_add(o, "remote_labbox", d->labbox ? json_object_new_string(d->labbox) : NULL);
+	json_object_object_add(o, "python_asked",
+			       d->python_asked ? json_object_new_string(d->python_asked) : NULL);
 	json_object_object_add(o, "remote_labbox_asked",
 			       d->labbox_asked ? json_object_new_string(d->labbox_asked) : NULL);
 	json_object_object_add(o, "installed_by_labbox", json_object_new_boolean(d->installed));
@@ -1498,6 +1505,7 @@ static void ssh_free(lb_backend *b)
 	stop_master(d);
 	free(d->host);
 	free(d->labbox_asked);
+	free(d->python_asked);
 	free(d->labbox);
 	free(d->ssh);
 	free(d->rsync);
@@ -1541,12 +1549,13 @@ static int new_state(const lb_ssh_config *cfg, ssh_state **out)
 		return -ENOMEM;
 	d->host = strdup(cfg->host);
 	d->labbox_asked = cfg->remote_labbox ? strdup(cfg->remote_labbox) : NULL;
+	d->python_asked = cfg->python ? strdup(cfg->python) : NULL;
 	d->install = cfg->install_remote;
 	d->degraded_ok = cfg->allow_degraded;
 	d->sandbox = cfg->sandbox ? json_object_get(cfg->sandbox) : NULL;
 	d->grace = cfg->grace > 0 ? cfg->grace : 0;
 	d->guard_wr = -1;
-	if (!d->host || (cfg->remote_labbox && !d->labbox_asked)) {
+	if (!d->host || (cfg->remote_labbox && !d->labbox_asked) || (cfg->python && !d->python_asked)) {
 		lb_backend b = {.ops = &ssh_ops, .state = d};
 		ssh_free(&b);
 		return -ENOMEM;

@@ -1006,6 +1006,9 @@ int cli_rerun(int argc, char **argv)
 		req.remote_labbox = get_str(cfg, "remote_labbox_asked", NULL);
 		req.install_remote = json_object_object_get_ex(cfg, "install_remote", &v) &&
 				     json_object_get_boolean(v);
+		/* --python named the interpreter there; the manifest's interpreter is the local
+		 * python3 of the static check. */
+		req.python = get_str(cfg, "python_remote", NULL);
 	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);

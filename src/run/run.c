@@ -976,6 +976,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 								  : NULL);
 			json_object_object_add(cfg, "install_remote",
 					       json_object_new_boolean(req->install_remote));
+			json_object_object_add(cfg, "python_remote",
+					       req->python ? json_object_new_string(req->python) : NULL);
 		}
 		json_object *pyj;
 		json_object_object_add(cfg, "python_in_image",
@@ -1106,6 +1108,7 @@ static int run_ssh(const lb_run_request *req, const lb_exp_config *cfg, lb_run_r
 					   "isolation") == 0;
 	lb_ssh_config sc = {.host = host, .remote_labbox = req->remote_labbox,
 			    .install_remote = req->install_remote, .allow_degraded = degraded,
+			    .python = req->python,
 			    .sandbox = req->sandbox_config, .grace = req->grace};
 	lb_backend *be = NULL;
 	int r = lb_backend_ssh(&sc, &be);

@@ -123,6 +123,8 @@ def test_quickstart_over_ssh(sshd, tmp_path):
     assert be["name"] == "ssh" and be["host"] == HOST
     assert be["version"] and be["isolated_by"].startswith("labbox")
     assert be["remote_user"] == sshd.user
+    # --python names the interpreter there.
+    assert be["command"][be["command"].index("--python") + 1] == "python3"
     vals = res["metrics"]["conditions"]
     assert set(vals) == {"lambda_0.01", "lambda_1", "lambda_100"}
     assert "results.json" in res["metrics"]["files"]
@@ -315,6 +317,7 @@ def test_rerun_goes_to_the_same_host(sshd, tmp_path):
     assert rr.returncode == 0, rr.stdout[-2000:] + rr.stderr[-2000:]
     doc = json.loads(rr.stdout)
     assert doc["backend"]["name"] == "ssh" and doc["backend"]["host"] == HOST
+    assert doc["backend"]["python_asked"] == "python3"
     assert doc["rerun"]["of"] == r.result["id"] and doc["rerun"]["verdict"] == "match"
     man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
     assert man["config"]["mode"] == "ssh" and man["config"]["host"] == HOST
