@@ -392,14 +392,14 @@ int cli_run(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	/* In mode ssh the GPUs are the remote host's: the local sandbox neither has them nor
-	 * runs anything, so they are not looked for here (the remote labbox checks them). */
-	char *gpus = o.gpus;
-	if (req.mode && strcmp(req.mode, "ssh") == 0)
-		o.gpus = NULL;
-	rc = cli_sandbox_apply("run", &o, sb);
-	o.gpus = gpus;
-	if (rc != 0)
+	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
+	 * nothing, so they are not looked for here (the remote labbox checks them). */
+	cli_sandbox_opts here = o;
+	if (req.mode && strcmp(req.mode, "ssh") == 0) {
+		here.gpus = NULL;
+		here.nvolumes = 0;
+	}
+	if ((rc = cli_sandbox_apply("run", &here, sb)) != 0)
 		goto done;
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;

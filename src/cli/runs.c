@@ -971,13 +971,13 @@ int cli_rerun(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	/* A run that went over ssh used the remote host's GPUs (run.c says why). */
-	char *gpus = so.gpus;
-	if (strcmp(get_str(cfg, "mode", "local"), "ssh") == 0)
-		so.gpus = NULL;
-	rc = cli_sandbox_apply("rerun", &so, sb);
-	so.gpus = gpus;
-	if (rc != 0)
+	/* A run that went over ssh used the remote host's GPUs and volumes (cli/run.c). */
+	cli_sandbox_opts here = so;
+	if (strcmp(get_str(cfg, "mode", "local"), "ssh") == 0) {
+		here.gpus = NULL;
+		here.nvolumes = 0;
+	}
+	if ((rc = cli_sandbox_apply("rerun", &here, sb)) != 0)
 		goto done;
 	lb_run_request req = {0};
 	req.expdir = src;

@@ -1188,7 +1188,9 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 				&st.git) < 0)
 		st.git.pid = 0; /* the manifest then says no repository was seen */
 	json_object *vols = NULL;
-	if (r == 0 && out->exit_code == 0 && req->sandbox_config &&
+	/* Over ssh the volumes are the remote host's: the remote labbox fingerprints them (its
+	 * manifest, kept under remote/). */
+	if (r == 0 && out->exit_code == 0 && req->sandbox_config && strcmp(be->ops->name, "ssh") != 0 &&
 	    json_object_object_get_ex(req->sandbox_config, "volumes", &vols) &&
 	    lb_record_data_start(vols, &st.data) < 0)
 		st.data.pid = 0; /* the manifest then says nothing was fingerprinted */

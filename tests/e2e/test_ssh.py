@@ -372,3 +372,16 @@ def test_gpus_are_the_remote_hosts(sshd, tmp_path):
     assert r.result["backend"]["name"] == "ssh"
     assert "--gpus=0" in r.result["backend"]["command"]
     assert HOST in r.result["infra_error"]["message"]
+
+
+def test_volumes_are_the_remote_hosts(sshd, tmp_path):
+    data = sshd.home / "data"
+    data.mkdir(exist_ok=True)
+    (data / "n.txt").write_text("7\n")
+    shutil.chown(data, sshd.user)
+    shutil.chown(data / "n.txt", sshd.user)
+    exp = write_exp(tmp_path, "print('n:', int(open('/data/n.txt').read()))\n")
+    r = srun(sshd, exp, tmp_path / "runs", "-v", f"{data}:/data:ro")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["n"] == 7
+    assert f"{data}:/data:ro" in r.result["backend"]["command"]
