@@ -2,11 +2,13 @@
 #include "cli.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
+#include "labbox/config.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +221,22 @@ static void print_summary(FILE *f, const lb_run_result *out)
 	fprintf(f, "  run dir: %s\n", out->run_dir);
 }
 
+/* Whether the run goes over ssh: --mode, else labbox.yaml's mode: (a file that does not load
+ * is reported by the pipeline). */
+static bool mode_is_ssh(const lb_run_request *req)
+{
+	if (req->mode)
+		return strcmp(req->mode, "ssh") == 0;
+	char dir[PATH_MAX], err[256];
+	lb_exp_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	if (!realpath(req->expdir, dir) || lb_config_load(dir, &cfg, err, sizeof err) < 0)
+		return false;
+	bool ssh = cfg.mode && strcmp(cfg.mode, "ssh") == 0;
+	lb_config_free(&cfg);
+	return ssh;
+}
+
 static int split_metrics(const char *arg, char ***v, size_t *n)
 {
 	LB_AUTOFREE char *s = strdup(arg);
@@ -395,7 +413,7 @@ int cli_run(int argc, char **argv)
 	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
 	 * nothing, so they are not looked for here (the remote labbox checks them). */
 	cli_sandbox_opts here = o;
-	if (req.mode && strcmp(req.mode, "ssh") == 0) {
+	if (mode_is_ssh(&req)) {
 		here.gpus = NULL;
 		here.nvolumes = 0;
 	}
