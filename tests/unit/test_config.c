@@ -39,6 +39,22 @@ static void test_full_config(void **state)
 	lb_config_free(&c);
 }
 
+static void test_backend_keys(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("mode: ssh\nhost: gpu-server\n", &c, err), 0);
+	assert_string_equal(c.mode, "ssh");
+	assert_string_equal(c.host, "gpu-server");
+	assert_null(c.image);
+	lb_config_free(&c);
+	assert_int_equal(parse("host: a\nhost: b\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "'host' is given twice"));
+	assert_int_equal(parse("host: \"\"\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "'host' must be a non-empty string"));
+}
+
 static void test_empty_is_defaults(void **state)
 {
 	(void)state;
@@ -101,6 +117,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_metrics_none),
+		cmocka_unit_test(test_backend_keys),
 		cmocka_unit_test(test_empty_is_defaults),
 		cmocka_unit_test(test_errors_name_the_problem),
 	};
