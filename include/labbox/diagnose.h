@@ -17,6 +17,7 @@ typedef struct lb_failure_input {
 	bool infra_error;
 	const char *infra_message; /* why the sandbox or backend could not run it */
 	const char *language; /* "r" or "octave": their error lines are read too; NULL: Python */
+	bool after_run;       /* infra_error: the experiment ran, what it left was not brought back */
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no

@@ -958,6 +958,19 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	size_t n_exc;
 	int sig = in->signal;
 
+	if (in->infra_error && in->after_run) {
+		verdict_set(v, "infra_error",
+			    in->infra_message && in->infra_message[0]
+				    ? in->infra_message
+				    : "what the run left could not be brought back",
+			    NULL,
+			    "the experiment ran, but its files were not all brought back into the run "
+			    "directory, so its results are not reported: they are kept where the "
+			    "message says; free space or make the experiment's output tree plainer "
+			    "(less deep, shorter names) and run it again");
+		add_tail_evidence(v, log, 3);
+		return;
+	}
 	if (in->infra_error) {
 		verdict_set(v, "infra_error",
 			    in->infra_message && in->infra_message[0]

@@ -279,6 +279,27 @@ static const char *default_entry(const char *expdir)
 	return "main.py";
 }
 
+/* exp/'s own file system was full when the run failed. That is a failure of the disk limit
+ * when the run met it (ENOSPC, a file too large, SIGBUS or SIGXFSZ); a run near its limit
+ * that failed of something else failed of that, and the verdict says what. */
+static void not_the_disk(lb_sandbox_result *res, lb_runlog *log)
+{
+	const char *by = res->isolation.disk_enforced_by;
+	if (res->outcome != LB_SB_DISK_LIMIT || !log || !by || strncmp(by, "file system", 11) != 0 ||
+	    res->term_signal == SIGBUS || res->term_signal == SIGXFSZ)
+		return;
+	size_t n = 0;
+	LB_AUTOFREE char *t = lb_runlog_tail_n(log, TAIL_FOR_DIAGNOSIS, &n);
+	static const char *const met[] = {"No space left on device", "[Errno 28]", "ENOSPC",
+					  "Disk quota exceeded", "File too large"};
+	for (size_t i = 0; t && i < sizeof met / sizeof *met; i++)
+		if (memmem(t, n, met[i], strlen(met[i])))
+			return;
+	res->outcome = res->term_signal ? LB_SB_SIGNALED : LB_SB_EXITED;
+	res->disk_limited = false;
+	res->disk_detail[0] = '\0';
+}
+
 static json_object *strv_json(char *const *v, size_t n)
 {
 	json_object *a = json_object_new_array();
@@ -850,6 +871,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		lb_metrics_validate_run(metrics, &vi, issues, warnings);
 	}
 
+	not_the_disk(&res, log);
 	int exit_code = LB_EXIT_OK;
 	const char *status = status_of(&res, json_object_array_length(issues), &exit_code);
 	if (rejected) {
@@ -881,6 +903,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
 		.language = st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang),
+		.after_run = res.outcome == LB_SB_SETUP_FAILED &&
+			     (strcmp(res.setup_step, "disk_merge") == 0 ||
+			      strcmp(res.setup_step, "fetch") == 0),
 	};
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {

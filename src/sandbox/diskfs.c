@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,6 +103,140 @@ static int make_image(lb_diskfs *fs, const char *dir, uint64_t size, uint64_t in
 	return 0;
 }
 
+/* ---- two small hash tables: staged path -> inode, and inode -> merged path ---- */
+
+typedef struct diskfs_slot {
+	char *rel;
+	ino_t ino;
+} diskfs_slot;
+
+struct diskfs_map {
+	diskfs_slot *v;
+	size_t cap, n; /* cap a power of two, at most half full */
+};
+typedef struct diskfs_map diskfs_map;
+
+static size_t hash_str(const char *s)
+{
+	size_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static size_t hash_ino(ino_t ino)
+{
+	uint64_t x = (uint64_t)ino * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(x ^ (x >> 29));
+}
+
+static void map_free(diskfs_map *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->v[i].rel);
+	free(m->v);
+	free(m);
+}
+
+static int map_grow(diskfs_map *m, bool by_ino)
+{
+	size_t nc = m->cap ? m->cap * 2 : 1024;
+	diskfs_slot *nv = calloc(nc, sizeof *nv);
+	if (!nv)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->v[i].rel)
+			continue;
+		size_t h = (by_ino ? hash_ino(m->v[i].ino) : hash_str(m->v[i].rel)) & (nc - 1);
+		while (nv[h].rel)
+			h = (h + 1) & (nc - 1);
+		nv[h] = m->v[i];
+	}
+	free(m->v);
+	m->v = nv;
+	m->cap = nc;
+	return 0;
+}
+
+/* by_ino: the inode is the key (the first path of a file with several links); else the
+ * path is. */
+static int map_put(diskfs_map *m, const char *rel, ino_t ino, bool by_ino)
+{
+	if ((m->n + 1) * 2 > m->cap && map_grow(m, by_ino) < 0)
+		return -ENOMEM;
+	size_t h = (by_ino ? hash_ino(ino) : hash_str(rel)) & (m->cap - 1);
+	while (m->v[h].rel)
+		h = (h + 1) & (m->cap - 1);
+	if (!(m->v[h].rel = strdup(rel)))
+		return -ENOMEM;
+	m->v[h].ino = ino;
+	m->n++;
+	return 0;
+}
+
+static const diskfs_slot *map_by_ino(const diskfs_map *m, ino_t ino)
+{
+	if (!m || !m->cap)
+		return NULL;
+	for (size_t h = hash_ino(ino) & (m->cap - 1); m->v[h].rel; h = (h + 1) & (m->cap - 1))
+		if (m->v[h].ino == ino)
+			return &m->v[h];
+	return NULL;
+}
+
+static const diskfs_slot *map_by_rel(const diskfs_map *m, const char *rel)
+{
+	if (!m || !m->cap)
+		return NULL;
+	for (size_t h = hash_str(rel) & (m->cap - 1); m->v[h].rel; h = (h + 1) & (m->cap - 1))
+		if (strcmp(m->v[h].rel, rel) == 0)
+			return &m->v[h];
+	return NULL;
+}
+
+/* Every staged regular file's inode in the image, by path: a file the run did not touch
+ * is the one at its path still (a directory renamed over another moves its files, whose
+ * own ctime does not change). Staging is at most 64 levels deep. */
+static int record_staged(diskfs_map *m, int dfd, const char *prefix, int depth)
+{
+	if (depth > 64)
+		return 0;
+	int dupfd = dup(dfd);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *e;
+	char rel[PATH_MAX];
+	while (r == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (depth == 0 && !strcmp(e->d_name, "lost+found")))
+			continue;
+		if (snprintf(rel, sizeof rel, "%s%s%s", prefix, prefix[0] ? "/" : "", e->d_name) >=
+		    (int)sizeof rel)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(st.st_mode)) {
+			r = map_put(m, rel, st.st_ino, false);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				r = record_staged(m, sub, rel, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return r;
+}
+
 /* A free loop device bound to the image, detached by the kernel once it is unmounted. */
 static int attach_loop(const lb_diskfs *fs, char dev[32], char *err, size_t errlen)
 {
@@ -169,6 +304,9 @@ static int reserve_excess(lb_diskfs *fs, uint64_t limit, uint64_t staged)
 	uint64_t excess = (avail - want) / 4096 * 4096;
 	if (excess && fallocate(fd, 0, 0, (off_t)excess) < 0)
 		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		fs->reserve = st.st_ino;
 	return 0;
 }
 
@@ -258,6 +396,19 @@ int lb_diskfs_setup(lb_diskfs *fs, const char *dir, uint64_t limit, uint64_t ino
 	}
 	fs->room = cap > staged.bytes ? cap - staged.bytes : 0;
 	fs->allocated0 = image_allocated(fs);
+	char lf[PATH_MAX + 16];
+	struct stat lst;
+	snprintf(lf, sizeof lf, "%s/lost+found", fs->mountpoint);
+	if (lstat(lf, &lst) == 0)
+		fs->lost_found = lst.st_ino;
+	LB_AUTOCLOSE int root = open(fs->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fs->staged = calloc(1, sizeof *fs->staged);
+	if (!fs->staged || root < 0 || (r = record_staged(fs->staged, root, "", 0)) < 0) {
+		snprintf(err, errlen, "cannot list the staged files in exp/'s file system: %s",
+			 strerror(fs->staged && root >= 0 ? -r : ENOMEM));
+		lb_diskfs_abandon(fs);
+		return fs->staged && root >= 0 ? r : -ENOMEM;
+	}
 	return 0;
 }
 
@@ -268,7 +419,11 @@ bool lb_diskfs_full(const lb_diskfs *fs, bool final, char *detail, size_t len)
 		return false;
 	/* Full as a writer meets it: ext4 refuses a write while it keeps some room for its own
 	 * metadata and delayed allocations, so "full" is within a few blocks of the limit. */
-	uint64_t slack = fs->limit / 32 > 2 * MiB ? fs->limit / 32 : 2 * MiB;
+	uint64_t slack = fs->limit / 32;
+	if (slack > 64 * MiB)
+		slack = 64 * MiB;
+	if (slack < 2 * MiB)
+		slack = 2 * MiB;
 	/* A tree that filled it and ended at once (files deleted while open are freed when it
 	 * exits) is told by the high-water mark the image keeps on the host. */
 	uint64_t grown = final ? image_allocated(fs) : 0;
@@ -292,11 +447,7 @@ bool lb_diskfs_full(const lb_diskfs *fs, bool final, char *detail, size_t len)
 typedef struct merge_ctx {
 	const lb_diskfs *fs;
 	int host_root;
-	struct link {
-		ino_t ino;
-		char *rel;
-	} *links;
-	size_t nlinks;
+	diskfs_map links; /* inode -> the path it was merged to first */
 	int max_depth;
 	char *err;
 	size_t errlen;
@@ -315,11 +466,15 @@ static int merge_fail(merge_ctx *c, int e, const char *what, const char *rel)
 	return e;
 }
 
-static bool written_during_run(const merge_ctx *c, const struct stat *st)
+/* Untouched: the inode staged at this path, unchanged since the mount. */
+static bool untouched(const merge_ctx *c, const char *rel, const struct stat *st)
 {
 	const struct timespec *t = &c->fs->t_mount;
-	return st->st_ctim.tv_sec > t->tv_sec ||
-	       (st->st_ctim.tv_sec == t->tv_sec && st->st_ctim.tv_nsec >= t->tv_nsec);
+	if (st->st_ctim.tv_sec > t->tv_sec ||
+	    (st->st_ctim.tv_sec == t->tv_sec && st->st_ctim.tv_nsec >= t->tv_nsec))
+		return false;
+	const diskfs_slot *s = map_by_rel(c->fs->staged, rel);
+	return s && s->ino == st->st_ino;
 }
 
 static int remove_at(int dfd, const char *name, int depth);
@@ -408,13 +563,16 @@ static void copy_attrs(int fd, const struct stat *st)
 static int place_file(merge_ctx *c, int sdir, int ddir, const char *name, const char *rel,
 		      const struct stat *st)
 {
-	for (size_t i = 0; st->st_nlink > 1 && i < c->nlinks; i++)
-		if (c->links[i].ino == st->st_ino) {
-			int r = remove_at(ddir, name, 0);
-			if (r == 0 && linkat(c->host_root, c->links[i].rel, ddir, name, 0) < 0)
-				r = -errno;
-			return r < 0 ? merge_fail(c, r, "the hard link", rel) : 0;
-		}
+	/* Looked up whatever the link count says now: merged names leave the image. */
+	const diskfs_slot *first = map_by_ino(&c->links, st->st_ino);
+	if (first) {
+		int r = remove_at(ddir, name, 0);
+		if (r == 0 && linkat(c->host_root, first->rel, ddir, name, 0) < 0)
+			r = -errno;
+		if (r == 0)
+			unlinkat(sdir, name, 0);
+		return r < 0 ? merge_fail(c, r, "the hard link", rel) : 0;
+	}
 	LB_AUTOCLOSE int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0)
 		return merge_fail(c, -errno, "the file", rel);
@@ -438,16 +596,11 @@ static int place_file(merge_ctx *c, int sdir, int ddir, const char *name, const 
 		unlinkat(ddir, tmp, 0);
 		return merge_fail(c, r, "the file", rel);
 	}
-	if (st->st_nlink > 1) {
-		struct link *nl = realloc(c->links, (c->nlinks + 1) * sizeof *nl);
-		if (nl) {
-			c->links = nl;
-			c->links[c->nlinks].ino = st->st_ino;
-			c->links[c->nlinks].rel = strdup(rel);
-			if (c->links[c->nlinks].rel)
-				c->nlinks++;
-		}
-	}
+	if (st->st_nlink > 1 && map_put(&c->links, rel, st->st_ino, true) < 0)
+		return merge_fail(c, -ENOMEM, "the file", rel);
+	/* Merged: out of the image, whose blocks go back to the host's disk (discard), so
+	 * the merge never holds much more than the limit on the host. */
+	unlinkat(sdir, name, 0);
 	return 0;
 }
 
@@ -482,11 +635,14 @@ static int merge_entry(merge_ctx *c, int sdir, int ddir, const char *name, const
 	struct stat st, dst;
 	if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return merge_fail(c, -errno, "the entry", rel);
+	/* The file system's own (lost+found, the reserve), wherever the run moved them. */
+	if (st.st_ino == c->fs->lost_found || st.st_ino == c->fs->reserve)
+		return 0;
 	bool have = fstatat(ddir, name, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	if (S_ISREG(st.st_mode)) {
 		/* Untouched: the staged file stays, and with it its identity. */
-		if (have && S_ISREG(dst.st_mode) && !written_during_run(c, &st) &&
-		    st.st_size == dst.st_size && st.st_mtim.tv_sec == dst.st_mtim.tv_sec)
+		if (have && S_ISREG(dst.st_mode) && st.st_size == dst.st_size &&
+		    untouched(c, rel, &st))
 			return 0;
 		return place_file(c, sdir, ddir, name, rel, &st);
 	}
@@ -519,7 +675,9 @@ static int merge_entry(merge_ctx *c, int sdir, int ddir, const char *name, const
 
 static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int depth)
 {
-	int dupfd = dup(sdir);
+	/* What the run removed goes from the staged tree first: merged files leave the image
+	 * as they are copied, so afterwards they would look removed too. */
+	int dupfd = dup(ddir);
 	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
 	if (!d) {
 		if (dupfd >= 0)
@@ -528,6 +686,26 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 	}
 	int r = 0;
 	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(sdir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;
+		int rr = remove_at(ddir, e->d_name, 0);
+		if (rr < 0)
+			r = merge_fail(c, rr, "the removed entry", e->d_name);
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	lseek(sdir, 0, SEEK_SET);
+	dupfd = dup(sdir);
+	d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return merge_fail(c, -errno, "the directory", prefix[0] ? prefix : ".");
+	}
 	/* On the heap: a frame a level, and the tree may be a thousand levels deep. */
 	LB_AUTOFREE char *rel = malloc(PATH_MAX);
 	if (!rel) {
@@ -537,36 +715,12 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 	while (r == 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (depth == 0 && !strcmp(e->d_name, "lost+found"))
-			continue; /* the file system's own */
 		if (snprintf(rel, PATH_MAX, "%s%s%s", prefix, prefix[0] ? "/" : "", e->d_name) >=
 		    PATH_MAX) {
 			r = merge_fail(c, -ENAMETOOLONG, "the entry", prefix);
 			break;
 		}
 		r = merge_entry(c, sdir, ddir, e->d_name, rel, depth);
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	/* What the run removed goes from the staged tree too. */
-	dupfd = dup(ddir);
-	d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
-		return merge_fail(c, -errno, "the directory", prefix[0] ? prefix : ".");
-	}
-	while (r == 0 && (e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(sdir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		if (errno != ENOENT)
-			continue;
-		int rr = remove_at(ddir, e->d_name, 0);
-		if (rr < 0)
-			r = merge_fail(c, rr, "the removed entry", e->d_name);
 	}
 	closedir(d);
 	return r;
@@ -604,6 +758,18 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	raised = nofile;
 	raised.rlim_cur = nofile.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &raised);
+	/* SIGINT and SIGTERM wait until the merge is done: a labbox killed in the middle would
+	 * leave exp/ half merged and still mounted (the caller's record says interrupted). */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	/* Freed blocks go back to the host's disk from here on (the run's high-water mark has
+	 * been read). */
+	mount(NULL, fs->mountpoint, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOATIME,
+	      "discard");
 	rlim_t fds = raised.rlim_cur == RLIM_INFINITY ? 65536 : raised.rlim_cur;
 	merge_ctx c = {.fs = fs, .host_root = fs->host_fd, .err = err, .errlen = errlen,
 		       .max_depth = fds > 256 ? (int)((fds - 128) / 2) : 64};
@@ -623,9 +789,26 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	if (r == 0 && sroot >= 0)
 		drop_merged(sroot);
 	setrlimit(RLIMIT_NOFILE, &nofile);
-	for (size_t i = 0; i < c.nlinks; i++)
-		free(c.links[i].rel);
-	free(c.links);
+	for (size_t i = 0; i < c.links.cap; i++)
+		free(c.links.v[i].rel);
+	free(c.links.v);
+	map_free(fs->staged);
+	fs->staged = NULL;
+	/* A signal that came during the merge is the caller's to see (sigpending). */
+	fs->signal = 0;
+	sigset_t pend;
+	if (sigpending(&pend) == 0)
+		for (int sg = 1; sg < 32 && !fs->signal; sg++)
+			if (sigismember(&block, sg) && sigismember(&pend, sg)) {
+				siginfo_t si;
+				struct timespec zero = {0, 0};
+				sigset_t one;
+				sigemptyset(&one);
+				sigaddset(&one, sg);
+				if (sigtimedwait(&one, &si, &zero) == sg)
+					fs->signal = sg;
+			}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (sroot >= 0) {
 		close(sroot);
 		sroot = -1;
@@ -657,6 +840,8 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 
 void lb_diskfs_abandon(lb_diskfs *fs)
 {
+	map_free(fs->staged);
+	fs->staged = NULL;
 	if (fs->mounted && umount2(fs->mountpoint, 0) < 0)
 		umount2(fs->mountpoint, MNT_DETACH);
 	fs->mounted = false;
@@ -686,6 +871,24 @@ static void unescape_mount_path(char *s)
 	*w = '\0';
 }
 
+/* The mount at mp is a loop device whose backing file is mp.img: labbox's, not one a person
+ * made there. */
+static bool is_our_image(const char *mp, unsigned major, unsigned minor)
+{
+	if (major != 7) /* loop */
+		return false;
+	char dev[32], img[PATH_MAX + 8];
+	snprintf(dev, sizeof dev, "/dev/loop%u", minor);
+	snprintf(img, sizeof img, "%s.img", mp);
+	LB_AUTOCLOSE int fd = open(dev, O_RDONLY | O_CLOEXEC);
+	struct loop_info64 info;
+	struct stat st;
+	if (fd < 0 || ioctl(fd, LOOP_GET_STATUS64, &info) < 0 || lstat(img, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return false;
+	return info.lo_inode == st.st_ino && info.lo_device == st.st_dev;
+}
+
 static bool reap_one(const char *mp)
 {
 	lb_diskfs fs;
@@ -707,11 +910,14 @@ static bool reap_one(const char *mp)
 		return false;
 	char err[PATH_MAX + 200] = "";
 	merge_ctx c = {.fs = &fs, .host_root = fs.host_fd, .err = err, .errlen = sizeof err,
-		       .max_depth = MERGE_MAX_DEPTH}; /* t_mount zero: every file from the image */
+		       .max_depth = MERGE_MAX_DEPTH}; /* no staged map: every file from the image */
+	struct stat lst;
+	if (fstatat(sroot, "lost+found", &lst, AT_SYMLINK_NOFOLLOW) == 0)
+		fs.lost_found = lst.st_ino;
 	int r = merge_dir(&c, sroot, fs.host_fd, "", 0);
-	for (size_t i = 0; i < c.nlinks; i++)
-		free(c.links[i].rel);
-	free(c.links);
+	for (size_t i = 0; i < c.links.cap; i++)
+		free(c.links.v[i].rel);
+	free(c.links.v);
 	close(fs.host_fd);
 	if (r == 0)
 		unlink(fs.image);
@@ -732,13 +938,17 @@ int lb_diskfs_reap(const char *runs_dir)
 	while (getline(&line, &cap, f) > 0) {
 		/* id parent major:minor root mountpoint ... - fstype source options */
 		char mp[PATH_MAX], fstype[32];
+		unsigned major = 0, minor = 0;
 		char *sep = strstr(line, " - ");
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		if (!sep || sscanf(line, "%*s %*s %u:%u %*s %4095s", &major, &minor, mp) != 3 ||
 		    sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "ext4") != 0)
 			continue;
 		unescape_mount_path(mp);
 		size_t m = strlen(mp);
-		if (strncmp(mp, root, n) != 0 || mp[n] != '/' || m < 4 || strcmp(mp + m - 4, "/exp"))
+		/* RUNS/ID/exp, one level below the runs directory, and nothing else */
+		if (strncmp(mp, root, n) != 0 || mp[n] != '/' || m < n + 6 ||
+		    strcmp(mp + m - 4, "/exp") != 0 || memchr(mp + n + 1, '/', m - n - 5) ||
+		    !is_our_image(mp, major, minor))
 			continue;
 		char **nf = realloc(found, (nfound + 1) * sizeof *nf);
 		if (!nf)

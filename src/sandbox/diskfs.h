@@ -20,6 +20,9 @@ typedef struct lb_diskfs {
 	uint64_t room;             /* of which the staged tree left free */
 	uint64_t allocated0;       /* bytes the image held on the host when the run began */
 	struct timespec t_mount;   /* coarse realtime when the run's writes could begin */
+	struct diskfs_map *staged; /* the staged files' inodes in the image, by path */
+	ino_t lost_found, reserve; /* the file system's own: never merged, wherever moved */
+	int signal;                /* SIGINT/SIGTERM/SIGHUP that came during the merge, or 0 */
 } lb_diskfs;
 
 /* Whether this process can give exp/ a file system of its own; why not, when it cannot. */

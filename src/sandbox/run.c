@@ -430,7 +430,11 @@ static void setup_sys(init_ctx *c)
 static const char *const kernel_files[] = {"/proc/kcore", "/proc/keys", "/proc/key-users",
 					   "/proc/timer_list", "/proc/sched_debug",
 					   "/proc/latency_stats", "/proc/sysrq-trigger"};
-static const char *const kernel_dirs[] = {"/proc/acpi", "/proc/scsi", "/sys/firmware"};
+static const char *const kernel_dirs[] = {"/proc/acpi", "/proc/scsi", "/sys/firmware",
+					  /* block devices name their backing files: other runs'
+					   * exp.img among them (diskfs) */
+					  "/sys/block", "/sys/devices/virtual/block", "/sys/fs/ext4",
+					  "/sys/dev/block"};
 
 static void mask_file(init_ctx *c, const char *null, const char *path)
 {
@@ -1675,6 +1679,7 @@ static bool plan_disk(lb_sandbox *sb, lb_diskfs *fs, bool *use_fs, lb_sandbox_re
 			 "(%s); accept a polled limit, which a fast writer can pass between two "
 			 "checks, with --allow-degraded disk", why);
 		set_setup_failure(res, "setup_disk", ENOTSUP, msg);
+		res->isolation.disk_enforced_by = NULL; /* refused: nothing held a run */
 		return false;
 	}
 	/* Runs beside this one whose labbox was killed left their exp/ mounted: merged back. */
@@ -1720,6 +1725,13 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		/* The tree has ended: nothing writes to exp/ any more. */
 		if (lb_diskfs_finish(&fs, err, sizeof err) < 0 && res->outcome != LB_SB_SETUP_FAILED)
 			set_setup_failure(res, "disk_merge", EIO, err);
+		if (fs.signal && res->outcome != LB_SB_SETUP_FAILED && !res->interrupted) {
+			/* asked to stop while the run's files were brought back: recorded, then
+			 * labbox ends as interrupted */
+			res->interrupted = true;
+			res->interrupt_signal = fs.signal;
+			res->outcome = LB_SB_INTERRUPTED;
+		}
 	}
 	return r;
 }

@@ -258,3 +258,106 @@ def test_a_tree_too_deep_to_merge_back_is_kept_and_named(tmp_path):
     assert str(Path(doc["run_dir"]) / "exp") not in Path("/proc/self/mountinfo").read_text()
     # deeper than pytest's own clean-up can recurse
     subprocess.run(["rm", "-rf", doc["run_dir"]], check=True, timeout=CALL_TIMEOUT)
+
+
+def fs_run(tmp_path, exp, *flags, limit="64m"):
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--disk-limit", limit,
+                        "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"), *flags,
+                        str(exp)], capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    return p, json.loads(p.stdout)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
+def test_the_merge_follows_renamed_directories_and_keeps_its_own_files_out(tmp_path):
+    """Two staged directories swapped by the run: what the run left at a path is what exp/
+    holds there afterwards (not the staged file of the same size and time). lost+found,
+    renamed by the run, is never merged, and a lost+found the run made is."""
+    exp = tmp_path / "exp"
+    (exp / "a").mkdir(parents=True)
+    (exp / "b").mkdir()
+    (exp / "a" / "r.json").write_text('{"acc": 0.1}')
+    (exp / "b" / "r.json").write_text('{"acc": 0.9}')
+    os.utime(exp / "b" / "r.json", (1e9, 1e9))
+    os.utime(exp / "a" / "r.json", (1e9, 1e9))
+    (exp / "labbox.yaml").write_text("results: [a/r.json]\n")
+    (exp / "main.py").write_text(
+        "import os\n"
+        "os.rename('a', 'tmp'); os.rename('b', 'a'); os.rename('tmp', 'b')\n"
+        "os.rename('lost+found', 'lf')\n"
+        "os.mkdir('lost+found'); open('lost+found/mine.txt', 'w').write('kept')\n"
+        "print('done: 1')\n")
+    p, doc = fs_run(tmp_path, exp)
+    assert p.returncode == 0, (doc["status"], doc.get("failure"), doc.get("infra_error"))
+    out = Path(doc["run_dir"]) / "exp"
+    assert json.loads((out / "a" / "r.json").read_text()) == {"acc": 0.9}
+    assert doc["metrics"]["files"]["a/r.json"]["acc"] == 0.9, doc["metrics"]
+    assert (out / "lost+found" / "mine.txt").read_text() == "kept"
+    assert not (out / "lf").exists()
+    assert not [f for f in out.rglob("*") if "labbox-reserve" in f.name]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
+def test_a_run_near_its_limit_that_fails_otherwise_is_that_failure(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "with open('big.bin', 'wb') as f:\n"
+        "    f.write(b'x' * (62 << 20))\n"
+        "raise ValueError('the labels do not match')\n")
+    p, doc = fs_run(tmp_path, exp)
+    assert p.returncode == 1 and doc["status"] == "failed", doc["status"]
+    assert "labels do not match" in doc["failure"]["summary"], doc["failure"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
+def test_the_merge_does_not_hold_twice_the_limit_on_the_host(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "for k in range(19):\n"
+        "    with open(f'part{k}.bin', 'wb') as f:\n"
+        "        f.write(bytes([k]) * (10 << 20))\n"
+        "print('parts: 19')\n")
+    start = free_bytes(str(tmp_path))
+    low = [start]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            low[0] = min(low[0], free_bytes(str(tmp_path)))
+            time.sleep(0.005)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        p, doc = fs_run(tmp_path, exp, limit="200m")
+    finally:
+        stop.set()
+        t.join()
+    assert p.returncode == 0, (doc["status"], doc.get("failure"))
+    assert (Path(doc["run_dir"]) / "exp" / "part18.bin").stat().st_size == 10 << 20
+    # the image and the merged copy never both hold the run's data
+    assert start - low[0] < (200 + 48) * MiB, (start - low[0]) / MiB
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="making a mount of one's own needs root")
+def test_the_reaper_leaves_mounts_that_are_not_labbox_images_alone(tmp_path):
+    runs = tmp_path / "runs"
+    fake = runs / "fake"
+    (fake / "exp").mkdir(parents=True)
+    (fake / "exp" / "under.txt").write_text("the directory's own file")
+    other = tmp_path / "other.img"
+    subprocess.run(["truncate", "-s", "16m", str(other)], check=True)
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", str(other)], check=True)
+    os.link(other, fake / "exp.img")  # a name beside it that is not its own image
+    subprocess.run(["mount", "-o", "loop", str(other), str(fake / "exp")], check=True)
+    try:
+        exp = tmp_path / "exp"
+        exp.mkdir()
+        (exp / "main.py").write_text("print('accuracy: 1')\n")
+        p, doc = fs_run(tmp_path, exp)
+        assert p.returncode == 0, doc["status"]
+        assert str(fake / "exp") in Path("/proc/self/mountinfo").read_text()
+        assert (fake / "exp.img").exists()
+    finally:
+        subprocess.run(["umount", str(fake / "exp")], check=False)
+    assert (fake / "exp" / "under.txt").read_text() == "the directory's own file"
