@@ -251,14 +251,15 @@ def start_and_wait(sshd, exp, runs, marker, *opts):
     return p
 
 
-def test_sigterm_to_labbox_ends_the_remote_run(sshd, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_to_labbox_ends_the_remote_run(sshd, tmp_path, sig):
     marker = unique("lbssh")
     exp = sleeper(tmp_path, marker)
     p = start_and_wait(sshd, exp, tmp_path / "runs", marker)
     assert sshd.procs(marker), "the run is not on the host"
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(sig)
     out, _ = p.communicate(timeout=120)
-    assert p.returncode == 128 + signal.SIGTERM
+    assert p.returncode == 128 + sig
     doc = json.loads(out)
     assert doc["status"] == "interrupted"
     assert doc["metrics"]["conditions"]["cond_a"]["loss"] == 0.25
