@@ -277,6 +277,11 @@ def test_killed_labbox_leaves_nothing_on_the_host(sshd, tmp_path):
     assert_nothing_left(sshd, marker, None)
     ls = sshd.ssh(f"ls -d /tmp/labbox-ssh-{run_id}.* 2>/dev/null")
     assert ls.stdout.strip() == "", ls.stdout
+    # Its socket directory here goes at the next run.
+    assert list(Path("/tmp").glob(f"labbox-sshctl-{p.pid}-*"))
+    r = srun(sshd, write_exp(tmp_path, "print('x: 1')\n", name="next"), tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert not list(Path("/tmp").glob(f"labbox-sshctl-{p.pid}-*"))
 
 
 def test_lost_connection_ends_the_remote_run(sshd, tmp_path):
