@@ -13,14 +13,15 @@
  * The remote command runs under a small supervisor (a Python script given on the command
  * line: python3 is there for the experiment anyway) that ends it when local labbox says so,
  * when labbox's heartbeats stop (a lost connection) or when the channel closes (labbox or its
- * ssh died): SIGTERM to its process group, the grace, SIGKILL; after a lost connection it
- * also removes the per-run directory, since nobody else will. */
+ * ssh died): SIGTERM to its process group, the grace, SIGKILL. A second one, the guardian,
+ * removes the per-run directory when labbox closes its channel at cleanup, dies at any step,
+ * or its heartbeats stop: nothing of a run stays on the host. */
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/util.h"
 
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
