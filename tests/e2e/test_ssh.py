@@ -391,3 +391,19 @@ def test_volumes_are_the_remote_hosts(sshd, tmp_path):
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["values"]["n"] == 7
     assert f"{data}:/data:ro" in r.result["backend"]["command"]
+
+
+def test_one_connection_per_run(sshd, tmp_path):
+    """Every step of a run (setup, copies, the run, the removal) goes through labbox's one
+    ControlMaster connection: the host's sshd accepts one login for it."""
+    log = sshd.state / "sshd.log"
+
+    def logins():
+        return log.read_text(errors="replace").count("Accepted publickey")
+
+    before = logins()
+    exp = write_exp(tmp_path, "print('answer: 42')\n")
+    r = srun(sshd, exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert wait_for(lambda: logins() - before >= 1, 10)
+    assert logins() - before == 1, log.read_text()[-3000:]
