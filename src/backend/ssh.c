@@ -13,12 +13,14 @@
  * The remote command runs under a small supervisor (a Python script given on the command
  * line: python3 is there for the experiment anyway) that ends it when local labbox says so,
  * when labbox's heartbeats stop (a lost connection) or when the channel closes (labbox or its
- * ssh died): SIGTERM to its process group, the grace, SIGKILL; after a lost connection it
- * also removes the per-run directory, since nobody else will. */
+ * ssh died): SIGTERM to its process group, the grace, SIGKILL. A second one, the guardian,
+ * removes the per-run directory when labbox closes its channel at cleanup, dies at any step,
+ * or its heartbeats stop: nothing of a run stays on the host. */
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -336,11 +338,41 @@ static void child_dies_with_labbox(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* The socket directories of earlier labboxes that died without cleaning up (SIGKILL: their
+ * master died with them, their directory stayed): named by their pid, removed once that pid
+ * is gone. Only labbox's own two names are unlinked, so rmdir leaves anything else alone. */
+static void remove_stale_ctl_dirs(void)
+{
+	DIR *dir = opendir("/tmp");
+	if (!dir)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		int pid = 0;
+		char rest[16];
+		struct stat sb;
+		if (sscanf(e->d_name, "labbox-sshctl-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    fstatat(dirfd(dir), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+		    (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "/tmp/%s/c", e->d_name);
+		unlink(p);
+		snprintf(p, sizeof p, "/tmp/%s/master.err", e->d_name);
+		unlink(p);
+		snprintf(p, sizeof p, "/tmp/%s", e->d_name);
+		rmdir(p);
+	}
+	closedir(dir);
+}
+
 /* The ControlMaster, as labbox's child: up once its socket exists (ssh creates it after
  * authentication), or failed with what ssh said. */
 static int start_master(ssh_state *d, char *err, size_t errlen)
 {
-	snprintf(d->ctl_dir, sizeof d->ctl_dir, "/tmp/labbox-ssh-XXXXXX");
+	remove_stale_ctl_dirs();
+	snprintf(d->ctl_dir, sizeof d->ctl_dir, "/tmp/labbox-sshctl-%d-XXXXXX", (int)getpid());
 	if (!mkdtemp(d->ctl_dir)) {
 		d->ctl_dir[0] = '\0';
 		snprintf(err, errlen, "cannot create a private directory for the ssh connection: %s",

@@ -8,8 +8,8 @@
 #include "labbox/util.h"
 
 #include <getopt.h>
-#include <limits.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -251,14 +251,15 @@ def start_and_wait(sshd, exp, runs, marker, *opts):
     return p
 
 
-def test_sigterm_to_labbox_ends_the_remote_run(sshd, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_to_labbox_ends_the_remote_run(sshd, tmp_path, sig):
     marker = unique("lbssh")
     exp = sleeper(tmp_path, marker)
     p = start_and_wait(sshd, exp, tmp_path / "runs", marker)
     assert sshd.procs(marker), "the run is not on the host"
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(sig)
     out, _ = p.communicate(timeout=120)
-    assert p.returncode == 128 + signal.SIGTERM
+    assert p.returncode == 128 + sig
     doc = json.loads(out)
     assert doc["status"] == "interrupted"
     assert doc["metrics"]["conditions"]["cond_a"]["loss"] == 0.25
@@ -276,12 +277,17 @@ def test_killed_labbox_leaves_nothing_on_the_host(sshd, tmp_path):
     assert_nothing_left(sshd, marker, None)
     ls = sshd.ssh(f"ls -d /tmp/labbox-ssh-{run_id}.* 2>/dev/null")
     assert ls.stdout.strip() == "", ls.stdout
+    # Its socket directory here goes at the next run.
+    assert list(Path("/tmp").glob(f"labbox-sshctl-{p.pid}-*"))
+    r = srun(sshd, write_exp(tmp_path, "print('x: 1')\n", name="next"), tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert not list(Path("/tmp").glob(f"labbox-sshctl-{p.pid}-*"))
 
 
 def test_lost_connection_ends_the_remote_run(sshd, tmp_path):
     if not sshd.info.get("SSH_NETNS"):
-        pytest.fail("the test host has no network namespace here, so its link cannot be cut",
-                    pytrace=False)
+        pytest.skip("network namespaces are unavailable here (the test host listens on "
+                    "127.0.0.1), so there is no link of its own to cut")
     veth = "lbsshh" + sshd.user[len("lbssh"):]
     marker = unique("lbssh")
     exp = sleeper(tmp_path, marker)
@@ -385,3 +391,19 @@ def test_volumes_are_the_remote_hosts(sshd, tmp_path):
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["values"]["n"] == 7
     assert f"{data}:/data:ro" in r.result["backend"]["command"]
+
+
+def test_one_connection_per_run(sshd, tmp_path):
+    """Every step of a run (setup, copies, the run, the removal) goes through labbox's one
+    ControlMaster connection: the host's sshd accepts one login for it."""
+    log = sshd.state / "sshd.log"
+
+    def logins():
+        return log.read_text(errors="replace").count("Accepted publickey")
+
+    before = logins()
+    exp = write_exp(tmp_path, "print('answer: 42')\n")
+    r = srun(sshd, exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert wait_for(lambda: logins() - before >= 1, 10)
+    assert logins() - before == 1, log.read_text()[-3000:]
