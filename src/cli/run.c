@@ -6,8 +6,11 @@
 #include "labbox/run.h"
 #include "labbox/util.h"
 
+#include "labbox/config.h"
+
 #include <getopt.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,16 @@ static const char run_help[] =
 	"                       (default python3)\n"
 	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
 	"                       DOCKER_HOST and docker contexts are honoured)\n"
+	"  --mode slurm         a batch job of the cluster's own sbatch (SLURM_CONF honoured)\n"
+	"                       running this labbox on the staged experiment on its node; the\n"
+	"                       run directory must be on a file system the nodes share; the\n"
+	"                       budget is the job's time limit, --memory/--cpus/--gpus its\n"
+	"                       resources (--gpus 0,1: two GPUs of the job's)\n"
+	"  --partition NAME, --account NAME, --qos NAME\n"
+	"                       mode slurm: where the job goes (default: slurm: in labbox.yaml,\n"
+	"                       else the cluster's defaults)\n"
+	"  --hide PATH          keep PATH out of the experiment's sight (as the runs directory\n"
+	"                       is); repeatable\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -50,7 +63,8 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE };
+       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT,
+       OPT_QOS, OPT_HIDE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -69,6 +83,40 @@ static void warn(void *ctx, const char *message)
 {
 	(void)ctx;
 	cli_error("run", "warning: %s", message);
+}
+
+/* Progress of a remote run, on stderr: stdout is the summary's (or the JSON document's). */
+static void show_progress(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "labbox run: %s\n", line);
+}
+
+/* Whether this run goes to Slurm (flag, else labbox.yaml), decided before the sandbox flags
+ * are applied here: the GPUs it names are the job's, not this host's. */
+static bool slurm_mode(const lb_run_request *req)
+{
+	if (req->mode)
+		return strcmp(req->mode, "slurm") == 0;
+	lb_exp_config cfg;
+	char err[256], dir[PATH_MAX];
+	if (!req->expdir || !realpath(req->expdir, dir) ||
+	    lb_config_load(dir, &cfg, err, sizeof err) < 0)
+		return false;
+	bool yes = cfg.mode && strcmp(cfg.mode, "slurm") == 0;
+	lb_config_free(&cfg);
+	return yes;
+}
+
+static bool slurm_name(const char *flag, const char *v)
+{
+	bool ok = *v && *v != '-';
+	for (const char *p = v; ok && *p; p++)
+		ok = (unsigned char)*p > 0x20 && *p != 0x7f && *p != '%';
+	if (!ok)
+		cli_error("run", "%s '%s' is not a Slurm name (one word, no '%%', no leading '-')",
+			  flag, v);
+	return ok;
 }
 
 static void print_value(FILE *f, json_object *v)
@@ -233,6 +281,10 @@ int cli_run(int argc, char **argv)
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"image", required_argument, NULL, OPT_IMAGE},
 		{"engine", required_argument, NULL, OPT_ENGINE},
+		{"partition", required_argument, NULL, OPT_PARTITION},
+		{"account", required_argument, NULL, OPT_ACCOUNT},
+		{"qos", required_argument, NULL, OPT_QOS},
+		{"hide", required_argument, NULL, OPT_HIDE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -246,6 +298,8 @@ int cli_run(int argc, char **argv)
 	lb_run_request req = {0};
 	char **metrics = NULL;
 	size_t nmetrics = 0;
+	char **hide = NULL;
+	size_t nhide = 0;
 	bool quiet = false;
 	int rc = CLI_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
@@ -297,6 +351,30 @@ int cli_run(int argc, char **argv)
 				goto done;
 			}
 			req.engine = optarg;
+			break;
+		case OPT_PARTITION:
+		case OPT_ACCOUNT:
+		case OPT_QOS:
+			if (!slurm_name(opt == OPT_PARTITION ? "--partition"
+					: opt == OPT_ACCOUNT ? "--account" : "--qos", optarg))
+				goto done;
+			*(opt == OPT_PARTITION ? &req.partition : opt == OPT_ACCOUNT ? &req.account
+										: &req.qos) = optarg;
+			break;
+		case OPT_HIDE:
+			if (optarg[0] != '/') {
+				cli_error("run", "--hide '%s' is not an absolute path", optarg);
+				goto done;
+			}
+			{
+				char **nv = realloc(hide, (nhide + 1) * sizeof *hide);
+				if (!nv || !(nv[nhide] = strdup(optarg))) {
+					hide = nv ? nv : hide;
+					goto done;
+				}
+				hide = nv;
+				nhide++;
+			}
 			break;
 		case OPT_ENTRY:
 			if (!optarg[0]) {
@@ -352,8 +430,20 @@ int cli_run(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	if ((rc = cli_sandbox_apply("run", &o, sb)) != 0)
+	/* In mode slurm the GPUs are the job's: this host need not have them. */
+	char *gpus = o.gpus;
+	if (slurm_mode(&req))
+		o.gpus = NULL;
+	rc = cli_sandbox_apply("run", &o, sb);
+	o.gpus = gpus;
+	if (rc != 0)
 		goto done;
+	for (size_t i = 0; i < nhide; i++)
+		if (lb_sandbox_mask(sb, hide[i]) < 0) {
+			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
+			rc = 125;
+			goto done;
+		}
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
 	/* The default depends on the file system the run directories will live on. */
@@ -367,6 +457,7 @@ int cli_run(int argc, char **argv)
 		req.echo_ctx = &ec;
 	}
 	req.warn = warn;
+	req.progress = show_progress;
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
@@ -393,6 +484,9 @@ done:
 	for (size_t i = 0; i < nmetrics; i++)
 		free(metrics[i]);
 	free(metrics);
+	for (size_t i = 0; i < nhide; i++)
+		free(hide[i]);
+	free(hide);
 	lb_sandbox_free(sb);
 	cli_sandbox_opts_free(&o);
 	return rc;

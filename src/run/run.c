@@ -148,7 +148,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
 	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker)",
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, slurm)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->remote = strcmp(mode, "local") != 0;
 	if (strcmp(mode, st->backend_name) != 0)
@@ -843,7 +843,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
 		lb_diagnose_warnings(&din, dwarn);
 	json_object_object_add(doc, "diagnosis_warnings", dwarn);
-	json_object_object_add(doc, "isolation", lb_record_isolation_json(&res.isolation));
+	/* A backend whose far side ran its own sandbox (labbox on a Slurm node) gives that
+	 * side's block as it was reported. */
+	json_object *iso = be->ops->isolation ? be->ops->isolation(be) : NULL;
+	json_object_object_add(doc, "isolation", iso ? iso : lb_record_isolation_json(&res.isolation));
 	if (res.outcome == LB_SB_SETUP_FAILED && !rejected) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "step", json_object_new_string(res.setup_step));
@@ -889,6 +892,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				       json_object_object_get_ex(bd, "interpreter", &pyj) &&
 						       json_object_object_get_ex(pyj, "path", &bv)
 					       ? json_object_get(bv) : NULL);
+		/* What `labbox rerun` needs to submit the same job again. */
+		if (strcmp(be->ops->name, "slurm") == 0) {
+			json_object *sl = json_object_new_object();
+			json_object_object_add(sl, "partition", req->partition ? json_object_new_string(req->partition) : NULL);
+			json_object_object_add(sl, "account", req->account ? json_object_new_string(req->account) : NULL);
+			json_object_object_add(sl, "qos", req->qos ? json_object_new_string(req->qos) : NULL);
+			json_object_object_add(cfg, "slurm", sl);
+		}
 		json_object_put(bd);
 	}
 	json_object_object_add(cfg, "entry_named_by",
@@ -949,7 +960,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "symlinks",
 			       st->exp_dir && stage_r == 0 ? symlinks_json(st->exp_dir, files)
 							   : json_object_new_object());
-	json_object_object_add(manifest, "isolation", lb_record_isolation_json(&res.isolation));
+	iso = be->ops->isolation ? be->ops->isolation(be) : NULL;
+	json_object_object_add(manifest, "isolation", iso ? iso : lb_record_isolation_json(&res.isolation));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
 	int wr = lb_record_write_json(path, manifest);
 	json_object_put(manifest);
@@ -992,6 +1004,57 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	return r;
 }
 
+/* Mode slurm: the job's settings from the request, else labbox.yaml's slurm: block; its
+ * memory, cpus and gpus stand in for the flags' when those are not given, so the job asks for
+ * them and the node's sandbox enforces them. */
+static int run_slurm(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
+{
+	json_object *sbj = req->sandbox_config ? json_object_get(req->sandbox_config)
+					       : json_object_new_object();
+	json_object *v;
+	if (cfg && cfg->slurm_memory && !(json_object_object_get_ex(sbj, "memory_bytes", &v) && v))
+		json_object_object_add(sbj, "memory_bytes", json_object_new_int64((int64_t)cfg->slurm_memory));
+	if (cfg && cfg->slurm_cpus > 0 && !(json_object_object_get_ex(sbj, "cpus", &v) && v))
+		json_object_object_add(sbj, "cpus", json_object_new_double(cfg->slurm_cpus));
+	const char *g = json_object_object_get_ex(sbj, "gpus", &v) && v ? json_object_get_string(v) : NULL;
+	if (cfg && cfg->slurm_gpus && (!g || strcmp(g, "none") == 0)) {
+		/* N GPUs as the list --gpus would give for N of them. */
+		char list[4096] = "";
+		size_t n = 0;
+		for (unsigned i = 0; i < cfg->slurm_gpus && n + 8 < sizeof list; i++)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%u", i ? "," : "", i);
+		json_object_object_add(sbj, "gpus", json_object_new_string(list));
+	}
+	lb_slurm_config sc = {
+		.partition = req->partition ? req->partition : cfg ? cfg->slurm_partition : NULL,
+		.account = req->account ? req->account : cfg ? cfg->slurm_account : NULL,
+		.qos = req->qos ? req->qos : cfg ? cfg->slurm_qos : NULL,
+		.python = req->python ? req->python : cfg ? cfg->python : NULL,
+		.sandbox = sbj, .grace = req->grace, .policy = req->policy,
+		.trust_project = req->trust_project, .log_limit = req->log_limit,
+		.progress = req->progress, .progress_ctx = req->progress_ctx,
+	};
+	lb_backend *be = NULL;
+	int r = lb_backend_slurm(&sc, &be);
+	json_object_put(sbj);
+	if (r == -EINVAL) {
+		memset(out, 0, sizeof *out);
+		return usage_error(out, "mode slurm: a partition, account or qos name must be one word "
+				   "without spaces, '%%' or a leading '-'");
+	}
+	if (r < 0)
+		return r;
+	lb_run_request sreq = *req;
+	sreq.mode = "slurm";
+	/* What the job was given, so that rerun submits the same. */
+	sreq.partition = sc.partition;
+	sreq.account = sc.account;
+	sreq.qos = sc.qos;
+	r = lb_run_on(be, &sreq, out);
+	lb_backend_free(be);
+	return r;
+}
+
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
 	/* The mode and image may come from labbox.yaml; a file that does not load is reported
@@ -1004,6 +1067,11 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
 	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
 	int r;
+	if (strcmp(mode, "slurm") == 0) {
+		r = run_slurm(req, loaded ? &cfg : NULL, out);
+		lb_config_free(&cfg);
+		return r;
+	}
 	if (strcmp(mode, "docker") != 0) {
 		r = lb_run(sb, req, out);
 		lb_config_free(&cfg);
