@@ -153,7 +153,7 @@ int lb_slurm_submit_array(const lb_slurm_submit *s, struct json_object *cmd, cha
  * when squeue did not answer. */
 int lb_slurm_poll(const char *job_id, size_t ntasks, char (*states)[32], char (*nodes)[128]);
 
-/* The node-side command of one cell: LABBOX run --json -q --runs-dir RUNS --python PY
+/* The node-side command of one cell: LABBOX run --json --mode local -q --runs-dir RUNS --python PY
  * --policy P [--trust-project] [--budget B] --grace G [sandbox flags] --entry ENTRY
  * [--hide H ...] EXPDIR [-- ARGS]. A new NULL-terminated vector (free with
  * lb_slurm_argv_free). hide: paths the node must keep from the experiment besides its own

@@ -510,6 +510,10 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out)
 	r |= strv_push(&a, n->labbox);
 	r |= strv_push(&a, "run");
 	r |= strv_push(&a, "--json");
+	/* On the node the run is local: the staged labbox.yaml may say mode: slurm, which would
+	 * submit the job again from inside itself. */
+	r |= strv_push(&a, "--mode");
+	r |= strv_push(&a, "local");
 	/* The output is in the node's run.log, which the submitting labbox streams. */
 	r |= strv_push(&a, "--quiet");
 	r |= strv_push(&a, "--runs-dir");

@@ -878,6 +878,12 @@ static void rerun_echo(void *ctx, lb_stream stream, const char *data, size_t len
 	lb_write_all(*(int *)ctx, data, len);
 }
 
+static void rerun_progress(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "labbox rerun: %s\n", line);
+}
+
 int cli_rerun(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -971,7 +977,13 @@ int cli_rerun(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	if ((rc = cli_sandbox_apply("rerun", &so, sb)) != 0)
+	/* A Slurm run's GPUs were the job's: this host need not have them. */
+	char *so_gpus = so.gpus;
+	if (strcmp(get_str(cfg, "mode", "local"), "slurm") == 0)
+		so.gpus = NULL;
+	rc = cli_sandbox_apply("rerun", &so, sb);
+	so.gpus = so_gpus;
+	if (rc != 0)
 		goto done;
 	lb_run_request req = {0};
 	req.expdir = src;
@@ -994,6 +1006,15 @@ int cli_rerun(int argc, char **argv)
 		req.image = get_str(cfg, "image", NULL);
 		req.engine = get_str(cfg, "engine_asked", NULL);
 		req.python = get_str(cfg, "python_in_image", NULL);
+	}
+	if (strcmp(req.mode, "slurm") == 0) {
+		/* The same partition, account and qos, and the interpreter on the node. */
+		json_object *sl = json_object_object_get(cfg, "slurm");
+		req.partition = get_str(sl, "partition", NULL);
+		req.account = get_str(sl, "account", NULL);
+		req.qos = get_str(sl, "qos", NULL);
+		req.python = get_str(cfg, "python_in_image", NULL);
+		req.progress = rerun_progress;
 	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
