@@ -42,6 +42,9 @@ typedef struct lb_backend_job {
 	uint64_t disk_limit;    /* bytes exp/ may hold; 0: none */
 	lb_output_fn output;    /* stdout and stderr, merged, as they arrive */
 	void *output_ctx;
+	/* A new attempt of the run starts (a requeued Slurm job): what output fed the metrics so
+	 * far is dropped (run.log keeps it), so the run is counted once. May be NULL. */
+	void (*restart)(void *output_ctx);
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;
@@ -172,6 +175,11 @@ typedef struct lb_slurm_node_run {
 	bool gpus_from_job; /* --gpus takes the job's own GPUs ($SLURM_JOB_GPUS) */
 } lb_slurm_node_run;
 int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out);
+
+/* What the cluster offers (labbox probe --mode slurm): {cluster, version, slurm_conf,
+ * partitions: {NAME: {default, available, time_limit, nodes, nodes_idle, cpus_per_node,
+ * memory_mb_per_node, gres}}}. -EHOSTUNREACH / -ENOENT with err as for a run. */
+int lb_slurm_probe(struct json_object **out, char *err, size_t errlen);
 void lb_slurm_argv_free(char **v);
 
 #endif

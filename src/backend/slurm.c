@@ -617,6 +617,8 @@ typedef struct slurm_state {
 	char node_host[256];
 	char node_run_dir[PATH_MAX];
 	char peak_source[32], peak_memory_source[96];
+	int guard_wr; /* the guardian's pipe; -1 when there is none */
+	pid_t guard_pid;
 } slurm_state;
 
 static slurm_state *state_of(lb_backend *b)
@@ -923,10 +925,12 @@ static void stream_log(slurm_state *s, const lb_backend_job *job)
 			char note[512];
 			int n = snprintf(note, sizeof note,
 					 "\n[labbox] Slurm restarted job %s (attempt %d): what follows "
-					 "is that attempt's output, and the run's record is its\n",
+					 "is that attempt's output, and the run's record is that attempt's\n",
 					 s->job_id, s->restarts + 1);
 			if (job->output && n > 0)
 				job->output(job->output_ctx, LB_STREAM_STDERR, note, (size_t)n);
+			if (job->restart)
+				job->restart(job->output_ctx);
 		}
 		snprintf(s->attempt, sizeof s->attempt, "%s", newest);
 		if (s->log_fd >= 0)
@@ -1119,6 +1123,60 @@ static void conclude(slurm_state *s, json_object *doc, lb_sandbox_result *res)
 	}
 }
 
+/* A child that outlives labbox: it waits for the end of the pipe labbox holds; a byte means
+ * labbox saw the job to its end itself, EOF without one that labbox died (SIGKILL, a crash),
+ * so it cancels the job: nothing labbox submitted runs on unwatched. Signals to the
+ * terminal's process group do not stop it. */
+static void start_guardian(slurm_state *s)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		char c;
+		ssize_t n;
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0);
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+		}
+		execlp("scancel", "scancel", s->job_id, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	s->guard_wr = p[1];
+	s->guard_pid = pid;
+}
+
+static void stop_guardian(slurm_state *s)
+{
+	if (s->guard_wr < 0)
+		return;
+	(void)!write(s->guard_wr, "x", 1);
+	close(s->guard_wr);
+	s->guard_wr = -1;
+	waitpid(s->guard_pid, NULL, 0);
+}
+
 static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)
 {
 	slurm_state *s = state_of(b);
@@ -1163,6 +1221,7 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		return 0;
 	}
 	s->active = true;
+	start_guardian(s);
 	progress(s, "submitted Slurm job %s%s%s to cluster %s", s->job_id,
 		 s->partition ? ", partition " : "", s->partition ? s->partition : "",
 		 s->cluster[0] ? s->cluster : "(unnamed)");
@@ -1437,6 +1496,7 @@ static void slurm_cleanup(lb_backend *b)
 		scancel(s->job_id, NULL, false);
 		s->active = false;
 	}
+	stop_guardian(s);
 	if (s->log_fd >= 0) {
 		close(s->log_fd);
 		s->log_fd = -1;
@@ -1494,6 +1554,8 @@ static void slurm_free(lb_backend *b)
 		return;
 	if (s->log_fd >= 0)
 		close(s->log_fd);
+	if (s->guard_wr >= 0)
+		close(s->guard_wr);
 	free(s->partition);
 	free(s->account);
 	free(s->qos);
@@ -1546,6 +1608,7 @@ int lb_backend_slurm(const lb_slurm_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	s->log_fd = -1;
+	s->guard_wr = -1;
 	b->ops = &slurm_ops;
 	b->state = s;
 	bool oom = false;
@@ -1572,5 +1635,77 @@ int lb_backend_slurm(const lb_slurm_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	*out = b;
+	return 0;
+}
+
+/* ---- labbox probe --mode slurm ----------------------------------------------------------- */
+
+int lb_slurm_probe(struct json_object **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	slurm_state s;
+	memset(&s, 0, sizeof s);
+	int r = reach_controller(&s, err, errlen);
+	if (r < 0)
+		return r;
+	char *argv[] = {"sinfo", "-h", "-o", "%P|%a|%l|%D|%T|%c|%m|%G", NULL};
+	lb_buf o = {0};
+	int st = client_run(argv, true, 1 << 20, CLIENT_TIMEOUT_S, &o);
+	if (st != 0) {
+		char said[400];
+		one_line(&o, said, sizeof said);
+		lb_buf_free(&o);
+		snprintf(err, errlen, "sinfo failed (SLURM_CONF=%s): %s", s.conf, said);
+		return -EHOSTUNREACH;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "cluster", s.cluster[0] ? json_object_new_string(s.cluster) : NULL);
+	json_object_object_add(doc, "version", s.version[0] ? json_object_new_string(s.version) : NULL);
+	json_object_object_add(doc, "slurm_conf", json_object_new_string(s.conf));
+	json_object *parts = json_object_new_object();
+	char *save = NULL;
+	/* One line per partition and node state: summed per partition. */
+	for (char *line = o.data ? strtok_r(o.data, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[8];
+		size_t nf = 0;
+		for (char *p = line; nf < 8; nf++) {
+			f[nf] = p;
+			char *bar = strchr(p, '|');
+			if (!bar) {
+				nf++;
+				break;
+			}
+			*bar = '\0';
+			p = bar + 1;
+		}
+		if (nf != 8 || !*f[0])
+			continue;
+		size_t len = strlen(f[0]);
+		bool dflt = f[0][len - 1] == '*';
+		if (dflt)
+			f[0][len - 1] = '\0';
+		json_object *pj;
+		if (!json_object_object_get_ex(parts, f[0], &pj)) {
+			pj = json_object_new_object();
+			json_object_object_add(pj, "default", json_object_new_boolean(dflt));
+			json_object_object_add(pj, "available", json_object_new_string(f[1]));
+			json_object_object_add(pj, "time_limit", json_object_new_string(f[2]));
+			json_object_object_add(pj, "nodes", json_object_new_int(0));
+			json_object_object_add(pj, "nodes_idle", json_object_new_int(0));
+			json_object_object_add(pj, "cpus_per_node", json_object_new_string(f[5]));
+			json_object_object_add(pj, "memory_mb_per_node", json_object_new_string(f[6]));
+			json_object_object_add(pj, "gres", strcmp(f[7], "(null)") ? json_object_new_string(f[7]) : NULL);
+			json_object_object_add(parts, f[0], pj);
+		}
+		long n = strtol(f[3], NULL, 10);
+		json_object_object_add(pj, "nodes", json_object_new_int((int)(json_i64(pj, "nodes") + n)));
+		if (strncmp(f[4], "idle", 4) == 0)
+			json_object_object_add(pj, "nodes_idle",
+					       json_object_new_int((int)(json_i64(pj, "nodes_idle") + n)));
+	}
+	lb_buf_free(&o);
+	json_object_object_add(doc, "partitions", parts);
+	*out = doc;
 	return 0;
 }

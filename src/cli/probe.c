@@ -1,5 +1,6 @@
 /* labbox probe: what this host can do for this user. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
@@ -12,7 +13,7 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json]\n"
+	"usage: labbox probe [--json] [--mode slurm]\n"
 	"\n"
 	"Report what isolation this host offers the current user, each item tried for real:\n"
 	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
@@ -21,6 +22,8 @@ static const char probe_help[] =
 	"\n"
 	"Options:\n"
 	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
+	"  --mode slurm  the Slurm cluster SLURM_CONF names instead: partitions, their limits\n"
+	"              and idle nodes (exit 125 when it cannot be reached)\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
@@ -55,6 +58,48 @@ static json_object *gpus_json(void)
 	return a;
 }
 
+/* labbox probe --mode slurm: self-contained, so other modes can be added beside it. */
+static int probe_slurm(bool json)
+{
+	json_object *cl = NULL;
+	char err[1024] = "";
+	if (lb_slurm_probe(&cl, err, sizeof err) < 0) {
+		cli_error("probe", "%s", err);
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("slurm"));
+	json_object_object_add(doc, "slurm", cl);
+	if (json) {
+		cli_json_print(doc);
+	} else {
+		json_object *v, *parts;
+		printf("labbox probe --mode slurm: cluster %s, Slurm %s (SLURM_CONF=%s)\n",
+		       json_object_object_get_ex(cl, "cluster", &v) && v ? json_object_get_string(v) : "?",
+		       json_object_object_get_ex(cl, "version", &v) && v ? json_object_get_string(v) : "?",
+		       json_object_object_get_ex(cl, "slurm_conf", &v) ? json_object_get_string(v) : "?");
+		json_object_object_get_ex(cl, "partitions", &parts);
+		json_object_object_foreach(parts, name, p)
+		{
+			json_object *a, *t, *n, *i, *c, *m;
+			json_object_object_get_ex(p, "available", &a);
+			json_object_object_get_ex(p, "time_limit", &t);
+			json_object_object_get_ex(p, "nodes", &n);
+			json_object_object_get_ex(p, "nodes_idle", &i);
+			json_object_object_get_ex(p, "cpus_per_node", &c);
+			json_object_object_get_ex(p, "memory_mb_per_node", &m);
+			cli_printf("  %-16s %s%s, limit %s, %d nodes (%d idle), %s CPUs and %s MB each\n",
+				   name, json_object_get_string(a),
+				   json_object_get_boolean(json_object_object_get(p, "default")) ? ", default" : "",
+				   json_object_get_string(t), json_object_get_int(n), json_object_get_int(i),
+				   json_object_get_string(c), json_object_get_string(m));
+		}
+	}
+	json_object_put(doc);
+	return 0;
+}
+
 static const char *yn(bool b)
 {
 	return b ? "yes" : "no";
@@ -64,10 +109,12 @@ int cli_probe(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"mode", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	const char *mode = NULL;
 	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
@@ -80,6 +127,13 @@ int cli_probe(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			if (strcmp(optarg, "local") != 0 && strcmp(optarg, "slurm") != 0) {
+				cli_error("probe", "--mode '%s' is not one probe knows (local, slurm)", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			mode = optarg;
+			break;
 		default:
 			cli_bad_option("probe", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -89,6 +143,8 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
+	if (mode && strcmp(mode, "slurm") == 0)
+		return probe_slurm(json);
 	lb_probe p;
 	if (lb_sandbox_probe(&p) < 0) {
 		cli_error("probe", "out of memory");

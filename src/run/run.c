@@ -27,7 +27,7 @@
 
 typedef struct tee_ctx {
 	lb_runlog *log;
-	lb_metrics *metrics;
+	lb_metrics **metrics; /* the pipeline's: a restart replaces it */
 	lb_output_fn echo;
 	void *echo_ctx;
 	double t0; /* monotonic start: when each line arrived, for TIME_GUARD */
@@ -37,9 +37,22 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 {
 	tee_ctx *t = ctx;
 	lb_runlog_write(t->log, data, len);
-	lb_metrics_feed_at(t->metrics, data, len, lb_time_monotonic() - t->t0);
+	lb_metrics_feed_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
 	if (t->echo)
 		t->echo(t->echo_ctx, stream, data, len);
+}
+
+/* A new attempt of the same run (Slurm requeued the job): the metrics are the last attempt's
+ * alone, so a requeued run is counted once; run.log keeps every attempt's output. */
+static void tee_restart(void *ctx)
+{
+	tee_ctx *t = ctx;
+	lb_metrics *fresh = NULL;
+	if (lb_metrics_new(&fresh) < 0)
+		return;
+	lb_metrics_free(*t->metrics);
+	*t->metrics = fresh;
+	t->t0 = lb_time_monotonic();
 }
 
 /* Python's string hashing, fixed so that set and dict orders repeat from run to run. */
@@ -695,7 +708,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			 stage_r < 0 ? err : "cannot create run.log");
 	} else {
 		staged_ids = snapshot_staged(st->exp_dir, files);
-		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
+		tee_ctx tee = {.log = log, .metrics = &metrics, .echo = req->echo,
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
 		char store[2][PATH_MAX + 32];
 		char *env[JOB_ENV_MAX];
@@ -711,7 +724,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.index_path = index_path, .exp_dir = st->exp_dir, .python = &st->py,
 			.argv = argv, .env = env, .nenv = job_env(st, out->id, store, env),
 			.budget = st->budget, .disk_limit = st->disk_limit,
-			.output = tee_output, .output_ctx = &tee,
+			.output = tee_output, .output_ctx = &tee, .restart = tee_restart,
 		};
 		r = be->ops->prepare(be, &job, err, sizeof err);
 		if (r < 0) {

@@ -304,3 +304,37 @@ def test_bad_slurm_settings_are_usage_errors(slurm, tmp_path):
     exp2 = write_exp(tmp_path, "print('x: 1')\n", name="exp2")
     r = labbox("run", "--json", "--mode", "slurm", "--partition", "a b", exp2, env=slurm)
     assert r.returncode == 2 and "partition" in r.stdout
+
+
+def test_killed_labbox_leaves_no_job(slurm, tmp_path):
+    marker = unique("kl")
+    exp = write_exp(tmp_path, f"""
+        import time
+        print({marker!r}, flush=True)
+        time.sleep(600)
+    """)
+    runs = tmp_path / "runs"
+    p = start_bg(slurm, exp, runs)
+    try:
+        jid = running_job(slurm, runs, marker)
+        p.kill()  # no cleanup: the guardian cancels the job
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert wait_for(lambda: squeue(slurm, "-j", jid, "-t", "PD,R,CG,S") == "", 60), \
+        squeue(slurm, "-t", "all")
+    assert wait_no_marker(marker, 30) == []
+
+
+def test_probe_mode_slurm(slurm, tmp_path):
+    r = labbox("probe", "--json", "--mode", "slurm", env=slurm)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "slurm" and doc["slurm"]["cluster"] == "labboxtest"
+    part = doc["slurm"]["partitions"]["debug"]
+    assert part["default"] is True and part["nodes"] == 1 and part["available"] == "up"
+    dead = tmp_path / "none.conf"
+    r = labbox("probe", "--json", "--mode", "slurm", env=dict(slurm, SLURM_CONF=str(dead)))
+    assert r.returncode == 125
+    assert str(dead) in json.loads(r.stdout)["error"]["message"]
