@@ -600,6 +600,7 @@ typedef struct slurm_state {
 	char run_dir[PATH_MAX];
 	unsigned gpus;
 	double time_limit_s;    /* 0: the partition's */
+	double ran_s;           /* seconds the job was seen RUNNING (its last attempt) */
 	strv node_argv;
 	json_object *sbatch_cmd; /* the sbatch command line, for the record */
 	char job_id[32];
@@ -1087,7 +1088,18 @@ static void conclude(slurm_state *s, json_object *doc, lb_sandbox_result *res)
 		return;
 	}
 	if (strcmp(status, "interrupted") == 0) {
-		/* Nobody here asked: the job's time limit sent its signal ahead (--signal). */
+		/* Nobody here asked. Near the job's time limit it is the signal Slurm sends ahead
+		 * of it (--signal, up to a minute early); well before it, someone signalled the
+		 * job (scancel --signal), which is no timeout. */
+		if (s->time_limit_s > 0 && s->ran_s < s->time_limit_s - 2 * SIGNAL_LEAD_S) {
+			setup_failed(res, "slurm job",
+				     "labbox on node %s was signalled after %.0f s, well before the "
+				     "job's time limit of %.0f s, by someone other than this labbox "
+				     "(scancel --signal?); its output so far is kept; `scontrol show "
+				     "job %s` says more",
+				     s->node[0] ? s->node : "?", s->ran_s, s->time_limit_s, s->job_id);
+			return;
+		}
 		res->timed_out = true;
 		res->outcome = LB_SB_TIMEOUT;
 		return;
@@ -1321,6 +1333,7 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		}
 	}
 	res->wall_s = lb_time_monotonic() - (t_run ? t_run : t0);
+	s->ran_s = t_run ? lb_time_monotonic() - t_run : 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (res->outcome == LB_SB_SETUP_FAILED)
 		return 0;

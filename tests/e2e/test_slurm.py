@@ -338,3 +338,28 @@ def test_probe_mode_slurm(slurm, tmp_path):
     r = labbox("probe", "--json", "--mode", "slurm", env=dict(slurm, SLURM_CONF=str(dead)))
     assert r.returncode == 125
     assert str(dead) in json.loads(r.stdout)["error"]["message"]
+
+
+def test_signal_from_outside_is_not_a_timeout(slurm, tmp_path):
+    marker = unique("sg")
+    exp = write_exp(tmp_path, f"""
+        import time
+        print("loss: 0.5")
+        print({marker!r}, flush=True)
+        time.sleep(600)
+    """)
+    runs = tmp_path / "runs"
+    p = start_bg(slurm, exp, runs, "--budget", "600", "--grace", "1")
+    try:
+        jid = running_job(slurm, runs, marker)
+        subprocess.run(["scancel", "--batch", "--signal=TERM", jid], env=slurm, check=True,
+                       timeout=60)
+        doc, err = finish(p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 125, (doc, err)
+    assert doc["timed_out"] is False
+    msg = doc["infra_error"]["message"]
+    assert "signalled" in msg and "before the job's time limit" in msg, msg
+    assert doc["metrics"]["values"]["loss"] == 0.5
