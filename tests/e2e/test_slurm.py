@@ -363,3 +363,35 @@ def test_signal_from_outside_is_not_a_timeout(slurm, tmp_path):
     msg = doc["infra_error"]["message"]
     assert "signalled" in msg and "before the job's time limit" in msg, msg
     assert doc["metrics"]["values"]["loss"] == 0.5
+
+
+def test_ctrl_c_while_pending_cancels_the_job(slurm, tmp_path):
+    # A job holding every CPU of the one node keeps labbox's job PENDING.
+    block = subprocess.run(["sbatch", "--parsable", "--cpus-per-task=2", "--mem=256",
+                            "--output=/dev/null", "--wrap", "sleep 300"], env=slurm,
+                           capture_output=True, text=True, timeout=60)
+    assert block.returncode == 0, block.stderr
+    blocker = block.stdout.strip().split(";")[0]
+    try:
+        exp = write_exp(tmp_path, "print('x: 1')\n")
+        p = start_bg(slurm, exp, tmp_path / "runs", "--cpus", "1")
+        lines = []
+        try:
+            for line in p.stderr:
+                lines.append(line)
+                if "PENDING" in line:
+                    break
+            assert any("PENDING" in l for l in lines), lines
+            jid = next(l.split("Slurm job ")[1].split()[0] for l in lines if "submitted" in l)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 128 + signal.SIGINT, (out, err)
+        doc = json.loads(out)
+        assert doc["status"] == "interrupted" and doc["backend"]["job_id"] == jid
+        assert squeue(slurm, "-j", jid, "-t", "PD,R,CG,S") == ""
+        assert "x: 1" not in (Path(doc["run_dir"]) / "run.log").read_text()
+    finally:
+        subprocess.run(["scancel", blocker], env=slurm, timeout=60)
