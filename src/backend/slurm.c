@@ -398,12 +398,14 @@ int lb_slurm_poll(const char *job_id, size_t ntasks, char (*states)[32], char (*
 	char *argv[] = {"squeue", "-h", "-r", "-t", "all", "-j", (char *)job_id, "-o", "%K|%T|%N",
 			NULL};
 	lb_buf o = {0};
-	int st = client_run(argv, false, 1 << 20, CLIENT_TIMEOUT_S, &o);
+	int st = client_run(argv, true, 1 << 20, CLIENT_TIMEOUT_S, &o);
 	if (st != 0) {
-		lb_buf_free(&o);
 		/* A job squeue has forgotten (MinJobAge passed) is an error for some versions:
-		 * "Invalid job id specified". That is an answer, not a lost controller. */
-		return -EHOSTUNREACH;
+		 * "Invalid job id specified". That is an answer (every task "": gone), not a lost
+		 * controller. */
+		bool forgotten = o.data && strstr(o.data, "Invalid job id");
+		lb_buf_free(&o);
+		return forgotten ? 0 : -EHOSTUNREACH;
 	}
 	LB_AUTOFREE bool *mark = calloc(ntasks ? ntasks : 1, sizeof *mark);
 	if (!mark) {
@@ -1239,7 +1241,7 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		 s->cluster[0] ? s->cluster : "(unnamed)");
 
 	double t0 = lb_time_monotonic(), t_run = 0, last_ok = t0, stop_at = 0, next_poll = 0;
-	bool killed = false, seen = false, was_running = false;
+	bool killed = false, seen = false, was_running = false, gone = false;
 	char prev[32] = "";
 	for (;;) {
 		double now = lb_time_monotonic();
@@ -1251,6 +1253,8 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			next_poll = now + (s->poll_s > 0 ? s->poll_s : 0.5);
 			if (pr == 0) {
 				last_ok = now;
+				if (!st[0][0] && seen)
+					gone = true;
 				if (st[0][0]) {
 					seen = true;
 					snprintf(s->job_state, sizeof s->job_state, "%s", st[0]);
@@ -1289,7 +1293,7 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			break;
 		/* squeue no longer shows a job it showed: it ended long enough ago to be
 		 * forgotten; the node's document says how. */
-		if (seen && !s->job_state[0])
+		if (gone)
 			break;
 		if (!seen && now - t0 > LOST_CONTACT_S) {
 			setup_failed(res, "slurm job", "squeue never showed job %s (SLURM_CONF=%s): "
@@ -1337,7 +1341,7 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (res->outcome == LB_SB_SETUP_FAILED)
 		return 0;
-	s->active = !state_final(s->job_state) && s->job_state[0];
+	s->active = !gone && !state_final(s->job_state) && s->job_state[0];
 	/* The document is written before labbox on the node exits; on a shared file system it
 	 * may show up a moment after the job's end. */
 	json_object *doc = NULL;

@@ -177,6 +177,10 @@ static void test_poll_reads_squeue_defensively(void **state)
 	assert_int_equal(lb_slurm_poll("78", 1, st, NULL), 0);
 	assert_string_equal(st[0], "CANCELLED");
 	assert_int_equal(lb_slurm_poll("78; rm", 1, st, NULL), -EINVAL);
+	/* A job squeue has forgotten is an answer: no task shown. */
+	stub(f, "squeue", "slurm_load_jobs error: Invalid job id specified", 1);
+	assert_int_equal(lb_slurm_poll("80", 1, st, NULL), 0);
+	assert_string_equal(st[0], "");
 	stub(f, "squeue", "slurm_load_jobs error: Unable to contact slurm controller", 1);
 	assert_int_equal(lb_slurm_poll("79", 1, st, NULL), -EHOSTUNREACH);
 }
