@@ -395,3 +395,47 @@ def test_ctrl_c_while_pending_cancels_the_job(slurm, tmp_path):
         assert "x: 1" not in (Path(doc["run_dir"]) / "run.log").read_text()
     finally:
         subprocess.run(["scancel", blocker], env=slurm, timeout=60)
+
+
+def test_requeued_job_is_counted_once(slurm, tmp_path):
+    # The experiment tells its attempts apart by a file in a writable volume: the first
+    # attempt reports a metric the second does not, and waits to be requeued.
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    marker = unique("rq")
+    exp = write_exp(tmp_path, f"""
+        import os, time
+        if not os.path.exists("/state/first"):
+            open("/state/first", "w").write("x")
+            print("first_only: 1")
+            print({marker!r}, flush=True)
+            time.sleep(600)
+        print("loss: 0.5")
+    """)
+    runs = tmp_path / "runs"
+    p = start_bg(slurm, exp, runs, "--policy", "permissive", "-v", f"{state}:/state:rw")
+    try:
+        jid = running_job(slurm, runs, marker)
+        subprocess.run(["scontrol", "requeue", jid], env=slurm, check=True, timeout=60)
+        # Slurm holds a requeued job for two minutes; an administrator's StartTime=now
+        # releases it once it is pending again.
+        def released():
+            st = squeue(slurm, "-j", jid, "-t", "all", "-o", "%T|%r")
+            if st.startswith("PENDING"):
+                subprocess.run(["scontrol", "update", f"JobId={jid}", "StartTime=now"],
+                               env=slurm, capture_output=True, timeout=60)
+                return False
+            return len(list(runs.glob("*/slurm/runs/*"))) == 2  # the second attempt began
+        assert wait_for(released, 90, interval=0.5), squeue(slurm, "-t", "all")
+        doc, err = finish(p, timeout=150)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, (doc, err)
+    assert doc["status"] == "completed"
+    assert doc["backend"]["restarts"] == 1
+    assert doc["metrics"]["values"] == {"loss": 0.5}  # the first attempt's metric is gone
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "first_only: 1" in log and "Slurm restarted job" in log  # both attempts logged
+    assert len(list((Path(doc["run_dir"]) / "slurm" / "runs").iterdir())) == 2
