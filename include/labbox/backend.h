@@ -42,6 +42,9 @@ typedef struct lb_backend_job {
 	uint64_t disk_limit;    /* bytes exp/ may hold; 0: none */
 	lb_output_fn output;    /* stdout and stderr, merged, as they arrive */
 	void *output_ctx;
+	/* A new attempt of the run starts (a requeued Slurm job): what output fed the metrics so
+	 * far is dropped (run.log keeps it), so the run is counted once. May be NULL. */
+	void (*restart)(void *output_ctx);
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;
@@ -112,5 +115,92 @@ int lb_backend_ssh(const lb_ssh_config *cfg, lb_backend **out);
  * its own probe's isolation, python3. 0 with *out a labbox.probe/1-style document (reachable
  * or not, as it says), or a negative errno. */
 int lb_backend_ssh_probe(const lb_ssh_config *cfg, struct json_object **out);
+/* The Slurm backend (src/backend/slurm.c): the run becomes a batch job submitted with the
+ * cluster's own sbatch; the job runs this labbox (`labbox run --json`) on the staged
+ * experiment on its compute node, so the experiment is sandboxed there as locally, and the
+ * node's run is brought back into the local run directory. The run directory must be on a
+ * file system the compute nodes share (as home and project directories are on clusters). */
+typedef struct lb_slurm_config {
+	const char *partition; /* NULL: the cluster's default partition */
+	const char *account;   /* NULL: the user's default account */
+	const char *qos;       /* NULL: the default */
+	const char *python;    /* the interpreter on the node; NULL: python3 on the job's PATH */
+	const char *labbox;    /* labbox as the nodes see it; NULL: this binary, copied beside
+				* the runs directory (content-addressed, shared by runs) */
+	struct json_object *sandbox; /* the shared sandbox flags, passed on to the node's labbox */
+	double grace;    /* seconds between SIGTERM and SIGKILL, on the node as locally */
+	int policy;      /* lb_check_policy of the node's own static check */
+	bool trust_project;
+	uint64_t log_limit; /* the node's run.log cap; 0: labbox's default */
+	double poll_s;   /* squeue interval; 0: 0.5 s */
+	/* Progress lines (PENDING, RUNNING on NODE, requeued...), for a person: may be NULL. */
+	void (*progress)(void *ctx, const char *line);
+	void *progress_ctx;
+} lb_slurm_config;
+int lb_backend_slurm(const lb_slurm_config *cfg, lb_backend **out);
+
+/* One sbatch call for N cells (lb_slurm_submit): the building block of the backend, and of
+ * `labbox sweep --mode slurm`, which submits all its cells at once as one job array. Each
+ * cell is a command (labbox run --json ..., see lb_slurm_node_argv) and a directory on the
+ * shared file system where its task's stdout (node.json: the node's result document) and
+ * stderr (node.err) go. With ncells == 1 there is no --array (a plain job, as `labbox run`
+ * submits it); with more it is --array=0-(N-1)[%max_parallel], task i running cell i. */
+typedef struct lb_slurm_cell {
+	char *const *argv; /* NULL-terminated, argv[0] an absolute path the node can run */
+	const char *dir;   /* absolute; created by the caller */
+} lb_slurm_cell;
+
+typedef struct lb_slurm_submit {
+	const char *dir;  /* absolute: job.sh and Slurm's own output (slurm-%A_%a.out) go here */
+	const char *name; /* --job-name */
+	const char *partition, *account, *qos; /* NULL: the cluster's defaults */
+	unsigned cpus;      /* --cpus-per-task; 0: the default (1) */
+	uint64_t mem_bytes; /* --mem, rounded up to MiB; 0: the cluster's DefMemPerCPU */
+	unsigned gpus;      /* --gres=gpu:N; 0: none */
+	double time_limit_s; /* --time, rounded up to minutes; 0: the partition's limit */
+	unsigned signal_lead_s; /* --signal=B:TERM@lead: labbox on the node ends the run cleanly
+				 * before the time limit kills it; 0: none */
+	unsigned max_parallel;  /* the %P of --array; 0: no limit */
+	const lb_slurm_cell *cells;
+	size_t ncells;
+} lb_slurm_submit;
+
+/* Writes DIR/job.sh and runs sbatch; job_id gets the job's id (digits only). The sbatch
+ * command line is appended to cmd (a json array) when cmd is not NULL. -EINVAL for a bad
+ * request, -EHOSTUNREACH when sbatch refused or failed (err says what it said). */
+int lb_slurm_submit_array(const lb_slurm_submit *s, struct json_object *cmd, char job_id[32],
+			  char *err, size_t errlen);
+
+/* The state of each task of a job as squeue reports it ("PENDING", "RUNNING", "COMPLETED",
+ * "CANCELLED", ...; "" for a task squeue no longer shows), and the node each ran on.
+ * states and nodes are arrays of ntasks strings of 32 and 128 bytes. 0, or -EHOSTUNREACH
+ * when squeue did not answer. */
+int lb_slurm_poll(const char *job_id, size_t ntasks, char (*states)[32], char (*nodes)[128]);
+
+/* The node-side command of one cell: LABBOX run --json --mode local -q --runs-dir RUNS --python PY
+ * --policy P [--trust-project] [--budget B] --grace G [sandbox flags] --entry ENTRY
+ * [--hide H ...] EXPDIR [-- ARGS]. A new NULL-terminated vector (free with
+ * lb_slurm_argv_free). hide: paths the node must keep from the experiment besides its own
+ * records (the submitting side's runs directory and index). */
+typedef struct lb_slurm_node_run {
+	const char *labbox, *runs_dir, *python, *expdir, *entry;
+	char *const *args;
+	size_t nargs;
+	double budget, grace;
+	uint64_t disk_limit, log_limit;
+	int policy;
+	bool trust_project;
+	struct json_object *sandbox;
+	const char *const *hide;
+	size_t nhide;
+	bool gpus_from_job; /* --gpus takes the job's own GPUs ($SLURM_JOB_GPUS) */
+} lb_slurm_node_run;
+int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out);
+
+/* What the cluster offers (labbox probe --mode slurm): {cluster, version, slurm_conf,
+ * partitions: {NAME: {default, available, time_limit, nodes, nodes_idle, cpus_per_node,
+ * memory_mb_per_node, gres}}}. -EHOSTUNREACH / -ENOENT with err as for a run. */
+int lb_slurm_probe(struct json_object **out, char *err, size_t errlen);
+void lb_slurm_argv_free(char **v);
 
 #endif

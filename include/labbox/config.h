@@ -8,6 +8,14 @@
  *   metrics: none            # the experiment reports no metric (else a run that exits 0
  *                            # having reported none is invalid_metrics)
  *   results: [out/metrics.json]  # results files to read besides results.json, final_info.json
+ *   mode: slurm              # where it runs (flag --mode wins)
+ *   slurm:                   # mode slurm: the job's settings (flags win)
+ *     partition: gpu
+ *     account: lab42
+ *     qos: normal
+ *     memory: 8g             # as --memory: the job's and the node sandbox's limit
+ *     cpus: 4                # as --cpus
+ *     gpus: 1                # how many GPUs the job asks for (--gres=gpu:N)
  *
  * Unknown keys are errors, so a typo never silently drops a setting. */
 #ifndef LABBOX_CONFIG_H
@@ -15,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct lb_exp_config {
 	char *entry;
@@ -30,6 +39,11 @@ typedef struct lb_exp_config {
 	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
 	char *host;    /* the host of mode: ssh (`host: NAME`); NULL: not set */
 	double budget; /* 0: not set */
+	/* slurm: (mode slurm); NULL / 0: not set */
+	char *slurm_partition, *slurm_account, *slurm_qos;
+	uint64_t slurm_memory;
+	double slurm_cpus;
+	unsigned slurm_gpus;
 	char **results; /* results files besides results.json and final_info.json */
 	size_t nresults;
 } lb_exp_config;

@@ -42,6 +42,9 @@ typedef struct lb_run_request {
 	const char *host;     /* mode ssh: the host (--host); NULL: labbox.yaml's host: */
 	const char *remote_labbox; /* mode ssh: the labbox there; NULL: labbox on its PATH */
 	bool install_remote;  /* mode ssh: copy this labbox there */
+	const char *partition; /* mode slurm: --partition; NULL: labbox.yaml's slurm: partition: */
+	const char *account;   /* mode slurm: --account; NULL: labbox.yaml's, else the default */
+	const char *qos;       /* mode slurm: --qos; NULL: labbox.yaml's, else the default */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;
@@ -61,6 +64,10 @@ typedef struct lb_run_request {
 	const char *origin_expdir; /* the experiment's original directory when expdir is a copy */
 	void (*warn)(void *ctx, const char *message); /* problems that do not stop the run */
 	void *warn_ctx;
+	/* Where a remote run stands (a Slurm job PENDING, RUNNING on a node), for a person;
+	 * may be NULL. */
+	void (*progress)(void *ctx, const char *line);
+	void *progress_ctx;
 	char *const *command_line; /* labbox's own argv, for the manifest */
 	int command_argc;
 } lb_run_request;
@@ -78,7 +85,8 @@ typedef struct lb_run_result {
  * labbox itself could not work (out of memory). */
 int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* Like lb_run, on the backend the request's mode (else labbox.yaml's mode:) names: local
- * around sb, or docker configured from req->sandbox_config (image, engine, interpreter). */
+ * around sb, docker configured from req->sandbox_config (image, engine, interpreter), or
+ * slurm (partition, account, qos, and the limits as the job's resources). */
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */
 struct lb_backend;

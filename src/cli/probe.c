@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH]]\n"
+	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH] | --mode slurm]\n"
 	"\n"
 	"Report what isolation this host offers the current user, each item tried for real:\n"
 	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
@@ -27,6 +27,8 @@ static const char probe_help[] =
 	"              what that host offers instead: reachable, its labbox, that labbox's own\n"
 	"              probe (the isolation a run there gets), python3 (exit 125 when it is\n"
 	"              unreachable or its labbox's sandbox does not work)\n"
+	"  --mode slurm  the Slurm cluster SLURM_CONF names instead: partitions, their limits\n"
+	"              and idle nodes (exit 125 when it cannot be reached)\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
@@ -107,6 +109,48 @@ static int probe_ssh(const char *host, const char *remote_labbox, bool json)
 	return reachable && works ? 0 : 125;
 }
 
+/* labbox probe --mode slurm: self-contained, so other modes can be added beside it. */
+static int probe_slurm(bool json)
+{
+	json_object *cl = NULL;
+	char err[1024] = "";
+	if (lb_slurm_probe(&cl, err, sizeof err) < 0) {
+		cli_error("probe", "%s", err);
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("slurm"));
+	json_object_object_add(doc, "slurm", cl);
+	if (json) {
+		cli_json_print(doc);
+	} else {
+		json_object *v, *parts;
+		printf("labbox probe --mode slurm: cluster %s, Slurm %s (SLURM_CONF=%s)\n",
+		       json_object_object_get_ex(cl, "cluster", &v) && v ? json_object_get_string(v) : "?",
+		       json_object_object_get_ex(cl, "version", &v) && v ? json_object_get_string(v) : "?",
+		       json_object_object_get_ex(cl, "slurm_conf", &v) ? json_object_get_string(v) : "?");
+		json_object_object_get_ex(cl, "partitions", &parts);
+		json_object_object_foreach(parts, name, p)
+		{
+			json_object *a, *t, *n, *i, *c, *m;
+			json_object_object_get_ex(p, "available", &a);
+			json_object_object_get_ex(p, "time_limit", &t);
+			json_object_object_get_ex(p, "nodes", &n);
+			json_object_object_get_ex(p, "nodes_idle", &i);
+			json_object_object_get_ex(p, "cpus_per_node", &c);
+			json_object_object_get_ex(p, "memory_mb_per_node", &m);
+			cli_printf("  %-16s %s%s, limit %s, %d nodes (%d idle), %s CPUs and %s MB each\n",
+				   name, json_object_get_string(a),
+				   json_object_get_boolean(json_object_object_get(p, "default")) ? ", default" : "",
+				   json_object_get_string(t), json_object_get_int(n), json_object_get_int(i),
+				   json_object_get_string(c), json_object_get_string(m));
+		}
+	}
+	json_object_put(doc);
+	return 0;
+}
+
 static const char *yn(bool b)
 {
 	return b ? "yes" : "no";
@@ -154,9 +198,16 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
+	if (mode && strcmp(mode, "slurm") == 0) {
+		if (host || remote_labbox) {
+			cli_error("probe", "--host and --remote-labbox go with --mode ssh");
+			return CLI_EXIT_USAGE;
+		}
+		return probe_slurm(json);
+	}
 	if (mode && strcmp(mode, "local") != 0) {
 		if (strcmp(mode, "ssh") != 0) {
-			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh)", mode);
+			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh, slurm)", mode);
 			return CLI_EXIT_USAGE;
 		}
 		if (!host) {

@@ -7,6 +7,8 @@
 #include "labbox/run.h"
 #include "labbox/util.h"
 
+#include "labbox/config.h"
+
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -29,10 +31,10 @@ static const char run_help[] =
 	"                       interpreter: in labbox.yaml, else Rscript, octave-cli or julia\n"
 	"                       on PATH); the entry point's extension (.py .R .m .jl), or\n"
 	"                       language: in labbox.yaml, says the language\n"
-	"  --mode local|docker|ssh\n"
+	"  --mode local|docker|ssh|slurm\n"
 	"                       where it runs (default: mode: in labbox.yaml, else local): the\n"
-	"                       local sandbox, a container, or another machine through ssh\n"
-	"                       (never a fallback to another)\n"
+	"                       local sandbox, a container, another machine through ssh, or a\n"
+	"                       Slurm job (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
 	"                       docker mode --python names the interpreter inside the image\n"
 	"                       (default python3)\n"
@@ -46,6 +48,16 @@ static const char run_help[] =
 	"                       (checked to run there first); without any labbox there the run\n"
 	"                       is refused unless --allow-degraded isolation accepts a plain\n"
 	"                       `timeout BUDGET python3 main.py` there, not isolated by labbox\n"
+	"  --mode slurm         a batch job of the cluster's own sbatch (SLURM_CONF honoured)\n"
+	"                       running this labbox on the staged experiment on its node; the\n"
+	"                       run directory must be on a file system the nodes share; the\n"
+	"                       budget is the job's time limit, --memory/--cpus/--gpus its\n"
+	"                       resources (--gpus 0,1: two GPUs of the job's)\n"
+	"  --partition NAME, --account NAME, --qos NAME\n"
+	"                       mode slurm: where the job goes (default: slurm: in labbox.yaml,\n"
+	"                       else the cluster's defaults)\n"
+	"  --hide PATH          keep PATH out of the experiment's sight (as the runs directory\n"
+	"                       is); repeatable\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -67,7 +79,7 @@ static const char run_help[] =
 
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
-       OPT_INSTALL_REMOTE };
+       OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -86,6 +98,40 @@ static void warn(void *ctx, const char *message)
 {
 	(void)ctx;
 	cli_error("run", "warning: %s", message);
+}
+
+/* Progress of a remote run, on stderr: stdout is the summary's (or the JSON document's). */
+static void show_progress(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "labbox run: %s\n", line);
+}
+
+/* Whether this run goes to Slurm (flag, else labbox.yaml), decided before the sandbox flags
+ * are applied here: the GPUs it names are the job's, not this host's. */
+static bool slurm_mode(const lb_run_request *req)
+{
+	if (req->mode)
+		return strcmp(req->mode, "slurm") == 0;
+	lb_exp_config cfg;
+	char err[256], dir[PATH_MAX];
+	if (!req->expdir || !realpath(req->expdir, dir) ||
+	    lb_config_load(dir, &cfg, err, sizeof err) < 0)
+		return false;
+	bool yes = cfg.mode && strcmp(cfg.mode, "slurm") == 0;
+	lb_config_free(&cfg);
+	return yes;
+}
+
+static bool slurm_name(const char *flag, const char *v)
+{
+	bool ok = *v && *v != '-';
+	for (const char *p = v; ok && *p; p++)
+		ok = (unsigned char)*p > 0x20 && *p != 0x7f && *p != '%';
+	if (!ok)
+		cli_error("run", "%s '%s' is not a Slurm name (one word, no '%%', no leading '-')",
+			  flag, v);
+	return ok;
 }
 
 static void print_value(FILE *f, json_object *v)
@@ -270,6 +316,10 @@ int cli_run(int argc, char **argv)
 		{"host", required_argument, NULL, OPT_HOST},
 		{"remote-labbox", required_argument, NULL, OPT_REMOTE_LABBOX},
 		{"install-remote", no_argument, NULL, OPT_INSTALL_REMOTE},
+		{"partition", required_argument, NULL, OPT_PARTITION},
+		{"account", required_argument, NULL, OPT_ACCOUNT},
+		{"qos", required_argument, NULL, OPT_QOS},
+		{"hide", required_argument, NULL, OPT_HIDE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -283,6 +333,8 @@ int cli_run(int argc, char **argv)
 	lb_run_request req = {0};
 	char **metrics = NULL;
 	size_t nmetrics = 0;
+	char **hide = NULL;
+	size_t nhide = 0;
 	bool quiet = false;
 	int rc = CLI_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
@@ -356,6 +408,30 @@ int cli_run(int argc, char **argv)
 		case OPT_INSTALL_REMOTE:
 			req.install_remote = true;
 			break;
+		case OPT_PARTITION:
+		case OPT_ACCOUNT:
+		case OPT_QOS:
+			if (!slurm_name(opt == OPT_PARTITION ? "--partition"
+					: opt == OPT_ACCOUNT ? "--account" : "--qos", optarg))
+				goto done;
+			*(opt == OPT_PARTITION ? &req.partition : opt == OPT_ACCOUNT ? &req.account
+										: &req.qos) = optarg;
+			break;
+		case OPT_HIDE:
+			if (optarg[0] != '/') {
+				cli_error("run", "--hide '%s' is not an absolute path", optarg);
+				goto done;
+			}
+			{
+				char **nv = realloc(hide, (nhide + 1) * sizeof *hide);
+				if (!nv || !(nv[nhide] = strdup(optarg))) {
+					hide = nv ? nv : hide;
+					goto done;
+				}
+				hide = nv;
+				nhide++;
+			}
+			break;
 		case OPT_ENTRY:
 			if (!optarg[0]) {
 				cli_error("run", "--entry needs a file name inside the experiment");
@@ -411,14 +487,23 @@ int cli_run(int argc, char **argv)
 		goto done;
 	}
 	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
-	 * nothing, so they are not looked for here (the remote labbox checks them). */
+	 * nothing, so they are not looked for here (the remote labbox checks them). In mode
+	 * slurm the GPUs are the job's: this host need not have them. */
 	cli_sandbox_opts here = o;
 	if (mode_is_ssh(&req)) {
 		here.gpus = NULL;
 		here.nvolumes = 0;
+	} else if (slurm_mode(&req)) {
+		here.gpus = NULL;
 	}
 	if ((rc = cli_sandbox_apply("run", &here, sb)) != 0)
 		goto done;
+	for (size_t i = 0; i < nhide; i++)
+		if (lb_sandbox_mask(sb, hide[i]) < 0) {
+			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
+			rc = 125;
+			goto done;
+		}
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
 	/* The default depends on the file system the run directories will live on. */
@@ -432,6 +517,7 @@ int cli_run(int argc, char **argv)
 		req.echo_ctx = &ec;
 	}
 	req.warn = warn;
+	req.progress = show_progress;
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
@@ -458,6 +544,9 @@ done:
 	for (size_t i = 0; i < nmetrics; i++)
 		free(metrics[i]);
 	free(metrics);
+	for (size_t i = 0; i < nhide; i++)
+		free(hide[i]);
+	free(hide);
 	lb_sandbox_free(sb);
 	cli_sandbox_opts_free(&o);
 	return rc;

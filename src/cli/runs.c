@@ -878,6 +878,12 @@ static void rerun_echo(void *ctx, lb_stream stream, const char *data, size_t len
 	lb_write_all(*(int *)ctx, data, len);
 }
 
+static void rerun_progress(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "labbox rerun: %s\n", line);
+}
+
 int cli_rerun(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -971,11 +977,15 @@ int cli_rerun(int argc, char **argv)
 		rc = 125;
 		goto done;
 	}
-	/* A run that went over ssh used the remote host's GPUs and volumes (cli/run.c). */
+	/* A run that went over ssh used the remote host's GPUs and volumes (cli/run.c); a
+	 * Slurm run's GPUs were the job's: this host need not have them. */
 	cli_sandbox_opts here = so;
-	if (strcmp(get_str(cfg, "mode", "local"), "ssh") == 0) {
+	const char *rmode = get_str(cfg, "mode", "local");
+	if (strcmp(rmode, "ssh") == 0) {
 		here.gpus = NULL;
 		here.nvolumes = 0;
+	} else if (strcmp(rmode, "slurm") == 0) {
+		here.gpus = NULL;
 	}
 	if ((rc = cli_sandbox_apply("rerun", &here, sb)) != 0)
 		goto done;
@@ -1009,6 +1019,15 @@ int cli_rerun(int argc, char **argv)
 		/* --python named the interpreter there; the manifest's interpreter is the local
 		 * python3 of the static check. */
 		req.python = get_str(cfg, "python_remote", NULL);
+	}
+	if (strcmp(req.mode, "slurm") == 0) {
+		/* The same partition, account and qos, and the interpreter on the node. */
+		json_object *sl = json_object_object_get(cfg, "slurm");
+		req.partition = get_str(sl, "partition", NULL);
+		req.account = get_str(sl, "account", NULL);
+		req.qos = get_str(sl, "qos", NULL);
+		req.python = get_str(cfg, "python_in_image", NULL);
+		req.progress = rerun_progress;
 	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);

@@ -70,9 +70,61 @@ static int scalar_list(yaml_document_t *doc, yaml_node_t *n, const char *key, ch
 	return 0;
 }
 
+/* slurm: {partition, account, qos, memory, cpus, gpus}: the job's settings in mode slurm. */
+static int apply_slurm(yaml_document_t *doc, yaml_node_t *val, lb_exp_config *c, char *err,
+		       size_t errlen)
+{
+	if (val->type != YAML_MAPPING_NODE)
+		return bad(err, errlen, val, "%s", "'slurm' must be a mapping (partition:, account:, "
+						 "qos:, memory:, cpus:, gpus:)");
+	for (yaml_node_pair_t *p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
+		const char *k = scalar(kn), *v = scalar(vn);
+		if (!k)
+			return bad(err, errlen, kn, "%s", "keys of 'slurm' must be plain strings");
+		if (!v || !*v)
+			return bad(err, errlen, vn, "'slurm: %s' must be a plain, non-empty value", k);
+		char **dst = strcmp(k, "partition") == 0 ? &c->slurm_partition
+			     : strcmp(k, "account") == 0 ? &c->slurm_account
+			     : strcmp(k, "qos") == 0	 ? &c->slurm_qos
+							 : NULL;
+		if (dst) {
+			if (*dst)
+				return bad(err, errlen, vn, "'slurm: %s' is given twice", k);
+			if (!(*dst = strdup(v)))
+				return -ENOMEM;
+		} else if (strcmp(k, "memory") == 0) {
+			if (lb_parse_size(v, &c->slurm_memory) < 0 || c->slurm_memory < ((uint64_t)32 << 20))
+				return bad(err, errlen, vn, "'slurm: memory' must be a size of at least "
+					   "32m such as 4g, not '%s'", v);
+		} else if (strcmp(k, "cpus") == 0) {
+			char *end;
+			errno = 0;
+			c->slurm_cpus = strtod(v, &end);
+			if (errno || end == v || *end || !(c->slurm_cpus > 0) || c->slurm_cpus > 4096)
+				return bad(err, errlen, vn, "'slurm: cpus' must be a positive number, "
+					   "not '%s'", v);
+		} else if (strcmp(k, "gpus") == 0) {
+			long n;
+			if (lb_parse_long(v, &n) < 0 || n < 0 || n > 1024)
+				return bad(err, errlen, vn, "'slurm: gpus' must be a number of GPUs, "
+					   "not '%s'", v);
+			c->slurm_gpus = (unsigned)n;
+		} else {
+			return bad(err, errlen, kn, "unknown key 'slurm: %s' (known: partition, account, "
+				   "qos, memory, cpus, gpus)", k);
+		}
+	}
+	return 0;
+}
+
 static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb_exp_config *c,
 		     char *err, size_t errlen)
 {
+	if (strcmp(key, "slurm") == 0)
+		return apply_slurm(doc, val, c, err, errlen);
 	if (strcmp(key, "language") == 0 || strcmp(key, "interpreter") == 0) {
 		const char *s = scalar(val);
 		char **dst = key[0] == 'l' ? &c->language : &c->interpreter;
@@ -138,7 +190,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, host, budget, metrics, results, check, plan)", key);
+		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, host, slurm, budget, metrics, results, check, plan)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -240,6 +292,9 @@ void lb_config_free(lb_exp_config *c)
 	free(c->mode);
 	free(c->image);
 	free(c->host);
+	free(c->slurm_partition);
+	free(c->slurm_account);
+	free(c->slurm_qos);
 	for (size_t i = 0; i < c->nargs; i++)
 		free(c->args[i]);
 	free(c->args);

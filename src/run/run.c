@@ -28,7 +28,7 @@
 
 typedef struct tee_ctx {
 	lb_runlog *log;
-	lb_metrics *metrics;
+	lb_metrics **metrics; /* the pipeline's: a restart replaces it */
 	lb_output_fn echo;
 	void *echo_ctx;
 	double t0; /* monotonic start: when each line arrived, for TIME_GUARD */
@@ -38,9 +38,22 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 {
 	tee_ctx *t = ctx;
 	lb_runlog_write(t->log, data, len);
-	lb_metrics_feed_at(t->metrics, data, len, lb_time_monotonic() - t->t0);
+	lb_metrics_feed_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
 	if (t->echo)
 		t->echo(t->echo_ctx, stream, data, len);
+}
+
+/* A new attempt of the same run (Slurm requeued the job): the metrics are the last attempt's
+ * alone, so a requeued run is counted once; run.log keeps every attempt's output. */
+static void tee_restart(void *ctx)
+{
+	tee_ctx *t = ctx;
+	lb_metrics *fresh = NULL;
+	if (lb_metrics_new(&fresh) < 0)
+		return;
+	lb_metrics_free(*t->metrics);
+	*t->metrics = fresh;
+	t->t0 = lb_time_monotonic();
 }
 
 /* Python's string hashing, fixed so that set and dict orders repeat from run to run. */
@@ -153,7 +166,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
 	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh)",
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh, slurm)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->remote = strcmp(mode, "local") != 0;
 	if (strcmp(mode, st->backend_name) != 0)
@@ -798,7 +811,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			 stage_r < 0 ? err : "cannot create run.log");
 	} else {
 		staged_ids = snapshot_staged(st->exp_dir, files);
-		tee_ctx tee = {.log = log, .metrics = metrics, .echo = req->echo,
+		tee_ctx tee = {.log = log, .metrics = &metrics, .echo = req->echo,
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
 		char store[2][PATH_MAX + 32];
 		char *env[JOB_ENV_MAX];
@@ -814,7 +827,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.index_path = index_path, .exp_dir = st->exp_dir, .python = &st->py,
 			.argv = argv, .env = env, .nenv = job_env(st, out->id, store, env),
 			.budget = st->budget, .disk_limit = st->disk_limit,
-			.output = tee_output, .output_ctx = &tee,
+			.output = tee_output, .output_ctx = &tee, .restart = tee_restart,
 		};
 		r = be->ops->prepare(be, &job, err, sizeof err);
 		if (r < 0) {
@@ -1009,6 +1022,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				       json_object_object_get_ex(bd, "interpreter", &pyj) &&
 						       json_object_object_get_ex(pyj, "path", &bv)
 					       ? json_object_get(bv) : NULL);
+		/* What `labbox rerun` needs to submit the same job again. */
+		if (strcmp(be->ops->name, "slurm") == 0) {
+			json_object *sl = json_object_new_object();
+			json_object_object_add(sl, "partition", req->partition ? json_object_new_string(req->partition) : NULL);
+			json_object_object_add(sl, "account", req->account ? json_object_new_string(req->account) : NULL);
+			json_object_object_add(sl, "qos", req->qos ? json_object_new_string(req->qos) : NULL);
+			json_object_object_add(cfg, "slurm", sl);
+		}
 		json_object_put(bd);
 	}
 	json_object_object_add(cfg, "entry_named_by",
@@ -1153,6 +1174,57 @@ static int run_ssh(const lb_run_request *req, const lb_exp_config *cfg, lb_run_r
 	return r;
 }
 
+/* Mode slurm: the job's settings from the request, else labbox.yaml's slurm: block; its
+ * memory, cpus and gpus stand in for the flags' when those are not given, so the job asks for
+ * them and the node's sandbox enforces them. */
+static int run_slurm(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
+{
+	json_object *sbj = req->sandbox_config ? json_object_get(req->sandbox_config)
+					       : json_object_new_object();
+	json_object *v;
+	if (cfg && cfg->slurm_memory && !(json_object_object_get_ex(sbj, "memory_bytes", &v) && v))
+		json_object_object_add(sbj, "memory_bytes", json_object_new_int64((int64_t)cfg->slurm_memory));
+	if (cfg && cfg->slurm_cpus > 0 && !(json_object_object_get_ex(sbj, "cpus", &v) && v))
+		json_object_object_add(sbj, "cpus", json_object_new_double(cfg->slurm_cpus));
+	const char *g = json_object_object_get_ex(sbj, "gpus", &v) && v ? json_object_get_string(v) : NULL;
+	if (cfg && cfg->slurm_gpus && (!g || strcmp(g, "none") == 0)) {
+		/* N GPUs as the list --gpus would give for N of them. */
+		char list[4096] = "";
+		size_t n = 0;
+		for (unsigned i = 0; i < cfg->slurm_gpus && n + 8 < sizeof list; i++)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%u", i ? "," : "", i);
+		json_object_object_add(sbj, "gpus", json_object_new_string(list));
+	}
+	lb_slurm_config sc = {
+		.partition = req->partition ? req->partition : cfg ? cfg->slurm_partition : NULL,
+		.account = req->account ? req->account : cfg ? cfg->slurm_account : NULL,
+		.qos = req->qos ? req->qos : cfg ? cfg->slurm_qos : NULL,
+		.python = req->python ? req->python : cfg ? cfg->python : NULL,
+		.sandbox = sbj, .grace = req->grace, .policy = req->policy,
+		.trust_project = req->trust_project, .log_limit = req->log_limit,
+		.progress = req->progress, .progress_ctx = req->progress_ctx,
+	};
+	lb_backend *be = NULL;
+	int r = lb_backend_slurm(&sc, &be);
+	json_object_put(sbj);
+	if (r == -EINVAL) {
+		memset(out, 0, sizeof *out);
+		return usage_error(out, "mode slurm: a partition, account or qos name must be one word "
+				   "without spaces, '%%' or a leading '-'");
+	}
+	if (r < 0)
+		return r;
+	lb_run_request sreq = *req;
+	sreq.mode = "slurm";
+	/* What the job was given, so that rerun submits the same. */
+	sreq.partition = sc.partition;
+	sreq.account = sc.account;
+	sreq.qos = sc.qos;
+	r = lb_run_on(be, &sreq, out);
+	lb_backend_free(be);
+	return r;
+}
+
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
 	/* The mode and image may come from labbox.yaml; a file that does not load is reported
@@ -1167,6 +1239,11 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	int r;
 	if (strcmp(mode, "ssh") == 0) {
 		r = run_ssh(req, loaded ? &cfg : NULL, out);
+		lb_config_free(&cfg);
+		return r;
+	}
+	if (strcmp(mode, "slurm") == 0) {
+		r = run_slurm(req, loaded ? &cfg : NULL, out);
 		lb_config_free(&cfg);
 		return r;
 	}

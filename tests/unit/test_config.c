@@ -112,6 +112,27 @@ static void test_metrics_none(void **state)
 	assert_int_equal(parse("metrics: none\nmetrics: [a]\n", &c, err), -EINVAL);
 }
 
+static void test_slurm_block(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("mode: slurm\nslurm:\n  partition: gpu\n  account: lab\n"
+			       "  memory: 4g\n  cpus: 2.5\n  gpus: 2\n", &c, err), 0);
+	assert_string_equal(c.slurm_partition, "gpu");
+	assert_string_equal(c.slurm_account, "lab");
+	assert_true(c.slurm_memory == (uint64_t)4 << 30);
+	assert_true(c.slurm_cpus == 2.5);
+	assert_int_equal((int)c.slurm_gpus, 2);
+	lb_config_free(&c);
+	assert_int_equal(parse("slurm: gpu\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "mapping"));
+	assert_int_equal(parse("slurm:\n  partiton: gpu\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "unknown key 'slurm: partiton'"));
+	assert_int_equal(parse("slurm:\n  gpus: two\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "gpus"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +141,7 @@ int main(void)
 		cmocka_unit_test(test_backend_keys),
 		cmocka_unit_test(test_empty_is_defaults),
 		cmocka_unit_test(test_errors_name_the_problem),
+		cmocka_unit_test(test_slurm_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
