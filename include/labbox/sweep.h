@@ -205,6 +205,8 @@ typedef struct lb_sweep_slot {
 /* What the child running a cell tells the sweep (one line each on report_fd). */
 int lb_sweep_report_estimate(int report_fd, double seconds);
 int lb_sweep_report_done(int report_fd, int exit_code, const char *run_id, const char *run_dir);
+/* The cell could not become a run (a usage or configuration error): one line saying why. */
+int lb_sweep_report_error(int report_fd, const char *message);
 
 typedef enum lb_sweep_event_kind {
 	LB_SWEEP_CELL_STARTED,
@@ -223,6 +225,7 @@ typedef struct lb_sweep_event {
 	const char *run_id;    /* CELL_FINISHED; NULL when the child never said */
 	const char *run_dir;
 	double wall;           /* CELL_FINISHED: seconds since it started */
+	const char *message;   /* CELL_FINISHED: why no run was made (lb_sweep_report_error) */
 	size_t running;
 	int signal;            /* STOPPING: the signal, 0 for the sweep budget */
 	double eta;            /* TICK and FINISHED: lb_sweep_eta, < 0 unknown */
@@ -235,9 +238,15 @@ typedef struct lb_sweep_local {
 	/* Runs cell in a forked child, in its own process group, with its affinity set already;
 	 * returns the child's exit status. It reports through report_fd. */
 	int (*run_cell)(void *ctx, size_t cell, const lb_sweep_slot *slot, int report_fd);
-	void (*on_event)(void *ctx, const lb_sweep_event *ev);
+	/* Returns nonzero to start no more cells (the running ones finish). */
+	int (*on_event)(void *ctx, const lb_sweep_event *ev);
 	void *ctx;
 } lb_sweep_local;
+
+/* The number of cells at once: jobs (0: lb_sweep_default_jobs of the CPUs this process may
+ * use), refused with -EINVAL and err when jobs cells of cpus each (0: the CPUs divided among
+ * them, at least one each) would oversubscribe them. */
+int lb_sweep_jobs_resolve(size_t jobs, double cpus, size_t *out, char *err, size_t errlen);
 
 typedef struct lb_sweep_local_result {
 	int stop_signal;      /* the first SIGINT/SIGTERM/SIGHUP received, 0 for none */

@@ -148,6 +148,46 @@ int lb_sweep_report_done(int report_fd, int exit_code, const char *run_id, const
 	return r;
 }
 
+int lb_sweep_report_error(int report_fd, const char *message)
+{
+	lb_buf b = {0};
+	int r = lb_buf_puts(&b, "X ");
+	for (const char *p = message; r == 0 && *p; p++)
+		r = lb_buf_append(&b, *p == '\n' ? " " : p, 1);
+	if (r == 0)
+		r = lb_buf_puts(&b, "\n");
+	if (r == 0)
+		r = lb_write_all(report_fd, b.data, b.len);
+	lb_buf_free(&b);
+	return r;
+}
+
+int lb_sweep_jobs_resolve(size_t jobs, double cpus, size_t *out, char *err, size_t errlen)
+{
+	cpu_set_t avail;
+	if (sched_getaffinity(0, sizeof avail, &avail) < 0)
+		return -errno;
+	size_t ncpu = (size_t)CPU_COUNT(&avail);
+	if (!jobs)
+		jobs = lb_sweep_default_jobs(ncpu, cpus);
+	if (cpus > 0 && (double)jobs * cpus > (double)ncpu + 1e-9) {
+		snprintf(err, errlen,
+			 "--jobs %zu with --cpus %g per cell needs %g CPUs; labbox may use %zu here: "
+			 "lower --jobs (or --cpus) so the cells do not oversubscribe the machine",
+			 jobs, cpus, (double)jobs * cpus, ncpu);
+		return -EINVAL;
+	}
+	if (cpus <= 0 && jobs > ncpu) {
+		snprintf(err, errlen,
+			 "--jobs %zu is more cells at once than the %zu CPUs labbox may use here; "
+			 "give each a fraction with --cpus (e.g. --cpus %.2g) to share CPUs on purpose",
+			 jobs, ncpu, (double)ncpu / (double)jobs);
+		return -EINVAL;
+	}
+	*out = jobs;
+	return 0;
+}
+
 typedef struct slot_state {
 	lb_sweep_slot slot;
 	bool busy;
@@ -164,6 +204,7 @@ typedef struct slot_state {
 	int exit_code; /* from its R line, -1 when none came */
 	char run_id[64];
 	char *run_dir;
+	char *message;
 } slot_state;
 
 static void cpulist(const cpu_set_t *set, char out[64])
@@ -193,6 +234,9 @@ static void handle_line(const lb_sweep_local *cfg, slot_state *s, char *line)
 				     .slot = &s->slot, .estimate = s->estimate};
 		if (cfg->on_event)
 			cfg->on_event(cfg->ctx, &ev);
+	} else if (line[0] == 'X' && line[1] == ' ') {
+		free(s->message);
+		s->message = strdup(line + 2);
 	} else if (line[0] == 'R' && line[1] == ' ') {
 		char *tab1 = strchr(line + 2, '\t');
 		char *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
@@ -297,6 +341,8 @@ static pid_t start_cell(const lb_sweep_local *cfg, slot_state *slots, size_t job
 	s->run_id[0] = '\0';
 	free(s->run_dir);
 	s->run_dir = NULL;
+	free(s->message);
+	s->message = NULL;
 	return pid;
 }
 
@@ -308,21 +354,10 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 	if (sched_getaffinity(0, sizeof avail, &avail) < 0)
 		return -errno;
 	size_t ncpu = (size_t)CPU_COUNT(&avail);
-	size_t jobs = cfg->jobs ? cfg->jobs : lb_sweep_default_jobs(ncpu, cfg->cpus);
-	if (cfg->cpus > 0 && (double)jobs * cfg->cpus > (double)ncpu + 1e-9) {
-		snprintf(err, errlen,
-			 "--jobs %zu with --cpus %g per cell needs %g CPUs; labbox may use %zu here: "
-			 "lower --jobs (or --cpus) so the cells do not oversubscribe the machine",
-			 jobs, cfg->cpus, (double)jobs * cfg->cpus, ncpu);
-		return -EINVAL;
-	}
-	if (cfg->cpus <= 0 && jobs > ncpu) {
-		snprintf(err, errlen,
-			 "--jobs %zu is more cells at once than the %zu CPUs labbox may use here; "
-			 "give each a fraction with --cpus (e.g. --cpus %.2g) to share CPUs on purpose",
-			 jobs, ncpu, (double)ncpu / (double)jobs);
-		return -EINVAL;
-	}
+	size_t jobs;
+	int jr = lb_sweep_jobs_resolve(cfg->jobs, cfg->cpus, &jobs, err, errlen);
+	if (jr < 0)
+		return jr;
 	if (jobs > ntodo && ntodo > 0)
 		jobs = ntodo;
 	if (jobs == 0)
@@ -375,8 +410,8 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 			out->started++;
 			lb_sweep_event ev = {.kind = LB_SWEEP_CELL_STARTED, .cell = slots[i].cell,
 					     .slot = &slots[i].slot, .running = running};
-			if (cfg->on_event)
-				cfg->on_event(cfg->ctx, &ev);
+			if (cfg->on_event && cfg->on_event(cfg->ctx, &ev))
+				stopping = true;
 		}
 		if (running == 0)
 			break;
@@ -456,10 +491,11 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 			lb_sweep_event ev = {.kind = LB_SWEEP_CELL_FINISHED, .cell = s->cell,
 					     .slot = &s->slot, .exit_code = code,
 					     .run_id = s->run_id[0] ? s->run_id : NULL,
-					     .run_dir = s->run_dir, .wall = wall, .running = running};
+					     .run_dir = s->run_dir, .wall = wall, .running = running,
+					     .message = s->message};
 			ev.eta = eta_now(slots, jobs, walls, nwalls, stopping ? 0 : ntodo - next);
-			if (cfg->on_event)
-				cfg->on_event(cfg->ctx, &ev);
+			if (cfg->on_event && cfg->on_event(cfg->ctx, &ev))
+				stopping = true;
 		}
 		if (now - last_tick >= 1.0) {
 			last_tick = now;
@@ -474,8 +510,10 @@ out:
 	/* SIGCHLDs of the cells are still pending: drop them before unblocking, so the default
 	 * disposition (ignore) sees them and nothing else does. */
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	for (size_t i = 0; i < jobs; i++)
+	for (size_t i = 0; i < jobs; i++) {
 		free(slots[i].run_dir);
+		free(slots[i].message);
+	}
 	free(slots);
 	free(walls);
 	return r;
