@@ -496,18 +496,17 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	spec->iterations = (long)jnum(inv, "iterations");
 	if (json_object_object_get_ex(plan, "parameters", &v))
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
-			json_object *p = json_object_array_get_idx(v, i), *vals;
-			lb_buf arg = {0};
-			lb_buf_printf(&arg, "%s=", jstr(p, "name"));
+			json_object *p = json_object_array_get_idx(v, i), *vals = NULL;
 			json_object_object_get_ex(p, "values", &vals);
-			for (size_t k = 0; k < json_object_array_length(vals); k++)
-				lb_buf_printf(&arg, "%s%s", k ? "," : "",
-					      json_object_get_string(json_object_array_get_idx(vals, k)));
-			char err[512];
-			/* Values holding a comma would not survive this; the id check below
-			 * catches any difference. */
-			lb_sweep_spec_param_arg(spec, arg.data, err, sizeof err);
-			lb_buf_free(&arg);
+			size_t nv = vals ? json_object_array_length(vals) : 0;
+			const char **strs = calloc(nv + 1, sizeof *strs);
+			for (size_t k = 0; strs && k < nv; k++)
+				strs[k] = json_object_get_string(json_object_array_get_idx(vals, k));
+			char perr[512];
+			/* Anything that does not survive comes out in the id check below. */
+			if (strs && jstr(p, "name"))
+				lb_sweep_spec_set_param(spec, jstr(p, "name"), strs, nv, perr, sizeof perr);
+			free(strs);
 		}
 	if (json_object_object_get_ex(plan, "seeds", &v) && json_object_array_length(v)) {
 		spec->seeds = calloc(json_object_array_length(v), sizeof *spec->seeds);

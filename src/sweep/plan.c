@@ -79,8 +79,22 @@ static bool name_valid(const char *s)
 	return true;
 }
 
+/* Text that goes into sweep.json and condition names must be UTF-8, as JSON is. */
+static bool utf8_valid(const char *v)
+{
+	const unsigned char *u = (const unsigned char *)v;
+	size_t n = strlen(v);
+	for (size_t i = 0; i < n;) {
+		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, n - i);
+		if (k == 0)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
 /* A value is one argument: no control characters (a newline would split records and
- * progress lines), at most 256 bytes. */
+ * progress lines), valid UTF-8, at most 256 bytes. */
 static const char *value_problem(const char *v)
 {
 	if (!*v)
@@ -90,6 +104,8 @@ static const char *value_problem(const char *v)
 	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
 		if (*p < 0x20 || *p == 0x7f)
 			return "holds a control character";
+	if (!utf8_valid(v))
+		return "is not valid UTF-8";
 	return NULL;
 }
 
@@ -150,6 +166,19 @@ static int spec_set_param(lb_sweep_spec *s, const char *name, char **values, siz
 	}
 	s->nparams++;
 	return 0;
+}
+
+int lb_sweep_spec_set_param(lb_sweep_spec *s, const char *name, const char *const *values,
+			    size_t n, char *err, size_t errlen)
+{
+	char **copy = NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strv_push(&copy, &k, values[i]) < 0) {
+			strv_free(copy, k);
+			return -ENOMEM;
+		}
+	return spec_set_param(s, name, copy, k, err, errlen);
 }
 
 int lb_sweep_spec_param_arg(lb_sweep_spec *s, const char *arg, char *err, size_t errlen)
@@ -697,6 +726,14 @@ int lb_sweep_plan_make(const lb_sweep_spec *s, lb_sweep_plan *out, char *err, si
 	for (size_t i = 0; i < s->nenv; i++)
 		if (strv_push(&p->env_template, &p->nenv_template, s->env[i]) < 0)
 			goto fail;
+	for (size_t i = 0; i < p->nargs_template + p->nenv_template; i++) {
+		const char *t = i < p->nargs_template ? p->args_template[i]
+						      : p->env_template[i - p->nargs_template];
+		if (!utf8_valid(t)) {
+			r = fail(err, errlen, "template element %zu is not valid UTF-8", i + 1);
+			goto fail;
+		}
+	}
 	/* Every name a template uses must exist, and every parameter must reach the experiment:
 	 * one that does not would make all its conditions the same run. */
 	bool used[LB_SWEEP_MAX_PARAMS + 1] = {false};
