@@ -59,6 +59,11 @@ void lb_sweep_spec_free(lb_sweep_spec *s);
  * labbox.yaml) has its values replaced; a new one is appended. -EINVAL with err for an empty
  * name or value, a name that is not [A-Za-z_][A-Za-z0-9_.-]*, or a value given twice. */
 int lb_sweep_spec_param_arg(lb_sweep_spec *s, const char *arg, char *err, size_t errlen);
+/* A parameter with its values (copied), replacing one of the same name; the checks of
+ * lb_sweep_spec_param_arg. For values that hold commas (from labbox.yaml, or a sweep.json
+ * being resumed). */
+int lb_sweep_spec_set_param(lb_sweep_spec *s, const char *name, const char *const *values,
+			    size_t n, char *err, size_t errlen);
 /* Seeds "0-4", "0,3,7", "0-2,10": non-negative integers, ascending ranges, no repeats, at most
  * LB_SWEEP_MAX_SEEDS. *out is malloc'd. */
 int lb_sweep_parse_seeds(const char *text, long **out, size_t *n, char *err, size_t errlen);
