@@ -255,7 +255,8 @@ print(f"value: {a.seed * 2}")
 """
 
 
-def test_sigint_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path, sig):
     ctl = tmp_path / "ctl"
     ctl.mkdir()
     ctl.chmod(0o777)
@@ -267,13 +268,13 @@ def test_sigint_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path):
     try:
         assert wait_for(lambda: (ctl / "ready-0").exists() and (ctl / "ready-1").exists(),
                         120), "the first two cells never started"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=CALL_TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 128 + sig, err
     d = json.loads(out)
     assert d["status"] == "interrupted"
     st = {c["seed"]: c for c in d["cells"]}
@@ -448,3 +449,80 @@ def test_progress_is_on_stderr_and_json_alone_on_stdout(tmp_path):
               json_out=False)
     assert p.returncode == 0
     assert "lr=0.1,model=a (2/2)" in p.stdout and "sweep.json" in p.stdout
+
+
+def test_the_sweep_budget_ends_running_cells_and_resume_finishes(tmp_path):
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    opts = ("--param", "x=a", "--seeds", "0-1", "--jobs", "2", "--policy", "permissive",
+            "-v", f"{ctl}:/ctl:rw")
+    p = sweep(tmp_path, exp, *opts, "--sweep-budget", "3")
+    d = doc_of(p)
+    assert p.returncode == 124, p.stderr
+    assert d["status"] == "timeout"
+    assert [c["status"] for c in d["cells"]] == ["interrupted", "interrupted"]
+    assert all(result_of(c)["status"] == "interrupted" for c in d["cells"])
+    (ctl / "go").touch()
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", tmp_path / "runs")
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["counts"]["completed"] == 2
+
+
+def test_resume_of_a_finished_sweep_keeps_values_with_commas(tmp_path):
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--tag", required=True)
+        a = p.parse_args()
+        print(f"n_parts: {len(a.tag.split(','))}")
+        """, yaml="""
+        sweep:
+          parameters:
+            tag: ["a,b", c]
+        """)
+    p = sweep(tmp_path, exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert [c["metrics"]["n_parts"] for c in d["cells"]] == [2, 1]
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", tmp_path / "runs")
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["id"] == d["id"] and d2["counts"]["reused"] == 2
+
+
+def test_a_terminal_gets_a_live_progress_line(tmp_path):
+    import pty
+    import threading
+    exp = write_exp(tmp_path, GRID_MAIN)
+    master, slave = pty.openpty()
+    chunks = []
+
+    def reader():
+        while True:
+            try:
+                b = os.read(master, 4096)
+            except OSError:
+                return
+            if not b:
+                return
+            chunks.append(b)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    proc = subprocess.run([LABBOX, "sweep", "--python", PYTHON, "--runs-dir",
+                           str(tmp_path / "runs"), "--param", "lr=0.1,0.2", "--param",
+                           "model=a", "--seeds", "0-1", str(exp)],
+                          stdout=subprocess.PIPE, stderr=slave, text=True,
+                          timeout=CALL_TIMEOUT)
+    os.close(slave)
+    t.join(10)
+    os.close(master)
+    tty = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, tty
+    assert "\r\x1b[K" in tty
+    assert "4/4 done, 0 running, 0 failed" in tty
+    assert "time left" in tty
+    assert "lr=0.2,model=a (2/2)" in proc.stdout
