@@ -95,6 +95,7 @@ typedef struct sweep_ctx {
 	size_t ntodo, done, failed, running;
 	double eta;
 	bool usage_failure; /* a cell could not become a run: stop starting others */
+	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
 	int usage_rc;
 } sweep_ctx;
 
@@ -368,6 +369,10 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		if (result) {
 			rec = lb_sweep_cell_record(result);
 			json_object_put(result);
+			/* Still "running" after its child ended: the child died before the run's
+			 * end was recorded, which is what the index calls interrupted too. */
+			if (strcmp(jstr(rec, "status"), "running") == 0)
+				json_object_object_add(rec, "status", json_object_new_string("interrupted"));
 		} else {
 			/* No run to read: killed before it had a record, or refused as a usage
 			 * error before a run directory existed. */
@@ -483,6 +488,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	if (jstr(inv, "policy") && lb_check_policy_parse(jstr(inv, "policy"), &pol) == 0)
 		c->policy = (int)pol;
 	c->trust = json_object_object_get_ex(inv, "trust_project", &v) && json_object_get_boolean(v);
+	c->ignore_table = json_object_object_get_ex(inv, "ignore_budget_table", &v) &&
+			  json_object_get_boolean(v);
 	if (!c->sweep_budget)
 		c->sweep_budget = jnum(inv, "sweep_budget_s");
 	if (!c->jobs)
@@ -732,6 +739,7 @@ int cli_sweep(int argc, char **argv)
 		LB_AUTOFREE char *dir = NULL;
 		if (find_sweep(c.runs_dir, resume, &dir) < 0 || load_resume(&c, dir, &spec, &prev) < 0)
 			goto done;
+		ignore_table = ignore_table || c.ignore_table;
 		snprintf(c.id, sizeof c.id, "%s", jstr(prev, "id") ? jstr(prev, "id") : "");
 	} else {
 		if (optind >= dashdash) {
@@ -933,6 +941,7 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "base_args", strv_json(c.base_args, c.nbase));
 		json_object_object_add(inv, "sandbox", cli_sandbox_json(&c.o));
 		json_object_object_add(inv, "retry_failed", json_object_new_boolean(retry));
+		json_object_object_add(inv, "ignore_budget_table", json_object_new_boolean(ignore_table));
 	}
 	c.argv = argv - 1;
 	c.argc = argc + 1;

@@ -358,11 +358,13 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 	int jr = lb_sweep_jobs_resolve(cfg->jobs, cfg->cpus, &jobs, err, errlen);
 	if (jr < 0)
 		return jr;
+	/* The share follows the jobs asked for, not the cells left: a resumed sweep's last cell
+	 * runs with the thread counts its siblings had. */
+	double share = cfg->cpus > 0 ? cfg->cpus : (double)ncpu / (double)jobs;
 	if (jobs > ntodo && ntodo > 0)
 		jobs = ntodo;
 	if (jobs == 0)
 		jobs = 1;
-	double share = cfg->cpus > 0 ? cfg->cpus : (double)ncpu / (double)jobs;
 	slot_state *slots = calloc(jobs, sizeof *slots);
 	double *walls = calloc(ntodo + 1, sizeof *walls);
 	if (!slots || !walls) {
