@@ -54,6 +54,9 @@ static const char sweep_help[] =
 	"                       interrupted and the rest wait for --resume (exit 124)\n"
 	"  --ignore-budget-table  run a plan outside the seed's compute-budget table\n"
 	"  --resume ID          run what did not finish of sweep ID (a unique prefix will do)\n"
+	"  --cell N             with --resume: run cell N alone, here, as one task of a job array\n"
+	"                       would; a later --resume counts it as done (found in the index)\n"
+	"  --plan-only          write sweep.json (status planned) and run nothing\n"
 	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
 	"                       infra_error and never run cells are)\n"
 	"  --python PATH, --entry FILE, --mode local|docker, --runs-dir DIR, --policy NAME,\n"
@@ -68,7 +71,7 @@ static const char sweep_help[] =
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
-       OPT_IGNORE_TABLE };
+       OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY };
 
 typedef struct sweep_ctx {
 	cli_sandbox_opts o;
@@ -246,10 +249,10 @@ static void cell_warn(void *ctx, const char *message)
 	(void)message; /* the run's result.json says it (index.error) */
 }
 
-static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int report_fd)
+/* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory. */
+static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
+		    char **run_dir)
 {
-	sweep_ctx *c = vctx;
-	close(c->lock_fd); /* the sweep's lock is the parent's */
 	const lb_sweep_cell *cl = &c->plan.cells[cell];
 	lb_sandbox *sb = NULL;
 	if (lb_sandbox_new(&sb) < 0) {
@@ -316,6 +319,8 @@ static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int repo
 	} else {
 		lb_sweep_report_done(report_fd, out.exit_code, out.id, out.run_dir);
 		rc = out.exit_code;
+		if (run_dir && out.run_dir)
+			*run_dir = strdup(out.run_dir);
 	}
 	lb_run_result_free(&out);
 	json_object_put(req.sandbox_config);
@@ -323,6 +328,75 @@ static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int repo
 	strv_free(args, nargs);
 	lb_sandbox_free(sb);
 	return rc;
+}
+
+/* The executor's callback, in the cell's child. */
+static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int report_fd)
+{
+	sweep_ctx *c = vctx;
+	if (c->lock_fd >= 0)
+		close(c->lock_fd); /* the sweep's lock is the parent's */
+	return cell_run(c, cell, slot, report_fd, NULL);
+}
+
+/* `--resume ID --cell N`: cell N alone, here and now, as a task of a job array would run it.
+ * No lock and no sweep.json: many such tasks may run at once, on other machines; the next
+ * `labbox sweep --resume ID` finds their runs through the index. */
+static int run_one_cell(sweep_ctx *c, size_t cell)
+{
+	lb_sweep_slot slot = {0};
+	sched_getaffinity(0, sizeof slot.cpuset, &slot.cpuset);
+	slot.cpus = c->o.cpus > 0 ? c->o.cpus : CPU_COUNT(&slot.cpuset);
+	snprintf(slot.cpulist, sizeof slot.cpulist, "%d CPUs", CPU_COUNT(&slot.cpuset));
+	LB_AUTOCLOSE int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	LB_AUTOFREE char *run_dir = NULL;
+	int rc = cell_run(c, cell, &slot, devnull, &run_dir);
+	json_object *res = run_dir ? load_json(run_dir, "result.json") : NULL;
+	if (!res) {
+		cli_error("sweep", "cell %zu of sweep %s could not be run (exit %d)", cell, c->id, rc);
+		return rc;
+	}
+	if (c->json)
+		cli_json_print(res);
+	else
+		cli_printf("labbox: sweep %s cell %zu (%s): %s, run %s\n", c->id, cell,
+			   c->plan.condition_names[c->plan.cells[cell].condition], jstr(res, "status"),
+			   jstr(res, "id"));
+	json_object_put(res);
+	return rc;
+}
+
+/* Runs of this sweep's cells that the index knows (run by `--cell`, or by a sweep whose
+ * sweep.json was lost): {"N": run_dir} of the newest finished run of each cell. */
+static json_object *indexed_cells(const sweep_ctx *c, bool retry)
+{
+	json_object *map = json_object_new_object();
+	LB_AUTOFREE char *path = NULL;
+	lb_index *ix = NULL;
+	char err[512];
+	if (lb_index_path_for(c->runs_dir, &path) < 0 || access(path, F_OK) != 0 ||
+	    lb_index_open(path, &ix, err, sizeof err) < 0)
+		return map;
+	lb_index_filter f = {.sweep = c->id};
+	json_object *rows = NULL;
+	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
+		for (size_t i = 0; i < json_object_array_length(rows); i++) {
+			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell;
+			const char *st = jstr(row, "status"), *rd = jstr(row, "run_dir");
+			if (!json_object_object_get_ex(row, "sweep", &sw) || !sw ||
+			    strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c->id) != 0 ||
+			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd ||
+			    !lb_sweep_status_final(st, retry))
+				continue;
+			char key[32];
+			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
+			if (!json_object_object_get_ex(map, key, NULL)) /* newest first */
+				json_object_object_add(map, key, json_object_new_string(rd));
+		}
+		json_object_put(rows);
+	}
+	lb_index_close(ix);
+	return map;
 }
 
 /* ---- events in the parent ------------------------------------------------------------------ */
@@ -616,6 +690,8 @@ int cli_sweep(int argc, char **argv)
 		{"resume", required_argument, NULL, OPT_RESUME},
 		{"retry-failed", no_argument, NULL, OPT_RETRY},
 		{"ignore-budget-table", no_argument, NULL, OPT_IGNORE_TABLE},
+		{"cell", required_argument, NULL, OPT_CELL},
+		{"plan-only", no_argument, NULL, OPT_PLAN_ONLY},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -625,6 +701,8 @@ int cli_sweep(int argc, char **argv)
 	size_t nparams = 0;
 	const char *resume = NULL;
 	bool retry = false, ignore_table = false, grid_flags = false;
+	long one_cell = -1; /* --cell N */
+	bool plan_only = false;
 	int rc = CLI_EXIT_USAGE;
 	json_object *prev = NULL, *final = NULL;
 	lb_exp_config cfg = {0};
@@ -723,6 +801,15 @@ int cli_sweep(int argc, char **argv)
 		case OPT_IGNORE_TABLE:
 			ignore_table = true;
 			break;
+		case OPT_PLAN_ONLY:
+			plan_only = true;
+			break;
+		case OPT_CELL:
+			if (lb_parse_long(optarg, &one_cell) < 0) {
+				cli_error("sweep", "--cell '%s' is not a cell number (0, 1, ...)", optarg);
+				goto done;
+			}
+			break;
 		default:
 			cli_bad_option("sweep", argv, optopt);
 			goto done;
@@ -730,6 +817,10 @@ int cli_sweep(int argc, char **argv)
 	}
 	c.json = c.o.json;
 	c.runs_dir = c.runs_dir ? c.runs_dir : ".labbox/runs";
+	if (one_cell >= 0 && !resume) {
+		cli_error("sweep", "--cell N runs one cell of a sweep that exists: give --resume ID too");
+		goto done;
+	}
 	if (resume) {
 		if (grid_flags || optind < dashdash || dashdash < argc) {
 			cli_error("sweep", "--resume runs the sweep as it was started: only --jobs, "
@@ -878,6 +969,18 @@ int cli_sweep(int argc, char **argv)
 			c.sweep_dir = strdup(abs);
 		}
 	}
+	if (one_cell >= 0) {
+		if ((size_t)one_cell >= c.plan.ncells) {
+			cli_error("sweep", "--cell %ld: sweep %s has cells 0 to %zu", one_cell, c.id,
+				  c.plan.ncells - 1);
+			rc = CLI_EXIT_USAGE;
+			goto done;
+		}
+		c.argv = argv - 1;
+		c.argc = argc + 1;
+		rc = run_one_cell(&c, (size_t)one_cell);
+		goto done;
+	}
 	if (lock_sweep(&c) < 0) {
 		rc = CLI_EXIT_USAGE;
 		goto done;
@@ -892,11 +995,29 @@ int cli_sweep(int argc, char **argv)
 	json_object *pcells = NULL;
 	if (prev)
 		json_object_object_get_ex(prev, "cells", &pcells);
+	json_object *indexed = indexed_cells(&c, retry);
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
 		const char *st = jstr(pc, "status"), *rd = jstr(pc, "run_dir");
 		json_object *res = st && rd && lb_sweep_status_final(st, retry) ? load_json(rd, "result.json") : NULL;
 		const char *rst = jstr(res, "status");
+		if (!(res && rst && strcmp(rst, st) == 0)) {
+			/* Not in sweep.json: a run of this cell made elsewhere (--cell). */
+			char key[32];
+			snprintf(key, sizeof key, "%zu", i);
+			const char *ird = jstr(indexed, key);
+			json_object_put(res);
+			res = ird ? load_json(ird, "result.json") : NULL;
+			json_object *sw = res ? json_object_object_get(res, "sweep") : NULL;
+			json_object *swc = sw ? json_object_object_get(sw, "cell") : NULL;
+			rst = jstr(res, "status");
+			st = rst;
+			if (!sw || strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c.id) != 0 || !swc ||
+			    json_object_get_int64(swc) != (int64_t)i || !lb_sweep_status_final(rst, retry)) {
+				json_object_put(res);
+				res = NULL;
+			}
+		}
 		if (res && rst && strcmp(rst, st) == 0) {
 			json_object *rec = lb_sweep_cell_record(res);
 			json_object *slot;
@@ -910,6 +1031,7 @@ int cli_sweep(int argc, char **argv)
 		}
 		json_object_put(res);
 	}
+	json_object_put(indexed);
 	{
 		json_object *prev_started = NULL;
 		if (prev && json_object_object_get_ex(prev, "started_at", &prev_started) && prev_started)
@@ -949,6 +1071,17 @@ int cli_sweep(int argc, char **argv)
 	if (write_doc(&c, "running", NULL) < 0) {
 		cli_error("sweep", "cannot write %s/sweep.json", c.sweep_dir);
 		free(todo);
+		goto done;
+	}
+	if (plan_only) {
+		/* The sweep exists and says what it will run; cells come later (--cell N, as the
+		 * tasks of a job array, or --resume). */
+		free(todo);
+		rc = write_doc(&c, "planned", &final) < 0 ? 125 : 0;
+		if (c.json)
+			cli_json_print(final);
+		else
+			print_summary(&c, final);
 		goto done;
 	}
 	if (c.ntodo < c.plan.ncells)

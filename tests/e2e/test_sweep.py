@@ -526,3 +526,27 @@ def test_a_terminal_gets_a_live_progress_line(tmp_path):
     assert "4/4 done, 0 running, 0 failed" in tty
     assert "time left" in tty
     assert "lr=0.2,model=a (2/2)" in proc.stdout
+
+
+def test_cells_run_one_by_one_as_array_tasks_are_counted_by_resume(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.2", "--param", "model=a", "--seeds", "0-1",
+              "--plan-only")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["status"] == "planned" and d["counts"]["not_run"] == 4
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    runs = tmp_path / "runs"
+    for n in (1, 2):
+        c = labbox("sweep", "--json", "--resume", d["id"], "--cell", n, "--runs-dir", runs)
+        assert c.returncode == 0, c.stderr
+        r = json.loads(c.stdout)
+        assert r["schema"] == "labbox.run/1" and r["sweep"]["cell"] == n
+        assert r["metrics"]["values"]["seed_seen"] == d["cells"][n]["seed"]
+    bad = labbox("sweep", "--json", "--resume", d["id"], "--cell", 9, "--runs-dir", runs)
+    assert bad.returncode == 2 and "cells 0 to 3" in json.loads(bad.stdout)["error"]["message"]
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", runs)
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["counts"]["completed"] == 4 and d2["counts"]["reused"] == 2
+    assert [c["reused"] for c in d2["cells"]] == [False, True, True, False]
