@@ -17,6 +17,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,9 @@ static const char sweep_help[] =
 	"  --plan-only          write sweep.json (status planned) and run nothing\n"
 	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
 	"                       infra_error and never run cells are)\n"
-	"  --python PATH, --entry FILE, --mode local|docker, --runs-dir DIR, --policy NAME,\n"
-	"  --trust-project      as for labbox run, for every cell\n"
+	"  --python PATH, --entry FILE, --mode local|docker, --image NAME, --engine NAME,\n"
+	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project\n"
+	"                       as for labbox run, for every cell\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Progress goes to stderr: a live line on a terminal (cells done, running, failed, time\n"
@@ -71,13 +73,17 @@ static const char sweep_help[] =
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
-       OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY };
+       OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
+       OPT_ENGINE };
 
 typedef struct sweep_ctx {
 	cli_sandbox_opts o;
 	const char *runs_dir;
 	char expdir[PATH_MAX];
-	char *python, *entry, *mode;
+	char *python, *entry, *mode, *image, *engine;
+	char **metrics; /* --metrics: declared for every cell */
+	size_t nmetrics;
+	uint64_t log_limit;
 	int policy;
 	bool trust;
 	char **base_args; /* after --, else labbox.yaml's args */
@@ -292,6 +298,11 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		.python = c->python,
 		.entry = c->entry,
 		.mode = c->mode,
+		.image = c->image,
+		.engine = c->engine,
+		.metrics = (const char *const *)c->metrics,
+		.nmetrics = c->nmetrics,
+		.log_limit = c->log_limit,
 		.runs_dir = c->runs_dir,
 		.args = args,
 		.nargs = nargs,
@@ -558,6 +569,15 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 		c->entry = strdup(jstr(inv, "entry"));
 	if (jstr(inv, "mode"))
 		c->mode = strdup(jstr(inv, "mode"));
+	if (jstr(inv, "image"))
+		c->image = strdup(jstr(inv, "image"));
+	if (jstr(inv, "engine"))
+		c->engine = strdup(jstr(inv, "engine"));
+	c->log_limit = (uint64_t)jnum(inv, "log_limit_bytes");
+	if (json_object_object_get_ex(inv, "metrics", &v) && v)
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			strv_push(&c->metrics, &c->nmetrics,
+				  json_object_get_string(json_object_array_get_idx(v, i)));
 	lb_check_policy pol;
 	if (jstr(inv, "policy") && lb_check_policy_parse(jstr(inv, "policy"), &pol) == 0)
 		c->policy = (int)pol;
@@ -692,6 +712,10 @@ int cli_sweep(int argc, char **argv)
 		{"ignore-budget-table", no_argument, NULL, OPT_IGNORE_TABLE},
 		{"cell", required_argument, NULL, OPT_CELL},
 		{"plan-only", no_argument, NULL, OPT_PLAN_ONLY},
+		{"metrics", required_argument, NULL, OPT_METRICS},
+		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
+		{"image", required_argument, NULL, OPT_IMAGE},
+		{"engine", required_argument, NULL, OPT_ENGINE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -800,6 +824,34 @@ int cli_sweep(int argc, char **argv)
 			break;
 		case OPT_IGNORE_TABLE:
 			ignore_table = true;
+			break;
+		case OPT_METRICS: {
+			LB_AUTOFREE char *list = strdup(optarg);
+			char *save = NULL;
+			for (char *tok = list ? strtok_r(list, ",", &save) : NULL; tok;
+			     tok = strtok_r(NULL, ",", &save))
+				if (*tok)
+					strv_push(&c.metrics, &c.nmetrics, tok);
+			grid_flags = true;
+			break;
+		}
+		case OPT_LOG_LIMIT:
+			if (lb_parse_size(optarg, &c.log_limit) < 0 || c.log_limit < 1024) {
+				cli_error("sweep", "--log-limit '%s' is not a size of at least 1k", optarg);
+				goto done;
+			}
+			grid_flags = true;
+			break;
+		case OPT_IMAGE:
+		case OPT_ENGINE:
+			if (!optarg[0] || (opt == OPT_ENGINE && strcmp(optarg, "docker") != 0 &&
+					   strcmp(optarg, "podman") != 0)) {
+				cli_error("sweep", "--%s '%s' is not %s", opt == OPT_IMAGE ? "image" : "engine",
+					  optarg, opt == OPT_IMAGE ? "an image name" : "one of docker, podman");
+				goto done;
+			}
+			*(opt == OPT_IMAGE ? &c.image : &c.engine) = strdup(optarg);
+			grid_flags = true;
 			break;
 		case OPT_PLAN_ONLY:
 			plan_only = true;
@@ -937,9 +989,10 @@ int cli_sweep(int argc, char **argv)
 		const char *extra[] = {c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py",
 				       c.python ? c.python : cfg.python ? cfg.python : "python3",
 				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
-				       ba.data ? ba.data : ""};
+				       ba.data ? ba.data : "",
+				       c.image ? c.image : cfg.image ? cfg.image : ""};
 		char id[LB_SWEEP_ID_LEN];
-		int r = lb_sweep_id(c.expdir, c.runs_dir, &c.plan, extra, 4, id);
+		int r = lb_sweep_id(c.expdir, c.runs_dir, &c.plan, extra, 5, id);
 		lb_buf_free(&ba);
 		if (r < 0) {
 			cli_error("sweep", "cannot read the experiment directory '%s': %s", c.expdir,
@@ -1051,6 +1104,11 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "python", c.python ? json_object_new_string(c.python) : NULL);
 		json_object_object_add(inv, "entry", c.entry ? json_object_new_string(c.entry) : NULL);
 		json_object_object_add(inv, "mode", c.mode ? json_object_new_string(c.mode) : NULL);
+		json_object_object_add(inv, "image", c.image ? json_object_new_string(c.image) : NULL);
+		json_object_object_add(inv, "engine", c.engine ? json_object_new_string(c.engine) : NULL);
+		json_object_object_add(inv, "metrics", strv_json(c.metrics, c.nmetrics));
+		json_object_object_add(inv, "log_limit_bytes",
+				       c.log_limit ? json_object_new_int64((int64_t)c.log_limit) : NULL);
 		json_object_object_add(inv, "policy",
 				       json_object_new_string(lb_check_policy_name((lb_check_policy)c.policy)));
 		json_object_object_add(inv, "trust_project", json_object_new_boolean(c.trust));
@@ -1148,6 +1206,9 @@ done:
 	free(c.python);
 	free(c.entry);
 	free(c.mode);
+	free(c.image);
+	free(c.engine);
+	strv_free(c.metrics, c.nmetrics);
 	free(c.sweep_dir);
 	free(c.started_at);
 	cli_sandbox_opts_free(&c.o);

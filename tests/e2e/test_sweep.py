@@ -550,3 +550,19 @@ def test_cells_run_one_by_one_as_array_tasks_are_counted_by_resume(tmp_path):
     assert p.returncode == 0, p.stderr
     assert d2["counts"]["completed"] == 4 and d2["counts"]["reused"] == 2
     assert [c["reused"] for c in d2["cells"]] == [False, True, True, False]
+
+
+def test_run_flags_apply_to_every_cell(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1",
+              "--metrics", "accuracy,not_reported", "--memory", "256m", "-e", "EXTRA=1")
+    d = doc_of(p)
+    assert p.returncode == 1, p.stderr
+    assert [c["status"] for c in d["cells"]] == ["invalid_metrics", "invalid_metrics"]
+    assert {f["status"] for f in d["failures"]} == {"invalid_metrics"}
+    for c in d["cells"]:
+        m = json.loads((Path(c["run_dir"]) / "manifest.json").read_text())
+        assert m["config"]["metrics"] == ["accuracy", "not_reported"]
+        assert m["config"]["sandbox"]["memory_bytes"] == 256 << 20
+        assert "EXTRA=1" in m["config"]["sandbox"]["env"]
+        assert m["sweep"]["id"] == d["id"]
