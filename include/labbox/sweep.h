@@ -121,12 +121,14 @@ struct json_object *lb_sweep_plan_json(const lb_sweep_plan *p);
 struct json_object *lb_sweep_cell_tag(const lb_sweep_plan *p, size_t cell, const char *sweep_id);
 
 /* The sweep's identity: sha256 of the experiment's content (every file under expdir except
- * .git, .labbox, __pycache__ and skip_dir, by relative path and content; symbolic links by
- * their target) and of the plan and the strings in extra (entry, interpreter, base args...),
- * its first 16 hex digits. The same experiment and grid give the same id, so running the
- * same command again finds the cells it finished. */
-int lb_sweep_id(const char *expdir, const char *skip_dir, const lb_sweep_plan *p,
-		const char *const *extra, size_t nextra, char out[LB_SWEEP_ID_LEN]);
+ * .git, .labbox, __pycache__ and the paths in skip: labbox's own records when they live in
+ * the experiment, by relative path and content; symbolic links by their target) and of the
+ * plan and the strings in extra (entry, interpreter, base args...), its first 16 hex digits.
+ * The same experiment and grid give the same id, so running the same command again finds
+ * the cells it finished. */
+int lb_sweep_id(const char *expdir, const char *const *skip, size_t nskip,
+		const lb_sweep_plan *p, const char *const *extra, size_t nextra,
+		char out[LB_SWEEP_ID_LEN]);
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 

@@ -991,8 +991,20 @@ int cli_sweep(int argc, char **argv)
 				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
 				       ba.data ? ba.data : "",
 				       c.image ? c.image : cfg.image ? cfg.image : ""};
+		/* labbox's own records, when they live inside the experiment (--runs-dir exp/runs
+		 * puts the index and the sweeps in exp/): they change with every run. */
+		LB_AUTOFREE char *index_path = NULL, *sweeps = NULL;
+		lb_index_path_for(c.runs_dir, &index_path);
+		lb_sweep_dir_for(c.runs_dir, "", &sweeps);
+		char wal[PATH_MAX], shm[PATH_MAX], journal[PATH_MAX];
+		snprintf(wal, sizeof wal, "%s-wal", index_path ? index_path : "");
+		snprintf(shm, sizeof shm, "%s-shm", index_path ? index_path : "");
+		snprintf(journal, sizeof journal, "%s-journal", index_path ? index_path : "");
+		if (sweeps && strlen(sweeps) > 1 && sweeps[strlen(sweeps) - 1] == '/')
+			sweeps[strlen(sweeps) - 1] = '\0';
+		const char *skip[] = {c.runs_dir, sweeps, index_path, wal, shm, journal};
 		char id[LB_SWEEP_ID_LEN];
-		int r = lb_sweep_id(c.expdir, c.runs_dir, &c.plan, extra, 5, id);
+		int r = lb_sweep_id(c.expdir, skip, 6, &c.plan, extra, 5, id);
 		lb_buf_free(&ba);
 		if (r < 0) {
 			cli_error("sweep", "cannot read the experiment directory '%s': %s", c.expdir,

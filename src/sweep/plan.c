@@ -887,9 +887,22 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every entry under dir (relative to root) in sorted order: type, path, and the content's
- * sha256 (a link's target). Bounded depth: a sweep's experiment is code, not a data set. */
-static int hash_tree(lb_sha256 *h, const char *root, const char *rel, const char *skip,
+/* Every file and link under dir (relative to root) in sorted order: type, path, and the
+ * content's sha256 (a link's target). Bounded depth: a sweep's experiment is code, not a data set. */
+typedef struct skip_list {
+	char (*v)[PATH_MAX];
+	size_t n;
+} skip_list;
+
+static bool skipped(const skip_list *sk, const char *full)
+{
+	for (size_t i = 0; i < sk->n; i++)
+		if (strcmp(sk->v[i], full) == 0)
+			return true;
+	return false;
+}
+
+static int hash_tree(lb_sha256 *h, const char *root, const char *rel, const skip_list *skip,
 		     int depth)
 {
 	char path[PATH_MAX];
@@ -922,14 +935,14 @@ static int hash_tree(lb_sha256 *h, const char *root, const char *rel, const char
 			r = -ENAMETOOLONG;
 			break;
 		}
-		if (skip && strcmp(full, skip) == 0)
+		if (skipped(skip, full))
 			continue;
 		struct stat st;
 		if (lstat(full, &st) < 0)
 			continue; /* gone meanwhile */
 		if (S_ISDIR(st.st_mode)) {
-			hash_str(h, "d");
-			hash_str(h, sub);
+			/* Directories count by what they hold: one that holds only labbox's own
+			 * records (made by the first sweep) must not change the id. */
 			r = hash_tree(h, root, sub, skip, depth + 1);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
@@ -952,16 +965,40 @@ static int hash_tree(lb_sha256 *h, const char *root, const char *rel, const char
 	return r;
 }
 
-int lb_sweep_id(const char *expdir, const char *skip_dir, const lb_sweep_plan *p,
-		const char *const *extra, size_t nextra, char out[LB_SWEEP_ID_LEN])
+int lb_sweep_id(const char *expdir, const char *const *skip, size_t nskip,
+		const lb_sweep_plan *p, const char *const *extra, size_t nextra,
+		char out[LB_SWEEP_ID_LEN])
 {
 	lb_sha256 h;
 	lb_sha256_init(&h);
 	hash_str(&h, LB_SWEEP_SCHEMA);
-	char skip[PATH_MAX] = "";
-	if (skip_dir && !realpath(skip_dir, skip))
-		skip[0] = '\0';
-	int r = hash_tree(&h, expdir, "", skip[0] ? skip : NULL, 0);
+	/* Compared as the walk spells paths: expdir as given, then the names under it. A path
+	 * that does not exist (yet) is compared as its directory's real path and its name. */
+	skip_list sk = {.v = calloc(nskip + 1, sizeof *sk.v)};
+	if (!sk.v)
+		return -ENOMEM;
+	char root[PATH_MAX];
+	if (!realpath(expdir, root))
+		snprintf(root, sizeof root, "%s", expdir);
+	for (size_t i = 0; i < nskip; i++) {
+		char dir[PATH_MAX], real[PATH_MAX];
+		if (!skip[i])
+			continue;
+		if (realpath(skip[i], real)) {
+			snprintf(sk.v[sk.n++], PATH_MAX, "%s", real);
+			continue;
+		}
+		snprintf(dir, sizeof dir, "%s", skip[i]);
+		char *slash = strrchr(dir, '/');
+		const char *base = slash ? slash + 1 : dir;
+		if (slash)
+			*slash = '\0';
+		if (realpath(slash ? (dir[0] ? dir : "/") : ".", real) &&
+		    snprintf(sk.v[sk.n], PATH_MAX, "%s/%s", real, base) < PATH_MAX)
+			sk.n++;
+	}
+	int r = hash_tree(&h, root, "", &sk, 0);
+	free(sk.v);
 	if (r < 0)
 		return r;
 	json_object *pj = lb_sweep_plan_json(p);

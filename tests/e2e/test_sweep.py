@@ -566,3 +566,15 @@ def test_run_flags_apply_to_every_cell(tmp_path):
         assert m["config"]["sandbox"]["memory_bytes"] == 256 << 20
         assert "EXTRA=1" in m["config"]["sandbox"]["env"]
         assert m["sweep"]["id"] == d["id"]
+
+
+def test_records_inside_the_experiment_do_not_change_its_id(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    runs = exp / "records" / "runs"  # the index and the sweeps land in exp/records too
+    cmd = ("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--param", "lr=0.1",
+           "--param", "model=a", "--seeds", "0-1", exp)
+    d1 = doc_of(labbox(*cmd))
+    assert d1["status"] == "completed"
+    assert (exp / "records" / "labbox.db").exists() and (exp / "records" / "sweeps").is_dir()
+    d2 = doc_of(labbox(*cmd))
+    assert d2["id"] == d1["id"] and d2["counts"]["reused"] == 2

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void test_seed_ranges(void **state)
 {
@@ -369,6 +370,62 @@ static void test_document(void **state)
 	assert_true(lb_sweep_status_final("completed", true));
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_sweep_id(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sweep-unit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[600], runs[512];
+	snprintf(path, sizeof path, "%s/main.py", dir);
+	write_text(path, "print('a: 1')\n");
+	lb_sweep_spec s = {0};
+	char err[256];
+	assert_int_equal(lb_sweep_spec_param_arg(&s, "lr=1,2", err, sizeof err), 0);
+	lb_sweep_plan p;
+	assert_int_equal(lb_sweep_plan_make(&s, &p, err, sizeof err), 0);
+	snprintf(runs, sizeof runs, "%s/records/runs", dir);
+	const char *skip[] = {runs};
+	const char *extra[] = {"main.py", "python3"};
+	char a[LB_SWEEP_ID_LEN], b[LB_SWEEP_ID_LEN];
+	assert_int_equal(lb_sweep_id(dir, skip, 1, &p, extra, 2, a), 0);
+	assert_int_equal(strlen(a), 16);
+	/* Records appearing inside, and empty directories, change nothing. */
+	snprintf(path, sizeof path, "%s/records", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(mkdir(runs, 0700), 0);
+	snprintf(path, sizeof path, "%s/run1", runs);
+	write_text(path, "x");
+	assert_int_equal(lb_sweep_id(dir, skip, 1, &p, extra, 2, b), 0);
+	assert_string_equal(a, b);
+	/* The code, the extra strings and the grid do. */
+	const char *extra2[] = {"train.py", "python3"};
+	assert_int_equal(lb_sweep_id(dir, skip, 1, &p, extra2, 2, b), 0);
+	assert_string_not_equal(a, b);
+	snprintf(path, sizeof path, "%s/main.py", dir);
+	write_text(path, "print('a: 2')\n");
+	assert_int_equal(lb_sweep_id(dir, skip, 1, &p, extra, 2, b), 0);
+	assert_string_not_equal(a, b);
+	lb_sweep_plan_free(&p);
+	assert_int_equal(lb_sweep_spec_param_arg(&s, "lr=1,3", err, sizeof err), 0);
+	assert_int_equal(lb_sweep_plan_make(&s, &p, err, sizeof err), 0);
+	char c2[LB_SWEEP_ID_LEN];
+	assert_int_equal(lb_sweep_id(dir, skip, 1, &p, extra, 2, c2), 0);
+	assert_string_not_equal(b, c2);
+	lb_sweep_plan_free(&p);
+	lb_sweep_spec_free(&s);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_sweep_dir(void **state)
 {
 	(void)state;
@@ -399,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_estimate_lines),
 		cmocka_unit_test(test_document),
 		cmocka_unit_test(test_sweep_dir),
+		cmocka_unit_test(test_sweep_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
