@@ -462,7 +462,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 			/* No run to read: killed before it had a record, or refused as a usage
 			 * error before a run directory existed. */
 			rec = json_object_new_object();
-			bool sig = ev->exit_code >= 128 && ev->exit_code != 137;
+			bool sig = ev->exit_code >= 128; /* killed before its run was recorded */
 			json_object_object_add(rec, "status",
 					       json_object_new_string(sig ? "interrupted"
 								  : ev->exit_code == LB_EXIT_USAGE ? "usage_error"
@@ -477,7 +477,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 							       : "the cell could not be run"));
 			json_object_object_add(rec, "failure", f);
 			json_object_object_add(rec, "metrics", json_object_new_object());
-			if (ev->exit_code == LB_EXIT_USAGE && !c->usage_failure) {
+			if (!sig && !c->usage_failure) {
 				/* Every cell would fail alike: say it once and start no more. */
 				c->usage_failure = true;
 				c->usage_rc = ev->exit_code;
@@ -973,6 +973,16 @@ int cli_sweep(int argc, char **argv)
 				  spec.iterations, c.sweep_budget, c.o.budget, err, sizeof err) < 0) {
 		cli_error("sweep", "%s", err);
 		goto done;
+	}
+	{
+		/* The sandbox flags, checked once here rather than failing in every cell. */
+		lb_sandbox *probe_sb = NULL;
+		int sr = lb_sandbox_new(&probe_sb) < 0 ? 125 : cli_sandbox_apply("sweep", &c.o, probe_sb);
+		lb_sandbox_free(probe_sb);
+		if (sr != 0) {
+			rc = sr;
+			goto done;
+		}
 	}
 	size_t jobs;
 	if (lb_sweep_jobs_resolve(c.jobs, c.o.cpus, &jobs, err, sizeof err) < 0) {

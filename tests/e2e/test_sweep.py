@@ -578,3 +578,12 @@ def test_records_inside_the_experiment_do_not_change_its_id(tmp_path):
     assert (exp / "records" / "labbox.db").exists() and (exp / "records" / "sweeps").is_dir()
     d2 = doc_of(labbox(*cmd))
     assert d2["id"] == d1["id"] and d2["counts"]["reused"] == 2
+
+
+def test_bad_sandbox_flags_are_refused_once_before_any_cell(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-3",
+              "-v", f"{tmp_path}/missing:/data")
+    assert p.returncode == 2
+    assert "missing" in doc_of(p)["error"]["message"]
+    assert not (tmp_path / "runs").exists()
