@@ -507,10 +507,14 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 				cfg->on_event(cfg->ctx, &ev);
 		}
 	}
+	/* A signal that came after the last cell ended is still this sweep's: counted, and
+	 * taken off the queue so that unblocking does not kill the caller before it writes the
+	 * sweep's document. */
+	for (struct signalfd_siginfo si; read(sfd, &si, sizeof si) == sizeof si;)
+		if (si.ssi_signo != SIGCHLD && !out->stop_signal)
+			out->stop_signal = (int)si.ssi_signo;
 	close(sfd);
 out:
-	/* SIGCHLDs of the cells are still pending: drop them before unblocking, so the default
-	 * disposition (ignore) sees them and nothing else does. */
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	for (size_t i = 0; i < jobs; i++) {
 		free(slots[i].run_dir);
