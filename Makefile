@@ -148,3 +148,9 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)
+
+# bench/sweep: `labbox sweep --jobs 2` on a 2 x 8 grid against the same cells under xargs -P 2.
+.PHONY: bench-sweep
+bench-sweep: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/sweep
+bench: bench-sweep

@@ -54,6 +54,17 @@ int lb_check_config_ignore(lb_check_config *cfg, const char *id_or_category);
 /* Compute budget and plan for the budget rules; 0 means not set. */
 int lb_check_config_set_budget(lb_check_config *cfg, double seconds);
 int lb_check_config_set_plan(lb_check_config *cfg, long conditions, long seeds, long iterations);
+/* A row of the seed's compute-budget table: budgets below `below` seconds allow at most these
+ * conditions, seeds and iterations per condition (0: no limit); text is the row as the seed
+ * writes it. */
+typedef struct lb_check_budget_row {
+	double below;
+	long conditions, seeds, iterations;
+	const char *band;
+	const char *text;
+} lb_check_budget_row;
+/* The row a budget of budget_s seconds falls in. */
+const lb_check_budget_row *lb_check_budget_row_for(double budget_s);
 /* Interpreter whose compile() decides syntax errors, run in the sandbox (lb_check_dir and
  * lb_check_files only). NULL: tree-sitter's error nodes decide. */
 int lb_check_config_set_python(lb_check_config *cfg, const char *path);

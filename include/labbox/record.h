@@ -77,6 +77,9 @@ int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, cons
 			 const char *started_at);
 /* From the final result.json document: status, codes, times, resources and every metric. */
 int lb_index_run_finished(lb_index *ix, struct json_object *result);
+/* The run is a cell of a sweep: sweep is {id, cell, condition, params, seed} (the cell's
+ * tag); kept in the sweep_runs table, shown in rows as `sweep`. */
+int lb_index_tag_sweep(lb_index *ix, const char *run_id, struct json_object *sweep);
 
 typedef struct lb_index_filter {
 	const char *status; /* NULL: any */
@@ -84,10 +87,12 @@ typedef struct lb_index_filter {
 	const char *since;  /* ISO-8601 prefix compared as text: "2026-11-29" */
 	const char *until;
 	long limit;         /* 0: no limit */
+	const char *sweep;  /* only the cells of this sweep (id or unique prefix); NULL: any */
 } lb_index_filter;
 
 /* Rows newest first: [{id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,
- * labbox_exit_code, metrics: {"cond/name" or "name": value}}]. -EINVAL with err for a bad
+ * labbox_exit_code, sweep: {id, cell, condition, params, seed} or null, metrics: {"cond/name"
+ * or "name": value}}]. -EINVAL with err for a bad
  * filter. */
 int lb_index_list(lb_index *ix, const lb_index_filter *f, struct json_object **rows, char *err,
 		  size_t errlen);

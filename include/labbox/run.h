@@ -70,6 +70,10 @@ typedef struct lb_run_request {
 	void *progress_ctx;
 	char *const *command_line; /* labbox's own argv, for the manifest */
 	int command_argc;
+	/* The cell of a sweep this run is (lb_sweep_cell_tag: id, cell, condition, params,
+	 * seed, and where it ran): result.json's and the manifest's `sweep`, and the run
+	 * index's tag; NULL for a run of its own. */
+	struct json_object *sweep;
 } lb_run_request;
 
 typedef struct lb_run_result {

@@ -442,26 +442,29 @@ void ck_raws_free(ck_raws *r)
 	r->seeds = NULL;
 }
 
-/* The seed's compute budget table: upper bound of each band and its maxima (0: no limit). */
-static const struct {
-	double below;
-	long conditions, seeds, iterations;
-	const char *band;
-} budget_table[] = {
-	{120, 2, 2, 1000, "< 120s"},
-	{300, 5, 5, 5000, "120-300s"},
-	{900, 10, 10, 20000, "300-900s"},
-	{1e300, 50, 20, 0, "> 900s"},
+/* The seed's compute budget table: upper bound of each band and its maxima (0: no limit), with
+ * the row as the seed writes it, which a refusal quotes. */
+static const lb_check_budget_row budget_table[] = {
+	{120, 2, 2, 1000, "< 120s", "| < 120s | 1-2 | 1-2 | \u2264 1,000 |"},
+	{300, 5, 5, 5000, "120-300s", "| 120-300s | 2-5 | 3-5 | \u2264 5,000 |"},
+	{900, 10, 10, 20000, "300-900s", "| 300-900s | 5-10 | 5-10 | \u2264 20,000 |"},
+	{1e300, 50, 20, 0, "> 900s", "| > 900s | 10-50 | 10-20 | No limit (but guard at 80%) |"},
 };
+
+const lb_check_budget_row *lb_check_budget_row_for(double budget)
+{
+	size_t b = 0;
+	while (b + 1 < sizeof budget_table / sizeof budget_table[0] &&
+	       budget >= budget_table[b].below)
+		b++;
+	return &budget_table[b];
+}
 
 int ck_budget(const lb_check_config *cfg, ck_raws *out)
 {
 	if (cfg->budget <= 0)
 		return 0;
-	size_t b = 0;
-	while (b + 1 < sizeof budget_table / sizeof budget_table[0] &&
-	       cfg->budget >= budget_table[b].below)
-		b++;
+	size_t b = (size_t)(lb_check_budget_row_for(cfg->budget) - budget_table);
 	unsigned line = cfg->plan_line ? cfg->plan_line : 1;
 	int r = 0;
 	if (cfg->plan_conditions > budget_table[b].conditions)

@@ -119,6 +119,9 @@ enum { OPT_TMPFS = 900, OPT_SHM_SIZE };
 int cli_mount_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o);
 /* Apply -v, --tmpfs, --shm-size, and the thread counts --cpus implies: 0 or an exit code. */
 int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
+/* The thread counts (OMP_NUM_THREADS and the BLAS ones) for cpus CPUs, rounded up and at most
+ * the CPUs this process may run on; a variable -e sets wins. 0 or an exit code. */
+int cli_thread_env(const cli_sandbox_opts *o, double cpus, lb_sandbox *sb);
 struct json_object;
 void cli_mounts_json(const cli_sandbox_opts *o, struct json_object *j);
 int cli_mounts_from_json(struct json_object *j, cli_sandbox_opts *o);
@@ -175,5 +178,6 @@ int cli_check(int argc, char **argv);
 int cli_probe(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_rerun(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
 
 #endif

@@ -216,22 +216,27 @@ int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 		cli_error(cmd, "--shm-size: not a size");
 		return CLI_EXIT_USAGE;
 	}
-	if (o->cpus > 0) {
-		char kv[64];
-		double n = ceil(o->cpus);
-		/* Never more threads than the CPUs this process may run on: --cpus 1000 on a
-		 * two-core host is two cores' worth. */
-		cpu_set_t set;
-		if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
-		    n > CPU_COUNT(&set))
-			n = CPU_COUNT(&set);
-		for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
-			if (env_sets(o, thread_vars[i]))
-				continue;
-			snprintf(kv, sizeof kv, "%s=%.0f", thread_vars[i], n);
-			if (lb_sandbox_add_env(sb, kv) < 0)
-				return 125;
-		}
+	if (o->cpus > 0)
+		return cli_thread_env(o, o->cpus, sb);
+	return 0;
+}
+
+int cli_thread_env(const cli_sandbox_opts *o, double cpus, lb_sandbox *sb)
+{
+	char kv[64];
+	double n = ceil(cpus);
+	/* Never more threads than the CPUs this process may run on: --cpus 1000 on a
+	 * two-core host is two cores' worth. */
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+	    n > CPU_COUNT(&set))
+		n = CPU_COUNT(&set);
+	for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
+		if (env_sets(o, thread_vars[i]))
+			continue;
+		snprintf(kv, sizeof kv, "%s=%.0f", thread_vars[i], n);
+		if (lb_sandbox_add_env(sb, kv) < 0)
+			return 125;
 	}
 	return 0;
 }

@@ -19,7 +19,7 @@
 
 static const char runs_help[] =
 	"usage: labbox runs list [--status S] [--metric NAME[OP VALUE]] [--since DATE]\n"
-	"                        [--until DATE] [--limit N] [--json] [--runs-dir DIR]\n"
+	"                        [--until DATE] [--limit N] [--sweep ID] [--json] [--runs-dir DIR]\n"
 	"       labbox runs show ID [--json] [--runs-dir DIR]\n"
 	"       labbox runs compare A B [--json] [--runs-dir DIR]\n"
 	"       labbox runs export (--mlflow DIR | --sacred DIR)... [filters as list] [--json]\n"
@@ -36,6 +36,7 @@ static const char runs_help[] =
 	"                   a started_at such as 2026-11-29T13:45:07.123Z)\n"
 	"  --until DATE     runs started before DATE\n"
 	"  --limit N        at most N runs, newest first\n"
+	"  --sweep ID       only the cells of sweep ID (labbox sweep; a unique prefix will do)\n"
 	"  --mlflow DIR     export: write the runs in MLflow's file-store layout under DIR\n"
 	"                   (browse with `mlflow ui --backend-store-uri DIR`); one MLflow\n"
 	"                   experiment per experiment directory name; updated in place when\n"
@@ -52,7 +53,8 @@ static const char runs_help[] =
 	"describes both layouts.\n"
 	"Exit status: 0, 2 for usage errors or unknown runs, 1 when an export could not be written.\n";
 
-enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_MLFLOW, O_SACRED };
+enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_MLFLOW, O_SACRED,
+       O_SWEEP };
 
 typedef struct runs_opts {
 	const char *runs_dir;
@@ -560,6 +562,7 @@ int cli_runs(int argc, char **argv)
 		{"since", required_argument, NULL, O_SINCE},
 		{"until", required_argument, NULL, O_UNTIL},
 		{"limit", required_argument, NULL, O_LIMIT},
+		{"sweep", required_argument, NULL, O_SWEEP},
 		{"json", no_argument, NULL, O_JSON},
 		{"mlflow", required_argument, NULL, O_MLFLOW},
 		{"sacred", required_argument, NULL, O_SACRED},
@@ -605,6 +608,13 @@ int cli_runs(int argc, char **argv)
 				cli_error("runs", "--limit '%s' is not a positive integer", optarg);
 				return CLI_EXIT_USAGE;
 			}
+			break;
+		case O_SWEEP:
+			if (!optarg[0]) {
+				cli_error("runs", "--sweep needs a sweep id");
+				return CLI_EXIT_USAGE;
+			}
+			o.filter.sweep = optarg;
 			break;
 		case O_JSON:
 			o.json = true;

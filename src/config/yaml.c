@@ -186,11 +186,13 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 			return bad(err, errlen, val, "'%s' must be a positive number of seconds", key);
 		return 0;
 	}
-	/* Read by the check module (lb_check_config_load_yaml), which validates them itself. */
-	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0)
+	/* Read by the check module (lb_check_config_load_yaml) and the sweep module
+	 * (lb_sweep_spec_load_yaml), which validate them themselves. */
+	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0 ||
+	    strcmp(key, "sweep") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, host, slurm, budget, metrics, results, check, plan)", key);
+		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, host, slurm, budget, metrics, results, check, plan, sweep)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)

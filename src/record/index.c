@@ -55,7 +55,18 @@ static const char schema[] =
 	"  text TEXT,"
 	"  PRIMARY KEY (run_id, file, name)"
 	");"
-	"CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);";
+	"CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);"
+	/* Cells of sweeps: a table of their own, so an index made before sweeps existed gets
+	 * it by CREATE IF NOT EXISTS, with no migration of the runs table. */
+	"CREATE TABLE IF NOT EXISTS sweep_runs ("
+	"  run_id TEXT PRIMARY KEY REFERENCES runs(id),"
+	"  sweep_id TEXT NOT NULL,"
+	"  cell INTEGER,"
+	"  condition TEXT,"
+	"  params TEXT,"
+	"  seed INTEGER"
+	");"
+	"CREATE INDEX IF NOT EXISTS sweep_runs_sweep ON sweep_runs(sweep_id);";
 
 /* Results-file values indexed per run: enough for any summary of means and stderrs, bounded
  * for a results.json that holds a whole training log (result.json keeps everything). */
@@ -163,6 +174,39 @@ int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, cons
 		sqlite3_bind_text(st, 4, started_at, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 5, getpid());
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)proc_start(getpid()));
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int lb_index_tag_sweep(lb_index *ix, const char *run_id, json_object *sweep)
+{
+	json_object *id, *cell, *cond, *params, *seed;
+	if (!json_object_object_get_ex(sweep, "id", &id) || !id)
+		return -EINVAL;
+	json_object_object_get_ex(sweep, "cell", &cell);
+	json_object_object_get_ex(sweep, "condition", &cond);
+	json_object_object_get_ex(sweep, "params", &params);
+	json_object_object_get_ex(sweep, "seed", &seed);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ix->db,
+				    "INSERT OR REPLACE INTO sweep_runs (run_id, sweep_id, cell, condition,"
+				    " params, seed) VALUES (?, ?, ?, ?, ?, ?)",
+				    -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, json_object_get_string(id), -1, SQLITE_TRANSIENT);
+		if (cell)
+			sqlite3_bind_int64(st, 3, json_object_get_int64(cell));
+		if (cond)
+			sqlite3_bind_text(st, 4, json_object_get_string(cond), -1, SQLITE_TRANSIENT);
+		if (params)
+			sqlite3_bind_text(st, 5,
+					  json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN),
+					  -1, SQLITE_TRANSIENT);
+		if (seed)
+			sqlite3_bind_int64(st, 6, json_object_get_int64(seed));
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
@@ -396,7 +440,8 @@ static void add_metrics(lb_index *ix, json_object *row, const char *id)
 
 static const char row_cols[] =
 	"SELECT id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,"
-	" labbox_exit_code FROM runs";
+	" labbox_exit_code, sweep_id, cell, sweep_runs.condition, params, seed FROM runs"
+	" LEFT JOIN sweep_runs ON sweep_runs.run_id = runs.id";
 
 static json_object *row_json(lb_index *ix, sqlite3_stmt *st)
 {
@@ -406,6 +451,17 @@ static json_object *row_json(lb_index *ix, sqlite3_stmt *st)
 	json_object *row = json_object_new_object();
 	for (int i = 0; i < 9; i++)
 		json_object_object_add(row, names[i], column_json(st, i));
+	json_object *sweep = NULL;
+	if (sqlite3_column_type(st, 9) == SQLITE_TEXT) {
+		sweep = json_object_new_object();
+		json_object_object_add(sweep, "id", column_json(st, 9));
+		json_object_object_add(sweep, "cell", column_json(st, 10));
+		json_object_object_add(sweep, "condition", column_json(st, 11));
+		const char *params = (const char *)sqlite3_column_text(st, 12);
+		json_object_object_add(sweep, "params", params ? json_tokener_parse(params) : NULL);
+		json_object_object_add(sweep, "seed", column_json(st, 13));
+	}
+	json_object_object_add(row, "sweep", sweep);
 	add_metrics(ix, row, (const char *)sqlite3_column_text(st, 0));
 	return row;
 }
@@ -478,7 +534,9 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 		lb_buf_puts(&sql, " AND started_at >= ?4");
 	if (f->until)
 		lb_buf_puts(&sql, " AND started_at < ?5");
-	lb_buf_puts(&sql, " ORDER BY started_at DESC, rowid DESC");
+	if (f->sweep)
+		lb_buf_puts(&sql, " AND (sweep_id = ?6 OR substr(sweep_id, 1, length(?6)) = ?6)");
+	lb_buf_puts(&sql, " ORDER BY started_at DESC, runs.rowid DESC");
 	if (f->limit > 0)
 		lb_buf_printf(&sql, " LIMIT %ld", f->limit);
 	sqlite3_stmt *st = NULL;
@@ -499,6 +557,8 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 		sqlite3_bind_text(st, 4, f->since, -1, SQLITE_TRANSIENT);
 	if (f->until)
 		sqlite3_bind_text(st, 5, f->until, -1, SQLITE_TRANSIENT);
+	if (f->sweep)
+		sqlite3_bind_text(st, 6, f->sweep, -1, SQLITE_TRANSIENT);
 	json_object *a = json_object_new_array();
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		json_object_array_add(a, row_json(ix, st));

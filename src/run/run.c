@@ -484,7 +484,10 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 		char expdir[PATH_MAX] = "";
 		if (!realpath(req->expdir, expdir))
 			snprintf(expdir, sizeof expdir, "%s", req->expdir);
-		if (lb_index_run_started(ix, out->id, out->run_dir, expdir, iso) < 0) {
+		json_object *sw = NULL;
+		if (lb_index_run_started(ix, out->id, out->run_dir, expdir, iso) < 0 ||
+		    (json_object_object_get_ex(doc, "sweep", &sw) && sw &&
+		     lb_index_tag_sweep(ix, out->id, sw) < 0)) {
 			snprintf(err, sizeof err, "cannot write to the run index %s", path);
 			lb_index_close(ix);
 			ix = NULL;
@@ -722,6 +725,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "id", json_object_new_string(out->id));
 	json_object_object_add(doc, "status", json_object_new_string("running"));
 	json_object_object_add(doc, "run_dir", json_object_new_string(out->run_dir));
+	/* From the first record on, so an interrupted cell still says which cell it was. */
+	if (req->sweep)
+		json_object_object_add(doc, "sweep", json_object_get(req->sweep));
 	double started = lb_time_now();
 	add_time(doc, "started_at", started);
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
@@ -1056,6 +1062,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "config", cfg);
 	if (req->rerun_of)
 		json_object_object_add(manifest, "rerun_of", json_object_new_string(req->rerun_of));
+	if (req->sweep)
+		json_object_object_add(manifest, "sweep", json_object_get(req->sweep));
 	json_object *interp = json_object_new_object();
 	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
 	json_object_object_add(interp, "version", json_object_new_string(st->py.version));

@@ -1,0 +1,1238 @@
+/* labbox sweep: a grid of conditions x seeds, each cell one ordinary run of the pipeline, on
+ * this machine's cores; the result is the sweep document (sweep.json beside the runs). */
+#include "cli.h"
+#include "labbox/check.h"
+#include "labbox/config.h"
+#include "labbox/record.h"
+#include "labbox/run.h"
+#include "labbox/sweep.h"
+#include "labbox/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char sweep_help[] =
+	"usage: labbox sweep [OPTIONS] [--param NAME=V1,V2 ...] [--seeds 0-4|0,3,7] EXPDIR [-- ARGS]\n"
+	"       labbox sweep --resume SWEEP_ID [--jobs N] [--json] [--runs-dir DIR]\n"
+	"\n"
+	"Run EXPDIR once per cell of a grid of conditions (every combination of the parameters'\n"
+	"values) x seeds, each cell an ordinary labbox run (its own run directory, result.json and\n"
+	"index row, tagged with the sweep), several at once on this machine's CPUs, and write\n"
+	"sweep.json beside the runs (.labbox/sweeps/SWEEP_ID/): every cell's status and metrics,\n"
+	"and per condition over its seeds n, mean, std, a 95% interval (Student t), min and max of\n"
+	"every metric, the failed cells with their failure class, and conditions that report\n"
+	"identical results. The grid comes from labbox.yaml's `sweep:` (parameters, seeds, args,\n"
+	"env, iterations, budget) and the flags below. Each parameter reaches the experiment as\n"
+	"`--NAME VALUE` and the seed as `--seed S`, unless `sweep: args:` gives a template such\n"
+	"as \"--lr {lr} --seed {seed}\" (or `env:` one such as LR: \"{lr}\"). The same command\n"
+	"again, or --resume, runs only the cells that did not finish.\n"
+	"\n"
+	"Options:\n"
+	"  --param NAME=V1,V2   a parameter and its values (repeatable; replaces labbox.yaml's\n"
+	"                       values of NAME)\n"
+	"  --seeds SPEC         seeds: 0-4, 0,3,7 or 0-2,10 (replaces labbox.yaml's seeds:)\n"
+	"  --args TEMPLATE      the argument template, e.g. \"--lr {lr} --seed {seed}\"\n"
+	"  --jobs N             cells at once (default: the CPUs labbox may use divided by each\n"
+	"                       cell's --cpus, else one CPU each); each cell is pinned to its\n"
+	"                       share of the CPUs and its thread counts (OMP_NUM_THREADS...)\n"
+	"                       match it; more than the CPUs allow is refused\n"
+	"  --budget SECONDS     each cell's time budget, as for labbox run\n"
+	"  --sweep-budget SECONDS  the whole sweep's: when it is spent, running cells end as\n"
+	"                       interrupted and the rest wait for --resume (exit 124)\n"
+	"  --ignore-budget-table  run a plan outside the seed's compute-budget table\n"
+	"  --resume ID          run what did not finish of sweep ID (a unique prefix will do)\n"
+	"  --cell N             with --resume: run cell N alone, here, as one task of a job array\n"
+	"                       would; a later --resume counts it as done (found in the index)\n"
+	"  --plan-only          write sweep.json (status planned) and run nothing\n"
+	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
+	"                       infra_error and never run cells are)\n"
+	"  --python PATH, --entry FILE, --mode local|docker, --image NAME, --engine NAME,\n"
+	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project\n"
+	"                       as for labbox run, for every cell\n"
+	CLI_SANDBOX_HELP
+	"\n"
+	"Progress goes to stderr: a live line on a terminal (cells done, running, failed, time\n"
+	"left), plain lines otherwise. --json prints only the sweep document on stdout.\n"
+	"Exit status: 0 every cell completed, 1 some cell did not, 2 usage error (a bad grid, a\n"
+	"plan outside the budget table), 124 the sweep budget ran out, 128+N interrupted by\n"
+	"signal N, 125 the sandbox could not be set up.\n";
+
+enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
+       OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
+       OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
+       OPT_ENGINE };
+
+typedef struct sweep_ctx {
+	cli_sandbox_opts o;
+	const char *runs_dir;
+	char expdir[PATH_MAX];
+	char *python, *entry, *mode, *image, *engine;
+	char **metrics; /* --metrics: declared for every cell */
+	size_t nmetrics;
+	uint64_t log_limit;
+	int policy;
+	bool trust;
+	char **base_args; /* after --, else labbox.yaml's args */
+	size_t nbase;
+	double budget, sweep_budget;
+	size_t jobs;
+	lb_sweep_plan plan;
+	char id[LB_SWEEP_ID_LEN];
+	char *sweep_dir;
+	int lock_fd;
+	json_object *cells; /* one record per plan cell, null when not run */
+	json_object *invocation;
+	char *started_at;
+	char **argv;
+	int argc;
+	/* progress */
+	bool tty, json;
+	size_t ntodo, done, failed, running;
+	double eta;
+	bool usage_failure; /* a cell could not become a run: stop starting others */
+	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
+	int usage_rc;
+} sweep_ctx;
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 2) * sizeof **v);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+static json_object *strv_json(char *const *v, size_t n)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	return a;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && v &&
+			       json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+static double jnum(json_object *o, const char *key)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_double(v) : 0;
+}
+
+static json_object *load_json(const char *dir, const char *name)
+{
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return NULL;
+	LB_AUTOFREE char *text = NULL;
+	if (lb_read_file_at(dfd, name, 256u << 20, &text, NULL) < 0)
+		return NULL;
+	return json_tokener_parse(text);
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static void fmt_duration(double s, char out[32])
+{
+	if (s < 0)
+		snprintf(out, 32, "unknown");
+	else if (s < 60)
+		snprintf(out, 32, "%.1fs", s);
+	else if (s < 3600)
+		snprintf(out, 32, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+	else
+		snprintf(out, 32, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+static void live_line(sweep_ctx *c)
+{
+	if (!c->tty)
+		return;
+	char eta[32];
+	fmt_duration(c->eta, eta);
+	fprintf(stderr, "\r\033[Klabbox sweep %s: %zu/%zu done, %zu running, %zu failed, time left %s",
+		c->id, c->done, c->ntodo, c->running, c->failed, eta);
+	fflush(stderr);
+}
+
+static void progress_line(sweep_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress_line(sweep_ctx *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (c->tty)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "labbox sweep: %s\n", msg);
+	live_line(c);
+}
+
+/* ---- the document -------------------------------------------------------------------------- */
+
+static json_object *build_doc(sweep_ctx *c, const char *status)
+{
+	json_object *info = json_object_new_object();
+	json_object_object_add(info, "status", json_object_new_string(status));
+	json_object_object_add(info, "sweep_dir", json_object_new_string(c->sweep_dir));
+	json_object_object_add(info, "expdir", json_object_new_string(c->expdir));
+	json_object_object_add(info, "started_at", json_object_new_string(c->started_at));
+	char iso[40];
+	lb_time_iso8601(lb_time_now(), iso);
+	json_object_object_add(info, "updated_at", json_object_new_string(iso));
+	json_object_object_add(info, "executor", json_object_new_string("local"));
+	json_object_object_add(info, "invocation", json_object_get(c->invocation));
+	json_object *doc = lb_sweep_document(&c->plan, c->id, c->cells, info);
+	json_object_put(info);
+	return doc;
+}
+
+static int write_doc(sweep_ctx *c, const char *status, json_object **keep)
+{
+	json_object *doc = build_doc(c, status);
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/sweep.json", c->sweep_dir);
+	int r = lb_record_write_json(path, doc);
+	chmod(path, 0600);
+	if (keep)
+		*keep = doc;
+	else
+		json_object_put(doc);
+	return r;
+}
+
+/* ---- one cell, in its child ---------------------------------------------------------------- */
+
+typedef struct cell_echo {
+	lb_sweep_estimate_scan scan;
+	int fd;
+} cell_echo;
+
+static void cell_output(void *ctx, lb_stream stream, const char *data, size_t len)
+{
+	(void)stream;
+	cell_echo *e = ctx;
+	double est = lb_sweep_estimate_feed(&e->scan, data, len);
+	if (est >= 0)
+		lb_sweep_report_estimate(e->fd, est);
+}
+
+static void cell_warn(void *ctx, const char *message)
+{
+	(void)ctx;
+	(void)message; /* the run's result.json says it (index.error) */
+}
+
+/* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory. */
+static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
+		    char **run_dir)
+{
+	const lb_sweep_cell *cl = &c->plan.cells[cell];
+	lb_sandbox *sb = NULL;
+	if (lb_sandbox_new(&sb) < 0) {
+		lb_sweep_report_error(report_fd, "out of memory");
+		return 125;
+	}
+	/* The sandbox flags of the command apply to every cell; errors go to the parent. */
+	int rc = cli_sandbox_apply("sweep", &c->o, sb);
+	/* Without --cpus the share is enforced by the affinity alone; the thread counts follow
+	 * it, so cells do not each start a pool the size of the machine. */
+	if (rc == 0 && c->o.cpus <= 0)
+		rc = cli_thread_env(&c->o, floor(slot->cpus) >= 1 ? floor(slot->cpus) : 1, sb);
+	for (size_t i = 0; rc == 0 && i < cl->nenv; i++)
+		if (lb_sandbox_add_env(sb, cl->env[i]) < 0)
+			rc = 125;
+	if (rc != 0) {
+		lb_sweep_report_error(report_fd, "the sandbox flags could not be applied");
+		lb_sandbox_free(sb);
+		return rc;
+	}
+	char **args = NULL;
+	size_t nargs = 0;
+	for (size_t i = 0; i < c->nbase; i++)
+		strv_push(&args, &nargs, c->base_args[i]);
+	for (size_t i = 0; i < cl->nargs; i++)
+		strv_push(&args, &nargs, cl->args[i]);
+	json_object *tag = lb_sweep_cell_tag(&c->plan, cell, c->id);
+	json_object_object_add(tag, "env", strv_json(cl->env, cl->nenv));
+	json_object *sj = json_object_new_object();
+	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
+	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
+	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
+	json_object_object_add(tag, "slot", sj);
+	cell_echo echo = {.fd = report_fd};
+	lb_run_request req = {
+		.expdir = c->expdir,
+		.python = c->python,
+		.entry = c->entry,
+		.mode = c->mode,
+		.image = c->image,
+		.engine = c->engine,
+		.metrics = (const char *const *)c->metrics,
+		.nmetrics = c->nmetrics,
+		.log_limit = c->log_limit,
+		.runs_dir = c->runs_dir,
+		.args = args,
+		.nargs = nargs,
+		.budget = c->o.budget,
+		.grace = c->o.grace_set ? c->o.grace : 5.0,
+		.disk_limit = cli_disk_limit(&c->o, c->runs_dir),
+		.echo = cell_output,
+		.echo_ctx = &echo,
+		.policy = c->policy,
+		.trust_project = c->trust,
+		.sandbox_config = cli_sandbox_json(&c->o),
+		.warn = cell_warn,
+		.command_line = c->argv,
+		.command_argc = c->argc,
+		.sweep = tag,
+	};
+	lb_run_result out = {0};
+	int r = lb_run_mode(sb, &req, &out);
+	if (r < 0) {
+		lb_sweep_report_error(report_fd, strerror(-r));
+		rc = 125;
+	} else if (!out.doc) {
+		lb_sweep_report_error(report_fd, out.error);
+		rc = out.exit_code;
+	} else {
+		lb_sweep_report_done(report_fd, out.exit_code, out.id, out.run_dir);
+		rc = out.exit_code;
+		if (run_dir && out.run_dir)
+			*run_dir = strdup(out.run_dir);
+	}
+	lb_run_result_free(&out);
+	json_object_put(req.sandbox_config);
+	json_object_put(tag);
+	strv_free(args, nargs);
+	lb_sandbox_free(sb);
+	return rc;
+}
+
+/* The executor's callback, in the cell's child. */
+static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int report_fd)
+{
+	sweep_ctx *c = vctx;
+	if (c->lock_fd >= 0)
+		close(c->lock_fd); /* the sweep's lock is the parent's */
+	return cell_run(c, cell, slot, report_fd, NULL);
+}
+
+/* `--resume ID --cell N`: cell N alone, here and now, as a task of a job array would run it.
+ * No lock and no sweep.json: many such tasks may run at once, on other machines; the next
+ * `labbox sweep --resume ID` finds their runs through the index. */
+static int run_one_cell(sweep_ctx *c, size_t cell)
+{
+	lb_sweep_slot slot = {0};
+	sched_getaffinity(0, sizeof slot.cpuset, &slot.cpuset);
+	slot.cpus = c->o.cpus > 0 ? c->o.cpus : CPU_COUNT(&slot.cpuset);
+	snprintf(slot.cpulist, sizeof slot.cpulist, "%d CPUs", CPU_COUNT(&slot.cpuset));
+	LB_AUTOCLOSE int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	LB_AUTOFREE char *run_dir = NULL;
+	int rc = cell_run(c, cell, &slot, devnull, &run_dir);
+	json_object *res = run_dir ? load_json(run_dir, "result.json") : NULL;
+	if (!res) {
+		cli_error("sweep", "cell %zu of sweep %s could not be run (exit %d)", cell, c->id, rc);
+		return rc;
+	}
+	if (c->json)
+		cli_json_print(res);
+	else
+		cli_printf("labbox: sweep %s cell %zu (%s): %s, run %s\n", c->id, cell,
+			   c->plan.condition_names[c->plan.cells[cell].condition], jstr(res, "status"),
+			   jstr(res, "id"));
+	json_object_put(res);
+	return rc;
+}
+
+/* Runs of this sweep's cells that the index knows (run by `--cell`, or by a sweep whose
+ * sweep.json was lost): {"N": run_dir} of the newest finished run of each cell. */
+static json_object *indexed_cells(const sweep_ctx *c, bool retry)
+{
+	json_object *map = json_object_new_object();
+	LB_AUTOFREE char *path = NULL;
+	lb_index *ix = NULL;
+	char err[512];
+	if (lb_index_path_for(c->runs_dir, &path) < 0 || access(path, F_OK) != 0 ||
+	    lb_index_open(path, &ix, err, sizeof err) < 0)
+		return map;
+	lb_index_filter f = {.sweep = c->id};
+	json_object *rows = NULL;
+	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
+		for (size_t i = 0; i < json_object_array_length(rows); i++) {
+			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell;
+			const char *st = jstr(row, "status"), *rd = jstr(row, "run_dir");
+			if (!json_object_object_get_ex(row, "sweep", &sw) || !sw ||
+			    strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c->id) != 0 ||
+			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd ||
+			    !lb_sweep_status_final(st, retry))
+				continue;
+			char key[32];
+			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
+			if (!json_object_object_get_ex(map, key, NULL)) /* newest first */
+				json_object_object_add(map, key, json_object_new_string(rd));
+		}
+		json_object_put(rows);
+	}
+	lb_index_close(ix);
+	return map;
+}
+
+/* ---- events in the parent ------------------------------------------------------------------ */
+
+static int on_event(void *vctx, const lb_sweep_event *ev)
+{
+	sweep_ctx *c = vctx;
+	const lb_sweep_cell *cl = ev->kind == LB_SWEEP_TICK || ev->kind == LB_SWEEP_STOPPING
+					  ? NULL : &c->plan.cells[ev->cell];
+	char seed[32] = "";
+	if (cl && cl->has_seed)
+		snprintf(seed, sizeof seed, " seed=%ld", cl->seed);
+	switch (ev->kind) {
+	case LB_SWEEP_CELL_STARTED:
+		c->running = ev->running;
+		if (!c->tty)
+			progress_line(c, "cell %zu (%s%s) started on CPUs %s", ev->cell,
+				      c->plan.condition_names[cl->condition], seed, ev->slot->cpulist);
+		else
+			live_line(c);
+		break;
+	case LB_SWEEP_CELL_ESTIMATE:
+		break;
+	case LB_SWEEP_TICK:
+		c->eta = ev->eta;
+		live_line(c);
+		break;
+	case LB_SWEEP_STOPPING:
+		if (ev->signal)
+			progress_line(c, "%s: ending the %zu running cell%s (they are recorded as "
+				      "interrupted; resume with labbox sweep --resume %s)",
+				      strsignal(ev->signal), ev->running, ev->running == 1 ? "" : "s", c->id);
+		else
+			progress_line(c, "the sweep budget is spent: ending the %zu running cell%s "
+				      "(resume with labbox sweep --resume %s)", ev->running,
+				      ev->running == 1 ? "" : "s", c->id);
+		break;
+	case LB_SWEEP_CELL_FINISHED: {
+		c->running = ev->running;
+		c->done++;
+		c->eta = ev->eta;
+		json_object *rec = NULL;
+		json_object *result = ev->run_dir ? load_json(ev->run_dir, "result.json") : NULL;
+		if (result) {
+			rec = lb_sweep_cell_record(result);
+			json_object_put(result);
+			/* Still "running" after its child ended: the child died before the run's
+			 * end was recorded, which is what the index calls interrupted too. */
+			if (strcmp(jstr(rec, "status"), "running") == 0)
+				json_object_object_add(rec, "status", json_object_new_string("interrupted"));
+		} else {
+			/* No run to read: killed before it had a record, or refused as a usage
+			 * error before a run directory existed. */
+			rec = json_object_new_object();
+			bool sig = ev->exit_code >= 128; /* killed before its run was recorded */
+			json_object_object_add(rec, "status",
+					       json_object_new_string(sig ? "interrupted"
+								  : ev->exit_code == LB_EXIT_USAGE ? "usage_error"
+								  : "infra_error"));
+			json_object_object_add(rec, "run_id", ev->run_id ? json_object_new_string(ev->run_id) : NULL);
+			json_object_object_add(rec, "run_dir", ev->run_dir ? json_object_new_string(ev->run_dir) : NULL);
+			json_object_object_add(rec, "exit_code", json_object_new_int(ev->exit_code));
+			json_object *f = json_object_new_object();
+			json_object_object_add(f, "class", json_object_new_string(sig ? "interrupted" : "infra_error"));
+			json_object_object_add(f, "summary", json_object_new_string(
+				ev->message ? ev->message : sig ? "the cell was ended before its run was recorded"
+							       : "the cell could not be run"));
+			json_object_object_add(rec, "failure", f);
+			json_object_object_add(rec, "metrics", json_object_new_object());
+			if (!sig && !c->usage_failure) {
+				/* Every cell would fail alike: say it once and start no more. */
+				c->usage_failure = true;
+				c->usage_rc = ev->exit_code;
+				cli_error("sweep", "cell %zu could not be run: %s", ev->cell,
+					  ev->message ? ev->message : "usage error");
+			}
+		}
+		json_object *sj = json_object_new_object();
+		json_object_object_add(sj, "index", json_object_new_int64((int64_t)ev->slot->index));
+		json_object_object_add(sj, "cpus", json_object_new_double(ev->slot->cpus));
+		json_object_object_add(sj, "affinity", json_object_new_string(ev->slot->cpulist));
+		json_object_object_add(rec, "slot", sj);
+		json_object_object_add(rec, "reused", json_object_new_boolean(false));
+		const char *status = jstr(rec, "status");
+		if (!status || strcmp(status, "completed") != 0)
+			c->failed++;
+		char wall[32];
+		fmt_duration(ev->wall, wall);
+		json_object *fail;
+		const char *cls = json_object_object_get_ex(rec, "failure", &fail) && fail ? jstr(fail, "class") : NULL;
+		progress_line(c, "cell %zu (%s%s) %s%s%s in %s%s%s", ev->cell,
+			      c->plan.condition_names[cl->condition], seed, status ? status : "?",
+			      cls ? ": " : "", cls ? cls : "", wall, ev->run_id ? ", run " : "",
+			      ev->run_id ? ev->run_id : "");
+		json_object_array_put_idx(c->cells, ev->cell, rec);
+		/* After every cell, so a sweep that dies keeps what finished. */
+		write_doc(c, "running", NULL);
+		break;
+	}
+	}
+	return c->usage_failure;
+}
+
+/* ---- setting it up ------------------------------------------------------------------------- */
+
+/* The sweeps directory's entry that ID names (whole or a unique prefix). */
+static int find_sweep(const char *runs_dir, const char *id, char **dir)
+{
+	LB_AUTOFREE char *probe = NULL;
+	if (lb_sweep_dir_for(runs_dir, "x", &probe) < 0)
+		return -ENOMEM;
+	probe[strlen(probe) - 2] = '\0';
+	DIR *d = opendir(probe);
+	if (!d) {
+		cli_error("sweep", "no sweep '%s': there is no sweeps directory %s", id, probe);
+		return -ENOENT;
+	}
+	struct dirent *e;
+	char found[256 + 8] = "";
+	int n = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strncmp(e->d_name, id, strlen(id)) == 0) {
+			if (strcmp(e->d_name, id) == 0) {
+				n = 1;
+				snprintf(found, sizeof found, "%s", e->d_name);
+				break;
+			}
+			n++;
+			snprintf(found, sizeof found, "%s", e->d_name);
+		}
+	closedir(d);
+	if (n == 0) {
+		cli_error("sweep", "no sweep '%s' in %s", id, probe);
+		return -ENOENT;
+	}
+	if (n > 1) {
+		cli_error("sweep", "'%s' matches more than one sweep in %s; give more of the id", id, probe);
+		return -EEXIST;
+	}
+	return asprintf(dir, "%s/%s", probe, found) < 0 ? -ENOMEM : 0;
+}
+
+/* The spec, flags and experiment of a sweep as sweep.json recorded them. */
+static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_object **prev)
+{
+	json_object *doc = load_json(dir, "sweep.json");
+	json_object *inv, *plan, *v;
+	if (!doc || !json_object_object_get_ex(doc, "invocation", &inv) ||
+	    !json_object_object_get_ex(doc, "plan", &plan)) {
+		cli_error("sweep", "%s/sweep.json is missing or not a sweep document", dir);
+		json_object_put(doc);
+		return -EINVAL;
+	}
+	const char *exp = jstr(inv, "expdir");
+	snprintf(c->expdir, sizeof c->expdir, "%s", exp ? exp : "");
+	if (jstr(inv, "python"))
+		c->python = strdup(jstr(inv, "python"));
+	if (jstr(inv, "entry"))
+		c->entry = strdup(jstr(inv, "entry"));
+	if (jstr(inv, "mode"))
+		c->mode = strdup(jstr(inv, "mode"));
+	if (jstr(inv, "image"))
+		c->image = strdup(jstr(inv, "image"));
+	if (jstr(inv, "engine"))
+		c->engine = strdup(jstr(inv, "engine"));
+	c->log_limit = (uint64_t)jnum(inv, "log_limit_bytes");
+	if (json_object_object_get_ex(inv, "metrics", &v) && v)
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			strv_push(&c->metrics, &c->nmetrics,
+				  json_object_get_string(json_object_array_get_idx(v, i)));
+	lb_check_policy pol;
+	if (jstr(inv, "policy") && lb_check_policy_parse(jstr(inv, "policy"), &pol) == 0)
+		c->policy = (int)pol;
+	c->trust = json_object_object_get_ex(inv, "trust_project", &v) && json_object_get_boolean(v);
+	c->ignore_table = json_object_object_get_ex(inv, "ignore_budget_table", &v) &&
+			  json_object_get_boolean(v);
+	if (!c->sweep_budget)
+		c->sweep_budget = jnum(inv, "sweep_budget_s");
+	if (!c->jobs)
+		c->jobs = (size_t)jnum(inv, "jobs");
+	if (json_object_object_get_ex(inv, "base_args", &v))
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			strv_push(&c->base_args, &c->nbase, json_object_get_string(json_object_array_get_idx(v, i)));
+	if (json_object_object_get_ex(inv, "sandbox", &v))
+		cli_sandbox_opts_from_json(v, &c->o);
+	c->o.budget = jnum(inv, "budget_s");
+	spec->iterations = (long)jnum(inv, "iterations");
+	if (json_object_object_get_ex(plan, "parameters", &v))
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *p = json_object_array_get_idx(v, i), *vals = NULL;
+			json_object_object_get_ex(p, "values", &vals);
+			size_t nv = vals ? json_object_array_length(vals) : 0;
+			const char **strs = calloc(nv + 1, sizeof *strs);
+			for (size_t k = 0; strs && k < nv; k++)
+				strs[k] = json_object_get_string(json_object_array_get_idx(vals, k));
+			char perr[512];
+			/* Anything that does not survive comes out in the id check below. */
+			if (strs && jstr(p, "name"))
+				lb_sweep_spec_set_param(spec, jstr(p, "name"), strs, nv, perr, sizeof perr);
+			free(strs);
+		}
+	if (json_object_object_get_ex(plan, "seeds", &v) && json_object_array_length(v)) {
+		spec->seeds = calloc(json_object_array_length(v), sizeof *spec->seeds);
+		for (size_t i = 0; spec->seeds && i < json_object_array_length(v); i++)
+			spec->seeds[spec->nseeds++] = json_object_get_int64(json_object_array_get_idx(v, i));
+		spec->seeds_set = true;
+	}
+	if (json_object_object_get_ex(plan, "args_template", &v)) {
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			strv_push(&spec->args, &spec->nargs, json_object_get_string(json_object_array_get_idx(v, i)));
+		spec->args_set = true;
+	}
+	if (json_object_object_get_ex(plan, "env_template", &v))
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			strv_push(&spec->env, &spec->nenv, json_object_get_string(json_object_array_get_idx(v, i)));
+	*prev = doc;
+	return 0;
+}
+
+static int lock_sweep(sweep_ctx *c)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/lock", c->sweep_dir);
+	c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (c->lock_fd < 0) {
+		cli_error("sweep", "cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(c->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		cli_error("sweep", "sweep %s is being run by another labbox right now (%s is locked)",
+			  c->id, path);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static void print_summary(sweep_ctx *c, json_object *doc)
+{
+	json_object *conds, *counts, *fails, *ident;
+	json_object_object_get_ex(doc, "counts", &counts);
+	cli_printf("\nlabbox: sweep %s %s: %d of %d cells completed (%d reused), %d failed, %d "
+		   "interrupted, %d not run\n", c->id, jstr(doc, "status"),
+		   (int)jnum(counts, "completed"), (int)jnum(counts, "cells"), (int)jnum(counts, "reused"),
+		   (int)jnum(counts, "failed"), (int)jnum(counts, "interrupted"),
+		   (int)jnum(counts, "not_run"));
+	if (json_object_object_get_ex(doc, "conditions", &conds))
+		for (size_t i = 0; i < json_object_array_length(conds); i++) {
+			json_object *cd = json_object_array_get_idx(conds, i), *m;
+			cli_printf("  %s (%d/%d):", jstr(cd, "name"), (int)jnum(cd, "completed"),
+				   (int)jnum(cd, "cells"));
+			int shown = 0;
+			if (json_object_object_get_ex(cd, "metrics", &m)) {
+				json_object_object_foreach(m, k, b)
+				{
+					if (shown++ >= 4)
+						break;
+					json_object *ci, *sd;
+					cli_printf(" %s=%.4g", k, jnum(b, "mean"));
+					if (json_object_object_get_ex(b, "std", &sd) && sd)
+						cli_printf(" \xc2\xb1%.2g", json_object_get_double(sd));
+					if (json_object_object_get_ex(b, "ci95", &ci) && ci)
+						cli_printf(" [%.4g, %.4g]", jnum(ci, "low"), jnum(ci, "high"));
+					cli_printf(";");
+				}
+			}
+			cli_printf("\n");
+		}
+	if (json_object_object_get_ex(doc, "failures", &fails))
+		for (size_t i = 0; i < json_object_array_length(fails) && i < 20; i++) {
+			json_object *f = json_object_array_get_idx(fails, i);
+			cli_printf("  failed: cell %d (%s) %s: %s%s%s\n", (int)jnum(f, "cell"),
+				   jstr(f, "condition"), jstr(f, "status"), jstr(f, "class"),
+				   jstr(f, "summary") ? ": " : "", jstr(f, "summary") ? jstr(f, "summary") : "");
+		}
+	if (json_object_object_get_ex(doc, "identical_conditions", &ident))
+		for (size_t i = 0; i < json_object_array_length(ident); i++) {
+			json_object *g = json_object_array_get_idx(ident, i), *mem;
+			json_object_object_get_ex(g, "conditions", &mem);
+			cli_printf("  warning: identical results: %s\n",
+				   json_object_to_json_string_ext(mem, JSON_C_TO_STRING_PLAIN));
+		}
+	cli_printf("  sweep.json: %s/sweep.json\n", c->sweep_dir);
+}
+
+int cli_sweep(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_SANDBOX_LONGOPTS,
+		{"python", required_argument, NULL, OPT_PYTHON},
+		{"entry", required_argument, NULL, OPT_ENTRY},
+		{"mode", required_argument, NULL, OPT_MODE},
+		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
+		{"policy", required_argument, NULL, OPT_POLICY},
+		{"trust-project", no_argument, NULL, OPT_TRUST},
+		{"jobs", required_argument, NULL, OPT_JOBS},
+		{"param", required_argument, NULL, OPT_PARAM},
+		{"seeds", required_argument, NULL, OPT_SEEDS},
+		{"args", required_argument, NULL, OPT_ARGS},
+		{"sweep-budget", required_argument, NULL, OPT_SWEEP_BUDGET},
+		{"resume", required_argument, NULL, OPT_RESUME},
+		{"retry-failed", no_argument, NULL, OPT_RETRY},
+		{"ignore-budget-table", no_argument, NULL, OPT_IGNORE_TABLE},
+		{"cell", required_argument, NULL, OPT_CELL},
+		{"plan-only", no_argument, NULL, OPT_PLAN_ONLY},
+		{"metrics", required_argument, NULL, OPT_METRICS},
+		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
+		{"image", required_argument, NULL, OPT_IMAGE},
+		{"engine", required_argument, NULL, OPT_ENGINE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	sweep_ctx c = {.lock_fd = -1, .eta = -1};
+	lb_sweep_spec spec = {0}, cli_spec = {0};
+	char **params = NULL, *seeds_arg = NULL, *args_arg = NULL;
+	size_t nparams = 0;
+	const char *resume = NULL;
+	bool retry = false, ignore_table = false, grid_flags = false;
+	long one_cell = -1; /* --cell N */
+	bool plan_only = false;
+	int rc = CLI_EXIT_USAGE;
+	json_object *prev = NULL, *final = NULL;
+	lb_exp_config cfg = {0};
+	char err[1024] = "";
+	int dashdash = argc;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dashdash = i;
+			break;
+		}
+	cli_json_begin("sweep", dashdash, argv, "he:v:", longopts, false);
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(dashdash, argv, "he:v:", longopts, NULL)) != -1) {
+		int r = cli_sandbox_opt("sweep", opt, optarg, &c.o);
+		if (r < 0)
+			goto done;
+		if (r > 0) {
+			grid_flags |= opt != OPT_JSON;
+			continue;
+		}
+		switch (opt) {
+		case 'h':
+			cli_json_set(NULL);
+			fputs(sweep_help, stdout);
+			rc = 0;
+			goto done;
+		case OPT_PYTHON:
+			c.python = strdup(optarg);
+			grid_flags = true;
+			break;
+		case OPT_ENTRY:
+			if (!optarg[0]) {
+				cli_error("sweep", "--entry needs a file name inside the experiment");
+				goto done;
+			}
+			c.entry = strdup(optarg);
+			grid_flags = true;
+			break;
+		case OPT_MODE:
+			c.mode = strdup(optarg);
+			grid_flags = true;
+			break;
+		case OPT_RUNS_DIR:
+			c.runs_dir = optarg;
+			break;
+		case OPT_POLICY: {
+			lb_check_policy p;
+			if (lb_check_policy_parse(optarg, &p) < 0) {
+				cli_error("sweep", "--policy '%s' is not one of strict, standard, permissive",
+					  optarg);
+				goto done;
+			}
+			c.policy = (int)p;
+			grid_flags = true;
+			break;
+		}
+		case OPT_TRUST:
+			c.trust = true;
+			grid_flags = true;
+			break;
+		case OPT_JOBS: {
+			long j;
+			if (lb_parse_long(optarg, &j) < 0 || j <= 0 || j > 4096) {
+				cli_error("sweep", "--jobs '%s' is not a number of cells from 1 to 4096", optarg);
+				goto done;
+			}
+			c.jobs = (size_t)j;
+			break;
+		}
+		case OPT_PARAM:
+			strv_push(&params, &nparams, optarg);
+			grid_flags = true;
+			break;
+		case OPT_SEEDS:
+			seeds_arg = optarg;
+			grid_flags = true;
+			break;
+		case OPT_ARGS:
+			args_arg = optarg;
+			grid_flags = true;
+			break;
+		case OPT_SWEEP_BUDGET:
+			if (lb_parse_seconds(optarg, &c.sweep_budget) < 0) {
+				cli_error("sweep", "--sweep-budget '%s' is not a positive number of seconds",
+					  optarg);
+				goto done;
+			}
+			break;
+		case OPT_RESUME:
+			resume = optarg;
+			break;
+		case OPT_RETRY:
+			retry = true;
+			break;
+		case OPT_IGNORE_TABLE:
+			ignore_table = true;
+			break;
+		case OPT_METRICS: {
+			LB_AUTOFREE char *list = strdup(optarg);
+			char *save = NULL;
+			for (char *tok = list ? strtok_r(list, ",", &save) : NULL; tok;
+			     tok = strtok_r(NULL, ",", &save))
+				if (*tok)
+					strv_push(&c.metrics, &c.nmetrics, tok);
+			grid_flags = true;
+			break;
+		}
+		case OPT_LOG_LIMIT:
+			if (lb_parse_size(optarg, &c.log_limit) < 0 || c.log_limit < 1024) {
+				cli_error("sweep", "--log-limit '%s' is not a size of at least 1k", optarg);
+				goto done;
+			}
+			grid_flags = true;
+			break;
+		case OPT_IMAGE:
+		case OPT_ENGINE:
+			if (!optarg[0] || (opt == OPT_ENGINE && strcmp(optarg, "docker") != 0 &&
+					   strcmp(optarg, "podman") != 0)) {
+				cli_error("sweep", "--%s '%s' is not %s", opt == OPT_IMAGE ? "image" : "engine",
+					  optarg, opt == OPT_IMAGE ? "an image name" : "one of docker, podman");
+				goto done;
+			}
+			*(opt == OPT_IMAGE ? &c.image : &c.engine) = strdup(optarg);
+			grid_flags = true;
+			break;
+		case OPT_PLAN_ONLY:
+			plan_only = true;
+			break;
+		case OPT_CELL:
+			if (lb_parse_long(optarg, &one_cell) < 0) {
+				cli_error("sweep", "--cell '%s' is not a cell number (0, 1, ...)", optarg);
+				goto done;
+			}
+			break;
+		default:
+			cli_bad_option("sweep", argv, optopt);
+			goto done;
+		}
+	}
+	c.json = c.o.json;
+	c.runs_dir = c.runs_dir ? c.runs_dir : ".labbox/runs";
+	if (one_cell >= 0 && !resume) {
+		cli_error("sweep", "--cell N runs one cell of a sweep that exists: give --resume ID too");
+		goto done;
+	}
+	if (resume) {
+		if (grid_flags || optind < dashdash || dashdash < argc) {
+			cli_error("sweep", "--resume runs the sweep as it was started: only --jobs, "
+				  "--sweep-budget, --retry-failed, --runs-dir and --json may go with it");
+			goto done;
+		}
+		LB_AUTOFREE char *dir = NULL;
+		if (find_sweep(c.runs_dir, resume, &dir) < 0 || load_resume(&c, dir, &spec, &prev) < 0)
+			goto done;
+		ignore_table = ignore_table || c.ignore_table;
+		snprintf(c.id, sizeof c.id, "%s", jstr(prev, "id") ? jstr(prev, "id") : "");
+	} else {
+		if (optind >= dashdash) {
+			cli_error("sweep", "no experiment directory given (usage: labbox sweep [OPTIONS] "
+				  "EXPDIR, or labbox sweep --resume ID)");
+			goto done;
+		}
+		if (optind + 1 < dashdash) {
+			cli_error("sweep", "unexpected argument '%s' (experiment arguments go after --)",
+				  argv[optind + 1]);
+			goto done;
+		}
+		struct stat st;
+		if (stat(argv[optind], &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    !realpath(argv[optind], c.expdir)) {
+			cli_error("sweep", "experiment directory '%s' %s", argv[optind],
+				  stat(argv[optind], &st) < 0 ? "does not exist" : "is not a directory");
+			goto done;
+		}
+		if (lb_sweep_spec_load(&spec, c.expdir, err, sizeof err) < 0) {
+			cli_error("sweep", "%s", err);
+			goto done;
+		}
+		for (size_t i = 0; i < nparams; i++) {
+			/* Two --param of one name on the command line is a mistake, not an override. */
+			for (size_t j = 0; j < i; j++) {
+				size_t n = strcspn(params[i], "=");
+				if (strncmp(params[i], params[j], n) == 0 && params[j][n] == '=') {
+					cli_error("sweep", "--param %.*s is given twice", (int)n, params[i]);
+					goto done;
+				}
+			}
+			if (lb_sweep_spec_param_arg(&spec, params[i], err, sizeof err) < 0) {
+				cli_error("sweep", "%s", err);
+				goto done;
+			}
+		}
+		if (seeds_arg) {
+			free(spec.seeds);
+			spec.seeds = NULL;
+			if (lb_sweep_parse_seeds(seeds_arg, &spec.seeds, &spec.nseeds, err, sizeof err) < 0) {
+				cli_error("sweep", "--%s", err);
+				goto done;
+			}
+			spec.seeds_set = true;
+		}
+		if (args_arg) {
+			strv_free(spec.args, spec.nargs);
+			spec.args = NULL;
+			spec.nargs = 0;
+			if (lb_sweep_split_template(args_arg, &spec.args, &spec.nargs) < 0)
+				goto done;
+			spec.args_set = true;
+		}
+		if (!c.sweep_budget)
+			c.sweep_budget = spec.sweep_budget;
+	}
+	if (lb_config_load(c.expdir, &cfg, err, sizeof err) < 0) {
+		cli_error("sweep", "%s", err);
+		goto done;
+	}
+	if (!resume) {
+		if (dashdash + 1 < argc)
+			for (int i = dashdash + 1; i < argc; i++)
+				strv_push(&c.base_args, &c.nbase, argv[i]);
+		else
+			for (size_t i = 0; i < cfg.nargs; i++)
+				strv_push(&c.base_args, &c.nbase, cfg.args[i]);
+	}
+	if (lb_sweep_plan_make(&spec, &c.plan, err, sizeof err) < 0) {
+		cli_error("sweep", "%s", err);
+		goto done;
+	}
+	{
+		const char *entry = c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py";
+		struct stat est;
+		char ep[PATH_MAX * 2];
+		snprintf(ep, sizeof ep, "%s/%s", c.expdir, entry);
+		if (stat(ep, &est) < 0 || !S_ISREG(est.st_mode)) {
+			cli_error("sweep", "entry point '%s' not found in '%s'", entry, c.expdir);
+			goto done;
+		}
+	}
+	if (!c.o.budget)
+		c.o.budget = cfg.budget;
+	if (!ignore_table &&
+	    lb_sweep_budget_check(c.plan.nconditions, c.plan.nseeds ? c.plan.nseeds : 1,
+				  spec.iterations, c.sweep_budget, c.o.budget, err, sizeof err) < 0) {
+		cli_error("sweep", "%s", err);
+		goto done;
+	}
+	{
+		/* The sandbox flags, checked once here rather than failing in every cell. */
+		lb_sandbox *probe_sb = NULL;
+		int sr = lb_sandbox_new(&probe_sb) < 0 ? 125 : cli_sandbox_apply("sweep", &c.o, probe_sb);
+		lb_sandbox_free(probe_sb);
+		if (sr != 0) {
+			rc = sr;
+			goto done;
+		}
+	}
+	size_t jobs;
+	if (lb_sweep_jobs_resolve(c.jobs, c.o.cpus, &jobs, err, sizeof err) < 0) {
+		cli_error("sweep", "%s", err);
+		goto done;
+	}
+	{
+		/* What makes two sweeps the same besides the code and the grid: what runs it and
+		 * with which fixed arguments. Limits (memory, budgets, jobs) are not: a finished
+		 * cell stays finished when they change. */
+		lb_buf ba = {0};
+		for (size_t i = 0; i < c.nbase; i++)
+			lb_buf_printf(&ba, "%s\x1f", c.base_args[i]);
+		const char *extra[] = {c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py",
+				       c.python ? c.python : cfg.python ? cfg.python : "python3",
+				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
+				       ba.data ? ba.data : "",
+				       c.image ? c.image : cfg.image ? cfg.image : ""};
+		/* labbox's own records, when they live inside the experiment (--runs-dir exp/runs
+		 * puts the index and the sweeps in exp/): they change with every run. */
+		LB_AUTOFREE char *index_path = NULL, *sweeps = NULL;
+		lb_index_path_for(c.runs_dir, &index_path);
+		lb_sweep_dir_for(c.runs_dir, "", &sweeps);
+		char wal[PATH_MAX], shm[PATH_MAX], journal[PATH_MAX];
+		snprintf(wal, sizeof wal, "%s-wal", index_path ? index_path : "");
+		snprintf(shm, sizeof shm, "%s-shm", index_path ? index_path : "");
+		snprintf(journal, sizeof journal, "%s-journal", index_path ? index_path : "");
+		if (sweeps && strlen(sweeps) > 1 && sweeps[strlen(sweeps) - 1] == '/')
+			sweeps[strlen(sweeps) - 1] = '\0';
+		const char *skip[] = {c.runs_dir, sweeps, index_path, wal, shm, journal};
+		char id[LB_SWEEP_ID_LEN];
+		int r = lb_sweep_id(c.expdir, skip, 6, &c.plan, extra, 5, id);
+		lb_buf_free(&ba);
+		if (r < 0) {
+			cli_error("sweep", "cannot read the experiment directory '%s': %s", c.expdir,
+				  strerror(-r));
+			rc = 125;
+			goto done;
+		}
+		if (resume && strcmp(id, c.id) != 0) {
+			cli_error("sweep", "the experiment in %s changed since sweep %s started (it is "
+				  "now sweep %s): its finished cells would not be the same "
+				  "experiment; start the new sweep with labbox sweep", c.expdir, c.id, id);
+			goto done;
+		}
+		snprintf(c.id, sizeof c.id, "%s", id);
+	}
+	rc = 125;
+	if (lb_sweep_dir_for(c.runs_dir, c.id, &c.sweep_dir) < 0 ||
+	    lb_mkdir_p(c.sweep_dir, 0700) < 0) {
+		cli_error("sweep", "cannot create the sweep directory for %s under %s: %s", c.id,
+			  c.runs_dir, strerror(errno));
+		goto done;
+	}
+	{
+		char abs[PATH_MAX];
+		if (realpath(c.sweep_dir, abs)) {
+			free(c.sweep_dir);
+			c.sweep_dir = strdup(abs);
+		}
+	}
+	if (one_cell >= 0) {
+		if ((size_t)one_cell >= c.plan.ncells) {
+			cli_error("sweep", "--cell %ld: sweep %s has cells 0 to %zu", one_cell, c.id,
+				  c.plan.ncells - 1);
+			rc = CLI_EXIT_USAGE;
+			goto done;
+		}
+		c.argv = argv - 1;
+		c.argc = argc + 1;
+		rc = run_one_cell(&c, (size_t)one_cell);
+		goto done;
+	}
+	if (lock_sweep(&c) < 0) {
+		rc = CLI_EXIT_USAGE;
+		goto done;
+	}
+	/* What finished before: the cells of the same sweep whose runs are still there. */
+	if (!prev)
+		prev = load_json(c.sweep_dir, "sweep.json");
+	c.cells = json_object_new_array();
+	size_t *todo = calloc(c.plan.ncells + 1, sizeof *todo);
+	if (!todo || !c.cells)
+		goto done;
+	json_object *pcells = NULL;
+	if (prev)
+		json_object_object_get_ex(prev, "cells", &pcells);
+	json_object *indexed = indexed_cells(&c, retry);
+	for (size_t i = 0; i < c.plan.ncells; i++) {
+		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
+		const char *st = jstr(pc, "status"), *rd = jstr(pc, "run_dir");
+		json_object *res = st && rd && lb_sweep_status_final(st, retry) ? load_json(rd, "result.json") : NULL;
+		const char *rst = jstr(res, "status");
+		if (!(res && rst && strcmp(rst, st) == 0)) {
+			/* Not in sweep.json: a run of this cell made elsewhere (--cell). */
+			char key[32];
+			snprintf(key, sizeof key, "%zu", i);
+			const char *ird = jstr(indexed, key);
+			json_object_put(res);
+			res = ird ? load_json(ird, "result.json") : NULL;
+			json_object *sw = res ? json_object_object_get(res, "sweep") : NULL;
+			json_object *swc = sw ? json_object_object_get(sw, "cell") : NULL;
+			rst = jstr(res, "status");
+			st = rst;
+			if (!sw || strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c.id) != 0 || !swc ||
+			    json_object_get_int64(swc) != (int64_t)i || !lb_sweep_status_final(rst, retry)) {
+				json_object_put(res);
+				res = NULL;
+			}
+		}
+		if (res && rst && strcmp(rst, st) == 0) {
+			json_object *rec = lb_sweep_cell_record(res);
+			json_object *slot;
+			if (json_object_object_get_ex(pc, "slot", &slot))
+				json_object_object_add(rec, "slot", json_object_get(slot));
+			json_object_object_add(rec, "reused", json_object_new_boolean(true));
+			json_object_array_put_idx(c.cells, i, rec);
+		} else {
+			json_object_array_put_idx(c.cells, i, NULL);
+			todo[c.ntodo++] = i;
+		}
+		json_object_put(res);
+	}
+	json_object_put(indexed);
+	{
+		json_object *prev_started = NULL;
+		if (prev && json_object_object_get_ex(prev, "started_at", &prev_started) && prev_started)
+			c.started_at = strdup(json_object_get_string(prev_started));
+		else {
+			char iso[40];
+			lb_time_iso8601(lb_time_now(), iso);
+			c.started_at = strdup(iso);
+		}
+		char runs_abs[PATH_MAX];
+		if (!realpath(c.runs_dir, runs_abs))
+			snprintf(runs_abs, sizeof runs_abs, "%s", c.runs_dir);
+		c.invocation = json_object_new_object();
+		json_object *inv = c.invocation;
+		json_object_object_add(inv, "expdir", json_object_new_string(c.expdir));
+		json_object_object_add(inv, "runs_dir", json_object_new_string(runs_abs));
+		json_object_object_add(inv, "python", c.python ? json_object_new_string(c.python) : NULL);
+		json_object_object_add(inv, "entry", c.entry ? json_object_new_string(c.entry) : NULL);
+		json_object_object_add(inv, "mode", c.mode ? json_object_new_string(c.mode) : NULL);
+		json_object_object_add(inv, "image", c.image ? json_object_new_string(c.image) : NULL);
+		json_object_object_add(inv, "engine", c.engine ? json_object_new_string(c.engine) : NULL);
+		json_object_object_add(inv, "metrics", strv_json(c.metrics, c.nmetrics));
+		json_object_object_add(inv, "log_limit_bytes",
+				       c.log_limit ? json_object_new_int64((int64_t)c.log_limit) : NULL);
+		json_object_object_add(inv, "policy",
+				       json_object_new_string(lb_check_policy_name((lb_check_policy)c.policy)));
+		json_object_object_add(inv, "trust_project", json_object_new_boolean(c.trust));
+		json_object_object_add(inv, "budget_s", c.o.budget > 0 ? json_object_new_double(c.o.budget) : NULL);
+		json_object_object_add(inv, "sweep_budget_s",
+				       c.sweep_budget > 0 ? json_object_new_double(c.sweep_budget) : NULL);
+		json_object_object_add(inv, "jobs", json_object_new_int64((int64_t)jobs));
+		json_object_object_add(inv, "iterations",
+				       spec.iterations ? json_object_new_int64(spec.iterations) : NULL);
+		json_object_object_add(inv, "base_args", strv_json(c.base_args, c.nbase));
+		json_object_object_add(inv, "sandbox", cli_sandbox_json(&c.o));
+		json_object_object_add(inv, "retry_failed", json_object_new_boolean(retry));
+		json_object_object_add(inv, "ignore_budget_table", json_object_new_boolean(ignore_table));
+	}
+	c.argv = argv - 1;
+	c.argc = argc + 1;
+	c.tty = isatty(2) && !c.json;
+	if (write_doc(&c, "running", NULL) < 0) {
+		cli_error("sweep", "cannot write %s/sweep.json", c.sweep_dir);
+		free(todo);
+		goto done;
+	}
+	if (plan_only) {
+		/* The sweep exists and says what it will run; cells come later (--cell N, as the
+		 * tasks of a job array, or --resume). */
+		free(todo);
+		rc = write_doc(&c, "planned", &final) < 0 ? 125 : 0;
+		if (c.json)
+			cli_json_print(final);
+		else
+			print_summary(&c, final);
+		goto done;
+	}
+	if (c.ntodo < c.plan.ncells)
+		progress_line(&c, "sweep %s: %zu of %zu cells finished already; running the other %zu",
+			      c.id, c.plan.ncells - c.ntodo, c.plan.ncells, c.ntodo);
+	else
+		progress_line(&c, "sweep %s: %zu conditions x %zu seeds = %zu cells, %zu at a time",
+			      c.id, c.plan.nconditions, c.plan.nseeds, c.plan.ncells,
+			      jobs < c.ntodo ? jobs : c.ntodo);
+	lb_sweep_local lc = {.jobs = jobs, .cpus = c.o.cpus, .sweep_budget = c.sweep_budget,
+			     .run_cell = run_cell, .on_event = on_event, .ctx = &c};
+	lb_sweep_local_result lr;
+	int r = c.ntodo ? lb_sweep_run_local(&lc, todo, c.ntodo, &lr, err, sizeof err) : 0;
+	if (!c.ntodo)
+		memset(&lr, 0, sizeof lr);
+	free(todo);
+	if (c.tty)
+		fputs("\r\033[K", stderr);
+	if (r < 0) {
+		cli_error("sweep", "%s", err[0] ? err : strerror(-r));
+		rc = r == -EINVAL ? CLI_EXIT_USAGE : 125;
+	}
+	size_t ncompleted = 0;
+	for (size_t i = 0; i < c.plan.ncells; i++) {
+		const char *st = jstr(json_object_array_get_idx(c.cells, i), "status");
+		ncompleted += st && strcmp(st, "completed") == 0;
+	}
+	const char *status;
+	if (lr.stop_signal) {
+		status = "interrupted";
+		rc = 128 + lr.stop_signal;
+	} else if (lr.budget_exceeded) {
+		status = "timeout";
+		rc = LB_EXIT_TIMEOUT;
+	} else if (c.usage_failure || r < 0) {
+		status = "failed";
+		rc = r < 0 ? rc : c.usage_rc;
+	} else if (ncompleted == c.plan.ncells) {
+		status = "completed";
+		rc = 0;
+	} else {
+		status = "failed";
+		rc = LB_EXIT_FAILED;
+	}
+	if (write_doc(&c, status, &final) < 0)
+		cli_error("sweep", "warning: cannot write %s/sweep.json", c.sweep_dir);
+	if (c.json)
+		cli_json_print(final);
+	else
+		print_summary(&c, final);
+done:
+	json_object_put(final);
+	json_object_put(prev);
+	json_object_put(c.cells);
+	json_object_put(c.invocation);
+	if (c.lock_fd >= 0)
+		close(c.lock_fd);
+	lb_config_free(&cfg);
+	lb_sweep_plan_free(&c.plan);
+	lb_sweep_spec_free(&spec);
+	lb_sweep_spec_free(&cli_spec);
+	strv_free(params, nparams);
+	strv_free(c.base_args, c.nbase);
+	free(c.python);
+	free(c.entry);
+	free(c.mode);
+	free(c.image);
+	free(c.engine);
+	strv_free(c.metrics, c.nmetrics);
+	free(c.sweep_dir);
+	free(c.started_at);
+	cli_sandbox_opts_free(&c.o);
+	return rc;
+}

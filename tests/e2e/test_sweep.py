@@ -1,0 +1,589 @@
+"""labbox sweep: grids of conditions x seeds, each cell an ordinary run (issue 12 §1).
+
+Real Python experiments, the real binary. Statistics are checked against values computed here
+from the cells' own result.json (with a t quantile computed here too), never against numbers
+written into the test; concurrency is checked through what the cells saw (each other, their
+affinity, their thread variables), never through timings.
+"""
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CALL_TIMEOUT, LABBOX, PYTHON, labbox, wait_for, write_exp
+
+
+def sweep(tmp_path, expdir, *opts, args=(), timeout=CALL_TIMEOUT, json_out=True):
+    cmd = ["sweep", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"), *map(str, opts)]
+    if json_out:
+        cmd.insert(1, "--json")
+    cmd.append(str(expdir))
+    if args:
+        cmd += ["--", *map(str, args)]
+    return labbox(*cmd, timeout=timeout)
+
+
+def doc_of(proc):
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"stdout is not one JSON document: rc={proc.returncode}\n"
+                             f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+
+
+def result_of(cell):
+    return json.loads((Path(cell["run_dir"]) / "result.json").read_text())
+
+
+# --- Student's t, computed independently of labbox: the pdf integrated by Simpson's rule ---
+
+def _t_pdf(x, df):
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    return c * (1 + x * x / df) ** (-(df + 1) / 2)
+
+
+def _t_cdf(t, df, steps=4000):
+    h = t / steps
+    s = _t_pdf(0, df) + _t_pdf(t, df)
+    for i in range(1, steps):
+        s += (4 if i % 2 else 2) * _t_pdf(i * h, df)
+    return 0.5 + s * h / 3
+
+
+def t975(df):
+    lo, hi = 0.0, 64.0
+    while hi - lo > 1e-10:
+        mid = (lo + hi) / 2
+        if _t_cdf(mid, df) < 0.975:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+GRID_MAIN = """
+import argparse, random
+p = argparse.ArgumentParser()
+p.add_argument("--lr", type=float, required=True)
+p.add_argument("--model", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+random.seed(a.seed * 1000 + sum(map(ord, a.model)))
+print("TIME_ESTIMATE: 1s")
+print(f"accuracy: {0.5 + a.lr + random.random() / 10:.6f}")
+print(f"loss: {1.0 / (1 + a.lr) + random.random():.6f}")
+print(f"lr_seen: {a.lr}")
+print(f"model_seen: {a.model}")
+print(f"seed_seen: {a.seed}")
+"""
+
+
+def test_grid_statistics_from_the_cells_own_results(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.01", "--param", "model=mlp,cnn,rnn",
+              "--seeds", "0-2", "--jobs", "2")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["schema"] == "labbox.sweep/1" and d["status"] == "completed"
+    assert d["plan"]["conditions"] == 6 and d["plan"]["cells"] == 18
+    assert d["counts"]["completed"] == 18
+    assert len(d["conditions"]) == 6
+    by_name = {c["name"]: c for c in d["conditions"]}
+    for cond in d["conditions"]:
+        cells = [c for c in d["cells"] if c["condition"] == cond["name"]]
+        assert len(cells) == 3 and sorted(c["seed"] for c in cells) == [0, 1, 2]
+        for metric in ("accuracy", "loss"):
+            vals = [result_of(c)["metrics"]["values"][metric] for c in cells]
+            n = len(vals)
+            mean = statistics.fmean(vals)
+            sd = statistics.stdev(vals)
+            half = t975(n - 1) * sd / math.sqrt(n)
+            b = cond["metrics"][metric]
+            assert b["n"] == n
+            assert b["mean"] == pytest.approx(mean, rel=1e-9, abs=1e-12)
+            assert b["std"] == pytest.approx(sd, rel=1e-9, abs=1e-12)
+            assert b["ci95"]["low"] == pytest.approx(mean - half, rel=1e-6, abs=1e-9)
+            assert b["ci95"]["high"] == pytest.approx(mean + half, rel=1e-6, abs=1e-9)
+            assert b["min"] == min(vals) and b["max"] == max(vals)
+    # The parameters reached the experiment as --NAME VALUE and the seed as --seed S.
+    for c in d["cells"]:
+        r = result_of(c)
+        vals = r["metrics"]["values"]
+        assert vals["lr_seen"] == float(c["params"]["lr"])
+        assert vals["model_seen"] == c["params"]["model"]
+        assert vals["seed_seen"] == c["seed"]
+        assert r["sweep"]["id"] == d["id"] and r["sweep"]["cell"] == c["cell"]
+        assert r["status"] == "completed"
+    assert "lr=0.1,model=cnn" in by_name
+    # Different models give different numbers: nothing is flagged identical.
+    assert d["identical_conditions"] == []
+    # sweep.json beside the runs says the same.
+    on_disk = json.loads((Path(d["sweep_dir"]) / "sweep.json").read_text())
+    assert on_disk["id"] == d["id"] and on_disk["conditions"] == d["conditions"]
+    assert Path(d["sweep_dir"]).parent == tmp_path / "sweeps"
+    # The index tags every cell with the sweep and its parameters.
+    lst = labbox("runs", "list", "--json", "--runs-dir", tmp_path / "runs", "--sweep", d["id"][:8])
+    assert lst.returncode == 0, lst.stderr
+    rows = json.loads(lst.stdout)["runs"]
+    assert len(rows) == 18
+    assert {(r["sweep"]["condition"], r["sweep"]["seed"]) for r in rows} == \
+        {(c["condition"], c["seed"]) for c in d["cells"]}
+    assert all(r["sweep"]["params"]["lr"] in ("0.1", "0.01") for r in rows)
+    other = labbox("runs", "list", "--json", "--runs-dir", tmp_path / "runs", "--sweep", "ffff0000")
+    assert json.loads(other.stdout)["runs"] == []
+
+
+def test_yaml_grid_with_a_template_and_environment(tmp_path):
+    exp = write_exp(tmp_path, """
+        import argparse, os
+        p = argparse.ArgumentParser()
+        p.add_argument("--learning-rate", type=float, required=True)
+        p.add_argument("--s", type=int, required=True)
+        p.add_argument("--fixed", required=True)
+        a = p.parse_args()
+        print(f"lr_seen: {a.learning_rate}")
+        print(f"seed_seen: {a.s}")
+        print(f"tag_seen: {os.environ['RUN_TAG']}")
+        print(f"fixed_seen: {a.fixed}")
+        """, yaml="""
+        args: [--fixed, yes]
+        sweep:
+          parameters:
+            lr: [0.5, 0.25]
+          seeds: [3, 7]
+          args: "--learning-rate {lr} --s {seed}"
+          env:
+            RUN_TAG: "t-{seed}"
+        """)
+    p = sweep(tmp_path, exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["plan"]["seeds"] == [3, 7] and d["plan"]["cells"] == 4
+    for c in d["cells"]:
+        v = result_of(c)["metrics"]["values"]
+        assert v["lr_seen"] == float(c["params"]["lr"])
+        assert v["seed_seen"] == c["seed"]
+        assert v["tag_seen"] == f"t-{c['seed']}"
+        assert v["fixed_seen"] == "yes"
+
+
+CONCURRENT_MAIN = """
+import argparse, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--x", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+mask = sum(1 << c for c in os.sched_getaffinity(0))
+with open(f"/shared/cell-{a.seed}", "w") as f:
+    f.write(str(mask))
+peer = None
+for _ in range(1200):  # a peer that never comes fails the test, not the sweep
+    others = [n for n in os.listdir("/shared") if n != f"cell-{a.seed}"]
+    if others:
+        peer = open(os.path.join("/shared", sorted(others)[0])).read().strip()
+        if peer:
+            break
+    time.sleep(0.05)
+print(f"own_mask: {mask}")
+print(f"peer_mask: {peer if peer else -1}")
+print(f"cpus_seen: {len(os.sched_getaffinity(0))}")
+for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    print(f"{v.lower()}: {os.environ.get(v, -1)}")
+"""
+
+
+def test_two_jobs_run_at_once_on_disjoint_cpus(tmp_path):
+    ncpu = len(os.sched_getaffinity(0))
+    if ncpu < 2:
+        pytest.fail("this test needs a machine with at least 2 CPUs")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    exp = write_exp(tmp_path, CONCURRENT_MAIN)
+    p = sweep(tmp_path, exp, "--param", "x=a", "--seeds", "0-3", "--jobs", "2",
+              "--policy", "permissive", "-v", f"{shared}:/shared:rw")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    share = ncpu // 2
+    cells = {c["seed"]: result_of(c)["metrics"]["values"] for c in d["cells"]}
+    for s, v in cells.items():
+        # Each cell got its share of the CPUs, and thread pools sized to it.
+        assert v["cpus_seen"] == share, v
+        assert bin(int(v["own_mask"])).count("1") == share
+        for var in ("omp_num_threads", "mkl_num_threads", "openblas_num_threads",
+                    "numexpr_num_threads"):
+            assert v[var] == share, (var, v)
+    # The first two cells ran at the same time: each saw the other's file, and their CPUs
+    # do not overlap.
+    assert cells[0]["peer_mask"] == cells[1]["own_mask"]
+    assert cells[1]["peer_mask"] == cells[0]["own_mask"]
+    assert int(cells[0]["own_mask"]) & int(cells[1]["own_mask"]) == 0
+    slots = {c["seed"]: c["slot"] for c in d["cells"]}
+    assert slots[0]["index"] != slots[1]["index"]
+
+
+def test_more_jobs_than_cpus_is_refused(tmp_path):
+    ncpu = len(os.sched_getaffinity(0))
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1",
+              "--jobs", str(ncpu + 1))
+    assert p.returncode == 2, p.stderr
+    d = doc_of(p)
+    assert d["schema"] == "labbox.error/1" and "CPUs" in d["error"]["message"]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1",
+              "--jobs", "2", "--cpus", str(ncpu))
+    assert p.returncode == 2 and "oversubscribe" in doc_of(p)["error"]["message"]
+
+
+BLOCKING_MAIN = """
+import argparse, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--x", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+open(f"/ctl/ready-{a.seed}", "w").close()
+while not os.path.exists("/ctl/go"):
+    time.sleep(0.05)
+print(f"value: {a.seed * 2}")
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path, sig):
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+           "--param", "x=a", "--seeds", "0-3", "--jobs", "2", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists() and (ctl / "ready-1").exists(),
+                        120), "the first two cells never started"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    d = json.loads(out)
+    assert d["status"] == "interrupted"
+    st = {c["seed"]: c for c in d["cells"]}
+    assert st[0]["status"] == st[1]["status"] == "interrupted"
+    assert st[2]["status"] == st[3]["status"] == "not_run"
+    for s in (0, 1):
+        r = result_of(st[s])  # the interrupted runs keep their records
+        assert r["status"] == "interrupted" and r["sweep"]["seed"] == s
+    assert {f["class"] for f in d["failures"]} == {"interrupted"}
+    on_disk = json.loads((Path(d["sweep_dir"]) / "sweep.json").read_text())
+    assert on_disk["status"] == "interrupted"
+    (ctl / "go").touch()
+    p = labbox("sweep", "--json", "--resume", d["id"][:10], "--runs-dir", tmp_path / "runs")
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["id"] == d["id"] and d2["status"] == "completed"
+    assert d2["counts"]["completed"] == 4 and d2["counts"]["reused"] == 0
+    for c in d2["cells"]:
+        assert result_of(c)["metrics"]["values"]["value"] == c["seed"] * 2
+        assert c["run_id"] not in (st[0]["run_id"], st[1]["run_id"])
+
+
+def test_the_same_command_twice_does_not_rerun(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    opts = ("--param", "lr=0.1,0.2", "--param", "model=mlp", "--seeds", "0,5")
+    p1 = sweep(tmp_path, exp, *opts)
+    d1 = doc_of(p1)
+    assert p1.returncode == 0, p1.stderr
+    runs_before = sorted(os.listdir(tmp_path / "runs"))
+    p2 = sweep(tmp_path, exp, *opts)
+    d2 = doc_of(p2)
+    assert p2.returncode == 0, p2.stderr
+    assert d2["id"] == d1["id"]
+    assert d2["counts"]["reused"] == 4
+    assert [c["run_id"] for c in d2["cells"]] == [c["run_id"] for c in d1["cells"]]
+    assert sorted(os.listdir(tmp_path / "runs")) == runs_before
+    assert d2["conditions"] == d1["conditions"]
+    # Another grid, or changed code, is another sweep.
+    p3 = sweep(tmp_path, exp, "--param", "lr=0.1,0.3", "--param", "model=mlp", "--seeds", "0,5")
+    assert doc_of(p3)["id"] != d1["id"]
+    (exp / "main.py").write_text((exp / "main.py").read_text() + "\n# changed\n")
+    p4 = sweep(tmp_path, exp, *opts)
+    d4 = doc_of(p4)
+    assert d4["id"] != d1["id"] and d4["counts"]["reused"] == 0
+    # Resuming the old sweep now refuses: its finished cells are of other code.
+    p5 = labbox("sweep", "--json", "--resume", d1["id"], "--runs-dir", tmp_path / "runs")
+    assert p5.returncode == 2 and "changed" in doc_of(p5)["error"]["message"]
+
+
+def test_identical_conditions_are_flagged(tmp_path):
+    exp = write_exp(tmp_path, """
+        import argparse, random
+        p = argparse.ArgumentParser()
+        p.add_argument("--lr", type=float, required=True)
+        p.add_argument("--optimizer", required=True)   # parsed, never used: the bug
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        random.seed(a.seed)
+        print(f"accuracy: {a.lr + random.random():.6f}")
+        print(f"fit_seconds: {random.random() + a.seed}")
+        """)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.2", "--param", "optimizer=adam,sgd",
+              "--seeds", "0-1")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    groups = sorted(sorted(g["conditions"]) for g in d["identical_conditions"])
+    assert groups == [["lr=0.1,optimizer=adam", "lr=0.1,optimizer=sgd"],
+                      ["lr=0.2,optimizer=adam", "lr=0.2,optimizer=sgd"]]
+    for g in d["identical_conditions"]:
+        assert g["metrics"] == ["accuracy"]
+
+
+def test_a_failing_cell_is_listed_with_its_class(tmp_path):
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--mode", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        if a.mode == "crash" and a.seed == 1:
+            x = 1 / 0
+        print(f"score: {a.seed + (0.5 if a.mode == 'ok' else 0.25)}")
+        """)
+    p = sweep(tmp_path, exp, "--param", "mode=ok,crash", "--seeds", "0-2")
+    d = doc_of(p)
+    assert p.returncode == 1, p.stderr
+    assert d["status"] == "failed"
+    assert d["counts"] == {"cells": 6, "completed": 5, "failed": 1, "interrupted": 0,
+                           "not_run": 0, "reused": 0}
+    [f] = d["failures"]
+    assert f["condition"] == "mode=crash" and f["seed"] == 1
+    assert f["status"] == "failed" and f["class"] == "code_error"
+    assert "ZeroDivisionError" in (f["summary"] or "") or f["run_id"]
+    crash = next(c for c in d["conditions"] if c["name"] == "mode=crash")
+    # Statistics are over the completed cells only.
+    assert crash["completed"] == 2 and crash["metrics"]["score"]["n"] == 2
+    vals = [result_of(c)["metrics"]["values"]["score"] for c in d["cells"]
+            if c["condition"] == "mode=crash" and c["status"] == "completed"]
+    assert crash["metrics"]["score"]["mean"] == pytest.approx(statistics.fmean(vals))
+
+
+def test_the_budget_table_refuses_a_plan_outside_it(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.2,0.3", "--param", "model=a",
+              "--seeds", "0-1", "--sweep-budget", "100")
+    assert p.returncode == 2
+    d = doc_of(p)
+    msg = d["error"]["message"]
+    assert d["schema"] == "labbox.error/1"
+    assert "3 conditions" in msg and "| < 120s | 1-2 | 1-2 |" in msg
+    assert not (tmp_path / "runs").exists()
+    # Iterations come from labbox.yaml; a per-cell budget checks them alone.
+    exp2 = write_exp(tmp_path, GRID_MAIN, name="exp2", yaml="""
+        sweep:
+          iterations: 8000
+        """)
+    p = sweep(tmp_path, exp2, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0",
+              "--budget", "200", json_out=False)
+    assert p.returncode == 2
+    assert "8000 iterations" in p.stderr and "| 120-300s | 2-5 | 3-5 |" in p.stderr
+    # Inside the table, or with the override, it runs.
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.2,0.3", "--param", "model=a",
+              "--seeds", "0-1", "--sweep-budget", "100", "--ignore-budget-table")
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("opts,yaml,words", [
+    (["--param", "lr="], None, "no values"),
+    (["--param", "lr=0.1,,0.2"], None, "empty value"),
+    (["--param", "lr=0.1,0.1"], None, "twice"),
+    (["--param", "lr=0.1", "--param", "lr=0.2"], None, "given twice"),
+    (["--param", "=1"], None, "NAME=V1"),
+    (["--param", "1x=1"], None, "not a name"),
+    (["--param", "seed=1"], None, "'seed' cannot be a parameter"),
+    (["--seeds", "4-1"], None, "backwards"),
+    (["--seeds", "a"], None, "not a non-negative integer"),
+    (["--seeds", "1,1"], None, "twice"),
+    (["--seeds", ""], None, "empty"),
+    (["--seeds", "0-"], None, "range needs an end"),
+    (["--seeds", "0,"], None, "comma"),
+    ([], None, "grid is empty"),
+    (["--param", "lr=1", "--args", "--lr {lrr}"], None, "{lrr}"),
+    (["--param", "lr=1", "--param", "b=2", "--args", "--lr {lr}"], None, "never reaches"),
+    (["--param", "lr=1", "--args", "--lr {lr} {seed}"], None, "no seeds"),
+    ([], "sweep:\n  parameters:\n    lr: []\n", "no values"),
+    ([], "sweep:\n  parameters:\n    lr: [1]\n    lr: [2]\n", "given twice"),
+    ([], "sweep:\n  parameters: [lr]\n", "mapping"),
+    ([], "sweep:\n  seeds: 3-1\n", "backwards"),
+    ([], "sweep:\n  sedes: 0-1\n", "unknown key 'sedes'"),
+])
+def test_bad_grids_are_usage_errors(tmp_path, opts, yaml, words):
+    exp = write_exp(tmp_path, GRID_MAIN, yaml=yaml)
+    p = sweep(tmp_path, exp, *opts)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    d = doc_of(p)
+    assert d["schema"] == "labbox.error/1" and d["exit_code"] == 2
+    assert words in d["error"]["message"], d["error"]["message"]
+    assert not (tmp_path / "runs").exists()
+    # Without --json the same message is one line on stderr, and stdout is empty.
+    p = sweep(tmp_path, exp, *opts, json_out=False)
+    assert p.returncode == 2 and p.stdout == ""
+    assert words in p.stderr
+
+
+def test_progress_is_on_stderr_and_json_alone_on_stdout(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1")
+    assert p.returncode == 0
+    doc_of(p)  # stdout parses as exactly one document
+    assert "cell 0" in p.stderr and "completed" in p.stderr
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1",
+              json_out=False)
+    assert p.returncode == 0
+    assert "lr=0.1,model=a (2/2)" in p.stdout and "sweep.json" in p.stdout
+
+
+def test_the_sweep_budget_ends_running_cells_and_resume_finishes(tmp_path):
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    opts = ("--param", "x=a", "--seeds", "0-1", "--jobs", "2", "--policy", "permissive",
+            "-v", f"{ctl}:/ctl:rw")
+    p = sweep(tmp_path, exp, *opts, "--sweep-budget", "3")
+    d = doc_of(p)
+    assert p.returncode == 124, p.stderr
+    assert d["status"] == "timeout"
+    assert [c["status"] for c in d["cells"]] == ["interrupted", "interrupted"]
+    assert all(result_of(c)["status"] == "interrupted" for c in d["cells"])
+    (ctl / "go").touch()
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", tmp_path / "runs")
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["counts"]["completed"] == 2
+
+
+def test_resume_of_a_finished_sweep_keeps_values_with_commas(tmp_path):
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--tag", required=True)
+        a = p.parse_args()
+        print(f"n_parts: {len(a.tag.split(','))}")
+        """, yaml="""
+        sweep:
+          parameters:
+            tag: ["a,b", c]
+        """)
+    p = sweep(tmp_path, exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert [c["metrics"]["n_parts"] for c in d["cells"]] == [2, 1]
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", tmp_path / "runs")
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["id"] == d["id"] and d2["counts"]["reused"] == 2
+
+
+def test_a_terminal_gets_a_live_progress_line(tmp_path):
+    import pty
+    import threading
+    exp = write_exp(tmp_path, GRID_MAIN)
+    master, slave = pty.openpty()
+    chunks = []
+
+    def reader():
+        while True:
+            try:
+                b = os.read(master, 4096)
+            except OSError:
+                return
+            if not b:
+                return
+            chunks.append(b)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    proc = subprocess.run([LABBOX, "sweep", "--python", PYTHON, "--runs-dir",
+                           str(tmp_path / "runs"), "--param", "lr=0.1,0.2", "--param",
+                           "model=a", "--seeds", "0-1", str(exp)],
+                          stdout=subprocess.PIPE, stderr=slave, text=True,
+                          timeout=CALL_TIMEOUT)
+    os.close(slave)
+    t.join(10)
+    os.close(master)
+    tty = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, tty
+    assert "\r\x1b[K" in tty
+    assert "4/4 done, 0 running, 0 failed" in tty
+    assert "time left" in tty
+    assert "lr=0.2,model=a (2/2)" in proc.stdout
+
+
+def test_cells_run_one_by_one_as_array_tasks_are_counted_by_resume(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1,0.2", "--param", "model=a", "--seeds", "0-1",
+              "--plan-only")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["status"] == "planned" and d["counts"]["not_run"] == 4
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    runs = tmp_path / "runs"
+    for n in (1, 2):
+        c = labbox("sweep", "--json", "--resume", d["id"], "--cell", n, "--runs-dir", runs)
+        assert c.returncode == 0, c.stderr
+        r = json.loads(c.stdout)
+        assert r["schema"] == "labbox.run/1" and r["sweep"]["cell"] == n
+        assert r["metrics"]["values"]["seed_seen"] == d["cells"][n]["seed"]
+    bad = labbox("sweep", "--json", "--resume", d["id"], "--cell", 9, "--runs-dir", runs)
+    assert bad.returncode == 2 and "cells 0 to 3" in json.loads(bad.stdout)["error"]["message"]
+    p = labbox("sweep", "--json", "--resume", d["id"], "--runs-dir", runs)
+    d2 = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d2["counts"]["completed"] == 4 and d2["counts"]["reused"] == 2
+    assert [c["reused"] for c in d2["cells"]] == [False, True, True, False]
+
+
+def test_run_flags_apply_to_every_cell(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1",
+              "--metrics", "accuracy,not_reported", "--memory", "256m", "-e", "EXTRA=1")
+    d = doc_of(p)
+    assert p.returncode == 1, p.stderr
+    assert [c["status"] for c in d["cells"]] == ["invalid_metrics", "invalid_metrics"]
+    assert {f["status"] for f in d["failures"]} == {"invalid_metrics"}
+    for c in d["cells"]:
+        m = json.loads((Path(c["run_dir"]) / "manifest.json").read_text())
+        assert m["config"]["metrics"] == ["accuracy", "not_reported"]
+        assert m["config"]["sandbox"]["memory_bytes"] == 256 << 20
+        assert "EXTRA=1" in m["config"]["sandbox"]["env"]
+        assert m["sweep"]["id"] == d["id"]
+
+
+def test_records_inside_the_experiment_do_not_change_its_id(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    runs = exp / "records" / "runs"  # the index and the sweeps land in exp/records too
+    cmd = ("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--param", "lr=0.1",
+           "--param", "model=a", "--seeds", "0-1", exp)
+    d1 = doc_of(labbox(*cmd))
+    assert d1["status"] == "completed"
+    assert (exp / "records" / "labbox.db").exists() and (exp / "records" / "sweeps").is_dir()
+    d2 = doc_of(labbox(*cmd))
+    assert d2["id"] == d1["id"] and d2["counts"]["reused"] == 2
+
+
+def test_bad_sandbox_flags_are_refused_once_before_any_cell(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    p = sweep(tmp_path, exp, "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-3",
+              "-v", f"{tmp_path}/missing:/data")
+    assert p.returncode == 2
+    assert "missing" in doc_of(p)["error"]["message"]
+    assert not (tmp_path / "runs").exists()
