@@ -38,6 +38,10 @@ typedef struct lb_run_request {
 			       * It must be the backend lb_run_on is given. */
 	const char *image;    /* mode docker: the image (--image); NULL: labbox.yaml's image: */
 	const char *engine;   /* mode docker: docker or podman; NULL: the first that answers */
+	const char *drive;    /* mode colab: the synced Drive folder (--drive); NULL: drive: */
+	double colab_poll;    /* mode colab: seconds between looks at the folder; 0: 5 */
+	double colab_timeout; /* mode colab: labbox's own overall limit; 0: the budget + 600 s */
+	double colab_stale;   /* mode colab: seconds without a heartbeat = a dead worker; 0: 120 */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;

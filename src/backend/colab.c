@@ -682,6 +682,26 @@ static void read_heartbeat(colab_state *d, const char *dir, bool *changed)
 	d->have_hb = true;
 }
 
+/* The claim record a worker writes (claimed.json), for the user's eyes only. */
+static void claimed_by(const char *dir, char *out, size_t n)
+{
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	snprintf(out, n, "a worker");
+	if (read_record(dir, "claimed.json", RECORD_MAX, &text, &len) < 0)
+		return;
+	json_tokener *tok = json_tokener_new_ex(4);
+	json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+	if (tok)
+		json_tokener_free(tok);
+	char w[128], h[128], err[64];
+	if (o && json_object_is_type(o, json_type_object) &&
+	    take_str(o, "worker", w, sizeof w, true, err, sizeof err) == 0 &&
+	    take_str(o, "host", h, sizeof h, false, err, sizeof err) == 0)
+		snprintf(out, n, "worker %s%s%s", w, h[0] ? " on " : "", h);
+	json_object_put(o);
+}
+
 static void start_command(colab_state *d, char *out, size_t n)
 {
 	snprintf(out, n,
@@ -786,9 +806,9 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			read_heartbeat(d, here, &changed);
 			if (prev != JOB_RUNNING) {
 				last_change = now;
-				note(d, "job %s picked up%s%s%s%s", d->id, d->have_hb ? " by worker " : "",
-				     d->have_hb ? d->hb.worker : "", d->have_hb && d->hb.host[0] ? " on " : "",
-				     d->have_hb ? d->hb.host : "");
+				char who[300];
+				claimed_by(here, who, sizeof who);
+				note(d, "job %s picked up by %s", d->id, who);
 			}
 			if (changed)
 				last_change = now;
@@ -1182,6 +1202,8 @@ static struct json_object *colab_describe(lb_backend *b)
 			       d->have_exit && d->exit.python[0] ? json_object_new_string(d->exit.python) : NULL);
 	json_object_object_add(o, "drive", json_object_new_string(d->drive));
 	json_object_object_add(o, "job_dir", d->job_dir[0] ? json_object_new_string(d->job_dir) : NULL);
+	/* A job that came back is removed from the folder; one that did not stays there. */
+	json_object_object_add(o, "job_dir_kept", json_object_new_boolean(d->job_dir[0] && is_dir(d->job_dir)));
 	/* labbox's sandbox did not run this code; the worker enforced the budget only. */
 	json_object_object_add(o, "isolated_by", json_object_new_string("none"));
 	json_object_object_add(o, "isolation_note",
