@@ -1,5 +1,6 @@
 /* labbox probe: what this host can do for this user. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
@@ -12,7 +13,7 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json]\n"
+	"usage: labbox probe [--json] [--mode colab --drive DIR]\n"
 	"\n"
 	"Report what isolation this host offers the current user, each item tried for real:\n"
 	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
@@ -21,6 +22,10 @@ static const char probe_help[] =
 	"\n"
 	"Options:\n"
 	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
+	"  --mode colab --drive DIR\n"
+	"              what that Drive folder offers instead: writable, the worker labbox\n"
+	"              wrote there and its version, the newest worker heartbeat, the jobs\n"
+	"              pending, running and done (exit 125 when the folder is missing)\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
@@ -55,6 +60,51 @@ static json_object *gpus_json(void)
 	return a;
 }
 
+/* labbox probe --mode colab --drive DIR: the folder, not this host. */
+static int probe_colab(const char *drive, bool json)
+{
+	json_object *c = NULL;
+	int r = lb_colab_probe(drive, &c);
+	if (!c) {
+		cli_error("probe", "out of memory");
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("colab"));
+	json_object_object_add(doc, "colab", c);
+	if (json) {
+		cli_json_print(doc);
+	} else {
+		json_object *v, *w, *jobs;
+		printf("labbox probe --mode colab: %s\n", json_object_get_string(json_object_object_get(c, "drive")));
+		printf("  folder             %s%s\n", r < 0 ? "MISSING" : "present",
+		       r == 0 && json_object_get_boolean(json_object_object_get(c, "writable")) ? ", writable" : "");
+		v = json_object_object_get(c, "worker_present");
+		printf("  worker script      %s\n", !json_object_get_boolean(v) ? "not written yet (the first run writes it)"
+		       : json_object_get_boolean(json_object_object_get(c, "worker_current")) ? "present, this labbox's version"
+											  : "present, another version (the next run rewrites it)");
+		w = json_object_object_get(c, "last_worker_heartbeat");
+		if (w)
+			printf("  last heartbeat     worker %s (%s), %s, %.0fs ago\n",
+			       json_object_get_string(json_object_object_get(w, "worker")),
+			       json_object_get_string(json_object_object_get(w, "state")),
+			       json_object_get_string(json_object_object_get(w, "time")),
+			       json_object_get_double(json_object_object_get(w, "seen_s_ago")));
+		else
+			printf("  last heartbeat     none: no worker has served this folder\n");
+		jobs = json_object_object_get(c, "jobs");
+		printf("  jobs               pending %d, running %d, done %d\n",
+		       json_object_get_int(json_object_object_get(jobs, "pending")),
+		       json_object_get_int(json_object_object_get(jobs, "running")),
+		       json_object_get_int(json_object_object_get(jobs, "done")));
+	}
+	if (r < 0)
+		cli_error("probe", "the Drive folder '%s' does not exist", drive);
+	json_object_put(doc);
+	return r < 0 ? 125 : 0;
+}
+
 static const char *yn(bool b)
 {
 	return b ? "yes" : "no";
@@ -64,10 +114,13 @@ int cli_probe(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"mode", required_argument, NULL, 'm'},
+		{"drive", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	const char *mode = NULL, *drive = NULL;
 	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
@@ -80,6 +133,12 @@ int cli_probe(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'd':
+			drive = optarg;
+			break;
 		default:
 			cli_bad_option("probe", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -88,6 +147,17 @@ int cli_probe(int argc, char **argv)
 	if (optind < argc) {
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
+	}
+	if (mode && strcmp(mode, "local") != 0) {
+		if (strcmp(mode, "colab") != 0) {
+			cli_error("probe", "--mode '%s' is not one this probe knows (local, colab)", mode);
+			return CLI_EXIT_USAGE;
+		}
+		if (!drive || !*drive) {
+			cli_error("probe", "--mode colab needs --drive DIR");
+			return CLI_EXIT_USAGE;
+		}
+		return probe_colab(drive, json);
 	}
 	lb_probe p;
 	if (lb_sandbox_probe(&p) < 0) {
