@@ -1288,8 +1288,15 @@ int lb_backend_colab(const lb_colab_config *cfg, lb_backend **out)
 	b->state = d;
 	/* An absolute path, so the record names the folder wherever labbox was started; a
 	 * missing folder is kept as given and refused at prepare, naming it. */
-	if (!realpath(cfg->drive, d->drive) || strlen(d->drive) >= PATH_MAX - DRIVE_ROOM)
-		snprintf(d->drive, sizeof d->drive, "%s", cfg->drive);
+	char given[PATH_MAX];
+	const char *home = getenv("HOME");
+	/* drive: ~/Library/CloudStorage/... as people write it in labbox.yaml. */
+	if (strncmp(cfg->drive, "~/", 2) == 0 && home && home[0] == '/')
+		snprintf(given, sizeof given, "%s/%s", home, cfg->drive + 2);
+	else
+		snprintf(given, sizeof given, "%s", cfg->drive);
+	if (!realpath(given, d->drive) || strlen(d->drive) >= PATH_MAX - DRIVE_ROOM)
+		snprintf(d->drive, sizeof d->drive, "%s", given);
 	snprintf(d->root, sizeof d->root, "%s/labbox", d->drive);
 	d->poll = cfg->poll > 0 ? cfg->poll : DEFAULT_POLL_S;
 	d->timeout = cfg->timeout > 0 ? cfg->timeout : 0;
