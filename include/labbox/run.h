@@ -78,7 +78,8 @@ typedef struct lb_run_result {
  * labbox itself could not work (out of memory). */
 int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* Like lb_run, on the backend the request's mode (else labbox.yaml's mode:) names: local
- * around sb, or docker configured from req->sandbox_config (image, engine, interpreter). */
+ * around sb, docker configured from req->sandbox_config (image, engine, interpreter), or
+ * colab on req->drive (else labbox.yaml's drive:). */
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */
 struct lb_backend;
