@@ -168,8 +168,14 @@ def test_worker_killed_mid_run_names_the_stale_heartbeat(bridge, tmp_path):
         proc = bridge.start(exp, stale="3")
         bridge.wait_pending(proc)
         w = bridge.worker()
-        assert wait_for(lambda: any((bridge.lb / "running" / j / "heartbeat.json").exists()
-                                    for j in bridge.jobs("running")), 60)
+        def started():
+            for j in bridge.jobs("running"):
+                d = bridge.lb / "running" / j
+                if (d / "heartbeat.json").exists() and (d / "run.log").exists() and \
+                        marker in (d / "run.log").read_text(errors="replace"):
+                    return True
+            return False
+        assert wait_for(started, 60)
         w.kill()  # as a Colab runtime that is recycled: no goodbye
         r = bridge.finish(proc)
         assert r.rc == 125, r.why()
