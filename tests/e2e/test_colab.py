@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,7 @@ class Bridge:
         return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
 
     def wait_pending(self, proc):
-        got = wait_for(lambda: self.jobs("pending") or proc.poll() is not None, 60)
+        wait_for(lambda: self.jobs("pending") or proc.poll() is not None, 60)
         assert self.jobs("pending"), f"no job appeared in pending/ (labbox rc {proc.poll()})"
         return self.jobs("pending")[0]
 
@@ -302,3 +301,65 @@ def test_limits_colab_cannot_enforce_are_refused(tmp_path):
     assert "--memory cannot be enforced in mode colab" in json.dumps(doc)
     r = labbox("run", "--mode", "colab", "--runs-dir", tmp_path / "runs", exp)
     assert r.returncode == 2 and "--drive DIR" in r.stderr
+
+
+def test_yaml_mode_and_a_job_drive_has_not_finished_syncing(bridge, tmp_path):
+    """mode: colab and drive: in labbox.yaml; a worker claims a job only once every file it
+    lists has arrived with its size (Drive syncs file by file); a stale worker script is
+    rewritten."""
+    (bridge.lb).mkdir()
+    (bridge.lb / "labbox_worker.py").write_text("# an old worker\n")
+    exp = write_exp(tmp_path, "print('score: 3')\n",
+                    yaml=f"mode: colab\ndrive: {bridge.drive}\n")
+    cmd = [LABBOX, "run", "--json", "--python", PYTHON, "--runs-dir", str(bridge.runs),
+           "--colab-poll", POLL, str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = bridge.wait_pending(proc)
+    assert "an old worker" not in (bridge.lb / "labbox_worker.py").read_text()
+    main = bridge.lb / "pending" / job / "exp" / "main.py"
+    full = main.read_bytes()
+    main.write_bytes(full[:3])  # as if Drive had brought part of it so far
+    once = [PYTHON, str(bridge.lb / "labbox_worker.py"), "--drive", str(bridge.drive), "--once"]
+    early = subprocess.run(once, capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    assert early.returncode == 0 and "claimed" not in early.stderr
+    assert bridge.jobs("pending") == [job]
+    main.write_bytes(full)
+    late = subprocess.run(once, capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    assert f"claimed job {job}" in late.stderr
+    r = bridge.finish(proc)
+    assert r.rc == 0, r.why()
+    assert r.result["backend"]["name"] == "colab"
+    assert r.result["metrics"]["values"]["score"] == 3
+    assert any("wrote the worker" in n for n in r.result["backend"]["notes"])
+
+
+def test_sigint_before_any_worker_withdraws_the_job(bridge, tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    proc = bridge.start(exp)
+    bridge.wait_pending(proc)
+    proc.send_signal(signal.SIGINT)
+    r = bridge.finish(proc)
+    assert r.rc == 130, r.why()
+    assert r.result["status"] == "interrupted"
+    assert bridge.jobs("pending") == [] and bridge.jobs("running") == []
+
+
+def test_a_job_newer_than_the_worker_is_refused_by_it(bridge, tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    proc = bridge.start(exp)
+    job = bridge.wait_pending(proc)
+    # Move it aside while it is edited, as labbox builds it, so no worker sees half of it.
+    side = bridge.lb / "tmp" / "edit"
+    os.rename(bridge.lb / "pending" / job, side)
+    spec = json.loads((side / "job.json").read_text())
+    spec["protocol"] = 99
+    (side / "job.json").write_text(json.dumps(spec))
+    os.rename(side, bridge.lb / "pending" / job)
+    once = subprocess.run([PYTHON, str(bridge.lb / "labbox_worker.py"), "--drive",
+                           str(bridge.drive), "--once"], capture_output=True, text=True,
+                          timeout=CALL_TIMEOUT)
+    assert once.returncode == 0, once.stderr
+    r = bridge.finish(proc)
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "protocol" in msg and "restart the worker" in msg
