@@ -66,6 +66,7 @@ typedef struct colab_state {
 	char version[64]; /* PROTOCOL.sha12 of the embedded worker */
 	bool submitted;   /* pending/ID exists (labbox's) */
 	bool finished;    /* done/ID came back */
+	bool keep;        /* what came back could not all be fetched: it stays in the folder */
 	char job_dir[PATH_MAX]; /* where the job's files are now */
 	char cancel_path[PATH_MAX];
 	bool cancel_written;
@@ -1115,8 +1116,10 @@ static int colab_fetch(lb_backend *b, const lb_backend_job *job, char *err, size
 		if (c.skipped)
 			note(d, "%zu entries of the job's exp/ were not brought back (links, special "
 			     "files)", c.skipped);
-		if (r < 0)
+		if (r < 0) {
+			d->keep = true;
 			return r;
+		}
 	}
 	/* The worker's environment snapshot replaces the local one: it is what ran the code. */
 	LB_AUTOFREE char *env = NULL;
@@ -1127,6 +1130,7 @@ static int colab_fetch(lb_backend *b, const lb_backend_job *job, char *err, size
 		snprintf(p, sizeof p, "%s/environment.txt", job->run_dir);
 		int r = lb_write_file_atomic_mode(p, env, len, 0600);
 		if (r < 0) {
+			d->keep = true;
 			snprintf(err, errlen, "cannot write %s: %s", p, strerror(-r));
 			return r;
 		}
@@ -1178,7 +1182,7 @@ static void colab_cleanup(lb_backend *b)
 	/* A job that came back is in the run directory now: its copy leaves the shared folder,
 	 * and so does the cancel file it honoured. A job left in running/ (a dead worker) keeps
 	 * its cancel file, so a worker that comes back stops it. */
-	if (d->finished) {
+	if (d->finished && !d->keep) {
 		remove_tree(d->job_dir);
 		if (d->cancel_written)
 			unlink(d->cancel_path);
