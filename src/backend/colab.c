@@ -298,16 +298,22 @@ static int read_record(const char *dir, const char *name, size_t max, char **tex
 
 /* ---- the worker files -------------------------------------------------------------------- */
 
-static void worker_version(char out[64])
+/* PROTOCOL.sha256[:12] of a worker script, as the worker computes it of its own file. */
+static void version_of(const void *src, size_t len, int protocol, char out[64])
 {
 	lb_sha256 c;
 	uint8_t dg[32];
 	char hex[65];
 	lb_sha256_init(&c);
-	lb_sha256_update(&c, worker_py, sizeof worker_py);
+	lb_sha256_update(&c, src, len);
 	lb_sha256_final(&c, dg);
 	lb_sha256_hex(dg, hex);
-	snprintf(out, 64, "%d.%.12s", COLAB_PROTOCOL, hex);
+	snprintf(out, 64, "%d.%.12s", protocol, hex);
+}
+
+static void worker_version(char out[64])
+{
+	version_of(worker_py, sizeof worker_py, COLAB_PROTOCOL, out);
 }
 
 /* Where Colab mounts the same folder: the part below "My Drive/" (Drive for desktop's name
@@ -783,7 +789,7 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			: job->budget > 0 ? job->budget + DEFAULT_MARGIN_S : 0;
 	double last_change = t0, last_progress = t0, cancel_at = 0;
 	job_where prev = JOB_PENDING;
-	bool noted_wait = false, stopping = false;
+	bool noted_wait = false, stopping = false, seen_beat = false;
 	enum { WHY_NONE, WHY_SIGNAL, WHY_TIMEOUT } why = WHY_NONE;
 	char cmd[PATH_MAX * 3 + 200];
 	start_command(d, cmd, sizeof cmd);
@@ -810,6 +816,11 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 				char who[300];
 				claimed_by(here, who, sizeof who);
 				note(d, "job %s picked up by %s", d->id, who);
+			}
+			if (changed && !seen_beat) {
+				seen_beat = true;
+				note(d, "first heartbeat from %s%s%s at %s: the job is running", d->hb.worker,
+				     d->hb.host[0] ? " on " : "", d->hb.host, d->hb.time);
 			}
 			if (changed)
 				last_change = now;
@@ -1362,6 +1373,13 @@ int lb_colab_probe(const char *drive, struct json_object **out)
 	size_t len = 0;
 	bool present = read_record(root, "labbox_worker.py", (size_t)4 << 20, &text, &len) == 0;
 	json_object_object_add(o, "worker_present", json_object_new_boolean(present));
+	/* The version of the script there, read as the worker reads its own: its PROTOCOL line
+	 * and the hash of its bytes. */
+	const char *pl = present ? strstr(text, "\nPROTOCOL = ") : NULL;
+	char there[64];
+	if (pl)
+		version_of(text, len, atoi(pl + 12), there);
+	json_object_object_add(o, "worker_version", pl ? json_object_new_string(there) : NULL);
 	json_object_object_add(o, "worker_current",
 			       json_object_new_boolean(present && len == sizeof worker_py &&
 						       memcmp(text, worker_py, len) == 0));

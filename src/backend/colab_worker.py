@@ -170,18 +170,31 @@ class Worker:
         return None
 
     # -- running ----------------------------------------------------------------------------
-    def environment_txt(self, jobdir):
+    def capture(self, argv, timeout, beat):
+        """argv's stdout, or None; beat() is called while it runs, so a slow pip freeze on a
+        loaded runtime never reads as a dead worker."""
+        try:
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 stdin=subprocess.DEVNULL, text=True)
+        except OSError:
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            beat()
+            try:
+                out, _ = p.communicate(timeout=0.5)
+                return out if p.returncode == 0 else None
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    p.kill()
+                    p.communicate()
+                    return None
+
+    def environment_txt(self, jobdir, beat):
         """Python's version, pip freeze (importlib.metadata when pip is absent) and
         nvidia-smi, as the seed asks of every run."""
         out = ["Python " + sys.version.split()[0]]
-        freeze = None
-        try:
-            p = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True,
-                               text=True, timeout=120)
-            if p.returncode == 0:
-                freeze = p.stdout
-        except (OSError, subprocess.SubprocessError):
-            pass
+        freeze = self.capture([sys.executable, "-m", "pip", "freeze"], 120, beat)
         if freeze is None:
             try:
                 import importlib.metadata as md
@@ -200,12 +213,10 @@ class Worker:
         out.append(freeze.rstrip("\n"))
         smi = shutil.which("nvidia-smi")
         if smi:
-            try:
-                p = subprocess.run([smi], capture_output=True, text=True, timeout=60)
-                out.append("# nvidia-smi")
-                out.append(p.stdout.rstrip("\n"))
-            except (OSError, subprocess.SubprocessError):
-                out.append("# nvidia-smi: could not run")
+            got = self.capture([smi], 60, beat)
+            out.append("# nvidia-smi" if got is not None else "# nvidia-smi: could not run")
+            if got:
+                out.append(got.rstrip("\n"))
         else:
             out.append("# nvidia-smi: not present (no GPU runtime)")
         with open(os.path.join(jobdir, "environment.txt"), "w") as f:
@@ -262,7 +273,18 @@ class Worker:
                 env[k] = v
         missing = [s for s in job.get("secret_env") or [] if isinstance(s, str) and s not in env]
         exp = os.path.join(jobdir, "exp")
-        self.environment_txt(jobdir)
+        # The heartbeat starts with the claim: the snapshot before the run may take a while.
+        pre = {"beat": 0, "next": 0.0, "t0": time.monotonic()}
+
+        def beat_starting():
+            t = time.monotonic()
+            if t >= pre["next"]:
+                pre["beat"] += 1
+                pre["next"] = t + beat_s
+                self.heartbeat(jobdir, name, pre["beat"], 0.0, "starting")
+                self.beat_worker("running", name, force=True)
+
+        self.environment_txt(jobdir, beat_starting)
         logf = open(os.path.join(jobdir, "run.log"), "ab")
         if missing:
             logf.write(("labbox-worker: secret variables not set on this worker: %s\n"
@@ -275,7 +297,7 @@ class Worker:
                                 preexec_fn=die_with_parent)
         logf.close()
         pgid = proc.pid  # a new session: its process group is its pid
-        beat = 0
+        beat = pre["beat"]
         next_beat = 0.0
         stop_reason = None
         term_at = None

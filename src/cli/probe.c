@@ -84,6 +84,10 @@ static int probe_colab(const char *drive, bool json)
 		printf("  worker script      %s\n", !json_object_get_boolean(v) ? "not written yet (the first run writes it)"
 		       : json_object_get_boolean(json_object_object_get(c, "worker_current")) ? "present, this labbox's version"
 											  : "present, another version (the next run rewrites it)");
+		v = json_object_object_get(c, "worker_version");
+		if (v)
+			printf("  worker version     %s (this labbox writes %s)\n", json_object_get_string(v),
+			       json_object_get_string(json_object_object_get(c, "worker_version_of_this_labbox")));
 		w = json_object_object_get(c, "last_worker_heartbeat");
 		if (w)
 			printf("  last heartbeat     worker %s (%s), %s, %.0fs ago\n",

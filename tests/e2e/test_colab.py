@@ -29,7 +29,7 @@ class Bridge:
         self.runs = root / "runs"
         self.workers = []
 
-    def start(self, expdir, *opts, stale="5", env=None):
+    def start(self, expdir, *opts, stale="10", env=None):
         cmd = [LABBOX, "run", "--json", "--python", PYTHON, "--runs-dir", str(self.runs),
                "--mode", "colab", "--drive", str(self.drive), "--colab-poll", POLL,
                "--colab-stale", stale, *map(str, opts), str(expdir)]
@@ -102,6 +102,8 @@ def test_quickstart_end_to_end_with_the_fields_of_local(bridge, tmp_path):
     assert be["name"] == "colab" and be["isolated_by"] == "none"
     assert be["drive"] == str(bridge.drive) and be["version"] == be["worker_version_written"]
     assert be["worker"].startswith("w-")
+    assert any(n.startswith("first heartbeat from " + be["worker"]) for n in be["notes"])
+    assert "picked up by worker " + be["worker"] in r.stderr
     iso = res["isolation"]
     assert not any(iso["namespaces"].values()) and not iso["seccomp"]
     assert "not isolated by labbox" in iso["filesystem"]
@@ -130,6 +132,7 @@ def test_quickstart_end_to_end_with_the_fields_of_local(bridge, tmp_path):
     assert pr.returncode == 0, pr.stderr
     c = json.loads(pr.stdout)["colab"]
     assert c["writable"] and c["worker_present"] and c["worker_current"]
+    assert c["worker_version"] == c["worker_version_of_this_labbox"] == be["version"]
     assert c["last_worker_heartbeat"]["worker"] == be["worker"]
     assert c["jobs"] == {"pending": 0, "running": 0, "done": 0}
 
@@ -164,7 +167,7 @@ def test_worker_killed_mid_run_names_the_stale_heartbeat(bridge, tmp_path):
         time.sleep(600)
     """)
     try:
-        proc = bridge.start(exp, stale="3")
+        proc = bridge.start(exp, stale="5")
         bridge.wait_pending(proc)
         w = bridge.worker()
         def started():
