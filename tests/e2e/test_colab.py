@@ -366,3 +366,20 @@ def test_a_job_newer_than_the_worker_is_refused_by_it(bridge, tmp_path):
     assert r.rc == 125, r.why()
     msg = r.result["infra_error"]["message"]
     assert "protocol" in msg and "restart the worker" in msg
+
+
+def test_labbox_timeout_of_a_running_job_cancels_it_as_a_budget(bridge, tmp_path):
+    exp = write_exp(tmp_path, """
+        import time
+        print("loss: 0.5", flush=True)
+        time.sleep(600)
+    """)
+    proc = bridge.start(exp, "--colab-timeout", "8", "--grace", "1")
+    bridge.wait_pending(proc)
+    bridge.worker()
+    r = bridge.finish(proc)
+    assert r.rc == 124, r.why()
+    assert r.result["status"] == "timeout" and r.result["timed_out"]
+    assert any("asked the worker to stop" in n for n in r.result["backend"]["notes"])
+    logs = bridge.stop_workers()
+    assert any(": cancelled" in log for log in logs), logs
