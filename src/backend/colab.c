@@ -924,6 +924,7 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		if (r < 0) {
 			setup_failed(res, "colab", "the worker's exit record %s/exit.json is unusable: %s",
 				     here2, err);
+			d->keep = true; /* the evidence stays in the folder */
 			return 0;
 		}
 		d->have_exit = true;

@@ -292,6 +292,7 @@ def test_unusable_exit_record_is_refused(bridge, tmp_path):
     assert r.rc == 125, r.why()
     assert "exit record" in r.result["infra_error"]["message"]
     assert "'status' is not a string" in r.result["infra_error"]["message"]
+    assert bridge.jobs("done") == [job]  # kept as evidence
 
 
 def test_limits_colab_cannot_enforce_are_refused(tmp_path):
