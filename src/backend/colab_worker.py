@@ -285,6 +285,13 @@ class Worker:
                 self.beat_worker("running", name, force=True)
 
         self.environment_txt(jobdir, beat_starting)
+        # Stopped while the snapshot ran: the experiment never starts.
+        if os.path.exists(self.path("cancel", name)) or self.stopping:
+            record["status"] = "cancelled" if not self.stopping else "error"
+            record["cancelled"] = not self.stopping
+            record["error"] = ("the worker was stopped (%s) before the run" % self.stopping
+                               if self.stopping else None)
+            return
         logf = open(os.path.join(jobdir, "run.log"), "ab")
         if missing:
             logf.write(("labbox-worker: secret variables not set on this worker: %s\n"
