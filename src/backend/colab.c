@@ -322,14 +322,16 @@ static void worker_version(char out[64])
 static void colab_path(const char *drive, char *out, size_t n, bool *guessed)
 {
 	const char *p = strstr(drive, "/My Drive/");
-	*guessed = p == NULL;
-	if (p)
+	size_t len = strlen(drive);
+	*guessed = false;
+	if (p) {
 		snprintf(out, n, "/content/drive/MyDrive/%s", p + strlen("/My Drive/"));
-	else if (strstr(drive, "/My Drive") && !strstr(drive, "/My Drive")[9])
-		snprintf(out, n, "/content/drive/MyDrive"), *guessed = false;
-	else {
+	} else if (len >= 9 && strcmp(drive + len - 9, "/My Drive") == 0) {
+		snprintf(out, n, "/content/drive/MyDrive"); /* the root of the Drive itself */
+	} else {
 		const char *base = strrchr(drive, '/');
 		snprintf(out, n, "/content/drive/MyDrive/%s", base && base[1] ? base + 1 : drive);
+		*guessed = true;
 	}
 }
 
