@@ -54,6 +54,16 @@ $(TS_SRC):
 	@echo "make: $@ is missing: run scripts/deps to fetch the tree-sitter-python grammar" >&2
 	@exit 1
 
+# The Colab worker (src/backend/colab_worker.py) is embedded in the binary as bytes, so the
+# worker labbox writes into a Drive folder is always this build's own.
+%/gen/colab_worker.inc: src/backend/colab_worker.py
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/src/backend/colab.o: $(BUILD)/gen/colab_worker.inc
+$(BUILD)/obj/src/backend/colab.o: CFLAGS += -I$(BUILD)/gen
+build-fuzz/obj/src/backend/colab.o: build-fuzz/gen/colab_worker.inc
+build-fuzz/obj/src/backend/colab.o: FUZZ_CFLAGS += -Ibuild-fuzz/gen
+
 $(BUILD)/liblabbox.a: $(TS_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^

@@ -202,5 +202,54 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out);
  * memory_mb_per_node, gres}}}. -EHOSTUNREACH / -ENOENT with err as for a run. */
 int lb_slurm_probe(struct json_object **out, char *err, size_t errlen);
 void lb_slurm_argv_free(char **v);
+/* The colab backend (src/backend/colab.c): a Google Drive bridge. labbox leaves the staged
+ * experiment and a job file in DRIVE/labbox/pending/ID/, a worker started in Colab
+ * (DRIVE/labbox/labbox_worker.py, written by labbox) claims, runs and returns it through the
+ * folder; labbox waits, streams the log and collects the results. labbox isolates nothing
+ * there, and says so. */
+typedef struct lb_colab_config {
+	const char *drive;  /* required: the locally synced Drive folder */
+	double poll;        /* seconds between looks at the folder; 0: 5 */
+	double timeout;     /* labbox's own overall limit; 0: the budget plus 600 s, none
+			     * without a budget */
+	double stale;       /* seconds without a new heartbeat before a claimed job's worker
+			     * counts as dead; 0: 120 (Drive syncs slowly) */
+	double grace;       /* the worker's SIGTERM-to-SIGKILL time at the budget */
+	struct json_object *sandbox; /* the shared sandbox flags (env, secret_env ...) */
+	const char *const *metrics;  /* declared metrics, told to the worker */
+	size_t nmetrics;
+} lb_colab_config;
+int lb_backend_colab(const lb_colab_config *cfg, lb_backend **out);
+/* -EINVAL with err naming the flag when the shared flags ask for what a Colab run cannot
+ * honour (--memory, --cpus, --pids-limit, --shm-size, -v, --tmpfs). */
+int lb_colab_check_flags(struct json_object *sandbox, char *err, size_t errlen);
+/* What a Drive folder offers (labbox probe --mode colab): writable, worker present and its
+ * version, the newest worker heartbeat, jobs pending/running/done. -ENOENT (with *out set)
+ * when the folder is missing. */
+int lb_colab_probe(const char *drive, struct json_object **out);
+
+/* A worker's exit record (done/ID/exit.json) and heartbeat (running/ID/heartbeat.json):
+ * outside input, parsed bounded (64 KiB, depth 16) with every type checked; strings are
+ * truncated to their field and control characters replaced. 0, or -EINVAL with err. */
+typedef struct lb_colab_exit {
+	char status[16]; /* exited, signaled, timeout, cancelled, error */
+	int exit_code;   /* -1: none */
+	int signal;      /* 0: none */
+	bool timed_out, cancelled;
+	double wall_s, cpu_user_s, cpu_sys_s;
+	uint64_t max_rss_bytes;
+	long uid; /* -1: not said */
+	char worker[128], host[128], version[64], python[32];
+	char error[400];
+} lb_colab_exit;
+int lb_colab_exit_parse(const char *text, size_t len, lb_colab_exit *out, char *err, size_t errlen);
+typedef struct lb_colab_heartbeat {
+	int64_t beat;
+	double elapsed_s;
+	uint64_t log_bytes;
+	char worker[128], host[128], version[64], time[40], state[16];
+} lb_colab_heartbeat;
+int lb_colab_heartbeat_parse(const char *text, size_t len, lb_colab_heartbeat *out, char *err,
+			     size_t errlen);
 
 #endif

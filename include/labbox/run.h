@@ -45,6 +45,10 @@ typedef struct lb_run_request {
 	const char *partition; /* mode slurm: --partition; NULL: labbox.yaml's slurm: partition: */
 	const char *account;   /* mode slurm: --account; NULL: labbox.yaml's, else the default */
 	const char *qos;       /* mode slurm: --qos; NULL: labbox.yaml's, else the default */
+	const char *drive;    /* mode colab: the synced Drive folder (--drive); NULL: drive: */
+	double colab_poll;    /* mode colab: seconds between looks at the folder; 0: 5 */
+	double colab_timeout; /* mode colab: labbox's own overall limit; 0: the budget + 600 s */
+	double colab_stale;   /* mode colab: seconds without a heartbeat = a dead worker; 0: 120 */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;
@@ -90,7 +94,8 @@ typedef struct lb_run_result {
 int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* Like lb_run, on the backend the request's mode (else labbox.yaml's mode:) names: local
  * around sb, docker configured from req->sandbox_config (image, engine, interpreter), or
- * slurm (partition, account, qos, and the limits as the job's resources). */
+ * slurm (partition, account, qos, and the limits as the job's resources).;
+ * and colab on req->drive (else labbox.yaml's drive:). */
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */
 struct lb_backend;

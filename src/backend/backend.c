@@ -8,7 +8,8 @@ bool lb_backend_known(const char *mode)
 {
 	return mode && (strcmp(mode, "local") == 0 || strcmp(mode, "docker") == 0 ||
 			strcmp(mode, "ssh") == 0 ||
-			strcmp(mode, "slurm") == 0);
+			strcmp(mode, "slurm") == 0 ||
+			strcmp(mode, "colab") == 0);
 }
 
 void lb_backend_free(lb_backend *b)

@@ -14,7 +14,8 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH] | --mode slurm]\n"
+	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH] | --mode slurm |\n"
+	"                     --mode colab --drive DIR]\n"
 	"\n"
 	"Report what isolation this host offers the current user, each item tried for real:\n"
 	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
@@ -29,6 +30,10 @@ static const char probe_help[] =
 	"              unreachable or its labbox's sandbox does not work)\n"
 	"  --mode slurm  the Slurm cluster SLURM_CONF names instead: partitions, their limits\n"
 	"              and idle nodes (exit 125 when it cannot be reached)\n"
+	"  --mode colab --drive DIR\n"
+	"              what that Drive folder offers instead: writable, the worker labbox\n"
+	"              wrote there and its version, the newest worker heartbeat, the jobs\n"
+	"              pending, running and done (exit 125 when the folder is missing)\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
@@ -151,6 +156,55 @@ static int probe_slurm(bool json)
 	return 0;
 }
 
+/* labbox probe --mode colab --drive DIR: the folder, not this host. */
+static int probe_colab(const char *drive, bool json)
+{
+	json_object *c = NULL;
+	int r = lb_colab_probe(drive, &c);
+	if (!c) {
+		cli_error("probe", "out of memory");
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("colab"));
+	json_object_object_add(doc, "colab", c);
+	if (json) {
+		cli_json_print(doc);
+	} else {
+		json_object *v, *w, *jobs;
+		printf("labbox probe --mode colab: %s\n", json_object_get_string(json_object_object_get(c, "drive")));
+		printf("  folder             %s%s\n", r < 0 ? "MISSING" : "present",
+		       r == 0 && json_object_get_boolean(json_object_object_get(c, "writable")) ? ", writable" : "");
+		v = json_object_object_get(c, "worker_present");
+		printf("  worker script      %s\n", !json_object_get_boolean(v) ? "not written yet (the first run writes it)"
+		       : json_object_get_boolean(json_object_object_get(c, "worker_current")) ? "present, this labbox's version"
+											  : "present, another version (the next run rewrites it)");
+		v = json_object_object_get(c, "worker_version");
+		if (v)
+			printf("  worker version     %s (this labbox writes %s)\n", json_object_get_string(v),
+			       json_object_get_string(json_object_object_get(c, "worker_version_of_this_labbox")));
+		w = json_object_object_get(c, "last_worker_heartbeat");
+		if (w)
+			printf("  last heartbeat     worker %s (%s), %s, %.0fs ago\n",
+			       json_object_get_string(json_object_object_get(w, "worker")),
+			       json_object_get_string(json_object_object_get(w, "state")),
+			       json_object_get_string(json_object_object_get(w, "time")),
+			       json_object_get_double(json_object_object_get(w, "seen_s_ago")));
+		else
+			printf("  last heartbeat     none: no worker has served this folder\n");
+		jobs = json_object_object_get(c, "jobs");
+		printf("  jobs               pending %d, running %d, done %d\n",
+		       json_object_get_int(json_object_object_get(jobs, "pending")),
+		       json_object_get_int(json_object_object_get(jobs, "running")),
+		       json_object_get_int(json_object_object_get(jobs, "done")));
+	}
+	if (r < 0)
+		cli_error("probe", "the Drive folder '%s' does not exist", drive);
+	json_object_put(doc);
+	return r < 0 ? 125 : 0;
+}
+
 static const char *yn(bool b)
 {
 	return b ? "yes" : "no";
@@ -163,11 +217,12 @@ int cli_probe(int argc, char **argv)
 		{"mode", required_argument, NULL, 'm'},
 		{"host", required_argument, NULL, 'H'},
 		{"remote-labbox", required_argument, NULL, 'R'},
+		{"drive", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
-	const char *mode = NULL, *host = NULL, *remote_labbox = NULL;
+	const char *mode = NULL, *host = NULL, *remote_labbox = NULL, *drive = NULL;
 	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
@@ -189,6 +244,9 @@ int cli_probe(int argc, char **argv)
 		case 'R':
 			remote_labbox = optarg;
 			break;
+		case 'd':
+			drive = optarg;
+			break;
 		default:
 			cli_bad_option("probe", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -198,16 +256,27 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
-	if (mode && strcmp(mode, "slurm") == 0) {
-		if (host || remote_labbox) {
-			cli_error("probe", "--host and --remote-labbox go with --mode ssh");
+	if ((host || remote_labbox) && (!mode || strcmp(mode, "ssh") != 0)) {
+		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
+		return CLI_EXIT_USAGE;
+	}
+	if (drive && (!mode || strcmp(mode, "colab") != 0)) {
+		cli_error("probe", "--drive goes with --mode colab");
+		return CLI_EXIT_USAGE;
+	}
+	if (mode && strcmp(mode, "slurm") == 0)
+		return probe_slurm(json);
+	if (mode && strcmp(mode, "colab") == 0) {
+		if (!drive || !*drive) {
+			cli_error("probe", "--mode colab needs --drive DIR");
 			return CLI_EXIT_USAGE;
 		}
-		return probe_slurm(json);
+		return probe_colab(drive, json);
 	}
 	if (mode && strcmp(mode, "local") != 0) {
 		if (strcmp(mode, "ssh") != 0) {
-			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh, slurm)", mode);
+			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh, slurm, "
+				  "colab)", mode);
 			return CLI_EXIT_USAGE;
 		}
 		if (!host) {
@@ -215,10 +284,6 @@ int cli_probe(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 		return probe_ssh(host, remote_labbox, json);
-	}
-	if (host || remote_labbox) {
-		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
-		return CLI_EXIT_USAGE;
 	}
 	lb_probe p;
 	if (lb_sandbox_probe(&p) < 0) {

@@ -31,10 +31,10 @@ static const char run_help[] =
 	"                       interpreter: in labbox.yaml, else Rscript, octave-cli or julia\n"
 	"                       on PATH); the entry point's extension (.py .R .m .jl), or\n"
 	"                       language: in labbox.yaml, says the language\n"
-	"  --mode local|docker|ssh|slurm\n"
+	"  --mode local|docker|ssh|slurm|colab\n"
 	"                       where it runs (default: mode: in labbox.yaml, else local): the\n"
-	"                       local sandbox, a container, another machine through ssh, or a\n"
-	"                       Slurm job (never a fallback to another)\n"
+	"                       local sandbox, a container, another machine through ssh, a\n"
+	"                       Slurm job, or Colab (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
 	"                       docker mode --python names the interpreter inside the image\n"
 	"                       (default python3)\n"
@@ -58,6 +58,18 @@ static const char run_help[] =
 	"                       else the cluster's defaults)\n"
 	"  --hide PATH          keep PATH out of the experiment's sight (as the runs directory\n"
 	"                       is); repeatable\n"
+	"  --mode colab --drive DIR\n"
+	"                       run it on Google Colab through the synced Drive folder DIR: the\n"
+	"                       job waits in DIR/labbox/pending/ for the worker labbox writes\n"
+	"                       there (DIR/labbox/labbox_worker.ipynb); not isolated by labbox\n"
+	"  --colab-poll SECONDS mode colab: how often the folder is looked at (default 5)\n"
+	"  --colab-timeout SECONDS\n"
+	"                       mode colab: labbox's own limit on the whole wait (default: the\n"
+	"                       budget plus 600; none without a budget); then the job is\n"
+	"                       cancelled (124), or withdrawn when no worker took it (125)\n"
+	"  --colab-stale SECONDS\n"
+	"                       mode colab: a claimed job whose heartbeat does not change for\n"
+	"                       this long has a dead worker (125; default 120)\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
 	"                       else main.py); recorded in the manifest, repeated by rerun\n"
 	"  --runs-dir DIR       where run directories go (default: .labbox/runs)\n"
@@ -79,7 +91,8 @@ static const char run_help[] =
 
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
-       OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE };
+       OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
+       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -320,6 +333,10 @@ int cli_run(int argc, char **argv)
 		{"account", required_argument, NULL, OPT_ACCOUNT},
 		{"qos", required_argument, NULL, OPT_QOS},
 		{"hide", required_argument, NULL, OPT_HIDE},
+		{"drive", required_argument, NULL, OPT_DRIVE},
+		{"colab-poll", required_argument, NULL, OPT_COLAB_POLL},
+		{"colab-timeout", required_argument, NULL, OPT_COLAB_TIMEOUT},
+		{"colab-stale", required_argument, NULL, OPT_COLAB_STALE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
@@ -432,6 +449,30 @@ int cli_run(int argc, char **argv)
 				nhide++;
 			}
 			break;
+		case OPT_DRIVE:
+			if (!optarg[0]) {
+				cli_error("run", "--drive needs the synced Google Drive folder");
+				goto done;
+			}
+			req.drive = optarg;
+			break;
+		case OPT_COLAB_POLL:
+		case OPT_COLAB_TIMEOUT:
+		case OPT_COLAB_STALE: {
+			double s;
+			const char *name = opt == OPT_COLAB_POLL      ? "--colab-poll"
+					   : opt == OPT_COLAB_TIMEOUT ? "--colab-timeout"
+								      : "--colab-stale";
+			if (lb_parse_seconds(optarg, &s) < 0 || s <= 0) {
+				cli_error("run", "%s '%s' is not a positive number of seconds", name,
+					  optarg);
+				goto done;
+			}
+			*(opt == OPT_COLAB_POLL      ? &req.colab_poll
+			  : opt == OPT_COLAB_TIMEOUT ? &req.colab_timeout
+						     : &req.colab_stale) = s;
+			break;
+		}
 		case OPT_ENTRY:
 			if (!optarg[0]) {
 				cli_error("run", "--entry needs a file name inside the experiment");

@@ -1039,6 +1039,17 @@ int cli_rerun(int argc, char **argv)
 		req.python = get_str(cfg, "python_in_image", NULL);
 		req.progress = rerun_progress;
 	}
+	if (strcmp(req.mode, "colab") == 0) {
+		/* The same Drive folder, waited on alike. */
+		req.drive = get_str(cfg, "drive", NULL);
+		json_object *cv;
+		if (json_object_object_get_ex(cfg, "colab_poll_s", &cv) && cv)
+			req.colab_poll = json_object_get_double(cv);
+		if (json_object_object_get_ex(cfg, "colab_timeout_s", &cv) && cv)
+			req.colab_timeout = json_object_get_double(cv);
+		if (json_object_object_get_ex(cfg, "colab_stale_s", &cv) && cv)
+			req.colab_stale = json_object_get_double(cv);
+	}
 	if (json_object_object_get_ex(cfg, "budget_s", &v) && v)
 		req.budget = json_object_get_double(v);
 	req.grace = so.grace_set ? so.grace : 5.0;

@@ -166,7 +166,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
 	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh, slurm)",
+		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh, slurm, colab)",
 				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
 	st->remote = strcmp(mode, "local") != 0;
 	if (strcmp(mode, st->backend_name) != 0)
@@ -1036,6 +1036,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			json_object_object_add(sl, "qos", req->qos ? json_object_new_string(req->qos) : NULL);
 			json_object_object_add(cfg, "slurm", sl);
 		}
+		/* mode colab: the folder and labbox's own waiting, so rerun waits alike. */
+		static const char *const ck[] = {"drive", "poll_s", "timeout_s", "stale_s"};
+		static const char *const cn[] = {"drive", "colab_poll_s", "colab_timeout_s",
+						 "colab_stale_s"};
+		for (size_t i = 0; strcmp(be->ops->name, "colab") == 0 && i < 4; i++)
+			if (json_object_object_get_ex(bd, ck[i], &bv))
+				json_object_object_add(cfg, cn[i], json_object_get(bv));
 		json_object_put(bd);
 	}
 	json_object_object_add(cfg, "entry_named_by",
@@ -1233,6 +1240,50 @@ static int run_slurm(const lb_run_request *req, const lb_exp_config *cfg, lb_run
 	return r;
 }
 
+/* Mode colab: the Drive folder from --drive or drive:, the flags a Colab run cannot honour
+ * refused (exit 2) rather than dropped, and the pipeline on the colab backend. */
+static int run_colab(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
+{
+	const char *drive = req->drive ? req->drive : cfg ? cfg->drive : NULL;
+	if (!drive || !*drive) {
+		memset(out, 0, sizeof *out);
+		return usage_error(out, "mode colab needs the synced Google Drive folder: --drive DIR "
+				   "or drive: in labbox.yaml");
+	}
+	char err[512];
+	if (lb_colab_check_flags(req->sandbox_config, err, sizeof err) < 0) {
+		memset(out, 0, sizeof *out);
+		return usage_error(out, "%s", err);
+	}
+	/* The declared metrics as the pipeline will merge them, for the job file. */
+	const char **m = calloc((cfg ? cfg->nmetrics : 0) + req->nmetrics + 1, sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	size_t nm = 0;
+	for (size_t i = 0; cfg && i < cfg->nmetrics; i++)
+		m[nm++] = cfg->metrics[i];
+	for (size_t i = 0; i < req->nmetrics; i++)
+		m[nm++] = req->metrics[i];
+	lb_colab_config cc = {.drive = drive, .poll = req->colab_poll,
+			      .timeout = req->colab_timeout, .stale = req->colab_stale,
+			      .grace = req->grace, .sandbox = req->sandbox_config,
+			      .metrics = m, .nmetrics = nm};
+	lb_backend *be = NULL;
+	int r = lb_backend_colab(&cc, &be);
+	free(m);
+	if (r == -ENAMETOOLONG) {
+		memset(out, 0, sizeof *out);
+		return usage_error(out, "the Drive folder's path '%s' is too long", drive);
+	}
+	if (r < 0)
+		return r;
+	lb_run_request creq = *req;
+	creq.mode = "colab";
+	r = lb_run_on(be, &creq, out);
+	lb_backend_free(be);
+	return r;
+}
+
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
 	/* The mode and image may come from labbox.yaml; a file that does not load is reported
@@ -1252,6 +1303,11 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	}
 	if (strcmp(mode, "slurm") == 0) {
 		r = run_slurm(req, loaded ? &cfg : NULL, out);
+		lb_config_free(&cfg);
+		return r;
+	}
+	if (strcmp(mode, "colab") == 0) {
+		r = run_colab(req, loaded ? &cfg : NULL, out);
 		lb_config_free(&cfg);
 		return r;
 	}
