@@ -100,11 +100,11 @@ def test_a_mode_this_labbox_lacks_is_refused(tmp_path, how):
     """No mode falls back to another: a backend this build does not have is a usage error
     naming it, and nothing runs."""
     exp = write_exp(tmp_path, GOOD, yaml="mode: kubernetes\n" if how == "yaml" else None)
-    args = ["--mode", "ssh"] if how == "flag" else []
+    args = ["--mode", "kubernetes"] if how == "flag" else []
     p = labbox("run", "--json", *args, "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
     assert p.returncode == 2, p.stdout + p.stderr
     msg = json.loads(p.stdout)["error"]["message"]
-    assert ("ssh" if how == "flag" else "kubernetes") in msg and "local" in msg, msg
+    assert "kubernetes" in msg and "local" in msg, msg
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
