@@ -26,6 +26,7 @@ typedef struct lb_exp_config {
 	char *python;
 	char *mode;    /* the backend (`mode: local`); NULL: not set */
 	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
+	char *base_image; /* mode: docker without image: the base labbox builds from */
 	double budget; /* 0: not set */
 	char **results; /* results files besides results.json and final_info.json */
 	size_t nresults;

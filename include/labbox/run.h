@@ -38,6 +38,8 @@ typedef struct lb_run_request {
 			       * It must be the backend lb_run_on is given. */
 	const char *image;    /* mode docker: the image (--image); NULL: labbox.yaml's image: */
 	const char *engine;   /* mode docker: docker or podman; NULL: the first that answers */
+	const char *base_image; /* mode docker without an image: the base labbox builds from
+				 * (--base-image); NULL: labbox.yaml's base_image:, else the default */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;

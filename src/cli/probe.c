@@ -1,10 +1,12 @@
 /* labbox probe: what this host can do for this user. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <glob.h>
 #include <json-c/json.h>
@@ -12,18 +14,51 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json]\n"
+	"usage: labbox probe [--json] [--mode local|docker [--engine docker|podman]]\n"
 	"\n"
-	"Report what isolation this host offers the current user, each item tried for real:\n"
-	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
-	"can limit with, whether a full sandbox starts; then the Python interpreters on PATH and\n"
-	"the NVIDIA devices present.\n"
+	"Report what a backend offers here. --mode local (the default): what isolation this host\n"
+	"offers the current user, each item tried for real: namespaces, user-namespace settings,\n"
+	"seccomp, cgroup version and the controllers labbox can limit with, whether a full\n"
+	"sandbox starts; then the Python interpreters on PATH and the NVIDIA devices present.\n"
+	"--mode docker: the engine (docker, else podman, or --engine; DOCKER_HOST and docker\n"
+	"contexts are honoured), its version, rootless or not, the cgroup version, whether\n"
+	"--memory, --memory-swap, --pids-limit, --cpus and --gpus are honoured, its security\n"
+	"options, and whether the default base image of built images is there.\n"
 	"\n"
 	"Options:\n"
-	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
-	"  -h, --help  this help\n"
+	"  --mode MODE   the backend to probe: local (default) or docker\n"
+	"  --engine NAME mode docker: docker or podman (default: the first that answers)\n"
+	"  --json        one JSON document (schema labbox.probe/1) on stdout\n"
+	"  -h, --help    this help\n"
 	"\n"
-	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
+	"Exit status: 0 when the backend works here (local: a full sandbox starts; docker: the\n"
+	"engine answers), 125 when it does not, 2 for usage errors.\n";
+
+/* The backends probe knows: one function each, chosen by one switch (cli_probe). */
+typedef enum probe_mode { PROBE_LOCAL, PROBE_DOCKER } probe_mode;
+
+typedef struct probe_opts {
+	bool json;
+	const char *engine; /* --engine: mode docker */
+} probe_opts;
+
+static const struct {
+	const char *name;
+	probe_mode mode;
+} probe_modes[] = {
+	{"local", PROBE_LOCAL},
+	{"docker", PROBE_DOCKER},
+};
+
+static int probe_mode_parse(const char *name, probe_mode *out)
+{
+	for (size_t i = 0; i < sizeof probe_modes / sizeof *probe_modes; i++)
+		if (strcmp(name, probe_modes[i].name) == 0) {
+			*out = probe_modes[i].mode;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 static json_object *python_json(const char *name)
 {
@@ -60,35 +95,9 @@ static const char *yn(bool b)
 	return b ? "yes" : "no";
 }
 
-int cli_probe(int argc, char **argv)
+static int probe_local(const probe_opts *po)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	bool json = false;
-	cli_json_begin("probe", argc, argv, "h", longopts, false);
-	opterr = 0;
-	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			cli_json_set(NULL);
-			fputs(probe_help, stdout);
-			return 0;
-		case 'j':
-			json = true;
-			break;
-		default:
-			cli_bad_option("probe", argv, optopt);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_error("probe", "unexpected argument '%s'", argv[optind]);
-		return CLI_EXIT_USAGE;
-	}
+	bool json = po->json;
 	lb_probe p;
 	if (lb_sandbox_probe(&p) < 0) {
 		cli_error("probe", "out of memory");
@@ -176,4 +185,136 @@ int cli_probe(int argc, char **argv)
 	}
 	json_object_put(doc);
 	return p.sandbox_works ? 0 : 125;
+}
+
+static void print_bool_line(const char *label, json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	json_object_object_get_ex(o, key, &v);
+	printf("  %-18s %s\n", label, v ? yn(json_object_get_boolean(v)) : "unknown");
+}
+
+static const char *jstr(json_object *o, const char *key, const char *dflt)
+{
+	json_object *v = NULL;
+	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : dflt;
+}
+
+static int probe_docker(const probe_opts *po)
+{
+	json_object *be = NULL;
+	char err[1024];
+	int r = lb_docker_probe(po->engine, &be, err, sizeof err);
+	if (r < 0) {
+		/* The engine does not answer: 125 with what failed (and `docker info`); with
+		 * --json, cli_json_finish turns it into a labbox.error/1 document. */
+		cli_error("probe", "%s", err);
+		return r == -EINVAL ? CLI_EXIT_USAGE : 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("docker"));
+	json_object_object_add(doc, "works", json_object_new_boolean(true));
+	json_object_object_add(doc, "backend", be);
+	if (po->json) {
+		cli_json_print(doc);
+		json_object_put(doc);
+		return 0;
+	}
+	json_object *lim = NULL, *cg = NULL, *gpus = NULL, *base = NULL, *so = NULL;
+	json_object_object_get_ex(be, "limits", &lim);
+	json_object_object_get_ex(be, "cgroup", &cg);
+	json_object_object_get_ex(lim, "gpus", &gpus);
+	json_object_object_get_ex(be, "default_base_image", &base);
+	json_object_object_get_ex(be, "security_options", &so);
+	cli_printf("labbox probe --mode docker\n");
+	cli_printf("  engine             %s %s (client %s at %s)\n", jstr(be, "engine", "?"),
+		   jstr(be, "version", "?"), jstr(be, "client_version", "?"), jstr(be, "client", "?"));
+	cli_printf("  host               %s\n", jstr(be, "host", "the client's default (its current context)"));
+	cli_printf("  os                 %s, kernel %s\n", jstr(be, "os", "?"), jstr(be, "kernel", "?"));
+	print_bool_line("rootless", be, "rootless");
+	print_bool_line("user remapping", be, "userns_remap");
+	cli_printf("  cgroups            %s (driver %s)\n", jstr(cg, "version", "?"), jstr(cg, "driver", "?"));
+	print_bool_line("--memory", lim, "memory");
+	print_bool_line("--memory-swap", lim, "memory_swap");
+	print_bool_line("--pids-limit", lim, "pids_limit");
+	print_bool_line("--cpus", lim, "cpus");
+	json_object *gh = NULL;
+	json_object_object_get_ex(gpus, "honoured", &gh);
+	cli_printf("  --gpus             %s: %s\n", gh && json_object_get_boolean(gh) ? "yes" : "no",
+		   jstr(gpus, "how", "?"));
+	print_bool_line("seccomp", be, "seccomp");
+	print_bool_line("apparmor", be, "apparmor");
+	print_bool_line("selinux", be, "selinux");
+	print_bool_line("--init", be, "init");
+	cli_printf("  security options  ");
+	for (size_t i = 0; so && i < json_object_array_length(so); i++)
+		cli_printf(" %s", json_object_get_string(json_object_array_get_idx(so, i)));
+	cli_printf("%s\n", so && json_object_array_length(so) ? "" : " none");
+	json_object *pr = NULL;
+	json_object_object_get_ex(base, "present", &pr);
+	cli_printf("  default base       %s (%s)\n", jstr(base, "name", "?"),
+		   pr && json_object_get_boolean(pr) ? "present" : "not present: the first build pulls it");
+	json_object_put(doc);
+	return 0;
+}
+
+enum { OPT_PROBE_MODE = OPT_FIRST_PRIVATE, OPT_PROBE_ENGINE };
+
+int cli_probe(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"mode", required_argument, NULL, OPT_PROBE_MODE},
+		{"engine", required_argument, NULL, OPT_PROBE_ENGINE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	probe_opts po = {0};
+	probe_mode mode = PROBE_LOCAL;
+	cli_json_begin("probe", argc, argv, "h", longopts, false);
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			cli_json_set(NULL);
+			fputs(probe_help, stdout);
+			return 0;
+		case 'j':
+			po.json = true;
+			break;
+		case OPT_PROBE_MODE:
+			if (probe_mode_parse(optarg, &mode) < 0) {
+				cli_error("probe", "--mode '%s' is not one of local, docker", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case OPT_PROBE_ENGINE:
+			if (strcmp(optarg, "docker") != 0 && strcmp(optarg, "podman") != 0) {
+				cli_error("probe", "--engine '%s' is not one of docker, podman", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			po.engine = optarg;
+			break;
+		default:
+			cli_bad_option("probe", argv, optopt);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("probe", "unexpected argument '%s'", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (po.engine && mode != PROBE_DOCKER) {
+		cli_error("probe", "--engine applies to --mode docker only");
+		return CLI_EXIT_USAGE;
+	}
+	switch (mode) {
+	case PROBE_LOCAL:
+		return probe_local(&po);
+	case PROBE_DOCKER:
+		return probe_docker(&po);
+	}
+	return CLI_EXIT_USAGE;
 }

@@ -1,5 +1,6 @@
 /* labbox run: the whole pipeline on one experiment directory. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/record.h"
@@ -27,7 +28,11 @@ static const char run_help[] =
 	"                       local sandbox, or a container (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
 	"                       docker mode --python names the interpreter inside the image\n"
-	"                       (default python3)\n"
+	"                       (default python3). Without an image labbox builds one: FROM\n"
+	"                       the base, the experiment's requirements.txt installed, a\n"
+	"                       non-root user; tagged by the hash of those and reused\n"
+	"  --base-image NAME    mode docker: the base of that build (default: base_image: in\n"
+	"                       labbox.yaml, else " LB_DOCKER_DEFAULT_BASE ")\n"
 	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
 	"                       DOCKER_HOST and docker contexts are honoured)\n"
 	"  --entry FILE         entry point, relative to EXPDIR (default: entry: in labbox.yaml,\n"
@@ -50,7 +55,7 @@ static const char run_help[] =
 	"experiment's output to stderr.\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
-       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE };
+       OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_BASE_IMAGE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -232,6 +237,7 @@ int cli_run(int argc, char **argv)
 		{"entry", required_argument, NULL, OPT_ENTRY},
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"image", required_argument, NULL, OPT_IMAGE},
+		{"base-image", required_argument, NULL, OPT_BASE_IMAGE},
 		{"engine", required_argument, NULL, OPT_ENGINE},
 		{"runs-dir", required_argument, NULL, OPT_RUNS_DIR},
 		{"metrics", required_argument, NULL, OPT_METRICS},
@@ -290,6 +296,13 @@ int cli_run(int argc, char **argv)
 				goto done;
 			}
 			req.image = optarg;
+			break;
+		case OPT_BASE_IMAGE:
+			if (!optarg[0]) {
+				cli_error("run", "--base-image needs an image name");
+				goto done;
+			}
+			req.base_image = optarg;
 			break;
 		case OPT_ENGINE:
 			if (strcmp(optarg, "docker") != 0 && strcmp(optarg, "podman") != 0) {

@@ -74,12 +74,13 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		     char *err, size_t errlen)
 {
 	if (strcmp(key, "entry") == 0 || strcmp(key, "python") == 0 || strcmp(key, "mode") == 0 ||
-	    strcmp(key, "image") == 0) {
+	    strcmp(key, "image") == 0 || strcmp(key, "base_image") == 0) {
 		const char *s = scalar(val);
 		if (!s || !*s)
 			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
 		char **dst = key[0] == 'e' ? &c->entry : key[0] == 'p' ? &c->python
-						: key[0] == 'i'	 ? &c->image : &c->mode;
+						: key[0] == 'i'	 ? &c->image
+						: key[0] == 'b'	 ? &c->base_image : &c->mode;
 		if (*dst)
 			return bad(err, errlen, val, "'%s' is given twice", key);
 		*dst = strdup(s);
@@ -127,7 +128,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, mode, image, budget, metrics, results, check, plan)", key);
+		   "unknown key '%s' (known: entry, args, python, mode, image, base_image, budget, metrics, results, check, plan)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -226,6 +227,7 @@ void lb_config_free(lb_exp_config *c)
 	free(c->python);
 	free(c->mode);
 	free(c->image);
+	free(c->base_image);
 	for (size_t i = 0; i < c->nargs; i++)
 		free(c->args[i]);
 	free(c->args);
