@@ -107,6 +107,11 @@ typedef struct docker_state {
 	strv create;          /* the docker create command line */
 	int guard_wr;         /* the guardian's pipe; -1 when there is none */
 	pid_t guard_pid;
+	/* Client calls left running beside the pipeline (each costs the client's start-up, some
+	 * 35 ms here, and the engine's work): the removal of dead runs' containers, and this
+	 * run's docker rm, which overlaps the records and is waited for by free. */
+	pid_t leftovers_pid;
+	pid_t rm_pid;
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -128,6 +133,77 @@ static int client_run(docker_state *d, const char *const *args, bool merge, size
 	strv_free(&a);
 	if (r < 0)
 		return r;
+	while (out->data && out->len && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
+		out->data[--out->len] = '\0';
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* A client call started in the background: its stdout (and stderr when merge) on a pipe,
+ * read by client_collect. For small outputs (an image id), which fit in the pipe, so the child
+ * never waits for the reader. */
+typedef struct client_call {
+	pid_t pid;
+	int fd;
+} client_call;
+
+static int client_start(docker_state *d, const char *const *args, bool merge, client_call *c)
+{
+	c->pid = -1;
+	c->fd = -1;
+	strv a = {0};
+	int r = strv_push(&a, d->client);
+	for (size_t i = 0; r == 0 && args[i]; i++)
+		r = strv_push(&a, args[i]);
+	int p[2];
+	if (r < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		strv_free(&a);
+		return r < 0 ? r : -errno;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 2);
+		}
+		dup2(p[1], 1);
+		if (merge)
+			dup2(p[1], 2);
+		execv(a.v[0], a.v);
+		_exit(127);
+	}
+	strv_free(&a);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -errno;
+	}
+	c->pid = pid;
+	c->fd = p[0];
+	return 0;
+}
+
+/* The call's output (trimmed) and exit status; -EIO when it did not run. */
+static int client_collect(client_call *c, size_t max, lb_buf *out)
+{
+	if (c->pid < 0)
+		return -EIO;
+	char buf[4096];
+	ssize_t k;
+	while ((k = read(c->fd, buf, sizeof buf)) != 0) {
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (out->len + (size_t)k <= max)
+			lb_buf_append(out, buf, (size_t)k);
+	}
+	close(c->fd);
+	int st = 0;
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	c->pid = -1;
 	while (out->data && out->len && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
 		out->data[--out->len] = '\0';
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -942,14 +1018,39 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
 {
 	docker_state *d = state_of(b);
+	/* The image's id is asked for while the engine's info is read: two client start-ups in
+	 * the time of one. Only when the client asked for is the one that will serve. */
+	client_call img = {.pid = -1, .fd = -1};
+	const char *want = d->engine_asked ? d->engine : "docker";
+	if (d->image && lb_find_executable(want, &d->client) == 0) {
+		const char *iargs[] = {"image", "inspect", "--format", "{{.Id}}", d->image, NULL};
+		client_start(d, iargs, true, &img);
+	}
 	int r = pick_engine(d, NULL, err, errlen);
-	if (r < 0)
+	lb_buf io = {0};
+	int ist = client_collect(&img, 4096, &io);
+	if (r < 0) {
+		lb_buf_free(&io);
 		return r;
-	remove_leftovers(d);
+	}
+	if (strcmp(d->engine, want) != 0)
+		ist = -EIO; /* asked of an engine that did not answer: ask the one that did */
+	/* Containers of dead runs are removed beside this run, not before it. */
+	pid_t lp = fork();
+	if (lp == 0) {
+		remove_leftovers(d);
+		_exit(0);
+	}
+	d->leftovers_pid = lp;
 	if (!d->image) {
+		lb_buf_free(&io);
 		if ((r = build_image(d, job, err, errlen)) < 0)
 			return r;
+	} else if (ist == 0 && io.data && io.len) {
+		snprintf(d->image_id, sizeof d->image_id, "%s", io.data);
+		lb_buf_free(&io);
 	} else {
+		lb_buf_free(&io);
 		char said[300];
 		if (image_id_of(d, d->image, d->image_id, sizeof d->image_id, said, sizeof said) < 0) {
 			snprintf(err, errlen,
@@ -1281,21 +1382,42 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
 	return 0;
 }
 
-static void docker_cleanup(lb_backend *b)
+/* The end of cleanup: the removal done, then the guardian released (told the container is
+ * gone), and the leftovers' removal reaped. */
+static void cleanup_wait(docker_state *d)
 {
-	docker_state *d = state_of(b);
-	if (d->container[0] || d->name[0]) {
-		lb_buf o = {0};
-		const char *args[] = {"rm", "-f", "-v", d->container[0] ? d->container : d->name, NULL};
-		if (d->client)
-			client_run(d, args, true, 4096, &o);
-		lb_buf_free(&o);
-	}
+	if (d->rm_pid > 0)
+		while (waitpid(d->rm_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	d->rm_pid = -1;
+	if (d->leftovers_pid > 0)
+		while (waitpid(d->leftovers_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	d->leftovers_pid = -1;
 	if (d->guard_wr >= 0) {
 		(void)!write(d->guard_wr, "x", 1);
 		close(d->guard_wr);
 		d->guard_wr = -1;
 		waitpid(d->guard_pid, NULL, 0);
+	}
+}
+
+/* docker rm is started here and waited for by free (cleanup_wait), so that the engine's work
+ * of removing the container overlaps the pipeline's records; should labbox die meanwhile,
+ * the rm goes on by itself and the guardian, not yet released, removes it too. */
+static void docker_cleanup(lb_backend *b)
+{
+	docker_state *d = state_of(b);
+	if (!d->client || d->rm_pid > 0)
+		return;
+	if (d->container[0]) {
+		d->rm_pid = spawn_client(d, "rm", "-f", "-v");
+	} else if (d->name[0]) {
+		/* Never created (as far as labbox knows): by name, in case the engine did. */
+		lb_buf o = {0};
+		const char *args[] = {"rm", "-f", "-v", d->name, NULL};
+		client_run(d, args, true, 4096, &o);
+		lb_buf_free(&o);
 	}
 }
 
@@ -1353,8 +1475,7 @@ static void docker_free(lb_backend *b)
 	docker_state *d = state_of(b);
 	if (!d)
 		return;
-	if (d->guard_wr >= 0)
-		close(d->guard_wr);
+	cleanup_wait(d);
 	free(d->client);
 	free(d->image);
 	free(d->base_image);
@@ -1389,6 +1510,7 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	d->guard_wr = -1;
+	d->rm_pid = d->leftovers_pid = -1;
 	d->image = cfg->image ? strdup(cfg->image) : NULL;
 	d->base_image = cfg->image ? NULL
 				   : strdup(cfg->base_image ? cfg->base_image : LB_DOCKER_DEFAULT_BASE);
