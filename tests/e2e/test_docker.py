@@ -429,3 +429,20 @@ def test_exec_docker_usage_errors():
     assert r.returncode == 2 and "--mode docker" in r.stderr
     j = labbox("exec", "--mode", "docker", "--json", "--", "true")
     assert j.returncode == 2 and json.loads(j.stdout)["schema"] == "labbox.error/1"
+
+
+def test_rerun_of_a_built_image_builds_from_the_same_base(dockerd, tmp_path):
+    exp = write_exp(tmp_path, "print('answer: 42')\n")
+    runs = tmp_path / "runs"
+    r = brun(dockerd, exp, runs)
+    assert r.rc == 0, r.why()
+    man = r.file_json("manifest.json")["config"]
+    assert man["image"] is None and man["base_image"] == IMAGE
+    assert man["image_built"] == r.result["backend"]["image"]
+    q = labbox("rerun", "--json", "--runs-dir", runs, r.result["id"], env=dockerd)
+    assert q.returncode == 0, q.stderr
+    doc = json.loads(q.stdout)
+    assert doc["rerun"]["of"] == r.result["id"]
+    assert doc["backend"]["image"] == r.result["backend"]["image"]
+    assert doc["backend"]["image_origin"] == "reused"
+    assert doc["metrics"]["values"]["answer"] == 42
