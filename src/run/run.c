@@ -1013,6 +1013,14 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
 	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
 	int r;
+	if (strcmp(mode, "docker") != 0 && (req->image || req->base_image || req->engine)) {
+		/* A container's settings on a run that is not in one would be ignored: say so. */
+		memset(out, 0, sizeof *out);
+		usage_error(out, "%s applies to mode docker only (this run's mode is %s)",
+			    req->image ? "--image" : req->base_image ? "--base-image" : "--engine", mode);
+		lb_config_free(&cfg);
+		return 0;
+	}
 	if (strcmp(mode, "docker") != 0) {
 		r = lb_run(sb, req, out);
 		lb_config_free(&cfg);

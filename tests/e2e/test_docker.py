@@ -275,6 +275,8 @@ def test_image_and_base_image_together_is_usage_error(tmp_path):
     bad = labbox("run", "--mode", "docker", "--base-image", "bad name", "--runs-dir",
                  tmp_path / "runs", exp)
     assert bad.returncode == 2 and "'bad name'" in bad.stderr
+    local = labbox("run", "--base-image", IMAGE, "--runs-dir", tmp_path / "runs", exp)
+    assert local.returncode == 2 and "mode docker only" in local.stderr
 
 
 def test_labbox_yaml_base_image(dockerd, tmp_path):
