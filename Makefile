@@ -131,6 +131,13 @@ bench-collect: $(BUILD)/labbox $(BENCH_COLLECT)
 	  /usr/bin/python3 bench/collect
 bench: bench-collect
 
+# bench/backends: `labbox run --mode docker` against `docker run` with the same flags, on
+# DOCKER_HOST or a private dockerd (tests/services/dockerd); bench/backends --help.
+.PHONY: bench-backends
+bench-backends: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/backends
+bench: bench-backends
+
 demo: deps
 	$(MAKE) all
 	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart
