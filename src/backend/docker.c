@@ -112,6 +112,10 @@ typedef struct docker_state {
 	 * run's docker rm, which overlaps the records and is waited for by free. */
 	pid_t leftovers_pid;
 	pid_t rm_pid;
+	/* docker create, when it ran in prepare beside the engine's info (a named image): its
+	 * failure is reported by run as a create failure is. */
+	bool created_early;
+	char create_failed[400];
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -146,19 +150,13 @@ typedef struct client_call {
 	int fd;
 } client_call;
 
-static int client_start(docker_state *d, const char *const *args, bool merge, client_call *c)
+static int client_start_argv(char *const *argv, bool merge, client_call *c)
 {
 	c->pid = -1;
 	c->fd = -1;
-	strv a = {0};
-	int r = strv_push(&a, d->client);
-	for (size_t i = 0; r == 0 && args[i]; i++)
-		r = strv_push(&a, args[i]);
 	int p[2];
-	if (r < 0 || pipe2(p, O_CLOEXEC) < 0) {
-		strv_free(&a);
-		return r < 0 ? r : -errno;
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
 	pid_t pid = fork();
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDWR);
@@ -169,10 +167,9 @@ static int client_start(docker_state *d, const char *const *args, bool merge, cl
 		dup2(p[1], 1);
 		if (merge)
 			dup2(p[1], 2);
-		execv(a.v[0], a.v);
+		execv(argv[0], argv);
 		_exit(127);
 	}
-	strv_free(&a);
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
@@ -181,6 +178,20 @@ static int client_start(docker_state *d, const char *const *args, bool merge, cl
 	c->pid = pid;
 	c->fd = p[0];
 	return 0;
+}
+
+static int client_start(docker_state *d, const char *const *args, bool merge, client_call *c)
+{
+	c->pid = -1;
+	c->fd = -1;
+	strv a = {0};
+	int r = strv_push(&a, d->client);
+	for (size_t i = 0; r == 0 && args[i]; i++)
+		r = strv_push(&a, args[i]);
+	if (r == 0)
+		r = client_start_argv(a.v, merge, c);
+	strv_free(&a);
+	return r;
 }
 
 /* The call's output (trimmed) and exit status; -EIO when it did not run. */
@@ -1015,20 +1026,66 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 	return 0;
 }
 
+static void start_guardian(docker_state *d);
+
 static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
 {
 	docker_state *d = state_of(b);
 	/* The image's id is asked for while the engine's info is read: two client start-ups in
 	 * the time of one. Only when the client asked for is the one that will serve. */
-	client_call img = {.pid = -1, .fd = -1};
+	client_call img = {.pid = -1, .fd = -1}, crt = {.pid = -1, .fd = -1};
 	const char *want = d->engine_asked ? d->engine : "docker";
+	int r;
+	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
 	if (d->image && lb_find_executable(want, &d->client) == 0) {
 		const char *iargs[] = {"image", "inspect", "--format", "{{.Id}}", d->image, NULL};
 		client_start(d, iargs, true, &img);
+		/* The container is created meanwhile too (its guardian first, so it never outlives
+		 * labbox): a missing image or a silent engine fails it, and is reported from the
+		 * calls beside it. */
+		if ((r = build_create(d, job, err, errlen)) < 0) {
+			lb_buf ign = {0};
+			client_collect(&img, 4096, &ign);
+			lb_buf_free(&ign);
+			return r;
+		}
+		start_guardian(d);
+		client_start_argv(d->create.v, true, &crt);
 	}
-	int r = pick_engine(d, NULL, err, errlen);
-	lb_buf io = {0};
+	r = pick_engine(d, NULL, err, errlen);
+	lb_buf io = {0}, co = {0};
 	int ist = client_collect(&img, 4096, &io);
+	int cst = client_collect(&crt, 4096, &co);
+	if (cst == 0 && co.data && co.len) {
+		char *nl = strchr(co.data, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(d->container, sizeof d->container, "%s", co.data); /* cleanup removes it */
+	}
+	if (d->create.n && (r < 0 || strcmp(d->engine, want) != 0 || ist != 0)) {
+		/* Made by an engine that is not the one to serve, or for an image that is not
+		 * there: removed now, and made again (by run) when the run goes on. */
+		if (d->container[0]) {
+			lb_buf o = {0};
+			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
+			client_run(d, rm, true, 4096, &o);
+			lb_buf_free(&o);
+			d->container[0] = '\0';
+		}
+		if (d->guard_wr >= 0) {
+			(void)!write(d->guard_wr, "x", 1);
+			close(d->guard_wr);
+			d->guard_wr = -1;
+			waitpid(d->guard_pid, NULL, 0);
+		}
+		strv_free(&d->create);
+		cst = -EIO;
+	} else if (d->create.n) {
+		d->created_early = true;
+		if (cst != 0 || !d->container[0])
+			one_line(&co, d->create_failed, sizeof d->create_failed);
+	}
+	lb_buf_free(&co);
 	if (r < 0) {
 		lb_buf_free(&io);
 		return r;
@@ -1068,10 +1125,9 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			return -ENOENT;
 		}
 	}
-	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
 	if (!d->exec && (r = snapshot_environment(d, job, err, errlen)) < 0)
 		return r;
-	return build_create(d, job, err, errlen);
+	return d->created_early ? 0 : build_create(d, job, err, errlen);
 }
 
 /* A child that outlives labbox: it waits for the end of the pipe labbox holds; a byte means
@@ -1193,23 +1249,31 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	res->peak_source = "unknown";
 	res->peak_memory_source = "not measured (docker backend)";
 	fill_isolation(d, res);
-	start_guardian(d);
-
-	lb_buf o = {0};
-	int st = 0;
-	int r = lb_capture(d->create.v, 4096, true, &o, &st);
-	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !o.data) {
-		char said[400];
-		one_line(&o, said, sizeof said);
+	int r;
+	if (d->created_early) {
+		if (!d->container[0]) {
+			setup_failed(res, "docker create", "docker create failed: ", d->create_failed);
+			return 0;
+		}
+	} else {
+		if (d->guard_wr < 0)
+			start_guardian(d);
+		lb_buf o = {0};
+		int st = 0;
+		r = lb_capture(d->create.v, 4096, true, &o, &st);
+		if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !o.data) {
+			char said[400];
+			one_line(&o, said, sizeof said);
+			lb_buf_free(&o);
+			setup_failed(res, "docker create", "docker create failed: ", said);
+			return 0;
+		}
+		char *nl = strchr(o.data, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(d->container, sizeof d->container, "%s", o.data);
 		lb_buf_free(&o);
-		setup_failed(res, "docker create", "docker create failed: ", said);
-		return 0;
 	}
-	char *nl = strchr(o.data, '\n');
-	if (nl)
-		*nl = '\0';
-	snprintf(d->container, sizeof d->container, "%s", o.data);
-	lb_buf_free(&o);
 
 	sigset_t mask, old;
 	sigemptyset(&mask);
