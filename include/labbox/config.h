@@ -24,6 +24,8 @@ typedef struct lb_exp_config {
 	size_t nmetrics;
 	bool metrics_none; /* `metrics: none`: a run may report no metric at all */
 	char *python;
+	char *language;    /* `language: r`; NULL: the entry point's extension decides */
+	char *interpreter; /* `interpreter: PATH` of an R, Octave or Julia experiment */
 	char *mode;    /* the backend (`mode: local`); NULL: not set */
 	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
 	char *base_image; /* mode: docker without image: the base labbox builds from */

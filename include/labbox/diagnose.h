@@ -16,6 +16,7 @@ typedef struct lb_failure_input {
 	bool oom_killed; /* the memory limit ended it */
 	bool infra_error;
 	const char *infra_message; /* why the sandbox or backend could not run it */
+	const char *language; /* "r" or "octave": their error lines are read too; NULL: Python */
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no

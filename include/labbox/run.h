@@ -33,7 +33,8 @@ enum {
 typedef struct lb_run_request {
 	const char *expdir;
 	const char *python;   /* NULL: labbox.yaml's python, else python3 on PATH */
-	const char *entry;    /* NULL: labbox.yaml's entry, else main.py */
+	const char *entry;    /* NULL: labbox.yaml's entry, else main.py (main.R, main.m...) */
+	const char *interpreter; /* an R, Octave or Julia experiment's (--interpreter) */
 	const char *mode;     /* the backend asked for (--mode); NULL: labbox.yaml's, else local.
 			       * It must be the backend lb_run_on is given. */
 	const char *image;    /* mode docker: the image (--image); NULL: labbox.yaml's image: */

@@ -85,6 +85,12 @@ int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
 /* Files and directories a run may create under a disk limit, as a file system's inodes are a
  * limit of their own (200,000 empty files take no bytes): one per 4 KiB of the limit, at
  * least 10,000, at most a quarter of the inodes free (inodes_free 0: not known). Pure. */
+/* The disk limit as a property of exp/'s file system (an ext4 image of exp/ on a loop
+ * device, root only): writes past it fail with ENOSPC however fast they come. Without it the
+ * limit is polled. When required and this host cannot do it, the run is refused (setup step
+ * setup_disk) unless lb_sandbox_allow_degraded(sb, "disk") accepted a polled limit. */
+void lb_sandbox_require_disk_fs(lb_sandbox *sb, bool required);
+
 uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free);
 int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 /* Limits enforced through cgroups; 0 means unset. */
@@ -137,6 +143,7 @@ typedef struct lb_isolation {
 	const char *memory_enforced_by; /* NULL when no memory limit was asked for */
 	const char *pids_enforced_by;
 	const char *cpus_enforced_by;
+	const char *disk_enforced_by; /* NULL when no disk limit was asked for */
 	bool swap_limited; /* the memory limit covers swap too */
 	const char *gpus;  /* indices of the GPUs made visible ("0,1"), NULL for none */
 	const char *filesystem; /* what the file system looked like; NULL: the local sandbox's */

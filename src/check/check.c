@@ -1,5 +1,6 @@
 /* check: parsing, syntax errors, and checking buffers, files and experiment directories. */
 #include "check_internal.h"
+#include "labbox/lang.h"
 #include "labbox/diagnose.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
@@ -909,6 +910,33 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 			goto out;
 		}
 		break;
+	}
+	if (!cfg->entry) {
+		/* main.py, or the first entry point of another language the directory has */
+		static const char *const names[] = {"main.py", "main.R", "main.r", "main.m", "main.jl"};
+		for (size_t i = 0; i < sizeof names / sizeof *names && r == 0; i++) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof p, "%s/%s", root, names[i]);
+			if (access(p, F_OK) == 0) {
+				r = lb_check_config_set_entry(cfg, names[i]);
+				break;
+			}
+		}
+		if (r < 0)
+			goto out;
+	}
+	lb_lang lang = lb_lang_of_entry(cfg->entry);
+	if (lang == LB_LANG_R || lang == LB_LANG_OCTAVE) {
+		r = ck_check_lang_dir(cfg, (int)lang, root, rep, err, errlen);
+		goto out;
+	}
+	if (lang != LB_LANG_PYTHON) {
+		/* No parser of that language here: not checked is not passed. */
+		r = ck_report_add(rep, cfg->entry, 1, 1, R_UNPARSED,
+				  cfg->policy == LB_CHECK_PERMISSIVE ? LB_CHECK_WARNING : LB_CHECK_ERROR,
+				  "labbox has no static check of this language; the gate cannot "
+				  "read it (--policy permissive runs it unchecked)", NULL);
+		goto out;
 	}
 	r = walk_dir(&w, root, "", 0);
 	if (r < 0) {

@@ -120,6 +120,11 @@ struct lb_check_config {
 	char *entry;
 };
 
+/* An R or Octave experiment (lang is an lb_lang): its files read by the language's own
+ * parser in the sandbox, the gate's rules in that language's terms (check/lang.c). */
+int ck_check_lang_dir(const lb_check_config *cfg, int lang, const char *root,
+		      lb_check_report *rep, char *err, size_t errlen);
+
 int ck_list_add(ck_list *l, const char *s, bool project);
 void ck_list_free(ck_list *l);
 int ck_config_copy(const lb_check_config *src, lb_check_config **out);

@@ -86,11 +86,15 @@ enum {
 	"                       OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS and\n"               \
 	"                       VECLIB_MAXIMUM_THREADS to N rounded up (-e wins)\n"            \
 	"  --disk-limit SIZE    most the command may write into its writable directory\n"      \
-	"                       (default: half the free space there, at most 10g; 0: none)\n" \
+	"                       (default: half the free space there, at most 10g, polled;\n"   \
+	"                       0: none); a limit given here is exp/'s own file system\n"     \
+	"                       (root, loop devices), else refused without --allow-degraded\n"\
+	"                       disk\n"                                                         \
 	"  --pids-limit N       limit on the number of processes and threads\n"                \
 	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
-	"                       (no CPU limit), or all; without it labbox refuses (exit 125)\n" \
+	"                       (no CPU limit), disk (a polled --disk-limit), or all;\n"      \
+	"                       without it labbox refuses (exit 125)\n"                       \
 	"  --gpus all|0,1|none  NVIDIA GPUs usable inside (device nodes, CUDA_VISIBLE_DEVICES);\n" \
 	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \

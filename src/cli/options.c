@@ -136,8 +136,9 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		return o->gpus ? 1 : -1;
 	case OPT_DEGRADED:
 		if (strcmp(arg, "memory") && strcmp(arg, "pids") && strcmp(arg, "cpus") &&
-		    strcmp(arg, "all")) {
-			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, all", arg);
+		    strcmp(arg, "disk") && strcmp(arg, "all")) {
+			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, disk, all",
+				  arg);
 			return -1;
 		}
 		if (strv_add(&o->degraded, &o->ndegraded, arg) < 0)
@@ -193,6 +194,11 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 		return mr;
 	for (size_t i = 0; i < o->ndegraded; i++)
 		lb_sandbox_allow_degraded(sb, o->degraded[i]);
+	/* A limit the user gave is held by a file system of exp/'s own; the default one (half
+	 * the free space) is a safety net and stays polled, which costs nothing at start-up.
+	 * exec's writable directory is the user's own, not a staged copy: never remounted. */
+	lb_sandbox_require_disk_fs(sb, strcmp(cmd, "exec") != 0 && o->disk_limit_set &&
+					       o->disk_limit > 0);
 	if (o->gpus && strcmp(o->gpus, "none") != 0) {
 		char err[256];
 		int r = lb_sandbox_use_gpus(sb, o->gpus, err, sizeof err);

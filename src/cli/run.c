@@ -24,6 +24,10 @@ static const char run_help[] =
 	"\n"
 	"Options:\n"
 	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
+	"  --interpreter PATH   an R, Octave or Julia experiment's interpreter (default:\n"
+	"                       interpreter: in labbox.yaml, else Rscript, octave-cli or julia\n"
+	"                       on PATH); the entry point's extension (.py .R .m .jl), or\n"
+	"                       language: in labbox.yaml, says the language\n"
 	"  --mode local|docker  where it runs (default: mode: in labbox.yaml, else local): the\n"
 	"                       local sandbox, or a container (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
@@ -54,7 +58,7 @@ static const char run_help[] =
 	"was interrupted by signal N. --json prints result.json's document on stdout and sends the\n"
 	"experiment's output to stderr.\n";
 
-enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
+enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_BASE_IMAGE };
 
 typedef struct echo_ctx {
@@ -234,6 +238,7 @@ int cli_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		CLI_SANDBOX_LONGOPTS,
 		{"python", required_argument, NULL, OPT_PYTHON},
+		{"interpreter", required_argument, NULL, OPT_INTERPRETER},
 		{"entry", required_argument, NULL, OPT_ENTRY},
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"image", required_argument, NULL, OPT_IMAGE},
@@ -280,6 +285,9 @@ int cli_run(int argc, char **argv)
 			goto done;
 		case 'q':
 			quiet = true;
+			break;
+		case OPT_INTERPRETER:
+			req.interpreter = optarg;
 			break;
 		case OPT_PYTHON:
 			req.python = optarg;

@@ -73,6 +73,16 @@ static int scalar_list(yaml_document_t *doc, yaml_node_t *n, const char *key, ch
 static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb_exp_config *c,
 		     char *err, size_t errlen)
 {
+	if (strcmp(key, "language") == 0 || strcmp(key, "interpreter") == 0) {
+		const char *s = scalar(val);
+		char **dst = key[0] == 'l' ? &c->language : &c->interpreter;
+		if (!s || !*s)
+			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
+		if (*dst)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		*dst = strdup(s);
+		return *dst ? 0 : -ENOMEM;
+	}
 	if (strcmp(key, "entry") == 0 || strcmp(key, "python") == 0 || strcmp(key, "mode") == 0 ||
 	    strcmp(key, "image") == 0 || strcmp(key, "base_image") == 0) {
 		const char *s = scalar(val);
@@ -128,7 +138,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	if (strcmp(key, "check") == 0 || strcmp(key, "plan") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, mode, image, base_image, budget, metrics, results, check, plan)", key);
+		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, base_image, budget, metrics, results, check, plan)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -225,6 +235,8 @@ void lb_config_free(lb_exp_config *c)
 {
 	free(c->entry);
 	free(c->python);
+	free(c->language);
+	free(c->interpreter);
 	free(c->mode);
 	free(c->image);
 	free(c->base_image);

@@ -3,6 +3,7 @@
 #include "labbox/util.h"
 #include "../collect/text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -569,9 +570,49 @@ static void classify_dataset(lb_verdict *v, const char *line)
 /* Classes a message can show without a Python exception name: used both for exception lines
  * and for the output of programs that crash without a traceback. Returns false when the text
  * says nothing specific. */
+/* R: "there is no package called ‘x’"; Octave: "package x is not installed". */
+static void classify_missing_lang_package(lb_verdict *v, const char *line, bool r)
+{
+	char pkg[128] = "";
+	const char *at = strstr(line, r ? "there is no package called " : "package ");
+	if (at) {
+		at += strlen(r ? "there is no package called " : "package ");
+		/* R quotes with ‘ ’ (UTF-8) or ' ': skip to the name's first byte */
+		while (*at && !(isalnum((unsigned char)*at) || *at == '.'))
+			at++;
+		size_t k = 0;
+		while (at[k] && (isalnum((unsigned char)at[k]) || at[k] == '.' || at[k] == '_') &&
+		       k < sizeof pkg - 1)
+			k++;
+		memcpy(pkg, at, k);
+		pkg[k] = '\0';
+	}
+	v->cls = "missing_package";
+	snprintf(v->summary, sizeof(v->summary), "%s package '%s' is not installed: %s",
+		 r ? "R" : "Octave", pkg[0] ? pkg : "?", line);
+	if (r)
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install it for the interpreter (Debian: apt install r-cran-%s; or "
+			 "install.packages(\"%s\") into a library the interpreter reads, beforehand: "
+			 "the sandbox has no network), or name an interpreter that has it with "
+			 "--interpreter", pkg[0] ? pkg : "NAME", pkg[0] ? pkg : "NAME");
+	else
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install it for Octave beforehand (Debian: apt install octave-%s, or pkg "
+			 "install), and load it with pkg load %s", pkg[0] ? pkg : "NAME",
+			 pkg[0] ? pkg : "NAME");
+}
+
 static bool classify_text(lb_verdict *v, const char *line)
 {
-	if (has_any(line, gpu_oom_text)) {
+	if (has(line, "there is no package called")) {
+		classify_missing_lang_package(v, line, true);
+	} else if (has(line, "error: package ") && has(line, " is not installed")) {
+		classify_missing_lang_package(v, line, false);
+	} else if (has(line, "cannot allocate vector of size") ||
+		   has(line, "out of memory or dimension too large")) {
+		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
+	} else if (has_any(line, gpu_oom_text)) {
 		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
 	} else if (has_any(line, gpu_code_text)) {
 		return false;
@@ -767,7 +808,7 @@ static bool worker_died(const char *line)
 		has(line, "terminated abruptly"));
 }
 
-static bool scan_messages(lb_verdict *v, const lb_log *log);
+static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
 
 /* The whole chain is read, newest first, and its root cause named: each older exception that
  * explains the one after it (always for a cause, see context_explains for a context) takes
@@ -795,7 +836,7 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		lb_verdict why = *v;
 
 		why.n_evidence = 0;
-		if (scan_messages(&why, log) && strcmp(why.cls, "code_error") != 0) {
+		if (scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
 			why.exc_line = last->line;
 			why.frame = last->frame;
 			*v = why;
@@ -815,13 +856,42 @@ static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 		add_evidence(v, idx[--n]);
 }
 
-static bool scan_messages(lb_verdict *v, const lb_log *log)
+/* The line R or Octave stops on when no rule knows its message. */
+static bool lang_error_line(const char *s)
+{
+	return starts_with(s, "Error in ") || starts_with(s, "Error: ") || starts_with(s, "error: ");
+}
+
+static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
 		if (classify_text(v, log->lines[i])) {
 			add_evidence(v, i);
 			return true;
 		}
+	}
+	/* No rule knew a message: an R or Octave error is the code's, named by its own line
+	 * (the last one: R prints the call, Octave the message and then where it was). */
+	bool r = language && strcmp(language, "r") == 0;
+	bool octave = language && strcmp(language, "octave") == 0;
+	for (size_t i = log->n; (r || octave) && i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		if (!lang_error_line(s))
+			continue;
+		size_t first = i;
+		while (first > 0 && log->n - first < DIAG_SCAN_LINES &&
+		       lang_error_line(log->lines[first - 1] + indent_of(log->lines[first - 1])))
+			first--;
+		verdict_set(v, "code_error",
+			    r ? "the R script stopped with an error"
+					: "the Octave script stopped with an error",
+			    log->lines[first] + indent_of(log->lines[first]),
+			    "fix the error at the line R or Octave names; run the script alone to see "
+			    "it again");
+		add_evidence(v, first);
+		if (first != i)
+			add_evidence(v, i);
+		return true;
 	}
 	return false;
 }
@@ -917,7 +987,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		diagnose_exception(v, log, exc, n_exc);
 		return;
 	}
-	if (scan_messages(v, log))
+	if (scan_messages(v, log, in->language))
 		return;
 	/* A shell between labbox and Python reports a signal as 128 + its number. */
 	if (sig == 0 && in->exit_code > 128 && in->exit_code < 128 + 65)

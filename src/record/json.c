@@ -52,6 +52,8 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 			       iso->pids_enforced_by ? json_object_new_string(iso->pids_enforced_by) : NULL);
 	json_object_object_add(o, "cpus_enforced_by",
 			       iso->cpus_enforced_by ? json_object_new_string(iso->cpus_enforced_by) : NULL);
+	json_object_object_add(o, "disk_enforced_by",
+			       iso->disk_enforced_by ? json_object_new_string(iso->disk_enforced_by) : NULL);
 	return o;
 }
 

@@ -152,32 +152,100 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 	return 0;
 }
 
-/* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
- * experiment: as a link it would run code the check never read and the manifest never
- * hashed. Links to data (and to directories) stay links. */
-static bool python_code_out(stage_ctx *c, int sdir, const char *name)
+static bool is_python_code(const char *name)
 {
 	static const char *const sfx[] = {".py", ".pyc", ".pyw", ".pth"};
 	size_t n = strlen(name);
-	bool code = false;
 	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
 		size_t k = strlen(sfx[i]);
-		code = code || (n > k && strcmp(name + n - k, sfx[i]) == 0);
+		if (n > k && strcmp(name + n - k, sfx[i]) == 0)
+			return true;
 	}
-	if (!code || !c->src_root[0])
+	return false;
+}
+
+/* Where the link name in sdir resolves, when that is outside the experiment. */
+static bool resolves_out(stage_ctx *c, int sdir, const char *name, char real[PATH_MAX],
+			 struct stat *st)
+{
+	if (!c->src_root[0])
 		return false;
-	char self[64], link[PATH_MAX + 256], real[PATH_MAX];
+	char self[64], link[PATH_MAX + 256];
 	snprintf(self, sizeof self, "/proc/self/fd/%d", sdir);
 	ssize_t len = readlink(self, link, PATH_MAX - 1);
 	if (len < 0)
 		return false;
 	link[len] = '\0';
 	snprintf(link + len, sizeof link - (size_t)len, "/%s", name);
-	struct stat st;
-	if (!realpath(link, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
-		return false; /* dangling or not a file: staged as the link it is */
+	if (!realpath(link, real) || stat(real, st) < 0)
+		return false; /* dangling: staged as the link it is */
 	size_t rl = strlen(c->src_root);
 	return !(strncmp(real, c->src_root, rl) == 0 && real[rl] == '/');
+}
+
+/* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
+ * experiment: as a link it would run code the check never read and the manifest never
+ * hashed. Links to data stay links. */
+static bool python_code_out(stage_ctx *c, int sdir, const char *name)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	return is_python_code(name) && resolves_out(c, sdir, name, real, &st) &&
+	       S_ISREG(st.st_mode);
+}
+
+/* Whether a directory holds Python code within the first `budget` entries of a walk (at
+ * most 16 levels): a package or a library of the pipeline's beside the experiment. */
+static bool holds_python_code(int dfd, int depth, long *budget)
+{
+	if (depth > 16)
+		return false;
+	int dupfd = dup(dfd);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *e;
+	while (!found && (*budget)-- > 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && is_python_code(e->d_name)) {
+			found = true;
+		} else if (S_ISDIR(st.st_mode) && !skip_dir(e->d_name)) {
+			LB_AUTOCLOSE int sub = openat(dirfd(d), e->d_name,
+						      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			found = sub >= 0 && holds_python_code(sub, depth + 1, budget);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* A symbolic link to a directory outside the experiment that holds Python code (a library
+ * the pipeline wrote beside it, `lib -> ../shared`): imported through the link, that code
+ * would run unread by the check and unhashed in the manifest. Such a directory is staged as
+ * its content; a directory of data stays a link. Returns the directory's descriptor, or -1. */
+static int python_dir_out(stage_ctx *c, int sdir, const char *name)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	if (!resolves_out(c, sdir, name, real, &st) || !S_ISDIR(st.st_mode))
+		return -1;
+	int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long budget = 20000;
+	if (fd >= 0 && !holds_python_code(fd, 0, &budget)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_SET); /* the walk shared its offset: staging reads from the start */
+	return fd;
 }
 
 /* A file with several links inside the experiment is staged once and linked again, so 40
@@ -301,6 +369,19 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				/* Code the interpreter would import from outside the experiment: staged
 				 * as its content, so the check reads it and the manifest hashes it. */
 				r = copy_file(c, sdir, ddir, name, rel, 0644, true);
+				continue;
+			}
+			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name);
+			if (codedir >= 0) {
+				LB_AUTOCLOSE int d2 = -1;
+				if (mkdirat(ddir, name, 0755) < 0 ||
+				    (d2 = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+							      O_CLOEXEC)) < 0 ||
+				    (c->uid != (uid_t)-1 && fchown(d2, c->uid, c->gid) < 0)) {
+					r = fail(c, -errno, "directory", rel);
+					break;
+				}
+				r = copy_dir(c, codedir, d2, rel, depth + 1);
 				continue;
 			}
 			if (symlinkat(target, ddir, name) < 0) {

@@ -1,5 +1,6 @@
 /* The `labbox run` pipeline. */
 #include "labbox/run.h"
+#include "labbox/lang.h"
 #include "labbox/backend.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
@@ -47,7 +48,8 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 
 typedef struct run_state {
 	lb_exp_config cfg;
-	lb_python_info py;
+	lb_lang lang;      /* the experiment's language: its interpreter, check and freeze */
+	lb_python_info py; /* the interpreter, whatever the language */
 	char expdir[PATH_MAX];
 	const char *entry;
 	char *const *args;
@@ -69,6 +71,9 @@ typedef struct run_state {
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+static const char *default_entry(const char *expdir);
+static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_result *out,
+			     const char *mode);
 static int usage_error(lb_run_result *out, const char *fmt, ...)
 {
 	va_list ap;
@@ -154,7 +159,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (strcmp(mode, st->backend_name) != 0)
 		return usage_error(out, "mode '%s' was asked for, but this run was given the %s "
 				   "backend: refused rather than run elsewhere", mode, st->backend_name);
-	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : "main.py";
+	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : default_entry(st->expdir);
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
 				   st->entry);
@@ -178,6 +183,16 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 				   "the file into the experiment",
 				   st->entry, link_target, req->expdir);
 
+	if (st->cfg.language && lb_lang_parse(st->cfg.language, &st->lang) < 0)
+		return usage_error(out, "labbox.yaml's language: '%s' is not one of python, r, octave, "
+				   "julia", st->cfg.language);
+	if (!st->cfg.language)
+		st->lang = lb_lang_of_entry(st->entry);
+	else if (lb_lang_of_entry(st->entry) != st->lang)
+		return usage_error(out, "entry point '%s' is not a %s file (labbox.yaml's language: "
+				   "%s): name it .py, .R, .m or .jl as its language is", st->entry,
+				   lb_lang_name(st->lang), st->cfg.language);
+
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
 	st->budget = req->budget > 0 ? req->budget : st->cfg.budget;
@@ -200,6 +215,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	}
 	st->ndeclared = nd;
 
+	if (st->lang != LB_LANG_PYTHON)
+		return probe_interpreter(req, st, out, mode);
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
 	if (st->remote)
 		python = "python3";
@@ -224,6 +241,42 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return usage_error(out, "%s%s", err,
 				   req->python ? "" : " (choose one with --python PATH)");
 	return 0;
+}
+
+/* An R, Octave or Julia experiment's interpreter: asked what it is inside the sandbox. One
+ * that labbox.yaml names is the experiment's choice: what it says of its own directories
+ * exposes nothing, only the program itself is made visible. */
+static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_result *out,
+			     const char *mode)
+{
+	char err[512] = "";
+	if (st->remote)
+		return usage_error(out, "a %s experiment runs on the local backend in this build (mode "
+				   "'%s' runs Python)", lb_lang_name(st->lang), mode);
+	if (req->python)
+		return usage_error(out, "--python names a Python interpreter; this is a %s experiment "
+				   "(entry '%s'): name its interpreter with --interpreter PATH",
+				   lb_lang_name(st->lang), st->entry);
+	const char *interp = req->interpreter ? req->interpreter : st->cfg.interpreter;
+	if (lb_lang_probe(st->lang, interp, &st->py, err, sizeof err) < 0)
+		return usage_error(out, "%s", err);
+	if (!req->interpreter && st->cfg.interpreter) {
+		st->py.prefix[0] = '\0';
+		st->py.base_prefix[0] = '\0';
+	}
+	st->cache = lb_user_cache_dir();
+	return 0;
+}
+
+/* main.py, or the first entry point of another language the directory has. */
+static const char *default_entry(const char *expdir)
+{
+	static const char *const names[] = {"main.py", "main.R", "main.r", "main.m", "main.jl"};
+	LB_AUTOCLOSE int dfd = open(expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; dfd >= 0 && i < sizeof names / sizeof *names; i++)
+		if (faccessat(dfd, names[i], F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			return names[i];
+	return "main.py";
 }
 
 static json_object *strv_json(char *const *v, size_t n)
@@ -280,20 +333,37 @@ static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *
 	return "completed";
 }
 
-static int write_environment(const char *run_dir, const lb_python_info *py, const char *cache,
-			     json_object *manifest)
+static int write_environment(const char *run_dir, lb_lang lang, const lb_python_info *py,
+			     const char *cache, json_object *manifest)
 {
 	lb_buf b = {0};
 	LB_AUTOFREE char *freeze = NULL;
 	bool hit = false;
-	int fr = lb_python_freeze_of(py, cache, &freeze, &hit);
-	int r = lb_buf_printf(&b, "Python %s\n", py->version);
+	int fr, r;
+	if (lang != LB_LANG_PYTHON) {
+		lb_buf pk = {0};
+		char ferr[512] = "";
+		fr = lb_lang_freeze(lang, py, &pk, ferr, sizeof ferr);
+		r = lb_buf_printf(&b, "%s %s\n", py->implementation, py->version);
+		if (r == 0 && fr == 0)
+			r = lb_buf_printf(&b, "# %s (installed packages of %s)\n%s",
+					  lang == LB_LANG_R ? "installed.packages()" : "pkg list",
+					  py->executable, pk.data ? pk.data : "");
+		else if (r == 0)
+			r = lb_buf_printf(&b, "# packages: could not list those of %s: %s\n",
+					  py->executable, ferr);
+		lb_buf_free(&pk);
+		goto write;
+	}
+	fr = lb_python_freeze_of(py, cache, &freeze, &hit);
+	r = lb_buf_printf(&b, "Python %s\n", py->version);
 	if (r == 0 && fr == 0)
 		r = lb_buf_printf(&b, "# pip freeze (installed distributions of %s)\n%s", py->executable,
 				  freeze);
 	else if (r == 0)
 		r = lb_buf_printf(&b, "# pip freeze: could not list the distributions of %s: %s\n",
 				  py->executable, strerror(-fr));
+write:
 	if (r == 0 && b.len && b.data[b.len - 1] != '\n')
 		r = lb_buf_puts(&b, "\n");
 	char path[PATH_MAX];
@@ -638,7 +708,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				  : -ENOMEM;
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
-	int env_r = write_environment(out->run_dir, &st->py, st->cache, manifest);
+	int env_r = write_environment(out->run_dir, st->lang, &st->py, st->cache, manifest);
 	if (env_r < 0 && !record_err[0])
 		snprintf(record_err, sizeof record_err, "cannot write %s/environment.txt: %s",
 			 out->run_dir, strerror(-env_r));
@@ -656,10 +726,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
 	int log_r = lb_runlog_open(path, req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT, &log);
 
-	char **argv = calloc(st->nargs + 3, sizeof *argv);
+	LB_AUTOFREE char *argv_store = NULL;
+	char **argv = st->lang != LB_LANG_PYTHON
+			      ? lb_lang_argv(st->lang, &st->py, st->entry, st->args, st->nargs,
+					     &argv_store)
+			      : calloc(st->nargs + 3, sizeof *argv);
 	if (!argv) {
 		r = -ENOMEM;
-	} else {
+	} else if (st->lang == LB_LANG_PYTHON) {
 		argv[0] = st->py.executable;
 		argv[1] = (char *)st->entry;
 		for (size_t i = 0; i < st->nargs; i++)
@@ -798,6 +872,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		.oom_killed = res.oom_killed,
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
+		.language = st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang),
 	};
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
@@ -808,7 +883,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	} else if (res.outcome == LB_SB_DISK_LIMIT) {
 		char sum[400];
 		snprintf(sum, sizeof sum,
-			 "the experiment wrote more than the disk limit of %llu bytes into exp/%s%s%s",
+			 "the experiment passed, or tried to pass, the disk limit of %llu bytes in exp/%s%s%s",
 			 (unsigned long long)st->disk_limit, res.disk_detail[0] ? " (" : "",
 			 res.disk_detail, res.disk_detail[0] ? ")" : "");
 		failure = simple_failure("sandbox_restriction", sum,
@@ -940,6 +1015,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 								   "interpreter (result.json backend)"
 								 : "ran the code"));
 	json_object_object_add(interp, "implementation", json_object_new_string(st->py.implementation));
+	json_object_object_add(interp, "language", json_object_new_string(lb_lang_name(st->lang)));
 	json_object_object_add(interp, "prefix", json_object_new_string(st->py.prefix));
 	json_object_object_add(interp, "base_prefix", json_object_new_string(st->py.base_prefix));
 	json_object_object_add(manifest, "interpreter", interp);

@@ -390,6 +390,11 @@ int lb_sandbox_set_disk_limit(lb_sandbox *sb, const char *path, uint64_t bytes)
 	return 0;
 }
 
+void lb_sandbox_require_disk_fs(lb_sandbox *sb, bool required)
+{
+	sb->disk_fs = required;
+}
+
 uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free)
 {
 	uint64_t n = disk_limit / 4096;
@@ -445,7 +450,10 @@ int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what)
 	else if (strcmp(what, "cpus") == 0)
 		sb->degraded |= LB_DEGRADED_CPUS;
 	else if (strcmp(what, "all") == 0)
-		sb->degraded |= LB_DEGRADED_MEMORY | LB_DEGRADED_PIDS | LB_DEGRADED_CPUS;
+		sb->degraded |= LB_DEGRADED_MEMORY | LB_DEGRADED_PIDS | LB_DEGRADED_CPUS |
+				LB_DEGRADED_DISK;
+	else if (strcmp(what, "disk") == 0)
+		sb->degraded |= LB_DEGRADED_DISK;
 	else
 		return -EINVAL;
 	return 0;

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "gpumem.h"
 #include "seccomp.h"
+#include "diskfs.h"
 #include "sandbox_internal.h"
 #include "labbox/util.h"
 
@@ -67,6 +68,7 @@ typedef struct init_ctx {
 	int *dev_fds; /* the standard nodes, then sb->devices */
 	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
+	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
 } init_ctx;
 
 /* Per-user kernel counters that the sandbox's user namespace is charged to the host user's:
@@ -643,8 +645,8 @@ static void setup_rlimits(init_ctx *c)
 	struct rlimit core = {0, 0};
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
 		chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_CORE");
-	if (c->sb->disk_limit) {
-		/* One file cannot pass the disk limit in a single write between two checks. */
+	if (c->sb->disk_limit && !c->disk_fs) {
+		/* One file cannot pass a polled disk limit in a single write between two checks. */
 		struct rlimit fsize = {c->sb->disk_limit, c->sb->disk_limit};
 		if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 			chan_fail(c->chan_wr, "setup_rlimits", errno, "RLIMIT_FSIZE");
@@ -925,7 +927,11 @@ static void set_setup_failure(lb_sandbox_result *res, const char *step, int err,
 	res->outcome = LB_SB_SETUP_FAILED;
 	res->setup_errno = err;
 	snprintf(res->setup_step, sizeof res->setup_step, "%s", step);
-	snprintf(res->setup_error, sizeof res->setup_error, "%s", msg);
+	size_t n = strlen(msg);
+	if (n >= sizeof res->setup_error)
+		n = sizeof res->setup_error - 1; /* one line, cut where it must be */
+	memcpy(res->setup_error, msg, n);
+	res->setup_error[n] = '\0';
 }
 
 static void close_pair(int p[2])
@@ -938,6 +944,8 @@ static void close_pair(int p[2])
 }
 
 typedef struct supervise_state {
+	const lb_diskfs *fs; /* exp/'s own file system, when the disk limit is one */
+	bool fs_full_seen;   /* it was full at some check */
 	int out_rd, errout_rd, chan_rd, status_rd, sfd;
 	int in_src; /* the caller's input, relayed so the payload never holds a terminal fd */
 	int in_wr;  /* the payload's stdin pipe */
@@ -1024,6 +1032,9 @@ static void relay_in_write(supervise_state *s)
 }
 
 #define DISK_CHECK_INTERVAL 0.25
+/* A statvfs of exp/'s own file system costs a microsecond: checked often, a full one is seen
+ * even in a short run (the verdict says disk_limit, not only "failed"). */
+#define DISK_FS_CHECK_INTERVAL 0.02
 
 static uint64_t fs_available(const char *path, uint64_t *inodes)
 {
@@ -1093,6 +1104,13 @@ static uint64_t deleted_but_open(pid_t init, dev_t dev)
  * file system says. */
 static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s, bool final)
 {
+	if (s->fs) {
+		/* The kernel holds the limit; a full file system is remembered for the verdict. */
+		if (!s->fs_full_seen)
+			s->fs_full_seen = lb_diskfs_full(s->fs, final, s->disk_detail,
+							 sizeof s->disk_detail);
+		return false;
+	}
 	uint64_t inodes;
 	uint64_t avail = fs_available(sb->disk_path, &inodes);
 	bool bytes_may = final || avail + sb->disk_limit < s->free_at_start;
@@ -1138,7 +1156,8 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 	for (;;) {
 		double now = lb_time_monotonic();
 		if (s->next_disk_check && now >= s->next_disk_check && !s->init_done) {
-			s->next_disk_check = now + DISK_CHECK_INTERVAL;
+			s->next_disk_check =
+				now + (s->fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
 			if (!s->disk_limited && disk_limit_exceeded(sb, s, false)) {
 				s->disk_limited = true;
 				terminate(sb, s, init, now);
@@ -1350,7 +1369,7 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 	return true;
 }
 
-int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
+static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 {
 	memset(res, 0, sizeof *res);
 	res->exit_code = -1;
@@ -1400,8 +1419,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	supervise_state s = {.out_rd = -1, .errout_rd = -1, .chan_rd = -1, .status_rd = -1,
-			     .in_src = sb->stdin_fd, .in_wr = -1};
+	supervise_state s = {.fs = fs, .out_rd = -1, .errout_rd = -1, .chan_rd = -1,
+			     .status_rd = -1, .in_src = sb->stdin_fd, .in_wr = -1};
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (s.sfd < 0) {
 		r = -errno;
@@ -1441,7 +1460,8 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 			      .bpf_fd = bpf_fd,
 			      .bpf_ready = bpf_ready[0],
 			      .rlimit_data = rlimit_data,
-			      .rlimit_nproc = rlimit_nproc};
+			      .rlimit_nproc = rlimit_nproc,
+			      .disk_fs = fs != NULL};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
 		close(chan[0]);
@@ -1483,7 +1503,10 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 
 	/* Compile the filter now, while init builds the root: off the critical path. */
 	scmp_filter_ctx filter = NULL;
-	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, sb->disk_limit > 0, ferr, sizeof ferr);
+	/* fallocate is refused only where the limit is polled: a file system of the limit's
+	 * size refuses a reservation past it by itself. */
+	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, sb->disk_limit > 0 && !fs, ferr,
+			      sizeof ferr);
 	if (fr == 0) {
 		fr = lb_seccomp_export(filter, bpf_fd);
 		if (fr < 0)
@@ -1526,7 +1549,7 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 		s.free_at_start = fs_available(sb->disk_path, &s.inodes_at_start);
 		s.inode_limit = lb_sandbox_inode_limit(sb->disk_limit, s.inodes_at_start);
 		s.init_pid = init;
-		s.next_disk_check = t0 + DISK_CHECK_INTERVAL;
+		s.next_disk_check = t0 + (fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
 	}
 	/* Peak GPU memory, when GPUs are in and the host has nvidia-smi. */
 	if (sb->gpus[0] && lb_gpumem_start(&s.gpu, init) == 0)
@@ -1559,9 +1582,19 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 	/* The checks run four times a second, so a tree that passes the limit and ends (the file
 	 * size rlimit makes its next write fail) can finish between two of them: one last
 	 * measurement makes the verdict the same whichever came first. */
-	if (s.next_disk_check && !s.disk_limited && !s.timed_out && !s.interrupted &&
-	    disk_limit_exceeded(sb, &s, true))
+	if (fs && !s.timed_out && !s.interrupted) {
+		/* exp/'s own file system refused what passed the limit: a tree that failed while
+		 * it was full failed of the limit (ENOSPC); one that coped and exited 0 did not. */
+		bool failed = s.have_status && !(WIFEXITED(s.payload_status) &&
+						 WEXITSTATUS(s.payload_status) == 0);
+		/* Only a failure asks (the high-water mark costs a sync of what the run wrote). */
+		if (failed)
+			disk_limit_exceeded(sb, &s, true);
+		s.disk_limited = s.fs_full_seen && failed;
+	} else if (s.next_disk_check && !s.disk_limited && !s.timed_out && !s.interrupted &&
+		   disk_limit_exceeded(sb, &s, true)) {
 		s.disk_limited = true;
+	}
 	snprintf(res->disk_detail, sizeof res->disk_detail, "%s", s.disk_limited ? s.disk_detail : "");
 	res->timed_out = s.timed_out;
 	res->disk_limited = s.disk_limited;
@@ -1617,6 +1650,77 @@ out_pipes:
 	close_pair(status);
 	close_pair(sync);
 	close_pair(in);
+	return r;
+}
+
+/* exp/ gets a file system of the limit's size when that was asked for and can be had; a
+ * polled limit when it was accepted instead; else the run is refused. */
+static bool plan_disk(lb_sandbox *sb, lb_diskfs *fs, bool *use_fs, lb_sandbox_result *res)
+{
+	*use_fs = false;
+	if (!sb->disk_limit || !sb->disk_path)
+		return true;
+	const char *polled = "polling (exp/ measured up to four times a second; RLIMIT_FSIZE)";
+	res->isolation.disk_enforced_by = polled;
+	if (!sb->disk_fs)
+		return true;
+	char why[256], msg[600];
+	if (!lb_diskfs_available(why, sizeof why)) {
+		if (sb->degraded & LB_DEGRADED_DISK) {
+			res->isolation.disk_enforced_by =
+				"polling (accepted: no file system of exp/'s own here)";
+			return true;
+		}
+		snprintf(msg, sizeof msg, "--disk-limit needs a file system of exp/'s own to hold "
+			 "(%s); accept a polled limit, which a fast writer can pass between two "
+			 "checks, with --allow-degraded disk", why);
+		set_setup_failure(res, "setup_disk", ENOTSUP, msg);
+		return false;
+	}
+	/* Runs beside this one whose labbox was killed left their exp/ mounted: merged back. */
+	char runs[PATH_MAX];
+	snprintf(runs, sizeof runs, "%s", sb->disk_path);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(runs, '/');
+		if (slash && slash != runs)
+			*slash = '\0';
+	}
+	lb_diskfs_reap(runs);
+	uint64_t inodes_free = 0;
+	fs_available(sb->disk_path, &inodes_free);
+	int r = lb_diskfs_setup(fs, sb->disk_path, sb->disk_limit,
+				lb_sandbox_inode_limit(sb->disk_limit, inodes_free), sb->sb_uid,
+				sb->sb_gid, msg, sizeof msg);
+	if (r < 0) {
+		set_setup_failure(res, "setup_disk", -r, msg);
+		return false;
+	}
+	*use_fs = true;
+	return true;
+}
+
+int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (!sb->argv && !sb->fn)
+		return -EINVAL;
+	fill_isolation(sb, &res->isolation);
+	lb_diskfs fs = {.host_fd = -1};
+	bool use_fs;
+	if (!plan_disk(sb, &fs, &use_fs, res))
+		return 0;
+	const char *enforced = res->isolation.disk_enforced_by;
+	int r = run_tree(sb, use_fs ? &fs : NULL, res);
+	res->isolation.disk_enforced_by = use_fs ? "file system (exp/ on an ext4 image of the "
+						   "limit's size, through a loop device)"
+						 : enforced;
+	if (use_fs) {
+		char err[PATH_MAX + 300];
+		/* The tree has ended: nothing writes to exp/ any more. */
+		if (lb_diskfs_finish(&fs, err, sizeof err) < 0 && res->outcome != LB_SB_SETUP_FAILED)
+			set_setup_failure(res, "disk_merge", EIO, err);
+	}
 	return r;
 }
 

@@ -8,6 +8,7 @@ enum {
 	LB_DEGRADED_MEMORY = 1,
 	LB_DEGRADED_PIDS = 2,
 	LB_DEGRADED_CPUS = 4,
+	LB_DEGRADED_DISK = 8,
 };
 
 /* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
@@ -47,6 +48,7 @@ struct lb_sandbox {
 	double budget;
 	char *disk_path;     /* host directory whose growth is limited */
 	uint64_t disk_limit; /* bytes; 0: none */
+	bool disk_fs;        /* the limit must be a file system's (diskfs.c), not a poll */
 	double grace;
 	lb_network net;
 	uint64_t memory;

@@ -1,0 +1,240 @@
+"""R and Octave experiments through `labbox run`: real Rscript (r-base-core, r-cran-jsonlite)
+and octave-cli (octave). Metrics collected, a crash classified, a banned call rejected, a
+missing seed warned, the environment recorded, a budget ending the run with partial results,
+and the examples run end to end."""
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, labbox
+
+RSCRIPT = shutil.which("Rscript")
+OCTAVE = shutil.which("octave-cli")
+need_r = pytest.mark.skipif(not RSCRIPT, reason="Rscript (r-base-core) is not installed: scripts/deps installs it")
+need_octave = pytest.mark.skipif(not OCTAVE, reason="octave-cli (octave) is not installed: scripts/deps installs it")
+
+
+def exp(tmp_path, name, files):
+    d = tmp_path / name
+    d.mkdir()
+    for rel, text in files.items():
+        (d / rel).write_text(textwrap.dedent(text).lstrip("\n"))
+    return d
+
+
+def run(tmp_path, d, *flags):
+    p = labbox("run", "--json", "--runs-dir", tmp_path / "runs", *flags, d)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"no JSON document (exit {p.returncode}): {p.stdout[-500:]} {p.stderr[-1500:]}")
+    return p, doc
+
+
+def finding_ids(doc):
+    return {f["id"] for f in doc.get("findings", [])}
+
+
+# --- R ------------------------------------------------------------------------------------------
+
+@need_r
+def test_r_example_runs_end_to_end(tmp_path):
+    p, doc = run(tmp_path, REPO / "examples" / "r-quickstart")
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc.get("failure"))
+    conds = doc["metrics"]["conditions"]
+    assert set(conds) == {"lambda_0.01", "lambda_1", "lambda_100"}, conds
+    assert conds["lambda_1"]["test_mse"] > 0
+    assert "results.json" in doc["metrics"]["files"]
+    assert doc["check"]["syntax_by"].startswith("R "), doc["check"]
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert json.dumps(man).count('"language": "r"') == 1, "the manifest does not name the language"
+    env = (Path(doc["run_dir"]) / "environment.txt").read_text()
+    assert env.startswith("R "), env[:200]
+    assert "jsonlite==" in env and "base==" in env, env[:800]
+
+
+@need_r
+def test_r_banned_call_is_rejected_and_never_runs(tmp_path):
+    marker = tmp_path / "ran"
+    d = exp(tmp_path, "r_banned", {"main.R": f"""
+        set.seed(1)
+        cat("accuracy: 1\\n")
+        f <- get("system")
+        system("touch {marker}")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3 and doc["status"] == "rejected", doc["status"]
+    assert {"LB101", "LB111"} <= finding_ids(doc), doc["findings"]
+    assert not marker.exists()
+
+
+@need_r
+def test_r_code_from_strings_and_the_network_are_rejected(tmp_path):
+    d = exp(tmp_path, "r_eval", {"main.R": """
+        set.seed(1)
+        eval(parse(text = "1 + 1"))
+        download.file("https://example.org/data.csv", "data.csv")
+        cat("accuracy: 1\\n")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3, doc["status"]
+    assert {"LB103", "LB105"} <= finding_ids(doc), doc["findings"]
+
+
+@need_r
+def test_r_syntax_error_names_the_line(tmp_path):
+    d = exp(tmp_path, "r_syntax", {"main.R": "x <- 1\ny <- (2 +\ncat('accuracy: 1\\n')\n"})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3
+    syn = [f for f in doc["findings"] if f["id"] == "LB001"]
+    assert syn and syn[0]["file"] == "main.R" and syn[0]["line"] >= 2, doc["findings"]
+
+
+@need_r
+def test_r_missing_seed_is_warned_and_metrics_collected(tmp_path):
+    d = exp(tmp_path, "r_seed", {"main.R": """
+        x <- runif(10)
+        cat(sprintf("mean_x: %.3f\\n", mean(x)))
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0, (doc["status"], doc.get("failure"))
+    assert "LB302" in finding_ids(doc), doc["findings"]
+    assert 0 < doc["metrics"]["values"]["mean_x"] < 1
+
+
+@need_r
+def test_r_missing_package_is_classified(tmp_path):
+    d = exp(tmp_path, "r_pkg", {"main.R": """
+        set.seed(1)
+        library(notapackageanywhere)
+        cat("accuracy: 1\\n")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed"
+    f = doc["failure"]
+    assert f["class"] == "missing_package", f
+    assert "notapackageanywhere" in f["summary"], f
+    assert any("notapackageanywhere" in e for e in f["evidence"]), f
+
+
+@need_r
+def test_r_error_is_a_code_error_with_its_line(tmp_path):
+    d = exp(tmp_path, "r_err", {"main.R": """
+        set.seed(1)
+        cat("accuracy: 0.5\\n")
+        stop("the input has 3 columns, 4 expected")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1
+    f = doc["failure"]
+    assert f["class"] == "code_error" and "3 columns, 4 expected" in f["summary"], f
+    assert doc["metrics"]["values"]["accuracy"] == 0.5
+
+
+@need_r
+def test_r_budget_keeps_partial_results(tmp_path):
+    d = exp(tmp_path, "r_budget", {"main.R": """
+        set.seed(1)
+        cat("loss: 0.9\\n")
+        jsonlite::write_json(list(partial_loss = 0.9), "results.json", auto_unbox = TRUE)
+        Sys.sleep(60)
+        cat("loss: 0.1\\n")
+        """})
+    p, doc = run(tmp_path, d, "--budget", "3")
+    assert p.returncode == 124 and doc["status"] == "timeout", doc["status"]
+    assert doc["metrics"]["values"]["loss"] == 0.9
+    assert doc["metrics"]["files"]["results.json"]["partial_loss"] == 0.9
+
+
+def test_a_missing_interpreter_names_its_package(tmp_path):
+    d = exp(tmp_path, "r_missing", {"main.R": "cat('accuracy: 1\\n')\n"})
+    p = labbox("run", "--json", "--runs-dir", tmp_path / "runs", "--interpreter",
+               tmp_path / "no-such-Rscript", d)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = json.loads(p.stdout)
+    assert "no-such-Rscript" in json.dumps(err), err
+    p = labbox("run", "--json", "--runs-dir", tmp_path / "runs", "--python", "/usr/bin/python3", d)
+    assert p.returncode == 2 and "--interpreter" in p.stdout, p.stdout
+
+
+# --- Octave -------------------------------------------------------------------------------------
+
+@need_octave
+def test_octave_example_runs_end_to_end(tmp_path):
+    p, doc = run(tmp_path, REPO / "examples" / "octave-quickstart")
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc.get("failure"))
+    assert set(doc["metrics"]["conditions"]) == {"lambda_0.01", "lambda_1", "lambda_100"}
+    assert doc["metrics"]["files"]["results.json"]["best_test_mse"] > 0
+    assert doc["check"]["syntax_by"].startswith("Octave "), doc["check"]
+    env = (Path(doc["run_dir"]) / "environment.txt").read_text()
+    assert env.startswith("Octave "), env[:200]
+
+
+@need_octave
+def test_octave_banned_calls_are_rejected_and_never_run(tmp_path):
+    marker = tmp_path / "ran"
+    d = exp(tmp_path, "m_banned", {"main.m": f"""
+        rand("seed", 1);
+        printf("accuracy: 1\\n");
+        % system("comment only") is not a call
+        s = 'system in a string is data';
+        unix("touch {marker}");
+        eval("x = 1;");
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3 and doc["status"] == "rejected", doc["status"]
+    found = [(f["id"], f["line"]) for f in doc["findings"] if f["id"] in ("LB101", "LB103")]
+    assert ("LB101", 5) in found and ("LB103", 6) in found, doc["findings"]
+    assert not any(line in (3, 4) for _, line in found), found
+    assert not marker.exists()
+
+
+@need_octave
+def test_octave_syntax_error_and_missing_seed(tmp_path):
+    d = exp(tmp_path, "m_syntax", {"main.m": "x = [1, 2;\nprintf('accuracy: 1\\n');\n"})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3
+    assert "LB001" in finding_ids(doc), doc["findings"]
+    d = exp(tmp_path, "m_seed", {"main.m": "x = rand(3, 1);\nprintf('mean_x: %.3f\\n', mean(x));\n"})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0, (doc["status"], doc.get("failure"))
+    assert "LB302" in finding_ids(doc), doc["findings"]
+    # a transpose is not a string: no finding hides behind it
+    d = exp(tmp_path, "m_transpose", {"main.m": "rand('seed', 1);\na = [1 2]'; b = a'; system('ls')\nprintf('accuracy: 1\\n');\n"})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 3 and "LB101" in finding_ids(doc), doc["findings"]
+
+
+@need_octave
+def test_octave_error_is_classified_with_evidence(tmp_path):
+    d = exp(tmp_path, "m_err", {"main.m": """
+        rand("seed", 1);
+        printf("accuracy: 0.25\\n");
+        x = undefined_function_of_the_experiment(3);
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed"
+    f = doc["failure"]
+    assert f["class"] == "code_error", f
+    assert "undefined_function_of_the_experiment" in f["summary"], f
+    assert doc["metrics"]["values"]["accuracy"] == 0.25
+
+
+@need_octave
+def test_octave_budget_keeps_partial_results_and_no_workspace_dump(tmp_path):
+    d = exp(tmp_path, "m_budget", {"main.m": """
+        rand("seed", 1);
+        big = rand(200, 200);
+        printf("loss: 0.75\\n");
+        fflush(stdout);
+        pause(60);
+        printf("loss: 0.1\\n");
+        """})
+    p, doc = run(tmp_path, d, "--budget", "3")
+    assert p.returncode == 124 and doc["status"] == "timeout", doc["status"]
+    assert doc["metrics"]["values"]["loss"] == 0.75
+    assert not (Path(doc["run_dir"]) / "exp" / "octave-workspace").exists()
