@@ -1412,7 +1412,12 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 
 	int code = -1;
 	bool oom = false;
-	if (inspect_end(d, &code, &oom) < 0) {
+	/* An attach that ended by itself with status 0 reports the container's own exit 0 (the
+	 * client's failures are never 0, and an OOM kill is never 0): the common end of a run
+	 * spares docker inspect. Anything else is read from the engine. */
+	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
+		code = 0;
+	else if (inspect_end(d, &code, &oom) < 0) {
 		setup_failed(res, "docker inspect", "docker inspect failed for container ", d->container);
 		return 0;
 	}
