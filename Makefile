@@ -147,6 +147,13 @@ bench-disk: $(BUILD)/labbox
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/disk
 bench: bench-disk
 
+# bench/backends: `labbox run --mode docker` against `docker run` with the same flags, on
+# DOCKER_HOST or a private dockerd (tests/services/dockerd); bench/backends --help.
+.PHONY: bench-backends
+bench-backends: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/backends
+bench: bench-backends
+
 demo: deps
 	$(MAKE) all
 	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart

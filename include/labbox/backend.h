@@ -83,16 +83,37 @@ void lb_backend_free(lb_backend *b);
 
 /* The docker backend (src/backend/docker.c): the run in a container of the engine's own
  * client (docker, or podman), under docker's own limits and options. */
+/* The base of the image labbox builds when no image is named (--base-image, base_image:). */
+#define LB_DOCKER_DEFAULT_BASE "python:3.11-slim"
+
 typedef struct lb_docker_config {
 	const char *engine; /* "docker" or "podman"; NULL: the first of them that answers */
-	const char *image;  /* required */
+	/* The image to run. NULL: labbox builds one in prepare from a generated Dockerfile
+	 * (base_image, the staged experiment's requirements.txt, a non-root user), tagged by the
+	 * hash of what it was built from, and reuses it when that tag is there already. */
+	const char *image;
+	const char *base_image; /* the FROM of that build; NULL: LB_DOCKER_DEFAULT_BASE */
 	const char *python; /* the interpreter inside the image; NULL: python3 */
+	/* labbox exec: argv[0] is the program to run in the image (not the interpreter), stdin
+	 * is relayed, stderr kept apart, no environment snapshot; job->exp_dir may be NULL (no
+	 * directory bound; the command starts in the private /tmp). */
+	bool exec;
 	struct json_object *sandbox; /* the shared sandbox flags (cli_sandbox_json's document) */
 	double grace;                /* seconds between docker stop's SIGTERM and its SIGKILL */
 	uid_t uid;                   /* who the experiment runs as (--user), owner of exp/ */
 	gid_t gid;
 } lb_docker_config;
 int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out);
+/* Whether name can be an image reference in a generated Dockerfile's FROM line (no space,
+ * quote or control character; docker itself judges the rest). */
+bool lb_docker_image_name_ok(const char *name);
+
+/* What the docker backend offers here (labbox probe --mode docker): the engine (engine, or
+ * the first of docker and podman that answers), its version, rootless or not, the cgroup
+ * version, whether --memory, --memory-swap, --pids-limit, --cpus and --gpus are honoured,
+ * its security options. 0 with *out a labbox.probe/1 "backend" object; a negative errno with
+ * err naming what failed (and `docker info`) when no engine answers. */
+int lb_docker_probe(const char *engine, struct json_object **out, char *err, size_t errlen);
 
 /* The ssh backend (src/backend/ssh.c): the run on another machine through the system's ssh
  * and rsync (so ssh config, agents, ProxyJump keep working), over one ControlMaster

@@ -49,6 +49,8 @@ typedef struct lb_run_request {
 	double colab_poll;    /* mode colab: seconds between looks at the folder; 0: 5 */
 	double colab_timeout; /* mode colab: labbox's own overall limit; 0: the budget + 600 s */
 	double colab_stale;   /* mode colab: seconds without a heartbeat = a dead worker; 0: 120 */
+	const char *base_image; /* mode docker without an image: the base labbox builds from
+				 * (--base-image); NULL: labbox.yaml's base_image:, else the default */
 	const char *runs_dir; /* NULL: .labbox/runs */
 	char *const *args;    /* after `--`; replace labbox.yaml's args when nargs > 0 */
 	size_t nargs;

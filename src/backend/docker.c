@@ -9,6 +9,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,11 +90,32 @@ typedef struct docker_state {
 	char network[16];
 	char gpus[64];
 	bool has_memory;
+	bool exec;            /* labbox exec (lb_docker_config.exec) */
+	/* The image labbox builds when none was named (build_image). */
+	char *base_image;
+	char image_origin[8]; /* "given", "built" (this run) or "reused" (the tag was there) */
+	char base_id[160];
+	char recipe[65];      /* sha256 of the Dockerfile, requirements.txt and base image id */
+	bool requirements;    /* the experiment's requirements.txt went into the image */
+	double build_s;       /* seconds docker build took; 0 when reused */
+	char build_dir[PATH_MAX]; /* RUN_DIR/docker-build: the Dockerfile and its context */
+	char build_log[PATH_MAX]; /* RUN_DIR/docker-build.log, when labbox built */
+	bool env_cached;      /* environment.txt came from the cache (same image id) */
+	const char *oom_by;   /* what said the run was OOM-killed */
 	char name[96];        /* the container's name, from the run id */
 	char container[128];  /* its id once created */
 	strv create;          /* the docker create command line */
 	int guard_wr;         /* the guardian's pipe; -1 when there is none */
 	pid_t guard_pid;
+	/* Client calls left running beside the pipeline (each costs the client's start-up, some
+	 * 35 ms here, and the engine's work): the removal of dead runs' containers, and this
+	 * run's docker rm, which overlaps the records and is waited for by free. */
+	pid_t leftovers_pid;
+	pid_t rm_pid;
+	/* docker create, when it ran in prepare beside the engine's info (a named image): its
+	 * failure is reported by run as a create failure is. */
+	bool created_early;
+	char create_failed[400];
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -119,10 +142,91 @@ static int client_run(docker_state *d, const char *const *args, bool merge, size
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* A client call started in the background: its stdout (and stderr when merge) on a pipe,
+ * read by client_collect. For small outputs (an image id), which fit in the pipe, so the child
+ * never waits for the reader. */
+typedef struct client_call {
+	pid_t pid;
+	int fd;
+} client_call;
+
+static int client_start_argv(char *const *argv, bool merge, client_call *c)
+{
+	c->pid = -1;
+	c->fd = -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 2);
+		}
+		dup2(p[1], 1);
+		if (merge)
+			dup2(p[1], 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -errno;
+	}
+	c->pid = pid;
+	c->fd = p[0];
+	return 0;
+}
+
+static int client_start(docker_state *d, const char *const *args, bool merge, client_call *c)
+{
+	c->pid = -1;
+	c->fd = -1;
+	strv a = {0};
+	int r = strv_push(&a, d->client);
+	for (size_t i = 0; r == 0 && args[i]; i++)
+		r = strv_push(&a, args[i]);
+	if (r == 0)
+		r = client_start_argv(a.v, merge, c);
+	strv_free(&a);
+	return r;
+}
+
+/* The call's output (trimmed) and exit status; -EIO when it did not run. */
+static int client_collect(client_call *c, size_t max, lb_buf *out)
+{
+	if (c->pid < 0)
+		return -EIO;
+	char buf[4096];
+	ssize_t k;
+	while ((k = read(c->fd, buf, sizeof buf)) != 0) {
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (out->len + (size_t)k <= max)
+			lb_buf_append(out, buf, (size_t)k);
+	}
+	close(c->fd);
+	int st = 0;
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	c->pid = -1;
+	while (out->data && out->len && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
+		out->data[--out->len] = '\0';
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
 /* One line of what the engine said, for an error message. */
 static void one_line(const lb_buf *b, char *out, size_t n)
 {
-	snprintf(out, n, "%s", b->data && b->len ? b->data : "no output");
+	const char *s = b->data ? b->data : "";
+	while (*s == '\n' || *s == ' ' || *s == '\r')
+		s++;
+	snprintf(out, n, "%s", *s ? s : "no output");
 	for (char *p = out; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
@@ -134,59 +238,178 @@ static const char *docker_host(void)
 	return h && *h ? h : NULL;
 }
 
-/* The engine's server version, or -EHOSTUNREACH with err saying what failed. */
-static int engine_version(docker_state *d, const char *engine, char *err, size_t errlen)
+static bool jbool(json_object *o, const char *key)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && v && json_object_get_boolean(v);
+}
+
+static json_object *json_obj(json_object *o, const char *key)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object)
+		       ? v
+		       : NULL;
+}
+
+static const char *json_s(json_object *o, const char *key)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+static bool array_has(json_object *a, const char *prefix)
+{
+	for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
+		const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+		if (s && strncmp(s, prefix, strlen(prefix)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* `ENGINE info` as one normalised object, the same keys for docker and podman (whose info
+ * documents differ): version, client_version, os, kernel, rootless, userns_remap, cgroup
+ * {version "v1"|"v2", driver}, limits {memory, memory_swap, pids_limit, cpus}, seccomp,
+ * apparmor, selinux, security_options, init, runtimes, default_runtime. */
+static json_object *normalise_info(const char *engine, json_object *raw)
+{
+	json_object *o = json_object_new_object(), *lim = json_object_new_object();
+	json_object *cg = json_object_new_object(), *rt = json_object_new_array();
+	json_object *secopts = json_object_new_array();
+	if (strcmp(engine, "podman") == 0) {
+		json_object *host = json_obj(raw, "host"), *sec = json_obj(host, "security");
+		json_object *ver = json_obj(raw, "version"), *ctl = NULL, *ds = json_obj(host, "distribution");
+		const char *cgv = json_s(host, "cgroupVersion");
+		json_object_object_add(o, "version", json_s(ver, "Version") ? json_object_new_string(json_s(ver, "Version")) : NULL);
+		json_object_object_add(o, "os", json_s(ds, "distribution") ? json_object_new_string(json_s(ds, "distribution")) : NULL);
+		json_object_object_add(o, "kernel", json_s(host, "kernel") ? json_object_new_string(json_s(host, "kernel")) : NULL);
+		json_object_object_add(o, "rootless", json_object_new_boolean(jbool(sec, "rootless")));
+		json_object_object_add(o, "userns_remap", json_object_new_boolean(jbool(sec, "rootless")));
+		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "v2") == 0 ? "v2" : "v1"));
+		json_object_object_add(cg, "driver", json_s(host, "cgroupManager") ? json_object_new_string(json_s(host, "cgroupManager")) : NULL);
+		/* The controllers podman can use: rootless on cgroup v1 it has none. */
+		json_object_object_get_ex(host, "cgroupControllers", &ctl);
+		bool v1_rootless = !(cgv && strcmp(cgv, "v2") == 0) && jbool(sec, "rootless");
+		bool any = ctl && json_object_is_type(ctl, json_type_array) && json_object_array_length(ctl) > 0;
+		json_object_object_add(lim, "memory", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
+		json_object_object_add(lim, "memory_swap", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
+		json_object_object_add(lim, "pids_limit", json_object_new_boolean(any ? array_has(ctl, "pids") : !v1_rootless));
+		json_object_object_add(lim, "cpus", json_object_new_boolean(any ? array_has(ctl, "cpu") : !v1_rootless));
+		json_object_object_add(o, "seccomp", json_object_new_boolean(jbool(sec, "seccompEnabled")));
+		json_object_object_add(o, "apparmor", json_object_new_boolean(jbool(sec, "apparmorEnabled")));
+		json_object_object_add(o, "selinux", json_object_new_boolean(jbool(sec, "selinuxEnabled")));
+		if (jbool(sec, "seccompEnabled"))
+			json_object_array_add(secopts, json_object_new_string("name=seccomp"));
+		if (jbool(sec, "rootless"))
+			json_object_array_add(secopts, json_object_new_string("name=rootless"));
+		json_object_object_add(o, "init", json_object_new_boolean(true)); /* catatonit */
+		json_object *oci = json_obj(host, "ociRuntime");
+		if (json_s(oci, "name"))
+			json_object_array_add(rt, json_object_new_string(json_s(oci, "name")));
+		json_object_object_add(o, "default_runtime", json_s(oci, "name") ? json_object_new_string(json_s(oci, "name")) : NULL);
+	} else {
+		json_object *so = NULL, *ci = json_obj(raw, "ClientInfo"), *runtimes = json_obj(raw, "Runtimes");
+		json_object_object_get_ex(raw, "SecurityOptions", &so);
+		const char *cgv = json_s(raw, "CgroupVersion");
+		json_object_object_add(o, "version", json_s(raw, "ServerVersion") ? json_object_new_string(json_s(raw, "ServerVersion")) : NULL);
+		json_object_object_add(o, "client_version", json_s(ci, "Version") ? json_object_new_string(json_s(ci, "Version")) : NULL);
+		json_object_object_add(o, "os", json_s(raw, "OperatingSystem") ? json_object_new_string(json_s(raw, "OperatingSystem")) : NULL);
+		json_object_object_add(o, "kernel", json_s(raw, "KernelVersion") ? json_object_new_string(json_s(raw, "KernelVersion")) : NULL);
+		json_object_object_add(o, "rootless", json_object_new_boolean(array_has(so, "name=rootless")));
+		json_object_object_add(o, "userns_remap", json_object_new_boolean(array_has(so, "name=userns") || array_has(so, "name=rootless")));
+		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "2") == 0 ? "v2" : "v1"));
+		json_object_object_add(cg, "driver", json_s(raw, "CgroupDriver") ? json_object_new_string(json_s(raw, "CgroupDriver")) : NULL);
+		json_object_object_add(lim, "memory", json_object_new_boolean(jbool(raw, "MemoryLimit")));
+		json_object_object_add(lim, "memory_swap", json_object_new_boolean(jbool(raw, "SwapLimit")));
+		json_object_object_add(lim, "pids_limit", json_object_new_boolean(jbool(raw, "PidsLimit")));
+		json_object_object_add(lim, "cpus", json_object_new_boolean(jbool(raw, "CpuCfsQuota")));
+		json_object_object_add(o, "seccomp", json_object_new_boolean(array_has(so, "name=seccomp")));
+		json_object_object_add(o, "apparmor", json_object_new_boolean(array_has(so, "name=apparmor")));
+		json_object_object_add(o, "selinux", json_object_new_boolean(array_has(so, "name=selinux")));
+		for (size_t i = 0; so && json_object_is_type(so, json_type_array) && i < json_object_array_length(so); i++)
+			json_object_array_add(secopts, json_object_get(json_object_array_get_idx(so, i)));
+		const char *init = json_s(raw, "InitBinary");
+		json_object_object_add(o, "init", json_object_new_boolean(init && *init));
+		json_object_object_foreach(runtimes, key, val)
+		{
+			(void)val;
+			json_object_array_add(rt, json_object_new_string(key));
+		}
+		json_object_object_add(o, "default_runtime", json_s(raw, "DefaultRuntime") ? json_object_new_string(json_s(raw, "DefaultRuntime")) : NULL);
+	}
+	json_object_object_add(o, "cgroup", cg);
+	json_object_object_add(o, "limits", lim);
+	json_object_object_add(o, "security_options", secopts);
+	json_object_object_add(o, "runtimes", rt);
+	return o;
+}
+
+/* Whether the engine answers, and what it is (normalise_info's object into *info when info
+ * is not NULL); -ENOENT or -EHOSTUNREACH with err saying what failed and naming `ENGINE info`.
+ * One client call when the engine answers: it costs a Go program's start-up each time. */
+static int engine_version(docker_state *d, const char *engine, json_object **info, char *err,
+			  size_t errlen)
 {
 	free(d->client);
 	d->client = NULL;
 	if (lb_find_executable(engine, &d->client) < 0) {
-		snprintf(err, errlen, "the %s client is not installed (no '%s' on PATH)", engine, engine);
+		snprintf(err, errlen,
+			 "the %s client is not installed (no '%s' on PATH): install it, or choose "
+			 "another engine with --engine", engine, engine);
 		return -ENOENT;
 	}
 	lb_buf b = {0};
-	const char *args[] = {"version", "--format", "{{.Server.Version}}", NULL};
-	int st = client_run(d, args, true, 4096, &b);
-	if (st != 0) {
+	const char *args[] = {"info", "--format", "{{json .}}", NULL};
+	int st = client_run(d, args, false, 1 << 20, &b);
+	json_object *raw = st == 0 && b.data ? json_tokener_parse(b.data) : NULL;
+	lb_buf_free(&b);
+	json_object *norm = raw ? normalise_info(engine, raw) : NULL;
+	json_object_put(raw);
+	const char *ver = json_s(norm, "version");
+	if (!ver || !*ver) {
+		/* What the client says about it: version asks the server and names the socket. */
+		const char *vargs[] = {"version", "--format", "{{.Server.Version}}", NULL};
+		client_run(d, vargs, true, 4096, &b);
 		char said[400];
 		one_line(&b, said, sizeof said);
 		snprintf(err, errlen,
-			 "the %s engine does not answer (%s%s%s): %s; `%s info` shows what is wrong",
+			 "the %s engine does not answer (%s%s): %s; `%s info` shows what is wrong",
 			 engine, docker_host() ? "DOCKER_HOST=" : "",
-			 docker_host() ? docker_host() : "its default socket",
-			 "", said, engine);
+			 docker_host() ? docker_host() : "its default socket", said, engine);
 		lb_buf_free(&b);
+		json_object_put(norm);
 		return -EHOSTUNREACH;
 	}
 	snprintf(d->engine, sizeof d->engine, "%s", engine);
-	snprintf(d->server_version, sizeof d->server_version, "%s", b.data ? b.data : "");
-	lb_buf_free(&b);
-	const char *cargs[] = {"version", "--format", "{{.Client.Version}}", NULL};
-	if (client_run(d, cargs, false, 4096, &b) == 0 && b.data)
-		snprintf(d->client_version, sizeof d->client_version, "%s", b.data);
-	lb_buf_free(&b);
+	snprintf(d->server_version, sizeof d->server_version, "%s", ver);
+	const char *cv = json_s(norm, "client_version");
+	snprintf(d->client_version, sizeof d->client_version, "%s", cv ? cv : "");
 	/* What the engine applies beyond our flags: its seccomp profile, user remapping, the
 	 * cgroup version its limits go through. */
-	const char *iargs[] = {"info", "--format", "{{.SecurityOptions}} cgroup={{.CgroupVersion}}", NULL};
-	if (client_run(d, iargs, false, 4096, &b) == 0 && b.data) {
-		d->seccomp = strstr(b.data, "seccomp") != NULL;
-		d->userns = strstr(b.data, "userns") || strstr(b.data, "rootless");
-		const char *cg = strstr(b.data, "cgroup=");
-		snprintf(d->cgroup, sizeof d->cgroup, "v%s", cg && cg[7] && cg[7] != '<' ? cg + 7 : "1");
-	}
-	lb_buf_free(&b);
+	d->seccomp = jbool(norm, "seccomp");
+	d->userns = jbool(norm, "userns_remap");
+	const char *cg = json_s(json_obj(norm, "cgroup"), "version");
+	snprintf(d->cgroup, sizeof d->cgroup, "%s", cg ? cg : "v1");
+	if (info)
+		*info = norm;
+	else
+		json_object_put(norm);
 	return 0;
 }
 
-static int pick_engine(docker_state *d, char *err, size_t errlen)
+static int pick_engine(docker_state *d, json_object **info, char *err, size_t errlen)
 {
 	if (d->engine_asked)
-		return engine_version(d, d->engine, err, errlen);
+		return engine_version(d, d->engine, info, err, errlen);
 	/* The first that answers; when none does, docker's reason is the one named. */
 	char first[512] = "";
-	if (engine_version(d, "docker", first, sizeof first) == 0)
+	if (engine_version(d, "docker", info, first, sizeof first) == 0)
 		return 0;
 	char second[512];
-	if (engine_version(d, "podman", second, sizeof second) == 0)
+	if (engine_version(d, "podman", info, second, sizeof second) == 0)
 		return 0;
 	snprintf(err, errlen, "%s", first);
 	return -EHOSTUNREACH;
@@ -255,6 +478,34 @@ static const char env_head[] =
 	"print('Python ' + platform.python_version())\n"
 	"print('# pip freeze (installed distributions of %s in the image %s)' % (sys.executable, sys.argv[1]))\n";
 
+/* An image id names its content for good, so the snapshot of one (with the same interpreter,
+ * user and listing script) never changes: it is cached in the user's cache directory, which
+ * spares each run a whole container start (half a second here). The cache directory is the
+ * user's own (lb_open_private_dir refuses one others can write), and an entry that does not
+ * start as a snapshot does is not believed. */
+static int env_cache_open(docker_state *d, const char *env_src, char name[80])
+{
+	if (!d->image_id[0])
+		return -ENOENT;
+	LB_AUTOFREE char *base = lb_user_cache_dir();
+	LB_AUTOFREE char *dir = NULL;
+	if (!base || asprintf(&dir, "%s/docker-env", base) < 0)
+		return -ENOENT;
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	char key[512];
+	int n = snprintf(key, sizeof key, "labbox.docker-env/1\n%s\n%s\n%s\n%u:%u\n", d->image_id,
+			 d->image, d->python, (unsigned)d->uid, (unsigned)d->gid);
+	lb_sha256_update(&c, key, (size_t)n < sizeof key ? (size_t)n : sizeof key - 1);
+	lb_sha256_update(&c, env_src, strlen(env_src));
+	uint8_t dg[32];
+	char hex[65];
+	lb_sha256_final(&c, dg);
+	lb_sha256_hex(dg, hex);
+	snprintf(name, 80, "%.40s.txt", hex);
+	return lb_open_private_dir(dir);
+}
+
 static int snapshot_environment(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	char user[64];
@@ -263,6 +514,21 @@ static int snapshot_environment(docker_state *d, const lb_backend_job *job, char
 	LB_AUTOFREE char *env_src = NULL;
 	if (asprintf(&env_src, "%s%s", env_head, lb_python_freeze_source()) < 0)
 		return -ENOMEM;
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/environment.txt", job->run_dir);
+	char cname[80];
+	LB_AUTOCLOSE int cfd = env_cache_open(d, env_src, cname);
+	LB_AUTOFREE char *cached = NULL;
+	size_t clen = 0;
+	if (cfd >= 0 && lb_read_file_at(cfd, cname, 16 << 20, &cached, &clen) == 0 && clen > 7 &&
+	    strncmp(cached, "Python ", 7) == 0) {
+		sscanf(cached + 7, "%63s", d->py_version);
+		d->env_cached = true;
+		int r = lb_write_file_atomic_mode(path, cached, clen, 0600);
+		if (r < 0)
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
+		return r;
+	}
 	const char *args[] = {"run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
 			      "--security-opt", "no-new-privileges", "--user", user, "--label",
 			      "labbox.probe=1", "--entrypoint", d->python, d->image, "-I", "-c",
@@ -281,8 +547,8 @@ static int snapshot_environment(docker_state *d, const lb_backend_job *job, char
 	}
 	sscanf(b.data + 7, "%63s", d->py_version);
 	lb_buf_puts(&b, "\n");
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/environment.txt", job->run_dir);
+	if (cfd >= 0)
+		lb_replace_file_at(cfd, cname, b.data, b.len); /* a cache: a failure costs time only */
 	int r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
 	lb_buf_free(&b);
 	if (r < 0)
@@ -435,14 +701,21 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		if ((r = add_volume(c, json_object_get_string(json_object_array_get_idx(vols, i)), err,
 				    errlen)) < 0)
 			return r;
-	if (strchr(job->exp_dir, ',')) {
-		snprintf(err, errlen, "the run directory's path has a comma, which docker's --mount "
-			 "cannot name: choose another --runs-dir");
+	if (job->exp_dir && strchr(job->exp_dir, ',')) {
+		snprintf(err, errlen, "the %s path has a comma, which docker's --mount cannot name: "
+			 "choose another %s", d->exec ? "--workdir" : "run directory's",
+			 d->exec ? "directory" : "--runs-dir");
 		return -EINVAL;
 	}
-	r |= strv_push(c, "--mount");
-	r |= strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
-	r |= strv_pushf(c, "--workdir=%s", job->exp_dir);
+	if (job->exp_dir) {
+		r |= strv_push(c, "--mount");
+		r |= strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
+	}
+	/* exec without --workdir starts in the private /tmp, as the local sandbox's exec does. */
+	r |= strv_pushf(c, "--workdir=%s", job->exp_dir ? job->exp_dir : "/tmp");
+	/* exec relays labbox's stdin, as the local exec does: the container keeps it open. */
+	if (d->exec)
+		r |= strv_push(c, "--interactive");
 	r |= strv_push(c, "--env=HOME=/tmp");
 	for (size_t i = 0; i < job->nenv; i++)
 		r |= strv_pushf(c, "--env=%s", job->env[i]);
@@ -454,40 +727,407 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	json_object *sec = json_arr(sb, "secret_env");
 	for (size_t i = 0; sec && i < json_object_array_length(sec); i++)
 		r |= strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(sec, i)));
-	r |= strv_pushf(c, "--entrypoint=%s", d->python);
+	/* run: argv[0] is the pipeline's (local) interpreter; in the container it is the
+	 * image's. exec: argv[0] is the command, looked up on the image's PATH. */
+	r |= strv_pushf(c, "--entrypoint=%s", d->exec ? job->argv[0] : d->python);
 	r |= strv_push(c, d->image);
-	/* argv[0] is the pipeline's (local) interpreter; in the container it is the image's. */
 	for (size_t i = 1; job->argv[i]; i++)
 		r |= strv_push(c, job->argv[i]);
 	return r ? -ENOMEM : 0;
 }
 
-static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
+bool lb_docker_image_name_ok(const char *name)
 {
-	docker_state *d = state_of(b);
-	int r = pick_engine(d, err, errlen);
-	if (r < 0)
+	if (!name || !*name || strlen(name) > 255 || name[0] == '-')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (!(isalnum(*p) || strchr("._-:/@+", *p)))
+			return false;
+	return true;
+}
+
+/* The interpreter's name goes into a shell line of the Dockerfile: a plain path only. */
+static bool python_name_ok(const char *name)
+{
+	if (!name || !*name || strlen(name) > 255 || name[0] == '-')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (!(isalnum(*p) || strchr("._-/+", *p)))
+			return false;
+	return true;
+}
+
+/* The Dockerfile labbox builds when no image is named: the seed's recipe (a Python base, the
+ * experiment's requirements.txt, a non-root user) without the experiment's code, which is
+ * bound at run time, so one image serves every change of the code with the same
+ * requirements. pip runs as root into the image's own Python (an image is its own
+ * environment, so Debian's externally-managed marker is overridden); a base without pip is
+ * named plainly rather than left to the shell's "No module named pip". The names in it were
+ * checked (lb_docker_image_name_ok, python_name_ok), so nothing in it needs quoting beyond
+ * the single quotes. */
+static int dockerfile_text(const docker_state *d, bool requirements, lb_buf *out)
+{
+	int r = lb_buf_printf(out,
+			      "# Generated by labbox (docs/decisions.md: docker images built by labbox).\n"
+			      "# The experiment's code is not in the image: labbox binds the staged exp/\n"
+			      "# at run time and runs it as the owner of exp/ (--user).\n"
+			      "FROM %s\n", d->base_image);
+	if (r == 0 && requirements)
+		r = lb_buf_printf(
+			out,
+			"COPY requirements.txt /tmp/labbox-requirements.txt\n"
+			"RUN if ! '%s' -m pip --version >/dev/null 2>&1; then \\\n"
+			"      echo 'labbox: the base image %s has no pip (%s -m pip does not run), so "
+			"the experiment'\"'\"'s requirements.txt cannot be installed: use a --base-image with "
+			"pip (" LB_DOCKER_DEFAULT_BASE " has it) or an --image holding the packages'; "
+			"exit 3; fi; \\\n"
+			"    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore '%s' -m pip install "
+			"--no-cache-dir --disable-pip-version-check -r /tmp/labbox-requirements.txt "
+			"&& rm -f /tmp/labbox-requirements.txt\n",
+			d->python, d->base_image, d->python, d->python);
+	if (r == 0)
+		r = lb_buf_printf(
+			out,
+			"RUN useradd --create-home --shell /bin/sh researcher 2>/dev/null || "
+			"adduser -D -s /bin/sh researcher 2>/dev/null || { echo 'labbox: the base image "
+			"%s has neither useradd nor adduser to create the non-root user'; exit 3; }\n"
+			"USER researcher\n"
+			"WORKDIR /home/researcher\n",
+			d->base_image);
+	return r;
+}
+
+/* Runs the client with args, its output (both streams) appended to the file at log_path.
+ * Returns its exit status, or a negative errno when it could not run. */
+static int client_to_log(docker_state *d, const char *const *args, const char *log_path)
+{
+	LB_AUTOCLOSE int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	strv a = {0};
+	int r = strv_push(&a, d->client);
+	for (size_t i = 0; r == 0 && args[i]; i++)
+		r = strv_push(&a, args[i]);
+	if (r < 0) {
+		strv_free(&a);
 		return r;
-	remove_leftovers(d);
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(a.v[0], a.v);
+		_exit(127);
+	}
+	strv_free(&a);
+	if (pid < 0)
+		return -errno;
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Why a build failed, from the end of its log: a line the Dockerfile's own checks wrote
+ * ("labbox: ..."), else the last few lines (terminal colour codes removed), joined. */
+static void build_reason(const char *log_path, char *out, size_t n)
+{
+	snprintf(out, n, "no output");
+	LB_AUTOCLOSE int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from = end > 8192 ? end - 8192 : 0;
+	char buf[8193];
+	ssize_t k = pread(fd, buf, sizeof buf - 1, from);
+	if (k <= 0)
+		return;
+	buf[k] = '\0';
+	/* Colour codes (ESC [ ... letter) and carriage returns out. */
+	char *w = buf;
+	for (char *p = buf; *p; p++) {
+		if (*p == '\033' && p[1] == '[') {
+			p += 2;
+			while (*p && !isalpha((unsigned char)*p))
+				p++;
+			if (!*p)
+				break;
+			continue;
+		}
+		if (*p != '\r')
+			*w++ = *p;
+	}
+	*w = '\0';
+	const char *lines[64];
+	size_t nl = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		while (*line == ' ')
+			line++;
+		if (!*line)
+			continue;
+		/* BuildKit prefixes a step's output ("#6 0.21 labbox: ..."); the step's own
+		 * command line, which holds the echo, is not the message. */
+		const char *m = strstr(line, "labbox: ");
+		if (m && !strstr(line, "echo ")) {
+			snprintf(out, n, "%s", m + 8);
+			return;
+		}
+		if (nl == 64) {
+			memmove(lines, lines + 1, sizeof lines - sizeof *lines);
+			nl--;
+		}
+		lines[nl++] = line;
+	}
+	out[0] = '\0';
+	size_t first = nl > 4 ? nl - 4 : 0;
+	for (size_t i = first; i < nl; i++) {
+		size_t used = strlen(out);
+		snprintf(out + used, n - used, "%s%s", i > first ? " | " : "", lines[i]);
+	}
+	if (!out[0])
+		snprintf(out, n, "no output");
+}
+
+/* The image id of ref, or -ENOENT when the engine has no such image. */
+static int image_id_of(docker_state *d, const char *ref, char *id, size_t idlen, char *said,
+		       size_t saidlen)
+{
 	lb_buf o = {0};
-	const char *args[] = {"image", "inspect", "--format", "{{.Id}}", d->image, NULL};
-	if (client_run(d, args, true, 4096, &o) != 0) {
-		char said[300];
-		one_line(&o, said, sizeof said);
-		snprintf(err, errlen,
-			 "the image '%s' is not in the %s engine (%s): %s; pull or build it, "
-			 "`%s images` lists those there",
-			 d->image, d->engine, docker_host() ? docker_host() : "its default socket",
-			 said, d->engine);
+	const char *args[] = {"image", "inspect", "--format", "{{.Id}}", ref, NULL};
+	int st = client_run(d, args, true, 4096, &o);
+	if (st != 0 || !o.data || !o.len) {
+		if (said)
+			one_line(&o, said, saidlen);
 		lb_buf_free(&o);
 		return -ENOENT;
 	}
-	snprintf(d->image_id, sizeof d->image_id, "%s", o.data ? o.data : "");
+	snprintf(id, idlen, "%s", o.data);
 	lb_buf_free(&o);
-	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
-	if ((r = snapshot_environment(d, job, err, errlen)) < 0)
+	return 0;
+}
+
+/* No image named: build one from the generated Dockerfile, or reuse the one built from the
+ * same Dockerfile, requirements.txt and base image (its tag is their hash). The Dockerfile
+ * and its context are kept in RUN_DIR/docker-build, the build's output in
+ * RUN_DIR/docker-build.log. */
+static int build_image(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
+{
+	if (!lb_docker_image_name_ok(d->base_image)) {
+		snprintf(err, errlen, "the base image name '%s' is not an image reference", d->base_image);
+		return -EINVAL;
+	}
+	if (!python_name_ok(d->python)) {
+		snprintf(err, errlen,
+			 "--python '%s' cannot be named in the generated Dockerfile (letters, digits "
+			 "and ._-/+ only)", d->python);
+		return -EINVAL;
+	}
+	snprintf(d->build_dir, sizeof d->build_dir, "%s/docker-build", job->run_dir);
+	snprintf(d->build_log, sizeof d->build_log, "%s/docker-build.log", job->run_dir);
+	/* The base: what the engine has, else what docker pull brings. */
+	char said[300] = "";
+	if (image_id_of(d, d->base_image, d->base_id, sizeof d->base_id, NULL, 0) < 0) {
+		const char *pull[] = {"pull", d->base_image, NULL};
+		int st = client_to_log(d, pull, d->build_log);
+		if (st != 0 ||
+		    image_id_of(d, d->base_image, d->base_id, sizeof d->base_id, NULL, 0) < 0) {
+			build_reason(d->build_log, said, sizeof said);
+			snprintf(err, errlen,
+				 "the base image '%s' is not in the %s engine and `%s pull %s` failed "
+				 "(full log: %s): %s; load it (docker load, docker import) or choose "
+				 "another with --base-image",
+				 d->base_image, d->engine, d->engine, d->base_image, d->build_log, said);
+			return -ENOENT;
+		}
+	}
+	/* The staged copy's requirements.txt: the file that goes with the code that runs. */
+	LB_AUTOFREE char *req = NULL;
+	size_t reqlen = 0;
+	LB_AUTOCLOSE int efd = open(job->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = efd < 0 ? -errno : lb_read_file_at(efd, "requirements.txt", 1 << 20, &req, &reqlen);
+	if (r < 0 && r != -ENOENT) {
+		snprintf(err, errlen, "the experiment's requirements.txt cannot be used for the image: %s",
+			 r == -ELOOP	  ? "it is a symbolic link (labbox builds from a regular file only)"
+			 : r == -EFBIG ? "it is larger than 1 MiB"
+				       : strerror(-r));
 		return r;
-	return build_create(d, job, err, errlen);
+	}
+	d->requirements = r == 0;
+	lb_buf df = {0};
+	if ((r = dockerfile_text(d, d->requirements, &df)) < 0)
+		return r;
+	/* The tag: the hash of everything the image is made of. */
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	static const char v[] = "labbox.dockerfile/1\n";
+	lb_sha256_update(&c, v, sizeof v - 1);
+	lb_sha256_update(&c, df.data, df.len + 1); /* with its NUL: a separator */
+	lb_sha256_update(&c, d->requirements ? "R" : "-", 1);
+	if (d->requirements)
+		lb_sha256_update(&c, req, reqlen);
+	lb_sha256_update(&c, "\n", 1);
+	lb_sha256_update(&c, d->base_id, strlen(d->base_id));
+	uint8_t dg[32];
+	lb_sha256_final(&c, dg);
+	lb_sha256_hex(dg, d->recipe);
+	char tag[64];
+	snprintf(tag, sizeof tag, "labbox-experiment:%.20s", d->recipe);
+	free(d->image);
+	if (!(d->image = strdup(tag))) {
+		lb_buf_free(&df);
+		return -ENOMEM;
+	}
+	char path[PATH_MAX + 32];
+	if (mkdir(d->build_dir, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", d->build_dir, strerror(errno));
+		lb_buf_free(&df);
+		return r;
+	}
+	snprintf(path, sizeof path, "%s/Dockerfile", d->build_dir);
+	r = lb_write_file_atomic_mode(path, df.data, df.len, 0644);
+	lb_buf_free(&df);
+	if (r == 0 && d->requirements) {
+		snprintf(path, sizeof path, "%s/requirements.txt", d->build_dir);
+		r = lb_write_file_atomic_mode(path, req, reqlen, 0644);
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
+		return r;
+	}
+	if (image_id_of(d, d->image, d->image_id, sizeof d->image_id, NULL, 0) == 0) {
+		snprintf(d->image_origin, sizeof d->image_origin, "reused");
+		d->build_log[0] = '\0'; /* nothing was built, so no log */
+		return 0;
+	}
+	char label[128], base_label[300], file[PATH_MAX + 16];
+	snprintf(label, sizeof label, "labbox.recipe=%s", d->recipe);
+	snprintf(base_label, sizeof base_label, "labbox.base=%s", d->base_image);
+	snprintf(file, sizeof file, "%s/Dockerfile", d->build_dir);
+	/* --force-rm: a failed step leaves no intermediate container behind. */
+	const char *build[] = {"build", "--force-rm", "--label", label, "--label", base_label,
+			       "--tag", d->image, "--file", file, d->build_dir, NULL};
+	double t0 = lb_time_monotonic();
+	int st = client_to_log(d, build, d->build_log);
+	d->build_s = lb_time_monotonic() - t0;
+	if (st != 0 || image_id_of(d, d->image, d->image_id, sizeof d->image_id, NULL, 0) < 0) {
+		build_reason(d->build_log, said, sizeof said);
+		/* The log's path first: a long reason is what a short buffer cuts. */
+		snprintf(err, errlen, "%s build of the experiment's image exited %d (full log: "
+			 "%s): %s", d->engine, st, d->build_log, said);
+		return -EIO;
+	}
+	snprintf(d->image_origin, sizeof d->image_origin, "built");
+	return 0;
+}
+
+static void start_guardian(docker_state *d);
+
+static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
+{
+	docker_state *d = state_of(b);
+	/* The image's id is asked for while the engine's info is read: two client start-ups in
+	 * the time of one. Only when the client asked for is the one that will serve. */
+	client_call img = {.pid = -1, .fd = -1}, crt = {.pid = -1, .fd = -1};
+	const char *want = d->engine_asked ? d->engine : "docker";
+	int r;
+	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
+	if (d->image && lb_find_executable(want, &d->client) == 0) {
+		const char *iargs[] = {"image", "inspect", "--format", "{{.Id}}", d->image, NULL};
+		client_start(d, iargs, true, &img);
+		/* The container is created meanwhile too (its guardian first, so it never outlives
+		 * labbox): a missing image or a silent engine fails it, and is reported from the
+		 * calls beside it. */
+		if ((r = build_create(d, job, err, errlen)) < 0) {
+			lb_buf ign = {0};
+			client_collect(&img, 4096, &ign);
+			lb_buf_free(&ign);
+			return r;
+		}
+		start_guardian(d);
+		client_start_argv(d->create.v, true, &crt);
+	}
+	r = pick_engine(d, NULL, err, errlen);
+	lb_buf io = {0}, co = {0};
+	int ist = client_collect(&img, 4096, &io);
+	int cst = client_collect(&crt, 4096, &co);
+	if (cst == 0 && co.data && co.len) {
+		char *nl = strchr(co.data, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(d->container, sizeof d->container, "%s", co.data); /* cleanup removes it */
+	}
+	if (d->create.n && (r < 0 || strcmp(d->engine, want) != 0 || ist != 0)) {
+		/* Made by an engine that is not the one to serve, or for an image that is not
+		 * there: removed now, and made again (by run) when the run goes on. */
+		if (d->container[0]) {
+			lb_buf o = {0};
+			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
+			client_run(d, rm, true, 4096, &o);
+			lb_buf_free(&o);
+			d->container[0] = '\0';
+		}
+		if (d->guard_wr >= 0) {
+			(void)!write(d->guard_wr, "x", 1);
+			close(d->guard_wr);
+			d->guard_wr = -1;
+			waitpid(d->guard_pid, NULL, 0);
+		}
+		strv_free(&d->create);
+		cst = -EIO;
+	} else if (d->create.n) {
+		d->created_early = true;
+		if (cst != 0 || !d->container[0])
+			one_line(&co, d->create_failed, sizeof d->create_failed);
+	}
+	lb_buf_free(&co);
+	if (r < 0) {
+		lb_buf_free(&io);
+		return r;
+	}
+	if (strcmp(d->engine, want) != 0)
+		ist = -EIO; /* asked of an engine that did not answer: ask the one that did */
+	/* Containers of dead runs are removed beside this run, not before it. */
+	pid_t lp = fork();
+	if (lp == 0) {
+		/* Not a holder of labbox's output: a reader waiting for its end waits for labbox. */
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+		}
+		remove_leftovers(d);
+		_exit(0);
+	}
+	d->leftovers_pid = lp;
+	if (!d->image) {
+		lb_buf_free(&io);
+		if ((r = build_image(d, job, err, errlen)) < 0)
+			return r;
+	} else if (ist == 0 && io.data && io.len) {
+		snprintf(d->image_id, sizeof d->image_id, "%s", io.data);
+		lb_buf_free(&io);
+	} else {
+		lb_buf_free(&io);
+		char said[300];
+		if (image_id_of(d, d->image, d->image_id, sizeof d->image_id, said, sizeof said) < 0) {
+			snprintf(err, errlen,
+				 "the image '%s' is not in the %s engine (%s): %s; pull or build it, "
+				 "`%s images` lists those there",
+				 d->image, d->engine, docker_host() ? docker_host() : "its default socket",
+				 said, d->engine);
+			return -ENOENT;
+		}
+	}
+	if (!d->exec && (r = snapshot_environment(d, job, err, errlen)) < 0)
+		return r;
+	return d->created_early ? 0 : build_create(d, job, err, errlen);
 }
 
 /* A child that outlives labbox: it waits for the end of the pipe labbox holds; a byte means
@@ -609,23 +1249,31 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	res->peak_source = "unknown";
 	res->peak_memory_source = "not measured (docker backend)";
 	fill_isolation(d, res);
-	start_guardian(d);
-
-	lb_buf o = {0};
-	int st = 0;
-	int r = lb_capture(d->create.v, 4096, true, &o, &st);
-	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !o.data) {
-		char said[400];
-		one_line(&o, said, sizeof said);
+	int r;
+	if (d->created_early) {
+		if (!d->container[0]) {
+			setup_failed(res, "docker create", "docker create failed: ", d->create_failed);
+			return 0;
+		}
+	} else {
+		if (d->guard_wr < 0)
+			start_guardian(d);
+		lb_buf o = {0};
+		int st = 0;
+		r = lb_capture(d->create.v, 4096, true, &o, &st);
+		if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !o.data) {
+			char said[400];
+			one_line(&o, said, sizeof said);
+			lb_buf_free(&o);
+			setup_failed(res, "docker create", "docker create failed: ", said);
+			return 0;
+		}
+		char *nl = strchr(o.data, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(d->container, sizeof d->container, "%s", o.data);
 		lb_buf_free(&o);
-		setup_failed(res, "docker create", "docker create failed: ", said);
-		return 0;
 	}
-	char *nl = strchr(o.data, '\n');
-	if (nl)
-		*nl = '\0';
-	snprintf(d->container, sizeof d->container, "%s", o.data);
-	lb_buf_free(&o);
 
 	sigset_t mask, old;
 	sigemptyset(&mask);
@@ -634,8 +1282,10 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	int p[2];
-	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
+	/* p: the output (both streams for run, whose log merges them); e: exec's stderr, which
+	 * stays apart as the local exec keeps it. */
+	int p[2], e[2] = {-1, -1};
+	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0 || (d->exec && pipe2(e, O_CLOEXEC) < 0)) {
 		r = -errno;
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
@@ -646,26 +1296,37 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
-			dup2(nul, 0);
+		if (!d->exec) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, 0);
+		}
 		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execl(d->client, d->client, "start", "--attach", d->container, (char *)NULL);
+		dup2(d->exec ? e[1] : p[1], 2);
+		if (d->exec)
+			execl(d->client, d->client, "start", "--attach", "--interactive", d->container,
+			      (char *)NULL);
+		else
+			execl(d->client, d->client, "start", "--attach", d->container, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
+	if (e[1] >= 0)
+		close(e[1]);
 	if (att < 0) {
 		r = -errno;
 		close(p[0]);
+		if (e[0] >= 0)
+			close(e[0]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
 	}
-	bool stopping = false, killed = false, open_out = true;
+	bool stopping = false, killed = false, open_out = true, open_err = e[0] >= 0;
 	double stop_at = 0, last_disk = t0;
 	pid_t helper = -1;
 	char buf[65536];
-	while (open_out) {
+	/* Both streams end with the attach. */
+	while (open_out || open_err) {
 		double now = lb_time_monotonic();
 		if (!stopping && job->budget > 0 && now - t0 >= job->budget) {
 			res->timed_out = true;
@@ -701,8 +1362,10 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		double wait = 0.25;
 		if (!stopping && job->budget > 0 && t0 + job->budget - now < wait)
 			wait = t0 + job->budget - now;
-		struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		int n = poll(pf, 2, (int)(wait * 1000) + 1);
+		struct pollfd pf[3] = {{.fd = open_out ? p[0] : -1, .events = POLLIN},
+				       {.fd = sfd, .events = POLLIN},
+				       {.fd = open_err ? e[0] : -1, .events = POLLIN}};
+		int n = poll(pf, 3, (int)(wait * 1000) + 1);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (pf[1].revents & POLLIN) {
@@ -720,31 +1383,53 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 			else if (k == 0)
 				open_out = false;
 		}
+		if (pf[2].revents & (POLLIN | POLLHUP)) {
+			ssize_t k = read(e[0], buf, sizeof buf);
+			if (k > 0 && job->output)
+				job->output(job->output_ctx, LB_STREAM_STDERR, buf, (size_t)k);
+			else if (k == 0)
+				open_err = false;
+		}
 	}
 	close(p[0]);
+	if (e[0] >= 0)
+		close(e[0]);
 	int ast = 0;
 	waitpid(att, &ast, 0);
 	if (helper > 0)
 		waitpid(helper, NULL, 0);
-	/* A stop still on its way (the engine answered attach first) ends before inspect. */
-	lb_buf w = {0};
-	const char *wargs[] = {"wait", d->container, NULL};
-	client_run(d, wargs, false, 4096, &w);
-	lb_buf_free(&w);
+	/* A stop still on its way (the engine answered attach first) ends before inspect. An
+	 * attach that ended by itself ended with the container, so a run that was not stopped
+	 * spares the call. */
+	if (stopping || !WIFEXITED(ast)) {
+		lb_buf w = {0};
+		const char *wargs[] = {"wait", d->container, NULL};
+		client_run(d, wargs, false, 4096, &w);
+		lb_buf_free(&w);
+	}
 	res->wall_s = lb_time_monotonic() - t0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
 	int code = -1;
 	bool oom = false;
-	if (inspect_end(d, &code, &oom) < 0) {
+	/* An attach that ended by itself with status 0 reports the container's own exit 0 (the
+	 * client's failures are never 0, and an OOM kill is never 0): the common end of a run
+	 * spares docker inspect. Anything else is read from the engine. */
+	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
+		code = 0;
+	else if (inspect_end(d, &code, &oom) < 0) {
 		setup_failed(res, "docker inspect", "docker inspect failed for container ", d->container);
 		return 0;
 	}
 	/* cgroup v1 engines may not set OOMKilled when the OOM killer picked a child of the
 	 * init: SIGKILL (137) under a memory limit, not sent by labbox, is the OOM killer. */
+	if (oom)
+		d->oom_by = "engine (State.OOMKilled)";
 	if (!oom && d->has_memory && code == 137 && !res->timed_out && !res->interrupted &&
-	    !res->disk_limited)
+	    !res->disk_limited) {
 		oom = true;
+		d->oom_by = "exit status 137 under --memory (the engine did not flag an OOM kill)";
+	}
 	res->oom_killed = oom;
 	if (res->timed_out)
 		res->outcome = LB_SB_TIMEOUT;
@@ -773,21 +1458,42 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
 	return 0;
 }
 
-static void docker_cleanup(lb_backend *b)
+/* The end of cleanup: the removal done, then the guardian released (told the container is
+ * gone), and the leftovers' removal reaped. */
+static void cleanup_wait(docker_state *d)
 {
-	docker_state *d = state_of(b);
-	if (d->container[0] || d->name[0]) {
-		lb_buf o = {0};
-		const char *args[] = {"rm", "-f", "-v", d->container[0] ? d->container : d->name, NULL};
-		if (d->client)
-			client_run(d, args, true, 4096, &o);
-		lb_buf_free(&o);
-	}
+	if (d->rm_pid > 0)
+		while (waitpid(d->rm_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	d->rm_pid = -1;
+	if (d->leftovers_pid > 0)
+		while (waitpid(d->leftovers_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	d->leftovers_pid = -1;
 	if (d->guard_wr >= 0) {
 		(void)!write(d->guard_wr, "x", 1);
 		close(d->guard_wr);
 		d->guard_wr = -1;
 		waitpid(d->guard_pid, NULL, 0);
+	}
+}
+
+/* docker rm is started here and waited for by free (cleanup_wait), so that the engine's work
+ * of removing the container overlaps the pipeline's records; should labbox die meanwhile,
+ * the rm goes on by itself and the guardian, not yet released, removes it too. */
+static void docker_cleanup(lb_backend *b)
+{
+	docker_state *d = state_of(b);
+	if (!d->client || d->rm_pid > 0)
+		return;
+	if (d->container[0]) {
+		d->rm_pid = spawn_client(d, "rm", "-f", "-v");
+	} else if (d->name[0]) {
+		/* Never created (as far as labbox knows): by name, in case the engine did. */
+		lb_buf o = {0};
+		const char *args[] = {"rm", "-f", "-v", d->name, NULL};
+		client_run(d, args, true, 4096, &o);
+		lb_buf_free(&o);
 	}
 }
 
@@ -805,8 +1511,29 @@ static struct json_object *docker_describe(lb_backend *b)
 			       d->client_version[0] ? json_object_new_string(d->client_version) : NULL);
 	json_object_object_add(o, "host", json_object_new_string(docker_host() ? docker_host() : host));
 	json_object_object_add(o, "isolated_by", json_object_new_string("docker"));
-	json_object_object_add(o, "image", json_object_new_string(d->image));
+	json_object_object_add(o, "image", d->image ? json_object_new_string(d->image) : NULL);
 	json_object_object_add(o, "image_id", d->image_id[0] ? json_object_new_string(d->image_id) : NULL);
+	/* given (--image), built (this run) or reused (built before from the same recipe); null
+	 * when the run stopped before the image was settled. */
+	json_object_object_add(o, "image_origin",
+			       d->image_origin[0] ? json_object_new_string(d->image_origin) : NULL);
+	if (d->base_image) {
+		json_object *bj = json_object_new_object();
+		json_object_object_add(bj, "base_image", json_object_new_string(d->base_image));
+		json_object_object_add(bj, "base_image_id",
+				       d->base_id[0] ? json_object_new_string(d->base_id) : NULL);
+		json_object_object_add(bj, "recipe_sha256",
+				       d->recipe[0] ? json_object_new_string(d->recipe) : NULL);
+		json_object_object_add(bj, "requirements_txt", json_object_new_boolean(d->requirements));
+		char df[PATH_MAX + 16];
+		snprintf(df, sizeof df, "%s/Dockerfile", d->build_dir);
+		json_object_object_add(bj, "dockerfile", d->build_dir[0] ? json_object_new_string(df) : NULL);
+		json_object_object_add(bj, "log", d->build_log[0] ? json_object_new_string(d->build_log) : NULL);
+		json_object_object_add(bj, "seconds", d->build_s > 0 ? json_object_new_double(d->build_s) : NULL);
+		json_object_object_add(o, "build", bj);
+	}
+	json_object_object_add(o, "environment_from_cache", json_object_new_boolean(d->env_cached));
+	json_object_object_add(o, "oom_reported_by", d->oom_by ? json_object_new_string(d->oom_by) : NULL);
 	json_object *py = json_object_new_object();
 	json_object_object_add(py, "path", json_object_new_string(d->python));
 	json_object_object_add(py, "version", d->py_version[0] ? json_object_new_string(d->py_version) : NULL);
@@ -824,10 +1551,10 @@ static void docker_free(lb_backend *b)
 	docker_state *d = state_of(b);
 	if (!d)
 		return;
-	if (d->guard_wr >= 0)
-		close(d->guard_wr);
+	cleanup_wait(d);
 	free(d->client);
 	free(d->image);
+	free(d->base_image);
 	free(d->python);
 	json_object_put(d->sandbox);
 	strv_free(&d->create);
@@ -847,7 +1574,7 @@ static const lb_backend_ops docker_ops = {
 
 int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 {
-	if (!cfg->image || !*cfg->image)
+	if (cfg->image && !*cfg->image)
 		return -EINVAL;
 	if (cfg->engine && strcmp(cfg->engine, "docker") != 0 && strcmp(cfg->engine, "podman") != 0)
 		return -EINVAL;
@@ -859,7 +1586,13 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	d->guard_wr = -1;
-	d->image = strdup(cfg->image);
+	d->rm_pid = d->leftovers_pid = -1;
+	d->image = cfg->image ? strdup(cfg->image) : NULL;
+	d->base_image = cfg->image ? NULL
+				   : strdup(cfg->base_image ? cfg->base_image : LB_DOCKER_DEFAULT_BASE);
+	d->exec = cfg->exec;
+	if (cfg->image)
+		snprintf(d->image_origin, sizeof d->image_origin, "given");
 	d->python = strdup(cfg->python ? cfg->python : "python3");
 	d->sandbox = cfg->sandbox ? json_object_get(cfg->sandbox) : NULL;
 	d->grace = cfg->grace > 0 ? cfg->grace : 0;
@@ -869,10 +1602,102 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 	d->engine_asked = cfg->engine != NULL;
 	b->ops = &docker_ops;
 	b->state = d;
-	if (!d->image || !d->python) {
+	if ((!d->image && !d->base_image) || !d->python) {
 		lb_backend_free(b);
 		return -ENOMEM;
 	}
 	*out = b;
+	return 0;
+}
+
+/* --gpus needs the engine's NVIDIA hook: docker finds nvidia-container-runtime-hook (the
+ * NVIDIA Container Toolkit) on the daemon's PATH, or a registered nvidia runtime; podman
+ * uses CDI specifications. What the client can see of that is reported, and how. */
+static json_object *gpus_facts(const char *engine, json_object *info)
+{
+	json_object *g = json_object_new_object();
+	bool remote = docker_host() && strncmp(docker_host(), "unix://", 7) != 0;
+	LB_AUTOFREE char *hook = NULL;
+	bool local_hook = lb_find_executable("nvidia-container-runtime-hook", &hook) == 0 ||
+			  lb_find_executable("nvidia-ctk", &hook) == 0;
+	bool cdi = access("/etc/cdi/nvidia.yaml", F_OK) == 0 || access("/var/run/cdi/nvidia.yaml", F_OK) == 0;
+	json_object *rt = NULL;
+	json_object_object_get_ex(info, "runtimes", &rt);
+	bool nvidia_rt = array_has(rt, "nvidia");
+	bool ok;
+	const char *how;
+	if (strcmp(engine, "podman") == 0) {
+		ok = cdi;
+		how = cdi ? "a CDI specification for NVIDIA devices (/etc/cdi or /var/run/cdi)"
+			  : "no CDI specification for NVIDIA devices (nvidia-ctk cdi generate makes one)";
+	} else if (nvidia_rt) {
+		ok = true;
+		how = "the engine has an nvidia runtime";
+	} else if (remote) {
+		ok = false;
+		how = "the engine is on another host and has no nvidia runtime; whether its "
+		      "nvidia-container-runtime-hook is installed cannot be seen from here";
+	} else {
+		ok = local_hook;
+		how = local_hook ? "nvidia-container-runtime-hook (NVIDIA Container Toolkit) is installed"
+				 : "no NVIDIA Container Toolkit (nvidia-container-runtime-hook) and no "
+				   "nvidia runtime: --gpus would fail";
+	}
+	json_object_object_add(g, "honoured", json_object_new_boolean(ok));
+	json_object_object_add(g, "how", json_object_new_string(how));
+	return g;
+}
+
+int lb_docker_probe(const char *engine, struct json_object **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (engine && strcmp(engine, "docker") != 0 && strcmp(engine, "podman") != 0) {
+		snprintf(err, errlen, "engine '%s' is not one of docker, podman", engine);
+		return -EINVAL;
+	}
+	docker_state d = {.guard_wr = -1, .engine_asked = engine != NULL};
+	snprintf(d.engine, sizeof d.engine, "%s", engine ? engine : "docker");
+	json_object *info = NULL;
+	int r = pick_engine(&d, &info, err, errlen);
+	if (r < 0) {
+		free(d.client);
+		return r;
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string("docker"));
+	json_object_object_add(o, "engine", json_object_new_string(d.engine));
+	json_object_object_add(o, "client", json_object_new_string(d.client));
+	json_object_object_add(o, "client_version", d.client_version[0] ? json_object_new_string(d.client_version) : NULL);
+	json_object_object_add(o, "version", json_object_new_string(d.server_version));
+	json_object_object_add(o, "host", docker_host() ? json_object_new_string(docker_host()) : NULL);
+	json_object_object_add(o, "host_named_by",
+			       json_object_new_string(docker_host() ? "DOCKER_HOST"
+								    : "the client's default (its current context)"));
+	static const char *const keys[] = {"os", "kernel", "rootless", "userns_remap", "cgroup",
+					   "limits", "seccomp", "apparmor", "selinux",
+					   "security_options", "init", "runtimes", "default_runtime"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		json_object *v = NULL;
+		json_object_object_get_ex(info, keys[i], &v);
+		json_object_object_add(o, keys[i], v ? json_object_get(v) : NULL);
+	}
+	json_object *lim = NULL;
+	json_object_object_get_ex(o, "limits", &lim);
+	if (lim) {
+		json_object_object_add(lim, "gpus", gpus_facts(d.engine, info));
+		json_object_object_add(lim, "source", json_object_new_string(
+			strcmp(d.engine, "podman") == 0 ? "podman info (cgroup controllers)" : "docker info"));
+	}
+	/* The base labbox builds from when no image is named: there, or to be pulled. */
+	json_object *bj = json_object_new_object();
+	char id[160] = "";
+	json_object_object_add(bj, "name", json_object_new_string(LB_DOCKER_DEFAULT_BASE));
+	bool present = image_id_of(&d, LB_DOCKER_DEFAULT_BASE, id, sizeof id, NULL, 0) == 0;
+	json_object_object_add(bj, "present", json_object_new_boolean(present));
+	json_object_object_add(bj, "id", present ? json_object_new_string(id) : NULL);
+	json_object_object_add(o, "default_base_image", bj);
+	json_object_put(info);
+	free(d.client);
+	*out = o;
 	return 0;
 }

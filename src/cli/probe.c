@@ -14,29 +14,68 @@
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json] [--mode ssh --host NAME [--remote-labbox PATH] | --mode slurm |\n"
-	"                     --mode colab --drive DIR]\n"
+	"usage: labbox probe [--json] [--mode local|docker [--engine docker|podman]]\n"
+	"       labbox probe [--json] --mode ssh --host NAME [--remote-labbox PATH]\n"
+	"       labbox probe [--json] --mode slurm\n"
+	"       labbox probe [--json] --mode colab --drive DIR\n"
 	"\n"
-	"Report what isolation this host offers the current user, each item tried for real:\n"
-	"namespaces, user-namespace settings, seccomp, cgroup version and the controllers labbox\n"
-	"can limit with, whether a full sandbox starts; then the Python interpreters on PATH and\n"
-	"the NVIDIA devices present.\n"
+	"Report what a backend offers here. --mode local (the default): what isolation this host\n"
+	"offers the current user, each item tried for real: namespaces, user-namespace settings,\n"
+	"seccomp, cgroup version and the controllers labbox can limit with, whether a full\n"
+	"sandbox starts; then the Python interpreters on PATH and the NVIDIA devices present.\n"
+	"--mode docker: the engine (docker, else podman, or --engine; DOCKER_HOST and docker\n"
+	"contexts are honoured), its version, rootless or not, the cgroup version, whether\n"
+	"--memory, --memory-swap, --pids-limit, --cpus and --gpus are honoured, its security\n"
+	"options, and whether the default base image of built images is there.\n"
 	"\n"
 	"Options:\n"
-	"  --json      one JSON document (schema labbox.probe/1) on stdout\n"
-	"  --mode ssh --host NAME [--remote-labbox PATH]\n"
-	"              what that host offers instead: reachable, its labbox, that labbox's own\n"
+	"  --mode MODE   the backend to probe: local (default), docker, ssh, slurm or colab\n"
+	"  --engine NAME mode docker: docker or podman (default: the first that answers)\n"
+	"  --host NAME [--remote-labbox PATH]\n"
+	"              mode ssh: what that host offers: reachable, its labbox, that labbox's own\n"
 	"              probe (the isolation a run there gets), python3 (exit 125 when it is\n"
 	"              unreachable or its labbox's sandbox does not work)\n"
-	"  --mode slurm  the Slurm cluster SLURM_CONF names instead: partitions, their limits\n"
-	"              and idle nodes (exit 125 when it cannot be reached)\n"
-	"  --mode colab --drive DIR\n"
-	"              what that Drive folder offers instead: writable, the worker labbox\n"
+	"              mode slurm: the cluster SLURM_CONF names: partitions, their limits and\n"
+	"              idle nodes (exit 125 when it cannot be reached)\n"
+	"  --drive DIR   mode colab: what that Drive folder offers: writable, the worker labbox\n"
 	"              wrote there and its version, the newest worker heartbeat, the jobs\n"
 	"              pending, running and done (exit 125 when the folder is missing)\n"
-	"  -h, --help  this help\n"
+	"  --json        one JSON document (schema labbox.probe/1) on stdout\n"
+	"  -h, --help    this help\n"
 	"\n"
-	"Exit status: 0 when a full sandbox works here, 125 when it does not, 2 for usage errors.\n";
+	"Exit status: 0 when the backend works here (local: a full sandbox starts; docker: the\n"
+	"engine answers), 125 when it does not, 2 for usage errors.\n";
+
+/* The backends probe knows: one function each, chosen by one switch (cli_probe). */
+typedef enum probe_mode { PROBE_LOCAL, PROBE_DOCKER, PROBE_SSH, PROBE_SLURM, PROBE_COLAB } probe_mode;
+
+typedef struct probe_opts {
+	bool json;
+	const char *engine; /* --engine: mode docker */
+	const char *host, *remote_labbox; /* mode ssh */
+	const char *drive; /* mode colab */
+} probe_opts;
+
+static const struct {
+	const char *name;
+	probe_mode mode;
+} probe_modes[] = {
+	{"local", PROBE_LOCAL},
+	{"docker", PROBE_DOCKER},
+	{"ssh", PROBE_SSH},
+	{"slurm", PROBE_SLURM},
+	{"colab", PROBE_COLAB},
+};
+
+static int probe_mode_parse(const char *name, probe_mode *out)
+{
+	for (size_t i = 0; i < sizeof probe_modes / sizeof *probe_modes; i++)
+		if (strcmp(name, probe_modes[i].name) == 0) {
+			*out = probe_modes[i].mode;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 static json_object *python_json(const char *name)
 {
@@ -67,6 +106,177 @@ static json_object *gpus_json(void)
 	}
 	return a;
 }
+
+static const char *yn(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+static int probe_local(const probe_opts *po)
+{
+	bool json = po->json;
+	lb_probe p;
+	if (lb_sandbox_probe(&p) < 0) {
+		cli_error("probe", "out of memory");
+		return 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "uid", json_object_new_int((int)p.uid));
+	json_object *ns = json_object_new_object();
+	json_object_object_add(ns, "user", json_object_new_boolean(p.user_ns));
+	json_object_object_add(ns, "pid", json_object_new_boolean(p.pid_ns));
+	json_object_object_add(ns, "mount", json_object_new_boolean(p.mount_ns));
+	json_object_object_add(ns, "network", json_object_new_boolean(p.net_ns));
+	json_object_object_add(ns, "ipc", json_object_new_boolean(p.ipc_ns));
+	json_object_object_add(ns, "uts", json_object_new_boolean(p.uts_ns));
+	json_object_object_add(ns, "cgroup", json_object_new_boolean(p.cgroup_ns));
+	json_object_object_add(doc, "namespaces", ns);
+	json_object *uns = json_object_new_object();
+	json_object_object_add(uns, "max_user_namespaces", json_object_new_int64(p.max_user_namespaces));
+	json_object_object_add(uns, "unprivileged_userns_clone",
+			       p.unprivileged_userns < 0 ? NULL : json_object_new_int(p.unprivileged_userns));
+	json_object_object_add(uns, "apparmor_restrict_unprivileged_userns",
+			       p.apparmor_restrict_userns < 0 ? NULL
+							      : json_object_new_int(p.apparmor_restrict_userns));
+	json_object_object_add(doc, "user_namespaces", uns);
+	json_object *sec = json_object_new_object();
+	json_object_object_add(sec, "usable", json_object_new_boolean(p.seccomp));
+	json_object_object_add(sec, "api_level", json_object_new_int((int)p.seccomp_api));
+	json_object_object_add(doc, "seccomp", sec);
+	json_object *cg = json_object_new_object();
+	json_object_object_add(cg, "version", p.cgroup_version ? json_object_new_int(p.cgroup_version) : NULL);
+	json_object_object_add(cg, "memory", json_object_new_boolean(p.cgroup_memory));
+	json_object_object_add(cg, "pids", json_object_new_boolean(p.cgroup_pids));
+	json_object_object_add(cg, "cpu", json_object_new_boolean(p.cgroup_cpu));
+	json_object_object_add(cg, "where", p.cgroup_where[0] ? json_object_new_string(p.cgroup_where) : NULL);
+	json_object_object_add(doc, "cgroups", cg);
+	json_object *sbj = json_object_new_object();
+	json_object_object_add(sbj, "works", json_object_new_boolean(p.sandbox_works));
+	json_object_object_add(sbj, "error", p.sandbox_works ? NULL : json_object_new_string(p.sandbox_error));
+	json_object_object_add(doc, "sandbox", sbj);
+	json_object *pys = json_object_new_array();
+	json_object_array_add(pys, python_json("python3"));
+	json_object_array_add(pys, python_json("/usr/bin/python3"));
+	json_object_object_add(doc, "interpreters", pys);
+	json_object_object_add(doc, "gpus", gpus_json());
+
+	if (json) {
+		cli_json_print(doc);
+	} else {
+		printf("labbox probe (uid %d)\n", (int)p.uid);
+		printf("  sandbox            %s%s%s\n", p.sandbox_works ? "works" : "DOES NOT WORK",
+		       p.sandbox_works ? "" : ": ", p.sandbox_works ? "" : p.sandbox_error);
+		printf("  namespaces         user %s, pid %s, mount %s, network %s, ipc %s, uts %s, "
+		       "cgroup %s\n",
+		       yn(p.user_ns), yn(p.pid_ns), yn(p.mount_ns), yn(p.net_ns), yn(p.ipc_ns),
+		       yn(p.uts_ns), yn(p.cgroup_ns));
+		printf("  user namespaces    max %ld", p.max_user_namespaces);
+		if (p.unprivileged_userns >= 0)
+			printf(", unprivileged_userns_clone %d", p.unprivileged_userns);
+		if (p.apparmor_restrict_userns >= 0)
+			printf(", apparmor restriction %d", p.apparmor_restrict_userns);
+		printf("\n  seccomp            %s (API level %u)\n", yn(p.seccomp), p.seccomp_api);
+		if (p.cgroup_version)
+			printf("  cgroups            v%d: memory %s, pids %s, cpu %s (under %s)\n",
+			       p.cgroup_version, yn(p.cgroup_memory), yn(p.cgroup_pids),
+			       yn(p.cgroup_cpu), p.cgroup_where);
+		else
+			printf("  cgroups            none usable by this user: --memory, --pids-limit "
+			       "and --cpus need --allow-degraded\n");
+		for (size_t i = 0; i < json_object_array_length(pys); i++) {
+			json_object *o = json_object_array_get_idx(pys, i), *v, *n;
+			json_object_object_get_ex(o, "name", &n);
+			if (json_object_object_get_ex(o, "version", &v)) {
+				json_object *e;
+				json_object_object_get_ex(o, "executable", &e);
+				printf("  %-18s Python %s at %s\n", json_object_get_string(n),
+				       json_object_get_string(v), json_object_get_string(e));
+			} else {
+				printf("  %-18s not usable\n", json_object_get_string(n));
+			}
+		}
+		json_object *g;
+		json_object_object_get_ex(doc, "gpus", &g);
+		printf("  NVIDIA GPUs        %zu\n", json_object_array_length(g));
+	}
+	json_object_put(doc);
+	return p.sandbox_works ? 0 : 125;
+}
+
+static void print_bool_line(const char *label, json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	json_object_object_get_ex(o, key, &v);
+	printf("  %-18s %s\n", label, v ? yn(json_object_get_boolean(v)) : "unknown");
+}
+
+static const char *jstr(json_object *o, const char *key, const char *dflt)
+{
+	json_object *v = NULL;
+	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : dflt;
+}
+
+static int probe_docker(const probe_opts *po)
+{
+	json_object *be = NULL;
+	char err[1024];
+	int r = lb_docker_probe(po->engine, &be, err, sizeof err);
+	if (r < 0) {
+		/* The engine does not answer: 125 with what failed (and `docker info`); with
+		 * --json, cli_json_finish turns it into a labbox.error/1 document. */
+		cli_error("probe", "%s", err);
+		return r == -EINVAL ? CLI_EXIT_USAGE : 125;
+	}
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
+	json_object_object_add(doc, "mode", json_object_new_string("docker"));
+	json_object_object_add(doc, "works", json_object_new_boolean(true));
+	json_object_object_add(doc, "backend", be);
+	if (po->json) {
+		cli_json_print(doc);
+		json_object_put(doc);
+		return 0;
+	}
+	json_object *lim = NULL, *cg = NULL, *gpus = NULL, *base = NULL, *so = NULL;
+	json_object_object_get_ex(be, "limits", &lim);
+	json_object_object_get_ex(be, "cgroup", &cg);
+	json_object_object_get_ex(lim, "gpus", &gpus);
+	json_object_object_get_ex(be, "default_base_image", &base);
+	json_object_object_get_ex(be, "security_options", &so);
+	cli_printf("labbox probe --mode docker\n");
+	cli_printf("  engine             %s %s (client %s at %s)\n", jstr(be, "engine", "?"),
+		   jstr(be, "version", "?"), jstr(be, "client_version", "?"), jstr(be, "client", "?"));
+	cli_printf("  host               %s\n", jstr(be, "host", "the client's default (its current context)"));
+	cli_printf("  os                 %s, kernel %s\n", jstr(be, "os", "?"), jstr(be, "kernel", "?"));
+	print_bool_line("rootless", be, "rootless");
+	print_bool_line("user remapping", be, "userns_remap");
+	cli_printf("  cgroups            %s (driver %s)\n", jstr(cg, "version", "?"), jstr(cg, "driver", "?"));
+	print_bool_line("--memory", lim, "memory");
+	print_bool_line("--memory-swap", lim, "memory_swap");
+	print_bool_line("--pids-limit", lim, "pids_limit");
+	print_bool_line("--cpus", lim, "cpus");
+	json_object *gh = NULL;
+	json_object_object_get_ex(gpus, "honoured", &gh);
+	cli_printf("  --gpus             %s: %s\n", gh && json_object_get_boolean(gh) ? "yes" : "no",
+		   jstr(gpus, "how", "?"));
+	print_bool_line("seccomp", be, "seccomp");
+	print_bool_line("apparmor", be, "apparmor");
+	print_bool_line("selinux", be, "selinux");
+	print_bool_line("--init", be, "init");
+	cli_printf("  security options  ");
+	for (size_t i = 0; so && i < json_object_array_length(so); i++)
+		cli_printf(" %s", json_object_get_string(json_object_array_get_idx(so, i)));
+	cli_printf("%s\n", so && json_object_array_length(so) ? "" : " none");
+	json_object *pr = NULL;
+	json_object_object_get_ex(base, "present", &pr);
+	cli_printf("  default base       %s (%s)\n", jstr(base, "name", "?"),
+		   pr && json_object_get_boolean(pr) ? "present" : "not present: the first build pulls it");
+	json_object_put(doc);
+	return 0;
+}
+
+enum { OPT_PROBE_MODE = OPT_FIRST_PRIVATE, OPT_PROBE_ENGINE };
 
 /* probe --mode ssh: the host's answer, printed; 0 when a run there would be sandboxed. */
 static int probe_ssh(const char *host, const char *remote_labbox, bool json)
@@ -205,24 +415,20 @@ static int probe_colab(const char *drive, bool json)
 	return r < 0 ? 125 : 0;
 }
 
-static const char *yn(bool b)
-{
-	return b ? "yes" : "no";
-}
-
 int cli_probe(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
-		{"mode", required_argument, NULL, 'm'},
+		{"mode", required_argument, NULL, OPT_PROBE_MODE},
+		{"engine", required_argument, NULL, OPT_PROBE_ENGINE},
 		{"host", required_argument, NULL, 'H'},
 		{"remote-labbox", required_argument, NULL, 'R'},
 		{"drive", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool json = false;
-	const char *mode = NULL, *host = NULL, *remote_labbox = NULL, *drive = NULL;
+	probe_opts po = {0};
+	probe_mode mode = PROBE_LOCAL;
 	cli_json_begin("probe", argc, argv, "h", longopts, false);
 	opterr = 0;
 	int opt;
@@ -233,19 +439,30 @@ int cli_probe(int argc, char **argv)
 			fputs(probe_help, stdout);
 			return 0;
 		case 'j':
-			json = true;
+			po.json = true;
 			break;
-		case 'm':
-			mode = optarg;
+		case OPT_PROBE_MODE:
+			if (probe_mode_parse(optarg, &mode) < 0) {
+				cli_error("probe", "--mode '%s' is not one of local, docker, ssh, slurm, "
+					  "colab", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case OPT_PROBE_ENGINE:
+			if (strcmp(optarg, "docker") != 0 && strcmp(optarg, "podman") != 0) {
+				cli_error("probe", "--engine '%s' is not one of docker, podman", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			po.engine = optarg;
 			break;
 		case 'H':
-			host = optarg;
+			po.host = optarg;
 			break;
 		case 'R':
-			remote_labbox = optarg;
+			po.remote_labbox = optarg;
 			break;
 		case 'd':
-			drive = optarg;
+			po.drive = optarg;
 			break;
 		default:
 			cli_bad_option("probe", argv, optopt);
@@ -256,120 +473,37 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
-	if ((host || remote_labbox) && (!mode || strcmp(mode, "ssh") != 0)) {
+	if (po.engine && mode != PROBE_DOCKER) {
+		cli_error("probe", "--engine applies to --mode docker only");
+		return CLI_EXIT_USAGE;
+	}
+	if ((po.host || po.remote_labbox) && mode != PROBE_SSH) {
 		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
 		return CLI_EXIT_USAGE;
 	}
-	if (drive && (!mode || strcmp(mode, "colab") != 0)) {
+	if (po.drive && mode != PROBE_COLAB) {
 		cli_error("probe", "--drive goes with --mode colab");
 		return CLI_EXIT_USAGE;
 	}
-	if (mode && strcmp(mode, "slurm") == 0)
-		return probe_slurm(json);
-	if (mode && strcmp(mode, "colab") == 0) {
-		if (!drive || !*drive) {
-			cli_error("probe", "--mode colab needs --drive DIR");
-			return CLI_EXIT_USAGE;
-		}
-		return probe_colab(drive, json);
-	}
-	if (mode && strcmp(mode, "local") != 0) {
-		if (strcmp(mode, "ssh") != 0) {
-			cli_error("probe", "--mode '%s' cannot be probed (probe knows local, ssh, slurm, "
-				  "colab)", mode);
-			return CLI_EXIT_USAGE;
-		}
-		if (!host) {
+	switch (mode) {
+	case PROBE_LOCAL:
+		return probe_local(&po);
+	case PROBE_DOCKER:
+		return probe_docker(&po);
+	case PROBE_SSH:
+		if (!po.host) {
 			cli_error("probe", "--mode ssh needs --host NAME");
 			return CLI_EXIT_USAGE;
 		}
-		return probe_ssh(host, remote_labbox, json);
-	}
-	lb_probe p;
-	if (lb_sandbox_probe(&p) < 0) {
-		cli_error("probe", "out of memory");
-		return 125;
-	}
-	json_object *doc = json_object_new_object();
-	json_object_object_add(doc, "schema", json_object_new_string("labbox.probe/1"));
-	json_object_object_add(doc, "uid", json_object_new_int((int)p.uid));
-	json_object *ns = json_object_new_object();
-	json_object_object_add(ns, "user", json_object_new_boolean(p.user_ns));
-	json_object_object_add(ns, "pid", json_object_new_boolean(p.pid_ns));
-	json_object_object_add(ns, "mount", json_object_new_boolean(p.mount_ns));
-	json_object_object_add(ns, "network", json_object_new_boolean(p.net_ns));
-	json_object_object_add(ns, "ipc", json_object_new_boolean(p.ipc_ns));
-	json_object_object_add(ns, "uts", json_object_new_boolean(p.uts_ns));
-	json_object_object_add(ns, "cgroup", json_object_new_boolean(p.cgroup_ns));
-	json_object_object_add(doc, "namespaces", ns);
-	json_object *uns = json_object_new_object();
-	json_object_object_add(uns, "max_user_namespaces", json_object_new_int64(p.max_user_namespaces));
-	json_object_object_add(uns, "unprivileged_userns_clone",
-			       p.unprivileged_userns < 0 ? NULL : json_object_new_int(p.unprivileged_userns));
-	json_object_object_add(uns, "apparmor_restrict_unprivileged_userns",
-			       p.apparmor_restrict_userns < 0 ? NULL
-							      : json_object_new_int(p.apparmor_restrict_userns));
-	json_object_object_add(doc, "user_namespaces", uns);
-	json_object *sec = json_object_new_object();
-	json_object_object_add(sec, "usable", json_object_new_boolean(p.seccomp));
-	json_object_object_add(sec, "api_level", json_object_new_int((int)p.seccomp_api));
-	json_object_object_add(doc, "seccomp", sec);
-	json_object *cg = json_object_new_object();
-	json_object_object_add(cg, "version", p.cgroup_version ? json_object_new_int(p.cgroup_version) : NULL);
-	json_object_object_add(cg, "memory", json_object_new_boolean(p.cgroup_memory));
-	json_object_object_add(cg, "pids", json_object_new_boolean(p.cgroup_pids));
-	json_object_object_add(cg, "cpu", json_object_new_boolean(p.cgroup_cpu));
-	json_object_object_add(cg, "where", p.cgroup_where[0] ? json_object_new_string(p.cgroup_where) : NULL);
-	json_object_object_add(doc, "cgroups", cg);
-	json_object *sbj = json_object_new_object();
-	json_object_object_add(sbj, "works", json_object_new_boolean(p.sandbox_works));
-	json_object_object_add(sbj, "error", p.sandbox_works ? NULL : json_object_new_string(p.sandbox_error));
-	json_object_object_add(doc, "sandbox", sbj);
-	json_object *pys = json_object_new_array();
-	json_object_array_add(pys, python_json("python3"));
-	json_object_array_add(pys, python_json("/usr/bin/python3"));
-	json_object_object_add(doc, "interpreters", pys);
-	json_object_object_add(doc, "gpus", gpus_json());
-
-	if (json) {
-		cli_json_print(doc);
-	} else {
-		printf("labbox probe (uid %d)\n", (int)p.uid);
-		printf("  sandbox            %s%s%s\n", p.sandbox_works ? "works" : "DOES NOT WORK",
-		       p.sandbox_works ? "" : ": ", p.sandbox_works ? "" : p.sandbox_error);
-		printf("  namespaces         user %s, pid %s, mount %s, network %s, ipc %s, uts %s, "
-		       "cgroup %s\n",
-		       yn(p.user_ns), yn(p.pid_ns), yn(p.mount_ns), yn(p.net_ns), yn(p.ipc_ns),
-		       yn(p.uts_ns), yn(p.cgroup_ns));
-		printf("  user namespaces    max %ld", p.max_user_namespaces);
-		if (p.unprivileged_userns >= 0)
-			printf(", unprivileged_userns_clone %d", p.unprivileged_userns);
-		if (p.apparmor_restrict_userns >= 0)
-			printf(", apparmor restriction %d", p.apparmor_restrict_userns);
-		printf("\n  seccomp            %s (API level %u)\n", yn(p.seccomp), p.seccomp_api);
-		if (p.cgroup_version)
-			printf("  cgroups            v%d: memory %s, pids %s, cpu %s (under %s)\n",
-			       p.cgroup_version, yn(p.cgroup_memory), yn(p.cgroup_pids),
-			       yn(p.cgroup_cpu), p.cgroup_where);
-		else
-			printf("  cgroups            none usable by this user: --memory, --pids-limit "
-			       "and --cpus need --allow-degraded\n");
-		for (size_t i = 0; i < json_object_array_length(pys); i++) {
-			json_object *o = json_object_array_get_idx(pys, i), *v, *n;
-			json_object_object_get_ex(o, "name", &n);
-			if (json_object_object_get_ex(o, "version", &v)) {
-				json_object *e;
-				json_object_object_get_ex(o, "executable", &e);
-				printf("  %-18s Python %s at %s\n", json_object_get_string(n),
-				       json_object_get_string(v), json_object_get_string(e));
-			} else {
-				printf("  %-18s not usable\n", json_object_get_string(n));
-			}
+		return probe_ssh(po.host, po.remote_labbox, po.json);
+	case PROBE_SLURM:
+		return probe_slurm(po.json);
+	case PROBE_COLAB:
+		if (!po.drive || !*po.drive) {
+			cli_error("probe", "--mode colab needs --drive DIR");
+			return CLI_EXIT_USAGE;
 		}
-		json_object *g;
-		json_object_object_get_ex(doc, "gpus", &g);
-		printf("  NVIDIA GPUs        %zu\n", json_object_array_length(g));
+		return probe_colab(po.drive, po.json);
 	}
-	json_object_put(doc);
-	return p.sandbox_works ? 0 : 125;
+	return CLI_EXIT_USAGE;
 }

@@ -1,5 +1,6 @@
 /* labbox run: the whole pipeline on one experiment directory. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
@@ -37,7 +38,11 @@ static const char run_help[] =
 	"                       Slurm job, or Colab (never a fallback to another)\n"
 	"  --image NAME         mode docker: the image (default: image: in labbox.yaml); in\n"
 	"                       docker mode --python names the interpreter inside the image\n"
-	"                       (default python3)\n"
+	"                       (default python3). Without an image labbox builds one: FROM\n"
+	"                       the base, the experiment's requirements.txt installed, a\n"
+	"                       non-root user; tagged by the hash of those and reused\n"
+	"  --base-image NAME    mode docker: the base of that build (default: base_image: in\n"
+	"                       labbox.yaml, else " LB_DOCKER_DEFAULT_BASE ")\n"
 	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
 	"                       DOCKER_HOST and docker contexts are honoured)\n"
 	"  --host NAME          mode ssh: the host, as `ssh NAME` takes it (default: host: in\n"
@@ -92,7 +97,7 @@ static const char run_help[] =
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
-       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE };
+       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -325,6 +330,7 @@ int cli_run(int argc, char **argv)
 		{"entry", required_argument, NULL, OPT_ENTRY},
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"image", required_argument, NULL, OPT_IMAGE},
+		{"base-image", required_argument, NULL, OPT_BASE_IMAGE},
 		{"engine", required_argument, NULL, OPT_ENGINE},
 		{"host", required_argument, NULL, OPT_HOST},
 		{"remote-labbox", required_argument, NULL, OPT_REMOTE_LABBOX},
@@ -399,6 +405,13 @@ int cli_run(int argc, char **argv)
 				goto done;
 			}
 			req.image = optarg;
+			break;
+		case OPT_BASE_IMAGE:
+			if (!optarg[0]) {
+				cli_error("run", "--base-image needs an image name");
+				goto done;
+			}
+			req.base_image = optarg;
 			break;
 		case OPT_ENGINE:
 			if (strcmp(optarg, "docker") != 0 && strcmp(optarg, "podman") != 0) {

@@ -1018,6 +1018,8 @@ int cli_rerun(int argc, char **argv)
 		/* The same image and the interpreter inside it; the local python3 recorded as the
 		 * manifest's interpreter served the static check only. */
 		req.image = get_str(cfg, "image", NULL);
+		/* A built image is built again from its base (the same recipe reuses it). */
+		req.base_image = get_str(cfg, "base_image", NULL);
 		req.engine = get_str(cfg, "engine_asked", NULL);
 		req.python = get_str(cfg, "python_in_image", NULL);
 	} else if (strcmp(req.mode, "ssh") == 0) {

@@ -136,14 +136,16 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		return *dst ? 0 : -ENOMEM;
 	}
 	if (strcmp(key, "entry") == 0 || strcmp(key, "python") == 0 || strcmp(key, "mode") == 0 ||
-	    strcmp(key, "image") == 0 || strcmp(key, "host") == 0 || strcmp(key, "drive") == 0) {
+	    strcmp(key, "image") == 0 || strcmp(key, "host") == 0 || strcmp(key, "drive") == 0 ||
+	    strcmp(key, "base_image") == 0) {
 		const char *s = scalar(val);
 		if (!s || !*s)
 			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
 		char **dst = key[0] == 'e' ? &c->entry : key[0] == 'p' ? &c->python
 						: key[0] == 'i'	 ? &c->image
 						: key[0] == 'h'	 ? &c->host
-						: key[0] == 'd'	 ? &c->drive : &c->mode;
+						: key[0] == 'd'	 ? &c->drive
+						: key[0] == 'b'	 ? &c->base_image : &c->mode;
 		if (*dst)
 			return bad(err, errlen, val, "'%s' is given twice", key);
 		*dst = strdup(s);
@@ -193,7 +195,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	    strcmp(key, "sweep") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, host, drive, slurm, budget, metrics, results, check, plan, sweep)", key);
+		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, base_image, host, drive, slurm, budget, metrics, results, check, plan, sweep)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -299,6 +301,7 @@ void lb_config_free(lb_exp_config *c)
 	free(c->slurm_account);
 	free(c->slurm_qos);
 	free(c->drive);
+	free(c->base_image);
 	for (size_t i = 0; i < c->nargs; i++)
 		free(c->args[i]);
 	free(c->args);

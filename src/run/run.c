@@ -1007,8 +1007,17 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "mode", json_object_new_string(be->ops->name));
 	if (st->remote) {
 		json_object *bd = be->ops->describe(be), *bv;
-		json_object_object_add(cfg, "image", json_object_object_get_ex(bd, "image", &bv)
-							    ? json_object_get(bv) : NULL);
+		/* A built image is recorded by its base, so rerun builds it again from the staged
+		 * requirements.txt (the same recipe reuses the same tag); a named one by name. */
+		json_object *origin = NULL, *build = NULL;
+		json_object_object_get_ex(bd, "image_origin", &origin);
+		bool built = json_object_object_get_ex(bd, "build", &build) && build;
+		json_object_object_add(cfg, "image",
+				       !built && json_object_object_get_ex(bd, "image", &bv) ? json_object_get(bv) : NULL);
+		json_object_object_add(cfg, "base_image",
+				       built && json_object_object_get_ex(build, "base_image", &bv) ? json_object_get(bv) : NULL);
+		json_object_object_add(cfg, "image_built",
+				       built && json_object_object_get_ex(bd, "image", &bv) ? json_object_get(bv) : NULL);
 		json_object_object_add(cfg, "engine_asked",
 				       req->engine ? json_object_new_string(req->engine) : NULL);
 		if (strcmp(be->ops->name, "ssh") == 0) {
@@ -1296,6 +1305,14 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
 	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
 	int r;
+	if (strcmp(mode, "docker") != 0 && (req->image || req->base_image || req->engine)) {
+		/* A container's settings on a run that is not in one would be ignored: say so. */
+		memset(out, 0, sizeof *out);
+		usage_error(out, "%s applies to mode docker only (this run's mode is %s)",
+			    req->image ? "--image" : req->base_image ? "--base-image" : "--engine", mode);
+		lb_config_free(&cfg);
+		return 0;
+	}
 	if (strcmp(mode, "ssh") == 0) {
 		r = run_ssh(req, loaded ? &cfg : NULL, out);
 		lb_config_free(&cfg);
@@ -1316,17 +1333,33 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		lb_config_free(&cfg);
 		return r;
 	}
-	const char *image = req->image ? req->image : loaded ? cfg.image : NULL;
-	if (!image) {
+	/* No image named: the backend builds one from the base (docs/decisions.md). An image
+	 * and a base together say two different things; the command line's image wins over
+	 * labbox.yaml's base and the reverse, as flags win over the file. */
+	const char *image = req->image ? req->image : req->base_image ? NULL : loaded ? cfg.image : NULL;
+	const char *base = req->base_image ? req->base_image
+			   : req->image	    ? NULL
+			   : loaded	    ? cfg.base_image
+					    : NULL;
+	if (image && base) {
 		memset(out, 0, sizeof *out);
-		usage_error(out, "mode docker needs an image: --image NAME or image: in labbox.yaml");
+		usage_error(out, "%s names the image to run and %s the base of one to build: give one "
+			    "of them", req->image ? "--image" : "labbox.yaml's image:",
+			    req->base_image ? "--base-image" : "labbox.yaml's base_image:");
+		lb_config_free(&cfg);
+		return 0;
+	}
+	if (base && !lb_docker_image_name_ok(base)) {
+		memset(out, 0, sizeof *out);
+		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+)",
+			    req->base_image ? "--base-image" : "labbox.yaml's base_image:", base);
 		lb_config_free(&cfg);
 		return 0;
 	}
 	uid_t uid;
 	gid_t gid;
 	lb_sandbox_payload_ids(sb, &uid, &gid);
-	lb_docker_config dc = {.engine = req->engine, .image = image,
+	lb_docker_config dc = {.engine = req->engine, .image = image, .base_image = base,
 			       .python = req->python ? req->python : loaded ? cfg.python : NULL,
 			       .sandbox = req->sandbox_config, .grace = req->grace,
 			       .uid = uid, .gid = gid};

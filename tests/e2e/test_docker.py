@@ -190,3 +190,265 @@ def test_labbox_yaml_mode_docker(dockerd, tmp_path):
     assert r.returncode == 0, r.stderr
     assert doc["backend"]["name"] == "docker"
     assert doc["metrics"]["values"]["answer"] == 42
+
+
+# --- images built by labbox from a generated Dockerfile (no --image) ---
+
+def image_facts(env, ref):
+    out = docker(env, "image", "inspect", "--format", "{{.Id}} {{.Created}}", ref)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def brun(env, expdir, runs, *opts, **kw):
+    """--mode docker without --image: labbox builds FROM the test image."""
+    return run_exp(expdir, runs, "--mode", "docker", "--base-image", IMAGE, *opts, env=env,
+                   python="python3", **kw)
+
+
+def test_built_image_runs_quickstart_and_is_reused(dockerd, tmp_path):
+    r = brun(dockerd, REPO / "examples" / "quickstart", tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    be = r.result["backend"]
+    assert be["image_origin"] in ("built", "reused")  # another test may have built it first
+    tag = be["image"]
+    assert tag.startswith("labbox-experiment:")
+    assert be["build"]["base_image"] == IMAGE and be["build"]["requirements_txt"] is False
+    assert be["build"]["base_image_id"] == image_facts(dockerd, IMAGE).split()[0]
+    dockerfile = Path(be["build"]["dockerfile"])
+    text = dockerfile.read_text()
+    assert text.splitlines()[3] == f"FROM {IMAGE}" and "USER researcher" in text
+    assert set(r.result["metrics"]["conditions"]) == {"lambda_0.01", "lambda_1", "lambda_100"}
+    # the image the engine holds carries labbox's labels and a non-root user
+    cfg = docker(dockerd, "image", "inspect", "--format",
+                 "{{.Config.User}} {{index .Config.Labels \"labbox.recipe\"}}", tag)
+    assert cfg.stdout.split() == ["researcher", be["build"]["recipe_sha256"]]
+    before = image_facts(dockerd, tag)
+
+    r2 = brun(dockerd, REPO / "examples" / "quickstart", tmp_path / "runs")
+    assert r2.rc == 0, r2.why()
+    be2 = r2.result["backend"]
+    assert be2["image_origin"] == "reused" and be2["image"] == tag
+    assert be2["build"]["log"] is None  # nothing built, so no log
+    assert image_facts(dockerd, tag) == before  # the engine's own id and creation time
+    assert be2["environment_from_cache"] is True
+    assert (r2.run_dir / "environment.txt").read_text().startswith("Python 3.")
+    assert r2.file_json("manifest.json")["config"]["base_image"] == IMAGE
+    assert containers_left(dockerd) == []
+
+
+def test_built_image_changes_with_requirements(dockerd, tmp_path):
+    """The tag is the hash of what went in: a comment-only requirements.txt is a new recipe,
+    and on a base without pip it is refused plainly, with the build log kept."""
+    exp = write_exp(tmp_path, "print('x: 1')\n",
+                    files={"requirements.txt": "nosuchpkg-labbox==1.0\n"})
+    r = brun(dockerd, exp, tmp_path / "runs")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "has no pip" in msg and IMAGE in msg and "requirements.txt" in msg, msg
+    log = r.run_dir / "docker-build.log"
+    assert str(log) in msg and log.is_file()
+    assert "has no pip" in log.read_text()
+    assert (r.run_dir / "docker-build" / "requirements.txt").read_text() == "nosuchpkg-labbox==1.0\n"
+    assert r.result["backend"]["build"]["requirements_txt"] is True
+    assert not (r.exp / "results.json").exists()
+    left = docker(dockerd, "ps", "-a", "-q")  # --force-rm: no intermediate container
+    assert left.stdout.split() == []
+
+
+def test_build_without_base_is_125(dockerd, tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    r = run_exp(exp, tmp_path / "runs", "--mode", "docker", "--base-image",
+                "labbox-no-such-base:1", env=dockerd, python="python3")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "labbox-no-such-base:1" in msg and "pull" in msg, msg
+
+
+def test_image_and_base_image_together_is_usage_error(tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    r = labbox("run", "--json", "--mode", "docker", "--image", IMAGE, "--base-image", IMAGE,
+               "--runs-dir", tmp_path / "runs", exp)
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert "--image" in doc["error"]["message"] and "--base-image" in doc["error"]["message"]
+    bad = labbox("run", "--mode", "docker", "--base-image", "bad name", "--runs-dir",
+                 tmp_path / "runs", exp)
+    assert bad.returncode == 2 and "'bad name'" in bad.stderr
+    local = labbox("run", "--base-image", IMAGE, "--runs-dir", tmp_path / "runs", exp)
+    assert local.returncode == 2 and "mode docker only" in local.stderr
+
+
+def test_labbox_yaml_base_image(dockerd, tmp_path):
+    exp = write_exp(tmp_path, "print('answer: 42')\n",
+                    yaml=f"mode: docker\nbase_image: {IMAGE}\n")
+    r = labbox("run", "--json", "--runs-dir", tmp_path / "runs", exp, env=dockerd)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert doc["backend"]["build"]["base_image"] == IMAGE
+    assert doc["backend"]["image_origin"] in ("built", "reused")
+
+
+# --- the OOM rule and podman ---
+
+def test_exit_137_under_memory_limit_is_oom(dockerd, tmp_path):
+    """A SIGKILL the engine does not flag as an OOM kill (as podman on cgroup v1 reports the
+    OOM killer) counts as one under --memory, and says so; without --memory it is a signal."""
+    exp = write_exp(tmp_path, """
+        import os, signal
+        print("accuracy: 0.5", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    r = drun(dockerd, exp, tmp_path / "runs", "--memory", "256m", "--policy", "permissive")
+    assert r.rc == 137, r.why()
+    assert r.result["status"] == "oom" and r.result["oom_killed"] is True
+    assert "137" in r.result["backend"]["oom_reported_by"]
+    plain = drun(dockerd, exp, tmp_path / "runs2", "--policy", "permissive")
+    assert plain.rc == 1, plain.why()
+    assert plain.result["oom_killed"] is False and plain.result["signal"] == 9
+    assert plain.result["backend"]["oom_reported_by"] is None
+
+
+def test_engine_oom_is_reported_by_the_engine(dockerd, tmp_path):
+    exp = write_exp(tmp_path, """
+        blocks = []
+        while True:
+            blocks.append(bytearray(16 << 20))
+    """, yaml="metrics: none\n")
+    r = drun(dockerd, exp, tmp_path / "runs", "--memory", "96m", "--policy", "permissive")
+    assert r.rc == 137, r.why()
+    assert r.result["backend"]["oom_reported_by"].startswith("engine")
+
+
+def test_absent_podman_is_125_naming_it(dockerd, tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    # a directory the sandboxed check (uid 65534) can reach, unlike the 0700 tmp_path
+    bin_dir = Path(tempfile.mkdtemp(prefix="labbox-nopodman-", dir="/var/tmp"))
+    bin_dir.chmod(0o755)
+    # only the local python3 the static check compiles with: no podman on this PATH
+    (bin_dir / "python3").symlink_to("/usr/bin/python3")
+    env = dict(dockerd, PATH=str(bin_dir))
+    r = run_exp(exp, tmp_path / "runs", "--mode", "docker", "--engine", "podman", "--image",
+                IMAGE, env=env, python="python3")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "podman" in msg and "not installed" in msg, msg
+    assert r.result["backend"]["engine"] == "podman"  # never docker instead
+    p = labbox("probe", "--mode", "docker", "--engine", "podman", "--json", env=env)
+    assert p.returncode == 125
+    assert "podman" in json.loads(p.stdout)["error"]["message"]
+    shutil.rmtree(bin_dir, ignore_errors=True)
+
+
+# --- labbox probe --mode docker ---
+
+def test_probe_docker_matches_the_engine(dockerd):
+    p = labbox("probe", "--mode", "docker", "--json", env=dockerd)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.probe/1" and doc["mode"] == "docker" and doc["works"]
+    be = doc["backend"]
+    info = json.loads(docker(dockerd, "info", "--format", "{{json .}}").stdout)
+    assert be["engine"] == "docker" and be["version"] == info["ServerVersion"]
+    assert be["host"] == dockerd["DOCKER_HOST"]
+    assert be["cgroup"]["version"] == "v" + info["CgroupVersion"]
+    assert be["limits"]["memory"] == info["MemoryLimit"]
+    assert be["limits"]["pids_limit"] == info["PidsLimit"]
+    assert be["limits"]["cpus"] == info["CpuCfsQuota"]
+    assert be["rootless"] == any("rootless" in s for s in info["SecurityOptions"])
+    assert be["security_options"] == info["SecurityOptions"]
+    assert isinstance(be["limits"]["gpus"]["honoured"], bool) and be["limits"]["gpus"]["how"]
+    text = labbox("probe", "--mode", "docker", env=dockerd)
+    assert text.returncode == 0 and "--pids-limit" in text.stdout and "cgroups" in text.stdout
+
+
+def test_probe_docker_unreachable_is_125(tmp_path):
+    sock = f"unix://{tmp_path}/nothing.sock"
+    env = dict(os.environ, DOCKER_HOST=sock)
+    p = labbox("probe", "--mode", "docker", env=env)
+    assert p.returncode == 125
+    assert sock in p.stderr and "docker info" in p.stderr
+    j = labbox("probe", "--mode", "docker", "--json", env=env)
+    assert j.returncode == 125
+    doc = json.loads(j.stdout)
+    assert doc["schema"] == "labbox.error/1" and "docker info" in doc["error"]["message"]
+    bad = labbox("probe", "--mode", "nowhere")
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
+    eng = labbox("probe", "--engine", "docker")
+    assert eng.returncode == 2 and "--mode docker" in eng.stderr
+
+
+# --- labbox exec --mode docker ---
+
+def dexec(env, *args, input=None):
+    return labbox("exec", "--mode", "docker", "--image", IMAGE, *args, env=env, input=input)
+
+
+def test_exec_in_docker(dockerd, tmp_path):
+    r = dexec(dockerd, "--", "sh", "-c", "echo out; echo err >&2; id -u; exit 3")
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.split() == ["out", "65534"] and "err" in r.stderr
+    cat = dexec(dockerd, "--", "cat", input="hello\n")
+    assert cat.returncode == 0 and cat.stdout == "hello\n"
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    wd.chmod(0o777)
+    j = dexec(dockerd, "-w", wd, "--json", "--", "sh", "-c", "pwd; touch made; cat /etc/hostname >/dev/null")
+    assert j.returncode == 0, j.stderr
+    doc = json.loads(j.stdout)
+    assert doc["schema"] == "labbox.exec/1" and doc["status"] == "exited"
+    assert doc["backend"]["name"] == "docker" and doc["backend"]["image"] == IMAGE
+    assert doc["isolation"]["network"] == "loopback" and doc["isolation"]["capabilities"] == "none"
+    assert (wd / "made").exists() and str(wd) in j.stderr
+    assert containers_left(dockerd) == []
+
+
+def test_exec_in_docker_limits(dockerd):
+    t = dexec(dockerd, "--budget", "2", "--grace", "1", "--", "sleep", "600")
+    assert t.returncode == 124, t.stderr
+    m = dexec(dockerd, "--memory", "64m", "--json", "--", "python3", "-c",
+              "b=[]\nwhile True: b.append(bytearray(8 << 20))")
+    assert m.returncode == 137, m.stderr
+    assert json.loads(m.stdout)["status"] == "oom"
+    n = dexec(dockerd, "--", "python3", "-c",
+              "import socket\ntry:\n socket.create_connection(('1.1.1.1', 53), timeout=3); print('connected')\n"
+              "except OSError: print('refused')")
+    assert n.stdout.strip() == "refused"
+    p = dexec(dockerd, "--pids-limit", "20", "--", "python3", "-c",
+              "import os, time\nn = 0\ntry:\n for i in range(60):\n  if os.fork() == 0:\n"
+              "   time.sleep(3); os._exit(0)\n  n += 1\nexcept OSError as e:\n"
+              " print('stopped at', n, e.errno)")
+    assert p.returncode == 0, p.stderr
+    words = p.stdout.split()
+    assert words[:2] == ["stopped", "at"] and int(words[2]) < 20 and words[3] == "11"  # EAGAIN
+    missing = dexec(dockerd, "--", "no-such-command-labbox")
+    assert missing.returncode == 127
+    assert containers_left(dockerd) == []
+
+
+def test_exec_docker_usage_errors():
+    r = labbox("exec", "--mode", "docker", "--", "true")
+    assert r.returncode == 2 and "--image" in r.stderr
+    r = labbox("exec", "--mode", "ssh", "--", "true")
+    assert r.returncode == 2 and "ssh" in r.stderr and "labbox run --mode" in r.stderr
+    r = labbox("exec", "--image", IMAGE, "--", "true")
+    assert r.returncode == 2 and "--mode docker" in r.stderr
+    j = labbox("exec", "--mode", "docker", "--json", "--", "true")
+    assert j.returncode == 2 and json.loads(j.stdout)["schema"] == "labbox.error/1"
+
+
+def test_rerun_of_a_built_image_builds_from_the_same_base(dockerd, tmp_path):
+    exp = write_exp(tmp_path, "print('answer: 42')\n")
+    runs = tmp_path / "runs"
+    r = brun(dockerd, exp, runs)
+    assert r.rc == 0, r.why()
+    man = r.file_json("manifest.json")["config"]
+    assert man["image"] is None and man["base_image"] == IMAGE
+    assert man["image_built"] == r.result["backend"]["image"]
+    q = labbox("rerun", "--json", "--runs-dir", runs, r.result["id"], env=dockerd)
+    assert q.returncode == 0, q.stderr
+    doc = json.loads(q.stdout)
+    assert doc["rerun"]["of"] == r.result["id"]
+    assert doc["backend"]["image"] == r.result["backend"]["image"]
+    assert doc["backend"]["image_origin"] == "reused"
+    assert doc["metrics"]["values"]["answer"] == 42

@@ -133,12 +133,32 @@ static void test_slurm_block(void **state)
 	assert_non_null(strstr(err, "gpus"));
 }
 
+static void test_docker_keys(void **state)
+{
+	(void)state;
+	lb_exp_config c;
+	char err[256] = "";
+	assert_int_equal(parse("mode: docker\nbase_image: python:3.12-slim\n", &c, err), 0);
+	assert_string_equal(c.mode, "docker");
+	assert_string_equal(c.base_image, "python:3.12-slim");
+	assert_null(c.image);
+	lb_config_free(&c);
+	assert_null(c.base_image);
+	assert_int_equal(parse("base_image: a\nbase_image: b\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "twice"));
+	assert_int_equal(parse("base_image: [a]\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "'base_image' must be a non-empty string"));
+	assert_int_equal(parse("base-image: a\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "base_image"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_metrics_none),
 		cmocka_unit_test(test_backend_keys),
+		cmocka_unit_test(test_docker_keys),
 		cmocka_unit_test(test_empty_is_defaults),
 		cmocka_unit_test(test_errors_name_the_problem),
 		cmocka_unit_test(test_slurm_block),
