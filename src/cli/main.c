@@ -19,6 +19,7 @@ static const char usage[] =
 	"  probe                  what isolation this host offers this user\n"
 	"  runs list|show|compare the run history: filter, inspect, compare two runs\n"
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
+	"  mcp                    serve these commands to agents (Model Context Protocol, stdio)\n"
 	"  version                print the version\n"
 	"\n"
 	"`labbox COMMAND --help` documents each command's flags.\n";
@@ -66,6 +67,8 @@ int main(int argc, char **argv)
 		rc = cli_runs(argc - 1, argv + 1);
 	else if (strcmp(cmd, "rerun") == 0)
 		rc = cli_rerun(argc - 1, argv + 1);
+	else if (strcmp(cmd, "mcp") == 0)
+		rc = cli_mcp(argc - 1, argv + 1);
 	else {
 		/* A pipeline that misspelt the command still gets its one document. */
 		static const struct option json_only[] = {{"json", no_argument, NULL, 1},
