@@ -598,9 +598,10 @@ int lb_mcp_call_build(const char *name, json_object *args, const lb_mcp_limits *
 		if (r == 0)
 			push(&a, "%s", path);
 	} else if (strcmp(name, "run") == 0) {
+		/* Not -q: with --json the experiment's output goes to stderr, where the server
+		 * reads it for progress notifications. */
 		push(&a, "run");
 		push(&a, "--json");
-		push(&a, "-q");
 		r = exp_args(&c, args, lim, stage, &a, &call->staged, path, true);
 		if (r == 0)
 			r = run_limits(&c, args, lim, &a);
@@ -651,7 +652,6 @@ int lb_mcp_call_build(const char *name, json_object *args, const lb_mcp_limits *
 			if (strcmp(name, "rerun") == 0) {
 				push(&a, "rerun");
 				push(&a, "--json");
-				push(&a, "-q");
 			} else {
 				push(&a, "runs");
 				push(&a, "show");
