@@ -227,11 +227,11 @@ static int arg_strings(ctx *c, json_object *args, const char *key, json_object *
 	return 0;
 }
 
-/* Refuse argument names the tool's schema does not declare. */
-static int check_names(ctx *c, const struct mcp_tool *t, json_object *args)
+/* Refuse argument names the tool's schema does not declare, and ask for those it requires. */
+static int check_names_in(ctx *c, const struct mcp_tool *t, json_object *args)
 {
 	if (!args)
-		return 0;
+		return bad(c, "out of memory");
 	json_object *schema = json_tokener_parse(t->schema), *props = NULL;
 	if (!schema || !json_object_object_get_ex(schema, "properties", &props)) {
 		json_object_put(schema);
@@ -261,13 +261,25 @@ static int check_names(ctx *c, const struct mcp_tool *t, json_object *args)
 	return r;
 }
 
+static int check_names(ctx *c, const struct mcp_tool *t, json_object *args)
+{
+	json_object *empty = NULL;
+	if (!args)
+		args = empty = json_object_new_object(); /* so that required names are still asked for */
+	int r = check_names_in(c, t, args);
+	json_object_put(empty);
+	return r;
+}
+
 /* A run id as the index spells them (a prefix is fine): letters, digits, '-', '_', '.',
  * not starting with '-', so it can never be read as an option. */
 static int arg_run_id(ctx *c, json_object *args, const char *key, const char **out)
 {
 	int r = arg_str(c, args, key, out);
-	if (r < 0 || r > 1)
+	if (r < 0)
 		return r;
+	if (r == 0) /* the schema requires it; never trust that it was checked */
+		return bad(c, "argument '%s' is required", key);
 	const char *s = *out;
 	if (s[0] == '-' || strlen(s) > 128)
 		return bad(c, "argument '%s' is not a run id", key);

@@ -330,6 +330,11 @@ def test_raw_malformed_input_gets_errors_and_the_server_keeps_serving(tmp_path):
         (b'{"jsonrpc":"2.0","id":9,"method":"ping","x":"\xff\xfe"}\n', -32700, None),
         (b'{"jsonrpc":"2.0","id":10,"method":"ping"}\x00\n', -32700, None),
         (b"[" * 100000 + b"\n", -32700, None),
+        # Found by fuzz/fuzz_mcp: a tool that needs a run id, called without arguments.
+        (b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"rerun"}}\n',
+         -32602, 12),
+        (b'{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"explain",'
+         b'"arguments":null}}\n', -32602, 13),
     ]
     for data, code, rid in bad:
         raw.send(data)
