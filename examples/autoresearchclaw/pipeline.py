@@ -5,7 +5,9 @@ read a SandboxResult: returncode, stdout, stderr, elapsed_sec, metrics, timed_ou
 adapter has that shape, and the code runs isolated under a time budget, its metrics parsed
 and checked by labbox (NaN and Inf flagged, never dropped).
 
-    python3 examples/autoresearchclaw/pipeline.py      # labbox from LABBOX_BIN or PATH
+    python3 examples/autoresearchclaw/pipeline.py [WORKDIR]   # labbox from LABBOX_BIN or PATH
+
+Runs are recorded under WORKDIR (default ./labbox-sandbox).
 """
 import sys
 from pathlib import Path
@@ -29,8 +31,8 @@ BROKEN = "import numpy_that_does_not_exist\n"
 
 
 def main():
-    sandbox = LabboxSandbox(workdir=Path(__file__).resolve().parent / "work",
-                            python="/usr/bin/python3")
+    workdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd() / "labbox-sandbox"
+    sandbox = LabboxSandbox(workdir=workdir, python="/usr/bin/python3")
     for name, code in (("experiment", EXPERIMENT), ("broken", BROKEN)):
         res = sandbox.run(code, timeout_sec=60)
         print(f"{name}: returncode={res.returncode} timed_out={res.timed_out} "
