@@ -206,9 +206,9 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 				lb_buf_printf(b, "\nsuggestion: %s", sug);
 		}
 		json_object *rep;
-		if (json_object_object_get_ex(doc, "reproduced", &rep))
-			lb_buf_printf(b, "\nreproduced: %s",
-				      json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		if (json_object_object_get_ex(doc, "rerun", &rep) && json_object_is_type(rep, json_type_object))
+			lb_buf_printf(b, "\nrerun of %s: %s", str_of(rep, "of", "?"),
+				      str_of(rep, "verdict", "?"));
 		return;
 	}
 	if (strcmp(schema, "labbox.check/1") == 0) {

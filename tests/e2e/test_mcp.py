@@ -142,6 +142,29 @@ def test_sdk_runs_inline_files_and_explains_a_failure(sdk, tmp_path):
     assert "suggestion" in explain["result"]["content"][0]["text"] or e["failure"].get("summary")
 
 
+def test_sdk_rerun_within_the_limits(sdk, tmp_path):
+    exp = write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
+    # A run recorded without a budget, outside the server...
+    r = subprocess.run([LABBOX, "run", "--json", "-q", "--python", PYTHON, str(exp)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    free = json.loads(r.stdout)["id"]
+    run, = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "run", "arguments": {"expdir": "exp", "python": PYTHON}}])
+    capped = run["result"]["structuredContent"]
+    assert capped["status"] == "completed" and capped["budget_s"] == 60
+    again, refused = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "rerun", "arguments": {"run_id": capped["id"]}},
+        {"op": "call", "name": "rerun", "arguments": {"run_id": free}},
+    ])
+    doc = again["result"]["structuredContent"]
+    assert doc["schema"] == "labbox.run/1" and doc["rerun"]["of"] == capped["id"]
+    assert doc["rerun"]["verdict"] == "match"
+    assert f"rerun of {capped['id']}: match" in again["result"]["content"][0]["text"]
+    # ... is more than this server allows: rerun would repeat it without a budget.
+    assert refused["result"]["isError"] is True
+    assert refused["result"]["structuredContent"]["error"]["limit"] == "max-budget"
+
+
 def test_sdk_cancel_ends_the_run_as_ctrl_c(sdk, tmp_path):
     marker = unique("mcpcancel")
     exp = write_exp(tmp_path, """
