@@ -56,10 +56,11 @@ def scenario(server_args, steps, cwd):
     return str(path)
 
 
-def drive(sdk, cwd, server_args, steps, timeout=300):
+def drive(sdk, cwd, server_args, steps, timeout=300, env=None):
     """Run the SDK client through STEPS; return its output lines (one per step, parsed)."""
     p = subprocess.run(["node", str(sdk), scenario(server_args, steps, cwd)], cwd=cwd,
-                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=env)
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
     assert p.returncode == 0, f"client failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
     assert lines[0]["event"] == "connected" and lines[-1]["event"] == "closed", p.stdout
@@ -122,8 +123,21 @@ def test_sdk_checks_runs_and_explains_the_quickstart(sdk, tmp_path):
 def test_sdk_runs_inline_files_and_explains_a_failure(sdk, tmp_path):
     files = {"main.py": "import helper\nprint('accuracy: 0.75')\nhelper.boom()\n",
              "helper.py": "def boom():\n    raise ValueError('no convergence')\n"}
-    run, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
-        {"op": "call", "name": "run", "arguments": {"files": files, "python": PYTHON}}])
+    private = tmp_path / "tmpdir"
+    private.mkdir()
+    env = dict(os.environ, TMPDIR=str(private))
+    bad = {"main.py": "import subprocess\nsubprocess.run(['id'])\nprint('accuracy: 1')\n"}
+    run, check, rejected = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "run", "arguments": {"files": files, "python": PYTHON}},
+        {"op": "call", "name": "check", "arguments": {"files": bad}},
+        {"op": "call", "name": "run", "arguments": {"files": bad, "python": PYTHON}},
+    ], env=env)
+    # The private directories the files were staged in are gone.
+    assert list(private.iterdir()) == []
+    c = check["result"]["structuredContent"]
+    assert c["rejected"] is True and "rejected" in check["result"]["content"][0]["text"]
+    rj = rejected["result"]["structuredContent"]
+    assert rj["status"] == "rejected" and rj["labbox_exit_code"] == 3
     doc = run["result"]["structuredContent"]
     assert doc["status"] == "failed" and doc["exit_code"] == 1
     assert doc["metrics"]["values"]["accuracy"] == 0.75
@@ -131,9 +145,8 @@ def test_sdk_runs_inline_files_and_explains_a_failure(sdk, tmp_path):
     # A failed run is the tool's answer, not a tool error.
     assert run["result"]["isError"] is False
     assert "failure: code_error" in run["result"]["content"][0]["text"]
-    # The private directory the files were staged in is gone.
-    assert not Path(doc["run_dir"]).joinpath("..", "..", "..").resolve().joinpath(
-        "labbox-mcp").exists()
+    # The staged copy in the run directory keeps them.
+    assert (Path(doc["run_dir"]) / "exp" / "helper.py").read_text() == files["helper.py"]
     explain, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
         {"op": "call", "name": "explain", "arguments": {"run_id": doc["id"]}}])
     e = explain["result"]["structuredContent"]
