@@ -11,6 +11,7 @@ a call names it (labbox="/path/to/labbox").
 import json as _json
 import os
 import shutil
+import signal
 import subprocess
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -18,7 +19,7 @@ from ._types import (CheckResult, Explanation, Failure, Finding, LabboxError, La
                      Metrics, ProbeResult, Resources, RunFailed, RunResult, SchemaError,
                      RUN_SCHEMA, RUNS_SCHEMA)
 
-__all__ = ["run", "check", "probe", "explain", "runs", "show", "rerun", "find_labbox",
+__all__ = ["run", "start", "RunHandle", "check", "probe", "explain", "runs", "show", "rerun", "find_labbox",
            "RunResult", "CheckResult", "ProbeResult", "Explanation", "Metrics", "Failure",
            "Finding", "Resources", "LabboxError", "LabboxNotFound", "RunFailed", "SchemaError"]
 __version__ = "0.1.0"
@@ -76,25 +77,75 @@ def _sandbox_opts(argv, *, budget=None, memory=None, network=None, cpus=None, gp
         argv.append(f"--allow-degraded={what}")
 
 
-def run(expdir: PathLike, *, args: Sequence[str] = (), budget: Optional[float] = None,
-        memory: Optional[Union[str, int]] = None, network: Optional[str] = None,
-        cpus: Optional[float] = None, gpus: Optional[str] = None,
-        pids_limit: Optional[int] = None, env: Optional[Dict[str, str]] = None,
-        volumes: Iterable[str] = (), allow_degraded=None, disk_limit=None, grace=None,
-        python: Optional[str] = None, entry: Optional[str] = None,
-        policy: Optional[str] = None, metrics: Iterable[str] = (),
-        runs_dir: Optional[PathLike] = None, mode: Optional[str] = None,
-        image: Optional[str] = None, check: bool = False, json: bool = True,
-        labbox: Optional[str] = None, cwd: Optional[PathLike] = None,
-        timeout: Optional[float] = None) -> RunResult:
-    """`labbox run` on EXPDIR: the run's verdict as a RunResult (result.json, schema checked).
+class RunHandle:
+    """A `labbox run` going on: wait() for its RunResult, or cancel() it as Ctrl-C would (the
+    sandbox tree dies and the run is recorded as interrupted; wait() then returns that
+    record). A KeyboardInterrupt while waiting cancels the run before it propagates."""
 
-    A run that fails is still a result (status, failure); with check=True, or by calling
-    result.raise_for_status(), it raises RunFailed carrying it. labbox refusing the run (a
-    usage error, a limit this host cannot enforce) raises LabboxError with labbox's
-    labbox.error/1 document. `timeout` bounds the labbox process itself (default: the budget
-    plus a few minutes for staging and recording, or none); `json` is accepted for symmetry
-    with the command line and is always true."""
+    def __init__(self, argv: List[str], *, labbox=None, cwd=None, check=False):
+        self._check = check
+        self._proc = subprocess.Popen([find_labbox(labbox), *argv], cwd=cwd,
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
+        self.pid = self._proc.pid
+        self._result: Optional[RunResult] = None
+
+    def poll(self) -> bool:
+        """Whether labbox has finished."""
+        return self._proc.poll() is not None
+
+    def cancel(self):
+        """End the run as Ctrl-C would; returns at once (wait() for the record)."""
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+
+    def wait(self, timeout: Optional[float] = None) -> RunResult:
+        """The run's result; after TIMEOUT seconds the run is cancelled and its
+        (interrupted) record returned."""
+        if self._result is not None:
+            return self._result
+        try:
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            out, err = self._proc.communicate()
+        except BaseException:
+            self.cancel()
+            self._proc.communicate()
+            raise
+        try:
+            doc = _json.loads(out.decode("utf-8", errors="surrogateescape"))
+        except ValueError:
+            lines = err.decode(errors="replace").strip().splitlines()
+            raise LabboxError(f"labbox exited {self._proc.returncode} without a JSON document"
+                              + (f": {lines[-1]}" if lines else ""),
+                              exit_code=self._proc.returncode)
+        self._result = RunResult.from_doc(doc)
+        return self._result.raise_for_status() if self._check else self._result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._proc.poll() is None:
+            self.cancel()
+            self._proc.communicate()
+        self._proc.stdout.close()
+        self._proc.stderr.close()
+
+
+def start(expdir: PathLike, *, args: Sequence[str] = (), budget: Optional[float] = None,
+          memory: Optional[Union[str, int]] = None, network: Optional[str] = None,
+          cpus: Optional[float] = None, gpus: Optional[str] = None,
+          pids_limit: Optional[int] = None, env: Optional[Dict[str, str]] = None,
+          volumes: Iterable[str] = (), allow_degraded=None, disk_limit=None, grace=None,
+          python: Optional[str] = None, entry: Optional[str] = None,
+          policy: Optional[str] = None, metrics: Iterable[str] = (),
+          runs_dir: Optional[PathLike] = None, mode: Optional[str] = None,
+          image: Optional[str] = None, check: bool = False, json: bool = True,
+          labbox: Optional[str] = None, cwd: Optional[PathLike] = None) -> RunHandle:
+    """Start `labbox run` on EXPDIR and return at once: a RunHandle (wait, cancel). The
+    options are run()'s."""
     del json
     argv = ["run", "--json", "--quiet"]
     _sandbox_opts(argv, budget=budget, memory=memory, network=network, cpus=cpus, gpus=gpus,
@@ -111,11 +162,23 @@ def run(expdir: PathLike, *, args: Sequence[str] = (), budget: Optional[float] =
     argv.append(os.path.abspath(os.path.join(os.fspath(cwd or "."), os.fspath(expdir))))
     if args:
         argv += ["--", *map(str, args)]
-    if timeout is None and budget is not None:
-        timeout = float(budget) + (grace or 5) + 300
-    doc, _ = _call(argv, labbox=labbox, cwd=cwd, timeout=timeout)
-    result = RunResult.from_doc(doc)
-    return result.raise_for_status() if check else result
+    return RunHandle(argv, labbox=labbox, cwd=cwd, check=check)
+
+
+def run(expdir: PathLike, *, timeout: Optional[float] = None, **options) -> RunResult:
+    """`labbox run` on EXPDIR: the run's verdict as a RunResult (result.json, schema checked).
+
+    Options: args, budget, memory, network, cpus, gpus, pids_limit, env, volumes,
+    allow_degraded, disk_limit, grace, python, entry, policy, metrics, runs_dir, mode, image,
+    labbox, cwd (the flags of `labbox run`). A run that fails is still a result (status,
+    failure); with check=True, or by calling result.raise_for_status(), it raises RunFailed
+    carrying it. labbox refusing the run (a usage error, a limit this host cannot enforce)
+    raises LabboxError with labbox's labbox.error/1 document. After `timeout` seconds (default
+    none: the budget ends the run) the run is cancelled as Ctrl-C would and its interrupted
+    record returned; `json` is accepted for symmetry with the command line and is always
+    true."""
+    with start(expdir, **options) as h:
+        return h.wait(timeout)
 
 
 def check(*paths: PathLike, policy: Optional[str] = None, python: Optional[str] = None,

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
-from conftest import LABBOX, PYTHON, REPO, write_exp
+from conftest import (LABBOX, PYTHON, REPO, kill_marker, pids_with_marker, unique,
+                      wait_no_marker, write_exp)
 
 sys.path.insert(0, str(REPO / "python"))
 import labbox  # noqa: E402  (importable straight from the tree)
@@ -53,6 +55,27 @@ def test_a_failed_run_is_a_result_and_raises_on_request(tmp_path):
     ex = labbox.explain(r.id)
     assert ex.failure.class_ == "code_error" and ex.status == "failed"
     assert "code_error" in str(ex)
+
+
+def test_start_and_cancel_as_ctrl_c(tmp_path):
+    marker = unique("pycancel")
+    exp = write_exp(tmp_path, "import sys, time\nprint('up', flush=True)\ntime.sleep(600)\n",
+                    yaml="metrics: none\n")
+    try:
+        with labbox.start(exp, python=PYTHON, args=[marker]) as h:
+            deadline = time.monotonic() + 120
+            # The experiment itself (labbox carries the marker too, after --).
+            while not [p for p in pids_with_marker(marker)
+                       if open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[0]
+                       != LABBOX.encode()]:
+                assert time.monotonic() < deadline and not h.poll(), "never started"
+                time.sleep(0.1)
+            h.cancel()
+            r = h.wait()
+        assert r.status == "interrupted" and r.failure.class_ == "interrupted"
+        assert wait_no_marker(marker, 60) == []
+    finally:
+        kill_marker(marker)
 
 
 def test_nan_metrics_are_read_as_floats(tmp_path):
