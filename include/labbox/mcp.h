@@ -32,6 +32,10 @@ typedef struct lb_mcp_limits {
 	uint64_t max_memory; /* bytes; 0: no cap */
 	const char *root;   /* resolved directory experiments must lie under */
 	const char *self;   /* the labbox binary children run (default /proc/self/exe) */
+	/* --allow-degraded for every run (memory, pids, cpus, disk, all): what the person who
+	 * started the server accepts on a host that cannot enforce a limit by a cgroup. */
+	const char *degraded[5];
+	size_t ndegraded;
 } lb_mcp_limits;
 
 /* JSON-RPC 2.0 error codes. */

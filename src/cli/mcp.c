@@ -12,7 +12,7 @@
 
 static const char mcp_help[] =
 	"usage: labbox mcp [--root DIR] [--allow-network] [--allow-gpus] [--max-budget S]\n"
-	"                  [--max-memory SIZE]\n"
+	"                  [--max-memory SIZE] [--allow-degraded WHAT]\n"
 	"\n"
 	"Serve labbox to an agent over the Model Context Protocol: JSON-RPC 2.0 messages, one per\n"
 	"line, on stdin and stdout (MCP's stdio transport); stderr carries a log line for each\n"
@@ -31,11 +31,14 @@ static const char mcp_help[] =
 	"                       that ask for none (default: no cap)\n"
 	"  --max-memory SIZE    the largest memory limit a run may ask for, and the limit of runs\n"
 	"                       that ask for none, e.g. 16g (default: no cap)\n"
+	"  --allow-degraded WHAT  let runs go on where a limit cannot be enforced by a cgroup:\n"
+	"                       memory, pids, cpus, disk or all (repeatable; see labbox run\n"
+	"                       --help); the client cannot ask for it\n"
 	"  -h, --help           this help\n"
 	"\n"
 	"Exit status: 0 when stdin ends, 2 for a usage error.\n";
 
-enum { O_ROOT = 3000, O_NET, O_GPUS, O_MAX_BUDGET, O_MAX_MEMORY };
+enum { O_ROOT = 3000, O_NET, O_GPUS, O_MAX_BUDGET, O_MAX_MEMORY, O_DEGRADED };
 
 int cli_mcp(int argc, char **argv)
 {
@@ -45,6 +48,7 @@ int cli_mcp(int argc, char **argv)
 		{"allow-gpus", no_argument, NULL, O_GPUS},
 		{"max-budget", required_argument, NULL, O_MAX_BUDGET},
 		{"max-memory", required_argument, NULL, O_MAX_MEMORY},
+		{"allow-degraded", required_argument, NULL, O_DEGRADED},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -79,6 +83,24 @@ int cli_mcp(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
+		case O_DEGRADED: {
+			static const char *const what[] = {"memory", "pids", "cpus", "disk", "all"};
+			size_t k = 0;
+			while (k < 5 && strcmp(optarg, what[k]) != 0)
+				k++;
+			if (k == 5) {
+				cli_error("mcp", "--allow-degraded '%s' is not one of memory, pids, cpus, "
+						 "disk, all",
+					  optarg);
+				return CLI_EXIT_USAGE;
+			}
+			bool seen = false;
+			for (size_t i = 0; i < lim.ndegraded; i++)
+				seen = seen || lim.degraded[i] == what[k];
+			if (!seen)
+				lim.degraded[lim.ndegraded++] = what[k];
+			break;
+		}
 		default:
 			cli_bad_option("mcp", argv, optopt);
 			return CLI_EXIT_USAGE;

@@ -514,6 +514,8 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 	}
 	if (has_budget)
 		push(a, "--budget=%.17g", budget);
+	for (size_t i = 0; i < lim->ndegraded && i < 5; i++)
+		push(a, "--allow-degraded=%s", lim->degraded[i]);
 	if (has_cpus)
 		push(a, "--cpus=%.17g", cpus);
 	const char *memory, *network, *gpus;

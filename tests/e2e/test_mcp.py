@@ -178,6 +178,21 @@ def test_sdk_rerun_within_the_limits(sdk, tmp_path):
     assert refused["result"]["structuredContent"]["error"]["limit"] == "max-budget"
 
 
+def test_sdk_memory_cap_applies_to_runs_that_ask_for_none(sdk, tmp_path):
+    write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
+    # --allow-degraded memory: as an ordinary user without a memory cgroup the cap is a
+    # per-process limit rather than a refusal; the server's starter decides that.
+    run, = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-memory", "1g",
+                                 "--allow-degraded", "memory"], [
+        {"op": "call", "name": "run", "arguments": {"expdir": "exp", "python": PYTHON}}])
+    doc = run["result"]["structuredContent"]
+    assert doc["status"] == "completed", doc
+    show, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "runs_show", "arguments": {"run_id": doc["id"]}}])
+    sb = show["result"]["structuredContent"]["manifest"]["config"]["sandbox"]
+    assert sb["memory_bytes"] == 1 << 30
+
+
 def test_sdk_cancel_ends_the_run_as_ctrl_c(sdk, tmp_path):
     marker = unique("mcpcancel")
     exp = write_exp(tmp_path, """
@@ -471,3 +486,5 @@ def test_mcp_usage_errors(tmp_path):
     assert labbox("mcp", "--max-memory", "1k").returncode == 2
     assert labbox("mcp", "--root", str(tmp_path / "missing")).returncode == 2
     assert labbox("mcp", "extra").returncode == 2
+    assert labbox("mcp", "--allow-degraded", "everything").returncode == 2
+    assert "--allow-degraded" in labbox("mcp", "--help").stdout

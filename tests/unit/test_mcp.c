@@ -118,6 +118,11 @@ static void test_run_argv_and_caps(void **state)
 	assert_string_equal(limit, "allow-network");
 	assert_int_equal(build("run", "{\"expdir\":\"/tmp\",\"gpus\":\"0\"}", &lim, &c, err, limit), 1);
 	assert_string_equal(limit, "allow-gpus");
+	lim.degraded[0] = "memory";
+	lim.ndegraded = 1;
+	assert_int_equal(build("run", "{\"expdir\":\"/tmp\"}", &lim, &c, err, limit), 0);
+	assert_true(has_arg(&c, "--allow-degraded=memory"));
+	lb_mcp_call_free(&c);
 	lim.allow_network = true;
 	assert_int_equal(build("run", "{\"expdir\":\"/tmp\",\"network\":\"host\"}", &lim, &c, err, limit), 0);
 	assert_true(has_arg(&c, "--network=host"));
