@@ -54,7 +54,7 @@ def test_bash_completion(generated):
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
     assert complete("labbox", "r") == ["run", "runs", "rerun"]
-    assert complete("labbox", "mcp", "--allow") == ["--allow-gpus", "--allow-network"]
+    assert complete("labbox", "mcp", "--max") == ["--max-budget", "--max-memory"]
     assert "--budget" in complete("labbox", "run", "--bu")
     assert complete("labbox", "runs", "s") == ["show"]
     zsh = (generated / "completions" / "_labbox").read_text()
