@@ -158,8 +158,32 @@ demo: deps
 	$(MAKE) all
 	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart
 
-install: $(BUILD)/labbox
+# Man pages and bash/zsh completions, generated from the binary's own --help text (one
+# source: they cannot drift from it), and a pkg-config file for C programs that link the
+# library the CLI is built on.
+.PHONY: man
+man: $(BUILD)/man/.stamp
+$(BUILD)/man/.stamp: $(BUILD)/labbox scripts/manpages
+	rm -rf $(BUILD)/man
+	/usr/bin/python3 scripts/manpages $(BUILD)/labbox $(BUILD)/man
+	touch $@
+
+# labbox.pc is written at install time: it names the PREFIX of this install.
+install: $(BUILD)/labbox $(BUILD)/liblabbox.a $(BUILD)/man/.stamp
 	install -D -m 0755 $(BUILD)/labbox $(DESTDIR)$(PREFIX)/bin/labbox
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/include/labbox
+	install -m 0644 $(BUILD)/man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 $(BUILD)/man/completions/labbox.bash \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/labbox
+	install -D -m 0644 $(BUILD)/man/completions/_labbox $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_labbox
+	install -D -m 0644 $(BUILD)/liblabbox.a $(DESTDIR)$(PREFIX)/lib/liblabbox.a
+	install -m 0644 include/labbox/*.h $(DESTDIR)$(PREFIX)/include/labbox/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: labbox' 'Description: run research experiments in a sandbox; the library of the labbox CLI' \
+	  'Version: $(VERSION)' 'Requires.private: $(PKGS)' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -llabbox' 'Libs.private: -lm -lpthread -ldl' \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/labbox.pc
 
 clean:
 	rm -rf build build-san build-fuzz

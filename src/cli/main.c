@@ -21,6 +21,7 @@ static const char usage[] =
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
 	"  sweep EXPDIR           a grid of conditions x seeds, one run per cell, on every core;\n"
 	"                         per condition mean, std and 95% interval (sweep.json)\n"
+	"  mcp                    serve these commands to agents (Model Context Protocol, stdio)\n"
 	"  version                print the version\n"
 	"\n"
 	"`labbox COMMAND --help` documents each command's flags.\n";
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
 		rc = cli_rerun(argc - 1, argv + 1);
 	else if (strcmp(cmd, "sweep") == 0)
 		rc = cli_sweep(argc - 1, argv + 1);
+	else if (strcmp(cmd, "mcp") == 0)
+		rc = cli_mcp(argc - 1, argv + 1);
 	else {
 		/* A pipeline that misspelt the command still gets its one document. */
 		static const struct option json_only[] = {{"json", no_argument, NULL, 1},

@@ -1,0 +1,490 @@
+"""labbox mcp: the Model Context Protocol server, driven by a client nobody here wrote (the
+official TypeScript SDK's Client with its stdio transport, pinned in tests/e2e/mcp-client/ and
+installed by its setup script into a cache outside the clone), and by raw JSON-RPC lines from
+Python for what no well-behaved client sends (malformed JSON, oversized lines)."""
+import json
+import os
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (LABBOX, PYTHON, REPO, kill_marker, pids_with_marker, unique,
+                      wait_no_marker, write_exp)
+
+CLIENT_DIR = REPO / "tests" / "e2e" / "mcp-client"
+
+
+def experiment_pids(marker):
+    """Host pids of the experiment given MARKER as its argument: the labbox child that runs it
+    carries the marker too (after --), so processes of labbox itself do not count."""
+    out = []
+    for pid in pids_with_marker(marker):
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if argv0 not in (b"/proc/self/exe", LABBOX.encode()):
+            out.append(pid)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sdk(tmp_path_factory):
+    """A directory with client.mjs beside the SDK's node_modules (ES modules resolve imports
+    from the script's own place, not from NODE_PATH)."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        pytest.skip("node and npm are not installed: the MCP SDK client cannot run")
+    p = subprocess.run([str(CLIENT_DIR / "setup")], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        pytest.fail(f"tests/e2e/mcp-client/setup failed:\n{p.stderr}", pytrace=False)
+    cache = Path(p.stdout.strip().splitlines()[-1])
+    d = tmp_path_factory.mktemp("mcp-client")
+    shutil.copy(CLIENT_DIR / "client.mjs", d / "client.mjs")
+    (d / "node_modules").symlink_to(cache / "node_modules")
+    return d / "client.mjs"
+
+
+def scenario(server_args, steps, cwd):
+    """The scenario in a file (inline files can be larger than an argument may be)."""
+    path = Path(cwd) / f".scenario-{unique()}.json"
+    path.write_text(json.dumps({"server": {"command": LABBOX, "args": ["mcp", *server_args],
+                                           "cwd": str(cwd)}, "steps": steps}))
+    return str(path)
+
+
+def drive(sdk, cwd, server_args, steps, timeout=300, env=None):
+    """Run the SDK client through STEPS; return its output lines (one per step, parsed)."""
+    p = subprocess.run(["node", str(sdk), scenario(server_args, steps, cwd)], cwd=cwd,
+                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=env)
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    assert p.returncode == 0, f"client failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    assert lines[0]["event"] == "connected" and lines[-1]["event"] == "closed", p.stdout
+    return lines[1:-1]
+
+
+def test_sdk_lists_the_tools(sdk, tmp_path):
+    (out,) = drive(sdk, tmp_path, ["--root", str(tmp_path)], [{"op": "list"}])
+    tools = {t["name"]: t for t in out["tools"]}
+    assert set(tools) == {"check", "run", "explain", "probe", "runs_list", "runs_show",
+                          "runs_compare", "rerun"}
+    for t in tools.values():
+        assert t["inputSchema"]["type"] == "object" and t["description"]
+    assert tools["run"]["inputSchema"]["properties"]["budget"]["type"] == "number"
+    assert tools["explain"]["inputSchema"]["required"] == ["run_id"]
+
+
+def test_sdk_checks_runs_and_explains_the_quickstart(sdk, tmp_path):
+    steps = [
+        {"op": "call", "name": "check", "arguments": {"expdir": "examples/quickstart"}},
+        {"op": "call", "name": "run", "arguments": {"expdir": "examples/quickstart",
+                                                    "python": PYTHON, "budget": 120}},
+        {"op": "call", "name": "runs_list", "arguments": {"limit": 5}},
+        {"op": "ping"},
+    ]
+    check, run, runs, ping = drive(sdk, tmp_path, ["--root", str(REPO), "--max-budget", "300"],
+                                   steps)
+    c = check["result"]
+    assert c["structuredContent"]["schema"] == "labbox.check/1"
+    assert c["structuredContent"]["rejected"] is False and not c["isError"]
+    assert "accepted" in c["content"][0]["text"]
+
+    r = run["result"]
+    doc = r["structuredContent"]
+    assert doc["schema"] == "labbox.run/1" and doc["status"] == "completed", doc.get("failure")
+    assert doc["exit_code"] == 0 and not r["isError"]
+    assert json.loads(r["content"][1]["text"])["id"] == doc["id"]
+    assert doc["id"] in r["content"][0]["text"] and "completed" in r["content"][0]["text"]
+    # The call carried a progress token (the SDK adds one for onprogress): at least the
+    # notification that the run started came back.
+    assert run["progress"] and run["progress"][0]["message"] == "started"
+    # Recorded where the server was started.
+    assert Path(doc["run_dir"]).parent == tmp_path / ".labbox" / "runs"
+    assert doc["budget_s"] == 120
+    assert runs["result"]["structuredContent"]["runs"][0]["id"] == doc["id"]
+    assert ping == {"ok": True}
+
+    rid = doc["id"]
+    show, explain, compare = drive(sdk, tmp_path, ["--root", str(REPO)], [
+        {"op": "call", "name": "runs_show", "arguments": {"run_id": rid}},
+        {"op": "call", "name": "explain", "arguments": {"run_id": rid}},
+        {"op": "call", "name": "runs_compare", "arguments": {"run_a": rid, "run_b": rid}},
+    ])
+    assert show["result"]["structuredContent"]["result"]["id"] == rid
+    e = explain["result"]["structuredContent"]
+    assert e["schema"] == "labbox.explain/1" and e["id"] == rid and e["status"] == "completed"
+    assert not compare["result"]["isError"], compare
+
+
+def test_sdk_runs_inline_files_and_explains_a_failure(sdk, tmp_path):
+    files = {"main.py": "import helper\nprint('accuracy: 0.75')\nhelper.boom()\n",
+             "helper.py": "def boom():\n    raise ValueError('no convergence')\n"}
+    private = tmp_path / "tmpdir"
+    private.mkdir()
+    env = dict(os.environ, TMPDIR=str(private))
+    bad = {"main.py": "import subprocess\nsubprocess.run(['id'])\nprint('accuracy: 1')\n"}
+    run, check, rejected = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "run", "arguments": {"files": files, "python": PYTHON}},
+        {"op": "call", "name": "check", "arguments": {"files": bad}},
+        {"op": "call", "name": "run", "arguments": {"files": bad, "python": PYTHON}},
+    ], env=env)
+    # The private directories the files were staged in are gone.
+    assert list(private.iterdir()) == []
+    c = check["result"]["structuredContent"]
+    assert c["rejected"] is True and "rejected" in check["result"]["content"][0]["text"]
+    rj = rejected["result"]["structuredContent"]
+    assert rj["status"] == "rejected" and rj["labbox_exit_code"] == 3
+    doc = run["result"]["structuredContent"]
+    assert doc["status"] == "failed" and doc["exit_code"] == 1
+    assert doc["metrics"]["values"]["accuracy"] == 0.75
+    assert doc["failure"]["class"] == "code_error"
+    # A failed run is the tool's answer, not a tool error.
+    assert run["result"]["isError"] is False
+    assert "failure: code_error" in run["result"]["content"][0]["text"]
+    # The staged copy in the run directory keeps them.
+    assert (Path(doc["run_dir"]) / "exp" / "helper.py").read_text() == files["helper.py"]
+    explain, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "explain", "arguments": {"run_id": doc["id"]}}])
+    e = explain["result"]["structuredContent"]
+    assert e["failure"]["class"] == "code_error"
+    assert "no convergence" in json.dumps(e["failure"])
+    assert "suggestion" in explain["result"]["content"][0]["text"] or e["failure"].get("summary")
+
+
+def test_sdk_rerun_within_the_limits(sdk, tmp_path):
+    exp = write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
+    # A run recorded without a budget, outside the server...
+    r = subprocess.run([LABBOX, "run", "--json", "-q", "--python", PYTHON, str(exp)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    free = json.loads(r.stdout)["id"]
+    run, = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "run", "arguments": {"expdir": "exp", "python": PYTHON}}])
+    capped = run["result"]["structuredContent"]
+    assert capped["status"] == "completed" and capped["budget_s"] == 60
+    again, refused = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "rerun", "arguments": {"run_id": capped["id"]}},
+        {"op": "call", "name": "rerun", "arguments": {"run_id": free}},
+    ])
+    doc = again["result"]["structuredContent"]
+    assert doc["schema"] == "labbox.run/1" and doc["rerun"]["of"] == capped["id"]
+    assert doc["rerun"]["verdict"] == "match"
+    assert f"rerun of {capped['id']}: match" in again["result"]["content"][0]["text"]
+    # ... is more than this server allows: rerun would repeat it without a budget.
+    assert refused["result"]["isError"] is True
+    assert refused["result"]["structuredContent"]["error"]["limit"] == "max-budget"
+
+
+def test_sdk_memory_cap_applies_to_runs_that_ask_for_none(sdk, tmp_path):
+    write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
+    # --allow-degraded memory: as an ordinary user without a memory cgroup the cap is a
+    # per-process limit rather than a refusal; the server's starter decides that.
+    run, = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-memory", "1g",
+                                 "--allow-degraded", "memory"], [
+        {"op": "call", "name": "run", "arguments": {"expdir": "exp", "python": PYTHON}}])
+    doc = run["result"]["structuredContent"]
+    assert doc["status"] == "completed", doc
+    show, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "runs_show", "arguments": {"run_id": doc["id"]}}])
+    sb = show["result"]["structuredContent"]["manifest"]["config"]["sandbox"]
+    assert sb["memory_bytes"] == 1 << 30
+
+
+def test_sdk_cancel_ends_the_run_as_ctrl_c(sdk, tmp_path):
+    marker = unique("mcpcancel")
+    exp = write_exp(tmp_path, """
+        import sys, time
+        for i in range(100000):
+            print(f"step: {i}", flush=True)
+            time.sleep(0.2)
+        """, yaml="metrics: none\n")
+    steps = [
+        {"op": "call", "name": "run", "arguments": {"expdir": str(exp), "python": PYTHON,
+                                                    "args": [marker]},
+         "abort_on_progress": "step: "},
+        {"op": "ping"},
+        {"op": "poll", "name": "runs_list", "arguments": {}, "until_status": "interrupted",
+         "tries": 600, "interval_ms": 100},
+    ]
+    p = subprocess.Popen(["node", str(sdk), scenario(["--root", str(tmp_path)], steps, tmp_path)],
+                         cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            ev = json.loads(line)
+            lines.append(ev)
+            if ev.get("event") == "progress_seen":
+                # The experiment is running: the host sees it before the cancel...
+                assert experiment_pids(marker), "the experiment is not running"
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            if ev.get("event") == "closed":
+                break
+        p.wait(timeout=120)
+        assert p.returncode == 0, (lines, p.stderr.read())
+        aborted, ping, polled = lines[2:5]
+        assert aborted.get("aborted") is True, lines
+        # ... the server kept serving after the cancel ...
+        assert ping == {"ok": True}
+        run = polled["result"]["structuredContent"]["runs"][0]
+        assert run["status"] == "interrupted", polled
+        # ... and the tree is gone, recorded as interrupted (Ctrl-C's record).
+        assert wait_no_marker(marker, 30) == []
+        result = json.loads((Path(run["run_dir"]) / "result.json").read_text())
+        assert result["status"] == "interrupted"
+        assert result["failure"]["class"] == "interrupted"
+    finally:
+        if p.poll() is None:
+            p.kill()
+        kill_marker(marker)
+
+
+def test_sdk_errors_for_bad_calls_and_limits(sdk, tmp_path):
+    inside = write_exp(tmp_path / "root", "print('x: 1')\n")
+    outside = write_exp(tmp_path / "elsewhere", "print('x: 1')\n")
+    calls = [
+        ("nope", {}),
+        ("run", {"expdir": 7}),
+        ("run", {"expdir": str(inside), "bogus": 1}),
+        ("runs_show", {}),
+        ("run", {"expdir": str(inside), "budget": 1000}),
+        ("run", {"expdir": str(inside), "memory": "64g"}),
+        ("run", {"expdir": str(inside), "network": "host"}),
+        ("run", {"expdir": str(inside), "gpus": "all"}),
+        ("run", {"expdir": str(outside)}),
+        ("check", {"expdir": "../elsewhere/exp"}),
+        ("run", {"files": {"../evil.py": "x"}}),
+        ("run", {"files": {"/etc/evil.py": "x"}}),
+        ("run", {"files": {"main.py": "x" * (2 << 20)}}),
+        ("runs_show", {"run_id": "--help"}),
+    ]
+    steps = [{"op": "call", "name": n, "arguments": a} for n, a in calls] + [{"op": "ping"}]
+    out = drive(sdk, tmp_path, ["--root", str(tmp_path / "root"), "--max-budget", "60",
+                                "--max-memory", "1g"], steps)
+    protocol_errors = out[:4]
+    for e in protocol_errors:
+        assert e["error"]["code"] == -32602, e
+    assert "unknown tool" in out[0]["error"]["message"]
+    assert "must be a string" in out[1]["error"]["message"]
+    assert "bogus" in out[2]["error"]["message"]
+    assert "run_id" in out[3]["error"]["message"]
+
+    def refused(o):
+        r = o["result"]
+        assert r["isError"] is True, o
+        doc = r["structuredContent"]
+        assert doc["schema"] == "labbox.error/1"
+        return doc["error"]
+    assert refused(out[4])["limit"] == "max-budget"
+    assert "--max-budget 60" in refused(out[4])["message"]
+    assert refused(out[5])["limit"] == "max-memory"
+    assert refused(out[6])["limit"] == "allow-network"
+    assert refused(out[7])["limit"] == "allow-gpus"
+    assert refused(out[8])["limit"] == "root"
+    assert refused(out[9])["limit"] == "root"
+    for o in out[10:13]:
+        assert refused(o)["limit"] == "files"
+    assert out[13]["error"]["code"] == -32602
+    assert out[14] == {"ok": True}
+    # Nothing ran.
+    assert not (tmp_path / ".labbox" / "runs").exists() or not any(
+        (tmp_path / ".labbox" / "runs").iterdir())
+
+
+# --- raw JSON-RPC, from Python ----------------------------------------------------------------
+
+class Raw:
+    def __init__(self, cwd, *args):
+        self.p = subprocess.Popen([LABBOX, "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.buf = b""
+
+    def send(self, data: bytes):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def msg(self, obj):
+        self.send(json.dumps(obj).encode() + b"\n")
+
+    def recv(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, "no answer from labbox mcp"
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                chunk = os.read(self.p.stdout.fileno(), 1 << 20)
+                assert chunk, "labbox mcp closed its output"
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=60)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return rc
+
+
+def init(raw):
+    raw.msg({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"}}})
+    r = raw.recv()
+    raw.msg({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return r
+
+
+def test_raw_version_negotiation(tmp_path):
+    raw = Raw(tmp_path)
+    raw.msg({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2024-11-05", "capabilities": {}}})
+    assert raw.recv()["result"]["protocolVersion"] == "2024-11-05"
+    raw.msg({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+             "params": {"protocolVersion": "1999-01-01", "capabilities": {}}})
+    r = raw.recv()["result"]
+    assert r["protocolVersion"] == "2025-11-25"
+    assert r["capabilities"]["tools"] == {"listChanged": False}
+    assert r["serverInfo"]["name"] == "labbox"
+    assert raw.close() == 0
+
+
+def test_raw_requests_before_initialize_are_refused(tmp_path):
+    raw = Raw(tmp_path)
+    raw.msg({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert raw.recv()["error"]["code"] == -32600
+    raw.msg({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert raw.recv() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    raw.close()
+
+
+def test_raw_malformed_input_gets_errors_and_the_server_keeps_serving(tmp_path):
+    raw = Raw(tmp_path)
+    init(raw)
+    bad = [
+        (b"{not json\n", -32700, None),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"} trailing\n', -32700, None),
+        (b"[1,2]\n", -32600, None),
+        (b'"a string"\n', -32600, None),
+        (b'{"id":3,"method":"ping"}\n', -32600, 3),
+        (b'{"jsonrpc":"2.0","id":4,"method":5}\n', -32600, 4),
+        (b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}\n', -32600, None),
+        (b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[1]}\n', -32602, 6),
+        (b'{"jsonrpc":"2.0","id":7,"method":"no/such"}\n', -32601, 7),
+        (b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run",'
+         b'"arguments":"x"}}\n', -32602, 8),
+        (b'{"jsonrpc":"2.0","id":9,"method":"ping","x":"\xff\xfe"}\n', -32700, None),
+        (b'{"jsonrpc":"2.0","id":10,"method":"ping"}\x00\n', -32700, None),
+        (b"[" * 100000 + b"\n", -32700, None),
+        # Found by fuzz/fuzz_mcp: a tool that needs a run id, called without arguments.
+        (b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"rerun"}}\n',
+         -32602, 12),
+        (b'{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"explain",'
+         b'"arguments":null}}\n', -32602, 13),
+    ]
+    for data, code, rid in bad:
+        raw.send(data)
+        r = raw.recv()
+        assert r["error"]["code"] == code, (data[:80], r)
+        assert r["id"] == rid, (data[:80], r)
+        raw.msg({"jsonrpc": "2.0", "id": "alive", "method": "ping"})
+        assert raw.recv()["id"] == "alive"
+    # Blank lines and CRLF are tolerated; a notification gets no answer.
+    raw.send(b"\n  \n")
+    raw.send(b'{"jsonrpc":"2.0","method":"notifications/whatever"}\r\n')
+    raw.send(b'{"jsonrpc":"2.0","id":11,"method":"ping"}\r\n')
+    assert raw.recv()["id"] == 11
+    assert raw.close() == 0
+
+
+def test_raw_oversized_message_is_refused_and_skipped(tmp_path):
+    raw = Raw(tmp_path)
+    init(raw)
+    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (9 << 20) + b'"}}\n'
+    raw.send(big + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    r = raw.recv()
+    assert r["error"]["code"] == -32600 and "longer than" in r["error"]["message"]
+    assert r["id"] is None
+    assert raw.recv() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert raw.close() == 0
+
+
+def test_raw_cancel_by_notification_and_no_reply_for_it(tmp_path):
+    marker = unique("mcprawcancel")
+    exp = write_exp(tmp_path, """
+        import sys, time
+        print("started", flush=True)
+        time.sleep(600)
+        """, yaml="metrics: none\n")
+    raw = Raw(tmp_path)
+    init(raw)
+    try:
+        raw.msg({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                 "params": {"name": "run", "arguments": {"expdir": str(exp), "python": PYTHON,
+                                                         "args": [marker]},
+                            "_meta": {"progressToken": 42}}})
+        first = raw.recv()
+        assert first["method"] == "notifications/progress"
+        assert first["params"]["progressToken"] == 42
+        # Wait (bounded) until the experiment runs, seen from the host.
+        deadline = time.monotonic() + 120
+        while not experiment_pids(marker):
+            assert time.monotonic() < deadline, "the experiment never started"
+            time.sleep(0.1)
+        raw.msg({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                 "params": {"requestId": "long", "reason": "test"}})
+        assert wait_no_marker(marker, 60) == []
+        # The server still answers, and what it sends is never a reply to "long".
+        raw.msg({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+        while True:
+            r = raw.recv()
+            assert r.get("id") != "long", r
+            if r.get("id") == "after":
+                break
+        runs = list((tmp_path / ".labbox" / "runs").iterdir())
+        assert len(runs) == 1
+        deadline = time.monotonic() + 60
+        while json.loads((runs[0] / "result.json").read_text()).get("status") != "interrupted":
+            assert time.monotonic() < deadline, (runs[0] / "result.json").read_text()
+            time.sleep(0.1)
+    finally:
+        kill_marker(marker)
+    assert raw.close() == 0
+
+
+def test_raw_client_going_away_interrupts_its_runs(tmp_path):
+    marker = unique("mcpeof")
+    exp = write_exp(tmp_path, "import time\nprint('up', flush=True)\ntime.sleep(600)\n",
+                    yaml="metrics: none\n")
+    raw = Raw(tmp_path)
+    init(raw)
+    try:
+        raw.msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "run", "arguments": {"expdir": str(exp), "python": PYTHON,
+                                                         "args": [marker]}}})
+        deadline = time.monotonic() + 120
+        while not experiment_pids(marker):
+            assert time.monotonic() < deadline, "the experiment never started"
+            time.sleep(0.1)
+        assert raw.close() == 0
+        assert wait_no_marker(marker, 60) == []
+        (run,) = (tmp_path / ".labbox" / "runs").iterdir()
+        assert json.loads((run / "result.json").read_text())["status"] == "interrupted"
+    finally:
+        kill_marker(marker)
+
+
+def test_mcp_usage_errors(tmp_path):
+    from conftest import labbox
+    assert labbox("mcp", "--help").returncode == 0
+    assert labbox("mcp", "--max-budget", "x").returncode == 2
+    assert labbox("mcp", "--max-memory", "1k").returncode == 2
+    assert labbox("mcp", "--root", str(tmp_path / "missing")).returncode == 2
+    assert labbox("mcp", "extra").returncode == 2
+    assert labbox("mcp", "--allow-degraded", "everything").returncode == 2
+    assert "--allow-degraded" in labbox("mcp", "--help").stdout
