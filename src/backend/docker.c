@@ -1242,6 +1242,35 @@ static int inspect_end(docker_state *d, int *exit_code, bool *oom)
 	return r;
 }
 
+/* exp/ is a bind mount, which docker cannot size: the disk limit is a look at exp/ once a
+ * second, which a fast writer passes in between. The default limit is that safety net; one
+ * the user gave is refused unless --allow-degraded disk (or all) accepts the poll, as the
+ * local sandbox does where it cannot make exp/ a file system of its own. */
+static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sandbox_result *res)
+{
+	if (!job->disk_limit)
+		return true;
+	bool given = json_i64(d->sandbox, "disk_limit_bytes") > 0, accepted = false;
+	json_object *ad = json_arr(d->sandbox, "allow_degraded");
+	for (size_t i = 0; ad && i < json_object_array_length(ad); i++) {
+		const char *w = json_object_get_string(json_object_array_get_idx(ad, i));
+		accepted |= w && (strcmp(w, "disk") == 0 || strcmp(w, "all") == 0);
+	}
+	res->isolation.disk_enforced_by =
+		!given	   ? "polling (exp/ measured once a second; docker cannot size a bind mount)"
+		: accepted ? "polling (accepted: exp/ measured once a second; docker cannot size a "
+			     "bind mount)"
+			   : NULL;
+	if (given && !accepted) {
+		setup_failed(res, "setup_disk", "--disk-limit cannot be held in mode docker: ",
+			     "exp/ is a bind mount docker does not size, so the limit would be a look "
+			     "once a second that a fast writer passes; accept that with "
+			     "--allow-degraded disk");
+		return false;
+	}
+	return true;
+}
+
 static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)
 {
 	docker_state *d = state_of(b);
@@ -1249,6 +1278,8 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	res->peak_source = "unknown";
 	res->peak_memory_source = "not measured (docker backend)";
 	fill_isolation(d, res);
+	if (!disk_limit_holds(d, job, res))
+		return 0;
 	int r;
 	if (d->created_early) {
 		if (!d->container[0]) {

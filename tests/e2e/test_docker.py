@@ -452,3 +452,19 @@ def test_rerun_of_a_built_image_builds_from_the_same_base(dockerd, tmp_path):
     assert doc["backend"]["image"] == r.result["backend"]["image"]
     assert doc["backend"]["image_origin"] == "reused"
     assert doc["metrics"]["values"]["answer"] == 42
+
+
+def test_a_disk_limit_docker_cannot_hold_is_refused_unless_accepted(dockerd, tmp_path):
+    """exp/ is a bind mount docker cannot size: a --disk-limit given is a poll there, refused
+    (125) unless --allow-degraded disk accepts it; the record says which held the run."""
+    exp = write_exp(tmp_path, 'print("accuracy: 1")\n')
+    r = drun(dockerd, exp, tmp_path / "runs", "--disk-limit", "64m")
+    assert r.rc == 125 and r.result["status"] == "infra_error", r.why()
+    assert "--allow-degraded disk" in r.result["infra_error"]["message"], r.result["infra_error"]
+    r = drun(dockerd, exp, tmp_path / "runs2", "--disk-limit", "64m", "--allow-degraded", "disk")
+    assert r.rc == 0, r.why()
+    assert r.result["isolation"]["disk_enforced_by"].startswith("polling (accepted"), r.result["isolation"]
+    r = drun(dockerd, exp, tmp_path / "runs3")
+    assert r.rc == 0, r.why()
+    assert r.result["isolation"]["disk_enforced_by"].startswith("polling ("), r.result["isolation"]
+    assert containers_left(dockerd) == []
