@@ -1006,7 +1006,12 @@ int cli_rerun(int argc, char **argv)
 	/* An interpreter labbox.yaml named is named again by the staged labbox.yaml, and stays
 	 * confined to the sandbox; only one the user chose is passed as theirs. */
 	const char *named_by = get_str(interp, "named_by", "command line");
-	req.python = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
+	const char *ipath = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
+	/* An R or Octave run's interpreter is --interpreter's, never --python's. */
+	if (strcmp(get_str(interp, "language", "python"), "python") == 0)
+		req.python = ipath;
+	else
+		req.interpreter = ipath;
 	req.runs_dir = o.runs_dir;
 	/* An entry point named by --entry is named again; one from labbox.yaml (or the default)
 	 * comes from the staged labbox.yaml again, so the manifest says the same of both runs. */

@@ -1084,9 +1084,12 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "path", json_object_new_string(st->py.executable));
 	json_object_object_add(interp, "version", json_object_new_string(st->py.version));
 	json_object_object_add(interp, "from_cache", json_object_new_boolean(st->probe_cached));
+	bool py = st->lang == LB_LANG_PYTHON;
 	json_object_object_add(interp, "named_by",
-			       json_object_new_string(req->python ? "command line"
-						      : st->cfg.python ? "labbox.yaml" : "default"));
+			       json_object_new_string((py ? req->python : req->interpreter) ? "command line"
+						      : (py ? st->cfg.python : st->cfg.interpreter)
+							      ? "labbox.yaml"
+							      : "default"));
 	json_object_object_add(interp, "probed_in_sandbox", json_object_new_boolean(st->py.confined));
 	/* Elsewhere this is the local python3 of the static check; the backend block says what
 	 * ran the code. */

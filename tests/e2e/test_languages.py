@@ -238,3 +238,17 @@ def test_octave_budget_keeps_partial_results_and_no_workspace_dump(tmp_path):
     assert p.returncode == 124 and doc["status"] == "timeout", doc["status"]
     assert doc["metrics"]["values"]["loss"] == 0.75
     assert not (Path(doc["run_dir"]) / "exp" / "octave-workspace").exists()
+
+
+@need_r
+def test_r_rerun_repeats_it_with_the_same_interpreter(tmp_path):
+    p, doc = run(tmp_path, REPO / "examples" / "r-quickstart", "--interpreter", RSCRIPT)
+    assert p.returncode == 0, doc["status"]
+    q = labbox("rerun", "--json", "--runs-dir", tmp_path / "runs", doc["id"])
+    assert q.returncode == 0, q.stdout[-1500:] + q.stderr[-1500:]
+    again = json.loads(q.stdout)
+    assert again["status"] == "completed"
+    assert again["rerun"]["verdict"] == "match", again["rerun"]
+    man = json.loads((Path(again["run_dir"]) / "manifest.json").read_text())
+    assert man["interpreter"]["path"] == os.path.realpath(RSCRIPT)
+    assert man["interpreter"]["named_by"] == "command line"
