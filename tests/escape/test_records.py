@@ -186,13 +186,20 @@ def small_fs(tmp_path):
 
 
 def fill(d: Path):
-    with open(d / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    """Every byte of d's file system taken (unbuffered: a buffered file would raise the
+    last partial write's ENOSPC again when it is closed)."""
+    fd = os.open(d / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError:
+        pass
+    try:
+        while True:
+            os.write(fd, b"\0")
+    except OSError:
+        pass
+    os.close(fd)
 
 
 def test_runs_file_system_full_is_an_infra_error(tmp_path, small_fs):
