@@ -42,6 +42,13 @@ typedef struct lb_backend_job {
 	uint64_t disk_limit;    /* bytes exp/ may hold; 0: none */
 	lb_output_fn output;    /* stdout and stderr, merged, as they arrive */
 	void *output_ctx;
+	/* The runtime gate (gate.h), NULL when it is off: the backend binds gate_py_dir
+	 * read-only at LB_GATE_PY_DIR and gate_events writable at LB_GATE_EVENTS, names
+	 * LB_GATE_PY_DIR first on PYTHONPATH, and writes the gate's config there. */
+	const char *gate_py_dir;
+	const char *gate_events;
+	int gate_mode;          /* lb_gate_mode, effective */
+	const char *gate_policy;
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;
