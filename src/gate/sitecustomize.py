@@ -366,6 +366,17 @@ def _labbox_gate():
         refuse(event, args[1:], frame, "LB105", "network access",
                "run with --network loopback or host to allow sockets")
 
+    def on_socket_new(event, args, frame):
+        # Before the sandbox's seccomp filter refuses the socket (EPERM), so the refusal
+        # names the rule and the line; AF_UNIX stays (multiprocessing, DataLoader workers).
+        if network:
+            return
+        fam = args[1] if len(args) > 1 else None
+        if type(fam) is int and fam in (-1, AF_UNIX):
+            return  # -1: from a descriptor (socket.fromfd), judged when it connects
+        refuse(event, args[1:2], frame, "LB105", "network access",
+               "run with --network loopback or host to allow sockets")
+
     # ---- dynamic code -------------------------------------------------------------------------
     def same_as_file(fn, source):
         try:
@@ -588,7 +599,7 @@ def _labbox_gate():
         "os.spawn": on_process, "os.forkpty": on_process, "subprocess.Popen": on_process,
         "os.startfile": on_process, "os.fork": on_fork,
         "socket.connect": on_socket, "socket.bind": on_socket, "socket.sendto": on_socket,
-        "socket.sendmsg": on_socket,
+        "socket.sendmsg": on_socket, "socket.__new__": on_socket_new,
         "compile": on_compile, "exec": on_exec, "code.__new__": on_code_new,
         "marshal.loads": on_marshal, "marshal.load": on_marshal,
         "ctypes.dlopen": on_native, "ctypes.dlsym": on_native, "ctypes.dlsym/handle": on_native,
