@@ -267,16 +267,22 @@ def _labbox_gate():
             return
         check_write(event, args, frame, path)
 
+    def fd_arg(v):
+        return v if type(v) is int and v >= 0 else None  # -1: no dir_fd (AT_FDCWD)
+
     def on_path1(event, args, frame):
-        dir_fd = args[-1] if len(args) >= 2 and type(args[-1]) is int else None
+        dir_fd = fd_arg(args[-1]) if len(args) >= 2 else None
         check_write(event, args, frame, args[0], dir_fd)
 
+    def on_truncate(event, args, frame):
+        check_write(event, args, frame, args[0])
+
     def on_rename(event, args, frame):
-        check_write(event, args, frame, args[0], args[2] if len(args) > 2 else None)
-        check_write(event, args, frame, args[1], args[3] if len(args) > 3 else None)
+        check_write(event, args, frame, args[0], fd_arg(args[2]) if len(args) > 2 else None)
+        check_write(event, args, frame, args[1], fd_arg(args[3]) if len(args) > 3 else None)
 
     def on_link(event, args, frame):
-        check_write(event, args, frame, args[1], args[3] if len(args) > 3 else None)
+        check_write(event, args, frame, args[1], fd_arg(args[3]) if len(args) > 3 else None)
 
     # sqlite writes through its own open(), which no audit event sees: a connection may not
     # create a database outside the outputs, and ATTACH is checked by an authorizer set on
@@ -472,11 +478,12 @@ def _labbox_gate():
         ("collections", "defaultdict"), ("collections", "deque"), ("collections", "Counter"),
         ("multiprocessing.pool", "mapstar"), ("multiprocessing.pool", "starmapstar"),
         ("functools", "partial"), ("functools", "reduce"),
+        ("multiprocessing.managers", "RebuildProxy"),
     ])
     # multiprocessing and torch.multiprocessing hand queues, connections, descriptors and
     # tensors to their workers with reconstruction functions of their own.
     rebuild_mods = ("multiprocessing", "torch.multiprocessing")
-    class_mods = ("numpy", "torch", "torch.nn", "torch.optim", "torch.storage", "torch._utils",
+    class_mods = ("numpy", "torch", "torch.nn", "multiprocessing", "torch.optim", "torch.storage", "torch._utils",
                   "torch._tensor", "torch.distributions", "collections", "datetime", "decimal",
                   "fractions", "uuid", "pathlib", "argparse", "enum", "numbers", "types",
                   "pandas", "scipy.sparse", "sklearn")
@@ -612,7 +619,7 @@ def _labbox_gate():
         "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
         "pickle.find_class": on_find_class, "import": on_import,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
-        "os.truncate": on_path1, "os.chmod": on_path1, "os.chown": on_path1,
+        "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
         "os.utime": on_path1, "os.rename": on_rename, "os.replace": on_rename,
         "os.symlink": on_link, "os.link": on_link, "sqlite3.connect": on_sqlite_connect,
     }
