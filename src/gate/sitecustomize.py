@@ -73,7 +73,15 @@ def _labbox_gate():
             except (KeyError, TypeError):
                 pass
     for p in sys.path:
-        if not p or not os.path.isabs(p) or _under(p, writable):
+        # A root the run could write to is not the interpreter's: exp/ never, and anything
+        # else only when it is read-only here (a venv under /tmp is bound read-only over the
+        # private /tmp; access() says EROFS for it).
+        if not p or not os.path.isabs(p) or (exp_dir and _under(p, (exp_dir,))):
+            continue
+        try:
+            if os.access(p, os.W_OK):
+                continue
+        except (OSError, ValueError):
             continue
         p = p.rstrip("/")
         if "-packages" in p.rsplit("/", 1)[-1] or p.endswith("-packages"):
@@ -96,7 +104,7 @@ def _labbox_gate():
                 k = "x"
             elif fn.startswith("<frozen "):
                 k = "s"
-            elif _under(fn, writable):
+            elif exp_dir and _under(fn, (exp_dir,)):
                 k = "x"
             elif _under(fn, lib_roots):
                 k = "l"
