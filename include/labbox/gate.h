@@ -79,6 +79,10 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 
+/* Removes what lb_gate_stage wrote, once lb_gate_collect has read the events: the run
+ * directory keeps its documented layout. 0 or the last negative errno. */
+int lb_gate_cleanup(const lb_gate_paths *p);
+
 /* result.json's runtime_gate: {mode, policy, enforced, installed, network, events: [{event,
  * args, refused, rule, static_rule, title, file, line, pid, detail, finding}], refused,
  * dropped, malformed, channel, note}. findings is the static check's array (may be NULL):

@@ -378,3 +378,23 @@ json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const c
 	json_object_object_add(g, "note", note ? json_object_new_string(note) : NULL);
 	return g;
 }
+
+int lb_gate_cleanup(const lb_gate_paths *p)
+{
+	/* The run directory keeps its documented layout: what the gate recorded is in
+	 * result.json, and its source is in labbox. */
+	char path[PATH_MAX];
+	int r = 0;
+	static const char *const files[] = {"sitecustomize.py", "labbox_gate.json"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		if (join(path, sizeof path, p->py_dir, files[i]) == 0 && unlink(path) < 0 &&
+		    errno != ENOENT)
+			r = -errno;
+	if (unlink(p->events) < 0 && errno != ENOENT)
+		r = -errno;
+	if (rmdir(p->py_dir) < 0 && errno != ENOENT)
+		r = -errno;
+	if (rmdir(p->dir) < 0 && errno != ENOENT)
+		r = -errno;
+	return r;
+}

@@ -874,6 +874,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
 					       : rejected || !gate_staged ? "the experiment did not run"
 								     : NULL));
+	if (gate_staged)
+		lb_gate_cleanup(&gate_paths);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];
