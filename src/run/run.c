@@ -874,8 +874,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
 					       : rejected || !gate_staged ? "the experiment did not run"
 								     : NULL));
-	if (gate_staged)
-		lb_gate_cleanup(&gate_paths);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];
@@ -1020,6 +1018,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			req->warn(req->warn_ctx, "could not record the end of the run in the run index");
 		lb_index_close(index);
 	}
+	/* Last, once every record is written: removing it first would free the space a full
+	 * disk needs to refuse them (the records' verdict must not depend on the gate). */
+	if (gate_staged)
+		lb_gate_cleanup(&gate_paths);
 	json_object_put(files_read);
 	lb_metrics_free(metrics);
 	free(argv);
