@@ -148,6 +148,11 @@ BENCH_COLLECT := $(BUILD)/bench/collect_throughput
 $(BENCH_COLLECT): bench/collect_throughput.c $(BUILD)/liblabbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS)
+# bench/gate: the runtime gate's cost on numpy and torch loops, with and without it.
+.PHONY: bench-gate
+bench-gate: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/gate
+bench: bench-gate
 .PHONY: bench-collect
 bench-collect: $(BUILD)/labbox $(BENCH_COLLECT)
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) LABBOX_BENCH_COLLECT=$(abspath $(BENCH_COLLECT)) \

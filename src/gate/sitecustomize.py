@@ -669,13 +669,14 @@ def _labbox_gate():
     # original function kept anywhere.
     try:
         import _posixsubprocess
+        # Recording only, the original is kept to call on: nothing is refused then anyway.
+        _orig = None if enforce else _posixsubprocess.fork_exec
+
         def fork_exec(*a, **k):
             refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), _getframe(1),
                    "LB102", "subprocess")
             return _orig(*a, **k)
-        if enforce:
-            _orig = None
-            _posixsubprocess.fork_exec = fork_exec
+        _posixsubprocess.fork_exec = fork_exec
         installed_guards.add("_posixsubprocess")
     except ImportError:
         pass

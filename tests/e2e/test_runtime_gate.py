@@ -85,7 +85,9 @@ SPAWN_CASES = {
     """,
     "spawnv_passfds": """
         import multiprocessing.util as u
-        u.spawnv_passfds("/usr/bin/touch", ["touch", "MARKER"], [])
+        import os
+        pid = u.spawnv_passfds(b"/usr/bin/touch", ["touch", "MARKER"], [])
+        os.waitpid(pid, 0)
     """,
 }
 
