@@ -64,7 +64,25 @@ $(BUILD)/obj/src/backend/colab.o: CFLAGS += -I$(BUILD)/gen
 build-fuzz/obj/src/backend/colab.o: build-fuzz/gen/colab_worker.inc
 build-fuzz/obj/src/backend/colab.o: FUZZ_CFLAGS += -Ibuild-fuzz/gen
 
-$(BUILD)/liblabbox.a: $(TS_OBJ) $(LIB_OBJ)
+# The runtime gate's Python source (src/gate/sitecustomize.py) as a C array, so the binary
+# carries it and writes it into each run (src/gate/gate.c).
+GATE_PY := src/gate/sitecustomize.py
+define gate_source_c
+	@mkdir -p $(dir $@)
+	{ echo '/* generated from $(GATE_PY) by the Makefile */'; echo '#include <stddef.h>'; \
+	  echo 'extern const char lb_gate_source[]; extern const size_t lb_gate_source_len;'; \
+	  echo 'const char lb_gate_source[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; echo 'const size_t lb_gate_source_len = sizeof lb_gate_source - 1;'; } > $@
+endef
+$(BUILD)/gen/gate_source.c: $(GATE_PY)
+	$(gate_source_c)
+GEN_OBJ := $(BUILD)/obj/gen/gate_source.o
+$(GEN_OBJ): $(BUILD)/gen/gate_source.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/liblabbox.a: $(TS_OBJ) $(LIB_OBJ) $(GEN_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
@@ -109,10 +127,15 @@ FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
 build-fuzz/obj/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
-build-fuzz/%: fuzz/%.c $(FUZZ_OBJ) build-fuzz/obj/tree-sitter-python.o
+build-fuzz/gen/gate_source.c: $(GATE_PY)
+	$(gate_source_c)
+build-fuzz/obj/gen/gate_source.o: build-fuzz/gen/gate_source.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -c $< -o $@
+build-fuzz/%: fuzz/%.c $(FUZZ_OBJ) build-fuzz/obj/tree-sitter-python.o build-fuzz/obj/gen/gate_source.o
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
-	  build-fuzz/obj/tree-sitter-python.o $(PKG_LIBS)
+	  build-fuzz/obj/tree-sitter-python.o build-fuzz/obj/gen/gate_source.o $(PKG_LIBS)
 build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/parser.c -o $@.parser.o
@@ -135,6 +158,11 @@ BENCH_COLLECT := $(BUILD)/bench/collect_throughput
 $(BENCH_COLLECT): bench/collect_throughput.c $(BUILD)/liblabbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS)
+# bench/gate: the runtime gate's cost on numpy and torch loops, with and without it.
+.PHONY: bench-gate
+bench-gate: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/gate
+bench: bench-gate
 .PHONY: bench-collect
 bench-collect: $(BUILD)/labbox $(BENCH_COLLECT)
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) LABBOX_BENCH_COLLECT=$(abspath $(BENCH_COLLECT)) \

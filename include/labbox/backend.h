@@ -45,6 +45,13 @@ typedef struct lb_backend_job {
 	/* A new attempt of the run starts (a requeued Slurm job): what output fed the metrics so
 	 * far is dropped (run.log keeps it), so the run is counted once. May be NULL. */
 	void (*restart)(void *output_ctx);
+	/* The runtime gate (gate.h), NULL when it is off: the backend binds gate_py_dir
+	 * read-only at LB_GATE_PY_DIR and gate_events writable at LB_GATE_EVENTS, names
+	 * LB_GATE_PY_DIR first on PYTHONPATH, and writes the gate's config there. */
+	const char *gate_py_dir;
+	const char *gate_events;
+	int gate_mode;          /* lb_gate_mode, effective */
+	const char *gate_policy;
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;

@@ -22,7 +22,8 @@ typedef struct lb_failure_input {
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no
  * timeout, no oom, no infra error):
- *   {"class": one of sandbox_restriction, network, missing_package, wrong_env, missing_data,
+ *   {"class": one of sandbox_restriction, gate_refused (the runtime gate
+ *             refused it: also "rule" and "gate_event"), network, missing_package, wrong_env, missing_data,
  *             code_error, timeout, oom, gpu_oom, gpu_unavailable, nan_divergence, infra_error,
  *    "summary": "one line",
  *    "evidence": ["the log lines that show it", ...]   (at most 8, e.g. the exception line),

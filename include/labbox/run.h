@@ -64,6 +64,7 @@ typedef struct lb_run_request {
 	void *echo_ctx;
 	int policy;          /* lb_check_policy: the static check before anything runs */
 	bool trust_project;  /* let the project's own allows lift hard-gate findings */
+	int runtime_gate;    /* lb_gate_mode (--runtime-gate); 0: the policy's default */
 	struct json_object *sandbox_config; /* the caller's sandbox flags, kept in the manifest so
 					     * `labbox rerun` can apply them again; may be NULL */
 	const char *rerun_of;      /* id of the run this one repeats */

@@ -70,6 +70,13 @@ bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid);
 /* "K=V": added to the clean environment (replacing a default of the same name). */
 int lb_sandbox_add_env(lb_sandbox *sb, const char *kv);
+/* The value of NAME in the environment set so far (-e, defaults), NULL when unset. */
+const char *lb_sandbox_env_value(const lb_sandbox *sb, const char *name);
+lb_network lb_sandbox_network(const lb_sandbox *sb);
+/* The places the payload can write, as it sees them (the work directory, the private /tmp,
+ * /var/tmp and /dev/shm, writable binds, --tmpfs mounts): at most max, pointers into sb.
+ * For the runtime gate, which refuses writes elsewhere with a rule of its own. */
+size_t lb_sandbox_writable_paths(const lb_sandbox *sb, const char **out, size_t max);
 /* A host character device (a path under /dev) made usable inside at the same path. */
 int lb_sandbox_add_device(lb_sandbox *sb, const char *path);
 /* NVIDIA GPUs: "all" or a list of indices "0,2". Binds the GPUs' device nodes and the

@@ -1,5 +1,6 @@
 /* The local backend: the sandbox of this host (src/sandbox). */
 #include "labbox/backend.h"
+#include "labbox/gate.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -35,6 +36,33 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 	return r;
 }
 
+/* The runtime gate: its directory read-only and its events file writable at fixed paths
+ * under /run (hidden, so they exist inside only), its directory first on PYTHONPATH ahead of
+ * any the user gave with -e, and its config naming the places this sandbox can write. */
+static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
+{
+	int r = lb_sandbox_add_bind(sb, job->gate_py_dir, LB_GATE_PY_DIR, false);
+	if (r == 0)
+		r = lb_sandbox_add_bind(sb, job->gate_events, LB_GATE_EVENTS, true);
+	if (r < 0)
+		return r;
+	const char *outs[64];
+	size_t n = lb_sandbox_writable_paths(sb, outs, sizeof outs / sizeof *outs);
+	lb_network net = lb_sandbox_network(sb);
+	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
+			     .network = net != LB_NET_NONE, .exp_dir = job->exp_dir,
+			     .outputs = outs, .noutputs = n};
+	r = lb_gate_write_config(job->gate_py_dir, &gc);
+	if (r < 0)
+		return r;
+	const char *user = lb_sandbox_env_value(sb, "PYTHONPATH");
+	LB_AUTOFREE char *kv = NULL;
+	if (asprintf(&kv, "PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
+		     user ? user : "") < 0)
+		return -ENOMEM;
+	return lb_sandbox_add_env(sb, kv);
+}
+
 static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
 {
 	lb_sandbox *sb = sandbox_of(b);
@@ -53,6 +81,10 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 	for (size_t i = 0; r == 0 && i < job->nenv; i++) {
 		what = "the environment";
 		r = lb_sandbox_add_env(sb, job->env[i]);
+	}
+	if (r == 0 && job->gate_py_dir) {
+		what = "the runtime gate";
+		r = expose_gate(sb, job);
 	}
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, job->budget);

@@ -4,6 +4,7 @@
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
+#include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -86,6 +87,11 @@ static const char run_help[] =
 	"                       (report only); rejected code never runs (exit 3)\n"
 	"  --trust-project      let the experiment's own labbox.yaml allows and inline\n"
 	"                       `# labbox: allow[ID]` comments lift hard-gate findings\n"
+	"  --runtime-gate off|record|on\n"
+	"                       the audit hook in the interpreter that refuses the hard gate's\n"
+	"                       capabilities as they happen (default: on for standard and\n"
+	"                       strict, record for permissive; on under permissive enforces the\n"
+	"                       standard rules); recorded in the manifest, repeated by rerun\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
@@ -97,7 +103,7 @@ static const char run_help[] =
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
-       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE };
+       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
 
 typedef struct echo_ctx {
 	int fd;
@@ -348,6 +354,7 @@ int cli_run(int argc, char **argv)
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
 		{"policy", required_argument, NULL, OPT_POLICY},
 		{"trust-project", no_argument, NULL, OPT_TRUST},
+		{"runtime-gate", required_argument, NULL, OPT_RUNTIME_GATE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -510,6 +517,15 @@ int cli_run(int argc, char **argv)
 		case OPT_TRUST:
 			req.trust_project = true;
 			break;
+		case OPT_RUNTIME_GATE: {
+			lb_gate_mode m;
+			if (lb_gate_mode_parse(optarg, &m) < 0) {
+				cli_error("run", "--runtime-gate '%s' is not one of off, record, on", optarg);
+				goto done;
+			}
+			req.runtime_gate = (int)m;
+			break;
+		}
 		case OPT_LOG_LIMIT:
 			if (lb_parse_size(optarg, &req.log_limit) < 0 || req.log_limit < 1024) {
 				cli_error("run", "--log-limit '%s' is not a size of at least 1k", optarg);

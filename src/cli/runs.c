@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
+#include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/util.h"
@@ -1085,6 +1086,11 @@ int cli_rerun(int argc, char **argv)
 		lb_check_policy_parse(json_object_get_string(v), &pol);
 	req.policy = (int)pol;
 	req.trust_project = json_object_object_get_ex(cfg, "trust_project", &v) && json_object_get_boolean(v);
+	/* The runtime gate as the original asked for it (runs before it existed: the default). */
+	lb_gate_mode gm = LB_GATE_DEFAULT;
+	if (json_object_object_get_ex(cfg, "runtime_gate", &v) && v)
+		lb_gate_mode_parse(json_object_get_string(v), &gm);
+	req.runtime_gate = (int)gm;
 	int echo_fd = o.json ? 2 : 1;
 	if (!quiet) {
 		req.echo = rerun_echo;

@@ -473,6 +473,13 @@ static const char SUGGEST_SANDBOX[] =
 	"read-only and the home directory is hidden), and avoid privileged operations; mount "
 	"what the code needs with -v SRC:DST[:ro], or give it a scratch directory with "
 	"--tmpfs PATH";
+/* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
+#define GATE_MARK "labbox runtime gate refused "
+static const char SUGGEST_GATE[] =
+	"the runtime gate refuses what the static check's hard gate refuses (the rule named, "
+	"docs/check.md): remove the call, or do it in the experiment's own Python; result.json's "
+	"runtime_gate lists the event with the line that made it. --runtime-gate off runs "
+	"without the gate (the sandbox still holds)";
 static const char SUGGEST_NO_SPACE[] =
 	"write less, or give the sandbox more room: a larger private /tmp "
 	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
@@ -687,6 +694,11 @@ static void classify_exception(lb_verdict *v, const char *line, size_t name_len,
 	} else if (name_is(line, name_len, file_names) && !has_any(line, gpu_unavailable_text)) {
 		/* Before the message checks: a path may contain any word. */
 		classify_missing_file(v, line, subprocess);
+	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK)) {
+		/* The runtime gate's refusal names its rule: the class says the gate, not the
+		 * kernel, said no, and which rule to look up (docs/check.md). */
+		verdict_set(v, "gate_refused", "the labbox runtime gate refused an operation", line,
+			    SUGGEST_GATE);
 	} else if (name_is(line, name_len, sandbox_names)) {
 		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
 			    SUGGEST_SANDBOX);
@@ -770,6 +782,7 @@ static bool context_explains(const char *earlier, const char *later)
 		return true;
 	return strcmp(later, "missing_data") == 0 &&
 	       (strcmp(earlier, "network") == 0 || strcmp(earlier, "sandbox_restriction") == 0 ||
+		strcmp(earlier, "gate_refused") == 0 ||
 		strcmp(earlier, "gpu_unavailable") == 0);
 }
 
@@ -1082,6 +1095,15 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 	}
 	if (obj_add(doc, "suggestion", utf8_string(v->suggestion)) < 0)
 		return -ENOMEM;
+	if (strcmp(v->cls, "gate_refused") == 0 && v->exc_line != NONE) {
+		/* "... refused EVENT: RULE title (policy P)": the event and the rule. */
+		const char *g = strstr(log->lines[v->exc_line], GATE_MARK);
+		char ev[80] = "", rule[16] = "";
+		if (g && sscanf(g + strlen(GATE_MARK), "%79[^: ]: %15[A-Za-z0-9.]", ev, rule) == 2 &&
+		    (obj_add(doc, "gate_event", utf8_string(ev)) < 0 ||
+		     obj_add(doc, "rule", utf8_string(rule)) < 0))
+			return -ENOMEM;
+	}
 	if (v->exc_line != NONE) {
 		const char *l = log->lines[v->exc_line];
 		size_t name_len = 0;

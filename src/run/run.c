@@ -6,6 +6,7 @@
 #include "labbox/collect.h"
 #include "labbox/config.h"
 #include "labbox/diagnose.h"
+#include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/util.h"
 
@@ -432,6 +433,14 @@ static size_t job_env(const run_state *st, const char *id, char store[2][PATH_MA
 	return n;
 }
 
+/* Whether the caller's sandbox flags granted sockets (--network loopback or host). */
+static bool sandbox_network(json_object *sandbox_config)
+{
+	json_object *v;
+	return sandbox_config && json_object_object_get_ex(sandbox_config, "network", &v) &&
+	       strcmp(json_object_get_string(v), "none") != 0;
+}
+
 static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
 {
 	json_object *f = json_object_new_object();
@@ -789,6 +798,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	}
 	json_object *findings = NULL, *code_seeds = NULL;
 	json_object *staged_ids = NULL; /* identities of the staged files when the run started */
+	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
+	lb_gate_paths gate_paths;
+	bool gate_staged = false;
+	char gate_note[256] = "";
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
@@ -828,12 +841,31 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		if (slash && slash != runs)
 			*slash = '\0';
 		lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index_path);
+		/* The runtime gate goes into the run directory beside the records; only the local
+		 * sandbox can bind it in so far. */
+		if (gate_mode != LB_GATE_OFF && !st->remote) {
+			int gr = lb_gate_stage(out->run_dir, uid == getuid() ? (uid_t)-1 : uid, gid,
+					       &gate_paths);
+			if (gr < 0)
+				snprintf(gate_note, sizeof gate_note,
+					 "the gate could not be written into the run directory: %s",
+					 strerror(-gr));
+			gate_staged = gr == 0;
+		} else if (gate_mode != LB_GATE_OFF) {
+			snprintf(gate_note, sizeof gate_note,
+				 "the runtime gate is installed by the local sandbox only; mode %s "
+				 "runs without it", be->ops->name);
+		}
 		lb_backend_job job = {
 			.id = out->id, .run_dir = out->run_dir, .runs_dir = runs,
 			.index_path = index_path, .exp_dir = st->exp_dir, .python = &st->py,
 			.argv = argv, .env = env, .nenv = job_env(st, out->id, store, env),
 			.budget = st->budget, .disk_limit = st->disk_limit,
 			.output = tee_output, .output_ctx = &tee, .restart = tee_restart,
+			.gate_py_dir = gate_staged ? gate_paths.py_dir : NULL,
+			.gate_events = gate_staged ? gate_paths.events : NULL,
+			.gate_mode = (int)gate_mode,
+			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
 		};
 		r = be->ops->prepare(be, &job, err, sizeof err);
 		if (r < 0) {
@@ -961,6 +993,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
+	json_object_object_add(doc, "runtime_gate",
+			       lb_gate_collect(gate_staged ? gate_paths.events : NULL, gate_mode,
+					       lb_check_policy_name((lb_check_policy)req->policy),
+					       sandbox_network(req->sandbox_config), findings,
+					       gate_note[0] ? gate_note
+					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
+					       : rejected || !gate_staged ? "the experiment did not run"
+								     : NULL));
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];
@@ -1065,6 +1105,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "policy",
 			       json_object_new_string(lb_check_policy_name((lb_check_policy)req->policy)));
 	json_object_object_add(cfg, "trust_project", json_object_new_boolean(req->trust_project));
+	/* As asked (default when not given), so rerun asks the same; runtime_gate in result.json
+	 * says what the run had. */
+	json_object_object_add(cfg, "runtime_gate",
+			       json_object_new_string(lb_gate_mode_name((lb_gate_mode)req->runtime_gate)));
 	json_object_object_add(cfg, "disk_limit_bytes", json_object_new_int64((int64_t)st->disk_limit));
 	json_object_object_add(cfg, "log_limit_bytes",
 			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
@@ -1143,6 +1187,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			req->warn(req->warn_ctx, "could not record the end of the run in the run index");
 		lb_index_close(index);
 	}
+	/* Last, once every record is written: removing it first would free the space a full
+	 * disk needs to refuse them (the records' verdict must not depend on the gate). */
+	if (gate_staged)
+		lb_gate_cleanup(&gate_paths);
 	json_object_put(files_read);
 	lb_metrics_free(metrics);
 	free(argv);

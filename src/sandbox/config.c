@@ -507,3 +507,33 @@ int lb_sandbox_exit_status(const lb_sandbox_result *res)
 	}
 	return 125;
 }
+
+const char *lb_sandbox_env_value(const lb_sandbox *sb, const char *name)
+{
+	size_t klen = strlen(name);
+	for (size_t i = 0; i < sb->nenv; i++)
+		if (strncmp(sb->env[i], name, klen) == 0 && sb->env[i][klen] == '=')
+			return sb->env[i] + klen + 1;
+	return NULL;
+}
+
+lb_network lb_sandbox_network(const lb_sandbox *sb)
+{
+	return sb->net;
+}
+
+size_t lb_sandbox_writable_paths(const lb_sandbox *sb, const char **out, size_t max)
+{
+	static const char *const private_ones[] = {"/tmp", "/var/tmp", "/dev/shm"};
+	size_t n = 0;
+	if (sb->workdir && n < max)
+		out[n++] = sb->workdir;
+	for (size_t i = 0; i < sizeof private_ones / sizeof *private_ones && n < max; i++)
+		out[n++] = private_ones[i];
+	for (size_t i = 0; i < sb->nbinds && n < max; i++)
+		if (sb->binds[i].writable)
+			out[n++] = sb->binds[i].dst;
+	for (size_t i = 0; i < sb->ntmpfs && n < max; i++)
+		out[n++] = sb->tmpfs[i].path;
+	return n;
+}

@@ -1,0 +1,94 @@
+/* gate: the runtime gate, a PEP 578 audit hook in the sandboxed interpreter.
+ *
+ * The static check (check.h) reads the code before it runs; the runtime gate refuses the same
+ * capabilities as they happen (process creation, sockets without --network, dynamic code,
+ * native code, pickle's find_class outside an allowlist, banned imports, writes outside the
+ * output paths), with PermissionError naming the rule. Its Python source is
+ * src/gate/sitecustomize.py, embedded into labbox at build time.
+ *
+ *   lb_gate_stage      writes the gate's directory (source, config) and an empty events file
+ *                      into the run directory; the backend binds them into the sandbox
+ *                      (LB_GATE_PY_DIR read-only, LB_GATE_EVENTS writable) and puts
+ *                      LB_GATE_PY_DIR first on PYTHONPATH
+ *   lb_gate_collect    reads the events file back (bounded, defensive: the experiment can
+ *                      write to it) into result.json's runtime_gate
+ *
+ * docs/decisions.md ("The runtime gate") says what holds and what does not. */
+#ifndef LABBOX_GATE_H
+#define LABBOX_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct json_object;
+
+typedef enum lb_gate_mode {
+	LB_GATE_DEFAULT = 0, /* on for standard and strict, record for permissive */
+	LB_GATE_OFF,         /* no hook at all */
+	LB_GATE_RECORD,      /* the hook records what it would refuse and refuses nothing */
+	LB_GATE_ON,          /* the hook refuses (under permissive: the standard rules) */
+} lb_gate_mode;
+
+/* Where the sandbox sees the gate. /run is hidden, so these exist only inside. */
+#define LB_GATE_DIR "/run/labbox-gate"
+#define LB_GATE_PY_DIR LB_GATE_DIR "/py"
+#define LB_GATE_EVENTS LB_GATE_DIR "/events.jsonl"
+
+/* Bounds of the events channel, on both sides. */
+#define LB_GATE_MAX_EVENTS 200       /* written per process; labbox keeps at most this many */
+#define LB_GATE_MAX_LINE 2048        /* bytes of one event line */
+#define LB_GATE_MAX_READ (1u << 20)  /* bytes of the events file labbox reads */
+
+/* "off", "record", "on"; -EINVAL otherwise. */
+int lb_gate_mode_parse(const char *s, lb_gate_mode *out);
+const char *lb_gate_mode_name(lb_gate_mode m);
+/* The mode a run gets: asked, or the policy's default (policy is lb_check_policy). */
+lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy);
+
+/* The Python source, embedded by the Makefile (build/gen/gate_source.c). */
+extern const char lb_gate_source[];
+extern const size_t lb_gate_source_len;
+
+typedef struct lb_gate_paths {
+	char dir[4096];    /* run_dir/gate */
+	char py_dir[4096]; /* run_dir/gate/py: sitecustomize.py, labbox_gate.json */
+	char events[4096]; /* run_dir/gate/events.jsonl, owned by uid:gid so the payload writes it */
+} lb_gate_paths;
+
+/* Writes run_dir/gate/py/sitecustomize.py and an empty events file owned by uid:gid
+ * ((uid_t)-1: leave the owner). 0 or a negative errno. */
+int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out);
+
+typedef struct lb_gate_config {
+	lb_gate_mode mode;   /* effective: RECORD or ON */
+	const char *policy;  /* "standard", "strict", "permissive" */
+	bool network;        /* sockets were granted (--network loopback or host) */
+	const char *exp_dir; /* the experiment's directory, as the sandbox sees it */
+	const char *const *outputs; /* where it may write, as the sandbox sees them */
+	size_t noutputs;
+} lb_gate_config;
+
+/* py_dir/labbox_gate.json, which the gate reads as it starts. */
+int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
+
+/* Parse the events channel: one JSON object per line. Lines that are too long, not JSON, or
+ * not events as the gate writes them are counted in *bad and skipped; at most
+ * LB_GATE_MAX_EVENTS events are appended to events (a json array), the rest counted in
+ * *dropped. Each kept event is rebuilt from checked fields only. 0 or -ENOMEM. */
+int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
+			 size_t *dropped, size_t *bad);
+
+/* Removes what lb_gate_stage wrote, once lb_gate_collect has read the events: the run
+ * directory keeps its documented layout. 0 or the last negative errno. */
+int lb_gate_cleanup(const lb_gate_paths *p);
+
+/* result.json's runtime_gate: {mode, policy, enforced, installed, network, events: [{event,
+ * args, refused, rule, static_rule, title, file, line, pid, detail, finding}], refused,
+ * dropped, malformed, channel, note}. findings is the static check's array (may be NULL):
+ * an event is matched to the finding of the same rule, on the same line when there is one.
+ * events_path NULL: the gate was off (or not available on the backend; note says why). */
+struct json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const char *policy,
+				    bool network, struct json_object *findings, const char *note);
+
+#endif

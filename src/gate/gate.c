@@ -1,0 +1,400 @@
+/* gate: staging the runtime gate into a run and reading back what it recorded. */
+#include "labbox/gate.h"
+#include "labbox/check.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "off") == 0)
+		*out = LB_GATE_OFF;
+	else if (strcmp(s, "record") == 0)
+		*out = LB_GATE_RECORD;
+	else if (strcmp(s, "on") == 0)
+		*out = LB_GATE_ON;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *lb_gate_mode_name(lb_gate_mode m)
+{
+	switch (m) {
+	case LB_GATE_OFF:
+		return "off";
+	case LB_GATE_RECORD:
+		return "record";
+	case LB_GATE_ON:
+		return "on";
+	case LB_GATE_DEFAULT:
+		break;
+	}
+	return "default";
+}
+
+lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy)
+{
+	if (asked != LB_GATE_DEFAULT)
+		return asked;
+	/* permissive reports and rejects nothing statically; at run time it records likewise. */
+	return policy == LB_CHECK_PERMISSIVE ? LB_GATE_RECORD : LB_GATE_ON;
+}
+
+static int join(char *out, size_t outlen, const char *a, const char *b)
+{
+	int n = snprintf(out, outlen, "%s/%s", a, b);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
+{
+	int r = join(out->dir, sizeof out->dir, run_dir, "gate");
+	if (r == 0)
+		r = join(out->py_dir, sizeof out->py_dir, out->dir, "py");
+	if (r == 0)
+		r = join(out->events, sizeof out->events, out->dir, "events.jsonl");
+	if (r < 0)
+		return r;
+	/* The payload reads py/ and writes the events file, nothing else: 0755 and 0644 files
+	 * owned by labbox's user, the events file by the payload's. */
+	if (mkdir(out->dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(out->py_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	char path[PATH_MAX];
+	if ((r = join(path, sizeof path, out->py_dir, "sitecustomize.py")) < 0)
+		return r;
+	r = lb_write_file_atomic_mode(path, lb_gate_source, lb_gate_source_len, 0644);
+	if (r < 0)
+		return r;
+	LB_AUTOCLOSE int fd = open(out->events, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+				   0600);
+	if (fd < 0)
+		return -errno;
+	if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
+		return -errno;
+	return 0;
+}
+
+int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "policy", json_object_new_string(cfg->policy ? cfg->policy : "standard"));
+	json_object_object_add(o, "enforce", json_object_new_boolean(cfg->mode == LB_GATE_ON));
+	json_object_object_add(o, "network", json_object_new_boolean(cfg->network));
+	json_object_object_add(o, "exp_dir", json_object_new_string(cfg->exp_dir ? cfg->exp_dir : ""));
+	json_object *outs = json_object_new_array();
+	for (size_t i = 0; i < cfg->noutputs; i++)
+		json_object_array_add(outs, json_object_new_string(cfg->outputs[i]));
+	json_object_object_add(o, "outputs", outs);
+	json_object_object_add(o, "events", json_object_new_string(LB_GATE_EVENTS));
+	json_object_object_add(o, "max_events", json_object_new_int(LB_GATE_MAX_EVENTS));
+	json_object_object_add(o, "max_line", json_object_new_int(LB_GATE_MAX_LINE));
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	char path[PATH_MAX];
+	int r = join(path, sizeof path, py_dir, "labbox_gate.json");
+	if (r == 0)
+		r = lb_write_file_atomic_mode(path, text, strlen(text), 0644);
+	json_object_put(o);
+	return r;
+}
+
+/* ---- the events channel ---------------------------------------------------------------- */
+
+/* A string from the channel, made valid UTF-8 (bytes that are not are '?') and cut at max
+ * bytes: the experiment can write anything there. NULL for a non-string. */
+static json_object *clean_string(json_object *v, size_t max)
+{
+	if (!v || !json_object_is_type(v, json_type_string))
+		return NULL;
+	const unsigned char *s = (const unsigned char *)json_object_get_string(v);
+	size_t len = (size_t)json_object_get_string_len(v);
+	if (len > max)
+		len = max;
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < len;) {
+		size_t n = lb_utf8_seq_len(s + i, len - i);
+		if (n == 0 || s[i] == 0) {
+			out[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(out + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	out[o] = '\0';
+	json_object *r = json_object_new_string_len(out, (int)o);
+	free(out);
+	return r;
+}
+
+/* An argument summary as the gate writes them: strings, numbers, booleans, null, and lists
+ * of those two deep at most, at most 8 elements each. */
+static json_object *clean_arg(json_object *v, int depth)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		return NULL;
+	case json_type_boolean:
+		return json_object_new_boolean(json_object_get_boolean(v));
+	case json_type_int:
+		return json_object_new_int64(json_object_get_int64(v));
+	case json_type_double: {
+		double d = json_object_get_double(v);
+		return d == d && d - d == 0 ? json_object_new_double(d) : json_object_new_string("NaN");
+	}
+	case json_type_string:
+		return clean_string(v, 400);
+	case json_type_array: {
+		json_object *a = json_object_new_array();
+		if (depth >= 2) {
+			json_object_array_add(a, json_object_new_string("..."));
+			return a;
+		}
+		size_t n = json_object_array_length(v);
+		for (size_t i = 0; i < n && i < 9; i++)
+			json_object_array_add(a, clean_arg(json_object_array_get_idx(v, i), depth + 1));
+		return a;
+	}
+	case json_type_object:
+		break;
+	}
+	return json_object_new_string("<object>");
+}
+
+static bool rule_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 5 && strncmp(s, "LB", 2) == 0)
+		return s[2] >= '0' && s[2] <= '9' && s[3] >= '0' && s[3] <= '9' && s[4] >= '0' &&
+		       s[4] <= '9';
+	if (strncmp(s, "gate.", 5) != 0 || n > 24 || n < 6)
+		return false;
+	for (size_t i = 5; i < n; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z'))
+			return false;
+	return true;
+}
+
+/* One line of the channel into an event, or NULL when it is not one. */
+static json_object *parse_line(const char *line, size_t len)
+{
+	json_tokener *tok = json_tokener_new_ex(8);
+	if (!tok)
+		return NULL;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	json_object *doc = json_tokener_parse_ex(tok, line, (int)len);
+	bool whole = doc && json_tokener_get_error(tok) == json_tokener_success &&
+		     (size_t)json_tokener_get_parse_end(tok) == len;
+	json_tokener_free(tok);
+	json_object *ev = NULL, *v;
+	if (!whole || !json_object_is_type(doc, json_type_object))
+		goto out;
+	if (!json_object_object_get_ex(doc, "v", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int(v) != 1)
+		goto out;
+	json_object *event = NULL, *rule = NULL;
+	if (!json_object_object_get_ex(doc, "event", &event) ||
+	    !json_object_is_type(event, json_type_string) || json_object_get_string_len(event) == 0 ||
+	    json_object_get_string_len(event) > 64)
+		goto out;
+	if (!json_object_object_get_ex(doc, "rule", &rule) ||
+	    !json_object_is_type(rule, json_type_string) || !rule_id_ok(json_object_get_string(rule)))
+		goto out;
+	ev = json_object_new_object();
+	json_object_object_add(ev, "event", clean_string(event, 64));
+	json_object *args = json_object_new_array();
+	if (json_object_object_get_ex(doc, "args", &v) && json_object_is_type(v, json_type_array)) {
+		size_t n = json_object_array_length(v);
+		for (size_t i = 0; i < n && i < 6; i++)
+			json_object_array_add(args, clean_arg(json_object_array_get_idx(v, i), 0));
+	}
+	json_object_object_add(ev, "args", args);
+	json_object_object_add(ev, "refused",
+			       json_object_new_boolean(json_object_object_get_ex(doc, "refused", &v) &&
+						       json_object_is_type(v, json_type_boolean) &&
+						       json_object_get_boolean(v)));
+	const char *rid = json_object_get_string(rule);
+	json_object_object_add(ev, "rule", json_object_new_string(rid));
+	json_object_object_add(ev, "static_rule", strncmp(rid, "LB", 2) == 0
+							  ? json_object_new_string(rid) : NULL);
+	json_object_object_add(ev, "title", json_object_object_get_ex(doc, "title", &v)
+						    ? clean_string(v, 120) : NULL);
+	json_object_object_add(ev, "file", json_object_object_get_ex(doc, "file", &v)
+						   ? clean_string(v, 1024) : NULL);
+	json_object *line_v = NULL;
+	if (json_object_object_get_ex(doc, "line", &v) && json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) > 0 && json_object_get_int64(v) < 100000000)
+		line_v = json_object_new_int64(json_object_get_int64(v));
+	json_object_object_add(ev, "line", line_v);
+	json_object *pid_v = NULL;
+	if (json_object_object_get_ex(doc, "pid", &v) && json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) > 0 && json_object_get_int64(v) < (1 << 30))
+		pid_v = json_object_new_int64(json_object_get_int64(v));
+	json_object_object_add(ev, "pid", pid_v);
+	json_object_object_add(ev, "detail", json_object_object_get_ex(doc, "detail", &v)
+						     ? clean_string(v, 400) : NULL);
+out:
+	json_object_put(doc);
+	return ev;
+}
+
+int lb_gate_parse_events(const char *data, size_t len, json_object *events, size_t *dropped,
+			 size_t *bad)
+{
+	*dropped = 0;
+	*bad = 0;
+	if (!events || !json_object_is_type(events, json_type_array))
+		return -EINVAL;
+	size_t i = 0;
+	while (i < len) {
+		const char *nl = memchr(data + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - data) : len;
+		size_t n = end - i;
+		if (n > 0) {
+			json_object *ev = n < LB_GATE_MAX_LINE ? parse_line(data + i, n) : NULL;
+			if (!ev)
+				(*bad)++;
+			else if (json_object_array_length(events) >= LB_GATE_MAX_EVENTS) {
+				(*dropped)++;
+				json_object_put(ev);
+			} else if (json_object_array_add(events, ev) < 0) {
+				json_object_put(ev);
+				return -ENOMEM;
+			}
+		}
+		i = end + 1;
+	}
+	return 0;
+}
+
+/* The static finding an event corresponds to: same rule, the same file and line when the
+ * check found one there, else the first finding of that rule. */
+static json_object *matching_finding(json_object *findings, const char *rule, const char *file,
+				     int64_t line)
+{
+	if (!findings || !json_object_is_type(findings, json_type_array) || strncmp(rule, "LB", 2))
+		return NULL;
+	json_object *first = NULL;
+	size_t n = json_object_array_length(findings);
+	for (size_t i = 0; i < n; i++) {
+		json_object *f = json_object_array_get_idx(findings, i), *id, *ff, *fl;
+		if (!json_object_object_get_ex(f, "id", &id) ||
+		    strcmp(json_object_get_string(id), rule) != 0)
+			continue;
+		if (!first)
+			first = f;
+		if (file && line > 0 && json_object_object_get_ex(f, "file", &ff) &&
+		    json_object_object_get_ex(f, "line", &fl) && json_object_get_int64(fl) == line) {
+			const char *fs = json_object_get_string(ff);
+			size_t a = strlen(file), b = strlen(fs);
+			/* The check names files relative to the experiment, the gate absolutely. */
+			if (a >= b && strcmp(file + a - b, fs) == 0 && (a == b || file[a - b - 1] == '/'))
+				return f;
+		}
+	}
+	return first;
+}
+
+static json_object *finding_ref(json_object *f)
+{
+	if (!f)
+		return NULL;
+	json_object *o = json_object_new_object(), *v;
+	static const char *const keys[] = {"id", "file", "line", "message"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		json_object_object_add(o, keys[i], json_object_object_get_ex(f, keys[i], &v)
+							   ? json_object_get(v) : NULL);
+	return o;
+}
+
+json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const char *policy,
+			     bool network, json_object *findings, const char *note)
+{
+	json_object *g = json_object_new_object();
+	if (!g)
+		return NULL;
+	json_object_object_add(g, "mode", json_object_new_string(lb_gate_mode_name(mode)));
+	json_object_object_add(g, "policy", json_object_new_string(policy ? policy : "standard"));
+	json_object_object_add(g, "installed", json_object_new_boolean(events_path != NULL));
+	json_object_object_add(g, "enforced",
+			       json_object_new_boolean(events_path && mode == LB_GATE_ON));
+	json_object_object_add(g, "network", json_object_new_boolean(network));
+	json_object *events = json_object_new_array();
+	size_t dropped = 0, bad = 0, refused = 0;
+	const char *channel = "none";
+	if (events_path) {
+		LB_AUTOCLOSE int fd = open(events_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		channel = "unreadable";
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			size_t want = st.st_size > (off_t)LB_GATE_MAX_READ ? LB_GATE_MAX_READ
+									   : (size_t)st.st_size;
+			char *buf = malloc(want + 1);
+			ssize_t got = buf ? pread(fd, buf, want, 0) : -1;
+			if (got >= 0) {
+				/* A cut file ends with a part line, which is not an event. */
+				lb_gate_parse_events(buf, (size_t)got, events, &dropped, &bad);
+				channel = st.st_size > (off_t)LB_GATE_MAX_READ ? "read in part" : "read";
+			}
+			free(buf);
+		}
+	}
+	size_t n = json_object_array_length(events);
+	for (size_t i = 0; i < n; i++) {
+		json_object *ev = json_object_array_get_idx(events, i), *v, *fv, *lv;
+		if (json_object_object_get_ex(ev, "refused", &v) && json_object_get_boolean(v))
+			refused++;
+		json_object_object_get_ex(ev, "rule", &v);
+		json_object_object_get_ex(ev, "file", &fv);
+		json_object_object_get_ex(ev, "line", &lv);
+		json_object_object_add(ev, "finding",
+				       finding_ref(matching_finding(findings, json_object_get_string(v),
+								    fv ? json_object_get_string(fv) : NULL,
+								    lv ? json_object_get_int64(lv) : 0)));
+	}
+	json_object_object_add(g, "events", events);
+	json_object_object_add(g, "refused", json_object_new_int64((int64_t)refused));
+	json_object_object_add(g, "dropped", json_object_new_int64((int64_t)dropped));
+	json_object_object_add(g, "malformed", json_object_new_int64((int64_t)bad));
+	json_object_object_add(g, "channel", json_object_new_string(channel));
+	json_object_object_add(g, "note", note ? json_object_new_string(note) : NULL);
+	return g;
+}
+
+int lb_gate_cleanup(const lb_gate_paths *p)
+{
+	/* The run directory keeps its documented layout: what the gate recorded is in
+	 * result.json, and its source is in labbox. */
+	char path[PATH_MAX];
+	int r = 0;
+	static const char *const files[] = {"sitecustomize.py", "labbox_gate.json"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		if (join(path, sizeof path, p->py_dir, files[i]) == 0 && unlink(path) < 0 &&
+		    errno != ENOENT)
+			r = -errno;
+	if (unlink(p->events) < 0 && errno != ENOENT)
+		r = -errno;
+	if (rmdir(p->py_dir) < 0 && errno != ENOENT)
+		r = -errno;
+	if (rmdir(p->dir) < 0 && errno != ENOENT)
+		r = -errno;
+	return r;
+}

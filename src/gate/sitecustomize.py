@@ -1,0 +1,743 @@
+"""labbox runtime gate: a PEP 578 audit hook installed before the experiment's first line.
+
+labbox binds this directory read-only into the sandbox and names it first on PYTHONPATH, so
+the interpreter imports it as `sitecustomize` while `site` starts up, before `__main__` exists.
+It installs the hook, takes its own directory out of sys.path again, and imports the
+interpreter's own sitecustomize (Debian's, a venv's) so nothing else changes: __main__,
+__file__, sys.argv and the experiment's imports are those of a run without the gate.
+
+The hook refuses, as they happen, the capabilities the static check's hard gate refuses
+(docs/check.md): process creation, sockets without --network, dynamic code that is not a file
+of the experiment, native code (ctypes), pickle's find_class outside an allowlist, banned
+imports, writes outside the output paths. A refusal raises PermissionError naming the rule.
+Every event it refuses (or, when only recording, would refuse) is written as one JSON line to
+the events file labbox bound for it; labbox reads it into result.json's runtime_gate.
+
+What this can and cannot hold is written down in docs/decisions.md ("The runtime gate"): it
+lives in the experiment's own process, so it is a layer with evidence, not the containment,
+which stays the sandbox's (namespaces, seccomp, read-only file system).
+
+Everything lives inside _labbox_gate() so the module's namespace keeps no handle on the
+gate's state; the fast path of the hook is one frozenset lookup.
+"""
+
+
+def _labbox_gate():
+    import sys
+    import os
+    import json
+    import errno
+    import _socket
+    import _thread
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(here, "labbox_gate.json"), "rb") as f:
+            cfg = json.loads(f.read())
+    except (OSError, ValueError):
+        return  # not labbox's sandbox: do nothing
+    # Out of sys.path at once: the experiment's imports are those of a run without the gate.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+
+    policy = cfg.get("policy", "standard")
+    enforce = bool(cfg.get("enforce", True))
+    network = bool(cfg.get("network", False))
+    exp_dir = cfg.get("exp_dir", "")
+    outputs = tuple(p.rstrip("/") for p in cfg.get("outputs", []) if p.startswith("/"))
+    max_events = int(cfg.get("max_events", 200))
+    max_line = int(cfg.get("max_line", 2048))
+    strict = policy == "strict"
+
+    fd = -1
+    try:
+        fd = os.open(cfg.get("events", ""), os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except OSError:
+        fd = -1
+
+    # Where code comes from: the interpreter's own read-only paths, as sys.path has them
+    # before the experiment's directory is added, minus anything the run can write.
+    def _under(p, roots):
+        for r in roots:
+            if p == r or p.startswith(r + "/"):
+                return True
+        return False
+
+    writable = outputs + ((exp_dir,) if exp_dir else ())
+    lib_roots, std_roots = [], []
+    import sysconfig
+    std_named = set()
+    for key in ("stdlib", "platstdlib"):
+        for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_prefix}):
+            try:
+                std_named.add(sysconfig.get_path(key, vars=scheme_vars or None))
+            except (KeyError, TypeError):
+                pass
+    for p in sys.path:
+        # A root the run could write to is not the interpreter's: exp/ never, and anything
+        # else only when it is read-only here (a venv under /tmp is bound read-only over the
+        # private /tmp; access() says EROFS for it).
+        if not p or not os.path.isabs(p) or (exp_dir and _under(p, (exp_dir,))):
+            continue
+        try:
+            if os.access(p, os.W_OK):
+                continue
+        except (OSError, ValueError):
+            continue
+        p = p.rstrip("/")
+        if "-packages" in p.rsplit("/", 1)[-1] or p.endswith("-packages"):
+            lib_roots.append(p)
+        elif p in std_named or p.endswith(".zip") or p.endswith("lib-dynload"):
+            std_roots.append(p)
+        else:
+            lib_roots.append(p)  # a PYTHONPATH entry the user gave, read-only: a library
+    lib_roots = tuple(sorted(lib_roots, key=len, reverse=True))
+    std_roots = tuple(sorted(std_roots, key=len, reverse=True))
+    trusted_roots = lib_roots + std_roots
+    # co_filename -> 's' stdlib, 'l' library, 'x' the experiment's (or unknown); this file
+    # is the gate's, so its own calls are the standard library's.
+    kinds = {__file__: "s"}
+
+    def kind(fn):
+        k = kinds.get(fn)
+        if k is None:
+            if type(fn) is not str:
+                k = "x"
+            elif fn.startswith("<frozen "):
+                k = "s"
+            elif exp_dir and _under(fn, (exp_dir,)):
+                k = "x"
+            elif _under(fn, lib_roots):
+                k = "l"
+            elif _under(fn, std_roots):
+                k = "s"
+            else:
+                k = "x"  # <string>, /tmp, anything the run could have written
+            if len(kinds) < 50000:
+                kinds[fn] = k
+        return k
+
+    # Standard-library files that only pass a call on (import_module, resolve_name): an
+    # import through them is the caller's.
+    passthrough = tuple(r + s for r in std_roots for s in ("/importlib/__init__.py", "/pkgutil.py"))
+
+    def origin(f):
+        """The innermost frame that is not the standard library's: the standard library is
+        full of helpers that call what they are given (threading, argparse's type=,
+        concurrent.futures), so it decides nothing. None: only the standard library is on the
+        stack (a thread of the experiment's), which counts as the experiment."""
+        while f is not None:
+            k = kind(f.f_code.co_filename)
+            if k != "s":
+                return k, f
+            f = f.f_back
+        return "x", None
+
+    def exp_frame(f):
+        """The innermost frame in the experiment's code, for the record."""
+        first = None
+        while f is not None:
+            fn = f.f_code.co_filename
+            if kind(fn) == "x":
+                if exp_dir and type(fn) is str and fn.startswith(exp_dir + "/"):
+                    return fn, f.f_lineno
+                if first is None:
+                    first = (fn, f.f_lineno)
+            f = f.f_back
+        return first if first else (None, None)
+
+    _name_of = type.__dict__["__name__"].__get__
+
+    def summary(v, depth=0):
+        # Never calls the experiment's code: only exact built-in types are shown.
+        t = type(v)
+        if t is str:
+            return v if len(v) <= 300 else v[:300] + "..."
+        if t is bytes:
+            s = v[:200].decode("utf-8", "replace")
+            return s + ("..." if len(v) > 200 else "")
+        if t in (int, float, bool) or v is None:
+            return v
+        if t in (tuple, list) and depth < 2:
+            out = [summary(x, depth + 1) for x in v[:8]]
+            if len(v) > 8:
+                out.append("...")
+            return out
+        try:
+            return "<" + _name_of(t) + ">"
+        except Exception:
+            return "<object>"
+
+    state = {"n": 0, "dropped": 0, "seen": set()}
+    busy = set()
+
+    def record(event, args, refused, rule, title, frame, detail=None):
+        if fd < 0:
+            return
+        fn, line = exp_frame(frame)
+        key = (event, rule, fn, line, refused)
+        if key in state["seen"]:
+            return
+        if state["n"] >= max_events:
+            state["dropped"] += 1
+            return
+        state["seen"].add(key)
+        state["n"] += 1
+        doc = {"v": 1, "pid": os.getpid(), "event": event,
+               "args": [summary(a) for a in args[:6]], "refused": refused,
+               "rule": rule, "title": title, "file": fn, "line": line}
+        if detail:
+            doc["detail"] = detail
+        try:
+            text = json.dumps(doc, ensure_ascii=True)
+        except (TypeError, ValueError):
+            return
+        if len(text) > max_line - 1:
+            doc["args"] = ["(too long)"]
+            text = json.dumps(doc, ensure_ascii=True)[: max_line - 1]
+        try:
+            os.write(fd, (text + "\n").encode())
+        except OSError:
+            pass
+
+    class _Refusal(Exception):
+        pass
+
+    def refuse(event, args, frame, rule, title, detail=None):
+        record(event, args, enforce, rule, title, frame, detail)
+        if enforce:
+            raise PermissionError(
+                errno.EPERM,
+                "labbox runtime gate refused %s: %s %s (policy %s)%s"
+                % (event, rule, title, policy, "; " + detail if detail else ""))
+
+    # ---- writes outside the output paths --------------------------------------------------
+    import stat as _stat
+    devices_ok = ("/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "/dev/stderr",
+                  "/dev/tty", "/dev/urandom", "/dev/random")
+    W = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+    def as_text(p):
+        t = type(p)
+        if t is str:
+            return p
+        if t is bytes:
+            return os.fsdecode(p)
+        if t.__module__ == "pathlib" and t.__name__ in ("PosixPath", "PurePosixPath"):
+            return str(p)
+        if isinstance(p, str):
+            return str.__str__(p)
+        if isinstance(p, bytes):
+            return os.fsdecode(bytes(memoryview(p)))
+        return None
+
+    def resolve(p, dir_fd=None):
+        if not p.startswith("/"):
+            base = os.getcwd() if dir_fd is None else os.readlink("/proc/self/fd/%d" % dir_fd)
+            p = base + "/" + p
+        d, b = os.path.split(p)
+        full = os.path.join(os.path.realpath(d), b)
+        if os.path.islink(full):
+            full = os.path.realpath(full)
+        return full
+
+    def outside(path, dir_fd=None):
+        """The resolved destination when it lies outside the output paths, else None."""
+        if type(path) is int:
+            return None  # a descriptor already open
+        p = as_text(path)
+        if p is None:
+            return "(a path object labbox cannot read without running its code)"
+        try:
+            full = resolve(p, dir_fd if type(dir_fd) is int else None)
+        except (OSError, ValueError):
+            full = p
+        if full in devices_ok or full.startswith("/dev/fd/") or full.startswith("/dev/pts/"):
+            return None
+        if _under(full, writable):
+            return None
+        return full
+
+    def check_write(event, args, frame, path, dir_fd=None):
+        where = outside(path, dir_fd)
+        if where is not None:
+            refuse(event, args, frame, "LB110", "write outside the output paths",
+                   "destination " + where)
+
+    def on_open(event, args, frame):
+        path, mode, flags = (tuple(args) + (None, None, None))[:3]
+        if type(mode) is str:
+            if not any(c in mode for c in "wax+"):
+                return
+        elif type(flags) is int:
+            if not flags & W:
+                return
+        else:
+            return
+        check_write(event, args, frame, path)
+
+    def fd_arg(v):
+        return v if type(v) is int and v >= 0 else None  # -1: no dir_fd (AT_FDCWD)
+
+    def on_path1(event, args, frame):
+        dir_fd = fd_arg(args[-1]) if len(args) >= 2 else None
+        check_write(event, args, frame, args[0], dir_fd)
+
+    def on_truncate(event, args, frame):
+        check_write(event, args, frame, args[0])
+
+    def on_rename(event, args, frame):
+        check_write(event, args, frame, args[0], fd_arg(args[2]) if len(args) > 2 else None)
+        check_write(event, args, frame, args[1], fd_arg(args[3]) if len(args) > 3 else None)
+
+    def on_link(event, args, frame):
+        check_write(event, args, frame, args[1], fd_arg(args[3]) if len(args) > 3 else None)
+
+    # sqlite writes through its own open(), which no audit event sees: a connection may not
+    # create a database outside the outputs, and ATTACH is checked by an authorizer set on
+    # every connection as it is made.
+    def on_sqlite_connect(event, args, frame):
+        db = args[0] if args else None
+        p = as_text(db)
+        if p is None or p == ":memory:" or p == "" or p.startswith("file:"):
+            if p and p.startswith("file:") and "mode=ro" not in p and "mode=memory" not in p:
+                check_write(event, args, frame, p[5:].split("?", 1)[0])
+            return
+        try:
+            exists = os.path.exists(p)
+        except (OSError, ValueError):
+            exists = False
+        if not exists:
+            check_write(event, args, frame, p)
+
+    def guard_sqlite():
+        # Connection objects cannot be given an authorizer while the connect audit event
+        # runs (they are not initialised yet), so sqlite3.connect itself is wrapped as the
+        # module is first imported, before sqlite3/dbapi2.py copies its names.
+        try:
+            import _sqlite3
+        except ImportError:
+            return
+        real = _sqlite3.connect
+        deny, ok, attach = _sqlite3.SQLITE_DENY, _sqlite3.SQLITE_OK, _sqlite3.SQLITE_ATTACH
+
+        def connect(*a, **k):
+            con = real(*a, **k)
+            try:
+                con.set_authorizer(authorizer_for(deny, ok, attach))
+            except Exception:
+                pass
+            return con
+        connect.__doc__ = real.__doc__
+        _sqlite3.connect = connect
+
+    def authorizer_for(deny, ok, attach):
+
+        def authorizer(action, a1, a2, dbname, source):
+            if action != attach or not a1 or a1 == ":memory:":
+                return ok
+            p = a1[5:].split("?", 1)[0] if a1.startswith("file:") else a1
+            try:
+                if os.path.exists(p):
+                    return ok  # reading is the sandbox's business; it is read-only there
+            except (OSError, ValueError):
+                pass
+            where = outside(p)
+            if where is None:
+                return ok
+            record("sqlite3.attach", (a1,), enforce, "LB110", "write outside the output paths",
+                   sys._getframe(1), "destination " + where)
+            return deny if enforce else ok
+
+        return authorizer
+
+    # ---- process creation ---------------------------------------------------------------
+    def on_process(event, args, frame):
+        rule = "LB102" if event.startswith("subprocess") or event.startswith("_posix") else "LB101"
+        title = "subprocess" if rule == "LB102" else "process creation"
+        if event == "os.forkpty":
+            rule, title = "LB107", "pseudo-terminals (pty)"
+        refuse(event, args, frame, rule, title)
+
+    def on_fork(event, args, frame):
+        # multiprocessing pools and DataLoader workers fork; a forked child keeps this hook,
+        # so it cannot exec either. The strict policy is the seed's word: no processes.
+        if strict:
+            refuse(event, args, frame, "LB101", "process creation (fork, under strict)")
+
+    # ---- sockets ----------------------------------------------------------------------------
+    _family = _socket.socket.family.__get__
+    AF_UNIX = _socket.AF_UNIX
+
+    def on_socket(event, args, frame):
+        if network:
+            return
+        try:
+            fam = _family(args[0])
+        except Exception:
+            fam = None
+        if fam == AF_UNIX:
+            return  # multiprocessing's own channels; the network namespace bounds them
+        refuse(event, args[1:], frame, "LB105", "network access",
+               "run with --network loopback or host to allow sockets")
+
+    def on_socket_new(event, args, frame):
+        # Before the sandbox's seccomp filter refuses the socket (EPERM), so the refusal
+        # names the rule and the line; AF_UNIX stays (multiprocessing, DataLoader workers).
+        if network:
+            return
+        fam = args[1] if len(args) > 1 else None
+        if type(fam) is int and fam in (-1, AF_UNIX):
+            return  # -1: from a descriptor (socket.fromfd), judged when it connects
+        refuse(event, args[1:2], frame, "LB105", "network access",
+               "run with --network loopback or host to allow sockets")
+
+    # ---- dynamic code -------------------------------------------------------------------------
+    def same_as_file(fn, source):
+        try:
+            st = os.stat(fn)
+            if not _stat.S_ISREG(st.st_mode) or st.st_size > (16 << 20):
+                return False
+            with open(fn, "rb") as f:
+                data = f.read()
+        except (OSError, ValueError):
+            return False
+        if type(source) is str:
+            try:
+                source = source.encode("utf-8")
+            except UnicodeError:
+                return False
+        return type(source) in (bytes, bytearray) and bytes(source) == data
+
+    def on_compile(event, args, frame):
+        source, fn = (tuple(args) + (None, None))[:2]
+        fn_text = fn if type(fn) is str else None
+        if fn_text and _under(fn_text, trusted_roots) and not same_as_file(fn_text, source):
+            # Code claiming to be the interpreter's own file would be trusted as it is.
+            refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "code that claims to be the interpreter's file " + fn_text)
+            return
+        if frame is None or kind(frame.f_code.co_filename) != "x":
+            return  # the import system, dataclasses, namedtuple, a library's own code
+        if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
+            return  # a file of the experiment, compiled as it is
+        refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
+
+    def on_exec(event, args, frame):
+        if frame is None or kind(frame.f_code.co_filename) != "x":
+            return
+        refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
+
+    def on_code_new(event, args, frame):
+        # The standard library replaces flags of its own code (types.coroutine); a code
+        # object the experiment builds or edits is dynamic code, whatever file it names.
+        if frame is not None and kind(frame.f_code.co_filename) == "x":
+            refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)")
+
+    def on_marshal(event, args, frame):
+        if frame is not None and kind(frame.f_code.co_filename) == "x":
+            refuse(event, (), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "marshal.loads can make code objects")
+
+    # ---- native code and the interpreter's insides --------------------------------------------
+    def on_native(event, args, frame):
+        if event == "ctypes.dlopen" and args and args[0] is None:
+            return  # the interpreter itself: what ctypes does when it is imported
+        k, _ = origin(frame)
+        if k == "x":
+            refuse(event, args[:2] if event.startswith("ctypes.dl") else (), frame, "LB106",
+                   "native code (ctypes, cffi)")
+
+    def on_sqlite_ext(event, args, frame):
+        if len(args) > 1 and args[1]:
+            refuse(event, (), frame, "LB106", "native code (ctypes, cffi)",
+                   "sqlite extensions are native code")
+
+    def on_tamper(event, args, frame):
+        k, _ = origin(frame)
+        if k == "x" or event == "sys.addaudithook":
+            rule, title = ("LB111", "unresolved access to a sensitive name") \
+                if event.startswith("gc.") else ("gate.tamper", "access to the interpreter's insides")
+            refuse(event, (), frame, rule, title)
+
+    # ---- pickle ------------------------------------------------------------------------------
+    pickle_funcs = frozenset([
+        ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("copyreg", "__newobj_ex__"),
+        ("copy_reg", "_reconstructor"), ("__builtin__", "set"), ("__builtin__", "frozenset"),
+        ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "list"),
+        ("builtins", "dict"), ("builtins", "tuple"), ("builtins", "bytearray"),
+        ("builtins", "bytes"), ("builtins", "complex"), ("builtins", "slice"),
+        ("builtins", "range"), ("builtins", "int"), ("builtins", "float"), ("builtins", "str"),
+        ("builtins", "bool"), ("builtins", "object"), ("_codecs", "encode"),
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+        ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+        ("numpy.ma.core", "_mareconstruct"), ("numpy.random._pickle", "__bit_generator_ctor"),
+        ("numpy.random._pickle", "__randomstate_ctor"),
+        ("numpy.random._pickle", "__generator_ctor"),
+        ("torch._utils", "_rebuild_tensor"), ("torch._utils", "_rebuild_tensor_v2"),
+        ("torch._utils", "_rebuild_tensor_v3"), ("torch._utils", "_rebuild_parameter"),
+        ("torch._utils", "_rebuild_parameter_with_state"),
+        ("torch._utils", "_rebuild_sparse_tensor"), ("torch._utils", "_rebuild_qtensor"),
+        ("torch._utils", "_rebuild_device_tensor_from_numpy"),
+        ("torch._utils", "_rebuild_meta_tensor_no_storage"),
+        ("torch._utils", "_rebuild_wrapper_subclass"), ("torch._utils", "_rebuild_nested_tensor"),
+        ("torch._tensor", "_rebuild_from_type_v2"), ("torch._tensor", "_rebuild_from_type"),
+        ("torch.storage", "_load_from_bytes"), ("collections", "OrderedDict"),
+        ("collections", "defaultdict"), ("collections", "deque"), ("collections", "Counter"),
+        ("multiprocessing.pool", "mapstar"), ("multiprocessing.pool", "starmapstar"),
+        ("functools", "partial"), ("functools", "reduce"),
+        ("multiprocessing.managers", "RebuildProxy"),
+    ])
+    # multiprocessing and torch.multiprocessing hand queues, connections, descriptors and
+    # tensors to their workers with reconstruction functions of their own.
+    rebuild_mods = ("multiprocessing", "torch.multiprocessing")
+    class_mods = ("numpy", "torch", "torch.nn", "multiprocessing", "torch.optim", "torch.storage", "torch._utils",
+                  "torch._tensor", "torch.distributions", "collections", "datetime", "decimal",
+                  "fractions", "uuid", "pathlib", "argparse", "enum", "numbers", "types",
+                  "pandas", "scipy.sparse", "sklearn")
+    class_mods_refused = ("torch.package", "torch.jit", "torch.utils.cpp_extension",
+                          "torch.hub", "numpy.distutils", "numpy.f2py", "types.CodeType")
+    _dict_get = dict.get
+    _FunctionType = type(_labbox_gate)
+
+    def experiment_module(modname):
+        if modname == "__main__":
+            return True
+        m = sys.modules.get(modname)
+        if m is None:
+            return False
+        try:
+            d = object.__getattribute__(m, "__dict__")
+        except AttributeError:
+            return False
+        fn = _dict_get(d, "__file__") if type(d) is dict else None
+        return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
+
+    def pickle_ok(modname, name):
+        if type(modname) is not str or type(name) is not str:
+            return False
+        if (modname, name) in pickle_funcs:
+            return True
+        if "." in name:
+            return False  # attribute chains (os.system through a module's names)
+        if name.startswith(("rebuild", "_rebuild")) and _under(
+                modname.replace(".", "/"), tuple(m.replace(".", "/") for m in rebuild_mods)):
+            return True
+        mod_ok = _under(modname.replace(".", "/"), tuple(m.replace(".", "/") for m in class_mods))
+        if _under(modname.replace(".", "/"), tuple(m.replace(".", "/") for m in class_mods_refused)):
+            return False
+        exp_mod = experiment_module(modname)
+        if not (mod_ok or exp_mod):
+            return False
+        m = sys.modules.get(modname)
+        if m is None:
+            return name[:1].isupper()  # imported by find_class itself: a class, by its name
+        try:
+            d = object.__getattribute__(m, "__dict__")
+        except AttributeError:
+            return False
+        if type(d) is not dict:
+            return False
+        obj = _dict_get(d, name)
+        if obj is None:
+            return True  # find_class will fail on its own
+        if type(obj) is type(sys):
+            return False  # a module: BUILD would write into its namespace
+        if isinstance(obj, type):
+            return True
+        if exp_mod and type(obj) is _FunctionType:
+            fn = obj.__code__.co_filename
+            # The experiment's own function (multiprocessing pickles it by name), not a
+            # name it imported from elsewhere.
+            return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False)
+        return not callable(obj)
+
+    def on_find_class(event, args, frame):
+        modname, name = (tuple(args) + (None, None))[:2]
+        if not pickle_ok(modname, name):
+            refuse(event, args[:2], frame, "gate.pickle",
+                   "pickle find_class outside the allowlist",
+                   "%s.%s is not a class or reconstruction function labbox allows to unpickle"
+                   % (summary(modname), summary(name)))
+
+    # ---- imports -----------------------------------------------------------------------------
+    banned = {}
+    for m in ("subprocess", "asyncio.subprocess", "commands", "popen2", "sh", "pexpect",
+              "_posixsubprocess"):
+        banned[m] = ("LB102", "subprocess")
+    for m in ("runpy", "code", "codeop"):
+        banned[m] = ("LB103", "dynamic code (eval, exec, compile)")
+    for m in ("imp", "zipimport"):
+        banned[m] = ("LB104", "dynamic import")
+    for m in ("ctypes", "_ctypes", "cffi", "_cffi_backend"):
+        banned[m] = ("LB106", "native code (ctypes, cffi)")
+    banned["pty"] = ("LB107", "pseudo-terminals (pty)")
+    if not network:
+        for m in ("socket", "_socket", "socketserver", "urllib.request", "urllib2",
+                  "http.client", "http.server", "httplib", "ftplib", "smtplib", "telnetlib",
+                  "poplib", "imaplib", "nntplib", "xmlrpc", "requests", "httpx", "aiohttp",
+                  "urllib3", "pycurl", "websocket", "websockets", "paramiko", "webbrowser",
+                  "wget"):
+            banned[m] = ("LB105", "network access")
+    guarded_reimport = frozenset(["_posixsubprocess"])
+
+    def on_import(event, args, frame):
+        name = args[0] if args else None
+        if type(name) is not str:
+            return
+        if name == "sqlite3.dbapi2" and "_sqlite3" not in installed_guards:
+            installed_guards.add("_sqlite3")
+            guard_sqlite()
+        if name in guarded_reimport and name in installed_guards:
+            refuse(event, (name,), frame, "gate.tamper", "access to the interpreter's insides",
+                   "a second copy of a module the gate guards")
+            return
+        hit = None
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            hit = banned.get(".".join(parts[:i]))
+            if hit:
+                break
+        if not hit:
+            return
+        f = frame
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)):
+                break
+            f = f.f_back
+        if f is None or kind(f.f_code.co_filename) == "x":
+            refuse(event, (name,), frame, hit[0], hit[1], "import of %s" % name)
+
+    handlers = {
+        "os.system": on_process, "os.exec": on_process, "os.posix_spawn": on_process,
+        "os.spawn": on_process, "os.forkpty": on_process, "subprocess.Popen": on_process,
+        "os.startfile": on_process, "os.fork": on_fork,
+        "socket.connect": on_socket, "socket.bind": on_socket, "socket.sendto": on_socket,
+        "socket.sendmsg": on_socket, "socket.__new__": on_socket_new,
+        "compile": on_compile, "exec": on_exec, "code.__new__": on_code_new,
+        "marshal.loads": on_marshal, "marshal.load": on_marshal,
+        "ctypes.dlopen": on_native, "ctypes.dlsym": on_native, "ctypes.dlsym/handle": on_native,
+        "ctypes.call_function": on_native, "ctypes.cdata": on_native,
+        "ctypes.cdata/buffer": on_native, "ctypes.addressof": on_native,
+        "ctypes.string_at": on_native, "ctypes.wstring_at": on_native,
+        "ctypes.get_errno": None, "sqlite3.enable_load_extension": on_sqlite_ext,
+        "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
+        "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,
+        "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
+        "pickle.find_class": on_find_class, "import": on_import,
+        "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
+        "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
+        "os.utime": on_path1, "os.rename": on_rename, "os.replace": on_rename,
+        "os.symlink": on_link, "os.link": on_link, "sqlite3.connect": on_sqlite_connect,
+    }
+    handlers = {k: v for k, v in handlers.items() if v is not None}
+    watched = frozenset(handlers)
+    _getframe = sys._getframe
+    _ident = _thread.get_ident
+
+    def hook(event, args):
+        if event not in watched:
+            return
+        me = _ident()
+        if me in busy:
+            return  # the gate's own calls (realpath, reading a file to compare)
+        busy.add(me)
+        try:
+            try:
+                frame = _getframe(1)
+            except ValueError:
+                frame = None  # called from C before any Python frame (the entry point's open)
+            handlers[event](event, args, frame)
+        except PermissionError:
+            raise
+        except Exception as e:
+            # A fault of the gate's own is recorded, never the experiment's failure.
+            try:
+                record(event, (), False, "gate.error", "the gate could not judge this event",
+                       None, _name_of(type(e)))
+            except Exception:
+                pass
+        finally:
+            busy.discard(me)
+
+    installed_guards = set()
+    sys.addaudithook(hook)
+
+    # _posixsubprocess.fork_exec raises no audit event (multiprocessing's spawn and
+    # forkserver call it directly): refused in the module itself, with no way back to the
+    # original function kept anywhere.
+    try:
+        import _posixsubprocess
+        # Recording only, the original is kept to call on: nothing is refused then anyway.
+        _orig = None if enforce else _posixsubprocess.fork_exec
+
+        def fork_exec(*a, **k):
+            refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), _getframe(1),
+                   "LB102", "subprocess")
+            return _orig(*a, **k)
+        _posixsubprocess.fork_exec = fork_exec
+        installed_guards.add("_posixsubprocess")
+    except ImportError:
+        pass
+
+    # A refusal is raised inside the hook, so its traceback ends in a frame of this file:
+    # uncaught, it is printed without it, so the experiment's traceback is its own.
+    def strip(tb):
+        head = prev = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename != __file__:
+                if prev is None:
+                    head = tb
+                else:
+                    prev.tb_next = tb
+                prev = tb
+            tb = tb.tb_next
+        if prev is not None:
+            prev.tb_next = None
+        return head
+
+    orig_excepthook = sys.excepthook
+
+    def excepthook(t, v, tb):
+        try:
+            tb = strip(tb)
+            e = v
+            for _ in range(16):
+                e = e.__context__ if e is not None else None
+                if e is None:
+                    break
+                e.__traceback__ = strip(e.__traceback__)
+        except Exception:
+            pass
+        return orig_excepthook(t, v, tb)
+
+    sys.excepthook = excepthook
+    import threading as _threading
+    orig_thread_hook = _threading.excepthook
+
+    def thread_excepthook(a):
+        try:
+            a.exc_value.__traceback__ = strip(a.exc_traceback)
+            a = _threading.ExceptHookArgs((a.exc_type, a.exc_value, a.exc_value.__traceback__,
+                                           a.thread))
+        except Exception:
+            pass
+        return orig_thread_hook(a)
+
+    _threading.excepthook = thread_excepthook
+
+
+_labbox_gate()
+del _labbox_gate
+
+# The interpreter's own sitecustomize, which this module shadows, runs as it would have.
+import sys as _sys
+_sys.modules.pop("sitecustomize", None)
+try:
+    import sitecustomize as _real  # noqa: F401  (found after this directory left sys.path)
+except ImportError as _e:
+    if getattr(_e, "name", None) != "sitecustomize":
+        raise
+finally:
+    del _sys

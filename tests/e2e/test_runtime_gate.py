@@ -1,0 +1,379 @@
+"""The runtime gate (issue 14 §1): a PEP 578 audit hook in the sandboxed interpreter.
+
+Each evasion the static check misses is run under labbox with `--policy permissive` (so the
+static check lets it through) and `--runtime-gate on` (so the runtime layer is what is
+tested): the operation must be refused as it happens, its effect must be absent when seen
+from the host (a marker the spawned process or the write would leave), and result.json's
+runtime_gate must name the event. Research code must stay accepted under the default policy.
+"""
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import run_exp, write_exp, labbox
+
+GATE_ON = ("--policy", "permissive", "--runtime-gate", "on")
+
+
+def gate(run):
+    g = run.result.get("runtime_gate")
+    assert g is not None, run.why()
+    return g
+
+
+def refused_events(run):
+    return [e for e in gate(run)["events"] if e["refused"]]
+
+
+def assert_refused(run, event, rule=None):
+    evs = [e for e in refused_events(run) if e["event"] == event]
+    assert evs, f"no refused {event} event\n{run.why()}"
+    if rule:
+        assert evs[0]["rule"] == rule, run.why()
+    return evs[0]
+
+
+def outside_marker():
+    # Under /var/lib, which the sandbox shows read-only: the gate must refuse before the
+    # kernel would; either way nothing may appear there on the host.
+    return Path("/var/lib") / f"labbox-gate-marker-{uuid.uuid4().hex[:10]}"
+
+
+# ---- evasions the static check misses ----------------------------------------------------
+
+SPAWN_CASES = {
+    "pipepager": """
+        import pydoc
+        try:
+            pydoc.pipepager("text", "touch MARKER")
+        except PermissionError as e:
+            print("refused:", e)
+            raise
+    """,
+    "asyncio_subprocess_shell": """
+        import asyncio
+        async def main():
+            loop = asyncio.get_running_loop()
+            await loop.subprocess_shell(asyncio.SubprocessProtocol, "touch MARKER")
+        asyncio.run(main())
+    """,
+    "pickle_payload": """
+        import os, pickle
+        class R:
+            def __reduce__(self):
+                return (os.system, ("touch MARKER",))
+        data = pickle.dumps(R())
+        del R
+        pickle.loads(data)
+    """,
+    "gc_walk": """
+        import gc
+        for o in gc.get_objects():
+            if isinstance(o, dict) and "system" in o and "getcwd" in o:
+                o["system"]("touch MARKER")
+                break
+    """,
+    "tempfile_os": """
+        import tempfile
+        tempfile._os.system("touch MARKER")
+    """,
+    "pkgutil_resolve_name": """
+        import pkgutil
+        pkgutil.resolve_name("os:system")("touch MARKER")
+    """,
+    "spawnv_passfds": """
+        import multiprocessing.util as u
+        import os
+        pid = u.spawnv_passfds(b"/usr/bin/touch", ["touch", "MARKER"], [])
+        os.waitpid(pid, 0)
+    """,
+}
+
+SPAWN_EVENTS = {
+    "pipepager": ("subprocess.Popen", "LB102"),
+    "asyncio_subprocess_shell": ("subprocess.Popen", "LB102"),
+    "pickle_payload": ("pickle.find_class", "gate.pickle"),
+    "gc_walk": ("gc.get_objects", "LB111"),
+    "tempfile_os": ("os.system", "LB101"),
+    "pkgutil_resolve_name": ("os.system", "LB101"),
+    "spawnv_passfds": ("_posixsubprocess.fork_exec", "LB102"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPAWN_CASES))
+def test_spawning_evasion_is_refused(tmp_path, name):
+    exp = write_exp(tmp_path, SPAWN_CASES[name])
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    event, rule = SPAWN_EVENTS[name]
+    ev = assert_refused(r, event, rule)
+    assert r.rc == 1, r.why()
+    # The process was never created: the marker it would have left in exp/ is absent.
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert r.result["failure"]["rule"] == rule, r.why()
+    assert gate(r)["enforced"] is True
+    # The event names the experiment's line, where it is the experiment's code that asked.
+    if ev["file"]:
+        assert ev["file"].startswith(str(r.exp)), r.why()
+        assert ev["line"] >= 1
+
+
+def test_http_handler_is_refused(tmp_path):
+    exp = write_exp(tmp_path, """
+        import logging, logging.handlers
+        h = logging.handlers.HTTPHandler("127.0.0.1:9", "/log")
+        log = logging.getLogger("x")
+        log.addHandler(h)
+        log.error("hello")   # logging reports the failure and goes on
+        print("went on")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, "socket.__new__", "LB105")
+    assert ev["finding"] is None  # the static check did not see it
+    assert "went on" in r.log()
+
+
+def test_multiprocessing_client_is_refused(tmp_path):
+    exp = write_exp(tmp_path, """
+        import multiprocessing.connection as c
+        c.Client(("127.0.0.1", 9))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert_refused(r, "socket.__new__", "LB105")
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+
+
+def test_fileio_outside_is_refused(tmp_path):
+    marker = outside_marker()
+    exp = write_exp(tmp_path, f"""
+        import io
+        io.FileIO({str(marker)!r}, "w").write(b"x")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, "open", "LB110")
+    assert str(marker) in (ev["detail"] or ""), r.why()
+    assert not marker.exists()
+    assert "LB110" in r.log() and "Read-only file system" not in r.log()
+
+
+def test_sqlite_attach_outside_is_refused(tmp_path):
+    marker = outside_marker()
+    exp = write_exp(tmp_path, f"""
+        import sqlite3
+        con = sqlite3.connect("results.db")
+        con.execute("create table t (x)")
+        con.execute("ATTACH '{marker}.db' AS other")
+        con.execute("create table other.t (x)")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert_refused(r, "sqlite3.attach", "LB110")
+    assert not Path(f"{marker}.db").exists()
+    assert (r.exp / "results.db").exists()  # the experiment's own database is fine
+
+
+# ---- tampering ------------------------------------------------------------------------------
+
+def test_tampering_is_refused(tmp_path):
+    exp = write_exp(tmp_path, """
+        import sys
+        results = {}
+        # The interpreter swallows a hook's refusal of sys.addaudithook: the new hook is
+        # simply never added, so it never runs.
+        calls = []
+        sys.addaudithook(lambda e, a: calls.append(e))
+        open(__file__).close()
+        results["addaudithook"] = "allowed" if calls else "refused"
+        for name, f in [
+            ("ctypes", lambda: __import__("ctypes")),
+            ("exec", lambda: exec("x = 1")),
+            ("code_replace", lambda: (lambda: 0).__code__.replace(co_filename="/usr/lib/python3/x.py")),
+            ("current_frames", lambda: sys._current_frames()),
+        ]:
+            try:
+                f()
+                results[name] = "allowed"
+            except PermissionError as e:
+                results[name] = "refused" if "labbox runtime gate" in str(e) else str(e)
+        print(results)
+        assert set(results.values()) == {"refused"}, results
+        print("refusals: 5")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0, r.why()
+    events = {e["event"] for e in refused_events(r)}
+    assert {"sys.addaudithook", "import", "compile", "code.__new__",
+            "sys._current_frames"} <= events, r.why()
+
+
+# ---- what stays the experiment's own -------------------------------------------------------
+
+def test_interpreter_is_unchanged(tmp_path):
+    exp = write_exp(tmp_path, """
+        import sys, os, json
+        import helper
+        info = {
+            "name": __name__, "file": __file__, "argv": sys.argv,
+            "path0": sys.path[0], "gate_in_path": any("labbox-gate" in p for p in sys.path),
+            "helper": helper.__file__,
+            "sitecustomize": getattr(sys.modules.get("sitecustomize"), "__file__", None),
+        }
+        json.dump(info, open("info.json", "w"))
+        def inner():
+            raise ValueError("plain failure")
+        inner()
+    """, files={"helper.py": "X = 1\n"})
+    r = run_exp(exp, tmp_path / "runs", args=("a", "b"))
+    info = json.loads((r.exp / "info.json").read_text())
+    assert info["name"] == "__main__"
+    assert info["file"] == str(r.exp / "main.py")
+    assert info["argv"] == ["main.py", "a", "b"]
+    assert info["path0"] == str(r.exp)
+    assert info["gate_in_path"] is False
+    assert info["helper"] == str(r.exp / "helper.py")
+    assert info["sitecustomize"] is None or "labbox-gate" not in info["sitecustomize"]
+    log = r.log()
+    assert "ValueError: plain failure" in log
+    assert "labbox-gate" not in log and "sitecustomize" not in log, log
+    assert gate(r)["installed"] is True and gate(r)["events"] == []
+
+
+def test_refusal_traceback_has_no_gate_frame(tmp_path):
+    exp = write_exp(tmp_path, """
+        import os
+        def launch():
+            os.system("true")
+        launch()
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    log = r.log()
+    assert "in launch" in log and "labbox runtime gate refused os.system: LB101" in log
+    assert "labbox-gate" not in log, log
+    ev = assert_refused(r, "os.system", "LB101")
+    assert ev["file"] == str(r.exp / "main.py") and ev["line"] == 3
+    # The static finding it corresponds to, so the two layers can be compared.
+    assert ev["finding"]["id"] == "LB101" and ev["finding"]["line"] == 3, r.why()
+
+
+RESEARCH = """
+    import json, os, pickle, dataclasses, multiprocessing as mp, queue
+    import numpy as np
+
+    @dataclasses.dataclass
+    class Config:
+        lr: float = 0.1
+        steps: int = 3
+
+    def square(x):
+        return x * x
+
+    def worker(wid, q):
+        # a DataLoader-like worker: forked, builds its batch, hands it back
+        q.put((wid, np.full(4, wid).tolist()))
+
+    def main():
+        np.random.seed(0)
+        cfg = Config()
+        with mp.Pool(2) as pool:
+            squares = pool.map(square, range(8))
+        q = mp.Queue()
+        procs = [mp.Process(target=worker, args=(i, q)) for i in range(2)]
+        for p in procs:
+            p.start()
+        batches = sorted(q.get(timeout=60) for _ in procs)
+        for p in procs:
+            p.join()
+        os.makedirs("ckpt", exist_ok=True)
+        with open("ckpt/state.pkl", "wb") as f:
+            pickle.dump({"cfg": cfg, "w": np.arange(5.0)}, f)
+        with open("ckpt/state.pkl", "rb") as f:
+            back = pickle.load(f)
+        assert back["cfg"] == cfg
+        np.save("ckpt/w.npy", back["w"])
+        w = np.load("ckpt/w.npy")
+        loss = float(np.sum(w) / 10)
+        print(f"loss: {loss}")
+        json.dump({"loss": loss, "squares": squares, "batches": len(batches)},
+                  open("results.json", "w"))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_research_code_is_accepted(tmp_path):
+    exp = write_exp(tmp_path, RESEARCH)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    g = gate(r)
+    assert g["mode"] == "on" and g["enforced"] is True and g["policy"] == "standard"
+    assert g["events"] == [], r.why()
+    assert (r.exp / "results.json").exists() and (r.exp / "ckpt" / "w.npy").exists()
+
+
+def test_torch_dataloader_is_accepted(tmp_path):
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        torch.manual_seed(0)
+        ds = TensorDataset(torch.arange(64.0).reshape(32, 2), torch.arange(32))
+        total = 0.0
+        for xb, yb in DataLoader(ds, batch_size=8, num_workers=2):
+            total += float(xb.sum())
+        torch.save({"w": torch.ones(3)}, "ckpt.pt")
+        print("w:", float(torch.load("ckpt.pt", weights_only=True)["w"].sum()))
+        print(f"total: {total}")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert gate(r)["events"] == [], r.why()
+
+
+# ---- modes ----------------------------------------------------------------------------------
+
+def test_permissive_records_and_off_is_off(tmp_path):
+    exp = write_exp(tmp_path, """
+        import os
+        os.system("touch MARKER")
+        print("ran: 1")
+    """)
+    # permissive: recording only, the process runs, the event says it was allowed
+    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive")
+    assert r.rc == 0, r.why()
+    g = gate(r)
+    assert g["mode"] == "record" and g["enforced"] is False
+    evs = [e for e in g["events"] if e["event"] == "os.system"]
+    assert evs and evs[0]["refused"] is False and evs[0]["rule"] == "LB101", r.why()
+    assert (r.exp / "MARKER").exists()
+    # off: no hook at all, recorded in the manifest, and rerun repeats it
+    r2 = run_exp(exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "off")
+    assert r2.rc == 0, r2.why()
+    assert gate(r2)["installed"] is False and gate(r2)["events"] == []
+    man = r2.file_json("manifest.json")
+    assert man["config"]["runtime_gate"] == "off"
+    rr = labbox("rerun", "--json", "--runs-dir", tmp_path / "runs", r2.result["id"])
+    doc = json.loads(rr.stdout)
+    assert doc["runtime_gate"]["installed"] is False, rr.stdout[-2000:]
+    assert doc["runtime_gate"]["mode"] == "off"
+
+
+def test_bad_runtime_gate_value_is_usage_error(tmp_path):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    p = labbox("run", "--runtime-gate", "maybe", exp)
+    assert p.returncode == 2 and "--runtime-gate" in p.stderr
+
+
+def test_network_grant_lets_sockets_through(tmp_path):
+    exp = write_exp(tmp_path, """
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        c = socket.create_connection(s.getsockname())
+        print("connected: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--network", "loopback")
+    assert r.rc == 0, r.why()
+    assert gate(r)["network"] is True and refused_events(r) == []

@@ -1,0 +1,118 @@
+/* Unit tests for gate: modes, the events channel (outside input), and the diagnosis of a
+ * refusal. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "labbox/check.h"
+#include "labbox/diagnose.h"
+#include "labbox/gate.h"
+
+static void test_modes(void **state)
+{
+	(void)state;
+	lb_gate_mode m;
+	assert_int_equal(lb_gate_mode_parse("off", &m), 0);
+	assert_int_equal(m, LB_GATE_OFF);
+	assert_int_equal(lb_gate_mode_parse("record", &m), 0);
+	assert_int_equal(lb_gate_mode_parse("On", &m), -EINVAL);
+	assert_int_equal(lb_gate_effective(LB_GATE_DEFAULT, LB_CHECK_STANDARD), LB_GATE_ON);
+	assert_int_equal(lb_gate_effective(LB_GATE_DEFAULT, LB_CHECK_STRICT), LB_GATE_ON);
+	assert_int_equal(lb_gate_effective(LB_GATE_DEFAULT, LB_CHECK_PERMISSIVE), LB_GATE_RECORD);
+	assert_int_equal(lb_gate_effective(LB_GATE_ON, LB_CHECK_PERMISSIVE), LB_GATE_ON);
+	assert_string_equal(lb_gate_mode_name(LB_GATE_DEFAULT), "default");
+	assert_true(lb_gate_source_len > 1000 && strstr(lb_gate_source, "addaudithook"));
+}
+
+static void test_parse_events(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"{\"v\": 1, \"pid\": 2, \"event\": \"os.system\", \"args\": [\"touch x\"], "
+		"\"refused\": true, \"rule\": \"LB101\", \"title\": \"process creation\", "
+		"\"file\": \"/e/main.py\", \"line\": 3}\n"
+		"not json\n"
+		"{\"v\": 2, \"event\": \"x\", \"rule\": \"LB101\"}\n"              /* wrong version */
+		"{\"v\": 1, \"event\": \"x\", \"rule\": \"rm -rf\"}\n"             /* bad rule */
+		"{\"v\": 1, \"event\": \"p\", \"rule\": \"gate.pickle\", \"args\": [[[[1]]]], "
+		"\"file\": \"\\u00e9\\udc80\", \"line\": -4} trailing\n"          /* not whole */
+		"{\"v\": 1, \"event\": \"pickle.find_class\", \"rule\": \"gate.pickle\", "
+		"\"args\": [[[[1]]], 1e999], \"line\": -4}\n"
+		"\n{\"v\":1,\"event\":\"e\",\"rule\":\"LB105\"";                  /* cut */
+	json_object *evs = json_object_new_array();
+	size_t dropped = 9, bad = 9;
+	assert_int_equal(lb_gate_parse_events(text, sizeof text - 1, evs, &dropped, &bad), 0);
+	assert_int_equal(json_object_array_length(evs), 2);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(bad, 5);
+	json_object *e = json_object_array_get_idx(evs, 0), *v;
+	assert_true(json_object_object_get_ex(e, "static_rule", &v));
+	assert_string_equal(json_object_get_string(v), "LB101");
+	assert_true(json_object_object_get_ex(e, "line", &v));
+	assert_int_equal(json_object_get_int(v), 3);
+	e = json_object_array_get_idx(evs, 1);
+	assert_true(json_object_object_get_ex(e, "static_rule", &v) && v == NULL);
+	assert_true(json_object_object_get_ex(e, "line", &v) && v == NULL);
+	json_object_put(evs);
+}
+
+static void test_parse_bounds(void **state)
+{
+	(void)state;
+	size_t n = LB_GATE_MAX_EVENTS + 50, one = 80;
+	char *buf = malloc(n * one + LB_GATE_MAX_LINE + 16);
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(buf + len, "{\"v\":1,\"event\":\"open\",\"rule\":\"LB110\",\"line\":%zu}\n",
+				       i + 1);
+	memset(buf + len, 'x', LB_GATE_MAX_LINE + 8); /* a line too long */
+	len += LB_GATE_MAX_LINE + 8;
+	json_object *evs = json_object_new_array();
+	size_t dropped, bad;
+	assert_int_equal(lb_gate_parse_events(buf, len, evs, &dropped, &bad), 0);
+	assert_int_equal(json_object_array_length(evs), LB_GATE_MAX_EVENTS);
+	assert_int_equal(dropped, 50);
+	assert_int_equal(bad, 1);
+	json_object_put(evs);
+	free(buf);
+}
+
+static void test_diagnose_refusal(void **state)
+{
+	(void)state;
+	static const char tail[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 6, in <module>\n"
+		"    os.system(\"echo\")\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused os.system: LB101 process "
+		"creation (policy standard)\n";
+	lb_failure_input in = {.log_tail = tail, .log_tail_len = sizeof tail - 1, .exit_code = 1};
+	json_object *f = lb_diagnose_failure(&in), *v;
+	assert_non_null(f);
+	assert_true(json_object_object_get_ex(f, "class", &v));
+	assert_string_equal(json_object_get_string(v), "gate_refused");
+	assert_true(json_object_object_get_ex(f, "rule", &v));
+	assert_string_equal(json_object_get_string(v), "LB101");
+	assert_true(json_object_object_get_ex(f, "gate_event", &v));
+	assert_string_equal(json_object_get_string(v), "os.system");
+	json_object_put(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_parse_events),
+		cmocka_unit_test(test_parse_bounds),
+		cmocka_unit_test(test_diagnose_refusal),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
