@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct lb_index {
@@ -136,10 +137,20 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 	/* Several labbox processes may write at once (a sweep): wait for the lock. */
 	sqlite3_busy_timeout(ix->db, 10000);
 	char *msg = NULL;
-	rc = sqlite3_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
-			  &msg);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(ix->db, schema, NULL, NULL, &msg);
+	/* Switching a new index to WAL takes a lock the busy handler does not always wait for
+	 * (two sweep cells opening it at once): a busy answer is tried again, for seconds. */
+	for (int attempt = 0;; attempt++) {
+		sqlite3_free(msg);
+		msg = NULL;
+		rc = sqlite3_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL,
+				  NULL, &msg);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(ix->db, schema, NULL, NULL, &msg);
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 100)
+			break;
+		struct timespec pause = {0, 50 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "run index %s: %s", path, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
