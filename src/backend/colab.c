@@ -791,7 +791,8 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			: job->budget > 0 ? job->budget + DEFAULT_MARGIN_S : 0;
 	double last_change = t0, last_progress = t0, cancel_at = 0;
 	job_where prev = JOB_PENDING;
-	bool noted_wait = false, stopping = false, seen_beat = false;
+	bool noted_wait = false, stopping = false, seen_beat = false, noted_pick = false;
+	double running_since = 0;
 	enum { WHY_NONE, WHY_SIGNAL, WHY_TIMEOUT } why = WHY_NONE;
 	char cmd[PATH_MAX * 3 + 200];
 	start_command(d, cmd, sizeof cmd);
@@ -807,6 +808,13 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		job_where w = locate(d, here);
 		if (w == JOB_DONE) {
 			snprintf(d->job_dir, sizeof d->job_dir, "%s", here);
+			/* A short job can be claimed and done between two looks: who ran it is said
+			 * all the same. */
+			if (!noted_pick) {
+				char who[300];
+				claimed_by(here, who, sizeof who);
+				note(d, "job %s picked up by %s", d->id, who);
+			}
 			break;
 		}
 		if (w == JOB_RUNNING) {
@@ -815,9 +823,17 @@ static int colab_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 			read_heartbeat(d, here, &changed);
 			if (prev != JOB_RUNNING) {
 				last_change = now;
+				running_since = now;
+			}
+			if (!noted_pick) {
+				/* The claim's record follows the rename that claimed it: named once it
+				 * is there (or after two looks without it). */
 				char who[300];
 				claimed_by(here, who, sizeof who);
-				note(d, "job %s picked up by %s", d->id, who);
+				if (strcmp(who, "a worker") != 0 || now - running_since >= 2 * d->poll) {
+					note(d, "job %s picked up by %s", d->id, who);
+					noted_pick = true;
+				}
 			}
 			if (changed && !seen_beat) {
 				seen_beat = true;
