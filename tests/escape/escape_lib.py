@@ -346,7 +346,10 @@ class NsStats:
             if not st:
                 continue
             threads += kb(st, "Threads")
-            rss += kb(st, "VmRSS")
+            # what the tree holds of its own: the pages of shared files (the interpreter,
+            # its libraries, mapped once however many processes map them) counted once
+            # would be the kernel's charge; counted per process they are not the tree's
+            rss += (kb(st, "RssAnon") + kb(st, "RssShmem")) if "RssAnon" in st else kb(st, "VmRSS")
             h = kb(st, "VmHWM")
             if h:
                 self.hwm[p] = max(self.hwm.get(p, 0), h)
