@@ -45,6 +45,15 @@ int lb_buf_printf(lb_buf *b, const char *fmt, ...) __attribute__((format(printf,
 void lb_buf_free(lb_buf *b);
 
 /* I/O that retries on EINTR and short counts. */
+/* A NULL-terminated vector of strings it owns: command lines built an argument at a time. */
+typedef struct lb_strv {
+	char **v;
+	size_t n, cap;
+} lb_strv;
+int lb_strv_push(lb_strv *s, const char *x);
+int lb_strv_pushf(lb_strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lb_strv_free(lb_strv *s);
+
 int lb_write_all(int fd, const void *data, size_t len);
 /* Read a whole regular file (refusing symlinks, FIFOs and devices) of at most max bytes.
  * -EFBIG when larger, -ELOOP for a symlink, -EINVAL for a non-regular file. */

@@ -30,46 +30,6 @@
 #define ENGINE_MARGIN_S 15.0
 #define DEFAULT_TMPFS "1g"
 
-typedef struct strv {
-	char **v;
-	size_t n, cap;
-} strv;
-
-static int strv_push(strv *s, const char *x)
-{
-	if (s->n + 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		char **nv = realloc(s->v, cap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = cap;
-	}
-	if (!(s->v[s->n] = strdup(x)))
-		return -ENOMEM;
-	s->v[++s->n] = NULL;
-	return 0;
-}
-
-static int strv_pushf(strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int strv_pushf(strv *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	LB_AUTOFREE char *x = NULL;
-	int n = vasprintf(&x, fmt, ap);
-	va_end(ap);
-	return n < 0 ? -ENOMEM : strv_push(s, x);
-}
-
-static void strv_free(strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	memset(s, 0, sizeof *s);
-}
-
 typedef struct docker_state {
 	char engine[16];      /* "docker" or "podman", as asked or as found */
 	bool engine_asked;
@@ -104,7 +64,7 @@ typedef struct docker_state {
 	const char *oom_by;   /* what said the run was OOM-killed */
 	char name[96];        /* the container's name, from the run id */
 	char container[128];  /* its id once created */
-	strv create;          /* the docker create command line */
+	lb_strv create;          /* the docker create command line */
 	int guard_wr;         /* the guardian's pipe; -1 when there is none */
 	pid_t guard_pid;
 	/* Client calls left running beside the pipeline (each costs the client's start-up, some
@@ -127,14 +87,14 @@ static docker_state *state_of(lb_backend *b)
  * exit status, or a negative errno when it could not run. */
 static int client_run(docker_state *d, const char *const *args, bool merge, size_t max, lb_buf *out)
 {
-	strv a = {0};
-	int r = strv_push(&a, d->client);
+	lb_strv a = {0};
+	int r = lb_strv_push(&a, d->client);
 	for (size_t i = 0; r == 0 && args[i]; i++)
-		r = strv_push(&a, args[i]);
+		r = lb_strv_push(&a, args[i]);
 	int st = 0;
 	if (r == 0)
 		r = lb_capture(a.v, max, merge, out, &st);
-	strv_free(&a);
+	lb_strv_free(&a);
 	if (r < 0)
 		return r;
 	while (out->data && out->len && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
@@ -184,13 +144,13 @@ static int client_start(docker_state *d, const char *const *args, bool merge, cl
 {
 	c->pid = -1;
 	c->fd = -1;
-	strv a = {0};
-	int r = strv_push(&a, d->client);
+	lb_strv a = {0};
+	int r = lb_strv_push(&a, d->client);
 	for (size_t i = 0; r == 0 && args[i]; i++)
-		r = strv_push(&a, args[i]);
+		r = lb_strv_push(&a, args[i]);
 	if (r == 0)
 		r = client_start_argv(a.v, merge, c);
-	strv_free(&a);
+	lb_strv_free(&a);
 	return r;
 }
 
@@ -584,7 +544,7 @@ static json_object *json_arr(json_object *o, const char *key)
 
 /* -v SRC:DST[:ro|rw] as --mount, which refuses a missing source instead of creating it on
  * the host as -v does; read-only unless :rw. */
-static int add_volume(strv *c, const char *spec, char *err, size_t errlen)
+static int add_volume(lb_strv *c, const char *spec, char *err, size_t errlen)
 {
 	LB_AUTOFREE char *s = strdup(spec);
 	if (!s)
@@ -608,22 +568,22 @@ static int add_volume(strv *c, const char *spec, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	bool rw = mode && strcmp(mode, "rw") == 0;
-	return strv_push(c, "--mount") ||
-			       strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly")
+	return lb_strv_push(c, "--mount") ||
+			       lb_strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly")
 		       ? -ENOMEM
 		       : 0;
 }
 
 /* labbox's --tmpfs PATH[:size=S[,mode=M]] is docker's spelling already; exec is added since
  * docker's tmpfs default is noexec and the local sandbox's is not. */
-static int add_tmpfs(strv *c, const char *spec)
+static int add_tmpfs(lb_strv *c, const char *spec)
 {
 	const char *colon = strchr(spec, ':');
-	if (strv_push(c, "--tmpfs") < 0)
+	if (lb_strv_push(c, "--tmpfs") < 0)
 		return -ENOMEM;
 	if (colon)
-		return strv_pushf(c, "%s,exec", spec);
-	return strv_pushf(c, "%s:size=%s,exec", spec, DEFAULT_TMPFS);
+		return lb_strv_pushf(c, "%s,exec", spec);
+	return lb_strv_pushf(c, "%s:size=%s,exec", spec, DEFAULT_TMPFS);
 }
 
 static bool tmpfs_given(json_object *list, const char *path)
@@ -639,48 +599,48 @@ static bool tmpfs_given(json_object *list, const char *path)
 
 static int build_create(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
-	strv *c = &d->create;
+	lb_strv *c = &d->create;
 	json_object *sb = d->sandbox;
 	char host[256] = "";
 	gethostname(host, sizeof host - 1);
 	int r = 0;
-	r |= strv_push(c, d->client);
-	r |= strv_push(c, "create");
-	r |= strv_push(c, "--name");
-	r |= strv_push(c, d->name);
-	r |= strv_pushf(c, "--label=labbox.run=%s", job->id);
-	r |= strv_pushf(c, "--label=labbox.owner=%s:%d:%llu", host, (int)getpid(),
+	r |= lb_strv_push(c, d->client);
+	r |= lb_strv_push(c, "create");
+	r |= lb_strv_push(c, "--name");
+	r |= lb_strv_push(c, d->name);
+	r |= lb_strv_pushf(c, "--label=labbox.run=%s", job->id);
+	r |= lb_strv_pushf(c, "--label=labbox.owner=%s:%d:%llu", host, (int)getpid(),
 			start_time_of(getpid()));
 	/* tini as pid 1: signals reach python (pid 1 ignores SIGTERM) and orphans are reaped. */
-	r |= strv_push(c, "--init");
-	r |= strv_push(c, "--read-only");
-	r |= strv_push(c, "--cap-drop");
-	r |= strv_push(c, "ALL");
-	r |= strv_push(c, "--security-opt");
-	r |= strv_push(c, "no-new-privileges");
-	r |= strv_pushf(c, "--user=%u:%u", (unsigned)d->uid, (unsigned)d->gid);
+	r |= lb_strv_push(c, "--init");
+	r |= lb_strv_push(c, "--read-only");
+	r |= lb_strv_push(c, "--cap-drop");
+	r |= lb_strv_push(c, "ALL");
+	r |= lb_strv_push(c, "--security-opt");
+	r |= lb_strv_push(c, "no-new-privileges");
+	r |= lb_strv_pushf(c, "--user=%u:%u", (unsigned)d->uid, (unsigned)d->gid);
 	const char *net = json_str(sb, "network");
 	net = net ? net : "none";
 	/* docker's none network is a namespace of its own with a loopback interface: labbox's
 	 * none and loopback both come out as that, and the isolation block says loopback. */
 	bool host_net = strcmp(net, "host") == 0;
 	snprintf(d->network, sizeof d->network, "%s", host_net ? "host" : "loopback");
-	r |= strv_pushf(c, "--network=%s", host_net ? "host" : "none");
+	r |= lb_strv_pushf(c, "--network=%s", host_net ? "host" : "none");
 	int64_t mem = json_i64(sb, "memory_bytes");
 	if (mem > 0) {
 		d->has_memory = true;
-		r |= strv_pushf(c, "--memory=%lld", (long long)mem);
-		r |= strv_pushf(c, "--memory-swap=%lld", (long long)mem); /* no swap beyond it */
+		r |= lb_strv_pushf(c, "--memory=%lld", (long long)mem);
+		r |= lb_strv_pushf(c, "--memory-swap=%lld", (long long)mem); /* no swap beyond it */
 	}
 	json_object *cpus;
 	if (sb && json_object_object_get_ex(sb, "cpus", &cpus) && cpus)
-		r |= strv_pushf(c, "--cpus=%g", json_object_get_double(cpus));
+		r |= lb_strv_pushf(c, "--cpus=%g", json_object_get_double(cpus));
 	int64_t pids = json_i64(sb, "pids_limit");
 	if (pids > 0)
-		r |= strv_pushf(c, "--pids-limit=%lld", (long long)pids);
+		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)pids);
 	int64_t shm = json_i64(sb, "shm_size_bytes");
 	if (shm > 0)
-		r |= strv_pushf(c, "--shm-size=%lld", (long long)shm);
+		r |= lb_strv_pushf(c, "--shm-size=%lld", (long long)shm);
 	json_object *tmpfs = json_arr(sb, "tmpfs");
 	for (size_t i = 0; tmpfs && i < json_object_array_length(tmpfs); i++)
 		r |= add_tmpfs(c, json_object_get_string(json_object_array_get_idx(tmpfs, i)));
@@ -691,8 +651,8 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	const char *gpus = json_str(sb, "gpus");
 	if (gpus && strcmp(gpus, "none") != 0) {
 		snprintf(d->gpus, sizeof d->gpus, "%s", gpus);
-		r |= strv_push(c, "--gpus");
-		r |= strcmp(gpus, "all") == 0 ? strv_push(c, "all") : strv_pushf(c, "\"device=%s\"", gpus);
+		r |= lb_strv_push(c, "--gpus");
+		r |= strcmp(gpus, "all") == 0 ? lb_strv_push(c, "all") : lb_strv_pushf(c, "\"device=%s\"", gpus);
 	}
 	if (r)
 		return -ENOMEM;
@@ -708,31 +668,31 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		return -EINVAL;
 	}
 	if (job->exp_dir) {
-		r |= strv_push(c, "--mount");
-		r |= strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
+		r |= lb_strv_push(c, "--mount");
+		r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
 	}
 	/* exec without --workdir starts in the private /tmp, as the local sandbox's exec does. */
-	r |= strv_pushf(c, "--workdir=%s", job->exp_dir ? job->exp_dir : "/tmp");
+	r |= lb_strv_pushf(c, "--workdir=%s", job->exp_dir ? job->exp_dir : "/tmp");
 	/* exec relays labbox's stdin, as the local exec does: the container keeps it open. */
 	if (d->exec)
-		r |= strv_push(c, "--interactive");
-	r |= strv_push(c, "--env=HOME=/tmp");
+		r |= lb_strv_push(c, "--interactive");
+	r |= lb_strv_push(c, "--env=HOME=/tmp");
 	for (size_t i = 0; i < job->nenv; i++)
-		r |= strv_pushf(c, "--env=%s", job->env[i]);
+		r |= lb_strv_pushf(c, "--env=%s", job->env[i]);
 	json_object *env = json_arr(sb, "env");
 	for (size_t i = 0; env && i < json_object_array_length(env); i++)
-		r |= strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(env, i)));
+		r |= lb_strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(env, i)));
 	/* A secret by name only: the client reads its value from labbox's environment, so it
 	 * is on no command line and in no record. */
 	json_object *sec = json_arr(sb, "secret_env");
 	for (size_t i = 0; sec && i < json_object_array_length(sec); i++)
-		r |= strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(sec, i)));
+		r |= lb_strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(sec, i)));
 	/* run: argv[0] is the pipeline's (local) interpreter; in the container it is the
 	 * image's. exec: argv[0] is the command, looked up on the image's PATH. */
-	r |= strv_pushf(c, "--entrypoint=%s", d->exec ? job->argv[0] : d->python);
-	r |= strv_push(c, d->image);
+	r |= lb_strv_pushf(c, "--entrypoint=%s", d->exec ? job->argv[0] : d->python);
+	r |= lb_strv_push(c, d->image);
 	for (size_t i = 1; job->argv[i]; i++)
-		r |= strv_push(c, job->argv[i]);
+		r |= lb_strv_push(c, job->argv[i]);
 	return r ? -ENOMEM : 0;
 }
 
@@ -804,12 +764,12 @@ static int client_to_log(docker_state *d, const char *const *args, const char *l
 	LB_AUTOCLOSE int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	strv a = {0};
-	int r = strv_push(&a, d->client);
+	lb_strv a = {0};
+	int r = lb_strv_push(&a, d->client);
 	for (size_t i = 0; r == 0 && args[i]; i++)
-		r = strv_push(&a, args[i]);
+		r = lb_strv_push(&a, args[i]);
 	if (r < 0) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return r;
 	}
 	pid_t pid = fork();
@@ -822,7 +782,7 @@ static int client_to_log(docker_state *d, const char *const *args, const char *l
 		execv(a.v[0], a.v);
 		_exit(127);
 	}
-	strv_free(&a);
+	lb_strv_free(&a);
 	if (pid < 0)
 		return -errno;
 	int st = 0;
@@ -1078,7 +1038,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			d->guard_wr = -1;
 			waitpid(d->guard_pid, NULL, 0);
 		}
-		strv_free(&d->create);
+		lb_strv_free(&d->create);
 		cst = -EIO;
 	} else if (d->create.n) {
 		d->created_early = true;
@@ -1588,7 +1548,7 @@ static void docker_free(lb_backend *b)
 	free(d->base_image);
 	free(d->python);
 	json_object_put(d->sandbox);
-	strv_free(&d->create);
+	lb_strv_free(&d->create);
 	free(d);
 }
 

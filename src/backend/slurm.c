@@ -55,46 +55,6 @@
 #define JOB_MEM_EXTRA ((uint64_t)64 << 20)
 #define NODE_JSON_MAX ((size_t)64 << 20)
 
-typedef struct strv {
-	char **v;
-	size_t n, cap;
-} strv;
-
-static int strv_push(strv *s, const char *x)
-{
-	if (s->n + 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		char **nv = realloc(s->v, cap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = cap;
-	}
-	if (!(s->v[s->n] = strdup(x)))
-		return -ENOMEM;
-	s->v[++s->n] = NULL;
-	return 0;
-}
-
-static int strv_pushf(strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int strv_pushf(strv *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	LB_AUTOFREE char *x = NULL;
-	int n = vasprintf(&x, fmt, ap);
-	va_end(ap);
-	return n < 0 ? -ENOMEM : strv_push(s, x);
-}
-
-static void strv_free(strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	memset(s, 0, sizeof *s);
-}
-
 void lb_slurm_argv_free(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -186,19 +146,19 @@ static void one_line(const lb_buf *b, char *out, size_t n)
  * which case the bounded wait ends it. */
 static void scancel(const char *job_id, const char *signal, bool batch_only)
 {
-	strv a = {0};
-	int r = strv_push(&a, "scancel");
+	lb_strv a = {0};
+	int r = lb_strv_push(&a, "scancel");
 	if (r == 0 && signal)
-		r = strv_pushf(&a, "--signal=%s", signal);
+		r = lb_strv_pushf(&a, "--signal=%s", signal);
 	if (r == 0 && batch_only)
-		r = strv_push(&a, "--batch");
+		r = lb_strv_push(&a, "--batch");
 	if (r == 0)
-		r = strv_push(&a, job_id);
+		r = lb_strv_push(&a, job_id);
 	lb_buf o = {0};
 	if (r == 0)
 		client_run(a.v, true, 4096, CLIENT_TIMEOUT_S, &o);
 	lb_buf_free(&o);
-	strv_free(&a);
+	lb_strv_free(&a);
 }
 
 /* ---- the batch script and sbatch ------------------------------------------------------------ */
@@ -274,53 +234,53 @@ int lb_slurm_submit_array(const lb_slurm_submit *s, json_object *cmd, char job_i
 		return r;
 	}
 
-	strv a = {0};
-	r = strv_push(&a, "sbatch");
-	r |= strv_push(&a, "--parsable");
-	r |= strv_pushf(&a, "--job-name=%s", s->name && *s->name ? s->name : "labbox");
-	r |= strv_pushf(&a, "--chdir=%s", s->dir);
-	r |= strv_pushf(&a, "--output=%s/slurm-%s.out", s->dir, s->ncells > 1 ? "%A_%a" : "%j");
-	r |= strv_push(&a, "--open-mode=truncate");
+	lb_strv a = {0};
+	r = lb_strv_push(&a, "sbatch");
+	r |= lb_strv_push(&a, "--parsable");
+	r |= lb_strv_pushf(&a, "--job-name=%s", s->name && *s->name ? s->name : "labbox");
+	r |= lb_strv_pushf(&a, "--chdir=%s", s->dir);
+	r |= lb_strv_pushf(&a, "--output=%s/slurm-%s.out", s->dir, s->ncells > 1 ? "%A_%a" : "%j");
+	r |= lb_strv_push(&a, "--open-mode=truncate");
 	/* The user's environment, as sbatch gives it by default: PATH, SLURM_CONF and the names
 	 * --secret-env passes on are read from it on the node. */
-	r |= strv_push(&a, "--export=ALL");
-	r |= strv_push(&a, "--nodes=1");
-	r |= strv_push(&a, "--ntasks=1");
+	r |= lb_strv_push(&a, "--export=ALL");
+	r |= lb_strv_push(&a, "--nodes=1");
+	r |= lb_strv_push(&a, "--ntasks=1");
 	if (s->partition)
-		r |= strv_pushf(&a, "--partition=%s", s->partition);
+		r |= lb_strv_pushf(&a, "--partition=%s", s->partition);
 	if (s->account)
-		r |= strv_pushf(&a, "--account=%s", s->account);
+		r |= lb_strv_pushf(&a, "--account=%s", s->account);
 	if (s->qos)
-		r |= strv_pushf(&a, "--qos=%s", s->qos);
+		r |= lb_strv_pushf(&a, "--qos=%s", s->qos);
 	if (s->cpus)
-		r |= strv_pushf(&a, "--cpus-per-task=%u", s->cpus);
+		r |= lb_strv_pushf(&a, "--cpus-per-task=%u", s->cpus);
 	if (s->mem_bytes)
-		r |= strv_pushf(&a, "--mem=%lluM",
+		r |= lb_strv_pushf(&a, "--mem=%lluM",
 				(unsigned long long)((s->mem_bytes + (1 << 20) - 1) >> 20));
 	if (s->gpus)
-		r |= strv_pushf(&a, "--gres=gpu:%u", s->gpus);
+		r |= lb_strv_pushf(&a, "--gres=gpu:%u", s->gpus);
 	if (s->time_limit_s > 0) {
 		unsigned long long min = (unsigned long long)ceil(s->time_limit_s / 60.0);
-		r |= strv_pushf(&a, "--time=%llu", min ? min : 1);
+		r |= lb_strv_pushf(&a, "--time=%llu", min ? min : 1);
 	}
 	if (s->signal_lead_s)
-		r |= strv_pushf(&a, "--signal=B:TERM@%u", s->signal_lead_s);
+		r |= lb_strv_pushf(&a, "--signal=B:TERM@%u", s->signal_lead_s);
 	if (s->ncells > 1) {
 		if (s->max_parallel)
-			r |= strv_pushf(&a, "--array=0-%zu%%%u", s->ncells - 1, s->max_parallel);
+			r |= lb_strv_pushf(&a, "--array=0-%zu%%%u", s->ncells - 1, s->max_parallel);
 		else
-			r |= strv_pushf(&a, "--array=0-%zu", s->ncells - 1);
+			r |= lb_strv_pushf(&a, "--array=0-%zu", s->ncells - 1);
 	}
-	r |= strv_push(&a, script);
+	r |= lb_strv_push(&a, script);
 	if (r) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; cmd && i < a.n; i++)
 		json_object_array_add(cmd, json_object_new_string(a.v[i]));
 	lb_buf o = {0};
 	int st = client_run(a.v, true, 65536, CLIENT_TIMEOUT_S, &o);
-	strv_free(&a);
+	lb_strv_free(&a);
 	/* --parsable prints "JOBID" or "JOBID;CLUSTER" (warnings may come first, on their own
 	 * lines): the last line that starts with digits is the id. */
 	char said[400];
@@ -489,14 +449,14 @@ static json_object *json_arr(json_object *o, const char *key)
 		       : NULL;
 }
 
-static int push_each(strv *a, const char *flag, json_object *list)
+static int push_each(lb_strv *a, const char *flag, json_object *list)
 {
 	int r = 0;
 	for (size_t i = 0; list && r == 0 && i < json_object_array_length(list); i++) {
 		json_object *v = json_object_array_get_idx(list, i);
 		if (!json_object_is_type(v, json_type_string))
 			continue;
-		r = strv_push(a, flag) || strv_push(a, json_object_get_string(v)) ? -ENOMEM : 0;
+		r = lb_strv_push(a, flag) || lb_strv_push(a, json_object_get_string(v)) ? -ENOMEM : 0;
 	}
 	return r;
 }
@@ -507,52 +467,52 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out)
 	if (!n->labbox || !n->runs_dir || !n->expdir || !n->entry)
 		return -EINVAL;
 	json_object *sb = n->sandbox;
-	strv a = {0};
+	lb_strv a = {0};
 	int r = 0;
-	r |= strv_push(&a, n->labbox);
-	r |= strv_push(&a, "run");
-	r |= strv_push(&a, "--json");
+	r |= lb_strv_push(&a, n->labbox);
+	r |= lb_strv_push(&a, "run");
+	r |= lb_strv_push(&a, "--json");
 	/* On the node the run is local: the staged labbox.yaml may say mode: slurm, which would
 	 * submit the job again from inside itself. */
-	r |= strv_push(&a, "--mode");
-	r |= strv_push(&a, "local");
+	r |= lb_strv_push(&a, "--mode");
+	r |= lb_strv_push(&a, "local");
 	/* The output is in the node's run.log, which the submitting labbox streams. */
-	r |= strv_push(&a, "--quiet");
-	r |= strv_push(&a, "--runs-dir");
-	r |= strv_push(&a, n->runs_dir);
-	r |= strv_push(&a, "--python");
-	r |= strv_push(&a, n->python ? n->python : "python3");
-	r |= strv_push(&a, "--policy");
-	r |= strv_push(&a, lb_check_policy_name((lb_check_policy)n->policy));
+	r |= lb_strv_push(&a, "--quiet");
+	r |= lb_strv_push(&a, "--runs-dir");
+	r |= lb_strv_push(&a, n->runs_dir);
+	r |= lb_strv_push(&a, "--python");
+	r |= lb_strv_push(&a, n->python ? n->python : "python3");
+	r |= lb_strv_push(&a, "--policy");
+	r |= lb_strv_push(&a, lb_check_policy_name((lb_check_policy)n->policy));
 	if (n->trust_project)
-		r |= strv_push(&a, "--trust-project");
+		r |= lb_strv_push(&a, "--trust-project");
 	if (n->budget > 0)
-		r |= strv_push(&a, "--budget") || strv_pushf(&a, "%.3f", n->budget);
-	r |= strv_push(&a, "--grace") || strv_pushf(&a, "%.3f", n->grace > 0 ? n->grace : 0);
-	r |= strv_push(&a, "--disk-limit") ||
-	     strv_pushf(&a, "%llu", (unsigned long long)n->disk_limit);
+		r |= lb_strv_push(&a, "--budget") || lb_strv_pushf(&a, "%.3f", n->budget);
+	r |= lb_strv_push(&a, "--grace") || lb_strv_pushf(&a, "%.3f", n->grace > 0 ? n->grace : 0);
+	r |= lb_strv_push(&a, "--disk-limit") ||
+	     lb_strv_pushf(&a, "%llu", (unsigned long long)n->disk_limit);
 	if (n->log_limit >= 1024)
-		r |= strv_push(&a, "--log-limit") ||
-		     strv_pushf(&a, "%llu", (unsigned long long)n->log_limit);
+		r |= lb_strv_push(&a, "--log-limit") ||
+		     lb_strv_pushf(&a, "%llu", (unsigned long long)n->log_limit);
 	const char *net = json_str(sb, "network");
 	if (net)
-		r |= strv_push(&a, "--network") || strv_push(&a, net);
+		r |= lb_strv_push(&a, "--network") || lb_strv_push(&a, net);
 	if (json_i64(sb, "memory_bytes") > 0)
-		r |= strv_push(&a, "--memory") ||
-		     strv_pushf(&a, "%lld", (long long)json_i64(sb, "memory_bytes"));
+		r |= lb_strv_push(&a, "--memory") ||
+		     lb_strv_pushf(&a, "%lld", (long long)json_i64(sb, "memory_bytes"));
 	if (json_dbl(sb, "cpus") > 0)
-		r |= strv_push(&a, "--cpus") || strv_pushf(&a, "%g", json_dbl(sb, "cpus"));
+		r |= lb_strv_push(&a, "--cpus") || lb_strv_pushf(&a, "%g", json_dbl(sb, "cpus"));
 	if (json_i64(sb, "pids_limit") > 0)
-		r |= strv_push(&a, "--pids-limit") ||
-		     strv_pushf(&a, "%lld", (long long)json_i64(sb, "pids_limit"));
+		r |= lb_strv_push(&a, "--pids-limit") ||
+		     lb_strv_pushf(&a, "%lld", (long long)json_i64(sb, "pids_limit"));
 	if (json_i64(sb, "shm_size_bytes") > 0)
-		r |= strv_push(&a, "--shm-size") ||
-		     strv_pushf(&a, "%lld", (long long)json_i64(sb, "shm_size_bytes"));
+		r |= lb_strv_push(&a, "--shm-size") ||
+		     lb_strv_pushf(&a, "%lld", (long long)json_i64(sb, "shm_size_bytes"));
 	const char *gpus = json_str(sb, "gpus");
 	if (n->gpus_from_job)
-		r |= strv_push(&a, "--gpus") || strv_push(&a, JOB_GPUS_TOKEN);
+		r |= lb_strv_push(&a, "--gpus") || lb_strv_push(&a, JOB_GPUS_TOKEN);
 	else if (gpus)
-		r |= strv_push(&a, "--gpus") || strv_push(&a, gpus);
+		r |= lb_strv_push(&a, "--gpus") || lb_strv_push(&a, gpus);
 	if (r == 0)
 		r = push_each(&a, "-e", json_arr(sb, "env"));
 	if (r == 0)
@@ -564,17 +524,17 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out)
 	if (r == 0)
 		r = push_each(&a, "--allow-degraded", json_arr(sb, "allow_degraded"));
 	for (size_t i = 0; r == 0 && i < n->nhide; i++)
-		r = strv_push(&a, "--hide") || strv_push(&a, n->hide[i]) ? -ENOMEM : 0;
-	r |= strv_push(&a, "--entry");
-	r |= strv_push(&a, n->entry);
-	r |= strv_push(&a, n->expdir);
+		r = lb_strv_push(&a, "--hide") || lb_strv_push(&a, n->hide[i]) ? -ENOMEM : 0;
+	r |= lb_strv_push(&a, "--entry");
+	r |= lb_strv_push(&a, n->entry);
+	r |= lb_strv_push(&a, n->expdir);
 	if (n->nargs) {
-		r |= strv_push(&a, "--");
+		r |= lb_strv_push(&a, "--");
 		for (size_t i = 0; i < n->nargs; i++)
-			r |= strv_push(&a, n->args[i]);
+			r |= lb_strv_push(&a, n->args[i]);
 	}
 	if (r) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return -ENOMEM;
 	}
 	*out = a.v;
@@ -603,7 +563,7 @@ typedef struct slurm_state {
 	unsigned gpus;
 	double time_limit_s;    /* 0: the partition's */
 	double ran_s;           /* seconds the job was seen RUNNING (its last attempt) */
-	strv node_argv;
+	lb_strv node_argv;
 	json_object *sbatch_cmd; /* the sbatch command line, for the record */
 	char job_id[32];
 	char job_state[32];     /* the last state squeue showed */
@@ -1582,7 +1542,7 @@ static void slurm_free(lb_backend *b)
 	json_object_put(s->sbatch_cmd);
 	json_object_put(s->node_doc);
 	json_object_put(s->node_iso);
-	strv_free(&s->node_argv);
+	lb_strv_free(&s->node_argv);
 	free(s);
 }
 

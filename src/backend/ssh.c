@@ -50,46 +50,6 @@
 #define STDERR_MAX (256 * 1024)
 #define END_MARK "LABBOX-SSH-END "
 
-typedef struct strv {
-	char **v;
-	size_t n, cap;
-} strv;
-
-static int strv_push(strv *s, const char *x)
-{
-	if (s->n + 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		char **nv = realloc(s->v, cap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = cap;
-	}
-	if (!(s->v[s->n] = strdup(x)))
-		return -ENOMEM;
-	s->v[++s->n] = NULL;
-	return 0;
-}
-
-static int strv_pushf(strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int strv_pushf(strv *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	LB_AUTOFREE char *x = NULL;
-	int n = vasprintf(&x, fmt, ap);
-	va_end(ap);
-	return n < 0 ? -ENOMEM : strv_push(s, x);
-}
-
-static void strv_free(strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	memset(s, 0, sizeof *s);
-}
-
 /* s in single quotes for a POSIX shell: the remote login shell parses what ssh sends. */
 static int sh_quote(lb_buf *b, const char *s)
 {
@@ -239,7 +199,7 @@ typedef struct ssh_state {
 	char hostname[256];
 	char dir[PATH_MAX]; /* the per-run directory there */
 	bool degraded;      /* no remote labbox: the seed's plain timeout python3 */
-	strv cmd;           /* what the supervisor runs there */
+	lb_strv cmd;           /* what the supervisor runs there */
 	json_object *end;   /* the supervisor's END line */
 	json_object *doc;   /* the remote labbox's verdict (inside end) */
 	json_object *iso;   /* the isolation block of a degraded run */
@@ -256,29 +216,29 @@ static ssh_state *state_of(lb_backend *b)
 
 /* The ssh options of every step: never prompt, no forwarding of the agent, X11 or ports to a
  * machine running untrusted code, the master's socket. */
-static int ssh_opts(ssh_state *d, strv *a)
+static int ssh_opts(ssh_state *d, lb_strv *a)
 {
 	static const char *const opts[] = {"-o", "BatchMode=yes", "-o", "ForwardAgent=no",
 					   "-o", "ForwardX11=no", "-o", "ClearAllForwardings=yes",
 					   "-o", "ControlMaster=no", "-T", NULL};
-	int r = strv_push(a, d->ssh);
+	int r = lb_strv_push(a, d->ssh);
 	for (size_t i = 0; r == 0 && opts[i]; i++)
-		r = strv_push(a, opts[i]);
+		r = lb_strv_push(a, opts[i]);
 	if (r == 0)
-		r = strv_push(a, "-S");
+		r = lb_strv_push(a, "-S");
 	if (r == 0)
-		r = strv_push(a, d->ctl);
+		r = lb_strv_push(a, d->ctl);
 	return r;
 }
 
 /* ssh HOST COMMAND through the master; COMMAND one line for the remote shell. */
-static int remote_argv(ssh_state *d, const char *command, strv *a)
+static int remote_argv(ssh_state *d, const char *command, lb_strv *a)
 {
 	int r = ssh_opts(d, a);
 	if (r == 0)
-		r = strv_push(a, d->host);
+		r = lb_strv_push(a, d->host);
 	if (r == 0)
-		r = strv_push(a, command);
+		r = lb_strv_push(a, command);
 	return r;
 }
 
@@ -286,12 +246,12 @@ static int remote_argv(ssh_state *d, const char *command, strv *a)
  * negative errno. */
 static int remote_capture(ssh_state *d, const char *command, bool merge, size_t max, lb_buf *out)
 {
-	strv a = {0};
+	lb_strv a = {0};
 	int st = 0;
 	int r = remote_argv(d, command, &a);
 	if (r == 0)
 		r = lb_capture(a.v, max, merge, out, &st);
-	strv_free(&a);
+	lb_strv_free(&a);
 	if (r < 0)
 		return r;
 	while (out->data && out->len && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
@@ -385,20 +345,20 @@ static int start_master(ssh_state *d, char *err, size_t errlen)
 	LB_AUTOCLOSE int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (efd < 0)
 		return -errno;
-	strv a = {0};
+	lb_strv a = {0};
 	static const char *const opts[] = {"-M", "-N", "-o", "BatchMode=yes", "-o", "ControlPersist=no",
 					   "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
 					   "-o", "ConnectTimeout=20", "-o", "ForwardAgent=no", "-o",
 					   "ForwardX11=no", "-o", "ClearAllForwardings=yes", "-S", NULL};
-	int r = strv_push(&a, d->ssh);
+	int r = lb_strv_push(&a, d->ssh);
 	for (size_t i = 0; r == 0 && opts[i]; i++)
-		r = strv_push(&a, opts[i]);
+		r = lb_strv_push(&a, opts[i]);
 	if (r == 0)
-		r = strv_push(&a, d->ctl);
+		r = lb_strv_push(&a, d->ctl);
 	if (r == 0)
-		r = strv_push(&a, d->host);
+		r = lb_strv_push(&a, d->host);
 	if (r < 0) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return r;
 	}
 	pid_t pid = fork();
@@ -413,7 +373,7 @@ static int start_master(ssh_state *d, char *err, size_t errlen)
 		execv(a.v[0], a.v);
 		_exit(127);
 	}
-	strv_free(&a);
+	lb_strv_free(&a);
 	if (pid < 0)
 		return -errno;
 	d->master = pid;
@@ -532,7 +492,7 @@ static int remote_setup(ssh_state *d, const char *id, char *lb_error, size_t lel
 static int start_guardian(ssh_state *d)
 {
 	lb_buf cmd = {0};
-	strv a = {0};
+	lb_strv a = {0};
 	char silence[16];
 	snprintf(silence, sizeof silence, "%d", SILENCE_S);
 	char *const words[] = {d->python, "-I", "-c", (char *)guardian_src, d->dir, silence, NULL};
@@ -544,7 +504,7 @@ static int start_guardian(ssh_state *d)
 	lb_buf_free(&cmd);
 	int p[2];
 	if (r < 0 || pipe2(p, O_CLOEXEC) < 0) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return r < 0 ? r : -errno;
 	}
 	pid_t pid = fork();
@@ -559,7 +519,7 @@ static int start_guardian(ssh_state *d)
 		execv(a.v[0], a.v);
 		_exit(127);
 	}
-	strv_free(&a);
+	lb_strv_free(&a);
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
@@ -611,29 +571,29 @@ static void stop_guardian(ssh_state *d)
 static int rsync_run(ssh_state *d, const char *const *args, char *said, size_t saidlen)
 {
 	lb_buf e = {0};
-	strv o = {0};
+	lb_strv o = {0};
 	int r = ssh_opts(d, &o);
 	for (size_t i = 0; r == 0 && i < o.n; i++) {
 		/* rsync splits -e on white space itself; a path with some is quoted for it. */
 		bool q = strpbrk(o.v[i], " \t'\"") != NULL;
 		r = lb_buf_printf(&e, "%s%s%s%s", i ? " " : "", q ? "'" : "", o.v[i], q ? "'" : "");
 	}
-	strv_free(&o);
-	strv a = {0};
+	lb_strv_free(&o);
+	lb_strv a = {0};
 	if (r == 0)
-		r = strv_push(&a, d->rsync);
+		r = lb_strv_push(&a, d->rsync);
 	if (r == 0)
-		r = strv_push(&a, "-e");
+		r = lb_strv_push(&a, "-e");
 	if (r == 0)
-		r = strv_push(&a, e.data);
+		r = lb_strv_push(&a, e.data);
 	for (size_t i = 0; r == 0 && args[i]; i++)
-		r = strv_push(&a, args[i]);
+		r = lb_strv_push(&a, args[i]);
 	lb_buf_free(&e);
 	lb_buf out = {0};
 	int st = 0;
 	if (r == 0)
 		r = lb_capture(a.v, 65536, true, &out, &st);
-	strv_free(&a);
+	lb_strv_free(&a);
 	if (r == 0) {
 		one_line(out.data, said, saidlen);
 		r = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -712,44 +672,44 @@ static int64_t json_i64(json_object *o, const char *key)
  * backend; the remote labbox runs locally there. */
 static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 {
-	strv *c = &d->cmd;
+	lb_strv *c = &d->cmd;
 	json_object *sb = d->sandbox, *v;
 	int r = 0;
-	r |= strv_push(c, d->labbox);
-	r |= strv_push(c, "run");
-	r |= strv_push(c, "--json");
-	r |= strv_push(c, "--mode");
-	r |= strv_push(c, "local");
-	r |= strv_push(c, "--policy");
-	r |= strv_push(c, "permissive");
-	r |= strv_push(c, "--runs-dir");
-	r |= strv_pushf(c, "%s/runs", d->dir);
-	r |= strv_push(c, "--entry");
-	r |= strv_push(c, job->argv[1]);
-	r |= strv_pushf(c, "--grace=%g", d->grace);
+	r |= lb_strv_push(c, d->labbox);
+	r |= lb_strv_push(c, "run");
+	r |= lb_strv_push(c, "--json");
+	r |= lb_strv_push(c, "--mode");
+	r |= lb_strv_push(c, "local");
+	r |= lb_strv_push(c, "--policy");
+	r |= lb_strv_push(c, "permissive");
+	r |= lb_strv_push(c, "--runs-dir");
+	r |= lb_strv_pushf(c, "%s/runs", d->dir);
+	r |= lb_strv_push(c, "--entry");
+	r |= lb_strv_push(c, job->argv[1]);
+	r |= lb_strv_pushf(c, "--grace=%g", d->grace);
 	if (d->python_asked) {
-		r |= strv_push(c, "--python");
-		r |= strv_push(c, d->python_asked);
+		r |= lb_strv_push(c, "--python");
+		r |= lb_strv_push(c, d->python_asked);
 	}
 	if (job->budget > 0)
-		r |= strv_pushf(c, "--budget=%g", job->budget);
+		r |= lb_strv_pushf(c, "--budget=%g", job->budget);
 	/* A disk limit the user set; the default (half the free space) is the remote disk's. */
 	if (sb && json_object_object_get_ex(sb, "disk_limit_bytes", &v) && v)
-		r |= strv_pushf(c, "--disk-limit=%lld", (long long)json_object_get_int64(v));
+		r |= lb_strv_pushf(c, "--disk-limit=%lld", (long long)json_object_get_int64(v));
 	const char *net = json_str(sb, "network");
 	if (net)
-		r |= strv_pushf(c, "--network=%s", net);
+		r |= lb_strv_pushf(c, "--network=%s", net);
 	if (json_i64(sb, "memory_bytes") > 0)
-		r |= strv_pushf(c, "--memory=%lld", (long long)json_i64(sb, "memory_bytes"));
+		r |= lb_strv_pushf(c, "--memory=%lld", (long long)json_i64(sb, "memory_bytes"));
 	if (sb && json_object_object_get_ex(sb, "cpus", &v) && v)
-		r |= strv_pushf(c, "--cpus=%g", json_object_get_double(v));
+		r |= lb_strv_pushf(c, "--cpus=%g", json_object_get_double(v));
 	if (json_i64(sb, "pids_limit") > 0)
-		r |= strv_pushf(c, "--pids-limit=%lld", (long long)json_i64(sb, "pids_limit"));
+		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)json_i64(sb, "pids_limit"));
 	if (json_i64(sb, "shm_size_bytes") > 0)
-		r |= strv_pushf(c, "--shm-size=%lld", (long long)json_i64(sb, "shm_size_bytes"));
+		r |= lb_strv_pushf(c, "--shm-size=%lld", (long long)json_i64(sb, "shm_size_bytes"));
 	const char *gpus = json_str(sb, "gpus");
 	if (gpus)
-		r |= strv_pushf(c, "--gpus=%s", gpus);
+		r |= lb_strv_pushf(c, "--gpus=%s", gpus);
 	static const char *const lists[][2] = {{"env", "-e"},
 					       {"secret_env", "--secret-env"},
 					       {"volumes", "-v"},
@@ -762,14 +722,14 @@ static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 			/* isolation is this backend's own: the remote sandbox is never weakened by it. */
 			if (k == 4 && strcmp(s, "isolation") == 0)
 				continue;
-			r |= strv_push(c, lists[k][1]);
-			r |= strv_push(c, s);
+			r |= lb_strv_push(c, lists[k][1]);
+			r |= lb_strv_push(c, s);
 		}
 	}
-	r |= strv_pushf(c, "%s/exp", d->dir);
-	r |= strv_push(c, "--");
+	r |= lb_strv_pushf(c, "%s/exp", d->dir);
+	r |= lb_strv_push(c, "--");
 	for (size_t i = 2; job->argv[i]; i++)
-		r |= strv_push(c, job->argv[i]);
+		r |= lb_strv_push(c, job->argv[i]);
 	return r ? -ENOMEM : 0;
 }
 
@@ -801,17 +761,17 @@ static int degraded_refusals(ssh_state *d, char *err, size_t errlen)
 
 static int build_plain_cmd(ssh_state *d, const lb_backend_job *job)
 {
-	strv *c = &d->cmd;
+	lb_strv *c = &d->cmd;
 	int r = 0;
 	if (job->budget > 0) {
 		/* The seed's recipe, with the grace before SIGKILL that labbox gives everywhere. */
-		r |= strv_push(c, "timeout");
-		r |= strv_pushf(c, "--kill-after=%g", d->grace > 0 ? d->grace : 1);
-		r |= strv_pushf(c, "%g", job->budget);
+		r |= lb_strv_push(c, "timeout");
+		r |= lb_strv_pushf(c, "--kill-after=%g", d->grace > 0 ? d->grace : 1);
+		r |= lb_strv_pushf(c, "%g", job->budget);
 	}
-	r |= strv_push(c, d->python_asked ? d->python_asked : d->python[0] ? d->python : "python3");
+	r |= lb_strv_push(c, d->python_asked ? d->python_asked : d->python[0] ? d->python : "python3");
 	for (size_t i = 1; job->argv[i]; i++)
-		r |= strv_push(c, job->argv[i]);
+		r |= lb_strv_push(c, job->argv[i]);
 	return r ? -ENOMEM : 0;
 }
 
@@ -992,27 +952,27 @@ static char *env_line(ssh_state *d, const lb_backend_job *job)
 
 static int supervisor_command(ssh_state *d, lb_buf *cmd)
 {
-	strv a = {0};
+	lb_strv a = {0};
 	char kill_after[32], silence[16];
 	snprintf(kill_after, sizeof kill_after, "%g",
 		 d->degraded ? (d->grace > 0 ? d->grace : 1) : d->grace + REMOTE_MARGIN_S);
 	snprintf(silence, sizeof silence, "%d", SILENCE_S);
 	int r = 0;
-	r |= strv_push(&a, d->python);
-	r |= strv_push(&a, "-I");
-	r |= strv_push(&a, "-c");
-	r |= strv_push(&a, supervisor_src);
-	r |= strv_push(&a, d->degraded ? "plain" : "labbox");
-	r |= strv_push(&a, d->dir);
-	r |= strv_push(&a, kill_after);
-	r |= strv_push(&a, silence);
+	r |= lb_strv_push(&a, d->python);
+	r |= lb_strv_push(&a, "-I");
+	r |= lb_strv_push(&a, "-c");
+	r |= lb_strv_push(&a, supervisor_src);
+	r |= lb_strv_push(&a, d->degraded ? "plain" : "labbox");
+	r |= lb_strv_push(&a, d->dir);
+	r |= lb_strv_push(&a, kill_after);
+	r |= lb_strv_push(&a, silence);
 	for (size_t i = 0; i < d->cmd.n; i++)
-		r |= strv_push(&a, d->cmd.v[i]);
+		r |= lb_strv_push(&a, d->cmd.v[i]);
 	if (r == 0)
 		r = lb_buf_puts(cmd, "exec ");
 	if (r == 0)
 		r = sh_join(cmd, a.v);
-	strv_free(&a);
+	lb_strv_free(&a);
 	return r ? -ENOMEM : 0;
 }
 
@@ -1157,14 +1117,14 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 	if (d->degraded)
 		fill_degraded_isolation(d, res);
 	lb_buf cmd = {0};
-	strv a = {0};
+	lb_strv a = {0};
 	LB_AUTOFREE char *first = env_line(d, job);
 	int r = supervisor_command(d, &cmd);
 	if (r == 0)
 		r = remote_argv(d, cmd.data, &a);
 	lb_buf_free(&cmd);
 	if (r < 0 || !first) {
-		strv_free(&a);
+		lb_strv_free(&a);
 		return r < 0 ? r : -ENOMEM;
 	}
 	sigset_t mask, old;
@@ -1186,7 +1146,7 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 			if (er[i] >= 0)
 				close(er[i]);
 		}
-		strv_free(&a);
+		lb_strv_free(&a);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
 	}
@@ -1200,7 +1160,7 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 		execv(a.v[0], a.v);
 		_exit(127);
 	}
-	strv_free(&a);
+	lb_strv_free(&a);
 	close(in[0]);
 	close(out[1]);
 	close(er[1]);
@@ -1421,13 +1381,13 @@ static int ssh_fetch(lb_backend *b, const lb_backend_job *job, char *err, size_t
 static void stop_master(ssh_state *d)
 {
 	if (d->master > 0) {
-		strv a = {0};
+		lb_strv a = {0};
 		lb_buf o = {0};
 		int st;
-		if (ssh_opts(d, &a) == 0 && strv_push(&a, "-O") == 0 && strv_push(&a, "exit") == 0 &&
-		    strv_push(&a, d->host) == 0)
+		if (ssh_opts(d, &a) == 0 && lb_strv_push(&a, "-O") == 0 && lb_strv_push(&a, "exit") == 0 &&
+		    lb_strv_push(&a, d->host) == 0)
 			lb_capture(a.v, 4096, true, &o, &st);
-		strv_free(&a);
+		lb_strv_free(&a);
 		lb_buf_free(&o);
 		double t0 = lb_time_monotonic();
 		while (waitpid(d->master, NULL, WNOHANG) == 0) {
@@ -1544,7 +1504,7 @@ static void ssh_free(lb_backend *b)
 	json_object_put(d->sandbox);
 	json_object_put(d->end);
 	json_object_put(d->iso);
-	strv_free(&d->cmd);
+	lb_strv_free(&d->cmd);
 	free(d);
 }
 

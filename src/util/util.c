@@ -762,3 +762,37 @@ int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len)
 		unlinkat(dfd, tmp, 0);
 	return r;
 }
+
+int lb_strv_push(lb_strv *s, const char *x)
+{
+	if (s->n + 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		char **nv = realloc(s->v, cap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = cap;
+	}
+	if (!(s->v[s->n] = strdup(x)))
+		return -ENOMEM;
+	s->v[++s->n] = NULL;
+	return 0;
+}
+
+int lb_strv_pushf(lb_strv *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	LB_AUTOFREE char *x = NULL;
+	int n = vasprintf(&x, fmt, ap);
+	va_end(ap);
+	return n < 0 ? -ENOMEM : lb_strv_push(s, x);
+}
+
+void lb_strv_free(lb_strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof *s);
+}
