@@ -2,6 +2,7 @@
 #include "check_internal.h"
 #include "labbox/lang.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"

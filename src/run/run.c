@@ -6,6 +6,7 @@
 #include "labbox/collect.h"
 #include "labbox/config.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/util.h"

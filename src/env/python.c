@@ -1,5 +1,5 @@
-/* Interpreter probing: where a Python lives and what it has installed. */
-#include "labbox/diagnose.h"
+/* Interpreter probing: where a Python lives and what it has installed (the freeze, cached). */
+#include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
