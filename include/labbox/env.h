@@ -86,4 +86,102 @@ int lb_python_freeze(const char *executable, char **out);
  * answered. */
 int lb_python_freeze_cached(const char *executable, const char *cache_dir, char **out, bool *hit);
 
+/* Environments --------------------------------------------------------------------------- */
+
+typedef enum lb_env_kind {
+	LB_ENV_PATH = 0, /* python3 on PATH */
+	LB_ENV_SYSTEM,   /* /usr/bin/python3 */
+	LB_ENV_PYENV,    /* a version under $PYENV_ROOT (default ~/.pyenv)/versions */
+	LB_ENV_VENV,     /* a virtual environment (pyvenv.cfg) */
+	LB_ENV_CONDA,    /* a conda or mamba environment */
+} lb_env_kind;
+
+/* "path", "system", "pyenv", "venv", "conda". */
+const char *lb_env_kind_name(lb_env_kind k);
+
+typedef struct lb_env {
+	char name[256];
+	char path[4096];   /* the environment's directory; the interpreter for path and system */
+	char python[4096]; /* the interpreter labbox runs */
+	lb_env_kind kind;
+	const char *found_by; /* how discovery found it ("PATH", "environments.txt", ...) */
+	/* Lives in the experiment directory or was named by it (labbox.yaml env:, environment.yml
+	 * prefix:): the experiment's code, probed and checked only inside the sandbox. */
+	bool confined;
+	bool project;     /* the project's own (labbox.yaml env:, its .venv, environment.yml) */
+	bool usable;      /* the probe answered; info is filled in */
+	char error[512];  /* why not usable */
+	lb_python_info info;
+	/* lb_env_check_imports: */
+	bool checked;        /* every asked import has an answer */
+	bool imports_cached; /* every answer came from the cache */
+	char **missing;      /* imports that failed, with why[] beside them */
+	char **why;
+	size_t nmissing;
+	char check_error[512]; /* the check itself failed (timed out, no sandbox) */
+} lb_env;
+
+typedef struct lb_env_list {
+	lb_env *v;
+	size_t n, cap;
+	/* What the experiment directory named that is not here (environment.yml's name:). */
+	char note[512];
+} lb_env_list;
+
+typedef struct lb_env_discover_opts {
+	const char *expdir;    /* the experiment, or NULL: its venvs, labbox.yaml and
+				* environment.yml are looked at */
+	const char *yaml_env;  /* labbox.yaml's env: (a name, or a path relative to expdir) */
+	const char *cache_dir; /* the probe cache (lb_python_probe_cached); NULL: none */
+} lb_env_discover_opts;
+
+/* Every Python environment found, in this order: python3 on PATH, /usr/bin/python3, pyenv
+ * versions, venvs in the experiment (.venv, venv, env) and beside it, the one labbox.yaml's
+ * env: names, conda and mamba environments (`conda env list --json` when conda or mamba is on
+ * PATH; else ~/.conda/environments.txt and the envs/ folders of the usual installs, of
+ * $CONDA_PREFIX and of $MAMBA_ROOT_PREFIX). The same interpreter path is listed once. Each is
+ * probed (confined ones in the sandbox). -EINVAL with out->note set when labbox.yaml's env:
+ * names nothing found; -ENOMEM. */
+int lb_env_discover(const lb_env_discover_opts *o, lb_env_list *out);
+void lb_env_list_free(lb_env_list *l);
+
+/* Whether name is a module name an import can be checked for (dotted identifiers). */
+bool lb_env_module_valid(const char *name);
+
+/* Ask every usable environment of l whether it can import each of mods (real imports, inside
+ * the sandbox, timeout_s at most per environment, up to jobs environments at once; 0: one per
+ * CPU). Answers are cached under cache_dir per interpreter, keyed by the executable's stat
+ * and the stat of every directory on its search path (as the freeze cache is); confined
+ * environments are never cached. Fills each env's checked, missing, why, check_error. */
+int lb_env_check_imports(lb_env_list *l, char *const *mods, size_t n, const char *cache_dir,
+			 double timeout_s, unsigned jobs);
+
+typedef struct lb_env_choice {
+	long index;        /* into the list; -1 when none fits */
+	char reason[1024]; /* why this one, or why none */
+	bool imports_checked; /* the candidates were asked for the imports */
+} lb_env_choice;
+
+/* Choose an environment for a run. how: "auto" (the project's own environment when there is
+ * one, else the first usable one that imports every one of imports), a name (of a discovered
+ * environment) or a path (an environment directory or an interpreter; one not discovered is
+ * added to l, probed as the user's own). Returns 0 with out->index >= 0; -ENOENT when how
+ * names nothing here, -ESRCH when auto found none that fits (out->reason names the missing
+ * imports and the environments checked); -ENOMEM. */
+int lb_env_select(lb_env_list *l, const char *how, char *const *imports, size_t nimports,
+		  const char *cache_dir, lb_env_choice *out);
+
+/* {name, path, python, version, kind, found_by, confined, project, usable, error?,
+ *  lacks?: [..] (after an import check), check_error?} */
+struct json_object *lb_env_json(const lb_env *e);
+/* result.json's environment block: {asked, chosen: lb_env_json, why, imports: [..],
+ * candidates: [{name, path, kind, usable, lacks: [..]|null}]} */
+struct json_object *lb_env_choice_json(const lb_env_list *l, const lb_env_choice *c,
+				       const char *how, char *const *imports, size_t nimports);
+
+/* environment.yml: its top-level name: and prefix: (either may come back empty). -EINVAL
+ * with err set when the text is not a YAML mapping. */
+int lb_env_parse_environment_yml(const char *text, size_t len, char name[256],
+				 char prefix[4096], char *err, size_t errlen);
+
 #endif
