@@ -229,3 +229,27 @@ def test_environment_yml_name_is_the_project_env(world):
     assert p.returncode == 0, p.stderr
     assert doc["environment"]["chosen"]["name"] == "alpha"
     assert doc["environment"]["chosen"]["found_by"] == "environment.yml name:"
+
+
+def test_optional_imports_are_not_required(world):
+    """An import inside `try: ... except ImportError` is optional: auto does not need it."""
+    missing = "lbmissing_" + unique("x").split("-")[1]
+    exp = write_exp(world["tmp"], f"""
+        try:
+            import {missing}
+        except ImportError:
+            {missing} = None
+        try:
+            import {missing}_b
+        except (OSError, ModuleNotFoundError) as e:
+            pass
+        import numpy
+        print("accuracy: 1")
+        """)
+    p, doc = run_env(world, exp, "--env", "auto")
+    assert p.returncode == 0, p.stderr
+    assert doc["environment"]["imports"] == ["numpy"]
+    exp2 = write_exp(world["tmp"], f"try:\n    import {missing}\nexcept ValueError:\n    pass\n"
+                     "print('accuracy: 1')\n", name="exp2")
+    p, doc = run_env(world, exp2, "--env", "auto")
+    assert p.returncode == 2 and missing in doc["error"]["message"]
