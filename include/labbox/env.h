@@ -171,6 +171,10 @@ typedef struct lb_env_choice {
 int lb_env_select(lb_env_list *l, const char *how, char *const *imports, size_t nimports,
 		  const char *cache_dir, lb_env_choice *out);
 
+/* One line per environment of l saying what it lacked (or why it is not usable), given to fn:
+ * the whole of a refusal's detail, which lb_env_choice.reason may have to cut. */
+void lb_env_each_lack(const lb_env_list *l, void (*fn)(void *ctx, const char *line), void *ctx);
+
 /* {name, path, python, version, kind, found_by, confined, project, usable, error?,
  *  lacks?: [..] (after an import check), check_error?} */
 struct json_object *lb_env_json(const lb_env *e);

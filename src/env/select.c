@@ -192,15 +192,37 @@ int lb_env_select(lb_env_list *l, const char *how, char *const *imports, size_t 
 				      "no environment imports everything the experiment imports;");
 	for (size_t i = 0; i < l->n && len < sizeof out->reason; i++) {
 		char lacks[512];
+		if (!l->v[i].usable)
+			continue;
 		lacks_text(&l->v[i], lacks, sizeof lacks);
 		int w = snprintf(out->reason + len, sizeof out->reason - len, " %s (%s) lacks %s;",
 				 l->v[i].name, l->v[i].path, lacks);
 		if (w > 0)
 			len += (size_t)w;
 	}
+	/* Those that did not start are named only: why is in each one's own line. */
+	for (size_t i = 0, k = 0; i < l->n && len < sizeof out->reason; i++) {
+		if (l->v[i].usable)
+			continue;
+		int w = snprintf(out->reason + len, sizeof out->reason - len, "%s%s", k++ ? ", " :
+				 " not usable: ", l->v[i].name);
+		if (w > 0)
+			len += (size_t)w;
+	}
 	if (l->n == 0)
 		say(out->reason, sizeof out->reason, "no Python environment found here");
 	return -ESRCH;
+}
+
+void lb_env_each_lack(const lb_env_list *l, void (*fn)(void *ctx, const char *line), void *ctx)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		char lacks[1024], line[2048 + 8192];
+		lacks_text(&l->v[i], lacks, sizeof lacks);
+		say(line, sizeof line, "environment %s (%s) %s%s", l->v[i].name, l->v[i].path,
+		    l->v[i].usable ? "lacks " : "", lacks[0] ? lacks : "nothing");
+		fn(ctx, line);
+	}
 }
 
 static json_object *strings(char *const *v, size_t n)

@@ -320,6 +320,8 @@ static int choose_env(const lb_run_request *req, run_state *st, lb_run_result *o
 		usage_error(out, "%s", l.note);
 	else if (r == -ENOENT || r == -ESRCH)
 		usage_error(out, "%s", c.reason);
+	if (r == -ESRCH && c.imports_checked && req->warn)
+		lb_env_each_lack(&l, req->warn, req->warn_ctx);
 	if (r == 0 || r == -ENOENT || r == -ESRCH)
 		st->env_doc = lb_env_choice_json(&l, &c, how, mods, nm);
 	if (r == 0) {

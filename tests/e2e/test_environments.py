@@ -155,7 +155,11 @@ def test_auto_refuses_naming_missing_imports_and_environments(world):
     assert missing in msg
     for name in ("alpha", "beta", "gamma"):
         assert f"{name} ({world[name]}) lacks" in msg
-    assert "alpha (%s) lacks %s" % (world["alpha"], missing) in msg or "numpy" in msg
+    # alpha has neither; beta (system site) has numpy.
+    assert f"alpha ({world['alpha']}) lacks {missing}, numpy;" in msg
+    assert f"beta ({world['beta']}) lacks {missing};" in msg
+    # Every environment's line in full, whatever the one-line message had to cut.
+    assert f"environment gamma ({world['gamma']}) lacks {missing}, numpy" in doc["warnings"]
     assert not (world["tmp"] / "runs").exists() or not any((world["tmp"] / "runs").iterdir())
 
 
