@@ -385,10 +385,13 @@ int cli_run(int argc, char **argv)
 	cli_json_begin("run", dashdash, argv, "hqe:v:", longopts, false);
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, NULL)) != -1) {
-		/* --env is docker's -e NAME=VALUE too: a value without '=' names the Python
-		 * environment. */
-		if (opt == 'e' && optarg && !strchr(optarg, '='))
+	int longindex = -1;
+	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, &longindex)) != -1) {
+		/* --env is docker's --env NAME=VALUE too: spelled long, a value without '=' names
+		 * the Python environment; -e always sets a variable. */
+		bool spelled_long = longindex >= 0;
+		longindex = -1;
+		if (opt == 'e' && spelled_long && optarg && !strchr(optarg, '='))
 			opt = OPT_ENV;
 		int r = cli_sandbox_opt("run", opt, optarg, &o);
 		if (r < 0)

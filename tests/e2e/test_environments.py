@@ -209,9 +209,11 @@ def test_env_by_name_and_path(world):
     assert "nosuchenv" in doc["error"]["message"] and "alpha" in doc["error"]["message"]
     p, doc = run_env(world, exp, "--env", "auto", "--python", PYTHON)
     assert p.returncode == 2 and "give one" in doc["error"]["message"]
-    # docker's -e NAME=VALUE keeps working.
+    # docker's --env NAME=VALUE keeps working, and -e always sets a variable.
     p, doc = run_env(world, exp, "--env", "FOO=bar", "--python", PYTHON)
     assert p.returncode == 0, p.stderr
+    p, doc = run_env(world, exp, "-e", "gamma", "--python", PYTHON)
+    assert p.returncode == 2 and "NAME=VALUE" in doc["error"]["message"]
 
 
 def test_yaml_env_names_a_conda_env(world):
