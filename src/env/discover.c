@@ -103,7 +103,8 @@ static const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
-/* An environment directory (a venv or a conda env): its kind from what it holds. */
+/* An environment directory: of the kind where it was found (pyenv, conda), or for one found as
+ * a venv (in the experiment, named by it) a conda env when it holds conda-meta/. */
 static lb_env *add_env_dir(lb_env_list *l, const char *dir, const char *name, lb_env_kind dflt,
 			   const char *found_by, int *r)
 {
@@ -111,11 +112,11 @@ static lb_env *add_env_dir(lb_env_list *l, const char *dir, const char *name, lb
 	*r = 0;
 	if (!is_dir(dir) || !env_python_of(dir, py))
 		return NULL;
-	char cfg[PATH_MAX];
+	char meta[PATH_MAX];
 	lb_env_kind k = dflt;
-	if (dflt != LB_ENV_CONDA && snprintf(cfg, sizeof cfg, "%s/pyvenv.cfg", dir) < (int)sizeof cfg &&
-	    access(cfg, F_OK) == 0)
-		k = LB_ENV_VENV;
+	if (dflt == LB_ENV_VENV && snprintf(meta, sizeof meta, "%s/conda-meta", dir) < (int)sizeof meta &&
+	    is_dir(meta))
+		k = LB_ENV_CONDA;
 	return add_env(l, k, name ? name : base_name(dir), dir, py, found_by, r);
 }
 

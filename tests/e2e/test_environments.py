@@ -74,7 +74,12 @@ def probe(world, *args):
 
 
 def test_discovery_lists_conda_envs_and_environments_txt(world):
+    # A pyenv root of the test's own (pyenv itself is not needed: its versions are directories).
+    make_venv(world["tmp"] / "pyenv" / "versions" / "3.99-test")
+    world["env"]["PYENV_ROOT"] = str(world["tmp"] / "pyenv")
     envs = probe(world)
+    assert envs["3.99-test"]["kind"] == "pyenv" and envs["3.99-test"]["found_by"] == "pyenv"
+    assert envs["3.99-test"]["version"] == SYS_VERSION
     for name in ("alpha", "beta", "gamma"):
         e = envs[name]
         assert e["kind"] == "conda" and e["usable"], e
