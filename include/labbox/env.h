@@ -109,6 +109,7 @@ typedef struct lb_env {
 	 * prefix:): the experiment's code, probed and checked only inside the sandbox. */
 	bool confined;
 	bool project;     /* the project's own (labbox.yaml env:, its .venv, environment.yml) */
+	int project_rank; /* which comes first: 3 labbox.yaml env:, 2 its .venv, 1 environment.yml */
 	bool usable;      /* the probe answered; info is filled in */
 	char error[512];  /* why not usable */
 	lb_python_info info;

@@ -402,6 +402,7 @@ static int add_experiment_envs(lb_env_list *l, const lb_env_discover_opts *o)
 		if (e) {
 			e->confined = true;
 			e->project = strcmp(names[i], ".venv") == 0;
+			e->project_rank = e->project ? 2 : 0;
 		}
 	}
 	for (size_t i = 0; r == 0 && slash && i < 3; i++) {
@@ -429,6 +430,7 @@ static int mark_named(lb_env_list *l, const lb_env_discover_opts *o)
 			return -EINVAL;
 		}
 		e->project = true;
+		e->project_rank = 3;
 		if (e->found_by && strcmp(e->found_by, "labbox.yaml env:") != 0 && !e->confined)
 			e->found_by = "labbox.yaml env: (by name)";
 		return 0;
@@ -456,6 +458,8 @@ static int mark_named(lb_env_list *l, const lb_env_discover_opts *o)
 		e = find_by_name(l, name);
 	if (e) {
 		e->project = true;
+		if (e->project_rank < 1)
+			e->project_rank = 1;
 		if (!e->confined)
 			e->found_by = "environment.yml name:";
 	} else if (name[0] || prefix[0]) {

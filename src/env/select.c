@@ -156,18 +156,21 @@ int lb_env_select(lb_env_list *l, const char *how, char *const *imports, size_t 
 		say(out->reason, sizeof out->reason, "named on the command line (--env %s)", how);
 		return 0;
 	}
-	for (size_t i = 0; i < l->n; i++) {
-		lb_env *e = &l->v[i];
-		if (!e->project)
-			continue;
+	/* labbox.yaml's env: before the experiment's .venv before environment.yml's. */
+	long best = -1;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].project && (best < 0 || l->v[i].project_rank > l->v[best].project_rank))
+			best = (long)i;
+	if (best >= 0) {
+		lb_env *e = &l->v[best];
 		if (!e->usable) {
 			say(out->reason, sizeof out->reason, "the project's own environment %s "
-				 "(%s, %s) does not work: %s", e->name, e->path, e->found_by, e->error);
+			    "(%s, %s) does not work: %s", e->name, e->path, e->found_by, e->error);
 			return -ESRCH;
 		}
-		out->index = (long)i;
+		out->index = best;
 		say(out->reason, sizeof out->reason, "the project's own environment (%s)",
-			 e->found_by);
+		    e->found_by);
 		return 0;
 	}
 	out->imports_checked = true;

@@ -278,3 +278,17 @@ def test_rerun_chooses_the_environment_again(world):
     again = json.loads(r.stdout)
     assert again["environment"]["chosen"]["name"] == ".venv"
     assert again["environment"]["chosen"]["confined"] is True
+
+
+def test_yaml_env_wins_over_the_experiments_venv(world):
+    exp = write_exp(world["tmp"], "print('accuracy: 1')\n", yaml="env: beta\n",
+                    files={"environment.yml": "name: alpha\n"})
+    make_venv(exp / ".venv")
+    p, doc = run_env(world, exp, "--env", "auto")
+    assert p.returncode == 0, p.stderr
+    assert doc["environment"]["chosen"]["name"] == "beta"
+    (exp / "labbox.yaml").unlink()
+    p, doc = run_env(world, exp, "--env", "auto")
+    assert p.returncode == 0, p.stderr
+    assert doc["environment"]["chosen"]["name"] == ".venv"
+    assert doc["environment"]["chosen"]["confined"] is True
