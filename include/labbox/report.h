@@ -83,6 +83,11 @@ void lb_report_free(lb_report *r);
 
 /* ---- reading --------------------------------------------------------------------------------- */
 
+/* Pure: a record's JSON text parsed, its \udcXX escapes (bytes that are not UTF-8, as
+ * lb_json_escape_invalid_utf8 writes them) turned back into those bytes. NULL when the text
+ * is not one JSON document. */
+struct json_object *lb_report_parse_json(const char *text, size_t len);
+
 /* A sweep document (labbox.sweep/1): its conditions' statistics, failures and identical
  * conditions, checked member by member. Pure. -EINVAL with err naming what is wrong for a
  * document that is not a sweep document. Call lb_report_read_sweep_runs next for what the
@@ -137,7 +142,8 @@ void lb_report_tick_label(double v, double step, char *out, size_t outlen);
  * characters and bytes that are not UTF-8 as \xNN. */
 int lb_report_html_escape(lb_buf *b, const char *s, size_t len);
 /* One CSV field (RFC 4180): quoted when it holds , " CR LF or edge blanks; a text that a
- * spreadsheet would run as a formula (= + - @ first) gets a leading '. */
+ * spreadsheet would run as a formula (= + - @ first) gets a leading '; bytes that are not
+ * UTF-8 are written as \xNN. */
 int lb_report_csv_field(lb_buf *b, const char *s, bool text);
 /* One Markdown table cell: | \ < > & escaped, line breaks as blanks, non-UTF-8 as \xNN. */
 int lb_report_md_cell(lb_buf *b, const char *s);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,15 +54,19 @@ static json_object *load_json_file(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
 		return NULL;
 	}
-	json_tokener *tok = json_tokener_new();
-	json_object *doc = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-	if (!tok || json_tokener_get_error(tok) != json_tokener_success) {
+	json_object *doc = len <= INT32_MAX ? lb_report_parse_json(text, len) : NULL;
+	if (!doc) {
+		/* Again, for json-c's words on what is wrong. */
+		json_tokener *tok = json_tokener_new();
+		json_object *again = tok ? json_tokener_parse_ex(tok, text, (int)(len & INT32_MAX)) : NULL;
+		enum json_tokener_error e = tok ? json_tokener_get_error(tok) : json_tokener_success;
 		snprintf(err, errlen, "%s is not JSON (%s)", path,
-			 tok ? json_tokener_error_desc(json_tokener_get_error(tok)) : "out of memory");
-		json_object_put(doc);
-		doc = NULL;
+			 !tok				? "out of memory"
+			 : e == json_tokener_continue ? "it ends in the middle of the document"
+						      : json_tokener_error_desc(e));
+		json_object_put(again);
+		json_tokener_free(tok);
 	}
-	json_tokener_free(tok);
 	return doc;
 }
 

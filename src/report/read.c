@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,22 +194,82 @@ static int add_fact(lb_report *r, const char *name, const char *value)
 	return 0;
 }
 
-static json_object *load_json_at(int dfd, const char *name)
+static int hexval(char c)
 {
-	LB_AUTOFREE char *text = NULL;
-	size_t len = 0;
-	if (lb_read_file_at(dfd, name, RECORD_MAX, &text, &len) < 0)
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+					 : c >= 'A' && c <= 'F' ? c - 'A' + 10
+								: -1;
+}
+
+static long hex4(const char *p)
+{
+	long v = 0;
+	for (int i = 0; i < 4; i++) {
+		int h = hexval(p[i]);
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+json_object *lb_report_parse_json(const char *text, size_t len)
+{
+	/* Records hold bytes that are not UTF-8 as \udcXX (lb_json_escape_invalid_utf8); json-c
+	 * would read each as U+FFFD, so they become their bytes again first. */
+	char *copy = malloc(len + 1);
+	if (!copy)
 		return NULL;
+	size_t o = 0;
+	bool in_str = false, prev_high = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (!in_str) {
+			in_str = c == '"';
+			copy[o++] = c;
+			continue;
+		}
+		if (c == '"') {
+			in_str = false;
+			prev_high = false;
+			copy[o++] = c;
+			continue;
+		}
+		if (c != '\\' || i + 1 >= len) {
+			prev_high = false;
+			copy[o++] = c;
+			continue;
+		}
+		long u = text[i + 1] == 'u' && i + 5 < len ? hex4(text + i + 2) : -1;
+		if (u >= 0xdc80 && u <= 0xdcff && !prev_high) {
+			copy[o++] = (char)(u & 0xff);
+			i += 5;
+			continue;
+		}
+		prev_high = u >= 0xd800 && u <= 0xdbff;
+		size_t n = u >= 0 ? 6 : 2;
+		memcpy(copy + o, text + i, n);
+		o += n;
+		i += n - 1;
+	}
 	json_tokener *tok = json_tokener_new();
-	if (!tok)
-		return NULL;
-	json_object *doc = json_tokener_parse_ex(tok, text, (int)len);
-	if (json_tokener_get_error(tok) != json_tokener_success) {
+	json_object *doc = tok ? json_tokener_parse_ex(tok, copy, (int)o) : NULL;
+	if (tok && json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(doc);
 		doc = NULL;
 	}
 	json_tokener_free(tok);
+	free(copy);
 	return doc;
+}
+
+static json_object *load_json_at(int dfd, const char *name)
+{
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	if (lb_read_file_at(dfd, name, RECORD_MAX, &text, &len) < 0 || len > INT32_MAX)
+		return NULL;
+	return lb_report_parse_json(text, len);
 }
 
 static void isolation_text(json_object *iso, lb_buf *b)

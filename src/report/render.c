@@ -64,9 +64,16 @@ int lb_report_csv_field(lb_buf *b, const char *s, bool text)
 		return -ENOMEM;
 	if (formula && lb_buf_puts(b, "'") < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		if ((s[i] == '"' ? lb_buf_puts(b, "\"\"") : lb_buf_append(b, s + i, 1)) < 0)
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < len;) {
+		size_t n = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, len - i);
+		int rc = s[i] == '"' ? lb_buf_puts(b, "\"\"")
+			 : n == 0    ? lb_buf_printf(b, "\\x%02x", u[i])
+				     : lb_buf_append(b, s + i, n);
+		if (rc < 0)
 			return -ENOMEM;
+		i += n ? n : 1;
+	}
 	return quote ? lb_buf_puts(b, "\"") : 0;
 }
 
