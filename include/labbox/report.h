@@ -132,7 +132,7 @@ int lb_report_render(const lb_report *r, lb_report_format f, lb_buf *out);
 
 /* Pure helpers, exposed for their tests. */
 /* Axis ticks covering [lo, hi]: start, step (1, 2, 2.5 or 5 times a power of ten) and count,
- * at most max_ticks (>= 2). lo == hi gets a range around the value. -EINVAL for a value
+ * at most max_ticks (>= 3: a range across zero needs three). lo == hi gets a range around the value. -EINVAL for a value
  * that is not finite. */
 int lb_report_ticks(double lo, double hi, size_t max_ticks, double *start, double *step,
 		    size_t *n);

@@ -254,7 +254,11 @@ json_object *lb_report_parse_json(const char *text, size_t len)
 	}
 	json_tokener *tok = json_tokener_new();
 	json_object *doc = tok ? json_tokener_parse_ex(tok, copy, (int)o) : NULL;
-	if (tok && json_tokener_get_error(tok) != json_tokener_success) {
+	size_t end = tok ? json_tokener_get_parse_end(tok) : 0;
+	while (end < o && (copy[end] == ' ' || copy[end] == '\n' || copy[end] == '\t' ||
+			   copy[end] == '\r'))
+		end++;
+	if (tok && (json_tokener_get_error(tok) != json_tokener_success || end != o)) {
 		json_object_put(doc);
 		doc = NULL;
 	}
@@ -616,12 +620,17 @@ void lb_report_scan_series(const char *text, size_t len, lb_report_point_fn fn, 
 		if (ml->form != LB_METRIC_FORM_PLAIN && ml->form != LB_METRIC_FORM_TAGGED)
 			continue;
 		const char *xl = "occurrence";
+		char xlbuf[32];
 		double x = 0;
 		bool tagged_step = false;
 		for (size_t t = 0; ml->form == LB_METRIC_FORM_TAGGED && t < ml->n_tags; t++)
-			if (counter_word(ml->tags[t].key, strlen(ml->tags[t].key)) &&
+			if (counter_word(ml->tags[t].key, ml->tags[t].key_len) &&
 			    counter_value(ml->tags[t].value, ml->tags[t].value_len, &x)) {
-				xl = ml->tags[t].key;
+				snprintf(xlbuf, sizeof xlbuf, "%.*s", (int)ml->tags[t].key_len,
+					 ml->tags[t].key);
+				for (char *q = xlbuf; *q; q++)
+					*q = (char)tolower((unsigned char)*q);
+				xl = xlbuf;
 				tagged_step = true;
 				break;
 			}
@@ -793,6 +802,8 @@ static int sweep_conditions(json_object *conds, lb_report *r, char *err, size_t 
 		if (ms && !json_object_is_type(ms, json_type_object))
 			return BAD("condition '%s' (%zu) has metrics that are not an object",
 				   name, i);
+		if (!ms)
+			continue;
 		json_object_object_foreach(ms, k, v)
 		{
 			(void)v;
@@ -804,6 +815,8 @@ static int sweep_conditions(json_object *conds, lb_report *r, char *err, size_t 
 		return -ENOMEM;
 	for (size_t i = 0; i < nc; i++) {
 		json_object *ms = get(json_object_array_get_idx(conds, i), "metrics");
+		if (!ms)
+			continue;
 		json_object_object_foreach(ms, k, v)
 		{
 			ssize_t m = find_str(r->metrics, r->nmetrics, k);
@@ -1054,10 +1067,13 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 	if (rc == 0 && completed) {
 		r->completed[ci]++;
 		json_object *rec = lb_sweep_cell_record(result);
-		json_object_object_foreach(get(rec, "metrics"), k, v)
-		{
-			if (rc == 0)
-				rc = builder_value(b, ci, k, v);
+		json_object *values = get(rec, "metrics");
+		if (values && json_object_is_type(values, json_type_object)) {
+			json_object_object_foreach(values, k, v)
+			{
+				if (rc == 0)
+					rc = builder_value(b, ci, k, v);
+			}
 		}
 		json_object_put(rec);
 		if (rc == 0)

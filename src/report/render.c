@@ -118,7 +118,7 @@ int lb_report_md_cell(lb_buf *b, const char *s)
 int lb_report_ticks(double lo, double hi, size_t max_ticks, double *start, double *step,
 		    size_t *n)
 {
-	if (!isfinite(lo) || !isfinite(hi) || max_ticks < 2)
+	if (!isfinite(lo) || !isfinite(hi) || max_ticks < 3)
 		return -EINVAL;
 	if (hi < lo) {
 		double t = lo;
@@ -131,7 +131,7 @@ int lb_report_ticks(double lo, double hi, size_t max_ticks, double *start, doubl
 		lo -= pad;
 		hi += pad;
 	}
-	for (size_t want = max_ticks; want >= 2; want--) {
+	for (size_t want = max_ticks; want >= 3; want--) {
 		double raw = (hi - lo) / (double)(want - 1);
 		double mag = pow(10, floor(log10(raw)));
 		double f = raw / mag;
@@ -139,9 +139,26 @@ int lb_report_ticks(double lo, double hi, size_t max_ticks, double *start, doubl
 		double st = nice * mag;
 		double t0 = floor(lo / st) * st, t1 = ceil(hi / st) * st;
 		double count = round((t1 - t0) / st) + 1;
+		/* The fewest ticks tried: widen the step until the range fits (a range across
+		 * zero needs three). */
+		static const double up[] = {1, 2, 2.5, 5, 10};
+		for (int k = 0; want == 3 && count > (double)max_ticks && k < 64; k++) {
+			size_t j = 0;
+			while (j < 4 && up[j] <= nice + 1e-9)
+				j++;
+			nice = up[j];
+			if (nice == 10) {
+				nice = 1;
+				mag *= 10;
+			}
+			st = nice * mag;
+			t0 = floor(lo / st) * st;
+			t1 = ceil(hi / st) * st;
+			count = round((t1 - t0) / st) + 1;
+		}
 		if (!isfinite(count) || !isfinite(st) || st <= 0)
 			return -EINVAL;
-		if (count <= (double)max_ticks || want == 2) {
+		if (count <= (double)max_ticks || want == 3) {
 			*start = t0;
 			*step = st;
 			*n = (size_t)count;
@@ -259,7 +276,8 @@ int lb_report_svg_metric(const lb_report *r, size_t m, lb_buf *b)
 		lb_buf_puts(b, "</title>");
 		short_label(b, r->conditions[c]);
 		lb_buf_puts(b, "</text>\n");
-		const char *flag = !st->present ? "not reported"
+		const char *flag = !r->completed[c] && !st->present ? "no completed run"
+				   : !st->present ? "not reported"
 				   : st->n == 0	? "not plotted: NaN/Inf only"
 						: NULL;
 		if (flag || !any) {
@@ -389,6 +407,8 @@ static const char css[] =
 	"display:block}\n"
 	"td.cond{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12.5px;"
 	"word-break:break-all;max-width:320px}\n"
+	"td.id{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12.5px;"
+	"white-space:nowrap}table.failures td.cond{min-width:10em}\n"
 	".flag,.nf{color:var(--bad)}.none{color:var(--mut)}\n"
 	".plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:14px}\n"
 	"figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:10px 12px;"
@@ -535,7 +555,7 @@ static void html_failures(const lb_report *r, lb_buf *b)
 		       "<th>summary and evidence</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < r->nfailures; i++) {
 		const lb_report_failure *f = &r->failures[i];
-		lb_buf_puts(b, "<tr class=\"failure\"><td class=\"cond\">");
+		lb_buf_puts(b, "<tr class=\"failure\"><td class=\"id\">");
 		esc(b, f->run_id ? f->run_id : "-");
 		lb_buf_puts(b, "</td><td class=\"cond\">");
 		esc(b, f->condition);

@@ -269,9 +269,10 @@ def test_html_of_a_sweep_in_a_browser(recs):
         with_ci = [c for c in grid["conditions"] if (c["metrics"].get(m) or {}).get("ci95")]
         assert len(dom.find("line", "err", within=p)) == 3 * len(with_ci), m
         assert dom.find("text", "tick", within=p), m
-        missing = [c for c in grid["conditions"] if m not in c["metrics"]]
+        missing = [c for c in grid["conditions"] if m not in c["metrics"] and c["completed"]]
         flags = [t["text"] for t in dom.find("text", "flag", within=p)]
         assert flags.count("not reported") == len(missing), (m, flags)
+        assert flags.count("no completed run") == 1, (m, flags)
     # The losses printed per step are a series, one line per condition that completed.
     series = dom.find("svg", "series-plot")
     assert [s["attrs"]["data-metric"] for s in series] == ["loss"]
