@@ -26,7 +26,7 @@ static const char report_help[] =
 	"and evidence, and the reproducibility facts (interpreter, packages, git commit,\n"
 	"isolation, backend). One SWEEP_ID uses its sweep.json; run ids (or prefixes), or a mix\n"
 	"with sweep ids, are grouped by condition: a sweep cell's condition, else the\n"
-	"experiment's directory name with its arguments less --seed.\n"
+	"experiment's directory name with its arguments, the seed's left out.\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output FILE    write the report to FILE (default: stdout); without --format,\n"
