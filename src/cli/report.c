@@ -349,7 +349,7 @@ int cli_report(int argc, char **argv)
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else if (rc == 0 && output) {
-		fprintf(stderr, "labbox report: wrote %s (%zu conditions, %zu metrics, %zu failures)\n",
+		fprintf(stderr, "labbox report: wrote %s (conditions %zu, metrics %zu, failures %zu)\n",
 			output, r.nconditions, r.nmetrics, r.nfailures);
 	}
 	lb_report_free(&r);

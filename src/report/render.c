@@ -193,19 +193,33 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"
 #define ROW_H 26.0
 #define LABEL_CHARS 30
 
-/* A condition's label in a plot: at most LABEL_CHARS characters (whole UTF-8 sequences), with
- * the full name in a <title>. */
+/* A condition's label in a plot: at most LABEL_CHARS characters, the middle elided when
+ * longer (conditions differ at either end: a prefix of the experiment's name, the last
+ * parameter), with the full name in a <title>. */
+static size_t utf8_advance(const char *s, size_t len, size_t i)
+{
+	size_t n = lb_utf8_seq_len((const unsigned char *)s + i, len - i);
+	return i + (n ? n : 1);
+}
+
 static int short_label(lb_buf *b, const char *s)
 {
-	size_t len = strlen(s), i = 0, chars = 0;
-	while (i < len && chars < LABEL_CHARS) {
-		size_t n = lb_utf8_seq_len((const unsigned char *)s + i, len - i);
-		i += n ? n : 1;
+	size_t len = strlen(s), chars = 0;
+	for (size_t i = 0; i < len; i = utf8_advance(s, len, i))
 		chars++;
+	if (chars <= LABEL_CHARS)
+		return lb_report_html_escape(b, s, len);
+	size_t head = LABEL_CHARS / 2 - 1, tail = LABEL_CHARS - head - 1;
+	size_t a = 0, z = 0, k = 0;
+	for (size_t i = 0; i < len; i = utf8_advance(s, len, i), k++) {
+		if (k == head)
+			a = i;
+		if (k == chars - tail)
+			z = i;
 	}
-	if (lb_report_html_escape(b, s, i) < 0)
+	if (lb_report_html_escape(b, s, a) < 0 || lb_buf_puts(b, "\xe2\x80\xa6") < 0)
 		return -ENOMEM;
-	return i < len ? lb_buf_puts(b, "\xe2\x80\xa6") : 0;
+	return lb_report_html_escape(b, s + z, len - z);
 }
 
 static void fmt_num(double v, char *out, size_t n)
