@@ -940,7 +940,7 @@ int lb_report_read_sweep_runs(lb_report *r, json_object *doc)
 /* ---- from run directories -------------------------------------------------------------------- */
 
 typedef struct run_value {
-	size_t condition, metric;
+	size_t condition, metric, order;
 	double v;
 } run_value;
 
@@ -1028,7 +1028,7 @@ static int builder_value(lb_report_builder *b, size_t ci, const char *key, json_
 	run_value *rv = push(&b->values, &b->nvalues, sizeof *b->values);
 	if (!rv)
 		return -ENOMEM;
-	*rv = (run_value){ci, (size_t)m, d};
+	*rv = (run_value){ci, (size_t)m, 0, d};
 	return 0;
 }
 
@@ -1108,6 +1108,16 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 	return rc;
 }
 
+static int cmp_value(const void *pa, const void *pb)
+{
+	const run_value *a = pa, *b = pb;
+	if (a->condition != b->condition)
+		return a->condition < b->condition ? -1 : 1;
+	if (a->metric != b->metric)
+		return a->metric < b->metric ? -1 : 1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
 int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
 {
 	lb_report *r = &b->r;
@@ -1117,31 +1127,32 @@ int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
 		free(v);
 		return -ENOMEM;
 	}
-	for (size_t c = 0; c < r->nconditions; c++)
-		for (size_t m = 0; m < r->nmetrics; m++) {
-			lb_report_stat *st = &r->stats[c * r->nmetrics + m];
-			size_t n = 0;
-			for (size_t i = 0; i < b->nvalues; i++) {
-				if (b->values[i].condition != c || b->values[i].metric != m)
-					continue;
-				st->present = true;
-				if (isfinite(b->values[i].v))
-					v[n++] = b->values[i].v;
-				else
-					st->nonfinite++;
-			}
-			lb_sweep_stats s;
-			if (n == 0 || lb_sweep_stats_compute(v, n, &s) < 0)
-				continue;
-			st->n = s.n;
-			st->mean = s.mean;
-			st->min = s.min;
-			st->max = s.max;
-			st->has_spread = s.has_spread;
-			st->std = s.std;
-			st->ci_low = s.ci_low;
-			st->ci_high = s.ci_high;
+	/* Grouped by condition and metric, runs in the order given within each. */
+	for (size_t i = 0; i < b->nvalues; i++)
+		b->values[i].order = i;
+	qsort(b->values, b->nvalues, sizeof *b->values, cmp_value);
+	for (size_t i = 0; i < b->nvalues;) {
+		size_t c = b->values[i].condition, m = b->values[i].metric, n = 0;
+		lb_report_stat *st = &r->stats[c * r->nmetrics + m];
+		st->present = true;
+		for (; i < b->nvalues && b->values[i].condition == c && b->values[i].metric == m; i++) {
+			if (isfinite(b->values[i].v))
+				v[n++] = b->values[i].v;
+			else
+				st->nonfinite++;
 		}
+		lb_sweep_stats s;
+		if (n == 0 || lb_sweep_stats_compute(v, n, &s) < 0)
+			continue;
+		st->n = s.n;
+		st->mean = s.mean;
+		st->min = s.min;
+		st->max = s.max;
+		st->has_spread = s.has_spread;
+		st->std = s.std;
+		st->ci_low = s.ci_low;
+		st->ci_high = s.ci_high;
+	}
 	free(v);
 	lb_buf t = {0};
 	lb_buf_printf(&t, "%zu run%s", r->runs_read, r->runs_read == 1 ? "" : "s");
