@@ -278,6 +278,10 @@ int lb_slurm_submit_array(const lb_slurm_submit *s, json_object *cmd, char job_i
 	}
 	for (size_t i = 0; cmd && i < a.n; i++)
 		json_object_array_add(cmd, json_object_new_string(a.v[i]));
+	if (s->plan_only) {
+		lb_strv_free(&a);
+		return 0;
+	}
 	lb_buf o = {0};
 	int st = client_run(a.v, true, 65536, CLIENT_TIMEOUT_S, &o);
 	lb_strv_free(&a);
@@ -1684,5 +1688,120 @@ int lb_slurm_probe(struct json_object **out, char *err, size_t errlen)
 	lb_buf_free(&o);
 	json_object_object_add(doc, "partitions", parts);
 	*out = doc;
+	return 0;
+}
+
+/* ---- what a sweep's job array needs of the backend ---------------------------------------- */
+
+int lb_slurm_reach(const char *partition, char cluster[128], char version[64], char *err,
+		   size_t errlen)
+{
+	slurm_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	if (!slurm_name_ok(partition)) {
+		free(s);
+		snprintf(err, errlen, "a partition name must be one word");
+		return -EINVAL;
+	}
+	s->partition = (char *)partition;
+	int r = reach_controller(s, err, errlen);
+	snprintf(cluster, 128, "%s", s->cluster);
+	snprintf(version, 64, "%s", s->version);
+	free(s);
+	return r;
+}
+
+int lb_slurm_place_labbox(const char *runs_dir, char out[PATH_MAX], char *err, size_t errlen)
+{
+	slurm_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	int r = place_labbox(s, runs_dir, err, errlen);
+	snprintf(out, PATH_MAX, "%s", s->labbox);
+	free(s);
+	return r;
+}
+
+void lb_slurm_cancel(const char *job_id, const char *signal, bool batch_only, const char *state)
+{
+	lb_strv a = {0};
+	int r = lb_strv_push(&a, "scancel");
+	if (r == 0 && signal)
+		r = lb_strv_pushf(&a, "--signal=%s", signal);
+	if (r == 0 && batch_only)
+		r = lb_strv_push(&a, "--batch");
+	if (r == 0 && state)
+		r = lb_strv_pushf(&a, "--state=%s", state);
+	if (r == 0)
+		r = lb_strv_push(&a, job_id);
+	lb_buf o = {0};
+	if (r == 0)
+		client_run(a.v, true, 4096, CLIENT_TIMEOUT_S, &o);
+	lb_buf_free(&o);
+	lb_strv_free(&a);
+}
+
+bool lb_slurm_state_final(const char *state)
+{
+	return state_final(state);
+}
+
+/* As lb_slurm_poll, with squeue's long format, which also says how often each task was
+ * started again (RestartCnt: requeued or preempted). */
+int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks)
+{
+	for (size_t i = 0; i < ntasks; i++)
+		memset(&tasks[i], 0, sizeof tasks[i]);
+	for (const char *p = job_id; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	char *argv[] = {"squeue", "-h", "-r", "-t", "all", "-j", (char *)job_id, "-O",
+			"ArrayTaskID:|,State:|,RestartCnt:|,NodeList:|", NULL};
+	lb_buf o = {0};
+	int st = client_run(argv, true, 4u << 20, CLIENT_TIMEOUT_S, &o);
+	if (st != 0) {
+		bool forgotten = o.data && strstr(o.data, "Invalid job id");
+		lb_buf_free(&o);
+		return forgotten ? 0 : -EHOSTUNREACH;
+	}
+	LB_AUTOFREE bool *mark = calloc(ntasks ? ntasks : 1, sizeof *mark);
+	if (!mark) {
+		lb_buf_free(&o);
+		return -ENOMEM;
+	}
+	char *save = NULL;
+	for (char *line = o.data ? strtok_r(o.data, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[4] = {line};
+		size_t nf = 1;
+		for (char *q = line; *q && nf < 4; q++)
+			if (*q == '|') {
+				*q = '\0';
+				f[nf++] = q + 1;
+			}
+		if (nf < 4)
+			continue; /* not a line of ours */
+		f[3][strcspn(f[3], "|")] = '\0';
+		for (char *q = f[0] + strlen(f[0]); q > f[0] && q[-1] == ' ';)
+			*--q = '\0';
+		bool ok = *f[1] && strlen(f[1]) < 32;
+		for (const char *c = f[1]; ok && *c; c++)
+			ok = (*c >= 'A' && *c <= 'Z') || *c == '_';
+		char *end;
+		long restarts = strtol(f[2], &end, 10);
+		if (!ok || end == f[2] || restarts < 0)
+			continue;
+		memset(mark, 0, ntasks * sizeof *mark);
+		mark_tasks(f[0], ntasks, mark);
+		for (size_t i = 0; i < ntasks; i++) {
+			if (!mark[i])
+				continue;
+			snprintf(tasks[i].state, sizeof tasks[i].state, "%s", f[1]);
+			snprintf(tasks[i].node, sizeof tasks[i].node, "%.127s", f[3]);
+			tasks[i].restarts = restarts > 1000000 ? 1000000 : (int)restarts;
+		}
+	}
+	lb_buf_free(&o);
 	return 0;
 }
