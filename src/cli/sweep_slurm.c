@@ -404,7 +404,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		json_object_object_add(c->slurm_block, "submitted_at", json_object_new_string(a->submitted_at));
 		for (size_t i = 0; i < a->n; i++) {
 			char t[64];
-			snprintf(t, sizeof t, "%s_%zu", ev->task, i);
+			snprintf(t, sizeof t, a->n == 1 ? "%s" : "%s_%zu", ev->task, i);
 			json_object *tj = json_object_array_get_idx(tasks, i);
 			json_object_object_add(tj, "task", json_object_new_string(t));
 			json_object_object_add(tj, "state", json_object_new_string("PENDING"));
@@ -446,8 +446,8 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		break;
 	case LB_SWEEP_CELL_FINISHED: {
 		c->done++;
+		json_object_array_put_idx(tasks, k, task_json(ev, k));
 		json_object *tj = task_json(ev, k);
-		json_object_array_put_idx(tasks, k, json_object_get(tj));
 		json_object *rec = cell_record(a, k, ev);
 		json_object_object_del(tj, "cell");
 		json_object_object_add(tj, "job_id", json_object_new_string(sweep_jstr(c->slurm_block, "job_id")));
@@ -460,7 +460,8 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		const char *cls = json_object_object_get_ex(rec, "failure", &fail) && fail
 					  ? sweep_jstr(fail, "class") : NULL;
 		char wall[32];
-		sweep_fmt_duration(ev->wall, wall);
+		/* A task that started and ended between two looks: the run's own wall time. */
+		sweep_fmt_duration(ev->wall > 0 ? ev->wall : sweep_jnum(rec, "wall_s"), wall);
 		sweep_progress_line(c, "cell %zu (%s%s) %s%s%s in %s on %s (task %s%s)%s%s", ev->cell,
 				    cond, seed, status ? status : "?", cls ? ": " : "", cls ? cls : "",
 				    wall, ev->node && ev->node[0] ? ev->node : "no node", ev->task,

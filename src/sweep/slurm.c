@@ -72,7 +72,10 @@ static int emit(array_run *a, lb_sweep_event_kind kind, size_t k, double now)
 		return 0;
 	char task[64] = "";
 	const lb_sweep_slurm_task *t = k < a->ntodo ? &a->tasks[k] : NULL;
-	if (t)
+	/* One cell is a plain job (no --array): its task is the job itself. */
+	if (t && a->ntodo == 1)
+		snprintf(task, sizeof task, "%s", a->out->job_id);
+	else if (t)
 		snprintf(task, sizeof task, "%s_%zu", a->out->job_id, k);
 	lb_sweep_event ev = {
 		.kind = kind,
@@ -135,6 +138,9 @@ static bool look(array_run *a, lb_slurm_task *now_tasks, double now)
 		    (!p->state[0] && (a->seen[k] || now - a->t0 > UNSEEN_S))) {
 			if (!p->state[0] && !a->seen[k])
 				t->state[0] = '\0';
+			/* Pending array tasks that were cancelled leave squeue without a record. */
+			if (!p->state[0] && t->stopped_by_us && !t->started)
+				snprintf(t->state, sizeof t->state, "CANCELLED");
 			finish_task(a, k, now);
 		}
 	}
