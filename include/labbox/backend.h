@@ -213,8 +213,13 @@ typedef struct lb_slurm_task {
 	char node[128];
 	int restarts;
 } lb_slurm_task;
-/* As lb_slurm_poll, one squeue call for the whole array. */
+/* As lb_slurm_poll, one squeue call for the whole array, in squeue's long format
+ * (ArrayTaskID|State|RestartCnt|NodeList|), which also says how often each task was started
+ * again. */
 int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks);
+/* Its parser, on squeue's output (modified in place): lines that are not four fields with an
+ * upper-case state and a count are skipped; task ranges ("[2-3%2]") are expanded. */
+int lb_slurm_tasks_parse(char *text, size_t ntasks, lb_slurm_task *tasks);
 /* Whether a job state is one a job does not leave (COMPLETED, FAILED, CANCELLED, TIMEOUT...). */
 bool lb_slurm_state_final(const char *state);
 /* scancel [--signal=SIG] [--batch] [--state=STATE] JOB, bounded; what it says is dropped. */

@@ -1747,31 +1747,15 @@ bool lb_slurm_state_final(const char *state)
 	return state_final(state);
 }
 
-/* As lb_slurm_poll, with squeue's long format, which also says how often each task was
- * started again (RestartCnt: requeued or preempted). */
-int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks)
+int lb_slurm_tasks_parse(char *text, size_t ntasks, lb_slurm_task *tasks)
 {
 	for (size_t i = 0; i < ntasks; i++)
 		memset(&tasks[i], 0, sizeof tasks[i]);
-	for (const char *p = job_id; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-	char *argv[] = {"squeue", "-h", "-r", "-t", "all", "-j", (char *)job_id, "-O",
-			"ArrayTaskID:|,State:|,RestartCnt:|,NodeList:|", NULL};
-	lb_buf o = {0};
-	int st = client_run(argv, true, 4u << 20, CLIENT_TIMEOUT_S, &o);
-	if (st != 0) {
-		bool forgotten = o.data && strstr(o.data, "Invalid job id");
-		lb_buf_free(&o);
-		return forgotten ? 0 : -EHOSTUNREACH;
-	}
 	LB_AUTOFREE bool *mark = calloc(ntasks ? ntasks : 1, sizeof *mark);
-	if (!mark) {
-		lb_buf_free(&o);
+	if (!mark)
 		return -ENOMEM;
-	}
 	char *save = NULL;
-	for (char *line = o.data ? strtok_r(o.data, "\n", &save) : NULL; line;
+	for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[4] = {line};
 		size_t nf = 1;
@@ -1785,12 +1769,14 @@ int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks)
 		f[3][strcspn(f[3], "|")] = '\0';
 		for (char *q = f[0] + strlen(f[0]); q > f[0] && q[-1] == ' ';)
 			*--q = '\0';
+		/* States are upper-case words and restarts a count; anything else is not believed. */
 		bool ok = *f[1] && strlen(f[1]) < 32;
 		for (const char *c = f[1]; ok && *c; c++)
 			ok = (*c >= 'A' && *c <= 'Z') || *c == '_';
 		char *end;
+		errno = 0;
 		long restarts = strtol(f[2], &end, 10);
-		if (!ok || end == f[2] || restarts < 0)
+		if (!ok || errno || end == f[2] || *end || restarts < 0)
 			continue;
 		memset(mark, 0, ntasks * sizeof *mark);
 		mark_tasks(f[0], ntasks, mark);
@@ -1802,6 +1788,27 @@ int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks)
 			tasks[i].restarts = restarts > 1000000 ? 1000000 : (int)restarts;
 		}
 	}
-	lb_buf_free(&o);
 	return 0;
+}
+
+int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks)
+{
+	for (size_t i = 0; i < ntasks; i++)
+		memset(&tasks[i], 0, sizeof tasks[i]);
+	for (const char *p = job_id; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	char *argv[] = {"squeue", "-h", "-r", "-t", "all", "-j", (char *)job_id, "-O",
+			"ArrayTaskID:|,State:|,RestartCnt:|,NodeList:|", NULL};
+	lb_buf o = {0};
+	int st = client_run(argv, true, 4u << 20, CLIENT_TIMEOUT_S, &o);
+	if (st != 0) {
+		/* As for lb_slurm_poll: a forgotten job is an answer, anything else is not. */
+		bool forgotten = o.data && strstr(o.data, "Invalid job id");
+		lb_buf_free(&o);
+		return forgotten ? 0 : -EHOSTUNREACH;
+	}
+	int r = lb_slurm_tasks_parse(o.data, ntasks, tasks);
+	lb_buf_free(&o);
+	return r;
 }
