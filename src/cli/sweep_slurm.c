@@ -235,9 +235,10 @@ int sweep_slurm_plan(sweep_ctx *c, const size_t *todo, size_t ntodo)
 		json_object_object_add(c->slurm_block, "script_text",
 				       json_object_new_string(sh.data ? sh.data : ""));
 		if (!c->json) {
-			cli_printf("labbox: sweep %s would be submitted as one Slurm array:\n  %s\n",
-				   c->id, json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN));
-			cli_printf("%s: \n%s", path, sh.data ? sh.data : "");
+			cli_printf("labbox: sweep %s would be submitted as one Slurm array:\n ", c->id);
+			for (size_t i = 0; i < json_object_array_length(cmd); i++)
+				cli_printf(" %s", json_object_get_string(json_object_array_get_idx(cmd, i)));
+			cli_printf("\n%s:\n%s", path, sh.data ? sh.data : "");
 		}
 		lb_buf_free(&sh);
 	}
