@@ -61,10 +61,12 @@ static const char sweep_help[] =
 	"  --plan-only          write sweep.json (status planned) and run nothing\n"
 	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
 	"                       infra_error and never run cells are)\n"
-	"  --mode slurm         every cell to run as one Slurm job array (one sbatch call,\n"
-	"                       --array=0-N%%JOBS), each task running labbox on its node; waits\n"
-	"                       with squeue; scancel of the array on Ctrl-C; with --plan-only,\n"
-	"                       shows the batch script it would submit\n"
+	"  --mode slurm         the cells to run as one Slurm job array (one sbatch call,\n"
+	"                       --array=0-N%JOBS), each task running the cell with labbox on\n"
+	"                       its node (its sandbox there); waits with squeue; Ctrl-C\n"
+	"                       cancels the array; --memory, --cpus, --gpus 0,1 and --budget\n"
+	"                       become the job's --mem, --cpus-per-task, --gres and --time;\n"
+	"                       with --plan-only, shows the batch script it would submit\n"
 	"  --partition NAME, --account NAME, --qos NAME\n"
 	"                       mode slurm: where the array goes (default: labbox.yaml's slurm:)\n"
 	"  --python PATH, --entry FILE, --mode local|docker|slurm, --image NAME, --engine NAME,\n"
@@ -76,7 +78,8 @@ static const char sweep_help[] =
 	"left), plain lines otherwise. --json prints only the sweep document on stdout.\n"
 	"Exit status: 0 every cell completed, 1 some cell did not, 2 usage error (a bad grid, a\n"
 	"plan outside the budget table), 124 the sweep budget ran out, 128+N interrupted by\n"
-	"signal N, 125 the sandbox could not be set up.\n";
+	"signal N, 125 the sandbox could not be set up (mode slurm: the cluster cannot be\n"
+	"reached; nothing then runs here instead).\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
