@@ -224,6 +224,15 @@ int lb_slurm_tasks_parse(char *text, size_t ntasks, lb_slurm_task *tasks);
 bool lb_slurm_state_final(const char *state);
 /* scancel [--signal=SIG] [--batch] [--state=STATE] JOB, bounded; what it says is dropped. */
 void lb_slurm_cancel(const char *job_id, const char *signal, bool batch_only, const char *state);
+/* labbox killed outright (SIGKILL) must not leave its job behind: a child holding a pipe
+ * runs `scancel JOB` when the pipe's other end closes without a word (the process died);
+ * lb_slurm_guard_stop tells it all is well and reaps it. */
+typedef struct lb_slurm_guard {
+	int wr;
+	pid_t pid;
+} lb_slurm_guard;
+void lb_slurm_guard_start(const char *job_id, lb_slurm_guard *g);
+void lb_slurm_guard_stop(lb_slurm_guard *g);
 /* The clients are on PATH, the configuration readable and the controller answers (and has
  * partition when not NULL), as mode slurm checks before it submits: 0 with the cluster's
  * name and version, else -EHOSTUNREACH / -ENOENT with err saying why. */

@@ -1105,8 +1105,10 @@ static void conclude(slurm_state *s, json_object *doc, lb_sandbox_result *res)
  * labbox saw the job to its end itself, EOF without one that labbox died (SIGKILL, a crash),
  * so it cancels the job: nothing labbox submitted runs on unwatched. Signals to the
  * terminal's process group do not stop it. */
-static void start_guardian(slurm_state *s)
+void lb_slurm_guard_start(const char *job_id, lb_slurm_guard *g)
 {
+	g->wr = -1;
+	g->pid = -1;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return;
@@ -1137,22 +1139,37 @@ static void start_guardian(slurm_state *s)
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
-		execlp("scancel", "scancel", s->job_id, (char *)NULL);
+		execlp("scancel", "scancel", job_id, (char *)NULL);
 		_exit(127);
 	}
 	close(p[0]);
-	s->guard_wr = p[1];
-	s->guard_pid = pid;
+	g->wr = p[1];
+	g->pid = pid;
+}
+
+void lb_slurm_guard_stop(lb_slurm_guard *g)
+{
+	if (g->wr < 0)
+		return;
+	(void)!write(g->wr, "x", 1);
+	close(g->wr);
+	g->wr = -1;
+	waitpid(g->pid, NULL, 0);
+}
+
+static void start_guardian(slurm_state *s)
+{
+	lb_slurm_guard g;
+	lb_slurm_guard_start(s->job_id, &g);
+	s->guard_wr = g.wr;
+	s->guard_pid = g.pid;
 }
 
 static void stop_guardian(slurm_state *s)
 {
-	if (s->guard_wr < 0)
-		return;
-	(void)!write(s->guard_wr, "x", 1);
-	close(s->guard_wr);
+	lb_slurm_guard g = {.wr = s->guard_wr, .pid = s->guard_pid};
+	lb_slurm_guard_stop(&g);
 	s->guard_wr = -1;
-	waitpid(s->guard_pid, NULL, 0);
 }
 
 static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)

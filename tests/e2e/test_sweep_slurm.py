@@ -122,7 +122,7 @@ def test_the_grid_is_one_job_array_and_each_cell_its_own_run(slurm, tmp_path):
         assert Path(c["run_dir"]).parent == runs  # the same per-cell run directories
     rows = index_rows(slurm, runs, d["id"])
     assert sorted(r["sweep"]["cell"] for r in rows) == [0, 1, 2, 3]
-    assert "running on localhost" in p.stderr and f"submitted Slurm job {jid}" in p.stderr
+    assert f"on localhost (task {jid}_0" in p.stderr and f"submitted Slurm job {jid}" in p.stderr
     m = d["conditions"][0]["metrics"]["loss"]
     assert m["n"] == 2 and abs(m["mean"] - 0.15) < 1e-9
 
@@ -219,6 +219,23 @@ def test_ctrl_c_cancels_the_array_and_records_cells_interrupted(slurm, tmp_path)
     for c in ran:
         res = json.loads((Path(c["run_dir"]) / "result.json").read_text())
         assert res["status"] == "interrupted"
+
+
+def test_labbox_killed_outright_takes_the_array_with_it(slurm, tmp_path):
+    marker = unique("swk")
+    exp = exp_with(tmp_path, "all", marker)
+    runs = tmp_path / "runs"
+    p = sweep_bg(slurm, exp, runs)
+    try:
+        jid = wait_marker(runs, marker)
+        p.kill()  # SIGKILL: labbox has no say; its guardian cancels the job
+        p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert wait_for(lambda: squeue(slurm, "-j", jid, "-t", "PD,R,CG,S") == "", 60), \
+        squeue(slurm, "-t", "all")
+    assert wait_no_marker(marker, 30) == []
 
 
 def test_a_controller_that_does_not_answer_is_125_and_nothing_runs(slurm, tmp_path):
