@@ -284,7 +284,7 @@ typedef struct lb_sweep_slurm {
 	/* The job's settings and one cell per entry of todo, in that order: array task k runs
 	 * plan cell todo[k]. */
 	lb_slurm_submit submit;
-	double poll_s;       /* squeue interval; 0: 1 s */
+	double poll_s;       /* squeue interval; 0: 0.5 s, as for one run */
 	double sweep_budget; /* seconds from submission; 0: none */
 	double grace;        /* the node's grace: a stop waits grace + 30 s before scancel */
 	int (*on_event)(void *ctx, const lb_sweep_event *ev);

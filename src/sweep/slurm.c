@@ -166,7 +166,7 @@ static void stop_tasks(array_run *a, int sig, double now)
 static int supervise(array_run *a, int sfd)
 {
 	const lb_sweep_slurm *cfg = a->cfg;
-	double poll_s = cfg->poll_s > 0 ? cfg->poll_s : 1.0;
+	double poll_s = cfg->poll_s > 0 ? cfg->poll_s : 0.5;
 	LB_AUTOFREE lb_slurm_task *cur = calloc(a->ntodo, sizeof *cur);
 	if (!cur)
 		return -ENOMEM;
