@@ -37,6 +37,7 @@ typedef struct array_setup {
 	char **dirs;
 	size_t n;
 	const size_t *todo;
+	size_t *task_of; /* [plan cell]: its array index */
 	lb_sweep_slurm_task *tasks;
 	sweep_ctx *c;
 } array_setup;
@@ -61,6 +62,7 @@ static void setup_free(array_setup *a)
 	free(a->argv);
 	free(a->dirs);
 	free(a->cells);
+	free(a->task_of);
 }
 
 /* The job's resources: the sandbox flags, else labbox.yaml's slurm: block. */
@@ -121,8 +123,11 @@ static int setup(sweep_ctx *c, const size_t *todo, size_t ntodo, array_setup *a)
 	a->cells = calloc(ntodo, sizeof *a->cells);
 	a->argv = calloc(ntodo, sizeof *a->argv);
 	a->dirs = calloc(ntodo, sizeof *a->dirs);
-	if (!a->cells || !a->argv || !a->dirs)
+	a->task_of = calloc(c->plan.ncells, sizeof *a->task_of);
+	if (!a->cells || !a->argv || !a->dirs || !a->task_of)
 		return LB_EXIT_INFRA;
+	for (size_t k = 0; k < ntodo; k++)
+		a->task_of[todo[k]] = k;
 	for (size_t k = 0; k < ntodo; k++) {
 		char cell[32];
 		snprintf(cell, sizeof cell, "%zu", todo[k]);
@@ -378,20 +383,12 @@ static json_object *task_json(const lb_sweep_event *ev, size_t k)
 	return t;
 }
 
-static size_t index_of(const array_setup *a, size_t cell)
-{
-	for (size_t k = 0; k < a->n; k++)
-		if (a->todo[k] == cell)
-			return k;
-	return 0;
-}
-
 static int on_event(void *vctx, const lb_sweep_event *ev)
 {
 	array_setup *a = vctx;
 	sweep_ctx *c = a->c;
 	json_object *tasks = json_object_object_get(c->slurm_block, "tasks");
-	size_t k = ev->task && ev->kind != LB_SWEEP_SUBMITTED ? index_of(a, ev->cell) : 0;
+	size_t k = ev->task && ev->kind != LB_SWEEP_SUBMITTED ? a->task_of[ev->cell] : 0;
 	const lb_sweep_cell *cl = ev->task && ev->kind != LB_SWEEP_SUBMITTED ? &c->plan.cells[ev->cell] : NULL;
 	char seed[32] = "";
 	if (cl && cl->has_seed)

@@ -23,6 +23,8 @@
 #define CANCEL_WAIT_S 60.0
 /* A task squeue never showed at all after this long is taken as gone. */
 #define UNSEEN_S 30.0
+/* PREEMPTED may be a step on the way to a requeue: final only when it lasts this long. */
+#define PREEMPTED_S 10.0
 
 typedef struct array_run {
 	const lb_sweep_slurm *cfg;
@@ -32,6 +34,7 @@ typedef struct array_run {
 	lb_sweep_slurm_result *out;
 	double t0;
 	bool *seen;
+	double *preempted_at; /* when the task was first seen PREEMPTED, 0: not */
 	double *walls;
 	size_t nwalls;
 } array_run;
@@ -134,6 +137,13 @@ static bool look(array_run *a, lb_slurm_task *now_tasks, double now)
 			t->t_start = now;
 			emit(a, LB_SWEEP_CELL_STARTED, k, now);
 		}
+		bool preempted = strcmp(p->state, "PREEMPTED") == 0;
+		if (!preempted)
+			a->preempted_at[k] = 0;
+		else if (!a->preempted_at[k])
+			a->preempted_at[k] = now;
+		if (preempted && now - a->preempted_at[k] < PREEMPTED_S)
+			continue;
 		if ((p->state[0] && lb_slurm_state_final(p->state)) ||
 		    (!p->state[0] && (a->seen[k] || now - a->t0 > UNSEEN_S))) {
 			if (!p->state[0] && !a->seen[k])
@@ -244,7 +254,8 @@ int lb_sweep_run_slurm(const lb_sweep_slurm *cfg, const size_t *todo, size_t nto
 	if (r == 0) {
 		a.seen = calloc(ntodo, sizeof *a.seen);
 		a.walls = calloc(ntodo, sizeof *a.walls);
-		r = a.seen && a.walls ? 0 : -ENOMEM;
+		a.preempted_at = calloc(ntodo, sizeof *a.preempted_at);
+		r = a.seen && a.walls && a.preempted_at ? 0 : -ENOMEM;
 		if (r < 0)
 			lb_slurm_cancel(out->job_id, NULL, false, NULL);
 	}
@@ -258,6 +269,7 @@ int lb_sweep_run_slurm(const lb_sweep_slurm *cfg, const size_t *todo, size_t nto
 	}
 	free(a.seen);
 	free(a.walls);
+	free(a.preempted_at);
 	/* A signal that came after the last look is this sweep's, not a kill of labbox. */
 	struct pollfd pf = {.fd = sfd, .events = POLLIN};
 	struct signalfd_siginfo si;

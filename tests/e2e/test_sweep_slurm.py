@@ -221,6 +221,18 @@ def test_ctrl_c_cancels_the_array_and_records_cells_interrupted(slurm, tmp_path)
         assert res["status"] == "interrupted"
 
 
+def test_the_sweep_budget_cancels_the_array_and_is_124(slurm, tmp_path):
+    marker = unique("swb")
+    exp = exp_with(tmp_path, "all", marker)
+    p = labbox("sweep", "--json", "--mode", "slurm", "--python", PYTHON, "--runs-dir",
+               tmp_path / "runs", *GRID, "--sweep-budget", "4", exp, env=slurm)
+    assert p.returncode == 124, p.stderr
+    d = json.loads(p.stdout)
+    assert d["status"] == "timeout" and d["counts"]["interrupted"] == 4
+    assert squeue(slurm, "-j", d["slurm"]["job_id"], "-t", "PD,R,CG,S") == ""
+    assert wait_no_marker(marker, 30) == []
+
+
 def test_labbox_killed_outright_takes_the_array_with_it(slurm, tmp_path):
     marker = unique("swk")
     exp = exp_with(tmp_path, "all", marker)
