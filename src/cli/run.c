@@ -4,6 +4,7 @@
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
+#include "labbox/diagnose.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
@@ -11,6 +12,7 @@
 
 #include "labbox/config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -92,6 +94,22 @@ static const char run_help[] =
 	"                       capabilities as they happen (default: on for standard and\n"
 	"                       strict, record for permissive; on under permissive enforces the\n"
 	"                       standard rules); recorded in the manifest, repeated by rerun\n"
+	"  --escalate network,gpus,env,memory\n"
+	"                       standing permission: when the run fails for one of these\n"
+	"                       reasons it is run once more with just that escalation (the host\n"
+	"                       network; all GPUs, when the host has any; twice --memory, after\n"
+	"                       an oom); every attempt is in result.json's attempts. Never\n"
+	"                       escalated without it. env needs --env auto, not in this build\n"
+	"  --repair-cmd CMD     after a rejection or a failure, run `sh -c CMD` on the host as\n"
+	"                       you, in a fresh copy of the experiment, with result.json on\n"
+	"                       stdin (and LABBOX_RESULT, LABBOX_RUN_DIR, LABBOX_REPAIR_ATTEMPT);\n"
+	"                       then check and run the copy again. Each repair's diff.patch,\n"
+	"                       cmd.log and result.json are kept in RUN_DIR/repairs/N/; the\n"
+	"                       command is ended after --budget seconds (600 without one)\n"
+	"  --max-repairs N      repairs before the loop gives up (default 3); the exit status is\n"
+	"                       the last attempt's\n"
+	"  --apply              copy a repair that fixed the run into EXPDIR (without it EXPDIR\n"
+	"                       is never changed)\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
@@ -103,7 +121,8 @@ static const char run_help[] =
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
-       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
+       OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE,
+       OPT_ESCALATE, OPT_REPAIR_CMD, OPT_MAX_REPAIRS, OPT_APPLY };
 
 typedef struct echo_ctx {
 	int fd;
@@ -183,6 +202,49 @@ static void print_group(FILE *f, const char *title, json_object *group)
 
 /* Results-file values the summary shows; the rest are counted. */
 #define SUMMARY_FILE_VALUES 20
+
+/* The attempts of --escalate and --repair-cmd, one line each, and how the loop ended. */
+static void print_attempts(FILE *f, json_object *doc)
+{
+	json_object *atts, *v;
+	if (!json_object_object_get_ex(doc, "attempts", &atts) || json_object_array_length(atts) < 2)
+		goto repair;
+	for (size_t i = 0; i < json_object_array_length(atts); i++) {
+		json_object *a = json_object_array_get_idx(atts, i);
+		fprintf(f, "  attempt %zu: %s %s (exit %d)", i + 1,
+			json_object_get_string(json_object_object_get(a, "id")),
+			json_object_get_string(json_object_object_get(a, "status")),
+			json_object_get_int(json_object_object_get(a, "labbox_exit_code")));
+		if (json_object_object_get_ex(a, "why", &v) && v)
+			fprintf(f, ": %s", json_object_get_string(v));
+		fputc('\n', f);
+	}
+repair:;
+	json_object *esc, *dec;
+	if (json_object_object_get_ex(doc, "escalation", &esc) &&
+	    json_object_object_get_ex(esc, "declined", &dec))
+		for (size_t i = 0; i < json_object_array_length(dec); i++) {
+			json_object *d = json_object_array_get_idx(dec, i);
+			fprintf(f, "  not escalated (%s): %s\n",
+				json_object_get_string(json_object_object_get(d, "escalation")),
+				json_object_get_string(json_object_object_get(d, "reason")));
+		}
+	json_object *rp;
+	if (!json_object_object_get_ex(doc, "repair", &rp))
+		return;
+	int n = json_object_get_int(json_object_object_get(rp, "attempts"));
+	bool fixed = json_object_get_boolean(json_object_object_get(rp, "fixed"));
+	json_object *reason = json_object_object_get(rp, "reason");
+	json_object *note = json_object_object_get(rp, "apply_note");
+	json_object *dir = json_object_object_get(rp, "dir");
+	fprintf(f, "  repair: %d repair%s, %s%s%s\n", n, n == 1 ? "" : "s",
+		fixed ? "fixed" : n == 0 && !reason ? "none needed" : "gave up",
+		reason ? ": " : "", reason ? json_object_get_string(reason) : "");
+	if (note)
+		fprintf(f, "  repair: %s\n", json_object_get_string(note));
+	if (dir && n > 0)
+		fprintf(f, "  repairs: %s\n", json_object_get_string(dir));
+}
 
 static void print_summary(FILE *f, const lb_run_result *out)
 {
@@ -288,6 +350,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 		if (sug)
 			fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
 	}
+	print_attempts(f, doc);
 	fprintf(f, "  run dir: %s\n", out->run_dir);
 }
 
@@ -327,6 +390,123 @@ static int split_metrics(const char *arg, char ***v, size_t *n)
 	return 0;
 }
 
+/* --escalate, --repair-cmd, --max-repairs, --apply: 0, or -1 after printing the error. */
+static int attempts_opt(int opt, const char *arg, lb_attempts_config *ac, bool *max_set)
+{
+	char err[256];
+	long n;
+	switch (opt) {
+	case OPT_ESCALATE:
+		if (lb_escalate_parse(arg, &ac->escalate, err, sizeof err) < 0) {
+			cli_error("run", "%s", err);
+			return -1;
+		}
+		if (ac->escalate & LB_ESCALATE_ENV) {
+			/* Refused, not accepted and never acted on. */
+			cli_error("run", "--escalate env needs --env auto (picking the environment "
+				  "that has the missing packages), which this build of labbox lacks; "
+				  "permit network, gpus or memory");
+			return -1;
+		}
+		return 0;
+	case OPT_REPAIR_CMD:
+		if (!arg[0] || strspn(arg, " \t") == strlen(arg)) {
+			cli_error("run", "--repair-cmd needs a command");
+			return -1;
+		}
+		ac->repair_cmd = arg;
+		return 0;
+	case OPT_MAX_REPAIRS:
+		if (lb_parse_long(arg, &n) < 0 || n < 1 || n > 100) {
+			cli_error("run", "--max-repairs '%s' is not a number of repairs from 1 to 100", arg);
+			return -1;
+		}
+		ac->max_repairs = (unsigned)n;
+		*max_set = true;
+		return 0;
+	case OPT_APPLY:
+		ac->apply = true;
+		return 0;
+	}
+	return 0;
+}
+
+/* The sandbox of the flags o for req: 0, or the exit code after printing the error. */
+static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, char **hide,
+			size_t nhide, lb_sandbox **out)
+{
+	lb_sandbox *sb = NULL;
+	if (lb_sandbox_new(&sb) < 0) {
+		cli_error("run", "out of memory");
+		return 125;
+	}
+	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
+	 * nothing, so they are not looked for here (the remote labbox checks them). In mode
+	 * slurm the GPUs are the job's: this host need not have them. */
+	cli_sandbox_opts here = *o;
+	if (mode_is_ssh(req)) {
+		here.gpus = NULL;
+		here.nvolumes = 0;
+	} else if (slurm_mode(req)) {
+		here.gpus = NULL;
+	}
+	int rc = cli_sandbox_apply("run", &here, sb);
+	for (size_t i = 0; rc == 0 && i < nhide; i++)
+		if (lb_sandbox_mask(sb, hide[i]) < 0) {
+			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
+			rc = 125;
+		}
+	if (rc != 0)
+		lb_sandbox_free(sb);
+	else
+		*out = sb;
+	return rc;
+}
+
+typedef struct attempt_ctx {
+	const cli_sandbox_opts *o;
+	const lb_run_request *req;
+	char **hide;
+	size_t nhide;
+} attempt_ctx;
+
+/* A later attempt's sandbox: the user's flags with what the escalations grant. The GPUs are
+ * looked for quietly, so a host without any declines the escalation instead of failing. */
+static int attempt_sandbox(void *ctx, const lb_attempt_grant *g, lb_sandbox **sb,
+			   json_object **config, char *err, size_t errlen)
+{
+	attempt_ctx *c = ctx;
+	cli_sandbox_opts o = *c->o;
+	if (g->escalated & LB_ESCALATE_ENV) {
+		snprintf(err, errlen, "this build of labbox has no --env auto");
+		return -ENOTSUP;
+	}
+	if (g->escalated & LB_ESCALATE_NETWORK)
+		o.network = LB_NET_HOST;
+	if (g->escalated & LB_ESCALATE_MEMORY)
+		o.memory = g->memory_bytes;
+	bool gpus = g->escalated & LB_ESCALATE_GPUS;
+	bool remote_gpus = mode_is_ssh(c->req) || slurm_mode(c->req);
+	if (gpus)
+		o.gpus = NULL;
+	if (make_sandbox(&o, c->req, c->hide, c->nhide, sb) != 0) {
+		snprintf(err, errlen, "the sandbox could not be set up again (see above)");
+		return -EINVAL;
+	}
+	if (gpus && !remote_gpus) {
+		int r = lb_sandbox_use_gpus(*sb, "all", err, errlen);
+		if (r < 0) {
+			lb_sandbox_free(*sb);
+			*sb = NULL;
+			return r;
+		}
+	}
+	if (gpus)
+		o.gpus = (char *)"all";
+	*config = cli_sandbox_json(&o);
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -355,11 +535,17 @@ int cli_run(int argc, char **argv)
 		{"policy", required_argument, NULL, OPT_POLICY},
 		{"trust-project", no_argument, NULL, OPT_TRUST},
 		{"runtime-gate", required_argument, NULL, OPT_RUNTIME_GATE},
+		{"escalate", required_argument, NULL, OPT_ESCALATE},
+		{"repair-cmd", required_argument, NULL, OPT_REPAIR_CMD},
+		{"max-repairs", required_argument, NULL, OPT_MAX_REPAIRS},
+		{"apply", no_argument, NULL, OPT_APPLY},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cli_sandbox_opts o = {0};
+	lb_attempts_config ac = {0};
+	bool max_set = false;
 	lb_run_request req = {0};
 	char **metrics = NULL;
 	size_t nmetrics = 0;
@@ -526,6 +712,13 @@ int cli_run(int argc, char **argv)
 			req.runtime_gate = (int)m;
 			break;
 		}
+		case OPT_ESCALATE:
+		case OPT_REPAIR_CMD:
+		case OPT_MAX_REPAIRS:
+		case OPT_APPLY:
+			if (attempts_opt(opt, optarg, &ac, &max_set) < 0)
+				goto done;
+			break;
 		case OPT_LOG_LIMIT:
 			if (lb_parse_size(optarg, &req.log_limit) < 0 || req.log_limit < 1024) {
 				cli_error("run", "--log-limit '%s' is not a size of at least 1k", optarg);
@@ -547,33 +740,17 @@ int cli_run(int argc, char **argv)
 			  argv[optind + 1]);
 		goto done;
 	}
+	if ((max_set || ac.apply) && !ac.repair_cmd) {
+		cli_error("run", "%s applies to the repair loop only: give --repair-cmd CMD",
+			  max_set ? "--max-repairs" : "--apply");
+		goto done;
+	}
 	if (dashdash + 1 < argc) {
 		req.args = &argv[dashdash + 1];
 		req.nargs = (size_t)(argc - dashdash - 1);
 	}
-	if (lb_sandbox_new(&sb) < 0) {
-		cli_error("run", "out of memory");
-		rc = 125;
+	if ((rc = make_sandbox(&o, &req, hide, nhide, &sb)) != 0)
 		goto done;
-	}
-	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
-	 * nothing, so they are not looked for here (the remote labbox checks them). In mode
-	 * slurm the GPUs are the job's: this host need not have them. */
-	cli_sandbox_opts here = o;
-	if (mode_is_ssh(&req)) {
-		here.gpus = NULL;
-		here.nvolumes = 0;
-	} else if (slurm_mode(&req)) {
-		here.gpus = NULL;
-	}
-	if ((rc = cli_sandbox_apply("run", &here, sb)) != 0)
-		goto done;
-	for (size_t i = 0; i < nhide; i++)
-		if (lb_sandbox_mask(sb, hide[i]) < 0) {
-			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
-			rc = 125;
-			goto done;
-		}
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
 	/* The default depends on the file system the run directories will live on. */
@@ -591,7 +768,11 @@ int cli_run(int argc, char **argv)
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
-	int r = lb_run_mode(sb, &req, &out);
+	attempt_ctx actx = {.o = &o, .req = &req, .hide = hide, .nhide = nhide};
+	ac.sandbox = attempt_sandbox;
+	ac.sandbox_ctx = &actx;
+	int r = ac.escalate || ac.repair_cmd ? lb_run_attempts(sb, &req, &ac, &out)
+					     : lb_run_mode(sb, &req, &out);
 	if (r < 0) {
 		cli_error("run", "%s", strerror(-r));
 		rc = 125;
