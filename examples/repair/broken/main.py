@@ -4,7 +4,9 @@
 import json
 import random
 
-xs = [random.random() for _ in range(1000)]
+xs = []
+for _ in range(1000):
+    xs.append(random.random())
 mean = sum(xs) / len(xs)
 print("mean:", mean)
 with open("/data/out/results.json", "w") as f:
