@@ -118,10 +118,10 @@ static int run_attempt(loop_state *s, lb_sandbox *sb, json_object *sandbox_confi
 {
 	lb_run_request req = *s->req;
 	req.sandbox_config = sandbox_config;
+	char real[PATH_MAX];
 	if (strcmp(s->source, s->req->expdir) != 0) {
 		req.expdir = s->source;
 		/* The manifest names the experiment, not the repair's copy (which goes). */
-		char real[PATH_MAX];
 		req.origin_expdir = s->req->origin_expdir ? s->req->origin_expdir
 				    : realpath(s->req->expdir, real) ? real : s->req->expdir;
 	}
@@ -259,7 +259,9 @@ static bool repair(loop_state *s, unsigned n, const lb_run_result *out)
 	fmt(e_max, sizeof e_max, "LABBOX_REPAIR_MAX=%u", s->ac->max_repairs);
 	fmt(e_result, sizeof e_result, "LABBOX_RESULT=%s", verdict);
 	fmt(e_run, sizeof e_run, "LABBOX_RUN_DIR=%s", out->run_dir);
-	fmt(e_exp, sizeof e_exp, "LABBOX_EXPDIR=%s", s->req->expdir);
+	char real[PATH_MAX];
+	fmt(e_exp, sizeof e_exp, "LABBOX_EXPDIR=%s",
+	    realpath(s->req->expdir, real) ? real : s->req->expdir);
 	char *env[] = {e_attempt, e_max, e_result, e_run, e_exp, NULL};
 	repair_cmd_result cr;
 	fmt(path, sizeof path, "%s/cmd.log", dir);
@@ -436,6 +438,12 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 			fmt(why, sizeof why, "attempt %zu ended %s (exit %d); repair %u changed the "
 				 "copy (repairs/%u/diff.patch)", json_object_array_length(s.attempts),
 				 get_str(out->doc, "status", "?"), out->exit_code, s.nrepairs, s.nrepairs);
+		}
+		if (req->progress) {
+			char line[1700];
+			fmt(line, sizeof line, "attempt %zu: %s", json_object_array_length(s.attempts) + 1,
+			    why);
+			req->progress(req->progress_ctx, line);
 		}
 		lb_run_result next_out = {0};
 		r = run_attempt(&s, next, next_cfg, &next_out);

@@ -94,6 +94,10 @@ def test_repair_fixes_the_bug_on_its_second_attempt(tmp_path):
     m = json.loads((r.run_dir / "manifest.json").read_text())
     assert m["config"]["expdir"] == str(exp)
     assert "scale = 2" in (r.exp / "main.py").read_text()
+    # rerun of the verdict repeats the repaired code, not the experiment's.
+    p = labbox("rerun", "--json", "--runs-dir", runs, res["id"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["metrics"]["values"]["accuracy"] == 0.75
 
 
 def test_apply_copies_the_fix_into_the_experiment(tmp_path):
