@@ -104,8 +104,9 @@ static const char run_help[] =
 	"                       standing permission: when the run fails for one of these\n"
 	"                       reasons it is run once more with just that escalation (the host\n"
 	"                       network; all GPUs, when the host has any; twice --memory, after\n"
-	"                       an oom); every attempt is in result.json's attempts. Never\n"
-	"                       escalated without it. env needs --env auto, not in this build\n"
+	"                       an oom; the environment --env auto finds, after a missing\n"
+	"                       package or a wrong environment); every attempt is in\n"
+	"                       result.json's attempts. Never escalated without it\n"
 	"  --repair-cmd CMD     after a rejection or a failure, run `sh -c CMD` on the host as\n"
 	"                       you, in a fresh copy of the experiment, with result.json on\n"
 	"                       stdin (and LABBOX_RESULT, LABBOX_RUN_DIR, LABBOX_REPAIR_ATTEMPT);\n"
@@ -407,13 +408,6 @@ static int attempts_opt(int opt, const char *arg, lb_attempts_config *ac, bool *
 			cli_error("run", "%s", err);
 			return -1;
 		}
-		if (ac->escalate & LB_ESCALATE_ENV) {
-			/* Refused, not accepted and never acted on. */
-			cli_error("run", "--escalate env needs --env auto (picking the environment "
-				  "that has the missing packages), which this build of labbox lacks; "
-				  "permit network, gpus or memory");
-			return -1;
-		}
 		return 0;
 	case OPT_REPAIR_CMD:
 		if (!arg[0] || strspn(arg, " \t") == strlen(arg)) {
@@ -483,10 +477,6 @@ static int attempt_sandbox(void *ctx, const lb_attempt_grant *g, lb_sandbox **sb
 {
 	attempt_ctx *c = ctx;
 	cli_sandbox_opts o = *c->o;
-	if (g->escalated & LB_ESCALATE_ENV) {
-		snprintf(err, errlen, "this build of labbox has no --env auto");
-		return -ENOTSUP;
-	}
 	if (g->escalated & LB_ESCALATE_NETWORK)
 		o.network = LB_NET_HOST;
 	if (g->escalated & LB_ESCALATE_MEMORY)

@@ -35,6 +35,7 @@ typedef struct loop_state {
 	const lb_attempts_config *ac;
 	lb_attempt_grant grant;
 	unsigned tried;	       /* escalations considered once already */
+	unsigned last_want;    /* the escalation the next attempt is for */
 	json_object *attempts; /* result.json's attempts */
 	json_object *declined; /* escalations permitted but not made, and why */
 	json_object *repairs;  /* what each repair command did */
@@ -94,7 +95,10 @@ static void add_attempt(loop_state *s, const lb_run_result *out, json_object *sa
 	json_object_object_add(a, "failure_class",
 			       fail ? json_object_get(get(fail, "class")) : NULL);
 	json_object_object_add(a, "escalated", escalation_names(s->grant.escalated));
-	json_object_object_add(a, "flags", flags_of(sandbox_config));
+	json_object *flags = flags_of(sandbox_config);
+	const char *env = s->grant.escalated & LB_ESCALATE_ENV ? "auto" : s->req->env;
+	json_object_object_add(flags, "env", env ? json_object_new_string(env) : NULL);
+	json_object_object_add(a, "flags", flags);
 	char src[32] = "experiment";
 	if (s->nrepairs)
 		fmt(src, sizeof src, "repair %u", s->nrepairs);
@@ -118,6 +122,11 @@ static int run_attempt(loop_state *s, lb_sandbox *sb, json_object *sandbox_confi
 {
 	lb_run_request req = *s->req;
 	req.sandbox_config = sandbox_config;
+	if (s->grant.escalated & LB_ESCALATE_ENV) {
+		/* The environment --env auto finds in place of the interpreter that lacked it. */
+		req.env = "auto";
+		req.python = NULL;
+	}
 	char real[PATH_MAX];
 	if (strcmp(s->source, s->req->expdir) != 0) {
 		req.expdir = s->source;
@@ -160,6 +169,14 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		decline(s, want, reason);
 		return false;
 	}
+	json_object *envb = get(out->doc, "environment");
+	if (want == LB_ESCALATE_ENV && (s->req->env || envb)) {
+		fmt(reason, sizeof reason, "the run's environment was already chosen (%s %s)",
+		    s->req->env ? "--env" : "labbox.yaml's env:",
+		    s->req->env ? s->req->env : get_str(envb, "asked", "auto"));
+		decline(s, want, reason);
+		return false;
+	}
 	char err[512] = "";
 	int r = s->ac->sandbox(s->ac->sandbox_ctx, &g, sb, config, err, sizeof err);
 	if (r < 0) {
@@ -176,6 +193,7 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		 json_object_array_length(s->attempts), get_str(fail, "class", "?"),
 		 get_str(fail, "summary", ""), lb_escalate_name(want), what[idx]);
 	s->grant = g;
+	s->last_want = want;
 	return true;
 }
 
@@ -449,11 +467,20 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 		r = run_attempt(&s, next, next_cfg, &next_out);
 		lb_sandbox_free(next);
 		if (r < 0 || !next_out.doc || !next_out.run_dir) {
-			/* The attempt never became a run (a usage error on a repaired copy's
-			 * labbox.yaml, say): the verdict stays the last run's, and says why. */
-			s.gave_up = true;
-			fmt(s.reason, sizeof s.reason, "the next attempt could not start: %s",
-				 r < 0 ? strerror(-r) : next_out.error);
+			/* The attempt never became a run (--env auto found no environment that
+			 * fits, a usage error in a repaired copy's labbox.yaml): the verdict stays
+			 * the last run's, and says why. */
+			if (!repaired) {
+				char reason[1200];
+				fmt(reason, sizeof reason, "the escalated attempt could not start: %s",
+				    r < 0 ? strerror(-r) : next_out.error);
+				s.grant.escalated &= ~s.last_want;
+				decline(&s, s.last_want, reason);
+			} else {
+				s.gave_up = true;
+				fmt(s.reason, sizeof s.reason, "the next attempt could not start: %s",
+				    r < 0 ? strerror(-r) : next_out.error);
+			}
 			json_object_put(next_cfg);
 			lb_run_result_free(&next_out);
 			r = 0;

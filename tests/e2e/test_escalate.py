@@ -7,6 +7,7 @@ network namespace cannot reach and --network host can; the server counts who rea
 import json
 import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -180,13 +181,56 @@ def test_gpu_escalation_on_a_host_without_gpus_is_declined(tmp_path):
     assert r.result["attempts"][0]["flags"]["gpus"] is None
 
 
+NUMPY = """
+import numpy as np
+np.random.seed(0)
+print("mean:", float(np.arange(5).mean()))
+"""
+
+
+def bare_venv(tmp_path):
+    """A real virtual environment without numpy (no system site packages, no pip)."""
+    venv = tmp_path / "bare-venv"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    return venv / "bin" / "python"
+
+
+def test_env_escalation_runs_in_the_environment_auto_finds(tmp_path):
+    py = bare_venv(tmp_path)
+    exp = write_exp(tmp_path, NUMPY)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "env", python=py)
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["failure_class"] == "missing_package" and first["flags"]["env"] is None
+    assert second["escalated"] == ["env"] and second["flags"]["env"] == "auto"
+    assert "--env auto" in second["why"]
+    chosen = r.result["environment"]["chosen"]
+    assert chosen["python"] != str(py)
+    assert r.result["metrics"]["values"]["mean"] == 2.0
+    # rerun of the verdict runs in the environment that was chosen, and matches.
+    p = labbox("rerun", "--json", "--runs-dir", runs, r.result["id"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["rerun"]["verdict"] == "match"
+
+
+def test_env_escalation_when_no_environment_has_it_is_declined(tmp_path):
+    exp = write_exp(tmp_path, "import random\nrandom.seed(0)\nimport lbx_no_such_module_anywhere\n")
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "env")
+    assert r.rc == 1, r.why()  # the first attempt's verdict stands
+    assert r.result["failure"]["class"] == "missing_package"
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1
+    (d,) = r.result["escalation"]["declined"]
+    assert d["escalation"] == "env" and "lbx_no_such_module_anywhere" in d["reason"], d
+    assert r.result["escalation"]["granted"] == []
+
+
 @pytest.mark.parametrize("value,words", [
-    ("env", "--env auto"),
-    ("network,env", "--env auto"),
     ("network,root", "'root' is not one of network, gpus, env, memory"),
     ("", "network, gpus, env, memory"),
 ])
-def test_bad_or_unsupported_escalations_are_refused(tmp_path, value, words):
+def test_bad_escalations_are_refused(tmp_path, value, words):
     exp = write_exp(tmp_path, "print('x: 1')\n")
     runs = tmp_path / "runs"
     r = run_exp(exp, runs, "--escalate", value)
