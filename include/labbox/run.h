@@ -142,7 +142,7 @@ typedef struct lb_attempts_config {
 /* Runs req (lb_run_mode) in sb (the caller's, for the first attempt), then again, each time in
  * a sandbox from ac->sandbox, while a failure is one the permissions lift or the repair command
  * may fix. out is the last attempt's, its doc and result.json with the attempts added. Returns
- * what lb_run_mode returns. */
+ * what lb_run_mode returns; -EINVAL without ac->sandbox when a later attempt may be needed. */
 int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts_config *ac,
 		    lb_run_result *out);
 

@@ -414,6 +414,8 @@ static void record(loop_state *s, lb_run_result *out)
 int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts_config *acfg,
 		    lb_run_result *out)
 {
+	if (!acfg->sandbox && (acfg->escalate || acfg->repair_cmd))
+		return -EINVAL; /* a later attempt would have no sandbox */
 	lb_attempts_config defaults = *acfg;
 	if (!defaults.max_repairs)
 		defaults.max_repairs = LB_REPAIR_DEFAULT_MAX;

@@ -59,7 +59,9 @@ def server():
 def test_network_escalation_reaches_the_host_and_rerun_repeats_it(tmp_path, server):
     exp = write_exp(tmp_path, CONNECT)
     runs = tmp_path / "runs"
-    r = run_exp(exp, runs, *HOSTILE, "--escalate", "network", args=[server.port])
+    # Everything else is permitted too: only what the failure calls for is granted.
+    r = run_exp(exp, runs, *HOSTILE, "--memory", "1g", "--allow-degraded", "memory",
+                "--escalate", "memory,network,gpus", args=[server.port])
     assert r.rc == 0, r.why()
     res = r.result
     atts = res["attempts"]
@@ -67,10 +69,13 @@ def test_network_escalation_reaches_the_host_and_rerun_repeats_it(tmp_path, serv
     first, second = atts
     assert first["status"] == "failed" and first["labbox_exit_code"] == 1
     assert first["flags"]["network"] == "none" and first["escalated"] == []
-    assert second["flags"]["network"] == "host" and second["escalated"] == ["network"]
+    assert second["flags"] == {"network": "host", "memory_bytes": 1 << 30, "gpus": None,
+                               "env": None}
+    assert second["escalated"] == ["network"]
     assert second["trigger"] == "escalation"
     assert "network" in second["why"] and "attempt 1" in second["why"]
-    assert res["escalation"] == {"permitted": ["network"], "granted": ["network"], "declined": []}
+    assert res["escalation"] == {"permitted": ["network", "gpus", "memory"],
+                                 "granted": ["network"], "declined": []}
     assert res["id"] == second["id"] and res["metrics"]["values"]["accuracy"] == 0.75
     assert "hello from the host" in r.log()
     assert server.count == 1  # only the escalated attempt got through
