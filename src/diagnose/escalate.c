@@ -27,7 +27,8 @@ const char *lb_escalate_name(unsigned bit)
 
 int lb_escalate_parse(const char *list, unsigned *mask, char *err, size_t errlen)
 {
-	*mask = 0;
+	*mask = 0; /* nothing granted unless the whole list reads */
+	unsigned m = 0;
 	if (!list || !*list) {
 		snprintf(err, errlen, "--escalate needs a list: network, gpus, env, memory");
 		return -EINVAL;
@@ -45,11 +46,12 @@ int lb_escalate_parse(const char *list, unsigned *mask, char *err, size_t errlen
 				 (int)(n > 64 ? 64 : n), p);
 			return -EINVAL;
 		}
-		*mask |= bit;
+		m |= bit;
 		p += n;
 		if (*p == ',')
 			p++;
 	}
+	*mask = m;
 	return 0;
 }
 

@@ -33,6 +33,7 @@ static void test_parse(void **state)
 	assert_int_equal(m, 0xf);
 	assert_int_equal(lb_escalate_parse("network,root", &m, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "'root'"));
+	assert_int_equal(m, 0); /* a refused list grants nothing, not its first words */
 	assert_int_equal(lb_escalate_parse("", &m, err, sizeof err), -EINVAL);
 	assert_int_equal(lb_escalate_parse("net", &m, err, sizeof err), -EINVAL);
 	assert_string_equal(lb_escalate_name(LB_ESCALATE_MEMORY), "memory");
