@@ -1184,10 +1184,21 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "from_cache", json_object_new_boolean(st->probe_cached));
 	bool py = st->lang == LB_LANG_PYTHON;
 	json_object_object_add(interp, "named_by",
-			       json_object_new_string((py ? req->python : req->interpreter) ? "command line"
+			       json_object_new_string(st->env_doc ? "env"
+						      : (py ? req->python : req->interpreter) ? "command line"
 						      : (py ? st->cfg.python : st->cfg.interpreter)
 							      ? "labbox.yaml"
 							      : "default"));
+	/* Chosen by --env (or env:): a rerun chooses again, as asked, rather than running a path
+	 * that may be the experiment's own interpreter on the host. */
+	if (st->env_doc) {
+		/* A path as typed was relative to where labbox ran: kept absolute. */
+		json_object *ch = json_object_object_get(st->env_doc, "chosen");
+		const char *p = json_object_get_string(json_object_object_get(ch, "path"));
+		json_object_object_add(interp, "env_asked",
+				       json_object_new_string(!req->env ? "auto"
+							      : strchr(req->env, '/') && p ? p : req->env));
+	}
 	json_object_object_add(interp, "probed_in_sandbox", json_object_new_boolean(st->py.confined));
 	/* Elsewhere this is the local python3 of the static check; the backend block says what
 	 * ran the code. */
@@ -1454,10 +1465,18 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		lb_config_free(&cfg);
 		return 0;
 	}
-	if (base && !lb_docker_image_name_ok(base)) {
+	/* Either name goes on the engine's command line: one that reads as an option (from an
+	 * experiment's labbox.yaml: `image: --privileged`) must never reach it. */
+	const char *bad = base && !lb_docker_image_name_ok(base)     ? base
+			  : image && !lb_docker_image_name_ok(image) ? image
+								     : NULL;
+	if (bad) {
 		memset(out, 0, sizeof *out);
-		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+)",
-			    req->base_image ? "--base-image" : "labbox.yaml's base_image:", base);
+		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+, "
+			    "not starting with '-')",
+			    bad == base ? (req->base_image ? "--base-image" : "labbox.yaml's base_image:")
+					: (req->image ? "--image" : "labbox.yaml's image:"),
+			    bad);
 		lb_config_free(&cfg);
 		return 0;
 	}

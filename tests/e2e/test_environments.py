@@ -253,3 +253,17 @@ def test_optional_imports_are_not_required(world):
                      "print('accuracy: 1')\n", name="exp2")
     p, doc = run_env(world, exp2, "--env", "auto")
     assert p.returncode == 2 and missing in doc["error"]["message"]
+
+
+def test_rerun_chooses_the_environment_again(world):
+    exp = write_exp(world["tmp"], "import sys\nprint('prefix:', sys.prefix)\nprint('accuracy: 1')\n")
+    make_venv(exp / ".venv", system_site=True)
+    p, doc = run_env(world, exp, "--env", "auto")
+    assert p.returncode == 0, p.stderr
+    man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+    assert man["interpreter"]["named_by"] == "env" and man["interpreter"]["env_asked"] == "auto"
+    r = labbox("rerun", "--json", "--runs-dir", world["tmp"] / "runs", doc["id"], env=world["env"])
+    assert r.returncode == 0, r.stderr
+    again = json.loads(r.stdout)
+    assert again["environment"]["chosen"]["name"] == ".venv"
+    assert again["environment"]["chosen"]["confined"] is True
