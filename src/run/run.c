@@ -448,6 +448,9 @@ static json_object *simple_failure(const char *cls, const char *summary, const c
 	json_object_object_add(f, "summary", json_object_new_string(summary));
 	json_object_object_add(f, "evidence", json_object_new_array());
 	json_object_object_add(f, "suggestion", json_object_new_string(suggestion));
+	json_object_object_add(f, "confidence", json_object_new_string("high"));
+	json_object_object_add(f, "confidence_reason", json_object_new_string("labbox decided it itself"));
+	lb_diagnose_escalation(f, NULL);
 	return f;
 }
 
@@ -958,6 +961,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			     (strcmp(res.setup_step, "disk_merge") == 0 ||
 			      strcmp(res.setup_step, "fetch") == 0),
 	};
+	fin.exp_dir = st->exp_dir;
+	lb_diagnose_grants(&fin, req->sandbox_config);
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
 		char sum[96];
