@@ -544,6 +544,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 		json_object_object_add(info, "error",
 				       json_object_new_string(err[0] ? err : strerror(-r)));
 		*findings = json_object_new_array();
+		json_object_object_add(doc, "needs", json_object_new_array());
 		lb_check_config_free(cfg);
 		lb_check_report_free(&rep);
 		return false;
@@ -551,6 +552,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	lb_check_finish(&rep);
 	*findings = lb_check_findings_json(&rep);
 	*seeds = rep.seeds ? json_object_get(rep.seeds) : NULL;
+	json_object_object_add(doc, "needs", lb_check_needs_json(&rep, req->sandbox_config));
 	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
 	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
 	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
