@@ -19,6 +19,8 @@ static const char usage[] =
 	"  probe                  what isolation this host offers this user\n"
 	"  runs list|show|compare the run history: filter, inspect, compare two runs\n"
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
+	"  explain ID             why a recorded run ended as it did: class, confidence, evidence,\n"
+	"                         the code's frame, the suggestion and the flag that escalates\n"
 	"  sweep EXPDIR           a grid of conditions x seeds, one run per cell, on every core;\n"
 	"                         per condition mean, std and 95% interval (sweep.json)\n"
 	"  mcp                    serve these commands to agents (Model Context Protocol, stdio)\n"
@@ -69,6 +71,8 @@ int main(int argc, char **argv)
 		rc = cli_runs(argc - 1, argv + 1);
 	else if (strcmp(cmd, "rerun") == 0)
 		rc = cli_rerun(argc - 1, argv + 1);
+	else if (strcmp(cmd, "explain") == 0)
+		rc = cli_explain(argc - 1, argv + 1);
 	else if (strcmp(cmd, "sweep") == 0)
 		rc = cli_sweep(argc - 1, argv + 1);
 	else if (strcmp(cmd, "mcp") == 0)
