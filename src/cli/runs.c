@@ -742,7 +742,9 @@ static void print_explain(json_object *doc)
 		cli_printf(" (signal %d)", json_object_get_int(v));
 	cli_printf("\n");
 	json_object_object_get_ex(doc, "failure", &f);
-	if (!f) {
+	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
+		cli_printf("  rejected by the static check before it ran (the findings below)\n");
+	} else if (!f) {
 		cli_printf("  nothing failed\n");
 	} else {
 		cli_printf("  class       %s (confidence %s: %s)\n", get_str(f, "class", "?"),

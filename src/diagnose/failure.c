@@ -753,7 +753,7 @@ static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno,
 	memcpy(file, s, n);
 	file[n] = '\0';
 	p = strstr(q, ", line ");
-	if (!p)
+	if (!p || !isdigit((unsigned char)p[7]))
 		return false;
 	*lineno = strtol(p + 7, NULL, 10);
 	func[0] = '\0';
