@@ -59,6 +59,17 @@ int lb_diagnose_escalation(struct json_object *failure, const lb_failure_input *
  * records it (config.sandbox: network, gpus, memory_bytes). */
 void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox);
 
+/* The diagnosis of a recorded run (labbox.explain/1, docs/explain.md): id, status, exit_code,
+ * signal, timed_out, oom_killed, run_dir, failure, needs, findings, check, metric_issues,
+ * metric_warnings, diagnosis_warnings, metrics, runtime_gate as result.json has them, and
+ * diagnosis_source. A failure recorded without confidence (a run recorded before labbox
+ * diagnosed so) is made again from run_dir/run.log with the manifest's interpreter and
+ * sandbox: its confidence, location, code_location and escalation are added when the class
+ * is the same, and the new reading replaces it (recorded_class, recorded_summary beside)
+ * when not. manifest may be NULL. 0, -EINVAL or -ENOMEM. */
+int lb_diagnose_explain(const char *run_dir, struct json_object *result,
+			struct json_object *manifest, struct json_object **out);
+
 /* What a run left that a researcher wants to know even when it completed: result.json's
  * diagnosis_warnings (docs/result-json.md lists the kinds). */
 typedef struct lb_diagnosis_input {

@@ -1918,11 +1918,17 @@ static void need(ctx *c, const char *kind, TSNode at, const char *via, const cha
 		c->err = e;
 }
 
-/* The literal string x is, or NULL (x may be a null node). */
+/* The literal string x is, or NULL (x may be a null node). An f-string with fields is not
+ * one, and is not evaluated here: its fields are the walk's to report. */
 static const char *literal(ctx *c, scope *sc, TSNode x)
 {
 	if (ts_node_is_null(x) || !is(c, x, K_STRING))
 		return NULL;
+	kids ks;
+	kids_of(c, x, &ks);
+	for (uint32_t i = 0; i < ks.n; i++)
+		if (is(c, ks.v[i], K_INTERPOLATION))
+			return NULL;
 	vset v = eval(c, sc, x);
 	return vs_str(&v);
 }

@@ -744,8 +744,10 @@ static void print_explain(json_object *doc)
 	json_object_object_get_ex(doc, "failure", &f);
 	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
 		cli_printf("  rejected by the static check before it ran (the findings below)\n");
-	} else if (!f) {
+	} else if (!f && strcmp(get_str(doc, "status", ""), "completed") == 0) {
 		cli_printf("  nothing failed\n");
+	} else if (!f) {
+		cli_printf("  no failure was recorded (labbox may have ended before the run did)\n");
 	} else {
 		cli_printf("  class       %s (confidence %s: %s)\n", get_str(f, "class", "?"),
 			   get_str(f, "confidence", "?"), get_str(f, "confidence_reason", ""));
