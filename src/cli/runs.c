@@ -696,9 +696,11 @@ static void print_frame(const char *label, json_object *loc)
 	json_object *v;
 	if (!loc)
 		return;
-	cli_printf("  %-11s %s", label, get_str(loc, "file", "?"));
+	/* Octave names a function and a line, no file. */
+	const char *file = get_str(loc, "file", NULL);
+	cli_printf("  %-11s %s%s", label, file ? file : "", file ? " " : "");
 	if (json_object_object_get_ex(loc, "line", &v) && v)
-		cli_printf(" line %d", json_object_get_int(v));
+		cli_printf("line %d", json_object_get_int(v));
 	if (json_object_object_get_ex(loc, "function", &v) && v)
 		cli_printf(", in %s", json_object_get_string(v));
 	if (json_object_object_get_ex(loc, "text", &v) && v)

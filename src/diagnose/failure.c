@@ -1014,8 +1014,10 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 			add_evidence(v, i);
 		set_confidence(v, CONF_MEDIUM, octave ? "Octave's error line, which names no cause outside the code"
 						      : "R's error line, which names no cause outside the code");
-		if (octave)
+		if (octave) {
 			v->code_frame = octave_frame(log, first);
+			add_evidence(v, v->code_frame);
+		}
 		return true;
 	}
 	return false;

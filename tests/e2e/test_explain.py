@@ -422,3 +422,18 @@ def test_explain_bad_input(tmp_path):
     assert p.returncode == 0 and "labbox explain" in p.stdout
     p = labbox("explain", "--json", "--runs-dir", tmp_path / "empty" / "nowhere", "x")
     assert p.returncode == 2 and "no run index" in json.loads(p.stdout)["error"]["message"]
+
+
+def test_octave_error_names_the_function_and_line(tmp_path):
+    if not shutil.which("octave-cli"):
+        pytest.skip("octave-cli is not installed")
+    exp = write_exp(tmp_path, None, files={"main.m": "1;\nfunction r = pick(x)\n  r = x(5);\nend\n"
+                                                     "v = [1 2];\ndisp(pick(v));\n"})
+    p = labbox("run", "--json", "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = json.loads(p.stdout)
+    f = res["failure"]
+    assert f["class"] == "code_error" and f["confidence"] == "medium"
+    assert f["code_location"] == {"file": None, "line": 3, "function": "pick"}
+    assert any("pick at line 3" in e for e in f["evidence"])
+    assert "in the code line 3, in pick" in explain_text(tmp_path, res["id"])
