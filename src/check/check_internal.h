@@ -207,6 +207,7 @@ typedef struct ck_raws {
 	size_t n, cap;
 	struct json_object *seeds; /* lb_check_report.seeds of this file, without "file" */
 	struct json_object *needs; /* [{kind, line, text, via, path, flag, optional}] (needs.c) */
+	struct json_object *imports; /* lb_check_report.imports of this file */
 } ck_raws;
 
 /* ---- needs (needs.c) ---------------------------------------------------------------------- */

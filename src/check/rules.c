@@ -442,6 +442,8 @@ void ck_raws_free(ck_raws *r)
 	r->seeds = NULL;
 	json_object_put(r->needs);
 	r->needs = NULL;
+	json_object_put(r->imports);
+	r->imports = NULL;
 }
 
 /* The seed's compute budget table: upper bound of each band and its maxima (0: no limit), with

@@ -22,6 +22,8 @@ static const char usage[] =
 	"  explain ID             why a recorded run ended so: its cause, how sure, the flag to grant\n"
 	"  sweep EXPDIR           a grid of conditions x seeds, one run per cell, on every core;\n"
 	"                         per condition mean, std and 95% interval (sweep.json)\n"
+	"  report ID... -o FILE   a sweep's or runs' results as one self-contained HTML page\n"
+	"                         (tables, plots, failures, reproducibility), or --format md|csv\n"
 	"  mcp                    serve these commands to agents (Model Context Protocol, stdio)\n"
 	"  version                print the version\n"
 	"\n"
@@ -74,6 +76,8 @@ int main(int argc, char **argv)
 		rc = cli_explain(argc - 1, argv + 1);
 	else if (strcmp(cmd, "sweep") == 0)
 		rc = cli_sweep(argc - 1, argv + 1);
+	else if (strcmp(cmd, "report") == 0)
+		rc = cli_report(argc - 1, argv + 1);
 	else if (strcmp(cmd, "mcp") == 0)
 		rc = cli_mcp(argc - 1, argv + 1);
 	else {
