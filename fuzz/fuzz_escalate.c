@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_object *doc = lb_diagnose_failure(&in);
 	if (!doc)
 		abort();
-	unsigned a = lb_diagnose_escalation(doc);
+	unsigned a = lb_escalate_for_failure(doc);
 	/* At most one escalation, and one of the four. */
 	if (a & (a - 1) || a & ~0xfu)
 		abort();

@@ -111,6 +111,10 @@ typedef struct lb_check_report {
 	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
 	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */
 	struct json_object *seeds;
+	/* What the code needs from the sandbox (the network, a GPU, a write outside the
+	 * experiment), in file order; NULL when nothing. Not findings: they reject nothing.
+	 * lb_check_needs_json gives them in their public shape. */
+	struct json_object *needs;
 	/* The modules the code imports (absolute imports, by their top-level name), less the
 	 * experiment's own modules (lb_check_dir): an object whose keys are the names; NULL when
 	 * none. What an environment must import for the code to run (labbox run --env auto). */
@@ -141,6 +145,13 @@ void lb_check_report_free(lb_check_report *rep);
 /* JSON array of findings (suppressed ones included, marked): what `labbox run` stores in
  * result.json under "findings". */
 struct json_object *lb_check_findings_json(const lb_check_report *rep);
+/* The needs as `check --json` and result.json carry them: [{kind (network, gpu,
+ * write_outside), evidence {file, line, text}, via, flag (the exact flag that grants it),
+ * optional, path (write_outside), finding (the id of a rejecting finding on that line, or
+ * null), granted}]. granted is judged against sandbox (a sandbox configuration as
+ * cli_sandbox_json makes it: network "host", gpus, volumes "SRC:DST[:ro|rw]"); NULL: nothing
+ * is granted. A new array. */
+struct json_object *lb_check_needs_json(const lb_check_report *rep, struct json_object *sandbox);
 /* The whole `labbox check --json` document (schema labbox.check/1), llm_text included. */
 struct json_object *lb_check_report_json(const lb_check_report *rep);
 /* Text ready to paste into a repair prompt; malloc'd. */

@@ -18,6 +18,13 @@ typedef struct lb_failure_input {
 	const char *infra_message; /* why the sandbox or backend could not run it */
 	const char *language; /* "r" or "octave": their error lines are read too; NULL: Python */
 	bool after_run;       /* infra_error: the experiment ran, what it left was not brought back */
+	/* The staged experiment (RUN_DIR/exp): frames under it are the experiment's own code.
+	 * NULL: relative paths and paths through an exp/ directory are. */
+	const char *exp_dir;
+	/* What the run was granted, so an escalation already in effect is not suggested again. */
+	bool network_host;     /* --network host */
+	bool gpus;	       /* --gpus gave it GPUs */
+	unsigned long long memory_limit; /* bytes; 0: none or not known */
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no
@@ -35,6 +42,33 @@ typedef struct lb_failure_input {
  * CUDA out of memory -> gpu_oom, "CUDA"/"no CUDA GPUs"/"nvidia" driver errors -> gpu_unavailable,
  * MemoryError -> oom, anything else -> code_error). */
 struct json_object *lb_diagnose_failure(const lb_failure_input *in);
+/* Besides those: "confidence" (high, medium, low) and "confidence_reason"; "location", the
+ * frame that raised, and "code_location" {file (relative to the experiment), line, function,
+ * text}, the innermost frame in the experiment's own code (null when none); "escalation"
+ * (lb_diagnose_escalation). docs/result-json.md has the meaning of each. */
+
+/* Adds "escalation" to a failure object from its class, summary and evidence: null when the
+ * class is not one a flag or an environment can lift (code_error, timeout...), else
+ * {grants: network|gpu|write|memory|shm|disk|processes|environment, flag (the exact flag, or
+ * null when it is an environment to build), environment (what to install, or null), granted
+ * (the run had it already), note}. When the suggestion does not name the flag yet, it is
+ * appended to it. Used by lb_diagnose_failure and for failures labbox itself made (and
+ * `labbox explain` on runs recorded before this existed). 0 or -ENOMEM / -EINVAL. */
+int lb_diagnose_escalation(struct json_object *failure, const lb_failure_input *in);
+/* network_host, gpus and memory_limit of in from a sandbox configuration as the manifest
+ * records it (config.sandbox: network, gpus, memory_bytes). */
+void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox);
+
+/* The diagnosis of a recorded run (labbox.explain/1, docs/explain.md): id, status, exit_code,
+ * signal, timed_out, oom_killed, run_dir, failure, needs, findings, check, metric_issues,
+ * metric_warnings, diagnosis_warnings, metrics, runtime_gate as result.json has them, and
+ * diagnosis_source. A failure recorded without confidence (a run recorded before labbox
+ * diagnosed so) is made again from run_dir/run.log with the manifest's interpreter and
+ * sandbox: its confidence, location, code_location and escalation are added when the class
+ * is the same, and the new reading replaces it (recorded_class, recorded_summary beside)
+ * when not. manifest may be NULL. 0, -EINVAL or -ENOMEM. */
+int lb_diagnose_explain(const char *run_dir, struct json_object *result,
+			struct json_object *manifest, struct json_object **out);
 
 /* What a run left that a researcher wants to know even when it completed: result.json's
  * diagnosis_warnings (docs/result-json.md lists the kinds). */
@@ -68,10 +102,11 @@ enum {
 int lb_escalate_parse(const char *list, unsigned *mask, char *err, size_t errlen);
 /* "network", "gpus", "env", "memory" for one bit; NULL for anything else. */
 const char *lb_escalate_name(unsigned bit);
-/* The escalation that lifts what a failure (lb_diagnose_failure's object) says stopped the
- * run: network for class network and for a socket the sandbox refused, gpus for
- * gpu_unavailable, memory for oom (not gpu_oom: more host memory does not help), env for
- * wrong_env and missing_package; 0 when none would. */
-unsigned lb_diagnose_escalation(const struct json_object *failure);
+/* The standing permission that lifts what a failure (lb_diagnose_failure's object) says
+ * stopped the run: network for class network and for a socket the sandbox refused (its
+ * escalation block grants the network), gpus for gpu_unavailable, memory for oom (not
+ * gpu_oom: more host memory does not help), env for wrong_env and missing_package; 0 when
+ * none would. */
+unsigned lb_escalate_for_failure(const struct json_object *failure);
 
 #endif

@@ -220,13 +220,20 @@ def show(run_id: str, *, runs_dir: Optional[PathLike] = None, labbox: Optional[s
 
 def explain(run_id: str, *, runs_dir: Optional[PathLike] = None, labbox: Optional[str] = None,
             cwd: Optional[PathLike] = None) -> Explanation:
-    """Why a recorded run ended as it did: its failure (class, evidence, suggestion), findings
-    and metric issues."""
+    """Why a recorded run ended as it did: its failure (class, confidence, evidence, the
+    experiment's frame, suggestion, escalation), what the code needs, findings and metric
+    issues. A run recorded before labbox diagnosed so is diagnosed again from its run.log."""
     doc = show(run_id, runs_dir=runs_dir, labbox=labbox, cwd=cwd)
     result = RunResult.from_doc(doc.get("result"))
+    argv = ["explain", "--json"]
+    _runs_dir(argv, runs_dir)
+    ex, _ = _call(argv + ["--", result.id or run_id], labbox=labbox, cwd=cwd)
+    if ex.get("schema") == "labbox.error/1":
+        raise LabboxError((ex.get("error") or {}).get("message", "labbox failed"), ex)
     return Explanation(id=result.id, status=result.status, exit_code=result.exit_code,
-                       failure=result.failure, findings=result.findings,
-                       metric_issues=result.metric_issues, result=result, doc=doc)
+                       failure=Failure.from_doc(ex.get("failure")), findings=result.findings,
+                       metric_issues=result.metric_issues, result=result, doc=doc,
+                       needs=ex.get("needs"), diagnosis_source=ex.get("diagnosis_source"))
 
 
 def runs(*, status: Optional[str] = None, metric: Optional[str] = None,

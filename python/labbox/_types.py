@@ -89,6 +89,13 @@ class Failure:
     suggestion: Optional[str] = None
     exception: Optional[str] = None
     location: Optional[dict] = None
+    # high, medium or low, and why (docs/result-json.md, Failure)
+    confidence: Optional[str] = None
+    confidence_reason: Optional[str] = None
+    # the innermost frame in the experiment's own code: {file, line, function, text}
+    code_location: Optional[dict] = None
+    # the flag or environment that would lift it: {grants, flag, environment, granted, note}
+    escalation: Optional[dict] = None
 
     @classmethod
     def from_doc(cls, d: Optional[dict]) -> Optional["Failure"]:
@@ -96,7 +103,9 @@ class Failure:
             return None
         return cls(class_=d.get("class", ""), summary=d.get("summary", ""),
                    evidence=list(d.get("evidence") or []), suggestion=d.get("suggestion"),
-                   exception=d.get("exception"), location=d.get("location"))
+                   exception=d.get("exception"), location=d.get("location"),
+                   confidence=d.get("confidence"), confidence_reason=d.get("confidence_reason"),
+                   code_location=d.get("code_location"), escalation=d.get("escalation"))
 
 
 @dataclass
@@ -264,7 +273,7 @@ class ProbeResult:
 
 @dataclass
 class Explanation:
-    """Why a recorded run ended as it did (from `labbox runs show`)."""
+    """Why a recorded run ended as it did (`labbox explain`, with `labbox runs show`'s result)."""
     id: str
     status: str
     exit_code: Optional[int]
@@ -273,6 +282,9 @@ class Explanation:
     metric_issues: List[dict]
     result: RunResult
     doc: Dict[str, Any] = field(default_factory=dict, repr=False)
+    # what the static check saw the code needs (None: recorded before needs existed)
+    needs: Optional[List[dict]] = None
+    diagnosis_source: Optional[str] = None
 
     def __str__(self):
         s = f"run {self.id} {self.status} (exit {self.exit_code})"

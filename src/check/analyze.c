@@ -1303,6 +1303,27 @@ static bool path_allowed(const ctx *c, const char *p)
 	return false;
 }
 
+static void need(ctx *c, const char *kind, TSNode at, const char *via, const char *path,
+		 bool optional);
+
+/* A write outside the experiment needs a writable mount of the directory it writes into;
+ * the sandbox's own /tmp, /var/tmp and /dev/shm are writable already. */
+static void write_need(ctx *c, TSNode at, const char *what, const char *path)
+{
+	static const char *const sandbox_own[] = {"/tmp", "/var/tmp", "/dev/shm"};
+	for (size_t i = 0; i < 3; i++) {
+		size_t k = strlen(sandbox_own[i]);
+		if (strncmp(path, sandbox_own[i], k) == 0 && (path[k] == '/' || path[k] == '\0'))
+			return;
+	}
+	if (path[0] != '/' && path[0] != '~')
+		return; /* ../x: above the experiment, where no mount point can be made */
+	const char *slash = strrchr(path, '/');
+	const char *dir = astrndup(c, path, slash && slash != path ? (size_t)(slash - path) : 1);
+	if (dir)
+		need(c, "write_outside", at, what, dir, false);
+}
+
 /* A write through open()-like calls: mode decides whether it writes, the literal path where. */
 static void check_write(ctx *c, TSNode at, const vset *paths, const vset *modes, bool mode_given,
 			const char *what)
@@ -1330,6 +1351,7 @@ static void check_write(ctx *c, TSNode at, const vset *paths, const vset *modes,
 			snprintf(msg, sizeof msg, "%s writes to '%.400s', outside the experiment directory "
 				 "and the output paths", what, p->s);
 			raw(c, R_WRITE, at, what, msg);
+			write_need(c, at, what, p->s);
 		}
 	}
 	if (!literal) {
@@ -1876,6 +1898,120 @@ static void seed_events(ctx *c, scope *sc, const char *q, TSNode node, const arg
 	}
 }
 
+/* ---- needs: what the code asks of the sandbox (needs.c) --------------------------------------- */
+
+static void need(ctx *c, const char *kind, TSNode at, const char *via, const char *path,
+		 bool optional)
+{
+	if (c->err)
+		return;
+	TSPoint p = ts_node_start_point(at);
+	size_t b = ts_node_start_byte(at), start = b >= p.column ? b - p.column : 0, end = b;
+	while (end < c->in->len && c->src[end] != '\n' && c->src[end] != '\r')
+		end++;
+	while (start < end && (c->src[start] == ' ' || c->src[start] == '\t'))
+		start++;
+	ck_need nd = {.kind = kind, .line = p.row + 1, .text = c->src + start,
+		      .text_len = end - start > 240 ? 240 : end - start, .via = via, .path = path,
+		      .optional = optional};
+	int e = ck_need_add(c->out, &nd);
+	if (e < 0)
+		c->err = e;
+}
+
+/* The literal string x is, or NULL (x may be a null node). An f-string with fields is not
+ * one, and is not evaluated here: its fields are the walk's to report. */
+static const char *literal(ctx *c, scope *sc, TSNode x)
+{
+	if (ts_node_is_null(x) || !is(c, x, K_STRING))
+		return NULL;
+	kids ks;
+	kids_of(c, x, &ks);
+	for (uint32_t i = 0; i < ks.n; i++)
+		if (is(c, ks.v[i], K_INTERPOLATION))
+			return NULL;
+	vset v = eval(c, sc, x);
+	return vs_str(&v);
+}
+
+static bool local_path(const char *s)
+{
+	return s && (s[0] == '.' || s[0] == '/' || s[0] == '~');
+}
+
+static bool kw_is(ctx *c, const args *a, const char *name, const char *value)
+{
+	for (unsigned i = 0; i < a->nkw; i++)
+		if (strcmp(a->kwname[i], name) == 0)
+			return strcmp(text(c, a->kw[i]), value) == 0;
+	return false;
+}
+
+/* A download that reads a local copy instead needs nothing: from_pretrained("./model"),
+ * local_files_only=True, load_dataset("csv", data_files=...), wandb.init(mode="offline"). */
+static bool fetches(ctx *c, scope *sc, const char *q, const args *a)
+{
+	static const char *const builders[] = {"csv", "json", "parquet", "text", "arrow", "pandas",
+					       "imagefolder", "audiofolder", "webdataset", "sql"};
+	const char *first = literal(c, sc, arg(a, 0, NULL));
+	if (local_path(first) || kw_is(c, a, "local_files_only", "True"))
+		return false;
+	if (strcmp(q, "datasets.load_dataset") == 0 && first)
+		for (size_t i = 0; i < sizeof builders / sizeof *builders; i++)
+			if (strcmp(first, builders[i]) == 0)
+				return false;
+	if (strcmp(q, "wandb.init") == 0 && (kw_is(c, a, "mode", "\"offline\"") ||
+					      kw_is(c, a, "mode", "'offline'") ||
+					      kw_is(c, a, "mode", "\"disabled\"") ||
+					      kw_is(c, a, "mode", "'disabled'")))
+		return false;
+	return true;
+}
+
+static bool cuda_literal(const char *s)
+{
+	return s && (strncmp(s, "cuda", 4) == 0 || strcmp(s, "gpu") == 0);
+}
+
+static void needs_of_call(ctx *c, scope *sc, TSNode fn, TSNode node, const vset *callee,
+			  const args *a)
+{
+	bool resolved = false;
+	for (unsigned i = 0; i < callee->n; i++) {
+		const val *v = &callee->v[i];
+		bool optional;
+		if (v->kind != VK_REF)
+			continue;
+		resolved = true;
+		const char *kind = ck_need_of_call(v->s, &optional);
+		if (kind && (strcmp(kind, "network") != 0 || fetches(c, sc, v->s, a)))
+			need(c, kind, node, v->s, NULL, optional);
+		if ((strcmp(v->s, "torch.device") == 0 || strcmp(v->s, "jax.devices") == 0) &&
+		    cuda_literal(literal(c, sc, arg(a, 0, NULL))))
+			need(c, "gpu", node, v->s, NULL, false);
+	}
+	/* Methods of objects the analysis does not follow (a model, a tensor): by their name. */
+	if (!resolved && is(c, fn, K_ATTRIBUTE)) {
+		TSNode at = field(c, fn, F_ATTRIBUTE);
+		const char *m = ts_node_is_null(at) ? "" : text(c, at);
+		if (strcmp(m, "cuda") == 0)
+			need(c, "gpu", node, ".cuda()", NULL, false);
+		else if (strcmp(m, "to") == 0 && cuda_literal(literal(c, sc, arg(a, 0, "device"))))
+			need(c, "gpu", node, ".to(\"cuda\")", NULL, false);
+		else if (strcmp(m, "from_pretrained") == 0 && fetches(c, sc, "from_pretrained", a))
+			need(c, "network", node, ".from_pretrained()", NULL, false);
+	}
+	for (unsigned i = 0; i < a->nkw; i++) {
+		const char *k = a->kwname[i];
+		if (strcmp(k, "device") == 0 && cuda_literal(literal(c, sc, a->kw[i])))
+			need(c, "gpu", node, "device=\"cuda\"", NULL, false);
+		else if ((strcmp(k, "download") == 0 || strcmp(k, "pretrained") == 0) &&
+			 strcmp(text(c, a->kw[i]), "True") == 0)
+			need(c, "network", node, strcmp(k, "download") == 0 ? "download=True" : "pretrained=True",
+			     NULL, false);
+	}
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -1933,6 +2069,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		}
 		vs_union(&out, &r);
 	}
+	needs_of_call(c, sc, fn, n, &callee, &a);
 	report(c, &callee, fn, CALL);
 	/* Every argument not consumed above is a use (passing os.system to map() is using it). */
 	for (unsigned i = 0; i < a.npos; i++)

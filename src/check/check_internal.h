@@ -206,8 +206,29 @@ typedef struct ck_raws {
 	ck_raw *v;
 	size_t n, cap;
 	struct json_object *seeds; /* lb_check_report.seeds of this file, without "file" */
+	struct json_object *needs; /* [{kind, line, text, via, path, flag, optional}] (needs.c) */
 	struct json_object *imports; /* lb_check_report.imports of this file */
 } ck_raws;
+
+/* ---- needs (needs.c) ---------------------------------------------------------------------- */
+
+typedef struct ck_need {
+	const char *kind; /* network, gpu, write_outside */
+	unsigned line;
+	const char *text; /* the source line, not NUL-terminated */
+	size_t text_len;
+	const char *via;  /* the resolved call (datasets.load_dataset), or what showed it */
+	const char *path; /* write_outside: the directory to mount; NULL otherwise */
+	bool optional;	  /* the code checks for it and may do without (torch.cuda.is_available) */
+} ck_need;
+
+/* The kind of need a call of the resolved dotted name q shows (NULL for none); optional
+ * when it only asks whether the resource is there. */
+const char *ck_need_of_call(const char *q, bool *optional);
+/* The flag that grants a kind: --network host, --gpus all, -v SRC:DST:rw. */
+const char *ck_need_flag(const char *kind);
+/* Appends to out->needs, one per kind and line. 0 or -ENOMEM. */
+int ck_need_add(ck_raws *out, const ck_need *nd);
 
 int ck_raw_add(ck_raws *r, ck_rule rule, unsigned line, unsigned col, const char *name,
 	       const char *fmt, ...) __attribute__((format(printf, 6, 7)));

@@ -132,6 +132,53 @@ static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file
 	return 0;
 }
 
+/* One file's needs into rep->needs in their public shape: {kind, evidence: {file, line, text},
+ * via, flag, optional, path (write_outside), finding (the id of a rejecting finding on the
+ * same line: the flag alone does not let that line run), granted}. needs is released. */
+static int take_needs(lb_check_report *rep, json_object *needs, const char *file)
+{
+	if (!needs)
+		return 0;
+	if (!rep->needs && !(rep->needs = json_object_new_array())) {
+		json_object_put(needs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < json_object_array_length(needs); i++) {
+		json_object *raw = json_object_array_get_idx(needs, i), *v;
+		if (!file) { /* already in shape (ck_report_take) */
+			json_object_array_add(rep->needs, json_object_get(raw));
+			continue;
+		}
+		json_object *o = json_object_new_object(), *ev = json_object_new_object();
+		unsigned line = json_object_object_get_ex(raw, "line", &v) ? (unsigned)json_object_get_int64(v) : 0;
+		json_object_object_get_ex(raw, "kind", &v);
+		json_object_object_add(o, "kind", json_object_get(v));
+		json_object_object_add(ev, "file", clean_string(file, PATH_MAX));
+		json_object_object_add(ev, "line", json_object_new_int64(line));
+		json_object_object_get_ex(raw, "text", &v);
+		json_object_object_add(ev, "text", clean_string(json_object_get_string(v), 240));
+		json_object_object_add(o, "evidence", ev);
+		static const char *const keys[] = {"via", "flag", "optional", "path"};
+		for (size_t k = 0; k < 4; k++)
+			if (json_object_object_get_ex(raw, keys[k], &v))
+				json_object_object_add(o, keys[k],
+						       json_object_is_type(v, json_type_string)
+							       ? clean_string(json_object_get_string(v), PATH_MAX)
+							       : json_object_get(v));
+		const char *finding = NULL;
+		for (size_t k = 0; k < rep->n && !finding; k++) {
+			const lb_check_finding *f = &rep->items[k];
+			if (f->line == line && f->rejects && !f->suppressed && strcmp(f->file, file) == 0)
+				finding = f->id;
+		}
+		json_object_object_add(o, "finding", finding ? json_object_new_string(finding) : NULL);
+		json_object_object_add(o, "granted", json_object_new_boolean(false));
+		json_object_array_add(rep->needs, o);
+	}
+	json_object_put(needs);
+	return 0;
+}
+
 int ck_report_take(lb_check_report *rep, lb_check_report *from)
 {
 	if (from->n > rep->cap - rep->n) {
@@ -148,11 +195,14 @@ int ck_report_take(lb_check_report *rep, lb_check_report *from)
 		memcpy(rep->items + rep->n, from->items, from->n * sizeof *from->items);
 	rep->n += from->n;
 	from->n = 0;
-	json_object *seeds = from->seeds, *imports = from->imports;
+	json_object *seeds = from->seeds, *imports = from->imports, *needs = from->needs;
 	from->seeds = NULL;
 	from->imports = NULL;
+	from->needs = NULL;
 	int r = take_imports(rep, imports);
-	return r ? r : take_seeds(rep, seeds, NULL);
+	int r2 = take_seeds(rep, seeds, NULL);
+	int r3 = take_needs(rep, needs, NULL);
+	return r ? r : r2 ? r2 : r3;
 }
 
 void lb_check_report_free(lb_check_report *rep)
@@ -170,6 +220,8 @@ void lb_check_report_free(lb_check_report *rep)
 	rep->n = rep->cap = 0;
 	json_object_put(rep->seeds);
 	rep->seeds = NULL;
+	json_object_put(rep->needs);
+	rep->needs = NULL;
 	json_object_put(rep->imports);
 	rep->imports = NULL;
 }
@@ -380,6 +432,10 @@ int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSN
 	if (r == 0) {
 		r = take_imports(rep, raws->imports);
 		raws->imports = NULL;
+	}
+	if (r == 0) {
+		r = take_needs(rep, raws->needs, path);
+		raws->needs = NULL;
 	}
 	/* Inline allows that did nothing are reported, so a typo or a refused allow is seen. */
 	for (size_t k = 0; k < al.n && r == 0; k++) {
@@ -642,8 +698,53 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 	json_object_object_add(doc, "findings", lb_check_findings_json(rep));
 	json_object_object_add(doc, "seeds", rep->seeds ? json_object_get(rep->seeds)
 							: json_object_new_array());
+	json_object_object_add(doc, "needs", lb_check_needs_json(rep, NULL));
 	char *llm = lb_check_llm_text(rep);
 	json_object_object_add(doc, "llm_text", jstr(llm ? llm : ""));
 	free(llm);
 	return doc;
+}
+
+/* Whether a -v SRC:DST[:MODE] mount makes dir writable: DST is dir or above it, not :ro. */
+static bool mount_grants(const char *spec, const char *dir)
+{
+	const char *dst = strchr(spec, ':');
+	if (!dst)
+		return false;
+	dst++;
+	const char *mode = strchr(dst, ':');
+	size_t n = mode ? (size_t)(mode - dst) : strlen(dst);
+	if (mode && strncmp(mode + 1, "ro", 2) == 0)
+		return false;
+	while (n > 1 && dst[n - 1] == '/')
+		n--;
+	return strncmp(dir, dst, n) == 0 && (dir[n] == '\0' || dir[n] == '/' || n == 1);
+}
+
+struct json_object *lb_check_needs_json(const lb_check_report *rep, struct json_object *sandbox)
+{
+	json_object *out = json_object_new_array(), *v;
+	bool net = false, gpus = false;
+	json_object *volumes = NULL;
+	if (sandbox && json_object_object_get_ex(sandbox, "network", &v) && v)
+		net = strcmp(json_object_get_string(v), "host") == 0;
+	if (sandbox && json_object_object_get_ex(sandbox, "gpus", &v) && v)
+		gpus = json_object_get_string(v)[0] && strcmp(json_object_get_string(v), "none") != 0;
+	if (sandbox && json_object_object_get_ex(sandbox, "volumes", &v) &&
+	    json_object_is_type(v, json_type_array))
+		volumes = v;
+	for (size_t i = 0; rep->needs && i < json_object_array_length(rep->needs); i++) {
+		json_object *n = NULL;
+		if (json_object_deep_copy(json_object_array_get_idx(rep->needs, i), &n, NULL) < 0)
+			continue;
+		const char *kind = json_object_object_get_ex(n, "kind", &v) ? json_object_get_string(v) : "";
+		bool granted = (strcmp(kind, "network") == 0 && net) || (strcmp(kind, "gpu") == 0 && gpus);
+		if (strcmp(kind, "write_outside") == 0 && volumes && json_object_object_get_ex(n, "path", &v))
+			for (size_t k = 0; k < json_object_array_length(volumes) && !granted; k++)
+				granted = mount_grants(json_object_get_string(json_object_array_get_idx(volumes, k)),
+						       json_object_get_string(v));
+		json_object_object_add(n, "granted", json_object_new_boolean(granted));
+		json_object_array_add(out, n);
+	}
+	return out;
 }

@@ -45,7 +45,9 @@ static const char check_help[] =
 	"  --json               print one JSON document (schema labbox.check/1, with llm_text)\n"
 	"  -h, --help           this help\n"
 	"\n"
-	"Output: `file:line:col: severity[ID]: message` per finding, then a summary line.\n"
+	"Output: `file:line:col: severity[ID]: message` per finding, `file:line: need[KIND]: FLAG`\n"
+	"for what the code needs from the sandbox (network, gpu, write_outside: the flag that\n"
+	"grants it; never a rejection), then a summary line.\n"
 	"Exit status: 0 accepted, 3 rejected under the policy, 2 usage or read errors (a\n"
 	"directory without Python files among them).\n";
 
@@ -147,6 +149,28 @@ static int option(lb_check_config *cfg, int opt, const char *arg)
 		return -1;
 	}
 	return 0;
+}
+
+/* `main.py:7: need[network]: --network host (datasets.load_dataset)`, one line a need. */
+static void print_needs(const lb_check_report *rep)
+{
+	json_object *needs = lb_check_needs_json(rep, NULL);
+	for (size_t i = 0; needs && i < json_object_array_length(needs); i++) {
+		json_object *n = json_object_array_get_idx(needs, i), *ev, *v;
+		json_object_object_get_ex(n, "evidence", &ev);
+		printf("%s:%d: need[%s]: %s", json_object_get_string(json_object_object_get(ev, "file")),
+		       json_object_get_int(json_object_object_get(ev, "line")),
+		       json_object_get_string(json_object_object_get(n, "kind")),
+		       json_object_get_string(json_object_object_get(n, "flag")));
+		if (json_object_object_get_ex(n, "via", &v) && v)
+			printf(" (%s%s)", json_object_get_string(v),
+			       json_object_get_boolean(json_object_object_get(n, "optional")) ? ", optional"
+											 : "");
+		if (json_object_object_get_ex(n, "finding", &v) && v)
+			printf("; %s rejects the line", json_object_get_string(v));
+		putchar('\n');
+	}
+	json_object_put(needs);
 }
 
 int cli_check(int argc, char **argv)
@@ -265,7 +289,14 @@ int cli_check(int argc, char **argv)
 			fprintf(stderr, "%.*s\n", (int)(last - start), start);
 		}
 	} else if (text) {
-		fputs(text, stdout);
+		/* The needs between the findings and the summary line, which stays last. */
+		const char *last = strrchr(text, '\n'), *cut = last;
+		while (cut && cut > text && cut[-1] != '\n')
+			cut--;
+		size_t head = last ? (size_t)(cut - text) : 0;
+		fwrite(text, 1, head, stdout);
+		print_needs(&rep);
+		fputs(text + head, stdout);
 	}
 	rc = rep.rejected ? CHECK_EXIT_REJECTED : 0;
 out:

@@ -186,6 +186,7 @@ int cli_check(int argc, char **argv);
 int cli_probe(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_rerun(int argc, char **argv);
+int cli_explain(int argc, char **argv);
 int cli_sweep(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 int cli_report(int argc, char **argv);

@@ -19,6 +19,7 @@ static const char usage[] =
 	"  probe                  what isolation this host offers this user\n"
 	"  runs list|show|compare the run history: filter, inspect, compare two runs\n"
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
+	"  explain ID             why a recorded run ended so: its cause, how sure, the flag to grant\n"
 	"  sweep EXPDIR           a grid of conditions x seeds, one run per cell, on every core;\n"
 	"                         per condition mean, std and 95% interval (sweep.json)\n"
 	"  report ID... -o FILE   a sweep's or runs' results as one self-contained HTML page\n"
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
 		rc = cli_runs(argc - 1, argv + 1);
 	else if (strcmp(cmd, "rerun") == 0)
 		rc = cli_rerun(argc - 1, argv + 1);
+	else if (strcmp(cmd, "explain") == 0)
+		rc = cli_explain(argc - 1, argv + 1);
 	else if (strcmp(cmd, "sweep") == 0)
 		rc = cli_sweep(argc - 1, argv + 1);
 	else if (strcmp(cmd, "report") == 0)

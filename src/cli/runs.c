@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/check.h"
 #include "labbox/collect.h"
+#include "labbox/diagnose.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char runs_help[] =
@@ -63,22 +65,24 @@ typedef struct runs_opts {
 	bool json;
 	const char *mlflow_dir; /* export targets */
 	const char *sacred_dir;
+	const char *cmd; /* what errors are said by; NULL: runs */
 } runs_opts;
 
 static int open_index(const runs_opts *o, lb_index **ix)
 {
 	LB_AUTOFREE char *path = NULL;
 	const char *runs_dir = o->runs_dir ? o->runs_dir : ".labbox/runs";
+	const char *cmd = o->cmd ? o->cmd : "runs";
 	if (lb_index_path_for(runs_dir, &path) < 0)
 		return -ENOMEM;
 	if (access(path, F_OK) != 0) {
-		cli_error("runs", "no run index at %s (no run has been recorded under %s)", path,
+		cli_error(cmd, "no run index at %s (no run has been recorded under %s)", path,
 			  runs_dir);
 		return -ENOENT;
 	}
 	char err[512];
 	if (lb_index_open(path, ix, err, sizeof err) < 0) {
-		cli_error("runs", "%s", err);
+		cli_error(cmd, "%s", err);
 		return -EIO;
 	}
 	return 0;
@@ -96,20 +100,20 @@ static json_object *load_json(const char *dir, const char *name)
 }
 
 /* A run by id or prefix: its index row, result.json and manifest.json. */
-static int find_run(lb_index *ix, const char *id, json_object **row, json_object **result,
-		    json_object **manifest)
+static int find_run_as(const char *cmd, lb_index *ix, const char *id, json_object **row,
+		       json_object **result, json_object **manifest)
 {
 	int r = lb_index_get(ix, id, row);
 	if (r == -ENOENT) {
-		cli_error("runs", "no run '%s' in the run index", id);
+		cli_error(cmd, "no run '%s' in the run index", id);
 		return r;
 	}
 	if (r == -EEXIST) {
-		cli_error("runs", "'%s' matches more than one run; give more of the id", id);
+		cli_error(cmd, "'%s' matches more than one run; give more of the id", id);
 		return r;
 	}
 	if (r < 0) {
-		cli_error("runs", "reading the run index failed");
+		cli_error(cmd, "reading the run index failed");
 		return r;
 	}
 	json_object *v;
@@ -122,6 +126,12 @@ static int find_run(lb_index *ix, const char *id, json_object **row, json_object
 	    strcmp(json_object_get_string(st), "interrupted") == 0)
 		json_object_object_add(*result, "status", json_object_new_string("interrupted"));
 	return 0;
+}
+
+static int find_run(lb_index *ix, const char *id, json_object **row, json_object **result,
+		    json_object **manifest)
+{
+	return find_run_as("runs", ix, id, row, result, manifest);
 }
 
 static const char *get_str(json_object *o, const char *key, const char *dflt)
@@ -659,6 +669,221 @@ int cli_runs(int argc, char **argv)
 			  : strcmp(sub, "show") == 0				 ? "one run id"
 										 : "two run ids");
 	return CLI_EXIT_USAGE;
+}
+
+/* ---- labbox explain -------------------------------------------------------------------- */
+
+static const char explain_help[] =
+	"usage: labbox explain [--json] [--runs-dir DIR] RUN_ID\n"
+	"\n"
+	"The diagnosis of a recorded run: its status, the failure's class and how sure labbox is\n"
+	"of it (confidence), the evidence lines from run.log, the frame that raised and the\n"
+	"innermost frame in the experiment's own code, the suggestion and the exact flag that\n"
+	"would escalate (--network host, --gpus all, -v SRC:DST:rw, ...), and what the static\n"
+	"check saw the code needs. A run recorded before labbox diagnosed so is diagnosed again\n"
+	"from its run.log. RUN_ID may be a unique prefix, or the path of a run directory.\n"
+	"\n"
+	"Options:\n"
+	"  --runs-dir DIR   the runs directory whose index to read (default .labbox/runs)\n"
+	"  --json           one JSON document (labbox.explain/1, docs/explain.md) on stdout\n"
+	"  -h, --help       this help\n"
+	"\n"
+	"Exit status: 0 when the run was explained (whatever its status), 2 for usage errors and\n"
+	"unknown runs.\n";
+
+static void print_frame(const char *label, json_object *loc)
+{
+	json_object *v;
+	if (!loc)
+		return;
+	/* Octave names a function and a line, no file. */
+	const char *file = get_str(loc, "file", NULL);
+	cli_printf("  %-11s %s%s", label, file ? file : "", file ? " " : "");
+	if (json_object_object_get_ex(loc, "line", &v) && v)
+		cli_printf("line %d", json_object_get_int(v));
+	if (json_object_object_get_ex(loc, "function", &v) && v)
+		cli_printf(", in %s", json_object_get_string(v));
+	if (json_object_object_get_ex(loc, "text", &v) && v)
+		cli_printf(": %s", json_object_get_string(v));
+	cli_printf("\n");
+}
+
+static void print_needs(json_object *needs)
+{
+	if (!needs) {
+		cli_printf("  needs       not recorded (a run from before labbox reported them)\n");
+		return;
+	}
+	size_t n = json_object_array_length(needs);
+	if (n == 0)
+		return;
+	cli_printf("  needs\n");
+	for (size_t i = 0; i < n; i++) {
+		json_object *nd = json_object_array_get_idx(needs, i), *ev, *f, *g, *o;
+		json_object_object_get_ex(nd, "evidence", &ev);
+		json_object_object_get_ex(nd, "finding", &f);
+		json_object_object_get_ex(nd, "granted", &g);
+		json_object_object_get_ex(nd, "optional", &o);
+		cli_printf("    %-13s %s:%s  %s  -> %s%s%s%s%s\n", get_str(nd, "kind", "?"),
+			   get_str(ev, "file", "?"),
+			   json_object_to_json_string(json_object_object_get(ev, "line")),
+			   get_str(ev, "text", ""), get_str(nd, "flag", "?"),
+			   g && json_object_get_boolean(g) ? " (granted)" : "",
+			   o && json_object_get_boolean(o) ? " (optional)" : "",
+			   f ? "; rejected by " : "", f ? json_object_get_string(f) : "");
+	}
+}
+
+static void print_explain(json_object *doc)
+{
+	json_object *v, *f = NULL;
+	cli_printf("run %s: %s", get_str(doc, "id", "?"), get_str(doc, "status", "?"));
+	if (json_object_object_get_ex(doc, "exit_code", &v) && v)
+		cli_printf(" (exit %d)", json_object_get_int(v));
+	else if (json_object_object_get_ex(doc, "signal", &v) && v)
+		cli_printf(" (signal %d)", json_object_get_int(v));
+	cli_printf("\n");
+	json_object_object_get_ex(doc, "failure", &f);
+	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
+		cli_printf("  rejected by the static check before it ran (the findings below)\n");
+	} else if (!f && strcmp(get_str(doc, "status", ""), "completed") == 0) {
+		cli_printf("  nothing failed\n");
+	} else if (!f) {
+		cli_printf("  no failure was recorded (labbox may have ended before the run did)\n");
+	} else {
+		cli_printf("  class       %s (confidence %s: %s)\n", get_str(f, "class", "?"),
+			   get_str(f, "confidence", "?"), get_str(f, "confidence_reason", ""));
+		cli_printf("  summary     %s\n", get_str(f, "summary", ""));
+		json_object_object_get_ex(f, "location", &v);
+		print_frame("raised at", v);
+		json_object_object_get_ex(f, "code_location", &v);
+		print_frame("in the code", v);
+		if (json_object_object_get_ex(f, "evidence", &v) && v &&
+		    json_object_array_length(v) > 0) {
+			cli_printf("  evidence\n");
+			for (size_t i = 0; i < json_object_array_length(v); i++)
+				cli_printf("    | %s\n",
+					   json_object_get_string(json_object_array_get_idx(v, i)));
+		}
+		cli_printf("  suggestion  %s\n", get_str(f, "suggestion", ""));
+		if (json_object_object_get_ex(f, "escalation", &v) && v) {
+			json_object *g;
+			json_object_object_get_ex(v, "granted", &g);
+			const char *flag = get_str(v, "flag", NULL), *env = get_str(v, "environment", NULL);
+			cli_printf("  escalation  %s%s%s%s (grants %s)%s\n", flag ? flag : "",
+				   flag && env ? "; " : "", env ? "environment: " : "", env ? env : "",
+				   get_str(v, "grants", "?"),
+				   g && json_object_get_boolean(g) ? ": the run had it already" : "");
+		}
+		if (json_object_object_get_ex(f, "recorded_class", &v) && v)
+			cli_printf("  recorded    %s: %s\n", json_object_get_string(v),
+				   get_str(f, "recorded_summary", ""));
+		cli_printf("  diagnosis   %s\n", get_str(doc, "diagnosis_source", "result.json"));
+	}
+	json_object_object_get_ex(doc, "needs", &v);
+	print_needs(v);
+	if (json_object_object_get_ex(doc, "findings", &v) && v) {
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *fd = json_object_array_get_idx(v, i), *r, *sup;
+			if (!json_object_object_get_ex(fd, "rejects", &r) || !json_object_get_boolean(r) ||
+			    (json_object_object_get_ex(fd, "suppressed", &sup) && json_object_get_boolean(sup)))
+				continue;
+			cli_printf("  rejected    %s %s:%s %s\n", get_str(fd, "id", "?"),
+				   get_str(fd, "file", "?"),
+				   json_object_to_json_string(json_object_object_get(fd, "line")),
+				   get_str(fd, "message", ""));
+		}
+	}
+	const char *lists[] = {"metric_issues", "diagnosis_warnings"};
+	for (size_t k = 0; k < 2; k++)
+		if (json_object_object_get_ex(doc, lists[k], &v) && v &&
+		    json_object_is_type(v, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(v); i++)
+				cli_printf("  %-11s %s\n", k ? "warning" : "metrics",
+					   get_str(json_object_array_get_idx(v, i), "message", ""));
+}
+
+/* RUN_ID as a path: a directory with a result.json, for runs not in this index. */
+static bool run_dir_arg(const char *id, json_object **result, json_object **manifest)
+{
+	struct stat st;
+	if (!strchr(id, '/') || stat(id, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	*result = load_json(id, "result.json");
+	*manifest = load_json(id, "manifest.json");
+	return true;
+}
+
+int cli_explain(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"runs-dir", required_argument, NULL, O_RUNS_DIR},
+		{"json", no_argument, NULL, O_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	runs_opts o = {.cmd = "explain"};
+	cli_json_begin("explain", argc, argv, "h", longopts, false);
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			cli_json_set(NULL);
+			fputs(explain_help, stdout);
+			return 0;
+		case O_RUNS_DIR:
+			o.runs_dir = optarg;
+			break;
+		case O_JSON:
+			o.json = true;
+			break;
+		default:
+			cli_bad_option("explain", argv, optopt);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		cli_error("explain", argc - optind == 0 ? "no run id given (labbox explain RUN_ID)"
+							: "explain takes one run id");
+		return CLI_EXIT_USAGE;
+	}
+	const char *id = argv[optind];
+	json_object *row = NULL, *result = NULL, *manifest = NULL;
+	char run_dir[PATH_MAX];
+	if (run_dir_arg(id, &result, &manifest)) {
+		if (!realpath(id, run_dir))
+			snprintf(run_dir, sizeof run_dir, "%s", id);
+	} else {
+		lb_index *ix;
+		if (open_index(&o, &ix) < 0)
+			return CLI_EXIT_USAGE;
+		int r = find_run_as("explain", ix, id, &row, &result, &manifest);
+		lb_index_close(ix);
+		if (r < 0)
+			return CLI_EXIT_USAGE;
+		snprintf(run_dir, sizeof run_dir, "%s", get_str(row, "run_dir", ""));
+	}
+	json_object_put(row);
+	if (!result) {
+		cli_error("explain", "run '%s' has no readable result.json in %s", id, run_dir);
+		json_object_put(manifest);
+		return CLI_EXIT_USAGE;
+	}
+	json_object *doc = NULL;
+	int r = lb_diagnose_explain(run_dir, result, manifest, &doc);
+	json_object_put(result);
+	json_object_put(manifest);
+	if (r < 0) {
+		cli_error("explain", "explaining run '%s' failed: %s", id, strerror(-r));
+		return 1;
+	}
+	if (o.json)
+		cli_json_print(doc);
+	else
+		print_explain(doc);
+	json_object_put(doc);
+	return 0;
 }
 
 /* ---- labbox rerun ---------------------------------------------------------------------- */

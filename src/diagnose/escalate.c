@@ -1,11 +1,229 @@
-/* Escalation advice: which of the user's standing permissions (--escalate) a failure calls
- * for. The run module acts on it; this file only reads verdicts. */
+/* Escalation: the exact flag (or environment) that would lift the sandbox's restriction a
+ * failure ran into, read from its class and evidence (lb_diagnose_escalation), and which of
+ * the user's standing permissions (--escalate) it calls for (lb_escalate_for_failure). The
+ * run module acts on it; this file only reads verdicts. */
 #include "labbox/diagnose.h"
 
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+
+typedef struct esc {
+	const char *grants;
+	char flag[320];	       /* "" for none */
+	char environment[200]; /* "" for none */
+	bool granted;
+	const char *note;
+} esc;
+
+static const char *str_of(json_object *o, const char *key)
+{
+	json_object *v;
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return "";
+}
+
+/* Whether the summary or any evidence line contains needle (case-insensitive). */
+static bool says(json_object *f, const char *needle)
+{
+	json_object *ev;
+	if (strcasestr(str_of(f, "summary"), needle))
+		return true;
+	if (!json_object_object_get_ex(f, "evidence", &ev) || !json_object_is_type(ev, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(ev); i++) {
+		const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
+		if (l && strcasestr(l, needle))
+			return true;
+	}
+	return false;
+}
+
+/* The first quoted absolute path in s ("... Read-only file system: '/data/out.csv'"). */
+static bool quoted_abs_path(const char *s, char *out, size_t outlen)
+{
+	for (const char *q = s; (q = strpbrk(q, "'\"")); q++) {
+		const char *e = strchr(q + 1, *q);
+		if (!e)
+			return false;
+		size_t n = (size_t)(e - q - 1);
+		if (n > 1 && n < outlen && q[1] == '/' && !memchr(q + 1, ' ', n)) {
+			memcpy(out, q + 1, n);
+			out[n] = '\0';
+			return true;
+		}
+		q = e;
+	}
+	return false;
+}
+
+/* Where a denied write went, from the summary or the evidence: the directory to mount. */
+static bool denied_dir(json_object *f, char *out, size_t outlen)
+{
+	json_object *ev;
+	bool found = quoted_abs_path(str_of(f, "summary"), out, outlen);
+	if (!found && json_object_object_get_ex(f, "evidence", &ev) &&
+	    json_object_is_type(ev, json_type_array))
+		for (size_t i = json_object_array_length(ev); !found && i-- > 0;) {
+			const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
+			found = l && quoted_abs_path(l, out, outlen);
+		}
+	if (!found)
+		return false;
+	/* A file's directory is what a mount can make writable (the file may not exist). */
+	char *slash = strrchr(out, '/');
+	if (slash && slash != out && strchr(slash, '.'))
+		*slash = '\0';
+	return true;
+}
+
+static void memory_flag(esc *e, unsigned long long limit)
+{
+	if (limit == 0) {
+		snprintf(e->flag, sizeof e->flag, "--memory SIZE");
+		e->note = "no memory limit was recorded: SIZE is more than the run's peak "
+			  "(resources.peak_memory_bytes)";
+		return;
+	}
+	unsigned long long want = limit * 2, mib = 1ULL << 20;
+	if (want % (mib << 10) == 0)
+		snprintf(e->flag, sizeof e->flag, "--memory %llug", want / (mib << 10));
+	else
+		snprintf(e->flag, sizeof e->flag, "--memory %llum", (want + mib - 1) / mib);
+	e->note = "twice the limit the run had";
+}
+
+/* "pip install X" or "apt install r-cran-X" as the suggestion words it. */
+static void environment_from(esc *e, const char *suggestion, const char *marker)
+{
+	const char *p = strstr(suggestion, marker);
+	if (!p)
+		return;
+	size_t m = strlen(marker);
+	size_t n = m + strcspn(p + m, " ;,)");
+	snprintf(e->environment, sizeof e->environment, "%.*s", (int)n, p);
+}
+
+static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *in)
+{
+	char dir[256];
+	if (says(f, "network socket")) {
+		e->grants = "network";
+		snprintf(e->flag, sizeof e->flag, "--network host");
+		e->granted = in && in->network_host;
+	} else if (says(f, "/dev/shm") || says(f, "shared memory")) {
+		e->grants = "shm";
+		snprintf(e->flag, sizeof e->flag, "--shm-size 8g");
+	} else if (says(f, "disk limit")) {
+		e->grants = "disk";
+		snprintf(e->flag, sizeof e->flag, "--disk-limit SIZE");
+		e->note = "SIZE above what exp/ grew to";
+	} else if (says(f, "No space left") || says(f, "File too large") || says(f, "SIGXFSZ") ||
+		   says(f, "Disk quota")) {
+		e->grants = "disk";
+		snprintf(e->flag, sizeof e->flag, "--tmpfs /tmp:size=4g");
+	} else if (says(f, "can't start new thread") || says(f, "Too many open files") ||
+		   says(f, "Resource temporarily unavailable")) {
+		e->grants = "processes";
+		snprintf(e->flag, sizeof e->flag, "--pids-limit 4096");
+	} else if (says(f, "SIGSYS")) {
+		e->grants = NULL; /* no flag lifts the seccomp filter */
+	} else {
+		e->grants = "write";
+		if (denied_dir(f, dir, sizeof dir))
+			snprintf(e->flag, sizeof e->flag, "-v SRC:%s:rw", dir);
+		else
+			snprintf(e->flag, sizeof e->flag, "-v SRC:DST:rw");
+		e->note = "SRC is a host directory to write into; without it the rest of the file "
+			  "system stays read-only";
+	}
+}
+
+static bool decide(esc *e, json_object *f, const lb_failure_input *in)
+{
+	const char *cls = str_of(f, "class"), *sum = str_of(f, "summary");
+	const char *sugg = str_of(f, "suggestion");
+	memset(e, 0, sizeof *e);
+	if (strcmp(cls, "network") == 0) {
+		e->grants = "network";
+		snprintf(e->flag, sizeof e->flag, "--network host");
+		e->granted = in && in->network_host;
+	} else if (strcmp(cls, "gpu_unavailable") == 0) {
+		e->grants = "gpu";
+		snprintf(e->flag, sizeof e->flag, "--gpus all");
+		e->granted = in && in->gpus;
+	} else if (strcmp(cls, "oom") == 0) {
+		e->grants = "memory";
+		memory_flag(e, in ? in->memory_limit : 0);
+	} else if (strcmp(cls, "missing_package") == 0 || strcmp(cls, "wrong_env") == 0) {
+		e->grants = "environment";
+		if (strncmp(sum, "R package", 9) == 0) {
+			environment_from(e, sugg, "apt install ");
+		} else if (strncmp(sum, "Octave package", 14) == 0) {
+			environment_from(e, sugg, "apt install ");
+		} else if (strncmp(sum, "program '", 9) == 0) {
+			snprintf(e->environment, sizeof e->environment, "%.*s", (int)strcspn(sum + 9, "'"),
+				 sum + 9);
+			e->note = "a program the experiment runs, installed where it runs";
+		} else {
+			snprintf(e->flag, sizeof e->flag, "--python VENV/bin/python");
+			environment_from(e, sugg, "pip install ");
+			e->note = "VENV: a virtual environment that has what the code imports";
+		}
+	} else if (strcmp(cls, "sandbox_restriction") == 0) {
+		sandbox_escalation(e, f, in);
+	}
+	if (e->granted)
+		e->note = "the run had this already, so the restriction is not labbox's: look at the "
+			  "evidence (a name that does not resolve, a service that refuses, a device "
+			  "that is busy)";
+	return e->grants != NULL;
+}
+
+int lb_diagnose_escalation(struct json_object *f, const lb_failure_input *in)
+{
+	esc e;
+	if (!f || !json_object_is_type(f, json_type_object))
+		return -EINVAL;
+	if (!decide(&e, f, in))
+		return json_object_object_add(f, "escalation", NULL) < 0 ? -ENOMEM : 0;
+	json_object *o = json_object_new_object();
+	if (!o || json_object_object_add(f, "escalation", o) < 0) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "grants", json_object_new_string(e.grants));
+	json_object_object_add(o, "flag", e.flag[0] ? json_object_new_string(e.flag) : NULL);
+	json_object_object_add(o, "environment",
+			       e.environment[0] ? json_object_new_string(e.environment) : NULL);
+	json_object_object_add(o, "granted", json_object_new_boolean(e.granted));
+	json_object_object_add(o, "note", e.note ? json_object_new_string(e.note) : NULL);
+	const char *sugg = str_of(f, "suggestion");
+	if (e.flag[0] && !e.granted && !strstr(sugg, e.flag)) {
+		char buf[1400];
+		snprintf(buf, sizeof buf, "%s%sflag: %s", sugg, sugg[0] ? "; " : "", e.flag);
+		json_object_object_add(f, "suggestion", json_object_new_string(buf));
+	}
+	return 0;
+}
+
+void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox)
+{
+	json_object *v;
+	if (!in || !sandbox || !json_object_is_type(sandbox, json_type_object))
+		return;
+	if (json_object_object_get_ex(sandbox, "network", &v) && v)
+		in->network_host = strcmp(json_object_get_string(v), "host") == 0;
+	if (json_object_object_get_ex(sandbox, "gpus", &v) && v)
+		in->gpus = strcmp(json_object_get_string(v), "none") != 0 &&
+			   json_object_get_string(v)[0];
+	if (json_object_object_get_ex(sandbox, "memory_bytes", &v) && v &&
+	    json_object_get_int64(v) > 0)
+		in->memory_limit = (unsigned long long)json_object_get_int64(v);
+}
 
 static const struct {
 	unsigned bit;
@@ -55,28 +273,20 @@ int lb_escalate_parse(const char *list, unsigned *mask, char *err, size_t errlen
 	return 0;
 }
 
-static const char *str_of(const struct json_object *o, const char *key)
+/* The kind of escalation --escalate may grant for a failure: read from the escalation block
+ * lb_diagnose_escalation gave it (a refused socket keeps the class sandbox_restriction, but
+ * what lifts it is the network's), else from the class. 0 when none would: gpu_oom is not
+ * helped by more host memory, and a write outside is granted by a volume, which no standing
+ * permission names. */
+unsigned lb_escalate_for_failure(const struct json_object *failure)
 {
-	json_object *v;
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return "";
-	return json_object_get_string(v);
-}
-
-/* The summary failure.c gives a socket refused by the seccomp filter: the class stays
- * sandbox_restriction there (docs/decisions.md), but the flag that lifts it is the
- * network's. tests/unit/test_escalate.c holds this text to failure.c's. */
-#define SOCKET_REFUSED "the sandbox refused a network socket"
-
-unsigned lb_diagnose_escalation(const struct json_object *failure)
-{
-	if (!failure || !json_object_is_type(failure, json_type_object))
+	json_object *f = (json_object *)failure, *e;
+	if (!f || !json_object_is_type(f, json_type_object))
 		return 0;
-	const char *cls = str_of(failure, "class");
-	if (strcmp(cls, "network") == 0)
-		return LB_ESCALATE_NETWORK;
-	if (strcmp(cls, "sandbox_restriction") == 0 &&
-	    strncmp(str_of(failure, "summary"), SOCKET_REFUSED, strlen(SOCKET_REFUSED)) == 0)
+	const char *cls = str_of(f, "class");
+	const char *grants = json_object_object_get_ex(f, "escalation", &e) && e ? str_of(e, "grants") : "";
+	if (strcmp(cls, "network") == 0 ||
+	    (strcmp(cls, "sandbox_restriction") == 0 && strcmp(grants, "network") == 0))
 		return LB_ESCALATE_NETWORK;
 	if (strcmp(cls, "gpu_unavailable") == 0)
 		return LB_ESCALATE_GPUS;

@@ -27,6 +27,7 @@ typedef struct lb_log {
 	char *text;   /* cleaned lines, each NUL-terminated */
 	char **lines; /* into text */
 	size_t n;
+	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
 } lb_log;
 
 typedef struct lb_exc {
@@ -34,6 +35,7 @@ typedef struct lb_exc {
 	size_t line;   /* the "Name: message" line */
 	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
 	int link;     /* how the next exception relates to this one: LINK_* */
+	bool bare;    /* no "Traceback" header was seen: the line alone named it */
 } lb_exc;
 
 /* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a
@@ -50,7 +52,15 @@ typedef struct lb_verdict {
 	size_t n_evidence;
 	size_t exc_line; /* NONE when no exception decided the class */
 	size_t frame;
+	size_t code_frame; /* the innermost frame in the experiment's own code, or NONE */
+	int confidence;	   /* CONF_* */
+	const char *confidence_reason;
 } lb_verdict;
+
+/* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
+ * or an exception names it; medium when a message or a library's exception points at it;
+ * low when only the exit status or the signal is left to go by. */
+enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
 
 static void log_free(lb_log *log)
 {
@@ -246,7 +256,8 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 					break;
 				}
 			}
-			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame };
+			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame,
+					   .bare = true };
 			return 1;
 		}
 	}
@@ -742,7 +753,7 @@ static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno,
 	memcpy(file, s, n);
 	file[n] = '\0';
 	p = strstr(q, ", line ");
-	if (!p)
+	if (!p || !isdigit((unsigned char)p[7]))
 		return false;
 	*lineno = strtol(p + 7, NULL, 10);
 	func[0] = '\0';
@@ -795,6 +806,45 @@ static bool via_socket(const lb_log *log, const lb_exc *e)
 	return false;
 }
 
+/* Whether a traceback's file is the experiment's own code: under the staged experiment, or
+ * a relative path (the interpreter runs in exp/), or, for a log from elsewhere (a moved run
+ * directory, another backend's staging), a path through an exp/ directory that is not an
+ * installed package's. */
+static bool in_experiment(const char *file, const char *exp_dir)
+{
+	size_t n = exp_dir ? strlen(exp_dir) : 0;
+
+	while (n > 1 && exp_dir[n - 1] == '/')
+		n--;
+	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
+		return true;
+	if (file[0] == '<')
+		return false; /* <frozen importlib._bootstrap>, <string>, <stdin> */
+	if (file[0] != '/')
+		return true;
+	return strstr(file, "/exp/") && !strstr(file, "site-packages") &&
+	       !strstr(file, "dist-packages") && !strstr(file, "/lib/python");
+}
+
+/* The innermost frame of e's traceback whose file is the experiment's, or NONE. */
+static size_t code_frame_of(const lb_log *log, const lb_exc *e)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	long lineno;
+
+	for (size_t i = e->line; i-- > e->header;)
+		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
+		    in_experiment(file, log->exp_dir))
+			return i;
+	return NONE;
+}
+
+static void set_confidence(lb_verdict *v, int level, const char *reason)
+{
+	v->confidence = level;
+	v->confidence_reason = reason;
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -804,6 +854,19 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	classify_exception(v, line, name_len, via_subprocess(log, e));
 	v->exc_line = e->line;
 	v->frame = e->frame;
+	v->code_frame = code_frame_of(log, e);
+	if (e->bare)
+		set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
+	else if (strcmp(v->cls, "code_error") != 0)
+		set_confidence(v, CONF_HIGH, "the exception's name or message names the cause");
+	else if (v->frame != NONE && v->frame == v->code_frame)
+		set_confidence(v, CONF_HIGH, "the experiment's own line raised the exception");
+	else if (v->code_frame != NONE)
+		set_confidence(v, CONF_MEDIUM,
+			       "raised inside a library the experiment called: a wrong argument, or "
+			       "a library version the code was not written for");
+	else
+		set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
 	/* The seccomp filter refuses sockets with EPERM: still the sandbox's restriction
 	 * (docs/decisions.md), but the flag that lifts it is the network's. */
 	if (strcmp(v->cls, "sandbox_restriction") == 0 && has(line, "Operation not permitted") &&
@@ -839,6 +902,10 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		if (strcmp(cause.cls, "code_error") == 0)
 			continue;
 		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
+			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)
+				set_confidence(&cause, CONF_MEDIUM,
+					       "read from an exception the code was handling when "
+					       "the last one was raised");
 			*v = cause;
 			root = k;
 		}
@@ -852,8 +919,17 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		if (scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
 			why.exc_line = last->line;
 			why.frame = last->frame;
+			why.code_frame = code_frame_of(log, last);
+			set_confidence(&why, CONF_MEDIUM,
+				       "a worker process died; its own last message names the cause");
 			*v = why;
 		}
+	}
+	/* The experiment's own line first, when a library raised: what its author changes. */
+	if (v->code_frame != NONE && v->code_frame != v->frame) {
+		add_evidence(v, v->code_frame);
+		if (v->code_frame + 1 < log->n && !is_frame(log->lines[v->code_frame + 1]))
+			add_evidence(v, v->code_frame + 1);
 	}
 	add_frame_evidence(v, log, last);
 }
@@ -875,11 +951,43 @@ static bool lang_error_line(const char *s)
 	return starts_with(s, "Error in ") || starts_with(s, "Error: ") || starts_with(s, "error: ");
 }
 
+/* Octave prints where it stopped below "error: called from", innermost first:
+ * "    NAME at line N column M". */
+static bool octave_frame_line(const char *s, long *lineno)
+{
+	const char *at;
+
+	s += indent_of(s);
+	at = strstr(s, " at line ");
+	if (!at || at == s)
+		return false;
+	for (const char *p = s; p < at; p++)
+		if (!word_char(*p) && *p != '>' && *p != '<' && *p != '.')
+			return false;
+	*lineno = strtol(at + 9, NULL, 10);
+	return *lineno > 0;
+}
+
+static size_t octave_frame(const lb_log *log, size_t from)
+{
+	long lineno;
+
+	for (size_t i = from; i < log->n && i < from + 8; i++)
+		if (strstr(log->lines[i], "error: called from")) {
+			if (i + 1 < log->n && octave_frame_line(log->lines[i + 1], &lineno))
+				return i + 1;
+			return NONE;
+		}
+	return NONE;
+}
+
 static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
 		if (classify_text(v, log->lines[i])) {
 			add_evidence(v, i);
+			set_confidence(v, CONF_MEDIUM,
+				       "a message in the output names the cause; no traceback says so");
 			return true;
 		}
 	}
@@ -904,6 +1012,12 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 		add_evidence(v, first);
 		if (first != i)
 			add_evidence(v, i);
+		set_confidence(v, CONF_MEDIUM, octave ? "Octave's error line, which names no cause outside the code"
+						      : "R's error line, which names no cause outside the code");
+		if (octave) {
+			v->code_frame = octave_frame(log, first);
+			add_evidence(v, v->code_frame);
+		}
 		return true;
 	}
 	return false;
@@ -913,6 +1027,19 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 {
 	char what[128];
 
+	set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
+				    "message that names a cause");
+	if (sig == SIGSYS)
+		set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
+	else if (sig == SIGXCPU || sig == SIGXFSZ)
+		set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
+	else if (sig == SIGKILL && killed_line)
+		set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
+					       "out-of-memory killer usually leaves");
+	else if (sig > 0 && sig != SIGKILL)
+		set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
+	else if (sig == 0 && exit_code == 127)
+		set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
 	if (sig == SIGSYS) {
 		verdict_set(v, "sandbox_restriction",
 			    "killed by SIGSYS: the sandbox blocked a system call", NULL,
@@ -971,6 +1098,8 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	size_t n_exc;
 	int sig = in->signal;
 
+	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
+				     "the setup step that failed)");
 	if (in->infra_error && in->after_run) {
 		verdict_set(v, "infra_error",
 			    in->infra_message && in->infra_message[0]
@@ -1033,6 +1162,11 @@ static int obj_add(struct json_object *obj, const char *key, struct json_object 
 	return 0;
 }
 
+static int add_null(struct json_object *obj, const char *key)
+{
+	return json_object_object_add(obj, key, NULL) < 0 ? -ENOMEM : 0;
+}
+
 static struct json_object *utf8_string(const char *s)
 {
 	char buf[DIAG_TEXT_LEN + 8];
@@ -1059,23 +1193,86 @@ static int add_location(struct json_object *doc, const lb_log *log, size_t frame
 	return 0;
 }
 
+/* The experiment-relative name of a file under exp_dir (or an exp/ directory), else file. */
+static const char *experiment_relative(const char *file, const char *exp_dir)
+{
+	size_t n = exp_dir ? strlen(exp_dir) : 0;
+	const char *e;
+
+	while (n > 1 && exp_dir[n - 1] == '/')
+		n--;
+	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
+		return file + n + 1;
+	e = strstr(file, "/exp/");
+	return e && file[0] == '/' ? e + 5 : file;
+}
+
+/* code_location: the innermost frame in the experiment's own code, named apart from the frame
+ * that raised (which may be numpy's or torch's); null when the traceback has none. */
+static int add_code_location(struct json_object *doc, const lb_log *log, size_t frame)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	struct json_object *loc;
+	long lineno;
+	bool python;
+
+	if (frame == NONE)
+		return add_null(doc, "code_location");
+	python = parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func));
+	if (!python) {
+		const char *s = log->lines[frame] + indent_of(log->lines[frame]);
+		const char *at = strstr(s, " at line ");
+
+		if (!at || !octave_frame_line(s, &lineno))
+			return add_null(doc, "code_location");
+		snprintf(func, sizeof(func), "%.*s", (int)(at - s), s);
+	}
+	loc = json_object_new_object();
+	if (obj_add(doc, "code_location", loc) < 0)
+		return -ENOMEM;
+	/* Octave names the function or script, not its file. */
+	if (python ? obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0
+		   : add_null(loc, "file") < 0)
+		return -ENOMEM;
+	if (obj_add(loc, "line", json_object_new_int64(lineno)) < 0 ||
+	    (func[0] && obj_add(loc, "function", utf8_string(func)) < 0))
+		return -ENOMEM;
+	if (python && frame + 1 < log->n && !is_frame(log->lines[frame + 1]) &&
+	    log->lines[frame + 1][0] &&
+	    !exception_line(log->lines[frame + 1] + indent_of(log->lines[frame + 1]), NULL) &&
+	    obj_add(loc, "text", utf8_string(log->lines[frame + 1] + indent_of(log->lines[frame + 1]))) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *doc)
 {
 	struct json_object *evidence = json_object_new_array();
-	char summary[DIAG_TEXT_LEN + 256 + 128 + 48];
+	char summary[DIAG_TEXT_LEN + 2 * (256 + 128) + 64];
 
 	if (obj_add(doc, "class", json_object_new_string(v->cls)) < 0)
 		return -ENOMEM;
 	/* Where the code failed belongs in the one line a person reads first. */
 	snprintf(summary, sizeof(summary), "%s", v->summary);
 	if (strcmp(v->cls, "code_error") == 0 && v->frame != NONE) {
-		char file[256], func[128];
-		long lineno;
+		char file[256], func[128], cfile[256], cfunc[128];
+		long lineno, cline;
 
 		if (parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
-				sizeof(func)))
-			snprintf(summary, sizeof(summary), "%s (%s line %ld%s%s)", v->summary, file,
-				 lineno, func[0] ? ", in " : "", func);
+				sizeof(func))) {
+			if (v->code_frame != NONE && v->code_frame != v->frame &&
+			    parse_frame(log->lines[v->code_frame], cfile, sizeof(cfile), &cline,
+					cfunc, sizeof(cfunc)))
+				/* The experiment's line is what its author will change. */
+				snprintf(summary, sizeof(summary),
+					 "%s (%s line %ld%s%s, raised in %s line %ld%s%s)", v->summary,
+					 experiment_relative(cfile, log->exp_dir), cline,
+					 cfunc[0] ? ", in " : "", cfunc, file, lineno,
+					 func[0] ? ", in " : "", func);
+			else
+				snprintf(summary, sizeof(summary), "%s (%s line %ld%s%s)", v->summary,
+					 file, lineno, func[0] ? ", in " : "", func);
+		}
 	}
 	if (obj_add(doc, "summary", utf8_string(summary)) < 0 ||
 	    obj_add(doc, "evidence", evidence) < 0)
@@ -1117,13 +1314,20 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 				return -ENOMEM;
 		}
 	}
-	return add_location(doc, log, v->frame);
+	static const char *const levels[] = {"low", "medium", "high"};
+	if (obj_add(doc, "confidence", json_object_new_string(levels[v->confidence])) < 0 ||
+	    obj_add(doc, "confidence_reason",
+		    json_object_new_string(v->confidence_reason ? v->confidence_reason : "")) < 0)
+		return -ENOMEM;
+	if (add_location(doc, log, v->frame) < 0)
+		return -ENOMEM;
+	return add_code_location(doc, log, v->code_frame);
 }
 
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
 	__attribute__((cleanup(log_free))) lb_log log = { 0 };
-	lb_verdict v = { .exc_line = NONE, .frame = NONE };
+	lb_verdict v = { .exc_line = NONE, .frame = NONE, .code_frame = NONE };
 	struct json_object *doc;
 
 	if (!in)
@@ -1134,11 +1338,12 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	/* Without memory for the log the class still follows from how the run ended. */
 	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
 		memset(&log, 0, sizeof(log));
+	log.exp_dir = in->exp_dir;
 	diagnose(&v, in, &log);
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;
-	if (to_json(&v, &log, doc) < 0) {
+	if (to_json(&v, &log, doc) < 0 || lb_diagnose_escalation(doc, in) < 0) {
 		json_object_put(doc);
 		return NULL;
 	}

@@ -251,26 +251,6 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 	lb_buf_printf(b, "%s: %s document", tool, *schema ? schema : "a");
 }
 
-/* The explain tool's document, made from `runs show`'s: what went wrong and what to do. */
-static json_object *explain_doc(json_object *show)
-{
-	json_object *res = NULL;
-	if (!json_object_object_get_ex(show, "result", &res) || !json_object_is_type(res, json_type_object))
-		return NULL;
-	json_object *doc = json_object_new_object();
-	json_object_object_add(doc, "schema", json_object_new_string("labbox.explain/1"));
-	static const char *const keys[] = {"id",       "status",      "exit_code",     "timed_out",
-					   "oom_killed", "run_dir",   "failure",       "findings",
-					   "metric_issues", "metric_warnings", "check",
-					   "diagnosis_warnings", "metrics"};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		json_object *v;
-		if (json_object_object_get_ex(res, keys[i], &v))
-			json_object_object_add(doc, keys[i], json_object_get(v));
-	}
-	return doc;
-}
-
 static json_object *tool_result(const char *tool, json_object *doc, bool is_error)
 {
 	json_object *r = json_object_new_object();
@@ -646,11 +626,6 @@ static void finish_job(mcp_server *s, mcp_job *j)
 			snprintf(text, sizeof text, "labbox exited with %d without a document%s%s",
 				 WEXITSTATUS(j->status), j->line[0] ? ": " : "", j->line);
 		doc = error_doc(j->call.tool, "infra_error", 125, text, "");
-	} else if (strcmp(j->call.tool, "explain") == 0 &&
-		   strcmp(str_of(doc, "schema", ""), "labbox.error/1") != 0) {
-		json_object *e = explain_doc(doc);
-		json_object_put(doc);
-		doc = e ? e : error_doc("explain", "infra_error", 125, "the run has no result", "");
 	}
 	bool is_error = strcmp(str_of(doc, "schema", ""), "labbox.error/1") == 0;
 	send_result(s, j->id, tool_result(j->call.tool, doc, is_error));

@@ -61,8 +61,10 @@ static const struct mcp_tool {
 	 "},\"additionalProperties\":false}",
 	 true},
 	{"explain",
-	 "Why a recorded run ended as it did: status, failure class, evidence lines, suggestion, "
-	 "findings and metric issues. Returns labbox.explain/1.",
+	 "Why a recorded run ended as it did: status, failure class and confidence, evidence "
+	 "lines, the frame that raised and the experiment's own frame, suggestion, the flag that "
+	 "would escalate, what the code needs (network, GPU, writes), findings and metric "
+	 "issues. Returns labbox.explain/1 (`labbox explain --json`).",
 	 "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":\"string\"}},"
 	 "\"required\":[\"run_id\"],\"additionalProperties\":false}",
 	 false},
@@ -665,6 +667,9 @@ int lb_mcp_call_build(const char *name, json_object *args, const lb_mcp_limits *
 		if ((r = arg_run_id(&c, args, "run_id", &id)) == 0) {
 			if (strcmp(name, "rerun") == 0) {
 				push(&a, "rerun");
+				push(&a, "--json");
+			} else if (strcmp(name, "explain") == 0) {
+				push(&a, "explain");
 				push(&a, "--json");
 			} else {
 				push(&a, "runs");

@@ -143,7 +143,7 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		     lb_sandbox **sb, json_object **config, char *why, size_t whylen)
 {
 	json_object *fail = get(out->doc, "failure");
-	unsigned want = lb_diagnose_escalation(fail) & s->ac->escalate & ~s->tried;
+	unsigned want = lb_escalate_for_failure(fail) & s->ac->escalate & ~s->tried;
 	if (!want)
 		return false;
 	s->tried |= want;

@@ -502,6 +502,9 @@ static json_object *simple_failure(const char *cls, const char *summary, const c
 	json_object_object_add(f, "summary", json_object_new_string(summary));
 	json_object_object_add(f, "evidence", json_object_new_array());
 	json_object_object_add(f, "suggestion", json_object_new_string(suggestion));
+	json_object_object_add(f, "confidence", json_object_new_string("high"));
+	json_object_object_add(f, "confidence_reason", json_object_new_string("labbox decided it itself"));
+	lb_diagnose_escalation(f, NULL);
 	return f;
 }
 
@@ -595,6 +598,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 		json_object_object_add(info, "error",
 				       json_object_new_string(err[0] ? err : strerror(-r)));
 		*findings = json_object_new_array();
+		json_object_object_add(doc, "needs", json_object_new_array());
 		lb_check_config_free(cfg);
 		lb_check_report_free(&rep);
 		return false;
@@ -602,6 +606,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	lb_check_finish(&rep);
 	*findings = lb_check_findings_json(&rep);
 	*seeds = rep.seeds ? json_object_get(rep.seeds) : NULL;
+	json_object_object_add(doc, "needs", lb_check_needs_json(&rep, req->sandbox_config));
 	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
 	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
 	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
@@ -1012,6 +1017,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			     (strcmp(res.setup_step, "disk_merge") == 0 ||
 			      strcmp(res.setup_step, "fetch") == 0),
 	};
+	fin.exp_dir = st->exp_dir;
+	lb_diagnose_grants(&fin, req->sandbox_config);
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
 		char sum[96];

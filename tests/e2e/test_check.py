@@ -189,3 +189,20 @@ def test_list_rules():
     assert p.returncode == 0
     ids = [line.split()[0] for line in p.stdout.splitlines()]
     assert "LB101" in ids and "LB404" in ids and len(ids) == len(set(ids))
+
+
+def test_needs_are_listed_before_the_summary_and_reject_nothing(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "import torch\n"
+        "from huggingface_hub import hf_hub_download\n"
+        "w = hf_hub_download('org/model', 'weights.bin')\n"
+        "x = torch.zeros(2).cuda()\n"
+        "print('accuracy: 1')\n")
+    p = labbox("check", "--ignore", "harness", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert "main.py:3: need[network]: --network host (huggingface_hub.hf_hub_download)" in lines
+    assert "main.py:4: need[gpu]: --gpus all (.cuda())" in lines
+    assert lines[-1].startswith("labbox check: 1 file")

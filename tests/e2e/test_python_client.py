@@ -55,6 +55,11 @@ def test_a_failed_run_is_a_result_and_raises_on_request(tmp_path):
     ex = labbox.explain(r.id)
     assert ex.failure.class_ == "code_error" and ex.status == "failed"
     assert "code_error" in str(ex)
+    # raised on the experiment's own line 2: certain, and named apart
+    assert ex.failure.confidence == "high" and ex.failure.escalation is None
+    assert ex.failure.code_location["file"] == "main.py"
+    assert ex.failure.code_location["line"] == 2
+    assert ex.needs == [] and ex.diagnosis_source == "result.json"
 
 
 def test_start_and_cancel_as_ctrl_c(tmp_path):

@@ -359,6 +359,147 @@ static void test_files_do_not_leak_into_each_other(void **state)
 	       "x8 = 8\nx9 = 9\nos.system('x')\n", "LB101@12");
 }
 
+/* "kind@line[?]:via" of each need ("?" when optional, "!ID" when a finding rejects the line),
+ * and whether the code is rejected under policy. */
+static char *needs_of(const char *src, lb_check_policy policy, bool *rejected, json_object *sandbox)
+{
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	lb_check_config_set_policy(cfg, policy);
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	json_object *needs = lb_check_needs_json(&rep, sandbox);
+	lb_buf b = {0};
+	for (size_t i = 0; i < json_object_array_length(needs); i++) {
+		json_object *n = json_object_array_get_idx(needs, i), *v, *ev;
+		assert_true(json_object_object_get_ex(n, "evidence", &ev));
+		assert_true(json_object_object_get_ex(ev, "line", &v));
+		int line = json_object_get_int(v);
+		json_object_object_get_ex(n, "kind", &v);
+		lb_buf_printf(&b, "%s%s@%d", b.len ? " " : "", json_object_get_string(v), line);
+		json_object_object_get_ex(n, "optional", &v);
+		if (json_object_get_boolean(v))
+			lb_buf_printf(&b, "?");
+		json_object_object_get_ex(n, "finding", &v);
+		if (v)
+			lb_buf_printf(&b, "!%s", json_object_get_string(v));
+		json_object_object_get_ex(n, "granted", &v);
+		if (json_object_get_boolean(v))
+			lb_buf_printf(&b, "+");
+		json_object_object_get_ex(n, "flag", &v);
+		lb_buf_printf(&b, "[%s]", json_object_get_string(v));
+	}
+	if (rejected)
+		*rejected = rep.rejected;
+	json_object_put(needs);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+	return b.data ? b.data : strdup("");
+}
+
+#define EXPECT_NEEDS(src, want)                                                                \
+	do {                                                                                   \
+		bool rej_;                                                                     \
+		char *got_ = needs_of(src, LB_CHECK_STANDARD, &rej_, NULL);                    \
+		assert_string_equal(got_, want);                                               \
+		free(got_);                                                                    \
+	} while (0)
+
+static void test_needs_network_downloads(void **state)
+{
+	(void)state;
+	bool rej;
+	/* downloads are needs, not findings: the code is not rejected for them */
+	const char *dl = "from transformers import AutoModel as M\n"
+			 "m = M.from_pretrained('bert-base-uncased')\n"
+			 "from huggingface_hub import hf_hub_download\n"
+			 "p = hf_hub_download('org/x', 'w.bin')\n"
+			 "import datasets\n"
+			 "d = datasets.load_dataset('imdb')\n"
+			 "import torch\n"
+			 "h = torch.hub.load('pytorch/vision', 'resnet18')\n"
+			 "import torchvision\n"
+			 "t = torchvision.datasets.MNIST('data', download=True)\n"
+			 "import wandb\n"
+			 "wandb.init(project='p')\n";
+	char *got = needs_of(dl, LB_CHECK_STANDARD, &rej, NULL);
+	assert_string_equal(got, "network@2[--network host] network@4[--network host] "
+				 "network@6[--network host] network@8[--network host] "
+				 "network@10[--network host] network@12[--network host]");
+	assert_false(rej);
+	free(got);
+	got = needs_of(dl, LB_CHECK_STRICT, &rej, NULL);
+	assert_non_null(strstr(got, "network@2[--network host]"));
+	assert_null(strstr(got, "!LB105"));
+	free(got);
+	/* local copies need nothing */
+	EXPECT_NEEDS("from transformers import AutoModel\n"
+		     "m = AutoModel.from_pretrained('./ckpt')\n"
+		     "m = AutoModel.from_pretrained('bert', local_files_only=True)\n"
+		     "import datasets\n"
+		     "d = datasets.load_dataset('csv', data_files='d.csv')\n"
+		     "import wandb\n"
+		     "wandb.init(mode='offline')\n",
+		     "");
+	/* a method of an object labbox does not follow, by its name */
+	EXPECT_NEEDS("m = load_model_class().from_pretrained('gpt2')\n",
+		     "network@1[--network host]");
+	/* the network rule still rejects requests; the need says which finding stands */
+	got = needs_of("import requests\nr = requests.get('http://x')\n", LB_CHECK_STANDARD, &rej, NULL);
+	assert_string_equal(got, "network@2!LB105[--network host]");
+	assert_true(rej);
+	free(got);
+	got = needs_of("import requests\nr = requests.get('http://x')\n", LB_CHECK_PERMISSIVE, &rej,
+		       NULL);
+	assert_string_equal(got, "network@2[--network host]");
+	assert_false(rej);
+	free(got);
+}
+
+static void test_needs_gpu_and_writes(void **state)
+{
+	(void)state;
+	EXPECT_NEEDS("import torch\n"
+		     "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+		     "x = torch.zeros(3).to('cuda')\n"
+		     "y = torch.zeros(3).cuda()\n"
+		     "z = torch.ones(2, device='cuda:0')\n"
+		     "d = torch.device('cuda')\n"
+		     "torch.cuda.synchronize()\n"
+		     "torch.cuda.manual_seed_all(0)\n"
+		     "w = torch.zeros(3).to('cpu')\n",
+		     "gpu@2?[--gpus all] gpu@3[--gpus all] gpu@4[--gpus all] gpu@5[--gpus all] "
+		     "gpu@6[--gpus all] gpu@7[--gpus all]");
+	EXPECT_NEEDS("import jax\ng = jax.devices('gpu')\nc = jax.devices('cpu')\n",
+		     "gpu@2[--gpus all]");
+	EXPECT_NEEDS("f = open('/data/out/r.csv', 'w')\n"
+		     "g = open('/tmp/x', 'w')\n"
+		     "h = open('out/r.csv', 'w')\n"
+		     "i = open('/etc/passwd')\n",
+		     "write_outside@1!LB110[-v SRC:/data/out:rw]");
+	/* what the run was given is granted */
+	json_object *sb = json_tokener_parse(
+		"{\"network\": \"host\", \"gpus\": \"0\", \"volumes\": [\"/srv/o:/data:rw\"]}");
+	char *got = needs_of("import torch\nx = torch.zeros(1).cuda()\n"
+			     "import datasets\nd = datasets.load_dataset('imdb')\n"
+			     "f = open('/data/out/r.csv', 'w')\nf = open('/other/r.csv', 'w')\n",
+			     LB_CHECK_PERMISSIVE, NULL, sb);
+	assert_string_equal(got, "gpu@2+[--gpus all] network@4+[--network host] "
+				 "write_outside@5+[-v SRC:/data/out:rw] "
+				 "write_outside@6[-v SRC:/other:rw]");
+	free(got);
+	json_object_put(sb);
+	sb = json_tokener_parse("{\"network\": \"loopback\", \"gpus\": null, "
+				"\"volumes\": [\"/srv/o:/data:ro\"]}");
+	got = needs_of("import datasets\nd = datasets.load_dataset('imdb')\n"
+		       "f = open('/data/out/r.csv', 'w')\n",
+		       LB_CHECK_PERMISSIVE, NULL, sb);
+	assert_string_equal(got, "network@2[--network host] write_outside@3[-v SRC:/data/out:rw]");
+	free(got);
+	json_object_put(sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +517,8 @@ int main(void)
 		cmocka_unit_test(test_json_and_text),
 		cmocka_unit_test(test_deep_nesting_is_not_a_pass),
 		cmocka_unit_test(test_files_do_not_leak_into_each_other),
+		cmocka_unit_test(test_needs_network_downloads),
+		cmocka_unit_test(test_needs_gpu_and_writes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include "labbox/diagnose.h"
 #include "labbox/record.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1151,6 +1152,236 @@ static void test_runlog_tail_keeps_nuls(void **state)
 	unlink(path);
 }
 
+static const char *sub(struct json_object *doc, const char *obj, const char *key)
+{
+	struct json_object *o = NULL, *v = NULL;
+
+	if (!json_object_object_get_ex(doc, obj, &o) || !o ||
+	    !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v ? json_object_get_string(v) : NULL;
+}
+
+#define EXP "/runs/20260101-000000-abcdef/exp"
+static const char library_raise[] =
+	"Traceback (most recent call last):\n"
+	"  File \"" EXP "/main.py\", line 6, in <module>\n"
+	"    main()\n"
+	"  File \"" EXP "/main.py\", line 3, in f\n"
+	"    return np.linalg.inv(x)\n"
+	"           ^^^^^^^^^^^^^^^^\n"
+	"  File \"<__array_function__ internals>\", line 200, in inv\n"
+	"  File \"/usr/lib/python3/dist-packages/numpy/linalg/linalg.py\", line 190, in "
+	"_assert_stacked_square\n"
+	"    raise LinAlgError('Last 2 dimensions of the array must be square')\n"
+	"numpy.linalg.LinAlgError: Last 2 dimensions of the array must be square\n";
+
+static void test_code_location_apart_from_raising_frame(void **state)
+{
+	(void)state;
+	lb_failure_input in = {.log_tail = library_raise, .log_tail_len = strlen(library_raise),
+			       .exit_code = 1, .exp_dir = EXP};
+	struct json_object *doc = lb_diagnose_failure(&in);
+
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_string_equal(sub(doc, "location", "function"), "_assert_stacked_square");
+	assert_string_equal(sub(doc, "code_location", "file"), "main.py");
+	assert_string_equal(sub(doc, "code_location", "line"), "3");
+	assert_string_equal(sub(doc, "code_location", "function"), "f");
+	assert_string_equal(sub(doc, "code_location", "text"), "return np.linalg.inv(x)");
+	/* a library raised it: the code's call or the library's version, not certain */
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_non_null(strstr(field(doc, "summary"), "main.py line 3, in f"));
+	assert_true(evidence_has(doc, "return np.linalg.inv(x)"));
+	assert_true(evidence_has(doc, "LinAlgError"));
+	json_object_put(doc);
+
+	/* without exp_dir (a run recorded elsewhere) the exp/ directory still tells */
+	in.exp_dir = NULL;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "code_location", "file"), "main.py");
+	json_object_put(doc);
+
+	/* raised on the experiment's own line: certain */
+	const char *own = "Traceback (most recent call last):\n"
+			  "  File \"" EXP "/train.py\", line 9, in step\n"
+			  "    loss = total / count\n"
+			  "ZeroDivisionError: division by zero\n";
+	in = (lb_failure_input){.log_tail = own, .log_tail_len = strlen(own), .exit_code = 1,
+				.exp_dir = EXP};
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_string_equal(sub(doc, "code_location", "file"), "train.py");
+	assert_string_equal(sub(doc, "location", "file"), EXP "/train.py");
+	assert_null(sub(doc, "escalation", "flag"));
+	json_object_put(doc);
+
+	/* only library frames: no code_location */
+	const char *lib = "Traceback (most recent call last):\n"
+			  "  File \"/usr/lib/python3.11/threading.py\", line 1038, in _bootstrap\n"
+			  "    self.run()\n"
+			  "ValueError: bad\n";
+	doc = diagnose_log(lib, 1, 0);
+	struct json_object *cl = (struct json_object *)1;
+	assert_true(json_object_object_get_ex(doc, "code_location", &cl));
+	assert_null(cl);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	json_object_put(doc);
+}
+
+static void test_confidence_levels(void **state)
+{
+	(void)state;
+	struct json_object *doc = diagnose_log("", 3, 0);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_string_equal(field(doc, "confidence"), "low");
+	assert_true(strlen(field(doc, "confidence_reason")) > 0);
+	json_object_put(doc);
+	doc = diagnose_log("step 1\n", -1, SIGKILL);
+	assert_string_equal(field(doc, "class"), "oom");
+	assert_string_equal(field(doc, "confidence"), "low");
+	json_object_put(doc);
+	doc = diagnose_log("step 1\nKilled\n", -1, SIGKILL);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	json_object_put(doc);
+	doc = diagnose_log("", -1, SIGSYS);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_string_equal(field(doc, "confidence"), "high");
+	/* no flag lifts the seccomp filter */
+	struct json_object *esc = (struct json_object *)1;
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc));
+	assert_null(esc);
+	json_object_put(doc);
+	/* a message without a traceback */
+	doc = diagnose_log("loading\nRuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n"
+			   "\nstill here\n", 1, 0);
+	assert_string_equal(field(doc, "class"), "gpu_oom");
+	json_object_put(doc);
+	doc = diagnose_log("fatal: Could not resolve host: example.com\n", 1, 0);
+	assert_string_equal(field(doc, "class"), "network");
+	assert_string_equal(field(doc, "confidence"), "medium");
+	json_object_put(doc);
+	lb_failure_input t = {.exit_code = -1, .timed_out = true};
+	doc = lb_diagnose_failure(&t);
+	assert_string_equal(field(doc, "confidence"), "high");
+	json_object_put(doc);
+	/* a context chain: the handled exception is taken as the cause, less surely */
+	const char *chain = "Traceback (most recent call last):\n"
+			    "  File \"" EXP "/main.py\", line 2, in <module>\n"
+			    "    import sklearn\n"
+			    "ModuleNotFoundError: No module named 'sklearn'\n"
+			    "\n"
+			    "During handling of the above exception, another exception occurred:\n"
+			    "\n"
+			    "Traceback (most recent call last):\n"
+			    "  File \"" EXP "/main.py\", line 4, in <module>\n"
+			    "    raise SystemError('no backend')\n"
+			    "SystemError: no backend\n";
+	doc = diagnose_log(chain, 1, 0);
+	assert_string_equal(field(doc, "class"), "missing_package");
+	assert_string_equal(field(doc, "confidence"), "medium");
+	json_object_put(doc);
+}
+
+static void test_escalations(void **state)
+{
+	(void)state;
+	const char *net = "Traceback (most recent call last):\n"
+			  "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			  "    r = urllib.request.urlopen('http://example.com')\n"
+			  "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name "
+			  "resolution>\n";
+	lb_failure_input in = {.log_tail = net, .log_tail_len = strlen(net), .exit_code = 1};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "network");
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_string_equal(sub(doc, "escalation", "flag"), "--network host");
+	assert_string_equal(sub(doc, "escalation", "grants"), "network");
+	assert_string_equal(sub(doc, "escalation", "granted"), "false");
+	assert_non_null(strstr(field(doc, "suggestion"), "--network host"));
+	json_object_put(doc);
+	/* granted already: said, and not suggested again */
+	in.network_host = true;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "granted"), "true");
+	assert_non_null(strstr(sub(doc, "escalation", "note"), "had this already"));
+	json_object_put(doc);
+
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			   "    x = torch.zeros(1).cuda()\n"
+			   "RuntimeError: Found no NVIDIA driver on your system.\n", 1, 0);
+	assert_string_equal(field(doc, "class"), "gpu_unavailable");
+	assert_string_equal(sub(doc, "escalation", "flag"), "--gpus all");
+	json_object_put(doc);
+
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			   "    open('/data/out/r.csv', 'w')\n"
+			   "OSError: [Errno 30] Read-only file system: '/data/out/r.csv'\n", 1, 0);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_string_equal(sub(doc, "escalation", "flag"), "-v SRC:/data/out:rw");
+	assert_non_null(strstr(field(doc, "suggestion"), "-v SRC:/data/out:rw"));
+	json_object_put(doc);
+
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 1, in <module>\n"
+			   "    import sklearn\n"
+			   "ModuleNotFoundError: No module named 'sklearn'\n", 1, 0);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--python VENV/bin/python");
+	assert_string_equal(sub(doc, "escalation", "environment"), "pip install scikit-learn");
+	json_object_put(doc);
+
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 1, in <module>\n"
+			   "    import x\n"
+			   "ImportError: numpy.core.multiarray failed to import\n", 1, 0);
+	assert_string_equal(field(doc, "class"), "wrong_env");
+	assert_string_equal(sub(doc, "escalation", "grants"), "environment");
+	json_object_put(doc);
+
+	lb_failure_input oom = {.exit_code = -1, .signal = SIGKILL, .oom_killed = true,
+				.memory_limit = 1ULL << 30};
+	doc = lb_diagnose_failure(&oom);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 2g");
+	json_object_put(doc);
+	oom.memory_limit = 768ULL << 20;
+	doc = lb_diagnose_failure(&oom);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 1536m");
+	json_object_put(doc);
+
+	/* a failure labbox made itself gets one as well */
+	doc = json_tokener_parse("{\"class\": \"sandbox_restriction\", \"summary\": \"the "
+				 "experiment passed the disk limit of 10 bytes in exp/\", "
+				 "\"evidence\": [], \"suggestion\": \"write less\"}");
+	assert_int_equal(lb_diagnose_escalation(doc, NULL), 0);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--disk-limit SIZE");
+	json_object_put(doc);
+	assert_int_equal(lb_diagnose_escalation(NULL, NULL), -EINVAL);
+}
+
+static void test_octave_frame(void **state)
+{
+	(void)state;
+	lb_failure_input in = {.exit_code = 1, .language = "octave"};
+	const char *log = "warning: something\n"
+			  "error: index (5,_): out of bound 2 (dimensions are 1x2)\n"
+			  "error: called from\n"
+			  "    g at line 2 column 5\n"
+			  "    main at line 5 column 3\n";
+	in.log_tail = log;
+	in.log_tail_len = strlen(log);
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_string_equal(sub(doc, "code_location", "function"), "g");
+	assert_string_equal(sub(doc, "code_location", "line"), "2");
+	assert_null(sub(doc, "code_location", "file"));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	json_object_put(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1183,6 +1414,10 @@ int main(void)
 		cmocka_unit_test(test_warn_stdlib_shadow),
 		cmocka_unit_test(test_warn_log_with_nuls),
 		cmocka_unit_test(test_runlog_tail_keeps_nuls),
+		cmocka_unit_test(test_code_location_apart_from_raising_frame),
+		cmocka_unit_test(test_confidence_levels),
+		cmocka_unit_test(test_escalations),
+		cmocka_unit_test(test_octave_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,7 +45,7 @@ static unsigned advice_for(const char *log, bool oom)
 	lb_failure_input in = {.log_tail = log, .log_tail_len = strlen(log), .exit_code = oom ? -1 : 1,
 			       .signal = oom ? 9 : 0, .oom_killed = oom};
 	json_object *f = lb_diagnose_failure(&in);
-	unsigned a = lb_diagnose_escalation(f);
+	unsigned a = lb_escalate_for_failure(f);
 	json_object_put(f);
 	return a;
 }
@@ -75,7 +75,7 @@ static void test_advice(void **state)
 	assert_int_equal(advice_for("Traceback (most recent call last):\n"
 				    "  File \"main.py\", line 3, in <module>\n"
 				    "ZeroDivisionError: division by zero\n", false), 0);
-	assert_int_equal(lb_diagnose_escalation(NULL), 0);
+	assert_int_equal(lb_escalate_for_failure(NULL), 0);
 }
 
 static void put(const char *dir, const char *rel, const char *text)

@@ -1,0 +1,439 @@
+"""What the code needs, and the root cause of every run: `needs` in `check --json` and
+result.json, the failure's confidence, its two frames and its escalation flag, and
+`labbox explain` on runs recorded now and on runs recorded before these fields existed.
+Real experiments through the real binary."""
+import json
+import shutil
+
+import pytest
+
+from conftest import host_can_enforce, labbox, run_exp, write_exp
+
+PERMISSIVE = ("--policy", "permissive")
+
+
+def failed(tmp_path, main_py, *opts, rc=1, files=None):
+    exp = write_exp(tmp_path, main_py, files=files)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, *opts)
+    assert r.rc == rc, r.why()
+    f = r.result["failure"]
+    assert f and f["confidence"] in ("high", "medium", "low"), r.why()
+    assert f["confidence_reason"], r.why()
+    return r, f
+
+
+def explain(tmp_path, run_id, *opts):
+    p = labbox("explain", "--json", "--runs-dir", tmp_path / "runs", *opts, run_id)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.explain/1"
+    return doc
+
+
+def explain_text(tmp_path, run_id):
+    p = labbox("explain", "--runs-dir", tmp_path / "runs", run_id)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+# --- failure classes: class, evidence, suggestion, confidence, escalation ----------------------
+
+def test_code_error_in_a_library_names_the_experiments_own_frame(tmp_path):
+    r, f = failed(tmp_path, """
+        import numpy as np
+
+        def invert(m):
+            return np.linalg.inv(m)
+
+        invert(np.zeros((2, 3)))
+    """)
+    assert f["class"] == "code_error"
+    assert f["exception"].endswith("LinAlgError")
+    # the frame that raised is numpy's, the one to change is the experiment's
+    assert "numpy" in f["location"]["file"], f
+    assert f["code_location"] == {"file": "main.py", "line": 4, "function": "invert",
+                                  "text": "return np.linalg.inv(m)"}
+    assert f["confidence"] == "medium"
+    assert any("return np.linalg.inv(m)" in e for e in f["evidence"])
+    assert "main.py line 4, in invert" in f["summary"]
+    assert f["escalation"] is None
+    text = explain_text(tmp_path, r.result["id"])
+    assert "in the code main.py line 4, in invert: return np.linalg.inv(m)" in text
+    assert "raised at" in text and "numpy" in text
+
+
+def test_code_error_on_the_experiments_line_is_certain(tmp_path):
+    r, f = failed(tmp_path, """
+        total, count = 3.0, 0
+        print("mean:", total / count)
+    """)
+    assert f["class"] == "code_error" and f["exception"] == "ZeroDivisionError"
+    assert f["confidence"] == "high"
+    assert f["code_location"]["file"] == "main.py" and f["code_location"]["line"] == 2
+    assert f["location"]["file"].endswith("/exp/main.py")
+
+
+def test_network_names_network_host(tmp_path):
+    r, f = failed(tmp_path, """
+        import urllib.request
+        urllib.request.urlopen("http://example.com/data.csv", timeout=5)
+    """)
+    # the sandbox refuses the socket (seccomp) or there is no route: either way the network
+    assert f["class"] in ("network", "sandbox_restriction"), r.why()
+    assert f["escalation"]["flag"] == "--network host", f
+    assert f["escalation"]["grants"] == "network" and f["escalation"]["granted"] is False
+    assert "--network host" in f["suggestion"]
+    assert f["confidence"] == "high"
+    # the check saw it coming, and said which flag grants it
+    need = [n for n in r.result["needs"] if n["kind"] == "network"]
+    assert need and need[0]["flag"] == "--network host" and need[0]["granted"] is False
+    assert need[0]["evidence"] == {"file": "main.py", "line": 2,
+                                   "text": 'urllib.request.urlopen("http://example.com/data.csv", timeout=5)'}
+    assert need[0]["finding"] is None  # permissive: nothing rejects
+    doc = explain(tmp_path, r.result["id"])
+    assert doc["failure"]["escalation"]["flag"] == "--network host"
+    assert doc["needs"] == r.result["needs"]
+
+
+def test_hub_unreachable_is_network(tmp_path):
+    # what huggingface_hub raises offline, from a download helper of the experiment's own
+    r, f = failed(tmp_path, """
+        import fetch
+        fetch.model("bert-base-uncased")
+    """, files={"fetch.py": "class LocalEntryNotFoundError(Exception):\n    pass\n"
+                            "def model(name):\n"
+                            "    raise LocalEntryNotFoundError(\n"
+                            "        \"Couldn't reach huggingface.co: offline mode is enabled\")\n"})
+    assert f["class"] == "network"
+    assert f["escalation"]["flag"] == "--network host"
+    assert f["code_location"]["file"] == "fetch.py"
+
+
+def test_gpu_unavailable_names_gpus_all(tmp_path):
+    r, f = failed(tmp_path, """
+        def to_device():
+            raise RuntimeError("Found no NVIDIA driver on your system. Please check that you "
+                               "have an NVIDIA GPU and installed a driver")
+        to_device()
+    """)
+    assert f["class"] == "gpu_unavailable"
+    assert f["escalation"]["flag"] == "--gpus all" and f["escalation"]["grants"] == "gpu"
+    assert "--gpus all" in f["suggestion"]
+    assert any("Found no NVIDIA driver" in e for e in f["evidence"])
+
+
+def test_write_outside_names_the_mount(tmp_path):
+    r, f = failed(tmp_path, """
+        with open("/usr/share/labbox-explain-results.csv", "w") as fh:
+            fh.write("a,b\\n")
+    """)
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert f["escalation"]["flag"] == "-v SRC:/usr/share:rw", f
+    assert "-v SRC:/usr/share:rw" in f["suggestion"]
+    # the check named the same mount before the run
+    need = [n for n in r.result["needs"] if n["kind"] == "write_outside"]
+    assert need and need[0]["flag"] == f["escalation"]["flag"]
+    assert need[0]["path"] == "/usr/share" and need[0]["via"] == "builtins.open"
+    assert need[0]["finding"] is None  # permissive; under standard LB110 rejects it
+    p = labbox("check", "--json", r.exp)
+    assert json.loads(p.stdout)["needs"][0]["finding"] == "LB110"
+
+
+def test_read_only_file_system_names_the_directory(tmp_path):
+    r, f = failed(tmp_path, """
+        import os
+        path = os.path.join("/usr", "lib", "labbox-explain.json")
+        open(path, "w").write("{}")
+    """)
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert f["escalation"]["grants"] == "write"
+    assert f["escalation"]["flag"] == "-v SRC:/usr/lib:rw", f
+    assert any("Read-only file system" in e or "Permission denied" in e for e in f["evidence"])
+
+
+def test_missing_package_names_environment(tmp_path):
+    r, f = failed(tmp_path, """
+        import sklearn_labbox_missing_pkg
+    """)
+    assert f["class"] == "missing_package"
+    assert f["escalation"]["flag"] == "--python VENV/bin/python"
+    assert f["escalation"]["environment"] == "pip install sklearn_labbox_missing_pkg"
+    assert f["confidence"] == "high"
+    assert f["code_location"]["text"] == "import sklearn_labbox_missing_pkg"
+
+
+def test_wrong_env_names_environment(tmp_path):
+    r, f = failed(tmp_path, """
+        from numpy import labbox_function_that_numpy_lacks
+    """)
+    assert f["class"] == "wrong_env", r.why()
+    assert f["escalation"]["grants"] == "environment"
+    assert "--python" in f["suggestion"]
+
+
+def test_oom_names_a_larger_memory(tmp_path):
+    if not host_can_enforce("memory"):
+        pytest.skip("host has no writable memory cgroup for --memory")
+    r, f = failed(tmp_path, """
+        blocks = []
+        for i in range(64):
+            blocks.append(b"\\x01" * (64 * 1024 * 1024))
+    """, "--memory", "256m", rc=137)
+    assert f["class"] == "oom"
+    assert f["confidence"] == "high"
+    assert f["escalation"]["flag"] == "--memory 512m", f
+    assert f["escalation"]["grants"] == "memory"
+
+
+def test_timeout_is_certain_and_not_an_escalation(tmp_path):
+    r, f = failed(tmp_path, """
+        import time
+        print("working", flush=True)
+        time.sleep(30)
+    """, "--budget", "1", "--grace", "1", rc=124)
+    assert f["class"] == "timeout" and f["confidence"] == "high"
+    assert f["escalation"] is None
+    assert "--budget" in f["suggestion"]
+
+
+# --- ambiguous endings: what confidence means ---------------------------------------------------
+
+def test_a_quiet_exit_is_a_low_confidence_guess(tmp_path):
+    r, f = failed(tmp_path, """
+        import sys
+        sys.exit(3)
+    """, rc=1)
+    assert f["class"] == "code_error"
+    assert f["confidence"] == "low"
+    assert "exit status" in f["confidence_reason"]
+    assert f["code_location"] is None
+
+
+def test_sigkill_without_a_limit_is_a_low_confidence_oom(tmp_path):
+    r, f = failed(tmp_path, """
+        import os, signal
+        print("step 1", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """, rc=1)
+    assert f["class"] == "oom"
+    assert f["confidence"] == "low"
+
+
+def test_a_handled_exception_taken_as_the_cause_is_medium(tmp_path):
+    r, f = failed(tmp_path, """
+        try:
+            import labbox_missing_backend
+        except ImportError:
+            raise SystemError("no backend available")
+    """)
+    assert f["class"] == "missing_package", f
+    assert f["confidence"] == "medium"
+    assert any("labbox_missing_backend" in e for e in f["evidence"])
+
+
+def test_message_without_traceback_is_medium(tmp_path):
+    r, f = failed(tmp_path, """
+        import sys
+        print("fetching weights", flush=True)
+        print("curl: (6) Could not resolve host: example.com", file=sys.stderr)
+        sys.exit(6)
+    """)
+    assert f["class"] == "network"
+    assert f["confidence"] == "medium"
+    assert f["escalation"]["flag"] == "--network host"
+
+
+def test_granted_network_is_said(tmp_path):
+    r, f = failed(tmp_path, """
+        raise ConnectionRefusedError(111, "Connection refused")
+    """, "--network", "host")
+    assert f["class"] == "network"
+    assert f["escalation"]["granted"] is True
+    assert "had this already" in f["escalation"]["note"]
+
+
+# --- needs: seen before the run -----------------------------------------------------------------
+
+DOWNLOADS = """
+    from transformers import AutoModel
+    import datasets
+    import torch
+
+    model = AutoModel.from_pretrained("bert-base-uncased")
+    local = AutoModel.from_pretrained("./checkpoint")
+    data = datasets.load_dataset("imdb")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.zeros(3).to("cuda")
+    print("accuracy: 1")
+"""
+
+
+def test_check_reports_needs_without_rejecting_downloads(tmp_path):
+    exp = write_exp(tmp_path, DOWNLOADS)
+    for policy in ("standard", "strict"):
+        p = labbox("check", "--json", "--policy", policy, exp)
+        doc = json.loads(p.stdout)
+        got = [(n["kind"], n["evidence"]["line"], n["flag"], n["optional"]) for n in doc["needs"]]
+        assert got == [("network", 5, "--network host", False),
+                       ("network", 7, "--network host", False),
+                       ("gpu", 8, "--gpus all", True),
+                       ("gpu", 9, "--gpus all", False)], doc["needs"]
+        assert all(n["granted"] is False and n["finding"] is None for n in doc["needs"])
+        assert not any(f["id"] == "LB105" for f in doc["findings"])
+    assert doc["needs"][0]["via"] == "transformers.AutoModel.from_pretrained"
+    assert doc["needs"][0]["evidence"]["text"] == 'model = AutoModel.from_pretrained("bert-base-uncased")'
+
+
+def test_check_network_rule_still_rejects_requests(tmp_path):
+    exp = write_exp(tmp_path, """
+        import requests
+        r = requests.get("https://example.com/data.csv")
+        print("accuracy: 1")
+    """)
+    p = labbox("check", "--json", exp)
+    assert p.returncode == 3
+    doc = json.loads(p.stdout)
+    assert doc["needs"] == [{"kind": "network",
+                             "evidence": {"file": "main.py", "line": 2,
+                                          "text": 'r = requests.get("https://example.com/data.csv")'},
+                             "via": "requests.get", "flag": "--network host",
+                             "optional": False, "finding": "LB105", "granted": False}]
+
+
+def test_run_records_needs_and_what_was_granted(tmp_path):
+    exp = write_exp(tmp_path, """
+        import json
+        try:
+            import datasets
+            datasets.load_dataset("imdb")
+        except ImportError:
+            pass
+        print("accuracy: 1")
+    """)
+    plain = run_exp(exp, tmp_path / "runs")
+    assert plain.rc == 0, plain.why()
+    assert [(n["kind"], n["granted"]) for n in plain.result["needs"]] == [("network", False)]
+    granted = run_exp(exp, tmp_path / "runs", "--network", "host")
+    assert granted.rc == 0, granted.why()
+    assert [(n["kind"], n["granted"]) for n in granted.result["needs"]] == [("network", True)]
+    # a rejected run says what it needs too
+    bad = write_exp(tmp_path, "import subprocess\nimport datasets\n"
+                              "datasets.load_dataset('imdb')\nsubprocess.run(['id'])\n", name="bad")
+    rej = run_exp(bad, tmp_path / "runs")
+    assert rej.rc == 3, rej.why()
+    assert [n["kind"] for n in rej.result["needs"]] == ["network"]
+    text = explain_text(tmp_path, granted.result["id"])
+    assert "nothing failed" in text and "--network host (granted)" in text
+
+
+# --- explain on runs recorded before ------------------------------------------------------------
+
+NEW_FIELDS = ("confidence", "confidence_reason", "code_location", "escalation", "location",
+              "exception")
+
+
+def strip_new_fields(run_dir):
+    path = run_dir / "result.json"
+    doc = json.loads(path.read_text())
+    for k in NEW_FIELDS:
+        doc["failure"].pop(k, None)
+    doc.pop("needs", None)
+    path.write_text(json.dumps(doc, indent=2))
+    return doc
+
+
+def test_explain_a_run_recorded_before(tmp_path):
+    r, f = failed(tmp_path, """
+        import numpy as np
+
+        def invert(m):
+            return np.linalg.inv(m)
+
+        invert(np.zeros((2, 3)))
+    """)
+    old = strip_new_fields(r.run_dir)
+    doc = explain(tmp_path, r.result["id"])
+    g = doc["failure"]
+    assert "run.log" in doc["diagnosis_source"]
+    assert g["class"] == old["failure"]["class"] == "code_error"
+    assert g["summary"] == old["failure"]["summary"]
+    assert g["evidence"] == old["failure"]["evidence"]
+    assert g["confidence"] == f["confidence"] == "medium"
+    assert g["code_location"] == f["code_location"]
+    assert g["location"] == f["location"]
+    assert doc["needs"] is None  # not recorded, not "needs nothing"
+    text = explain_text(tmp_path, r.result["id"])
+    assert "in the code main.py line 4, in invert" in text
+    assert "needs       not recorded" in text
+    # the run directory itself works as well, moved out of the index's reach
+    moved = tmp_path / "elsewhere" / r.run_dir.name
+    shutil.copytree(r.run_dir, moved)
+    p = labbox("explain", "--json", moved)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["failure"]["code_location"]["file"] == "main.py"
+
+
+def test_explain_a_recorded_class_this_labbox_reads_differently(tmp_path):
+    r, f = failed(tmp_path, """
+        import labbox_missing_pkg_for_explain
+    """)
+    path = r.run_dir / "result.json"
+    doc = json.loads(path.read_text())
+    for k in NEW_FIELDS:
+        doc["failure"].pop(k, None)
+    doc["failure"]["class"] = "code_error"
+    doc["failure"]["summary"] = "an older reading"
+    path.write_text(json.dumps(doc))
+    e = explain(tmp_path, r.result["id"])
+    assert e["failure"]["class"] == "missing_package"
+    assert e["failure"]["recorded_class"] == "code_error"
+    assert e["failure"]["recorded_summary"] == "an older reading"
+    assert "differs" in e["diagnosis_source"]
+    assert e["failure"]["escalation"]["flag"] == "--python VENV/bin/python"
+
+
+def test_explain_an_old_timeout_and_a_completed_run(tmp_path):
+    r, f = failed(tmp_path, """
+        import time
+        time.sleep(30)
+    """, "--budget", "1", "--grace", "1", rc=124)
+    strip_new_fields(r.run_dir)
+    e = explain(tmp_path, r.result["id"])
+    assert e["failure"]["class"] == "timeout" and e["failure"]["confidence"] == "high"
+    ok = run_exp(write_exp(tmp_path, "print('accuracy: 0.9')\n", name="ok"), tmp_path / "runs")
+    assert ok.rc == 0, ok.why()
+    e = explain(tmp_path, ok.result["id"][:17])
+    assert e["status"] == "completed" and e["failure"] is None
+    assert e["metrics"]["values"]["accuracy"] == 0.9
+
+
+def test_explain_bad_input(tmp_path):
+    write_exp(tmp_path, "print('accuracy: 1')\n")
+    run_exp(tmp_path / "exp", tmp_path / "runs")
+    p = labbox("explain", "--json", "--runs-dir", tmp_path / "runs", "no-such-run")
+    assert p.returncode == 2
+    err = json.loads(p.stdout)
+    assert err["schema"] == "labbox.error/1" and "no-such-run" in err["error"]["message"]
+    p = labbox("explain", "--runs-dir", tmp_path / "runs")
+    assert p.returncode == 2 and "no run id" in p.stderr
+    p = labbox("explain", "--bogus", "x")
+    assert p.returncode == 2
+    p = labbox("explain", "--help")
+    assert p.returncode == 0 and "labbox explain" in p.stdout
+    p = labbox("explain", "--json", "--runs-dir", tmp_path / "empty" / "nowhere", "x")
+    assert p.returncode == 2 and "no run index" in json.loads(p.stdout)["error"]["message"]
+
+
+def test_octave_error_names_the_function_and_line(tmp_path):
+    if not shutil.which("octave-cli"):
+        pytest.skip("octave-cli is not installed")
+    exp = write_exp(tmp_path, None, files={"main.m": "1;\nfunction r = pick(x)\n  r = x(5);\nend\n"
+                                                     "v = [1 2];\ndisp(pick(v));\n"})
+    p = labbox("run", "--json", "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = json.loads(p.stdout)
+    f = res["failure"]
+    assert f["class"] == "code_error" and f["confidence"] == "medium"
+    assert f["code_location"] == {"file": None, "line": 3, "function": "pick"}
+    assert any("pick at line 3" in e for e in f["evidence"])
+    assert "in the code line 3, in pick" in explain_text(tmp_path, res["id"])
