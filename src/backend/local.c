@@ -33,6 +33,12 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 		snprintf(p, sizeof p, "%s%s", job->index_path, sfx[i]);
 		r = lb_sandbox_mask(sb, p);
 	}
+	/* The user's cache (interpreter probes, freezes, check verdicts) is trusted by the next
+	 * run on the host: a probe entry names the executable labbox then runs there. It may
+	 * lie outside the home (XDG_CACHE_HOME=/scratch/...), even inside a writable volume. */
+	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
+	if (cache)
+		r = lb_sandbox_mask(sb, cache);
 	return r;
 }
 

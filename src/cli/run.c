@@ -105,17 +105,10 @@ enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = 
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
        OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
 
-typedef struct echo_ctx {
-	int fd;
-	bool broken; /* the terminal or pipe went away: the run goes on, unechoed */
-} echo_ctx;
-
 static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	(void)stream;
-	echo_ctx *e = ctx;
-	if (!e->broken && lb_write_all(e->fd, data, len) < 0)
-		e->broken = true;
+	cli_echo_write(ctx, data, len, false);
 }
 
 static void warn(void *ctx, const char *message)
@@ -289,6 +282,25 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
 	}
 	fprintf(f, "  run dir: %s\n", out->run_dir);
+}
+
+/* The summary on stdout through cli_printf: its names and values are the experiment's (metric
+ * names, results files' strings, the failure's summary of its stderr), so no control byte of
+ * theirs reaches the terminal as such. */
+static void print_summary_shown(const lb_run_result *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m) {
+		cli_printf("\nlabbox: run %s (exit %d); no memory for the summary\n", out->id,
+			   out->exit_code);
+		return;
+	}
+	print_summary(m, out);
+	fclose(m);
+	cli_printf("%s", text);
+	free(text);
 }
 
 /* Whether the run goes over ssh: --mode, else labbox.yaml's mode: (a file that does not load
@@ -581,7 +593,8 @@ int cli_run(int argc, char **argv)
 	req.grace = o.grace_set ? o.grace : 5.0;
 	req.metrics = (const char *const *)metrics;
 	req.nmetrics = nmetrics;
-	echo_ctx ec = {.fd = o.json ? 2 : 1};
+	cli_echo ec;
+	cli_echo_init(&ec, o.json ? 2 : 1);
 	if (!quiet) {
 		req.echo = echo;
 		req.echo_ctx = &ec;
@@ -592,6 +605,8 @@ int cli_run(int argc, char **argv)
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
 	int r = lb_run_mode(sb, &req, &out);
+	if (!quiet)
+		cli_echo_write(&ec, NULL, 0, true);
 	if (r < 0) {
 		cli_error("run", "%s", strerror(-r));
 		rc = 125;
@@ -605,7 +620,7 @@ int cli_run(int argc, char **argv)
 	if (o.json) {
 		cli_json_print(out.doc);
 	} else {
-		print_summary(stdout, &out);
+		print_summary_shown(&out);
 	}
 done:
 	if (req.sandbox_config)
