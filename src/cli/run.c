@@ -121,7 +121,7 @@ static void warn(void *ctx, const char *message)
 static void show_progress(void *ctx, const char *line)
 {
 	(void)ctx;
-	fprintf(stderr, "labbox run: %s\n", line);
+	cli_error("run", "%s", line);
 }
 
 /* Whether this run goes to Slurm (flag, else labbox.yaml), decided before the sandbox flags

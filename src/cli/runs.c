@@ -892,7 +892,7 @@ static void rerun_echo(void *ctx, lb_stream stream, const char *data, size_t len
 static void rerun_progress(void *ctx, const char *line)
 {
 	(void)ctx;
-	fprintf(stderr, "labbox rerun: %s\n", line);
+	cli_error("rerun", "%s", line);
 }
 
 int cli_rerun(int argc, char **argv)

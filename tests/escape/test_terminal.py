@@ -95,3 +95,19 @@ def test_output_into_a_pipe_is_left_byte_for_byte(tmp_path):
                           capture_output=True, timeout=lib.CALL_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"\x1b]52;c;eA==\x07\xff\n"
+
+
+def test_error_messages_show_what_labbox_yaml_hides_in_them(tmp_path):
+    """A labbox.yaml value, a file name or a metric name quoted in an error or a warning on
+    stderr: its control bytes are shown, whether stderr is a terminal or not."""
+    exp = lib.e2e.write_exp(tmp_path, 'print("accuracy: 1")\n',
+                            yaml='entry: "x\\e]52;c;eA==\\a.py"\n')
+    rc, seen = run_on_pty(["run", *lib.POLICY, "--python", lib.PYTHON, "--runs-dir",
+                           str(tmp_path / "runs"), str(exp)])
+    assert rc != 0 and b"not found" in seen, seen
+    assert b"\x1b]" not in seen and b"\x07" not in seen, seen
+    assert b"\\x1b]52;c;eA==\\x07" in seen
+    proc = subprocess.run([lib.LABBOX, "run", *lib.POLICY, "--python", lib.PYTHON,
+                           "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                          capture_output=True, timeout=lib.CALL_TIMEOUT)
+    assert b"\x1b]" not in proc.stderr and b"\\x1b]52;c;eA==\\x07" in proc.stderr, proc.stderr
