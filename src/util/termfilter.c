@@ -97,7 +97,8 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
 		memcpy(tmp, st->hold, n);
 		if (n) {
 			take = len < sizeof tmp - n ? len : sizeof tmp - n;
-			memcpy(tmp + n, data, take);
+			if (take)
+				memcpy(tmp + n, data, take);
 			n += take;
 			ssize_t k = step(tmp, n, final && take == len, out);
 			if (k < 0)
