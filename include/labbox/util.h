@@ -126,6 +126,19 @@ int lb_parse_long(const char *s, long *out);
  * above U+10FFFF; len > 0), or 0 when it is not one. */
 size_t lb_utf8_seq_len(const unsigned char *s, size_t len);
 
+/* An experiment's output made safe to echo on the user's terminal: text (valid UTF-8), \n \r
+ * \t \b and the CSI sequences of colour, line erasure and cursor moves (m K A B C D G) pass;
+ * every other control byte (ESC of any other sequence, OSC, DCS, C1 controls, BEL, bytes that
+ * are not UTF-8) is appended shown as the four characters \xNN, so what it started is plain
+ * text. A sequence cut between two calls is held in st until the next; final flushes what is
+ * held. st starts zeroed. 0, or -ENOMEM. */
+typedef struct lb_term_filter_state {
+	unsigned char hold[32];
+	size_t held;
+} lb_term_filter_state;
+int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool final,
+		   lb_buf *out);
+
 /* JSON text made valid UTF-8 without losing a byte: each byte that is not part of a valid
  * sequence becomes the escape \udcXX (XX its value), as Python's surrogateescape decodes it,
  * so os.fsencode(json.loads(text)[...]) gives the original bytes back. Only for text that

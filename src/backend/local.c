@@ -1,6 +1,7 @@
 /* The local backend: the sandbox of this host (src/sandbox). */
 #include "labbox/backend.h"
 #include "labbox/gate.h"
+#include "labbox/sweep.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -22,17 +23,34 @@ static void local_owner(lb_backend *b, uid_t *uid, gid_t *gid)
 }
 
 /* Other runs are not the experiment's business, wherever the runs directory lives (under
- * /srv or /data it is not hidden like a home): the runs directory and the run index beside it
- * are hidden, and exp/ of this run alone is bound back. */
+ * /srv or /data it is not hidden like a home): the runs directory, the run index and the
+ * sweeps beside it are hidden, and exp/ of this run alone is bound back. */
 static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 {
 	int r = job->runs_dir ? lb_sandbox_mask(sb, job->runs_dir) : 0;
+	/* The sweeps beside the runs: sweep.json holds every cell's results and the -e values of
+	 * its command line. Made when missing, so a sweep started while this run goes on does
+	 * not appear inside it. */
+	LB_AUTOFREE char *sweeps = NULL;
+	if (r == 0 && job->runs_dir && lb_sweep_dir_for(job->runs_dir, "", &sweeps) == 0) {
+		size_t n = strlen(sweeps);
+		while (n > 1 && sweeps[n - 1] == '/')
+			sweeps[--n] = '\0';
+		lb_mkdir_p(sweeps, 0700);
+		r = lb_sandbox_mask(sb, sweeps);
+	}
 	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
 	for (size_t i = 0; r == 0 && job->index_path && i < sizeof sfx / sizeof *sfx; i++) {
 		char p[PATH_MAX + 16];
 		snprintf(p, sizeof p, "%s%s", job->index_path, sfx[i]);
 		r = lb_sandbox_mask(sb, p);
 	}
+	/* The user's cache (interpreter probes, freezes, check verdicts) is trusted by the next
+	 * run on the host: a probe entry names the executable labbox then runs there. It may
+	 * lie outside the home (XDG_CACHE_HOME=/scratch/...), even inside a writable volume. */
+	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
+	if (cache)
+		r = lb_sandbox_mask(sb, cache);
 	return r;
 }
 

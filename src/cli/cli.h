@@ -3,6 +3,7 @@
 #define LABBOX_CLI_H
 
 #include "labbox/sandbox.h"
+#include "labbox/util.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -146,6 +147,17 @@ int cli_sandbox_opts_from_json(struct json_object *j, cli_sandbox_opts *o);
  * and bytes that are not UTF-8 are printed as \xNN, so no record can move the cursor, retitle
  * the terminal or hide text from the person reading it. Newlines and tabs pass. */
 int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The experiment's output echoed on fd: filtered by lb_term_filter when fd is a terminal (an
+ * experiment must not be able to drive the user's terminal), as it is otherwise. broken: a
+ * write failed (the terminal or pipe went away), so the run goes on unechoed. final flushes
+ * a sequence held back across writes. */
+typedef struct cli_echo {
+	int fd;
+	bool tty, broken;
+	lb_term_filter_state state;
+} cli_echo;
+void cli_echo_init(cli_echo *e, int fd);
+void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The unknown-option message for getopt's '?' result. */

@@ -46,13 +46,25 @@ static const char exec_help[] =
 enum { OPT_EXEC_MODE = OPT_FIRST_PRIVATE, OPT_EXEC_IMAGE, OPT_EXEC_ENGINE };
 
 typedef struct exec_out {
-	int stdout_fd;
+	cli_echo out, err;
 } exec_out;
+
+static void exec_out_init(exec_out *o, bool json)
+{
+	cli_echo_init(&o->out, json ? 2 : 1);
+	cli_echo_init(&o->err, 2);
+}
+
+static void exec_out_flush(exec_out *o)
+{
+	cli_echo_write(&o->out, NULL, 0, true);
+	cli_echo_write(&o->err, NULL, 0, true);
+}
 
 static void relay(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	exec_out *o = ctx;
-	lb_write_all(stream == LB_STREAM_STDOUT ? o->stdout_fd : 2, data, len);
+	cli_echo_write(stream == LB_STREAM_STDOUT ? &o->out : &o->err, data, len, false);
 }
 
 static const char *outcome_name(lb_sandbox_outcome o)
@@ -142,7 +154,8 @@ static int exec_docker(const cli_sandbox_opts *o, lb_sandbox *sb, const char *im
 	char id[32] = "exec-";
 	if (lb_random_hex(id + 5, 6) < 0)
 		snprintf(id, sizeof id, "exec-%d", (int)getpid());
-	exec_out eo = {.stdout_fd = o->json ? 2 : 1};
+	exec_out eo;
+	exec_out_init(&eo, o->json);
 	lb_backend_job job = {
 		.id = id, .exp_dir = workdir ? wd : NULL, .argv = cmd, .budget = o->budget,
 		.disk_limit = workdir ? cli_disk_limit(o, wd) : 0, .output = relay, .output_ctx = &eo,
@@ -159,6 +172,7 @@ static int exec_docker(const cli_sandbox_opts *o, lb_sandbox *sb, const char *im
 		snprintf(res.setup_step, sizeof res.setup_step, "supervise");
 		snprintf(res.setup_error, sizeof res.setup_error, "%s", strerror(-r));
 	}
+	exec_out_flush(&eo);
 	be->ops->cleanup(be);
 	int rc = exec_report(o, workdir, &res, be->ops->describe(be));
 	lb_backend_free(be);
@@ -283,7 +297,8 @@ int cli_exec(int argc, char **argv)
 	cmd[0] = prog;
 	lb_sandbox_set_argv(sb, cmd);
 	cmd[0] = saved;
-	exec_out eo = {.stdout_fd = o.json ? 2 : 1};
+	exec_out eo;
+	exec_out_init(&eo, o.json);
 	lb_sandbox_set_output(sb, false, relay, &eo);
 	lb_sandbox_set_stdin(sb, 0);
 	/* exec is for short commands: peak memory from the cgroup only with --peak-memory or a
@@ -292,6 +307,7 @@ int cli_exec(int argc, char **argv)
 
 	lb_sandbox_result res;
 	int r = lb_sandbox_run(sb, &res);
+	exec_out_flush(&eo);
 	if (r < 0) {
 		cli_error("exec", "supervising the sandbox failed: %s", strerror(-r));
 		rc = 125;

@@ -14,6 +14,27 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+/* text on f with control characters, DEL, C1 controls and bytes that are not UTF-8 shown as
+ * \xNN; newlines and tabs pass. */
+static void show_controls(FILE *f, const char *text, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)text;
+	for (size_t i = 0; i < n;) {
+		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, n - i);
+		bool c1 = k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0; /* U+0080..U+009F */
+		bool ctl = k == 1 && ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f);
+		if (k == 0 || ctl || c1) {
+			size_t m = k ? k : 1;
+			for (size_t j = 0; j < m; j++)
+				fprintf(f, "\\x%02x", u[i + j]);
+			i += m;
+			continue;
+		}
+		fwrite(u + i, 1, k, f);
+		i += k;
+	}
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
 	char msg[1024];
@@ -25,7 +46,11 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	for (char *p = msg; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	fprintf(stderr, "labbox%s%s: %s\n", *cmd ? " " : "", cmd, msg);
+	/* Messages quote what the experiment wrote (labbox.yaml values, file names): its
+	 * control bytes are shown, never sent to the terminal as they are. */
+	fprintf(stderr, "labbox%s%s: ", *cmd ? " " : "", cmd);
+	show_controls(stderr, msg, strlen(msg));
+	fputc('\n', stderr);
 	cli_json_note(msg);
 }
 
@@ -383,20 +408,6 @@ int cli_printf(const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return n;
-	const unsigned char *u = (const unsigned char *)text;
-	for (size_t i = 0; i < (size_t)n;) {
-		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, (size_t)n - i);
-		bool c1 = k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0; /* U+0080..U+009F */
-		bool ctl = k == 1 && ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f);
-		if (k == 0 || ctl || c1) {
-			size_t m = k ? k : 1;
-			for (size_t j = 0; j < m; j++)
-				printf("\\x%02x", u[i + j]);
-			i += m;
-			continue;
-		}
-		fwrite(u + i, 1, k, stdout);
-		i += k;
-	}
+	show_controls(stdout, text, (size_t)n);
 	return n;
 }

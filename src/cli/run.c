@@ -130,17 +130,10 @@ enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_ENV = 871
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
        OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
 
-typedef struct echo_ctx {
-	int fd;
-	bool broken; /* the terminal or pipe went away: the run goes on, unechoed */
-} echo_ctx;
-
 static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	(void)stream;
-	echo_ctx *e = ctx;
-	if (!e->broken && lb_write_all(e->fd, data, len) < 0)
-		e->broken = true;
+	cli_echo_write(ctx, data, len, false);
 }
 
 static void warn(void *ctx, const char *message)
@@ -153,7 +146,7 @@ static void warn(void *ctx, const char *message)
 static void show_progress(void *ctx, const char *line)
 {
 	(void)ctx;
-	fprintf(stderr, "labbox run: %s\n", line);
+	cli_error("run", "%s", line);
 }
 
 /* Whether this run goes to Slurm (flag, else labbox.yaml), decided before the sandbox flags
@@ -315,6 +308,25 @@ static void print_summary(FILE *f, const lb_run_result *out)
 	}
 	cli_print_attempts(f, doc);
 	fprintf(f, "  run dir: %s\n", out->run_dir);
+}
+
+/* The summary on stdout through cli_printf: its names and values are the experiment's (metric
+ * names, results files' strings, the failure's summary of its stderr), so no control byte of
+ * theirs reaches the terminal as such. */
+static void print_summary_shown(const lb_run_result *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m) {
+		cli_printf("\nlabbox: run %s (exit %d); no memory for the summary\n", out->id,
+			   out->exit_code);
+		return;
+	}
+	print_summary(m, out);
+	fclose(m);
+	cli_printf("%s", text);
+	free(text);
 }
 
 /* Whether the run goes over ssh: --mode, else labbox.yaml's mode: (a file that does not load
@@ -690,7 +702,8 @@ int cli_run(int argc, char **argv)
 	req.grace = o.grace_set ? o.grace : 5.0;
 	req.metrics = (const char *const *)metrics;
 	req.nmetrics = nmetrics;
-	echo_ctx ec = {.fd = o.json ? 2 : 1};
+	cli_echo ec;
+	cli_echo_init(&ec, o.json ? 2 : 1);
 	if (!quiet) {
 		req.echo = echo;
 		req.echo_ctx = &ec;
@@ -705,6 +718,8 @@ int cli_run(int argc, char **argv)
 	ac.sandbox_ctx = &actx;
 	int r = ac.escalate || ac.repair_cmd ? lb_run_attempts(sb, &req, &ac, &out)
 					     : lb_run_mode(sb, &req, &out);
+	if (!quiet)
+		cli_echo_write(&ec, NULL, 0, true);
 	if (r < 0) {
 		cli_error("run", "%s", strerror(-r));
 		rc = 125;
@@ -718,7 +733,7 @@ int cli_run(int argc, char **argv)
 	if (o.json) {
 		cli_json_print(out.doc);
 	} else {
-		print_summary(stdout, &out);
+		print_summary_shown(&out);
 	}
 done:
 	if (req.sandbox_config)

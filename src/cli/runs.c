@@ -1111,13 +1111,13 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 static void rerun_echo(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	(void)stream;
-	lb_write_all(*(int *)ctx, data, len);
+	cli_echo_write(ctx, data, len, false);
 }
 
 static void rerun_progress(void *ctx, const char *line)
 {
 	(void)ctx;
-	fprintf(stderr, "labbox rerun: %s\n", line);
+	cli_error("rerun", "%s", line);
 }
 
 int cli_rerun(int argc, char **argv)
@@ -1319,14 +1319,17 @@ int cli_rerun(int argc, char **argv)
 	if (json_object_object_get_ex(cfg, "runtime_gate", &v) && v)
 		lb_gate_mode_parse(json_object_get_string(v), &gm);
 	req.runtime_gate = (int)gm;
-	int echo_fd = o.json ? 2 : 1;
+	cli_echo echo;
+	cli_echo_init(&echo, o.json ? 2 : 1);
 	if (!quiet) {
 		req.echo = rerun_echo;
-		req.echo_ctx = &echo_fd;
+		req.echo_ctx = &echo;
 	}
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
 	r = lb_run_mode(sb, &req, &out);
+	if (!quiet)
+		cli_echo_write(&echo, NULL, 0, true);
 	if (r < 0 || !out.doc) {
 		cli_error("rerun", "%s", r < 0 ? strerror(-r) : out.error);
 		rc = r < 0 ? 125 : out.exit_code;

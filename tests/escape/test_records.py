@@ -456,3 +456,42 @@ def test_mount_table_does_not_list_the_hosts_covered_mounts(tmp_path):
     assert [mp for mp in under if not mp.startswith("/run/labbox-gate/")] == [], under
     # the host does have mounts there, so the test can fail
     assert len(host) > len(covered) // 2, host
+
+
+def test_sweeps_beside_the_runs_are_hidden(tmp_path, visible_dir):
+    """sweep.json (every cell's results, the -e values of the sweep's command line) lives in
+    sweeps/ beside the runs directory: out of reach like the runs. The records are given to
+    the payload's uid, as an ordinary user's own records are to hers."""
+    secret = token()
+    proj = visible_dir / "proj"
+    exp = write(visible_dir / "exp", 'import sys\nprint("accuracy: 1")\n')
+    p = subprocess.run([LABBOX, "sweep", "--policy", "permissive", "--python", PYTHON,
+                        "--runs-dir", proj / "runs", "--param", "lr=1,2", "--seeds", "0",
+                        "-e", f"API_KEY={secret}", exp], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    sweeps = proj / "sweeps"
+    assert any(sweeps.rglob("sweep.json"))
+    for q in [sweeps, *sweeps.rglob("*")]:
+        os.chown(q, 65534, 65534)
+    half = len(secret) // 2
+    spy = write(visible_dir / "spy", r'''
+import os
+secret = "%s" + "%s"
+seen, found = [], []
+for root, dirs, files in os.walk("%s"):
+    seen += dirs + files
+    for f in files:
+        try:
+            if secret in open(os.path.join(root, f), errors="replace").read():
+                found.append(f)
+        except OSError:
+            pass
+print("SEEN", seen, "FOUND", found)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:], sweeps))
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 proj / "runs", spy)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "SEEN [] FOUND []" in log, log[-2000:]

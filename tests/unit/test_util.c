@@ -254,6 +254,52 @@ static void test_disk_measure_deep_and_linked(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+
+/* The filter applied to data fed in pieces of at most chunk bytes; the result as a string. */
+static char *term_filtered(const char *data, size_t len, size_t chunk)
+{
+	lb_term_filter_state st = {0};
+	lb_buf b = {0};
+	for (size_t i = 0; i < len; i += chunk) {
+		size_t n = len - i < chunk ? len - i : chunk;
+		assert_int_equal(lb_term_filter(&st, data + i, n, false, &b), 0);
+	}
+	assert_int_equal(lb_term_filter(&st, NULL, 0, true, &b), 0);
+	lb_buf_append(&b, "", 1);
+	return b.data;
+}
+
+static void test_term_filter(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain\ttext\r\n", "plain\ttext\r\n"},
+		{"\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A", "\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A"},
+		/* OSC 52 (clipboard), OSC 0 (title), DCS, a cursor jump, a bare ESC, BEL */
+		{"\x1b]52;c;ZWNobyBwd25lZA==\x07", "\\x1b]52;c;ZWNobyBwd25lZA==\\x07"},
+		{"\x1b]0;title\x1b\\", "\\x1b]0;title\\x1b\\"},
+		{"\x1bP$q\"p\x1b\\", "\\x1bP$q\"p\\x1b\\"},
+		{"\x1b[10;1H\x1b[6n", "\\x1b[10;1H\\x1b[6n"},
+		{"\x1b", "\\x1b"},
+		{"\x1b[", "\\x1b["},
+		/* C1 CSI as UTF-8 and as a raw byte; a broken sequence; UTF-8 text passes */
+		{"\xc2\x9b" "31m", "\\xc2\\x9b" "31m"},
+		{"\x9b" "31m", "\\x9b" "31m"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"\xe2\x82", "\\xe2\\x82"},
+		{"\x1b[00000000000000000000000000000000000000m", "\\x1b[00000000000000000000000000000000000000m"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (size_t chunk = 1; chunk <= 8; chunk++) {
+			char *got = term_filtered(cases[i].in, strlen(cases[i].in), chunk);
+			if (strcmp(got, cases[i].out) != 0)
+				fail_msg("case %zu, pieces of %zu: got '%s'", i, chunk, got);
+			free(got);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_mkdir_p_and_atomic_write),
 		cmocka_unit_test(test_find_executable),
 		cmocka_unit_test(test_iso8601),
+		cmocka_unit_test(test_term_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,42 @@
+/* libFuzzer target: the terminal filter never crashes or reads out of bounds, whatever the
+ * bytes and however they are cut into writes, and what it lets through holds no control byte
+ * but \n \r \t \b and the ESC of an allowed CSI sequence, and no C1 control. */
+#include "labbox/util.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* The first byte picks the size of the writes the output arrives in. */
+	size_t chunk = size ? (size_t)data[0] % 17 + 1 : 1;
+	lb_term_filter_state st = {0};
+	lb_buf b = {0};
+	for (size_t i = 1; i < size; i += chunk) {
+		size_t n = size - i < chunk ? size - i : chunk;
+		if (lb_term_filter(&st, (const char *)data + i, n, false, &b) < 0)
+			abort();
+	}
+	if (lb_term_filter(&st, NULL, 0, true, &b) < 0 || st.held)
+		abort();
+	const unsigned char *u = (const unsigned char *)b.data;
+	for (size_t i = 0; i < b.len; i++) {
+		if (u[i] == 0x1b) {
+			if (i + 1 >= b.len || u[i + 1] != '[')
+				abort();
+			size_t j = i + 2;
+			while (j < b.len && u[j] >= 0x20 && u[j] <= 0x3f)
+				j++;
+			if (j >= b.len || !memchr("mKABCDG", u[j], 7))
+				abort();
+		} else if ((u[i] < 0x20 && !memchr("\n\r\t\b", u[i], 4)) || u[i] == 0x7f ||
+			   (u[i] == 0xc2 && i + 1 < b.len && u[i + 1] >= 0x80 && u[i + 1] < 0xa0)) {
+			abort();
+		}
+	}
+	lb_buf_free(&b);
+	return 0;
+}

@@ -1,0 +1,137 @@
+/* What an experiment prints, made safe for the user's terminal (lb_term_filter in util.h).
+ *
+ * A terminal obeys the bytes it is sent: OSC 52 writes the clipboard, OSC 0 the title, DCS
+ * and the status reports of some terminals answer into the terminal's own input, and a
+ * hyperlink or a cursor jump can dress the experiment's text up as labbox's. The payload
+ * never holds the terminal, but its output is echoed there, so the echo passes only what a
+ * progress bar needs: text, \n \r \t \b, and the CSI sequences of colour (m), line erasure
+ * (K) and cursor moves within the lines around it (A B C D G). Every other control byte is
+ * shown, not obeyed, as \xNN: the sequence it started is then plain text. */
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A CSI sequence longer than this is not one a progress bar writes. */
+#define TERM_CSI_MAX 32
+
+static bool csi_allowed(unsigned char final)
+{
+	return final && strchr("mKABCDG", final) != NULL;
+}
+
+static int show_byte(lb_buf *out, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+	char s[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+	return lb_buf_append(out, s, sizeof s);
+}
+
+/* The length of the UTF-8 sequence a lead byte starts, 0 for a byte that starts none. */
+static size_t utf8_want(unsigned char c)
+{
+	return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/* How many bytes at s (n of them, s[0] == ESC) form a whole allowed CSI sequence: that
+ * count; 0 when it is not one; (size_t)-1 when it may still become one with more bytes. */
+static size_t csi_len(const unsigned char *s, size_t n)
+{
+	if (n < 2)
+		return (size_t)-1;
+	if (s[1] != '[')
+		return 0;
+	size_t i = 2;
+	while (i < n && i < TERM_CSI_MAX && s[i] >= 0x30 && s[i] <= 0x3f)
+		i++;
+	while (i < n && i < TERM_CSI_MAX && s[i] >= 0x20 && s[i] <= 0x2f)
+		i++;
+	if (i >= TERM_CSI_MAX)
+		return 0;
+	if (i == n)
+		return (size_t)-1;
+	return s[i] >= 0x40 && s[i] <= 0x7e && csi_allowed(s[i]) ? i + 1 : 0;
+}
+
+/* One step at s: how many bytes were consumed (appended to out as they are or shown), 0
+ * when s is the incomplete start of something and more bytes are needed, -1 on ENOMEM. */
+static ssize_t step(const unsigned char *s, size_t n, bool final, lb_buf *out)
+{
+	unsigned char c = s[0];
+	if (c == 0x1b) {
+		size_t k = csi_len(s, n);
+		if (k == (size_t)-1 && !final)
+			return 0;
+		if (k && k != (size_t)-1)
+			return lb_buf_append(out, s, k) < 0 ? -1 : (ssize_t)k;
+		return show_byte(out, c) < 0 ? -1 : 1;
+	}
+	if (c < 0x80) {
+		bool ok = c >= 0x20 ? c != 0x7f : c == '\n' || c == '\r' || c == '\t' || c == '\b';
+		if (ok)
+			return lb_buf_append(out, s, 1) < 0 ? -1 : 1;
+		return show_byte(out, c) < 0 ? -1 : 1;
+	}
+	size_t want = utf8_want(c);
+	size_t k = lb_utf8_seq_len(s, n);
+	if (!k && want && n < want && !final) {
+		bool prefix = true;
+		for (size_t i = 1; i < n; i++)
+			prefix &= (s[i] & 0xc0) == 0x80;
+		if (prefix)
+			return 0;
+	}
+	/* C1 controls (U+0080..U+009F) are CSI, OSC and DCS in one character to some terminals. */
+	if (k && !(k == 2 && c == 0xc2 && s[1] < 0xa0))
+		return lb_buf_append(out, s, k) < 0 ? -1 : (ssize_t)k;
+	return show_byte(out, c) < 0 ? -1 : 1;
+}
+
+int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool final,
+		   lb_buf *out)
+{
+	/* The held-back start of the last call's incomplete sequence goes first. */
+	while (len || (final && st->held)) {
+		unsigned char tmp[sizeof st->hold];
+		size_t n = st->held, take = 0;
+		memcpy(tmp, st->hold, n);
+		if (n) {
+			take = len < sizeof tmp - n ? len : sizeof tmp - n;
+			if (take)
+				memcpy(tmp + n, data, take);
+			n += take;
+			ssize_t k = step(tmp, n, final && take == len, out);
+			if (k < 0)
+				return -ENOMEM;
+			if (k == 0) {
+				/* still incomplete: everything given is held (len fit in tmp) */
+				memcpy(st->hold, tmp, n);
+				st->held = n;
+				return 0;
+			}
+			/* k bytes of tmp used: the rest of the hold is re-read from data */
+			size_t from_data = (size_t)k > st->held ? (size_t)k - st->held : 0;
+			if ((size_t)k < st->held) {
+				memmove(st->hold, st->hold + k, st->held - (size_t)k);
+				st->held -= (size_t)k;
+			} else {
+				st->held = 0;
+			}
+			data += from_data;
+			len -= from_data;
+			continue;
+		}
+		ssize_t k = step((const unsigned char *)data, len, final, out);
+		if (k < 0)
+			return -ENOMEM;
+		if (k == 0) {
+			/* len < sizeof hold: an incomplete sequence is shorter than TERM_CSI_MAX */
+			memcpy(st->hold, data, len);
+			st->held = len;
+			return 0;
+		}
+		data += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}

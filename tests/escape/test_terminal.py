@@ -1,0 +1,113 @@
+"""An experiment driving the user's terminal through what labbox echoes there.
+
+The payload never holds the terminal, but `labbox run` (and `rerun`, `exec`) echo its output
+on it, and the summary shows its metric names and results files' strings. A terminal obeys
+control sequences: OSC 52 writes the clipboard, OSC 0 the title, DCS and the status reports
+(CSI 6n, DECRQSS) make some terminals type an answer into the user's shell, C1 controls do
+the same in one character. From the host's side: labbox runs with a real pseudo-terminal as
+its stdout and stderr, and what the terminal received is read from the master side.
+"""
+import json
+import os
+import pty
+import select
+import subprocess
+
+import escape_lib as lib
+
+# What no byte stream on the terminal may carry: the introducers of the sequences above.
+FORBIDDEN = [b"\x1b]", b"\x1bP", b"\x1b_", b"\x1b^", b"\x1b[6n", b"\x1b[10;1H", b"\xc2\x9b",
+             b"\x07"]
+
+ATTACK = r'''
+import json, sys
+bad = "\x1b]52;c;ZWNobyBvd25lZA==\x07" "\x1b]0;pwned\x1b\\" "\x1bP$q\"p\x1b\\" "\x1b[6n" \
+      "\x1b[10;1H" "\u009b31m" "\x07"
+sys.stdout.write("colour \x1b[32mok\x1b[0m " + bad + "\n")
+sys.stdout.flush()
+sys.stderr.write("err " + bad + "\n")
+# a sequence cut across two writes
+sys.stdout.write("\x1b"); sys.stdout.flush(); sys.stdout.write("]52;c;cut\x07\n")
+print("accuracy=0.5")
+json.dump({"note": bad, bad: 1}, open("results.json", "w"))
+'''
+
+
+def run_on_pty(args, timeout=lib.CALL_TIMEOUT):
+    """labbox ARGS with stdout and stderr on a new pseudo-terminal: (exit status, bytes)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([lib.LABBOX, *args], stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=slave, close_fds=True)
+    os.close(slave)
+    got = bytearray()
+    while True:
+        r, _, _ = select.select([master], [], [], timeout)
+        if not r:
+            proc.kill()
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer is gone
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    return proc.wait(timeout=timeout), bytes(got)
+
+
+def test_experiment_output_cannot_drive_the_terminal(tmp_path):
+    exp = lib.e2e.write_exp(tmp_path, ATTACK)
+    runs = tmp_path / "runs"
+    rc, seen = run_on_pty(["run", *lib.POLICY, "--python", lib.PYTHON, "--runs-dir", str(runs),
+                           str(exp)])
+    assert rc == 0, seen.decode(errors="replace")[-2000:]
+    for seq in FORBIDDEN:
+        assert seq not in seen, f"{seq!r} reached the terminal: {seen[-3000:]!r}"
+    # What was stopped is shown, not hidden: the user can see the attempt.
+    assert b"\\x1b]52;c;ZWNobyBvd25lZA==\\x07" in seen
+    assert b"]52;c;cut" in seen
+    # A progress bar's colours still pass, and the summary still names the metric.
+    assert b"\x1b[32mok\x1b[0m" in seen
+    assert b"accuracy=0.5" in seen
+    # The record keeps the experiment's bytes as it wrote them.
+    (run_dir,) = lib.run_dirs(runs)
+    log = (run_dir / "run.log").read_bytes()
+    assert b"\x1b]52;c;ZWNobyBvd25lZA==\x07" in log
+    doc = json.loads((run_dir / "result.json").read_text())
+    assert doc["status"] == "completed"
+
+
+def test_exec_output_cannot_drive_the_terminal(tmp_path):
+    rc, seen = run_on_pty(["exec", "--", lib.PYTHON, "-c",
+                           "import sys; sys.stdout.write('\\x1b]52;c;eA==\\x07 \\x1b[6n done\\n');"
+                           "sys.stderr.write('\\x1b]0;t\\x07\\n')"])
+    assert rc == 0, seen
+    for seq in FORBIDDEN:
+        assert seq not in seen, f"{seq!r} reached the terminal: {seen!r}"
+    assert b"done" in seen
+
+
+def test_output_into_a_pipe_is_left_byte_for_byte(tmp_path):
+    """Nothing interprets a pipe: the experiment's bytes reach it unchanged."""
+    proc = subprocess.run([lib.LABBOX, "exec", "--", lib.PYTHON, "-c",
+                           "import sys; sys.stdout.buffer.write(b'\\x1b]52;c;eA==\\x07\\xff\\n')"],
+                          capture_output=True, timeout=lib.CALL_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"\x1b]52;c;eA==\x07\xff\n"
+
+
+def test_error_messages_show_what_labbox_yaml_hides_in_them(tmp_path):
+    """A labbox.yaml value, a file name or a metric name quoted in an error or a warning on
+    stderr: its control bytes are shown, whether stderr is a terminal or not."""
+    exp = lib.e2e.write_exp(tmp_path, 'print("accuracy: 1")\n',
+                            yaml='entry: "x\\e]52;c;eA==\\a.py"\n')
+    rc, seen = run_on_pty(["run", *lib.POLICY, "--python", lib.PYTHON, "--runs-dir",
+                           str(tmp_path / "runs"), str(exp)])
+    assert rc != 0 and b"not found" in seen, seen
+    assert b"\x1b]" not in seen and b"\x07" not in seen, seen
+    assert b"\\x1b]52;c;eA==\\x07" in seen
+    proc = subprocess.run([lib.LABBOX, "run", *lib.POLICY, "--python", lib.PYTHON,
+                           "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                          capture_output=True, timeout=lib.CALL_TIMEOUT)
+    assert b"\x1b]" not in proc.stderr and b"\\x1b]52;c;eA==\\x07" in proc.stderr, proc.stderr
