@@ -715,6 +715,65 @@ static bool deny_match(const ctx *c, const char *q)
 	return ck_list_match(&c->in->cfg->deny_calls, q) || ck_list_match(&c->in->cfg->deny_modules, q);
 }
 
+/* The rule a capability reached through the standard library falls under: the rule of the
+ * direct call it ends in (process before code, network, native and import). */
+static ck_rule cap_rule(unsigned caps)
+{
+	if (caps & CK_CAP_PROCESS)
+		return R_PROCESS;
+	if (caps & CK_CAP_EXEC)
+		return R_DYNCODE;
+	if (caps & CK_CAP_SOCKET)
+		return R_NETWORK;
+	if (caps & CK_CAP_NATIVE)
+		return R_NATIVE;
+	if (caps & CK_CAP_IMPORT)
+		return R_DYNIMPORT;
+	return R_COUNT;
+}
+
+static const char *cap_words(ck_rule r)
+{
+	switch (r) {
+	case R_PROCESS:
+		return "starts a process";
+	case R_DYNCODE:
+		return "runs code it is given";
+	case R_NETWORK:
+		return "opens a socket";
+	case R_NATIVE:
+		return "loads native code";
+	default:
+		return "imports a module it is named";
+	}
+}
+
+/* A name the direct rules do not know, seen through the standard library's summaries: its
+ * own name for it there (tempfile._os.system is os.system), or what it reaches. */
+static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
+{
+	char msg[900], real[512];
+	const char *name = q;
+	if (ck_stdlib_rename(c->in->std, q, real, sizeof real)) {
+		ck_rule r = ck_classify(real, false, c->in->cfg->policy);
+		if (r != R_COUNT) {
+			snprintf(msg, sizeof msg, "%s `%s` (the standard library's `%s`): %s",
+				 how == CALL ? "call of" : "use of", q, real, ck_rules[r].info.title);
+			raw(c, r, at, real, msg);
+			return true;
+		}
+		name = real;
+	}
+	const char *via = NULL;
+	ck_rule r = cap_rule(ck_stdlib_caps(c->in->std, name, &via) & CK_CAP_FINDING);
+	if (r == R_COUNT)
+		return false;
+	snprintf(msg, sizeof msg, "%s `%s`: %s (the standard library reaches `%s` from it)",
+		 how == CALL ? "call of" : "use of", q, cap_words(r), via ? via : "?");
+	raw(c, r, at, q, msg);
+	return true;
+}
+
 static void report_ref(ctx *c, const char *q, TSNode at, int how)
 {
 	char msg[600];
@@ -729,6 +788,8 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 		raw(c, r, at, q, msg);
 		return;
 	}
+	if (c->in->std && stdlib_ref(c, q, at, how))
+		return;
 	if (how == USE && ck_sensitive_module(q)) {
 		snprintf(msg, sizeof msg,
 			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
@@ -1875,6 +1936,48 @@ static void seed_events(ctx *c, scope *sc, const char *q, TSNode node, const arg
 	}
 }
 
+/* `def name(` anywhere in the file: the experiment's own method of that name. */
+static bool defines(const ctx *c, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = c->src; (p = strstr(p, "def ")); p += 4) {
+		const char *q = p + 4;
+		while (*q == ' ')
+			q++;
+		if (strncmp(q, name, n) == 0 && (q[n] == '(' || q[n] == ' '))
+			return true;
+	}
+	return false;
+}
+
+/* obj.meth() on an object the analysis knows nothing of (loop = asyncio.get_running_loop()):
+ * a method name that, in every class of the standard library defining it, starts a process or
+ * opens a socket is that, unless the experiment defines a method of that name itself. */
+static void stdlib_method(ctx *c, TSNode fn)
+{
+	TSNode obj = field(c, fn, F_OBJECT), at = field(c, fn, F_ATTRIBUTE);
+	if (ts_node_is_null(at))
+		return;
+	const char *m = text(c, at);
+	if (!m || m[0] == '_')
+		return;
+	if (is(c, obj, K_IDENTIFIER)) {
+		const char *o = text(c, obj);
+		if (o && (strcmp(o, "self") == 0 || strcmp(o, "cls") == 0))
+			return;
+	}
+	const char *via = NULL;
+	ck_rule r = cap_rule(ck_stdlib_method_caps(c->in->std, m, &via) & CK_CAP_FINDING);
+	if (r == R_COUNT || defines(c, m))
+		return;
+	char msg[700];
+	snprintf(msg, sizeof msg,
+		 "call of `.%s()`: every class of the standard library that has this method %s "
+		 "through it (it reaches `%s`)",
+		 m, cap_words(r), via ? via : "?");
+	raw(c, r, fn, m, msg);
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -1933,6 +2036,8 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		vs_union(&out, &r);
 	}
 	report(c, &callee, fn, CALL);
+	if (callee.n == 0 && c->in->std && is(c, fn, K_ATTRIBUTE))
+		stdlib_method(c, fn);
 	/* Every argument not consumed above is a use (passing os.system to map() is using it). */
 	for (unsigned i = 0; i < a.npos; i++)
 		if (!a.used[i])
