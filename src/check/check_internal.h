@@ -151,6 +151,7 @@ typedef enum ck_rule {
 	R_UNRESOLVED,   /* LB111 */
 	R_UNRESOLVED_WEAK, /* LB112 */
 	R_WRITE_UNKNOWN,   /* LB113 */
+	R_DESERIALIZE,     /* LB114 */
 	R_DENIED,       /* LB120 */
 	R_IMPORT,       /* LB201 */
 	R_SEED_ORDER,   /* LB301 */
