@@ -938,6 +938,24 @@ static int summary_text(graph *g, size_t modules, lb_buf *out)
 	free(mm.caps);
 	free(mm.via);
 	free(mm.state);
+	/* names a star import brings in (asyncio gets base_events' through `from .x import *`) */
+	for (size_t m = 0; m < g->n && r == 0; m++) {
+		const node *mod = &g->v[m];
+		for (size_t k = 0; k < mod->nstars && r == 0; k++) {
+			const char *star = g->v[mod->stars[k]].name;
+			size_t sl = strlen(star);
+			for (size_t i = 0; i < g->n && r == 0; i++) {
+				const node *x = &g->v[i];
+				if ((x->kind != N_FUNC && x->kind != N_CLASS) || x->cls >= 0 ||
+				    !(x->caps & CK_CAP_FINDING) || strncmp(x->name, star, sl) != 0 ||
+				    x->name[sl] != '.' || strchr(x->name + sl + 1, '.') ||
+				    x->name[sl + 1] == '_')
+					continue;
+				r = lb_buf_printf(out, "A %s.%s %s\n", mod->name, x->name + sl + 1,
+						  x->name);
+			}
+		}
+	}
 	/* aliases that lead somewhere the check cares about */
 	for (size_t i = 0; i < g->n && r == 0; i++) {
 		node *x = &g->v[i];
