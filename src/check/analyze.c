@@ -734,10 +734,25 @@ static ck_rule cap_rule(unsigned caps)
 	return R_COUNT;
 }
 
+/* A process reached through subprocess is subprocess's rule, as the runtime gate names the
+ * event (subprocess.Popen is LB102, os.system LB101). */
+static ck_rule cap_rule_via(ctx *c, unsigned caps, const char *via)
+{
+	ck_rule r = cap_rule(caps);
+	if (r == R_PROCESS && via) {
+		ck_rule v = ck_classify(via, false, c->in->cfg->policy);
+		if (v == R_SUBPROCESS || v == R_PTY)
+			r = v;
+	}
+	return r;
+}
+
 static const char *cap_words(ck_rule r)
 {
 	switch (r) {
 	case R_PROCESS:
+	case R_SUBPROCESS:
+	case R_PTY:
 		return "starts a process";
 	case R_DYNCODE:
 		return "runs code it is given";
@@ -767,7 +782,8 @@ static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
 		name = real;
 	}
 	const char *via = NULL;
-	ck_rule r = cap_rule(ck_stdlib_caps(c->in->std, name, &via) & CK_CAP_FINDING);
+	unsigned caps = ck_stdlib_caps(c->in->std, name, &via) & CK_CAP_FINDING;
+	ck_rule r = cap_rule_via(c, caps, via);
 	if (r == R_COUNT)
 		return false;
 	snprintf(msg, sizeof msg, "%s `%s`: %s (the standard library reaches `%s` from it)",
@@ -2149,7 +2165,8 @@ static void stdlib_method(ctx *c, TSNode fn)
 			return;
 	}
 	const char *via = NULL;
-	ck_rule r = cap_rule(ck_stdlib_method_caps(c->in->std, m, &via) & CK_CAP_FINDING);
+	unsigned caps = ck_stdlib_method_caps(c->in->std, m, &via) & CK_CAP_FINDING;
+	ck_rule r = cap_rule_via(c, caps, via);
 	if (r == R_COUNT || defines(c, m))
 		return;
 	char msg[700];

@@ -207,7 +207,7 @@ static void test_check_with_host_library(void **state)
 	lb_check_finish(&rep);
 	assert_false(rep.stdlib_floor);
 	assert_non_null(strstr(rep.stdlib_by, "python 3."));
-	const char *want[] = {"LB101@3", "LB101@4", "LB104@5", "LB105@6"};
+	const char *want[] = {"LB102@3", "LB101@4", "LB104@5", "LB105@6"};
 	bool seen[4] = {0};
 	for (size_t i = 0; i < rep.n; i++) {
 		char at[32];

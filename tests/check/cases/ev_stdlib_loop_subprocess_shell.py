@@ -6,7 +6,7 @@ import asyncio
 
 async def main():
     loop = asyncio.get_running_loop()
-    await loop.subprocess_shell(asyncio.SubprocessProtocol, "touch MARKER")  # expect: LB101
-    await loop.subprocess_exec(asyncio.SubprocessProtocol, "touch", "M")  # expect: LB101
+    await loop.subprocess_shell(asyncio.SubprocessProtocol, "touch MARKER")  # expect: LB102
+    await loop.subprocess_exec(asyncio.SubprocessProtocol, "touch", "M")  # expect: LB102
 
 asyncio.run(main())
