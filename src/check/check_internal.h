@@ -274,6 +274,9 @@ int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *er
 int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
 		   bool *hit, char *err, size_t errlen);
 void ck_stdlib_free(ck_stdlib *s);
+/* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
+ * not one. */
+int ck_stdlib_parse(char *text, ck_stdlib **out);
 /* The library's own name for q (tempfile._os.system -> os.system) into out; false when the
  * library does not rename it. */
 bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen);

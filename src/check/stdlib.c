@@ -79,7 +79,7 @@ void ck_stdlib_free(ck_stdlib *s)
 }
 
 /* Takes text. Lines: "N name caps via", "A name target", "M meth caps via". */
-static int summary_parse(char *text, ck_stdlib **out)
+int ck_stdlib_parse(char *text, ck_stdlib **out)
 {
 	ck_stdlib *s = calloc(1, sizeof *s);
 	if (!s) {
@@ -1092,7 +1092,7 @@ int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *er
 		lb_buf_free(&sum);
 		return r;
 	}
-	return summary_parse(sum.data, out);
+	return ck_stdlib_parse(sum.data, out);
 }
 
 /* cache_dir/stdlib, the user's own directory like the compile() verdicts beside it. */
@@ -1125,7 +1125,7 @@ int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_s
 			char *t = realloc(data, len + 1);
 			if (t) {
 				t[len] = '\0';
-				if (summary_parse(t, out) == 0) {
+				if (ck_stdlib_parse(t, out) == 0) {
 					*hit = true;
 					close(dfd);
 					return 0;
@@ -1150,7 +1150,7 @@ int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_s
 		lb_buf_free(&sum);
 		return r;
 	}
-	return summary_parse(sum.data, out);
+	return ck_stdlib_parse(sum.data, out);
 }
 
 /* ---- which library -------------------------------------------------------------------------- */
