@@ -118,7 +118,8 @@ typedef struct lb_check_report {
 	struct json_object *seeds;
 } lb_check_report;
 
-/* Check one buffer (path is only used in findings). Findings are appended to rep, so several
+/* Check one buffer (path is only used in findings). No standard library summaries are read
+ * for one buffer (lb_check_files and lb_check_dir read them): only the hand lists apply. Findings are appended to rep, so several
  * files can share one report; call lb_check_finish once at the end. Harness rules are applied
  * when harness is true (the buffer is an experiment's entry point). */
 int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,

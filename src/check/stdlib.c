@@ -719,7 +719,7 @@ typedef struct memo {
 	unsigned *caps;
 	const char **via;
 	uint8_t *state; /* 1 in progress, 2 done (bit 4: ended in a stub) */
-	size_t cap;
+	size_t cap, used;
 } memo;
 
 static size_t memo_slot(memo *mm, int m)
@@ -733,6 +733,7 @@ static size_t memo_slot(memo *mm, int m)
 static void memo_reset(memo *mm)
 {
 	memset(mm->key, 0, mm->cap * sizeof *mm->key);
+	mm->used = 0;
 }
 
 /* Method m (a node) run on an instance of class cls: its own calls as the fixpoint has them,
@@ -749,6 +750,8 @@ static unsigned ctx_caps(const graph *g, memo *mm, int cls, int m, int depth, bo
 		return 0;
 	}
 	size_t slot = memo_slot(mm, m);
+	if (!mm->key[slot] && mm->used * 4 >= mm->cap * 3)
+		return 0; /* a class with that many methods in play: as deep as labbox looks */
 	if (mm->key[slot]) {
 		if (mm->state[slot] & 16)
 			*stub = true;
@@ -758,6 +761,7 @@ static unsigned ctx_caps(const graph *g, memo *mm, int cls, int m, int depth, bo
 	}
 	mm->key[slot] = m + 1;
 	mm->state[slot] = 1;
+	mm->used++;
 	unsigned caps = x->dcaps;
 	const char *v0 = caps & CK_CAP_FINDING ? x->dvia : NULL;
 	bool any_stub = false;
@@ -1019,7 +1023,8 @@ static int build_text(const char *dir, unsigned threads, lb_buf *sum, char *err,
 	for (size_t i = 0; i < m.n; i++) {
 		if (m.v[i].rc < 0 && r == 0)
 			r = m.v[i].rc;
-		total += m.v[i].rec.len;
+		for (size_t k = 0; k < m.v[i].rec.len; k++)
+			total += m.v[i].rec.data[k] == '\n';
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "reading the standard library: %s", strerror(-r));
@@ -1027,7 +1032,7 @@ static int build_text(const char *dir, unsigned threads, lb_buf *sum, char *err,
 	}
 	graph g = {0};
 	g.tcap = 1;
-	while (g.tcap < total / 16 + 1024)
+	while (g.tcap < 2 * (total + m.n) + 1024) /* a node per record at most, and per module */
 		g.tcap *= 2;
 	g.tab = calloc(g.tcap, sizeof *g.tab);
 	if (!g.tab) {
