@@ -1400,10 +1400,18 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		lb_config_free(&cfg);
 		return 0;
 	}
-	if (base && !lb_docker_image_name_ok(base)) {
+	/* Either name goes on the engine's command line: one that reads as an option (from an
+	 * experiment's labbox.yaml: `image: --privileged`) must never reach it. */
+	const char *bad = base && !lb_docker_image_name_ok(base)     ? base
+			  : image && !lb_docker_image_name_ok(image) ? image
+								     : NULL;
+	if (bad) {
 		memset(out, 0, sizeof *out);
-		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+)",
-			    req->base_image ? "--base-image" : "labbox.yaml's base_image:", base);
+		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+, "
+			    "not starting with '-')",
+			    bad == base ? (req->base_image ? "--base-image" : "labbox.yaml's base_image:")
+					: (req->image ? "--image" : "labbox.yaml's image:"),
+			    bad);
 		lb_config_free(&cfg);
 		return 0;
 	}
