@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SUMMARY_MAGIC "labbox.stdlib/1"
+#define SUMMARY_MAGIC "labbox.stdlib/2"
 #define MAX_MODULES 6000
 #define MAX_FILE (4u << 20)
 #define QMAX 512
@@ -857,7 +857,10 @@ static unsigned class_caps(const graph *g, memo *mm, int cls, int at, int depth,
 		if (mc & ~caps & CK_CAP_FINDING && !*via)
 			*via = v;
 		caps |= mc;
-		if (mt && g->v[cls].leaf && name[0] != '_' && !(stub && !mc)) {
+		/* distutils (gone in 3.12) spawns compilers from methods named like anything else:
+		 * preprocess, link, spawn */
+		if (mt && g->v[cls].leaf && name[0] != '_' && !(stub && !mc) &&
+		    strncmp(g->v[cls].name, "distutils.", 10) != 0) {
 			mname *e = mtab_get(mt, name);
 			if (!e->seen) {
 				e->caps = mc;
@@ -903,6 +906,16 @@ static bool g_rename(const graph *g, const char *q, char *out, size_t outlen)
 	return true;
 }
 
+/* subprocess_shell, connectToProcess: a name no research object has by accident, unlike
+ * processor or spawn. */
+static bool compound(const char *name)
+{
+	for (const char *p = name + 1; *p; p++)
+		if (*p == '_' || (*p >= 'A' && *p <= 'Z'))
+			return true;
+	return false;
+}
+
 static int summary_text(graph *g, size_t modules, lb_buf *out)
 {
 	int r = lb_buf_printf(out, "%s\t%zu\n", SUMMARY_MAGIC, modules);
@@ -933,10 +946,14 @@ static int summary_text(graph *g, size_t modules, lb_buf *out)
 			r = lb_buf_printf(out, "N %s %u %s\n", x->name, x->caps, x->via ? x->via : "-");
 		}
 	}
+	/* Only process creation: the method names that reach a socket are protocol verbs that
+	 * research objects have too (a DataFrame's head(), a retriever's retrieve(), a context's
+	 * Queue()), and a name alone cannot tell them apart. */
 	for (size_t i = 0; i < mt.cap && r == 0; i++)
-		if (mt.v[i].name && mt.v[i].seen && (mt.v[i].caps & CK_CAP_FINDING))
-			r = lb_buf_printf(out, "M %s %u %s\n", mt.v[i].name, mt.v[i].caps,
-					  mt.v[i].via ? mt.v[i].via : "-");
+		if (mt.v[i].name && mt.v[i].seen && (mt.v[i].caps & CK_CAP_PROCESS) &&
+		    compound(mt.v[i].name))
+			r = lb_buf_printf(out, "M %s %u %s\n", mt.v[i].name,
+					  (unsigned)CK_CAP_PROCESS, mt.v[i].via ? mt.v[i].via : "-");
 	free(mt.v);
 	free(mm.key);
 	free(mm.caps);
