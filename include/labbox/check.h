@@ -107,6 +107,11 @@ typedef struct lb_check_report {
 	bool rejected;        /* some finding rejects under the policy */
 	char syntax_by[96];   /* "python 3.11.2" or "tree-sitter" */
 	size_t syntax_cached; /* files whose clean compile() verdict was kept (set_cache_dir) */
+	/* The standard library whose capability summaries the check used ("python 3.11
+	 * /usr/lib/python3.11 (554 modules, cached)"), or why there were none (stdlib_floor:
+	 * only labbox's own lists of names were checked). Empty when no file was checked. */
+	char stdlib_by[600];
+	bool stdlib_floor;
 	/* Every seed call found, in file order: [{file, line, col, call (numpy.random.seed),
 	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
 	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */
@@ -121,7 +126,8 @@ typedef struct lb_check_report {
 	struct json_object *imports;
 } lb_check_report;
 
-/* Check one buffer (path is only used in findings). Findings are appended to rep, so several
+/* Check one buffer (path is only used in findings). No standard library summaries are read
+ * for one buffer (lb_check_files and lb_check_dir read them): only the hand lists apply. Findings are appended to rep, so several
  * files can share one report; call lb_check_finish once at the end. Harness rules are applied
  * when harness is true (the buffer is an experiment's entry point). */
 int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,

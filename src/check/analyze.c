@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define VMAX 8
 #define MAX_DEPTH 160
@@ -39,6 +40,7 @@ typedef enum vkind {
 	VK_BOUNDGET, /* t: dict.get of base s ("M" sys.modules, "B" builtins, "G" globals, "N"+q) */
 	VK_STRMETH,  /* s: string, t: method */
 	VK_PATHMETH, /* s: path, t: method */
+	VK_TYPEOBJ,  /* a class reached by introspection (().__class__, type(x), __mro__[-1]) */
 } vkind;
 
 typedef struct val {
@@ -716,6 +718,81 @@ static bool deny_match(const ctx *c, const char *q)
 	return ck_list_match(&c->in->cfg->deny_calls, q) || ck_list_match(&c->in->cfg->deny_modules, q);
 }
 
+/* The rule a capability reached through the standard library falls under: the rule of the
+ * direct call it ends in (process before code, network, native and import). */
+static ck_rule cap_rule(unsigned caps)
+{
+	if (caps & CK_CAP_PROCESS)
+		return R_PROCESS;
+	if (caps & CK_CAP_EXEC)
+		return R_DYNCODE;
+	if (caps & CK_CAP_SOCKET)
+		return R_NETWORK;
+	if (caps & CK_CAP_NATIVE)
+		return R_NATIVE;
+	if (caps & CK_CAP_IMPORT)
+		return R_DYNIMPORT;
+	return R_COUNT;
+}
+
+/* A process reached through subprocess is subprocess's rule, as the runtime gate names the
+ * event (subprocess.Popen is LB102, os.system LB101). */
+static ck_rule cap_rule_via(ctx *c, unsigned caps, const char *via)
+{
+	ck_rule r = cap_rule(caps);
+	if (r == R_PROCESS && via) {
+		ck_rule v = ck_classify(via, false, c->in->cfg->policy);
+		if (v == R_SUBPROCESS || v == R_PTY)
+			r = v;
+	}
+	return r;
+}
+
+static const char *cap_words(ck_rule r)
+{
+	switch (r) {
+	case R_PROCESS:
+	case R_SUBPROCESS:
+	case R_PTY:
+		return "starts a process";
+	case R_DYNCODE:
+		return "runs code it is given";
+	case R_NETWORK:
+		return "opens a socket";
+	case R_NATIVE:
+		return "loads native code";
+	default:
+		return "imports a module it is named";
+	}
+}
+
+/* A name the direct rules do not know, seen through the standard library's summaries: its
+ * own name for it there (tempfile._os.system is os.system), or what it reaches. */
+static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
+{
+	char msg[900], real[512];
+	const char *name = q;
+	if (ck_stdlib_rename(c->in->std, q, real, sizeof real)) {
+		ck_rule r = ck_classify(real, false, c->in->cfg->policy);
+		if (r != R_COUNT) {
+			snprintf(msg, sizeof msg, "%s `%s` (the standard library's `%s`): %s",
+				 how == CALL ? "call of" : "use of", q, real, ck_rules[r].info.title);
+			raw(c, r, at, real, msg);
+			return true;
+		}
+		name = real;
+	}
+	const char *via = NULL;
+	unsigned caps = ck_stdlib_caps(c->in->std, name, &via) & CK_CAP_FINDING;
+	ck_rule r = cap_rule_via(c, caps, via);
+	if (r == R_COUNT)
+		return false;
+	snprintf(msg, sizeof msg, "%s `%s`: %s (the standard library reaches `%s` from it)",
+		 how == CALL ? "call of" : "use of", q, cap_words(r), via ? via : "?");
+	raw(c, r, at, q, msg);
+	return true;
+}
+
 static void report_ref(ctx *c, const char *q, TSNode at, int how)
 {
 	char msg[600];
@@ -730,6 +807,8 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 		raw(c, r, at, q, msg);
 		return;
 	}
+	if (c->in->std && stdlib_ref(c, q, at, how))
+		return;
 	if (how == USE && ck_sensitive_module(q)) {
 		snprintf(msg, sizeof msg,
 			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
@@ -747,6 +826,8 @@ static void report(ctx *c, const vset *vs, TSNode at, int how)
 			report_ref(c, v->s, at, how);
 			break;
 		case VK_DYN:
+			if (v->t && how == USE)
+				break;
 			snprintf(msg, sizeof msg, "%s %s: it cannot be resolved statically",
 				 how == CALL ? "call of" : "use of", v->s);
 			raw(c, v->weak ? R_UNRESOLVED_WEAK : R_UNRESOLVED, at, NULL, msg);
@@ -841,13 +922,35 @@ static const char *path_dirname(ctx *c, const char *p)
 	return astrndup(c, p, (size_t)(slash - p));
 }
 
+/* __subclasses__ lists every class, the way to os._wrap_close and subprocess.Popen, when it is
+ * taken from object, a builtin type or a class reached by introspection; on the experiment's
+ * own class (a registry helper) or a parameter it lists that class's subclasses. */
+static bool reaches_any_class(const vset *base)
+{
+	for (unsigned i = 0; i < base->n; i++) {
+		const val *v = &base->v[i];
+		if (v->kind == VK_TYPEOBJ || v->kind == VK_REF || v->kind == VK_DYN ||
+		    v->kind == VK_NSDICT || v->kind == VK_GLOBALS)
+			return true;
+	}
+	return false;
+}
+
 static vset member(ctx *c, const vset *base, const char *attr)
 {
 	vset out = {0};
 	char why[300];
-	if (escape_attr(attr)) {
+	if (escape_attr(attr) && (strcmp(attr, "__subclasses__") != 0 || reaches_any_class(base))) {
 		snprintf(why, sizeof why, "introspection through `.%s`", attr);
 		vs_add(&out, dyn(astrdup(c, why), false));
+		return out;
+	}
+	if (escape_attr(attr))
+		return out;
+	if (strcmp(attr, "__class__") == 0 || strcmp(attr, "__base__") == 0 ||
+	    strcmp(attr, "__bases__") == 0 || strcmp(attr, "__mro__") == 0) {
+		val t = {.kind = VK_TYPEOBJ};
+		vs_add(&out, t);
 		return out;
 	}
 	bool modname = module_attr(attr);
@@ -940,7 +1043,16 @@ static vset subscr_lit(ctx *c, scope *sc, const val *v, const char *key, TSNode 
 		if (key)
 			out = lookup(c, sc, key);
 		else
-			vs_add(&out, dyn("globals()[<computed>]", !c->module_has_sensitive));
+		{
+			/* t: only calling it (or taking attributes from it) is out of view; reading
+			 * a module global to compare or log it is what configurators do */
+			val d = dyn("globals()[<computed>]", !c->module_has_sensitive);
+			d.t = "read";
+			vs_add(&out, d);
+		}
+		break;
+	case VK_TYPEOBJ:
+		vs_add(&out, *v); /* __bases__[0], __mro__[-1] */
 		break;
 	case VK_STR:
 		break;
@@ -1568,13 +1680,155 @@ static void metric_line_facts(ctx *c, TSNode arglist)
 	lb_buf_free(&sep);
 }
 
+static bool kw_is(ctx *c, const args *a, const char *kw, const char *want)
+{
+	for (unsigned i = 0; i < a->nkw; i++)
+		if (strcmp(a->kwname[i], kw) == 0) {
+			const char *t = text(c, a->kw[i]);
+			return t && strcmp(t, want) == 0;
+		}
+	return false;
+}
+
+/* Loaders that run what the data names: research code loads its own pickles (CIFAR's
+ * batches), so this warns; the runtime gate refuses a pickle naming more than plain data. */
+static bool deserialize_call(ctx *c, scope *sc, const char *q, TSNode node, args *a)
+{
+	static const char *const always[] = {
+		"pickle.load", "pickle.loads", "pickle.Unpickler", "marshal.load", "marshal.loads",
+		"shelve.open", "shelve.Shelf", "shelve.DbfilenameShelf", "dill.load", "dill.loads",
+		"joblib.load", "pandas.read_pickle", "yaml.unsafe_load", "yaml.unsafe_load_all",
+		"numpy.lib.format.read_array",
+	};
+	bool hit = in_names(q, always, sizeof always / sizeof *always);
+	const char *why = "it can run code named by the data";
+	if (!hit && strcmp(q, "torch.load") == 0) {
+		hit = !kw_is(c, a, "weights_only", "True");
+		why = "without weights_only=True it unpickles arbitrary objects";
+	}
+	if (!hit && strcmp(q, "numpy.load") == 0) {
+		hit = kw_is(c, a, "allow_pickle", "True");
+		why = "allow_pickle=True unpickles object arrays";
+	}
+	if (!hit && (strcmp(q, "yaml.load") == 0 || strcmp(q, "yaml.load_all") == 0)) {
+		TSNode l = arg(a, 1, "Loader");
+		const char *t = ts_node_is_null(l) ? NULL : text(c, l);
+		hit = !t || !(strstr(t, "SafeLoader") || strstr(t, "BaseLoader"));
+		why = "a loader other than SafeLoader builds arbitrary Python objects";
+	}
+	if (!hit)
+		return false;
+	char msg[600];
+	snprintf(msg, sizeof msg, "call of `%s`: deserialization, %s", q, why);
+	raw(c, R_DESERIALIZE, node, q, msg);
+	(void)sc;
+	return false; /* its arguments are still uses */
+}
+
+/* Calls that create, move or re-permission a file at a path they are given. */
+static bool file_call(ctx *c, scope *sc, const char *q, TSNode node, args *a)
+{
+	static const struct {
+		const char *name;
+		unsigned pos;
+		const char *kw;
+	} dests[] = {
+		{"os.replace", 1, "dst"},	  {"os.rename", 1, "dst"},
+		{"os.renames", 1, "new"},	  {"os.chmod", 0, "path"},
+		{"os.lchmod", 0, "path"},	  {"os.chown", 0, "path"},
+		{"os.symlink", 1, "dst"},	  {"os.link", 1, "dst"},
+		{"os.truncate", 0, "path"},	  {"os.mkfifo", 0, "path"},
+		{"sqlite3.connect", 0, "database"}, {"logging.FileHandler", 0, "filename"},
+		{"logging.handlers.RotatingFileHandler", 0, "filename"},
+		{"logging.handlers.TimedRotatingFileHandler", 0, "filename"},
+		{"logging.handlers.WatchedFileHandler", 0, "filename"},
+		{"logging.basicConfig", 99, "filename"},
+	};
+	if (strcmp(q, "io.FileIO") == 0) {
+		TSNode f = arg(a, 0, "file"), m = arg(a, 1, "mode");
+		vset paths = {0}, modes = {0};
+		if (!ts_node_is_null(f))
+			paths = use(c, sc, f);
+		if (!ts_node_is_null(m))
+			modes = use(c, sc, m);
+		for (unsigned i = 0; i < a->npos && i < 2; i++)
+			a->used[i] = true;
+		check_write(c, node, &paths, &modes, !ts_node_is_null(m) || a->splat, q);
+		return true;
+	}
+	for (size_t i = 0; i < sizeof dests / sizeof *dests; i++) {
+		if (strcmp(q, dests[i].name) != 0)
+			continue;
+		TSNode f = arg(a, dests[i].pos, dests[i].kw);
+		if (ts_node_is_null(f))
+			return false;
+		vset paths = use(c, sc, f);
+		if (dests[i].pos < a->npos)
+			a->used[dests[i].pos] = true;
+		/* an in-memory or URI database names no file of its own here */
+		const char *p = vs_str(&paths);
+		if (q[0] == 's' && p && (strcmp(p, ":memory:") == 0 || p[0] == '\0'))
+			return true;
+		vset w = vs1(str("w"));
+		check_write(c, node, &paths, &w, true, q);
+		return true;
+	}
+	return false;
+}
+
+/* sqlite's ATTACH and VACUUM INTO write the file they name, whatever connect() opened. */
+static void sql_write(ctx *c, scope *sc, TSNode fn, const args *a)
+{
+	TSNode at = field(c, fn, F_ATTRIBUTE);
+	const char *m = ts_node_is_null(at) ? NULL : text(c, at);
+	if (!m || (strcmp(m, "execute") != 0 && strcmp(m, "executescript") != 0) || a->npos < 1)
+		return;
+	vset v = eval(c, sc, a->pos[0]);
+	const char *sql = vs_str(&v);
+	if (!sql)
+		return;
+	for (const char *p = sql; *p; p++) {
+		const char *rest = NULL;
+		if (strncasecmp(p, "attach", 6) == 0)
+			rest = p + 6;
+		else if (strncasecmp(p, "vacuum", 6) == 0) {
+			const char *r = p + 6;
+			while (*r == ' ' || *r == '\t' || *r == '\n')
+				r++;
+			if (strncasecmp(r, "into", 4) == 0)
+				rest = r + 4;
+		}
+		if (!rest)
+			continue;
+		while (*rest == ' ' || *rest == '\t' || *rest == '\n')
+			rest++;
+		if (strncasecmp(rest, "database", 8) == 0)
+			rest += 8;
+		while (*rest == ' ' || *rest == '\t' || *rest == '\n')
+			rest++;
+		if (*rest != '\'' && *rest != '"')
+			continue;
+		char qch = *rest++;
+		const char *e = strchr(rest, qch);
+		if (!e)
+			continue;
+		const char *path = astrndup(c, rest, (size_t)(e - rest));
+		if (strcmp(path, ":memory:") == 0 || !path[0])
+			continue;
+		vset paths = vs1(str(path)), w = vs1(str("w"));
+		check_write(c, fn, &paths, &w, true, "sqlite ATTACH");
+	}
+}
+
 static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 {
 	vset out = {0};
 	TSNode x;
 	/* every name below starts with one of these: most calls (random, sklearn...) need no
 	 * comparison at all */
-	if (!q[0] || !strchr("biopctdsnm", q[0]))
+	if (!q[0] || !strchr("biopctdsnmlyj", q[0]))
+		return out;
+	if (deserialize_call(c, sc, q, node, a) || file_call(c, sc, q, node, a))
 		return out;
 	if (strcmp(q, "builtins.getattr") == 0 && a->npos >= 2) {
 		vset obj = eval(c, sc, a->pos[0]);
@@ -1605,6 +1859,11 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			if (dot)
 				vs_add(&out, ref(c, astrndup(c, s, (size_t)(dot - s))));
 		}
+		return out;
+	}
+	if (strcmp(q, "builtins.type") == 0 && a->npos == 1) {
+		val t = {.kind = VK_TYPEOBJ};
+		vs_add(&out, t);
 		return out;
 	}
 	if (strcmp(q, "builtins.vars") == 0 || strcmp(q, "builtins.globals") == 0 ||
@@ -1939,14 +2198,6 @@ static bool local_path(const char *s)
 	return s && (s[0] == '.' || s[0] == '/' || s[0] == '~');
 }
 
-static bool kw_is(ctx *c, const args *a, const char *name, const char *value)
-{
-	for (unsigned i = 0; i < a->nkw; i++)
-		if (strcmp(a->kwname[i], name) == 0)
-			return strcmp(text(c, a->kw[i]), value) == 0;
-	return false;
-}
-
 /* A download that reads a local copy instead needs nothing: from_pretrained("./model"),
  * local_files_only=True, load_dataset("csv", data_files=...), wandb.init(mode="offline"). */
 static bool fetches(ctx *c, scope *sc, const char *q, const args *a)
@@ -2012,6 +2263,49 @@ static void needs_of_call(ctx *c, scope *sc, TSNode fn, TSNode node, const vset 
 	}
 }
 
+/* `def name(` anywhere in the file: the experiment's own method of that name. */
+static bool defines(const ctx *c, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = c->src; (p = strstr(p, "def ")); p += 4) {
+		const char *q = p + 4;
+		while (*q == ' ')
+			q++;
+		if (strncmp(q, name, n) == 0 && (q[n] == '(' || q[n] == ' '))
+			return true;
+	}
+	return false;
+}
+
+/* obj.meth() on an object the analysis knows nothing of (loop = asyncio.get_running_loop()):
+ * a method name that, in every class of the standard library defining it, starts a process or
+ * opens a socket is that, unless the experiment defines a method of that name itself. */
+static void stdlib_method(ctx *c, TSNode fn)
+{
+	TSNode obj = field(c, fn, F_OBJECT), at = field(c, fn, F_ATTRIBUTE);
+	if (ts_node_is_null(at))
+		return;
+	const char *m = text(c, at);
+	if (!m || m[0] == '_')
+		return;
+	if (is(c, obj, K_IDENTIFIER)) {
+		const char *o = text(c, obj);
+		if (o && (strcmp(o, "self") == 0 || strcmp(o, "cls") == 0))
+			return;
+	}
+	const char *via = NULL;
+	unsigned caps = ck_stdlib_method_caps(c->in->std, m, &via) & CK_CAP_FINDING;
+	ck_rule r = cap_rule_via(c, caps, via);
+	if (r == R_COUNT || defines(c, m))
+		return;
+	char msg[700];
+	snprintf(msg, sizeof msg,
+		 "call of `.%s()`: every class of the standard library that has this method %s "
+		 "through it (it reaches `%s`)",
+		 m, cap_words(r), via ? via : "?");
+	raw(c, r, fn, m, msg);
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -2071,6 +2365,11 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	}
 	needs_of_call(c, sc, fn, n, &callee, &a);
 	report(c, &callee, fn, CALL);
+	if (callee.n == 0 && is(c, fn, K_ATTRIBUTE)) {
+		sql_write(c, sc, fn, &a);
+		if (c->in->std)
+			stdlib_method(c, fn);
+	}
 	/* Every argument not consumed above is a use (passing os.system to map() is using it). */
 	for (unsigned i = 0; i < a.npos; i++)
 		if (!a.used[i])

@@ -163,9 +163,9 @@ static int worker_init(ck_worker *w)
 	return 0;
 }
 
-static int check_buffer(ck_worker *w, const lb_check_config *cfg, const char *path,
-			const char *src, size_t len, bool harness, const pysyntax *py,
-			lb_check_report *rep)
+static int check_buffer(ck_worker *w, const lb_check_config *cfg, const ck_stdlib *std,
+			const char *path, const char *src, size_t len, bool harness,
+			const pysyntax *py, lb_check_report *rep)
 {
 	ck_raws raws = {0};
 	int r = 0;
@@ -217,7 +217,7 @@ static int check_buffer(ck_worker *w, const lb_check_config *cfg, const char *pa
 	}
 	if (r == 0) {
 		ck_analysis_in in = {.cfg = cfg, .syn = &w->syn, .keep = &w->keep, .src = src,
-				     .len = len, .root = root, .harness = harness};
+				     .len = len, .root = root, .harness = harness, .std = std};
 		r = ck_analyze(&in, &raws);
 	}
 settle:
@@ -236,7 +236,7 @@ int lb_check_source(const lb_check_config *cfg, const char *path, const char *sr
 	int r = worker_init(&w);
 	if (r < 0)
 		return r;
-	r = check_buffer(&w, cfg, path ? path : "<input>", src, len, harness, NULL, rep);
+	r = check_buffer(&w, cfg, NULL, path ? path : "<input>", src, len, harness, NULL, rep);
 	worker_free(&w);
 	if (r == 0)
 		rep->files++;
@@ -598,6 +598,7 @@ static void read_error(const char *path, int r, char *err, size_t errlen)
  * the reports are merged in file order afterwards so the output does not depend on timing. */
 typedef struct job {
 	const lb_check_config *cfg;
+	const ck_stdlib *std;
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -625,8 +626,8 @@ static void *worker(void *arg)
 			r = wr;
 		if (r == 0) {
 			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
-			r = check_buffer(&w, j->cfg, j->shown[i], data, len, harness, &j->py[i],
-					 &j->reps[i]);
+			r = check_buffer(&w, j->cfg, j->std, j->shown[i], data, len, harness,
+					 &j->py[i], &j->reps[i]);
 		}
 		j->rcs[i] = r;
 		free(data);
@@ -636,11 +637,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int check_parallel(const lb_check_config *cfg, char *const shown[], char *const abs[],
-			  size_t n, const char *entry_abs, const pysyntax *py, lb_check_report *rep,
-			  char *err, size_t errlen)
+static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char *const shown[],
+			  char *const abs[], size_t n, const char *entry_abs, const pysyntax *py,
+			  lb_check_report *rep, char *err, size_t errlen)
 {
-	job j = {.cfg = cfg, .shown = shown, .abs = abs, .n = n, .entry_abs = entry_abs, .py = py};
+	job j = {.cfg = cfg, .std = std, .shown = shown, .abs = abs, .n = n,
+		 .entry_abs = entry_abs, .py = py};
 	j.reps = calloc(n ? n : 1, sizeof *j.reps);
 	j.rcs = calloc(n ? n : 1, sizeof *j.rcs);
 	j.read_failed = calloc(n ? n : 1, sizeof *j.read_failed);
@@ -709,7 +711,17 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 	} else if (!rep->syntax_by[0]) {
 		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
 	}
-	r = check_parallel(cfg, shown, abs, n, entry_abs, py, rep, err, errlen);
+	ck_stdlib *std = NULL;
+	if (n) {
+		lb_python_info info;
+		char perr[512];
+		bool have = (cfg->python || cfg->python_info) &&
+			    syntax_interpreter(cfg, &info, perr, sizeof perr) == 0;
+		rep->stdlib_floor = ck_stdlib_open(have ? &info : NULL, cfg->cache_dir, &std,
+						   rep->stdlib_by, sizeof rep->stdlib_by) < 0;
+	}
+	r = check_parallel(cfg, std, shown, abs, n, entry_abs, py, rep, err, errlen);
+	ck_stdlib_free(std);
 	free(py);
 	return r;
 }

@@ -3,6 +3,7 @@
 #define LABBOX_CHECK_INTERNAL_H
 
 #include "labbox/check.h"
+#include "labbox/util.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -150,6 +151,7 @@ typedef enum ck_rule {
 	R_UNRESOLVED,   /* LB111 */
 	R_UNRESOLVED_WEAK, /* LB112 */
 	R_WRITE_UNKNOWN,   /* LB113 */
+	R_DESERIALIZE,     /* LB114 */
 	R_DENIED,       /* LB120 */
 	R_IMPORT,       /* LB201 */
 	R_SEED_ORDER,   /* LB301 */
@@ -253,6 +255,7 @@ typedef struct ck_analysis_in {
 	size_t len;
 	TSNode root;
 	bool harness;
+	const struct ck_stdlib *std; /* summaries of the target's standard library, or NULL */
 } ck_analysis_in;
 int ck_analyze(const ck_analysis_in *in, ck_raws *out);
 
@@ -267,6 +270,50 @@ int ck_report_take(lb_check_report *rep, lb_check_report *from);
 /* Append one finding to a report (copies strings). */
 int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigned col,
 		  ck_rule rule, lb_check_severity sev, const char *message, const char *name);
+
+/* ---- capability summaries of the standard library (stdlib_scan.c, stdlib.c) --------------- */
+
+/* What a standard library function reaches, directly or through the functions it calls. */
+enum {
+	CK_CAP_PROCESS = 1u << 0,
+	CK_CAP_SOCKET = 1u << 1,
+	CK_CAP_EXEC = 1u << 2,   /* runs code its caller handed in (bdb.run, code.interact) */
+	CK_CAP_IMPORT = 1u << 3, /* imports a module its caller named (pkgutil.resolve_name) */
+	CK_CAP_NATIVE = 1u << 4,
+	CK_CAP_WRITE = 1u << 5,
+	CK_CAP_FINDING = CK_CAP_PROCESS | CK_CAP_SOCKET | CK_CAP_EXEC | CK_CAP_IMPORT | CK_CAP_NATIVE,
+};
+
+/* One module's records (see stdlib_scan.c) appended to out. */
+int ck_stdlib_scan(const ck_syntax *syn, TSNode root, const char *src, size_t len,
+		   const char *mod, bool is_pkg, lb_buf *out);
+
+typedef struct ck_stdlib ck_stdlib;
+/* Summaries of the library under dir, built from its sources (threads: at most that many). */
+int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *err, size_t errlen);
+/* The same, kept in cache_dir/stdlib under key (interpreter, version, dir and its mtime):
+ * *hit tells whether it was read from there. cache_dir NULL: built, not kept. */
+int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
+		   bool *hit, char *err, size_t errlen);
+void ck_stdlib_free(ck_stdlib *s);
+/* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
+ * not one. */
+int ck_stdlib_parse(char *text, ck_stdlib **out);
+/* The library's own name for q (tempfile._os.system -> os.system) into out; false when the
+ * library does not rename it. */
+bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen);
+/* Capabilities of the function or class q (0 when none or unknown); *via: a sink reached. */
+unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via);
+/* Capabilities every class of the library that defines the public method `meth` gives it,
+ * whatever object it is called on (loop.subprocess_shell); 0 when any lacks them. */
+unsigned ck_stdlib_method_caps(const ck_stdlib *s, const char *meth, const char **via);
+/* Counts for the report: modules parsed, functions and classes with a capability. */
+void ck_stdlib_counts(const ck_stdlib *s, size_t *modules, size_t *capable);
+struct lb_python_info;
+/* The summaries of info's interpreter (NULL: /usr/bin/python3, whose library is read in
+ * /usr/lib/pythonX.Y without running it); note says which, or why there are none. */
+int ck_stdlib_open(const struct lb_python_info *info, const char *cache_dir, ck_stdlib **out,
+		   char *note, size_t notelen);
 
 /* Budget rules against labbox.yaml's plan: raw findings attributed to labbox.yaml. */
 int ck_budget(const lb_check_config *cfg, ck_raws *out);

@@ -667,6 +667,11 @@ char *lb_check_text(const lb_check_report *rep)
 		}
 	}
 	counts c = count(rep);
+	if (rep->stdlib_floor)
+		lb_buf_printf(&b,
+			      "labbox check: note: no standard library summaries (%s); helpers of the "
+			      "standard library are checked against labbox's own lists only\n",
+			      rep->stdlib_by);
 	lb_buf_printf(&b,
 		      "labbox check: %zu file%s, %zu error%s, %zu warning%s, %zu suppressed: %s under "
 		      "policy %s\n",
@@ -689,6 +694,11 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 	if (rep->syntax_by[0] && strcmp(rep->syntax_by, "tree-sitter") != 0)
 		json_object_object_add(doc, "syntax_cached_files",
 				       json_object_new_int64((int64_t)rep->syntax_cached));
+	if (rep->stdlib_by[0]) {
+		json_object *sl = json_object_new_object();
+		json_object_object_add(sl, rep->stdlib_floor ? "none" : "summaries", jstr(rep->stdlib_by));
+		json_object_object_add(doc, "stdlib", sl);
+	}
 	json_object *cnt = json_object_new_object();
 	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
 	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));

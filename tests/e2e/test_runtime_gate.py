@@ -131,7 +131,10 @@ def test_http_handler_is_refused(tmp_path):
     """)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON)
     ev = assert_refused(r, "socket.__new__", "LB105")
-    assert ev["finding"] is None  # the static check did not see it
+    # The socket is made where the record is emitted; the static check saw the handler,
+    # through the standard library's summary of HTTPHandler, where it is made.
+    assert ev["finding"] is not None and ev["finding"]["id"] == "LB105", r.why()
+    assert ev["finding"]["line"] == 2, r.why()
     assert "went on" in r.log()
 
 
@@ -171,6 +174,94 @@ def test_sqlite_attach_outside_is_refused(tmp_path):
     assert_refused(r, "sqlite3.attach", "LB110")
     assert not Path(f"{marker}.db").exists()
     assert (r.exp / "results.db").exists()  # the experiment's own database is fine
+
+
+# ---- the static check sees them now, and the gate still holds -------------------------------
+
+# What the check finds in each evasion under the default policy (the standard library's
+# summaries name the helper's rule); the payload only warns (LB114) and is the gate's to refuse.
+STATIC_RULES = {
+    "pipepager": "LB102", "asyncio_subprocess_shell": "LB102", "gc_walk": "LB111",
+    "tempfile_os": "LB101", "pkgutil_resolve_name": "LB104", "spawnv_passfds": "LB101",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATIC_RULES))
+def test_stdlib_evasion_is_rejected_before_it_runs(tmp_path, name):
+    exp = write_exp(tmp_path, SPAWN_CASES[name])
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 3, r.why()
+    assert r.result["status"] == "rejected", r.why()
+    ids = {f["id"] for f in r.result["findings"] if f["rejects"]}
+    assert STATIC_RULES[name] in ids, r.why()
+    assert not (Path(r.result["run_dir"]) / "exp" / "MARKER").exists()
+
+
+@pytest.mark.parametrize("name", ["pipepager", "asyncio_subprocess_shell", "tempfile_os"])
+def test_gate_event_names_the_static_finding(tmp_path, name):
+    # Run anyway (permissive) with the gate on: the refused event and the static finding are
+    # the same rule on the same line of the experiment.
+    exp = write_exp(tmp_path, SPAWN_CASES[name])
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    event, rule = SPAWN_EVENTS[name]
+    ev = assert_refused(r, event, rule)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert ev["finding"] is not None and ev["finding"]["id"] == rule, r.why()
+
+
+def test_pickle_payload_warns_and_is_refused(tmp_path):
+    exp = write_exp(tmp_path, """
+        import pickle
+        pickle.loads(b"cos\\nsystem\\n(S'touch MARKER'\\ntR.")
+    """)
+    r = run_exp(exp, tmp_path / "runs")  # the default policy: a warning does not stop it
+    assert r.rc == 1, r.why()
+    assert any(f["id"] == "LB114" and not f["rejects"] for f in r.result["findings"]), r.why()
+    assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert not (r.exp / "MARKER").exists()
+
+
+def test_replace_outside_is_refused(tmp_path):
+    marker = outside_marker()
+    exp = write_exp(tmp_path, f"""
+        import os
+        open("r.json", "w").write("{{}}")
+        os.replace("r.json", {str(marker)!r})
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert any(f["id"] == "LB110" and f["line"] == 3 for f in r.result["findings"]), r.why()
+    assert_refused(r, "os.rename", "LB110")  # os.replace raises os.rename
+    assert not marker.exists()
+    assert (r.exp / "r.json").exists()
+
+
+def test_log_file_outside_is_refused(tmp_path):
+    marker = outside_marker()
+    exp = write_exp(tmp_path, f"""
+        import logging
+        logging.basicConfig(filename={str(marker)!r})
+        logging.warning("x")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert any(f["id"] == "LB110" and f["line"] == 2 for f in r.result["findings"]), r.why()
+    ev = assert_refused(r, "open", "LB110")
+    assert str(marker) in (ev["detail"] or ""), r.why()
+    assert not marker.exists()
+
+
+def test_logging_listen_is_refused(tmp_path):
+    exp = write_exp(tmp_path, """
+        import logging.config
+        t = logging.config.listen(0)
+        t.start()
+        t.ready.wait(10)
+        logging.config.stopListening()
+        t.join(10)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert any(f["id"] == "LB105" and f["line"] == 2 for f in r.result["findings"]), r.why()
+    evs = [e for e in refused_events(r) if e["rule"] == "LB105"]
+    assert evs and evs[0]["event"] in ("socket.bind", "socket.__new__"), r.why()
 
 
 # ---- tampering ------------------------------------------------------------------------------

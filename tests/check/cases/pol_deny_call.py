@@ -2,4 +2,4 @@
 # verdict: reject
 import pickle
 with open("data.pkl", "rb") as f:
-    obj = pickle.load(f)  # expect: LB120
+    obj = pickle.load(f)  # expect: LB120,LB114

@@ -1,0 +1,1234 @@
+/* check: capability summaries of the target interpreter's standard library.
+ *
+ * Every module of the library is parsed with the check's own parser (stdlib_scan.c says what
+ * it records); here the records are joined: module-level aliases (tempfile._os is os, star
+ * imports), classes and their bases, and a fixpoint over the call graph gives each function,
+ * method and class the capabilities (process, socket, code, import, native, write) it reaches.
+ * Methods called on self dispatch through the class they are seen from, so a class that
+ * inherits Handler.handle reaches its own emit and not every handler's.
+ *
+ * The result is a short text (the names with a capability, the aliases that lead to one and
+ * the public method names every defining class gives a capability), kept per interpreter in
+ * the user's cache and read back into a hash table for the check. */
+#include "check_internal.h"
+#include "labbox/env.h"
+#include "labbox/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SUMMARY_MAGIC "labbox.stdlib/2"
+#define MAX_MODULES 6000
+#define MAX_FILE (4u << 20)
+#define QMAX 512
+#define CTX_DEPTH 12
+
+/* ---- the lookup table (what the check uses) ------------------------------------------------- */
+
+typedef struct sentry {
+	const char *name;
+	const char *via;    /* sink reached, or NULL */
+	const char *target; /* alias target, or NULL */
+	unsigned caps;
+	bool method; /* a public method name (M line) */
+} sentry;
+
+struct ck_stdlib {
+	char *text; /* the summary; names point into it */
+	sentry *tab;
+	size_t cap, n;
+	size_t modules, capable;
+};
+
+static unsigned long hash_str(const char *s, size_t n)
+{
+	unsigned long h = 5381;
+	for (size_t i = 0; i < n; i++)
+		h = h * 33 + (unsigned char)s[i];
+	return h;
+}
+
+static sentry *tab_find(const ck_stdlib *s, const char *name, size_t n, bool method)
+{
+	if (!s->cap)
+		return NULL;
+	size_t i = hash_str(name, n) & (s->cap - 1);
+	for (; s->tab[i].name; i = (i + 1) & (s->cap - 1))
+		if (s->tab[i].method == method && strncmp(s->tab[i].name, name, n) == 0 &&
+		    s->tab[i].name[n] == '\0')
+			return &s->tab[i];
+	return NULL;
+}
+
+void ck_stdlib_free(ck_stdlib *s)
+{
+	if (!s)
+		return;
+	free(s->text);
+	free(s->tab);
+	free(s);
+}
+
+/* Takes text. Lines: "N name caps via", "A name target", "M meth caps via". */
+int ck_stdlib_parse(char *text, ck_stdlib **out)
+{
+	ck_stdlib *s = calloc(1, sizeof *s);
+	if (!s) {
+		free(text);
+		return -ENOMEM;
+	}
+	s->text = text;
+	size_t lines = 0;
+	for (char *p = text; *p; p++)
+		lines += *p == '\n';
+	s->cap = 64;
+	while (s->cap < lines * 2 + 2)
+		s->cap *= 2;
+	s->tab = calloc(s->cap, sizeof *s->tab);
+	if (!s->tab) {
+		ck_stdlib_free(s);
+		return -ENOMEM;
+	}
+	char *save = NULL;
+	char *line = strtok_r(text, "\n", &save);
+	if (!line || strncmp(line, SUMMARY_MAGIC, strlen(SUMMARY_MAGIC)) != 0) {
+		ck_stdlib_free(s);
+		return -EINVAL;
+	}
+	const char *mods = strrchr(line, '\t');
+	s->modules = mods ? strtoul(mods + 1, NULL, 10) : 0;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		char *f[4] = {0};
+		int nf = 0;
+		for (char *q = line; nf < 4;) {
+			f[nf++] = q;
+			char *sp = strchr(q, ' ');
+			if (!sp)
+				break;
+			*sp = '\0';
+			q = sp + 1;
+		}
+		if (nf < 3 || (line[0] != 'A' && nf < 4) || f[0][1])
+			continue;
+		bool method = f[0][0] == 'M';
+		size_t nl = strlen(f[1]);
+		if (tab_find(s, f[1], nl, method))
+			continue;
+		size_t i = hash_str(f[1], nl) & (s->cap - 1);
+		while (s->tab[i].name)
+			i = (i + 1) & (s->cap - 1);
+		sentry *e = &s->tab[i];
+		e->name = f[1];
+		e->method = method;
+		if (f[0][0] == 'A') {
+			e->target = f[2];
+		} else {
+			e->caps = (unsigned)strtoul(f[2], NULL, 10);
+			e->via = f[3];
+			if (!method && (e->caps & CK_CAP_FINDING))
+				s->capable++;
+		}
+		s->n++;
+	}
+	*out = s;
+	return 0;
+}
+
+void ck_stdlib_counts(const ck_stdlib *s, size_t *modules, size_t *capable)
+{
+	*modules = s ? s->modules : 0;
+	*capable = s ? s->capable : 0;
+}
+
+bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen)
+{
+	if (!s || snprintf(out, outlen, "%s", q) >= (int)outlen)
+		return false;
+	bool changed = false;
+	for (int round = 0; round < 8; round++) {
+		bool again = false;
+		/* the longest prefix that is an alias: logging.handlers.os -> os */
+		for (size_t k = strlen(out); k > 0; k--) {
+			if (out[k] != '\0' && out[k] != '.')
+				continue;
+			const sentry *e = tab_find(s, out, k, false);
+			if (!e)
+				continue;
+			if (!e->target)
+				break;
+			char tmp[QMAX];
+			if (snprintf(tmp, sizeof tmp, "%s%s", e->target, out + k) >= (int)sizeof tmp)
+				return false;
+			if (strcmp(tmp, out) == 0)
+				break;
+			snprintf(out, outlen, "%s", tmp);
+			again = changed = true;
+			break;
+		}
+		if (!again)
+			break;
+	}
+	return changed;
+}
+
+unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via)
+{
+	const sentry *e = s ? tab_find(s, q, strlen(q), false) : NULL;
+	if (!e || e->target)
+		return 0;
+	*via = e->via;
+	return e->caps;
+}
+
+unsigned ck_stdlib_method_caps(const ck_stdlib *s, const char *meth, const char **via)
+{
+	const sentry *e = s ? tab_find(s, meth, strlen(meth), true) : NULL;
+	if (!e)
+		return 0;
+	*via = e->via;
+	return e->caps;
+}
+
+/* ---- reading the library ---------------------------------------------------------------------- */
+
+typedef struct modfile {
+	char *path, *mod;
+	bool pkg;
+	lb_buf rec;
+	int rc;
+} modfile;
+
+typedef struct modlist {
+	modfile *v;
+	size_t n, cap;
+} modlist;
+
+/* Not the library an experiment calls: tests, the IDE, GUIs, 2to3, installed packages. */
+static bool skip_entry(const char *name)
+{
+	static const char *const skip[] = {
+		"test", "tests", "idlelib", "tkinter", "turtledemo", "lib2to3", "site-packages",
+		"dist-packages", "__pycache__", "ensurepip", "venv", "config-3", "pydoc_data",
+	};
+	if (name[0] == '.' || strchr(name, '-'))
+		return true;
+	for (size_t i = 0; i < sizeof skip / sizeof *skip; i++)
+		if (strcmp(name, skip[i]) == 0)
+			return true;
+	return false;
+}
+
+static int mods_add(modlist *m, const char *path, const char *mod, bool pkg)
+{
+	if (m->n >= MAX_MODULES)
+		return -E2BIG;
+	if (m->n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 256;
+		modfile *v = realloc(m->v, nc * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = nc;
+	}
+	modfile *f = &m->v[m->n];
+	memset(f, 0, sizeof *f);
+	f->path = strdup(path);
+	f->mod = strdup(mod);
+	f->pkg = pkg;
+	if (!f->path || !f->mod) {
+		free(f->path);
+		free(f->mod);
+		return -ENOMEM;
+	}
+	m->n++;
+	return 0;
+}
+
+static int walk_lib(modlist *m, const char *dir, const char *prefix, int depth)
+{
+	if (depth > 6)
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return depth == 0 ? -errno : 0;
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (skip_entry(de->d_name))
+			continue;
+		char path[PATH_MAX], mod[QMAX];
+		if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path)
+			continue;
+		struct stat st;
+		if (lstat(path, &st) < 0)
+			continue;
+		size_t nl = strlen(de->d_name);
+		if (S_ISDIR(st.st_mode)) {
+			char init[PATH_MAX + 16];
+			snprintf(init, sizeof init, "%s/__init__.py", path);
+			if (access(init, R_OK) != 0 ||
+			    snprintf(mod, sizeof mod, "%s%s", prefix, de->d_name) >= (int)sizeof mod)
+				continue;
+			r = mods_add(m, init, mod, true);
+			char sub[QMAX + 1];
+			snprintf(sub, sizeof sub, "%s.", mod);
+			if (r == 0)
+				r = walk_lib(m, path, sub, depth + 1);
+		} else if (S_ISREG(st.st_mode) && nl > 3 && strcmp(de->d_name + nl - 3, ".py") == 0 &&
+			   strcmp(de->d_name, "__init__.py") != 0) {
+			if (snprintf(mod, sizeof mod, "%s%.*s", prefix, (int)(nl - 3), de->d_name) <
+			    (int)sizeof mod)
+				r = mods_add(m, path, mod, false);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+typedef struct scanjob {
+	modlist *m;
+	const ck_syntax *syn;
+	atomic_size_t next;
+} scanjob;
+
+static void *scan_worker(void *arg)
+{
+	scanjob *j = arg;
+	TSParser *p = ts_parser_new();
+	if (!p)
+		return NULL;
+	ts_parser_set_language(p, j->syn->lang);
+	for (;;) {
+		size_t i = atomic_fetch_add(&j->next, 1);
+		if (i >= j->m->n)
+			break;
+		modfile *f = &j->m->v[i];
+		char *data = NULL;
+		size_t len = 0;
+		if (lb_read_file_at(AT_FDCWD, f->path, MAX_FILE, &data, &len) < 0)
+			continue; /* an unreadable module is one the experiment cannot import either */
+		ts_parser_set_language(p, j->syn->lang);
+		TSTree *t = ts_parser_parse_string(p, NULL, data, (uint32_t)len);
+		if (t) {
+			f->rc = ck_stdlib_scan(j->syn, ts_tree_root_node(t), data, len, f->mod, f->pkg,
+					       &f->rec);
+			ts_tree_delete(t);
+		}
+		free(data);
+	}
+	ts_parser_delete(p);
+	return NULL;
+}
+
+/* ---- joining the records ---------------------------------------------------------------------- */
+
+enum { N_NONE, N_FUNC, N_CLASS, N_ALIAS, N_MODULE };
+enum { E_PLAIN, E_SELF, E_SUPER, E_REF };
+
+typedef struct edge {
+	int kind;
+	const char *to; /* plain: name; self/super: method name */
+	int tnode;      /* plain: resolved node, -1 */
+} edge;
+
+typedef struct node {
+	const char *name;
+	int kind;
+	bool stub, leaf;
+	int cls;            /* a method's class, -1 */
+	const char *target; /* alias */
+	const char *bases;  /* class: comma-separated, raw */
+	int *base;
+	size_t nbase;
+	int *stars; /* module: star-imported module names as nodes */
+	size_t nstars;
+	int *meth; /* class: its methods */
+	size_t nmeth;
+	edge *e;
+	size_t ne, cape;
+	unsigned caps, dcaps; /* reached; direct (its own sink calls) */
+	int xd; /* calls from here to the nearest code or import sink */
+	const char *via, *dvia;
+} node;
+
+typedef struct graph {
+	node *v;
+	size_t n, cap;
+	size_t *tab; /* index+1 by hash */
+	size_t tcap;
+	int err;
+} graph;
+
+static int g_find(const graph *g, const char *name, size_t n)
+{
+	size_t i = hash_str(name, n) & (g->tcap - 1);
+	for (; g->tab[i]; i = (i + 1) & (g->tcap - 1)) {
+		const node *x = &g->v[g->tab[i] - 1];
+		if (strncmp(x->name, name, n) == 0 && x->name[n] == '\0')
+			return (int)(g->tab[i] - 1);
+	}
+	return -1;
+}
+
+static int g_add(graph *g, const char *name)
+{
+	int k = g_find(g, name, strlen(name));
+	if (k >= 0)
+		return k;
+	if (g->n * 2 >= g->tcap)
+		return g->err = -E2BIG, -1;
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 4096;
+		node *v = realloc(g->v, nc * sizeof *v);
+		if (!v)
+			return g->err = -ENOMEM, -1;
+		g->v = v;
+		g->cap = nc;
+	}
+	node *x = &g->v[g->n];
+	memset(x, 0, sizeof *x);
+	x->name = name;
+	x->cls = -1;
+	size_t i = hash_str(name, strlen(name)) & (g->tcap - 1);
+	while (g->tab[i])
+		i = (i + 1) & (g->tcap - 1);
+	g->tab[i] = ++g->n;
+	return (int)(g->n - 1);
+}
+
+static void add_edge(graph *g, int from, int kind, const char *to)
+{
+	node *x = &g->v[from];
+	if (x->ne == x->cape) {
+		size_t nc = x->cape ? x->cape * 2 : 8;
+		edge *v = realloc(x->e, nc * sizeof *v);
+		if (!v) {
+			g->err = -ENOMEM;
+			return;
+		}
+		x->e = v;
+		x->cape = nc;
+	}
+	x->e[x->ne++] = (edge){.kind = kind, .to = to, .tnode = -1};
+}
+
+static int push_int(int **v, size_t *n, int x)
+{
+	int *nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return -ENOMEM;
+	nv[(*n)++] = x;
+	*v = nv;
+	return 0;
+}
+
+static int mro_lookup(const graph *g, int cls, const char *m, int depth);
+
+/* The node a dotted name stands for, through aliases, star imports and class members. */
+static int g_resolve(const graph *g, const char *name, int depth)
+{
+	if (depth > 12)
+		return -1;
+	size_t len = strlen(name);
+	int k = g_find(g, name, len);
+	if (k >= 0) {
+		const node *x = &g->v[k];
+		if (x->kind == N_ALIAS)
+			return strcmp(x->target, name) == 0 ? -1 : g_resolve(g, x->target, depth + 1);
+		return x->kind == N_FUNC || x->kind == N_CLASS ? k : -1;
+	}
+	for (size_t p = len; p-- > 0;) {
+		if (name[p] != '.')
+			continue;
+		int pre = g_find(g, name, p);
+		if (pre < 0)
+			continue;
+		const node *x = &g->v[pre];
+		char buf[QMAX];
+		if (x->kind == N_ALIAS) {
+			if (snprintf(buf, sizeof buf, "%s%s", x->target, name + p) >= (int)sizeof buf)
+				return -1;
+			return g_resolve(g, buf, depth + 1);
+		}
+		if (x->kind == N_CLASS && !strchr(name + p + 1, '.'))
+			return mro_lookup(g, pre, name + p + 1, 0);
+		if (x->kind == N_MODULE) {
+			for (size_t s = 0; s < x->nstars; s++) {
+				const node *st = &g->v[x->stars[s]];
+				if (snprintf(buf, sizeof buf, "%s%s", st->name, name + p) >=
+				    (int)sizeof buf)
+					continue;
+				int r = g_resolve(g, buf, depth + 1);
+				if (r >= 0)
+					return r;
+			}
+		}
+		return -1;
+	}
+	return -1;
+}
+
+/* The method m as an instance of class cls finds it (its bases in order, depth first). */
+static int mro_lookup(const graph *g, int cls, const char *m, int depth)
+{
+	if (cls < 0 || depth > 10)
+		return -1;
+	char buf[QMAX];
+	if (snprintf(buf, sizeof buf, "%s.%s", g->v[cls].name, m) >= (int)sizeof buf)
+		return -1;
+	int k = g_find(g, buf, strlen(buf));
+	if (k >= 0 && g->v[k].kind == N_FUNC)
+		return k;
+	for (size_t i = 0; i < g->v[cls].nbase; i++) {
+		int r = mro_lookup(g, g->v[cls].base[i], m, depth + 1);
+		if (r >= 0)
+			return r;
+	}
+	return -1;
+}
+
+static void read_records(graph *g, char *text, bool edges)
+{
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line && !g->err;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[4] = {0};
+		int nf = 0;
+		for (char *q = line; nf < 4;) {
+			f[nf++] = q;
+			char *sp = strchr(q, ' ');
+			if (!sp)
+				break;
+			*sp = '\0';
+			q = sp + 1;
+		}
+		char t = f[0][0];
+		if (!edges) {
+			if (t == 'F' && nf >= 4) {
+				int k = g_add(g, f[1]);
+				if (k < 0)
+					break;
+				g->v[k].kind = N_FUNC;
+				g->v[k].stub = f[2][0] == '1';
+				if (strcmp(f[3], "-") != 0) {
+					int c = g_add(g, f[3]);
+					if (c < 0)
+						break;
+					g->v[k].cls = c;
+				}
+			} else if (t == 'C' && nf >= 3) {
+				int k = g_add(g, f[1]);
+				if (k < 0)
+					break;
+				g->v[k].kind = N_CLASS;
+				g->v[k].bases = strcmp(f[2], "-") ? f[2] : NULL;
+			} else if (t == 'A' && nf >= 3) {
+				int k = g_add(g, f[1]);
+				if (k >= 0 && g->v[k].kind == N_NONE) {
+					g->v[k].kind = N_ALIAS;
+					g->v[k].target = f[2];
+				} else if (k >= 0 && g->v[k].kind == N_ALIAS) {
+					g->v[k].target = f[2]; /* the later binding, as Python sees it */
+				}
+			} else if (t == 'X' && nf >= 3) {
+				int k = g_add(g, f[1]), s = g_add(g, f[2]);
+				if (k < 0 || s < 0)
+					break;
+				if (g->v[s].kind == N_NONE)
+					g->v[s].kind = N_MODULE;
+				if (push_int(&g->v[k].stars, &g->v[k].nstars, s) < 0)
+					g->err = -ENOMEM;
+			}
+			continue;
+		}
+		int from = nf >= 3 ? g_find(g, f[1], strlen(f[1])) : -1;
+		if (from < 0)
+			continue;
+		if (t == 'S' && nf >= 4) {
+			unsigned caps = (unsigned)strtoul(f[2], NULL, 10);
+			if (caps & ~g->v[from].dcaps & CK_CAP_FINDING || !g->v[from].dvia)
+				g->v[from].dvia = f[3];
+			g->v[from].dcaps |= caps;
+		} else if (t == 'E' || t == 'R') {
+			add_edge(g, from, t == 'E' ? E_PLAIN : E_REF, f[2]);
+		} else if ((t == 'V' || t == 'U') && nf >= 4) {
+			add_edge(g, from, t == 'V' ? E_SELF : E_SUPER, f[3]);
+		}
+	}
+}
+
+/* Module nodes (for star imports) and class bases, once every record is in. */
+static void link_graph(graph *g)
+{
+	for (size_t i = 0; i < g->n && !g->err; i++) {
+		node *x = &g->v[i];
+		if (x->kind != N_CLASS || !x->bases)
+			continue;
+		char buf[QMAX];
+		const char *p = x->bases;
+		while (*p) {
+			const char *c = strchr(p, ',');
+			size_t l = c ? (size_t)(c - p) : strlen(p);
+			if (l < sizeof buf) {
+				memcpy(buf, p, l);
+				buf[l] = '\0';
+				int b = g_resolve(g, buf, 0);
+				if (b >= 0 && g->v[b].kind == N_CLASS && b != (int)i &&
+				    push_int(&x->base, &x->nbase, b) < 0)
+					g->err = -ENOMEM;
+			}
+			p += l + (c ? 1 : 0);
+		}
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->v[i].kind == N_CLASS)
+			g->v[i].leaf = true;
+		if (g->v[i].kind == N_FUNC && g->v[i].cls >= 0 &&
+		    push_int(&g->v[g->v[i].cls].meth, &g->v[g->v[i].cls].nmeth, (int)i) < 0)
+			g->err = -ENOMEM;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t b = 0; b < g->v[i].nbase; b++)
+			g->v[g->v[i].base[b]].leaf = false;
+}
+
+/* The sink a name is when it is no function of the library (a C function, a module). */
+static unsigned name_caps(const char *q)
+{
+	switch (ck_classify(q, false, LB_CHECK_STANDARD)) {
+	case R_PROCESS:
+	case R_SUBPROCESS:
+	case R_PTY:
+		return strncmp(q, "os.kill", 7) == 0 ? 0 : CK_CAP_PROCESS;
+	case R_NETWORK:
+		return CK_CAP_SOCKET;
+	case R_NATIVE:
+		return CK_CAP_NATIVE;
+	default:
+		return 0;
+	}
+}
+
+static void resolve_edges(graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		node *x = &g->v[i];
+		for (size_t k = 0; k < x->ne; k++) {
+			edge *e = &x->e[k];
+			if (e->kind == E_REF) {
+				/* a function handed on is called later; a class named is not made */
+				e->tnode = g_resolve(g, e->to, 0);
+				if (e->tnode >= 0 && g->v[e->tnode].kind != N_FUNC)
+					e->tnode = -1;
+			} else if (e->kind == E_PLAIN) {
+				e->tnode = g_resolve(g, e->to, 0);
+				if (e->tnode >= 0 && g->v[e->tnode].kind == N_CLASS)
+					continue;
+				if (e->tnode < 0) {
+					unsigned c = name_caps(e->to);
+					if (c && !(x->dcaps & c)) {
+						x->dcaps |= c;
+						if (!x->dvia)
+							x->dvia = e->to;
+					}
+				}
+			} else if (x->cls >= 0) {
+				int c = x->cls;
+				if (e->kind == E_SUPER) {
+					e->tnode = -1;
+					for (size_t b = 0; b < g->v[c].nbase && e->tnode < 0; b++)
+						e->tnode = mro_lookup(g, g->v[c].base[b], e->to, 0);
+				} else {
+					e->tnode = mro_lookup(g, c, e->to, 0);
+				}
+			}
+		}
+	}
+}
+
+/* Code and import sinks count two calls deep: a helper that runs or imports what it is
+ * handed (bdb.run, timeit.Timer, pkgutil.resolve_name) and its wrappers. Further away they are
+ * the library's own machinery (inspect.signature evaluating a builtin's text signature, which
+ * every @dataclass reaches) and no longer the caller's code. */
+#define XD_MAX 2
+#define XCAPS (CK_CAP_EXEC | CK_CAP_IMPORT)
+
+static bool merge_step(node *x, const node *y, int step)
+{
+	unsigned yc = y->caps;
+	if (yc & XCAPS) {
+		if (y->xd + step > XD_MAX)
+			yc &= ~(unsigned)XCAPS;
+		else if (y->xd + step < x->xd)
+			x->xd = y->xd + step;
+	}
+	unsigned add = yc & ~x->caps;
+	if (!add)
+		return false;
+	if (!x->via || ((add & CK_CAP_FINDING) && !(x->caps & CK_CAP_FINDING)))
+		x->via = y->via;
+	x->caps |= add;
+	return true;
+}
+
+/* Class caps are the union of every method an instance has; a function's those of what it
+ * calls. Methods see self as their own class here; ctx_caps redoes dispatch per class. */
+static bool merge(node *x, const node *y)
+{
+	return merge_step(x, y, 1);
+}
+
+static void fixpoint(graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		g->v[i].caps = g->v[i].dcaps;
+		g->v[i].via = g->v[i].dvia;
+		g->v[i].xd = g->v[i].dcaps & XCAPS ? 0 : 1000;
+	}
+	for (int round = 0; round < 200; round++) {
+		bool changed = false;
+		for (size_t i = 0; i < g->n; i++) {
+			node *x = &g->v[i];
+			for (size_t k = 0; k < x->ne; k++)
+				if (x->e[k].tnode >= 0)
+					changed |= merge(x, &g->v[x->e[k].tnode]);
+			if (x->kind == N_FUNC && x->cls >= 0)
+				changed |= merge_step(&g->v[x->cls], x, 0);
+			if (x->kind == N_CLASS)
+				for (size_t b = 0; b < x->nbase; b++)
+					changed |= merge_step(x, &g->v[x->base[b]], 0);
+		}
+		if (!changed)
+			break;
+	}
+}
+
+/* What ctx_caps found per method for one class: each method once, and a cycle of self-calls
+ * ends where it started. */
+typedef struct memo {
+	int *key; /* method node + 1; 0 empty */
+	unsigned *caps;
+	const char **via;
+	uint8_t *state; /* 1 in progress, 2 done (bit 4: ended in a stub) */
+	size_t cap, used;
+} memo;
+
+static size_t memo_slot(memo *mm, int m)
+{
+	size_t i = ((size_t)m * 2654435761u) & (mm->cap - 1);
+	while (mm->key[i] && mm->key[i] != m + 1)
+		i = (i + 1) & (mm->cap - 1);
+	return i;
+}
+
+static void memo_reset(memo *mm)
+{
+	memset(mm->key, 0, mm->cap * sizeof *mm->key);
+	mm->used = 0;
+}
+
+/* Method m (a node) run on an instance of class cls: its own calls as the fixpoint has them,
+ * and its self.calls dispatched through cls (which may override them). stub: the dispatch
+ * ended in an abstract method (raise NotImplementedError), so cls cannot do this at all. */
+static unsigned ctx_caps(const graph *g, memo *mm, int cls, int m, int depth, bool *stub,
+			 const char **via)
+{
+	if (m < 0 || depth > CTX_DEPTH)
+		return 0;
+	const node *x = &g->v[m];
+	if (x->stub) {
+		*stub = true;
+		return 0;
+	}
+	size_t slot = memo_slot(mm, m);
+	if (!mm->key[slot] && mm->used * 4 >= mm->cap * 3)
+		return 0; /* a class with that many methods in play: as deep as labbox looks */
+	if (mm->key[slot]) {
+		if (mm->state[slot] & 16)
+			*stub = true;
+		if (!*via)
+			*via = mm->via[slot];
+		return mm->state[slot] & 2 ? mm->caps[slot] : 0;
+	}
+	mm->key[slot] = m + 1;
+	mm->state[slot] = 1;
+	mm->used++;
+	unsigned caps = x->dcaps;
+	const char *v0 = caps & CK_CAP_FINDING ? x->dvia : NULL;
+	bool any_stub = false;
+	for (size_t k = 0; k < x->ne; k++) {
+		const edge *e = &x->e[k];
+		unsigned c = 0;
+		const char *v = NULL;
+		if ((e->kind == E_PLAIN || e->kind == E_REF || e->kind == E_SUPER) &&
+		    e->tnode >= 0) {
+			c = g->v[e->tnode].caps;
+			v = g->v[e->tnode].via;
+			if (g->v[e->tnode].xd + 1 + depth > XD_MAX)
+				c &= ~(unsigned)XCAPS;
+		} else if (e->kind == E_SELF) {
+			bool st = false;
+			c = ctx_caps(g, mm, cls, mro_lookup(g, cls, e->to, 0), depth + 1, &st, &v);
+			any_stub |= st && !c;
+			if (depth + 1 > XD_MAX)
+				c &= ~(unsigned)XCAPS;
+		}
+		if (c & ~caps & CK_CAP_FINDING && !v0)
+			v0 = v;
+		caps |= c;
+	}
+	slot = memo_slot(mm, m);
+	mm->caps[slot] = caps;
+	mm->via[slot] = v0;
+	mm->state[slot] = 2 | (any_stub ? 16 : 0);
+	if (any_stub)
+		*stub = true;
+	if (!*via)
+		*via = v0;
+	return caps;
+}
+
+static const char *last_part(const char *q)
+{
+	const char *d = strrchr(q, '.');
+	return d ? d + 1 : q;
+}
+
+/* ---- the summary ------------------------------------------------------------------------------ */
+
+typedef struct mname {
+	const char *name; /* into a node's name */
+	unsigned caps;
+	const char *via;
+	bool seen;
+} mname;
+
+typedef struct mtab {
+	mname *v;
+	size_t cap;
+} mtab;
+
+static mname *mtab_get(mtab *t, const char *name)
+{
+	size_t n = strlen(name);
+	size_t i = hash_str(name, n) & (t->cap - 1);
+	for (; t->v[i].name; i = (i + 1) & (t->cap - 1))
+		if (strcmp(t->v[i].name, name) == 0)
+			return &t->v[i];
+	t->v[i].name = name;
+	return &t->v[i];
+}
+
+typedef struct visit {
+	int *v;
+	size_t n;
+} visit;
+
+/* Class cls as its instances are: every method they have, each with self as cls. */
+static unsigned class_caps(const graph *g, memo *mm, int cls, int at, int depth, mtab *mt,
+			   visit *seen, const char **via)
+{
+	if (at < 0 || depth > 10)
+		return 0;
+	for (size_t i = 0; i < seen->n; i++)
+		if (seen->v[i] == at)
+			return 0;
+	if (push_int(&seen->v, &seen->n, at) < 0)
+		return 0;
+	unsigned caps = 0;
+	const node *c = &g->v[at];
+	for (size_t i = 0; i < c->nmeth; i++) {
+		int m = c->meth[i];
+		const char *name = last_part(g->v[m].name);
+		if (mro_lookup(g, cls, name, 0) != m)
+			continue; /* overridden in a class nearer to cls */
+		bool stub = false;
+		const char *v = NULL;
+		unsigned mc = ctx_caps(g, mm, cls, m, 0, &stub, &v);
+		if (mc & ~caps & CK_CAP_FINDING && !*via)
+			*via = v;
+		caps |= mc;
+		/* distutils (gone in 3.12) spawns compilers from methods named like anything else:
+		 * preprocess, link, spawn */
+		if (mt && g->v[cls].leaf && name[0] != '_' && !(stub && !mc) &&
+		    strncmp(g->v[cls].name, "distutils.", 10) != 0) {
+			mname *e = mtab_get(mt, name);
+			if (!e->seen) {
+				e->caps = mc;
+				e->via = v;
+				e->seen = true;
+			} else {
+				e->caps &= mc;
+			}
+		}
+	}
+	for (size_t b = 0; b < c->nbase; b++) {
+		unsigned bc = class_caps(g, mm, cls, c->base[b], depth + 1, mt, seen, via);
+		caps |= bc;
+	}
+	return caps;
+}
+
+static bool g_rename(const graph *g, const char *q, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s", q);
+	for (int round = 0; round < 8; round++) {
+		bool again = false;
+		for (size_t k = strlen(out); k > 0; k--) {
+			if (out[k] != '\0' && out[k] != '.')
+				continue;
+			int e = g_find(g, out, k);
+			if (e < 0)
+				continue;
+			if (g->v[e].kind != N_ALIAS)
+				break;
+			char tmp[QMAX];
+			if (snprintf(tmp, sizeof tmp, "%s%s", g->v[e].target, out + k) >= (int)sizeof tmp)
+				return false;
+			if (strcmp(tmp, out) == 0)
+				break;
+			snprintf(out, outlen, "%s", tmp);
+			again = true;
+			break;
+		}
+		if (!again)
+			break;
+	}
+	return true;
+}
+
+/* subprocess_shell, connectToProcess: a name no research object has by accident, unlike
+ * processor or spawn. */
+static bool compound(const char *name)
+{
+	for (const char *p = name + 1; *p; p++)
+		if (*p == '_' || (*p >= 'A' && *p <= 'Z'))
+			return true;
+	return false;
+}
+
+static int summary_text(graph *g, size_t modules, lb_buf *out)
+{
+	int r = lb_buf_printf(out, "%s\t%zu\n", SUMMARY_MAGIC, modules);
+	mtab mt = {0};
+	mt.cap = 1;
+	while (mt.cap < g->n * 2 + 2)
+		mt.cap *= 2;
+	mt.v = calloc(mt.cap, sizeof *mt.v);
+	memo mm = {.cap = 4096};
+	mm.key = calloc(mm.cap, sizeof *mm.key);
+	mm.caps = calloc(mm.cap, sizeof *mm.caps);
+	mm.via = calloc(mm.cap, sizeof *mm.via);
+	mm.state = calloc(mm.cap, sizeof *mm.state);
+	if (!mt.v || !mm.key || !mm.caps || !mm.via || !mm.state)
+		r = -ENOMEM;
+	for (size_t i = 0; i < g->n && r == 0; i++) {
+		node *x = &g->v[i];
+		if (x->kind == N_CLASS) {
+			visit seen = {0};
+			const char *via = NULL;
+			memo_reset(&mm);
+			unsigned c = class_caps(g, &mm, (int)i, (int)i, 0, &mt, &seen, &via);
+			free(seen.v);
+			if (c & (CK_CAP_FINDING | CK_CAP_WRITE))
+				r = lb_buf_printf(out, "N %s %u %s\n", x->name, c,
+						  via ? via : x->via ? x->via : "-");
+		} else if (x->kind == N_FUNC && x->caps & (CK_CAP_FINDING | CK_CAP_WRITE)) {
+			r = lb_buf_printf(out, "N %s %u %s\n", x->name, x->caps, x->via ? x->via : "-");
+		}
+	}
+	/* Only process creation: the method names that reach a socket are protocol verbs that
+	 * research objects have too (a DataFrame's head(), a retriever's retrieve(), a context's
+	 * Queue()), and a name alone cannot tell them apart. */
+	for (size_t i = 0; i < mt.cap && r == 0; i++)
+		if (mt.v[i].name && mt.v[i].seen && (mt.v[i].caps & CK_CAP_PROCESS) &&
+		    compound(mt.v[i].name))
+			r = lb_buf_printf(out, "M %s %u %s\n", mt.v[i].name,
+					  (unsigned)CK_CAP_PROCESS, mt.v[i].via ? mt.v[i].via : "-");
+	free(mt.v);
+	free(mm.key);
+	free(mm.caps);
+	free(mm.via);
+	free(mm.state);
+	/* names a star import brings in (asyncio gets base_events' through `from .x import *`) */
+	for (size_t m = 0; m < g->n && r == 0; m++) {
+		const node *mod = &g->v[m];
+		for (size_t k = 0; k < mod->nstars && r == 0; k++) {
+			const char *star = g->v[mod->stars[k]].name;
+			size_t sl = strlen(star);
+			for (size_t i = 0; i < g->n && r == 0; i++) {
+				const node *x = &g->v[i];
+				if ((x->kind != N_FUNC && x->kind != N_CLASS) || x->cls >= 0 ||
+				    !(x->caps & CK_CAP_FINDING) || strncmp(x->name, star, sl) != 0 ||
+				    x->name[sl] != '.' || strchr(x->name + sl + 1, '.') ||
+				    x->name[sl + 1] == '_')
+					continue;
+				r = lb_buf_printf(out, "A %s.%s %s\n", mod->name, x->name + sl + 1,
+						  x->name);
+			}
+		}
+	}
+	/* aliases that lead somewhere the check cares about */
+	for (size_t i = 0; i < g->n && r == 0; i++) {
+		node *x = &g->v[i];
+		if (x->kind != N_ALIAS)
+			continue;
+		char fin[QMAX];
+		if (!g_rename(g, x->target, fin, sizeof fin))
+			continue;
+		int t = g_resolve(g, fin, 0);
+		bool keep = (t >= 0 && g->v[t].caps & CK_CAP_FINDING) ||
+			    ck_classify(fin, false, LB_CHECK_STANDARD) != R_COUNT ||
+			    ck_sensitive_module(fin);
+		if (keep && strcmp(fin, x->name) != 0)
+			r = lb_buf_printf(out, "A %s %s\n", x->name, fin);
+	}
+	return r;
+}
+
+static void graph_free(graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		free(g->v[i].e);
+		free(g->v[i].base);
+		free(g->v[i].stars);
+		free(g->v[i].meth);
+	}
+	free(g->v);
+	free(g->tab);
+}
+
+static int build_text(const char *dir, unsigned threads, lb_buf *sum, char *err, size_t errlen)
+{
+	modlist m = {0};
+	int r = walk_lib(&m, dir, "", 0);
+	if (r == 0 && m.n == 0)
+		r = -ENOENT;
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", dir,
+			 r == -ENOENT ? "no Python modules there" : strerror(-r));
+		goto out;
+	}
+	ck_syntax syn;
+	if ((r = ck_syntax_init(&syn)) < 0)
+		goto out;
+	scanjob j = {.m = &m, .syn = &syn};
+	atomic_init(&j.next, 0);
+	if (threads < 1)
+		threads = 1;
+	if (threads > 8)
+		threads = 8;
+	pthread_t th[8];
+	unsigned started = 0;
+	for (unsigned t = 1; t < threads; t++)
+		if (pthread_create(&th[started], NULL, scan_worker, &j) == 0)
+			started++;
+	scan_worker(&j);
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	ck_syntax_free(&syn);
+	size_t total = 0;
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.v[i].rc < 0 && r == 0)
+			r = m.v[i].rc;
+		for (size_t k = 0; k < m.v[i].rec.len; k++)
+			total += m.v[i].rec.data[k] == '\n';
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "reading the standard library: %s", strerror(-r));
+		goto out;
+	}
+	graph g = {0};
+	g.tcap = 1;
+	while (g.tcap < 2 * (total + m.n) + 1024) /* a node per record at most, and per module */
+		g.tcap *= 2;
+	g.tab = calloc(g.tcap, sizeof *g.tab);
+	if (!g.tab) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* records are read in place: the two passes see copies, as strtok_r cuts them */
+	lb_buf copy = {0};
+	for (size_t i = 0; i < m.n && r == 0; i++)
+		if (m.v[i].rec.len)
+			r = lb_buf_append(&copy, m.v[i].rec.data, m.v[i].rec.len);
+	if (r == 0)
+		r = lb_buf_append(&copy, "", 1);
+	if (r == 0) {
+		for (size_t i = 0; i < m.n && r == 0; i++) {
+			int k = g_add(&g, m.v[i].mod);
+			if (k >= 0 && g.v[k].kind == N_NONE)
+				g.v[k].kind = N_MODULE;
+		}
+		read_records(&g, copy.data, false);
+	}
+	lb_buf edges = {0};
+	for (size_t i = 0; i < m.n && r == 0 && !g.err; i++)
+		if (m.v[i].rec.len)
+			r = lb_buf_append(&edges, m.v[i].rec.data, m.v[i].rec.len);
+	if (r == 0 && !g.err)
+		r = lb_buf_append(&edges, "", 1);
+	if (r == 0 && !g.err) {
+		/* module nodes come back as N_MODULE although A/F records named them first */
+		link_graph(&g);
+		read_records(&g, edges.data, true);
+		resolve_edges(&g);
+		fixpoint(&g);
+		if (!g.err)
+			r = summary_text(&g, m.n, sum);
+	}
+	if (r == 0 && g.err)
+		r = g.err;
+	if (r < 0)
+		snprintf(err, errlen, "summarising the standard library: %s", strerror(-r));
+	/* names in the summary point into copy: summary_text printed them, so both can go */
+	graph_free(&g);
+	lb_buf_free(&copy);
+	lb_buf_free(&edges);
+out:
+	for (size_t i = 0; i < m.n; i++) {
+		free(m.v[i].path);
+		free(m.v[i].mod);
+		lb_buf_free(&m.v[i].rec);
+	}
+	free(m.v);
+	return r;
+}
+
+int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *err, size_t errlen)
+{
+	lb_buf sum = {0};
+	int r = build_text(dir, threads, &sum, err, errlen);
+	if (r == 0 && lb_buf_append(&sum, "", 1) < 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		lb_buf_free(&sum);
+		return r;
+	}
+	return ck_stdlib_parse(sum.data, out);
+}
+
+/* cache_dir/stdlib, the user's own directory like the compile() verdicts beside it. */
+static int cache_name(const char *key, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, SUMMARY_MAGIC, sizeof SUMMARY_MAGIC);
+	lb_sha256_update(&c, key, strlen(key));
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	return 0;
+}
+
+int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
+		   bool *hit, char *err, size_t errlen)
+{
+	*hit = false;
+	char path[PATH_MAX], hex[65];
+	int dfd = -1;
+	cache_name(key, hex);
+	if (cache_dir && snprintf(path, sizeof path, "%s/stdlib", cache_dir) < (int)sizeof path)
+		dfd = lb_open_private_dir(path);
+	if (dfd >= 0) {
+		char *data = NULL;
+		size_t len = 0;
+		if (lb_read_file_at(dfd, hex, 64u << 20, &data, &len) == 0 && len > 0 &&
+		    !memchr(data, '\0', len)) {
+			char *t = realloc(data, len + 1);
+			if (t) {
+				t[len] = '\0';
+				if (ck_stdlib_parse(t, out) == 0) {
+					*hit = true;
+					close(dfd);
+					return 0;
+				}
+			} else {
+				free(data);
+			}
+		} else {
+			free(data);
+		}
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	lb_buf sum = {0};
+	int r = build_text(dir, cpus > 0 ? (unsigned)cpus : 1, &sum, err, errlen);
+	if (r == 0 && dfd >= 0)
+		(void)lb_replace_file_at(dfd, hex, sum.data, sum.len); /* a cache: best effort */
+	if (dfd >= 0)
+		close(dfd);
+	if (r == 0 && lb_buf_append(&sum, "", 1) < 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		lb_buf_free(&sum);
+		return r;
+	}
+	return ck_stdlib_parse(sum.data, out);
+}
+
+/* ---- which library -------------------------------------------------------------------------- */
+
+/* The library of info's interpreter (its base prefix and version), else of /usr/bin/python3,
+ * read where Debian keeps it without running anything. note: what was used, or why none. */
+int ck_stdlib_open(const lb_python_info *info, const char *cache_dir, ck_stdlib **out,
+		   char *note, size_t notelen)
+{
+	char dir[PATH_MAX + 64], exe[PATH_MAX], ver[64];
+	*out = NULL;
+	if (info) {
+		unsigned maj = 0, min = 0;
+		if (sscanf(info->version, "%u.%u", &maj, &min) != 2) {
+			snprintf(note, notelen, "the interpreter's version '%s' is not X.Y",
+				 info->version);
+			return -EINVAL;
+		}
+		if (snprintf(dir, sizeof dir, "%.4000s/lib/python%u.%u", info->base_prefix, maj, min) >=
+		    (int)sizeof dir) {
+			snprintf(note, notelen, "the interpreter's prefix is too long");
+			return -ENAMETOOLONG;
+		}
+		snprintf(exe, sizeof exe, "%s", info->executable);
+		snprintf(ver, sizeof ver, "%s", info->version);
+	} else {
+		char link[256];
+		ssize_t k = readlink("/usr/bin/python3", link, sizeof link - 1);
+		unsigned maj = 0, min = 0;
+		if (k <= 0 || (link[k] = '\0', sscanf(link, "python%u.%u", &maj, &min) != 2)) {
+			snprintf(note, notelen,
+				 "/usr/bin/python3 is not a link to a pythonX.Y that labbox can read");
+			return -ENOENT;
+		}
+		snprintf(dir, sizeof dir, "/usr/lib/python%u.%u", maj, min);
+		snprintf(exe, sizeof exe, "/usr/bin/python3");
+		snprintf(ver, sizeof ver, "%u.%u", maj, min);
+	}
+	struct stat st;
+	char osmod[PATH_MAX + 80];
+	snprintf(osmod, sizeof osmod, "%s/os.py", dir);
+	if (stat(dir, &st) < 0 || access(osmod, R_OK) != 0) {
+		snprintf(note, notelen, "%s: no readable standard library there (os.py)", dir);
+		return -ENOENT;
+	}
+	char key[3 * PATH_MAX];
+	snprintf(key, sizeof key, "%s\n%s\n%s\n%lld.%09ld", exe, ver, dir, (long long)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec);
+	bool hit = false;
+	char err[512];
+	int r = ck_stdlib_load(dir, key, cache_dir, out, &hit, err, sizeof err);
+	if (r < 0) {
+		snprintf(note, notelen, "%s", err);
+		return r;
+	}
+	snprintf(note, notelen, "python %s %s (%zu modules%s)", ver, dir, (*out)->modules,
+		 hit ? ", cached" : "");
+	return 0;
+}
