@@ -2453,7 +2453,7 @@ static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
 	/* a banned module already has its finding; "not on the allowlist" would only repeat it */
 	if (banned == R_COUNT && !ck_import_allowed(top, cfg->policy) && !ck_list_match(&cfg->allow_modules, q) &&
-	    !ck_list_match(&cfg->local_modules, top)) {
+	    !ck_local_module(c->in, top)) {
 		snprintf(msg, sizeof msg, "module `%s` is not on the import allowlist", top);
 		raw(c, R_IMPORT, at, top, msg);
 	}

@@ -137,6 +137,7 @@ typedef struct ck_worker {
 	TSParser *parser;
 	ck_syntax syn;
 	ck_keep keep;
+	ck_deps deps; /* the current file's facts about the others, for its cache entry */
 } ck_worker;
 
 static void worker_free(ck_worker *w)
@@ -146,6 +147,7 @@ static void worker_free(ck_worker *w)
 	w->parser = NULL;
 	ck_syntax_free(&w->syn);
 	ck_keep_free(&w->keep);
+	ck_deps_free(&w->deps);
 }
 
 static int worker_init(ck_worker *w)
@@ -216,7 +218,7 @@ static int check_buffer(ck_worker *w, const lb_check_config *cfg, const char *pa
 	}
 	if (r == 0) {
 		ck_analysis_in in = {.cfg = cfg, .syn = &w->syn, .keep = &w->keep, .src = src,
-				     .len = len, .root = root, .harness = harness};
+				     .len = len, .root = root, .harness = harness, .deps = &w->deps};
 		r = ck_analyze(&in, &raws);
 	}
 settle:
@@ -597,6 +599,8 @@ static void read_error(const char *path, int r, char *err, size_t errlen)
  * the reports are merged in file order afterwards so the output does not depend on timing. */
 typedef struct job {
 	const lb_check_config *cfg;
+	const ck_cache *cache;
+	atomic_size_t cached;
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -606,6 +610,43 @@ typedef struct job {
 	bool *read_failed;
 	atomic_size_t next;
 } job;
+
+/* The interpreter's verdict on a file, as the cache key has it. */
+static void syntax_words(const pysyntax *py, char *out, size_t outlen)
+{
+	if (!py || !py->checked)
+		out[0] = '\0';
+	else if (py->ok)
+		snprintf(out, outlen, "ok");
+	else
+		snprintf(out, outlen, "error %u:%u %s", py->line, py->col, py->msg);
+}
+
+/* File i from the result cache, else checked and its entry written. */
+static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t len,
+			bool harness)
+{
+	char key[65], syn[300];
+	lb_check_report *rep = &j->reps[i];
+	bool cache = j->cache && j->cache->dfd >= 0;
+	if (cache) {
+		syntax_words(&j->py[i], syn, sizeof syn);
+		ck_cache_key(j->cache, data, len, harness, syn, key);
+		rep->policy = j->cfg->policy;
+		int r = ck_cache_load(j->cache, j->cfg, key, j->shown[i], rep);
+		if (r == 0) {
+			atomic_fetch_add(&j->cached, 1);
+			return 0;
+		}
+		if (r != -ENOENT)
+			return r;
+	}
+	ck_deps_free(&w->deps);
+	int r = check_buffer(w, j->cfg, j->shown[i], data, len, harness, &j->py[i], rep);
+	if (r == 0 && cache)
+		ck_cache_store(j->cache, key, rep, &w->deps);
+	return r;
+}
 
 static void *worker(void *arg)
 {
@@ -624,8 +665,7 @@ static void *worker(void *arg)
 			r = wr;
 		if (r == 0) {
 			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
-			r = check_buffer(&w, j->cfg, j->shown[i], data, len, harness, &j->py[i],
-					 &j->reps[i]);
+			r = check_cached(&w, j, i, data, len, harness);
 		}
 		j->rcs[i] = r;
 		free(data);
@@ -636,10 +676,11 @@ static void *worker(void *arg)
 }
 
 static int check_parallel(const lb_check_config *cfg, char *const shown[], char *const abs[],
-			  size_t n, const char *entry_abs, const pysyntax *py, lb_check_report *rep,
-			  char *err, size_t errlen)
+			  size_t n, const char *entry_abs, const pysyntax *py, const ck_cache *cache,
+			  lb_check_report *rep, char *err, size_t errlen)
 {
-	job j = {.cfg = cfg, .shown = shown, .abs = abs, .n = n, .entry_abs = entry_abs, .py = py};
+	job j = {.cfg = cfg, .cache = cache, .shown = shown, .abs = abs, .n = n,
+		 .entry_abs = entry_abs, .py = py};
 	j.reps = calloc(n ? n : 1, sizeof *j.reps);
 	j.rcs = calloc(n ? n : 1, sizeof *j.rcs);
 	j.read_failed = calloc(n ? n : 1, sizeof *j.read_failed);
@@ -651,6 +692,7 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 		return -ENOMEM;
 	}
 	atomic_init(&j.next, 0);
+	atomic_init(&j.cached, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
 	if (nthreads > 8)
@@ -681,6 +723,7 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 			rep->files++;
 		lb_check_report_free(&j.reps[i]);
 	}
+	rep->cached += atomic_load(&j.cached);
 	free(j.reps);
 	free(j.rcs);
 	free(j.read_failed);
@@ -688,10 +731,10 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 }
 
 /* Check paths (display names) whose absolute paths are abs; entry says which get the harness
- * rules (NULL: every file). */
+ * rules (NULL: every file); root is the experiment directory (NULL for files). */
 static int check_paths(const lb_check_config *cfg, char *const shown[], char *const abs[],
-		       size_t n, const char *entry_abs, lb_check_report *rep, char *err,
-		       size_t errlen)
+		       size_t n, const char *entry_abs, const char *root, lb_check_report *rep,
+		       char *err, size_t errlen)
 {
 	pysyntax *py = calloc(n ? n : 1, sizeof *py);
 	int r = 0;
@@ -708,7 +751,10 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 	} else if (!rep->syntax_by[0]) {
 		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
 	}
-	r = check_parallel(cfg, shown, abs, n, entry_abs, py, rep, err, errlen);
+	ck_cache cache;
+	ck_cache_open(cfg, root, &cache);
+	r = check_parallel(cfg, shown, abs, n, entry_abs, py, &cache, rep, err, errlen);
+	ck_cache_close(&cache);
 	free(py);
 	return r;
 }
@@ -728,7 +774,7 @@ int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
 		}
 	}
 	if (r == 0)
-		r = check_paths(cfg, paths, abs, n, NULL, rep, err, errlen);
+		r = check_paths(cfg, paths, abs, n, NULL, NULL, rep, err, errlen);
 	for (size_t i = 0; i < n; i++)
 		free(abs[i]);
 	free(abs);
@@ -963,7 +1009,7 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 	char entry[PATH_MAX];
 	snprintf(entry, sizeof entry, "%s/%s", root, cfg->entry ? cfg->entry : "main.py");
 	if (r == 0)
-		r = check_paths(cfg, w.rel, w.abs, w.n, entry, rep, err, errlen);
+		r = check_paths(cfg, w.rel, w.abs, w.n, entry, root, rep, err, errlen);
 	if (r == 0) {
 		ck_raws raws = {0};
 		r = ck_budget(cfg, &raws);

@@ -114,6 +114,11 @@ static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file
 	return 0;
 }
 
+int ck_report_take_seeds(lb_check_report *rep, json_object *seeds, const char *file)
+{
+	return take_seeds(rep, seeds, file);
+}
+
 int ck_report_take(lb_check_report *rep, lb_check_report *from)
 {
 	if (from->n > rep->cap - rep->n) {
@@ -607,6 +612,7 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 	if (rep->syntax_by[0] && strcmp(rep->syntax_by, "tree-sitter") != 0)
 		json_object_object_add(doc, "syntax_cached_files",
 				       json_object_new_int64((int64_t)rep->syntax_cached));
+	json_object_object_add(doc, "cached_files", json_object_new_int64((int64_t)rep->cached));
 	json_object *cnt = json_object_new_object();
 	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
 	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));

@@ -1,0 +1,607 @@
+/* check: per-file results kept between checks, in the user's cache directory.
+ *
+ * An entry holds one file's settled findings and seed calls, named by the sha256 of every
+ * input that can change them (ck_cache_key; docs/check.md lists them), plus the facts about
+ * other files it relied on (ck_deps: whether an imported name is one of the experiment's own
+ * modules), which are checked again against this check's experiment before a hit is used.
+ * Entries are written only by labbox from its own analysis, into cache_dir/check (0700, the
+ * user's own, through lb_open_private_dir), each through a temporary file and rename(); a
+ * reader trusts nothing it reads: an entry that fails its checksum or its format is a miss,
+ * and is written anew after the file is analysed. */
+#include "check_internal.h"
+#include "labbox/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CACHE_MAGIC "labbox.check-cache/1\n"
+#define CACHE_MAGIC_LEN (sizeof CACHE_MAGIC - 1)
+/* An entry larger than this is not one labbox wrote for a file of at most 8 MiB of source
+ * with a bounded number of findings: a miss. */
+#define CACHE_ENTRY_MAX (4u << 20)
+/* Bounds of the whole cache: past either, the least recently used entries go until it is
+ * under three quarters of both. */
+#define CACHE_MAX_ENTRIES 20000
+#define CACHE_MAX_BYTES (64ull << 20)
+/* A hit refreshes the entry's mtime (what eviction goes by) when it is older than this. */
+#define CACHE_TOUCH_S (6 * 3600)
+/* Temporary files of a writer that died are removed by the pruning after this long. */
+#define CACHE_STALE_TMP_S 3600
+#define CACHE_DEPS_MAX 4096
+
+/* ---- facts about other files ------------------------------------------------------------------ */
+
+void ck_deps_free(ck_deps *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i].name);
+	free(d->v);
+	d->v = NULL;
+	d->n = d->cap = 0;
+	d->overflow = false;
+}
+
+static void deps_add(ck_deps *d, const char *name, bool local)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].name, name) == 0)
+			return;
+	if (d->n >= CACHE_DEPS_MAX) {
+		d->overflow = true;
+		return;
+	}
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 8;
+		ck_dep *nv = realloc(d->v, nc * sizeof *nv);
+		if (!nv) {
+			d->overflow = true;
+			return;
+		}
+		d->v = nv;
+		d->cap = nc;
+	}
+	if (!(d->v[d->n].name = strdup(name))) {
+		d->overflow = true;
+		return;
+	}
+	d->v[d->n++].local = local;
+}
+
+bool ck_local_module(const ck_analysis_in *in, const char *top)
+{
+	bool local = ck_list_match(&in->cfg->local_modules, top) != NULL;
+	if (in->deps)
+		deps_add(in->deps, top, local);
+	return local;
+}
+
+bool ck_deps_hold(const lb_check_config *cfg, const ck_deps *d)
+{
+	if (d->overflow)
+		return false;
+	for (size_t i = 0; i < d->n; i++)
+		if ((ck_list_match(&cfg->local_modules, d->v[i].name) != NULL) != d->v[i].local)
+			return false;
+	return true;
+}
+
+/* ---- the key ---------------------------------------------------------------------------------- */
+
+/* One named part of a key: name and value, each with its length, so that no two different
+ * sequences of parts hash the same bytes. */
+void ck_cache_key_part(lb_sha256 *c, const char *name, const void *data, size_t len)
+{
+	uint64_t n[2] = {strlen(name), len};
+	lb_sha256_update(c, n, sizeof n);
+	lb_sha256_update(c, name, n[0]);
+	lb_sha256_update(c, data ? data : "", len);
+}
+
+static void part_str(lb_sha256 *c, const char *name, const char *s)
+{
+	ck_cache_key_part(c, name, s, s ? strlen(s) : 0);
+}
+
+/* The GNU build ID of the running program: any change to the code labbox was built from
+ * (the analysis, the rules, the grammar, the helpers they call) changes it, where the
+ * version string stays the same from one commit to the next. */
+static int build_id_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	lb_sha256 *c = data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			size_t name_sz = (nh->n_namesz + 3) & ~3u, desc_sz = (nh->n_descsz + 3) & ~3u;
+			const char *name = p + sizeof *nh, *desc = name + name_sz;
+			if (desc + desc_sz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0) {
+				ck_cache_key_part(c, "build-id", desc, nh->n_descsz);
+				return 1;
+			}
+			p = desc + desc_sz;
+		}
+	}
+	return 1; /* the first object is the program itself */
+}
+
+static void part_list(lb_sha256 *c, const char *name, const ck_list *l)
+{
+	lb_buf b = {0};
+	for (size_t i = 0; i < l->n; i++) {
+		lb_buf_puts(&b, l->v[i].project ? "p:" : "o:");
+		lb_buf_append(&b, l->v[i].s, strlen(l->v[i].s) + 1);
+	}
+	ck_cache_key_part(c, name, b.data, b.len);
+	lb_buf_free(&b);
+}
+
+/* What every file of one check shares: labbox's own identity and the configuration that the
+ * analysis and the settling of findings read. local_modules is not here: it is a fact about
+ * the other files, checked per entry (ck_deps). */
+static void key_base(const lb_check_config *cfg, uint8_t out[32])
+{
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	part_str(&c, "schema", CACHE_MAGIC);
+	part_str(&c, "labbox", LABBOX_VERSION);
+	dl_iterate_phdr(build_id_cb, &c);
+	/* the rule table (ids, severities per policy, hard gate) and the grammar */
+	lb_sha256 rules;
+	uint8_t rd[32];
+	lb_sha256_init(&rules);
+	for (size_t i = 0; i < R_COUNT; i++) {
+		const ck_rule_def *d = &ck_rules[i];
+		int v[3] = {d->standard, d->strict, d->hard_gate};
+		part_str(&rules, "id", d->info.id);
+		part_str(&rules, "category", d->info.category);
+		ck_cache_key_part(&rules, "levels", v, sizeof v);
+	}
+	lb_sha256_final(&rules, rd);
+	ck_cache_key_part(&c, "rules", rd, sizeof rd);
+	const TSLanguage *lang = tree_sitter_python();
+	uint32_t g[3] = {ts_language_version(lang), ts_language_symbol_count(lang),
+			 ts_language_field_count(lang)};
+	ck_cache_key_part(&c, "grammar", g, sizeof g);
+	int pol[2] = {(int)cfg->policy, cfg->trust_project};
+	ck_cache_key_part(&c, "policy", pol, sizeof pol);
+	part_list(&c, "allow_modules", &cfg->allow_modules);
+	part_list(&c, "allow_calls", &cfg->allow_calls);
+	part_list(&c, "deny_modules", &cfg->deny_modules);
+	part_list(&c, "deny_calls", &cfg->deny_calls);
+	part_list(&c, "output_paths", &cfg->output_paths);
+	part_list(&c, "ignore", &cfg->ignore);
+	lb_sha256_final(&c, out);
+}
+
+void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
+		  const char *syntax, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t content[32], d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, src, len);
+	lb_sha256_final(&c, content);
+	lb_sha256_init(&c);
+	ck_cache_key_part(&c, "base", cc->base, sizeof cc->base);
+	ck_cache_key_part(&c, "content", content, sizeof content);
+	ck_cache_key_part(&c, "harness", harness ? "1" : "0", 1);
+	part_str(&c, "syntax", syntax);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+}
+
+/* ---- opening ---------------------------------------------------------------------------------- */
+
+int ck_cache_open(const lb_check_config *cfg, const char *root, ck_cache *cc)
+{
+	memset(cc, 0, sizeof *cc);
+	cc->dfd = -1;
+	if (!cfg->cache_dir)
+		return 0;
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/check", cfg->cache_dir) >= (int)sizeof path)
+		return 0;
+	int fd = lb_open_private_dir(path);
+	if (fd < 0)
+		return 0; /* not the user's own, or not writable: checked without it */
+	/* A cache inside the experiment would be the experiment's to write. */
+	char *real = root ? realpath(path, NULL) : NULL;
+	size_t k = root ? strlen(root) : 0;
+	if (real && strncmp(real, root, k) == 0 && (real[k] == '/' || real[k] == '\0')) {
+		free(real);
+		close(fd);
+		return 0;
+	}
+	free(real);
+	cc->dfd = fd;
+	key_base(cfg, cc->base);
+	return 0;
+}
+
+void ck_cache_close(ck_cache *cc)
+{
+	if (cc->dfd >= 0)
+		close(cc->dfd);
+	cc->dfd = -1;
+}
+
+/* ---- the entry format ------------------------------------------------------------------------- */
+
+static json_object *jstr_or_null(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+int ck_cache_encode(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out)
+{
+	json_object *body = json_object_new_object(), *fs = json_object_new_array(),
+		    *ds = json_object_new_array(), *ss = json_object_new_array();
+	int r = body && fs && ds && ss ? 0 : -ENOMEM;
+	for (size_t i = 0; deps && r == 0 && i < deps->n; i++) {
+		json_object *d = json_object_new_array();
+		json_object_array_add(d, json_object_new_string(deps->v[i].name));
+		json_object_array_add(d, json_object_new_boolean(deps->v[i].local));
+		json_object_array_add(ds, d);
+	}
+	for (size_t i = 0; r == 0 && i < one->n; i++) {
+		const lb_check_finding *f = &one->items[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "line", json_object_new_int64(f->line));
+		json_object_object_add(o, "col", json_object_new_int64(f->col));
+		json_object_object_add(o, "id", json_object_new_string(f->id));
+		json_object_object_add(o, "severity", json_object_new_int(f->severity));
+		json_object_object_add(o, "message", json_object_new_string(f->message));
+		json_object_object_add(o, "name", jstr_or_null(f->name));
+		json_object_object_add(o, "rejects", json_object_new_boolean(f->rejects));
+		json_object_object_add(o, "suppressed", json_object_new_boolean(f->suppressed));
+		json_object_object_add(o, "suppression", jstr_or_null(f->suppression));
+		json_object_array_add(fs, o);
+	}
+	for (size_t i = 0; r == 0 && one->seeds && i < json_object_array_length(one->seeds); i++) {
+		json_object *s = NULL;
+		/* a copy without "file": the entry is by content, the path is the reader's */
+		if (json_object_deep_copy(json_object_array_get_idx(one->seeds, i), &s, NULL) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		json_object_object_del(s, "file");
+		json_object_array_add(ss, s);
+	}
+	if (r < 0) {
+		json_object_put(body);
+		json_object_put(fs);
+		json_object_put(ds);
+		json_object_put(ss);
+		return r;
+	}
+	json_object_object_add(body, "deps", ds);
+	json_object_object_add(body, "findings", fs);
+	json_object_object_add(body, "seeds", ss);
+	const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+	size_t tlen = strlen(text);
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, text, tlen);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	r = lb_buf_append(out, CACHE_MAGIC, CACHE_MAGIC_LEN);
+	if (r == 0)
+		r = lb_buf_printf(out, "%s\n%s\n", key, hex);
+	if (r == 0)
+		r = lb_buf_append(out, text, tlen);
+	json_object_put(body);
+	return r;
+}
+
+static bool utf8_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = lb_utf8_seq_len((const unsigned char *)s + i, n - i);
+		if (!k || (unsigned char)s[i] < 0x20)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* A string member: absent or null gives NULL when nullable, else the entry is bad. */
+static int get_str(json_object *o, const char *k, bool nullable, const char **out)
+{
+	json_object *v;
+	*out = NULL;
+	if (!json_object_object_get_ex(o, k, &v) || !v)
+		return nullable ? 0 : -EBADMSG;
+	if (!json_object_is_type(v, json_type_string))
+		return -EBADMSG;
+	const char *s = json_object_get_string(v);
+	size_t n = (size_t)json_object_get_string_len(v);
+	if (strlen(s) != n || !utf8_ok(s, n))
+		return -EBADMSG;
+	*out = s;
+	return 0;
+}
+
+static int get_uint(json_object *o, const char *k, int64_t max, int64_t *out)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+		return -EBADMSG;
+	*out = json_object_get_int64(v);
+	return *out < 0 || *out > max ? -EBADMSG : 0;
+}
+
+static int get_bool(json_object *o, const char *k, bool *out)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_boolean))
+		return -EBADMSG;
+	*out = json_object_get_boolean(v);
+	return 0;
+}
+
+static int decode_finding(json_object *o, const char *file, lb_check_report *out)
+{
+	int64_t line, col, sev;
+	const char *id, *msg, *name, *supp;
+	bool rejects, suppressed;
+	if (!json_object_is_type(o, json_type_object) || get_uint(o, "line", UINT_MAX, &line) < 0 ||
+	    get_uint(o, "col", UINT_MAX, &col) < 0 || get_uint(o, "severity", LB_CHECK_ERROR, &sev) < 0 ||
+	    get_str(o, "id", false, &id) < 0 || get_str(o, "message", false, &msg) < 0 ||
+	    get_str(o, "name", true, &name) < 0 || get_str(o, "suppression", true, &supp) < 0 ||
+	    get_bool(o, "rejects", &rejects) < 0 || get_bool(o, "suppressed", &suppressed) < 0)
+		return -EBADMSG;
+	ck_rule rule = R_COUNT;
+	for (size_t i = 0; i < R_COUNT && rule == R_COUNT; i++)
+		if (strcmp(ck_rules[i].info.id, id) == 0)
+			rule = (ck_rule)i;
+	if (rule == R_COUNT || suppressed != (supp != NULL))
+		return -EBADMSG;
+	int r = ck_report_add(out, file, (unsigned)line, (unsigned)col, rule, (lb_check_severity)sev,
+			      msg, name);
+	if (r < 0)
+		return r;
+	lb_check_finding *f = &out->items[out->n - 1];
+	f->rejects = rejects;
+	f->suppressed = suppressed;
+	if (supp && !(f->suppression = strdup(supp)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int decode_deps(json_object *ds, ck_deps *deps)
+{
+	size_t n = json_object_array_length(ds);
+	if (n > CACHE_DEPS_MAX)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		json_object *d = json_object_array_get_idx(ds, i), *nm, *lc;
+		if (!json_object_is_type(d, json_type_array) || json_object_array_length(d) != 2 ||
+		    !json_object_is_type(nm = json_object_array_get_idx(d, 0), json_type_string) ||
+		    !json_object_is_type(lc = json_object_array_get_idx(d, 1), json_type_boolean))
+			return -EBADMSG;
+		const char *s = json_object_get_string(nm);
+		size_t k = (size_t)json_object_get_string_len(nm);
+		if (k == 0 || k > 255 || strlen(s) != k || !utf8_ok(s, k))
+			return -EBADMSG;
+		deps_add(deps, s, json_object_get_boolean(lc));
+		if (deps->overflow)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int ck_cache_decode(const char *data, size_t len, const char *key, const char *file,
+		    lb_check_report *out, ck_deps *deps)
+{
+	/* magic, the key, the body's sha256, each on a line of its own */
+	size_t head = CACHE_MAGIC_LEN + 65 + 65;
+	if (len < head || memcmp(data, CACHE_MAGIC, CACHE_MAGIC_LEN) != 0)
+		return -EBADMSG;
+	const char *k = data + CACHE_MAGIC_LEN, *sum = k + 65, *body = data + head;
+	if (memcmp(k, key, 64) != 0 || k[64] != '\n' || sum[64] != '\n')
+		return -EBADMSG;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, body, len - head);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	if (memcmp(hex, sum, 64) != 0)
+		return -EBADMSG;
+	struct json_tokener *tok = json_tokener_new_ex(16);
+	if (!tok)
+		return -ENOMEM;
+	json_object *o = json_tokener_parse_ex(tok, body, (int)(len - head));
+	bool whole = o && json_tokener_get_error(tok) == json_tokener_success &&
+		     json_tokener_get_parse_end(tok) == len - head;
+	json_tokener_free(tok);
+	json_object *fs, *ds, *ss;
+	int r = whole && json_object_is_type(o, json_type_object) &&
+			json_object_object_get_ex(o, "findings", &fs) &&
+			json_object_is_type(fs, json_type_array) &&
+			json_object_object_get_ex(o, "deps", &ds) &&
+			json_object_is_type(ds, json_type_array) &&
+			json_object_object_get_ex(o, "seeds", &ss) &&
+			json_object_is_type(ss, json_type_array)
+		? 0
+		: -EBADMSG;
+	if (r == 0)
+		r = decode_deps(ds, deps);
+	for (size_t i = 0; r == 0 && i < json_object_array_length(fs); i++)
+		r = decode_finding(json_object_array_get_idx(fs, i), file, out);
+	json_object *seeds = NULL;
+	size_t ns = r == 0 ? json_object_array_length(ss) : 0;
+	if (ns && !(seeds = json_object_new_array()))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < ns; i++) {
+		json_object *s = json_object_array_get_idx(ss, i), *v;
+		if (!json_object_is_type(s, json_type_object) || json_object_object_get_ex(s, "file", &v)) {
+			r = -EBADMSG;
+			break;
+		}
+		json_object_array_add(seeds, json_object_get(s));
+	}
+	if (r == 0 && seeds) {
+		r = ck_report_take_seeds(out, seeds, file);
+		seeds = NULL;
+	}
+	json_object_put(seeds);
+	json_object_put(o);
+	return r;
+}
+
+/* ---- reading, writing, eviction --------------------------------------------------------------- */
+
+int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
+		  const char *file, lb_check_report *out)
+{
+	if (cc->dfd < 0)
+		return -ENOENT;
+	int fd = openat(cc->dfd, key, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	struct stat st;
+	char *data = NULL;
+	int r = fstat(fd, &st) < 0 ? -errno : 0;
+	/* only an entry of this user's, that nobody else could have written */
+	if (r == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+		       st.st_size <= 0 || (uint64_t)st.st_size > CACHE_ENTRY_MAX))
+		r = -EBADMSG;
+	size_t len = r == 0 ? (size_t)st.st_size : 0, got = 0;
+	if (r == 0 && !(data = malloc(len)))
+		r = -ENOMEM;
+	while (r == 0 && got < len) {
+		ssize_t k = read(fd, data + got, len - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r = -EBADMSG;
+			break;
+		}
+		got += (size_t)k;
+	}
+	ck_deps deps = {0};
+	lb_check_report one = {.policy = cfg->policy};
+	if (r == 0)
+		r = ck_cache_decode(data, len, key, file, &one, &deps);
+	if (r == 0 && !ck_deps_hold(cfg, &deps))
+		r = -ESTALE;
+	if (r == 0) {
+		if (time(NULL) - st.st_mtim.tv_sec > CACHE_TOUCH_S)
+			futimens(fd, NULL);
+		r = ck_report_take(out, &one);
+	}
+	close(fd);
+	free(data);
+	ck_deps_free(&deps);
+	lb_check_report_free(&one);
+	return r == 0 ? 0 : r == -ENOMEM ? r : -ENOENT;
+}
+
+typedef struct entry_age {
+	struct timespec mtime;
+	off_t size;
+	char name[72];
+} entry_age;
+
+static int age_cmp(const void *a, const void *b)
+{
+	const entry_age *x = a, *y = b;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool is_key_name(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+	return n == 64 && s[64] == '\0';
+}
+
+void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	entry_age *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t bytes = 0;
+	time_t now = time(NULL);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp") &&
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now - st.st_mtim.tv_sec > CACHE_STALE_TMP_S) {
+			unlinkat(dfd, e->d_name, 0);
+			continue;
+		}
+		if (!is_key_name(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (n == cap) {
+			entry_age *nv = realloc(v, (cap ? cap * 2 : 1024) * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+			cap = cap ? cap * 2 : 1024;
+		}
+		v[n].mtime = st.st_mtim;
+		v[n].size = st.st_size;
+		memcpy(v[n].name, e->d_name, 65); /* a key name: 64 characters */
+		bytes += (uint64_t)st.st_size;
+		n++;
+	}
+	closedir(d);
+	if (n > max_entries || bytes > max_bytes) {
+		qsort(v, n, sizeof *v, age_cmp);
+		for (size_t i = 0; i < n && (n - i > max_entries * 3 / 4 || bytes > max_bytes / 4 * 3);
+		     i++) {
+			if (unlinkat(dfd, v[i].name, 0) == 0 || errno == ENOENT)
+				bytes -= (uint64_t)v[i].size;
+		}
+	}
+	free(v);
+}
+
+void ck_cache_store(const ck_cache *cc, const char *key, const lb_check_report *one,
+		    const ck_deps *deps)
+{
+	if (cc->dfd < 0 || (deps && deps->overflow))
+		return;
+	lb_buf b = {0};
+	if (ck_cache_encode(key, one, deps, &b) == 0 && b.len <= CACHE_ENTRY_MAX)
+		lb_replace_file_at(cc->dfd, key, b.data, b.len);
+	lb_buf_free(&b);
+	/* Counting the entries costs a scan of the directory: done after about one store in
+	 * 256 (keys are uniform, so those that start with 00). */
+	if (key[0] == '0' && key[1] == '0')
+		ck_cache_prune(cc->dfd, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES);
+}
