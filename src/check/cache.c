@@ -220,18 +220,16 @@ int ck_cache_open(const lb_check_config *cfg, const char *root, ck_cache *cc)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/check", cfg->cache_dir) >= (int)sizeof path)
 		return 0;
+	/* A cache inside the experiment would be the experiment's to write. */
+	char *real = root ? realpath(cfg->cache_dir, NULL) : NULL;
+	size_t k = root ? strlen(root) : 0;
+	bool inside = real && strncmp(real, root, k) == 0 && (real[k] == '/' || real[k] == '\0');
+	free(real);
+	if (inside)
+		return 0;
 	int fd = lb_open_private_dir(path);
 	if (fd < 0)
-		return 0; /* not the user's own, or not writable: checked without it */
-	/* A cache inside the experiment would be the experiment's to write. */
-	char *real = root ? realpath(path, NULL) : NULL;
-	size_t k = root ? strlen(root) : 0;
-	if (real && strncmp(real, root, k) == 0 && (real[k] == '/' || real[k] == '\0')) {
-		free(real);
-		close(fd);
-		return 0;
-	}
-	free(real);
+		return 0; /* not the user's own, or others may write it: checked without it */
 	cc->dfd = fd;
 	key_base(cfg, cc->base);
 	return 0;
@@ -544,7 +542,8 @@ static bool is_key_name(const char *s)
 
 void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
 {
-	int fd = dup(dfd);
+	/* a description of its own: a dup() would share (and leave at the end) dfd's offset */
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -582,7 +581,7 @@ void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
 	closedir(d);
 	if (n > max_entries || bytes > max_bytes) {
 		qsort(v, n, sizeof *v, age_cmp);
-		for (size_t i = 0; i < n && (n - i > max_entries * 3 / 4 || bytes > max_bytes / 4 * 3);
+		for (size_t i = 0; i < n && (n - i > max_entries * 3 / 4 || bytes > max_bytes * 3 / 4);
 		     i++) {
 			if (unlinkat(dfd, v[i].name, 0) == 0 || errno == ENOENT)
 				bytes -= (uint64_t)v[i].size;
