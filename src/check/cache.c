@@ -387,6 +387,33 @@ static int decode_finding(json_object *o, const char *file, lb_check_report *out
 	return 0;
 }
 
+/* A seed call, rebuilt from its checked members (nothing of the entry passes through as is):
+ * {line, col, call, lib, value: integer, source text or null}. */
+static int decode_seed(json_object *o, json_object *seeds)
+{
+	int64_t line, col;
+	const char *call, *lib, *text = NULL;
+	json_object *v;
+	if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 5 ||
+	    get_uint(o, "line", INT32_MAX, &line) < 0 || get_uint(o, "col", INT32_MAX, &col) < 0 ||
+	    get_str(o, "call", false, &call) < 0 || get_str(o, "lib", false, &lib) < 0 ||
+	    !json_object_object_get_ex(o, "value", &v) ||
+	    (v && !json_object_is_type(v, json_type_int) && get_str(o, "value", false, &text) < 0))
+		return -EBADMSG;
+	json_object *s = json_object_new_object();
+	if (!s)
+		return -ENOMEM;
+	json_object_object_add(s, "line", json_object_new_int((int)line));
+	json_object_object_add(s, "col", json_object_new_int((int)col));
+	json_object_object_add(s, "call", json_object_new_string(call));
+	json_object_object_add(s, "lib", json_object_new_string(lib));
+	json_object_object_add(s, "value", text ? json_object_new_string(text)
+					   : v	  ? json_object_new_int64(json_object_get_int64(v))
+						  : NULL);
+	json_object_array_add(seeds, s);
+	return 0;
+}
+
 static int decode_deps(json_object *ds, ck_deps *deps)
 {
 	size_t n = json_object_array_length(ds);
@@ -431,6 +458,7 @@ int ck_cache_decode(const char *data, size_t len, const char *key, const char *f
 	struct json_tokener *tok = json_tokener_new_ex(16);
 	if (!tok)
 		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	json_object *o = json_tokener_parse_ex(tok, body, (int)(len - head));
 	bool whole = o && json_tokener_get_error(tok) == json_tokener_success &&
 		     json_tokener_get_parse_end(tok) == len - head;
@@ -453,14 +481,8 @@ int ck_cache_decode(const char *data, size_t len, const char *key, const char *f
 	size_t ns = r == 0 ? json_object_array_length(ss) : 0;
 	if (ns && !(seeds = json_object_new_array()))
 		r = -ENOMEM;
-	for (size_t i = 0; r == 0 && i < ns; i++) {
-		json_object *s = json_object_array_get_idx(ss, i), *v;
-		if (!json_object_is_type(s, json_type_object) || json_object_object_get_ex(s, "file", &v)) {
-			r = -EBADMSG;
-			break;
-		}
-		json_object_array_add(seeds, json_object_get(s));
-	}
+	for (size_t i = 0; r == 0 && i < ns; i++)
+		r = decode_seed(json_object_array_get_idx(ss, i), seeds);
 	if (r == 0 && seeds) {
 		r = ck_report_take_seeds(out, seeds, file);
 		seeds = NULL;
