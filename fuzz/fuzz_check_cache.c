@@ -1,6 +1,6 @@
-/* The check's result cache reads entries from disk: whatever bytes an entry file holds, the
- * reader must return an intact entry or -EBADMSG, never crash, and what it returns must write
- * back out and read again to the same findings. */
+/* The check's result cache reads packs of entries from disk: whatever bytes a pack holds, the
+ * index and the entry reader must return intact entries or -EBADMSG, never crash, and what
+ * they return must write back out and read again to the same findings. */
 #include "../src/check/check_internal.h"
 #include "fuzz_common.h"
 
@@ -61,6 +61,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	lb_check_report_free(&rep);
 	ck_deps_free(&deps);
+	/* The same bytes as a pack: every slot it indexes lies inside it and decodes or is bad. */
+	ck_cache cc = {.dfd = -1, .pack = in.data, .pack_len = in.len};
+	if (ck_cache_index(&cc) == -ENOMEM)
+		abort();
+	for (size_t i = 0; i < cc.nslots; i++) {
+		const ck_slot *s = &cc.slots[i];
+		if (s->data < in.data || s->data + s->len > in.data + in.len)
+			abort();
+		lb_check_report one = {0};
+		ck_deps d = {0};
+		char key[65];
+		memcpy(key, s->key, 64);
+		key[64] = '\0';
+		ck_cache_decode(s->data, s->len, key, "fuzz.py", &one, &d);
+		lb_check_report_free(&one);
+		ck_deps_free(&d);
+	}
+	free(cc.slots);
 	lb_buf_free(&in);
 	return 0;
 }

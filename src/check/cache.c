@@ -4,10 +4,11 @@
  * input that can change them (ck_cache_key; docs/check.md lists them), plus the facts about
  * other files it relied on (ck_deps: whether an imported name is one of the experiment's own
  * modules), which are checked again against this check's experiment before a hit is used.
- * Entries are written only by labbox from its own analysis, into cache_dir/check (0700, the
- * user's own, through lb_open_private_dir), each through a temporary file and rename(); a
- * reader trusts nothing it reads: an entry that fails its checksum or its format is a miss,
- * and is written anew after the file is analysed. */
+ * The entries of one check (one experiment directory under one configuration) are kept
+ * together in one pack file, written only by labbox from its own analysis into
+ * cache_dir/check (0700, the user's own, through lb_open_private_dir), through a temporary
+ * file and rename(); a reader trusts nothing it reads: an entry that fails its checksum or
+ * its format is a miss, and the pack is written anew after the file is analysed. */
 #include "check_internal.h"
 #include "labbox/util.h"
 
@@ -29,11 +30,10 @@
 /* An entry larger than this is not one labbox wrote for a file of at most 8 MiB of source
  * with a bounded number of findings: a miss. */
 #define CACHE_ENTRY_MAX (4u << 20)
-/* Bounds of the whole cache: past either, the least recently used entries go until it is
- * under three quarters of both. */
-#define CACHE_MAX_ENTRIES 20000
-#define CACHE_MAX_BYTES (64ull << 20)
-/* A hit refreshes the entry's mtime (what eviction goes by) when it is older than this. */
+/* Bound of the whole cache (with CACHE_MAX_PACKS): past either, the least recently used packs
+ * go until it is under three quarters of both. */
+#define CACHE_MAX_BYTES (512ull << 20)
+/* A read refreshes the pack's mtime (what eviction goes by) when it is older than this. */
 #define CACHE_TOUCH_S (6 * 3600)
 /* Temporary files of a writer that died are removed by the pruning after this long. */
 #define CACHE_STALE_TMP_S 3600
@@ -207,39 +207,6 @@ void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
 	part_str(&c, "syntax", syntax);
 	lb_sha256_final(&c, d);
 	lb_sha256_hex(d, hex);
-}
-
-/* ---- opening ---------------------------------------------------------------------------------- */
-
-int ck_cache_open(const lb_check_config *cfg, const char *root, ck_cache *cc)
-{
-	memset(cc, 0, sizeof *cc);
-	cc->dfd = -1;
-	if (!cfg->cache_dir)
-		return 0;
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof path, "%s/check", cfg->cache_dir) >= (int)sizeof path)
-		return 0;
-	/* A cache inside the experiment would be the experiment's to write. */
-	char *real = root ? realpath(cfg->cache_dir, NULL) : NULL;
-	size_t k = root ? strlen(root) : 0;
-	bool inside = real && strncmp(real, root, k) == 0 && (real[k] == '/' || real[k] == '\0');
-	free(real);
-	if (inside)
-		return 0;
-	int fd = lb_open_private_dir(path);
-	if (fd < 0)
-		return 0; /* not the user's own, or others may write it: checked without it */
-	cc->dfd = fd;
-	key_base(cfg, cc->base);
-	return 0;
-}
-
-void ck_cache_close(ck_cache *cc)
-{
-	if (cc->dfd >= 0)
-		close(cc->dfd);
-	cc->dfd = -1;
 }
 
 /* ---- the entry format ------------------------------------------------------------------------- */
@@ -492,49 +459,173 @@ int ck_cache_decode(const char *data, size_t len, const char *key, const char *f
 	return r;
 }
 
-/* ---- reading, writing, eviction --------------------------------------------------------------- */
+/* ---- packs: the entries of one check, read and written as one file ---------------------------- */
 
-int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
-		  const char *file, lb_check_report *out)
+/* A pack is CACHE_PACK_MAGIC, then per entry its length in decimal, a newline and the entry's
+ * bytes (each entry carrying its own key and checksum). One file per experiment and
+ * configuration: a check opens, reads and writes one file instead of one per source file,
+ * which on a busy ext4 cost more than the analysis it saved. */
+#define CACHE_PACK_MAGIC "labbox.check-pack/1\n"
+#define CACHE_PACK_MAGIC_LEN (sizeof CACHE_PACK_MAGIC - 1)
+#define CACHE_PACK_MAX (256ull << 20)
+#define CACHE_MAX_PACKS 512
+
+static int slot_cmp(const void *a, const void *b)
 {
-	if (cc->dfd < 0)
-		return -ENOENT;
-	int fd = openat(cc->dfd, key, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
-	struct stat st;
-	char *data = NULL;
-	int r = fstat(fd, &st) < 0 ? -errno : 0;
-	/* only an entry of this user's, that nobody else could have written */
-	if (r == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-		       st.st_size <= 0 || (uint64_t)st.st_size > CACHE_ENTRY_MAX))
-		r = -EBADMSG;
-	size_t len = r == 0 ? (size_t)st.st_size : 0, got = 0;
-	if (r == 0 && !(data = malloc(len)))
-		r = -ENOMEM;
-	while (r == 0 && got < len) {
-		ssize_t k = read(fd, data + got, len - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
+	return memcmp(((const ck_slot *)a)->key, ((const ck_slot *)b)->key, 64);
+}
+
+int ck_cache_index(ck_cache *cc)
+{
+	const char *p = cc->pack, *end = cc->pack + cc->pack_len;
+	free(cc->slots);
+	cc->slots = NULL;
+	cc->nslots = 0;
+	if (cc->pack_len < CACHE_PACK_MAGIC_LEN ||
+	    memcmp(p, CACHE_PACK_MAGIC, CACHE_PACK_MAGIC_LEN) != 0)
+		return cc->pack_len ? -EBADMSG : 0;
+	p += CACHE_PACK_MAGIC_LEN;
+	size_t cap = 0;
+	int r = 0;
+	while (p < end) {
+		/* a damaged length ends the pack: what follows is a miss */
+		size_t len = 0, digits = 0;
+		while (p < end && *p >= '0' && *p <= '9' && digits < 8)
+			len = len * 10 + (size_t)(*p++ - '0'), digits++;
+		if (!digits || p >= end || *p != '\n' || len > (size_t)(end - p - 1) ||
+		    len < CACHE_MAGIC_LEN + 65) {
 			r = -EBADMSG;
 			break;
 		}
+		p++;
+		if (cc->nslots == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			ck_slot *nv = realloc(cc->slots, nc * sizeof *nv);
+			if (!nv)
+				return -ENOMEM;
+			cc->slots = nv;
+			cap = nc;
+		}
+		ck_slot *s = &cc->slots[cc->nslots++];
+		s->key = p + CACHE_MAGIC_LEN; /* checked again, with all the rest, by the decoder */
+		s->data = p;
+		s->len = len;
+		p += len;
+	}
+	if (cc->nslots)
+		qsort(cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
+	return r;
+}
+
+/* The pack's name: the base (labbox and configuration) and where the files are. */
+static void pack_name(const ck_cache *cc, const char *name, const char *root, char *const abs[],
+		      size_t n, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	ck_cache_key_part(&c, "base", cc->base, sizeof cc->base);
+	if (name) {
+		part_str(&c, "name", name);
+	} else if (root) {
+		part_str(&c, "root", root);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			part_str(&c, "file", abs[i]);
+	}
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+}
+
+static void read_pack(ck_cache *cc)
+{
+	int fd = openat(cc->dfd, cc->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	/* only a pack of this user's, that nobody else could have written */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) || st.st_size <= 0 || (uint64_t)st.st_size > CACHE_PACK_MAX ||
+	    !(cc->pack = malloc((size_t)st.st_size))) {
+		close(fd);
+		return;
+	}
+	size_t len = (size_t)st.st_size, got = 0;
+	while (got < len) {
+		ssize_t k = read(fd, cc->pack + got, len - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
 		got += (size_t)k;
 	}
+	cc->pack_len = got;
+	/* used now: eviction goes by modification time */
+	if (time(NULL) - st.st_mtim.tv_sec > CACHE_TOUCH_S)
+		futimens(fd, NULL);
+	close(fd);
+	cc->damaged = ck_cache_index(cc) < 0 || got != len;
+}
+
+int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[], size_t n,
+		  ck_cache *cc)
+{
+	memset(cc, 0, sizeof *cc);
+	cc->dfd = -1;
+	if (!cfg->cache_dir)
+		return 0;
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/check", cfg->cache_dir) >= (int)sizeof path)
+		return 0;
+	/* A cache inside the experiment would be the experiment's to write. */
+	char *real = root ? realpath(cfg->cache_dir, NULL) : NULL;
+	size_t k = root ? strlen(root) : 0;
+	bool inside = real && strncmp(real, root, k) == 0 && (real[k] == '/' || real[k] == '\0');
+	free(real);
+	if (inside)
+		return 0;
+	int fd = lb_open_private_dir(path);
+	if (fd < 0)
+		return 0; /* not the user's own, or others may write it: checked without it */
+	cc->dfd = fd;
+	key_base(cfg, cc->base);
+	pack_name(cc, cfg->cache_name, root, abs, n, cc->name);
+	read_pack(cc);
+	return 0;
+}
+
+void ck_cache_close(ck_cache *cc)
+{
+	if (cc->dfd >= 0)
+		close(cc->dfd);
+	cc->dfd = -1;
+	free(cc->pack);
+	free(cc->slots);
+	cc->pack = NULL;
+	cc->slots = NULL;
+	cc->pack_len = cc->nslots = 0;
+}
+
+int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
+		  const char *file, lb_check_report *out, const char **entry, size_t *entry_len)
+{
+	if (cc->dfd < 0 || !cc->nslots)
+		return -ENOENT;
+	ck_slot want = {.key = key};
+	const ck_slot *s = bsearch(&want, cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
+	if (!s)
+		return -ENOENT;
 	ck_deps deps = {0};
 	lb_check_report one = {.policy = cfg->policy};
-	if (r == 0)
-		r = ck_cache_decode(data, len, key, file, &one, &deps);
+	int r = ck_cache_decode(s->data, s->len, key, file, &one, &deps);
 	if (r == 0 && !ck_deps_hold(cfg, &deps))
 		r = -ESTALE;
-	if (r == 0) {
-		if (time(NULL) - st.st_mtim.tv_sec > CACHE_TOUCH_S)
-			futimens(fd, NULL);
+	if (r == 0)
 		r = ck_report_take(out, &one);
+	if (r == 0) {
+		*entry = s->data;
+		*entry_len = s->len;
 	}
-	close(fd);
-	free(data);
 	ck_deps_free(&deps);
 	lb_check_report_free(&one);
 	return r == 0 ? 0 : r == -ENOMEM ? r : -ENOENT;
@@ -588,11 +679,11 @@ void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
 		if (!is_key_name(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (n == cap) {
-			entry_age *nv = realloc(v, (cap ? cap * 2 : 1024) * sizeof *v);
+			entry_age *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof *v);
 			if (!nv)
 				break;
 			v = nv;
-			cap = cap ? cap * 2 : 1024;
+			cap = cap ? cap * 2 : 64;
 		}
 		v[n].mtime = st.st_mtim;
 		v[n].size = st.st_size;
@@ -612,17 +703,37 @@ void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
 	free(v);
 }
 
-void ck_cache_store(const ck_cache *cc, const char *key, const lb_check_report *one,
-		    const ck_deps *deps)
+int ck_cache_entry(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out)
 {
-	if (cc->dfd < 0 || (deps && deps->overflow))
+	if (deps && deps->overflow)
+		return -E2BIG;
+	int r = ck_cache_encode(key, one, deps, out);
+	if (r == 0 && out->len > CACHE_ENTRY_MAX)
+		r = -E2BIG;
+	if (r < 0)
+		lb_buf_free(out);
+	return r;
+}
+
+void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens[], size_t n,
+		    bool changed)
+{
+	if (cc->dfd < 0)
+		return;
+	/* the pack holds what it held: nothing to write (a removed file leaves a stale entry
+	 * that costs only its bytes until the next change) */
+	if (!changed && !cc->damaged)
 		return;
 	lb_buf b = {0};
-	if (ck_cache_encode(key, one, deps, &b) == 0 && b.len <= CACHE_ENTRY_MAX)
-		lb_replace_file_at(cc->dfd, key, b.data, b.len);
+	int r = lb_buf_append(&b, CACHE_PACK_MAGIC, CACHE_PACK_MAGIC_LEN);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (!entries[i])
+			continue;
+		r = lb_buf_printf(&b, "%zu\n", lens[i]);
+		if (r == 0)
+			r = lb_buf_append(&b, entries[i], lens[i]);
+	}
+	if (r == 0 && b.len <= CACHE_PACK_MAX && lb_replace_file_at(cc->dfd, cc->name, b.data, b.len) == 0)
+		ck_cache_prune(cc->dfd, CACHE_MAX_PACKS, CACHE_MAX_BYTES);
 	lb_buf_free(&b);
-	/* Counting the entries costs a scan of the directory: done after about one store in
-	 * 256 (keys are uniform, so those that start with 00). */
-	if (key[0] == '0' && key[1] == '0')
-		ck_cache_prune(cc->dfd, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES);
 }

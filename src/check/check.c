@@ -601,6 +601,9 @@ typedef struct job {
 	const lb_check_config *cfg;
 	const ck_cache *cache;
 	atomic_size_t cached;
+	const char **entry; /* each file's cache entry, for the pack written at the end */
+	size_t *entry_len;
+	lb_buf *own; /* the entries made by this check (misses) */
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -633,7 +636,8 @@ static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t
 		syntax_words(&j->py[i], syn, sizeof syn);
 		ck_cache_key(j->cache, data, len, harness, syn, key);
 		rep->policy = j->cfg->policy;
-		int r = ck_cache_load(j->cache, j->cfg, key, j->shown[i], rep);
+		int r = ck_cache_load(j->cache, j->cfg, key, j->shown[i], rep, &j->entry[i],
+				      &j->entry_len[i]);
 		if (r == 0) {
 			atomic_fetch_add(&j->cached, 1);
 			return 0;
@@ -643,8 +647,10 @@ static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t
 	}
 	ck_deps_free(&w->deps);
 	int r = check_buffer(w, j->cfg, j->shown[i], data, len, harness, &j->py[i], rep);
-	if (r == 0 && cache)
-		ck_cache_store(j->cache, key, rep, &w->deps);
+	if (r == 0 && cache && ck_cache_entry(key, rep, &w->deps, &j->own[i]) == 0) {
+		j->entry[i] = j->own[i].data;
+		j->entry_len[i] = j->own[i].len;
+	}
 	return r;
 }
 
@@ -676,7 +682,7 @@ static void *worker(void *arg)
 }
 
 static int check_parallel(const lb_check_config *cfg, char *const shown[], char *const abs[],
-			  size_t n, const char *entry_abs, const pysyntax *py, const ck_cache *cache,
+			  size_t n, const char *entry_abs, const pysyntax *py, ck_cache *cache,
 			  lb_check_report *rep, char *err, size_t errlen)
 {
 	job j = {.cfg = cfg, .cache = cache, .shown = shown, .abs = abs, .n = n,
@@ -684,12 +690,13 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 	j.reps = calloc(n ? n : 1, sizeof *j.reps);
 	j.rcs = calloc(n ? n : 1, sizeof *j.rcs);
 	j.read_failed = calloc(n ? n : 1, sizeof *j.read_failed);
+	j.entry = calloc(n ? n : 1, sizeof *j.entry);
+	j.entry_len = calloc(n ? n : 1, sizeof *j.entry_len);
+	j.own = calloc(n ? n : 1, sizeof *j.own);
 	int r = 0;
-	if (!j.reps || !j.rcs || !j.read_failed) {
-		free(j.reps);
-		free(j.rcs);
-		free(j.read_failed);
-		return -ENOMEM;
+	if (!j.reps || !j.rcs || !j.read_failed || !j.entry || !j.entry_len || !j.own) {
+		r = -ENOMEM;
+		goto out;
 	}
 	atomic_init(&j.next, 0);
 	atomic_init(&j.cached, 0);
@@ -724,6 +731,15 @@ static int check_parallel(const lb_check_config *cfg, char *const shown[], char 
 		lb_check_report_free(&j.reps[i]);
 	}
 	rep->cached += atomic_load(&j.cached);
+	/* Only a complete check writes the pack: it holds exactly this check's files. */
+	if (r == 0)
+		ck_cache_write(cache, j.entry, j.entry_len, n, atomic_load(&j.cached) < n);
+out:
+	for (size_t i = 0; j.own && i < n; i++)
+		lb_buf_free(&j.own[i]);
+	free(j.own);
+	free(j.entry);
+	free(j.entry_len);
 	free(j.reps);
 	free(j.rcs);
 	free(j.read_failed);
@@ -752,7 +768,7 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
 	}
 	ck_cache cache;
-	ck_cache_open(cfg, root, &cache);
+	ck_cache_open(cfg, root, abs, n, &cache);
 	r = check_parallel(cfg, shown, abs, n, entry_abs, py, &cache, rep, err, errlen);
 	ck_cache_close(&cache);
 	free(py);

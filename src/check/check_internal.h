@@ -118,6 +118,7 @@ struct lb_check_config {
 	char *python;
 	struct lb_python_info *python_info; /* set_python_info: the probe is done */
 	char *cache_dir; /* set_cache_dir: compile() verdicts and the interpreter probe */
+	char *cache_name; /* set_cache_name: what the result cache keeps this check's files under */
 	char *entry;
 };
 
@@ -279,34 +280,53 @@ int ck_budget(const lb_check_config *cfg, ck_raws *out);
  * whether the harness rules apply and the interpreter's compile() verdict. An input added to
  * the analysis later is one more part here (or, when it is about other files, one more kind
  * of ck_deps fact). docs/check.md has the list. */
+typedef struct ck_slot {
+	const char *key; /* 64 hex digits inside data */
+	const char *data;
+	size_t len;
+} ck_slot;
 typedef struct ck_cache {
 	int dfd; /* cache_dir/check; -1: no cache */
 	uint8_t base[32];
+	char name[65]; /* this check's pack */
+	char *pack;    /* its bytes as read */
+	size_t pack_len;
+	ck_slot *slots; /* its entries by key */
+	size_t nslots;
+	bool damaged; /* the pack did not read whole: written again even without a miss */
 } ck_cache;
 void ck_cache_key_part(lb_sha256 *c, const char *name, const void *data, size_t len);
 /* Opens cfg->cache_dir/check when it is the user's own and not inside root (the experiment
- * being checked, NULL for none); cc->dfd stays -1 otherwise. Always 0. */
-int ck_cache_open(const lb_check_config *cfg, const char *root, ck_cache *cc);
+ * being checked; NULL for files given one by one, abs[0..n) then name the pack), and reads
+ * this check's pack; cc->dfd stays -1 when there is no cache. Always 0. */
+int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[], size_t n,
+		  ck_cache *cc);
 void ck_cache_close(ck_cache *cc);
 /* syntax: the interpreter's compile() verdict in words ("" for none). */
 void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
 		  const char *syntax, char hex[65]);
 /* One file's settled findings (in one) and its facts about others, as an entry's bytes. */
 int ck_cache_encode(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out);
+/* The same, refusing (-E2BIG, out emptied) what is not to be kept: too many facts, too large. */
+int ck_cache_entry(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out);
 /* An entry's bytes back into findings of file (appended to out) and deps; -EBADMSG for
  * anything that is not an intact entry of this key. */
 int ck_cache_decode(const char *data, size_t len, const char *key, const char *file,
 		    lb_check_report *out, ck_deps *deps);
+/* cc->pack's entries into cc->slots; -EBADMSG when it ends in a damaged part (the entries
+ * before it are kept). */
+int ck_cache_index(ck_cache *cc);
 /* Whether every fact in d is still true of this check's experiment. */
 bool ck_deps_hold(const lb_check_config *cfg, const ck_deps *d);
-/* The entry of key, if intact and its facts hold, appended to out as findings of file:
- * 0, else -ENOENT (or -ENOMEM). */
+/* The pack's entry of key, if intact and its facts hold, appended to out as findings of
+ * file, and its bytes (inside the pack) in entry: 0, else -ENOENT (or -ENOMEM). */
 int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
-		  const char *file, lb_check_report *out);
-/* Write (replace) the entry of key; failures only cost the next check a miss. */
-void ck_cache_store(const ck_cache *cc, const char *key, const lb_check_report *one,
-		    const ck_deps *deps);
-/* Least recently used entries removed until under 3/4 of both bounds, when past either. */
-void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes);
+		  const char *file, lb_check_report *out, const char **entry, size_t *entry_len);
+/* The pack written anew with these entries (NULL ones left out) when changed (a file was
+ * analysed) or the pack read was damaged; failures only cost the next check its misses. */
+void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens[], size_t n,
+		    bool changed);
+/* Least recently used files removed until under 3/4 of both bounds, when past either. */
+void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
 
 #endif

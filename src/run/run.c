@@ -530,6 +530,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 		lb_check_config_set_trust_project(cfg, req->trust_project);
 		lb_check_config_set_python_info(cfg, &st->py);
 		lb_check_config_set_cache_dir(cfg, st->cache);
+		lb_check_config_set_cache_name(cfg, st->expdir);
 		lb_check_config_set_entry(cfg, st->entry);
 		r = lb_check_dir(cfg, st->exp_dir, &rep, err, sizeof err);
 	}

@@ -30,9 +30,30 @@ def entries_dir(tmp_path):
     return tmp_path / "xdg" / "labbox" / "check"
 
 
-def entries(tmp_path):
+def packs(tmp_path):
+    """The pack files: one per experiment and configuration, each holding the entries of the
+    files its last check saw (docs/check.md, "Results kept between checks")."""
     d = entries_dir(tmp_path)
     return sorted(p for p in d.iterdir() if not p.name.startswith(".")) if d.is_dir() else []
+
+
+MAGIC = b"labbox.check-pack/1\n"
+
+
+def read_pack(path):
+    data = path.read_bytes()
+    assert data.startswith(MAGIC)
+    out, at = [], len(MAGIC)
+    while at < len(data):
+        nl = data.index(b"\n", at)
+        n = int(data[at:nl])
+        out.append(data[nl + 1:nl + 1 + n])
+        at = nl + 1 + n
+    return out
+
+
+def write_pack(path, entries):
+    path.write_bytes(MAGIC + b"".join(b"%d\n%s" % (len(e), e) for e in entries))
 
 
 def check(env, *args, rc=(0, 3)):
@@ -57,9 +78,10 @@ def test_a_hit_is_the_same_document_as_a_miss(tmp_path):
                     files={"helper.py": HELPER, "pkg/__init__.py": "", "pkg/io.py":
                            "import pickle\nopen('/etc/x', 'w')\n"})
     fresh = check(env, "--no-cache", exp)
-    assert fresh["cached_files"] == 0 and not entries(tmp_path)
+    assert fresh["cached_files"] == 0 and not packs(tmp_path)
     cold = check(env, exp)
-    assert cold["cached_files"] == 0 and len(entries(tmp_path)) == 4
+    assert cold["cached_files"] == 0 and len(packs(tmp_path)) == 1
+    assert len(read_pack(packs(tmp_path)[0])) == 4
     warm = check(env, exp)
     assert warm["cached_files"] == 4
     assert same(fresh, cold) and same(cold, warm)
@@ -84,10 +106,10 @@ def test_a_change_of_content_is_analysed_again(tmp_path):
     assert second["cached_files"] == 1  # main.py only
     assert [f["id"] for f in second["findings"] if f["file"] == "helper.py"] == ["LB102"]
     assert second["rejected"]
-    # back to the old bytes: the old entry answers, and says what it said
+    # back to the old bytes: analysed again, and the answer is the first one
     (exp / "helper.py").write_text(HELPER)
     third = check(env, exp)
-    assert third["cached_files"] == 2 and same(first, third)
+    assert third["cached_files"] == 1 and same(first, third)
 
 
 def test_an_imported_module_that_goes_away_changes_the_importer(tmp_path):
@@ -131,23 +153,39 @@ def test_damaged_entries_are_ignored_and_rewritten(tmp_path):
     exp = write_exp(tmp_path, MAIN + "eval('1')\n", files={
         "helper.py": HELPER, "a.py": "import os\nos.system('x')\n", "b.py": "X = 1\n"})
     ref = check(env, exp)
-    es = entries(tmp_path)
+    [pack] = packs(tmp_path)
+    es = read_pack(pack)
     assert len(es) == 4
-    es[0].write_bytes(es[0].read_bytes()[:40])           # truncated
-    data = bytearray(es[1].read_bytes())
-    data[len(data) - 10] ^= 0x20                          # one flipped bit in the body
-    es[1].write_bytes(bytes(data))
-    es[2].write_bytes(b"")                                # empty
+    es[0] = es[0][:100]                                   # truncated
+    flipped = bytearray(es[1])
+    flipped[len(flipped) - 10] ^= 0x20                    # one flipped bit in the body
+    es[1] = bytes(flipped)
+    es[2] = bytes(len(es[2]))                             # zeroed
+    write_pack(pack, es)
     doc = check(env, exp)
     assert doc["cached_files"] == 1 and same(ref, doc)
     # written again: all four answer now
     doc = check(env, exp)
     assert doc["cached_files"] == 4 and same(ref, doc)
-    # an entry copied under another file's name is not that file's
-    es = entries(tmp_path)
-    es[3].write_bytes(es[0].read_bytes())
+    # an entry copied over another file's is not that file's
+    es = read_pack(pack)
+    es[3] = es[0]
+    write_pack(pack, es)
     doc = check(env, exp)
     assert doc["cached_files"] == 3 and same(ref, doc)
+    # a pack cut short: the entries before the cut still answer
+    check(env, exp)
+    data = pack.read_bytes()
+    cut = len(MAGIC) + sum(len(b"%d\n" % len(e)) + len(e) for e in read_pack(pack)[:2]) + 30
+    pack.write_bytes(data[:cut])
+    doc = check(env, exp)
+    assert doc["cached_files"] == 2 and same(ref, doc)
+    assert check(env, exp)["cached_files"] == 4
+    # not a pack at all
+    pack.write_bytes(b"\x00garbage" * 100)
+    doc = check(env, exp)
+    assert doc["cached_files"] == 0 and same(ref, doc)
+    assert check(env, exp)["cached_files"] == 4
 
 
 def test_concurrent_checks_share_the_cache(tmp_path):
@@ -162,8 +200,8 @@ def test_concurrent_checks_share_the_cache(tmp_path):
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 3, err
         assert same(ref, json.loads(out))
-    es = entries(tmp_path)
-    assert len(es) == 42
+    [pack] = packs(tmp_path)
+    assert len(read_pack(pack)) == 42
     # no temporary file left behind by any of the writers
     assert not [p for p in entries_dir(tmp_path).iterdir() if p.name.startswith(".")]
     doc = check(env, exp)
@@ -174,11 +212,11 @@ def test_no_cache_reads_and_writes_nothing(tmp_path):
     env = cache_env(tmp_path)
     exp = write_exp(tmp_path, MAIN, files={"helper.py": HELPER})
     check(env, exp)
-    before = {p.name: p.read_bytes() for p in entries(tmp_path)}
+    before = {p.name: p.read_bytes() for p in packs(tmp_path)}
     (exp / "helper.py").write_text(HELPER + "# changed\n")
     doc = check(env, "--no-cache", exp)
     assert doc["cached_files"] == 0
-    assert {p.name: p.read_bytes() for p in entries(tmp_path)} == before
+    assert {p.name: p.read_bytes() for p in packs(tmp_path)} == before
     assert "--no-cache" in labbox("check", "--help").stdout
 
 
@@ -188,14 +226,15 @@ def test_entries_are_private_and_others_are_not_believed(tmp_path):
     check(env, exp)
     d = entries_dir(tmp_path)
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
-    for p in entries(tmp_path):
+    for p in packs(tmp_path):
         assert stat.S_IMODE(p.stat().st_mode) == 0o600
         assert p.stat().st_uid == os.geteuid()
     assert check(env, exp)["cached_files"] == 2
-    # an entry someone else could have written is a miss (and is replaced by labbox's own)
-    victim = entries(tmp_path)[0]
+    # a pack someone else could have written is not read (and is replaced by labbox's own)
+    [victim] = packs(tmp_path)
     os.chmod(victim, 0o622)
-    assert check(env, exp)["cached_files"] == 1
+    assert check(env, exp)["cached_files"] == 0
+    assert stat.S_IMODE(packs(tmp_path)[0].stat().st_mode) == 0o600
     # a directory others may write to is not used at all
     os.chmod(d, 0o777)
     try:

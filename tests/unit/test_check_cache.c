@@ -40,7 +40,8 @@ static void key_of(const lb_check_config *cfg, const char *src, bool harness, co
 	lb_check_config *c2;
 	assert_int_equal(ck_config_copy(cfg, &c2), 0);
 	lb_check_config_set_cache_dir(c2, dir);
-	assert_int_equal(ck_cache_open(c2, NULL, &cc), 0);
+	char *none[] = {NULL};
+	assert_int_equal(ck_cache_open(c2, NULL, none, 0, &cc), 0);
 	assert_true(cc.dfd >= 0);
 	ck_cache_key(&cc, src, strlen(src), harness, syn, hex);
 	ck_cache_close(&cc);
@@ -252,6 +253,56 @@ static void test_wellformed_but_foreign_body_is_a_miss(void **state)
 	}
 }
 
+/* A pack: its entries by key; a damaged length ends it, the entries before it stay. */
+static void test_pack_index(void **state)
+{
+	(void)state;
+	lb_check_config *cfg = config(LB_CHECK_STANDARD);
+	lb_check_report rep = {0};
+	ck_deps deps = {0};
+	analysed(cfg, &rep, &deps);
+	char keys[3][65];
+	lb_buf e[3] = {{0}}, pack = {0};
+	lb_buf_puts(&pack, "labbox.check-pack/1\n");
+	for (int i = 0; i < 3; i++) {
+		snprintf(keys[i], sizeof keys[i], "%064d", 3 - i); /* not in sorted order */
+		assert_int_equal(ck_cache_encode(keys[i], &rep, &deps, &e[i]), 0);
+		lb_buf_printf(&pack, "%zu\n", e[i].len);
+		lb_buf_append(&pack, e[i].data, e[i].len);
+	}
+	ck_cache cc = {.dfd = -1, .pack = pack.data, .pack_len = pack.len};
+	assert_int_equal(ck_cache_index(&cc), 0);
+	assert_int_equal(cc.nslots, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_memory_equal(cc.slots[i].key, keys[2 - i], 64);
+		lb_check_report o = {0};
+		ck_deps d = {0};
+		assert_int_equal(ck_cache_decode(cc.slots[i].data, cc.slots[i].len, keys[2 - i],
+						 "a.py", &o, &d), 0);
+		assert_int_equal(o.n, rep.n);
+		lb_check_report_free(&o);
+		ck_deps_free(&d);
+	}
+	/* the third entry's length made larger than what is left: two entries remain */
+	size_t at = strlen("labbox.check-pack/1\n");
+	for (int i = 0; i < 2; i++)
+		at += (size_t)snprintf(NULL, 0, "%zu\n", e[i].len) + e[i].len;
+	pack.data[at] = '9';
+	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
+	assert_int_equal(cc.nslots, 2);
+	/* not a pack */
+	pack.data[0] = 'X';
+	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
+	assert_int_equal(cc.nslots, 0);
+	free(cc.slots);
+	for (int i = 0; i < 3; i++)
+		lb_buf_free(&e[i]);
+	lb_buf_free(&pack);
+	ck_deps_free(&deps);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+}
+
 static void test_prune_keeps_the_most_recent(void **state)
 {
 	(void)state;
@@ -287,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_entry_round_trip),
 		cmocka_unit_test(test_damaged_entries_are_misses),
 		cmocka_unit_test(test_wellformed_but_foreign_body_is_a_miss),
+		cmocka_unit_test(test_pack_index),
 		cmocka_unit_test(test_prune_keeps_the_most_recent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
