@@ -178,7 +178,7 @@ static void key_base(const lb_check_config *cfg, uint8_t out[32])
 	lb_sha256_final(&rules, rd);
 	ck_cache_key_part(&c, "rules", rd, sizeof rd);
 	const TSLanguage *lang = tree_sitter_python();
-	uint32_t g[3] = {ts_language_version(lang), ts_language_symbol_count(lang),
+	uint32_t g[3] = {ts_language_abi_version(lang), ts_language_symbol_count(lang),
 			 ts_language_field_count(lang)};
 	ck_cache_key_part(&c, "grammar", g, sizeof g);
 	int pol[2] = {(int)cfg->policy, cfg->trust_project};
