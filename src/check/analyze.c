@@ -2475,7 +2475,7 @@ static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 	}
 	char top[256];
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
-	if (top[0] && !c->import_guarded && !ck_list_match(&cfg->local_modules, top)) {
+	if (top[0] && !c->import_guarded && !ck_local_module(c->in, top)) {
 		if (!c->out->imports)
 			c->out->imports = json_object_new_object();
 		if (c->out->imports && !json_object_object_get_ex(c->out->imports, top, NULL))

@@ -258,6 +258,18 @@ int ck_cache_encode(const char *key, const lb_check_report *one, const ck_deps *
 		json_object_put(ss);
 		return r;
 	}
+	json_object *is = json_object_new_array();
+	if (!is) {
+		json_object_put(body);
+		return -ENOMEM;
+	}
+	if (one->imports) {
+		json_object_object_foreach(one->imports, k, v) {
+			(void)v;
+			json_object_array_add(is, json_object_new_string(k));
+		}
+	}
+	json_object_object_add(body, "imports", is);
 	json_object_object_add(body, "deps", ds);
 	json_object_object_add(body, "findings", fs);
 	json_object_object_add(body, "seeds", ss);
@@ -381,6 +393,28 @@ static int decode_seed(json_object *o, json_object *seeds)
 	return 0;
 }
 
+/* The file's imports (top-level names, lb_check_report.imports) merged into out->imports. */
+static int decode_imports(json_object *is, lb_check_report *out)
+{
+	size_t n = json_object_array_length(is);
+	if (n > CACHE_DEPS_MAX)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		json_object *x = json_object_array_get_idx(is, i);
+		if (!json_object_is_type(x, json_type_string))
+			return -EBADMSG;
+		const char *s = json_object_get_string(x);
+		size_t k = (size_t)json_object_get_string_len(x);
+		if (k == 0 || k > 255 || strlen(s) != k || !utf8_ok(s, k))
+			return -EBADMSG;
+		if (!out->imports && !(out->imports = json_object_new_object()))
+			return -ENOMEM;
+		if (!json_object_object_get_ex(out->imports, s, NULL))
+			json_object_object_add(out->imports, s, NULL);
+	}
+	return 0;
+}
+
 static int decode_deps(json_object *ds, ck_deps *deps)
 {
 	size_t n = json_object_array_length(ds);
@@ -430,18 +464,22 @@ int ck_cache_decode(const char *data, size_t len, const char *key, const char *f
 	bool whole = o && json_tokener_get_error(tok) == json_tokener_success &&
 		     json_tokener_get_parse_end(tok) == len - head;
 	json_tokener_free(tok);
-	json_object *fs, *ds, *ss;
+	json_object *fs, *ds, *ss, *is;
 	int r = whole && json_object_is_type(o, json_type_object) &&
 			json_object_object_get_ex(o, "findings", &fs) &&
 			json_object_is_type(fs, json_type_array) &&
 			json_object_object_get_ex(o, "deps", &ds) &&
 			json_object_is_type(ds, json_type_array) &&
 			json_object_object_get_ex(o, "seeds", &ss) &&
-			json_object_is_type(ss, json_type_array)
+			json_object_is_type(ss, json_type_array) &&
+			json_object_object_get_ex(o, "imports", &is) &&
+			json_object_is_type(is, json_type_array)
 		? 0
 		: -EBADMSG;
 	if (r == 0)
 		r = decode_deps(ds, deps);
+	if (r == 0)
+		r = decode_imports(is, out);
 	for (size_t i = 0; r == 0 && i < json_object_array_length(fs); i++)
 		r = decode_finding(json_object_array_get_idx(fs, i), file, out);
 	json_object *seeds = NULL;
