@@ -3,7 +3,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := json-c yaml-0.1 libseccomp sqlite3 tree-sitter
+PKGS    := json-c yaml-0.1 libseccomp sqlite3
 SAN     ?= 0
 
 ifeq ($(SAN),1)
@@ -20,7 +20,7 @@ VERSION    := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wformat=2 \
-           -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' $(SANFLAGS) -MMD -MP
+           -Iinclude -I$(TS_CORE)/include $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"' $(SANFLAGS) -MMD -MP
 # The libraries are linked statically (libc stays shared): resolving seven shared objects
 # costs a third of a millisecond at every start, which `labbox exec` pays for each command.
 LDLIBS  += -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic -lm -lpthread -ldl
@@ -34,7 +34,10 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # and unpacked by scripts/deps into third_party/, never committed. Generated code, so it is
 # built without our warning flags and without sanitizers.
 TS_DIR   := third_party/tree-sitter-python/src
-TS_SRC   := $(TS_DIR)/parser.c $(TS_DIR)/scanner.c
+# The tree-sitter core 0.25 (its amalgamation lib.c), fetched the same way from the npm
+# package `tree-sitter`: it replaced Debian's libtree-sitter 0.20.7 (docs/decisions.md).
+TS_CORE  := third_party/tree-sitter/lib
+TS_SRC   := $(TS_DIR)/parser.c $(TS_DIR)/scanner.c $(TS_CORE)/src/lib.c
 TS_OBJ   := $(TS_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -50,8 +53,12 @@ $(BUILD)/obj/$(TS_DIR)/%.o: $(TS_DIR)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -w -I$(TS_DIR) -c $< -o $@
 
+$(BUILD)/obj/$(TS_CORE)/src/lib.o: $(TS_CORE)/src/lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O2 -g -w -I$(TS_CORE)/src -I$(TS_CORE)/include -c $< -o $@
+
 $(TS_SRC):
-	@echo "make: $@ is missing: run scripts/deps to fetch the tree-sitter-python grammar" >&2
+	@echo "make: $@ is missing: run scripts/deps to fetch tree-sitter and its Python grammar" >&2
 	@exit 1
 
 # The Colab worker (src/backend/colab_worker.py) is embedded in the binary as bytes, so the
@@ -122,7 +129,7 @@ check: deps
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 # Each source is compiled once for all fuzz targets, instrumented but without libFuzzer's main.
-FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"'
+FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -I$(TS_CORE)/include $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"'
 FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
 build-fuzz/obj/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -140,7 +147,9 @@ build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/parser.c -o $@.parser.o
 	clang -std=c11 -O1 -g -w -I$(TS_DIR) -c $(TS_DIR)/scanner.c -o $@.scanner.o
-	ld -r -o $@ $@.parser.o $@.scanner.o
+	clang -std=c11 -D_DEFAULT_SOURCE -O1 -g -w -I$(TS_CORE)/src -I$(TS_CORE)/include \
+	  -c $(TS_CORE)/src/lib.c -o $@.core.o
+	ld -r -o $@ $@.parser.o $@.scanner.o $@.core.o
 # A crash fails the target (its report is shown); a clean run prints its last two lines.
 fuzz-smoke: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \

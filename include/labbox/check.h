@@ -78,6 +78,13 @@ int lb_check_config_set_python_info(lb_check_config *cfg, const struct lb_python
  * clean verdicts are kept; the probe of a set_python interpreter is cached there too.
  * NULL (the default): no cache. */
 int lb_check_config_set_cache_dir(lb_check_config *cfg, const char *dir);
+/* The same directory keeps each file's findings (cache_dir/check), named by the sha256 of the
+ * file's bytes and of everything else that decides them (docs/check.md): a file checked
+ * before under the same labbox, rules and configuration is not parsed again. The entries of
+ * one experiment are kept together, under the experiment directory's path, or under name
+ * when one is set: labbox run checks a staged copy in a new directory each time and names
+ * the original. */
+int lb_check_config_set_cache_name(lb_check_config *cfg, const char *name);
 /* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
 int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
 /* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the
@@ -112,6 +119,7 @@ typedef struct lb_check_report {
 	 * only labbox's own lists of names were checked). Empty when no file was checked. */
 	char stdlib_by[600];
 	bool stdlib_floor;
+	size_t cached;        /* files whose findings came from the result cache (set_cache_dir) */
 	/* Every seed call found, in file order: [{file, line, col, call (numpy.random.seed),
 	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
 	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */

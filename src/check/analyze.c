@@ -2911,7 +2911,7 @@ static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 	}
 	char top[256];
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
-	if (top[0] && !c->import_guarded && !ck_list_match(&cfg->local_modules, top)) {
+	if (top[0] && !c->import_guarded && !ck_local_module(c->in, top)) {
 		if (!c->out->imports)
 			c->out->imports = json_object_new_object();
 		if (c->out->imports && !json_object_object_get_ex(c->out->imports, top, NULL))
@@ -2919,7 +2919,7 @@ static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 	}
 	/* a banned module already has its finding; "not on the allowlist" would only repeat it */
 	if (banned == R_COUNT && !ck_import_allowed(top, cfg->policy) && !ck_list_match(&cfg->allow_modules, q) &&
-	    !ck_list_match(&cfg->local_modules, top)) {
+	    !ck_local_module(c->in, top)) {
 		snprintf(msg, sizeof msg, "module `%s` is not on the import allowlist", top);
 		raw(c, R_IMPORT, at, top, msg);
 	}

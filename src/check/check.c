@@ -138,6 +138,7 @@ typedef struct ck_worker {
 	TSParser *parser;
 	ck_syntax syn;
 	ck_keep keep;
+	ck_deps deps; /* the current file's facts about the others, for its cache entry */
 } ck_worker;
 
 static void worker_free(ck_worker *w)
@@ -147,6 +148,7 @@ static void worker_free(ck_worker *w)
 	w->parser = NULL;
 	ck_syntax_free(&w->syn);
 	ck_keep_free(&w->keep);
+	ck_deps_free(&w->deps);
 }
 
 static int worker_init(ck_worker *w)
@@ -217,7 +219,8 @@ static int check_buffer(ck_worker *w, const lb_check_config *cfg, const ck_stdli
 	}
 	if (r == 0) {
 		ck_analysis_in in = {.cfg = cfg, .syn = &w->syn, .keep = &w->keep, .src = src,
-				     .len = len, .root = root, .harness = harness, .std = std};
+				     .len = len, .root = root, .harness = harness, .std = std,
+				     .deps = &w->deps};
 		r = ck_analyze(&in, &raws);
 	}
 settle:
@@ -599,6 +602,11 @@ static void read_error(const char *path, int r, char *err, size_t errlen)
 typedef struct job {
 	const lb_check_config *cfg;
 	const ck_stdlib *std;
+	const ck_cache *cache;
+	atomic_size_t cached;
+	const char **entry; /* each file's cache entry, for the pack written at the end */
+	size_t *entry_len;
+	lb_buf *own; /* the entries made by this check (misses) */
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -608,6 +616,46 @@ typedef struct job {
 	bool *read_failed;
 	atomic_size_t next;
 } job;
+
+/* The interpreter's verdict on a file, as the cache key has it. */
+static void syntax_words(const pysyntax *py, char *out, size_t outlen)
+{
+	if (!py || !py->checked)
+		out[0] = '\0';
+	else if (py->ok)
+		snprintf(out, outlen, "ok");
+	else
+		snprintf(out, outlen, "error %u:%u %s", py->line, py->col, py->msg);
+}
+
+/* File i from the result cache, else checked and its entry written. */
+static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t len,
+			bool harness)
+{
+	char key[65], syn[300];
+	lb_check_report *rep = &j->reps[i];
+	bool cache = j->cache && j->cache->dfd >= 0;
+	if (cache) {
+		syntax_words(&j->py[i], syn, sizeof syn);
+		ck_cache_key(j->cache, data, len, harness, syn, key);
+		rep->policy = j->cfg->policy;
+		int r = ck_cache_load(j->cache, j->cfg, key, j->shown[i], rep, &j->entry[i],
+				      &j->entry_len[i]);
+		if (r == 0) {
+			atomic_fetch_add(&j->cached, 1);
+			return 0;
+		}
+		if (r != -ENOENT)
+			return r;
+	}
+	ck_deps_free(&w->deps);
+	int r = check_buffer(w, j->cfg, j->std, j->shown[i], data, len, harness, &j->py[i], rep);
+	if (r == 0 && cache && ck_cache_entry(key, rep, &w->deps, &j->own[i]) == 0) {
+		j->entry[i] = j->own[i].data;
+		j->entry_len[i] = j->own[i].len;
+	}
+	return r;
+}
 
 static void *worker(void *arg)
 {
@@ -626,8 +674,7 @@ static void *worker(void *arg)
 			r = wr;
 		if (r == 0) {
 			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
-			r = check_buffer(&w, j->cfg, j->std, j->shown[i], data, len, harness,
-					 &j->py[i], &j->reps[i]);
+			r = check_cached(&w, j, i, data, len, harness);
 		}
 		j->rcs[i] = r;
 		free(data);
@@ -639,21 +686,23 @@ static void *worker(void *arg)
 
 static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char *const shown[],
 			  char *const abs[], size_t n, const char *entry_abs, const pysyntax *py,
-			  lb_check_report *rep, char *err, size_t errlen)
+			  ck_cache *cache, lb_check_report *rep, char *err, size_t errlen)
 {
-	job j = {.cfg = cfg, .std = std, .shown = shown, .abs = abs, .n = n,
+	job j = {.cfg = cfg, .std = std, .cache = cache, .shown = shown, .abs = abs, .n = n,
 		 .entry_abs = entry_abs, .py = py};
 	j.reps = calloc(n ? n : 1, sizeof *j.reps);
 	j.rcs = calloc(n ? n : 1, sizeof *j.rcs);
 	j.read_failed = calloc(n ? n : 1, sizeof *j.read_failed);
+	j.entry = calloc(n ? n : 1, sizeof *j.entry);
+	j.entry_len = calloc(n ? n : 1, sizeof *j.entry_len);
+	j.own = calloc(n ? n : 1, sizeof *j.own);
 	int r = 0;
-	if (!j.reps || !j.rcs || !j.read_failed) {
-		free(j.reps);
-		free(j.rcs);
-		free(j.read_failed);
-		return -ENOMEM;
+	if (!j.reps || !j.rcs || !j.read_failed || !j.entry || !j.entry_len || !j.own) {
+		r = -ENOMEM;
+		goto out;
 	}
 	atomic_init(&j.next, 0);
+	atomic_init(&j.cached, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
 	if (nthreads > 8)
@@ -684,6 +733,16 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 			rep->files++;
 		lb_check_report_free(&j.reps[i]);
 	}
+	rep->cached += atomic_load(&j.cached);
+	/* Only a complete check writes the pack: it holds exactly this check's files. */
+	if (r == 0)
+		ck_cache_write(cache, j.entry, j.entry_len, n, atomic_load(&j.cached) < n);
+out:
+	for (size_t i = 0; j.own && i < n; i++)
+		lb_buf_free(&j.own[i]);
+	free(j.own);
+	free(j.entry);
+	free(j.entry_len);
 	free(j.reps);
 	free(j.rcs);
 	free(j.read_failed);
@@ -691,10 +750,10 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 }
 
 /* Check paths (display names) whose absolute paths are abs; entry says which get the harness
- * rules (NULL: every file). */
+ * rules (NULL: every file); root is the experiment directory (NULL for files). */
 static int check_paths(const lb_check_config *cfg, char *const shown[], char *const abs[],
-		       size_t n, const char *entry_abs, lb_check_report *rep, char *err,
-		       size_t errlen)
+		       size_t n, const char *entry_abs, const char *root, lb_check_report *rep,
+		       char *err, size_t errlen)
 {
 	pysyntax *py = calloc(n ? n : 1, sizeof *py);
 	int r = 0;
@@ -720,7 +779,12 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		rep->stdlib_floor = ck_stdlib_open(have ? &info : NULL, cfg->cache_dir, &std,
 						   rep->stdlib_by, sizeof rep->stdlib_by) < 0;
 	}
-	r = check_parallel(cfg, std, shown, abs, n, entry_abs, py, rep, err, errlen);
+	/* Findings through the standard library depend on which one was read: its identity is
+	 * part of every entry's key. */
+	ck_cache cache;
+	ck_cache_open(cfg, root, abs, n, ck_stdlib_id(std), &cache);
+	r = check_parallel(cfg, std, shown, abs, n, entry_abs, py, &cache, rep, err, errlen);
+	ck_cache_close(&cache);
 	ck_stdlib_free(std);
 	free(py);
 	return r;
@@ -741,7 +805,7 @@ int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
 		}
 	}
 	if (r == 0)
-		r = check_paths(cfg, paths, abs, n, NULL, rep, err, errlen);
+		r = check_paths(cfg, paths, abs, n, NULL, NULL, rep, err, errlen);
 	for (size_t i = 0; i < n; i++)
 		free(abs[i]);
 	free(abs);
@@ -976,7 +1040,7 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 	char entry[PATH_MAX];
 	snprintf(entry, sizeof entry, "%s/%s", root, cfg->entry ? cfg->entry : "main.py");
 	if (r == 0)
-		r = check_paths(cfg, w.rel, w.abs, w.n, entry, rep, err, errlen);
+		r = check_paths(cfg, w.rel, w.abs, w.n, entry, root, rep, err, errlen);
 	if (r == 0) {
 		ck_raws raws = {0};
 		r = ck_budget(cfg, &raws);

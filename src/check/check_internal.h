@@ -118,6 +118,7 @@ struct lb_check_config {
 	char *python;
 	struct lb_python_info *python_info; /* set_python_info: the probe is done */
 	char *cache_dir; /* set_cache_dir: compile() verdicts and the interpreter probe */
+	char *cache_name; /* set_cache_name: what the result cache keeps this check's files under */
 	char *entry;
 };
 
@@ -246,6 +247,20 @@ typedef struct ck_keep {
 } ck_keep;
 void ck_keep_free(ck_keep *k);
 
+/* What the analysis of one file learnt about the other files of the experiment: whether a
+ * module it imports is one of the experiment's own (the import allowlist). Kept with the
+ * file's cached result and checked again before that result is used (check/cache.c). */
+typedef struct ck_dep {
+	char *name;
+	bool local;
+} ck_dep;
+typedef struct ck_deps {
+	ck_dep *v;
+	size_t n, cap;
+	bool overflow; /* too many, or out of memory: the result is not cached */
+} ck_deps;
+void ck_deps_free(ck_deps *d);
+
 /* Analyse one parsed file into raw findings. */
 typedef struct ck_analysis_in {
 	const lb_check_config *cfg;
@@ -256,8 +271,11 @@ typedef struct ck_analysis_in {
 	TSNode root;
 	bool harness;
 	const struct ck_stdlib *std; /* summaries of the target's standard library, or NULL */
+	ck_deps *deps; /* NULL: not recorded */
 } ck_analysis_in;
 int ck_analyze(const ck_analysis_in *in, ck_raws *out);
+/* Whether top is one of the experiment's own modules; the answer is recorded in in->deps. */
+bool ck_local_module(const ck_analysis_in *in, const char *top);
 
 /* Apply configuration, suppressions and the policy to raw findings of one file and append the
  * result to the report. src is scanned for `# labbox: allow[...]` comments via the tree. */
@@ -266,6 +284,10 @@ int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSN
 
 /* Move every finding of from to the end of rep, as they are (from is left empty). */
 int ck_report_take(lb_check_report *rep, lb_check_report *from);
+
+/* The seed calls of one file (an array of objects, released) appended to rep->seeds, each
+ * with "file" set to file. */
+int ck_report_take_seeds(lb_check_report *rep, struct json_object *seeds, const char *file);
 
 /* Append one finding to a report (copies strings). */
 int ck_report_add(lb_check_report *rep, const char *file, unsigned line, unsigned col,
@@ -296,6 +318,9 @@ int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *er
 int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
 		   bool *hit, char *err, size_t errlen);
 void ck_stdlib_free(ck_stdlib *s);
+/* Which library a summary is of (interpreter, version, directory and its time), as a hash;
+ * "" for none: part of the check cache's key. */
+const char *ck_stdlib_id(const ck_stdlib *s);
 /* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
  * not one. */
 int ck_stdlib_parse(char *text, ck_stdlib **out);
@@ -317,5 +342,62 @@ int ck_stdlib_open(const struct lb_python_info *info, const char *cache_dir, ck_
 
 /* Budget rules against labbox.yaml's plan: raw findings attributed to labbox.yaml. */
 int ck_budget(const lb_check_config *cfg, ck_raws *out);
+
+/* ---- results kept between checks (check/cache.c) ------------------------------------------ */
+
+/* The key of a file's entry is the sha256 of named parts (ck_cache_key_part): labbox's
+ * version and build ID, the rule table, the grammar, the policy and every configuration list
+ * the analysis or the settling reads (the base, once per check), then the file's content,
+ * whether the harness rules apply and the interpreter's compile() verdict. An input added to
+ * the analysis later is one more part here (or, when it is about other files, one more kind
+ * of ck_deps fact). docs/check.md has the list. */
+typedef struct ck_slot {
+	const char *key; /* 64 hex digits inside data */
+	const char *data;
+	size_t len;
+} ck_slot;
+typedef struct ck_cache {
+	int dfd; /* cache_dir/check; -1: no cache */
+	uint8_t base[32];
+	char name[65]; /* this check's pack */
+	char *pack;    /* its bytes as read */
+	size_t pack_len;
+	ck_slot *slots; /* its entries by key */
+	size_t nslots;
+	bool damaged; /* the pack did not read whole: written again even without a miss */
+} ck_cache;
+void ck_cache_key_part(lb_sha256 *c, const char *name, const void *data, size_t len);
+/* Opens cfg->cache_dir/check when it is the user's own and not inside root (the experiment
+ * being checked; NULL for files given one by one, abs[0..n) then name the pack), and reads
+ * this check's pack; cc->dfd stays -1 when there is no cache. Always 0. */
+int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[], size_t n,
+		  const char *stdlib_id, ck_cache *cc);
+void ck_cache_close(ck_cache *cc);
+/* syntax: the interpreter's compile() verdict in words ("" for none). */
+void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
+		  const char *syntax, char hex[65]);
+/* One file's settled findings (in one) and its facts about others, as an entry's bytes. */
+int ck_cache_encode(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out);
+/* The same, refusing (-E2BIG, out emptied) what is not to be kept: too many facts, too large. */
+int ck_cache_entry(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out);
+/* An entry's bytes back into findings of file (appended to out) and deps; -EBADMSG for
+ * anything that is not an intact entry of this key. */
+int ck_cache_decode(const char *data, size_t len, const char *key, const char *file,
+		    lb_check_report *out, ck_deps *deps);
+/* cc->pack's entries into cc->slots; -EBADMSG when it ends in a damaged part (the entries
+ * before it are kept). */
+int ck_cache_index(ck_cache *cc);
+/* Whether every fact in d is still true of this check's experiment. */
+bool ck_deps_hold(const lb_check_config *cfg, const ck_deps *d);
+/* The pack's entry of key, if intact and its facts hold, appended to out as findings of
+ * file, and its bytes (inside the pack) in entry: 0, else -ENOENT (or -ENOMEM). */
+int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
+		  const char *file, lb_check_report *out, const char **entry, size_t *entry_len);
+/* The pack written anew with these entries (NULL ones left out) when changed (a file was
+ * analysed) or the pack read was damaged; failures only cost the next check its misses. */
+void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens[], size_t n,
+		    bool changed);
+/* Least recently used files removed until under 3/4 of both bounds, when past either. */
+void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
 
 #endif

@@ -85,6 +85,7 @@ void lb_check_config_free(lb_check_config *c)
 	free(c->python);
 	free(c->python_info);
 	free(c->cache_dir);
+	free(c->cache_name);
 	free(c->entry);
 	free(c);
 }
@@ -120,6 +121,7 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 	}
 	if ((src->python && !(c->python = strdup(src->python))) ||
 	    (src->cache_dir && !(c->cache_dir = strdup(src->cache_dir))) ||
+	    (src->cache_name && !(c->cache_name = strdup(src->cache_name))) ||
 	    (src->entry && !(c->entry = strdup(src->entry)))) {
 		r = -ENOMEM;
 		goto fail;
@@ -264,6 +266,11 @@ static int set_str(char **dst, const char *s)
 int lb_check_config_set_cache_dir(lb_check_config *c, const char *dir)
 {
 	return set_str(&c->cache_dir, dir);
+}
+
+int lb_check_config_set_cache_name(lb_check_config *c, const char *name)
+{
+	return set_str(&c->cache_name, name);
 }
 
 int lb_check_config_set_python_info(lb_check_config *c, const lb_python_info *py)

@@ -179,6 +179,11 @@ static int take_needs(lb_check_report *rep, json_object *needs, const char *file
 	return 0;
 }
 
+int ck_report_take_seeds(lb_check_report *rep, json_object *seeds, const char *file)
+{
+	return take_seeds(rep, seeds, file);
+}
+
 int ck_report_take(lb_check_report *rep, lb_check_report *from)
 {
 	if (from->n > rep->cap - rep->n) {
@@ -699,6 +704,7 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 		json_object_object_add(sl, rep->stdlib_floor ? "none" : "summaries", jstr(rep->stdlib_by));
 		json_object_object_add(doc, "stdlib", sl);
 	}
+	json_object_object_add(doc, "cached_files", json_object_new_int64((int64_t)rep->cached));
 	json_object *cnt = json_object_new_object();
 	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
 	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));

@@ -47,6 +47,7 @@ struct ck_stdlib {
 	sentry *tab;
 	size_t cap, n;
 	size_t modules, capable;
+	char id[65]; /* what the summary is of: its cache key's hash (ck_stdlib_id) */
 };
 
 static unsigned long hash_str(const char *s, size_t n)
@@ -1228,7 +1229,18 @@ int ck_stdlib_open(const lb_python_info *info, const char *cache_dir, ck_stdlib 
 		snprintf(note, notelen, "%s", err);
 		return r;
 	}
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, key, strlen(key));
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, (*out)->id);
 	snprintf(note, notelen, "python %s %s (%zu modules%s)", ver, dir, (*out)->modules,
 		 hit ? ", cached" : "");
 	return 0;
+}
+
+const char *ck_stdlib_id(const ck_stdlib *s)
+{
+	return s ? s->id : "";
 }

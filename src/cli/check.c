@@ -41,6 +41,9 @@ static const char check_help[] =
 	"  --ignore ID|CATEGORY do not report a rule (LB201) or a category (harness); repeatable\n"
 	"  --trust-project      let the project's labbox.yaml allows and inline\n"
 	"                       `# labbox: allow[ID] reason` comments lift hard-gate rules too\n"
+	"  --no-cache           neither read nor write labbox's caches (each file's findings,\n"
+	"                       kept by content and configuration; compile() verdicts; the\n"
+	"                       interpreter probe) in $XDG_CACHE_HOME/labbox or ~/.cache/labbox\n"
 	"  --list-rules         print the rule table and exit\n"
 	"  --json               print one JSON document (schema labbox.check/1, with llm_text)\n"
 	"  -h, --help           this help\n"
@@ -65,6 +68,7 @@ enum {
 	OPT_TRUST,
 	OPT_LIST_RULES,
 	OPT_CHECK_JSON,
+	OPT_NO_CACHE,
 };
 
 static int load_config_file(lb_check_config *cfg, const char *path)
@@ -189,6 +193,7 @@ int cli_check(int argc, char **argv)
 		{"trust-project", no_argument, NULL, OPT_TRUST},
 		{"list-rules", no_argument, NULL, OPT_LIST_RULES},
 		{"json", no_argument, NULL, OPT_CHECK_JSON},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -230,6 +235,10 @@ int cli_check(int argc, char **argv)
 		}
 		if (opt == OPT_CHECK_JSON) {
 			json = true;
+			continue;
+		}
+		if (opt == OPT_NO_CACHE) {
+			lb_check_config_set_cache_dir(cfg, NULL);
 			continue;
 		}
 		int r = option(cfg, opt, optarg);

@@ -587,6 +587,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 		lb_check_config_set_trust_project(cfg, req->trust_project);
 		lb_check_config_set_python_info(cfg, &st->py);
 		lb_check_config_set_cache_dir(cfg, st->cache);
+		lb_check_config_set_cache_name(cfg, st->expdir);
 		lb_check_config_set_entry(cfg, st->entry);
 		r = lb_check_dir(cfg, st->exp_dir, &rep, err, sizeof err);
 	}
@@ -612,6 +613,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	json_object_object_add(info, "syntax_by", json_object_new_string(rep.syntax_by));
 	json_object_object_add(info, "syntax_cached_files",
 			       json_object_new_int64((int64_t)rep.syntax_cached));
+	json_object_object_add(info, "cached_files", json_object_new_int64((int64_t)rep.cached));
 	LB_AUTOFREE char *llm = rep.rejected ? lb_check_llm_text(&rep) : NULL;
 	json_object_object_add(info, "llm_text", llm ? json_object_new_string(llm) : NULL);
 	bool ok = !rep.rejected;

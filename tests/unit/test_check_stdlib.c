@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "../../src/check/check_internal.h"
-#include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/util.h"
 
 #include <errno.h>

@@ -1,0 +1,353 @@
+/* check/cache.c: the key of a file's entry and the entry format (what a checker's cache keeps
+ * on disk must read back exactly, and anything that is not an intact entry must be a miss). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../src/check/check_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char SRC[] = "import os\nimport helper\nimport random\nrandom.seed(7)\n"
+			  "os.system('ls')  # labbox: allow[LB101] the test says so\n"
+			  "eval('1')\n";
+
+static lb_check_config *config(lb_check_policy p)
+{
+	lb_check_config *cfg;
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	lb_check_config_set_policy(cfg, p);
+	lb_check_config_set_trust_project(cfg, true);
+	return cfg;
+}
+
+static void key_of(const lb_check_config *cfg, const char *src, bool harness, const char *syn,
+		   char hex[65])
+{
+	ck_cache cc;
+	/* the base is computed only for an open cache: build one by hand on a scratch dir */
+	char dir[] = "/tmp/labbox-unit-ccache-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	lb_check_config *c2;
+	assert_int_equal(ck_config_copy(cfg, &c2), 0);
+	lb_check_config_set_cache_dir(c2, dir);
+	char *none[] = {NULL};
+	assert_int_equal(ck_cache_open(c2, NULL, none, 0, "", &cc), 0);
+	assert_true(cc.dfd >= 0);
+	ck_cache_key(&cc, src, strlen(src), harness, syn, hex);
+	ck_cache_close(&cc);
+	char sub[64];
+	snprintf(sub, sizeof sub, "%s/check", dir);
+	assert_int_equal(rmdir(sub), 0);
+	assert_int_equal(rmdir(dir), 0);
+	lb_check_config_free(c2);
+}
+
+static void test_key_follows_every_input(void **state)
+{
+	(void)state;
+	lb_check_config *std = config(LB_CHECK_STANDARD), *strict = config(LB_CHECK_STRICT);
+	char a[65], b[65];
+	key_of(std, SRC, false, "", a);
+	key_of(std, SRC, false, "", b);
+	assert_string_equal(a, b); /* deterministic */
+	assert_int_equal(strlen(a), 64);
+	key_of(std, "import os\n", false, "", b);
+	assert_string_not_equal(a, b);
+	key_of(strict, SRC, false, "", b);
+	assert_string_not_equal(a, b);
+	key_of(std, SRC, true, "", b);
+	assert_string_not_equal(a, b);
+	key_of(std, SRC, false, "ok", b);
+	assert_string_not_equal(a, b);
+	lb_check_config *denied = config(LB_CHECK_STANDARD);
+	lb_check_config_deny_module(denied, "pickle");
+	key_of(denied, SRC, false, "", b);
+	assert_string_not_equal(a, b);
+	/* the same item as the project's (untrusted) or the operator's is another configuration */
+	lb_check_config *proj = config(LB_CHECK_STANDARD);
+	ck_list_add(&proj->deny_modules, "pickle", true);
+	char c[65];
+	key_of(proj, SRC, false, "", c);
+	assert_string_not_equal(b, c);
+	lb_check_config_free(std);
+	lb_check_config_free(strict);
+	lb_check_config_free(denied);
+	lb_check_config_free(proj);
+}
+
+static void test_key_parts_do_not_run_together(void **state)
+{
+	(void)state;
+	lb_sha256 x, y;
+	uint8_t dx[32], dy[32];
+	lb_sha256_init(&x);
+	ck_cache_key_part(&x, "ab", "c", 1);
+	lb_sha256_final(&x, dx);
+	lb_sha256_init(&y);
+	ck_cache_key_part(&y, "a", "bc", 2);
+	lb_sha256_final(&y, dy);
+	assert_memory_not_equal(dx, dy, 32);
+}
+
+/* A settled report of SRC, with the local-module fact its analysis recorded. */
+static void analysed(lb_check_config *cfg, lb_check_report *rep, ck_deps *deps)
+{
+	ck_syntax syn;
+	assert_int_equal(ck_syntax_init(&syn), 0);
+	TSParser *p = ts_parser_new();
+	ts_parser_set_language(p, syn.lang);
+	TSTree *t = ts_parser_parse_string(p, NULL, SRC, (uint32_t)strlen(SRC));
+	ck_raws raws = {0};
+	ck_analysis_in in = {.cfg = cfg, .syn = &syn, .src = SRC, .len = strlen(SRC),
+			     .root = ts_tree_root_node(t), .harness = false, .deps = deps};
+	assert_int_equal(ck_analyze(&in, &raws), 0);
+	rep->policy = cfg->policy;
+	assert_int_equal(ck_settle(cfg, "exp/a.py", SRC, in.root, &raws, rep), 0);
+	ck_raws_free(&raws);
+	ts_tree_delete(t);
+	ts_parser_delete(p);
+	ck_syntax_free(&syn);
+}
+
+static const char KEY[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+static void test_entry_round_trip(void **state)
+{
+	(void)state;
+	lb_check_config *cfg = config(LB_CHECK_STANDARD);
+	lb_check_report rep = {0}, back = {.policy = LB_CHECK_STANDARD};
+	ck_deps deps = {0}, bdeps = {0};
+	analysed(cfg, &rep, &deps);
+	assert_true(rep.n >= 3);
+	assert_non_null(rep.seeds);
+	/* `helper` is not one of this experiment's modules: that is what the analysis relied on */
+	size_t h = deps.n;
+	for (size_t i = 0; i < deps.n; i++)
+		if (strcmp(deps.v[i].name, "helper") == 0)
+			h = i;
+	assert_true(h < deps.n);
+	assert_false(deps.v[h].local);
+	lb_buf b = {0};
+	assert_int_equal(ck_cache_encode(KEY, &rep, &deps, &b), 0);
+	assert_int_equal(ck_cache_decode(b.data, b.len, KEY, "other/b.py", &back, &bdeps), 0);
+	assert_int_equal(back.n, rep.n);
+	bool saw_suppressed = false;
+	for (size_t i = 0; i < rep.n; i++) {
+		lb_check_finding *x = &rep.items[i], *y = &back.items[i];
+		assert_string_equal(y->file, "other/b.py");
+		assert_int_equal(x->line, y->line);
+		assert_int_equal(x->col, y->col);
+		assert_string_equal(x->id, y->id);
+		assert_ptr_equal(x->category, y->category);
+		assert_int_equal(x->severity, y->severity);
+		assert_string_equal(x->message, y->message);
+		assert_true((x->name == NULL) == (y->name == NULL));
+		if (x->name)
+			assert_string_equal(x->name, y->name);
+		assert_int_equal(x->rejects, y->rejects);
+		assert_int_equal(x->suppressed, y->suppressed);
+		if (x->suppressed) {
+			saw_suppressed = true;
+			assert_string_equal(x->suppression, y->suppression);
+		}
+	}
+	assert_true(saw_suppressed);
+	/* the file's imports come back too */
+	assert_non_null(rep.imports);
+	assert_non_null(back.imports);
+	assert_int_equal(json_object_object_length(back.imports), json_object_object_length(rep.imports));
+	assert_true(json_object_object_get_ex(back.imports, "helper", NULL));
+	/* seed calls come back as this reader's file's */
+	assert_int_equal(json_object_array_length(back.seeds), json_object_array_length(rep.seeds));
+	json_object *s = json_object_array_get_idx(back.seeds, 0), *f;
+	assert_true(json_object_object_get_ex(s, "file", &f));
+	assert_string_equal(json_object_get_string(f), "other/b.py");
+	assert_int_equal(bdeps.n, deps.n);
+	/* the fact holds while helper is not local, and not once it is */
+	assert_true(ck_deps_hold(cfg, &bdeps));
+	ck_list_add(&cfg->local_modules, "helper", false);
+	assert_false(ck_deps_hold(cfg, &bdeps));
+	lb_buf_free(&b);
+	ck_deps_free(&deps);
+	ck_deps_free(&bdeps);
+	lb_check_report_free(&rep);
+	lb_check_report_free(&back);
+	lb_check_config_free(cfg);
+}
+
+static void test_damaged_entries_are_misses(void **state)
+{
+	(void)state;
+	lb_check_config *cfg = config(LB_CHECK_STANDARD);
+	lb_check_report rep = {0};
+	ck_deps deps = {0};
+	analysed(cfg, &rep, &deps);
+	lb_buf b = {0};
+	assert_int_equal(ck_cache_encode(KEY, &rep, &deps, &b), 0);
+	/* every truncation, every single flipped bit in a sample of positions, another key */
+	for (size_t n = 0; n < b.len; n++) {
+		lb_check_report o = {0};
+		ck_deps d = {0};
+		assert_int_equal(ck_cache_decode(b.data, n, KEY, "a.py", &o, &d), -EBADMSG);
+		lb_check_report_free(&o);
+		ck_deps_free(&d);
+	}
+	for (size_t i = 0; i < b.len; i += 7) {
+		for (int bit = 0; bit < 8; bit += 3) {
+			lb_check_report o = {0};
+			ck_deps d = {0};
+			b.data[i] ^= (char)(1 << bit);
+			assert_int_equal(ck_cache_decode(b.data, b.len, KEY, "a.py", &o, &d), -EBADMSG);
+			b.data[i] ^= (char)(1 << bit);
+			lb_check_report_free(&o);
+			ck_deps_free(&d);
+		}
+	}
+	char other[65];
+	memcpy(other, KEY, sizeof other);
+	other[0] = 'f';
+	lb_check_report o = {0};
+	ck_deps d = {0};
+	assert_int_equal(ck_cache_decode(b.data, b.len, other, "a.py", &o, &d), -EBADMSG);
+	assert_int_equal(o.n, 0);
+	lb_buf_free(&b);
+	ck_deps_free(&deps);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+}
+
+/* An entry whose checksum is right but whose body is not labbox's: an unknown rule id. */
+static void test_wellformed_but_foreign_body_is_a_miss(void **state)
+{
+	(void)state;
+	const char *bodies[] = {
+		"{\"deps\":[],\"findings\":[{\"line\":1,\"col\":1,\"id\":\"LB999\",\"severity\":2,"
+		"\"message\":\"m\",\"name\":null,\"rejects\":true,\"suppressed\":false,"
+		"\"suppression\":null}],\"seeds\":[]}",
+		"{\"deps\":[],\"findings\":[{\"line\":-1,\"col\":1,\"id\":\"LB101\",\"severity\":2,"
+		"\"message\":\"m\",\"name\":null,\"rejects\":true,\"suppressed\":false,"
+		"\"suppression\":null}],\"seeds\":[]}",
+		"{\"deps\":[],\"findings\":[],\"seeds\":[{\"file\":\"x\"}]}",
+		"{\"deps\":[[\"a\"]],\"findings\":[],\"seeds\":[]}",
+		"{\"deps\":[],\"findings\":[]}",
+		"{\"deps\":[],\"findings\":[],\"seeds\":[]} trailing",
+	};
+	for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+		uint8_t dg[32];
+		char hex[65];
+		lb_sha256 c;
+		lb_sha256_init(&c);
+		lb_sha256_update(&c, bodies[i], strlen(bodies[i]));
+		lb_sha256_final(&c, dg);
+		lb_sha256_hex(dg, hex);
+		lb_buf b = {0};
+		lb_buf_printf(&b, "labbox.check-cache/1\n%s\n%s\n%s", KEY, hex, bodies[i]);
+		lb_check_report o = {0};
+		ck_deps d = {0};
+		assert_int_equal(ck_cache_decode(b.data, b.len, KEY, "a.py", &o, &d), -EBADMSG);
+		lb_check_report_free(&o);
+		ck_deps_free(&d);
+		lb_buf_free(&b);
+	}
+}
+
+/* A pack: its entries by key; a damaged length ends it, the entries before it stay. */
+static void test_pack_index(void **state)
+{
+	(void)state;
+	lb_check_config *cfg = config(LB_CHECK_STANDARD);
+	lb_check_report rep = {0};
+	ck_deps deps = {0};
+	analysed(cfg, &rep, &deps);
+	char keys[3][65];
+	lb_buf e[3] = {{0}}, pack = {0};
+	lb_buf_puts(&pack, "labbox.check-pack/1\n");
+	for (int i = 0; i < 3; i++) {
+		snprintf(keys[i], sizeof keys[i], "%064d", 3 - i); /* not in sorted order */
+		assert_int_equal(ck_cache_encode(keys[i], &rep, &deps, &e[i]), 0);
+		lb_buf_printf(&pack, "%zu\n", e[i].len);
+		lb_buf_append(&pack, e[i].data, e[i].len);
+	}
+	ck_cache cc = {.dfd = -1, .pack = pack.data, .pack_len = pack.len};
+	assert_int_equal(ck_cache_index(&cc), 0);
+	assert_int_equal(cc.nslots, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_memory_equal(cc.slots[i].key, keys[2 - i], 64);
+		lb_check_report o = {0};
+		ck_deps d = {0};
+		assert_int_equal(ck_cache_decode(cc.slots[i].data, cc.slots[i].len, keys[2 - i],
+						 "a.py", &o, &d), 0);
+		assert_int_equal(o.n, rep.n);
+		lb_check_report_free(&o);
+		ck_deps_free(&d);
+	}
+	/* the third entry's length line damaged: two entries remain */
+	size_t at = strlen("labbox.check-pack/1\n");
+	for (int i = 0; i < 2; i++)
+		at += (size_t)snprintf(NULL, 0, "%zu\n", e[i].len) + e[i].len;
+	pack.data[at + (size_t)snprintf(NULL, 0, "%zu", e[2].len)] = 'x';
+	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
+	assert_int_equal(cc.nslots, 2);
+	/* not a pack */
+	pack.data[0] = 'X';
+	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
+	assert_int_equal(cc.nslots, 0);
+	free(cc.slots);
+	for (int i = 0; i < 3; i++)
+		lb_buf_free(&e[i]);
+	lb_buf_free(&pack);
+	ck_deps_free(&deps);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+}
+
+static void test_prune_keeps_the_most_recent(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/labbox-unit-ccache-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	char names[40][65];
+	for (int i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof names[i], "%064x", i);
+		assert_int_equal(lb_replace_file_at(dfd, names[i], "x", 1), 0);
+		struct timespec t[2] = {{.tv_sec = 1000000 + i}, {.tv_sec = 1000000 + i}};
+		assert_int_equal(utimensat(dfd, names[i], t, 0), 0);
+	}
+	ck_cache_prune(dfd, 20, 1u << 20);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(faccessat(dfd, names[i], F_OK, 0) == 0, i >= 25);
+	/* by bytes too: 15 entries of 1 byte over a bound of 10 bytes leave 7 */
+	ck_cache_prune(dfd, 1000, 10);
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(faccessat(dfd, names[i], F_OK, 0) == 0, i >= 33);
+		unlinkat(dfd, names[i], 0);
+	}
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_follows_every_input),
+		cmocka_unit_test(test_key_parts_do_not_run_together),
+		cmocka_unit_test(test_entry_round_trip),
+		cmocka_unit_test(test_damaged_entries_are_misses),
+		cmocka_unit_test(test_wellformed_but_foreign_body_is_a_miss),
+		cmocka_unit_test(test_pack_index),
+		cmocka_unit_test(test_prune_keeps_the_most_recent),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
