@@ -270,3 +270,19 @@ def test_labbox_run_uses_the_cache(tmp_path):
     third = run_exp(exp, tmp_path / "runs", env=env)
     assert third.rc == 3, third.why()
     assert "LB102" in {f["id"] for f in third.result["findings"]}
+
+
+def test_needs_come_back_from_the_cache(tmp_path):
+    """What the code needs of the sandbox (a download, a GPU) is part of a file's answer: a
+    warm check reports the same needs as the cold one, at the reader's own path."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, "import torch\nfrom transformers import AutoModel\n"
+                    "m = AutoModel.from_pretrained('bert-base-uncased')\n"
+                    "x = torch.zeros(1).to('cuda')\nprint('accuracy: 1')\n")
+    cold = check(env, exp)
+    warm = check(env, exp)
+    assert cold["cached_files"] == 0 and warm["cached_files"] == 1
+    kinds = sorted(n["kind"] for n in warm["needs"])
+    assert kinds == ["gpu", "network"], warm["needs"]
+    assert warm["needs"] == cold["needs"]
+    assert all(n["evidence"]["file"] == "main.py" for n in warm["needs"])
