@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -362,8 +363,12 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 
 static int pick_engine(docker_state *d, json_object **info, char *err, size_t errlen)
 {
-	if (d->engine_asked)
-		return engine_version(d, d->engine, info, err, errlen);
+	if (d->engine_asked) {
+		/* A copy: engine_version writes d->engine, which must not be its own source. */
+		char asked[sizeof d->engine];
+		snprintf(asked, sizeof asked, "%s", d->engine);
+		return engine_version(d, asked, info, err, errlen);
+	}
 	/* The first that answers; when none does, docker's reason is the one named. */
 	char first[512] = "";
 	if (engine_version(d, "docker", info, first, sizeof first) == 0)
@@ -466,6 +471,46 @@ static int env_cache_open(docker_state *d, const char *env_src, char name[80])
 	return lb_open_private_dir(dir);
 }
 
+/* Rootful podman gives a container RLIMIT_NOFILE 1048576 and RLIMIT_NPROC 4194304 whatever
+ * it may itself hold, so where it lacks CAP_SYS_RESOURCE (a machine that is itself a
+ * container) every start fails in runc ("error setting rlimit type 7"). The container gets
+ * labbox's own limits instead, as the local sandbox's child does (and as docker's containers
+ * get the daemon's); nproc at most 32768, what podman lowers its own to when it cannot raise
+ * it, since a child cannot get more than its runtime has. --pids-limit is the real bound. */
+static int podman_ulimits(lb_strv *c)
+{
+	struct rlimit nofile, nproc;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || getrlimit(RLIMIT_NPROC, &nproc) < 0)
+		return 0; /* podman's defaults then, which hold where it may raise them */
+	const rlim_t nproc_max = 32768;
+	if (nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > nproc_max)
+		nproc.rlim_max = nproc_max;
+	if (nproc.rlim_cur == RLIM_INFINITY || nproc.rlim_cur > nproc.rlim_max)
+		nproc.rlim_cur = nproc.rlim_max;
+	if (nofile.rlim_max == RLIM_INFINITY)
+		nofile.rlim_max = 1048576;
+	if (nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > nofile.rlim_max)
+		nofile.rlim_cur = nofile.rlim_max;
+	return lb_strv_pushf(c, "--ulimit=nofile=%llu:%llu", (unsigned long long)nofile.rlim_cur,
+			     (unsigned long long)nofile.rlim_max) ||
+			       lb_strv_pushf(c, "--ulimit=nproc=%llu:%llu", (unsigned long long)nproc.rlim_cur,
+					     (unsigned long long)nproc.rlim_max)
+		       ? -ENOMEM
+		       : 0;
+}
+
+/* argv for the client: first (a subcommand such as "run" or "build"), podman's limits, the
+ * rest; a.v is NULL-terminated, as client_run wants. */
+static int engine_args(const docker_state *d, lb_strv *a, const char *first, const char *const *rest)
+{
+	int r = lb_strv_push(a, first);
+	if (r == 0 && strcmp(d->engine, "podman") == 0)
+		r = podman_ulimits(a);
+	for (size_t i = 0; r == 0 && rest[i]; i++)
+		r = lb_strv_push(a, rest[i]);
+	return r;
+}
+
 static int snapshot_environment(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	char user[64];
@@ -489,12 +534,18 @@ static int snapshot_environment(docker_state *d, const lb_backend_job *job, char
 			snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
 		return r;
 	}
-	const char *args[] = {"run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+	const char *args[] = {"--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
 			      "--security-opt", "no-new-privileges", "--user", user, "--label",
 			      "labbox.probe=1", "--entrypoint", d->python, d->image, "-I", "-c",
 			      env_src, d->image, NULL};
+	lb_strv a = {0};
+	if (engine_args(d, &a, "run", args) < 0) {
+		lb_strv_free(&a);
+		return -ENOMEM;
+	}
 	lb_buf b = {0};
-	int st = client_run(d, args, true, 4 << 20, &b);
+	int st = client_run(d, (const char *const *)a.v, true, 4 << 20, &b);
+	lb_strv_free(&a);
 	if (st != 0 || !b.data || strncmp(b.data, "Python ", 7) != 0) {
 		char said[300];
 		one_line(&b, said, sizeof said);
@@ -638,6 +689,8 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	int64_t pids = json_i64(sb, "pids_limit");
 	if (pids > 0)
 		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)pids);
+	if (strcmp(d->engine, "podman") == 0)
+		r |= podman_ulimits(c);
 	int64_t shm = json_i64(sb, "shm_size_bytes");
 	if (shm > 0)
 		r |= lb_strv_pushf(c, "--shm-size=%lld", (long long)shm);
@@ -970,10 +1023,16 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 	snprintf(base_label, sizeof base_label, "labbox.base=%s", d->base_image);
 	snprintf(file, sizeof file, "%s/Dockerfile", d->build_dir);
 	/* --force-rm: a failed step leaves no intermediate container behind. */
-	const char *build[] = {"build", "--force-rm", "--label", label, "--label", base_label,
+	const char *build[] = {"--force-rm", "--label", label, "--label", base_label,
 			       "--tag", d->image, "--file", file, d->build_dir, NULL};
+	lb_strv a = {0};
+	if (engine_args(d, &a, "build", build) < 0) {
+		lb_strv_free(&a);
+		return -ENOMEM;
+	}
 	double t0 = lb_time_monotonic();
-	int st = client_to_log(d, build, d->build_log);
+	int st = client_to_log(d, (const char *const *)a.v, d->build_log);
+	lb_strv_free(&a);
 	d->build_s = lb_time_monotonic() - t0;
 	if (st != 0 || image_id_of(d, d->image, d->image_id, sizeof d->image_id, NULL, 0) < 0) {
 		build_reason(d->build_log, said, sizeof said);
