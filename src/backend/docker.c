@@ -193,9 +193,16 @@ static void one_line(const lb_buf *b, char *out, size_t n)
 			*p = ' ';
 }
 
-static const char *docker_host(void)
+/* The variable that points the engine's client elsewhere: docker's DOCKER_HOST, podman's
+ * CONTAINER_HOST (which makes podman a remote client); podman ignores DOCKER_HOST. */
+static const char *host_var(const char *engine)
 {
-	const char *h = getenv("DOCKER_HOST");
+	return strcmp(engine, "podman") == 0 ? "CONTAINER_HOST" : "DOCKER_HOST";
+}
+
+static const char *engine_host(const char *engine)
+{
+	const char *h = getenv(host_var(engine));
 	return h && *h ? h : NULL;
 }
 
@@ -337,9 +344,10 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 		char said[400];
 		one_line(&b, said, sizeof said);
 		snprintf(err, errlen,
-			 "the %s engine does not answer (%s%s): %s; `%s info` shows what is wrong",
-			 engine, docker_host() ? "DOCKER_HOST=" : "",
-			 docker_host() ? docker_host() : "its default socket", said, engine);
+			 "the %s engine does not answer (%s%s%s): %s; `%s info` shows what is wrong",
+			 engine, engine_host(engine) ? host_var(engine) : "",
+			 engine_host(engine) ? "=" : "",
+			 engine_host(engine) ? engine_host(engine) : "its default socket", said, engine);
 		lb_buf_free(&b);
 		json_object_put(norm);
 		return -EHOSTUNREACH;
@@ -407,8 +415,11 @@ static unsigned long long start_time_of(pid_t pid)
 static void remove_leftovers(docker_state *d)
 {
 	lb_buf b = {0};
+	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
 	const char *args[] = {"ps", "-a", "--filter", "label=labbox.owner", "--format",
-			      "{{.ID}} {{.Label \"labbox.owner\"}}", NULL};
+			      strcmp(d->engine, "podman") == 0 ? "{{.ID}} {{index .Labels \"labbox.owner\"}}"
+							       : "{{.ID}} {{.Label \"labbox.owner\"}}",
+			      NULL};
 	if (client_run(d, args, false, 1 << 20, &b) != 0 || !b.data) {
 		lb_buf_free(&b);
 		return;
@@ -1139,7 +1150,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			snprintf(err, errlen,
 				 "the image '%s' is not in the %s engine (%s): %s; pull or build it, "
 				 "`%s images` lists those there",
-				 d->image, d->engine, docker_host() ? docker_host() : "its default socket",
+				 d->image, d->engine, engine_host(d->engine) ? engine_host(d->engine) : "its default socket",
 				 said, d->engine);
 			return -ENOENT;
 		}
@@ -1559,7 +1570,7 @@ static struct json_object *docker_describe(lb_backend *b)
 			       d->server_version[0] ? json_object_new_string(d->server_version) : NULL);
 	json_object_object_add(o, "client_version",
 			       d->client_version[0] ? json_object_new_string(d->client_version) : NULL);
-	json_object_object_add(o, "host", json_object_new_string(docker_host() ? docker_host() : host));
+	json_object_object_add(o, "host", json_object_new_string(engine_host(d->engine) ? engine_host(d->engine) : host));
 	json_object_object_add(o, "isolated_by", json_object_new_string("docker"));
 	json_object_object_add(o, "image", d->image ? json_object_new_string(d->image) : NULL);
 	json_object_object_add(o, "image_id", d->image_id[0] ? json_object_new_string(d->image_id) : NULL);
@@ -1666,7 +1677,7 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 static json_object *gpus_facts(const char *engine, json_object *info)
 {
 	json_object *g = json_object_new_object();
-	bool remote = docker_host() && strncmp(docker_host(), "unix://", 7) != 0;
+	bool remote = engine_host(engine) && strncmp(engine_host(engine), "unix://", 7) != 0;
 	LB_AUTOFREE char *hook = NULL;
 	bool local_hook = lb_find_executable("nvidia-container-runtime-hook", &hook) == 0 ||
 			  lb_find_executable("nvidia-ctk", &hook) == 0;
@@ -1719,9 +1730,9 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 	json_object_object_add(o, "client", json_object_new_string(d.client));
 	json_object_object_add(o, "client_version", d.client_version[0] ? json_object_new_string(d.client_version) : NULL);
 	json_object_object_add(o, "version", json_object_new_string(d.server_version));
-	json_object_object_add(o, "host", docker_host() ? json_object_new_string(docker_host()) : NULL);
+	json_object_object_add(o, "host", engine_host(d.engine) ? json_object_new_string(engine_host(d.engine)) : NULL);
 	json_object_object_add(o, "host_named_by",
-			       json_object_new_string(docker_host() ? "DOCKER_HOST"
+			       json_object_new_string(engine_host(d.engine) ? host_var(d.engine)
 								    : "the client's default (its current context)"));
 	static const char *const keys[] = {"os", "kernel", "rootless", "userns_remap", "cgroup",
 					   "limits", "seccomp", "apparmor", "selinux",
