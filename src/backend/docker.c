@@ -369,6 +369,27 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 	return 0;
 }
 
+/* Whether the user named a docker engine: DOCKER_HOST, DOCKER_CONTEXT, or a current context
+ * in the docker client's config (DOCKER_CONFIG or ~/.docker). */
+static bool docker_named(void)
+{
+	if (engine_host("docker") || (getenv("DOCKER_CONTEXT") && *getenv("DOCKER_CONTEXT")))
+		return true;
+	const char *cfg = getenv("DOCKER_CONFIG"), *home = getenv("HOME");
+	char path[PATH_MAX];
+	if (cfg && *cfg)
+		snprintf(path, sizeof path, "%s/config.json", cfg);
+	else if (home && *home)
+		snprintf(path, sizeof path, "%s/.docker/config.json", home);
+	else
+		return false;
+	json_object *o = json_object_from_file(path);
+	const char *ctx = json_s(o, "currentContext");
+	bool named = ctx && *ctx && strcmp(ctx, "default") != 0;
+	json_object_put(o);
+	return named;
+}
+
 static int pick_engine(docker_state *d, json_object **info, char *err, size_t errlen)
 {
 	if (d->engine_asked) {
@@ -381,6 +402,12 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 	char first[512] = "";
 	if (engine_version(d, "docker", info, first, sizeof first) == 0)
 		return 0;
+	if (docker_named()) {
+		/* The user pointed docker somewhere: podman would be another engine, silently. */
+		snprintf(err, errlen, "%s (no podman instead: DOCKER_HOST or a docker context names "
+			 "the docker engine; --engine podman chooses podman)", first);
+		return -EHOSTUNREACH;
+	}
 	char second[512];
 	if (engine_version(d, "podman", info, second, sizeof second) == 0)
 		return 0;

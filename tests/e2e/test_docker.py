@@ -454,9 +454,15 @@ def test_absent_podman_is_125_naming_it(dockerd, tmp_path):
 
 
 def test_podman_answers_when_docker_does_not(podman_env, tmp_path):
-    """No --engine: the first engine that answers serves, podman when docker does not."""
+    """No --engine: the first engine that answers serves, podman where there is no docker;
+    where DOCKER_HOST names a docker engine that does not answer, never podman instead."""
     exp = write_exp(tmp_path, "print('answer: 42')\n")
-    env = dict(podman_env, DOCKER_HOST=f"unix://{tmp_path}/nothing.sock")
+    bin_dir = Path(tempfile.mkdtemp(prefix="labbox-nodocker-", dir="/var/tmp"))
+    bin_dir.chmod(0o755)
+    for tool in ("podman", "python3"):  # podman finds conmon and runc by their own paths
+        (bin_dir / tool).symlink_to(f"/usr/bin/{tool}")
+    env = dict(podman_env, PATH=str(bin_dir))
+    env.pop("DOCKER_HOST", None)
     r = drun(env, exp, tmp_path / "runs")
     assert r.rc == 0, r.why()
     assert r.result["backend"]["engine"] == "podman"
@@ -464,6 +470,13 @@ def test_podman_answers_when_docker_does_not(podman_env, tmp_path):
     p = labbox("probe", "--mode", "docker", "--json", env=env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["backend"]["engine"] == "podman"
+    shutil.rmtree(bin_dir, ignore_errors=True)
+    named = dict(podman_env, DOCKER_HOST=f"unix://{tmp_path}/nothing.sock")
+    r = drun(named, exp, tmp_path / "runs2")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "nothing.sock" in msg and "no podman instead" in msg, msg
+    assert r.result["backend"]["engine"] == "docker"
 
 
 def test_probe_podman_matches_the_engine(podman_env):
