@@ -6,6 +6,7 @@
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
  * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner). */
 #include "labbox/backend.h"
+#include "labbox/gate.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -686,6 +687,70 @@ static bool tmpfs_given(json_object *list, const char *path)
 	return false;
 }
 
+/* The last PYTHONPATH=... of the environment given (-e, then labbox's own), or NULL. */
+static const char *given_pythonpath(const docker_state *d, const lb_backend_job *job)
+{
+	const char *v = NULL;
+	for (size_t i = 0; i < job->nenv; i++)
+		if (strncmp(job->env[i], "PYTHONPATH=", 11) == 0)
+			v = job->env[i] + 11;
+	json_object *env = json_arr(d->sandbox, "env");
+	for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+		if (e && strncmp(e, "PYTHONPATH=", 11) == 0)
+			v = e + 11;
+	}
+	return v;
+}
+
+/* The runtime gate, as the local sandbox installs it: its directory read-only and its events
+ * file writable at the same fixed paths under /run, its directory first on PYTHONPATH (after
+ * every other --env, since the engine keeps the last of a name), and its config naming the
+ * places this container can write: exp/, its tmpfs mounts and the volumes given :rw. */
+static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job)
+{
+	const char *outs[72];
+	size_t n = 0;
+	json_object *tmpfs = json_arr(d->sandbox, "tmpfs"), *vols = json_arr(d->sandbox, "volumes");
+	char paths[64][PATH_MAX];
+	size_t np = 0;
+	if (job->exp_dir)
+		outs[n++] = job->exp_dir;
+	outs[n++] = "/tmp";
+	outs[n++] = "/var/tmp";
+	for (size_t i = 0; tmpfs && i < json_object_array_length(tmpfs) && np < 64; i++) {
+		const char *t = json_object_get_string(json_object_array_get_idx(tmpfs, i));
+		snprintf(paths[np], sizeof paths[np], "%.*s", (int)strcspn(t, ":"), t);
+		outs[n++] = paths[np++];
+	}
+	for (size_t i = 0; vols && i < json_object_array_length(vols) && np < 64; i++) {
+		const char *v = json_object_get_string(json_object_array_get_idx(vols, i));
+		const char *dst = strchr(v, ':'), *mode = dst ? strchr(dst + 1, ':') : NULL;
+		if (mode && strcmp(mode, ":rw") == 0) {
+			snprintf(paths[np], sizeof paths[np], "%.*s", (int)(mode - dst - 1), dst + 1);
+			outs[n++] = paths[np++];
+		}
+	}
+	/* Sockets as the local sandbox grants them: --network loopback or host. */
+	const char *asked_net = json_str(d->sandbox, "network");
+	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
+			     .network = asked_net && strcmp(asked_net, "none") != 0, .exp_dir = job->exp_dir,
+			     .outputs = outs, .noutputs = n};
+	int r = lb_gate_write_config(job->gate_py_dir, &gc);
+	if (r < 0)
+		return r;
+	const char *user = given_pythonpath(d, job);
+	if (strchr(job->gate_py_dir, ',') || strchr(job->gate_events, ','))
+		return -EINVAL; /* --mount cannot name it; the run directory's path was checked */
+	r |= lb_strv_push(c, "--mount");
+	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s,readonly", job->gate_py_dir, LB_GATE_PY_DIR);
+	r |= lb_strv_push(c, "--mount");
+	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->gate_events, LB_GATE_EVENTS);
+	r |= lb_strv_pushf(c, "--env=PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
+			   user ? user : "");
+	return r ? -ENOMEM : 0;
+}
+
 static int build_create(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	lb_strv *c = &d->create;
@@ -778,6 +843,10 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	json_object *sec = json_arr(sb, "secret_env");
 	for (size_t i = 0; sec && i < json_object_array_length(sec); i++)
 		r |= lb_strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(sec, i)));
+	if (job->gate_py_dir && (r = add_gate(c, d, job)) < 0) {
+		snprintf(err, errlen, "cannot install the runtime gate: %s", strerror(-r));
+		return r;
+	}
 	/* run: argv[0] is the pipeline's (local) interpreter; in the container it is the
 	 * image's. exec: argv[0] is the command, looked up on the image's PATH. */
 	r |= lb_strv_pushf(c, "--entrypoint=%s", d->exec ? job->argv[0] : d->python);
@@ -1658,6 +1727,7 @@ static const lb_backend_ops docker_ops = {
 	.cleanup = docker_cleanup,
 	.describe = docker_describe,
 	.free = docker_free,
+	.binds_gate = true,
 };
 
 int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)

@@ -841,9 +841,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		if (slash && slash != runs)
 			*slash = '\0';
 		lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index_path);
-		/* The runtime gate goes into the run directory beside the records; only the local
-		 * sandbox can bind it in so far. */
-		if (gate_mode != LB_GATE_OFF && !st->remote) {
+		/* The runtime gate goes into the run directory beside the records, for the
+		 * backends that bind it in (the local sandbox, docker). */
+		if (gate_mode != LB_GATE_OFF && (!st->remote || be->ops->binds_gate)) {
 			int gr = lb_gate_stage(out->run_dir, uid == getuid() ? (uid_t)-1 : uid, gid,
 					       &gate_paths);
 			if (gr < 0)

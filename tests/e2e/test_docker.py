@@ -631,3 +631,45 @@ def test_a_disk_limit_docker_cannot_hold_is_refused_unless_accepted(dockerd, tmp
     assert r.rc == 0, r.why()
     assert r.result["isolation"]["disk_enforced_by"].startswith("polling ("), r.result["isolation"]
     assert containers_left(dockerd) == []
+
+
+# --- the runtime gate in the container ---
+
+def test_runtime_gate_refuses_a_spawn_in_the_container(engine, tmp_path):
+    """The gate's sitecustomize is mounted read-only into the container and first on
+    PYTHONPATH, as the local sandbox binds it: a process the static check cannot see coming
+    (pydoc's pager runs a shell) is refused as it happens, and result.json names the event."""
+    exp = write_exp(tmp_path, """
+        import pydoc
+        print("accuracy: 0.5", flush=True)
+        try:
+            pydoc.pipepager("text", "touch MARKER")
+        except PermissionError as e:
+            print("refused:", e)
+            raise
+    """)
+    r = erun(engine, exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on",
+             "-e", "PYTHONPATH=/opt/user-lib")
+    assert r.rc == 1, r.why()
+    g = r.result["runtime_gate"]
+    assert g["installed"] is True and g["enforced"] is True and g["note"] is None, g
+    ev = [e for e in g["events"] if e["refused"]]
+    assert ev and ev[0]["event"] == "subprocess.Popen" and ev[0]["rule"] == "LB102", g
+    assert ev[0]["args"][1] == ["/bin/sh", "-c", "touch MARKER"], ev[0]
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert not (r.exp / "MARKER").exists()  # the shell never ran
+    assert "refused:" in r.log() and r.result["metrics"]["values"]["accuracy"] == 0.5
+    # the user's PYTHONPATH kept behind the gate's; the gate off is no gate at all
+    off = write_exp(tmp_path, "import os\nprint('path:', os.environ.get('PYTHONPATH'))\n"
+                    "print('gate:', os.path.exists('/run/labbox-gate/py/sitecustomize.py'))\n",
+                    name="off")
+    r = erun(engine, off, tmp_path / "runs2", "--policy", "permissive", "-e",
+             "PYTHONPATH=/opt/user-lib")
+    assert r.rc == 0, r.why()
+    assert "path: /run/labbox-gate/py:/opt/user-lib" in r.log() and "gate: True" in r.log()
+    assert r.result["runtime_gate"]["mode"] == "record"
+    assert r.result["runtime_gate"]["installed"] is True
+    r = erun(engine, off, tmp_path / "runs3", "--runtime-gate", "off", "--policy", "permissive")
+    assert r.rc == 0 and "path: None" in r.log() and "gate: False" in r.log(), r.why()
+    assert r.result["runtime_gate"]["installed"] is False
+    assert left(engine) == []
