@@ -801,7 +801,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
 	lb_gate_paths gate_paths;
 	bool gate_staged = false;
-	char gate_note[256] = "";
+	char gate_note[512] = "";
+	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
@@ -853,8 +854,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			gate_staged = gr == 0;
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
-				 "the runtime gate is installed by the local sandbox only; mode %s "
-				 "runs without it", be->ops->name);
+				 "not installed: mode %s does not bind the runtime gate into what runs "
+				 "the code, which runs without it", be->ops->name);
+			gate_by_backend = be->ops->gate_note != NULL;
 		}
 		lb_backend_job job = {
 			.id = out->id, .run_dir = out->run_dir, .runs_dir = runs,
@@ -993,6 +995,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
 	json_object_object_add(doc, "failure", failure);
+	if (gate_by_backend)
+		be->ops->gate_note(be, gate_note, sizeof gate_note);
 	json_object_object_add(doc, "runtime_gate",
 			       lb_gate_collect(gate_staged ? gate_paths.events : NULL, gate_mode,
 					       lb_check_policy_name((lb_check_policy)req->policy),
