@@ -11,6 +11,7 @@
  *       times lb_python_freeze against lb_python_freeze_cached (one miss, then hits). */
 #include "labbox/collect.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 
 #include <errno.h>
 #include <fcntl.h>

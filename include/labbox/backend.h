@@ -17,7 +17,7 @@
 #ifndef LABBOX_BACKEND_H
 #define LABBOX_BACKEND_H
 
-#include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/sandbox.h"
 
 #include <stdbool.h>

@@ -111,6 +111,10 @@ typedef struct lb_check_report {
 	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
 	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */
 	struct json_object *seeds;
+	/* The modules the code imports (absolute imports, by their top-level name), less the
+	 * experiment's own modules (lb_check_dir): an object whose keys are the names; NULL when
+	 * none. What an environment must import for the code to run (labbox run --env auto). */
+	struct json_object *imports;
 } lb_check_report;
 
 /* Check one buffer (path is only used in findings). Findings are appended to rep, so several
@@ -123,6 +127,10 @@ int lb_check_source(const lb_check_config *cfg, const char *path, const char *sr
  * harness rules applied to the entry point. err gets one line on failure. */
 int lb_check_dir(const lb_check_config *cfg, const char *dir, lb_check_report *rep, char *err,
 		 size_t errlen);
+/* The modules the code of dir imports (lb_check_report.imports of a permissive check with no
+ * interpreter: nothing runs), sorted, as a malloc'd array of n malloc'd names. */
+int lb_check_dir_imports(const char *dir, const char *entry, char ***out, size_t *n, char *err,
+			 size_t errlen);
 /* Files given one by one (each is its own entry point). */
 int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
 		   lb_check_report *rep, char *err, size_t errlen);

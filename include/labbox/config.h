@@ -3,6 +3,8 @@
  *   entry: train.py          # entry point inside EXPDIR (default main.py)
  *   args: [--epochs, "3"]    # arguments after the entry point
  *   python: /usr/bin/python3 # interpreter (flag --python wins)
+ *   env: .venv               # the project's environment: a name (conda, pyenv) or a path
+ *                            # relative to EXPDIR; runs as --env auto would pick it
  *   budget: 300              # wall-clock seconds (flag --budget wins)
  *   metrics: [accuracy, loss]  # metrics the run must report
  *   metrics: none            # the experiment reports no metric (else a run that exits 0
@@ -33,6 +35,7 @@ typedef struct lb_exp_config {
 	size_t nmetrics;
 	bool metrics_none; /* `metrics: none`: a run may report no metric at all */
 	char *python;
+	char *env;         /* `env: NAME|PATH`: the project's own environment */
 	char *language;    /* `language: r`; NULL: the entry point's extension decides */
 	char *interpreter; /* `interpreter: PATH` of an R, Octave or Julia experiment */
 	char *mode;    /* the backend (`mode: local`); NULL: not set */

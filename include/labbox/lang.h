@@ -7,7 +7,7 @@
 #ifndef LABBOX_LANG_H
 #define LABBOX_LANG_H
 
-#include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/util.h"
 
 #include <stdbool.h>

@@ -33,6 +33,8 @@ enum {
 typedef struct lb_run_request {
 	const char *expdir;
 	const char *python;   /* NULL: labbox.yaml's python, else python3 on PATH */
+	const char *env;      /* --env auto|NAME|PATH (lb_env_select); NULL: labbox.yaml's env:
+			       * (as auto), else python */
 	const char *entry;    /* NULL: labbox.yaml's entry, else main.py (main.R, main.m...) */
 	const char *interpreter; /* an R, Octave or Julia experiment's (--interpreter) */
 	const char *mode;     /* the backend asked for (--mode); NULL: labbox.yaml's, else local.

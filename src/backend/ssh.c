@@ -18,6 +18,7 @@
  * or its heartbeats stop: nothing of a run stays on the host. */
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/util.h"
 
 #include <dirent.h>

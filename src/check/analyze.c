@@ -111,6 +111,7 @@ typedef struct ctx {
 	scope *gw; /* values written to module names from functions (`global`), kept across passes */
 	bool saw_global_write;
 	int cond;
+	int import_guarded; /* inside a try whose handler catches a failed import */
 	int depth;
 	bool too_deep;
 	int next_scope_id;
@@ -2434,6 +2435,29 @@ static vset eval(ctx *c, scope *sc, TSNode n)
 
 /* ---- statements ------------------------------------------------------------------------------- */
 
+/* Whether a try's handlers catch a failed import (bare except, ImportError,
+ * ModuleNotFoundError, Exception, BaseException): its body's imports are optional. */
+static bool try_guards_import(ctx *c, const kids *ks)
+{
+	static const char *const names[] = {"ImportError", "ModuleNotFoundError", "Exception"};
+	for (uint32_t i = 0; i < ks->n; i++) {
+		TSNode ch = ks->v[i];
+		if (is(c, ch, K_BLOCK) || strcmp(ts_node_type(ch), "except_clause") != 0)
+			continue;
+		/* The clause's text up to its body: "except (ImportError, OSError) as e:" */
+		const char *s = text(c, ch);
+		size_t n = strcspn(s, ":");
+		if (strspn(s, "except \t") >= n)
+			return true;
+		for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+			const char *f = strstr(s, names[k]);
+			if (f && (size_t)(f - s) < n)
+				return true;
+		}
+	}
+	return false;
+}
+
 static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 {
 	char msg[600];
@@ -2451,6 +2475,12 @@ static void import_event(ctx *c, const char *q, TSNode at, bool report_module)
 	}
 	char top[256];
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(q, "."), q);
+	if (top[0] && !c->import_guarded && !ck_list_match(&cfg->local_modules, top)) {
+		if (!c->out->imports)
+			c->out->imports = json_object_new_object();
+		if (c->out->imports && !json_object_object_get_ex(c->out->imports, top, NULL))
+			json_object_object_add(c->out->imports, top, NULL);
+	}
 	/* a banned module already has its finding; "not on the allowlist" would only repeat it */
 	if (banned == R_COUNT && !ck_import_allowed(top, cfg->policy) && !ck_list_match(&cfg->allow_modules, q) &&
 	    !ck_list_match(&cfg->local_modules, top)) {
@@ -2680,10 +2710,13 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 	} else if (t == K_TRY_STATEMENT) {
 		c->cond++;
 		kids_of(c, n, &ks);
+		bool guards = try_guards_import(c, &ks);
 		for (uint32_t i = 0; i < ks.n; i++) {
 			TSNode ch = ks.v[i];
 			if (is(c, ch, K_BLOCK)) {
+				c->import_guarded += guards;
 				block(c, sc, ch);
+				c->import_guarded -= guards;
 				continue;
 			}
 			/* except / except* / else / finally clauses */

@@ -2,6 +2,7 @@
 #include "check_internal.h"
 #include "labbox/lang.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
@@ -975,5 +976,54 @@ out:
 	walk_free(&w);
 	lb_check_config_free(cfg);
 	free(root);
+	return r;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int lb_check_dir_imports(const char *dir, const char *entry, char ***out, size_t *n, char *err,
+			 size_t errlen)
+{
+	lb_check_config *cfg = NULL;
+	lb_check_report rep;
+	memset(&rep, 0, sizeof rep);
+	*out = NULL;
+	*n = 0;
+	/* Syntax by tree-sitter alone: no interpreter is chosen yet, and none runs here. */
+	int r = lb_check_config_new(&cfg);
+	if (r == 0)
+		r = lb_check_config_set_policy(cfg, LB_CHECK_PERMISSIVE);
+	if (r == 0 && entry)
+		r = lb_check_config_set_entry(cfg, entry);
+	if (r == 0)
+		r = lb_check_dir(cfg, dir, &rep, err, errlen);
+	size_t cnt = rep.imports ? (size_t)json_object_object_length(rep.imports) : 0;
+	char **v = r == 0 ? calloc(cnt + 1, sizeof *v) : NULL;
+	if (r == 0 && !v)
+		r = -ENOMEM;
+	if (r == 0 && rep.imports) {
+		json_object_object_foreach(rep.imports, k, val) {
+			(void)val;
+			if (!(v[*n] = strdup(k))) {
+				r = -ENOMEM;
+				break;
+			}
+			(*n)++;
+		}
+	}
+	if (r == 0) {
+		qsort(v, *n, sizeof *v, cmp_str);
+		*out = v;
+	} else if (v) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		*n = 0;
+	}
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
 	return r;
 }

@@ -206,6 +206,7 @@ typedef struct ck_raws {
 	ck_raw *v;
 	size_t n, cap;
 	struct json_object *seeds; /* lb_check_report.seeds of this file, without "file" */
+	struct json_object *imports; /* lb_check_report.imports of this file */
 } ck_raws;
 
 int ck_raw_add(ck_raws *r, ck_rule rule, unsigned line, unsigned col, const char *name,

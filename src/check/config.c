@@ -1,6 +1,7 @@
 /* check: configuration (setters and the `check:`/`plan:` keys of labbox.yaml). */
 #include "check_internal.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/util.h"
 
 #include <errno.h>

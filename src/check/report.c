@@ -93,6 +93,24 @@ static json_object *clean_string(const char *s, size_t max)
 
 /* The seed calls of seeds appended to rep->seeds (with "file" added when file is given);
  * seeds is released. Their strings quote the source: made valid UTF-8 here, as findings are. */
+/* The names of imports added to rep->imports; imports is released. */
+static int take_imports(lb_check_report *rep, json_object *imports)
+{
+	if (!imports)
+		return 0;
+	if (!rep->imports && !(rep->imports = json_object_new_object())) {
+		json_object_put(imports);
+		return -ENOMEM;
+	}
+	json_object_object_foreach(imports, k, v) {
+		(void)v;
+		if (!json_object_object_get_ex(rep->imports, k, NULL))
+			json_object_object_add(rep->imports, k, NULL);
+	}
+	json_object_put(imports);
+	return 0;
+}
+
 static int take_seeds(lb_check_report *rep, json_object *seeds, const char *file)
 {
 	if (!seeds)
@@ -130,9 +148,11 @@ int ck_report_take(lb_check_report *rep, lb_check_report *from)
 		memcpy(rep->items + rep->n, from->items, from->n * sizeof *from->items);
 	rep->n += from->n;
 	from->n = 0;
-	json_object *seeds = from->seeds;
+	json_object *seeds = from->seeds, *imports = from->imports;
 	from->seeds = NULL;
-	return take_seeds(rep, seeds, NULL);
+	from->imports = NULL;
+	int r = take_imports(rep, imports);
+	return r ? r : take_seeds(rep, seeds, NULL);
 }
 
 void lb_check_report_free(lb_check_report *rep)
@@ -150,6 +170,8 @@ void lb_check_report_free(lb_check_report *rep)
 	rep->n = rep->cap = 0;
 	json_object_put(rep->seeds);
 	rep->seeds = NULL;
+	json_object_put(rep->imports);
+	rep->imports = NULL;
 }
 
 static int cmp_finding(const void *a, const void *b)
@@ -354,6 +376,10 @@ int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSN
 	if (r == 0) {
 		r = take_seeds(rep, raws->seeds, path);
 		raws->seeds = NULL;
+	}
+	if (r == 0) {
+		r = take_imports(rep, raws->imports);
+		raws->imports = NULL;
 	}
 	/* Inline allows that did nothing are reported, so a typo or a refused allow is seen. */
 	for (size_t k = 0; k < al.n && r == 0; k++) {

@@ -440,6 +440,8 @@ void ck_raws_free(ck_raws *r)
 	r->n = r->cap = 0;
 	json_object_put(r->seeds);
 	r->seeds = NULL;
+	json_object_put(r->imports);
+	r->imports = NULL;
 }
 
 /* The seed's compute budget table: upper bound of each band and its maxima (0: no limit), with

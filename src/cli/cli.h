@@ -180,5 +180,6 @@ int cli_runs(int argc, char **argv);
 int cli_rerun(int argc, char **argv);
 int cli_sweep(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 #endif

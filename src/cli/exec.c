@@ -219,6 +219,11 @@ int cli_exec(int argc, char **argv)
 				cli_error("exec", "--image needs an image name");
 				goto out;
 			}
+			if (!lb_docker_image_name_ok(optarg)) {
+				cli_error("exec", "--image '%s' is not an image reference (letters, digits "
+					  "and ._-:/@+, not starting with '-')", optarg);
+				goto out;
+			}
 			image = optarg;
 			break;
 		case OPT_EXEC_ENGINE:

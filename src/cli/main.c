@@ -21,6 +21,8 @@ static const char usage[] =
 	"  rerun ID               run a recorded run again; say whether its metrics match\n"
 	"  sweep EXPDIR           a grid of conditions x seeds, one run per cell, on every core;\n"
 	"                         per condition mean, std and 95% interval (sweep.json)\n"
+	"  report ID... -o FILE   a sweep's or runs' results as one self-contained HTML page\n"
+	"                         (tables, plots, failures, reproducibility), or --format md|csv\n"
 	"  mcp                    serve these commands to agents (Model Context Protocol, stdio)\n"
 	"  version                print the version\n"
 	"\n"
@@ -71,6 +73,8 @@ int main(int argc, char **argv)
 		rc = cli_rerun(argc - 1, argv + 1);
 	else if (strcmp(cmd, "sweep") == 0)
 		rc = cli_sweep(argc - 1, argv + 1);
+	else if (strcmp(cmd, "report") == 0)
+		rc = cli_report(argc - 1, argv + 1);
 	else if (strcmp(cmd, "mcp") == 0)
 		rc = cli_mcp(argc - 1, argv + 1);
 	else {

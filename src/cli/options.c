@@ -1,6 +1,7 @@
 /* Flags shared by `run` and `exec`, and resolution of the program to run. */
 #include "cli.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/util.h"
 
 #include <errno.h>

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
@@ -11,10 +12,11 @@
 #include <glob.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char probe_help[] =
-	"usage: labbox probe [--json] [--mode local|docker [--engine docker|podman]]\n"
+	"usage: labbox probe [--json] [--imports A,B,...] [--mode local|docker [--engine docker|podman]]\n"
 	"       labbox probe [--json] --mode ssh --host NAME [--remote-labbox PATH]\n"
 	"       labbox probe [--json] --mode slurm\n"
 	"       labbox probe [--json] --mode colab --drive DIR\n"
@@ -22,7 +24,9 @@ static const char probe_help[] =
 	"Report what a backend offers here. --mode local (the default): what isolation this host\n"
 	"offers the current user, each item tried for real: namespaces, user-namespace settings,\n"
 	"seccomp, cgroup version and the controllers labbox can limit with, whether a full\n"
-	"sandbox starts; then the Python interpreters on PATH and the NVIDIA devices present.\n"
+	"sandbox starts; then the Python interpreters on PATH, every Python environment found\n"
+	"(python3 on PATH, /usr/bin/python3, pyenv versions, conda and mamba environments, with\n"
+	"name, path, version and kind) and the NVIDIA devices present.\n"
 	"--mode docker: the engine (docker, else podman, or --engine; DOCKER_HOST and docker\n"
 	"contexts are honoured), its version, rootless or not, the cgroup version, whether\n"
 	"--memory, --memory-swap, --pids-limit, --cpus and --gpus are honoured, its security\n"
@@ -40,6 +44,8 @@ static const char probe_help[] =
 	"  --drive DIR   mode colab: what that Drive folder offers: writable, the worker labbox\n"
 	"              wrote there and its version, the newest worker heartbeat, the jobs\n"
 	"              pending, running and done (exit 125 when the folder is missing)\n"
+	"  --imports A,B mode local: check in every environment whether each module imports\n"
+	"              (inside the sandbox, in parallel, cached per environment)\n"
 	"  --json        one JSON document (schema labbox.probe/1) on stdout\n"
 	"  -h, --help    this help\n"
 	"\n"
@@ -54,6 +60,8 @@ typedef struct probe_opts {
 	const char *engine; /* --engine: mode docker */
 	const char *host, *remote_labbox; /* mode ssh */
 	const char *drive; /* mode colab */
+	char **imports;    /* --imports, split at commas */
+	size_t nimports;
 } probe_opts;
 
 static const struct {
@@ -105,6 +113,67 @@ static json_object *gpus_json(void)
 		globfree(&g);
 	}
 	return a;
+}
+
+/* The environments found, and with --imports what each can import. */
+static json_object *environments_json(const probe_opts *po, lb_env_list *l)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	lb_env_discover_opts o = {.cache_dir = cache};
+	if (lb_env_discover(&o, l) == -ENOMEM)
+		return NULL;
+	if (po->nimports && lb_env_check_imports(l, po->imports, po->nimports, cache, 120, 0) < 0)
+		return NULL;
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; a && i < l->n; i++) {
+		lb_env *e = &l->v[i];
+		json_object *o2 = lb_env_json(e);
+		if (po->nimports && e->usable) {
+			json_object *im = json_object_new_object(), *why = json_object_new_object();
+			for (size_t k = 0; k < po->nimports; k++) {
+				const char *w = NULL;
+				for (size_t m = 0; m < e->nmissing; m++)
+					if (strcmp(e->missing[m], po->imports[k]) == 0)
+						w = e->why[m];
+				json_object_object_add(im, po->imports[k], json_object_new_boolean(!w));
+				if (w)
+					json_object_object_add(why, po->imports[k], json_object_new_string(w));
+			}
+			json_object_object_add(o2, "imports", im);
+			json_object_object_add(o2, "import_errors", why);
+			json_object_object_add(o2, "imports_cached",
+					       json_object_new_boolean(e->imports_cached));
+			if (e->check_error[0])
+				json_object_object_add(o2, "check_error",
+						       json_object_new_string(e->check_error));
+		}
+		json_object_array_add(a, o2);
+	}
+	return a;
+}
+
+static void print_environments(const probe_opts *po, const lb_env_list *l)
+{
+	printf("  environments       %zu found\n", l->n);
+	if (po->nimports) {
+		printf("    %-20s %-7s %-9s", "NAME", "KIND", "VERSION");
+		for (size_t k = 0; k < po->nimports; k++)
+			printf(" %-12s", po->imports[k]);
+		printf(" PATH\n");
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		const lb_env *e = &l->v[i];
+		printf("    %-20s %-7s %-9s", e->name, lb_env_kind_name(e->kind),
+		       e->usable ? e->info.version : "-");
+		for (size_t k = 0; k < po->nimports; k++) {
+			bool miss = !e->usable;
+			for (size_t m = 0; m < e->nmissing; m++)
+				miss = miss || strcmp(e->missing[m], po->imports[k]) == 0;
+			printf(" %-12s", miss ? "no" : "yes");
+		}
+		printf(" %s%s%s\n", e->path, e->usable ? "" : ": not usable: ",
+		       e->usable ? "" : e->error);
+	}
 }
 
 static const char *yn(bool b)
@@ -159,6 +228,15 @@ static int probe_local(const probe_opts *po)
 	json_object_array_add(pys, python_json("python3"));
 	json_object_array_add(pys, python_json("/usr/bin/python3"));
 	json_object_object_add(doc, "interpreters", pys);
+	lb_env_list envs = {0};
+	json_object *ej = environments_json(po, &envs);
+	if (!ej) {
+		lb_env_list_free(&envs);
+		json_object_put(doc);
+		cli_error("probe", "out of memory");
+		return 125;
+	}
+	json_object_object_add(doc, "environments", ej);
 	json_object_object_add(doc, "gpus", gpus_json());
 
 	if (json) {
@@ -196,11 +274,13 @@ static int probe_local(const probe_opts *po)
 				printf("  %-18s not usable\n", json_object_get_string(n));
 			}
 		}
+		print_environments(po, &envs);
 		json_object *g;
 		json_object_object_get_ex(doc, "gpus", &g);
 		printf("  NVIDIA GPUs        %zu\n", json_object_array_length(g));
 	}
 	json_object_put(doc);
+	lb_env_list_free(&envs);
 	return p.sandbox_works ? 0 : 125;
 }
 
@@ -276,7 +356,31 @@ static int probe_docker(const probe_opts *po)
 	return 0;
 }
 
-enum { OPT_PROBE_MODE = OPT_FIRST_PRIVATE, OPT_PROBE_ENGINE };
+enum { OPT_PROBE_MODE = OPT_FIRST_PRIVATE, OPT_PROBE_ENGINE, OPT_PROBE_IMPORTS };
+
+/* --imports A,B: each a module name; -EINVAL with bad naming the first that is not. */
+static int parse_imports(char *arg, probe_opts *po, const char **bad)
+{
+	*bad = NULL;
+	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		if (!*t)
+			continue;
+		if (!lb_env_module_valid(t)) {
+			*bad = t;
+			return -EINVAL;
+		}
+		char **nv = realloc(po->imports, (po->nimports + 1) * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		po->imports = nv;
+		po->imports[po->nimports++] = t;
+	}
+	if (!po->nimports)
+		return -EINVAL;
+	return 0;
+}
 
 /* probe --mode ssh: the host's answer, printed; 0 when a run there would be sandboxed. */
 static int probe_ssh(const char *host, const char *remote_labbox, bool json)
@@ -424,6 +528,7 @@ int cli_probe(int argc, char **argv)
 		{"host", required_argument, NULL, 'H'},
 		{"remote-labbox", required_argument, NULL, 'R'},
 		{"drive", required_argument, NULL, 'd'},
+		{"imports", required_argument, NULL, OPT_PROBE_IMPORTS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -464,6 +569,24 @@ int cli_probe(int argc, char **argv)
 		case 'd':
 			po.drive = optarg;
 			break;
+		case OPT_PROBE_IMPORTS: {
+			const char *bad = NULL;
+			int ir = parse_imports(optarg, &po, &bad);
+			if (ir == -ENOMEM) {
+				cli_error("probe", "out of memory");
+				return 125;
+			}
+			if (ir < 0) {
+				if (bad)
+					cli_error("probe", "--imports: '%s' is not a module name", bad);
+				else
+					cli_error("probe", "--imports needs module names, e.g. "
+						  "--imports torch,numpy");
+				free(po.imports);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		}
 		default:
 			cli_bad_option("probe", argv, optopt);
 			return CLI_EXIT_USAGE;
@@ -481,13 +604,21 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
 		return CLI_EXIT_USAGE;
 	}
+	if (po.nimports && mode != PROBE_LOCAL) {
+		cli_error("probe", "--imports goes with --mode local");
+		free(po.imports);
+		return CLI_EXIT_USAGE;
+	}
 	if (po.drive && mode != PROBE_COLAB) {
 		cli_error("probe", "--drive goes with --mode colab");
 		return CLI_EXIT_USAGE;
 	}
 	switch (mode) {
-	case PROBE_LOCAL:
-		return probe_local(&po);
+	case PROBE_LOCAL: {
+		int pr = probe_local(&po);
+		free(po.imports);
+		return pr;
+	}
 	case PROBE_DOCKER:
 		return probe_docker(&po);
 	case PROBE_SSH:

@@ -29,6 +29,12 @@ static const char run_help[] =
 	"\n"
 	"Options:\n"
 	"  --python PATH        interpreter (default: python: in labbox.yaml, else python3 on PATH)\n"
+	"  --env auto|NAME|PATH (a value without '='; with one it is -e NAME=VALUE) the Python\n"
+	"                       environment: auto is the project's own (labbox.yaml\n"
+	"                       env:, its .venv, environment.yml's name), else the first found\n"
+	"                       that imports everything the code imports (exit 2 naming what is\n"
+	"                       missing where when none does); NAME or PATH as `labbox probe`\n"
+	"                       lists them. result.json's environment says what and why\n"
 	"  --interpreter PATH   an R, Octave or Julia experiment's interpreter (default:\n"
 	"                       interpreter: in labbox.yaml, else Rscript, octave-cli or julia\n"
 	"                       on PATH); the entry point's extension (.py .R .m .jl), or\n"
@@ -100,7 +106,7 @@ static const char run_help[] =
 	"was interrupted by signal N. --json prints result.json's document on stdout and sends the\n"
 	"experiment's output to stderr.\n";
 
-enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
+enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_ENV = 871, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
        OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
        OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
@@ -379,7 +385,14 @@ int cli_run(int argc, char **argv)
 	cli_json_begin("run", dashdash, argv, "hqe:v:", longopts, false);
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, NULL)) != -1) {
+	int longindex = -1;
+	while ((opt = getopt_long(dashdash, argv, "hqe:v:", longopts, &longindex)) != -1) {
+		/* --env is docker's --env NAME=VALUE too: spelled long, a value without '=' names
+		 * the Python environment; -e always sets a variable. */
+		bool spelled_long = longindex >= 0;
+		longindex = -1;
+		if (opt == 'e' && spelled_long && optarg && !strchr(optarg, '='))
+			opt = OPT_ENV;
 		int r = cli_sandbox_opt("run", opt, optarg, &o);
 		if (r < 0)
 			goto done;
@@ -399,6 +412,13 @@ int cli_run(int argc, char **argv)
 			break;
 		case OPT_PYTHON:
 			req.python = optarg;
+			break;
+		case OPT_ENV:
+			if (!*optarg) {
+				cli_error("run", "--env needs auto, a name or a path");
+				return CLI_EXIT_USAGE;
+			}
+			req.env = optarg;
 			break;
 		case OPT_RUNS_DIR:
 			req.runs_dir = optarg;

@@ -1007,7 +1007,10 @@ int cli_rerun(int argc, char **argv)
 	/* An interpreter labbox.yaml named is named again by the staged labbox.yaml, and stays
 	 * confined to the sandbox; only one the user chose is passed as theirs. */
 	const char *named_by = get_str(interp, "named_by", "command line");
-	const char *ipath = strcmp(named_by, "labbox.yaml") == 0 ? NULL : get_str(interp, "path", NULL);
+	const char *ipath = strcmp(named_by, "labbox.yaml") == 0 || strcmp(named_by, "env") == 0
+				    ? NULL : get_str(interp, "path", NULL);
+	if (strcmp(named_by, "env") == 0)
+		req.env = get_str(interp, "env_asked", "auto");
 	/* An R or Octave run's interpreter is --interpreter's, never --python's. */
 	if (strcmp(get_str(interp, "language", "python"), "python") == 0)
 		req.python = ipath;

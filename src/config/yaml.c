@@ -125,6 +125,15 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 {
 	if (strcmp(key, "slurm") == 0)
 		return apply_slurm(doc, val, c, err, errlen);
+	if (strcmp(key, "env") == 0) {
+		const char *s = scalar(val);
+		if (!s || !*s)
+			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
+		if (c->env)
+			return bad(err, errlen, val, "'%s' is given twice", key);
+		c->env = strdup(s);
+		return c->env ? 0 : -ENOMEM;
+	}
 	if (strcmp(key, "language") == 0 || strcmp(key, "interpreter") == 0) {
 		const char *s = scalar(val);
 		char **dst = key[0] == 'l' ? &c->language : &c->interpreter;
@@ -195,7 +204,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	    strcmp(key, "sweep") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, language, interpreter, mode, image, base_image, host, drive, slurm, budget, metrics, results, check, plan, sweep)", key);
+		   "unknown key '%s' (known: entry, args, python, env, language, interpreter, mode, image, base_image, host, drive, slurm, budget, metrics, results, check, plan, sweep)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -292,6 +301,7 @@ void lb_config_free(lb_exp_config *c)
 {
 	free(c->entry);
 	free(c->python);
+	free(c->env);
 	free(c->language);
 	free(c->interpreter);
 	free(c->mode);

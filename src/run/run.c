@@ -6,6 +6,7 @@
 #include "labbox/collect.h"
 #include "labbox/config.h"
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/util.h"
@@ -81,6 +82,7 @@ typedef struct run_state {
 	 * python3 serves the static check's compile() only. */
 	bool remote;
 	const char *backend_name; /* the backend lb_run_on was given */
+	json_object *env_doc; /* result.json's environment block (--env), NULL without one */
 } run_state;
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
@@ -88,6 +90,8 @@ static int usage_error(lb_run_result *out, const char *fmt, ...)
 static const char *default_entry(const char *expdir);
 static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_result *out,
 			     const char *mode);
+static int choose_env(const lb_run_request *req, run_state *st, lb_run_result *out,
+		      const char *mode);
 static int usage_error(lb_run_result *out, const char *fmt, ...)
 {
 	va_list ap;
@@ -231,6 +235,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 
 	if (st->lang != LB_LANG_PYTHON)
 		return probe_interpreter(req, st, out, mode);
+	if (req->env || st->cfg.env)
+		return choose_env(req, st, out, mode);
 	const char *python = req->python ? req->python : st->cfg.python ? st->cfg.python : "python3";
 	if (st->remote)
 		python = "python3";
@@ -280,6 +286,54 @@ static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_re
 	}
 	st->cache = lb_user_cache_dir();
 	return 0;
+}
+
+/* --env (or labbox.yaml's env:): the environment lb_env_select picks, among those found here,
+ * for what the code imports. Refused, naming what is missing, when none fits. */
+static int choose_env(const lb_run_request *req, run_state *st, lb_run_result *out,
+		      const char *mode)
+{
+	char err[512] = "";
+	if (req->python || st->cfg.python)
+		return usage_error(out, "%s and %s both name the interpreter: give one",
+				   req->env ? "--env" : "labbox.yaml's env:",
+				   req->python ? "--python" : "labbox.yaml's python:");
+	if (st->remote)
+		return usage_error(out, "--env chooses among this host's environments; mode '%s' "
+				   "runs elsewhere (name its interpreter with --python)", mode);
+	const char *how = req->env ? req->env : "auto";
+	st->cache = lb_user_cache_dir();
+	char **mods = NULL;
+	size_t nm = 0;
+	int r = lb_check_dir_imports(st->expdir, st->entry, &mods, &nm, err, sizeof err);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return usage_error(out, "--env: %s", err);
+	lb_env_list l;
+	lb_env_discover_opts o = {.expdir = st->expdir, .yaml_env = st->cfg.env, .cache_dir = st->cache};
+	r = lb_env_discover(&o, &l);
+	lb_env_choice c = {.index = -1};
+	if (r == 0)
+		r = lb_env_select(&l, how, mods, nm, st->cache, &c);
+	if (r == -EINVAL)
+		usage_error(out, "%s", l.note);
+	else if (r == -ENOENT || r == -ESRCH)
+		usage_error(out, "%s", c.reason);
+	if (r == -ESRCH && c.imports_checked && req->warn)
+		lb_env_each_lack(&l, req->warn, req->warn_ctx);
+	if (r == 0 || r == -ENOENT || r == -ESRCH)
+		st->env_doc = lb_env_choice_json(&l, &c, how, mods, nm);
+	if (r == 0) {
+		st->py = l.v[c.index].info;
+		if (l.note[0] && req->warn)
+			req->warn(req->warn_ctx, l.note);
+	}
+	for (size_t i = 0; i < nm; i++)
+		free(mods[i]);
+	free(mods);
+	lb_env_list_free(&l);
+	return r == -ENOMEM ? r : 0;
 }
 
 /* main.py, or the first entry point of another language the directory has. */
@@ -994,6 +1048,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "metric_issues", issues);
 	json_object_object_add(doc, "metric_warnings", warnings);
 	json_object_object_add(doc, "findings", findings);
+	if (st->env_doc)
+		json_object_object_add(doc, "environment", json_object_get(st->env_doc));
 	json_object_object_add(doc, "failure", failure);
 	if (gate_by_backend)
 		be->ops->gate_note(be, gate_note, sizeof gate_note);
@@ -1134,10 +1190,21 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(interp, "from_cache", json_object_new_boolean(st->probe_cached));
 	bool py = st->lang == LB_LANG_PYTHON;
 	json_object_object_add(interp, "named_by",
-			       json_object_new_string((py ? req->python : req->interpreter) ? "command line"
+			       json_object_new_string(st->env_doc ? "env"
+						      : (py ? req->python : req->interpreter) ? "command line"
 						      : (py ? st->cfg.python : st->cfg.interpreter)
 							      ? "labbox.yaml"
 							      : "default"));
+	/* Chosen by --env (or env:): a rerun chooses again, as asked, rather than running a path
+	 * that may be the experiment's own interpreter on the host. */
+	if (st->env_doc) {
+		/* A path as typed was relative to where labbox ran: kept absolute. */
+		json_object *ch = json_object_object_get(st->env_doc, "chosen");
+		const char *p = json_object_get_string(json_object_object_get(ch, "path"));
+		json_object_object_add(interp, "env_asked",
+				       json_object_new_string(!req->env ? "auto"
+							      : strchr(req->env, '/') && p ? p : req->env));
+	}
 	json_object_object_add(interp, "probed_in_sandbox", json_object_new_boolean(st->py.confined));
 	/* Elsewhere this is the local python3 of the static check; the backend block says what
 	 * ran the code. */
@@ -1404,10 +1471,18 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		lb_config_free(&cfg);
 		return 0;
 	}
-	if (base && !lb_docker_image_name_ok(base)) {
+	/* Either name goes on the engine's command line: one that reads as an option (from an
+	 * experiment's labbox.yaml: `image: --privileged`) must never reach it. */
+	const char *bad = base && !lb_docker_image_name_ok(base)     ? base
+			  : image && !lb_docker_image_name_ok(image) ? image
+								     : NULL;
+	if (bad) {
 		memset(out, 0, sizeof *out);
-		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+)",
-			    req->base_image ? "--base-image" : "labbox.yaml's base_image:", base);
+		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+, "
+			    "not starting with '-')",
+			    bad == base ? (req->base_image ? "--base-image" : "labbox.yaml's base_image:")
+					: (req->image ? "--image" : "labbox.yaml's image:"),
+			    bad);
 		lb_config_free(&cfg);
 		return 0;
 	}
@@ -1461,6 +1536,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	free(st.declared);
 	free(st.exp_dir);
 	free(st.cache);
+	json_object_put(st.env_doc);
 	return r;
 }
 

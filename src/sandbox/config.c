@@ -50,6 +50,11 @@ static bool strv_contains(char **v, size_t n, const char *s)
  * first would be buried under it (and then could not be sealed). */
 static int hide_dir(lb_sandbox *sb, const char *dir)
 {
+	/* Under /tmp, /var/tmp or /dev/shm it is hidden already by their fresh tmpfs, mounted
+	 * after the covers: a cover there would be buried and could not be sealed. */
+	for (size_t i = 0; i < sb->nprivate; i++)
+		if (path_is_under(dir, sb->private_dirs[i]))
+			return 0;
 	size_t k = 0;
 	for (size_t i = 0; i < sb->nhidden; i++) {
 		if (path_is_under(sb->hidden[i], dir))

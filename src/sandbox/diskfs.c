@@ -12,6 +12,7 @@
  * timestamps), so that the pipeline still tells a results file left by an earlier run from
  * one this run wrote. */
 #include "diskfs.h"
+#include "sandbox_internal.h"
 #include "labbox/util.h"
 
 #include <dirent.h>
@@ -855,22 +856,6 @@ void lb_diskfs_abandon(lb_diskfs *fs)
 	fs->lock_fd = -1;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_mount_path(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
 /* The mount at mp is a loop device whose backing file is mp.img: labbox's, not one a person
  * made there. */
 static bool is_our_image(const char *mp, unsigned major, unsigned minor)
@@ -936,14 +921,11 @@ int lb_diskfs_reap(const char *runs_dir)
 	char *line = NULL, **found = NULL;
 	size_t cap = 0, nfound = 0;
 	while (getline(&line, &cap, f) > 0) {
-		/* id parent major:minor root mountpoint ... - fstype source options */
-		char mp[PATH_MAX], fstype[32];
-		unsigned major = 0, minor = 0;
-		char *sep = strstr(line, " - ");
-		if (!sep || sscanf(line, "%*s %*s %u:%u %*s %4095s", &major, &minor, mp) != 3 ||
-		    sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "ext4") != 0)
+		lb_mountinfo_entry e;
+		if (lb_mountinfo_parse(line, &e) < 0 || strcmp(e.fstype, "ext4") != 0)
 			continue;
-		unescape_mount_path(mp);
+		const char *mp = e.mountpoint;
+		unsigned major = e.major, minor = e.minor;
 		size_t m = strlen(mp);
 		/* RUNS/ID/exp, one level below the runs directory, and nothing else */
 		if (strncmp(mp, root, n) != 0 || mp[n] != '/' || m < n + 6 ||

@@ -69,6 +69,7 @@ typedef struct init_ctx {
 	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
+	int root_tree;      /* the host's tree, cloned read-only by the supervisor; -1: by init */
 } init_ctx;
 
 /* Per-user kernel counters that the sandbox's user namespace is charged to the host user's:
@@ -503,6 +504,48 @@ static void mask_in_binds(init_ctx *c)
 	}
 }
 
+/* The host's mount tree, read-only, as the new root. Cloned by the supervisor where it may
+ * (root): a tree from the host's own namespace is not locked in the sandbox's, so the host's
+ * mounts that labbox covers can be taken off it (detach_covered). */
+static int clone_host_tree(void)
+{
+	int tree = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr ro = {0};
+	ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) < 0) {
+		int e = errno;
+		close(tree);
+		return -e;
+	}
+	return tree;
+}
+
+/* The host's mounts where the sandbox puts file systems of its own come off the clone of the
+ * host's tree first, so that its mount table does not list them (lb_mountinfo_detach_under).
+ * Only the clone's: the binds' sources were opened in the host's tree, which stays whole. */
+static void detach_covered(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	char p[4096];
+	static const char *const fresh[] = {"/proc", "/dev", "/sys"};
+	for (size_t i = 0; i < sizeof fresh / sizeof *fresh; i++) {
+		if (strcmp(fresh[i], "/sys") == 0 && sb->net == LB_NET_HOST)
+			continue; /* the host's /sys is shown then (setup_sys) */
+		nr_path(p, sizeof p, fresh[i]);
+		lb_mountinfo_detach_under(p);
+	}
+	for (size_t i = 0; i < sb->nhidden; i++) {
+		nr_path(p, sizeof p, sb->hidden[i]);
+		lb_mountinfo_detach_under(p);
+	}
+	for (size_t i = 0; i < sb->nprivate; i++) {
+		nr_path(p, sizeof p, sb->private_dirs[i]);
+		lb_mountinfo_detach_under(p);
+	}
+}
+
 static void setup_root(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -528,20 +571,19 @@ static void setup_root(init_ctx *c)
 			chan_fail(c->chan_wr, "setup_dev", errno, "open %s", p);
 	}
 
-	LB_AUTOCLOSE int tree =
-		open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (tree < 0)
-		chan_fail(c->chan_wr, "setup_root", errno, "clone the host's mount tree");
-	struct mount_attr ro = {0};
-	ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) < 0)
-		chan_fail(c->chan_wr, "setup_root", errno, "make the root read-only");
+	LB_AUTOCLOSE int tree = c->root_tree;
+	if (tree < 0) {
+		tree = clone_host_tree();
+		if (tree < 0)
+			chan_fail(c->chan_wr, "setup_root", -tree, "clone the host's mount tree");
+	}
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mount the staging tmpfs");
 	if (mkdir(NEWROOT, 0755) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mkdir " NEWROOT);
 	if (move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "attach the new root");
+	detach_covered(c);
 	prepare_mount_points(c);
 
 	for (size_t i = 0; i < sb->nhidden; i++) {
@@ -1439,9 +1481,13 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 		flags |= CLONE_NEWNET;
 	int cgroup_fds[LB_CGROUP_SELF_FDS];
 	bool self_move = cg.version == 1 && lb_cgroup_open_self(&cg, cgroup_fds) == 0;
+	/* Without the privilege to clone it here, init clones it in its namespace: locked. */
+	int root_tree = geteuid() == 0 ? clone_host_tree() : -1;
 	double t0 = lb_time_monotonic();
 	fflush(NULL);
 	pid_t init = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (init != 0 && root_tree >= 0)
+		close(root_tree);
 	if (init != 0 && self_move)
 		lb_cgroup_close_self(cgroup_fds);
 	if (init < 0) {
@@ -1465,7 +1511,8 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      .bpf_ready = bpf_ready[0],
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc,
-			      .disk_fs = fs != NULL};
+			      .disk_fs = fs != NULL,
+			      .root_tree = root_tree};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
 		close(chan[0]);

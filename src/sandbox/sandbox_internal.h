@@ -73,4 +73,14 @@ struct lb_sandbox {
 /* Frees what mounts.c added (the tmpfs list). */
 void lb_sandbox_free_mounts(lb_sandbox *sb);
 
+/* One line of /proc/self/mountinfo (mountinfo.c). */
+typedef struct lb_mountinfo_entry {
+	unsigned major, minor;
+	char mountpoint[4096]; /* unescaped */
+	char fstype[64];
+} lb_mountinfo_entry;
+void lb_mountinfo_unescape(char *s);
+int lb_mountinfo_parse(const char *line, lb_mountinfo_entry *e);
+int lb_mountinfo_detach_under(const char *dir);
+
 #endif

@@ -372,6 +372,32 @@ def test_image_and_base_image_together_is_usage_error(tmp_path):
     assert local.returncode == 2 and "mode docker only" in local.stderr
 
 
+@pytest.mark.parametrize("where", ["yaml", "flag"])
+def test_an_image_name_that_reads_as_an_option_never_reaches_the_engine(tmp_path, where):
+    """labbox.yaml is the experiment's: `image: --privileged` (or `-v/:/host`) must not become
+    an option of `docker run`, and no engine is asked anything about it."""
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    marker = tmp_path / "engine-called"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for engine in ("docker", "podman"):
+        (fake / engine).write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+        (fake / engine).chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    for name in ("--privileged", "-v/:/host"):
+        if where == "yaml":
+            (exp / "labbox.yaml").write_text(f"mode: docker\nimage: '{name}'\n")
+            args = []
+        else:
+            args = ["--mode", "docker", f"--image={name}"]
+        r = labbox("run", "--json", *args, "--runs-dir", tmp_path / "runs", exp, env=env)
+        assert r.returncode == 2, (r.returncode, r.stdout[-1000:], r.stderr[-1000:])
+        assert name in json.loads(r.stdout)["error"]["message"]
+        e = labbox("exec", "--mode", "docker", f"--image={name}", "--", "true", env=env)
+        assert e.returncode == 2 and name in e.stderr, e.stderr
+    assert not marker.exists()
+
+
 def test_labbox_yaml_base_image(dockerd, tmp_path):
     exp = write_exp(tmp_path, "print('answer: 42')\n",
                     yaml=f"mode: docker\nbase_image: {IMAGE}\n")

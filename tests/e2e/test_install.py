@@ -18,7 +18,7 @@ def generated(tmp_path_factory):
     return out
 
 
-COMMANDS = ["run", "exec", "check", "probe", "runs", "rerun", "mcp"]
+COMMANDS = ["run", "exec", "check", "probe", "runs", "rerun", "mcp", "report"]
 
 
 def help_of(*cmd):
@@ -53,7 +53,8 @@ def test_bash_completion(generated):
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
-    assert complete("labbox", "r") == ["run", "runs", "rerun"]
+    assert complete("labbox", "r") == ["run", "runs", "rerun", "report"]
+    assert complete("labbox", "report", "--f") == ["--format"]
     assert complete("labbox", "mcp", "--max") == ["--max-budget", "--max-memory"]
     assert "--budget" in complete("labbox", "run", "--bu")
     assert complete("labbox", "runs", "s") == ["show"]

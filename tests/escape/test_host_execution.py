@@ -286,3 +286,35 @@ def test_a_hanging_repository_costs_the_run_little(tmp_path, markers):
     # git's own budget ended it (no wall-clock assertion: the record says what happened)
     man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
     assert man["git"]["commit"] is None and "did not finish" in man["git"]["error"], man["git"]
+
+
+# --- environments the experiment ships or names (run --env auto) ---------------------------
+
+@pytest.mark.parametrize("named", ["dotvenv", "labbox_yaml", "environment_yml"])
+def test_env_auto_probes_the_experiments_environments_in_the_sandbox(tmp_path, markers, named):
+    """--env auto finds the experiment's own .venv, the env: its labbox.yaml names and the
+    prefix: its environment.yml names; each interpreter is a script that would leave a marker
+    on the host. They are asked what they are and what they import inside the sandbox only."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("import numpy\n" + GOOD_MAIN)
+    if named == "dotvenv":
+        envdir = exp / ".venv"
+    elif named == "labbox_yaml":
+        envdir = exp / "envs" / "mine"
+        (exp / "labbox.yaml").write_text("env: envs/mine\n")
+    else:
+        # A path outside the experiment, chosen by it: confined all the same.
+        envdir = tmp_path / "hostile-env"
+        (exp / "environment.yml").write_text(f"name: hostile\nprefix: {envdir}\n")
+    (envdir / "bin").mkdir(parents=True)
+    (envdir / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for name in ("python3", "python"):
+        py = envdir / "bin" / name
+        py.write_text(wrapper(markers / f"{named}-{name}"))
+        py.chmod(0o755)
+    rc, doc = labbox_json("run", "--json", "--env", "auto", "--runs-dir", tmp_path / "runs", exp)
+    assert rc == 0, doc
+    chosen = doc["environment"]["chosen"]
+    assert chosen["confined"] is True and chosen["project"] is True, doc["environment"]
+    assert chosen["path"] == str(envdir), chosen

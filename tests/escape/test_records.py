@@ -403,3 +403,56 @@ def test_cgroup_path_of_the_host_is_not_shown(tmp_path):
     paths = [l.split(":", 2)[2] for l in log.splitlines() if l.count(":") >= 2 and l[0].isdigit()]
     assert paths and all(x == "/" for x in paths), log
     assert "labbox-" not in log
+
+
+MOUNTS = r'''
+import json
+print(json.dumps(open("/proc/self/mountinfo").read().splitlines()))
+print("accuracy: 1")
+'''
+
+
+def host_mounts_under(dirs):
+    """The host's own mount points at or under dirs (unescaped as mountinfo has them)."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mp = line.split(" ")[4].encode().decode("unicode_escape")
+        if any(mp == d or mp.startswith(d + "/") for d in dirs):
+            found.append(mp)
+    return found
+
+
+def test_mount_table_does_not_list_the_hosts_covered_mounts(tmp_path):
+    """Where the sandbox mounts file systems of its own (/proc, /dev, /sys, the hidden and
+    private directories), the host's mounts beneath them (the host's devtmpfs with its size,
+    /dev/shm, /dev/pts, the cgroup hierarchies, /run's netns and services, other users'
+    homes) are not in the sandbox's mount table. As an ordinary user the kernel keeps them
+    (locked under labbox's covers), and what is listed is each cover once, over them."""
+    covered = ["/proc", "/dev", "/sys", "/run", "/home", "/root", "/tmp", "/var/tmp"]
+    host = host_mounts_under(covered)
+    exp = write(tmp_path / "exp", MOUNTS)
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    lines = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+    seen = [(l.split(" ")[4], l.split(" - ")[1].split(" ")[0]) for l in lines]
+    roots = {l.split(" ")[4]: l.split(" ")[3] for l in lines}
+    points = [mp for mp, _ in seen]
+    # labbox's own file systems are there, each mounted once where it is the top
+    for d, fstype in (("/proc", "proc"), ("/dev", "tmpfs"), ("/sys", "sysfs"),
+                      ("/tmp", "tmpfs")):
+        assert (d, fstype) in seen, (d, seen)
+    if not IS_ROOT:
+        return
+    # the host's devtmpfs, its /dev/shm and /dev/pts, the cgroup tree, /run's mounts
+    for mp, fstype in seen:
+        # device nodes bound one by one (/dev/null, and over masked files), not the tree
+        assert fstype != "devtmpfs" or roots[mp] != "/", (mp, seen)
+        assert fstype not in ("cgroup", "cgroup2", "devpts"), (mp, fstype)
+    for d in covered:
+        assert points.count(d) == 1, (d, points)
+    under = [mp for mp in points if any(mp.startswith(d + "/") for d in ("/run", "/home",
+                                                                          "/root", "/var/tmp"))]
+    assert [mp for mp in under if not mp.startswith("/run/labbox-gate/")] == [], under
+    # the host does have mounts there, so the test can fail
+    assert len(host) > len(covered) // 2, host

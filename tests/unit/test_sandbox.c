@@ -7,6 +7,7 @@
 
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
+#include "../../src/sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -178,10 +179,33 @@ static void test_inode_limit(void **state)
 	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 3), 1);
 }
 
+/* The kernel's own lines, with optional fields and escaped names. */
+static void test_mountinfo_lines(void **state)
+{
+	(void)state;
+	lb_mountinfo_entry e;
+	assert_int_equal(lb_mountinfo_parse("36 35 98:0 /mnt1 /mnt/my\\040disk rw,noatime "
+					    "master:1 shared:7 - ext4 /dev/root rw,errors=continue\n",
+					    &e), 0);
+	assert_string_equal(e.mountpoint, "/mnt/my disk");
+	assert_int_equal(lb_mountinfo_parse("36 35 98:0 / /a\\134b\\011c rw - tmpfs none rw", &e), 0);
+	assert_string_equal(e.mountpoint, "/a\\b\tc");
+	assert_int_equal(e.major, 98);
+	assert_string_equal(e.fstype, "tmpfs");
+	assert_int_equal(lb_mountinfo_parse("36 35 7:3 / /runs/x/exp rw - ext4 /dev/loop3 rw", &e), 0);
+	assert_int_equal(e.minor, 3);
+	assert_string_equal(e.mountpoint, "/runs/x/exp");
+	/* no separator, too few fields, an empty type */
+	assert_int_equal(lb_mountinfo_parse("36 35 98:0 / /x rw ext4 none rw", &e), -EINVAL);
+	assert_int_equal(lb_mountinfo_parse("36 35 - ext4 none rw", &e), -EINVAL);
+	assert_true(lb_mountinfo_parse("36 35 98:0 / /x rw - ", &e) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inode_limit),
+		cmocka_unit_test(test_mountinfo_lines),
 		cmocka_unit_test(test_hidden_paths),
 		cmocka_unit_test(test_exit_code_and_output),
 		cmocka_unit_test(test_clean_environment_with_additions),

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "labbox/diagnose.h"
+#include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/util.h"
 

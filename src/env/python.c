@@ -1,7 +1,8 @@
-/* Interpreter probing: where a Python lives and what it has installed. */
-#include "labbox/diagnose.h"
+/* Interpreter probing: where a Python lives and what it has installed (the freeze, cached). */
+#include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
+#include "env_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,6 +156,45 @@ static int run_confined(const lb_python_info *py, const char *script, size_t max
 	return r;
 }
 
+int env_run_in_sandbox(const lb_python_info *py, const char *script, size_t max, double budget,
+		       lb_buf *out, bool *timed_out, char *err, size_t errlen)
+{
+	lb_sandbox *sb = NULL;
+	int r = lb_sandbox_new(&sb);
+	if (r < 0)
+		return r;
+	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, NULL};
+	lb_sandbox_result res;
+	*timed_out = false;
+	r = lb_python_expose(sb, py, false);
+	if (r == 0)
+		r = lb_sandbox_set_argv(sb, argv);
+	if (r == 0)
+		r = lb_sandbox_set_budget(sb, budget);
+	if (r == 0)
+		r = lb_sandbox_set_cgroup_accounting(sb, false);
+	if (r == 0)
+		r = lb_sandbox_capture(sb, max, out, &res);
+	if (r < 0)
+		snprintf(err, errlen, "could not run '%s' in the sandbox: %s", py->executable,
+			 strerror(-r));
+	else if (res.outcome == LB_SB_SETUP_FAILED)
+		snprintf(err, errlen, "could not run '%s' in the sandbox: %s", py->executable,
+			 res.setup_error);
+	else if (res.timed_out)
+		snprintf(err, errlen, "'%s' did not finish within %.0f s in the sandbox",
+			 py->executable, budget);
+	else if (res.outcome != LB_SB_EXITED || res.exit_code != 0)
+		snprintf(err, errlen, "'%s' failed in the sandbox (status %d)", py->executable,
+			 lb_sandbox_exit_status(&res));
+	if (r == 0 && res.timed_out)
+		*timed_out = true;
+	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
+		r = -ENOEXEC;
+	lb_sandbox_free(sb);
+	return r;
+}
+
 int lb_python_probe_confined(const char *path, const char *expdir, lb_python_info *out,
 			     char *err, size_t errlen)
 {
@@ -275,7 +315,7 @@ int lb_python_freeze(const char *executable, char **out)
  * list: the next run sees a change and lists again. Paths holding a newline or tab cannot be
  * recorded in this format and are left out. A search path that exists is recorded whatever it
  * is (a zip on sys.path holds distributions too). */
-static const char freeze_stat_src[] =
+const char env_stat_src[] =
 	"import os, sys\n"
 	"def _lb_stat():\n"
 	"    try:\n"
@@ -304,11 +344,8 @@ static const char freeze_stat_src[] =
 	"    sys.stdout.flush()\n"
 	"_lb_stat()\n";
 
-typedef struct freeze_stat {
-	int64_t v[5]; /* dev, ino, size, mtime_ns, ctime_ns */
-} freeze_stat;
 
-static void freeze_stat_of(const struct stat *st, freeze_stat *fs)
+void env_stat_of(const struct stat *st, env_stat *fs)
 {
 	fs->v[0] = (int64_t)st->st_dev;
 	fs->v[1] = (int64_t)st->st_ino;
@@ -317,7 +354,7 @@ static void freeze_stat_of(const struct stat *st, freeze_stat *fs)
 	fs->v[4] = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
-static struct json_object *freeze_stat_json(const freeze_stat *fs)
+struct json_object *env_stat_json(const env_stat *fs)
 {
 	struct json_object *a = json_object_new_array_ext(5);
 
@@ -327,16 +364,16 @@ static struct json_object *freeze_stat_json(const freeze_stat *fs)
 }
 
 /* Whether the JSON array a holds exactly the stat of path now (NULL a: path must not exist). */
-static bool freeze_stat_matches(const char *path, struct json_object *a)
+bool env_stat_matches(const char *path, struct json_object *a)
 {
 	struct stat st;
-	freeze_stat now;
+	env_stat now;
 
 	if (stat(path, &st) < 0)
 		return !a && (errno == ENOENT || errno == ENOTDIR);
 	if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) != 5)
 		return false;
-	freeze_stat_of(&st, &now);
+	env_stat_of(&st, &now);
 	for (size_t i = 0; i < 5; i++) {
 		struct json_object *v = json_object_array_get_idx(a, i);
 
@@ -346,7 +383,7 @@ static bool freeze_stat_matches(const char *path, struct json_object *a)
 	return true;
 }
 
-static void freeze_sha(const char *text, char hex[65])
+void env_sha(const char *text, char hex[65])
 {
 	lb_sha256 c;
 	uint8_t d[32];
@@ -394,10 +431,10 @@ static char *freeze_cache_lookup(int dfd, const char *name, const char *executab
 	    !json_object_is_type(freeze, json_type_string) ||
 	    !json_object_object_get_ex(doc, "sha256", &v) || !json_object_is_type(v, json_type_string))
 		return NULL;
-	freeze_sha(json_object_get_string(freeze), hex);
+	env_sha(json_object_get_string(freeze), hex);
 	if (strcmp(hex, json_object_get_string(v)) != 0)
 		return NULL;
-	if (!json_object_object_get_ex(doc, "exe", &v) || !freeze_stat_matches(executable, v) || !v)
+	if (!json_object_object_get_ex(doc, "exe", &v) || !env_stat_matches(executable, v) || !v)
 		return NULL;
 	if (!json_object_object_get_ex(doc, "paths", &paths) ||
 	    !json_object_is_type(paths, json_type_array))
@@ -409,7 +446,7 @@ static char *freeze_cache_lookup(int dfd, const char *name, const char *executab
 		    !json_object_object_get_ex(p, "path", &path) ||
 		    !json_object_is_type(path, json_type_string) ||
 		    !json_object_object_get_ex(p, "stat", &st) ||
-		    !freeze_stat_matches(json_object_get_string(path), st))
+		    !env_stat_matches(json_object_get_string(path), st))
 			return NULL;
 	}
 	return strdup(json_object_get_string(freeze));
@@ -417,10 +454,10 @@ static char *freeze_cache_lookup(int dfd, const char *name, const char *executab
 
 /* "E\t<5 numbers>\t<path>" or "N\t<path>" -> {"path", "stat": [..]|null}; NULL when the line
  * is not one. */
-static struct json_object *freeze_path_line(const char *line)
+struct json_object *env_path_line(const char *line)
 {
 	struct json_object *o;
-	freeze_stat fs;
+	env_stat fs;
 	const char *path;
 
 	if (line[0] == 'N' && line[1] == '\t') {
@@ -447,7 +484,7 @@ static struct json_object *freeze_path_line(const char *line)
 	o = json_object_new_object();
 	if (o) {
 		json_object_object_add(o, "path", json_object_new_string(path));
-		json_object_object_add(o, "stat", freeze_stat_json(&fs));
+		json_object_object_add(o, "stat", env_stat_json(&fs));
 	}
 	return o;
 }
@@ -459,7 +496,7 @@ static void freeze_cache_store(int dfd, const char *name, const char *text)
 }
 
 /* The cache directory, or -1 when there is none labbox may trust. */
-static int freeze_cache_dir(const char *cache_dir)
+int env_cache_dir(const char *cache_dir)
 {
 	int fd = lb_open_private_dir(cache_dir);
 	return fd < 0 ? -1 : fd;
@@ -473,17 +510,17 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 	struct json_object *paths;
 	char name[64], hex[65];
 	struct stat exe_st;
-	freeze_stat exe_fs;
+	env_stat exe_fs;
 	lb_buf b = { 0 };
 	char *mark, *list;
 	int st = 0, r;
 
 	*hit = false;
 	*out = NULL;
-	dfd = freeze_cache_dir(cache_dir);
+	dfd = env_cache_dir(cache_dir);
 	if (dfd < 0 || stat(executable, &exe_st) < 0)
 		return lb_python_freeze(executable, out);
-	freeze_sha(executable, hex);
+	env_sha(executable, hex);
 	snprintf(name, sizeof(name), "freeze-%.32s.json", hex);
 	*out = freeze_cache_lookup(dfd, name, executable);
 	if (*out) {
@@ -491,8 +528,8 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 		return 0;
 	}
 	/* Stat the executable before the listing, as the script does the directories. */
-	freeze_stat_of(&exe_st, &exe_fs);
-	if (asprintf(&script, "%s%s", freeze_stat_src, freeze_src) < 0)
+	env_stat_of(&exe_st, &exe_fs);
+	if (asprintf(&script, "%s%s", env_stat_src, freeze_src) < 0)
 		return -ENOMEM;
 	{
 		char *argv[] = { (char *)executable, "-I", "-c", script, NULL };
@@ -521,7 +558,7 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 
 		json_object_object_add(entry, "schema", json_object_new_string(FREEZE_SCHEMA));
 		json_object_object_add(entry, "executable", json_object_new_string(executable));
-		json_object_object_add(entry, "exe", freeze_stat_json(&exe_fs));
+		json_object_object_add(entry, "exe", env_stat_json(&exe_fs));
 		json_object_object_add(entry, "paths", paths);
 		for (char *line = b.data, *next; ok && line && *line; line = next) {
 			struct json_object *p;
@@ -529,12 +566,12 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 			next = strchr(line, '\n');
 			if (next)
 				*next++ = '\0';
-			p = freeze_path_line(line);
+			p = env_path_line(line);
 			ok = p && json_object_array_add(paths, p) == 0;
 			if (!ok)
 				json_object_put(p);
 		}
-		freeze_sha(*out, hex);
+		env_sha(*out, hex);
 		json_object_object_add(entry, "freeze", json_object_new_string(*out));
 		json_object_object_add(entry, "sha256", json_object_new_string(hex));
 		/* A line that does not read back would make an entry that never hits. */
@@ -616,7 +653,7 @@ static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
 		return false;
 	for (size_t i = 0; i < 3; i++) {
 		struct json_object *a = json_object_array_get_idx(stats, i);
-		if (!freeze_stat_matches(paths[i], a) || (i == 0 && !a))
+		if (!env_stat_matches(paths[i], a) || (i == 0 && !a))
 			return false;
 	}
 	lb_python_info pi;
@@ -641,10 +678,10 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 	LB_AUTOCLOSE int dfd = -1;
 	char paths[3][PATH_MAX];
 	if (r < 0 || is_script(exe) || probe_key_paths(exe, paths) < 0 ||
-	    (dfd = freeze_cache_dir(cache_dir)) < 0)
+	    (dfd = env_cache_dir(cache_dir)) < 0)
 		return lb_python_probe(path, out, err, errlen);
 	char hex[65], name[64];
-	freeze_sha(exe, hex);
+	env_sha(exe, hex);
 	snprintf(name, sizeof name, "probe-%.32s.json", hex);
 	if (probe_cache_lookup(dfd, name, exe, paths, out)) {
 		*hit = true;
@@ -656,10 +693,10 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 	bool ok = entry && stats;
 	for (int i = 0; ok && i < 3; i++) {
 		struct stat st;
-		freeze_stat fs;
+		env_stat fs;
 		if (stat(paths[i], &st) == 0) {
-			freeze_stat_of(&st, &fs);
-			json_object_array_add(stats, freeze_stat_json(&fs));
+			env_stat_of(&st, &fs);
+			json_object_array_add(stats, env_stat_json(&fs));
 		} else {
 			ok = i > 0 && (errno == ENOENT || errno == ENOTDIR);
 			json_object_array_add(stats, NULL);

@@ -1,0 +1,1164 @@
+/* The report's content from a sweep document or from run directories: statistics per
+ * condition and metric, failures with their evidence, per-step series, reproducibility facts. */
+#include "labbox/collect.h"
+#include "labbox/report.h"
+#include "labbox/sweep.h"
+#include "labbox/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUN_LOG_MAX (16u << 20)
+#define RECORD_MAX (256u << 20)
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v)
+		       ? v
+		       : NULL;
+}
+
+static const char *get_str(json_object *o, const char *key)
+{
+	json_object *v = get(o, key);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static bool is_num(json_object *v)
+{
+	return v && (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Grows *arr (of *n elements of size sz) by one zeroed element; NULL when out of memory. */
+static void *push(void *arr, size_t *n, size_t sz)
+{
+	void **a = arr;
+	char *p = realloc(*a, (*n + 1) * sz);
+	if (!p)
+		return NULL;
+	*a = p;
+	memset(p + *n * sz, 0, sz);
+	return p + (*n)++ * sz;
+}
+
+static void free_strs(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void lb_report_free(lb_report *r)
+{
+	if (!r)
+		return;
+	free(r->title);
+	free(r->source);
+	free(r->status);
+	free_strs(r->conditions, r->nconditions);
+	free(r->cells);
+	free(r->completed);
+	free_strs(r->metrics, r->nmetrics);
+	free(r->stats);
+	for (size_t i = 0; i < r->nfailures; i++) {
+		lb_report_failure *f = &r->failures[i];
+		free(f->condition);
+		free(f->run_id);
+		free(f->status);
+		free(f->class_);
+		free(f->summary);
+		free_strs(f->evidence, f->nevidence);
+	}
+	free(r->failures);
+	free_strs(r->identical, r->nidentical);
+	for (size_t i = 0; i < r->nseries; i++) {
+		lb_report_series *s = &r->series[i];
+		free(s->metric);
+		free(s->x_label);
+		for (size_t c = 0; c < r->nconditions; c++) {
+			free(s->x ? s->x[c] : NULL);
+			free(s->y ? s->y[c] : NULL);
+			free(s->count ? s->count[c] : NULL);
+		}
+		free(s->npoints);
+		free(s->x);
+		free(s->y);
+		free(s->count);
+	}
+	free(r->series);
+	for (size_t i = 0; i < r->nfacts; i++) {
+		free(r->facts[i].name);
+		free_strs(r->facts[i].values, r->facts[i].nvalues);
+		free(r->facts[i].runs);
+	}
+	free(r->facts);
+	free(r->packages);
+	memset(r, 0, sizeof *r);
+}
+
+static ssize_t find_str(char **v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* The index of metric name, added when new (or -1 past the cap). */
+static ssize_t metric_index(lb_report *r, const char *name)
+{
+	ssize_t i = find_str(r->metrics, r->nmetrics, name);
+	if (i >= 0)
+		return i;
+	if (r->nmetrics >= LB_REPORT_MAX_METRICS) {
+		r->metrics_dropped++;
+		return -1;
+	}
+	char *d = strdup(name);
+	char **slot = d ? push(&r->metrics, &r->nmetrics, sizeof *r->metrics) : NULL;
+	if (!slot) {
+		free(d);
+		return -1;
+	}
+	*slot = d;
+	return (ssize_t)r->nmetrics - 1;
+}
+
+static int add_condition(lb_report *r, const char *name, size_t *idx)
+{
+	if (r->nconditions >= LB_REPORT_MAX_CONDITIONS)
+		return -E2BIG;
+	size_t n = r->nconditions;
+	char *d = strdup(name);
+	size_t *c = realloc(r->cells, (n + 1) * sizeof *c);
+	if (c)
+		r->cells = c;
+	size_t *k = realloc(r->completed, (n + 1) * sizeof *k);
+	if (k)
+		r->completed = k;
+	char **slot = d && c && k ? push(&r->conditions, &r->nconditions, sizeof *r->conditions) : NULL;
+	if (!slot) {
+		free(d);
+		return -ENOMEM;
+	}
+	*slot = d;
+	r->cells[n] = r->completed[n] = 0;
+	*idx = n;
+	return 0;
+}
+
+/* ---- facts ----------------------------------------------------------------------------------- */
+
+static int add_fact(lb_report *r, const char *name, const char *value)
+{
+	lb_report_fact *f = NULL;
+	for (size_t i = 0; i < r->nfacts; i++)
+		if (strcmp(r->facts[i].name, name) == 0)
+			f = &r->facts[i];
+	if (!f) {
+		f = push(&r->facts, &r->nfacts, sizeof *r->facts);
+		if (!f || !(f->name = strdup(name)))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < f->nvalues; i++)
+		if (strcmp(f->values[i], value) == 0) {
+			f->runs[i]++;
+			return 0;
+		}
+	size_t *runs = realloc(f->runs, (f->nvalues + 1) * sizeof *runs);
+	if (!runs)
+		return -ENOMEM;
+	f->runs = runs;
+	char *d = strdup(value);
+	char **slot = d ? push(&f->values, &f->nvalues, sizeof *f->values) : NULL;
+	if (!slot) {
+		free(d);
+		return -ENOMEM;
+	}
+	*slot = d;
+	f->runs[f->nvalues - 1] = 1;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+					 : c >= 'A' && c <= 'F' ? c - 'A' + 10
+								: -1;
+}
+
+static long hex4(const char *p)
+{
+	long v = 0;
+	for (int i = 0; i < 4; i++) {
+		int h = hexval(p[i]);
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+json_object *lb_report_parse_json(const char *text, size_t len)
+{
+	/* Records hold bytes that are not UTF-8 as \udcXX (lb_json_escape_invalid_utf8); json-c
+	 * would read each as U+FFFD, so they become their bytes again first. */
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	size_t o = 0;
+	bool in_str = false, prev_high = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (!in_str) {
+			in_str = c == '"';
+			copy[o++] = c;
+			continue;
+		}
+		if (c == '"') {
+			in_str = false;
+			prev_high = false;
+			copy[o++] = c;
+			continue;
+		}
+		if (c != '\\' || i + 1 >= len) {
+			prev_high = false;
+			copy[o++] = c;
+			continue;
+		}
+		long u = text[i + 1] == 'u' && i + 5 < len ? hex4(text + i + 2) : -1;
+		if (u >= 0xdc80 && u <= 0xdcff && !prev_high) {
+			copy[o++] = (char)(u & 0xff);
+			i += 5;
+			continue;
+		}
+		prev_high = u >= 0xd800 && u <= 0xdbff;
+		size_t n = u >= 0 ? 6 : 2;
+		memcpy(copy + o, text + i, n);
+		o += n;
+		i += n - 1;
+	}
+	json_tokener *tok = json_tokener_new();
+	json_object *doc = tok ? json_tokener_parse_ex(tok, copy, (int)o) : NULL;
+	size_t end = tok ? json_tokener_get_parse_end(tok) : 0;
+	while (end < o && (copy[end] == ' ' || copy[end] == '\n' || copy[end] == '\t' ||
+			   copy[end] == '\r'))
+		end++;
+	if (tok && (json_tokener_get_error(tok) != json_tokener_success || end != o)) {
+		json_object_put(doc);
+		doc = NULL;
+	}
+	json_tokener_free(tok);
+	free(copy);
+	return doc;
+}
+
+static json_object *load_json_at(int dfd, const char *name)
+{
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	if (lb_read_file_at(dfd, name, RECORD_MAX, &text, &len) < 0 || len > INT32_MAX)
+		return NULL;
+	return lb_report_parse_json(text, len);
+}
+
+static void isolation_text(json_object *iso, lb_buf *b)
+{
+	json_object *ns = get(iso, "namespaces");
+	if (ns && json_object_is_type(ns, json_type_object)) {
+		lb_buf_puts(b, "namespaces");
+		bool any = false;
+		json_object_object_foreach(ns, k, v)
+		{
+			if (json_object_get_boolean(v)) {
+				lb_buf_printf(b, " %s", k);
+				any = true;
+			}
+		}
+		if (!any)
+			lb_buf_puts(b, " none");
+		lb_buf_puts(b, "; ");
+	}
+	static const char *const keys[] = {"isolated_by", "summary", "network", "filesystem",
+					   "cgroup", "memory_enforced_by", "cpus_enforced_by",
+					   "pids_enforced_by"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		const char *v = get_str(iso, keys[i]);
+		if (v)
+			lb_buf_printf(b, "%s %s; ", keys[i], v);
+	}
+	json_object *sc = get(iso, "seccomp");
+	if (sc && json_object_is_type(sc, json_type_boolean))
+		lb_buf_printf(b, "seccomp %s; ", json_object_get_boolean(sc) ? "on" : "off");
+	if (b->len >= 2)
+		b->data[b->len -= 2] = '\0';
+}
+
+/* The reproducibility facts of one run directory. */
+static int run_facts(lb_report *r, int dfd, json_object *result, json_object *manifest)
+{
+	lb_buf b = {0};
+	int rc = 0;
+	const char *ver = get_str(manifest, "labbox_version");
+	if (ver)
+		rc = rc ? rc : add_fact(r, "labbox", ver);
+	json_object *interp = get(manifest, "interpreter");
+	LB_AUTOFREE char *env = NULL;
+	size_t envlen = 0;
+	bool have_env = lb_read_file_at(dfd, "environment.txt", 16u << 20, &env, &envlen) == 0;
+	if (interp) {
+		const char *lang = get_str(interp, "language");
+		lb_buf_printf(&b, "%s %s (%s)", lang ? lang : "interpreter",
+			      get_str(interp, "version") ? get_str(interp, "version") : "?",
+			      get_str(interp, "path") ? get_str(interp, "path") : "?");
+		rc = rc ? rc : add_fact(r, "interpreter", b.data);
+		b.len = 0;
+	} else if (have_env && envlen) {
+		size_t l = strcspn(env, "\n");
+		char save = env[l];
+		env[l] = '\0';
+		rc = rc ? rc : add_fact(r, "interpreter", env);
+		env[l] = save;
+	}
+	if (have_env) {
+		size_t npk = 0;
+		for (const char *p = env; (p = strstr(p, "==")); p += 2)
+			npk++;
+		uint8_t d[32];
+		char hex[65];
+		lb_sha256 c;
+		lb_sha256_init(&c);
+		lb_sha256_update(&c, env, envlen);
+		lb_sha256_final(&c, d);
+		lb_sha256_hex(d, hex);
+		hex[12] = '\0';
+		b.len = 0;
+		lb_buf_printf(&b, "%zu packages pinned (environment.txt sha256 %s...)", npk, hex);
+		rc = rc ? rc : add_fact(r, "packages", b.data);
+		if (!r->packages)
+			r->packages = strdup(env);
+	}
+	json_object *git = get(manifest, "git");
+	const char *commit = get_str(git, "commit");
+	b.len = 0;
+	if (commit) {
+		json_object *dirty = get(git, "dirty");
+		lb_buf_printf(&b, "%s%s", commit,
+			      dirty && json_object_get_boolean(dirty) ? " (uncommitted changes)" : "");
+	} else if (manifest) {
+		lb_buf_puts(&b, "not a git repository");
+	}
+	if (b.len)
+		rc = rc ? rc : add_fact(r, "git commit", b.data);
+	b.len = 0;
+	json_object *iso = get(result, "isolation");
+	if (iso) {
+		isolation_text(iso, &b);
+		if (b.len)
+			rc = rc ? rc : add_fact(r, "isolation", b.data);
+	}
+	json_object *be = get(result, "backend");
+	b.len = 0;
+	if (be) {
+		static const char *const keys[] = {"name", "engine", "version", "host", "isolated_by"};
+		for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+			const char *v = get_str(be, keys[i]);
+			if (v)
+				lb_buf_printf(&b, "%s%s %s", b.len ? "; " : "", keys[i], v);
+		}
+		if (b.len)
+			rc = rc ? rc : add_fact(r, "backend", b.data);
+	}
+	lb_buf_free(&b);
+	return rc;
+}
+
+/* ---- series ---------------------------------------------------------------------------------- */
+
+typedef struct series_ctx {
+	lb_report *r;
+	size_t condition;
+	int err;
+	/* the series a run touched, to skip re-lookups: none kept, the counts are small */
+} series_ctx;
+
+static lb_report_series *series_for(lb_report *r, const char *metric, const char *x_label)
+{
+	for (size_t i = 0; i < r->nseries; i++)
+		if (strcmp(r->series[i].metric, metric) == 0 &&
+		    strcmp(r->series[i].x_label, x_label) == 0)
+			return &r->series[i];
+	if (r->nseries >= LB_REPORT_MAX_SERIES)
+		return NULL;
+	lb_report_series *s = push(&r->series, &r->nseries, sizeof *r->series);
+	if (!s)
+		return NULL;
+	s->metric = strdup(metric);
+	s->x_label = strdup(x_label);
+	if (!s->metric || !s->x_label) {
+		free(s->metric);
+		free(s->x_label);
+		r->nseries--;
+		return NULL;
+	}
+	return s;
+}
+
+/* Makes room for condition c in every series (conditions may be added after series). */
+static int series_grow(lb_report_series *s, size_t old_n, size_t new_n)
+{
+	size_t *np = realloc(s->npoints, new_n * sizeof *np);
+	if (np)
+		s->npoints = np;
+	double **x = realloc(s->x, new_n * sizeof *x);
+	if (x)
+		s->x = x;
+	double **y = realloc(s->y, new_n * sizeof *y);
+	if (y)
+		s->y = y;
+	double **k = realloc(s->count, new_n * sizeof *k);
+	if (k)
+		s->count = k;
+	if (!np || !x || !y || !k)
+		return -ENOMEM;
+	for (size_t c = old_n; c < new_n; c++) {
+		s->npoints[c] = 0;
+		s->x[c] = s->y[c] = s->count[c] = NULL;
+	}
+	return 0;
+}
+
+static void on_point(void *vctx, const char *metric, const char *x_label, double x, double y)
+{
+	series_ctx *ctx = vctx;
+	lb_report *r = ctx->r;
+	if (!isfinite(x) || !isfinite(y) || ctx->err)
+		return;
+	lb_report_series *s = series_for(r, metric, x_label);
+	if (!s)
+		return;
+	if (!s->npoints && series_grow(s, 0, r->nconditions) < 0) {
+		ctx->err = -ENOMEM;
+		return;
+	}
+	size_t c = ctx->condition, n = s->npoints[c];
+	/* Points arrive in step order: search from the end. */
+	size_t at = n;
+	while (at > 0 && s->x[c][at - 1] > x)
+		at--;
+	if (at > 0 && s->x[c][at - 1] == x) {
+		s->y[c][at - 1] += y;
+		s->count[c][at - 1] += 1;
+		return;
+	}
+	if (n >= LB_REPORT_MAX_POINTS)
+		return;
+	double *nx = realloc(s->x[c], (n + 1) * sizeof *nx);
+	if (nx)
+		s->x[c] = nx;
+	double *ny = realloc(s->y[c], (n + 1) * sizeof *ny);
+	if (ny)
+		s->y[c] = ny;
+	double *nk = realloc(s->count[c], (n + 1) * sizeof *nk);
+	if (nk)
+		s->count[c] = nk;
+	if (!nx || !ny || !nk) {
+		ctx->err = -ENOMEM;
+		return;
+	}
+	memmove(nx + at + 1, nx + at, (n - at) * sizeof *nx);
+	memmove(ny + at + 1, ny + at, (n - at) * sizeof *ny);
+	memmove(nk + at + 1, nk + at, (n - at) * sizeof *nk);
+	nx[at] = x;
+	ny[at] = y;
+	nk[at] = 1;
+	s->npoints[c] = n + 1;
+}
+
+static const char *const counter_words[] = {"epoch",	 "step",	"batch",  "iter",
+					    "iteration", "global_step", "episode"};
+
+static bool counter_word(const char *s, size_t len)
+{
+	for (size_t i = 0; i < sizeof counter_words / sizeof *counter_words; i++)
+		if (strlen(counter_words[i]) == len && strncasecmp(s, counter_words[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* "3" or "3/10" (the count of a progress line) as 3. */
+static bool counter_value(const char *s, size_t len, double *out)
+{
+	const char *slash = memchr(s, '/', len);
+	return lb_parse_number(s, slash ? (size_t)(slash - s) : len, out);
+}
+
+typedef struct pair {
+	const char *k, *v;
+	size_t kl, vl;
+} pair;
+
+#define PROGRESS_PAIRS_MAX 16
+
+static bool pair_sep(char c)
+{
+	return c == ' ' || c == '\t' || c == ',' || c == ';' || c == '|' || c == '\r';
+}
+
+/* A progress line as pairs `k=v`, `k: v` or `k:v`; false for a line with anything else. */
+static bool progress_pairs(const char *line, size_t len, pair *out, size_t *n)
+{
+	size_t i = 0, np = 0;
+	while (i < len) {
+		while (i < len && pair_sep(line[i]))
+			i++;
+		if (i == len)
+			break;
+		size_t start = i;
+		while (i < len && !pair_sep(line[i]))
+			i++;
+		const char *tok = line + start;
+		size_t tl = i - start;
+		const char *eq = memchr(tok, '=', tl), *colon = memchr(tok, ':', tl);
+		const char *cut = eq && (!colon || eq < colon) ? eq : colon;
+		if (!cut || cut == tok || np == PROGRESS_PAIRS_MAX)
+			return false;
+		pair p = {tok, cut + 1, (size_t)(cut - tok), tl - (size_t)(cut - tok) - 1};
+		if (p.vl == 0) {
+			/* "Loss: 0.3": the value is the next token. */
+			while (i < len && pair_sep(line[i]))
+				i++;
+			size_t vs = i;
+			while (i < len && !pair_sep(line[i]))
+				i++;
+			if (i == vs)
+				return false;
+			p.v = line + vs;
+			p.vl = i - vs;
+		}
+		out[np++] = p;
+	}
+	*n = np;
+	return np >= 2;
+}
+
+static void scan_progress(const char *line, size_t len, const char *group,
+			  lb_report_point_fn fn, void *ctx)
+{
+	pair p[PROGRESS_PAIRS_MAX];
+	size_t n;
+	if (!progress_pairs(line, len, p, &n))
+		return;
+	ssize_t counter = -1;
+	double x = 0;
+	for (size_t i = 0; i < n && counter < 0; i++)
+		if (counter_word(p[i].k, p[i].kl) && counter_value(p[i].v, p[i].vl, &x))
+			counter = (ssize_t)i;
+	if (counter < 0)
+		return;
+	char xl[32];
+	snprintf(xl, sizeof xl, "%.*s", (int)(p[counter].kl < 31 ? p[counter].kl : 31), p[counter].k);
+	for (char *c = xl; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	for (size_t i = 0; i < n; i++) {
+		double y;
+		if (counter_word(p[i].k, p[i].kl) || p[i].kl > LB_METRIC_NAME_MAX ||
+		    !lb_parse_number(p[i].v, p[i].vl, &y))
+			continue;
+		char name[2 * LB_METRIC_NAME_MAX + 2];
+		snprintf(name, sizeof name, "%s%s%.*s", group ? group : "", group ? "/" : "",
+			 (int)p[i].kl, p[i].k);
+		fn(ctx, name, xl, x, y);
+	}
+}
+
+typedef struct occurrence {
+	char name[2 * LB_METRIC_NAME_MAX + 2];
+	size_t seen;
+} occurrence;
+
+#define OCCURRENCE_NAMES_MAX 256
+
+void lb_report_scan_series(const char *text, size_t len, lb_report_point_fn fn, void *ctx)
+{
+	occurrence *occ = calloc(OCCURRENCE_NAMES_MAX, sizeof *occ);
+	lb_metric_line *ml = malloc(sizeof *ml);
+	char group[LB_METRIC_NAME_MAX + 1] = "";
+	if (!occ || !ml)
+		goto out;
+	size_t nocc = 0;
+	for (size_t pos = 0; pos < len;) {
+		const char *line = text + pos;
+		const char *nl = memchr(line, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - line) : len - pos;
+		pos += ll + (nl ? 1 : 0);
+		if (ll > 4096)
+			continue;
+		if (!lb_metric_line_parse(line, ll, ml)) {
+			scan_progress(line, ll, group[0] ? group : NULL, fn, ctx);
+			continue;
+		}
+		if (ml->form == LB_METRIC_FORM_PLAIN && strcmp(ml->values[0].name, "condition") == 0) {
+			snprintf(group, sizeof group, "%.*s", (int)ml->values[0].str_len,
+				 ml->values[0].str);
+			continue;
+		}
+		if (ml->form != LB_METRIC_FORM_PLAIN && ml->form != LB_METRIC_FORM_TAGGED)
+			continue;
+		const char *xl = "occurrence";
+		char xlbuf[32];
+		double x = 0;
+		bool tagged_step = false;
+		for (size_t t = 0; ml->form == LB_METRIC_FORM_TAGGED && t < ml->n_tags; t++)
+			if (counter_word(ml->tags[t].key, ml->tags[t].key_len) &&
+			    counter_value(ml->tags[t].value, ml->tags[t].value_len, &x)) {
+				snprintf(xlbuf, sizeof xlbuf, "%.*s", (int)ml->tags[t].key_len,
+					 ml->tags[t].key);
+				for (char *q = xlbuf; *q; q++)
+					*q = (char)tolower((unsigned char)*q);
+				xl = xlbuf;
+				tagged_step = true;
+				break;
+			}
+		if (ml->form == LB_METRIC_FORM_TAGGED && !tagged_step)
+			continue;
+		for (size_t i = 0; i < ml->n_values; i++) {
+			const lb_metric_value *v = &ml->values[i];
+			if (v->kind != LB_METRIC_NUMBER || strcmp(v->name, "TIME_ESTIMATE") == 0 ||
+			    strcmp(v->name, "TIME_GUARD") == 0)
+				continue;
+			char name[2 * LB_METRIC_NAME_MAX + 2];
+			if (ml->form == LB_METRIC_FORM_TAGGED)
+				snprintf(name, sizeof name, "%.*s/%s", (int)ml->condition_len,
+					 ml->condition, v->name);
+			else
+				snprintf(name, sizeof name, "%s%s%s", group, group[0] ? "/" : "",
+					 v->name);
+			if (!tagged_step) {
+				size_t k = 0;
+				while (k < nocc && strcmp(occ[k].name, name) != 0)
+					k++;
+				if (k == nocc) {
+					if (nocc == OCCURRENCE_NAMES_MAX)
+						continue;
+					snprintf(occ[nocc++].name, sizeof occ->name, "%s", name);
+				}
+				x = (double)++occ[k].seen;
+			}
+			fn(ctx, name, xl, x, v->number);
+		}
+	}
+out:
+	free(occ);
+	free(ml);
+}
+
+/* Series with at most one point in every condition are final values, not series. */
+static void drop_flat_series(lb_report *r)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < r->nseries; i++) {
+		lb_report_series *s = &r->series[i];
+		bool multi = false;
+		for (size_t c = 0; s->npoints && c < r->nconditions; c++)
+			multi |= s->npoints[c] >= 2;
+		if (!multi) {
+			free(s->metric);
+			free(s->x_label);
+			for (size_t c = 0; s->npoints && c < r->nconditions; c++) {
+				free(s->x[c]);
+				free(s->y[c]);
+				free(s->count[c]);
+			}
+			free(s->npoints);
+			free(s->x);
+			free(s->y);
+			free(s->count);
+			continue;
+		}
+		for (size_t c = 0; c < r->nconditions; c++)
+			for (size_t p = 0; p < s->npoints[c]; p++)
+				s->y[c][p] /= s->count[c][p];
+		r->series[keep++] = *s;
+	}
+	r->nseries = keep;
+}
+
+static int scan_run_log(lb_report *r, int dfd, size_t condition)
+{
+	LB_AUTOFREE char *log = NULL;
+	size_t len = 0;
+	if (lb_read_file_at(dfd, "run.log", RUN_LOG_MAX, &log, &len) < 0)
+		return 0;
+	series_ctx ctx = {r, condition, 0};
+	lb_report_scan_series(log, len, on_point, &ctx);
+	return ctx.err;
+}
+
+/* ---- failures -------------------------------------------------------------------------------- */
+
+static int set_evidence(lb_report_failure *f, json_object *failure)
+{
+	json_object *ev = get(failure, "evidence");
+	if (!ev || !json_object_is_type(ev, json_type_array))
+		return 0;
+	size_t n = json_object_array_length(ev);
+	for (size_t i = 0; i < n && f->nevidence < LB_REPORT_MAX_EVIDENCE; i++) {
+		json_object *line = json_object_array_get_idx(ev, i);
+		if (!json_object_is_type(line, json_type_string))
+			continue;
+		char *d = strdup(json_object_get_string(line));
+		char **slot = d ? push(&f->evidence, &f->nevidence, sizeof *f->evidence) : NULL;
+		if (!slot) {
+			free(d);
+			return -ENOMEM;
+		}
+		*slot = d;
+	}
+	return 0;
+}
+
+/* ---- from a sweep document ------------------------------------------------------------------- */
+
+/* An error a user must fix, in err. */
+#define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
+
+static int read_stat(json_object *m, lb_report_stat *st, const char *name, size_t ci,
+		     char *err, size_t errlen)
+{
+	json_object *n = get(m, "n");
+	if (!json_object_is_type(m, json_type_object) || !n || !json_object_is_type(n, json_type_int) ||
+	    json_object_get_int64(n) < 0)
+		return BAD("metric '%s' of condition %zu has no count n", name, ci);
+	st->present = true;
+	st->n = (size_t)json_object_get_int64(n);
+	json_object *nf = get(m, "nonfinite");
+	if (nf && json_object_is_type(nf, json_type_int) && json_object_get_int64(nf) > 0)
+		st->nonfinite = (size_t)json_object_get_int64(nf);
+	if (st->n == 0)
+		return 0;
+	json_object *mean = get(m, "mean"), *mn = get(m, "min"), *mx = get(m, "max");
+	if (!is_num(mean) || !is_num(mn) || !is_num(mx))
+		return BAD("metric '%s' of condition %zu lacks mean, min or max", name,
+			   ci);
+	st->mean = json_object_get_double(mean);
+	st->min = json_object_get_double(mn);
+	st->max = json_object_get_double(mx);
+	json_object *sd = get(m, "std"), *c95 = get(m, "ci95");
+	if (st->n >= 2 && is_num(sd) && is_num(get(c95, "low")) && is_num(get(c95, "high"))) {
+		st->has_spread = true;
+		st->std = json_object_get_double(sd);
+		st->ci_low = json_object_get_double(get(c95, "low"));
+		st->ci_high = json_object_get_double(get(c95, "high"));
+	}
+	if (!isfinite(st->mean) || !isfinite(st->min) || !isfinite(st->max) ||
+	    (st->has_spread && (!isfinite(st->std) || !isfinite(st->ci_low) || !isfinite(st->ci_high))))
+		return BAD("metric '%s' of condition %zu has a value that is not finite",
+			   name, ci);
+	return 0;
+}
+
+static size_t get_count(json_object *o, const char *key)
+{
+	json_object *v = get(o, key);
+	return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0
+		       ? (size_t)json_object_get_int64(v)
+		       : 0;
+}
+
+static int sweep_conditions(json_object *conds, lb_report *r, char *err, size_t errlen)
+{
+	size_t nc = json_object_array_length(conds);
+	for (size_t i = 0; i < nc; i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		const char *name = get_str(c, "name");
+		if (!name)
+			return BAD("condition %zu has no name", i);
+		if (find_str(r->conditions, r->nconditions, name) >= 0)
+			return BAD("condition '%s' appears twice (at %zu)", name, i);
+		size_t ci;
+		int rc = add_condition(r, name, &ci);
+		if (rc == -E2BIG)
+			return BAD("more than %d conditions", LB_REPORT_MAX_CONDITIONS);
+		if (rc < 0)
+			return rc;
+		r->cells[ci] = get_count(c, "cells");
+		r->completed[ci] = get_count(c, "completed");
+		json_object *ms = get(c, "metrics");
+		if (ms && !json_object_is_type(ms, json_type_object))
+			return BAD("condition '%s' (%zu) has metrics that are not an object",
+				   name, i);
+		if (!ms)
+			continue;
+		json_object_object_foreach(ms, k, v)
+		{
+			(void)v;
+			metric_index(r, k);
+		}
+	}
+	r->stats = calloc(r->nconditions * r->nmetrics + 1, sizeof *r->stats);
+	if (!r->stats)
+		return -ENOMEM;
+	for (size_t i = 0; i < nc; i++) {
+		json_object *ms = get(json_object_array_get_idx(conds, i), "metrics");
+		if (!ms)
+			continue;
+		json_object_object_foreach(ms, k, v)
+		{
+			ssize_t m = find_str(r->metrics, r->nmetrics, k);
+			if (m < 0)
+				continue;
+			int rc = read_stat(v, &r->stats[i * r->nmetrics + (size_t)m], k, i, err, errlen);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int sweep_failures(json_object *fails, lb_report *r, char *err, size_t errlen)
+{
+	size_t n = fails ? json_object_array_length(fails) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *f = json_object_array_get_idx(fails, i);
+		if (!json_object_is_type(f, json_type_object))
+			return BAD("failure %zu is not an object", i);
+		lb_report_failure *rf = push(&r->failures, &r->nfailures, sizeof *r->failures);
+		if (!rf)
+			return -ENOMEM;
+		const char *status = get_str(f, "status");
+		rf->condition = strdup(get_str(f, "condition") ? get_str(f, "condition") : "?");
+		rf->status = strdup(status ? status : "unknown");
+		rf->run_id = dup_or_null(get_str(f, "run_id"));
+		rf->class_ = dup_or_null(get_str(f, "class"));
+		rf->summary = dup_or_null(get_str(f, "summary"));
+		json_object *seed = get(f, "seed");
+		if (seed && json_object_is_type(seed, json_type_int)) {
+			rf->has_seed = true;
+			rf->seed = (long)json_object_get_int64(seed);
+		}
+		if (!rf->condition || !rf->status)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int lb_report_from_sweep(json_object *doc, lb_report *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	const char *schema = get_str(doc, "schema");
+	if (!json_object_is_type(doc, json_type_object))
+		return BAD("not a sweep document: not a JSON object");
+	if (!schema || strcmp(schema, LB_SWEEP_SCHEMA) != 0)
+		return BAD("not a sweep document: schema is '%s', not " LB_SWEEP_SCHEMA,
+			   schema ? schema : "(none)");
+	const char *id = get_str(doc, "id");
+	json_object *conds = get(doc, "conditions"), *fails = get(doc, "failures"),
+		    *ident = get(doc, "identical_conditions");
+	if (!id)
+		return BAD("sweep document has no id");
+	if (!conds || !json_object_is_type(conds, json_type_array))
+		return BAD("sweep document has no conditions array");
+	if (fails && !json_object_is_type(fails, json_type_array))
+		return BAD("sweep document's failures are not an array");
+	lb_buf t = {0};
+	lb_buf_printf(&t, "sweep %s", id);
+	out->title = t.data;
+	const char *src = get_str(doc, "expdir");
+	out->source = dup_or_null(src);
+	out->status = dup_or_null(get_str(doc, "status"));
+	int rc = sweep_conditions(conds, out, err, errlen);
+	if (rc == 0)
+		rc = sweep_failures(fails, out, err, errlen);
+	size_t ni = ident && json_object_is_type(ident, json_type_array) ? json_object_array_length(ident) : 0;
+	for (size_t i = 0; rc == 0 && i < ni; i++) {
+		const char *msg = get_str(json_object_array_get_idx(ident, i), "message");
+		char *d = msg ? strdup(msg) : NULL;
+		char **slot = d ? push(&out->identical, &out->nidentical, sizeof *out->identical) : NULL;
+		if (!slot)
+			free(d);
+		else
+			*slot = d;
+	}
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			snprintf(err, errlen, "out of memory reading the sweep document");
+		lb_report_free(out);
+	}
+	return rc;
+}
+
+int lb_report_read_sweep_runs(lb_report *r, json_object *doc)
+{
+	json_object *cells = get(doc, "cells");
+	size_t n = cells && json_object_is_type(cells, json_type_array) ? json_object_array_length(cells) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *cell = json_object_array_get_idx(cells, i);
+		const char *dir = get_str(cell, "run_dir"), *cond = get_str(cell, "condition");
+		ssize_t ci = cond ? find_str(r->conditions, r->nconditions, cond) : -1;
+		if (!dir || ci < 0)
+			continue;
+		LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		json_object *result = load_json_at(dfd, "result.json");
+		json_object *manifest = load_json_at(dfd, "manifest.json");
+		int rc = run_facts(r, dfd, result, manifest);
+		const char *run_id = get_str(cell, "run_id");
+		json_object *failure = get(result, "failure");
+		for (size_t f = 0; rc == 0 && failure && run_id && f < r->nfailures; f++)
+			if (r->failures[f].run_id && strcmp(r->failures[f].run_id, run_id) == 0 &&
+			    !r->failures[f].nevidence)
+				rc = set_evidence(&r->failures[f], failure);
+		const char *status = get_str(result, "status");
+		if (rc == 0 && status && strcmp(status, "completed") == 0)
+			rc = scan_run_log(r, dfd, (size_t)ci);
+		json_object_put(result);
+		json_object_put(manifest);
+		if (rc < 0)
+			return rc;
+		r->runs_read++;
+	}
+	drop_flat_series(r);
+	return 0;
+}
+
+/* ---- from run directories -------------------------------------------------------------------- */
+
+typedef struct run_value {
+	size_t condition, metric, order;
+	double v;
+} run_value;
+
+struct lb_report_builder {
+	lb_report r;
+	run_value *values;
+	size_t nvalues;
+};
+
+int lb_report_builder_new(lb_report_builder **out)
+{
+	*out = calloc(1, sizeof **out);
+	return *out ? 0 : -ENOMEM;
+}
+
+void lb_report_builder_free(lb_report_builder *b)
+{
+	if (!b)
+		return;
+	lb_report_free(&b->r);
+	free(b->values);
+	free(b);
+}
+
+static bool seed_flag(const char *a)
+{
+	return strcmp(a, "--seed") == 0 || strcmp(a, "--random_seed") == 0 ||
+	       strcmp(a, "--random-seed") == 0;
+}
+
+char *lb_report_run_condition(json_object *result, json_object *manifest)
+{
+	json_object *sweep = get(result, "sweep");
+	if (!sweep)
+		sweep = get(manifest, "sweep");
+	const char *cond = get_str(sweep, "condition");
+	if (cond)
+		return strdup(cond);
+	json_object *config = get(manifest, "config");
+	const char *expdir = get_str(config, "expdir");
+	const char *base = expdir ? strrchr(expdir, '/') : NULL;
+	base = base && base[1] ? base + 1 : (expdir ? expdir : "run");
+	lb_buf b = {0};
+	lb_buf_puts(&b, base);
+	json_object *args = get(config, "args");
+	size_t n = args && json_object_is_type(args, json_type_array) ? json_object_array_length(args) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *a = json_object_get_string(json_object_array_get_idx(args, i));
+		if (!a)
+			continue;
+		if (seed_flag(a)) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--seed=", 7) == 0)
+			continue;
+		lb_buf_printf(&b, " %s", a);
+	}
+	if (!b.data)
+		return strdup("run");
+	return b.data;
+}
+
+static int builder_value(lb_report_builder *b, size_t ci, const char *key, json_object *v)
+{
+	double d;
+	if (is_num(v)) {
+		d = json_object_get_double(v);
+	} else if (json_object_is_type(v, json_type_string)) {
+		const char *s = json_object_get_string(v);
+		if (strcmp(s, "NaN") == 0)
+			d = NAN;
+		else if (strcmp(s, "Infinity") == 0)
+			d = INFINITY;
+		else if (strcmp(s, "-Infinity") == 0)
+			d = -INFINITY;
+		else
+			return 0; /* a label */
+	} else {
+		return 0;
+	}
+	ssize_t m = metric_index(&b->r, key);
+	if (m < 0)
+		return 0;
+	run_value *rv = push(&b->values, &b->nvalues, sizeof *b->values);
+	if (!rv)
+		return -ENOMEM;
+	*rv = (run_value){ci, (size_t)m, 0, d};
+	return 0;
+}
+
+int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *err, size_t errlen)
+{
+	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, errlen, "cannot open run directory %s: %s", run_dir, strerror(errno));
+		return -EINVAL;
+	}
+	json_object *result = load_json_at(dfd, "result.json");
+	if (!result || !json_object_is_type(result, json_type_object)) {
+		json_object_put(result);
+		snprintf(err, errlen, "%s/result.json is missing or not JSON", run_dir);
+		return -EINVAL;
+	}
+	json_object *manifest = load_json_at(dfd, "manifest.json");
+	LB_AUTOFREE char *cond = lb_report_run_condition(result, manifest);
+	lb_report *r = &b->r;
+	ssize_t found = cond ? find_str(r->conditions, r->nconditions, cond) : -1;
+	size_t ci = (size_t)found;
+	int rc = cond ? 0 : -ENOMEM;
+	if (rc == 0 && found < 0) {
+		size_t old = r->nconditions;
+		rc = add_condition(r, cond, &ci);
+		for (size_t s = 0; rc == 0 && s < r->nseries; s++)
+			if (r->series[s].npoints)
+				rc = series_grow(&r->series[s], old, r->nconditions);
+	}
+	const char *status = get_str(result, "status");
+	bool completed = status && strcmp(status, "completed") == 0;
+	if (rc == 0) {
+		r->cells[ci]++;
+		rc = run_facts(r, dfd, result, manifest);
+	}
+	if (rc == 0 && completed) {
+		r->completed[ci]++;
+		json_object *rec = lb_sweep_cell_record(result);
+		json_object *values = get(rec, "metrics");
+		if (values && json_object_is_type(values, json_type_object)) {
+			json_object_object_foreach(values, k, v)
+			{
+				if (rc == 0)
+					rc = builder_value(b, ci, k, v);
+			}
+		}
+		json_object_put(rec);
+		if (rc == 0)
+			rc = scan_run_log(r, dfd, ci);
+	} else if (rc == 0) {
+		lb_report_failure *f = push(&r->failures, &r->nfailures, sizeof *r->failures);
+		json_object *failure = get(result, "failure");
+		json_object *seed = get(get(result, "sweep"), "seed");
+		if (!f)
+			rc = -ENOMEM;
+		if (f) {
+			f->condition = strdup(cond);
+			f->status = strdup(status ? status : "unknown");
+			f->run_id = dup_or_null(get_str(result, "id"));
+			f->class_ = dup_or_null(get_str(failure, "class"));
+			f->summary = dup_or_null(get_str(failure, "summary"));
+			if (seed && json_object_is_type(seed, json_type_int)) {
+				f->has_seed = true;
+				f->seed = (long)json_object_get_int64(seed);
+			}
+			rc = set_evidence(f, failure);
+		}
+	}
+	json_object_put(result);
+	json_object_put(manifest);
+	if (rc == -E2BIG)
+		snprintf(err, errlen, "more than %d conditions", LB_REPORT_MAX_CONDITIONS);
+	else if (rc < 0)
+		snprintf(err, errlen, "reading %s: %s", run_dir, strerror(-rc));
+	if (rc == 0)
+		r->runs_read++;
+	return rc;
+}
+
+static int cmp_value(const void *pa, const void *pb)
+{
+	const run_value *a = pa, *b = pb;
+	if (a->condition != b->condition)
+		return a->condition < b->condition ? -1 : 1;
+	if (a->metric != b->metric)
+		return a->metric < b->metric ? -1 : 1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
+{
+	lb_report *r = &b->r;
+	r->stats = calloc(r->nconditions * r->nmetrics + 1, sizeof *r->stats);
+	double *v = malloc((b->nvalues + 1) * sizeof *v);
+	if (!r->stats || !v) {
+		free(v);
+		return -ENOMEM;
+	}
+	/* Grouped by condition and metric, runs in the order given within each. */
+	for (size_t i = 0; i < b->nvalues; i++)
+		b->values[i].order = i;
+	qsort(b->values, b->nvalues, sizeof *b->values, cmp_value);
+	for (size_t i = 0; i < b->nvalues;) {
+		size_t c = b->values[i].condition, m = b->values[i].metric, n = 0;
+		lb_report_stat *st = &r->stats[c * r->nmetrics + m];
+		st->present = true;
+		for (; i < b->nvalues && b->values[i].condition == c && b->values[i].metric == m; i++) {
+			if (isfinite(b->values[i].v))
+				v[n++] = b->values[i].v;
+			else
+				st->nonfinite++;
+		}
+		lb_sweep_stats s;
+		if (n == 0 || lb_sweep_stats_compute(v, n, &s) < 0)
+			continue;
+		st->n = s.n;
+		st->mean = s.mean;
+		st->min = s.min;
+		st->max = s.max;
+		st->has_spread = s.has_spread;
+		st->std = s.std;
+		st->ci_low = s.ci_low;
+		st->ci_high = s.ci_high;
+	}
+	free(v);
+	lb_buf t = {0};
+	lb_buf_printf(&t, "%zu run%s", r->runs_read, r->runs_read == 1 ? "" : "s");
+	r->title = t.data;
+	drop_flat_series(r);
+	*out = *r;
+	memset(r, 0, sizeof *r);
+	return out->title ? 0 : -ENOMEM;
+}

@@ -1,0 +1,420 @@
+"""labbox report: a sweep's or runs' results as one self-contained HTML page, Markdown, CSV.
+
+Real sweeps and runs of real Python experiments, then the real binary's report, opened in a real
+browser (Debian's headless Chromium): the DOM after rendering is checked against sweep.json and
+the runs' own result.json, the page must fetch nothing (every request Chromium would make goes
+to a proxy this test listens on, which must see no connection), and a screenshot is kept.
+"""
+import csv
+import io
+import json
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import LABBOX, PYTHON, REPO, labbox, write_exp
+from test_sweep import t975
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+GRID_MAIN = r'''
+import argparse, json
+p = argparse.ArgumentParser()
+p.add_argument("--mode", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+for step in range(1, 6):
+    print(f"step={step} loss: {1.0 / (step + a.seed + (2 if a.mode == 'neg' else 1)):.6f}")
+if a.mode == "crash":
+    raise ValueError("evidence <script>alert(1)</script> of the crash")
+print(f"accuracy: {0.5 + a.seed / 100 + (0.2 if a.mode == 'neg' else 0):.6f}")
+if a.mode == "neg":
+    print(f"delta: {-0.5 - a.seed / 10:.6f}")
+# A results file may name a metric anything at all.
+json.dump({"<img src=http://example.invalid/x.png>": a.seed + 1.0}, open("results.json", "w"))
+'''
+
+
+def run_json(*args, timeout=600):
+    p = labbox(*args, timeout=timeout)
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"rc={p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n"
+                             f"{p.stderr[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def recs(tmp_path_factory):
+    """Two real sweeps (the ridge example, and a grid with a crash, a metric one condition
+    alone reports, negative values and per-step losses) and three plain runs of an experiment
+    whose directory name is hostile (markup and a byte that is not UTF-8)."""
+    tmp = tmp_path_factory.mktemp("report")
+    runs = tmp / "runs"
+    p, ridge = run_json("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--jobs", "2",
+                        "--seeds", "0-2", "--param", "lam=0.01,100", "--param", "noise=0.1",
+                        REPO / "examples" / "sweep")
+    assert p.returncode == 0, p.stderr[-3000:]
+    exp = write_exp(tmp, GRID_MAIN, "metrics: none\n", name="grid")
+    p, grid = run_json("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--jobs", "2",
+                       "--seeds", "0-1", "--param", "mode=ok,neg,crash", exp)
+    assert p.returncode == 1 and grid["counts"]["failed"] == 2, p.stderr[-3000:]
+    hostile_name = os.fsdecode(b"exp-<img src=x onerror=alert(1)>-\xff")
+    hexp = write_exp(tmp, "import argparse\np = argparse.ArgumentParser()\n"
+                          "p.add_argument('--seed', type=int)\np.add_argument('--lr')\n"
+                          "a = p.parse_args()\nprint(f'score: {a.seed * 1.5 + float(a.lr):.4f}')\n",
+                     name=hostile_name)
+    plain = []
+    for seed, lr in ((1, "0.1"), (2, "0.1"), (3, "0.5")):
+        p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, hexp, "--",
+                          "--seed", seed, "--lr", lr)
+        assert p.returncode == 0, p.stderr[-3000:]
+        plain.append(res)
+    return {"tmp": tmp, "runs": runs, "ridge": ridge, "grid": grid, "plain": plain}
+
+
+def report(recs, *args):
+    return labbox("report", "--runs-dir", recs["runs"], *map(str, args))
+
+
+class Dom(HTMLParser):
+    """Elements with their attributes and text, as Chromium serialised them."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.elements, self.stack = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        el = {"tag": tag, "attrs": dict(attrs), "text": "", "parents": list(self.stack)}
+        self.elements.append(el)
+        if tag not in ("br", "meta", "line", "circle", "input", "img", "link", "hr"):
+            self.stack.append(el)
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i]["tag"] == tag:
+                del self.stack[i:]
+                break
+
+    def handle_data(self, data):
+        for el in self.stack:
+            el["text"] += data
+
+    def find(self, tag, cls=None, within=None):
+        out = []
+        for el in self.elements:
+            if el["tag"] != tag:
+                continue
+            if cls and cls not in el["attrs"].get("class", "").split():
+                continue
+            if within is not None and within not in el["parents"]:
+                continue
+            out.append(el)
+        return out
+
+
+# What Chromium asks for by itself, whatever the page (component updates, its account
+# service), even with --disable-component-update and --disable-background-networking; an
+# empty page gets these too.
+CHROMIUM_OWN = {"update.googleapis.com", "accounts.google.com", "clients2.google.com",
+                "clients1.google.com", "redirector.gvt1.com", "edgedl.me.gvt1.com",
+                "safebrowsingohttpgateway.googleapis.com", "optimizationguide-pa.googleapis.com"}
+
+
+class Proxy:
+    """A TCP listener Chromium is told to use as its proxy for everything: it records the host
+    of every request (CONNECT host:port, or GET http://host/...) and answers none."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.hosts = []
+        self.sock.settimeout(0.2)
+        self.stop = False
+        self.t = threading.Thread(target=self._loop, daemon=True)
+        self.t.start()
+
+    def _loop(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            c.settimeout(2)
+            try:
+                first = c.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace").split()
+            except OSError:
+                first = []
+            c.close()
+            target = first[1] if len(first) > 1 else "?"
+            host = target.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+            self.hosts.append(host)
+
+    def page_hosts(self):
+        return sorted(set(self.hosts) - CHROMIUM_OWN)
+
+    def close(self):
+        self.stop = True
+        self.t.join()
+        self.sock.close()
+
+
+def chromium(html: Path, profile: Path, proxy: Proxy, *extra):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (scripts/deps installs Debian's chromium)")
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+           f"--proxy-server=http://127.0.0.1:{proxy.port}", "--proxy-bypass-list=<-loopback>",
+           *extra, html.as_uri()]
+    p = subprocess.run(cmd, capture_output=True, timeout=180,
+                       env={**os.environ, "HOME": str(profile)})
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
+    return p.stdout.decode()
+
+
+def png_size(path: Path):
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def render(recs, name, *ids):
+    out = recs["tmp"] / f"{name}.html"
+    p = report(recs, "-o", out, *ids)
+    assert p.returncode == 0, p.stderr
+    proxy = Proxy()
+    try:
+        profile = recs["tmp"] / f"chromium-{name}"
+        dom = chromium(out, profile, proxy, "--dump-dom")
+        shot = recs["tmp"] / f"{name}.png"
+        chromium(out, profile, proxy, f"--screenshot={shot}", "--window-size=1366,900",
+                 "--hide-scrollbars")
+    finally:
+        proxy.close()
+    assert proxy.page_hosts() == [], "the report made Chromium fetch something"
+    assert shot.exists() and shot.stat().st_size > 20000, "the screenshot is missing or blank"
+    assert png_size(shot) == (1366, 900)
+    return out, Dom(dom), dom
+
+
+def test_the_network_check_sees_what_a_page_fetches(tmp_path):
+    """The proxy check above can fail: a page that names an outside image is seen fetching."""
+    page = tmp_path / "control.html"
+    page.write_text('<!DOCTYPE html><img src="http://example.invalid/x.png">'
+                    '<link rel="stylesheet" href="https://cdn.example.invalid/s.css">')
+    proxy = Proxy()
+    try:
+        chromium(page, tmp_path / "profile", proxy, "--dump-dom")
+    finally:
+        proxy.close()
+    assert {"example.invalid", "cdn.example.invalid"} <= set(proxy.page_hosts()), proxy.hosts
+
+
+def assert_offline_markup(dom: Dom):
+    for el in dom.elements:
+        assert el["tag"] not in ("script", "img", "link", "iframe", "object", "embed"), el
+        for k, v in el["attrs"].items():
+            if k in ("src", "href", "xlink:href", "action", "poster", "srcset"):
+                assert not (v or "").lower().lstrip().startswith(("http:", "https:", "//")), el
+
+
+def num(s):
+    return float(s)
+
+
+def test_html_of_a_sweep_in_a_browser(recs):
+    grid = recs["grid"]
+    out, dom, raw = render(recs, "grid", grid["id"])
+    assert_offline_markup(dom)
+    rows = {r["attrs"]["data-condition"]: r for r in dom.find("tr", "condition")}
+    assert sorted(rows) == sorted(c["name"] for c in grid["conditions"])
+    metrics = []
+    for c in grid["conditions"]:
+        for m in c["metrics"]:
+            if m not in metrics:
+                metrics.append(m)
+    assert "delta" in metrics and any("<img" in m for m in metrics)
+    for c in grid["conditions"]:
+        cells = {td["attrs"]["data-metric"]: td for td in dom.find("td", within=rows[c["name"]])
+                 if "data-metric" in td["attrs"]}
+        assert sorted(cells) == sorted(metrics)
+        for m in metrics:
+            st = c["metrics"].get(m)
+            td = cells[m]
+            if not st or not st["n"]:
+                assert "data-mean" not in td["attrs"], (c["name"], m)
+                continue
+            assert num(td["attrs"]["data-mean"]) == pytest.approx(st["mean"], rel=1e-12)
+            assert int(td["attrs"]["data-n"]) == st["n"]
+            if st["ci95"]:
+                assert num(td["attrs"]["data-ci-low"]) == pytest.approx(st["ci95"]["low"], rel=1e-12)
+                assert num(td["attrs"]["data-ci-high"]) == pytest.approx(st["ci95"]["high"], rel=1e-12)
+    # One plot per metric, each with an error bar per condition that has an interval.
+    plots = dom.find("svg", "metric-plot")
+    assert sorted(p["attrs"]["data-metric"] for p in plots) == sorted(metrics)
+    for p in plots:
+        m = p["attrs"]["data-metric"]
+        with_ci = [c for c in grid["conditions"] if (c["metrics"].get(m) or {}).get("ci95")]
+        assert len(dom.find("line", "err", within=p)) == 3 * len(with_ci), m
+        assert dom.find("text", "tick", within=p), m
+        missing = [c for c in grid["conditions"] if m not in c["metrics"] and c["completed"]]
+        flags = [t["text"] for t in dom.find("text", "flag", within=p)]
+        assert flags.count("not reported") == len(missing), (m, flags)
+        assert flags.count("no completed run") == 1, (m, flags)
+    # The losses printed per step are a series, one line per condition that completed.
+    series = dom.find("svg", "series-plot")
+    assert [s["attrs"]["data-metric"] for s in series] == ["loss"]
+    assert len(dom.find("polyline", within=series[0])) == 2
+    # Failures: each with its class and the evidence, the markup in it shown as text.
+    fails = dom.find("tr", "failure")
+    assert len(fails) == len(grid["failures"]) == 2
+    classes = sorted(td["text"] for f in fails for td in dom.find("td", "class", within=f))
+    assert classes == sorted(f["class"] for f in grid["failures"])
+    ev = " ".join(e["text"] for e in dom.find("pre", "evidence"))
+    assert "<script>alert(1)</script>" in ev
+    assert "<img src=http://example.invalid/x.png>" in raw.replace("&lt;", "<").replace("&gt;", ">")
+    # Reproducibility facts from the cells' records.
+    facts = {dt["text"]: dd["text"] for dt, dd in zip(dom.find("dt"), dom.find("dd"))}
+    assert set(facts) >= {"interpreter", "packages", "git commit", "isolation", "backend"}
+    assert "/usr/bin/python3" in facts["interpreter"]
+    assert "network none" in facts["isolation"]
+    assert "local" in facts["backend"]
+    html = out.read_text()
+    assert "@media print" in html and "<svg" in html
+
+
+def test_md_and_csv_match_sweep_json(recs):
+    for key in ("ridge", "grid"):
+        sw = recs[key]
+        p = report(recs, "--format", "csv", sw["id"])
+        assert p.returncode == 0, p.stderr
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        want = [(c["name"], m, st) for c in sw["conditions"] for m, st in c["metrics"].items()]
+        assert len(rows) == len(want)
+        got = {(r["condition"].lstrip("'"), r["metric"].lstrip("'")): r for r in rows}
+        for cond, m, st in want:
+            r = got[(cond, m)]
+            assert int(r["n"]) == st["n"]
+            assert float(r["mean"]) == st["mean"] and float(r["min"]) == st["min"]
+            assert float(r["max"]) == st["max"]
+            if st["std"] is None:
+                assert r["std"] == r["ci_low"] == r["ci_high"] == ""
+            else:
+                assert float(r["std"]) == st["std"]
+                assert float(r["ci_low"]) == st["ci95"]["low"]
+                assert float(r["ci_high"]) == st["ci95"]["high"]
+        p = report(recs, "--format", "md", sw["id"])
+        assert p.returncode == 0, p.stderr
+        lines = [l for l in p.stdout.splitlines() if l.startswith("|")]
+        header = [h.strip() for h in lines[0].strip("|").split("|")]
+        assert header[:2] == ["condition", "n"]
+        assert set(lines[1].replace("|", "").replace("-", "").replace(":", "")) <= {""}
+        body = lines[2:]
+        assert len(body) == len(sw["conditions"])
+        for line, c in zip(body, sw["conditions"]):
+            cells = [x.strip() for x in line.strip("|").split(" | ")]
+            assert cells[0] == c["name"] and int(cells[1]) == c["completed"]
+            for h, cell in zip(header[2:], cells[2:]):
+                st = next((v for k, v in c["metrics"].items()
+                           if k.replace("<", "&lt;").replace(">", "&gt;") == h), None)
+                if st is None:
+                    assert cell == "-"
+                    continue
+                mean, _, half = cell.partition(" ± ")
+                assert float(mean.split()[0]) == pytest.approx(st["mean"], rel=1e-5)
+                if st["ci95"]:
+                    assert float(half.split()[0]) == pytest.approx(
+                        (st["ci95"]["high"] - st["ci95"]["low"]) / 2, rel=1e-2)
+
+
+def test_runs_are_grouped_by_their_arguments_without_the_seed(recs):
+    plain = recs["plain"]
+    ids = [r["id"] for r in plain]
+    p = report(recs, "--format", "csv", *ids)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    by = {r["condition"]: r for r in rows if r["metric"] == "score"}
+    assert len(by) == 2
+    pooled = [float(r["metrics"]["values"]["score"]) for r in plain[:2]]
+    cond = next(k for k in by if k.endswith("--lr 0.1"))
+    r = by[cond]
+    assert int(r["n"]) == 2 and float(r["mean"]) == pytest.approx(statistics.mean(pooled))
+    half = t975(1) * statistics.stdev(pooled) / 2 ** 0.5
+    assert float(r["ci_high"]) == pytest.approx(statistics.mean(pooled) + half, rel=1e-6)
+    # The hostile directory name reaches the page only as text.
+    out, dom, raw = render(recs, "plain", *ids)
+    assert_offline_markup(dom)
+    names = [r["attrs"]["data-condition"] for r in dom.find("tr", "condition")]
+    assert any("<img src=x onerror=alert(1)>-\\xff" in n for n in names), names
+    assert len(dom.find("svg", "metric-plot")) == 1
+
+
+def test_a_sweep_id_and_runs_together_pool_by_condition(recs):
+    ridge = recs["ridge"]
+    p = report(recs, "--format", "csv", ridge["id"], recs["plain"][0]["id"])
+    assert p.returncode == 0, p.stderr
+    conds = {r["condition"] for r in csv.DictReader(io.StringIO(p.stdout))}
+    assert conds >= {c["name"] for c in ridge["conditions"]} and len(conds) == 3
+
+
+def test_stdout_without_o_and_json_with_it(recs):
+    p = report(recs, recs["ridge"]["id"])
+    assert p.returncode == 0 and p.stdout.startswith("<!DOCTYPE html>")
+    out = recs["tmp"] / "r.md"
+    p = report(recs, "--json", "-o", out, recs["ridge"]["id"])
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["schema"] == "labbox.report/1" and doc["format"] == "md"
+    assert doc["conditions"] == 2 and out.read_text().startswith("| condition |")
+
+
+def test_errors_name_the_problem(recs):
+    before = sorted(os.listdir(recs["runs"]))
+    p = report(recs, "-o", recs["tmp"] / "x.html", "no-such-id")
+    assert p.returncode == 2 and "no-such-id" in p.stderr
+    p = report(recs, "--json", "-o", recs["tmp"] / "x.html", "no-such-id")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and doc["schema"] == "labbox.error/1"
+    assert "no-such-id" in doc["error"]["message"]
+    bad = recs["tmp"] / "bad"
+    bad.mkdir()
+    (bad / "sweep.json").write_text('{"schema": "labbox.sweep/1", "id": "x", "conditions": [')
+    p = report(recs, bad / "sweep.json")
+    assert p.returncode == 2 and "not JSON" in p.stderr and "sweep.json" in p.stderr
+    (bad / "sweep.json").write_text('{"schema": "labbox.run/1"}')
+    p = report(recs, bad / "sweep.json")
+    assert p.returncode == 2 and "not a sweep document" in p.stderr
+    (bad / "sweep.json").write_text(json.dumps({"schema": "labbox.sweep/1", "id": "x",
+                                                "conditions": [{"name": "a", "metrics": {
+                                                    "acc": {"n": 2, "mean": "high"}}}]}))
+    p = report(recs, bad / "sweep.json")
+    assert p.returncode == 2 and "'acc'" in p.stderr
+    # The sweep's own sweep.json, damaged, is named.
+    sd = recs["runs"].parent / "sweeps" / recs["grid"]["id"]
+    copy = recs["tmp"] / "sweep-copy.json"
+    shutil.copy(sd / "sweep.json", copy)
+    try:
+        (sd / "sweep.json").write_text("{")
+        p = report(recs, recs["grid"]["id"])
+        assert p.returncode == 2 and str(sd / "sweep.json") in p.stderr
+    finally:
+        shutil.copy(copy, sd / "sweep.json")
+    p = report(recs, "-o", recs["tmp"] / "no-dir" / "r.html", recs["ridge"]["id"])
+    assert p.returncode == 2 and "cannot write" in p.stderr and "no-dir" in p.stderr
+    p = report(recs, "--format", "pdf", recs["ridge"]["id"])
+    assert p.returncode == 2 and "pdf" in p.stderr
+    p = report(recs)
+    assert p.returncode == 2
+    # Reading never runs anything.
+    assert sorted(os.listdir(recs["runs"])) == before
