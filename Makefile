@@ -218,8 +218,12 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)
 
-# bench/sweep: `labbox sweep --jobs 2` on a 2 x 8 grid against the same cells under xargs -P 2.
-.PHONY: bench-sweep
+# bench/sweep: `labbox sweep --jobs 2` on a 2 x 8 grid against the same cells under xargs -P 2;
+# bench-sweep-slurm: the Slurm job array against as many single sbatch calls (SLURM_CONF's
+# cluster, else, as root, one of tests/services/slurm).
+.PHONY: bench-sweep bench-sweep-slurm
 bench-sweep: $(BUILD)/labbox
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/sweep
+bench-sweep-slurm: $(BUILD)/labbox
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/sweep --slurm
 bench: bench-sweep

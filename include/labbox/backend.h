@@ -198,6 +198,7 @@ typedef struct lb_slurm_submit {
 	unsigned max_parallel;  /* the %P of --array; 0: no limit */
 	const lb_slurm_cell *cells;
 	size_t ncells;
+	bool plan_only; /* write job.sh and the command line, submit nothing (job_id stays "") */
 } lb_slurm_submit;
 
 /* Writes DIR/job.sh and runs sbatch; job_id gets the job's id (digits only). The sbatch
@@ -211,6 +212,41 @@ int lb_slurm_submit_array(const lb_slurm_submit *s, struct json_object *cmd, cha
  * states and nodes are arrays of ntasks strings of 32 and 128 bytes. 0, or -EHOSTUNREACH
  * when squeue did not answer. */
 int lb_slurm_poll(const char *job_id, size_t ntasks, char (*states)[32], char (*nodes)[128]);
+
+/* One task as squeue's long format shows it: state ("" when squeue no longer shows it),
+ * node, and how often Slurm started it again (requeued, preempted). */
+typedef struct lb_slurm_task {
+	char state[32];
+	char node[128];
+	int restarts;
+} lb_slurm_task;
+/* As lb_slurm_poll, one squeue call for the whole array, in squeue's long format
+ * (ArrayTaskID|State|RestartCnt|NodeList|), which also says how often each task was started
+ * again. */
+int lb_slurm_poll_tasks(const char *job_id, size_t ntasks, lb_slurm_task *tasks);
+/* Its parser, on squeue's output (modified in place): lines that are not four fields with an
+ * upper-case state and a count are skipped; task ranges ("[2-3%2]") are expanded. */
+int lb_slurm_tasks_parse(char *text, size_t ntasks, lb_slurm_task *tasks);
+/* Whether a job state is one a job does not leave (COMPLETED, FAILED, CANCELLED, TIMEOUT...). */
+bool lb_slurm_state_final(const char *state);
+/* scancel [--signal=SIG] [--batch] [--state=STATE] JOB, bounded; what it says is dropped. */
+void lb_slurm_cancel(const char *job_id, const char *signal, bool batch_only, const char *state);
+/* labbox killed outright (SIGKILL) must not leave its job behind: a child holding a pipe
+ * runs `scancel JOB` when the pipe's other end closes without a word (the process died);
+ * lb_slurm_guard_stop tells it all is well and reaps it. */
+typedef struct lb_slurm_guard {
+	int wr;
+	pid_t pid;
+} lb_slurm_guard;
+void lb_slurm_guard_start(const char *job_id, lb_slurm_guard *g);
+void lb_slurm_guard_stop(lb_slurm_guard *g);
+/* The clients are on PATH, the configuration readable and the controller answers (and has
+ * partition when not NULL), as mode slurm checks before it submits: 0 with the cluster's
+ * name and version, else -EHOSTUNREACH / -ENOENT with err saying why. */
+int lb_slurm_reach(const char *partition, char cluster[128], char version[64], char *err,
+		   size_t errlen);
+/* This binary where the nodes can run it (bin/labbox-SHA16 beside runs_dir, copied once). */
+int lb_slurm_place_labbox(const char *runs_dir, char out[4096], char *err, size_t errlen);
 
 /* The node-side command of one cell: LABBOX run --json --mode local -q --runs-dir RUNS --python PY
  * --policy P [--trust-project] [--budget B] --grace G [sandbox flags] --entry ENTRY

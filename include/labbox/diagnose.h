@@ -55,4 +55,23 @@ typedef struct lb_diagnosis_input {
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out);
 
 
+/* Standing permission to escalate (`run --escalate network,gpus,env,memory`): which one a
+ * failure calls for. */
+enum {
+	LB_ESCALATE_NETWORK = 1 << 0, /* the host network */
+	LB_ESCALATE_GPUS = 1 << 1,    /* the host's GPUs */
+	LB_ESCALATE_ENV = 1 << 2,     /* the environment `--env auto` finds */
+	LB_ESCALATE_MEMORY = 1 << 3,  /* twice the memory limit */
+};
+/* Parse "network,gpus,env,memory" (any subset, any order) into LB_ESCALATE_* bits: 0, or
+ * -EINVAL with err naming the word that is not one. */
+int lb_escalate_parse(const char *list, unsigned *mask, char *err, size_t errlen);
+/* "network", "gpus", "env", "memory" for one bit; NULL for anything else. */
+const char *lb_escalate_name(unsigned bit);
+/* The escalation that lifts what a failure (lb_diagnose_failure's object) says stopped the
+ * run: network for class network and for a socket the sandbox refused, gpus for
+ * gpu_unavailable, memory for oom (not gpu_oom: more host memory does not help), env for
+ * wrong_env and missing_package; 0 when none would. */
+unsigned lb_diagnose_escalation(const struct json_object *failure);
+
 #endif

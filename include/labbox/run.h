@@ -107,4 +107,43 @@ struct lb_backend;
 int lb_run_on(struct lb_backend *be, const lb_run_request *req, lb_run_result *out);
 void lb_run_result_free(lb_run_result *out);
 
+/* Attempts of one `labbox run` (attempts.c, repair.c): the user's standing permission to
+ * escalate (--escalate) and the repair loop (--repair-cmd). Every attempt is a run of its own
+ * (its own id, run directory, manifest and index entry, so `labbox rerun` of any of them
+ * repeats its flags); the last one's result.json is the verdict, with `attempts`,
+ * `escalation` and `repair` added (docs/result-json.md). */
+
+/* What an attempt's sandbox is given beyond the caller's flags. */
+typedef struct lb_attempt_grant {
+	unsigned escalated;    /* LB_ESCALATE_* in effect (labbox/diagnose.h) */
+	uint64_t memory_bytes; /* with LB_ESCALATE_MEMORY: the limit in effect */
+} lb_attempt_grant;
+
+/* Builds one attempt's sandbox: the caller's flags with the grant applied; *sandbox_config
+ * is the manifest's record of those flags (as lb_run_request.sandbox_config). Returns 0,
+ * -ENODEV when the GPUs it grants are not on this host, another negative errno otherwise;
+ * err says why. */
+typedef int (*lb_attempt_sandbox_fn)(void *ctx, const lb_attempt_grant *grant, lb_sandbox **sb,
+				     struct json_object **sandbox_config, char *err, size_t errlen);
+
+typedef struct lb_attempts_config {
+	unsigned escalate;       /* LB_ESCALATE_* the user permits; 0: never escalated */
+	const char *repair_cmd;  /* a shell command line; NULL: no repair loop */
+	unsigned max_repairs;    /* 0: 3, the seed's */
+	bool apply;              /* a repair that fixed the run is copied into the experiment */
+	double repair_timeout;   /* each repair command's limit; 0: the budget, else 600 s */
+	lb_attempt_sandbox_fn sandbox;
+	void *sandbox_ctx;
+} lb_attempts_config;
+
+#define LB_REPAIR_DEFAULT_MAX 3
+#define LB_REPAIR_DEFAULT_TIMEOUT 600.0
+
+/* Runs req (lb_run_mode) in sb (the caller's, for the first attempt), then again, each time in
+ * a sandbox from ac->sandbox, while a failure is one the permissions lift or the repair command
+ * may fix. out is the last attempt's, its doc and result.json with the attempts added. Returns
+ * what lb_run_mode returns; -EINVAL without ac->sandbox when a later attempt may be needed. */
+int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts_config *ac,
+		    lb_run_result *out);
+
 #endif

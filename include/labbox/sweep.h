@@ -14,6 +14,8 @@
 #ifndef LABBOX_SWEEP_H
 #define LABBOX_SWEEP_H
 
+#include "labbox/backend.h"
+
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -221,6 +223,8 @@ typedef enum lb_sweep_event_kind {
 	LB_SWEEP_CELL_FINISHED,
 	LB_SWEEP_TICK, /* about once a second, for a live progress line */
 	LB_SWEEP_STOPPING, /* a signal or the sweep budget: running cells are being ended */
+	LB_SWEEP_SUBMITTED, /* slurm: the array was accepted (task: the job id) */
+	LB_SWEEP_CELL_REQUEUED, /* slurm: Slurm started the cell's task again */
 } lb_sweep_event_kind;
 
 typedef struct lb_sweep_event {
@@ -236,6 +240,12 @@ typedef struct lb_sweep_event {
 	size_t running;
 	int signal;            /* STOPPING: the signal, 0 for the sweep budget */
 	double eta;            /* TICK and FINISHED: lb_sweep_eta, < 0 unknown */
+	/* slurm (slot is NULL there): the task ("JOB_K"), its node, its last state as squeue
+	 * showed it ("" when squeue no longer shows it), how often Slurm started it again, and
+	 * whether this sweep asked it to stop (a signal, the sweep budget). */
+	const char *task, *node, *state;
+	int requeues;
+	bool stopped_by_us;
 } lb_sweep_event;
 
 typedef struct lb_sweep_local {
@@ -267,5 +277,43 @@ typedef struct lb_sweep_local_result {
  * their records, and waits for them. -EINVAL with err for a plan this machine cannot run. */
 int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t ntodo,
 		       lb_sweep_local_result *out, char *err, size_t errlen);
+
+/* ---- running cells as one Slurm job array -------------------------------------------------- */
+
+typedef struct lb_sweep_slurm {
+	/* The job's settings and one cell per entry of todo, in that order: array task k runs
+	 * plan cell todo[k]. */
+	lb_slurm_submit submit;
+	double poll_s;       /* squeue interval; 0: 0.5 s, as for one run */
+	double sweep_budget; /* seconds from submission; 0: none */
+	double grace;        /* the node's grace: a stop waits grace + 30 s before scancel */
+	int (*on_event)(void *ctx, const lb_sweep_event *ev);
+	void *ctx;
+} lb_sweep_slurm;
+
+typedef struct lb_sweep_slurm_task {
+	char state[32], node[128];
+	int requeues;
+	bool started, finished, stopped_by_us;
+	double t_start, wall;
+} lb_sweep_slurm_task;
+
+typedef struct lb_sweep_slurm_result {
+	int stop_signal;      /* the first SIGINT/SIGTERM/SIGHUP, 0 for none */
+	bool budget_exceeded;
+	bool lost_contact;    /* squeue failed for two minutes: the array was cancelled */
+	char job_id[32];
+	size_t finished;
+} lb_sweep_slurm_result;
+
+/* Submits the cells as one array (one sbatch call), then waits with squeue until every task
+ * is over, reporting SUBMITTED, CELL_STARTED (RUNNING on a node), CELL_REQUEUED,
+ * CELL_FINISHED and TICK. On SIGINT, SIGTERM or SIGHUP, or when the sweep budget is spent,
+ * pending tasks are cancelled and running ones get SIGTERM (the node's labbox ends its run as
+ * interrupted, with its records), then scancel after the grace. tasks has ntodo entries; cmd
+ * (may be NULL) gets the sbatch command line. -EHOSTUNREACH with err when sbatch refused. */
+int lb_sweep_run_slurm(const lb_sweep_slurm *cfg, const size_t *todo, size_t ntodo,
+		       lb_sweep_slurm_task *tasks, struct json_object *cmd,
+		       lb_sweep_slurm_result *out, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_EXIT_USAGE 2
 #define CLI_MEMORY_MIN ((uint64_t)32 << 20) /* the smallest --memory accepted */
@@ -171,6 +172,13 @@ void cli_json_print(struct json_object *doc);
 struct json_object *cli_json_error_doc(const char *cmd, int rc);
 /* When in JSON mode and no document was printed, print labbox.error/1. Returns rc. */
 int cli_json_finish(int rc);
+
+/* run's attempts (attempts.c): OPT_ESCALATE..OPT_APPLY into ac (0, or -1 after printing the
+ * error); the summary's lines for result.json's attempts, escalation and repair. */
+enum { OPT_ESCALATE = 880, OPT_REPAIR_CMD, OPT_MAX_REPAIRS, OPT_APPLY };
+struct lb_attempts_config;
+int cli_attempts_opt(int opt, const char *arg, struct lb_attempts_config *ac, bool *max_set);
+void cli_print_attempts(FILE *f, struct json_object *doc);
 
 int cli_exec(int argc, char **argv);
 int cli_run(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include "labbox/check.h"
 #include "labbox/collect.h"
 #include "labbox/config.h"
+#include "labbox/diagnose.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
@@ -11,6 +12,7 @@
 
 #include "labbox/config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -98,6 +100,23 @@ static const char run_help[] =
 	"                       capabilities as they happen (default: on for standard and\n"
 	"                       strict, record for permissive; on under permissive enforces the\n"
 	"                       standard rules); recorded in the manifest, repeated by rerun\n"
+	"  --escalate network,gpus,env,memory\n"
+	"                       standing permission: when the run fails for one of these\n"
+	"                       reasons it is run once more with just that escalation (the host\n"
+	"                       network; all GPUs, when the host has any; twice --memory, after\n"
+	"                       an oom; the environment --env auto finds, after a missing\n"
+	"                       package or a wrong environment); every attempt is in\n"
+	"                       result.json's attempts. Never escalated without it\n"
+	"  --repair-cmd CMD     after a rejection or a failure, run `sh -c CMD` on the host as\n"
+	"                       you, in a fresh copy of the experiment, with result.json on\n"
+	"                       stdin (and LABBOX_RESULT, LABBOX_RUN_DIR, LABBOX_REPAIR_ATTEMPT);\n"
+	"                       then check and run the copy again. Each repair's diff.patch,\n"
+	"                       cmd.log and result.json are kept in RUN_DIR/repairs/N/; the\n"
+	"                       command is ended after --budget seconds (600 without one)\n"
+	"  --max-repairs N      repairs before the loop gives up (default 3); the exit status is\n"
+	"                       the last attempt's\n"
+	"  --apply              copy a repair that fixed the run into EXPDIR (without it EXPDIR\n"
+	"                       is never changed)\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
@@ -294,6 +313,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 		if (sug)
 			fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
 	}
+	cli_print_attempts(f, doc);
 	fprintf(f, "  run dir: %s\n", out->run_dir);
 }
 
@@ -333,6 +353,78 @@ static int split_metrics(const char *arg, char ***v, size_t *n)
 	return 0;
 }
 
+/* The sandbox of the flags o for req: 0, or the exit code after printing the error. */
+static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, char **hide,
+			size_t nhide, lb_sandbox **out)
+{
+	lb_sandbox *sb = NULL;
+	if (lb_sandbox_new(&sb) < 0) {
+		cli_error("run", "out of memory");
+		return 125;
+	}
+	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
+	 * nothing, so they are not looked for here (the remote labbox checks them). In mode
+	 * slurm the GPUs are the job's: this host need not have them. */
+	cli_sandbox_opts here = *o;
+	if (mode_is_ssh(req)) {
+		here.gpus = NULL;
+		here.nvolumes = 0;
+	} else if (slurm_mode(req)) {
+		here.gpus = NULL;
+	}
+	int rc = cli_sandbox_apply("run", &here, sb);
+	for (size_t i = 0; rc == 0 && i < nhide; i++)
+		if (lb_sandbox_mask(sb, hide[i]) < 0) {
+			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
+			rc = 125;
+		}
+	if (rc != 0)
+		lb_sandbox_free(sb);
+	else
+		*out = sb;
+	return rc;
+}
+
+typedef struct attempt_ctx {
+	const cli_sandbox_opts *o;
+	const lb_run_request *req;
+	char **hide;
+	size_t nhide;
+} attempt_ctx;
+
+/* A later attempt's sandbox: the user's flags with what the escalations grant. The GPUs are
+ * looked for quietly, so a host without any declines the escalation instead of failing. */
+static int attempt_sandbox(void *ctx, const lb_attempt_grant *g, lb_sandbox **sb,
+			   json_object **config, char *err, size_t errlen)
+{
+	attempt_ctx *c = ctx;
+	cli_sandbox_opts o = *c->o;
+	if (g->escalated & LB_ESCALATE_NETWORK)
+		o.network = LB_NET_HOST;
+	if (g->escalated & LB_ESCALATE_MEMORY)
+		o.memory = g->memory_bytes;
+	bool gpus = g->escalated & LB_ESCALATE_GPUS;
+	bool remote_gpus = mode_is_ssh(c->req) || slurm_mode(c->req);
+	if (gpus)
+		o.gpus = NULL;
+	if (make_sandbox(&o, c->req, c->hide, c->nhide, sb) != 0) {
+		snprintf(err, errlen, "the sandbox could not be set up again (see above)");
+		return -EINVAL;
+	}
+	if (gpus && !remote_gpus) {
+		int r = lb_sandbox_use_gpus(*sb, "all", err, errlen);
+		if (r < 0) {
+			lb_sandbox_free(*sb);
+			*sb = NULL;
+			return r;
+		}
+	}
+	if (gpus)
+		o.gpus = (char *)"all";
+	*config = cli_sandbox_json(&o);
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -361,11 +453,17 @@ int cli_run(int argc, char **argv)
 		{"policy", required_argument, NULL, OPT_POLICY},
 		{"trust-project", no_argument, NULL, OPT_TRUST},
 		{"runtime-gate", required_argument, NULL, OPT_RUNTIME_GATE},
+		{"escalate", required_argument, NULL, OPT_ESCALATE},
+		{"repair-cmd", required_argument, NULL, OPT_REPAIR_CMD},
+		{"max-repairs", required_argument, NULL, OPT_MAX_REPAIRS},
+		{"apply", no_argument, NULL, OPT_APPLY},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cli_sandbox_opts o = {0};
+	lb_attempts_config ac = {0};
+	bool max_set = false;
 	lb_run_request req = {0};
 	char **metrics = NULL;
 	size_t nmetrics = 0;
@@ -546,6 +644,13 @@ int cli_run(int argc, char **argv)
 			req.runtime_gate = (int)m;
 			break;
 		}
+		case OPT_ESCALATE:
+		case OPT_REPAIR_CMD:
+		case OPT_MAX_REPAIRS:
+		case OPT_APPLY:
+			if (cli_attempts_opt(opt, optarg, &ac, &max_set) < 0)
+				goto done;
+			break;
 		case OPT_LOG_LIMIT:
 			if (lb_parse_size(optarg, &req.log_limit) < 0 || req.log_limit < 1024) {
 				cli_error("run", "--log-limit '%s' is not a size of at least 1k", optarg);
@@ -567,33 +672,17 @@ int cli_run(int argc, char **argv)
 			  argv[optind + 1]);
 		goto done;
 	}
+	if ((max_set || ac.apply) && !ac.repair_cmd) {
+		cli_error("run", "%s applies to the repair loop only: give --repair-cmd CMD",
+			  max_set ? "--max-repairs" : "--apply");
+		goto done;
+	}
 	if (dashdash + 1 < argc) {
 		req.args = &argv[dashdash + 1];
 		req.nargs = (size_t)(argc - dashdash - 1);
 	}
-	if (lb_sandbox_new(&sb) < 0) {
-		cli_error("run", "out of memory");
-		rc = 125;
+	if ((rc = make_sandbox(&o, &req, hide, nhide, &sb)) != 0)
 		goto done;
-	}
-	/* In mode ssh the GPUs and -v sources are the remote host's: the local sandbox runs
-	 * nothing, so they are not looked for here (the remote labbox checks them). In mode
-	 * slurm the GPUs are the job's: this host need not have them. */
-	cli_sandbox_opts here = o;
-	if (mode_is_ssh(&req)) {
-		here.gpus = NULL;
-		here.nvolumes = 0;
-	} else if (slurm_mode(&req)) {
-		here.gpus = NULL;
-	}
-	if ((rc = cli_sandbox_apply("run", &here, sb)) != 0)
-		goto done;
-	for (size_t i = 0; i < nhide; i++)
-		if (lb_sandbox_mask(sb, hide[i]) < 0) {
-			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
-			rc = 125;
-			goto done;
-		}
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
 	/* The default depends on the file system the run directories will live on. */
@@ -611,7 +700,11 @@ int cli_run(int argc, char **argv)
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
-	int r = lb_run_mode(sb, &req, &out);
+	attempt_ctx actx = {.o = &o, .req = &req, .hide = hide, .nhide = nhide};
+	ac.sandbox = attempt_sandbox;
+	ac.sandbox_ctx = &actx;
+	int r = ac.escalate || ac.repair_cmd ? lb_run_attempts(sb, &req, &ac, &out)
+					     : lb_run_mode(sb, &req, &out);
 	if (r < 0) {
 		cli_error("run", "%s", strerror(-r));
 		rc = 125;

@@ -1,6 +1,7 @@
 /* labbox sweep: a grid of conditions x seeds, each cell one ordinary run of the pipeline, on
  * this machine's cores; the result is the sweep document (sweep.json beside the runs). */
 #include "cli.h"
+#include "sweep_int.h"
 #include "labbox/check.h"
 #include "labbox/config.h"
 #include "labbox/record.h"
@@ -60,7 +61,15 @@ static const char sweep_help[] =
 	"  --plan-only          write sweep.json (status planned) and run nothing\n"
 	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
 	"                       infra_error and never run cells are)\n"
-	"  --python PATH, --entry FILE, --mode local|docker, --image NAME, --engine NAME,\n"
+	"  --mode slurm         the cells to run as one Slurm job array (one sbatch call,\n"
+	"                       --array=0-N%JOBS), each task running the cell with labbox on\n"
+	"                       its node (its sandbox there); waits with squeue; Ctrl-C\n"
+	"                       cancels the array; --memory, --cpus, --gpus 0,1 and --budget\n"
+	"                       become the job's --mem, --cpus-per-task, --gres and --time;\n"
+	"                       with --plan-only, shows the batch script it would submit\n"
+	"  --partition NAME, --account NAME, --qos NAME\n"
+	"                       mode slurm: where the array goes (default: labbox.yaml's slurm:)\n"
+	"  --python PATH, --entry FILE, --mode local|docker|slurm, --image NAME, --engine NAME,\n"
 	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project\n"
 	"                       as for labbox run, for every cell\n"
 	CLI_SANDBOX_HELP
@@ -69,53 +78,23 @@ static const char sweep_help[] =
 	"left), plain lines otherwise. --json prints only the sweep document on stdout.\n"
 	"Exit status: 0 every cell completed, 1 some cell did not, 2 usage error (a bad grid, a\n"
 	"plan outside the budget table), 124 the sweep budget ran out, 128+N interrupted by\n"
-	"signal N, 125 the sandbox could not be set up.\n";
+	"signal N, 125 the sandbox could not be set up (mode slurm: the cluster cannot be\n"
+	"reached; nothing then runs here instead).\n";
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
        OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
-       OPT_ENGINE };
+       OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS };
 
-typedef struct sweep_ctx {
-	cli_sandbox_opts o;
-	const char *runs_dir;
-	char expdir[PATH_MAX];
-	char *python, *entry, *mode, *image, *engine;
-	char **metrics; /* --metrics: declared for every cell */
-	size_t nmetrics;
-	uint64_t log_limit;
-	int policy;
-	bool trust;
-	char **base_args; /* after --, else labbox.yaml's args */
-	size_t nbase;
-	double budget, sweep_budget;
-	size_t jobs;
-	lb_sweep_plan plan;
-	char id[LB_SWEEP_ID_LEN];
-	char *sweep_dir;
-	int lock_fd;
-	json_object *cells; /* one record per plan cell, null when not run */
-	json_object *invocation;
-	char *started_at;
-	char **argv;
-	int argc;
-	/* progress */
-	bool tty, json;
-	size_t ntodo, done, failed, running;
-	double eta;
-	bool usage_failure; /* a cell could not become a run: stop starting others */
-	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
-	int usage_rc;
-} sweep_ctx;
 
-static void strv_free(char **v, size_t n)
+void sweep_strv_free(char **v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
 	free(v);
 }
 
-static int strv_push(char ***v, size_t *n, const char *s)
+int sweep_strv_push(char ***v, size_t *n, const char *s)
 {
 	char **nv = realloc(*v, (*n + 2) * sizeof **v);
 	if (!nv)
@@ -127,7 +106,7 @@ static int strv_push(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-static json_object *strv_json(char *const *v, size_t n)
+json_object *sweep_strv_json(char *const *v, size_t n)
 {
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
@@ -135,7 +114,7 @@ static json_object *strv_json(char *const *v, size_t n)
 	return a;
 }
 
-static const char *jstr(json_object *o, const char *key)
+const char *sweep_jstr(json_object *o, const char *key)
 {
 	json_object *v;
 	return o && json_object_object_get_ex(o, key, &v) && v &&
@@ -144,13 +123,13 @@ static const char *jstr(json_object *o, const char *key)
 		       : NULL;
 }
 
-static double jnum(json_object *o, const char *key)
+double sweep_jnum(json_object *o, const char *key)
 {
 	json_object *v;
 	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_double(v) : 0;
 }
 
-static json_object *load_json(const char *dir, const char *name)
+json_object *sweep_load_json(const char *dir, const char *name)
 {
 	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -163,7 +142,7 @@ static json_object *load_json(const char *dir, const char *name)
 
 /* ---- progress ------------------------------------------------------------------------------ */
 
-static void fmt_duration(double s, char out[32])
+void sweep_fmt_duration(double s, char out[32])
 {
 	if (s < 0)
 		snprintf(out, 32, "unknown");
@@ -175,19 +154,18 @@ static void fmt_duration(double s, char out[32])
 		snprintf(out, 32, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-static void live_line(sweep_ctx *c)
+void sweep_live_line(sweep_ctx *c)
 {
 	if (!c->tty)
 		return;
 	char eta[32];
-	fmt_duration(c->eta, eta);
+	sweep_fmt_duration(c->eta, eta);
 	fprintf(stderr, "\r\033[Klabbox sweep %s: %zu/%zu done, %zu running, %zu failed, time left %s",
 		c->id, c->done, c->ntodo, c->running, c->failed, eta);
 	fflush(stderr);
 }
 
-static void progress_line(sweep_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress_line(sweep_ctx *c, const char *fmt, ...)
+void sweep_progress_line(sweep_ctx *c, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -197,7 +175,7 @@ static void progress_line(sweep_ctx *c, const char *fmt, ...)
 	if (c->tty)
 		fputs("\r\033[K", stderr);
 	fprintf(stderr, "labbox sweep: %s\n", msg);
-	live_line(c);
+	sweep_live_line(c);
 }
 
 /* ---- the document -------------------------------------------------------------------------- */
@@ -212,14 +190,16 @@ static json_object *build_doc(sweep_ctx *c, const char *status)
 	char iso[40];
 	lb_time_iso8601(lb_time_now(), iso);
 	json_object_object_add(info, "updated_at", json_object_new_string(iso));
-	json_object_object_add(info, "executor", json_object_new_string("local"));
+	json_object_object_add(info, "executor", json_object_new_string(c->slurm ? "slurm" : "local"));
+	if (c->slurm_block)
+		json_object_object_add(info, "slurm", json_object_get(c->slurm_block));
 	json_object_object_add(info, "invocation", json_object_get(c->invocation));
 	json_object *doc = lb_sweep_document(&c->plan, c->id, c->cells, info);
 	json_object_put(info);
 	return doc;
 }
 
-static int write_doc(sweep_ctx *c, const char *status, json_object **keep)
+int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep)
 {
 	json_object *doc = build_doc(c, status);
 	char path[PATH_MAX];
@@ -265,8 +245,13 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		lb_sweep_report_error(report_fd, "out of memory");
 		return 125;
 	}
-	/* The sandbox flags of the command apply to every cell; errors go to the parent. */
-	int rc = cli_sandbox_apply("sweep", &c->o, sb);
+	/* The sandbox flags of the command apply to every cell; errors go to the parent. On a
+	 * Slurm node the cell's GPUs are the ones its job was given, whichever they are. */
+	cli_sandbox_opts here = c->o;
+	if (c->cell_local && c->o.gpus && strcmp(c->o.gpus, "none") != 0)
+		here.gpus = getenv("SLURM_JOB_GPUS") && *getenv("SLURM_JOB_GPUS")
+				    ? getenv("SLURM_JOB_GPUS") : "none";
+	int rc = cli_sandbox_apply("sweep", &here, sb);
 	/* Without --cpus the share is enforced by the affinity alone; the thread counts follow
 	 * it, so cells do not each start a pool the size of the machine. */
 	if (rc == 0 && c->o.cpus <= 0)
@@ -282,11 +267,11 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 	char **args = NULL;
 	size_t nargs = 0;
 	for (size_t i = 0; i < c->nbase; i++)
-		strv_push(&args, &nargs, c->base_args[i]);
+		sweep_strv_push(&args, &nargs, c->base_args[i]);
 	for (size_t i = 0; i < cl->nargs; i++)
-		strv_push(&args, &nargs, cl->args[i]);
+		sweep_strv_push(&args, &nargs, cl->args[i]);
 	json_object *tag = lb_sweep_cell_tag(&c->plan, cell, c->id);
-	json_object_object_add(tag, "env", strv_json(cl->env, cl->nenv));
+	json_object_object_add(tag, "env", sweep_strv_json(cl->env, cl->nenv));
 	json_object *sj = json_object_new_object();
 	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
 	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
@@ -297,7 +282,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		.expdir = c->expdir,
 		.python = c->python,
 		.entry = c->entry,
-		.mode = c->mode,
+		.mode = c->cell_local ? "local" : c->mode,
 		.image = c->image,
 		.engine = c->engine,
 		.metrics = (const char *const *)c->metrics,
@@ -336,7 +321,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 	lb_run_result_free(&out);
 	json_object_put(req.sandbox_config);
 	json_object_put(tag);
-	strv_free(args, nargs);
+	sweep_strv_free(args, nargs);
 	lb_sandbox_free(sb);
 	return rc;
 }
@@ -362,7 +347,7 @@ static int run_one_cell(sweep_ctx *c, size_t cell)
 	LB_AUTOCLOSE int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	LB_AUTOFREE char *run_dir = NULL;
 	int rc = cell_run(c, cell, &slot, devnull, &run_dir);
-	json_object *res = run_dir ? load_json(run_dir, "result.json") : NULL;
+	json_object *res = run_dir ? sweep_load_json(run_dir, "result.json") : NULL;
 	if (!res) {
 		cli_error("sweep", "cell %zu of sweep %s could not be run (exit %d)", cell, c->id, rc);
 		return rc;
@@ -371,8 +356,8 @@ static int run_one_cell(sweep_ctx *c, size_t cell)
 		cli_json_print(res);
 	else
 		cli_printf("labbox: sweep %s cell %zu (%s): %s, run %s\n", c->id, cell,
-			   c->plan.condition_names[c->plan.cells[cell].condition], jstr(res, "status"),
-			   jstr(res, "id"));
+			   c->plan.condition_names[c->plan.cells[cell].condition], sweep_jstr(res, "status"),
+			   sweep_jstr(res, "id"));
 	json_object_put(res);
 	return rc;
 }
@@ -393,9 +378,9 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
 		for (size_t i = 0; i < json_object_array_length(rows); i++) {
 			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell;
-			const char *st = jstr(row, "status"), *rd = jstr(row, "run_dir");
+			const char *st = sweep_jstr(row, "status"), *rd = sweep_jstr(row, "run_dir");
 			if (!json_object_object_get_ex(row, "sweep", &sw) || !sw ||
-			    strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c->id) != 0 ||
+			    strcmp(sweep_jstr(sw, "id") ? sweep_jstr(sw, "id") : "", c->id) != 0 ||
 			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd ||
 			    !lb_sweep_status_final(st, retry))
 				continue;
@@ -424,24 +409,26 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 	case LB_SWEEP_CELL_STARTED:
 		c->running = ev->running;
 		if (!c->tty)
-			progress_line(c, "cell %zu (%s%s) started on CPUs %s", ev->cell,
+			sweep_progress_line(c, "cell %zu (%s%s) started on CPUs %s", ev->cell,
 				      c->plan.condition_names[cl->condition], seed, ev->slot->cpulist);
 		else
-			live_line(c);
+			sweep_live_line(c);
 		break;
 	case LB_SWEEP_CELL_ESTIMATE:
+	case LB_SWEEP_SUBMITTED:
+	case LB_SWEEP_CELL_REQUEUED:
 		break;
 	case LB_SWEEP_TICK:
 		c->eta = ev->eta;
-		live_line(c);
+		sweep_live_line(c);
 		break;
 	case LB_SWEEP_STOPPING:
 		if (ev->signal)
-			progress_line(c, "%s: ending the %zu running cell%s (they are recorded as "
+			sweep_progress_line(c, "%s: ending the %zu running cell%s (they are recorded as "
 				      "interrupted; resume with labbox sweep --resume %s)",
 				      strsignal(ev->signal), ev->running, ev->running == 1 ? "" : "s", c->id);
 		else
-			progress_line(c, "the sweep budget is spent: ending the %zu running cell%s "
+			sweep_progress_line(c, "the sweep budget is spent: ending the %zu running cell%s "
 				      "(resume with labbox sweep --resume %s)", ev->running,
 				      ev->running == 1 ? "" : "s", c->id);
 		break;
@@ -450,13 +437,13 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		c->done++;
 		c->eta = ev->eta;
 		json_object *rec = NULL;
-		json_object *result = ev->run_dir ? load_json(ev->run_dir, "result.json") : NULL;
+		json_object *result = ev->run_dir ? sweep_load_json(ev->run_dir, "result.json") : NULL;
 		if (result) {
 			rec = lb_sweep_cell_record(result);
 			json_object_put(result);
 			/* Still "running" after its child ended: the child died before the run's
 			 * end was recorded, which is what the index calls interrupted too. */
-			if (strcmp(jstr(rec, "status"), "running") == 0)
+			if (strcmp(sweep_jstr(rec, "status"), "running") == 0)
 				json_object_object_add(rec, "status", json_object_new_string("interrupted"));
 		} else {
 			/* No run to read: killed before it had a record, or refused as a usage
@@ -491,20 +478,20 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		json_object_object_add(sj, "affinity", json_object_new_string(ev->slot->cpulist));
 		json_object_object_add(rec, "slot", sj);
 		json_object_object_add(rec, "reused", json_object_new_boolean(false));
-		const char *status = jstr(rec, "status");
+		const char *status = sweep_jstr(rec, "status");
 		if (!status || strcmp(status, "completed") != 0)
 			c->failed++;
 		char wall[32];
-		fmt_duration(ev->wall, wall);
+		sweep_fmt_duration(ev->wall, wall);
 		json_object *fail;
-		const char *cls = json_object_object_get_ex(rec, "failure", &fail) && fail ? jstr(fail, "class") : NULL;
-		progress_line(c, "cell %zu (%s%s) %s%s%s in %s%s%s", ev->cell,
+		const char *cls = json_object_object_get_ex(rec, "failure", &fail) && fail ? sweep_jstr(fail, "class") : NULL;
+		sweep_progress_line(c, "cell %zu (%s%s) %s%s%s in %s%s%s", ev->cell,
 			      c->plan.condition_names[cl->condition], seed, status ? status : "?",
 			      cls ? ": " : "", cls ? cls : "", wall, ev->run_id ? ", run " : "",
 			      ev->run_id ? ev->run_id : "");
 		json_object_array_put_idx(c->cells, ev->cell, rec);
 		/* After every cell, so a sweep that dies keeps what finished. */
-		write_doc(c, "running", NULL);
+		sweep_write_doc(c, "running", NULL);
 		break;
 	}
 	}
@@ -553,7 +540,7 @@ static int find_sweep(const char *runs_dir, const char *id, char **dir)
 /* The spec, flags and experiment of a sweep as sweep.json recorded them. */
 static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_object **prev)
 {
-	json_object *doc = load_json(dir, "sweep.json");
+	json_object *doc = sweep_load_json(dir, "sweep.json");
 	json_object *inv, *plan, *v;
 	if (!doc || !json_object_object_get_ex(doc, "invocation", &inv) ||
 	    !json_object_object_get_ex(doc, "plan", &plan)) {
@@ -561,40 +548,45 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 		json_object_put(doc);
 		return -EINVAL;
 	}
-	const char *exp = jstr(inv, "expdir");
+	const char *exp = sweep_jstr(inv, "expdir");
 	snprintf(c->expdir, sizeof c->expdir, "%s", exp ? exp : "");
-	if (jstr(inv, "python"))
-		c->python = strdup(jstr(inv, "python"));
-	if (jstr(inv, "entry"))
-		c->entry = strdup(jstr(inv, "entry"));
-	if (jstr(inv, "mode"))
-		c->mode = strdup(jstr(inv, "mode"));
-	if (jstr(inv, "image"))
-		c->image = strdup(jstr(inv, "image"));
-	if (jstr(inv, "engine"))
-		c->engine = strdup(jstr(inv, "engine"));
-	c->log_limit = (uint64_t)jnum(inv, "log_limit_bytes");
+	if (sweep_jstr(inv, "python"))
+		c->python = strdup(sweep_jstr(inv, "python"));
+	if (sweep_jstr(inv, "entry"))
+		c->entry = strdup(sweep_jstr(inv, "entry"));
+	if (sweep_jstr(inv, "mode"))
+		c->mode = strdup(sweep_jstr(inv, "mode"));
+	if (sweep_jstr(inv, "image"))
+		c->image = strdup(sweep_jstr(inv, "image"));
+	if (sweep_jstr(inv, "engine"))
+		c->engine = strdup(sweep_jstr(inv, "engine"));
+	char **names[] = {&c->partition, &c->account, &c->qos};
+	const char *keys[] = {"partition", "account", "qos"};
+	for (size_t i = 0; i < 3; i++)
+		if (!*names[i] && sweep_jstr(inv, keys[i]))
+			*names[i] = strdup(sweep_jstr(inv, keys[i]));
+	c->log_limit = (uint64_t)sweep_jnum(inv, "log_limit_bytes");
 	if (json_object_object_get_ex(inv, "metrics", &v) && v)
 		for (size_t i = 0; i < json_object_array_length(v); i++)
-			strv_push(&c->metrics, &c->nmetrics,
+			sweep_strv_push(&c->metrics, &c->nmetrics,
 				  json_object_get_string(json_object_array_get_idx(v, i)));
 	lb_check_policy pol;
-	if (jstr(inv, "policy") && lb_check_policy_parse(jstr(inv, "policy"), &pol) == 0)
+	if (sweep_jstr(inv, "policy") && lb_check_policy_parse(sweep_jstr(inv, "policy"), &pol) == 0)
 		c->policy = (int)pol;
 	c->trust = json_object_object_get_ex(inv, "trust_project", &v) && json_object_get_boolean(v);
 	c->ignore_table = json_object_object_get_ex(inv, "ignore_budget_table", &v) &&
 			  json_object_get_boolean(v);
 	if (!c->sweep_budget)
-		c->sweep_budget = jnum(inv, "sweep_budget_s");
+		c->sweep_budget = sweep_jnum(inv, "sweep_budget_s");
 	if (!c->jobs)
-		c->jobs = (size_t)jnum(inv, "jobs");
+		c->jobs = (size_t)sweep_jnum(inv, "jobs");
 	if (json_object_object_get_ex(inv, "base_args", &v))
 		for (size_t i = 0; i < json_object_array_length(v); i++)
-			strv_push(&c->base_args, &c->nbase, json_object_get_string(json_object_array_get_idx(v, i)));
+			sweep_strv_push(&c->base_args, &c->nbase, json_object_get_string(json_object_array_get_idx(v, i)));
 	if (json_object_object_get_ex(inv, "sandbox", &v))
 		cli_sandbox_opts_from_json(v, &c->o);
-	c->o.budget = jnum(inv, "budget_s");
-	spec->iterations = (long)jnum(inv, "iterations");
+	c->o.budget = sweep_jnum(inv, "budget_s");
+	spec->iterations = (long)sweep_jnum(inv, "iterations");
 	if (json_object_object_get_ex(plan, "parameters", &v))
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
 			json_object *p = json_object_array_get_idx(v, i), *vals = NULL;
@@ -605,8 +597,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 				strs[k] = json_object_get_string(json_object_array_get_idx(vals, k));
 			char perr[512];
 			/* Anything that does not survive comes out in the id check below. */
-			if (strs && jstr(p, "name"))
-				lb_sweep_spec_set_param(spec, jstr(p, "name"), strs, nv, perr, sizeof perr);
+			if (strs && sweep_jstr(p, "name"))
+				lb_sweep_spec_set_param(spec, sweep_jstr(p, "name"), strs, nv, perr, sizeof perr);
 			free(strs);
 		}
 	if (json_object_object_get_ex(plan, "seeds", &v) && json_object_array_length(v)) {
@@ -617,12 +609,12 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	}
 	if (json_object_object_get_ex(plan, "args_template", &v)) {
 		for (size_t i = 0; i < json_object_array_length(v); i++)
-			strv_push(&spec->args, &spec->nargs, json_object_get_string(json_object_array_get_idx(v, i)));
+			sweep_strv_push(&spec->args, &spec->nargs, json_object_get_string(json_object_array_get_idx(v, i)));
 		spec->args_set = true;
 	}
 	if (json_object_object_get_ex(plan, "env_template", &v))
 		for (size_t i = 0; i < json_object_array_length(v); i++)
-			strv_push(&spec->env, &spec->nenv, json_object_get_string(json_object_array_get_idx(v, i)));
+			sweep_strv_push(&spec->env, &spec->nenv, json_object_get_string(json_object_array_get_idx(v, i)));
 	*prev = doc;
 	return 0;
 }
@@ -649,15 +641,15 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 	json_object *conds, *counts, *fails, *ident;
 	json_object_object_get_ex(doc, "counts", &counts);
 	cli_printf("\nlabbox: sweep %s %s: %d of %d cells completed (%d reused), %d failed, %d "
-		   "interrupted, %d not run\n", c->id, jstr(doc, "status"),
-		   (int)jnum(counts, "completed"), (int)jnum(counts, "cells"), (int)jnum(counts, "reused"),
-		   (int)jnum(counts, "failed"), (int)jnum(counts, "interrupted"),
-		   (int)jnum(counts, "not_run"));
+		   "interrupted, %d not run\n", c->id, sweep_jstr(doc, "status"),
+		   (int)sweep_jnum(counts, "completed"), (int)sweep_jnum(counts, "cells"), (int)sweep_jnum(counts, "reused"),
+		   (int)sweep_jnum(counts, "failed"), (int)sweep_jnum(counts, "interrupted"),
+		   (int)sweep_jnum(counts, "not_run"));
 	if (json_object_object_get_ex(doc, "conditions", &conds))
 		for (size_t i = 0; i < json_object_array_length(conds); i++) {
 			json_object *cd = json_object_array_get_idx(conds, i), *m;
-			cli_printf("  %s (%d/%d):", jstr(cd, "name"), (int)jnum(cd, "completed"),
-				   (int)jnum(cd, "cells"));
+			cli_printf("  %s (%d/%d):", sweep_jstr(cd, "name"), (int)sweep_jnum(cd, "completed"),
+				   (int)sweep_jnum(cd, "cells"));
 			int shown = 0;
 			if (json_object_object_get_ex(cd, "metrics", &m)) {
 				json_object_object_foreach(m, k, b)
@@ -665,11 +657,11 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 					if (shown++ >= 4)
 						break;
 					json_object *ci, *sd;
-					cli_printf(" %s=%.4g", k, jnum(b, "mean"));
+					cli_printf(" %s=%.4g", k, sweep_jnum(b, "mean"));
 					if (json_object_object_get_ex(b, "std", &sd) && sd)
 						cli_printf(" \xc2\xb1%.2g", json_object_get_double(sd));
 					if (json_object_object_get_ex(b, "ci95", &ci) && ci)
-						cli_printf(" [%.4g, %.4g]", jnum(ci, "low"), jnum(ci, "high"));
+						cli_printf(" [%.4g, %.4g]", sweep_jnum(ci, "low"), sweep_jnum(ci, "high"));
 					cli_printf(";");
 				}
 			}
@@ -678,9 +670,9 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 	if (json_object_object_get_ex(doc, "failures", &fails))
 		for (size_t i = 0; i < json_object_array_length(fails) && i < 20; i++) {
 			json_object *f = json_object_array_get_idx(fails, i);
-			cli_printf("  failed: cell %d (%s) %s: %s%s%s\n", (int)jnum(f, "cell"),
-				   jstr(f, "condition"), jstr(f, "status"), jstr(f, "class"),
-				   jstr(f, "summary") ? ": " : "", jstr(f, "summary") ? jstr(f, "summary") : "");
+			cli_printf("  failed: cell %d (%s) %s: %s%s%s\n", (int)sweep_jnum(f, "cell"),
+				   sweep_jstr(f, "condition"), sweep_jstr(f, "status"), sweep_jstr(f, "class"),
+				   sweep_jstr(f, "summary") ? ": " : "", sweep_jstr(f, "summary") ? sweep_jstr(f, "summary") : "");
 		}
 	if (json_object_object_get_ex(doc, "identical_conditions", &ident))
 		for (size_t i = 0; i < json_object_array_length(ident); i++) {
@@ -716,6 +708,9 @@ int cli_sweep(int argc, char **argv)
 		{"log-limit", required_argument, NULL, OPT_LOG_LIMIT},
 		{"image", required_argument, NULL, OPT_IMAGE},
 		{"engine", required_argument, NULL, OPT_ENGINE},
+		{"partition", required_argument, NULL, OPT_PARTITION},
+		{"account", required_argument, NULL, OPT_ACCOUNT},
+		{"qos", required_argument, NULL, OPT_QOS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -798,7 +793,7 @@ int cli_sweep(int argc, char **argv)
 			break;
 		}
 		case OPT_PARAM:
-			strv_push(&params, &nparams, optarg);
+			sweep_strv_push(&params, &nparams, optarg);
 			grid_flags = true;
 			break;
 		case OPT_SEEDS:
@@ -831,7 +826,7 @@ int cli_sweep(int argc, char **argv)
 			for (char *tok = list ? strtok_r(list, ",", &save) : NULL; tok;
 			     tok = strtok_r(NULL, ",", &save))
 				if (*tok)
-					strv_push(&c.metrics, &c.nmetrics, tok);
+					sweep_strv_push(&c.metrics, &c.nmetrics, tok);
 			grid_flags = true;
 			break;
 		}
@@ -856,6 +851,22 @@ int cli_sweep(int argc, char **argv)
 		case OPT_PLAN_ONLY:
 			plan_only = true;
 			break;
+		case OPT_PARTITION:
+		case OPT_ACCOUNT:
+		case OPT_QOS: {
+			const char *flag = opt == OPT_PARTITION ? "--partition" : opt == OPT_ACCOUNT ? "--account" : "--qos";
+			bool ok = optarg[0] && optarg[0] != '-' && strlen(optarg) <= 200;
+			for (const char *p = optarg; ok && *p; p++)
+				ok = (unsigned char)*p > 0x20 && *p != 0x7f && *p != '%';
+			if (!ok) {
+				cli_error("sweep", "%s '%s' is not one word (a Slurm name)", flag, optarg);
+				goto done;
+			}
+			char **dst = opt == OPT_PARTITION ? &c.partition : opt == OPT_ACCOUNT ? &c.account : &c.qos;
+			free(*dst);
+			*dst = strdup(optarg);
+			break;
+		}
 		case OPT_CELL:
 			if (lb_parse_long(optarg, &one_cell) < 0) {
 				cli_error("sweep", "--cell '%s' is not a cell number (0, 1, ...)", optarg);
@@ -883,7 +894,7 @@ int cli_sweep(int argc, char **argv)
 		if (find_sweep(c.runs_dir, resume, &dir) < 0 || load_resume(&c, dir, &spec, &prev) < 0)
 			goto done;
 		ignore_table = ignore_table || c.ignore_table;
-		snprintf(c.id, sizeof c.id, "%s", jstr(prev, "id") ? jstr(prev, "id") : "");
+		snprintf(c.id, sizeof c.id, "%s", sweep_jstr(prev, "id") ? sweep_jstr(prev, "id") : "");
 	} else {
 		if (optind >= dashdash) {
 			cli_error("sweep", "no experiment directory given (usage: labbox sweep [OPTIONS] "
@@ -930,7 +941,7 @@ int cli_sweep(int argc, char **argv)
 			spec.seeds_set = true;
 		}
 		if (args_arg) {
-			strv_free(spec.args, spec.nargs);
+			sweep_strv_free(spec.args, spec.nargs);
 			spec.args = NULL;
 			spec.nargs = 0;
 			if (lb_sweep_split_template(args_arg, &spec.args, &spec.nargs) < 0)
@@ -944,13 +955,25 @@ int cli_sweep(int argc, char **argv)
 		cli_error("sweep", "%s", err);
 		goto done;
 	}
+	c.cfg = &cfg;
+	{
+		const char *mode = c.mode ? c.mode : cfg.mode ? cfg.mode : "local";
+		c.slurm = strcmp(mode, "slurm") == 0;
+		/* A task of the array runs its cell on its node, locally there: mode slurm again
+		 * would submit the cell once more. */
+		c.cell_local = c.slurm && one_cell >= 0;
+		if (c.slurm && (c.image || c.engine)) {
+			cli_error("sweep", "--image and --engine are for mode docker, not slurm");
+			goto done;
+		}
+	}
 	if (!resume) {
 		if (dashdash + 1 < argc)
 			for (int i = dashdash + 1; i < argc; i++)
-				strv_push(&c.base_args, &c.nbase, argv[i]);
+				sweep_strv_push(&c.base_args, &c.nbase, argv[i]);
 		else
 			for (size_t i = 0; i < cfg.nargs; i++)
-				strv_push(&c.base_args, &c.nbase, cfg.args[i]);
+				sweep_strv_push(&c.base_args, &c.nbase, cfg.args[i]);
 	}
 	if (lb_sweep_plan_make(&spec, &c.plan, err, sizeof err) < 0) {
 		cli_error("sweep", "%s", err);
@@ -977,15 +1000,19 @@ int cli_sweep(int argc, char **argv)
 	{
 		/* The sandbox flags, checked once here rather than failing in every cell. */
 		lb_sandbox *probe_sb = NULL;
-		int sr = lb_sandbox_new(&probe_sb) < 0 ? 125 : cli_sandbox_apply("sweep", &c.o, probe_sb);
+		cli_sandbox_opts here = c.o;
+		if (c.slurm && !c.cell_local)
+			here.gpus = NULL; /* the job's GPUs, on its node: this host need not have them */
+		int sr = lb_sandbox_new(&probe_sb) < 0 ? 125 : cli_sandbox_apply("sweep", &here, probe_sb);
 		lb_sandbox_free(probe_sb);
 		if (sr != 0) {
 			rc = sr;
 			goto done;
 		}
 	}
-	size_t jobs;
-	if (lb_sweep_jobs_resolve(c.jobs, c.o.cpus, &jobs, err, sizeof err) < 0) {
+	size_t jobs = c.jobs;
+	/* On Slurm --jobs is the array's %P: the cluster's CPUs, not this host's. */
+	if (!c.slurm && lb_sweep_jobs_resolve(c.jobs, c.o.cpus, &jobs, err, sizeof err) < 0) {
 		cli_error("sweep", "%s", err);
 		goto done;
 	}
@@ -1062,7 +1089,7 @@ int cli_sweep(int argc, char **argv)
 	}
 	/* What finished before: the cells of the same sweep whose runs are still there. */
 	if (!prev)
-		prev = load_json(c.sweep_dir, "sweep.json");
+		prev = sweep_load_json(c.sweep_dir, "sweep.json");
 	c.cells = json_object_new_array();
 	size_t *todo = calloc(c.plan.ncells + 1, sizeof *todo);
 	if (!todo || !c.cells)
@@ -1073,21 +1100,21 @@ int cli_sweep(int argc, char **argv)
 	json_object *indexed = indexed_cells(&c, retry);
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
-		const char *st = jstr(pc, "status"), *rd = jstr(pc, "run_dir");
-		json_object *res = st && rd && lb_sweep_status_final(st, retry) ? load_json(rd, "result.json") : NULL;
-		const char *rst = jstr(res, "status");
+		const char *st = sweep_jstr(pc, "status"), *rd = sweep_jstr(pc, "run_dir");
+		json_object *res = st && rd && lb_sweep_status_final(st, retry) ? sweep_load_json(rd, "result.json") : NULL;
+		const char *rst = sweep_jstr(res, "status");
 		if (!(res && rst && strcmp(rst, st) == 0)) {
 			/* Not in sweep.json: a run of this cell made elsewhere (--cell). */
 			char key[32];
 			snprintf(key, sizeof key, "%zu", i);
-			const char *ird = jstr(indexed, key);
+			const char *ird = sweep_jstr(indexed, key);
 			json_object_put(res);
-			res = ird ? load_json(ird, "result.json") : NULL;
+			res = ird ? sweep_load_json(ird, "result.json") : NULL;
 			json_object *sw = res ? json_object_object_get(res, "sweep") : NULL;
 			json_object *swc = sw ? json_object_object_get(sw, "cell") : NULL;
-			rst = jstr(res, "status");
+			rst = sweep_jstr(res, "status");
 			st = rst;
-			if (!sw || strcmp(jstr(sw, "id") ? jstr(sw, "id") : "", c.id) != 0 || !swc ||
+			if (!sw || strcmp(sweep_jstr(sw, "id") ? sweep_jstr(sw, "id") : "", c.id) != 0 || !swc ||
 			    json_object_get_int64(swc) != (int64_t)i || !lb_sweep_status_final(rst, retry)) {
 				json_object_put(res);
 				res = NULL;
@@ -1098,6 +1125,8 @@ int cli_sweep(int argc, char **argv)
 			json_object *slot;
 			if (json_object_object_get_ex(pc, "slot", &slot))
 				json_object_object_add(rec, "slot", json_object_get(slot));
+			if (json_object_object_get_ex(pc, "slurm", &slot))
+				json_object_object_add(rec, "slurm", json_object_get(slot));
 			json_object_object_add(rec, "reused", json_object_new_boolean(true));
 			json_object_array_put_idx(c.cells, i, rec);
 		} else {
@@ -1128,7 +1157,10 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "mode", c.mode ? json_object_new_string(c.mode) : NULL);
 		json_object_object_add(inv, "image", c.image ? json_object_new_string(c.image) : NULL);
 		json_object_object_add(inv, "engine", c.engine ? json_object_new_string(c.engine) : NULL);
-		json_object_object_add(inv, "metrics", strv_json(c.metrics, c.nmetrics));
+		json_object_object_add(inv, "partition", c.partition ? json_object_new_string(c.partition) : NULL);
+		json_object_object_add(inv, "account", c.account ? json_object_new_string(c.account) : NULL);
+		json_object_object_add(inv, "qos", c.qos ? json_object_new_string(c.qos) : NULL);
+		json_object_object_add(inv, "metrics", sweep_strv_json(c.metrics, c.nmetrics));
 		json_object_object_add(inv, "log_limit_bytes",
 				       c.log_limit ? json_object_new_int64((int64_t)c.log_limit) : NULL);
 		json_object_object_add(inv, "policy",
@@ -1140,7 +1172,7 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "jobs", json_object_new_int64((int64_t)jobs));
 		json_object_object_add(inv, "iterations",
 				       spec.iterations ? json_object_new_int64(spec.iterations) : NULL);
-		json_object_object_add(inv, "base_args", strv_json(c.base_args, c.nbase));
+		json_object_object_add(inv, "base_args", sweep_strv_json(c.base_args, c.nbase));
 		json_object_object_add(inv, "sandbox", cli_sandbox_json(&c.o));
 		json_object_object_add(inv, "retry_failed", json_object_new_boolean(retry));
 		json_object_object_add(inv, "ignore_budget_table", json_object_new_boolean(ignore_table));
@@ -1148,7 +1180,13 @@ int cli_sweep(int argc, char **argv)
 	c.argv = argv - 1;
 	c.argc = argc + 1;
 	c.tty = isatty(2) && !c.json;
-	if (write_doc(&c, "running", NULL) < 0) {
+	c.prev = prev;
+	/* Unreachable is refused before the sweep says it runs: nothing runs anywhere. */
+	if (c.slurm && !plan_only && c.ntodo && (rc = sweep_slurm_reach(&c)) != 0) {
+		free(todo);
+		goto done;
+	}
+	if (sweep_write_doc(&c, "running", NULL) < 0) {
 		cli_error("sweep", "cannot write %s/sweep.json", c.sweep_dir);
 		free(todo);
 		goto done;
@@ -1156,8 +1194,11 @@ int cli_sweep(int argc, char **argv)
 	if (plan_only) {
 		/* The sweep exists and says what it will run; cells come later (--cell N, as the
 		 * tasks of a job array, or --resume). */
+		rc = c.slurm ? sweep_slurm_plan(&c, todo, c.ntodo) : 0;
 		free(todo);
-		rc = write_doc(&c, "planned", &final) < 0 ? 125 : 0;
+		if (rc)
+			goto done;
+		rc = sweep_write_doc(&c, "planned", &final) < 0 ? 125 : 0;
 		if (c.json)
 			cli_json_print(final);
 		else
@@ -1165,32 +1206,53 @@ int cli_sweep(int argc, char **argv)
 		goto done;
 	}
 	if (c.ntodo < c.plan.ncells)
-		progress_line(&c, "sweep %s: %zu of %zu cells finished already; running the other %zu",
+		sweep_progress_line(&c, "sweep %s: %zu of %zu cells finished already; running the other %zu",
 			      c.id, c.plan.ncells - c.ntodo, c.plan.ncells, c.ntodo);
+	else if (c.slurm)
+		sweep_progress_line(&c, "sweep %s: %zu conditions x %zu seeds = %zu cells, one Slurm "
+				    "array%s", c.id, c.plan.nconditions, c.plan.nseeds, c.plan.ncells,
+				    jobs ? "" : " (no limit on tasks at once)");
 	else
-		progress_line(&c, "sweep %s: %zu conditions x %zu seeds = %zu cells, %zu at a time",
+		sweep_progress_line(&c, "sweep %s: %zu conditions x %zu seeds = %zu cells, %zu at a time",
 			      c.id, c.plan.nconditions, c.plan.nseeds, c.plan.ncells,
 			      jobs < c.ntodo ? jobs : c.ntodo);
 	lb_sweep_local lc = {.jobs = jobs, .cpus = c.o.cpus, .sweep_budget = c.sweep_budget,
 			     .run_cell = run_cell, .on_event = on_event, .ctx = &c};
 	lb_sweep_local_result lr;
-	int r = c.ntodo ? lb_sweep_run_local(&lc, todo, c.ntodo, &lr, err, sizeof err) : 0;
-	if (!c.ntodo)
-		memset(&lr, 0, sizeof lr);
+	memset(&lr, 0, sizeof lr);
+	int r = 0;
+	bool reported = false, lost = false;
+	if (c.slurm && c.ntodo) {
+		lb_sweep_slurm_result sr;
+		int src = sweep_slurm_run(&c, todo, c.ntodo, &sr);
+		lr.stop_signal = sr.stop_signal;
+		lr.budget_exceeded = sr.budget_exceeded;
+		lost = sr.lost_contact;
+		if (src) {
+			r = -EHOSTUNREACH;
+			rc = src;
+			reported = true; /* sweep_slurm_run said why */
+		}
+	} else if (c.ntodo) {
+		r = lb_sweep_run_local(&lc, todo, c.ntodo, &lr, err, sizeof err);
+	}
 	free(todo);
 	if (c.tty)
 		fputs("\r\033[K", stderr);
-	if (r < 0) {
+	if (r < 0 && !reported) {
 		cli_error("sweep", "%s", err[0] ? err : strerror(-r));
 		rc = r == -EINVAL ? CLI_EXIT_USAGE : 125;
 	}
 	size_t ncompleted = 0;
 	for (size_t i = 0; i < c.plan.ncells; i++) {
-		const char *st = jstr(json_object_array_get_idx(c.cells, i), "status");
+		const char *st = sweep_jstr(json_object_array_get_idx(c.cells, i), "status");
 		ncompleted += st && strcmp(st, "completed") == 0;
 	}
 	const char *status;
-	if (lr.stop_signal) {
+	if (lost) {
+		status = "interrupted";
+		rc = LB_EXIT_INFRA;
+	} else if (lr.stop_signal) {
 		status = "interrupted";
 		rc = 128 + lr.stop_signal;
 	} else if (lr.budget_exceeded) {
@@ -1206,7 +1268,7 @@ int cli_sweep(int argc, char **argv)
 		status = "failed";
 		rc = LB_EXIT_FAILED;
 	}
-	if (write_doc(&c, status, &final) < 0)
+	if (sweep_write_doc(&c, status, &final) < 0)
 		cli_error("sweep", "warning: cannot write %s/sweep.json", c.sweep_dir);
 	if (c.json)
 		cli_json_print(final);
@@ -1223,14 +1285,18 @@ done:
 	lb_sweep_plan_free(&c.plan);
 	lb_sweep_spec_free(&spec);
 	lb_sweep_spec_free(&cli_spec);
-	strv_free(params, nparams);
-	strv_free(c.base_args, c.nbase);
+	sweep_strv_free(params, nparams);
+	sweep_strv_free(c.base_args, c.nbase);
 	free(c.python);
 	free(c.entry);
 	free(c.mode);
 	free(c.image);
 	free(c.engine);
-	strv_free(c.metrics, c.nmetrics);
+	free(c.partition);
+	free(c.account);
+	free(c.qos);
+	json_object_put(c.slurm_block);
+	sweep_strv_free(c.metrics, c.nmetrics);
 	free(c.sweep_dir);
 	free(c.started_at);
 	cli_sandbox_opts_free(&c.o);

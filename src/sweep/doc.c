@@ -303,6 +303,9 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 								  ? json_object_new_object()
 								  : NULL);
 		}
+		/* The executor's own facts of the cell (a Slurm task), where it has them. */
+		if (get(rec, "slurm"))
+			json_object_object_add(o, "slurm", json_object_get(get(rec, "slurm")));
 		if (strcmp(status, "completed") == 0)
 			n_completed++;
 		else if (strcmp(status, "not_run") == 0)

@@ -7,8 +7,10 @@ processes. Nothing is mocked.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import textwrap
 import time
 import uuid
@@ -190,3 +192,35 @@ def host_can_enforce(controller: str) -> bool:
             return False
     v1 = Path("/sys/fs/cgroup") / controller
     return v1.is_dir() and os.access(v1, os.W_OK)
+
+
+# ---- a real one-node Slurm cluster (tests/services/slurm), shared by test_slurm.py and
+# test_sweep_slurm.py: one cluster for the session, started by the first test that needs it.
+
+SLURM_SERVICE = REPO / "tests" / "services" / "slurm"
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm tests need root to start munged, slurmctld and slurmd "
+                    "(make check runs as root)", pytrace=False)
+    state = Path(tempfile.mkdtemp(prefix="labbox-slurm-", dir="/var/tmp"))
+    out = subprocess.run([str(SLURM_SERVICE), "start", str(state)], capture_output=True,
+                         text=True, timeout=120)
+    if out.returncode != 0:
+        subprocess.run([str(SLURM_SERVICE), "stop", str(state)], timeout=60)
+        pytest.fail(f"tests/services/slurm start failed:\n{out.stdout}\n{out.stderr}",
+                    pytrace=False)
+    conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    env = dict(os.environ, SLURM_CONF=conf)
+    yield env
+    subprocess.run([str(SLURM_SERVICE), "stop", str(state)], timeout=60)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def squeue(env, *args):
+    out = subprocess.run(["squeue", "-h", *args], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()

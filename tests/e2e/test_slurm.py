@@ -17,36 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, unique, \
+from conftest import LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
     wait_for, wait_no_marker, write_exp
 
-SERVICE = REPO / "tests" / "services" / "slurm"
-
-
-@pytest.fixture(scope="session")
-def slurm():
-    if os.geteuid() != 0:
-        pytest.fail("the Slurm tests need root to start munged, slurmctld and slurmd "
-                    "(make check runs as root)", pytrace=False)
-    state = Path(tempfile.mkdtemp(prefix="labbox-slurm-", dir="/var/tmp"))
-    out = subprocess.run([str(SERVICE), "start", str(state)], capture_output=True, text=True,
-                         timeout=120)
-    if out.returncode != 0:
-        subprocess.run([str(SERVICE), "stop", str(state)], timeout=60)
-        pytest.fail(f"tests/services/slurm start failed:\n{out.stdout}\n{out.stderr}",
-                    pytrace=False)
-    conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
-    env = dict(os.environ, SLURM_CONF=conf)
-    yield env
-    subprocess.run([str(SERVICE), "stop", str(state)], timeout=60)
-    shutil.rmtree(state, ignore_errors=True)
-
-
-def squeue(env, *args):
-    out = subprocess.run(["squeue", "-h", *args], env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
 
 
 def srun_exp(env, expdir, runs, *opts, **kw):

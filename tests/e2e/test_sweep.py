@@ -590,3 +590,53 @@ def test_bad_sandbox_flags_are_refused_once_before_any_cell(tmp_path):
     assert p.returncode == 2
     assert "missing" in doc_of(p)["error"]["message"]
     assert not (tmp_path / "runs").exists()
+
+
+# --- mode slurm without a cluster: what is decided here (tests/e2e/test_sweep_slurm.py runs
+# the array on a real one) ---
+
+def test_plan_only_in_mode_slurm_shows_the_batch_script_and_submits_nothing(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    opts = ("--mode", "slurm", "--plan-only", "--param", "lr=0.1,0.2", "--param", "model=a",
+            "--seeds", "0-2", "--jobs", "2", "--budget", "60", "--partition", "gpu-a")
+    p = sweep(tmp_path, exp, *opts, json_out=False)
+    assert p.returncode == 0, p.stderr
+    assert "would be submitted as one Slurm array" in p.stdout
+    assert "--array=0-5%2" in p.stdout and "--partition=gpu-a" in p.stdout
+    assert "--signal=B:TERM@60" in p.stdout and "--time=4" in p.stdout  # 60 + 5 + 120 s
+    d = doc_of(sweep(tmp_path, exp, *opts))
+    assert d["status"] == "planned" and d["executor"] == "slurm"
+    sl = d["slurm"]
+    assert sl["job_id"] is None and sl["array"] == "0-5%2" and sl["partition"] == "gpu-a"
+    script = Path(sl["script"]).read_text()
+    assert script == sl["script_text"] and script.startswith("#!/bin/sh")
+    # One case per cell, each the cell's own labbox run on the node, its output beside it.
+    for n in range(6):
+        assert f"'--resume' '{d['id']}' '--cell' '{n}'" in script
+        assert f"/slurm/cell-{n}/node.json'" in script
+    assert [t["cell"] for t in sl["tasks"]] == list(range(6))
+    assert {t["state"] for t in sl["tasks"]} == {"PLANNED"}
+    assert not any((tmp_path / "runs").iterdir())  # nothing ran
+
+
+def test_mode_slurm_without_a_cluster_is_125_and_runs_nothing_here(tmp_path):
+    exp = write_exp(tmp_path, GRID_MAIN)
+    grid = ("--mode", "slurm", "--param", "lr=0.1", "--param", "model=a", "--seeds", "0-1")
+    # No Slurm client on PATH at all.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", *grid,
+               exp, env=dict(os.environ, PATH=str(bare)))
+    assert p.returncode == 125, p.stderr
+    msg = doc_of(p)["error"]["message"]
+    assert "sbatch" in msg and "not installed" in msg, msg
+    # A configuration that cannot be read.
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", *grid,
+               exp, env=dict(os.environ, SLURM_CONF=str(tmp_path / "missing.conf")))
+    if "no '" not in p.stdout:  # the clients are installed here
+        assert p.returncode == 125, p.stderr
+        assert "missing.conf" in doc_of(p)["error"]["message"]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    # Never a silent fallback: the mode is refused with --image too.
+    p = sweep(tmp_path, exp, *grid, "--image", "x")
+    assert p.returncode == 2 and "mode docker" in doc_of(p)["error"]["message"]

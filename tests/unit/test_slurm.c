@@ -185,6 +185,60 @@ static void test_poll_reads_squeue_defensively(void **state)
 	assert_int_equal(lb_slurm_poll("79", 1, st, NULL), -EHOSTUNREACH);
 }
 
+static void test_poll_tasks_reads_restarts(void **state)
+{
+	fixture *f = *state;
+	stub(f, "squeue",
+	     "0|COMPLETED|0|node1|\n1         |RUNNING|2|node2|\n[2-3%2]|PENDING|0||\n"
+	     "garbage line\n4|RUNNING|-1|x|\n4|RUNNING|1x|x|\n4|lower|0|x|\n9|RUNNING|0|far|\n",
+	     0);
+	lb_slurm_task t[5];
+	assert_int_equal(lb_slurm_poll_tasks("77", 5, t), 0);
+	assert_string_equal(t[0].state, "COMPLETED");
+	assert_string_equal(t[0].node, "node1");
+	assert_int_equal(t[0].restarts, 0);
+	assert_string_equal(t[1].state, "RUNNING"); /* squeue pads the task id */
+	assert_int_equal(t[1].restarts, 2);
+	assert_string_equal(t[2].state, "PENDING");
+	assert_string_equal(t[3].state, "PENDING");
+	assert_string_equal(t[3].node, "");
+	assert_string_equal(t[4].state, ""); /* a negative count, junk, a lower-case state */
+	char path[256];
+	snprintf(path, sizeof path, "%s/squeue.args", f->dir);
+	char *args = read_text(path);
+	assert_non_null(strstr(args, "-j\n77\n-O\nArrayTaskID:|,State:|,RestartCnt:|,NodeList:|\n"));
+	free(args);
+	assert_int_equal(lb_slurm_poll_tasks("7 7", 1, t), -EINVAL);
+	stub(f, "squeue", "slurm_load_jobs error: Unable to contact slurm controller", 1);
+	assert_int_equal(lb_slurm_poll_tasks("79", 1, t), -EHOSTUNREACH);
+	assert_true(lb_slurm_state_final("CANCELLED") && !lb_slurm_state_final("PENDING"));
+}
+
+static void test_plan_only_writes_the_script_and_submits_nothing(void **state)
+{
+	fixture *f = *state;
+	/* An sbatch that would fail loudly if it ran. */
+	stub(f, "sbatch", "should not run", 1);
+	char *argv0[] = {"/bin/true", "a b", NULL};
+	lb_slurm_cell cells[2] = {{argv0, f->dir}, {argv0, f->dir}};
+	lb_slurm_submit s = {.dir = f->dir, .name = "n", .cells = cells, .ncells = 2,
+			     .max_parallel = 1, .plan_only = true};
+	json_object *cmd = json_object_new_array();
+	char id[32], err[256];
+	assert_int_equal(lb_slurm_submit_array(&s, cmd, id, err, sizeof err), 0);
+	assert_string_equal(id, "");
+	char path[256];
+	snprintf(path, sizeof path, "%s/sbatch.args", f->dir);
+	assert_int_equal(access(path, F_OK), -1);
+	const char *text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
+	assert_non_null(strstr(text, "--array=0-1%1"));
+	snprintf(path, sizeof path, "%s/job.sh", f->dir);
+	char *sh = read_text(path);
+	assert_non_null(strstr(sh, "exec '/bin/true' 'a b'"));
+	free(sh);
+	json_object_put(cmd);
+}
+
 static void test_node_argv(void **state)
 {
 	(void)state;
@@ -243,6 +297,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_array_of_three_cells_is_one_sbatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sbatch_refusal_and_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_poll_reads_squeue_defensively, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_tasks_reads_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plan_only_writes_the_script_and_submits_nothing, setup, teardown),
 		cmocka_unit_test(test_node_argv),
 		cmocka_unit_test(test_bad_names_are_refused),
 	};

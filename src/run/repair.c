@@ -1,0 +1,403 @@
+/* The repair loop's host side: the repair command (run as the user, outside the sandbox, with
+ * a time limit), the copies of the experiment it works on, the diffs between them, and --apply.
+ * The loop itself is attempts.c. */
+#include "attempts_internal.h"
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* snprintf for paths and messages built from run directories, which run.c keeps under
+ * PATH_MAX: a cut message is still a message. Returns what snprintf returns. */
+static int fmt(char *out, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static int fmt(char *out, size_t n, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	int r = vsnprintf(out, n, f, ap);
+	va_end(ap);
+	return r;
+}
+
+extern char **environ;
+
+/* labbox's environment with env_extra added (a name given there replaces labbox's own). */
+static int build_env(char *const *env_extra, lb_strv *out)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+		bool replaced = false;
+		for (char *const *x = env_extra; x && *x; x++)
+			replaced |= strncmp(*x, *e, n) == 0 && (*x)[n] == '=';
+		if (!replaced && lb_strv_push(out, *e) < 0)
+			return -ENOMEM;
+	}
+	for (char *const *x = env_extra; x && *x; x++)
+		if (lb_strv_push(out, *x) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static void drain(int fd, lb_runlog *log, uint64_t *seen)
+{
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		lb_runlog_write(log, buf, (size_t)n);
+		*seen += (uint64_t)n;
+	}
+}
+
+/* The child's side: its own process group (so a hang is ended whole), dead with labbox. */
+static void exec_child(const char *cmd, const char *cwd, int in, int out, char **envp)
+{
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(cwd) < 0)
+		_exit(126);
+	execve("/bin/sh", (char *[]){"sh", "-c", (char *)cmd, NULL}, envp);
+	_exit(127);
+}
+
+int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
+		   char *const *env_extra, double timeout, const char *log_path,
+		   repair_cmd_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	lb_strv env = {0};
+	if (build_env(env_extra, &env) < 0) {
+		lb_strv_free(&env);
+		return -ENOMEM;
+	}
+	LB_AUTOCLOSE int in = open(stdin_path, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		int e = errno;
+		fmt(err, errlen, "cannot open %s for the repair command: %s", stdin_path, strerror(e));
+		lb_strv_free(&env);
+		return -e;
+	}
+	lb_runlog *log = NULL;
+	int r = lb_runlog_open(log_path, REPAIR_LOG_CAP, &log);
+	if (r < 0) {
+		fmt(err, errlen, "cannot create %s: %s", log_path, strerror(-r));
+		lb_strv_free(&env);
+		return r;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		r = -errno;
+		lb_runlog_close(log, NULL, NULL, NULL);
+		lb_strv_free(&env);
+		return r;
+	}
+	double t0 = lb_time_monotonic();
+	pid_t pid = fork();
+	if (pid == 0)
+		exec_child(cmd, cwd, in, p[1], env.v);
+	lb_strv_free(&env);
+	close(p[1]);
+	if (pid < 0) {
+		r = -errno;
+		close(p[0]);
+		lb_runlog_close(log, NULL, NULL, NULL);
+		fmt(err, errlen, "cannot start the repair command: %s", strerror(-r));
+		return r;
+	}
+	setpgid(pid, pid); /* also here: the group must exist before a kill reaches for it */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	int status = 0;
+	bool termed = false;
+	for (;;) {
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		poll(&pf, 1, 100);
+		drain(p[0], log, &res->log_bytes);
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		double t = lb_time_monotonic() - t0;
+		if (timeout > 0 && t >= timeout && !termed) {
+			kill(-pid, SIGTERM);
+			res->timed_out = termed = true;
+		} else if (termed && t >= timeout + REPAIR_GRACE_S) {
+			kill(-pid, SIGKILL);
+		}
+	}
+	res->duration_s = lb_time_monotonic() - t0;
+	/* Whatever it left behind (a background job holding the pipe) ends with it. */
+	kill(-pid, SIGKILL);
+	drain(p[0], log, &res->log_bytes);
+	close(p[0]);
+	uint64_t written = 0;
+	lb_runlog_close(log, &res->log_bytes, &written, &res->log_truncated);
+	if (WIFEXITED(status)) {
+		res->exit_code = WEXITSTATUS(status);
+	} else {
+		res->exit_code = -1;
+		res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	}
+	return 0;
+}
+
+int repair_copy(const char *src, const char *dst, char *err, size_t errlen)
+{
+	json_object *files = json_object_new_object();
+	int r = lb_record_stage(src, dst, (uid_t)-1, (gid_t)-1, files, NULL, err, errlen);
+	json_object_put(files);
+	return r;
+}
+
+int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path, bool *changed,
+		char *err, size_t errlen)
+{
+	/* a/ and b/ as symbolic links in a directory of their own, so the patch reads as
+	 * git's and applies with patch -p1 in the experiment directory. */
+	char cmp[PATH_MAX], a[PATH_MAX + 4], b[PATH_MAX + 4];
+	if (fmt(cmp, sizeof cmp, "%s.cmp", patch_path) >= (int)sizeof cmp)
+		return -ENAMETOOLONG;
+	repair_remove_tree(cmp);
+	if (mkdir(cmp, 0700) < 0)
+		return -errno;
+	fmt(a, sizeof a, "%s/a", cmp);
+	fmt(b, sizeof b, "%s/b", cmp);
+	int r = 0;
+	if (symlink(old_dir, a) < 0 || symlink(new_dir, b) < 0) {
+		r = -errno;
+		repair_remove_tree(cmp);
+		return r;
+	}
+	LB_AUTOCLOSE int out = open(patch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		r = -errno;
+		repair_remove_tree(cmp);
+		fmt(err, errlen, "cannot create %s: %s", patch_path, strerror(-r));
+		return r;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+		if (dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || chdir(cmp) < 0)
+			_exit(126);
+		execlp("diff", "diff", "-ruN", "-x", "__pycache__", "-x", ".git", "-x", ".labbox",
+		       "a", "b", (char *)NULL);
+		_exit(127);
+	}
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		r = -errno;
+	repair_remove_tree(cmp);
+	if (r < 0)
+		return r;
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+	if (code == 127) {
+		fmt(err, errlen, "diff is not installed (Debian's diffutils): the repair loop "
+			 "records every change as a unified diff");
+		return -ENOENT;
+	}
+	if (code != 0 && code != 1) {
+		fmt(err, errlen, "diff -ruN of %s and %s failed (exit %d)", old_dir, new_dir, code);
+		return -EIO;
+	}
+	*changed = code == 1;
+	return 0;
+}
+
+static int chmod_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag == FTW_D || flag == FTW_DNR)
+		chmod(path, (st->st_mode & 07777) | 0700);
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+int repair_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? -errno : 0;
+	/* A repair command may leave a directory read-only: opened up first, then removed. */
+	nftw(path, chmod_dir, 16, FTW_PHYS);
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return lstat(path, &st) < 0 ? 0 : -ENOTEMPTY;
+}
+
+/* ---- --apply ----------------------------------------------------------------------------- */
+
+typedef struct apply_ctx {
+	const char *base, *final, *dst;
+	size_t nchanged;
+	int error;
+	char *err;
+	size_t errlen;
+} apply_ctx;
+
+static bool skipped_name(const char *name)
+{
+	/* The copies never had these (staging leaves them out): dst's own are not touched. */
+	return strcmp(name, ".git") == 0 || strcmp(name, ".labbox") == 0 ||
+	       strcmp(name, "__pycache__") == 0;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	LB_AUTOFREE char *da = NULL, *db = NULL;
+	size_t la = 0, lbn = 0;
+	if (lb_read_file_at(AT_FDCWD, a, (size_t)1 << 30, &da, &la) < 0 ||
+	    lb_read_file_at(AT_FDCWD, b, (size_t)1 << 30, &db, &lbn) < 0)
+		return false;
+	return la == lbn && memcmp(da, db, la) == 0;
+}
+
+static void apply_fail(apply_ctx *c, const char *what, int r)
+{
+	if (c->error)
+		return;
+	c->error = r;
+	fmt(c->err, c->errlen, "--apply: cannot write %s: %s", what, strerror(-r));
+}
+
+static void apply_symlink(apply_ctx *c, const char *from, const char *to)
+{
+	char target[PATH_MAX], have[PATH_MAX];
+	ssize_t n = readlink(from, target, sizeof target - 1);
+	if (n < 0)
+		return;
+	target[n] = '\0';
+	ssize_t h = readlink(to, have, sizeof have - 1);
+	if (h >= 0) {
+		have[h] = '\0';
+		if (strcmp(have, target) == 0)
+			return;
+	}
+	unlink(to);
+	if (symlink(target, to) < 0)
+		apply_fail(c, to, -errno);
+	else
+		c->nchanged++;
+}
+
+static void apply_file(apply_ctx *c, const char *from, const char *to, mode_t mode)
+{
+	if (same_file(from, to))
+		return;
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	int r = lb_read_file_at(AT_FDCWD, from, (size_t)1 << 30, &data, &len);
+	if (r == 0)
+		r = lb_write_file_atomic_mode(to, data, len, mode & 0777);
+	if (r == 0 && chmod(to, mode & 07777) < 0)
+		r = -errno;
+	if (r < 0)
+		apply_fail(c, to, r);
+	else
+		c->nchanged++;
+}
+
+/* Files of final/rel into dst/rel; depth is bounded by PATH_MAX. */
+static void apply_dir(apply_ctx *c, const char *rel)
+{
+	char dir[PATH_MAX];
+	if (fmt(dir, sizeof dir, "%s%s%s", c->final, *rel ? "/" : "", rel) >= (int)sizeof dir)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while (!c->error && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    skipped_name(e->d_name))
+			continue;
+		char sub[PATH_MAX], from[PATH_MAX * 2], to[PATH_MAX * 2];
+		if (fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
+			continue;
+		fmt(from, sizeof from, "%s/%s", c->final, sub);
+		fmt(to, sizeof to, "%s/%s", c->dst, sub);
+		struct stat st;
+		if (lstat(from, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (mkdir(to, st.st_mode & 07777) == 0)
+				c->nchanged++;
+			apply_dir(c, sub);
+		} else if (S_ISLNK(st.st_mode)) {
+			apply_symlink(c, from, to);
+		} else if (S_ISREG(st.st_mode)) {
+			apply_file(c, from, to, st.st_mode);
+		}
+	}
+	closedir(d);
+}
+
+/* What base/rel had and final lacks goes from dst, depth first. */
+static void remove_gone(apply_ctx *c, const char *rel)
+{
+	char dir[PATH_MAX];
+	if (fmt(dir, sizeof dir, "%s%s%s", c->base, *rel ? "/" : "", rel) >= (int)sizeof dir)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    skipped_name(e->d_name))
+			continue;
+		char sub[PATH_MAX], from[PATH_MAX * 2], in_final[PATH_MAX * 2], to[PATH_MAX * 2];
+		if (fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
+			continue;
+		fmt(from, sizeof from, "%s/%s", c->base, sub);
+		fmt(in_final, sizeof in_final, "%s/%s", c->final, sub);
+		fmt(to, sizeof to, "%s/%s", c->dst, sub);
+		struct stat st, fs;
+		if (lstat(from, &st) < 0)
+			continue;
+		bool kept = lstat(in_final, &fs) == 0;
+		if (S_ISDIR(st.st_mode)) {
+			remove_gone(c, sub);
+			if (!kept && rmdir(to) == 0)
+				c->nchanged++;
+		} else if (!kept && unlink(to) == 0) {
+			c->nchanged++;
+		}
+	}
+	closedir(d);
+}
+
+int repair_apply(const char *base, const char *final, const char *dst, size_t *nchanged,
+		 char *err, size_t errlen)
+{
+	apply_ctx c = {.base = base, .final = final, .dst = dst, .err = err, .errlen = errlen};
+	apply_dir(&c, "");
+	if (c.error == 0)
+		remove_gone(&c, "");
+	*nchanged = c.nchanged;
+	return c.error;
+}

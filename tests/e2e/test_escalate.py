@@ -1,0 +1,245 @@
+"""`labbox run --escalate`: the user's standing permission to run a failed experiment once
+more with exactly the escalation its failure calls for, and nothing without it.
+
+The network case is real: the test listens on the host's loopback, which the sandbox's own
+network namespace cannot reach and --network host can; the server counts who reached it.
+"""
+import json
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import HOSTILE, PYTHON, host_can_enforce, labbox, run_dirs, run_exp, write_exp
+
+CONNECT = """
+import os, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+print("reply:", s.recv(64).decode().strip())
+print("accuracy: 0.75")
+"""
+
+
+class HostServer:
+    """A TCP server on the host's 127.0.0.1 that answers every connection and counts them."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.count = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.count += 1
+            c.sendall(b"hello from the host\n")
+            c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def server():
+    s = HostServer()
+    yield s
+    s.close()
+
+
+def test_network_escalation_reaches_the_host_and_rerun_repeats_it(tmp_path, server):
+    exp = write_exp(tmp_path, CONNECT)
+    runs = tmp_path / "runs"
+    # Everything else is permitted too: only what the failure calls for is granted.
+    r = run_exp(exp, runs, *HOSTILE, "--memory", "1g", "--allow-degraded", "memory",
+                "--escalate", "memory,network,gpus", args=[server.port])
+    assert r.rc == 0, r.why()
+    res = r.result
+    atts = res["attempts"]
+    assert len(atts) == 2, r.why()
+    first, second = atts
+    assert first["status"] == "failed" and first["labbox_exit_code"] == 1
+    assert first["flags"]["network"] == "none" and first["escalated"] == []
+    assert second["flags"] == {"network": "host", "memory_bytes": 1 << 30, "gpus": None,
+                               "env": None}
+    assert second["escalated"] == ["network"]
+    assert second["trigger"] == "escalation"
+    assert "network" in second["why"] and "attempt 1" in second["why"]
+    assert res["escalation"] == {"permitted": ["network", "gpus", "memory"],
+                                 "granted": ["network"], "declined": []}
+    assert res["id"] == second["id"] and res["metrics"]["values"]["accuracy"] == 0.75
+    assert "hello from the host" in r.log()
+    assert server.count == 1  # only the escalated attempt got through
+    # Both attempts are runs of their own, each manifest with the flags it ran with.
+    assert len(run_dirs(runs)) == 2
+    m1 = json.loads((Path(first["run_dir"]) / "manifest.json").read_text())
+    m2 = json.loads((r.run_dir / "manifest.json").read_text())
+    assert m1["config"]["sandbox"]["network"] == "none"
+    assert m2["config"]["sandbox"]["network"] == "host"
+    # The verdict on disk is the document printed.
+    assert json.loads((r.run_dir / "result.json").read_text())["attempts"] == atts
+    # rerun of the result repeats the final attempt's flags.
+    p = labbox("rerun", "--json", "--runs-dir", runs, res["id"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    again = json.loads(p.stdout)
+    m3 = json.loads((Path(again["run_dir"]) / "manifest.json").read_text())
+    assert m3["config"]["sandbox"]["network"] == "host"
+    assert server.count == 2
+
+
+def test_nothing_is_escalated_without_the_flag(tmp_path, server):
+    exp = write_exp(tmp_path, CONNECT)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, *HOSTILE, args=[server.port])
+    assert r.rc == 1, r.why()
+    assert "attempts" not in r.result and "escalation" not in r.result
+    assert len(run_dirs(runs)) == 1 and server.count == 0
+
+
+def test_escalate_grants_only_what_it_names(tmp_path, server):
+    # A network failure with permission for memory and gpus only: not escalated.
+    exp = write_exp(tmp_path, CONNECT)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, *HOSTILE, "--escalate", "memory,gpus", args=[server.port])
+    assert r.rc == 1, r.why()
+    assert [a["status"] for a in r.result["attempts"]] == ["failed"]
+    assert r.result["escalation"]["permitted"] == ["gpus", "memory"]
+    assert r.result["escalation"]["granted"] == []
+    assert len(run_dirs(runs)) == 1 and server.count == 0
+    # With --network host already there is nothing to grant: one attempt.
+    r = run_exp(exp, runs, *HOSTILE, "--network", "host", "--escalate", "network", args=[1])
+    assert r.rc == 1, r.why()
+    assert len(r.result["attempts"]) == 1
+    assert r.result["escalation"]["granted"] == []
+    assert "already had the host network" in r.result["escalation"]["declined"][0]["reason"]
+
+
+HOG = """
+import random
+random.seed(0)
+block = bytearray(160 * 1024 * 1024)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+print("touched_mb:", len(block) >> 20)
+"""
+
+
+def test_memory_escalation_doubles_the_limit(tmp_path):
+    exp = write_exp(tmp_path, HOG)
+    runs = tmp_path / "runs"
+    degraded = () if host_can_enforce("memory") else ("--allow-degraded", "memory")
+    r = run_exp(exp, runs, "--memory", "120m", *degraded, "--escalate", "memory")
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["failure_class"] == "oom", r.why()
+    assert first["flags"]["memory_bytes"] == 120 << 20
+    assert second["flags"]["memory_bytes"] == 240 << 20
+    assert second["escalated"] == ["memory"] and "twice the memory" in second["why"]
+    assert r.result["metrics"]["values"]["touched_mb"] == 160
+    m2 = json.loads((r.run_dir / "manifest.json").read_text())
+    assert m2["config"]["sandbox"]["memory_bytes"] == 240 << 20
+
+
+def test_memory_is_not_escalated_without_a_limit(tmp_path):
+    exp = write_exp(tmp_path, "import random\nrandom.seed(0)\nraise MemoryError()\n")
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "memory")
+    assert r.rc == 1, r.why()
+    assert r.result["failure"]["class"] == "oom"
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1
+    (d,) = r.result["escalation"]["declined"]
+    assert d["escalation"] == "memory" and "no --memory" in d["reason"]
+
+
+def host_has_gpu():
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+NO_GPU = """
+import random
+random.seed(0)
+raise RuntimeError("No CUDA GPUs are available")
+"""
+
+
+@pytest.mark.skipif(host_has_gpu(), reason="this host has a GPU: the no-GPU path is not reachable")
+def test_gpu_escalation_on_a_host_without_gpus_is_declined(tmp_path):
+    exp = write_exp(tmp_path, NO_GPU)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "gpus")
+    assert r.rc == 1, r.why()
+    assert r.result["failure"]["class"] == "gpu_unavailable", r.why()
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1
+    esc = r.result["escalation"]
+    assert esc["permitted"] == ["gpus"] and esc["granted"] == []
+    (d,) = esc["declined"]
+    assert d["escalation"] == "gpus" and "no GPU" in d["reason"], d
+    assert r.result["attempts"][0]["flags"]["gpus"] is None
+
+
+NUMPY = """
+import numpy as np
+np.random.seed(0)
+print("mean:", float(np.arange(5).mean()))
+"""
+
+
+def bare_venv(tmp_path):
+    """A real virtual environment without numpy (no system site packages, no pip)."""
+    venv = tmp_path / "bare-venv"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    return venv / "bin" / "python"
+
+
+def test_env_escalation_runs_in_the_environment_auto_finds(tmp_path):
+    py = bare_venv(tmp_path)
+    exp = write_exp(tmp_path, NUMPY)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "env", python=py)
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["failure_class"] == "missing_package" and first["flags"]["env"] is None
+    assert second["escalated"] == ["env"] and second["flags"]["env"] == "auto"
+    assert "--env auto" in second["why"]
+    chosen = r.result["environment"]["chosen"]
+    assert chosen["python"] != str(py)
+    assert r.result["metrics"]["values"]["mean"] == 2.0
+    # rerun of the verdict runs in the environment that was chosen, and matches.
+    p = labbox("rerun", "--json", "--runs-dir", runs, r.result["id"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["rerun"]["verdict"] == "match"
+
+
+def test_env_escalation_when_no_environment_has_it_is_declined(tmp_path):
+    exp = write_exp(tmp_path, "import random\nrandom.seed(0)\nimport lbx_no_such_module_anywhere\n")
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", "env")
+    assert r.rc == 1, r.why()  # the first attempt's verdict stands
+    assert r.result["failure"]["class"] == "missing_package"
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1
+    (d,) = r.result["escalation"]["declined"]
+    assert d["escalation"] == "env" and "lbx_no_such_module_anywhere" in d["reason"], d
+    assert r.result["escalation"]["granted"] == []
+
+
+@pytest.mark.parametrize("value,words", [
+    ("network,root", "'root' is not one of network, gpus, env, memory"),
+    ("", "network, gpus, env, memory"),
+])
+def test_bad_escalations_are_refused(tmp_path, value, words):
+    exp = write_exp(tmp_path, "print('x: 1')\n")
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--escalate", value)
+    assert r.rc == 2
+    assert r.result["schema"] == "labbox.error/1"
+    assert words in json.dumps(r.result), r.result
+    assert run_dirs(runs) == []

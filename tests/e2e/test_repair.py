@@ -1,0 +1,229 @@
+"""`labbox run --repair-cmd CMD [--max-repairs N] [--apply]`: the repair loop with real repair
+commands (scripts written by the tests), real experiments and the shipped example.
+
+The experiment has a planted bug (a division by a zero scale); the scripts fix it on their
+second try, never fix it, crash, or hang. What is checked is what a user reads: the exit code,
+the verdict's attempts and repair block, repairs/N/ in the run directory, and whether the
+experiment directory was touched.
+"""
+import hashlib
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+from conftest import (PYTHON, REPO, labbox, run_dirs, run_exp, unique, wait_no_marker,
+                      kill_marker, write_exp)
+
+BUGGY = """
+import random
+random.seed(0)
+scale = 0
+print("accuracy:", 1.5 / scale)
+"""
+
+
+def script(tmp_path, body, name="repair.py"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body).lstrip("\n"))
+    return f"{PYTHON} {p}"
+
+
+# Reads the verdict on stdin; the first repair makes a change that does not fix anything, the
+# second one fixes the planted bug.
+SECOND_TRY = """
+import json, os, sys
+verdict = json.load(sys.stdin)
+n = int(os.environ["LABBOX_REPAIR_ATTEMPT"])
+print("repair", n, "saw", verdict["status"], verdict["failure"]["class"], "in", os.getcwd())
+src = open("main.py").read()
+if n == 1:
+    src += "# looked at it\\n"
+else:
+    src = src.replace("scale = 0", "scale = 2")
+open("main.py", "w").write(src)
+"""
+
+
+def tree_digest(d: Path):
+    h = hashlib.sha256()
+    for p in sorted(d.rglob("*")):
+        h.update(str(p.relative_to(d)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def test_repair_fixes_the_bug_on_its_second_attempt(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    before = tree_digest(exp)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--repair-cmd", script(tmp_path, SECOND_TRY))
+    assert r.rc == 0, r.why()
+    res = r.result
+    assert res["metrics"]["values"]["accuracy"] == 0.75
+    assert [a["status"] for a in res["attempts"]] == ["failed", "failed", "completed"]
+    assert [a["source"] for a in res["attempts"]] == ["experiment", "repair 1", "repair 2"]
+    assert [a["trigger"] for a in res["attempts"]] == [None, "repair", "repair"]
+    rp = res["repair"]
+    assert rp["attempts"] == 2 and rp["fixed"] is True and rp["gave_up"] is False
+    assert rp["max_repairs"] == 3 and rp["applied"] is False
+    assert rp["dir"] == str(r.run_dir / "repairs")
+    rep = r.run_dir / "repairs"
+    d1 = (rep / "1" / "diff.patch").read_text()
+    assert "+# looked at it" in d1 and "--- a/main.py" in d1 and "+++ b/main.py" in d1
+    d2 = (rep / "2" / "diff.patch").read_text()
+    assert "-scale = 0" in d2 and "+scale = 2" in d2 and "+# looked at it" not in d2
+    # The command got each verdict on stdin and ran in a copy, not in the experiment.
+    log1 = (rep / "1" / "cmd.log").read_text()
+    assert "repair 1 saw failed code_error" in log1
+    assert str(exp) not in log1
+    assert "repair 2 saw failed code_error" in (rep / "2" / "cmd.log").read_text()
+    v1 = json.loads((rep / "1" / "result.json").read_text())
+    v2 = json.loads((rep / "2" / "result.json").read_text())
+    assert v1["status"] == "failed" and v2["status"] == "completed"
+    assert v2["id"] == res["id"]
+    all_patch = (rep / "all.patch").read_text()
+    assert "+scale = 2" in all_patch and "+# looked at it" in all_patch
+    # Three runs, each a run of its own; no working copies left behind.
+    assert len(run_dirs(runs)) == 3
+    assert not [p for p in runs.iterdir() if p.name.startswith(".repair")]
+    # Without --apply the experiment is as it was.
+    assert tree_digest(exp) == before
+    # The final run's manifest names the experiment, and its staged code is the repaired one.
+    m = json.loads((r.run_dir / "manifest.json").read_text())
+    assert m["config"]["expdir"] == str(exp)
+    assert "scale = 2" in (r.exp / "main.py").read_text()
+    # rerun of the verdict repeats the repaired code, not the experiment's.
+    p = labbox("rerun", "--json", "--runs-dir", runs, res["id"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["metrics"]["values"]["accuracy"] == 0.75
+
+
+def test_apply_copies_the_fix_into_the_experiment(tmp_path):
+    exp = write_exp(tmp_path, BUGGY, files={"notes.txt": "old\n", "data/keep.csv": "a\n1\n"})
+    fix = script(tmp_path, """
+        import os
+        src = open("main.py").read().replace("scale = 0", "scale = 3")
+        open("main.py", "w").write(src)
+        os.remove("notes.txt")
+        open("CHANGES.md", "w").write("fixed the scale\\n")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--repair-cmd", fix, "--apply")
+    assert r.rc == 0, r.why()
+    assert r.result["repair"]["applied"] is True
+    assert "scale = 3" in (exp / "main.py").read_text()
+    assert (exp / "CHANGES.md").read_text() == "fixed the scale\n"
+    assert not (exp / "notes.txt").exists()
+    assert (exp / "data" / "keep.csv").read_text() == "a\n1\n"
+
+
+def test_apply_leaves_the_experiment_alone_when_the_loop_gives_up(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    before = tree_digest(exp)
+    never = script(tmp_path, 'open("main.py", "a").write("# still broken\\n")\n')
+    r = run_exp(exp, tmp_path / "runs", "--repair-cmd", never, "--max-repairs", "1", "--apply")
+    assert r.rc == 1, r.why()
+    assert r.result["repair"]["applied"] is False and r.result["repair"]["gave_up"] is True
+    assert tree_digest(exp) == before
+
+
+def test_a_repair_that_never_fixes_it_gives_up_after_n(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    never = script(tmp_path, """
+        import os
+        n = os.environ["LABBOX_REPAIR_ATTEMPT"]
+        open("main.py", "a").write(f"# attempt {n}: still broken\\n")
+    """)
+    for opts, n in ((("--max-repairs", "2"), 2), ((), 3)):
+        runs = tmp_path / f"runs{n}"
+        r = run_exp(exp, runs, "--repair-cmd", never, *opts)
+        assert r.rc == 1, r.why()  # the last attempt's exit code
+        rp = r.result["repair"]
+        assert rp["attempts"] == n and rp["max_repairs"] == n
+        assert rp["gave_up"] is True and rp["fixed"] is False
+        assert f"{n} repairs did not fix the run" in rp["reason"], rp
+        assert "division by zero" in rp["reason"]
+        assert len(r.result["attempts"]) == n + 1 and len(run_dirs(runs)) == n + 1
+        assert sorted(p.name for p in (r.run_dir / "repairs").iterdir()) == \
+            sorted([str(i) for i in range(1, n + 1)] + ["all.patch"])
+        assert f"+# attempt {n}: still broken" in (r.run_dir / "repairs" / str(n) / "diff.patch").read_text()
+
+
+def test_a_repair_command_that_crashes_ends_the_loop(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    crash = script(tmp_path, """
+        import sys
+        print("looking at the verdict")
+        sys.stderr.write("repair tool: model quota exhausted\\n")
+        sys.exit(7)
+    """)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--repair-cmd", crash)
+    assert r.rc == 1, r.why()
+    rp = r.result["repair"]
+    assert rp["attempts"] == 1 and rp["gave_up"] is True
+    assert "exited with status 7" in rp["reason"]
+    assert rp["repairs"][0]["command_exit_code"] == 7
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1
+    log = (r.run_dir / "repairs" / "1" / "cmd.log").read_text()
+    assert "looking at the verdict" in log and "model quota exhausted" in log
+
+
+def test_a_repair_command_that_hangs_is_ended_at_the_budget(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    marker = unique("lb-repair-hang")
+    sleeper = f"{PYTHON} -c 'import time; time.sleep(600)' {marker}"
+    runs = tmp_path / "runs"
+    try:
+        r = run_exp(exp, runs, "--budget", "3", "--repair-cmd", f"{sleeper} & {sleeper}")
+        assert r.rc == 1, r.why()
+        rp = r.result["repair"]
+        assert rp["gave_up"] is True and rp["repairs"][0]["timed_out"] is True
+        assert "did not finish within 3 s" in rp["reason"]
+        assert rp["timeout_s"] == 3.0
+        assert r.elapsed < 60
+        # The command and the job it started in the background are both gone.
+        assert wait_no_marker(marker, 10) == []
+    finally:
+        kill_marker(marker)
+
+
+def test_the_shipped_example_repairs_the_shipped_broken_experiment(tmp_path):
+    exp = tmp_path / "broken"
+    shutil.copytree(REPO / "examples" / "repair" / "broken", exp)
+    before = tree_digest(exp)
+    fix = f"{PYTHON} {REPO / 'examples' / 'repair' / 'fix.py'}"
+    r = run_exp(exp, tmp_path / "runs", "--repair-cmd", fix)
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["status"] == "rejected" and first["labbox_exit_code"] == 3
+    assert second["status"] == "completed"
+    assert "mean" in r.result["metrics"]["values"]
+    assert "results.json" in r.result["metrics"]["files"]
+    patch = (r.run_dir / "repairs" / "1" / "diff.patch").read_text()
+    assert "+random.seed(0)" in patch
+    assert '-with open("/data/out/results.json", "w") as f:' in patch
+    assert '+with open("results.json", "w") as f:' in patch
+    assert tree_digest(exp) == before
+
+
+def test_a_run_that_succeeds_needs_no_repair(tmp_path):
+    exp = write_exp(tmp_path, "import random\nrandom.seed(0)\nprint('accuracy: 0.5')\n")
+    marker = tmp_path / "ran"
+    r = run_exp(exp, tmp_path / "runs", "--repair-cmd", f"touch {marker}")
+    assert r.rc == 0, r.why()
+    rp = r.result["repair"]
+    assert rp["attempts"] == 0 and rp["gave_up"] is False and rp["fixed"] is False
+    assert len(r.result["attempts"]) == 1 and not marker.exists()
+
+
+def test_repair_flags_are_checked(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    for opts, words in ((("--apply",), "--apply applies to the repair loop only"),
+                        (("--max-repairs", "2"), "--max-repairs applies to the repair loop only"),
+                        (("--repair-cmd", "true", "--max-repairs", "0"), "--max-repairs '0'"),
+                        (("--repair-cmd", " "), "--repair-cmd needs a command")):
+        r = run_exp(exp, tmp_path / "runs", *opts)
+        assert r.rc == 2, r.why()
+        assert words in json.dumps(r.result), r.result
