@@ -73,6 +73,13 @@ typedef struct lb_backend_ops {
 	 * lb_sandbox_result cannot say it (a remote labbox's own block, kept as it reported it;
 	 * a run nothing isolated). NULL, or returning NULL: built from res->isolation. */
 	struct json_object *(*isolation)(lb_backend *b);
+	/* Binds the runtime gate (job->gate_py_dir) into what runs the code; a backend without
+	 * it says why in result.json's runtime_gate.note. The local sandbox always does. */
+	bool binds_gate;
+	/* Optional, for a backend that does not bind it: why the gate is not installed by this
+	 * labbox, truthfully for this run (asked after the run: a backend may learn it in
+	 * prepare), into note. NULL: a plain "mode X runs without it". */
+	void (*gate_note)(lb_backend *b, char *note, size_t n);
 } lb_backend_ops;
 
 struct lb_backend {

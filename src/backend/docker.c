@@ -6,6 +6,7 @@
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
  * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner). */
 #include "labbox/backend.h"
+#include "labbox/gate.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -192,9 +194,16 @@ static void one_line(const lb_buf *b, char *out, size_t n)
 			*p = ' ';
 }
 
-static const char *docker_host(void)
+/* The variable that points the engine's client elsewhere: docker's DOCKER_HOST, podman's
+ * CONTAINER_HOST (which makes podman a remote client); podman ignores DOCKER_HOST. */
+static const char *host_var(const char *engine)
 {
-	const char *h = getenv("DOCKER_HOST");
+	return strcmp(engine, "podman") == 0 ? "CONTAINER_HOST" : "DOCKER_HOST";
+}
+
+static const char *engine_host(const char *engine)
+{
+	const char *h = getenv(host_var(engine));
 	return h && *h ? h : NULL;
 }
 
@@ -336,9 +345,10 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 		char said[400];
 		one_line(&b, said, sizeof said);
 		snprintf(err, errlen,
-			 "the %s engine does not answer (%s%s): %s; `%s info` shows what is wrong",
-			 engine, docker_host() ? "DOCKER_HOST=" : "",
-			 docker_host() ? docker_host() : "its default socket", said, engine);
+			 "the %s engine does not answer (%s%s%s): %s; `%s info` shows what is wrong",
+			 engine, engine_host(engine) ? host_var(engine) : "",
+			 engine_host(engine) ? "=" : "",
+			 engine_host(engine) ? engine_host(engine) : "its default socket", said, engine);
 		lb_buf_free(&b);
 		json_object_put(norm);
 		return -EHOSTUNREACH;
@@ -360,14 +370,45 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 	return 0;
 }
 
+/* Whether the user named a docker engine: DOCKER_HOST, DOCKER_CONTEXT, or a current context
+ * in the docker client's config (DOCKER_CONFIG or ~/.docker). */
+static bool docker_named(void)
+{
+	if (engine_host("docker") || (getenv("DOCKER_CONTEXT") && *getenv("DOCKER_CONTEXT")))
+		return true;
+	const char *cfg = getenv("DOCKER_CONFIG"), *home = getenv("HOME");
+	char path[PATH_MAX];
+	if (cfg && *cfg)
+		snprintf(path, sizeof path, "%s/config.json", cfg);
+	else if (home && *home)
+		snprintf(path, sizeof path, "%s/.docker/config.json", home);
+	else
+		return false;
+	json_object *o = json_object_from_file(path);
+	const char *ctx = json_s(o, "currentContext");
+	bool named = ctx && *ctx && strcmp(ctx, "default") != 0;
+	json_object_put(o);
+	return named;
+}
+
 static int pick_engine(docker_state *d, json_object **info, char *err, size_t errlen)
 {
-	if (d->engine_asked)
-		return engine_version(d, d->engine, info, err, errlen);
+	if (d->engine_asked) {
+		/* A copy: engine_version writes d->engine, which must not be its own source. */
+		char asked[sizeof d->engine];
+		snprintf(asked, sizeof asked, "%s", d->engine);
+		return engine_version(d, asked, info, err, errlen);
+	}
 	/* The first that answers; when none does, docker's reason is the one named. */
 	char first[512] = "";
 	if (engine_version(d, "docker", info, first, sizeof first) == 0)
 		return 0;
+	if (docker_named()) {
+		/* The user pointed docker somewhere: podman would be another engine, silently. */
+		snprintf(err, errlen, "%s (no podman instead: DOCKER_HOST or a docker context names "
+			 "the docker engine; --engine podman chooses podman)", first);
+		return -EHOSTUNREACH;
+	}
 	char second[512];
 	if (engine_version(d, "podman", info, second, sizeof second) == 0)
 		return 0;
@@ -402,8 +443,11 @@ static unsigned long long start_time_of(pid_t pid)
 static void remove_leftovers(docker_state *d)
 {
 	lb_buf b = {0};
+	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
 	const char *args[] = {"ps", "-a", "--filter", "label=labbox.owner", "--format",
-			      "{{.ID}} {{.Label \"labbox.owner\"}}", NULL};
+			      strcmp(d->engine, "podman") == 0 ? "{{.ID}} {{index .Labels \"labbox.owner\"}}"
+							       : "{{.ID}} {{.Label \"labbox.owner\"}}",
+			      NULL};
 	if (client_run(d, args, false, 1 << 20, &b) != 0 || !b.data) {
 		lb_buf_free(&b);
 		return;
@@ -466,6 +510,46 @@ static int env_cache_open(docker_state *d, const char *env_src, char name[80])
 	return lb_open_private_dir(dir);
 }
 
+/* Rootful podman gives a container RLIMIT_NOFILE 1048576 and RLIMIT_NPROC 4194304 whatever
+ * it may itself hold, so where it lacks CAP_SYS_RESOURCE (a machine that is itself a
+ * container) every start fails in runc ("error setting rlimit type 7"). The container gets
+ * labbox's own limits instead, as the local sandbox's child does (and as docker's containers
+ * get the daemon's); nproc at most 32768, what podman lowers its own to when it cannot raise
+ * it, since a child cannot get more than its runtime has. --pids-limit is the real bound. */
+static int podman_ulimits(lb_strv *c)
+{
+	struct rlimit nofile, nproc;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || getrlimit(RLIMIT_NPROC, &nproc) < 0)
+		return 0; /* podman's defaults then, which hold where it may raise them */
+	const rlim_t nproc_max = 32768;
+	if (nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > nproc_max)
+		nproc.rlim_max = nproc_max;
+	if (nproc.rlim_cur == RLIM_INFINITY || nproc.rlim_cur > nproc.rlim_max)
+		nproc.rlim_cur = nproc.rlim_max;
+	if (nofile.rlim_max == RLIM_INFINITY)
+		nofile.rlim_max = 1048576;
+	if (nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > nofile.rlim_max)
+		nofile.rlim_cur = nofile.rlim_max;
+	return lb_strv_pushf(c, "--ulimit=nofile=%llu:%llu", (unsigned long long)nofile.rlim_cur,
+			     (unsigned long long)nofile.rlim_max) ||
+			       lb_strv_pushf(c, "--ulimit=nproc=%llu:%llu", (unsigned long long)nproc.rlim_cur,
+					     (unsigned long long)nproc.rlim_max)
+		       ? -ENOMEM
+		       : 0;
+}
+
+/* argv for the client: first (a subcommand such as "run" or "build"), podman's limits, the
+ * rest; a.v is NULL-terminated, as client_run wants. */
+static int engine_args(const docker_state *d, lb_strv *a, const char *first, const char *const *rest)
+{
+	int r = lb_strv_push(a, first);
+	if (r == 0 && strcmp(d->engine, "podman") == 0)
+		r = podman_ulimits(a);
+	for (size_t i = 0; r == 0 && rest[i]; i++)
+		r = lb_strv_push(a, rest[i]);
+	return r;
+}
+
 static int snapshot_environment(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	char user[64];
@@ -489,12 +573,18 @@ static int snapshot_environment(docker_state *d, const lb_backend_job *job, char
 			snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
 		return r;
 	}
-	const char *args[] = {"run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+	const char *args[] = {"--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
 			      "--security-opt", "no-new-privileges", "--user", user, "--label",
 			      "labbox.probe=1", "--entrypoint", d->python, d->image, "-I", "-c",
 			      env_src, d->image, NULL};
+	lb_strv a = {0};
+	if (engine_args(d, &a, "run", args) < 0) {
+		lb_strv_free(&a);
+		return -ENOMEM;
+	}
 	lb_buf b = {0};
-	int st = client_run(d, args, true, 4 << 20, &b);
+	int st = client_run(d, (const char *const *)a.v, true, 4 << 20, &b);
+	lb_strv_free(&a);
 	if (st != 0 || !b.data || strncmp(b.data, "Python ", 7) != 0) {
 		char said[300];
 		one_line(&b, said, sizeof said);
@@ -597,6 +687,70 @@ static bool tmpfs_given(json_object *list, const char *path)
 	return false;
 }
 
+/* The last PYTHONPATH=... of the environment given (-e, then labbox's own), or NULL. */
+static const char *given_pythonpath(const docker_state *d, const lb_backend_job *job)
+{
+	const char *v = NULL;
+	for (size_t i = 0; i < job->nenv; i++)
+		if (strncmp(job->env[i], "PYTHONPATH=", 11) == 0)
+			v = job->env[i] + 11;
+	json_object *env = json_arr(d->sandbox, "env");
+	for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+		if (e && strncmp(e, "PYTHONPATH=", 11) == 0)
+			v = e + 11;
+	}
+	return v;
+}
+
+/* The runtime gate, as the local sandbox installs it: its directory read-only and its events
+ * file writable at the same fixed paths under /run, its directory first on PYTHONPATH (after
+ * every other --env, since the engine keeps the last of a name), and its config naming the
+ * places this container can write: exp/, its tmpfs mounts and the volumes given :rw. */
+static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job)
+{
+	const char *outs[72];
+	size_t n = 0;
+	json_object *tmpfs = json_arr(d->sandbox, "tmpfs"), *vols = json_arr(d->sandbox, "volumes");
+	char paths[64][PATH_MAX];
+	size_t np = 0;
+	if (job->exp_dir)
+		outs[n++] = job->exp_dir;
+	outs[n++] = "/tmp";
+	outs[n++] = "/var/tmp";
+	for (size_t i = 0; tmpfs && i < json_object_array_length(tmpfs) && np < 64; i++) {
+		const char *t = json_object_get_string(json_object_array_get_idx(tmpfs, i));
+		snprintf(paths[np], sizeof paths[np], "%.*s", (int)strcspn(t, ":"), t);
+		outs[n++] = paths[np++];
+	}
+	for (size_t i = 0; vols && i < json_object_array_length(vols) && np < 64; i++) {
+		const char *v = json_object_get_string(json_object_array_get_idx(vols, i));
+		const char *dst = strchr(v, ':'), *mode = dst ? strchr(dst + 1, ':') : NULL;
+		if (mode && strcmp(mode, ":rw") == 0) {
+			snprintf(paths[np], sizeof paths[np], "%.*s", (int)(mode - dst - 1), dst + 1);
+			outs[n++] = paths[np++];
+		}
+	}
+	/* Sockets as the local sandbox grants them: --network loopback or host. */
+	const char *asked_net = json_str(d->sandbox, "network");
+	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
+			     .network = asked_net && strcmp(asked_net, "none") != 0, .exp_dir = job->exp_dir,
+			     .outputs = outs, .noutputs = n};
+	int r = lb_gate_write_config(job->gate_py_dir, &gc);
+	if (r < 0)
+		return r;
+	const char *user = given_pythonpath(d, job);
+	if (strchr(job->gate_py_dir, ',') || strchr(job->gate_events, ','))
+		return -EINVAL; /* --mount cannot name it; the run directory's path was checked */
+	r |= lb_strv_push(c, "--mount");
+	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s,readonly", job->gate_py_dir, LB_GATE_PY_DIR);
+	r |= lb_strv_push(c, "--mount");
+	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->gate_events, LB_GATE_EVENTS);
+	r |= lb_strv_pushf(c, "--env=PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
+			   user ? user : "");
+	return r ? -ENOMEM : 0;
+}
+
 static int build_create(docker_state *d, const lb_backend_job *job, char *err, size_t errlen)
 {
 	lb_strv *c = &d->create;
@@ -638,6 +792,8 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	int64_t pids = json_i64(sb, "pids_limit");
 	if (pids > 0)
 		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)pids);
+	if (strcmp(d->engine, "podman") == 0)
+		r |= podman_ulimits(c);
 	int64_t shm = json_i64(sb, "shm_size_bytes");
 	if (shm > 0)
 		r |= lb_strv_pushf(c, "--shm-size=%lld", (long long)shm);
@@ -687,6 +843,10 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	json_object *sec = json_arr(sb, "secret_env");
 	for (size_t i = 0; sec && i < json_object_array_length(sec); i++)
 		r |= lb_strv_pushf(c, "--env=%s", json_object_get_string(json_object_array_get_idx(sec, i)));
+	if (job->gate_py_dir && (r = add_gate(c, d, job)) < 0) {
+		snprintf(err, errlen, "cannot install the runtime gate: %s", strerror(-r));
+		return r;
+	}
 	/* run: argv[0] is the pipeline's (local) interpreter; in the container it is the
 	 * image's. exec: argv[0] is the command, looked up on the image's PATH. */
 	r |= lb_strv_pushf(c, "--entrypoint=%s", d->exec ? job->argv[0] : d->python);
@@ -970,10 +1130,16 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 	snprintf(base_label, sizeof base_label, "labbox.base=%s", d->base_image);
 	snprintf(file, sizeof file, "%s/Dockerfile", d->build_dir);
 	/* --force-rm: a failed step leaves no intermediate container behind. */
-	const char *build[] = {"build", "--force-rm", "--label", label, "--label", base_label,
+	const char *build[] = {"--force-rm", "--label", label, "--label", base_label,
 			       "--tag", d->image, "--file", file, d->build_dir, NULL};
+	lb_strv a = {0};
+	if (engine_args(d, &a, "build", build) < 0) {
+		lb_strv_free(&a);
+		return -ENOMEM;
+	}
 	double t0 = lb_time_monotonic();
-	int st = client_to_log(d, build, d->build_log);
+	int st = client_to_log(d, (const char *const *)a.v, d->build_log);
+	lb_strv_free(&a);
 	d->build_s = lb_time_monotonic() - t0;
 	if (st != 0 || image_id_of(d, d->image, d->image_id, sizeof d->image_id, NULL, 0) < 0) {
 		build_reason(d->build_log, said, sizeof said);
@@ -1080,7 +1246,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			snprintf(err, errlen,
 				 "the image '%s' is not in the %s engine (%s): %s; pull or build it, "
 				 "`%s images` lists those there",
-				 d->image, d->engine, docker_host() ? docker_host() : "its default socket",
+				 d->image, d->engine, engine_host(d->engine) ? engine_host(d->engine) : "its default socket",
 				 said, d->engine);
 			return -ENOENT;
 		}
@@ -1500,7 +1666,7 @@ static struct json_object *docker_describe(lb_backend *b)
 			       d->server_version[0] ? json_object_new_string(d->server_version) : NULL);
 	json_object_object_add(o, "client_version",
 			       d->client_version[0] ? json_object_new_string(d->client_version) : NULL);
-	json_object_object_add(o, "host", json_object_new_string(docker_host() ? docker_host() : host));
+	json_object_object_add(o, "host", json_object_new_string(engine_host(d->engine) ? engine_host(d->engine) : host));
 	json_object_object_add(o, "isolated_by", json_object_new_string("docker"));
 	json_object_object_add(o, "image", d->image ? json_object_new_string(d->image) : NULL);
 	json_object_object_add(o, "image_id", d->image_id[0] ? json_object_new_string(d->image_id) : NULL);
@@ -1561,6 +1727,7 @@ static const lb_backend_ops docker_ops = {
 	.cleanup = docker_cleanup,
 	.describe = docker_describe,
 	.free = docker_free,
+	.binds_gate = true,
 };
 
 int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
@@ -1607,7 +1774,7 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 static json_object *gpus_facts(const char *engine, json_object *info)
 {
 	json_object *g = json_object_new_object();
-	bool remote = docker_host() && strncmp(docker_host(), "unix://", 7) != 0;
+	bool remote = engine_host(engine) && strncmp(engine_host(engine), "unix://", 7) != 0;
 	LB_AUTOFREE char *hook = NULL;
 	bool local_hook = lb_find_executable("nvidia-container-runtime-hook", &hook) == 0 ||
 			  lb_find_executable("nvidia-ctk", &hook) == 0;
@@ -1660,9 +1827,9 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 	json_object_object_add(o, "client", json_object_new_string(d.client));
 	json_object_object_add(o, "client_version", d.client_version[0] ? json_object_new_string(d.client_version) : NULL);
 	json_object_object_add(o, "version", json_object_new_string(d.server_version));
-	json_object_object_add(o, "host", docker_host() ? json_object_new_string(docker_host()) : NULL);
+	json_object_object_add(o, "host", engine_host(d.engine) ? json_object_new_string(engine_host(d.engine)) : NULL);
 	json_object_object_add(o, "host_named_by",
-			       json_object_new_string(docker_host() ? "DOCKER_HOST"
+			       json_object_new_string(engine_host(d.engine) ? host_var(d.engine)
 								    : "the client's default (its current context)"));
 	static const char *const keys[] = {"os", "kernel", "rootless", "userns_remap", "cgroup",
 					   "limits", "seccomp", "apparmor", "selinux",

@@ -16,6 +16,7 @@
  * and this labbox binary, content-addressed beside the runs directory (bin/labbox-SHA), so the
  * nodes run the same labbox as the one that submitted. */
 #include "labbox/backend.h"
+#include "labbox/gate.h"
 #include "labbox/check.h"
 #include "labbox/util.h"
 
@@ -1567,6 +1568,17 @@ static void slurm_free(lb_backend *b)
 	free(s);
 }
 
+/* The node's labbox runs the code in its own sandbox, under its own gate: the default for the
+ * policy passed on (--runtime-gate is not passed on). */
+static void slurm_gate_note(lb_backend *b, char *note, size_t n)
+{
+	slurm_state *s = b->state;
+	snprintf(note, n, "not installed by this labbox: the labbox on the node ran the code under "
+		 "its own runtime gate (policy %s, so mode %s); its events are in slurm/node.json's "
+		 "runtime_gate", lb_check_policy_name((lb_check_policy)s->policy),
+		 lb_gate_mode_name(lb_gate_effective(LB_GATE_DEFAULT, s->policy)));
+}
+
 static const lb_backend_ops slurm_ops = {
 	.name = "slurm",
 	.owner = slurm_owner,
@@ -1577,6 +1589,7 @@ static const lb_backend_ops slurm_ops = {
 	.describe = slurm_describe,
 	.free = slurm_free,
 	.isolation = slurm_isolation,
+	.gate_note = slurm_gate_note,
 };
 
 /* Names Slurm takes as they are (partition, account, qos): no spaces, no control

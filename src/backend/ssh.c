@@ -1509,6 +1509,22 @@ static void ssh_free(lb_backend *b)
 	free(d);
 }
 
+/* The remote labbox runs the code under its own gate (--policy permissive, so its default,
+ * record); without one nothing watches the code as it runs. */
+static void ssh_gate_note(lb_backend *b, char *note, size_t n)
+{
+	ssh_state *d = b->state;
+	if (d->degraded)
+		snprintf(note, n, "not installed: no labbox on the ssh host '%s' (--allow-degraded "
+			 "isolation ran plain python3 there), so nothing watches the code as it runs; "
+			 "the static check ran here", d->host);
+	else
+		snprintf(note, n, "not installed by this labbox: the labbox on the ssh host '%s' ran "
+			 "the code under its own runtime gate (its policy permissive, so mode record: "
+			 "it records, refuses nothing); its events are in remote/result.json's "
+			 "runtime_gate", d->host);
+}
+
 static const lb_backend_ops ssh_ops = {
 	.name = "ssh",
 	.owner = ssh_owner,
@@ -1519,6 +1535,7 @@ static const lb_backend_ops ssh_ops = {
 	.describe = ssh_describe,
 	.free = ssh_free,
 	.isolation = ssh_isolation,
+	.gate_note = ssh_gate_note,
 };
 
 /* What ssh accepts as a destination and labbox passes on safely: no option, no rsync path. */

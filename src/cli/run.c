@@ -53,7 +53,7 @@ static const char run_help[] =
 	"  --base-image NAME    mode docker: the base of that build (default: base_image: in\n"
 	"                       labbox.yaml, else " LB_DOCKER_DEFAULT_BASE ")\n"
 	"  --engine NAME        mode docker: docker or podman (default: the first that answers;\n"
-	"                       DOCKER_HOST and docker contexts are honoured)\n"
+	"                       DOCKER_HOST and docker contexts are honoured and name docker)\n"
 	"  --host NAME          mode ssh: the host, as `ssh NAME` takes it (default: host: in\n"
 	"                       labbox.yaml); the run goes through labbox there, in its sandbox\n"
 	"  --remote-labbox PATH mode ssh: the labbox on the host (default: labbox on its PATH);\n"

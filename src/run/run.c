@@ -862,7 +862,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
 	lb_gate_paths gate_paths;
 	bool gate_staged = false;
-	char gate_note[256] = "";
+	char gate_note[512] = "";
+	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
@@ -902,9 +903,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		if (slash && slash != runs)
 			*slash = '\0';
 		lb_index_path_for(req->runs_dir ? req->runs_dir : ".labbox/runs", &index_path);
-		/* The runtime gate goes into the run directory beside the records; only the local
-		 * sandbox can bind it in so far. */
-		if (gate_mode != LB_GATE_OFF && !st->remote) {
+		/* The runtime gate goes into the run directory beside the records, for the
+		 * backends that bind it in (the local sandbox, docker). */
+		if (gate_mode != LB_GATE_OFF && (!st->remote || be->ops->binds_gate)) {
 			int gr = lb_gate_stage(out->run_dir, uid == getuid() ? (uid_t)-1 : uid, gid,
 					       &gate_paths);
 			if (gr < 0)
@@ -914,8 +915,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			gate_staged = gr == 0;
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
-				 "the runtime gate is installed by the local sandbox only; mode %s "
-				 "runs without it", be->ops->name);
+				 "not installed: mode %s does not bind the runtime gate into what runs "
+				 "the code, which runs without it", be->ops->name);
+			gate_by_backend = be->ops->gate_note != NULL;
 		}
 		lb_backend_job job = {
 			.id = out->id, .run_dir = out->run_dir, .runs_dir = runs,
@@ -1058,6 +1060,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (st->env_doc)
 		json_object_object_add(doc, "environment", json_object_get(st->env_doc));
 	json_object_object_add(doc, "failure", failure);
+	if (gate_by_backend)
+		be->ops->gate_note(be, gate_note, sizeof gate_note);
 	json_object_object_add(doc, "runtime_gate",
 			       lb_gate_collect(gate_staged ? gate_paths.events : NULL, gate_mode,
 					       lb_check_policy_name((lb_check_policy)req->policy),

@@ -107,6 +107,8 @@ def test_quickstart_end_to_end_with_the_fields_of_local(bridge, tmp_path):
     iso = res["isolation"]
     assert not any(iso["namespaces"].values()) and not iso["seccomp"]
     assert "not isolated by labbox" in iso["filesystem"]
+    g = res["runtime_gate"]  # no gate on the Colab runtime, and said so
+    assert g["installed"] is False and "Colab runtime" in g["note"], g
     assert set(res["metrics"]["conditions"]) == {"lambda_0.01", "lambda_1", "lambda_100"}
     assert "results.json" in res["metrics"]["files"]
     assert (r.exp / "results.json").is_file()

@@ -134,6 +134,10 @@ def test_quickstart_over_ssh(sshd, tmp_path):
     assert res["isolation"] == remote["isolation"]
     assert res["isolation"]["namespaces"]["pid"] is True and res["isolation"]["seccomp"] is True
     assert res["isolation"]["network"] == "none"
+    # the remote labbox's gate ran there (record, under its policy permissive), said so here
+    assert res["runtime_gate"]["installed"] is False
+    assert "remote/result.json" in res["runtime_gate"]["note"], res["runtime_gate"]
+    assert remote["runtime_gate"]["installed"] is True and remote["runtime_gate"]["mode"] == "record"
     man = r.file_json("manifest.json")
     assert man["config"]["mode"] == "ssh" and man["config"]["host"] == HOST
     assert "main.py" in man["files"]
@@ -184,6 +188,10 @@ def test_degraded_says_not_isolated(sshd, tmp_path):
     assert r.result["metrics"]["files"]["results.json"] == {"acc": 0.5}
     assert (r.run_dir / "environment.txt").read_text().startswith("Python 3.")
     assert not sshd.exists(be["remote_dir"])
+    # no runtime gate there, and result.json says so and why
+    g = r.result["runtime_gate"]
+    assert g["installed"] is False and g["enforced"] is False
+    assert "no labbox on the ssh host" in g["note"] and "nothing watches" in g["note"], g
 
 
 def test_degraded_refuses_limits_it_cannot_hold(sshd, tmp_path):
