@@ -405,10 +405,15 @@ static int add_experiment_envs(lb_env_list *l, const lb_env_discover_opts *o)
 			e->project_rank = e->project ? 2 : 0;
 		}
 	}
+	/* Beside it is the same checkout as often as not (a repository of experiments, each in
+	 * its folder): what came with the experiment is probed only inside the sandbox. */
 	for (size_t i = 0; r == 0 && slash && i < 3; i++) {
 		char p[PATH_MAX];
-		if (snprintf(p, sizeof p, "%s/%s", parent, names[i]) < (int)sizeof p)
-			add_env_dir(l, p, names[i], LB_ENV_VENV, "beside the experiment", &r);
+		if (snprintf(p, sizeof p, "%s/%s", parent, names[i]) >= (int)sizeof p)
+			continue;
+		lb_env *e = add_env_dir(l, p, names[i], LB_ENV_VENV, "beside the experiment", &r);
+		if (e)
+			e->confined = true;
 	}
 	return r;
 }

@@ -318,3 +318,25 @@ def test_env_auto_probes_the_experiments_environments_in_the_sandbox(tmp_path, m
     chosen = doc["environment"]["chosen"]
     assert chosen["confined"] is True and chosen["project"] is True, doc["environment"]
     assert chosen["path"] == str(envdir), chosen
+
+
+@pytest.mark.parametrize("name", ["venv", ".venv", "env"])
+def test_env_auto_probes_a_venv_beside_the_experiment_in_the_sandbox(tmp_path, markers, name):
+    """A repository of experiments, each in its folder, with a venv at the top: the venv came
+    with the checkout as the experiment did, so --env auto asks it what it is and what it
+    imports inside the sandbox only."""
+    repo = tmp_path / "repo"
+    exp = repo / "exp"
+    exp.mkdir(parents=True)
+    (exp / "main.py").write_text("import numpy\n" + GOOD_MAIN)
+    envdir = repo / name
+    (envdir / "bin").mkdir(parents=True)
+    (envdir / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for py in ("python3", "python"):
+        (envdir / "bin" / py).write_text(wrapper(markers / f"beside-{name}-{py}"))
+        (envdir / "bin" / py).chmod(0o755)
+    rc, doc = labbox_json("run", "--json", "--env", "auto", "--runs-dir", tmp_path / "runs", exp)
+    assert rc in (0, 2), doc
+    cands = [c for c in doc.get("environment", {}).get("candidates", [])
+             if c.get("path") == str(envdir)]
+    assert cands, doc.get("environment") or doc
