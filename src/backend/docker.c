@@ -856,9 +856,26 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	return r ? -ENOMEM : 0;
 }
 
+/* Transports podman (containers/image) reads before a ':' in place of a registry: each names
+ * a file, a directory or another store on this host, never an image to pull. */
+static bool names_a_transport(const char *name)
+{
+	static const char *const transports[] = {"docker-archive", "oci-archive", "oci", "dir",
+						  "docker-daemon", "containers-storage", "docker",
+						  "ostree", "sif", "tarball"};
+	const char *colon = strchr(name, ':');
+	if (!colon)
+		return false;
+	size_t n = (size_t)(colon - name);
+	for (size_t i = 0; i < sizeof transports / sizeof *transports; i++)
+		if (strlen(transports[i]) == n && strncmp(name, transports[i], n) == 0)
+			return true;
+	return false;
+}
+
 bool lb_docker_image_name_ok(const char *name)
 {
-	if (!name || !*name || strlen(name) > 255 || name[0] == '-')
+	if (!name || !*name || strlen(name) > 255 || name[0] == '-' || names_a_transport(name))
 		return false;
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		if (!(isalnum(*p) || strchr("._-:/@+", *p)))

@@ -51,6 +51,12 @@ static int build_env(char *const *env_extra, lb_strv *out)
 	for (char *const *x = env_extra; x && *x; x++)
 		if (lb_strv_push(out, *x) < 0)
 			return -ENOMEM;
+	/* CMD runs in a copy of the experiment: `python3 -m tool` or `python3 -c` there would put
+	 * the working directory first on sys.path, and import the experiment's json.py (or any
+	 * module it ships by a library's name) on the host. A user who sets PYTHONSAFEPATH
+	 * (even empty) keeps their own. */
+	if (!getenv("PYTHONSAFEPATH") && lb_strv_push(out, "PYTHONSAFEPATH=1") < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -162,6 +168,8 @@ int repair_copy(const char *src, const char *dst, char *err, size_t errlen)
 	return r;
 }
 
+#define DIFF_TIMEOUT_S 60
+
 int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path, bool *changed,
 		char *err, size_t errlen)
 {
@@ -193,6 +201,9 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 		int devnull = open("/dev/null", O_RDONLY);
 		if (dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || chdir(cmp) < 0)
 			_exit(126);
+		/* A link in the copies to a FIFO or a device would hold diff (and labbox) forever:
+		 * the alarm outlives the exec. */
+		alarm(DIFF_TIMEOUT_S);
 		execlp("diff", "diff", "-ruN", "-x", "__pycache__", "-x", ".git", "-x", ".labbox",
 		       "a", "b", (char *)NULL);
 		_exit(127);
@@ -203,6 +214,11 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 	repair_remove_tree(cmp);
 	if (r < 0)
 		return r;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+		fmt(err, errlen, "diff -ruN of %s and %s took more than %d s (a link to a FIFO or a "
+			 "device in the experiment?)", old_dir, new_dir, DIFF_TIMEOUT_S);
+		return -ETIMEDOUT;
+	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 	if (code == 127) {
 		fmt(err, errlen, "diff is not installed (Debian's diffutils): the repair loop "
@@ -344,6 +360,18 @@ static void apply_dir(apply_ctx *c, const char *rel)
 		if (lstat(from, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
+			struct stat dst_st;
+			if (lstat(to, &dst_st) == 0 && !S_ISDIR(dst_st.st_mode)) {
+				/* a link in the experiment (to code it shares with others, staged by
+				 * content): what the repair changed there is not written through it */
+				if (!c->error) {
+					c->error = -ENOTDIR;
+					fmt(c->err, c->errlen, "--apply: %s is not a directory in the "
+					    "experiment (a symbolic link?): the repair's changes under it "
+					    "are in the last attempt's exp/, not applied", to);
+				}
+				continue;
+			}
 			if (mkdir(to, st.st_mode & 07777) == 0)
 				c->nchanged++;
 			apply_dir(c, sub);
@@ -380,6 +408,9 @@ static void remove_gone(apply_ctx *c, const char *rel)
 		if (lstat(from, &st) < 0)
 			continue;
 		bool kept = lstat(in_final, &fs) == 0;
+		struct stat dst_st;
+		if (S_ISDIR(st.st_mode) && lstat(to, &dst_st) == 0 && !S_ISDIR(dst_st.st_mode))
+			continue; /* never through a link of the experiment's */
 		if (S_ISDIR(st.st_mode)) {
 			remove_gone(c, sub);
 			if (!kept && rmdir(to) == 0)

@@ -1488,7 +1488,7 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	if (bad) {
 		memset(out, 0, sizeof *out);
 		usage_error(out, "%s '%s' is not an image reference (letters, digits and ._-:/@+, "
-			    "not starting with '-')",
+			    "not starting with '-' nor a transport such as docker-archive:)",
 			    bad == base ? (req->base_image ? "--base-image" : "labbox.yaml's base_image:")
 					: (req->image ? "--image" : "labbox.yaml's image:"),
 			    bad);

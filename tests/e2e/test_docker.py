@@ -384,7 +384,9 @@ def test_an_image_name_that_reads_as_an_option_never_reaches_the_engine(tmp_path
         (fake / engine).write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
         (fake / engine).chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
-    for name in ("--privileged", "-v/:/host"):
+    # and a name podman reads as a transport to a file or store of the host's
+    for name in ("--privileged", "-v/:/host", "docker-archive:/etc/shadow",
+                 "oci:/root/img", "dir:/var/lib"):
         if where == "yaml":
             (exp / "labbox.yaml").write_text(f"mode: docker\nimage: '{name}'\n")
             args = []

@@ -340,3 +340,38 @@ def test_env_auto_probes_a_venv_beside_the_experiment_in_the_sandbox(tmp_path, m
     cands = [c for c in doc.get("environment", {}).get("candidates", [])
              if c.get("path") == str(envdir)]
     assert cands, doc.get("environment") or doc
+
+
+# --- the repair loop: the user's command runs on the host, in a copy of the experiment -------
+
+def test_repair_command_does_not_import_the_experiments_modules(tmp_path, markers):
+    """`python3 -c` / `python3 -m` in the copy would put it first on sys.path: an experiment
+    that ships json.py would have its code run on the host by the user's repair command."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("raise SystemExit(1)\n")
+    (exp / "json.py").write_text(f"open({str(markers / 'json-imported')!r}, 'w').write('x')\n"
+                                 "from importlib import import_module\n")
+    cmd = f"{PYTHON} -c 'import json, sys; json.load(sys.stdin)'"
+    rc, doc = labbox_json("run", "--json", "--repair-cmd", cmd, "--max-repairs", "1",
+                          "--runs-dir", tmp_path / "runs", exp)
+    assert rc == 1, doc
+    assert doc["repair"]["attempts"] >= 1, doc["repair"]
+
+
+def test_apply_does_not_write_through_the_experiments_links(tmp_path):
+    """Code the experiment shares through a link (lib -> ../shared, staged by content) is
+    repaired in the copy; --apply does not write the change through the link."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "util.py").write_text("VALUE = 1\n")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "lib").symlink_to(shared)
+    (exp / "main.py").write_text("import sys\nsys.path.insert(0, 'lib')\nimport util\n"
+                                 "assert util.VALUE == 2\nprint('accuracy: 1')\n")
+    cmd = "sed -i 's/VALUE = 1/VALUE = 2/' lib/util.py"
+    rc, doc = labbox_json("run", "--json", "--repair-cmd", cmd, "--apply", "--runs-dir",
+                          tmp_path / "runs", exp)
+    assert (shared / "util.py").read_text() == "VALUE = 1\n"
+    assert (exp / "lib").is_symlink()
