@@ -18,17 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* snprintf for paths and messages built from run directories, which run.c keeps under
- * PATH_MAX: a cut message is still a message. Returns what snprintf returns. */
-static int fmt(char *out, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static int fmt(char *out, size_t n, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	int r = vsnprintf(out, n, f, ap);
-	va_end(ap);
-	return r;
-}
 
 typedef struct loop_state {
 	const lb_run_request *req;
@@ -101,7 +90,7 @@ static void add_attempt(loop_state *s, const lb_run_result *out, json_object *sa
 	json_object_object_add(a, "flags", flags);
 	char src[32] = "experiment";
 	if (s->nrepairs)
-		fmt(src, sizeof src, "repair %u", s->nrepairs);
+		run_fmt(src, sizeof src, "repair %u", s->nrepairs);
 	json_object_object_add(a, "source", json_object_new_string(src));
 	json_object_object_add(a, "trigger", trigger ? json_object_new_string(trigger) : NULL);
 	json_object_object_add(a, "why", why ? json_object_new_string(why) : NULL);
@@ -165,13 +154,13 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		g.memory_bytes = 2 * (uint64_t)json_object_get_int64(mem);
 	}
 	if (want == LB_ESCALATE_GPUS && strcmp(gpus, "none") != 0) {
-		fmt(reason, sizeof reason, "the run already had GPUs (--gpus %s)", gpus);
+		run_fmt(reason, sizeof reason, "the run already had GPUs (--gpus %s)", gpus);
 		decline(s, want, reason);
 		return false;
 	}
 	json_object *envb = get(out->doc, "environment");
 	if (want == LB_ESCALATE_ENV && (s->req->env || envb)) {
-		fmt(reason, sizeof reason, "the run's environment was already chosen (%s %s)",
+		run_fmt(reason, sizeof reason, "the run's environment was already chosen (%s %s)",
 		    s->req->env ? "--env" : "labbox.yaml's env:",
 		    s->req->env ? s->req->env : get_str(envb, "asked", "auto"));
 		decline(s, want, reason);
@@ -180,7 +169,7 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 	char err[512] = "";
 	int r = s->ac->sandbox(s->ac->sandbox_ctx, &g, sb, config, err, sizeof err);
 	if (r < 0) {
-		fmt(reason, sizeof reason, "%s%s", want == LB_ESCALATE_GPUS && r == -ENODEV
+		run_fmt(reason, sizeof reason, "%s%s", want == LB_ESCALATE_GPUS && r == -ENODEV
 			 ? "this host has no GPU to give it: " : "", err[0] ? err : strerror(-r));
 		decline(s, want, reason);
 		return false;
@@ -189,7 +178,7 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 					   "the environment --env auto finds", "twice the memory"};
 	unsigned idx = want == LB_ESCALATE_NETWORK ? 0 : want == LB_ESCALATE_GPUS ? 1
 		       : want == LB_ESCALATE_ENV ? 2 : 3;
-	fmt(why, whylen, "attempt %zu failed for %s (%s); --escalate %s permits %s",
+	run_fmt(why, whylen, "attempt %zu failed for %s (%s); --escalate %s permits %s",
 		 json_object_array_length(s->attempts), get_str(fail, "class", "?"),
 		 get_str(fail, "summary", ""), lb_escalate_name(want), what[idx]);
 	s->grant = g;
@@ -241,84 +230,84 @@ static bool repair(loop_state *s, unsigned n, const lb_run_result *out)
 		/* RUNS_DIR/.repair-ID: beside the runs, so the records move into the last run's
 		 * directory by rename at the end. work/0 is the experiment as it was. */
 		char runs[PATH_MAX];
-		fmt(runs, sizeof runs, "%s", out->run_dir);
+		run_fmt(runs, sizeof runs, "%s", out->run_dir);
 		char *slash = strrchr(runs, '/');
 		if (slash)
 			*slash = '\0';
-		fmt(s->loop_dir, sizeof s->loop_dir, "%s/.repair-%s", runs, s->first_id);
-		fmt(dir, sizeof dir, "%s/repairs", s->loop_dir);
-		fmt(work, sizeof work, "%s/work", s->loop_dir);
+		run_fmt(s->loop_dir, sizeof s->loop_dir, "%s/.repair-%s", runs, s->first_id);
+		run_fmt(dir, sizeof dir, "%s/repairs", s->loop_dir);
+		run_fmt(work, sizeof work, "%s/work", s->loop_dir);
 		if ((r = lb_mkdir_p(dir, 0700)) < 0 || (r = lb_mkdir_p(work, 0700)) < 0) {
-			fmt(err, sizeof err, "cannot create %s: %s", dir, strerror(-r));
+			run_fmt(err, sizeof err, "cannot create %s: %s", dir, strerror(-r));
 		} else {
-			fmt(work, sizeof work, "%s/work/0", s->loop_dir);
+			run_fmt(work, sizeof work, "%s/work/0", s->loop_dir);
 			r = repair_copy(s->source, work, err, sizeof err);
 			if (r == 0)
-				fmt(s->source, sizeof s->source, "%s", work);
+				run_fmt(s->source, sizeof s->source, "%s", work);
 		}
 	}
-	fmt(prev, sizeof prev, "%s", s->source);
-	fmt(work, sizeof work, "%s/work/%u", s->loop_dir, n);
-	fmt(dir, sizeof dir, "%s/repairs/%u", s->loop_dir, n);
+	run_fmt(prev, sizeof prev, "%s", s->source);
+	run_fmt(work, sizeof work, "%s/work/%u", s->loop_dir, n);
+	run_fmt(dir, sizeof dir, "%s/repairs/%u", s->loop_dir, n);
 	if (r == 0 && (r = lb_mkdir_p(dir, 0700)) < 0)
-		fmt(err, sizeof err, "cannot create %s: %s", dir, strerror(-r));
+		run_fmt(err, sizeof err, "cannot create %s: %s", dir, strerror(-r));
 	if (r == 0)
 		r = repair_copy(prev, work, err, sizeof err);
 	if (r < 0) {
 		s->gave_up = true;
-		fmt(s->reason, sizeof s->reason, "labbox could not prepare repair %u: %s", n, err);
+		run_fmt(s->reason, sizeof s->reason, "labbox could not prepare repair %u: %s", n, err);
 		return false;
 	}
 	char verdict[PATH_MAX + 16];
-	fmt(verdict, sizeof verdict, "%s/result.json", out->run_dir);
+	run_fmt(verdict, sizeof verdict, "%s/result.json", out->run_dir);
 	char e_attempt[32], e_max[32], e_result[PATH_MAX + 32], e_run[PATH_MAX + 32],
 		e_exp[PATH_MAX + 32];
-	fmt(e_attempt, sizeof e_attempt, "LABBOX_REPAIR_ATTEMPT=%u", n);
-	fmt(e_max, sizeof e_max, "LABBOX_REPAIR_MAX=%u", s->ac->max_repairs);
-	fmt(e_result, sizeof e_result, "LABBOX_RESULT=%s", verdict);
-	fmt(e_run, sizeof e_run, "LABBOX_RUN_DIR=%s", out->run_dir);
+	run_fmt(e_attempt, sizeof e_attempt, "LABBOX_REPAIR_ATTEMPT=%u", n);
+	run_fmt(e_max, sizeof e_max, "LABBOX_REPAIR_MAX=%u", s->ac->max_repairs);
+	run_fmt(e_result, sizeof e_result, "LABBOX_RESULT=%s", verdict);
+	run_fmt(e_run, sizeof e_run, "LABBOX_RUN_DIR=%s", out->run_dir);
 	char real[PATH_MAX];
-	fmt(e_exp, sizeof e_exp, "LABBOX_EXPDIR=%s",
+	run_fmt(e_exp, sizeof e_exp, "LABBOX_EXPDIR=%s",
 	    realpath(s->req->expdir, real) ? real : s->req->expdir);
 	char *env[] = {e_attempt, e_max, e_result, e_run, e_exp, NULL};
 	repair_cmd_result cr;
-	fmt(path, sizeof path, "%s/cmd.log", dir);
+	run_fmt(path, sizeof path, "%s/cmd.log", dir);
 	double limit = repair_timeout(s);
 	r = repair_run_cmd(s->ac->repair_cmd, work, verdict, env, limit, path, &cr, err, sizeof err);
 	if (r < 0) {
 		s->gave_up = true;
-		fmt(s->reason, sizeof s->reason, "the repair command could not be started: %s", err);
+		run_fmt(s->reason, sizeof s->reason, "the repair command could not be started: %s", err);
 		return false;
 	}
 	bool changed = false;
-	fmt(path, sizeof path, "%s/diff.patch", dir);
+	run_fmt(path, sizeof path, "%s/diff.patch", dir);
 	int dr = repair_diff(prev, work, path, &changed, err, sizeof err);
 	repair_record(s, n, &cr, changed, out->id);
 	s->nrepairs = n;
 	if (cr.timed_out) {
 		s->gave_up = true;
-		fmt(s->reason, sizeof s->reason,
+		run_fmt(s->reason, sizeof s->reason,
 			 "repair %u: the repair command did not finish within %.0f s and was ended "
 			 "(its output: repairs/%u/cmd.log)", n, limit, n);
 	} else if (cr.exit_code != 0) {
 		s->gave_up = true;
 		if (cr.exit_code < 0)
-			fmt(s->reason, sizeof s->reason, "repair %u: the repair command was killed "
+			run_fmt(s->reason, sizeof s->reason, "repair %u: the repair command was killed "
 				 "by signal %d (its output: repairs/%u/cmd.log)", n, cr.signal, n);
 		else
-			fmt(s->reason, sizeof s->reason, "repair %u: the repair command exited with "
+			run_fmt(s->reason, sizeof s->reason, "repair %u: the repair command exited with "
 				 "status %d (its output: repairs/%u/cmd.log)", n, cr.exit_code, n);
 	} else if (dr < 0) {
 		s->gave_up = true;
-		fmt(s->reason, sizeof s->reason, "repair %u: %s", n, err);
+		run_fmt(s->reason, sizeof s->reason, "repair %u: %s", n, err);
 	} else if (!changed) {
 		s->gave_up = true;
-		fmt(s->reason, sizeof s->reason, "repair %u: the repair command changed nothing, "
+		run_fmt(s->reason, sizeof s->reason, "repair %u: the repair command changed nothing, "
 			 "so running it again would end the same way", n);
 	}
 	if (s->gave_up)
 		return false;
-	fmt(s->source, sizeof s->source, "%s", work);
+	run_fmt(s->source, sizeof s->source, "%s", work);
 	return true;
 }
 
@@ -326,12 +315,12 @@ static bool repair(loop_state *s, unsigned n, const lb_run_result *out)
 static void repair_done(loop_state *s, unsigned n, const lb_run_result *out)
 {
 	char path[PATH_MAX + 64];
-	fmt(path, sizeof path, "%s/repairs/%u/result.json", s->loop_dir, n);
+	run_fmt(path, sizeof path, "%s/repairs/%u/result.json", s->loop_dir, n);
 	lb_record_write_json(path, out->doc);
 	json_object *rec = json_object_array_get_idx(s->repairs, n - 1);
 	if (rec)
 		json_object_object_add(rec, "run", json_object_new_string(out->id));
-	fmt(path, sizeof path, "%s/repairs/%u/repair.json", s->loop_dir, n);
+	run_fmt(path, sizeof path, "%s/repairs/%u/repair.json", s->loop_dir, n);
 	lb_record_write_json(path, rec);
 }
 
@@ -342,8 +331,8 @@ static void finish_repairs(loop_state *s, const lb_run_result *out, json_object 
 	char dst[PATH_MAX + 16] = "";
 	if (s->loop_dir[0]) {
 		char src[PATH_MAX + 16], base[PATH_MAX + 16], all[PATH_MAX + 32], err[512] = "";
-		fmt(base, sizeof base, "%s/work/0", s->loop_dir);
-		fmt(all, sizeof all, "%s/repairs/all.patch", s->loop_dir);
+		run_fmt(base, sizeof base, "%s/work/0", s->loop_dir);
+		run_fmt(all, sizeof all, "%s/repairs/all.patch", s->loop_dir);
 		bool changed = false;
 		if (s->nrepairs > 0)
 			repair_diff(base, s->source, all, &changed, err, sizeof err);
@@ -351,13 +340,13 @@ static void finish_repairs(loop_state *s, const lb_run_result *out, json_object 
 			size_t n = 0;
 			int r = repair_apply(base, s->source, s->req->expdir, &n, err, sizeof err);
 			s->applied = r == 0;
-			fmt(s->apply_note, sizeof s->apply_note, "%s",
+			run_fmt(s->apply_note, sizeof s->apply_note, "%s",
 				 r == 0 ? "the fixed copy was applied to the experiment directory" : err);
 		}
-		fmt(src, sizeof src, "%s/repairs", s->loop_dir);
-		fmt(dst, sizeof dst, "%s/repairs", out->run_dir);
+		run_fmt(src, sizeof src, "%s/repairs", s->loop_dir);
+		run_fmt(dst, sizeof dst, "%s/repairs", out->run_dir);
 		if (rename(src, dst) < 0)
-			fmt(dst, sizeof dst, "%s", src); /* left where it is, and said so */
+			run_fmt(dst, sizeof dst, "%s", src); /* left where it is, and said so */
 		else
 			repair_remove_tree(s->loop_dir);
 	}
@@ -387,7 +376,7 @@ static void give_up_after_max(loop_state *s, const lb_run_result *out)
 {
 	json_object *fail = get(out->doc, "failure");
 	s->gave_up = true;
-	fmt(s->reason, sizeof s->reason,
+	run_fmt(s->reason, sizeof s->reason,
 		 "%u repair%s did not fix the run: the last attempt ended %s (exit %d)%s%s",
 		 s->nrepairs, s->nrepairs == 1 ? "" : "s", get_str(out->doc, "status", "?"),
 		 out->exit_code, fail ? ": " : "", fail ? get_str(fail, "summary", "") : "");
@@ -407,7 +396,7 @@ static void record(loop_state *s, lb_run_result *out)
 	if (s->ac->repair_cmd)
 		finish_repairs(s, out, doc);
 	char path[PATH_MAX + 16];
-	fmt(path, sizeof path, "%s/result.json", out->run_dir);
+	run_fmt(path, sizeof path, "%s/result.json", out->run_dir);
 	lb_record_write_json(path, doc);
 }
 
@@ -422,12 +411,12 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 	const lb_attempts_config *ac = &defaults;
 	loop_state s = {.req = req, .ac = ac, .attempts = json_object_new_array(),
 			.declined = json_object_new_array(), .repairs = json_object_new_array()};
-	fmt(s.source, sizeof s.source, "%s", req->expdir ? req->expdir : "");
+	run_fmt(s.source, sizeof s.source, "%s", req->expdir ? req->expdir : "");
 	int r = lb_run_mode(sb, req, out);
 	json_object *cfg = req->sandbox_config ? json_object_get(req->sandbox_config) : NULL;
 	if (r < 0 || !out->doc || !out->run_dir)
 		goto done;
-	fmt(s.first_id, sizeof s.first_id, "%s", out->id);
+	run_fmt(s.first_id, sizeof s.first_id, "%s", out->id);
 	add_attempt(&s, out, cfg, NULL, NULL);
 	const char *trigger = NULL;
 	char why[1536];
@@ -449,19 +438,19 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 			int br = ac->sandbox(ac->sandbox_ctx, &s.grant, &next, &next_cfg, err, sizeof err);
 			if (br < 0) {
 				s.gave_up = true;
-				fmt(s.reason, sizeof s.reason, "the sandbox for the repaired copy "
+				run_fmt(s.reason, sizeof s.reason, "the sandbox for the repaired copy "
 					 "could not be set up: %s", err[0] ? err : strerror(-br));
 				break;
 			}
 			trigger = "repair";
 			repaired = true;
-			fmt(why, sizeof why, "attempt %zu ended %s (exit %d); repair %u changed the "
+			run_fmt(why, sizeof why, "attempt %zu ended %s (exit %d); repair %u changed the "
 				 "copy (repairs/%u/diff.patch)", json_object_array_length(s.attempts),
 				 get_str(out->doc, "status", "?"), out->exit_code, s.nrepairs, s.nrepairs);
 		}
 		if (req->progress) {
 			char line[1700];
-			fmt(line, sizeof line, "attempt %zu: %s", json_object_array_length(s.attempts) + 1,
+			run_fmt(line, sizeof line, "attempt %zu: %s", json_object_array_length(s.attempts) + 1,
 			    why);
 			req->progress(req->progress_ctx, line);
 		}
@@ -474,13 +463,13 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 			 * the last run's, and says why. */
 			if (!repaired) {
 				char reason[1200];
-				fmt(reason, sizeof reason, "the escalated attempt could not start: %s",
+				run_fmt(reason, sizeof reason, "the escalated attempt could not start: %s",
 				    r < 0 ? strerror(-r) : next_out.error);
 				s.grant.escalated &= ~s.last_want;
 				decline(&s, s.last_want, reason);
 			} else {
 				s.gave_up = true;
-				fmt(s.reason, sizeof s.reason, "the next attempt could not start: %s",
+				run_fmt(s.reason, sizeof s.reason, "the next attempt could not start: %s",
 				    r < 0 ? strerror(-r) : next_out.error);
 			}
 			json_object_put(next_cfg);

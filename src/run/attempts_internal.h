@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* snprintf for paths and messages built from run directories, which run.c keeps under
+ * PATH_MAX: a cut message is still a message. Returns what snprintf returns. */
+int run_fmt(char *out, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
 /* cmd.log keeps this much of the repair command's output (head and tail, as run.log). */
 #define REPAIR_LOG_CAP ((uint64_t)1 << 20)
 /* Between SIGTERM and SIGKILL of a repair command past its time. */

@@ -22,10 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* snprintf for paths and messages built from run directories, which run.c keeps under
- * PATH_MAX: a cut message is still a message. Returns what snprintf returns. */
-static int fmt(char *out, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static int fmt(char *out, size_t n, const char *f, ...)
+int run_fmt(char *out, size_t n, const char *f, ...)
 {
 	va_list ap;
 	va_start(ap, f);
@@ -94,14 +91,14 @@ int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 	LB_AUTOCLOSE int in = open(stdin_path, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
 		int e = errno;
-		fmt(err, errlen, "cannot open %s for the repair command: %s", stdin_path, strerror(e));
+		run_fmt(err, errlen, "cannot open %s for the repair command: %s", stdin_path, strerror(e));
 		lb_strv_free(&env);
 		return -e;
 	}
 	lb_runlog *log = NULL;
 	int r = lb_runlog_open(log_path, REPAIR_LOG_CAP, &log);
 	if (r < 0) {
-		fmt(err, errlen, "cannot create %s: %s", log_path, strerror(-r));
+		run_fmt(err, errlen, "cannot create %s: %s", log_path, strerror(-r));
 		lb_strv_free(&env);
 		return r;
 	}
@@ -122,7 +119,7 @@ int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 		r = -errno;
 		close(p[0]);
 		lb_runlog_close(log, NULL, NULL, NULL);
-		fmt(err, errlen, "cannot start the repair command: %s", strerror(-r));
+		run_fmt(err, errlen, "cannot start the repair command: %s", strerror(-r));
 		return r;
 	}
 	setpgid(pid, pid); /* also here: the group must exist before a kill reaches for it */
@@ -176,13 +173,13 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 	/* a/ and b/ as symbolic links in a directory of their own, so the patch reads as
 	 * git's and applies with patch -p1 in the experiment directory. */
 	char cmp[PATH_MAX], a[PATH_MAX + 4], b[PATH_MAX + 4];
-	if (fmt(cmp, sizeof cmp, "%s.cmp", patch_path) >= (int)sizeof cmp)
+	if (run_fmt(cmp, sizeof cmp, "%s.cmp", patch_path) >= (int)sizeof cmp)
 		return -ENAMETOOLONG;
 	repair_remove_tree(cmp);
 	if (mkdir(cmp, 0700) < 0)
 		return -errno;
-	fmt(a, sizeof a, "%s/a", cmp);
-	fmt(b, sizeof b, "%s/b", cmp);
+	run_fmt(a, sizeof a, "%s/a", cmp);
+	run_fmt(b, sizeof b, "%s/b", cmp);
 	int r = 0;
 	if (symlink(old_dir, a) < 0 || symlink(new_dir, b) < 0) {
 		r = -errno;
@@ -193,7 +190,7 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 	if (out < 0) {
 		r = -errno;
 		repair_remove_tree(cmp);
-		fmt(err, errlen, "cannot create %s: %s", patch_path, strerror(-r));
+		run_fmt(err, errlen, "cannot create %s: %s", patch_path, strerror(-r));
 		return r;
 	}
 	pid_t pid = fork();
@@ -215,18 +212,18 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 	if (r < 0)
 		return r;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
-		fmt(err, errlen, "diff -ruN of %s and %s took more than %d s (a link to a FIFO or a "
+		run_fmt(err, errlen, "diff -ruN of %s and %s took more than %d s (a link to a FIFO or a "
 			 "device in the experiment?)", old_dir, new_dir, DIFF_TIMEOUT_S);
 		return -ETIMEDOUT;
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 	if (code == 127) {
-		fmt(err, errlen, "diff is not installed (Debian's diffutils): the repair loop "
+		run_fmt(err, errlen, "diff is not installed (Debian's diffutils): the repair loop "
 			 "records every change as a unified diff");
 		return -ENOENT;
 	}
 	if (code != 0 && code != 1) {
-		fmt(err, errlen, "diff -ruN of %s and %s failed (exit %d)", old_dir, new_dir, code);
+		run_fmt(err, errlen, "diff -ruN of %s and %s failed (exit %d)", old_dir, new_dir, code);
 		return -EIO;
 	}
 	*changed = code == 1;
@@ -297,7 +294,7 @@ static void apply_fail(apply_ctx *c, const char *what, int r)
 	if (c->error)
 		return;
 	c->error = r;
-	fmt(c->err, c->errlen, "--apply: cannot write %s: %s", what, strerror(-r));
+	run_fmt(c->err, c->errlen, "--apply: cannot write %s: %s", what, strerror(-r));
 }
 
 static void apply_symlink(apply_ctx *c, const char *from, const char *to)
@@ -341,7 +338,7 @@ static void apply_file(apply_ctx *c, const char *from, const char *to, mode_t mo
 static void apply_dir(apply_ctx *c, const char *rel)
 {
 	char dir[PATH_MAX];
-	if (fmt(dir, sizeof dir, "%s%s%s", c->final, *rel ? "/" : "", rel) >= (int)sizeof dir)
+	if (run_fmt(dir, sizeof dir, "%s%s%s", c->final, *rel ? "/" : "", rel) >= (int)sizeof dir)
 		return;
 	DIR *d = opendir(dir);
 	if (!d)
@@ -352,10 +349,10 @@ static void apply_dir(apply_ctx *c, const char *rel)
 		    skipped_name(e->d_name))
 			continue;
 		char sub[PATH_MAX], from[PATH_MAX * 2], to[PATH_MAX * 2];
-		if (fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
+		if (run_fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
 			continue;
-		fmt(from, sizeof from, "%s/%s", c->final, sub);
-		fmt(to, sizeof to, "%s/%s", c->dst, sub);
+		run_fmt(from, sizeof from, "%s/%s", c->final, sub);
+		run_fmt(to, sizeof to, "%s/%s", c->dst, sub);
 		struct stat st;
 		if (lstat(from, &st) < 0)
 			continue;
@@ -366,7 +363,7 @@ static void apply_dir(apply_ctx *c, const char *rel)
 				 * content): what the repair changed there is not written through it */
 				if (!c->error) {
 					c->error = -ENOTDIR;
-					fmt(c->err, c->errlen, "--apply: %s is not a directory in the "
+					run_fmt(c->err, c->errlen, "--apply: %s is not a directory in the "
 					    "experiment (a symbolic link?): the repair's changes under it "
 					    "are in the last attempt's exp/, not applied", to);
 				}
@@ -388,7 +385,7 @@ static void apply_dir(apply_ctx *c, const char *rel)
 static void remove_gone(apply_ctx *c, const char *rel)
 {
 	char dir[PATH_MAX];
-	if (fmt(dir, sizeof dir, "%s%s%s", c->base, *rel ? "/" : "", rel) >= (int)sizeof dir)
+	if (run_fmt(dir, sizeof dir, "%s%s%s", c->base, *rel ? "/" : "", rel) >= (int)sizeof dir)
 		return;
 	DIR *d = opendir(dir);
 	if (!d)
@@ -399,11 +396,11 @@ static void remove_gone(apply_ctx *c, const char *rel)
 		    skipped_name(e->d_name))
 			continue;
 		char sub[PATH_MAX], from[PATH_MAX * 2], in_final[PATH_MAX * 2], to[PATH_MAX * 2];
-		if (fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
+		if (run_fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
 			continue;
-		fmt(from, sizeof from, "%s/%s", c->base, sub);
-		fmt(in_final, sizeof in_final, "%s/%s", c->final, sub);
-		fmt(to, sizeof to, "%s/%s", c->dst, sub);
+		run_fmt(from, sizeof from, "%s/%s", c->base, sub);
+		run_fmt(in_final, sizeof in_final, "%s/%s", c->final, sub);
+		run_fmt(to, sizeof to, "%s/%s", c->dst, sub);
 		struct stat st, fs;
 		if (lstat(from, &st) < 0)
 			continue;
