@@ -6,6 +6,7 @@
 #include "labbox/util.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -155,6 +156,14 @@ typedef struct cli_echo {
 	int fd;
 	bool tty, broken;
 	lb_term_filter_state state;
+	/* the writer thread and its ring (echo.c): the supervisor only ever appends */
+	bool started, closing;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *ring;
+	size_t head, len;
+	unsigned long long dropped;
 } cli_echo;
 void cli_echo_init(cli_echo *e, int fd);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);

@@ -1,28 +1,134 @@
 /* The experiment's output echoed to the user: through lb_term_filter when it goes to a
  * terminal (what the terminal would obey is shown instead), byte for byte into a pipe or a
- * file, where nothing interprets it and a caller may want the exact bytes. */
+ * file, where nothing interprets it and a caller may want the exact bytes.
+ *
+ * The echo never holds the supervisor: writes to the terminal or pipe happen on a thread of
+ * their own, fed through a bounded ring, so a reader that stops reading (`labbox run | less`
+ * left alone) cannot keep labbox from ending the run at its budget. What does not fit in the
+ * ring while nobody reads is not shown (run.log has all of it), and the end says how much. The
+ * thread allocates nothing and takes no lock but the ring's: the sandbox is cloned (raw clone,
+ * no atfork handlers) while it runs. */
 #include "cli.h"
 #include "labbox/util.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#define ECHO_RING ((size_t)1 << 20)
+#define ECHO_CHUNK 16384
 
 void cli_echo_init(cli_echo *e, int fd)
 {
 	*e = (cli_echo){.fd = fd, .tty = isatty(fd) == 1};
 }
 
-void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
+static void *echo_thread(void *arg)
 {
-	if (e->broken)
-		return;
-	if (!e->tty) {
-		if (len && lb_write_all(e->fd, data, len) < 0)
+	cli_echo *e = arg;
+	char chunk[ECHO_CHUNK];
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		while (!e->len && !e->closing)
+			pthread_cond_wait(&e->cv, &e->mu);
+		if (!e->len)
+			break;
+		size_t n = e->len < sizeof chunk ? e->len : sizeof chunk;
+		size_t first = ECHO_RING - e->head < n ? ECHO_RING - e->head : n;
+		memcpy(chunk, e->ring + e->head, first);
+		memcpy(chunk + first, e->ring, n - first);
+		e->head = (e->head + n) % ECHO_RING;
+		e->len -= n;
+		pthread_mutex_unlock(&e->mu);
+		int r = lb_write_all(e->fd, chunk, n);
+		pthread_mutex_lock(&e->mu);
+		if (r < 0) {
 			e->broken = true;
+			e->len = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+static bool start(cli_echo *e)
+{
+	if (e->started)
+		return true;
+	if (!(e->ring = malloc(ECHO_RING)))
+		return false;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	if (pthread_create(&e->thread, NULL, echo_thread, e) != 0) {
+		free(e->ring);
+		e->ring = NULL;
+		return false;
+	}
+	e->started = true;
+	return true;
+}
+
+/* Into the ring, as much as it has room for; the rest is counted as not shown. */
+static void enqueue(cli_echo *e, const char *data, size_t len)
+{
+	pthread_mutex_lock(&e->mu);
+	if (e->broken) {
+		pthread_mutex_unlock(&e->mu);
 		return;
 	}
+	size_t room = ECHO_RING - e->len, n = len < room ? len : room;
+	size_t tail = (e->head + e->len) % ECHO_RING;
+	size_t first = ECHO_RING - tail < n ? ECHO_RING - tail : n;
+	memcpy(e->ring + tail, data, first);
+	memcpy(e->ring, data + first, n - first);
+	e->len += n;
+	e->dropped += len - n;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void finish(cli_echo *e)
+{
+	if (!e->started)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	/* the run is over: waiting for a slow reader now holds nothing but labbox's exit */
+	pthread_join(e->thread, NULL);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e->ring);
+	e->ring = NULL;
+	e->started = false;
+	if (e->dropped && !e->broken)
+		fprintf(stderr, "labbox: %llu bytes of the experiment's output were not shown: nothing "
+			"read labbox's output while the run went on (run.log has all of it)\n",
+			(unsigned long long)e->dropped);
+}
+
+void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
+{
+	if (e->broken && !e->started)
+		return;
 	lb_buf b = {0};
-	if (lb_term_filter(&e->state, data, len, final, &b) < 0 ||
-	    (b.len && lb_write_all(e->fd, b.data, b.len) < 0))
+	const char *out = data;
+	size_t n = len;
+	if (e->tty) {
+		if (lb_term_filter(&e->state, data, len, final, &b) < 0)
+			e->broken = true;
+		out = b.data;
+		n = b.len;
+	}
+	if (n && (e->started || start(e)))
+		enqueue(e, out, n);
+	else if (n && lb_write_all(e->fd, out, n) < 0) /* no thread to be had: as before */
 		e->broken = true;
 	lb_buf_free(&b);
+	if (final)
+		finish(e);
 }

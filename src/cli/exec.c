@@ -47,12 +47,14 @@ enum { OPT_EXEC_MODE = OPT_FIRST_PRIVATE, OPT_EXEC_IMAGE, OPT_EXEC_ENGINE };
 
 typedef struct exec_out {
 	cli_echo out, err;
+	bool one; /* --json: both streams go to stderr, through one echo to keep their order */
 } exec_out;
 
 static void exec_out_init(exec_out *o, bool json)
 {
 	cli_echo_init(&o->out, json ? 2 : 1);
 	cli_echo_init(&o->err, 2);
+	o->one = json;
 }
 
 static void exec_out_flush(exec_out *o)
@@ -64,7 +66,7 @@ static void exec_out_flush(exec_out *o)
 static void relay(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	exec_out *o = ctx;
-	cli_echo_write(stream == LB_STREAM_STDOUT ? &o->out : &o->err, data, len, false);
+	cli_echo_write(stream == LB_STREAM_STDOUT || o->one ? &o->out : &o->err, data, len, false);
 }
 
 static const char *outcome_name(lb_sandbox_outcome o)

@@ -108,3 +108,43 @@ def test_staging_more_than_the_disk_limit_is_refused(tmp_path):
     assert "disk limit" in doc["infra_error"]["message"]
     staged = Path(doc["run_dir"]) / "exp"
     assert sum(f.stat().st_size for f in staged.rglob("*") if f.is_file()) <= MiB
+
+
+STALLER = r'''
+import sys, time
+sys.stdout.write("x" * 3_000_000 + "\n")
+sys.stdout.flush()
+print("accuracy: 1", flush=True)
+time.sleep(60)
+open("after-the-budget", "w").write("ran on")
+'''
+
+
+def test_a_reader_that_stops_reading_does_not_stretch_the_budget(tmp_path):
+    """`labbox run exp | less`, left alone: the experiment fills the pipe, and labbox must still
+    end the run at its budget rather than wait in a write for the reader."""
+    import time
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(STALLER)
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--budget", "3", "--grace", "1", "--python", PYTHON,
+                          "--runs-dir", str(runs), str(exp)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    # nothing reads labbox's output until the run's record says it ended
+    doc = None
+    for _ in range(600):
+        found = list(runs.glob("*/result.json"))
+        if found:
+            doc = json.loads(found[0].read_text())
+            if doc["status"] != "running":
+                break
+        time.sleep(0.1)
+    out, err = p.communicate(timeout=CALL_TIMEOUT)
+    assert doc and doc["status"] == "timeout", doc and doc["status"]
+    rd = Path(doc["run_dir"])
+    assert not (rd / "exp" / "after-the-budget").exists()
+    # run.log has everything; the echo says what it did not show
+    assert (rd / "run.log").stat().st_size > 3_000_000
+    assert b"not shown" in err, err[-500:]
+    assert p.returncode == 124
