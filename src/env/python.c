@@ -122,25 +122,34 @@ int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visib
 }
 
 /* Run an interpreter the experiment chose, with script, in a sandbox of its own: no network,
- * the host read-only with the homes hidden, a private /tmp. */
-static int run_confined(const lb_python_info *py, const char *script, size_t max, lb_buf *out,
-			char *err, size_t errlen)
+ * the host read-only with the homes hidden, a private /tmp. res says how it ended when 0. */
+static int sandbox_script(const lb_python_info *py, const char *script, size_t max,
+			  double budget, lb_buf *out, lb_sandbox_result *res)
 {
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
 	if (r < 0)
 		return r;
 	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, NULL};
-	lb_sandbox_result res;
 	r = lb_python_expose(sb, py, false);
 	if (r == 0)
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r == 0)
-		r = lb_sandbox_set_budget(sb, 60);
+		r = lb_sandbox_set_budget(sb, budget);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	if (r == 0)
-		r = lb_sandbox_capture(sb, max, out, &res);
+		r = lb_sandbox_capture(sb, max, out, res);
+	lb_sandbox_free(sb);
+	return r;
+}
+
+/* The probe and the freeze: an interpreter that does not answer is not a working one. */
+static int run_confined(const lb_python_info *py, const char *script, size_t max, lb_buf *out,
+			char *err, size_t errlen)
+{
+	lb_sandbox_result res;
+	int r = sandbox_script(py, script, max, 60, out, &res);
 	if (r < 0)
 		snprintf(err, errlen, "could not run interpreter '%s' in the sandbox: %s",
 			 py->executable, strerror(-r));
@@ -152,29 +161,15 @@ static int run_confined(const lb_python_info *py, const char *script, size_t max
 			 py->executable);
 	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
 		r = -ENOEXEC;
-	lb_sandbox_free(sb);
 	return r;
 }
 
 int env_run_in_sandbox(const lb_python_info *py, const char *script, size_t max, double budget,
 		       lb_buf *out, bool *timed_out, char *err, size_t errlen)
 {
-	lb_sandbox *sb = NULL;
-	int r = lb_sandbox_new(&sb);
-	if (r < 0)
-		return r;
-	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, NULL};
 	lb_sandbox_result res;
 	*timed_out = false;
-	r = lb_python_expose(sb, py, false);
-	if (r == 0)
-		r = lb_sandbox_set_argv(sb, argv);
-	if (r == 0)
-		r = lb_sandbox_set_budget(sb, budget);
-	if (r == 0)
-		r = lb_sandbox_set_cgroup_accounting(sb, false);
-	if (r == 0)
-		r = lb_sandbox_capture(sb, max, out, &res);
+	int r = sandbox_script(py, script, max, budget, out, &res);
 	if (r < 0)
 		snprintf(err, errlen, "could not run '%s' in the sandbox: %s", py->executable,
 			 strerror(-r));
@@ -191,7 +186,6 @@ int env_run_in_sandbox(const lb_python_info *py, const char *script, size_t max,
 		*timed_out = true;
 	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
 		r = -ENOEXEC;
-	lb_sandbox_free(sb);
 	return r;
 }
 
