@@ -50,6 +50,22 @@ struct ck_stdlib {
 	char id[65]; /* what the summary is of: its cache key's hash (ck_stdlib_id) */
 };
 
+/* A summary line's space-separated fields, at most four (the last keeps any spaces); the
+ * line is cut in place. Returns how many. */
+static int split_fields(char *line, char *f[4])
+{
+	int nf = 0;
+	for (char *q = line; nf < 4;) {
+		f[nf++] = q;
+		char *sp = strchr(q, ' ');
+		if (!sp)
+			break;
+		*sp = '\0';
+		q = sp + 1;
+	}
+	return nf;
+}
+
 static unsigned long hash_str(const char *s, size_t n)
 {
 	unsigned long h = 5381;
@@ -109,15 +125,7 @@ int ck_stdlib_parse(char *text, ck_stdlib **out)
 	s->modules = mods ? strtoul(mods + 1, NULL, 10) : 0;
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		char *f[4] = {0};
-		int nf = 0;
-		for (char *q = line; nf < 4;) {
-			f[nf++] = q;
-			char *sp = strchr(q, ' ');
-			if (!sp)
-				break;
-			*sp = '\0';
-			q = sp + 1;
-		}
+		int nf = split_fields(line, f);
 		if (nf < 3 || (line[0] != 'A' && nf < 4) || f[0][1])
 			continue;
 		bool method = f[0][0] == 'M';
@@ -503,15 +511,7 @@ static void read_records(graph *g, char *text, bool edges)
 	for (char *line = strtok_r(text, "\n", &save); line && !g->err;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[4] = {0};
-		int nf = 0;
-		for (char *q = line; nf < 4;) {
-			f[nf++] = q;
-			char *sp = strchr(q, ' ');
-			if (!sp)
-				break;
-			*sp = '\0';
-			q = sp + 1;
-		}
+		int nf = split_fields(line, f);
 		char t = f[0][0];
 		if (!edges) {
 			if (t == 'F' && nf >= 4) {
