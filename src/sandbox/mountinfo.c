@@ -67,13 +67,13 @@ static int by_length(const void *a, const void *b)
 	return (la > lb) - (la < lb);
 }
 
-/* The host's mounts at and under dir (/dev with /dev/shm and /dev/pts, /run with its netns,
+/* The host's mounts at and under each of dirs (/dev with /dev/shm and /dev/pts, /run with its netns,
  * /sys with the cgroup hierarchies) would stay listed in the sandbox's mount table beneath the
  * file systems that cover them, naming the host's devices, sizes and services. Detached first,
  * outermost first (which takes what is under it along), they are not there to be listed.
  * Mounts that came from a more privileged namespace are locked (an ordinary user's sandbox)
  * and stay: the cover still hides their contents. Returns how many were detached. */
-int lb_mountinfo_detach_under(const char *dir)
+int lb_mountinfo_detach_under(const char *const *dirs, size_t ndirs)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -83,7 +83,12 @@ int lb_mountinfo_detach_under(const char *dir)
 	int r = 0;
 	while (getline(&line, &cap, f) > 0) {
 		lb_mountinfo_entry e;
-		if (lb_mountinfo_parse(line, &e) < 0 || !at_or_under(e.mountpoint, dir))
+		if (lb_mountinfo_parse(line, &e) < 0)
+			continue;
+		bool covered = false;
+		for (size_t k = 0; k < ndirs && !covered; k++)
+			covered = at_or_under(e.mountpoint, dirs[k]);
+		if (!covered)
 			continue;
 		if (n == room) {
 			size_t nr = room ? room * 2 : 16;

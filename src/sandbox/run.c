@@ -528,22 +528,27 @@ static int clone_host_tree(void)
 static void detach_covered(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
-	char p[4096];
 	static const char *const fresh[] = {"/proc", "/dev", "/sys"};
-	for (size_t i = 0; i < sizeof fresh / sizeof *fresh; i++) {
-		if (strcmp(fresh[i], "/sys") == 0 && sb->net == LB_NET_HOST)
-			continue; /* the host's /sys is shown then (setup_sys) */
-		nr_path(p, sizeof p, fresh[i]);
-		lb_mountinfo_detach_under(p);
+	size_t max = 3 + sb->nhidden + sb->nprivate, n = 0;
+	char (*p)[4096] = malloc(max * sizeof *p);
+	const char **dirs = malloc(max * sizeof *dirs);
+	if (p && dirs) {
+		for (size_t i = 0; i < 3; i++) {
+			if (strcmp(fresh[i], "/sys") == 0 && sb->net == LB_NET_HOST)
+				continue; /* the host's /sys is shown then (setup_sys) */
+			nr_path(p[n], sizeof p[n], fresh[i]);
+			n++;
+		}
+		for (size_t i = 0; i < sb->nhidden; i++)
+			nr_path(p[n++], sizeof p[0], sb->hidden[i]);
+		for (size_t i = 0; i < sb->nprivate; i++)
+			nr_path(p[n++], sizeof p[0], sb->private_dirs[i]);
+		for (size_t i = 0; i < n; i++)
+			dirs[i] = p[i];
+		lb_mountinfo_detach_under(dirs, n); /* one read of the mount table for all */
 	}
-	for (size_t i = 0; i < sb->nhidden; i++) {
-		nr_path(p, sizeof p, sb->hidden[i]);
-		lb_mountinfo_detach_under(p);
-	}
-	for (size_t i = 0; i < sb->nprivate; i++) {
-		nr_path(p, sizeof p, sb->private_dirs[i]);
-		lb_mountinfo_detach_under(p);
-	}
+	free(dirs);
+	free(p);
 }
 
 static void setup_root(init_ctx *c)

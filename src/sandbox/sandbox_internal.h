@@ -81,6 +81,6 @@ typedef struct lb_mountinfo_entry {
 } lb_mountinfo_entry;
 void lb_mountinfo_unescape(char *s);
 int lb_mountinfo_parse(const char *line, lb_mountinfo_entry *e);
-int lb_mountinfo_detach_under(const char *dir);
+int lb_mountinfo_detach_under(const char *const *dirs, size_t ndirs);
 
 #endif
