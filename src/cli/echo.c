@@ -122,7 +122,7 @@ void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
 		if (lb_term_filter(&e->state, data, len, final, &b) < 0)
 			e->broken = true;
 		out = b.data;
-		n = b.len;
+		n = e->broken ? 0 : b.len;
 	}
 	if (n && (e->started || start(e)))
 		enqueue(e, out, n);
