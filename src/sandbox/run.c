@@ -70,7 +70,6 @@ typedef struct init_ctx {
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
 	lb_rootfs *rootfs;  /* the new root's entries (rootfs.c), planned by the supervisor */
-	bool rootfs_cloned; /* the supervisor cloned them in the host's namespace (root) */
 } init_ctx;
 
 /* Per-user kernel counters that the sandbox's user namespace is charged to the host user's:
@@ -506,38 +505,6 @@ static void mask_in_binds(init_ctx *c)
 	}
 }
 
-/* A hidden or private directory inside a bound top-level directory (the runs directory under
- * /srv, the user's cache under /var, /var/tmp) brings the host's mounts under it along with
- * the bind. The supervisor's clones come from the host's namespace and are not locked: those
- * mounts come off before the cover goes on, so the mount table does not list them
- * (lb_mountinfo_detach_under). An ordinary user's init clones in its own namespace, where the
- * kernel locks them: they stay, beneath the cover, their contents hidden. */
-static void detach_covered(init_ctx *c)
-{
-	const lb_sandbox *sb = c->sb;
-	if (!c->rootfs_cloned)
-		return;
-	size_t max = sb->nhidden + sb->nprivate, n = 0;
-	char (*p)[4096] = malloc((max ? max : 1) * sizeof *p);
-	const char **dirs = malloc((max ? max : 1) * sizeof *dirs);
-	if (p && dirs) {
-		for (size_t i = 0; i < max; i++) {
-			const char *d = i < sb->nhidden ? sb->hidden[i] : sb->private_dirs[i - sb->nhidden];
-			/* a top-level one is an empty directory of the new root; /dev/shm is in the
-			 * fresh /dev */
-			if (lb_rootfs_is_top(d) || path_under(d, "/dev"))
-				continue;
-			nr_path(p[n], sizeof p[n], d);
-			dirs[n] = p[n];
-			n++;
-		}
-		if (n)
-			lb_mountinfo_detach_under(dirs, n); /* one read of the mount table for all */
-	}
-	free(dirs);
-	free(p);
-}
-
 static void setup_root(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -563,9 +530,10 @@ static void setup_root(init_ctx *c)
 			chan_fail(c->chan_wr, "setup_dev", errno, "open %s", p);
 	}
 
-	/* Cloned before the staging tmpfs covers the host's /tmp, like the sources above. */
+	/* Cloned in the sandbox's namespace, where the mounts under each clone are locked to it,
+	 * before the staging tmpfs covers the host's /tmp, like the sources above. */
 	char err[400];
-	int r = c->rootfs_cloned ? 0 : lb_rootfs_clone(c->rootfs, "/", err, sizeof err);
+	int r = lb_rootfs_clone(c->rootfs, "/", err, sizeof err);
 	if (r < 0)
 		chan_fail(c->chan_wr, "setup_root", -r, "%s", err);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
@@ -575,7 +543,6 @@ static void setup_root(init_ctx *c)
 	r = lb_rootfs_build(c->rootfs, NEWROOT, err, sizeof err);
 	if (r < 0)
 		chan_fail(c->chan_wr, "setup_root", -r, "%s", err);
-	detach_covered(c);
 	prepare_mount_points(c);
 
 	for (size_t i = 0; i < sb->nhidden; i++) {
@@ -1473,20 +1440,17 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      CLONE_NEWUTS | SIGCHLD;
 	if (sb->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
-	/* Without the privilege to clone them here, init clones the entries in its namespace,
-	 * where the mounts under them are locked. */
+	/* The new root's entries, planned from the host's / and mount table; init clones them. */
 	lb_rootfs rootfs;
-	char rerr[400];
-	int rr = lb_rootfs_plan(sb, "/", &rootfs);
-	if (rr < 0)
-		snprintf(rerr, sizeof rerr, "list the host's root");
-	bool rootfs_cloned = rr == 0 && geteuid() == 0;
-	if (rootfs_cloned)
-		rr = lb_rootfs_clone(&rootfs, "/", rerr, sizeof rerr);
+	char **points = NULL;
+	size_t npoints = 0;
+	int rr = lb_mountinfo_points(&points, &npoints);
+	if (rr == 0)
+		rr = lb_rootfs_plan(sb, "/", points, npoints, &rootfs);
+	lb_mountinfo_points_free(points, npoints);
 	if (rr < 0) {
-		char msg[460];
-		snprintf(msg, sizeof msg, "%s: %s", rerr, strerror(-rr));
-		lb_rootfs_free(&rootfs);
+		char msg[160];
+		snprintf(msg, sizeof msg, "list the host's root and mount table: %s", strerror(-rr));
 		set_setup_failure(res, "setup_root", -rr, msg);
 		goto out_sfd;
 	}
@@ -1521,8 +1485,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc,
 			      .disk_fs = fs != NULL,
-			      .rootfs = &rootfs,
-			      .rootfs_cloned = rootfs_cloned};
+			      .rootfs = &rootfs};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
 		close(chan[0]);
