@@ -326,8 +326,8 @@ static void mirror_dir(init_ctx *c, const char *nr, const char *shown)
 }
 
 /* A mount point for dst that the host lacks, made inside the sandbox: docker creates missing
- * mount points too, but in the container's own root; here the root is the host's, read-only,
- * so the nearest existing directory above dst is mirrored onto a tmpfs first. */
+ * mount points too, but in the container's own root; here the root holds the host's read-only
+ * directories, so the nearest existing one above dst is mirrored onto a tmpfs first. */
 static void ensure_mount_point(init_ctx *c, const char *dst, bool is_dir, size_t ntmpfs)
 {
 	if (in_sandbox_fs(c->sb, dst, ntmpfs))
@@ -354,8 +354,10 @@ static void ensure_mount_point(init_ctx *c, const char *dst, bool is_dir, size_t
 	}
 	if (!S_ISDIR(st.st_mode))
 		chan_fail(c->chan_wr, "setup_binds", ENOTDIR, "mount point for %s: %s", dst, anc);
-	/* The root is labbox's own tmpfs, writable until sealed: no mirror needed there. */
-	bool done = strcmp(anc, "/") == 0;
+	/* The root's own tmpfs (/, and a directory built entry by entry) is writable until
+	 * sealed: no mirror needed there. */
+	struct stat rs;
+	bool done = stat(NEWROOT, &rs) == 0 && rs.st_dev == st.st_dev;
 	for (size_t i = 0; i < nmirrored && !done; i++)
 		done = strcmp(mirrored[i], nra) == 0;
 	if (!done)

@@ -604,3 +604,67 @@ print("accuracy: 1")
     assert p.returncode == 0, p.stdout[-2000:]
     log = (Path(doc["run_dir"]) / "run.log").read_text()
     assert "SEEN [] FOUND []" in log, log[-2000:]
+
+
+ODD_ROOT = r'''
+set -eu
+R=$1
+mount -t tmpfs -o mode=0755 labbox-odd-root "$R"
+for d in usr etc var proc dev sys tmp; do
+    mkdir "$R/$d"
+    mount --rbind "/$d" "$R/$d"
+done
+for l in bin sbin lib lib32 lib64; do
+    [ -L "/$l" ] && ln -s "$(readlink "/$l")" "$R/$l"
+done
+mkdir -p "$R/lbbin" && mount --bind "$(dirname "$2")" "$R/lbbin"
+# what a host's / may also hold: a fifo, a socket, a device node, a dangling and an absolute
+# symlink, plain files, an unreadable directory, a mount point with a mount under it, a name
+# with a space and a newline, an empty file that is a mount point
+mkfifo "$R/fifo"
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$R/sock"
+mknod "$R/nullnode" c 1 3
+ln -s /nowhere/at/all "$R/dangling"
+ln -s /usr "$R/absusr"
+echo odd-file > "$R/file"
+mkdir -m 000 "$R/locked"
+mkdir "$R/data" && mount -t tmpfs labbox-odd-data "$R/data"
+mkdir "$R/data/inner" && mount -t tmpfs labbox-odd-inner "$R/data/inner"
+echo inner > "$R/data/inner/x"
+mkdir "$R/sp ace
+nl"
+touch "$R/fileonly" "$R/.hostfile" && mount --bind "$R/file" "$R/fileonly"
+mkdir "$R/old"
+cd "$R"
+pivot_root . old
+umount -l /old
+rmdir /old
+cd /
+exec /lbbin/labbox exec -- /bin/sh -c 'ls -A /; cat /file /fileonly /data/inner/x /absusr/bin/python3 >/dev/null && echo read-ok; /usr/bin/python3 -c "print(\"py-ok\")"'
+'''
+
+
+def test_unusual_top_level_entries_do_not_fail_setup(tmp_path):
+    """A host whose / holds a fifo, a socket, a device node, dangling and absolute symlinks,
+    an unreadable directory, mount points (a directory with a mount under it, a file) and odd
+    names still runs experiments: what can be shown is, the rest is left out. Built in a
+    mount namespace of the test's own with a root of its own: the host's / is not touched."""
+    if not IS_ROOT:
+        pytest.skip("a root of the test's own takes mounts and pivot_root: root's")
+    if not shutil.which("pivot_root") or not shutil.which("unshare"):
+        pytest.skip("util-linux's unshare and pivot_root are needed")
+    root = tmp_path / "root"
+    root.mkdir()
+    script = write(tmp_path / "script", "")
+    (script / "odd.sh").write_text(ODD_ROOT)
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", script / "odd.sh",
+                        root, os.path.realpath(LABBOX)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    entries = p.stdout.splitlines()
+    for name in ("file", "fileonly", ".hostfile", "dangling", "absusr", "locked", "data",
+                 "sp ace", "usr", "bin", "proc", "dev", "sys", "tmp"):
+        assert name in entries, (name, entries)
+    for name in ("fifo", "sock", "nullnode"):
+        assert name not in entries, (name, entries)
+    assert "read-ok" in entries and "py-ok" in entries, p.stdout + p.stderr
