@@ -261,6 +261,8 @@ typedef struct lb_slurm_node_run {
 	uint64_t disk_limit, log_limit;
 	int policy;
 	bool trust_project;
+	int gate_mode; /* lb_gate_mode the node's gate runs in, passed as --runtime-gate; 0: the
+			* node's default for the policy */
 	struct json_object *sandbox;
 	const char *const *hide;
 	size_t nhide;
