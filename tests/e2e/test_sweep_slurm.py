@@ -8,8 +8,12 @@ cell is the cluster's failure, the others complete, resume runs only it), a requ
 counted once, Ctrl-C cancelling the array, and an unreachable controller. Needs root (the
 daemons); tests/escape/run-as-user leaves this file out."""
 import json
+import os
+import pty
+import re
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 from conftest import LABBOX, PYTHON, labbox, squeue, unique, wait_for, wait_no_marker, \
@@ -219,6 +223,58 @@ def test_ctrl_c_cancels_the_array_and_records_cells_interrupted(slurm, tmp_path)
     for c in ran:
         res = json.loads((Path(c["run_dir"]) / "result.json").read_text())
         assert res["status"] == "interrupted"
+
+
+def test_time_left_on_a_terminal_counts_the_running_tasks_estimates(slurm, tmp_path):
+    """Before any cell has finished, the time left comes from the running cells'
+    TIME_ESTIMATE lines, which their tasks' labboxes leave in the sweep's directory."""
+    marker = unique("swe")
+    exp = write_exp(tmp_path, f"""
+        import argparse, time
+        p = argparse.ArgumentParser()
+        p.add_argument("--lr", type=float)
+        p.add_argument("--seed", type=int)
+        p.parse_args()
+        print("TIME_ESTIMATE: 300s")
+        print({marker!r}, flush=True)
+        time.sleep(600)
+    """)
+    runs = tmp_path / "runs"
+    master, slave = pty.openpty()
+    chunks = []
+
+    def reader():
+        while True:
+            try:
+                b = os.read(master, 4096)
+            except OSError:
+                return
+            if not b:
+                return
+            chunks.append(b)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    p = subprocess.Popen([LABBOX, "sweep", "--mode", "slurm", "--python", PYTHON, "--runs-dir",
+                          str(runs), *GRID, str(exp)], env=slurm, stdout=subprocess.PIPE,
+                         stderr=slave, text=True)
+    try:
+        wait_marker(runs, marker, count=1)
+        shown = lambda: re.findall(r"time left (\d+m\d+s|\d+h\d+m)",  # noqa: E731
+                                   b"".join(chunks).decode(errors="replace"))
+        assert wait_for(shown, 30, interval=0.3), b"".join(chunks).decode(errors="replace")
+        est = sorted((Path(runs).parent / "sweeps").glob("*/estimates/*"))
+        assert est and float(est[0].read_text()) == 300.0, est
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=150)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(slave)
+        t.join(10)
+        os.close(master)
+    assert p.returncode == 128 + signal.SIGINT
+    assert wait_no_marker(marker, 30) == []
 
 
 def test_the_sweep_budget_cancels_the_array_and_is_124(slurm, tmp_path):
