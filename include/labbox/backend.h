@@ -52,6 +52,7 @@ typedef struct lb_backend_job {
 	const char *gate_events;
 	int gate_mode;          /* lb_gate_mode, effective */
 	const char *gate_policy;
+	bool trust_project;     /* --trust-project, for a remote labbox's own check */
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;
