@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
+from conftest import GATE_SPAWN, LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
     wait_for, wait_no_marker, write_exp
 
 
@@ -134,15 +134,7 @@ def test_node_side_isolation_is_reported(slurm, tmp_path):
 def test_runtime_gate_asked_here_holds_on_the_node(slurm, tmp_path):
     """--runtime-gate is passed on: asked `on` here, the node's gate refuses the process the
     permissive static check let through."""
-    exp = write_exp(tmp_path, """
-        import os
-        try:
-            os.system("true")
-            print("spawned: yes")
-        except PermissionError as e:
-            print("refused:", e)
-        print("ok: 1")
-    """)
+    exp = write_exp(tmp_path, GATE_SPAWN)
     r = srun_exp(slurm, exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
     assert r.rc == 0, r.why()
     assert "labbox runtime gate refused os.system" in r.log(), r.log()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABBOX, REPO, labbox, run_exp, unique, wait_for, write_exp
+from conftest import GATE_SPAWN, LABBOX, REPO, labbox, run_exp, unique, wait_for, write_exp
 
 SERVICE = REPO / "tests" / "services" / "sshd"
 HOST = "lbssh-test"
@@ -152,15 +152,7 @@ def test_quickstart_over_ssh(sshd, tmp_path):
 def test_runtime_gate_asked_here_holds_on_the_host(sshd, tmp_path):
     """The remote labbox gets this run's policy and gate mode: asked `on` under permissive
     here, its gate refuses the process the static check let through."""
-    exp = write_exp(tmp_path, """
-        import os
-        try:
-            os.system("true")
-            print("spawned: yes")
-        except PermissionError as e:
-            print("refused:", e)
-        print("ok: 1")
-    """)
+    exp = write_exp(tmp_path, GATE_SPAWN)
     r = srun(sshd, exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
     assert r.rc == 0, r.why()
     assert "labbox runtime gate refused os.system" in r.log(), r.log()

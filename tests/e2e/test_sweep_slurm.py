@@ -8,16 +8,13 @@ cell is the cluster's failure, the others complete, resume runs only it), a requ
 counted once, Ctrl-C cancelling the array, and an unreachable controller. Needs root (the
 daemons); tests/escape/run-as-user leaves this file out."""
 import json
-import os
-import pty
 import re
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
-from conftest import LABBOX, PYTHON, labbox, squeue, unique, wait_for, wait_no_marker, \
-    write_exp
+from conftest import LABBOX, PYTHON, PtyCapture, labbox, squeue, unique, wait_for, \
+    wait_no_marker, write_exp
 
 # permissive: the experiment's own bookkeeping (a file in /state) is no finding to stop at
 GRID = ("--param", "lr=0.1,0.2", "--seeds", "0-1", "--policy", "permissive")
@@ -240,40 +237,24 @@ def test_time_left_on_a_terminal_counts_the_running_tasks_estimates(slurm, tmp_p
         time.sleep(600)
     """)
     runs = tmp_path / "runs"
-    master, slave = pty.openpty()
-    chunks = []
-
-    def reader():
-        while True:
-            try:
-                b = os.read(master, 4096)
-            except OSError:
-                return
-            if not b:
-                return
-            chunks.append(b)
-
-    t = threading.Thread(target=reader, daemon=True)
-    t.start()
-    p = subprocess.Popen([LABBOX, "sweep", "--mode", "slurm", "--python", PYTHON, "--runs-dir",
-                          str(runs), *GRID, str(exp)], env=slurm, stdout=subprocess.PIPE,
-                         stderr=slave, text=True)
-    try:
-        wait_marker(runs, marker, count=1)
-        shown = lambda: re.findall(r"time left (\d+m\d+s|\d+h\d+m)",  # noqa: E731
-                                   b"".join(chunks).decode(errors="replace"))
-        assert wait_for(shown, 30, interval=0.3), b"".join(chunks).decode(errors="replace")
-        # A cell that has only just started has an empty file: the one that printed has 300.
-        est = [f.read_text() for f in (Path(runs).parent / "sweeps").glob("*/estimates/*")]
-        assert "300.000" in [e.strip() for e in est], est
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=150)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        os.close(slave)
-        t.join(10)
-        os.close(master)
+    with PtyCapture() as term:
+        p = subprocess.Popen([LABBOX, "sweep", "--mode", "slurm", "--python", PYTHON,
+                              "--runs-dir", str(runs), *GRID, str(exp)], env=slurm,
+                             stdout=subprocess.PIPE, stderr=term.slave, text=True)
+        try:
+            wait_marker(runs, marker, count=1)
+            shown = lambda: re.findall(r"time left (\d+m\d+s|\d+h\d+m)", term.text())  # noqa
+            assert wait_for(shown, 30, interval=0.3), term.text()
+            # A cell that has only just started has an empty file: the one that printed
+            # has 300.
+            est = [f.read_text().strip()
+                   for f in (Path(runs).parent / "sweeps").glob("*/estimates/*")]
+            assert "300.000" in est, est
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=150)
+        finally:
+            if p.poll() is None:
+                p.kill()
     assert p.returncode == 128 + signal.SIGINT
     assert wait_no_marker(marker, 30) == []
 
