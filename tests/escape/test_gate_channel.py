@@ -30,3 +30,30 @@ def test_the_events_channel_cannot_fill_the_disk_or_lose_a_refusal(tmp_path):
     # the flood is not silently absorbed: the record says the channel was more than was read
     assert g["channel"] == "read in part", json.dumps(g)[:1500]
     assert not (run_dirs(tmp_path / "runs")[0] / "gate").exists()
+
+
+def test_the_gate_adds_nothing_to_the_output_of_an_interpreter_without_a_sitecustomize(tmp_path):
+    """The gate shadows the interpreter's own sitecustomize and imports it after itself. An
+    interpreter that has none (pyenv's, a python.org build; here Debian's hidden by a volume)
+    must start as it would without the gate: nothing on stderr, so run.log and the failure
+    evidence drawn from it are the experiment's own."""
+    import os
+    import subprocess
+    from escape_lib import PYTHON, run_exp
+    real = subprocess.run([PYTHON, "-S", "-c", "import sysconfig,os;p=os.path.join("
+                           "sysconfig.get_path('stdlib'),'sitecustomize.py');"
+                           "print(os.path.realpath(p) if os.path.exists(p) else '')"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("import sys\nprint('acc: 1')\nprint('clean', file=sys.stderr)\n")
+    opts = ["--runtime-gate", "on"]
+    if real:
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        opts += ["-v", f"{empty}:{os.path.dirname(real)}:ro"]
+    r = run_exp(exp, tmp_path / "runs", *opts)
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    log = (run_dirs(tmp_path / "runs")[0] / "run.log").read_text(errors="replace")
+    assert "sitecustomize" not in log and "Error" not in log, log[:2000]
+    assert r.result["runtime_gate"]["installed"] is True
