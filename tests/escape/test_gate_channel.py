@@ -57,3 +57,37 @@ def test_the_gate_adds_nothing_to_the_output_of_an_interpreter_without_a_sitecus
     log = (run_dirs(tmp_path / "runs")[0] / "run.log").read_text(errors="replace")
     assert "sitecustomize" not in log and "Error" not in log, log[:2000]
     assert r.result["runtime_gate"]["installed"] is True
+
+
+def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
+    """A venv inside the experiment (which --env auto picks) has .pth files, and site runs
+    their `import` lines before it imports the gate's sitecustomize: such a line can keep the
+    gate out of the interpreter altogether. The process-creation it then does is not refused;
+    what the host checks is that result.json does not claim that the gate held, and names the
+    file whose code ran before it."""
+    import subprocess
+    import time
+    from escape_lib import POLICY, PYTHON, Run, e2e
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True)
+    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "zz_early.pth").write_text(
+        "import sys; sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text(
+        "import os, sys\n"
+        "rc = os.system('true')\n"
+        "print('system_ran:', int(rc == 0))\n")
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
+                      "--runs-dir", str(tmp_path / "runs"), str(exp))
+    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    ran = r.result["metrics"]["values"].get("system_ran") == 1
+    assert ran, "the .pth did not keep the gate out: the test proves nothing" + r.why()
+    assert g["enforced"] is False, (
+        f"os.system ran unrefused (a .pth inside the experiment kept the gate out), yet "
+        f"runtime_gate claims it was enforced: {json.dumps(g)[:1500]}")
+    assert any(p.endswith("site-packages/zz_early.pth") for p in g.get("before_gate", [])), g
+    assert "before" in (g["note"] or ""), g
