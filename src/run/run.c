@@ -862,6 +862,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
 	lb_gate_paths gate_paths;
 	lb_gate_channel gate_ch = {.fd = {-1, -1}, .stop = -1};
+	json_object *gate_preload = NULL; /* .pth code of the experiment's own that runs first */
 	bool gate_staged = false;
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
@@ -922,6 +923,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				lb_gate_cleanup(&gate_paths);
 				gate_staged = false;
 			}
+			const char *exps[] = {st->exp_dir, st->expdir};
+			if (gate_staged)
+				gate_preload = lb_gate_preloaders(st->py.prefix, exps, 2);
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "
@@ -1080,6 +1084,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
 					       : rejected || !gate_staged ? "the experiment did not run"
 								     : NULL));
+	if (gate_staged)
+		lb_gate_note_preload(json_object_object_get(doc, "runtime_gate"), gate_preload);
+	json_object_put(gate_preload);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];
