@@ -91,3 +91,26 @@ def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
         f"runtime_gate claims it was enforced: {json.dumps(g)[:1500]}")
     assert any(p.endswith("site-packages/zz_early.pth") for p in g.get("before_gate", [])), g
     assert "before" in (g["note"] or ""), g
+
+
+def test_an_interpreter_binary_of_the_experiments_own_is_not_recorded_as_gated(tmp_path):
+    """An environment inside the experiment whose interpreter is a binary of its own (a venv
+    made with --copies, or anything that says it is Python) need not import the gate at all:
+    result.json names it in before_gate and does not claim the gate was enforced."""
+    import subprocess
+    import time
+    from escape_lib import POLICY, PYTHON, Run, e2e
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([PYTHON, "-m", "venv", "--copies", "--without-pip", str(exp / ".venv")],
+                   check=True)
+    (exp / "main.py").write_text("print('acc: 1')\n")
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
+                      "--runs-dir", str(tmp_path / "runs"), str(exp))
+    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    assert g["enforced"] is False, json.dumps(g)[:1500]
+    assert [p for p in g["before_gate"] if p.startswith(".venv/bin/python")], g
+    assert len(g["before_gate"]) == len(set(g["before_gate"])), g
