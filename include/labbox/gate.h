@@ -106,13 +106,14 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 
-/* The .pth files with `import` lines in the site-packages of the environment at prefix, when
- * prefix lies under one of exp_dirs (the experiment's, staged or not): site runs them before
- * the gate, so the experiment's code there may keep the gate out. Paths relative to that
- * directory, at most 32; an empty array when there are none. Read before the run, which could
+/* The experiment's own files that run before the gate and could keep it out: the interpreter
+ * executable when it resolves into one of exp_dirs (the experiment's, staged or not), and the
+ * .pth files with `import` lines in the site-packages of the environment at prefix when that
+ * lies there (site runs them before it imports the gate). Paths relative to that directory,
+ * at most 32 .pth files; an empty array when there are none. Read before the run, which could
  * remove them. */
-struct json_object *lb_gate_preloaders(const char *prefix, const char *const *exp_dirs,
-				       size_t ndirs);
+struct json_object *lb_gate_preloaders(const char *executable, const char *prefix,
+				       const char *const *exp_dirs, size_t ndirs);
 /* runtime_gate.before_gate = files; when there are any, enforced is false and note says why. */
 void lb_gate_note_preload(struct json_object *gate, struct json_object *files);
 

@@ -1,4 +1,4 @@
-/* gate: the code site runs before the gate, found in the experiment's own environment. */
+/* gate: the experiment's own code that runs before the gate: its interpreter, its .pth files. */
 #include "labbox/gate.h"
 #include "labbox/util.h"
 
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,23 +59,47 @@ static void scan_site_dir(const char *dir, const char *rel, json_object *out)
 	closedir(d);
 }
 
-json_object *lb_gate_preloaders(const char *prefix, const char *const *exp_dirs, size_t ndirs)
+static const char *root_of(const char *p, const char *const *exp_dirs, size_t ndirs)
 {
-	json_object *out = json_object_new_array();
-	const char *root = NULL;
-	for (size_t i = 0; prefix && *prefix && i < ndirs; i++)
-		if (exp_dirs[i] && *exp_dirs[i] && under(prefix, exp_dirs[i]))
-			root = exp_dirs[i];
-	if (!out || !root)
-		return out;
+	for (size_t i = 0; p && *p && i < ndirs; i++)
+		if (exp_dirs[i] && *exp_dirs[i] && under(p, exp_dirs[i]))
+			return exp_dirs[i];
+	return NULL;
+}
+
+static const char *rel_to(const char *p, const char *root)
+{
 	size_t skip = strlen(root);
 	while (skip > 1 && root[skip - 1] == '/')
 		skip--;
+	return p[skip] == '/' ? p + skip + 1 : p + skip;
+}
+
+json_object *lb_gate_preloaders(const char *executable, const char *prefix,
+				const char *const *exp_dirs, size_t ndirs)
+{
+	json_object *out = json_object_new_array();
+	if (!out)
+		return NULL;
+	/* An interpreter binary of the experiment's own (not a venv's link to the system's)
+	 * need not run sitecustomize at all. */
+	char real[PATH_MAX];
+	const char *eroot = executable && realpath(executable, real)
+				    ? root_of(real, exp_dirs, ndirs) : NULL;
+	if (eroot)
+		json_object_array_add(out, json_object_new_string(rel_to(real, eroot)));
+	const char *root = root_of(prefix, exp_dirs, ndirs);
+	if (!root)
+		return out;
 	static const char *const libs[] = {"lib", "lib64"};
 	static const char *const sites[] = {"site-packages", "dist-packages"};
 	for (size_t i = 0; i < 2; i++) {
-		char lib[PATH_MAX];
+		char lib[PATH_MAX], a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
 		if (snprintf(lib, sizeof lib, "%s/%s", prefix, libs[i]) >= (int)sizeof lib)
+			continue;
+		/* A venv's lib64 is a link to its lib: the same files, listed once. */
+		if (i == 1 && realpath(lib, a) && snprintf(b, sizeof b, "%s/lib", prefix) < (int)sizeof b &&
+		    realpath(b, c) && strcmp(a, c) == 0)
 			continue;
 		DIR *d = opendir(lib);
 		if (!d)
@@ -88,8 +113,7 @@ json_object *lb_gate_preloaders(const char *prefix, const char *const *exp_dirs,
 				if (snprintf(site, sizeof site, "%s/%s/%s", lib, e->d_name, sites[j]) >=
 				    (int)sizeof site)
 					continue;
-				const char *rel = site + skip;
-				scan_site_dir(site, *rel == '/' ? rel + 1 : rel, out);
+				scan_site_dir(site, rel_to(site, root), out);
 			}
 		}
 		closedir(d);
@@ -107,9 +131,9 @@ void lb_gate_note_preload(json_object *gate, json_object *files)
 	json_object_object_add(gate, "enforced", json_object_new_boolean(false));
 	char note[512];
 	snprintf(note, sizeof note,
-		 "%zu .pth file%s of the experiment's own environment ran code before the gate was "
-		 "installed (%s%s): it may have kept the gate out, so what the gate recorded and "
-		 "refused does not bind the run", n, n == 1 ? "" : "s",
+		 "%zu file%s of the experiment's own (an interpreter, .pth files of its environment) "
+		 "ran before the gate was installed (%s%s): it may have kept the gate out, so what "
+		 "the gate recorded and refused does not bind the run", n, n == 1 ? "" : "s",
 		 json_object_get_string(json_object_array_get_idx(files, 0)), n > 1 ? ", ..." : "");
 	json_object_object_add(gate, "note", json_object_new_string(note));
 }

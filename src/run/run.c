@@ -862,7 +862,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
 	lb_gate_paths gate_paths;
 	lb_gate_channel gate_ch = {.fd = {-1, -1}, .stop = -1};
-	json_object *gate_preload = NULL; /* .pth code of the experiment's own that runs first */
+	json_object *gate_preload = NULL; /* the experiment's own code that runs before it */
 	bool gate_staged = false;
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
@@ -925,7 +925,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			}
 			const char *exps[] = {st->exp_dir, st->expdir};
 			if (gate_staged)
-				gate_preload = lb_gate_preloaders(st->py.prefix, exps, 2);
+				gate_preload = lb_gate_preloaders(st->py.executable, st->py.prefix,
+								   exps, 2);
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "
