@@ -18,7 +18,9 @@
 #define LABBOX_GATE_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct json_object;
@@ -53,12 +55,37 @@ extern const size_t lb_gate_source_len;
 typedef struct lb_gate_paths {
 	char dir[4096];    /* run_dir/gate */
 	char py_dir[4096]; /* run_dir/gate/py: sitecustomize.py, labbox_gate.json */
-	char events[4096]; /* run_dir/gate/events.jsonl, owned by uid:gid so the payload writes it */
+	char events[4096]; /* run_dir/gate/events.jsonl: a FIFO the payload (uid:gid) may only write */
+	int fd[2];         /* labbox's read end and a write end that keeps it from seeing EOF */
 } lb_gate_paths;
 
-/* Writes run_dir/gate/py/sitecustomize.py and an empty events file owned by uid:gid
- * ((uid_t)-1: leave the owner). 0 or a negative errno. */
+/* Writes run_dir/gate/py/sitecustomize.py and makes the events channel: a FIFO, so nothing
+ * the experiment writes into it lands on the host's disk and nothing can truncate it, opened
+ * by labbox first and then given to uid:gid ((uid_t)-1: leave the owner) write-only (0200),
+ * so the payload cannot open it to read back what the gate wrote. 0 or a negative errno;
+ * out->fd is -1, -1 on error. */
 int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out);
+
+/* The reading side of the channel: a thread drains the FIFO while the run lasts (a writer
+ * would block on a full pipe otherwise), keeps its first LB_GATE_MAX_READ bytes and counts the
+ * rest, so a flood costs labbox one bounded buffer and no disk. */
+typedef struct lb_gate_channel {
+	int fd[2];       /* taken from lb_gate_paths */
+	int stop;        /* eventfd: drain what is left and end */
+	bool running;
+	pthread_t th;
+	char *buf;       /* the first LB_GATE_MAX_READ bytes */
+	size_t len;
+	uint64_t total;  /* every byte written into the channel */
+} lb_gate_channel;
+
+/* Takes p's descriptors (p->fd becomes -1, -1) and starts draining. 0 or a negative errno (the
+ * descriptors are closed then; the channel reads as unreadable). */
+int lb_gate_channel_start(lb_gate_channel *ch, lb_gate_paths *p);
+/* Once the run's processes are gone: reads what is left, ends the thread, closes the FIFO's
+ * descriptors; the bytes stay in ch->buf. Idempotent. */
+void lb_gate_channel_stop(lb_gate_channel *ch);
+void lb_gate_channel_free(lb_gate_channel *ch);
 
 typedef struct lb_gate_config {
 	lb_gate_mode mode;   /* effective: RECORD or ON */
@@ -79,6 +106,17 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 
+/* The experiment's own files that run before the gate and could keep it out: the interpreter
+ * executable when it resolves into one of exp_dirs (the experiment's, staged or not), and the
+ * .pth files with `import` lines in the site-packages of the environment at prefix when that
+ * lies there (site runs them before it imports the gate). Paths relative to that directory,
+ * at most 32 .pth files; an empty array when there are none. Read before the run, which could
+ * remove them. */
+struct json_object *lb_gate_preloaders(const char *executable, const char *prefix,
+				       const char *const *exp_dirs, size_t ndirs);
+/* runtime_gate.before_gate = files; when there are any, enforced is false and note says why. */
+void lb_gate_note_preload(struct json_object *gate, struct json_object *files);
+
 /* Removes what lb_gate_stage wrote, once lb_gate_collect has read the events: the run
  * directory keeps its documented layout. 0 or the last negative errno. */
 int lb_gate_cleanup(const lb_gate_paths *p);
@@ -87,8 +125,9 @@ int lb_gate_cleanup(const lb_gate_paths *p);
  * args, refused, rule, static_rule, title, file, line, pid, detail, finding}], refused,
  * dropped, malformed, channel, note}. findings is the static check's array (may be NULL):
  * an event is matched to the finding of the same rule, on the same line when there is one.
- * events_path NULL: the gate was off (or not available on the backend; note says why). */
-struct json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const char *policy,
+ * ch NULL: the gate was off (or not available on the backend; note says why); ch stopped
+ * (lb_gate_channel_stop) otherwise. */
+struct json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const char *policy,
 				    bool network, struct json_object *findings, const char *note);
 
 #endif

@@ -54,14 +54,15 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 	return r;
 }
 
-/* The runtime gate: its directory read-only and its events file writable at fixed paths
+/* The runtime gate: its directory read-only and its events FIFO at fixed paths
  * under /run (hidden, so they exist inside only), its directory first on PYTHONPATH ahead of
  * any the user gave with -e, and its config naming the places this sandbox can write. */
 static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 {
 	int r = lb_sandbox_add_bind(sb, job->gate_py_dir, LB_GATE_PY_DIR, false);
 	if (r == 0)
-		r = lb_sandbox_add_bind(sb, job->gate_events, LB_GATE_EVENTS, true);
+		/* Read-only: a FIFO is written through it all the same, but not chmod'ed. */
+		r = lb_sandbox_add_bind(sb, job->gate_events, LB_GATE_EVENTS, false);
 	if (r < 0)
 		return r;
 	const char *outs[64];

@@ -4,6 +4,7 @@
 #include "labbox/util.h"
 #include "text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -55,6 +56,64 @@ static void json_putp(struct json_object **obj)
 	json_object_put(*obj);
 }
 
+/* json-c saturates an integer no 64-bit type holds (2**64-1, -2**63): the record would state
+ * a number the experiment never wrote. Such literals (outside strings) get ".0" appended, so
+ * they are read as the nearest double, as Python's float() reads them. NULL: none found (or
+ * no memory, when the saturated reading stays). */
+static bool int_overflows(const char *d, size_t n, bool neg)
+{
+	static const char umax[] = "18446744073709551615", imin[] = "9223372036854775808";
+	const char *lim = neg ? imin : umax;
+	size_t lim_n = strlen(lim);
+	while (n > 1 && *d == '0')
+		d++, n--;
+	return n > lim_n || (n == lim_n && memcmp(d, lim, n) > 0);
+}
+
+static char *widen_big_ints(const char *s, size_t len, size_t *out_len)
+{
+	char *out = NULL;
+	size_t o = 0, from = 0;
+	bool in_str = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+			continue;
+		}
+		bool neg = c == '-';
+		if (!(neg || (c >= '0' && c <= '9')) ||
+		    (i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '.' || s[i - 1] == '+')))
+			continue;
+		size_t j = i + neg;
+		while (j < len && s[j] >= '0' && s[j] <= '9')
+			j++;
+		bool fraction = j < len && (s[j] == '.' || s[j] == 'e' || s[j] == 'E');
+		if (j > i + neg && !fraction && int_overflows(s + i + neg, j - i - neg, neg)) {
+			if (!out && !(out = malloc(len + len / 2 + 3)))
+				return NULL; /* a literal widened is 20 digits or more */
+			memcpy(out + o, s + from, j - from);
+			o += j - from;
+			memcpy(out + o, ".0", 2);
+			o += 2;
+			from = j;
+		}
+		i = j > i ? j - 1 : i;
+	}
+	if (!out)
+		return NULL;
+	memcpy(out + o, s + from, len - from);
+	*out_len = o + len - from;
+	return out;
+}
+
 int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
 		     size_t errlen)
 {
@@ -74,6 +133,14 @@ int lb_results_parse(const char *data, size_t len, struct json_object **out, cha
 	if (only_space(data + skip, len - skip)) {
 		set_err(err, errlen, "empty document");
 		return -EINVAL;
+	}
+	size_t wide_len = 0;
+	LB_AUTOFREE char *wide = widen_big_ints(data, len, &wide_len);
+	if (wide) {
+		data = wide;
+		len = wide_len;
+		if (len - skip >= (size_t)INT_MAX)
+			return -EFBIG;
 	}
 	tok = json_tokener_new_ex(LB_RESULTS_DEPTH);
 	if (!tok)

@@ -57,8 +57,28 @@ static int join(char *out, size_t outlen, const char *a, const char *b)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
+static int make_channel(const char *path, uid_t uid, gid_t gid, int fd[2])
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	if (mkfifo(path, 0600) < 0)
+		return -errno;
+	/* Opened by labbox before the payload owns it: permissions are checked at open only. */
+	fd[0] = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd[0] < 0)
+		return -errno;
+	fd[1] = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd[1] < 0 || fstat(fd[0], &st) < 0 || !S_ISFIFO(st.st_mode))
+		return fd[1] < 0 ? -errno : -EEXIST;
+	if (uid != (uid_t)-1 && fchown(fd[0], uid, gid) < 0)
+		return -errno;
+	return fchmod(fd[0], 0200) < 0 ? -errno : 0;
+}
+
 int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 {
+	out->fd[0] = out->fd[1] = -1;
 	int r = join(out->dir, sizeof out->dir, run_dir, "gate");
 	if (r == 0)
 		r = join(out->py_dir, sizeof out->py_dir, out->dir, "py");
@@ -66,8 +86,8 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 		r = join(out->events, sizeof out->events, out->dir, "events.jsonl");
 	if (r < 0)
 		return r;
-	/* The payload reads py/ and writes the events file, nothing else: 0755 and 0644 files
-	 * owned by labbox's user, the events file by the payload's. */
+	/* The payload reads py/ and writes the events channel, nothing else: 0755 and 0644
+	 * files owned by labbox's user, the channel by the payload's. */
 	if (mkdir(out->dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	if (mkdir(out->py_dir, 0755) < 0 && errno != EEXIST)
@@ -78,13 +98,14 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 	r = lb_write_file_atomic_mode(path, lb_gate_source, lb_gate_source_len, 0644);
 	if (r < 0)
 		return r;
-	LB_AUTOCLOSE int fd = open(out->events, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-				   0600);
-	if (fd < 0)
-		return -errno;
-	if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
-		return -errno;
-	return 0;
+	r = make_channel(out->events, uid, gid, out->fd);
+	if (r < 0) {
+		for (int i = 0; i < 2; i++)
+			if (out->fd[i] >= 0)
+				close(out->fd[i]);
+		out->fd[0] = out->fd[1] = -1;
+	}
+	return r;
 }
 
 int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
@@ -325,7 +346,7 @@ static json_object *finding_ref(json_object *f)
 	return o;
 }
 
-json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const char *policy,
+json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const char *policy,
 			     bool network, json_object *findings, const char *note)
 {
 	json_object *g = json_object_new_object();
@@ -333,28 +354,19 @@ json_object *lb_gate_collect(const char *events_path, lb_gate_mode mode, const c
 		return NULL;
 	json_object_object_add(g, "mode", json_object_new_string(lb_gate_mode_name(mode)));
 	json_object_object_add(g, "policy", json_object_new_string(policy ? policy : "standard"));
-	json_object_object_add(g, "installed", json_object_new_boolean(events_path != NULL));
+	json_object_object_add(g, "installed", json_object_new_boolean(ch != NULL));
 	json_object_object_add(g, "enforced",
-			       json_object_new_boolean(events_path && mode == LB_GATE_ON));
+			       json_object_new_boolean(ch && mode == LB_GATE_ON));
 	json_object_object_add(g, "network", json_object_new_boolean(network));
 	json_object *events = json_object_new_array();
 	size_t dropped = 0, bad = 0, refused = 0;
 	const char *channel = "none";
-	if (events_path) {
-		LB_AUTOCLOSE int fd = open(events_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		struct stat st;
+	if (ch) {
 		channel = "unreadable";
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-			size_t want = st.st_size > (off_t)LB_GATE_MAX_READ ? LB_GATE_MAX_READ
-									   : (size_t)st.st_size;
-			char *buf = malloc(want + 1);
-			ssize_t got = buf ? pread(fd, buf, want, 0) : -1;
-			if (got >= 0) {
-				/* A cut file ends with a part line, which is not an event. */
-				lb_gate_parse_events(buf, (size_t)got, events, &dropped, &bad);
-				channel = st.st_size > (off_t)LB_GATE_MAX_READ ? "read in part" : "read";
-			}
-			free(buf);
+		if (ch->buf) {
+			/* A cut channel ends with a part line, which is not an event. */
+			lb_gate_parse_events(ch->buf, ch->len, events, &dropped, &bad);
+			channel = ch->total > ch->len ? "read in part" : "read";
 		}
 	}
 	size_t n = json_object_array_length(events);

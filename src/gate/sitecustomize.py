@@ -733,11 +733,15 @@ del _labbox_gate
 
 # The interpreter's own sitecustomize, which this module shadows, runs as it would have.
 import sys as _sys
-_sys.modules.pop("sitecustomize", None)
+_self = _sys.modules.pop("sitecustomize", None)
 try:
     import sitecustomize as _real  # noqa: F401  (found after this directory left sys.path)
 except ImportError as _e:
     if getattr(_e, "name", None) != "sitecustomize":
         raise
+    # None of its own: site's import of this module ends by looking it up in sys.modules,
+    # and prints "Error in sitecustomize" (KeyError) into the experiment's stderr without it.
+    if _self is not None:
+        _sys.modules["sitecustomize"] = _self
 finally:
-    del _sys
+    del _sys, _self

@@ -861,6 +861,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *staged_ids = NULL; /* identities of the staged files when the run started */
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
 	lb_gate_paths gate_paths;
+	lb_gate_channel gate_ch = {.fd = {-1, -1}, .stop = -1};
+	json_object *gate_preload = NULL; /* the experiment's own code that runs before it */
 	bool gate_staged = false;
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
@@ -913,6 +915,18 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					 "the gate could not be written into the run directory: %s",
 					 strerror(-gr));
 			gate_staged = gr == 0;
+			/* No reader, no gate: the gate's open of the FIFO would wait for one. */
+			if (gate_staged && (gr = lb_gate_channel_start(&gate_ch, &gate_paths)) < 0) {
+				snprintf(gate_note, sizeof gate_note,
+					 "not installed: its events channel could not be read: %s",
+					 strerror(-gr));
+				lb_gate_cleanup(&gate_paths);
+				gate_staged = false;
+			}
+			const char *exps[] = {st->exp_dir, st->expdir};
+			if (gate_staged)
+				gate_preload = lb_gate_preloaders(st->py.executable, st->py.prefix,
+								   exps, 2);
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "
@@ -1063,14 +1077,18 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "failure", failure);
 	if (gate_by_backend)
 		be->ops->gate_note(be, gate_note, sizeof gate_note);
+	lb_gate_channel_stop(&gate_ch);
 	json_object_object_add(doc, "runtime_gate",
-			       lb_gate_collect(gate_staged ? gate_paths.events : NULL, gate_mode,
+			       lb_gate_collect(gate_staged ? &gate_ch : NULL, gate_mode,
 					       lb_check_policy_name((lb_check_policy)req->policy),
 					       sandbox_network(req->sandbox_config), findings,
 					       gate_note[0] ? gate_note
 					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
 					       : rejected || !gate_staged ? "the experiment did not run"
 								     : NULL));
+	if (gate_staged)
+		lb_gate_note_preload(json_object_object_get(doc, "runtime_gate"), gate_preload);
+	json_object_put(gate_preload);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];
@@ -1272,6 +1290,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * disk needs to refuse them (the records' verdict must not depend on the gate). */
 	if (gate_staged)
 		lb_gate_cleanup(&gate_paths);
+	lb_gate_channel_free(&gate_ch);
 	json_object_put(files_read);
 	lb_metrics_free(metrics);
 	free(argv);

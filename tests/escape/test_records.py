@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, token
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, run_dirs, run_exp, token
 
 
 def run(*args, env=None, cwd=None):
@@ -668,3 +668,21 @@ def test_unusual_top_level_entries_do_not_fail_setup(tmp_path):
     for name in ("fifo", "sock", "nullnode"):
         assert name not in entries, (name, entries)
     assert "read-ok" in entries and "py-ok" in entries, p.stdout + p.stderr
+def test_integers_past_64_bits_are_recorded_as_the_number_written(tmp_path):
+    """results.json may hold integers no 64-bit type holds (a count, a seed, a hash someone
+    wrote as a number). The record must keep the number the experiment wrote (as the nearest
+    double, as Python's float() reads it), never a saturated 2**64-1 or -2**63 it did not."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    big, neg = 123456789012345678901234567890, -98765432109876543210987654321
+    (exp / "main.py").write_text(
+        "open('results.json', 'w').write('{\"big\": %d, \"neg\": %d, \"fits\": %d, \"e\": 5e3}')\n"
+        % (big, neg, 2 ** 63 + 5))
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    got = r.result["metrics"]["files"]["results.json"]
+    assert float(got["big"]) == float(big) and float(got["neg"]) == float(neg), (
+        f"results.json said big={big}, neg={neg}; result.json records {got}")
+    assert got["fits"] == 2 ** 63 + 5 and got["e"] == 5000
+    on_disk = json.loads((run_dirs(tmp_path / "runs")[0] / "result.json").read_text())
+    assert on_disk["metrics"]["files"]["results.json"] == got

@@ -695,6 +695,32 @@ static int parse_text(const char *s, struct json_object **out, char *err, size_t
 	return lb_results_parse(s, strlen(s), out, err, errlen);
 }
 
+static void test_results_big_integers_keep_their_value(void **state)
+{
+	(void)state;
+	char err[256];
+	struct json_object *doc = NULL, *v;
+	const char *text = "{\"big\": 123456789012345678901234567890, \"neg\": -99999999999999999999,"
+			   " \"max\": 18446744073709551615, \"min\": -9223372036854775808,"
+			   " \"s\": \"\\\" 123456789012345678901234567890\","
+			   " \"a\": [1e400, 000000000000000000000000001, 12345678901234567890123.5]}";
+	assert_int_equal(parse_text(text, &doc, err, sizeof err), 0);
+	assert_true(json_object_object_get_ex(doc, "big", &v));
+	assert_true(json_object_is_type(v, json_type_double));
+	assert_true(json_object_get_double(v) == 123456789012345678901234567890.0);
+	assert_true(json_object_object_get_ex(doc, "neg", &v));
+	assert_true(json_object_get_double(v) == -99999999999999999999.0);
+	/* What fits stays an exact integer. */
+	assert_true(json_object_object_get_ex(doc, "max", &v));
+	assert_true(json_object_is_type(v, json_type_int));
+	assert_true(json_object_get_uint64(v) == UINT64_MAX);
+	assert_true(json_object_object_get_ex(doc, "min", &v));
+	assert_true(json_object_get_int64(v) == INT64_MIN);
+	assert_true(json_object_object_get_ex(doc, "s", &v));
+	assert_string_equal(json_object_get_string(v), "\" 123456789012345678901234567890");
+	json_object_put(doc);
+}
+
 static void test_json_c_reads_python_nonfinite(void **state)
 {
 	/* What Python's json.dump writes for float('nan'), float('inf'), -float('inf'). */
@@ -2330,6 +2356,7 @@ int main(void)
 		cmocka_unit_test(test_validate_run_many_identical),
 		cmocka_unit_test(test_validate_run_dropped),
 		cmocka_unit_test(test_results_for_record),
+		cmocka_unit_test(test_results_big_integers_keep_their_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,116 @@
+"""The runtime gate's events channel, attacked from inside: the experiment holds a descriptor
+to it (os.write raises no audit event) and sees its path. What the host checks: the channel
+costs the host's disk nothing however much is written to it, and a refusal the gate recorded
+stays in result.json's runtime_gate whatever the experiment does to the channel afterwards."""
+import json
+
+from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
+
+
+def test_the_events_channel_cannot_fill_the_disk_or_lose_a_refusal(tmp_path):
+    free = free_bytes(str(tmp_path))
+    bound = min(512 * MiB, free // 8)
+    exp = stage(tmp_path, "gate_channel", {"bound": bound})
+    lr = LiveRun(exp, tmp_path / "runs", "--runtime-gate", "on", disk=str(tmp_path))
+    r = lr.wait(timeout=300)
+    att = json.loads((r.exp / "report.json").read_text())
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    written = int(r.result["metrics"]["values"]["written_mb"]) * MiB
+    assert written >= min(bound, 64 * MiB), att  # the flood got through to the channel
+    assert lr.min_free >= free - 64 * MiB, (
+        f"the experiment wrote {written >> 20} MiB into the gate's events channel and the host's "
+        f"disk lost {(free - lr.min_free) >> 20} MiB: the channel is a file on the host's disk "
+        f"that no limit bounds")
+    g = r.result["runtime_gate"]
+    hit = [e for e in g["events"] if e["event"] == "os.system" and e["rule"] == "LB101"]
+    assert hit and hit[0]["refused"] is True, (
+        f"the gate refused os.system, but runtime_gate does not say so after the experiment "
+        f"attacked the channel ({att}): {json.dumps(g)[:1500]}")
+    assert g["refused"] >= 1
+    # the flood is not silently absorbed: the record says the channel was more than was read
+    assert g["channel"] == "read in part", json.dumps(g)[:1500]
+    assert not (run_dirs(tmp_path / "runs")[0] / "gate").exists()
+
+
+def test_the_gate_adds_nothing_to_the_output_of_an_interpreter_without_a_sitecustomize(tmp_path):
+    """The gate shadows the interpreter's own sitecustomize and imports it after itself. An
+    interpreter that has none (pyenv's, a python.org build; here Debian's hidden by a volume)
+    must start as it would without the gate: nothing on stderr, so run.log and the failure
+    evidence drawn from it are the experiment's own."""
+    import os
+    import subprocess
+    from escape_lib import PYTHON, run_exp
+    real = subprocess.run([PYTHON, "-S", "-c", "import sysconfig,os;p=os.path.join("
+                           "sysconfig.get_path('stdlib'),'sitecustomize.py');"
+                           "print(os.path.realpath(p) if os.path.exists(p) else '')"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("import sys\nprint('acc: 1')\nprint('clean', file=sys.stderr)\n")
+    opts = ["--runtime-gate", "on"]
+    if real:
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        opts += ["-v", f"{empty}:{os.path.dirname(real)}:ro"]
+    r = run_exp(exp, tmp_path / "runs", *opts)
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    log = (run_dirs(tmp_path / "runs")[0] / "run.log").read_text(errors="replace")
+    assert "sitecustomize" not in log and "Error" not in log, log[:2000]
+    assert r.result["runtime_gate"]["installed"] is True
+
+
+def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
+    """A venv inside the experiment (which --env auto picks) has .pth files, and site runs
+    their `import` lines before it imports the gate's sitecustomize: such a line can keep the
+    gate out of the interpreter altogether. The process-creation it then does is not refused;
+    what the host checks is that result.json does not claim that the gate held, and names the
+    file whose code ran before it."""
+    import subprocess
+    import time
+    from escape_lib import POLICY, PYTHON, Run, e2e
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True)
+    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "zz_early.pth").write_text(
+        "import sys; sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text(
+        "import os, sys\n"
+        "rc = os.system('true')\n"
+        "print('system_ran:', int(rc == 0))\n")
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
+                      "--runs-dir", str(tmp_path / "runs"), str(exp))
+    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    ran = r.result["metrics"]["values"].get("system_ran") == 1
+    assert ran, "the .pth did not keep the gate out: the test proves nothing" + r.why()
+    assert g["enforced"] is False, (
+        f"os.system ran unrefused (a .pth inside the experiment kept the gate out), yet "
+        f"runtime_gate claims it was enforced: {json.dumps(g)[:1500]}")
+    assert any(p.endswith("site-packages/zz_early.pth") for p in g.get("before_gate", [])), g
+    assert "before" in (g["note"] or ""), g
+
+
+def test_an_interpreter_binary_of_the_experiments_own_is_not_recorded_as_gated(tmp_path):
+    """An environment inside the experiment whose interpreter is a binary of its own (a venv
+    made with --copies, or anything that says it is Python) need not import the gate at all:
+    result.json names it in before_gate and does not claim the gate was enforced."""
+    import subprocess
+    import time
+    from escape_lib import POLICY, PYTHON, Run, e2e
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([PYTHON, "-m", "venv", "--copies", "--without-pip", str(exp / ".venv")],
+                   check=True)
+    (exp / "main.py").write_text("print('acc: 1')\n")
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
+                      "--runs-dir", str(tmp_path / "runs"), str(exp))
+    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    assert g["enforced"] is False, json.dumps(g)[:1500]
+    assert [p for p in g["before_gate"] if p.startswith(".venv/bin/python")], g
+    assert len(g["before_gate"]) == len(set(g["before_gate"])), g
