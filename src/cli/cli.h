@@ -98,7 +98,9 @@ enum {
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \
 	"                       (no CPU limit), disk (a polled --disk-limit), or all;\n"      \
 	"                       without it labbox refuses (exit 125); run --mode ssh:\n"     \
-	"                       isolation (a host without labbox)\n"                         \
+	"                       isolation (a host without labbox); gate: run although the\n"  \
+	"                       experiment's own .pth files or interpreter start before the\n" \
+	"                       runtime gate (recorded as not enforced)\n"                    \
 	"  --gpus all|0,1|none  NVIDIA GPUs usable inside (device nodes, CUDA_VISIBLE_DEVICES);\n" \
 	"                       none (default): no GPU is visible; a missing GPU is refused\n" \
 	"  --json               print one JSON document on stdout; human text goes to stderr\n" \

@@ -161,11 +161,13 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		o->gpus = strdup(arg);
 		return o->gpus ? 1 : -1;
 	case OPT_DEGRADED:
-		/* isolation: mode ssh without a labbox on the host (never part of all). */
+		/* isolation: mode ssh without a labbox on the host; gate: a runtime gate the
+		 * experiment's own files could keep out (neither is part of all). */
 		if (strcmp(arg, "memory") && strcmp(arg, "pids") && strcmp(arg, "cpus") &&
-		    strcmp(arg, "disk") && strcmp(arg, "all") && strcmp(arg, "isolation")) {
+		    strcmp(arg, "disk") && strcmp(arg, "all") && strcmp(arg, "isolation") &&
+		    strcmp(arg, "gate")) {
 			cli_error(cmd, "--allow-degraded '%s' is not one of memory, pids, cpus, disk, all, "
-				  "isolation", arg);
+				  "isolation, gate", arg);
 			return -1;
 		}
 		if (strv_add(&o->degraded, &o->ndegraded, arg) < 0)

@@ -776,6 +776,38 @@ static json_object *isolation_json(lb_backend *be, const lb_sandbox_result *res)
 	return o ? o : lb_record_isolation_json(&res->isolation);
 }
 
+/* Why a run whose gate the experiment's own files could keep out does not start. */
+static void preload_refusal(json_object *files, char *out, size_t n)
+{
+	char list[512] = "";
+	size_t nf = json_object_array_length(files);
+	for (size_t i = 0; i < nf && i < 4; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+			 json_object_get_string(json_object_array_get_idx(files, i)));
+	snprintf(out, n,
+		 "the runtime gate cannot be installed before the experiment's own code: %s%s "
+		 "(the experiment's interpreter, or .pth files with import lines that Python's site "
+		 "runs at start-up, before the gate) could keep it out. Use an interpreter and "
+		 "environment from outside the experiment (--python, --env), or accept a gate that "
+		 "is recorded as not enforced with --allow-degraded gate",
+		 list, nf > 4 ? ", ..." : "");
+}
+
+/* --allow-degraded WHAT among the shared sandbox flags (isolation and gate are not part of
+ * all: each is asked for by name). */
+static bool degraded_accepts(const lb_run_request *req, const char *what)
+{
+	json_object *ad;
+	if (!req->sandbox_config ||
+	    !json_object_object_get_ex(req->sandbox_config, "allow_degraded", &ad) ||
+	    !json_object_is_type(ad, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(ad); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(ad, i)), what) == 0)
+			return true;
+	return false;
+}
+
 static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
@@ -863,6 +895,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_paths gate_paths;
 	lb_gate_channel gate_ch = {.fd = {-1, -1}, .stop = -1};
 	json_object *gate_preload = NULL; /* the experiment's own code that runs before it */
+	bool refuse_preload = false;
+	char refusal[1024] = "";
 	bool gate_staged = false;
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
@@ -927,6 +961,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			if (gate_staged)
 				gate_preload = lb_gate_preloaders(st->py.executable, st->py.prefix,
 								   exps, 2);
+			/* A gate that is to refuse, which the experiment's own files could keep out
+			 * before it installs: said and stopped, unless the user accepted it. */
+			if (gate_preload && json_object_array_length(gate_preload) &&
+			    gate_mode == LB_GATE_ON && !degraded_accepts(req, "gate")) {
+				preload_refusal(gate_preload, refusal, sizeof refusal);
+				refuse_preload = true;
+			}
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "
@@ -945,8 +986,11 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
 			.trust_project = req->trust_project,
 		};
-		r = be->ops->prepare(be, &job, err, sizeof err);
-		if (r < 0) {
+		if (refuse_preload) {
+			res.outcome = LB_SB_SETUP_FAILED;
+			snprintf(res.setup_step, sizeof res.setup_step, "runtime_gate");
+			snprintf(res.setup_error, sizeof res.setup_error, "%s", refusal);
+		} else if ((r = be->ops->prepare(be, &job, err, sizeof err)) < 0) {
 			res.outcome = LB_SB_SETUP_FAILED;
 			snprintf(res.setup_step, sizeof res.setup_step, "prepare");
 			snprintf(res.setup_error, sizeof res.setup_error, "%s", err);
@@ -1319,14 +1363,7 @@ static int run_ssh(const lb_run_request *req, const lb_exp_config *cfg, lb_run_r
 		usage_error(out, "mode ssh needs a host: --host NAME or host: in labbox.yaml");
 		return 0;
 	}
-	bool degraded = false;
-	json_object *ad;
-	if (req->sandbox_config &&
-	    json_object_object_get_ex(req->sandbox_config, "allow_degraded", &ad) &&
-	    json_object_is_type(ad, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(ad); i++)
-			degraded |= strcmp(json_object_get_string(json_object_array_get_idx(ad, i)),
-					   "isolation") == 0;
+	bool degraded = degraded_accepts(req, "isolation");
 	lb_ssh_config sc = {.host = host, .remote_labbox = req->remote_labbox,
 			    .install_remote = req->install_remote, .allow_degraded = degraded,
 			    .python = req->python,

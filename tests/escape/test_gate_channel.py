@@ -59,15 +59,25 @@ def test_the_gate_adds_nothing_to_the_output_of_an_interpreter_without_a_sitecus
     assert r.result["runtime_gate"]["installed"] is True
 
 
-def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
+def _gated_run(tmp_path, exp, *extra):
+    import time
+    from escape_lib import POLICY, Run, e2e
+    runs = tmp_path / f"runs{len(extra)}"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
+                      *extra, "--runs-dir", str(runs), str(exp))
+    return Run(proc, runs, time.monotonic() - t0)
+
+
+def test_code_that_runs_before_the_gate_stops_the_run_unless_accepted(tmp_path):
     """A venv inside the experiment (which --env auto picks) has .pth files, and site runs
     their `import` lines before it imports the gate's sitecustomize: such a line can keep the
-    gate out of the interpreter altogether. The process-creation it then does is not refused;
-    what the host checks is that result.json does not claim that the gate held, and names the
-    file whose code ran before it."""
+    gate out of the interpreter altogether. A gate that is to refuse and cannot be sure to be
+    there is said and the run stopped (125, naming the file and the flag), with nothing of the
+    experiment run; with --allow-degraded gate it runs, and result.json does not claim that the
+    gate held and names the file whose code ran before it."""
     import subprocess
-    import time
-    from escape_lib import POLICY, PYTHON, Run, e2e
+    from escape_lib import PYTHON
     exp = tmp_path / "exp"
     exp.mkdir()
     subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True)
@@ -78,10 +88,15 @@ def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
         "import os, sys\n"
         "rc = os.system('true')\n"
         "print('system_ran:', int(rc == 0))\n")
-    t0 = time.monotonic()
-    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
-                      "--runs-dir", str(tmp_path / "runs"), str(exp))
-    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    r = _gated_run(tmp_path, exp)
+    assert r.rc == 125, r.why()
+    why = r.result["failure"]["summary"]
+    assert r.result["status"] == "infra_error", r.why()
+    assert "zz_early.pth" in why and "--allow-degraded gate" in why, why
+    assert "system_ran" not in r.log(), "the experiment ran although its gate was refused"
+    assert not r.result["metrics"]["values"], why
+
+    r = _gated_run(tmp_path, exp, "--allow-degraded", "gate")
     assert r.rc == 0, r.why()
     g = r.result["runtime_gate"]
     ran = r.result["metrics"]["values"].get("system_ran") == 1
@@ -93,24 +108,47 @@ def test_code_that_runs_before_the_gate_is_not_recorded_as_gated(tmp_path):
     assert "before" in (g["note"] or ""), g
 
 
-def test_an_interpreter_binary_of_the_experiments_own_is_not_recorded_as_gated(tmp_path):
+def test_an_interpreter_binary_of_the_experiments_own_stops_the_run_unless_accepted(tmp_path):
     """An environment inside the experiment whose interpreter is a binary of its own (a venv
     made with --copies, or anything that says it is Python) need not import the gate at all:
-    result.json names it in before_gate and does not claim the gate was enforced."""
+    the run is stopped (125) unless --allow-degraded gate accepts it, and then result.json
+    names it in before_gate and does not claim the gate was enforced."""
     import subprocess
-    import time
-    from escape_lib import POLICY, PYTHON, Run, e2e
+    from escape_lib import PYTHON
     exp = tmp_path / "exp"
     exp.mkdir()
     subprocess.run([PYTHON, "-m", "venv", "--copies", "--without-pip", str(exp / ".venv")],
                    check=True)
     (exp / "main.py").write_text("print('acc: 1')\n")
-    t0 = time.monotonic()
-    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--env", "auto",
-                      "--runs-dir", str(tmp_path / "runs"), str(exp))
-    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    r = _gated_run(tmp_path, exp)
+    assert r.rc == 125, r.why()
+    assert ".venv/bin/python" in r.result["failure"]["summary"], r.why()
+    assert "acc: 1" not in r.log()
+    r = _gated_run(tmp_path, exp, "--allow-degraded", "gate")
     assert r.rc == 0, r.why()
     g = r.result["runtime_gate"]
     assert g["enforced"] is False, json.dumps(g)[:1500]
     assert [p for p in g["before_gate"] if p.startswith(".venv/bin/python")], g
     assert len(g["before_gate"]) == len(set(g["before_gate"])), g
+
+
+def test_a_gate_that_only_records_is_not_stopped_by_code_before_it(tmp_path):
+    """--runtime-gate record refuses nothing, so nothing is lost when code runs before it: the
+    run goes ahead and says what ran before the gate."""
+    import subprocess
+    import time
+    from escape_lib import POLICY, PYTHON, Run, e2e
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True)
+    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "zz_early.pth").write_text("import os\n")
+    (exp / "main.py").write_text("print('acc: 1')\n")
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "record", "--env", "auto",
+                      "--runs-dir", str(tmp_path / "runs"), str(exp))
+    r = Run(proc, tmp_path / "runs", time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    assert g["mode"] == "record" and g["enforced"] is False, g
+    assert any(p.endswith("zz_early.pth") for p in g["before_gate"]), g
