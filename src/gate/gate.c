@@ -2,6 +2,7 @@
 #include "labbox/gate.h"
 #include "labbox/check.h"
 #include "labbox/util.h"
+#include "gate_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +53,19 @@ lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy)
 	return policy == LB_CHECK_PERMISSIVE ? LB_GATE_RECORD : LB_GATE_ON;
 }
 
+int gate_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	int r = lb_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlink(path);
+	return r;
+}
+
 static int join(char *out, size_t outlen, const char *a, const char *b)
 {
 	int n = snprintf(out, outlen, "%s/%s", a, b);
@@ -76,7 +90,7 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 	char path[PATH_MAX];
 	if ((r = join(path, sizeof path, out->py_dir, "sitecustomize.py")) < 0)
 		return r;
-	r = lb_write_file_atomic_mode(path, lb_gate_source, lb_gate_source_len, 0644);
+	r = gate_write_file(path, lb_gate_source, lb_gate_source_len, 0644);
 	if (r < 0)
 		return r;
 	LB_AUTOCLOSE int fd = open(out->events, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
@@ -129,7 +143,7 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
 	if (r == 0)
 		r = join(path, sizeof path, py_dir, LB_GATE_CONFIG);
 	if (r == 0)
-		r = lb_write_file_atomic_mode(path, b.data, b.len, 0644);
+		r = gate_write_file(path, b.data, b.len, 0644);
 	lb_buf_free(&b);
 	return r;
 }

@@ -13,6 +13,7 @@
 #include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
+#include "gate_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -167,7 +168,7 @@ static int place(const char *py_dir, const char *tag, const void *pyc, size_t le
 		return -ENAMETOOLONG;
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	return lb_write_file_atomic_mode(path, pyc, len, 0644);
+	return gate_write_file(path, pyc, len, 0644);
 }
 
 int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *cache_dir,
