@@ -195,6 +195,9 @@ int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *
 		*hit = true;
 		return place(py_dir, tag, data, len);
 	}
+	/* A cache it cannot keep would have every run pay for the compile instead of once. */
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) < 0)
+		return -errno;
 	lb_buf pyc = {0};
 	r = compile_confined(py, tag, &pyc);
 	if (r == 0) {

@@ -764,8 +764,11 @@ def _labbox_gate():
     sys.excepthook = excepthook
     # threading takes its excepthook from _thread when it is imported: replacing it there
     # covers threads without importing threading (and functools, collections) at start-up.
-    orig_thread_hook = _thread._excepthook
-    _args = _thread._ExceptHookArgs
+    orig_thread_hook = getattr(_thread, "_excepthook", None)
+    _args = getattr(_thread, "_ExceptHookArgs", None)
+    if orig_thread_hook is None or _args is None:  # not CPython's _thread: as before
+        import threading
+        orig_thread_hook, _args = threading.excepthook, threading.ExceptHookArgs
 
     def thread_excepthook(a):
         try:
@@ -775,8 +778,9 @@ def _labbox_gate():
             pass
         return orig_thread_hook(a)
 
-    _thread._excepthook = thread_excepthook
-    if "threading" in sys.modules:  # imported already (by a .pth file)
+    if hasattr(_thread, "_excepthook"):
+        _thread._excepthook = thread_excepthook
+    if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
         sys.modules["threading"].excepthook = thread_excepthook
 
 
