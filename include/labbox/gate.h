@@ -36,6 +36,8 @@ typedef enum lb_gate_mode {
 #define LB_GATE_DIR "/run/labbox-gate"
 #define LB_GATE_PY_DIR LB_GATE_DIR "/py"
 #define LB_GATE_EVENTS LB_GATE_DIR "/events.jsonl"
+/* The gate's config in py_dir: "labbox-gate 1", then one "key hexbytes" line a setting. */
+#define LB_GATE_CONFIG "labbox_gate.cfg"
 
 /* Bounds of the events channel, on both sides. */
 #define LB_GATE_MAX_EVENTS 200       /* written per process; labbox keeps at most this many */
@@ -54,7 +56,7 @@ extern const size_t lb_gate_source_len;
 
 typedef struct lb_gate_paths {
 	char dir[4096];    /* run_dir/gate */
-	char py_dir[4096]; /* run_dir/gate/py: sitecustomize.py, labbox_gate.json */
+	char py_dir[4096]; /* run_dir/gate/py: sitecustomize.py, labbox_gate.cfg */
 	char events[4096]; /* run_dir/gate/events.jsonl: a FIFO the payload (uid:gid) may only write */
 	int fd[2];         /* labbox's read end and a write end that keeps it from seeing EOF */
 } lb_gate_paths;
@@ -96,8 +98,18 @@ typedef struct lb_gate_config {
 	size_t noutputs;
 } lb_gate_config;
 
-/* py_dir/labbox_gate.json, which the gate reads as it starts. */
+/* py_dir/LB_GATE_CONFIG, which the gate reads as it starts. */
 int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
+
+/* The gate compiled by py itself (inside a sandbox of its own) as a checked-hash .pyc, placed
+ * in py_dir/__pycache__ so the run does not compile it from source; kept in cache_dir (the
+ * user's, hidden from runs) with its SHA-256 and used from there only while the record
+ * matches py's executable (stat), this gate's source and the bytes. hit: it came from the
+ * cache. -EOPNOTSUPP for an interpreter the experiment named (py->confined): nothing is kept;
+ * any error leaves the run with the source alone, as slow as before and as safe. */
+struct lb_python_info;
+int lb_gate_pyc_stage(const char *py_dir, const struct lb_python_info *py, const char *cache_dir,
+		      bool *hit);
 
 /* Parse the events channel: one JSON object per line. Lines that are too long, not JSON, or
  * not events as the gate writes them are counted in *bad and skipped; at most

@@ -2,7 +2,9 @@
 #include "labbox/gate.h"
 #include "labbox/check.h"
 #include "labbox/util.h"
+#include "gate_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -51,6 +53,19 @@ lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy)
 	return policy == LB_CHECK_PERMISSIVE ? LB_GATE_RECORD : LB_GATE_ON;
 }
 
+int gate_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	int r = lb_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlink(path);
+	return r;
+}
+
 static int join(char *out, size_t outlen, const char *a, const char *b)
 {
 	int n = snprintf(out, outlen, "%s/%s", a, b);
@@ -95,7 +110,7 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 	char path[PATH_MAX];
 	if ((r = join(path, sizeof path, out->py_dir, "sitecustomize.py")) < 0)
 		return r;
-	r = lb_write_file_atomic_mode(path, lb_gate_source, lb_gate_source_len, 0644);
+	r = gate_write_file(path, lb_gate_source, lb_gate_source_len, 0644);
 	if (r < 0)
 		return r;
 	r = make_channel(out->events, uid, gid, out->fd);
@@ -108,28 +123,49 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 	return r;
 }
 
+/* One "key hex" line: the gate parses it with str methods, and hex carries any path. */
+static int cfg_line(lb_buf *b, const char *key, const char *val)
+{
+	static const char hex[] = "0123456789abcdef";
+	int r = lb_buf_append(b, key, strlen(key));
+	if (r == 0)
+		r = lb_buf_append(b, " ", 1);
+	for (const unsigned char *p = (const unsigned char *)val; r == 0 && *p; p++) {
+		char h[2] = {hex[*p >> 4], hex[*p & 15]};
+		r = lb_buf_append(b, h, 2);
+	}
+	return r == 0 ? lb_buf_append(b, "\n", 1) : r;
+}
+
 int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
 {
-	json_object *o = json_object_new_object();
-	if (!o)
-		return -ENOMEM;
-	json_object_object_add(o, "policy", json_object_new_string(cfg->policy ? cfg->policy : "standard"));
-	json_object_object_add(o, "enforce", json_object_new_boolean(cfg->mode == LB_GATE_ON));
-	json_object_object_add(o, "network", json_object_new_boolean(cfg->network));
-	json_object_object_add(o, "exp_dir", json_object_new_string(cfg->exp_dir ? cfg->exp_dir : ""));
-	json_object *outs = json_object_new_array();
-	for (size_t i = 0; i < cfg->noutputs; i++)
-		json_object_array_add(outs, json_object_new_string(cfg->outputs[i]));
-	json_object_object_add(o, "outputs", outs);
-	json_object_object_add(o, "events", json_object_new_string(LB_GATE_EVENTS));
-	json_object_object_add(o, "max_events", json_object_new_int(LB_GATE_MAX_EVENTS));
-	json_object_object_add(o, "max_line", json_object_new_int(LB_GATE_MAX_LINE));
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	char path[PATH_MAX];
-	int r = join(path, sizeof path, py_dir, "labbox_gate.json");
+	lb_buf b = {0};
+	char num[2][24];
+	snprintf(num[0], sizeof num[0], "%d", LB_GATE_MAX_EVENTS);
+	snprintf(num[1], sizeof num[1], "%d", LB_GATE_MAX_LINE);
+	int r = lb_buf_append(&b, "labbox-gate 1\n", 14);
 	if (r == 0)
-		r = lb_write_file_atomic_mode(path, text, strlen(text), 0644);
-	json_object_put(o);
+		r = cfg_line(&b, "policy", cfg->policy ? cfg->policy : "standard");
+	if (r == 0)
+		r = cfg_line(&b, "enforce", cfg->mode == LB_GATE_ON ? "1" : "0");
+	if (r == 0)
+		r = cfg_line(&b, "network", cfg->network ? "1" : "0");
+	if (r == 0)
+		r = cfg_line(&b, "exp_dir", cfg->exp_dir ? cfg->exp_dir : "");
+	for (size_t i = 0; r == 0 && i < cfg->noutputs; i++)
+		r = cfg_line(&b, "output", cfg->outputs[i]);
+	if (r == 0)
+		r = cfg_line(&b, "events", LB_GATE_EVENTS);
+	if (r == 0)
+		r = cfg_line(&b, "max_events", num[0]);
+	if (r == 0)
+		r = cfg_line(&b, "max_line", num[1]);
+	char path[PATH_MAX];
+	if (r == 0)
+		r = join(path, sizeof path, py_dir, LB_GATE_CONFIG);
+	if (r == 0)
+		r = gate_write_file(path, b.data, b.len, 0644);
+	lb_buf_free(&b);
 	return r;
 }
 
@@ -397,11 +433,24 @@ int lb_gate_cleanup(const lb_gate_paths *p)
 	 * result.json, and its source is in labbox. */
 	char path[PATH_MAX];
 	int r = 0;
-	static const char *const files[] = {"sitecustomize.py", "labbox_gate.json"};
+	static const char *const files[] = {"sitecustomize.py", LB_GATE_CONFIG};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
 		if (join(path, sizeof path, p->py_dir, files[i]) == 0 && unlink(path) < 0 &&
 		    errno != ENOENT)
 			r = -errno;
+	/* The compiled gate (pyc.c), whatever the interpreter's cache tag was. */
+	LB_AUTOFREE char *cache = NULL;
+	if (asprintf(&cache, "%s/__pycache__", p->py_dir) >= 0) {
+		DIR *d = opendir(cache);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (strncmp(e->d_name, "sitecustomize.", 14) == 0 && unlinkat(dirfd(d), e->d_name, 0) < 0)
+				r = -errno;
+		if (d)
+			closedir(d);
+		if (rmdir(cache) < 0 && errno != ENOENT)
+			r = -errno;
+	}
 	if (unlink(p->events) < 0 && errno != ENOENT)
 		r = -errno;
 	if (rmdir(p->py_dir) < 0 && errno != ENOENT)

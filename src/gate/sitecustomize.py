@@ -25,27 +25,39 @@ gate's state; the fast path of the hook is one frozenset lookup.
 def _labbox_gate():
     import sys
     import os
-    import json
     import errno
     import _socket
     import _thread
 
     here = os.path.dirname(os.path.abspath(__file__))
+    # The config is lines of "key hexbytes": read with str methods only, because json (and
+    # the re, enum, collections it pulls in) would cost more than the rest of the start-up.
+    cfg = {}
+    outputs = []
     try:
-        with open(os.path.join(here, "labbox_gate.json"), "rb") as f:
-            cfg = json.loads(f.read())
-    except (OSError, ValueError):
+        with open(os.path.join(here, "labbox_gate.cfg"), "rb") as f:
+            lines = f.read().split(b"\n")
+        if lines[0] != b"labbox-gate 1":
+            return  # not labbox's sandbox: do nothing
+        for line in lines[1:]:
+            k, _, v = line.partition(b" ")
+            v = os.fsdecode(bytes.fromhex(v.decode("ascii")))
+            if k == b"output":
+                outputs.append(v)
+            elif k:
+                cfg[k.decode("ascii")] = v
+    except (OSError, ValueError, IndexError):
         return  # not labbox's sandbox: do nothing
     # Out of sys.path at once: the experiment's imports are those of a run without the gate.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
 
     policy = cfg.get("policy", "standard")
-    enforce = bool(cfg.get("enforce", True))
-    network = bool(cfg.get("network", False))
+    enforce = cfg.get("enforce", "1") == "1"
+    network = cfg.get("network", "0") == "1"
     exp_dir = cfg.get("exp_dir", "")
-    outputs = tuple(p.rstrip("/") for p in cfg.get("outputs", []) if p.startswith("/"))
-    max_events = int(cfg.get("max_events", 200))
-    max_line = int(cfg.get("max_line", 2048))
+    outputs = tuple(p.rstrip("/") for p in outputs if p.startswith("/"))
+    max_events = int(cfg.get("max_events", "200"))
+    max_line = int(cfg.get("max_line", "2048"))
     strict = policy == "strict"
 
     fd = -1
@@ -167,6 +179,43 @@ def _labbox_gate():
         except Exception:
             return "<object>"
 
+    # JSON of what record() writes (str, int, float, bool, None, lists, a dict of those),
+    # ASCII only. Not json: imported at the first event it would run the experiment's
+    # json.py when there is one beside main.py, and at start-up it costs too much.
+    def jstr(s):
+        out = ['"']
+        for ch in s:
+            o = ord(ch)
+            if ch == '"' or ch == "\\":
+                out.append("\\" + ch)
+            elif 0x20 <= o < 0x7F:
+                out.append(ch)
+            elif o > 0xFFFF:
+                o -= 0x10000
+                out.append("\\u%04x\\u%04x" % (0xD800 | (o >> 10), 0xDC00 | (o & 0x3FF)))
+            else:
+                out.append("\\u%04x" % o)
+        out.append('"')
+        return "".join(out)
+
+    def to_json(v):
+        t = type(v)
+        if v is None:
+            return "null"
+        if t is bool:
+            return "true" if v else "false"
+        if t is int:
+            return int.__repr__(v)
+        if t is float:
+            return float.__repr__(v) if v - v == 0 else '"NaN"'
+        if t is str:
+            return jstr(v)
+        if t is list or t is tuple:
+            return "[" + ", ".join([to_json(x) for x in v]) + "]"
+        if t is dict:
+            return "{" + ", ".join([jstr(k) + ": " + to_json(x) for k, x in v.items()]) + "}"
+        raise TypeError("not JSON")
+
     state = {"n": 0, "dropped": 0, "seen": set()}
     busy = set()
 
@@ -188,12 +237,12 @@ def _labbox_gate():
         if detail:
             doc["detail"] = detail
         try:
-            text = json.dumps(doc, ensure_ascii=True)
+            text = to_json(doc)
         except (TypeError, ValueError):
             return
         if len(text) > max_line - 1:
             doc["args"] = ["(too long)"]
-            text = json.dumps(doc, ensure_ascii=True)[: max_line - 1]
+            text = to_json(doc)[: max_line - 1]
         try:
             os.write(fd, (text + "\n").encode())
         except OSError:
@@ -713,19 +762,26 @@ def _labbox_gate():
         return orig_excepthook(t, v, tb)
 
     sys.excepthook = excepthook
-    import threading as _threading
-    orig_thread_hook = _threading.excepthook
+    # threading takes its excepthook from _thread when it is imported: replacing it there
+    # covers threads without importing threading (and functools, collections) at start-up.
+    orig_thread_hook = getattr(_thread, "_excepthook", None)
+    _args = getattr(_thread, "_ExceptHookArgs", None)
+    if orig_thread_hook is None or _args is None:  # not CPython's _thread: as before
+        import threading
+        orig_thread_hook, _args = threading.excepthook, threading.ExceptHookArgs
 
     def thread_excepthook(a):
         try:
             a.exc_value.__traceback__ = strip(a.exc_traceback)
-            a = _threading.ExceptHookArgs((a.exc_type, a.exc_value, a.exc_value.__traceback__,
-                                           a.thread))
+            a = _args((a.exc_type, a.exc_value, a.exc_value.__traceback__, a.thread))
         except Exception:
             pass
         return orig_thread_hook(a)
 
-    _threading.excepthook = thread_excepthook
+    if hasattr(_thread, "_excepthook"):
+        _thread._excepthook = thread_excepthook
+    if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
+        sys.modules["threading"].excepthook = thread_excepthook
 
 
 _labbox_gate()

@@ -134,6 +134,11 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 		free(ix);
 		return -EIO;
 	}
+	/* The -wal and -shm files are kept when the last connection closes (which still
+	 * checkpoints, so what was committed is in the database as before): deleting them cost
+	 * every run an unlink at its end and a new WAL with a directory sync at its start. */
+	int persist = 1;
+	sqlite3_file_control(ix->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	/* Several labbox processes may write at once (a sweep): wait for the lock. */
 	sqlite3_busy_timeout(ix->db, 10000);
 	char *msg = NULL;

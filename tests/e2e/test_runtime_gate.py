@@ -347,6 +347,27 @@ def test_refusal_traceback_has_no_gate_frame(tmp_path):
     assert ev["finding"]["id"] == "LB101" and ev["finding"]["line"] == 3, r.why()
 
 
+
+def test_refusal_in_a_thread_has_no_gate_frame(tmp_path):
+    """The gate does not import threading at start-up; a refusal in a thread the experiment
+    starts is still refused and printed without the gate's frames."""
+    exp = write_exp(tmp_path, """
+        import os, threading
+        def launch():
+            os.system("true")
+        t = threading.Thread(target=launch)
+        t.start()
+        t.join()
+        print("hook:", threading.excepthook.__module__)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    log = r.log()
+    assert "Exception in thread" in log and "in launch" in log, log
+    assert "labbox runtime gate refused os.system: LB101" in log, log
+    assert "labbox-gate" not in log, log
+    ev = assert_refused(r, "os.system", "LB101")
+    assert ev["file"] == str(r.exp / "main.py") and ev["line"] == 3, r.why()
+
 RESEARCH = """
     import json, os, pickle, dataclasses, multiprocessing as mp, queue
     import numpy as np

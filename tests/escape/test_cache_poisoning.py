@@ -80,3 +80,63 @@ def test_a_cache_inside_a_writable_volume_cannot_be_poisoned(tmp_path):
     assert not mark.exists(), "the next run executed what the experiment planted"
     manifest = json.loads((Path(again.result["run_dir"]) / "manifest.json").read_text())
     assert manifest["interpreter"]["path"] != str(vol / "evil.sh")
+
+
+GATE_PROBE = r'''
+import glob, hashlib
+seen = sorted(glob.glob("/run/labbox-gate/py/__pycache__/sitecustomize.*.pyc"))
+for p in seen:
+    print("PYC", hashlib.sha256(open(p, "rb").read()).hexdigest())
+try:
+    import subprocess
+    subprocess.run(["true"])
+    print("SPAWNED")
+except PermissionError as e:
+    print("REFUSED", e)
+print("accuracy: 1")
+'''
+
+
+def gate_cache_entries(cache: Path):
+    pycs = sorted(cache.glob("gate-*.pyc"))
+    recs = sorted(cache.glob("gate-*.rec"))
+    assert len(pycs) == 1 and len(recs) == 1, sorted(p.name for p in cache.iterdir())
+    return pycs[0], recs[0]
+
+
+def test_a_tampered_compiled_gate_in_the_cache_is_not_used(tmp_path):
+    """The runtime gate is compiled once per interpreter into a .pyc kept in the user's cache.
+    One rewritten there (a gate that installs nothing, with the genuine header, so Python
+    itself would take it for the gate's) must not reach the next run: the refusal still
+    happens, and what the run loads is a freshly compiled gate, not the planted bytes."""
+    cache_home = tmp_path / "cache"
+    runs = tmp_path / "runs"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache_home))
+    exp = lib.e2e.write_exp(tmp_path, GATE_PROBE, name="gate-probe")
+    opts = ("--policy", "permissive", "--runtime-gate", "on")
+    first = lib.run_exp(exp, runs, *opts, env=env)
+    assert first.rc == 0, first.why()
+    cache = cache_home / "labbox"
+    pyc, rec = gate_cache_entries(cache)
+    genuine = pyc.read_bytes()
+    assert (pyc.stat().st_mode & 0o077) == 0 and (rec.stat().st_mode & 0o077) == 0
+    log = first.log()
+    # The run loaded the cached bytes (copied into its read-only gate directory) and the gate
+    # they hold refused the spawn.
+    assert f"PYC {hashlib.sha256(genuine).hexdigest()}" in log, log[-2000:]
+    assert "REFUSED" in log and "SPAWNED" not in log, log[-2000:]
+
+    # Same header (magic, checked-hash flag, the source's hash), code that does nothing.
+    import marshal
+    poison = genuine[:16] + marshal.dumps(compile("", "/run/labbox-gate/py/sitecustomize.py",
+                                                  "exec"))
+    pyc.write_bytes(poison)
+    again = lib.run_exp(exp, runs, *opts, env=env)
+    assert again.rc == 0, again.why()
+    log = again.log()
+    assert "REFUSED" in log and "SPAWNED" not in log, log[-2000:]
+    assert f"PYC {hashlib.sha256(poison).hexdigest()}" not in log, log[-2000:]
+    g = again.result["runtime_gate"]
+    assert any(e["refused"] and e["rule"] == "LB102" for e in g["events"]), g
+    # The entry was compiled again: the planted bytes are gone from the cache too.
+    assert pyc.read_bytes() != poison

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "labbox/check.h"
 #include "labbox/diagnose.h"
@@ -106,6 +107,38 @@ static void test_diagnose_refusal(void **state)
 	json_object_put(f);
 }
 
+/* The config the gate reads with str methods: a header, then "key hex" lines, so that a path
+ * with a newline, a space or bytes that are not UTF-8 comes through whole. */
+static void test_write_config(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-unit-gate-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	const char *outs[] = {"/tmp", "/odd\npath \xff"};
+	lb_gate_config gc = {.mode = LB_GATE_ON, .policy = "strict", .network = false,
+			     .exp_dir = "/x y", .outputs = outs, .noutputs = 2};
+	assert_int_equal(lb_gate_write_config(dir, &gc), 0);
+	char path[256], buf[1024];
+	snprintf(path, sizeof path, "%s/%s", dir, LB_GATE_CONFIG);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_string_equal(buf, "labbox-gate 1\n"
+				 "policy 737472696374\n"
+				 "enforce 31\n"
+				 "network 30\n"
+				 "exp_dir 2f782079\n"
+				 "output 2f746d70\n"
+				 "output 2f6f64640a7061746820ff\n"
+				 "events 2f72756e2f6c6162626f782d676174652f6576656e74732e6a736f6e6c\n"
+				 "max_events 323030\n"
+				 "max_line 32303438\n");
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -113,6 +146,7 @@ int main(void)
 		cmocka_unit_test(test_parse_events),
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_diagnose_refusal),
+		cmocka_unit_test(test_write_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,209 @@
+/* gate: the gate's sitecustomize compiled once per interpreter, kept in the user's cache.
+ *
+ * The gate's directory is bound read-only into the sandbox, so the interpreter cannot keep a
+ * __pycache__ there and compiled the 700-line module from source at every start (the largest
+ * single cost of a short run). Here the module is compiled by the interpreter itself, inside a
+ * sandbox of its own (labbox never runs an interpreter on the host for this), as a PEP 552
+ * checked-hash .pyc: the interpreter still compares it with the source it sits beside, so a
+ * .pyc of another labbox's gate is never used. The entry is kept in the user's cache (a
+ * private directory hidden from every run) with a record of its SHA-256, the gate source's and
+ * the executable's identity; it is used only when all of these match, copied (not linked) into
+ * the run's read-only gate directory, so what the run loads is the bytes labbox checked. */
+#include "labbox/gate.h"
+#include "labbox/env.h"
+#include "labbox/sandbox.h"
+#include "labbox/util.h"
+#include "gate_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PYC_SCHEMA "labbox-gate-pyc 1"
+#define PYC_MAX ((size_t)1 << 20)
+
+/* Run with -I: reads the source from argv (fsencode undoes the argv decoding exactly),
+ * writes the cache tag on a line of its own, then the .pyc. The file name compiled in is the
+ * one the run imports it by. */
+static const char compile_src[] =
+	"import os, sys, py_compile\n"
+	"tag = sys.implementation.cache_tag\n"
+	"if not tag: sys.exit(3)\n"
+	"with open('/tmp/sitecustomize.py', 'wb') as f: f.write(os.fsencode(sys.argv[1]))\n"
+	"py_compile.compile('/tmp/sitecustomize.py', cfile='/tmp/s.pyc', dfile='" LB_GATE_PY_DIR
+	"/sitecustomize.py', doraise=True, "
+	"invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+	"with open('/tmp/s.pyc', 'rb') as f: data = f.read()\n"
+	"sys.stdout.buffer.write(tag.encode() + b'\\n' + data)\n";
+
+static void sha_hex(const void *data, size_t len, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, data, len);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+}
+
+/* What the entry depends on besides its own bytes: the executable (through its symlinks) as
+ * the stat finds it, and the gate's source. */
+static int identity(const lb_python_info *py, char *out, size_t n)
+{
+	struct stat st;
+	if (stat(py->executable, &st) < 0)
+		return -errno;
+	char src[65];
+	sha_hex(lb_gate_source, lb_gate_source_len, src);
+	int k = snprintf(out, n,
+			 "exe %s\nstat %ju %ju %jd %jd.%09ld %jd.%09ld\nsource %s\n", py->executable,
+			 (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
+			 (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec,
+			 st.st_ctim.tv_nsec, src);
+	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
+/* Compile in a sandbox of the interpreter's own: no network, the host read-only, a private
+ * /tmp. On success *tag and *pyc (with *len) are the interpreter's answer. */
+static int compile_confined(const lb_python_info *py, char tag[64], lb_buf *pyc)
+{
+	lb_sandbox *sb = NULL;
+	int r = lb_sandbox_new(&sb);
+	if (r < 0)
+		return r;
+	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)compile_src,
+			(char *)lb_gate_source, NULL};
+	lb_sandbox_result res;
+	lb_buf out = {0};
+	r = lb_python_expose(sb, py, false);
+	if (r == 0)
+		r = lb_sandbox_set_argv(sb, argv);
+	if (r == 0)
+		r = lb_sandbox_set_budget(sb, 60);
+	if (r == 0)
+		r = lb_sandbox_set_cgroup_accounting(sb, false);
+	if (r == 0)
+		r = lb_sandbox_capture(sb, PYC_MAX, &out, &res);
+	lb_sandbox_free(sb);
+	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
+		r = -ENOEXEC;
+	const char *nl = r == 0 && out.data ? memchr(out.data, '\n', out.len) : NULL;
+	size_t taglen = nl ? (size_t)(nl - out.data) : 0;
+	/* A cache tag names a file: "cpython-311". Anything else is not an answer. */
+	if (r == 0 && (!nl || taglen == 0 || taglen >= 64 || out.len - taglen - 1 < 16 ||
+		       strspn(out.data, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != taglen ||
+		       out.data[0] == '.'))
+		r = -ENOEXEC;
+	if (r == 0) {
+		memcpy(tag, out.data, taglen);
+		tag[taglen] = '\0';
+		r = lb_buf_append(pyc, nl + 1, out.len - taglen - 1);
+	}
+	lb_buf_free(&out);
+	return r;
+}
+
+/* The cached .pyc when its record matches this interpreter and this gate and its bytes hash
+ * to what the record says; else -ENOENT. */
+static int lookup(int dfd, const char *name, const char *ident, char tag[64], char **pyc,
+		  size_t *len)
+{
+	char meta_name[NAME_MAX], pyc_name[NAME_MAX];
+	snprintf(meta_name, sizeof meta_name, "%s.rec", name);
+	snprintf(pyc_name, sizeof pyc_name, "%s.pyc", name);
+	LB_AUTOFREE char *meta = NULL;
+	size_t mlen = 0;
+	if (lb_read_file_at(dfd, meta_name, 16384, &meta, &mlen) < 0)
+		return -ENOENT;
+	/* PYC_SCHEMA, the identity as identity() writes it, "tag T", "pyc SHA". */
+	size_t hl = strlen(PYC_SCHEMA), il = strlen(ident);
+	if (mlen < hl + 1 + il || memcmp(meta, PYC_SCHEMA "\n", hl + 1) != 0 ||
+	    memcmp(meta + hl + 1, ident, il) != 0)
+		return -ENOENT;
+	char want[65];
+	int consumed = 0;
+	if (sscanf(meta + hl + 1 + il, "tag %63[a-z0-9._-]\npyc %64[0-9a-f]\n%n", tag, want,
+		   &consumed) != 2 || consumed <= 0 || hl + 1 + il + (size_t)consumed != mlen ||
+	    strlen(want) != 64 || tag[0] == '.')
+		return -ENOENT;
+	char *data = NULL;
+	if (lb_read_file_at(dfd, pyc_name, PYC_MAX, &data, len) < 0)
+		return -ENOENT;
+	char got[65];
+	sha_hex(data, *len, got);
+	if (strcmp(got, want) != 0) {
+		free(data);
+		return -ENOENT;
+	}
+	*pyc = data;
+	return 0;
+}
+
+static void store(int dfd, const char *name, const char *ident, const char *tag, const void *pyc,
+		  size_t len)
+{
+	char meta_name[NAME_MAX], pyc_name[NAME_MAX], sha[65];
+	snprintf(meta_name, sizeof meta_name, "%s.rec", name);
+	snprintf(pyc_name, sizeof pyc_name, "%s.pyc", name);
+	sha_hex(pyc, len, sha);
+	lb_buf m = {0};
+	/* The .pyc first: a record never names bytes that are not there yet. */
+	if (lb_replace_file_at(dfd, pyc_name, pyc, len) == 0 &&
+	    lb_buf_printf(&m, PYC_SCHEMA "\n%stag %s\npyc %s\n", ident, tag, sha) == 0)
+		lb_replace_file_at(dfd, meta_name, m.data, m.len);
+	lb_buf_free(&m);
+}
+
+static int place(const char *py_dir, const char *tag, const void *pyc, size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	if (snprintf(dir, sizeof dir, "%s/__pycache__", py_dir) >= (int)sizeof dir ||
+	    snprintf(path, sizeof path, "%s/sitecustomize.%s.pyc", dir, tag) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return gate_write_file(path, pyc, len, 0644);
+}
+
+int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *cache_dir,
+		      bool *hit)
+{
+	*hit = false;
+	/* An interpreter the experiment named is its code: nothing of it is kept for later. */
+	if (!py || py->confined || !cache_dir)
+		return -EOPNOTSUPP;
+	char ident[PATH_MAX + 256];
+	int r = identity(py, ident, sizeof ident);
+	if (r < 0)
+		return r;
+	char name[48], key[65];
+	sha_hex(py->executable, strlen(py->executable), key);
+	snprintf(name, sizeof name, "gate-%.32s", key);
+	LB_AUTOCLOSE int dfd = lb_open_private_dir(cache_dir);
+	if (dfd < 0)
+		return dfd;
+	char tag[64];
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	if (lookup(dfd, name, ident, tag, &data, &len) == 0) {
+		*hit = true;
+		return place(py_dir, tag, data, len);
+	}
+	/* A cache it cannot keep would have every run pay for the compile instead of once. */
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) < 0)
+		return -errno;
+	lb_buf pyc = {0};
+	r = compile_confined(py, tag, &pyc);
+	if (r == 0) {
+		store(dfd, name, ident, tag, pyc.data, pyc.len);
+		r = place(py_dir, tag, pyc.data, pyc.len);
+	}
+	lb_buf_free(&pyc);
+	return r;
+}
