@@ -5,6 +5,7 @@
  * (docker start --attach) into the pipeline, and reads the outcome from docker inspect.
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
  * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner). */
+#include "docker_live.h"
 #include "labbox/backend.h"
 #include "labbox/gate.h"
 #include "labbox/util.h"
@@ -78,6 +79,10 @@ typedef struct docker_state {
 	 * failure is reported by run as a create failure is. */
 	bool created_early;
 	char create_failed[400];
+	/* This run's marker among the containers labbox made and has not seen removed, and the
+	 * engine it is kept for: without others, no leftover sweep. */
+	lb_docker_live live;
+	char live_engine[16];
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -416,31 +421,9 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 	return -EHOSTUNREACH;
 }
 
-/* /proc/PID/stat's start time: with the pid it names one process for good, so a reused pid
- * does not pass for the labbox that started a container. */
-static unsigned long long start_time_of(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long long t = 0;
-	/* after ")": state, then fields 4..21; starttime is field 22 */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-			"%*d %*d %llu", &t) != 1)
-		t = 0;
-	return t;
-}
-
 /* Containers of earlier runs whose labbox is gone (killed before its cleanup and its
  * guardian could act, or on a machine that rebooted) are removed. */
-static void remove_leftovers(docker_state *d)
+static int remove_leftovers(docker_state *d)
 {
 	lb_buf b = {0};
 	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
@@ -448,12 +431,11 @@ static void remove_leftovers(docker_state *d)
 			      strcmp(d->engine, "podman") == 0 ? "{{.ID}} {{index .Labels \"labbox.owner\"}}"
 							       : "{{.ID}} {{.Label \"labbox.owner\"}}",
 			      NULL};
-	if (client_run(d, args, false, 1 << 20, &b) != 0 || !b.data) {
+	if (client_run(d, args, false, 1 << 20, &b) != 0) {
 		lb_buf_free(&b);
-		return;
+		return -EIO;
 	}
-	char host[256] = "";
-	gethostname(host, sizeof host - 1);
+	int r = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char id[128], owner_host[256];
@@ -461,17 +443,34 @@ static void remove_leftovers(docker_state *d)
 		unsigned long long st = 0;
 		if (sscanf(line, "%127s %255[^:]:%d:%llu", id, owner_host, &pid, &st) != 4)
 			continue;
-		/* Another machine's labbox on a shared engine is not ours to judge. */
-		if (strcmp(owner_host, host) != 0)
-			continue;
-		if (pid > 0 && kill(pid, 0) == 0 && start_time_of(pid) == st)
+		if (lb_docker_owner_alive(owner_host, pid, st))
 			continue;
 		lb_buf o = {0};
 		const char *rm[] = {"rm", "-f", "-v", id, NULL};
-		client_run(d, rm, true, 4096, &o);
+		if (client_run(d, rm, true, 4096, &o) != 0)
+			r = -EIO;
 		lb_buf_free(&o);
 	}
 	lb_buf_free(&b);
+	return r;
+}
+
+/* The marker of this run's container (before it can exist), kept for the engine that will
+ * make it. */
+static void live_add(docker_state *d, const char *engine)
+{
+	if (strcmp(d->live_engine, engine) != 0) {
+		/* Another engine's record; a marker left there (its docker rm failed) stays. */
+		lb_docker_live_close(&d->live);
+		snprintf(d->live_engine, sizeof d->live_engine, "%s", engine);
+		lb_docker_live_open(&d->live, engine);
+	}
+	if (d->live.marker[0])
+		return;
+	char host[256] = "", owner[320];
+	gethostname(host, sizeof host - 1);
+	snprintf(owner, sizeof owner, "%s:%d:%llu", host, (int)getpid(), lb_docker_start_time_of(getpid()));
+	lb_docker_live_add(&d->live, d->name, owner);
 }
 
 /* The interpreter inside the image: its version, and the environment snapshot (python
@@ -764,7 +763,7 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	r |= lb_strv_push(c, d->name);
 	r |= lb_strv_pushf(c, "--label=labbox.run=%s", job->id);
 	r |= lb_strv_pushf(c, "--label=labbox.owner=%s:%d:%llu", host, (int)getpid(),
-			start_time_of(getpid()));
+			lb_docker_start_time_of(getpid()));
 	/* tini as pid 1: signals reach python (pid 1 ignores SIGTERM) and orphans are reaped. */
 	r |= lb_strv_push(c, "--init");
 	r |= lb_strv_push(c, "--read-only");
@@ -1192,6 +1191,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			lb_buf_free(&ign);
 			return r;
 		}
+		live_add(d, want);
 		start_guardian(d);
 		client_start_argv(d->create.v, true, &crt);
 	}
@@ -1211,7 +1211,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		if (d->container[0]) {
 			lb_buf o = {0};
 			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
-			client_run(d, rm, true, 4096, &o);
+			if (client_run(d, rm, true, 4096, &o) == 0)
+				lb_docker_live_done(&d->live);
 			lb_buf_free(&o);
 			d->container[0] = '\0';
 		}
@@ -1235,8 +1236,15 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	}
 	if (strcmp(d->engine, want) != 0)
 		ist = -EIO; /* asked of an engine that did not answer: ask the one that did */
-	/* Containers of dead runs are removed beside this run, not before it. */
-	pid_t lp = fork();
+	/* Containers of dead runs are removed beside this run, not before it; only when this
+	 * user's labbox made one on this engine that it has not seen removed (a marker of
+	 * another run): each sweep is a client call listing every labbox container. */
+	if (strcmp(d->live_engine, d->engine) != 0) {
+		lb_docker_live_close(&d->live);
+		snprintf(d->live_engine, sizeof d->live_engine, "%s", d->engine);
+		lb_docker_live_open(&d->live, d->engine);
+	}
+	pid_t lp = lb_docker_live_maybe_leftovers(&d->live) ? fork() : -1;
 	if (lp == 0) {
 		/* Not a holder of labbox's output: a reader waiting for its end waits for labbox. */
 		int nul = open("/dev/null", O_RDWR);
@@ -1245,7 +1253,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
-		remove_leftovers(d);
+		if (remove_leftovers(d) == 0)
+			lb_docker_live_forget_dead(&d->live);
 		_exit(0);
 	}
 	d->leftovers_pid = lp;
@@ -1305,8 +1314,15 @@ static void start_guardian(docker_state *d)
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
-		execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
-		_exit(127);
+		pid_t rm = fork();
+		if (rm == 0) {
+			execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
+			_exit(127);
+		}
+		int st = 0;
+		if (rm > 0 && waitpid(rm, &st, 0) == rm && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			lb_docker_live_done(&d->live);
+		_exit(0);
 	}
 	close(p[0]);
 	d->guard_wr = p[1];
@@ -1430,6 +1446,7 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 			return 0;
 		}
 	} else {
+		live_add(d, d->engine);
 		if (d->guard_wr < 0)
 			start_guardian(d);
 		lb_buf o = {0};
@@ -1636,9 +1653,13 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
  * gone), and the leftovers' removal reaped. */
 static void cleanup_wait(docker_state *d)
 {
-	if (d->rm_pid > 0)
-		while (waitpid(d->rm_pid, NULL, 0) < 0 && errno == EINTR)
+	int st = 0;
+	if (d->rm_pid > 0) {
+		while (waitpid(d->rm_pid, &st, 0) < 0 && errno == EINTR)
 			;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			lb_docker_live_done(&d->live);
+	}
 	d->rm_pid = -1;
 	if (d->leftovers_pid > 0)
 		while (waitpid(d->leftovers_pid, NULL, 0) < 0 && errno == EINTR)
@@ -1666,7 +1687,8 @@ static void docker_cleanup(lb_backend *b)
 		/* Never created (as far as labbox knows): by name, in case the engine did. */
 		lb_buf o = {0};
 		const char *args[] = {"rm", "-f", "-v", d->name, NULL};
-		client_run(d, args, true, 4096, &o);
+		if (client_run(d, args, true, 4096, &o) == 0)
+			lb_docker_live_done(&d->live);
 		lb_buf_free(&o);
 	}
 }
@@ -1726,6 +1748,7 @@ static void docker_free(lb_backend *b)
 	if (!d)
 		return;
 	cleanup_wait(d);
+	lb_docker_live_close(&d->live);
 	free(d->client);
 	free(d->image);
 	free(d->base_image);
@@ -1761,6 +1784,7 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	d->guard_wr = -1;
+	d->live.dirfd = -1;
 	d->rm_pid = d->leftovers_pid = -1;
 	d->image = cfg->image ? strdup(cfg->image) : NULL;
 	d->base_image = cfg->image ? NULL
@@ -1830,7 +1854,7 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 		snprintf(err, errlen, "engine '%s' is not one of docker, podman", engine);
 		return -EINVAL;
 	}
-	docker_state d = {.guard_wr = -1, .engine_asked = engine != NULL};
+	docker_state d = {.guard_wr = -1, .live.dirfd = -1, .engine_asked = engine != NULL};
 	snprintf(d.engine, sizeof d.engine, "%s", engine ? engine : "docker");
 	json_object *info = NULL;
 	int r = pick_engine(&d, &info, err, errlen);
