@@ -83,6 +83,13 @@ typedef struct docker_state {
 	 * engine it is kept for: without others, no leftover sweep. */
 	lb_docker_live live;
 	char live_engine[16];
+	/* docker run, launched by prepare beside the engine's info in place of docker create
+	 * then docker start --attach (a client start-up less): its client, its output, when it
+	 * started (the budget's start). */
+	bool early_run;
+	pid_t run_pid;
+	int run_out;
+	double run_t0;
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -758,7 +765,9 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	gethostname(host, sizeof host - 1);
 	int r = 0;
 	r |= lb_strv_push(c, d->client);
-	r |= lb_strv_push(c, "create");
+	r |= lb_strv_push(c, d->early_run ? "run" : "create");
+	if (d->early_run)
+		r |= lb_strv_push(c, "--pull=never"); /* what is not there is reported, never pulled */
 	r |= lb_strv_push(c, "--name");
 	r |= lb_strv_push(c, d->name);
 	r |= lb_strv_pushf(c, "--label=labbox.run=%s", job->id);
@@ -1169,6 +1178,48 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 }
 
 static void start_guardian(docker_state *d);
+static bool disk_poll_accepted(const docker_state *d);
+
+/* The client whose output is the run's (run, or start --attach): stdout and stderr on p (e
+ * for exec's stderr), stdin /dev/null unless exec. */
+static pid_t start_attached(docker_state *d, char *const *argv, int p[2], int e[2])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (!d->exec) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, 0);
+		}
+		dup2(p[1], 1);
+		dup2(d->exec ? e[1] : p[1], 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (e[1] >= 0)
+		close(e[1]);
+	return pid;
+}
+
+/* The early docker run given up (another engine serves, the image is not there): its
+ * container removed, its client reaped. */
+static void early_run_undo(docker_state *d)
+{
+	if (d->run_pid > 0) {
+		kill(d->run_pid, SIGKILL);
+		while (waitpid(d->run_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (d->run_out >= 0)
+		close(d->run_out);
+	d->run_pid = -1;
+	d->run_out = -1;
+	d->early_run = false;
+}
 
 static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
 {
@@ -1184,7 +1235,11 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		client_start(d, iargs, true, &img);
 		/* The container is created meanwhile too (its guardian first, so it never outlives
 		 * labbox): a missing image or a silent engine fails it, and is reported from the
-		 * calls beside it. */
+		 * calls beside it. A run (not exec) that run will not refuse is started
+		 * right away with docker run: the experiment's start does not wait for the
+		 * engine's info, nor for a second client's start-up (start --attach). */
+		d->early_run = !d->exec && !(job->disk_limit && json_i64(d->sandbox, "disk_limit_bytes") > 0 &&
+					     !disk_poll_accepted(d));
 		if ((r = build_create(d, job, err, errlen)) < 0) {
 			lb_buf ign = {0};
 			client_collect(&img, 4096, &ign);
@@ -1193,12 +1248,29 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		}
 		live_add(d, want);
 		start_guardian(d);
-		client_start_argv(d->create.v, true, &crt);
+		int p[2], e[2] = {-1, -1};
+		if (d->early_run && pipe2(p, O_CLOEXEC) == 0) {
+			d->run_t0 = lb_time_monotonic();
+			d->run_pid = start_attached(d, d->create.v, p, e);
+			d->run_out = p[0];
+			/* named: stop, kill, inspect and rm need no id */
+			snprintf(d->container, sizeof d->container, "%s", d->name);
+			if (d->run_pid < 0) { /* no client: no container; run reports it */
+				early_run_undo(d);
+				d->container[0] = '\0';
+			}
+		} else {
+			d->early_run = false;
+			lb_strv_free(&d->create);
+			if ((r = build_create(d, job, err, errlen)) < 0)
+				return r;
+			client_start_argv(d->create.v, true, &crt);
+		}
 	}
 	r = pick_engine(d, NULL, err, errlen);
 	lb_buf io = {0}, co = {0};
 	int ist = client_collect(&img, 4096, &io);
-	int cst = client_collect(&crt, 4096, &co);
+	int cst = d->early_run ? 0 : client_collect(&crt, 4096, &co);
 	if (cst == 0 && co.data && co.len) {
 		char *nl = strchr(co.data, '\n');
 		if (nl)
@@ -1211,6 +1283,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		if (d->container[0]) {
 			lb_buf o = {0};
 			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
+			if (d->early_run)
+				early_run_undo(d);
 			if (client_run(d, rm, true, 4096, &o) == 0)
 				lb_docker_live_done(&d->live);
 			lb_buf_free(&o);
@@ -1226,7 +1300,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		cst = -EIO;
 	} else if (d->create.n) {
 		d->created_early = true;
-		if (cst != 0 || !d->container[0])
+		if (!d->early_run && (cst != 0 || !d->container[0]))
 			one_line(&co, d->create_failed, sizeof d->create_failed);
 	}
 	lb_buf_free(&co);
@@ -1405,16 +1479,23 @@ static int inspect_end(docker_state *d, int *exit_code, bool *oom)
  * second, which a fast writer passes in between. The default limit is that safety net; one
  * the user gave is refused unless --allow-degraded disk (or all) accepts the poll, as the
  * local sandbox does where it cannot make exp/ a file system of its own. */
-static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sandbox_result *res)
+/* --allow-degraded disk (or all) was given. */
+static bool disk_poll_accepted(const docker_state *d)
 {
-	if (!job->disk_limit)
-		return true;
-	bool given = json_i64(d->sandbox, "disk_limit_bytes") > 0, accepted = false;
+	bool accepted = false;
 	json_object *ad = json_arr(d->sandbox, "allow_degraded");
 	for (size_t i = 0; ad && i < json_object_array_length(ad); i++) {
 		const char *w = json_object_get_string(json_object_array_get_idx(ad, i));
 		accepted |= w && (strcmp(w, "disk") == 0 || strcmp(w, "all") == 0);
 	}
+	return accepted;
+}
+
+static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sandbox_result *res)
+{
+	if (!job->disk_limit)
+		return true;
+	bool given = json_i64(d->sandbox, "disk_limit_bytes") > 0, accepted = disk_poll_accepted(d);
 	res->isolation.disk_enforced_by =
 		!given	   ? "polling (exp/ measured once a second; docker cannot size a bind mount)"
 		: accepted ? "polling (accepted: exp/ measured once a second; docker cannot size a "
@@ -1475,35 +1556,36 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* p: the output (both streams for run, whose log merges them); e: exec's stderr, which
 	 * stays apart as the local exec keeps it. */
-	int p[2], e[2] = {-1, -1};
-	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0 || (d->exec && pipe2(e, O_CLOEXEC) < 0)) {
-		r = -errno;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
-	}
-	double t0 = lb_time_monotonic();
-	pid_t att = fork();
-	if (att == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (!d->exec) {
-			int nul = open("/dev/null", O_RDONLY);
-			if (nul >= 0)
-				dup2(nul, 0);
+	int p[2] = {-1, -1}, e[2] = {-1, -1};
+	double t0;
+	pid_t att;
+	if (d->early_run && d->run_pid > 0) {
+		/* docker run, started by prepare: the budget counts from its start. */
+		att = d->run_pid;
+		p[0] = d->run_out;
+		t0 = d->run_t0;
+		d->run_pid = -1;
+		d->run_out = -1;
+		if (sfd < 0) {
+			r = -errno;
+			kill(att, SIGKILL);
+			waitpid(att, NULL, 0);
+			close(p[0]);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return r;
 		}
-		dup2(p[1], 1);
-		dup2(d->exec ? e[1] : p[1], 2);
-		if (d->exec)
-			execl(d->client, d->client, "start", "--attach", "--interactive", d->container,
-			      (char *)NULL);
-		else
-			execl(d->client, d->client, "start", "--attach", d->container, (char *)NULL);
-		_exit(127);
+	} else {
+		if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0 || (d->exec && pipe2(e, O_CLOEXEC) < 0)) {
+			r = -errno;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return r;
+		}
+		char *start[] = {d->client, (char *)"start", (char *)"--attach",
+				 d->exec ? (char *)"--interactive" : d->container,
+				 d->exec ? d->container : NULL, NULL};
+		t0 = lb_time_monotonic();
+		att = start_attached(d, start, p, e);
 	}
-	close(p[1]);
-	if (e[1] >= 0)
-		close(e[1]);
 	if (att < 0) {
 		r = -errno;
 		close(p[0]);
@@ -1516,6 +1598,8 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	double stop_at = 0, last_disk = t0;
 	pid_t helper = -1;
 	char buf[65536];
+	char tail[400] = ""; /* what docker run said last, should it never have made the container */
+	size_t tail_n = 0;
 	/* Both streams end with the attach. */
 	while (open_out || open_err) {
 		double now = lb_time_monotonic();
@@ -1571,7 +1655,17 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 			ssize_t k = read(p[0], buf, sizeof buf);
 			if (k > 0 && job->output)
 				job->output(job->output_ctx, LB_STREAM_STDOUT, buf, (size_t)k);
-			else if (k == 0)
+			if (k > 0 && d->early_run) {
+				size_t keep = (size_t)k < sizeof tail - 1 ? (size_t)k : sizeof tail - 1;
+				if (tail_n + keep > sizeof tail - 1) {
+					size_t drop = tail_n + keep - (sizeof tail - 1);
+					memmove(tail, tail + drop, tail_n - drop);
+					tail_n -= drop;
+				}
+				memcpy(tail + tail_n, buf + k - keep, keep);
+				tail_n += keep;
+				tail[tail_n] = '\0';
+			} else if (k == 0)
 				open_out = false;
 		}
 		if (pf[2].revents & (POLLIN | POLLHUP)) {
@@ -1609,6 +1703,14 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
 		code = 0;
 	else if (inspect_end(d, &code, &oom) < 0) {
+		if (d->early_run) {
+			/* No container to inspect: docker run never made one, and said why. */
+			lb_buf t = {.data = tail, .len = tail_n};
+			char said[400];
+			one_line(&t, said, sizeof said);
+			setup_failed(res, "docker run", "docker run failed: ", said);
+			return 0;
+		}
 		setup_failed(res, "docker inspect", "docker inspect failed for container ", d->container);
 		return 0;
 	}
@@ -1653,6 +1755,8 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
  * gone), and the leftovers' removal reaped. */
 static void cleanup_wait(docker_state *d)
 {
+	if (d->run_pid > 0) /* started, never supervised (prepare failed after it): rm ends it */
+		early_run_undo(d);
 	int st = 0;
 	if (d->rm_pid > 0) {
 		while (waitpid(d->rm_pid, &st, 0) < 0 && errno == EINTR)
@@ -1785,7 +1889,8 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 	}
 	d->guard_wr = -1;
 	d->live.dirfd = -1;
-	d->rm_pid = d->leftovers_pid = -1;
+	d->rm_pid = d->leftovers_pid = d->run_pid = -1;
+	d->run_out = -1;
 	d->image = cfg->image ? strdup(cfg->image) : NULL;
 	d->base_image = cfg->image ? NULL
 				   : strdup(cfg->base_image ? cfg->base_image : LB_DOCKER_DEFAULT_BASE);
@@ -1854,7 +1959,8 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 		snprintf(err, errlen, "engine '%s' is not one of docker, podman", engine);
 		return -EINVAL;
 	}
-	docker_state d = {.guard_wr = -1, .live.dirfd = -1, .engine_asked = engine != NULL};
+	docker_state d = {.guard_wr = -1, .live.dirfd = -1, .run_pid = -1, .run_out = -1,
+			  .engine_asked = engine != NULL};
 	snprintf(d.engine, sizeof d.engine, "%s", engine ? engine : "docker");
 	json_object *info = NULL;
 	int r = pick_engine(&d, &info, err, errlen);
