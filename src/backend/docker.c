@@ -5,6 +5,7 @@
  * (docker start --attach) into the pipeline, and reads the outcome from docker inspect.
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
  * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner). */
+#include "docker_live.h"
 #include "labbox/backend.h"
 #include "labbox/gate.h"
 #include "labbox/util.h"
@@ -78,6 +79,17 @@ typedef struct docker_state {
 	 * failure is reported by run as a create failure is. */
 	bool created_early;
 	char create_failed[400];
+	/* This run's marker among the containers labbox made and has not seen removed, and the
+	 * engine it is kept for: without others, no leftover sweep. */
+	lb_docker_live live;
+	char live_engine[16];
+	/* docker run, launched by prepare beside the engine's info in place of docker create
+	 * then docker start --attach (a client start-up less): its client, its output, when it
+	 * started (the budget's start). */
+	bool early_run;
+	pid_t run_pid;
+	int run_out;
+	double run_t0;
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -416,31 +428,9 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 	return -EHOSTUNREACH;
 }
 
-/* /proc/PID/stat's start time: with the pid it names one process for good, so a reused pid
- * does not pass for the labbox that started a container. */
-static unsigned long long start_time_of(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long long t = 0;
-	/* after ")": state, then fields 4..21; starttime is field 22 */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-			"%*d %*d %llu", &t) != 1)
-		t = 0;
-	return t;
-}
-
 /* Containers of earlier runs whose labbox is gone (killed before its cleanup and its
  * guardian could act, or on a machine that rebooted) are removed. */
-static void remove_leftovers(docker_state *d)
+static int remove_leftovers(docker_state *d)
 {
 	lb_buf b = {0};
 	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
@@ -448,12 +438,11 @@ static void remove_leftovers(docker_state *d)
 			      strcmp(d->engine, "podman") == 0 ? "{{.ID}} {{index .Labels \"labbox.owner\"}}"
 							       : "{{.ID}} {{.Label \"labbox.owner\"}}",
 			      NULL};
-	if (client_run(d, args, false, 1 << 20, &b) != 0 || !b.data) {
+	if (client_run(d, args, false, 1 << 20, &b) != 0) {
 		lb_buf_free(&b);
-		return;
+		return -EIO;
 	}
-	char host[256] = "";
-	gethostname(host, sizeof host - 1);
+	int r = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char id[128], owner_host[256];
@@ -461,17 +450,34 @@ static void remove_leftovers(docker_state *d)
 		unsigned long long st = 0;
 		if (sscanf(line, "%127s %255[^:]:%d:%llu", id, owner_host, &pid, &st) != 4)
 			continue;
-		/* Another machine's labbox on a shared engine is not ours to judge. */
-		if (strcmp(owner_host, host) != 0)
-			continue;
-		if (pid > 0 && kill(pid, 0) == 0 && start_time_of(pid) == st)
+		if (lb_docker_owner_alive(owner_host, pid, st))
 			continue;
 		lb_buf o = {0};
 		const char *rm[] = {"rm", "-f", "-v", id, NULL};
-		client_run(d, rm, true, 4096, &o);
+		if (client_run(d, rm, true, 4096, &o) != 0)
+			r = -EIO;
 		lb_buf_free(&o);
 	}
 	lb_buf_free(&b);
+	return r;
+}
+
+/* The marker of this run's container (before it can exist), kept for the engine that will
+ * make it. */
+static void live_add(docker_state *d, const char *engine)
+{
+	if (strcmp(d->live_engine, engine) != 0) {
+		/* Another engine's record; a marker left there (its docker rm failed) stays. */
+		lb_docker_live_close(&d->live);
+		snprintf(d->live_engine, sizeof d->live_engine, "%s", engine);
+		lb_docker_live_open(&d->live, engine);
+	}
+	if (d->live.marker[0])
+		return;
+	char host[256] = "", owner[320];
+	gethostname(host, sizeof host - 1);
+	snprintf(owner, sizeof owner, "%s:%d:%llu", host, (int)getpid(), lb_docker_start_time_of(getpid()));
+	lb_docker_live_add(&d->live, d->name, owner);
 }
 
 /* The interpreter inside the image: its version, and the environment snapshot (python
@@ -759,12 +765,14 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	gethostname(host, sizeof host - 1);
 	int r = 0;
 	r |= lb_strv_push(c, d->client);
-	r |= lb_strv_push(c, "create");
+	r |= lb_strv_push(c, d->early_run ? "run" : "create");
+	if (d->early_run)
+		r |= lb_strv_push(c, "--pull=never"); /* what is not there is reported, never pulled */
 	r |= lb_strv_push(c, "--name");
 	r |= lb_strv_push(c, d->name);
 	r |= lb_strv_pushf(c, "--label=labbox.run=%s", job->id);
 	r |= lb_strv_pushf(c, "--label=labbox.owner=%s:%d:%llu", host, (int)getpid(),
-			start_time_of(getpid()));
+			lb_docker_start_time_of(getpid()));
 	/* tini as pid 1: signals reach python (pid 1 ignores SIGTERM) and orphans are reaped. */
 	r |= lb_strv_push(c, "--init");
 	r |= lb_strv_push(c, "--read-only");
@@ -1170,6 +1178,48 @@ static int build_image(docker_state *d, const lb_backend_job *job, char *err, si
 }
 
 static void start_guardian(docker_state *d);
+static bool disk_poll_accepted(const docker_state *d);
+
+/* The client whose output is the run's (run, or start --attach): stdout and stderr on p (e
+ * for exec's stderr), stdin /dev/null unless exec. */
+static pid_t start_attached(docker_state *d, char *const *argv, int p[2], int e[2])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (!d->exec) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, 0);
+		}
+		dup2(p[1], 1);
+		dup2(d->exec ? e[1] : p[1], 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (e[1] >= 0)
+		close(e[1]);
+	return pid;
+}
+
+/* The early docker run given up (another engine serves, the image is not there): its
+ * container removed, its client reaped. */
+static void early_run_undo(docker_state *d)
+{
+	if (d->run_pid > 0) {
+		kill(d->run_pid, SIGKILL);
+		while (waitpid(d->run_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (d->run_out >= 0)
+		close(d->run_out);
+	d->run_pid = -1;
+	d->run_out = -1;
+	d->early_run = false;
+}
 
 static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
 {
@@ -1185,20 +1235,42 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		client_start(d, iargs, true, &img);
 		/* The container is created meanwhile too (its guardian first, so it never outlives
 		 * labbox): a missing image or a silent engine fails it, and is reported from the
-		 * calls beside it. */
+		 * calls beside it. A run (not exec) that run will not refuse is started
+		 * right away with docker run: the experiment's start does not wait for the
+		 * engine's info, nor for a second client's start-up (start --attach). */
+		d->early_run = !d->exec && !(job->disk_limit && json_i64(d->sandbox, "disk_limit_bytes") > 0 &&
+					     !disk_poll_accepted(d));
 		if ((r = build_create(d, job, err, errlen)) < 0) {
 			lb_buf ign = {0};
 			client_collect(&img, 4096, &ign);
 			lb_buf_free(&ign);
 			return r;
 		}
+		live_add(d, want);
 		start_guardian(d);
-		client_start_argv(d->create.v, true, &crt);
+		int p[2], e[2] = {-1, -1};
+		if (d->early_run && pipe2(p, O_CLOEXEC) == 0) {
+			d->run_t0 = lb_time_monotonic();
+			d->run_pid = start_attached(d, d->create.v, p, e);
+			d->run_out = p[0];
+			/* named: stop, kill, inspect and rm need no id */
+			snprintf(d->container, sizeof d->container, "%s", d->name);
+			if (d->run_pid < 0) { /* no client: no container; run reports it */
+				early_run_undo(d);
+				d->container[0] = '\0';
+			}
+		} else {
+			d->early_run = false;
+			lb_strv_free(&d->create);
+			if ((r = build_create(d, job, err, errlen)) < 0)
+				return r;
+			client_start_argv(d->create.v, true, &crt);
+		}
 	}
 	r = pick_engine(d, NULL, err, errlen);
 	lb_buf io = {0}, co = {0};
 	int ist = client_collect(&img, 4096, &io);
-	int cst = client_collect(&crt, 4096, &co);
+	int cst = d->early_run ? 0 : client_collect(&crt, 4096, &co);
 	if (cst == 0 && co.data && co.len) {
 		char *nl = strchr(co.data, '\n');
 		if (nl)
@@ -1211,7 +1283,10 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		if (d->container[0]) {
 			lb_buf o = {0};
 			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
-			client_run(d, rm, true, 4096, &o);
+			if (d->early_run)
+				early_run_undo(d);
+			if (client_run(d, rm, true, 4096, &o) == 0)
+				lb_docker_live_done(&d->live);
 			lb_buf_free(&o);
 			d->container[0] = '\0';
 		}
@@ -1225,7 +1300,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		cst = -EIO;
 	} else if (d->create.n) {
 		d->created_early = true;
-		if (cst != 0 || !d->container[0])
+		if (!d->early_run && (cst != 0 || !d->container[0]))
 			one_line(&co, d->create_failed, sizeof d->create_failed);
 	}
 	lb_buf_free(&co);
@@ -1235,8 +1310,15 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	}
 	if (strcmp(d->engine, want) != 0)
 		ist = -EIO; /* asked of an engine that did not answer: ask the one that did */
-	/* Containers of dead runs are removed beside this run, not before it. */
-	pid_t lp = fork();
+	/* Containers of dead runs are removed beside this run, not before it; only when this
+	 * user's labbox made one on this engine that it has not seen removed (a marker of
+	 * another run): each sweep is a client call listing every labbox container. */
+	if (strcmp(d->live_engine, d->engine) != 0) {
+		lb_docker_live_close(&d->live);
+		snprintf(d->live_engine, sizeof d->live_engine, "%s", d->engine);
+		lb_docker_live_open(&d->live, d->engine);
+	}
+	pid_t lp = lb_docker_live_maybe_leftovers(&d->live) ? fork() : -1;
 	if (lp == 0) {
 		/* Not a holder of labbox's output: a reader waiting for its end waits for labbox. */
 		int nul = open("/dev/null", O_RDWR);
@@ -1245,7 +1327,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
-		remove_leftovers(d);
+		if (remove_leftovers(d) == 0)
+			lb_docker_live_forget_dead(&d->live);
 		_exit(0);
 	}
 	d->leftovers_pid = lp;
@@ -1305,8 +1388,15 @@ static void start_guardian(docker_state *d)
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
-		execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
-		_exit(127);
+		pid_t rm = fork();
+		if (rm == 0) {
+			execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
+			_exit(127);
+		}
+		int st = 0;
+		if (rm > 0 && waitpid(rm, &st, 0) == rm && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			lb_docker_live_done(&d->live);
+		_exit(0);
 	}
 	close(p[0]);
 	d->guard_wr = p[1];
@@ -1389,16 +1479,23 @@ static int inspect_end(docker_state *d, int *exit_code, bool *oom)
  * second, which a fast writer passes in between. The default limit is that safety net; one
  * the user gave is refused unless --allow-degraded disk (or all) accepts the poll, as the
  * local sandbox does where it cannot make exp/ a file system of its own. */
-static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sandbox_result *res)
+/* --allow-degraded disk (or all) was given. */
+static bool disk_poll_accepted(const docker_state *d)
 {
-	if (!job->disk_limit)
-		return true;
-	bool given = json_i64(d->sandbox, "disk_limit_bytes") > 0, accepted = false;
+	bool accepted = false;
 	json_object *ad = json_arr(d->sandbox, "allow_degraded");
 	for (size_t i = 0; ad && i < json_object_array_length(ad); i++) {
 		const char *w = json_object_get_string(json_object_array_get_idx(ad, i));
 		accepted |= w && (strcmp(w, "disk") == 0 || strcmp(w, "all") == 0);
 	}
+	return accepted;
+}
+
+static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sandbox_result *res)
+{
+	if (!job->disk_limit)
+		return true;
+	bool given = json_i64(d->sandbox, "disk_limit_bytes") > 0, accepted = disk_poll_accepted(d);
 	res->isolation.disk_enforced_by =
 		!given	   ? "polling (exp/ measured once a second; docker cannot size a bind mount)"
 		: accepted ? "polling (accepted: exp/ measured once a second; docker cannot size a "
@@ -1430,6 +1527,7 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 			return 0;
 		}
 	} else {
+		live_add(d, d->engine);
 		if (d->guard_wr < 0)
 			start_guardian(d);
 		lb_buf o = {0};
@@ -1458,35 +1556,36 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* p: the output (both streams for run, whose log merges them); e: exec's stderr, which
 	 * stays apart as the local exec keeps it. */
-	int p[2], e[2] = {-1, -1};
-	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0 || (d->exec && pipe2(e, O_CLOEXEC) < 0)) {
-		r = -errno;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return r;
-	}
-	double t0 = lb_time_monotonic();
-	pid_t att = fork();
-	if (att == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (!d->exec) {
-			int nul = open("/dev/null", O_RDONLY);
-			if (nul >= 0)
-				dup2(nul, 0);
+	int p[2] = {-1, -1}, e[2] = {-1, -1};
+	double t0;
+	pid_t att;
+	if (d->early_run && d->run_pid > 0) {
+		/* docker run, started by prepare: the budget counts from its start. */
+		att = d->run_pid;
+		p[0] = d->run_out;
+		t0 = d->run_t0;
+		d->run_pid = -1;
+		d->run_out = -1;
+		if (sfd < 0) {
+			r = -errno;
+			kill(att, SIGKILL);
+			waitpid(att, NULL, 0);
+			close(p[0]);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return r;
 		}
-		dup2(p[1], 1);
-		dup2(d->exec ? e[1] : p[1], 2);
-		if (d->exec)
-			execl(d->client, d->client, "start", "--attach", "--interactive", d->container,
-			      (char *)NULL);
-		else
-			execl(d->client, d->client, "start", "--attach", d->container, (char *)NULL);
-		_exit(127);
+	} else {
+		if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0 || (d->exec && pipe2(e, O_CLOEXEC) < 0)) {
+			r = -errno;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return r;
+		}
+		char *start[] = {d->client, (char *)"start", (char *)"--attach",
+				 d->exec ? (char *)"--interactive" : d->container,
+				 d->exec ? d->container : NULL, NULL};
+		t0 = lb_time_monotonic();
+		att = start_attached(d, start, p, e);
 	}
-	close(p[1]);
-	if (e[1] >= 0)
-		close(e[1]);
 	if (att < 0) {
 		r = -errno;
 		close(p[0]);
@@ -1499,6 +1598,8 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	double stop_at = 0, last_disk = t0;
 	pid_t helper = -1;
 	char buf[65536];
+	char tail[400] = ""; /* what docker run said last, should it never have made the container */
+	size_t tail_n = 0;
 	/* Both streams end with the attach. */
 	while (open_out || open_err) {
 		double now = lb_time_monotonic();
@@ -1554,7 +1655,17 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 			ssize_t k = read(p[0], buf, sizeof buf);
 			if (k > 0 && job->output)
 				job->output(job->output_ctx, LB_STREAM_STDOUT, buf, (size_t)k);
-			else if (k == 0)
+			if (k > 0 && d->early_run) {
+				size_t keep = (size_t)k < sizeof tail - 1 ? (size_t)k : sizeof tail - 1;
+				if (tail_n + keep > sizeof tail - 1) {
+					size_t drop = tail_n + keep - (sizeof tail - 1);
+					memmove(tail, tail + drop, tail_n - drop);
+					tail_n -= drop;
+				}
+				memcpy(tail + tail_n, buf + k - keep, keep);
+				tail_n += keep;
+				tail[tail_n] = '\0';
+			} else if (k == 0)
 				open_out = false;
 		}
 		if (pf[2].revents & (POLLIN | POLLHUP)) {
@@ -1592,6 +1703,14 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
 		code = 0;
 	else if (inspect_end(d, &code, &oom) < 0) {
+		if (d->early_run) {
+			/* No container to inspect: docker run never made one, and said why. */
+			lb_buf t = {.data = tail, .len = tail_n};
+			char said[400];
+			one_line(&t, said, sizeof said);
+			setup_failed(res, "docker run", "docker run failed: ", said);
+			return 0;
+		}
 		setup_failed(res, "docker inspect", "docker inspect failed for container ", d->container);
 		return 0;
 	}
@@ -1636,9 +1755,15 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
  * gone), and the leftovers' removal reaped. */
 static void cleanup_wait(docker_state *d)
 {
-	if (d->rm_pid > 0)
-		while (waitpid(d->rm_pid, NULL, 0) < 0 && errno == EINTR)
+	if (d->run_pid > 0) /* started, never supervised (prepare failed after it): rm ends it */
+		early_run_undo(d);
+	int st = 0;
+	if (d->rm_pid > 0) {
+		while (waitpid(d->rm_pid, &st, 0) < 0 && errno == EINTR)
 			;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			lb_docker_live_done(&d->live);
+	}
 	d->rm_pid = -1;
 	if (d->leftovers_pid > 0)
 		while (waitpid(d->leftovers_pid, NULL, 0) < 0 && errno == EINTR)
@@ -1666,7 +1791,8 @@ static void docker_cleanup(lb_backend *b)
 		/* Never created (as far as labbox knows): by name, in case the engine did. */
 		lb_buf o = {0};
 		const char *args[] = {"rm", "-f", "-v", d->name, NULL};
-		client_run(d, args, true, 4096, &o);
+		if (client_run(d, args, true, 4096, &o) == 0)
+			lb_docker_live_done(&d->live);
 		lb_buf_free(&o);
 	}
 }
@@ -1726,6 +1852,7 @@ static void docker_free(lb_backend *b)
 	if (!d)
 		return;
 	cleanup_wait(d);
+	lb_docker_live_close(&d->live);
 	free(d->client);
 	free(d->image);
 	free(d->base_image);
@@ -1761,7 +1888,9 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	d->guard_wr = -1;
-	d->rm_pid = d->leftovers_pid = -1;
+	d->live.dirfd = -1;
+	d->rm_pid = d->leftovers_pid = d->run_pid = -1;
+	d->run_out = -1;
 	d->image = cfg->image ? strdup(cfg->image) : NULL;
 	d->base_image = cfg->image ? NULL
 				   : strdup(cfg->base_image ? cfg->base_image : LB_DOCKER_DEFAULT_BASE);
@@ -1830,7 +1959,8 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 		snprintf(err, errlen, "engine '%s' is not one of docker, podman", engine);
 		return -EINVAL;
 	}
-	docker_state d = {.guard_wr = -1, .engine_asked = engine != NULL};
+	docker_state d = {.guard_wr = -1, .live.dirfd = -1, .run_pid = -1, .run_out = -1,
+			  .engine_asked = engine != NULL};
 	snprintf(d.engine, sizeof d.engine, "%s", engine ? engine : "docker");
 	json_object *info = NULL;
 	int r = pick_engine(&d, &info, err, errlen);

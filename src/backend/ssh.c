@@ -140,6 +140,18 @@ static const char supervisor_src[] =
 	"    o=out[0] if out else b''\n"
 	"    try: res['doc']=json.loads(o)\n"
 	"    except ValueError: res['doc']=None; res['stdout']=o[-2000:].decode('utf-8','replace')\n"
+	/* The remote records, linked into RDIR/fetch/remote/: one rsync brings them back with
+	 * exp/ (see ssh_fetch). */
+	"    rd=res['doc'].get('run_dir') if isinstance(res['doc'],dict) else None\n"
+	"    if isinstance(rd,str) and not lost:\n"
+	"        f=os.path.join(rdir,'fetch','remote')\n"
+	"        try: os.makedirs(f,0o700)\n"
+	"        except OSError: pass\n"
+	"        for n in ('result.json','manifest.json','run.log','environment.txt'):\n"
+	"            try: os.link(os.path.join(rd,n),os.path.join(f,n))\n"
+	"            except OSError:\n"
+	"                try: shutil.copyfile(os.path.join(rd,n),os.path.join(f,n))\n"
+	"                except OSError: pass\n"
 	"try: os.write(2,b'\\n" END_MARK "'+json.dumps(res).encode()+b'\\n')\n"
 	"except OSError: pass\n"
 	"sys.exit(code if 0<=code<256 else 255)\n";
@@ -1345,12 +1357,27 @@ static int ssh_fetch(lb_backend *b, const lb_backend_job *job, char *err, size_t
 	const char *rdir = d->degraded ? d->dir : d->remote_run_dir;
 	if (!rdir[0] || !plain_path(rdir))
 		return 0; /* nothing ran there, or the verdict named no run directory */
-	char src[PATH_MAX + 300], dst[PATH_MAX + 2], said[400];
-	snprintf(src, sizeof src, "%s:%s/exp/", d->host, rdir);
-	snprintf(dst, sizeof dst, "%s/", job->exp_dir);
-	/* By content, without times: what the run did not change is left alone here. Links that
-	 * would lead out of exp/ are not brought back. */
-	const char *down[] = {"-rl", "--checksum", "--safe-links", "--chmod=u+rwX", "--", src, dst, NULL};
+	char rec[PATH_MAX + 16];
+	snprintf(rec, sizeof rec, "%s/remote", job->run_dir);
+	if (!d->degraded && mkdir(rec, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", rec, strerror(errno));
+		return -errno;
+	}
+	/* One rsync (a round trip and an rsync at each end less than two): exp/ (job->exp_dir
+	 * is RUN_DIR/exp) and the remote labbox's own records, which its supervisor linked
+	 * into DIR/fetch/remote/, both relative (-R) to the run directory here. By content,
+	 * without times: what the run did not change is left alone here. Links that would lead
+	 * out of exp/ are not brought back. */
+	char src[PATH_MAX + 300], s2[PATH_MAX + 64], dst[PATH_MAX + 2], said[400];
+	snprintf(src, sizeof src, "%s:%s/./exp/", d->host, rdir);
+	snprintf(s2, sizeof s2, ":%s/fetch/./remote/", d->dir);
+	snprintf(dst, sizeof dst, "%s/", job->run_dir);
+	const char *down[] = {"-rlR", "--checksum", "--safe-links", "--chmod=u+rwX", "--", src,
+			      s2, dst, NULL};
+	if (d->degraded) { /* no remote labbox, no records */
+		down[6] = dst;
+		down[7] = NULL;
+	}
 	int st = rsync_run(d, down, said, sizeof said);
 	if (st != 0 && st != 23 && st != 24) {
 		snprintf(err, errlen, "cannot copy the run's files back from the ssh host '%s': %s",
@@ -1359,26 +1386,13 @@ static int ssh_fetch(lb_backend *b, const lb_backend_job *job, char *err, size_t
 	}
 	if (d->degraded)
 		return 0;
-	/* The remote labbox's own records, beside ours: remote/result.json, manifest.json,
-	 * run.log; its environment.txt is the run's environment. */
-	char rec[PATH_MAX + 16];
-	snprintf(rec, sizeof rec, "%s/remote", job->run_dir);
-	if (mkdir(rec, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", rec, strerror(errno));
-		return -errno;
-	}
-	char s1[PATH_MAX + 300], s2[PATH_MAX + 64], s3[PATH_MAX + 64], s4[PATH_MAX + 64], dd[PATH_MAX + 32];
-	snprintf(s1, sizeof s1, "%s:%s/result.json", d->host, rdir);
-	snprintf(s2, sizeof s2, ":%s/manifest.json", rdir);
-	snprintf(s3, sizeof s3, ":%s/run.log", rdir);
-	snprintf(s4, sizeof s4, ":%s/environment.txt", rdir);
-	snprintf(dd, sizeof dd, "%s/", rec);
-	const char *recs[] = {"-l", "--chmod=u+rw,go-rwx", "--", s1, s2, s3, s4, dd, NULL};
-	st = rsync_run(d, recs, said, sizeof said);
-	if (st != 0 && st != 23 && st != 24) {
-		snprintf(err, errlen, "cannot copy the run's records back from the ssh host '%s': %s",
-			 d->host, st < 0 ? strerror(-st) : said);
-		return -EIO;
+	/* remote/result.json, manifest.json, run.log, environment.txt: labbox's user's only. */
+	chmod(rec, 0700);
+	static const char *const recs[] = {"result.json", "manifest.json", "run.log", "environment.txt"};
+	for (size_t i = 0; i < sizeof recs / sizeof *recs; i++) {
+		char p[PATH_MAX + 40];
+		snprintf(p, sizeof p, "%s/%s", rec, recs[i]);
+		chmod(p, 0600);
 	}
 	char from[PATH_MAX + 40], to[PATH_MAX + 32];
 	snprintf(from, sizeof from, "%s/environment.txt", rec);
@@ -1395,14 +1409,10 @@ static int ssh_fetch(lb_backend *b, const lb_backend_job *job, char *err, size_t
 static void stop_master(ssh_state *d)
 {
 	if (d->master > 0) {
-		lb_strv a = {0};
-		lb_buf o = {0};
-		int st;
-		if (ssh_opts(d, &a) == 0 && lb_strv_push(&a, "-O") == 0 && lb_strv_push(&a, "exit") == 0 &&
-		    lb_strv_push(&a, d->host) == 0)
-			lb_capture(a.v, 4096, true, &o, &st);
-		lb_strv_free(&a);
-		lb_buf_free(&o);
+		/* The master is labbox's own child, its channels all closed by now: a signal ends
+		 * it (ssh closes the connection and removes its socket on SIGTERM) without the
+		 * start-up of another ssh for `-O exit`. */
+		kill(d->master, SIGTERM);
 		double t0 = lb_time_monotonic();
 		while (waitpid(d->master, NULL, WNOHANG) == 0) {
 			if (lb_time_monotonic() - t0 > 5) {
