@@ -609,6 +609,7 @@ typedef struct job {
 	lb_buf *own; /* the entries made by this check (misses) */
 	ck_filestat *fst; /* each file as hashed, for the pack's file table */
 	atomic_size_t rehashed; /* files recorded from a read (not trusted by their metadata) */
+	atomic_size_t unread;   /* files answered by their metadata, never read */
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -686,6 +687,7 @@ static void *worker(void *arg)
 			fs.ok = true;
 			j->fst[i] = fs;
 			j->rcs[i] = 0;
+			atomic_fetch_add(&j->unread, 1);
 			continue;
 		}
 		lb_check_report_free(&j->reps[i]);
@@ -735,6 +737,7 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 	atomic_init(&j.next, 0);
 	atomic_init(&j.cached, 0);
 	atomic_init(&j.rehashed, 0);
+	atomic_init(&j.unread, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
 	if (nthreads > 8)
@@ -766,6 +769,7 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 		lb_check_report_free(&j.reps[i]);
 	}
 	rep->cached += atomic_load(&j.cached);
+	rep->unread += atomic_load(&j.unread);
 	/* Only a complete check writes the pack: it holds exactly this check's files. */
 	if (r == 0)
 		ck_cache_write(cache, j.entry, j.entry_len, n,
