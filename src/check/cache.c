@@ -695,7 +695,7 @@ static bool parse_num(const char **pp, const char *end, bool sign, uint64_t *out
 		v = v * 10 + (uint64_t)(*p++ - '0'), digits++;
 	if (!digits || p >= end || *p != ' ')
 		return false;
-	*out = neg ? (uint64_t)(-(int64_t)v) : v;
+	*out = neg ? 0 - v : v; /* two's complement, read back as int64_t */
 	*pp = p + 1;
 	return true;
 }

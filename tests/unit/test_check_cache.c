@@ -341,13 +341,14 @@ static void test_file_table(void **state)
 		 "stamp 100500000000\n"
 		 "1 2 3 33188 98999999999 98999999999 %s /x/old.py\n"
 		 "1 3 3 33188 99000000000 98000000000 %s /x/racy.py\n"
-		 "1 4 3 33188 98000000000 99500000000 %s /x/racyc.py\n", dig, dig, dig);
+		 "1 4 3 33188 98000000000 99500000000 %s /x/racyc.py\n"
+		 "1 5 3 33188 -5000000000 98000000000 %s /x/1969.py\n", dig, dig, dig, dig);
 	lb_buf pack = {0};
 	lb_buf_puts(&pack, "labbox.check-pack/2\n");
 	files_table(&pack, body);
 	ck_cache cc = {.dfd = -1, .pack = pack.data, .pack_len = pack.len};
 	assert_int_equal(ck_cache_index(&cc), 0);
-	assert_int_equal(cc.nrecs, 3);
+	assert_int_equal(cc.nrecs, 4);
 	ck_filestat st = {.dev = 1, .ino = 2, .size = 3, .mode = 33188, .mtime_ns = 98999999999,
 			  .ctime_ns = 98999999999};
 	uint8_t content[32];
@@ -373,6 +374,9 @@ static void test_file_table(void **state)
 	assert_false(ck_filestat_trusted(&cc, "/x/racy.py", &t, content));
 	t = st, t.ino = 4, t.mtime_ns = 98000000000, t.ctime_ns = 99500000000;
 	assert_false(ck_filestat_trusted(&cc, "/x/racyc.py", &t, content));
+	/* an mtime before 1970 (touch -d 1969-12-31) reads back as it was */
+	t = st, t.ino = 5, t.mtime_ns = -5000000000ll, t.ctime_ns = 98000000000;
+	assert_true(ck_filestat_trusted(&cc, "/x/1969.py", &t, content));
 	free(cc.slots);
 	free(cc.recs);
 	/* one byte of the table changed: its checksum fails, nothing is trusted */
