@@ -52,6 +52,7 @@ typedef struct lb_backend_job {
 	const char *gate_events;
 	int gate_mode;          /* lb_gate_mode, effective */
 	const char *gate_policy;
+	bool trust_project;     /* --trust-project, for a remote labbox's own check */
 } lb_backend_job;
 
 typedef struct lb_backend lb_backend;
@@ -261,6 +262,8 @@ typedef struct lb_slurm_node_run {
 	uint64_t disk_limit, log_limit;
 	int policy;
 	bool trust_project;
+	int gate_mode; /* lb_gate_mode the node's gate runs in, passed as --runtime-gate; 0: the
+			* node's default for the policy */
 	struct json_object *sandbox;
 	const char *const *hide;
 	size_t nhide;

@@ -216,6 +216,12 @@ int lb_sweep_report_estimate(int report_fd, double seconds);
 int lb_sweep_report_done(int report_fd, int exit_code, const char *run_id, const char *run_dir);
 /* The cell could not become a run (a usage or configuration error): one line saying why. */
 int lb_sweep_report_error(int report_fd, const char *message);
+/* A Slurm task's cell has no pipe to the sweep: its latest TIME_ESTIMATE is kept in a file of
+ * the sweep's (estimates/N on the shared file system), overwritten in place, so however many
+ * lines the experiment prints the file stays one record. */
+int lb_sweep_estimate_store(int fd, double seconds);
+/* The estimate stored for CELL under DIR; < 0 when there is none (yet). */
+double lb_sweep_estimate_load(const char *dir, size_t cell);
 
 typedef enum lb_sweep_event_kind {
 	LB_SWEEP_CELL_STARTED,
@@ -287,6 +293,8 @@ typedef struct lb_sweep_slurm {
 	double poll_s;       /* squeue interval; 0: 0.5 s, as for one run */
 	double sweep_budget; /* seconds from submission; 0: none */
 	double grace;        /* the node's grace: a stop waits grace + 30 s before scancel */
+	const char *estimates_dir; /* where running tasks' cells keep their TIME_ESTIMATE
+				    * (lb_sweep_estimate_store); NULL: finished cells only */
 	int (*on_event)(void *ctx, const lb_sweep_event *ev);
 	void *ctx;
 } lb_sweep_slurm;

@@ -142,12 +142,34 @@ def start(expdir: PathLike, *, args: Sequence[str] = (), budget: Optional[float]
           python: Optional[str] = None, entry: Optional[str] = None,
           policy: Optional[str] = None, metrics: Iterable[str] = (),
           runs_dir: Optional[PathLike] = None, mode: Optional[str] = None,
-          image: Optional[str] = None, check: bool = False, json: bool = True,
-          labbox: Optional[str] = None, cwd: Optional[PathLike] = None) -> RunHandle:
+          image: Optional[str] = None, environment: Optional[PathLike] = None,
+          escalate: Union[str, Iterable[str], None] = None, runtime_gate: Optional[str] = None,
+          trust_project: bool = False, repair_cmd: Optional[str] = None,
+          max_repairs: Optional[int] = None, apply: bool = False, check: bool = False,
+          json: bool = True, labbox: Optional[str] = None,
+          cwd: Optional[PathLike] = None) -> RunHandle:
     """Start `labbox run` on EXPDIR and return at once: a RunHandle (wait, cancel). The
     options are run()'s."""
     del json
     argv = ["run", "--json", "--quiet"]
+    if environment is not None:
+        environment = os.fspath(environment)
+        if not environment or "=" in environment:
+            # --env NAME=VALUE sets a variable: a name with '=' would be read as one.
+            raise ValueError(f"environment {environment!r}: auto, a name or a path, "
+                             "without '='")
+        argv.append(f"--env={environment}")
+    if escalate is not None:
+        names = [escalate] if isinstance(escalate, str) else list(escalate)
+        if names:
+            argv.append("--escalate=" + ",".join(names))
+    _opt(argv, "runtime-gate", runtime_gate)
+    if trust_project:
+        argv.append("--trust-project")
+    _opt(argv, "repair-cmd", repair_cmd)
+    _opt(argv, "max-repairs", max_repairs)
+    if apply:
+        argv.append("--apply")
     _sandbox_opts(argv, budget=budget, memory=memory, network=network, cpus=cpus, gpus=gpus,
                   pids_limit=pids_limit, env=env, volumes=volumes,
                   allow_degraded=allow_degraded, disk_limit=disk_limit, grace=grace)
@@ -168,9 +190,11 @@ def start(expdir: PathLike, *, args: Sequence[str] = (), budget: Optional[float]
 def run(expdir: PathLike, *, timeout: Optional[float] = None, **options) -> RunResult:
     """`labbox run` on EXPDIR: the run's verdict as a RunResult (result.json, schema checked).
 
-    Options: args, budget, memory, network, cpus, gpus, pids_limit, env, volumes,
-    allow_degraded, disk_limit, grace, python, entry, policy, metrics, runs_dir, mode, image,
-    labbox, cwd (the flags of `labbox run`). A run that fails is still a result (status,
+    Options: args, budget, memory, network, cpus, gpus, pids_limit, env (variables),
+    volumes, allow_degraded, disk_limit, grace, python, entry, policy, metrics, runs_dir,
+    mode, image, environment (--env: auto, a name or a path), escalate ("network", or a list
+    of network, gpus, env, memory), runtime_gate (off, record, on), trust_project,
+    repair_cmd, max_repairs, apply, labbox, cwd (the flags of `labbox run`). A run that fails is still a result (status,
     failure); with check=True, or by calling result.raise_for_status(), it raises RunFailed
     carrying it. labbox refusing the run (a usage error, a limit this host cannot enforce)
     raises LabboxError with labbox's labbox.error/1 document. After `timeout` seconds (default

@@ -218,6 +218,18 @@ class RunResult:
         return self.status == "completed"
 
     @property
+    def attempts(self) -> List[dict]:
+        """Every attempt of a run with --escalate or --repair-cmd (result.json's attempts),
+        first to last; empty for a run of one attempt."""
+        return list(self.doc.get("attempts") or [])
+
+    @property
+    def environment(self) -> Dict[str, Any]:
+        """The environment block of a run with environment= (--env): what was asked, the
+        environments checked, the one chosen."""
+        return dict(self.doc.get("environment") or {})
+
+    @property
     def log_path(self) -> Optional[str]:
         return (self.doc.get("log") or {}).get("path")
 

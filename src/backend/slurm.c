@@ -491,6 +491,9 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out)
 	r |= lb_strv_push(&a, lb_check_policy_name((lb_check_policy)n->policy));
 	if (n->trust_project)
 		r |= lb_strv_push(&a, "--trust-project");
+	if (n->gate_mode != LB_GATE_DEFAULT)
+		r |= lb_strv_push(&a, "--runtime-gate") ||
+		     lb_strv_push(&a, lb_gate_mode_name((lb_gate_mode)n->gate_mode));
 	if (n->budget > 0)
 		r |= lb_strv_push(&a, "--budget") || lb_strv_pushf(&a, "%.3f", n->budget);
 	r |= lb_strv_push(&a, "--grace") || lb_strv_pushf(&a, "%.3f", n->grace > 0 ? n->grace : 0);
@@ -554,6 +557,7 @@ typedef struct slurm_state {
 	double grace, poll_s;
 	int policy;
 	bool trust_project;
+	int gate_mode; /* the job's effective lb_gate_mode, which the node's gate runs in */
 	uint64_t log_limit;
 	void (*progress)(void *ctx, const char *line);
 	void *progress_ctx;
@@ -830,12 +834,14 @@ static int slurm_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		hide[nhide++] = index_abs;
 	char expdir[PATH_MAX + 8];
 	snprintf(expdir, sizeof expdir, "%s/exp", s->run_dir);
+	s->gate_mode = job->gate_mode;
 	lb_slurm_node_run nr = {
 		.labbox = s->labbox, .runs_dir = s->node_runs, .python = s->python,
 		.expdir = expdir, .entry = job->argv[1], .args = job->argv[1] ? job->argv + 2 : NULL,
 		.budget = job->budget, .grace = s->grace, .disk_limit = job->disk_limit,
 		.log_limit = s->log_limit, .policy = s->policy, .trust_project = s->trust_project,
-		.sandbox = s->sandbox, .hide = hide, .nhide = nhide, .gpus_from_job = s->gpus > 0,
+		.gate_mode = job->gate_mode, .sandbox = s->sandbox, .hide = hide, .nhide = nhide,
+		.gpus_from_job = s->gpus > 0,
 	};
 	for (size_t i = 2; job->argv[1] && job->argv[i]; i++)
 		nr.nargs++;
@@ -1568,15 +1574,15 @@ static void slurm_free(lb_backend *b)
 	free(s);
 }
 
-/* The node's labbox runs the code in its own sandbox, under its own gate: the default for the
- * policy passed on (--runtime-gate is not passed on). */
+/* The node's labbox runs the code in its own sandbox, under its own gate, in the mode this
+ * run's gate would have had here (passed on as --runtime-gate). */
 static void slurm_gate_note(lb_backend *b, char *note, size_t n)
 {
 	slurm_state *s = b->state;
 	snprintf(note, n, "not installed by this labbox: the labbox on the node ran the code under "
 		 "its own runtime gate (policy %s, so mode %s); its events are in slurm/node.json's "
 		 "runtime_gate", lb_check_policy_name((lb_check_policy)s->policy),
-		 lb_gate_mode_name(lb_gate_effective(LB_GATE_DEFAULT, s->policy)));
+		 lb_gate_mode_name(lb_gate_effective((lb_gate_mode)s->gate_mode, s->policy)));
 }
 
 static const lb_backend_ops slurm_ops = {

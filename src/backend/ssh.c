@@ -19,6 +19,8 @@
 #include "labbox/backend.h"
 #include "labbox/diagnose.h"
 #include "labbox/env.h"
+#include "labbox/gate.h"
+#include "labbox/check.h"
 #include "labbox/util.h"
 
 #include <dirent.h>
@@ -200,6 +202,8 @@ typedef struct ssh_state {
 	char hostname[256];
 	char dir[PATH_MAX]; /* the per-run directory there */
 	bool degraded;      /* no remote labbox: the seed's plain timeout python3 */
+	char gate_policy[16]; /* the policy and gate mode the remote labbox was given */
+	int gate_mode;
 	lb_strv cmd;           /* what the supervisor runs there */
 	json_object *end;   /* the supervisor's END line */
 	json_object *doc;   /* the remote labbox's verdict (inside end) */
@@ -668,9 +672,11 @@ static int64_t json_i64(json_object *o, const char *key)
 }
 
 /* The remote labbox's command: the local flags that shape the sandbox, as given, so the run
- * there gets what the user asked for here. The static check already ran here (with the
- * user's policy), so the remote one only reports. labbox.yaml's mode: and host: name this
- * backend; the remote labbox runs locally there. */
+ * there gets what the user asked for here. That includes the policy and the runtime gate's
+ * mode: the remote gate refuses at run time what this one would have (under --policy
+ * permissive it would only record), and the remote check, a second one over the same files,
+ * is never weaker than the one here. labbox.yaml's mode: and host: name this backend; the
+ * remote labbox runs locally there. */
 static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 {
 	lb_strv *c = &d->cmd;
@@ -681,8 +687,12 @@ static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 	r |= lb_strv_push(c, "--json");
 	r |= lb_strv_push(c, "--mode");
 	r |= lb_strv_push(c, "local");
-	r |= lb_strv_push(c, "--policy");
-	r |= lb_strv_push(c, "permissive");
+	r |= lb_strv_pushf(c, "--policy=%s", job->gate_policy ? job->gate_policy : "standard");
+	if (job->trust_project)
+		r |= lb_strv_push(c, "--trust-project");
+	if (job->gate_mode != LB_GATE_DEFAULT)
+		r |= lb_strv_pushf(c, "--runtime-gate=%s",
+				   lb_gate_mode_name((lb_gate_mode)job->gate_mode));
 	r |= lb_strv_push(c, "--runs-dir");
 	r |= lb_strv_pushf(c, "%s/runs", d->dir);
 	r |= lb_strv_push(c, "--entry");
@@ -891,6 +901,9 @@ static int ssh_prepare(lb_backend *b, const lb_backend_job *job, char *err, size
 			return r;
 		return build_plain_cmd(d, job);
 	}
+	snprintf(d->gate_policy, sizeof d->gate_policy, "%s",
+		 job->gate_policy ? job->gate_policy : "standard");
+	d->gate_mode = job->gate_mode;
 	return build_labbox_cmd(d, job);
 }
 
@@ -1509,20 +1522,25 @@ static void ssh_free(lb_backend *b)
 	free(d);
 }
 
-/* The remote labbox runs the code under its own gate (--policy permissive, so its default,
- * record); without one nothing watches the code as it runs. */
+/* The remote labbox runs the code under its own gate, given this run's policy and mode;
+ * without one nothing watches the code as it runs. */
 static void ssh_gate_note(lb_backend *b, char *note, size_t n)
 {
 	ssh_state *d = b->state;
+	const char *policy = d->gate_policy[0] ? d->gate_policy : "standard";
+	lb_check_policy p = LB_CHECK_STANDARD;
+	lb_check_policy_parse(policy, &p);
+	lb_gate_mode mode = lb_gate_effective((lb_gate_mode)d->gate_mode, (int)p);
 	if (d->degraded)
 		snprintf(note, n, "not installed: no labbox on the ssh host '%s' (--allow-degraded "
 			 "isolation ran plain python3 there), so nothing watches the code as it runs; "
 			 "the static check ran here", d->host);
 	else
 		snprintf(note, n, "not installed by this labbox: the labbox on the ssh host '%s' ran "
-			 "the code under its own runtime gate (its policy permissive, so mode record: "
-			 "it records, refuses nothing); its events are in remote/result.json's "
-			 "runtime_gate", d->host);
+			 "the code under its own runtime gate (policy %s, so mode %s%s); its events "
+			 "are in remote/result.json's runtime_gate", d->host, policy,
+			 lb_gate_mode_name(mode),
+			 mode == LB_GATE_RECORD ? ": it records, refuses nothing" : "");
 }
 
 static const lb_backend_ops ssh_ops = {

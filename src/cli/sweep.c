@@ -218,6 +218,7 @@ int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep)
 typedef struct cell_echo {
 	lb_sweep_estimate_scan scan;
 	int fd;
+	int store_fd; /* a Slurm task's estimates/N, or -1: estimates go to fd */
 } cell_echo;
 
 static void cell_output(void *ctx, lb_stream stream, const char *data, size_t len)
@@ -225,7 +226,9 @@ static void cell_output(void *ctx, lb_stream stream, const char *data, size_t le
 	(void)stream;
 	cell_echo *e = ctx;
 	double est = lb_sweep_estimate_feed(&e->scan, data, len);
-	if (est >= 0)
+	if (est >= 0 && e->store_fd >= 0)
+		lb_sweep_estimate_store(e->store_fd, est);
+	else if (est >= 0)
 		lb_sweep_report_estimate(e->fd, est);
 }
 
@@ -235,9 +238,10 @@ static void cell_warn(void *ctx, const char *message)
 	(void)message; /* the run's result.json says it (index.error) */
 }
 
-/* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory. */
+/* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory;
+ * estimate_fd (-1: none) keeps its TIME_ESTIMATE instead of report_fd. */
 static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
-		    char **run_dir)
+		    int estimate_fd, char **run_dir)
 {
 	const lb_sweep_cell *cl = &c->plan.cells[cell];
 	lb_sandbox *sb = NULL;
@@ -277,7 +281,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
 	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
 	json_object_object_add(tag, "slot", sj);
-	cell_echo echo = {.fd = report_fd};
+	cell_echo echo = {.fd = report_fd, .store_fd = estimate_fd};
 	lb_run_request req = {
 		.expdir = c->expdir,
 		.python = c->python,
@@ -332,7 +336,7 @@ static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int repo
 	sweep_ctx *c = vctx;
 	if (c->lock_fd >= 0)
 		close(c->lock_fd); /* the sweep's lock is the parent's */
-	return cell_run(c, cell, slot, report_fd, NULL);
+	return cell_run(c, cell, slot, report_fd, -1, NULL);
 }
 
 /* `--resume ID --cell N`: cell N alone, here and now, as a task of a job array would run it.
@@ -345,8 +349,14 @@ static int run_one_cell(sweep_ctx *c, size_t cell)
 	slot.cpus = c->o.cpus > 0 ? c->o.cpus : CPU_COUNT(&slot.cpuset);
 	snprintf(slot.cpulist, sizeof slot.cpulist, "%d CPUs", CPU_COUNT(&slot.cpuset));
 	LB_AUTOCLOSE int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	/* The submitting labbox reads the cell's TIME_ESTIMATE from here for its time left. */
+	char est_path[PATH_MAX];
+	LB_AUTOCLOSE int est = -1;
+	if (snprintf(est_path, sizeof est_path, "%s/estimates/%zu", c->sweep_dir, cell) <
+	    (int)sizeof est_path)
+		est = open(est_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	LB_AUTOFREE char *run_dir = NULL;
-	int rc = cell_run(c, cell, &slot, devnull, &run_dir);
+	int rc = cell_run(c, cell, &slot, devnull, est, &run_dir);
 	json_object *res = run_dir ? sweep_load_json(run_dir, "result.json") : NULL;
 	if (!res) {
 		cli_error("sweep", "cell %zu of sweep %s could not be run (exit %d)", cell, c->id, rc);

@@ -494,8 +494,18 @@ int sweep_slurm_run(sweep_ctx *c, const size_t *todo, size_t ntodo, lb_sweep_slu
 	lb_time_iso8601(lb_time_now(), a.submitted_at);
 	json_object_put(c->slurm_block);
 	c->slurm_block = block_new(&a, cmd);
+	/* Each task's cell keeps its TIME_ESTIMATE here (run_one_cell); old ones are gone first. */
+	char est_dir[PATH_MAX];
+	snprintf(est_dir, sizeof est_dir, "%s/estimates", c->sweep_dir);
+	bool have_est = lb_mkdir_p(est_dir, 0700) == 0;
+	for (size_t k = 0; have_est && k < ntodo; k++) {
+		char p[PATH_MAX + 32];
+		snprintf(p, sizeof p, "%s/%zu", est_dir, todo[k]);
+		unlink(p);
+	}
 	lb_sweep_slurm sc = {
 		.submit = a.submit,
+		.estimates_dir = have_est ? est_dir : NULL,
 		.grace = c->o.grace_set ? c->o.grace : 5.0,
 		.sweep_budget = c->sweep_budget,
 		.on_event = on_event,

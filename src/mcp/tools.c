@@ -57,7 +57,14 @@ static const struct mcp_tool {
 	 "\"gpus\":{\"type\":\"string\",\"description\":\"all, 0,1 or none\"},"
 	 "\"metrics\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
 	 "\"metrics the run must report\"},"
-	 "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}"
+	 "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+	 "\"environment\":{\"type\":\"string\",\"description\":\"the Python environment: "
+	 "auto (the one that has what the code imports), a conda or venv name, or a path under "
+	 "the server's root (labbox run --env)\"},"
+	 "\"escalate\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":"
+	 "[\"network\",\"gpus\",\"env\",\"memory\"]},\"description\":\"standing "
+	 "permission to run once more with just the escalation the failure names, within the "
+	 "server's limits (labbox run --escalate)\"}"
 	 "},\"additionalProperties\":false}",
 	 true},
 	{"explain",
@@ -434,26 +441,29 @@ static int stage_files(ctx *c, json_object *files, bool stage, char **staged)
 	return 0;
 }
 
-/* expdir resolved and checked to lie under the root: the resolved path in out. */
-static int resolve_expdir(ctx *c, const char *expdir, const lb_mcp_limits *lim, char out[PATH_MAX])
+/* A path argument (expdir, environment) resolved and checked to lie under the root: the
+ * resolved path in out. expdir must be a directory; an environment may be an interpreter. */
+static int resolve_under_root(ctx *c, const char *what, const char *path,
+			      const lb_mcp_limits *lim, char out[PATH_MAX])
 {
 	char joined[PATH_MAX * 2];
-	if (expdir[0] == '/')
-		snprintf(joined, sizeof joined, "%s", expdir);
+	bool want_dir = strcmp(what, "expdir") == 0;
+	if (path[0] == '/')
+		snprintf(joined, sizeof joined, "%s", path);
 	else
-		snprintf(joined, sizeof joined, "%s/%s", lim->root, expdir);
+		snprintf(joined, sizeof joined, "%s/%s", lim->root, path);
 	if (strlen(joined) >= PATH_MAX)
-		return refuse(c, "root", "expdir is too long");
+		return refuse(c, "root", "%s is too long", what);
 	if (!realpath(joined, out))
-		return refuse(c, "", "expdir '%s': %s", expdir, strerror(errno));
+		return refuse(c, "", "%s '%s': %s", what, path, strerror(errno));
 	struct stat st;
-	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode))
-		return refuse(c, "", "expdir '%s' is not a directory", expdir);
+	if (want_dir && (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return refuse(c, "", "%s '%s' is not a directory", what, path);
 	size_t rl = strlen(lim->root);
 	bool under = strcmp(lim->root, "/") == 0 ||
 		     (strncmp(out, lim->root, rl) == 0 && (out[rl] == '\0' || out[rl] == '/'));
 	if (!under)
-		return refuse(c, "root", "expdir '%s' is outside the server's --root %s", expdir,
+		return refuse(c, "root", "%s '%s' is outside the server's --root %s", what, path,
 			      lim->root);
 	return 0;
 }
@@ -489,7 +499,7 @@ static int exp_args(ctx *c, json_object *args, const lb_mcp_limits *lim, bool st
 			return r;
 		if ((size_t)snprintf(path, PATH_MAX, "%.*s/exp", PATH_MAX - 8, *staged) >= PATH_MAX)
 			return refuse(c, "", "the private directory's name is too long");
-	} else if ((r = resolve_expdir(c, expdir, lim, path)) != 0) {
+	} else if ((r = resolve_under_root(c, "expdir", expdir, lim, path)) != 0) {
 		return r;
 	}
 	(void)is_run;
@@ -580,6 +590,66 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 	return 0;
 }
 
+/* --env and --escalate, within what the server allows: an escalation may not reach what a
+ * direct argument could not (the network, GPUs, memory above --max-memory), and an
+ * environment given as a path must lie under the root, as expdir must. */
+static int run_env_escalate(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_b *a)
+{
+	const char *environment;
+	json_object *esc;
+	int r;
+	if ((r = arg_str(c, args, "environment", &environment)) < 0 ||
+	    (r = arg_strings(c, args, "escalate", &esc)) < 0)
+		return r;
+	if (environment) {
+		if (strchr(environment, '='))
+			return bad(c, "argument 'environment' must be auto, a name or a path, "
+				      "without '='");
+		if (strchr(environment, '/')) {
+			char resolved[PATH_MAX];
+			if ((r = resolve_under_root(c, "environment", environment, lim, resolved)) != 0)
+				return r;
+			push(a, "--env=%s", resolved);
+		} else {
+			push(a, "--env=%s", environment);
+		}
+	}
+	char list[64] = "";
+	for (size_t i = 0; esc && i < json_object_array_length(esc); i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(esc, i));
+		if (strcmp(e, "network") == 0 && !lim->allow_network)
+			return refuse(c, "allow-network", "escalate network needs the server to be "
+							  "started with --allow-network");
+		if (strcmp(e, "gpus") == 0 && !lim->allow_gpus)
+			return refuse(c, "allow-gpus", "escalate gpus needs the server to be started "
+						       "with --allow-gpus");
+		/* The memory escalation doubles --memory (which the server sets to its cap when
+		 * the call names none): the doubled limit must stay within the cap. */
+		if (strcmp(e, "memory") == 0 && lim->max_memory) {
+			const char *memory;
+			uint64_t bytes = lim->max_memory;
+			if (arg_str(c, args, "memory", &memory) > 0 && lb_parse_size(memory, &bytes) < 0)
+				return bad(c, "argument 'memory' '%s' is not a size (512m, 4g)", memory);
+			if (bytes > lim->max_memory / 2)
+				return refuse(c, "max-memory",
+					      "escalate memory would double the memory limit to %llu "
+					      "bytes, above the server's --max-memory %llu",
+					      (unsigned long long)bytes * 2,
+					      (unsigned long long)lim->max_memory);
+		}
+		if (strcmp(e, "network") != 0 && strcmp(e, "gpus") != 0 && strcmp(e, "env") != 0 &&
+		    strcmp(e, "memory") != 0)
+			return bad(c, "argument 'escalate': '%s' is not one of network, gpus, env, "
+				      "memory", e);
+		if (!strstr(list, e))
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+				 *list ? "," : "", e);
+	}
+	if (*list)
+		push(a, "--escalate=%s", list);
+	return 0;
+}
+
 static const struct mcp_tool *find_tool(const char *name)
 {
 	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
@@ -621,6 +691,8 @@ int lb_mcp_call_build(const char *name, json_object *args, const lb_mcp_limits *
 		r = exp_args(&c, args, lim, stage, &a, &call->staged, path, true);
 		if (r == 0)
 			r = run_limits(&c, args, lim, &a);
+		if (r == 0)
+			r = run_env_escalate(&c, args, lim, &a);
 		json_object *xargs = NULL;
 		if (r == 0)
 			r = arg_strings(&c, args, "args", &xargs);

@@ -929,6 +929,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.gate_events = gate_staged ? gate_paths.events : NULL,
 			.gate_mode = (int)gate_mode,
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
+			.trust_project = req->trust_project,
 		};
 		r = be->ops->prepare(be, &job, err, sizeof err);
 		if (r < 0) {

@@ -1,12 +1,10 @@
-/* /proc/self/mountinfo: reading it (pure), and detaching the host's mounts that a sandbox's
- * own file systems are about to cover. */
+/* /proc/self/mountinfo: reading it. */
 #include "sandbox_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 void lb_mountinfo_unescape(char *s)
@@ -55,43 +53,25 @@ int lb_mountinfo_parse(const char *line, lb_mountinfo_entry *e)
 	return 0;
 }
 
-static bool at_or_under(const char *path, const char *dir)
+/* Every mount point of this namespace, unescaped, in the table's order. */
+int lb_mountinfo_points(char ***out, size_t *nout)
 {
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-static int by_length(const void *a, const void *b)
-{
-	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
-	return (la > lb) - (la < lb);
-}
-
-/* The host's mounts at and under each of dirs (/dev with /dev/shm and /dev/pts, /run with its netns,
- * /sys with the cgroup hierarchies) would stay listed in the sandbox's mount table beneath the
- * file systems that cover them, naming the host's devices, sizes and services. Detached first,
- * outermost first (which takes what is under it along), they are not there to be listed.
- * Mounts that came from a more privileged namespace are locked (an ordinary user's sandbox)
- * and stay: the cover still hides their contents. Returns how many were detached. */
-int lb_mountinfo_detach_under(const char *const *dirs, size_t ndirs)
-{
+	*out = NULL;
+	*nout = 0;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
 	char *line = NULL, **found = NULL;
 	size_t cap = 0, n = 0, room = 0;
 	int r = 0;
-	while (getline(&line, &cap, f) > 0) {
-		lb_mountinfo_entry e;
-		if (lb_mountinfo_parse(line, &e) < 0)
-			continue;
-		bool covered = false;
-		for (size_t k = 0; k < ndirs && !covered; k++)
-			covered = at_or_under(e.mountpoint, dirs[k]);
-		if (!covered)
+	lb_mountinfo_entry *e = malloc(sizeof *e);
+	if (!e)
+		r = -ENOMEM;
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		if (lb_mountinfo_parse(line, e) < 0)
 			continue;
 		if (n == room) {
-			size_t nr = room ? room * 2 : 16;
+			size_t nr = room ? room * 2 : 64;
 			char **nf = realloc(found, nr * sizeof *nf);
 			if (!nf) {
 				r = -ENOMEM;
@@ -100,24 +80,26 @@ int lb_mountinfo_detach_under(const char *const *dirs, size_t ndirs)
 			found = nf;
 			room = nr;
 		}
-		if (!(found[n] = strdup(e.mountpoint))) {
+		if (!(found[n] = strdup(e->mountpoint)))
 			r = -ENOMEM;
-			break;
-		}
-		n++;
+		else
+			n++;
 	}
+	free(e);
 	free(line);
 	fclose(f);
-	if (n)
-		qsort(found, n, sizeof *found, by_length);
-	int detached = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* Stacked mounts on one point come off one at a time; EINVAL: not a mount any
-		 * more (went with its parent) or locked. */
-		for (int k = 0; k < 64 && umount2(found[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0; k++)
-			detached++;
-		free(found[i]);
+	if (r < 0) {
+		lb_mountinfo_points_free(found, n);
+		return r;
 	}
-	free(found);
-	return r < 0 ? r : detached;
+	*out = found;
+	*nout = n;
+	return 0;
+}
+
+void lb_mountinfo_points_free(char **points, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(points[i]);
+	free(points);
 }

@@ -69,7 +69,7 @@ typedef struct init_ctx {
 	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
-	int root_tree;      /* the host's tree, cloned read-only by the supervisor; -1: by init */
+	lb_rootfs *rootfs;  /* the new root's entries (rootfs.c), planned by the supervisor */
 } init_ctx;
 
 /* Per-user kernel counters that the sandbox's user namespace is charged to the host user's:
@@ -326,8 +326,8 @@ static void mirror_dir(init_ctx *c, const char *nr, const char *shown)
 }
 
 /* A mount point for dst that the host lacks, made inside the sandbox: docker creates missing
- * mount points too, but in the container's own root; here the root is the host's, read-only,
- * so the nearest existing directory above dst is mirrored onto a tmpfs first. */
+ * mount points too, but in the container's own root; here the root holds the host's read-only
+ * directories, so the nearest existing one above dst is mirrored onto a tmpfs first. */
 static void ensure_mount_point(init_ctx *c, const char *dst, bool is_dir, size_t ntmpfs)
 {
 	if (in_sandbox_fs(c->sb, dst, ntmpfs))
@@ -354,7 +354,10 @@ static void ensure_mount_point(init_ctx *c, const char *dst, bool is_dir, size_t
 	}
 	if (!S_ISDIR(st.st_mode))
 		chan_fail(c->chan_wr, "setup_binds", ENOTDIR, "mount point for %s: %s", dst, anc);
-	bool done = false;
+	/* The root's own tmpfs (/, and a directory built entry by entry) is writable until
+	 * sealed: no mirror needed there. */
+	struct stat rs;
+	bool done = stat(NEWROOT, &rs) == 0 && rs.st_dev == st.st_dev;
 	for (size_t i = 0; i < nmirrored && !done; i++)
 		done = strcmp(mirrored[i], nra) == 0;
 	if (!done)
@@ -504,53 +507,6 @@ static void mask_in_binds(init_ctx *c)
 	}
 }
 
-/* The host's mount tree, read-only, as the new root. Cloned by the supervisor where it may
- * (root): a tree from the host's own namespace is not locked in the sandbox's, so the host's
- * mounts that labbox covers can be taken off it (detach_covered). */
-static int clone_host_tree(void)
-{
-	int tree = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (tree < 0)
-		return -errno;
-	struct mount_attr ro = {0};
-	ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) < 0) {
-		int e = errno;
-		close(tree);
-		return -e;
-	}
-	return tree;
-}
-
-/* The host's mounts where the sandbox puts file systems of its own come off the clone of the
- * host's tree first, so that its mount table does not list them (lb_mountinfo_detach_under).
- * Only the clone's: the binds' sources were opened in the host's tree, which stays whole. */
-static void detach_covered(init_ctx *c)
-{
-	const lb_sandbox *sb = c->sb;
-	static const char *const fresh[] = {"/proc", "/dev", "/sys"};
-	size_t max = 3 + sb->nhidden + sb->nprivate, n = 0;
-	char (*p)[4096] = malloc(max * sizeof *p);
-	const char **dirs = malloc(max * sizeof *dirs);
-	if (p && dirs) {
-		for (size_t i = 0; i < 3; i++) {
-			if (strcmp(fresh[i], "/sys") == 0 && sb->net == LB_NET_HOST)
-				continue; /* the host's /sys is shown then (setup_sys) */
-			nr_path(p[n], sizeof p[n], fresh[i]);
-			n++;
-		}
-		for (size_t i = 0; i < sb->nhidden; i++)
-			nr_path(p[n++], sizeof p[0], sb->hidden[i]);
-		for (size_t i = 0; i < sb->nprivate; i++)
-			nr_path(p[n++], sizeof p[0], sb->private_dirs[i]);
-		for (size_t i = 0; i < n; i++)
-			dirs[i] = p[i];
-		lb_mountinfo_detach_under(dirs, n); /* one read of the mount table for all */
-	}
-	free(dirs);
-	free(p);
-}
-
 static void setup_root(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -576,19 +532,19 @@ static void setup_root(init_ctx *c)
 			chan_fail(c->chan_wr, "setup_dev", errno, "open %s", p);
 	}
 
-	LB_AUTOCLOSE int tree = c->root_tree;
-	if (tree < 0) {
-		tree = clone_host_tree();
-		if (tree < 0)
-			chan_fail(c->chan_wr, "setup_root", -tree, "clone the host's mount tree");
-	}
+	/* Cloned in the sandbox's namespace, where the mounts under each clone are locked to it,
+	 * before the staging tmpfs covers the host's /tmp, like the sources above. */
+	char err[400];
+	int r = lb_rootfs_clone(c->rootfs, "/", err, sizeof err);
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_root", -r, "%s", err);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mount the staging tmpfs");
 	if (mkdir(NEWROOT, 0755) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mkdir " NEWROOT);
-	if (move_mount(tree, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		chan_fail(c->chan_wr, "setup_root", errno, "attach the new root");
-	detach_covered(c);
+	r = lb_rootfs_build(c->rootfs, NEWROOT, err, sizeof err);
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_root", -r, "%s", err);
 	prepare_mount_points(c);
 
 	for (size_t i = 0; i < sb->nhidden; i++) {
@@ -638,6 +594,8 @@ static void setup_root(init_ctx *c)
 	nr_path(p, sizeof p, "/dev");
 	if (mount_setattr(AT_FDCWD, p, 0, &ro_only, sizeof ro_only) < 0)
 		chan_fail(c->chan_wr, "setup_dev", errno, "seal /dev");
+	if (mount_setattr(AT_FDCWD, NEWROOT, 0, &ro_only, sizeof ro_only) < 0)
+		chan_fail(c->chan_wr, "setup_root", errno, "seal the new root");
 
 	if (chdir(NEWROOT) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "chdir to the new root");
@@ -1484,15 +1442,27 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      CLONE_NEWUTS | SIGCHLD;
 	if (sb->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
+	/* The new root's entries, planned from the host's / and mount table; init clones them. */
+	lb_rootfs rootfs;
+	char **points = NULL;
+	size_t npoints = 0;
+	int rr = lb_mountinfo_points(&points, &npoints);
+	if (rr == 0)
+		rr = lb_rootfs_plan(sb, "/", points, npoints, &rootfs);
+	lb_mountinfo_points_free(points, npoints);
+	if (rr < 0) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "list the host's root and mount table: %s", strerror(-rr));
+		set_setup_failure(res, "setup_root", -rr, msg);
+		goto out_sfd;
+	}
 	int cgroup_fds[LB_CGROUP_SELF_FDS];
 	bool self_move = cg.version == 1 && lb_cgroup_open_self(&cg, cgroup_fds) == 0;
-	/* Without the privilege to clone it here, init clones it in its namespace: locked. */
-	int root_tree = geteuid() == 0 ? clone_host_tree() : -1;
 	double t0 = lb_time_monotonic();
 	fflush(NULL);
 	pid_t init = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
-	if (init != 0 && root_tree >= 0)
-		close(root_tree);
+	if (init != 0)
+		lb_rootfs_free(&rootfs);
 	if (init != 0 && self_move)
 		lb_cgroup_close_self(cgroup_fds);
 	if (init < 0) {
@@ -1517,7 +1487,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc,
 			      .disk_fs = fs != NULL,
-			      .root_tree = root_tree};
+			      .rootfs = &rootfs};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
 		close(chan[0]);

@@ -81,6 +81,43 @@ typedef struct lb_mountinfo_entry {
 } lb_mountinfo_entry;
 void lb_mountinfo_unescape(char *s);
 int lb_mountinfo_parse(const char *line, lb_mountinfo_entry *e);
-int lb_mountinfo_detach_under(const char *const *dirs, size_t ndirs);
+int lb_mountinfo_points(char ***out, size_t *nout);
+void lb_mountinfo_points_free(char **points, size_t n);
+
+/* The new root, built mount by mount from the host's top-level entries (rootfs.c). */
+typedef enum lb_rootfs_kind {
+	LB_ROOTFS_BIND, /* a read-only clone of the host's directory or file, with its submounts */
+	LB_ROOTFS_LINK, /* the same symlink */
+	LB_ROOTFS_DIR,  /* a directory: labbox mounts a file system of its own there, or puts
+			 * the host directory's entries in it, planned one by one */
+	LB_ROOTFS_GONE, /* listed, then removed from the host before it was cloned */
+} lb_rootfs_kind;
+
+typedef struct lb_rootfs_entry {
+	char *path; /* relative to the root: "usr", "var/lib" */
+	lb_rootfs_kind kind;
+	bool is_dir; /* LB_ROOTFS_BIND: a directory, else a file */
+	unsigned mode; /* LB_ROOTFS_DIR */
+	bool owned;    /* LB_ROOTFS_DIR standing for a host's directory: its owner */
+	uid_t uid;
+	gid_t gid;
+	char *target; /* LB_ROOTFS_LINK */
+	int tree;       /* LB_ROOTFS_BIND: the clone (lb_rootfs_clone); -1 before */
+} lb_rootfs_entry;
+
+typedef struct lb_rootfs {
+	lb_rootfs_entry *e;
+	size_t n;
+} lb_rootfs;
+
+/* What becomes of each entry of host_root ("/"; a test's own directory); no mount made.
+ * mounts: the host's mount points (lb_mountinfo_points), absolute. */
+int lb_rootfs_plan(const lb_sandbox *sb, const char *host_root, char *const *mounts,
+		   size_t nmounts, lb_rootfs *rf);
+/* Clones each bound entry, read-only, nosuid, nodev; err says which failed. */
+int lb_rootfs_clone(lb_rootfs *rf, const char *host_root, char *err, size_t errlen);
+/* Mounts a tmpfs on newroot and puts the entries in it. */
+int lb_rootfs_build(const lb_rootfs *rf, const char *newroot, char *err, size_t errlen);
+void lb_rootfs_free(lb_rootfs *rf);
 
 #endif

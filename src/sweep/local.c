@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -134,6 +135,35 @@ int lb_sweep_report_estimate(int report_fd, double seconds)
 	char line[64];
 	int n = snprintf(line, sizeof line, "E %.3f\n", seconds);
 	return lb_write_all(report_fd, line, (size_t)n);
+}
+
+int lb_sweep_estimate_store(int fd, double seconds)
+{
+	char rec[32];
+	/* One fixed-width record at offset 0: a reader never sees a shorter one half-written
+	 * over a longer one. */
+	int n = snprintf(rec, sizeof rec, "%20.3f\n", seconds);
+	if (n < 0 || (size_t)n >= sizeof rec)
+		return -EINVAL;
+	ssize_t w = pwrite(fd, rec, (size_t)n, 0);
+	return w == n ? 0 : w < 0 ? -errno : -EIO;
+}
+
+double lb_sweep_estimate_load(const char *dir, size_t cell)
+{
+	char path[PATH_MAX], rec[32];
+	if (snprintf(path, sizeof path, "%s/%zu", dir, cell) >= (int)sizeof path)
+		return -1;
+	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, rec, sizeof rec - 1, 0);
+	if (n <= 0)
+		return -1;
+	rec[n] = '\0';
+	char *end;
+	double v = strtod(rec, &end);
+	return end != rec && isfinite(v) && v >= 0 ? v : -1;
 }
 
 int lb_sweep_report_done(int report_fd, int exit_code, const char *run_id, const char *run_dir)

@@ -60,7 +60,9 @@ static double eta(const array_run *a, double now)
 			continue;
 		if (t->started) {
 			el[nrun] = now - t->t_start;
-			est[nrun++] = -1;
+			est[nrun++] = a->cfg->estimates_dir
+					      ? lb_sweep_estimate_load(a->cfg->estimates_dir, a->todo[k])
+					      : -1;
 		} else {
 			npend++;
 		}

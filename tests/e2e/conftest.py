@@ -224,3 +224,55 @@ def squeue(env, *args):
                          timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
+
+
+class PtyCapture:
+    """A pseudo-terminal to give a command as its stderr, so labbox draws what it draws on a
+    terminal; .text() is what it wrote so far. Use as a context manager."""
+
+    def __init__(self):
+        import pty
+        import threading
+        self.master, self.slave = pty.openpty()
+        self.chunks = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                b = os.read(self.master, 4096)
+            except OSError:
+                return
+            if not b:
+                return
+            self.chunks.append(b)
+
+    def text(self):
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def close(self):
+        if self.slave is not None:
+            os.close(self.slave)
+            self.slave = None
+            self.thread.join(10)
+            os.close(self.master)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# An experiment whose process creation the static check lets through under permissive and
+# the runtime gate refuses when it is on: for the backends that pass the gate's mode on.
+GATE_SPAWN = """
+import os
+try:
+    os.system("true")
+    print("spawned: yes")
+except PermissionError as e:
+    print("refused:", e)
+print("ok: 1")
+"""

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LABBOX, PYTHON, REPO, kill_marker, pids_with_marker, unique,
-                      wait_no_marker, write_exp)
+from conftest import (LABBOX, PYTHON, REPO, host_can_enforce, kill_marker, pids_with_marker,
+                      unique, wait_no_marker, write_exp)
 
 CLIENT_DIR = REPO / "tests" / "e2e" / "mcp-client"
 
@@ -191,6 +191,68 @@ def test_sdk_memory_cap_applies_to_runs_that_ask_for_none(sdk, tmp_path):
         {"op": "call", "name": "runs_show", "arguments": {"run_id": doc["id"]}}])
     sb = show["result"]["structuredContent"]["manifest"]["config"]["sandbox"]
     assert sb["memory_bytes"] == 1 << 30
+
+
+HOG = """
+block = bytearray(160 * 1024 * 1024)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+print("touched_mb:", len(block) >> 20)
+"""
+
+
+def test_sdk_escalation_within_the_servers_limits(sdk, tmp_path):
+    """escalate reaches `labbox run --escalate`: an oom under 120m is run once more under
+    240m, which the server's cap allows; what the cap or the server's flags forbid is refused
+    before anything runs, as the direct argument would be."""
+    write_exp(tmp_path, HOG, name="exp")
+    degraded = [] if host_can_enforce("memory") else ["--allow-degraded", "memory"]
+    outside = tmp_path.parent / f"venv-{unique()}"
+    outside.mkdir()
+    calls = [
+        {"expdir": "exp", "python": PYTHON, "memory": "120m", "escalate": ["memory"]},
+        {"expdir": "exp", "python": PYTHON, "memory": "600m", "escalate": ["memory"]},
+        {"expdir": "exp", "python": PYTHON, "escalate": ["network"]},
+        {"expdir": "exp", "python": PYTHON, "escalate": ["gpus"]},
+        {"expdir": "exp", "python": PYTHON, "escalate": ["disk"]},
+        {"expdir": "exp", "python": PYTHON, "environment": str(outside)},
+        {"expdir": "exp", "python": PYTHON, "environment": "a=b"},
+    ]
+    out = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-memory", "1g", *degraded],
+                [{"op": "call", "name": "run", "arguments": a} for a in calls])
+    doc = out[0]["result"]["structuredContent"]
+    assert doc["status"] == "completed", doc
+    first, second = doc["attempts"]
+    assert first["failure_class"] == "oom", doc["attempts"]
+    assert first["flags"]["memory_bytes"] == 120 << 20
+    assert second["escalated"] == ["memory"] and second["flags"]["memory_bytes"] == 240 << 20
+    assert doc["metrics"]["values"]["touched_mb"] == 160
+
+    def refused(o):
+        r = o["result"]
+        assert r["isError"] is True, o
+        return r["structuredContent"]["error"]
+    assert refused(out[1])["limit"] == "max-memory"
+    assert "1073741824" in refused(out[1])["message"]
+    assert refused(out[2])["limit"] == "allow-network"
+    assert refused(out[3])["limit"] == "allow-gpus"
+    assert out[4]["error"]["code"] == -32602 and "disk" in out[4]["error"]["message"]
+    assert refused(out[5])["limit"] == "root"
+    assert out[6]["error"]["code"] == -32602 and "environment" in out[6]["error"]["message"]
+    # Only the first call ran (its two attempts).
+    runs = {p.name for p in (tmp_path / ".labbox" / "runs").iterdir() if p.is_dir()}
+    assert runs == {a["id"] for a in doc["attempts"]}, runs
+
+
+def test_sdk_environment_auto(sdk, tmp_path):
+    write_exp(tmp_path, "import numpy\nprint('mean:', float(numpy.mean([1, 3])))\n", name="exp")
+    run, = drive(sdk, tmp_path, ["--root", str(tmp_path)], [
+        {"op": "call", "name": "run", "arguments": {"expdir": "exp", "environment": "auto"}}])
+    doc = run["result"]["structuredContent"]
+    assert doc["status"] == "completed", doc
+    env = doc["environment"]
+    assert env["asked"] == "auto" and env["chosen"]["python"], env
+    assert doc["metrics"]["values"]["mean"] == 2.0
 
 
 def test_sdk_cancel_ends_the_run_as_ctrl_c(sdk, tmp_path):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import (LABBOX, PYTHON, REPO, kill_marker, pids_with_marker, unique,
+from conftest import (LABBOX, PYTHON, REPO, host_can_enforce, kill_marker, pids_with_marker, unique,
                       wait_no_marker, write_exp)
 
 sys.path.insert(0, str(REPO / "python"))
@@ -97,6 +97,44 @@ def test_usage_errors_raise_with_the_error_document(tmp_path):
     assert e.value.doc["schema"] == "labbox.error/1" and "missing" in e.value.message
     with pytest.raises(labbox.LabboxError):
         labbox.explain("no-such-run")
+
+
+def test_environment_escalate_and_gate_reach_the_run(tmp_path):
+    exp = write_exp(tmp_path, """
+        import numpy
+        print("mean:", float(numpy.mean([1, 3])))
+        """)
+    r = labbox.run(exp, environment="auto", runtime_gate="record")
+    assert r.ok, r.doc
+    assert r.environment["asked"] == "auto" and r.environment["chosen"]["python"]
+    assert r.doc["runtime_gate"]["mode"] == "record"
+    assert r.metrics.values["mean"] == 2.0
+
+    hog = write_exp(tmp_path / "hog", """
+        block = bytearray(160 * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        print("touched_mb:", len(block) >> 20)
+        """)
+    degraded = None if host_can_enforce("memory") else "memory"
+    r = labbox.run(hog, memory="120m", allow_degraded=degraded, escalate="memory",
+                   python=PYTHON)
+    assert r.ok, r.doc
+    assert [a["flags"]["memory_bytes"] for a in r.attempts] == [120 << 20, 240 << 20]
+    assert r.attempts[1]["escalated"] == ["memory"]
+    with pytest.raises(ValueError, match="environment"):
+        labbox.run(exp, environment="A=B")
+
+
+def test_repair_cmd_reaches_the_run(tmp_path):
+    exp = write_exp(tmp_path, "print('accuracy:', 1 / 0)\n")
+    fix = "sed -i 's|1 / 0|0.5|' main.py"
+    r = labbox.run(exp, repair_cmd=fix, max_repairs=1, python=PYTHON)
+    assert r.ok, r.doc
+    assert len(r.attempts) == 2 and r.metrics.values["accuracy"] == 0.5
+    assert "1 / 0" in (exp / "main.py").read_text()  # without apply=True it is not changed
+    r = labbox.run(exp, repair_cmd=fix, max_repairs=1, apply=True, python=PYTHON)
+    assert r.ok and "1 / 0" not in (exp / "main.py").read_text()
 
 
 def test_check_and_probe(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
+from conftest import GATE_SPAWN, LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
     wait_for, wait_no_marker, write_exp
 
 
@@ -129,6 +129,20 @@ def test_node_side_isolation_is_reported(slurm, tmp_path):
     assert iso["namespaces"]["pid"] and iso["namespaces"]["mount"] and iso["seccomp"]
     assert iso["network"] == "none" and iso["capabilities"] == "none"
     assert r.result["backend"]["isolated_by"] == "labbox on the Slurm node"
+
+
+def test_runtime_gate_asked_here_holds_on_the_node(slurm, tmp_path):
+    """--runtime-gate is passed on: asked `on` here, the node's gate refuses the process the
+    permissive static check let through."""
+    exp = write_exp(tmp_path, GATE_SPAWN)
+    r = srun_exp(slurm, exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
+    assert r.rc == 0, r.why()
+    assert "labbox runtime gate refused os.system" in r.log(), r.log()
+    node = json.loads((r.run_dir / "slurm" / "node.json").read_text())
+    g = node["runtime_gate"]
+    assert g["mode"] == "on" and g["enforced"] is True, g
+    assert any(e["event"] == "os.system" and e["refused"] for e in g["events"]), g
+    assert "mode on" in r.result["runtime_gate"]["note"], r.result["runtime_gate"]
 
 
 def test_budget_overrun_is_124_with_partial_results(slurm, tmp_path):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABBOX, REPO, labbox, run_exp, unique, wait_for, write_exp
+from conftest import GATE_SPAWN, LABBOX, REPO, labbox, run_exp, unique, wait_for, write_exp
 
 SERVICE = REPO / "tests" / "services" / "sshd"
 HOST = "lbssh-test"
@@ -134,16 +134,36 @@ def test_quickstart_over_ssh(sshd, tmp_path):
     assert res["isolation"] == remote["isolation"]
     assert res["isolation"]["namespaces"]["pid"] is True and res["isolation"]["seccomp"] is True
     assert res["isolation"]["network"] == "none"
-    # the remote labbox's gate ran there (record, under its policy permissive), said so here
+    # the remote labbox's gate ran there, under this run's policy (standard, so on), said
+    # so here
     assert res["runtime_gate"]["installed"] is False
     assert "remote/result.json" in res["runtime_gate"]["note"], res["runtime_gate"]
-    assert remote["runtime_gate"]["installed"] is True and remote["runtime_gate"]["mode"] == "record"
+    assert "policy standard, so mode on" in res["runtime_gate"]["note"], res["runtime_gate"]
+    g = remote["runtime_gate"]
+    assert g["installed"] is True and g["mode"] == "on" and g["policy"] == "standard", g
     man = r.file_json("manifest.json")
     assert man["config"]["mode"] == "ssh" and man["config"]["host"] == HOST
     assert "main.py" in man["files"]
     assert (r.run_dir / "environment.txt").read_text().startswith("Python 3.")
     assert "test_mse" in r.log()
     assert not sshd.exists(be["remote_dir"])
+
+
+def test_runtime_gate_asked_here_holds_on_the_host(sshd, tmp_path):
+    """The remote labbox gets this run's policy and gate mode: asked `on` under permissive
+    here, its gate refuses the process the static check let through."""
+    exp = write_exp(tmp_path, GATE_SPAWN)
+    r = srun(sshd, exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
+    assert r.rc == 0, r.why()
+    assert "labbox runtime gate refused os.system" in r.log(), r.log()
+    g = r.file_json("remote/result.json")["runtime_gate"]
+    assert g["mode"] == "on" and g["enforced"] is True and g["policy"] == "permissive", g
+    assert any(e["event"] == "os.system" and e["refused"] for e in g["events"]), g
+    assert "mode on" in r.result["runtime_gate"]["note"], r.result["runtime_gate"]
+    # And rejected code is still rejected, here, before anything reaches the host.
+    bad = write_exp(tmp_path / "bad", "import subprocess\nsubprocess.run(['true'])\n")
+    r = srun(sshd, bad, tmp_path / "runs2", "--policy", "strict")
+    assert r.rc == 3, r.why()
 
 
 def test_remote_labbox_named(sshd, tmp_path):

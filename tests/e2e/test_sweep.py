@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CALL_TIMEOUT, LABBOX, PYTHON, labbox, wait_for, write_exp
+from conftest import CALL_TIMEOUT, LABBOX, PYTHON, PtyCapture, labbox, wait_for, write_exp
 
 
 def sweep(tmp_path, expdir, *opts, args=(), timeout=CALL_TIMEOUT, json_out=True):
@@ -494,33 +494,14 @@ def test_resume_of_a_finished_sweep_keeps_values_with_commas(tmp_path):
 
 
 def test_a_terminal_gets_a_live_progress_line(tmp_path):
-    import pty
-    import threading
     exp = write_exp(tmp_path, GRID_MAIN)
-    master, slave = pty.openpty()
-    chunks = []
-
-    def reader():
-        while True:
-            try:
-                b = os.read(master, 4096)
-            except OSError:
-                return
-            if not b:
-                return
-            chunks.append(b)
-
-    t = threading.Thread(target=reader, daemon=True)
-    t.start()
-    proc = subprocess.run([LABBOX, "sweep", "--python", PYTHON, "--runs-dir",
-                           str(tmp_path / "runs"), "--param", "lr=0.1,0.2", "--param",
-                           "model=a", "--seeds", "0-1", str(exp)],
-                          stdout=subprocess.PIPE, stderr=slave, text=True,
-                          timeout=CALL_TIMEOUT)
-    os.close(slave)
-    t.join(10)
-    os.close(master)
-    tty = b"".join(chunks).decode(errors="replace")
+    with PtyCapture() as term:
+        proc = subprocess.run([LABBOX, "sweep", "--python", PYTHON, "--runs-dir",
+                               str(tmp_path / "runs"), "--param", "lr=0.1,0.2", "--param",
+                               "model=a", "--seeds", "0-1", str(exp)],
+                              stdout=subprocess.PIPE, stderr=term.slave, text=True,
+                              timeout=CALL_TIMEOUT)
+    tty = term.text()
     assert proc.returncode == 0, tty
     assert "\r\x1b[K" in tty
     assert "4/4 done, 0 running, 0 failed" in tty

@@ -8,12 +8,13 @@ cell is the cluster's failure, the others complete, resume runs only it), a requ
 counted once, Ctrl-C cancelling the array, and an unreachable controller. Needs root (the
 daemons); tests/escape/run-as-user leaves this file out."""
 import json
+import re
 import signal
 import subprocess
 from pathlib import Path
 
-from conftest import LABBOX, PYTHON, labbox, squeue, unique, wait_for, wait_no_marker, \
-    write_exp
+from conftest import LABBOX, PYTHON, PtyCapture, labbox, squeue, unique, wait_for, \
+    wait_no_marker, write_exp
 
 # permissive: the experiment's own bookkeeping (a file in /state) is no finding to stop at
 GRID = ("--param", "lr=0.1,0.2", "--seeds", "0-1", "--policy", "permissive")
@@ -219,6 +220,43 @@ def test_ctrl_c_cancels_the_array_and_records_cells_interrupted(slurm, tmp_path)
     for c in ran:
         res = json.loads((Path(c["run_dir"]) / "result.json").read_text())
         assert res["status"] == "interrupted"
+
+
+def test_time_left_on_a_terminal_counts_the_running_tasks_estimates(slurm, tmp_path):
+    """Before any cell has finished, the time left comes from the running cells'
+    TIME_ESTIMATE lines, which their tasks' labboxes leave in the sweep's directory."""
+    marker = unique("swe")
+    exp = write_exp(tmp_path, f"""
+        import argparse, time
+        p = argparse.ArgumentParser()
+        p.add_argument("--lr", type=float)
+        p.add_argument("--seed", type=int)
+        p.parse_args()
+        print("TIME_ESTIMATE: 300s")
+        print({marker!r}, flush=True)
+        time.sleep(600)
+    """)
+    runs = tmp_path / "runs"
+    with PtyCapture() as term:
+        p = subprocess.Popen([LABBOX, "sweep", "--mode", "slurm", "--python", PYTHON,
+                              "--runs-dir", str(runs), *GRID, str(exp)], env=slurm,
+                             stdout=subprocess.PIPE, stderr=term.slave, text=True)
+        try:
+            wait_marker(runs, marker, count=1)
+            shown = lambda: re.findall(r"time left (\d+m\d+s|\d+h\d+m)", term.text())  # noqa
+            assert wait_for(shown, 30, interval=0.3), term.text()
+            # A cell that has only just started has an empty file: the one that printed
+            # has 300.
+            est = [f.read_text().strip()
+                   for f in (Path(runs).parent / "sweeps").glob("*/estimates/*")]
+            assert "300.000" in est, est
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=150)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert p.returncode == 128 + signal.SIGINT
+    assert wait_no_marker(marker, 30) == []
 
 
 def test_the_sweep_budget_cancels_the_array_and_is_124(slurm, tmp_path):

@@ -1,10 +1,13 @@
 """The run records are the user's own, other runs are out of the experiment's reach, and the
 sandbox shows nothing of the host's network and cgroups. Checked from the host's side, as root
 and (run-as-user) as an ordinary user."""
+import errno
 import json
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -422,40 +425,146 @@ def host_mounts_under(dirs):
     return found
 
 
+COVERED = ["/proc", "/dev", "/sys", "/run", "/home", "/root", "/tmp", "/var/tmp"]
+
+
+def mount_rows(lines):
+    """(mount point, (device, root in its file system), fstype) of mountinfo lines."""
+    rows = []
+    for l in lines:
+        f = l.split(" ")
+        mp = f[4].encode().decode("unicode_escape")
+        rows.append((mp, (f[2], f[3].encode().decode("unicode_escape")), l.split(" - ")[1].split(" ")[0]))
+    return rows
+
+
+def host_rows_under(dirs):
+    return [r for r in mount_rows(Path("/proc/self/mountinfo").read_text().splitlines())
+            if any(r[0] == d or r[0].startswith(d + "/") for d in dirs)]
+
+
+def sandbox_mounts(tmp_path, runs):
+    exp = write(tmp_path / "exp", MOUNTS)
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 runs, exp)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+
+
 def test_mount_table_does_not_list_the_hosts_covered_mounts(tmp_path):
     """Where the sandbox mounts file systems of its own (/proc, /dev, /sys, the hidden and
     private directories), the host's mounts beneath them (the host's devtmpfs with its size,
     /dev/shm, /dev/pts, the cgroup hierarchies, /run's netns and services, other users'
-    homes) are not in the sandbox's mount table. As an ordinary user the kernel keeps them
-    (locked under labbox's covers), and what is listed is each cover once, over them."""
-    covered = ["/proc", "/dev", "/sys", "/run", "/home", "/root", "/tmp", "/var/tmp"]
-    host = host_mounts_under(covered)
-    exp = write(tmp_path / "exp", MOUNTS)
-    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
-                 tmp_path / "runs", exp)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    lines = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
-    seen = [(l.split(" ")[4], l.split(" - ")[1].split(" ")[0]) for l in lines]
-    roots = {l.split(" ")[4]: l.split(" ")[3] for l in lines}
-    points = [mp for mp, _ in seen]
+    homes) are not in the sandbox's mount table, for root and for an ordinary user alike:
+    the root is built mount by mount and never takes them along."""
+    host = host_rows_under(COVERED)
+    # the host does have mounts there, so the test can fail
+    assert len(host) > len(COVERED) // 2, host
+    rows = mount_rows(sandbox_mounts(tmp_path, tmp_path / "runs"))
+    seen = [(mp, fstype) for mp, _, fstype in rows]
+    points = [mp for mp, _, _ in rows]
     # labbox's own file systems are there, each mounted once where it is the top
-    for d, fstype in (("/proc", "proc"), ("/dev", "tmpfs"), ("/sys", "sysfs"),
+    for d, fstype in (("/", "tmpfs"), ("/proc", "proc"), ("/dev", "tmpfs"), ("/sys", "sysfs"),
                       ("/tmp", "tmpfs")):
         assert (d, fstype) in seen, (d, seen)
-    if not IS_ROOT:
-        return
-    # the host's devtmpfs, its /dev/shm and /dev/pts, the cgroup tree, /run's mounts
-    for mp, fstype in seen:
+    # no mount of the host's from under those places, wherever it would be listed
+    shown = {src for _, src, _ in rows}
+    leaked = [r for r in host if r[1] in shown]
+    assert leaked == [], leaked
+    for mp, src, fstype in rows:
         # device nodes bound one by one (/dev/null, and over masked files), not the tree
-        assert fstype != "devtmpfs" or roots[mp] != "/", (mp, seen)
+        assert fstype != "devtmpfs" or src[1] != "/", (mp, seen)
         assert fstype not in ("cgroup", "cgroup2", "devpts"), (mp, fstype)
-    for d in covered:
+    for d in COVERED:
         assert points.count(d) == 1, (d, points)
     under = [mp for mp in points if any(mp.startswith(d + "/") for d in ("/run", "/home",
                                                                           "/root", "/var/tmp"))]
     assert [mp for mp in under if not mp.startswith("/run/labbox-gate/")] == [], under
-    # the host does have mounts there, so the test can fail
-    assert len(host) > len(covered) // 2, host
+
+
+PROBE = r'''
+import json, os
+found = {}
+for d in %r:
+    try:
+        found[d] = sorted(os.listdir(d))
+    except OSError as e:
+        found[d] = e.errno
+print(json.dumps({"mounts": open("/proc/self/mountinfo").read().splitlines(), "found": found}))
+print("accuracy: 1")
+'''
+
+
+def test_mounts_under_hidden_directories_never_enter_the_sandbox(tmp_path, visible_dir):
+    """A file system the host mounts inside a hidden directory (another user's home, the
+    runs directory of a project under /srv) is neither listed in the sandbox's mount table
+    nor reachable through it: under /home it is never cloned, under a hidden directory inside
+    a bound one it is taken off the clone before the cover goes on."""
+    home = Path(tempfile.mkdtemp(prefix="labbox-escape-", dir="/home"))
+    runs = visible_dir / "proj" / "runs"
+    places = [home / "mnt", runs / "mnt"]
+    mounted = []
+    try:
+        for m in places:
+            m.mkdir(parents=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "labbox-probe", m], check=True)
+            mounted.append(m)
+            (m / "canary").write_text(token())
+        host = [r for r in host_rows_under([str(m) for m in places])]
+        assert len(host) == 2, host
+        exp = write(visible_dir / "exp", PROBE % [str(m) for m in places])
+        p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON,
+                     "--runs-dir", runs, exp)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        out = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+    finally:
+        for m in mounted:
+            subprocess.run(["umount", m], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+    rows = mount_rows(out["mounts"])
+    assert [r for r in rows if r[2] == "tmpfs" and r[1] in {h[1] for h in host}] == [], rows
+    assert not any("labbox-probe" in l for l in out["mounts"]), out["mounts"]
+    for m in places:
+        assert out["found"][str(m)] in (errno.ENOENT, []), out["found"]
+
+
+LAYOUT = r'''
+import errno, json, os, subprocess
+links = {n: os.readlink("/" + n) for n in os.listdir("/") if os.path.islink("/" + n)}
+try:
+    open("/labbox-new-entry", "w")
+    root = "written"
+except OSError as e:
+    root = errno.errorcode[e.errno]
+try:
+    os.mkdir("/usr/labbox-new-entry")
+    usr = "written"
+except OSError as e:
+    usr = errno.errorcode[e.errno]
+sh = subprocess.run(["/bin/sh", "-c", "echo through-bin"], capture_output=True, text=True).stdout
+print(json.dumps({"links": links, "root": root, "usr": usr, "sh": sh,
+                  "entries": sorted(os.listdir("/"))}))
+print("accuracy: 1")
+'''
+
+
+def test_root_is_read_only_and_keeps_the_hosts_top_level(tmp_path):
+    """The new root holds the host's top-level entries: each symlink as it is on the host
+    (/bin -> usr/bin on a merged /usr, through which the shell starts), each directory bound
+    read-only; nothing can be added to the root itself."""
+    exp = write(tmp_path / "exp", LAYOUT)
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    out = json.loads((Path(doc["run_dir"]) / "run.log").read_text().splitlines()[0])
+    host_links = {n: os.readlink("/" + n) for n in os.listdir("/") if os.path.islink("/" + n)}
+    assert out["links"] == host_links, (out["links"], host_links)
+    assert out["root"] == "EROFS" and out["usr"] == "EROFS", out
+    assert out["sh"] == "through-bin\n", out
+    for n in os.listdir("/"):
+        st = os.lstat("/" + n)
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            assert n in out["entries"], (n, out["entries"])
 
 
 def test_sweeps_beside_the_runs_are_hidden(tmp_path, visible_dir):
@@ -495,3 +604,67 @@ print("accuracy: 1")
     assert p.returncode == 0, p.stdout[-2000:]
     log = (Path(doc["run_dir"]) / "run.log").read_text()
     assert "SEEN [] FOUND []" in log, log[-2000:]
+
+
+ODD_ROOT = r'''
+set -eu
+R=$1
+mount -t tmpfs -o mode=0755 labbox-odd-root "$R"
+for d in usr etc var proc dev sys tmp; do
+    mkdir "$R/$d"
+    mount --rbind "/$d" "$R/$d"
+done
+for l in bin sbin lib lib32 lib64; do
+    [ -L "/$l" ] && ln -s "$(readlink "/$l")" "$R/$l"
+done
+mkdir -p "$R/lbbin" && mount --bind "$(dirname "$2")" "$R/lbbin"
+# what a host's / may also hold: a fifo, a socket, a device node, a dangling and an absolute
+# symlink, plain files, an unreadable directory, a mount point with a mount under it, a name
+# with a space and a newline, an empty file that is a mount point
+mkfifo "$R/fifo"
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$R/sock"
+mknod "$R/nullnode" c 1 3
+ln -s /nowhere/at/all "$R/dangling"
+ln -s /usr "$R/absusr"
+echo odd-file > "$R/file"
+mkdir -m 000 "$R/locked"
+mkdir "$R/data" && mount -t tmpfs labbox-odd-data "$R/data"
+mkdir "$R/data/inner" && mount -t tmpfs labbox-odd-inner "$R/data/inner"
+echo inner > "$R/data/inner/x"
+mkdir "$R/sp ace
+nl"
+touch "$R/fileonly" "$R/.hostfile" && mount --bind "$R/file" "$R/fileonly"
+mkdir "$R/old"
+cd "$R"
+pivot_root . old
+umount -l /old
+rmdir /old
+cd /
+exec /lbbin/labbox exec -- /bin/sh -c 'ls -A /; cat /file /fileonly /data/inner/x /absusr/bin/python3 >/dev/null && echo read-ok; /usr/bin/python3 -c "print(\"py-ok\")"'
+'''
+
+
+def test_unusual_top_level_entries_do_not_fail_setup(tmp_path):
+    """A host whose / holds a fifo, a socket, a device node, dangling and absolute symlinks,
+    an unreadable directory, mount points (a directory with a mount under it, a file) and odd
+    names still runs experiments: what can be shown is, the rest is left out. Built in a
+    mount namespace of the test's own with a root of its own: the host's / is not touched."""
+    if not IS_ROOT:
+        pytest.skip("a root of the test's own takes mounts and pivot_root: root's")
+    if not shutil.which("pivot_root") or not shutil.which("unshare"):
+        pytest.skip("util-linux's unshare and pivot_root are needed")
+    root = tmp_path / "root"
+    root.mkdir()
+    script = write(tmp_path / "script", "")
+    (script / "odd.sh").write_text(ODD_ROOT)
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", script / "odd.sh",
+                        root, os.path.realpath(LABBOX)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    entries = p.stdout.splitlines()
+    for name in ("file", "fileonly", ".hostfile", "dangling", "absusr", "locked", "data",
+                 "sp ace", "usr", "bin", "proc", "dev", "sys", "tmp"):
+        assert name in entries, (name, entries)
+    for name in ("fifo", "sock", "nullnode"):
+        assert name not in entries, (name, entries)
+    assert "read-ok" in entries and "py-ok" in entries, p.stdout + p.stderr

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void collect(void *ctx, lb_stream stream, const char *data, size_t len)
@@ -29,6 +30,82 @@ static lb_sandbox *shell(const char *script, lb_buf *out)
 	assert_int_equal(lb_sandbox_set_argv(sb, argv), 0);
 	lb_sandbox_set_output(sb, true, collect, out);
 	return sb;
+}
+
+static const lb_rootfs_entry *rootfs_find(const lb_rootfs *rf, const char *path)
+{
+	for (size_t i = 0; i < rf->n; i++)
+		if (strcmp(rf->e[i].path, path) == 0)
+			return &rf->e[i];
+	return NULL;
+}
+
+/* A host's / with unusual entries: each kind is planned, none makes the plan fail. */
+static void test_rootfs_plan(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/labbox-unit-rootfs-XXXXXX", p[256];
+	assert_non_null(mkdtemp(root));
+	static const char *const dirs[] = {"usr", "usr/bin", "var", "var/tmp", "var/lib", "home",
+					   "sys", "srv", "srv/a"};
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
+		assert_int_equal(mkdir(p, 0750), 0);
+	}
+	snprintf(p, sizeof p, "%s/bin", root);
+	assert_int_equal(symlink("usr/bin", p), 0);
+	snprintf(p, sizeof p, "%s/dangling", root);
+	assert_int_equal(symlink("/nowhere/at/all", p), 0);
+	snprintf(p, sizeof p, "%s/fifo", root);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof p, "%s/file", root);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+
+	lb_sandbox *sb;
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	lb_rootfs rf;
+	/* no host's mount under /var/tmp: /var is cloned whole */
+	assert_int_equal(lb_rootfs_plan(sb, root, NULL, 0, &rf), 0);
+	assert_int_equal(rootfs_find(&rf, "var")->kind, LB_ROOTFS_BIND);
+	assert_true(rootfs_find(&rf, "var")->is_dir);
+	assert_null(rootfs_find(&rf, "var/tmp"));
+	assert_int_equal(rootfs_find(&rf, "usr")->kind, LB_ROOTFS_BIND);
+	assert_int_equal(rootfs_find(&rf, "bin")->kind, LB_ROOTFS_LINK);
+	assert_string_equal(rootfs_find(&rf, "bin")->target, "usr/bin");
+	assert_string_equal(rootfs_find(&rf, "dangling")->target, "/nowhere/at/all");
+	assert_int_equal(rootfs_find(&rf, "file")->kind, LB_ROOTFS_BIND);
+	assert_false(rootfs_find(&rf, "file")->is_dir);
+	assert_null(rootfs_find(&rf, "fifo"));
+	/* hidden and fresh places are empty directories, present even where the host lacks them */
+	static const char *const empty[] = {"home", "sys", "proc", "dev", "tmp"};
+	for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
+		assert_int_equal(rootfs_find(&rf, empty[i])->kind, LB_ROOTFS_DIR);
+	lb_rootfs_free(&rf);
+
+	/* a host's mount under /var/tmp: /var is planned entry by entry, /var/tmp left empty */
+	char mnt[300], other[300];
+	snprintf(mnt, sizeof mnt, "%s/var/tmp/x", root);
+	snprintf(other, sizeof other, "%s/srv/a", root);
+	char *mounts[] = {other, mnt, "/proc"};
+	assert_int_equal(lb_rootfs_plan(sb, root, mounts, 3, &rf), 0);
+	const lb_rootfs_entry *var = rootfs_find(&rf, "var");
+	assert_int_equal(var->kind, LB_ROOTFS_DIR);
+	assert_true(var->owned);
+	assert_int_equal(var->mode, 0750);
+	assert_int_equal(rootfs_find(&rf, "var/lib")->kind, LB_ROOTFS_BIND);
+	assert_int_equal(rootfs_find(&rf, "var/tmp")->kind, LB_ROOTFS_DIR);
+	assert_false(rootfs_find(&rf, "var/tmp")->owned);
+	/* a mount under no hidden directory changes nothing */
+	assert_int_equal(rootfs_find(&rf, "srv")->kind, LB_ROOTFS_BIND);
+	assert_null(rootfs_find(&rf, "srv/a"));
+	lb_rootfs_free(&rf);
+	assert_int_equal(lb_rootfs_plan(sb, "/nonexistent/labbox-unit", NULL, 0, &rf), -ENOENT);
+	lb_sandbox_free(sb);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_hidden_paths(void **state)
@@ -207,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_inode_limit),
 		cmocka_unit_test(test_mountinfo_lines),
 		cmocka_unit_test(test_hidden_paths),
+		cmocka_unit_test(test_rootfs_plan),
 		cmocka_unit_test(test_exit_code_and_output),
 		cmocka_unit_test(test_clean_environment_with_additions),
 		cmocka_unit_test(test_signal_and_budget),

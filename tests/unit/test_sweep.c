@@ -9,12 +9,14 @@
 #include "labbox/sweep.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void test_seed_ranges(void **state)
 {
@@ -441,6 +443,34 @@ static void test_sweep_dir(void **state)
 	free(d);
 }
 
+/* A task's estimate file: rewritten in place, a shorter value over a longer one reads back
+ * whole; no file, an empty one or junk is no estimate. */
+static void test_estimate_file(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-est-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/3", dir);
+	assert_true(lb_sweep_estimate_load(dir, 3) < 0);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_true(lb_sweep_estimate_load(dir, 3) < 0);
+	assert_int_equal(lb_sweep_estimate_store(fd, 123456.5), 0);
+	assert_true(fabs(lb_sweep_estimate_load(dir, 3) - 123456.5) < 1e-9);
+	assert_int_equal(lb_sweep_estimate_store(fd, 7), 0);
+	assert_true(fabs(lb_sweep_estimate_load(dir, 3) - 7) < 1e-9);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 21); /* one record, however many were written */
+	assert_int_equal(pwrite(fd, "nonsense\n", 9, 0), 9);
+	assert_int_equal(ftruncate(fd, 9), 0);
+	assert_true(lb_sweep_estimate_load(dir, 3) < 0);
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_slots),
 		cmocka_unit_test(test_time_left),
 		cmocka_unit_test(test_estimate_lines),
+		cmocka_unit_test(test_estimate_file),
 		cmocka_unit_test(test_document),
 		cmocka_unit_test(test_sweep_dir),
 		cmocka_unit_test(test_sweep_id),
