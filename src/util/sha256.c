@@ -58,14 +58,34 @@ static void compress_portable(uint32_t *hs, const uint8_t *p)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #define HAVE_SHANI_PATH 1
+
+/* Whether the CPU has the SHA extensions (CPUID 7.0 EBX bit 29) and the SSSE3/SSE4.1 the
+ * schedule uses. Remembered, as libgcc remembers __cpu_model: a fact about the hardware, the
+ * same for every thread, and CPUID is too slow to ask per block. (__builtin_cpu_supports
+ * does not know "sha" in every compiler that builds this.) */
+static bool shani_usable(void)
+{
+	static atomic_int memo; /* 0 not asked yet, 1 yes, 2 no */
+	int v = atomic_load_explicit(&memo, memory_order_relaxed);
+	if (!v) {
+		unsigned a, b, c, d;
+		bool ok = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 9)) && (c & (1u << 19)) &&
+			  __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+		v = ok ? 1 : 2;
+		atomic_store_explicit(&memo, v, memory_order_relaxed);
+	}
+	return v == 1;
+}
 
 /* The x86 SHA extensions (Intel since Goldmont/Ice Lake, AMD since Zen): about ten times the
  * portable loop, which was a quarter of a warm check's instructions (every cache entry's
  * checksum and key). The message schedule runs four words ahead in M[], as in Intel's
  * reference code. */
-__attribute__((target("sha,sse4.1"))) static void compress_shani(uint32_t *hs, const uint8_t *p,
+__attribute__((target("sha,ssse3,sse4.1"))) static void compress_shani(uint32_t *hs, const uint8_t *p,
 								    size_t blocks)
 {
 	const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bull, 0x0405060700010203ull);
@@ -108,7 +128,7 @@ __attribute__((target("sha,sse4.1"))) static void compress_shani(uint32_t *hs, c
 static void compress_blocks(lb_sha256 *c, const uint8_t *p, size_t blocks)
 {
 #ifdef HAVE_SHANI_PATH
-	if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
+	if (shani_usable()) {
 		compress_shani(c->h, p, blocks);
 		return;
 	}
