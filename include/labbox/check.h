@@ -120,6 +120,7 @@ typedef struct lb_check_report {
 	char stdlib_by[600];
 	bool stdlib_floor;
 	size_t cached;        /* files whose findings came from the result cache (set_cache_dir) */
+	size_t unread;        /* of those, the files not even read: their metadata matched */
 	/* Every seed call found, in file order: [{file, line, col, call (numpy.random.seed),
 	 * lib (numpy, or * for all), value (the integer, or the argument's source text such as
 	 * "args.seed")}]; NULL when none. For the manifest: what the code seeds with. */

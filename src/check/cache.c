@@ -27,6 +27,9 @@
 
 #define CACHE_MAGIC "labbox.check-cache/1\n"
 #define CACHE_MAGIC_LEN (sizeof CACHE_MAGIC - 1)
+#define CACHE_FILES_MAGIC "labbox.check-files/1\n"
+#define CACHE_FILES_MAGIC_LEN (sizeof CACHE_FILES_MAGIC - 1)
+#define NS_PER_S 1000000000ll
 /* An entry larger than this is not one labbox wrote for a file of at most 8 MiB of source
  * with a bounded number of findings: a miss. */
 #define CACHE_ENTRY_MAX (4u << 20)
@@ -194,21 +197,34 @@ static void key_base(const lb_check_config *cfg, const char *stdlib_id, uint8_t 
 	lb_sha256_final(&c, out);
 }
 
-void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
-		  const char *syntax, char hex[65])
+void ck_content_digest(const char *src, size_t len, uint8_t out[32])
 {
 	lb_sha256 c;
-	uint8_t content[32], d[32];
 	lb_sha256_init(&c);
 	lb_sha256_update(&c, src, len);
-	lb_sha256_final(&c, content);
+	lb_sha256_final(&c, out);
+}
+
+void ck_cache_key_digest(const ck_cache *cc, const uint8_t content[32], bool harness,
+			 const char *syntax, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
 	lb_sha256_init(&c);
 	ck_cache_key_part(&c, "base", cc->base, sizeof cc->base);
-	ck_cache_key_part(&c, "content", content, sizeof content);
+	ck_cache_key_part(&c, "content", content, 32);
 	ck_cache_key_part(&c, "harness", harness ? "1" : "0", 1);
 	part_str(&c, "syntax", syntax);
 	lb_sha256_final(&c, d);
 	lb_sha256_hex(d, hex);
+}
+
+void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
+		  const char *syntax, char hex[65])
+{
+	uint8_t content[32];
+	ck_content_digest(src, len, content);
+	ck_cache_key_digest(cc, content, harness, syntax, hex);
 }
 
 /* ---- the entry format ------------------------------------------------------------------------- */
@@ -566,11 +582,12 @@ int ck_cache_decode(const char *data, size_t len, const char *key, const char *f
 
 /* ---- packs: the entries of one check, read and written as one file ---------------------------- */
 
-/* A pack is CACHE_PACK_MAGIC, then per entry its length in decimal, a newline and the entry's
- * bytes (each entry carrying its own key and checksum). One file per experiment and
+/* A pack is CACHE_PACK_MAGIC, then blocks, each its length in decimal, a newline and its
+ * bytes: first the file table (CACHE_FILES_MAGIC, see files_index), then one per entry (each
+ * carrying its own key and checksum). One file per experiment and
  * configuration: a check opens, reads and writes one file instead of one per source file,
  * which on a busy ext4 cost more than the analysis it saved. */
-#define CACHE_PACK_MAGIC "labbox.check-pack/1\n"
+#define CACHE_PACK_MAGIC "labbox.check-pack/2\n"
 #define CACHE_PACK_MAGIC_LEN (sizeof CACHE_PACK_MAGIC - 1)
 #define CACHE_PACK_MAX (256ull << 20)
 #define CACHE_MAX_PACKS 512
@@ -582,16 +599,21 @@ static int slot_cmp(const void *a, const void *b)
 
 int ck_cache_index(ck_cache *cc)
 {
-	const char *p = cc->pack, *end = cc->pack + cc->pack_len;
+	char *p = cc->pack, *end = cc->pack + cc->pack_len;
 	free(cc->slots);
 	cc->slots = NULL;
 	cc->nslots = 0;
+	free(cc->recs);
+	cc->recs = NULL;
+	cc->nrecs = 0;
+	cc->trust_before_ns = INT64_MIN;
 	if (cc->pack_len < CACHE_PACK_MAGIC_LEN ||
 	    memcmp(p, CACHE_PACK_MAGIC, CACHE_PACK_MAGIC_LEN) != 0)
 		return cc->pack_len ? -EBADMSG : 0;
 	p += CACHE_PACK_MAGIC_LEN;
 	size_t cap = 0;
 	int r = 0;
+	bool first = true;
 	while (p < end) {
 		/* a damaged length ends the pack: what follows is a miss */
 		size_t len = 0, digits = 0;
@@ -603,6 +625,21 @@ int ck_cache_index(ck_cache *cc)
 			break;
 		}
 		p++;
+		if (first) {
+			/* the file table; damaged, it trusts nothing and the pack is written anew */
+			first = false;
+			if (len >= CACHE_FILES_MAGIC_LEN &&
+			    memcmp(p, CACHE_FILES_MAGIC, CACHE_FILES_MAGIC_LEN) == 0) {
+				int fr = ck_cache_files_index(cc, p, len);
+				if (fr == -ENOMEM)
+					return fr;
+				if (fr < 0)
+					r = fr;
+				p += len;
+				continue;
+			}
+			r = -EBADMSG; /* no table: still a pack of entries, but not as written */
+		}
 		if (cc->nslots == cap) {
 			size_t nc = cap ? cap * 2 : 64;
 			ck_slot *nv = realloc(cc->slots, nc * sizeof *nv);
@@ -619,6 +656,191 @@ int ck_cache_index(ck_cache *cc)
 	}
 	if (cc->nslots)
 		qsort(cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
+	return r;
+}
+
+/* ---- the file table: trusting a file's metadata for its bytes ---------------------------------- */
+
+/* The table is CACHE_FILES_MAGIC, the sha256 of the rest in hex and a newline, then
+ * "stamp NS\n" (when the check that wrote it began, CLOCK_REALTIME_COARSE) and per file
+ * "DEV INO SIZE MODE MTIME_NS CTIME_NS CONTENT_SHA256 PATH\n". */
+
+bool ck_filestat_from(const struct stat *st, ck_filestat *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!S_ISREG(st->st_mode))
+		return false;
+	out->dev = (uint64_t)st->st_dev;
+	out->ino = (uint64_t)st->st_ino;
+	out->size = (uint64_t)st->st_size;
+	out->mode = (uint64_t)st->st_mode;
+	out->mtime_ns = (int64_t)st->st_mtim.tv_sec * NS_PER_S + st->st_mtim.tv_nsec;
+	out->ctime_ns = (int64_t)st->st_ctim.tv_sec * NS_PER_S + st->st_ctim.tv_nsec;
+	return true;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	return strcmp(((const ck_filerec *)a)->path, ((const ck_filerec *)b)->path);
+}
+
+static bool parse_num(const char **pp, const char *end, bool sign, uint64_t *out)
+{
+	const char *p = *pp;
+	bool neg = sign && p < end && *p == '-';
+	p += neg;
+	uint64_t v = 0;
+	size_t digits = 0;
+	while (p < end && *p >= '0' && *p <= '9' && digits < 19)
+		v = v * 10 + (uint64_t)(*p++ - '0'), digits++;
+	if (!digits || p >= end || *p != ' ')
+		return false;
+	*out = neg ? 0 - v : v; /* two's complement, read back as int64_t */
+	*pp = p + 1;
+	return true;
+}
+
+static bool parse_hex32(const char **pp, const char *end, uint8_t out[32])
+{
+	const char *p = *pp;
+	if (end - p < 65 || p[64] != ' ')
+		return false;
+	for (int i = 0; i < 64; i++) {
+		char c = p[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (v < 0)
+			return false;
+		out[i / 2] = (uint8_t)(i % 2 ? out[i / 2] | v : v << 4);
+	}
+	*pp = p + 65;
+	return true;
+}
+
+static int files_parse(ck_cache *cc, char *p, char *end)
+{
+	const char *q = p;
+	uint64_t stamp;
+	if (end - p < 6 || memcmp(p, "stamp ", 6) != 0)
+		return -EBADMSG;
+	q += 6;
+	/* the stamp ends in a newline: parse_num wants a space, so look for it by hand */
+	char *nl = memchr(q, '\n', (size_t)(end - q));
+	if (!nl)
+		return -EBADMSG;
+	*nl = ' ';
+	bool ok = parse_num(&q, nl + 1, false, &stamp);
+	*nl = '\n';
+	if (!ok || stamp > (uint64_t)INT64_MAX)
+		return -EBADMSG;
+	size_t cap = 0;
+	for (p = nl + 1; p < end;) {
+		ck_filerec rec = {0};
+		q = p;
+		uint64_t mt, ct;
+		if (!parse_num(&q, end, false, &rec.st.dev) || !parse_num(&q, end, false, &rec.st.ino) ||
+		    !parse_num(&q, end, false, &rec.st.size) || !parse_num(&q, end, false, &rec.st.mode) ||
+		    !parse_num(&q, end, true, &mt) || !parse_num(&q, end, true, &ct) ||
+		    !parse_hex32(&q, end, rec.st.content))
+			return -EBADMSG;
+		char *e = memchr(q, '\n', (size_t)(end - q));
+		if (!e || e == q || memchr(q, '\0', (size_t)(e - q)))
+			return -EBADMSG;
+		*e = '\0';
+		rec.path = q;
+		rec.st.ok = true;
+		rec.st.mtime_ns = (int64_t)mt;
+		rec.st.ctime_ns = (int64_t)ct;
+		if (cc->nrecs == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			ck_filerec *nv = realloc(cc->recs, nc * sizeof *nv);
+			if (!nv)
+				return -ENOMEM;
+			cc->recs = nv;
+			cap = nc;
+		}
+		cc->recs[cc->nrecs++] = rec;
+		p = e + 1;
+	}
+	/* Trusted only what is older than the stamp by more than a timestamp tick of any file
+	 * system (2 s, FAT): a change after the hash, in the tick of the recorded mtime, would
+	 * leave every field as recorded. */
+	int64_t s = (int64_t)stamp / NS_PER_S;
+	cc->trust_before_ns = s > 1 ? (s - 1) * NS_PER_S : INT64_MIN;
+	if (cc->nrecs)
+		qsort(cc->recs, cc->nrecs, sizeof *cc->recs, rec_cmp);
+	return 0;
+}
+
+int ck_cache_files_index(ck_cache *cc, char *block, size_t len)
+{
+	free(cc->recs);
+	cc->recs = NULL;
+	cc->nrecs = 0;
+	cc->trust_before_ns = INT64_MIN;
+	size_t head = CACHE_FILES_MAGIC_LEN + 65;
+	if (len < head || memcmp(block, CACHE_FILES_MAGIC, CACHE_FILES_MAGIC_LEN) != 0 ||
+	    block[head - 1] != '\n')
+		return -EBADMSG;
+	uint8_t d[32];
+	char hex[65];
+	ck_content_digest(block + head, len - head, d);
+	lb_sha256_hex(d, hex);
+	if (memcmp(hex, block + CACHE_FILES_MAGIC_LEN, 64) != 0)
+		return -EBADMSG;
+	int r = files_parse(cc, block + head, block + len);
+	if (r < 0) {
+		free(cc->recs);
+		cc->recs = NULL;
+		cc->nrecs = 0;
+		cc->trust_before_ns = INT64_MIN;
+	}
+	return r;
+}
+
+bool ck_filestat_trusted(const ck_cache *cc, const char *path, const ck_filestat *st,
+			 uint8_t content[32])
+{
+	if (!cc->nrecs)
+		return false;
+	ck_filerec want = {.path = path};
+	const ck_filerec *r = bsearch(&want, cc->recs, cc->nrecs, sizeof *cc->recs, rec_cmp);
+	if (!r || r->st.dev != st->dev || r->st.ino != st->ino || r->st.size != st->size ||
+	    r->st.mode != st->mode || r->st.mtime_ns != st->mtime_ns ||
+	    r->st.ctime_ns != st->ctime_ns || st->mtime_ns >= cc->trust_before_ns ||
+	    st->ctime_ns >= cc->trust_before_ns)
+		return false;
+	memcpy(content, r->st.content, 32);
+	return true;
+}
+
+/* The file table of this check: the files recorded (read whole, or trusted), stamped with
+ * the check's start. */
+static int files_block(const ck_cache *cc, char *const abs[], const ck_filestat fst[], size_t n,
+		       lb_buf *out)
+{
+	lb_buf body = {0};
+	int r = lb_buf_printf(&body, "stamp %lld\n", (long long)cc->now_ns);
+	for (size_t i = 0; r == 0 && fst && i < n; i++) {
+		const ck_filestat *f = &fst[i];
+		if (!f->ok || !abs[i][0] || strchr(abs[i], '\n'))
+			continue;
+		char hex[65];
+		lb_sha256_hex(f->content, hex);
+		r = lb_buf_printf(&body, "%llu %llu %llu %llu %lld %lld %s %s\n",
+				  (unsigned long long)f->dev, (unsigned long long)f->ino,
+				  (unsigned long long)f->size, (unsigned long long)f->mode,
+				  (long long)f->mtime_ns, (long long)f->ctime_ns, hex, abs[i]);
+	}
+	uint8_t d[32];
+	char hex[65];
+	ck_content_digest(body.data ? body.data : "", body.len, d);
+	lb_sha256_hex(d, hex);
+	if (r == 0)
+		r = lb_buf_printf(out, "%zu\n%s%s\n", CACHE_FILES_MAGIC_LEN + 65 + body.len,
+				  CACHE_FILES_MAGIC, hex);
+	if (r == 0)
+		r = lb_buf_append(out, body.data ? body.data : "", body.len);
+	lb_buf_free(&body);
 	return r;
 }
 
@@ -677,6 +899,12 @@ int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[
 {
 	memset(cc, 0, sizeof *cc);
 	cc->dfd = -1;
+	cc->trust_before_ns = INT64_MIN;
+	/* before any file is looked at: a change after this gets a timestamp at least this
+	 * (the kernel stamps files from the coarse clock, or finer and later) */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	cc->now_ns = (int64_t)now.tv_sec * NS_PER_S + now.tv_nsec;
 	if (!cfg->cache_dir)
 		return 0;
 	char path[PATH_MAX];
@@ -706,9 +934,11 @@ void ck_cache_close(ck_cache *cc)
 	cc->dfd = -1;
 	free(cc->pack);
 	free(cc->slots);
+	free(cc->recs);
 	cc->pack = NULL;
 	cc->slots = NULL;
-	cc->pack_len = cc->nslots = 0;
+	cc->recs = NULL;
+	cc->pack_len = cc->nslots = cc->nrecs = 0;
 }
 
 int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
@@ -821,7 +1051,7 @@ int ck_cache_entry(const char *key, const lb_check_report *one, const ck_deps *d
 }
 
 void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens[], size_t n,
-		    bool changed)
+		    bool changed, char *const abs[], const ck_filestat fst[])
 {
 	if (cc->dfd < 0)
 		return;
@@ -831,6 +1061,8 @@ void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens
 		return;
 	lb_buf b = {0};
 	int r = lb_buf_append(&b, CACHE_PACK_MAGIC, CACHE_PACK_MAGIC_LEN);
+	if (r == 0)
+		r = files_block(cc, abs, fst, n, &b);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		if (!entries[i])
 			continue;

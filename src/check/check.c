@@ -607,6 +607,9 @@ typedef struct job {
 	const char **entry; /* each file's cache entry, for the pack written at the end */
 	size_t *entry_len;
 	lb_buf *own; /* the entries made by this check (misses) */
+	ck_filestat *fst; /* each file as hashed, for the pack's file table */
+	atomic_size_t rehashed; /* files recorded from a read (not trusted by their metadata) */
+	atomic_size_t unread;   /* files answered by their metadata, never read */
 	char *const *shown, *const *abs;
 	size_t n;
 	const char *entry_abs;
@@ -628,16 +631,17 @@ static void syntax_words(const pysyntax *py, char *out, size_t outlen)
 		snprintf(out, outlen, "error %u:%u %s", py->line, py->col, py->msg);
 }
 
-/* File i from the result cache, else checked and its entry written. */
+/* File i (whose content has the sha256 content) from the result cache, else checked (when
+ * data is not NULL) and its entry written; -ENOENT: not in the cache and no data. */
 static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t len,
-			bool harness)
+			const uint8_t content[32], bool harness)
 {
 	char key[65], syn[300];
 	lb_check_report *rep = &j->reps[i];
 	bool cache = j->cache && j->cache->dfd >= 0;
 	if (cache) {
 		syntax_words(&j->py[i], syn, sizeof syn);
-		ck_cache_key(j->cache, data, len, harness, syn, key);
+		ck_cache_key_digest(j->cache, content, harness, syn, key);
 		rep->policy = j->cfg->policy;
 		int r = ck_cache_load(j->cache, j->cfg, key, j->shown[i], rep, &j->entry[i],
 				      &j->entry_len[i]);
@@ -645,9 +649,11 @@ static int check_cached(ck_worker *w, job *j, size_t i, const char *data, size_t
 			atomic_fetch_add(&j->cached, 1);
 			return 0;
 		}
-		if (r != -ENOENT)
+		if (r != -ENOENT || !data)
 			return r;
 	}
+	if (!data)
+		return -ENOENT;
 	ck_deps_free(&w->deps);
 	int r = check_buffer(w, j->cfg, j->std, j->shown[i], data, len, harness, &j->py[i], rep);
 	if (r == 0 && cache && ck_cache_entry(key, rep, &w->deps, &j->own[i]) == 0) {
@@ -666,6 +672,26 @@ static void *worker(void *arg)
 		size_t i = atomic_fetch_add(&j->next, 1);
 		if (i >= j->n)
 			break;
+		bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
+		/* what the file is before it is read: a change during the read then shows as a
+		 * change of these next time */
+		struct stat st;
+		ck_filestat fs;
+		uint8_t content[32];
+		bool have_st = j->cache && j->cache->dfd >= 0 &&
+			       fstatat(AT_FDCWD, j->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			       ck_filestat_from(&st, &fs);
+		if (wr == 0 && have_st && ck_filestat_trusted(j->cache, j->abs[i], &fs, content) &&
+		    check_cached(&w, j, i, NULL, 0, content, harness) == 0) {
+			memcpy(fs.content, content, sizeof content);
+			fs.ok = true;
+			j->fst[i] = fs;
+			j->rcs[i] = 0;
+			atomic_fetch_add(&j->unread, 1);
+			continue;
+		}
+		lb_check_report_free(&j->reps[i]);
+		memset(&j->reps[i], 0, sizeof j->reps[i]);
 		char *data = NULL;
 		size_t len = 0;
 		int r = lb_read_file_at(AT_FDCWD, j->abs[i], CHECK_MAX_FILE, &data, &len);
@@ -673,8 +699,14 @@ static void *worker(void *arg)
 		if (r == 0 && wr < 0)
 			r = wr;
 		if (r == 0) {
-			bool harness = j->entry_abs ? strcmp(j->abs[i], j->entry_abs) == 0 : true;
-			r = check_cached(&w, j, i, data, len, harness);
+			ck_content_digest(data, len, content);
+			if (have_st && len == fs.size) {
+				memcpy(fs.content, content, sizeof content);
+				fs.ok = true;
+				j->fst[i] = fs;
+				atomic_fetch_add(&j->rehashed, 1);
+			}
+			r = check_cached(&w, j, i, data, len, content, harness);
 		}
 		j->rcs[i] = r;
 		free(data);
@@ -696,13 +728,16 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 	j.entry = calloc(n ? n : 1, sizeof *j.entry);
 	j.entry_len = calloc(n ? n : 1, sizeof *j.entry_len);
 	j.own = calloc(n ? n : 1, sizeof *j.own);
+	j.fst = calloc(n ? n : 1, sizeof *j.fst);
 	int r = 0;
-	if (!j.reps || !j.rcs || !j.read_failed || !j.entry || !j.entry_len || !j.own) {
+	if (!j.reps || !j.rcs || !j.read_failed || !j.entry || !j.entry_len || !j.own || !j.fst) {
 		r = -ENOMEM;
 		goto out;
 	}
 	atomic_init(&j.next, 0);
 	atomic_init(&j.cached, 0);
+	atomic_init(&j.rehashed, 0);
+	atomic_init(&j.unread, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
 	if (nthreads > 8)
@@ -734,13 +769,16 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 		lb_check_report_free(&j.reps[i]);
 	}
 	rep->cached += atomic_load(&j.cached);
+	rep->unread += atomic_load(&j.unread);
 	/* Only a complete check writes the pack: it holds exactly this check's files. */
 	if (r == 0)
-		ck_cache_write(cache, j.entry, j.entry_len, n, atomic_load(&j.cached) < n);
+		ck_cache_write(cache, j.entry, j.entry_len, n,
+			       atomic_load(&j.cached) < n || atomic_load(&j.rehashed) > 0, abs, j.fst);
 out:
 	for (size_t i = 0; j.own && i < n; i++)
 		lb_buf_free(&j.own[i]);
 	free(j.own);
+	free(j.fst);
 	free(j.entry);
 	free(j.entry_len);
 	free(j.reps);

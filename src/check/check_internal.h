@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <tree_sitter/api.h>
 
 const TSLanguage *tree_sitter_python(void);
@@ -356,8 +357,24 @@ typedef struct ck_slot {
 	const char *data;
 	size_t len;
 } ck_slot;
+/* What a file was when its content was hashed (taken before the read), git-index style:
+ * when all of it is unchanged, the recorded content digest stands for the bytes. */
+typedef struct ck_filestat {
+	bool ok; /* recorded: a regular file read whole, its digest known */
+	uint64_t dev, ino, size, mode;
+	int64_t mtime_ns, ctime_ns;
+	uint8_t content[32];
+} ck_filestat;
+typedef struct ck_filerec {
+	const char *path; /* NUL-terminated inside the pack's bytes */
+	ck_filestat st;
+} ck_filerec;
 typedef struct ck_cache {
 	int dfd; /* cache_dir/check; -1: no cache */
+	int64_t now_ns; /* this check's start (the coarse clock), written as the pack's stamp */
+	int64_t trust_before_ns; /* the pack's stamp less the granularity margin (ck_filestat_trusted) */
+	ck_filerec *recs; /* the pack's file table, by path */
+	size_t nrecs;
 	uint8_t base[32];
 	char name[65]; /* this check's pack */
 	char *pack;    /* its bytes as read */
@@ -376,6 +393,17 @@ void ck_cache_close(ck_cache *cc);
 /* syntax: the interpreter's compile() verdict in words ("" for none). */
 void ck_cache_key(const ck_cache *cc, const char *src, size_t len, bool harness,
 		  const char *syntax, char hex[65]);
+/* The same from the content's sha256 (ck_content_digest), without the bytes. */
+void ck_cache_key_digest(const ck_cache *cc, const uint8_t content[32], bool harness,
+			 const char *syntax, char hex[65]);
+void ck_content_digest(const char *src, size_t len, uint8_t out[32]);
+/* st (of path, taken now) as a record; false for what is not recordable. */
+bool ck_filestat_from(const struct stat *st, ck_filestat *out);
+/* The pack's digest of path's content when its record matches st in every field and the
+ * record is not racy: mtime and ctime strictly older than the pack's stamp by more than any
+ * file system's timestamp granularity, so a change made after the hash changed a field. */
+bool ck_filestat_trusted(const ck_cache *cc, const char *path, const ck_filestat *st,
+			 uint8_t content[32]);
 /* One file's settled findings (in one) and its facts about others, as an entry's bytes. */
 int ck_cache_encode(const char *key, const lb_check_report *one, const ck_deps *deps, lb_buf *out);
 /* The same, refusing (-E2BIG, out emptied) what is not to be kept: too many facts, too large. */
@@ -396,7 +424,10 @@ int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *ke
 /* The pack written anew with these entries (NULL ones left out) when changed (a file was
  * analysed) or the pack read was damaged; failures only cost the next check its misses. */
 void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens[], size_t n,
-		    bool changed);
+		    bool changed, char *const abs[], const ck_filestat fst[]);
+/* The pack's file table (its first block) into cc->recs; -EBADMSG for a damaged one (no
+ * record is then trusted). The block's bytes are rewritten in place (paths terminated). */
+int ck_cache_files_index(ck_cache *cc, char *block, size_t len);
 /* Least recently used files removed until under 3/4 of both bounds, when past either. */
 void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
 

@@ -705,6 +705,7 @@ struct json_object *lb_check_report_json(const lb_check_report *rep)
 		json_object_object_add(doc, "stdlib", sl);
 	}
 	json_object_object_add(doc, "cached_files", json_object_new_int64((int64_t)rep->cached));
+	json_object_object_add(doc, "unread_files", json_object_new_int64((int64_t)rep->unread));
 	json_object *cnt = json_object_new_object();
 	json_object_object_add(cnt, "error", json_object_new_int64((int64_t)c.errors));
 	json_object_object_add(cnt, "warning", json_object_new_int64((int64_t)c.warnings));

@@ -37,12 +37,11 @@ def packs(tmp_path):
     return sorted(p for p in d.iterdir() if not p.name.startswith(".")) if d.is_dir() else []
 
 
-MAGIC = b"labbox.check-pack/1\n"
+MAGIC = b"labbox.check-pack/2\n"
+TABLE = b"labbox.check-files/1\n"
 
 
-def read_pack(path):
-    data = path.read_bytes()
-    assert data.startswith(MAGIC)
+def blocks(data):
     out, at = [], len(MAGIC)
     while at < len(data):
         nl = data.index(b"\n", at)
@@ -52,7 +51,22 @@ def read_pack(path):
     return out
 
 
+def read_pack(path):
+    """The entries: the blocks after the file table (test_check_cache_trust.py tests it)."""
+    data = path.read_bytes()
+    assert data.startswith(MAGIC)
+    bs = blocks(data)
+    assert bs[0].startswith(TABLE)
+    return bs[1:]
+
+
+def table_len(path):
+    t = blocks(path.read_bytes())[0]
+    return len(b"%d\n" % len(t)) + len(t)
+
+
 def write_pack(path, entries):
+    """Entries without a table: nothing is trusted by its metadata, every file is hashed."""
     path.write_bytes(MAGIC + b"".join(b"%d\n%s" % (len(e), e) for e in entries))
 
 
@@ -65,8 +79,9 @@ def check(env, *args, rc=(0, 3)):
 def same(a, b):
     """The documents without the count of cached files: everything a user reads."""
     a, b = dict(a), dict(b)
-    a.pop("cached_files")
-    b.pop("cached_files")
+    for k in ("cached_files", "unread_files"):
+        a.pop(k)
+        b.pop(k)
     return a == b
 
 
@@ -176,7 +191,8 @@ def test_damaged_entries_are_ignored_and_rewritten(tmp_path):
     # a pack cut short: the entries before the cut still answer
     check(env, exp)
     data = pack.read_bytes()
-    cut = len(MAGIC) + sum(len(b"%d\n" % len(e)) + len(e) for e in read_pack(pack)[:2]) + 30
+    cut = (len(MAGIC) + table_len(pack)
+           + sum(len(b"%d\n" % len(e)) + len(e) for e in read_pack(pack)[:2]) + 30)
     pack.write_bytes(data[:cut])
     doc = check(env, exp)
     assert doc["cached_files"] == 2 and same(ref, doc)

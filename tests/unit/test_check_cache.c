@@ -261,6 +261,19 @@ static void test_wellformed_but_foreign_body_is_a_miss(void **state)
 	}
 }
 
+/* A file table block (length line included) with body, appended to pack; returns where
+ * the pack continues after it. */
+static size_t files_table(lb_buf *pack, const char *body)
+{
+	uint8_t d[32];
+	char hex[65];
+	ck_content_digest(body, strlen(body), d);
+	lb_sha256_hex(d, hex);
+	lb_buf_printf(pack, "%zu\nlabbox.check-files/1\n%s\n%s",
+		      strlen("labbox.check-files/1\n") + 65 + strlen(body), hex, body);
+	return pack->len;
+}
+
 /* A pack: its entries by key; a damaged length ends it, the entries before it stay. */
 static void test_pack_index(void **state)
 {
@@ -271,7 +284,8 @@ static void test_pack_index(void **state)
 	analysed(cfg, &rep, &deps);
 	char keys[3][65];
 	lb_buf e[3] = {{0}}, pack = {0};
-	lb_buf_puts(&pack, "labbox.check-pack/1\n");
+	lb_buf_puts(&pack, "labbox.check-pack/2\n");
+	size_t table = files_table(&pack, "stamp 5000000000\n");
 	for (int i = 0; i < 3; i++) {
 		snprintf(keys[i], sizeof keys[i], "%064d", 3 - i); /* not in sorted order */
 		assert_int_equal(ck_cache_encode(keys[i], &rep, &deps, &e[i]), 0);
@@ -292,7 +306,7 @@ static void test_pack_index(void **state)
 		ck_deps_free(&d);
 	}
 	/* the third entry's length line damaged: two entries remain */
-	size_t at = strlen("labbox.check-pack/1\n");
+	size_t at = table;
 	for (int i = 0; i < 2; i++)
 		at += (size_t)snprintf(NULL, 0, "%zu\n", e[i].len) + e[i].len;
 	pack.data[at + (size_t)snprintf(NULL, 0, "%zu", e[2].len)] = 'x';
@@ -303,12 +317,78 @@ static void test_pack_index(void **state)
 	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
 	assert_int_equal(cc.nslots, 0);
 	free(cc.slots);
+	free(cc.recs);
 	for (int i = 0; i < 3; i++)
 		lb_buf_free(&e[i]);
 	lb_buf_free(&pack);
 	ck_deps_free(&deps);
 	lb_check_report_free(&rep);
 	lb_check_config_free(cfg);
+}
+
+/* The file table: a file is trusted by its metadata only when every field matches and its
+ * timestamps are older than the table's stamp by more than a tick; a damaged table trusts
+ * nothing. */
+static void test_file_table(void **state)
+{
+	(void)state;
+	char dig[65];
+	memset(dig, 'a', 64);
+	dig[64] = '\0';
+	char body[1024];
+	/* stamp at 100.5 s: trusted are timestamps before 99 s */
+	snprintf(body, sizeof body,
+		 "stamp 100500000000\n"
+		 "1 2 3 33188 98999999999 98999999999 %s /x/old.py\n"
+		 "1 3 3 33188 99000000000 98000000000 %s /x/racy.py\n"
+		 "1 4 3 33188 98000000000 99500000000 %s /x/racyc.py\n"
+		 "1 5 3 33188 -5000000000 98000000000 %s /x/1969.py\n", dig, dig, dig, dig);
+	lb_buf pack = {0};
+	lb_buf_puts(&pack, "labbox.check-pack/2\n");
+	files_table(&pack, body);
+	ck_cache cc = {.dfd = -1, .pack = pack.data, .pack_len = pack.len};
+	assert_int_equal(ck_cache_index(&cc), 0);
+	assert_int_equal(cc.nrecs, 4);
+	ck_filestat st = {.dev = 1, .ino = 2, .size = 3, .mode = 33188, .mtime_ns = 98999999999,
+			  .ctime_ns = 98999999999};
+	uint8_t content[32];
+	assert_true(ck_filestat_trusted(&cc, "/x/old.py", &st, content));
+	assert_int_equal(content[0], 0xaa);
+	assert_false(ck_filestat_trusted(&cc, "/x/other.py", &st, content));
+	/* each field on its own */
+	ck_filestat t = st;
+	t.dev = 9;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	t = st, t.ino = 9;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	t = st, t.size = 4;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	t = st, t.mode = 33261;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	t = st, t.mtime_ns++;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	t = st, t.ctime_ns++;
+	assert_false(ck_filestat_trusted(&cc, "/x/old.py", &t, content));
+	/* racy: mtime, or ctime, not older than the stamp's tick */
+	t = st, t.ino = 3, t.mtime_ns = 99000000000, t.ctime_ns = 98000000000;
+	assert_false(ck_filestat_trusted(&cc, "/x/racy.py", &t, content));
+	t = st, t.ino = 4, t.mtime_ns = 98000000000, t.ctime_ns = 99500000000;
+	assert_false(ck_filestat_trusted(&cc, "/x/racyc.py", &t, content));
+	/* an mtime before 1970 (touch -d 1969-12-31) reads back as it was */
+	t = st, t.ino = 5, t.mtime_ns = -5000000000ll, t.ctime_ns = 98000000000;
+	assert_true(ck_filestat_trusted(&cc, "/x/1969.py", &t, content));
+	free(cc.slots);
+	free(cc.recs);
+	/* one byte of the table changed: its checksum fails, nothing is trusted */
+	char *p = strstr(pack.data, "/x/old.py");
+	p[1] = 'y';
+	cc = (ck_cache){.dfd = -1, .pack = pack.data, .pack_len = pack.len};
+	assert_int_equal(ck_cache_index(&cc), -EBADMSG);
+	assert_int_equal(cc.nrecs, 0);
+	assert_false(ck_filestat_trusted(&cc, "/y/old.py", &st, content));
+	free(cc.slots);
+	free(cc.recs);
+	lb_buf_free(&pack);
 }
 
 static void test_prune_keeps_the_most_recent(void **state)
@@ -347,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_entries_are_misses),
 		cmocka_unit_test(test_wellformed_but_foreign_body_is_a_miss),
 		cmocka_unit_test(test_pack_index),
+		cmocka_unit_test(test_file_table),
 		cmocka_unit_test(test_prune_keeps_the_most_recent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
