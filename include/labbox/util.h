@@ -112,6 +112,8 @@ void lb_sha256_init(lb_sha256 *c);
 void lb_sha256_update(lb_sha256 *c, const void *data, size_t len);
 void lb_sha256_final(lb_sha256 *c, uint8_t out[32]);
 void lb_sha256_hex(const uint8_t digest[32], char out[65]);
+/* The hex sha256 of len bytes at data. */
+void lb_sha256_buf_hex(const void *data, size_t len, char hex[65]);
 /* The hex sha256 of what fd reads from where it stands to its end: 0 or a negative errno. */
 int lb_sha256_fd(int fd, char hex[65]);
 

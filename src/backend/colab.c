@@ -301,13 +301,8 @@ static int read_record(const char *dir, const char *name, size_t max, char **tex
 /* PROTOCOL.sha256[:12] of a worker script, as the worker computes it of its own file. */
 static void version_of(const void *src, size_t len, int protocol, char out[64])
 {
-	lb_sha256 c;
-	uint8_t dg[32];
 	char hex[65];
-	lb_sha256_init(&c);
-	lb_sha256_update(&c, src, len);
-	lb_sha256_final(&c, dg);
-	lb_sha256_hex(dg, hex);
+	lb_sha256_buf_hex(src, len, hex);
 	snprintf(out, 64, "%d.%.12s", protocol, hex);
 }
 

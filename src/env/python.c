@@ -379,13 +379,7 @@ bool env_stat_matches(const char *path, struct json_object *a)
 
 void env_sha(const char *text, char hex[65])
 {
-	lb_sha256 c;
-	uint8_t d[32];
-
-	lb_sha256_init(&c);
-	lb_sha256_update(&c, text, strlen(text));
-	lb_sha256_final(&c, d);
-	lb_sha256_hex(d, hex);
+	lb_sha256_buf_hex(text, strlen(text), hex);
 }
 
 static void json_putp_(struct json_object **o)

@@ -42,16 +42,6 @@ static const char compile_src[] =
 	"with open('/tmp/s.pyc', 'rb') as f: data = f.read()\n"
 	"sys.stdout.buffer.write(tag.encode() + b'\\n' + data)\n";
 
-static void sha_hex(const void *data, size_t len, char hex[65])
-{
-	lb_sha256 c;
-	uint8_t d[32];
-	lb_sha256_init(&c);
-	lb_sha256_update(&c, data, len);
-	lb_sha256_final(&c, d);
-	lb_sha256_hex(d, hex);
-}
-
 /* What the entry depends on besides its own bytes: the executable (through its symlinks) as
  * the stat finds it, and the gate's source. */
 static int identity(const lb_python_info *py, char *out, size_t n)
@@ -60,7 +50,7 @@ static int identity(const lb_python_info *py, char *out, size_t n)
 	if (stat(py->executable, &st) < 0)
 		return -errno;
 	char src[65];
-	sha_hex(lb_gate_source, lb_gate_source_len, src);
+	lb_sha256_buf_hex(lb_gate_source, lb_gate_source_len, src);
 	int k = snprintf(out, n,
 			 "exe %s\nstat %ju %ju %jd %jd.%09ld %jd.%09ld\nsource %s\n", py->executable,
 			 (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
@@ -136,7 +126,7 @@ static int lookup(int dfd, const char *name, const char *ident, char tag[64], ch
 	if (lb_read_file_at(dfd, pyc_name, PYC_MAX, &data, len) < 0)
 		return -ENOENT;
 	char got[65];
-	sha_hex(data, *len, got);
+	lb_sha256_buf_hex(data, *len, got);
 	if (strcmp(got, want) != 0) {
 		free(data);
 		return -ENOENT;
@@ -151,7 +141,7 @@ static void store(int dfd, const char *name, const char *ident, const char *tag,
 	char meta_name[NAME_MAX], pyc_name[NAME_MAX], sha[65];
 	snprintf(meta_name, sizeof meta_name, "%s.rec", name);
 	snprintf(pyc_name, sizeof pyc_name, "%s.pyc", name);
-	sha_hex(pyc, len, sha);
+	lb_sha256_buf_hex(pyc, len, sha);
 	lb_buf m = {0};
 	/* The .pyc first: a record never names bytes that are not there yet. */
 	if (lb_replace_file_at(dfd, pyc_name, pyc, len) == 0 &&
@@ -183,7 +173,7 @@ int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *
 	if (r < 0)
 		return r;
 	char name[48], key[65];
-	sha_hex(py->executable, strlen(py->executable), key);
+	lb_sha256_buf_hex(py->executable, strlen(py->executable), key);
 	snprintf(name, sizeof name, "gate-%.32s", key);
 	LB_AUTOCLOSE int dfd = lb_open_private_dir(cache_dir);
 	if (dfd < 0)

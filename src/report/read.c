@@ -338,13 +338,8 @@ static int run_facts(lb_report *r, int dfd, json_object *result, json_object *ma
 		size_t npk = 0;
 		for (const char *p = env; (p = strstr(p, "==")); p += 2)
 			npk++;
-		uint8_t d[32];
 		char hex[65];
-		lb_sha256 c;
-		lb_sha256_init(&c);
-		lb_sha256_update(&c, env, envlen);
-		lb_sha256_final(&c, d);
-		lb_sha256_hex(d, hex);
+		lb_sha256_buf_hex(env, envlen, hex);
 		hex[12] = '\0';
 		b.len = 0;
 		lb_buf_printf(&b, "%zu packages pinned (environment.txt sha256 %s...)", npk, hex);

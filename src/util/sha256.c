@@ -206,6 +206,16 @@ void lb_sha256_hex(const uint8_t digest[32], char out[65])
 	out[64] = '\0';
 }
 
+void lb_sha256_buf_hex(const void *data, size_t len, char hex[65])
+{
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, data, len);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+}
+
 int lb_sha256_fd(int fd, char hex[65])
 {
 	lb_sha256 h;
