@@ -101,6 +101,10 @@ double lb_time_now(void);       /* wall clock, seconds since the epoch */
 double lb_time_monotonic(void); /* monotonic seconds */
 void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.123Z */
 
+/* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty
+ * or NULL dir holds nothing. */
+bool lb_path_under(const char *path, const char *dir);
+
 /* SHA-256. */
 typedef struct lb_sha256 {
 	uint32_t h[8];

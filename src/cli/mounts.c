@@ -27,12 +27,6 @@ static int push(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* -v SRC:DST[:ro|rw]. Paths cannot hold ':', since docker's syntax splits at each one:
  * say so instead of reading part of a path as a mode. */
 static int check_volume(const char *cmd, const char *spec)
@@ -82,11 +76,11 @@ static int parse_tmpfs(const char *cmd, const char *spec, char *path, size_t pat
 	}
 	memcpy(path, spec, n);
 	path[n] = '\0';
-	if (strcmp(path, "/") == 0 || strstr(path, "/..") || under(path, "/proc") ||
-	    under(path, "/sys") || under(path, "/dev")) {
+	if (strcmp(path, "/") == 0 || strstr(path, "/..") || lb_path_under(path, "/proc") ||
+	    lb_path_under(path, "/sys") || lb_path_under(path, "/dev")) {
 		cli_error(cmd, "--tmpfs '%s': %s is built by the sandbox itself and cannot be a "
 			  "tmpfs%s", spec, path,
-			  under(path, "/dev") ? " (--shm-size sets the size of /dev/shm)" : "");
+			  lb_path_under(path, "/dev") ? " (--shm-size sets the size of /dev/shm)" : "");
 		return -1;
 	}
 	if (!colon)
@@ -166,7 +160,7 @@ static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
 	/* The host's kernel file systems would show the host's processes, devices and kernel
 	 * settings inside, which is what the sandbox's fresh /proc and minimal /dev are for;
 	 * GPUs come through --gpus. */
-	if (under(real, "/proc") || under(real, "/sys") || under(real, "/dev")) {
+	if (lb_path_under(real, "/proc") || lb_path_under(real, "/sys") || lb_path_under(real, "/dev")) {
 		cli_error(cmd, "-v '%s': %s is the host's kernel file system (/proc, /sys, /dev): it "
 			  "is not mounted into the sandbox, which has its own /proc and /dev (GPUs: "
 			  "--gpus)", spec, real);

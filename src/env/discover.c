@@ -49,12 +49,6 @@ static bool is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool under_dir(const char *path, const char *dir)
-{
-	size_t n = dir ? strlen(dir) : 0;
-	return n && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 /* The interpreter of an environment directory: bin/python3, else bin/python. */
 static bool env_python_of(const char *dir, char out[4096])
 {
@@ -480,7 +474,7 @@ static void probe_all(lb_env_list *l, const lb_env_discover_opts *o)
 		lb_env *e = &l->v[i];
 		bool hit = false;
 		int r;
-		if (o->expdir && under_dir(e->python, o->expdir))
+		if (o->expdir && lb_path_under(e->python, o->expdir))
 			e->confined = true;
 		if (e->confined)
 			r = lb_python_probe_confined(e->python, o->expdir ? o->expdir : "/", &e->info,

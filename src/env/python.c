@@ -97,26 +97,20 @@ int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t err
 
 /* Interpreters the experiment chose ----------------------------------------------------- */
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return n && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visible)
 {
 	if (!py->confined)
 		return lb_sandbox_expose_python(sb, py->executable, py->prefix, py->base_prefix);
 	/* What the interpreter said of itself is the experiment's word: it could name /root as
 	 * its prefix. Only what labbox derives from the path it was named by is exposed. */
-	if (under(py->named, py->origin) || under(py->executable, py->origin)) {
+	if (lb_path_under(py->named, py->origin) || lb_path_under(py->executable, py->origin)) {
 		if (!origin_visible) {
 			int r = lb_sandbox_add_bind(sb, py->origin, NULL, false);
 			if (r < 0)
 				return r;
 		}
 	}
-	if (!under(py->named, py->origin))
+	if (!lb_path_under(py->named, py->origin))
 		return lb_sandbox_expose_program(sb, py->named);
 	return 0;
 }
@@ -246,7 +240,7 @@ int lb_python_probe_confined(const char *path, const char *expdir, lb_python_inf
 
 static void move_under(char *path, size_t n, const char *from, const char *to)
 {
-	if (!under(path, from))
+	if (!lb_path_under(path, from))
 		return;
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof tmp, "%s%s", to, path + strlen(from)) < (int)sizeof tmp)

@@ -16,14 +16,6 @@
 #define PRELOAD_MAX 32
 #define PTH_READ (64u << 10)
 
-static bool under(const char *p, const char *root)
-{
-	size_t n = strlen(root);
-	while (n > 1 && root[n - 1] == '/')
-		n--;
-	return n > 0 && strncmp(p, root, n) == 0 && (p[n] == '/' || p[n] == '\0');
-}
-
 /* site.addpackage executes the lines that start with "import" and a blank or a tab. */
 static bool runs_code(int dirfd, const char *name)
 {
@@ -62,7 +54,7 @@ static void scan_site_dir(const char *dir, const char *rel, json_object *out)
 static const char *root_of(const char *p, const char *const *exp_dirs, size_t ndirs)
 {
 	for (size_t i = 0; p && *p && i < ndirs; i++)
-		if (exp_dirs[i] && *exp_dirs[i] && under(p, exp_dirs[i]))
+		if (exp_dirs[i] && *exp_dirs[i] && lb_path_under(p, exp_dirs[i]))
 			return exp_dirs[i];
 	return NULL;
 }

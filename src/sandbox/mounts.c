@@ -1,6 +1,7 @@
 /* sandbox mounts: the tmpfs mounts and the /dev/shm size a caller asks for (docker's --tmpfs
  * and --shm-size). They are mounted by init in run.c. */
 #include "sandbox_internal.h"
+#include "labbox/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,18 +15,12 @@ int lb_sandbox_set_shm_size(lb_sandbox *sb, uint64_t bytes)
 	return 0;
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 int lb_sandbox_add_tmpfs(lb_sandbox *sb, const char *path, uint64_t bytes, unsigned mode)
 {
 	/* The sandbox builds /, /proc, /sys and /dev itself: a tmpfs there would hide or break
 	 * them (/dev/shm has its own size, lb_sandbox_set_shm_size). */
 	if (!path || path[0] != '/' || strcmp(path, "/") == 0 || strstr(path, "/../") ||
-	    under(path, "/proc") || under(path, "/sys") || under(path, "/dev") || bytes == 0 ||
+	    lb_path_under(path, "/proc") || lb_path_under(path, "/sys") || lb_path_under(path, "/dev") || bytes == 0 ||
 	    mode > 07777)
 		return -EINVAL;
 	char *p = strdup(path);

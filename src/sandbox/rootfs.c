@@ -28,12 +28,6 @@ static bool is_named(char *const *dirs, size_t n, const char *path)
 	return false;
 }
 
-static bool at_or_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 typedef struct plan_ctx {
 	const lb_sandbox *sb;
 	const char *host_root; /* "/" or a test's directory, without a trailing slash but "/" */
@@ -70,7 +64,7 @@ static bool mount_under(const plan_ctx *p, const char *dir)
 		const char *m = p->mounts[i];
 		if (rl && (strncmp(m, p->host_root, rl) != 0 || m[rl] != '/'))
 			continue;
-		if (at_or_under(m + rl, dir))
+		if (lb_path_under(m + rl, dir))
 			return true;
 	}
 	return false;
@@ -84,7 +78,7 @@ static bool needs_split(const plan_ctx *p, const char *abs)
 	const lb_sandbox *sb = p->sb;
 	for (size_t i = 0; i < sb->nhidden + sb->nprivate; i++) {
 		const char *c = i < sb->nhidden ? sb->hidden[i] : sb->private_dirs[i - sb->nhidden];
-		if (strcmp(c, abs) != 0 && at_or_under(c, abs) && mount_under(p, c))
+		if (strcmp(c, abs) != 0 && lb_path_under(c, abs) && mount_under(p, c))
 			return true;
 	}
 	return false;

@@ -243,23 +243,15 @@ static char mirrored[MAX_MIRRORS][4096];
 static int mirror_fds[MAX_MIRRORS]; /* the tmpfs itself: a bind may later cover its path */
 static size_t nmirrored;
 
-static bool path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Whether a mount point at dst lands in a file system the sandbox makes itself (a hidden or
  * private directory's cover, /dev, /proc, one of the first ntmpfs --tmpfs mounts, which are
  * mounted before it), which takes it without a mirror. */
 static bool in_sandbox_fs(const lb_sandbox *sb, const char *dst, size_t ntmpfs)
 {
-	if (lb_sandbox_path_hidden(sb, dst) || path_under(dst, "/dev") || path_under(dst, "/proc"))
+	if (lb_sandbox_path_hidden(sb, dst) || lb_path_under(dst, "/dev") || lb_path_under(dst, "/proc"))
 		return true;
 	for (size_t i = 0; i < ntmpfs; i++)
-		if (path_under(dst, sb->tmpfs[i].path))
+		if (lb_path_under(dst, sb->tmpfs[i].path))
 			return true;
 	return false;
 }

@@ -796,3 +796,9 @@ void lb_strv_free(lb_strv *s)
 	free(s->v);
 	memset(s, 0, sizeof *s);
 }
+
+bool lb_path_under(const char *path, const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

@@ -15,6 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static void test_path_under(void **state)
+{
+	(void)state;
+	assert_true(lb_path_under("/proc", "/proc"));
+	assert_true(lb_path_under("/proc/self", "/proc"));
+	assert_false(lb_path_under("/procfs", "/proc"));
+	assert_false(lb_path_under("/pro", "/proc"));
+	assert_false(lb_path_under("/proc", ""));
+	assert_false(lb_path_under("/proc", NULL));
+}
+
 static void test_sha256_vectors(void **state)
 {
 	(void)state;
@@ -301,6 +312,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_path_under),
 		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_disk_measure_deep_and_linked),
