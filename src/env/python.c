@@ -117,14 +117,14 @@ int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visib
 
 /* Run an interpreter the experiment chose, with script, in a sandbox of its own: no network,
  * the host read-only with the homes hidden, a private /tmp. res says how it ended when 0. */
-static int sandbox_script(const lb_python_info *py, const char *script, size_t max,
-			  double budget, lb_buf *out, lb_sandbox_result *res)
+int lb_python_sandbox_script(const lb_python_info *py, const char *script, const char *arg,
+			     size_t max, double budget, lb_buf *out, lb_sandbox_result *res)
 {
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
 	if (r < 0)
 		return r;
-	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, NULL};
+	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, (char *)arg, NULL};
 	r = lb_python_expose(sb, py, false);
 	if (r == 0)
 		r = lb_sandbox_set_argv(sb, argv);
@@ -143,7 +143,7 @@ static int run_confined(const lb_python_info *py, const char *script, size_t max
 			char *err, size_t errlen)
 {
 	lb_sandbox_result res;
-	int r = sandbox_script(py, script, max, 60, out, &res);
+	int r = lb_python_sandbox_script(py, script, NULL, max, 60, out, &res);
 	if (r < 0)
 		snprintf(err, errlen, "could not run interpreter '%s' in the sandbox: %s",
 			 py->executable, strerror(-r));
@@ -163,7 +163,7 @@ int env_run_in_sandbox(const lb_python_info *py, const char *script, size_t max,
 {
 	lb_sandbox_result res;
 	*timed_out = false;
-	int r = sandbox_script(py, script, max, budget, out, &res);
+	int r = lb_python_sandbox_script(py, script, NULL, max, budget, out, &res);
 	if (r < 0)
 		snprintf(err, errlen, "could not run '%s' in the sandbox: %s", py->executable,
 			 strerror(-r));

@@ -63,24 +63,9 @@ static int identity(const lb_python_info *py, char *out, size_t n)
  * /tmp. On success *tag and *pyc (with *len) are the interpreter's answer. */
 static int compile_confined(const lb_python_info *py, char tag[64], lb_buf *pyc)
 {
-	lb_sandbox *sb = NULL;
-	int r = lb_sandbox_new(&sb);
-	if (r < 0)
-		return r;
-	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)compile_src,
-			(char *)lb_gate_source, NULL};
 	lb_sandbox_result res;
 	lb_buf out = {0};
-	r = lb_python_expose(sb, py, false);
-	if (r == 0)
-		r = lb_sandbox_set_argv(sb, argv);
-	if (r == 0)
-		r = lb_sandbox_set_budget(sb, 60);
-	if (r == 0)
-		r = lb_sandbox_set_cgroup_accounting(sb, false);
-	if (r == 0)
-		r = lb_sandbox_capture(sb, PYC_MAX, &out, &res);
-	lb_sandbox_free(sb);
+	int r = lb_python_sandbox_script(py, compile_src, lb_gate_source, PYC_MAX, 60, &out, &res);
 	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
 		r = -ENOEXEC;
 	const char *nl = r == 0 && out.data ? memchr(out.data, '\n', out.len) : NULL;
