@@ -78,9 +78,11 @@ FAKE_SMI = """#!/bin/sh
 # Stand-in for nvidia-smi --query-compute-apps=pid,used_memory: the sandboxed process that
 # carries the marker uses 1234 MiB; a host process (this script's parent shell's parent, i.e.
 # labbox itself) uses 999 MiB and must not be counted.
-for d in /proc/[0-9]*; do
-    if tr '\\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q "{marker}" \\
-       && ! tr '\\0' ' ' < "$d/cmdline" | grep -q "labbox exec"; then
+# One grep over every cmdline: a loop starting two processes per pid took seconds on a loaded
+# machine, longer than the run it was to sample.
+for f in $(grep -l -a "{marker}" /proc/[0-9]*/cmdline 2>/dev/null); do
+    d=${{f%/cmdline}}
+    if ! tr '\\0' ' ' < "$f" 2>/dev/null | grep -q "labbox exec"; then
         echo "${{d#/proc/}}, 1234"
     fi
 done
@@ -97,7 +99,7 @@ def test_peak_gpu_memory_from_nvidia_smi(fake_gpus, tmp_path):
     smi.chmod(0o755)
     env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ.get("PATH", "/usr/bin:/bin")))
     cmd = [LABBOX, "exec", "--json", "--gpus", "0", "--", "/usr/bin/python3", "-c",
-           "import time; time.sleep(2.5)", marker]
+           "import time; time.sleep(4)", marker]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["resources"]["peak_gpu_bytes"] == 1234 << 20
