@@ -1913,8 +1913,16 @@ static void docker_cleanup(lb_backend *b)
 	if (d->container[0] && d->api[0]) {
 		/* A child, so the engine's removal overlaps the records as the client's did. */
 		pid_t pid = fork();
-		if (pid == 0)
+		if (pid == 0) {
+			/* Not a holder of labbox's output, as the client's rm was not. */
+			int nul = open("/dev/null", O_RDWR);
+			if (nul >= 0) {
+				dup2(nul, 0);
+				dup2(nul, 1);
+				dup2(nul, 2);
+			}
 			_exit(lb_docker_api_rm(d->api, d->container, API_TIMEOUT_MS) == 0 ? 0 : 1);
+		}
 		d->rm_pid = pid;
 	} else if (d->container[0]) {
 		d->rm_pid = spawn_client(d, "rm", "-f", "-v");
