@@ -1032,12 +1032,13 @@ static int image_id_of(docker_state *d, const char *ref, char *id, size_t idlen,
 		if (r == 0)
 			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &img, why, sizeof why);
 		const char *v = r == 0 ? json_s(img, "Id") : NULL;
-		if (v && *v)
+		bool found = v && *v;
+		if (found)
 			snprintf(id, idlen, "%s", v);
 		else if (said)
 			snprintf(said, saidlen, "%s", r < 0 ? why : "its inspect has no Id");
 		json_object_put(img);
-		return v && *v ? 0 : -ENOENT;
+		return found ? 0 : -ENOENT;
 	}
 	lb_buf o = {0};
 	const char *args[] = {"image", "inspect", "--format", "{{.Id}}", ref, NULL};
