@@ -4,7 +4,11 @@
  * enforces the budget (docker stop with the grace, then docker kill), streams the output
  * (docker start --attach) into the pipeline, and reads the outcome from docker inspect.
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
- * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner). */
+ * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner).
+ * On a local unix socket docker's engine is asked directly over its HTTP API (docker_api.c)
+ * for info, inspect, wait and rm: the client's start-up is paid only for docker run. */
+#include "docker_api.h"
+#include "docker_info.h"
 #include "docker_live.h"
 #include "labbox/backend.h"
 #include "labbox/gate.h"
@@ -32,11 +36,17 @@
  * stops waiting for the engine. */
 #define ENGINE_MARGIN_S 15.0
 #define DEFAULT_TMPFS "1g"
+/* What an API call (info, inspect, rm) may take: the client has no limit, a hung engine
+ * must not hang labbox. */
+#define API_TIMEOUT_MS 30000
 
 typedef struct docker_state {
 	char engine[16];      /* "docker" or "podman", as asked or as found */
 	bool engine_asked;
 	char *client;         /* the client's path */
+	/* The engine's socket when docker's client would speak to a local unix socket: info,
+	 * inspect, wait and rm go there over the engine's HTTP API ("" for the client). */
+	char api[108];
 	char *image;
 	char *python;
 	json_object *sandbox; /* a reference to the caller's flags */
@@ -241,91 +251,16 @@ static const char *json_s(json_object *o, const char *key)
 		       : NULL;
 }
 
-static bool array_has(json_object *a, const char *prefix)
+/* Whether engine is asked through its API: docker on a local unix socket, as its client
+ * would reach it (d->api is that socket then). */
+static bool api_for(docker_state *d, const char *engine)
 {
-	for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
-		const char *s = json_object_get_string(json_object_array_get_idx(a, i));
-		if (s && strncmp(s, prefix, strlen(prefix)) == 0)
-			return true;
+	d->api[0] = '\0';
+	if (strcmp(engine, "docker") != 0 || lb_docker_api_socket(d->api, sizeof d->api) < 0) {
+		d->api[0] = '\0';
+		return false;
 	}
-	return false;
-}
-
-/* `ENGINE info` as one normalised object, the same keys for docker and podman (whose info
- * documents differ): version, client_version, os, kernel, rootless, userns_remap, cgroup
- * {version "v1"|"v2", driver}, limits {memory, memory_swap, pids_limit, cpus}, seccomp,
- * apparmor, selinux, security_options, init, runtimes, default_runtime. */
-static json_object *normalise_info(const char *engine, json_object *raw)
-{
-	json_object *o = json_object_new_object(), *lim = json_object_new_object();
-	json_object *cg = json_object_new_object(), *rt = json_object_new_array();
-	json_object *secopts = json_object_new_array();
-	if (strcmp(engine, "podman") == 0) {
-		json_object *host = json_obj(raw, "host"), *sec = json_obj(host, "security");
-		json_object *ver = json_obj(raw, "version"), *ctl = NULL, *ds = json_obj(host, "distribution");
-		const char *cgv = json_s(host, "cgroupVersion");
-		json_object_object_add(o, "version", json_s(ver, "Version") ? json_object_new_string(json_s(ver, "Version")) : NULL);
-		json_object_object_add(o, "os", json_s(ds, "distribution") ? json_object_new_string(json_s(ds, "distribution")) : NULL);
-		json_object_object_add(o, "kernel", json_s(host, "kernel") ? json_object_new_string(json_s(host, "kernel")) : NULL);
-		json_object_object_add(o, "rootless", json_object_new_boolean(jbool(sec, "rootless")));
-		json_object_object_add(o, "userns_remap", json_object_new_boolean(jbool(sec, "rootless")));
-		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "v2") == 0 ? "v2" : "v1"));
-		json_object_object_add(cg, "driver", json_s(host, "cgroupManager") ? json_object_new_string(json_s(host, "cgroupManager")) : NULL);
-		/* The controllers podman can use: rootless on cgroup v1 it has none. */
-		json_object_object_get_ex(host, "cgroupControllers", &ctl);
-		bool v1_rootless = !(cgv && strcmp(cgv, "v2") == 0) && jbool(sec, "rootless");
-		bool any = ctl && json_object_is_type(ctl, json_type_array) && json_object_array_length(ctl) > 0;
-		json_object_object_add(lim, "memory", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
-		json_object_object_add(lim, "memory_swap", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
-		json_object_object_add(lim, "pids_limit", json_object_new_boolean(any ? array_has(ctl, "pids") : !v1_rootless));
-		json_object_object_add(lim, "cpus", json_object_new_boolean(any ? array_has(ctl, "cpu") : !v1_rootless));
-		json_object_object_add(o, "seccomp", json_object_new_boolean(jbool(sec, "seccompEnabled")));
-		json_object_object_add(o, "apparmor", json_object_new_boolean(jbool(sec, "apparmorEnabled")));
-		json_object_object_add(o, "selinux", json_object_new_boolean(jbool(sec, "selinuxEnabled")));
-		if (jbool(sec, "seccompEnabled"))
-			json_object_array_add(secopts, json_object_new_string("name=seccomp"));
-		if (jbool(sec, "rootless"))
-			json_object_array_add(secopts, json_object_new_string("name=rootless"));
-		json_object_object_add(o, "init", json_object_new_boolean(true)); /* catatonit */
-		json_object *oci = json_obj(host, "ociRuntime");
-		if (json_s(oci, "name"))
-			json_object_array_add(rt, json_object_new_string(json_s(oci, "name")));
-		json_object_object_add(o, "default_runtime", json_s(oci, "name") ? json_object_new_string(json_s(oci, "name")) : NULL);
-	} else {
-		json_object *so = NULL, *ci = json_obj(raw, "ClientInfo"), *runtimes = json_obj(raw, "Runtimes");
-		json_object_object_get_ex(raw, "SecurityOptions", &so);
-		const char *cgv = json_s(raw, "CgroupVersion");
-		json_object_object_add(o, "version", json_s(raw, "ServerVersion") ? json_object_new_string(json_s(raw, "ServerVersion")) : NULL);
-		json_object_object_add(o, "client_version", json_s(ci, "Version") ? json_object_new_string(json_s(ci, "Version")) : NULL);
-		json_object_object_add(o, "os", json_s(raw, "OperatingSystem") ? json_object_new_string(json_s(raw, "OperatingSystem")) : NULL);
-		json_object_object_add(o, "kernel", json_s(raw, "KernelVersion") ? json_object_new_string(json_s(raw, "KernelVersion")) : NULL);
-		json_object_object_add(o, "rootless", json_object_new_boolean(array_has(so, "name=rootless")));
-		json_object_object_add(o, "userns_remap", json_object_new_boolean(array_has(so, "name=userns") || array_has(so, "name=rootless")));
-		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "2") == 0 ? "v2" : "v1"));
-		json_object_object_add(cg, "driver", json_s(raw, "CgroupDriver") ? json_object_new_string(json_s(raw, "CgroupDriver")) : NULL);
-		json_object_object_add(lim, "memory", json_object_new_boolean(jbool(raw, "MemoryLimit")));
-		json_object_object_add(lim, "memory_swap", json_object_new_boolean(jbool(raw, "SwapLimit")));
-		json_object_object_add(lim, "pids_limit", json_object_new_boolean(jbool(raw, "PidsLimit")));
-		json_object_object_add(lim, "cpus", json_object_new_boolean(jbool(raw, "CpuCfsQuota")));
-		json_object_object_add(o, "seccomp", json_object_new_boolean(array_has(so, "name=seccomp")));
-		json_object_object_add(o, "apparmor", json_object_new_boolean(array_has(so, "name=apparmor")));
-		json_object_object_add(o, "selinux", json_object_new_boolean(array_has(so, "name=selinux")));
-		for (size_t i = 0; so && json_object_is_type(so, json_type_array) && i < json_object_array_length(so); i++)
-			json_object_array_add(secopts, json_object_get(json_object_array_get_idx(so, i)));
-		const char *init = json_s(raw, "InitBinary");
-		json_object_object_add(o, "init", json_object_new_boolean(init && *init));
-		json_object_object_foreach(runtimes, key, val)
-		{
-			(void)val;
-			json_object_array_add(rt, json_object_new_string(key));
-		}
-		json_object_object_add(o, "default_runtime", json_s(raw, "DefaultRuntime") ? json_object_new_string(json_s(raw, "DefaultRuntime")) : NULL);
-	}
-	json_object_object_add(o, "cgroup", cg);
-	json_object_object_add(o, "limits", lim);
-	json_object_object_add(o, "security_options", secopts);
-	json_object_object_add(o, "runtimes", rt);
-	return o;
+	return true;
 }
 
 /* Whether the engine answers, and what it is (normalise_info's object into *info when info
@@ -343,13 +278,32 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 		return -ENOENT;
 	}
 	lb_buf b = {0};
-	const char *args[] = {"info", "--format", "{{json .}}", NULL};
-	int st = client_run(d, args, false, 1 << 20, &b);
-	json_object *raw = st == 0 && b.data ? json_tokener_parse(b.data) : NULL;
-	lb_buf_free(&b);
-	json_object *norm = raw ? normalise_info(engine, raw) : NULL;
+	json_object *raw = NULL;
+	char api_err[400] = "";
+	if (api_for(d, engine)) {
+		if (lb_docker_api_json(d->api, "GET", "/info", API_TIMEOUT_MS, &raw, api_err, sizeof api_err) < 0)
+			raw = NULL;
+	} else {
+		const char *args[] = {"info", "--format", "{{json .}}", NULL};
+		int st = client_run(d, args, false, 1 << 20, &b);
+		raw = st == 0 && b.data ? json_tokener_parse(b.data) : NULL;
+		lb_buf_free(&b);
+	}
+	json_object *norm = raw ? lb_docker_normalise_info(engine, raw) : NULL;
 	json_object_put(raw);
 	const char *ver = json_s(norm, "version");
+	if ((!ver || !*ver) && d->api[0]) {
+		/* What the socket did: the client would say the same in more words, at a start-up's
+		 * cost. */
+		snprintf(err, errlen,
+			 "the %s engine does not answer (%s%s%s): %s; `%s info` shows what is wrong",
+			 engine, engine_host(engine) ? host_var(engine) : "",
+			 engine_host(engine) ? "=" : "",
+			 engine_host(engine) ? engine_host(engine) : "its default socket",
+			 api_err[0] ? api_err : "its info has no server version", engine);
+		json_object_put(norm);
+		return -EHOSTUNREACH;
+	}
 	if (!ver || !*ver) {
 		/* What the client says about it: version asks the server and names the socket. */
 		const char *vargs[] = {"version", "--format", "{{.Server.Version}}", NULL};
@@ -369,6 +323,8 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 	snprintf(d->server_version, sizeof d->server_version, "%s", ver);
 	const char *cv = json_s(norm, "client_version");
 	snprintf(d->client_version, sizeof d->client_version, "%s", cv ? cv : "");
+	if (d->api[0]) /* the engine's info does not know its client: asked once per binary */
+		(void)lb_docker_client_version(d->client, d->client_version, sizeof d->client_version);
 	/* What the engine applies beyond our flags: its seccomp profile, user remapping, the
 	 * cgroup version its limits go through. */
 	d->seccomp = jbool(norm, "seccomp");
@@ -430,8 +386,35 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 
 /* Containers of earlier runs whose labbox is gone (killed before its cleanup and its
  * guardian could act, or on a machine that rebooted) are removed. */
+static int remove_leftovers_api(docker_state *d)
+{
+	json_object *list = NULL;
+	char err[400];
+	/* filters={"label":["labbox.owner"]}, all=1: docker ps -a --filter label=labbox.owner */
+	int r = lb_docker_api_json(d->api, "GET",
+				   "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22labbox.owner%22%5D%7D",
+				   API_TIMEOUT_MS, &list, err, sizeof err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+		const char *id = json_s(c, "Id"), *owner = json_s(json_obj(c, "Labels"), "labbox.owner");
+		char owner_host[256];
+		int pid = 0;
+		unsigned long long st = 0;
+		if (!id || !owner || sscanf(owner, "%255[^:]:%d:%llu", owner_host, &pid, &st) != 3)
+			continue;
+		if (!lb_docker_owner_alive(owner_host, pid, st) && lb_docker_api_rm(d->api, id, API_TIMEOUT_MS) < 0)
+			r = -EIO;
+	}
+	json_object_put(list);
+	return r;
+}
+
 static int remove_leftovers(docker_state *d)
 {
+	if (d->api[0])
+		return remove_leftovers_api(d);
 	lb_buf b = {0};
 	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
 	const char *args[] = {"ps", "-a", "--filter", "label=labbox.owner", "--format",
@@ -1042,6 +1025,21 @@ static void build_reason(const char *log_path, char *out, size_t n)
 static int image_id_of(docker_state *d, const char *ref, char *id, size_t idlen, char *said,
 		       size_t saidlen)
 {
+	if (d->api[0]) {
+		char path[1024], why[256];
+		json_object *img = NULL;
+		int r = lb_docker_api_path(path, sizeof path, "/images/", ref, "/json");
+		if (r == 0)
+			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &img, why, sizeof why);
+		const char *v = r == 0 ? json_s(img, "Id") : NULL;
+		bool found = v && *v;
+		if (found)
+			snprintf(id, idlen, "%s", v);
+		else if (said)
+			snprintf(said, saidlen, "%s", r < 0 ? why : "its inspect has no Id");
+		json_object_put(img);
+		return found ? 0 : -ENOENT;
+	}
 	lb_buf o = {0};
 	const char *args[] = {"image", "inspect", "--format", "{{.Id}}", ref, NULL};
 	int st = client_run(d, args, true, 4096, &o);
@@ -1205,6 +1203,18 @@ static pid_t start_attached(docker_state *d, char *const *argv, int p[2], int e[
 	return pid;
 }
 
+/* docker rm -f -v NAME: 0 when it is gone. */
+static int container_rm(docker_state *d, const char *name)
+{
+	if (d->api[0])
+		return lb_docker_api_rm(d->api, name, API_TIMEOUT_MS);
+	lb_buf o = {0};
+	const char *rm[] = {"rm", "-f", "-v", name, NULL};
+	int st = client_run(d, rm, true, 4096, &o);
+	lb_buf_free(&o);
+	return st == 0 ? 0 : -EIO;
+}
+
 /* The early docker run given up (another engine serves, the image is not there): its
  * container removed, its client reaped. */
 static void early_run_undo(docker_state *d)
@@ -1230,9 +1240,12 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	const char *want = d->engine_asked ? d->engine : "docker";
 	int r;
 	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
+	/* Through the API the image is asked for after the info, a few ms each. */
+	api_for(d, want);
 	if (d->image && lb_find_executable(want, &d->client) == 0) {
 		const char *iargs[] = {"image", "inspect", "--format", "{{.Id}}", d->image, NULL};
-		client_start(d, iargs, true, &img);
+		if (!d->api[0])
+			client_start(d, iargs, true, &img);
 		/* The container is created meanwhile too (its guardian first, so it never outlives
 		 * labbox): a missing image or a silent engine fails it, and is reported from the
 		 * calls beside it. A run (not exec) that run will not refuse is started
@@ -1270,6 +1283,12 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	r = pick_engine(d, NULL, err, errlen);
 	lb_buf io = {0}, co = {0};
 	int ist = client_collect(&img, 4096, &io);
+	if (img.pid < 0 && d->image && d->api[0] && r == 0 && strcmp(d->engine, want) == 0) {
+		char id[sizeof d->image_id];
+		ist = image_id_of(d, d->image, id, sizeof id, NULL, 0) == 0 ? 0 : 1;
+		if (ist == 0)
+			lb_buf_puts(&io, id);
+	}
 	int cst = d->early_run ? 0 : client_collect(&crt, 4096, &co);
 	if (cst == 0 && co.data && co.len) {
 		char *nl = strchr(co.data, '\n');
@@ -1281,13 +1300,10 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		/* Made by an engine that is not the one to serve, or for an image that is not
 		 * there: removed now, and made again (by run) when the run goes on. */
 		if (d->container[0]) {
-			lb_buf o = {0};
-			const char *rm[] = {"rm", "-f", "-v", d->container, NULL};
 			if (d->early_run)
 				early_run_undo(d);
-			if (client_run(d, rm, true, 4096, &o) == 0)
+			if (container_rm(d, d->container) == 0)
 				lb_docker_live_done(&d->live);
-			lb_buf_free(&o);
 			d->container[0] = '\0';
 		}
 		if (d->guard_wr >= 0) {
@@ -1389,6 +1405,8 @@ static void start_guardian(docker_state *d)
 			dup2(nul, 2);
 		}
 		pid_t rm = fork();
+		if (rm == 0 && d->api[0])
+			_exit(lb_docker_api_rm(d->api, d->name, API_TIMEOUT_MS) == 0 ? 0 : 1);
 		if (rm == 0) {
 			execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
 			_exit(127);
@@ -1464,6 +1482,21 @@ static void fill_isolation(docker_state *d, lb_sandbox_result *res)
 /* The container's end as docker inspect reports it. */
 static int inspect_end(docker_state *d, int *exit_code, bool *oom)
 {
+	if (d->api[0]) {
+		char path[512], why[400];
+		json_object *c = NULL, *v = NULL;
+		int r = lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/json");
+		if (r == 0)
+			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &c, why, sizeof why);
+		json_object *state = json_obj(c, "State");
+		if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
+			*exit_code = json_object_get_int(v);
+			*oom = jbool(state, "OOMKilled");
+		} else
+			r = -EIO;
+		json_object_put(c);
+		return r;
+	}
 	lb_buf o = {0};
 	const char *args[] = {"inspect", "--format", "{{.State.ExitCode}} {{.State.OOMKilled}}",
 			      d->container, NULL};
@@ -1687,10 +1720,19 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	 * attach that ended by itself ended with the container, so a run that was not stopped
 	 * spares the call. */
 	if (stopping || !WIFEXITED(ast)) {
-		lb_buf w = {0};
-		const char *wargs[] = {"wait", d->container, NULL};
-		client_run(d, wargs, false, 4096, &w);
-		lb_buf_free(&w);
+		if (d->api[0]) {
+			char path[512], why[400];
+			lb_docker_http w = {0};
+			if (lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/wait") == 0)
+				lb_docker_api_request(d->api, "POST", path,
+						      (int)((d->grace + ENGINE_MARGIN_S) * 1000), &w, why, sizeof why);
+			lb_docker_http_free(&w);
+		} else {
+			lb_buf w = {0};
+			const char *wargs[] = {"wait", d->container, NULL};
+			client_run(d, wargs, false, 4096, &w);
+			lb_buf_free(&w);
+		}
 	}
 	res->wall_s = lb_time_monotonic() - t0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -1785,15 +1827,26 @@ static void docker_cleanup(lb_backend *b)
 	docker_state *d = state_of(b);
 	if (!d->client || d->rm_pid > 0)
 		return;
-	if (d->container[0]) {
+	if (d->container[0] && d->api[0]) {
+		/* A child, so the engine's removal overlaps the records as the client's did. */
+		pid_t pid = fork();
+		if (pid == 0) {
+			/* Not a holder of labbox's output, as the client's rm was not. */
+			int nul = open("/dev/null", O_RDWR);
+			if (nul >= 0) {
+				dup2(nul, 0);
+				dup2(nul, 1);
+				dup2(nul, 2);
+			}
+			_exit(lb_docker_api_rm(d->api, d->container, API_TIMEOUT_MS) == 0 ? 0 : 1);
+		}
+		d->rm_pid = pid;
+	} else if (d->container[0]) {
 		d->rm_pid = spawn_client(d, "rm", "-f", "-v");
 	} else if (d->name[0]) {
 		/* Never created (as far as labbox knows): by name, in case the engine did. */
-		lb_buf o = {0};
-		const char *args[] = {"rm", "-f", "-v", d->name, NULL};
-		if (client_run(d, args, true, 4096, &o) == 0)
+		if (container_rm(d, d->name) == 0)
 			lb_docker_live_done(&d->live);
-		lb_buf_free(&o);
 	}
 }
 
@@ -1914,44 +1967,6 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 	return 0;
 }
 
-/* --gpus needs the engine's NVIDIA hook: docker finds nvidia-container-runtime-hook (the
- * NVIDIA Container Toolkit) on the daemon's PATH, or a registered nvidia runtime; podman
- * uses CDI specifications. What the client can see of that is reported, and how. */
-static json_object *gpus_facts(const char *engine, json_object *info)
-{
-	json_object *g = json_object_new_object();
-	bool remote = engine_host(engine) && strncmp(engine_host(engine), "unix://", 7) != 0;
-	LB_AUTOFREE char *hook = NULL;
-	bool local_hook = lb_find_executable("nvidia-container-runtime-hook", &hook) == 0 ||
-			  lb_find_executable("nvidia-ctk", &hook) == 0;
-	bool cdi = access("/etc/cdi/nvidia.yaml", F_OK) == 0 || access("/var/run/cdi/nvidia.yaml", F_OK) == 0;
-	json_object *rt = NULL;
-	json_object_object_get_ex(info, "runtimes", &rt);
-	bool nvidia_rt = array_has(rt, "nvidia");
-	bool ok;
-	const char *how;
-	if (strcmp(engine, "podman") == 0) {
-		ok = cdi;
-		how = cdi ? "a CDI specification for NVIDIA devices (/etc/cdi or /var/run/cdi)"
-			  : "no CDI specification for NVIDIA devices (nvidia-ctk cdi generate makes one)";
-	} else if (nvidia_rt) {
-		ok = true;
-		how = "the engine has an nvidia runtime";
-	} else if (remote) {
-		ok = false;
-		how = "the engine is on another host and has no nvidia runtime; whether its "
-		      "nvidia-container-runtime-hook is installed cannot be seen from here";
-	} else {
-		ok = local_hook;
-		how = local_hook ? "nvidia-container-runtime-hook (NVIDIA Container Toolkit) is installed"
-				 : "no NVIDIA Container Toolkit (nvidia-container-runtime-hook) and no "
-				   "nvidia runtime: --gpus would fail";
-	}
-	json_object_object_add(g, "honoured", json_object_new_boolean(ok));
-	json_object_object_add(g, "how", json_object_new_string(how));
-	return g;
-}
-
 int lb_docker_probe(const char *engine, struct json_object **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -1989,7 +2004,7 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 	json_object *lim = NULL;
 	json_object_object_get_ex(o, "limits", &lim);
 	if (lim) {
-		json_object_object_add(lim, "gpus", gpus_facts(d.engine, info));
+		json_object_object_add(lim, "gpus", lb_docker_gpus_facts(d.engine, engine_host(d.engine), info));
 		json_object_object_add(lim, "source", json_object_new_string(
 			strcmp(d.engine, "podman") == 0 ? "podman info (cgroup controllers)" : "docker info"));
 	}

@@ -701,3 +701,105 @@ def test_runtime_gate_refuses_a_spawn_in_the_container(engine, tmp_path):
     assert r.rc == 0 and "path: None" in r.log() and "gate: False" in r.log(), r.why()
     assert r.result["runtime_gate"]["installed"] is False
     assert left(engine) == []
+
+
+# --- the engine's API on its socket ---
+
+def logging_client(tmp_path):
+    """A `docker` first on PATH that logs each call's subcommand, then runs the real client."""
+    real = shutil.which("docker")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "client-calls.log"
+    (bindir / "docker").write_text(f'#!/bin/sh\necho "$1" >> {log}\nexec {real} "$@"\n')
+    (bindir / "docker").chmod(0o755)
+    return str(bindir), log
+
+
+def test_api_run_records_what_the_client_run_does(dockerd, tmp_path):
+    """On a unix socket labbox asks the engine itself (info, image inspect, inspect, rm):
+    `docker` starts only for the run (and once per client binary for its version). Through a
+    docker context (which only the client resolves) every question goes through the client.
+    Both record the same backend block, and leave no container."""
+    bindir, log = logging_client(tmp_path)
+    sock = dockerd["DOCKER_HOST"]
+    cfg = tmp_path / "docker-config"
+    made = docker(dict(dockerd, DOCKER_CONFIG=str(cfg)), "context", "create", "lbtest",
+                  "--docker", f"host={sock}")
+    assert made.returncode == 0, made.stderr
+    via_ctx = dict(dockerd, DOCKER_CONFIG=str(cfg), DOCKER_CONTEXT="lbtest",
+                   PATH=f"{bindir}:{os.environ['PATH']}")
+    via_ctx.pop("DOCKER_HOST")
+    via_api = dict(dockerd, DOCKER_CONFIG=str(cfg), PATH=via_ctx["PATH"],
+                   XDG_CACHE_HOME=str(tmp_path / "cache"))
+    # a run that exits 3, so the container's end is read from the engine
+    exp = write_exp(tmp_path, "print('x: 1')\nraise SystemExit(3)\n")
+    blocks = {}
+    for name, env in (("client", via_ctx), ("api", via_api)):
+        log.write_text("")
+        r = drun(env, exp, tmp_path / f"runs-{name}", "--policy", "permissive")
+        assert r.rc == 1, r.why()
+        assert r.result["exit_code"] == 3 and r.result["metrics"]["values"]["x"] == 1
+        blocks[name] = r.result["backend"]
+        calls = log.read_text().split()
+        if name == "api":
+            assert calls.count("run") == 2, calls  # the run and the environment's snapshot
+            assert not {"info", "image", "inspect", "rm", "ps"} & set(calls), calls
+        else:
+            assert {"info", "image", "inspect", "rm"} <= set(calls), calls
+        assert containers_left(dockerd) == []
+    for key in ("name", "engine", "version", "client_version", "image", "image_id",
+                "image_origin", "oom_reported_by", "interpreter", "isolated_by"):
+        assert blocks["api"][key] == blocks["client"][key], key
+    assert blocks["api"]["client_version"]
+    assert set(blocks["api"]) == set(blocks["client"])
+    assert blocks["api"]["host"] == sock
+
+
+class FakeEngine:
+    """A unix socket that answers every connection with the same bytes, then closes it."""
+
+    def __init__(self, path, answer):
+        import socket
+        import threading
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.answer = answer
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c:
+                c.recv(4096)
+                c.sendall(self.answer)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.parametrize("answer,said", [
+    (b"220 smtp.example ESMTP ready\r\n", "not HTTP"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 4000\r\n\r\n{\"ServerVersion\": \"2", "in the middle"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n<html></html", "not a JSON document"),
+], ids=["garbage", "closed-mid-response", "not-json"])
+def test_engine_socket_answering_garbage_is_125(tmp_path, answer, said):
+    path = tmp_path / "engine.sock"
+    fake = FakeEngine(path, answer)
+    try:
+        exp = write_exp(tmp_path, "print('x: 1')\n")
+        env = dict(os.environ, DOCKER_HOST=f"unix://{path}")
+        r = run_exp(exp, tmp_path / "runs", "--mode", "docker", "--image", IMAGE, env=env,
+                    python="python3", timeout=60)
+        assert r.rc == 125, r.why()
+        msg = r.result["infra_error"]["message"]
+        assert str(path) in msg and said in msg and "docker info" in msg, msg
+        assert not (r.exp / "results.json").exists()
+        p = labbox("probe", "--mode", "docker", env=env)
+        assert p.returncode == 125 and said in p.stderr, p.stderr
+    finally:
+        fake.close()
