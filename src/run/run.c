@@ -1073,6 +1073,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		.signal = res.term_signal,
 		.timed_out = res.outcome == LB_SB_TIMEOUT,
 		.oom_killed = res.oom_killed,
+		.oom_counted = res.oom_counted,
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
 		.language = st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang),
@@ -1107,6 +1108,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			       res.term_signal ? json_object_new_int(res.term_signal) : NULL);
 	json_object_object_add(doc, "timed_out", json_object_new_boolean(res.outcome == LB_SB_TIMEOUT));
 	json_object_object_add(doc, "oom_killed", json_object_new_boolean(res.oom_killed));
+	json_object_object_add(doc, "oom_counted", json_object_new_boolean(res.oom_counted));
 	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
 	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
 	add_time(doc, "ended_at", ended);
