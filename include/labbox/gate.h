@@ -36,6 +36,10 @@ typedef enum lb_gate_mode {
 #define LB_GATE_DIR "/run/labbox-gate"
 #define LB_GATE_PY_DIR LB_GATE_DIR "/py"
 #define LB_GATE_EVENTS LB_GATE_DIR "/events.jsonl"
+/* PYTHONPATH names the gate's directory alone; the PYTHONPATH the run was given travels in
+ * this variable and the gate puts it on sys.path once the hook is in, where the interpreter
+ * would have: nothing of a directory the experiment writes is importable before the gate. */
+#define LB_GATE_PYTHONPATH_VAR "LABBOX_GATE_PYTHONPATH"
 /* The gate's config in py_dir: "labbox-gate 1", then one "key hexbytes" line a setting. */
 #define LB_GATE_CONFIG "labbox_gate.cfg"
 

@@ -88,8 +88,9 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 }
 
 /* The runtime gate: its directory read-only and its events FIFO at fixed paths
- * under /run (hidden, so they exist inside only), its directory first on PYTHONPATH ahead of
- * any the user gave with -e, and its config naming the places this sandbox can write. */
+ * under /run (hidden, so they exist inside only), its directory alone on PYTHONPATH (the
+ * PYTHONPATH given with -e goes in LB_GATE_PYTHONPATH_VAR, put on sys.path by the gate), and
+ * its config naming the places this sandbox can write. */
 static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 {
 	int r = lb_sandbox_add_bind(sb, job->gate_py_dir, LB_GATE_PY_DIR, false);
@@ -114,9 +115,15 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 		lb_gate_pyc_stage(job->gate_py_dir, job->python, cache, &hit);
 	}
 	const char *user = lb_sandbox_env_value(sb, "PYTHONPATH");
-	LB_AUTOFREE char *kv = NULL;
-	if (asprintf(&kv, "PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
-		     user ? user : "") < 0)
+	LB_AUTOFREE char *kv = NULL, *given = NULL;
+	if (user && *user) {
+		if (asprintf(&given, LB_GATE_PYTHONPATH_VAR "=%s", user) < 0)
+			return -ENOMEM;
+		r = lb_sandbox_add_env(sb, given);
+		if (r < 0)
+			return r;
+	}
+	if (asprintf(&kv, "PYTHONPATH=%s", LB_GATE_PY_DIR) < 0)
 		return -ENOMEM;
 	return lb_sandbox_add_env(sb, kv);
 }

@@ -50,6 +50,17 @@ def _labbox_gate():
         return  # not labbox's sandbox: do nothing
     # Out of sys.path at once: the experiment's imports are those of a run without the gate.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    # The PYTHONPATH the run was given comes in only now, where the interpreter would have put
+    # it (before the standard library): labbox names this directory alone in PYTHONPATH, so
+    # that no module of a directory the experiment can write (PYTHONPATH=. is common)
+    # shadows what the interpreter and the gate import before the hook is in (encodings,
+    # _socket). Each interpreter the run starts does the same from the environment.
+    extra = []
+    for p in os.environ.get("LABBOX_GATE_PYTHONPATH", "").split(os.pathsep):
+        p = os.path.abspath(p) if p else ""
+        if p and p not in sys.path and p not in extra:
+            extra.append(p)
+    sys.path[0:0] = extra
 
     policy = cfg.get("policy", "standard")
     enforce = cfg.get("enforce", "1") == "1"

@@ -152,3 +152,42 @@ def test_a_gate_that_only_records_is_not_stopped_by_code_before_it(tmp_path):
     g = r.result["runtime_gate"]
     assert g["mode"] == "record" and g["enforced"] is False, g
     assert any(p.endswith("zz_early.pth") for p in g["before_gate"]), g
+
+
+def test_a_module_on_the_pythonpath_cannot_run_before_the_gate(tmp_path):
+    """PYTHONPATH=. (or src) is what many projects are run with. Its entries come before the
+    standard library on sys.path, so a module of the experiment named like one the
+    interpreter or the gate imports before the hook is in (`_socket`) ran first, and could
+    break the gate (here: an ImportError, "Error in sitecustomize") while result.json claimed
+    it enforced; then an unpickled os.system ran a shell. The given PYTHONPATH now joins
+    sys.path only once the gate is in, at the place the interpreter gives it; the
+    experiment's imports through it work as without the gate."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    exp = tmp_path / "exp"
+    (exp / "src").mkdir(parents=True)
+    (exp / "_socket.py").write_text(
+        'import sys\nprint("shadow ran before the gate", file=sys.stderr)\n'
+        'raise ImportError("no _socket here")\n')
+    (exp / "src" / "helper.py").write_text("LR = 0.5\n")
+    (exp / "main.py").write_text(
+        "import pickle, sys\n"
+        "from helper import LR\n"
+        "print('lr:', LR)\n"
+        "print('path:', [p.rsplit('/exp', 1)[-1] or '/' for p in sys.path[:3]])\n"
+        "pickle.loads(b\"cos\\nsystem\\n(S'echo SHELL-$((6*7))'\\ntR.\")\n"
+        "print('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONPATH=.:src", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    log = r.log()
+    assert "shadow ran before the gate" not in log and "Error in sitecustomize" not in log, log
+    assert "SHELL-42" not in log, "a shell ran under an enforcing gate" + r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    g = r.result["runtime_gate"]
+    assert g["installed"] and g["enforced"], g
+    assert [e for e in g["events"] if e["refused"] and e["rule"] == "gate.pickle"], g
+    # the given PYTHONPATH is where the interpreter puts it: after the script's directory
+    assert "lr: 0.5" in log and "path: ['/', '/', '/src']" in log, log
