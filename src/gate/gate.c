@@ -30,6 +30,21 @@ int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
 	return 0;
 }
 
+bool lb_gate_startup_var(const char *name)
+{
+	static const char *const names[] = {"PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
+					    "PYTHONEXECUTABLE", "PYTHONSTARTUP", "GCONV_PATH"};
+	if (!name)
+		return false;
+	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...). */
+	if (strncmp(name, "LD_", 3) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
 const char *lb_gate_mode_name(lb_gate_mode m)
 {
 	switch (m) {

@@ -3,6 +3,7 @@ to it (os.write raises no audit event) and sees its path. What the host checks: 
 costs the host's disk nothing however much is written to it, and a refusal the gate recorded
 stays in result.json's runtime_gate whatever the experiment does to the channel afterwards."""
 import json
+import pytest
 
 from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
 
@@ -191,3 +192,41 @@ def test_a_module_on_the_pythonpath_cannot_run_before_the_gate(tmp_path):
     assert [e for e in g["events"] if e["refused"] and e["rule"] == "gate.pickle"], g
     # the given PYTHONPATH is where the interpreter puts it: after the script's directory
     assert "lr: 0.5" in log and "path: ['/', '/', '/src']" in log, log
+
+
+@pytest.mark.parametrize("var,value", [("PYTHONUSERBASE", "ub"), ("LD_PRELOAD", "./evil.so"),
+                                       ("PYTHONHOME", "home")])
+def test_the_experiments_sweep_env_cannot_change_what_runs_before_the_gate(tmp_path, var,
+                                                                          value):
+    """A sweep's env: in labbox.yaml is the experiment's own configuration. PYTHONUSERBASE
+    pointing into it made site run a .pth file of the experiment's before the gate, which
+    kept the gate out while result.json said it enforced; PYTHONHOME and the loader's LD_
+    variables do as much. labbox.yaml may not set them (exit 2, naming the variable and -e),
+    and nothing runs; an ordinary variable and PYTHONPATH still can."""
+    import subprocess
+    from escape_lib import LABBOX
+    exp = tmp_path / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "zz_early.pth").write_text(
+        "import sys; print('pth ran before the gate', file=sys.stderr); "
+        "sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text("import os\nprint('model:', os.environ.get('MODEL'))\n"
+                                 "print('accuracy: 1')\n")
+    yaml = ("sweep:\n  parameters:\n    lr: [0.1]\n  seeds: [0]\n"
+            f"  env: {{MODEL: \"m{{lr}}\", {var}: \"{value}\"}}\n")
+    (exp / "labbox.yaml").write_text(yaml)
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.error/1", doc
+    assert var in doc["error"]["message"] and "-e" in doc["error"]["message"], doc
+    assert not runs.exists() or not any(runs.iterdir()), "a cell ran"
+    (exp / "labbox.yaml").write_text(yaml.replace(f', {var}: "{value}"', ', PYTHONPATH: "."'))
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    log = next(runs.glob("*/run.log")).read_text()
+    assert "model: m0.1" in log and "pth ran" not in log, log
