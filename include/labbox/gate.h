@@ -123,6 +123,9 @@ int lb_gate_pyc_stage(const char *py_dir, const struct lb_python_info *py, const
  * not events as the gate writes them are counted in *bad and skipped; at most
  * LB_GATE_MAX_EVENTS events are appended to events (a json array), the rest counted in
  * *dropped. Each kept event is rebuilt from checked fields only. 0 or -ENOMEM. */
+/* Whether the gate's own "installed" line is among data's lines (the gate writes it once it
+ * is fully in; lb_gate_parse_events passes over it). */
+bool lb_gate_heard(const char *data, size_t len);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 

@@ -30,6 +30,11 @@ def _labbox_gate():
     import _thread
 
     here = os.path.dirname(os.path.abspath(__file__))
+    if not hasattr(sys, "addaudithook"):
+        # Before Python 3.8 (PEP 578) there is no hook to install: nothing is said into the
+        # experiment's output, and labbox, not hearing from the gate, does not claim it.
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+        return
     # The config is lines of "key hexbytes": read with str methods only, because json (and
     # the re, enum, collections it pulls in) would cost more than the rest of the start-up.
     cfg = {}
@@ -793,6 +798,14 @@ def _labbox_gate():
         _thread._excepthook = thread_excepthook
     if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
         sys.modules["threading"].excepthook = thread_excepthook
+
+    # Said last, once all of the above is in: labbox records the gate as installed only when
+    # this line reaches it (a gate that broke half-way, or never ran, is not claimed).
+    if fd >= 0:
+        try:
+            os.write(fd, b'{"v": 1, "gate": "installed"}\n')
+        except OSError:
+            pass
 
 
 _labbox_gate()

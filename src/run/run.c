@@ -968,6 +968,19 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				preload_refusal(gate_preload, refusal, sizeof refusal);
 				refuse_preload = true;
 			}
+			/* No audit hooks before Python 3.8 (PEP 578): a gate to refuse cannot be. */
+			int pmaj = 0, pmin = 0;
+			if (!refuse_preload && gate_staged && gate_mode == LB_GATE_ON &&
+			    sscanf(st->py.version, "%d.%d", &pmaj, &pmin) == 2 &&
+			    (pmaj < 3 || (pmaj == 3 && pmin < 8)) && !degraded_accepts(req, "gate")) {
+				snprintf(refusal, sizeof refusal,
+					 "the runtime gate needs Python 3.8 or later (PEP 578 audit "
+					 "hooks); %.400s is Python %.32s. Use a newer interpreter (--python, "
+					 "--env), or accept a run without the gate with --allow-degraded "
+					 "gate or --runtime-gate record",
+					 st->py.executable, st->py.version);
+				refuse_preload = true;
+			}
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "

@@ -3,6 +3,7 @@ to it (os.write raises no audit event) and sees its path. What the host checks: 
 costs the host's disk nothing however much is written to it, and a refusal the gate recorded
 stays in result.json's runtime_gate whatever the experiment does to the channel afterwards."""
 import json
+import os
 import pytest
 
 from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
@@ -230,3 +231,78 @@ def test_the_experiments_sweep_env_cannot_change_what_runs_before_the_gate(tmp_p
     assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
     log = next(runs.glob("*/run.log")).read_text()
     assert "model: m0.1" in log and "pth ran" not in log, log
+
+
+def test_a_gate_that_never_got_in_is_not_claimed(tmp_path):
+    """result.json said installed and enforced whenever the gate's files were staged, not
+    when the gate ran. A .pth file the user's own -e PYTHONUSERBASE points at keeps it out
+    (site runs it before sitecustomize): the record now says it was not installed, because
+    the gate never said it was in, and an os.system that ran is not under a claimed gate."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    exp = tmp_path / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "zz_early.pth").write_text(
+        "import sys; sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text("import pickle\n"
+                                 "pickle.loads(b\"cos\\nsystem\\n(S'true'\\ntR.\")\n"
+                                 "print('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONUSERBASE=ub", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    g = r.result["runtime_gate"]
+    if r.rc == 1:
+        pytest.skip("this interpreter's site does not read PYTHONUSERBASE's .pth: " + r.why())
+    assert r.rc == 0, r.why()
+    assert g["installed"] is False and g["enforced"] is False, g
+    assert "never reported" in g["note"], g
+    # and the same run without the .pth: the gate says it is in, and refuses
+    (site / "zz_early.pth").unlink()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONUSERBASE=ub", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    g = r.result["runtime_gate"]
+    assert r.rc == 1 and g["installed"] is True and g["enforced"] is True, r.why()
+    assert g["malformed"] == 0, g  # its own line is not counted as a bad event
+
+
+def _old_python():
+    import glob
+    for p in sorted(glob.glob("/root/.pyenv/versions/3.[4-7].*/bin/python3")) + [
+            "/usr/bin/python3.7", "/usr/bin/python3.6", "/usr/local/bin/python3.7"]:
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def test_an_interpreter_without_audit_hooks_stops_an_enforcing_run(tmp_path):
+    """Python before 3.8 has no audit hooks (PEP 578): a gate that is to refuse cannot be
+    there, so the run is stopped before it starts (125, saying why and the way out), and with
+    --allow-degraded gate it runs with the record saying the gate was not in."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    old = _old_python()
+    if not old:
+        pytest.skip("no Python older than 3.8 on this host")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("print('ran: 1')\nprint('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--python", old,
+                      "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    assert r.rc == 125 and r.result["status"] == "infra_error", r.why()
+    why = r.result["failure"]["summary"]
+    assert "3.8" in why and "--allow-degraded gate" in why, why
+    assert "ran: 1" not in r.log()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--python", old,
+                      "--allow-degraded", "gate", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    assert g["installed"] is False and g["enforced"] is False, g
+    assert "Error in sitecustomize" not in r.log(), r.log()
