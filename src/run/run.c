@@ -1032,9 +1032,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (efd >= 0) {
+			/* No --out_dir given: the one the entry point declares as its default. */
+			const char *hint = lb_results_out_dir_hint(st->args, st->nargs);
+			char dflt[256];
+			LB_AUTOFREE char *src = NULL;
+			size_t slen = 0;
+			if (!hint && lb_read_file_at(efd, st->entry, (size_t)1 << 20, &src, &slen) == 0 &&
+			    lb_results_out_dir_default(src, slen, dflt, sizeof dflt) == 0)
+				hint = dflt;
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
-					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
-					   issues);
+					   hint, files_read, issues);
 			json_object *stale = drop_stale(efd, files_read, files, staged_ids, warnings);
 			if (json_object_array_length(stale))
 				json_object_object_add(mjson, "stale_results", stale);
