@@ -51,24 +51,14 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 	return r;
 }
 
-/* Other runs are not the experiment's business, wherever the runs directory lives (under
- * /srv or /data it is not hidden like a home): the runs directory, the run index and the
- * sweeps beside it are hidden, and exp/ of this run alone is bound back. So are those of
- * every other runs directory this user's labbox has used: an ordinary user's experiment
- * runs with the user's uid, and another project's records are plain readable to it. */
-static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
+/* The user's cache (interpreter probes, freezes, check verdicts: trusted by the next run on
+ * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), and every runs
+ * directory this user's labbox has used, with the index and sweeps beside each. */
+static int hide_known(lb_sandbox *sb, const char *cache)
 {
-	int r = job->runs_dir ? hide_runs_dir(sb, job->runs_dir, job->index_path, true) : 0;
-	/* The user's cache (interpreter probes, freezes, check verdicts) is trusted by the next
-	 * run on the host: a probe entry names the executable labbox then runs there. It may
-	 * lie outside the home (XDG_CACHE_HOME=/scratch/...), even inside a writable volume. */
-	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
-	if (cache)
-		r = lb_sandbox_mask(sb, cache);
-	if (r < 0 || !cache)
+	int r = lb_sandbox_mask(sb, cache);
+	if (r < 0)
 		return r;
-	if (job->runs_dir)
-		lb_record_known_note(cache, job->runs_dir);
 	char **known = NULL;
 	size_t nknown = 0;
 	r = lb_record_known_dirs(cache, &known, &nknown);
@@ -83,8 +73,31 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 			r = hide_runs_dir(sb, known[i], index, false);
 	}
 	lb_record_known_free(known, nknown);
-	/* A damaged list hides nothing more; this run's own records are hidden all the same. */
+	/* A damaged list hides nothing more; the cache and this run's own records are hidden
+	 * all the same. */
 	return r == -ENOMEM ? r : 0;
+}
+
+/* Other runs are not the experiment's business, wherever the runs directory lives (under
+ * /srv or /data it is not hidden like a home): the runs directory, the run index and the
+ * sweeps beside it are hidden, and exp/ of this run alone is bound back. So are those of
+ * every other runs directory this user's labbox has used: an ordinary user's experiment
+ * runs with the user's uid, and another project's records are plain readable to it. */
+static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
+{
+	int r = job->runs_dir ? hide_runs_dir(sb, job->runs_dir, job->index_path, true) : 0;
+	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
+	if (r < 0 || !cache)
+		return r;
+	if (job->runs_dir)
+		lb_record_known_note(cache, job->runs_dir);
+	return hide_known(sb, cache);
+}
+
+int lb_local_hide_records(lb_sandbox *sb)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	return cache ? hide_known(sb, cache) : 0;
 }
 
 /* The runtime gate: its directory read-only and its events FIFO at fixed paths

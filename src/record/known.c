@@ -91,11 +91,20 @@ int lb_record_known_note(const char *cache_dir, const char *runs_dir)
 	}
 	lb_buf b = {0};
 	size_t keep = 0;
-	for (size_t i = 0; i < n; i++)
-		keep += strcmp(v[i], real) != 0;
+	struct stat st;
+	/* Directories gone since (a test's, a scratch project's) make room for those that are
+	 * there: only the most recent of those are kept, so the dead must not push them out. */
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i], real) == 0 || (stat(v[i], &st) < 0 && errno == ENOENT)) {
+			free(v[i]);
+			v[i] = NULL;
+		} else {
+			keep++;
+		}
+	}
 	size_t skip = keep >= LB_RECORD_KNOWN_MAX ? keep - (LB_RECORD_KNOWN_MAX - 1) : 0;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		if (strcmp(v[i], real) == 0)
+		if (!v[i])
 			continue;
 		if (skip) {
 			skip--;

@@ -646,6 +646,12 @@ print("accuracy: 1")
     run_id = Path(doc["run_dir"]).name
     assert "manifest.json" not in log and "result.json" not in log, log[-2000:]
     assert not any(n.startswith(run_id[:8]) for n in log.split("'")), log[-2000:]
+    # `labbox exec` runs a command no more trusted than an experiment: the same holds
+    p = subprocess.run([LABBOX, "exec", "--", "/bin/sh", "-c",
+                        f"cat {first}/runs/*/manifest.json; ls {first}/runs"],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT, env=env)
+    assert secret not in p.stdout + p.stderr, p.stdout[-2000:]
+    assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
 ODD_ROOT = r'''

@@ -214,6 +214,18 @@ static void test_known_runs_dirs(void **state)
 	snprintf(p, sizeof p, "%s/r7", d);
 	assert_string_equal(v[0], p);
 	lb_record_known_free(v, n);
+	/* a directory gone since leaves the list at the next change, making room */
+	snprintf(p, sizeof p, "%s/r8", d);
+	assert_int_equal(rmdir(p), 0);
+	snprintf(p, sizeof p, "%s/r9", d);
+	assert_int_equal(lb_record_known_note(cache, p), 0);
+	assert_int_equal(lb_record_known_dirs(cache, &v, &n), 0);
+	assert_int_equal(n, LB_RECORD_KNOWN_MAX - 1);
+	assert_string_equal(v[n - 1], p);
+	snprintf(p, sizeof p, "%s/r8", d);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(v[i], p);
+	lb_record_known_free(v, n);
 	assert_int_equal(lb_record_known_note(cache, "/no/such/runs/dir"), -ENOENT);
 	/* a damaged list: what is not an absolute path is skipped */
 	snprintf(p, sizeof p, "%s/runs-dirs", cache);
