@@ -58,17 +58,17 @@ def _labbox_gate():
         return  # not labbox's sandbox: do nothing
     # Out of sys.path at once: the experiment's imports are those of a run without the gate.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    # The PYTHONPATH the run was given comes in only now, where the interpreter would have put
-    # it (before the standard library): labbox names this directory alone in PYTHONPATH, so
-    # that no module of a directory the experiment can write (PYTHONPATH=. is common)
-    # shadows what the interpreter and the gate import before the hook is in (encodings,
-    # _socket). Each interpreter the run starts does the same from the environment.
+    # The PYTHONPATH the run was given joins sys.path only at the end, once the hook and its
+    # guards are in, where the interpreter would have put it (before the standard library):
+    # labbox names this directory alone in PYTHONPATH, so that no module of a directory the
+    # experiment can write (PYTHONPATH=. is common) shadows what the interpreter and the gate
+    # import before that (encodings, _socket, sysconfig, threading). Each interpreter the run
+    # starts does the same from the environment.
     extra = []
     for p in os.environ.get("LABBOX_GATE_PYTHONPATH", "").split(os.pathsep):
         p = os.path.abspath(p) if p else ""
         if p and p not in sys.path and p not in extra:
             extra.append(p)
-    sys.path[0:0] = extra
 
     policy = cfg.get("policy", "standard")
     enforce = cfg.get("enforce", "1") == "1"
@@ -106,7 +106,7 @@ def _labbox_gate():
                     std_named.add(sysconfig.get_path(key, vars=scheme_vars or None))
                 except (KeyError, TypeError):
                     pass
-    for p in sys.path:
+    for p in extra + sys.path:
         # A root the run could write to is not the interpreter's: exp/ never, and anything
         # else only when it is read-only here (a venv under /tmp is bound read-only over the
         # private /tmp; access() says EROFS for it).
@@ -804,6 +804,8 @@ def _labbox_gate():
         _thread._excepthook = thread_excepthook
     if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
         sys.modules["threading"].excepthook = thread_excepthook
+
+    sys.path[0:0] = [p for p in extra if p not in sys.path]
 
     # Said last, once all of the above is in: labbox records the gate as installed only when
     # this line reaches it (a gate that broke half-way, or never ran, is not claimed).

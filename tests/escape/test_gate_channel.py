@@ -171,6 +171,9 @@ def test_a_module_on_the_pythonpath_cannot_run_before_the_gate(tmp_path):
     (exp / "_socket.py").write_text(
         'import sys\nprint("shadow ran before the gate", file=sys.stderr)\n'
         'raise ImportError("no _socket here")\n')
+    # what the gate may import itself while it sets up (sysconfig, when the probe could not
+    # name the standard library), shadowed the same way
+    (exp / "sysconfig.py").write_text('raise ImportError("no sysconfig here")\n')
     (exp / "src" / "helper.py").write_text("LR = 0.5\n")
     (exp / "main.py").write_text(
         "import pickle, sys\n"
