@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_common.h"
 #include "labbox/collect.h"
@@ -26,6 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (doc) {
 		abort();
 	}
+	/* The same bytes as an entry point's source: a declared --out_dir default. */
+	char dflt[64];
+	if (lb_results_out_dir_default((const char *)data, size, dflt, sizeof dflt) == 0 &&
+	    (dflt[0] == '\0' || strlen(dflt) >= sizeof dflt))
+		abort();
 	doc = NULL;
 	if (lb_results_parse((const char *)data, size, &doc, err, sizeof(err)) < 0) {
 		if (doc)

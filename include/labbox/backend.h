@@ -326,4 +326,8 @@ typedef struct lb_colab_heartbeat {
 int lb_colab_heartbeat_parse(const char *text, size_t len, lb_colab_heartbeat *out, char *err,
 			     size_t errlen);
 
+/* For a sandbox labbox runs outside a run (exec): hide the user's cache and every runs
+ * directory labbox has used, as a run's sandbox hides them. 0 or a negative errno. */
+int lb_local_hide_records(lb_sandbox *sb);
+
 #endif

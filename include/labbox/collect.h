@@ -242,6 +242,11 @@ uint64_t lb_results_parse_cost(const char *data, size_t len);
  * "--out_dir=run_0"), as AI-Scientist templates (final_info.json) and Hugging Face scripts take
  * it. A pointer into args, or NULL when none is given. */
 const char *lb_results_out_dir_hint(char *const *args, size_t n);
+/* The same flag's default where the entry point's source declares it as argparse does,
+ * `add_argument("--out_dir", ..., default="run_0")` (AI-Scientist's templates): a plain
+ * string literal within the call; the first such declaration wins. 0 and out filled, or
+ * -ENOENT. Used when the arguments name no output directory. */
+int lb_results_out_dir_default(const char *src, size_t len, char *out, size_t outlen);
 
 /* Collect every results file of a run, relative to expdirfd (the staged exp/ directory), with
  * lb_results_read's protections (no symlinks anywhere on the path, no FIFOs, regular files of

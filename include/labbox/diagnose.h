@@ -14,6 +14,9 @@ typedef struct lb_failure_input {
 	int signal;      /* 0 when it exited */
 	bool timed_out;  /* the time budget ended it */
 	bool oom_killed; /* the memory limit ended it */
+	/* A memory cgroup counted the tree's OOM kills (any OOM killer's): with oom_killed false,
+	 * a SIGKILL was not the out-of-memory killer's. */
+	bool oom_counted;
 	bool infra_error;
 	const char *infra_message; /* why the sandbox or backend could not run it */
 	const char *language; /* "r" or "octave": their error lines are read too; NULL: Python */

@@ -36,6 +36,10 @@ typedef enum lb_gate_mode {
 #define LB_GATE_DIR "/run/labbox-gate"
 #define LB_GATE_PY_DIR LB_GATE_DIR "/py"
 #define LB_GATE_EVENTS LB_GATE_DIR "/events.jsonl"
+/* PYTHONPATH names the gate's directory alone; the PYTHONPATH the run was given travels in
+ * this variable and the gate puts it on sys.path once the hook is in, where the interpreter
+ * would have: nothing of a directory the experiment writes is importable before the gate. */
+#define LB_GATE_PYTHONPATH_VAR "LABBOX_GATE_PYTHONPATH"
 /* The gate's config in py_dir: "labbox-gate 1", then one "key hexbytes" line a setting. */
 #define LB_GATE_CONFIG "labbox_gate.cfg"
 
@@ -47,6 +51,10 @@ typedef enum lb_gate_mode {
 /* "off", "record", "on"; -EINVAL otherwise. */
 int lb_gate_mode_parse(const char *s, lb_gate_mode *out);
 const char *lb_gate_mode_name(lb_gate_mode m);
+/* A variable that changes what the interpreter or the dynamic loader runs before the
+ * experiment's first line, and so before the gate (PYTHONHOME, PYTHONUSERBASE's .pth files,
+ * LD_PRELOAD...): the experiment's own configuration may not set one. */
+bool lb_gate_startup_var(const char *name);
 /* The mode a run gets: asked, or the policy's default (policy is lb_check_policy). */
 lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy);
 
@@ -119,6 +127,9 @@ int lb_gate_pyc_stage(const char *py_dir, const struct lb_python_info *py, const
  * not events as the gate writes them are counted in *bad and skipped; at most
  * LB_GATE_MAX_EVENTS events are appended to events (a json array), the rest counted in
  * *dropped. Each kept event is rebuilt from checked fields only. 0 or -ENOMEM. */
+/* Whether the gate's own "installed" line is among data's lines (the gate writes it once it
+ * is fully in; lb_gate_parse_events passes over it). */
+bool lb_gate_heard(const char *data, size_t len);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 

@@ -71,6 +71,14 @@ typedef struct lb_index lb_index;
 
 /* The index of a runs directory: RUNS_DIR/../labbox.db. *out is malloc'd. */
 int lb_index_path_for(const char *runs_dir, char **out);
+/* The runs directories this user's labbox has used (at most LB_RECORD_KNOWN_MAX, the most
+ * recent last), kept in the user's cache directory so that every run hides all of them.
+ * known_dirs: *out is NULL and *n 0 when there is no list yet; free with known_free. note:
+ * records runs_dir (made absolute, resolved) as the most recent. 0 or negative errno. */
+#define LB_RECORD_KNOWN_MAX 64
+int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n);
+void lb_record_known_free(char **v, size_t n);
+int lb_record_known_note(const char *cache_dir, const char *runs_dir);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
 void lb_index_close(lb_index *ix);

@@ -179,6 +179,7 @@ typedef struct lb_sandbox_result {
 	bool gpu_sampled;        /* nvidia-smi was sampled (once a second) while GPUs were in */
 	uint64_t peak_gpu_bytes; /* largest sum of GPU memory of the tree's processes seen */
 	bool oom_killed;         /* the cgroup's OOM killer killed a process of the tree */
+	bool oom_counted;        /* a memory cgroup counted OOM kills: !oom_killed means none */
 	int setup_errno;         /* for SETUP_FAILED */
 	char setup_step[32];     /* e.g. "setup_root", "exec" */
 	char setup_error[512];   /* one line naming what failed */

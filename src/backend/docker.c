@@ -735,8 +735,9 @@ static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job
 	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s,readonly", job->gate_py_dir, LB_GATE_PY_DIR);
 	r |= lb_strv_push(c, "--mount");
 	r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->gate_events, LB_GATE_EVENTS);
-	r |= lb_strv_pushf(c, "--env=PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
-			   user ? user : "");
+	if (user && *user)
+		r |= lb_strv_pushf(c, "--env=" LB_GATE_PYTHONPATH_VAR "=%s", user);
+	r |= lb_strv_pushf(c, "--env=PYTHONPATH=%s", LB_GATE_PY_DIR);
 	return r ? -ENOMEM : 0;
 }
 

@@ -1,6 +1,7 @@
 /* The local backend: the sandbox of this host (src/sandbox). */
 #include "labbox/backend.h"
 #include "labbox/gate.h"
+#include "labbox/record.h"
 #include "labbox/sweep.h"
 #include "labbox/util.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static lb_sandbox *sandbox_of(lb_backend *b)
@@ -22,41 +24,86 @@ static void local_owner(lb_backend *b, uid_t *uid, gid_t *gid)
 	lb_sandbox_payload_ids(sandbox_of(b), uid, gid);
 }
 
-/* Other runs are not the experiment's business, wherever the runs directory lives (under
- * /srv or /data it is not hidden like a home): the runs directory, the run index and the
- * sweeps beside it are hidden, and exp/ of this run alone is bound back. */
-static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
+/* A runs directory, the sweeps beside it and its run index, masked. make_sweeps: this run's
+ * own sweeps directory is made when missing, so that a sweep started while this run goes on
+ * does not appear inside it; another project's is only masked where it exists. */
+static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index_path,
+			 bool make_sweeps)
 {
-	int r = job->runs_dir ? lb_sandbox_mask(sb, job->runs_dir) : 0;
+	int r = lb_sandbox_mask(sb, runs_dir);
 	/* The sweeps beside the runs: sweep.json holds every cell's results and the -e values of
-	 * its command line. Made when missing, so a sweep started while this run goes on does
-	 * not appear inside it. */
+	 * its command line. */
 	LB_AUTOFREE char *sweeps = NULL;
-	if (r == 0 && job->runs_dir && lb_sweep_dir_for(job->runs_dir, "", &sweeps) == 0) {
+	if (r == 0 && lb_sweep_dir_for(runs_dir, "", &sweeps) == 0) {
 		size_t n = strlen(sweeps);
 		while (n > 1 && sweeps[n - 1] == '/')
 			sweeps[--n] = '\0';
-		lb_mkdir_p(sweeps, 0700);
+		if (make_sweeps)
+			lb_mkdir_p(sweeps, 0700);
 		r = lb_sandbox_mask(sb, sweeps);
 	}
 	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	for (size_t i = 0; r == 0 && job->index_path && i < sizeof sfx / sizeof *sfx; i++) {
+	for (size_t i = 0; r == 0 && index_path && i < sizeof sfx / sizeof *sfx; i++) {
 		char p[PATH_MAX + 16];
-		snprintf(p, sizeof p, "%s%s", job->index_path, sfx[i]);
+		snprintf(p, sizeof p, "%s%s", index_path, sfx[i]);
 		r = lb_sandbox_mask(sb, p);
 	}
-	/* The user's cache (interpreter probes, freezes, check verdicts) is trusted by the next
-	 * run on the host: a probe entry names the executable labbox then runs there. It may
-	 * lie outside the home (XDG_CACHE_HOME=/scratch/...), even inside a writable volume. */
-	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
-	if (cache)
-		r = lb_sandbox_mask(sb, cache);
 	return r;
 }
 
+/* The user's cache (interpreter probes, freezes, check verdicts: trusted by the next run on
+ * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), and every runs
+ * directory this user's labbox has used, with the index and sweeps beside each. */
+static int hide_known(lb_sandbox *sb, const char *cache)
+{
+	int r = lb_sandbox_mask(sb, cache);
+	if (r < 0)
+		return r;
+	char **known = NULL;
+	size_t nknown = 0;
+	r = lb_record_known_dirs(cache, &known, &nknown);
+	for (size_t i = 0; r == 0 && i < nknown; i++) {
+		LB_AUTOFREE char *index = NULL;
+		struct stat st;
+		/* Gone since, or no longer a directory: nothing of it to hide. */
+		if (stat(known[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		r = lb_index_path_for(known[i], &index);
+		if (r == 0)
+			r = hide_runs_dir(sb, known[i], index, false);
+	}
+	lb_record_known_free(known, nknown);
+	/* A damaged list hides nothing more; the cache and this run's own records are hidden
+	 * all the same. */
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Other runs are not the experiment's business, wherever the runs directory lives (under
+ * /srv or /data it is not hidden like a home): the runs directory, the run index and the
+ * sweeps beside it are hidden, and exp/ of this run alone is bound back. So are those of
+ * every other runs directory this user's labbox has used: an ordinary user's experiment
+ * runs with the user's uid, and another project's records are plain readable to it. */
+static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
+{
+	int r = job->runs_dir ? hide_runs_dir(sb, job->runs_dir, job->index_path, true) : 0;
+	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
+	if (r < 0 || !cache)
+		return r;
+	if (job->runs_dir)
+		lb_record_known_note(cache, job->runs_dir);
+	return hide_known(sb, cache);
+}
+
+int lb_local_hide_records(lb_sandbox *sb)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	return cache ? hide_known(sb, cache) : 0;
+}
+
 /* The runtime gate: its directory read-only and its events FIFO at fixed paths
- * under /run (hidden, so they exist inside only), its directory first on PYTHONPATH ahead of
- * any the user gave with -e, and its config naming the places this sandbox can write. */
+ * under /run (hidden, so they exist inside only), its directory alone on PYTHONPATH (the
+ * PYTHONPATH given with -e goes in LB_GATE_PYTHONPATH_VAR, put on sys.path by the gate), and
+ * its config naming the places this sandbox can write. */
 static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 {
 	int r = lb_sandbox_add_bind(sb, job->gate_py_dir, LB_GATE_PY_DIR, false);
@@ -89,9 +136,15 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 		lb_gate_pyc_stage(job->gate_py_dir, job->python, cache, &hit);
 	}
 	const char *user = lb_sandbox_env_value(sb, "PYTHONPATH");
-	LB_AUTOFREE char *kv = NULL;
-	if (asprintf(&kv, "PYTHONPATH=%s%s%s", LB_GATE_PY_DIR, user && *user ? ":" : "",
-		     user ? user : "") < 0)
+	LB_AUTOFREE char *kv = NULL, *given = NULL;
+	if (user && *user) {
+		if (asprintf(&given, LB_GATE_PYTHONPATH_VAR "=%s", user) < 0)
+			return -ENOMEM;
+		r = lb_sandbox_add_env(sb, given);
+		if (r < 0)
+			return r;
+	}
+	if (asprintf(&kv, "PYTHONPATH=%s", LB_GATE_PY_DIR) < 0)
 		return -ENOMEM;
 	return lb_sandbox_add_env(sb, kv);
 }

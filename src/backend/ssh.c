@@ -1070,6 +1070,7 @@ static void from_remote_doc(ssh_state *d, json_object *doc, lb_sandbox_result *r
 			res->peak_memory_source = json_str(rs, "peak_memory_source");
 	}
 	res->oom_killed = json_true(doc, "oom_killed");
+	res->oom_counted = json_true(doc, "oom_counted");
 	json_object *iso;
 	if (json_object_object_get_ex(doc, "isolation", &iso) && iso) {
 		res->isolation.network = json_str(iso, "network");

@@ -128,6 +128,7 @@ typedef struct ctx {
 	bool time_flag;
 	bool h_estimate, h_guard, h_results, h_metrics;
 	bool module_has_sensitive;
+	bool membership; /* reporting the container of `x in C`: asked about, not handed on */
 } ctx;
 
 /* ---- memory --------------------------------------------------------------------------------- */
@@ -809,7 +810,7 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 	}
 	if (c->in->std && stdlib_ref(c, q, at, how))
 		return;
-	if (how == USE && ck_sensitive_module(q)) {
+	if (how == USE && ck_sensitive_module(q) && !c->membership) {
 		snprintf(msg, sizeof msg,
 			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
 		raw(c, R_UNRESOLVED, at, q, msg);
@@ -2672,6 +2673,28 @@ static void generic(ctx *c, scope *sc, TSNode n)
 	}
 }
 
+/* `"torch" in sys.modules` asks whether a name is there: the module is not handed to
+ * anything, so it is not "passed on as a value". Every operand is still evaluated and
+ * reported for what it is (a call in it, a capability named directly). */
+static void comparison(ctx *c, scope *sc, TSNode n)
+{
+	uint32_t cnt = ts_node_child_count(n);
+	bool member = false;
+	for (uint32_t i = 0; i < cnt && !c->err; i++) {
+		TSNode ch = ts_node_child(n, i);
+		if (!ts_node_is_named(ch)) {
+			const char *op = ts_node_type(ch);
+			member = strcmp(op, "in") == 0 || strcmp(op, "not in") == 0;
+			continue;
+		}
+		vset v = eval(c, sc, ch);
+		c->membership = member;
+		report(c, &v, ch, USE);
+		c->membership = false;
+		member = false;
+	}
+}
+
 static vset eval_inner(ctx *c, scope *sc, TSNode n)
 {
 	vset out = {0};
@@ -2848,6 +2871,10 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		return out;
 	if (t == K_EXEC_STATEMENT || stmt_kind(t)) {
 		stmt(c, sc, n);
+		return out;
+	}
+	if (strcmp(ts_node_type(n), "comparison_operator") == 0) {
+		comparison(c, sc, n);
 		return out;
 	}
 	generic(c, sc, n);

@@ -278,6 +278,12 @@ int cli_exec(int argc, char **argv)
 	}
 	if ((rc = cli_sandbox_apply("exec", &o, sb)) != 0)
 		goto out;
+	/* The command is no more trusted than an experiment: the records are out of its sight. */
+	if (!docker && lb_local_hide_records(sb) < 0) {
+		cli_error("exec", "cannot hide labbox's records from the command: out of memory");
+		rc = 125;
+		goto out;
+	}
 	rc = CLI_EXIT_USAGE;
 	if (workdir) {
 		int r = lb_sandbox_set_workdir(sb, workdir);

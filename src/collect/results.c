@@ -870,6 +870,70 @@ const char *lb_results_out_dir_hint(char *const *args, size_t n)
 	return hint && *hint ? hint : NULL;
 }
 
+/* Whether src[i..] starts the quoted flag: '--out_dir' or "--out_dir". */
+static size_t quoted_flag_at(const char *src, size_t len, size_t i)
+{
+	static const char *const flags[] = { "--out_dir", "--out-dir", "--output_dir",
+					     "--output-dir" };
+	char q = src[i];
+
+	if (q != '"' && q != '\'')
+		return 0;
+	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		size_t fl = strlen(flags[f]);
+
+		if (i + 2 + fl <= len && memcmp(src + i + 1, flags[f], fl) == 0 && src[i + 1 + fl] == q)
+			return fl + 2;
+	}
+	return 0;
+}
+
+int lb_results_out_dir_default(const char *src, size_t len, char *out, size_t outlen)
+{
+	/* The rest of one add_argument call: a default further away is another call's. */
+	enum { CALL_SPAN = 600 };
+
+	if (!src || !out || outlen < 2)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		size_t fl = quoted_flag_at(src, len, i);
+		if (!fl)
+			continue;
+		int depth = 0;
+		size_t end = i + CALL_SPAN < len ? i + CALL_SPAN : len;
+		for (size_t j = i + fl; j < end && depth >= 0; j++) {
+			if (src[j] == '(' || src[j] == '[' || src[j] == '{')
+				depth++;
+			else if (src[j] == ')' || src[j] == ']' || src[j] == '}')
+				depth--;
+			if (depth != 0 || j + 8 > end || memcmp(src + j, "default", 7) != 0 ||
+			    (j > 0 && (isalnum((unsigned char)src[j - 1]) || src[j - 1] == '_')))
+				continue;
+			size_t k = j + 7;
+			while (k < end && (src[k] == ' ' || src[k] == '\t'))
+				k++;
+			if (k >= end || src[k] != '=')
+				continue; /* the word in a help text, `default_x`... */
+			k++;
+			while (k < end && (src[k] == ' ' || src[k] == '\t'))
+				k++;
+			char q = k < end ? src[k] : 0;
+			if (q != '"' && q != '\'')
+				break; /* a name or an expression: not known without running it */
+			size_t s = ++k;
+			while (k < end && src[k] != q && src[k] != '\\' && src[k] != '\n')
+				k++;
+			if (k >= end || src[k] != q || k == s || k - s >= outlen)
+				break;
+			memcpy(out, src + s, k - s);
+			out[k - s] = '\0';
+			return 0;
+		}
+		i += fl - 1;
+	}
+	return -ENOENT;
+}
+
 enum { FROM_DEFAULT, FROM_HINT, FROM_CONFIG };
 
 /* "./out//r.json" -> "out/r.json": the name a file is reported under, and the key that finds

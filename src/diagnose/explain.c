@@ -83,6 +83,7 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 		.signal = (v = get(result, "signal")) ? json_object_get_int(v) : 0,
 		.timed_out = (v = get(result, "timed_out")) && json_object_get_boolean(v),
 		.oom_killed = (v = get(result, "oom_killed")) && json_object_get_boolean(v),
+		.oom_counted = (v = get(result, "oom_counted")) && json_object_get_boolean(v),
 		.infra_error = strcmp(get_str(result, "status"), "infra_error") == 0,
 		.infra_message = ie ? get_str(ie, "message") : NULL,
 		.language = lang[0] && strcmp(lang, "python") != 0 ? lang : NULL,

@@ -1023,7 +1023,9 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 	return false;
 }
 
-static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line)
+/* not_oom: the tree's memory cgroup counted no OOM kill, so a SIGKILL was sent by a process
+ * (the experiment's own, or one outside the sandbox), not by the kernel for memory. */
+static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line, bool not_oom)
 {
 	char what[128];
 
@@ -1033,6 +1035,9 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 		set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
 	else if (sig == SIGXCPU || sig == SIGXFSZ)
 		set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
+	else if (sig == SIGKILL && not_oom)
+		set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
+					       "kill; who sent the signal is not recorded");
 	else if (sig == SIGKILL && killed_line)
 		set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
 					       "out-of-memory killer usually leaves");
@@ -1046,6 +1051,15 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 			    "the code (or a native library) made a system call the sandbox forbids "
 			    "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
 			    "labbox if it is really needed");
+	} else if (sig == SIGKILL && not_oom) {
+		verdict_set(v, "code_error",
+			    "killed by SIGKILL, not by the out-of-memory killer (the run's memory "
+			    "cgroup counted no OOM kill): a process sent it, the experiment's own or "
+			    "one outside the sandbox",
+			    NULL,
+			    "look for os.kill/signal calls in the code (a watchdog, a worker pool "
+			    "ending its workers) and for what on the host may have ended it; more "
+			    "memory would not help");
 	} else if (sig == SIGKILL) {
 		verdict_set(v, "oom",
 			    killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
@@ -1147,7 +1161,8 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	/* A shell between labbox and Python reports a signal as 128 + its number. */
 	if (sig == 0 && in->exit_code > 128 && in->exit_code < 128 + 65)
 		sig = in->exit_code - 128;
-	diagnose_signal(v, sig, in->exit_code, log_has_line(log, "Killed"));
+	diagnose_signal(v, sig, in->exit_code, log_has_line(log, "Killed"),
+			in->oom_counted && !in->oom_killed);
 	add_tail_evidence(v, log, 3);
 }
 

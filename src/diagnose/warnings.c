@@ -395,6 +395,78 @@ static int warn_runtime(const runtime_ctx *c, struct json_object *out)
 	return 0;
 }
 
+/* Uncaught exceptions that ended a thread or a child process ------------------------------- */
+
+/* threading's excepthook prints "Exception in thread NAME:", multiprocessing's Process
+ * "Process NAME:", each then the traceback; the main process goes on, and may well report
+ * metrics and exit 0 with a part of its work gone. */
+#define W_WORKER_EVIDENCE 3
+
+typedef struct worker_ctx {
+	size_t count;
+	int state; /* 0: nothing; 1: a header, its traceback next; 2: in that traceback */
+	char header[W_EVIDENCE_LEN + 64];
+	char ev[W_WORKER_EVIDENCE * 2][W_EVIDENCE_LEN + 64];
+	size_t n_ev;
+} worker_ctx;
+
+static bool worker_header(const char *line)
+{
+	size_t n = strlen(line);
+	if (n < 2 || line[n - 1] != ':')
+		return false;
+	return strncmp(line, "Exception in thread ", 20) == 0 ||
+	       (strncmp(line, "Process ", 8) == 0 && n > 9 && !strchr(line + 8, ' '));
+}
+
+static void worker_line(void *ctx, const char *line, size_t lineno)
+{
+	worker_ctx *c = ctx;
+
+	if (c->state == 1) {
+		c->state = strcmp(line, "Traceback (most recent call last):") == 0 ? 2 : 0;
+		if (c->state == 0 && worker_header(line))
+			goto header;
+		return;
+	}
+	if (c->state == 2) {
+		/* Frames and source lines are indented; the exception's own line is not. */
+		if (line[0] == ' ' || line[0] == '\t' || line[0] == '\0')
+			return;
+		if (c->count++ < W_WORKER_EVIDENCE) {
+			snprintf(c->ev[c->n_ev++], sizeof c->ev[0], "%s", c->header);
+			evidence_line(c->ev[c->n_ev++], sizeof c->ev[0], lineno, line);
+		}
+		c->state = 0;
+		return;
+	}
+	if (!worker_header(line))
+		return;
+header:
+	evidence_line(c->header, sizeof c->header, lineno, line);
+	c->state = 1;
+}
+
+static int warn_workers(const worker_ctx *c, struct json_object *out)
+{
+	const char *evp[W_WORKER_EVIDENCE * 2];
+	char msg[512];
+
+	if (!c->count)
+		return 0;
+	for (size_t i = 0; i < c->n_ev; i++)
+		evp[i] = c->ev[i];
+	snprintf(msg, sizeof(msg),
+		 "%zu uncaught exception%s ended a thread or a child process while the main "
+		 "process went on: the work it did is missing from the results, which may still "
+		 "look complete",
+		 c->count, c->count == 1 ? "" : "s");
+	struct json_object *w = warning(out, "worker_exception", msg, evp, c->n_ev);
+	if (!w || add(w, "count", json_object_new_int64((int64_t)c->count)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* Source files of the experiment ------------------------------------------------------------ */
 
 /* The top-level *.py files of the experiment (the entry point's directory is sys.path[0]),
@@ -979,6 +1051,7 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	LB_AUTOFREE char *owned = NULL;
 	LB_AUTOFREE loss_ctx *loss = NULL;
 	LB_AUTOFREE runtime_ctx *rt = NULL;
+	LB_AUTOFREE worker_ctx *wk = NULL;
 	__attribute__((cleanup(sources_free))) sources src;
 	const char *log;
 	size_t len;
@@ -996,14 +1069,17 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	}
 	loss = calloc(1, sizeof(*loss));
 	rt = calloc(1, sizeof(*rt));
-	if (!loss || !rt)
+	wk = calloc(1, sizeof(*wk));
+	if (!loss || !rt || !wk)
 		return -ENOMEM;
 	if (log) {
 		each_line(log, len, loss_line, loss);
 		each_line(log, len, runtime_line, rt);
+		each_line(log, len, worker_line, wk);
 	}
 	sources_read(&src, in->exp_dir, in->entry);
 	if ((r = warn_losses(loss, out)) < 0 || (r = warn_runtime(rt, out)) < 0 ||
+	    (r = warn_workers(wk, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
 	    (r = warn_shadow(in->exp_dir, out)) < 0)
 		return r;

@@ -30,6 +30,21 @@ int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
 	return 0;
 }
 
+bool lb_gate_startup_var(const char *name)
+{
+	static const char *const names[] = {"PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
+					    "PYTHONEXECUTABLE", "PYTHONSTARTUP", "GCONV_PATH"};
+	if (!name)
+		return false;
+	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...). */
+	if (strncmp(name, "LD_", 3) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
 const char *lb_gate_mode_name(lb_gate_mode m)
 {
 	switch (m) {
@@ -317,6 +332,26 @@ out:
 	return ev;
 }
 
+/* The line the gate writes once it is fully in (src/gate/sitecustomize.py). */
+static const char gate_hello[] = "{\"v\": 1, \"gate\": \"installed\"}";
+
+static bool is_hello(const char *line, size_t n)
+{
+	return n == sizeof gate_hello - 1 && memcmp(line, gate_hello, n) == 0;
+}
+
+bool lb_gate_heard(const char *data, size_t len)
+{
+	for (size_t i = 0; data && i < len;) {
+		const char *nl = memchr(data + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - data) : len;
+		if (nl && is_hello(data + i, end - i))
+			return true;
+		i = end + 1;
+	}
+	return false;
+}
+
 int lb_gate_parse_events(const char *data, size_t len, json_object *events, size_t *dropped,
 			 size_t *bad)
 {
@@ -329,7 +364,7 @@ int lb_gate_parse_events(const char *data, size_t len, json_object *events, size
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
 		size_t n = end - i;
-		if (n > 0) {
+		if (n > 0 && !is_hello(data + i, n)) {
 			json_object *ev = n < LB_GATE_MAX_LINE ? parse_line(data + i, n) : NULL;
 			if (!ev)
 				(*bad)++;
@@ -394,9 +429,16 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 		return NULL;
 	json_object_object_add(g, "mode", json_object_new_string(lb_gate_mode_name(mode)));
 	json_object_object_add(g, "policy", json_object_new_string(policy ? policy : "standard"));
-	json_object_object_add(g, "installed", json_object_new_boolean(ch != NULL));
+	/* Staged is not installed: only the gate's own line says it got in. A channel that could
+	 * not be read tells nothing either way; it is said in `channel`. */
+	bool heard = ch && (!ch->buf || lb_gate_heard(ch->buf, ch->len));
+	if (ch && !heard && !note)
+		note = "the gate never reported that it was in: it did not run in the interpreter "
+		       "(one older than Python 3.8 has no audit hooks), or broke before it was "
+		       "complete; nothing was refused or recorded by it";
+	json_object_object_add(g, "installed", json_object_new_boolean(heard));
 	json_object_object_add(g, "enforced",
-			       json_object_new_boolean(ch && mode == LB_GATE_ON));
+			       json_object_new_boolean(heard && mode == LB_GATE_ON));
 	json_object_object_add(g, "network", json_object_new_boolean(network));
 	json_object *events = json_object_new_array();
 	size_t dropped = 0, bad = 0, refused = 0;

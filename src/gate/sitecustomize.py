@@ -30,6 +30,11 @@ def _labbox_gate():
     import _thread
 
     here = os.path.dirname(os.path.abspath(__file__))
+    if not hasattr(sys, "addaudithook"):
+        # Before Python 3.8 (PEP 578) there is no hook to install: nothing is said into the
+        # experiment's output, and labbox, not hearing from the gate, does not claim it.
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+        return
     # The config is lines of "key hexbytes": read with str methods only, because json (and
     # the re, enum, collections it pulls in) would cost more than the rest of the start-up.
     cfg = {}
@@ -53,6 +58,17 @@ def _labbox_gate():
         return  # not labbox's sandbox: do nothing
     # Out of sys.path at once: the experiment's imports are those of a run without the gate.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    # The PYTHONPATH the run was given joins sys.path only at the end, once the hook and its
+    # guards are in, where the interpreter would have put it (before the standard library):
+    # labbox names this directory alone in PYTHONPATH, so that no module of a directory the
+    # experiment can write (PYTHONPATH=. is common) shadows what the interpreter and the gate
+    # import before that (encodings, _socket, sysconfig, threading). Each interpreter the run
+    # starts does the same from the environment.
+    extra = []
+    for p in os.environ.get("LABBOX_GATE_PYTHONPATH", "").split(os.pathsep):
+        p = os.path.abspath(p) if p else ""
+        if p and p not in sys.path and p not in extra:
+            extra.append(p)
 
     policy = cfg.get("policy", "standard")
     enforce = cfg.get("enforce", "1") == "1"
@@ -90,7 +106,7 @@ def _labbox_gate():
                     std_named.add(sysconfig.get_path(key, vars=scheme_vars or None))
                 except (KeyError, TypeError):
                     pass
-    for p in sys.path:
+    for p in extra + sys.path:
         # A root the run could write to is not the interpreter's: exp/ never, and anything
         # else only when it is read-only here (a venv under /tmp is bound read-only over the
         # private /tmp; access() says EROFS for it).
@@ -788,6 +804,16 @@ def _labbox_gate():
         _thread._excepthook = thread_excepthook
     if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
         sys.modules["threading"].excepthook = thread_excepthook
+
+    sys.path[0:0] = [p for p in extra if p not in sys.path]
+
+    # Said last, once all of the above is in: labbox records the gate as installed only when
+    # this line reaches it (a gate that broke half-way, or never ran, is not claimed).
+    if fd >= 0:
+        try:
+            os.write(fd, b'{"v": 1, "gate": "installed"}\n')
+        except OSError:
+            pass
 
 
 _labbox_gate()

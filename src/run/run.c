@@ -970,6 +970,19 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				preload_refusal(gate_preload, refusal, sizeof refusal);
 				refuse_preload = true;
 			}
+			/* No audit hooks before Python 3.8 (PEP 578): a gate to refuse cannot be. */
+			int pmaj = 0, pmin = 0;
+			if (!refuse_preload && gate_staged && gate_mode == LB_GATE_ON &&
+			    sscanf(st->py.version, "%d.%d", &pmaj, &pmin) == 2 &&
+			    (pmaj < 3 || (pmaj == 3 && pmin < 8)) && !degraded_accepts(req, "gate")) {
+				snprintf(refusal, sizeof refusal,
+					 "the runtime gate needs Python 3.8 or later (PEP 578 audit "
+					 "hooks); %.400s is Python %.32s. Use a newer interpreter (--python, "
+					 "--env), or accept a run without the gate with --allow-degraded "
+					 "gate or --runtime-gate record",
+					 st->py.executable, st->py.version);
+				refuse_preload = true;
+			}
 		} else if (gate_mode != LB_GATE_OFF) {
 			snprintf(gate_note, sizeof gate_note,
 				 "not installed: mode %s does not bind the runtime gate into what runs "
@@ -1021,9 +1034,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (efd >= 0) {
+			/* No --out_dir given: the one the entry point declares as its default. */
+			const char *hint = lb_results_out_dir_hint(st->args, st->nargs);
+			char dflt[256];
+			LB_AUTOFREE char *src = NULL;
+			size_t slen = 0;
+			if (!hint && lb_read_file_at(efd, st->entry, (size_t)1 << 20, &src, &slen) == 0 &&
+			    lb_results_out_dir_default(src, slen, dflt, sizeof dflt) == 0)
+				hint = dflt;
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
-					   lb_results_out_dir_hint(st->args, st->nargs), files_read,
-					   issues);
+					   hint, files_read, issues);
 			json_object *stale = drop_stale(efd, files_read, files, staged_ids, warnings);
 			if (json_object_array_length(stale))
 				json_object_object_add(mjson, "stale_results", stale);
@@ -1075,6 +1095,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		.signal = res.term_signal,
 		.timed_out = res.outcome == LB_SB_TIMEOUT,
 		.oom_killed = res.oom_killed,
+		.oom_counted = res.oom_counted,
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
 		.language = st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang),
@@ -1109,6 +1130,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			       res.term_signal ? json_object_new_int(res.term_signal) : NULL);
 	json_object_object_add(doc, "timed_out", json_object_new_boolean(res.outcome == LB_SB_TIMEOUT));
 	json_object_object_add(doc, "oom_killed", json_object_new_boolean(res.oom_killed));
+	json_object_object_add(doc, "oom_counted", json_object_new_boolean(res.oom_counted));
 	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
 	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
 	add_time(doc, "ended_at", ended);

@@ -424,20 +424,23 @@ int lb_cgroup_enter_self(int fds[LB_CGROUP_SELF_FDS])
 	return r;
 }
 
-void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed)
+void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed, bool *counted)
 {
 	uint64_t v = 0;
 	*peak = 0;
 	*oom_killed = false;
+	*counted = false;
+	/* The kernel counts a kill by any OOM killer, the host's included, in the victim's
+	 * memory cgroup (mm/oom_kill.c, count_memcg_event_mm), limit or none. */
 	if (cg->v2[0]) {
 		if (read_u64(cg->v2, "memory.peak", &v))
 			*peak = v;
-		if (read_key(cg->v2, "memory.events", "oom_kill", &v) && v > 0)
+		if ((*counted = read_key(cg->v2, "memory.events", "oom_kill", &v)) && v > 0)
 			*oom_killed = true;
 	} else if (cg->memory[0]) {
 		if (read_u64(cg->memory, "memory.max_usage_in_bytes", &v))
 			*peak = v;
-		if (read_key(cg->memory, "memory.oom_control", "oom_kill", &v) && v > 0)
+		if ((*counted = read_key(cg->memory, "memory.oom_control", "oom_kill", &v)) && v > 0)
 			*oom_killed = true;
 	}
 }

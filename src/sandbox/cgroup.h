@@ -49,7 +49,9 @@ int lb_cgroup_open_self(const lb_cgroup *cg, int fds[LB_CGROUP_SELF_FDS]);
 /* Writes "0" to each: moves the calling thread (init is single-threaded). Closes them. */
 int lb_cgroup_enter_self(int fds[LB_CGROUP_SELF_FDS]);
 void lb_cgroup_close_self(int fds[LB_CGROUP_SELF_FDS]);
-void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed);
+/* *counted: an OOM kill counter of the tree's memory cgroup was read, so *oom_killed false
+ * means no OOM killer (the cgroup's or the host's) killed a process of it. */
+void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed, bool *counted);
 void lb_cgroup_destroy(lb_cgroup *cg);
 const char *lb_cgroup_name(const lb_cgroup *cg);
 

@@ -1588,7 +1588,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	res->peak_memory_source = "rusage maxrss of the largest process";
 	if (cg.version) {
 		uint64_t peak = 0;
-		lb_cgroup_read(&cg, &peak, &res->oom_killed);
+		lb_cgroup_read(&cg, &peak, &res->oom_killed, &res->oom_counted);
 		if (peak) {
 			res->peak_rss_bytes = peak;
 			res->peak_source = "cgroup";

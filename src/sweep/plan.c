@@ -1,5 +1,6 @@
 /* The grid of a sweep: parameters, seeds and templates, from labbox.yaml and the command line,
  * expanded into cells; the sweep's identity. */
+#include "labbox/gate.h"
 #include "labbox/sweep.h"
 #include "labbox/util.h"
 
@@ -421,6 +422,10 @@ static int yenv(yctx *y, yaml_node_t *n, lb_sweep_spec *s)
 		const char *name = yscalar(k), *val = yscalar(v);
 		if (!name || !lb_env_name_valid(name))
 			return ybad(y, k, "env: '%s' is not a variable name", name ? name : "?");
+		if (lb_gate_startup_var(name))
+			return ybad(y, k, "env: %s changes what the interpreter runs before the "
+				    "experiment's code (and its runtime gate); labbox.yaml may not set "
+				    "it: give it with -e if you mean it", name);
 		if (!val)
 			return ybad(y, v, "env: %s must be a plain value (a template)", name);
 		LB_AUTOFREE char *kv = NULL;

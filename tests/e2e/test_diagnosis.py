@@ -262,6 +262,41 @@ def test_time_guard_skipping_most_conditions(tmp_path):
     assert w["planned"] == 6 and w["reported"] == 2, w
 
 
+def test_worker_exceptions_of_a_completed_run(tmp_path):
+    """A thread and a child process that die of an uncaught exception do not end the main
+    process: it reports its metrics and exits 0, with their share of the work missing. The
+    run stays completed (warnings never change the verdict) and says so; a traceback the main
+    process caught and printed itself is not one of them."""
+    r, ws = warnings_of(tmp_path, """
+        import multiprocessing as mp, threading, traceback
+        scores = []
+        def evaluate(split):
+            if split == "test":
+                raise ValueError("shapes (64,10) and (32,) not aligned")
+            scores.append(0.9)
+        def export():
+            raise OSError("No space left on device")
+        if __name__ == "__main__":
+            for split in ("val", "test"):
+                t = threading.Thread(target=evaluate, args=(split,))
+                t.start(); t.join()
+            p = mp.get_context("fork").Process(target=export)
+            p.start(); p.join()
+            try:
+                1 / 0
+            except ZeroDivisionError:
+                traceback.print_exc()
+            print("accuracy:", sum(scores) / len(scores))
+    """)
+    assert r.result["status"] == "completed", r.why()
+    (w,) = kinds(ws, "worker_exception")
+    assert w["count"] == 2, w
+    ev = " | ".join(w["evidence"])
+    assert "Exception in thread" in ev and "ValueError: shapes (64,10)" in ev, w
+    assert "Process-1:" in ev and "OSError: No space left on device" in ev, w
+    assert "ZeroDivisionError" not in ev, w
+
+
 def test_stdlib_shadow_is_named(tmp_path):
     # The experiment's json.py hides the real module from everything, numpy included.
     r, ws = warnings_of(tmp_path, """

@@ -687,14 +687,16 @@ def test_runtime_gate_refuses_a_spawn_in_the_container(engine, tmp_path):
     assert r.result["failure"]["class"] == "gate_refused", r.why()
     assert not (r.exp / "MARKER").exists()  # the shell never ran
     assert "refused:" in r.log() and r.result["metrics"]["values"]["accuracy"] == 0.5
-    # the user's PYTHONPATH kept behind the gate's; the gate off is no gate at all
-    off = write_exp(tmp_path, "import os\nprint('path:', os.environ.get('PYTHONPATH'))\n"
+    # the user's PYTHONPATH joins sys.path once the gate is in; the gate off is no gate at all
+    off = write_exp(tmp_path, "import os, sys\nprint('path:', os.environ.get('PYTHONPATH'))\n"
+                    "print('user lib:', '/opt/user-lib' in sys.path)\n"
                     "print('gate:', os.path.exists('/run/labbox-gate/py/sitecustomize.py'))\n",
                     name="off")
     r = erun(engine, off, tmp_path / "runs2", "--policy", "permissive", "-e",
              "PYTHONPATH=/opt/user-lib")
     assert r.rc == 0, r.why()
-    assert "path: /run/labbox-gate/py:/opt/user-lib" in r.log() and "gate: True" in r.log()
+    assert "path: /run/labbox-gate/py\n" in r.log() and "gate: True" in r.log(), r.log()
+    assert "user lib: True" in r.log(), r.log()
     assert r.result["runtime_gate"]["mode"] == "record"
     assert r.result["runtime_gate"]["installed"] is True
     r = erun(engine, off, tmp_path / "runs3", "--runtime-gate", "off", "--policy", "permissive")

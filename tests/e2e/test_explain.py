@@ -209,14 +209,31 @@ def test_a_quiet_exit_is_a_low_confidence_guess(tmp_path):
     assert f["code_location"] is None
 
 
-def test_sigkill_without_a_limit_is_a_low_confidence_oom(tmp_path):
+def test_sigkill_no_oom_killer_sent_is_not_called_oom(tmp_path):
+    """SIGKILL that no OOM killer sent (here the experiment's own) is not called an
+    out-of-memory kill where the run's memory cgroup counts OOM kills: the kernel counts every
+    OOM killer's kills there, the host's included, limit or none. Without such a cgroup (an
+    ordinary user on cgroup v1) only the exit status is left: a low-confidence oom."""
     r, f = failed(tmp_path, """
         import os, signal
         print("step 1", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """, rc=1)
-    assert f["class"] == "oom"
-    assert f["confidence"] == "low"
+    assert r.result["signal"] == 9 and r.result["oom_killed"] is False, r.why()
+    if r.result["resources"]["peak_memory_source"].startswith("cgroup"):
+        assert r.result["oom_counted"] is True, r.why()
+        assert f["class"] == "code_error", f
+        assert "not by the out-of-memory killer" in f["summary"], f
+        assert f["confidence"] == "medium", f
+        assert "counted no out-of-memory kill" in f["confidence_reason"], f
+        assert f["escalation"] is None, f  # more memory is not offered: it would not help
+    else:
+        assert r.result["oom_counted"] is False, r.why()
+        assert f["class"] == "oom" and f["confidence"] == "low", f
+    # explain, reading the record again, comes to the same
+    doc = explain(tmp_path, r.result["id"])
+    assert doc["failure"]["class"] == f["class"], doc["failure"]
+    assert doc["failure"]["confidence"] == f["confidence"], doc["failure"]
 
 
 def test_a_handled_exception_taken_as_the_cause_is_medium(tmp_path):

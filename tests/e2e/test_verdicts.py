@@ -81,6 +81,27 @@ def test_stale_final_info_of_an_earlier_run_is_not_the_failed_runs_metrics(tmp_p
     assert "stale: run_0/final_info.json" in p.stdout and "0.42" not in p.stdout, p.stdout
 
 
+def test_final_info_in_the_declared_default_out_dir_is_collected(tmp_path):
+    """An AI-Scientist template run as it is, without --out_dir, writes final_info.json into
+    its argparse default (run_0): those are its results, not "no metric"; a stale one there is
+    still not taken for them, and a default labbox cannot read without running the code (an
+    expression) leaves the directory unknown, as before."""
+    exp = make_exp(tmp_path)
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc["metric_issues"])
+    fi = doc["metrics"]["files"]["run_0/final_info.json"]
+    assert fi["shakespeare_char"]["means"]["val_loss"] == 1.1
+    exp = make_exp(tmp_path, name="stale", files=STALE)
+    p, doc = run_json(tmp_path, exp, "--fail")
+    assert p.returncode == 1 and doc["metrics"]["files"] == {}, doc["metrics"]
+    assert doc["metrics"]["stale_results"] == ["run_0/final_info.json"], doc["metrics"]
+    code = TEMPLATE.replace('default="run_0"', 'default=os.path.join("run_0")').replace(
+        'print("best_val_loss: %r" % val)', "")
+    exp = make_exp(tmp_path, name="expr", code=code)
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 4 and doc["metrics"]["files"] == {}, doc["metrics"]
+
+
 def test_a_staged_results_file_the_run_rewrites_is_collected(tmp_path):
     exp = make_exp(tmp_path, files=STALE)
     p, doc = run_json(tmp_path, exp, "--out_dir", "run_0")

@@ -3,6 +3,8 @@ to it (os.write raises no audit event) and sees its path. What the host checks: 
 costs the host's disk nothing however much is written to it, and a refusal the gate recorded
 stays in result.json's runtime_gate whatever the experiment does to the channel afterwards."""
 import json
+import os
+import pytest
 
 from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
 
@@ -152,3 +154,158 @@ def test_a_gate_that_only_records_is_not_stopped_by_code_before_it(tmp_path):
     g = r.result["runtime_gate"]
     assert g["mode"] == "record" and g["enforced"] is False, g
     assert any(p.endswith("zz_early.pth") for p in g["before_gate"]), g
+
+
+def test_a_module_on_the_pythonpath_cannot_run_before_the_gate(tmp_path):
+    """PYTHONPATH=. (or src) is what many projects are run with. Its entries come before the
+    standard library on sys.path, so a module of the experiment named like one the
+    interpreter or the gate imports before the hook is in (`_socket`) ran first, and could
+    break the gate (here: an ImportError, "Error in sitecustomize") while result.json claimed
+    it enforced; then an unpickled os.system ran a shell. The given PYTHONPATH now joins
+    sys.path only once the gate is in, at the place the interpreter gives it; the
+    experiment's imports through it work as without the gate."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    exp = tmp_path / "exp"
+    (exp / "src").mkdir(parents=True)
+    (exp / "_socket.py").write_text(
+        'import sys\nprint("shadow ran before the gate", file=sys.stderr)\n'
+        'raise ImportError("no _socket here")\n')
+    # what the gate may import itself while it sets up (sysconfig, when the probe could not
+    # name the standard library), shadowed the same way
+    (exp / "sysconfig.py").write_text('raise ImportError("no sysconfig here")\n')
+    (exp / "src" / "helper.py").write_text("LR = 0.5\n")
+    (exp / "main.py").write_text(
+        "import pickle, sys\n"
+        "from helper import LR\n"
+        "print('lr:', LR)\n"
+        "print('path:', [p.rsplit('/exp', 1)[-1] or '/' for p in sys.path[:3]])\n"
+        "pickle.loads(b\"cos\\nsystem\\n(S'echo SHELL-$((6*7))'\\ntR.\")\n"
+        "print('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONPATH=.:src", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    log = r.log()
+    assert "shadow ran before the gate" not in log and "Error in sitecustomize" not in log, log
+    assert "SHELL-42" not in log, "a shell ran under an enforcing gate" + r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    g = r.result["runtime_gate"]
+    assert g["installed"] and g["enforced"], g
+    assert [e for e in g["events"] if e["refused"] and e["rule"] == "gate.pickle"], g
+    # the given PYTHONPATH is where the interpreter puts it: after the script's directory
+    assert "lr: 0.5" in log and "path: ['/', '/', '/src']" in log, log
+
+
+@pytest.mark.parametrize("var,value", [("PYTHONUSERBASE", "ub"), ("LD_PRELOAD", "./evil.so"),
+                                       ("PYTHONHOME", "home")])
+def test_the_experiments_sweep_env_cannot_change_what_runs_before_the_gate(tmp_path, var,
+                                                                          value):
+    """A sweep's env: in labbox.yaml is the experiment's own configuration. PYTHONUSERBASE
+    pointing into it made site run a .pth file of the experiment's before the gate, which
+    kept the gate out while result.json said it enforced; PYTHONHOME and the loader's LD_
+    variables do as much. labbox.yaml may not set them (exit 2, naming the variable and -e),
+    and nothing runs; an ordinary variable and PYTHONPATH still can."""
+    import subprocess
+    from escape_lib import LABBOX
+    exp = tmp_path / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "zz_early.pth").write_text(
+        "import sys; print('pth ran before the gate', file=sys.stderr); "
+        "sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text("import os\nprint('model:', os.environ.get('MODEL'))\n"
+                                 "print('accuracy: 1')\n")
+    yaml = ("sweep:\n  parameters:\n    lr: [0.1]\n  seeds: [0]\n"
+            f"  env: {{MODEL: \"m{{lr}}\", {var}: \"{value}\"}}\n")
+    (exp / "labbox.yaml").write_text(yaml)
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.error/1", doc
+    assert var in doc["error"]["message"] and "-e" in doc["error"]["message"], doc
+    assert not runs.exists() or not any(runs.iterdir()), "a cell ran"
+    (exp / "labbox.yaml").write_text(yaml.replace(f', {var}: "{value}"', ', PYTHONPATH: "."'))
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    log = next(runs.glob("*/run.log")).read_text()
+    assert "model: m0.1" in log and "pth ran" not in log, log
+
+
+def test_a_gate_that_never_got_in_is_not_claimed(tmp_path):
+    """result.json said installed and enforced whenever the gate's files were staged, not
+    when the gate ran. A .pth file the user's own -e PYTHONUSERBASE points at keeps it out
+    (site runs it before sitecustomize): the record now says it was not installed, because
+    the gate never said it was in, and an os.system that ran is not under a claimed gate."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    exp = tmp_path / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "zz_early.pth").write_text(
+        "import sys; sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
+    (exp / "main.py").write_text("import pickle\n"
+                                 "pickle.loads(b\"cos\\nsystem\\n(S'true'\\ntR.\")\n"
+                                 "print('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONUSERBASE=ub", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    g = r.result["runtime_gate"]
+    if r.rc == 1:
+        pytest.skip("this interpreter's site does not read PYTHONUSERBASE's .pth: " + r.why())
+    assert r.rc == 0, r.why()
+    assert g["installed"] is False and g["enforced"] is False, g
+    assert "never reported" in g["note"], g
+    # and the same run without the .pth: the gate says it is in, and refuses
+    (site / "zz_early.pth").unlink()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "-e",
+                      "PYTHONUSERBASE=ub", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    g = r.result["runtime_gate"]
+    assert r.rc == 1 and g["installed"] is True and g["enforced"] is True, r.why()
+    assert g["malformed"] == 0, g  # its own line is not counted as a bad event
+
+
+def _old_python():
+    import glob
+    for p in sorted(glob.glob("/root/.pyenv/versions/3.[4-7].*/bin/python3")) + [
+            "/usr/bin/python3.7", "/usr/bin/python3.6", "/usr/local/bin/python3.7"]:
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def test_an_interpreter_without_audit_hooks_stops_an_enforcing_run(tmp_path):
+    """Python before 3.8 has no audit hooks (PEP 578): a gate that is to refuse cannot be
+    there, so the run is stopped before it starts (125, saying why and the way out), and with
+    --allow-degraded gate it runs with the record saying the gate was not in."""
+    import time
+    from escape_lib import POLICY, Run, e2e
+    old = _old_python()
+    if not old:
+        pytest.skip("no Python older than 3.8 on this host")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("print('ran: 1')\nprint('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    t0 = time.monotonic()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--python", old,
+                      "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    assert r.rc == 125 and r.result["status"] == "infra_error", r.why()
+    why = r.result["failure"]["summary"]
+    assert "3.8" in why and "--allow-degraded gate" in why, why
+    assert "ran: 1" not in r.log()
+    proc = e2e.labbox("run", "--json", *POLICY, "--runtime-gate", "on", "--python", old,
+                      "--allow-degraded", "gate", "--runs-dir", str(runs), str(exp))
+    r = Run(proc, runs, time.monotonic() - t0)
+    assert r.rc == 0, r.why()
+    g = r.result["runtime_gate"]
+    assert g["installed"] is False and g["enforced"] is False, g
+    assert "Error in sitecustomize" not in r.log(), r.log()

@@ -606,6 +606,54 @@ print("accuracy: 1")
     assert "SEEN [] FOUND []" in log, log[-2000:]
 
 
+def test_other_projects_runs_are_hidden_too(tmp_path, visible_dir):
+    """An ordinary user's experiment runs with the user's uid, so the runs directory of
+    another project outside the home (/srv/a/.labbox/runs, with its manifests' -e values, the
+    index and the sweeps beside it) is plain readable to it unless labbox hides it as it
+    hides the run's own. As root the records are given to the payload's uid to stand for
+    that."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    first = visible_dir / "first" / ".labbox"
+    exp = write(visible_dir / "exp", 'print("accuracy: 1")\n')
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 first / "runs", "-e", f"API_KEY={secret}", exp, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    for q in [first, *first.rglob("*")]:
+        os.chown(q, 65534, 65534)
+    half = len(secret) // 2
+    spy = write(visible_dir / "spy", r'''
+import os
+secret = "%s" + "%s"
+seen, found = [], []
+for root, dirs, files in os.walk("%s"):
+    seen += dirs + files
+    for f in files:
+        try:
+            if secret in open(os.path.join(root, f), errors="replace").read():
+                found.append(f)
+        except OSError:
+            pass
+print("SEEN", sorted(seen), "FOUND", found)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:], first))
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 visible_dir / "second" / ".labbox" / "runs", spy, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    # the names of the hidden places may show (as the run's own do), nothing of what they hold
+    assert "FOUND []" in log, log[-2000:]
+    run_id = Path(doc["run_dir"]).name
+    assert "manifest.json" not in log and "result.json" not in log, log[-2000:]
+    assert not any(n.startswith(run_id[:8]) for n in log.split("'")), log[-2000:]
+    # `labbox exec` runs a command no more trusted than an experiment: the same holds
+    p = subprocess.run([LABBOX, "exec", "--", "/bin/sh", "-c",
+                        f"cat {first}/runs/*/manifest.json; ls {first}/runs"],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT, env=env)
+    assert secret not in p.stdout + p.stderr, p.stdout[-2000:]
+    assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
+
+
 ODD_ROOT = r'''
 set -eu
 R=$1

@@ -1491,6 +1491,34 @@ static void test_time_checks_pure(void **state)
 
 /* Results files of a run ---------------------------------------------------------------- */
 
+static void test_out_dir_default(void **state)
+{
+	(void)state;
+	char out[64];
+	static const char ai[] = "p.add_argument(\"--out_dir\", type=str, default=\"run_0\", "
+				 "help=\"the default (run_0) is fine\")\n";
+	assert_int_equal(lb_results_out_dir_default(ai, sizeof ai - 1, out, sizeof out), 0);
+	assert_string_equal(out, "run_0");
+	static const char help_first[] = "add_argument('--output-dir', help='default is x', "
+					 "default='out')";
+	assert_int_equal(lb_results_out_dir_default(help_first, sizeof help_first - 1, out,
+						    sizeof out), 0);
+	assert_string_equal(out, "out");
+	/* an expression, a default of another call, a cut source, none at all */
+	static const char expr[] = "add_argument('--out_dir', default=os.path.join('a'))";
+	static const char other[] = "add_argument('--out_dir')\nadd_argument('--x', default='y')";
+	static const char cut[] = "add_argument(\"--out_dir\", default=\"run_";
+	static const char esc[] = "add_argument('--out_dir', default='a\\nb')";
+	assert_int_equal(lb_results_out_dir_default(expr, sizeof expr - 1, out, sizeof out), -ENOENT);
+	assert_int_equal(lb_results_out_dir_default(other, sizeof other - 1, out, sizeof out),
+			 -ENOENT);
+	assert_int_equal(lb_results_out_dir_default(cut, sizeof cut - 1, out, sizeof out), -ENOENT);
+	assert_int_equal(lb_results_out_dir_default(esc, sizeof esc - 1, out, sizeof out), -ENOENT);
+	assert_int_equal(lb_results_out_dir_default("'--out_dir'", 11, out, sizeof out), -ENOENT);
+	/* longer than the caller's buffer: not cut short into another directory */
+	assert_int_equal(lb_results_out_dir_default(ai, sizeof ai - 1, out, 4), -ENOENT);
+}
+
 static void test_out_dir_hint(void **state)
 {
 	char *a1[] = { "--epochs", "3", "--out_dir", "run_0" };
@@ -2356,6 +2384,7 @@ int main(void)
 		cmocka_unit_test(test_validate_run_many_identical),
 		cmocka_unit_test(test_validate_run_dropped),
 		cmocka_unit_test(test_results_for_record),
+		cmocka_unit_test(test_out_dir_default),
 		cmocka_unit_test(test_results_big_integers_keep_their_value),
 	};
 

@@ -139,12 +139,34 @@ static void test_write_config(void **state)
 	rmdir(dir);
 }
 
+/* The gate's own line: heard only whole and on a line of its own; never an event or a bad one. */
+static void test_heard(void **state)
+{
+	(void)state;
+	static const char hello[] = "{\"v\": 1, \"gate\": \"installed\"}\n";
+	static const char mixed[] = "junk\n{\"v\": 1, \"gate\": \"installed\"}\n";
+	static const char cut[] = "{\"v\": 1, \"gate\": \"installed\"}";
+	static const char longer[] = "{\"v\": 1, \"gate\": \"installed\"} \n";
+	assert_true(lb_gate_heard(hello, sizeof hello - 1));
+	assert_true(lb_gate_heard(mixed, sizeof mixed - 1));
+	assert_false(lb_gate_heard(cut, sizeof cut - 1));
+	assert_false(lb_gate_heard(longer, sizeof longer - 1));
+	assert_false(lb_gate_heard(NULL, 0));
+	json_object *evs = json_object_new_array();
+	size_t dropped = 9, bad = 9;
+	assert_int_equal(lb_gate_parse_events(mixed, sizeof mixed - 1, evs, &dropped, &bad), 0);
+	assert_int_equal(json_object_array_length(evs), 0);
+	assert_int_equal(bad, 1);
+	json_object_put(evs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_parse_events),
 		cmocka_unit_test(test_parse_bounds),
+		cmocka_unit_test(test_heard),
 		cmocka_unit_test(test_diagnose_refusal),
 		cmocka_unit_test(test_write_config),
 	};

@@ -8,6 +8,7 @@
 #include "labbox/record.h"
 #include "labbox/util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -181,6 +182,66 @@ static void test_fixed_and_nonfinite_json(void **state)
 	json_object_put(o);
 }
 
+/* The list of runs directories: resolved, each once, the most recent last, at most
+ * LB_RECORD_KNOWN_MAX; lines that are not absolute paths are ignored. */
+static void test_known_runs_dirs(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char cache[512], p[600];
+	snprintf(cache, sizeof cache, "%s/cache", d);
+	assert_int_equal(mkdir(cache, 0700), 0);
+	char **v = NULL;
+	size_t n = 9;
+	assert_int_equal(lb_record_known_dirs(cache, &v, &n), 0);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	for (int i = 0; i < LB_RECORD_KNOWN_MAX + 6; i++) {
+		snprintf(p, sizeof p, "%s/r%d", d, i);
+		assert_int_equal(mkdir(p, 0700), 0);
+		assert_int_equal(lb_record_known_note(cache, p), 0);
+	}
+	/* the first again, through a path that resolves to it: moved to the end, not doubled */
+	snprintf(p, sizeof p, "%s/r1/../r0/", d);
+	assert_int_equal(lb_record_known_note(cache, p), 0);
+	assert_int_equal(lb_record_known_note(cache, p), 0);
+	assert_int_equal(lb_record_known_dirs(cache, &v, &n), 0);
+	assert_int_equal(n, LB_RECORD_KNOWN_MAX);
+	snprintf(p, sizeof p, "%s/r0", d);
+	assert_string_equal(v[n - 1], p);
+	snprintf(p, sizeof p, "%s/r%d", d, LB_RECORD_KNOWN_MAX + 5);
+	assert_string_equal(v[n - 2], p);
+	snprintf(p, sizeof p, "%s/r7", d);
+	assert_string_equal(v[0], p);
+	lb_record_known_free(v, n);
+	/* a directory gone since leaves the list at the next change, making room */
+	snprintf(p, sizeof p, "%s/r8", d);
+	assert_int_equal(rmdir(p), 0);
+	snprintf(p, sizeof p, "%s/r9", d);
+	assert_int_equal(lb_record_known_note(cache, p), 0);
+	assert_int_equal(lb_record_known_dirs(cache, &v, &n), 0);
+	assert_int_equal(n, LB_RECORD_KNOWN_MAX - 1);
+	assert_string_equal(v[n - 1], p);
+	snprintf(p, sizeof p, "%s/r8", d);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(v[i], p);
+	lb_record_known_free(v, n);
+	assert_int_equal(lb_record_known_note(cache, "/no/such/runs/dir"), -ENOENT);
+	/* a damaged list: what is not an absolute path is skipped */
+	snprintf(p, sizeof p, "%s/runs-dirs", cache);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("relative/dir\n\n/abs/one\n/with\tcontrol\n/abs/two", f);
+	fclose(f);
+	assert_int_equal(lb_record_known_dirs(cache, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0], "/abs/one");
+	assert_string_equal(v[1], "/abs/two");
+	lb_record_known_free(v, n);
+	rm_rf(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_runlog_cap_keeps_head_and_tail),
 		cmocka_unit_test(test_stage_copies_and_fingerprints),
 		cmocka_unit_test(test_run_dirs_are_unique),
+		cmocka_unit_test(test_known_runs_dirs),
 		cmocka_unit_test(test_fixed_and_nonfinite_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

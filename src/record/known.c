@@ -1,0 +1,124 @@
+/* The runs directories this user's labbox has used, so that every run can hide all of them,
+ * not only its own (docs/decisions.md, "Red-team pass: second round"). An ordinary user's
+ * experiment runs with the user's own uid: a runs directory of another project outside the
+ * home (/srv, /scratch, /work) is plain readable to it, manifests with their -e values and
+ * other runs' results included. The list lives in the user's cache directory, which every
+ * run hides, so an experiment can neither read it nor add to it. */
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KNOWN_FILE "runs-dirs"
+/* Each one is a mask in every run; the most recently used are kept. */
+#define KNOWN_READ_MAX ((size_t)LB_RECORD_KNOWN_MAX * (PATH_MAX + 1))
+
+/* A line is an absolute path without control bytes; anything else is not ours. */
+static bool known_line_ok(const char *s, size_t n)
+{
+	if (n == 0 || n >= PATH_MAX || s[0] != '/')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!cache_dir)
+		return 0;
+	LB_AUTOCLOSE int dfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	int r = lb_read_file_at(dfd, KNOWN_FILE, KNOWN_READ_MAX, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	char **v = calloc(LB_RECORD_KNOWN_MAX, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	size_t k = 0;
+	for (char *p = text; p < text + len && k < LB_RECORD_KNOWN_MAX;) {
+		char *nl = memchr(p, '\n', (size_t)(text + len - p));
+		size_t ln = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
+		if (known_line_ok(p, ln) && !(v[k] = strndup(p, ln))) {
+			lb_record_known_free(v, k);
+			return -ENOMEM;
+		}
+		if (v[k])
+			k++;
+		p += ln + 1;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+void lb_record_known_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int lb_record_known_note(const char *cache_dir, const char *runs_dir)
+{
+	char real[PATH_MAX];
+	if (!cache_dir || !runs_dir || !realpath(runs_dir, real))
+		return cache_dir && runs_dir ? -errno : -EINVAL;
+	char **v = NULL;
+	size_t n = 0;
+	int r = lb_record_known_dirs(cache_dir, &v, &n);
+	if (r < 0 && r != -EFBIG && r != -EINVAL && r != -ELOOP)
+		return r;
+	/* Already the most recent: nothing to write, the usual case. */
+	if (n > 0 && strcmp(v[n - 1], real) == 0) {
+		lb_record_known_free(v, n);
+		return 0;
+	}
+	lb_buf b = {0};
+	size_t keep = 0;
+	struct stat st;
+	/* Directories gone since (a test's, a scratch project's) make room for those that are
+	 * there: only the most recent of those are kept, so the dead must not push them out. */
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i], real) == 0 || (stat(v[i], &st) < 0 && errno == ENOENT)) {
+			free(v[i]);
+			v[i] = NULL;
+		} else {
+			keep++;
+		}
+	}
+	size_t skip = keep >= LB_RECORD_KNOWN_MAX ? keep - (LB_RECORD_KNOWN_MAX - 1) : 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		if (!v[i])
+			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		r = lb_buf_printf(&b, "%s\n", v[i]);
+	}
+	if (r >= 0)
+		r = lb_buf_printf(&b, "%s\n", real);
+	lb_record_known_free(v, n);
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/%s", cache_dir, KNOWN_FILE);
+	if (r >= 0)
+		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
+	lb_buf_free(&b);
+	return r < 0 ? r : 0;
+}
