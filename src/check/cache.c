@@ -966,6 +966,24 @@ int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *ke
 	return r == 0 ? 0 : r == -ENOMEM ? r : -ENOENT;
 }
 
+int ck_cache_find(const ck_cache *cc, const char *key, const char **data, size_t *len)
+{
+	if (cc->dfd < 0 || !cc->nslots)
+		return -ENOENT;
+	ck_slot want = {.key = key};
+	const ck_slot *s = bsearch(&want, cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
+	if (!s)
+		return -ENOENT;
+	*data = s->data;
+	*len = s->len;
+	return 0;
+}
+
+void ck_cache_prune_all(int dfd)
+{
+	ck_cache_prune(dfd, CACHE_MAX_PACKS, CACHE_MAX_BYTES);
+}
+
 typedef struct entry_age {
 	struct timespec mtime;
 	off_t size;
