@@ -796,25 +796,70 @@ out:
 
 /* The probe (set_answer_probe): each file stat-ed and its entry found, nothing decoded. Any
  * file not trusted by its metadata, or without an entry, leaves the report without an
- * answer: the caller checks again without the probe. */
+ * answer: the caller checks again without the probe. The stats are most of it: a few
+ * threads share them, as the check's workers do. */
+typedef struct probe_job {
+	const ck_cache *cache;
+	char *const *abs;
+	const char *entry_abs;
+	const char **entry;
+	size_t *len;
+	size_t from, to;
+	bool ok;
+} probe_job;
+
+static void *probe_range(void *arg)
+{
+	probe_job *p = arg;
+	for (size_t i = p->from; p->ok && i < p->to; i++) {
+		struct stat st;
+		ck_filestat fs;
+		uint8_t content[32];
+		char key[65];
+		bool harness = p->entry_abs ? strcmp(p->abs[i], p->entry_abs) == 0 : true;
+		p->ok = fstatat(AT_FDCWD, p->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			ck_filestat_from(&st, &fs) &&
+			ck_filestat_trusted(p->cache, p->abs[i], &fs, content);
+		if (p->ok) {
+			ck_cache_key_digest(p->cache, content, harness, "", key);
+			p->ok = ck_cache_find(p->cache, key, &p->entry[i], &p->len[i]) == 0;
+		}
+	}
+	return NULL;
+}
+
 static void probe_paths(const lb_check_config *cfg, char *const shown[], char *const abs[],
 			size_t n, const char *entry_abs, const ck_cache *cache, lb_check_report *rep)
 {
 	const char **entry = calloc(n ? n : 1, sizeof *entry);
 	size_t *len = calloc(n ? n : 1, sizeof *len);
 	bool ok = entry && len && cache->dfd >= 0;
-	for (size_t i = 0; ok && i < n; i++) {
-		struct stat st;
-		ck_filestat fs;
-		uint8_t content[32];
-		char key[65];
-		bool harness = entry_abs ? strcmp(abs[i], entry_abs) == 0 : true;
-		ok = fstatat(AT_FDCWD, abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		     ck_filestat_from(&st, &fs) && ck_filestat_trusted(cache, abs[i], &fs, content);
-		if (ok) {
-			ck_cache_key_digest(cache, content, harness, "", key);
-			ok = ck_cache_find(cache, key, &entry[i], &len[i]) == 0;
+	if (ok) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t nt = cpus > 1 ? (size_t)cpus : 1;
+		if (nt > 4)
+			nt = 4;
+		if (nt > n / 256 + 1)
+			nt = n / 256 + 1; /* a thread costs more than a few hundred stats */
+		probe_job jobs[4];
+		pthread_t th[4];
+		bool started[4] = {false};
+		for (size_t t = 0; t < nt; t++) {
+			jobs[t] = (probe_job){.cache = cache, .abs = abs, .entry_abs = entry_abs,
+					      .entry = entry, .len = len, .from = n * t / nt,
+					      .to = n * (t + 1) / nt, .ok = true};
+			if (t > 0)
+				started[t] = pthread_create(&th[t], NULL, probe_range, &jobs[t]) == 0;
 		}
+		probe_range(&jobs[0]);
+		for (size_t t = 1; t < nt; t++) {
+			if (started[t])
+				pthread_join(th[t], NULL);
+			else
+				probe_range(&jobs[t]);
+		}
+		for (size_t t = 0; t < nt; t++)
+			ok = ok && jobs[t].ok;
 	}
 	if (ok)
 		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, entry, len);
