@@ -42,15 +42,27 @@ void ck_answer_fail(lb_check_report *rep)
 	rep->answer_state = -1;
 }
 
+/* The fields of a file's record, in a fixed layout for the digest. */
+static void part_stat(lb_sha256 *c, const char *name, const ck_filestat *f)
+{
+	int64_t v[6] = {(int64_t)f->dev, (int64_t)f->ino, (int64_t)f->size, (int64_t)f->mode,
+			f->mtime_ns, f->ctime_ns};
+	ck_cache_key_part(c, name, v, sizeof v);
+}
+
 void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, const ck_cache *cc,
 			  char *const shown[], char *const abs[], size_t n, const char *entry_abs,
-			  const char *const entries[], const size_t lens[])
+			  const ck_filestat fst[])
 {
 	if (rep->answer_state < 0)
 		return;
-	bool whole = cc->dfd >= 0 && entries;
+	struct stat pst;
+	ck_filestat pack;
+	bool whole = cc->dfd >= 0 && fst &&
+		     fstatat(cc->dfd, cc->name, &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     ck_filestat_from(&pst, &pack);
 	for (size_t i = 0; whole && i < n; i++)
-		whole = entries[i] != NULL;
+		whole = fst[i].ok;
 	if (!whole) {
 		rep->answer_state = -1;
 		return;
@@ -60,6 +72,8 @@ void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, cons
 	ck_cache_key_part(&c, "schema", ANSWER_MAGIC, ANSWER_MAGIC_LEN);
 	ck_cache_key_part(&c, "before", rep->answer, sizeof rep->answer);
 	ck_cache_key_part(&c, "base", cc->base, sizeof cc->base);
+	part_str(&c, "pack", cc->name);
+	part_stat(&c, "pack-stat", &pack);
 	for (size_t i = 0; i < cfg->local_modules.n; i++)
 		part_str(&c, cfg->local_modules.v[i].project ? "local-p" : "local-o",
 			 cfg->local_modules.v[i].s);
@@ -72,7 +86,7 @@ void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, cons
 	for (size_t i = 0; i < n; i++) {
 		part_str(&c, "shown", shown[i]);
 		part_str(&c, "abs", abs[i]);
-		ck_cache_key_part(&c, "entry", entries[i], lens[i]);
+		part_stat(&c, "stat", &fst[i]);
 	}
 	lb_sha256_final(&c, rep->answer);
 	rep->answer_state = 1;

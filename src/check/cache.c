@@ -923,7 +923,9 @@ int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[
 	cc->dfd = fd;
 	key_base(cfg, stdlib_id, cc->base);
 	pack_name(cc, cfg->cache_name, root, abs, n, cc->name);
-	read_pack(cc);
+	/* the answer's probe needs only the pack's identity (check/answer.c) */
+	if (!cfg->answer_probe)
+		read_pack(cc);
 	return 0;
 }
 

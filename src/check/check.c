@@ -771,16 +771,16 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 	}
 	rep->cached += atomic_load(&j.cached);
 	rep->unread += atomic_load(&j.unread);
-	/* every file answered by its metadata: the answer can be kept whole */
-	if (r == 0 && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
-		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, j.entry,
-				     j.entry_len);
-	else
-		ck_answer_fail(rep);
 	/* Only a complete check writes the pack: it holds exactly this check's files. */
 	if (r == 0)
 		ck_cache_write(cache, j.entry, j.entry_len, n,
 			       atomic_load(&j.cached) < n || atomic_load(&j.rehashed) > 0, abs, j.fst);
+	/* every file answered by its metadata: the answer can be kept whole (the pack as it is
+	 * now, written again or not, is what a next check reads) */
+	if (r == 0 && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
+		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, j.fst);
+	else
+		ck_answer_fail(rep);
 out:
 	for (size_t i = 0; j.own && i < n; i++)
 		lb_buf_free(&j.own[i]);
@@ -794,16 +794,13 @@ out:
 	return r;
 }
 
-/* The probe (set_answer_probe): each file stat-ed and its entry found, nothing decoded. Any
- * file not trusted by its metadata, or without an entry, leaves the report without an
- * answer: the caller checks again without the probe. The stats are most of it: a few
- * threads share them, as the check's workers do. */
+/* The probe (set_answer_probe): each file stat-ed, nothing read or decoded, not even the
+ * pack: whether the files are still what the kept answer's check trusted is in the answer's
+ * digest (their records and the pack's own). The stats are most of it: a few threads share
+ * them, as the check's workers do. */
 typedef struct probe_job {
-	const ck_cache *cache;
 	char *const *abs;
-	const char *entry_abs;
-	const char **entry;
-	size_t *len;
+	ck_filestat *fst;
 	size_t from, to;
 	bool ok;
 } probe_job;
@@ -813,17 +810,9 @@ static void *probe_range(void *arg)
 	probe_job *p = arg;
 	for (size_t i = p->from; p->ok && i < p->to; i++) {
 		struct stat st;
-		ck_filestat fs;
-		uint8_t content[32];
-		char key[65];
-		bool harness = p->entry_abs ? strcmp(p->abs[i], p->entry_abs) == 0 : true;
 		p->ok = fstatat(AT_FDCWD, p->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			ck_filestat_from(&st, &fs) &&
-			ck_filestat_trusted(p->cache, p->abs[i], &fs, content);
-		if (p->ok) {
-			ck_cache_key_digest(p->cache, content, harness, "", key);
-			p->ok = ck_cache_find(p->cache, key, &p->entry[i], &p->len[i]) == 0;
-		}
+			ck_filestat_from(&st, &p->fst[i]);
+		p->fst[i].ok = p->ok;
 	}
 	return NULL;
 }
@@ -831,9 +820,8 @@ static void *probe_range(void *arg)
 static void probe_paths(const lb_check_config *cfg, char *const shown[], char *const abs[],
 			size_t n, const char *entry_abs, const ck_cache *cache, lb_check_report *rep)
 {
-	const char **entry = calloc(n ? n : 1, sizeof *entry);
-	size_t *len = calloc(n ? n : 1, sizeof *len);
-	bool ok = entry && len && cache->dfd >= 0;
+	ck_filestat *fst = calloc(n ? n : 1, sizeof *fst);
+	bool ok = fst && cache->dfd >= 0;
 	if (ok) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		size_t nt = cpus > 1 ? (size_t)cpus : 1;
@@ -845,8 +833,7 @@ static void probe_paths(const lb_check_config *cfg, char *const shown[], char *c
 		pthread_t th[4];
 		bool started[4] = {false};
 		for (size_t t = 0; t < nt; t++) {
-			jobs[t] = (probe_job){.cache = cache, .abs = abs, .entry_abs = entry_abs,
-					      .entry = entry, .len = len, .from = n * t / nt,
+			jobs[t] = (probe_job){.abs = abs, .fst = fst, .from = n * t / nt,
 					      .to = n * (t + 1) / nt, .ok = true};
 			if (t > 0)
 				started[t] = pthread_create(&th[t], NULL, probe_range, &jobs[t]) == 0;
@@ -862,14 +849,13 @@ static void probe_paths(const lb_check_config *cfg, char *const shown[], char *c
 			ok = ok && jobs[t].ok;
 	}
 	if (ok)
-		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, entry, len);
+		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, fst);
 	else
 		ck_answer_fail(rep);
 	rep->files += n;
 	rep->cached += n;
 	rep->unread += n;
-	free(entry);
-	free(len);
+	free(fst);
 }
 
 /* Check paths (display names) whose absolute paths are abs; entry says which get the harness

@@ -438,12 +438,14 @@ void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
 
 /* ---- the whole answer of a check (check/answer.c) ------------------------------------------ */
 
-/* Folds one call's files into rep->answer when all n were answered by their metadata from
- * entries[] (the pack's bytes of each); otherwise (entries NULL, one missing, no cache) the
- * report has no answer. */
+/* Folds one call's files into rep->answer when all n were answered by their metadata: fst[i]
+ * is file i as stat-ed (every field as the pack's table has it), and the pack itself, whose
+ * table and entries answered them, is named by its own metadata (it is only ever replaced
+ * by a rename, and any write changes its ctime). fst NULL, a file not recorded, no cache or
+ * no pack: the report has no answer. */
 void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, const ck_cache *cc,
 			  char *const shown[], char *const abs[], size_t n, const char *entry_abs,
-			  const char *const entries[], const size_t lens[]);
+			  const ck_filestat fst[]);
 /* Folds what of a directory's configuration the entries' keys do not hold (budget, plan,
  * entry point): the findings made from labbox.yaml itself. */
 void ck_answer_fold_config(lb_check_report *rep, const lb_check_config *cfg);
