@@ -194,3 +194,20 @@ def test_configuration_and_context_give_their_own_answer(tmp_path):
     settle(env, "--json", exp)
     json.loads(same("--json", exp).stdout)
     assert not same(exp).stdout.startswith("{")
+
+
+def test_a_changed_pack_is_not_answered_for(tmp_path):
+    """The kept answer stands for the pack it was made from: the pack damaged (or replaced)
+    afterwards, the check answers as that pack now does."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, MAIN + "eval('1')\n", files={"helper.py": HELPER})
+    ref = run(env, "--no-cache", "--json", exp)
+    warm = settle(env, "--json", exp)
+    assert json.loads(warm.stdout)["unread_files"] == 2
+    assert len(answer_files(tmp_path)) == 1
+    d = tmp_path / "xdg" / "labbox" / "check"
+    [pack] = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".")]
+    pack.write_bytes(b"\x00garbage" * 100)
+    doc = json.loads(run(env, "--json", exp).stdout)
+    assert doc["cached_files"] == 0  # analysed again: the kept answer said 2
+    assert without_counts(run(env, "--json", exp)) == without_counts(ref)
