@@ -83,7 +83,8 @@ int lb_check_config_set_cache_dir(lb_check_config *cfg, const char *dir);
  * before under the same labbox, rules and configuration is not parsed again. The entries of
  * one experiment are kept together, under the experiment directory's path, or under name
  * when one is set: labbox run checks a staged copy in a new directory each time and names
- * the original. */
+ * the original. Such a check neither trusts nor records the files' metadata (a fresh copy's
+ * never matches): its pack is rewritten only when an entry changed. */
 int lb_check_config_set_cache_name(lb_check_config *cfg, const char *name);
 /* Probe: lb_check_dir and lb_check_files only stat the files and find their entries in the
  * result cache, without decoding any, and fold the report's answer (no findings are filled

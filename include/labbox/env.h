@@ -21,6 +21,11 @@ typedef struct lb_python_info {
 	char base_prefix[4096];
 	char version[64];      /* "3.11.2" */
 	char implementation[32];
+	/* Where sysconfig puts the standard library (stdlib and platstdlib, also with the base
+	 * prefix's variables), as the runtime gate asks at its start: known when at most two
+	 * (n_stdlib), so the gate need not import sysconfig in every run. */
+	char stdlib[2][4096];
+	unsigned n_stdlib;
 	/* Named by the experiment directory (labbox.yaml's python:), so it is the experiment's
 	 * code: it only ever runs inside the sandbox, and what it says of itself exposes
 	 * nothing of the host. named: the path it was named by, resolved; origin: the

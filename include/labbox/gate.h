@@ -96,6 +96,10 @@ typedef struct lb_gate_config {
 	const char *exp_dir; /* the experiment's directory, as the sandbox sees it */
 	const char *const *outputs; /* where it may write, as the sandbox sees them */
 	size_t noutputs;
+	/* The interpreter's standard library as its probe found it (lb_python_info.stdlib), at
+	 * the same paths inside; none: the gate asks sysconfig itself. */
+	const char *const *stdlib;
+	size_t nstdlib;
 } lb_gate_config;
 
 /* py_dir/LB_GATE_CONFIG, which the gate reads as it starts. */

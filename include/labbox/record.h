@@ -39,6 +39,8 @@ struct json_object *lb_record_fixed(double v, int decimals);
 
 /* Serialise pretty-printed (two spaces) and write atomically. */
 int lb_record_write_json(const char *path, struct json_object *doc);
+/* The same without the fsync, for a provisional record that a synced one replaces. */
+int lb_record_write_json_nosync(const char *path, struct json_object *doc);
 /* The same serialisation as a string owned by doc. */
 const char *lb_record_json_text(struct json_object *doc);
 
@@ -72,6 +74,16 @@ int lb_index_path_for(const char *runs_dir, char **out);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
 void lb_index_close(lb_index *ix);
+/* A process of its own that holds the index open while many runs come and go (a sweep's
+ * cells): each run's connection then finds the WAL's shared index ready instead of rebuilding
+ * it, and, not being the last, leaves the checkpoint (and its syncs) to the keeper's close at
+ * stop. A keeper that cannot open the index changes nothing: the runs do as without one. */
+typedef struct lb_index_keeper {
+	pid_t pid;
+	int fd;
+} lb_index_keeper;
+int lb_index_keeper_start(const char *path, lb_index_keeper *k);
+void lb_index_keeper_stop(lb_index_keeper *k);
 
 int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, const char *expdir,
 			 const char *started_at);

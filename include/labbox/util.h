@@ -65,6 +65,9 @@ bool lb_env_name_valid(const char *name);
 /* The same with the file's mode (before the umask): 0600 for the run records, which are the
  * user's own (they hold the command line and the environment given to the experiment). */
 int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode);
+/* The same without the fsync: for a record a later, synced write replaces (readers still
+ * never see half a file; a crash of the machine may leave it empty). */
+int lb_write_file_atomic_nosync(const char *path, const void *data, size_t len, mode_t mode);
 /* mkdir -p: mode is the last directory's; missing ones above it are made 0755. */
 int lb_mkdir_p(const char *path, mode_t mode);
 /* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for

@@ -71,6 +71,14 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
 			     .network = net != LB_NET_NONE, .exp_dir = job->exp_dir,
 			     .outputs = outs, .noutputs = n};
+	/* The probe's sysconfig answer, for an interpreter of the user's (one the experiment
+	 * named says of itself what it likes: the gate asks it at run time, as before). */
+	const char *std[2];
+	if (job->python && !job->python->confined) {
+		for (unsigned i = 0; i < job->python->n_stdlib && i < 2; i++)
+			std[gc.nstdlib++] = job->python->stdlib[i];
+		gc.stdlib = std;
+	}
 	r = lb_gate_write_config(job->gate_py_dir, &gc);
 	if (r < 0)
 		return r;

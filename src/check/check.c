@@ -679,7 +679,10 @@ static void *worker(void *arg)
 		struct stat st;
 		ck_filestat fs;
 		uint8_t content[32];
-		bool have_st = j->cache && j->cache->dfd >= 0 &&
+		/* A named check is of a staged copy, new each time: its metadata never matches
+		 * again, and recording it would rewrite the pack (and prune the cache) at every
+		 * run. Its entries are still found by content. */
+		bool have_st = j->cache && j->cache->dfd >= 0 && !j->cfg->cache_name &&
 			       fstatat(AT_FDCWD, j->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			       ck_filestat_from(&st, &fs);
 		if (wr == 0 && have_st && ck_filestat_trusted(j->cache, j->abs[i], &fs, content) &&

@@ -1244,7 +1244,14 @@ int cli_sweep(int argc, char **argv)
 			reported = true; /* sweep_slurm_run said why */
 		}
 	} else if (c.ntodo) {
+		/* One connection held for the whole sweep: the cells' own then neither rebuild the
+		 * WAL's index nor checkpoint (with its syncs) at every end (docs/decisions.md). */
+		lb_index_keeper keeper = {.pid = -1, .fd = -1};
+		LB_AUTOFREE char *ipath = NULL;
+		if (c.ntodo > 1 && lb_index_path_for(c.runs_dir, &ipath) == 0)
+			lb_index_keeper_start(ipath, &keeper);
 		r = lb_sweep_run_local(&lc, todo, c.ntodo, &lr, err, sizeof err);
+		lb_index_keeper_stop(&keeper);
 	}
 	free(todo);
 	if (c.tty)

@@ -22,7 +22,21 @@ static const char probe_src[] =
 	"print(sys.prefix)\n"
 	"print(sys.base_prefix)\n"
 	"print(platform.python_version())\n"
-	"print(sys.implementation.name)\n";
+	"print(sys.implementation.name)\n"
+	"try:\n"
+	"    import sysconfig\n"
+	"    s = set()\n"
+	"    for k in ('stdlib', 'platstdlib'):\n"
+	"        for v in (None, {'base': sys.base_prefix, 'platbase': sys.base_prefix}):\n"
+	"            s.add(sysconfig.get_path(k, vars=v))\n"
+	"    s = sorted(s)\n"
+	"    if len(s) > 2 or not all(isinstance(p, str) and p and '\\n' not in p for p in s):\n"
+	"        s = []\n"
+	"except Exception:\n"
+	"    s = []\n"
+	"print(len(s))\n"
+	"for p in s:\n"
+	"    print(p)\n";
 
 static const char freeze_src[] =
 	"import importlib.metadata as m\n"
@@ -53,7 +67,9 @@ static int next_line(char **cursor, char *out, size_t n)
 	return 0;
 }
 
-/* The probe's five lines, as probe_src prints them. */
+/* The probe's lines, as probe_src prints them: five, then the standard library's paths
+ * (their count, then each), which only the gate's start-up uses: any doubt leaves them
+ * unknown, never the probe failed. */
 static int parse_probe(char *data, lb_python_info *out)
 {
 	memset(out, 0, sizeof *out);
@@ -65,6 +81,15 @@ static int parse_probe(char *data, lb_python_info *out)
 	    next_line(&cur, out->implementation, sizeof out->implementation) < 0 ||
 	    out->executable[0] != '/')
 		return -ENOEXEC;
+	char count[16];
+	if (next_line(&cur, count, sizeof count) < 0 || (strcmp(count, "1") && strcmp(count, "2")))
+		return 0;
+	unsigned n = (unsigned)(count[0] - '0');
+	for (unsigned i = 0; i < n; i++)
+		if (next_line(&cur, out->stdlib[i], sizeof out->stdlib[i]) < 0 ||
+		    out->stdlib[i][0] != '/')
+			return 0;
+	out->n_stdlib = n;
 	return 0;
 }
 
@@ -569,7 +594,7 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 
 /* interpreter probe cache ------------------------------------------------------------------ */
 
-#define PROBE_SCHEMA "labbox.probe-cache/1"
+#define PROBE_SCHEMA "labbox.probe-cache/2"
 
 /* What the probe prints depends on the binary and on a pyvenv.cfg beside it or one level up
  * (a venv); -I makes it independent of the environment. */
@@ -647,6 +672,19 @@ static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
 	    !probe_field(info, "implementation", pi.implementation, sizeof pi.implementation) ||
 	    pi.executable[0] != '/')
 		return false;
+	struct json_object *std;
+	if (json_object_object_get_ex(info, "stdlib", &std) && json_object_is_type(std, json_type_array) &&
+	    json_object_array_length(std) <= 2) {
+		unsigned n = (unsigned)json_object_array_length(std);
+		for (unsigned i = 0; i < n; i++) {
+			struct json_object *e = json_object_array_get_idx(std, i);
+			const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "";
+			if (s[0] != '/' || strlen(s) >= sizeof pi.stdlib[i] || strchr(s, '\n'))
+				return false;
+			memcpy(pi.stdlib[i], s, strlen(s) + 1);
+		}
+		pi.n_stdlib = n;
+	}
 	*out = pi;
 	return true;
 }
@@ -695,6 +733,10 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 	json_object_object_add(info, "base_prefix", json_object_new_string(out->base_prefix));
 	json_object_object_add(info, "version", json_object_new_string(out->version));
 	json_object_object_add(info, "implementation", json_object_new_string(out->implementation));
+	struct json_object *std = json_object_new_array();
+	for (unsigned i = 0; i < out->n_stdlib; i++)
+		json_object_array_add(std, json_object_new_string(out->stdlib[i]));
+	json_object_object_add(info, "stdlib", std);
 	json_object_object_add(entry, "schema", json_object_new_string(PROBE_SCHEMA));
 	json_object_object_add(entry, "path", json_object_new_string(exe));
 	json_object_object_add(entry, "stats", stats);

@@ -34,6 +34,7 @@ def _labbox_gate():
     # the re, enum, collections it pulls in) would cost more than the rest of the start-up.
     cfg = {}
     outputs = []
+    stdlib = []
     try:
         with open(os.path.join(here, "labbox_gate.cfg"), "rb") as f:
             lines = f.read().split(b"\n")
@@ -44,6 +45,8 @@ def _labbox_gate():
             v = os.fsdecode(bytes.fromhex(v.decode("ascii")))
             if k == b"output":
                 outputs.append(v)
+            elif k == b"stdlib":
+                stdlib.append(v)
             elif k:
                 cfg[k.decode("ascii")] = v
     except (OSError, ValueError, IndexError):
@@ -76,14 +79,17 @@ def _labbox_gate():
 
     writable = outputs + ((exp_dir,) if exp_dir else ())
     lib_roots, std_roots = [], []
-    import sysconfig
-    std_named = set()
-    for key in ("stdlib", "platstdlib"):
-        for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_prefix}):
-            try:
-                std_named.add(sysconfig.get_path(key, vars=scheme_vars or None))
-            except (KeyError, TypeError):
-                pass
+    # sysconfig's answer, asked once per interpreter by labbox's probe when it could: importing
+    # sysconfig here costs every run a few ms.
+    std_named = set(stdlib)
+    if cfg.get("stdlib_known") != "1":
+        import sysconfig
+        for key in ("stdlib", "platstdlib"):
+            for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_prefix}):
+                try:
+                    std_named.add(sysconfig.get_path(key, vars=scheme_vars or None))
+                except (KeyError, TypeError):
+                    pass
     for p in sys.path:
         # A root the run could write to is not the interpreter's: exp/ never, and anything
         # else only when it is read-only here (a venv under /tmp is bound read-only over the

@@ -12,11 +12,14 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct lb_index {
@@ -136,7 +139,10 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 	}
 	/* The -wal and -shm files are kept when the last connection closes (which still
 	 * checkpoints, so what was committed is in the database as before): deleting them cost
-	 * every run an unlink at its end and a new WAL with a directory sync at its start. */
+	 * every run an unlink at its end and a new WAL with a directory sync at its start.
+	 * journal_size_limit makes that last close truncate the kept WAL to nothing: a WAL left
+	 * full of checkpointed but valid frames is read whole (a pread per frame, hundreds) by
+	 * the next process's first connection, to rebuild its index. */
 	int persist = 1;
 	sqlite3_file_control(ix->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	/* Several labbox processes may write at once (a sweep): wait for the lock. */
@@ -147,7 +153,10 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 	for (int attempt = 0;; attempt++) {
 		sqlite3_free(msg);
 		msg = NULL;
-		rc = sqlite3_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL,
+		rc = sqlite3_exec(ix->db,
+				  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+				  " PRAGMA journal_size_limit=1048576;",
+				  NULL,
 				  NULL, &msg);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(ix->db, schema, NULL, NULL, &msg);
@@ -173,6 +182,65 @@ void lb_index_close(lb_index *ix)
 		return;
 	sqlite3_close(ix->db);
 	free(ix);
+}
+
+/* The keeper: nothing of the caller's but the pipe it waits on (a caller reading labbox's
+ * output must not wait for it), and gone with the caller. */
+static void keeper_main(const char *path, int rfd)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	signal(SIGINT, SIG_IGN); /* Ctrl-C is the sweep's to handle; the keeper ends with it */
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		if (fd != nul)
+			dup2(nul, fd);
+	if (rfd > 3)
+		close_range(3, (unsigned)rfd - 1, 0);
+	close_range((unsigned)rfd + 1, ~0U, 0);
+	lb_index *ix = NULL;
+	char err[256];
+	if (lb_index_open(path, &ix, err, sizeof err) == 0) {
+		char c;
+		while (read(rfd, &c, 1) < 0 && errno == EINTR)
+			;
+		lb_index_close(ix);
+	}
+	_exit(0);
+}
+
+int lb_index_keeper_start(const char *path, lb_index_keeper *k)
+{
+	k->pid = -1;
+	k->fd = -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		keeper_main(path, p[0]);
+	}
+	close(p[0]);
+	k->pid = pid;
+	k->fd = p[1];
+	return 0;
+}
+
+void lb_index_keeper_stop(lb_index_keeper *k)
+{
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	if (k->pid > 0)
+		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	k->pid = -1;
 }
 
 int lb_index_run_started(lb_index *ix, const char *id, const char *run_dir, const char *expdir,

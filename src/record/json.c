@@ -114,7 +114,7 @@ const char *lb_record_json_text(struct json_object *doc)
 	return b.data;
 }
 
-int lb_record_write_json(const char *path, struct json_object *doc)
+static int write_json(const char *path, struct json_object *doc, bool sync)
 {
 	const char *text = lb_record_json_text(doc);
 	if (!text)
@@ -124,7 +124,18 @@ int lb_record_write_json(const char *path, struct json_object *doc)
 	if (r == 0)
 		r = lb_buf_puts(&b, "\n");
 	if (r == 0)
-		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
+		r = sync ? lb_write_file_atomic_mode(path, b.data, b.len, 0600)
+			 : lb_write_file_atomic_nosync(path, b.data, b.len, 0600);
 	lb_buf_free(&b);
 	return r;
+}
+
+int lb_record_write_json(const char *path, struct json_object *doc)
+{
+	return write_json(path, doc, true);
+}
+
+int lb_record_write_json_nosync(const char *path, struct json_object *doc)
+{
+	return write_json(path, doc, false);
 }

@@ -834,9 +834,11 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	add_time(doc, "started_at", started);
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
 	/* A run whose labbox dies from here on still says what it was; a run that cannot say it
-	 * is not started (a full disk would lose its results too). */
+	 * is not started (a full disk would lose its results too). Not synced: a killed labbox
+	 * leaves it in the page cache all the same, and a crash of the machine ends the run
+	 * anyway; the verdict that replaces it is synced. */
 	char record_err[PATH_MAX + 160] = "";
-	r = lb_record_write_json(path, doc);
+	r = lb_record_write_json_nosync(path, doc);
 	if (r < 0)
 		snprintf(record_err, sizeof record_err, "cannot write %s: %s", path, strerror(-r));
 	r = 0;

@@ -218,6 +218,28 @@ int lb_sweep_jobs_resolve(size_t jobs, double cpus, size_t *out, char *err, size
 	return 0;
 }
 
+/* A cell that finished well, told after its slot has its next cell: writing the sweep's
+ * document (and its sync) then overlaps that cell instead of leaving the CPU idle. */
+typedef struct finished {
+	lb_sweep_event ev;
+	char run_id[64];
+	char *run_dir;
+	char *message;
+} finished;
+
+static bool tell_finished(const lb_sweep_local *cfg, finished *fin, size_t *nfin)
+{
+	bool stop = false;
+	for (size_t k = 0; k < *nfin; k++) {
+		if (cfg->on_event && cfg->on_event(cfg->ctx, &fin[k].ev))
+			stop = true;
+		free(fin[k].run_dir);
+		free(fin[k].message);
+	}
+	*nfin = 0;
+	return stop;
+}
+
 typedef struct slot_state {
 	lb_sweep_slot slot;
 	bool busy;
@@ -422,7 +444,13 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 		r = -errno;
 		goto out;
 	}
-	size_t next = 0, running = 0, nwalls = 0;
+	size_t next = 0, running = 0, nwalls = 0, nfin = 0;
+	finished *fin = calloc(jobs, sizeof *fin);
+	if (!fin) {
+		close(sfd);
+		r = -ENOMEM;
+		goto out;
+	}
 	bool stopping = false;
 	double t0 = lb_time_monotonic(), last_tick = t0;
 	for (;;) {
@@ -445,6 +473,8 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 			if (cfg->on_event && cfg->on_event(cfg->ctx, &ev))
 				stopping = true;
 		}
+		if (tell_finished(cfg, fin, &nfin))
+			stopping = true;
 		if (running == 0)
 			break;
 		struct pollfd pfd[CPU_SETSIZE + 1];
@@ -526,8 +556,22 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 					     .run_dir = s->run_dir, .wall = wall, .running = running,
 					     .message = s->message};
 			ev.eta = eta_now(slots, jobs, walls, nwalls, stopping ? 0 : ntodo - next);
-			if (cfg->on_event && cfg->on_event(cfg->ctx, &ev))
+			/* A failure is told at once: it may be one that every cell would meet
+			 * (on_event then starts no more). */
+			if (code == 0 && !stopping && next < ntodo) {
+				finished *f = &fin[nfin++];
+				f->ev = ev;
+				memcpy(f->run_id, s->run_id, sizeof f->run_id);
+				f->run_dir = s->run_dir;
+				f->message = s->message;
+				s->run_dir = NULL;
+				s->message = NULL;
+				f->ev.run_id = s->run_id[0] ? f->run_id : NULL;
+				f->ev.run_dir = f->run_dir;
+				f->ev.message = f->message;
+			} else if (cfg->on_event && cfg->on_event(cfg->ctx, &ev)) {
 				stopping = true;
+			}
 		}
 		if (now - last_tick >= 1.0) {
 			last_tick = now;
@@ -543,6 +587,8 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 	for (struct signalfd_siginfo si; read(sfd, &si, sizeof si) == sizeof si;)
 		if (si.ssi_signo != SIGCHLD && !out->stop_signal)
 			out->stop_signal = (int)si.ssi_signo;
+	tell_finished(cfg, fin, &nfin); /* none left, unless the loop ended on an error */
+	free(fin);
 	close(sfd);
 out:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);

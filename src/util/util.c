@@ -165,7 +165,7 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len)
 	return lb_write_file_atomic_mode(path, data, len, 0644);
 }
 
-int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode)
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool sync)
 {
 	LB_AUTOFREE char *tmp = NULL;
 	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
@@ -174,7 +174,7 @@ int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mo
 	if (fd < 0)
 		return -errno;
 	int r = lb_write_all(fd, data, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -183,6 +183,16 @@ int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mo
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_atomic(path, data, len, mode, true);
+}
+
+int lb_write_file_atomic_nosync(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_atomic(path, data, len, mode, false);
 }
 
 int lb_mkdir_p(const char *path, mode_t mode)

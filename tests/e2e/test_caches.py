@@ -125,3 +125,30 @@ def test_no_cache_directory_still_runs(tmp_path):
         assert r.rc == 0, r.why()
         assert r.file_json("manifest.json")["interpreter"]["from_cache"] is False
         assert r.result["check"]["syntax_cached_files"] == 0
+
+
+def test_a_run_of_unchanged_code_leaves_the_check_cache_as_it_was(tmp_path):
+    """A run checks a staged copy (new inodes each time): its check finds the entries by
+    content and, when none changed, writes nothing into the user's cache."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, OK, files={"util.py": "X = 1\n"})
+    first = run_exp(exp, tmp_path / "runs", env=env)
+    assert first.rc == 0, first.why()
+    check_dir = tmp_path / "xdg" / "labbox" / "check"
+
+    def listing():
+        return {e.name: (e.stat().st_ino, e.stat().st_mtime_ns, e.stat().st_size)
+                for e in os.scandir(check_dir)}
+
+    before = listing()
+    assert before
+    second = run_exp(exp, tmp_path / "runs", env=env)
+    assert second.rc == 0, second.why()
+    assert second.result["check"]["cached_files"] == 2
+    assert listing() == before
+    # A change is checked again, and only then is the cache written.
+    (exp / "util.py").write_text("import os\nos.system('true')\n")
+    third = run_exp(exp, tmp_path / "runs", env=env)
+    assert third.result["check"]["cached_files"] == 1
+    assert listing() != before
+    assert any("os.system" in json.dumps(f) for f in third.result["findings"])

@@ -330,6 +330,30 @@ def test_interpreter_is_unchanged(tmp_path):
     assert gate(r)["installed"] is True and gate(r)["events"] == []
 
 
+HEAVY = ("sysconfig", "json", "re", "enum", "collections", "threading", "functools")
+
+
+def test_the_gate_loads_no_module_a_bare_start_does_not(tmp_path):
+    """Installed before the experiment's first line, the gate leaves the interpreter's modules
+    as a plain start has them: none of the standard library's heavier ones (which would cost
+    every run their import) unless python3 itself loads them at start."""
+    probe = "import sys\n" + "".join(
+        f"print('{m}:', int(sys.modules.get('{m}') is not None))\n" for m in HEAVY)
+    exp = write_exp(tmp_path, probe)
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on")
+    assert r.rc == 0, r.why()
+    assert gate(r)["installed"] is True
+    import subprocess
+    from conftest import PYTHON
+    bare = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, check=True)
+    want = {}
+    for line in bare.stdout.splitlines():
+        name, _, v = line.partition(":")
+        want[name] = float(v)
+    got = {m: r.result["metrics"]["values"][m] for m in HEAVY}
+    assert got == want
+
+
 def test_refusal_traceback_has_no_gate_frame(tmp_path):
     exp = write_exp(tmp_path, """
         import os

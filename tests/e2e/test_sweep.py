@@ -621,3 +621,38 @@ def test_mode_slurm_without_a_cluster_is_125_and_runs_nothing_here(tmp_path):
     # Never a silent fallback: the mode is refused with --image too.
     p = sweep(tmp_path, exp, *grid, "--image", "x")
     assert p.returncode == 2 and "mode docker" in doc_of(p)["error"]["message"]
+
+
+def test_the_index_is_whole_and_its_wal_empty_after_a_sweep(tmp_path):
+    """One connection is held for the whole sweep (the cells' own neither rebuild the WAL's
+    index nor checkpoint at every end): every cell is in the index afterwards, the WAL is
+    checkpointed into the database and emptied, and nothing of the sweep stays running."""
+    exp = write_exp(tmp_path, GRID_MAIN)
+    runs = tmp_path / "runs"
+    p = sweep(tmp_path, exp, "--jobs", "2", "--param", "lr=0.1,0.2", "--param", "model=mlp,cnn",
+              "--seeds", "0-2")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert len(d["cells"]) == 12
+    # Nothing of this sweep's labbox is left: its keeper went with it.
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(runs).encode() in cmd:
+            left.append(pid)
+    assert left == []
+    wal = tmp_path / "labbox.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    q = labbox("runs", "list", "--json", "--sweep", d["id"], "--runs-dir", runs)
+    assert q.returncode == 0, q.stderr
+    listed = {r["id"] for r in json.loads(q.stdout)["runs"]}
+    assert listed == {c["run_id"] for c in d["cells"]}
+    # The same from SQLite's side, with the WAL gone: the rows are in the database file.
+    import sqlite3
+    db = sqlite3.connect(f"file:{tmp_path / 'labbox.db'}?mode=ro", uri=True)
+    n = db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    db.close()
+    assert n == 12
