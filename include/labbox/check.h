@@ -86,9 +86,9 @@ int lb_check_config_set_cache_dir(lb_check_config *cfg, const char *dir);
  * the original. Such a check neither trusts nor records the files' metadata (a fresh copy's
  * never matches): its pack is rewritten only when an entry changed. */
 int lb_check_config_set_cache_name(lb_check_config *cfg, const char *name);
-/* Probe: lb_check_dir and lb_check_files only stat the files and find their entries in the
- * result cache, without decoding any, and fold the report's answer (no findings are filled
- * in; `files`, `cached` and `unread` are). When the answer is complete, what the check printed
+/* Probe: lb_check_dir and lb_check_files only stat the files (and the result cache's pack),
+ * reading none of them, and fold the report's answer (no findings are filled in; `files`,
+ * `cached` and `unread` are). When the answer is complete, what the check printed
  * for it before can be printed again (lb_check_answer_load); otherwise the check is done
  * again without the probe. No probe with set_python (compile() verdicts are not stat-ed). */
 int lb_check_config_set_answer_probe(lb_check_config *cfg, bool probe);
