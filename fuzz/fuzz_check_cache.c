@@ -91,6 +91,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(cc.recs);
 	free(cc.slots);
+	/* The same bytes as the whole answer of a check (check/answer.c), and, resealed with a
+	 * valid head and checksum, as its body: what parses lies inside and writes back the
+	 * same. */
+	static const unsigned char digest[32] = {1, 2, 3};
+	lb_buf sealed = {0}, body = {0};
+	char hex[65];
+	uint8_t d[32];
+	lb_sha256_hex(digest, hex);
+	lb_buf_printf(&body, "%s\n", hex);
+	lb_buf_append(&body, size ? data + 1 : data, size ? size - 1 : 0);
+	ck_content_digest(body.data, body.len, d);
+	lb_sha256_hex(d, hex);
+	lb_buf_printf(&sealed, "labbox.check-answer/1\n%s\n", hex);
+	lb_buf_append(&sealed, body.data, body.len);
+	const lb_buf *as[2] = {&in, &sealed};
+	for (int k = 0; k < 2; k++) {
+		lb_check_answer a;
+		const char *base = as[k]->data ? as[k]->data : "";
+		if (ck_answer_parse(base, as[k]->len, digest, &a) != 0)
+			continue;
+		if (a.out < base || a.out + a.out_len > base + as[k]->len || a.err < base ||
+		    a.err + a.err_len > base + as[k]->len || a.rc < 0 || a.rc > 255)
+			abort();
+		lb_buf again = {0};
+		lb_check_answer b;
+		if (ck_answer_format(digest, a.rc, a.out, a.out_len, a.err, a.err_len, &again) != 0 ||
+		    ck_answer_parse(again.data, again.len, digest, &b) != 0 || b.rc != a.rc ||
+		    b.out_len != a.out_len || b.err_len != a.err_len ||
+		    memcmp(b.out, a.out, a.out_len) != 0 || memcmp(b.err, a.err, a.err_len) != 0)
+			abort();
+		lb_buf_free(&again);
+	}
+	lb_buf_free(&sealed);
+	lb_buf_free(&body);
 	lb_buf_free(&in);
 	return 0;
 }

@@ -86,6 +86,12 @@ int lb_check_config_set_cache_dir(lb_check_config *cfg, const char *dir);
  * the original. Such a check neither trusts nor records the files' metadata (a fresh copy's
  * never matches): its pack is rewritten only when an entry changed. */
 int lb_check_config_set_cache_name(lb_check_config *cfg, const char *name);
+/* Probe: lb_check_dir and lb_check_files only stat the files (and the result cache's pack),
+ * reading none of them, and fold the report's answer (no findings are filled in; `files`,
+ * `cached` and `unread` are). When the answer is complete, what the check printed
+ * for it before can be printed again (lb_check_answer_load); otherwise the check is done
+ * again without the probe. No probe with set_python (compile() verdicts are not stat-ed). */
+int lb_check_config_set_answer_probe(lb_check_config *cfg, bool probe);
 /* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
 int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
 /* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the
@@ -134,6 +140,14 @@ typedef struct lb_check_report {
 	 * experiment's own modules (lb_check_dir): an object whose keys are the names; NULL when
 	 * none. What an environment must import for the code to run (labbox run --env auto). */
 	struct json_object *imports;
+	/* The whole answer (lb_check_answer_*): answer is the sha256 of everything that decides
+	 * what the report prints, folded by every lb_check_dir / lb_check_files call whose files
+	 * were all answered by their metadata from the result cache. answer_state 0: no call
+	 * yet, 1: every call so far was, -1: some was not (no answer). answer_probed: the calls
+	 * only looked (lb_check_config_set_answer_probe), the findings are not filled in. */
+	unsigned char answer[32];
+	int answer_state;
+	bool answer_probed;
 } lb_check_report;
 
 /* Check one buffer (path is only used in findings). No standard library summaries are read
@@ -174,6 +188,27 @@ struct json_object *lb_check_report_json(const lb_check_report *rep);
 char *lb_check_llm_text(const lb_check_report *rep);
 /* Compiler-style lines and a summary line; malloc'd. */
 char *lb_check_text(const lb_check_report *rep);
+
+/* The whole answer of a check, kept in the result cache when every file was answered by its
+ * metadata: the exact bytes the command printed on stdout and stderr and its exit status,
+ * for the same answer digest and the same context (the caller's working directory and
+ * arguments: whatever else shapes the output). */
+typedef struct lb_check_answer {
+	int rc;
+	const char *out, *err; /* inside data */
+	size_t out_len, err_len;
+	char *data;
+} lb_check_answer;
+/* 0 and out filled when cache_dir/check holds an intact answer for rep->answer (which must
+ * be complete) and ctx; -ENOENT otherwise. Free with lb_check_answer_free. */
+int lb_check_answer_load(const lb_check_config *cfg, const lb_check_report *rep,
+			 const char *const ctx[], size_t nctx, lb_check_answer *out);
+/* Kept when rep's answer is complete and was not probed (the findings are the real ones);
+ * failures only cost the next check its answer. */
+void lb_check_answer_store(const lb_check_config *cfg, const lb_check_report *rep,
+			   const char *const ctx[], size_t nctx, int rc, const char *out,
+			   size_t out_len, const char *err, size_t err_len);
+void lb_check_answer_free(lb_check_answer *a);
 
 /* The rule table, for --help, docs and tests. NULL past the end. */
 typedef struct lb_check_rule_info {

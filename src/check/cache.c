@@ -923,7 +923,9 @@ int ck_cache_open(const lb_check_config *cfg, const char *root, char *const abs[
 	cc->dfd = fd;
 	key_base(cfg, stdlib_id, cc->base);
 	pack_name(cc, cfg->cache_name, root, abs, n, cc->name);
-	read_pack(cc);
+	/* the answer's probe needs only the pack's identity (check/answer.c) */
+	if (!cfg->answer_probe)
+		read_pack(cc);
 	return 0;
 }
 
@@ -964,6 +966,24 @@ int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *ke
 	ck_deps_free(&deps);
 	lb_check_report_free(&one);
 	return r == 0 ? 0 : r == -ENOMEM ? r : -ENOENT;
+}
+
+int ck_cache_find(const ck_cache *cc, const char *key, const char **data, size_t *len)
+{
+	if (cc->dfd < 0 || !cc->nslots)
+		return -ENOENT;
+	ck_slot want = {.key = key};
+	const ck_slot *s = bsearch(&want, cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
+	if (!s)
+		return -ENOENT;
+	*data = s->data;
+	*len = s->len;
+	return 0;
+}
+
+void ck_cache_prune_all(int dfd)
+{
+	ck_cache_prune(dfd, CACHE_MAX_PACKS, CACHE_MAX_BYTES);
 }
 
 typedef struct entry_age {

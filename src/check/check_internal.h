@@ -121,6 +121,7 @@ struct lb_check_config {
 	char *cache_dir; /* set_cache_dir: compile() verdicts and the interpreter probe */
 	char *cache_name; /* set_cache_name: what the result cache keeps this check's files under */
 	char *entry;
+	bool answer_probe; /* set_answer_probe: look at the files, decode nothing */
 };
 
 /* An R or Octave experiment (lang is an lb_lang): its files read by the language's own
@@ -428,7 +429,34 @@ void ck_cache_write(ck_cache *cc, const char *const entries[], const size_t lens
 /* The pack's file table (its first block) into cc->recs; -EBADMSG for a damaged one (no
  * record is then trusted). The block's bytes are rewritten in place (paths terminated). */
 int ck_cache_files_index(ck_cache *cc, char *block, size_t len);
+/* The bytes of the pack's slot of key (not checked: the decoder does that): 0, else -ENOENT. */
+int ck_cache_find(const ck_cache *cc, const char *key, const char **data, size_t *len);
+/* ck_cache_prune with the bounds of packs (also those of check/answer.c's answers). */
+void ck_cache_prune_all(int dfd);
 /* Least recently used files removed until under 3/4 of both bounds, when past either. */
 void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
+
+/* ---- the whole answer of a check (check/answer.c) ------------------------------------------ */
+
+/* Folds one call's files into rep->answer when all n were answered by their metadata: fst[i]
+ * is file i as stat-ed (every field as the pack's table has it), and the pack itself, whose
+ * table and entries answered them, is named by its own metadata (it is only ever replaced
+ * by a rename, and any write changes its ctime). fst NULL, a file not recorded, no cache or
+ * no pack: the report has no answer. */
+void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, const ck_cache *cc,
+			  char *const shown[], char *const abs[], size_t n, const char *entry_abs,
+			  const ck_filestat fst[]);
+/* Folds what of a directory's configuration the entries' keys do not hold (budget, plan,
+ * entry point): the findings made from labbox.yaml itself. */
+void ck_answer_fold_config(lb_check_report *rep, const lb_check_config *cfg);
+/* A call that the answer cannot describe (R or Octave, one buffer): no answer. */
+void ck_answer_fail(lb_check_report *rep);
+/* An answer file's bytes: 0 and out filled (pointing into data) when intact and made for
+ * answer; -EBADMSG otherwise. */
+int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32],
+		    lb_check_answer *out);
+/* The bytes of an answer file for answer, rc, out and err. */
+int ck_answer_format(const unsigned char answer[32], int rc, const char *out, size_t out_len,
+		     const char *err, size_t err_len, lb_buf *buf);
 
 #endif

@@ -103,6 +103,7 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 	c->plan_seeds = src->plan_seeds;
 	c->plan_iterations = src->plan_iterations;
 	c->plan_line = src->plan_line;
+	c->answer_probe = src->answer_probe;
 	if ((r = list_copy(&c->allow_modules, &src->allow_modules)) < 0 ||
 	    (r = list_copy(&c->allow_calls, &src->allow_calls)) < 0 ||
 	    (r = list_copy(&c->deny_modules, &src->deny_modules)) < 0 ||
@@ -271,6 +272,12 @@ int lb_check_config_set_cache_dir(lb_check_config *c, const char *dir)
 int lb_check_config_set_cache_name(lb_check_config *c, const char *name)
 {
 	return set_str(&c->cache_name, name);
+}
+
+int lb_check_config_set_answer_probe(lb_check_config *c, bool probe)
+{
+	c->answer_probe = probe;
+	return 0;
 }
 
 int lb_check_config_set_python_info(lb_check_config *c, const lb_python_info *py)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define CHECK_EXIT_REJECTED 3
 
@@ -42,7 +43,8 @@ static const char check_help[] =
 	"  --trust-project      let the project's labbox.yaml allows and inline\n"
 	"                       `# labbox: allow[ID] reason` comments lift hard-gate rules too\n"
 	"  --no-cache           neither read nor write labbox's caches (each file's findings,\n"
-	"                       kept by content and configuration; compile() verdicts; the\n"
+	"                       kept by content and configuration; the whole answer, printed\n"
+	"                       again when no file changed; compile() verdicts; the\n"
 	"                       interpreter probe) in $XDG_CACHE_HOME/labbox or ~/.cache/labbox\n"
 	"  --list-rules         print the rule table and exit\n"
 	"  --json               print one JSON document (schema labbox.check/1, with llm_text)\n"
@@ -156,25 +158,102 @@ static int option(lb_check_config *cfg, int opt, const char *arg)
 }
 
 /* `main.py:7: need[network]: --network host (datasets.load_dataset)`, one line a need. */
-static void print_needs(const lb_check_report *rep)
+static void print_needs(FILE *o, const lb_check_report *rep)
 {
 	json_object *needs = lb_check_needs_json(rep, NULL);
 	for (size_t i = 0; needs && i < json_object_array_length(needs); i++) {
 		json_object *n = json_object_array_get_idx(needs, i), *ev, *v;
 		json_object_object_get_ex(n, "evidence", &ev);
-		printf("%s:%d: need[%s]: %s", json_object_get_string(json_object_object_get(ev, "file")),
+		fprintf(o, "%s:%d: need[%s]: %s", json_object_get_string(json_object_object_get(ev, "file")),
 		       json_object_get_int(json_object_object_get(ev, "line")),
 		       json_object_get_string(json_object_object_get(n, "kind")),
 		       json_object_get_string(json_object_object_get(n, "flag")));
 		if (json_object_object_get_ex(n, "via", &v) && v)
-			printf(" (%s%s)", json_object_get_string(v),
+			fprintf(o, " (%s%s)", json_object_get_string(v),
 			       json_object_get_boolean(json_object_object_get(n, "optional")) ? ", optional"
 											 : "");
 		if (json_object_object_get_ex(n, "finding", &v) && v)
-			printf("; %s rejects the line", json_object_get_string(v));
-		putchar('\n');
+			fprintf(o, "; %s rejects the line", json_object_get_string(v));
+		fputc('\n', o);
 	}
 	json_object_put(needs);
+}
+
+/* Each PATH into rep: directories walked, files checked together. -1 when an error was
+ * printed. */
+static int check_all(lb_check_config *cfg, int first, int argc, char **argv, char **files,
+		     lb_check_report *rep)
+{
+	size_t nfiles = 0;
+	char err[1024] = "";
+	for (int i = first; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) < 0) {
+			cli_error("check", "'%s': %s", argv[i], strerror(errno));
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			size_t before = rep->files;
+			if (lb_check_dir(cfg, argv[i], rep, err, sizeof err) < 0) {
+				cli_error("check", "%s", err);
+				return -1;
+			}
+			/* A wrong directory must not pass as clean code. */
+			if (rep->files == before) {
+				cli_error("check", "'%s': no Python files in it (*.py, outside virtual "
+					  "environments, caches and hidden directories)", argv[i]);
+				return -1;
+			}
+		} else {
+			files[nfiles++] = argv[i];
+		}
+	}
+	if (nfiles && lb_check_files(cfg, files, nfiles, rep, err, sizeof err) < 0) {
+		cli_error("check", "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the check prints: stdout's bytes into out, stderr's into err. */
+static int render(lb_check_report *rep, bool json, lb_buf *out, lb_buf *err)
+{
+	char *text = lb_check_text(rep);
+	int r = 0;
+	if (json) {
+		json_object *doc = lb_check_report_json(rep);
+		r = lb_buf_printf(out, "%s\n", lb_record_json_text(doc));
+		json_object_put(doc);
+		/* the summary line, for a person watching a pipeline */
+		const char *last = text ? strrchr(text, '\n') : NULL;
+		if (r == 0 && last) {
+			const char *start = last;
+			while (start > text && start[-1] != '\n')
+				start--;
+			r = lb_buf_append(err, start, (size_t)(last - start) + 1);
+		}
+	} else if (text) {
+		/* The needs between the findings and the summary line, which stays last. */
+		const char *last = strrchr(text, '\n'), *cut = last;
+		while (cut && cut > text && cut[-1] != '\n')
+			cut--;
+		size_t head = last ? (size_t)(cut - text) : 0;
+		char *needs = NULL;
+		size_t nlen = 0;
+		FILE *o = open_memstream(&needs, &nlen);
+		if (o) {
+			print_needs(o, rep);
+			fclose(o);
+		}
+		r = !o ? -ENOMEM : lb_buf_append(out, text, head);
+		if (r == 0)
+			r = lb_buf_append(out, needs ? needs : "", nlen);
+		if (r == 0)
+			r = lb_buf_puts(out, text + head);
+		free(needs);
+	}
+	free(text);
+	return r;
 }
 
 int cli_check(int argc, char **argv)
@@ -203,8 +282,10 @@ int cli_check(int argc, char **argv)
 	bool json = false;
 	int rc = CLI_EXIT_USAGE;
 	char **files = NULL;
-	size_t nfiles = 0;
-	char *text = NULL;
+	bool use_cache = true;
+	const char **ctx = NULL;
+	char *cwd = NULL;
+	lb_buf out = {0}, err = {0};
 	if (lb_check_config_new(&cfg) < 0) {
 		cli_error("check", "out of memory");
 		return CLI_EXIT_USAGE;
@@ -212,6 +293,7 @@ int cli_check(int argc, char **argv)
 	{
 		char *cache = lb_user_cache_dir();
 		lb_check_config_set_cache_dir(cfg, cache);
+		use_cache = cache != NULL;
 		free(cache);
 	}
 	/* --trust-project must be known before --config is read, wherever it appears. */
@@ -239,6 +321,7 @@ int cli_check(int argc, char **argv)
 		}
 		if (opt == OPT_NO_CACHE) {
 			lb_check_config_set_cache_dir(cfg, NULL);
+			use_cache = false;
 			continue;
 		}
 		int r = option(cfg, opt, optarg);
@@ -256,60 +339,59 @@ int cli_check(int argc, char **argv)
 	files = calloc((size_t)(argc - optind), sizeof *files);
 	if (!files)
 		goto out;
-	char err[1024] = "";
-	for (int i = optind; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) < 0) {
-			cli_error("check", "'%s': %s", argv[i], strerror(errno));
-			goto out;
+	/* How the check was asked shapes what it prints: the arguments, and the directory that
+	 * relative ones are read from. */
+	ctx = calloc((size_t)argc + 1, sizeof *ctx);
+	cwd = getcwd(NULL, 0);
+	if (!ctx)
+		goto out_ctx;
+	size_t nctx = 0;
+	ctx[nctx++] = cwd ? cwd : "";
+	for (int i = 1; i < argc; i++)
+		ctx[nctx++] = argv[i];
+	/* Mostly unchanged code: first only look, and print the kept answer when every file is
+	 * as it was (docs/check.md, "The whole answer kept"). */
+	if (use_cache) {
+		lb_check_config_set_answer_probe(cfg, true);
+		if (check_all(cfg, optind, argc, argv, files, &rep) < 0)
+			goto out_ctx;
+		lb_check_answer ans;
+		if (lb_check_answer_load(cfg, &rep, ctx, nctx, &ans) == 0) {
+			fwrite(ans.out, 1, ans.out_len, stdout);
+			fflush(stdout);
+			fwrite(ans.err, 1, ans.err_len, stderr);
+			if (json)
+				cli_json_set(NULL); /* the document is printed */
+			rc = ans.rc;
+			lb_check_answer_free(&ans);
+			goto out_ctx;
 		}
-		if (S_ISDIR(st.st_mode)) {
-			size_t before = rep.files;
-			if (lb_check_dir(cfg, argv[i], &rep, err, sizeof err) < 0) {
-				cli_error("check", "%s", err);
-				goto out;
-			}
-			/* A wrong directory must not pass as clean code. */
-			if (rep.files == before) {
-				cli_error("check", "'%s': no Python files in it (*.py, outside virtual "
-					  "environments, caches and hidden directories)", argv[i]);
-				goto out;
-			}
-		} else {
-			files[nfiles++] = argv[i];
-		}
+		lb_check_report_free(&rep);
+		memset(&rep, 0, sizeof rep);
+		lb_check_config_set_answer_probe(cfg, false);
 	}
-	if (nfiles && lb_check_files(cfg, files, nfiles, &rep, err, sizeof err) < 0) {
-		cli_error("check", "%s", err);
-		goto out;
-	}
+	if (check_all(cfg, optind, argc, argv, files, &rep) < 0)
+		goto out_ctx;
 	lb_check_finish(&rep);
-	text = lb_check_text(&rep);
-	if (json) {
-		json_object *doc = lb_check_report_json(&rep);
-		cli_json_print(doc);
-		json_object_put(doc);
-		/* the summary line, for a person watching a pipeline */
-		const char *last = text ? strrchr(text, '\n') : NULL;
-		if (last) {
-			const char *start = last;
-			while (start > text && start[-1] != '\n')
-				start--;
-			fprintf(stderr, "%.*s\n", (int)(last - start), start);
-		}
-	} else if (text) {
-		/* The needs between the findings and the summary line, which stays last. */
-		const char *last = strrchr(text, '\n'), *cut = last;
-		while (cut && cut > text && cut[-1] != '\n')
-			cut--;
-		size_t head = last ? (size_t)(cut - text) : 0;
-		fwrite(text, 1, head, stdout);
-		print_needs(&rep);
-		fputs(text + head, stdout);
+	if (render(&rep, json, &out, &err) < 0) {
+		cli_error("check", "out of memory");
+	} else {
+		rc = rep.rejected ? CHECK_EXIT_REJECTED : 0;
+		fwrite(out.data ? out.data : "", 1, out.len, stdout);
+		fflush(stdout);
+		fwrite(err.data ? err.data : "", 1, err.len, stderr);
+		if (json)
+			cli_json_set(NULL);
+		if (use_cache)
+			lb_check_answer_store(cfg, &rep, ctx, nctx, rc, out.data, out.len, err.data,
+					      err.len);
 	}
-	rc = rep.rejected ? CHECK_EXIT_REJECTED : 0;
+out_ctx:
+	lb_buf_free(&out);
+	lb_buf_free(&err);
+	free(ctx);
+	free(cwd);
 out:
-	free(text);
 	free(files);
 	lb_check_report_free(&rep);
 	lb_check_config_free(cfg);

@@ -34,7 +34,7 @@ def packs(tmp_path):
     """The pack files: one per experiment and configuration, each holding the entries of the
     files its last check saw (docs/check.md, "Results kept between checks")."""
     d = entries_dir(tmp_path)
-    return sorted(p for p in d.iterdir() if not p.name.startswith(".")) if d.is_dir() else []
+    return sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith(".")) if d.is_dir() else []
 
 
 MAGIC = b"labbox.check-pack/2\n"

@@ -24,7 +24,7 @@ def cache_env(tmp_path):
 
 def pack_of(tmp_path):
     d = tmp_path / "xdg" / "labbox" / "check"
-    [p] = [p for p in d.iterdir() if not p.name.startswith(".")]
+    [p] = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".")]
     return p
 
 

@@ -418,6 +418,44 @@ static void test_prune_keeps_the_most_recent(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* check/answer.c: an answer file reads back as written, only for its own digest, and any
+ * byte changed or cut is a miss. */
+static void test_answer_file(void **state)
+{
+	(void)state;
+	unsigned char digest[32], other[32];
+	memset(digest, 7, sizeof digest);
+	memset(other, 7, sizeof other);
+	other[31] = 8;
+	static const char out[] = "{\n  \"files\": 2\n}\n", err[] = "labbox check: 2 files\n";
+	lb_buf b = {0};
+	assert_int_equal(ck_answer_format(digest, 3, out, strlen(out), err, strlen(err), &b), 0);
+	lb_check_answer a;
+	assert_int_equal(ck_answer_parse(b.data, b.len, digest, &a), 0);
+	assert_int_equal(a.rc, 3);
+	assert_int_equal(a.out_len, strlen(out));
+	assert_memory_equal(a.out, out, a.out_len);
+	assert_int_equal(a.err_len, strlen(err));
+	assert_memory_equal(a.err, err, a.err_len);
+	assert_int_equal(ck_answer_parse(b.data, b.len, other, &a), -EBADMSG);
+	for (size_t i = 0; i < b.len; i++) {
+		char *copy = malloc(b.len);
+		assert_non_null(copy);
+		memcpy(copy, b.data, b.len);
+		copy[i] ^= 0x20;
+		assert_int_equal(ck_answer_parse(copy, b.len, digest, &a), -EBADMSG);
+		assert_int_equal(ck_answer_parse(b.data, i, digest, &a), -EBADMSG);
+		free(copy);
+	}
+	/* empty output and error are answers too */
+	lb_buf e = {0};
+	assert_int_equal(ck_answer_format(digest, 0, NULL, 0, NULL, 0, &e), 0);
+	assert_int_equal(ck_answer_parse(e.data, e.len, digest, &a), 0);
+	assert_int_equal(a.out_len + a.err_len, 0);
+	lb_buf_free(&e);
+	lb_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_pack_index),
 		cmocka_unit_test(test_file_table),
 		cmocka_unit_test(test_prune_keeps_the_most_recent),
+		cmocka_unit_test(test_answer_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

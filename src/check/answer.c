@@ -1,0 +1,280 @@
+/* The whole answer of a check kept between checks.
+ *
+ * When every file of a check is answered by its metadata (check/cache.c's file table), the
+ * check's output is decided by: labbox and the configuration (the key base), the files'
+ * paths as shown and as opened, each file's entry bytes (which carry its key: content,
+ * harness, compile() verdict), the experiment's module list (the entries' facts), what was
+ * read of the interpreter (syntax_by, stdlib_by) and what of labbox.yaml the keys do not hold
+ * (budget, plan, entry point). rep->answer is the sha256 of all of it, call after call.
+ * Printing the answer also depends on how the command was asked (its arguments, its working
+ * directory): those name the answer's file. The file holds the exact bytes printed on stdout
+ * and stderr and the exit status, so a hit prints what the check printed, decoding nothing.
+ *
+ * Format: "labbox.check-answer/1\n", the sha256 of the rest in hex and "\n", then the
+ * answer's digest in hex and "\n", "rc N\n", "OUTLEN\n", the stdout bytes, "ERRLEN\n", the
+ * stderr bytes. Anything else, or another answer's digest, is a miss. The files are bounded
+ * like packs (least recently used past 512 of them or 512 MiB). */
+#include "check_internal.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ANSWER_MAGIC "labbox.check-answer/1\n"
+#define ANSWER_MAGIC_LEN (sizeof ANSWER_MAGIC - 1)
+#define ANSWER_MAX (256u << 20)
+#define ANSWER_TOUCH_S (6 * 3600)
+
+static void part_str(lb_sha256 *c, const char *name, const char *s)
+{
+	ck_cache_key_part(c, name, s, s ? strlen(s) : 0);
+}
+
+void ck_answer_fail(lb_check_report *rep)
+{
+	rep->answer_state = -1;
+}
+
+/* The fields of a file's record, in a fixed layout for the digest. */
+static void part_stat(lb_sha256 *c, const char *name, const ck_filestat *f)
+{
+	int64_t v[6] = {(int64_t)f->dev, (int64_t)f->ino, (int64_t)f->size, (int64_t)f->mode,
+			f->mtime_ns, f->ctime_ns};
+	ck_cache_key_part(c, name, v, sizeof v);
+}
+
+void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, const ck_cache *cc,
+			  char *const shown[], char *const abs[], size_t n, const char *entry_abs,
+			  const ck_filestat fst[])
+{
+	if (rep->answer_state < 0)
+		return;
+	struct stat pst;
+	ck_filestat pack;
+	bool whole = cc->dfd >= 0 && fst &&
+		     fstatat(cc->dfd, cc->name, &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     ck_filestat_from(&pst, &pack);
+	for (size_t i = 0; whole && i < n; i++)
+		whole = fst[i].ok;
+	if (!whole) {
+		rep->answer_state = -1;
+		return;
+	}
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	ck_cache_key_part(&c, "schema", ANSWER_MAGIC, ANSWER_MAGIC_LEN);
+	ck_cache_key_part(&c, "before", rep->answer, sizeof rep->answer);
+	ck_cache_key_part(&c, "base", cc->base, sizeof cc->base);
+	part_str(&c, "pack", cc->name);
+	part_stat(&c, "pack-stat", &pack);
+	for (size_t i = 0; i < cfg->local_modules.n; i++)
+		part_str(&c, cfg->local_modules.v[i].project ? "local-p" : "local-o",
+			 cfg->local_modules.v[i].s);
+	part_str(&c, "entry", entry_abs);
+	part_str(&c, "python", cfg->python);
+	part_str(&c, "syntax_by", rep->syntax_by);
+	part_str(&c, "stdlib_by", rep->stdlib_by);
+	uint64_t nums[3] = {rep->stdlib_floor, rep->syntax_cached, n};
+	ck_cache_key_part(&c, "numbers", nums, sizeof nums);
+	for (size_t i = 0; i < n; i++) {
+		part_str(&c, "shown", shown[i]);
+		part_str(&c, "abs", abs[i]);
+		part_stat(&c, "stat", &fst[i]);
+	}
+	lb_sha256_final(&c, rep->answer);
+	rep->answer_state = 1;
+}
+
+void ck_answer_fold_config(lb_check_report *rep, const lb_check_config *cfg)
+{
+	if (rep->answer_state <= 0)
+		return;
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	ck_cache_key_part(&c, "before", rep->answer, sizeof rep->answer);
+	double budget = cfg->budget;
+	int64_t plan[4] = {cfg->plan_conditions, cfg->plan_seeds, cfg->plan_iterations,
+			   cfg->plan_line};
+	ck_cache_key_part(&c, "budget", &budget, sizeof budget);
+	ck_cache_key_part(&c, "plan", plan, sizeof plan);
+	part_str(&c, "entry", cfg->entry);
+	lb_sha256_final(&c, rep->answer);
+}
+
+/* ---- the answer's file ----------------------------------------------------------------------- */
+
+static bool read_len(const char **pp, const char *end, const char *prefix, size_t *out)
+{
+	const char *p = *pp;
+	size_t k = strlen(prefix);
+	if ((size_t)(end - p) < k || memcmp(p, prefix, k) != 0)
+		return false;
+	p += k;
+	size_t v = 0, digits = 0;
+	while (p < end && *p >= '0' && *p <= '9' && digits < 10)
+		v = v * 10 + (size_t)(*p++ - '0'), digits++;
+	if (!digits || p >= end || *p != '\n')
+		return false;
+	*out = v;
+	*pp = p + 1;
+	return true;
+}
+
+int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32],
+		    lb_check_answer *out)
+{
+	const char *end = data + len;
+	size_t head = ANSWER_MAGIC_LEN + 65;
+	if (len < head + 65 || memcmp(data, ANSWER_MAGIC, ANSWER_MAGIC_LEN) != 0 ||
+	    data[head - 1] != '\n')
+		return -EBADMSG;
+	uint8_t d[32];
+	char hex[65];
+	ck_content_digest(data + head, len - head, d);
+	lb_sha256_hex(d, hex);
+	if (memcmp(hex, data + ANSWER_MAGIC_LEN, 64) != 0)
+		return -EBADMSG;
+	lb_sha256_hex(answer, hex);
+	const char *p = data + head;
+	if (memcmp(p, hex, 64) != 0 || p[64] != '\n')
+		return -EBADMSG;
+	p += 65;
+	size_t rc, ol, el;
+	if (!read_len(&p, end, "rc ", &rc) || rc > 255 || !read_len(&p, end, "", &ol) ||
+	    ol > (size_t)(end - p))
+		return -EBADMSG;
+	const char *o = p;
+	p += ol;
+	if (!read_len(&p, end, "", &el) || el != (size_t)(end - p))
+		return -EBADMSG;
+	out->rc = (int)rc;
+	out->out = o;
+	out->out_len = ol;
+	out->err = p;
+	out->err_len = el;
+	return 0;
+}
+
+int ck_answer_format(const unsigned char answer[32], int rc, const char *out, size_t out_len,
+		     const char *err, size_t err_len, lb_buf *buf)
+{
+	lb_buf body = {0};
+	char hex[65];
+	lb_sha256_hex(answer, hex);
+	int r = lb_buf_printf(&body, "%s\nrc %d\n%zu\n", hex, rc, out_len);
+	if (r == 0)
+		r = lb_buf_append(&body, out ? out : "", out_len);
+	if (r == 0)
+		r = lb_buf_printf(&body, "%zu\n", err_len);
+	if (r == 0)
+		r = lb_buf_append(&body, err ? err : "", err_len);
+	uint8_t d[32];
+	if (r == 0) {
+		ck_content_digest(body.data, body.len, d);
+		lb_sha256_hex(d, hex);
+		r = lb_buf_printf(buf, "%s%s\n", ANSWER_MAGIC, hex);
+	}
+	if (r == 0)
+		r = lb_buf_append(buf, body.data, body.len);
+	lb_buf_free(&body);
+	return r;
+}
+
+/* cache_dir/check/answers (its own directory: the packs' readers and bounds stay as they
+ * were), and the answer file's name there: the context (how the command was asked). One file
+ * per context, replaced when the answer changes. */
+static int answer_dir(const lb_check_config *cfg, const char *const ctx[], size_t nctx,
+		      char name[65])
+{
+	char path[PATH_MAX];
+	if (!cfg->cache_dir ||
+	    snprintf(path, sizeof path, "%s/check/answers", cfg->cache_dir) >= (int)sizeof path)
+		return -ENOENT;
+	lb_sha256 c;
+	uint8_t d[32];
+	lb_sha256_init(&c);
+	ck_cache_key_part(&c, "schema", ANSWER_MAGIC, ANSWER_MAGIC_LEN);
+	for (size_t i = 0; i < nctx; i++)
+		part_str(&c, "ctx", ctx[i]);
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, name);
+	int fd = lb_open_private_dir(path);
+	return fd < 0 ? -ENOENT : fd;
+}
+
+int lb_check_answer_load(const lb_check_config *cfg, const lb_check_report *rep,
+			 const char *const ctx[], size_t nctx, lb_check_answer *out)
+{
+	memset(out, 0, sizeof *out);
+	char name[65];
+	if (rep->answer_state <= 0)
+		return -ENOENT;
+	int dfd = answer_dir(cfg, ctx, nctx, name);
+	if (dfd < 0)
+		return -ENOENT;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return -ENOENT;
+	struct stat st;
+	char *data = NULL;
+	size_t got = 0;
+	/* only a file of this user's, that nobody else could have written */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    !(st.st_mode & 022) && st.st_size > 0 && (uint64_t)st.st_size <= ANSWER_MAX &&
+	    (data = malloc((size_t)st.st_size))) {
+		size_t len = (size_t)st.st_size;
+		while (got < len) {
+			ssize_t k = read(fd, data + got, len - got);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+		}
+		if (got != len)
+			got = 0;
+		/* used now: eviction goes by modification time, as for packs */
+		if (got && time(NULL) - st.st_mtim.tv_sec > ANSWER_TOUCH_S)
+			futimens(fd, NULL);
+	}
+	close(fd);
+	if (!got || ck_answer_parse(data, got, rep->answer, out) < 0) {
+		free(data);
+		memset(out, 0, sizeof *out);
+		return -ENOENT;
+	}
+	out->data = data;
+	return 0;
+}
+
+void lb_check_answer_store(const lb_check_config *cfg, const lb_check_report *rep,
+			   const char *const ctx[], size_t nctx, int rc, const char *out,
+			   size_t out_len, const char *err, size_t err_len)
+{
+	char name[65];
+	if (rep->answer_state <= 0 || rep->answer_probed)
+		return;
+	int dfd = answer_dir(cfg, ctx, nctx, name);
+	if (dfd < 0)
+		return;
+	lb_buf b = {0};
+	if (ck_answer_format(rep->answer, rc, out, out_len, err, err_len, &b) == 0 &&
+	    b.len <= ANSWER_MAX && lb_replace_file_at(dfd, name, b.data, b.len) == 0)
+		ck_cache_prune_all(dfd);
+	lb_buf_free(&b);
+	close(dfd);
+}
+
+void lb_check_answer_free(lb_check_answer *a)
+{
+	free(a->data);
+	memset(a, 0, sizeof *a);
+}
