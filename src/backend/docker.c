@@ -229,28 +229,6 @@ static const char *engine_host(const char *engine)
 	return h && *h ? h : NULL;
 }
 
-static bool jbool(json_object *o, const char *key)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, key, &v) && v && json_object_get_boolean(v);
-}
-
-static json_object *json_obj(json_object *o, const char *key)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object)
-		       ? v
-		       : NULL;
-}
-
-static const char *json_s(json_object *o, const char *key)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
 /* Whether engine is asked through its API: docker on a local unix socket, as its client
  * would reach it (d->api is that socket then). */
 static bool api_for(docker_state *d, const char *engine)
@@ -291,7 +269,7 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 	}
 	json_object *norm = raw ? lb_docker_normalise_info(engine, raw) : NULL;
 	json_object_put(raw);
-	const char *ver = json_s(norm, "version");
+	const char *ver = lb_docker_jstr(norm, "version");
 	if ((!ver || !*ver) && d->api[0]) {
 		/* What the socket did: the client would say the same in more words, at a start-up's
 		 * cost. */
@@ -321,15 +299,15 @@ static int engine_version(docker_state *d, const char *engine, json_object **inf
 	}
 	snprintf(d->engine, sizeof d->engine, "%s", engine);
 	snprintf(d->server_version, sizeof d->server_version, "%s", ver);
-	const char *cv = json_s(norm, "client_version");
+	const char *cv = lb_docker_jstr(norm, "client_version");
 	snprintf(d->client_version, sizeof d->client_version, "%s", cv ? cv : "");
 	if (d->api[0]) /* the engine's info does not know its client: asked once per binary */
 		(void)lb_docker_client_version(d->client, d->client_version, sizeof d->client_version);
 	/* What the engine applies beyond our flags: its seccomp profile, user remapping, the
 	 * cgroup version its limits go through. */
-	d->seccomp = jbool(norm, "seccomp");
-	d->userns = jbool(norm, "userns_remap");
-	const char *cg = json_s(json_obj(norm, "cgroup"), "version");
+	d->seccomp = lb_docker_jbool(norm, "seccomp");
+	d->userns = lb_docker_jbool(norm, "userns_remap");
+	const char *cg = lb_docker_jstr(lb_docker_jobj(norm, "cgroup"), "version");
 	snprintf(d->cgroup, sizeof d->cgroup, "%s", cg ? cg : "v1");
 	if (info)
 		*info = norm;
@@ -353,7 +331,7 @@ static bool docker_named(void)
 	else
 		return false;
 	json_object *o = json_object_from_file(path);
-	const char *ctx = json_s(o, "currentContext");
+	const char *ctx = lb_docker_jstr(o, "currentContext");
 	bool named = ctx && *ctx && strcmp(ctx, "default") != 0;
 	json_object_put(o);
 	return named;
@@ -398,7 +376,7 @@ static int remove_leftovers_api(docker_state *d)
 		return r;
 	for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
 		json_object *c = json_object_array_get_idx(list, i);
-		const char *id = json_s(c, "Id"), *owner = json_s(json_obj(c, "Labels"), "labbox.owner");
+		const char *id = lb_docker_jstr(c, "Id"), *owner = lb_docker_jstr(lb_docker_jobj(c, "Labels"), "labbox.owner");
 		char owner_host[256];
 		int pid = 0;
 		unsigned long long st = 0;
@@ -1032,7 +1010,7 @@ static int image_id_of(docker_state *d, const char *ref, char *id, size_t idlen,
 		int r = lb_docker_api_path(path, sizeof path, "/images/", ref, "/json");
 		if (r == 0)
 			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &img, why, sizeof why);
-		const char *v = r == 0 ? json_s(img, "Id") : NULL;
+		const char *v = r == 0 ? lb_docker_jstr(img, "Id") : NULL;
 		bool found = v && *v;
 		if (found)
 			snprintf(id, idlen, "%s", v);
@@ -1489,10 +1467,10 @@ static int inspect_end(docker_state *d, int *exit_code, bool *oom)
 		int r = lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/json");
 		if (r == 0)
 			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &c, why, sizeof why);
-		json_object *state = json_obj(c, "State");
+		json_object *state = lb_docker_jobj(c, "State");
 		if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
 			*exit_code = json_object_get_int(v);
-			*oom = jbool(state, "OOMKilled");
+			*oom = lb_docker_jbool(state, "OOMKilled");
 		} else
 			r = -EIO;
 		json_object_put(c);

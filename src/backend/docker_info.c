@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool jbool(json_object *o, const char *key)
+bool lb_docker_jbool(json_object *o, const char *key)
 {
 	json_object *v;
 	return o && json_object_object_get_ex(o, key, &v) && v && json_object_get_boolean(v);
 }
 
-static json_object *json_obj(json_object *o, const char *key)
+json_object *lb_docker_jobj(json_object *o, const char *key)
 {
 	json_object *v;
 	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object)
@@ -23,7 +23,7 @@ static json_object *json_obj(json_object *o, const char *key)
 		       : NULL;
 }
 
-static const char *json_s(json_object *o, const char *key)
+const char *lb_docker_jstr(json_object *o, const char *key)
 {
 	json_object *v;
 	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
@@ -51,65 +51,65 @@ json_object *lb_docker_normalise_info(const char *engine, json_object *raw)
 	json_object *cg = json_object_new_object(), *rt = json_object_new_array();
 	json_object *secopts = json_object_new_array();
 	if (strcmp(engine, "podman") == 0) {
-		json_object *host = json_obj(raw, "host"), *sec = json_obj(host, "security");
-		json_object *ver = json_obj(raw, "version"), *ctl = NULL, *ds = json_obj(host, "distribution");
-		const char *cgv = json_s(host, "cgroupVersion");
-		json_object_object_add(o, "version", json_s(ver, "Version") ? json_object_new_string(json_s(ver, "Version")) : NULL);
-		json_object_object_add(o, "os", json_s(ds, "distribution") ? json_object_new_string(json_s(ds, "distribution")) : NULL);
-		json_object_object_add(o, "kernel", json_s(host, "kernel") ? json_object_new_string(json_s(host, "kernel")) : NULL);
-		json_object_object_add(o, "rootless", json_object_new_boolean(jbool(sec, "rootless")));
-		json_object_object_add(o, "userns_remap", json_object_new_boolean(jbool(sec, "rootless")));
+		json_object *host = lb_docker_jobj(raw, "host"), *sec = lb_docker_jobj(host, "security");
+		json_object *ver = lb_docker_jobj(raw, "version"), *ctl = NULL, *ds = lb_docker_jobj(host, "distribution");
+		const char *cgv = lb_docker_jstr(host, "cgroupVersion");
+		json_object_object_add(o, "version", lb_docker_jstr(ver, "Version") ? json_object_new_string(lb_docker_jstr(ver, "Version")) : NULL);
+		json_object_object_add(o, "os", lb_docker_jstr(ds, "distribution") ? json_object_new_string(lb_docker_jstr(ds, "distribution")) : NULL);
+		json_object_object_add(o, "kernel", lb_docker_jstr(host, "kernel") ? json_object_new_string(lb_docker_jstr(host, "kernel")) : NULL);
+		json_object_object_add(o, "rootless", json_object_new_boolean(lb_docker_jbool(sec, "rootless")));
+		json_object_object_add(o, "userns_remap", json_object_new_boolean(lb_docker_jbool(sec, "rootless")));
 		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "v2") == 0 ? "v2" : "v1"));
-		json_object_object_add(cg, "driver", json_s(host, "cgroupManager") ? json_object_new_string(json_s(host, "cgroupManager")) : NULL);
+		json_object_object_add(cg, "driver", lb_docker_jstr(host, "cgroupManager") ? json_object_new_string(lb_docker_jstr(host, "cgroupManager")) : NULL);
 		/* The controllers podman can use: rootless on cgroup v1 it has none. */
 		json_object_object_get_ex(host, "cgroupControllers", &ctl);
-		bool v1_rootless = !(cgv && strcmp(cgv, "v2") == 0) && jbool(sec, "rootless");
+		bool v1_rootless = !(cgv && strcmp(cgv, "v2") == 0) && lb_docker_jbool(sec, "rootless");
 		bool any = ctl && json_object_is_type(ctl, json_type_array) && json_object_array_length(ctl) > 0;
 		json_object_object_add(lim, "memory", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
 		json_object_object_add(lim, "memory_swap", json_object_new_boolean(any ? array_has(ctl, "memory") : !v1_rootless));
 		json_object_object_add(lim, "pids_limit", json_object_new_boolean(any ? array_has(ctl, "pids") : !v1_rootless));
 		json_object_object_add(lim, "cpus", json_object_new_boolean(any ? array_has(ctl, "cpu") : !v1_rootless));
-		json_object_object_add(o, "seccomp", json_object_new_boolean(jbool(sec, "seccompEnabled")));
-		json_object_object_add(o, "apparmor", json_object_new_boolean(jbool(sec, "apparmorEnabled")));
-		json_object_object_add(o, "selinux", json_object_new_boolean(jbool(sec, "selinuxEnabled")));
-		if (jbool(sec, "seccompEnabled"))
+		json_object_object_add(o, "seccomp", json_object_new_boolean(lb_docker_jbool(sec, "seccompEnabled")));
+		json_object_object_add(o, "apparmor", json_object_new_boolean(lb_docker_jbool(sec, "apparmorEnabled")));
+		json_object_object_add(o, "selinux", json_object_new_boolean(lb_docker_jbool(sec, "selinuxEnabled")));
+		if (lb_docker_jbool(sec, "seccompEnabled"))
 			json_object_array_add(secopts, json_object_new_string("name=seccomp"));
-		if (jbool(sec, "rootless"))
+		if (lb_docker_jbool(sec, "rootless"))
 			json_object_array_add(secopts, json_object_new_string("name=rootless"));
 		json_object_object_add(o, "init", json_object_new_boolean(true)); /* catatonit */
-		json_object *oci = json_obj(host, "ociRuntime");
-		if (json_s(oci, "name"))
-			json_object_array_add(rt, json_object_new_string(json_s(oci, "name")));
-		json_object_object_add(o, "default_runtime", json_s(oci, "name") ? json_object_new_string(json_s(oci, "name")) : NULL);
+		json_object *oci = lb_docker_jobj(host, "ociRuntime");
+		if (lb_docker_jstr(oci, "name"))
+			json_object_array_add(rt, json_object_new_string(lb_docker_jstr(oci, "name")));
+		json_object_object_add(o, "default_runtime", lb_docker_jstr(oci, "name") ? json_object_new_string(lb_docker_jstr(oci, "name")) : NULL);
 	} else {
-		json_object *so = NULL, *ci = json_obj(raw, "ClientInfo"), *runtimes = json_obj(raw, "Runtimes");
+		json_object *so = NULL, *ci = lb_docker_jobj(raw, "ClientInfo"), *runtimes = lb_docker_jobj(raw, "Runtimes");
 		json_object_object_get_ex(raw, "SecurityOptions", &so);
-		const char *cgv = json_s(raw, "CgroupVersion");
-		json_object_object_add(o, "version", json_s(raw, "ServerVersion") ? json_object_new_string(json_s(raw, "ServerVersion")) : NULL);
-		json_object_object_add(o, "client_version", json_s(ci, "Version") ? json_object_new_string(json_s(ci, "Version")) : NULL);
-		json_object_object_add(o, "os", json_s(raw, "OperatingSystem") ? json_object_new_string(json_s(raw, "OperatingSystem")) : NULL);
-		json_object_object_add(o, "kernel", json_s(raw, "KernelVersion") ? json_object_new_string(json_s(raw, "KernelVersion")) : NULL);
+		const char *cgv = lb_docker_jstr(raw, "CgroupVersion");
+		json_object_object_add(o, "version", lb_docker_jstr(raw, "ServerVersion") ? json_object_new_string(lb_docker_jstr(raw, "ServerVersion")) : NULL);
+		json_object_object_add(o, "client_version", lb_docker_jstr(ci, "Version") ? json_object_new_string(lb_docker_jstr(ci, "Version")) : NULL);
+		json_object_object_add(o, "os", lb_docker_jstr(raw, "OperatingSystem") ? json_object_new_string(lb_docker_jstr(raw, "OperatingSystem")) : NULL);
+		json_object_object_add(o, "kernel", lb_docker_jstr(raw, "KernelVersion") ? json_object_new_string(lb_docker_jstr(raw, "KernelVersion")) : NULL);
 		json_object_object_add(o, "rootless", json_object_new_boolean(array_has(so, "name=rootless")));
 		json_object_object_add(o, "userns_remap", json_object_new_boolean(array_has(so, "name=userns") || array_has(so, "name=rootless")));
 		json_object_object_add(cg, "version", json_object_new_string(cgv && strcmp(cgv, "2") == 0 ? "v2" : "v1"));
-		json_object_object_add(cg, "driver", json_s(raw, "CgroupDriver") ? json_object_new_string(json_s(raw, "CgroupDriver")) : NULL);
-		json_object_object_add(lim, "memory", json_object_new_boolean(jbool(raw, "MemoryLimit")));
-		json_object_object_add(lim, "memory_swap", json_object_new_boolean(jbool(raw, "SwapLimit")));
-		json_object_object_add(lim, "pids_limit", json_object_new_boolean(jbool(raw, "PidsLimit")));
-		json_object_object_add(lim, "cpus", json_object_new_boolean(jbool(raw, "CpuCfsQuota")));
+		json_object_object_add(cg, "driver", lb_docker_jstr(raw, "CgroupDriver") ? json_object_new_string(lb_docker_jstr(raw, "CgroupDriver")) : NULL);
+		json_object_object_add(lim, "memory", json_object_new_boolean(lb_docker_jbool(raw, "MemoryLimit")));
+		json_object_object_add(lim, "memory_swap", json_object_new_boolean(lb_docker_jbool(raw, "SwapLimit")));
+		json_object_object_add(lim, "pids_limit", json_object_new_boolean(lb_docker_jbool(raw, "PidsLimit")));
+		json_object_object_add(lim, "cpus", json_object_new_boolean(lb_docker_jbool(raw, "CpuCfsQuota")));
 		json_object_object_add(o, "seccomp", json_object_new_boolean(array_has(so, "name=seccomp")));
 		json_object_object_add(o, "apparmor", json_object_new_boolean(array_has(so, "name=apparmor")));
 		json_object_object_add(o, "selinux", json_object_new_boolean(array_has(so, "name=selinux")));
 		for (size_t i = 0; so && json_object_is_type(so, json_type_array) && i < json_object_array_length(so); i++)
 			json_object_array_add(secopts, json_object_get(json_object_array_get_idx(so, i)));
-		const char *init = json_s(raw, "InitBinary");
+		const char *init = lb_docker_jstr(raw, "InitBinary");
 		json_object_object_add(o, "init", json_object_new_boolean(init && *init));
 		json_object_object_foreach(runtimes, key, val)
 		{
 			(void)val;
 			json_object_array_add(rt, json_object_new_string(key));
 		}
-		json_object_object_add(o, "default_runtime", json_s(raw, "DefaultRuntime") ? json_object_new_string(json_s(raw, "DefaultRuntime")) : NULL);
+		json_object_object_add(o, "default_runtime", lb_docker_jstr(raw, "DefaultRuntime") ? json_object_new_string(lb_docker_jstr(raw, "DefaultRuntime")) : NULL);
 	}
 	json_object_object_add(o, "cgroup", cg);
 	json_object_object_add(o, "limits", lim);

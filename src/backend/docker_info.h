@@ -3,7 +3,15 @@
 #ifndef LB_BACKEND_DOCKER_INFO_H
 #define LB_BACKEND_DOCKER_INFO_H
 
+#include <stdbool.h>
+
 struct json_object;
+
+/* A member of object o: NULL when o is NULL, the key is missing or the value is of another
+ * type; jbool reads it as json-c does (a non-zero number or a non-empty string is true). */
+bool lb_docker_jbool(struct json_object *o, const char *key);
+struct json_object *lb_docker_jobj(struct json_object *o, const char *key);
+const char *lb_docker_jstr(struct json_object *o, const char *key);
 
 /* docker's or podman's info (engine "docker" or "podman") as one normalised object, the same
  * keys for both: version, client_version, os, kernel, rootless, userns_remap, cgroup {version
