@@ -26,6 +26,11 @@ typedef struct lb_python_info {
 	 * (n_stdlib), so the gate need not import sysconfig in every run. */
 	char stdlib[2][4096];
 	unsigned n_stdlib;
+	/* What that answer depends on (base prefixes, platlibdir, version, implementation, as
+	 * the gate prints them): the gate trusts the paths only where its own is the same, so
+	 * an environment that moves the library (PYTHONHOME, PYTHONPLATLIBDIR) or another
+	 * interpreter started by the run asks sysconfig itself. */
+	char stdlib_for[8448];
 	/* Named by the experiment directory (labbox.yaml's python:), so it is the experiment's
 	 * code: it only ever runs inside the sandbox, and what it says of itself exposes
 	 * nothing of the host. named: the path it was named by, resolved; origin: the

@@ -108,6 +108,7 @@ typedef struct lb_gate_config {
 	 * the same paths inside; none: the gate asks sysconfig itself. */
 	const char *const *stdlib;
 	size_t nstdlib;
+	const char *stdlib_for; /* lb_python_info.stdlib_for: where those paths hold */
 } lb_gate_config;
 
 /* py_dir/LB_GATE_CONFIG, which the gate reads as it starts. */

@@ -121,10 +121,11 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 	/* The probe's sysconfig answer, for an interpreter of the user's (one the experiment
 	 * named says of itself what it likes: the gate asks it at run time, as before). */
 	const char *std[2];
-	if (job->python && !job->python->confined) {
+	if (job->python && !job->python->confined && job->python->stdlib_for[0]) {
 		for (unsigned i = 0; i < job->python->n_stdlib && i < 2; i++)
 			std[gc.nstdlib++] = job->python->stdlib[i];
 		gc.stdlib = std;
+		gc.stdlib_for = job->python->stdlib_for;
 	}
 	r = lb_gate_write_config(job->gate_py_dir, &gc);
 	if (r < 0)

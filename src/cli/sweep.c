@@ -696,6 +696,7 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 
 int cli_sweep(int argc, char **argv)
 {
+	lb_index_keeper keeper = {.pid = -1, .fd = -1};
 	static const struct option longopts[] = {
 		CLI_SANDBOX_LONGOPTS,
 		{"python", required_argument, NULL, OPT_PYTHON},
@@ -1245,13 +1246,13 @@ int cli_sweep(int argc, char **argv)
 		}
 	} else if (c.ntodo) {
 		/* One connection held for the whole sweep: the cells' own then neither rebuild the
-		 * WAL's index nor checkpoint (with its syncs) at every end (docs/decisions.md). */
-		lb_index_keeper keeper = {.pid = -1, .fd = -1};
+		 * WAL's index nor checkpoint (with its syncs) at every end (docs/decisions.md).
+		 * Stopped once the sweep's document is final (its checkpoint, signals unblocked
+		 * again, must not stand between the last cell and that document). */
 		LB_AUTOFREE char *ipath = NULL;
 		if (c.ntodo > 1 && lb_index_path_for(c.runs_dir, &ipath) == 0)
 			lb_index_keeper_start(ipath, &keeper);
 		r = lb_sweep_run_local(&lc, todo, c.ntodo, &lr, err, sizeof err);
-		lb_index_keeper_stop(&keeper);
 	}
 	free(todo);
 	if (c.tty)
@@ -1287,11 +1288,13 @@ int cli_sweep(int argc, char **argv)
 	}
 	if (sweep_write_doc(&c, status, &final) < 0)
 		cli_error("sweep", "warning: cannot write %s/sweep.json", c.sweep_dir);
+	lb_index_keeper_stop(&keeper);
 	if (c.json)
 		cli_json_print(final);
 	else
 		print_summary(&c, final);
 done:
+	lb_index_keeper_stop(&keeper); /* idempotent; here for the paths that jump to done */
 	json_object_put(final);
 	json_object_put(prev);
 	json_object_put(c.cells);

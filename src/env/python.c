@@ -24,6 +24,8 @@ static const char probe_src[] =
 	"print(platform.python_version())\n"
 	"print(sys.implementation.name)\n"
 	"try:\n"
+	"    f = repr((sys.base_prefix, sys.base_exec_prefix, getattr(sys, 'platlibdir', ''),\n"
+	"              tuple(sys.version_info[:2]), sys.implementation.name))\n"
 	"    import sysconfig\n"
 	"    s = set()\n"
 	"    for k in ('stdlib', 'platstdlib'):\n"
@@ -34,6 +36,9 @@ static const char probe_src[] =
 	"        s = []\n"
 	"except Exception:\n"
 	"    s = []\n"
+	"if not s or '\\n' in f:\n"
+	"    s, f = [], '-'\n"
+	"print(f)\n"
 	"print(len(s))\n"
 	"for p in s:\n"
 	"    print(p)\n";
@@ -82,13 +87,18 @@ static int parse_probe(char *data, lb_python_info *out)
 	    out->executable[0] != '/')
 		return -ENOEXEC;
 	char count[16];
-	if (next_line(&cur, count, sizeof count) < 0 || (strcmp(count, "1") && strcmp(count, "2")))
+	if (next_line(&cur, out->stdlib_for, sizeof out->stdlib_for) < 0 ||
+	    next_line(&cur, count, sizeof count) < 0 || (strcmp(count, "1") && strcmp(count, "2"))) {
+		out->stdlib_for[0] = '\0';
 		return 0;
+	}
 	unsigned n = (unsigned)(count[0] - '0');
 	for (unsigned i = 0; i < n; i++)
 		if (next_line(&cur, out->stdlib[i], sizeof out->stdlib[i]) < 0 ||
-		    out->stdlib[i][0] != '/')
+		    out->stdlib[i][0] != '/') {
+			out->stdlib_for[0] = '\0';
 			return 0;
+		}
 	out->n_stdlib = n;
 	return 0;
 }
@@ -594,7 +604,7 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 
 /* interpreter probe cache ------------------------------------------------------------------ */
 
-#define PROBE_SCHEMA "labbox.probe-cache/2"
+#define PROBE_SCHEMA "labbox.probe-cache/3"
 
 /* What the probe prints depends on the binary and on a pyvenv.cfg beside it or one level up
  * (a venv); -I makes it independent of the environment. */
@@ -684,6 +694,8 @@ static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
 			memcpy(pi.stdlib[i], s, strlen(s) + 1);
 		}
 		pi.n_stdlib = n;
+		if (n && !probe_field(info, "stdlib_for", pi.stdlib_for, sizeof pi.stdlib_for))
+			return false;
 	}
 	*out = pi;
 	return true;
@@ -737,6 +749,7 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 	for (unsigned i = 0; i < out->n_stdlib; i++)
 		json_object_array_add(std, json_object_new_string(out->stdlib[i]));
 	json_object_object_add(info, "stdlib", std);
+	json_object_object_add(info, "stdlib_for", json_object_new_string(out->stdlib_for));
 	json_object_object_add(entry, "schema", json_object_new_string(PROBE_SCHEMA));
 	json_object_object_add(entry, "path", json_object_new_string(exe));
 	json_object_object_add(entry, "stats", stats);

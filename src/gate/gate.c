@@ -171,8 +171,8 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
 		r = cfg_line(&b, "output", cfg->outputs[i]);
 	for (size_t i = 0; r == 0 && i < cfg->nstdlib; i++)
 		r = cfg_line(&b, "stdlib", cfg->stdlib[i]);
-	if (r == 0 && cfg->nstdlib)
-		r = cfg_line(&b, "stdlib_known", "1");
+	if (r == 0 && cfg->nstdlib && cfg->stdlib_for && *cfg->stdlib_for)
+		r = cfg_line(&b, "stdlib_for", cfg->stdlib_for);
 	if (r == 0)
 		r = cfg_line(&b, "events", LB_GATE_EVENTS);
 	if (r == 0)

@@ -95,10 +95,17 @@ def _labbox_gate():
 
     writable = outputs + ((exp_dir,) if exp_dir else ())
     lib_roots, std_roots = [], []
-    # sysconfig's answer, asked once per interpreter by labbox's probe when it could: importing
-    # sysconfig here costs every run a few ms.
-    std_named = set(stdlib)
-    if cfg.get("stdlib_known") != "1":
+    # sysconfig's answer, asked once per interpreter by labbox's probe when it could (importing
+    # sysconfig here costs every run a few ms), and trusted only for the interpreter and
+    # setting it was asked of: PYTHONHOME, PYTHONPLATLIBDIR or another interpreter started
+    # by the run move the library, and then sysconfig is asked here, as it always was.
+    try:
+        here_for = repr((sys.base_prefix, sys.base_exec_prefix, getattr(sys, "platlibdir", ""),
+                         tuple(sys.version_info[:2]), sys.implementation.name))
+    except Exception:
+        here_for = None
+    std_named = set(stdlib) if stdlib and cfg.get("stdlib_for") == here_for else set()
+    if not std_named:
         import sysconfig
         for key in ("stdlib", "platstdlib"):
             for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_prefix}):

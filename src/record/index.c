@@ -185,11 +185,19 @@ void lb_index_close(lb_index *ix)
 }
 
 /* The keeper: nothing of the caller's but the pipe it waits on (a caller reading labbox's
- * output must not wait for it), and gone with the caller. */
+ * output must not wait for it), and gone with the caller. It goes at a byte on the pipe
+ * (stop) or at its end (the caller died): the cells forked after it hold the pipe too, and
+ * some of their helpers may outlive them. */
 static void keeper_main(const char *path, int rfd)
 {
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	signal(SIGINT, SIG_IGN); /* Ctrl-C is the sweep's to handle; the keeper ends with it */
+	if (rfd < 3) { /* above the standard descriptors, which are made /dev/null below */
+		int moved = fcntl(rfd, F_DUPFD_CLOEXEC, 3);
+		if (moved < 0)
+			_exit(0);
+		rfd = moved;
+	}
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && nul >= 0; fd++)
 		if (fd != nul)
@@ -234,8 +242,11 @@ int lb_index_keeper_start(const char *path, lb_index_keeper *k)
 
 void lb_index_keeper_stop(lb_index_keeper *k)
 {
-	if (k->fd >= 0)
+	if (k->fd >= 0) {
+		while (write(k->fd, "x", 1) < 0 && errno == EINTR)
+			;
 		close(k->fd);
+	}
 	k->fd = -1;
 	if (k->pid > 0)
 		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)

@@ -227,10 +227,11 @@ typedef struct finished {
 	char *message;
 } finished;
 
-static bool tell_finished(const lb_sweep_local *cfg, finished *fin, size_t *nfin)
+static bool tell_finished(const lb_sweep_local *cfg, finished *fin, size_t *nfin, size_t running)
 {
 	bool stop = false;
 	for (size_t k = 0; k < *nfin; k++) {
+		fin[k].ev.running = running; /* the slot's next cell is counted now */
 		if (cfg->on_event && cfg->on_event(cfg->ctx, &fin[k].ev))
 			stop = true;
 		free(fin[k].run_dir);
@@ -473,7 +474,7 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 			if (cfg->on_event && cfg->on_event(cfg->ctx, &ev))
 				stopping = true;
 		}
-		if (tell_finished(cfg, fin, &nfin))
+		if (tell_finished(cfg, fin, &nfin, running))
 			stopping = true;
 		if (running == 0)
 			break;
@@ -558,7 +559,7 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 			ev.eta = eta_now(slots, jobs, walls, nwalls, stopping ? 0 : ntodo - next);
 			/* A failure is told at once: it may be one that every cell would meet
 			 * (on_event then starts no more). */
-			if (code == 0 && !stopping && next < ntodo) {
+			if (code == 0 && s->run_dir && !stopping && next < ntodo) {
 				finished *f = &fin[nfin++];
 				f->ev = ev;
 				memcpy(f->run_id, s->run_id, sizeof f->run_id);
@@ -587,7 +588,7 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 	for (struct signalfd_siginfo si; read(sfd, &si, sizeof si) == sizeof si;)
 		if (si.ssi_signo != SIGCHLD && !out->stop_signal)
 			out->stop_signal = (int)si.ssi_signo;
-	tell_finished(cfg, fin, &nfin); /* none left, unless the loop ended on an error */
+	tell_finished(cfg, fin, &nfin, running); /* none left, unless the loop ended on an error */
 	free(fin);
 	close(sfd);
 out:

@@ -354,6 +354,30 @@ def test_the_gate_loads_no_module_a_bare_start_does_not(tmp_path):
     assert got == want
 
 
+def test_a_moved_standard_library_is_asked_of_sysconfig(tmp_path):
+    """The gate takes the standard library's directories from the interpreter's probe only
+    when the run's interpreter is set up as probed. Here PYTHONHOME moves the library (the
+    host's /usr shown again at /opt/pyhome), so the gate asks sysconfig itself, as it did
+    before the probe answered for it, and still refuses."""
+    exp = write_exp(tmp_path, """
+        import sys
+        print("sysconfig_loaded:", int(sys.modules.get("sysconfig") is not None))
+        print("stdlib_moved:", int(sys.path[1].startswith("/opt/pyhome/")))
+        try:
+            __import__("ctypes")
+            print("ctypes_refused: 0")
+        except PermissionError as e:
+            print("ctypes_refused:", int("labbox runtime gate" in str(e)))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "-v", "/usr:/opt/pyhome",
+                "-e", "PYTHONHOME=/opt/pyhome")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]["values"]
+    assert m["stdlib_moved"] == 1, r.why()
+    assert m["sysconfig_loaded"] == 1, r.why()
+    assert m["ctypes_refused"] == 1, r.why()
+
+
 def test_refusal_traceback_has_no_gate_frame(tmp_path):
     exp = write_exp(tmp_path, """
         import os
