@@ -104,6 +104,13 @@ static void environment_from(esc *e, const char *suggestion, const char *marker)
 		return;
 	size_t m = strlen(marker);
 	size_t n = m + strcspn(p + m, " ;,)");
+	/* Cut to fit on a character's boundary: the words are the experiment's output, and
+	 * half a character would not be UTF-8 (result.json must be). */
+	if (n > sizeof e->environment - 1) {
+		n = sizeof e->environment - 1;
+		while (n > m && ((unsigned char)p[n] & 0xC0) == 0x80)
+			n--;
+	}
 	snprintf(e->environment, sizeof e->environment, "%.*s", (int)n, p);
 }
 
