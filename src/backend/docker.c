@@ -322,19 +322,8 @@ static bool docker_named(void)
 {
 	if (engine_host("docker") || (getenv("DOCKER_CONTEXT") && *getenv("DOCKER_CONTEXT")))
 		return true;
-	const char *cfg = getenv("DOCKER_CONFIG"), *home = getenv("HOME");
-	char path[PATH_MAX];
-	if (cfg && *cfg)
-		snprintf(path, sizeof path, "%s/config.json", cfg);
-	else if (home && *home)
-		snprintf(path, sizeof path, "%s/.docker/config.json", home);
-	else
-		return false;
-	json_object *o = json_object_from_file(path);
-	const char *ctx = lb_docker_jstr(o, "currentContext");
-	bool named = ctx && *ctx && strcmp(ctx, "default") != 0;
-	json_object_put(o);
-	return named;
+	/* A config that cannot be read names no engine. */
+	return lb_docker_config_context() == 1;
 }
 
 static int pick_engine(docker_state *d, json_object **info, char *err, size_t errlen)

@@ -3,6 +3,7 @@
  * unversioned paths are used, so the engine answers in its own API version, as `docker
  * info` and `docker inspect` show it. */
 #include "docker_api.h"
+#include "docker_info.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,9 +25,7 @@
 
 #define DEFAULT_SOCKET "/var/run/docker.sock"
 
-/* The docker client's config.json names a current context other than the default. An
- * unreadable config is a doubt too: the client is asked. */
-static bool config_names_context(void)
+int lb_docker_config_context(void)
 {
 	const char *cfg = getenv("DOCKER_CONFIG"), *home = getenv("HOME");
 	char path[PATH_MAX];
@@ -35,16 +34,14 @@ static bool config_names_context(void)
 	else if (home && *home)
 		snprintf(path, sizeof path, "%s/.docker/config.json", home);
 	else
-		return false;
+		return 0;
 	if (access(path, F_OK) < 0)
-		return errno != ENOENT;
-	json_object *o = json_object_from_file(path), *v = NULL;
+		return errno == ENOENT ? 0 : -1;
+	json_object *o = json_object_from_file(path);
 	if (!o)
-		return true;
-	const char *ctx = json_object_object_get_ex(o, "currentContext", &v) && json_object_is_type(v, json_type_string)
-				  ? json_object_get_string(v)
-				  : NULL;
-	bool named = ctx && *ctx && strcmp(ctx, "default") != 0;
+		return -1;
+	const char *ctx = lb_docker_jstr(o, "currentContext");
+	int named = ctx && *ctx && strcmp(ctx, "default") != 0;
 	json_object_put(o);
 	return named;
 }
@@ -64,7 +61,8 @@ int lb_docker_api_socket(char *path, size_t n)
 			return -ENOTSUP;
 		return 0;
 	}
-	if (config_names_context())
+	/* An unreadable config is a doubt too: the client is asked. */
+	if (lb_docker_config_context() != 0)
 		return -ENOTSUP;
 	snprintf(path, n, "%s", DEFAULT_SOCKET);
 	return 0;

@@ -20,6 +20,10 @@ struct json_object;
  * its engine another way (tcp://, ssh://, a context other than the default), so only the
  * client may be asked. */
 int lb_docker_api_socket(char *path, size_t n);
+/* Whether the docker client's config (DOCKER_CONFIG's or ~/.docker's config.json) names a
+ * current context other than "default": 1 it does, 0 it does not or there is no config, -1
+ * the config is there but cannot be read. */
+int lb_docker_config_context(void);
 
 /* One HTTP/1.1 response as read so far. */
 typedef struct lb_docker_http {
