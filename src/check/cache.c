@@ -946,22 +946,20 @@ void ck_cache_close(ck_cache *cc)
 int ck_cache_load(const ck_cache *cc, const lb_check_config *cfg, const char *key,
 		  const char *file, lb_check_report *out, const char **entry, size_t *entry_len)
 {
-	if (cc->dfd < 0 || !cc->nslots)
-		return -ENOENT;
-	ck_slot want = {.key = key};
-	const ck_slot *s = bsearch(&want, cc->slots, cc->nslots, sizeof *cc->slots, slot_cmp);
-	if (!s)
+	const char *data;
+	size_t len;
+	if (ck_cache_find(cc, key, &data, &len) < 0)
 		return -ENOENT;
 	ck_deps deps = {0};
 	lb_check_report one = {.policy = cfg->policy};
-	int r = ck_cache_decode(s->data, s->len, key, file, &one, &deps);
+	int r = ck_cache_decode(data, len, key, file, &one, &deps);
 	if (r == 0 && !ck_deps_hold(cfg, &deps))
 		r = -ESTALE;
 	if (r == 0)
 		r = ck_report_take(out, &one);
 	if (r == 0) {
-		*entry = s->data;
-		*entry_len = s->len;
+		*entry = data;
+		*entry_len = len;
 	}
 	ck_deps_free(&deps);
 	lb_check_report_free(&one);
