@@ -41,6 +41,9 @@ struct json_object *lb_record_fixed(double v, int decimals);
 int lb_record_write_json(const char *path, struct json_object *doc);
 /* The same without the fsync, for a provisional record that a synced one replaces. */
 int lb_record_write_json_nosync(const char *path, struct json_object *doc);
+/* doc's text under a temporary name beside path, neither synced nor renamed: *tmp names it,
+ * for lb_fsync_all and lb_commit_file (util.h). */
+int lb_record_write_json_pending(const char *path, struct json_object *doc, char **tmp);
 /* The same serialisation as a string owned by doc. */
 const char *lb_record_json_text(struct json_object *doc);
 
@@ -58,6 +61,8 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len);
  * Returns 0, or the first error of a write, fsync or close (run.log is then not whole: a
  * full disk, say). */
 int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
+/* The same without the fsync, for a caller that syncs run.log with its other records. */
+int lb_runlog_close_nosync(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
 /* The last lines written (at most max bytes), for diagnosis; a copy owned by the caller. */
 char *lb_runlog_tail(const lb_runlog *l, size_t max);
 /* The same with its length in *len: output may hold NUL bytes (torch writes one before a

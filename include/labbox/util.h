@@ -68,6 +68,15 @@ int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mo
 /* The same without the fsync: for a record a later, synced write replaces (readers still
  * never see half a file; a crash of the machine may leave it empty). */
 int lb_write_file_atomic_nosync(const char *path, const void *data, size_t len, mode_t mode);
+/* The first half of a synced atomic write: the data under PATH.tmp.PID, not yet synced nor
+ * renamed; *tmp (malloc'd) names it. lb_fsync_all then lb_commit_file finish it. */
+int lb_write_file_pending(const char *path, const void *data, size_t len, mode_t mode, char **tmp);
+/* Renames tmp (from lb_write_file_pending) to path, or unlinks it when err < 0; frees tmp. */
+int lb_commit_file(char *tmp, const char *path, int err);
+/* fsync of every named file (relative to dirfd unless absolute), all at once: a disk takes
+ * concurrent syncs together where one after another each waits its own turn. Returns 0 or
+ * the first failure's negative errno, with *failed (may be NULL) its index. */
+int lb_fsync_all(int dirfd, const char *const *names, size_t n, size_t *failed);
 /* mkdir -p: mode is the last directory's; missing ones above it are made 0755. */
 int lb_mkdir_p(const char *path, mode_t mode);
 /* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for

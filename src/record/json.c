@@ -114,7 +114,9 @@ const char *lb_record_json_text(struct json_object *doc)
 	return b.data;
 }
 
-static int write_json(const char *path, struct json_object *doc, bool sync)
+typedef enum { WRITE_SYNCED, WRITE_UNSYNCED, WRITE_PENDING } write_how;
+
+static int write_json(const char *path, struct json_object *doc, write_how how, char **tmp)
 {
 	const char *text = lb_record_json_text(doc);
 	if (!text)
@@ -124,18 +126,24 @@ static int write_json(const char *path, struct json_object *doc, bool sync)
 	if (r == 0)
 		r = lb_buf_puts(&b, "\n");
 	if (r == 0)
-		r = sync ? lb_write_file_atomic_mode(path, b.data, b.len, 0600)
-			 : lb_write_file_atomic_nosync(path, b.data, b.len, 0600);
+		r = how == WRITE_SYNCED	    ? lb_write_file_atomic_mode(path, b.data, b.len, 0600)
+		    : how == WRITE_UNSYNCED ? lb_write_file_atomic_nosync(path, b.data, b.len, 0600)
+					    : lb_write_file_pending(path, b.data, b.len, 0600, tmp);
 	lb_buf_free(&b);
 	return r;
 }
 
 int lb_record_write_json(const char *path, struct json_object *doc)
 {
-	return write_json(path, doc, true);
+	return write_json(path, doc, WRITE_SYNCED, NULL);
 }
 
 int lb_record_write_json_nosync(const char *path, struct json_object *doc)
 {
-	return write_json(path, doc, false);
+	return write_json(path, doc, WRITE_UNSYNCED, NULL);
+}
+
+int lb_record_write_json_pending(const char *path, struct json_object *doc, char **tmp)
+{
+	return write_json(path, doc, WRITE_PENDING, tmp);
 }

@@ -94,7 +94,7 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len)
 	l->ring_fill += len;
 }
 
-int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
+static int runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated, bool sync)
 {
 	bool cut = l->seen > l->cap;
 	if (l->ring && l->ring_fill) {
@@ -119,7 +119,7 @@ int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *trunc
 		*written = l->written;
 	if (truncated)
 		*truncated = cut;
-	if (fsync(l->fd) < 0 && !l->err && errno != EINVAL)
+	if (sync && fsync(l->fd) < 0 && !l->err && errno != EINVAL)
 		l->err = -errno;
 	if (close(l->fd) < 0 && !l->err)
 		l->err = -errno;
@@ -127,6 +127,16 @@ int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *trunc
 	free(l->ring);
 	free(l);
 	return err;
+}
+
+int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
+{
+	return runlog_close(l, seen, written, truncated, true);
+}
+
+int lb_runlog_close_nosync(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated)
+{
+	return runlog_close(l, seen, written, truncated, false);
 }
 
 char *lb_runlog_tail(const lb_runlog *l, size_t max)

@@ -457,8 +457,10 @@ write:
 		r = lb_buf_puts(&b, "\n");
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/environment.txt", run_dir);
+	/* Synced with the other records at the run's end (sync_records), not here before the
+	 * experiment starts. */
 	if (r == 0)
-		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
+		r = lb_write_file_atomic_nosync(path, b.data, b.len, 0600);
 	json_object_object_add(manifest, "packages_listed", json_object_new_boolean(fr == 0));
 	json_object_object_add(manifest, "packages_from_cache", json_object_new_boolean(fr == 0 && hit));
 	lb_buf_free(&b);
@@ -530,6 +532,42 @@ static void record_failed(json_object *doc, int *exit_code, const char *path, in
 			       simple_failure("infra_error", msg,
 					      "free space where the runs are kept (df -h on the run "
 					      "directory's file system), or choose another --runs-dir"));
+}
+
+/* The verdict last: run.log, environment.txt and manifest.json, written unsynced, are synced
+ * together with result.json's text (concurrent syncs cost about one), and only then is
+ * result.json renamed into place, so a result.json that exists has every record on disk
+ * beside it. A failed sync is a record failure, as a failed write is. */
+static int sync_records(const char *run_dir, json_object *doc, int *exit_code, bool log_ok,
+			bool env_ok, bool manifest_ok)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/result.json", run_dir);
+	char *tmp = NULL;
+	int r = lb_record_write_json_pending(path, doc, &tmp);
+	if (r < 0)
+		return r;
+	char names[4][PATH_MAX];
+	const char *np[4];
+	size_t n = 0;
+	const char *const files[] = {"run.log", "environment.txt", "manifest.json"};
+	const bool ok[] = {log_ok, env_ok, manifest_ok};
+	for (size_t i = 0; i < 3; i++)
+		if (ok[i]) {
+			snprintf(names[n], sizeof names[n], "%s/%s", run_dir, files[i]);
+			np[n] = names[n];
+			n++;
+		}
+	np[n++] = tmp;
+	size_t failed = 0;
+	r = lb_fsync_all(AT_FDCWD, np, n, &failed);
+	if (r < 0 && failed + 1 < n) {
+		/* A record beside the verdict is not on disk: the verdict says so, synced alone. */
+		lb_commit_file(tmp, path, r);
+		record_failed(doc, exit_code, np[failed], r);
+		return lb_record_write_json(path, doc);
+	}
+	return lb_commit_file(tmp, path, r);
 }
 
 /* The run index is a record, not a protection: when it cannot be written the run goes on,
@@ -1086,7 +1124,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	bool truncated = false;
 	size_t tail_len = 0;
 	LB_AUTOFREE char *tail = log ? lb_runlog_tail_n(log, TAIL_FOR_DIAGNOSIS, &tail_len) : NULL;
-	int log_err = log ? lb_runlog_close(log, &seen, &written, &truncated) : 0;
+	int log_err = log ? lb_runlog_close_nosync(log, &seen, &written, &truncated) : 0;
 
 	lb_failure_input fin = {
 		.log_tail = tail,
@@ -1331,7 +1369,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 							   : json_object_new_object());
 	json_object_object_add(manifest, "isolation", isolation_json(be, &res));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
-	int wr = lb_record_write_json(path, manifest);
+	int wr = lb_record_write_json_nosync(path, manifest);
 	json_object_put(manifest);
 	if (wr < 0)
 		record_failed(doc, &exit_code, path, wr);
@@ -1340,7 +1378,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		record_failed(doc, &exit_code, path, log_err);
 
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
-	wr = lb_record_write_json(path, doc);
+	wr = sync_records(out->run_dir, doc, &exit_code, log_r == 0 && log_err == 0, env_r == 0,
+			  wr == 0);
 	if (wr < 0) {
 		/* The "running" record must not outlive the run: without a verdict on disk the
 		 * directory has no result.json at all, and the caller gets the document. */

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -193,6 +194,89 @@ int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mo
 int lb_write_file_atomic_nosync(const char *path, const void *data, size_t len, mode_t mode)
 {
 	return write_atomic(path, data, len, mode, false);
+}
+
+int lb_write_file_pending(const char *path, const void *data, size_t len, mode_t mode, char **tmp)
+{
+	LB_AUTOFREE char *t = NULL;
+	if (asprintf(&t, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	int r = lb_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(t);
+		return r;
+	}
+	*tmp = lb_steal_ptr(&t);
+	return 0;
+}
+
+int lb_commit_file(char *tmp, const char *path, int err)
+{
+	if (!tmp)
+		return err < 0 ? err : -EINVAL;
+	if (err == 0 && rename(tmp, path) < 0)
+		err = -errno;
+	if (err < 0)
+		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+typedef struct {
+	int fd;
+	int err;
+} fsync_job;
+
+static void *fsync_one(void *arg)
+{
+	fsync_job *j = arg;
+	j->err = fsync(j->fd) < 0 && errno != EINVAL ? -errno : 0;
+	return NULL;
+}
+
+#define FSYNC_ALL_MAX 16
+int lb_fsync_all(int dirfd, const char *const *names, size_t n, size_t *failed)
+{
+	if (n > FSYNC_ALL_MAX)
+		return -E2BIG;
+	fsync_job jobs[FSYNC_ALL_MAX];
+	pthread_t th[FSYNC_ALL_MAX];
+	bool started[FSYNC_ALL_MAX] = {false};
+	int r = 0;
+	size_t opened = 0;
+	for (; opened < n; opened++) {
+		jobs[opened].err = 0;
+		jobs[opened].fd = openat(dirfd, names[opened], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (jobs[opened].fd < 0) {
+			r = -errno;
+			if (failed)
+				*failed = opened;
+			break;
+		}
+	}
+	/* The last one in this thread; a thread that cannot be made is a sync done here. */
+	for (size_t i = 0; r == 0 && i + 1 < n; i++)
+		started[i] = pthread_create(&th[i], NULL, fsync_one, &jobs[i]) == 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (!started[i])
+			fsync_one(&jobs[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		if (i < opened)
+			close(jobs[i].fd);
+		if (r == 0 && i < opened && jobs[i].err < 0) {
+			r = jobs[i].err;
+			if (failed)
+				*failed = i;
+		}
+	}
+	return r;
 }
 
 int lb_mkdir_p(const char *path, mode_t mode)

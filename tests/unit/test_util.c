@@ -190,6 +190,52 @@ static void test_mkdir_p_and_atomic_write(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The verdict's way to disk: the pending file is invisible under its name until committed,
+ * every named file is synced, and a missing one is reported by its index. */
+static void test_pending_write_and_fsync_all(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lbtest-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char a[300], res[300];
+	snprintf(a, sizeof a, "%s/a.txt", dir);
+	snprintf(res, sizeof res, "%s/result.json", dir);
+	assert_int_equal(lb_write_file_atomic_nosync(a, "a\n", 2, 0600), 0);
+	char *tmp = NULL;
+	assert_int_equal(lb_write_file_pending(res, "{}\n", 3, 0600, &tmp), 0);
+	assert_non_null(tmp);
+	struct stat st;
+	assert_int_equal(stat(res, &st), -1);
+	const char *names[] = {a, tmp};
+	size_t failed = 99;
+	assert_int_equal(lb_fsync_all(AT_FDCWD, names, 2, &failed), 0);
+	assert_int_equal(failed, 99);
+	const char *rel[] = {"a.txt", "missing", "a.txt"};
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(lb_fsync_all(dfd, rel, 3, &failed), -ENOENT);
+	assert_int_equal(failed, 1);
+	assert_int_equal(lb_fsync_all(dfd, rel, 1, NULL), 0);
+	close(dfd);
+	assert_int_equal(lb_commit_file(tmp, res, 0), 0);
+	char *text = NULL;
+	assert_int_equal(lb_read_file_at(AT_FDCWD, res, 100, &text, NULL), 0);
+	assert_string_equal(text, "{}\n");
+	free(text);
+	/* A failed sync commits nothing and leaves no temporary file behind. */
+	assert_int_equal(lb_write_file_pending(a, "b\n", 2, 0600, &tmp), 0);
+	char tmpname[400];
+	snprintf(tmpname, sizeof tmpname, "%s", tmp);
+	assert_int_equal(lb_commit_file(tmp, a, -EIO), -EIO);
+	assert_int_equal(stat(tmpname, &st), -1);
+	assert_int_equal(lb_read_file_at(AT_FDCWD, a, 100, &text, NULL), 0);
+	assert_string_equal(text, "a\n");
+	free(text);
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_find_executable(void **state)
 {
 	(void)state;
@@ -321,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_refuses_symlink_and_fifo),
 		cmocka_unit_test(test_mkdir_p_and_atomic_write),
 		cmocka_unit_test(test_find_executable),
+		cmocka_unit_test(test_pending_write_and_fsync_all),
 		cmocka_unit_test(test_iso8601),
 		cmocka_unit_test(test_term_filter),
 	};
