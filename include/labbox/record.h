@@ -12,7 +12,8 @@
 struct json_object;
 
 /* Create RUNS_DIR (and parents) and a fresh RUNS_DIR/ID with ID = UTC time + random suffix.
- * id must hold 64 bytes; *run_dir is malloc'd and absolute. */
+ * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM when RUNS_DIR is writable by
+ * others without the sticky bit (lb_dir_open_to_others). */
 int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir);
 
 /* Copy the experiment directory src into dst (created), recording "relpath": "sha256" of every

@@ -83,6 +83,15 @@ int lb_mkdir_p(const char *path, mode_t mode);
  * caches whose entries labbox trusts. -EPERM when it belongs to someone else or is writable
  * by group or others (an entry planted there must not be believed). Returns the fd. */
 int lb_open_private_dir(const char *path);
+/* Whether a record labbox reads back and believes (the run index, a sweep's directory) is
+ * this user's own: 0 when path is absent, or is a directory (dir) or regular file owned by the
+ * effective uid and writable by nobody else; -EPERM otherwise, with why saying what is wrong
+ * ("owned by uid 1000", "writable by others", "a symbolic link"); other errors -errno.
+ * Symbolic links are not followed. */
+int lb_path_own(const char *path, bool dir, char *why, size_t whylen);
+/* Whether others may rename or replace what is in dir: writable by its group or others and
+ * without the sticky bit (/tmp has it). Its owner is trusted as the user is. */
+bool lb_dir_open_to_others(const char *dir);
 /* name in dfd replaced by data through a temporary file of this writer's own and rename(), so
  * readers see the old entry or the new one, never a part. No fsync: for caches, whose entries
  * are checked when read. */

@@ -510,6 +510,45 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 
 /* ---- setting it up ------------------------------------------------------------------------- */
 
+/* A sweep's directory is read back and believed (--resume runs the experiment, flags and
+ * mounts its sweep.json names; finished cells are taken from it): another user's in its place,
+ * or one they could replace, is refused, naming it. */
+/* dirname(3) into out, without changing path: "." for a bare name, "/" for the root's. */
+static void parent_of(const char *path, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%s", path);
+	char *slash = strrchr(out, '/');
+	if (!slash)
+		snprintf(out, PATH_MAX, ".");
+	else
+		*(slash == out ? slash + 1 : slash) = '\0';
+}
+
+static int sweep_dir_own(const char *dir)
+{
+	char sweeps[PATH_MAX], top[PATH_MAX], doc[PATH_MAX], why[64];
+	parent_of(dir, sweeps);
+	parent_of(sweeps, top);
+	snprintf(doc, sizeof doc, "%s/sweep.json", dir);
+	const char *const own[] = {sweeps, dir, doc};
+	const bool is_dir[] = {true, true, false};
+	for (size_t i = 0; i < 3; i++) {
+		int r = lb_path_own(own[i], is_dir[i], why, sizeof why);
+		if (r < 0) {
+			cli_error("sweep", "%s is not this user's own (%s): a sweep kept there could be "
+				  "read or changed by another user; remove it, or choose --runs-dir in "
+				  "a directory of your own", own[i], r == -EPERM ? why : strerror(-r));
+			return r;
+		}
+	}
+	if (lb_dir_open_to_others(top)) {
+		cli_error("sweep", "%s is writable by others: they could replace the sweeps kept in "
+			  "it; choose --runs-dir in a directory of your own", top);
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* The sweeps directory's entry that ID names (whole or a unique prefix). */
 static int find_sweep(const char *runs_dir, const char *id, char **dir)
 {
@@ -550,6 +589,8 @@ static int find_sweep(const char *runs_dir, const char *id, char **dir)
 /* The spec, flags and experiment of a sweep as sweep.json recorded them. */
 static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_object **prev)
 {
+	if (sweep_dir_own(dir) < 0)
+		return -EPERM;
 	json_object *doc = sweep_load_json(dir, "sweep.json");
 	json_object *inv, *plan, *v;
 	if (!doc || !json_object_object_get_ex(doc, "invocation", &inv) ||
@@ -1073,6 +1114,10 @@ int cli_sweep(int argc, char **argv)
 	    lb_mkdir_p(c.sweep_dir, 0700) < 0) {
 		cli_error("sweep", "cannot create the sweep directory for %s under %s: %s", c.id,
 			  c.runs_dir, strerror(errno));
+		goto done;
+	}
+	if (sweep_dir_own(c.sweep_dir) < 0) {
+		rc = CLI_EXIT_USAGE; /* where --runs-dir put it, as a run's own refusal */
 		goto done;
 	}
 	{

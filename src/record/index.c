@@ -118,8 +118,45 @@ int lb_index_path_for(const char *runs_dir, char **out)
 	return r < 0 ? -ENOMEM : 0;
 }
 
+/* Another user's file in the index's place (a runs directory under /tmp puts the index in
+ * /tmp) would get this user's records to read, and give back runs it made up: the database
+ * and the files SQLite keeps beside it must be this user's own, or none, in a directory where
+ * nobody else can replace them (its own, or one with the sticky bit, as /tmp). */
+static int index_own(const char *path, char *err, size_t errlen)
+{
+	char p[PATH_MAX], why[64];
+	const char *problem = NULL;
+	snprintf(p, sizeof p, "%s", path);
+	char *slash = strrchr(p, '/');
+	if (slash)
+		*(slash == p ? slash + 1 : slash) = '\0';
+	if (lb_dir_open_to_others(slash ? p : "."))
+		problem = "its directory is writable by others";
+	static const char *const sides[] = {"", "-wal", "-shm", "-journal"};
+	for (size_t i = 0; !problem && i < sizeof sides / sizeof *sides; i++) {
+		if (snprintf(p, sizeof p, "%s%s", path, sides[i]) >= (int)sizeof p)
+			return -ENAMETOOLONG;
+		int r = lb_path_own(p, false, why, sizeof why);
+		if (r == -EPERM)
+			problem = why;
+		else if (r < 0) {
+			snprintf(err, errlen, "cannot open the run index %s: %s", p, strerror(-r));
+			return r;
+		}
+	}
+	if (!problem)
+		return 0;
+	snprintf(err, errlen, "the run index %s is not this user's own (%s): its records could "
+		 "be read or made up by another user; remove it, or choose --runs-dir in a "
+		 "directory of your own", p, problem);
+	return -EPERM;
+}
+
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 {
+	int own = index_own(path, err, errlen);
+	if (own < 0)
+		return own;
 	lb_index *ix = calloc(1, sizeof *ix);
 	if (!ix)
 		return -ENOMEM;
@@ -171,6 +208,14 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 		sqlite3_close(ix->db);
 		free(ix);
 		return -EIO;
+	}
+	/* Again, now that the files are open: one made by another user between the first look
+	 * and SQLite's open is theirs, and is refused all the same. */
+	own = index_own(path, err, errlen);
+	if (own < 0) {
+		sqlite3_close(ix->db);
+		free(ix);
+		return own;
 	}
 	*out = ix;
 	return 0;

@@ -462,6 +462,10 @@ int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
 	int r = lb_mkdir_p(runs_dir, 0700);
 	if (r < 0)
 		return r;
+	/* ... but not one where others could rename a run away and put theirs in its place:
+	 * `labbox runs`, report, rerun and a sweep's finished cells believe what is there. */
+	if (lb_dir_open_to_others(runs_dir))
+		return -EPERM;
 	char abs[PATH_MAX];
 	if (!realpath(runs_dir, abs))
 		return -errno;

@@ -835,6 +835,37 @@ int lb_open_private_dir(const char *path)
 	return fd;
 }
 
+int lb_path_own(const char *path, bool dir, char *why, size_t whylen)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	const char *what = NULL;
+	char owner[48];
+	if (S_ISLNK(st.st_mode))
+		what = "a symbolic link";
+	else if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		what = dir ? "not a directory" : "not a regular file";
+	else if (st.st_uid != geteuid()) {
+		snprintf(owner, sizeof owner, "owned by uid %u", (unsigned)st.st_uid);
+		what = owner;
+	} else if (st.st_mode & S_IWOTH)
+		what = "writable by others";
+	else if (st.st_mode & S_IWGRP)
+		what = "writable by its group";
+	if (!what)
+		return 0;
+	if (why && whylen)
+		snprintf(why, whylen, "%s", what);
+	return -EPERM;
+}
+
+bool lb_dir_open_to_others(const char *dir)
+{
+	struct stat st;
+	return stat(dir, &st) == 0 && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
+}
+
 int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len)
 {
 	char tmp[NAME_MAX + 1], rnd[17];

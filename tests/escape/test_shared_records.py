@@ -1,0 +1,160 @@
+"""The records labbox reads back and believes are the user's own: the run index beside the
+runs directory, the sweeps kept there, and the runs directory itself. Another user's file or
+directory in their place (a runs directory under /tmp puts the index in /tmp), or one others
+could write, is refused by name; nothing of this user's run goes into it and nothing of it is
+believed. As root the other user is nobody; as an ordinary user (run-as-user), who cannot make
+another user's files, the same places are made writable by others instead."""
+import json
+import os
+import sqlite3
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT
+
+
+def labbox(*args):
+    p = subprocess.run([LABBOX, *map(str, args)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        doc = None
+    return p, doc
+
+
+def exp_dir(tmp_path, main='print("accuracy: 0.5")\n'):
+    d = tmp_path / "exp"
+    d.mkdir(exist_ok=True)
+    (d / "main.py").write_text(main)
+    return d
+
+
+@pytest.fixture
+def shared():
+    """A directory like /tmp: anyone may create in it, nobody may replace another's entry
+    (outside pytest's own 0700 directories, so that the other user reaches it)."""
+    d = Path(tempfile.mkdtemp(prefix="labbox-shared-", dir="/tmp"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def as_other(*cmd):
+    """cmd as another user (root: nobody); as an ordinary user, as this one (the place is
+    then made writable by others, which is the same exposure)."""
+    if IS_ROOT:
+        cmd = ("runuser", "-u", "nobody", "--", *cmd)
+    subprocess.run(cmd, check=True, timeout=60)
+
+
+def plant_db(path: Path):
+    as_other(PYTHON, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+             "c.execute('create table planted(x)'); c.commit()", str(path))
+    if not IS_ROOT:
+        path.chmod(0o666)
+    else:
+        as_other("chmod", "666", str(path))
+
+
+def test_another_users_index_gets_no_record_and_is_not_listed(tmp_path, shared):
+    base = shared
+    plant_db(base / "labbox.db")
+    before = (base / "labbox.db").read_bytes()
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", base / "runs",
+                    exp_dir(tmp_path))
+    # The index is a record, not a protection: the run goes on and says why it has no row.
+    assert p.returncode == 0, p.stderr
+    assert doc["status"] == "completed"
+    err = doc["index"]["error"]
+    assert "labbox.db" in err and "not this user's own" in err, err
+    assert Path(doc["run_dir"], "result.json").exists()
+    # Nothing of the run in the planted file, read from the host's side.
+    assert (base / "labbox.db").read_bytes() == before
+    names = [r[0] for r in sqlite3.connect(base / "labbox.db").execute(
+        "select name from sqlite_master")]
+    assert names == ["planted"], names
+    p, doc = labbox("runs", "list", "--json", "--runs-dir", base / "runs")
+    assert p.returncode == 2 and doc["status"] == "usage_error", p.stdout
+    assert "not this user's own" in doc["error"]["message"]
+
+
+def test_a_planted_wal_is_never_read_into_a_new_index(tmp_path, shared):
+    base = shared
+    wal = base / "labbox.db-wal"
+    as_other("sh", "-c", f"printf 'planted frames' > '{wal}'")
+    if not IS_ROOT:
+        wal.chmod(0o666)
+    else:
+        as_other("chmod", "666", str(wal))
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", base / "runs",
+                    exp_dir(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "labbox.db-wal" in doc["index"]["error"], doc["index"]
+    assert not (base / "labbox.db").exists()
+    assert wal.read_bytes() == b"planted frames"
+
+
+def test_a_symlink_in_the_index_place_is_refused(tmp_path):
+    base = tmp_path / "proj"
+    base.mkdir()
+    elsewhere = tmp_path / "elsewhere.db"
+    (base / "labbox.db").symlink_to(elsewhere)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", base / "runs",
+                    exp_dir(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "a symbolic link" in doc["index"]["error"], doc["index"]
+    assert not elsewhere.exists()
+
+
+def test_another_users_sweeps_directory_is_refused_before_any_cell(tmp_path, shared):
+    base = shared
+    as_other("mkdir", "-m", "777", str(base / "sweeps"))
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", base / "runs",
+                    "--seeds", "0-1", exp_dir(tmp_path))
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+    assert doc["status"] == "usage_error"
+    assert "sweeps" in doc["error"]["message"] and "not this user's own" in doc["error"]["message"]
+    runs = base / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_a_sweep_document_others_could_change_is_not_resumed(tmp_path):
+    base = tmp_path / "proj"
+    base.mkdir()
+    exp = exp_dir(tmp_path, 'import time\nprint("accuracy: 0.5")\n')
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", base / "runs",
+                    "--seeds", "0-1", exp)
+    assert p.returncode == 0, p.stderr
+    sid = doc["id"]
+    sj = base / "sweeps" / sid / "sweep.json"
+    forged = json.loads(sj.read_text())
+    forged["invocation"]["expdir"] = str(tmp_path / "theirs")
+    sj.write_text(json.dumps(forged))
+    sj.chmod(0o666)
+    if IS_ROOT:
+        os.chown(sj, 65534, 65534)
+    nruns = len(list((base / "runs").iterdir()))
+    p, doc = labbox("sweep", "--json", "--resume", sid, "--runs-dir", base / "runs")
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+    assert "sweep.json" in doc["error"]["message"], doc["error"]
+    assert len(list((base / "runs").iterdir())) == nruns
+
+
+def test_a_runs_directory_others_can_write_is_refused(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    runs.chmod(0o777)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp_dir(tmp_path))
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:])
+    assert "writable by others" in doc["error"]["message"] and str(runs) in doc["error"]["message"]
+    assert list(runs.iterdir()) == []
+    # Shared the way /tmp is (sticky: nobody replaces another's entry), it is used.
+    runs.chmod(0o1777)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp_dir(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert doc["status"] == "completed"
