@@ -513,6 +513,14 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 /* A sweep's directory is read back and believed (--resume runs the experiment, flags and
  * mounts its sweep.json names; finished cells are taken from it): another user's in its place,
  * or one they could replace, is refused, naming it. */
+/* Whether run_dir is a run of the runs directory whose real path is runs_real ("" when it
+ * does not exist yet: then none is). */
+static bool in_runs(const char *run_dir, const char *runs_real)
+{
+	char real[PATH_MAX];
+	return runs_real[0] && realpath(run_dir, real) && lb_path_under(real, runs_real);
+}
+
 /* dirname(3) into out, without changing path: "." for a bare name, "/" for the root's. */
 static void parent_of(const char *path, char out[PATH_MAX])
 {
@@ -1154,10 +1162,16 @@ int cli_sweep(int argc, char **argv)
 	if (prev)
 		json_object_object_get_ex(prev, "cells", &pcells);
 	json_object *indexed = indexed_cells(&c, retry);
+	/* Runs kept in another runs directory (beside this one, sharing its sweeps) are that
+	 * directory's: a sweep asked to keep its runs here reuses none of them. */
+	char runs_real[PATH_MAX];
+	if (!realpath(c.runs_dir, runs_real))
+		runs_real[0] = '\0';
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
 		const char *st = sweep_jstr(pc, "status"), *rd = sweep_jstr(pc, "run_dir");
-		json_object *res = st && rd && lb_sweep_status_final(st, retry) ? sweep_load_json(rd, "result.json") : NULL;
+		json_object *res = st && rd && lb_sweep_status_final(st, retry) && in_runs(rd, runs_real)
+					   ? sweep_load_json(rd, "result.json") : NULL;
 		const char *rst = sweep_jstr(res, "status");
 		if (!(res && rst && strcmp(rst, st) == 0)) {
 			/* Not in sweep.json: a run of this cell made elsewhere (--cell). */
@@ -1165,7 +1179,7 @@ int cli_sweep(int argc, char **argv)
 			snprintf(key, sizeof key, "%zu", i);
 			const char *ird = sweep_jstr(indexed, key);
 			json_object_put(res);
-			res = ird ? sweep_load_json(ird, "result.json") : NULL;
+			res = ird && in_runs(ird, runs_real) ? sweep_load_json(ird, "result.json") : NULL;
 			json_object *sw = res ? json_object_object_get(res, "sweep") : NULL;
 			json_object *swc = sw ? json_object_object_get(sw, "cell") : NULL;
 			rst = sweep_jstr(res, "status");

@@ -297,6 +297,26 @@ def test_a_signal_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path
         assert c["run_id"] not in (st[0]["run_id"], st[1]["run_id"])
 
 
+def test_another_runs_directory_beside_reuses_none_of_the_first(tmp_path):
+    """Two runs directories side by side share the sweeps kept beside them; a sweep asked to
+    keep its runs in the second runs its cells there, and reports none of the first's."""
+    exp = write_exp(tmp_path, GRID_MAIN)
+    opts = ("--param", "lr=0.1", "--param", "model=mlp", "--seeds", "0,1")
+    d1 = doc_of(labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs1",
+                       *opts, exp))
+    assert d1["counts"]["completed"] == 2
+    p2 = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs2", *opts, exp)
+    d2 = doc_of(p2)
+    assert p2.returncode == 0, p2.stderr
+    assert d2["counts"]["reused"] == 0 and d2["counts"]["completed"] == 2
+    assert all(Path(c["run_dir"]).parent == tmp_path / "runs2" for c in d2["cells"]), d2["cells"]
+    assert len(os.listdir(tmp_path / "runs2")) == 2
+    # The same command again reuses its own.
+    d3 = doc_of(labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs2",
+                       *opts, exp))
+    assert d3["counts"]["reused"] == 2
+
+
 def test_the_same_command_twice_does_not_rerun(tmp_path):
     exp = write_exp(tmp_path, GRID_MAIN)
     opts = ("--param", "lr=0.1,0.2", "--param", "model=mlp", "--seeds", "0,5")
