@@ -87,6 +87,9 @@ void lb_record_known_free(char **v, size_t n);
 int lb_record_known_note(const char *cache_dir, const char *runs_dir);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
+/* Every commit into the database file and the WAL emptied (closing does not checkpoint:
+ * commits are durable at the next automatic checkpoint, or here). */
+void lb_index_checkpoint(lb_index *ix);
 void lb_index_close(lb_index *ix);
 /* A process of its own that holds the index open while many runs come and go (a sweep's
  * cells): each run's connection then finds the WAL's shared index ready instead of rebuilding
