@@ -309,3 +309,48 @@ def test_an_interpreter_without_audit_hooks_stops_an_enforcing_run(tmp_path):
     g = r.result["runtime_gate"]
     assert g["installed"] is False and g["enforced"] is False, g
     assert "Error in sitecustomize" not in r.log(), r.log()
+
+
+def test_another_runs_gate_is_out_of_reach_and_gone_after_it(tmp_path):
+    """The gate's files (its configuration and the events channel) live on the host's
+    /dev/shm while a run lasts. Another run's experiment must find none of them, whatever it
+    looks through: writing into another run's channel would put refusals in its record. Once
+    a run ends its gate is gone from the host."""
+    import glob
+    import subprocess
+    import time
+    from escape_lib import LABBOX, PYTHON, POLICY, CALL_TIMEOUT
+    before = set(glob.glob("/dev/shm/labbox-gate-*"))
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "main.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(4)\n"
+                               "print('acc: 1')\n")
+    pa = subprocess.Popen([LABBOX, "run", "--json", *POLICY, "--runtime-gate", "on", "--python",
+                           PYTHON, "--runs-dir", str(tmp_path / "runs-a"), str(a)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not set(glob.glob("/dev/shm/labbox-gate-*")) - before:
+        time.sleep(0.05)
+    theirs = set(glob.glob("/dev/shm/labbox-gate-*")) - before
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "main.py").write_text(
+        "import glob, os\n"
+        "found = []\n"
+        "for root in ('/dev/shm', '/run', '/tmp', '/var/tmp', '/dev'):\n"
+        "    for d, subs, files in os.walk(root):\n"
+        "        found += [os.path.join(d, n) for n in subs + files if 'labbox-gate-' in n]\n"
+        "        found += [os.path.join(d, n) for n in files if n == 'events.jsonl'\n"
+        "                  and not d.startswith('/run/labbox-gate')]\n"
+        "print('found:', len(found))\n"
+        "print(found[:5])\n")
+    pb = subprocess.run([LABBOX, "run", "--json", *POLICY, "--runtime-gate", "on", "--python",
+                         PYTHON, "--runs-dir", str(tmp_path / "runs-b"), str(b)],
+                        capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    out_a, _ = pa.communicate(timeout=CALL_TIMEOUT)
+    assert theirs, "run a's gate never appeared on /dev/shm (is /dev/shm a tmpfs here?)"
+    doc = json.loads(pb.stdout)
+    assert doc["status"] == "completed", pb.stderr[-2000:]
+    assert doc["metrics"]["values"]["found"] == 0, pb.stderr[-2000:]
+    assert json.loads(out_a)["status"] == "completed"
+    assert not any(os.path.exists(p) for p in theirs), theirs
