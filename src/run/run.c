@@ -1461,15 +1461,14 @@ static int run_slurm(const lb_run_request *req, const lb_exp_config *cfg, lb_run
 	return r;
 }
 
-/* Mode colab: the Drive folder from --drive or drive:, the flags a Colab run cannot honour
+/* Mode colab: the Drive folder from --drive (never labbox.yaml), the flags a Colab run cannot honour
  * refused (exit 2) rather than dropped, and the pipeline on the colab backend. */
 static int run_colab(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
 {
-	const char *drive = req->drive ? req->drive : cfg ? cfg->drive : NULL;
+	const char *drive = req->drive;
 	if (!drive || !*drive) {
 		memset(out, 0, sizeof *out);
-		return usage_error(out, "mode colab needs the synced Google Drive folder: --drive DIR "
-				   "or drive: in labbox.yaml");
+		return usage_error(out, "mode colab needs the synced Google Drive folder: --drive DIR");
 	}
 	char err[512];
 	if (lb_colab_check_flags(req->sandbox_config, err, sizeof err) < 0) {

@@ -375,3 +375,24 @@ def test_apply_does_not_write_through_the_experiments_links(tmp_path):
                           tmp_path / "runs", exp)
     assert (shared / "util.py").read_text() == "VALUE = 1\n"
     assert (exp / "lib").is_symlink()
+
+
+# --- where labbox writes on the host: never a folder the experiment names --------------------
+
+def test_labbox_yaml_cannot_name_a_host_folder_for_labbox_to_write_into(tmp_path):
+    """mode colab writes the worker and every job's staged code into the Drive folder: named
+    by the experiment's labbox.yaml, that is any directory of the host the user can write
+    (a home, a site-packages), filled with files the experiment chose."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(GOOD_MAIN)
+    (exp / "labbox.yaml").write_text(f"mode: colab\ndrive: {victim}\nbudget: 5\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--colab-timeout", "2", "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert list(victim.iterdir()) == [], "labbox wrote into the folder labbox.yaml named"
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "--drive" in p.stdout + p.stderr
+
