@@ -41,7 +41,6 @@ typedef struct lb_exp_config {
 	char *mode;    /* the backend (`mode: local`); NULL: not set */
 	char *image;   /* the container image of mode: docker (`image: NAME`); NULL: not set */
 	char *host;    /* the host of mode: ssh (`host: NAME`); NULL: not set */
-	char *drive;   /* the synced Drive folder of mode: colab (`drive: DIR`); NULL: not set */
 	char *base_image; /* mode: docker without image: the base labbox builds from */
 	double budget; /* 0: not set */
 	/* slurm: (mode slurm); NULL / 0: not set */

@@ -16,6 +16,13 @@ struct json_object;
  * others without the sticky bit (lb_dir_open_to_others). */
 int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir);
 
+/* Whether a relative runs directory (the default .labbox/runs of the working directory, which
+ * may be the experiment's own) reaches its records through a symbolic link: a directory on
+ * its way, the runs, the index (and its -wal, -shm, -journal) or the sweeps beside them.
+ * -ELOOP with the link's path in link; 0 when none is, or runs_dir is absolute (the user's
+ * own choice). */
+int lb_record_runs_dir_link(const char *runs_dir, char *link, size_t linklen);
+
 /* Copy the experiment directory src into dst (created), recording "relpath": "sha256" of every
  * regular file into files (a json object). Symlinks are copied as symlinks, never followed;
  * FIFOs, sockets and devices are skipped and listed in skipped (a json array, may be NULL).

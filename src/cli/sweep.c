@@ -940,6 +940,13 @@ int cli_sweep(int argc, char **argv)
 	}
 	c.json = c.o.json;
 	c.runs_dir = c.runs_dir ? c.runs_dir : ".labbox/runs";
+	char link[PATH_MAX];
+	if (lb_record_runs_dir_link(c.runs_dir, link, sizeof link) == -ELOOP) {
+		cli_error("sweep", "'%s' is a symbolic link: labbox keeps its records in the working "
+			  "directory only in directories of its own there (an experiment directory "
+			  "can ship such a link); give the place with --runs-dir DIR", link);
+		goto done;
+	}
 	if (one_cell >= 0 && !resume) {
 		cli_error("sweep", "--cell N runs one cell of a sweep that exists: give --resume ID too");
 		goto done;

@@ -144,8 +144,14 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		*dst = strdup(s);
 		return *dst ? 0 : -ENOMEM;
 	}
+	/* The Drive folder is a directory of the host that labbox writes into (the worker, the
+	 * staged code of every job): the experiment's own file may not choose it. */
+	if (strcmp(key, "drive") == 0)
+		return bad(err, errlen, val,
+			   "'drive' is not read from labbox.yaml: the Drive folder is a directory "
+			   "of this host that labbox writes into, so it is named with --drive DIR");
 	if (strcmp(key, "entry") == 0 || strcmp(key, "python") == 0 || strcmp(key, "mode") == 0 ||
-	    strcmp(key, "image") == 0 || strcmp(key, "host") == 0 || strcmp(key, "drive") == 0 ||
+	    strcmp(key, "image") == 0 || strcmp(key, "host") == 0 ||
 	    strcmp(key, "base_image") == 0) {
 		const char *s = scalar(val);
 		if (!s || !*s)
@@ -153,7 +159,6 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		char **dst = key[0] == 'e' ? &c->entry : key[0] == 'p' ? &c->python
 						: key[0] == 'i'	 ? &c->image
 						: key[0] == 'h'	 ? &c->host
-						: key[0] == 'd'	 ? &c->drive
 						: key[0] == 'b'	 ? &c->base_image : &c->mode;
 		if (*dst)
 			return bad(err, errlen, val, "'%s' is given twice", key);
@@ -204,7 +209,7 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 	    strcmp(key, "sweep") == 0)
 		return 0;
 	return bad(err, errlen, val,
-		   "unknown key '%s' (known: entry, args, python, env, language, interpreter, mode, image, base_image, host, drive, slurm, budget, metrics, results, check, plan, sweep)", key);
+		   "unknown key '%s' (known: entry, args, python, env, language, interpreter, mode, image, base_image, host, slurm, budget, metrics, results, check, plan, sweep)", key);
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -310,7 +315,6 @@ void lb_config_free(lb_exp_config *c)
 	free(c->slurm_partition);
 	free(c->slurm_account);
 	free(c->slurm_qos);
-	free(c->drive);
 	free(c->base_image);
 	for (size_t i = 0; i < c->nargs; i++)
 		free(c->args[i]);

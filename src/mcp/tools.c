@@ -688,6 +688,10 @@ int lb_mcp_call_build(const char *name, json_object *args, const lb_mcp_limits *
 		 * reads it for progress notifications. */
 		push(&a, "run");
 		push(&a, "--json");
+		/* This host's sandbox, under the limits above: labbox.yaml's mode: would otherwise
+		 * send the client's code over ssh, to Slurm, to a container engine or to Colab
+		 * (unisolated), none of which the server's starter allowed. */
+		push(&a, "--mode=local");
 		r = exp_args(&c, args, lim, stage, &a, &call->staged, path, true);
 		if (r == 0)
 			r = run_limits(&c, args, lim, &a);

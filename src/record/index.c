@@ -14,6 +14,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,51 @@ static int index_own(const char *path, char *err, size_t errlen)
 		 "be read or made up by another user; remove it, or choose --runs-dir in a "
 		 "directory of your own", p, problem);
 	return -EPERM;
+}
+
+int lb_record_runs_dir_link(const char *runs_dir, char *link, size_t linklen)
+{
+	if (!runs_dir || runs_dir[0] == '/')
+		return 0;
+	LB_AUTOFREE char *index = NULL;
+	if (lb_index_path_for(runs_dir, &index) < 0)
+		return -ENOMEM;
+	/* Every directory on the way to the runs, the runs, the index and its side files, and
+	 * the sweeps beside the runs. */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s", runs_dir);
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	const char *side[] = {"", "-wal", "-shm", "-journal"};
+	char extra[6][PATH_MAX];
+	size_t ne = 0;
+	for (size_t i = 0; i < 4; i++)
+		snprintf(extra[ne++], PATH_MAX, "%s%s", index, side[i]);
+	const char *slash = strrchr(p, '/');
+	snprintf(extra[ne++], PATH_MAX, "%.*ssweeps", slash ? (int)(slash - p + 1) : 0, p);
+	for (char *c = p;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char keep = *c;
+		*c = '\0';
+		struct stat st;
+		if (*p && lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+			snprintf(link, linklen, "%s", p);
+			return -ELOOP;
+		}
+		*c = keep;
+		if (!keep)
+			break;
+	}
+	for (size_t i = 0; i < ne; i++) {
+		struct stat st;
+		if (lstat(extra[i], &st) == 0 && S_ISLNK(st.st_mode)) {
+			snprintf(link, linklen, "%s", extra[i]);
+			return -ELOOP;
+		}
+	}
+	return 0;
 }
 
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)

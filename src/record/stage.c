@@ -38,6 +38,9 @@ typedef struct stage_ctx {
 		char *rel;
 	} *links;
 	size_t nlinks;
+	/* Staging content reached through a link out of the experiment (a linked library):
+	 * only what any user may read is copied (public_path). */
+	int outside;
 } stage_ctx;
 
 static bool skip_dir(const char *name)
@@ -50,6 +53,47 @@ static int fail(stage_ctx *c, int err, const char *what, const char *rel)
 {
 	snprintf(c->err, c->errlen, "staging %s '%s': %s", what, rel, strerror(-err));
 	return err;
+}
+
+/* Whether any user may read st (and search it, a directory): labbox stages with its own
+ * privileges (root's, or the user's whose home the sandbox hides), so a file reached
+ * through a link out of the experiment is copied only when the sandbox could not be
+ * denied it anyway; a link named helper.py to /etc/shadow, or lib -> ~ with a .py
+ * somewhere inside, would otherwise hand the experiment what it may not read. */
+static bool public_mode(const struct stat *st)
+{
+	return (st->st_mode & S_IROTH) && (!S_ISDIR(st->st_mode) || (st->st_mode & S_IXOTH));
+}
+
+/* public_mode of a resolved path, and every directory above it searchable by anyone up to
+ * the first that holds the experiment too (a home closed to others that holds both the
+ * experiment and the library it links, ~/proj/exp and ~/proj/shared, is no bar: the
+ * experiment was staged from there as well). */
+static bool public_path(const stage_ctx *c, const char *real)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s", real);
+	struct stat st;
+	if (stat(p, &st) < 0 || !public_mode(&st))
+		return false;
+	for (char *slash; (slash = strrchr(p, '/')) && slash != p;) {
+		*slash = '\0';
+		size_t n = strlen(p);
+		if (strncmp(c->src_root, p, n) == 0 && c->src_root[n] == '/')
+			return true;
+		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return false;
+	}
+	return true;
+}
+
+static int not_public(stage_ctx *c, const char *rel)
+{
+	snprintf(c->err, c->errlen,
+		 "staging '%s': it is reached through a link out of the experiment and not every "
+		 "user may read it; labbox copies into the sandbox only what anyone could read "
+		 "there (copy it into the experiment directory if it belongs to it)", rel);
+	return -EACCES;
 }
 
 static const char zeros[1 << 16];
@@ -186,12 +230,15 @@ static bool resolves_out(stage_ctx *c, int sdir, const char *name, char real[PAT
 /* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
  * experiment: as a link it would run code the check never read and the manifest never
  * hashed. Links to data stay links. */
-static bool python_code_out(stage_ctx *c, int sdir, const char *name)
+static bool python_code_out(stage_ctx *c, int sdir, const char *name, bool *public)
 {
 	char real[PATH_MAX];
 	struct stat st;
-	return is_python_code(name) && resolves_out(c, sdir, name, real, &st) &&
-	       S_ISREG(st.st_mode);
+	if (!(is_python_code(name) && resolves_out(c, sdir, name, real, &st) &&
+	      S_ISREG(st.st_mode)))
+		return false;
+	*public = public_path(c, real);
+	return true;
 }
 
 /* Whether a directory holds Python code within the first `budget` entries of a walk (at
@@ -231,12 +278,13 @@ static bool holds_python_code(int dfd, int depth, long *budget)
  * the pipeline wrote beside it, `lib -> ../shared`): imported through the link, that code
  * would run unread by the check and unhashed in the manifest. Such a directory is staged as
  * its content; a directory of data stays a link. Returns the directory's descriptor, or -1. */
-static int python_dir_out(stage_ctx *c, int sdir, const char *name)
+static int python_dir_out(stage_ctx *c, int sdir, const char *name, bool *public)
 {
 	char real[PATH_MAX];
 	struct stat st;
 	if (!resolves_out(c, sdir, name, real, &st) || !S_ISDIR(st.st_mode))
 		return -1;
+	*public = public_path(c, real);
 	int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	long budget = 20000;
 	if (fd >= 0 && !holds_python_code(fd, 0, &budget)) {
@@ -331,6 +379,10 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 			r = fail(c, -errno, "entry", rel);
 			break;
 		}
+		if (c->outside && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && !public_mode(&st)) {
+			r = not_public(c, rel);
+			break;
+		}
 		if (S_ISDIR(st.st_mode)) {
 			if (skip_dir(name))
 				continue;
@@ -365,13 +417,19 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				break;
 			}
 			target[len] = '\0';
-			if (python_code_out(c, sdir, name)) {
+			bool public = false;
+			if (python_code_out(c, sdir, name, &public)) {
 				/* Code the interpreter would import from outside the experiment: staged
 				 * as its content, so the check reads it and the manifest hashes it. */
-				r = copy_file(c, sdir, ddir, name, rel, 0644, true);
+				r = public ? copy_file(c, sdir, ddir, name, rel, 0644, true)
+					   : not_public(c, rel);
 				continue;
 			}
-			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name);
+			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name, &public);
+			if (codedir >= 0 && !public) {
+				r = not_public(c, rel);
+				break;
+			}
 			if (codedir >= 0) {
 				LB_AUTOCLOSE int d2 = -1;
 				if (mkdirat(ddir, name, 0755) < 0 ||
@@ -381,7 +439,9 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 					r = fail(c, -errno, "directory", rel);
 					break;
 				}
+				c->outside++;
 				r = copy_dir(c, codedir, d2, rel, depth + 1);
+				c->outside--;
 				continue;
 			}
 			if (symlinkat(target, ddir, name) < 0) {

@@ -849,8 +849,19 @@ static bool degraded_accepts(const lb_run_request *req, const char *what)
 static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st,
 			lb_run_result *out)
 {
-	int r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
-					 &out->run_dir);
+	/* A relative runs directory is found in the working directory, which is often the
+	 * experiment's: a .labbox link shipped with it would put the records, and the staged
+	 * code, wherever it points. */
+	char link[PATH_MAX];
+	int r = lb_record_runs_dir_link(req->runs_dir ? req->runs_dir : ".labbox/runs", link,
+					sizeof link);
+	if (r == -ELOOP)
+		return usage_error(out, "'%s' is a symbolic link: labbox keeps its records in the "
+				   "working directory only in directories of its own there (an "
+				   "experiment directory can ship such a link); give the place with "
+				   "--runs-dir DIR", link);
+	r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
+				     &out->run_dir);
 	if (r == -ENAMETOOLONG)
 		return usage_error(out, "the runs directory's path is too long: a run's records "
 				   "would pass PATH_MAX (%d bytes); choose a shorter --runs-dir",
@@ -1505,15 +1516,14 @@ static int run_slurm(const lb_run_request *req, const lb_exp_config *cfg, lb_run
 	return r;
 }
 
-/* Mode colab: the Drive folder from --drive or drive:, the flags a Colab run cannot honour
+/* Mode colab: the Drive folder from --drive (never labbox.yaml), the flags a Colab run cannot honour
  * refused (exit 2) rather than dropped, and the pipeline on the colab backend. */
 static int run_colab(const lb_run_request *req, const lb_exp_config *cfg, lb_run_result *out)
 {
-	const char *drive = req->drive ? req->drive : cfg ? cfg->drive : NULL;
+	const char *drive = req->drive;
 	if (!drive || !*drive) {
 		memset(out, 0, sizeof *out);
-		return usage_error(out, "mode colab needs the synced Google Drive folder: --drive DIR "
-				   "or drive: in labbox.yaml");
+		return usage_error(out, "mode colab needs the synced Google Drive folder: --drive DIR");
 	}
 	char err[512];
 	if (lb_colab_check_flags(req->sandbox_config, err, sizeof err) < 0) {

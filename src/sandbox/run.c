@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1046,9 +1047,60 @@ static uint64_t fs_available(const char *path, uint64_t *inodes)
 	return (uint64_t)v.f_bavail * v.f_frsize;
 }
 
-/* Files the tree deleted but still holds open take space no walk of exp/ sees: the
- * descriptors of every process in the sandbox's pid namespace, on exp/'s file system, with
- * no name left. Each inode once. */
+/* Whether ino was seen already; else remembered (past the list's room an inode may count
+ * twice: more, never less). */
+typedef struct {
+	ino_t v[256];
+	size_t n;
+} seen_inodes;
+
+static bool seen_before(seen_inodes *seen, ino_t ino)
+{
+	for (size_t i = 0; i < seen->n; i++)
+		if (seen->v[i] == ino)
+			return true;
+	if (seen->n < sizeof seen->v / sizeof *seen->v)
+		seen->v[seen->n++] = ino;
+	return false;
+}
+
+/* Deleted files of exp/'s file system that a process maps without holding a descriptor (a
+ * file written, mapped, closed and unlinked keeps every block while the mapping lasts). The
+ * file's own size through map_files where labbox may follow those links (root); else the
+ * extent mapped, the least such a file holds. */
+static uint64_t deleted_but_mapped(const char *pid, dev_t dev, seen_inodes *seen)
+{
+	char p[300];
+	snprintf(p, sizeof p, "/proc/%s/maps", pid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return 0;
+	uint64_t total = 0;
+	char line[PATH_MAX + 256];
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, mnr;
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu %n", &start, &end, &off, &maj, &mnr,
+			   &ino, &n) < 6 || !ino || makedev(maj, mnr) != dev ||
+		    !strstr(line + n, " (deleted)"))
+			continue;
+		if (seen_before(seen, (ino_t)ino))
+			continue;
+		struct stat st;
+		snprintf(p, sizeof p, "/proc/%s/map_files/%llx-%llx", pid, start, end);
+		if (stat(p, &st) == 0 && st.st_ino == (ino_t)ino && st.st_dev == dev)
+			total += st.st_nlink == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_blocks * 512 : 0;
+		else
+			total += end - start + off;
+	}
+	fclose(f);
+	return total;
+}
+
+/* Files the tree deleted but still holds open or mapped take space no walk of exp/ sees: the
+ * descriptors and mappings of every process in the sandbox's pid namespace, on exp/'s file
+ * system, with no name left. Each inode once. */
 static uint64_t deleted_but_open(pid_t init, dev_t dev)
 {
 	char p[64];
@@ -1060,8 +1112,7 @@ static uint64_t deleted_but_open(pid_t init, dev_t dev)
 	if (!procs)
 		return 0;
 	uint64_t total = 0;
-	ino_t seen[256];
-	size_t nseen = 0;
+	seen_inodes seen = {.n = 0};
 	struct dirent *e;
 	while ((e = readdir(procs))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
@@ -1073,25 +1124,20 @@ static uint64_t deleted_but_open(pid_t init, dev_t dev)
 			continue;
 		snprintf(q, sizeof q, "/proc/%s/fd", e->d_name);
 		DIR *fds = opendir(q);
-		if (!fds)
-			continue;
-		struct dirent *f;
-		while ((f = readdir(fds))) {
-			char fp[600];
-			snprintf(fp, sizeof fp, "%s/%s", q, f->d_name);
-			if (f->d_name[0] == '.' || stat(fp, &st) < 0 || st.st_dev != dev ||
-			    st.st_nlink != 0 || !S_ISREG(st.st_mode))
-				continue;
-			bool dup = false;
-			for (size_t i = 0; i < nseen; i++)
-				dup = dup || seen[i] == st.st_ino;
-			if (dup)
-				continue;
-			if (nseen < sizeof seen / sizeof *seen)
-				seen[nseen++] = st.st_ino;
-			total += (uint64_t)st.st_blocks * 512;
+		if (fds) {
+			struct dirent *f;
+			while ((f = readdir(fds))) {
+				char fp[600];
+				snprintf(fp, sizeof fp, "%s/%s", q, f->d_name);
+				if (f->d_name[0] == '.' || stat(fp, &st) < 0 || st.st_dev != dev ||
+				    st.st_nlink != 0 || !S_ISREG(st.st_mode))
+					continue;
+				if (!seen_before(&seen, st.st_ino))
+					total += (uint64_t)st.st_blocks * 512;
+			}
+			closedir(fds);
 		}
-		closedir(fds);
+		total += deleted_but_mapped(e->d_name, dev, &seen);
 	}
 	closedir(procs);
 	return total;
@@ -1144,7 +1190,7 @@ static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s, bool f
 		uint64_t hidden = deleted_but_open(s->init_pid, st.st_dev);
 		if (m.bytes + hidden > sb->disk_limit) {
 			snprintf(s->disk_detail, sizeof s->disk_detail,
-				 "%llu bytes in exp/ and %llu in files deleted but still open",
+				 "%llu bytes in exp/ and %llu in files deleted but still open or mapped",
 				 (unsigned long long)m.bytes, (unsigned long long)hidden);
 			return true;
 		}

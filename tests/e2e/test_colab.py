@@ -310,14 +310,15 @@ def test_limits_colab_cannot_enforce_are_refused(tmp_path):
 
 
 def test_yaml_mode_and_a_job_drive_has_not_finished_syncing(bridge, tmp_path):
-    """mode: colab and drive: in labbox.yaml; a worker claims a job only once every file it
-    lists has arrived with its size (Drive syncs file by file); a stale worker script is
-    rewritten."""
+    """mode: colab in labbox.yaml (the folder from --drive: labbox.yaml may not name one); a
+    worker claims a job only once every file it lists has arrived with its size (Drive syncs
+    file by file); a stale worker script is rewritten."""
     (bridge.lb).mkdir()
     (bridge.lb / "labbox_worker.py").write_text("# an old worker\n")
     exp = write_exp(tmp_path, "print('score: 3')\n",
-                    yaml=f"mode: colab\ndrive: {bridge.drive}\n")
-    cmd = [LABBOX, "run", "--json", "--python", PYTHON, "--runs-dir", str(bridge.runs),
+                    yaml="mode: colab\n")
+    cmd = [LABBOX, "run", "--json", "--python", PYTHON, "--drive", str(bridge.drive),
+           "--runs-dir", str(bridge.runs),
            "--colab-poll", POLL, str(exp)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     job = bridge.wait_pending(proc)

@@ -1,5 +1,5 @@
 """--disk-limit holds against the ways around a size check: fallocate, many empty files, trees
-too deep to walk, files deleted but held open, directories closed to their owner. Each
+too deep to walk, files deleted but held open or mapped, directories closed to their owner. Each
 attack holds what it took for a while; the run must end as disk_limit, and the host's free
 space must never drop by much more than the limit.
 
@@ -22,6 +22,23 @@ MiB = 1 << 20
 LIMIT = "16m"
 
 HOLD = "\nprint('HOLDING', flush=True)\nimport time\ntime.sleep(6)\nprint('accuracy: 1')\n"
+
+MAPPED = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+held = []
+for k in range(6):
+    f = os.open(f"map{k}", os.O_RDWR | os.O_CREAT, 0o600)
+    for _ in range(10):
+        os.write(f, b"\xcd" * ((1 << 20) - 1))
+    os.fsync(f)
+    held.append(libc.mmap(None, 10 * ((1 << 20) - 1), 1, 1, f, 0))  # PROT_READ, MAP_SHARED
+    os.close(f)
+    os.unlink(f"map{k}")
+'''
 
 ATTACKS = {
     # reserve 1.5 GiB in one call, past the file size with KEEP_SIZE as well
@@ -74,6 +91,9 @@ for k in range(6):
     os.fsync(f)
     held.append(f)
 ''',
+    # 6 files of 10 MiB, mapped, closed and deleted: no name and no descriptor left, only a
+    # mapping (made through the C library: Python's mmap object keeps a descriptor)
+    "deleted_mapped": MAPPED,
     # files written through descriptors opened before their directory was closed to its owner
     "closed_dir": r'''
 import os
@@ -361,3 +381,26 @@ def test_the_reaper_leaves_mounts_that_are_not_labbox_images_alone(tmp_path):
     finally:
         subprocess.run(["umount", str(fake / "exp")], check=False)
     assert (fake / "exp" / "under.txt").read_text() == "the directory's own file"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a file system of its own for the runs needs root")
+def test_the_default_limit_counts_files_only_a_mapping_keeps(tmp_path):
+    """Without --disk-limit every run has the polled default limit (half the free space, at
+    most 10 GiB), root's too. Files written, mapped, closed and deleted hold their blocks
+    through the mapping alone: polled, they must count, or the run fills the disk."""
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(fs)], check=True)
+    try:
+        exp = tmp_path / "exp"
+        exp.mkdir()
+        (exp / "main.py").write_text(MAPPED + HOLD)
+        p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--python",
+                            PYTHON, "--runs-dir", str(fs / "runs"), str(exp)],
+                           capture_output=True, text=True, timeout=CALL_TIMEOUT)
+        doc = json.loads(p.stdout)
+        assert doc["isolation"]["disk_enforced_by"].startswith("polling"), doc["isolation"]
+        assert doc["status"] == "disk_limit", (doc["status"], doc.get("failure"))
+        assert "mapped" in doc["failure"]["summary"], doc["failure"]
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], check=False)

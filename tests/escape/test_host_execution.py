@@ -375,3 +375,70 @@ def test_apply_does_not_write_through_the_experiments_links(tmp_path):
                           tmp_path / "runs", exp)
     assert (shared / "util.py").read_text() == "VALUE = 1\n"
     assert (exp / "lib").is_symlink()
+
+
+# --- where labbox writes on the host: never a folder the experiment names --------------------
+
+def test_labbox_yaml_cannot_name_a_host_folder_for_labbox_to_write_into(tmp_path):
+    """mode colab writes the worker and every job's staged code into the Drive folder: named
+    by the experiment's labbox.yaml, that is any directory of the host the user can write
+    (a home, a site-packages), filled with files the experiment chose."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(GOOD_MAIN)
+    (exp / "labbox.yaml").write_text(f"mode: colab\ndrive: {victim}\nbudget: 5\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--colab-timeout", "2", "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert list(victim.iterdir()) == [], "labbox wrote into the folder labbox.yaml named"
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "--drive" in p.stdout + p.stderr
+
+
+def _mcp_session(messages, cwd, *server_args):
+    """One `labbox mcp` session over stdio: the messages in order, stdin closed once every
+    request has its answer; returns the answers by id."""
+    proc = subprocess.Popen([LABBOX, "mcp", *server_args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    answers = {}
+    try:
+        for m in messages:
+            proc.stdin.write(json.dumps(m) + "\n")
+            proc.stdin.flush()
+            if "id" not in m:
+                continue
+            while m["id"] not in answers:
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read()[-2000:]
+                doc = json.loads(line)
+                if "id" in doc:
+                    answers[doc["id"]] = doc
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=CALL_TIMEOUT)
+    return answers
+
+
+def test_an_mcp_clients_labbox_yaml_cannot_move_the_run_off_this_hosts_sandbox(tmp_path):
+    """The server's starter fixes what an agent may ask for (budget, memory, network, GPUs,
+    the root); a labbox.yaml among the agent's files chose the backend as well: mode ssh to a
+    host of the starter's ssh configuration, slurm, a container engine, or colab, which
+    isolates nothing. The run is this host's sandbox's."""
+    root = tmp_path / "root"
+    root.mkdir()
+    files = {"main.py": GOOD_MAIN,
+             "labbox.yaml": "mode: ssh\nhost: lbx-no-such-host.invalid\n"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "redteam", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run", "arguments": {"files": files, "budget": 30}}}
+    answers = _mcp_session([init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            call], root, "--root", str(root), "--max-budget", "60",
+                           "--allow-degraded", "memory")
+    res = answers[2]["result"]
+    doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
+    assert doc.get("backend", {}).get("name") == "local", doc
+    assert doc["status"] == "completed", doc

@@ -737,3 +737,28 @@ def test_integers_past_64_bits_are_recorded_as_the_number_written(tmp_path):
     assert got["fits"] == 2 ** 63 + 5 and got["e"] == 5000
     on_disk = json.loads((run_dirs(tmp_path / "runs")[0] / "result.json").read_text())
     assert on_disk["metrics"]["files"]["results.json"] == got
+
+
+@pytest.mark.parametrize("link", [".labbox", ".labbox/runs", ".labbox/labbox.db",
+                                  ".labbox/sweeps"])
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_records_link_shipped_with_the_experiment_is_not_followed(tmp_path, link, command):
+    """`cd exp && labbox run .` keeps the records in exp/.labbox: a .labbox (or runs, index,
+    sweeps) link that came with the experiment put the run directories, their staged code
+    and the index wherever it pointed, any directory the user can write."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    (exp / link).parent.mkdir(parents=True, exist_ok=True)
+    target = victim / "labbox.db" if link.endswith(".db") else victim
+    os.symlink(target, exp / link)
+    cmd = [LABBOX, command, "--python", PYTHON]
+    if command == "sweep":
+        cmd += ["--param", "lr=1", "--seeds", "0"]
+    p = subprocess.run(cmd + ["."], cwd=exp, capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert list(victim.iterdir()) == [], (
+        f"labbox wrote through {link}: {sorted(x.name for x in victim.iterdir())}")
+    assert p.returncode == 2 and "symbolic link" in p.stderr, (p.returncode, p.stderr[-1500:])

@@ -7,7 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT
+import pytest
+
+from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, token
 
 HOSTILE = "import os\nos.system('touch /proc/self/cwd/../pwned')\n"
 
@@ -48,3 +50,45 @@ def test_a_directory_of_data_linked_from_outside_stays_a_link(tmp_path):
     assert p.returncode == 0, (doc["status"], p.stderr[-800:])
     staged = Path(doc["run_dir"]) / "exp" / "data"
     assert staged.is_symlink() and os.readlink(staged) == str(data)
+
+
+def _run_dir_text(doc):
+    """Everything the run directory holds, as one text (the staged exp/ included)."""
+    blobs = []
+    for dirpath, _, names in os.walk(doc["run_dir"]):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    blobs.append(f.read().decode("latin-1"))
+    return "\n".join(blobs)
+
+
+@pytest.mark.parametrize("how", ["file", "directory"])
+def test_linked_code_is_copied_only_where_anyone_could_read_it(tmp_path, how):
+    """labbox stages with its own privileges (root's, or those of the user whose home the
+    sandbox hides): a link named like code (helper.py -> a closed file) or a linked
+    directory that holds a .py (lib -> /etc, lib -> ~) was copied by content, so the
+    experiment read what it may not (/etc/shadow, as uid 65534; ~/.ssh, which the sandbox
+    hides). Such content is refused, and the run does not start."""
+    secret = token()
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "__init__.py").write_text("")
+    (vault / "key.py").write_text(f"KEY = {secret!r}\n")
+    (vault / "key.py").chmod(0o600)
+    vault.chmod(0o700)
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    if how == "file":
+        os.symlink("../vault/key.py", exp / "helper.py")
+        read = "helper.py"
+    else:
+        os.symlink("../vault", exp / "lib")
+        read = "lib/key.py"
+    (exp / "main.py").write_text(f"print(open({read!r}).read())\nprint('accuracy: 1')\n")
+    p, doc = labbox_run(exp, tmp_path / "runs")
+    assert secret not in p.stdout + p.stderr, "the experiment printed the linked secret"
+    assert secret not in _run_dir_text(doc), "the secret was staged into the run directory"
+    assert p.returncode == 125 and doc["status"] == "infra_error", (doc["status"], p.stderr[-800:])
+    assert "not every user may read it" in doc["infra_error"]["message"], doc["infra_error"]

@@ -184,6 +184,32 @@ static void test_fixed_and_nonfinite_json(void **state)
 
 /* The list of runs directories: resolved, each once, the most recent last, at most
  * LB_RECORD_KNOWN_MAX; lines that are not absolute paths are ignored. */
+static void test_runs_dir_links(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char cwd[4096], link[4096], p[600];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(d), 0);
+	assert_int_equal(lb_record_runs_dir_link(".labbox/runs", link, sizeof link), 0);
+	assert_int_equal(mkdir(".labbox", 0700), 0);
+	assert_int_equal(mkdir(".labbox/runs", 0700), 0);
+	assert_int_equal(lb_record_runs_dir_link(".labbox/runs", link, sizeof link), 0);
+	assert_int_equal(symlink("/nonexistent", ".labbox/labbox.db-wal"), 0);
+	assert_int_equal(lb_record_runs_dir_link(".labbox/runs/", link, sizeof link), -ELOOP);
+	assert_string_equal(link, ".labbox/labbox.db-wal");
+	assert_int_equal(unlink(".labbox/labbox.db-wal"), 0);
+	assert_int_equal(symlink("/tmp", "elsewhere"), 0);
+	assert_int_equal(lb_record_runs_dir_link("elsewhere/runs", link, sizeof link), -ELOOP);
+	assert_string_equal(link, "elsewhere");
+	/* an absolute runs directory is the user's own choice */
+	snprintf(p, sizeof p, "%s/elsewhere/runs", d);
+	assert_int_equal(lb_record_runs_dir_link(p, link, sizeof link), 0);
+	assert_int_equal(chdir(cwd), 0);
+	rm_rf(d);
+	free(d);
+}
+
 static void test_known_runs_dirs(void **state)
 {
 	(void)state;
@@ -250,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_stage_copies_and_fingerprints),
 		cmocka_unit_test(test_run_dirs_are_unique),
 		cmocka_unit_test(test_known_runs_dirs),
+		cmocka_unit_test(test_runs_dir_links),
 		cmocka_unit_test(test_fixed_and_nonfinite_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
