@@ -440,8 +440,13 @@ static void mask_file(init_ctx *c, const char *null, const char *path)
 	struct stat st;
 	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
 		return; /* absent, or under a hidden directory already */
-	if (mount(null, p, NULL, MS_BIND, NULL) < 0 ||
-	    mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
+	if (mount(null, p, NULL, MS_BIND, NULL) < 0) {
+		/* Removed since the look above (another project's index, deleted by its owner
+		 * meanwhile): nothing is left there to hide. */
+		if (errno == ENOENT)
+			return;
+		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
+	} else if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
 }
 
