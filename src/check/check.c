@@ -774,13 +774,15 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 	}
 	rep->cached += atomic_load(&j.cached);
 	rep->unread += atomic_load(&j.unread);
-	/* Only a complete check writes the pack: it holds exactly this check's files. */
-	if (r == 0)
+	/* Only a complete check writes the pack: it holds exactly this check's files; and
+	 * none whose library summary turned out not to be the one the keys name. */
+	bool drifted = ck_stdlib_drifted(std);
+	if (r == 0 && !drifted)
 		ck_cache_write(cache, j.entry, j.entry_len, n,
 			       atomic_load(&j.cached) < n || atomic_load(&j.rehashed) > 0, abs, j.fst);
 	/* every file answered by its metadata: the answer can be kept whole (the pack as it is
 	 * now, written again or not, is what a next check reads) */
-	if (r == 0 && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
+	if (r == 0 && !drifted && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
 		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, j.fst);
 	else
 		ck_answer_fail(rep);

@@ -316,7 +316,8 @@ typedef struct ck_stdlib ck_stdlib;
 /* Summaries of the library under dir, built from its sources (threads: at most that many). */
 int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *err, size_t errlen);
 /* The same, kept in cache_dir/stdlib under key (interpreter, version, dir and its mtime):
- * *hit tells whether it was read from there. cache_dir NULL: built, not kept. */
+ * *hit tells whether it was found there, in which case only its header has been read yet
+ * (the rest on the first lookup, from the same open file). cache_dir NULL: built, not kept. */
 int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
 		   bool *hit, char *err, size_t errlen);
 void ck_stdlib_free(ck_stdlib *s);
@@ -324,8 +325,16 @@ void ck_stdlib_free(ck_stdlib *s);
  * "" for none: part of the check cache's key. */
 const char *ck_stdlib_id(const ck_stdlib *s);
 /* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
- * not one. */
+ * not one (its header, or records that are not the ones the header's digest names). */
 int ck_stdlib_parse(char *text, ck_stdlib **out);
+/* A summary's first line, "labbox.stdlib/3\tMODULES\tSHA256\n", from the len bytes at data
+ * (more may follow): 0 with its fields and its length, or -EINVAL. */
+int ck_stdlib_header(const char *data, size_t len, size_t *modules, uint8_t digest[32],
+		     size_t *head_len);
+/* A summary that was read back lazily and found, when a lookup needed it, not to be the one
+ * its header named (changed or damaged in the cache meanwhile): the check's results then
+ * depend on a summary its key does not name and must not be kept. */
+bool ck_stdlib_drifted(const ck_stdlib *s);
 /* The library's own name for q (tempfile._os.system -> os.system) into out; false when the
  * library does not rename it. */
 bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen);
