@@ -810,15 +810,45 @@ typedef struct probe_job {
 	bool ok;
 } probe_job;
 
+/* Files come grouped by directory (the walk's order): each is stat-ed by its name in its
+ * directory, opened once (O_PATH, following links as a whole path's lookup does), so the
+ * kernel walks each path's leading components once a directory rather than once a file. */
 static void *probe_range(void *arg)
 {
 	probe_job *p = arg;
+	int dfd = -1;
+	size_t dlen = 0;
+	const char *dir = NULL;
 	for (size_t i = p->from; p->ok && i < p->to; i++) {
+		const char *a = p->abs[i], *slash = strrchr(a, '/');
 		struct stat st;
-		p->ok = fstatat(AT_FDCWD, p->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			ck_filestat_from(&st, &p->fst[i]);
+		if (!slash || slash == a) {
+			p->ok = fstatat(AT_FDCWD, a, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		} else {
+			size_t k = (size_t)(slash - a);
+			if (!dir || k != dlen || memcmp(dir, a, k) != 0) {
+				char path[PATH_MAX];
+				if (dfd >= 0)
+					close(dfd);
+				dfd = -1;
+				dir = NULL;
+				if (k < sizeof path) {
+					memcpy(path, a, k);
+					path[k] = '\0';
+					dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				}
+				if (dfd >= 0) {
+					dir = a;
+					dlen = k;
+				}
+			}
+			p->ok = dfd >= 0 && fstatat(dfd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		}
+		p->ok = p->ok && ck_filestat_from(&st, &p->fst[i]);
 		p->fst[i].ok = p->ok;
 	}
+	if (dfd >= 0)
+		close(dfd);
 	return NULL;
 }
 
