@@ -464,6 +464,12 @@ void ck_answer_fail(lb_check_report *rep);
  * answer; -EBADMSG otherwise. */
 int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32],
 		    lb_check_answer *out);
+/* Its parts, for a file read in pieces: the head (digest, rc, stdout length) from the first
+ * avail bytes of a file of len, and the stderr length line from avail bytes that start rest
+ * bytes before its end. The checksum is not theirs to check. */
+int ck_answer_layout(const char *data, size_t avail, size_t len, const unsigned char answer[32],
+		     int *rc, size_t *out_off, size_t *out_len);
+int ck_answer_err_len(const char *data, size_t avail, size_t rest, size_t *err_len);
 /* The bytes of an answer file for answer, rc, out and err. */
 int ck_answer_format(const unsigned char answer[32], int rc, const char *out, size_t out_len,
 		     const char *err, size_t err_len, lb_buf *buf);
