@@ -925,7 +925,7 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
 	}
 	ck_stdlib *std = NULL;
-	if (n) {
+	if (n && !cfg->imports_only) {
 		lb_python_info info;
 		char perr[512];
 		bool have = (cfg->python || cfg->python_info) &&
@@ -1235,8 +1235,10 @@ int lb_check_dir_imports(const char *dir, const char *entry, char ***out, size_t
 		r = lb_check_config_set_policy(cfg, LB_CHECK_PERMISSIVE);
 	if (r == 0 && entry)
 		r = lb_check_config_set_entry(cfg, entry);
-	if (r == 0)
+	if (r == 0) {
+		cfg->imports_only = true;
 		r = lb_check_dir(cfg, dir, &rep, err, errlen);
+	}
 	size_t cnt = rep.imports ? (size_t)json_object_object_length(rep.imports) : 0;
 	char **v = r == 0 ? calloc(cnt + 1, sizeof *v) : NULL;
 	if (r == 0 && !v)

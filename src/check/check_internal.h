@@ -122,6 +122,9 @@ struct lb_check_config {
 	char *cache_name; /* set_cache_name: what the result cache keeps this check's files under */
 	char *entry;
 	bool answer_probe; /* set_answer_probe: look at the files, decode nothing */
+	/* lb_check_dir_imports: only the imports are wanted, which no library summary changes;
+	 * none is read or (with no cache) built */
+	bool imports_only;
 };
 
 /* An R or Octave experiment (lang is an lb_lang): its files read by the language's own
