@@ -1346,13 +1346,8 @@ static const ck_stdlib *ready(const ck_stdlib *cs)
 
 bool ck_stdlib_drifted(const ck_stdlib *s)
 {
-	if (!s || !atomic_load_explicit(&s->ready, memory_order_acquire))
-		return false;
-	ck_stdlib *m = (ck_stdlib *)s;
-	pthread_mutex_lock(&m->mu);
-	bool d = m->drifted;
-	pthread_mutex_unlock(&m->mu);
-	return d;
+	/* drifted is written only before ready is released: seeing ready is seeing it */
+	return s && atomic_load_explicit(&s->ready, memory_order_acquire) && s->drifted;
 }
 
 int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
