@@ -109,7 +109,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int k = 0; k < 2; k++) {
 		lb_check_answer a;
 		const char *base = as[k]->data ? as[k]->data : "";
-		if (ck_answer_parse(base, as[k]->len, digest, &a) != 0)
+		size_t len = as[k]->len;
+		/* the pieces the loader reads from the file: a head shorter than the file, and the
+		 * stderr line from a window of the rest, stay inside what they were given */
+		for (size_t avail = 0; avail <= len && avail <= 512; avail += 37) {
+			int rc;
+			size_t oo, ol, el;
+			if (ck_answer_layout(base, avail, len, digest, &rc, &oo, &ol) == 0 &&
+			    (oo > avail || oo + ol > len || rc < 0 || rc > 255))
+				abort();
+			size_t rest = len - (avail < len ? avail : len);
+			size_t w = rest < 24 ? rest : 24;
+			if (ck_answer_err_len(base + len - rest, w, rest, &el) == 0 && el > rest)
+				abort();
+		}
+		if (ck_answer_parse(base, len, digest, &a) != 0)
 			continue;
 		if (a.out < base || a.out + a.out_len > base + as[k]->len || a.err < base ||
 		    a.err + a.err_len > base + as[k]->len || a.rc < 0 || a.rc > 255)

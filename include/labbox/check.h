@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 
@@ -195,9 +196,12 @@ char *lb_check_text(const lb_check_report *rep);
  * arguments: whatever else shapes the output). */
 typedef struct lb_check_answer {
 	int rc;
-	const char *out, *err; /* inside data */
 	size_t out_len, err_len;
-	char *data;
+	/* A loaded answer stays in its file (fd, the bytes at out_off and err_off); a parsed one
+	 * (fd -1) is out and err, inside the bytes it was parsed from. */
+	int fd;
+	uint64_t out_off, err_off;
+	const char *out, *err;
 } lb_check_answer;
 /* 0 and out filled when cache_dir/check holds an intact answer for rep->answer (which must
  * be complete) and ctx; -ENOENT otherwise. Free with lb_check_answer_free. */
@@ -208,6 +212,9 @@ int lb_check_answer_load(const lb_check_config *cfg, const lb_check_report *rep,
 void lb_check_answer_store(const lb_check_config *cfg, const lb_check_report *rep,
 			   const char *const ctx[], size_t nctx, int rc, const char *out,
 			   size_t out_len, const char *err, size_t err_len);
+/* Writes the answer's stdout bytes to out_fd, then its stderr bytes to err_fd: 0, or a
+ * negative errno (a write failed, or the file was cut since it was loaded). */
+int lb_check_answer_print(const lb_check_answer *a, int out_fd, int err_fd);
 void lb_check_answer_free(lb_check_answer *a);
 
 /* The rule table, for --help, docs and tests. NULL past the end. */

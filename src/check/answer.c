@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,13 +128,52 @@ static bool read_len(const char **pp, const char *end, const char *prefix, size_
 	return true;
 }
 
+/* The answer's head: the checksum line is skipped (ck_answer_parse and the loader check it),
+ * then the answer's digest, "rc N" and the stdout length, from the avail bytes at data of a
+ * file of len bytes (avail <= len). *out_off: where stdout's bytes start. */
+int ck_answer_layout(const char *data, size_t avail, size_t len, const unsigned char answer[32],
+		     int *rc, size_t *out_off, size_t *out_len)
+{
+	size_t head = ANSWER_MAGIC_LEN + 65;
+	if (avail > len || avail < head + 65 || memcmp(data, ANSWER_MAGIC, ANSWER_MAGIC_LEN) != 0 ||
+	    data[head - 1] != '\n')
+		return -EBADMSG;
+	char hex[65];
+	lb_sha256_hex(answer, hex);
+	const char *p = data + head, *end = data + avail;
+	if (memcmp(p, hex, 64) != 0 || p[64] != '\n')
+		return -EBADMSG;
+	p += 65;
+	size_t v, ol;
+	if (!read_len(&p, end, "rc ", &v) || v > 255 || !read_len(&p, end, "", &ol))
+		return -EBADMSG;
+	size_t at = (size_t)(p - data);
+	if (ol > len - at)
+		return -EBADMSG;
+	*rc = (int)v;
+	*out_off = at;
+	*out_len = ol;
+	return 0;
+}
+
+/* The stderr length line, from the avail bytes at data, which start rest bytes before the
+ * end of the file: the length must be exactly what follows the line. */
+int ck_answer_err_len(const char *data, size_t avail, size_t rest, size_t *err_len)
+{
+	const char *p = data;
+	size_t el;
+	if (avail > rest || !read_len(&p, data + avail, "", &el) ||
+	    el != rest - (size_t)(p - data))
+		return -EBADMSG;
+	*err_len = el;
+	return 0;
+}
+
 int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32],
 		    lb_check_answer *out)
 {
-	const char *end = data + len;
 	size_t head = ANSWER_MAGIC_LEN + 65;
-	if (len < head + 65 || memcmp(data, ANSWER_MAGIC, ANSWER_MAGIC_LEN) != 0 ||
-	    data[head - 1] != '\n')
+	if (len < head + 65 || memcmp(data, ANSWER_MAGIC, ANSWER_MAGIC_LEN) != 0)
 		return -EBADMSG;
 	uint8_t d[32];
 	char hex[65];
@@ -141,23 +181,17 @@ int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32]
 	lb_sha256_hex(d, hex);
 	if (memcmp(hex, data + ANSWER_MAGIC_LEN, 64) != 0)
 		return -EBADMSG;
-	lb_sha256_hex(answer, hex);
-	const char *p = data + head;
-	if (memcmp(p, hex, 64) != 0 || p[64] != '\n')
+	int rc;
+	size_t oo, ol, el;
+	if (ck_answer_layout(data, len, len, answer, &rc, &oo, &ol) < 0 ||
+	    ck_answer_err_len(data + oo + ol, len - oo - ol, len - oo - ol, &el) < 0)
 		return -EBADMSG;
-	p += 65;
-	size_t rc, ol, el;
-	if (!read_len(&p, end, "rc ", &rc) || rc > 255 || !read_len(&p, end, "", &ol) ||
-	    ol > (size_t)(end - p))
-		return -EBADMSG;
-	const char *o = p;
-	p += ol;
-	if (!read_len(&p, end, "", &el) || el != (size_t)(end - p))
-		return -EBADMSG;
-	out->rc = (int)rc;
-	out->out = o;
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	out->rc = rc;
+	out->out = data + oo;
 	out->out_len = ol;
-	out->err = p;
+	out->err = data + len - el;
 	out->err_len = el;
 	return 0;
 }
@@ -209,10 +243,73 @@ static int answer_dir(const lb_check_config *cfg, const char *const ctx[], size_
 	return fd < 0 ? -ENOENT : fd;
 }
 
+/* pread until n bytes or the end; how many came. */
+static size_t pread_all(int fd, char *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(fd, buf + got, n - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	return got;
+}
+
+/* The answer is read from its open file in pieces: its head and the stderr length line, then
+ * the whole checksummed in blocks through one small buffer. Nothing of it is kept in memory:
+ * it is copied to the output from the same file (lb_check_answer_print), whose bytes are
+ * only replaced by a rename (a new file), never written in place by labbox. */
+static int load_fd(int fd, uint64_t len, const unsigned char answer[32], lb_check_answer *out)
+{
+	char buf[1u << 16];
+	size_t head = ANSWER_MAGIC_LEN + 65;
+	size_t hl = len < sizeof buf ? (size_t)len : sizeof buf;
+	int rc;
+	size_t oo, ol, el;
+	if (len < head + 65 || pread_all(fd, buf, hl, 0) != hl ||
+	    ck_answer_layout(buf, hl, (size_t)len, answer, &rc, &oo, &ol) < 0)
+		return -EBADMSG;
+	char expect[64];
+	memcpy(expect, buf + ANSWER_MAGIC_LEN, sizeof expect);
+	uint64_t at = (uint64_t)oo + ol, rest = len - at;
+	size_t k = rest < 24 ? (size_t)rest : 24;
+	char line[24];
+	if (pread_all(fd, line, k, at) != k || ck_answer_err_len(line, k, (size_t)rest, &el) < 0)
+		return -EBADMSG;
+	lb_sha256 c;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, buf + head, hl - head);
+	for (uint64_t off = hl; off < len;) {
+		size_t n = len - off < sizeof buf ? (size_t)(len - off) : sizeof buf;
+		if (pread_all(fd, buf, n, off) != n)
+			return -EBADMSG;
+		lb_sha256_update(&c, buf, n);
+		off += n;
+	}
+	lb_sha256_final(&c, d);
+	lb_sha256_hex(d, hex);
+	if (memcmp(hex, expect, sizeof expect) != 0)
+		return -EBADMSG;
+	memset(out, 0, sizeof *out);
+	out->rc = rc;
+	out->out_len = ol;
+	out->err_len = el;
+	out->out_off = oo;
+	out->err_off = len - el;
+	out->fd = fd;
+	return 0;
+}
+
 int lb_check_answer_load(const lb_check_config *cfg, const lb_check_report *rep,
 			 const char *const ctx[], size_t nctx, lb_check_answer *out)
 {
 	memset(out, 0, sizeof *out);
+	out->fd = -1;
 	char name[65];
 	if (rep->answer_state <= 0)
 		return -ENOENT;
@@ -224,35 +321,88 @@ int lb_check_answer_load(const lb_check_config *cfg, const lb_check_report *rep,
 	if (fd < 0)
 		return -ENOENT;
 	struct stat st;
-	char *data = NULL;
-	size_t got = 0;
 	/* only a file of this user's, that nobody else could have written */
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
 	    !(st.st_mode & 022) && st.st_size > 0 && (uint64_t)st.st_size <= ANSWER_MAX &&
-	    (data = malloc((size_t)st.st_size))) {
-		size_t len = (size_t)st.st_size;
-		while (got < len) {
-			ssize_t k = read(fd, data + got, len - got);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break;
-			got += (size_t)k;
-		}
-		if (got != len)
-			got = 0;
+	    load_fd(fd, (uint64_t)st.st_size, rep->answer, out) == 0) {
 		/* used now: eviction goes by modification time, as for packs */
-		if (got && time(NULL) - st.st_mtim.tv_sec > ANSWER_TOUCH_S)
+		if (time(NULL) - st.st_mtim.tv_sec > ANSWER_TOUCH_S)
 			futimens(fd, NULL);
+		return 0;
 	}
 	close(fd);
-	if (!got || ck_answer_parse(data, got, rep->answer, out) < 0) {
-		free(data);
-		memset(out, 0, sizeof *out);
-		return -ENOENT;
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	return -ENOENT;
+}
+
+/* n bytes of in from off to out: the kernel's copy where it has one for these files, else
+ * through a buffer. */
+static int copy_range(int in, uint64_t off, size_t n, int outfd)
+{
+	bool plain = false;
+	while (n > 0) {
+		ssize_t k;
+		if (!plain) {
+			off_t o = (off_t)off;
+			k = sendfile(outfd, in, &o, n);
+			if (k < 0 && (errno == EINVAL || errno == ENOSYS)) {
+				plain = true;
+				continue;
+			}
+		} else {
+			char buf[1u << 16];
+			size_t want = n < sizeof buf ? n : sizeof buf;
+			size_t got = pread_all(in, buf, want, off);
+			if (got != want)
+				return -EIO;
+			size_t w = 0;
+			while (w < got) {
+				ssize_t x = write(outfd, buf + w, got - w);
+				if (x < 0 && errno == EINTR)
+					continue;
+				if (x <= 0)
+					return -errno;
+				w += (size_t)x;
+			}
+			k = (ssize_t)got;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO; /* the file is shorter than it was: cut in place */
+		off += (uint64_t)k;
+		n -= (size_t)k;
 	}
-	out->data = data;
 	return 0;
+}
+
+int lb_check_answer_print(const lb_check_answer *a, int out_fd, int err_fd)
+{
+	if (a->fd < 0) {
+		int r = 0;
+		for (int s = 0; s < 2 && r == 0; s++) {
+			const char *p = s ? a->err : a->out;
+			size_t n = s ? a->err_len : a->out_len, w = 0;
+			while (w < n) {
+				ssize_t x = write(s ? err_fd : out_fd, p + w, n - w);
+				if (x < 0 && errno == EINTR)
+					continue;
+				if (x <= 0) {
+					r = -errno;
+					break;
+				}
+				w += (size_t)x;
+			}
+		}
+		return r;
+	}
+	int r = copy_range(a->fd, a->out_off, a->out_len, out_fd);
+	if (r == 0)
+		r = copy_range(a->fd, a->err_off, a->err_len, err_fd);
+	return r;
 }
 
 void lb_check_answer_store(const lb_check_config *cfg, const lb_check_report *rep,
@@ -275,6 +425,8 @@ void lb_check_answer_store(const lb_check_config *cfg, const lb_check_report *re
 
 void lb_check_answer_free(lb_check_answer *a)
 {
-	free(a->data);
+	if (a->fd >= 0)
+		close(a->fd);
 	memset(a, 0, sizeof *a);
+	a->fd = -1;
 }

@@ -774,13 +774,15 @@ static int check_parallel(const lb_check_config *cfg, const ck_stdlib *std, char
 	}
 	rep->cached += atomic_load(&j.cached);
 	rep->unread += atomic_load(&j.unread);
-	/* Only a complete check writes the pack: it holds exactly this check's files. */
-	if (r == 0)
+	/* Only a complete check writes the pack: it holds exactly this check's files; and
+	 * none whose library summary turned out not to be the one the keys name. */
+	bool drifted = ck_stdlib_drifted(std);
+	if (r == 0 && !drifted)
 		ck_cache_write(cache, j.entry, j.entry_len, n,
 			       atomic_load(&j.cached) < n || atomic_load(&j.rehashed) > 0, abs, j.fst);
 	/* every file answered by its metadata: the answer can be kept whole (the pack as it is
 	 * now, written again or not, is what a next check reads) */
-	if (r == 0 && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
+	if (r == 0 && !drifted && atomic_load(&j.unread) == n && atomic_load(&j.cached) == n)
 		ck_answer_fold_files(rep, cfg, cache, shown, abs, n, entry_abs, j.fst);
 	else
 		ck_answer_fail(rep);
@@ -808,15 +810,45 @@ typedef struct probe_job {
 	bool ok;
 } probe_job;
 
+/* Files come grouped by directory (the walk's order): each is stat-ed by its name in its
+ * directory, opened once (O_PATH, following links as a whole path's lookup does), so the
+ * kernel walks each path's leading components once a directory rather than once a file. */
 static void *probe_range(void *arg)
 {
 	probe_job *p = arg;
+	int dfd = -1;
+	size_t dlen = 0;
+	const char *dir = NULL;
 	for (size_t i = p->from; p->ok && i < p->to; i++) {
+		const char *a = p->abs[i], *slash = strrchr(a, '/');
 		struct stat st;
-		p->ok = fstatat(AT_FDCWD, p->abs[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			ck_filestat_from(&st, &p->fst[i]);
+		if (!slash || slash == a) {
+			p->ok = fstatat(AT_FDCWD, a, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		} else {
+			size_t k = (size_t)(slash - a);
+			if (!dir || k != dlen || memcmp(dir, a, k) != 0) {
+				char path[PATH_MAX];
+				if (dfd >= 0)
+					close(dfd);
+				dfd = -1;
+				dir = NULL;
+				if (k < sizeof path) {
+					memcpy(path, a, k);
+					path[k] = '\0';
+					dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				}
+				if (dfd >= 0) {
+					dir = a;
+					dlen = k;
+				}
+			}
+			p->ok = dfd >= 0 && fstatat(dfd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		}
+		p->ok = p->ok && ck_filestat_from(&st, &p->fst[i]);
 		p->fst[i].ok = p->ok;
 	}
+	if (dfd >= 0)
+		close(dfd);
 	return NULL;
 }
 
@@ -893,7 +925,7 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		snprintf(rep->syntax_by, sizeof rep->syntax_by, "tree-sitter");
 	}
 	ck_stdlib *std = NULL;
-	if (n) {
+	if (n && !cfg->imports_only) {
 		lb_python_info info;
 		char perr[512];
 		bool have = (cfg->python || cfg->python_info) &&
@@ -1203,8 +1235,10 @@ int lb_check_dir_imports(const char *dir, const char *entry, char ***out, size_t
 		r = lb_check_config_set_policy(cfg, LB_CHECK_PERMISSIVE);
 	if (r == 0 && entry)
 		r = lb_check_config_set_entry(cfg, entry);
-	if (r == 0)
+	if (r == 0) {
+		cfg->imports_only = true;
 		r = lb_check_dir(cfg, dir, &rep, err, errlen);
+	}
 	size_t cnt = rep.imports ? (size_t)json_object_object_length(rep.imports) : 0;
 	char **v = r == 0 ? calloc(cnt + 1, sizeof *v) : NULL;
 	if (r == 0 && !v)

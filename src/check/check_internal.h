@@ -122,6 +122,9 @@ struct lb_check_config {
 	char *cache_name; /* set_cache_name: what the result cache keeps this check's files under */
 	char *entry;
 	bool answer_probe; /* set_answer_probe: look at the files, decode nothing */
+	/* lb_check_dir_imports: only the imports are wanted, which no library summary changes;
+	 * none is read or (with no cache) built */
+	bool imports_only;
 };
 
 /* An R or Octave experiment (lang is an lb_lang): its files read by the language's own
@@ -316,7 +319,8 @@ typedef struct ck_stdlib ck_stdlib;
 /* Summaries of the library under dir, built from its sources (threads: at most that many). */
 int ck_stdlib_build(const char *dir, unsigned threads, ck_stdlib **out, char *err, size_t errlen);
 /* The same, kept in cache_dir/stdlib under key (interpreter, version, dir and its mtime):
- * *hit tells whether it was read from there. cache_dir NULL: built, not kept. */
+ * *hit tells whether it was found there, in which case only its header has been read yet
+ * (the rest on the first lookup, from the same open file). cache_dir NULL: built, not kept. */
 int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
 		   bool *hit, char *err, size_t errlen);
 void ck_stdlib_free(ck_stdlib *s);
@@ -324,8 +328,16 @@ void ck_stdlib_free(ck_stdlib *s);
  * "" for none: part of the check cache's key. */
 const char *ck_stdlib_id(const ck_stdlib *s);
 /* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
- * not one. */
+ * not one (its header, or records that are not the ones the header's digest names). */
 int ck_stdlib_parse(char *text, ck_stdlib **out);
+/* A summary's first line, "labbox.stdlib/3\tMODULES\tSHA256\n", from the len bytes at data
+ * (more may follow): 0 with its fields and its length, or -EINVAL. */
+int ck_stdlib_header(const char *data, size_t len, size_t *modules, uint8_t digest[32],
+		     size_t *head_len);
+/* A summary that was read back lazily and found, when a lookup needed it, not to be the one
+ * its header named (changed or damaged in the cache meanwhile): the check's results then
+ * depend on a summary its key does not name and must not be kept. */
+bool ck_stdlib_drifted(const ck_stdlib *s);
 /* The library's own name for q (tempfile._os.system -> os.system) into out; false when the
  * library does not rename it. */
 bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen);
@@ -455,6 +467,12 @@ void ck_answer_fail(lb_check_report *rep);
  * answer; -EBADMSG otherwise. */
 int ck_answer_parse(const char *data, size_t len, const unsigned char answer[32],
 		    lb_check_answer *out);
+/* Its parts, for a file read in pieces: the head (digest, rc, stdout length) from the first
+ * avail bytes of a file of len, and the stderr length line from avail bytes that start rest
+ * bytes before its end. The checksum is not theirs to check. */
+int ck_answer_layout(const char *data, size_t avail, size_t len, const unsigned char answer[32],
+		     int *rc, size_t *out_off, size_t *out_len);
+int ck_answer_err_len(const char *data, size_t avail, size_t rest, size_t *err_len);
 /* The bytes of an answer file for answer, rc, out and err. */
 int ck_answer_format(const unsigned char answer[32], int rc, const char *out, size_t out_len,
 		     const char *err, size_t err_len, lb_buf *buf);

@@ -104,6 +104,7 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 	c->plan_iterations = src->plan_iterations;
 	c->plan_line = src->plan_line;
 	c->answer_probe = src->answer_probe;
+	c->imports_only = src->imports_only;
 	if ((r = list_copy(&c->allow_modules, &src->allow_modules)) < 0 ||
 	    (r = list_copy(&c->allow_calls, &src->allow_calls)) < 0 ||
 	    (r = list_copy(&c->deny_modules, &src->deny_modules)) < 0 ||

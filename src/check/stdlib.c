@@ -26,9 +26,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SUMMARY_MAGIC "labbox.stdlib/2"
+/* "labbox.stdlib/3\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
+ * the records. The first line alone says which summary it is (ck_stdlib_header). */
+#define SUMMARY_MAGIC "labbox.stdlib/3"
+#define SUMMARY_HEAD_MAX 128
 #define MAX_MODULES 6000
 #define MAX_FILE (4u << 20)
+#define MAX_SUMMARY (64u << 20)
 #define QMAX 512
 #define CTX_DEPTH 12
 
@@ -47,7 +51,17 @@ struct ck_stdlib {
 	sentry *tab;
 	size_t cap, n;
 	size_t modules, capable;
-	char id[65]; /* what the summary is of: its cache key's hash (ck_stdlib_id) */
+	uint8_t digest[32]; /* the header's sha256 of the records */
+	char id[65]; /* which summary: the library's key, its module count and digest */
+	/* A summary read back from the cache is read whole only when a lookup needs it (a check
+	 * whose files are all answered by the cache needs none): until then only its header is
+	 * known. ready is set, once, under mu, when the table is filled in. */
+	atomic_bool ready;
+	pthread_mutex_t mu;
+	bool mu_init;
+	bool drifted; /* the table filled in is not the summary id names (ck_stdlib_drifted) */
+	int fd;       /* the kept summary, open since its header was read; -1 */
+	char *dir, *key, *cache_dir;
 };
 
 /* A summary line's space-separated fields, at most four (the last keeps any spaces); the
@@ -90,20 +104,80 @@ void ck_stdlib_free(ck_stdlib *s)
 {
 	if (!s)
 		return;
+	if (s->mu_init)
+		pthread_mutex_destroy(&s->mu);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->dir);
+	free(s->key);
+	free(s->cache_dir);
 	free(s->text);
 	free(s->tab);
 	free(s);
 }
 
-/* Takes text. Lines: "N name caps via", "A name target", "M meth caps via". */
-int ck_stdlib_parse(char *text, ck_stdlib **out)
+static void digest_of(const char *data, size_t len, uint8_t out[32])
+{
+	lb_sha256 c;
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, data, len);
+	lb_sha256_final(&c, out);
+}
+
+static ck_stdlib *stdlib_new(void)
 {
 	ck_stdlib *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->fd = -1;
+	atomic_init(&s->ready, true);
+	return s;
+}
+
+int ck_stdlib_header(const char *data, size_t len, size_t *modules, uint8_t digest[32],
+		     size_t *head_len)
+{
+	static const char magic[] = SUMMARY_MAGIC "\t";
+	size_t k = sizeof magic - 1, i = k, v = 0, digits = 0;
+	if (len < k || memcmp(data, magic, k) != 0)
+		return -EINVAL;
+	while (i < len && data[i] >= '0' && data[i] <= '9' && digits < 7)
+		v = v * 10 + (size_t)(data[i++] - '0'), digits++;
+	if (!digits || v > MAX_MODULES || i + 66 > len || data[i] != '\t' || data[i + 65] != '\n')
+		return -EINVAL;
+	i++;
+	for (size_t b = 0; b < 32; b++) {
+		int hv[2];
+		for (int h = 0; h < 2; h++) {
+			char c = data[i + 2 * b + (size_t)h];
+			hv[h] = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+			if (hv[h] < 0)
+				return -EINVAL;
+		}
+		digest[b] = (uint8_t)(hv[0] << 4 | hv[1]);
+	}
+	*modules = v;
+	*head_len = i + 65;
+	return 0;
+}
+
+/* Takes text. Lines: "N name caps via", "A name target", "M meth caps via", after the header,
+ * whose digest they must have. */
+int ck_stdlib_parse(char *text, ck_stdlib **out)
+{
+	ck_stdlib *s = stdlib_new();
 	if (!s) {
 		free(text);
 		return -ENOMEM;
 	}
 	s->text = text;
+	size_t len = strlen(text), head = 0;
+	uint8_t d[32];
+	if (ck_stdlib_header(text, len, &s->modules, s->digest, &head) < 0 ||
+	    (digest_of(text + head, len - head, d), memcmp(d, s->digest, sizeof d) != 0)) {
+		ck_stdlib_free(s);
+		return -EINVAL;
+	}
 	size_t lines = 0;
 	for (char *p = text; *p; p++)
 		lines += *p == '\n';
@@ -115,15 +189,8 @@ int ck_stdlib_parse(char *text, ck_stdlib **out)
 		ck_stdlib_free(s);
 		return -ENOMEM;
 	}
-	char *save = NULL;
-	char *line = strtok_r(text, "\n", &save);
-	if (!line || strncmp(line, SUMMARY_MAGIC, strlen(SUMMARY_MAGIC)) != 0) {
-		ck_stdlib_free(s);
-		return -EINVAL;
-	}
-	const char *mods = strrchr(line, '\t');
-	s->modules = mods ? strtoul(mods + 1, NULL, 10) : 0;
-	while ((line = strtok_r(NULL, "\n", &save))) {
+	char *save = NULL, *line;
+	for (char *p = text + head; (line = strtok_r(p, "\n", &save)); p = NULL) {
 		char *f[4] = {0};
 		int nf = split_fields(line, f);
 		if (nf < 3 || (line[0] != 'A' && nf < 4) || f[0][1])
@@ -152,14 +219,18 @@ int ck_stdlib_parse(char *text, ck_stdlib **out)
 	return 0;
 }
 
+static const ck_stdlib *ready(const ck_stdlib *s);
+
 void ck_stdlib_counts(const ck_stdlib *s, size_t *modules, size_t *capable)
 {
+	s = ready(s);
 	*modules = s ? s->modules : 0;
 	*capable = s ? s->capable : 0;
 }
 
 bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen)
 {
+	s = ready(s);
 	if (!s || snprintf(out, outlen, "%s", q) >= (int)outlen)
 		return false;
 	bool changed = false;
@@ -191,6 +262,7 @@ bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outle
 
 unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via)
 {
+	s = ready(s);
 	const sentry *e = s ? tab_find(s, q, strlen(q), false) : NULL;
 	if (!e || e->target)
 		return 0;
@@ -200,6 +272,7 @@ unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via)
 
 unsigned ck_stdlib_method_caps(const ck_stdlib *s, const char *meth, const char **via)
 {
+	s = ready(s);
 	const sentry *e = s ? tab_find(s, meth, strlen(meth), true) : NULL;
 	if (!e)
 		return 0;
@@ -919,7 +992,8 @@ static bool compound(const char *name)
 
 static int summary_text(graph *g, size_t modules, lb_buf *out)
 {
-	int r = lb_buf_printf(out, "%s\t%zu\n", SUMMARY_MAGIC, modules);
+	(void)modules;
+	int r = 0;
 	mtab mt = {0};
 	mt.cap = 1;
 	while (mt.cap < g->n * 2 + 2)
@@ -993,6 +1067,24 @@ static int summary_text(graph *g, size_t modules, lb_buf *out)
 		if (keep && strcmp(fin, x->name) != 0)
 			r = lb_buf_printf(out, "A %s %s\n", x->name, fin);
 	}
+	return r;
+}
+
+/* The header, then the records it names by their sha256. */
+static int summary_sealed(graph *g, size_t modules, lb_buf *out)
+{
+	lb_buf body = {0};
+	uint8_t d[32];
+	char hex[65];
+	int r = summary_text(g, modules, &body);
+	if (r == 0) {
+		digest_of(body.data ? body.data : "", body.len, d);
+		lb_sha256_hex(d, hex);
+		r = lb_buf_printf(out, "%s\t%zu\t%s\n", SUMMARY_MAGIC, modules, hex);
+	}
+	if (r == 0)
+		r = lb_buf_append(out, body.data ? body.data : "", body.len);
+	lb_buf_free(&body);
 	return r;
 }
 
@@ -1085,7 +1177,7 @@ static int build_text(const char *dir, unsigned threads, lb_buf *sum, char *err,
 		resolve_edges(&g);
 		fixpoint(&g);
 		if (!g.err)
-			r = summary_text(&g, m.n, sum);
+			r = summary_sealed(&g, m.n, sum);
 	}
 	if (r == 0 && g.err)
 		r = g.err;
@@ -1131,42 +1223,15 @@ static int cache_name(const char *key, char hex[65])
 	return 0;
 }
 
-int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
-		   bool *hit, char *err, size_t errlen)
+/* Builds the summary of dir, keeps it in dfd (when >= 0) under hex, and parses it. */
+static int build_keep(const char *dir, int dfd, const char *hex, ck_stdlib **out, char *err,
+		      size_t errlen)
 {
-	*hit = false;
-	char path[PATH_MAX], hex[65];
-	int dfd = -1;
-	cache_name(key, hex);
-	if (cache_dir && snprintf(path, sizeof path, "%s/stdlib", cache_dir) < (int)sizeof path)
-		dfd = lb_open_private_dir(path);
-	if (dfd >= 0) {
-		char *data = NULL;
-		size_t len = 0;
-		if (lb_read_file_at(dfd, hex, 64u << 20, &data, &len) == 0 && len > 0 &&
-		    !memchr(data, '\0', len)) {
-			char *t = realloc(data, len + 1);
-			if (t) {
-				t[len] = '\0';
-				if (ck_stdlib_parse(t, out) == 0) {
-					*hit = true;
-					close(dfd);
-					return 0;
-				}
-			} else {
-				free(data);
-			}
-		} else {
-			free(data);
-		}
-	}
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	lb_buf sum = {0};
 	int r = build_text(dir, cpus > 0 ? (unsigned)cpus : 1, &sum, err, errlen);
 	if (r == 0 && dfd >= 0)
 		(void)lb_replace_file_at(dfd, hex, sum.data, sum.len); /* a cache: best effort */
-	if (dfd >= 0)
-		close(dfd);
 	if (r == 0 && lb_buf_append(&sum, "", 1) < 0)
 		r = -ENOMEM;
 	if (r < 0) {
@@ -1174,6 +1239,149 @@ int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_s
 		return r;
 	}
 	return ck_stdlib_parse(sum.data, out);
+}
+
+/* The kept summary's header, from fd (a regular file of this user's that nobody else can
+ * write): 0 and what it says, else -EINVAL. */
+static int read_header(int fd, size_t *modules, uint8_t digest[32])
+{
+	struct stat st;
+	char head[SUMMARY_HEAD_MAX];
+	size_t hl;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) || (uint64_t)st.st_size > MAX_SUMMARY)
+		return -EINVAL;
+	ssize_t k;
+	do
+		k = pread(fd, head, sizeof head, 0);
+	while (k < 0 && errno == EINTR);
+	if (k <= 0 || ck_stdlib_header(head, (size_t)k, modules, digest, &hl) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* The whole of the kept summary from s->fd, when it is still the one its header said. */
+static int read_whole(const ck_stdlib *s, ck_stdlib **out)
+{
+	struct stat st;
+	if (fstat(s->fd, &st) < 0 || (uint64_t)st.st_size > MAX_SUMMARY || st.st_size <= 0)
+		return -EINVAL;
+	size_t len = (size_t)st.st_size, got = 0;
+	char *text = malloc(len + 1);
+	if (!text)
+		return -ENOMEM;
+	while (got < len) {
+		ssize_t k = pread(s->fd, text + got, len - got, (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	if (got != len || memchr(text, '\0', len)) {
+		free(text);
+		return -EINVAL;
+	}
+	text[len] = '\0';
+	ck_stdlib *t = NULL;
+	int r = ck_stdlib_parse(text, &t);
+	if (r < 0)
+		return r;
+	if (t->modules != s->modules || memcmp(t->digest, s->digest, sizeof s->digest) != 0) {
+		ck_stdlib_free(t);
+		return -EINVAL;
+	}
+	*out = t;
+	return 0;
+}
+
+/* Fills in a kept summary's table on its first lookup: read whole and checked against its
+ * header, else (changed or damaged since) built again from the library and kept anew; then
+ * the table is not the one the identity named (drifted), and if even that fails, empty. */
+static void fill(ck_stdlib *s)
+{
+	ck_stdlib *t = NULL;
+	if (read_whole(s, &t) < 0) {
+		char path[PATH_MAX], hex[65], err[512];
+		int dfd = -1;
+		s->drifted = true;
+		cache_name(s->key, hex);
+		if (s->cache_dir &&
+		    snprintf(path, sizeof path, "%s/stdlib", s->cache_dir) < (int)sizeof path)
+			dfd = lb_open_private_dir(path);
+		if (build_keep(s->dir, dfd, hex, &t, err, sizeof err) < 0)
+			t = NULL;
+		if (dfd >= 0)
+			close(dfd);
+	}
+	if (t) {
+		s->text = t->text;
+		s->tab = t->tab;
+		s->cap = t->cap;
+		s->n = t->n;
+		s->capable = t->capable;
+		t->text = NULL;
+		t->tab = NULL;
+		ck_stdlib_free(t);
+	}
+	close(s->fd);
+	s->fd = -1;
+}
+
+static const ck_stdlib *ready(const ck_stdlib *cs)
+{
+	if (!cs || atomic_load_explicit(&cs->ready, memory_order_acquire))
+		return cs;
+	/* a summary is always on the heap and never const itself: the lookups that take it
+	 * as const are the ones that may have to fill its table in, once */
+	ck_stdlib *s = (ck_stdlib *)cs;
+	pthread_mutex_lock(&s->mu);
+	if (!atomic_load_explicit(&s->ready, memory_order_relaxed)) {
+		fill(s);
+		atomic_store_explicit(&s->ready, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return s;
+}
+
+bool ck_stdlib_drifted(const ck_stdlib *s)
+{
+	/* drifted is written only before ready is released: seeing ready is seeing it */
+	return s && atomic_load_explicit(&s->ready, memory_order_acquire) && s->drifted;
+}
+
+int ck_stdlib_load(const char *dir, const char *key, const char *cache_dir, ck_stdlib **out,
+		   bool *hit, char *err, size_t errlen)
+{
+	*hit = false;
+	*out = NULL;
+	char path[PATH_MAX], hex[65];
+	int dfd = -1;
+	cache_name(key, hex);
+	if (cache_dir && snprintf(path, sizeof path, "%s/stdlib", cache_dir) < (int)sizeof path)
+		dfd = lb_open_private_dir(path);
+	if (dfd >= 0) {
+		int fd = openat(dfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		ck_stdlib *s = NULL;
+		if (fd >= 0 && (s = stdlib_new()) && read_header(fd, &s->modules, s->digest) == 0 &&
+		    (s->dir = strdup(dir)) && (s->key = strdup(key)) &&
+		    (s->cache_dir = strdup(cache_dir)) && pthread_mutex_init(&s->mu, NULL) == 0) {
+			s->mu_init = true;
+			s->fd = fd;
+			atomic_store(&s->ready, false);
+			*hit = true;
+			*out = s;
+			close(dfd);
+			return 0;
+		}
+		ck_stdlib_free(s);
+		if (fd >= 0)
+			close(fd);
+	}
+	int r = build_keep(dir, dfd, hex, out, err, errlen);
+	if (dfd >= 0)
+		close(dfd);
+	return r;
 }
 
 /* ---- which library -------------------------------------------------------------------------- */
@@ -1229,10 +1437,15 @@ int ck_stdlib_open(const lb_python_info *info, const char *cache_dir, ck_stdlib 
 		snprintf(note, notelen, "%s", err);
 		return r;
 	}
+	/* which library, and which summary of it: one built again (by another labbox, or after
+	 * damage) is another identity, so results kept against the old one are not used */
 	lb_sha256 c;
 	uint8_t d[32];
+	uint64_t mods = (*out)->modules;
 	lb_sha256_init(&c);
-	lb_sha256_update(&c, key, strlen(key));
+	ck_cache_key_part(&c, "library", key, strlen(key));
+	ck_cache_key_part(&c, "modules", &mods, sizeof mods);
+	ck_cache_key_part(&c, "summary", (*out)->digest, sizeof (*out)->digest);
 	lb_sha256_final(&c, d);
 	lb_sha256_hex(d, (*out)->id);
 	/* The same words whether the summary was built now or read back: a check's document does

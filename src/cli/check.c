@@ -357,9 +357,9 @@ int cli_check(int argc, char **argv)
 			goto out_ctx;
 		lb_check_answer ans;
 		if (lb_check_answer_load(cfg, &rep, ctx, nctx, &ans) == 0) {
-			fwrite(ans.out, 1, ans.out_len, stdout);
 			fflush(stdout);
-			fwrite(ans.err, 1, ans.err_len, stderr);
+			fflush(stderr);
+			(void)lb_check_answer_print(&ans, fileno(stdout), fileno(stderr));
 			if (json)
 				cli_json_set(NULL); /* the document is printed */
 			rc = ans.rc;

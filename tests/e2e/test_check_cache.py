@@ -302,3 +302,89 @@ def test_needs_come_back_from_the_cache(tmp_path):
     assert kinds == ["gpu", "network"], warm["needs"]
     assert warm["needs"] == cold["needs"]
     assert all(n["evidence"]["file"] == "main.py" for n in warm["needs"])
+
+
+STDLIB_MAIN = """\
+import pydoc
+print("TIME_ESTIMATE: 1")
+pydoc.pipepager("text", "less")
+print("accuracy: 0.5")
+"""
+
+
+def summaries(tmp_path):
+    d = tmp_path / "xdg" / "labbox" / "stdlib"
+    return sorted(d.iterdir()) if d.is_dir() else []
+
+
+def reseal(path, body):
+    """A summary file with records body and a header that names them (docs/check.md)."""
+    import hashlib
+    head = path.read_bytes().split(b"\n", 1)[0].split(b"\t")
+    assert head[0] == b"labbox.stdlib/3" and len(head) == 3
+    path.write_bytes(b"%s\t%s\t%s\n" % (head[0], head[1], hashlib.sha256(body).hexdigest().encode())
+                     + body)
+
+
+def pipepager(doc):
+    return [f for f in doc["findings"] if "pydoc.pipepager" in f["message"]]
+
+
+def test_a_changed_library_summary_is_a_change(tmp_path):
+    """The standard library's summary is part of every entry's key by its own digest, not only
+    by which interpreter it is of: a summary built again differently (another labbox, or by
+    hand) under the same interpreter and library directory answers nothing from the cache."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, STDLIB_MAIN)
+    first = check(env, exp)
+    assert pipepager(first), first["findings"]
+    assert check(env, exp)["cached_files"] == 1
+    [s] = summaries(tmp_path)
+    body = s.read_bytes().split(b"\n", 1)[1]
+    lines = [ln for ln in body.split(b"\n") if not ln.startswith(b"N pydoc.pipepager ")]
+    reseal(s, b"\n".join(lines))
+    second = check(env, exp)
+    assert second["cached_files"] == 0
+    assert not pipepager(second), second["findings"]
+    # and back: the first summary's entries answer again only once it is that summary again
+    reseal(s, body)
+    third = check(env, exp)
+    assert pipepager(third) and same(first, third)
+
+
+def test_a_damaged_library_summary_is_built_again(tmp_path):
+    """A summary whose records no longer match its header (damaged after it was written) is
+    not believed when a file has to be analysed: it is built again from the library, and
+    what that check found is not kept under the old summary's identity."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, STDLIB_MAIN)
+    first = check(env, exp)
+    [s] = summaries(tmp_path)
+    good = s.read_bytes()
+    head, body = good.split(b"\n", 1)
+    s.write_bytes(head + b"\n" + body.replace(b"N pydoc.pipepager ", b"N pydoc.pipepagex "))
+    # nothing to analyse: the header alone is read, and the entries it names still stand
+    assert check(env, exp)["cached_files"] == 1
+    (exp / "main.py").write_text(STDLIB_MAIN + "# changed\n")
+    second = check(env, exp)
+    assert second["cached_files"] == 0 and pipepager(second), second["findings"]
+    assert s.read_bytes() == good  # built again and kept
+    third = check(env, exp)
+    assert third["cached_files"] == 0 and same(second, third)  # the pack was not kept
+    assert check(env, exp)["cached_files"] == 1
+    assert pipepager(first)
+
+
+def test_a_summary_that_is_not_one_is_built_again(tmp_path):
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, STDLIB_MAIN)
+    first = check(env, exp)
+    [s] = summaries(tmp_path)
+    good = s.read_bytes()
+    for bad in (b"", b"labbox.stdlib/3\t554\n", good.split(b"\n", 1)[0], b"labbox.stdlib/2\t554\n"
+                + good.split(b"\n", 1)[1], good[:40] + b"X" + good[41:]):
+        s.write_bytes(bad)
+        doc = check(env, exp)
+        assert same(doc, first) and doc["cached_files"] in (0, 1), bad[:80]
+        assert pipepager(doc)
+        assert s.read_bytes() == good

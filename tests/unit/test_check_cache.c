@@ -8,6 +8,7 @@
 
 #include "../../src/check/check_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -456,6 +457,82 @@ static void test_answer_file(void **state)
 	lb_buf_free(&b);
 }
 
+/* The loader reads a kept answer from its file in blocks and prints it from there: the
+ * bytes come out as stored, a byte changed past the first block is a miss, and a file cut in
+ * place after it was loaded is an error of the print, not bytes made up. */
+static void test_answer_loaded_from_its_file(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/labbox-answer-unit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	lb_check_config *cfg = NULL;
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_config_set_cache_dir(cfg, dir), 0);
+	lb_check_report rep;
+	memset(&rep, 0, sizeof rep);
+	memset(rep.answer, 9, sizeof rep.answer);
+	rep.answer_state = 1;
+	const char *ctx[] = {"/cwd", "check", "exp"};
+	size_t n = 200000;
+	char *out = malloc(n);
+	assert_non_null(out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = (char)('a' + i % 26);
+	static const char err[] = "labbox check: 1 file\n";
+	lb_check_answer_store(cfg, &rep, ctx, 3, 3, out, n, err, strlen(err));
+	lb_check_answer a;
+	assert_int_equal(lb_check_answer_load(cfg, &rep, ctx, 3, &a), 0);
+	assert_int_equal(a.rc, 3);
+	char po[] = "/tmp/labbox-answer-out-XXXXXX", pe[] = "/tmp/labbox-answer-err-XXXXXX";
+	int fo = mkstemp(po), fe = mkstemp(pe);
+	assert_true(fo >= 0 && fe >= 0);
+	assert_int_equal(lb_check_answer_print(&a, fo, fe), 0);
+	char *got = NULL;
+	size_t len = 0;
+	assert_int_equal(lb_read_file_at(AT_FDCWD, po, n + 1, &got, &len), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(got, out, n);
+	free(got);
+	assert_int_equal(lb_read_file_at(AT_FDCWD, pe, 100, &got, &len), 0);
+	assert_string_equal(got, err);
+	free(got);
+	lb_check_answer_free(&a);
+	/* the answer's file, found as the only one in check/answers */
+	char adir[256], path[600];
+	snprintf(adir, sizeof adir, "%s/check/answers", dir);
+	DIR *d = opendir(adir);
+	assert_non_null(d);
+	struct dirent *e;
+	path[0] = '\0';
+	while ((e = readdir(d)))
+		if (strlen(e->d_name) == 64)
+			snprintf(path, sizeof path, "%s/%s", adir, e->d_name);
+	closedir(d);
+	assert_true(path[0]);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	char c;
+	assert_int_equal(pread(fd, &c, 1, 150000), 1);
+	char x = (char)(c ^ 1);
+	assert_int_equal(pwrite(fd, &x, 1, 150000), 1);
+	assert_int_equal(lb_check_answer_load(cfg, &rep, ctx, 3, &a), -ENOENT);
+	assert_int_equal(pwrite(fd, &c, 1, 150000), 1);
+	assert_int_equal(lb_check_answer_load(cfg, &rep, ctx, 3, &a), 0);
+	assert_int_equal(ftruncate(fd, 100000), 0);
+	assert_int_not_equal(lb_check_answer_print(&a, fo, fe), 0);
+	lb_check_answer_free(&a);
+	close(fd);
+	close(fo);
+	close(fe);
+	unlink(po);
+	unlink(pe);
+	free(out);
+	lb_check_config_free(cfg);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_file_table),
 		cmocka_unit_test(test_prune_keeps_the_most_recent),
 		cmocka_unit_test(test_answer_file),
+		cmocka_unit_test(test_answer_loaded_from_its_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
