@@ -359,35 +359,10 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 
 /* Containers of earlier runs whose labbox is gone (killed before its cleanup and its
  * guardian could act, or on a machine that rebooted) are removed. */
-static int remove_leftovers_api(docker_state *d)
-{
-	json_object *list = NULL;
-	char err[400];
-	/* filters={"label":["labbox.owner"]}, all=1: docker ps -a --filter label=labbox.owner */
-	int r = lb_docker_api_json(d->api, "GET",
-				   "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22labbox.owner%22%5D%7D",
-				   API_TIMEOUT_MS, &list, err, sizeof err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		const char *id = lb_docker_jstr(c, "Id"), *owner = lb_docker_jstr(lb_docker_jobj(c, "Labels"), "labbox.owner");
-		char owner_host[256];
-		int pid = 0;
-		unsigned long long st = 0;
-		if (!id || !owner || sscanf(owner, "%255[^:]:%d:%llu", owner_host, &pid, &st) != 3)
-			continue;
-		if (!lb_docker_owner_alive(owner_host, pid, st) && lb_docker_api_rm(d->api, id, API_TIMEOUT_MS) < 0)
-			r = -EIO;
-	}
-	json_object_put(list);
-	return r;
-}
-
 static int remove_leftovers(docker_state *d)
 {
 	if (d->api[0])
-		return remove_leftovers_api(d);
+		return lb_docker_api_remove_dead(d->api, API_TIMEOUT_MS);
 	lb_buf b = {0};
 	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
 	const char *args[] = {"ps", "-a", "--filter", "label=labbox.owner", "--format",
@@ -1490,21 +1465,8 @@ static void fill_isolation(docker_state *d, lb_sandbox_result *res)
 /* The container's end as docker inspect reports it. */
 static int inspect_end(docker_state *d, int *exit_code, bool *oom)
 {
-	if (d->api[0]) {
-		char path[512], why[400];
-		json_object *c = NULL, *v = NULL;
-		int r = lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/json");
-		if (r == 0)
-			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &c, why, sizeof why);
-		json_object *state = lb_docker_jobj(c, "State");
-		if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
-			*exit_code = json_object_get_int(v);
-			*oom = lb_docker_jbool(state, "OOMKilled");
-		} else
-			r = -EIO;
-		json_object_put(c);
-		return r;
-	}
+	if (d->api[0])
+		return lb_docker_api_end(d->api, d->container, API_TIMEOUT_MS, exit_code, oom);
 	lb_buf o = {0};
 	const char *args[] = {"inspect", "--format", "{{.State.ExitCode}} {{.State.OOMKilled}}",
 			      d->container, NULL};
@@ -1790,13 +1752,9 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	 * attach that ended by itself ended with the container, so a run that was not stopped
 	 * spares the call. */
 	if (!api_run && (stopping || !WIFEXITED(ast))) {
+		int ws;
 		if (d->api[0]) {
-			char path[512], why[400];
-			lb_docker_http w = {0};
-			if (lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/wait") == 0)
-				lb_docker_api_request(d->api, "POST", path,
-						      (int)((d->grace + ENGINE_MARGIN_S) * 1000), &w, why, sizeof why);
-			lb_docker_http_free(&w);
+			lb_docker_api_wait(d->api, d->container, (int)((d->grace + ENGINE_MARGIN_S) * 1000), &ws);
 		} else {
 			lb_buf w = {0};
 			const char *wargs[] = {"wait", d->container, NULL};

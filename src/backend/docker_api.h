@@ -62,6 +62,12 @@ int lb_docker_api_rm(const char *sock, const char *name, int timeout_ms);
  * run asks the client once per client binary. */
 int lb_docker_client_version(const char *client, char *out, size_t n);
 
+/* The container's end as docker inspect shows it: State.ExitCode and State.OOMKilled. */
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom);
+/* The containers of labboxes that are gone (label labbox.owner names a dead process of this
+ * host) removed: 0, or negative errno when the list or a removal failed. */
+int lb_docker_api_remove_dead(const char *sock, int timeout_ms);
+
 #endif
 
 /* --- A container run over the API (docker_api_run.c) --- */

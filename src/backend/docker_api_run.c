@@ -4,6 +4,8 @@
  * multiplexed raw stream), start; then wait, stop, kill. The argv is read, not trusted to be
  * whatever: a flag this file does not know sends the run back to the client. */
 #include "docker_api.h"
+#include "docker_info.h"
+#include "docker_live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -571,4 +573,46 @@ pid_t lb_docker_api_spawn(const char *sock, const char *id, const char *action, 
 		_exit(r == 0 && h.status >= 200 && h.status < 400 ? 0 : 1);
 	}
 	return pid;
+}
+
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom)
+{
+	char path[512], why[400];
+	json_object *c = NULL, *v = NULL;
+	int r = lb_docker_api_path(path, sizeof path, "/containers/", id, "/json");
+	if (r == 0)
+		r = lb_docker_api_json(sock, "GET", path, timeout_ms, &c, why, sizeof why);
+	json_object *state = lb_docker_jobj(c, "State");
+	if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
+		*exit_code = json_object_get_int(v);
+		*oom = lb_docker_jbool(state, "OOMKilled");
+	} else
+		r = -EIO;
+	json_object_put(c);
+	return r;
+}
+
+int lb_docker_api_remove_dead(const char *sock, int timeout_ms)
+{
+	json_object *list = NULL;
+	char err[400];
+	/* filters={"label":["labbox.owner"]}, all=1: docker ps -a --filter label=labbox.owner */
+	int r = lb_docker_api_json(sock, "GET",
+				   "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22labbox.owner%22%5D%7D",
+				   timeout_ms, &list, err, sizeof err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+		const char *id = lb_docker_jstr(c, "Id"), *owner = lb_docker_jstr(lb_docker_jobj(c, "Labels"), "labbox.owner");
+		char owner_host[256];
+		int pid = 0;
+		unsigned long long st = 0;
+		if (!id || !owner || sscanf(owner, "%255[^:]:%d:%llu", owner_host, &pid, &st) != 3)
+			continue;
+		if (!lb_docker_owner_alive(owner_host, pid, st) && lb_docker_api_rm(sock, id, timeout_ms) < 0)
+			r = -EIO;
+	}
+	json_object_put(list);
+	return r;
 }
