@@ -909,3 +909,16 @@ def test_engine_socket_answering_garbage_is_125(tmp_path, answer, said):
         assert p.returncode == 125 and said in p.stderr, p.stderr
     finally:
         fake.close()
+
+
+def test_api_run_the_engine_refuses_is_125_in_its_words(dockerd, tmp_path):
+    """A container the engine will not start (a volume inside /proc, which runc refuses):
+    exit 125 with what the engine said, nothing left behind."""
+    env, log = api_env(dockerd, tmp_path)
+    exp = write_exp(tmp_path, "print('x: 1')\n", name="refused")
+    r = drun(env, exp, tmp_path / "runs", "-v", f"{tmp_path}:/proc/labbox-test:ro")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "Error response from daemon" in msg and "/proc/labbox-test" in msg, msg
+    assert log.read_text().split() == []
+    assert containers_left(dockerd) == []
