@@ -1825,7 +1825,7 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
  * gone), and the leftovers' removal reaped. */
 static void cleanup_wait(docker_state *d)
 {
-	if (d->run_pid > 0) /* started, never supervised (prepare failed after it): rm ends it */
+	if (d->run_pid > 0 || d->run_out >= 0) /* started, never supervised (prepare failed after it): rm ends it */
 		early_run_undo(d);
 	int st = 0;
 	if (d->rm_pid > 0) {
