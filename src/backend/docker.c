@@ -6,7 +6,8 @@
  * The container is always removed: by cleanup, by a guardian process when labbox dies, and
  * at the next start for a container whose labbox is gone (labels labbox.run and labbox.owner).
  * On a local unix socket docker's engine is asked directly over its HTTP API (docker_api.c)
- * for info, inspect, wait and rm: the client's start-up is paid only for docker run. */
+ * for info, inspect, wait and rm, and a run's container is created, attached, started,
+ * stopped and killed there too (docker_api_run.c): no client starts for such a run. */
 #include "docker_api.h"
 #include "docker_info.h"
 #include "docker_live.h"
@@ -100,6 +101,11 @@ typedef struct docker_state {
 	pid_t run_pid;
 	int run_out;
 	double run_t0;
+	/* The early run made over the API in place of the client's docker run: run_out is its
+	 * attach stream (multiplexed; api_early what came with the attach's head), the
+	 * container's id in container. */
+	bool api_run;
+	lb_buf api_early;
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -353,35 +359,10 @@ static int pick_engine(docker_state *d, json_object **info, char *err, size_t er
 
 /* Containers of earlier runs whose labbox is gone (killed before its cleanup and its
  * guardian could act, or on a machine that rebooted) are removed. */
-static int remove_leftovers_api(docker_state *d)
-{
-	json_object *list = NULL;
-	char err[400];
-	/* filters={"label":["labbox.owner"]}, all=1: docker ps -a --filter label=labbox.owner */
-	int r = lb_docker_api_json(d->api, "GET",
-				   "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22labbox.owner%22%5D%7D",
-				   API_TIMEOUT_MS, &list, err, sizeof err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		const char *id = lb_docker_jstr(c, "Id"), *owner = lb_docker_jstr(lb_docker_jobj(c, "Labels"), "labbox.owner");
-		char owner_host[256];
-		int pid = 0;
-		unsigned long long st = 0;
-		if (!id || !owner || sscanf(owner, "%255[^:]:%d:%llu", owner_host, &pid, &st) != 3)
-			continue;
-		if (!lb_docker_owner_alive(owner_host, pid, st) && lb_docker_api_rm(d->api, id, API_TIMEOUT_MS) < 0)
-			r = -EIO;
-	}
-	json_object_put(list);
-	return r;
-}
-
 static int remove_leftovers(docker_state *d)
 {
 	if (d->api[0])
-		return remove_leftovers_api(d);
+		return lb_docker_api_remove_dead(d->api, API_TIMEOUT_MS);
 	lb_buf b = {0};
 	/* docker's ps has .Label KEY; podman's has none, its .Labels is a map (docker's a string). */
 	const char *args[] = {"ps", "-a", "--filter", "label=labbox.owner", "--format",
@@ -1197,6 +1178,24 @@ static void early_run_undo(docker_state *d)
 	d->run_pid = -1;
 	d->run_out = -1;
 	d->early_run = false;
+	lb_buf_free(&d->api_early);
+}
+
+/* The early run over the API: the container created, attached and started now (a few ms
+ * of the engine's), err what the engine said when it refused; -ENOTSUP when the flags are
+ * not all the API path's (the client runs it then). */
+static int api_launch(docker_state *d, char *err, size_t errlen)
+{
+	lb_docker_api_run ar = {.fd = -1};
+	d->run_t0 = lb_time_monotonic();
+	int r = lb_docker_api_launch(d->api, d->create.v, API_TIMEOUT_MS, &ar, err, errlen);
+	if (r < 0)
+		return r;
+	d->api_run = true;
+	d->run_out = ar.fd;
+	d->api_early = ar.early;
+	snprintf(d->container, sizeof d->container, "%s", ar.id);
+	return 0;
 }
 
 static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)
@@ -1205,6 +1204,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	/* The image's id is asked for while the engine's info is read: two client start-ups in
 	 * the time of one. Only when the client asked for is the one that will serve. */
 	client_call img = {.pid = -1, .fd = -1}, crt = {.pid = -1, .fd = -1};
+	char api_failed[400] = "";
+	bool api_tried = false;
 	const char *want = d->engine_asked ? d->engine : "docker";
 	int r;
 	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
@@ -1230,7 +1231,14 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		live_add(d, want);
 		start_guardian(d);
 		int p[2], e[2] = {-1, -1};
-		if (d->early_run && pipe2(p, O_CLOEXEC) == 0) {
+		int ar = d->early_run && d->api[0] ? api_launch(d, api_failed, sizeof api_failed) : -ENOTSUP;
+		if (ar == 0 || (ar != -ENOTSUP && d->early_run)) {
+			/* Made over the API, or refused by the engine (the refusal is the run's
+			 * create failure, or the wrong engine's, undone below). */
+			api_tried = true;
+			if (ar < 0)
+				d->early_run = false;
+		} else if (d->early_run && pipe2(p, O_CLOEXEC) == 0) {
 			d->run_t0 = lb_time_monotonic();
 			d->run_pid = start_attached(d, d->create.v, p, e);
 			d->run_out = p[0];
@@ -1248,6 +1256,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			client_start_argv(d->create.v, true, &crt);
 		}
 	}
+	char api_sock[sizeof d->api];
+	snprintf(api_sock, sizeof api_sock, "%s", d->api); /* pick_engine sets d->api anew */
 	r = pick_engine(d, NULL, err, errlen);
 	lb_buf io = {0}, co = {0};
 	int ist = client_collect(&img, 4096, &io);
@@ -1257,7 +1267,9 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		if (ist == 0)
 			lb_buf_puts(&io, id);
 	}
-	int cst = d->early_run ? 0 : client_collect(&crt, 4096, &co);
+	int cst = d->early_run ? 0 : api_tried ? 1 : client_collect(&crt, 4096, &co);
+	if (api_tried && !d->early_run)
+		lb_buf_puts(&co, api_failed);
 	if (cst == 0 && co.data && co.len) {
 		char *nl = strchr(co.data, '\n');
 		if (nl)
@@ -1270,9 +1282,12 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 		if (d->container[0]) {
 			if (d->early_run)
 				early_run_undo(d);
-			if (container_rm(d, d->container) == 0)
+			/* Made over the API: removed there, whichever engine now serves. */
+			if ((d->api_run ? lb_docker_api_rm(api_sock, d->container, API_TIMEOUT_MS)
+					: container_rm(d, d->container)) == 0)
 				lb_docker_live_done(&d->live);
 			d->container[0] = '\0';
+			d->api_run = false;
 		}
 		if (d->guard_wr >= 0) {
 			(void)!write(d->guard_wr, "x", 1);
@@ -1450,21 +1465,8 @@ static void fill_isolation(docker_state *d, lb_sandbox_result *res)
 /* The container's end as docker inspect reports it. */
 static int inspect_end(docker_state *d, int *exit_code, bool *oom)
 {
-	if (d->api[0]) {
-		char path[512], why[400];
-		json_object *c = NULL, *v = NULL;
-		int r = lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/json");
-		if (r == 0)
-			r = lb_docker_api_json(d->api, "GET", path, API_TIMEOUT_MS, &c, why, sizeof why);
-		json_object *state = lb_docker_jobj(c, "State");
-		if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
-			*exit_code = json_object_get_int(v);
-			*oom = lb_docker_jbool(state, "OOMKilled");
-		} else
-			r = -EIO;
-		json_object_put(c);
-		return r;
-	}
+	if (d->api[0])
+		return lb_docker_api_end(d->api, d->container, API_TIMEOUT_MS, exit_code, oom);
 	lb_buf o = {0};
 	const char *args[] = {"inspect", "--format", "{{.State.ExitCode}} {{.State.OOMKilled}}",
 			      d->container, NULL};
@@ -1510,6 +1512,31 @@ static bool disk_limit_holds(docker_state *d, const lb_backend_job *job, lb_sand
 		return false;
 	}
 	return true;
+}
+
+/* The attach stream's frames, to the pipeline as the client's output went there. */
+static void mux_out(void *ctx, int stream, const char *data, size_t len)
+{
+	const lb_backend_job *job = ctx;
+	if (job->output)
+		job->output(job->output_ctx, stream == 2 ? LB_STREAM_STDERR : LB_STREAM_STDOUT, data, len);
+}
+
+/* docker stop --time G / docker kill, in the background: over the API for a container made
+ * there, else by the client. */
+static pid_t stop_async(docker_state *d, bool kill_it)
+{
+	if (d->api_run) {
+		char act[32];
+		snprintf(act, sizeof act, "stop?t=%d", (int)(d->grace + 0.999));
+		return lb_docker_api_spawn(d->api, d->container, kill_it ? "kill" : act,
+					   (int)((d->grace + ENGINE_MARGIN_S) * 1000));
+	}
+	if (kill_it)
+		return spawn_client(d, "kill", NULL, NULL);
+	char g[32];
+	snprintf(g, sizeof g, "%d", (int)(d->grace + 0.999));
+	return spawn_client(d, "stop", "--time", g);
 }
 
 static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)
@@ -1560,7 +1587,24 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	int p[2] = {-1, -1}, e[2] = {-1, -1};
 	double t0;
 	pid_t att;
-	if (d->early_run && d->run_pid > 0) {
+	bool api_run = d->early_run && d->api_run;
+	lb_docker_mux mux = {0};
+	if (api_run) {
+		/* Made, attached and started over the API by prepare: no client. */
+		att = 0;
+		p[0] = d->run_out;
+		t0 = d->run_t0;
+		d->run_out = -1;
+		if (sfd < 0) {
+			r = -errno;
+			close(p[0]);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return r;
+		}
+		if (d->api_early.len)
+			lb_docker_mux_feed(&mux, d->api_early.data, d->api_early.len, mux_out, (void *)job);
+		lb_buf_free(&d->api_early);
+	} else if (d->early_run && d->run_pid > 0) {
 		/* docker run, started by prepare: the budget counts from its start. */
 		att = d->run_pid;
 		p[0] = d->run_out;
@@ -1620,19 +1664,18 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		}
 		if (stopping && stop_at == 0) {
 			stop_at = now;
-			char g[32];
-			snprintf(g, sizeof g, "%d", (int)(d->grace + 0.999));
-			helper = spawn_client(d, "stop", "--time", g);
+			helper = stop_async(d, false);
 		}
 		if (stopping && !killed && now - stop_at > d->grace + 2.0) {
 			/* The engine's own stop is late: SIGKILL, as the sandbox does after the grace. */
 			killed = true;
-			pid_t k = spawn_client(d, "kill", NULL, NULL);
+			pid_t k = stop_async(d, true);
 			if (k > 0)
 				waitpid(k, NULL, 0);
 		}
 		if (stopping && now - stop_at > d->grace + ENGINE_MARGIN_S) {
-			kill(att, SIGKILL); /* the engine is gone: stop waiting for it */
+			if (att > 0)
+				kill(att, SIGKILL); /* the engine is gone: stop waiting for it */
 			break;
 		}
 		double wait = 0.25;
@@ -1652,7 +1695,13 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 				stopping = true;
 			}
 		}
-		if (pf[0].revents & (POLLIN | POLLHUP)) {
+		if (api_run && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t k = read(p[0], buf, sizeof buf);
+			if (k > 0)
+				lb_docker_mux_feed(&mux, buf, (size_t)k, mux_out, (void *)job);
+			else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+				open_out = false;
+		} else if (pf[0].revents & (POLLIN | POLLHUP)) {
 			ssize_t k = read(p[0], buf, sizeof buf);
 			if (k > 0 && job->output)
 				job->output(job->output_ctx, LB_STREAM_STDOUT, buf, (size_t)k);
@@ -1680,21 +1729,32 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	close(p[0]);
 	if (e[0] >= 0)
 		close(e[0]);
-	int ast = 0;
-	waitpid(att, &ast, 0);
+	int ast = 0, wst = -1;
+	if (att > 0)
+		waitpid(att, &ast, 0);
 	if (helper > 0)
 		waitpid(helper, NULL, 0);
+	if (api_run) {
+		/* The stream's end is the container's: its status, the engine's wait. A wait that
+		 * does not end (output closed, the process not) ends in a kill. */
+		int wms = (int)((stopping ? d->grace + ENGINE_MARGIN_S : ENGINE_MARGIN_S) * 1000);
+		if (lb_docker_api_wait(d->api, d->container, wms, &wst) < 0) {
+			pid_t k = stop_async(d, true);
+			if (k > 0)
+				waitpid(k, NULL, 0);
+			if (lb_docker_api_wait(d->api, d->container, (int)(ENGINE_MARGIN_S * 1000), &wst) < 0)
+				wst = -1;
+		}
+		/* As the client's exit status: 0 only for the container's own 0. */
+		ast = wst == 0 ? 0 : 1 << 8;
+	}
 	/* A stop still on its way (the engine answered attach first) ends before inspect. An
 	 * attach that ended by itself ended with the container, so a run that was not stopped
 	 * spares the call. */
-	if (stopping || !WIFEXITED(ast)) {
+	if (!api_run && (stopping || !WIFEXITED(ast))) {
+		int ws;
 		if (d->api[0]) {
-			char path[512], why[400];
-			lb_docker_http w = {0};
-			if (lb_docker_api_path(path, sizeof path, "/containers/", d->container, "/wait") == 0)
-				lb_docker_api_request(d->api, "POST", path,
-						      (int)((d->grace + ENGINE_MARGIN_S) * 1000), &w, why, sizeof why);
-			lb_docker_http_free(&w);
+			lb_docker_api_wait(d->api, d->container, (int)((d->grace + ENGINE_MARGIN_S) * 1000), &ws);
 		} else {
 			lb_buf w = {0};
 			const char *wargs[] = {"wait", d->container, NULL};
@@ -1713,7 +1773,7 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
 		code = 0;
 	else if (inspect_end(d, &code, &oom) < 0) {
-		if (d->early_run) {
+		if (d->early_run && !api_run) {
 			/* No container to inspect: docker run never made one, and said why. */
 			lb_buf t = {.data = tail, .len = tail_n};
 			char said[400];
@@ -1765,7 +1825,7 @@ static int docker_fetch(lb_backend *b, const lb_backend_job *job, char *err, siz
  * gone), and the leftovers' removal reaped. */
 static void cleanup_wait(docker_state *d)
 {
-	if (d->run_pid > 0) /* started, never supervised (prepare failed after it): rm ends it */
+	if (d->run_pid > 0 || d->run_out >= 0) /* started, never supervised (prepare failed after it): rm ends it */
 		early_run_undo(d);
 	int st = 0;
 	if (d->rm_pid > 0) {
@@ -1880,6 +1940,7 @@ static void docker_free(lb_backend *b)
 	free(d->python);
 	json_object_put(d->sandbox);
 	lb_strv_free(&d->create);
+	lb_buf_free(&d->api_early);
 	free(d);
 }
 

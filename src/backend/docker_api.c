@@ -270,8 +270,19 @@ static int connect_to(const char *sock, double deadline, char *err, size_t errle
 	return fd;
 }
 
+int lb_docker_api_connect(const char *sock, int timeout_ms, char *err, size_t errlen)
+{
+	return connect_to(sock, now_s() + timeout_ms / 1000.0, err, errlen);
+}
+
 int lb_docker_api_request(const char *sock, const char *method, const char *path, int timeout_ms,
 			  lb_docker_http *r, char *err, size_t errlen)
+{
+	return lb_docker_api_send(sock, method, path, NULL, timeout_ms, r, err, errlen);
+}
+
+int lb_docker_api_send(const char *sock, const char *method, const char *path, const char *body,
+		       int timeout_ms, lb_docker_http *r, char *err, size_t errlen)
 {
 	double deadline = now_s() + timeout_ms / 1000.0;
 	lb_docker_http_free(r);
@@ -279,18 +290,25 @@ int lb_docker_api_request(const char *sock, const char *method, const char *path
 	if (fd < 0)
 		return fd;
 	LB_AUTOCLOSE int cfd = fd;
-	char req[1024];
-	int rl = snprintf(req, sizeof req,
+	char head[1024];
+	size_t blen = body ? strlen(body) : 0;
+	int hl = snprintf(head, sizeof head,
 			  "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: labbox\r\nConnection: close\r\n"
-			  "Content-Length: 0\r\n\r\n", method, path);
-	if (rl < 0 || (size_t)rl >= sizeof req) {
+			  "%sContent-Length: %zu\r\n\r\n", method, path,
+			  body ? "Content-Type: application/json\r\n" : "", blen);
+	if (hl < 0 || (size_t)hl >= sizeof head) {
 		snprintf(err, errlen, "the request path is too long");
 		return -ENAMETOOLONG;
 	}
-	size_t sent = 0;
+	lb_buf req = {0};
+	if (lb_buf_append(&req, head, (size_t)hl) < 0 || (blen && lb_buf_append(&req, body, blen) < 0)) {
+		lb_buf_free(&req);
+		return -ENOMEM;
+	}
+	size_t sent = 0, rl = req.len;
 	int rc = 0;
-	while (sent < (size_t)rl && rc == 0) {
-		ssize_t k = send(cfd, req + sent, (size_t)rl - sent, MSG_NOSIGNAL);
+	while (sent < rl && rc == 0) {
+		ssize_t k = send(cfd, req.data + sent, rl - sent, MSG_NOSIGNAL);
 		if (k > 0)
 			sent += (size_t)k;
 		else if (k < 0 && errno == EAGAIN)
@@ -298,6 +316,7 @@ int lb_docker_api_request(const char *sock, const char *method, const char *path
 		else if (k < 0 && errno != EINTR)
 			rc = -errno;
 	}
+	lb_buf_free(&req);
 	lb_buf raw = {0};
 	bool eof = false;
 	/* Parsed at each read while small; beyond, at each doubling and at the end, so a large
@@ -362,8 +381,7 @@ int lb_docker_api_request(const char *sock, const char *method, const char *path
 	return rc;
 }
 
-/* The engine's own words for a refusal: its body's "message". */
-static void engine_said(const lb_docker_http *r, char *err, size_t errlen)
+void lb_docker_api_said(const lb_docker_http *r, char *err, size_t errlen)
 {
 	json_object *o = json_tokener_parse(r->body.data), *m = NULL;
 	const char *msg = o && json_object_object_get_ex(o, "message", &m) ? json_object_get_string(m) : NULL;
@@ -386,7 +404,7 @@ int lb_docker_api_json(const char *sock, const char *method, const char *path, i
 	if (rc < 0)
 		return rc;
 	if (r.status < 200 || r.status >= 300) {
-		engine_said(&r, err, errlen);
+		lb_docker_api_said(&r, err, errlen);
 		rc = r.status == 404 ? -ENOENT : -EIO;
 		lb_docker_http_free(&r);
 		return rc;

@@ -10,6 +10,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 struct json_object;
 
@@ -60,4 +62,73 @@ int lb_docker_api_rm(const char *sock, const char *name, int timeout_ms);
  * run asks the client once per client binary. */
 int lb_docker_client_version(const char *client, char *out, size_t n);
 
+/* The container's end as docker inspect shows it: State.ExitCode and State.OOMKilled. */
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom);
+/* The containers of labboxes that are gone (label labbox.owner names a dead process of this
+ * host) removed: 0, or negative errno when the list or a removal failed. */
+int lb_docker_api_remove_dead(const char *sock, int timeout_ms);
+
 #endif
+
+/* --- A container run over the API (docker_api_run.c) --- */
+
+/* The engine's words for a refusal (its body's "message"), as the client prints them:
+ * "Error response from daemon: ...", on one line. */
+void lb_docker_api_said(const lb_docker_http *r, char *err, size_t errlen);
+
+/* A connection to the socket (non-blocking, close-on-exec): its fd, or negative errno with
+ * err saying why. */
+int lb_docker_api_connect(const char *sock, int timeout_ms, char *err, size_t errlen);
+
+/* METHOD PATH with a JSON body (NULL: none); otherwise as lb_docker_api_request. */
+int lb_docker_api_send(const char *sock, const char *method, const char *path, const char *body,
+		       int timeout_ms, lb_docker_http *r, char *err, size_t errlen);
+
+/* The client's argv for `docker run` or `docker create` as the docker backend writes it
+ * (argv[0] the client, argv[1] "run" or "create", then the flags build_create uses, the
+ * image and the command) as the body of POST /containers/create, with the container's name
+ * (--name) into name: 0; -ENOTSUP for a flag or a form it does not translate (the client is
+ * used then), -EINVAL for a value it cannot read. A name-only --env=K takes K's value from
+ * this process's environment, as the client does. */
+int lb_docker_create_body(char *const *argv, struct json_object **body, char *name, size_t nn);
+
+/* The response head of POST /containers/ID/attach (an upgrade to a raw stream): its status
+ * (101, 200, or an error status whose body says why) and the head's length into *head;
+ * -EAGAIN for more, -EBADMSG when it is not an HTTP head, -EMSGSIZE over the head limit. */
+int lb_docker_attach_head(const char *buf, size_t len, size_t *head);
+
+/* The attach stream of a container without a terminal: frames of an 8-byte header (stream
+ * 0 stdin, 1 stdout, 2 stderr; three zero bytes; a big-endian 32-bit length) then the
+ * payload. Fed as the bytes come, in any split. A header that is not one (a stream other
+ * than 0-2, or the zero bytes not zero) switches to passing every later byte as stdout, so
+ * no output is lost to an engine that framed it otherwise. */
+typedef struct lb_docker_mux {
+	unsigned char hdr[8];
+	unsigned hn;      /* header bytes held */
+	int stream;       /* the current frame's stream */
+	uint32_t left;    /* its payload bytes still to come */
+	bool raw;         /* framing given up */
+} lb_docker_mux;
+typedef void (*lb_docker_mux_emit)(void *ctx, int stream, const char *data, size_t len);
+void lb_docker_mux_feed(lb_docker_mux *m, const char *buf, size_t len, lb_docker_mux_emit emit,
+			void *ctx);
+
+/* A container created, attached and started over the API. */
+typedef struct lb_docker_api_run {
+	char id[80];     /* the engine's id */
+	int fd;          /* the attach stream; -1 when none */
+	lb_buf early;    /* stream bytes that came with the attach's head */
+} lb_docker_api_run;
+
+/* Create (from the client's argv, lb_docker_create_body), attach, start: 0 with run filled;
+ * -ENOTSUP when the argv is not one the API path translates (nothing was made, the client
+ * is to run it); another negative errno with err saying what the engine said or what failed
+ * (a container made before the failure is removed). */
+int lb_docker_api_launch(const char *sock, char *const *argv, int timeout_ms,
+			 lb_docker_api_run *run, char *err, size_t errlen);
+void lb_docker_api_run_close(lb_docker_api_run *run);
+/* POST /containers/ID/wait: the exit status into *status. */
+int lb_docker_api_wait(const char *sock, const char *id, int timeout_ms, int *status);
+/* POST /containers/ID/ACTION (stop?t=N, kill) in a child, so output keeps streaming while
+ * the engine works: the child's pid, or -1. */
+pid_t lb_docker_api_spawn(const char *sock, const char *id, const char *action, int timeout_ms);

@@ -10,6 +10,7 @@ podman the tests fail and say why."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -745,8 +746,8 @@ def test_api_run_records_what_the_client_run_does(dockerd, tmp_path):
         blocks[name] = r.result["backend"]
         calls = log.read_text().split()
         if name == "api":
-            assert calls.count("run") == 2, calls  # the run and the environment's snapshot
-            assert not {"info", "image", "inspect", "rm", "ps"} & set(calls), calls
+            # the environment's snapshot only: the run itself is made over the API
+            assert calls == ["--version", "run"], calls
         else:
             assert {"info", "image", "inspect", "rm"} <= set(calls), calls
         assert containers_left(dockerd) == []
@@ -756,6 +757,109 @@ def test_api_run_records_what_the_client_run_does(dockerd, tmp_path):
     assert blocks["api"]["client_version"]
     assert set(blocks["api"]) == set(blocks["client"])
     assert blocks["api"]["host"] == sock
+    # the same run again, the snapshot cached: no client at all
+    log.write_text("")
+    r = drun(via_api, exp, tmp_path / "runs-api2", "--policy", "permissive")
+    assert r.rc == 1 and r.result["exit_code"] == 3, r.why()
+    assert log.read_text().split() == []
+    assert r.result["backend"]["command"][:2] == blocks["client"]["command"][:2]
+    assert containers_left(dockerd) == []
+
+
+def api_env(dockerd, tmp_path):
+    """dockerd on its unix socket with a logging `docker` first on PATH, the image's
+    environment snapshot cached by a first run: a run there starts no client."""
+    bindir, log = logging_client(tmp_path)
+    env = dict(dockerd, PATH=f"{bindir}:{os.environ['PATH']}",
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
+    r = drun(env, write_exp(tmp_path, "print('x: 1')\n", name="warm"), tmp_path / "warm-runs")
+    assert r.rc == 0, r.why()
+    log.write_text("")
+    return env, log
+
+
+def test_api_run_output_budget_and_oom_without_a_client(dockerd, tmp_path):
+    """Over the API: the whole output (both streams, in run.log, metrics from it), the exit
+    status, a budget overrun stopped, an OOM kill flagged by the engine; no `docker` started
+    for any of them, and no container left."""
+    env, log = api_env(dockerd, tmp_path)
+    exp = write_exp(tmp_path, """
+        import sys, time
+        print("accuracy: 0.75", flush=True)
+        time.sleep(0.5)  # the engine reads the two streams apart: one at a time here
+        sys.stderr.write("to stderr\\n")
+        sys.stderr.flush()
+        time.sleep(0.5)
+        for i in range(20000):
+            print(f"line {i:05d} " + "x" * 90)
+        sys.exit(5)
+    """, name="big")
+    r = drun(env, exp, tmp_path / "runs", "--policy", "permissive")
+    assert r.rc == 1 and r.result["exit_code"] == 5, r.why()
+    text = r.log()
+    # every line, whole and in order (2 MB: many frames of the engine's stream)
+    assert [ln for ln in text.splitlines() if ln.startswith("line ")] == \
+        [f"line {i:05d} " + "x" * 90 for i in range(20000)]
+    assert text.startswith("accuracy: 0.75\nto stderr\nline 00000 "), text[:200]
+    assert r.result["metrics"]["values"]["accuracy"] == 0.75
+
+    slow = write_exp(tmp_path, """
+        import time
+        print("loss: 0.5", flush=True)
+        time.sleep(600)
+    """, name="slow")
+    r = drun(env, slow, tmp_path / "runs2", "--budget", "3", "--grace", "1")
+    assert r.rc == 124, r.why()
+    assert r.result["timed_out"] is True and r.result["metrics"]["values"]["loss"] == 0.5
+    assert r.result["resources"]["wall_s"] < 60
+
+    hog = write_exp(tmp_path, """
+        blocks = []
+        while True:
+            blocks.append(bytearray(16 << 20))
+    """, yaml="metrics: none\n", name="hog")
+    r = drun(env, hog, tmp_path / "runs3", "--memory", "96m", "--policy", "permissive")
+    assert r.rc == 137, r.why()
+    assert r.result["oom_killed"] is True
+    assert r.result["backend"]["oom_reported_by"].startswith("engine")
+    assert log.read_text().split() == []
+    assert containers_left(dockerd) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_api_run_streams_live_and_an_interrupt_removes_the_container(dockerd, tmp_path, sig):
+    """The output reaches the terminal while the experiment runs; Ctrl-C (or SIGTERM) to
+    labbox stops the container, records the run as interrupted and removes it, with no
+    `docker` started."""
+    env, log = api_env(dockerd, tmp_path)
+    marker = unique("live")
+    exp = write_exp(tmp_path, f"""
+        import time
+        print({marker!r}, flush=True)
+        time.sleep(600)
+    """, name="live")
+    runs = tmp_path / "runs"
+    cmd = [os.environ.get("LABBOX_BIN", str(REPO / "build" / "labbox")), "run", "--mode",
+           "docker", "--image", IMAGE, "--python", "python3", "--grace", "1", "--runs-dir",
+           str(runs), str(exp)]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        line = p.stdout.readline().decode()
+        assert marker in line, line
+        assert p.poll() is None  # streamed while the experiment still runs
+        assert len(containers_left(dockerd)) == 1
+        p.send_signal(sig)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc != 0
+    (rd,) = [d for d in runs.iterdir() if d.is_dir()]
+    res = json.loads((rd / "result.json").read_text())
+    assert res["status"] == "interrupted", res
+    assert containers_left(dockerd) == []
+    assert log.read_text().split() == []
 
 
 class FakeEngine:
@@ -805,3 +909,16 @@ def test_engine_socket_answering_garbage_is_125(tmp_path, answer, said):
         assert p.returncode == 125 and said in p.stderr, p.stderr
     finally:
         fake.close()
+
+
+def test_api_run_the_engine_refuses_is_125_in_its_words(dockerd, tmp_path):
+    """A container the engine will not start (a volume inside /proc, which runc refuses):
+    exit 125 with what the engine said, nothing left behind."""
+    env, log = api_env(dockerd, tmp_path)
+    exp = write_exp(tmp_path, "print('x: 1')\n", name="refused")
+    r = drun(env, exp, tmp_path / "runs", "-v", f"{tmp_path}:/proc/labbox-test:ro")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "Error response from daemon" in msg and "/proc/labbox-test" in msg, msg
+    assert log.read_text().split() == []
+    assert containers_left(dockerd) == []

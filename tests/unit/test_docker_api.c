@@ -255,6 +255,326 @@ static void test_requests_on_a_real_socket(void **state)
 	rmdir(dir);
 }
 
+
+/* --- the API run (docker_api_run.c) --- */
+
+static json_object *member(json_object *o, const char *path)
+{
+	char key[64];
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(key, sizeof key, "%.*s", (int)n, path);
+		o = json_object_object_get(o, key);
+		path += n + (path[n] == '.');
+	}
+	return o;
+}
+
+static void test_create_body_from_the_clients_flags(void **state)
+{
+	(void)state;
+	setenv("LB_UNIT_SECRET", "s3cret", 1);
+	unsetenv("LB_UNIT_UNSET");
+	char *argv[] = {"/usr/bin/docker", "run", "--pull=never", "--name", "labbox-r1",
+			"--label=labbox.run=r1", "--label=labbox.owner=h:1:2", "--init", "--read-only",
+			"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user=65534:65534",
+			"--network=none", "--memory=536870912", "--memory-swap=536870912", "--cpus=1.5",
+			"--pids-limit=256", "--shm-size=67108864", "--ulimit=nofile=1024:2048",
+			"--tmpfs", "/tmp:size=1g,exec", "--tmpfs", "/scratch", "--gpus", "\"device=0,2\"",
+			"--mount", "type=bind,source=/data,target=/data,readonly",
+			"--mount", "type=bind,source=/runs/r1/exp,target=/runs/r1/exp",
+			"--workdir=/runs/r1/exp", "--env=HOME=/tmp", "--env=LB_UNIT_SECRET",
+			"--env=LB_UNIT_UNSET", "--entrypoint=python3", "img:tag", "main.py", "--seed", "1", NULL};
+	json_object *b = NULL;
+	char name[64];
+	assert_int_equal(lb_docker_create_body(argv, &b, name, sizeof name), 0);
+	assert_string_equal(name, "labbox-r1");
+	assert_string_equal(json_object_get_string(member(b, "Image")), "img:tag");
+	assert_string_equal(json_object_to_json_string_ext(member(b, "Cmd"), JSON_C_TO_STRING_PLAIN),
+			    "[\"main.py\",\"--seed\",\"1\"]");
+	assert_string_equal(json_object_to_json_string_ext(member(b, "Entrypoint"), JSON_C_TO_STRING_PLAIN),
+			    "[\"python3\"]");
+	assert_string_equal(json_object_get_string(member(b, "User")), "65534:65534");
+	assert_string_equal(json_object_get_string(member(b, "WorkingDir")), "/runs/r1/exp");
+	assert_string_equal(json_object_get_string(json_object_object_get(member(b, "Labels"), "labbox.run")), "r1");
+	assert_string_equal(json_object_to_json_string_ext(member(b, "Env"), JSON_C_TO_STRING_PLAIN),
+			    "[\"HOME=\\/tmp\",\"LB_UNIT_SECRET=s3cret\",\"LB_UNIT_UNSET\"]");
+	assert_false(json_object_get_boolean(member(b, "Tty")));
+	assert_false(json_object_get_boolean(member(b, "OpenStdin")));
+	assert_true(json_object_get_boolean(member(b, "AttachStdout")));
+	assert_true(json_object_get_boolean(member(b, "AttachStderr")));
+	json_object *hc = member(b, "HostConfig");
+	assert_true(json_object_get_boolean(member(hc, "Init")));
+	assert_true(json_object_get_boolean(member(hc, "ReadonlyRootfs")));
+	assert_string_equal(json_object_get_string(member(hc, "NetworkMode")), "none");
+	assert_int_equal(json_object_get_int64(member(hc, "Memory")), 536870912);
+	assert_int_equal(json_object_get_int64(member(hc, "MemorySwap")), 536870912);
+	assert_int_equal(json_object_get_int64(member(hc, "NanoCpus")), 1500000000);
+	assert_int_equal(json_object_get_int64(member(hc, "PidsLimit")), 256);
+	assert_int_equal(json_object_get_int64(member(hc, "ShmSize")), 67108864);
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN), "[\"ALL\"]");
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "SecurityOpt"), JSON_C_TO_STRING_PLAIN),
+			    "[\"no-new-privileges\"]");
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "Tmpfs"), JSON_C_TO_STRING_PLAIN),
+			    "{\"\\/tmp\":\"size=1g,exec\",\"\\/scratch\":\"\"}");
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "Ulimits"), JSON_C_TO_STRING_PLAIN),
+			    "[{\"Name\":\"nofile\",\"Soft\":1024,\"Hard\":2048}]");
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "Mounts"), JSON_C_TO_STRING_PLAIN),
+			    "[{\"Type\":\"bind\",\"Source\":\"\\/data\",\"Target\":\"\\/data\",\"ReadOnly\":true},"
+			    "{\"Type\":\"bind\",\"Source\":\"\\/runs\\/r1\\/exp\",\"Target\":\"\\/runs\\/r1\\/exp\",\"ReadOnly\":false}]");
+	assert_string_equal(json_object_to_json_string_ext(member(hc, "DeviceRequests"), JSON_C_TO_STRING_PLAIN),
+			    "[{\"Driver\":\"\",\"Count\":0,\"DeviceIDs\":[\"0\",\"2\"],\"Capabilities\":[[\"gpu\"]]}]");
+	json_object_put(b);
+
+	char *all[] = {"docker", "run", "--name", "n", "--gpus", "all", "i", NULL};
+	assert_int_equal(lb_docker_create_body(all, &b, name, sizeof name), 0);
+	assert_string_equal(json_object_to_json_string_ext(member(b, "HostConfig.DeviceRequests"), JSON_C_TO_STRING_PLAIN),
+			    "[{\"Driver\":\"\",\"Count\":-1,\"Capabilities\":[[\"gpu\"]]}]");
+	assert_string_equal(json_object_to_json_string_ext(member(b, "Cmd"), JSON_C_TO_STRING_PLAIN), "[]");
+	json_object_put(b);
+}
+
+static void test_create_body_leaves_the_unknown_to_the_client(void **state)
+{
+	(void)state;
+	json_object *b = NULL;
+	char name[64];
+	char *inter[] = {"docker", "create", "--name", "n", "--interactive", "i", NULL};
+	char *other[] = {"docker", "run", "--name", "n", "--privileged", "i", NULL};
+	char *net[] = {"docker", "run", "--name", "n", "--network=bridge", "i", NULL};
+	char *vol[] = {"docker", "run", "--name", "n", "--mount", "type=volume,source=v,target=/v", "i", NULL};
+	char *noimg[] = {"docker", "run", "--name", "n", NULL};
+	char *noname[] = {"docker", "run", "i", NULL};
+	char *build[] = {"docker", "build", "--name", "n", "i", NULL};
+	char *bad[] = {"docker", "run", "--name", "n", "--memory=12x", "i", NULL};
+	char *cut[] = {"docker", "run", "--name", NULL};
+	char *const *no[] = {inter, other, net, vol, noimg, noname, build};
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+		assert_int_equal(lb_docker_create_body(no[i], &b, name, sizeof name), -ENOTSUP);
+		assert_null(b);
+	}
+	assert_int_equal(lb_docker_create_body(bad, &b, name, sizeof name), -EINVAL);
+	assert_int_equal(lb_docker_create_body(cut, &b, name, sizeof name), -EINVAL);
+	assert_null(b);
+}
+
+typedef struct got {
+	char text[4096];
+	size_t n;
+} got;
+
+/* Each frame as [stream]payload, so both the streams and their order show. */
+static void collect(void *ctx, int stream, const char *data, size_t len)
+{
+	got *g = ctx;
+	int k = snprintf(g->text + g->n, sizeof g->text - g->n, "[%d]%.*s", stream, (int)len, data);
+	g->n += (size_t)k;
+}
+
+/* Pieces of one stream's consecutive bytes joined: what a reader of that stream sees. */
+static void joined(const char *text, char *out, size_t n)
+{
+	size_t at = 0;
+	int last = -1;
+	for (const char *p = text; *p && at + 4 < n;) {
+		if (p[0] == '[' && p[2] == ']') {
+			if (p[1] - '0' != last)
+				at += (size_t)snprintf(out + at, n - at, "[%c]", p[1]);
+			last = p[1] - '0';
+			p += 3;
+		} else
+			out[at++] = *p++;
+	}
+	out[at] = '\0';
+}
+
+static size_t frame(char *buf, int stream, const char *payload)
+{
+	size_t n = strlen(payload);
+	buf[0] = (char)stream;
+	buf[1] = buf[2] = buf[3] = 0;
+	buf[4] = (char)(n >> 24);
+	buf[5] = (char)(n >> 16);
+	buf[6] = (char)(n >> 8);
+	buf[7] = (char)n;
+	memcpy(buf + 8, payload, n);
+	return n + 8;
+}
+
+static void test_mux_frames_split_anywhere(void **state)
+{
+	(void)state;
+	char in[512];
+	size_t n = 0;
+	n += frame(in + n, 1, "accuracy: 0.5\n");
+	n += frame(in + n, 2, "warning\n");
+	n += frame(in + n, 1, "");
+	n += frame(in + n, 0, "stdin is no output");
+	n += frame(in + n, 1, "loss: 1\n");
+	const char *want = "[1]accuracy: 0.5\n[2]warning\n[1]loss: 1\n";
+	for (size_t step = 1; step <= n; step++) {
+		lb_docker_mux m = {0};
+		got g = {0};
+		for (size_t at = 0; at < n; at += step)
+			lb_docker_mux_feed(&m, in + at, n - at < step ? n - at : step, collect, &g);
+		char j[4096];
+		joined(g.text, j, sizeof j);
+		assert_string_equal(j, want);
+		assert_false(m.raw);
+	}
+}
+
+static void test_mux_keeps_output_it_cannot_frame(void **state)
+{
+	(void)state;
+	char in[128];
+	size_t n = frame(in, 1, "ok\n");
+	memcpy(in + n, "plain text, no header\n", 22);
+	n += 22;
+	lb_docker_mux m = {0};
+	got g = {0};
+	lb_docker_mux_feed(&m, in, n, collect, &g);
+	char j[4096];
+	joined(g.text, j, sizeof j);
+	assert_string_equal(j, "[1]ok\nplain text, no header\n");
+	assert_true(m.raw);
+}
+
+static void test_attach_head(void **state)
+{
+	(void)state;
+	size_t head = 0;
+	/* the head, then the first bytes of the stream */
+	const char *up = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+			 "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+	char withstream[256];
+	snprintf(withstream, sizeof withstream, "%s\x01xyz", up);
+	assert_int_equal(lb_docker_attach_head(withstream, strlen(withstream), &head), 101);
+	assert_int_equal(head, strlen(up));
+	for (size_t n = 0; n < strlen(up); n++)
+		assert_int_equal(lb_docker_attach_head(up, n, &head), -EAGAIN);
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\n";
+	assert_int_equal(lb_docker_attach_head(ok, strlen(ok), &head), 200);
+	const char *no = "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}";
+	assert_int_equal(lb_docker_attach_head(no, strlen(no), &head), 404);
+	assert_int_equal(lb_docker_attach_head("SSH-2.0-x\r\n", 11, &head), -EBADMSG);
+	assert_int_equal(lb_docker_attach_head("HTTP/1.1 0x1 ?\r\n\r\n", 18, &head), -EBADMSG);
+}
+
+/* An engine on a real socket for the three requests of a run: create's answer, the attach's
+ * (the head and the frames, in pieces, then the close), start's. Each request is checked
+ * for its method and path. */
+static pid_t serve_run(const char *sock, const char *create_answer, const char *attach_answer,
+		       size_t attach_len)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	unlink(sock);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(s, 4), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid != 0) {
+		close(s);
+		return pid;
+	}
+	alarm(20); /* a test that failed before its requests leaves no server behind */
+	const char *want[] = {"POST /containers/create?name=labbox-r1 HTTP/1.1\r\n",
+			      "POST /containers/abc123/attach?stream=1&stdout=1&stderr=1 HTTP/1.1\r\n",
+			      "POST /containers/abc123/start HTTP/1.1\r\n"};
+	int attached = -1;
+	for (int i = 0; i < 3; i++) {
+		int c = accept(s, NULL, NULL);
+		char req[4096] = "";
+		ssize_t k = read(c, req, sizeof req - 1);
+		if (k <= 0 || strncmp(req, want[i], strlen(want[i])) != 0)
+			_exit(10 + i);
+		if (i == 0) {
+			/* the body is the container's config */
+			if (!strstr(req, "\"Image\":\"img\"") || !strstr(req, "\"NetworkMode\":\"none\""))
+				_exit(20);
+			if (write(c, create_answer, strlen(create_answer)) < 0)
+				_exit(21);
+			close(c);
+			if (strncmp(create_answer, "HTTP/1.1 201", 12) != 0)
+				_exit(0);
+		} else if (i == 1) {
+			/* the head and the first frame together, the rest after the start */
+			if (write(c, attach_answer, 90) != 90)
+				_exit(22);
+			attached = c;
+		} else {
+			const char *ok = "HTTP/1.1 204 No Content\r\n\r\n";
+			if (write(c, ok, strlen(ok)) < 0)
+				_exit(23);
+			close(c);
+			for (size_t at = 90; at < attach_len; at += 5) {
+				size_t n = attach_len - at < 5 ? attach_len - at : 5;
+				if (write(attached, attach_answer + at, n) != (ssize_t)n)
+					_exit(24);
+				usleep(1000);
+			}
+			close(attached);
+		}
+	}
+	_exit(0);
+}
+
+static void test_a_run_on_a_real_socket(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-unit-docker-run-XXXXXX", sock[96], err[400] = "";
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof sock, "%s/d.sock", dir);
+	char *argv[] = {"docker", "run", "--name", "labbox-r1", "--network=none", "img", NULL};
+	char attach[512];
+	const char *head = "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+	size_t n = (size_t)snprintf(attach, sizeof attach, "%s", head);
+	n += frame(attach + n, 1, "accuracy: 0.5\n");
+	n += frame(attach + n, 2, "a warning\n");
+	n += frame(attach + n, 1, "done\n");
+	assert_true(n > 90);
+	pid_t p = serve_run(sock, "HTTP/1.1 201 Created\r\nContent-Length: 31\r\n\r\n"
+				  "{\"Id\":\"abc123\",\"Warnings\":[]}\n\n", attach, n);
+	lb_docker_api_run run = {.fd = -1};
+	assert_int_equal(lb_docker_api_launch(sock, argv, 5000, &run, err, sizeof err), 0);
+	assert_string_equal(run.id, "abc123");
+	lb_docker_mux m = {0};
+	got g = {0};
+	lb_docker_mux_feed(&m, run.early.data, run.early.len, collect, &g);
+	for (;;) {
+		char buf[64];
+		ssize_t k = read(run.fd, buf, sizeof buf);
+		if (k < 0 && errno == EAGAIN) {
+			usleep(1000);
+			continue;
+		}
+		if (k <= 0)
+			break;
+		lb_docker_mux_feed(&m, buf, (size_t)k, collect, &g);
+	}
+	char j[4096];
+	joined(g.text, j, sizeof j);
+	assert_string_equal(j, "[1]accuracy: 0.5\n[2]a warning\n[1]done\n");
+	lb_docker_api_run_close(&run);
+	int st = 0;
+	waitpid(p, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	/* A refusal is the engine's own words, and nothing is attached. */
+	p = serve_run(sock, "HTTP/1.1 404 Not Found\r\nContent-Length: 34\r\n\r\n"
+			    "{\"message\":\"No such image: img\"}\n\n", attach, n);
+	assert_int_equal(lb_docker_api_launch(sock, argv, 5000, &run, err, sizeof err), -ENOENT);
+	assert_string_equal(err, "Error response from daemon: No such image: img");
+	assert_int_equal(run.fd, -1);
+	waitpid(p, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	unlink(sock);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +585,12 @@ int main(void)
 		cmocka_unit_test(test_socket_as_the_client_resolves_it),
 		cmocka_unit_test(test_path_encoding),
 		cmocka_unit_test(test_requests_on_a_real_socket),
+		cmocka_unit_test(test_create_body_from_the_clients_flags),
+		cmocka_unit_test(test_create_body_leaves_the_unknown_to_the_client),
+		cmocka_unit_test(test_mux_frames_split_anywhere),
+		cmocka_unit_test(test_mux_keeps_output_it_cannot_frame),
+		cmocka_unit_test(test_attach_head),
+		cmocka_unit_test(test_a_run_on_a_real_socket),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
