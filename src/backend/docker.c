@@ -106,6 +106,11 @@ typedef struct docker_state {
 	 * container's id in container. */
 	bool api_run;
 	lb_buf api_early;
+	/* Where the clients that start a container run: podman's conmon writes an empty file
+	 * "oom" into its working directory when the container is OOM-killed, which was the
+	 * directory labbox was started from (the user's). The run directory instead, where
+	 * cleanup removes it. */
+	char cwd[PATH_MAX];
 } docker_state;
 
 static docker_state *state_of(lb_backend *b)
@@ -140,7 +145,7 @@ typedef struct client_call {
 	int fd;
 } client_call;
 
-static int client_start_argv(char *const *argv, bool merge, client_call *c)
+static int client_start_argv(char *const *argv, bool merge, const char *cwd, client_call *c)
 {
 	c->pid = -1;
 	c->fd = -1;
@@ -157,6 +162,8 @@ static int client_start_argv(char *const *argv, bool merge, client_call *c)
 		dup2(p[1], 1);
 		if (merge)
 			dup2(p[1], 2);
+		if (cwd && cwd[0] && chdir(cwd) < 0)
+			_exit(127);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -179,7 +186,7 @@ static int client_start(docker_state *d, const char *const *args, bool merge, cl
 	for (size_t i = 0; r == 0 && args[i]; i++)
 		r = lb_strv_push(&a, args[i]);
 	if (r == 0)
-		r = client_start_argv(a.v, merge, c);
+		r = client_start_argv(a.v, merge, NULL, c);
 	lb_strv_free(&a);
 	return r;
 }
@@ -1143,6 +1150,8 @@ static pid_t start_attached(docker_state *d, char *const *argv, int p[2], int e[
 		}
 		dup2(p[1], 1);
 		dup2(d->exec ? e[1] : p[1], 2);
+		if (d->cwd[0] && chdir(d->cwd) < 0)
+			_exit(127);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -1209,6 +1218,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	const char *want = d->engine_asked ? d->engine : "docker";
 	int r;
 	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
+	snprintf(d->cwd, sizeof d->cwd, "%s", job->run_dir);
 	/* Through the API the image is asked for after the info, a few ms each. */
 	api_for(d, want);
 	if (d->image && lb_find_executable(want, &d->client) == 0) {
@@ -1253,7 +1263,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			lb_strv_free(&d->create);
 			if ((r = build_create(d, job, err, errlen)) < 0)
 				return r;
-			client_start_argv(d->create.v, true, &crt);
+			client_start_argv(d->create.v, true, d->cwd, &crt);
 		}
 	}
 	char api_sock[sizeof d->api];
@@ -1845,6 +1855,12 @@ static void cleanup_wait(docker_state *d)
 		d->guard_wr = -1;
 		waitpid(d->guard_pid, NULL, 0);
 	}
+	/* conmon's empty "oom" (see cwd), not one of the run's records. */
+	struct stat st_oom;
+	char oom[PATH_MAX + 8];
+	if (d->cwd[0] && snprintf(oom, sizeof oom, "%s/oom", d->cwd) < (int)sizeof oom &&
+	    lstat(oom, &st_oom) == 0 && S_ISREG(st_oom.st_mode) && st_oom.st_size == 0)
+		unlink(oom);
 }
 
 /* docker rm is started here and waited for by free (cleanup_wait), so that the engine's work

@@ -79,9 +79,9 @@ class Engine:
     def __init__(self, name, env):
         self.name, self.env = name, env
 
-    def cli(self, *args):
+    def cli(self, *args, cwd=None):
         return subprocess.run([self.name, *args], env=self.env, capture_output=True,
-                              text=True, timeout=60)
+                              text=True, timeout=60, cwd=cwd)
 
 
 @pytest.fixture(scope="session", params=["docker", "podman"])
@@ -188,12 +188,18 @@ def test_memory_limit_is_oom(engine, tmp_path):
         while True:
             blocks.append(bytearray(16 << 20))
     """)
-    r = erun(engine, exp, tmp_path / "runs", "--memory", "128m", "--policy", "permissive")
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    r = erun(engine, exp, tmp_path / "runs", "--memory", "128m", "--policy", "permissive", cwd=wd)
     assert r.rc == 137, r.why()
     assert r.result["status"] == "oom" and r.result["oom_killed"] is True
     assert r.result["metrics"]["values"]["accuracy"] == 0.5
     assert r.result["isolation"]["memory_enforced_by"]
     assert left(engine) == []
+    # Nothing of the engine's in the directory labbox was started from (podman's conmon
+    # writes an empty "oom" into its working directory), nor among the run's records.
+    assert list(wd.iterdir()) == []
+    assert not (Path(r.result["run_dir"]) / "oom").exists()
 
 
 def start_sleeping_labbox(engine, tmp_path, marker):
@@ -450,7 +456,7 @@ def test_engine_oom_is_reported_by_the_engine(engine, tmp_path):
         c = engine.cli("run", "-d", "--memory", "96m", "--memory-swap", "96m",
                        "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
                        "--network", "none", "--entrypoint", "python3", IMAGE, "-c",
-                       "b = []\nwhile True: b.append(bytearray(16 << 20))")
+                       "b = []\nwhile True: b.append(bytearray(16 << 20))", cwd=tmp_path)
         assert c.returncode == 0, c.stderr
         cid = c.stdout.strip()
         engine.cli("wait", cid)
