@@ -162,8 +162,8 @@ static int client_start_argv(char *const *argv, bool merge, const char *cwd, cli
 		dup2(p[1], 1);
 		if (merge)
 			dup2(p[1], 2);
-		if (cwd && cwd[0] && chdir(cwd) < 0)
-			_exit(127);
+		if (cwd && cwd[0])
+			(void)!chdir(cwd); /* a place for conmon's file, not a condition of the run */
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -1150,8 +1150,8 @@ static pid_t start_attached(docker_state *d, char *const *argv, int p[2], int e[
 		}
 		dup2(p[1], 1);
 		dup2(d->exec ? e[1] : p[1], 2);
-		if (d->cwd[0] && chdir(d->cwd) < 0)
-			_exit(127);
+		if (d->cwd[0])
+			(void)!chdir(d->cwd); /* a place for conmon's file, not a condition of the run */
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -1218,7 +1218,8 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	const char *want = d->engine_asked ? d->engine : "docker";
 	int r;
 	snprintf(d->name, sizeof d->name, "labbox-%s", job->id);
-	snprintf(d->cwd, sizeof d->cwd, "%s", job->run_dir);
+	/* exec has no run directory: its clients stay where labbox was started. */
+	snprintf(d->cwd, sizeof d->cwd, "%s", job->run_dir ? job->run_dir : "");
 	/* Through the API the image is asked for after the info, a few ms each. */
 	api_for(d, want);
 	if (d->image && lb_find_executable(want, &d->client) == 0) {
