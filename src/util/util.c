@@ -168,14 +168,22 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len)
 
 static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool sync)
 {
-	char *tmp = NULL;
-	int r = lb_write_file_pending(path, data, len, mode, &tmp);
+	LB_AUTOFREE char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	int r = lb_write_all(fd, data, len);
+	if (r == 0 && sync && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
 	if (r < 0)
-		return r;
-	const char *one[] = {tmp};
-	if (sync)
-		r = lb_fsync_all(AT_FDCWD, one, 1, NULL);
-	return lb_commit_file(tmp, path, r);
+		unlink(tmp);
+	return r;
 }
 
 int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode)
