@@ -63,14 +63,13 @@ extern const char lb_gate_source[];
 extern const size_t lb_gate_source_len;
 
 typedef struct lb_gate_paths {
-	char dir[4096];    /* /dev/shm/labbox-gate-XXXXXX (private), else run_dir/gate */
-	char py_dir[4096]; /* dir/py: sitecustomize.py, labbox_gate.cfg */
-	char events[4096]; /* dir/events.jsonl: a FIFO the payload (uid:gid) may only write */
+	char dir[4096];    /* run_dir/gate */
+	char py_dir[4096]; /* run_dir/gate/py: sitecustomize.py, labbox_gate.cfg */
+	char events[4096]; /* run_dir/gate/events.jsonl: a FIFO the payload (uid:gid) may only write */
 	int fd[2];         /* labbox's read end and a write end that keeps it from seeing EOF */
 } lb_gate_paths;
 
-/* Writes py/sitecustomize.py into a private directory on /dev/shm when it is a memory file
- * system (else run_dir/gate, run_dir being labbox's own) and makes the events channel: a FIFO, so nothing
+/* Writes run_dir/gate/py/sitecustomize.py and makes the events channel: a FIFO, so nothing
  * the experiment writes into it lands on the host's disk and nothing can truncate it, opened
  * by labbox first and then given to uid:gid ((uid_t)-1: leave the owner) write-only (0200),
  * so the payload cannot open it to read back what the gate wrote. 0 or a negative errno;

@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
@@ -108,41 +106,20 @@ static int make_channel(const char *path, uid_t uid, gid_t gid, int fd[2])
 	return fchmod(fd[0], 0200) < 0 ? -errno : 0;
 }
 
-/* Where the gate's files live while the run lasts: a private directory on a memory file
- * system (/dev/shm) when there is one, else run_dir/gate. On disk, the three directories made
- * and removed at every run cost a synchronous discard of each one's block on a file system
- * mounted with -o discard (1-8 ms each on this machine's); the sandbox binds the files in
- * from either place, and its own /dev/shm hides the host's. */
-static int gate_home(const char *run_dir, char *out, size_t outlen)
-{
-	struct statfs fs;
-	out[0] = '\0';
-	if (statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
-	    snprintf(out, outlen, "/dev/shm/labbox-gate-XXXXXX") < (int)outlen && mkdtemp(out))
-		return 0;
-	int r = join(out, outlen, run_dir, "gate");
-	if (r == 0 && mkdir(out, 0755) < 0 && errno != EEXIST)
-		r = -errno;
-	if (r < 0)
-		out[0] = '\0';
-	return r;
-}
-
 int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 {
 	out->fd[0] = out->fd[1] = -1;
-	int r = gate_home(run_dir, out->dir, sizeof out->dir);
+	int r = join(out->dir, sizeof out->dir, run_dir, "gate");
 	if (r == 0)
 		r = join(out->py_dir, sizeof out->py_dir, out->dir, "py");
 	if (r == 0)
 		r = join(out->events, sizeof out->events, out->dir, "events.jsonl");
-	if (r < 0) {
-		if (out->dir[0])
-			rmdir(out->dir);
+	if (r < 0)
 		return r;
-	}
 	/* The payload reads py/ and writes the events channel, nothing else: 0755 and 0644
 	 * files owned by labbox's user, the channel by the payload's. */
+	if (mkdir(out->dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
 	if (mkdir(out->py_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	char path[PATH_MAX];
