@@ -1135,6 +1135,15 @@ int cli_sweep(int argc, char **argv)
 		rc = CLI_EXIT_USAGE; /* where --runs-dir put it, as a run's own refusal */
 		goto done;
 	}
+	/* As a run refuses it: a sweep whose cells are all finished makes no run, and would
+	 * believe the runs others could have put there. */
+	if (lb_dir_open_to_others(c.runs_dir)) {
+		cli_error("sweep", "the runs directory '%s' is writable by others (without the sticky "
+			  "bit /tmp has): they could put runs of theirs in place of this sweep's; "
+			  "chmod go-w it (or +t, shared), or choose another --runs-dir", c.runs_dir);
+		rc = CLI_EXIT_USAGE;
+		goto done;
+	}
 	{
 		char abs[PATH_MAX];
 		if (realpath(c.sweep_dir, abs)) {

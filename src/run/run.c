@@ -866,7 +866,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		return usage_error(out, "the runs directory's path is too long: a run's records "
 				   "would pass PATH_MAX (%d bytes); choose a shorter --runs-dir",
 				   PATH_MAX);
-	if (r == -EPERM)
+	if (r == -EPERM && lb_dir_open_to_others(req->runs_dir ? req->runs_dir : ".labbox/runs"))
 		return usage_error(out, "the runs directory '%s' is writable by others (without the "
 				   "sticky bit /tmp has): they could put runs of theirs in place of "
 				   "this one's; chmod go-w it (or +t, shared), or choose another "

@@ -443,9 +443,10 @@ static void mask_file(init_ctx *c, const char *null, const char *path)
 	if (mount(null, p, NULL, MS_BIND, NULL) < 0) {
 		/* Removed since the look above (another project's index, deleted by its owner
 		 * meanwhile): nothing is left there to hide. */
-		if (errno == ENOENT)
+		int e = errno;
+		if (e == ENOENT && lstat(p, &st) < 0 && errno == ENOENT)
 			return;
-		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
+		chan_fail(c->chan_wr, "setup_root", e, "mask %s", path);
 	} else if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
 }

@@ -158,3 +158,16 @@ def test_a_runs_directory_others_can_write_is_refused(tmp_path):
     p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp_dir(tmp_path))
     assert p.returncode == 0, p.stderr
     assert doc["status"] == "completed"
+
+
+def test_a_sweep_refuses_a_runs_directory_others_can_write_even_with_nothing_to_run(tmp_path):
+    """A sweep whose cells have all finished makes no run, so the run's own refusal never
+    comes: the sweep refuses the runs directory itself before reusing anything in it."""
+    runs = tmp_path / "proj" / "runs"
+    exp = exp_dir(tmp_path)
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0", exp)
+    assert p.returncode == 0 and doc["counts"]["completed"] == 1, p.stderr
+    runs.chmod(0o777)
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0", exp)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:])
+    assert "writable by others" in doc["error"]["message"], doc["error"]
