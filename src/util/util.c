@@ -166,12 +166,14 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len)
 	return lb_write_file_atomic_mode(path, data, len, 0644);
 }
 
-static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool sync)
+/* data under PATH.tmp.PID, synced on its own descriptor when sync; *tmp names it. */
+static int write_tmp(const char *path, const void *data, size_t len, mode_t mode, bool sync,
+		     char **tmp)
 {
-	LB_AUTOFREE char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+	LB_AUTOFREE char *t = NULL;
+	if (asprintf(&t, "%s.tmp.%d", path, (int)getpid()) < 0)
 		return -ENOMEM;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	int fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
 	int r = lb_write_all(fd, data, len);
@@ -179,11 +181,19 @@ static int write_atomic(const char *path, const void *data, size_t len, mode_t m
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	if (r < 0) {
+		unlink(t);
+		return r;
+	}
+	*tmp = lb_steal_ptr(&t);
+	return 0;
+}
+
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool sync)
+{
+	char *tmp = NULL;
+	int r = write_tmp(path, data, len, mode, sync, &tmp);
+	return r < 0 ? r : lb_commit_file(tmp, path, 0);
 }
 
 int lb_write_file_atomic_mode(const char *path, const void *data, size_t len, mode_t mode)
@@ -198,21 +208,7 @@ int lb_write_file_atomic_nosync(const char *path, const void *data, size_t len, 
 
 int lb_write_file_pending(const char *path, const void *data, size_t len, mode_t mode, char **tmp)
 {
-	LB_AUTOFREE char *t = NULL;
-	if (asprintf(&t, "%s.tmp.%d", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	int fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
-		return -errno;
-	int r = lb_write_all(fd, data, len);
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(t);
-		return r;
-	}
-	*tmp = lb_steal_ptr(&t);
-	return 0;
+	return write_tmp(path, data, len, mode, false, tmp);
 }
 
 int lb_commit_file(char *tmp, const char *path, int err)
