@@ -92,6 +92,12 @@ int lb_path_own(const char *path, bool dir, char *why, size_t whylen);
 /* Whether others may rename or replace what is in dir: writable by its group or others and
  * without the sticky bit (/tmp has it). Its owner is trusted as the user is. */
 bool lb_dir_open_to_others(const char *dir);
+/* Where a record kept beside the runs directory (the index, the sweeps) lives: NAME in the
+ * runs directory's parent, or, when others may write that parent (/tmp, a group's shared
+ * folder), NAME inside the runs directory, which must be the user's own. In a directory others
+ * can write, any file SQLite or a sweep looks for could be planted between a check and the
+ * open; inside the user's own runs directory nobody else can create anything. Free *out. */
+int lb_records_place(const char *runs_dir, const char *name, char **out);
 /* name in dfd replaced by data through a temporary file of this writer's own and rename(), so
  * readers see the old entry or the new one, never a part. No fsync: for caches, whose entries
  * are checked when read. */

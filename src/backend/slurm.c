@@ -730,16 +730,32 @@ static int place_labbox(slurm_state *s, const char *runs_dir, char *err, size_t 
 		snprintf(err, errlen, "cannot read this labbox binary: %s", strerror(-r));
 		return r;
 	}
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof parent, "%s", runs_dir);
-	char *slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = '\0';
-	char bindir[PATH_MAX + 8];
-	snprintf(bindir, sizeof bindir, "%s/bin", parent);
+	/* The nodes run whatever is at this path as the user: in a directory others can write
+	 * (/tmp/bin beside /tmp/runs) another user could have put their own program there under
+	 * the name this binary's digest gives. It lives where the other records do, and the
+	 * directory and the copy must be the user's own. */
+	LB_AUTOFREE char *bindir = NULL;
+	if ((r = lb_records_place(runs_dir, "bin", &bindir)) < 0)
+		return r;
 	int n = snprintf(s->labbox, sizeof s->labbox, "%s/labbox-%.16s", bindir, hex);
 	if (n < 0 || (size_t)n >= sizeof s->labbox)
 		return -ENAMETOOLONG;
+	char why[64];
+	const char *bad = bindir;
+	r = lb_path_own(bindir, true, why, sizeof why);
+	if (r == 0) {
+		bad = s->labbox;
+		r = lb_path_own(s->labbox, false, why, sizeof why);
+	}
+	if (r < 0) {
+		if (r == -EPERM)
+			snprintf(err, errlen, "%s, where the nodes' labbox is kept, is not this user's "
+				 "own (%s): a program there would run as you; remove it, or choose "
+				 "--runs-dir in a directory of your own", bad, why);
+		else
+			snprintf(err, errlen, "cannot look at %s: %s", bad, strerror(-r));
+		return r;
+	}
 	struct stat sb;
 	if (stat(s->labbox, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0111))
 		return 0;

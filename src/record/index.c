@@ -104,22 +104,7 @@ static unsigned long long proc_start(pid_t pid)
 
 int lb_index_path_for(const char *runs_dir, char **out)
 {
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof buf, "%s", runs_dir);
-	size_t n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '/')
-		buf[--n] = '\0';
-	char *slash = strrchr(buf, '/');
-	int r;
-	if (!slash)
-		r = asprintf(out, "labbox.db");
-	else if (slash == buf)
-		r = asprintf(out, "/labbox.db");
-	else {
-		*slash = '\0';
-		r = asprintf(out, "%s/labbox.db", buf);
-	}
-	return r < 0 ? -ENOMEM : 0;
+	return lb_records_place(runs_dir, "labbox.db", out);
 }
 
 /* Another user's file in the index's place (a runs directory under /tmp puts the index in
@@ -175,8 +160,10 @@ int lb_record_runs_dir_link(const char *runs_dir, char *link, size_t linklen)
 	size_t ne = 0;
 	for (size_t i = 0; i < 4; i++)
 		snprintf(extra[ne++], PATH_MAX, "%s%s", index, side[i]);
-	const char *slash = strrchr(p, '/');
-	snprintf(extra[ne++], PATH_MAX, "%.*ssweeps", slash ? (int)(slash - p + 1) : 0, p);
+	LB_AUTOFREE char *sweeps = NULL;
+	if (lb_records_place(runs_dir, "sweeps", &sweeps) < 0)
+		return -ENOMEM;
+	snprintf(extra[ne++], PATH_MAX, "%s", sweeps);
 	for (char *c = p;; c++) {
 		if (*c != '/' && *c != '\0')
 			continue;

@@ -1022,20 +1022,9 @@ int lb_sweep_id(const char *expdir, const char *const *skip, size_t nskip,
 
 int lb_sweep_dir_for(const char *runs_dir, const char *id, char **out)
 {
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof buf, "%s", runs_dir);
-	size_t n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '/')
-		buf[--n] = '\0';
-	char *slash = strrchr(buf, '/');
-	int r;
-	if (!slash)
-		r = asprintf(out, "sweeps/%s", id);
-	else if (slash == buf)
-		r = asprintf(out, "/sweeps/%s", id);
-	else {
-		*slash = '\0';
-		r = asprintf(out, "%s/sweeps/%s", buf, id);
-	}
-	return r < 0 ? -ENOMEM : 0;
+	LB_AUTOFREE char *sweeps = NULL;
+	int r = lb_records_place(runs_dir, "sweeps", &sweeps);
+	if (r < 0)
+		return r;
+	return asprintf(out, "%s/%s", sweeps, id) < 0 ? -ENOMEM : 0;
 }

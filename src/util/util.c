@@ -862,6 +862,35 @@ bool lb_dir_open_to_others(const char *dir)
 	return stat(dir, &st) == 0 && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
 }
 
+int lb_records_place(const char *runs_dir, const char *name, char **out)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", runs_dir) >= (int)sizeof buf)
+		return -ENAMETOOLONG;
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char parent[PATH_MAX];
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		snprintf(parent, sizeof parent, ".");
+	else if (slash == buf)
+		snprintf(parent, sizeof parent, "/");
+	else
+		snprintf(parent, sizeof parent, "%.*s", (int)(slash - buf), buf);
+	struct stat st;
+	int r;
+	if (stat(parent, &st) == 0 && (st.st_mode & 022) && strcmp(buf, "/") != 0)
+		r = asprintf(out, "%s/%s", buf, name);
+	else if (!slash)
+		r = asprintf(out, "%s", name);
+	else if (slash == buf)
+		r = asprintf(out, "/%s", name);
+	else
+		r = asprintf(out, "%s/%s", parent, name);
+	return r < 0 ? -ENOMEM : 0;
+}
+
 int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len)
 {
 	char tmp[NAME_MAX + 1], rnd[17];

@@ -426,3 +426,45 @@ def test_requeued_job_is_counted_once(slurm, tmp_path):
     log = (Path(doc["run_dir"]) / "run.log").read_text()
     assert "first_only: 1" in log and "Slurm restarted job" in log  # both attempts logged
     assert len(list((Path(doc["run_dir"]) / "slurm" / "runs").iterdir())) == 2
+
+
+def _digest16(path):
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def test_a_labbox_planted_beside_runs_in_a_shared_directory_is_never_run(slurm, tmp_path):
+    """The nodes run the labbox kept beside the runs directory. In a directory anyone may
+    write (/tmp), another user's program under that name would run as the user: the copy
+    lives inside the user's own runs directory instead, and the planted one never runs."""
+    shared = Path(tempfile.mkdtemp(prefix="labbox-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        marker = tmp_path / "planted-ran"
+        bindir = shared / "bin"
+        bindir.mkdir()
+        planted = bindir / f"labbox-{_digest16(LABBOX)}"
+        planted.write_text(f"#!/bin/sh\ntouch '{marker}'\nexit 0\n")
+        planted.chmod(0o755)
+        if os.geteuid() == 0:
+            os.chown(planted, 65534, 65534)
+            os.chown(bindir, 65534, 65534)
+        else:
+            bindir.chmod(0o777)
+        r = srun_exp(slurm, write_exp(tmp_path, "print('x: 1')\n"), shared / "runs")
+        assert r.rc == 0, r.why()
+        assert not marker.exists()
+        assert (shared / "runs" / "bin" / planted.name).is_file()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_nodes_labbox_directory_others_can_write_is_refused(slurm, tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "bin").mkdir(parents=True)
+    (proj / "bin").chmod(0o777)
+    r = srun_exp(slurm, write_exp(tmp_path, "print('x: 1')\n"), proj / "runs")
+    assert r.rc != 0 and r.rc != 1, r.why()
+    msg = r.result["infra_error"]["message"] if r.result else r.why()
+    assert str(proj / "bin") in msg and "not this user's own" in msg, msg
+    assert list((proj / "bin").iterdir()) == []
