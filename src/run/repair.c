@@ -167,11 +167,105 @@ int repair_copy(const char *src, const char *dst, char *err, size_t errlen)
 
 #define DIFF_TIMEOUT_S 60
 
+/* A view of the copy src at dst for diff to read: directories as they are, regular files
+ * hard-linked (no bytes copied), and every other entry as a small text file saying what it
+ * is. diff then never reads through a link: a repair that removes `notes.txt -> /etc/shadow`
+ * shows the link's target path in the patch, never the target's content, and a link to a
+ * FIFO or a device cannot hold diff. */
+static int diff_view(int sfd, int dfd, int depth)
+{
+	if (depth > 64)
+		return -ELOOP;
+	int dupfd = dup(sfd);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "__pycache__") ||
+		    !strcmp(n, ".git") || !strcmp(n, ".labbox"))
+			continue;
+		struct stat st;
+		if (fstatat(sfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = errno == ENOENT ? 0 : -errno;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (mkdirat(dfd, n, 0700) < 0) {
+				r = -errno;
+				break;
+			}
+			int s2 = openat(sfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int d2 = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = s2 < 0 || d2 < 0 ? -errno : diff_view(s2, d2, depth + 1);
+			if (s2 >= 0)
+				close(s2);
+			if (d2 >= 0)
+				close(d2);
+			continue;
+		}
+		if (S_ISREG(st.st_mode) && linkat(sfd, n, dfd, n, 0) == 0)
+			continue;
+		/* Not a regular file, or one that cannot be linked (another file system): its
+		 * description, or for a regular file its bytes, read here without following. */
+		char text[PATH_MAX + 64];
+		int len;
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(sfd, n, target, sizeof target - 1);
+			target[k < 0 ? 0 : k] = '\0';
+			len = snprintf(text, sizeof text, "symbolic link to %s\n", target);
+		} else if (!S_ISREG(st.st_mode)) {
+			len = snprintf(text, sizeof text, "%s (not compared)\n",
+				       S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+				       : "a device");
+		} else
+			len = -1;
+		int out = openat(dfd, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0) {
+			r = -errno;
+			break;
+		}
+		if (len >= 0)
+			r = lb_write_all(out, text, (size_t)len);
+		else {
+			int in = openat(sfd, n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			char buf[65536];
+			ssize_t k = 0;
+			while (in >= 0 && r == 0 && (k = read(in, buf, sizeof buf)) > 0)
+				r = lb_write_all(out, buf, (size_t)k);
+			if (in < 0 || k < 0)
+				r = -errno;
+			if (in >= 0)
+				close(in);
+		}
+		close(out);
+	}
+	closedir(d);
+	return r;
+}
+
+static int diff_view_of(const char *src, const char *dst)
+{
+	if (mkdir(dst, 0700) < 0)
+		return -errno;
+	LB_AUTOCLOSE int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	LB_AUTOCLOSE int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0 || dfd < 0)
+		return -errno;
+	return diff_view(sfd, dfd, 0);
+}
+
 int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path, bool *changed,
 		char *err, size_t errlen)
 {
-	/* a/ and b/ as symbolic links in a directory of their own, so the patch reads as
-	 * git's and applies with patch -p1 in the experiment directory. */
+	/* a/ and b/ in a directory of their own, so the patch reads as git's and applies with
+	 * patch -p1 in the experiment directory. */
 	char cmp[PATH_MAX], a[PATH_MAX + 4], b[PATH_MAX + 4];
 	if (run_fmt(cmp, sizeof cmp, "%s.cmp", patch_path) >= (int)sizeof cmp)
 		return -ENAMETOOLONG;
@@ -181,9 +275,10 @@ int repair_diff(const char *old_dir, const char *new_dir, const char *patch_path
 	run_fmt(a, sizeof a, "%s/a", cmp);
 	run_fmt(b, sizeof b, "%s/b", cmp);
 	int r = 0;
-	if (symlink(old_dir, a) < 0 || symlink(new_dir, b) < 0) {
-		r = -errno;
+	if ((r = diff_view_of(old_dir, a)) < 0 || (r = diff_view_of(new_dir, b)) < 0) {
 		repair_remove_tree(cmp);
+		run_fmt(err, errlen, "cannot prepare %s and %s for diff: %s", old_dir, new_dir,
+			strerror(-r));
 		return r;
 	}
 	LB_AUTOCLOSE int out = open(patch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

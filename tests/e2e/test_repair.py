@@ -9,6 +9,7 @@ experiment directory was touched.
 import hashlib
 import json
 import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -227,3 +228,44 @@ def test_repair_flags_are_checked(tmp_path):
         r = run_exp(exp, tmp_path / "runs", *opts)
         assert r.rc == 2, r.why()
         assert words in json.dumps(r.result), r.result
+
+
+# The first repair adds a link to a file outside the copy, the second one removes it and fixes
+# the planted bug.
+RELINK = """
+import os, sys
+n = int(os.environ["LABBOX_REPAIR_ATTEMPT"])
+if n == 1:
+    os.symlink(sys.argv[1], "notes.txt")
+    open("README.txt", "w").write("plain text\\n")
+else:
+    os.remove("notes.txt")
+    src = open("main.py").read().replace("scale = 0", "scale = 2")
+    open("main.py", "w").write(src)
+"""
+
+
+def test_the_repair_diff_shows_links_as_links_never_their_targets(tmp_path):
+    """A repair command (a model, often) that links to a file outside its copy must not get
+    the file's content into the patches labbox writes, which a pipeline hands back to it."""
+    outside = Path(tempfile.mkdtemp(prefix="labbox-outside-", dir="/tmp"))
+    try:
+        outside.chmod(0o755)
+        secret = outside / "secret.txt"
+        secret.write_text("labbox-secret-8c1f2e\n")
+        secret.chmod(0o644)
+        exp = write_exp(tmp_path, BUGGY)
+        r = run_exp(exp, tmp_path / "runs", "--repair-cmd",
+                    script(tmp_path, RELINK) + f" {secret}")
+        assert r.rc == 0, r.why()
+        assert r.result["repair"]["fixed"] is True
+        rep = r.run_dir / "repairs"
+        d1 = (rep / "1" / "diff.patch").read_text()
+        d2 = (rep / "2" / "diff.patch").read_text()
+        for text in (d1, d2, (rep / "all.patch").read_text()):
+            assert "labbox-secret-8c1f2e" not in text, text
+        # The link's own change is recorded, as the path it points to.
+        assert f"+symbolic link to {secret}" in d1 and "+plain text" in d1, d1
+        assert f"-symbolic link to {secret}" in d2 and "+scale = 2" in d2, d2
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
