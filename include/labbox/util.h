@@ -4,6 +4,7 @@
 #ifndef LABBOX_UTIL_H
 #define LABBOX_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,9 @@ int lb_commit_file(char *tmp, const char *path, int err);
  * concurrent syncs together where one after another each waits its own turn. Returns 0 or
  * the first failure's negative errno, with *failed (may be NULL) its index. */
 int lb_fsync_all(int dirfd, const char *const *names, size_t n, size_t *failed);
+/* A directory stream over fd's directory that leaves fd itself open (it reads a duplicate):
+ * for walks that keep using fd with the *at calls. NULL with errno set. */
+DIR *lb_dir_stream(int fd);
 /* mkdir -p: mode is the last directory's; missing ones above it are made 0755. */
 int lb_mkdir_p(const char *path, mode_t mode);
 /* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for

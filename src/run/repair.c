@@ -176,13 +176,9 @@ static int diff_view(int sfd, int dfd, int depth)
 {
 	if (depth > 64)
 		return -ELOOP;
-	int dupfd = dup(sfd);
-	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = lb_dir_stream(sfd);
+	if (!d)
 		return -errno;
-	}
 	int r = 0;
 	struct dirent *e;
 	while (r == 0 && (e = readdir(d))) {

@@ -204,13 +204,9 @@ static int record_staged(diskfs_map *m, int dfd, const char *prefix, int depth)
 {
 	if (depth > 64)
 		return 0;
-	int dupfd = dup(dfd);
-	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = lb_dir_stream(dfd);
+	if (!d)
 		return -errno;
-	}
 	int r = 0;
 	struct dirent *e;
 	char rel[PATH_MAX];

@@ -862,6 +862,18 @@ bool lb_dir_open_to_others(const char *dir)
 	return stat(dir, &st) == 0 && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
 }
 
+DIR *lb_dir_stream(int fd)
+{
+	int dupfd = dup(fd);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d && dupfd >= 0) {
+		int e = errno;
+		close(dupfd);
+		errno = e;
+	}
+	return d;
+}
+
 int lb_records_place(const char *runs_dir, const char *name, char **out)
 {
 	char buf[PATH_MAX];
