@@ -8,6 +8,7 @@ experiment directory was touched.
 """
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import textwrap
@@ -127,6 +128,59 @@ def test_apply_leaves_the_experiment_alone_when_the_loop_gives_up(tmp_path):
     assert r.rc == 1, r.why()
     assert r.result["repair"]["applied"] is False and r.result["repair"]["gave_up"] is True
     assert tree_digest(exp) == before
+
+
+# The first repair points notes.txt elsewhere and adds a link of its own; the second removes
+# notes.txt, drops the link to a directory, leaves a dangling link and fixes the bug.
+RELINK_IN_EXP = """
+import os
+n = int(os.environ["LABBOX_REPAIR_ATTEMPT"])
+if n == 1:
+    os.remove("notes.txt")
+    os.symlink(os.environ["OTHER"], "notes.txt")
+    os.symlink(os.environ["SECRET"], "added.txt")
+    open("main.py", "a").write("# looked at it\\n")
+else:
+    os.remove("notes.txt")
+    os.remove("data")
+    os.symlink("/nonexistent/lb-dangling", "dangling")
+    src = open("main.py").read().replace("scale = 0", "scale = 2")
+    open("main.py", "w").write(src)
+"""
+
+
+def test_the_patches_show_a_link_change_never_what_the_link_reads(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    secrets = [unique("SECRET-file"), unique("SECRET-other"), unique("SECRET-dir")]
+    secret, other, sdir = outside / "secret.txt", outside / "other.txt", outside / "dir"
+    secret.write_text(secrets[0] + "\n")
+    other.write_text(secrets[1] + "\n")
+    (sdir / "inner.txt").write_text(secrets[2] + "\n")
+    exp = write_exp(tmp_path, BUGGY)
+    (exp / "notes.txt").symlink_to(secret)
+    (exp / "data").symlink_to(sdir)
+    env = dict(os.environ, SECRET=str(secret), OTHER=str(other))
+    r = run_exp(exp, tmp_path / "runs", "--repair-cmd", script(tmp_path, RELINK_IN_EXP), env=env)
+    rep = r.run_dir / "repairs"
+    patches = sorted(rep.glob("*/diff.patch")) + sorted(rep.glob("all.patch"))
+    assert patches, r.why()
+    for p in patches:
+        for s in secrets:
+            assert s not in p.read_text(), p
+    # No link ends the loop (a dangling one included): it runs to the fix.
+    assert r.rc == 0, r.why()
+    assert r.result["repair"]["attempts"] == 2 and r.result["repair"]["fixed"] is True
+    d1, d2, whole = ((rep / f).read_text() for f in ("1/diff.patch", "2/diff.patch", "all.patch"))
+    # Each link change is in the patches, as the link's target.
+    assert f"-symbolic link to {secret}\n+symbolic link to {other}\n" in d1
+    assert "+++ b/added.txt" in d1 and f"+symbolic link to {secret}\n" in d1
+    assert "+# looked at it" in d1
+    assert f"-symbolic link to {other}\n" in d2 and f"-symbolic link to {sdir}\n" in d2
+    assert "+symbolic link to /nonexistent/lb-dangling\n" in d2
+    assert "-scale = 0" in d2 and "+scale = 2" in d2
+    assert f"-symbolic link to {secret}\n" in whole and f"-symbolic link to {sdir}\n" in whole
+    assert "+scale = 2" in whole and "+++ b/added.txt" in whole
 
 
 def test_a_repair_that_never_fixes_it_gives_up_after_n(tmp_path):

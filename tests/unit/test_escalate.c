@@ -148,6 +148,167 @@ static void test_diff_and_apply(void **state)
 	assert_int_equal(repair_remove_tree(root), 0);
 }
 
+static void mk(const char *dir, const char *rel)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void ln(const char *target, const char *dir, const char *rel)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	unlink(p);
+	assert_int_equal(symlink(target, p), 0);
+}
+
+/* Without links the patch is, byte for byte, what `diff -ruN` of the two copies wrote. */
+static void test_diff_of_files_is_diff_ruN(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/lb-unit-rdiff-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	char base[PATH_MAX], fin[PATH_MAX], patch[PATH_MAX], want[PATH_MAX], cmd[PATH_MAX * 4];
+	snprintf(base, sizeof base, "%s/base", root);
+	snprintf(fin, sizeof fin, "%s/final", root);
+	snprintf(patch, sizeof patch, "%s/d.patch", root);
+	snprintf(want, sizeof want, "%s/want.patch", root);
+	mk(root, "base");
+	mk(root, "final");
+	mk(base, "src");
+	mk(fin, "src");
+	mk(fin, "new");
+	mk(base, "__pycache__");
+	put(base, "main.py", "import src.m\nx = 0\ny = 1\n");
+	put(fin, "main.py", "import src.m\nx = 2\ny = 1\n");
+	put(base, "src/m.py", "a = 1\n");
+	put(fin, "src/m.py", "a = 1\n");
+	put(base, "gone.txt", "bye\n");
+	put(fin, "new/added.txt", "hello\nworld");
+	put(base, "__pycache__/m.pyc", "x");
+	bool changed = false;
+	char err[512] = "";
+	assert_int_equal(repair_diff(base, fin, patch, &changed, err, sizeof err), 0);
+	assert_true(changed);
+	snprintf(cmd, sizeof cmd, "cd %s && ln -s %s a && ln -s %s b && "
+		 "diff -ruN -x __pycache__ -x .git -x .labbox a b > %s; test $? = 1",
+		 root, base, fin, want);
+	assert_int_equal(system(cmd), 0);
+	char *got = get(root, "d.patch"), *exp = get(root, "want.patch");
+	assert_non_null(got);
+	assert_non_null(exp);
+	assert_string_equal(got, exp);
+	assert_non_null(strstr(got, "-x = 0\n+x = 2\n"));
+	free(got);
+	free(exp);
+	assert_int_equal(repair_remove_tree(root), 0);
+}
+
+/* A link is diffed as the link (a line naming its target), never as what it leads to, in
+ * every shape a repair can leave it; none of them fails or holds the diff. */
+static void test_diff_never_reads_through_links(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/lb-unit-rlink-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	char out[PATH_MAX], base[PATH_MAX], fin[PATH_MAX], patch[PATH_MAX];
+	char secret[PATH_MAX + 16], other[PATH_MAX + 16], sdir[PATH_MAX + 16], fifo[PATH_MAX + 16];
+	snprintf(out, sizeof out, "%s/outside", root);
+	snprintf(base, sizeof base, "%s/base", root);
+	snprintf(fin, sizeof fin, "%s/final", root);
+	snprintf(patch, sizeof patch, "%s/d.patch", root);
+	snprintf(secret, sizeof secret, "%s/secret.txt", out);
+	snprintf(other, sizeof other, "%s/other.txt", out);
+	snprintf(sdir, sizeof sdir, "%s/dir", out);
+	snprintf(fifo, sizeof fifo, "%s/fifo", out);
+	mk(root, "outside");
+	mk(out, "dir");
+	put(out, "secret.txt", "SECRET-in-file\n");
+	put(out, "other.txt", "SECRET-in-other\n");
+	put(out, "dir/inner.txt", "SECRET-in-dir\n");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	mk(root, "base");
+	mk(root, "final");
+	const char *both[] = {base, fin};
+	for (int i = 0; i < 2; i++) {
+		put(both[i], "main.py", "x = 0\n");
+		ln(secret, both[i], "same.lnk");
+		ln(secret, both[i], "retarget.lnk");
+		ln(secret, both[i], "gone.lnk");
+		ln(secret, both[i], "tofile.lnk");
+		put(both[i], "fromfile", "plain\n");
+		ln(sdir, both[i], "dir.lnk");
+		ln(sdir, both[i], "dirgone.lnk");
+		ln("/nonexistent/lb-dangling", both[i], "dangling.lnk");
+		ln(fifo, both[i], "fifo.lnk");
+		ln("/dev/zero", both[i], "dev.lnk");
+	}
+	bool changed = true;
+	char err[512] = "";
+	assert_int_equal(repair_diff(base, fin, patch, &changed, err, sizeof err), 0);
+	assert_false(changed); /* the same links on both sides: nothing to say */
+	ln(other, fin, "retarget.lnk");
+	char p[PATH_MAX * 2];
+	const char *gone[] = {"gone.lnk", "dirgone.lnk", "dangling.lnk", "fifo.lnk", "tofile.lnk",
+			      "fromfile"};
+	for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+		snprintf(p, sizeof p, "%s/%s", fin, gone[i]);
+		assert_int_equal(unlink(p), 0);
+	}
+	put(fin, "tofile.lnk", "now a file\n");
+	ln(secret, fin, "fromfile");
+	ln(secret, fin, "added.lnk");
+	ln(sdir, fin, "added-dir.lnk");
+	ln(fifo, fin, "added-fifo.lnk");
+	snprintf(p, sizeof p, "%s/a-fifo", fin);
+	assert_int_equal(mkfifo(p, 0600), 0); /* left by the repair: named, never opened */
+	put(fin, "main.py", "x = 1\n");
+	double t0 = lb_time_monotonic();
+	assert_int_equal(repair_diff(base, fin, patch, &changed, err, sizeof err), 0);
+	assert_true(lb_time_monotonic() - t0 < 10);
+	assert_true(changed);
+	char *d = get(root, "d.patch");
+	assert_non_null(d);
+	assert_null(strstr(d, "SECRET"));
+	assert_null(strstr(d, "same.lnk"));
+	assert_null(strstr(d, "a/dir.lnk"));
+	assert_null(strstr(d, "dev.lnk"));
+	assert_non_null(strstr(d, "+++ b/a-fifo\t"));
+	assert_non_null(strstr(d, "+a FIFO (not compared)\n"));
+	assert_non_null(strstr(d, "-x = 0\n+x = 1\n"));
+	char line[PATH_MAX * 4];
+	snprintf(line, sizeof line, "-symbolic link to %s\n+symbolic link to %s\n", secret, other);
+	assert_non_null(strstr(d, line)); /* retarget.lnk */
+	const char *removed[][2] = {{"gone.lnk", secret}, {"dirgone.lnk", sdir},
+				    {"dangling.lnk", "/nonexistent/lb-dangling"},
+				    {"fifo.lnk", fifo}};
+	for (size_t i = 0; i < sizeof removed / sizeof *removed; i++) {
+		snprintf(line, sizeof line, "--- a/%s\t", removed[i][0]);
+		assert_non_null(strstr(d, line));
+		snprintf(line, sizeof line, "@@ -1 +0,0 @@\n-symbolic link to %s\n", removed[i][1]);
+		assert_non_null(strstr(d, line));
+	}
+	const char *added[][2] = {{"added.lnk", secret}, {"added-dir.lnk", sdir},
+				  {"added-fifo.lnk", fifo}};
+	for (size_t i = 0; i < sizeof added / sizeof *added; i++) {
+		snprintf(line, sizeof line, "+++ b/%s\t", added[i][0]);
+		assert_non_null(strstr(d, line));
+		snprintf(line, sizeof line, "@@ -0,0 +1 @@\n+symbolic link to %s\n", added[i][1]);
+		assert_non_null(strstr(d, line));
+	}
+	snprintf(line, sizeof line, "-symbolic link to %s\n+now a file\n", secret);
+	assert_non_null(strstr(d, line)); /* tofile.lnk */
+	snprintf(line, sizeof line, "-plain\n+symbolic link to %s\n", secret);
+	assert_non_null(strstr(d, line)); /* fromfile */
+	free(d);
+	/* The views are gone with the diff. */
+	snprintf(p, sizeof p, "%s.cmp", patch);
+	struct stat st;
+	assert_int_equal(lstat(p, &st), -1);
+	assert_int_equal(repair_remove_tree(root), 0);
+}
+
 static void test_cmd_limits(void **state)
 {
 	(void)state;
@@ -186,6 +347,8 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_advice),
 		cmocka_unit_test(test_diff_and_apply),
+		cmocka_unit_test(test_diff_of_files_is_diff_ruN),
+		cmocka_unit_test(test_diff_never_reads_through_links),
 		cmocka_unit_test(test_cmd_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
