@@ -102,6 +102,9 @@ bool lb_dir_open_to_others(const char *dir);
  * can write, any file SQLite or a sweep looks for could be planted between a check and the
  * open; inside the user's own runs directory nobody else can create anything. Free *out. */
 int lb_records_place(const char *runs_dir, const char *name, char **out);
+/* NAME in the runs directory's parent, whatever its mode: where lb_records_place put it
+ * before, or while the parent was closed to others (records left there are still masked). */
+int lb_records_beside(const char *runs_dir, const char *name, char **out);
 /* name in dfd replaced by data through a temporary file of this writer's own and rename(), so
  * readers see the old entry or the new one, never a part. No fsync: for caches, whose entries
  * are checked when read. */

@@ -48,6 +48,20 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 		snprintf(p, sizeof p, "%s%s", index_path, sfx[i]);
 		r = lb_sandbox_mask(sb, p);
 	}
+	/* Records left beside the runs while the parent was closed to others (or by an earlier
+	 * labbox) stay where they were when the parent opened up, and are hidden there too. */
+	static const char *const names[] = {"labbox.db", "labbox.db-wal", "labbox.db-shm",
+					     "labbox.db-journal", "sweeps"};
+	for (size_t i = 0; r == 0 && i < sizeof names / sizeof *names; i++) {
+		LB_AUTOFREE char *p = NULL;
+		LB_AUTOFREE char *now = NULL;
+		struct stat st;
+		if (lb_records_beside(runs_dir, names[i], &p) < 0 ||
+		    lb_records_place(runs_dir, names[i], &now) < 0)
+			return -ENOMEM;
+		if (strcmp(p, now) != 0 && lstat(p, &st) == 0 && st.st_uid == geteuid())
+			r = lb_sandbox_mask(sb, p);
+	}
 	return r;
 }
 

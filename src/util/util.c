@@ -874,7 +874,7 @@ DIR *lb_dir_stream(int fd)
 	return d;
 }
 
-int lb_records_place(const char *runs_dir, const char *name, char **out)
+static int records_at(const char *runs_dir, const char *name, bool beside_only, char **out)
 {
 	char buf[PATH_MAX];
 	if (snprintf(buf, sizeof buf, "%s", runs_dir) >= (int)sizeof buf)
@@ -892,7 +892,7 @@ int lb_records_place(const char *runs_dir, const char *name, char **out)
 		snprintf(parent, sizeof parent, "%.*s", (int)(slash - buf), buf);
 	struct stat st;
 	int r;
-	if (stat(parent, &st) == 0 && (st.st_mode & 022) && strcmp(buf, "/") != 0)
+	if (!beside_only && stat(parent, &st) == 0 && (st.st_mode & 022) && strcmp(buf, "/") != 0)
 		r = asprintf(out, "%s/%s", buf, name);
 	else if (!slash)
 		r = asprintf(out, "%s", name);
@@ -901,6 +901,16 @@ int lb_records_place(const char *runs_dir, const char *name, char **out)
 	else
 		r = asprintf(out, "%s/%s", parent, name);
 	return r < 0 ? -ENOMEM : 0;
+}
+
+int lb_records_place(const char *runs_dir, const char *name, char **out)
+{
+	return records_at(runs_dir, name, false, out);
+}
+
+int lb_records_beside(const char *runs_dir, const char *name, char **out)
+{
+	return records_at(runs_dir, name, true, out);
 }
 
 int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len)

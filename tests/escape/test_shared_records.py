@@ -178,3 +178,44 @@ def test_a_sweep_refuses_a_runs_directory_others_can_write_even_with_nothing_to_
     p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0", exp)
     assert p.returncode == 2, (p.returncode, p.stdout[-1000:])
     assert "writable by others" in doc["error"]["message"], doc["error"]
+
+
+@pytest.fixture
+def group_shared():
+    """A project folder its group may write, outside /tmp (which the sandbox replaces): where
+    labbox reached by a group-writable folder keeps the records inside the runs."""
+    if not IS_ROOT:
+        pytest.skip("needs a folder outside /tmp that the sandbox shows: made as root")
+    d = Path(tempfile.mkdtemp(prefix="labbox-group-", dir="/var/lib"))
+    d.chmod(0o2775)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_records_left_beside_by_an_earlier_labbox_are_hidden_from_the_experiment(tmp_path,
+                                                                                 group_shared):
+    # An earlier labbox kept this user's index and sweeps beside the runs in a folder its
+    # group may write; the records now live inside the runs, and the old ones must stay out
+    # of the sandbox all the same.
+    shared = group_shared
+    con = sqlite3.connect(shared / "labbox.db")
+    con.execute("create table runs(id)")
+    con.execute("insert into runs values ('old-run-secret-5d1e')")
+    con.commit()
+    con.close()
+    (shared / "sweeps").mkdir(mode=0o700)
+    (shared / "sweeps" / "sweep.json").write_text('{"secret": "old-sweep-secret-77ab"}')
+    main = f'''
+import os
+seen = []
+for p in ({str(shared / "labbox.db")!r}, {str(shared / "sweeps" / "sweep.json")!r}):
+    try:
+        seen.append(open(p, "rb").read())
+    except OSError:
+        pass
+print("leaked:", int(any(b"secret" in s for s in seen)))
+'''
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--policy", "permissive",
+                    "--runs-dir", shared / "runs", exp_dir(tmp_path, main))
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert doc["metrics"]["values"]["leaked"] == 0, doc["metrics"]
