@@ -742,6 +742,20 @@ static int place_labbox(slurm_state *s, const char *runs_dir, char *err, size_t 
 		return -ENAMETOOLONG;
 	char why[64];
 	const char *bad = bindir;
+	/* Where others may create entries at all (a 1777 runs directory), they could make the
+	 * missing bin directory theirs between this look and the copy. */
+	char holder[PATH_MAX];
+	snprintf(holder, sizeof holder, "%s", bindir);
+	char *cut = strrchr(holder, '/');
+	if (cut)
+		*(cut == holder ? cut + 1 : cut) = '\0';
+	struct stat hs;
+	if (stat(cut ? holder : ".", &hs) == 0 && (hs.st_mode & 022)) {
+		snprintf(err, errlen, "%s, where the nodes' labbox is kept, is in %s, which others "
+			 "may write: a program put there would run as you; choose --runs-dir in a "
+			 "directory of your own", bindir, cut ? holder : ".");
+		return -EPERM;
+	}
 	r = lb_path_own(bindir, true, why, sizeof why);
 	if (r == 0) {
 		bad = s->labbox;

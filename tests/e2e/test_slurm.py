@@ -468,3 +468,22 @@ def test_a_nodes_labbox_directory_others_can_write_is_refused(slurm, tmp_path):
     msg = r.result["infra_error"]["message"] if r.result else r.why()
     assert str(proj / "bin") in msg and "not this user's own" in msg, msg
     assert list((proj / "bin").iterdir()) == []
+
+
+def test_a_runs_directory_anyone_may_write_keeps_no_nodes_labbox(slurm, tmp_path):
+    # A 1777 runs directory is accepted for runs, but anyone could make its missing bin/
+    # their own before labbox copies itself there for the nodes: refused, naming it.
+    # In a shared parent, where the nodes' labbox would be kept inside the runs.
+    shared = Path(tempfile.mkdtemp(prefix="labbox-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        runs = shared / "runs"
+        runs.mkdir()
+        runs.chmod(0o1777)
+        r = srun_exp(slurm, write_exp(tmp_path, "print('x: 1')\n"), runs)
+        assert r.rc != 0 and r.rc != 1, r.why()
+        msg = r.result["infra_error"]["message"] if r.result else r.why()
+        assert "others" in msg and str(runs / "bin") in msg, msg
+        assert not (runs / "bin").exists()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
