@@ -24,6 +24,16 @@ static void local_owner(lb_backend *b, uid_t *uid, gid_t *gid)
 	lb_sandbox_payload_ids(sandbox_of(b), uid, gid);
 }
 
+/* path masked when it is there and the user's (another user's file there is not a record
+ * of this user's and holds nothing of theirs). */
+static int mask_own(lb_sandbox *sb, const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0 || st.st_uid != geteuid())
+		return 0;
+	return lb_sandbox_mask(sb, path);
+}
+
 /* A runs directory, the sweeps beside it and its run index, masked. make_sweeps: this run's
  * own sweeps directory is made when missing, so that a sweep started while this run goes on
  * does not appear inside it; another project's is only masked where it exists. */
@@ -49,18 +59,20 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 		r = lb_sandbox_mask(sb, p);
 	}
 	/* Records left beside the runs while the parent was closed to others (or by an earlier
-	 * labbox) stay where they were when the parent opened up, and are hidden there too. */
-	static const char *const names[] = {"labbox.db", "labbox.db-wal", "labbox.db-shm",
-					     "labbox.db-journal", "sweeps"};
-	for (size_t i = 0; r == 0 && i < sizeof names / sizeof *names; i++) {
-		LB_AUTOFREE char *p = NULL;
-		LB_AUTOFREE char *now = NULL;
-		struct stat st;
-		if (lb_records_beside(runs_dir, names[i], &p) < 0 ||
-		    lb_records_place(runs_dir, names[i], &now) < 0)
-			return -ENOMEM;
-		if (strcmp(p, now) != 0 && lstat(p, &st) == 0 && st.st_uid == geteuid())
-			r = lb_sandbox_mask(sb, p);
+	 * labbox) stay where they were when the parent opened up, and are hidden there too.
+	 * Whether they moved is whether the sweeps' place did: no second look at the parent. */
+	LB_AUTOFREE char *old_sweeps = NULL;
+	LB_AUTOFREE char *old_index = NULL;
+	if (lb_records_beside(runs_dir, "sweeps", &old_sweeps) < 0 ||
+	    lb_records_beside(runs_dir, "labbox.db", &old_index) < 0)
+		return -ENOMEM;
+	if (r < 0 || !sweeps || strcmp(old_sweeps, sweeps) == 0)
+		return r;
+	r = mask_own(sb, old_sweeps);
+	for (size_t i = 0; r == 0 && i < sizeof sfx / sizeof *sfx; i++) {
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof p, "%s%s", old_index, sfx[i]);
+		r = mask_own(sb, p);
 	}
 	return r;
 }
