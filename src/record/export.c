@@ -1789,13 +1789,9 @@ static int sacred_scan(const char *root, json_object *by_id, long *max)
 	LB_AUTOCLOSE int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int dfd = dup(fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	if (!d) {
-		if (dfd >= 0)
-			close(dfd);
+	DIR *d = lb_dir_stream(fd);
+	if (!d)
 		return -errno;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!all_digits(de->d_name))

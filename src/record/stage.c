@@ -247,13 +247,9 @@ static bool holds_python_code(int dfd, int depth, long *budget)
 {
 	if (depth > 16)
 		return false;
-	int dupfd = dup(dfd);
-	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = lb_dir_stream(dfd);
+	if (!d)
 		return false;
-	}
 	bool found = false;
 	struct dirent *e;
 	while (!found && (*budget)-- > 0 && (e = readdir(d))) {

@@ -674,13 +674,9 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 {
 	/* What the run removed goes from the staged tree first: merged files leave the image
 	 * as they are copied, so afterwards they would look removed too. */
-	int dupfd = dup(ddir);
-	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = lb_dir_stream(ddir);
+	if (!d)
 		return merge_fail(c, -errno, "the directory", prefix[0] ? prefix : ".");
-	}
 	int r = 0;
 	struct dirent *e;
 	while (r == 0 && (e = readdir(d))) {
@@ -696,13 +692,9 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 	if (r < 0)
 		return r;
 	lseek(sdir, 0, SEEK_SET);
-	dupfd = dup(sdir);
-	d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	d = lb_dir_stream(sdir);
+	if (!d)
 		return merge_fail(c, -errno, "the directory", prefix[0] ? prefix : ".");
-	}
 	/* On the heap: a frame a level, and the tree may be a thousand levels deep. */
 	LB_AUTOFREE char *rel = malloc(PATH_MAX);
 	if (!rel) {
@@ -729,13 +721,9 @@ static int merge_dir(merge_ctx *c, int sdir, int ddir, const char *prefix, int d
 static void drop_merged(int sroot)
 {
 	lseek(sroot, 0, SEEK_SET); /* the merge's walk shared this offset */
-	int dupfd = dup(sroot);
-	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = lb_dir_stream(sroot);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
