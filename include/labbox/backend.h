@@ -45,9 +45,10 @@ typedef struct lb_backend_job {
 	/* A new attempt of the run starts (a requeued Slurm job): what output fed the metrics so
 	 * far is dropped (run.log keeps it), so the run is counted once. May be NULL. */
 	void (*restart)(void *output_ctx);
-	/* The runtime gate (gate.h), NULL when it is off: the backend binds gate_py_dir
-	 * read-only at LB_GATE_PY_DIR and gate_events writable at LB_GATE_EVENTS, names
-	 * LB_GATE_PY_DIR first on PYTHONPATH, and writes the gate's config there. */
+	/* The runtime gate (gate.h), NULL when it is off: the backend puts the gate's module
+	 * and config read-only at LB_GATE_PY_DIR (written into gate_py_dir, which does not
+	 * exist yet, and bound; or given to the sandbox from memory), binds gate_events
+	 * writable at LB_GATE_EVENTS and names LB_GATE_PY_DIR first on PYTHONPATH. */
 	const char *gate_py_dir;
 	const char *gate_events;
 	int gate_mode;          /* lb_gate_mode, effective */

@@ -6,10 +6,11 @@
  * output paths), with PermissionError naming the rule. Its Python source is
  * src/gate/sitecustomize.py, embedded into labbox at build time.
  *
- *   lb_gate_stage      writes the gate's directory (source, config) and an empty events file
- *                      into the run directory; the backend binds them into the sandbox
- *                      (LB_GATE_PY_DIR read-only, LB_GATE_EVENTS writable) and puts
- *                      LB_GATE_PY_DIR first on PYTHONPATH
+ *   lb_gate_stage      makes the events channel in the run directory; the backend puts
+ *                      the gate's module and config at LB_GATE_PY_DIR, read-only (written
+ *                      with lb_gate_write_py and bound, or given to the sandbox from memory),
+ *                      binds the channel at LB_GATE_EVENTS and puts LB_GATE_PY_DIR first on
+ *                      PYTHONPATH
  *   lb_gate_collect    reads the events file back (bounded, defensive: the experiment can
  *                      write to it) into result.json's runtime_gate
  *
@@ -69,12 +70,15 @@ typedef struct lb_gate_paths {
 	int fd[2];         /* labbox's read end and a write end that keeps it from seeing EOF */
 } lb_gate_paths;
 
-/* Writes run_dir/gate/py/sitecustomize.py and makes the events channel: a FIFO, so nothing
+/* Makes run_dir/gate and the events channel in it: a FIFO, so nothing
  * the experiment writes into it lands on the host's disk and nothing can truncate it, opened
  * by labbox first and then given to uid:gid ((uid_t)-1: leave the owner) write-only (0200),
  * so the payload cannot open it to read back what the gate wrote. 0 or a negative errno;
  * out->fd is -1, -1 on error. */
 int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out);
+/* py_dir (lb_gate_paths.py_dir) with the gate's module, for a backend that binds it from
+ * the disk (docker). */
+int lb_gate_write_py(const char *py_dir);
 
 /* The reading side of the channel: a thread drains the FIFO while the run lasts (a writer
  * would block on a full pipe otherwise), keeps its first LB_GATE_MAX_READ bytes and counts the
@@ -113,6 +117,9 @@ typedef struct lb_gate_config {
 
 /* py_dir/LB_GATE_CONFIG, which the gate reads as it starts. */
 int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
+/* The same config's text, into *out (freed by the caller with lb_buf_free). */
+struct lb_buf;
+int lb_gate_config_text(const lb_gate_config *cfg, struct lb_buf *out);
 
 /* The gate compiled by py itself (inside a sandbox of its own) as a checked-hash .pyc, placed
  * in py_dir/__pycache__ so the run does not compile it from source; kept in cache_dir (the
@@ -123,6 +130,10 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
 struct lb_python_info;
 int lb_gate_pyc_stage(const char *py_dir, const struct lb_python_info *py, const char *cache_dir,
 		      bool *hit);
+/* The same .pyc's bytes (*data, freed by the caller) and the interpreter's cache tag, for
+ * py_dir/__pycache__/sitecustomize.TAG.pyc; the same errors. */
+int lb_gate_pyc_get(const struct lb_python_info *py, const char *cache_dir, char tag[64],
+		    char **data, size_t *len, bool *hit);
 
 /* Parse the events channel: one JSON object per line. Lines that are too long, not JSON, or
  * not events as the gate writes them are counted in *bad and skipped; at most

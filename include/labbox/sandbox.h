@@ -129,6 +129,15 @@ int lb_sandbox_set_shm_size(lb_sandbox *sb, uint64_t bytes);
  * /proc, /sys or /dev, which the sandbox builds itself. */
 int lb_sandbox_add_tmpfs(lb_sandbox *sb, const char *path, uint64_t bytes, unsigned mode);
 
+/* A file of labbox's own (a copy of len bytes of data, mode 0644) at dir/name inside the
+ * sandbox: each dir named becomes a small read-only tmpfs holding just these files, written
+ * by the sandbox's init before the payload starts, so nothing is written on the host's disk
+ * for them (the runtime gate's module, config and compiled form, at every run). name may
+ * name subdirectories (made 0755); no "." or ".." parts. dir as for lb_sandbox_add_tmpfs;
+ * -EEXIST for a name given twice. */
+int lb_sandbox_add_file(lb_sandbox *sb, const char *dir, const char *name, const void *data,
+			size_t len);
+
 typedef enum lb_sandbox_outcome {
 	LB_SB_EXITED,       /* the payload exited; exit_code set */
 	LB_SB_SIGNALED,     /* the payload was killed by a signal; term_signal set */

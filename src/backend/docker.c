@@ -680,7 +680,9 @@ static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job
 	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
 			     .network = asked_net && strcmp(asked_net, "none") != 0, .exp_dir = job->exp_dir,
 			     .outputs = outs, .noutputs = n};
-	int r = lb_gate_write_config(job->gate_py_dir, &gc);
+	int r = lb_gate_write_py(job->gate_py_dir);
+	if (r == 0)
+		r = lb_gate_write_config(job->gate_py_dir, &gc);
 	if (r < 0)
 		return r;
 	const char *user = given_pythonpath(d, job);

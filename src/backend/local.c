@@ -126,16 +126,42 @@ int lb_local_hide_records(lb_sandbox *sb)
 	return cache ? hide_known(sb, cache) : 0;
 }
 
+/* The gate's module, config and compiled form, from labbox's memory into the sandbox's
+ * read-only LB_GATE_PY_DIR: written on the disk, removed after, they were most of what a run
+ * made and deleted there. */
+static int place_gate(lb_sandbox *sb, const lb_backend_job *job, const lb_gate_config *gc)
+{
+	int r = lb_sandbox_add_file(sb, LB_GATE_PY_DIR, "sitecustomize.py", lb_gate_source,
+				    lb_gate_source_len);
+	lb_buf cfg = {0};
+	if (r == 0)
+		r = lb_gate_config_text(gc, &cfg);
+	if (r == 0)
+		r = lb_sandbox_add_file(sb, LB_GATE_PY_DIR, LB_GATE_CONFIG, cfg.data, cfg.len);
+	lb_buf_free(&cfg);
+	/* Without it the gate compiles from source: slower, the same gate. */
+	if (r == 0 && job->python && !job->python->confined) {
+		LB_AUTOFREE char *cache = lb_user_cache_dir();
+		LB_AUTOFREE char *pyc = NULL;
+		char tag[64], name[96];
+		size_t len = 0;
+		bool hit;
+		if (lb_gate_pyc_get(job->python, cache, tag, &pyc, &len, &hit) == 0 &&
+		    snprintf(name, sizeof name, "__pycache__/sitecustomize.%s.pyc", tag) <
+			    (int)sizeof name)
+			r = lb_sandbox_add_file(sb, LB_GATE_PY_DIR, name, pyc, len);
+	}
+	return r;
+}
+
 /* The runtime gate: its directory read-only and its events FIFO at fixed paths
  * under /run (hidden, so they exist inside only), its directory alone on PYTHONPATH (the
  * PYTHONPATH given with -e goes in LB_GATE_PYTHONPATH_VAR, put on sys.path by the gate), and
  * its config naming the places this sandbox can write. */
 static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 {
-	int r = lb_sandbox_add_bind(sb, job->gate_py_dir, LB_GATE_PY_DIR, false);
-	if (r == 0)
-		/* Read-only: a FIFO is written through it all the same, but not chmod'ed. */
-		r = lb_sandbox_add_bind(sb, job->gate_events, LB_GATE_EVENTS, false);
+	/* Read-only: a FIFO is written through it all the same, but not chmod'ed. */
+	int r = lb_sandbox_add_bind(sb, job->gate_events, LB_GATE_EVENTS, false);
 	if (r < 0)
 		return r;
 	const char *outs[64];
@@ -153,15 +179,9 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 		gc.stdlib = std;
 		gc.stdlib_for = job->python->stdlib_for;
 	}
-	r = lb_gate_write_config(job->gate_py_dir, &gc);
+	r = place_gate(sb, job, &gc);
 	if (r < 0)
 		return r;
-	/* Without it the gate compiles from source: slower, the same gate. */
-	if (job->python && !job->python->confined) {
-		LB_AUTOFREE char *cache = lb_user_cache_dir();
-		bool hit;
-		lb_gate_pyc_stage(job->gate_py_dir, job->python, cache, &hit);
-	}
 	const char *user = lb_sandbox_env_value(sb, "PYTHONPATH");
 	LB_AUTOFREE char *kv = NULL, *given = NULL;
 	if (user && *user) {

@@ -116,18 +116,11 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 		r = join(out->events, sizeof out->events, out->dir, "events.jsonl");
 	if (r < 0)
 		return r;
-	/* The payload reads py/ and writes the events channel, nothing else: 0755 and 0644
-	 * files owned by labbox's user, the channel by the payload's. */
+	/* The payload writes the events channel, nothing else: the directory owned by labbox's
+	 * user, the channel by the payload's. py/ is the backend's to write (lb_gate_write_py),
+	 * or to give the sandbox from memory. */
 	if (mkdir(out->dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdir(out->py_dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	char path[PATH_MAX];
-	if ((r = join(path, sizeof path, out->py_dir, "sitecustomize.py")) < 0)
-		return r;
-	r = gate_write_file(path, lb_gate_source, lb_gate_source_len, 0644);
-	if (r < 0)
-		return r;
 	r = make_channel(out->events, uid, gid, out->fd);
 	if (r < 0) {
 		for (int i = 0; i < 2; i++)
@@ -136,6 +129,16 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 		out->fd[0] = out->fd[1] = -1;
 	}
 	return r;
+}
+
+int lb_gate_write_py(const char *py_dir)
+{
+	/* Read by the payload: 0755 and 0644, owned by labbox's user. */
+	if (mkdir(py_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	char path[PATH_MAX];
+	int r = join(path, sizeof path, py_dir, "sitecustomize.py");
+	return r < 0 ? r : gate_write_file(path, lb_gate_source, lb_gate_source_len, 0644);
 }
 
 /* One "key hex" line: the gate parses it with str methods, and hex carries any path. */
@@ -152,7 +155,7 @@ static int cfg_line(lb_buf *b, const char *key, const char *val)
 	return r == 0 ? lb_buf_append(b, "\n", 1) : r;
 }
 
-int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
+int lb_gate_config_text(const lb_gate_config *cfg, lb_buf *out)
 {
 	lb_buf b = {0};
 	char num[2][24];
@@ -179,7 +182,19 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
 		r = cfg_line(&b, "max_events", num[0]);
 	if (r == 0)
 		r = cfg_line(&b, "max_line", num[1]);
+	if (r < 0) {
+		lb_buf_free(&b);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
+int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg)
+{
+	lb_buf b = {0};
 	char path[PATH_MAX];
+	int r = lb_gate_config_text(cfg, &b);
 	if (r == 0)
 		r = join(path, sizeof path, py_dir, LB_GATE_CONFIG);
 	if (r == 0)

@@ -146,10 +146,12 @@ static int place(const char *py_dir, const char *tag, const void *pyc, size_t le
 	return gate_write_file(path, pyc, len, 0644);
 }
 
-int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *cache_dir,
-		      bool *hit)
+int lb_gate_pyc_get(const lb_python_info *py, const char *cache_dir, char tag[64], char **data,
+		    size_t *len, bool *hit)
 {
 	*hit = false;
+	*data = NULL;
+	*len = 0;
 	/* An interpreter the experiment named is its code: nothing of it is kept for later. */
 	if (!py || py->confined || !cache_dir)
 		return -EOPNOTSUPP;
@@ -163,12 +165,9 @@ int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *
 	LB_AUTOCLOSE int dfd = lb_open_private_dir(cache_dir);
 	if (dfd < 0)
 		return dfd;
-	char tag[64];
-	LB_AUTOFREE char *data = NULL;
-	size_t len = 0;
-	if (lookup(dfd, name, ident, tag, &data, &len) == 0) {
+	if (lookup(dfd, name, ident, tag, data, len) == 0) {
 		*hit = true;
-		return place(py_dir, tag, data, len);
+		return 0;
 	}
 	/* A cache it cannot keep would have every run pay for the compile instead of once. */
 	if (faccessat(dfd, ".", W_OK, AT_EACCESS) < 0)
@@ -177,8 +176,20 @@ int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *
 	r = compile_confined(py, tag, &pyc);
 	if (r == 0) {
 		store(dfd, name, ident, tag, pyc.data, pyc.len);
-		r = place(py_dir, tag, pyc.data, pyc.len);
+		*data = pyc.data;
+		*len = pyc.len;
+		return 0;
 	}
 	lb_buf_free(&pyc);
 	return r;
+}
+
+int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *cache_dir,
+		      bool *hit)
+{
+	char tag[64];
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	int r = lb_gate_pyc_get(py, cache_dir, tag, &data, &len, hit);
+	return r < 0 ? r : place(py_dir, tag, data, len);
 }

@@ -373,6 +373,65 @@ static void prepare_mount_points(init_ctx *c)
 			chan_fail(c->chan_wr, "setup_binds", errno, "stat %s", sb->binds[i].src);
 		ensure_mount_point(c, sb->binds[i].dst, S_ISDIR(st.st_mode), sb->ntmpfs);
 	}
+	for (size_t i = 0; i < sb->nfiles; i++)
+		ensure_mount_point(c, sb->files[i].dir, true, sb->ntmpfs);
+}
+
+/* One of labbox's files into the tmpfs at root (nr path), with the parts of its name below:
+ * modes set outright, whatever the umask labbox was started with. */
+static void place_file(init_ctx *c, const char *root, const lb_memfile *f)
+{
+	char p[4096];
+	int n = snprintf(p, sizeof p, "%s/%s", root, f->name);
+	if (n < 0 || (size_t)n >= sizeof p)
+		chan_fail(c->chan_wr, "setup_files", ENAMETOOLONG, "%s/%s", f->dir, f->name);
+	for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if ((mkdir(p, 0755) < 0 && errno != EEXIST) || chmod(p, 0755) < 0)
+			chan_fail(c->chan_wr, "setup_files", errno, "mkdir %s/%s", f->dir, f->name);
+		*s = '/';
+	}
+	LB_AUTOCLOSE int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int r = fd < 0 ? -errno : lb_write_all(fd, f->data, f->len);
+	if (r == 0 && fchmod(fd, 0644) < 0)
+		r = -errno;
+	if (r < 0)
+		chan_fail(c->chan_wr, "setup_files", -r, "write %s/%s", f->dir, f->name);
+}
+
+/* labbox's own files (lb_sandbox_add_file): a tmpfs a directory, just large enough, sealed
+ * read-only once written. They are written here, in memory, so that a run costs the host's
+ * disk no file made and removed for them. */
+static void place_files(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	char p[4096], opts[64];
+	for (size_t i = 0; i < sb->nfiles; i++) {
+		const char *dir = sb->files[i].dir;
+		bool first = true;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(sb->files[j].dir, dir) != 0;
+		if (!first)
+			continue;
+		unsigned long long size = 64 * 1024; /* the directories, and slack */
+		for (size_t j = i; j < sb->nfiles; j++)
+			if (strcmp(sb->files[j].dir, dir) == 0)
+				size += (sb->files[j].len + 4095) / 4096 * 4096;
+		nr_path(p, sizeof p, dir);
+		int r = make_mount_point(p, true);
+		if (r < 0)
+			chan_fail(c->chan_wr, "setup_files", -r, "mount point for %s", dir);
+		snprintf(opts, sizeof opts, "mode=0755,size=%llu", size);
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+			chan_fail(c->chan_wr, "setup_files", errno, "mount a tmpfs at %s", dir);
+		for (size_t j = i; j < sb->nfiles; j++)
+			if (strcmp(sb->files[j].dir, dir) == 0)
+				place_file(c, p, &sb->files[j]);
+		struct mount_attr ro = {0};
+		ro.attr_set = MOUNT_ATTR_RDONLY;
+		if (mount_setattr(AT_FDCWD, p, 0, &ro, sizeof ro) < 0)
+			chan_fail(c->chan_wr, "setup_files", errno, "seal %s", dir);
+	}
 }
 
 static void mount_tmpfs_dirs(init_ctx *c)
@@ -575,6 +634,7 @@ static void setup_root(init_ctx *c)
 		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);
 	if (sb->workdir)
 		bind_one(c, c->bind_fds[sb->nbinds], sb->workdir, true);
+	place_files(c);
 	mask_in_binds(c);
 
 	/* The covers over hidden directories, and /dev, become read-only once populated. */

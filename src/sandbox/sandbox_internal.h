@@ -18,6 +18,14 @@ typedef struct lb_tmpfs {
 	unsigned mode;
 } lb_tmpfs;
 
+/* A file of labbox's at dir/name in a read-only tmpfs of its own (lb_sandbox_add_file). */
+typedef struct lb_memfile {
+	char *dir;
+	char *name;
+	char *data;
+	size_t len;
+} lb_memfile;
+
 typedef struct lb_bind {
 	char *src;
 	char *dst;
@@ -62,6 +70,8 @@ struct lb_sandbox {
 	uint64_t shm_size; /* /dev/shm; 0: tmpfs_size */
 	lb_tmpfs *tmpfs;   /* extra tmpfs mounts, in the order given (mounts.c) */
 	size_t ntmpfs;
+	lb_memfile *files; /* placed by init (mounts.c), grouped by dir in run.c */
+	size_t nfiles;
 	uid_t host_uid;
 	gid_t host_gid;
 	bool cgroup_accounting; /* a cgroup for peak memory even without limits */
@@ -70,7 +80,7 @@ struct lb_sandbox {
 	gid_t sb_gid;
 };
 
-/* Frees what mounts.c added (the tmpfs list). */
+/* Frees what mounts.c added (the tmpfs list, the files). */
 void lb_sandbox_free_mounts(lb_sandbox *sb);
 
 /* One line of /proc/self/mountinfo (mountinfo.c). */

@@ -537,3 +537,48 @@ def test_network_grant_lets_sockets_through(tmp_path):
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--network", "loopback")
     assert r.rc == 0, r.why()
     assert gate(r)["network"] is True and refused_events(r) == []
+
+
+def test_the_gate_is_not_written_into_the_run_directory(tmp_path):
+    """The gate's module, config and compiled form reach the sandbox from labbox's memory, in
+    a read-only file system of their own: while the experiment runs, the run directory holds
+    only the gate's events channel, and the run still loads the compiled gate (a checked-hash
+    .pyc beside its source) and is refused what the gate refuses."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from conftest import LABBOX, PYTHON
+    marker = outside_marker()
+    exp = write_exp(tmp_path, f"""
+        import os, sys, time
+        import sitecustomize
+        print("cached:", os.path.exists(sitecustomize.__cached__ or ""), flush=True)
+        st = os.statvfs("/run/labbox-gate/py")
+        print("readonly:", bool(st.f_flag & os.ST_RDONLY), flush=True)
+        print("ready", flush=True)
+        time.sleep(3)
+        os.system("touch {marker}")
+    """)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([LABBOX, "run", "--json", "--python", PYTHON, "--runs-dir", str(runs),
+                             *GATE_ON, str(exp)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and seen is None:
+        for log in runs.glob("*/run.log"):
+            if "ready" in log.read_text(errors="replace"):
+                gate_dir = log.parent / "gate"
+                seen = sorted(str(p.relative_to(gate_dir)) for p in gate_dir.rglob("*"))
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=120)
+    assert seen == ["events.jsonl"], (seen, err)
+    doc = json.loads(out)
+    run_dir = Path(doc["run_dir"])
+    log = (run_dir / "run.log").read_text()
+    assert "cached: True" in log and "readonly: True" in log, log
+    assert not Path(marker).exists()
+    g = doc["runtime_gate"]
+    assert g["installed"] and any(e["refused"] and e["event"] == "os.system" for e in g["events"]), g
+    assert not (run_dir / "gate").exists()

@@ -278,6 +278,33 @@ static void test_mountinfo_lines(void **state)
 	assert_true(lb_mountinfo_parse("36 35 98:0 / /x rw - ", &e) < 0);
 }
 
+/* labbox's own files, from memory: there inside, read-only, and the names it refuses. */
+static void test_files_from_memory(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("cat /run/lbt/a.txt /run/lbt/sub/b.txt; stat -c '%a %F' "
+			       "/run/lbt/sub /run/lbt/a.txt; (echo x > /run/lbt/c) 2>/dev/null || "
+			       "echo refused; rm /run/lbt/a.txt 2>/dev/null || echo kept",
+			       &out);
+	umask(077); /* the modes are set outright: the payload is another user inside */
+	assert_int_equal(lb_sandbox_add_file(sb, "/run/lbt/", "a.txt", "one\n", 4), 0);
+	assert_int_equal(lb_sandbox_add_file(sb, "/run/lbt", "sub/b.txt", "two\n", 4), 0);
+	assert_int_equal(lb_sandbox_add_file(sb, "/run/lbt", "a.txt", "x", 1), -EEXIST);
+	const char *bad[] = {"", "/abs", "a/../b", "./a", "a//b", "a/", ".."};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_int_equal(lb_sandbox_add_file(sb, "/run/lbt", bad[i], "x", 1), -EINVAL);
+	assert_int_equal(lb_sandbox_add_file(sb, "/proc/lbt", "a", "x", 1), -EINVAL);
+	assert_int_equal(lb_sandbox_add_file(sb, "relative", "a", "x", 1), -EINVAL);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	umask(022);
+	assert_int_equal(res.outcome, LB_SB_EXITED);
+	assert_string_equal(out.data, "one\ntwo\n755 directory\n644 regular file\nrefused\nkept\n");
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_exec_failure_comes_back),
 		cmocka_unit_test(test_limits_enforced_or_refused),
 		cmocka_unit_test(test_degraded_needs_a_known_name),
+		cmocka_unit_test(test_files_from_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
