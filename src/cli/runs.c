@@ -57,7 +57,7 @@ static const char runs_help[] =
 	"Exit status: 0, 2 for usage errors or unknown runs, 1 when an export could not be written.\n";
 
 enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_MLFLOW, O_SACRED,
-       O_SWEEP };
+       O_SWEEP, O_ACCEPT_GRANTS };
 
 typedef struct runs_opts {
 	const char *runs_dir;
@@ -907,9 +907,97 @@ static const char rerun_help[] =
 	"  --runs-dir DIR   the runs directory (default .labbox/runs)\n"
 	"  --json           print the new run's result.json with a \"rerun\" block added\n"
 	"  -q, --quiet      do not stream the experiment's output\n"
+	"  --accept-grants  repeat a record this user's labbox did not write (or that changed\n"
+	"                   since) although its manifest grants more than the defaults (mounts,\n"
+	"                   a network, host variables, GPUs, less isolation, another backend, a\n"
+	"                   weaker gate); without it such a rerun is refused, naming them\n"
 	"  -h, --help       this help\n"
 	"\n"
+	"Records labbox writes carry a seal (result.json's manifest_mac, an HMAC of manifest.json\n"
+	"with a key in the user's cache): a run directory that came with an experiment or from\n"
+	"another user has none that matches.\n"
+	"\n"
 	"Exit status: that of the new run (as labbox run), 2 when the run cannot be repeated.\n";
+
+/* What a manifest grants beyond labbox's defaults, as the flags that grant it: mounts, a
+ * network, host variables, GPUs, less isolation, another backend, a weaker gate or check,
+ * variables that run code before the gate. What rerun repeats without asking only when the
+ * record carries this user's seal. */
+static void record_grants(json_object *cfg, lb_strv *g)
+{
+	json_object *sbj = json_object_object_get(cfg, "sandbox"), *a;
+	static const char *const lists[][2] = {{"volumes", "-v"},
+					       {"secret_env", "--secret-env"},
+					       {"allow_degraded", "--allow-degraded"}};
+	for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
+		if (json_object_object_get_ex(sbj, lists[k][0], &a) &&
+		    json_object_is_type(a, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(a); i++)
+				lb_strv_pushf(g, "%s %s", lists[k][1],
+					      json_object_get_string(json_object_array_get_idx(a, i)));
+	if (json_object_object_get_ex(sbj, "env", &a) && json_object_is_type(a, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(a); i++) {
+			const char *kv = json_object_get_string(json_object_array_get_idx(a, i));
+			const char *eq = kv ? strchr(kv, '=') : NULL;
+			char name[256];
+			snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv ? kv : "");
+			if (eq && lb_gate_startup_var(name))
+				lb_strv_pushf(g, "-e %s", kv);
+		}
+	const char *net = get_str(sbj, "network", "none");
+	if (strcmp(net, "none") != 0)
+		lb_strv_pushf(g, "--network %s", net);
+	const char *gpus = get_str(sbj, "gpus", "none");
+	if (strcmp(gpus, "none") != 0)
+		lb_strv_pushf(g, "--gpus %s", gpus);
+	const char *mode = get_str(cfg, "mode", "local");
+	if (strcmp(mode, "local") != 0) {
+		const char *where = strcmp(mode, "ssh") == 0	   ? get_str(cfg, "host", "?")
+				    : strcmp(mode, "docker") == 0 ? get_str(cfg, "image", "a built image")
+				    : strcmp(mode, "colab") == 0  ? get_str(cfg, "drive", "?")
+								   : "";
+		lb_strv_pushf(g, "--mode %s%s%s", mode, *where ? " " : "", where);
+	}
+	const char *pol = get_str(cfg, "policy", "standard");
+	if (strcmp(pol, "permissive") == 0)
+		lb_strv_pushf(g, "--policy %s", pol);
+	const char *gate = get_str(cfg, "runtime_gate", "default");
+	if (strcmp(gate, "off") == 0 || strcmp(gate, "record") == 0)
+		lb_strv_pushf(g, "--runtime-gate %s", gate);
+	json_object *v;
+	if (json_object_object_get_ex(cfg, "trust_project", &v) && json_object_get_boolean(v))
+		lb_strv_push(g, "--trust-project");
+	if (json_object_object_get_ex(cfg, "install_remote", &v) && json_object_get_boolean(v))
+		lb_strv_push(g, "--install-remote");
+}
+
+/* Whether rerun may repeat the record: sealed by this user's labbox (result.json's
+ * manifest_mac is manifest.json's), or granting nothing beyond the defaults, or accepted. */
+static bool rerun_allowed(const char *id, const char *run_dir, json_object *result,
+			  json_object *cfg, bool accepted, bool *sealed)
+{
+	*sealed = lb_record_mac_matches(run_dir, "manifest.json", get_str(result, "manifest_mac", NULL));
+	if (*sealed || accepted)
+		return true;
+	lb_strv g = {0};
+	record_grants(cfg, &g);
+	if (g.n == 0) {
+		lb_strv_free(&g);
+		return true;
+	}
+	lb_buf b = {0};
+	for (size_t i = 0; i < g.n; i++)
+		lb_buf_printf(&b, "%s%s", i ? ", " : "", g.v[i]);
+	cli_error("rerun",
+		  "run %s's record was not written by this user's labbox, or was changed since "
+		  "(its manifest.json does not match the seal in its result.json): it would be "
+		  "repeated with %s. Read %s/manifest.json, and if you want that, repeat it with "
+		  "labbox rerun --accept-grants %s",
+		  id, b.data ? b.data : "", run_dir, id);
+	lb_buf_free(&b);
+	lb_strv_free(&g);
+	return false;
+}
 
 static void flatten_metrics(json_object *metrics, json_object *out)
 {
@@ -1126,11 +1214,12 @@ int cli_rerun(int argc, char **argv)
 		{"runs-dir", required_argument, NULL, O_RUNS_DIR},
 		{"json", no_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, 'q'},
+		{"accept-grants", no_argument, NULL, O_ACCEPT_GRANTS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	runs_opts o = {0};
-	bool quiet = false;
+	bool quiet = false, accept_grants = false;
 	cli_json_begin("rerun", argc, argv, "hq", longopts, false);
 	opterr = 0;
 	int opt;
@@ -1142,6 +1231,9 @@ int cli_rerun(int argc, char **argv)
 			return 0;
 		case 'q':
 			quiet = true;
+			break;
+		case O_ACCEPT_GRANTS:
+			accept_grants = true;
 			break;
 		case O_RUNS_DIR:
 			o.runs_dir = optarg;
@@ -1184,6 +1276,9 @@ int cli_rerun(int argc, char **argv)
 		goto done;
 	}
 	const char *id = get_str(row, "id", "");
+	bool sealed;
+	if (!rerun_allowed(id, get_str(row, "run_dir", ""), old, cfg, accept_grants, &sealed))
+		goto done;
 	const char *origin = get_str(cfg, "expdir", "");
 	char exp[PATH_MAX];
 	snprintf(exp, sizeof exp, "%s/exp", get_str(row, "run_dir", ""));
@@ -1354,6 +1449,8 @@ int cli_rerun(int argc, char **argv)
 	json_object *rerun = json_object_new_object();
 	json_object_object_add(rerun, "of", json_object_new_string(id));
 	json_object_object_add(rerun, "source", json_object_new_string(src == origin ? "expdir" : "staged copy"));
+	/* Whether the record repeated was this user's labbox's own, unchanged (its seal). */
+	json_object_object_add(rerun, "record_sealed", json_object_new_boolean(sealed));
 	json_object_object_add(rerun, "verdict", json_object_new_string(verdict));
 	json_object_object_add(rerun, "compared", json_object_new_int64((int64_t)compared));
 	json_object_object_add(rerun, "timing_compared", json_object_new_int64((int64_t)timing_compared));

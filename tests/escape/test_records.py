@@ -762,3 +762,63 @@ def test_a_records_link_shipped_with_the_experiment_is_not_followed(tmp_path, li
     assert list(victim.iterdir()) == [], (
         f"labbox wrote through {link}: {sorted(x.name for x in victim.iterdir())}")
     assert p.returncode == 2 and "symbolic link" in p.stderr, (p.returncode, p.stderr[-1500:])
+
+
+def test_a_record_this_user_did_not_write_is_not_repeated_with_its_grants(tmp_path):
+    """A run directory and index that came with an experiment (a committed .labbox/, made by
+    someone else's labbox with `-v HOST:/host:rw` and `--network loopback`) are the user's
+    files like any other. `labbox rerun` of such a run must not repeat its mounts and network
+    without being told: it is refused (exit 2), naming what it would grant, and the host
+    directory stays untouched; --accept-grants repeats it. The user's own run with the same
+    grants carries the seal of the user's key and is repeated as before."""
+    host = tmp_path / "host"
+    host.mkdir()
+    os.chmod(host, 0o777)
+    marker = host / "written-by-the-rerun"
+    exp = write(tmp_path / "exp", f"""\
+import os, sys
+if os.path.exists("/host/armed"):
+    open("/host/{marker.name}", "w").write("x")
+print("accuracy: 0.5")
+""")
+    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
+    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    grants = ("-v", f"{host}:/host:rw", "--network", "loopback")
+    p, doc = run("run", "--json", "--python", PYTHON, "--policy", "permissive", *grants, ".",
+                 env=other, cwd=exp)
+    assert p.returncode == 0 and doc["status"] == "completed", p.stderr
+    forged = doc["id"]
+    (host / "armed").write_text("1")
+    os.chmod(host / "armed", 0o644)
+
+    p, doc = run("rerun", "--json", forged, env=mine, cwd=exp)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert doc["schema"] == "labbox.error/1", doc
+    msg = doc["error"]["message"]
+    assert f"-v {host}:/host:rw" in msg and "--network loopback" in msg, msg
+    assert "--accept-grants" in msg, msg
+    assert not marker.exists()
+    assert len(run_dirs(exp / ".labbox" / "runs")) == 1  # nothing ran
+
+    p, doc = run("rerun", "--json", "--accept-grants", forged, env=mine, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    assert doc["rerun"]["record_sealed"] is False and marker.exists(), doc["rerun"]
+    marker.unlink()
+
+    # The user's own run, with the same grants, is sealed and repeated without asking.
+    p, doc = run("run", "--json", "--python", PYTHON, "--policy", "permissive", *grants, ".",
+                 env=mine, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    marker.unlink()
+    p, again = run("rerun", "--json", doc["id"], env=mine, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    assert again["rerun"]["record_sealed"] is True and marker.exists(), again["rerun"]
+    # A sealed manifest changed afterwards is no longer the user's record.
+    marker.unlink()
+    man = Path(doc["run_dir"]) / "manifest.json"
+    m = json.loads(man.read_text())
+    m["config"]["sandbox"]["volumes"].append("/:/hostroot:ro")
+    man.write_text(json.dumps(m, indent=2))
+    p, err = run("rerun", "--json", doc["id"], env=mine, cwd=exp)
+    assert p.returncode == 2 and "-v /:/hostroot:ro" in err["error"]["message"], (p.stdout, p.stderr)
+    assert not marker.exists()

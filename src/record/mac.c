@@ -1,0 +1,117 @@
+/* record: the records' own seal. A run's manifest.json says how to run it again (its mounts,
+ * network, backend, policy), and `labbox rerun` does what it says; a manifest that came with
+ * an experiment (a committed .labbox/ whose index lists it) is the user's file like any
+ * other, so ownership cannot tell it from one labbox wrote. An HMAC-SHA256 with a key only
+ * this user's labbox reads (in the user's private cache, hidden from every run) can: result.json
+ * carries the manifest's, and what it grants is repeated without asking only when it
+ * matches. */
+#include "labbox/record.h"
+#include "labbox/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KEY_NAME "record.key"
+#define KEY_LEN 32
+
+static int read_key(int dfd, uint8_t key[KEY_LEN])
+{
+	LB_AUTOCLOSE int fd = openat(dfd, KEY_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* Another's key, or one others could read, seals nothing. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    st.st_size != KEY_LEN)
+		return -EPERM;
+	ssize_t n = read(fd, key, KEY_LEN);
+	return n == KEY_LEN ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* The key, made on first use: 32 random bytes, 0600, in a private directory. */
+static int record_key(uint8_t key[KEY_LEN])
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	if (!cache)
+		return -ENOENT;
+	LB_AUTOCLOSE int dfd = lb_open_private_dir(cache);
+	if (dfd < 0)
+		return dfd;
+	int r = read_key(dfd, key);
+	if (r != -ENOENT)
+		return r;
+	uint8_t fresh[KEY_LEN];
+	if (getrandom(fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh)
+		return -EIO;
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, ".%s.%ld", KEY_NAME, (long)getpid());
+	LB_AUTOCLOSE int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				     0600);
+	if (fd < 0)
+		return -errno;
+	r = lb_write_all(fd, fresh, sizeof fresh);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	/* Two first runs at once: the first link wins and both use its key. */
+	if (r == 0 && linkat(dfd, tmp, dfd, KEY_NAME, 0) < 0 && errno != EEXIST)
+		r = -errno;
+	unlinkat(dfd, tmp, 0);
+	return r < 0 ? r : read_key(dfd, key);
+}
+
+int lb_record_mac(const void *data, size_t len, char hex[65])
+{
+	uint8_t key[KEY_LEN], pad[64], inner[32], mac[32];
+	int r = record_key(key);
+	if (r < 0)
+		return r;
+	lb_sha256 c;
+	memset(pad, 0x36, sizeof pad);
+	for (size_t i = 0; i < KEY_LEN; i++)
+		pad[i] ^= key[i];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, pad, sizeof pad);
+	lb_sha256_update(&c, data, len);
+	lb_sha256_final(&c, inner);
+	memset(pad, 0x5c, sizeof pad);
+	for (size_t i = 0; i < KEY_LEN; i++)
+		pad[i] ^= key[i];
+	lb_sha256_init(&c);
+	lb_sha256_update(&c, pad, sizeof pad);
+	lb_sha256_update(&c, inner, sizeof inner);
+	lb_sha256_final(&c, mac);
+	lb_sha256_hex(mac, hex);
+	memset(key, 0, sizeof key);
+	memset(pad, 0, sizeof pad);
+	return 0;
+}
+
+int lb_record_mac_file(const char *dir, const char *name, char hex[65])
+{
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	int r = lb_read_file_at(dfd, name, (size_t)64 << 20, &data, &len);
+	return r < 0 ? r : lb_record_mac(data, len, hex);
+}
+
+bool lb_record_mac_matches(const char *dir, const char *name, const char *want)
+{
+	char hex[65];
+	if (!want || strlen(want) != 64 || lb_record_mac_file(dir, name, hex) < 0)
+		return false;
+	/* Not a secret compared: the key is; but no early exit all the same. */
+	unsigned diff = 0;
+	for (size_t i = 0; i < 64; i++)
+		diff |= (unsigned)(hex[i] ^ want[i]);
+	return diff == 0;
+}
