@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/diagnose.h"
 #include "labbox/env.h"
+#include "labbox/gate.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -412,4 +413,62 @@ int cli_printf(const char *fmt, ...)
 		return n;
 	show_controls(stdout, text, (size_t)n);
 	return n;
+}
+
+static const char *grant_str(json_object *o, const char *key, const char *dflt)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : dflt;
+}
+
+/* What a manifest grants beyond labbox's defaults, as the flags that grant it: mounts, a
+ * network, host variables, GPUs, less isolation, another backend, a weaker gate or check,
+ * variables that run code before the gate. What rerun repeats without asking only when the
+ * record carries this user's seal. */
+void cli_record_grants(json_object *cfg, lb_strv *g)
+{
+	json_object *sbj = json_object_object_get(cfg, "sandbox"), *a;
+	static const char *const lists[][2] = {{"volumes", "-v"},
+					       {"secret_env", "--secret-env"},
+					       {"allow_degraded", "--allow-degraded"}};
+	for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
+		if (json_object_object_get_ex(sbj, lists[k][0], &a) &&
+		    json_object_is_type(a, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(a); i++)
+				lb_strv_pushf(g, "%s %s", lists[k][1],
+					      json_object_get_string(json_object_array_get_idx(a, i)));
+	if (json_object_object_get_ex(sbj, "env", &a) && json_object_is_type(a, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(a); i++) {
+			const char *kv = json_object_get_string(json_object_array_get_idx(a, i));
+			const char *eq = kv ? strchr(kv, '=') : NULL;
+			char name[256];
+			snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv ? kv : "");
+			if (eq && lb_gate_startup_var(name))
+				lb_strv_pushf(g, "-e %s", kv);
+		}
+	const char *net = grant_str(sbj, "network", "none");
+	if (strcmp(net, "none") != 0)
+		lb_strv_pushf(g, "--network %s", net);
+	const char *gpus = grant_str(sbj, "gpus", "none");
+	if (strcmp(gpus, "none") != 0)
+		lb_strv_pushf(g, "--gpus %s", gpus);
+	const char *mode = grant_str(cfg, "mode", "local");
+	if (strcmp(mode, "local") != 0) {
+		const char *where = strcmp(mode, "ssh") == 0	   ? grant_str(cfg, "host", "?")
+				    : strcmp(mode, "docker") == 0 ? grant_str(cfg, "image", "a built image")
+				    : strcmp(mode, "colab") == 0  ? grant_str(cfg, "drive", "?")
+								   : "";
+		lb_strv_pushf(g, "--mode %s%s%s", mode, *where ? " " : "", where);
+	}
+	const char *pol = grant_str(cfg, "policy", "standard");
+	if (strcmp(pol, "permissive") == 0)
+		lb_strv_pushf(g, "--policy %s", pol);
+	const char *gate = grant_str(cfg, "runtime_gate", "default");
+	if (strcmp(gate, "off") == 0 || strcmp(gate, "record") == 0)
+		lb_strv_pushf(g, "--runtime-gate %s", gate);
+	json_object *v;
+	if (json_object_object_get_ex(cfg, "trust_project", &v) && json_object_get_boolean(v))
+		lb_strv_push(g, "--trust-project");
+	if (json_object_object_get_ex(cfg, "install_remote", &v) && json_object_get_boolean(v))
+		lb_strv_push(g, "--install-remote");
 }

@@ -919,58 +919,6 @@ static const char rerun_help[] =
 	"\n"
 	"Exit status: that of the new run (as labbox run), 2 when the run cannot be repeated.\n";
 
-/* What a manifest grants beyond labbox's defaults, as the flags that grant it: mounts, a
- * network, host variables, GPUs, less isolation, another backend, a weaker gate or check,
- * variables that run code before the gate. What rerun repeats without asking only when the
- * record carries this user's seal. */
-static void record_grants(json_object *cfg, lb_strv *g)
-{
-	json_object *sbj = json_object_object_get(cfg, "sandbox"), *a;
-	static const char *const lists[][2] = {{"volumes", "-v"},
-					       {"secret_env", "--secret-env"},
-					       {"allow_degraded", "--allow-degraded"}};
-	for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
-		if (json_object_object_get_ex(sbj, lists[k][0], &a) &&
-		    json_object_is_type(a, json_type_array))
-			for (size_t i = 0; i < json_object_array_length(a); i++)
-				lb_strv_pushf(g, "%s %s", lists[k][1],
-					      json_object_get_string(json_object_array_get_idx(a, i)));
-	if (json_object_object_get_ex(sbj, "env", &a) && json_object_is_type(a, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(a); i++) {
-			const char *kv = json_object_get_string(json_object_array_get_idx(a, i));
-			const char *eq = kv ? strchr(kv, '=') : NULL;
-			char name[256];
-			snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv ? kv : "");
-			if (eq && lb_gate_startup_var(name))
-				lb_strv_pushf(g, "-e %s", kv);
-		}
-	const char *net = get_str(sbj, "network", "none");
-	if (strcmp(net, "none") != 0)
-		lb_strv_pushf(g, "--network %s", net);
-	const char *gpus = get_str(sbj, "gpus", "none");
-	if (strcmp(gpus, "none") != 0)
-		lb_strv_pushf(g, "--gpus %s", gpus);
-	const char *mode = get_str(cfg, "mode", "local");
-	if (strcmp(mode, "local") != 0) {
-		const char *where = strcmp(mode, "ssh") == 0	   ? get_str(cfg, "host", "?")
-				    : strcmp(mode, "docker") == 0 ? get_str(cfg, "image", "a built image")
-				    : strcmp(mode, "colab") == 0  ? get_str(cfg, "drive", "?")
-								   : "";
-		lb_strv_pushf(g, "--mode %s%s%s", mode, *where ? " " : "", where);
-	}
-	const char *pol = get_str(cfg, "policy", "standard");
-	if (strcmp(pol, "permissive") == 0)
-		lb_strv_pushf(g, "--policy %s", pol);
-	const char *gate = get_str(cfg, "runtime_gate", "default");
-	if (strcmp(gate, "off") == 0 || strcmp(gate, "record") == 0)
-		lb_strv_pushf(g, "--runtime-gate %s", gate);
-	json_object *v;
-	if (json_object_object_get_ex(cfg, "trust_project", &v) && json_object_get_boolean(v))
-		lb_strv_push(g, "--trust-project");
-	if (json_object_object_get_ex(cfg, "install_remote", &v) && json_object_get_boolean(v))
-		lb_strv_push(g, "--install-remote");
-}
-
 /* Whether rerun may repeat the record: sealed by this user's labbox (result.json's
  * manifest_mac is manifest.json's), or granting nothing beyond the defaults, or accepted. */
 static bool rerun_allowed(const char *id, const char *run_dir, json_object *result,
@@ -980,7 +928,7 @@ static bool rerun_allowed(const char *id, const char *run_dir, json_object *resu
 	if (*sealed || accepted)
 		return true;
 	lb_strv g = {0};
-	record_grants(cfg, &g);
+	cli_record_grants(cfg, &g);
 	if (g.n == 0) {
 		lb_strv_free(&g);
 		return true;

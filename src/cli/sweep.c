@@ -61,6 +61,10 @@ static const char sweep_help[] =
 	"  --plan-only          write sweep.json (status planned) and run nothing\n"
 	"  --retry-failed       also run again the cells that failed (else only interrupted,\n"
 	"                       infra_error and never run cells are)\n"
+	"  --accept-grants      with --resume: resume a sweep whose sweep.json this user's labbox\n"
+	"                       did not write (or that changed since) although it grants more\n"
+	"                       than the defaults (mounts, a network, another backend...); without\n"
+	"                       it such a resume is refused, naming them\n"
 	"  --mode slurm         the cells to run as one Slurm job array (one sbatch call,\n"
 	"                       --array=0-N%JOBS), each task running the cell with labbox on\n"
 	"                       its node (its sandbox there); waits with squeue; Ctrl-C\n"
@@ -83,7 +87,7 @@ static const char sweep_help[] =
 
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
-       OPT_IGNORE_TABLE, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
+       OPT_IGNORE_TABLE, OPT_ACCEPT_GRANTS, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
        OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS };
 
 
@@ -180,6 +184,23 @@ void sweep_progress_line(sweep_ctx *c, const char *fmt, ...)
 
 /* ---- the document -------------------------------------------------------------------------- */
 
+/* The seal of what --resume believes (lb_record_mac): the invocation (experiment, flags,
+ * mounts) and the plan, as json-c prints them, which a parsed copy prints alike. */
+static int doc_seal(json_object *doc, char hex[65])
+{
+	json_object *inv = json_object_object_get(doc, "invocation");
+	json_object *plan = json_object_object_get(doc, "plan");
+	if (!inv || !plan)
+		return -EINVAL;
+	lb_buf b = {0};
+	int r = lb_buf_printf(&b, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
+			      json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
+	if (r == 0)
+		r = lb_record_mac(b.data, b.len, hex);
+	lb_buf_free(&b);
+	return r;
+}
+
 static json_object *build_doc(sweep_ctx *c, const char *status)
 {
 	json_object *info = json_object_new_object();
@@ -196,6 +217,8 @@ static json_object *build_doc(sweep_ctx *c, const char *status)
 	json_object_object_add(info, "invocation", json_object_get(c->invocation));
 	json_object *doc = lb_sweep_document(&c->plan, c->id, c->cells, info);
 	json_object_put(info);
+	char seal[65];
+	json_object_object_add(doc, "seal", doc_seal(doc, seal) == 0 ? json_object_new_string(seal) : NULL);
 	return doc;
 }
 
@@ -607,6 +630,31 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 		json_object_put(doc);
 		return -EINVAL;
 	}
+	/* Another user's labbox's sweep, or one changed since, is resumed with what it grants
+	 * only when the user says so (rerun's rule, runs.c). */
+	char seal[65];
+	const char *want = sweep_jstr(doc, "seal");
+	if (!c->accept_grants && !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0)) {
+		lb_strv g = {0};
+		cli_record_grants(inv, &g);
+		lb_buf b = {0};
+		for (size_t i = 0; i < g.n; i++)
+			lb_buf_printf(&b, "%s%s", i ? ", " : "", g.v[i]);
+		size_t n = g.n;
+		lb_strv_free(&g);
+		if (n) {
+			cli_error("sweep",
+				  "%s/sweep.json was not written by this user's labbox, or was changed "
+				  "since (its seal does not match): its cells would run with %s. Read it, "
+				  "and if you want that, resume with labbox sweep --resume %s "
+				  "--accept-grants",
+				  dir, b.data, sweep_jstr(doc, "id") ? sweep_jstr(doc, "id") : "ID");
+			lb_buf_free(&b);
+			json_object_put(doc);
+			return -EPERM;
+		}
+		lb_buf_free(&b);
+	}
 	const char *exp = sweep_jstr(inv, "expdir");
 	snprintf(c->expdir, sizeof c->expdir, "%s", exp ? exp : "");
 	if (sweep_jstr(inv, "python"))
@@ -762,6 +810,7 @@ int cli_sweep(int argc, char **argv)
 		{"resume", required_argument, NULL, OPT_RESUME},
 		{"retry-failed", no_argument, NULL, OPT_RETRY},
 		{"ignore-budget-table", no_argument, NULL, OPT_IGNORE_TABLE},
+		{"accept-grants", no_argument, NULL, OPT_ACCEPT_GRANTS},
 		{"cell", required_argument, NULL, OPT_CELL},
 		{"plan-only", no_argument, NULL, OPT_PLAN_ONLY},
 		{"metrics", required_argument, NULL, OPT_METRICS},
@@ -877,6 +926,9 @@ int cli_sweep(int argc, char **argv)
 		case OPT_RETRY:
 			retry = true;
 			break;
+		case OPT_ACCEPT_GRANTS:
+			c.accept_grants = true;
+			break;
 		case OPT_IGNORE_TABLE:
 			ignore_table = true;
 			break;
@@ -947,6 +999,11 @@ int cli_sweep(int argc, char **argv)
 			  "can ship such a link); give the place with --runs-dir DIR", link);
 		goto done;
 	}
+	if (c.accept_grants && !resume) {
+		cli_error("sweep", "--accept-grants goes with --resume ID: a new sweep grants what its "
+			  "own flags say");
+		goto done;
+	}
 	if (one_cell >= 0 && !resume) {
 		cli_error("sweep", "--cell N runs one cell of a sweep that exists: give --resume ID too");
 		goto done;
@@ -954,7 +1011,8 @@ int cli_sweep(int argc, char **argv)
 	if (resume) {
 		if (grid_flags || optind < dashdash || dashdash < argc) {
 			cli_error("sweep", "--resume runs the sweep as it was started: only --jobs, "
-				  "--sweep-budget, --retry-failed, --runs-dir and --json may go with it");
+				  "--sweep-budget, --retry-failed, --accept-grants, --runs-dir and --json "
+				  "may go with it");
 			goto done;
 		}
 		LB_AUTOFREE char *dir = NULL;

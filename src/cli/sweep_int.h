@@ -42,6 +42,7 @@ typedef struct sweep_ctx {
 	double eta;
 	bool usage_failure; /* a cell could not become a run: stop starting others */
 	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
+	bool accept_grants; /* --accept-grants: resume an unsealed sweep.json as it says */
 	int usage_rc;
 	/* mode slurm */
 	bool slurm;       /* the sweep's cells are a Slurm job array */

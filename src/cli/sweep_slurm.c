@@ -144,9 +144,11 @@ static int setup(sweep_ctx *c, const size_t *todo, size_t ntodo, array_setup *a)
 		snprintf(old, sizeof old, "%s/node.json", a->dirs[k]);
 		unlink(old);
 		size_t n = 0;
+		/* --accept-grants: this labbox wrote the sweep.json the task reads (or checked its
+		 * seal), and a node may keep another cache, so another record key. */
 		const char *words[] = {a->labbox, "sweep", "--resume", c->id, "--cell", cell,
-				       "--runs-dir", a->runs_abs, "--json"};
-		for (size_t i = 0; i < 9; i++)
+				       "--runs-dir", a->runs_abs, "--json", "--accept-grants"};
+		for (size_t i = 0; i < 10; i++)
 			if (sweep_strv_push(&a->argv[k], &n, words[i]) < 0)
 				return LB_EXIT_INFRA;
 		a->cells[k] = (lb_slurm_cell){.argv = a->argv[k], .dir = a->dirs[k]};

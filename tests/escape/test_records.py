@@ -822,3 +822,48 @@ print("accuracy: 0.5")
     p, err = run("rerun", "--json", doc["id"], env=mine, cwd=exp)
     assert p.returncode == 2 and "-v /:/hostroot:ro" in err["error"]["message"], (p.stdout, p.stderr)
     assert not marker.exists()
+
+
+def test_a_sweep_this_user_did_not_write_is_not_resumed_with_its_grants(tmp_path):
+    """`labbox sweep --resume ID` runs what the sweep's sweep.json says (experiment, flags,
+    mounts). One that came with an experiment, made by another labbox with a writable host
+    mount, or the user's own edited afterwards, is refused (exit 2) naming the grant, and no
+    cell runs; --accept-grants resumes it."""
+    host = tmp_path / "host"
+    host.mkdir()
+    os.chmod(host, 0o777)
+    exp = write(tmp_path / "exp", """\
+import argparse, os
+p = argparse.ArgumentParser(); p.add_argument("--seed", type=int); a = p.parse_args()
+open(f"/host/cell-{a.seed}", "w").write("x")
+print("accuracy: 0.5")
+""")
+    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
+    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    runs = exp / ".labbox" / "runs"
+    p, doc = run("sweep", "--json", "--plan-only", "--python", PYTHON, "--policy", "permissive",
+                 "-v", f"{host}:/host:rw", "--seeds", "0-1", ".", env=other, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    sid = doc["id"]
+    p, err = run("sweep", "--json", "--resume", sid, env=mine, cwd=exp)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert f"-v {host}:/host:rw" in err["error"]["message"], err
+    assert "--accept-grants" in err["error"]["message"], err
+    assert list(host.iterdir()) == [] and run_dirs(runs) == []
+    p, doc = run("sweep", "--json", "--resume", sid, "--accept-grants", env=mine, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in host.iterdir()) == ["cell-0", "cell-1"]
+
+    # The user's own sweep, sealed, resumes without asking; edited, it asks again.
+    for x in host.iterdir():
+        x.unlink()
+    p, doc = run("sweep", "--json", "--plan-only", "--python", PYTHON, "--policy", "permissive",
+                 "--seeds", "0-1", ".", env=mine, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    sweep_json = Path(doc["sweep_dir"]) / "sweep.json"
+    d = json.loads(sweep_json.read_text())
+    d["invocation"]["sandbox"]["volumes"] = [f"{host}:/host:rw"]
+    sweep_json.write_text(json.dumps(d, indent=2))
+    p, err = run("sweep", "--json", "--resume", doc["id"], env=mine, cwd=exp)
+    assert p.returncode == 2 and f"-v {host}:/host:rw" in err["error"]["message"], p.stderr
+    assert list(host.iterdir()) == []
