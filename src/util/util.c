@@ -882,6 +882,16 @@ static int records_at(const char *runs_dir, const char *name, bool beside_only, 
 	size_t n = strlen(buf);
 	while (n > 1 && buf[n - 1] == '/')
 		buf[--n] = '\0';
+	/* ".", "runs/." or "a/..": the directory those name, not its last word, has a parent;
+	 * spelt so, the records would land inside the runs, and elsewhere than for the same
+	 * directory given by its path. */
+	const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+		char real[PATH_MAX];
+		if (!realpath(buf, real))
+			return -errno;
+		snprintf(buf, sizeof buf, "%s", real);
+	}
 	char parent[PATH_MAX];
 	char *slash = strrchr(buf, '/');
 	if (!slash)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "labbox/record.h"
 #include "labbox/sweep.h"
 
 #include <errno.h>
@@ -441,6 +442,29 @@ static void test_sweep_dir(void **state)
 	assert_int_equal(lb_sweep_dir_for("/runs", "ab", &d), 0);
 	assert_string_equal(d, "/sweeps/ab");
 	free(d);
+	/* The runs directory spelt ".", "x/." or "x/..": the same place as by its path. */
+	char tmpl[] = "/var/tmp/lbt-place-XXXXXX", cwd[4096], want[8192];
+	assert_non_null(mkdtemp(tmpl));
+	char runs[4200];
+	snprintf(runs, sizeof runs, "%s/runs", tmpl);
+	assert_int_equal(mkdir(runs, 0700), 0);
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(runs), 0);
+	snprintf(want, sizeof want, "%s/sweeps/ab", tmpl);
+	const char *spelt[] = {".", "./", "../runs/.", "sub/.."};
+	assert_int_equal(mkdir("sub", 0700), 0);
+	for (size_t i = 0; i < sizeof spelt / sizeof *spelt; i++) {
+		assert_int_equal(lb_sweep_dir_for(spelt[i], "ab", &d), 0);
+		assert_string_equal(d, want);
+		free(d);
+	}
+	assert_int_equal(lb_index_path_for(".", &d), 0);
+	snprintf(want, sizeof want, "%s/labbox.db", tmpl);
+	assert_string_equal(d, want);
+	free(d);
+	assert_int_equal(chdir(cwd), 0);
+	snprintf(want, sizeof want, "rm -rf '%s'", tmpl);
+	assert_int_equal(system(want), 0);
 }
 
 /* A task's estimate file: rewritten in place, a shorter value over a longer one reads back
