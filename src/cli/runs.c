@@ -202,12 +202,17 @@ static int runs_show(const runs_opts *o, const char *id)
 	lb_index_close(ix);
 	if (r < 0)
 		return CLI_EXIT_USAGE;
+	/* Whether this user's labbox wrote the record as it stands (mac.c): an index and runs
+	 * that came with an experiment show up here like the user's own. */
+	bool sealed = lb_record_mac_matches(get_str(row, "run_dir", ""), "manifest.json",
+					    get_str(result, "manifest_mac", NULL));
 	if (o->json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.show/1"));
 		json_object_object_add(doc, "index", json_object_get(row));
 		json_object_object_add(doc, "result", result ? json_object_get(result) : NULL);
 		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
+		json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
@@ -216,6 +221,9 @@ static int runs_show(const runs_opts *o, const char *id)
 		       get_str(row, "ended_at", "-"));
 		cli_printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
 		       get_str(row, "run_dir", "-"));
+		if (!sealed)
+			cli_printf("  record   not sealed by this user's labbox (made elsewhere, "
+				   "changed since, or older): rerun asks before it repeats its grants\n");
 		json_object *interp, *git, *m;
 		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp))
 			cli_printf("  python   %s (%s)\n", get_str(interp, "version", "?"),

@@ -791,6 +791,8 @@ print("accuracy: 0.5")
     (host / "armed").write_text("1")
     os.chmod(host / "armed", 0o644)
 
+    p, show = run("runs", "show", "--json", forged, env=mine, cwd=exp)
+    assert p.returncode == 0 and show["record_sealed"] is False, p.stderr
     p, doc = run("rerun", "--json", forged, env=mine, cwd=exp)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert doc["schema"] == "labbox.error/1", doc
@@ -810,6 +812,8 @@ print("accuracy: 0.5")
                  env=mine, cwd=exp)
     assert p.returncode == 0, p.stderr
     marker.unlink()
+    p, show = run("runs", "show", "--json", doc["id"], env=mine, cwd=exp)
+    assert p.returncode == 0 and show["record_sealed"] is True, p.stderr
     p, again = run("rerun", "--json", doc["id"], env=mine, cwd=exp)
     assert p.returncode == 0, p.stderr
     assert again["rerun"]["record_sealed"] is True and marker.exists(), again["rerun"]
