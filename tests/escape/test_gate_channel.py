@@ -388,3 +388,50 @@ def test_harmless_interpreter_variables_of_the_sweep_env_still_work(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
     assert "utf8: 1" in next(runs.glob("*/run.log")).read_text()
+
+
+_FORGE = r'''
+import importlib.util, marshal, sys
+src = ("import ctypes\n"
+       "ctypes.CDLL(None).system(b'echo ran > ' + %r.encode())\n")
+code = compile(src % sys.argv[3], sys.argv[2] + "/helper.py", "exec")
+with open(sys.argv[1], "wb") as f:
+    f.write(importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code))
+'''
+
+
+def test_a_pyc_of_the_experiment_cannot_claim_a_librarys_file_to_pass_the_gate(tmp_path):
+    """The gate trusts a frame by the file its code names, and libraries may use ctypes. A
+    sourceless helper.pyc shipped with the experiment (the check reads no .pyc) held code
+    whose co_filename was site-packages/helper.py: `import helper` ran libc's system() under
+    a runtime_gate that said installed, enforced, no event. The gate now refuses bytecode
+    the import system reads from outside the interpreter's read-only paths; checked from the
+    host: the shell's file is not there, and the refusal is recorded."""
+    import subprocess
+    from escape_lib import LABBOX
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "main.py").write_text(
+        "import site, sys\nprint('EXE', sys.executable)\n"
+        "print('LIB', [p for p in sys.path if p.endswith('-packages')][0])\n")
+    p = subprocess.run([LABBOX, "run", "--runs-dir", str(tmp_path / "pruns"), str(probe)],
+                       capture_output=True, text=True, timeout=300)
+    out = dict(l.split(" ", 1) for l in p.stdout.splitlines() if l[:4] in ("EXE ", "LIB "))
+    if "EXE" not in out or "LIB" not in out:
+        pytest.skip("the interpreter labbox picks has no site-packages: " + p.stdout[-500:])
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([out["EXE"], "-c", _FORGE, str(exp / "helper.pyc"), out["LIB"],
+                    "ran_past_the_gate.txt"], check=True, timeout=60)
+    (exp / "main.py").write_text("import helper\nprint('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "run", "--json", "--runtime-gate", "on", "--runs-dir", str(runs),
+                        str(exp)], capture_output=True, text=True, timeout=300)
+    res = json.loads(p.stdout)
+    g = res["runtime_gate"]
+    assert not list(runs.glob("*/exp/ran_past_the_gate.txt")), (
+        f"a .pyc claiming {out['LIB']}/helper.py ran libc's system() past the gate, which "
+        f"said: {json.dumps(g)[:800]}")
+    assert res["status"] == "failed", res["status"]
+    hit = [e for e in g["events"] if e["event"] == "marshal.loads" and e["refused"]]
+    assert hit and "helper.pyc" in (hit[0]["detail"] or ""), json.dumps(g)[:1500]
