@@ -2,6 +2,7 @@
  * line a child runs. Arguments come from the client: each is type-checked against the
  * schema, names it does not declare are refused, and every value reaches the child as
  * `--flag=VALUE` or after an absolute path, so no value can be read as another option. */
+#include "labbox/gate.h"
 #include "labbox/mcp.h"
 #include "labbox/util.h"
 
@@ -584,6 +585,14 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 				return bad(c, "env: '%s' must be a variable name with a string value "
 					      "without NUL",
 					   k);
+			/* The agent's variables are its configuration, as labbox.yaml's sweep env
+			 * is: none that runs its code before the runtime gate (lb_gate_startup_var). */
+			if (lb_gate_startup_var(k))
+				return refuse(c, "env",
+					      "env: %s changes what the interpreter or the loader runs "
+					      "before the experiment's code and its runtime gate; an MCP "
+					      "client may not set it",
+					      k);
 			push(a, "--env=%s=%s", k, json_object_get_string(v));
 		}
 	}

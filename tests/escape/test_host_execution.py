@@ -442,3 +442,38 @@ def test_an_mcp_clients_labbox_yaml_cannot_move_the_run_off_this_hosts_sandbox(t
     doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
     assert doc.get("backend", {}).get("name") == "local", doc
     assert doc["status"] == "completed", doc
+
+
+@pytest.mark.parametrize("env", [
+    {"PYTHONWARNINGS": "ignore::antigravity.W", "BROWSER": "./browse.sh"},
+    {"PYTHONUSERBASE": "ub"},
+], ids=["warnings_import", "userbase_pth"])
+def test_an_mcp_clients_env_cannot_run_code_before_the_gate(tmp_path, env):
+    """The run tool's `env` is the agent's, as labbox.yaml is: it passed any variable on as
+    -e, so an agent's PYTHONWARNINGS (a module imported before site: antigravity opening
+    BROWSER, the agent's script) or PYTHONUSERBASE (its .pth) ran code before the runtime
+    gate, under a record that said enforced. Such variables are refused as labbox.yaml's
+    sweep env refuses them; checked from the host: no run ran, no file the script writes."""
+    root = tmp_path / "root"
+    exp = root / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    (exp / "browse.sh").write_text("#!/bin/sh\necho ran > before_gate.txt\n")
+    (exp / "browse.sh").chmod(0o755)
+    (site / "zz.pth").write_text("import os; os.system('echo ran > before_gate.txt')\n")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "redteam", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run", "arguments": {"expdir": "exp", "budget": 30, "env": env}}}
+    answers = _mcp_session([init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            call], root, "--root", str(root), "--max-budget", "60",
+                           "--allow-degraded", "memory")
+    res = answers[2]["result"]
+    doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
+    ran = list(root.glob("**/before_gate.txt"))
+    assert not ran and doc.get("status") != "completed", (
+        f"the agent's env {env} ran its code before the gate: {json.dumps(doc.get('runtime_gate'))}")
+    assert res.get("isError") and doc.get("schema") == "labbox.error/1", doc
+    assert any(k in doc["error"]["message"] for k in env), doc
