@@ -469,6 +469,29 @@ static int resolve_under_root(ctx *c, const char *what, const char *path,
 	return 0;
 }
 
+/* --python PATH is probed on this host (the user's interpreter, on the command line), so
+ * one among the client's files under the root, named or reached through a link, would run
+ * here unsandboxed: refused. A bare name is looked up on the server's PATH. */
+static int python_not_clients(ctx *c, const char *python, const lb_mcp_limits *lim)
+{
+	if (!strchr(python, '/'))
+		return 0;
+	char joined[PATH_MAX * 2], real[PATH_MAX];
+	if (python[0] == '/')
+		snprintf(joined, sizeof joined, "%s", python);
+	else
+		snprintf(joined, sizeof joined, "%s/%s", lim->root, python);
+	const char *paths[2] = {joined, realpath(joined, real) ? real : NULL};
+	for (size_t i = 0; i < 2; i++)
+		if (paths[i] && lb_path_under(paths[i], lim->root))
+			return refuse(c, "root",
+				      "python '%s' lies among the client's files under the server's "
+				      "--root %s, and labbox would run it on this host to probe it; "
+				      "name an interpreter of this host, or use environment auto",
+				      python, lim->root);
+	return 0;
+}
+
 /* The experiment (expdir or files) and the options run and check share. */
 static int exp_args(ctx *c, json_object *args, const lb_mcp_limits *lim, bool stage, argv_b *a,
 		    char **staged, char *path, bool is_run)
@@ -489,6 +512,8 @@ static int exp_args(ctx *c, json_object *args, const lb_mcp_limits *lim, bool st
 	if (entry && !rel_path_ok(entry))
 		return refuse(c, "root", "entry '%s' is not a relative path inside the experiment",
 			      entry);
+	if (python && (r = python_not_clients(c, python, lim)) != 0)
+		return r;
 	if (python)
 		push(a, "--python=%s", python);
 	if (policy)
@@ -618,7 +643,16 @@ static int run_env_escalate(ctx *c, json_object *args, const lb_mcp_limits *lim,
 			char resolved[PATH_MAX];
 			if ((r = resolve_under_root(c, "environment", environment, lim, resolved)) != 0)
 				return r;
-			push(a, "--env=%s", resolved);
+			/* Under the root it is the client's own files, and labbox probes an
+			 * environment named by path on this host (it is the user's, on the
+			 * command line): its interpreter or a .pth would run here, unsandboxed.
+			 * auto finds the experiment's .venv and probes it in the sandbox. */
+			return refuse(c, "root",
+				      "environment '%s' is a path among the client's files, and "
+				      "labbox would run its interpreter on this host to probe it; "
+				      "use environment auto (the experiment's .venv, probed in the "
+				      "sandbox) or the name of an environment of this host",
+				      environment);
 		} else {
 			push(a, "--env=%s", environment);
 		}

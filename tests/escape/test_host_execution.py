@@ -477,3 +477,51 @@ def test_an_mcp_clients_env_cannot_run_code_before_the_gate(tmp_path, env):
         f"the agent's env {env} ran its code before the gate: {json.dumps(doc.get('runtime_gate'))}")
     assert res.get("isError") and doc.get("schema") == "labbox.error/1", doc
     assert any(k in doc["error"]["message"] for k in env), doc
+
+
+@pytest.mark.parametrize("where", ["python", "python_linked", "environment"])
+def test_an_mcp_clients_interpreter_is_never_run_on_the_host(tmp_path, where):
+    """The run and check tools' `python` became --python PATH and the run tool's
+    `environment` --env PATH (which had to lie under the root): labbox probes both on the
+    host, being the user's on the command line, unless they lie inside the experiment. An
+    agent that wrote a script into its workspace beside the experiment had it run on the
+    host as the server's user (root here) at the probe, before any sandbox. Such paths are
+    refused. Checked from the host: the script's marker, which the sandbox's uid could not
+    write, is not there."""
+    root = tmp_path / "root"
+    exp = root / "exp"
+    exp.mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)  # the sandbox's uid (65534 as root) cannot write here
+    marker = host_side / "ran_on_the_host"
+    venv = root / "tools" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    tool = venv / "bin" / "python"
+    tool.write_text(f"#!/bin/sh\nid -u > {marker} 2>/dev/null\nexec {PYTHON} \"$@\"\n")
+    tool.chmod(0o755)
+    if where == "python_linked":
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "py").symlink_to(tool)
+    arg = {"python": {"python": str(tool)},
+           "python_linked": {"python": str(tmp_path / "elsewhere" / "py")},
+           "environment": {"environment": "tools/venv"}}[where]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "redteam", "version": "1"}}}
+    names = ["run"] if where == "environment" else ["run", "check"]
+    calls = [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+              "params": {"name": name, "arguments": {"expdir": "exp", **arg,
+                                                       **({"budget": 30} if name == "run" else {})}}}
+             for i, name in enumerate(names)]
+    answers = _mcp_session([init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            *calls], root, "--root", str(root), "--max-budget", "60",
+                           "--allow-degraded", "memory")
+    assert not marker.exists(), (
+        f"the agent's {arg} ran on the host as uid {marker.read_text().strip()}")
+    for i in range(len(names)):
+        res = answers[2 + i]["result"]
+        doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
+        assert res.get("isError") and doc["error"]["limit"] == "root", doc
