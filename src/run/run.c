@@ -143,14 +143,8 @@ static int entry_leaves(int dfd, const char *expdir, const char *entry, char tar
 /* Whether the interpreter name resolves (PATH lookup, symlinks followed) into expdir. */
 static bool inside_experiment(const char *python, const char *expdir)
 {
-	LB_AUTOFREE char *exe = NULL;
-	char real[PATH_MAX];
-	if (lb_find_executable(python, &exe) < 0 || !realpath(exe, real))
-		return false;
-	size_t n = strlen(expdir);
-	return strncmp(real, expdir, n) == 0 && real[n] == '/';
+	return lb_program_inside(python, expdir);
 }
-
 /* Everything that can be refused before a run directory exists. */
 static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 {

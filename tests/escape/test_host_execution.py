@@ -525,3 +525,70 @@ def test_an_mcp_clients_interpreter_is_never_run_on_the_host(tmp_path, where):
         res = answers[2 + i]["result"]
         doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
         assert res.get("isError") and doc["error"]["limit"] == "root", doc
+
+
+def _venv_with_pth(exp, marker):
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True,
+                   timeout=120)
+    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "zz_host.pth").write_text(
+        f"import os; os.system('id -u > {marker} 2>/dev/null')\n")
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_a_venv_of_the_experiment_named_by_python_is_never_run_on_the_host(tmp_path, cmd):
+    """`--python exp/.venv/bin/python` is the natural way to use a project's venv. Its
+    bin/python links to the system's, so labbox took it for the user's interpreter outside
+    the experiment and probed it on the host; the interpreter reads the pyvenv.cfg beside the
+    name it was started by, so the venv's .pth files ran there, unsandboxed (as root here),
+    at `labbox run` and `labbox check` alike. An interpreter named in a directory of the
+    experiment is the experiment's code and is probed in the sandbox. Checked from the host:
+    no marker in a directory the sandbox's uid cannot write."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    _venv_with_pth(exp, marker)
+    args = ["run", "--runs-dir", str(tmp_path / "runs")] if cmd == "run" else ["check"]
+    subprocess.run([LABBOX, *args, "--python", "exp/.venv/bin/python", "exp"], cwd=tmp_path,
+                   capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), (
+        f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text().strip()}")
+
+
+def test_a_rerun_never_probes_on_the_host_what_an_experiments_interpreter_said(tmp_path):
+    """An interpreter of the experiment is probed in the sandbox, and what it says of itself
+    (sys.executable, which argv[0] sets) is recorded, moved into the run's exp/. rerun passed
+    that path on as the user's --python, so it was probed on the host: a script of the
+    experiment's choosing ran there unsandboxed. It is now named again inside the copy the
+    rerun runs."""
+    import shutil
+    bash = shutil.which("bash")
+    if not bash:
+        pytest.skip("no bash for exec -a")
+    exp = tmp_path / "exp"
+    (exp / ".venv" / "bin").mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    py = exp / ".venv" / "bin" / "python"
+    py.write_text(f"#!{bash}\nexec -a {exp}/named.sh {PYTHON} \"$@\"\n")
+    (exp / "named.sh").write_text(f"#!/bin/sh\nid -u > {marker} 2>/dev/null\nexec {PYTHON} \"$@\"\n")
+    py.chmod(0o755)
+    (exp / "named.sh").chmod(0o755)
+    runs = tmp_path / "runs"
+    subprocess.run([LABBOX, "run", "--allow-degraded", "gate", "--runs-dir", str(runs),
+                    "--python", str(py), str(exp)], capture_output=True, text=True, timeout=300)
+    ids = [d.name for d in runs.iterdir() if (d / "manifest.json").exists()]
+    assert ids, "the first run left no manifest"
+    marker.unlink(missing_ok=True)  # only the rerun's probe is looked at
+    subprocess.run([LABBOX, "rerun", "--runs-dir", str(runs), ids[0]], capture_output=True,
+                   text=True, timeout=300)
+    assert not marker.exists(), (
+        f"labbox rerun ran the experiment's {exp}/named.sh on the host as uid "
+        f"{marker.read_text().strip()}")
