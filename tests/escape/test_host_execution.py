@@ -527,15 +527,15 @@ def test_an_mcp_clients_interpreter_is_never_run_on_the_host(tmp_path, where):
         assert res.get("isError") and doc["error"]["limit"] == "root", doc
 
 
-def _venv_with_pth(exp, marker):
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / ".venv")], check=True,
+def _venv_with_pth(exp, marker, name=".venv"):
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / name)], check=True,
                    timeout=120)
-    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    site = next((exp / name / "lib").glob("python3*/site-packages"))
     (site / "zz_host.pth").write_text(
         f"import os; os.system('id -u > {marker} 2>/dev/null')\n")
 
 
-@pytest.mark.parametrize("cmd", ["run", "check"])
+@pytest.mark.parametrize("cmd", ["run", "check", "run_env"])
 def test_a_venv_of_the_experiment_named_by_python_is_never_run_on_the_host(tmp_path, cmd):
     """`--python exp/.venv/bin/python` is the natural way to use a project's venv. Its
     bin/python links to the system's, so labbox took it for the user's interpreter outside
@@ -551,9 +551,11 @@ def test_a_venv_of_the_experiment_named_by_python_is_never_run_on_the_host(tmp_p
     host_side.mkdir()
     os.chmod(host_side, 0o700)
     marker = host_side / "ran_on_the_host"
-    _venv_with_pth(exp, marker)
-    args = ["run", "--runs-dir", str(tmp_path / "runs")] if cmd == "run" else ["check"]
-    subprocess.run([LABBOX, *args, "--python", "exp/.venv/bin/python", "exp"], cwd=tmp_path,
+    # --env PATH likewise, for a venv discovery does not find by its name
+    _venv_with_pth(exp, marker, "myenv" if cmd == "run_env" else ".venv")
+    args = ["check"] if cmd == "check" else ["run", "--runs-dir", str(tmp_path / "runs")]
+    how = ["--env", "exp/myenv"] if cmd == "run_env" else ["--python", "exp/.venv/bin/python"]
+    subprocess.run([LABBOX, *args, *how, "exp"], cwd=tmp_path,
                    capture_output=True, text=True, timeout=300)
     assert not marker.exists(), (
         f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text().strip()}")
