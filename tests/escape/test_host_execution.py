@@ -553,12 +553,15 @@ def test_a_venv_of_the_experiment_named_by_python_is_never_run_on_the_host(tmp_p
     marker = host_side / "ran_on_the_host"
     # --env PATH likewise, for a venv discovery does not find by its name
     _venv_with_pth(exp, marker, "myenv" if cmd == "run_env" else ".venv")
-    args = ["check"] if cmd == "check" else ["run", "--runs-dir", str(tmp_path / "runs")]
+    args = ["check"] if cmd == "check" else ["run", "--allow-degraded", "gate", "--runs-dir",
+                                             str(tmp_path / "runs")]
     how = ["--env", "exp/myenv"] if cmd == "run_env" else ["--python", "exp/.venv/bin/python"]
-    subprocess.run([LABBOX, *args, *how, "exp"], cwd=tmp_path,
-                   capture_output=True, text=True, timeout=300)
+    p = subprocess.run([LABBOX, *args, *how, "exp"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
     assert not marker.exists(), (
         f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text().strip()}")
+    # and the venv still works, from the sandbox (a --python relative to here is found)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
 
 
 def test_a_rerun_never_probes_on_the_host_what_an_experiments_interpreter_said(tmp_path):
