@@ -145,6 +145,9 @@ typedef struct lb_env_list {
 	size_t n, cap;
 	/* What the experiment directory named that is not here (environment.yml's name:). */
 	char note[512];
+	/* The experiment's real path ("" for none): an environment --env names inside it is
+	 * the experiment's, probed in the sandbox. */
+	char expdir[4096];
 } lb_env_list;
 
 typedef struct lb_env_discover_opts {

@@ -54,7 +54,9 @@ int lb_gate_mode_parse(const char *s, lb_gate_mode *out);
 const char *lb_gate_mode_name(lb_gate_mode m);
 /* A variable that changes what the interpreter or the dynamic loader runs before the
  * experiment's first line, and so before the gate (PYTHONHOME, PYTHONUSERBASE's .pth files,
- * LD_PRELOAD...): the experiment's own configuration may not set one. */
+ * PYTHONPYCACHEPREFIX, LD_PRELOAD...): every PYTHON variable but PYTHONPATH and a few that
+ * change no code, every LD_ one and GCONV_PATH. The experiment's own configuration may not
+ * set one. */
 bool lb_gate_startup_var(const char *name);
 /* The mode a run gets: asked, or the policy's default (policy is lb_check_policy). */
 lb_gate_mode lb_gate_effective(lb_gate_mode asked, int policy);

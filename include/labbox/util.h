@@ -138,6 +138,10 @@ void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.1
 /* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty
  * or NULL dir holds nothing. */
 bool lb_path_under(const char *path, const char *dir);
+/* Whether the program python names (a path, or a name on PATH) lies in dir: the file
+ * resolved, or the directory it is named in (a venv's bin/python links out of it, and the
+ * interpreter reads the pyvenv.cfg beside its name). */
+bool lb_program_inside(const char *python, const char *dir);
 
 /* SHA-256. */
 typedef struct lb_sha256 {

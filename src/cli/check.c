@@ -1,6 +1,7 @@
 /* labbox check: static validation of experiment code. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/util.h"
 
@@ -97,6 +98,44 @@ static void list_rules(void)
 		printf("%s  %-12s %s\n", r->id, r->category, r->title);
 }
 
+static const char *python_named; /* --python as given */
+
+/* --python is probed on the host, as the user's interpreter; one that lives in a checked
+ * directory (a shipped .venv's bin/python, whose pyvenv.cfg brings the venv's .pth files) is
+ * the experiment's code and is probed in the sandbox instead. 0, or -1 said. */
+static int confine_python(lb_check_config *cfg, int first, int argc, char **argv)
+{
+	for (int i = first; python_named && i < argc; i++) {
+		char dir[PATH_MAX];
+		struct stat st;
+		snprintf(dir, sizeof dir, "%s", argv[i]);
+		if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			char *slash = strrchr(dir, '/');
+			snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - argv[i]) : 1,
+				 slash ? argv[i] : ".");
+		}
+		char real[PATH_MAX];
+		if (!realpath(dir[0] ? dir : "/", real) || !lb_program_inside(python_named, real))
+			continue;
+		/* The confined probe reads a relative path from the experiment; this one was
+		 * given relative to here. */
+		char abs[PATH_MAX * 2], cwd[PATH_MAX];
+		if (strchr(python_named, '/') && python_named[0] != '/' && getcwd(cwd, sizeof cwd))
+			snprintf(abs, sizeof abs, "%s/%s", cwd, python_named);
+		else
+			snprintf(abs, sizeof abs, "%s", python_named);
+		lb_python_info py;
+		char err[512] = "";
+		if (lb_python_probe_confined(abs, real, &py, err, sizeof err) < 0 ||
+		    lb_check_config_set_python_info(cfg, &py) < 0) {
+			cli_error("check", "--python '%s': %s", python_named, err);
+			return -1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 static int option(lb_check_config *cfg, int opt, const char *arg)
 {
 	int r = 0;
@@ -112,6 +151,7 @@ static int option(lb_check_config *cfg, int opt, const char *arg)
 		return 0;
 	}
 	case OPT_PYTHON:
+		python_named = arg;
 		r = lb_check_config_set_python(cfg, arg);
 		what = "--python";
 		break;
@@ -336,6 +376,8 @@ int cli_check(int argc, char **argv)
 		cli_error("check", "no PATH given (usage: labbox check [OPTIONS] PATH...)");
 		goto out;
 	}
+	if (confine_python(cfg, optind, argc, argv) < 0)
+		goto out;
 	files = calloc((size_t)(argc - optind), sizeof *files);
 	if (!files)
 		goto out;

@@ -1287,6 +1287,21 @@ int cli_rerun(int argc, char **argv)
 				    ? NULL : get_str(interp, "path", NULL);
 	if (strcmp(named_by, "env") == 0)
 		req.env = get_str(interp, "env_asked", "auto");
+	/* One probed in the sandbox lived in the experiment: its recorded path is what it said
+	 * of itself, moved into the run's exp/ (which the run could rewrite). As a command-line
+	 * path it would be probed on the host, so it is named again at the same place in the
+	 * copy this rerun runs (and probed there, in the sandbox); anywhere else is refused. */
+	char moved[PATH_MAX];
+	if (ipath && (v = json_object_object_get(interp, "probed_in_sandbox")) &&
+	    json_object_get_boolean(v)) {
+		if (!lb_path_under(ipath, exp) ||
+		    snprintf(moved, sizeof moved, "%s%s", src, ipath + strlen(exp)) >= (int)sizeof moved) {
+			cli_error("rerun", "run %s ran an interpreter of the experiment that named itself "
+				  "%s, outside the experiment; it is not run again", id, ipath);
+			goto done;
+		}
+		ipath = moved;
+	}
 	/* An R or Octave run's interpreter is --interpreter's, never --python's. */
 	if (strcmp(get_str(interp, "language", "python"), "python") == 0)
 		req.python = ipath;

@@ -491,6 +491,8 @@ static void probe_all(lb_env_list *l, const lb_env_discover_opts *o)
 int lb_env_discover(const lb_env_discover_opts *o, lb_env_list *out)
 {
 	memset(out, 0, sizeof *out);
+	if (o->expdir && !realpath(o->expdir, out->expdir))
+		out->expdir[0] = '\0';
 	int r = add_interp(out, "python3", LB_ENV_PATH, "PATH");
 	if (r == 0)
 		r = add_interp(out, "/usr/bin/python3", LB_ENV_SYSTEM, "/usr/bin/python3");

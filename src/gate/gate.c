@@ -32,17 +32,24 @@ int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
 
 bool lb_gate_startup_var(const char *name)
 {
-	static const char *const names[] = {"PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
-					    "PYTHONEXECUTABLE", "PYTHONSTARTUP", "GCONV_PATH"};
+	/* Every PYTHON variable is the interpreter's, and a list of the dangerous ones stays
+	 * behind the interpreter's releases (PYTHONPYCACHEPREFIX loads the gate's own .pyc from
+	 * where it says, PYTHONWARNINGS imports a module before site): all are refused but these,
+	 * which change no code that runs. PYTHONPATH is the gate's to place (LABBOX_GATE_PYTHONPATH). */
+	static const char *const harmless[] = {"PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+					       "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONFAULTHANDLER"};
 	if (!name)
 		return false;
-	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...). */
-	if (strncmp(name, "LD_", 3) == 0)
+	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...);
+	 * GCONV_PATH names the shared objects iconv loads. */
+	if (strncmp(name, "LD_", 3) == 0 || strcmp(name, "GCONV_PATH") == 0)
 		return true;
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	return false;
+	if (strncmp(name, "PYTHON", 6) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof harmless / sizeof *harmless; i++)
+		if (strcmp(name, harmless[i]) == 0)
+			return false;
+	return true;
 }
 
 const char *lb_gate_mode_name(lb_gate_mode m)

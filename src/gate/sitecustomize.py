@@ -511,8 +511,53 @@ def _labbox_gate():
         if frame is not None and kind(frame.f_code.co_filename) == "x":
             refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)")
 
+    # Frames are trusted by the file their code names (co_filename), and a .pyc names any
+    # file it likes: bytecode the import system reads is loaded only from the interpreter's
+    # and the libraries' read-only paths, never from a .pyc the experiment shipped or wrote.
+    _ext = sys.modules.get("_frozen_importlib_external")
+    _loaders = tuple(c for c in (getattr(_ext, "SourceFileLoader", None),
+                                 getattr(_ext, "SourcelessFileLoader", None)) if c is not None)
+    _file_get_data = getattr(getattr(_ext, "FileLoader", None), "get_data", None)
+    _BOOT_EXT = "<frozen importlib._bootstrap_external>"
+
+    def bytecode_source(f):
+        """The file the import system read the bytecode being unmarshalled from, when it is
+        the import system's own reading (an unchanged loader of the interpreter's), else
+        None: then the bytes are whatever the caller handed it."""
+        code = f.f_code
+        if code.co_filename == _BOOT_EXT and code.co_name == "_compile_bytecode":
+            up = f.f_back
+            if up is None or up.f_code.co_filename != _BOOT_EXT or up.f_code.co_name != "get_code":
+                return None
+            me = up.f_locals.get("self")
+            try:
+                own = object.__getattribute__(me, "__dict__")
+            except AttributeError:
+                return None
+            if type(me) not in _loaders or type(me).get_data is not _file_get_data or \
+                    type(own) is not dict or "get_data" in own:
+                return None
+            p = f.f_locals.get("bytecode_path")
+        elif code.co_filename == "<frozen zipimport>" and code.co_name == "_unmarshal_code":
+            p = f.f_locals.get("fullpath")
+        else:
+            return None
+        return p if type(p) is str else None
+
     def on_marshal(event, args, frame):
-        if frame is not None and kind(frame.f_code.co_filename) == "x":
+        if frame is None:
+            return
+        src = bytecode_source(frame)
+        if src is not None:
+            if not _under(src, trusted_roots):
+                refuse(event, (src,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                       "bytecode of a .pyc outside the interpreter's read-only paths, which "
+                       "no check read and which may claim any file's name: " + src)
+            return
+        # Anything else is the caller's, through the standard library's helpers too
+        # (pkgutil.read_code for runpy.run_path of a .pyc).
+        k, _ = origin(frame)
+        if k == "x":
             refuse(event, (), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "marshal.loads can make code objects")
 

@@ -2,6 +2,7 @@
  * line a child runs. Arguments come from the client: each is type-checked against the
  * schema, names it does not declare are refused, and every value reaches the child as
  * `--flag=VALUE` or after an absolute path, so no value can be read as another option. */
+#include "labbox/gate.h"
 #include "labbox/mcp.h"
 #include "labbox/util.h"
 
@@ -468,6 +469,29 @@ static int resolve_under_root(ctx *c, const char *what, const char *path,
 	return 0;
 }
 
+/* --python PATH is probed on this host (the user's interpreter, on the command line), so
+ * one among the client's files under the root, named or reached through a link, would run
+ * here unsandboxed: refused. A bare name is looked up on the server's PATH. */
+static int python_not_clients(ctx *c, const char *python, const lb_mcp_limits *lim)
+{
+	if (!strchr(python, '/'))
+		return 0;
+	char joined[PATH_MAX * 2], real[PATH_MAX];
+	if (python[0] == '/')
+		snprintf(joined, sizeof joined, "%s", python);
+	else
+		snprintf(joined, sizeof joined, "%s/%s", lim->root, python);
+	const char *paths[2] = {joined, realpath(joined, real) ? real : NULL};
+	for (size_t i = 0; i < 2; i++)
+		if (paths[i] && lb_path_under(paths[i], lim->root))
+			return refuse(c, "root",
+				      "python '%s' lies among the client's files under the server's "
+				      "--root %s, and labbox would run it on this host to probe it; "
+				      "name an interpreter of this host, or use environment auto",
+				      python, lim->root);
+	return 0;
+}
+
 /* The experiment (expdir or files) and the options run and check share. */
 static int exp_args(ctx *c, json_object *args, const lb_mcp_limits *lim, bool stage, argv_b *a,
 		    char **staged, char *path, bool is_run)
@@ -488,6 +512,8 @@ static int exp_args(ctx *c, json_object *args, const lb_mcp_limits *lim, bool st
 	if (entry && !rel_path_ok(entry))
 		return refuse(c, "root", "entry '%s' is not a relative path inside the experiment",
 			      entry);
+	if (python && (r = python_not_clients(c, python, lim)) != 0)
+		return r;
 	if (python)
 		push(a, "--python=%s", python);
 	if (policy)
@@ -584,6 +610,14 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 				return bad(c, "env: '%s' must be a variable name with a string value "
 					      "without NUL",
 					   k);
+			/* The agent's variables are its configuration, as labbox.yaml's sweep env
+			 * is: none that runs its code before the runtime gate (lb_gate_startup_var). */
+			if (lb_gate_startup_var(k))
+				return refuse(c, "env",
+					      "env: %s changes what the interpreter or the loader runs "
+					      "before the experiment's code and its runtime gate; an MCP "
+					      "client may not set it",
+					      k);
 			push(a, "--env=%s=%s", k, json_object_get_string(v));
 		}
 	}
@@ -609,7 +643,16 @@ static int run_env_escalate(ctx *c, json_object *args, const lb_mcp_limits *lim,
 			char resolved[PATH_MAX];
 			if ((r = resolve_under_root(c, "environment", environment, lim, resolved)) != 0)
 				return r;
-			push(a, "--env=%s", resolved);
+			/* Under the root it is the client's own files, and labbox probes an
+			 * environment named by path on this host (it is the user's, on the
+			 * command line): its interpreter or a .pth would run here, unsandboxed.
+			 * auto finds the experiment's .venv and probes it in the sandbox. */
+			return refuse(c, "root",
+				      "environment '%s' is a path among the client's files, and "
+				      "labbox would run its interpreter on this host to probe it; "
+				      "use environment auto (the experiment's .venv, probed in the "
+				      "sandbox) or the name of an environment of this host",
+				      environment);
 		} else {
 			push(a, "--env=%s", environment);
 		}

@@ -143,14 +143,8 @@ static int entry_leaves(int dfd, const char *expdir, const char *entry, char tar
 /* Whether the interpreter name resolves (PATH lookup, symlinks followed) into expdir. */
 static bool inside_experiment(const char *python, const char *expdir)
 {
-	LB_AUTOFREE char *exe = NULL;
-	char real[PATH_MAX];
-	if (lb_find_executable(python, &exe) < 0 || !realpath(exe, real))
-		return false;
-	size_t n = strlen(expdir);
-	return strncmp(real, expdir, n) == 0 && real[n] == '/';
+	return lb_program_inside(python, expdir);
 }
-
 /* Everything that can be refused before a run directory exists. */
 static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 {
@@ -246,9 +240,16 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		pr = st->cache ? lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached,
 							err, sizeof err)
 			       : lb_python_probe(python, &st->py, err, sizeof err);
-	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir))
-		/* The experiment directory chose it, or it lives there: it is the experiment's code. */
+	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir)) {
+		/* The experiment directory chose it, or it lives there: it is the experiment's code.
+		 * The confined probe reads a relative path from the experiment (labbox.yaml's);
+		 * --python's was given relative to here. */
+		char abs[PATH_MAX * 2], cwd[PATH_MAX];
+		if (req->python && python[0] != '/' && strchr(python, '/') && getcwd(cwd, sizeof cwd) &&
+		    snprintf(abs, sizeof abs, "%s/%s", cwd, python) < (int)PATH_MAX)
+			python = abs;
 		pr = lb_python_probe_confined(python, st->expdir, &st->py, err, sizeof err);
+	}
 	else if (st->cache)
 		pr = lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached, err,
 					    sizeof err);

@@ -984,3 +984,22 @@ bool lb_path_under(const char *path, const char *dir)
 	size_t n = dir ? strlen(dir) : 0;
 	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
+
+bool lb_program_inside(const char *python, const char *expdir)
+{
+	LB_AUTOFREE char *exe = NULL;
+	char real[PATH_MAX], rexp[PATH_MAX], dir[PATH_MAX];
+	if (lb_find_executable(python, &exe) < 0 || !realpath(expdir, rexp))
+		return false;
+	if (realpath(exe, real) && lb_path_under(real, rexp))
+		return true;
+	/* The directory it is named in counts too: a venv's bin/python is a link out of the
+	 * experiment, and Python reads the pyvenv.cfg beside the name it was started by (so the
+	 * venv's site-packages and their .pth files, which would run at a probe on the host). */
+	snprintf(dir, sizeof dir, "%s", exe);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return realpath(dir[0] ? dir : "/", real) && lb_path_under(real, rexp);
+}

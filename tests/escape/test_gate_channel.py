@@ -309,3 +309,129 @@ def test_an_interpreter_without_audit_hooks_stops_an_enforcing_run(tmp_path):
     g = r.result["runtime_gate"]
     assert g["installed"] is False and g["enforced"] is False, g
     assert "Error in sitecustomize" not in r.log(), r.log()
+
+
+_PRE_GATE = ("import os\n"
+             "os.system('echo ran > before_gate.txt')\n"
+             "exec(compile(open('/run/labbox-gate/py/sitecustomize.py').read(),\n"
+             "             '/run/labbox-gate/py/sitecustomize.py', 'exec'))\n")
+
+
+def _forged_gate_pyc(exp):
+    """An unchecked hash-based .pyc (PEP 552: never compared with its source) of code that
+    runs a shell and then the real gate, where PYTHONPYCACHEPREFIX=pfx makes the interpreter
+    look for the gate's compiled sitecustomize."""
+    import importlib.util
+    import marshal
+    import sys
+    code = compile(_PRE_GATE, "/run/labbox-gate/py/sitecustomize.py", "exec")
+    d = exp / "pfx" / "run" / "labbox-gate" / "py"
+    d.mkdir(parents=True)
+    (d / f"sitecustomize.{sys.implementation.cache_tag}.pyc").write_bytes(
+        importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little") + b"\0" * 8
+        + marshal.dumps(code))
+    return {"PYTHONPYCACHEPREFIX": "pfx"}
+
+
+def _browser_by_warning(exp):
+    """PYTHONWARNINGS's category is imported before site (so before the gate): antigravity
+    opens a browser, and BROWSER names the experiment's script."""
+    (exp / "browse.sh").write_text("#!/bin/sh\necho ran > before_gate.txt\n")
+    (exp / "browse.sh").chmod(0o755)
+    return {"PYTHONWARNINGS": "ignore::antigravity.W", "BROWSER": "./browse.sh"}
+
+
+@pytest.mark.parametrize("attack", [_forged_gate_pyc, _browser_by_warning],
+                         ids=["pycache_prefix", "warnings_import"])
+def test_no_interpreter_variable_of_the_sweep_env_runs_code_before_the_gate(tmp_path, attack):
+    """The sweep env's refusal listed five interpreter variables and LD_; others run code
+    before the gate too. PYTHONPYCACHEPREFIX=pfx made the interpreter load the gate's
+    compiled sitecustomize from the experiment (a .pyc never checked against its source),
+    and PYTHONWARNINGS imports a module by name before site: both ran a shell under a
+    runtime_gate that said installed and enforced with no event. labbox.yaml may now set no
+    interpreter variable but a few harmless ones (PYTHONPATH, PYTHONHASHSEED...); checked
+    from the host: nothing ran (no cell, no file the shell would write)."""
+    import subprocess
+    from escape_lib import LABBOX
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    env = attack(exp)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    pairs = ", ".join(f'{k}: "{v}"' for k, v in env.items())
+    (exp / "labbox.yaml").write_text("sweep:\n  parameters:\n    lr: [0.1]\n  seeds: [0]\n"
+                                     f"  env: {{{pairs}}}\n")
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    ran = list(runs.glob("*/exp/before_gate.txt")) if runs.exists() else []
+    assert not ran, (f"code of the experiment ran before the runtime gate ({env}); the record "
+                     f"said {[json.loads((f.parent.parent / 'result.json').read_text())['runtime_gate'] for f in ran]}")
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.error/1", doc
+    assert "-e" in doc["error"]["message"] and any(k in doc["error"]["message"] for k in env)
+    assert not runs.exists() or not any(runs.iterdir()), "a cell ran"
+
+
+def test_harmless_interpreter_variables_of_the_sweep_env_still_work(tmp_path):
+    import subprocess
+    from escape_lib import LABBOX
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("import sys\nprint('utf8:', sys.flags.utf8_mode)\n"
+                                 "print('accuracy: 1')\n")
+    (exp / "labbox.yaml").write_text(
+        "sweep:\n  parameters:\n    lr: [0.1]\n  seeds: [7]\n"
+        "  env: {PYTHONUTF8: \"1\", PYTHONFAULTHANDLER: \"1\", PYTHONIOENCODING: \"utf-8\"}\n")
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "sweep", "--json", "--runs-dir", str(runs), str(exp)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    assert "utf8: 1" in next(runs.glob("*/run.log")).read_text()
+
+
+_FORGE = r'''
+import importlib.util, marshal, sys
+src = ("import ctypes\n"
+       "ctypes.CDLL(None).system(b'echo ran > ' + %r.encode())\n")
+code = compile(src % sys.argv[3], sys.argv[2] + "/helper.py", "exec")
+with open(sys.argv[1], "wb") as f:
+    f.write(importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code))
+'''
+
+
+def test_a_pyc_of_the_experiment_cannot_claim_a_librarys_file_to_pass_the_gate(tmp_path):
+    """The gate trusts a frame by the file its code names, and libraries may use ctypes. A
+    sourceless helper.pyc shipped with the experiment (the check reads no .pyc) held code
+    whose co_filename was site-packages/helper.py: `import helper` ran libc's system() under
+    a runtime_gate that said installed, enforced, no event. The gate now refuses bytecode
+    the import system reads from outside the interpreter's read-only paths; checked from the
+    host: the shell's file is not there, and the refusal is recorded."""
+    import subprocess
+    from escape_lib import LABBOX
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "main.py").write_text(
+        "import site, sys\nprint('EXE', sys.executable)\n"
+        "print('LIB', [p for p in sys.path if p.endswith('-packages')][0])\n")
+    p = subprocess.run([LABBOX, "run", "--runs-dir", str(tmp_path / "pruns"), str(probe)],
+                       capture_output=True, text=True, timeout=300)
+    out = dict(l.split(" ", 1) for l in p.stdout.splitlines() if l[:4] in ("EXE ", "LIB "))
+    if "EXE" not in out or "LIB" not in out:
+        pytest.skip("the interpreter labbox picks has no site-packages: " + p.stdout[-500:])
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    subprocess.run([out["EXE"], "-c", _FORGE, str(exp / "helper.pyc"), out["LIB"],
+                    "ran_past_the_gate.txt"], check=True, timeout=60)
+    (exp / "main.py").write_text("import helper\nprint('accuracy: 1')\n")
+    runs = tmp_path / "runs"
+    p = subprocess.run([LABBOX, "run", "--json", "--runtime-gate", "on", "--runs-dir", str(runs),
+                        str(exp)], capture_output=True, text=True, timeout=300)
+    res = json.loads(p.stdout)
+    g = res["runtime_gate"]
+    assert not list(runs.glob("*/exp/ran_past_the_gate.txt")), (
+        f"a .pyc claiming {out['LIB']}/helper.py ran libc's system() past the gate, which "
+        f"said: {json.dumps(g)[:800]}")
+    assert res["status"] == "failed", res["status"]
+    hit = [e for e in g["events"] if e["event"] == "marshal.loads" and e["refused"]]
+    assert hit and "helper.pyc" in (hit[0]["detail"] or ""), json.dumps(g)[:1500]

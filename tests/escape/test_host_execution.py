@@ -442,3 +442,158 @@ def test_an_mcp_clients_labbox_yaml_cannot_move_the_run_off_this_hosts_sandbox(t
     doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
     assert doc.get("backend", {}).get("name") == "local", doc
     assert doc["status"] == "completed", doc
+
+
+@pytest.mark.parametrize("env", [
+    {"PYTHONWARNINGS": "ignore::antigravity.W", "BROWSER": "./browse.sh"},
+    {"PYTHONUSERBASE": "ub"},
+], ids=["warnings_import", "userbase_pth"])
+def test_an_mcp_clients_env_cannot_run_code_before_the_gate(tmp_path, env):
+    """The run tool's `env` is the agent's, as labbox.yaml is: it passed any variable on as
+    -e, so an agent's PYTHONWARNINGS (a module imported before site: antigravity opening
+    BROWSER, the agent's script) or PYTHONUSERBASE (its .pth) ran code before the runtime
+    gate, under a record that said enforced. Such variables are refused as labbox.yaml's
+    sweep env refuses them; checked from the host: no run ran, no file the script writes."""
+    root = tmp_path / "root"
+    exp = root / "exp"
+    site = exp / "ub" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    (exp / "browse.sh").write_text("#!/bin/sh\necho ran > before_gate.txt\n")
+    (exp / "browse.sh").chmod(0o755)
+    (site / "zz.pth").write_text("import os; os.system('echo ran > before_gate.txt')\n")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "redteam", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run", "arguments": {"expdir": "exp", "budget": 30, "env": env}}}
+    answers = _mcp_session([init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            call], root, "--root", str(root), "--max-budget", "60",
+                           "--allow-degraded", "memory")
+    res = answers[2]["result"]
+    doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
+    ran = list(root.glob("**/before_gate.txt"))
+    assert not ran and doc.get("status") != "completed", (
+        f"the agent's env {env} ran its code before the gate: {json.dumps(doc.get('runtime_gate'))}")
+    assert res.get("isError") and doc.get("schema") == "labbox.error/1", doc
+    assert any(k in doc["error"]["message"] for k in env), doc
+
+
+@pytest.mark.parametrize("where", ["python", "python_linked", "environment"])
+def test_an_mcp_clients_interpreter_is_never_run_on_the_host(tmp_path, where):
+    """The run and check tools' `python` became --python PATH and the run tool's
+    `environment` --env PATH (which had to lie under the root): labbox probes both on the
+    host, being the user's on the command line, unless they lie inside the experiment. An
+    agent that wrote a script into its workspace beside the experiment had it run on the
+    host as the server's user (root here) at the probe, before any sandbox. Such paths are
+    refused. Checked from the host: the script's marker, which the sandbox's uid could not
+    write, is not there."""
+    root = tmp_path / "root"
+    exp = root / "exp"
+    exp.mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)  # the sandbox's uid (65534 as root) cannot write here
+    marker = host_side / "ran_on_the_host"
+    venv = root / "tools" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    tool = venv / "bin" / "python"
+    tool.write_text(f"#!/bin/sh\nid -u > {marker} 2>/dev/null\nexec {PYTHON} \"$@\"\n")
+    tool.chmod(0o755)
+    if where == "python_linked":
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "py").symlink_to(tool)
+    arg = {"python": {"python": str(tool)},
+           "python_linked": {"python": str(tmp_path / "elsewhere" / "py")},
+           "environment": {"environment": "tools/venv"}}[where]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "redteam", "version": "1"}}}
+    names = ["run"] if where == "environment" else ["run", "check"]
+    calls = [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+              "params": {"name": name, "arguments": {"expdir": "exp", **arg,
+                                                       **({"budget": 30} if name == "run" else {})}}}
+             for i, name in enumerate(names)]
+    answers = _mcp_session([init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            *calls], root, "--root", str(root), "--max-budget", "60",
+                           "--allow-degraded", "memory")
+    assert not marker.exists(), (
+        f"the agent's {arg} ran on the host as uid {marker.read_text().strip()}")
+    for i in range(len(names)):
+        res = answers[2 + i]["result"]
+        doc = res.get("structuredContent") or json.loads(res["content"][-1]["text"])
+        assert res.get("isError") and doc["error"]["limit"] == "root", doc
+
+
+def _venv_with_pth(exp, marker, name=".venv"):
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / name)], check=True,
+                   timeout=120)
+    site = next((exp / name / "lib").glob("python3*/site-packages"))
+    (site / "zz_host.pth").write_text(
+        f"import os; os.system('id -u > {marker} 2>/dev/null')\n")
+
+
+@pytest.mark.parametrize("cmd", ["run", "check", "run_env"])
+def test_a_venv_of_the_experiment_named_by_python_is_never_run_on_the_host(tmp_path, cmd):
+    """`--python exp/.venv/bin/python` is the natural way to use a project's venv. Its
+    bin/python links to the system's, so labbox took it for the user's interpreter outside
+    the experiment and probed it on the host; the interpreter reads the pyvenv.cfg beside the
+    name it was started by, so the venv's .pth files ran there, unsandboxed (as root here),
+    at `labbox run` and `labbox check` alike. An interpreter named in a directory of the
+    experiment is the experiment's code and is probed in the sandbox. Checked from the host:
+    no marker in a directory the sandbox's uid cannot write."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    # --env PATH likewise, for a venv discovery does not find by its name
+    _venv_with_pth(exp, marker, "myenv" if cmd == "run_env" else ".venv")
+    args = ["check"] if cmd == "check" else ["run", "--allow-degraded", "gate", "--runs-dir",
+                                             str(tmp_path / "runs")]
+    how = ["--env", "exp/myenv"] if cmd == "run_env" else ["--python", "exp/.venv/bin/python"]
+    p = subprocess.run([LABBOX, *args, *how, "exp"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), (
+        f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text().strip()}")
+    # and the venv still works, from the sandbox (a --python relative to here is found)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+
+
+def test_a_rerun_never_probes_on_the_host_what_an_experiments_interpreter_said(tmp_path):
+    """An interpreter of the experiment is probed in the sandbox, and what it says of itself
+    (sys.executable, which argv[0] sets) is recorded, moved into the run's exp/. rerun passed
+    that path on as the user's --python, so it was probed on the host: a script of the
+    experiment's choosing ran there unsandboxed. It is now named again inside the copy the
+    rerun runs."""
+    import shutil
+    bash = shutil.which("bash")
+    if not bash:
+        pytest.skip("no bash for exec -a")
+    exp = tmp_path / "exp"
+    (exp / ".venv" / "bin").mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    py = exp / ".venv" / "bin" / "python"
+    py.write_text(f"#!{bash}\nexec -a {exp}/named.sh {PYTHON} \"$@\"\n")
+    (exp / "named.sh").write_text(f"#!/bin/sh\nid -u > {marker} 2>/dev/null\nexec {PYTHON} \"$@\"\n")
+    py.chmod(0o755)
+    (exp / "named.sh").chmod(0o755)
+    runs = tmp_path / "runs"
+    subprocess.run([LABBOX, "run", "--allow-degraded", "gate", "--runs-dir", str(runs),
+                    "--python", str(py), str(exp)], capture_output=True, text=True, timeout=300)
+    ids = [d.name for d in runs.iterdir() if (d / "manifest.json").exists()]
+    assert ids, "the first run left no manifest"
+    marker.unlink(missing_ok=True)  # only the rerun's probe is looked at
+    subprocess.run([LABBOX, "rerun", "--runs-dir", str(runs), ids[0]], capture_output=True,
+                   text=True, timeout=300)
+    assert not marker.exists(), (
+        f"labbox rerun ran the experiment's {exp}/named.sh on the host as uid "
+        f"{marker.read_text().strip()}")
