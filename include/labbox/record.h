@@ -50,13 +50,14 @@ int lb_record_write_json(const char *path, struct json_object *doc);
 /* The same without the fsync, for a provisional record that a synced one replaces. */
 int lb_record_write_json_nosync(const char *path, struct json_object *doc);
 
-/* The records' seal (mac.c): an HMAC-SHA256 of data with this user's record key, kept in the
+/* The records' seal (mac.c): an HMAC-SHA256 of "DOMAIN\n" and data with this user's record
+ * key (domain: what the bytes are, "manifest.json", "sweep.json"), kept in the
  * user's private cache (made on first use; hidden from every run), as 64 hex digits. It tells
  * a record this user's labbox wrote from one that came from elsewhere or was changed since:
  * result.json's manifest_mac is manifest.json's. 0 or a negative errno (no cache directory,
  * a key another user or others could read: -EPERM). */
-int lb_record_mac(const void *data, size_t len, char hex[65]);
-/* The same of the regular file dir/name (not followed if a link). */
+int lb_record_mac(const char *domain, const void *data, size_t len, char hex[65]);
+/* The same of the regular file dir/name (not followed if a link), its domain the name. */
 int lb_record_mac_file(const char *dir, const char *name, char hex[65]);
 /* Whether dir/name's seal is want (64 hex digits); false on any error. */
 bool lb_record_mac_matches(const char *dir, const char *name, const char *want);

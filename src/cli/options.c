@@ -372,7 +372,7 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	json_object *v;
 	if (!j)
 		return 0;
-	if (json_object_object_get_ex(j, "network", &v)) {
+	if (json_object_object_get_ex(j, "network", &v) && v) {
 		const char *n = json_object_get_string(v);
 		o->network = strcmp(n, "host") == 0	  ? LB_NET_HOST
 			     : strcmp(n, "loopback") == 0 ? LB_NET_LOOPBACK
@@ -425,9 +425,55 @@ static const char *grant_str(json_object *o, const char *key, const char *dflt)
  * network, host variables, GPUs, less isolation, another backend, a weaker gate or check,
  * variables that run code before the gate. What rerun repeats without asking only when the
  * record carries this user's seal. */
-void cli_record_grants(json_object *cfg, lb_strv *g)
+/* Each K=V of env that would run code before the gate (lb_gate_startup_var). */
+static void grant_env(json_object *env, lb_strv *g)
+{
+	if (!json_object_is_type(env, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(env); i++) {
+		const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
+		const char *eq = kv ? strchr(kv, '=') : NULL;
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv ? kv : "");
+		if (eq && lb_gate_startup_var(name))
+			lb_strv_pushf(g, "-e %s", kv);
+	}
+}
+
+/* The interpreter a record names on the host: a path rerun passes as the user's own (the
+ * command line's, or the default found then) is probed there, outside the sandbox; one an
+ * environment chose is chosen again by name. */
+static void grant_interpreter(json_object *interp, lb_strv *g)
+{
+	if (!interp)
+		return;
+	const char *by = grant_str(interp, "named_by", "command line");
+	json_object *v;
+	bool confined = json_object_object_get_ex(interp, "probed_in_sandbox", &v) &&
+			json_object_get_boolean(v);
+	const char *flag = strcmp(grant_str(interp, "language", "python"), "python") == 0
+				   ? "--python" : "--interpreter";
+	if (strcmp(by, "env") == 0) {
+		const char *env = grant_str(interp, "env_asked", "auto");
+		if (strcmp(env, "auto") != 0)
+			lb_strv_pushf(g, "--env %s", env);
+	} else if (strcmp(by, "labbox.yaml") != 0 && !confined && grant_str(interp, "path", NULL)) {
+		lb_strv_pushf(g, "%s %s", flag, grant_str(interp, "path", ""));
+	}
+}
+
+void cli_record_grants(json_object *cfg, json_object *interp, json_object *env_template, lb_strv *g)
 {
 	json_object *sbj = json_object_object_get(cfg, "sandbox"), *a;
+	grant_interpreter(interp, g);
+	/* A sweep's invocation names its interpreter and engine as given. */
+	static const char *const named[][2] = {{"python", "--python"},
+					       {"engine", "--engine"},
+					       {"engine_asked", "--engine"}};
+	for (size_t k = 0; k < sizeof named / sizeof *named; k++)
+		if (grant_str(cfg, named[k][0], NULL))
+			lb_strv_pushf(g, "%s %s", named[k][1], grant_str(cfg, named[k][0], ""));
+	grant_env(env_template, g);
 	static const char *const lists[][2] = {{"volumes", "-v"},
 					       {"secret_env", "--secret-env"},
 					       {"allow_degraded", "--allow-degraded"}};
@@ -437,15 +483,7 @@ void cli_record_grants(json_object *cfg, lb_strv *g)
 			for (size_t i = 0; i < json_object_array_length(a); i++)
 				lb_strv_pushf(g, "%s %s", lists[k][1],
 					      json_object_get_string(json_object_array_get_idx(a, i)));
-	if (json_object_object_get_ex(sbj, "env", &a) && json_object_is_type(a, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(a); i++) {
-			const char *kv = json_object_get_string(json_object_array_get_idx(a, i));
-			const char *eq = kv ? strchr(kv, '=') : NULL;
-			char name[256];
-			snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv ? kv : "");
-			if (eq && lb_gate_startup_var(name))
-				lb_strv_pushf(g, "-e %s", kv);
-		}
+	grant_env(json_object_object_get(sbj, "env"), g);
 	const char *net = grant_str(sbj, "network", "none");
 	if (strcmp(net, "none") != 0)
 		lb_strv_pushf(g, "--network %s", net);

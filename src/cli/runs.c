@@ -930,13 +930,13 @@ static const char rerun_help[] =
 /* Whether rerun may repeat the record: sealed by this user's labbox (result.json's
  * manifest_mac is manifest.json's), or granting nothing beyond the defaults, or accepted. */
 static bool rerun_allowed(const char *id, const char *run_dir, json_object *result,
-			  json_object *cfg, bool accepted, bool *sealed)
+			  json_object *cfg, json_object *interp, bool accepted, bool *sealed)
 {
 	*sealed = lb_record_mac_matches(run_dir, "manifest.json", get_str(result, "manifest_mac", NULL));
 	if (*sealed || accepted)
 		return true;
 	lb_strv g = {0};
-	cli_record_grants(cfg, &g);
+	cli_record_grants(cfg, interp, NULL, &g);
 	if (g.n == 0) {
 		lb_strv_free(&g);
 		return true;
@@ -1233,7 +1233,7 @@ int cli_rerun(int argc, char **argv)
 	}
 	const char *id = get_str(row, "id", "");
 	bool sealed;
-	if (!rerun_allowed(id, get_str(row, "run_dir", ""), old, cfg, accept_grants, &sealed))
+	if (!rerun_allowed(id, get_str(row, "run_dir", ""), old, cfg, interp, accept_grants, &sealed))
 		goto done;
 	const char *origin = get_str(cfg, "expdir", "");
 	char exp[PATH_MAX];

@@ -196,7 +196,7 @@ static int doc_seal(json_object *doc, char hex[65])
 	int r = lb_buf_printf(&b, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
 			      json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
 	if (r == 0)
-		r = lb_record_mac(b.data, b.len, hex);
+		r = lb_record_mac("sweep.json", b.data, b.len, hex);
 	lb_buf_free(&b);
 	return r;
 }
@@ -636,7 +636,7 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	const char *want = sweep_jstr(doc, "seal");
 	if (!c->accept_grants && !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0)) {
 		lb_strv g = {0};
-		cli_record_grants(inv, &g);
+		cli_record_grants(inv, NULL, json_object_object_get(plan, "env_template"), &g);
 		lb_buf b = {0};
 		for (size_t i = 0; i < g.n; i++)
 			lb_buf_printf(&b, "%s%s", i ? ", " : "", g.v[i]);

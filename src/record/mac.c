@@ -66,7 +66,7 @@ static int record_key(uint8_t key[KEY_LEN])
 	return r < 0 ? r : read_key(dfd, key);
 }
 
-int lb_record_mac(const void *data, size_t len, char hex[65])
+int lb_record_mac(const char *domain, const void *data, size_t len, char hex[65])
 {
 	uint8_t key[KEY_LEN], pad[64], inner[32], mac[32];
 	int r = record_key(key);
@@ -78,6 +78,9 @@ int lb_record_mac(const void *data, size_t len, char hex[65])
 		pad[i] ^= key[i];
 	lb_sha256_init(&c);
 	lb_sha256_update(&c, pad, sizeof pad);
+	/* What the bytes are, first: one record's seal is never another kind's. */
+	lb_sha256_update(&c, domain, strlen(domain));
+	lb_sha256_update(&c, "\n", 1);
 	lb_sha256_update(&c, data, len);
 	lb_sha256_final(&c, inner);
 	memset(pad, 0x5c, sizeof pad);
@@ -101,7 +104,7 @@ int lb_record_mac_file(const char *dir, const char *name, char hex[65])
 	LB_AUTOFREE char *data = NULL;
 	size_t len = 0;
 	int r = lb_read_file_at(dfd, name, (size_t)64 << 20, &data, &len);
-	return r < 0 ? r : lb_record_mac(data, len, hex);
+	return r < 0 ? r : lb_record_mac(name, data, len, hex);
 }
 
 bool lb_record_mac_matches(const char *dir, const char *name, const char *want)

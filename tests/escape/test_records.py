@@ -871,3 +871,34 @@ print("accuracy: 0.5")
     p, err = run("sweep", "--json", "--resume", doc["id"], env=mine, cwd=exp)
     assert p.returncode == 2 and f"-v {host}:/host:rw" in err["error"]["message"], p.stderr
     assert list(host.iterdir()) == []
+
+
+def test_a_record_naming_a_host_interpreter_is_not_probed_unasked(tmp_path):
+    """An interpreter path is probed on the host (it is the user's own when given with
+    --python). A record that came from elsewhere names one as it likes: a rerun of it, or a
+    resume of such a sweep, is refused naming the path, and nothing runs on the host."""
+    marker = tmp_path / "probed-on-the-host"
+    evil = tmp_path / "bin" / "python3"
+    evil.parent.mkdir()
+    evil.write_text(f"#!/bin/sh\necho x >> {marker}\nexec {PYTHON} \"$@\"\n")
+    evil.chmod(0o755)
+    exp = write(tmp_path / "exp", "print('accuracy: 0.5')\n")
+    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
+    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    p, doc = run("run", "--json", "--python", evil, ".", env=other, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    p, plan = run("sweep", "--json", "--plan-only", "--python", evil, "--seeds", "0-1", ".",
+                  env=other, cwd=exp)
+    assert p.returncode == 0, p.stderr
+    marker.unlink()
+    # The manifest records what the interpreter said it was; a forged one names the script.
+    man = Path(doc["run_dir"]) / "manifest.json"
+    m = json.loads(man.read_text())
+    m["interpreter"]["path"] = str(evil)
+    man.write_text(json.dumps(m, indent=2))
+
+    p, err = run("rerun", "--json", doc["id"], env=mine, cwd=exp)
+    assert p.returncode == 2 and f"--python {evil}" in err["error"]["message"], (p.stdout, p.stderr)
+    p, err = run("sweep", "--json", "--resume", plan["id"], env=mine, cwd=exp)
+    assert p.returncode == 2 and f"--python {evil}" in err["error"]["message"], (p.stdout, p.stderr)
+    assert not marker.exists()

@@ -268,9 +268,68 @@ static void test_known_runs_dirs(void **state)
 	free(d);
 }
 
+/* The seal: HMAC-SHA256 of "DOMAIN\n" + data with the key in the cache (a known answer from
+ * Python's hmac), a key made on first use (32 bytes, 0600), and one others could read refused. */
+static void test_record_mac(void **state)
+{
+	(void)state;
+	char dir[] = "/var/tmp/lbt-mac-XXXXXX", path[256], hex[65];
+	assert_non_null(mkdtemp(dir));
+	char *old = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+	setenv("XDG_CACHE_HOME", dir, 1);
+	snprintf(path, sizeof path, "%s/labbox", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/labbox/record.key", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	unsigned char key[32];
+	for (int i = 0; i < 32; i++)
+		key[i] = (unsigned char)i;
+	assert_int_equal(write(fd, key, 32), 32);
+	close(fd);
+	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, hex), 0);
+	assert_string_equal(hex, "7c72f2f7f793ce814198c471e076b17c2cbcbc709d7d69c836616b5496c60b72");
+	/* Another domain, another seal. */
+	char other[65];
+	assert_int_equal(lb_record_mac("sweep.json", "abc", 3, other), 0);
+	assert_string_not_equal(hex, other);
+	/* A file's seal matches; changed by a byte, it does not. */
+	char fpath[256];
+	snprintf(fpath, sizeof fpath, "%s/manifest.json", dir);
+	FILE *f = fopen(fpath, "w");
+	fputs("abc", f);
+	fclose(f);
+	assert_true(lb_record_mac_matches(dir, "manifest.json", hex));
+	assert_false(lb_record_mac_matches(dir, "manifest.json", other));
+	assert_false(lb_record_mac_matches(dir, "manifest.json", "short"));
+	assert_false(lb_record_mac_matches(dir, "missing.json", hex));
+	/* A key others may read seals nothing. */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, hex), -EPERM);
+	/* None yet: made, private, and the same one used after. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, hex), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, 32);
+	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, other), 0);
+	assert_string_equal(hex, other);
+	if (old) {
+		setenv("XDG_CACHE_HOME", old, 1);
+		free(old);
+	} else {
+		unsetenv("XDG_CACHE_HOME");
+	}
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_mac),
 		cmocka_unit_test(test_runlog_under_cap_is_verbatim),
 		cmocka_unit_test(test_runlog_cap_keeps_head_and_tail),
 		cmocka_unit_test(test_stage_copies_and_fingerprints),
