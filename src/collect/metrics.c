@@ -1037,12 +1037,72 @@ static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_
 	return true;
 }
 
+/* How many bytes the escape sequence at s[0] == ESC takes, 0 when it is not a whole one.
+ * CSI (ESC [ params intermediates final) is what colour and line erasure use; OSC (ESC ]
+ * ... BEL or ESC \\) sets titles and hyperlinks; ESC ( B and its kin designate character
+ * sets (tput sgr0 writes one). */
+static size_t escape_len(const char *s, size_t len)
+{
+	size_t i = 2;
+
+	if (len < 2)
+		return 0;
+	if (s[1] == '[') {
+		while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x3f)
+			i++;
+		return i < len && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e ? i + 1
+											       : 0;
+	}
+	if (s[1] == ']') {
+		for (; i < len; i++) {
+			if (s[i] == '\a')
+				return i + 1;
+			if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '\\')
+				return i + 2;
+		}
+		return 0;
+	}
+	if (s[1] && strchr("()*+", s[1]) && len >= 3 && (unsigned char)s[2] > 0x20 &&
+	    (unsigned char)s[2] < 0x7f)
+		return 3;
+	return 0;
+}
+
+/* The line without its escape sequences, in out->plain, when it has any and fits; else the
+ * line as it is. A sequence that is not whole stays, and keeps the line from parsing. */
+static const char *without_escapes(const char *line, size_t *len, lb_metric_line *out)
+{
+	size_t o = 0;
+
+	if (*len > sizeof(out->plain) || !memchr(line, '\x1b', *len))
+		return line;
+	for (size_t i = 0; i < *len;) {
+		size_t n = line[i] == '\x1b' ? escape_len(line + i, *len - i) : 0;
+
+		if (n == 0)
+			out->plain[o++] = line[i++];
+		else
+			i += n;
+	}
+	*len = o;
+	return out->plain;
+}
+
+size_t lb_metric_line_end(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\n' || s[i] == '\r')
+			return i;
+	return len;
+}
+
 static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
 {
 	size_t i = 0;
 
 	if (!line || !out)
 		return false;
+	line = without_escapes(line, &len, out);
 	out->form = LB_METRIC_FORM_PLAIN;
 	out->condition = NULL;
 	out->condition_len = 0;
@@ -1438,8 +1498,10 @@ void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elap
 {
 	m->now = isfinite(elapsed_s) && elapsed_s >= 0 ? elapsed_s : -1;
 	while (len > 0) {
-		const char *nl = memchr(data, '\n', len);
-		size_t chunk = nl ? (size_t)(nl - data) : len;
+		/* A carriage return ends a line too: a progress bar's updates before a metric are
+		 * lines of their own, never a prefix that hides it or makes it too long. */
+		size_t chunk = lb_metric_line_end(data, len);
+		bool nl = chunk < len;
 		size_t used = nl ? chunk + 1 : chunk;
 
 		if (m->skipping) {

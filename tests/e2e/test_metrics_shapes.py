@@ -125,6 +125,8 @@ LB404_CASES = [
     ('print(f"condition=A seed={seed} acc: {acc} loss: {acc}")', True),
     ('print(f"solved: {seed}/{seed}")', True),
     ('sys.stdout.write(f"accuracy: {acc}\\n")', True),
+    ('print(f"\\033[92maccuracy: {acc:.3f}\\033[0m")', True),  # coloured
+    ('print(f"\\raccuracy: {acc}", end="")', True),  # a line a "\\r" update leaves
     ('print(f"INFO: accuracy is {acc}")', False),
     ('print(f"Epoch: {seed}, Batch: {seed}, Loss: {acc}")', False),
     ('print(f"saved to {name}")', False),
@@ -149,3 +151,34 @@ def test_lb404_uses_the_collectors_parser(tmp_path, stmt, is_metric):
     r = run_exp(exp, tmp_path / "runs")
     kinds = [i["kind"] for i in r.result["metric_issues"]]
     assert (r.rc == 0) == is_metric and ("no_metrics" in kinds) != is_metric, r.why()
+
+
+# A progress bar's "\r" updates and a terminal colour around the result: the metrics are
+# what the experiment printed, as the terminal showed it.
+PROGRESS_AND_COLOUR = r'''
+    import sys
+    n = 400
+    for i in range(n + 1):
+        # tqdm(leave=False) on stderr, sharing the pipe: updates, then erased, no newline
+        sys.stderr.write(f"\rtrain: {100*i//n:3d}%|{'#'*(i*20//n):<20}| {i}/{n} [00:00, 99.0it/s]")
+    sys.stderr.write("\r" + " " * 70 + "\r")
+    print("accuracy: 0.93")
+    for step in range(3):
+        print(f"\rrunning_loss: {0.5 / (step + 1):.4f}", end="", flush=True)
+    print()
+    GREEN, BOLD, RESET = "\033[92m", "\033[1m", "\033[0m"
+    print(f"{BOLD}Final results{RESET}")
+    print(f"{GREEN}f1: 0.88{RESET}")
+    print(f"loss: {GREEN}0.21{RESET}\033[K")
+    print(f"\033]8;;http://example.com\033\\auc\033]8;;\033\\: 0.97")
+'''
+
+
+def test_progress_bar_returns_and_colours_do_not_hide_metrics(tmp_path):
+    exp = write_exp(tmp_path, PROGRESS_AND_COLOUR)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"accuracy": 0.93, "running_loss": 0.1667, "f1": 0.88, "loss": 0.21,
+                 "auc": 0.97}, v
+    assert r.result["metric_issues"] == []

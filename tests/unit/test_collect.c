@@ -1050,6 +1050,46 @@ static bool parse(const char *line, lb_metric_line *ml)
 	return lb_metric_line_parse(line, strlen(line), ml);
 }
 
+/* A carriage return ends a line as a newline does, in any chunking, and escape sequences are
+ * read as absent: what a progress bar and a colour leave around a metric never hides it. */
+static void test_returns_and_escapes_around_metrics(void **state)
+{
+	static const char out[] = "\r 10%|#  | 1/10\r100%|###| 10/10\r          \racc: 0.5\n"
+				  "\x1b[92mf1: 0.25\x1b[0m\r\n"
+				  "loss: \x1b[1m2\x1b(B\x1b[m\n"
+				  "\x1b]8;;http://x\x1b\\auc\x1b]8;;\a: 0.75\n"
+				  "half: \x1b[1\n";
+	lb_metric_line ml;
+	(void)state;
+
+	for (size_t k = 1; k < sizeof(out) - 1; k++) {
+		lb_metrics *m = NULL;
+		struct json_object *doc, *v;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed(m, out, k);
+		lb_metrics_feed(m, out + k, sizeof(out) - 1 - k);
+		lb_metrics_finish(m);
+		doc = lb_metrics_to_json(m);
+		v = get(doc, "values");
+		assert_int_equal(json_object_object_length(v), 4);
+		assert_true(json_object_get_double(get(v, "acc")) == 0.5);
+		assert_true(json_object_get_double(get(v, "f1")) == 0.25);
+		assert_true(json_object_get_double(get(v, "loss")) == 2);
+		assert_true(json_object_get_double(get(v, "auc")) == 0.75);
+		json_object_put(doc);
+		lb_metrics_free(m);
+	}
+	assert_int_equal(lb_metric_line_end("ab\rc\n", 5), 2);
+	assert_int_equal(lb_metric_line_end("abc", 3), 3);
+	assert_true(parse("\x1b[32maccuracy: 0.9\x1b[0m", &ml));
+	assert_string_equal(ml.name, "accuracy");
+	assert_int_equal(ml.str_len, 3);
+	assert_memory_equal(ml.str, "0.9", 3);
+	assert_false(parse("\x1b", &ml));
+	assert_false(parse("acc: 0.5\x1b", &ml));
+}
+
 static void assert_tag(const lb_metric_tag *t, const char *key, const char *value)
 {
 	assert_int_equal(t->key_len, strlen(key));
@@ -2322,6 +2362,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_number_values),
+		cmocka_unit_test(test_returns_and_escapes_around_metrics),
 		cmocka_unit_test(test_parse_number_nonfinite_spellings),
 		cmocka_unit_test(test_parse_number_rejects),
 		cmocka_unit_test(test_parse_number_ignores_locale),
