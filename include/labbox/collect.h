@@ -75,6 +75,10 @@ typedef struct lb_metric_value {
 	double uncertainty;
 	const char *remark; /* "best" of "0.95 (best)", NULL when none; points into the line */
 	size_t remark_len;
+	/* "tensor" of "tensor(0.5000, device='cuda:0')", "np.float64" of "np.float64(0.5)": the
+	 * scalar's type as its repr names it, NULL when the number is bare; points into the line */
+	const char *wrapper;
+	size_t wrapper_len;
 } lb_metric_value;
 
 typedef struct lb_metric_line {

@@ -647,6 +647,42 @@ static size_t scan_remark(const char *s, size_t len, size_t i, lb_metric_value *
 	return e + 1;
 }
 
+/* A scalar as its repr prints it: torch's "tensor(0.5000)", with its keywords
+ * ("tensor(0.5000, device='cuda:0', grad_fn=<MeanBackward0>)"), and numpy 2's
+ * "np.float64(0.5)". print(f"loss: {loss}") of a 0-d tensor, or a dict's values, print that,
+ * and the number is the experiment's. Returns the index after the ')' (setting *x and the
+ * wrapper), 0 when it is not one. A tensor of several elements is not a number. */
+static size_t scan_wrapped(const char *s, size_t len, size_t i, bool holes, double *x,
+			   lb_metric_value *v)
+{
+	size_t k = i, e;
+	bool tensor = len - i > 7 && memcmp(s + i, "tensor(", 7) == 0;
+
+	if (tensor) {
+		k = i + 6;
+	} else if (len - i > 3 && memcmp(s + i, "np.", 3) == 0) {
+		for (k = i + 3; k < len && (is_alpha(s[k]) || is_digit(s[k]) || s[k] == '_'); k++)
+			;
+		if (k == i + 3 || k >= len || s[k] != '(')
+			return 0;
+	} else {
+		return 0;
+	}
+	e = scan_number(s, len, k + 1, holes, x);
+	if (e == k + 1 || e >= len)
+		return 0;
+	if (tensor && s[e] == ',') {
+		/* Keywords hold no parentheses: device='cuda:0', grad_fn=<...>, dtype=... */
+		while (e < len && s[e] != ')' && s[e] != '(')
+			e++;
+	}
+	if (e >= len || s[e] != ')' || !value_end(s, len, e + 1))
+		return 0;
+	v->wrapper = s + i;
+	v->wrapper_len = k - i;
+	return e + 1;
+}
+
 /* One value at s[i..len) (see lb_metric_value). Returns the index after it, 0 when there is
  * none. */
 static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v)
@@ -658,6 +694,15 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 	v->uncertainty = 0;
 	v->remark = NULL;
 	v->remark_len = 0;
+	v->wrapper = NULL;
+	v->wrapper_len = 0;
+	if ((e = scan_wrapped(s, len, i, holes, &x, v)) > 0) {
+		v->number = x;
+		v->kind = LB_METRIC_NUMBER;
+		v->str = s + start;
+		v->str_len = e - start;
+		return e;
+	}
 	e = scan_number(s, len, i, holes, &x);
 	if (e > start) {
 		v->number = x;
@@ -819,6 +864,8 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 			v->uncertainty = 0;
 			v->remark = NULL;
 			v->remark_len = 0;
+			v->wrapper = NULL;
+			v->wrapper_len = 0;
 			v->number = 0;
 			v->kind = LB_METRIC_STRING;
 			v->str = value;
@@ -1308,7 +1355,7 @@ static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, c
 static bool annotated(const lb_metric_value *v)
 {
 	return v->kind == LB_METRIC_NUMBER &&
-	       (v->ratio || v->percent || v->has_uncertainty || v->remark);
+	       (v->ratio || v->percent || v->has_uncertainty || v->remark || v->wrapper);
 }
 
 static void count_drop(lb_metrics *m, int cls)
@@ -1725,7 +1772,8 @@ static int add_paired(struct json_object *arr, const lb_metric_entry *e)
 }
 
 /* An annotated number: {"metric", "condition", ["tags"], "value", "text", and what the text
- * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best"}. The stored text
+ * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best", "type":
+ * "tensor"}. The stored text
  * is read again with the parser's own value scanner, so the fields cannot disagree with it. */
 static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
 {
@@ -1760,6 +1808,9 @@ static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_
 	if (r == 0 && v.remark)
 		r = lb_obj_add(rec, "remark",
 			       json_object_new_string_len(v.remark, (int)v.remark_len));
+	if (r == 0 && v.wrapper)
+		r = lb_obj_add(rec, "type",
+			       json_object_new_string_len(v.wrapper, (int)v.wrapper_len));
 	return r;
 }
 

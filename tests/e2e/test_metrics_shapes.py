@@ -182,3 +182,24 @@ def test_progress_bar_returns_and_colours_do_not_hide_metrics(tmp_path):
     assert v == {"accuracy": 0.93, "running_loss": 0.1667, "f1": 0.88, "loss": 0.21,
                  "auc": 0.97}, v
     assert r.result["metric_issues"] == []
+
+
+# print(f"loss: {loss}") of a 0-d torch tensor prints its repr, as does print() of numpy 2
+# scalars inside a format that takes repr: the number is the experiment's result.
+SCALAR_REPRS = '''
+    print("loss: tensor(0.2500)")
+    print("val_loss: tensor(0.3127, device='cuda:0', grad_fn=<NllLossBackward0>)")
+    print("f1: np.float64(0.88), n_params: np.int64(1200)")
+    print("per_class: tensor([0.5000, 0.2500])")
+'''
+
+
+def test_scalar_reprs_are_the_numbers_they_hold(tmp_path):
+    exp = write_exp(tmp_path, SCALAR_REPRS)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"loss": 0.25, "val_loss": 0.3127, "f1": 0.88, "n_params": 1200}, m
+    types = {a["metric"]: a["type"] for a in m["annotated"]}
+    assert types == {"loss": "tensor", "val_loss": "tensor", "f1": "np.float64",
+                     "n_params": "np.int64"}, m["annotated"]

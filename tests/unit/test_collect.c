@@ -1050,6 +1050,31 @@ static bool parse(const char *line, lb_metric_line *ml)
 	return lb_metric_line_parse(line, strlen(line), ml);
 }
 
+/* A scalar's repr (torch's tensor(...), numpy 2's np.float64(...)) is its number, its type
+ * kept as an annotation; a tensor of several elements and a repr cut short are not values. */
+static void test_scalar_reprs_are_numbers(void **state)
+{
+	lb_metric_line ml;
+	(void)state;
+
+	assert_true(parse("loss: tensor(0.2500)", &ml));
+	assert_true(ml.kind == LB_METRIC_NUMBER && ml.number == 0.25);
+	assert_int_equal(ml.values[0].wrapper_len, 6);
+	assert_memory_equal(ml.values[0].wrapper, "tensor", 6);
+	assert_true(parse("val_loss: tensor(0.5, device='cuda:0', grad_fn=<NllLossBackward0>), "
+			  "acc: np.float64(0.75)", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_true(ml.values[0].number == 0.5 && ml.values[1].number == 0.75);
+	assert_int_equal(ml.values[1].wrapper_len, 10);
+	assert_true(parse("n: np.int64(-3)", &ml) && ml.number == -3);
+	assert_false(parse("vec: tensor([0.5000, 0.2500])", &ml));
+	assert_false(parse("f1: np.float64(0.88", &ml));
+	assert_false(parse("f1: np.float64(0.88)x", &ml));
+	assert_false(parse("f1: np.(0.88)", &ml));
+	assert_false(parse("f1: tensor(0.5, dtype=f(x))", &ml));
+	assert_true(parse("acc: 0.5", &ml) && ml.values[0].wrapper == NULL);
+}
+
 /* A carriage return ends a line as a newline does, in any chunking, and escape sequences are
  * read as absent: what a progress bar and a colour leave around a metric never hides it. */
 static void test_returns_and_escapes_around_metrics(void **state)
@@ -2363,6 +2388,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_number_values),
 		cmocka_unit_test(test_returns_and_escapes_around_metrics),
+		cmocka_unit_test(test_scalar_reprs_are_numbers),
 		cmocka_unit_test(test_parse_number_nonfinite_spellings),
 		cmocka_unit_test(test_parse_number_rejects),
 		cmocka_unit_test(test_parse_number_ignores_locale),
