@@ -1347,8 +1347,10 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 
 	if (!in)
 		return NULL;
-	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->oom_killed &&
-	    !in->infra_error)
+	/* A main process that exited 0 was not ended by the memory limit, even when the OOM
+	 * killer took another process of the run (a subprocess, a worker it replaced): the run
+	 * completed, and diagnosis_warnings' oom_kill says what was killed. */
+	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->infra_error)
 		return NULL;
 	/* Without memory for the log the class still follows from how the run ended. */
 	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
