@@ -107,7 +107,8 @@ typedef struct lb_metric_line {
 /* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line
  * of one of the forms; out->form says which. docs/decisions.md says why each rule is there.
  * Terminal escape sequences (CSI colours and erasures, OSC titles and hyperlinks, character
- * set designations) are read as absent: "\033[92maccuracy: 0.93\033[0m" is accuracy.
+ * set designations) are read as absent: "\033[92maccuracy: 0.93\033[0m" is accuracy. R's
+ * print() of one string, [1] "accuracy: 0.93", is the line between its quotes.
  * PLAIN: optional leading spaces, then one or more pairs `name: value`, separated by blanks
  *   and optionally one of , ; | ("acc: 0.5 loss: 0.25", "acc: 0.5, loss: 0.25").
  *   A name is words separated by blanks: the first starts with [A-Za-z_], later ones may

@@ -1143,6 +1143,22 @@ size_t lb_metric_line_end(const char *s, size_t len)
 	return len;
 }
 
+/* R's print() of one string, print(paste("accuracy:", acc)), shows it as a vector:
+ * [1] "accuracy: 0.93". The text between the quotes is the line; a string holding a quote or
+ * an escape, or a vector of several, stays what it is. */
+static void r_string(const char **line, size_t *len, size_t *i)
+{
+	const char *s = *line + *i;
+	size_t n = *len - *i;
+
+	if (n < 7 || memcmp(s, "[1] \"", 5) != 0 || s[n - 1] != '"' ||
+	    memchr(s + 5, '"', n - 6) || memchr(s + 5, '\\', n - 6))
+		return;
+	*line = s + 5;
+	*len = n - 6;
+	*i = 0;
+}
+
 static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
 {
 	size_t i = 0;
@@ -1161,6 +1177,7 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 		len--;
 	while (i < len && lb_text_blank(line[i]))
 		i++;
+	r_string(&line, &len, &i);
 	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
 		if (parse_summary(line, len, i + 8, holes, out))
 			return true;

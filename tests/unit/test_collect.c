@@ -1073,6 +1073,15 @@ static void test_scalar_reprs_are_numbers(void **state)
 	assert_false(parse("f1: np.(0.88)", &ml));
 	assert_false(parse("f1: tensor(0.5, dtype=f(x))", &ml));
 	assert_true(parse("acc: 0.5", &ml) && ml.values[0].wrapper == NULL);
+	/* R's print() of one string */
+	assert_true(parse("[1] \"accuracy: 0.93\"", &ml) && ml.number == 0.93);
+	assert_string_equal(ml.name, "accuracy");
+	assert_true(parse("[1] \"condition=A acc: 0.5\"", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_false(parse("[1] \"a: 1\" \"b: 2\"", &ml));
+	assert_false(parse("[1] \"note: say \\\"hi\\\"\"", &ml));
+	assert_false(parse("[2] \"acc: 1\"", &ml));
+	assert_false(parse("[1] \"\"", &ml));
 }
 
 /* A carriage return ends a line as a newline does, in any chunking, and escape sequences are
