@@ -210,6 +210,30 @@ def test_a_completed_run_whose_subprocess_the_oom_killer_took_is_not_an_oom(tmp_
     assert doc["failure"] is None, doc["failure"]
 
 
+UNSUFFIXED = [
+    ("""
+        import subprocess, sys
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(5)"], timeout=0.3)
+    """, "subprocess.TimeoutExpired"),
+    ("""
+        import queue
+        queue.Queue().get(timeout=0.1)
+    """, "_queue.Empty"),
+]
+
+
+@pytest.mark.parametrize("main_py,exception", UNSUFFIXED, ids=[u[1] for u in UNSUFFIXED])
+def test_an_exception_named_without_error_is_still_the_traceback_s(tmp_path, main_py, exception):
+    """A traceback ending in a class whose name has no Error/Exception suffix is read: the
+    run was not an exit "without a Python traceback", and its own timeout is not the budget."""
+    r, f = failed(tmp_path, main_py)
+    assert f["class"] == "code_error", f
+    assert f["exception"] == exception, f
+    assert exception in f["summary"] and "without a Python traceback" not in f["summary"], f
+    assert f["code_location"]["file"] == "main.py" and f["code_location"]["line"] == 2, f
+    assert r.result["timed_out"] is False
+
+
 def test_timeout_is_certain_and_not_an_escalation(tmp_path):
     r, f = failed(tmp_path, """
         import time
