@@ -203,3 +203,25 @@ def test_scalar_reprs_are_the_numbers_they_hold(tmp_path):
     types = {a["metric"]: a["type"] for a in m["annotated"]}
     assert types == {"loss": "tensor", "val_loss": "tensor", "f1": "np.float64",
                      "n_params": "np.int64"}, m["annotated"]
+
+
+# A declared metric that the experiment wrote without a value: pandas' NaN as JSON null and as
+# an empty CSV cell, Python's None on stdout. Each is a metric not computed, not a result.
+@pytest.mark.parametrize("main_py,kinds", [
+    ('import json\njson.dump({"acc": None, "loss": 0.3}, open("results.json", "w"))\n',
+     ["null", "missing"]),
+    ('open("results.csv", "w").write("model,acc,loss\\nmlp,0.91,0.3\\ncnn,,0.2\\n")\n',
+     ["null"]),
+    ('print("acc: None")\nprint("loss: 0.3")\n', ["missing"]),
+], ids=["json_null", "csv_empty_cell", "stdout_None"])
+def test_a_declared_metric_without_a_value_is_not_reported(tmp_path, main_py, kinds):
+    exp = write_exp(tmp_path, main_py, yaml="metrics: [acc, loss]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    issues = r.result["metric_issues"]
+    assert [i["kind"] for i in issues] == kinds, issues
+    assert all(i["metric"] == "acc" for i in issues), issues
+    # Undeclared, a null is only what the experiment wrote.
+    (exp / "labbox.yaml").unlink()
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 0 and r.result["metric_issues"] == [], r.why()
