@@ -529,6 +529,49 @@ static bool value_end(const char *s, size_t len, size_t i)
 	return i >= len || lb_text_blank(s[i]) || s[i] == ',' || s[i] == ';' || s[i] == '|';
 }
 
+/* Digits grouped in thousands as Python's f"{n:_}" writes them ("1_000_000", "1_000.5"):
+ * 1 to 3 digits, then groups of exactly 3 after an underscore, then an optional fraction.
+ * Returns the index after it and sets *v, or i when there is none. Commas (f"{n:,}") are not
+ * read so: "sizes: 128,256,512" is a list joined with commas, and reading it as 128256512
+ * would be a number the experiment never meant. */
+static size_t scan_grouped(const char *s, size_t len, size_t i, double *v)
+{
+	char buf[64];
+	size_t k = i, o = 0, lead, groups = 0;
+	char sep;
+
+	if (k < len && (s[k] == '+' || s[k] == '-'))
+		buf[o++] = s[k++];
+	lead = skip_digits(s, len, k) - k;
+	if (lead < 1 || lead > 3 || k + lead >= len || s[k + lead] != '_')
+		return i;
+	sep = '_';
+	memcpy(buf + o, s + k, lead);
+	o += lead;
+	k += lead;
+	while (k + 3 < len && s[k] == sep && skip_digits(s, len, k + 1) == k + 4 &&
+	       o + 3 < sizeof(buf) - 24) {
+		memcpy(buf + o, s + k + 1, 3);
+		o += 3;
+		k += 4;
+		groups++;
+	}
+	/* "1_0000" and "1_000_00" are not grouped. */
+	if (groups == 0 || (k < len && is_digit(s[k])) ||
+	    (k + 1 < len && s[k] == sep && is_digit(s[k + 1])))
+		return i;
+	if (k < len && s[k] == '.') {
+		size_t f = skip_digits(s, len, k + 1);
+
+		if (f == k + 1 || f - k > 20)
+			return i;
+		memcpy(buf + o, s + k, f - k);
+		o += f - k;
+		k = f;
+	}
+	return lb_parse_number(buf, o, v) ? k : i;
+}
+
 /* A number token at s[i..len): sign, then a decimal, nan, inf or infinity (or, in a
  * template, a hole). Returns the index after it and sets *v, or i when there is none. The
  * token may be followed by anything; the caller decides what may follow. */
@@ -551,6 +594,9 @@ static size_t scan_number(const char *s, size_t len, size_t i, bool holes, doubl
 		    !word_is(s + i, end - i, "infinity"))
 			return start;
 	} else {
+		end = scan_grouped(s, len, start, v);
+		if (end > start)
+			return end;
 		end = scan_decimal(s, len, i);
 		if (end == body)
 			return start;
@@ -710,11 +756,19 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 			k = scan_ratio(s, len, start, e, holes, v);
 			e = k ? k : e;
 		}
+		/* "93.5 %": a blank before the sign, as some locales write it */
+		for (k = e; k < len && lb_text_blank(s[k]); k++)
+			;
+		if (k > e && k < len && s[k] == '%' && value_end(s, len, k + 1))
+			e = k;
 		if (e < len && s[e] == '%') {
 			v->percent = true;
 			e++;
 		}
-		if (value_end(s, len, e)) {
+		/* "0.93±0.01": an uncertainty without blanks before it */
+		bool tight = !value_end(s, len, e) &&
+			     scan_uncertainty(s, len, e, holes, &v->uncertainty) > 0;
+		if (tight || value_end(s, len, e)) {
 			v->kind = LB_METRIC_NUMBER;
 			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty)) > 0) {
 				v->has_uncertainty = true;

@@ -225,3 +225,19 @@ def test_a_declared_metric_without_a_value_is_not_reported(tmp_path, main_py, ki
     (exp / "labbox.yaml").unlink()
     r = run_exp(exp, tmp_path / "runs2")
     assert r.rc == 0 and r.result["metric_issues"] == [], r.why()
+
+
+def test_tight_uncertainty_spaced_percent_and_underscore_groups_are_numbers(tmp_path):
+    exp = write_exp(tmp_path, """
+        m, sd = 0.9312, 0.0104
+        print(f"acc: {m:.3f}\u00b1{sd:.3f}")
+        print(f"coverage: {93.5:.1f} %")
+        print(f"tokens: {32768:_}")
+        print("sizes: 128,256,512")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"acc": 0.931, "coverage": 93.5, "tokens": 32768}, m
+    ann = {a["metric"]: a for a in m["annotated"]}
+    assert ann["acc"]["uncertainty"] == 0.01 and ann["coverage"]["percent"] is True, ann

@@ -1050,6 +1050,27 @@ static bool parse(const char *line, lb_metric_line *ml)
 	return lb_metric_line_parse(line, strlen(line), ml);
 }
 
+/* Spellings research code prints: an uncertainty without blanks, a percent sign after a blank,
+ * Python's underscore grouping; a comma-joined list stays no number. */
+static void test_tight_uncertainty_spaced_percent_grouping(void **state)
+{
+	lb_metric_line ml;
+	(void)state;
+
+	assert_true(parse("acc: 0.93\xc2\xb1" "0.01", &ml) && ml.number == 0.93);
+	assert_true(ml.values[0].has_uncertainty && ml.values[0].uncertainty == 0.01);
+	assert_true(parse("acc: 0.93+-0.01, loss: 2", &ml) && ml.n_values == 2);
+	assert_true(parse("acc: 93.5 %", &ml) && ml.number == 93.5 && ml.values[0].percent);
+	assert_int_equal(ml.str_len, 6);
+	assert_true(parse("acc: 93.5 %, f1: 0.5", &ml) && ml.n_values == 2);
+	assert_true(parse("tokens: 32_768", &ml) && ml.number == 32768);
+	assert_true(parse("n: -1_000_000.25", &ml) && ml.number == -1000000.25);
+	assert_false(parse("sizes: 128,256,512", &ml));
+	assert_false(parse("n: 1_0000", &ml));
+	assert_false(parse("n: 1_000_00", &ml));
+	assert_false(parse("acc: 93.5 % of them", &ml));
+}
+
 /* A scalar's repr (torch's tensor(...), numpy 2's np.float64(...)) is its number, its type
  * kept as an annotation; a tensor of several elements and a repr cut short are not values. */
 static void test_scalar_reprs_are_numbers(void **state)
@@ -2398,6 +2419,7 @@ int main(void)
 		cmocka_unit_test(test_parse_number_values),
 		cmocka_unit_test(test_returns_and_escapes_around_metrics),
 		cmocka_unit_test(test_scalar_reprs_are_numbers),
+		cmocka_unit_test(test_tight_uncertainty_spaced_percent_grouping),
 		cmocka_unit_test(test_parse_number_nonfinite_spellings),
 		cmocka_unit_test(test_parse_number_rejects),
 		cmocka_unit_test(test_parse_number_ignores_locale),
