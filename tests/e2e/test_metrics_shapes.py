@@ -81,6 +81,28 @@ def test_run_reporting_nothing_is_invalid(tmp_path):
     assert kinds == ["no_metrics"], r.result["metric_issues"]
 
 
+def test_the_seeds_default_str_results_are_reported_metrics(tmp_path):
+    # The seed's harness writes results.json with json.dump(..., default=str): numpy float32
+    # metrics become strings. The run reported them; labels alone still report nothing.
+    exp = write_exp(tmp_path, """
+        import json
+        import numpy as np
+        results = {"A": {"acc": np.float32(0.9312), "model": "mlp"}}
+        with open("results.json", "w") as f:
+            json.dump(results, f, indent=2, default=str)
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed" and r.result["metric_issues"] == []
+    assert r.result["metrics"]["files"]["results.json"] == {"A": {"acc": "0.9312", "model": "mlp"}}
+    labels = write_exp(tmp_path, """
+        import json
+        json.dump({"A": {"model": "mlp", "note": "1st try"}}, open("results.json", "w"))
+    """, name="labels")
+    r = run_exp(labels, tmp_path / "runs2")
+    assert r.rc == 4 and [i["kind"] for i in r.result["metric_issues"]] == ["no_metrics"], r.why()
+
+
 def test_metrics_none_allows_reporting_nothing(tmp_path):
     exp = write_exp(tmp_path, 'print("INFO: a data preparation step")\n', yaml="metrics: none\n")
     r = run_exp(exp, tmp_path / "runs")
