@@ -263,3 +263,24 @@ def test_tight_uncertainty_spaced_percent_and_underscore_groups_are_numbers(tmp_
     assert m["values"] == {"acc": 0.931, "coverage": 93.5, "tokens": 32768}, m
     ann = {a["metric"]: a for a in m["annotated"]}
     assert ann["acc"]["uncertainty"] == 0.01 and ann["coverage"]["percent"] is True, ann
+
+
+def test_the_summary_says_when_results_are_partial(tmp_path):
+    # A time guard that fired in a completed run: the summary a person reads lists the
+    # conditions done and says they are partial, as result.json's partial does.
+    exp = write_exp(tmp_path, """
+        print("condition: A")
+        print("acc: 0.5")
+        print("TIME_GUARD: 0.1s \\u2014 saving partial results")
+    """)
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stderr
+    assert "completed" in p.stdout and "condition A: acc=0.5" in p.stdout, p.stdout
+    assert "partial: the experiment's time guard fired (TIME_GUARD: 0.1s" in p.stdout, p.stdout
+    crash = write_exp(tmp_path, 'print("acc: 0.5")\nraise SystemExit(3)\n', name="crash")
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", crash)
+    assert p.returncode == 1, p.stderr
+    assert "partial: the run did not finish" in p.stdout, p.stdout
+    done = write_exp(tmp_path, 'print("acc: 0.5")\n', name="done")
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", done)
+    assert p.returncode == 0 and "partial" not in p.stdout, p.stdout
