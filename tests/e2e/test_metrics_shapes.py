@@ -284,3 +284,26 @@ def test_the_summary_says_when_results_are_partial(tmp_path):
     done = write_exp(tmp_path, 'print("acc: 0.5")\n', name="done")
     p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", done)
     assert p.returncode == 0 and "partial" not in p.stdout, p.stdout
+
+
+def test_lines_printed_by_a_pools_workers_are_not_joined(tmp_path):
+    # print() writes its text and its newline apart; with the run's unbuffered stdout, a
+    # Pool's workers joined each other's lines in the one pipe and their metrics were lost.
+    exp = write_exp(tmp_path, """
+        from multiprocessing import Pool
+
+        def work(k):
+            for s in range(200):
+                print(f"condition=c{k} seed={s} acc: 0.{k}{s % 10}")
+            return k
+
+        if __name__ == "__main__":
+            with Pool(4) as p:
+                p.map(work, range(8))
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    tagged = r.result["metrics"]["tagged"]
+    assert len(tagged) == 1600, len(tagged)
+    log = (r.run_dir / "run.log").read_text()
+    assert all(line.count("condition=") == 1 for line in log.splitlines()), log[:2000]
