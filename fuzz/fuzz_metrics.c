@@ -42,18 +42,26 @@ static bool inside(const char *p, size_t len, const char *data, size_t size)
 	return p >= data && p + len <= data + size;
 }
 
+/* Pointers of a parsed line point into it, or into its copy without escape sequences. */
+static bool in_line(const char *p, size_t len, const char *data, size_t size,
+		    const lb_metric_line *ml)
+{
+	return inside(p, len, data, size) || inside(p, len, ml->plain, sizeof(ml->plain));
+}
+
 /* What lb_metric_line_parse promises about a line it accepts. */
 static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 {
-	if (!inside(ml->str, ml->str_len, data, size) || ml->str_len == 0)
+	if (!in_line(ml->str, ml->str_len, data, size, ml) || ml->str_len == 0)
 		abort();
 	if (ml->n_values == 0 || ml->n_values > LB_METRIC_VALUES_MAX)
 		abort();
 	for (size_t i = 0; i < ml->n_values; i++) {
 		const lb_metric_value *v = &ml->values[i];
 
-		if (!inside(v->str, v->str_len, data, size) || v->str_len == 0 ||
-		    strlen(v->name) == 0 || (v->remark && !inside(v->remark, v->remark_len, data, size)))
+		if (!in_line(v->str, v->str_len, data, size, ml) || v->str_len == 0 ||
+		    strlen(v->name) == 0 || (v->remark && !in_line(v->remark, v->remark_len, data, size, ml)) ||
+		    (v->wrapper && !in_line(v->wrapper, v->wrapper_len, data, size, ml)))
 			abort();
 	}
 	if (ml->n_tags > LB_METRIC_TAGS_MAX + (ml->form == LB_METRIC_FORM_PAIRED ? 2 : 0) ||
@@ -71,7 +79,7 @@ static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 		/* fall through */
 	case LB_METRIC_FORM_SUMMARY:
 	case LB_METRIC_FORM_PAIRED:
-		if (ml->condition && (!inside(ml->condition, ml->condition_len, data, size) ||
+		if (ml->condition && (!in_line(ml->condition, ml->condition_len, data, size, ml) ||
 				      ml->condition_len == 0))
 			abort();
 		if (ml->form == LB_METRIC_FORM_SUMMARY && ml->n_tags == 0)
@@ -84,8 +92,8 @@ static void check_line(const lb_metric_line *ml, const char *data, size_t size)
 				       (strncmp(t->key, "method", t->key_len) == 0 ||
 					strncmp(t->key, "baseline", t->key_len) == 0);
 
-			if ((!own_key && !inside(t->key, t->key_len, data, size)) ||
-			    !inside(t->value, t->value_len, data, size) || t->key_len == 0 ||
+			if ((!own_key && !in_line(t->key, t->key_len, data, size, ml)) ||
+			    !in_line(t->value, t->value_len, data, size, ml) || t->key_len == 0 ||
 			    t->key_len > LB_METRIC_TAG_KEY_MAX || t->value_len == 0)
 				abort();
 			/* Sorted, keys unique, condition= and metric= taken out. */

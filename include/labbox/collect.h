@@ -75,6 +75,10 @@ typedef struct lb_metric_value {
 	double uncertainty;
 	const char *remark; /* "best" of "0.95 (best)", NULL when none; points into the line */
 	size_t remark_len;
+	/* "tensor" of "tensor(0.5000, device='cuda:0')", "np.float64" of "np.float64(0.5)": the
+	 * scalar's type as its repr names it, NULL when the number is bare; points into the line */
+	const char *wrapper;
+	size_t wrapper_len;
 } lb_metric_value;
 
 typedef struct lb_metric_line {
@@ -95,10 +99,16 @@ typedef struct lb_metric_line {
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
 	size_t n_values; /* >= 1 */
 	lb_metric_value values[LB_METRIC_VALUES_MAX];
+	/* The line without its terminal escape sequences, when it had any: the pointers above
+	 * then point in here. */
+	char plain[LB_METRIC_LINE_MAX];
 } lb_metric_line;
 
 /* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line
  * of one of the forms; out->form says which. docs/decisions.md says why each rule is there.
+ * Terminal escape sequences (CSI colours and erasures, OSC titles and hyperlinks, character
+ * set designations) are read as absent: "\033[92maccuracy: 0.93\033[0m" is accuracy. R's
+ * print() of one string, [1] "accuracy: 0.93", is the line between its quotes.
  * PLAIN: optional leading spaces, then one or more pairs `name: value`, separated by blanks
  *   and optionally one of , ; | ("acc: 0.5 loss: 0.25", "acc: 0.5, loss: 0.25").
  *   A name is words separated by blanks: the first starts with [A-Za-z_], later ones may
@@ -128,6 +138,11 @@ typedef struct lb_metric_line {
  *   LB_METRIC_TAGS_MAX), and other text between them is ignored, as AutoResearchClaw does.
  *   kind/number/str describe mean_diff=. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
+
+/* Pure: where the first line of s ends: the offset of its first '\n' or '\r', len when it
+ * has neither. A carriage return ends a line as Python's universal newlines read it, so the
+ * text a progress bar's "\r" updates leave before a metric is a line of its own. */
+size_t lb_metric_line_end(const char *s, size_t len);
 
 /* The byte that stands for an interpolated value in a print template. */
 #define LB_METRIC_HOLE '\x01'

@@ -84,10 +84,12 @@ typedef struct lb_diagnosis_input {
 	const char *entry;	      /* the entry point, relative to exp_dir */
 	char *const *args;	      /* the entry point's arguments */
 	size_t nargs;
+	bool oom_kill_completed;      /* the run exited 0 and its cgroup counted an OOM kill */
 } lb_diagnosis_input;
 
 /* Appends {"kind", "message", "evidence": [...], ...} objects to out (an array): kinds
- * loss_divergence, near_chance_accuracy, runtime_warning, time_guard_skipped, stdlib_shadow.
+ * loss_divergence, near_chance_accuracy, runtime_warning, time_guard_skipped, stdlib_shadow,
+ * worker_exception, oom_kill.
  * Returns 0, -EINVAL for a bad argument or -ENOMEM. */
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out);
 

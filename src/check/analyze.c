@@ -1670,8 +1670,8 @@ static void metric_line_facts(ctx *c, TSNode arglist)
 		any = true;
 	}
 	for (size_t s = 0; b.data && s < b.len && !c->h_metrics;) {
-		const char *nl = memchr(b.data + s, '\n', b.len - s);
-		size_t e = nl ? (size_t)(nl - b.data) : b.len;
+		/* Split as the collector splits what is printed: at '\n' and at '\r'. */
+		size_t e = s + lb_metric_line_end(b.data + s, b.len - s);
 		lb_metric_line ml;
 		if (e - s <= LB_METRIC_LINE_MAX && lb_metric_template_parse(b.data + s, e - s, &ml))
 			c->h_metrics = true;

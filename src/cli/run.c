@@ -199,6 +199,23 @@ static void print_group(FILE *f, const char *title, json_object *group)
 	fputc('\n', f);
 }
 
+/* A run whose results are partial says so beside them: a completed run whose time guard
+ * fired lists its conditions as a finished one would, and only the record said otherwise. */
+static void print_partial(FILE *f, json_object *doc)
+{
+	json_object *v, *m, *tg;
+	if (!json_object_object_get_ex(doc, "partial", &v) || !json_object_get_boolean(v))
+		return;
+	if (json_object_object_get_ex(doc, "metrics", &m) &&
+	    json_object_object_get_ex(m, "time_guard", &tg) && tg)
+		fprintf(f, "  partial: the experiment's time guard fired (TIME_GUARD: %s): the "
+			   "results above are what it had\n",
+			json_object_get_string(tg));
+	else
+		fprintf(f, "  partial: the run did not finish: the results above are what it "
+			   "reported before it ended\n");
+}
+
 /* Results-file values the summary shows; the rest are counted. */
 #define SUMMARY_FILE_VALUES 20
 
@@ -270,6 +287,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			    json_object_object_get_ex(w, "message", &msg))
 				fprintf(f, "  stale: %s\n", json_object_get_string(msg));
 		}
+	print_partial(f, doc);
 	json_object *issues;
 	if (json_object_object_get_ex(doc, "metric_issues", &issues))
 		for (size_t i = 0; i < json_object_array_length(issues); i++) {

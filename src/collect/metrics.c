@@ -529,6 +529,49 @@ static bool value_end(const char *s, size_t len, size_t i)
 	return i >= len || lb_text_blank(s[i]) || s[i] == ',' || s[i] == ';' || s[i] == '|';
 }
 
+/* Digits grouped in thousands as Python's f"{n:_}" writes them ("1_000_000", "1_000.5"):
+ * 1 to 3 digits, then groups of exactly 3 after an underscore, then an optional fraction.
+ * Returns the index after it and sets *v, or i when there is none. Commas (f"{n:,}") are not
+ * read so: "sizes: 128,256,512" is a list joined with commas, and reading it as 128256512
+ * would be a number the experiment never meant. */
+static size_t scan_grouped(const char *s, size_t len, size_t i, double *v)
+{
+	char buf[64];
+	size_t k = i, o = 0, lead, groups = 0;
+	char sep;
+
+	if (k < len && (s[k] == '+' || s[k] == '-'))
+		buf[o++] = s[k++];
+	lead = skip_digits(s, len, k) - k;
+	if (lead < 1 || lead > 3 || k + lead >= len || s[k + lead] != '_')
+		return i;
+	sep = '_';
+	memcpy(buf + o, s + k, lead);
+	o += lead;
+	k += lead;
+	while (k + 3 < len && s[k] == sep && skip_digits(s, len, k + 1) == k + 4 &&
+	       o + 3 < sizeof(buf) - 24) {
+		memcpy(buf + o, s + k + 1, 3);
+		o += 3;
+		k += 4;
+		groups++;
+	}
+	/* "1_0000" and "1_000_00" are not grouped. */
+	if (groups == 0 || (k < len && is_digit(s[k])) ||
+	    (k + 1 < len && s[k] == sep && is_digit(s[k + 1])))
+		return i;
+	if (k < len && s[k] == '.') {
+		size_t f = skip_digits(s, len, k + 1);
+
+		if (f == k + 1 || f - k > 20)
+			return i;
+		memcpy(buf + o, s + k, f - k);
+		o += f - k;
+		k = f;
+	}
+	return lb_parse_number(buf, o, v) ? k : i;
+}
+
 /* A number token at s[i..len): sign, then a decimal, nan, inf or infinity (or, in a
  * template, a hole). Returns the index after it and sets *v, or i when there is none. The
  * token may be followed by anything; the caller decides what may follow. */
@@ -551,6 +594,9 @@ static size_t scan_number(const char *s, size_t len, size_t i, bool holes, doubl
 		    !word_is(s + i, end - i, "infinity"))
 			return start;
 	} else {
+		end = scan_grouped(s, len, start, v);
+		if (end > start)
+			return end;
 		end = scan_decimal(s, len, i);
 		if (end == body)
 			return start;
@@ -647,6 +693,42 @@ static size_t scan_remark(const char *s, size_t len, size_t i, lb_metric_value *
 	return e + 1;
 }
 
+/* A scalar as its repr prints it: torch's "tensor(0.5000)", with its keywords
+ * ("tensor(0.5000, device='cuda:0', grad_fn=<MeanBackward0>)"), and numpy 2's
+ * "np.float64(0.5)". print(f"loss: {loss}") of a 0-d tensor, or a dict's values, print that,
+ * and the number is the experiment's. Returns the index after the ')' (setting *x and the
+ * wrapper), 0 when it is not one. A tensor of several elements is not a number. */
+static size_t scan_wrapped(const char *s, size_t len, size_t i, bool holes, double *x,
+			   lb_metric_value *v)
+{
+	size_t k = i, e;
+	bool tensor = len - i > 7 && memcmp(s + i, "tensor(", 7) == 0;
+
+	if (tensor) {
+		k = i + 6;
+	} else if (len - i > 3 && memcmp(s + i, "np.", 3) == 0) {
+		for (k = i + 3; k < len && (is_alpha(s[k]) || is_digit(s[k]) || s[k] == '_'); k++)
+			;
+		if (k == i + 3 || k >= len || s[k] != '(')
+			return 0;
+	} else {
+		return 0;
+	}
+	e = scan_number(s, len, k + 1, holes, x);
+	if (e == k + 1 || e >= len)
+		return 0;
+	if (tensor && s[e] == ',') {
+		/* Keywords hold no parentheses: device='cuda:0', grad_fn=<...>, dtype=... */
+		while (e < len && s[e] != ')' && s[e] != '(')
+			e++;
+	}
+	if (e >= len || s[e] != ')' || !value_end(s, len, e + 1))
+		return 0;
+	v->wrapper = s + i;
+	v->wrapper_len = k - i;
+	return e + 1;
+}
+
 /* One value at s[i..len) (see lb_metric_value). Returns the index after it, 0 when there is
  * none. */
 static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v)
@@ -658,6 +740,15 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 	v->uncertainty = 0;
 	v->remark = NULL;
 	v->remark_len = 0;
+	v->wrapper = NULL;
+	v->wrapper_len = 0;
+	if ((e = scan_wrapped(s, len, i, holes, &x, v)) > 0) {
+		v->number = x;
+		v->kind = LB_METRIC_NUMBER;
+		v->str = s + start;
+		v->str_len = e - start;
+		return e;
+	}
 	e = scan_number(s, len, i, holes, &x);
 	if (e > start) {
 		v->number = x;
@@ -665,11 +756,19 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 			k = scan_ratio(s, len, start, e, holes, v);
 			e = k ? k : e;
 		}
+		/* "93.5 %": a blank before the sign, as some locales write it */
+		for (k = e; k < len && lb_text_blank(s[k]); k++)
+			;
+		if (k > e && k < len && s[k] == '%' && value_end(s, len, k + 1))
+			e = k;
 		if (e < len && s[e] == '%') {
 			v->percent = true;
 			e++;
 		}
-		if (value_end(s, len, e)) {
+		/* "0.93±0.01": an uncertainty without blanks before it */
+		bool tight = !value_end(s, len, e) &&
+			     scan_uncertainty(s, len, e, holes, &v->uncertainty) > 0;
+		if (tight || value_end(s, len, e)) {
 			v->kind = LB_METRIC_NUMBER;
 			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty)) > 0) {
 				v->has_uncertainty = true;
@@ -819,6 +918,8 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 			v->uncertainty = 0;
 			v->remark = NULL;
 			v->remark_len = 0;
+			v->wrapper = NULL;
+			v->wrapper_len = 0;
 			v->number = 0;
 			v->kind = LB_METRIC_STRING;
 			v->str = value;
@@ -1037,12 +1138,88 @@ static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_
 	return true;
 }
 
+/* How many bytes the escape sequence at s[0] == ESC takes, 0 when it is not a whole one.
+ * CSI (ESC [ params intermediates final) is what colour and line erasure use; OSC (ESC ]
+ * ... BEL or ESC \\) sets titles and hyperlinks; ESC ( B and its kin designate character
+ * sets (tput sgr0 writes one). */
+static size_t escape_len(const char *s, size_t len)
+{
+	size_t i = 2;
+
+	if (len < 2)
+		return 0;
+	if (s[1] == '[') {
+		while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x3f)
+			i++;
+		return i < len && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e ? i + 1
+											       : 0;
+	}
+	if (s[1] == ']') {
+		for (; i < len; i++) {
+			if (s[i] == '\a')
+				return i + 1;
+			if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '\\')
+				return i + 2;
+		}
+		return 0;
+	}
+	if (s[1] && strchr("()*+", s[1]) && len >= 3 && (unsigned char)s[2] > 0x20 &&
+	    (unsigned char)s[2] < 0x7f)
+		return 3;
+	return 0;
+}
+
+/* The line without its escape sequences, in out->plain, when it has any and fits; else the
+ * line as it is. A sequence that is not whole stays, and keeps the line from parsing. */
+static const char *without_escapes(const char *line, size_t *len, lb_metric_line *out)
+{
+	size_t o = 0;
+
+	if (*len > sizeof(out->plain) || !memchr(line, '\x1b', *len))
+		return line;
+	for (size_t i = 0; i < *len;) {
+		size_t n = line[i] == '\x1b' ? escape_len(line + i, *len - i) : 0;
+
+		if (n == 0)
+			out->plain[o++] = line[i++];
+		else
+			i += n;
+	}
+	*len = o;
+	return out->plain;
+}
+
+size_t lb_metric_line_end(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\n' || s[i] == '\r')
+			return i;
+	return len;
+}
+
+/* R's print() of one string, print(paste("accuracy:", acc)), shows it as a vector:
+ * [1] "accuracy: 0.93". The text between the quotes is the line; a string holding a quote or
+ * an escape, or a vector of several, stays what it is. */
+static void r_string(const char **line, size_t *len, size_t *i)
+{
+	const char *s = *line + *i;
+	size_t n = *len - *i;
+
+	if (n < 7 || memcmp(s, "[1] \"", 5) != 0 || s[n - 1] != '"' ||
+	    memchr(s + 5, '"', n - 6) || memchr(s + 5, '\\', n - 6))
+		return;
+	*line = s + 5;
+	*len = n - 6;
+	*i = 0;
+}
+
 static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
 {
 	size_t i = 0;
 
 	if (!line || !out)
 		return false;
+	line = without_escapes(line, &len, out);
 	out->form = LB_METRIC_FORM_PLAIN;
 	out->condition = NULL;
 	out->condition_len = 0;
@@ -1054,6 +1231,7 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 		len--;
 	while (i < len && lb_text_blank(line[i]))
 		i++;
+	r_string(&line, &len, &i);
 	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
 		if (parse_summary(line, len, i + 8, holes, out))
 			return true;
@@ -1248,7 +1426,7 @@ static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, c
 static bool annotated(const lb_metric_value *v)
 {
 	return v->kind == LB_METRIC_NUMBER &&
-	       (v->ratio || v->percent || v->has_uncertainty || v->remark);
+	       (v->ratio || v->percent || v->has_uncertainty || v->remark || v->wrapper);
 }
 
 static void count_drop(lb_metrics *m, int cls)
@@ -1438,8 +1616,10 @@ void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elap
 {
 	m->now = isfinite(elapsed_s) && elapsed_s >= 0 ? elapsed_s : -1;
 	while (len > 0) {
-		const char *nl = memchr(data, '\n', len);
-		size_t chunk = nl ? (size_t)(nl - data) : len;
+		/* A carriage return ends a line too: a progress bar's updates before a metric are
+		 * lines of their own, never a prefix that hides it or makes it too long. */
+		size_t chunk = lb_metric_line_end(data, len);
+		bool nl = chunk < len;
 		size_t used = nl ? chunk + 1 : chunk;
 
 		if (m->skipping) {
@@ -1663,7 +1843,8 @@ static int add_paired(struct json_object *arr, const lb_metric_entry *e)
 }
 
 /* An annotated number: {"metric", "condition", ["tags"], "value", "text", and what the text
- * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best"}. The stored text
+ * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best", "type":
+ * "tensor"}. The stored text
  * is read again with the parser's own value scanner, so the fields cannot disagree with it. */
 static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
 {
@@ -1698,6 +1879,9 @@ static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_
 	if (r == 0 && v.remark)
 		r = lb_obj_add(rec, "remark",
 			       json_object_new_string_len(v.remark, (int)v.remark_len));
+	if (r == 0 && v.wrapper)
+		r = lb_obj_add(rec, "type",
+			       json_object_new_string_len(v.wrapper, (int)v.wrapper_len));
 	return r;
 }
 

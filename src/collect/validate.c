@@ -125,14 +125,41 @@ static void check_stdout(lb_validation *val, const lb_metrics *m)
 	}
 }
 
-static void mark_declared(lb_validation *val, const char *key, const char *path)
+static bool is_declared(const lb_validation *val, const char *key, const char *path)
 {
+	for (size_t i = 0; i < val->n_declared; i++) {
+		const char *d = val->declared[i];
+
+		if (d && (strcmp(d, key) == 0 || strcmp(d, path) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* A declared metric counts as reported where it has a value: a JSON null (pandas writes NaN
+ * so, and an empty CSV cell reads so) is the metric not computed. */
+static void mark_declared(lb_validation *val, const char *key, const char *path,
+			  struct json_object *value)
+{
+	if (!value)
+		return;
 	for (size_t i = 0; i < val->n_declared; i++) {
 		const char *d = val->declared[i];
 
 		if (!val->found[i] && d && (strcmp(d, key) == 0 || strcmp(d, path) == 0))
 			val->found[i] = true;
 	}
+}
+
+static void flag_null(lb_validation *val, const char *metric, const char *path)
+{
+	char where[LB_PATH_MAX + 64];
+	char message[sizeof(where) + LB_PATH_MAX + 96];
+
+	snprintf(where, sizeof(where), "%s at %s", val->results_name, path);
+	snprintf(message, sizeof(message), "declared metric %s is null in %s at %s: no value",
+		 metric, val->results_name, path);
+	add_issue(val, "null", metric, where, message);
 }
 
 static void flag_result(lb_validation *val, const char *metric, const char *path, double v,
@@ -177,7 +204,7 @@ static void walk_results(lb_validation *val, struct json_object *node, const cha
 		json_object_object_foreach(node, k, child) {
 			size_t n = path_push(path, path_len, k, 0);
 
-			mark_declared(val, k, path);
+			mark_declared(val, k, path, child);
 			walk_results(val, child, k, path, n, depth + 1);
 			path[path_len] = '\0';
 		}
@@ -213,6 +240,10 @@ static void walk_results(lb_validation *val, struct json_object *node, const cha
 			flag_result(val, metric, path, v, true);
 		break;
 	}
+	case json_type_null:
+		if (key && val->n_declared && is_declared(val, key, path))
+			flag_null(val, metric, path);
+		break;
 	default:
 		break;
 	}
@@ -226,12 +257,32 @@ static void walk_file(lb_validation *val, const char *name, struct json_object *
 	walk_results(val, doc, NULL, path, 0, 0);
 }
 
-static bool in_stdout(const lb_metrics *m, const char *name)
+/* What languages print for no value: Python's None, JSON's null, R's NULL and NA. */
+static bool null_label(const lb_metric_entry *e)
 {
-	for (size_t i = 0; m && i < m->n_entries; i++)
-		if (strcmp(m->entries[i].name, name) == 0)
+	static const char *const words[] = { "None", "null", "NULL", "NA" };
+
+	if (e->kind != LB_METRIC_STRING || !e->str)
+		return false;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(e->str, words[i]) == 0)
 			return true;
 	return false;
+}
+
+/* 1: stdout has name with a value; -1: only without one ("acc: None"); 0: not at all. */
+static int in_stdout(const lb_metrics *m, const char *name)
+{
+	int r = 0;
+
+	for (size_t i = 0; m && i < m->n_entries; i++) {
+		if (strcmp(m->entries[i].name, name) != 0)
+			continue;
+		if (!null_label(&m->entries[i]))
+			return 1;
+		r = -1;
+	}
+	return r;
 }
 
 /* The missing-metric issues; sources names where was looked ("results.json" or "results.json
@@ -242,14 +293,16 @@ static void check_declared(lb_validation *val, const lb_metrics *m, const char *
 		char where[LB_PATH_MAX + 32];
 		char message[LB_PATH_MAX * 3 + 256];
 		const char *d = val->declared[i];
+		int printed = d ? in_stdout(m, d) : 0;
 
-		if (!d || val->found[i] || in_stdout(m, d))
+		if (!d || val->found[i] || printed > 0)
 			continue;
 		snprintf(where, sizeof(where), "stdout%s%s", sources ? " and " : "",
 			 sources ? sources : "");
 		snprintf(message, sizeof(message),
-			 "declared metric %s was not reported: no '%s: value' line on stdout%s%s%s", d,
-			 d, sources ? " and no such key in " : "", sources ? sources : "",
+			 "declared metric %s was not reported: %s '%s: value' line on stdout%s%s%s", d,
+			 printed < 0 ? "no value (None, null or NA) in its" : "no", d,
+			 sources ? " and no such key with a value in " : "", sources ? sources : "",
 			 m && m->dropped_metrics ? " (some metric values were dropped: too many names)"
 						 : "");
 		add_issue(val, "missing", d, where, message);
@@ -749,9 +802,16 @@ static bool holds_value(struct json_object *doc, int depth)
 			if (holds_value(json_object_array_get_idx(doc, i), depth + 1))
 				return true;
 		return false;
+	case json_type_string: {
+		/* {"model": "resnet"} describes a run; it reports no result. A number written as
+		 * a string is one: the seed's json.dump(..., default=str) writes numpy's float32
+		 * so ("0.9312"), as the NaN check above already reads it. */
+		double x;
+
+		return lb_parse_number(json_object_get_string(doc),
+				       (size_t)json_object_get_string_len(doc), &x);
+	}
 	case json_type_null:
-	case json_type_string:
-		/* {"model": "resnet"} describes a run; it reports no result */
 		return false;
 	default:
 		return true;

@@ -183,8 +183,34 @@ static bool is_frame(const char *s)
 	return starts_with(s, "File \"");
 }
 
-/* "pkg.mod.SomeError: message" or "SomeError" at the start of s. */
-static bool exception_line(const char *s, size_t *name_len)
+/* A class name as a traceback ends with it: dotted identifiers, the last capitalised
+ * (subprocess.TimeoutExpired, concurrent.futures.process.BrokenProcessPool, queue.Empty,
+ * zipfile.BadZipFile), whatever its suffix. */
+static bool class_name(const char *s, size_t n)
+{
+	size_t part = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '.') {
+			if (i == part || i + 1 == n)
+				return false;
+			part = i + 1;
+		} else if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9' && i > part))) {
+			return false;
+		}
+	}
+	while (part < n && s[part] == '_')
+		part++;
+	return part < n && s[part] >= 'A' && s[part] <= 'Z';
+}
+
+/* "pkg.mod.SomeError: message" or "SomeError" at the start of s. A line that ends a
+ * traceback's frames (traced) is the exception's by where it stands, so any class name
+ * does; elsewhere the name must look like an exception's (Error, Exception, ...). */
+static bool exception_line_of(const char *s, size_t *name_len, bool traced)
 {
 	size_t n = 0;
 
@@ -192,11 +218,16 @@ static bool exception_line(const char *s, size_t *name_len)
 		n++;
 	if (!(s[n] == '\0' || (s[n] == ':' && (s[n + 1] == '\0' || s[n + 1] == ' '))))
 		return false;
-	if (!lb_text_is_exception_name(s, n))
+	if (!lb_text_is_exception_name(s, n) && !(traced && class_name(s, n)))
 		return false;
 	if (name_len)
 		*name_len = n;
 	return true;
+}
+
+static bool exception_line(const char *s, size_t *name_len)
+{
+	return exception_line_of(s, name_len, false);
 }
 
 static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
@@ -219,7 +250,8 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 			if (is_frame(l))
 				frame = j;
 		}
-		if (j >= log->n || !exception_line(log->lines[j] + indent_of(log->lines[j]), NULL))
+		if (j >= log->n ||
+		    !exception_line_of(log->lines[j] + indent_of(log->lines[j]), NULL, true))
 			continue;
 		if (n == max) {
 			/* Keep the most recent ones: the last exception decides. */
@@ -850,7 +882,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	const char *line = log->lines[e->line];
 	size_t name_len = 0;
 
-	exception_line(line, &name_len);
+	exception_line_of(line, &name_len, !e->bare);
 	classify_exception(v, line, name_len, via_subprocess(log, e));
 	v->exc_line = e->line;
 	v->frame = e->frame;
@@ -1321,7 +1353,8 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		size_t name_len = 0;
 		char name[128];
 
-		exception_line(l, &name_len);
+		/* Found as an exception line already, by place or by name. */
+		exception_line_of(l, &name_len, true);
 		if (name_len > 0 && name_len < sizeof(name)) {
 			memcpy(name, l, name_len);
 			name[name_len] = '\0';
@@ -1347,8 +1380,10 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 
 	if (!in)
 		return NULL;
-	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->oom_killed &&
-	    !in->infra_error)
+	/* A main process that exited 0 was not ended by the memory limit, even when the OOM
+	 * killer took another process of the run (a subprocess, a worker it replaced): the run
+	 * completed, and diagnosis_warnings' oom_kill says what was killed. */
+	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->infra_error)
 		return NULL;
 	/* Without memory for the log the class still follows from how the run ended. */
 	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)

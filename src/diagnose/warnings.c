@@ -1044,6 +1044,21 @@ static int warn_time_guard(const lb_diagnosis_input *in, const sources *src,
 	return 0;
 }
 
+/* A process of a completed run that the OOM killer ended: what it was to produce may be
+ * missing from results the main process still reported. */
+static int warn_oom_kill(const lb_diagnosis_input *in, struct json_object *out)
+{
+	if (!in->oom_kill_completed)
+		return 0;
+	return warning(out, "oom_kill",
+		       "the out-of-memory killer ended a process of the run (a subprocess or "
+		       "worker) while the main process went on and exited 0: what that process "
+		       "was to compute may be missing from the results",
+		       NULL, 0)
+		       ? 0
+		       : -ENOMEM;
+}
+
 /* The whole ----------------------------------------------------------------------------------- */
 
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
@@ -1081,7 +1096,7 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	if ((r = warn_losses(loss, out)) < 0 || (r = warn_runtime(rt, out)) < 0 ||
 	    (r = warn_workers(wk, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
-	    (r = warn_shadow(in->exp_dir, out)) < 0)
+	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0)
 		return r;
 	return 0;
 }

@@ -598,9 +598,9 @@ void lb_report_scan_series(const char *text, size_t len, lb_report_point_fn fn, 
 	size_t nocc = 0;
 	for (size_t pos = 0; pos < len;) {
 		const char *line = text + pos;
-		const char *nl = memchr(line, '\n', len - pos);
-		size_t ll = nl ? (size_t)(nl - line) : len - pos;
-		pos += ll + (nl ? 1 : 0);
+		/* Lines end where the collector ends them, carriage returns included. */
+		size_t ll = lb_metric_line_end(line, len - pos);
+		pos += ll + (ll < len - pos ? 1 : 0);
 		if (ll > 4096)
 			continue;
 		if (!lb_metric_line_parse(line, ll, ml)) {

@@ -1217,7 +1217,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	char log_path[PATH_MAX + 16];
 	snprintf(log_path, sizeof log_path, "%s/run.log", out->run_dir);
 	lb_diagnosis_input din = {.log_path = log_path, .metrics = mjson, .exp_dir = st->exp_dir,
-				  .entry = st->entry, .args = st->args, .nargs = st->nargs};
+				  .entry = st->entry, .args = st->args, .nargs = st->nargs,
+				  .oom_kill_completed = res.oom_killed && res.outcome == LB_SB_EXITED &&
+							res.exit_code == 0};
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
 		lb_diagnose_warnings(&din, dwarn);
 	json_object_object_add(doc, "diagnosis_warnings", dwarn);

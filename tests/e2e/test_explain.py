@@ -185,6 +185,55 @@ def test_oom_names_a_larger_memory(tmp_path):
     assert f["escalation"]["grants"] == "memory"
 
 
+def test_a_completed_run_whose_subprocess_the_oom_killer_took_is_not_an_oom(tmp_path):
+    """The memory limit killed a child; the main process went on and exited 0. The run was
+    not ended by the memory limit: no oom failure, no --memory escalation, a warning."""
+    if not host_can_enforce("memory"):
+        pytest.skip("host has no writable memory cgroup for --memory")
+    exp = write_exp(tmp_path, """
+        import subprocess, sys
+        hog = "b = [bytearray(64 << 20) for _ in range(64)]"
+        r = subprocess.run([sys.executable, "-c", hog])
+        print("child_returncode:", r.returncode)
+        print("accuracy: 0.91")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, "--memory", "256m", "--escalate", "memory")
+    assert r.rc == 0, r.why()
+    res = r.result
+    assert res["status"] == "completed" and res["exit_code"] == 0, r.why()
+    assert res["metrics"]["values"] == {"child_returncode": -9, "accuracy": 0.91}
+    assert res["oom_killed"] is True
+    assert res["failure"] is None, res["failure"]
+    assert len(res["attempts"]) == 1
+    assert [w["kind"] for w in res["diagnosis_warnings"]] == ["oom_kill"]
+    doc = explain(tmp_path, res["id"])
+    assert doc["failure"] is None, doc["failure"]
+
+
+UNSUFFIXED = [
+    ("""
+        import subprocess, sys
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(5)"], timeout=0.3)
+    """, "subprocess.TimeoutExpired"),
+    ("""
+        import queue
+        queue.Queue().get(timeout=0.1)
+    """, "_queue.Empty"),
+]
+
+
+@pytest.mark.parametrize("main_py,exception", UNSUFFIXED, ids=[u[1] for u in UNSUFFIXED])
+def test_an_exception_named_without_error_is_still_the_traceback_s(tmp_path, main_py, exception):
+    """A traceback ending in a class whose name has no Error/Exception suffix is read: the
+    run was not an exit "without a Python traceback", and its own timeout is not the budget."""
+    r, f = failed(tmp_path, main_py)
+    assert f["class"] == "code_error", f
+    assert f["exception"] == exception, f
+    assert exception in f["summary"] and "without a Python traceback" not in f["summary"], f
+    assert f["code_location"]["file"] == "main.py" and f["code_location"]["line"] == 2, f
+    assert r.result["timed_out"] is False
+
+
 def test_timeout_is_certain_and_not_an_escalation(tmp_path):
     r, f = failed(tmp_path, """
         import time

@@ -107,6 +107,23 @@ def test_r_missing_seed_is_warned_and_metrics_collected(tmp_path):
 
 
 @need_r
+def test_r_print_of_a_string_is_its_metric_line(tmp_path):
+    # print(paste(...)) is how R code prints a result: [1] "accuracy: 0.93". The check's
+    # LB404 counts the string; the collector reads the line between the quotes.
+    d = exp(tmp_path, "rprint", {"main.R": '''
+        acc <- 0.93
+        print(paste("accuracy:", acc))
+        print(paste0("loss: ", round(0.2134, 3)))
+        print(c("a: 1", "b: 2"))
+    '''})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0, doc
+    assert "LB404" not in finding_ids(doc)
+    assert doc["status"] == "completed"
+    assert doc["metrics"]["values"] == {"accuracy": 0.93, "loss": 0.213}, doc["metrics"]
+
+
+@need_r
 def test_r_missing_package_is_classified(tmp_path):
     d = exp(tmp_path, "r_pkg", {"main.R": """
         set.seed(1)

@@ -81,6 +81,28 @@ def test_run_reporting_nothing_is_invalid(tmp_path):
     assert kinds == ["no_metrics"], r.result["metric_issues"]
 
 
+def test_the_seeds_default_str_results_are_reported_metrics(tmp_path):
+    # The seed's harness writes results.json with json.dump(..., default=str): numpy float32
+    # metrics become strings. The run reported them; labels alone still report nothing.
+    exp = write_exp(tmp_path, """
+        import json
+        import numpy as np
+        results = {"A": {"acc": np.float32(0.9312), "model": "mlp"}}
+        with open("results.json", "w") as f:
+            json.dump(results, f, indent=2, default=str)
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed" and r.result["metric_issues"] == []
+    assert r.result["metrics"]["files"]["results.json"] == {"A": {"acc": "0.9312", "model": "mlp"}}
+    labels = write_exp(tmp_path, """
+        import json
+        json.dump({"A": {"model": "mlp", "note": "1st try"}}, open("results.json", "w"))
+    """, name="labels")
+    r = run_exp(labels, tmp_path / "runs2")
+    assert r.rc == 4 and [i["kind"] for i in r.result["metric_issues"]] == ["no_metrics"], r.why()
+
+
 def test_metrics_none_allows_reporting_nothing(tmp_path):
     exp = write_exp(tmp_path, 'print("INFO: a data preparation step")\n', yaml="metrics: none\n")
     r = run_exp(exp, tmp_path / "runs")
@@ -125,6 +147,8 @@ LB404_CASES = [
     ('print(f"condition=A seed={seed} acc: {acc} loss: {acc}")', True),
     ('print(f"solved: {seed}/{seed}")', True),
     ('sys.stdout.write(f"accuracy: {acc}\\n")', True),
+    ('print(f"\\033[92maccuracy: {acc:.3f}\\033[0m")', True),  # coloured
+    ('print(f"\\raccuracy: {acc}", end="")', True),  # a line a "\\r" update leaves
     ('print(f"INFO: accuracy is {acc}")', False),
     ('print(f"Epoch: {seed}, Batch: {seed}, Loss: {acc}")', False),
     ('print(f"saved to {name}")', False),
@@ -149,3 +173,137 @@ def test_lb404_uses_the_collectors_parser(tmp_path, stmt, is_metric):
     r = run_exp(exp, tmp_path / "runs")
     kinds = [i["kind"] for i in r.result["metric_issues"]]
     assert (r.rc == 0) == is_metric and ("no_metrics" in kinds) != is_metric, r.why()
+
+
+# A progress bar's "\r" updates and a terminal colour around the result: the metrics are
+# what the experiment printed, as the terminal showed it.
+PROGRESS_AND_COLOUR = r'''
+    import sys
+    n = 400
+    for i in range(n + 1):
+        # tqdm(leave=False) on stderr, sharing the pipe: updates, then erased, no newline
+        sys.stderr.write(f"\rtrain: {100*i//n:3d}%|{'#'*(i*20//n):<20}| {i}/{n} [00:00, 99.0it/s]")
+    sys.stderr.write("\r" + " " * 70 + "\r")
+    print("accuracy: 0.93")
+    for step in range(3):
+        print(f"\rrunning_loss: {0.5 / (step + 1):.4f}", end="", flush=True)
+    print()
+    GREEN, BOLD, RESET = "\033[92m", "\033[1m", "\033[0m"
+    print(f"{BOLD}Final results{RESET}")
+    print(f"{GREEN}f1: 0.88{RESET}")
+    print(f"loss: {GREEN}0.21{RESET}\033[K")
+    print(f"\033]8;;http://example.com\033\\auc\033]8;;\033\\: 0.97")
+'''
+
+
+def test_progress_bar_returns_and_colours_do_not_hide_metrics(tmp_path):
+    exp = write_exp(tmp_path, PROGRESS_AND_COLOUR)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"accuracy": 0.93, "running_loss": 0.1667, "f1": 0.88, "loss": 0.21,
+                 "auc": 0.97}, v
+    assert r.result["metric_issues"] == []
+
+
+# print(f"loss: {loss}") of a 0-d torch tensor prints its repr, as does print() of numpy 2
+# scalars inside a format that takes repr: the number is the experiment's result.
+SCALAR_REPRS = '''
+    print("loss: tensor(0.2500)")
+    print("val_loss: tensor(0.3127, device='cuda:0', grad_fn=<NllLossBackward0>)")
+    print("f1: np.float64(0.88), n_params: np.int64(1200)")
+    print("per_class: tensor([0.5000, 0.2500])")
+'''
+
+
+def test_scalar_reprs_are_the_numbers_they_hold(tmp_path):
+    exp = write_exp(tmp_path, SCALAR_REPRS)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"loss": 0.25, "val_loss": 0.3127, "f1": 0.88, "n_params": 1200}, m
+    types = {a["metric"]: a["type"] for a in m["annotated"]}
+    assert types == {"loss": "tensor", "val_loss": "tensor", "f1": "np.float64",
+                     "n_params": "np.int64"}, m["annotated"]
+
+
+# A declared metric that the experiment wrote without a value: pandas' NaN as JSON null and as
+# an empty CSV cell, Python's None on stdout. Each is a metric not computed, not a result.
+@pytest.mark.parametrize("main_py,kinds", [
+    ('import json\njson.dump({"acc": None, "loss": 0.3}, open("results.json", "w"))\n',
+     ["null", "missing"]),
+    ('open("results.csv", "w").write("model,acc,loss\\nmlp,0.91,0.3\\ncnn,,0.2\\n")\n',
+     ["null"]),
+    ('print("acc: None")\nprint("loss: 0.3")\n', ["missing"]),
+], ids=["json_null", "csv_empty_cell", "stdout_None"])
+def test_a_declared_metric_without_a_value_is_not_reported(tmp_path, main_py, kinds):
+    exp = write_exp(tmp_path, main_py, yaml="metrics: [acc, loss]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    issues = r.result["metric_issues"]
+    assert [i["kind"] for i in issues] == kinds, issues
+    assert all(i["metric"] == "acc" for i in issues), issues
+    # Undeclared, a null is only what the experiment wrote.
+    (exp / "labbox.yaml").unlink()
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 0 and r.result["metric_issues"] == [], r.why()
+
+
+def test_tight_uncertainty_spaced_percent_and_underscore_groups_are_numbers(tmp_path):
+    exp = write_exp(tmp_path, """
+        m, sd = 0.9312, 0.0104
+        print(f"acc: {m:.3f}\u00b1{sd:.3f}")
+        print(f"coverage: {93.5:.1f} %")
+        print(f"tokens: {32768:_}")
+        print("sizes: 128,256,512")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"acc": 0.931, "coverage": 93.5, "tokens": 32768}, m
+    ann = {a["metric"]: a for a in m["annotated"]}
+    assert ann["acc"]["uncertainty"] == 0.01 and ann["coverage"]["percent"] is True, ann
+
+
+def test_the_summary_says_when_results_are_partial(tmp_path):
+    # A time guard that fired in a completed run: the summary a person reads lists the
+    # conditions done and says they are partial, as result.json's partial does.
+    exp = write_exp(tmp_path, """
+        print("condition: A")
+        print("acc: 0.5")
+        print("TIME_GUARD: 0.1s \\u2014 saving partial results")
+    """)
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 0, p.stderr
+    assert "completed" in p.stdout and "condition A: acc=0.5" in p.stdout, p.stdout
+    assert "partial: the experiment's time guard fired (TIME_GUARD: 0.1s" in p.stdout, p.stdout
+    crash = write_exp(tmp_path, 'print("acc: 0.5")\nraise SystemExit(3)\n', name="crash")
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", crash)
+    assert p.returncode == 1, p.stderr
+    assert "partial: the run did not finish" in p.stdout, p.stdout
+    done = write_exp(tmp_path, 'print("acc: 0.5")\n', name="done")
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", done)
+    assert p.returncode == 0 and "partial" not in p.stdout, p.stdout
+
+
+def test_lines_printed_by_a_pools_workers_are_not_joined(tmp_path):
+    # print() writes its text and its newline apart; with the run's unbuffered stdout, a
+    # Pool's workers joined each other's lines in the one pipe and their metrics were lost.
+    exp = write_exp(tmp_path, """
+        from multiprocessing import Pool
+
+        def work(k):
+            for s in range(200):
+                print(f"condition=c{k} seed={s} acc: 0.{k}{s % 10}")
+            return k
+
+        if __name__ == "__main__":
+            with Pool(4) as p:
+                p.map(work, range(8))
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    tagged = r.result["metrics"]["tagged"]
+    assert len(tagged) == 1600, len(tagged)
+    log = (r.run_dir / "run.log").read_text()
+    assert all(line.count("condition=") == 1 for line in log.splitlines()), log[:2000]

@@ -1050,6 +1050,101 @@ static bool parse(const char *line, lb_metric_line *ml)
 	return lb_metric_line_parse(line, strlen(line), ml);
 }
 
+/* Spellings research code prints: an uncertainty without blanks, a percent sign after a blank,
+ * Python's underscore grouping; a comma-joined list stays no number. */
+static void test_tight_uncertainty_spaced_percent_grouping(void **state)
+{
+	lb_metric_line ml;
+	(void)state;
+
+	assert_true(parse("acc: 0.93\xc2\xb1" "0.01", &ml) && ml.number == 0.93);
+	assert_true(ml.values[0].has_uncertainty && ml.values[0].uncertainty == 0.01);
+	assert_true(parse("acc: 0.93+-0.01, loss: 2", &ml) && ml.n_values == 2);
+	assert_true(parse("acc: 93.5 %", &ml) && ml.number == 93.5 && ml.values[0].percent);
+	assert_int_equal(ml.str_len, 6);
+	assert_true(parse("acc: 93.5 %, f1: 0.5", &ml) && ml.n_values == 2);
+	assert_true(parse("tokens: 32_768", &ml) && ml.number == 32768);
+	assert_true(parse("n: -1_000_000.25", &ml) && ml.number == -1000000.25);
+	assert_false(parse("sizes: 128,256,512", &ml));
+	assert_false(parse("n: 1_0000", &ml));
+	assert_false(parse("n: 1_000_00", &ml));
+	assert_false(parse("acc: 93.5 % of them", &ml));
+}
+
+/* A scalar's repr (torch's tensor(...), numpy 2's np.float64(...)) is its number, its type
+ * kept as an annotation; a tensor of several elements and a repr cut short are not values. */
+static void test_scalar_reprs_are_numbers(void **state)
+{
+	lb_metric_line ml;
+	(void)state;
+
+	assert_true(parse("loss: tensor(0.2500)", &ml));
+	assert_true(ml.kind == LB_METRIC_NUMBER && ml.number == 0.25);
+	assert_int_equal(ml.values[0].wrapper_len, 6);
+	assert_memory_equal(ml.values[0].wrapper, "tensor", 6);
+	assert_true(parse("val_loss: tensor(0.5, device='cuda:0', grad_fn=<NllLossBackward0>), "
+			  "acc: np.float64(0.75)", &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_true(ml.values[0].number == 0.5 && ml.values[1].number == 0.75);
+	assert_int_equal(ml.values[1].wrapper_len, 10);
+	assert_true(parse("n: np.int64(-3)", &ml) && ml.number == -3);
+	assert_false(parse("vec: tensor([0.5000, 0.2500])", &ml));
+	assert_false(parse("f1: np.float64(0.88", &ml));
+	assert_false(parse("f1: np.float64(0.88)x", &ml));
+	assert_false(parse("f1: np.(0.88)", &ml));
+	assert_false(parse("f1: tensor(0.5, dtype=f(x))", &ml));
+	assert_true(parse("acc: 0.5", &ml) && ml.values[0].wrapper == NULL);
+	/* R's print() of one string */
+	assert_true(parse("[1] \"accuracy: 0.93\"", &ml) && ml.number == 0.93);
+	assert_string_equal(ml.name, "accuracy");
+	assert_true(parse("[1] \"condition=A acc: 0.5\"", &ml));
+	assert_int_equal(ml.form, LB_METRIC_FORM_TAGGED);
+	assert_false(parse("[1] \"a: 1\" \"b: 2\"", &ml));
+	assert_false(parse("[1] \"note: say \\\"hi\\\"\"", &ml));
+	assert_false(parse("[2] \"acc: 1\"", &ml));
+	assert_false(parse("[1] \"\"", &ml));
+}
+
+/* A carriage return ends a line as a newline does, in any chunking, and escape sequences are
+ * read as absent: what a progress bar and a colour leave around a metric never hides it. */
+static void test_returns_and_escapes_around_metrics(void **state)
+{
+	static const char out[] = "\r 10%|#  | 1/10\r100%|###| 10/10\r          \racc: 0.5\n"
+				  "\x1b[92mf1: 0.25\x1b[0m\r\n"
+				  "loss: \x1b[1m2\x1b(B\x1b[m\n"
+				  "\x1b]8;;http://x\x1b\\auc\x1b]8;;\a: 0.75\n"
+				  "half: \x1b[1\n";
+	lb_metric_line ml;
+	(void)state;
+
+	for (size_t k = 1; k < sizeof(out) - 1; k++) {
+		lb_metrics *m = NULL;
+		struct json_object *doc, *v;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed(m, out, k);
+		lb_metrics_feed(m, out + k, sizeof(out) - 1 - k);
+		lb_metrics_finish(m);
+		doc = lb_metrics_to_json(m);
+		v = get(doc, "values");
+		assert_int_equal(json_object_object_length(v), 4);
+		assert_true(json_object_get_double(get(v, "acc")) == 0.5);
+		assert_true(json_object_get_double(get(v, "f1")) == 0.25);
+		assert_true(json_object_get_double(get(v, "loss")) == 2);
+		assert_true(json_object_get_double(get(v, "auc")) == 0.75);
+		json_object_put(doc);
+		lb_metrics_free(m);
+	}
+	assert_int_equal(lb_metric_line_end("ab\rc\n", 5), 2);
+	assert_int_equal(lb_metric_line_end("abc", 3), 3);
+	assert_true(parse("\x1b[32maccuracy: 0.9\x1b[0m", &ml));
+	assert_string_equal(ml.name, "accuracy");
+	assert_int_equal(ml.str_len, 3);
+	assert_memory_equal(ml.str, "0.9", 3);
+	assert_false(parse("\x1b", &ml));
+	assert_false(parse("acc: 0.5\x1b", &ml));
+}
+
 static void assert_tag(const lb_metric_tag *t, const char *key, const char *value)
 {
 	assert_int_equal(t->key_len, strlen(key));
@@ -2322,6 +2417,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_number_values),
+		cmocka_unit_test(test_returns_and_escapes_around_metrics),
+		cmocka_unit_test(test_scalar_reprs_are_numbers),
+		cmocka_unit_test(test_tight_uncertainty_spaced_percent_grouping),
 		cmocka_unit_test(test_parse_number_nonfinite_spellings),
 		cmocka_unit_test(test_parse_number_rejects),
 		cmocka_unit_test(test_parse_number_ignores_locale),
