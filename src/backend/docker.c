@@ -576,6 +576,32 @@ static json_object *json_arr(json_object *o, const char *key)
 		       : NULL;
 }
 
+/* labbox's cache (the record key that seals the user's records, the gate's compiled form,
+ * the probes) where a volume shows it: covered by an empty tmpfs, as the local sandbox
+ * masks it inside its binds. A container runs as the user, so it could read the key and seal
+ * records of its own making, or rewrite what later runs load. */
+static int hide_cache_in(lb_strv *c, const char *src, const char *dst, char *err, size_t errlen)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	char real[PATH_MAX];
+	bool root = strcmp(src, "/") == 0;
+	if (!cache || !realpath(cache, real) || !(root || lb_path_under(real, src)))
+		return 0;
+	const char *rest = root ? real : real + strlen(src);
+	char at[PATH_MAX];
+	if (snprintf(at, sizeof at, "%s%s%s", dst, *rest == '/' || !*rest ? "" : "/", rest) >=
+		    (int)sizeof at || strchr(at, ',')) {
+		snprintf(err, errlen, "-v %s:%s shows labbox's cache %s, which cannot be hidden in "
+			 "the container (a comma or a long path): mount a directory that does not "
+			 "hold it", src, dst, real);
+		return -EINVAL;
+	}
+	return lb_strv_push(c, "--mount") ||
+			       lb_strv_pushf(c, "type=tmpfs,destination=%s,tmpfs-size=4096,tmpfs-mode=0555", at)
+		       ? -ENOMEM
+		       : 0;
+}
+
 /* -v SRC:DST[:ro|rw] as --mount, which refuses a missing source instead of creating it on
  * the host as -v does; read-only unless :rw. */
 static int add_volume(lb_strv *c, const char *spec, char *err, size_t errlen)
@@ -602,10 +628,10 @@ static int add_volume(lb_strv *c, const char *spec, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	bool rw = mode && strcmp(mode, "rw") == 0;
-	return lb_strv_push(c, "--mount") ||
-			       lb_strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly")
-		       ? -ENOMEM
-		       : 0;
+	if (lb_strv_push(c, "--mount") ||
+	    lb_strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly"))
+		return -ENOMEM;
+	return hide_cache_in(c, src, dst, err, errlen);
 }
 
 /* labbox's --tmpfs PATH[:size=S[,mode=M]] is docker's spelling already; exec is added since

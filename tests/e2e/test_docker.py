@@ -928,3 +928,36 @@ def test_api_run_the_engine_refuses_is_125_in_its_words(dockerd, tmp_path):
     assert "Error response from daemon" in msg and "/proc/labbox-test" in msg, msg
     assert log.read_text().split() == []
     assert containers_left(dockerd) == []
+
+
+def test_a_volume_does_not_show_labboxs_cache(dockerd, tmp_path):
+    """labbox's cache holds the key that seals the user's records and what later runs load
+    (the gate's compiled form, the probes). A volume that holds it (-v of a home) shows it
+    covered in the container, as the local sandbox masks it; the rest of the volume is there."""
+    cache = tmp_path / "cache"
+    (cache / "labbox").mkdir(parents=True)
+    key = cache / "labbox" / "record.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    (tmp_path / "data.txt").write_text("visible\n")
+    os.chmod(tmp_path, 0o755)  # the container's user is not root's pytest
+    os.chmod(cache, 0o755)
+    exp = write_exp(tmp_path, """
+        import os
+        print("data:", open("/h/data.txt").read().strip())
+        try:
+            print("cache:", sorted(os.listdir("/h/cache/labbox")))
+        except OSError as e:
+            print("cache:", type(e).__name__)
+        try:
+            open("/h/cache/labbox/record.key", "rb").read()
+            print("key: read")
+        except OSError as e:
+            print("key:", type(e).__name__)
+    """, name="cache-probe")
+    env = dict(dockerd, XDG_CACHE_HOME=str(cache))
+    r = drun(env, exp, tmp_path / "runs", "-v", f"{tmp_path}:/h:ro")
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert "data: visible" in log and "key: read" not in log, log
+    assert "cache: []" in log and "key: FileNotFoundError" in log, log
