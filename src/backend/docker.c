@@ -587,6 +587,10 @@ static int hide_cache_in(lb_strv *c, const char *src, const char *dst, char *err
 	bool root = strcmp(src, "/") == 0;
 	if (!cache || !realpath(cache, real) || !(root || lb_path_under(real, src)))
 		return 0;
+	/* A volume into /proc, /sys or /dev is the engine's to refuse, in its own words: a mount
+	 * added under it would turn that refusal into a container that fails to start. */
+	if (lb_path_under(dst, "/proc") || lb_path_under(dst, "/sys") || lb_path_under(dst, "/dev"))
+		return 0;
 	const char *rest = root ? real : real + strlen(src);
 	char at[PATH_MAX];
 	if (snprintf(at, sizeof at, "%s%s%s", dst, *rest == '/' || !*rest ? "" : "/", rest) >=
