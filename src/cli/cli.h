@@ -215,11 +215,11 @@ int cli_mcp(int argc, char **argv);
 int cli_report(int argc, char **argv);
 
 /* What a record (a manifest's config and interpreter, a sweep's invocation and env template)
- * grants beyond labbox's defaults, as the flags that grant it (options.c): what is repeated
- * without asking only when the record carries this user's seal (lb_record_mac). interp and
- * env_template may be NULL. */
+ * grants beyond labbox's defaults, as the flags that grant it, joined with ", " into out
+ * (options.c); returns how many. What is repeated without asking only when the record
+ * carries this user's seal (lb_record_mac). interp and env_template may be NULL. */
 struct json_object;
-void cli_record_grants(struct json_object *cfg, struct json_object *interp,
-		       struct json_object *env_template, lb_strv *g);
+size_t cli_record_grants(struct json_object *cfg, struct json_object *interp,
+			 struct json_object *env_template, lb_buf *out);
 
 #endif

@@ -462,7 +462,7 @@ static void grant_interpreter(json_object *interp, lb_strv *g)
 	}
 }
 
-void cli_record_grants(json_object *cfg, json_object *interp, json_object *env_template, lb_strv *g)
+static void record_grants(json_object *cfg, json_object *interp, json_object *env_template, lb_strv *g)
 {
 	json_object *sbj = json_object_object_get(cfg, "sandbox"), *a;
 	grant_interpreter(interp, g);
@@ -509,4 +509,16 @@ void cli_record_grants(json_object *cfg, json_object *interp, json_object *env_t
 		lb_strv_push(g, "--trust-project");
 	if (json_object_object_get_ex(cfg, "install_remote", &v) && json_object_get_boolean(v))
 		lb_strv_push(g, "--install-remote");
+}
+
+size_t cli_record_grants(json_object *cfg, json_object *interp, json_object *env_template,
+			 lb_buf *out)
+{
+	lb_strv g = {0};
+	record_grants(cfg, interp, env_template, &g);
+	for (size_t i = 0; i < g.n; i++)
+		lb_buf_printf(out, "%s%s", i ? ", " : "", g.v[i]);
+	size_t n = g.n;
+	lb_strv_free(&g);
+	return n;
 }

@@ -935,15 +935,11 @@ static bool rerun_allowed(const char *id, const char *run_dir, json_object *resu
 	*sealed = lb_record_mac_matches(run_dir, "manifest.json", get_str(result, "manifest_mac", NULL));
 	if (*sealed || accepted)
 		return true;
-	lb_strv g = {0};
-	cli_record_grants(cfg, interp, NULL, &g);
-	if (g.n == 0) {
-		lb_strv_free(&g);
+	lb_buf b = {0};
+	if (cli_record_grants(cfg, interp, NULL, &b) == 0) {
+		lb_buf_free(&b);
 		return true;
 	}
-	lb_buf b = {0};
-	for (size_t i = 0; i < g.n; i++)
-		lb_buf_printf(&b, "%s%s", i ? ", " : "", g.v[i]);
 	cli_error("rerun",
 		  "run %s's record was not written by this user's labbox, or was changed since "
 		  "(its manifest.json does not match the seal in its result.json): it would be "
@@ -951,7 +947,6 @@ static bool rerun_allowed(const char *id, const char *run_dir, json_object *resu
 		  "labbox rerun --accept-grants %s",
 		  id, b.data ? b.data : "", run_dir, id);
 	lb_buf_free(&b);
-	lb_strv_free(&g);
 	return false;
 }
 

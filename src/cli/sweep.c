@@ -635,14 +635,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	char seal[65];
 	const char *want = sweep_jstr(doc, "seal");
 	if (!c->accept_grants && !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0)) {
-		lb_strv g = {0};
-		cli_record_grants(inv, NULL, json_object_object_get(plan, "env_template"), &g);
 		lb_buf b = {0};
-		for (size_t i = 0; i < g.n; i++)
-			lb_buf_printf(&b, "%s%s", i ? ", " : "", g.v[i]);
-		size_t n = g.n;
-		lb_strv_free(&g);
-		if (n) {
+		if (cli_record_grants(inv, NULL, json_object_object_get(plan, "env_template"), &b)) {
 			cli_error("sweep",
 				  "%s/sweep.json was not written by this user's labbox, or was changed "
 				  "since (its seal does not match): its cells would run with %s. Read it, "
