@@ -123,17 +123,14 @@ int lb_gate_write_config(const char *py_dir, const lb_gate_config *cfg);
 struct lb_buf;
 int lb_gate_config_text(const lb_gate_config *cfg, struct lb_buf *out);
 
-/* The gate compiled by py itself (inside a sandbox of its own) as a checked-hash .pyc, placed
- * in py_dir/__pycache__ so the run does not compile it from source; kept in cache_dir (the
- * user's, hidden from runs) with its SHA-256 and used from there only while the record
+/* The gate compiled by py itself (inside a sandbox of its own) as a checked-hash .pyc, for
+ * py_dir/__pycache__/sitecustomize.TAG.pyc (*data, freed by the caller; tag: the
+ * interpreter's cache tag), so the run does not compile it from source; kept in cache_dir
+ * (the user's, hidden from runs) with its SHA-256 and used from there only while the record
  * matches py's executable (stat), this gate's source and the bytes. hit: it came from the
  * cache. -EOPNOTSUPP for an interpreter the experiment named (py->confined): nothing is kept;
  * any error leaves the run with the source alone, as slow as before and as safe. */
 struct lb_python_info;
-int lb_gate_pyc_stage(const char *py_dir, const struct lb_python_info *py, const char *cache_dir,
-		      bool *hit);
-/* The same .pyc's bytes (*data, freed by the caller) and the interpreter's cache tag, for
- * py_dir/__pycache__/sitecustomize.TAG.pyc; the same errors. */
 int lb_gate_pyc_get(const struct lb_python_info *py, const char *cache_dir, char tag[64],
 		    char **data, size_t *len, bool *hit);
 

@@ -135,17 +135,6 @@ static void store(int dfd, const char *name, const char *ident, const char *tag,
 	lb_buf_free(&m);
 }
 
-static int place(const char *py_dir, const char *tag, const void *pyc, size_t len)
-{
-	char dir[PATH_MAX], path[PATH_MAX];
-	if (snprintf(dir, sizeof dir, "%s/__pycache__", py_dir) >= (int)sizeof dir ||
-	    snprintf(path, sizeof path, "%s/sitecustomize.%s.pyc", dir, tag) >= (int)sizeof path)
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return gate_write_file(path, pyc, len, 0644);
-}
-
 int lb_gate_pyc_get(const lb_python_info *py, const char *cache_dir, char tag[64], char **data,
 		    size_t *len, bool *hit)
 {
@@ -182,14 +171,4 @@ int lb_gate_pyc_get(const lb_python_info *py, const char *cache_dir, char tag[64
 	}
 	lb_buf_free(&pyc);
 	return r;
-}
-
-int lb_gate_pyc_stage(const char *py_dir, const lb_python_info *py, const char *cache_dir,
-		      bool *hit)
-{
-	char tag[64];
-	LB_AUTOFREE char *data = NULL;
-	size_t len = 0;
-	int r = lb_gate_pyc_get(py, cache_dir, tag, &data, &len, hit);
-	return r < 0 ? r : place(py_dir, tag, data, len);
 }
