@@ -575,7 +575,8 @@ pid_t lb_docker_api_spawn(const char *sock, const char *id, const char *action, 
 	return pid;
 }
 
-int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom)
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom,
+		      char *error, size_t errlen)
 {
 	char path[512], why[400];
 	json_object *c = NULL, *v = NULL;
@@ -586,6 +587,8 @@ int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exi
 	if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
 		*exit_code = json_object_get_int(v);
 		*oom = lb_docker_jbool(state, "OOMKilled");
+		const char *e = lb_docker_jstr(state, "Error"), *st = lb_docker_jstr(state, "Status");
+		snprintf(error, errlen, "%s", e && *e ? e : st && strcmp(st, "created") == 0 ? "-" : "");
 	} else
 		r = -EIO;
 	json_object_put(c);

@@ -930,6 +930,20 @@ def test_api_run_the_engine_refuses_is_125_in_its_words(dockerd, tmp_path):
     assert containers_left(dockerd) == []
 
 
+def test_a_container_the_engine_does_not_start_is_no_exit_of_the_code(engine, tmp_path):
+    """Through either engine's client, a container that never started (a volume inside /proc,
+    which the runtime refuses) is exit 125 with the engine's words, never the code's exit 128
+    or 127 (its State.ExitCode); nothing is left behind."""
+    exp = write_exp(tmp_path, "print('x: 1')\n", name="never-started")
+    r = erun(engine, exp, tmp_path / "runs", "-v", f"{tmp_path}:/proc/labbox-test:ro")
+    assert r.rc == 125, r.why()
+    msg = r.result["infra_error"]["message"]
+    assert "/proc/labbox-test" in msg, msg
+    assert r.result.get("exit_code") not in (127, 128), r.result.get("exit_code")
+    assert "x" not in (r.result.get("metrics") or {}).get("values", {})
+    assert left(engine) == []
+
+
 def test_a_volume_does_not_show_labboxs_cache(dockerd, tmp_path):
     """labbox's cache holds the key that seals the user's records and what later runs load
     (the gate's compiled form, the probes). A volume that holds it (-v of a home) shows it
