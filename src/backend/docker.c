@@ -1505,31 +1505,27 @@ static void fill_isolation(docker_state *d, lb_sandbox_result *res)
 			  "other host path";
 }
 
-/* The container's end as docker inspect reports it. error: the engine's State.Error, what it
- * said when it could not start the container (whose ExitCode, 128 or 0, is then not the
- * code's); "-" for a container left "created" that says nothing (podman); "" for one that ran. */
-static int inspect_end(docker_state *d, int *exit_code, bool *oom, char *error, size_t errlen)
+/* The container's end as docker inspect reports it. */
+static int inspect_end(docker_state *d, lb_docker_end *end)
 {
-	error[0] = '\0';
+	*end = (lb_docker_end){.exit_code = -1};
 	if (d->api[0])
-		return lb_docker_api_end(d->api, d->container, API_TIMEOUT_MS, exit_code, oom, error, errlen);
+		return lb_docker_api_end(d->api, d->container, API_TIMEOUT_MS, end);
 	lb_buf o = {0};
 	const char *args[] = {"inspect", "--format",
 			      "{{.State.ExitCode}} {{.State.OOMKilled}} {{.State.Status}} {{.State.Error}}",
 			      d->container, NULL};
 	int st = client_run(d, args, false, 4096, &o);
-	char oomw[16] = "", status[32] = "";
+	char oomw[16] = "";
 	int n = 0;
-	int r = st == 0 && o.data && sscanf(o.data, "%d %15s %31s%n", exit_code, oomw, status, &n) == 3 ? 0 : -EIO;
-	*oom = strcmp(oomw, "true") == 0;
+	int r = st == 0 && o.data &&
+			sscanf(o.data, "%d %15s %31s%n", &end->exit_code, oomw, end->status, &n) == 3
+		? 0
+		: -EIO;
+	end->oom = strcmp(oomw, "true") == 0;
 	if (r == 0) {
-		const char *e = o.data + n;
-		e += strspn(e, " ");
-		size_t len = strcspn(e, "\n");
-		if (len)
-			snprintf(error, errlen, "%.*s", (int)len, e);
-		else if (strcmp(status, "created") == 0)
-			snprintf(error, errlen, "-");
+		const char *e = o.data + n + strspn(o.data + n, " ");
+		snprintf(end->error, sizeof end->error, "%.*s", (int)strcspn(e, "\n"), e);
 	}
 	lb_buf_free(&o);
 	return r;
@@ -1822,15 +1818,13 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	res->wall_s = lb_time_monotonic() - t0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
-	int code = -1;
-	bool oom = false;
-	char engine_said[400] = "";
+	lb_docker_end end = {.exit_code = -1};
 	/* An attach that ended by itself with status 0 reports the container's own exit 0 (the
 	 * client's failures are never 0, and an OOM kill is never 0): the common end of a run
 	 * spares docker inspect. Anything else is read from the engine. */
 	if (!stopping && WIFEXITED(ast) && WEXITSTATUS(ast) == 0)
-		code = 0;
-	else if (inspect_end(d, &code, &oom, engine_said, sizeof engine_said) < 0) {
+		end.exit_code = 0;
+	else if (inspect_end(d, &end) < 0) {
 		if (d->early_run && !api_run) {
 			/* No container to inspect: docker run never made one, and said why. */
 			lb_buf t = {.data = tail, .len = tail_n};
@@ -1842,16 +1836,19 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		setup_failed(res, "docker inspect", "docker inspect failed for container ", d->container);
 		return 0;
 	}
-	/* The engine never started the code: its words, not an exit status the code never had. */
-	if (engine_said[0] && !res->timed_out && !res->interrupted) {
+	/* The engine never started the code (its ExitCode, docker's 128 or podman's 0, is not the
+	 * code's): its words, State.Error, else the last line its client printed. */
+	if ((end.error[0] || strcmp(end.status, "created") == 0) && !res->timed_out && !res->interrupted) {
 		lb_buf t = {.data = tail, .len = tail_n};
 		char said[400] = "";
-		if (strcmp(engine_said, "-") == 0)
+		if (!end.error[0])
 			one_line(&t, said, sizeof said);
 		setup_failed(res, "docker start", "the engine did not start the container: ",
-			     said[0] ? said : engine_said);
+			     end.error[0] ? end.error : said);
 		return 0;
 	}
+	int code = end.exit_code;
+	bool oom = end.oom;
 	/* cgroup v1 engines may not set OOMKilled when the OOM killer picked a child of the
 	 * init: SIGKILL (137) under a memory limit, not sent by labbox, is the OOM killer. */
 	if (oom)

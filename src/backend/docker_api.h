@@ -62,11 +62,15 @@ int lb_docker_api_rm(const char *sock, const char *name, int timeout_ms);
  * run asks the client once per client binary. */
 int lb_docker_client_version(const char *client, char *out, size_t n);
 
-/* The container's end as docker inspect shows it: State.ExitCode and State.OOMKilled. */
-/* error: the engine's State.Error, or "-" for a container that was never started and says
- * nothing, or "" for one that ran. */
-int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom,
-		      char *error, size_t errlen);
+/* The container's end as docker inspect shows it. status and error are State.Status and
+ * State.Error: a container the engine never started is left "created", or says why there. */
+typedef struct lb_docker_end {
+	int exit_code;
+	bool oom;
+	char status[32];
+	char error[400];
+} lb_docker_end;
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, lb_docker_end *end);
 /* The containers of labboxes that are gone (label labbox.owner names a dead process of this
  * host) removed: 0, or negative errno when the list or a removal failed. */
 int lb_docker_api_remove_dead(const char *sock, int timeout_ms);

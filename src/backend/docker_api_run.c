@@ -575,8 +575,7 @@ pid_t lb_docker_api_spawn(const char *sock, const char *id, const char *action, 
 	return pid;
 }
 
-int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exit_code, bool *oom,
-		      char *error, size_t errlen)
+int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, lb_docker_end *end)
 {
 	char path[512], why[400];
 	json_object *c = NULL, *v = NULL;
@@ -585,10 +584,11 @@ int lb_docker_api_end(const char *sock, const char *id, int timeout_ms, int *exi
 		r = lb_docker_api_json(sock, "GET", path, timeout_ms, &c, why, sizeof why);
 	json_object *state = lb_docker_jobj(c, "State");
 	if (r == 0 && json_object_object_get_ex(state, "ExitCode", &v) && json_object_is_type(v, json_type_int)) {
-		*exit_code = json_object_get_int(v);
-		*oom = lb_docker_jbool(state, "OOMKilled");
-		const char *e = lb_docker_jstr(state, "Error"), *st = lb_docker_jstr(state, "Status");
-		snprintf(error, errlen, "%s", e && *e ? e : st && strcmp(st, "created") == 0 ? "-" : "");
+		const char *st = lb_docker_jstr(state, "Status"), *e = lb_docker_jstr(state, "Error");
+		end->exit_code = json_object_get_int(v);
+		end->oom = lb_docker_jbool(state, "OOMKilled");
+		snprintf(end->status, sizeof end->status, "%s", st ? st : "");
+		snprintf(end->error, sizeof end->error, "%s", e ? e : "");
 	} else
 		r = -EIO;
 	json_object_put(c);

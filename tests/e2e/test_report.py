@@ -140,7 +140,6 @@ class Proxy:
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.hosts = []
-        self.silent = 0
         self.sock.settimeout(0.2)
         self.stop = False
         self.t = threading.Thread(target=self._loop, daemon=True)
@@ -162,7 +161,6 @@ class Proxy:
                 # A connection closed before its request line (Chromium's own, cut off by its
                 # exit, seen under the sanitizer build's load): no request, so no host. A
                 # page's fetch always sends one (the control test below sees them).
-                self.silent += 1
                 continue
             target = first[1]
             host = target.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
