@@ -99,6 +99,9 @@ typedef struct lb_metric_line {
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
 	size_t n_values; /* >= 1 */
 	lb_metric_value values[LB_METRIC_VALUES_MAX];
+	/* A markdown table row "| name | value |" (PLAIN): the collector reads it only in a table
+	 * whose context says its rows are name|value pairs (docs/decisions.md). */
+	bool table_row;
 	/* The line without its terminal escape sequences, when it had any: the pointers above
 	 * then point in here. */
 	char plain[LB_METRIC_LINE_MAX];
@@ -136,7 +139,15 @@ typedef struct lb_metric_line {
  *   std_diff=v t_stat=v p_value=v [ci95=(lo,hi)]": method and baseline are tokens without
  *   blanks, mean_diff= is required, other key=value tokens are fields (at most
  *   LB_METRIC_TAGS_MAX), and other text between them is ignored, as AutoResearchClaw does.
- *   kind/number/str describe mean_diff=. */
+ *   kind/number/str describe mean_diff=.
+ * Also PLAIN (tenth session, docs/decisions.md):
+ *   pairs separated by " - " ("loss: 0.12 - val_acc: 0.88"), and Keras's progress lines:
+ *   a head "Epoch K/M" or a finished bar "N/N [=====]" ("N/N ━━━━" in Keras 3), then
+ *   " - " pieces that are pairs with numeric values, timings ("1s 20ms/step", "1s/epoch")
+ *   or "ETA: 3s" (both skipped); an unfinished bar ("5/32 [==>...]") is not a metric line;
+ *   a two-column markdown row "| bleu | 27.3 |" (numeric value; table_row is set);
+ *   Python logging's INFO lines in its default format "INFO:logger:message" and in
+ *   "ASCTIME - [NAME - ]INFO - message": the message is read as a line. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
 
 /* Pure: where the first line of s ends: the offset of its first '\n' or '\r', len when it

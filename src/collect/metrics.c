@@ -941,8 +941,20 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
 			return false;
 		out->n_values++;
-		while (i < len && lb_text_blank(line[i]))
-			i++;
+		{
+			size_t after = i;
+
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+			/* "loss: 0.12 - acc: 0.9": a dash with blanks on both sides, as Keras
+			 * joins its pairs; "-0.5" after a blank is a number, not this. */
+			if (i > after && i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
+				i += 2;
+				while (i < len && lb_text_blank(line[i]))
+					i++;
+				continue;
+			}
+		}
 		if (i < len && (line[i] == ',' || line[i] == ';' || line[i] == '|')) {
 			i++;
 			while (i < len && lb_text_blank(line[i]))
@@ -1120,6 +1132,303 @@ static bool parse_paired(const char *line, size_t len, size_t i, bool holes, lb_
 	return true;
 }
 
+/* Keras's progress lines -------------------------------------------------------------------- */
+
+/* A count at s[i..len): digits, or a hole in a template (*hole set). Returns the index after
+ * it, or i when there is none. */
+static size_t scan_count(const char *s, size_t len, size_t i, bool holes, unsigned long *v,
+			 bool *hole)
+{
+	size_t e;
+
+	*hole = false;
+	*v = 0;
+	if (holes && i < len && s[i] == LB_METRIC_HOLE) {
+		*hole = true;
+		return i + 1;
+	}
+	e = skip_digits(s, len, i);
+	if (e == i || e - i > 9)
+		return i;
+	for (size_t k = i; k < e; k++)
+		*v = *v * 10 + (unsigned long)(s[k] - '0');
+	return e;
+}
+
+static bool blank_or_end(const char *s, size_t len, size_t i)
+{
+	return i >= len || lb_text_blank(s[i]);
+}
+
+/* One timing token ("1s", "20ms/step", "1s/epoch", "215us/sample"): returns the index after
+ * it, 0 when it is not one. */
+static size_t scan_timing_token(const char *s, size_t len, size_t i, bool holes)
+{
+	static const char *const units[] = { "ms", "us", "\xc2\xb5s", "s" };
+	static const char *const per[] = { "/step", "/epoch", "/sample" };
+	size_t e = i;
+	double x;
+	bool unit = false;
+
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		return 0;
+	e = scan_number(s, len, i, holes, &x);
+	if (e == i || (e > i && is_alpha(s[i])))
+		return 0; /* nan, inf: no duration */
+	for (size_t u = 0; u < N_OF(units) && !unit; u++) {
+		size_t n = strlen(units[u]);
+
+		if (len - e >= n && memcmp(s + e, units[u], n) == 0) {
+			e += n;
+			unit = true;
+		}
+	}
+	if (!unit)
+		return 0;
+	for (size_t p = 0; p < N_OF(per); p++) {
+		size_t n = strlen(per[p]);
+
+		if (len - e >= n && memcmp(s + e, per[p], n) == 0) {
+			e += n;
+			break;
+		}
+	}
+	return blank_or_end(s, len, e) ? e : 0;
+}
+
+/* A piece that says how long a step took: timing tokens separated by single blanks
+ * ("1s 20ms/step"). Returns the index after it, 0 when it is not one. */
+static size_t scan_timing(const char *s, size_t len, size_t i, bool holes)
+{
+	size_t e = scan_timing_token(s, len, i, holes), k;
+
+	if (e == 0)
+		return 0;
+	while (e + 1 < len && s[e] == ' ' && (k = scan_timing_token(s, len, e + 1, holes)) > 0)
+		e = k;
+	return e;
+}
+
+/* "ETA: 3s", "ETA: 1:02", "ETA: 1:02:03": returns the index after it, 0 when it is not one. */
+static size_t scan_eta(const char *s, size_t len, size_t i, bool holes)
+{
+	size_t e, k;
+	unsigned long v;
+	bool hole;
+
+	if (len - i < 5 || memcmp(s + i, "ETA:", 4) != 0 || !lb_text_blank(s[i + 4]))
+		return 0;
+	i += 5;
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	if ((e = scan_timing_token(s, len, i, holes)) > 0)
+		return e;
+	e = scan_count(s, len, i, holes, &v, &hole);
+	if (e == i)
+		return 0;
+	for (int part = 0; part < 2 && e < len && s[e] == ':'; part++) {
+		k = scan_count(s, len, e + 1, holes, &v, &hole);
+		if (k == e + 1)
+			return 0;
+		e = k;
+	}
+	return blank_or_end(s, len, e) ? e : 0;
+}
+
+/* A bar after "N/M ": "[=====>....]" (Keras 2) or a run of box-drawing lines (Keras 3:
+ * U+2501 and U+2500). Returns the index after it, i when there is none. */
+static size_t scan_bar(const char *s, size_t len, size_t i)
+{
+	size_t e = i;
+
+	if (i < len && s[i] == '[') {
+		for (e = i + 1; e < len && (s[e] == '=' || s[e] == '>' || s[e] == '.'); e++)
+			;
+		return e < len && s[e] == ']' && e > i + 1 ? e + 1 : i;
+	}
+	while (e + 2 < len && (unsigned char)s[e] == 0xe2 && (unsigned char)s[e + 1] == 0x94 &&
+	       ((unsigned char)s[e + 2] == 0x81 || (unsigned char)s[e + 2] == 0x80))
+		e += 3;
+	return e;
+}
+
+/* Keras's line at line[i..len), when it has Keras's head: "Epoch K/M - pieces" or
+ * "N/M [bar] [timing] - pieces". *is_keras says whether the head was there (then the line is
+ * Keras's or nothing). A bar before its end (N < M) is the running average of an epoch not
+ * yet over, and not a metric line: the last line of each epoch is. */
+static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
+			bool *is_keras)
+{
+	unsigned long n, total;
+	bool hole_n, hole_total, epoch = false;
+	size_t e, k;
+
+	*is_keras = false;
+	if (len - i > 6 && memcmp(line + i, "Epoch", 5) == 0 && lb_text_blank(line[i + 5])) {
+		epoch = true;
+		i += 6;
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+	}
+	e = scan_count(line, len, i, holes, &n, &hole_n);
+	if (e == i || e >= len || line[e] != '/')
+		return false;
+	k = scan_count(line, len, e + 1, holes, &total, &hole_total);
+	if (k == e + 1 || !blank_or_end(line, len, k))
+		return false;
+	i = k;
+	if (!epoch) {
+		/* "N/M" alone starts many lines ("3/4 done"): only a bar or " - " makes it Keras's. */
+		size_t b;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		b = scan_bar(line, len, i);
+		if (b > i) {
+			if (!blank_or_end(line, len, b))
+				return false;
+			i = b;
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+			if ((b = scan_timing(line, len, i, holes)) > 0)
+				i = b;
+		} else if (!(i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1]))) {
+			return false;
+		}
+	}
+	*is_keras = true;
+	if (!hole_n && !hole_total && (n == 0 || n > total || (!epoch && n != total)))
+		return false;
+	out->n_values = 0;
+	while (i < len) {
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if (i >= len)
+			break;
+		if (line[i] != '-' || !blank_or_end(line, len, i + 1))
+			return false;
+		i++;
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if ((e = scan_eta(line, len, i, holes)) > 0 || (e = scan_timing(line, len, i, holes)) > 0) {
+			i = e;
+			continue;
+		}
+		{
+			lb_metric_value *v;
+
+			if (out->n_values >= LB_METRIC_VALUES_MAX)
+				return false;
+			v = &out->values[out->n_values];
+			e = scan_name(line, len, i, holes, v->name);
+			if (e == 0)
+				return false;
+			while (e < len && lb_text_blank(line[e]))
+				e++;
+			e = scan_value(line, len, e, holes, v);
+			if (e == 0 || v->kind != LB_METRIC_NUMBER || !blank_or_end(line, len, e) ||
+			    special_name(v->name) ||
+			    name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
+				return false;
+			out->n_values++;
+			i = e;
+		}
+	}
+	if (out->n_values == 0 || log_line(&out->values[0]))
+		return false;
+	set_first(out);
+	return true;
+}
+
+/* Markdown tables -------------------------------------------------------------------------- */
+
+/* "| bleu | 27.3 |" at line[i..len) (line[i] is '|'): two cells, a name and a number, read as
+ * "bleu: 27.3" would be. The line is rebuilt so in out->plain. */
+static bool parse_table_row(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	char tmp[LB_METRIC_LINE_MAX];
+	const char *c1, *c2, *bar2, *bar3;
+	size_t n1, n2, n;
+
+	if (len - i < 5 || line[len - 1] != '|')
+		return false;
+	bar2 = memchr(line + i + 1, '|', len - i - 1);
+	if (!bar2 || bar2 == line + len - 1)
+		return false;
+	bar3 = memchr(bar2 + 1, '|', (size_t)(line + len - bar2 - 1));
+	if (bar3 != line + len - 1)
+		return false; /* more than two cells: see docs/decisions.md (tenth session) */
+	c1 = line + i + 1;
+	n1 = (size_t)(bar2 - c1);
+	c2 = bar2 + 1;
+	n2 = (size_t)(bar3 - c2);
+	trim(&c1, &n1);
+	trim(&c2, &n2);
+	if (n1 == 0 || n2 == 0 || memchr(c1, ':', n1) || memchr(c2, ':', n2))
+		return false;
+	n = n1 + 2 + n2;
+	if (n > sizeof(tmp))
+		return false;
+	memcpy(tmp, c1, n1);
+	memcpy(tmp + n1, ": ", 2);
+	memcpy(tmp + n1 + 2, c2, n2);
+	memcpy(out->plain, tmp, n);
+	if (!parse_pairs(out->plain, n, 0, holes, out) || out->n_values != 1 ||
+	    out->values[0].kind != LB_METRIC_NUMBER || special_name(out->values[0].name))
+		return false;
+	out->table_row = true;
+	return true;
+}
+
+/* Python logging ----------------------------------------------------------------------------- */
+
+static bool logger_char(char c, bool first)
+{
+	return c == '_' || is_alpha(c) || (!first && (is_digit(c) || c == '.'));
+}
+
+/* Where the message of a Python logging INFO line starts: "INFO:logger:message" (logging's
+ * default format) or "YYYY-MM-DD HH:MM:SS,mmm - [logger - ]INFO - message" (the basicConfig
+ * format most code copies). i when line[i..] is neither. Only INFO: a result is logged so,
+ * and a warning's or an error's text is not the experiment's answer. */
+static size_t log_message_start(const char *s, size_t len, size_t i)
+{
+	static const char shape[] = "dddd-dd-dd dd:dd:dd";
+	size_t k = i;
+
+	if (len - i > 5 && memcmp(s + i, "INFO:", 5) == 0) {
+		k = i + 5;
+		if (k >= len || !logger_char(s[k], true))
+			return i;
+		while (k < len && logger_char(s[k], false))
+			k++;
+		return k < len && s[k] == ':' ? k + 1 : i;
+	}
+	if (len - i < sizeof(shape) - 1)
+		return i;
+	for (size_t a = 0; a < sizeof(shape) - 1; a++)
+		if (shape[a] == 'd' ? !is_digit(s[i + a]) : s[i + a] != shape[a])
+			return i;
+	k = i + sizeof(shape) - 1;
+	if (len - k > 4 && (s[k] == ',' || s[k] == '.') && skip_digits(s, len, k + 1) == k + 4)
+		k += 4;
+	if (len - k < 3 || memcmp(s + k, " - ", 3) != 0)
+		return i;
+	k += 3;
+	if (!(len - k > 7 && memcmp(s + k, "INFO - ", 7) == 0)) {
+		size_t name = k;
+
+		while (k < len && logger_char(s[k], k == name))
+			k++;
+		if (k == name || len - k < 3 || memcmp(s + k, " - ", 3) != 0)
+			return i;
+		k += 3;
+		if (!(len - k > 7 && memcmp(s + k, "INFO - ", 7) == 0))
+			return i;
+	}
+	return k + 7;
+}
+
 static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
@@ -1225,6 +1534,7 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 	out->condition_len = 0;
 	out->n_tags = 0;
 	out->n_values = 0;
+	out->table_row = false;
 	/* Trailing blanks and a CR never belong to a value, and a last token must end there. */
 	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
 			   line[len - 1] == '\n'))
@@ -1232,6 +1542,19 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	r_string(&line, &len, &i);
+	i = log_message_start(line, len, i);
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	if (i < len && line[i] == '|')
+		return parse_table_row(line, len, i, holes, out);
+	if (i < len && (line[i] == 'E' || is_digit(line[i]) || (holes && line[i] == LB_METRIC_HOLE))) {
+		bool is_keras;
+
+		if (parse_keras(line, len, i, holes, out, &is_keras))
+			return true;
+		if (is_keras)
+			return false; /* Keras's head: the line is Keras's or nothing */
+	}
 	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
 		if (parse_summary(line, len, i + 8, holes, out))
 			return true;
@@ -1573,27 +1896,75 @@ static void add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 			add_metric(m, group, cls, ml, &ml->values[i]);
 }
 
-static void process_line(lb_metrics *m, const char *line, size_t len)
+/* A log line whose message reads as metrics, in a format or at a level not read ("WARNING:
+ * root:acc: 0.9", "[INFO] acc: 0.9", "INFO: acc: 0.9"): counted for the no_metrics issue,
+ * never collected. Only lines holding a level word are tried, a few places each. */
+static bool log_metric_like(const char *line, size_t len)
+{
+	lb_metric_line *ml;
+	bool found = false;
+
+	for (size_t w = 0; w < N_OF(level_words) && !found; w++) {
+		const char *p = memmem(line, len, level_words[w], strlen(level_words[w]));
+		size_t tries = 0;
+
+		if (!p)
+			continue;
+		ml = malloc(sizeof(*ml));
+		if (!ml)
+			return false;
+		for (size_t k = (size_t)(p - line) + strlen(level_words[w]); k < len && tries < 8 && !found;
+		     k++) {
+			if (!strchr(": ]-|>)", line[k - 1]) || !(is_alpha(line[k]) || line[k] == '_'))
+				continue;
+			tries++;
+			found = lb_metric_line_parse(line + k, len - k, ml) &&
+				ml->form == LB_METRIC_FORM_PLAIN && ml->values[0].kind == LB_METRIC_NUMBER &&
+				!special_name(ml->name);
+		}
+		free(ml);
+	}
+	return found;
+}
+
+static void note_log_metric(lb_metrics *m, const char *line, size_t len)
+{
+	if (!m->log_metric_lines++) {
+		const char *s = line;
+		size_t n = len;
+
+		trim(&s, &n);
+		lb_text_utf8(m->log_metric_example, sizeof(m->log_metric_example), s,
+			     n < sizeof(m->log_metric_example) - 1 ? n : sizeof(m->log_metric_example) - 1);
+	}
+}
+
+/* One line that is not part of a table's context: its metrics collected. Returns whether it
+ * was a metric line. */
+static bool collect_line(lb_metrics *m, const char *line, size_t len)
 {
 	lb_metric_line ml;
 	uint32_t group;
 
-	if (!lb_metric_line_parse(line, len, &ml))
-		return;
+	if (!lb_metric_line_parse(line, len, &ml)) {
+		if (log_metric_like(line, len))
+			note_log_metric(m, line, len);
+		return false;
+	}
 	switch (ml.form) {
 	case LB_METRIC_FORM_TAGGED:
 		/* "condition=A condition: B" and the like mean nothing; they are not metrics. */
 		group = condition_group(m, ml.condition, ml.condition_len);
 		add_values(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
-		return;
+		return true;
 	case LB_METRIC_FORM_SUMMARY:
 		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : m->group;
 		add_metric(m, group, LB_CLS_SUMMARY, &ml, &ml.values[0]);
-		return;
+		return true;
 	case LB_METRIC_FORM_PAIRED:
 		/* A comparison of two conditions belongs to neither. */
 		add_metric(m, 0, LB_CLS_PAIRED, &ml, &ml.values[0]);
-		return;
+		return true;
 	case LB_METRIC_FORM_PLAIN:
 		break;
 	}
@@ -1610,7 +1981,94 @@ static void process_line(lb_metrics *m, const char *line, size_t len)
 	} else {
 		add_values(m, m->group, LB_CLS_PLAIN, &ml);
 	}
+	return true;
 }
+
+/* Markdown tables (docs/decisions.md, tenth session). A table's first row waits until the
+ * next line: followed by a separator row it is a header, and the rows are read as name|value
+ * pairs only under a header that says so ("| metric | value |"); under any other header
+ * ("| method | acc |") a row's first cell is not a metric's name, and nothing is read. A table
+ * without a header is read when its first row is a name|number row itself (a first row
+ * "| method | acc |" without its separator is a header all the same). */
+enum { TABLE_NONE, TABLE_FIRST, TABLE_READ, TABLE_SKIP };
+
+static bool table_line(const char *s, size_t len)
+{
+	trim(&s, &len);
+	return len >= 2 && s[0] == '|' && s[len - 1] == '|';
+}
+
+static bool table_separator(const char *s, size_t len)
+{
+	bool dash = false;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '-')
+			dash = true;
+		else if (!strchr("|: \t\r", s[i]))
+			return false;
+	}
+	return dash;
+}
+
+static bool cell_is(const char *s, size_t len, const char *const *words, size_t n)
+{
+	trim(&s, &len);
+	for (size_t k = 0; k < n; k++)
+		if (word_is(s, len, words[k]))
+			return true;
+	return false;
+}
+
+/* "| metric | value |" and its kin: a header under which rows are names and values. */
+static bool name_value_header(const char *s, size_t len)
+{
+	static const char *const names[] = { "metric", "metrics", "name", "key", "measure" };
+	static const char *const values[] = { "value", "score", "result" };
+	const char *bar1, *bar2;
+
+	trim(&s, &len);
+	bar1 = s;
+	bar2 = memchr(s + 1, '|', len - 1);
+	if (!bar2 || bar2 == s + len - 1 || memchr(bar2 + 1, '|', (size_t)(s + len - bar2 - 2)))
+		return false;
+	return cell_is(bar1 + 1, (size_t)(bar2 - bar1 - 1), names, N_OF(names)) &&
+	       cell_is(bar2 + 1, (size_t)(s + len - bar2 - 2), values, N_OF(values));
+}
+
+static void process_line(lb_metrics *m, const char *line, size_t len)
+{
+	if (len == 0)
+		return; /* the empty line between a "\r" and its "\n" ends no table */
+	if (!table_line(line, len)) {
+		if (m->table_state == TABLE_FIRST)
+			collect_line(m, m->table_first, m->table_first_len);
+		m->table_state = TABLE_NONE;
+		collect_line(m, line, len);
+		return;
+	}
+	switch (m->table_state) {
+	case TABLE_NONE:
+		memcpy(m->table_first, line, len);
+		m->table_first_len = len;
+		m->table_state = TABLE_FIRST;
+		return;
+	case TABLE_FIRST:
+		if (table_separator(line, len)) {
+			m->table_state = name_value_header(m->table_first, m->table_first_len) ? TABLE_READ
+											       : TABLE_SKIP;
+			return;
+		}
+		m->table_state = collect_line(m, m->table_first, m->table_first_len) ? TABLE_READ
+										     : TABLE_SKIP;
+		break;
+	default:
+		break;
+	}
+	if (m->table_state == TABLE_READ)
+		collect_line(m, line, len);
+}
+
 
 void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s)
 {
@@ -1654,6 +2112,9 @@ void lb_metrics_finish(lb_metrics *m)
 {
 	if (m->line_len > 0 && !m->skipping)
 		process_line(m, m->line, m->line_len);
+	if (m->table_state == TABLE_FIRST)
+		collect_line(m, m->table_first, m->table_first_len);
+	m->table_state = TABLE_NONE;
 	m->line_len = 0;
 	m->skipping = false;
 }

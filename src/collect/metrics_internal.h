@@ -78,6 +78,16 @@ struct lb_metrics {
 	size_t dropped_tagged;
 	size_t dropped_conditions;
 	size_t long_lines;
+
+	/* Markdown tables (process_line): a table's first row waits here until the next line
+	 * says whether it is a header. */
+	int table_state;
+	char table_first[LB_METRIC_LINE_MAX];
+	size_t table_first_len;
+	/* Log lines whose message reads as metrics but whose format or level is not read
+	 * ("WARNING:root:acc: 0.9", "[INFO] acc: 0.9"): the no_metrics issue names them. */
+	size_t log_metric_lines;
+	char log_metric_example[128];
 };
 
 /* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */

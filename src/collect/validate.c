@@ -831,6 +831,22 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 				return;
 		}
 	}
+	if (m && m->log_metric_lines > 0) {
+		char message[512];
+
+		/* Its numbers were in the output, in log lines labbox does not read: say which,
+		 * and how to print them, rather than only that nothing was found. */
+		snprintf(message, sizeof(message),
+			 "the run completed but reported no metric: %zu log line%s like `%s` hold "
+			 "metric-like text that labbox does not read (of logging's lines it reads "
+			 "INFO ones, as `INFO:root:name: value` or `ASCTIME - INFO - name: value`); "
+			 "log the metrics with logging.info or print them as 'name: value' lines, or "
+			 "say `metrics: none` in labbox.yaml if the experiment reports none",
+			 m->log_metric_lines, m->log_metric_lines == 1 ? "" : "s",
+			 m->log_metric_example);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
 	add_issue(val, "no_metrics", NULL, "stdout and results files",
 		  "the run completed but reported no metric: no 'name: value' line on stdout and "
 		  "no results.json, final_info.json or results.csv with a number; print the metrics, "

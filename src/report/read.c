@@ -612,7 +612,10 @@ void lb_report_scan_series(const char *text, size_t len, lb_report_point_fn fn, 
 				 ml->values[0].str);
 			continue;
 		}
-		if (ml->form != LB_METRIC_FORM_PLAIN && ml->form != LB_METRIC_FORM_TAGGED)
+		/* A table row's metric depends on its table's header, which this line-by-line
+		 * scan does not see: the collector's values have it. */
+		if ((ml->form != LB_METRIC_FORM_PLAIN && ml->form != LB_METRIC_FORM_TAGGED) ||
+		    ml->table_row)
 			continue;
 		const char *xl = "occurrence";
 		char xlbuf[32];

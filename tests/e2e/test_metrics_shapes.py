@@ -307,3 +307,116 @@ def test_lines_printed_by_a_pools_workers_are_not_joined(tmp_path):
     assert len(tagged) == 1600, len(tagged)
     log = (r.run_dir / "run.log").read_text()
     assert all(line.count("condition=") == 1 for line in log.splitlines()), log[:2000]
+
+
+# Forms real training code prints (tenth session): each alone made the run invalid_metrics.
+
+def test_keras_progress_lines_are_metrics_the_last_epoch_wins(tmp_path):
+    # Keras 2's verbose=1 output as model.fit writes it (the bar's updates end in "\r"), then
+    # Keras 3's bar with its colours, then the one-line "Epoch K/M - ..." form.
+    exp = write_exp(tmp_path, r'''
+        import sys
+        w = sys.stdout.write
+        for e, (loss, acc) in enumerate([(0.5, 0.7), (0.1234, 0.91)], 1):
+            w(f"Epoch {e}/2\n")
+            w(" 5/32 [====>.........................] - ETA: 3s - loss: 0.9000 - accuracy: 0.5000\r")
+            w(f"32/32 [==============================] - 1s 20ms/step - loss: {loss:.4f} - "
+              f"accuracy: {acc:.4f} - val_loss: 0.2000 - val_accuracy: 0.8800\n")
+        w("\x1b[1m32/32\x1b[0m \x1b[32m\u2501\u2501\u2501\u2501\x1b[0m \x1b[1m1s\x1b[0m 20ms/step"
+          " - top_k: 0.9900 - auc: 0.9500\n")
+        w("Epoch 3/3 - loss: 0.1234 - val_acc: 0.8800\n")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed" and r.result["metric_issues"] == []
+    v = r.result["metrics"]["values"]
+    assert v == {"loss": 0.1234, "accuracy": 0.91, "val_loss": 0.2, "val_accuracy": 0.88,
+                 "top_k": 0.99, "auc": 0.95, "val_acc": 0.88}, v
+    seen = {x["metric"]: x["seen"] for x in r.result["metrics"]["repeats"]}
+    assert seen["loss"] == 3 and seen["accuracy"] == 2, seen
+
+
+def test_an_unfinished_keras_epoch_is_not_a_result(tmp_path):
+    # A bar before its end holds running averages; "1s 20ms/step" and "ETA: 3s" are no metrics.
+    exp = write_exp(tmp_path, r'''
+        print(" 5/32 [====>.........................] - ETA: 3s - loss: 0.9000 - accuracy: 0.5000")
+        print("Epoch 1/3")
+        print("32/32 [==============================] - 1s 20ms/step")
+        print("acc: 0.9 - 0.1")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    assert [i["kind"] for i in r.result["metric_issues"]] == ["no_metrics"]
+
+
+def test_a_markdown_metric_table_is_read(tmp_path):
+    exp = write_exp(tmp_path, 'print("| bleu | 27.3 |")\n')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"bleu": 27.3}
+    exp2 = write_exp(tmp_path, '''
+        print("| Metric | Value |")
+        print("|--------|------:|")
+        print("| bleu   | 27.3  |")
+        print("| chrF   | 55.1  |")
+    ''', name="exp2")
+    r = run_exp(exp2, tmp_path / "runs2")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"bleu": 27.3, "chrF": 55.1}
+
+
+def test_a_comparison_table_is_not_read_as_metrics(tmp_path):
+    # Under "| method | acc |" a row's first cell is a method, not a metric's name: reading
+    # "ours: 0.91" would report a metric nobody printed. Wider tables are not read either.
+    exp = write_exp(tmp_path, '''
+        print("| method | acc |")
+        print("|---|---|")
+        print("| ours | 0.91 |")
+        print()
+        print("| method | acc | f1 |")
+        print("|---|---|---|")
+        print("| ours | 0.91 | 0.88 |")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    assert r.result["metrics"]["values"] == {}
+
+
+def test_python_logging_info_lines_are_metrics(tmp_path):
+    # logging writes to stderr; labbox reads the run's output as one stream.
+    exp = write_exp(tmp_path, '''
+        import logging
+        logging.basicConfig(level=logging.INFO)
+        logging.info("accuracy: 0.91")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"accuracy": 0.91}
+    exp2 = write_exp(tmp_path, '''
+        import logging, sys
+        logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                            format="%(asctime)s - %(name)s - %(levelname)s - %(message)s")
+        logging.getLogger("train").info("f1: 0.88")
+        logging.getLogger("train").info("loaded 3 files")
+    ''', name="exp2")
+    r = run_exp(exp2, tmp_path / "runs2")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"f1": 0.88}
+
+
+def test_metrics_in_unread_log_lines_are_named_in_the_issue(tmp_path):
+    exp = write_exp(tmp_path, '''
+        import logging
+        logging.warning("accuracy: 0.91")
+        print("[INFO] loss: 0.3")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert "2 log lines like `WARNING:root:accuracy: 0.91`" in issue["message"], issue
+    assert r.result["metrics"]["values"] == {}

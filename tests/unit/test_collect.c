@@ -307,6 +307,212 @@ static void test_line_parse_non_metrics(void **state)
 	assert_false(lb_metric_line_parse(longname, strlen(longname), &ml));
 }
 
+
+static struct json_object *issue(struct json_object *issues, size_t i);
+
+/* Forms real training code prints (tenth session) ---------------------------------------- */
+
+static void expect_pairs(const char *line, const char *const *names, const double *values,
+			 size_t n)
+{
+	lb_metric_line ml;
+
+	if (!lb_metric_line_parse(line, strlen(line), &ml))
+		fail_msg("\"%s\" is not read", line);
+	if (ml.n_values != n)
+		fail_msg("\"%s\": %zu values, not %zu", line, ml.n_values, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(ml.values[i].name, names[i]);
+		assert_int_equal(ml.values[i].kind, LB_METRIC_NUMBER);
+		assert_true(ml.values[i].number == values[i]);
+	}
+}
+
+static void expect_not_metric(const char *const *lines, size_t n)
+{
+	lb_metric_line ml;
+
+	for (size_t i = 0; i < n; i++)
+		if (lb_metric_line_parse(lines[i], strlen(lines[i]), &ml))
+			fail_msg("\"%s\" parsed as a metric (%s)", lines[i], ml.name);
+}
+
+static void test_line_parse_keras(void **state)
+{
+	static const char *const two[] = { "loss", "val_acc" };
+	static const double two_v[] = { 0.1234, 0.88 };
+	static const char *const four[] = { "loss", "accuracy", "val_loss", "val_accuracy" };
+	static const double four_v[] = { 0.1234, 0.91, 0.2, 0.88 };
+	static const char *const k3[] = { "accuracy", "loss" };
+	static const double k3_v[] = { 0.91, 0.1234 };
+	static const char *const bad[] = {
+		/* an epoch not yet over: a running average */
+		"5/32 [====>.........................] - ETA: 3s - loss: 0.5000 - accuracy: 0.7000",
+		"5/32 \xe2\x94\x81\xe2\x94\x81\xe2\x94\x81 1s 20ms/step - accuracy: 0.5 - loss: 0.7",
+		"Epoch 3/3", /* Keras's epoch header alone */
+		"Epoch 4/3 - loss: 0.1",
+		"Epoch 0/3 - loss: 0.1",
+		"Epoch 3/3 - loss: 0.1 - note: two words",
+		"Epoch 3/3 - loss: 0.1 - 12 apples",
+		"Epoch 3/3 - loss: fast", /* Keras values are numbers */
+		"Epoch 3/3 - step: 4 - loss: 0.1",
+		"32/32 done loss: 0.1",
+		"3/4 - of the runs failed",
+		"acc: 0.9 - 0.1",
+		"delta: 5 - 3",
+		"acc: 0.9 -",
+		"acc: 0.9 -loss: 0.1",
+		"ETA: 3s",
+		"32/32 [======] - 1s 20ms/step", /* no pair */
+	};
+
+	(void)state;
+	expect_pairs("Epoch 3/3 - loss: 0.1234 - val_acc: 0.8800", two, two_v, 2);
+	expect_pairs("32/32 [==============================] - 1s 20ms/step - loss: 0.1234 - "
+		     "accuracy: 0.9100 - val_loss: 0.2 - val_accuracy: 0.88",
+		     four, four_v, 4);
+	/* Keras 3's bar, its timing without a dash, and (verbose=2) timings after the pairs */
+	expect_pairs("32/32 \xe2\x94\x81\xe2\x94\x81\xe2\x94\x81\xe2\x94\x81 1s 20ms/step - "
+		     "accuracy: 0.9100 - loss: 0.1234",
+		     k3, k3_v, 2);
+	expect_pairs("32/32 - 0s - accuracy: 0.91 - loss: 0.1234 - 215ms/epoch - 7ms/step", k3, k3_v,
+		     2);
+	expect_pairs("\x1b[1m32/32\x1b[0m \x1b[32m\xe2\x94\x81\xe2\x94\x81\x1b[0m\x1b[37m\x1b[0m "
+		     "\x1b[1m1s\x1b[0m 20ms/step - accuracy: 0.9100 - loss: 0.1234",
+		     k3, k3_v, 2);
+	/* " - " between plain pairs */
+	expect_pairs("loss: 0.1234 - val_acc: 0.88", two, two_v, 2);
+	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+static void test_line_parse_table_rows_and_logging(void **state)
+{
+	static const char *const bleu[] = { "bleu" };
+	static const double bleu_v[] = { 27.3 };
+	static const char *const acc[] = { "accuracy" };
+	static const double acc_v[] = { 0.91 };
+	static const char *const bad[] = {
+		"|---|---|",
+		"| :--- | ---: |",
+		"| metric | value |",
+		"| method | acc | f1 |",
+		"| ours | 0.91 | 0.88 |",
+		"| bleu | 27.3",
+		"| bleu: 1 | 27.3 |",
+		"| bleu | 27.3 | |",
+		"| 1 | 0.5 |",
+		"| model | resnet |",  /* labels are not read from tables */
+		"| epoch | 3 |",
+		"| condition | 3 |",
+		"| a | 0.5, b: 1 |",
+		"|  | 0.5 |",
+		/* logging: other levels, other formats, messages that are no metric */
+		"INFO:root:loading dataset",
+		"WARNING:root:accuracy: 0.91",
+		"ERROR:__main__:loss: nan",
+		"INFO: accuracy: 0.91",
+		"[INFO] accuracy: 0.91",
+		"INFO:accuracy: 0.91",
+		"2026-12-01 10:00:00,123 - WARNING - accuracy: 0.91",
+		"2026-12-01 10:00:00,123 - INFO - saved to /tmp/x",
+		"2026-12-01 10:00:00,123 INFO accuracy: 0.91",
+		"2026-12-01 - INFO - accuracy: 0.91",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	expect_pairs("| bleu | 27.3 |", bleu, bleu_v, 1);
+	expect_pairs("  |bleu|27.3|  ", bleu, bleu_v, 1);
+	assert_true(lb_metric_line_parse("| bleu | 27.3 |", 15, &ml));
+	assert_true(ml.table_row);
+	assert_true(lb_metric_line_parse("| Test BLEU | 27.3% |", 21, &ml));
+	assert_string_equal(ml.name, "Test BLEU");
+	assert_true(ml.values[0].percent && ml.number == 27.3);
+	assert_true(lb_metric_line_parse("bleu: 27.3", 10, &ml));
+	assert_false(ml.table_row);
+	expect_pairs("INFO:root:accuracy: 0.91", acc, acc_v, 1);
+	expect_pairs("INFO:my.module:accuracy: 0.91", acc, acc_v, 1);
+	expect_pairs("2026-12-01 10:00:00,123 - INFO - accuracy: 0.91", acc, acc_v, 1);
+	expect_pairs("2026-12-01 10:00:00,123 - __main__ - INFO - accuracy: 0.91", acc, acc_v, 1);
+	expect_pairs("2026-12-01 10:00:00 - INFO - accuracy: 0.91", acc, acc_v, 1);
+	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* How a table's context decides whether its rows are read. */
+static void test_stream_markdown_tables(void **state)
+{
+	static const struct {
+		const char *out;
+		const char *json_has;  /* NULL: nothing collected */
+	} cases[] = {
+		{ "| bleu | 27.3 |\n", "\"bleu\":27.3" },
+		{ "| bleu | 27.3 |", "\"bleu\":27.3" }, /* the last line, without newline */
+		{ "| bleu | 27.3 |\r\n| rouge | 30.1 |\r\ndone\r\n", "\"rouge\":30.1" },
+		{ "| metric | value |\n|---|---|\n| bleu | 27.3 |\n| rouge | 30.1 |\n",
+		  "\"bleu\":27.3,\"rouge\":30.1" },
+		{ "| Metric | Score |\n| :--- | ---: |\n| bleu | 27.3 |\n", "\"bleu\":27.3" },
+		/* a header that names the column: rows are methods, not metric names */
+		{ "| method | acc |\n|---|---|\n| ours | 0.91 |\n| base | 0.85 |\n", NULL },
+		{ "| method | acc |\n| ours | 0.91 |\n", NULL },
+		{ "| method | acc | f1 |\n|---|---|---|\n| ours | 0.91 | 0.88 |\n", NULL },
+		/* a table ends at the first other line */
+		{ "| method | acc |\n|---|---|\n| ours | 0.91 |\n\nbleu: 27.3\n", "{\"bleu\":27.3}" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lb_metrics *m = collect(cases[i].out, strlen(cases[i].out));
+		char *j = to_json_text(m);
+
+		if (cases[i].json_has ? !strstr(j, cases[i].json_has) : lb_metrics_count(m) != 0)
+			fail_msg("case %zu: %s", i, j);
+		free(j);
+		lb_metrics_free(m);
+	}
+}
+
+/* Keras prints a line per epoch: the last value wins and the repeats are counted, as for
+ * any metric printed again. */
+static void test_stream_keras_epochs(void **state)
+{
+	static const char out[] = "Epoch 1/2\n"
+				  "1/2 [==============>...............] - ETA: 0s - loss: 0.9\r"
+				  "2/2 [==============================] - 0s 2ms/step - loss: 0.5 - "
+				  "val_acc: 0.7\n"
+				  "Epoch 2/2\n"
+				  "2/2 [==============================] - 0s 2ms/step - loss: 0.25 - "
+				  "val_acc: 0.8\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *doc = lb_metrics_to_json(m), *rep;
+
+	(void)state;
+	assert_double(get(doc, "values/loss"), 0.25);
+	assert_double(get(doc, "values/val_acc"), 0.8);
+	rep = get(doc, "repeats");
+	assert_int_equal(json_object_array_length(rep), 2);
+	assert_int_equal(json_object_get_int(get(json_object_array_get_idx(rep, 0), "seen")), 2);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+static void test_validate_no_metrics_names_log_lines(void **state)
+{
+	static const char out[] = "WARNING:root:accuracy: 0.91\n[INFO] loss: 0.3\nINFO: done\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(lb_metrics_count(m), 0);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
+	msg = json_object_get_string(get(issue(issues, 0), "message"));
+	assert_non_null(strstr(msg, "2 log lines like `WARNING:root:accuracy: 0.91`"));
+	json_object_put(issues);
+	lb_metrics_free(m);
+}
+
 /* Streaming collector ---------------------------------------------------------------------- */
 
 static void test_stream_seed_output(void **state)
@@ -2135,8 +2341,9 @@ static void test_line_parse_not_metrics_real(void **state)
 		"CRITICAL: disk full",
 		"Warning: something deprecated",
 		"Info: done",
-		"INFO:root:accuracy: 0.5",
+		/* INFO:root:accuracy: 0.5 is read since the tenth session: test_line_parse_table_rows_and_logging */
 		"WARNING:__main__:loss is high",
+		"INFO:root:loss is high",
 		"[INFO] accuracy: 0.5",
 		"INFO acc: 0.5",
 		"Epoch: 1, Batch: 5, Loss: 0.3",
@@ -2445,6 +2652,11 @@ int main(void)
 		cmocka_unit_test(test_template_parse),
 		cmocka_unit_test(test_stream_real_shapes_json),
 		cmocka_unit_test(test_validate_run_no_metrics),
+		cmocka_unit_test(test_line_parse_keras),
+		cmocka_unit_test(test_line_parse_table_rows_and_logging),
+		cmocka_unit_test(test_stream_markdown_tables),
+		cmocka_unit_test(test_stream_keras_epochs),
+		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
 		cmocka_unit_test(test_results_parse_csv),
 		cmocka_unit_test(test_json_c_reads_python_nonfinite),
 		cmocka_unit_test(test_results_parse_rejects),
