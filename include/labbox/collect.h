@@ -191,6 +191,11 @@ void lb_metrics_feed(lb_metrics *m, const char *data, size_t len);
  * the run would date every line at its end. */
 void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s);
 void lb_metrics_finish(lb_metrics *m); /* flush a last line without newline */
+/* The experiment's language ("r", "octave"; NULL or anything else: Python), set before the
+ * first line is fed: R's `NA` is then a missing number (NaN, flagged by validation, as NaN
+ * is) rather than a label, and Octave's display of a variable, `acc = 0.9300`, is the metric
+ * acc (a number alone after "name = "; not `ans`, nor the progress words of PLAIN lines). */
+void lb_metrics_set_language(lb_metrics *m, const char *language);
 /* Number of metric values collected (all groups and forms). */
 size_t lb_metrics_count(const lb_metrics *m);
 /* < 0 when no TIME_ESTIMATE line was seen. */

@@ -1939,6 +1939,73 @@ static void note_log_metric(lb_metrics *m, const char *line, size_t len)
 	}
 }
 
+enum { LB_METRICS_LANG_PYTHON, LB_METRICS_LANG_R, LB_METRICS_LANG_OCTAVE };
+
+void lb_metrics_set_language(lb_metrics *m, const char *language)
+{
+	if (!m)
+		return;
+	m->language = !language			    ? LB_METRICS_LANG_PYTHON
+		      : strcmp(language, "r") == 0	    ? LB_METRICS_LANG_R
+		      : strcmp(language, "octave") == 0 ? LB_METRICS_LANG_OCTAVE
+							    : LB_METRICS_LANG_PYTHON;
+}
+
+/* Octave shows a variable assigned without a semicolon as "acc = 0.9300" (and NaN, Inf,
+ * -Inf so): the metric acc. Only a number alone after "name = ", the name an identifier;
+ * not `ans` (an unnamed expression's value, which names no metric) nor a progress counter.
+ * A matrix ("x =" then rows) or a string ("s = text") is not read. */
+static bool octave_display(const char *line, size_t len, lb_metric_line *out)
+{
+	const char *s = line;
+	size_t n = len, k = 0, e;
+	lb_metric_value *v = &out->values[0];
+
+	trim(&s, &n);
+	if (n == 0 || !(is_alpha(s[0]) || s[0] == '_'))
+		return false;
+	while (k < n && (is_alpha(s[k]) || is_digit(s[k]) || s[k] == '_'))
+		k++;
+	if (k > LB_METRIC_NAME_MAX || n - k < 4 || memcmp(s + k, " = ", 3) != 0)
+		return false;
+	memset(v, 0, sizeof(*v));
+	memcpy(v->name, s, k);
+	v->name[k] = '\0';
+	if (strcmp(v->name, "ans") == 0 || special_name(v->name) ||
+	    name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
+		return false;
+	e = scan_number(s, n, k + 3, false, &v->number);
+	if (e != n || e == k + 3)
+		return false;
+	v->kind = LB_METRIC_NUMBER;
+	v->str = s + k + 3;
+	v->str_len = n - k - 3;
+	out->form = LB_METRIC_FORM_PLAIN;
+	out->condition = NULL;
+	out->condition_len = 0;
+	out->n_tags = 0;
+	out->table_row = false;
+	out->n_values = 1;
+	set_first(out);
+	return true;
+}
+
+/* R's NA is a value that is missing: a NaN (R's NA_real_ is one), flagged as NaN is, never
+ * the label "NA". */
+static void r_missing(lb_metric_line *ml)
+{
+	for (size_t i = 0; i < ml->n_values; i++) {
+		lb_metric_value *v = &ml->values[i];
+
+		if (v->kind == LB_METRIC_STRING && v->str_len == 2 && memcmp(v->str, "NA", 2) == 0 &&
+		    !special_name(v->name)) {
+			v->kind = LB_METRIC_NUMBER;
+			v->number = NAN;
+		}
+	}
+	set_first(ml);
+}
+
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
  * was a metric line. */
 static bool collect_line(lb_metrics *m, const char *line, size_t len)
@@ -1946,11 +2013,15 @@ static bool collect_line(lb_metrics *m, const char *line, size_t len)
 	lb_metric_line ml;
 	uint32_t group;
 
-	if (!lb_metric_line_parse(line, len, &ml)) {
+	if (!lb_metric_line_parse(line, len, &ml) &&
+	    !(m->language == LB_METRICS_LANG_OCTAVE && octave_display(line, len, &ml))) {
 		if (log_metric_like(line, len))
 			note_log_metric(m, line, len);
 		return false;
 	}
+	if (m->language == LB_METRICS_LANG_R && ml.form != LB_METRIC_FORM_SUMMARY &&
+	    ml.form != LB_METRIC_FORM_PAIRED)
+		r_missing(&ml);
 	switch (ml.form) {
 	case LB_METRIC_FORM_TAGGED:
 		/* "condition=A condition: B" and the like mean nothing; they are not metrics. */

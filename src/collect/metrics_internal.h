@@ -86,6 +86,7 @@ struct lb_metrics {
 	size_t table_first_len;
 	/* Log lines whose message reads as metrics but whose format or level is not read
 	 * ("WARNING:root:acc: 0.9", "[INFO] acc: 0.9"): the no_metrics issue names them. */
+	int language; /* LB_METRICS_LANG_* (metrics.c) */
 	size_t log_metric_lines;
 	char log_metric_example[128];
 };

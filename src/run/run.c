@@ -34,6 +34,7 @@ typedef struct tee_ctx {
 	lb_output_fn echo;
 	void *echo_ctx;
 	double t0; /* monotonic start: when each line arrived, for TIME_GUARD */
+	const char *language; /* lb_metrics_set_language's: a restart's fresh collector too */
 } tee_ctx;
 
 static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len)
@@ -53,6 +54,7 @@ static void tee_restart(void *ctx)
 	lb_metrics *fresh = NULL;
 	if (lb_metrics_new(&fresh) < 0)
 		return;
+	lb_metrics_set_language(fresh, t->language);
 	lb_metrics_free(*t->metrics);
 	*t->metrics = fresh;
 	t->t0 = lb_time_monotonic();
@@ -929,6 +931,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		json_object_put(skipped);
 		return -ENOMEM;
 	}
+	lb_metrics_set_language(metrics, st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang));
 	lb_runlog *log = NULL;
 	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
 	int log_r = lb_runlog_open(path, req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT, &log);
@@ -986,7 +989,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	} else {
 		staged_ids = snapshot_staged(st->exp_dir, files);
 		tee_ctx tee = {.log = log, .metrics = &metrics, .echo = req->echo,
-			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic()};
+			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic(),
+			       .language = st->lang == LB_LANG_PYTHON ? NULL
+								       : lb_lang_name(st->lang)};
 		char store[2][PATH_MAX + 32];
 		char *env[JOB_ENV_MAX];
 		LB_AUTOFREE char *index_path = NULL;

@@ -269,3 +269,38 @@ def test_r_rerun_repeats_it_with_the_same_interpreter(tmp_path):
     man = json.loads((Path(again["run_dir"]) / "manifest.json").read_text())
     assert man["interpreter"]["path"] == os.path.realpath(RSCRIPT)
     assert man["interpreter"]["named_by"] == "command line"
+
+
+# --- metric forms of the language (tenth session) -------------------------------------------
+
+@need_octave
+def test_octave_display_of_a_variable_is_its_metric(tmp_path):
+    # `acc = mean(...)` without a semicolon displays "acc = 0.7500": Octave's print. `ans`
+    # names no metric, a matrix or a string display is not a number.
+    d = exp(tmp_path, "m_display", {"main.m": """
+        rand('seed', 1);
+        acc = mean([1 1 0 1])
+        mean([1 2])
+        m = [1 2; 3 4]
+        s = 'done'
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0, (doc["status"], doc.get("metric_issues"), doc.get("failure"))
+    assert doc["status"] == "completed"
+    assert doc["metrics"]["values"] == {"acc": 0.75}, doc["metrics"]
+
+
+@need_r
+def test_r_na_is_a_missing_value_not_a_label(tmp_path):
+    # cat("accuracy:", NA) prints "accuracy: NA": a value R could not compute, flagged as NaN
+    # is, never the label "NA" of a completed run.
+    d = exp(tmp_path, "r_na", {"main.R": """
+        set.seed(1)
+        acc <- mean(c(1, NA, 0))
+        cat("accuracy:", acc, "\\n")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 4, (doc["status"], doc["metrics"])
+    assert doc["status"] == "invalid_metrics"
+    assert [i["kind"] for i in doc["metric_issues"]] == ["nan"], doc["metric_issues"]
+    assert doc["metrics"]["values"] == {"accuracy": "NaN"}

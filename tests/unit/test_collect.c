@@ -513,6 +513,69 @@ static void test_validate_no_metrics_names_log_lines(void **state)
 	lb_metrics_free(m);
 }
 
+
+static lb_metrics *collect_lang(const char *language, const char *data)
+{
+	lb_metrics *m = NULL;
+
+	assert_int_equal(lb_metrics_new(&m), 0);
+	lb_metrics_set_language(m, language);
+	lb_metrics_feed(m, data, strlen(data));
+	lb_metrics_finish(m);
+	return m;
+}
+
+/* Octave's display of a variable is a metric of Octave experiments only; R's NA is NaN in R
+ * experiments only. */
+static void test_stream_language_forms(void **state)
+{
+	static const char octave_out[] = "acc = 0.9300\nloss = NaN\nans = 0.5\ni = 3\nepoch = 2\n"
+					 "x =\n\n   1   2\n\ns = done\nlr = 1e-3 (tuned)\n";
+	lb_metrics *m = collect_lang("octave", octave_out);
+	struct json_object *doc = lb_metrics_to_json(m), *v = get(doc, "values");
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+
+	(void)state;
+	assert_double(get(v, "acc"), 0.93);
+	assert_str(get(v, "loss"), "NaN");
+	assert_double(get(v, "i"), 3);
+	assert_int_equal(json_object_object_length(v), 3); /* not ans, epoch, x, s, lr */
+	json_object_put(doc);
+	lb_metrics_free(m);
+	/* The same lines from Python are not metrics. */
+	m = collect_lang(NULL, octave_out);
+	assert_int_equal(lb_metrics_count(m), 0);
+	lb_metrics_free(m);
+
+	m = collect_lang("r", "accuracy: NA\nregion: NAm\nf1: 0.5\n");
+	doc = lb_metrics_to_json(m);
+	assert_str(get(doc, "values/accuracy"), "NaN");
+	assert_str(get(doc, "values/region"), "NAm");
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(issue(issues, 0), "kind"), "nan");
+	json_object_put(doc);
+	lb_metrics_free(m);
+	/* Python's "NA" stays the label it always was. */
+	m = collect_lang(NULL, "accuracy: NA\n");
+	doc = lb_metrics_to_json(m);
+	assert_str(get(doc, "values/accuracy"), "NA");
+	json_object_put(doc);
+	lb_metrics_free(m);
+	json_object_put(issues);
+}
+
+/* Comma-grouped numbers stay unread: "1,234,567" and a list "128,256,512" look the same,
+ * and "1,234" is 1.234 where a comma is the decimal sign. */
+static void test_comma_groups_are_not_numbers(void **state)
+{
+	static const char *const lines[] = { "samples: 1,234,567", "sizes: 128,256,512",
+					     "a: 1,2", "acc: 0,93" };
+
+	(void)state;
+	expect_not_metric(lines, sizeof(lines) / sizeof(lines[0]));
+}
+
 /* Streaming collector ---------------------------------------------------------------------- */
 
 static void test_stream_seed_output(void **state)
@@ -2657,6 +2720,8 @@ int main(void)
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
+		cmocka_unit_test(test_stream_language_forms),
+		cmocka_unit_test(test_comma_groups_are_not_numbers),
 		cmocka_unit_test(test_results_parse_csv),
 		cmocka_unit_test(test_json_c_reads_python_nonfinite),
 		cmocka_unit_test(test_results_parse_rejects),
