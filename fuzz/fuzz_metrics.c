@@ -20,6 +20,12 @@ static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_met
 
 	if (lb_metrics_new(&m) < 0)
 		abort();
+	{
+		/* The language's forms (R's NA, Octave's display) from a byte of the input. */
+		static const char *const languages[] = { NULL, "r", "octave" };
+
+		lb_metrics_set_language(m, languages[size > 4 ? data[4] % 3 : 0]);
+	}
 	for (size_t i = 0; i < size; i += chunk)
 		lb_metrics_feed_at(m, (const char *)data + i, size - i < chunk ? size - i : chunk,
 				   3.5);

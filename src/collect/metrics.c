@@ -1292,7 +1292,15 @@ static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_m
 				i++;
 			if ((b = scan_timing(line, len, i, holes)) > 0)
 				i = b;
-		} else if (!(i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1]))) {
+		} else if (i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
+			/* Keras's verbose=2 line, "32/32 - 0s - loss: ..." starts with a timing;
+			 * without it "10/10 - accuracy: 0.9" is one fold of ten, whose number is
+			 * not the experiment's result. */
+			for (b = i + 1; b < len && lb_text_blank(line[b]); b++)
+				;
+			if (scan_timing(line, len, b, holes) == 0)
+				return false;
+		} else {
 			return false;
 		}
 	}
@@ -1936,6 +1944,10 @@ static void note_log_metric(lb_metrics *m, const char *line, size_t len)
 		trim(&s, &n);
 		lb_text_utf8(m->log_metric_example, sizeof(m->log_metric_example), s,
 			     n < sizeof(m->log_metric_example) - 1 ? n : sizeof(m->log_metric_example) - 1);
+		/* The example goes into a message shown on a terminal: no control bytes. */
+		for (char *c = m->log_metric_example; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 	}
 }
 

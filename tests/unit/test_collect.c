@@ -358,6 +358,9 @@ static void test_line_parse_keras(void **state)
 		"Epoch 3/3 - step: 4 - loss: 0.1",
 		"32/32 done loss: 0.1",
 		"3/4 - of the runs failed",
+		"10/10 - accuracy: 0.9", /* a fold of ten, not Keras: no bar, no timing */
+		"32/32 [====]x - loss: 0.1",
+		"32/32 [==x=] - loss: 0.1",
 		"acc: 0.9 - 0.1",
 		"delta: 5 - 3",
 		"acc: 0.9 -",
