@@ -184,21 +184,11 @@ void sweep_progress_line(sweep_ctx *c, const char *fmt, ...)
 
 /* ---- the document -------------------------------------------------------------------------- */
 
-/* The seal of what --resume believes (lb_record_mac): the invocation (experiment, flags,
- * mounts) and the plan, as json-c prints them, which a parsed copy prints alike. */
+/* The seal of what --resume believes: the invocation (experiment, flags, mounts) and the
+ * plan (lb_record_sweep_seal). */
 static int doc_seal(json_object *doc, char hex[65])
 {
-	json_object *inv = json_object_object_get(doc, "invocation");
-	json_object *plan = json_object_object_get(doc, "plan");
-	if (!inv || !plan)
-		return -EINVAL;
-	lb_buf b = {0};
-	int r = lb_buf_printf(&b, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
-			      json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
-	if (r == 0)
-		r = lb_record_mac("sweep.json", b.data, b.len, hex);
-	lb_buf_free(&b);
-	return r;
+	return lb_record_sweep_seal(doc, hex);
 }
 
 static json_object *build_doc(sweep_ctx *c, const char *status)
