@@ -1155,11 +1155,19 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 				return -errno;
 			continue;
 		}
+		/* The staged file's permission bits, as staging kept them (stage.c: rwx only, under
+		 * the umask): a helper script or a venv's bin/python of the experiment must stay
+		 * executable. Never setuid, setgid or sticky. */
+		struct stat st;
+		if (lstat(src, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
 		LB_AUTOFREE char *data = NULL;
 		size_t n = 0;
 		r = lb_read_file_at(AT_FDCWD, src, (size_t)1 << 34, &data, &n);
 		if (r == 0)
-			r = lb_write_file_atomic(dst, data, n);
+			r = lb_write_file_atomic_mode(dst, data, n, st.st_mode & 0777);
 		if (r < 0)
 			return r;
 	}
@@ -1312,6 +1320,8 @@ int cli_rerun(int argc, char **argv)
 		    snprintf(moved, sizeof moved, "%s%s", src, ipath + strlen(exp)) >= (int)sizeof moved) {
 			cli_error("rerun", "run %s ran an interpreter of the experiment that named itself "
 				  "%s, outside the experiment; it is not run again", id, ipath);
+			/* cli_sandbox_apply left rc at 0: a refusal is not a rerun that passed. */
+			rc = CLI_EXIT_USAGE;
 			goto done;
 		}
 		ipath = moved;
