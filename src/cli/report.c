@@ -41,7 +41,9 @@ static const char report_help[] =
 	"  -h, --help           this help\n"
 	"\n"
 	"Exit status: 0 written, 2 a usage error, an unknown id, an unreadable or corrupt record,\n"
-	"or an output file that cannot be written.\n";
+	"a run or sweep this user's labbox did not record (its seal does not match: made\n"
+	"elsewhere, such as a .labbox/ that came with the experiment, or changed since; the\n"
+	"message names it), or an output file that cannot be written.\n";
 
 enum { O_FORMAT = OPT_FIRST_PRIVATE, O_RUNS_DIR, O_JSON };
 

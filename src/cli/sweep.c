@@ -407,6 +407,12 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd ||
 			    !lb_sweep_status_final(st, retry))
 				continue;
+			/* Only a run this user's labbox recorded is taken as finished: a sweep id is
+			 * the experiment's and the grid's digest, so an index that came with the
+			 * experiment can name its cells, and their numbers would be sealed into
+			 * this sweep.json as labbox's. */
+			if (!lb_record_run_sealed(rd, sweep_jstr(row, "id")))
+				continue;
 			char key[32];
 			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
 			if (!json_object_object_get_ex(map, key, NULL)) /* newest first */
@@ -1228,7 +1234,10 @@ int cli_sweep(int argc, char **argv)
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
 		const char *st = sweep_jstr(pc, "status"), *rd = sweep_jstr(pc, "run_dir");
-		json_object *res = st && rd && lb_sweep_status_final(st, retry) && in_runs(rd, runs_real)
+		/* A cell's run is reused only as this user's labbox recorded it (its seal): a
+		 * sweeps/ directory that came with the experiment names its own. */
+		json_object *res = st && rd && lb_sweep_status_final(st, retry) && in_runs(rd, runs_real) &&
+					   lb_record_run_sealed(rd, NULL)
 					   ? sweep_load_json(rd, "result.json") : NULL;
 		const char *rst = sweep_jstr(res, "status");
 		if (!(res && rst && strcmp(rst, st) == 0)) {

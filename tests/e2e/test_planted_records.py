@@ -8,6 +8,8 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from conftest import PYTHON, labbox, write_exp
 
 FORGED = "20260101-000000-forged01"
@@ -147,3 +149,35 @@ def test_report_refuses_a_sweep_another_labbox_wrote(tmp_path):
     sj.write_text(text)
     p = labbox("report", "--format", "md", ours, theirs, cwd=exp, env=mine)
     assert p.returncode == 2, p.stdout
+
+
+@pytest.mark.parametrize("planted_sweep_json", [True, False], ids=["sweep_json", "index_only"])
+def test_a_sweep_reuses_no_cell_another_labbox_recorded(tmp_path, planted_sweep_json):
+    """A sweep's id is the digest of its experiment and grid, so records that came with the
+    experiment can name its cells: through a planted sweep.json, or the index alone. Such
+    cells are run again, not reused (their numbers would be sealed into the user's
+    sweep.json as labbox's); the user's own finished cells are still reused."""
+    mine, other = env_of(tmp_path, "my-cache"), env_of(tmp_path, "other-cache")
+    args = ("sweep", "--json", "--python", PYTHON, "--seeds", "0-1", "--jobs", "2", ".")
+    if True:
+        exp = write_exp(tmp_path, "print('score: 0.25')\n", name=f"exp-{planted_sweep_json}")
+        p = labbox(*args, cwd=exp, env=other)
+        assert p.returncode == 0, p.stderr
+        theirs = json.loads(p.stdout)
+        for cell in theirs["cells"]:
+            rj = os.path.join(exp, cell["run_dir"], "result.json")
+            doc = json.load(open(rj))
+            doc["metrics"]["values"] = {"score": 0.99}
+            json.dump(doc, open(rj, "w"))
+        if not planted_sweep_json:
+            (exp / ".labbox" / "sweeps" / theirs["id"] / "sweep.json").unlink()
+        p = labbox(*args, cwd=exp, env=mine)
+        assert p.returncode == 0, p.stderr
+        ours = json.loads(p.stdout)
+        assert ours["id"] == theirs["id"]
+        assert ours["counts"]["reused"] == 0, (planted_sweep_json, ours["counts"])
+        assert {c["run_dir"] for c in ours["cells"]}.isdisjoint(c["run_dir"] for c in theirs["cells"])
+        assert "0.99" not in json.dumps(ours["conditions"])
+        # The user's own cells, once recorded, are reused.
+        p = labbox(*args, cwd=exp, env=mine)
+        assert p.returncode == 0 and json.loads(p.stdout)["counts"]["reused"] == 2, p.stdout[-500:]
