@@ -61,6 +61,16 @@ int lb_record_mac(const char *domain, const void *data, size_t len, char hex[65]
 int lb_record_mac_file(const char *dir, const char *name, char hex[65]);
 /* Whether dir/name's seal is want (64 hex digits); false on any error. */
 bool lb_record_mac_matches(const char *dir, const char *name, const char *want);
+/* Whether run_dir holds a run as this user's labbox recorded it: its manifest.json matches
+ * the seal result.json carries, and the sealed manifest's id is result.json's and, when id
+ * is not NULL, id (an index row naming another run's directory is not that run). What
+ * `runs list`, `runs show` and `report` mark or refuse; false on any error. */
+bool lb_record_run_sealed(const char *run_dir, const char *id);
+/* The seal of a sweep document (sweep.json): its invocation and plan as json-c prints them
+ * (a parsed copy prints alike). -EINVAL for a document without them. */
+int lb_record_sweep_seal(struct json_object *doc, char hex[65]);
+/* Whether doc carries its own seal ("seal"). */
+bool lb_record_sweep_sealed(struct json_object *doc);
 /* doc's text under a temporary name beside path, neither synced nor renamed: *tmp names it,
  * for lb_fsync_all and lb_commit_file (util.h). */
 int lb_record_write_json_pending(const char *path, struct json_object *doc, char **tmp);

@@ -41,7 +41,9 @@ static const char report_help[] =
 	"  -h, --help           this help\n"
 	"\n"
 	"Exit status: 0 written, 2 a usage error, an unknown id, an unreadable or corrupt record,\n"
-	"or an output file that cannot be written.\n";
+	"a run or sweep this user's labbox did not record (its seal does not match: made\n"
+	"elsewhere, such as a .labbox/ that came with the experiment, or changed since; the\n"
+	"message names it), or an output file that cannot be written.\n";
 
 enum { O_FORMAT = OPT_FIRST_PRIVATE, O_RUNS_DIR, O_JSON };
 
@@ -100,6 +102,41 @@ typedef struct report_ctx {
 	char ix_path[4096];
 } report_ctx;
 
+/* A report's numbers are labbox's word: a run whose record this user's labbox did not seal
+ * (mac.c) is refused, naming it, rather than reported beside the user's own. */
+static int run_sealed_or_say(const char *dir, const char *id)
+{
+	if (lb_record_run_sealed(dir, id))
+		return 0;
+	/* No result.json: nothing of it is read as a number; the reader says what is missing. */
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || faccessat(dfd, "result.json", F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+		return 0;
+	cli_error("report",
+		  "run '%s' (%s) was not recorded by this user's labbox as it stands (its "
+		  "manifest.json does not match the seal in its result.json: made elsewhere, such "
+		  "as a .labbox/ that came with the experiment, changed since, or older than "
+		  "seals); its status and metrics are only what those files say, and a report "
+		  "would show them as labbox's. `labbox runs show %s` shows them; leave it out of "
+		  "the report",
+		  id ? id : "?", dir, id ? id : "ID");
+	return -EPERM;
+}
+
+/* A sweep document's numbers likewise: sweep.json sealed by this user's labbox. */
+static int sweep_sealed_or_say(const char *path, json_object *doc)
+{
+	if (lb_record_sweep_sealed(doc))
+		return 0;
+	json_object *v = json_object_object_get(doc, "id");
+	cli_error("report",
+		  "sweep %s (%s) was not written by this user's labbox, or was changed since (its "
+		  "seal does not match): its statistics are only what the file says, and a report "
+		  "would show them as labbox's",
+		  json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "?", path);
+	return -EPERM;
+}
+
 /* A run id (or unique prefix) to its run directory; an error naming the id otherwise. */
 static int run_dir_of(report_ctx *c, const char *id, char **dir)
 {
@@ -137,13 +174,20 @@ static int run_dir_of(report_ctx *c, const char *id, char **dir)
 	}
 	json_object *v = NULL;
 	const char *d = json_object_object_get_ex(row, "run_dir", &v) ? json_object_get_string(v) : NULL;
+	const char *rid = json_object_object_get_ex(row, "id", &v) ? json_object_get_string(v) : id;
 	*dir = d ? strdup(d) : NULL;
-	json_object_put(row);
 	if (!*dir) {
+		json_object_put(row);
 		cli_error("report", "the run index has no run directory for '%s'", id);
 		return -ENOENT;
 	}
-	return 0;
+	r = run_sealed_or_say(*dir, rid);
+	json_object_put(row);
+	if (r < 0) {
+		free(*dir);
+		*dir = NULL;
+	}
+	return r;
 }
 
 /* A sweep document read and checked; an error naming the file otherwise. */
@@ -155,9 +199,16 @@ static json_object *sweep_doc(const char *path, lb_report *out)
 		json_object_put(doc);
 		doc = NULL;
 	}
-	if (!doc)
+	if (!doc) {
 		cli_error("report", "%s%s%s", strstr(err, path) ? "" : path, strstr(err, path) ? "" : ": ",
 			  err);
+		return NULL;
+	}
+	/* Checked after the document is read, so a damaged one is named for what is wrong. */
+	if (sweep_sealed_or_say(path, doc) < 0) {
+		json_object_put(doc);
+		return NULL;
+	}
 	return doc;
 }
 
@@ -203,13 +254,21 @@ static int gather(report_ctx *c, char **ids, int n, lb_report *r)
 				size_t nc = json_object_is_type(cells, json_type_array)
 						    ? json_object_array_length(cells) : 0;
 				for (size_t k = 0; k < nc && rc == 0; k++) {
-					json_object *dir = json_object_object_get(
-						json_object_array_get_idx(cells, k), "run_dir");
+					json_object *cell = json_object_array_get_idx(cells, k);
+					json_object *dir = json_object_object_get(cell, "run_dir");
+					json_object *cid = json_object_object_get(cell, "run_id");
 					/* A cell whose run is gone has nothing to add; sweep.json alone
-					 * is what `labbox report SWEEP_ID` reads for it. */
-					if (json_object_is_type(dir, json_type_string) &&
-					    lb_report_builder_add_run(b, json_object_get_string(dir), err,
-								      sizeof err) == -ENOMEM)
+					 * is what `labbox report SWEEP_ID` reads for it. Its run's own
+					 * numbers are read here, so its record must be sealed too. */
+					if (!json_object_is_type(dir, json_type_string))
+						continue;
+					if (run_sealed_or_say(json_object_get_string(dir),
+							      json_object_is_type(cid, json_type_string)
+								      ? json_object_get_string(cid)
+								      : NULL) < 0)
+						rc = CLI_EXIT_USAGE;
+					else if (lb_report_builder_add_run(b, json_object_get_string(dir),
+									   err, sizeof err) == -ENOMEM)
 						rc = 1;
 				}
 				json_object_put(doc);

@@ -28,7 +28,11 @@ static const char runs_help[] =
 	"       labbox runs export (--mlflow DIR | --sacred DIR)... [filters as list] [--json]\n"
 	"\n"
 	"The run history kept in the run index (.labbox/labbox.db beside the runs directory).\n"
-	"A run whose labbox died before it finished is listed as interrupted.\n"
+	"A run whose labbox died before it finished is listed as interrupted. `list` marks NO under\n"
+	"SEALED (record_sealed false with --json) each run whose records this user's labbox did not\n"
+	"write as they stand: an index or run directory made elsewhere (a .labbox/ that came with\n"
+	"the experiment), changed since, or older than seals; their status and metrics are only\n"
+	"what those files say.\n"
 	"\n"
 	"Options:\n"
 	"  --runs-dir DIR   the runs directory whose index to read (default .labbox/runs)\n"
@@ -153,15 +157,28 @@ static int runs_list(const runs_opts *o)
 		cli_error("runs", "%s", err);
 		return CLI_EXIT_USAGE;
 	}
+	/* A row is shown as labbox's own only when its run directory holds the sealed record
+	 * of that run (mac.c): an index that came with the experiment lists whatever it likes.
+	 * Marked, not hidden: runs older than seals, or recorded before the cache (and its key)
+	 * was deleted, stay listed. */
+	size_t nrows = json_object_array_length(rows), unsealed = 0;
+	for (size_t i = 0; i < nrows; i++) {
+		json_object *row = json_object_array_get_idx(rows, i);
+		bool sealed = lb_record_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""));
+		unsealed += !sealed;
+		json_object_object_add(row, "record_sealed", json_object_new_boolean(sealed));
+	}
 	if (o->json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.runs/1"));
 		json_object_object_add(doc, "runs", rows);
+		json_object_object_add(doc, "unsealed", json_object_new_int64((int64_t)unsealed));
 		cli_json_print(doc);
 		json_object_put(doc);
 		return 0;
 	}
-	cli_printf("%-24s %-16s %-20s %8s  %s\n", "ID", "STATUS", "STARTED (UTC)", "WALL_S", "METRICS");
+	cli_printf("%-24s %-16s %-20s %8s  %-6s  %s\n", "ID", "STATUS", "STARTED (UTC)", "WALL_S",
+		   "SEALED", "METRICS");
 	for (size_t i = 0; i < json_object_array_length(rows); i++) {
 		json_object *row = json_object_array_get_idx(rows, i), *m, *w;
 		char started[21];
@@ -169,8 +186,9 @@ static int runs_list(const runs_opts *o)
 		char wall[32] = "-";
 		if (json_object_object_get_ex(row, "wall_s", &w) && w)
 			snprintf(wall, sizeof wall, "%.2f", json_object_get_double(w));
-		cli_printf("%-24s %-16s %-20s %8s  ", get_str(row, "id", "?"),
-		       get_str(row, "status", "?"), started, wall);
+		bool sealed = json_object_get_boolean(json_object_object_get(row, "record_sealed"));
+		cli_printf("%-24s %-16s %-20s %8s  %-6s  ", get_str(row, "id", "?"),
+		       get_str(row, "status", "?"), started, wall, sealed ? "yes" : "NO");
 		int shown = 0, total = 0;
 		if (json_object_object_get_ex(row, "metrics", &m)) {
 			json_object_object_foreach(m, k, v)
@@ -188,6 +206,12 @@ static int runs_list(const runs_opts *o)
 			cli_printf(" (+%d)", total - shown);
 		putchar('\n');
 	}
+	if (unsealed)
+		cli_printf("%zu run%s marked NO under SEALED: not recorded by this user's labbox as "
+			   "they stand (an index or run directory made elsewhere, such as a .labbox/ "
+			   "that came with the experiment, changed since, or older than seals); their "
+			   "status and metrics are only what those files say\n",
+			   unsealed, unsealed == 1 ? " is" : "s are");
 	json_object_put(rows);
 	return 0;
 }
@@ -204,8 +228,7 @@ static int runs_show(const runs_opts *o, const char *id)
 		return CLI_EXIT_USAGE;
 	/* Whether this user's labbox wrote the record as it stands (mac.c): an index and runs
 	 * that came with an experiment show up here like the user's own. */
-	bool sealed = lb_record_mac_matches(get_str(row, "run_dir", ""), "manifest.json",
-					    get_str(result, "manifest_mac", NULL));
+	bool sealed = lb_record_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""));
 	if (o->json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.show/1"));
@@ -1136,11 +1159,19 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 				return -errno;
 			continue;
 		}
+		/* The staged file's permission bits, as staging kept them (stage.c: rwx only, under
+		 * the umask): a helper script or a venv's bin/python of the experiment must stay
+		 * executable. Never setuid, setgid or sticky. */
+		struct stat st;
+		if (lstat(src, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
 		LB_AUTOFREE char *data = NULL;
 		size_t n = 0;
 		r = lb_read_file_at(AT_FDCWD, src, (size_t)1 << 34, &data, &n);
 		if (r == 0)
-			r = lb_write_file_atomic(dst, data, n);
+			r = lb_write_file_atomic_mode(dst, data, n, st.st_mode & 0777);
 		if (r < 0)
 			return r;
 	}
@@ -1293,6 +1324,8 @@ int cli_rerun(int argc, char **argv)
 		    snprintf(moved, sizeof moved, "%s%s", src, ipath + strlen(exp)) >= (int)sizeof moved) {
 			cli_error("rerun", "run %s ran an interpreter of the experiment that named itself "
 				  "%s, outside the experiment; it is not run again", id, ipath);
+			/* cli_sandbox_apply left rc at 0: a refusal is not a rerun that passed. */
+			rc = CLI_EXIT_USAGE;
 			goto done;
 		}
 		ipath = moved;

@@ -184,21 +184,11 @@ void sweep_progress_line(sweep_ctx *c, const char *fmt, ...)
 
 /* ---- the document -------------------------------------------------------------------------- */
 
-/* The seal of what --resume believes (lb_record_mac): the invocation (experiment, flags,
- * mounts) and the plan, as json-c prints them, which a parsed copy prints alike. */
+/* The seal of what --resume believes: the invocation (experiment, flags, mounts) and the
+ * plan (lb_record_sweep_seal). */
 static int doc_seal(json_object *doc, char hex[65])
 {
-	json_object *inv = json_object_object_get(doc, "invocation");
-	json_object *plan = json_object_object_get(doc, "plan");
-	if (!inv || !plan)
-		return -EINVAL;
-	lb_buf b = {0};
-	int r = lb_buf_printf(&b, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
-			      json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
-	if (r == 0)
-		r = lb_record_mac("sweep.json", b.data, b.len, hex);
-	lb_buf_free(&b);
-	return r;
+	return lb_record_sweep_seal(doc, hex);
 }
 
 static json_object *build_doc(sweep_ctx *c, const char *status)
@@ -416,6 +406,12 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 			    strcmp(sweep_jstr(sw, "id") ? sweep_jstr(sw, "id") : "", c->id) != 0 ||
 			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd ||
 			    !lb_sweep_status_final(st, retry))
+				continue;
+			/* Only a run this user's labbox recorded is taken as finished: a sweep id is
+			 * the experiment's and the grid's digest, so an index that came with the
+			 * experiment can name its cells, and their numbers would be sealed into
+			 * this sweep.json as labbox's. */
+			if (!lb_record_run_sealed(rd, sweep_jstr(row, "id")))
 				continue;
 			char key[32];
 			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
@@ -1238,7 +1234,10 @@ int cli_sweep(int argc, char **argv)
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		json_object *pc = pcells ? json_object_array_get_idx(pcells, i) : NULL;
 		const char *st = sweep_jstr(pc, "status"), *rd = sweep_jstr(pc, "run_dir");
-		json_object *res = st && rd && lb_sweep_status_final(st, retry) && in_runs(rd, runs_real)
+		/* A cell's run is reused only as this user's labbox recorded it (its seal): a
+		 * sweeps/ directory that came with the experiment names its own. */
+		json_object *res = st && rd && lb_sweep_status_final(st, retry) && in_runs(rd, runs_real) &&
+					   lb_record_run_sealed(rd, NULL)
 					   ? sweep_load_json(rd, "result.json") : NULL;
 		const char *rst = sweep_jstr(res, "status");
 		if (!(res && rst && strcmp(rst, st) == 0)) {

@@ -216,6 +216,13 @@ int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen)
 	 * journal_size_limit makes that last close truncate the kept WAL to nothing: a WAL left
 	 * full of checkpointed but valid frames is read whole (a pread per frame, hundreds) by
 	 * the next process's first connection, to rebuild its index. */
+	/* The index may have come with the experiment (a committed .labbox/): its schema is not
+	 * labbox's word. A trigger there would rewrite the user's own rows as they are written
+	 * (a run's metrics), a view would stand in for a table; labbox's schema has neither. */
+	sqlite3_db_config(ix->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, (int *)NULL);
+	sqlite3_db_config(ix->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, (int *)NULL);
+	sqlite3_db_config(ix->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+	sqlite3_db_config(ix->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 	int persist = 1;
 	sqlite3_file_control(ix->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	/* No checkpoint at every close: it cost each run two syncs (the WAL, the database), and

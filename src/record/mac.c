@@ -9,6 +9,8 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <json-c/json.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +119,84 @@ bool lb_record_mac_matches(const char *dir, const char *name, const char *want)
 	for (size_t i = 0; i < 64; i++)
 		diff |= (unsigned)(hex[i] ^ want[i]);
 	return diff == 0;
+}
+
+static json_object *parse_bytes(const char *text, size_t len)
+{
+	if (len > INT32_MAX)
+		return NULL;
+	json_tokener *tok = json_tokener_new();
+	if (!tok)
+		return NULL;
+	json_object *doc = json_tokener_parse_ex(tok, text, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(doc);
+		doc = NULL;
+	}
+	json_tokener_free(tok);
+	return doc;
+}
+
+static const char *str_of(json_object *o, const char *key)
+{
+	json_object *v;
+	return json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v) &&
+			       json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+bool lb_record_run_sealed(const char *run_dir, const char *id)
+{
+	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	LB_AUTOFREE char *rtext = NULL, *mtext = NULL;
+	size_t rlen = 0, mlen = 0;
+	/* One read of the manifest, sealed and parsed: a file replaced between a check and a
+	 * second read could not pass as the one checked. */
+	if (lb_read_file_at(dfd, "result.json", (size_t)256 << 20, &rtext, &rlen) < 0 ||
+	    lb_read_file_at(dfd, "manifest.json", (size_t)64 << 20, &mtext, &mlen) < 0)
+		return false;
+	json_object *result = parse_bytes(rtext, rlen);
+	const char *want = str_of(result, "manifest_mac");
+	char hex[65];
+	bool ok = want && strlen(want) == 64 &&
+		  lb_record_mac("manifest.json", mtext, mlen, hex) == 0;
+	if (ok) {
+		unsigned diff = 0;
+		for (size_t i = 0; i < 64; i++)
+			diff |= (unsigned)(hex[i] ^ want[i]);
+		ok = diff == 0;
+	}
+	if (ok) {
+		json_object *manifest = parse_bytes(mtext, mlen);
+		const char *mid = str_of(manifest, "id"), *rid = str_of(result, "id");
+		ok = mid && rid && strcmp(mid, rid) == 0 && (!id || strcmp(mid, id) == 0);
+		json_object_put(manifest);
+	}
+	json_object_put(result);
+	return ok;
+}
+
+int lb_record_sweep_seal(json_object *doc, char hex[65])
+{
+	json_object *inv = json_object_object_get(doc, "invocation");
+	json_object *plan = json_object_object_get(doc, "plan");
+	if (!inv || !plan)
+		return -EINVAL;
+	lb_buf b = {0};
+	int r = lb_buf_printf(&b, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
+			      json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
+	if (r == 0)
+		r = lb_record_mac("sweep.json", b.data, b.len, hex);
+	lb_buf_free(&b);
+	return r;
+}
+
+bool lb_record_sweep_sealed(json_object *doc)
+{
+	char hex[65];
+	const char *want = str_of(doc, "seal");
+	return want && lb_record_sweep_seal(doc, hex) == 0 && strcmp(hex, want) == 0;
 }

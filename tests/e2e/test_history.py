@@ -192,6 +192,47 @@ def test_rerun_uses_the_staged_copy_when_the_original_changed(tmp_path):
     assert p.returncode == 2 and "main.py" in p.stderr and "cannot repeat" in p.stderr
 
 
+def test_rerun_from_the_staged_copy_keeps_executable_files(tmp_path):
+    """The staged copy a rerun rebuilds from keeps each file's permission bits as staging
+    kept them: a helper script the experiment runs is still executable (it was 'Permission
+    denied', the rerun failed), and no setuid bit comes back."""
+    exp = make_exp(tmp_path, "import subprocess\n"
+                   "print(subprocess.run(['./tools/helper.sh'], capture_output=True, text=True,"
+                   " check=True).stdout.strip())\n")
+    helper = exp / "tools" / "helper.sh"
+    helper.parent.mkdir()
+    helper.write_text('#!/bin/sh\necho "score: 0.5"\n')
+    helper.chmod(0o4755)
+    r = run(tmp_path, exp, "--policy", "permissive")
+    assert r["status"] == "completed" and r["metrics"]["values"] == {"score": 0.5}, r
+    (exp / "main.py").write_text("print('score: 999')\n")
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0, (doc.get("failure"), p.stderr)
+    assert doc["rerun"]["source"] == "staged copy" and doc["rerun"]["metrics_match"] is True
+    assert doc["metrics"]["values"] == {"score": 0.5}
+    mode = os.stat(os.path.join(doc["run_dir"], "exp", "tools", "helper.sh")).st_mode
+    assert mode & 0o100 and not mode & 0o7000, oct(mode)
+
+
+def test_a_rerun_that_refuses_its_interpreter_exits_2(tmp_path):
+    """An interpreter of the experiment that named itself outside it is not run again; the
+    refusal exits 2 with an error document (it exited 0, status ok)."""
+    exp = make_exp(tmp_path, "print('score: 1')\n")
+    py = exp / "venv" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    py.write_text('#!/bin/sh\nexec /usr/bin/python3 "$@"\n')
+    py.chmod(0o755)
+    (exp / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    p = labbox(tmp_path, "run", "--json", "-q", "--python", py, str(exp))
+    assert p.returncode == 0, p.stderr
+    rid = json.loads(p.stdout)["id"]
+    p = labbox(tmp_path, "rerun", "--json", "-q", rid)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and doc["schema"] == "labbox.error/1", p.stdout
+    assert "not run again" in doc["error"]["message"]
+
+
 def test_index_survives_sigkill_of_labbox(tmp_path):
     exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,

@@ -315,6 +315,38 @@ static void test_record_mac(void **state)
 	assert_int_equal(st.st_size, 32);
 	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, other), 0);
 	assert_string_equal(hex, other);
+	/* A run directory: sealed when result.json carries manifest.json's seal and both name
+	 * the run asked for; not when the row asks for another id, or the manifest changed. */
+	const char *mtext = "{\"id\": \"run-1\"}";
+	f = fopen(fpath, "w");
+	fputs(mtext, f);
+	fclose(f);
+	assert_int_equal(lb_record_mac("manifest.json", mtext, strlen(mtext), hex), 0);
+	snprintf(fpath, sizeof fpath, "%s/result.json", dir);
+	f = fopen(fpath, "w");
+	fprintf(f, "{\"id\": \"run-1\", \"manifest_mac\": \"%s\"}", hex);
+	fclose(f);
+	assert_true(lb_record_run_sealed(dir, "run-1"));
+	assert_true(lb_record_run_sealed(dir, NULL));
+	assert_false(lb_record_run_sealed(dir, "run-2"));
+	f = fopen(fpath, "w");
+	fprintf(f, "{\"id\": \"run-2\", \"manifest_mac\": \"%s\"}", hex);
+	fclose(f);
+	assert_false(lb_record_run_sealed(dir, NULL));
+	snprintf(fpath, sizeof fpath, "%s/manifest.json", dir);
+	f = fopen(fpath, "w");
+	fputs("{\"id\": \"run-2\"}", f);
+	fclose(f);
+	assert_false(lb_record_run_sealed(dir, "run-2"));
+	/* A sweep document carries its own seal over its invocation and plan. */
+	json_object *sw = json_tokener_parse("{\"invocation\": {\"expdir\": \"/e\"}, \"plan\": {\"cells\": 2}}");
+	assert_false(lb_record_sweep_sealed(sw));
+	assert_int_equal(lb_record_sweep_seal(sw, hex), 0);
+	json_object_object_add(sw, "seal", json_object_new_string(hex));
+	assert_true(lb_record_sweep_sealed(sw));
+	json_object_object_add(json_object_object_get(sw, "plan"), "cells", json_object_new_int(3));
+	assert_false(lb_record_sweep_sealed(sw));
+	json_object_put(sw);
 	if (old) {
 		setenv("XDG_CACHE_HOME", old, 1);
 		free(old);
