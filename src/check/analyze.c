@@ -2442,6 +2442,30 @@ static int names_call(ctx *c, TSNode fn, const vset *callee, const args *a)
 	return i;
 }
 
+/* `helper.len = f`, setattr(helper, k, f), vars(helper)[k] = f: a builtin's name (name, or
+ * NULL for a computed one) rebound in another of the experiment's modules, whose names-only
+ * readings (len(sys.modules) there) rely on it being the builtin. */
+static void rebinds_builtin(ctx *c, const vset *obj, const char *name, TSNode at)
+{
+	if (name && names_builtin(name, strlen(name)) < 0)
+		return;
+	for (unsigned i = 0; i < obj->n; i++) {
+		const val *v = &obj->v[i];
+		if ((v->kind != VK_REF && v->kind != VK_NSDICT) || !v->s)
+			continue;
+		char top[256], msg[700];
+		snprintf(top, sizeof top, "%s", v->s);
+		top[strcspn(top, ".")] = '\0';
+		if (!ck_local_module(c->in, top))
+			continue;
+		snprintf(msg, sizeof msg,
+			 "`%s` gets %s%s%s set from outside: a builtin's name rebound in the experiment's "
+			 "own module, whose calls of it then hand their arguments on",
+			 v->s, name ? "`" : "a computed name", name ? name : "", name ? "`" : "");
+		raw(c, R_UNRESOLVED, at, v->s, msg);
+	}
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -2453,6 +2477,12 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	vset out = {0};
 	if (is(c, fn, K_IDENTIFIER))
 		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
+	if (callee.n == 1 && callee.v[0].kind == VK_REF &&
+	    strcmp(callee.v[0].s, "builtins.setattr") == 0 && a.npos >= 2) {
+		vset o = use(c, sc, a.pos[0]), nm = use(c, sc, a.pos[1]);
+		a.used[0] = a.used[1] = true;
+		rebinds_builtin(c, &o, vs_str(&nm), n);
+	}
 	int nb = names_call(c, fn, &callee, &a);
 	if (nb >= 0) {
 		unsigned upto = names_builtins[nb].every ? a.npos : 1;
@@ -2628,15 +2658,24 @@ static void bind_target_empty(ctx *c, scope *sc, TSNode t)
 		return;
 	}
 	if (is(c, t, K_ATTRIBUTE)) {
-		eval(c, sc, field(c, t, F_OBJECT));
+		vset o = eval(c, sc, field(c, t, F_OBJECT));
+		TSNode an = field(c, t, F_ATTRIBUTE);
+		if (o.n && !ts_node_is_null(an))
+			rebinds_builtin(c, &o, ident(c, an), t);
 		return;
 	}
 	if (is(c, t, K_SUBSCRIPT)) {
-		eval(c, sc, field(c, t, F_VALUE));
+		vset o = eval(c, sc, field(c, t, F_VALUE));
 		kids ks;
 		kids_of(c, t, &ks);
-		for (uint32_t i = 1; i < ks.n; i++)
-			use(c, sc, ks.v[i]);
+		for (uint32_t i = 1; i < ks.n; i++) {
+			vset k = use(c, sc, ks.v[i]);
+			for (unsigned j = 0; j < o.n; j++)
+				if (o.v[j].kind == VK_NSDICT) {
+					vset one = vs1(o.v[j]);
+					rebinds_builtin(c, &one, vs_str(&k), t);
+				}
+		}
 		return;
 	}
 	kids ks;
