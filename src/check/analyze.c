@@ -133,6 +133,7 @@ typedef struct ctx {
 	 * bits) that reading relies on; when a file can rebind one, the finding is made after
 	 * all (names_settle). */
 	bool names_only;
+	bool names_keys; /* what is read is the elements (list(C), for): names only of a mapping */
 	unsigned names_need;
 	bool names_kill; /* the file reaches the builtins module or main's namespace */
 	struct held *held;
@@ -845,7 +846,8 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 	if (how == USE && ck_sensitive_module(q)) {
 		snprintf(msg, sizeof msg,
 			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
-		if (c->names_only)
+		/* list(sys.meta_path) gives the finders themselves, list(sys.modules) names */
+		if (c->names_only && (!c->names_keys || strcmp(q, "sys.modules") == 0))
 			hold(c, at, q, msg);
 		else
 			raw(c, R_UNRESOLVED, at, q, msg);
@@ -900,19 +902,20 @@ static vset use(ctx *c, scope *sc, TSNode n)
 
 /* A use in which only the names (keys) of a container are read: n is evaluated as any
  * expression (a call inside it is still a call); only the container it gives is exempt. */
-static void report_names(ctx *c, const vset *v, TSNode n, unsigned need)
+static void report_names(ctx *c, const vset *v, TSNode n, unsigned need, bool keys)
 {
 	c->names_only = true;
+	c->names_keys = keys;
 	c->names_need = need;
 	report(c, v, n, USE);
-	c->names_only = false;
+	c->names_only = c->names_keys = false;
 	c->names_need = 0;
 }
 
-static vset use_names(ctx *c, scope *sc, TSNode n, unsigned need)
+static vset use_names(ctx *c, scope *sc, TSNode n, unsigned need, bool keys)
 {
 	vset v = eval(c, sc, n);
-	report_names(c, &v, n, need);
+	report_names(c, &v, n, need, keys);
 	return v;
 }
 
@@ -1324,7 +1327,7 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 			 * looked up); a t-string hands the value itself to whoever takes the
 			 * template. */
 			vset v = ts_node_is_null(ex)   ? (vset){0}
-				 : fstr && !tstr ? use_names(c, sc, ex, 0)
+				 : fstr && !tstr ? use_names(c, sc, ex, 0, false)
 						 : use(c, sc, ex);
 			const char *s = vs_str(&v);
 			if (!fstr || !s || !ts_node_is_null(field(c, ch, F_TYPE_CONVERSION)) ||
@@ -2399,13 +2402,14 @@ static const struct {
 	const char *name;
 	const char *kws;
 	bool every;
+	bool keys; /* gives the elements: names only of a mapping (report_ref) */
 } names_builtins[NB_COUNT] = {
-	{"len", "", false},	  {"print", " sep end file flush ", true},
-	{"str", "", false},	  {"repr", "", false},
-	{"ascii", "", false},	  {"format", "", false},
-	{"sorted", " reverse ", false}, {"list", "", false},
-	{"set", "", false},	  {"tuple", "", false},
-	{"frozenset", "", false},
+	{"len", "", false, false},	    {"print", " sep end file flush ", true, false},
+	{"str", "", false, false},	    {"repr", "", false, false},
+	{"ascii", "", false, false},	    {"format", "", false, false},
+	{"sorted", " reverse ", false, true}, {"list", "", false, true},
+	{"set", "", false, true},	    {"tuple", "", false, true},
+	{"frozenset", "", false, true},
 };
 
 static int names_builtin(const char *s, size_t n)
@@ -2487,7 +2491,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	if (nb >= 0) {
 		unsigned upto = names_builtins[nb].every ? a.npos : 1;
 		for (unsigned i = 0; i < upto; i++) {
-			vset v = use_names(c, sc, a.pos[i], 1u << nb);
+			vset v = use_names(c, sc, a.pos[i], 1u << nb, names_builtins[nb].keys);
 			if (i == 0) {
 				a.pre0 = v;
 				a.have_pre0 = true;
@@ -2848,7 +2852,7 @@ static void generic(ctx *c, scope *sc, TSNode n)
 		else if (k == K_KEYWORD_ARGUMENT)
 			use(c, sc, field(c, ch, F_VALUE));
 		else if (k == K_FOR_IN_CLAUSE) {
-			use_names(c, sc, field(c, ch, F_RIGHT), 0);
+			use_names(c, sc, field(c, ch, F_RIGHT), 0, true);
 			c->cond++;
 			bind_target_empty(c, sc, field(c, ch, F_LEFT));
 			c->cond--;
@@ -2875,7 +2879,7 @@ static void comparison(ctx *c, scope *sc, TSNode n)
 		}
 		vset v = eval(c, sc, ch);
 		if (member)
-			report_names(c, &v, ch, 0);
+			report_names(c, &v, ch, 0, false);
 		else
 			report(c, &v, ch, USE);
 		member = false;
@@ -3019,7 +3023,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		report(c, &a, left, USE);
 		/* "..." % C with a literal template is str's own formatting: C's text */
 		if (strcmp(ot, "%") == 0 && (is(c, left, K_STRING) || is(c, left, K_CONCATENATED_STRING)))
-			report_names(c, &b, right, 0);
+			report_names(c, &b, right, 0, false);
 		else
 			report(c, &b, right, USE);
 		if (strcmp(ot, "%") == 0 && vs_has_str(&a))
@@ -3039,7 +3043,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		for (uint32_t i = 0; i < ks.n; i++) {
 			TSNode ch = ks.v[i];
 			if (is(c, ch, K_FOR_IN_CLAUSE)) {
-				use_names(c, sc, field(c, ch, F_RIGHT), 0);
+				use_names(c, sc, field(c, ch, F_RIGHT), 0, true);
 				c->cond++;
 				bind_target_empty(c, sc, field(c, ch, F_LEFT));
 				c->cond--;
@@ -3346,7 +3350,7 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 		}
 	} else if (t == K_FOR_STATEMENT) {
 		/* iterating a mapping gives its keys: the loop name is bound to no value */
-		use_names(c, sc, field(c, n, F_RIGHT), 0);
+		use_names(c, sc, field(c, n, F_RIGHT), 0, true);
 		c->cond++;
 		bind_target_empty(c, sc, field(c, n, F_LEFT));
 		block(c, sc, field(c, n, F_BODY));
