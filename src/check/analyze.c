@@ -2487,6 +2487,20 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		a.used[0] = a.used[1] = true;
 		rebinds_builtin(c, &o, vs_str(&nm), n);
 	}
+	if (is(c, fn, K_ATTRIBUTE)) {
+		/* vars(helper).update(len=f), helper.__dict__.setdefault(k, f) */
+		TSNode at = field(c, fn, F_ATTRIBUTE);
+		const char *m = ts_node_is_null(at) ? "" : text(c, at);
+		if (strcmp(m, "update") == 0 || strcmp(m, "setdefault") == 0 ||
+		    strcmp(m, "__setitem__") == 0) {
+			vset o = eval(c, sc, field(c, fn, F_OBJECT)), ns = {0};
+			for (unsigned i = 0; i < o.n; i++)
+				if (o.v[i].kind == VK_NSDICT)
+					vs_add(&ns, o.v[i]);
+			if (ns.n)
+				rebinds_builtin(c, &ns, NULL, n);
+		}
+	}
 	int nb = names_call(c, fn, &callee, &a);
 	if (nb >= 0) {
 		unsigned upto = names_builtins[nb].every ? a.npos : 1;

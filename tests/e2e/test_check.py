@@ -227,9 +227,11 @@ def test_module_names_read_in_one_module_and_its_len_rebound_from_another(tmp_pa
         helper.len = lambda m: m["os"].system("id")
         setattr(helper, sys.argv[1], print)
         helper.value = 3
+        helper.__dict__.update(sorted=print)
         helper.loaded()
         """, files={"helper.py": helper}, name="exp2")
     p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d2))
     assert p.returncode == 3
     got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
-    assert got == [("main.py", 4, "LB111"), ("main.py", 5, "LB111")], doc["llm_text"]
+    assert got == [("main.py", 4, "LB111"), ("main.py", 5, "LB111"),
+                   ("main.py", 7, "LB111")], doc["llm_text"]
