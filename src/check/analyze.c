@@ -41,6 +41,7 @@ typedef enum vkind {
 	VK_STRMETH,  /* s: string, t: method */
 	VK_PATHMETH, /* s: path, t: method */
 	VK_TYPEOBJ,  /* a class reached by introspection (().__class__, type(x), __mro__[-1]) */
+	VK_NSSET,    /* s: module whose vars() this is the update/setdefault/__setitem__ of */
 } vkind;
 
 typedef struct val {
@@ -1070,6 +1071,11 @@ static vset member(ctx *c, const vset *base, const char *attr)
 				snprintf(why, sizeof why, "vars(%s).%s()", v->s, attr);
 				vs_add(&out, dyn(astrdup(c, why), !ck_sensitive_module(v->s)));
 				break;
+			}
+			if (strcmp(attr, "update") == 0 || strcmp(attr, "setdefault") == 0 ||
+			    strcmp(attr, "__setitem__") == 0) {
+				val u = {.kind = VK_NSSET, .s = v->s};
+				vs_add(&out, u); /* and setdefault gets, too: on */
 			}
 			/* fall through */
 		case VK_GLOBALS:
@@ -2487,20 +2493,12 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		a.used[0] = a.used[1] = true;
 		rebinds_builtin(c, &o, vs_str(&nm), n);
 	}
-	if (is(c, fn, K_ATTRIBUTE)) {
-		/* vars(helper).update(len=f), helper.__dict__.setdefault(k, f) */
-		TSNode at = field(c, fn, F_ATTRIBUTE);
-		const char *m = ts_node_is_null(at) ? "" : text(c, at);
-		if (strcmp(m, "update") == 0 || strcmp(m, "setdefault") == 0 ||
-		    strcmp(m, "__setitem__") == 0) {
-			vset o = eval(c, sc, field(c, fn, F_OBJECT)), ns = {0};
-			for (unsigned i = 0; i < o.n; i++)
-				if (o.v[i].kind == VK_NSDICT)
-					vs_add(&ns, o.v[i]);
-			if (ns.n)
-				rebinds_builtin(c, &ns, NULL, n);
+	for (unsigned i = 0; i < callee.n; i++)
+		if (callee.v[i].kind == VK_NSSET) {
+			/* vars(helper).update(len=f), helper.__dict__.setdefault(k, f) */
+			vset one = vs1((val){.kind = VK_NSDICT, .s = callee.v[i].s});
+			rebinds_builtin(c, &one, NULL, n);
 		}
-	}
 	int nb = names_call(c, fn, &callee, &a);
 	if (nb >= 0) {
 		unsigned upto = names_builtins[nb].every ? a.npos : 1;

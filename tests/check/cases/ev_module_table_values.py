@@ -12,3 +12,4 @@ for m in list(sys.modules.values()):  # expect: LB111
 [f for n, f in vars(os).items() if n == "system"][0]("id")  # expect: LB111
 table = dict(sys.modules)  # expect: LB111
 print(len(sys.modules.copy()))  # expect: LB111
+vars(os).setdefault("system")("id")  # expect: LB101
