@@ -41,6 +41,7 @@ typedef enum vkind {
 	VK_STRMETH,  /* s: string, t: method */
 	VK_PATHMETH, /* s: path, t: method */
 	VK_TYPEOBJ,  /* a class reached by introspection (().__class__, type(x), __mro__[-1]) */
+	VK_NSSET,    /* s: module whose vars() this is the update/setdefault/__setitem__ of */
 } vkind;
 
 typedef struct val {
@@ -128,8 +129,24 @@ typedef struct ctx {
 	bool time_flag;
 	bool h_estimate, h_guard, h_results, h_metrics;
 	bool module_has_sensitive;
-	bool membership; /* reporting the container of `x in C`: asked about, not handed on */
+	/* Reporting a container whose names alone are read (`x in C`, `len(C)`, `for k in C`):
+	 * a module table there is asked about, not handed on. names_need: the builtins (NB_*
+	 * bits) that reading relies on; when a file can rebind one, the finding is made after
+	 * all (names_settle). */
+	bool names_only;
+	bool names_keys; /* what is read is the elements (list(C), for): names only of a mapping */
+	unsigned names_need;
+	bool names_kill; /* the file reaches the builtins module or main's namespace */
+	struct held *held;
 } ctx;
+
+/* A "passed on as a value" finding the names-only reading held back. */
+typedef struct held {
+	TSNode at;
+	const char *name, *msg;
+	unsigned need;
+	struct held *next;
+} held;
 
 /* ---- memory --------------------------------------------------------------------------------- */
 
@@ -267,6 +284,9 @@ static val ref(ctx *c, const char *q)
 	char canon[512];
 	ck_canonical(q, canon, sizeof canon);
 	val v = {.kind = VK_REF, .s = astrdup(c, canon)};
+	/* Through these, a builtin's name can be rebound by a computed one. */
+	if (strcmp(canon, "builtins") == 0 || strcmp(canon, "__main__") == 0)
+		c->names_kill = true;
 	return v;
 }
 
@@ -794,6 +814,20 @@ static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
 	return true;
 }
 
+/* A container reported where only its names are read: nothing when that reading relies on no
+ * builtin's name (`in`, `for`, an f-string), held to the end of the file otherwise. */
+static void hold(ctx *c, TSNode at, const char *name, const char *msg)
+{
+	if (!c->names_need)
+		return;
+	held *h = amalloc(c, sizeof *h);
+	if (!h)
+		return;
+	*h = (held){.at = at, .name = astrdup(c, name), .msg = astrdup(c, msg),
+		    .need = c->names_need, .next = c->held};
+	c->held = h;
+}
+
 static void report_ref(ctx *c, const char *q, TSNode at, int how)
 {
 	char msg[600];
@@ -810,10 +844,14 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 	}
 	if (c->in->std && stdlib_ref(c, q, at, how))
 		return;
-	if (how == USE && ck_sensitive_module(q) && !c->membership) {
+	if (how == USE && ck_sensitive_module(q)) {
 		snprintf(msg, sizeof msg,
 			 "module `%s` is passed on as a value; what is done with it cannot be followed", q);
-		raw(c, R_UNRESOLVED, at, q, msg);
+		/* list(sys.meta_path) gives the finders themselves, list(sys.modules) names */
+		if (c->names_only && (!c->names_keys || strcmp(q, "sys.modules") == 0))
+			hold(c, at, q, msg);
+		else
+			raw(c, R_UNRESOLVED, at, q, msg);
 	}
 }
 
@@ -838,7 +876,10 @@ static void report(ctx *c, const vset *vs, TSNode at, int how)
 				snprintf(msg, sizeof msg,
 					 "the namespace of `%s` is passed on; what is taken from it cannot be followed",
 					 v->s);
-				raw(c, R_UNRESOLVED, at, v->s, msg);
+				if (c->names_only)
+					hold(c, at, v->s, msg);
+				else
+					raw(c, R_UNRESOLVED, at, v->s, msg);
 			}
 			break;
 		default:
@@ -857,6 +898,25 @@ static vset use(ctx *c, scope *sc, TSNode n)
 {
 	vset v = eval(c, sc, n);
 	report(c, &v, n, USE);
+	return v;
+}
+
+/* A use in which only the names (keys) of a container are read: n is evaluated as any
+ * expression (a call inside it is still a call); only the container it gives is exempt. */
+static void report_names(ctx *c, const vset *v, TSNode n, unsigned need, bool keys)
+{
+	c->names_only = true;
+	c->names_keys = keys;
+	c->names_need = need;
+	report(c, v, n, USE);
+	c->names_only = c->names_keys = false;
+	c->names_need = 0;
+}
+
+static vset use_names(ctx *c, scope *sc, TSNode n, unsigned need, bool keys)
+{
+	vset v = eval(c, sc, n);
+	report_names(c, &v, n, need, keys);
 	return v;
 }
 
@@ -888,6 +948,13 @@ static bool escape_attr(const char *a)
 		if (a[0] == escape_attr_names[i][0] && strcmp(a, escape_attr_names[i]) == 0)
 			return true;
 	return false;
+}
+
+/* dict methods that give the values (modules, functions), not the keys */
+static bool dict_values(const char *a)
+{
+	return strcmp(a, "values") == 0 || strcmp(a, "items") == 0 || strcmp(a, "copy") == 0 ||
+	       strcmp(a, "popitem") == 0;
 }
 
 static bool dict_getter(const char *a)
@@ -948,6 +1015,8 @@ static vset member(ctx *c, const vset *base, const char *attr)
 	}
 	if (escape_attr(attr))
 		return out;
+	if (strcmp(attr, "__self__") == 0)
+		c->names_kill = true; /* len.__self__ is the builtins module */
 	if (strcmp(attr, "__class__") == 0 || strcmp(attr, "__base__") == 0 ||
 	    strcmp(attr, "__bases__") == 0 || strcmp(attr, "__mro__") == 0) {
 		val t = {.kind = VK_TYPEOBJ};
@@ -964,6 +1033,8 @@ static vset member(ctx *c, const vset *base, const char *attr)
 			else if (strcmp(attr, "__dict__") == 0) {
 				val d = {.kind = VK_NSDICT, .s = v->s};
 				vs_add(&out, d);
+			} else if (strcmp(v->s, "sys.modules") == 0 && dict_values(attr)) {
+				vs_add(&out, dyn("sys.modules.values()/items()", false));
 			} else if ((strcmp(v->s, "sys.modules") == 0 || strcmp(v->s, "builtins") == 0) &&
 				   dict_getter(attr)) {
 				val g = {.kind = VK_BOUNDGET, .s = v->s[0] == 's' ? "M" : "B"};
@@ -996,6 +1067,17 @@ static vset member(ctx *c, const vset *base, const char *attr)
 			vs_add(&out, dyn(astrdup(c, why), false));
 			break;
 		case VK_NSDICT:
+			if (dict_values(attr)) {
+				snprintf(why, sizeof why, "vars(%s).%s()", v->s, attr);
+				vs_add(&out, dyn(astrdup(c, why), !ck_sensitive_module(v->s)));
+				break;
+			}
+			if (strcmp(attr, "update") == 0 || strcmp(attr, "setdefault") == 0 ||
+			    strcmp(attr, "__setitem__") == 0) {
+				val u = {.kind = VK_NSSET, .s = v->s};
+				vs_add(&out, u); /* and setdefault gets, too: on */
+			}
+			/* fall through */
 		case VK_GLOBALS:
 			if (dict_getter(attr)) {
 				val g = {.kind = VK_BOUNDGET,
@@ -1094,6 +1176,7 @@ static vset getattr_val(ctx *c, const vset *obj, const vset *names)
 			computed = true;
 	if (computed) {
 		char why[300];
+		c->names_kill = true; /* getattr(len, name): name may be "__self__" */
 		for (unsigned i = 0; i < obj->n; i++) {
 			const val *v = &obj->v[i];
 			if (v->kind == VK_REF) {
@@ -1216,7 +1299,7 @@ static void string_facts(ctx *c, const char *s)
 
 static vset fold_string(ctx *c, scope *sc, TSNode n)
 {
-	bool raw_s = false, bytes = false, fstr = false;
+	bool raw_s = false, bytes = false, fstr = false, tstr = false;
 	lb_buf b = {0};
 	bool known = true;
 	kids ks;
@@ -1231,8 +1314,10 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 					raw_s = true;
 				else if (*p == 'b' || *p == 'B')
 					bytes = true;
-				else if (*p == 'f' || *p == 'F' || *p == 't' || *p == 'T')
+				else if (*p == 'f' || *p == 'F' || *p == 't' || *p == 'T') {
 					fstr = true;
+					tstr = *p == 't' || *p == 'T';
+				}
 			}
 		} else if (t == K_STRING_CONTENT) {
 			uint32_t a = ts_node_start_byte(ch), e = ts_node_end_byte(ch);
@@ -1244,7 +1329,12 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 				known = false;
 		} else if (t == K_INTERPOLATION) {
 			TSNode ex = field(c, ch, F_EXPRESSION);
-			vset v = ts_node_is_null(ex) ? (vset){0} : use(c, sc, ex);
+			/* An f-string formats the value into text (its type's __format__, no name
+			 * looked up); a t-string hands the value itself to whoever takes the
+			 * template. */
+			vset v = ts_node_is_null(ex)   ? (vset){0}
+				 : fstr && !tstr ? use_names(c, sc, ex, 0, false)
+						 : use(c, sc, ex);
 			const char *s = vs_str(&v);
 			if (!fstr || !s || !ts_node_is_null(field(c, ch, F_TYPE_CONVERSION)) ||
 			    !ts_node_is_null(field(c, ch, F_FORMAT_SPECIFIER)))
@@ -1305,6 +1395,8 @@ typedef struct args {
 	unsigned nkw;
 	bool splat; /* *args or **kwargs: positions cannot be trusted */
 	bool used[MAX_ARGS];
+	bool have_pre0; /* pre0: the first argument, evaluated and reported already */
+	vset pre0;
 } args;
 
 /* ks gets the argument list's named children, which eval_call walks again */
@@ -1920,7 +2012,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 	    strcmp(q, "os.path.normpath") == 0 || strcmp(q, "os.path.realpath") == 0 ||
 	    strcmp(q, "builtins.str") == 0) {
 		if (a->npos >= 1) {
-			vset v = use(c, sc, a->pos[0]);
+			vset v = a->have_pre0 ? a->pre0 : use(c, sc, a->pos[0]);
 			a->used[0] = true;
 			for (unsigned i = 0; i < v.n; i++)
 				if (v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH)
@@ -2307,6 +2399,83 @@ static void stdlib_method(ctx *c, TSNode fn)
 	raw(c, r, fn, m, msg);
 }
 
+/* Builtins that, given a container, read only its keys or its text: len a count, sorted and
+ * the constructors the keys (strings), print/str/repr/ascii/format the repr. A key= would
+ * hand each name, and through it the module, to the experiment's function, so only the
+ * keywords listed are taken; every: each positional argument is read so (print). */
+enum { NB_COUNT = 11 };
+static const struct {
+	const char *name;
+	const char *kws;
+	bool every;
+	bool keys; /* gives the elements: names only of a mapping (report_ref) */
+} names_builtins[NB_COUNT] = {
+	{"len", "", false, false},	    {"print", " sep end file flush ", true, false},
+	{"str", "", false, false},	    {"repr", "", false, false},
+	{"ascii", "", false, false},	    {"format", "", false, false},
+	{"sorted", " reverse ", false, true}, {"list", "", false, true},
+	{"set", "", false, true},	    {"tuple", "", false, true},
+	{"frozenset", "", false, true},
+};
+
+static int names_builtin(const char *s, size_t n)
+{
+	for (int i = 0; i < NB_COUNT; i++)
+		if (strlen(names_builtins[i].name) == n && memcmp(names_builtins[i].name, s, n) == 0)
+			return i;
+	return -1;
+}
+
+/* Which entry of names_builtins the call fn(a) is, or -1: fn a plain name that resolves to
+ * nothing but that builtin here (a binding of the name anywhere in the file is checked again
+ * at its end, names_settle). */
+static int names_call(ctx *c, TSNode fn, const vset *callee, const args *a)
+{
+	if (!is(c, fn, K_IDENTIFIER) || a->splat || callee->n != 1 || callee->v[0].kind != VK_REF ||
+	    strncmp(callee->v[0].s, "builtins.", 9) != 0)
+		return -1;
+	const char *name = ident(c, fn);
+	int i = names_builtin(name, strlen(name));
+	if (i < 0 || strcmp(callee->v[0].s + 9, name) != 0)
+		return -1;
+	for (unsigned k = 0; k < a->nkw; k++) {
+		char w[40];
+		if (!a->kwname[k] || strlen(a->kwname[k]) > 30)
+			return -1;
+		snprintf(w, sizeof w, " %s ", a->kwname[k]);
+		if (!strstr(names_builtins[i].kws, w))
+			return -1;
+	}
+	unsigned most = names_builtins[i].every ? MAX_ARGS : strcmp(name, "format") == 0 ? 2 : 1;
+	if (a->npos > most || (!names_builtins[i].every && a->npos == 0))
+		return -1;
+	return i;
+}
+
+/* `helper.len = f`, setattr(helper, k, f), vars(helper)[k] = f: a builtin's name (name, or
+ * NULL for a computed one) rebound in another of the experiment's modules, whose names-only
+ * readings (len(sys.modules) there) rely on it being the builtin. */
+static void rebinds_builtin(ctx *c, const vset *obj, const char *name, TSNode at)
+{
+	if (name && names_builtin(name, strlen(name)) < 0)
+		return;
+	for (unsigned i = 0; i < obj->n; i++) {
+		const val *v = &obj->v[i];
+		if ((v->kind != VK_REF && v->kind != VK_NSDICT) || !v->s)
+			continue;
+		char top[256], msg[700];
+		snprintf(top, sizeof top, "%s", v->s);
+		top[strcspn(top, ".")] = '\0';
+		if (!ck_local_module(c->in, top))
+			continue;
+		snprintf(msg, sizeof msg,
+			 "`%s` gets %s%s%s set from outside: a builtin's name rebound in the experiment's "
+			 "own module, whose calls of it then hand their arguments on",
+			 v->s, name ? "`" : "a computed name", name ? name : "", name ? "`" : "");
+		raw(c, R_UNRESOLVED, at, v->s, msg);
+	}
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -2318,6 +2487,30 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	vset out = {0};
 	if (is(c, fn, K_IDENTIFIER))
 		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
+	if (callee.n == 1 && callee.v[0].kind == VK_REF &&
+	    strcmp(callee.v[0].s, "builtins.setattr") == 0 && a.npos >= 2) {
+		vset o = use(c, sc, a.pos[0]), nm = use(c, sc, a.pos[1]);
+		a.used[0] = a.used[1] = true;
+		rebinds_builtin(c, &o, vs_str(&nm), n);
+	}
+	for (unsigned i = 0; i < callee.n; i++)
+		if (callee.v[i].kind == VK_NSSET) {
+			/* vars(helper).update(len=f), helper.__dict__.setdefault(k, f) */
+			vset one = vs1((val){.kind = VK_NSDICT, .s = callee.v[i].s});
+			rebinds_builtin(c, &one, NULL, n);
+		}
+	int nb = names_call(c, fn, &callee, &a);
+	if (nb >= 0) {
+		unsigned upto = names_builtins[nb].every ? a.npos : 1;
+		for (unsigned i = 0; i < upto; i++) {
+			vset v = use_names(c, sc, a.pos[i], 1u << nb, names_builtins[nb].keys);
+			if (i == 0) {
+				a.pre0 = v;
+				a.have_pre0 = true;
+			}
+			a.used[i] = true;
+		}
+	}
 	for (unsigned i = 0; i < callee.n; i++) {
 		const val *v = &callee.v[i];
 		vset r = {0};
@@ -2481,15 +2674,24 @@ static void bind_target_empty(ctx *c, scope *sc, TSNode t)
 		return;
 	}
 	if (is(c, t, K_ATTRIBUTE)) {
-		eval(c, sc, field(c, t, F_OBJECT));
+		vset o = eval(c, sc, field(c, t, F_OBJECT));
+		TSNode an = field(c, t, F_ATTRIBUTE);
+		if (o.n && !ts_node_is_null(an))
+			rebinds_builtin(c, &o, ident(c, an), t);
 		return;
 	}
 	if (is(c, t, K_SUBSCRIPT)) {
-		eval(c, sc, field(c, t, F_VALUE));
+		vset o = eval(c, sc, field(c, t, F_VALUE));
 		kids ks;
 		kids_of(c, t, &ks);
-		for (uint32_t i = 1; i < ks.n; i++)
-			use(c, sc, ks.v[i]);
+		for (uint32_t i = 1; i < ks.n; i++) {
+			vset k = use(c, sc, ks.v[i]);
+			for (unsigned j = 0; j < o.n; j++)
+				if (o.v[j].kind == VK_NSDICT) {
+					vset one = vs1(o.v[j]);
+					rebinds_builtin(c, &one, vs_str(&k), t);
+				}
+		}
 		return;
 	}
 	kids ks;
@@ -2662,7 +2864,7 @@ static void generic(ctx *c, scope *sc, TSNode n)
 		else if (k == K_KEYWORD_ARGUMENT)
 			use(c, sc, field(c, ch, F_VALUE));
 		else if (k == K_FOR_IN_CLAUSE) {
-			use(c, sc, field(c, ch, F_RIGHT));
+			use_names(c, sc, field(c, ch, F_RIGHT), 0, true);
 			c->cond++;
 			bind_target_empty(c, sc, field(c, ch, F_LEFT));
 			c->cond--;
@@ -2688,9 +2890,10 @@ static void comparison(ctx *c, scope *sc, TSNode n)
 			continue;
 		}
 		vset v = eval(c, sc, ch);
-		c->membership = member;
-		report(c, &v, ch, USE);
-		c->membership = false;
+		if (member)
+			report_names(c, &v, ch, 0, false);
+		else
+			report(c, &v, ch, USE);
 		member = false;
 	}
 }
@@ -2830,7 +3033,11 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 				return out;
 		}
 		report(c, &a, left, USE);
-		report(c, &b, right, USE);
+		/* "..." % C with a literal template is str's own formatting: C's text */
+		if (strcmp(ot, "%") == 0 && (is(c, left, K_STRING) || is(c, left, K_CONCATENATED_STRING)))
+			report_names(c, &b, right, 0, false);
+		else
+			report(c, &b, right, USE);
 		if (strcmp(ot, "%") == 0 && vs_has_str(&a))
 			vs_add(&out, str(NULL));
 		return out;
@@ -2848,7 +3055,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		for (uint32_t i = 0; i < ks.n; i++) {
 			TSNode ch = ks.v[i];
 			if (is(c, ch, K_FOR_IN_CLAUSE)) {
-				use(c, sc, field(c, ch, F_RIGHT));
+				use_names(c, sc, field(c, ch, F_RIGHT), 0, true);
 				c->cond++;
 				bind_target_empty(c, sc, field(c, ch, F_LEFT));
 				c->cond--;
@@ -3154,7 +3361,8 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 			}
 		}
 	} else if (t == K_FOR_STATEMENT) {
-		use(c, sc, field(c, n, F_RIGHT));
+		/* iterating a mapping gives its keys: the loop name is bound to no value */
+		use_names(c, sc, field(c, n, F_RIGHT), 0, true);
 		c->cond++;
 		bind_target_empty(c, sc, field(c, n, F_LEFT));
 		block(c, sc, field(c, n, F_BODY));
@@ -3629,6 +3837,176 @@ static void harness(ctx *c)
 
 /* ---- entry ------------------------------------------------------------------------------------ */
 
+/* ---- names-only readings, settled at the end of the file ------------------------------------- */
+
+/* Names through which a builtin, or this module's namespace, can be rebound by a computed
+ * name (setattr(builtins, k, f), globals()[k] = f, vars()[k], len.__self__): with one in
+ * the file, no reading relies on a builtin's name. */
+static const char *const names_kill_words[] = {
+	"setattr", "delattr", "__setattr__", "__delattr__", "__dict__",
+	"__builtins__", "builtins", "__builtin__", "__main__", "__self__", "getmodule",
+};
+
+static bool names_kill_word(const char *s, size_t n)
+{
+	for (size_t i = 0; i < sizeof names_kill_words / sizeof *names_kill_words; i++)
+		if (strlen(names_kill_words[i]) == n && memcmp(names_kill_words[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+static bool names_store_target(ctx *c, TSNode sub)
+{
+	TSNode p = ts_node_parent(sub);
+	ck_kind k = kind(c, p);
+	if (k == K_ASSIGNMENT || k == K_AUGMENTED_ASSIGNMENT)
+		return ts_node_eq(field(c, p, F_LEFT), sub);
+	if (k == K_EXPRESSION_LIST)
+		return is(c, ts_node_parent(p), K_DELETE_STATEMENT);
+	return k == K_PATTERN_LIST || k == K_TUPLE_PATTERN || k == K_LIST_PATTERN ||
+	       k == K_DELETE_STATEMENT || k == K_FOR_STATEMENT || k == K_FOR_IN_CLAUSE;
+}
+
+/* globals()/locals()/vars() where the namespace can only be read: compared, indexed (not
+ * stored to), asked for keys/items/values/get/copy, or given to one of names_builtins (the
+ * NB_* bit in *passed, which must hold at the end: a rebound len could write to it). */
+static bool names_namespace_read(ctx *c, TSNode id, unsigned *passed)
+{
+	TSNode call = ts_node_parent(id);
+	if (!is(c, call, K_CALL) || !ts_node_eq(field(c, call, F_FUNCTION), id))
+		return false;
+	TSNode al = field(c, call, F_ARGUMENTS);
+	if (ts_node_is_null(al) || ts_node_named_child_count(al) != 0)
+		return false;
+	TSNode p = ts_node_parent(call);
+	if (strcmp(ts_node_type(p), "comparison_operator") == 0)
+		return true;
+	if (is(c, p, K_SUBSCRIPT))
+		return ts_node_eq(field(c, p, F_VALUE), call) && !names_store_target(c, p);
+	if (is(c, p, K_ATTRIBUTE)) {
+		TSNode at = field(c, p, F_ATTRIBUTE), gp = ts_node_parent(p);
+		if (ts_node_is_null(at) || !is(c, gp, K_CALL) || !ts_node_eq(field(c, gp, F_FUNCTION), p))
+			return false;
+		uint32_t a = ts_node_start_byte(at), e = ts_node_end_byte(at);
+		static const char *const reads[] = {"keys", "items", "values", "get", "copy"};
+		for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
+			if (strlen(reads[i]) == e - a && memcmp(c->src + a, reads[i], e - a) == 0)
+				return true;
+		return false;
+	}
+	if (is(c, p, K_ARGUMENT_LIST)) {
+		TSNode f = field(c, ts_node_parent(p), F_FUNCTION);
+		if (!is(c, f, K_IDENTIFIER))
+			return false;
+		uint32_t a = ts_node_start_byte(f), e = ts_node_end_byte(f);
+		int i = names_builtin(c->src + a, e - a);
+		if (i < 0)
+			return false;
+		*passed |= 1u << i;
+		return true;
+	}
+	return false;
+}
+
+/* The NB_* bits an identifier leaves standing: a builtin's name only as the callee of a call
+ * (`len(...)`, `x.format(...)`: no binding, no taking of the function itself). */
+static unsigned names_ident(ctx *c, TSNode n, unsigned all, unsigned *passed)
+{
+	uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
+	if (e > c->in->len || a > e)
+		return 0;
+	const char *s = c->src + a;
+	size_t len = e - a;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0; /* NFKC could make it any name */
+	if (names_kill_word(s, len))
+		return 0;
+	if ((len == 7 && memcmp(s, "globals", 7) == 0) || (len == 6 && memcmp(s, "locals", 6) == 0))
+		return names_namespace_read(c, n, passed) ? all : 0;
+	bool vars = len == 4 && memcmp(s, "vars", 4) == 0;
+	if (!vars && names_builtin(s, len) < 0)
+		return all;
+	TSNode p = ts_node_parent(n), callee = n;
+	if (is(c, p, K_ATTRIBUTE) && ts_node_eq(field(c, p, F_ATTRIBUTE), n)) {
+		callee = p;
+		p = ts_node_parent(p);
+	}
+	/* elsewhere (`len = f`, `def len`, `key=len`) the name may be bound; the builtin
+	 * itself taken as a value is harmless (len.__self__ is settled by names_kill) */
+	if (!vars && ts_node_eq(callee, n) &&
+	    (is(c, p, K_ARGUMENT_LIST) ||
+	     (is(c, p, K_KEYWORD_ARGUMENT) && ts_node_eq(field(c, p, F_VALUE), n))))
+		return all; /* map(str, xs), key=len: the builtin passed, nothing bound */
+	if (!is(c, p, K_CALL) || !ts_node_eq(field(c, p, F_FUNCTION), callee))
+		return vars ? 0 : all & ~(1u << names_builtin(s, len));
+	/* vars() with no argument is the namespace itself */
+	if (vars && ts_node_eq(callee, n)) {
+		TSNode al = field(c, p, F_ARGUMENTS);
+		if (ts_node_is_null(al) || ts_node_named_child_count(al) == 0)
+			return names_namespace_read(c, n, passed) ? all : 0;
+	}
+	return all;
+}
+
+/* A string that names one: the key of globals()[...], setattr(..., "len", ...) */
+static unsigned names_string(ctx *c, TSNode n, unsigned all)
+{
+	uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
+	if (e > c->in->len || a > e || e - a > 40)
+		return all;
+	lb_buf b = {0};
+	bool ok = unescape(c->src + a, e - a, &b);
+	const char *s = ok && b.data ? b.data : c->src + a;
+	size_t len = ok ? b.len : e - a;
+	unsigned r = all;
+	if (names_kill_word(s, len))
+		r = 0;
+	else if (names_builtin(s, len) >= 0)
+		r = all & ~(1u << names_builtin(s, len));
+	lb_buf_free(&b);
+	return r;
+}
+
+static unsigned names_clean(ctx *c)
+{
+	unsigned clean = (1u << NB_COUNT) - 1, passed = 0;
+	TSTreeCursor cur = ts_tree_cursor_new(c->in->root);
+	while (clean) {
+		TSNode n = ts_tree_cursor_current_node(&cur);
+		ck_kind k = kind(c, n);
+		if (k == K_WILDCARD_IMPORT)
+			clean = 0;
+		else if (k == K_IDENTIFIER)
+			clean = names_ident(c, n, clean, &passed);
+		else if (k == K_STRING_CONTENT)
+			clean = names_string(c, n, clean);
+		if (ts_tree_cursor_goto_first_child(&cur))
+			continue;
+		bool up = true;
+		while (up && !ts_tree_cursor_goto_next_sibling(&cur))
+			up = ts_tree_cursor_goto_parent(&cur);
+		if (!up)
+			break;
+	}
+	ts_tree_cursor_delete(&cur);
+	return (passed & clean) == passed ? clean : 0;
+}
+
+/* Each reading held back relied on builtins' names; where the file can rebind one (or reach
+ * the builtins module, main's namespace), the finding is made after all. Only files with such
+ * a reading pay for the walk. */
+static void names_settle(ctx *c)
+{
+	if (!c->held)
+		return;
+	unsigned clean = c->names_kill ? 0 : names_clean(c);
+	for (held *h = c->held; h; h = h->next)
+		if ((h->need & clean) != h->need)
+			raw(c, R_UNRESOLVED, h->at, h->name, h->msg);
+	c->held = NULL;
+}
+
 static void reset_pass(ctx *c)
 {
 	c->module = new_scope(c, SC_MODULE, NULL, NULL);
@@ -3642,6 +4020,8 @@ static void reset_pass(ctx *c)
 	c->time_flag = false;
 	c->h_estimate = c->h_guard = c->h_results = c->h_metrics = false;
 	c->module_has_sensitive = false;
+	c->names_kill = false;
+	c->held = NULL;
 	if (c->module)
 		c->module->id = 0;
 	c->next_scope_id = 1;
@@ -3654,6 +4034,7 @@ static void run_pass(ctx *c)
 		return;
 	}
 	walk_body(c, c->module, c->in->root, (TSNode){0}, false);
+	names_settle(c);
 	if (c->too_deep)
 		raw(c, R_UNPARSED, c->in->root, NULL,
 		    "the code is nested too deeply to be analysed; flatten it");

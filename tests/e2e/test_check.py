@@ -206,3 +206,32 @@ def test_needs_are_listed_before_the_summary_and_reject_nothing(tmp_path):
     assert "main.py:3: need[network]: --network host (huggingface_hub.hf_hub_download)" in lines
     assert "main.py:4: need[gpu]: --gpus all (.cuda())" in lines
     assert lines[-1].startswith("labbox check: 1 file")
+
+
+def test_module_names_read_in_one_module_and_its_len_rebound_from_another(tmp_path):
+    """len(sys.modules) in the experiment's helper reads names only while `len` there is the
+    builtin; another module of the experiment setting helper.len (or setattr with a computed
+    name) makes it a function that gets the module table, and is refused where it does so."""
+    helper = ("import sys\n\n\ndef loaded():\n"
+              "    print(\"mods: %d\" % len(sys.modules))\n"
+              "    return sorted(sys.modules)\n")
+    d = write_exp(tmp_path, "import helper\n\nprint(len(helper.loaded()))\n",
+                  files={"helper.py": helper})
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d))
+    assert p.returncode == 0, doc["llm_text"]
+    assert doc["findings"] == []
+    d2 = write_exp(tmp_path, """
+        import sys
+        import helper
+
+        helper.len = lambda m: m["os"].system("id")
+        setattr(helper, sys.argv[1], print)
+        helper.value = 3
+        helper.__dict__.update(sorted=print)
+        helper.loaded()
+        """, files={"helper.py": helper}, name="exp2")
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d2))
+    assert p.returncode == 3
+    got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
+    assert got == [("main.py", 4, "LB111"), ("main.py", 5, "LB111"),
+                   ("main.py", 7, "LB111")], doc["llm_text"]

@@ -5,4 +5,5 @@ import sys
 if "os" in sys.modules:
     mods = [sys.modules]  # expect: LB111
     mods[0]["os"].system("id")
-print([k for k in sys.modules])  # expect: LB111
+# iterating the table gives names (fp_module_table_names.py); its values are the modules
+print([m for m in sys.modules.values()])  # expect: LB111
