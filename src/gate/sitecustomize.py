@@ -256,6 +256,7 @@ def _labbox_gate():
 
     state = {"n": 0, "dropped": 0, "seen": set()}
     busy = set()
+    printing = []  # the code of the gate's exception hooks, once they are made
 
     def record(event, args, refused, rule, title, frame, detail=None):
         if fd < 0:
@@ -498,8 +499,13 @@ def _labbox_gate():
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
-        if fn_text and _under(fn_text, trusted_roots) and not same_as_file(fn_text, source):
-            # Code claiming to be the interpreter's own file would be trusted as it is.
+        # Code claiming to be the interpreter's own file would be trusted as it is. The
+        # interpreter parses a piece of a line itself when it prints a traceback (the ^^^
+        # under a call): from no Python frame, or from the gate's own exception hooks, and
+        # nothing it parses there reaches the experiment.
+        if fn_text and _under(fn_text, trusted_roots) and \
+                not (frame is None or frame.f_code in printing) and \
+                not same_as_file(fn_text, source):
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
@@ -617,13 +623,17 @@ def _labbox_gate():
         ("torch.storage", "_load_from_bytes"), ("collections", "OrderedDict"),
         ("collections", "defaultdict"), ("collections", "deque"), ("collections", "Counter"),
         ("multiprocessing.pool", "mapstar"), ("multiprocessing.pool", "starmapstar"),
+        # What a spawned or forkserver child is handed to run: the pool's and the process
+        # pool executor's worker loops (they call only what passes this list too).
+        ("multiprocessing.pool", "worker"), ("concurrent.futures.process", "_process_worker"),
+        ("concurrent.futures.process", "_process_chunk"),
         ("functools", "partial"), ("functools", "reduce"),
         ("multiprocessing.managers", "RebuildProxy"),
     ])
     # multiprocessing and torch.multiprocessing hand queues, connections, descriptors and
     # tensors to their workers with reconstruction functions of their own.
-    rebuild_mods = ("multiprocessing", "torch.multiprocessing")
-    class_mods = ("numpy", "torch", "torch.nn", "multiprocessing", "torch.optim", "torch.storage", "torch._utils",
+    rebuild_mods = ("multiprocessing", "torch.multiprocessing", "concurrent.futures")
+    class_mods = ("numpy", "torch", "torch.nn", "multiprocessing", "concurrent.futures", "torch.optim", "torch.storage", "torch._utils",
                   "torch._tensor", "torch.distributions", "collections", "datetime", "decimal",
                   "fractions", "uuid", "pathlib", "argparse", "enum", "numbers", "types",
                   "pandas", "scipy.sparse", "sklearn")
@@ -645,6 +655,25 @@ def _labbox_gate():
         fn = _dict_get(d, "__file__") if type(d) is dict else None
         return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
 
+    _BaseException = BaseException
+
+    def exception_class(modname, name):
+        """An exception class of a module loaded already: a worker's error comes back to
+        the pool pickled (ValueError, a library's own), and building one runs no code of
+        the pickle's choosing. A module is not imported for it."""
+        m = sys.modules.get(modname)
+        if m is None:
+            return False
+        try:
+            d = object.__getattribute__(m, "__dict__")
+        except AttributeError:
+            return False
+        obj = _dict_get(d, name) if type(d) is dict else None
+        try:
+            return isinstance(obj, type) and issubclass(obj, _BaseException)
+        except Exception:
+            return False
+
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
             return False
@@ -652,6 +681,8 @@ def _labbox_gate():
             return True
         if "." in name:
             return False  # attribute chains (os.system through a module's names)
+        if exception_class(modname, name):
+            return True
         if name.startswith(("rebuild", "_rebuild")) and _under(
                 modname.replace(".", "/"), tuple(m.replace(".", "/") for m in rebuild_mods)):
             return True
@@ -663,7 +694,9 @@ def _labbox_gate():
             return False
         m = sys.modules.get(modname)
         if m is None:
-            return name[:1].isupper()  # imported by find_class itself: a class, by its name
+            # Imported by find_class itself: a class, by its name (_DupFd, a spawned
+            # child's first descriptor, is one).
+            return name.lstrip("_")[:1].isupper()
         try:
             d = object.__getattribute__(m, "__dict__")
         except AttributeError:
@@ -797,15 +830,132 @@ def _labbox_gate():
     sys.addaudithook(hook)
 
     # _posixsubprocess.fork_exec raises no audit event (multiprocessing's spawn and
-    # forkserver call it directly): refused in the module itself, with no way back to the
-    # original function kept anywhere.
+    # forkserver call it directly): guarded in the module itself. What it lets through is
+    # one thing: multiprocessing starting this same interpreter on one of its own entry
+    # points (spawn, forkserver, resource tracker) with literal arguments, so that the new
+    # process is a gated interpreter like a forked one (CUDA code and Python 3.14's default
+    # need spawn or forkserver). Everything else is refused. The original stays in this
+    # closure; reaching a closure's cells is what the static check refuses (LB111), and
+    # through them the experiment could as well turn the whole gate off.
+    mp_entry = frozenset([("multiprocessing.spawn", "spawn_main"),
+                          ("multiprocessing.forkserver", "main"),
+                          ("multiprocessing.resource_tracker", "main")])
+    start_exe = sys.executable if type(sys.executable) is str else ""
+    # What the child is told by flags and by the environment is what this interpreter was
+    # started with: sys.warnoptions, sys._xoptions and os.environ are the experiment's to
+    # change, and -X presite, -X frozen_modules=off with a pycache_prefix, PYTHONPATH
+    # without the gate or LD_PRELOAD would start a child the gate does not hold.
+    start_flags = frozenset(["-W" + w for w in sys.warnoptions if type(w) is str] +
+                            ["-X" + (k if v is True else "%s=%s" % (k, v))
+                             for k, v in getattr(sys, "_xoptions", {}).items()
+                             if k not in ("presite", "frozen_modules", "pycache_prefix")])
+    unsafe_env_names = frozenset([b"GCONV_PATH", b"GETCONF_DIR", b"HOSTALIASES",
+                                  b"LOCALDOMAIN", b"LOCPATH", b"MALLOC_TRACE", b"NIS_PATH",
+                                  b"NLSPATH", b"RESOLV_HOST_CONF", b"RES_OPTIONS", b"TMPDIR",
+                                  b"TZDIR"])
+
+    def unsafe_env(k):
+        return k.startswith((b"PYTHON", b"LD_", b"LABBOX")) or k in unsafe_env_names
+
+    start_env = [k + b"=" + v for k, v in os.environb.items() if unsafe_env(k)]
+
+    def child_env():
+        env = [k + b"=" + v for k, v in os.environb.items()
+               if not unsafe_env(k) and b"=" not in k]
+        return env + start_env
+
+    def literal(n, ast):
+        t = type(n)
+        if t is ast.Constant:
+            return type(n.value) in (int, str, bytes, bool, float) or n.value is None
+        if t is ast.UnaryOp:
+            return type(n.op) is ast.USub and type(n.operand) is ast.Constant and \
+                type(n.operand.value) in (int, float)
+        if t in (ast.List, ast.Tuple, ast.Set):
+            return all(literal(e, ast) for e in n.elts)
+        if t is ast.Dict:
+            return all(k is not None and literal(k, ast) for k in n.keys) and \
+                all(literal(v, ast) for v in n.values)
+        return False
+
+    def mp_program(prog):
+        """Whether prog is `from M import F; F(literals...)` for one of multiprocessing's
+        entry points: the child then runs standard-library code on data, nothing else."""
+        if type(prog) is not str or len(prog) > 65536:
+            return False
+        import ast
+        try:
+            tree = ast.parse(prog, "<multiprocessing>", "exec")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return False
+        body = tree.body
+        if len(body) != 2 or type(body[0]) is not ast.ImportFrom or \
+                type(body[1]) is not ast.Expr:
+            return False
+        imp, call = body[0], body[1].value
+        if imp.level != 0 or len(imp.names) != 1 or imp.names[0].asname is not None:
+            return False
+        fname = imp.names[0].name
+        if (imp.module, fname) not in mp_entry:
+            return False
+        if type(call) is not ast.Call or type(call.func) is not ast.Name or \
+                call.func.id != fname:
+            return False
+        return all(literal(x, ast) for x in call.args) and \
+            all(literal(kw.value, ast) for kw in call.keywords)
+
+    def mp_start(a, frame):
+        """The arguments of a start that is multiprocessing's, or None."""
+        if frame is None or len(a) < 6 or not start_exe:
+            return None
+        code = frame.f_code
+        fn = code.co_filename
+        if code.co_name != "spawnv_passfds" or type(fn) is not str or \
+                not fn.endswith("/multiprocessing/util.py") or kind(fn) != "s":
+            return None
+        args, exes = a[0], a[1]
+        if type(args) not in (list, tuple) or type(exes) not in (list, tuple) or \
+                len(exes) != 1 or len(args) < 3:
+            return None
+        try:
+            if os.fsdecode(exes[0]) != start_exe or os.fsdecode(args[0]) != start_exe:
+                return None
+            args = [os.fsdecode(x) for x in args]
+        except (TypeError, ValueError):
+            return None
+        i = 1
+        while i < len(args) and args[i] != "-c":
+            f = args[i]
+            if not (f in start_flags or (len(f) > 1 and f[0] == "-" and
+                                         all(c in "BdObqsvP" for c in f[1:]))):
+                return None
+            i += 1
+        rest = args[i + 2:]
+        if i + 1 >= len(args) or rest not in ([], ["--multiprocessing-fork"]) or \
+                not mp_program(args[i + 1]):
+            return None
+        a = list(a)
+        a[5] = child_env()
+        return a
+
     try:
         import _posixsubprocess
-        # Recording only, the original is kept to call on: nothing is refused then anyway.
-        _orig = None if enforce else _posixsubprocess.fork_exec
+        _orig = _posixsubprocess.fork_exec
 
         def fork_exec(*a, **k):
-            refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), _getframe(1),
+            frame = _getframe(1)
+            me = _ident()
+            if not k and me not in busy:
+                busy.add(me)
+                try:
+                    allowed = mp_start(a, frame)
+                except Exception:
+                    allowed = None
+                finally:
+                    busy.discard(me)
+                if allowed is not None:
+                    return _orig(*allowed)
+            refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
                    "LB102", "subprocess")
             return _orig(*a, **k)
         _posixsubprocess.fork_exec = fork_exec
@@ -861,6 +1011,7 @@ def _labbox_gate():
             pass
         return orig_thread_hook(a)
 
+    printing[:] = [excepthook.__code__, thread_excepthook.__code__]
     if hasattr(_thread, "_excepthook"):
         _thread._excepthook = thread_excepthook
     if "threading" in sys.modules:  # imported already (by a .pth file, or just above)

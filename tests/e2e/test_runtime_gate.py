@@ -89,6 +89,64 @@ SPAWN_CASES = {
         pid = u.spawnv_passfds(b"/usr/bin/touch", ["touch", "MARKER"], [])
         os.waitpid(pid, 0)
     """,
+    # multiprocessing's own starts are let through (spawn, forkserver): what rides on them
+    # is not. A program of the interpreter's that is not one of its entry points:
+    "spawnv_passfds_python": """
+        import multiprocessing.util as u
+        import os, sys
+        pid = u.spawnv_passfds(sys.executable,
+                               [sys.executable, "-c", "import os; os.system('touch MARKER')"], [])
+        os.waitpid(pid, 0)
+    """,
+    # an entry point with code in its arguments:
+    "spawn_main_with_code": """
+        import multiprocessing.util as u
+        import os, sys
+        prog = ("from multiprocessing.spawn import spawn_main; "
+                "spawn_main(__import__('os').system('touch MARKER'))")
+        pid = u.spawnv_passfds(sys.executable, [sys.executable, "-c", prog,
+                                                "--multiprocessing-fork"], [])
+        os.waitpid(pid, 0)
+    """,
+    # another program in the interpreter's place:
+    "set_executable": """
+        import multiprocessing as mp, os
+        with open("fakepy", "w") as f:
+            f.write("#!/bin/sh\\ntouch MARKER\\n")
+        os.chmod("fakepy", 0o755)
+        mp.set_executable(os.path.abspath("fakepy"))
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            p = mp.Process(target=print, args=("child",))
+            p.start()
+            p.join()
+    """,
+    # a flag the interpreter was not started with (a warning category imports its module):
+    "warnoption_flag": """
+        import multiprocessing as mp, sys, warnings  # warnings has read its options now
+        with open("evil.py", "w") as f:
+            f.write("import os\\nos.system('touch MARKER')\\nclass W(Warning): pass\\n")
+        sys.warnoptions.append("ignore::evil.W")
+        def f(x):
+            return x
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            with mp.Pool(1) as pool:
+                print(pool.map(f, [1]))
+    """,
+    # the child started without the gate's environment: it has the gate all the same.
+    "environ_drops_gate": """
+        import multiprocessing as mp, os
+        os.environ["PYTHONPATH"] = ""
+        os.environ["LD_PRELOAD"] = ""
+        def touch(x):
+            os.system("touch MARKER")
+            return x
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            with mp.Pool(1) as pool:
+                print(pool.map(touch, [1]))
+    """,
 }
 
 SPAWN_EVENTS = {
@@ -99,6 +157,11 @@ SPAWN_EVENTS = {
     "tempfile_os": ("os.system", "LB101"),
     "pkgutil_resolve_name": ("os.system", "LB101"),
     "spawnv_passfds": ("_posixsubprocess.fork_exec", "LB102"),
+    "spawnv_passfds_python": ("_posixsubprocess.fork_exec", "LB102"),
+    "spawn_main_with_code": ("_posixsubprocess.fork_exec", "LB102"),
+    "set_executable": ("_posixsubprocess.fork_exec", "LB102"),
+    "warnoption_flag": ("_posixsubprocess.fork_exec", "LB102"),
+    "environ_drops_gate": ("os.system", "LB101"),
 }
 
 
@@ -470,6 +533,64 @@ def test_research_code_is_accepted(tmp_path):
     assert g["mode"] == "on" and g["enforced"] is True and g["policy"] == "standard"
     assert g["events"] == [], r.why()
     assert (r.exp / "results.json").exists() and (r.exp / "ckpt" / "w.npy").exists()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_each_start_method_is_accepted(tmp_path, method):
+    """multiprocessing's spawn and forkserver start this interpreter again on an entry point
+    of its own (CUDA code needs spawn; Python 3.14 defaults to forkserver): the child is gated
+    like a forked one, and the pools and the process pool executor work under each."""
+    code = RESEARCH.replace(
+        "    def main():\n",
+        "    def main():\n"
+        f"        mp.set_start_method({method!r})\n"
+        "        from concurrent.futures import ProcessPoolExecutor\n"
+        "        with ProcessPoolExecutor(2) as ex:\n"
+        "            print('cubes: %d' % sum(ex.map(square, range(4))))\n", 1)
+    assert code != RESEARCH
+    exp = write_exp(tmp_path, code)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "120")
+    assert r.rc == 0, r.why()
+    g = gate(r)
+    assert g["enforced"] is True and g["events"] == [], r.why()
+    assert r.result["metrics"]["values"]["cubes"] == 14, r.why()
+    assert json.loads((r.exp / "results.json").read_text())["squares"] == [x * x for x in range(8)]
+
+
+def test_an_error_in_a_pool_worker_is_the_experiments_own(tmp_path):
+    """A worker's exception comes back to the pool pickled: unpickling it is no refusal (it
+    was, and the pool's result thread died, so the run hung until its budget and was
+    reported as a timeout, not as the ValueError it was)."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp
+        def f(x):
+            raise ValueError("bad input %d" % x)
+        if __name__ == "__main__":
+            print("loss: 0.5")
+            with mp.Pool(1) as pool:
+                pool.map(f, [1])
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "60")
+    assert r.rc == 1, r.why()
+    assert r.result["failure"]["class"] == "code_error", r.why()
+    assert "ValueError: bad input 1" in r.result["failure"]["summary"], r.why()
+    assert gate(r)["events"] == [], r.why()
+
+
+def test_a_traceback_through_the_standard_library_is_no_refusal(tmp_path):
+    """Printing a traceback, the interpreter parses a piece of a line of the file it names
+    (the ^^^ marks): that is no code the experiment compiled, and result.json says no
+    refusal for it; the failure is the experiment's own."""
+    exp = write_exp(tmp_path, """
+        import json
+        print("loss: 0.5")
+        json.loads("{")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["failure"]["class"] == "code_error", r.why()
+    assert gate(r)["events"] == [], r.why()
+    assert "JSONDecodeError" in r.log(), r.why()
 
 
 def test_torch_dataloader_is_accepted(tmp_path):
