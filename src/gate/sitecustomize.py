@@ -585,6 +585,22 @@ def _labbox_gate():
             refuse(event, args[:2] if event.startswith("ctypes.dl") else (), frame, "LB106",
                    "native code (ctypes, cffi)")
 
+    # Variables a native library reads when it starts, to load a shared object from a path
+    # they name: OpenSSL's configuration names provider modules (hashlib and ssl start it),
+    # glibc's iconv its converters, an OpenMP runtime its tools. Set by the experiment (or a
+    # library reading its .env) they load native code without ctypes, as LD_PRELOAD would in
+    # a child, which the child's environment does not take from the experiment.
+    loader_env = frozenset(["OPENSSL_CONF", "OPENSSL_CONF_INCLUDE", "OPENSSL_MODULES",
+                            "OPENSSL_ENGINES", "GCONV_PATH", "OMP_TOOL_LIBRARIES"])
+
+    def on_putenv(event, args, frame):
+        key = args[0] if args else None
+        if type(key) is bytes:
+            key = key.decode("ascii", "replace")
+        if type(key) is str and key in loader_env:
+            refuse(event, (key,), frame, "LB106", "native code (ctypes, cffi)",
+                   "%s names shared objects a native library loads" % key)
+
     def on_sqlite_ext(event, args, frame):
         if len(args) > 1 and args[1]:
             refuse(event, (), frame, "LB106", "native code (ctypes, cffi)",
@@ -641,18 +657,29 @@ def _labbox_gate():
                           "torch.hub", "numpy.distutils", "numpy.f2py", "types.CodeType")
     _dict_get = dict.get
     _FunctionType = type(_labbox_gate)
+    # Whatever name they are found under: code, functions, methods, cells and classes built
+    # from the pickle's own data.
+    code_types = (type(_labbox_gate.__code__), _FunctionType, type(sys), type,
+                  type(_dict_get.__get__), type(int.__add__), type((lambda: 0).__get__(0)))
+    code_type_names = frozenset(["CodeType", "FunctionType", "LambdaType", "MethodType",
+                                 "ModuleType", "CellType", "FrameType", "TracebackType"])
+
+    def loaded_dict(modname):
+        """The namespace of a module loaded already (never imported for asking), or None."""
+        m = sys.modules.get(modname)
+        if m is None:
+            return None
+        try:
+            d = object.__getattribute__(m, "__dict__")
+        except AttributeError:
+            return None
+        return d if type(d) is dict else None
 
     def experiment_module(modname):
         if modname == "__main__":
             return True
-        m = sys.modules.get(modname)
-        if m is None:
-            return False
-        try:
-            d = object.__getattribute__(m, "__dict__")
-        except AttributeError:
-            return False
-        fn = _dict_get(d, "__file__") if type(d) is dict else None
+        d = loaded_dict(modname)
+        fn = _dict_get(d, "__file__") if d is not None else None
         return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
 
     _BaseException = BaseException
@@ -661,14 +688,8 @@ def _labbox_gate():
         """An exception class of a module loaded already: a worker's error comes back to
         the pool pickled (ValueError, a library's own), and building one runs no code of
         the pickle's choosing. A module is not imported for it."""
-        m = sys.modules.get(modname)
-        if m is None:
-            return False
-        try:
-            d = object.__getattribute__(m, "__dict__")
-        except AttributeError:
-            return False
-        obj = _dict_get(d, name) if type(d) is dict else None
+        d = loaded_dict(modname)
+        obj = _dict_get(d, name) if d is not None else None
         try:
             return isinstance(obj, type) and issubclass(obj, _BaseException)
         except Exception:
@@ -687,7 +708,10 @@ def _labbox_gate():
                 modname.replace(".", "/"), tuple(m.replace(".", "/") for m in rebuild_mods)):
             return True
         mod_ok = _under(modname.replace(".", "/"), tuple(m.replace(".", "/") for m in class_mods))
-        if _under(modname.replace(".", "/"), tuple(m.replace(".", "/") for m in class_mods_refused)):
+        refused_roots = tuple(m.replace(".", "/") for m in class_mods_refused)
+        if _under(modname.replace(".", "/"), refused_roots) or \
+                _under((modname + "." + name).replace(".", "/"), refused_roots) or \
+                name in code_type_names:
             return False
         exp_mod = experiment_module(modname)
         if not (mod_ok or exp_mod):
@@ -708,6 +732,8 @@ def _labbox_gate():
             return True  # find_class will fail on its own
         if type(obj) is type(sys):
             return False  # a module: BUILD would write into its namespace
+        if any(obj is t for t in code_types):
+            return False  # a pickle that builds code runs it under any file name it likes
         if isinstance(obj, type):
             return True
         if exp_mod and type(obj) is _FunctionType:
@@ -794,7 +820,7 @@ def _labbox_gate():
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
         "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
         "os.utime": on_path1, "os.rename": on_rename, "os.replace": on_rename,
-        "os.symlink": on_link, "os.link": on_link, "sqlite3.connect": on_sqlite_connect,
+        "os.symlink": on_link, "os.putenv": on_putenv, "os.link": on_link, "sqlite3.connect": on_sqlite_connect,
     }
     handlers = {k: v for k, v in handlers.items() if v is not None}
     watched = frozenset(handlers)
@@ -851,11 +877,18 @@ def _labbox_gate():
                              if k not in ("presite", "frozen_modules", "pycache_prefix")])
     unsafe_env_names = frozenset([b"GCONV_PATH", b"GETCONF_DIR", b"HOSTALIASES",
                                   b"LOCALDOMAIN", b"LOCPATH", b"MALLOC_TRACE", b"NIS_PATH",
-                                  b"NLSPATH", b"RESOLV_HOST_CONF", b"RES_OPTIONS", b"TMPDIR",
-                                  b"TZDIR"])
+                                  b"NLSPATH", b"RESOLV_HOST_CONF", b"RES_OPTIONS", b"TZDIR",
+                                  b"OMP_TOOL_LIBRARIES", b"HOME"])
+    # What the experiment may still hand its workers: these change no code that runs.
+    child_env_free = frozenset([b"PYTHONHASHSEED", b"PYTHONUNBUFFERED", b"PYTHONIOENCODING",
+                                b"PYTHONFAULTHANDLER", b"PYTHONDONTWRITEBYTECODE",
+                                b"PYTHONUTF8"])
 
     def unsafe_env(k):
-        return k.startswith((b"PYTHON", b"LD_", b"LABBOX")) or k in unsafe_env_names
+        if k in child_env_free:
+            return False
+        return k.startswith((b"PYTHON", b"LD_", b"LABBOX", b"OPENSSL_")) or \
+            k in unsafe_env_names
 
     start_env = [k + b"=" + v for k, v in os.environb.items() if unsafe_env(k)]
 
@@ -904,39 +937,60 @@ def _labbox_gate():
         return all(literal(x, ast) for x in call.args) and \
             all(literal(kw.value, ast) for kw in call.keywords)
 
+    def exact_text(x):
+        # Only exact str and bytes: a subclass (or an object with __fspath__) may answer
+        # this check one thing and fork_exec's own conversion another.
+        t = type(x)
+        if t is str:
+            return x
+        if t is bytes:
+            return x.decode(fs_encoding, "surrogateescape")
+        return None
+
+    fs_encoding = sys.getfilesystemencoding()
+    # -s: no user site (its .pth lines run before this file, from a HOME the experiment may
+    # write); -P (3.11): no '' on sys.path, so that the entry point is the standard
+    # library's and not a module of the working directory's.
+    child_isolation = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
+
     def mp_start(a, frame):
-        """The arguments of a start that is multiprocessing's, or None."""
-        if frame is None or len(a) < 6 or not start_exe:
+        """The arguments, rebuilt from checked copies, of a start that is multiprocessing's;
+        None for any other."""
+        if frame is None or len(a) < 6 or not start_exe or type(a) is not tuple:
             return None
         code = frame.f_code
         fn = code.co_filename
         if code.co_name != "spawnv_passfds" or type(fn) is not str or \
                 not fn.endswith("/multiprocessing/util.py") or kind(fn) != "s":
             return None
-        args, exes = a[0], a[1]
+        args, exes, keep = a[0], a[1], a[3]
         if type(args) not in (list, tuple) or type(exes) not in (list, tuple) or \
-                len(exes) != 1 or len(args) < 3:
+                len(exes) != 1 or len(args) < 3 or len(args) > 64:
             return None
-        try:
-            if os.fsdecode(exes[0]) != start_exe or os.fsdecode(args[0]) != start_exe:
-                return None
-            args = [os.fsdecode(x) for x in args]
-        except (TypeError, ValueError):
+        if type(keep) is not tuple or any(type(x) is not int for x in keep):
             return None
-        i = 1
+        # close_fds, no cwd, and the rest descriptors, flags and Nones: no preexec_fn,
+        # nothing callable or convertible.
+        if a[2] is not True or a[4] is not None or \
+                any(type(x) not in (int, bool, type(None)) for x in a[6:]):
+            return None
+        args = [exact_text(x) for x in args]
+        if None in args or exact_text(exes[0]) != start_exe or args[0] != start_exe:
+            return None
+        i, flags = 1, []
         while i < len(args) and args[i] != "-c":
             f = args[i]
             if not (f in start_flags or (len(f) > 1 and f[0] == "-" and
                                          all(c in "BdObqsvP" for c in f[1:]))):
                 return None
+            flags.append(f)
             i += 1
         rest = args[i + 2:]
         if i + 1 >= len(args) or rest not in ([], ["--multiprocessing-fork"]) or \
                 not mp_program(args[i + 1]):
             return None
-        a = list(a)
-        a[5] = child_env()
-        return a
+        argv = [start_exe] + child_isolation + flags + ["-c", args[i + 1]] + rest
+        return (argv, [os.fsencode(start_exe)], True, keep, None, child_env()) + a[6:]
 
     try:
         import _posixsubprocess

@@ -7,6 +7,8 @@ from the host (a marker the spawned process or the write would leave), and resul
 runtime_gate must name the event. Research code must stay accepted under the default policy.
 """
 import json
+import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -134,6 +136,43 @@ SPAWN_CASES = {
             with mp.Pool(1) as pool:
                 print(pool.map(f, [1]))
     """,
+    # a name that tells the check one thing and the exec another (bytes.decode overridden):
+    "set_executable_bytes_subclass": """
+        import multiprocessing as mp, os, sys
+        with open("fakepy", "w") as f:
+            f.write("#!/bin/sh\\ntouch MARKER\\n")
+        os.chmod("fakepy", 0o755)
+        class Name(bytes):
+            def decode(self, *a):
+                return sys.executable
+        def work(x):
+            return x
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            mp.set_executable(Name(os.path.abspath("fakepy").encode()))
+            p = mp.Process(target=work, args=(1,))
+            p.start()
+            p.join()
+    """,
+    # a pickle that hands back the constructor of functions (or of code objects):
+    "pickle_function_type": """
+        import pickle
+        f = pickle.loads(b"ctypes\\nFunctionType\\n.")
+        print("got", f)
+    """,
+    # OpenSSL's configuration naming a provider module of the experiment's (native code
+    # without ctypes, loaded when hashlib starts OpenSSL):
+    "openssl_conf": """
+        import os
+        here = os.getcwd()
+        with open("ossl.cnf", "w") as f:
+            f.write("openssl_conf = init\\n[init]\\nproviders = prov\\n[prov]\\n"
+                    "evil = evil_sect\\n[evil_sect]\\nmodule = %s/evil.so\\n"
+                    "activate = 1\\n" % here)
+        os.environ["OPENSSL_CONF"] = here + "/ossl.cnf"
+        import hashlib
+        print(hashlib.sha256(b"x").hexdigest())
+    """,
     # the child started without the gate's environment: it has the gate all the same.
     "environ_drops_gate": """
         import multiprocessing as mp, os
@@ -162,13 +201,34 @@ SPAWN_EVENTS = {
     "set_executable": ("_posixsubprocess.fork_exec", "LB102"),
     "warnoption_flag": ("_posixsubprocess.fork_exec", "LB102"),
     "environ_drops_gate": ("os.system", "LB101"),
+    "set_executable_bytes_subclass": ("_posixsubprocess.fork_exec", "LB102"),
+    "pickle_function_type": ("pickle.find_class", "gate.pickle"),
+    "openssl_conf": ("os.putenv", "LB106"),
 }
+
+# A shared object whose constructor leaves the marker: what the openssl_conf case would load.
+EVIL_SO = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void mark(void)
+{
+    FILE *f = fopen("MARKER", "w");
+    if (f)
+        fclose(f);
+}
+"""
 
 
 @pytest.mark.parametrize("name", sorted(SPAWN_CASES))
 def test_spawning_evasion_is_refused(tmp_path, name):
     exp = write_exp(tmp_path, SPAWN_CASES[name])
-    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    if name == "openssl_conf":
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            pytest.skip("no C compiler to build the shared object")
+        (tmp_path / "evil.c").write_text(EVIL_SO)
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(exp / "evil.so"),
+                        str(tmp_path / "evil.c")], check=True)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
     event, rule = SPAWN_EVENTS[name]
     ev = assert_refused(r, event, rule)
     assert r.rc == 1, r.why()
@@ -555,6 +615,32 @@ def test_each_start_method_is_accepted(tmp_path, method):
     assert g["enforced"] is True and g["events"] == [], r.why()
     assert r.result["metrics"]["values"]["cubes"] == 14, r.why()
     assert json.loads((r.exp / "results.json").read_text())["squares"] == [x * x for x in range(8)]
+
+
+def test_a_spawned_child_runs_no_user_site_of_the_experiments(tmp_path):
+    """site runs a user site's .pth lines before the gate's sitecustomize: a spawned child
+    starts without the user site (-s), so a .pth the experiment wrote under a HOME it points
+    anywhere does not run there ungated."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp, os, sys
+        here = os.getcwd()
+        os.environ["HOME"] = here
+        sp = os.path.join(here, ".local/lib/python%d.%d/site-packages" % sys.version_info[:2])
+        os.makedirs(sp, exist_ok=True)
+        with open(os.path.join(sp, "zz.pth"), "w") as f:
+            f.write("import os; os.system('echo PTH-RAN; touch %s/MARKER')\\n" % here)
+        def work(x):
+            return x * 2
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            with mp.Pool(1) as pool:
+                print("total: %d" % sum(pool.map(work, [1, 2])))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["total"] == 6, r.why()
+    assert "PTH-RAN" not in r.log(), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
 
 
 def test_an_error_in_a_pool_worker_is_the_experiments_own(tmp_path):
