@@ -171,6 +171,14 @@ void cli_echo_init(cli_echo *e, int fd);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "labbox CMD: warning: message" as one line on stderr, control bytes shown; not an error,
+ * so not in the --json error document. */
+void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether run id's record in dir is this user's labbox's own as it stands
+ * (lb_record_run_sealed); when it is not, why gets the words report, export, compare and
+ * explain say it with: "run 'ID' (DIR) was not recorded by this user's labbox as it stands
+ * (...); its status and metrics are only what those files say" (sealed.c). */
+bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
 /* The unknown-option message for getopt's '?' result. */
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val);
 /* Resolve the command to run; expose it when it lives under a hidden directory. A Python

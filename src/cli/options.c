@@ -55,6 +55,21 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	cli_json_note(msg);
 }
 
+void cli_warn(const char *cmd, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	for (char *p = msg; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	fprintf(stderr, "labbox%s%s: warning: ", *cmd ? " " : "", cmd);
+	show_controls(stderr, msg, strlen(msg));
+	fputc('\n', stderr);
+}
+
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val)
 {
 	extern int optind;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,20 +107,17 @@ typedef struct report_ctx {
  * (mac.c) is refused, naming it, rather than reported beside the user's own. */
 static int run_sealed_or_say(const char *dir, const char *id)
 {
-	if (lb_record_run_sealed(dir, id))
+	char why[PATH_MAX + 512];
+	if (cli_run_sealed(dir, id, why, sizeof why))
 		return 0;
 	/* No result.json: nothing of it is read as a number; the reader says what is missing. */
 	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || faccessat(dfd, "result.json", F_OK, AT_SYMLINK_NOFOLLOW) != 0)
 		return 0;
 	cli_error("report",
-		  "run '%s' (%s) was not recorded by this user's labbox as it stands (its "
-		  "manifest.json does not match the seal in its result.json: made elsewhere, such "
-		  "as a .labbox/ that came with the experiment, changed since, or older than "
-		  "seals); its status and metrics are only what those files say, and a report "
-		  "would show them as labbox's. `labbox runs show %s` shows them; leave it out of "
-		  "the report",
-		  id ? id : "?", dir, id ? id : "ID");
+		  "%s, and a report would show them as labbox's. `labbox runs show %s` shows them; "
+		  "leave it out of the report",
+		  why, id ? id : "ID");
 	return -EPERM;
 }
 

@@ -32,7 +32,10 @@ static const char runs_help[] =
 	"SEALED (record_sealed false with --json) each run whose records this user's labbox did not\n"
 	"write as they stand: an index or run directory made elsewhere (a .labbox/ that came with\n"
 	"the experiment), changed since, or older than seals; their status and metrics are only\n"
-	"what those files say.\n"
+	"what those files say. `show` and `compare` mark such a run NOT SEALED (record_sealed, and\n"
+	"record_sealed.a/.b for compare, with --json); `export` leaves such runs out, naming each\n"
+	"on stderr (--json: unsealed, a count, and left_out), since MLflow and Sacred would show\n"
+	"their numbers as labbox's.\n"
 	"\n"
 	"Options:\n"
 	"  --runs-dir DIR   the runs directory whose index to read (default .labbox/runs)\n"
@@ -56,8 +59,8 @@ static const char runs_help[] =
 	"\n"
 	"IDs may be abbreviated to a unique prefix. `compare` prints the metrics side by side with\n"
 	"their deltas (B - A), then the configuration, interpreter, package and git differences.\n"
-	"`export` takes the runs `list` would show (all of them without filters); docs/export.md\n"
-	"describes both layouts.\n"
+	"`export` takes the runs `list` would show (all of them without filters) but those not\n"
+	"sealed; docs/export.md describes both layouts.\n"
 	"Exit status: 0, 2 for usage errors or unknown runs, 1 when an export could not be written.\n";
 
 enum { O_RUNS_DIR = 2000, O_STATUS, O_METRIC, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_MLFLOW, O_SACRED,
@@ -245,8 +248,10 @@ static int runs_show(const runs_opts *o, const char *id)
 		cli_printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
 		       get_str(row, "run_dir", "-"));
 		if (!sealed)
-			cli_printf("  record   not sealed by this user's labbox (made elsewhere, "
-				   "changed since, or older): rerun asks before it repeats its grants\n");
+			cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
+				   "(made elsewhere, changed since, or older than seals); its status and "
+				   "metrics are only what its files say, and rerun asks before it repeats "
+				   "its grants\n");
 		json_object *interp, *git, *m;
 		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp))
 			cli_printf("  python   %s (%s)\n", get_str(interp, "version", "?"),
@@ -376,6 +381,14 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 			json_object_put(objs[i]);
 		return CLI_EXIT_USAGE;
 	}
+	/* Compared, not refused: comparing is looking at what two records say, as `runs show`
+	 * does, and one of the user's own runs from before seals is worth comparing. Each side
+	 * not sealed by this user's labbox is marked beside its numbers. */
+	char why_a[PATH_MAX + 512] = "", why_b[PATH_MAX + 512] = "";
+	bool sealed_a = cli_run_sealed(get_str(ra, "run_dir", ""), get_str(ra, "id", ""), why_a,
+				       sizeof why_a);
+	bool sealed_b = cli_run_sealed(get_str(rb, "run_dir", ""), get_str(rb, "id", ""), why_b,
+				       sizeof why_b);
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
@@ -426,6 +439,10 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.compare/1"));
 		json_object_object_add(doc, "a", json_object_new_string(get_str(ra, "id", "")));
 		json_object_object_add(doc, "b", json_object_new_string(get_str(rb, "id", "")));
+		json_object *sealed = json_object_new_object();
+		json_object_object_add(sealed, "a", json_object_new_boolean(sealed_a));
+		json_object_object_add(sealed, "b", json_object_new_boolean(sealed_b));
+		json_object_object_add(doc, "record_sealed", sealed);
 		json_object_object_add(doc, "metrics", metrics);
 		json_object_object_add(doc, "compared", json_object_new_int64((int64_t)in_both));
 		json_object_object_add(doc, "differ", json_object_new_int64((int64_t)differ));
@@ -436,8 +453,15 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
-		cli_printf("A = %s (%s)\nB = %s (%s)\n\n", get_str(ra, "id", ""), get_str(ra, "status", ""),
-		       get_str(rb, "id", ""), get_str(rb, "status", ""));
+		cli_printf("A = %s (%s)%s\nB = %s (%s)%s\n", get_str(ra, "id", ""),
+			   get_str(ra, "status", ""), sealed_a ? "" : "  NOT SEALED",
+			   get_str(rb, "id", ""), get_str(rb, "status", ""),
+			   sealed_b ? "" : "  NOT SEALED");
+		if (!sealed_a)
+			cli_printf("A: %s\n", why_a);
+		if (!sealed_b)
+			cli_printf("B: %s\n", why_b);
+		putchar('\n');
 		cli_printf("%-36s %-22s %-22s %s\n", "METRIC", "A", "B", "B - A");
 		for (size_t i = 0; i < json_object_array_length(metrics); i++) {
 			json_object *e = json_object_array_get_idx(metrics, i);
@@ -455,6 +479,12 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		else
 			cli_printf("compared: %zu metric%s reported by both runs, %zu differ\n", in_both,
 				   in_both == 1 ? "" : "s", differ);
+		if (!sealed_a || !sealed_b)
+			cli_printf("not sealed: %s; %s numbers are only what %s files say, not "
+				   "labbox's\n",
+				   !sealed_a && !sealed_b ? "A and B" : !sealed_a ? "A" : "B",
+				   !sealed_a && !sealed_b ? "their" : "its",
+				   !sealed_a && !sealed_b ? "their" : "its");
 		json_object *sections[4] = {config, env, pkgs, files};
 		const char *titles[4] = {"configuration", "environment", "packages", "staged files"};
 		for (int s = 0; s < 4; s++) {
@@ -503,9 +533,35 @@ static int runs_export(const runs_opts *o)
 		cli_error("runs", "%s", err);
 		return CLI_EXIT_USAGE;
 	}
+	/* An export carries its runs out as labbox's: MLflow and Sacred have no place for a mark
+	 * that their readers would keep, so a run whose record this user's labbox did not seal
+	 * is left out, named here, rather than written beside the user's own. Not a refusal:
+	 * export takes no ids, and no filter could leave such rows out of an index that came
+	 * with an experiment. */
+	json_object *sealed_rows = json_object_new_array(), *left_out = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(rows); i++) {
+		json_object *row = json_object_array_get_idx(rows, i);
+		char why[PATH_MAX + 512];
+		if (cli_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""), why,
+				   sizeof why)) {
+			json_object_array_add(sealed_rows, json_object_get(row));
+			continue;
+		}
+		cli_warn("runs", "left out of the export: %s", why);
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "id", json_object_new_string(get_str(row, "id", "")));
+		json_object_object_add(e, "run_dir", json_object_new_string(get_str(row, "run_dir", "")));
+		json_object_object_add(e, "record_sealed", json_object_new_boolean(false));
+		json_object_array_add(left_out, e);
+	}
+	json_object_put(rows);
+	rows = sealed_rows;
+	size_t nleft = json_object_array_length(left_out);
 	int rc = 0;
 	json_object *doc = json_object_new_object();
 	json_object_object_add(doc, "schema", json_object_new_string("labbox.export/1"));
+	json_object_object_add(doc, "unsealed", json_object_new_int64((int64_t)nleft));
+	json_object_object_add(doc, "left_out", left_out);
 	const char *dirs[2] = {o->mlflow_dir, o->sacred_dir};
 	const char *kinds[2] = {"mlflow", "sacred"};
 	for (int t = 0; t < 2; t++) {
@@ -544,6 +600,12 @@ static int runs_export(const runs_opts *o)
 			       t == 0 ? "; browse with: mlflow ui --backend-store-uri " : "",
 			       t == 0 ? dirs[t] : "");
 	}
+	if (!o->json && nleft)
+		cli_printf("%zu run%s left out of the export: not recorded by this user's labbox as "
+			   "%s (see the warnings above; `labbox runs list` marks %s NO under "
+			   "SEALED)\n",
+			   nleft, nleft == 1 ? " was" : "s were", nleft == 1 ? "it stands" : "they stand",
+			   nleft == 1 ? "it" : "them");
 	if (o->json)
 		cli_json_print(doc);
 	json_object_put(doc);
@@ -712,7 +774,10 @@ static const char explain_help[] =
 	"innermost frame in the experiment's own code, the suggestion and the exact flag that\n"
 	"would escalate (--network host, --gpus all, -v SRC:DST:rw, ...), and what the static\n"
 	"check saw the code needs. A run recorded before labbox diagnosed so is diagnosed again\n"
-	"from its run.log. RUN_ID may be a unique prefix, or the path of a run directory.\n"
+	"from its run.log. RUN_ID may be a unique prefix, or the path of a run directory. A run\n"
+	"whose records this user's labbox did not write as they stand (made elsewhere, such as a\n"
+	"committed .labbox/, changed since, or older than seals) is marked NOT SEALED\n"
+	"(record_sealed false with --json): what is shown is only what its files say.\n"
 	"\n"
 	"Options:\n"
 	"  --runs-dir DIR   the runs directory whose index to read (default .labbox/runs)\n"
@@ -774,6 +839,10 @@ static void print_explain(json_object *doc)
 	else if (json_object_object_get_ex(doc, "signal", &v) && v)
 		cli_printf(" (signal %d)", json_object_get_int(v));
 	cli_printf("\n");
+	if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
+		cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
+			   "(made elsewhere, changed since, or older than seals); what follows is only "
+			   "what its files say\n");
 	json_object_object_get_ex(doc, "failure", &f);
 	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
 		cli_printf("  rejected by the static check before it ran (the findings below)\n");
@@ -895,6 +964,10 @@ int cli_explain(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		snprintf(run_dir, sizeof run_dir, "%s", get_str(row, "run_dir", ""));
 	}
+	/* A diagnosis repeats what the record says (status, metrics, failure): said to be labbox's
+	 * only when this user's labbox sealed it. A run directory given by path has no index row;
+	 * its own files must agree on the id. */
+	bool sealed = lb_record_run_sealed(run_dir, row ? get_str(row, "id", NULL) : NULL);
 	json_object_put(row);
 	if (!result) {
 		cli_error("explain", "run '%s' has no readable result.json in %s", id, run_dir);
@@ -909,6 +982,7 @@ int cli_explain(int argc, char **argv)
 		cli_error("explain", "explaining run '%s' failed: %s", id, strerror(-r));
 		return 1;
 	}
+	json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
 	if (o.json)
 		cli_json_print(doc);
 	else

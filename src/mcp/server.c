@@ -164,6 +164,11 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		int code = json_object_object_get_ex(doc, "exit_code", &v) ? json_object_get_int(v) : -1;
 		lb_buf_printf(b, "run %s %s (exit %d)", str_of(doc, "id", "?"),
 			      str_of(doc, "status", "?"), code);
+		/* Said first: an agent must not take a record that came with an experiment for
+		 * labbox's own (explain's record_sealed; run's own records are sealed). */
+		if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
+			lb_buf_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
+				      "so its status and metrics are only what its files say");
 		json_object *m, *vals;
 		if (json_object_object_get_ex(doc, "metrics", &m) &&
 		    json_object_object_get_ex(m, "values", &vals) && json_object_is_type(vals, json_type_object) &&
@@ -236,16 +241,41 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		json_object_object_get_ex(doc, "runs", &runs);
 		size_t n = json_object_is_type(runs, json_type_array) ? json_object_array_length(runs) : 0;
 		lb_buf_printf(b, "%zu runs", n);
+		int64_t unsealed = json_object_object_get_ex(doc, "unsealed", &v) ? json_object_get_int64(v) : 0;
+		if (unsealed > 0)
+			lb_buf_printf(b, " (%lld NOT SEALED: not recorded by this user's labbox as they "
+				      "stand, so their status and metrics are only what their files say)",
+				      (long long)unsealed);
 		for (size_t i = 0; i < n && i < 10; i++) {
 			json_object *r = json_object_array_get_idx(runs, i);
-			lb_buf_printf(b, "\n%s %s %s", str_of(r, "id", "?"), str_of(r, "status", "?"),
-				      str_of(r, "expdir", ""));
+			bool sealed = !json_object_object_get_ex(r, "record_sealed", &v) ||
+				      json_object_get_boolean(v);
+			lb_buf_printf(b, "\n%s %s %s%s", str_of(r, "id", "?"), str_of(r, "status", "?"),
+				      str_of(r, "expdir", ""), sealed ? "" : " NOT SEALED");
 		}
+		return;
+	}
+	if (strcmp(schema, "labbox.compare/1") == 0) {
+		json_object *sealed = NULL;
+		json_object_object_get_ex(doc, "record_sealed", &sealed);
+		int64_t n = json_object_object_get_ex(doc, "compared", &v) ? json_object_get_int64(v) : 0;
+		int64_t d = json_object_object_get_ex(doc, "differ", &v) ? json_object_get_int64(v) : 0;
+		lb_buf_printf(b, "a %s, b %s: %lld metrics compared, %lld differ", str_of(doc, "a", "?"),
+			      str_of(doc, "b", "?"), (long long)n, (long long)d);
+		const char *side[2] = {"a", "b"};
+		for (int i = 0; i < 2; i++)
+			if (json_object_object_get_ex(sealed, side[i], &v) && !json_object_get_boolean(v))
+				lb_buf_printf(b, "\n%s (%s) NOT SEALED: not recorded by this user's labbox "
+					      "as it stands, so its metrics are only what its files say",
+					      side[i], str_of(doc, side[i], "?"));
 		return;
 	}
 	json_object *res;
 	if (json_object_object_get_ex(doc, "result", &res) && json_object_is_type(res, json_type_object)) {
 		lb_buf_printf(b, "run %s %s", str_of(res, "id", "?"), str_of(res, "status", "?"));
+		if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
+			lb_buf_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
+				      "so its status and metrics are only what its files say");
 		return;
 	}
 	lb_buf_printf(b, "%s: %s document", tool, *schema ? schema : "a");

@@ -30,6 +30,12 @@
 	"\"python\":{\"type\":\"string\",\"description\":\"interpreter path\"},"                \
 	"\"policy\":{\"type\":\"string\",\"enum\":[\"standard\",\"strict\",\"permissive\"]}"
 
+/* What every tool that hands back a recorded run's numbers says of record_sealed. */
+#define SEALED_NOTE                                                                             \
+	"record_sealed false marks a run whose records this user's labbox did not write as they " \
+	"stand (made elsewhere, such as a .labbox/ that came with the experiment, or changed "    \
+	"since): its status and metrics are only what its files say, not labbox's."
+
 static const struct mcp_tool {
 	const char *name;
 	const char *description;
@@ -72,14 +78,15 @@ static const struct mcp_tool {
 	 "Why a recorded run ended as it did: status, failure class and confidence, evidence "
 	 "lines, the frame that raised and the experiment's own frame, suggestion, the flag that "
 	 "would escalate, what the code needs (network, GPU, writes), findings and metric "
-	 "issues. Returns labbox.explain/1 (`labbox explain --json`).",
+	 "issues. Returns labbox.explain/1 (`labbox explain --json`); " SEALED_NOTE,
 	 "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":\"string\"}},"
 	 "\"required\":[\"run_id\"],\"additionalProperties\":false}",
 	 false},
 	{"probe", "What isolation this host offers: namespaces, seccomp, cgroups, interpreters, GPUs. "
 		  "Returns labbox.probe/1.",
 	 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", false},
-	{"runs_list", "The run history, newest first, optionally filtered. Returns labbox.runs/1.",
+	{"runs_list", "The run history, newest first, optionally filtered. Returns labbox.runs/1; "
+		      "each row's " SEALED_NOTE,
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"status\":{\"type\":\"string\"},"
 	 "\"metric\":{\"type\":\"string\",\"description\":\"NAME or NAME>VALUE (ops < <= > >= = "
@@ -88,12 +95,13 @@ static const struct mcp_tool {
 	 "\"limit\":{\"type\":\"integer\",\"minimum\":1}"
 	 "},\"additionalProperties\":false}",
 	 false},
-	{"runs_show", "One recorded run: its result.json, manifest and index row.",
+	{"runs_show", "One recorded run: its result.json, manifest and index row; " SEALED_NOTE,
 	 "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":\"string\"}},"
 	 "\"required\":[\"run_id\"],\"additionalProperties\":false}",
 	 false},
 	{"runs_compare", "Two recorded runs side by side: metric deltas (b - a), config, "
-			 "interpreter, package and git differences.",
+			 "interpreter, package and git differences. record_sealed.a and .b: "
+			 SEALED_NOTE,
 	 "{\"type\":\"object\",\"properties\":{\"run_a\":{\"type\":\"string\"},"
 	 "\"run_b\":{\"type\":\"string\"}},\"required\":[\"run_a\",\"run_b\"],"
 	 "\"additionalProperties\":false}",

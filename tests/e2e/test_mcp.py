@@ -550,3 +550,31 @@ def test_mcp_usage_errors(tmp_path):
     assert labbox("mcp", "extra").returncode == 2
     assert labbox("mcp", "--allow-degraded", "everything").returncode == 2
     assert "--allow-degraded" in labbox("mcp", "--help").stdout
+
+
+def test_sdk_tools_mark_a_planted_run_as_not_sealed(sdk, tmp_path):
+    """An experiment that came with .labbox/ (test_planted_records.planted_exp): every tool that
+    hands back a run's numbers says, in its document and in the text an agent reads first, that
+    the planted run's records are not labbox's."""
+    from test_planted_records import FORGED, planted_exp
+    exp, mine, own = planted_exp(tmp_path)
+    listed, show, compare, explain = drive(sdk, exp, ["--root", str(exp)], [
+        {"op": "call", "name": "runs_list", "arguments": {}},
+        {"op": "call", "name": "runs_show", "arguments": {"run_id": FORGED}},
+        {"op": "call", "name": "runs_compare", "arguments": {"run_a": own, "run_b": FORGED}},
+        {"op": "call", "name": "explain", "arguments": {"run_id": FORGED}},
+    ], env=mine)
+    doc = listed["result"]["structuredContent"]
+    assert {r["id"]: r["record_sealed"] for r in doc["runs"]} == {own: True, FORGED: False}
+    text = listed["result"]["content"][0]["text"]
+    assert "1 NOT SEALED" in text, text
+    assert next(l for l in text.splitlines() if l.startswith(FORGED)).endswith("NOT SEALED")
+    assert "NOT SEALED" not in next(l for l in text.splitlines() if l.startswith(own))
+    assert show["result"]["structuredContent"]["record_sealed"] is False
+    assert "NOT SEALED" in show["result"]["content"][0]["text"]
+    c = compare["result"]
+    assert c["structuredContent"]["record_sealed"] == {"a": True, "b": False} and not c["isError"]
+    assert f"b ({FORGED}) NOT SEALED" in c["content"][0]["text"], c["content"][0]["text"]
+    e = explain["result"]
+    assert e["structuredContent"]["record_sealed"] is False
+    assert "NOT SEALED" in e["content"][0]["text"], e["content"][0]["text"]

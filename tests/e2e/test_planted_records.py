@@ -181,3 +181,61 @@ def test_a_sweep_reuses_no_cell_another_labbox_recorded(tmp_path, planted_sweep_
         # The user's own cells, once recorded, are reused.
         p = labbox(*args, cwd=exp, env=mine)
         assert p.returncode == 0 and json.loads(p.stdout)["counts"]["reused"] == 2, p.stdout[-500:]
+
+
+def test_export_leaves_out_a_planted_run_and_names_it(tmp_path):
+    """MLflow and Sacred have no place for a mark their readers keep: a planted run is left out
+    of both layouts, named on stderr and counted in the document; the user's own is exported."""
+    exp, mine, own = planted_exp(tmp_path)
+    p = labbox("runs", "export", "--mlflow", tmp_path / "mlruns", "--sacred", tmp_path / "sacred",
+               "--json", cwd=exp, env=mine)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["unsealed"] == 1 and [e["id"] for e in doc["left_out"]] == [FORGED], doc
+    assert doc["left_out"][0]["record_sealed"] is False
+    for kind in ("mlflow", "sacred"):
+        assert [e["id"] for e in doc[kind]["runs"]] == [own] and doc[kind]["exported"] == 1
+    assert FORGED in p.stderr and "left out of the export" in p.stderr, p.stderr
+    assert "not recorded by this user's labbox" in p.stderr
+    for root in (tmp_path / "mlruns", tmp_path / "sacred"):
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                text = open(os.path.join(dirpath, f), errors="replace").read()
+                assert FORGED not in text and "0.99" not in text, os.path.join(dirpath, f)
+    p = labbox("runs", "export", "--sacred", tmp_path / "sacred2", cwd=exp, env=mine)
+    assert p.returncode == 0, p.stderr
+    assert "exported 1 run to" in p.stdout and "1 run was left out of the export" in p.stdout
+
+
+def test_compare_marks_the_planted_side(tmp_path):
+    """Comparing is looking at two records, so a planted side is compared and marked beside
+    its numbers, in text and in --json (record_sealed per side)."""
+    exp, mine, own = planted_exp(tmp_path)
+    p = labbox("runs", "compare", "--json", own, FORGED, cwd=exp, env=mine)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["record_sealed"] == {"a": True, "b": False}, doc.get("record_sealed")
+    p = labbox("runs", "compare", "--json", own, own, cwd=exp, env=mine)
+    assert json.loads(p.stdout)["record_sealed"] == {"a": True, "b": True}
+    p = labbox("runs", "compare", own, FORGED, cwd=exp, env=mine)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    a = next(line for line in lines if line.startswith("A = "))
+    b = next(line for line in lines if line.startswith("B = "))
+    assert "NOT SEALED" in b and "NOT SEALED" not in a, p.stdout
+    assert f"B: run '{FORGED}'" in p.stdout and "not recorded by this user's labbox" in p.stdout
+    assert "not sealed: B; its numbers are only what its files say" in p.stdout
+
+
+def test_explain_marks_a_planted_run(tmp_path):
+    exp, mine, own = planted_exp(tmp_path)
+    p = labbox("explain", "--json", FORGED, cwd=exp, env=mine)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["record_sealed"] is False
+    p = labbox("explain", "--json", own, cwd=exp, env=mine)
+    assert json.loads(p.stdout)["record_sealed"] is True
+    p = labbox("explain", FORGED, cwd=exp, env=mine)
+    assert "NOT SEALED" in p.stdout.splitlines()[1], p.stdout
+    # A run directory given by path is checked by its own files.
+    p = labbox("explain", "--json", exp / ".labbox" / "runs" / FORGED, cwd=exp, env=mine)
+    assert json.loads(p.stdout)["record_sealed"] is False
