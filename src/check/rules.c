@@ -186,6 +186,7 @@ static const pat security_pats[] = {
 	{"builtins.__import__", R_DYNIMPORT, false},
 	{"imp", R_DYNIMPORT, true},
 	{"zipimport", R_DYNIMPORT, true},
+	{"_imp", R_DYNIMPORT, true}, /* create_builtin makes a second, unguarded copy of a module */
 	{"importlib.util.spec_from_file_location", R_DYNIMPORT, false},
 	{"importlib.util.spec_from_loader", R_DYNIMPORT, false},
 	{"importlib.util.module_from_spec", R_DYNIMPORT, false},

@@ -153,7 +153,13 @@ def _labbox_gate():
             if type(fn) is not str:
                 k = "x"
             elif fn.startswith("<frozen "):
-                k = "s"
+                # The frozen modules' own names only: a relative sys.path entry spelt
+                # "<frozen x>.zip" gives its files names that start the same way.
+                k = "s" if fn.endswith(">") and "/" not in fn and " " not in fn[8:] else "x"
+            elif "/./" in fn or "/../" in fn or "//" in fn or fn.endswith(("/.", "/..")):
+                # A path the interpreter would not have made from its own sys.path
+                # ("/usr/lib/python3/dist-packages/../../../tmp/x.py"): a prefix proves nothing.
+                k = "x"
             elif exp_dir and _under(fn, (exp_dir,)):
                 k = "x"
             elif _under(fn, lib_roots):
@@ -499,6 +505,12 @@ def _labbox_gate():
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
+        if fn_text and fn_text.startswith("<frozen "):
+            # Frozen modules are unmarshalled, never compiled: a compile naming one is code
+            # that would be taken for the interpreter's own.
+            refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "code that claims to be a frozen module of the interpreter's: " + fn_text)
+            return
         # Code claiming to be the interpreter's own file would be trusted as it is. The
         # interpreter parses a piece of a line itself when it prints a traceback (the ^^^
         # under a call): from no Python frame, or from the gate's own exception hooks, and
@@ -758,7 +770,7 @@ def _labbox_gate():
         banned[m] = ("LB102", "subprocess")
     for m in ("runpy", "code", "codeop"):
         banned[m] = ("LB103", "dynamic code (eval, exec, compile)")
-    for m in ("imp", "zipimport"):
+    for m in ("imp", "zipimport", "_imp"):
         banned[m] = ("LB104", "dynamic import")
     for m in ("ctypes", "_ctypes", "cffi", "_cffi_backend"):
         banned[m] = ("LB106", "native code (ctypes, cffi)")
@@ -1016,6 +1028,29 @@ def _labbox_gate():
         installed_guards.add("_posixsubprocess")
     except ImportError:
         pass
+
+    # _imp.create_builtin makes a new module object of a built-in module and raises no
+    # event: a second _posixsubprocess with the original fork_exec. The import system
+    # calls it through the module's attribute for every built-in import, with its own specs.
+    _ModuleSpec = type(getattr(sys.modules.get("sys"), "__spec__", None))
+    _imp_mod = sys.modules.get("_imp")
+    _create_builtin = getattr(_imp_mod, "create_builtin", None)
+    if _create_builtin is not None and _ModuleSpec is not type(None):
+        def create_builtin(spec):
+            d = None
+            if type(spec) is _ModuleSpec:
+                try:
+                    d = object.__getattribute__(spec, "__dict__")
+                except AttributeError:
+                    d = None
+            name = d.get("name") if type(d) is dict else None
+            if type(name) is not str or name in installed_guards:
+                refuse("_imp.create_builtin", (summary(name),), _getframe(1), "gate.tamper",
+                       "access to the interpreter's insides",
+                       "a second copy of a module the gate guards, or a spec that is not "
+                       "the import system's")
+            return _create_builtin(spec)
+        _imp_mod.create_builtin = create_builtin
 
     # A refusal is raised inside the hook, so its traceback ends in a frame of this file:
     # uncaught, it is printed without it, so the experiment's traceback is its own.

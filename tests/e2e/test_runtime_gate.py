@@ -173,6 +173,45 @@ SPAWN_CASES = {
         import hashlib
         print(hashlib.sha256(b"x").hexdigest())
     """,
+    # a second copy of a built-in module, made without an import (no event of its own):
+    "fresh_posixsubprocess": """
+        import importlib._bootstrap as b
+        import os
+        class Spec:
+            name = "_posixsubprocess"
+        fresh = b._imp.create_builtin(Spec())
+        r, w = os.pipe()
+        pid = fresh.fork_exec([b"/bin/sh", b"-c", b"touch MARKER"], [b"/bin/sh"], True, (w,), None,
+                        None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None,
+                        -1, None, False)
+        os.waitpid(pid, 0)
+    """,
+    # a library path that is only a prefix: ".." leads back into the experiment
+    "dotdot_library_path": """
+        import os, sys
+        here = os.getcwd()
+        with open("stage1.py", "w") as f:
+            f.write("import ctypes\\nctypes.CDLL(None).system(b'touch %s/MARKER')\\n" % here)
+        sys.path.insert(0, "/usr/lib/python3/dist-packages/../../../.." + here)
+        import stage1
+    """,
+    # a relative zip path whose files' names start like a frozen module's
+    "frozen_named_zip": """
+        import os, sys, zipfile
+        here = os.getcwd()
+        STAGE = r'''
+        def go(here):
+            src = "import ctypes\\nctypes.CDLL(None).system(b'touch %s/MARKER')" % here
+            c = compile(src, "<frozen x>.zip/stage.py", "exec")
+            c = c.replace(co_filename="/usr/lib/python3/dist-packages/zz.py")
+            exec(c, {})
+        '''
+        with zipfile.ZipFile("<frozen x>.zip", "w") as z:
+            z.writestr("stage.py", STAGE.replace("\\n        ", "\\n"))
+        sys.path.insert(0, "<frozen x>.zip")
+        import stage
+        stage.go(here)
+    """,
     # the child started without the gate's environment: it has the gate all the same.
     "environ_drops_gate": """
         import multiprocessing as mp, os
@@ -204,6 +243,9 @@ SPAWN_EVENTS = {
     "set_executable_bytes_subclass": ("_posixsubprocess.fork_exec", "LB102"),
     "pickle_function_type": ("pickle.find_class", "gate.pickle"),
     "openssl_conf": ("os.putenv", "LB106"),
+    "fresh_posixsubprocess": ("_imp.create_builtin", "gate.tamper"),
+    "dotdot_library_path": ("import", "LB106"),
+    "frozen_named_zip": ("compile", "LB103"),
 }
 
 # A shared object whose constructor leaves the marker: what the openssl_conf case would load.
