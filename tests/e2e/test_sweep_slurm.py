@@ -179,7 +179,11 @@ def test_a_requeued_task_is_counted_once(slurm, tmp_path):
                                env=slurm, capture_output=True, timeout=60)
                 return False
             return st.startswith("RUNNING") or st.startswith("COMPLETED")
-        assert wait_for(released, 90, interval=0.5), squeue(slurm, "-t", "all")
+        # What the task's attempts said, should it not come back (a failure seen only in
+        # whole-suite runs on a loaded machine).
+        outs = lambda: "\n".join(f"--- {o.name}:\n{o.read_text(errors='replace')[-3000:]}"
+                                  for o in sorted(tmp_path.glob("sweeps/*/slurm/*_0.out")))
+        assert wait_for(released, 90, interval=0.5), squeue(slurm, "-t", "all") + outs()
         d, err = finish(p)
     finally:
         if p.poll() is None:
