@@ -36,6 +36,19 @@ static void show_controls(FILE *f, const char *text, size_t n)
 	}
 }
 
+/* One line on stderr, whatever the message carries. Messages quote what the experiment
+ * wrote (labbox.yaml values, file names): its control bytes are shown, never sent to the
+ * terminal as they are. */
+static void say_line(const char *cmd, const char *kind, char *msg)
+{
+	for (char *p = msg; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	fprintf(stderr, "labbox%s%s: %s", *cmd ? " " : "", cmd, kind);
+	show_controls(stderr, msg, strlen(msg));
+	fputc('\n', stderr);
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
 	char msg[1024];
@@ -43,15 +56,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	/* One line, whatever the message carries. */
-	for (char *p = msg; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	/* Messages quote what the experiment wrote (labbox.yaml values, file names): its
-	 * control bytes are shown, never sent to the terminal as they are. */
-	fprintf(stderr, "labbox%s%s: ", *cmd ? " " : "", cmd);
-	show_controls(stderr, msg, strlen(msg));
-	fputc('\n', stderr);
+	say_line(cmd, "", msg);
 	cli_json_note(msg);
 }
 
@@ -62,12 +67,7 @@ void cli_warn(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	for (char *p = msg; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	fprintf(stderr, "labbox%s%s: warning: ", *cmd ? " " : "", cmd);
-	show_controls(stderr, msg, strlen(msg));
-	fputc('\n', stderr);
+	say_line(cmd, "warning: ", msg);
 }
 
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val)
