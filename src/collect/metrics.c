@@ -887,6 +887,24 @@ static void set_first(lb_metric_line *out)
 	out->str_len = v->str_len;
 }
 
+/* The next value slot of out and its name at line[i..): the offset after the name and the
+ * blanks that follow it, 0 when out is full or no name starts there. */
+static size_t next_name(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
+			lb_metric_value **v)
+{
+	size_t e;
+
+	if (out->n_values >= LB_METRIC_VALUES_MAX)
+		return 0;
+	*v = &out->values[out->n_values];
+	e = scan_name(line, len, i, holes, (*v)->name);
+	if (e == 0)
+		return 0;
+	while (e < len && lb_text_blank(line[e]))
+		e++;
+	return e;
+}
+
 /* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. */
 static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
@@ -895,16 +913,10 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 		i++;
 	while (i < len) {
 		lb_metric_value *v;
-		size_t e;
+		size_t e = next_name(line, len, i, holes, out, &v);
 
-		if (out->n_values >= LB_METRIC_VALUES_MAX)
-			return false;
-		v = &out->values[out->n_values];
-		e = scan_name(line, len, i, holes, v->name);
 		if (e == 0)
 			return false;
-		while (e < len && lb_text_blank(line[e]))
-			e++;
 		if (out->n_values == 0 && special_name(v->name)) {
 			/* condition, TIME_ESTIMATE and TIME_GUARD carry text ("240.1s - saving
 			 * partial results"), read by the collector: the rest of the line. */
@@ -1325,14 +1337,9 @@ static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_m
 		{
 			lb_metric_value *v;
 
-			if (out->n_values >= LB_METRIC_VALUES_MAX)
-				return false;
-			v = &out->values[out->n_values];
-			e = scan_name(line, len, i, holes, v->name);
+			e = next_name(line, len, i, holes, out, &v);
 			if (e == 0)
 				return false;
-			while (e < len && lb_text_blank(line[e]))
-				e++;
 			e = scan_value(line, len, e, holes, v);
 			if (e == 0 || v->kind != LB_METRIC_NUMBER || !blank_or_end(line, len, e) ||
 			    special_name(v->name) ||
