@@ -728,16 +728,12 @@ def _labbox_gate():
         exp_mod = experiment_module(modname)
         if not (mod_ok or exp_mod):
             return False
-        m = sys.modules.get(modname)
-        if m is None:
+        if sys.modules.get(modname) is None:
             # Imported by find_class itself: a class, by its name (_DupFd, a spawned
             # child's first descriptor, is one).
             return name.lstrip("_")[:1].isupper()
-        try:
-            d = object.__getattribute__(m, "__dict__")
-        except AttributeError:
-            return False
-        if type(d) is not dict:
+        d = loaded_dict(modname)
+        if d is None:
             return False
         obj = _dict_get(d, name)
         if obj is None:
