@@ -669,9 +669,10 @@ def _labbox_gate():
                           "torch.hub", "numpy.distutils", "numpy.f2py", "types.CodeType")
     _dict_get = dict.get
     _FunctionType = type(_labbox_gate)
-    # Whatever name they are found under: code, functions, methods, cells and classes built
-    # from the pickle's own data.
-    code_types = (type(_labbox_gate.__code__), _FunctionType, type(sys), type,
+    # Whatever name they are found under: the constructors of code, functions, bound
+    # methods and method wrappers, and type itself (a class built from the pickle's own
+    # data). Modules are refused apart, just before.
+    code_types = (type(_labbox_gate.__code__), _FunctionType, type,
                   type(_dict_get.__get__), type(int.__add__), type((lambda: 0).__get__(0)))
     code_type_names = frozenset(["CodeType", "FunctionType", "LambdaType", "MethodType",
                                  "ModuleType", "CellType", "FrameType", "TracebackType"])
