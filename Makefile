@@ -167,6 +167,14 @@ BENCH_COLLECT := $(BUILD)/bench/collect_throughput
 $(BENCH_COLLECT): bench/collect_throughput.c $(BUILD)/liblabbox.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS)
+# bench/check: labbox check against Bandit; its parse-floor driver links the library's parser.
+BENCH_PARSE := $(BUILD)/bench/check_parse
+$(BENCH_PARSE): bench/check_parse.c $(BUILD)/liblabbox.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MF $@.d -o $@ $< $(BUILD)/liblabbox.a $(LDFLAGS) $(LDLIBS)
+.PHONY: bench-check
+bench-check: $(BUILD)/labbox $(BENCH_PARSE)
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/check
 # bench/gate: the runtime gate's cost on numpy and torch loops, with and without it.
 .PHONY: bench-gate
 bench-gate: $(BUILD)/labbox
