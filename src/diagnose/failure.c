@@ -918,6 +918,43 @@ static bool worker_died(const char *line)
 
 static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
 
+/* A refusal of the runtime gate that nothing caught, in a traceback of its own above the last
+ * chain: a worker's or a spawned child's (multiprocessing prints it, then exits 1), or one the
+ * code printed. The generic error that ended the run (a pool's or a DataLoader's "exited
+ * unexpectedly", torch's ProcessExitedException) is how the parent noticed, not why: the
+ * verdict names the refusal, with the parent's error and line beside it. */
+static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+{
+	size_t start = n - 1;
+
+	while (start > 0 && exc[start - 1].link != LINK_NONE)
+		start--;
+	for (size_t k = start; k-- > 0;) {
+		lb_verdict why = *v;
+
+		why.n_evidence = 0;
+		classify_at(&why, log, &exc[k]);
+		if (strcmp(why.cls, "gate_refused") != 0)
+			continue;
+		const lb_exc *last = &exc[n - 1];
+		if (why.code_frame == NONE)
+			why.code_frame = code_frame_of(log, last);
+		set_confidence(&why, CONF_MEDIUM,
+			       "the gate's refusal went uncaught in a traceback of its own (a worker's "
+			       "or a child process's); the error that ended the run came after it");
+		add_frame_evidence(&why, log, &exc[k]);
+		if (why.code_frame != NONE) {
+			add_evidence(&why, why.code_frame);
+			if (why.code_frame + 1 < log->n && !is_frame(log->lines[why.code_frame + 1]))
+				add_evidence(&why, why.code_frame + 1);
+		}
+		add_evidence(&why, last->line);
+		*v = why;
+		return true;
+	}
+	return false;
+}
+
 /* The whole chain is read, newest first, and its root cause named: each older exception that
  * explains the one after it (always for a cause, see context_explains for a context) takes
  * over the verdict, which then names the root's exception and location. */
@@ -944,6 +981,8 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 	}
 	if (root != n - 1)
 		add_frame_evidence(v, log, &exc[root]);
+	if (strcmp(v->cls, "code_error") == 0 && refused_before(v, log, exc, n))
+		return;
 	if (strcmp(v->cls, "code_error") == 0 && worker_died(log->lines[last->line])) {
 		lb_verdict why = *v;
 

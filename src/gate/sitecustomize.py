@@ -655,6 +655,12 @@ def _labbox_gate():
         # pool executor's worker loops (they call only what passes this list too).
         ("multiprocessing.pool", "worker"), ("concurrent.futures.process", "_process_worker"),
         ("concurrent.futures.process", "_process_chunk"),
+        # torch's own: what mp.spawn (start_processes) and a DataLoader's worker run in a
+        # spawned or forkserver child; they call only what the pickle hands them.
+        ("torch.multiprocessing.spawn", "_wrap"),
+        ("torch.utils.data._utils.worker", "_worker_loop"),
+        ("torch.utils.data._utils.collate", "default_collate"),
+        ("torch.utils.data._utils.collate", "default_convert"),
         ("functools", "partial"), ("functools", "reduce"),
         ("multiprocessing.managers", "RebuildProxy"),
     ])

@@ -740,6 +740,78 @@ def test_torch_dataloader_is_accepted(tmp_path):
     assert gate(r)["events"] == [], r.why()
 
 
+
+def test_torch_spawned_workers_are_accepted(tmp_path):
+    """torch's own process starts as research code uses them: mp.spawn (what DDP scripts
+    call), DataLoader workers under spawn and forkserver, with a worker_init_fn and a
+    collate_fn of the experiment's and torch's default collate. Each child unpickles the
+    entry point torch hands it; the run completes with the right numbers and no refusal."""
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, """
+        import torch
+        import torch.multiprocessing as mp
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def work(rank, n, q):
+            q.put(float(torch.ones(n).sum() * (rank + 1)))
+
+        def init(worker_id):
+            torch.manual_seed(worker_id)
+
+        def pairs(batch):
+            return torch.stack([x for x, _ in batch]), torch.tensor([y for _, y in batch])
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            q = mp.get_context("spawn").SimpleQueue()
+            mp.spawn(work, args=(4, q), nprocs=2, join=True)
+            print("spawned:", sum(q.get() for _ in range(2)))
+            ds = TensorDataset(torch.arange(64.0).reshape(32, 2), torch.arange(32))
+            total = 0.0
+            for xb, _ in DataLoader(ds, batch_size=8, num_workers=2,
+                                    multiprocessing_context="spawn"):
+                total += float(xb.sum())
+            for xb, _ in DataLoader(ds, batch_size=8, num_workers=2, worker_init_fn=init,
+                                    collate_fn=pairs, multiprocessing_context="forkserver"):
+                total += float(xb.sum())
+            print("total:", total)
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "180")
+    assert r.rc == 0, r.why()
+    assert gate(r)["enforced"] is True and gate(r)["events"] == [], r.why()
+    assert r.result["metrics"]["values"] == {"spawned": 12.0, "total": 4032.0}, r.why()
+
+
+def test_a_spawned_childs_refusal_is_the_verdict(tmp_path):
+    """A spawned child handed something the gate does not unpickle (a function of the os
+    module) is refused before it runs anything; the parent only sees a child that exited 1
+    and raises its own generic error. The verdict names the gate's refusal in the child, not
+    the parent's error, with the parent's line as the experiment's location; the child's
+    call never happened (its file is not there)."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp
+        import os
+
+        if __name__ == "__main__":
+            p = mp.get_context("spawn").Process(target=os.mkdir, args=("made_by_child",))
+            p.start()
+            p.join()
+            if p.exitcode != 0:
+                raise RuntimeError(f"worker process terminated with exit code {p.exitcode}")
+            print("done: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "60")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "gate_refused", r.why()
+    assert f["gate_event"] == "pickle.find_class" and f["rule"] == "gate.pickle", r.why()
+    assert f["code_location"]["file"] == "main.py", r.why()
+    assert any("worker process terminated" in e for e in f["evidence"]), r.why()
+    refused = [e for e in refused_events(r) if e["event"] == "pickle.find_class"]
+    assert refused and refused[0]["args"][1] == "mkdir", r.why()
+    assert not (r.run_dir / "exp" / "made_by_child").exists()
+    assert not (exp / "made_by_child").exists()
+
 # ---- modes ----------------------------------------------------------------------------------
 
 def test_permissive_records_and_off_is_off(tmp_path):

@@ -656,6 +656,57 @@ static void test_hf_datasets(void **state)
 	expect(doc, "network", "Max retries exceeded");
 }
 
+/* A spawned child's refusal by the runtime gate, uncaught in a traceback of its own, then the
+ * parent's generic error about the child: the refusal is the verdict, the parent's line the
+ * experiment's location. A generic error alone stays code_error, and so does one after a
+ * child's EPERM from the kernel, which is no refusal of the gate. */
+static void test_child_gate_refusal(void **state)
+{
+	(void)state;
+	static const char child[] =
+		"Traceback (most recent call last):\n"
+		"  File \"<string>\", line 1, in <module>\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 130, in _main\n"
+		"    self = reduction.pickle.load(from_parent)\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused pickle.find_class: gate.pickle "
+		"pickle find_class outside the allowlist (policy standard); posix.getcwd is not a class "
+		"or reconstruction function labbox allows to unpickle\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 8, in <module>\n"
+		"    mp.spawn(work, nprocs=2)\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 149, in join\n"
+		"    raise ProcessExitedException(\n"
+		"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1\n";
+	struct json_object *doc = diagnose_log(child, 1, 0);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "rule"), "gate.pickle");
+	assert_string_equal(field(doc, "gate_event"), "pickle.find_class");
+	assert_string_equal(field(doc, "confidence"), "medium");
+	struct json_object *loc = NULL, *v = NULL;
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 8);
+	assert_true(evidence_has(doc, "ProcessExitedException"));
+	expect(doc, "gate_refused", "posix.getcwd");
+
+	static const char generic[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    run()\n"
+		"KeyError: 'lr'\n";
+	expect(diagnose_log(generic, 1, 0), "code_error", "KeyError");
+	/* A refusal of another kind of error (the kernel's EPERM) is no gate refusal. */
+	static const char eperm[] =
+		"Traceback (most recent call last):\n"
+		"  File \"<string>\", line 1, in <module>\n"
+		"PermissionError: [Errno 1] Operation not permitted: '/sys/fs'\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 8, in <module>\n"
+		"    mp.spawn(work, nprocs=2)\n"
+		"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1\n";
+	expect(diagnose_log(eperm, 1, 0), "code_error", "ProcessExitedException");
+}
+
 static void test_chain_root_cause(void **state)
 {
 	/* A cache miss handled by downloading: the download's failure is the cause. */
@@ -1405,6 +1456,7 @@ int main(void)
 		cmocka_unit_test(test_binary_bytes_in_tail),
 		cmocka_unit_test(test_hf_datasets),
 		cmocka_unit_test(test_chain_root_cause),
+		cmocka_unit_test(test_child_gate_refusal),
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
