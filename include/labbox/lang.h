@@ -27,6 +27,11 @@ const char *lb_lang_name(lb_lang lang);
 int lb_lang_parse(const char *name, lb_lang *out);
 /* The language of an entry point by its extension (.py, .R/.r, .m, .jl); Python otherwise. */
 lb_lang lb_lang_of_entry(const char *entry);
+/* The entry point of an experiment directory that names none: the first of main.py, main.R,
+ * main.r, main.m, main.jl, then experiment.py (AI-Scientist's templates), that is there (a
+ * link counts as there: staging and the run judge it). "main.py" when none is, so that the
+ * error names the usual one. */
+const char *lb_lang_default_entry(const char *dir);
 /* The interpreter looked up on PATH when none is named: Rscript, octave-cli, julia. */
 const char *lb_lang_default_interpreter(lb_lang lang);
 /* The Debian package that provides it, for the error when it is missing. */

@@ -1147,15 +1147,11 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 	}
 	if (!cfg->entry) {
 		/* main.py, or the first entry point of another language the directory has */
-		static const char *const names[] = {"main.py", "main.R", "main.r", "main.m", "main.jl"};
-		for (size_t i = 0; i < sizeof names / sizeof *names && r == 0; i++) {
-			char p[PATH_MAX];
-			snprintf(p, sizeof p, "%s/%s", root, names[i]);
-			if (access(p, F_OK) == 0) {
-				r = lb_check_config_set_entry(cfg, names[i]);
-				break;
-			}
-		}
+		const char *entry = lb_lang_default_entry(root);
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", root, entry);
+		if (access(p, F_OK) == 0)
+			r = lb_check_config_set_entry(cfg, entry);
 		if (r < 0)
 			goto out;
 	}

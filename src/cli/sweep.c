@@ -6,6 +6,7 @@
 #include "labbox/config.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
+#include "labbox/lang.h"
 #include "labbox/sweep.h"
 #include "labbox/util.h"
 
@@ -1095,7 +1096,9 @@ int cli_sweep(int argc, char **argv)
 		goto done;
 	}
 	{
-		const char *entry = c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py";
+		const char *entry = c.entry	 ? c.entry
+				    : cfg.entry ? cfg.entry
+						: lb_lang_default_entry(c.expdir);
 		struct stat est;
 		char ep[PATH_MAX * 2];
 		snprintf(ep, sizeof ep, "%s/%s", c.expdir, entry);

@@ -89,7 +89,6 @@ typedef struct run_state {
 
 static int usage_error(lb_run_result *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static const char *default_entry(const char *expdir);
 static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_result *out,
 			     const char *mode);
 static int choose_env(const lb_run_request *req, run_state *st, lb_run_result *out,
@@ -173,7 +172,9 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (strcmp(mode, st->backend_name) != 0)
 		return usage_error(out, "mode '%s' was asked for, but this run was given the %s "
 				   "backend: refused rather than run elsewhere", mode, st->backend_name);
-	st->entry = req->entry ? req->entry : st->cfg.entry ? st->cfg.entry : default_entry(st->expdir);
+	st->entry = req->entry	   ? req->entry
+		    : st->cfg.entry ? st->cfg.entry
+				    : lb_lang_default_entry(st->expdir);
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
 				   st->entry);
@@ -337,17 +338,6 @@ static int choose_env(const lb_run_request *req, run_state *st, lb_run_result *o
 	free(mods);
 	lb_env_list_free(&l);
 	return r == -ENOMEM ? r : 0;
-}
-
-/* main.py, or the first entry point of another language the directory has. */
-static const char *default_entry(const char *expdir)
-{
-	static const char *const names[] = {"main.py", "main.R", "main.r", "main.m", "main.jl"};
-	LB_AUTOCLOSE int dfd = open(expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (size_t i = 0; dfd >= 0 && i < sizeof names / sizeof *names; i++)
-		if (faccessat(dfd, names[i], F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			return names[i];
-	return "main.py";
 }
 
 /* exp/'s own file system was full when the run failed. That is a failure of the disk limit

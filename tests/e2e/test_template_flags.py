@@ -46,6 +46,47 @@ def test_entry_flag_runs_another_file_without_labbox_yaml(tmp_path):
     assert doc["rerun"]["metrics_match"] is True
 
 
+
+AI_SCIENTIST_EXPERIMENT = """
+import argparse, json, os
+p = argparse.ArgumentParser()
+p.add_argument("--out_dir", type=str, default="run_0")
+a = p.parse_args()
+os.makedirs(a.out_dir, exist_ok=True)
+print("train_loss: 0.25")
+with open(os.path.join(a.out_dir, "final_info.json"), "w") as f:
+    json.dump({"demo": {"means": {"val_loss": 0.5}}}, f)
+"""
+
+
+def test_an_ai_scientist_template_needs_no_entry(tmp_path):
+    """AI-Scientist's templates have experiment.py and no main.py: run, check and sweep take
+    it as the entry point without --entry (the manifest says it was the default), rerun runs
+    it again, and main.py still wins when a directory has both."""
+    exp = write_exp(tmp_path, None, files={"experiment.py": AI_SCIENTIST_EXPERIMENT,
+                                           "plot.py": "raise SystemExit('not the entry')\n"})
+    r = run_exp(exp, tmp_path / "runs", args=("--out_dir=run_0",))
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["train_loss"] == 0.25, r.why()
+    assert (r.exp / "run_0" / "final_info.json").is_file(), r.why()
+    cfg = r.file_json("manifest.json")["config"]
+    assert cfg["entry"] == "experiment.py" and cfg["entry_named_by"] == "default", cfg
+    doc, manifest = rerun(r, tmp_path / "runs")
+    assert manifest["config"]["entry"] == "experiment.py"
+    assert doc["metrics"]["values"]["train_loss"] == 0.25
+    p = labbox("check", "--json", exp)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    # The harness rules read the entry point: their findings are on experiment.py.
+    harness = [f for f in json.loads(p.stdout)["findings"] if f["category"] == "harness"]
+    assert harness and {f["file"] for f in harness} == {"experiment.py"}, p.stdout[-2000:]
+    p = labbox("sweep", "--json", "--plan-only", "--seeds", "0-1", "--runs-dir",
+               tmp_path / "sweeps", exp)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    (exp / "main.py").write_text("print('which: 1')\n")
+    r2 = run_exp(exp, tmp_path / "runs")
+    assert r2.result["metrics"]["values"] == {"which": 1}, r2.why()
+    assert r2.file_json("manifest.json")["config"]["entry"] == "main.py"
+
 def test_entry_flag_wins_over_labbox_yaml(tmp_path):
     exp = write_exp(tmp_path, "print('which: 1')\n", yaml="entry: main.py\n",
                     files={"train.py": "print('which: 2')\n"})
