@@ -714,6 +714,28 @@ def _labbox_gate():
         except Exception:
             return False
 
+    _type_module = type.__dict__["__module__"].__get__
+
+    def defined_in(obj):
+        """The module a class, or the class of an object, says it was defined in; None when
+        it says nothing plain. Read off type's own descriptor, so no class's code runs."""
+        try:
+            m = _type_module(obj if isinstance(obj, type) else type(obj))
+        except Exception:
+            return None
+        return m if type(m) is str else None
+
+    def allowed_home(m):
+        """A module whose classes unpickle: one of class_mods (not the refused ones), or the
+        experiment's own."""
+        if m is None:
+            return False
+        path = m.replace(".", "/")
+        if _under(path, tuple(x.replace(".", "/") for x in class_mods_refused)):
+            return False
+        return _under(path, tuple(x.replace(".", "/") for x in class_mods)) or \
+            experiment_module(m)
+
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
             return False
@@ -721,6 +743,10 @@ def _labbox_gate():
             return True
         if "." in name:
             return False  # attribute chains (os.system through a module's names)
+        if name.startswith("__"):
+            # A module's __builtins__ is a dict of exec, __import__ and getattr; no pickle
+            # names a dunder but those on the list above.
+            return False
         if exception_class(modname, name):
             return True
         if name.startswith(("rebuild", "_rebuild")) and _under(
@@ -750,13 +776,22 @@ def _labbox_gate():
         if any(obj is t for t in code_types):
             return False  # a pickle that builds code runs it under any file name it likes
         if isinstance(obj, type):
-            return True
+            # Taken where it is defined, not where it is found: collections._itemgetter is
+            # operator's itemgetter, and a name the experiment imported (CDLL, a library's
+            # class) is not the experiment's class.
+            return allowed_home(defined_in(obj))
         if exp_mod and type(obj) is _FunctionType:
             fn = obj.__code__.co_filename
             # The experiment's own function (multiprocessing pickles it by name), not a
             # name it imported from elsewhere.
             return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False)
-        return not callable(obj)
+        if callable(obj):
+            return False
+        # A value found by name (torch.float32, a torch.dtype): of a class of an allowed
+        # module, never a dict, list or tuple of the builtins' or a module's callables.
+        home = defined_in(obj)
+        return home is not None and home != "builtins" and allowed_home(home) and \
+            not isinstance(obj, (dict, list, tuple, set, frozenset))
 
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]

@@ -8,6 +8,7 @@ runtime_gate must name the event. Research code must stay accepted under the def
 """
 import json
 import shutil
+import textwrap
 import subprocess
 import uuid
 from pathlib import Path
@@ -284,6 +285,60 @@ def test_spawning_evasion_is_refused(tmp_path, name):
         assert ev["file"].startswith(str(r.exp)), r.why()
         assert ev["line"] >= 1
 
+
+
+# Hand-built pickles that reach exec through names the allowlist let through before: a
+# module's __builtins__ (a dict of exec, __import__, getattr), a class found under a name it
+# was not defined under (collections._itemgetter is operator's itemgetter; a class the
+# experiment imported), then a trusted library function or class that calls what it is given
+# (torch's mp.spawn _wrap, numpy.vectorize), so the exec came from a library's frame.
+PICKLE_PRELUDE = """
+    import pickle, struct
+    import numpy
+    def g(m, n):
+        return b"c" + m.encode() + b"\\n" + n.encode() + b"\\n"
+    def s(x):
+        b = x.encode()
+        return b"X" + struct.pack("<I", len(b)) + b
+    SRC = "open('MARKER', 'w').close()"
+    WORD = s("ex" + "ec")
+"""
+PICKLE_GADGETS = {
+    # the builtins dict first (memo 0), then itemgetter("exec") of it, called by numpy.vectorize
+    "builtins_dict": ("__builtins__", """
+        p = (b"\\x80\\x02" + g("numpy", "__builtins__") + b"p0\\n0" + g("numpy", "vectorize") +
+             b"(" + g("collections", "_itemgetter") + b"(" + WORD + b"tR(g0\\ntR" + b"tR" +
+             b"(" + s(SRC) + b"tR.")
+        pickle.loads(p)
+    """),
+    # the re-exported class first: operator's itemgetter found in collections, then torch's _wrap
+    "reexported_class": ("_itemgetter", """
+        p = (b"\\x80\\x02" + g("collections", "_itemgetter") + b"(" + WORD + b"tRp0\\n0" +
+             g("torch.multiprocessing.spawn", "_wrap") + b"(g0\\n(" + g("numpy", "__builtins__") +
+             b"tR" + s(SRC) + b")NtR.")
+        pickle.loads(p)
+    """),
+    # a class the experiment imported is not the experiment's own class
+    "experiment_reexport": ("itemgetter", """
+        from operator import itemgetter
+        getter = pickle.loads(b"c__main__\\nitemgetter\\n.")
+        print("got", getter)
+        open("MARKER", "w").close()
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PICKLE_GADGETS))
+def test_a_pickle_gadget_reaches_no_builtin(tmp_path, name):
+    pytest.importorskip("torch")
+    refused_name, body = PICKLE_GADGETS[name]
+    exp = write_exp(tmp_path, textwrap.dedent(PICKLE_PRELUDE) + "\nimport torch\n" +
+                    textwrap.dedent(body))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"][1] == refused_name, r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
 
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
