@@ -671,8 +671,16 @@ def _labbox_gate():
                   "torch._tensor", "torch.distributions", "collections", "datetime", "decimal",
                   "fractions", "uuid", "pathlib", "argparse", "enum", "numbers", "types",
                   "pandas", "scipy.sparse", "sklearn")
+    # Refused too: torch's subsystems that write Python source from their own state and
+    # compile it from their (trusted) frames, so that a pickle's data becomes code: fx's
+    # GraphModule recompiles from its Graph and code generator, benchmark's Timer from its
+    # statement, and their kin in dynamo, inductor, onnx, quantization's fx and testing.
     class_mods_refused = ("torch.package", "torch.jit", "torch.utils.cpp_extension",
-                          "torch.hub", "numpy.distutils", "numpy.f2py", "types.CodeType")
+                          "torch.hub", "numpy.distutils", "numpy.f2py", "types.CodeType",
+                          "torch.fx", "torch.utils.benchmark", "torch._dynamo",
+                          "torch._inductor", "torch.onnx", "torch.ao.quantization.fx",
+                          "torch.quantization.fx", "torch.testing", "torch.distributed",
+                          "torch.utils.bundled_inputs", "torch._export", "torch.export")
     _dict_get = dict.get
     _FunctionType = type(_labbox_gate)
     # Whatever name they are found under: the constructors of code, functions, bound

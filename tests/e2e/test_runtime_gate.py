@@ -318,6 +318,17 @@ PICKLE_GADGETS = {
              b"tR" + s(SRC) + b")NtR.")
         pickle.loads(p)
     """),
+    # torch.fx: a Graph whose code generator holds the pickle's string, and a GraphModule
+    # that recompiles from it (exec from fx's own frame) while it is unpickled
+    "fx_graph_module": ("GraphModule", """
+        code = "x=open('MARKER', 'w')"
+        p = (b"\\x80\\x02" + g("torch.fx.graph_module", "GraphModule") +
+             g("torch.nn", "Module") + b")R" + g("torch.fx.graph", "Graph") + b")R" +
+             b"}" + s("_codegen") + g("torch.fx.graph", "_PyTreeCodeGen") +
+             g("torch.fx.graph", "_PyTreeInfo") + b"(]" + s(code) + b"aNNtR" + b"\\x85R" +
+             b"sb" + b"\\x86R.")
+        pickle.loads(p)
+    """),
     # a class the experiment imported is not the experiment's own class
     "experiment_reexport": ("itemgetter", """
         from operator import itemgetter
