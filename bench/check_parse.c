@@ -5,32 +5,16 @@
  *
  *   check_parse LISTFILE     (one path a line) -> prints "FILES BYTES PARSE_SECONDS" */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <tree_sitter/api.h>
 
+#include "labbox/util.h"
+
 const TSLanguage *tree_sitter_python(void);
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
 
 int main(int argc, char **argv)
 {
@@ -56,15 +40,16 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), list)) {
 		struct timespec a, b;
 		size_t len = 0;
-		char *src;
+		char *src = NULL;
 		TSTree *t;
 
 		line[strcspn(line, "\n")] = '\0';
 		if (!*line)
 			continue;
 		/* Reading is not timed: labbox's read is in its own line, not the parser's. */
-		if (!(src = slurp(line, &len))) {
-			fprintf(stderr, "check_parse: cannot read %s\n", line);
+		int r = lb_read_file_at(AT_FDCWD, line, (size_t)1 << 26, &src, &len);
+		if (r < 0) {
+			fprintf(stderr, "check_parse: cannot read %s: %s\n", line, strerror(-r));
 			return 2;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &a);

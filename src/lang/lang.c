@@ -45,14 +45,11 @@ const char *lb_lang_default_entry(const char *dir)
 {
 	static const char *const names[] = {"main.py", "main.R",	"main.r",
 					    "main.m",  "main.jl", "experiment.py"};
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	const char *found = NULL;
-	for (size_t i = 0; dfd >= 0 && !found && i < sizeof names / sizeof *names; i++)
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; dfd >= 0 && i < sizeof names / sizeof *names; i++)
 		if (faccessat(dfd, names[i], F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			found = names[i];
-	if (dfd >= 0)
-		close(dfd);
-	return found ? found : "main.py";
+			return names[i];
+	return "main.py";
 }
 
 lb_lang lb_lang_of_entry(const char *entry)
