@@ -918,6 +918,14 @@ static bool worker_died(const char *line)
 
 static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
 
+/* The experiment's own frame and the source line under it. */
+static void add_code_evidence(lb_verdict *v, const lb_log *log)
+{
+	add_evidence(v, v->code_frame);
+	if (v->code_frame + 1 < log->n && !is_frame(log->lines[v->code_frame + 1]))
+		add_evidence(v, v->code_frame + 1);
+}
+
 /* A refusal of the runtime gate that nothing caught, in a traceback of its own above the last
  * chain: a worker's or a spawned child's (multiprocessing prints it, then exits 1), or one the
  * code printed. The generic error that ended the run (a pool's or a DataLoader's "exited
@@ -936,19 +944,15 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 		classify_at(&why, log, &exc[k]);
 		if (strcmp(why.cls, "gate_refused") != 0)
 			continue;
-		const lb_exc *last = &exc[n - 1];
 		if (why.code_frame == NONE)
-			why.code_frame = code_frame_of(log, last);
+			why.code_frame = code_frame_of(log, &exc[n - 1]);
 		set_confidence(&why, CONF_MEDIUM,
 			       "the gate's refusal went uncaught in a traceback of its own (a worker's "
 			       "or a child process's); the error that ended the run came after it");
 		add_frame_evidence(&why, log, &exc[k]);
-		if (why.code_frame != NONE) {
-			add_evidence(&why, why.code_frame);
-			if (why.code_frame + 1 < log->n && !is_frame(log->lines[why.code_frame + 1]))
-				add_evidence(&why, why.code_frame + 1);
-		}
-		add_evidence(&why, last->line);
+		if (why.code_frame != NONE)
+			add_code_evidence(&why, log);
+		add_evidence(&why, exc[n - 1].line);
 		*v = why;
 		return true;
 	}
@@ -997,11 +1001,8 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		}
 	}
 	/* The experiment's own line first, when a library raised: what its author changes. */
-	if (v->code_frame != NONE && v->code_frame != v->frame) {
-		add_evidence(v, v->code_frame);
-		if (v->code_frame + 1 < log->n && !is_frame(log->lines[v->code_frame + 1]))
-			add_evidence(v, v->code_frame + 1);
-	}
+	if (v->code_frame != NONE && v->code_frame != v->frame)
+		add_code_evidence(v, log);
 	add_frame_evidence(v, log, last);
 }
 

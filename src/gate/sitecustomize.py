@@ -681,6 +681,10 @@ def _labbox_gate():
                           "torch._inductor", "torch.onnx", "torch.ao.quantization.fx",
                           "torch.quantization.fx", "torch.testing", "torch.distributed",
                           "torch.utils.bundled_inputs", "torch._export", "torch.export")
+    # The same lists as paths, for _under, made once.
+    rebuild_roots = tuple(m.replace(".", "/") for m in rebuild_mods)
+    class_roots = tuple(m.replace(".", "/") for m in class_mods)
+    refused_roots = tuple(m.replace(".", "/") for m in class_mods_refused)
     _dict_get = dict.get
     _FunctionType = type(_labbox_gate)
     # Whatever name they are found under: the constructors of code, functions, bound
@@ -739,10 +743,9 @@ def _labbox_gate():
         if m is None:
             return False
         path = m.replace(".", "/")
-        if _under(path, tuple(x.replace(".", "/") for x in class_mods_refused)):
+        if _under(path, refused_roots):
             return False
-        return _under(path, tuple(x.replace(".", "/") for x in class_mods)) or \
-            experiment_module(m)
+        return _under(path, class_roots) or experiment_module(m)
 
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
@@ -758,10 +761,9 @@ def _labbox_gate():
         if exception_class(modname, name):
             return True
         if name.startswith(("rebuild", "_rebuild")) and _under(
-                modname.replace(".", "/"), tuple(m.replace(".", "/") for m in rebuild_mods)):
+                modname.replace(".", "/"), rebuild_roots):
             return True
-        mod_ok = _under(modname.replace(".", "/"), tuple(m.replace(".", "/") for m in class_mods))
-        refused_roots = tuple(m.replace(".", "/") for m in class_mods_refused)
+        mod_ok = _under(modname.replace(".", "/"), class_roots)
         if _under(modname.replace(".", "/"), refused_roots) or \
                 _under((modname + "." + name).replace(".", "/"), refused_roots) or \
                 name in code_type_names:
@@ -797,8 +799,7 @@ def _labbox_gate():
             return False
         # A value found by name (torch.float32, a torch.dtype): of a class of an allowed
         # module, never a dict, list or tuple of the builtins' or a module's callables.
-        home = defined_in(obj)
-        return home is not None and home != "builtins" and allowed_home(home) and \
+        return allowed_home(defined_in(obj)) and \
             not isinstance(obj, (dict, list, tuple, set, frozenset))
 
     def on_find_class(event, args, frame):
