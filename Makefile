@@ -106,12 +106,16 @@ deps:
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The suites run on every core (pytest-xdist): each test makes its own experiment, run
+# directory and services, so none waits on another's. PYTEST_JOBS=0 runs them in one process.
+PYTEST_JOBS ?= auto
+PYTEST := /usr/bin/python3 -m pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) --dist loadgroup
 e2e: $(BUILD)/labbox
-	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) $(PYTEST) tests/e2e
 
 # The hostile-experiment corpus: containment checked from the host's side.
 escape: $(BUILD)/labbox
-	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/escape
+	LABBOX_BIN=$(abspath $(BUILD)/labbox) $(PYTEST) tests/escape
 
 # `check` installs what is missing, builds, and runs everything: unit tests, end-to-end tests and
 # the hostile-experiment corpus on the normal build, all three again on the sanitizer build, a
@@ -122,8 +126,8 @@ check: deps
 	$(MAKE) SAN=1 all unit e2e escape
 	$(MAKE) fuzz-smoke
 	@if [ "$$(id -u)" = 0 ]; then \
-	  tests/escape/run-as-user && \
-	  LABBOX_BIN=$(abspath build-san/labbox) tests/escape/run-as-user; \
+	  tests/escape/run-as-user -n $(PYTEST_JOBS) --dist loadgroup && \
+	  LABBOX_BIN=$(abspath build-san/labbox) tests/escape/run-as-user -n $(PYTEST_JOBS) --dist loadgroup; \
 	else echo "make check: not root, so the ordinary-user pass is this one"; fi
 
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))

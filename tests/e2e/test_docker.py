@@ -19,6 +19,10 @@ import pytest
 
 from conftest import REPO, labbox, run_exp, unique, write_exp
 
+# One dockerd and one podman store for the session's worker (make check runs the suites with
+# pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("engines")
+
 SERVICE = REPO / "tests" / "services" / "dockerd"
 IMAGE = "labbox-test:py3"
 

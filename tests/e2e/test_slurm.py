@@ -20,6 +20,9 @@ import pytest
 from conftest import GATE_SPAWN, LABBOX, PYTHON, REPO, labbox, pids_with_marker, run_exp, squeue, unique, \
     wait_for, wait_no_marker, write_exp
 
+# One Slurm cluster for the session's worker: test_slurm.py and test_sweep_slurm.py share it
+# (make check runs the suites with pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("slurm")
 
 
 def srun_exp(env, expdir, runs, *opts, **kw):

@@ -22,6 +22,10 @@ import pytest
 
 from conftest import GATE_SPAWN, LABBOX, REPO, labbox, run_exp, unique, wait_for, write_exp
 
+# One test host for the session's worker (make check runs the suites with pytest-xdist,
+# --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("sshd")
+
 SERVICE = REPO / "tests" / "services" / "sshd"
 HOST = "lbssh-test"
 DOWN = "lbssh-down"

@@ -13,8 +13,14 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import LABBOX, PYTHON, PtyCapture, labbox, squeue, unique, wait_for, \
     wait_no_marker, write_exp
+
+# One Slurm cluster for the session's worker: test_slurm.py and test_sweep_slurm.py share it
+# (make check runs the suites with pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("slurm")
 
 # permissive: the experiment's own bookkeeping (a file in /state) is no finding to stop at
 GRID = ("--param", "lr=0.1,0.2", "--seeds", "0-1", "--policy", "permissive")
