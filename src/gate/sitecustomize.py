@@ -747,6 +747,27 @@ def _labbox_gate():
             return False
         return _under(path, class_roots) or experiment_module(m)
 
+    _import = __import__
+
+    def import_for_pickle(modname):
+        """Import an allowed module that find_class is about to import, so that the name is
+        judged on what it is (a function, a re-export, a class defined elsewhere), as in a
+        loaded module; by a class-like name alone, `datetime.date` was refused and any
+        capitalised callable passed. The import is judged by the gate as any library's
+        (the pickle chose no argument of it but the module's name, which the experiment could
+        import itself). False: it failed, and find_class will fail the same way."""
+        me = _ident()
+        busy.discard(me)
+        try:
+            _import(modname)
+        except PermissionError:
+            raise
+        except Exception:
+            return False
+        finally:
+            busy.add(me)
+        return sys.modules.get(modname) is not None
+
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
             return False
@@ -771,10 +792,8 @@ def _labbox_gate():
         exp_mod = experiment_module(modname)
         if not (mod_ok or exp_mod):
             return False
-        if sys.modules.get(modname) is None:
-            # Imported by find_class itself: a class, by its name (_DupFd, a spawned
-            # child's first descriptor, is one).
-            return name.lstrip("_")[:1].isupper()
+        if sys.modules.get(modname) is None and not import_for_pickle(modname):
+            return True  # find_class's own import fails the same way, with its own error
         d = loaded_dict(modname)
         if d is None:
             return False

@@ -351,6 +351,46 @@ def test_a_pickle_gadget_reaches_no_builtin(tmp_path, name):
     assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
     assert not (r.exp / "MARKER").exists(), r.why()
 
+
+# A pickle naming a module the experiment has not imported yet (find_class imports it): the
+# name is judged on what it is once the module is there, not on whether it looks like a class.
+def test_a_pickle_of_a_module_not_imported_yet_is_judged_on_what_it_names(tmp_path):
+    import datetime
+    import fractions
+    import pathlib
+    import pickle
+    values = [datetime.date(2024, 1, 2), datetime.timedelta(days=3),
+              datetime.datetime(2024, 5, 6, 7, 8, tzinfo=datetime.timezone.utc),
+              fractions.Fraction(1, 3), pathlib.PurePosixPath("data/train.csv")]
+    blob = pickle.dumps(values, protocol=2)
+    exp = write_exp(tmp_path, f"""
+        import pickle, sys
+        mods = ("datetime", "fractions", "pathlib", "numbers")
+        print("loaded before:", [m for m in mods if m in sys.modules])
+        v = pickle.loads({blob!r})
+        print("value:", v)
+        try:
+            got = pickle.loads(b"cnumbers\\nABCMeta\\n.")
+        except PermissionError as e:
+            print("refused:", e)
+        else:
+            print("got", got)
+            open("MARKER", "w").close()
+        print("n_values:", len(v))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    log = r.log()
+    # None of them was there before: find_class imported each.
+    assert "loaded before: []" in log, r.why()
+    # Lower-case classes of the standard library (date, timedelta, timezone) unpickle.
+    assert "value: [datetime.date(2024, 1, 2), datetime.timedelta(days=3)" in log, r.why()
+    assert r.rc == 0 and r.result["metrics"]["values"]["n_values"] == 5, r.why()
+    # A class-like name that is a re-export (abc's ABCMeta in numbers) is what it is.
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["numbers", "ABCMeta"], r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
