@@ -532,11 +532,29 @@ def _labbox_gate():
             return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
+    def flag_setter(f):
+        """types.coroutine, which sets a flag of a generator's code and keeps its file."""
+        code = f.f_code
+        return code.co_name == "coroutine" and type(code.co_filename) is str and \
+            code.co_filename.endswith("/types.py") and kind(code.co_filename) == "s"
+
     def on_code_new(event, args, frame):
         # The standard library replaces flags of its own code (types.coroutine); a code
         # object the experiment builds or edits is dynamic code, whatever file it names.
         if frame is not None and kind(frame.f_code.co_filename) == "x":
             refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)")
+            return
+        # Code that names a file of the interpreter's or a library's is trusted as that
+        # file wherever it runs. Made by the standard library for the experiment, through a
+        # helper that calls what it is given (a thread pool's worker, a Thread's target,
+        # copy's __reduce_ex__), or from no frame at all, the relabelling is the
+        # experiment's: then its ctypes and its imports would pass as the library's.
+        fn = args[1] if len(args) > 1 else None
+        if type(fn) is str and kind(fn) != "x" and \
+                (frame is None or (not flag_setter(frame) and origin(frame)[0] == "x")):
+            refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "code made to claim the file %s, through the standard library's call of "
+                   "what it was given" % summary(fn))
 
     # Frames are trusted by the file their code names (co_filename), and a .pyc names any
     # file it likes: bytecode the import system reads is loaded only from the interpreter's

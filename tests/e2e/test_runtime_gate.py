@@ -391,6 +391,49 @@ def test_a_pickle_of_a_module_not_imported_yet_is_judged_on_what_it_names(tmp_pa
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+# Code relabelled as a library's file through the standard library's helpers that call what
+# they are given: the compile and the exec came from the helper's frame, and the code then
+# ran as numpy's, so its `import ctypes` passed. The relabelling is the experiment's doing.
+RELABEL_PRELUDE = """
+    import numpy
+    SRC = "import ctypes\\nopen('MARKER', 'w').write(repr(ctypes.CDLL))\\n"
+"""
+RELABEL_CASES = {
+    "thread_pool": """
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1) as ex:
+            c = ex.submit(compile, SRC, "<payload>", "exec").result()
+            c2 = ex.submit(c.replace, co_filename=numpy.__file__).result()
+            ex.submit(exec, c2, {}).result()
+    """,
+    "copy_reduce": """
+        import copy, types
+        from concurrent.futures import ThreadPoolExecutor
+        c = ThreadPoolExecutor(1).submit(compile, SRC, "<payload>", "exec").result()
+        fields = [c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount, c.co_nlocals,
+                  c.co_stacksize, c.co_flags, c.co_code, c.co_consts, c.co_names,
+                  c.co_varnames, numpy.__file__, c.co_name, c.co_qualname,
+                  c.co_firstlineno, c.co_linetable, c.co_exceptiontable]
+        class R:
+            def __reduce_ex__(self, proto):
+                return (types.CodeType, tuple(fields))
+        c2 = copy.deepcopy(R())
+        ThreadPoolExecutor(1).submit(exec, c2, {}).result()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELABEL_CASES))
+def test_code_relabelled_through_the_standard_library_is_refused(tmp_path, name):
+    exp = write_exp(tmp_path, textwrap.dedent(RELABEL_PRELUDE) +
+                    textwrap.dedent(RELABEL_CASES[name]))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, "code.__new__", "LB103")
+    assert "numpy" in (ev["detail"] or ""), r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
