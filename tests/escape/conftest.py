@@ -11,6 +11,12 @@ from escape_lib import (IS_ROOT, LABBOX, PAYLOAD_GID, PAYLOAD_UID, PYTHON, token
                         wait_for)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "host_wide: reads the host's free disk or shared memory as a whole, so it "
+        "runs alone (make escape and run-as-user run these after the others, one at a time)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _labbox_binary():
     if not os.access(LABBOX, os.X_OK):

@@ -117,6 +117,7 @@ def free_bytes(path):
     return v.f_bavail * v.f_frsize
 
 
+@pytest.mark.host_wide
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_disk_limit_holds(tmp_path, attack):
     exp = tmp_path / "exp"
@@ -329,6 +330,7 @@ def test_a_run_near_its_limit_that_fails_otherwise_is_that_failure(tmp_path):
     assert "labels do not match" in doc["failure"]["summary"], doc["failure"]
 
 
+@pytest.mark.host_wide
 @pytest.mark.skipif(not IS_ROOT, reason="exp/'s own file system needs root")
 def test_the_merge_does_not_hold_twice_the_limit_on_the_host(tmp_path):
     exp = tmp_path / "exp"

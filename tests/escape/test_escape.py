@@ -796,6 +796,7 @@ def test_memory_bomb_in_several_processes(tmp_path):
     assert ctl.peak_rss_sum_kb * 1024 > 4 * 300 * MiB, f"positive control: {ctl.peak_rss_sum_kb} kB"
 
 
+@pytest.mark.host_wide
 def test_memory_bomb_in_tmpfs(tmp_path):
     """RAM taken through the private /dev/shm (tmpfs), which no process's RSS shows."""
     limit = 256 * MiB
@@ -818,6 +819,7 @@ def test_memory_bomb_in_tmpfs(tmp_path):
     assert ctl.peak_shmem > 768 * MiB, f"positive control: shared memory grew {ctl.peak_shmem >> 20} MiB"
 
 
+@pytest.mark.host_wide
 def test_fill_private_tmp_dirs(tmp_path):
     bound = 1536 * MiB
     exp = stage(tmp_path, "fill_tmp", {"bound": bound})
@@ -833,6 +835,7 @@ def test_fill_private_tmp_dirs(tmp_path):
     assert_failed_with(r, classes=("sandbox_restriction",), text="No space left on device")
 
 
+@pytest.mark.host_wide
 def test_fill_exp_does_not_fill_host_disk(tmp_path):
     """exp/ lives on the host's disk. Writing there until the disk is full must end at a limit
     of the sandbox (ENOSPC, EDQUOT or EFBIG), not at the host's last free byte. The attack is

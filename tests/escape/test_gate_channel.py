@@ -9,6 +9,7 @@ import pytest
 from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
 
 
+@pytest.mark.host_wide
 def test_the_events_channel_cannot_fill_the_disk_or_lose_a_refusal(tmp_path):
     free = free_bytes(str(tmp_path))
     bound = min(512 * MiB, free // 8)
