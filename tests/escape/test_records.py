@@ -88,11 +88,11 @@ def test_other_runs_are_hidden(tmp_path, runs_base):
                   **{"data.txt": secret})
     p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-e",
                  f"TOKEN={secret}", first)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
     snoop = write(tmp_path / "snoop", SNOOP)
     p, doc2 = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
                   runs, snoop)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
     log = (Path(doc2["run_dir"]) / "run.log").read_text()
     assert secret not in log, log[:3000]
     seen = json.loads(log.splitlines()[0])
@@ -655,6 +655,50 @@ print("accuracy: 1")
                        capture_output=True, text=True, timeout=CALL_TIMEOUT, env=env)
     assert secret not in p.stdout + p.stderr, p.stdout[-2000:]
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
+
+
+def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_dir):
+    """Every run hides each runs directory this user's labbox has used. One removed by its
+    owner (a test's clean-up, a scratch project deleted) between labbox's look and the
+    sandbox's mount has nothing left to hide: the run goes on, it does not fail as a setup
+    error (CI saw exit 125, "hide ...: No such file or directory", from a parallel test's
+    clean-up). The other project's directory is made and removed over and over while this
+    project's runs start."""
+    import threading
+    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    exp = write(visible_dir / "exp", 'print("accuracy: 1")\n')
+    other, mine = visible_dir / "other", visible_dir / "mine" / "runs"
+    for runs in (other / "runs", mine):  # both on the list, this project's the latest
+        p, _ = run("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp, env=env)
+        assert p.returncode == 0, p.stdout[-2000:]
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            shutil.rmtree(other, ignore_errors=True)
+            (other / "runs").mkdir(parents=True, exist_ok=True)
+
+    t = threading.Thread(target=churn)
+    t.start()
+    failed = []
+    try:
+        for _ in range(20):
+            p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", mine, exp, env=env)
+            if p.returncode != 0:
+                failed.append(p.stdout[-1500:])
+    finally:
+        stop.set()
+        t.join()
+    assert not failed, failed[0]
+    # still hidden when it is there: the cover is skipped only where nothing is left
+    (other / "runs" / "r1").mkdir(parents=True, exist_ok=True)
+    (other / "runs" / "r1" / "manifest.json").write_text("{}")
+    spy = write(visible_dir / "spy", 'import os\nprint("SEEN", os.listdir(%r))\n'
+                'print("accuracy: 1")\n' % str(other / "runs"))
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 mine, spy, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    assert "SEEN []" in (Path(doc["run_dir"]) / "run.log").read_text()
 
 
 ODD_ROOT = r'''
