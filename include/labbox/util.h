@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +139,12 @@ void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.1
 /* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty
  * or NULL dir holds nothing. */
 bool lb_path_under(const char *path, const char *dir);
+/* realpath(3) with the target's stat: 0, or -errno as realpath fails (-ENOENT: absent).
+ * A path already spelt canonically (absolute, no `.`, `..`, `//` or trailing slash) is
+ * checked in one openat2 walk that refuses symlinks, not a readlink per component: every
+ * run masks each runs directory this user's labbox has used, and realpath was most of the
+ * supervisor's own system calls. A symlink on the way takes realpath's own path. */
+int lb_realpath_stat(const char *path, char real[PATH_MAX], struct stat *st);
 /* Whether the program python names (a path, or a name on PATH) lies in dir: the file
  * resolved, or the directory it is named in (a venv's bin/python links out of it, and the
  * interpreter reads the pyvenv.cfg beside its name). */

@@ -1,5 +1,6 @@
 /* sandbox configuration: setters only, no side effects on the system. */
 #include "sandbox_internal.h"
+#include "labbox/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -258,8 +259,9 @@ int lb_sandbox_mask(lb_sandbox *sb, const char *path)
 {
 	char real[PATH_MAX];
 	struct stat st;
-	if (!realpath(path, real) || stat(real, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
+	int e = lb_realpath_stat(path, real, &st);
+	if (e < 0)
+		return e == -ENOENT ? 0 : e;
 	if (strcmp(real, "/") == 0)
 		return 0;
 	/* Recorded even when a hidden or private directory covers it already: a bind of a

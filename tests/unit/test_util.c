@@ -26,6 +26,49 @@ static void test_path_under(void **state)
 	assert_false(lb_path_under("/proc", NULL));
 }
 
+/* lb_realpath_stat answers as realpath(3) and stat(2) would, for every spelling: canonical
+ * (the openat2 walk), with a symlink on the way, with `.`, `..` and `//`, and absent. */
+static void test_realpath_stat(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/lb-realpath-XXXXXX", base[PATH_MAX];
+	assert_non_null(mkdtemp(tmpl));
+	assert_non_null(realpath(tmpl, base));
+	char d[PATH_MAX + 32], f[PATH_MAX + 32], l[PATH_MAX + 32];
+	snprintf(d, sizeof d, "%s/d", base);
+	snprintf(f, sizeof f, "%s/d/f", base);
+	snprintf(l, sizeof l, "%s/l", base);
+	assert_int_equal(mkdir(d, 0700), 0);
+	int fd = open(f, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(symlink("d", l), 0);
+	const char *spellings[] = {"/d/f", "/l/f", "/./d/f", "//d/f", "/d/../d/f",
+				   "/d/", "/l", "/d/missing", "/l/missing", "/d/f/x"};
+	for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+		char p[PATH_MAX + 64], want[PATH_MAX], got[PATH_MAX];
+		snprintf(p, sizeof p, "%s%s", base, spellings[i]);
+		struct stat st, wst;
+		errno = 0;
+		int wr = realpath(p, want) ? (stat(want, &wst) < 0 ? -errno : 0) : -errno;
+		int r = lb_realpath_stat(p, got, &st);
+		assert_int_equal(r, wr);
+		if (r == 0) {
+			assert_string_equal(got, want);
+			assert_int_equal(st.st_ino, wst.st_ino);
+			assert_int_equal(st.st_mode, wst.st_mode);
+		}
+	}
+	char root[PATH_MAX];
+	struct stat st;
+	assert_int_equal(lb_realpath_stat("/", root, &st), 0);
+	assert_string_equal(root, "/");
+	unlink(f);
+	unlink(l);
+	rmdir(d);
+	rmdir(base);
+}
+
 static void test_sha256_vectors(void **state)
 {
 	(void)state;
@@ -366,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_read_file_refuses_symlink_and_fifo),
 		cmocka_unit_test(test_mkdir_p_and_atomic_write),
+		cmocka_unit_test(test_realpath_stat),
 		cmocka_unit_test(test_find_executable),
 		cmocka_unit_test(test_pending_write_and_fsync_all),
 		cmocka_unit_test(test_iso8601),
