@@ -202,6 +202,7 @@ def _labbox_gate():
         return first if first else (None, None)
 
     _name_of = type.__dict__["__name__"].__get__
+    _CodeType = type(_labbox_gate.__code__)
 
     def summary(v, depth=0):
         # Never calls the experiment's code: only exact built-in types are shown.
@@ -502,9 +503,53 @@ def _labbox_gate():
                 return False
         return type(source) in (bytes, bytearray) and bytes(source) == data
 
+    # A compile, exec or marshal.loads with no Python frame under it is called by the
+    # interpreter itself or by a callback it runs for the experiment: a builtin passed to
+    # _thread.start_new_thread or atexit.register, or mapped over in one, runs with no
+    # frame, so the experiment's choice of arguments must not pass as the interpreter's.
+    # The interpreter's own: the entry point's compile (python FILE, reading the file
+    # itself; -c CODE), once, before any of the experiment's code runs; and, when it prints
+    # a traceback with no Python frame (an unraisable exception, a thread started by a
+    # builtin), the parse of a piece of a line for the carets under a call.
+    entry = [True]
+
+    def caret_parse(fn_text, source):
+        """The traceback printer's shape: bytes, one piece of one line of the file named."""
+        if type(source) is not bytes or not source or b"\n" in source or not fn_text:
+            return False
+        try:
+            st = os.stat(fn_text)
+            if not _stat.S_ISREG(st.st_mode) or st.st_size > (16 << 20):
+                return False
+            with open(fn_text, "rb") as f:
+                return source in f.read()
+        except (OSError, ValueError):
+            return False
+
+    def on_frameless_compile(event, source, fn, fn_text):
+        first, entry[0] = entry[0], False
+        if first and kind(fn) == "x":
+            return  # the entry point's, named as the experiment's: judged as its code
+        if caret_parse(fn_text, source):
+            # Nothing tells it from the same call made by the experiment's callback, so it
+            # fails without a record (the printer draws the carets under the whole line
+            # instead): a refusal recorded for a traceback would be a refusal never made.
+            if enforce:
+                raise PermissionError(errno.EPERM, "labbox runtime gate: compile from no "
+                                      "Python frame")
+            return
+        refuse(event, (source, fn), None, "LB103", "dynamic code (eval, exec, compile)",
+               "compile called from no Python frame, by a callback the interpreter ran "
+               "(a thread's start, atexit), with the experiment's arguments")
+
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
+        if frame is None:
+            if fn_text and fn_text.startswith("<frozen "):
+                entry[0] = False
+            else:
+                return on_frameless_compile(event, source, fn, fn_text)
         if fn_text and fn_text.startswith("<frozen "):
             # Frozen modules are unmarshalled, never compiled: a compile naming one is code
             # that would be taken for the interpreter's own.
@@ -516,7 +561,7 @@ def _labbox_gate():
         # under a call): from no Python frame, or from the gate's own exception hooks, and
         # nothing it parses there reaches the experiment.
         if fn_text and _under(fn_text, trusted_roots) and \
-                not (frame is None or frame.f_code in printing) and \
+                not (frame is not None and frame.f_code in printing) and \
                 not same_as_file(fn_text, source):
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
@@ -528,7 +573,18 @@ def _labbox_gate():
         refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
 
     def on_exec(event, args, frame):
-        if frame is None or kind(frame.f_code.co_filename) != "x":
+        if frame is None:
+            # The entry point's code, or code the experiment hands a callback: run from no
+            # frame it is judged by the file it names, and one naming a trusted file would
+            # run as that file's.
+            code = args[0] if args else None
+            fn = getattr(code, "co_filename", None) if type(code) is _CodeType else None
+            if fn is not None and kind(fn) != "x":
+                refuse(event, (fn,), None, "LB103", "dynamic code (eval, exec, compile)",
+                       "code naming %s run from no Python frame, by a callback the "
+                       "interpreter ran" % summary(fn))
+            return
+        if kind(frame.f_code.co_filename) != "x":
             return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
@@ -591,6 +647,11 @@ def _labbox_gate():
 
     def on_marshal(event, args, frame):
         if frame is None:
+            # The import system reads bytecode from its own frames; from no frame it is a
+            # callback's, with bytes the experiment chose (code naming any file).
+            refuse(event, (), None, "LB103", "dynamic code (eval, exec, compile)",
+                   "marshal.loads called from no Python frame, by a callback the "
+                   "interpreter ran")
             return
         src = bytecode_source(frame)
         if src is not None:

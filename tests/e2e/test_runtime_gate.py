@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_exp, write_exp, labbox
+from conftest import PYTHON, run_exp, write_exp, labbox
 
 GATE_ON = ("--policy", "permissive", "--runtime-gate", "on")
 
@@ -432,6 +432,84 @@ def test_code_relabelled_through_the_standard_library_is_refused(tmp_path, name)
     assert "numpy" in (ev["detail"] or ""), r.why()
     assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
     assert not (r.exp / "MARKER").exists(), r.why()
+
+
+# A builtin handed to a callback the interpreter runs from C (a thread started on a builtin,
+# atexit, a builtin mapped over inside one) runs with no Python frame under it: compile,
+# exec and marshal.loads made there carried the experiment's arguments but passed as the
+# interpreter's own, and code naming numpy's file then ran as numpy's.
+FRAMELESS_PRELUDE = """
+    import _thread, atexit, collections, time, numpy
+    SRC = "import ctypes\\nopen('MARKER', 'w').write(repr(ctypes.CDLL))\\n"
+    out = collections.deque()
+    def wait():
+        for _ in range(100):
+            if out:
+                return out[0]
+            time.sleep(0.02)
+        print("nothing came back")
+"""
+FRAMELESS_CASES = {
+    "thread_compile": ("compile", """
+        _thread.start_new_thread(out.extend, (map(compile, [SRC], [numpy.__file__], ["exec"]),))
+        code = wait()
+        if code is not None:
+            _thread.start_new_thread(exec, (code, {}))
+            time.sleep(0.5)
+    """),
+    "atexit_compile": ("compile", """
+        codes = []
+        atexit.register(lambda: None)
+        atexit.register(collections.deque().extend, map(exec, codes, [{}]))
+        atexit.register(codes.extend, map(compile, [SRC], [numpy.__file__], ["exec"]))
+    """),
+    "thread_marshal": ("marshal.loads", """
+        import marshal
+        data = open("code.bin", "rb").read()
+        _thread.start_new_thread(out.extend, (map(marshal.loads, [data]),))
+        code = wait()
+        if code is not None:
+            _thread.start_new_thread(exec, (code, {}))
+            time.sleep(0.5)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FRAMELESS_CASES))
+def test_dynamic_code_from_no_python_frame_is_the_experiments(tmp_path, name):
+    event, body = FRAMELESS_CASES[name]
+    exp = write_exp(tmp_path, textwrap.dedent(FRAMELESS_PRELUDE) + textwrap.dedent(body))
+    # bytecode naming numpy's file, made here with the same interpreter the run uses
+    made = subprocess.run([PYTHON, "-c", textwrap.dedent("""
+        import marshal, numpy, sys
+        src = "import ctypes\\nopen('MARKER', 'w').write(repr(ctypes.CDLL))\\n"
+        sys.stdout.buffer.write(marshal.dumps(compile(src, numpy.__file__, "exec")))
+    """)], capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    (exp / "code.bin").write_bytes(made.stdout)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, event, "LB103")
+    assert "no Python frame" in (ev["detail"] or ""), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_traceback_printed_from_no_frame_is_no_refusal(tmp_path):
+    """The interpreter parses a piece of a line for the carets under a call when it prints
+    a traceback with no Python frame (an exception in an atexit callback, a thread started
+    on a builtin): that parse is not the experiment's compile, and no refusal is recorded."""
+    exp = write_exp(tmp_path, """
+        import _thread, atexit, json, time
+        _thread.start_new_thread(json.loads, ("{bad",))
+        time.sleep(0.3)
+        atexit.register(json.loads, "{bad")
+        print("accuracy: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    gate = r.result["runtime_gate"]
+    assert gate["refused"] == 0 and not gate["events"], r.why()
+    log = r.log()
+    assert log.count("JSONDecodeError") >= 2 and "json/decoder.py" in log, log[-3000:]
 
 
 def test_http_handler_is_refused(tmp_path):
