@@ -668,9 +668,55 @@ def _labbox_gate():
                    "marshal.loads can make code objects")
 
     # ---- native code and the interpreter's insides --------------------------------------------
+    # Native code from a place the run can write (exp/, the outputs, the private /tmp,
+    # /var/tmp and /dev/shm: in the sandbox every other file system is read-only) is code
+    # no check read: a shared object the experiment shipped or wrote, an extension module
+    # beside main.py, loaded by the experiment or by a library on its behalf
+    # (numpy.ctypeslib.load_library), whoever asks. Its constructors run at the load,
+    # before any call a hook could judge. Both the path as given and where it leads are
+    # asked: a link in a writable place can be changed after the look. An interpreter's or
+    # library's own path on a writable file system (a venv on a volume the user mounted
+    # read-write) is the user's environment, as its Python files are.
+    _ST_RDONLY = getattr(os, "ST_RDONLY", 1)
+
+    def fs_writable(p):
+        try:
+            return not (os.statvfs(p).f_flag & _ST_RDONLY)
+        except (OSError, ValueError):
+            return False  # absent: the load fails by itself
+
+    def native_path_writable(p):
+        if type(p) is bytes:
+            p = os.fsdecode(p)
+        if type(p) is not str or "/" not in p:
+            return None  # a bare name: the dynamic linker's search, fixed at start-up
+        try:
+            given = os.path.abspath(p)
+            real = os.path.realpath(p)
+        except (OSError, ValueError):
+            return p
+        for q in (given, real):
+            if _under(q, writable):
+                return q
+        for q in (real, os.path.dirname(given)):
+            if not _under(real, trusted_roots) and fs_writable(q):
+                return real
+        return None
+
+    def refuse_native_writable(event, path, frame):
+        refuse(event, (summary(path),), frame, "LB106", "native code (ctypes, cffi)",
+               "a shared object in a place the run can write (%s), which no check read: "
+               "native code comes from the interpreter's and the libraries' read-only "
+               "paths" % summary(path))
+
     def on_native(event, args, frame):
         if event == "ctypes.dlopen" and args and args[0] is None:
             return  # the interpreter itself: what ctypes does when it is imported
+        if event == "ctypes.dlopen" and args:
+            w = native_path_writable(args[0])
+            if w is not None:
+                refuse_native_writable(event, w, frame)
+                return
         k, _ = origin(frame)
         if k == "x":
             refuse(event, args[:2] if event.startswith("ctypes.dl") else (), frame, "LB106",
@@ -1196,6 +1242,32 @@ def _labbox_gate():
                        "the import system's")
             return _create_builtin(spec)
         _imp_mod.create_builtin = create_builtin
+
+    # _imp.create_dynamic loads an extension module (the import system's ExtensionFileLoader
+    # calls it through the module's attribute, with the spec it found) and raises no event:
+    # a .so beside main.py, or one the experiment wrote, ran its native code on import.
+    _create_dynamic = getattr(_imp_mod, "create_dynamic", None)
+    if _create_dynamic is not None and _ModuleSpec is not type(None):
+        def create_dynamic(spec, *rest):
+            d = None
+            if type(spec) is _ModuleSpec:
+                try:
+                    d = object.__getattribute__(spec, "__dict__")
+                except AttributeError:
+                    d = None
+            where = d.get("origin") if type(d) is dict else None
+            f = _getframe(1)
+            if type(where) is not str:
+                refuse("_imp.create_dynamic", (), f, "gate.tamper",
+                       "access to the interpreter's insides",
+                       "a spec that is not the import system's")
+            else:
+                w = native_path_writable(where)
+                if w is not None:
+                    refuse_native_writable("import", w, f)
+            return _create_dynamic(spec, *rest)
+        _imp_mod.create_dynamic = create_dynamic
+        installed_guards.add("_imp")
 
     # A refusal is raised inside the hook, so its traceback ends in a frame of this file:
     # uncaught, it is printed without it, so the experiment's traceback is its own.

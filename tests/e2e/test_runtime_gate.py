@@ -512,6 +512,71 @@ def test_a_traceback_printed_from_no_frame_is_no_refusal(tmp_path):
     assert log.count("JSONDecodeError") >= 2 and "json/decoder.py" in log, log[-3000:]
 
 
+NATIVE_SO = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void ran(void)
+{
+    FILE *f = fopen("MARKER", "w");
+    if (f)
+        fclose(f);
+}
+"""
+NATIVE_CASES = {
+    # an extension module shipped beside main.py: native code on `import`
+    "shipped_extension": ("import", "evilmod.cpython-311-x86_64-linux-gnu.so", """
+        try:
+            import evilmod
+        except PermissionError as e:
+            print("refused:", e)
+    """),
+    # bytes the experiment writes as an extension module at run time, then imports
+    "written_extension": ("import", "payload.bin", """
+        import shutil, sys
+        shutil.copy("payload.bin", "written.cpython-311-x86_64-linux-gnu.so")
+        sys.path.insert(0, ".")
+        try:
+            import written
+        except PermissionError as e:
+            print("refused:", e)
+    """),
+    # a library loading, on the experiment's word, a shared object it put in /tmp
+    "library_loads_from_tmp": ("ctypes.dlopen", "payload.bin", """
+        import shutil, numpy.ctypeslib
+        shutil.copy("payload.bin", "/tmp/x.so")
+        try:
+            numpy.ctypeslib.load_library("x.so", "/tmp/")
+        except PermissionError as e:
+            print("refused:", e)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE_CASES))
+def test_native_code_from_a_place_the_run_can_write_is_refused(tmp_path, name):
+    """A shared object the experiment ships or writes runs its constructors when it is
+    loaded, before anything a hook could judge, and no check read it: refused whoever loads
+    it (the import system, a library), while the interpreter's and the libraries' own load
+    (numpy's extension modules, a system library by its path) as before."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler to build the shared object")
+    event, so_name, body = NATIVE_CASES[name]
+    exp = write_exp(tmp_path, textwrap.dedent(body) + textwrap.dedent("""
+        import numpy.ctypeslib
+        print("libm:", numpy.ctypeslib.load_library("libm.so.6", "/usr/lib/x86_64-linux-gnu/") is not None)
+        print("accuracy: 1")
+    """))
+    (tmp_path / "so.c").write_text(NATIVE_SO)
+    built = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(exp / so_name),
+                            str(tmp_path / "so.c")], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, event, "LB106")
+    assert "a place the run can write" in (ev["detail"] or ""), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+    # a system library by its path, loaded by a library, is what it was
+    assert "refused:" in r.log() and "libm: True" in r.log(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
