@@ -148,11 +148,13 @@ def _labbox_gate():
     kinds = {__file__: "s"}
 
     def kind(fn):
+        # The type first: a str subclass with its own __hash__ and __eq__ would find another
+        # file's entry in kinds (a library's), and its startswith would say what it likes.
+        if type(fn) is not str:
+            return "x"
         k = kinds.get(fn)
         if k is None:
-            if type(fn) is not str:
-                k = "x"
-            elif fn.startswith("<frozen "):
+            if fn.startswith("<frozen "):
                 # The frozen modules' own names only: a relative sys.path entry spelt
                 # "<frozen x>.zip" gives its files names that start the same way.
                 k = "s" if fn.endswith(">") and "/" not in fn and " " not in fn[8:] else "x"
@@ -545,6 +547,12 @@ def _labbox_gate():
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
+        if fn is not None and fn_text is None:
+            # A str subclass stays the code's co_filename, and every comparison with it
+            # (a kinds lookup, `==` with the import system's names) runs its methods.
+            refuse(event, (summary(fn),), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "a file name that is not a plain string (%s)" % summary(fn))
+            return
         if frame is None:
             if fn_text and fn_text.startswith("<frozen "):
                 entry[0] = False
@@ -606,6 +614,10 @@ def _labbox_gate():
         # copy's __reduce_ex__), or from no frame at all, the relabelling is the
         # experiment's: then its ctypes and its imports would pass as the library's.
         fn = args[1] if len(args) > 1 else None
+        if fn is not None and type(fn) is not str:
+            refuse(event, (summary(fn),), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "a file name that is not a plain string (%s)" % summary(fn))
+            return
         if type(fn) is str and kind(fn) != "x" and \
                 (frame is None or (not flag_setter(frame) and origin(frame)[0] == "x")):
             refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)",
@@ -686,9 +698,17 @@ def _labbox_gate():
             return False  # absent: the load fails by itself
 
     def native_path_writable(p):
-        if type(p) is bytes:
-            p = os.fsdecode(p)
-        if type(p) is not str or "/" not in p:
+        """The path the load will open when it lies where the run can write, else None. The
+        value is what the C side converted (a str or bytes subclass's own characters, never
+        its methods); anything else (a PathLike, whose __fspath__ may answer differently
+        the second time) counts as writable."""
+        if isinstance(p, bytes):
+            p = os.fsdecode(bytes(memoryview(p)))
+        elif isinstance(p, str):
+            p = str.__str__(p)
+        else:
+            return summary(p)
+        if "/" not in p:
             return None  # a bare name: the dynamic linker's search, fixed at start-up
         try:
             given = os.path.abspath(p)
@@ -1248,9 +1268,19 @@ def _labbox_gate():
     # a .so beside main.py, or one the experiment wrote, ran its native code on import.
     _create_dynamic = getattr(_imp_mod, "create_dynamic", None)
     if _create_dynamic is not None and _ModuleSpec is not type(None):
+        # _imp reads the spec's name and origin by plain attribute lookup: a data
+        # descriptor put on ModuleSpec, or a __getattribute__ of its own, would answer the
+        # loader otherwise than the instance's __dict__ answers the gate.
+        spec_class_dict = dict(_ModuleSpec.__dict__)
+
+        def spec_class_intact():
+            now = _ModuleSpec.__dict__
+            return len(now) == len(spec_class_dict) and \
+                all(now.get(k) is v for k, v in spec_class_dict.items())
+
         def create_dynamic(spec, *rest):
             d = None
-            if type(spec) is _ModuleSpec:
+            if type(spec) is _ModuleSpec and spec_class_intact():
                 try:
                     d = object.__getattribute__(spec, "__dict__")
                 except AttributeError:

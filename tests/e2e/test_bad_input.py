@@ -88,9 +88,13 @@ def test_entry_point_too_large_to_check_says_why(tmp_path):
 def test_runs_directory_too_deep_for_its_records(tmp_path):
     """A runs directory whose records would pass PATH_MAX is refused up front (exit 2, the
     reason in full), never recorded under a cut path."""
+    # 4,010 to 4,060 characters, whatever the base's length: the directory itself still
+    # fits PATH_MAX (4,096 with its NUL), its records below it do not.
     deep = tmp_path
-    while len(str(deep)) < 4010:
+    while len(str(deep)) < 3800:
         deep = deep / ("d" * 200)
+    deep = deep / ("d" * (4040 - len(str(deep)) - 1))
+    assert 4010 <= len(str(deep)) <= 4060
     deep.mkdir(parents=True)
     exp = write_exp(tmp_path, GOOD)
     p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", deep / "runs", exp)

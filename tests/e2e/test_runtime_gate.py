@@ -577,6 +577,71 @@ def test_native_code_from_a_place_the_run_can_write_is_refused(tmp_path, name):
     assert "refused:" in r.log() and "libm: True" in r.log(), r.why()
 
 
+# A str subclass as a code object's file name stays its co_filename, and the gate's lookups
+# ran its methods: a __hash__ and __eq__ matching a library file's found that file's kind,
+# so the compiled string ran as the library's.
+FILENAME_CASES = {
+    "compile": ("compile", """
+        code = ThreadPoolExecutor(1).submit(compile, SRC, S(numpy.__file__), "exec").result()
+    """),
+    "replace": ("code.__new__", """
+        c = ThreadPoolExecutor(1).submit(compile, SRC, "<payload>", "exec").result()
+        code = ThreadPoolExecutor(1).submit(c.replace, co_filename=S(numpy.__file__)).result()
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILENAME_CASES))
+def test_a_file_name_that_is_not_a_plain_string_is_refused(tmp_path, name):
+    event, body = FILENAME_CASES[name]
+    exp = write_exp(tmp_path, textwrap.dedent("""
+        import types, numpy
+        from concurrent.futures import ThreadPoolExecutor
+        T = numpy.__file__
+        class S(str):
+            def __hash__(self):
+                return hash(T)
+            def __eq__(self, other):
+                return True
+        SRC = "import ctypes\\nopen('MARKER', 'w').write(repr(ctypes.CDLL))\\n"
+    """) + textwrap.dedent(body) + textwrap.dedent("""
+        types.FunctionType(code, {"__builtins__": __builtins__})()
+    """))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, event, "LB103")
+    assert "not a plain string" in (ev["detail"] or ""), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_an_extension_spec_whose_class_was_changed_is_refused(tmp_path):
+    """_imp reads a spec's origin by attribute lookup: a property put on ModuleSpec answered
+    the loader with the experiment's shared object while the spec's own dict named the
+    interpreter's."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler to build the shared object")
+    exp = write_exp(tmp_path, """
+        import importlib.machinery as m, os, sysconfig
+        here = os.path.dirname(os.path.abspath(__file__))
+        ok = os.path.join(sysconfig.get_path("platstdlib"), "lib-dynload",
+                          "_json" + m.EXTENSION_SUFFIXES[0])
+        spec = m.ModuleSpec("evil", None, origin=ok)
+        m.ModuleSpec.origin = property(lambda s: here + "/evil.so")
+        try:
+            m.ExtensionFileLoader("evil", ok).create_module(spec)
+        except Exception as e:
+            print("after load:", type(e).__name__)
+        del m.ModuleSpec.origin
+        print("accuracy: 1")
+    """)
+    (tmp_path / "so.c").write_text(NATIVE_SO)
+    built = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(exp / "evil.so"),
+                            str(tmp_path / "so.c")], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert_refused(r, "_imp.create_dynamic", "gate.tamper")
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
