@@ -87,6 +87,7 @@ def _labbox_gate():
     max_events = int(cfg.get("max_events", "200"))
     max_line = int(cfg.get("max_line", "2048"))
     strict = policy == "strict"
+    check_ran = policy != "permissive"  # the static check read the experiment's files
 
     fd = -1
     try:
@@ -558,6 +559,15 @@ def _labbox_gate():
                 entry[0] = False
             else:
                 return on_frameless_compile(event, source, fn, fn_text)
+        elif check_ran and fn_text and frame.f_code.co_filename == "<frozen zipimport>" and \
+                kind(fn_text) == "x":
+            # The static check reads the experiment's .py files, not what an archive on
+            # sys.path holds: under a policy that checks code, code it did not read does not
+            # run (a file that is a zip under any name imports through zipimport).
+            refuse(event, (fn,), frame, "LB002", "code that cannot be analysed",
+                   "Python source in an archive on sys.path (%s), which the static check "
+                   "did not read: unpack it into the experiment" % fn_text)
+            return
         if fn_text and fn_text.startswith("<frozen "):
             # Frozen modules are unmarshalled, never compiled: a compile naming one is code
             # that would be taken for the interpreter's own.
@@ -727,7 +737,8 @@ def _labbox_gate():
         refuse(event, (summary(path),), frame, "LB106", "native code (ctypes, cffi)",
                "a shared object in a place the run can write (%s), which no check read: "
                "native code comes from the interpreter's and the libraries' read-only "
-               "paths" % summary(path))
+               "paths (an environment outside the experiment, or --runtime-gate off under "
+               "--policy permissive)" % summary(path))
 
     def on_native(event, args, frame):
         if event == "ctypes.dlopen" and args and args[0] is None:

@@ -642,6 +642,30 @@ def test_an_extension_spec_whose_class_was_changed_is_refused(tmp_path):
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+@pytest.mark.parametrize("archive", ["p.zip", "weights.bin"])
+def test_code_in_an_archive_the_check_did_not_read_does_not_run(tmp_path, archive):
+    """The static check reads the experiment's .py files, not what an archive on sys.path
+    holds (a zip under any name imports through zipimport): under the default policy that
+    code is refused when it is imported; under permissive, where no check ran, it runs and
+    the gate judges it as the experiment's."""
+    import zipfile
+    exp = write_exp(tmp_path, f"""
+        import os, sys
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), {archive!r}))
+        import p
+        print("value:", p.VALUE)
+        print("accuracy: 1")
+    """)
+    with zipfile.ZipFile(exp / archive, "w") as z:
+        z.writestr("p/__init__.py", "VALUE = 41 + 1\n")
+    r = run_exp(exp, tmp_path / "runs")
+    ev = assert_refused(r, "compile", "LB002")
+    assert archive in (ev["detail"] or ""), r.why()
+    assert "value: 42" not in r.log(), r.why()
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0 and "value: 42" in r.log(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
