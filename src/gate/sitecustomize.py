@@ -179,13 +179,57 @@ def _labbox_gate():
     # import through them is the caller's.
     passthrough = tuple(r + s for r in std_roots for s in ("/importlib/__init__.py", "/pkgutil.py"))
 
+    # A frame is trusted by the file its code names only when it runs with that module's
+    # own globals: types.FunctionType(a_library_function.__code__, {...}) makes a frame of
+    # the library's code whose every global (what it calls, what it imports through
+    # __builtins__) is the experiment's choice.
+    _ModuleType = type(sys)
+    _module_dict = _ModuleType.__dict__["__dict__"].__get__
+    _modules = sys.modules
+    genuine = {id(globals()): globals()}  # module dicts seen to be one (this file's too)
+
+    def genuine_frame(f):
+        g = f.f_globals
+        if genuine.get(id(g)) is g:
+            return True
+        if type(g) is not dict:
+            return False
+        name = dict.get(g, "__name__")
+        m = _modules.get(name) if type(name) is str else None
+        found = False
+        try:
+            found = m is not None and _module_dict(m) is g
+        except TypeError:
+            found = False
+        if not found:
+            # Imported under another name than its __name__ (the frozen import system before
+            # importlib is, a module removed from sys.modules since): any module's dict.
+            for m in tuple(_modules.values()):
+                try:
+                    if _module_dict(m) is g:
+                        found = True
+                        break
+                except TypeError:
+                    continue
+        if found and len(genuine) < 8192:
+            genuine[id(g)] = g
+        return found
+
+    def fkind(f):
+        """kind() of the frame's code, "x" when the frame runs with globals that are no
+        module's."""
+        k = kind(f.f_code.co_filename)
+        if k != "x" and not genuine_frame(f):
+            return "x"
+        return k
+
     def origin(f):
         """The innermost frame that is not the standard library's: the standard library is
         full of helpers that call what they are given (threading, argparse's type=,
         concurrent.futures), so it decides nothing. None: only the standard library is on the
         stack (a thread of the experiment's), which counts as the experiment."""
         while f is not None:
-            k = kind(f.f_code.co_filename)
+            k = fkind(f)
             if k != "s":
                 return k, f
             f = f.f_back
@@ -578,13 +622,13 @@ def _labbox_gate():
         # interpreter parses a piece of a line itself when it prints a traceback (the ^^^
         # under a call): from no Python frame, or from the gate's own exception hooks, and
         # nothing it parses there reaches the experiment.
-        if fn_text and _under(fn_text, trusted_roots) and \
+        if fn_text and kind(fn_text) != "x" and \
                 not (frame is not None and frame.f_code in printing) and \
                 not same_as_file(fn_text, source):
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
-        if frame is None or kind(frame.f_code.co_filename) != "x":
+        if frame is None or fkind(frame) != "x":
             return  # the import system, dataclasses, namedtuple, a library's own code
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
             return  # a file of the experiment, compiled as it is
@@ -602,7 +646,7 @@ def _labbox_gate():
                        "code naming %s run from no Python frame, by a callback the "
                        "interpreter ran" % summary(fn))
             return
-        if kind(frame.f_code.co_filename) != "x":
+        if fkind(frame) != "x":
             return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
@@ -610,12 +654,12 @@ def _labbox_gate():
         """types.coroutine, which sets a flag of a generator's code and keeps its file."""
         code = f.f_code
         return code.co_name == "coroutine" and type(code.co_filename) is str and \
-            code.co_filename.endswith("/types.py") and kind(code.co_filename) == "s"
+            code.co_filename.endswith("/types.py") and fkind(f) == "s"
 
     def on_code_new(event, args, frame):
         # The standard library replaces flags of its own code (types.coroutine); a code
         # object the experiment builds or edits is dynamic code, whatever file it names.
-        if frame is not None and kind(frame.f_code.co_filename) == "x":
+        if frame is not None and fkind(frame) == "x":
             refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)")
             return
         # Code that names a file of the interpreter's or a library's is trusted as that
@@ -648,9 +692,12 @@ def _labbox_gate():
         the import system's own reading (an unchanged loader of the interpreter's), else
         None: then the bytes are whatever the caller handed it."""
         code = f.f_code
+        if not genuine_frame(f):
+            return None
         if code.co_filename == _BOOT_EXT and code.co_name == "_compile_bytecode":
             up = f.f_back
-            if up is None or up.f_code.co_filename != _BOOT_EXT or up.f_code.co_name != "get_code":
+            if up is None or up.f_code.co_filename != _BOOT_EXT or \
+                    up.f_code.co_name != "get_code" or not genuine_frame(up):
                 return None
             me = up.f_locals.get("self")
             try:
@@ -1031,7 +1078,7 @@ def _labbox_gate():
             if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)):
                 break
             f = f.f_back
-        if f is None or kind(f.f_code.co_filename) == "x":
+        if f is None or fkind(f) == "x":
             refuse(event, (name,), frame, hit[0], hit[1], "import of %s" % name)
 
     handlers = {

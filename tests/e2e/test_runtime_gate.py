@@ -666,6 +666,27 @@ def test_code_in_an_archive_the_check_did_not_read_does_not_run(tmp_path, archiv
     assert r.rc == 0 and "value: 42" in r.log(), r.why()
 
 
+def test_a_library_function_run_with_the_experiments_globals_is_the_experiments(tmp_path):
+    """types.FunctionType(a_numpy_function.__code__, {...}) runs numpy's code, named as
+    numpy's file, with globals the experiment chose: every name it calls is the
+    experiment's. Such a frame is trusted as numpy's no more."""
+    exp = write_exp(tmp_path, """
+        import functools, types
+        from numpy.core import shape_base
+        from numpy.core._internal import ctypes       # numpy's own import of it
+        libc = ctypes.CDLL(None)
+        # numpy's `return _arrays_for_stack_dispatcher(tup)`, with that name the experiment's
+        code = shape_base._vhstack_dispatcher.__code__
+        f = types.FunctionType(code, {"_arrays_for_stack_dispatcher":
+                                      functools.partial(getattr, libc)})
+        getpid = f("getpid", dtype=None, casting=None)
+        open("MARKER", "w").write(str(getpid()))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert_refused(r, "ctypes.dlsym", "LB106")
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
