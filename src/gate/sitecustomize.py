@@ -451,6 +451,26 @@ def _labbox_gate():
         if not exists:
             check_write(event, args, frame, p)
 
+    def opaque(impl, like):
+        """A stand-in for like, put where the experiment can reach it (a module's
+        attribute). It holds no cell: `__closure__` and `cell_contents` are read and written
+        with no audit event, and the gate's state would be the experiment's to change. Its
+        one link to the gate is a keyword default (a read of __kwdefaults__ is audited and
+        refused for it), gone from its frame before anything is raised; impl returns
+        (True, value) or (False, the exception, cleaned)."""
+        def wrapper(*a, _labbox_gate=impl, **k):
+            r = _labbox_gate(a, k)
+            del _labbox_gate
+            if r[0]:
+                return r[1]
+            raise r[1]
+        wrapper.__doc__ = getattr(like, "__doc__", None)
+        wrapper.__name__ = wrapper.__qualname__ = getattr(like, "__name__", "wrapper")
+        opaque_codes.add(wrapper.__code__)
+        return wrapper
+
+    opaque_codes = set()
+
     def guard_sqlite():
         # Connection objects cannot be given an authorizer while the connect audit event
         # runs (they are not initialised yet), so sqlite3.connect itself is wrapped as the
@@ -462,15 +482,17 @@ def _labbox_gate():
         real = _sqlite3.connect
         deny, ok, attach = _sqlite3.SQLITE_DENY, _sqlite3.SQLITE_OK, _sqlite3.SQLITE_ATTACH
 
-        def connect(*a, **k):
-            con = real(*a, **k)
+        def connect(a, k):
+            try:
+                con = real(*a, **k)
+            except BaseException as e:
+                return False, clean(e)
             try:
                 con.set_authorizer(authorizer_for(deny, ok, attach))
             except Exception:
                 pass
-            return con
-        connect.__doc__ = real.__doc__
-        _sqlite3.connect = connect
+            return True, con
+        _sqlite3.connect = opaque(connect, real)
 
     def authorizer_for(deny, ok, attach):
 
@@ -821,6 +843,16 @@ def _labbox_gate():
             refuse(event, (), frame, "LB106", "native code (ctypes, cffi)",
                    "sqlite extensions are native code")
 
+    _FunctionType = type(_labbox_gate)
+
+    def on_getattr(event, args, frame):
+        # The stand-ins' one link to the gate (opaque): a read of their __kwdefaults__.
+        if len(args) > 1 and args[1] == "__kwdefaults__" and type(args[0]) is _FunctionType \
+                and args[0].__code__ in opaque_codes:
+            refuse(event, ("__kwdefaults__",), frame, "gate.tamper",
+                   "access to the interpreter's insides",
+                   "the gate's stand-in for a module's function")
+
     def on_tamper(event, args, frame):
         k, _ = origin(frame)
         if k == "x" or event == "sys.addaudithook":
@@ -1097,6 +1129,7 @@ def _labbox_gate():
         "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
         "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,
         "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
+        "object.__getattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
         "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
@@ -1108,21 +1141,29 @@ def _labbox_gate():
     _getframe = sys._getframe
     _ident = _thread.get_ident
 
-    def hook(event, args):
-        if event not in watched:
-            return
+    def clean(e):
+        """e, to be raised where the experiment can catch it, with no frame of the gate's in
+        its traceback or its context: a frame's f_locals (not an audited read) hold the
+        gate's closures, and with them its state."""
+        e.__traceback__ = None
+        e.__context__ = None
+        e.__cause__ = None
+        return e
+
+    def dispatch(event, args):
+        """The hook's work: None, or the refusal to raise."""
         me = _ident()
         if me in busy:
-            return  # the gate's own calls (realpath, reading a file to compare)
+            return None  # the gate's own calls (realpath, reading a file to compare)
         busy.add(me)
         try:
             try:
-                frame = _getframe(1)
+                frame = _getframe(2)  # dispatch <- hook <- the audited code
             except ValueError:
                 frame = None  # called from C before any Python frame (the entry point's open)
             handlers[event](event, args, frame)
-        except PermissionError:
-            raise
+        except PermissionError as e:
+            return clean(e)
         except Exception as e:
             # A fault of the gate's own is recorded, never the experiment's failure.
             try:
@@ -1132,6 +1173,21 @@ def _labbox_gate():
                 pass
         finally:
             busy.discard(me)
+        return None
+
+    def thin_hook(w, d):
+        # No cell: its links to the gate are keyword defaults, and the one to the gate's
+        # work is gone from its frame before it raises, so a caught refusal's traceback
+        # reaches a frame holding the event, its arguments and the refusal alone.
+        def hook(event, args, *, _w=w, _d=d):
+            if event in _w:
+                e = _d(event, args)
+                if e is not None:
+                    del _d
+                    raise e
+        return hook
+
+    hook = thin_hook(watched, dispatch)
 
     installed_guards = set()
     sys.addaudithook(hook)
@@ -1277,23 +1333,26 @@ def _labbox_gate():
         import _posixsubprocess
         _orig = _posixsubprocess.fork_exec
 
-        def fork_exec(*a, **k):
-            frame = _getframe(1)
-            me = _ident()
-            if not k and me not in busy:
-                busy.add(me)
-                try:
-                    allowed = mp_start(a, frame)
-                except Exception:
-                    allowed = None
-                finally:
-                    busy.discard(me)
-                if allowed is not None:
-                    return _orig(*allowed)
-            refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
-                   "LB102", "subprocess")
-            return _orig(*a, **k)
-        _posixsubprocess.fork_exec = fork_exec
+        def fork_exec(a, k):
+            try:
+                frame = _getframe(2)  # fork_exec <- the stand-in <- its caller
+                me = _ident()
+                if not k and me not in busy:
+                    busy.add(me)
+                    try:
+                        allowed = mp_start(a, frame)
+                    except Exception:
+                        allowed = None
+                    finally:
+                        busy.discard(me)
+                    if allowed is not None:
+                        return True, _orig(*allowed)
+                refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
+                       "LB102", "subprocess")
+                return True, _orig(*a, **k)
+            except BaseException as e:
+                return False, clean(e)
+        _posixsubprocess.fork_exec = opaque(fork_exec, _orig)
         installed_guards.add("_posixsubprocess")
     except ImportError:
         pass
@@ -1305,7 +1364,13 @@ def _labbox_gate():
     _imp_mod = sys.modules.get("_imp")
     _create_builtin = getattr(_imp_mod, "create_builtin", None)
     if _create_builtin is not None and _ModuleSpec is not type(None):
-        def create_builtin(spec):
+        def create_builtin(a, k):
+            try:
+                return True, create_builtin_checked(*a, **k)
+            except BaseException as e:
+                return False, clean(e)
+
+        def create_builtin_checked(spec):
             d = None
             if type(spec) is _ModuleSpec:
                 try:
@@ -1314,12 +1379,12 @@ def _labbox_gate():
                     d = None
             name = d.get("name") if type(d) is dict else None
             if type(name) is not str or name in installed_guards:
-                refuse("_imp.create_builtin", (summary(name),), _getframe(1), "gate.tamper",
+                refuse("_imp.create_builtin", (summary(name),), _getframe(3), "gate.tamper",
                        "access to the interpreter's insides",
                        "a second copy of a module the gate guards, or a spec that is not "
                        "the import system's")
             return _create_builtin(spec)
-        _imp_mod.create_builtin = create_builtin
+        _imp_mod.create_builtin = opaque(create_builtin, _create_builtin)
 
     # _imp.create_dynamic loads an extension module (the import system's ExtensionFileLoader
     # calls it through the module's attribute, with the spec it found) and raises no event:
@@ -1336,7 +1401,13 @@ def _labbox_gate():
             return len(now) == len(spec_class_dict) and \
                 all(now.get(k) is v for k, v in spec_class_dict.items())
 
-        def create_dynamic(spec, *rest):
+        def create_dynamic(a, k):
+            try:
+                return True, create_dynamic_checked(*a, **k)
+            except BaseException as e:
+                return False, clean(e)
+
+        def create_dynamic_checked(spec, *rest):
             d = None
             if type(spec) is _ModuleSpec and spec_class_intact():
                 try:
@@ -1344,7 +1415,7 @@ def _labbox_gate():
                 except AttributeError:
                     d = None
             where = d.get("origin") if type(d) is dict else None
-            f = _getframe(1)
+            f = _getframe(3)  # _checked <- create_dynamic <- the stand-in <- its caller
             if type(where) is not str:
                 refuse("_imp.create_dynamic", (), f, "gate.tamper",
                        "access to the interpreter's insides",
@@ -1354,7 +1425,7 @@ def _labbox_gate():
                 if w is not None:
                     refuse_native_writable("import", w, f)
             return _create_dynamic(spec, *rest)
-        _imp_mod.create_dynamic = create_dynamic
+        _imp_mod.create_dynamic = opaque(create_dynamic, _create_dynamic)
         installed_guards.add("_imp")
 
     # A refusal is raised inside the hook, so its traceback ends in a frame of this file:

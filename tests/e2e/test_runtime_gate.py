@@ -687,6 +687,57 @@ def test_a_library_function_run_with_the_experiments_globals_is_the_experiments(
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_the_gate_cannot_be_switched_off_through_what_it_leaves_in_reach(tmp_path):
+    """The gate's stand-ins in modules (fork_exec, _imp's, sqlite3.connect) and a caught
+    refusal's traceback are what the experiment can reach of it. Every cell, default and
+    frame local found there is overwritten or emptied (what setting `enforce` to False in a
+    closure did), and then the experiment spawns: still refused, still recorded."""
+    exp = write_exp(tmp_path, """
+        import _imp, _posixsubprocess, _thread, os, sqlite3
+        touched = []
+        def spoil(obj, depth=0):
+            if depth > 3:
+                return
+            for c in (getattr(obj, "__closure__", None) or ()):
+                try:
+                    spoil(c.cell_contents, depth + 1)
+                    c.cell_contents = False
+                    touched.append("cell")
+                except Exception:
+                    pass
+            for name in ("__kwdefaults__", "__defaults__"):
+                try:
+                    d = getattr(obj, name)
+                    touched.append(name)
+                    if isinstance(d, dict):
+                        d.clear()
+                except Exception:
+                    pass
+            if isinstance(obj, set):
+                obj.add(_thread.get_ident())
+            if isinstance(obj, dict):
+                obj.clear()
+        for f in (_posixsubprocess.fork_exec, _imp.create_builtin, _imp.create_dynamic,
+                  sqlite3.connect):
+            spoil(f)
+        try:
+            os.system("true")
+        except PermissionError as e:
+            tb = e.__traceback__
+            while tb is not None:
+                for v in list(tb.tb_frame.f_locals.values()):
+                    spoil(v)
+                tb = tb.tb_next
+        print("touched:", touched)
+        os.system("echo spawned > MARKER")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    evs = [e for e in refused_events(r) if e["event"] == "os.system"]
+    assert len(evs) == 2, r.why()  # before the spoiling and after it
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
