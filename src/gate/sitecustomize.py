@@ -358,18 +358,26 @@ def _labbox_gate():
                   "/dev/tty", "/dev/urandom", "/dev/random")
     W = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
+    _bytes_item = bytes.__getitem__
+    _all = slice(None)
+
     def as_text(p):
+        """The path an event names, or None. Runs no code of the experiment's: the gate is
+        busy for this thread while it judges (what the experiment ran here would not be
+        judged), and its frames, seen from such code through f_back, hold its state. So no
+        isinstance (a __class__ property), no str() or ==, no attribute of the type: a str
+        or bytes subclass is copied by str's and bytes' own C code, anything else is None
+        (the interpreter's events name paths already converted; sqlite3.connect's stand-in
+        converts its database before the event)."""
         t = type(p)
         if t is str:
             return p
         if t is bytes:
             return os.fsdecode(p)
-        if t.__module__ == "pathlib" and t.__name__ in ("PosixPath", "PurePosixPath"):
-            return str(p)
-        if isinstance(p, str):
+        if issubclass(t, str):
             return str.__str__(p)
-        if isinstance(p, bytes):
-            return os.fsdecode(bytes(memoryview(p)))
+        if issubclass(t, bytes):
+            return os.fsdecode(_bytes_item(p, _all))
         return None
 
     def resolve(p, dir_fd=None):
@@ -458,7 +466,17 @@ def _labbox_gate():
         one link to the gate is a keyword default (a read of __kwdefaults__ is audited and
         refused for it), gone from its frame before anything is raised; impl returns
         (True, value) or (False, the exception, cleaned)."""
-        def wrapper(*a, _labbox_gate=impl, **k):
+        def sealed(a, k, *, _labbox_gate=impl):
+            return _labbox_gate(a, k)
+
+        def wrapper(*a, _labbox_gate=sealed, _fspath=None, **k):
+            if _fspath is not None:
+                # The database converted here, where the experiment's __fspath__ sees this
+                # frame and the sealed link alone, outside the gate's judging.
+                if a:
+                    a = (_fspath(a[0]),) + a[1:]
+                elif "database" in k:
+                    k["database"] = _fspath(k["database"])
             r = _labbox_gate(a, k)
             del _labbox_gate
             if r[0]:
@@ -467,6 +485,7 @@ def _labbox_gate():
         wrapper.__doc__ = getattr(like, "__doc__", None)
         wrapper.__name__ = wrapper.__qualname__ = getattr(like, "__name__", "wrapper")
         opaque_codes.add(wrapper.__code__)
+        opaque_codes.add(sealed.__code__)
         return wrapper
 
     opaque_codes = set()
@@ -492,7 +511,9 @@ def _labbox_gate():
             except Exception:
                 pass
             return True, con
-        _sqlite3.connect = opaque(connect, real)
+        standin = opaque(connect, real)
+        standin.__kwdefaults__ = dict(standin.__kwdefaults__, _fspath=os.fspath)
+        _sqlite3.connect = standin
 
     def authorizer_for(deny, ok, attach):
 
@@ -1335,7 +1356,7 @@ def _labbox_gate():
 
         def fork_exec(a, k):
             try:
-                frame = _getframe(2)  # fork_exec <- the stand-in <- its caller
+                frame = _getframe(3)  # fork_exec <- sealed <- the stand-in <- its caller
                 me = _ident()
                 if not k and me not in busy:
                     busy.add(me)
@@ -1379,7 +1400,7 @@ def _labbox_gate():
                     d = None
             name = d.get("name") if type(d) is dict else None
             if type(name) is not str or name in installed_guards:
-                refuse("_imp.create_builtin", (summary(name),), _getframe(3), "gate.tamper",
+                refuse("_imp.create_builtin", (summary(name),), _getframe(4), "gate.tamper",
                        "access to the interpreter's insides",
                        "a second copy of a module the gate guards, or a spec that is not "
                        "the import system's")
@@ -1415,12 +1436,20 @@ def _labbox_gate():
                 except AttributeError:
                     d = None
             where = d.get("origin") if type(d) is dict else None
-            f = _getframe(3)  # _checked <- create_dynamic <- the stand-in <- its caller
+            f = _getframe(4)  # _checked <- create_dynamic <- sealed <- the stand-in <- caller
             if type(where) is not str:
                 refuse("_imp.create_dynamic", (), f, "gate.tamper",
                        "access to the interpreter's insides",
                        "a spec that is not the import system's")
             else:
+                name = d.get("name")
+                if type(name) is not str or (name in installed_guards and
+                                             dict.get(_modules, name) is not None):
+                    # where _posixsubprocess or _sqlite3 is an extension module (a build
+                    # of CPython's own, not Debian's), a second copy has the originals
+                    refuse("_imp.create_dynamic", (summary(name),), f, "gate.tamper",
+                           "access to the interpreter's insides",
+                           "a second copy of a module the gate guards")
                 w = native_path_writable(where)
                 if w is not None:
                     refuse_native_writable("import", w, f)

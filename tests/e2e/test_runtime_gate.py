@@ -738,6 +738,65 @@ def test_the_gate_cannot_be_switched_off_through_what_it_leaves_in_reach(tmp_pat
     assert r.result["failure"]["class"] == "gate_refused", r.why()
 
 
+def test_the_gate_runs_none_of_the_experiments_code_while_it_judges(tmp_path):
+    """sqlite3.connect's event carries the database object itself, and the gate's look at it
+    ran the experiment's code (a type's __module__ compared, isinstance reading a __class__
+    property, str()): that code ran while the gate was busy for the thread (unjudged), and
+    from its frame f_back reached the gate's, whose locals hold its state. Every hook the
+    object has now spawns and spoils what it can reach; the spawn is refused, and the one
+    after it too."""
+    exp = write_exp(tmp_path, """
+        import os, sqlite3, sys
+        seen = []
+        def spoil():
+            seen.append("ran")
+            try:
+                os.system("echo inside > MARKER")
+            except PermissionError:
+                seen.append("refused inside")
+            f = sys._getframe(1)
+            while f is not None:
+                for v in list(f.f_locals.values()):
+                    if type(v) is set:
+                        v.add(__import__("_thread").get_ident())
+                    elif type(v) is dict and v is not f.f_globals:
+                        v.clear()
+                f = f.f_back
+        class Meta(type):
+            @property
+            def __name__(cls):
+                spoil()
+                return "PosixPath"
+        class Mod:
+            def __eq__(self, other):
+                spoil()
+                return True
+            __hash__ = object.__hash__
+        class P(metaclass=Meta):
+            @property
+            def __class__(self):
+                spoil()
+                return P
+            def __fspath__(self):
+                spoil()
+                return ":memory:"
+            def __str__(self):
+                spoil()
+                return ":memory:"
+        P.__module__ = Mod()
+        sqlite3.connect(P()).close()
+        print("seen:", seen)
+        os.system("echo after > MARKER")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    log = r.log()
+    # __fspath__ ran, in the stand-in and outside the gate's judging: its spawn refused
+    assert "'ran', 'refused inside'" in log, log[-2000:]
+    evs = [e for e in refused_events(r) if e["event"] == "os.system"]
+    assert len(evs) == 2, r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
