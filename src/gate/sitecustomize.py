@@ -802,9 +802,9 @@ def _labbox_gate():
         value is what the C side converted (a str or bytes subclass's own characters, never
         its methods); anything else (a PathLike, whose __fspath__ may answer differently
         the second time) counts as writable."""
-        if isinstance(p, bytes):
-            p = os.fsdecode(bytes(memoryview(p)))
-        elif isinstance(p, str):
+        if issubclass(type(p), bytes):
+            p = os.fsdecode(_bytes_item(p, _all))
+        elif issubclass(type(p), str):
             p = str.__str__(p)
         else:
             return summary(p)
@@ -978,7 +978,7 @@ def _labbox_gate():
         d = loaded_dict(modname)
         obj = _dict_get(d, name) if d is not None else None
         try:
-            return isinstance(obj, type) and issubclass(obj, _BaseException)
+            return issubclass(type(obj), type) and issubclass(obj, _BaseException)
         except Exception:
             return False
 
@@ -988,7 +988,7 @@ def _labbox_gate():
         """The module a class, or the class of an object, says it was defined in; None when
         it says nothing plain. Read off type's own descriptor, so no class's code runs."""
         try:
-            m = _type_module(obj if isinstance(obj, type) else type(obj))
+            m = _type_module(obj if issubclass(type(obj), type) else type(obj))
         except Exception:
             return None
         return m if type(m) is str else None
@@ -1048,6 +1048,8 @@ def _labbox_gate():
         exp_mod = experiment_module(modname)
         if not (mod_ok or exp_mod):
             return False
+        # Only a library's module is imported here: the experiment's is known as such only
+        # once loaded (experiment_module), so its code never runs under the gate's frames.
         if sys.modules.get(modname) is None and not import_for_pickle(modname):
             return True  # find_class's own import fails the same way, with its own error
         d = loaded_dict(modname)
@@ -1060,7 +1062,7 @@ def _labbox_gate():
             return False  # a module: BUILD would write into its namespace
         if any(obj is t for t in code_types):
             return False  # a pickle that builds code runs it under any file name it likes
-        if isinstance(obj, type):
+        if issubclass(type(obj), type):
             # Taken where it is defined, not where it is found: collections._itemgetter is
             # operator's itemgetter, and a name the experiment imported (CDLL, a library's
             # class) is not the experiment's class.
@@ -1075,7 +1077,7 @@ def _labbox_gate():
         # A value found by name (torch.float32, a torch.dtype): of a class of an allowed
         # module, never a dict, list or tuple of the builtins' or a module's callables.
         return allowed_home(defined_in(obj)) and \
-            not isinstance(obj, (dict, list, tuple, set, frozenset))
+            not issubclass(type(obj), (dict, list, tuple, set, frozenset))
 
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]

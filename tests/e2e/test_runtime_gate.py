@@ -797,6 +797,31 @@ def test_the_gate_runs_none_of_the_experiments_code_while_it_judges(tmp_path):
     assert len(evs) == 2, r.why()
 
 
+def test_a_pickle_naming_an_experiment_module_not_imported_yet_is_refused_unimported(tmp_path):
+    """Were the gate to import it to judge the name, the experiment's code would run under
+    the gate's frames, which its f_back reaches: it is refused unimported, while the
+    experiment's own class in a module it imported unpickles."""
+    exp = write_exp(tmp_path, """
+        import pickle
+        class Ok:
+            pass
+        data = pickle.dumps(Ok())
+        print("own class:", type(pickle.loads(data)).__name__)
+        evil = b"chelper\\nsystem\\n(S'echo x > MARKER'\\ntR."
+        try:
+            pickle.loads(evil)
+        except PermissionError as e:
+            print("refused:", e)
+        print("accuracy: 1")
+    """)
+    (exp / "helper.py").write_text("open('HELPER-RAN', 'w').close()\nfrom os import system\n")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["helper", "system"], r.why()
+    assert "own class: Ok" in r.log(), r.why()
+    assert not (r.exp / "HELPER-RAN").exists() and not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_http_handler_is_refused(tmp_path):
     exp = write_exp(tmp_path, """
         import logging, logging.handlers
