@@ -1204,6 +1204,8 @@ def _labbox_gate():
         # reaches a frame holding the event, its arguments and the refusal alone.
         def hook(event, args, *, _w=w, _d=d):
             if event in _w:
+                if event == "object.__getattr__" and args[1] != "__kwdefaults__":
+                    return  # f_code, __code__, tb_frame: read by every traceback and logger
                 e = _d(event, args)
                 if e is not None:
                     del _d
