@@ -492,6 +492,15 @@ static const char *const kernel_dirs[] = {"/proc/acpi", "/proc/scsi", "/sys/firm
 					  "/sys/block", "/sys/devices/virtual/block", "/sys/fs/ext4",
 					  "/sys/dev/block"};
 
+/* Whether a mount at p failed with err because what was there is gone since labbox looked
+ * (another project's runs directory or index, deleted by its owner or a test's clean-up
+ * meanwhile): then nothing is left there to hide. */
+static bool removed_since(int err, const char *p)
+{
+	struct stat st;
+	return err == ENOENT && lstat(p, &st) < 0 && errno == ENOENT;
+}
+
 static void mask_file(init_ctx *c, const char *null, const char *path)
 {
 	char p[4096];
@@ -500,12 +509,9 @@ static void mask_file(init_ctx *c, const char *null, const char *path)
 	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
 		return; /* absent, or under a hidden directory already */
 	if (mount(null, p, NULL, MS_BIND, NULL) < 0) {
-		/* Removed since the look above (another project's index, deleted by its owner
-		 * meanwhile): nothing is left there to hide. */
 		int e = errno;
-		if (e == ENOENT && lstat(p, &st) < 0 && errno == ENOENT)
-			return;
-		chan_fail(c->chan_wr, "setup_root", e, "mask %s", path);
+		if (!removed_since(e, p))
+			chan_fail(c->chan_wr, "setup_root", e, "mask %s", path);
 	} else if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, NULL) < 0)
 		chan_fail(c->chan_wr, "setup_root", errno, "mask %s", path);
 }
@@ -559,16 +565,17 @@ static void mask_in_binds(init_ctx *c)
 			struct stat st;
 			if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
 				continue;
-			if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0755") < 0 &&
-			    !(errno == ENOENT && lstat(p, &st) < 0 && errno == ENOENT))
-				chan_fail(c->chan_wr, "setup_binds", errno, "hide %s in %s", m, dst);
+			if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0755") < 0) {
+				int e = errno;
+				if (!removed_since(e, p))
+					chan_fail(c->chan_wr, "setup_binds", e, "hide %s in %s", m, dst);
+			}
 		}
 	}
 }
 
-/* A hidden directory covered by an empty tmpfs. One removed since labbox looked (another
- * project's runs directory, deleted by its owner or its test's clean-up while this run set
- * up) has nothing left to hide: the cover is skipped, not the run failed. */
+/* A hidden directory covered by an empty tmpfs; one removed since labbox looked is skipped,
+ * not the run failed. */
 static void hide_one(init_ctx *c, const char *path)
 {
 	char p[4096];
@@ -576,10 +583,8 @@ static void hide_one(init_ctx *c, const char *path)
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") == 0)
 		return;
 	int e = errno;
-	struct stat st;
-	if (e == ENOENT && lstat(p, &st) < 0 && errno == ENOENT)
-		return;
-	chan_fail(c->chan_wr, "setup_root", e, "hide %s", path);
+	if (!removed_since(e, p))
+		chan_fail(c->chan_wr, "setup_root", e, "hide %s", path);
 }
 
 /* Whether p is the root of a mount: a cover hide_one made, where it made one. */
