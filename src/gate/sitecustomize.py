@@ -464,10 +464,13 @@ def _labbox_gate():
         attribute). It holds no cell: `__closure__` and `cell_contents` are read and written
         with no audit event, and the gate's state would be the experiment's to change. Its
         one link to the gate is a keyword default (a read of __kwdefaults__ is audited and
-        refused for it), gone from its frame before anything is raised; impl returns
-        (True, value) or (False, the exception, cleaned)."""
+        refused for it), gone from its frame before anything is raised. impl is called as
+        like would be; what it raises is cleaned before the stand-in raises it."""
         def sealed(a, k, *, _labbox_gate=impl):
-            return _labbox_gate(a, k)
+            try:
+                return True, _labbox_gate(*a, **k)
+            except BaseException as e:
+                return False, clean(e)
 
         def wrapper(*a, _labbox_gate=sealed, _fspath=None, **k):
             if _fspath is not None:
@@ -501,16 +504,13 @@ def _labbox_gate():
         real = _sqlite3.connect
         deny, ok, attach = _sqlite3.SQLITE_DENY, _sqlite3.SQLITE_OK, _sqlite3.SQLITE_ATTACH
 
-        def connect(a, k):
-            try:
-                con = real(*a, **k)
-            except BaseException as e:
-                return False, clean(e)
+        def connect(*a, **k):
+            con = real(*a, **k)
             try:
                 con.set_authorizer(authorizer_for(deny, ok, attach))
             except Exception:
                 pass
-            return True, con
+            return con
         standin = opaque(connect, real)
         standin.__kwdefaults__ = dict(standin.__kwdefaults__, _fspath=os.fspath)
         _sqlite3.connect = standin
@@ -577,14 +577,20 @@ def _labbox_gate():
                "run with --network loopback or host to allow sockets")
 
     # ---- dynamic code -------------------------------------------------------------------------
-    def same_as_file(fn, source):
+    def file_bytes(fn):
+        """A regular file's bytes (16 MiB at most), or None."""
         try:
             st = os.stat(fn)
             if not _stat.S_ISREG(st.st_mode) or st.st_size > (16 << 20):
-                return False
+                return None
             with open(fn, "rb") as f:
-                data = f.read()
+                return f.read()
         except (OSError, ValueError):
+            return None
+
+    def same_as_file(fn, source):
+        data = file_bytes(fn)
+        if data is None:
             return False
         if type(source) is str:
             try:
@@ -607,14 +613,8 @@ def _labbox_gate():
         """The traceback printer's shape: bytes, one piece of one line of the file named."""
         if type(source) is not bytes or not source or b"\n" in source or not fn_text:
             return False
-        try:
-            st = os.stat(fn_text)
-            if not _stat.S_ISREG(st.st_mode) or st.st_size > (16 << 20):
-                return False
-            with open(fn_text, "rb") as f:
-                return source in f.read()
-        except (OSError, ValueError):
-            return False
+        data = file_bytes(fn_text)
+        return data is not None and source in data
 
     def on_frameless_compile(event, source, fn, fn_text):
         first, entry[0] = entry[0], False
@@ -1358,25 +1358,22 @@ def _labbox_gate():
         import _posixsubprocess
         _orig = _posixsubprocess.fork_exec
 
-        def fork_exec(a, k):
-            try:
-                frame = _getframe(3)  # fork_exec <- sealed <- the stand-in <- its caller
-                me = _ident()
-                if not k and me not in busy:
-                    busy.add(me)
-                    try:
-                        allowed = mp_start(a, frame)
-                    except Exception:
-                        allowed = None
-                    finally:
-                        busy.discard(me)
-                    if allowed is not None:
-                        return True, _orig(*allowed)
-                refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
-                       "LB102", "subprocess")
-                return True, _orig(*a, **k)
-            except BaseException as e:
-                return False, clean(e)
+        def fork_exec(*a, **k):
+            frame = _getframe(3)  # fork_exec <- sealed <- the stand-in <- its caller
+            me = _ident()
+            if not k and me not in busy:
+                busy.add(me)
+                try:
+                    allowed = mp_start(a, frame)
+                except Exception:
+                    allowed = None
+                finally:
+                    busy.discard(me)
+                if allowed is not None:
+                    return _orig(*allowed)
+            refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
+                   "LB102", "subprocess")
+            return _orig(*a, **k)
         _posixsubprocess.fork_exec = opaque(fork_exec, _orig)
         installed_guards.add("_posixsubprocess")
     except ImportError:
@@ -1387,24 +1384,24 @@ def _labbox_gate():
     # calls it through the module's attribute for every built-in import, with its own specs.
     _ModuleSpec = type(getattr(sys.modules.get("sys"), "__spec__", None))
     _imp_mod = sys.modules.get("_imp")
+    def spec_dict(spec):
+        """The import system's own spec's __dict__, read past its class; None for anything
+        else."""
+        if type(spec) is not _ModuleSpec:
+            return None
+        try:
+            d = object.__getattribute__(spec, "__dict__")
+        except AttributeError:
+            return None
+        return d if type(d) is dict else None
+
     _create_builtin = getattr(_imp_mod, "create_builtin", None)
     if _create_builtin is not None and _ModuleSpec is not type(None):
-        def create_builtin(a, k):
-            try:
-                return True, create_builtin_checked(*a, **k)
-            except BaseException as e:
-                return False, clean(e)
-
-        def create_builtin_checked(spec):
-            d = None
-            if type(spec) is _ModuleSpec:
-                try:
-                    d = object.__getattribute__(spec, "__dict__")
-                except AttributeError:
-                    d = None
-            name = d.get("name") if type(d) is dict else None
+        def create_builtin(spec):
+            d = spec_dict(spec)
+            name = d.get("name") if d is not None else None
             if type(name) is not str or name in installed_guards:
-                refuse("_imp.create_builtin", (summary(name),), _getframe(4), "gate.tamper",
+                refuse("_imp.create_builtin", (summary(name),), _getframe(3), "gate.tamper",
                        "access to the interpreter's insides",
                        "a second copy of a module the gate guards, or a spec that is not "
                        "the import system's")
@@ -1426,21 +1423,10 @@ def _labbox_gate():
             return len(now) == len(spec_class_dict) and \
                 all(now.get(k) is v for k, v in spec_class_dict.items())
 
-        def create_dynamic(a, k):
-            try:
-                return True, create_dynamic_checked(*a, **k)
-            except BaseException as e:
-                return False, clean(e)
-
-        def create_dynamic_checked(spec, *rest):
-            d = None
-            if type(spec) is _ModuleSpec and spec_class_intact():
-                try:
-                    d = object.__getattribute__(spec, "__dict__")
-                except AttributeError:
-                    d = None
-            where = d.get("origin") if type(d) is dict else None
-            f = _getframe(4)  # _checked <- create_dynamic <- sealed <- the stand-in <- caller
+        def create_dynamic(spec, *rest):
+            d = spec_dict(spec) if spec_class_intact() else None
+            where = d.get("origin") if d is not None else None
+            f = _getframe(3)  # create_dynamic <- sealed <- the stand-in <- its caller
             if type(where) is not str:
                 refuse("_imp.create_dynamic", (), f, "gate.tamper",
                        "access to the interpreter's insides",
