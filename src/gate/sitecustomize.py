@@ -95,6 +95,125 @@ def _labbox_gate():
     except OSError:
         fd = -1
 
+    # ---- the gate's own tools ----------------------------------------------------------------
+    # The gate never runs code of the experiment's while it judges: such code would run with
+    # the thread marked busy, and from its frames (f_back, f_locals, f_globals: no audit
+    # event) it would reach the gate's state. So what the gate calls at judging time is
+    # captured here, before the experiment's first line, as C functions: a module's attribute
+    # (os.path.realpath, os.stat, sys.modules.get) or a builtin is the experiment's to
+    # replace (`posixpath.realpath = f`, `builtins.any = f`), and the gate itself runs with a
+    # private copy of the builtins (the module's end). Dicts the experiment can fill
+    # (sys.modules, a module's namespace, a frame's globals, a spec's __dict__) are read by
+    # scanning (sget), never by hashing: a key of its own whose hash equals the name looked
+    # up has its __eq__ called by the lookup.
+    import posix as _px
+    import _operator
+    _getcwd, _readlink, _lstat, _stat_fn = _px.getcwd, _px.readlink, _px.lstat, _px.stat
+    _statvfs, _write, _getpid = _px.statvfs, _px.write, _px.getpid
+    _first = _operator.itemgetter(0)
+    _ModuleType = type(sys)
+    _module_dict = _ModuleType.__dict__["__dict__"].__get__
+    _modules = sys.modules
+    _dict_items, _dict_values = dict.items, dict.values
+    _environ_data = os.environ._data  # the dict os.environ and os.environb keep (bytes)
+    fs_encoding = sys.getfilesystemencoding()
+
+    class _Tampered(Exception):
+        """A dict the gate reads holds a key that passes for the name it looks for: a
+        judging the gate cannot make, so the event is refused (dispatch fails closed)."""
+
+    def sget(d, key):
+        """d[key] (None when absent) for an exact dict and an exact str key, found without
+        hashing or comparing any key the experiment put there: each key is compared by str's
+        own __eq__ (bound to key, so no reflected comparison), over one snapshot."""
+        if type(d) is not dict:
+            return None
+        items = list(_dict_items(d))
+        hits = list(map(key.__eq__, map(_first, items)))
+        n = hits.count(True)
+        if n == 0:
+            return None
+        i = hits.index(True)
+        if n > 1 or type(items[i][0]) is not str:
+            raise _Tampered(key)
+        return items[i][1]
+
+    def str_keys(d):
+        """Whether every key of d (a dict or a class's mappingproxy) is an exact str."""
+        return set(map(type, list(d))) <= {str}
+
+    def is_one(t, types):
+        # `t in (a, b)` would call a metaclass's __eq__ (the reflected comparison)
+        for x in types:
+            if t is x:
+                return True
+        return False
+
+    def p_split(p):
+        i = p.rfind("/") + 1
+        head, tail = p[:i], p[i:]
+        if head and head != "/" * len(head):
+            head = head.rstrip("/")
+        return head, tail
+
+    def p_norm(p):
+        parts = []
+        for c in p.split("/"):
+            if c == "" or c == ".":
+                continue
+            if c == "..":
+                if parts:
+                    parts.pop()
+                continue
+            parts.append(c)
+        return "/" + "/".join(parts)
+
+    def p_abspath(p):
+        return p_norm(p if p.startswith("/") else _getcwd() + "/" + p)
+
+    def p_islink(p):
+        try:
+            return (_lstat(p).st_mode & 0o170000) == 0o120000
+        except (OSError, ValueError):
+            return False
+
+    def p_exists(p):
+        try:
+            _stat_fn(p)
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def p_realpath(p):
+        """realpath(3) without strictness, as posixpath's: links resolved with lstat and
+        readlink, a missing component and what follows it taken as written."""
+        rest = (p if p.startswith("/") else _getcwd() + "/" + p).split("/")
+        rest.reverse()
+        done, hops = "", 0
+        while rest:
+            c = rest.pop()
+            if c == "" or c == ".":
+                continue
+            if c == "..":
+                done = done[:done.rfind("/")] if done else ""
+                continue
+            nxt = done + "/" + c
+            if hops <= 40 and p_islink(nxt):
+                hops += 1
+                try:
+                    target = _readlink(nxt)
+                except (OSError, ValueError):
+                    done = nxt
+                    continue
+                if target.startswith("/"):
+                    done = ""
+                parts = target.split("/")
+                parts.reverse()
+                rest.extend(parts)
+                continue
+            done = nxt
+        return done or "/"
+
     # Where code comes from: the interpreter's own read-only paths, as sys.path has them
     # before the experiment's directory is added, minus anything the run can write.
     def _under(p, roots):
@@ -183,10 +302,7 @@ def _labbox_gate():
     # own globals: types.FunctionType(a_library_function.__code__, {...}) makes a frame of
     # the library's code whose every global (what it calls, what it imports through
     # __builtins__) is the experiment's choice.
-    _ModuleType = type(sys)
-    _module_dict = _ModuleType.__dict__["__dict__"].__get__
-    _modules = sys.modules
-    genuine = {id(globals()): globals()}  # module dicts seen to be one (this file's too)
+    genuine = {id(globals()): globals()}  # module dicts seen to be one (the gate's too)
 
     def genuine_frame(f):
         g = f.f_globals
@@ -194,25 +310,17 @@ def _labbox_gate():
             return True
         if type(g) is not dict:
             return False
-        name = dict.get(g, "__name__")
-        m = _modules.get(name) if type(name) is str else None
+        # Every module's namespace, by identity: no key of g or of sys.modules is hashed or
+        # compared (an experiment's key colliding with "__name__" had its __eq__ run here).
+        # Those seen are kept, so a module's dict is looked for once.
         found = False
-        try:
-            found = m is not None and _module_dict(m) is g
-        except TypeError:
-            found = False
-        if not found:
-            # Imported under another name than its __name__ (the frozen import system before
-            # importlib is, a module removed from sys.modules since): any module's dict.
-            for m in tuple(_modules.values()):
-                try:
-                    if _module_dict(m) is g:
-                        found = True
-                        break
-                except TypeError:
-                    continue
-        if found and len(genuine) < 8192:
-            genuine[id(g)] = g
+        for m in list(_dict_values(_modules)):
+            if issubclass(type(m), _ModuleType):
+                d = _module_dict(m)
+                if d is g:
+                    found = True
+                if type(d) is dict and len(genuine) < 8192:
+                    genuine[id(d)] = d
         return found
 
     def fkind(f):
@@ -229,7 +337,8 @@ def _labbox_gate():
         concurrent.futures), so it decides nothing. None: only the standard library is on the
         stack (a thread of the experiment's), which counts as the experiment."""
         while f is not None:
-            k = fkind(f)
+            # the gate's stand-ins (world) pass a call on, as the standard library's do
+            k = "s" if f.f_globals is world else fkind(f)
             if k != "s":
                 return k, f
             f = f.f_back
@@ -240,8 +349,10 @@ def _labbox_gate():
         first = None
         while f is not None:
             fn = f.f_code.co_filename
+            if type(fn) is not str:
+                fn = summary(fn)  # a str subclass would hash itself in record's seen set
             if kind(fn) == "x":
-                if exp_dir and type(fn) is str and fn.startswith(exp_dir + "/"):
+                if exp_dir and fn.startswith(exp_dir + "/"):
                     return fn, f.f_lineno
                 if first is None:
                     first = (fn, f.f_lineno)
@@ -249,7 +360,9 @@ def _labbox_gate():
         return first if first else (None, None)
 
     _name_of = type.__dict__["__name__"].__get__
-    _CodeType = type(_labbox_gate.__code__)
+    _CodeType = type((lambda: 0).__code__)
+    _FunctionType = type(lambda: 0)
+    _func_code = _FunctionType.__dict__["__code__"].__get__
 
     def summary(v, depth=0):
         # Never calls the experiment's code: only exact built-in types are shown.
@@ -259,9 +372,9 @@ def _labbox_gate():
         if t is bytes:
             s = v[:200].decode("utf-8", "replace")
             return s + ("..." if len(v) > 200 else "")
-        if t in (int, float, bool) or v is None:
+        if t is int or t is float or t is bool or v is None:
             return v
-        if t in (tuple, list) and depth < 2:
+        if (t is tuple or t is list) and depth < 2:
             out = [summary(x, depth + 1) for x in v[:8]]
             if len(v) > 8:
                 out.append("...")
@@ -309,8 +422,13 @@ def _labbox_gate():
         raise TypeError("not JSON")
 
     state = {"n": 0, "dropped": 0, "seen": set()}
-    busy = set()
+    busy = {}  # thread -> how deep the gate is in judging on it
     printing = []  # the code of the gate's exception hooks, once they are made
+
+    def printing_frame(f):
+        """A frame of the gate's exception hooks, which call the interpreter's printer."""
+        code = f.f_code
+        return f.f_globals is world and any(code is c for c in printing)
 
     def record(event, args, refused, rule, title, frame, detail=None):
         if fd < 0:
@@ -324,7 +442,7 @@ def _labbox_gate():
             return
         state["seen"].add(key)
         state["n"] += 1
-        doc = {"v": 1, "pid": os.getpid(), "event": event,
+        doc = {"v": 1, "pid": _getpid(), "event": event,
                "args": [summary(a) for a in args[:6]], "refused": refused,
                "rule": rule, "title": title, "file": fn, "line": line}
         if detail:
@@ -337,7 +455,7 @@ def _labbox_gate():
             doc["args"] = ["(too long)"]
             text = to_json(doc)[: max_line - 1]
         try:
-            os.write(fd, (text + "\n").encode())
+            _write(fd, (text + "\n").encode())
         except OSError:
             pass
 
@@ -353,7 +471,6 @@ def _labbox_gate():
                 % (event, rule, title, policy, "; " + detail if detail else ""))
 
     # ---- writes outside the output paths --------------------------------------------------
-    import stat as _stat
     devices_ok = ("/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "/dev/stderr",
                   "/dev/tty", "/dev/urandom", "/dev/random")
     W = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -373,21 +490,22 @@ def _labbox_gate():
         if t is str:
             return p
         if t is bytes:
-            return os.fsdecode(p)
+            return bytes.decode(p, fs_encoding, "surrogateescape")
         if issubclass(t, str):
             return str.__str__(p)
         if issubclass(t, bytes):
-            return os.fsdecode(_bytes_item(p, _all))
+            return bytes.decode(_bytes_item(p, _all), fs_encoding, "surrogateescape")
         return None
 
     def resolve(p, dir_fd=None):
         if not p.startswith("/"):
-            base = os.getcwd() if dir_fd is None else os.readlink("/proc/self/fd/%d" % dir_fd)
+            base = _getcwd() if dir_fd is None else _readlink("/proc/self/fd/%d" % dir_fd)
             p = base + "/" + p
-        d, b = os.path.split(p)
-        full = os.path.join(os.path.realpath(d), b)
-        if os.path.islink(full):
-            full = os.path.realpath(full)
+        d, b = p_split(p)
+        rd = p_realpath(d or "/")
+        full = (rd.rstrip("/") + "/" + b) if b else rd
+        if p_islink(full):
+            full = p_realpath(full)
         return full
 
     def outside(path, dir_fd=None):
@@ -453,87 +571,233 @@ def _labbox_gate():
                 check_write(event, args, frame, p[5:].split("?", 1)[0])
             return
         try:
-            exists = os.path.exists(p)
+            exists = p_exists(p)
         except (OSError, ValueError):
             exists = False
         if not exists:
             check_write(event, args, frame, p)
 
-    def opaque(impl, like):
-        """A stand-in for like, put where the experiment can reach it (a module's
-        attribute). It holds no cell: `__closure__` and `cell_contents` are read and written
-        with no audit event, and the gate's state would be the experiment's to change. Its
-        one link to the gate is a keyword default (a read of __kwdefaults__ is audited and
-        refused for it), gone from its frame before anything is raised. impl is called as
-        like would be; what it raises is cleaned before the stand-in raises it."""
-        def sealed(a, k, *, _labbox_gate=impl):
+    # ---- what the gate leaves in the experiment's reach --------------------------------------
+    # The stand-ins put in modules (fork_exec, _imp's two, sqlite3.connect), the exception
+    # hooks and the audit hook (whose frame a refusal's traceback holds) are made here with
+    # globals of their own (`world`): a function's __globals__ and __closure__ are read with
+    # no audit event, and the gate's globals or cells would hand over its state and its
+    # builtins. They name no global and hold no cell; their links are keyword defaults,
+    # whose read and write (audited) are refused for them. The real function is called from
+    # the stand-in's frame, after the gate has judged and returned: whatever of the
+    # experiment's that call runs (a factory, a __fspath__, an extension's init) finds no
+    # frame of the gate's under it.
+    # The interpreter's builtins, as any module's: C code the stand-ins call (an extension
+    # module's init) asks the current frame for them. World functions name none.
+    world = {"__builtins__": _module_dict(sys.modules["builtins"])}
+    sealed_codes = {}  # id -> code of the functions made in the world
+
+    def in_world(fn):
+        code = fn.__code__
+        if code.co_freevars:
+            raise RuntimeError("labbox gate: %s closes over the gate" % fn.__name__)
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            sealed_codes[id(c)] = c
+            todo.extend(x for x in c.co_consts if type(x) is _CodeType)
+        return _FunctionType(code, world, fn.__name__, fn.__defaults__)
+
+    def make_sealed(impl, base):
+        def sealed(a, k, *, _labbox_gate=impl, _base=base):
+            # a and k are handed over whole: unpacking k would hash its keys here.
             try:
-                return True, _labbox_gate(*a, **k)
-            except BaseException as e:
-                return False, clean(e)
+                return True, _labbox_gate(a, k)
+            except _base as e:
+                e.__traceback__ = None
+                e.__context__ = None
+                e.__cause__ = None
+                return False, e
+        return sealed
 
-        def wrapper(*a, _labbox_gate=sealed, _fspath=None, **k):
-            if _fspath is not None:
-                # The database converted here, where the experiment's __fspath__ sees this
-                # frame and the sealed link alone, outside the gate's judging.
-                if a:
-                    a = (_fspath(a[0]),) + a[1:]
-                elif "database" in k:
-                    k["database"] = _fspath(k["database"])
-            r = _labbox_gate(a, k)
-            del _labbox_gate
-            if r[0]:
-                return r[1]
-            raise r[1]
-        wrapper.__doc__ = getattr(like, "__doc__", None)
-        wrapper.__name__ = wrapper.__qualname__ = getattr(like, "__name__", "wrapper")
-        opaque_codes.add(wrapper.__code__)
-        opaque_codes.add(sealed.__code__)
-        return wrapper
+    def make_standin(sealed, real):
+        def standin(*a, _judge=sealed, _real=real, **k):
+            ok, r = _judge(a, k)
+            if not ok:
+                raise r
+            return _real(*r[0], **r[1])
+        return standin
 
-    opaque_codes = set()
+    def make_connect(real, set_auth, auth, fspath, exc):
+        def connect(*a, _real=real, _set_auth=set_auth, _auth=auth, _fspath=fspath,
+                    _exc=exc, **k):
+            # The database converted first (its __fspath__ is the experiment's); the
+            # connect's own audit event then carries a str or bytes the gate judges.
+            if a:
+                a = (_fspath(a[0]),) + a[1:]
+            elif "database" in k:
+                k["database"] = _fspath(k["database"])
+            con = _real(*a, **k)
+            try:
+                _set_auth(con, _auth)  # Connection's own method, not a subclass's
+            except _exc:
+                pass
+            return con
+        return connect
+
+    def make_authorizer(judge, attach, ok):
+        def authorizer(action, a1, a2, dbname, source, *, _j=judge, _attach=attach, _ok=ok):
+            if action != _attach:
+                return _ok
+            return _j(a1)
+        return authorizer
+
+    def make_run(fn, args, box, lock, base):
+        def run(*, _f=fn, _a=args, _box=box, _lock=lock, _base=base):
+            try:
+                _box.append((True, _f(*_a)))
+            except _base as e:
+                e.__traceback__ = None
+                _box.append((False, e))
+            finally:
+                _lock.release()
+        return run
+
+    def make_hook(w, d, gets, sets, type_, str_):
+        def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_):
+            if event in _w:
+                # f_code, __code__, tb_frame: read by every traceback and logger; and a
+                # class's attribute name may be a str subclass, never hashed here
+                if event == "object.__getattr__":
+                    n = args[1]
+                    if _type(n) is not _str or n not in _g:
+                        return
+                elif event == "object.__setattr__":
+                    n = args[1]
+                    if _type(n) is not _str or n not in _s:
+                        return
+                e = _d(event, args)
+                if e is not None:
+                    del _d
+                    raise e
+        return hook
+
+    def make_strip(gatefile):
+        def strip(tb, *, _file=gatefile):
+            head = prev = None
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename != _file:
+                    if prev is None:
+                        head = tb
+                    else:
+                        prev.tb_next = tb
+                    prev = tb
+                tb = tb.tb_next
+            if prev is not None:
+                prev.tb_next = None
+            return head
+        return strip
+
+    def make_excepthook(strip, orig, exc):
+        def excepthook(t, v, tb, *, _strip=strip, _orig=orig, _exc=exc):
+            try:
+                tb = _strip(tb)
+                e, i = v, 0
+                while i < 16:
+                    i += 1
+                    e = e.__context__ if e is not None else None
+                    if e is None:
+                        break
+                    e.__traceback__ = _strip(e.__traceback__)
+            except _exc:
+                pass
+            return _orig(t, v, tb)
+        return excepthook
+
+    def make_thread_excepthook(strip, orig, args_t, exc):
+        def thread_excepthook(a, *, _strip=strip, _orig=orig, _args=args_t, _exc=exc):
+            try:
+                a.exc_value.__traceback__ = _strip(a.exc_traceback)
+                a = _args((a.exc_type, a.exc_value, a.exc_value.__traceback__, a.thread))
+            except _exc:
+                pass
+            return _orig(a)
+        return thread_excepthook
+
+    (w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip, w_excepthook,
+     w_thread_excepthook) = [in_world(f) for f in (
+        make_sealed, make_standin, make_connect, make_authorizer, make_run, make_hook,
+        make_strip, make_excepthook, make_thread_excepthook)]
+
+    def standin_for(impl, like):
+        """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
+        (args, kwargs) like is called with, or a checked copy of them."""
+        st = w_standin(w_sealed(impl, BaseException), like)
+        st.__doc__ = getattr(like, "__doc__", None)
+        st.__name__ = st.__qualname__ = getattr(like, "__name__", "standin")
+        return st
+
+    _start_thread, _new_lock = _thread.start_new_thread, _thread.allocate_lock
+
+    def isolated(fn, args, timeout=120.0):
+        """(ok, fn(*args) or what it raised), run on a thread of its own whose stack holds
+        no frame of the gate's: for a call that may run code the experiment put in reach (an
+        import runs the import system, whose finders and functions it can change). Its
+        events are judged as any thread's."""
+        box, lock = [], _new_lock()
+        lock.acquire()
+        _start_thread(w_run(fn, args, box, lock, BaseException), ())
+        if not lock.acquire(True, timeout):
+            raise _Tampered("a call the gate made did not return")
+        return box[0]
+
+    _import = __import__
+    _fspath = _px.fspath
 
     def guard_sqlite():
         # Connection objects cannot be given an authorizer while the connect audit event
-        # runs (they are not initialised yet), so sqlite3.connect itself is wrapped as the
-        # module is first imported, before sqlite3/dbapi2.py copies its names.
-        try:
-            import _sqlite3
-        except ImportError:
+        # runs (they are not initialised yet), so sqlite3.connect itself is replaced as the
+        # module is first imported, before sqlite3/dbapi2.py copies its names. The import
+        # and the module's new attribute are made on a thread of their own.
+        isolated(_import, ("_sqlite3",))
+        m = sget(_modules, "_sqlite3")
+        if not issubclass(type(m), _ModuleType):
             return
-        real = _sqlite3.connect
-        deny, ok, attach = _sqlite3.SQLITE_DENY, _sqlite3.SQLITE_OK, _sqlite3.SQLITE_ATTACH
+        d = _module_dict(m)
+        fn = sget(d, "__file__")
+        if type(fn) is not str or kind(fn) == "x":
+            return  # not the interpreter's (a _sqlite3.py beside main.py): nothing to guard
+        real, conn = sget(d, "connect"), sget(d, "Connection")
+        codes = [sget(d, n) for n in ("SQLITE_DENY", "SQLITE_OK", "SQLITE_ATTACH")]
+        if type(real) is not type(len) or type(conn) is not type or \
+                any(type(c) is not int for c in codes):
+            return
+        set_auth = _class_attr(conn, "set_authorizer")
+        if type(set_auth) is not type(str.join):
+            return
+        deny, ok, attach = codes
+        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok),
+                            _fspath, Exception)
+        standin.__doc__ = getattr(real, "__doc__", None)
+        standin.__name__ = standin.__qualname__ = "connect"
+        isolated(setattr, (m, "connect", standin))
 
-        def connect(*a, **k):
-            con = real(*a, **k)
+    def judge_attach(deny, ok):
+
+        def judge(a1):
             try:
-                con.set_authorizer(authorizer_for(deny, ok, attach))
-            except Exception:
-                pass
-            return con
-        standin = opaque(connect, real)
-        standin.__kwdefaults__ = dict(standin.__kwdefaults__, _fspath=os.fspath)
-        _sqlite3.connect = standin
-
-    def authorizer_for(deny, ok, attach):
-
-        def authorizer(action, a1, a2, dbname, source):
-            if action != attach or not a1 or a1 == ":memory:":
-                return ok
-            p = a1[5:].split("?", 1)[0] if a1.startswith("file:") else a1
-            try:
-                if os.path.exists(p):
+                if type(a1) is not str or not a1 or a1 == ":memory:":
+                    return ok
+                p = a1[5:].split("?", 1)[0] if a1.startswith("file:") else a1
+                if p_exists(p):
                     return ok  # reading is the sandbox's business; it is read-only there
-            except (OSError, ValueError):
-                pass
-            where = outside(p)
-            if where is None:
-                return ok
-            record("sqlite3.attach", (a1,), enforce, "LB110", "write outside the output paths",
-                   sys._getframe(1), "destination " + where)
-            return deny if enforce else ok
+                where = outside(p)
+                if where is None:
+                    return ok
+                record("sqlite3.attach", (a1,), enforce, "LB110",
+                       "write outside the output paths", _getframe(2), "destination " + where)
+                return deny if enforce else ok
+            except BaseException:
+                # Nothing raised here may reach sqlite, which hands it to the experiment's
+                # unraisable hook with this frame in its traceback.
+                return deny
 
-        return authorizer
+        return judge
 
     # ---- process creation ---------------------------------------------------------------
     def on_process(event, args, frame):
@@ -580,8 +844,8 @@ def _labbox_gate():
     def file_bytes(fn):
         """A regular file's bytes (16 MiB at most), or None."""
         try:
-            st = os.stat(fn)
-            if not _stat.S_ISREG(st.st_mode) or st.st_size > (16 << 20):
+            st = _stat_fn(fn)
+            if (st.st_mode & 0o170000) != 0o100000 or st.st_size > (16 << 20):
                 return None
             with open(fn, "rb") as f:
                 return f.read()
@@ -597,7 +861,8 @@ def _labbox_gate():
                 source = source.encode("utf-8")
             except UnicodeError:
                 return False
-        return type(source) in (bytes, bytearray) and bytes(source) == data
+        t = type(source)
+        return (t is bytes or t is bytearray) and bytes(source) == data
 
     # A compile, exec or marshal.loads with no Python frame under it is called by the
     # interpreter itself or by a callback it runs for the experiment: a builtin passed to
@@ -611,6 +876,11 @@ def _labbox_gate():
 
     def caret_parse(fn_text, source):
         """The traceback printer's shape: bytes, one piece of one line of the file named."""
+        if type(source) is str:
+            try:
+                source = source.encode("utf-8")
+            except UnicodeError:
+                return False
         if type(source) is not bytes or not source or b"\n" in source or not fn_text:
             return False
         data = file_bytes(fn_text)
@@ -646,7 +916,7 @@ def _labbox_gate():
                 entry[0] = False
             else:
                 return on_frameless_compile(event, source, fn, fn_text)
-        elif check_ran and fn_text and frame.f_code.co_filename == "<frozen zipimport>" and \
+        elif check_ran and fn_text and code_names(frame)[0] == "<frozen zipimport>" and \
                 kind(fn_text) == "x":
             # The static check reads the experiment's .py files, not what an archive on
             # sys.path holds: under a policy that checks code, code it did not read does not
@@ -665,9 +935,9 @@ def _labbox_gate():
         # interpreter parses a piece of a line itself when it prints a traceback (the ^^^
         # under a call): from no Python frame, or from the gate's own exception hooks, and
         # nothing it parses there reaches the experiment.
-        if fn_text and kind(fn_text) != "x" and \
-                not (frame is not None and frame.f_code in printing) and \
-                not same_as_file(fn_text, source):
+        if frame is not None and printing_frame(frame) and caret_parse(fn_text, source):
+            return  # the printer's parse of a piece of a line, under the gate's hooks
+        if fn_text and kind(fn_text) != "x" and not same_as_file(fn_text, source):
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
@@ -696,8 +966,9 @@ def _labbox_gate():
     def flag_setter(f):
         """types.coroutine, which sets a flag of a generator's code and keeps its file."""
         code = f.f_code
-        return code.co_name == "coroutine" and type(code.co_filename) is str and \
-            code.co_filename.endswith("/types.py") and fkind(f) == "s"
+        name, fn = code.co_name, code.co_filename
+        return type(name) is str and name == "coroutine" and type(fn) is str and \
+            fn.endswith("/types.py") and fkind(f) == "s"
 
     def on_code_new(event, args, frame):
         # The standard library replaces flags of its own code (types.coroutine); a code
@@ -730,29 +1001,51 @@ def _labbox_gate():
     _file_get_data = getattr(getattr(_ext, "FileLoader", None), "get_data", None)
     _BOOT_EXT = "<frozen importlib._bootstrap_external>"
 
+    def code_names(f):
+        """(co_filename, co_name) of a frame's code when both are exact strs, else
+        (None, None): a str subclass compared with `==` runs its own __eq__."""
+        code = f.f_code
+        fn, name = code.co_filename, code.co_name
+        if type(fn) is str and type(name) is str:
+            return fn, name
+        return None, None
+
+    _type_dict = type.__dict__["__dict__"].__get__
+
+    def _class_attr(cls, name):
+        """What cls's own MRO holds under name, read from the classes' dicts (whose keys
+        are exact strs: type's setattr makes them so) without running a descriptor."""
+        for c in type.__dict__["__mro__"].__get__(cls):
+            d = _type_dict(c)
+            if not str_keys(d):
+                raise _Tampered(name)
+            if name in d:
+                return d[name]
+        return None
+
     def bytecode_source(f):
         """The file the import system read the bytecode being unmarshalled from, when it is
         the import system's own reading (an unchanged loader of the interpreter's), else
         None: then the bytes are whatever the caller handed it."""
-        code = f.f_code
-        if not genuine_frame(f):
+        fn, name = code_names(f)
+        if fn is None or not genuine_frame(f):
             return None
-        if code.co_filename == _BOOT_EXT and code.co_name == "_compile_bytecode":
+        if fn == _BOOT_EXT and name == "_compile_bytecode":
             up = f.f_back
-            if up is None or up.f_code.co_filename != _BOOT_EXT or \
-                    up.f_code.co_name != "get_code" or not genuine_frame(up):
+            if up is None or code_names(up) != (_BOOT_EXT, "get_code") or \
+                    not genuine_frame(up):
                 return None
-            me = up.f_locals.get("self")
-            try:
-                own = object.__getattribute__(me, "__dict__")
-            except AttributeError:
+            me = sget(up.f_locals, "self")
+            # The type first: a __dict__ property of a loader subclass ran here before.
+            if not is_one(type(me), _loaders):
                 return None
-            if type(me) not in _loaders or type(me).get_data is not _file_get_data or \
-                    type(own) is not dict or "get_data" in own:
+            own = object.__getattribute__(me, "__dict__")
+            if type(own) is not dict or sget(own, "get_data") is not None or \
+                    _class_attr(type(me), "get_data") is not _file_get_data:
                 return None
-            p = f.f_locals.get("bytecode_path")
-        elif code.co_filename == "<frozen zipimport>" and code.co_name == "_unmarshal_code":
-            p = f.f_locals.get("fullpath")
+            p = sget(f.f_locals, "bytecode_path")
+        elif fn == "<frozen zipimport>" and name == "_unmarshal_code":
+            p = sget(f.f_locals, "fullpath")
         else:
             return None
         return p if type(p) is str else None
@@ -793,7 +1086,7 @@ def _labbox_gate():
 
     def fs_writable(p):
         try:
-            return not (os.statvfs(p).f_flag & _ST_RDONLY)
+            return not (_statvfs(p).f_flag & _ST_RDONLY)
         except (OSError, ValueError):
             return False  # absent: the load fails by itself
 
@@ -803,7 +1096,7 @@ def _labbox_gate():
         its methods); anything else (a PathLike, whose __fspath__ may answer differently
         the second time) counts as writable."""
         if issubclass(type(p), bytes):
-            p = os.fsdecode(_bytes_item(p, _all))
+            p = bytes.decode(_bytes_item(p, _all), fs_encoding, "surrogateescape")
         elif issubclass(type(p), str):
             p = str.__str__(p)
         else:
@@ -811,14 +1104,14 @@ def _labbox_gate():
         if "/" not in p:
             return None  # a bare name: the dynamic linker's search, fixed at start-up
         try:
-            given = os.path.abspath(p)
-            real = os.path.realpath(p)
+            given = p_abspath(p)
+            real = p_realpath(p)
         except (OSError, ValueError):
             return p
         for q in (given, real):
             if _under(q, writable):
                 return q
-        for q in (real, os.path.dirname(given)):
+        for q in (real, p_split(given)[0]):
             if not _under(real, trusted_roots) and fs_writable(q):
                 return real
         return None
@@ -864,15 +1157,17 @@ def _labbox_gate():
             refuse(event, (), frame, "LB106", "native code (ctypes, cffi)",
                    "sqlite extensions are native code")
 
-    _FunctionType = type(_labbox_gate)
-
     def on_getattr(event, args, frame):
-        # The stand-ins' one link to the gate (opaque): a read of their __kwdefaults__.
-        if len(args) > 1 and args[1] == "__kwdefaults__" and type(args[0]) is _FunctionType \
-                and args[0].__code__ in opaque_codes:
-            refuse(event, ("__kwdefaults__",), frame, "gate.tamper",
+        # The links of what the gate leaves in reach (the world's functions): their
+        # __kwdefaults__ read, or any of __kwdefaults__, __defaults__, __code__ replaced.
+        f = args[0] if len(args) > 1 else None
+        if type(f) is not _FunctionType:
+            return
+        code = _func_code(f)
+        if sealed_codes.get(id(code)) is code:
+            refuse(event, (args[1],), frame, "gate.tamper",
                    "access to the interpreter's insides",
-                   "the gate's stand-in for a module's function")
+                   "the gate's stand-in for a module's function, or its exception hook")
 
     def on_tamper(event, args, frame):
         k, _ = origin(frame)
@@ -942,31 +1237,27 @@ def _labbox_gate():
     class_roots = tuple(m.replace(".", "/") for m in class_mods)
     refused_roots = tuple(m.replace(".", "/") for m in class_mods_refused)
     _dict_get = dict.get
-    _FunctionType = type(_labbox_gate)
     # Whatever name they are found under: the constructors of code, functions, bound
     # methods and method wrappers, and type itself (a class built from the pickle's own
     # data). Modules are refused apart, just before.
-    code_types = (type(_labbox_gate.__code__), _FunctionType, type,
+    code_types = (type((lambda: 0).__code__), _FunctionType, type,
                   type(_dict_get.__get__), type(int.__add__), type((lambda: 0).__get__(0)))
     code_type_names = frozenset(["CodeType", "FunctionType", "LambdaType", "MethodType",
                                  "ModuleType", "CellType", "FrameType", "TracebackType"])
 
     def loaded_dict(modname):
         """The namespace of a module loaded already (never imported for asking), or None."""
-        m = sys.modules.get(modname)
-        if m is None:
-            return None
-        try:
-            d = object.__getattribute__(m, "__dict__")
-        except AttributeError:
-            return None
+        m = sget(_modules, modname)
+        if m is None or not issubclass(type(m), _ModuleType):
+            return None  # not a module: its __dict__ (a property) would be its own code
+        d = _module_dict(m)
         return d if type(d) is dict else None
 
     def experiment_module(modname):
         if modname == "__main__":
             return True
         d = loaded_dict(modname)
-        fn = _dict_get(d, "__file__") if d is not None else None
+        fn = sget(d, "__file__") if d is not None else None
         return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
 
     _BaseException = BaseException
@@ -976,7 +1267,7 @@ def _labbox_gate():
         the pool pickled (ValueError, a library's own), and building one runs no code of
         the pickle's choosing. A module is not imported for it."""
         d = loaded_dict(modname)
-        obj = _dict_get(d, name) if d is not None else None
+        obj = sget(d, name) if d is not None else None
         try:
             return issubclass(type(obj), type) and issubclass(obj, _BaseException)
         except Exception:
@@ -987,8 +1278,11 @@ def _labbox_gate():
     def defined_in(obj):
         """The module a class, or the class of an object, says it was defined in; None when
         it says nothing plain. Read off type's own descriptor, so no class's code runs."""
+        cls = obj if issubclass(type(obj), type) else type(obj)
+        if not str_keys(_type_dict(cls)):
+            raise _Tampered("__module__")  # a class made from a dict with keys of its own
         try:
-            m = _type_module(obj if issubclass(type(obj), type) else type(obj))
+            m = _type_module(cls)
         except Exception:
             return None
         return m if type(m) is str else None
@@ -1003,26 +1297,22 @@ def _labbox_gate():
             return False
         return _under(path, class_roots) or experiment_module(m)
 
-    _import = __import__
-
     def import_for_pickle(modname):
         """Import an allowed module that find_class is about to import, so that the name is
         judged on what it is (a function, a re-export, a class defined elsewhere), as in a
         loaded module; by a class-like name alone, `datetime.date` was refused and any
-        capitalised callable passed. The import is judged by the gate as any library's
-        (the pickle chose no argument of it but the module's name, which the experiment could
-        import itself). False: it failed, and find_class will fail the same way."""
-        me = _ident()
-        busy.discard(me)
-        try:
-            _import(modname)
-        except PermissionError:
-            raise
-        except Exception:
+        capitalised callable passed. The import runs on a thread of its own (isolated): the
+        import system is the experiment's to change (a finder on sys.meta_path, a function
+        of importlib's), and what it runs must find no frame of the gate's under it. Its
+        events are judged as any thread's (the pickle chose no argument of it but the
+        module's name, which the experiment could import itself). False: it failed, and
+        find_class will fail the same way."""
+        ok, r = isolated(_import, (modname,))
+        if not ok:
+            if type(r) is PermissionError:
+                raise clean(r)  # refused while importing: so is the pickle
             return False
-        finally:
-            busy.add(me)
-        return sys.modules.get(modname) is not None
+        return sget(_modules, modname) is not None
 
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
@@ -1050,12 +1340,12 @@ def _labbox_gate():
             return False
         # Only a library's module is imported here: the experiment's is known as such only
         # once loaded (experiment_module), so its code never runs under the gate's frames.
-        if sys.modules.get(modname) is None and not import_for_pickle(modname):
+        if sget(_modules, modname) is None and not import_for_pickle(modname):
             return True  # find_class's own import fails the same way, with its own error
         d = loaded_dict(modname)
         if d is None:
             return False
-        obj = _dict_get(d, name)
+        obj = sget(d, name)
         if obj is None:
             return True  # find_class will fail on its own
         if type(obj) is type(sys):
@@ -1130,7 +1420,8 @@ def _labbox_gate():
         f = frame
         while f is not None:
             fn = f.f_code.co_filename
-            if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)):
+            if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)) \
+                    and f.f_globals is not world:  # a stand-in passes the import on
                 break
             f = f.f_back
         if f is None or fkind(f) == "x":
@@ -1152,7 +1443,7 @@ def _labbox_gate():
         "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
         "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,
         "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
-        "object.__getattr__": on_getattr,
+        "object.__getattr__": on_getattr, "object.__setattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
         "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
@@ -1174,11 +1465,17 @@ def _labbox_gate():
         return e
 
     def dispatch(event, args):
-        """The hook's work: None, or the refusal to raise."""
+        """The hook's work: None, or the refusal to raise. Events raised while the gate
+        judges (its own reads of a file) are judged too, not passed: were code of the
+        experiment's ever to run inside the gate, what it did would still meet the gate. A
+        fault of the gate's, or a judging it cannot finish, refuses: an error the experiment
+        can provoke (a recursion limit, a tampered dict) must not be a way through."""
         me = _ident()
-        if me in busy:
-            return None  # the gate's own calls (realpath, reading a file to compare)
-        busy.add(me)
+        depth = busy.get(me, 0)
+        if depth >= 4:
+            return clean(PermissionError(errno.EPERM, "labbox runtime gate refused %s: events "
+                                         "nested in the gate's own judging" % event))
+        busy[me] = depth + 1
         try:
             try:
                 frame = _getframe(2)  # dispatch <- hook <- the audited code
@@ -1188,31 +1485,31 @@ def _labbox_gate():
         except PermissionError as e:
             return clean(e)
         except Exception as e:
-            # A fault of the gate's own is recorded, never the experiment's failure.
+            name = "?"
             try:
-                record(event, (), False, "gate.error", "the gate could not judge this event",
-                       None, _name_of(type(e)))
+                name = _name_of(type(e))
+                record(event, (), enforce, "gate.error", "the gate could not judge this event",
+                       None, name)
             except Exception:
                 pass
+            if enforce:
+                return clean(PermissionError(
+                    errno.EPERM, "labbox runtime gate refused %s: gate.error the gate could "
+                    "not judge this event (%s) (policy %s)" % (event, name, policy)))
+        except BaseException as e:  # KeyboardInterrupt or SystemExit while it judged
+            return clean(e)
         finally:
-            busy.discard(me)
+            if depth:
+                busy[me] = depth
+            else:
+                del busy[me]
         return None
 
-    def thin_hook(w, d):
-        # No cell: its links to the gate are keyword defaults, and the one to the gate's
-        # work is gone from its frame before it raises, so a caught refusal's traceback
-        # reaches a frame holding the event, its arguments and the refusal alone.
-        def hook(event, args, *, _w=w, _d=d):
-            if event in _w:
-                if event == "object.__getattr__" and args[1] != "__kwdefaults__":
-                    return  # f_code, __code__, tb_frame: read by every traceback and logger
-                e = _d(event, args)
-                if e is not None:
-                    del _d
-                    raise e
-        return hook
-
-    hook = thin_hook(watched, dispatch)
+    # No cell: its links to the gate are keyword defaults, and the one to the gate's work is
+    # gone from its frame before it raises, so a caught refusal's traceback reaches a frame
+    # holding the event, its arguments and the refusal alone.
+    hook = w_hook(watched, dispatch, frozenset(["__kwdefaults__"]),
+                  frozenset(["__kwdefaults__", "__defaults__", "__code__"]), type, str)
 
     installed_guards = set()
     sys.addaudithook(hook)
@@ -1252,52 +1549,114 @@ def _labbox_gate():
         return k.startswith((b"PYTHON", b"LD_", b"LABBOX", b"OPENSSL_")) or \
             k in unsafe_env_names
 
-    start_env = [k + b"=" + v for k, v in os.environb.items() if unsafe_env(k)]
+    def env_items():
+        # os.environ's own dict, read past its mapping class (whose methods are the
+        # experiment's to replace), exact bytes only
+        return [(k, v) for k, v in list(_dict_items(_environ_data))
+                if type(k) is bytes and type(v) is bytes]
+
+    start_env = [k + b"=" + v for k, v in env_items() if unsafe_env(k)]
+    start_exe_b = start_exe.encode(fs_encoding, "surrogateescape")
 
     def child_env():
-        env = [k + b"=" + v for k, v in os.environb.items()
+        env = [k + b"=" + v for k, v in env_items()
                if not unsafe_env(k) and b"=" not in k]
         return env + start_env
 
-    def literal(n, ast):
-        t = type(n)
-        if t is ast.Constant:
-            return type(n.value) in (int, str, bytes, bool, float) or n.value is None
-        if t is ast.UnaryOp:
-            return type(n.op) is ast.USub and type(n.operand) is ast.Constant and \
-                type(n.operand.value) in (int, float)
-        if t in (ast.List, ast.Tuple, ast.Set):
-            return all(literal(e, ast) for e in n.elts)
-        if t is ast.Dict:
-            return all(k is not None and literal(k, ast) for k in n.keys) and \
-                all(literal(v, ast) for v in n.values)
-        return False
+    def mp_literal(t, i, depth=0):
+        """The end of the Python literal at t[i:] (a str or bytes, a number, True, False,
+        None, or a list, tuple, set or dict of them), or -1. Read by hand, not with ast: an
+        import at this point could find an ast.py beside main.py, and ast's node classes are
+        the experiment's to change."""
+        n = len(t)
+        if i >= n or depth > 16:
+            return -1
+        c = t[i]
+        if c == "b" and i + 1 < n and t[i + 1] in "'\"":
+            i, c = i + 1, t[i + 1]
+        if c == "'" or c == '"':
+            j = i + 1
+            while j < n and t[j] != c:
+                if t[j] == "\\":
+                    j += 1
+                elif t[j] == "\n":
+                    return -1
+                j += 1
+            return j + 1 if j < n else -1
+        if c == "-" or c.isdigit():
+            j = i + 1 if c == "-" else i
+            k = j
+            while k < n and (t[k].isdigit() or t[k] in "._eE"):
+                k += 1
+            return k if k > j and t[j].isdigit() else -1
+        for word in ("True", "False", "None"):
+            if t.startswith(word, i):
+                j = i + len(word)
+                return j if j >= n or not (t[j].isalnum() or t[j] == "_") else -1
+        close = {"[": "]", "(": ")", "{": "}"}.get(c)
+        if close is None:
+            return -1
+        j = i + 1
+        while True:
+            while j < n and t[j] == " ":
+                j += 1
+            if j < n and t[j] == close:
+                return j + 1
+            j = mp_literal(t, j, depth + 1)
+            if j < 0:
+                return -1
+            if c == "{" and j < n and t[j] == ":":
+                j += 1
+                while j < n and t[j] == " ":
+                    j += 1
+                j = mp_literal(t, j, depth + 1)
+                if j < 0:
+                    return -1
+            while j < n and t[j] == " ":
+                j += 1
+            if j < n and t[j] == ",":
+                j += 1
+            elif not (j < n and t[j] == close):
+                return -1
 
     def mp_program(prog):
         """Whether prog is `from M import F; F(literals...)` for one of multiprocessing's
-        entry points: the child then runs standard-library code on data, nothing else."""
+        entry points: the child then runs standard-library code on data, nothing else.
+        Arguments are literals, `name=literal` or `**{literal dict}`."""
         if type(prog) is not str or len(prog) > 65536:
             return False
-        import ast
-        try:
-            tree = ast.parse(prog, "<multiprocessing>", "exec")
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        for mod, fname in mp_entry:
+            head = "from %s import %s;" % (mod, fname)
+            if prog.startswith(head):
+                break
+        else:
             return False
-        body = tree.body
-        if len(body) != 2 or type(body[0]) is not ast.ImportFrom or \
-                type(body[1]) is not ast.Expr:
+        t = prog[len(head):].lstrip(" ")
+        if not t.startswith(fname + "(") or not t.endswith(")"):
             return False
-        imp, call = body[0], body[1].value
-        if imp.level != 0 or len(imp.names) != 1 or imp.names[0].asname is not None:
-            return False
-        fname = imp.names[0].name
-        if (imp.module, fname) not in mp_entry:
-            return False
-        if type(call) is not ast.Call or type(call.func) is not ast.Name or \
-                call.func.id != fname:
-            return False
-        return all(literal(x, ast) for x in call.args) and \
-            all(literal(kw.value, ast) for kw in call.keywords)
+        i, n = len(fname) + 1, len(t) - 1
+        while True:
+            while i < n and t[i] == " ":
+                i += 1
+            if i == n:
+                return True
+            if t.startswith("**", i):
+                i += 2
+            else:
+                j = i
+                while j < n and (t[j].isalnum() or t[j] == "_"):
+                    j += 1
+                if j > i and j < n and t[j] == "=" and not t[i].isdigit():
+                    i = j + 1
+            i = mp_literal(t, i)
+            if i < 0:
+                return False
+            while i < n and t[i] == " ":
+                i += 1
+            if i < n and t[i] == ",":
+                i += 1
+            elif i != n:
+                return False
 
     def exact_text(x):
         # Only exact str and bytes: a subclass (or an object with __fspath__) may answer
@@ -1309,7 +1668,6 @@ def _labbox_gate():
             return x.decode(fs_encoding, "surrogateescape")
         return None
 
-    fs_encoding = sys.getfilesystemencoding()
     # -s: no user site (its .pth lines run before this file, from a HOME the experiment may
     # write); -P (3.11): no '' on sys.path, so that the entry point is the standard
     # library's and not a module of the working directory's.
@@ -1320,13 +1678,12 @@ def _labbox_gate():
         None for any other."""
         if frame is None or len(a) < 6 or not start_exe or type(a) is not tuple:
             return None
-        code = frame.f_code
-        fn = code.co_filename
-        if code.co_name != "spawnv_passfds" or type(fn) is not str or \
+        fn, name = code_names(frame)
+        if name != "spawnv_passfds" or fn is None or \
                 not fn.endswith("/multiprocessing/util.py") or kind(fn) != "s":
             return None
         args, exes, keep = a[0], a[1], a[3]
-        if type(args) not in (list, tuple) or type(exes) not in (list, tuple) or \
+        if not is_one(type(args), (list, tuple)) or not is_one(type(exes), (list, tuple)) or \
                 len(exes) != 1 or len(args) < 3 or len(args) > 64:
             return None
         if type(keep) is not tuple or any(type(x) is not int for x in keep):
@@ -1334,7 +1691,7 @@ def _labbox_gate():
         # close_fds, no cwd, and the rest descriptors, flags and Nones: no preexec_fn,
         # nothing callable or convertible.
         if a[2] is not True or a[4] is not None or \
-                any(type(x) not in (int, bool, type(None)) for x in a[6:]):
+                any(not is_one(type(x), (int, bool, type(None))) for x in a[6:]):
             return None
         args = [exact_text(x) for x in args]
         if None in args or exact_text(exes[0]) != start_exe or args[0] != start_exe:
@@ -1352,29 +1709,22 @@ def _labbox_gate():
                 not mp_program(args[i + 1]):
             return None
         argv = [start_exe] + child_isolation + flags + ["-c", args[i + 1]] + rest
-        return (argv, [os.fsencode(start_exe)], True, keep, None, child_env()) + a[6:]
+        return (argv, [start_exe_b], True, keep, None, child_env()) + a[6:]
 
     try:
         import _posixsubprocess
         _orig = _posixsubprocess.fork_exec
 
-        def fork_exec(*a, **k):
+        def fork_exec(a, k):
             frame = _getframe(3)  # fork_exec <- sealed <- the stand-in <- its caller
-            me = _ident()
-            if not k and me not in busy:
-                busy.add(me)
-                try:
-                    allowed = mp_start(a, frame)
-                except Exception:
-                    allowed = None
-                finally:
-                    busy.discard(me)
+            if not k:
+                allowed = mp_start(a, frame)
                 if allowed is not None:
-                    return _orig(*allowed)
+                    return allowed, {}
             refuse("_posixsubprocess.fork_exec", (a[0] if a else None,), frame,
                    "LB102", "subprocess")
-            return _orig(*a, **k)
-        _posixsubprocess.fork_exec = opaque(fork_exec, _orig)
+            return a, k  # only recorded (permissive): called as it was
+        _posixsubprocess.fork_exec = standin_for(fork_exec, _orig)
         installed_guards.add("_posixsubprocess")
     except ImportError:
         pass
@@ -1384,100 +1734,88 @@ def _labbox_gate():
     # calls it through the module's attribute for every built-in import, with its own specs.
     _ModuleSpec = type(getattr(sys.modules.get("sys"), "__spec__", None))
     _imp_mod = sys.modules.get("_imp")
-    def spec_dict(spec):
-        """The import system's own spec's __dict__, read past its class; None for anything
+    # _imp reads the spec's name and origin by plain attribute lookup: a data descriptor put
+    # on ModuleSpec, or a __getattribute__ of its own, would answer the loader otherwise than
+    # the instance's __dict__ answers the gate. The class's dict is compared with what it
+    # was (its keys are exact strs: type's setattr makes them so).
+    spec_class_dict = dict(_ModuleSpec.__dict__) if _ModuleSpec is not type(None) else {}
+    _spec_dict_get = spec_class_dict["__dict__"].__get__ if spec_class_dict else None
+
+    def spec_class_intact():
+        now = _type_dict(_ModuleSpec)
+        return len(now) == len(spec_class_dict) and \
+            all(now.get(k) is v for k, v in spec_class_dict.items())
+
+    def spec_dict(a, k):
+        """The __dict__ of the one spec passed, read past its class; None for anything
         else."""
-        if type(spec) is not _ModuleSpec:
+        spec = a[0] if len(a) >= 1 and not k else None
+        if type(spec) is not _ModuleSpec or not spec_class_intact():
             return None
-        try:
-            d = object.__getattribute__(spec, "__dict__")
-        except AttributeError:
-            return None
+        d = _spec_dict_get(spec)
         return d if type(d) is dict else None
 
+    def fresh_spec(d):
+        """A spec of the gate's making with d's exact-str entries: what _imp reads of it is
+        what the gate judged (a key of the experiment's colliding with "origin" could change
+        the origin while the loader looks it up)."""
+        spec = object.__new__(_ModuleSpec)
+        nd = _spec_dict_get(spec)
+        for key, v in list(_dict_items(d)):
+            if type(key) is str:
+                nd[key] = v
+        return spec
+
     _create_builtin = getattr(_imp_mod, "create_builtin", None)
-    if _create_builtin is not None and _ModuleSpec is not type(None):
-        def create_builtin(spec):
-            d = spec_dict(spec)
-            name = d.get("name") if d is not None else None
+    if _create_builtin is not None and _spec_dict_get is not None:
+        def create_builtin(a, k):
+            d = spec_dict(a, k)
+            name = sget(d, "name") if d is not None else None
             if type(name) is not str or name in installed_guards:
                 refuse("_imp.create_builtin", (summary(name),), _getframe(3), "gate.tamper",
                        "access to the interpreter's insides",
                        "a second copy of a module the gate guards, or a spec that is not "
                        "the import system's")
-            return _create_builtin(spec)
-        _imp_mod.create_builtin = opaque(create_builtin, _create_builtin)
+                return a, k
+            return (fresh_spec(d),), {}
+        _imp_mod.create_builtin = standin_for(create_builtin, _create_builtin)
 
     # _imp.create_dynamic loads an extension module (the import system's ExtensionFileLoader
     # calls it through the module's attribute, with the spec it found) and raises no event:
     # a .so beside main.py, or one the experiment wrote, ran its native code on import.
     _create_dynamic = getattr(_imp_mod, "create_dynamic", None)
-    if _create_dynamic is not None and _ModuleSpec is not type(None):
-        # _imp reads the spec's name and origin by plain attribute lookup: a data
-        # descriptor put on ModuleSpec, or a __getattribute__ of its own, would answer the
-        # loader otherwise than the instance's __dict__ answers the gate.
-        spec_class_dict = dict(_ModuleSpec.__dict__)
-
-        def spec_class_intact():
-            now = _ModuleSpec.__dict__
-            return len(now) == len(spec_class_dict) and \
-                all(now.get(k) is v for k, v in spec_class_dict.items())
-
-        def create_dynamic(spec, *rest):
-            d = spec_dict(spec) if spec_class_intact() else None
-            where = d.get("origin") if d is not None else None
+    if _create_dynamic is not None and _spec_dict_get is not None:
+        def create_dynamic(a, k):
+            d = spec_dict(a, k)
+            where = sget(d, "origin") if d is not None else None
             f = _getframe(3)  # create_dynamic <- sealed <- the stand-in <- its caller
             if type(where) is not str:
                 refuse("_imp.create_dynamic", (), f, "gate.tamper",
                        "access to the interpreter's insides",
                        "a spec that is not the import system's")
-            else:
-                name = d.get("name")
-                if type(name) is not str or (name in installed_guards and
-                                             dict.get(_modules, name) is not None):
-                    # where _posixsubprocess or _sqlite3 is an extension module (a build
-                    # of CPython's own, not Debian's), a second copy has the originals
-                    refuse("_imp.create_dynamic", (summary(name),), f, "gate.tamper",
-                           "access to the interpreter's insides",
-                           "a second copy of a module the gate guards")
-                w = native_path_writable(where)
-                if w is not None:
-                    refuse_native_writable("import", w, f)
-            return _create_dynamic(spec, *rest)
-        _imp_mod.create_dynamic = opaque(create_dynamic, _create_dynamic)
+                return a, k
+            name = sget(d, "name")
+            if type(name) is not str or (name in installed_guards and
+                                         sget(_modules, name) is not None):
+                # where _posixsubprocess or _sqlite3 is an extension module (a build of
+                # CPython's own, not Debian's), a second copy has the originals
+                refuse("_imp.create_dynamic", (summary(name),), f, "gate.tamper",
+                       "access to the interpreter's insides",
+                       "a second copy of a module the gate guards")
+                return a, k
+            w = native_path_writable(where)
+            if w is not None:
+                refuse_native_writable("import", w, f)
+                return a, k
+            return (fresh_spec(d),) + a[1:], {}
+        _imp_mod.create_dynamic = standin_for(create_dynamic, _create_dynamic)
         installed_guards.add("_imp")
 
     # A refusal is raised inside the hook, so its traceback ends in a frame of this file:
-    # uncaught, it is printed without it, so the experiment's traceback is its own.
-    def strip(tb):
-        head = prev = None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename != __file__:
-                if prev is None:
-                    head = tb
-                else:
-                    prev.tb_next = tb
-                prev = tb
-            tb = tb.tb_next
-        if prev is not None:
-            prev.tb_next = None
-        return head
-
-    orig_excepthook = sys.excepthook
-
-    def excepthook(t, v, tb):
-        try:
-            tb = strip(tb)
-            e = v
-            for _ in range(16):
-                e = e.__context__ if e is not None else None
-                if e is None:
-                    break
-                e.__traceback__ = strip(e.__traceback__)
-        except Exception:
-            pass
-        return orig_excepthook(t, v, tb)
-
+    # uncaught, it is printed without it, so the experiment's traceback is its own. The
+    # hooks are the world's (sys.excepthook is the experiment's to read).
+    strip = w_strip(__file__)
+    excepthook = w_excepthook(strip, sys.excepthook, Exception)
     sys.excepthook = excepthook
     # threading takes its excepthook from _thread when it is imported: replacing it there
     # covers threads without importing threading (and functools, collections) at start-up.
@@ -1486,16 +1824,9 @@ def _labbox_gate():
     if orig_thread_hook is None or _args is None:  # not CPython's _thread: as before
         import threading
         orig_thread_hook, _args = threading.excepthook, threading.ExceptHookArgs
+    thread_excepthook = w_thread_excepthook(strip, orig_thread_hook, _args, Exception)
 
-    def thread_excepthook(a):
-        try:
-            a.exc_value.__traceback__ = strip(a.exc_traceback)
-            a = _args((a.exc_type, a.exc_value, a.exc_value.__traceback__, a.thread))
-        except Exception:
-            pass
-        return orig_thread_hook(a)
-
-    printing[:] = [excepthook.__code__, thread_excepthook.__code__]
+    printing[:] = [_func_code(excepthook), _func_code(thread_excepthook)]
     if hasattr(_thread, "_excepthook"):
         _thread._excepthook = thread_excepthook
     if "threading" in sys.modules:  # imported already (by a .pth file, or just above)
@@ -1507,13 +1838,19 @@ def _labbox_gate():
     # this line reaches it (a gate that broke half-way, or never ran, is not claimed).
     if fd >= 0:
         try:
-            os.write(fd, b'{"v": 1, "gate": "installed"}\n')
+            _write(fd, b'{"v": 1, "gate": "installed"}\n')
         except OSError:
             pass
 
 
-_labbox_gate()
-del _labbox_gate
+# The gate runs with globals and builtins of its own, reachable from no module: the
+# experiment replacing a builtin (`builtins.any = f`) or reading a stand-in's __globals__
+# changes nothing the gate calls.
+import builtins as _builtins
+type(_labbox_gate)(_labbox_gate.__code__, {"__builtins__": dict(_builtins.__dict__),
+                                           "__file__": __file__,
+                                           "__name__": "labbox_gate"}, "_labbox_gate")()
+del _labbox_gate, _builtins
 
 # The interpreter's own sitecustomize, which this module shadows, runs as it would have.
 import sys as _sys
