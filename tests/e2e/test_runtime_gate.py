@@ -1440,3 +1440,192 @@ def test_the_gate_is_not_written_into_the_run_directory(tmp_path):
     g = doc["runtime_gate"]
     assert g["installed"] and any(e["refused"] and e["event"] == "os.system" for e in g["events"]), g
     assert not (run_dir / "gate").exists()
+
+
+# ---- code the experiment puts in the gate's way ---------------------------------------------
+# The gate judges inside the experiment's own process. Whatever of the experiment's it
+# calls while it judges would run with the thread marked as the gate's, unjudged, and from
+# its frames (f_back, f_locals, f_globals: no audit event) it would reach the gate's state.
+# Each case puts a trap where a gate that calls what it finds would call it: a builtin, a
+# module's function, the globals of a function the gate leaves in reach, a key in a dict the
+# gate reads whose hash is that of the name it looks up, an object in sys.modules, a finder
+# on sys.meta_path, a module beside main.py named as one the gate imports. The trap spawns
+# (MARKER) and spoils every set and dict it finds in the frames above it. From the host:
+# MARKER is absent, and a spawn after the trap has had its chance is still refused and
+# recorded: the gate is neither bypassed nor switched off.
+
+TRAP = """
+    import os, sys, _thread
+    trap_log = []
+    def trap(*a, **k):
+        trap_log.append("ran")
+        try:
+            os.system("echo inside > MARKER")
+        except PermissionError:
+            trap_log.append("refused inside")
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_globals is globals():
+                f = f.f_back  # the experiment's own frames
+                continue
+            for v in list(f.f_locals.values()):
+                if type(v) is set:
+                    v.add(_thread.get_ident())
+                elif type(v) is dict:
+                    for key in list(v):
+                        if type(v[key]) is bool:
+                            v[key] = False
+                        elif callable(v[key]) and type(key) is str:
+                            v[key] = lambda *a, **k: None  # a gate's table of handlers
+            f = f.f_back
+    class Colliding:
+        # hashes as the name the gate looks up; its __eq__ is the trap
+        def __init__(self, name):
+            self.h = hash(name)
+        def __hash__(self):
+            return self.h
+        def __eq__(self, other):
+            trap()
+            return False
+"""
+
+INSIDE_CASES = {
+    "builtins_replaced": """
+        import builtins
+        for name in ("any", "len", "tuple", "isinstance", "getattr"):
+            real = getattr(builtins, name)
+            setattr(builtins, name, (lambda real: lambda *a, **k: (trap(), real(*a, **k))[1])(real))
+        open("out.txt", "w").close()
+    """,
+    "standin_globals": """
+        import _posixsubprocess, _imp
+        for f in (_posixsubprocess.fork_exec, _imp.create_dynamic, sys.excepthook):
+            g = f.__globals__
+            for name in ("any", "len", "tuple", "type", "PermissionError"):
+                g[name] = (lambda *a, **k: trap())
+            b = g.get("__builtins__")
+            if isinstance(b, dict):
+                real_any = b["any"]
+                b["any"] = lambda *a: (trap(), real_any(*a))[1]
+        open("out.txt", "w").close()
+        import builtins
+        builtins.any = any
+    """,
+    "path_functions_replaced": """
+        import posixpath, os.path, stat
+        for mod in (posixpath, os):
+            for name in ("realpath", "abspath", "split", "join", "islink", "exists",
+                         "dirname", "stat", "lstat", "getcwd", "readlink", "fsdecode",
+                         "statvfs", "getpid", "write"):
+                real = getattr(mod, name, None)
+                if real is not None:
+                    setattr(mod, name,
+                            (lambda real: lambda *a, **k: (trap(), real(*a, **k))[1])(real))
+        stat.S_ISREG = lambda m: (trap(), True)[1]
+        open("out.txt", "w").close()
+        try:
+            open(OUTSIDE, "w").close()
+        except PermissionError as e:
+            print("outside:", e)
+    """,
+    "colliding_keys": """
+        import collections, pickle
+        # each real key taken out and put back after the colliding one, so that a lookup
+        # meets the colliding key first
+        for d, name in ((sys.modules, "collections"), (collections.__dict__, "OrderedDict"),
+                        (collections.__dict__, "__file__"), (collections.__dict__, "__name__")):
+            real = d.pop(name)
+            d[Colliding(name)] = None
+            d[name] = real
+        pickle.loads(pickle.dumps(collections.OrderedDict(a=1)))
+    """,
+    "dict_property_in_sys_modules": """
+        import pickle
+        class Odd:
+            @property
+            def __dict__(self):
+                trap()
+                return {}
+        sys.modules["numpy.labbox_odd"] = Odd()
+        sys.modules["fractions.labbox_odd"] = Odd()
+        try:
+            pickle.loads(b"cfractions.labbox_odd\\nX\\n.")
+        except (PermissionError, pickle.UnpicklingError, AttributeError) as e:
+            print("pickle:", e)
+    """,
+    "finder_at_a_pickles_import": """
+        import pickle
+        class Finder:
+            def find_spec(self, name, path=None, target=None):
+                if name == "fractions":
+                    trap()
+                return None
+        sys.modules.pop("fractions", None)
+        sys.meta_path.insert(0, Finder())
+        print("pickle:", pickle.loads(b"cfractions\\nFraction\\n."))
+    """,
+    "module_beside_main_the_gate_imports": """
+        try:
+            import sqlite3  # the _sqlite3.py beside main.py is the experiment's own
+        except (ImportError, NameError) as e:
+            print("sqlite3:", e)
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        p = ctx.Process(target=print, args=("child",))
+        p.start()
+        p.join()
+    """,
+    "sqlite_factory": """
+        import sqlite3
+        class Conn(sqlite3.Connection):
+            def __init__(self, *a, **k):
+                trap()
+                super().__init__(*a, **k)
+            def set_authorizer(self, f):
+                trap()
+        sqlite3.connect(":memory:", factory=Conn).close()
+    """,
+    "gate_at_the_recursion_limit": """
+        def at_depth(n):
+            if n > 0:
+                return at_depth(n - 1)
+            try:
+                os.system("echo deep > MARKER")
+            except (PermissionError, RecursionError):
+                pass
+        limit = sys.getrecursionlimit()
+        for pad in range(1, 80):
+            try:
+                at_depth(limit - pad)
+            except RecursionError:
+                pass
+    """,
+}
+
+BESIDE = "import os\ntry:\n    os.system('echo beside > MARKER')\nexcept PermissionError:\n    pass\n"
+
+
+@pytest.mark.parametrize("case", sorted(INSIDE_CASES))
+def test_code_the_experiment_puts_in_the_gates_way_never_runs_unjudged(tmp_path, case):
+    files = None
+    if case == "module_beside_main_the_gate_imports":
+        files = {"ast.py": BESIDE, "_sqlite3.py": BESIDE}
+    outside = outside_marker()
+    exp = write_exp(tmp_path, textwrap.dedent(TRAP) + "OUTSIDE = %r\n" % str(outside) +
+                    textwrap.dedent(INSIDE_CASES[case]) +
+                    textwrap.dedent("""
+        print("trap:", trap_log)
+        os.system("echo after > MARKER")
+    """), files=files)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert not outside.exists()
+    # the last spawn, after the trap had every chance: refused and recorded
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    evs = [e for e in refused_events(r) if e["event"] == "os.system"]
+    assert evs, r.why()
+    assert gate(r)["enforced"] is True
+    log = r.log()
+    # where the trap ran (outside the gate's judging, as a factory does by design), the
+    # spawn inside it was refused too
+    assert log.count("'ran'") == log.count("'refused inside'") or "trap: []" in log, log[-3000:]
