@@ -308,7 +308,7 @@ def _labbox_gate():
         g = f.f_globals
         if genuine.get(id(g)) is g:
             return True
-        if type(g) is not dict:
+        if type(g) is not dict or g is world:
             return False
         # Every module's namespace, by identity: no key of g or of sys.modules is hashed or
         # compared (an experiment's key colliding with "__name__" had its __eq__ run here).
