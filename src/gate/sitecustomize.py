@@ -310,6 +310,10 @@ def _labbox_gate():
             return True
         if type(g) is not dict or g is world:
             return False
+        n = len(_modules)
+        seen = not_genuine.get(id(g))
+        if seen is not None and seen[0] is g and seen[1] == n:
+            return False  # no module's when last looked, and no module came or went since
         # Every module's namespace, by identity: no key of g or of sys.modules is hashed or
         # compared (an experiment's key colliding with "__name__" had its __eq__ run here).
         # Those seen are kept, so a module's dict is looked for once.
@@ -321,7 +325,11 @@ def _labbox_gate():
                     found = True
                 if type(d) is dict and len(genuine) < 8192:
                     genuine[id(d)] = d
+        if not found and len(not_genuine) < 4096:
+            not_genuine[id(g)] = (g, n)
         return found
+
+    not_genuine = {}
 
     def fkind(f):
         """kind() of the frame's code, "x" when the frame runs with globals that are no
@@ -1011,14 +1019,20 @@ def _labbox_gate():
         return None, None
 
     _type_dict = type.__dict__["__dict__"].__get__
+    # Classes whose dict was seen to hold exact-str keys alone: once a class is made, type's
+    # setattr keeps them so, so a class is looked at once.
+    clean_classes = {}
 
     def _class_attr(cls, name):
         """What cls's own MRO holds under name, read from the classes' dicts (whose keys
         are exact strs: type's setattr makes them so) without running a descriptor."""
         for c in type.__dict__["__mro__"].__get__(cls):
             d = _type_dict(c)
-            if not str_keys(d):
-                raise _Tampered(name)
+            if clean_classes.get(id(c)) is not c:
+                if not str_keys(d):
+                    raise _Tampered(name)
+                if len(clean_classes) < 4096:
+                    clean_classes[id(c)] = c
             if name in d:
                 return d[name]
         return None
@@ -1253,21 +1267,21 @@ def _labbox_gate():
         d = _module_dict(m)
         return d if type(d) is dict else None
 
-    def experiment_module(modname):
+    def experiment_module(modname, d=None):
+        """Whether modname is the experiment's (d: its namespace when already read)."""
         if modname == "__main__":
             return True
-        d = loaded_dict(modname)
+        if d is None:
+            d = loaded_dict(modname)
         fn = sget(d, "__file__") if d is not None else None
         return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
 
     _BaseException = BaseException
 
-    def exception_class(modname, name):
-        """An exception class of a module loaded already: a worker's error comes back to
-        the pool pickled (ValueError, a library's own), and building one runs no code of
-        the pickle's choosing. A module is not imported for it."""
-        d = loaded_dict(modname)
-        obj = sget(d, name) if d is not None else None
+    def exception_class(obj):
+        """An exception class (of a module loaded already: a module is not imported for
+        it): a worker's error comes back to the pool pickled (ValueError, a library's own),
+        and building one runs no code of the pickle's choosing."""
         try:
             return issubclass(type(obj), type) and issubclass(obj, _BaseException)
         except Exception:
@@ -1279,8 +1293,13 @@ def _labbox_gate():
         """The module a class, or the class of an object, says it was defined in; None when
         it says nothing plain. Read off type's own descriptor, so no class's code runs."""
         cls = obj if issubclass(type(obj), type) else type(obj)
-        if not str_keys(_type_dict(cls)):
-            raise _Tampered("__module__")  # a class made from a dict with keys of its own
+        if clean_classes.get(id(cls)) is not cls:
+            # A class made from a dict with keys of its own; once made, type's setattr
+            # keeps its dict's keys exact strs, so a class is looked at once.
+            if not str_keys(_type_dict(cls)):
+                raise _Tampered("__module__")
+            if len(clean_classes) < 4096:
+                clean_classes[id(cls)] = cls
         try:
             m = _type_module(cls)
         except Exception:
@@ -1314,60 +1333,84 @@ def _labbox_gate():
             return False
         return sget(_modules, modname) is not None
 
+    # Verdicts per (module, name), kept: a DataLoader's parent judges the same nine names for
+    # every batch, and each judging reads sys.modules and a namespace by scanning. What the
+    # list guards is an experiment whose code is not hostile loading a pickle that is
+    # (torch.load of a downloaded checkpoint); code that swaps a module's names after the
+    # first judging could as well call what it swapped in itself.
+    verdicts = {}
+
     def pickle_ok(modname, name):
         if type(modname) is not str or type(name) is not str:
             return False
+        key = (modname, name)
+        v = verdicts.get(key)
+        if v is not None:
+            return v
+        v, final = pickle_verdict(modname, name)
+        if final and len(verdicts) < 4096:
+            verdicts[key] = v
+        return v
+
+    def pickle_verdict(modname, name):
+        """(verdict, final): final when it holds for later judgings too (not a module that
+        was not loaded yet, failed to import, or lacked the name)."""
         if (modname, name) in pickle_funcs:
-            return True
+            return True, True
         if "." in name:
-            return False  # attribute chains (os.system through a module's names)
+            return False, True  # attribute chains (os.system through a module's names)
         if name.startswith("__"):
             # A module's __builtins__ is a dict of exec, __import__ and getattr; no pickle
             # names a dunder but those on the list above.
-            return False
-        if exception_class(modname, name):
-            return True
+            return False, True
         if name.startswith(("rebuild", "_rebuild")) and _under(
                 modname.replace(".", "/"), rebuild_roots):
-            return True
+            return True, True
+        # Each dict read once: a read is a scan (sget)
+        d = loaded_dict(modname)
+        obj = sget(d, name) if d is not None else None
+        if exception_class(obj):
+            return True, True
         mod_ok = _under(modname.replace(".", "/"), class_roots)
         if _under(modname.replace(".", "/"), refused_roots) or \
                 _under((modname + "." + name).replace(".", "/"), refused_roots) or \
                 name in code_type_names:
-            return False
-        exp_mod = experiment_module(modname)
+            return False, True
+        exp_mod = not mod_ok and experiment_module(modname, d)
         if not (mod_ok or exp_mod):
-            return False
-        # Only a library's module is imported here: the experiment's is known as such only
-        # once loaded (experiment_module), so its code never runs under the gate's frames.
-        if sget(_modules, modname) is None and not import_for_pickle(modname):
-            return True  # find_class's own import fails the same way, with its own error
-        d = loaded_dict(modname)
+            return False, d is not None
         if d is None:
-            return False
-        obj = sget(d, name)
+            # Only a library's module is imported here: the experiment's is known as such
+            # only once loaded (experiment_module), so its code is never imported for this.
+            if not import_for_pickle(modname):
+                return True, False  # find_class's own import fails the same way
+            d = loaded_dict(modname)
+            if d is None:
+                return False, False
+            obj = sget(d, name)
         if obj is None:
-            return True  # find_class will fail on its own
+            return True, False  # find_class will fail on its own
         if type(obj) is type(sys):
-            return False  # a module: BUILD would write into its namespace
+            return False, True  # a module: BUILD would write into its namespace
         if any(obj is t for t in code_types):
-            return False  # a pickle that builds code runs it under any file name it likes
+            return False, True  # a pickle that builds code runs it under any file name
         if issubclass(type(obj), type):
             # Taken where it is defined, not where it is found: collections._itemgetter is
             # operator's itemgetter, and a name the experiment imported (CDLL, a library's
             # class) is not the experiment's class.
-            return allowed_home(defined_in(obj))
+            return allowed_home(defined_in(obj)), True
         if exp_mod and type(obj) is _FunctionType:
             fn = obj.__code__.co_filename
             # The experiment's own function (multiprocessing pickles it by name), not a
             # name it imported from elsewhere.
-            return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False)
+            return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False), \
+                True
         if callable(obj):
-            return False
+            return False, True
         # A value found by name (torch.float32, a torch.dtype): of a class of an allowed
         # module, never a dict, list or tuple of the builtins' or a module's callables.
         return allowed_home(defined_in(obj)) and \
-            not issubclass(type(obj), (dict, list, tuple, set, frozenset))
+            not issubclass(type(obj), (dict, list, tuple, set, frozenset)), True
 
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
