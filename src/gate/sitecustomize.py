@@ -666,8 +666,9 @@ def _labbox_gate():
                 _lock.release()
         return run
 
-    def make_hook(w, d, gets, sets, type_, str_):
-        def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_):
+    def make_hook(w, d, gets, sets, type_, str_, pending, again):
+        def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
+                 _pend=pending, _again=again):
             if event in _w:
                 # f_code, __code__, tb_frame: read by every traceback and logger; and a
                 # class's attribute name may be a str subclass, never hashed here
@@ -680,8 +681,10 @@ def _labbox_gate():
                     if _type(n) is not _str or n not in _s:
                         return
                 e = _d(event, args)
+                del _d
+                while _pend:  # signals that came while the gate judged: theirs now
+                    _again(_pend.pop())
                 if e is not None:
-                    del _d
                     raise e
         return hook
 
@@ -727,10 +730,52 @@ def _labbox_gate():
             return _orig(a)
         return thread_excepthook
 
+    # A Python signal handler runs wherever the interpreter is when it checks for signals:
+    # inside the gate's own code too, and the frame it is handed (and its f_back) would be
+    # the gate's. So the handlers the experiment installs are wrapped: one that arrives while
+    # a frame of the gate's is on the stack is raised again, and runs once the gate is done.
+    def make_in_gate(gate_id, id_):
+        def in_gate(frame, *, _gid=gate_id, _id=id_):
+            f = frame
+            while f is not None:
+                if _id(f.f_globals) == _gid:  # an id: this frame holds no link to the gate
+                    return True
+                f = f.f_back
+            return False
+        return in_gate
+
+    def make_signal_wrap(handler, in_gate, pending):
+        def labbox_signal_handler(sig, frame, *, _h=handler, _in=in_gate, _pend=pending):
+            if _in(frame):
+                _pend.append(sig)  # raised again by the hook, once the gate is done
+                return None
+            return _h(sig, frame)
+        return labbox_signal_handler
+
+    def make_signal_standins(real_signal, real_getsignal, wrap, originals, callable_,
+                             in_gate, pending, id_):
+        def signal(signalnum, handler, *, _real=real_signal, _wrap=wrap, _orig=originals,
+                   _callable=callable_, _in=in_gate, _pend=pending, _id=id_):
+            if _callable(handler):
+                w = _wrap(handler, _in, _pend)
+                _orig[_id(w)] = (w, handler)
+                handler = w
+            old = _real(signalnum, handler)
+            got = _orig.get(_id(old))
+            return got[1] if got is not None and got[0] is old else old
+
+        def getsignal(signalnum, *, _real=real_getsignal, _orig=originals, _id=id_):
+            old = _real(signalnum)
+            got = _orig.get(_id(old))
+            return got[1] if got is not None and got[0] is old else old
+        return signal, getsignal
+
     (w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip, w_excepthook,
-     w_thread_excepthook) = [in_world(f) for f in (
-        make_sealed, make_standin, make_connect, make_authorizer, make_run, make_hook,
-        make_strip, make_excepthook, make_thread_excepthook)]
+     w_thread_excepthook, w_in_gate, w_signal_wrap, w_signal_standins) = [
+        in_world(f) for f in (
+            make_sealed, make_standin, make_connect, make_authorizer, make_run, make_hook,
+            make_strip, make_excepthook, make_thread_excepthook, make_in_gate,
+            make_signal_wrap, make_signal_standins)]
 
     def standin_for(impl, like):
         """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
@@ -1497,6 +1542,8 @@ def _labbox_gate():
     watched = frozenset(handlers)
     _getframe = sys._getframe
     _ident = _thread.get_ident
+    import gc as _gc
+    _gc_isenabled, _gc_disable, _gc_enable = _gc.isenabled, _gc.disable, _gc.enable
 
     def clean(e):
         """e, to be raised where the experiment can catch it, with no frame of the gate's in
@@ -1519,6 +1566,11 @@ def _labbox_gate():
             return clean(PermissionError(errno.EPERM, "labbox runtime gate refused %s: events "
                                          "nested in the gate's own judging" % event))
         busy[me] = depth + 1
+        # No collection while the gate judges: a finalizer (__del__) or weakref callback of
+        # the experiment's would run inside the gate's frames.
+        gc_was = not depth and _gc_isenabled()
+        if gc_was:
+            _gc_disable()
         try:
             try:
                 frame = _getframe(2)  # dispatch <- hook <- the audited code
@@ -1546,13 +1598,24 @@ def _labbox_gate():
                 busy[me] = depth
             else:
                 del busy[me]
+            if gc_was:
+                _gc_enable()
         return None
 
     # No cell: its links to the gate are keyword defaults, and the one to the gate's work is
     # gone from its frame before it raises, so a caught refusal's traceback reaches a frame
     # holding the event, its arguments and the refusal alone.
+    signals_pending = []  # signals that came while the gate judged (make_signal_wrap)
+
+    raise_again = id  # no _signal: nothing to raise again (a builtin: no link to the gate)
+    try:
+        import _signal as _sig_mod
+        raise_again = _sig_mod.raise_signal
+    except (ImportError, AttributeError):
+        pass
     hook = w_hook(watched, dispatch, frozenset(["__kwdefaults__"]),
-                  frozenset(["__kwdefaults__", "__defaults__", "__code__"]), type, str)
+                  frozenset(["__kwdefaults__", "__defaults__", "__code__"]), type, str,
+                  signals_pending, raise_again)
 
     installed_guards = set()
     sys.addaudithook(hook)
@@ -1853,6 +1916,17 @@ def _labbox_gate():
             return (fresh_spec(d),) + a[1:], {}
         _imp_mod.create_dynamic = standin_for(create_dynamic, _create_dynamic)
         installed_guards.add("_imp")
+
+    try:
+        import _signal
+        sig_in_gate = w_in_gate(id(globals()), id)
+        _signal.signal, _signal.getsignal = w_signal_standins(
+            _signal.signal, _signal.getsignal, w_signal_wrap, {}, callable, sig_in_gate,
+            signals_pending, id)
+        for f in (_signal.signal, _signal.getsignal):
+            f.__name__ = f.__qualname__ = f.__code__.co_name
+    except (ImportError, AttributeError):
+        pass
 
     # A refusal is raised inside the hook, so its traceback ends in a frame of this file:
     # uncaught, it is printed without it, so the experiment's traceback is its own. The

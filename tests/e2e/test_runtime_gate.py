@@ -1585,6 +1585,19 @@ INSIDE_CASES = {
                 trap()
         sqlite3.connect(":memory:", factory=Conn).close()
     """,
+    "signal_handler": """
+        import signal
+        # a handler runs wherever the interpreter checks for signals: inside the gate too
+        signal.signal(signal.SIGALRM, lambda sig, frame: trap())
+        signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
+        for i in range(4000):
+            try:
+                open("out.txt", "w").close()
+            except PermissionError:
+                pass
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        trap_log[:] = trap_log[:2]
+    """,
     "gate_at_the_recursion_limit": """
         def at_depth(n):
             if n > 0:
