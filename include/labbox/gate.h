@@ -46,6 +46,7 @@ typedef enum lb_gate_mode {
 
 /* Bounds of the events channel, on both sides. */
 #define LB_GATE_MAX_EVENTS 200       /* written per process; labbox keeps at most this many */
+#define LB_GATE_MAX_KINDS 64         /* and past them, events of a kind not kept yet */
 #define LB_GATE_MAX_LINE 2048        /* bytes of one event line */
 #define LB_GATE_MAX_READ (1u << 20)  /* bytes of the events file labbox reads */
 
@@ -134,13 +135,19 @@ struct lb_python_info;
 int lb_gate_pyc_get(const struct lb_python_info *py, const char *cache_dir, char tag[64],
 		    char **data, size_t *len, bool *hit);
 
-/* Parse the events channel: one JSON object per line. Lines that are too long, not JSON, or
- * not events as the gate writes them are counted in *bad and skipped; at most
- * LB_GATE_MAX_EVENTS events are appended to events (a json array), the rest counted in
- * *dropped. Each kept event is rebuilt from checked fields only. 0 or -ENOMEM. */
 /* Whether the gate's own "installed" line is among data's lines (the gate writes it once it
  * is fully in; lb_gate_parse_events passes over it). */
 bool lb_gate_heard(const char *data, size_t len);
+/* Whether the gate said that its channel was replaced while the run went on (the events
+ * after it came through the file opened again). */
+bool lb_gate_tampered(const char *data, size_t len);
+
+/* Parse the events channel: one JSON object per line. Lines that are too long, not JSON, or
+ * not events as the gate writes them are counted in *bad and skipped; at most
+ * LB_GATE_MAX_EVENTS events are appended to events (a json array), and past them up to
+ * LB_GATE_MAX_KINDS more of kinds (event, rule, refused) not kept yet; the rest are counted in
+ * *dropped, as is the gate's own line saying it dropped events past its cap. Each kept event
+ * is rebuilt from checked fields only. 0 or -ENOMEM. */
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 

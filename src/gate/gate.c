@@ -357,19 +357,64 @@ out:
 /* The line the gate writes once it is fully in (src/gate/sitecustomize.py). */
 static const char gate_hello[] = "{\"v\": 1, \"gate\": \"installed\"}";
 
-static bool is_hello(const char *line, size_t n)
+/* The gate found its channel replaced (dup2 over its descriptor) and wrote on, through the
+ * file opened again; and, once, that it dropped events past its cap. */
+static const char gate_tampered[] = "{\"v\": 1, \"gate\": \"channel tampered\"}";
+static const char gate_dropped[] = "{\"v\": 1, \"gate\": \"dropped\"}";
+
+static bool is_line(const char *line, size_t n, const char *want, size_t wn)
 {
-	return n == sizeof gate_hello - 1 && memcmp(line, gate_hello, n) == 0;
+	return n == wn && memcmp(line, want, n) == 0;
 }
 
-bool lb_gate_heard(const char *data, size_t len)
+static bool is_hello(const char *line, size_t n)
+{
+	return is_line(line, n, gate_hello, sizeof gate_hello - 1);
+}
+
+static bool has_line(const char *data, size_t len, const char *want, size_t wn)
 {
 	for (size_t i = 0; data && i < len;) {
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
-		if (nl && is_hello(data + i, end - i))
+		if (nl && is_line(data + i, end - i, want, wn))
 			return true;
 		i = end + 1;
+	}
+	return false;
+}
+
+bool lb_gate_heard(const char *data, size_t len)
+{
+	return has_line(data, len, gate_hello, sizeof gate_hello - 1);
+}
+
+bool lb_gate_tampered(const char *data, size_t len)
+{
+	return has_line(data, len, gate_tampered, sizeof gate_tampered - 1);
+}
+
+static bool same_field(json_object *a, json_object *b, const char *key)
+{
+	json_object *x = NULL, *y = NULL;
+	json_object_object_get_ex(a, key, &x);
+	json_object_object_get_ex(b, key, &y);
+	if (!x || !y)
+		return x == y;
+	if (json_object_is_type(x, json_type_boolean) || json_object_is_type(y, json_type_boolean))
+		return json_object_get_boolean(x) == json_object_get_boolean(y);
+	return strcmp(json_object_get_string(x), json_object_get_string(y)) == 0;
+}
+
+/* Whether an event of ev's kind (event, rule, refused) is among those kept. */
+static bool kind_kept(json_object *events, json_object *ev)
+{
+	size_t n = json_object_array_length(events);
+	for (size_t i = 0; i < n; i++) {
+		json_object *k = json_object_array_get_idx(events, i);
+		if (same_field(k, ev, "event") && same_field(k, ev, "rule") &&
+		    same_field(k, ev, "refused"))
+			return true;
 	}
 	return false;
 }
@@ -386,11 +431,18 @@ int lb_gate_parse_events(const char *data, size_t len, json_object *events, size
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
 		size_t n = end - i;
-		if (n > 0 && !is_hello(data + i, n)) {
+		if (is_line(data + i, n, gate_dropped, sizeof gate_dropped - 1))
+			(*dropped)++;
+		else if (n > 0 && !is_hello(data + i, n) &&
+			 !is_line(data + i, n, gate_tampered, sizeof gate_tampered - 1)) {
 			json_object *ev = n < LB_GATE_MAX_LINE ? parse_line(data + i, n) : NULL;
 			if (!ev)
 				(*bad)++;
-			else if (json_object_array_length(events) >= LB_GATE_MAX_EVENTS) {
+			else if (json_object_array_length(events) >= LB_GATE_MAX_EVENTS &&
+				 (json_object_array_length(events) >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS ||
+				  kind_kept(events, ev))) {
+				/* Past the cap only an event of a kind not kept yet: a flood of one
+				 * (sys.audit raises any) does not hide another. */
 				(*dropped)++;
 				json_object_put(ev);
 			} else if (json_object_array_add(events, ev) < 0) {
@@ -471,6 +523,13 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 			/* A cut channel ends with a part line, which is not an event. */
 			lb_gate_parse_events(ch->buf, ch->len, events, &dropped, &bad);
 			channel = ch->total > ch->len ? "read in part" : "read";
+			if (lb_gate_tampered(ch->buf, ch->len)) {
+				channel = "tampered";
+				if (!note)
+					note = "the experiment replaced the gate's channel (its descriptor); "
+					       "the gate wrote on through the file opened again, and from then "
+					       "refused every event it judged";
+			}
 		}
 	}
 	size_t n = json_object_array_length(events);

@@ -90,10 +90,20 @@ def _labbox_gate():
     check_ran = policy != "permissive"  # the static check read the experiment's files
 
     fd = -1
+    events_path = cfg.get("events", "")
     try:
-        fd = os.open(cfg.get("events", ""), os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        fd = os.open(events_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     except OSError:
         fd = -1
+    # What the descriptor is: dup2 and close raise no audit event, and the experiment can
+    # put /dev/null where the channel was (each record checks, see channel_fd).
+    chan = {"fd": fd, "id": None, "lost": False, "tampered": False}
+    if fd >= 0:
+        try:
+            _st = os.fstat(fd)
+            chan["id"] = (_st.st_dev, _st.st_ino)
+        except OSError:
+            pass
 
     # ---- the gate's own tools ----------------------------------------------------------------
     # The gate never runs code of the experiment's while it judges: such code would run with
@@ -302,7 +312,8 @@ def _labbox_gate():
     # own globals: types.FunctionType(a_library_function.__code__, {...}) makes a frame of
     # the library's code whose every global (what it calls, what it imports through
     # __builtins__) is the experiment's choice.
-    genuine = {id(globals()): globals()}  # module dicts seen to be one (the gate's too)
+    gate_globals = globals()
+    genuine = {id(gate_globals): gate_globals}  # module dicts seen to be one (the gate's too)
 
     def genuine_frame(f):
         g = f.f_globals
@@ -429,7 +440,7 @@ def _labbox_gate():
             return "{" + ", ".join([jstr(k) + ": " + to_json(x) for k, x in v.items()]) + "}"
         raise TypeError("not JSON")
 
-    state = {"n": 0, "dropped": 0, "seen": set()}
+    state = {"n": 0, "dropped": 0, "seen": set(), "firsts": set()}
     busy = {}  # thread -> how deep the gate is in judging on it
     printing = []  # the code of the gate's exception hooks, once they are made
 
@@ -438,17 +449,60 @@ def _labbox_gate():
         code = f.f_code
         return f.f_globals is world and any(code is c for c in printing)
 
+    _fstat, _open_fd = _px.fstat, _px.open
+    _O_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+
+    def channel_fd():
+        """The events channel's descriptor, checked to be the file it was (dev, inode); when
+        the experiment has put something else there, the file is opened again by its path
+        and the tampering said in it. -1 when it cannot be: then the gate refuses every
+        event it judges (dispatch), having no record to keep."""
+        f = chan["fd"]
+        if f < 0 or chan["lost"]:
+            return -1
+        try:
+            st = _fstat(f)
+            if (st.st_dev, st.st_ino) == chan["id"]:
+                return f
+        except OSError:
+            pass
+        chan["lost"] = chan["tampered"] = True
+        try:
+            nf = _open_fd(events_path, _O_APPEND)
+            st = _fstat(nf)
+            if (st.st_dev, st.st_ino) != chan["id"]:
+                return -1
+        except OSError:
+            return -1
+        chan["fd"], chan["lost"] = nf, False
+        try:
+            _write(nf, b'{"v": 1, "gate": "channel tampered"}\n')
+        except OSError:
+            pass
+        return nf
+
     def record(event, args, refused, rule, title, frame, detail=None):
-        if fd < 0:
+        if chan["fd"] < 0:
             return
         fn, line = exp_frame(frame)
         key = (event, rule, fn, line, refused)
         if key in state["seen"]:
             return
-        if state["n"] >= max_events:
+        first = (event, rule, refused)
+        if state["n"] >= max_events and first in state["firsts"]:
+            # Past the cap only the first of each kind is kept: a flood of one event
+            # (sys.audit raises any) must not hide another. The drop is said once.
             state["dropped"] += 1
+            if state["dropped"] == 1:
+                f = channel_fd()
+                if f >= 0:
+                    try:
+                        _write(f, b'{"v": 1, "gate": "dropped"}\n')
+                    except OSError:
+                        pass
             return
         state["seen"].add(key)
+        state["firsts"].add(first)
         state["n"] += 1
         doc = {"v": 1, "pid": _getpid(), "event": event,
                "args": [summary(a) for a in args[:6]], "refused": refused,
@@ -462,8 +516,11 @@ def _labbox_gate():
         if len(text) > max_line - 1:
             doc["args"] = ["(too long)"]
             text = to_json(doc)[: max_line - 1]
+        f = channel_fd()
+        if f < 0:
+            return
         try:
-            _write(fd, (text + "\n").encode())
+            _write(f, (text + "\n").encode())
         except OSError:
             pass
 
@@ -541,6 +598,9 @@ def _labbox_gate():
 
     def on_open(event, args, frame):
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
+        if frame is not None and frame.f_globals is gate_globals and type(path) is str and \
+                path == events_path:
+            return  # the gate opening its channel again (channel_fd)
         if type(mode) is str:
             if not any(c in mode for c in "wax+"):
                 return
@@ -628,7 +688,13 @@ def _labbox_gate():
             ok, r = _judge(a, k)
             if not ok:
                 raise r
-            return _real(*r[0], **r[1])
+            # The real function is what the stand-in keeps from the experiment, and what it
+            # calls may run the experiment's code (an extension's init imports through
+            # sys.meta_path), whose f_back would read this frame's locals: the callable is
+            # taken off them onto the value stack before the call.
+            box = [_real]
+            del _real, _judge
+            return box.pop()(*r[0], **r[1])
         return standin
 
     def make_connect(real, set_auth, auth, fspath, exc):
@@ -640,7 +706,9 @@ def _labbox_gate():
                 a = (_fspath(a[0]),) + a[1:]
             elif "database" in k:
                 k["database"] = _fspath(k["database"])
-            con = _real(*a, **k)
+            box = [_real]  # off the locals while a factory of the experiment's runs
+            del _real
+            con = box.pop()(*a, **k)
             try:
                 _set_auth(con, _auth)  # Connection's own method, not a subclass's
             except _exc:
@@ -1040,7 +1108,10 @@ def _labbox_gate():
                    "a file name that is not a plain string (%s)" % summary(fn))
             return
         if type(fn) is str and kind(fn) != "x" and \
-                (frame is None or (not flag_setter(frame) and origin(frame)[0] == "x")):
+                (frame is None or not flag_setter(frame)):
+            # Only types.coroutine edits code that claims a trusted file. A library's frame
+            # may be calling what the experiment handed it (np.vectorize over
+            # partial(CodeType.replace, co_filename=np.__file__)), so it proves nothing.
             refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code made to claim the file %s, through the standard library's call of "
                    "what it was given" % summary(fn))
@@ -1182,8 +1253,21 @@ def _labbox_gate():
                "paths (an environment outside the experiment, or --runtime-gate off under "
                "--policy permissive)" % summary(path))
 
+    def ctypes_importing(frame):
+        """Whether ctypes's own module code is on the few frames above (pythonapi and the
+        loader it makes as it is imported): CDLL(None) made elsewhere is the interpreter's
+        symbols (system()) handed to whoever asked."""
+        f, n = frame, 0
+        while f is not None and n < 4:
+            fn, name = code_names(f)
+            if name == "<module>" and fn is not None and fn.endswith("/ctypes/__init__.py") \
+                    and fkind(f) == "s":
+                return True
+            f, n = f.f_back, n + 1
+        return False
+
     def on_native(event, args, frame):
-        if event == "ctypes.dlopen" and args and args[0] is None:
+        if event == "ctypes.dlopen" and args and args[0] is None and ctypes_importing(frame):
             return  # the interpreter itself: what ctypes does when it is imported
         if event == "ctypes.dlopen" and args:
             w = native_path_writable(args[0])
@@ -1212,7 +1296,10 @@ def _labbox_gate():
                    "%s names shared objects a native library loads" % key)
 
     def on_sqlite_ext(event, args, frame):
-        if len(args) > 1 and args[1]:
+        # sys.audit raises any event with any objects: the flag is read by its exact type,
+        # never by truth (a __bool__ of the experiment's would run here)
+        on = args[1] if len(args) > 1 else False
+        if not (on is False or (type(on) is int and on == 0)):
             refuse(event, (), frame, "LB106", "native code (ctypes, cffi)",
                    "sqlite extensions are native code")
 
@@ -1230,7 +1317,10 @@ def _labbox_gate():
 
     def on_tamper(event, args, frame):
         k, _ = origin(frame)
-        if k == "x" or event == "sys.addaudithook":
+        # gc's walks hand over any object (a stand-in's keyword defaults, the gate's
+        # closures): refused from a library's frame too, which may be calling what the
+        # experiment handed it (np.vectorize(gc.get_referents))
+        if k == "x" or event == "sys.addaudithook" or event.startswith("gc."):
             rule, title = ("LB111", "unresolved access to a sensitive name") \
                 if event.startswith("gc.") else ("gate.tamper", "access to the interpreter's insides")
             refuse(event, (), frame, rule, title)
@@ -1272,6 +1362,8 @@ def _labbox_gate():
         ("torch.utils.data._utils.collate", "default_collate"),
         ("torch.utils.data._utils.collate", "default_convert"),
         ("functools", "partial"), ("functools", "reduce"),
+        # how compiled patterns and loggers pickle
+        ("re", "_compile"), ("logging", "getLogger"),
         ("multiprocessing.managers", "RebuildProxy"),
     ])
     # multiprocessing and torch.multiprocessing hand queues, connections, descriptors and
@@ -1421,6 +1513,8 @@ def _labbox_gate():
                 _under((modname + "." + name).replace(".", "/"), refused_roots) or \
                 name in code_type_names:
             return False, True
+        if obj is not None and modname in pure_module_names and pure_callable(obj):
+            return True, True  # len, math.sqrt, operator.add: judged by what they are
         exp_mod = not mod_ok and experiment_module(modname, d)
         if not (mod_ok or exp_mod):
             return False, d is not None
@@ -1451,14 +1545,88 @@ def _labbox_gate():
             return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False), \
                 True
         if callable(obj):
-            return False, True
+            return pure_callable(obj), True
         # A value found by name (torch.float32, a torch.dtype): of a class of an allowed
         # module, never a dict, list or tuple of the builtins' or a module's callables.
         return allowed_home(defined_in(obj)) and \
             not issubclass(type(obj), (dict, list, tuple, set, frozenset)), True
 
+    # Callables a pool's task names (Pool.map(len, ...), map(math.sqrt), starmap(operator.add),
+    # map(np.sum), map(torch.sigmoid)): computing functions, judged by what they are, never
+    # by a name they carry (a builtin's __module__ is writable). Not getattr, attrgetter,
+    # methodcaller or anything that reaches or runs other objects: with those, a pickle's
+    # data walks from an allowed object to exec.
+    import math as _math, cmath as _cmath
+    _bf = type(len)
+    _bf_self = _bf.__dict__["__self__"].__get__
+    _bf_name = _bf.__dict__["__name__"].__get__
+    _bf_module = _bf.__dict__["__module__"].__get__
+    pure_modules = (
+        (sys.modules["builtins"], frozenset(
+            "abs all any ascii bin callable chr divmod format hash hex id isinstance "
+            "issubclass len max min oct ord pow print repr round sorted sum".split())),
+        (_operator, frozenset(
+            "abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv "
+            "invert is_ is_not le lshift lt matmul mod mul ne neg not_ or_ pos pow rshift "
+            "sub truediv truth xor".split())),
+        (_math, None), (_cmath, None))
+    pure_roots = ("numpy", "torch")
+    pure_module_names = frozenset(["builtins", "math", "cmath", "_operator", "operator"])
+
+    def pure_library_path(path):
+        """Whether a file is numpy's or torch's (not one of the refused subsystems)."""
+        if type(path) is not str or kind(path) != "l":
+            return False
+        for r in lib_roots:
+            if path.startswith(r + "/"):
+                rel = path[len(r) + 1:]
+                return _under(rel.rsplit("/", 1)[0] if "/" in rel else rel, pure_roots) and \
+                    not _under(rel, refused_roots)
+        return False
+
+    def pure_callable(obj):
+        t = type(obj)
+        if t is _bf:
+            me = _bf_self(obj)
+            if me is None:
+                # a static builtin of a C type (torch's _VariableFunctions)
+                m = _bf_module(obj)
+                return type(m) is str and _under(m.replace(".", "/"), pure_roots) and \
+                    not _under(m.replace(".", "/"), refused_roots)
+            for mod, names in pure_modules:
+                if me is mod:
+                    return names is None or _bf_name(obj) in names
+            return False
+        if t is _FunctionType:
+            fn = _func_code(obj).co_filename
+            if fn == "<__array_function__ internals>":  # numpy's dispatchers (np.sum)
+                m = obj.__module__
+                return type(m) is str and _under(m.replace(".", "/"), ("numpy",))
+            return pure_library_path(fn)
+        if issubclass(t, type) or is_one(t, code_types):
+            return False
+        # an instance of an allowed library class (a numpy ufunc, a torch module)
+        return allowed_home(defined_in(obj))
+
+    # A pickle multiprocessing reads from its own pipes and queues was written by another
+    # process of this same run: what it names (getattr(obj, "method") for a bound method, an
+    # enum member, str.upper, a torch builtin) the experiment's code could call itself. The
+    # list guards pickles from outside (a file, a checkpoint); there getattr stays refused, as
+    # with it a pickle's data walks from an allowed object to any other.
+    ipc_readers = ("/multiprocessing/connection.py", "/multiprocessing/queues.py",
+                   "/multiprocessing/spawn.py", "/multiprocessing/forkserver.py",
+                   "/multiprocessing/managers.py", "/torch/multiprocessing/queue.py")
+
+    def ipc_pickle(frame):
+        if frame is None:
+            return False
+        fn, _ = code_names(frame)
+        return fn is not None and fn.endswith(ipc_readers) and fkind(frame) != "x"
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
+        if modname == "builtins" and name == "getattr" and ipc_pickle(frame):
+            return
         if not pickle_ok(modname, name):
             refuse(event, args[:2], frame, "gate.pickle",
                    "pickle find_class outside the allowlist",
@@ -1577,6 +1745,11 @@ def _labbox_gate():
             except ValueError:
                 frame = None  # called from C before any Python frame (the entry point's open)
             handlers[event](event, args, frame)
+            if chan["tampered"] and enforce and event != "object.__getattr__" and \
+                    not (frame is not None and frame.f_globals is gate_globals):
+                return clean(PermissionError(
+                    errno.EPERM, "labbox runtime gate refused %s: the gate's record was "
+                    "tampered with (its channel replaced), so nothing more is allowed" % event))
         except PermissionError as e:
             return clean(e)
         except Exception as e:

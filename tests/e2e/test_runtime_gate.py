@@ -683,7 +683,10 @@ def test_a_library_function_run_with_the_experiments_globals_is_the_experiments(
         open("MARKER", "w").write(str(getpid()))
     """)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON)
-    assert_refused(r, "ctypes.dlsym", "LB106")
+    # CDLL(None) made outside ctypes' own import is refused itself now; the dlsym after it
+    # was the refusal before
+    evs = [e for e in refused_events(r) if e["event"] in ("ctypes.dlopen", "ctypes.dlsym")]
+    assert evs and evs[0]["rule"] == "LB106", r.why()
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
@@ -1585,6 +1588,17 @@ INSIDE_CASES = {
                 trap()
         sqlite3.connect(":memory:", factory=Conn).close()
     """,
+    "forged_event_argument": """
+        # sys.audit raises any event with any arguments; the gate reads them by exact type
+        class Flag:
+            def __bool__(self):
+                trap()
+                return False
+        try:
+            sys.audit("sqlite3.enable_load_extension", None, Flag())
+        except PermissionError:
+            pass  # a flag that is not False is taken as on: refused
+    """,
     "signal_handler": """
         import signal
         # a handler runs wherever the interpreter checks for signals: inside the gate too
@@ -1642,3 +1656,165 @@ def test_code_the_experiment_puts_in_the_gates_way_never_runs_unjudged(tmp_path,
     # where the trap ran (outside the gate's judging, as a factory does by design), the
     # spawn inside it was refused too
     assert log.count("'ran'") == log.count("'refused inside'") or "trap: []" in log, log[-3000:]
+
+
+# ---- a second red-team pass over the structure ----------------------------------------------
+
+HANDED_CASES = {
+    # gc's walks reach a stand-in's keyword defaults, and through them the gate's closures
+    "gc_through_vectorize": """
+        import gc, numpy as np, _posixsubprocess
+        call = lambda f, x: np.vectorize(f, otypes=[object])(np.array([x], dtype=object))[0]
+        refs = call(gc.get_referents, _posixsubprocess.fork_exec)
+        print("referents:", len(refs))
+    """,
+    # CDLL(None) is the interpreter's own symbols, system() among them
+    "interpreter_symbols_through_numpy": """
+        import numpy as np, numpy.ctypeslib
+        libc = np.ctypeslib.ctypes.CDLL(None)
+        libc.system(b"echo x > MARKER")
+    """,
+    # code relabelled as numpy's file through a library frame, then run as numpy's
+    "code_relabelled_through_vectorize": """
+        import types, functools, numpy as np
+        def payload():
+            import ctypes
+            ctypes.CDLL(None).system(b"echo x > MARKER")
+        relabel = functools.partial(types.CodeType.replace, co_filename=np.__file__)
+        co = np.vectorize(relabel, otypes=[object])(np.array([payload.__code__], dtype=object))[0]
+        types.FunctionType(co, np.__dict__)()
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(HANDED_CASES))
+def test_what_a_library_is_handed_to_call_does_not_pass_as_the_librarys(tmp_path, case):
+    """numpy's vectorize calls what the experiment hands it, from numpy's frame: gc's
+    object walks, the interpreter's own symbols (CDLL(None)) and code relabelled as a
+    trusted file are refused whichever frame asks."""
+    exp = write_exp(tmp_path, textwrap.dedent(HANDED_CASES[case]))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert refused_events(r), r.why()
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+
+
+def test_the_real_function_a_stand_in_keeps_is_never_in_reach(tmp_path):
+    """An extension module's init imports through sys.meta_path while _imp.create_dynamic's
+    stand-in calls the real function: a finder there walks every frame above it for the
+    original create_builtin (a second _posixsubprocess, whose fork_exec is unguarded)."""
+    exp = write_exp(tmp_path, """
+        import sys, os, _imp
+        found = []
+        class Finder:
+            def find_spec(self, name, path=None, target=None):
+                f = sys._getframe(1)
+                while f is not None:
+                    for v in list(f.f_locals.values()):
+                        if getattr(v, "__name__", "") == "create_builtin" and \\
+                                v is not _imp.create_builtin:
+                            found.append(v)
+                    f = f.f_back
+                return None
+        sys.meta_path.insert(0, Finder())
+        import xml.etree.ElementTree
+        import decimal
+        sys.meta_path.pop(0)
+        print("found:", len(found))
+        if found:
+            ps = found[0](type(sys.__spec__)("_posixsubprocess", None, origin="built-in"))
+            r, w = os.pipe()
+            pid = ps.fork_exec([b"/bin/sh", b"-c", b"echo x > MARKER"], [b"/bin/sh"], True,
+                               (w,), None, None, -1, -1, -1, -1, -1, -1, r, w, False, False,
+                               -1, None, None, None, -1, None, False)
+            os.waitpid(pid, 0)
+        os.system("echo after > MARKER")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert "found: 0" in r.log(), r.log()[-2000:]
+    assert_refused(r, "os.system", "LB101")
+
+
+def test_a_replaced_channel_is_said_and_refuses_from_then_on(tmp_path):
+    """dup2 over the gate's events descriptor raises no audit event: the gate finds its
+    channel replaced at its next record, writes on through the file opened again, says so,
+    and from then refuses what it judges."""
+    exp = write_exp(tmp_path, """
+        import os
+        for n in os.listdir("/proc/self/fd"):
+            try:
+                t = os.readlink("/proc/self/fd/" + n)
+            except OSError:
+                continue
+            if "labbox-gate" in t:
+                os.dup2(os.open("/dev/null", os.O_WRONLY), int(n))
+        try:
+            os.system("echo x > MARKER")
+        except PermissionError as e:
+            print("refused:", e)
+        open("after.txt", "w").close()
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    g = gate(r)
+    assert g["channel"] == "tampered", r.why()
+    assert g["note"] and "replaced" in g["note"]
+    assert_refused(r, "os.system", "LB101")
+    assert not (r.exp / "MARKER").exists()
+    assert not (r.exp / "after.txt").exists(), "an open after the tampering was allowed"
+
+
+def test_a_flood_of_forged_events_is_counted_as_dropped(tmp_path):
+    """sys.audit raises any event: 300 of one kind from 300 lines fill the record, and the
+    record says that it dropped some, and keeps the first of a kind it had not seen."""
+    lines = "".join('sys.audit("os.system", "noise %d")\n' % i for i in range(300))
+    exp = write_exp(tmp_path, "import sys, os\n" + lines +
+                    "try:\n    os.kill(os.getpid(), 0)\nexcept PermissionError:\n    pass\n"
+                    "open('/etc/labbox-flood-probe', 'w')\n")
+    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "record")
+    g = gate(r)
+    assert g["dropped"] >= 1, r.why()
+    assert any(e["event"] == "open" for e in g["events"]), r.why()
+
+
+def test_what_pool_tasks_and_ordinary_objects_pickle_is_accepted(tmp_path):
+    """A fork pool's tasks are pickles its workers read: builtins, math, operator, numpy and
+    torch functions, bound methods, str.upper; a spawned Process with a bound method as
+    target; and compiled patterns and loggers in any pickle."""
+    exp = write_exp(tmp_path, """
+        import math, operator, pickle, re, logging
+        import multiprocessing as mp
+        import numpy as np, torch
+        class Model:
+            def score(self, x):
+                return 2 * x
+        def run(name, f):
+            print(name + ":", f())
+        if __name__ == "__main__":
+            pool = mp.get_context("fork").Pool(2)
+            run("len", lambda: pool.map_async(len, ["ab", "c"]).get(60))
+            run("sqrt", lambda: pool.map_async(math.sqrt, [4.0, 9.0]).get(60))
+            run("add", lambda: pool.starmap_async(operator.add, [(1, 2)]).get(60))
+            run("npsum", lambda: [float(x) for x in pool.map_async(np.sum, [np.ones(2)]).get(60)])
+            run("sigmoid", lambda: [float(x) for x in
+                                    pool.map_async(torch.sigmoid, [torch.zeros(1)]).get(60)])
+            run("method", lambda: pool.map_async(Model().score, [1, 2]).get(60))
+            run("upper", lambda: pool.map_async(str.upper, ["a"]).get(60))
+            pool.close()
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            p = ctx.Process(target=q.put, args=(7,))
+            p.start()
+            run("queue", lambda: q.get(timeout=60))
+            p.join()
+            run("pattern", lambda: pickle.loads(pickle.dumps(re.compile("a+"))).pattern)
+            run("logger", lambda: pickle.loads(pickle.dumps(logging.getLogger("m"))).name)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, timeout=600)
+    assert r.rc == 0, r.why()
+    log = r.log()
+    for want in ("len: [2, 1]", "sqrt: [2.0, 3.0]", "add: [3]", "npsum: [2.0]",
+                 "sigmoid: [0.5]", "method: [2, 4]", "upper: ['A']", "queue: 7",
+                 "pattern: a+", "logger: m"):
+        assert want in log, (want, log[-3000:])
+    assert refused_events(r) == [], r.why()

@@ -160,6 +160,38 @@ static void test_heard(void **state)
 	json_object_put(evs);
 }
 
+/* The gate's lines about its channel: a replaced descriptor is said (and is no event or bad
+ * line), and its one line about events dropped past its cap counts as a drop. */
+static void test_channel_lines(void **state)
+{
+	(void)state;
+	static const char lines[] =
+		"{\"v\": 1, \"gate\": \"installed\"}\n"
+		"{\"v\": 1, \"gate\": \"channel tampered\"}\n"
+		"{\"v\": 1, \"gate\": \"dropped\"}\n";
+	static const char plain[] = "{\"v\": 1, \"gate\": \"installed\"}\n";
+	static const char cut[] = "{\"v\": 1, \"gate\": \"channel tampered\"}";
+	assert_true(lb_gate_tampered(lines, sizeof lines - 1));
+	assert_false(lb_gate_tampered(plain, sizeof plain - 1));
+	assert_false(lb_gate_tampered(cut, sizeof cut - 1));
+	json_object *evs = json_object_new_array();
+	size_t dropped = 9, bad = 9;
+	assert_int_equal(lb_gate_parse_events(lines, sizeof lines - 1, evs, &dropped, &bad), 0);
+	assert_int_equal(json_object_array_length(evs), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(dropped, 1);
+	json_object_put(evs);
+	lb_gate_channel ch = {.buf = (char *)lines, .len = sizeof lines - 1,
+			      .total = sizeof lines - 1};
+	json_object *g = lb_gate_collect(&ch, LB_GATE_ON, "standard", false, NULL, NULL), *v;
+	assert_non_null(g);
+	assert_true(json_object_object_get_ex(g, "channel", &v));
+	assert_string_equal(json_object_get_string(v), "tampered");
+	assert_true(json_object_object_get_ex(g, "dropped", &v));
+	assert_int_equal(json_object_get_int64(v), 1);
+	json_object_put(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_parse_events),
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_heard),
+		cmocka_unit_test(test_channel_lines),
 		cmocka_unit_test(test_diagnose_refusal),
 		cmocka_unit_test(test_write_config),
 	};
