@@ -138,7 +138,10 @@ def _labbox_gate():
         own __eq__ (bound to key, so no reflected comparison), over one snapshot."""
         if type(d) is not dict:
             return None
-        items = list(_dict_items(d))
+        return sget_items(list(_dict_items(d)), key)
+
+    def sget_items(items, key):
+        """sget over a list of (key, value) pairs, taken in one call."""
         hits = list(map(key.__eq__, map(_first, items)))
         n = hits.count(True)
         if n == 0:
@@ -1107,6 +1110,12 @@ def _labbox_gate():
             refuse(event, (summary(fn),), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "a file name that is not a plain string (%s)" % summary(fn))
             return
+        if frame is not None:
+            # Python 3.8's marshal makes each code object of a .pyc through this event: the
+            # import system reading bytecode from the interpreter's own paths is not a claim
+            src = bytecode_source(frame)
+            if src is not None and _under(src, trusted_roots):
+                return
         if type(fn) is str and kind(fn) != "x" and \
                 (frame is None or not flag_setter(frame)):
             # Only types.coroutine edits code that claims a trusted file. A library's frame
@@ -1139,6 +1148,18 @@ def _labbox_gate():
     # setattr keeps them so, so a class is looked at once.
     clean_classes = {}
 
+    def frame_local(f, name):
+        """A variable of a frame: its f_locals is a dict up to 3.12, and from 3.13 a proxy
+        over the frame (PEP 667), whose items are read through its own C type."""
+        fl = f.f_locals
+        if type(fl) is dict:
+            return sget(fl, name)
+        try:
+            items = list(type(fl).items(fl))
+        except Exception:
+            return None
+        return sget_items(items, name)
+
     def _class_attr(cls, name):
         """What cls's own MRO holds under name, read from the classes' dicts (whose keys
         are exact strs: type's setattr makes them so) without running a descriptor."""
@@ -1165,7 +1186,7 @@ def _labbox_gate():
             if up is None or code_names(up) != (_BOOT_EXT, "get_code") or \
                     not genuine_frame(up):
                 return None
-            me = sget(up.f_locals, "self")
+            me = frame_local(up, "self")
             # The type first: a __dict__ property of a loader subclass ran here before.
             if not is_one(type(me), _loaders):
                 return None
@@ -1173,9 +1194,9 @@ def _labbox_gate():
             if type(own) is not dict or sget(own, "get_data") is not None or \
                     _class_attr(type(me), "get_data") is not _file_get_data:
                 return None
-            p = sget(f.f_locals, "bytecode_path")
+            p = frame_local(f, "bytecode_path")
         elif fn == "<frozen zipimport>" and name == "_unmarshal_code":
-            p = sget(f.f_locals, "fullpath")
+            p = frame_local(f, "fullpath")
         else:
             return None
         return p if type(p) is str else None
@@ -1540,6 +1561,8 @@ def _labbox_gate():
             return allowed_home(defined_in(obj)), True
         if exp_mod and type(obj) is _FunctionType:
             fn = obj.__code__.co_filename
+            if type(fn) is str and fn and not fn.startswith("/"):
+                fn = p_abspath(fn)  # Python 3.8 names the script as it was given (main.py)
             # The experiment's own function (multiprocessing pickles it by name), not a
             # name it imported from elsewhere.
             return type(fn) is str and (fn.startswith(exp_dir + "/") if exp_dir else False), \

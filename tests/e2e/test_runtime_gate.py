@@ -1818,3 +1818,38 @@ def test_what_pool_tasks_and_ordinary_objects_pickle_is_accepted(tmp_path):
                  "pattern: a+", "logger: m"):
         assert want in log, (want, log[-3000:])
     assert refused_events(r) == [], r.why()
+
+
+OTHER_PYTHONS = ["/root/.pyenv/versions/%s/bin/python3" % v
+                 for v in ("3.8.18", "3.9.18", "3.12.1", "3.13.0")]
+
+
+@pytest.mark.parametrize("python", OTHER_PYTHONS)
+def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
+    """Imports, a fork pool of the experiment's own function and of math.sqrt, a pickle
+    round trip, and a refused spawn, on the interpreters the gate meets besides Debian's:
+    3.8 makes each code object of a .pyc through code.__new__'s event and names the script
+    relatively; 3.13's frame locals are a proxy (PEP 667)."""
+    if not Path(python).exists():
+        pytest.skip(f"{python} is not installed here")
+    exp = write_exp(tmp_path, """
+        import json, pickle, collections, decimal, math, os
+        import multiprocessing as mp
+        def sq(x):
+            return x * x
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as p:
+                print("pool:", p.map(sq, [1, 2, 3]), p.map(math.sqrt, [4.0]))
+            print("pickle:", dict(pickle.loads(pickle.dumps(collections.OrderedDict(a=1)))))
+            try:
+                os.system("echo x > MARKER")
+            except PermissionError:
+                print("spawn refused")
+            print("accuracy: 1.0")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120", python=python)
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert "pool: [1, 4, 9] [2.0]" in log and "pickle: {'a': 1}" in log, log[-2000:]
+    assert "spawn refused" in log and not (r.exp / "MARKER").exists()
+    assert [e["event"] for e in refused_events(r)] == ["os.system"], r.why()
