@@ -497,12 +497,7 @@ def _labbox_gate():
             # (sys.audit raises any) must not hide another. The drop is said once.
             state["dropped"] += 1
             if state["dropped"] == 1:
-                f = channel_fd()
-                if f >= 0:
-                    try:
-                        _write(f, b'{"v": 1, "gate": "dropped"}\n')
-                    except OSError:
-                        pass
+                emit(b'{"v": 1, "gate": "dropped"}\n')
             return
         state["seen"].add(key)
         state["firsts"].add(first)
@@ -519,13 +514,16 @@ def _labbox_gate():
         if len(text) > max_line - 1:
             doc["args"] = ["(too long)"]
             text = to_json(doc)[: max_line - 1]
+        emit((text + "\n").encode())
+
+    def emit(line):
+        """One line into the channel, checked to be the channel first."""
         f = channel_fd()
-        if f < 0:
-            return
-        try:
-            _write(f, (text + "\n").encode())
-        except OSError:
-            pass
+        if f >= 0:
+            try:
+                _write(f, line)
+            except OSError:
+                pass
 
     class _Refusal(Exception):
         pass
@@ -1148,6 +1146,17 @@ def _labbox_gate():
     # setattr keeps them so, so a class is looked at once.
     clean_classes = {}
 
+    def check_class_dict(c, name):
+        """c's dict, once seen to hold exact-str keys alone (a class made from a dict with
+        keys of its own is refused, as _Tampered(name))."""
+        d = _type_dict(c)
+        if clean_classes.get(id(c)) is not c:
+            if not str_keys(d):
+                raise _Tampered(name)
+            if len(clean_classes) < 4096:
+                clean_classes[id(c)] = c
+        return d
+
     def frame_local(f, name):
         """A variable of a frame: its f_locals is a dict up to 3.12, and from 3.13 a proxy
         over the frame (PEP 667), whose items are read through its own C type."""
@@ -1164,12 +1173,7 @@ def _labbox_gate():
         """What cls's own MRO holds under name, read from the classes' dicts (whose keys
         are exact strs: type's setattr makes them so) without running a descriptor."""
         for c in type.__dict__["__mro__"].__get__(cls):
-            d = _type_dict(c)
-            if clean_classes.get(id(c)) is not c:
-                if not str_keys(d):
-                    raise _Tampered(name)
-                if len(clean_classes) < 4096:
-                    clean_classes[id(c)] = c
+            d = check_class_dict(c, name)
             if name in d:
                 return d[name]
         return None
@@ -1451,13 +1455,7 @@ def _labbox_gate():
         """The module a class, or the class of an object, says it was defined in; None when
         it says nothing plain. Read off type's own descriptor, so no class's code runs."""
         cls = obj if issubclass(type(obj), type) else type(obj)
-        if clean_classes.get(id(cls)) is not cls:
-            # A class made from a dict with keys of its own; once made, type's setattr
-            # keeps its dict's keys exact strs, so a class is looked at once.
-            if not str_keys(_type_dict(cls)):
-                raise _Tampered("__module__")
-            if len(clean_classes) < 4096:
-                clean_classes[id(cls)] = cls
+        check_class_dict(cls, "__module__")
         try:
             m = _type_module(cls)
         except Exception:
