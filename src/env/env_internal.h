@@ -3,6 +3,7 @@
 #define LABBOX_ENV_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -27,6 +28,16 @@ struct json_object *env_path_line(const char *line);
 void env_sha(const char *text, char hex[65]);
 /* The cache directory opened, or -1 when there is none labbox may trust. */
 int env_cache_dir(const char *cache_dir);
+
+/* pyenv's shims (pyenv.c). The root the shim's text names, or -ENOENT when the text is not
+ * a pyenv shim's. */
+int env_pyenv_shim_root(const char *text, char *root, size_t n);
+/* hex: a digest of everything the pyenv shim at shim (whose text is text) chooses its
+ * interpreter by, in this process's working directory and environment envp; slot: one of
+ * the shim and the directory its search starts from (one kept answer each, so the
+ * projects a user runs from do not push out each other's). */
+int env_pyenv_shim_key(const char *shim, const char *text, char *const *envp, char hex[65],
+		       char slot[65]);
 
 /* script run by py (-I -c) inside a sandbox of its own: no network, the host read-only with
  * the homes hidden, a private /tmp, the interpreter's directories exposed (only what its named

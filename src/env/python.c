@@ -701,17 +701,13 @@ static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
 	return true;
 }
 
-int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_info *out,
-			   bool *hit, char *err, size_t errlen)
+/* The probe of exe, a binary: kept while it and a pyvenv.cfg beside it keep their stat. */
+static int probe_exe(int dfd, const char *exe, lb_python_info *out, bool *hit, char *err,
+		     size_t errlen)
 {
-	*hit = false;
-	LB_AUTOFREE char *exe = NULL;
-	int r = lb_find_executable(path, &exe);
-	LB_AUTOCLOSE int dfd = -1;
 	char paths[3][PATH_MAX];
-	if (r < 0 || is_script(exe) || probe_key_paths(exe, paths) < 0 ||
-	    (dfd = env_cache_dir(cache_dir)) < 0)
-		return lb_python_probe(path, out, err, errlen);
+	if (probe_key_paths(exe, paths) < 0)
+		return lb_python_probe(exe, out, err, errlen);
 	char hex[65], name[64];
 	env_sha(exe, hex);
 	snprintf(name, sizeof name, "probe-%.32s.json", hex);
@@ -734,7 +730,7 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 			json_object_array_add(stats, NULL);
 		}
 	}
-	r = lb_python_probe(exe, out, err, errlen);
+	int r = lb_python_probe(exe, out, err, errlen);
 	if (r < 0 || !ok) {
 		json_object_put(stats);
 		return r;
@@ -756,4 +752,100 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 	json_object_object_add(entry, "info", info);
 	freeze_cache_store(dfd, name, json_object_to_json_string_ext(entry, JSON_C_TO_STRING_PLAIN));
 	return 0;
+}
+
+/* pyenv shims ---------------------------------------------------------------------------- */
+
+#define SHIM_SCHEMA "labbox.pyenv-shim/1"
+
+/* The key of what the pyenv shim at exe chooses by, or -ENOENT when exe is another script. */
+static int shim_key(const char *exe, char hex[65], char slot[65])
+{
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	int r = lb_read_file_at(AT_FDCWD, exe, 16384, &text, &len);
+	if (r < 0)
+		return r;
+	if (len >= 16384 || memchr(text, 0, len))
+		return -ENOENT;
+	extern char **environ;
+	return env_pyenv_shim_key(exe, text, environ, hex, slot);
+}
+
+/* The interpreter the shim chose when its key was key, into real (PATH_MAX). */
+static bool shim_cache_lookup(int dfd, const char *name, const char *exe, const char *key,
+			      char *real)
+{
+	__attribute__((cleanup(json_putp_))) struct json_object *doc = NULL;
+	LB_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	struct json_object *v;
+	if (lb_read_file_at(dfd, name, 1 << 16, &data, &len) < 0 || len == 0)
+		return false;
+	doc = json_tokener_parse(data);
+	if (!json_object_is_type(doc, json_type_object) ||
+	    !json_object_object_get_ex(doc, "schema", &v) || !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), SHIM_SCHEMA) != 0 ||
+	    !json_object_object_get_ex(doc, "path", &v) || !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), exe) != 0 ||
+	    !json_object_object_get_ex(doc, "key", &v) || !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), key) != 0 ||
+	    !json_object_object_get_ex(doc, "executable", &v) || !json_object_is_type(v, json_type_string))
+		return false;
+	const char *s = json_object_get_string(v);
+	if (s[0] != '/' || strlen(s) >= PATH_MAX)
+		return false;
+	memcpy(real, s, strlen(s) + 1);
+	return true;
+}
+
+static void shim_cache_store(int dfd, const char *name, const char *exe, const char *key,
+			     const char *real)
+{
+	__attribute__((cleanup(json_putp_))) struct json_object *e = json_object_new_object();
+	if (!e)
+		return;
+	json_object_object_add(e, "schema", json_object_new_string(SHIM_SCHEMA));
+	json_object_object_add(e, "path", json_object_new_string(exe));
+	json_object_object_add(e, "key", json_object_new_string(key));
+	json_object_object_add(e, "executable", json_object_new_string(real));
+	freeze_cache_store(dfd, name, json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+}
+
+/* A script chooses its interpreter at every start. A pyenv shim's choice is kept under a key
+ * of everything it reads (pyenv.c), and the interpreter it chose is then probed as any
+ * binary is (its own cache); any other script is always asked. */
+static int probe_script(int dfd, const char *exe, lb_python_info *out, bool *hit, char *err,
+			size_t errlen)
+{
+	char key[65], slot[65], name[64], real[PATH_MAX];
+	if (shim_key(exe, key, slot) < 0)
+		return lb_python_probe(exe, out, err, errlen);
+	snprintf(name, sizeof name, "shim-%.32s.json", slot);
+	if (shim_cache_lookup(dfd, name, exe, key, real) && !is_script(real))
+		return probe_exe(dfd, real, out, hit, err, errlen);
+	/* The key was made before the probe: a change racing with it leaves an entry that
+	 * misses. */
+	int r = lb_python_probe(exe, out, err, errlen);
+	if (r < 0 || out->executable[0] != '/' || is_script(out->executable))
+		return r;
+	shim_cache_store(dfd, name, exe, key, out->executable);
+	/* The interpreter it chose is asked once more, directly, for its own entry: its stat
+	 * taken before that probe, so the next run finds both. */
+	memcpy(real, out->executable, strlen(out->executable) + 1);
+	bool again = false;
+	return probe_exe(dfd, real, out, &again, err, errlen);
+}
+
+int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_info *out,
+			   bool *hit, char *err, size_t errlen)
+{
+	*hit = false;
+	LB_AUTOFREE char *exe = NULL;
+	LB_AUTOCLOSE int dfd = -1;
+	if (lb_find_executable(path, &exe) < 0 || (dfd = env_cache_dir(cache_dir)) < 0)
+		return lb_python_probe(path, out, err, errlen);
+	if (is_script(exe))
+		return probe_script(dfd, exe, out, hit, err, errlen);
+	return probe_exe(dfd, exe, out, hit, err, errlen);
 }

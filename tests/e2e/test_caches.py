@@ -5,6 +5,9 @@ never answered from the cache."""
 import json
 import os
 import stat
+import subprocess
+
+import pytest
 
 from conftest import PYTHON, labbox, run_exp, write_exp
 
@@ -152,3 +155,65 @@ def test_a_run_of_unchanged_code_leaves_the_check_cache_as_it_was(tmp_path):
     assert third.result["check"]["cached_files"] == 1
     assert listing() != before
     assert any("os.system" in json.dumps(f) for f in third.result["findings"])
+
+
+PYENV = "/root/.pyenv"
+
+
+def pyenv_versions():
+    """Installed pyenv versions labbox runs (3.8 on), or none where pyenv is absent or, for
+    the ordinary user, unreadable."""
+    root = PYENV + "/versions"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return []
+    out = []
+    for v in sorted(os.listdir(root), key=lambda v: [int(x) if x.isdigit() else 0 for x in v.split(".")]):
+        parts = v.split(".")
+        if len(parts) == 3 and parts[0] == "3" and parts[1].isdigit() and int(parts[1]) >= 8 \
+                and os.access(f"{root}/{v}/bin/python3", os.X_OK):
+            out.append(v)
+    return out
+
+
+def test_a_pyenv_shim_is_asked_again_only_when_its_choice_can_change(tmp_path):
+    """A pyenv shim runs all of pyenv (hundreds of processes) to choose an interpreter. labbox
+    keeps the answer while everything pyenv chooses by stays the same, and asks again when
+    the project's .python-version, PYENV_VERSION or the working directory changes: the run
+    always uses the interpreter the shim would start."""
+    shim = PYENV + "/shims/python3"
+    versions = pyenv_versions()
+    if not os.access(shim, os.X_OK) or len(versions) < 2:
+        pytest.skip("pyenv with two versions is not installed here, or not for this user")
+    a, b = versions[0], versions[-1]
+    env = {k: v for k, v in cache_env(tmp_path).items() if k not in ("PYENV_VERSION", "PYENV_DIR")}
+    proj = tmp_path / "proj"
+    exp = write_exp(proj, 'import sys\nprint("minor: %d" % sys.version_info[1])\n')
+    (proj / ".python-version").write_text(a + "\n")
+
+    def run(cwd=proj, **extra):
+        r = run_exp(exp, tmp_path / "runs", env=dict(env, **extra), cwd=cwd, python=shim)
+        assert r.rc == 0, r.why()
+        interp = r.file_json("manifest.json")["interpreter"]
+        assert r.result["metrics"]["values"]["minor"] == int(interp["version"].split(".")[1])
+        return interp["version"], interp["from_cache"]
+
+    assert run() == (a, False)
+    assert run() == (a, True)
+    # The project's pin edited: the shim's choice is new, and is asked.
+    (proj / ".python-version").write_text(b + "\n")
+    assert run()[0] == b
+    assert run() == (b, True)
+    # A directory below the project finds the project's pin; another one without a pin has
+    # the global version, whatever the project's answer was.
+    sub = proj / "sub"
+    sub.mkdir()
+    assert run(cwd=sub)[0] == b
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    want = subprocess.run([shim, "-c", "import platform; print(platform.python_version())"],
+                          cwd=other, env=env, capture_output=True, text=True, check=True)
+    assert run(cwd=other)[0] == want.stdout.strip()
+    # Each directory keeps its own answer.
+    assert run() == (b, True)
+    # `pyenv shell` (PYENV_VERSION) wins over the file.
+    assert run(PYENV_VERSION=a)[0] == a

@@ -7,11 +7,13 @@
 #include <cmocka.h>
 
 #include "labbox/env.h"
+#include "../../src/env/env_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void test_module_names(void **state)
@@ -109,6 +111,108 @@ static void test_select_by_name_and_path(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+#define SHIM_TEXT(root, tail)                                                             \
+	"#!/usr/bin/env bash\nset -e\n[ -n \"$PYENV_DEBUG\" ] && set -x\n\n"                 \
+	"program=\"${0##*/}\"\n\nexport PYENV_ROOT=\"" root "\"\nexec \"" root                 \
+	"/libexec/pyenv\" exec \"$program\" \"$@\"\n" tail
+
+/* A pyenv shim's text is recognised only in pyenv's own shape; anything after the exec, a
+ * root that expands, or another program exec'd is another script (always asked). */
+static void test_pyenv_shim_text(void **state)
+{
+	(void)state;
+	char root[256];
+	assert_int_equal(env_pyenv_shim_root(SHIM_TEXT("/home/u/.pyenv", ""), root, sizeof root), 0);
+	assert_string_equal(root, "/home/u/.pyenv");
+	assert_int_equal(env_pyenv_shim_root(SHIM_TEXT("/home/u/.pyenv", "echo more\n"), root,
+					     sizeof root), -ENOENT);
+	assert_int_equal(env_pyenv_shim_root(SHIM_TEXT("$HOME/.pyenv", ""), root, sizeof root),
+			 -ENOENT);
+	assert_int_equal(env_pyenv_shim_root(SHIM_TEXT("relative", ""), root, sizeof root), -ENOENT);
+	assert_int_equal(env_pyenv_shim_root("#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", root,
+					     sizeof root), -ENOENT);
+	assert_int_equal(env_pyenv_shim_root(SHIM_TEXT("/home/u/.pyenv", ""), root, 8), -ENOENT);
+	/* The root the exec names must be the one exported. */
+	assert_int_equal(env_pyenv_shim_root("#!/usr/bin/env bash\nexport PYENV_ROOT=\"/a\"\n"
+					     "exec \"/b/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+					     root, sizeof root), -ENOENT);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The key follows what pyenv chooses by: the nearest .python-version above the working
+ * directory (else the global version file), PYENV_* and PATH; not the order of the
+ * environment, nor a variable pyenv does not read. */
+static void test_pyenv_shim_key(void **state)
+{
+	(void)state;
+	char tmp[] = "/tmp/lb-pyenv-XXXXXX", p[512], cwd[4096], text[2048];
+	assert_non_null(mkdtemp(tmp));
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(p, sizeof p, "%s/root", tmp);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/proj", tmp);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/proj/sub", tmp);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(text, sizeof text,
+		 "#!/usr/bin/env bash\nexport PYENV_ROOT=\"%s/root\"\n"
+		 "exec \"%s/root/libexec/pyenv\" exec \"$program\" \"$@\"\n", tmp, tmp);
+	char shim[512];
+	snprintf(shim, sizeof shim, "%s/python3", tmp);
+	write_text(shim, text);
+	assert_int_equal(chdir(p), 0);
+	unsetenv("PWD");
+	unsetenv("PYENV_DIR");
+
+	char *env1[] = {"PATH=/usr/bin", "HOME=/h", "PYENV_VERSION=3.12", NULL};
+	char *env2[] = {"PYENV_VERSION=3.12", "LANG=C", "PATH=/usr/bin", NULL};
+	char *env3[] = {"PATH=/usr/bin", "PYENV_VERSION=3.11", NULL};
+	char k1[65], k2[65], k3[65], s1[65], s2[65];
+	assert_int_equal(env_pyenv_shim_key(shim, text, env1, k1, s1), 0);
+	assert_int_equal(env_pyenv_shim_key(shim, text, env2, k2, s2), 0);
+	assert_string_equal(k1, k2);
+	assert_string_equal(s1, s2);
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, k3, s2), 0);
+	assert_string_not_equal(k1, k3);
+
+	/* A .python-version above the directory is found; a nearer one is found instead. */
+	char global[65], above[65], near[65], edited[65], slot_sub[65], slot_proj[65];
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, global, slot_sub), 0);
+	snprintf(p, sizeof p, "%s/proj/.python-version", tmp);
+	write_text(p, "3.9\n");
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, above, s1), 0);
+	assert_string_not_equal(global, above);
+	snprintf(p, sizeof p, "%s/proj/sub/.python-version", tmp);
+	write_text(p, "3.10\n");
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, near, s1), 0);
+	assert_string_not_equal(above, near);
+	write_text(p, "3.10.13\n");
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, edited, s1), 0);
+	assert_string_not_equal(near, edited);
+	/* Another working directory is another slot. */
+	snprintf(p, sizeof p, "%s/proj", tmp);
+	assert_int_equal(chdir(p), 0);
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, k1, slot_proj), 0);
+	assert_string_not_equal(slot_sub, slot_proj);
+	/* Installing a version can change what a prefix names. */
+	snprintf(p, sizeof p, "%s/root/versions", tmp);
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, k1, s1), 0);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(env_pyenv_shim_key(shim, text, env3, k2, s1), 0);
+	assert_string_not_equal(k1, k2);
+
+	assert_int_equal(chdir(cwd), 0);
+	snprintf(p, sizeof p, "rm -rf %s", tmp);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -116,6 +220,8 @@ int main(void)
 		cmocka_unit_test(test_environment_yml),
 		cmocka_unit_test(test_kind_names),
 		cmocka_unit_test(test_select_by_name_and_path),
+		cmocka_unit_test(test_pyenv_shim_text),
+		cmocka_unit_test(test_pyenv_shim_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
