@@ -1340,12 +1340,21 @@ def _labbox_gate():
                    "access to the interpreter's insides",
                    "the gate's stand-in for a module's function, or its exception hook")
 
+    # Refused whoever asks: gc's walks hand over any object (a stand-in's keyword defaults,
+    # the gate's closures), and a trace, profile or monitoring callback is handed every
+    # Python frame the interpreter runs, the gate's stand-ins with their links among them
+    # (sys._getframe from a sys.monitoring callback reads a frame's locals). A library's
+    # frame proves nothing here: it may be calling what the experiment handed it
+    # (np.vectorize(sys.settrace)), and an audit hook cannot see where a callable came from.
+    any_origin = frozenset(["sys.addaudithook", "sys.settrace", "sys.setprofile",
+                            "sys._current_frames", "sys._current_exceptions",
+                            "sys.monitoring.register_callback"])
+
     def on_tamper(event, args, frame):
+        if event == "sys.monitoring.register_callback" and args and args[0] is None:
+            return  # a callback taken off
         k, _ = origin(frame)
-        # gc's walks hand over any object (a stand-in's keyword defaults, the gate's
-        # closures): refused from a library's frame too, which may be calling what the
-        # experiment handed it (np.vectorize(gc.get_referents))
-        if k == "x" or event == "sys.addaudithook" or event.startswith("gc."):
+        if k == "x" or event in any_origin or event.startswith("gc."):
             rule, title = ("LB111", "unresolved access to a sensitive name") \
                 if event.startswith("gc.") else ("gate.tamper", "access to the interpreter's insides")
             refuse(event, (), frame, rule, title)
@@ -1720,6 +1729,7 @@ def _labbox_gate():
         "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
         "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,
         "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
+        "sys.monitoring.register_callback": on_tamper,
         "object.__getattr__": on_getattr, "object.__setattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,

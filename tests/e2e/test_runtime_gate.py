@@ -1702,6 +1702,78 @@ def test_what_a_library_is_handed_to_call_does_not_pass_as_the_librarys(tmp_path
     assert r.result["failure"]["class"] == "gate_refused", r.why()
 
 
+# A trace, profile or monitoring callback is handed every Python frame, the gate's stand-ins
+# with their links among them: from one, the real fork_exec, put back into _posixsubprocess,
+# and multiprocessing's spawn helper runs anything.
+WATCHER = """
+import sys, os, _posixsubprocess, multiprocessing.util as mu
+grab = []
+def look(frame):
+    for v in list(frame.f_locals.values()):
+        if getattr(v, "__name__", "") == "fork_exec" and v is not _posixsubprocess.fork_exec:
+            grab.append(v)
+def tracer(frame, event, arg):
+    look(frame)
+    return tracer
+def through_numpy(f, x):
+    import numpy as np
+    np.vectorize(f, otypes=[object])(np.array([x], dtype=object))
+%s
+try:
+    mu.spawnv_passfds(b"/bin/true", [b"/bin/true"], [])
+except Exception as e:
+    print("first:", type(e).__name__)
+%s
+print("grabbed:", len(grab))
+if grab:
+    _posixsubprocess.fork_exec = grab[0]
+    mu.spawnv_passfds(b"/bin/sh", [b"/bin/sh", b"-c", b"echo x > MARKER"], [])
+    import time
+    time.sleep(1)
+"""
+WATCHER_CASES = {
+    "settrace_through_vectorize": ("through_numpy(sys.settrace, tracer)",
+                                   "through_numpy(sys.settrace, None)", None),
+    "setprofile_through_vectorize": ("through_numpy(sys.setprofile, tracer)",
+                                     "through_numpy(sys.setprofile, None)", None),
+    # 3.12's sys.monitoring: the callback is handed no frame, but sys._getframe(1) in it is
+    # the frame that started
+    "monitoring_callback": ("M = sys.monitoring\nM.use_tool_id(3, 't')\n"
+                            "M.register_callback(3, M.events.PY_START, "
+                            "lambda code, off: look(sys._getframe(1)))\n"
+                            "M.set_events(3, M.events.PY_START)",
+                            "M.set_events(3, 0)", (3, 12)),
+}
+
+
+def python_at_least(version):
+    """Debian's python3 when it is that new, else the newest pyenv interpreter that is."""
+    for p in [PYTHON] + list(reversed(OTHER_PYTHONS)):
+        if os.access(p, os.X_OK):
+            v = subprocess.run([p, "-c", "import sys; print(*sys.version_info[:2])"],
+                               capture_output=True, text=True).stdout.split()
+            if tuple(map(int, v)) >= version:
+                return p
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(WATCHER_CASES))
+def test_no_callback_is_handed_the_gates_frames(tmp_path, case):
+    """sys.settrace, sys.setprofile and sys.monitoring's callbacks are refused whichever
+    frame asks (numpy's vectorize calling what it was handed is a library's frame), so no
+    code of the experiment's reads the locals of the gate's stand-ins."""
+    install, remove, version = WATCHER_CASES[case]
+    python = python_at_least(version) if version else PYTHON
+    if python is None:
+        pytest.skip("no interpreter of Python %d.%d or newer here, or not for this user" % version)
+    exp = write_exp(tmp_path, WATCHER % (install, remove))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, python=python)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    assert "grabbed" not in r.log(), r.log()[-2000:]
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert refused_events(r)[0]["rule"] == "gate.tamper", r.why()
+
+
 def test_the_real_function_a_stand_in_keeps_is_never_in_reach(tmp_path):
     """An extension module's init imports through sys.meta_path while _imp.create_dynamic's
     stand-in calls the real function: a finder there walks every frame above it for the
