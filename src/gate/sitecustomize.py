@@ -684,32 +684,49 @@ def _labbox_gate():
                 return False, e
         return sealed
 
-    def make_standin(sealed, real):
-        def standin(*a, _judge=sealed, _real=real, **k):
-            ok, r = _judge(a, k)
-            if not ok:
-                raise r
-            # The real function is what the stand-in keeps from the experiment, and what it
-            # calls may run the experiment's code (an extension's init imports through
-            # sys.meta_path), whose f_back would read this frame's locals: the callable is
-            # taken off them onto the value stack before the call.
-            box = [_real]
-            del _real, _judge
-            return box.pop()(*r[0], **r[1])
+    # A frame keeps its locals when it is left by an exception, and the exception's
+    # traceback hands the frame to whoever catches it: every world function that holds a
+    # link to the gate (or to a real function it stands in for) sets those locals to None
+    # before an exception leaves it, whatever raised it (a refusal, a RecursionError at the
+    # limit the experiment chose, a conversion).
+    def make_standin(sealed, real, pending, again):
+        def standin(*a, _judge=sealed, _real=real, _pend=pending, _again=again, **k):
+            try:
+                ok, r = _judge(a, k)
+                if not ok:
+                    raise r
+                # The real function is what the stand-in keeps from the experiment, and
+                # what it calls may run the experiment's code (an extension's init imports
+                # through sys.meta_path), whose f_back would read this frame's locals: the
+                # callable is taken off them onto the value stack before the call.
+                got = (_real, _real := None, _judge := None)[0](*r[0], **r[1])
+            except BaseException:
+                _real = _judge = None
+                raise
+            # signals that came while a frame holding a link was on the stack
+            if _pend:
+                sigs = _pend[:]
+                del _pend[:]
+                for s in sigs:
+                    _again(s)
+            return got
         return standin
 
     def make_connect(real, set_auth, auth, fspath, exc):
         def connect(*a, _real=real, _set_auth=set_auth, _auth=auth, _fspath=fspath,
                     _exc=exc, **k):
-            # The database converted first (its __fspath__ is the experiment's); the
-            # connect's own audit event then carries a str or bytes the gate judges.
-            if a:
-                a = (_fspath(a[0]),) + a[1:]
-            elif "database" in k:
-                k["database"] = _fspath(k["database"])
-            box = [_real]  # off the locals while a factory of the experiment's runs
-            del _real
-            con = box.pop()(*a, **k)
+            try:
+                # The real function goes onto the value stack before anything of the
+                # experiment's runs here (the database's __fspath__, a factory), which
+                # could read this frame's locals through f_back. The database is converted
+                # first; the connect's own audit event then carries a str or bytes the
+                # gate judges.
+                con = (_real, _real := None)[0](
+                    *(((_fspath(a[0]),) + a[1:]) if a else a),
+                    **(dict(k, database=_fspath(k["database"])) if "database" in k else k))
+            except BaseException:
+                _real = _set_auth = _auth = _fspath = _exc = None
+                raise
             try:
                 _set_auth(con, _auth)  # Connection's own method, not a subclass's
             except _exc:
@@ -717,11 +734,19 @@ def _labbox_gate():
             return con
         return connect
 
-    def make_authorizer(judge, attach, ok):
-        def authorizer(action, a1, a2, dbname, source, *, _j=judge, _attach=attach, _ok=ok):
-            if action != _attach:
+    # The authorizer is in the experiment's reach (a connect's frame names it), so it is
+    # safe to call with anything: an action that is not a plain int is no ATTACH, and
+    # nothing of the experiment's runs while it holds the gate's judge.
+    def make_authorizer(judge, attach, ok, type_, int_):
+        def authorizer(action, a1, a2, dbname, source, *, _j=judge, _attach=attach, _ok=ok,
+                       _type=type_, _int=int_):
+            if _type(action) is not _int or action != _attach:
                 return _ok
-            return _j(a1)
+            try:
+                return _j(a1)
+            except BaseException:
+                _j = None
+                raise
         return authorizer
 
     def make_run(fn, args, box, lock, base):
@@ -749,10 +774,19 @@ def _labbox_gate():
                     n = args[1]
                     if _type(n) is not _str or n not in _s:
                         return
-                e = _d(event, args)
-                del _d
-                while _pend:  # signals that came while the gate judged: theirs now
-                    _again(_pend.pop())
+                try:
+                    e = (_d, _d := None)[0](event, args)
+                except BaseException:  # RecursionError at the limit, as the call begins
+                    _d = None
+                    raise
+                # Signals that came while a frame holding a link was on the stack are
+                # theirs now. Those come before this call are raised once each: one
+                # deferred again (this hook runs under a stand-in) waits for the next.
+                if _pend:
+                    sigs = _pend[:]
+                    del _pend[:]
+                    for s in sigs:
+                        _again(s)
                 if e is not None:
                     raise e
         return hook
@@ -803,12 +837,25 @@ def _labbox_gate():
     # inside the gate's own code too, and the frame it is handed (and its f_back) would be
     # the gate's. So the handlers the experiment installs are wrapped: one that arrives while
     # a frame of the gate's is on the stack is raised again, and runs once the gate is done.
-    def make_in_gate(gate_id, id_):
-        def in_gate(frame, *, _gid=gate_id, _id=id_):
+    # Frames of the world's that hold no link (the signal wrapper, the exception hooks, the
+    # audit hook once its link to the gate is gone) are the only ones a handler may be
+    # handed; every other world frame (a stand-in's, the judge's sealed call) counts as the
+    # gate's.
+    def make_in_gate(gate_id, world_id, id_, safe, hook_code):
+        def in_gate(frame, *, _gid=gate_id, _wid=world_id, _id=id_, _safe=safe,
+                    _hook=hook_code):
             f = frame
             while f is not None:
-                if _id(f.f_globals) == _gid:  # an id: this frame holds no link to the gate
+                g = _id(f.f_globals)  # an id: this frame holds no link to the gate
+                if g == _gid:
                     return True
+                if g == _wid:
+                    c = _id(f.f_code)
+                    if c == _hook:
+                        if "_d" in f.f_locals and f.f_locals["_d"] is not None:
+                            return True
+                    elif c not in _safe:
+                        return True
                 f = f.f_back
             return False
         return in_gate
@@ -822,19 +869,33 @@ def _labbox_gate():
         return labbox_signal_handler
 
     def make_signal_standins(real_signal, real_getsignal, wrap, originals, callable_,
-                             in_gate, pending, id_):
+                             in_gate, pending, id_, int_):
+        # The numbers are made plain ints first (int's own conversion, never a subclass's
+        # __index__ or __eq__), so the real function runs none of the experiment's code
+        # under this frame.
         def signal(signalnum, handler, *, _real=real_signal, _wrap=wrap, _orig=originals,
-                   _callable=callable_, _in=in_gate, _pend=pending, _id=id_):
-            if _callable(handler):
-                w = _wrap(handler, _in, _pend)
-                _orig[_id(w)] = (w, handler)
-                handler = w
-            old = _real(signalnum, handler)
+                   _callable=callable_, _in=in_gate, _pend=pending, _id=id_, _int=int_):
+            try:
+                signalnum = _int.__index__(signalnum)
+                if _callable(handler):
+                    w = _wrap(handler, _in, _pend)
+                    _orig[_id(w)] = (w, handler)
+                    handler = w
+                else:
+                    handler = _int.__index__(handler)
+                old = (_real, _real := None)[0](signalnum, handler)
+            except BaseException:
+                _real = _wrap = _orig = _in = _pend = None
+                raise
             got = _orig.get(_id(old))
             return got[1] if got is not None and got[0] is old else old
 
-        def getsignal(signalnum, *, _real=real_getsignal, _orig=originals, _id=id_):
-            old = _real(signalnum)
+        def getsignal(signalnum, *, _real=real_getsignal, _orig=originals, _id=id_, _int=int_):
+            try:
+                old = (_real, _real := None)[0](_int.__index__(signalnum))
+            except BaseException:
+                _real = _orig = None
+                raise
             got = _orig.get(_id(old))
             return got[1] if got is not None and got[0] is old else old
         return signal, getsignal
@@ -849,7 +910,7 @@ def _labbox_gate():
     def standin_for(impl, like):
         """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
         (args, kwargs) like is called with, or a checked copy of them."""
-        st = w_standin(w_sealed(impl, BaseException), like)
+        st = w_standin(w_sealed(impl, BaseException), like, signals_pending, raise_again)
         st.__doc__ = getattr(like, "__doc__", None)
         st.__name__ = st.__qualname__ = getattr(like, "__name__", "standin")
         return st
@@ -893,7 +954,7 @@ def _labbox_gate():
         if type(set_auth) is not type(str.join):
             return
         deny, ok, attach = codes
-        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok),
+        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok, type, int),
                             _fspath, Exception)
         standin.__doc__ = getattr(real, "__doc__", None)
         standin.__name__ = standin.__qualname__ = "connect"
@@ -2123,10 +2184,20 @@ def _labbox_gate():
 
     try:
         import _signal
-        sig_in_gate = w_in_gate(id(globals()), id)
+        def inner_code(factory, name):
+            for c in _func_code(factory).co_consts:
+                if type(c) is _CodeType and c.co_name == name:
+                    return c
+            raise RuntimeError("labbox gate: no %s in its factory" % name)
+
+        safe = frozenset(id(inner_code(f, n)) for f, n in (
+            (w_signal_wrap, "labbox_signal_handler"), (w_excepthook, "excepthook"),
+            (w_thread_excepthook, "thread_excepthook"), (w_strip, "strip"),
+            (w_in_gate, "in_gate")))
+        sig_in_gate = w_in_gate(id(globals()), id(world), id, safe, id(_func_code(hook)))
         _signal.signal, _signal.getsignal = w_signal_standins(
             _signal.signal, _signal.getsignal, w_signal_wrap, {}, callable, sig_in_gate,
-            signals_pending, id)
+            signals_pending, id, int)
         for f in (_signal.signal, _signal.getsignal):
             f.__name__ = f.__qualname__ = f.__code__.co_name
     except (ImportError, AttributeError):

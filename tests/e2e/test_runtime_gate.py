@@ -1774,6 +1774,136 @@ def test_no_callback_is_handed_the_gates_frames(tmp_path, case):
     assert refused_events(r)[0]["rule"] == "gate.tamper", r.why()
 
 
+# What the frames of the gate's file hold, seen from a traceback or a signal handler: any
+# local that is still a link (a real function, the gate's judge, its dispatch) is printed.
+LINK_LOOK = """
+import sys, os, _posixsubprocess
+GATE = "/sitecustomize.py"
+links = []
+def look(f):
+    while f is not None:
+        if f.f_code.co_filename.endswith(GATE):
+            for k, v in list(f.f_locals.items()):
+                if k in ("_d", "_real", "_judge", "_labbox_gate", "_j", "_f") and v is not None:
+                    links.append((f.f_code.co_name, k, v))
+        f = f.f_back
+def look_tb(e):
+    tb = e.__traceback__
+    while tb is not None:
+        look(tb.tb_frame)
+        tb = tb.tb_next
+def spawn_with_what_was_found():
+    import multiprocessing.util as mu
+    for name, k, v in links:
+        if getattr(v, "__name__", "") == "fork_exec":
+            _posixsubprocess.fork_exec = v
+            mu.spawnv_passfds(b"/bin/sh", [b"/bin/sh", b"-c", b"echo x > MARKER"], [])
+            import time
+            time.sleep(1)
+"""
+TRACEBACK_CASES = {
+    "refused_fork_exec": """
+        try:
+            _posixsubprocess.fork_exec(1)
+        except PermissionError as e:
+            look_tb(e)
+    """,
+    "signal_number_not_a_number": """
+        import _signal
+        for args in ((10 ** 30, 0), ("x", 0), (2, "x")):
+            try:
+                _signal.signal(*args)
+            except Exception as e:
+                look_tb(e)
+        try:
+            _signal.getsignal("x")
+        except Exception as e:
+            look_tb(e)
+    """,
+    "sqlite_connect_failing": """
+        import sqlite3
+        class P:
+            def __fspath__(self):
+                look(sys._getframe(1))
+                raise ValueError("no")
+        for db in (123, P()):
+            try:
+                sqlite3.connect(db)
+            except Exception as e:
+                look_tb(e)
+        def factory(*a, **k):
+            look(sys._getframe(1))
+            raise ValueError("no")
+        try:
+            sqlite3.connect(":memory:", factory=factory)
+        except ValueError as e:
+            look_tb(e)
+    """,
+    # the stand-in entered with room for its frame and none for the judge's
+    "recursion_limit": """
+        def deep(n):
+            if n:
+                return deep(n - 1)
+            try:
+                _posixsubprocess.fork_exec(1)
+            except (RecursionError, PermissionError) as e:
+                look_tb(e)
+        sys.setrecursionlimit(200)
+        for n in range(120, 200):
+            try:
+                deep(n)
+            except RecursionError:
+                pass
+        sys.setrecursionlimit(1000)
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRACEBACK_CASES))
+def test_a_stand_ins_frame_holds_no_link_once_left(tmp_path, case):
+    """A frame keeps its locals when an exception leaves it, and the traceback hands it to
+    whoever catches the exception: a refused fork_exec's frame held the real fork_exec,
+    which multiprocessing's spawn helper then ran. The stand-ins (fork_exec, _imp's,
+    signal, sqlite3.connect) leave no link behind, whatever raised."""
+    exp = write_exp(tmp_path, LINK_LOOK + textwrap.dedent(TRACEBACK_CASES[case]) +
+                    'print("links:", [(n, k) for n, k, v in links])\n'
+                    "spawn_with_what_was_found()\n")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "links: []" in r.log(), r.log()[-3000:]
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_signal_handler_is_never_handed_a_frame_holding_a_link(tmp_path):
+    """A Python signal handler runs wherever the interpreter checks for signals, and is
+    handed that frame: at the audit hook's first instruction, the hook's frame held the
+    gate's dispatch (and through its cells, the whole gate). A fast timer and a loop of
+    audit events put handlers in the hook thousands of times a second; each one that
+    would land in a frame holding a link is run once the link is gone."""
+    exp = write_exp(tmp_path, LINK_LOOK + textwrap.dedent("""
+        import signal, time
+        ran = [0]
+        def handler(sig, frame):
+            ran[0] += 1
+            look(frame)
+        signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_REAL, 0.001, 0.0002)
+        t = time.time()
+        while time.time() - t < 1.5:
+            sys.audit("labbox.test")
+            try:
+                _posixsubprocess.fork_exec(1)
+            except PermissionError:
+                pass
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        print("handlers ran:", ran[0] > 100)
+        print("links:", sorted(set((n, k) for n, k, v in links)))
+    """))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    log = r.log()
+    assert "handlers ran: True" in log and "links: []" in log, log[-3000:]
+
+
 def test_the_real_function_a_stand_in_keeps_is_never_in_reach(tmp_path):
     """An extension module's init imports through sys.meta_path while _imp.create_dynamic's
     stand-in calls the real function: a finder there walks every frame above it for the
