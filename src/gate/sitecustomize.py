@@ -672,12 +672,15 @@ def _labbox_gate():
             todo.extend(x for x in c.co_consts if type(x) is _CodeType)
         return _FunctionType(code, world, fn.__name__, fn.__defaults__)
 
+    # A keyword default is replaced by any caller who names it (f(_judge=...)), so a world
+    # function's privileged link and the links that guard its use are one default, a tuple:
+    # a caller can replace them only all together, and then holds none of them.
     def make_sealed(impl, base):
-        def sealed(a, k, *, _labbox_gate=impl, _base=base):
+        def sealed(a, k, *, _labbox_gate=(impl, base)):
             # a and k are handed over whole: unpacking k would hash its keys here.
             try:
-                return True, _labbox_gate(a, k)
-            except _base as e:
+                return True, _labbox_gate[0](a, k)
+            except _labbox_gate[1] as e:
                 e.__traceback__ = None
                 e.__context__ = None
                 e.__cause__ = None
@@ -690,18 +693,18 @@ def _labbox_gate():
     # before an exception leaves it, whatever raised it (a refusal, a RecursionError at the
     # limit the experiment chose, a conversion).
     def make_standin(sealed, real, pending, again):
-        def standin(*a, _judge=sealed, _real=real, _pend=pending, _again=again, **k):
+        def standin(*a, _l=(sealed, real), _pend=pending, _again=again, **k):
             try:
-                ok, r = _judge(a, k)
+                ok, r = _l[0](a, k)
                 if not ok:
                     raise r
                 # The real function is what the stand-in keeps from the experiment, and
                 # what it calls may run the experiment's code (an extension's init imports
                 # through sys.meta_path), whose f_back would read this frame's locals: the
                 # callable is taken off them onto the value stack before the call.
-                got = (_real, _real := None, _judge := None)[0](*r[0], **r[1])
+                got = (_l[1], _l := None)[0](*r[0], **r[1])
             except BaseException:
-                _real = _judge = None
+                _l = None
                 raise
             # signals that came while a frame holding a link was on the stack
             if _pend:
@@ -713,23 +716,23 @@ def _labbox_gate():
         return standin
 
     def make_connect(real, set_auth, auth, fspath, exc):
-        def connect(*a, _real=real, _set_auth=set_auth, _auth=auth, _fspath=fspath,
-                    _exc=exc, **k):
+        def connect(*a, _l=(real, set_auth, auth, fspath, exc), **k):
             try:
                 # The real function goes onto the value stack before anything of the
                 # experiment's runs here (the database's __fspath__, a factory), which
-                # could read this frame's locals through f_back. The database is converted
-                # first; the connect's own audit event then carries a str or bytes the
-                # gate judges.
-                con = (_real, _real := None)[0](
-                    *(((_fspath(a[0]),) + a[1:]) if a else a),
-                    **(dict(k, database=_fspath(k["database"])) if "database" in k else k))
+                # could read this frame's locals through f_back; the rest stays in _l.
+                # The database is converted first; the connect's own audit event then
+                # carries a str or bytes the gate judges.
+                rest = (_l[1], _l[2], _l[3], _l[4])
+                con = (_l[0], _l := None)[0](
+                    *(((rest[2](a[0]),) + a[1:]) if a else a),
+                    **(dict(k, database=rest[2](k["database"])) if "database" in k else k))
             except BaseException:
-                _real = _set_auth = _auth = _fspath = _exc = None
+                _l = rest = None
                 raise
             try:
-                _set_auth(con, _auth)  # Connection's own method, not a subclass's
-            except _exc:
+                rest[0](con, rest[1])  # Connection's own method, not a subclass's
+            except rest[3]:
                 pass
             return con
         return connect
@@ -873,30 +876,34 @@ def _labbox_gate():
         # The numbers are made plain ints first (int's own conversion, never a subclass's
         # __index__ or __eq__), so the real function runs none of the experiment's code
         # under this frame.
-        def signal(signalnum, handler, *, _real=real_signal, _wrap=wrap, _orig=originals,
-                   _callable=callable_, _in=in_gate, _pend=pending, _id=id_, _int=int_):
+        def signal(signalnum, handler, *, _l=(real_signal, wrap, originals, callable_, in_gate,
+                                             pending, id_, int_)):
             try:
-                signalnum = _int.__index__(signalnum)
-                if _callable(handler):
-                    w = _wrap(handler, _in, _pend)
-                    _orig[_id(w)] = (w, handler)
+                real, wrap, orig, callable_, in_gate, pending, id_, int_ = _l
+                _l = None
+                signalnum = int_.__index__(signalnum)
+                if callable_(handler):
+                    w = wrap(handler, in_gate, pending)
+                    orig[id_(w)] = (w, handler)
                     handler = w
                 else:
-                    handler = _int.__index__(handler)
-                old = (_real, _real := None)[0](signalnum, handler)
+                    handler = int_.__index__(handler)
+                old = (real, real := None)[0](signalnum, handler)
             except BaseException:
-                _real = _wrap = _orig = _in = _pend = None
+                _l = real = wrap = orig = in_gate = pending = None
                 raise
-            got = _orig.get(_id(old))
+            got = orig.get(id_(old))
             return got[1] if got is not None and got[0] is old else old
 
-        def getsignal(signalnum, *, _real=real_getsignal, _orig=originals, _id=id_, _int=int_):
+        def getsignal(signalnum, *, _l=(real_getsignal, originals, id_, int_)):
             try:
-                old = (_real, _real := None)[0](_int.__index__(signalnum))
+                real, orig, id_, int_ = _l
+                _l = None
+                old = (real, real := None)[0](int_.__index__(signalnum))
             except BaseException:
-                _real = _orig = None
+                _l = real = orig = None
                 raise
-            got = _orig.get(_id(old))
+            got = orig.get(id_(old))
             return got[1] if got is not None and got[0] is old else old
         return signal, getsignal
 
@@ -959,6 +966,7 @@ def _labbox_gate():
         standin.__doc__ = getattr(real, "__doc__", None)
         standin.__name__ = standin.__qualname__ = "connect"
         isolated(setattr, (m, "connect", standin))
+        installed_guards.add("_sqlite3")
 
     def judge_attach(deny, ok):
 
@@ -1192,6 +1200,7 @@ def _labbox_gate():
                                  getattr(_ext, "SourcelessFileLoader", None)) if c is not None)
     _file_get_data = getattr(getattr(_ext, "FileLoader", None), "get_data", None)
     _BOOT_EXT = "<frozen importlib._bootstrap_external>"
+    _BOOT = "<frozen importlib._bootstrap>"
 
     def code_names(f):
         """(co_filename, co_name) of a frame's code when both are exact strs, else
@@ -1266,7 +1275,27 @@ def _labbox_gate():
             return None
         return p if type(p) is str else None
 
+    # 3.13 unmarshals a frozen module's code (importlib.util is one) through
+    # FrozenImporter.exec_module's _call_with_frames_removed(_imp.get_frozen_object, name):
+    # the bytes are the interpreter's own, compiled into it, for a name in its table. The
+    # function is checked to be the original (a partial of marshal.loads would run from the
+    # same frame), called with the name alone (its optional data would be anyone's).
+    _get_frozen = getattr(sys.modules.get("_imp"), "get_frozen_object", None)
+
+    def frozen_unmarshal(f):
+        if _get_frozen is None or code_names(f) != (_BOOT, "_call_with_frames_removed") or \
+                not genuine_frame(f):
+            return False
+        up = f.f_back
+        if up is None or code_names(up) != (_BOOT, "exec_module") or not genuine_frame(up):
+            return False
+        a = frame_local(f, "args")
+        return frame_local(f, "f") is _get_frozen and type(a) is tuple and len(a) == 1 and \
+            type(a[0]) is str and not frame_local(f, "kwds")
+
     def on_marshal(event, args, frame):
+        if frame is not None and frozen_unmarshal(frame):
+            return
         if frame is None:
             # The import system reads bytecode from its own frames; from no frame it is a
             # callback's, with bytes the experiment chose (code naming any file).
@@ -1743,18 +1772,28 @@ def _labbox_gate():
                   "urllib3", "pycurl", "websocket", "websockets", "paramiko", "webbrowser",
                   "wget"):
             banned[m] = ("LB105", "network access")
-    guarded_reimport = frozenset(["_posixsubprocess"])
+    def internals_reader(name):
+        """CPython's test modules (pyenv and python.org builds install them) read a
+        function's keyword defaults, closure and globals with no audit event."""
+        top = name.partition(".")[0]
+        return top.startswith("_test") or top in ("_ctypes_test", "_xxtestfuzz")
 
     def on_import(event, args, frame):
         name = args[0] if args else None
         if type(name) is not str:
             return
-        if name == "sqlite3.dbapi2" and "_sqlite3" not in installed_guards:
-            installed_guards.add("_sqlite3")
+        if name == "sqlite3.dbapi2" and name not in installed_guards:
+            installed_guards.add(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
             guard_sqlite()
-        if name in guarded_reimport and name in installed_guards:
+        if name in installed_guards and name != "sqlite3.dbapi2":
+            # a module the gate guards, loaded again (taken out of sys.modules first)
             refuse(event, (name,), frame, "gate.tamper", "access to the interpreter's insides",
                    "a second copy of a module the gate guards")
+            return
+        if internals_reader(name):
+            # whichever frame asks: a library's may be calling what it was handed
+            refuse(event, (name,), frame, "gate.tamper", "access to the interpreter's insides",
+                   "a test module of CPython's, which reads functions' insides unaudited")
             return
         hit = None
         parts = name.split(".")
@@ -2166,8 +2205,10 @@ def _labbox_gate():
                        "a spec that is not the import system's")
                 return a, k
             name = sget(d, "name")
-            if type(name) is not str or (name in installed_guards and
-                                         sget(_modules, name) is not None):
+            # An extension's init is PyInit_ of the name's last part: under any package
+            # name (x._posixsubprocess) the same file makes the same module.
+            if type(name) is not str or name in installed_guards or \
+                    name.rpartition(".")[2] in installed_guards:
                 # where _posixsubprocess or _sqlite3 is an extension module (a build of
                 # CPython's own, not Debian's), a second copy has the originals
                 refuse("_imp.create_dynamic", (summary(name),), f, "gate.tamper",
@@ -2200,6 +2241,7 @@ def _labbox_gate():
             signals_pending, id, int)
         for f in (_signal.signal, _signal.getsignal):
             f.__name__ = f.__qualname__ = f.__code__.co_name
+        installed_guards.add("_signal")  # a second _signal has the unwrapped signal()
     except (ImportError, AttributeError):
         pass
 

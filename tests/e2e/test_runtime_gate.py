@@ -1784,7 +1784,8 @@ def look(f):
     while f is not None:
         if f.f_code.co_filename.endswith(GATE):
             for k, v in list(f.f_locals.items()):
-                if k in ("_d", "_real", "_judge", "_labbox_gate", "_j", "_f") and v is not None:
+                if k in ("_d", "_real", "_judge", "_labbox_gate", "_j", "_f", "_l", "real") \
+                        and v is not None:
                     links.append((f.f_code.co_name, k, v))
         f = f.f_back
 def look_tb(e):
@@ -1873,19 +1874,33 @@ def test_a_stand_ins_frame_holds_no_link_once_left(tmp_path, case):
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
-def test_a_signal_handler_is_never_handed_a_frame_holding_a_link(tmp_path):
+SIGNAL_INSTALL = {
+    "plain": "signal.signal(signal.SIGALRM, handler)",
+    # the stand-in's wrapper replaced by a keyword argument: the handler unwrapped
+    "wrapper_named_by_keyword": """
+try:
+    _signal.signal(signal.SIGALRM, handler, _wrap=lambda h, i, p: h)
+    print("installed with _wrap")
+except TypeError:
+    signal.signal(signal.SIGALRM, handler)
+""",
+}
+
+
+@pytest.mark.parametrize("install", sorted(SIGNAL_INSTALL))
+def test_a_signal_handler_is_never_handed_a_frame_holding_a_link(tmp_path, install):
     """A Python signal handler runs wherever the interpreter checks for signals, and is
     handed that frame: at the audit hook's first instruction, the hook's frame held the
     gate's dispatch (and through its cells, the whole gate). A fast timer and a loop of
     audit events put handlers in the hook thousands of times a second; each one that
     would land in a frame holding a link is run once the link is gone."""
     exp = write_exp(tmp_path, LINK_LOOK + textwrap.dedent("""
-        import signal, time
+        import signal, time, _signal
         ran = [0]
         def handler(sig, frame):
             ran[0] += 1
             look(frame)
-        signal.signal(signal.SIGALRM, handler)
+""") + SIGNAL_INSTALL[install] + textwrap.dedent("""
         signal.setitimer(signal.ITIMER_REAL, 0.001, 0.0002)
         t = time.time()
         while time.time() - t < 1.5:
@@ -1902,6 +1917,87 @@ def test_a_signal_handler_is_never_handed_a_frame_holding_a_link(tmp_path):
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
     log = r.log()
     assert "handlers ran: True" in log and "links: []" in log, log[-3000:]
+
+
+# A keyword default is replaced by any caller who names it; and a C module the gate wrapped,
+# made a second time, has the originals; and CPython's test modules read a function's
+# insides with no audit event. Each spawns through the real fork_exec when it works.
+SPAWN = """
+import os, time
+from multiprocessing import util
+def spawn():
+    pid = util.spawnv_passfds(b"/bin/sh", [b"/bin/sh", b"-c", b"echo x > MARKER"], ())
+    os.waitpid(pid, 0)
+"""
+REACH_CASES = {
+    "judge_named_by_keyword": (None, """
+        import _posixsubprocess, functools
+        st = _posixsubprocess.fork_exec
+        for name in ("_judge", "_l"):
+            _posixsubprocess.fork_exec = functools.partial(
+                st, **{name: (lambda a, k: (True, (a, k))) if name == "_judge"
+                       else ((lambda a, k: (True, (a, k))), st)})
+            try:
+                spawn()
+            except Exception as e:
+                print(name, type(e).__name__)
+    """),
+    "second_signal_module": (None, """
+        import sys, signal, _posixsubprocess
+        bs = sys.modules["_frozen_importlib"]
+        raw = bs.module_from_spec(bs.ModuleSpec("_signal", bs.BuiltinImporter, origin="built-in"))
+        found = {}
+        def h(sig, frame):
+            f = frame
+            while f is not None:
+                v = f.f_locals.get("_d")
+                if v is not None:
+                    found["_d"] = v
+                f = f.f_back
+        raw.signal(signal.SIGALRM, h)
+        signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+        for i in range(200000):
+            sys.audit("open", "/dev/null", "r", 0)
+            if found:
+                break
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        d = found["_d"]
+        cells = dict(zip(d.__code__.co_freevars, d.__closure__))
+        cells["enforce"].cell_contents = False
+        os.system("echo x > MARKER")
+    """),
+    # where _posixsubprocess is an extension module (pyenv's builds): its file loaded under
+    # a package name
+    "extension_under_another_name": ((3, 12), """
+        import sys, _posixsubprocess
+        bs, ext = sys.modules["_frozen_importlib"], sys.modules["_frozen_importlib_external"]
+        origin = _posixsubprocess.__spec__.origin
+        name = "x._posixsubprocess"
+        m = bs.module_from_spec(bs.ModuleSpec(name, ext.ExtensionFileLoader(name, origin),
+                                              origin=origin))
+        _posixsubprocess.fork_exec = m.fork_exec
+        spawn()
+    """),
+    "test_module_reads_keyword_defaults": ((3, 12), """
+        import _testcapi, _posixsubprocess
+        _posixsubprocess.fork_exec = \
+            _testcapi.function_get_kw_defaults(_posixsubprocess.fork_exec)["_real"]
+        spawn()
+    """),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REACH_CASES))
+def test_what_the_gate_wraps_is_not_reached_another_way(tmp_path, case):
+    version, body = REACH_CASES[case]
+    python = python_at_least(version) if version else PYTHON
+    if python is None:
+        pytest.skip("no interpreter of Python %d.%d or newer here, or not for this user" % version)
+    exp = write_exp(tmp_path, SPAWN + textwrap.dedent(body))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60", python=python)
+    assert not (r.exp / "MARKER").exists(), r.why()
+    if case != "judge_named_by_keyword":
+        assert refused_events(r), r.why()
 
 
 def test_the_real_function_a_stand_in_keeps_is_never_in_reach(tmp_path):
@@ -2041,6 +2137,7 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
         pytest.skip(f"{python} is not installed here, or not for this user")
     exp = write_exp(tmp_path, """
         import json, pickle, collections, decimal, math, os
+        import importlib.util  # frozen on 3.13: unmarshalled from the interpreter itself
         import multiprocessing as mp
         def sq(x):
             return x * x
