@@ -692,20 +692,34 @@ def _labbox_gate():
     # link to the gate (or to a real function it stands in for) sets those locals to None
     # before an exception leaves it, whatever raised it (a refusal, a RecursionError at the
     # limit the experiment chose, a conversion).
-    def make_standin(sealed, real, pending, again):
-        def standin(*a, _l=(sealed, real), _pend=pending, _again=again, **k):
+    # The collector is off while a world frame holds a link: a finalizer (__del__, a weakref
+    # callback) of the experiment's that a collection runs would find the frame through
+    # f_back. The real function is then called with the link off the locals: taken from a
+    # one-item list as the call is made (box.pop()), before anything of the experiment's
+    # (the arguments' conversions, an extension's init importing through sys.meta_path)
+    # can run. (No `:=`: the file must parse on interpreters without audit hooks, which
+    # the gate then tells labbox it cannot guard.)
+    def make_standin(sealed, real, pending, again, gc_fns):
+        def standin(*a, _l=(sealed, real, gc_fns), _pend=pending, _again=again, **k):
+            on, en = False, None
             try:
+                en = _l[2][2]
+                on = _l[2][0]()
+                if on:
+                    _l[2][1]()
                 ok, r = _l[0](a, k)
                 if not ok:
                     raise r
-                # The real function is what the stand-in keeps from the experiment, and
-                # what it calls may run the experiment's code (an extension's init imports
-                # through sys.meta_path), whose f_back would read this frame's locals: the
-                # callable is taken off them onto the value stack before the call.
-                got = (_l[1], _l := None)[0](*r[0], **r[1])
+                box = [_l[1]]
+                _l = None
             except BaseException:
                 _l = None
+                if on:
+                    en()
                 raise
+            if on:
+                en()
+            got = box.pop()(*r[0], **r[1])
             # signals that came while a frame holding a link was on the stack
             if _pend:
                 sigs = _pend[:]
@@ -718,17 +732,19 @@ def _labbox_gate():
     def make_connect(real, set_auth, auth, fspath, exc):
         def connect(*a, _l=(real, set_auth, auth, fspath, exc), **k):
             try:
-                # The real function goes onto the value stack before anything of the
-                # experiment's runs here (the database's __fspath__, a factory), which
-                # could read this frame's locals through f_back; the rest stays in _l.
-                # The database is converted first; the connect's own audit event then
-                # carries a str or bytes the gate judges.
+                # The real function is off the locals before anything of the experiment's
+                # runs here (the database's __fspath__, a factory); what stays (rest) is
+                # harmless to hand over: the authorizer is safe to call with anything. The
+                # database is converted first; the connect's own audit event then carries
+                # a str or bytes the gate judges.
                 rest = (_l[1], _l[2], _l[3], _l[4])
-                con = (_l[0], _l := None)[0](
+                box = [_l[0]]
+                _l = None
+                con = box.pop()(
                     *(((rest[2](a[0]),) + a[1:]) if a else a),
                     **(dict(k, database=rest[2](k["database"])) if "database" in k else k))
             except BaseException:
-                _l = rest = None
+                _l = box = None
                 raise
             try:
                 rest[0](con, rest[1])  # Connection's own method, not a subclass's
@@ -740,16 +756,25 @@ def _labbox_gate():
     # The authorizer is in the experiment's reach (a connect's frame names it), so it is
     # safe to call with anything: an action that is not a plain int is no ATTACH, and
     # nothing of the experiment's runs while it holds the gate's judge.
-    def make_authorizer(judge, attach, ok, type_, int_):
-        def authorizer(action, a1, a2, dbname, source, *, _j=judge, _attach=attach, _ok=ok,
-                       _type=type_, _int=int_):
-            if _type(action) is not _int or action != _attach:
-                return _ok
+    def make_authorizer(judge, attach, ok, type_, int_, gc_fns):
+        def authorizer(action, a1, a2, dbname, source, *,
+                       _l=(judge, attach, ok, type_, int_, gc_fns)):
+            on, en = False, None
             try:
-                return _j(a1)
+                en = _l[5][2]
+                on = _l[5][0]()
+                if on:
+                    _l[5][1]()
+                if _l[3](action) is not _l[4] or action != _l[1]:
+                    return _l[2]
+                return _l[0](a1)
             except BaseException:
-                _j = None
+                _l = None
                 raise
+            finally:
+                _l = None
+                if on:
+                    en()
         return authorizer
 
     def make_run(fn, args, box, lock, base):
@@ -767,20 +792,22 @@ def _labbox_gate():
         def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
                  _pend=pending, _again=again):
             if event in _w:
-                # f_code, __code__, tb_frame: read by every traceback and logger; and a
-                # class's attribute name may be a str subclass, never hashed here
-                if event == "object.__getattr__":
-                    n = args[1]
-                    if _type(n) is not _str or n not in _g:
-                        return
-                elif event == "object.__setattr__":
-                    n = args[1]
-                    if _type(n) is not _str or n not in _s:
-                        return
                 try:
-                    e = (_d, _d := None)[0](event, args)
-                except BaseException:  # RecursionError at the limit, as the call begins
+                    # f_code, __code__, tb_frame: read by every traceback and logger; and a
+                    # class's attribute name may be a str subclass, never hashed here
+                    if event == "object.__getattr__":
+                        n = args[1]
+                        if _type(n) is not _str or n not in _g:
+                            return
+                    elif event == "object.__setattr__":
+                        n = args[1]
+                        if _type(n) is not _str or n not in _s:
+                            return
+                    box = [_d]
                     _d = None
+                    e = box.pop()(event, args)
+                except BaseException:  # sys.audit(name) with no arguments; RecursionError
+                    _d = box = None
                     raise
                 # Signals that came while a frame holding a link was on the stack are
                 # theirs now. Those come before this call are raised once each: one
@@ -855,7 +882,8 @@ def _labbox_gate():
                 if g == _wid:
                     c = _id(f.f_code)
                     if c == _hook:
-                        if "_d" in f.f_locals and f.f_locals["_d"] is not None:
+                        fl = f.f_locals
+                        if ("_d" in fl and fl["_d"] is not None) or ("box" in fl and fl["box"]):
                             return True
                     elif c not in _safe:
                         return True
@@ -888,9 +916,11 @@ def _labbox_gate():
                     handler = w
                 else:
                     handler = int_.__index__(handler)
-                old = (real, real := None)[0](signalnum, handler)
+                box = [real]
+                real = None
+                old = box.pop()(signalnum, handler)
             except BaseException:
-                _l = real = wrap = orig = in_gate = pending = None
+                _l = real = wrap = orig = in_gate = pending = box = None
                 raise
             got = orig.get(id_(old))
             return got[1] if got is not None and got[0] is old else old
@@ -899,9 +929,12 @@ def _labbox_gate():
             try:
                 real, orig, id_, int_ = _l
                 _l = None
-                old = (real, real := None)[0](int_.__index__(signalnum))
+                signalnum = int_.__index__(signalnum)
+                box = [real]
+                real = None
+                old = box.pop()(signalnum)
             except BaseException:
-                _l = real = orig = None
+                _l = real = orig = box = None
                 raise
             got = orig.get(id_(old))
             return got[1] if got is not None and got[0] is old else old
@@ -917,7 +950,8 @@ def _labbox_gate():
     def standin_for(impl, like):
         """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
         (args, kwargs) like is called with, or a checked copy of them."""
-        st = w_standin(w_sealed(impl, BaseException), like, signals_pending, raise_again)
+        st = w_standin(w_sealed(impl, BaseException), like, signals_pending, raise_again,
+                       (_gc_isenabled, _gc_disable, _gc_enable))
         st.__doc__ = getattr(like, "__doc__", None)
         st.__name__ = st.__qualname__ = getattr(like, "__name__", "standin")
         return st
@@ -961,7 +995,8 @@ def _labbox_gate():
         if type(set_auth) is not type(str.join):
             return
         deny, ok, attach = codes
-        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok, type, int),
+        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok, type, int,
+                                         (_gc_isenabled, _gc_disable, _gc_enable)),
                             _fspath, Exception)
         standin.__doc__ = getattr(real, "__doc__", None)
         standin.__name__ = standin.__qualname__ = "connect"
@@ -1438,7 +1473,9 @@ def _labbox_gate():
     # (np.vectorize(sys.settrace)), and an audit hook cannot see where a callable came from.
     any_origin = frozenset(["sys.addaudithook", "sys.settrace", "sys.setprofile",
                             "sys._current_frames", "sys._current_exceptions",
-                            "sys.monitoring.register_callback"])
+                            "sys.monitoring.register_callback",
+                            # any address taken as an object: all of memory, gate included
+                            "ctypes.PyObj_FromPtr"])
 
     def on_tamper(event, args, frame):
         if event == "sys.monitoring.register_callback" and args and args[0] is None:
@@ -1775,8 +1812,9 @@ def _labbox_gate():
     def internals_reader(name):
         """CPython's test modules (pyenv and python.org builds install them) read a
         function's keyword defaults, closure and globals with no audit event."""
-        top = name.partition(".")[0]
-        return top.startswith("_test") or top in ("_ctypes_test", "_xxtestfuzz")
+        # any part: an extension's init is PyInit_ of the last, so x._testcapi loads it too
+        return any(p.startswith("_test") or p in ("_ctypes_test", "_xxtestfuzz")
+                   for p in name.split("."))
 
     def on_import(event, args, frame):
         name = args[0] if args else None
@@ -1801,6 +1839,10 @@ def _labbox_gate():
             hit = banned.get(".".join(parts[:i]))
             if hit:
                 break
+        if not hit and len(parts) > 1 and parts[-1].startswith("_"):
+            # a C module of the interpreter's under a package name (x._ctypes, x._socket):
+            # its init is PyInit_ of the last part, so it is that module
+            hit = banned.get(parts[-1])
         if not hit:
             return
         f = frame
@@ -1825,6 +1867,7 @@ def _labbox_gate():
         "ctypes.call_function": on_native, "ctypes.cdata": on_native,
         "ctypes.cdata/buffer": on_native, "ctypes.addressof": on_native,
         "ctypes.string_at": on_native, "ctypes.wstring_at": on_native,
+        "ctypes.PyObj_FromPtr": on_tamper,
         "ctypes.get_errno": None, "sqlite3.enable_load_extension": on_sqlite_ext,
         "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
         "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,

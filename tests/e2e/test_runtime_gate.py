@@ -1984,6 +1984,105 @@ REACH_CASES = {
             _testcapi.function_get_kw_defaults(_posixsubprocess.fork_exec)["_real"]
         spawn()
     """),
+    # the audit hook's reads of its arguments failed before it let go of its dispatch
+    "audit_with_no_arguments": (None, """
+        import sys
+        try:
+            sys.audit("object.__getattr__")
+        except IndexError as e:
+            tb = e.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            d = tb.tb_frame.f_locals.get("_d")
+            if d is not None:
+                dict(zip(d.__code__.co_freevars, d.__closure__))["enforce"].cell_contents = False
+        os.system("echo x > MARKER")
+    """),
+    # the authorizer, named by a connect's frame, called with its defaults named away
+    "authorizer_defaults_by_keyword": (None, """
+        import sqlite3, sys
+        got = {}
+        class P:
+            def __fspath__(self):
+                for v in sys._getframe(1).f_locals.values():
+                    if type(v) is tuple and len(v) > 2 and callable(v[1]):
+                        got.setdefault("auth", [v[1]])
+                return ":memory:"
+        sqlite3.connect(P())
+        def spy(action):
+            f = sys._getframe(1)
+            for v in f.f_locals.values():
+                if getattr(v, "__closure__", None):
+                    got["judge"] = v
+            return int
+        for auth in got.get("auth", []):
+            for name in ("_type", "_l"):
+                try:
+                    auth(0, "x", None, None, None, **{name: spy})
+                except Exception as e:
+                    print(name, type(e).__name__)
+        j = got.get("judge")
+        if j is not None:
+            dict(zip(j.__code__.co_freevars, j.__closure__))["enforce"].cell_contents = False
+        os.system("echo x > MARKER")
+    """),
+    # a collection while a stand-in judges runs the experiment's finalizer above its frame
+    "finalizer_while_judged": (None, """
+        import gc, sys, _posixsubprocess
+        BF = type(len)
+        found = []
+        class Trap:
+            def __init__(self):
+                self.me = self
+            def __del__(self):
+                f = sys._getframe(1)
+                while f is not None and not found:
+                    for v in list(f.f_locals.values()):
+                        for x in (v if type(v) in (tuple, list) else (v,)):
+                            if type(x) is BF and x.__name__ == "fork_exec" and \
+                                    x is not _posixsubprocess.fork_exec:
+                                found.append(x)
+                    f = f.f_back
+                if not found:
+                    Trap()
+        Trap()
+        gc.set_threshold(1)
+        try:
+            _posixsubprocess.fork_exec(1)
+        except PermissionError:
+            pass
+        gc.set_threshold(700)
+        print("found:", len(found))
+        if found:
+            _posixsubprocess.fork_exec = found[0]
+            spawn()
+    """),
+    # a C module's file under a package name is that module (its init is PyInit_ of the
+    # last part): CPython's test module, and ctypes' own with PyObj_FromPtr
+    "test_module_under_package_name": ((3, 12), """
+        import sys, glob, importlib.util, _posixsubprocess
+        d = [p for p in sys.path if p.endswith("lib-dynload")][0]
+        T = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+            "x._testcapi", glob.glob(d + "/_testcapi.*so")[0]))
+        _posixsubprocess.fork_exec = \
+            T.function_get_kw_defaults(_posixsubprocess.fork_exec)["_l"][1]
+        spawn()
+    """),
+    "ctypes_under_package_name": ((3, 12), """
+        import sys, glob, importlib.util, _posixsubprocess
+        d = [p for p in sys.path if p.endswith("lib-dynload")][0]
+        C = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+            "x._ctypes", glob.glob(d + "/_ctypes.*so")[0]))
+        # a bytearray over all of memory, then the stand-in's keyword defaults read from it
+        import struct
+        fake = struct.pack("<qqqqqqq", 1 << 40, id(bytearray), 1 << 62, 0, 0, 0, 0)
+        mem = C.PyObj_FromPtr(id(fake) + bytes.__basicsize__ - 1)
+        word = lambda a: int.from_bytes(mem[a:a + 8], "little")
+        fe = _posixsubprocess.fork_exec
+        kw = C.PyObj_FromPtr(word(id(fe) + (64 if sys.version_info >= (3, 11) else 40)))
+        _posixsubprocess.fork_exec = kw["_l"][1]
+        spawn()
+    """),
 }
 
 
@@ -1996,7 +2095,7 @@ def test_what_the_gate_wraps_is_not_reached_another_way(tmp_path, case):
     exp = write_exp(tmp_path, SPAWN + textwrap.dedent(body))
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60", python=python)
     assert not (r.exp / "MARKER").exists(), r.why()
-    if case != "judge_named_by_keyword":
+    if case not in ("judge_named_by_keyword", "authorizer_defaults_by_keyword"):
         assert refused_events(r), r.why()
 
 
@@ -2157,3 +2256,4 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
     assert "pool: [1, 4, 9] [2.0]" in log and "pickle: {'a': 1}" in log, log[-2000:]
     assert "spawn refused" in log and not (r.exp / "MARKER").exists()
     assert [e["event"] for e in refused_events(r)] == ["os.system"], r.why()
+
