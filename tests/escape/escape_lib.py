@@ -318,12 +318,33 @@ def kill_ns(ns):
             pass
 
 
+def pin_ns(pid, ns):
+    """A descriptor of PID's pid namespace when it is NS, else None. While it is open the
+    namespace lives on, so its inode number, by which pids_in_ns finds its processes, is not
+    handed to a namespace made after this one ends (another labbox run on the machine, a
+    parallel test's)."""
+    try:
+        fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == ns:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 class NsStats:
     """What the host saw of the processes of one pid namespace."""
 
     def __init__(self, ns, init_pid):
         self.ns = ns
         self.init_pid = init_pid
+        # kept while this record is (run_survivors looks for the namespace's processes
+        # after the run)
+        self.pin = pin_ns(init_pid, ns) if ns and init_pid else None
         self.is_run = False    # the experiment's (its main process works in exp/)
         self.done = False
         self.seen = set()
@@ -335,7 +356,16 @@ class NsStats:
         self.ns_seen = {}      # kind -> {namespace: name of a process in it}
         self.roots = {}        # (st_dev, st_ino) of /proc/PID/root -> name of a process
 
+    def __del__(self):
+        if getattr(self, "pin", None) is not None:
+            os.close(self.pin)
+
     def sample(self, runs_dir):
+        if self.pin is None and self.ns:
+            # not pinned (its first process was gone before it could be): its inode number
+            # may be another namespace's by now, so it is sampled no further
+            self.done = True
+            return
         pids = pids_in_ns(self.ns)
         if not pids:
             self.done = True
