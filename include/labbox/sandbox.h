@@ -152,6 +152,9 @@ typedef struct lb_isolation {
 	const char *network; /* "none", "loopback" or "host" */
 	bool seccomp;
 	bool no_new_privs;
+	/* the kernel's write rules (Landlock), NULL where the kernel has none: /proc's files
+	 * (the payload's own memory) are then writable by their owner as usual */
+	const char *landlock;
 	bool caps_dropped;
 	uid_t uid;  /* uid of the payload as the host sees it */
 	gid_t gid;

@@ -36,6 +36,8 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 									"private /tmp, /var/tmp, /dev/shm"));
 	json_object_object_add(o, "seccomp", json_object_new_boolean(iso->seccomp));
 	json_object_object_add(o, "no_new_privs", json_object_new_boolean(iso->no_new_privs));
+	json_object_object_add(o, "landlock",
+			       iso->landlock ? json_object_new_string(iso->landlock) : NULL);
 	json_object_object_add(o, "capabilities",
 			       json_object_new_string(iso->caps_dropped ? "none" : "inherited"));
 	json_object_object_add(o, "gpus", iso->gpus ? json_object_new_string(iso->gpus) : NULL);

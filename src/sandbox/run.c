@@ -70,6 +70,7 @@ typedef struct init_ctx {
 	int *cgroup_fds; /* v1 tasks files init moves itself into; NULL when the supervisor moves it */
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
+	bool landlock;      /* the kernel has Landlock: no writes under /proc or /sys */
 	lb_rootfs *rootfs;  /* the new root's entries (rootfs.c), planned by the supervisor */
 } init_ctx;
 
@@ -859,6 +860,12 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	if (chdir(cwd) < 0)
 		chan_fail(c->chan_wr, "setup_workdir", errno, "chdir %s", cwd);
 	setup_credentials(c);
+	if (c->landlock) {
+		int lr = sb_landlock_confine_writes();
+		if (lr < 0)
+			chan_fail(c->chan_wr, "setup_landlock", -lr,
+				  "confine writes with Landlock (no writes under /proc or /sys)");
+	}
 	char **env = build_env(c->sb);
 	if (!env)
 		chan_fail(c->chan_wr, "setup_environment", ENOMEM, "environment");
@@ -1418,6 +1425,7 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 						    : "host";
 	iso->seccomp = true;
 	iso->no_new_privs = true;
+	iso->landlock = lb_landlock_abi() >= 2 ? "no writes under /proc or /sys" : NULL;
 	iso->caps_dropped = true;
 	iso->uid = sb->sb_uid;
 	iso->gid = sb->sb_gid;
@@ -1622,6 +1630,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      .rlimit_data = rlimit_data,
 			      .rlimit_nproc = rlimit_nproc,
 			      .disk_fs = fs != NULL,
+			      .landlock = res->isolation.landlock != NULL,
 			      .rootfs = &rootfs};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);

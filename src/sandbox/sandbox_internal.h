@@ -11,6 +11,12 @@ enum {
 	LB_DEGRADED_DISK = 8,
 };
 
+/* Landlock (landlock.c): the kernel's ABI version, or a negative errno when it has none; and,
+ * inside the sandbox once no_new_privs is set, the rule that no file under /proc or /sys is
+ * opened for writing (ABI 2 or later: files still move between directories). */
+int lb_landlock_abi(void);
+int sb_landlock_confine_writes(void);
+
 /* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
 typedef struct lb_tmpfs {
 	char *path;

@@ -4,9 +4,11 @@ costs the host's disk nothing however much is written to it, and a refusal the g
 stays in result.json's runtime_gate whatever the experiment does to the channel afterwards."""
 import json
 import os
+import subprocess
+
 import pytest
 
-from escape_lib import LiveRun, MiB, free_bytes, run_dirs, stage
+from escape_lib import CALL_TIMEOUT, LABBOX, PYTHON, LiveRun, MiB, free_bytes, run_dirs, stage
 
 
 @pytest.mark.host_wide
@@ -436,3 +438,63 @@ def test_a_pyc_of_the_experiment_cannot_claim_a_librarys_file_to_pass_the_gate(t
     assert res["status"] == "failed", res["status"]
     hit = [e for e in g["events"] if e["event"] == "marshal.loads" and e["refused"]]
     assert hit and "helper.pyc" in (hit[0]["detail"] or ""), json.dumps(g)[:1500]
+
+
+# The process's own memory, written through /proc: a bytes object's payload overwritten in
+# place, and the runtime gate's stand-in read for its real fork_exec. The gate judges a write
+# by the path its audit event shows, and os.open's event does not show dir_fd.
+OWN_MEMORY = r'''
+import os, struct, sys
+data = b"unchanged"
+where = id(data) + bytes.__basicsize__ - 1
+tries = {
+    "path": lambda: os.open("/proc/self/mem", os.O_RDWR),
+    "dir_fd": lambda: os.open("mem", os.O_RDWR, dir_fd=os.open("/proc/self", os.O_RDONLY)),
+    "root_fd": lambda: os.open("proc/self/mem", os.O_RDWR, dir_fd=os.open("/", os.O_RDONLY)),
+}
+for name, how in tries.items():
+    try:
+        fd = how()
+        os.pwrite(fd, b"CHANGED!!", where)
+        print(name, "opened")
+    except OSError as e:
+        print(name, type(e).__name__, e.errno)
+print("data:", data.decode())
+try:
+    import _posixsubprocess
+    from multiprocessing import util
+    m = os.open("mem", os.O_RDWR, dir_fd=os.open("/proc/self", os.O_RDONLY))
+    rd = lambda a: struct.unpack("<Q", os.pread(m, 8, a))[0]
+    wr = lambda a, v: os.pwrite(m, struct.pack("<Q", v), a)
+    kw = rd(id(_posixsubprocess.fork_exec) + (64 if sys.version_info >= (3, 11) else 40))
+    wr(kw, rd(kw) + 1)
+    holder = [None]
+    wr(rd(id(holder) + 24), kw)
+    _posixsubprocess.fork_exec = holder[0]["_l"][1]
+    os.waitpid(util.spawnv_passfds(b"/bin/sh", [b"/bin/sh", b"-c", b"echo x > MARKER"], ()), 0)
+except Exception as e:
+    print("spawn:", type(e).__name__)
+print("accuracy: 1")
+'''
+
+
+@pytest.mark.parametrize("gate", ["on", "off"])
+def test_the_process_memory_is_not_written_through_proc(tmp_path, gate):
+    """Whatever path or directory descriptor names it, no file under /proc is opened for
+    writing in the sandbox (Landlock): the experiment's own memory stays its interpreter's,
+    and the gate's state with it. With the gate on, the write that would have turned the
+    stand-in's real fork_exec over never happens; with it off, the kernel's rule still
+    holds."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(OWN_MEMORY)
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--runtime-gate", gate,
+                        "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    run_dir = doc["run_dir"]
+    log = open(os.path.join(run_dir, "run.log")).read()
+    assert not os.path.exists(os.path.join(run_dir, "exp", "MARKER")), log[-3000:]
+    assert "data: unchanged" in log, log[-3000:]
+    assert "opened" not in log, log[-3000:]
+    assert doc["isolation"]["landlock"] == "no writes under /proc or /sys", doc["isolation"]
