@@ -26,6 +26,8 @@ bool env_stat_matches(const char *path, struct json_object *a);
 /* One line of env_stat_src's output as {"path", "stat": [..]|null}; NULL when it is not one. */
 struct json_object *env_path_line(const char *line);
 void env_sha(const char *text, char hex[65]);
+/* Whether the JSON object o has key, a string equal to want (a cache entry's schema, path). */
+bool env_json_str_is(struct json_object *o, const char *key, const char *want);
 /* The cache directory opened, or -1 when there is none labbox may trust. */
 int env_cache_dir(const char *cache_dir);
 

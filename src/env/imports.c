@@ -98,10 +98,7 @@ static json_object *cache_lookup(int dfd, const char *name, const char *exe)
 		return NULL;
 	doc = json_tokener_parse(data);
 	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "schema", &v) || !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), IMPORTS_SCHEMA) != 0 ||
-	    !json_object_object_get_ex(doc, "executable", &v) ||
-	    !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), exe) != 0 ||
+	    !env_json_str_is(doc, "schema", IMPORTS_SCHEMA) || !env_json_str_is(doc, "executable", exe) ||
 	    !json_object_object_get_ex(doc, "exe", &v) || !v || !env_stat_matches(exe, v) ||
 	    !json_object_object_get_ex(doc, "paths", &paths) ||
 	    !json_object_is_type(paths, json_type_array) ||

@@ -411,6 +411,13 @@ void env_sha(const char *text, char hex[65])
 	lb_sha256_buf_hex(text, strlen(text), hex);
 }
 
+bool env_json_str_is(struct json_object *o, const char *key, const char *want)
+{
+	struct json_object *v;
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) &&
+	       strcmp(json_object_get_string(v), want) == 0;
+}
+
 static void json_putp_(struct json_object **o)
 {
 	json_object_put(*o);
@@ -438,12 +445,8 @@ static char *freeze_cache_lookup(int dfd, const char *name, const char *executab
 		json_object_put(lb_steal_ptr(&doc));
 	json_tokener_free(tok);
 	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "schema", &v) ||
-	    !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), FREEZE_SCHEMA) != 0 ||
-	    !json_object_object_get_ex(doc, "executable", &v) ||
-	    !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), executable) != 0 ||
+	    !env_json_str_is(doc, "schema", FREEZE_SCHEMA) ||
+	    !env_json_str_is(doc, "executable", executable) ||
 	    !json_object_object_get_ex(doc, "freeze", &freeze) ||
 	    !json_object_is_type(freeze, json_type_string) ||
 	    !json_object_object_get_ex(doc, "sha256", &v) || !json_object_is_type(v, json_type_string))
@@ -654,16 +657,12 @@ static bool probe_cache_lookup(int dfd, const char *name, const char *exe,
 	__attribute__((cleanup(json_putp_))) struct json_object *doc = NULL;
 	LB_AUTOFREE char *data = NULL;
 	size_t len = 0;
-	struct json_object *v, *stats, *info;
+	struct json_object *stats, *info;
 	if (lb_read_file_at(dfd, name, 1 << 20, &data, &len) < 0 || len == 0)
 		return false;
 	doc = json_tokener_parse(data);
 	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "schema", &v) ||
-	    !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), PROBE_SCHEMA) != 0 ||
-	    !json_object_object_get_ex(doc, "path", &v) || !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), exe) != 0 ||
+	    !env_json_str_is(doc, "schema", PROBE_SCHEMA) || !env_json_str_is(doc, "path", exe) ||
 	    !json_object_object_get_ex(doc, "stats", &stats) ||
 	    !json_object_is_type(stats, json_type_array) || json_object_array_length(stats) != 3 ||
 	    !json_object_object_get_ex(doc, "info", &info))
@@ -779,24 +778,13 @@ static bool shim_cache_lookup(int dfd, const char *name, const char *exe, const 
 	__attribute__((cleanup(json_putp_))) struct json_object *doc = NULL;
 	LB_AUTOFREE char *data = NULL;
 	size_t len = 0;
-	struct json_object *v;
 	if (lb_read_file_at(dfd, name, 1 << 16, &data, &len) < 0 || len == 0)
 		return false;
 	doc = json_tokener_parse(data);
-	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "schema", &v) || !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), SHIM_SCHEMA) != 0 ||
-	    !json_object_object_get_ex(doc, "path", &v) || !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), exe) != 0 ||
-	    !json_object_object_get_ex(doc, "key", &v) || !json_object_is_type(v, json_type_string) ||
-	    strcmp(json_object_get_string(v), key) != 0 ||
-	    !json_object_object_get_ex(doc, "executable", &v) || !json_object_is_type(v, json_type_string))
-		return false;
-	const char *s = json_object_get_string(v);
-	if (s[0] != '/' || strlen(s) >= PATH_MAX)
-		return false;
-	memcpy(real, s, strlen(s) + 1);
-	return true;
+	return json_object_is_type(doc, json_type_object) &&
+	       env_json_str_is(doc, "schema", SHIM_SCHEMA) && env_json_str_is(doc, "path", exe) &&
+	       env_json_str_is(doc, "key", key) &&
+	       probe_field(doc, "executable", real, PATH_MAX) && real[0] == '/';
 }
 
 static void shim_cache_store(int dfd, const char *name, const char *exe, const char *key,
