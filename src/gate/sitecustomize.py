@@ -699,14 +699,20 @@ def _labbox_gate():
     # (the arguments' conversions, an extension's init importing through sys.meta_path)
     # can run. (No `:=`: the file must parse on interpreters without audit hooks, which
     # the gate then tells labbox it cannot guard.)
-    def make_standin(sealed, real, pending, again, gc_fns):
-        def standin(*a, _l=(sealed, real, gc_fns), _pend=pending, _again=again, **k):
-            on, en = False, None
+    def make_pause_gc(isenabled, disable, enable):
+        def pause_gc(*, _g=(isenabled, disable, enable)):
+            """The collector off: gc.enable to turn it on again, None when it was off."""
+            if _g[0]():
+                _g[1]()
+                return _g[2]
+            return None
+        return pause_gc
+
+    def make_standin(sealed, real, pause_gc):
+        def standin(*a, _l=(sealed, real, pause_gc), **k):
+            en = None
             try:
-                en = _l[2][2]
-                on = _l[2][0]()
-                if on:
-                    _l[2][1]()
+                en = _l[2]()
                 ok, r = _l[0](a, k)
                 if not ok:
                     raise r
@@ -714,19 +720,12 @@ def _labbox_gate():
                 _l = None
             except BaseException:
                 _l = None
-                if on:
+                if en is not None:
                     en()
                 raise
-            if on:
+            if en is not None:
                 en()
-            got = box.pop()(*r[0], **r[1])
-            # signals that came while a frame holding a link was on the stack
-            if _pend:
-                sigs = _pend[:]
-                del _pend[:]
-                for s in sigs:
-                    _again(s)
-            return got
+            return box.pop()(*r[0], **r[1])
         return standin
 
     def make_connect(real, set_auth, auth, fspath, exc):
@@ -756,24 +755,18 @@ def _labbox_gate():
     # The authorizer is in the experiment's reach (a connect's frame names it), so it is
     # safe to call with anything: an action that is not a plain int is no ATTACH, and
     # nothing of the experiment's runs while it holds the gate's judge.
-    def make_authorizer(judge, attach, ok, type_, int_, gc_fns):
+    def make_authorizer(judge, attach, ok, type_, int_, pause_gc):
         def authorizer(action, a1, a2, dbname, source, *,
-                       _l=(judge, attach, ok, type_, int_, gc_fns)):
-            on, en = False, None
+                       _l=(judge, attach, ok, type_, int_, pause_gc)):
+            en = None
             try:
-                en = _l[5][2]
-                on = _l[5][0]()
-                if on:
-                    _l[5][1]()
+                en = _l[5]()
                 if _l[3](action) is not _l[4] or action != _l[1]:
                     return _l[2]
                 return _l[0](a1)
-            except BaseException:
+            finally:  # before any exception leaves, as on return
                 _l = None
-                raise
-            finally:
-                _l = None
-                if on:
+                if en is not None:
                     en()
         return authorizer
 
@@ -883,7 +876,7 @@ def _labbox_gate():
                     c = _id(f.f_code)
                     if c == _hook:
                         fl = f.f_locals
-                        if ("_d" in fl and fl["_d"] is not None) or ("box" in fl and fl["box"]):
+                        if fl.get("_d") is not None or fl.get("box"):
                             return True
                     elif c not in _safe:
                         return True
@@ -940,18 +933,17 @@ def _labbox_gate():
             return got[1] if got is not None and got[0] is old else old
         return signal, getsignal
 
-    (w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip, w_excepthook,
-     w_thread_excepthook, w_in_gate, w_signal_wrap, w_signal_standins) = [
+    (w_pause_gc, w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip,
+     w_excepthook, w_thread_excepthook, w_in_gate, w_signal_wrap, w_signal_standins) = [
         in_world(f) for f in (
-            make_sealed, make_standin, make_connect, make_authorizer, make_run, make_hook,
-            make_strip, make_excepthook, make_thread_excepthook, make_in_gate,
+            make_pause_gc, make_sealed, make_standin, make_connect, make_authorizer, make_run,
+            make_hook, make_strip, make_excepthook, make_thread_excepthook, make_in_gate,
             make_signal_wrap, make_signal_standins)]
 
     def standin_for(impl, like):
         """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
         (args, kwargs) like is called with, or a checked copy of them."""
-        st = w_standin(w_sealed(impl, BaseException), like, signals_pending, raise_again,
-                       (_gc_isenabled, _gc_disable, _gc_enable))
+        st = w_standin(w_sealed(impl, BaseException), like, gc_pause)
         st.__doc__ = getattr(like, "__doc__", None)
         st.__name__ = st.__qualname__ = getattr(like, "__name__", "standin")
         return st
@@ -995,8 +987,8 @@ def _labbox_gate():
         if type(set_auth) is not type(str.join):
             return
         deny, ok, attach = codes
-        standin = w_connect(real, set_auth, w_authorizer(judge_attach(deny, ok), attach, ok, type, int,
-                                         (_gc_isenabled, _gc_disable, _gc_enable)),
+        standin = w_connect(real, set_auth,
+                            w_authorizer(judge_attach(deny, ok), attach, ok, type, int, gc_pause),
                             _fspath, Exception)
         standin.__doc__ = getattr(real, "__doc__", None)
         standin.__name__ = standin.__qualname__ = "connect"
@@ -1816,14 +1808,16 @@ def _labbox_gate():
         return any(p.startswith("_test") or p in ("_ctypes_test", "_xxtestfuzz")
                    for p in name.split("."))
 
+    sqlite_asked = []
+
     def on_import(event, args, frame):
         name = args[0] if args else None
         if type(name) is not str:
             return
-        if name == "sqlite3.dbapi2" and name not in installed_guards:
-            installed_guards.add(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
+        if name == "sqlite3.dbapi2" and not sqlite_asked:
+            sqlite_asked.append(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
             guard_sqlite()
-        if name in installed_guards and name != "sqlite3.dbapi2":
+        if name in installed_guards:
             # a module the gate guards, loaded again (taken out of sys.modules first)
             refuse(event, (name,), frame, "gate.tamper", "access to the interpreter's insides",
                    "a second copy of a module the gate guards")
@@ -1886,6 +1880,7 @@ def _labbox_gate():
     _ident = _thread.get_ident
     import gc as _gc
     _gc_isenabled, _gc_disable, _gc_enable = _gc.isenabled, _gc.disable, _gc.enable
+    gc_pause = w_pause_gc(_gc_isenabled, _gc_disable, _gc_enable)  # the stand-ins' own
 
     def clean(e):
         """e, to be raised where the experiment can catch it, with no frame of the gate's in
