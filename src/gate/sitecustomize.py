@@ -1090,7 +1090,11 @@ def _labbox_gate():
     # itself; -c CODE), once, before any of the experiment's code runs; and, when it prints
     # a traceback with no Python frame (an unraisable exception, a thread started by a
     # builtin), the parse of a piece of a line for the carets under a call.
+    # Python 3.8's compiler parses each f-string expression as a compile of its own, named
+    # "<fstring>" (an AST, no code object): within the entry point's compile those come
+    # from no frame too, right after it and before any frame runs ("fstring" below).
     entry = [True]
+    fstring_parts = sys.version_info[:2] == (3, 8)
 
     def caret_parse(fn_text, source):
         """The traceback printer's shape: bytes, one piece of one line of the file named."""
@@ -1106,8 +1110,13 @@ def _labbox_gate():
 
     def on_frameless_compile(event, source, fn, fn_text):
         first, entry[0] = entry[0], False
-        if first and kind(fn) == "x":
+        if first is True and kind(fn) == "x":
+            if fstring_parts:
+                entry[0] = "fstring"
             return  # the entry point's, named as the experiment's: judged as its code
+        if first == "fstring" and fn_text == "<fstring>":
+            entry[0] = "fstring"
+            return  # an f-string of the entry point's, parsed within its compile
         if caret_parse(fn_text, source):
             # Nothing tells it from the same call made by the experiment's callback, so it
             # fails without a record (the printer draws the carets under the whole line
@@ -1408,9 +1417,32 @@ def _labbox_gate():
             f, n = f.f_back, n + 1
         return False
 
+    # multiprocessing's shared values (mp.Value, mp.Array, their Raw forms, and the same
+    # objects rebuilt in a spawned child) lay a ctypes object over shared memory: from_buffer
+    # (cdata/buffer, then cdata) in rebuild_ctype, and addressof before RawValue and RawArray
+    # zero it. Those three events pass from sharedctypes' own functions, whoever called them.
+    # They give nothing the experiment's reach of ctypes would not: a module that imported
+    # ctypes hands it over (multiprocessing.sharedctypes.ctypes), and its data types and
+    # function pointers read, write and call memory with no audit event at all (foreign
+    # calls raise none on Linux), which no in-process hook can see: docs/decisions.md,
+    # "ctypes in reach".
+    shared_ctypes_events = {"ctypes.cdata/buffer": ("rebuild_ctype",),
+                            "ctypes.cdata": ("rebuild_ctype",),
+                            "ctypes.addressof": ("RawValue", "RawArray")}
+
+    def shared_ctypes(event, frame):
+        names = shared_ctypes_events.get(event)
+        if names is None or frame is None:
+            return False
+        fn, name = code_names(frame)
+        return fn is not None and name in names and \
+            fn.endswith("/multiprocessing/sharedctypes.py") and fkind(frame) == "s"
+
     def on_native(event, args, frame):
         if event == "ctypes.dlopen" and args and args[0] is None and ctypes_importing(frame):
             return  # the interpreter itself: what ctypes does when it is imported
+        if shared_ctypes(event, frame):
+            return
         if event == "ctypes.dlopen" and args:
             w = native_path_writable(args[0])
             if w is not None:
@@ -1518,7 +1550,14 @@ def _labbox_gate():
         # how compiled patterns and loggers pickle
         ("re", "_compile"), ("logging", "getLogger"),
         ("multiprocessing.managers", "RebuildProxy"),
-    ])
+        # a shared value with its lock, as a spawned child gets it (mp.Value, mp.Array):
+        # it wraps the ctypes object it is handed in properties that read it
+        ("multiprocessing.sharedctypes", "synchronized"),
+    ] + [("ctypes", "c_" + t) for t in (
+        # ... and the value types it is laid out in, by sharedctypes' type codes: numbers and
+        # characters, no pointer (c_char_p, c_void_p, py_object) among them
+        "char", "wchar", "byte", "ubyte", "short", "ushort", "int", "uint", "long", "ulong",
+        "longlong", "ulonglong", "float", "double")])
     # multiprocessing and torch.multiprocessing hand queues, connections, descriptors and
     # tensors to their workers with reconstruction functions of their own.
     rebuild_mods = ("multiprocessing", "torch.multiprocessing", "concurrent.futures")
@@ -1913,6 +1952,8 @@ def _labbox_gate():
                 frame = _getframe(2)  # dispatch <- hook <- the audited code
             except ValueError:
                 frame = None  # called from C before any Python frame (the entry point's open)
+            if frame is not None and entry[0] == "fstring":
+                entry[0] = False  # the entry point's compile is over: its code runs
             handlers[event](event, args, frame)
             if chan["tampered"] and enforce and event != "object.__getattr__" and \
                     not (frame is not None and frame.f_globals is gate_globals):

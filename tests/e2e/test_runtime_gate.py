@@ -1200,6 +1200,70 @@ def test_each_start_method_is_accepted(tmp_path, method):
     assert json.loads((r.exp / "results.json").read_text())["squares"] == [x * x for x in range(8)]
 
 
+SHARED_VALUES = """
+    import multiprocessing as mp
+    def work(count, arr, text, i):
+        with count.get_lock():
+            count.value += 1
+        arr[i] = i * 1.5
+        if i == 0:
+            text.value = b"done"
+    if __name__ == "__main__":
+        mp.set_start_method(%r)
+        count, arr = mp.Value("i", 0), mp.Array("d", 3)
+        text, raw = mp.Array("c", 8), mp.RawArray("i", [4, 5])
+        procs = [mp.Process(target=work, args=(count, arr, text, i)) for i in range(3)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+        print("count: %%d" %% count.value)
+        print("total: %%g" %% (sum(arr) + sum(raw) + mp.RawValue("d", 0.5).value))
+        print("text:", text.value.decode())
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_shared_values_are_accepted(tmp_path, method):
+    """mp.Value and mp.Array (and their Raw forms) lay ctypes objects over shared memory
+    inside multiprocessing: the gate passes sharedctypes' own from_buffer and addressof, and a
+    spawned child unpickles the value types and the lock's wrapper. Under the standard policy,
+    as a researcher runs it."""
+    exp = write_exp(tmp_path, SHARED_VALUES % method)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "120")
+    assert r.rc == 0, r.why()
+    assert gate(r)["enforced"] is True and gate(r)["events"] == [], r.why()
+    m = r.result["metrics"]["values"]
+    assert m["count"] == 3 and m["total"] == 0 + 1.5 + 3.0 + 9 + 0.5, r.why()
+    assert "text: done" in r.log()
+
+
+def test_a_shared_value_does_not_carry_the_experiments_ctypes(tmp_path):
+    """What passes is sharedctypes' own use: the same calls made by the experiment's code on
+    the ctypes module that multiprocessing imported stay refused."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing.sharedctypes as sc
+        v = sc.RawValue("i", 7)
+        ct = getattr(sc, "ct" + "ypes")
+        try:
+            ct.addressof(v)
+        except PermissionError:
+            print("addressof refused")
+        try:
+            ct.c_int.from_buffer(bytearray(4))
+        except PermissionError:
+            print("from_buffer refused")
+        print("value: %d" % v.value)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert "addressof refused" in log and "from_buffer refused" in log and "value: 7" in log
+    assert [e["event"] for e in refused_events(r)] == ["ctypes.addressof",
+                                                        "ctypes.cdata/buffer"], r.why()
+
+
 def test_a_spawned_child_runs_no_user_site_of_the_experiments(tmp_path):
     """site runs a user site's .pth lines before the gate's sitecustomize: a spawned child
     starts without the user site (-s), so a .pth the experiment wrote under a HOME it points
@@ -2248,12 +2312,18 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
                 os.system("echo x > MARKER")
             except PermissionError:
                 print("spawn refused")
-            print("accuracy: 1.0")
+            shared = mp.Value("i", 0)
+            with shared.get_lock():
+                shared.value += 3
+            acc = 1.0
+            print(f"shared: {shared.value} {list(mp.Array('d', 2))}")
+            print(f"accuracy: {acc}")
     """)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120", python=python)
     assert r.rc == 0, r.why()
     log = r.log()
     assert "pool: [1, 4, 9] [2.0]" in log and "pickle: {'a': 1}" in log, log[-2000:]
+    assert "shared: 3 [0.0, 0.0]" in log, log[-2000:]
     assert "spawn refused" in log and not (r.exp / "MARKER").exists()
     assert [e["event"] for e in refused_events(r)] == ["os.system"], r.why()
 
