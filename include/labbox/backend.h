@@ -52,6 +52,9 @@ typedef struct lb_backend_job {
 	const char *gate_py_dir;
 	const char *gate_events;
 	int gate_mode;          /* lb_gate_mode, effective */
+	/* the sandbox's exec guard behind a gate that refuses (lb_sandbox_set_exec_guard):
+	 * 0 none, 1 required, 2 where the kernel allows it (--allow-degraded gate) */
+	int exec_guard;
 	const char *gate_policy;
 	bool trust_project;     /* --trust-project, for a remote labbox's own check */
 } lb_backend_job;

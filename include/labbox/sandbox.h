@@ -109,6 +109,22 @@ int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
  * (RLIMIT_NPROC, counted per uid), "cpus" (no CPU limit), or "all". -EINVAL otherwise.
  * What was really in effect is always reported in the result's isolation. */
 int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what);
+/* Which programs the tree may exec after the payload's own exec: the runtime gate's backstop,
+ * decided by what the kernel loaded rather than by the interpreter's audit hook, which code
+ * that reaches ctypes gets past. Init traces the tree (ptrace: stopped at forks, clones,
+ * signals and execs, never at system calls) and kills a refused exec before the new program
+ * runs; the result lists it. A stop signal does not stop a process of a guarded tree (init
+ * resumes it). */
+typedef enum lb_exec_guard {
+	LB_EXEC_ANY = 0,      /* no rule */
+	LB_EXEC_GATED_PYTHON, /* only the payload's own interpreter, started so that its runtime
+			       * gate loads again: -s, no -I/-E/-S, and the variables that decide
+			       * what runs before the gate as the payload had them */
+} lb_exec_guard;
+/* optional: where the kernel refuses the trace, the run goes on unguarded (isolation's
+ * exec_guard says so) instead of failing its setup (step setup_exec_guard). */
+int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional);
+
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);
 /* Whether a run without limits still gets a cgroup, to measure the whole tree's peak memory
@@ -166,7 +182,18 @@ typedef struct lb_isolation {
 	bool swap_limited; /* the memory limit covers swap too */
 	const char *gpus;  /* indices of the GPUs made visible ("0,1"), NULL for none */
 	const char *filesystem; /* what the file system looked like; NULL: the local sandbox's */
+	/* the programs the tree may exec (lb_sandbox_set_exec_guard), NULL when any */
+	const char *exec_guard;
 } lb_isolation;
+
+#define LB_SB_MAX_EXEC_REFUSALS 8
+/* An exec the guard refused: the process was killed before the program ran. */
+typedef struct lb_exec_refusal {
+	int pid;         /* as the sandbox's pid namespace numbers it */
+	char exe[256];   /* what the kernel loaded */
+	char argv[400];  /* its command line, spaces between the arguments, cut to fit */
+	char why[200];
+} lb_exec_refusal;
 
 typedef struct lb_sandbox_result {
 	lb_sandbox_outcome outcome;
@@ -196,6 +223,8 @@ typedef struct lb_sandbox_result {
 	char setup_step[32];     /* e.g. "setup_root", "exec" */
 	char setup_error[512];   /* one line naming what failed */
 	lb_isolation isolation;
+	unsigned exec_refused; /* execs the guard refused; the first LB_SB_MAX_EXEC_REFUSALS: */
+	lb_exec_refusal exec_refusals[LB_SB_MAX_EXEC_REFUSALS];
 } lb_sandbox_result;
 
 /* Run to completion. Returns 0 when the outcome is known (including SETUP_FAILED, timeouts and

@@ -219,6 +219,8 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		what = "the runtime gate";
 		r = expose_gate(sb, job);
 	}
+	if (r == 0 && job->exec_guard)
+		r = lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, job->exec_guard == 2);
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, job->budget);
 	if (r == 0)

@@ -38,6 +38,8 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 	json_object_object_add(o, "no_new_privs", json_object_new_boolean(iso->no_new_privs));
 	json_object_object_add(o, "landlock",
 			       iso->landlock ? json_object_new_string(iso->landlock) : NULL);
+	json_object_object_add(o, "exec_guard",
+			       iso->exec_guard ? json_object_new_string(iso->exec_guard) : NULL);
 	json_object_object_add(o, "capabilities",
 			       json_object_new_string(iso->caps_dropped ? "none" : "inherited"));
 	json_object_object_add(o, "gpus", iso->gpus ? json_object_new_string(iso->gpus) : NULL);

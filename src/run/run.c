@@ -490,6 +490,13 @@ static bool sandbox_network(json_object *sandbox_config)
 	       strcmp(json_object_get_string(v), "none") != 0;
 }
 
+/* Whether an interpreter of this version has audit hooks, so the gate installs (3.8+). */
+static bool py_gated(const char *version)
+{
+	int maj = 0, min = 0;
+	return sscanf(version, "%d.%d", &maj, &min) == 2 && (maj > 3 || (maj == 3 && min >= 8));
+}
+
 static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
 {
 	json_object *f = json_object_new_object();
@@ -502,6 +509,73 @@ static json_object *simple_failure(const char *cls, const char *summary, const c
 	lb_diagnose_escalation(f, NULL);
 	return f;
 }
+
+/* The execs the sandbox's exec guard refused, as runtime_gate events of their own: what the
+ * kernel loaded, not what the gate was shown, so code that got past the gate is named. */
+static void add_exec_refusals(json_object *gate, const lb_sandbox_result *res)
+{
+	json_object *events = NULL, *v;
+	if (!gate || !res->exec_refused || !json_object_object_get_ex(gate, "events", &events))
+		return;
+	for (unsigned i = 0; i < res->exec_refused && i < LB_SB_MAX_EXEC_REFUSALS; i++) {
+		const lb_exec_refusal *r = &res->exec_refusals[i];
+		json_object *ev = json_object_new_object(), *args = json_object_new_array();
+		json_object_array_add(args, json_object_new_string(r->exe));
+		json_object_array_add(args, json_object_new_string(r->argv));
+		json_object_object_add(ev, "event", json_object_new_string("exec"));
+		json_object_object_add(ev, "args", args);
+		json_object_object_add(ev, "refused", json_object_new_boolean(true));
+		json_object_object_add(ev, "rule", json_object_new_string("LB101"));
+		json_object_object_add(ev, "static_rule", json_object_new_string("LB101"));
+		json_object_object_add(ev, "title", json_object_new_string("process creation"));
+		json_object_object_add(ev, "file", NULL);
+		json_object_object_add(ev, "line", NULL);
+		json_object_object_add(ev, "pid", json_object_new_int(r->pid));
+		char detail[320];
+		snprintf(detail, sizeof detail,
+			 "the sandbox's exec guard: %s; killed before it ran (the gate never saw it: "
+			 "code past the gate, or a library's native code)", r->why);
+		json_object_object_add(ev, "detail", json_object_new_string(detail));
+		json_object_object_add(ev, "finding", NULL);
+		json_object_array_add(events, ev);
+	}
+	int64_t refused = json_object_object_get_ex(gate, "refused", &v) ? json_object_get_int64(v) : 0;
+	json_object_object_add(gate, "refused", json_object_new_int64(refused + res->exec_refused));
+	if (res->exec_refused > LB_SB_MAX_EXEC_REFUSALS) {
+		int64_t dropped = json_object_object_get_ex(gate, "dropped", &v) ? json_object_get_int64(v) : 0;
+		json_object_object_add(gate, "dropped", json_object_new_int64(
+			dropped + res->exec_refused - LB_SB_MAX_EXEC_REFUSALS));
+	}
+}
+
+/* A run in which the exec guard killed a process failed, whatever the experiment made of it:
+ * a program it did not get to run, and code that got past the gate. */
+static json_object *exec_refusal_failure(const lb_sandbox_result *res)
+{
+	const lb_exec_refusal *r = &res->exec_refusals[0];
+	char sum[1024];
+	snprintf(sum, sizeof sum,
+		 "the sandbox killed a process the runtime gate never judged: %s (%s), %s; %u in "
+		 "all", r->argv[0] ? r->argv : r->exe, r->exe, r->why, res->exec_refused);
+	json_object *f = simple_failure(
+		"gate_refused", sum,
+		"something started a program without the gate seeing it: the experiment's code "
+		"past the gate (ctypes, native code it loaded) or a library's native code. Remove "
+		"it; a library's own program runs under --policy permissive --runtime-gate off (the "
+		"sandbox still holds)");
+	json_object_object_add(f, "rule", json_object_new_string("LB101"));
+	json_object_object_add(f, "gate_event", json_object_new_string("exec"));
+	json_object *ev = NULL;
+	if (json_object_object_get_ex(f, "evidence", &ev))
+		for (unsigned i = 0; i < res->exec_refused && i < LB_SB_MAX_EXEC_REFUSALS; i++) {
+			char line[900];
+			snprintf(line, sizeof line, "pid %d: %s: %s", res->exec_refusals[i].pid,
+				 res->exec_refusals[i].argv, res->exec_refusals[i].why);
+			json_object_array_add(ev, json_object_new_string(line));
+		}
+	return f;
+}
+
 
 /* A record that could not be written makes the run an infra_error, whatever the experiment
  * did: a clean exit over a missing manifest would be a verdict nobody can check. The first
@@ -1048,6 +1122,12 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.gate_py_dir = gate_staged ? gate_paths.py_dir : NULL,
 			.gate_events = gate_staged ? gate_paths.events : NULL,
 			.gate_mode = (int)gate_mode,
+			/* Behind a gate that refuses, in an interpreter that has one: the kernel's
+			 * account of each exec, which code past the gate (ctypes) cannot hide. */
+			.exec_guard = gate_staged && gate_mode == LB_GATE_ON && !refuse_preload &&
+						      st->lang == LB_LANG_PYTHON && py_gated(st->py.version)
+					      ? (degraded_accepts(req, "gate") ? 2 : 1)
+					      : 0,
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
 			.trust_project = req->trust_project,
 		};
@@ -1123,6 +1203,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		status = "rejected";
 		exit_code = LB_EXIT_REJECTED;
 	}
+	/* What ended the run otherwise (a timeout, an OOM) stays the verdict. */
+	bool exec_refused = res.exec_refused && !rejected && !res.oom_killed &&
+			    (res.outcome == LB_SB_EXITED || res.outcome == LB_SB_SIGNALED);
+	if (exec_refused) {
+		status = "failed";
+		exit_code = LB_EXIT_FAILED;
+	}
 	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
 		       res.outcome == LB_SB_DISK_LIMIT ||
 		       res.outcome == LB_SB_SIGNALED ||
@@ -1169,6 +1256,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			 res.disk_detail, res.disk_detail[0] ? ")" : "");
 		failure = simple_failure("sandbox_restriction", sum,
 					 "write less (checkpoints, logs), or raise --disk-limit");
+	} else if (exec_refused) {
+		failure = exec_refusal_failure(&res);
 	} else if (!rejected) {
 		failure = lb_diagnose_failure(&fin);
 	}
@@ -1206,6 +1295,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 								     : NULL));
 	if (gate_staged)
 		lb_gate_note_preload(json_object_object_get(doc, "runtime_gate"), gate_preload);
+	add_exec_refusals(json_object_object_get(doc, "runtime_gate"), &res);
 	json_object_put(gate_preload);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();

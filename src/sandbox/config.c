@@ -466,6 +466,15 @@ int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what)
 	return 0;
 }
 
+int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional)
+{
+	if (g != LB_EXEC_ANY && g != LB_EXEC_GATED_PYTHON)
+		return -EINVAL;
+	sb->exec_guard = g;
+	sb->exec_guard_optional = optional;
+	return 0;
+}
+
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx)
 {
 	sb->merged = merged;

@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -52,6 +53,14 @@ typedef struct chan_msg {
 	char step[32];
 	char msg[440];
 } chan_msg;
+
+/* What init reports as it ends: the payload's wait status, and the exec guard's account. */
+typedef struct status_msg {
+	int payload_status;
+	bool guarded; /* the exec guard traced the tree */
+	unsigned exec_refused;
+	lb_exec_refusal refusals[LB_SB_MAX_EXEC_REFUSALS];
+} status_msg;
 
 typedef struct init_ctx {
 	const lb_sandbox *sb;
@@ -71,6 +80,7 @@ typedef struct init_ctx {
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
 	bool landlock;      /* the kernel has Landlock: no writes under /proc or /sys */
+	int trace_go;       /* the payload waits for a byte here before its exec: init traces it */
 	lb_rootfs *rootfs;  /* the new root's entries (rootfs.c), planned by the supervisor */
 } init_ctx;
 
@@ -887,8 +897,65 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 		fflush(NULL);
 		_exit(st & 0xff);
 	}
+	if (c->trace_go >= 0) {
+		/* Init traces this process before it execs (or knows it cannot and says so). */
+		char go = 0;
+		if (read(c->trace_go, &go, 1) != 1)
+			_exit(125);
+	}
 	execve(c->sb->argv[0], c->sb->argv, env);
 	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
+}
+
+/* The exec guard's side in init: the payload traced from before its exec, and every process
+ * and thread it starts with it (ptrace's auto-attach), stopped only at forks, clones,
+ * signals and execs. False when the guard is optional and the kernel refused the trace. */
+static bool trace_payload(init_ctx *c, pid_t payload)
+{
+	long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+		    PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
+	if (ptrace(PTRACE_SEIZE, payload, 0, (void *)opts) == 0)
+		return true;
+	if (c->sb->exec_guard_optional)
+		return false;
+	int e = errno;
+	kill(payload, SIGKILL);
+	chan_fail(c->chan_wr, "setup_exec_guard", e,
+		  "trace the experiment's processes (ptrace), which the runtime gate's exec guard "
+		  "needs; --allow-degraded gate runs without the guard");
+}
+
+/* One stop of a traced process. An exec is judged before the new program runs: a refused
+ * one is killed where it stands. Everything else goes on as it would untraced (a signal is
+ * delivered; a stop is not kept: the run has no job control). */
+static void trace_stop(pid_t p, int st, pid_t payload, sb_exec_ref *ref, status_msg *msg)
+{
+	int sig = WSTOPSIG(st);
+	int event = (int)((unsigned)st >> 16);
+	if (event == PTRACE_EVENT_EXEC) {
+		lb_exec_refusal r;
+		int v = sb_exec_judge(p, payload, ref, &r);
+		if (v < 0) {
+			memset(&r, 0, sizeof r);
+			r.pid = (int)p;
+			snprintf(r.why, sizeof r.why, "labbox could not read what it execs: %s",
+				 strerror(-v));
+		}
+		if (v != 0) {
+			kill(p, SIGKILL);
+			if (msg->exec_refused < LB_SB_MAX_EXEC_REFUSALS)
+				msg->refusals[msg->exec_refused] = r;
+			msg->exec_refused++;
+			return;
+		}
+		ptrace(PTRACE_CONT, p, 0, 0);
+		return;
+	}
+	if (event != 0) {
+		ptrace(PTRACE_CONT, p, 0, 0); /* fork, vfork, clone, or a new tracee's first stop */
+		return;
+	}
+	ptrace(PTRACE_CONT, p, 0, (void *)(long)sig);
 }
 
 __attribute__((noreturn)) static void init_main(init_ctx *c)
@@ -931,13 +998,28 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	if (sfd < 0)
 		chan_fail(c->chan_wr, "init", errno, "signalfd");
 
+	int tgo[2] = {-1, -1};
+	if (c->sb->exec_guard != LB_EXEC_ANY && pipe2(tgo, O_CLOEXEC) < 0)
+		chan_fail(c->chan_wr, "setup_exec_guard", errno, "pipe");
+	c->trace_go = tgo[0];
 	pid_t payload = fork();
 	if (payload < 0)
 		chan_fail(c->chan_wr, "init", errno, "fork the payload");
 	if (payload == 0) {
 		close(sfd);
+		if (tgo[1] >= 0)
+			close(tgo[1]);
 		payload_main(c);
 	}
+	status_msg msg = {0};
+	if (tgo[1] >= 0) {
+		close(tgo[0]);
+		msg.guarded = trace_payload(c, payload);
+		if (write(tgo[1], "g", 1) != 1)
+			_exit(125);
+		close(tgo[1]);
+	}
+	sb_exec_ref ref = {0};
 	close(c->chan_wr);
 	close(c->out_wr);
 	if (c->errout_wr >= 0)
@@ -965,7 +1047,12 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 		}
 		int st;
 		pid_t p;
-		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		/* __WALL: a traced tree's threads stop too */
+		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+			if (WIFSTOPPED(st)) {
+				trace_stop(p, st, payload, &ref, &msg);
+				continue;
+			}
 			if (p == payload) {
 				payload_status = st;
 				payload_done = true;
@@ -977,10 +1064,19 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	/* The run ends with its main process: daemons it left behind are killed and reaped so
 	 * their CPU time is accounted and nothing outlives the run. */
 	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
-	ssize_t w = write(c->status_wr, &payload_status, sizeof payload_status);
-	_exit(w == sizeof payload_status ? 0 : 125);
+	msg.payload_status = payload_status;
+	const char *b = (const char *)&msg;
+	for (size_t off = 0; off < sizeof msg;) {
+		ssize_t w = write(c->status_wr, b + off, sizeof msg - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(125);
+		off += (size_t)w;
+	}
+	_exit(0);
 }
 
 static int write_proc_file(pid_t pid, const char *name, const char *data)
@@ -1060,6 +1156,8 @@ typedef struct supervise_state {
 	chan_msg chan;
 	size_t chan_got;
 	int payload_status;
+	status_msg status;
+	size_t status_got;
 	bool have_status;
 	bool init_done;
 	int init_status;
@@ -1381,10 +1479,14 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 			}
 		}
 		if (pfd[3].revents) {
-			ssize_t r = read(s->status_rd, &s->payload_status, sizeof s->payload_status);
-			if (r == sizeof s->payload_status)
+			ssize_t r = read(s->status_rd, (char *)&s->status + s->status_got,
+					 sizeof s->status - s->status_got);
+			if (r > 0 && (s->status_got += (size_t)r) == sizeof s->status) {
 				s->have_status = true;
-			if (r <= 0 || r == sizeof s->payload_status) {
+				s->payload_status = s->status.payload_status;
+			}
+			if ((r < 0 && errno != EINTR && errno != EAGAIN) || r == 0 ||
+			    s->have_status) {
 				close(s->status_rd);
 				s->status_rd = -1;
 			}
@@ -1426,6 +1528,9 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 	iso->seccomp = true;
 	iso->no_new_privs = true;
 	iso->landlock = lb_landlock_abi() >= 2 ? "no writes under /proc or /sys" : NULL;
+	iso->exec_guard = sb->exec_guard == LB_EXEC_GATED_PYTHON
+				  ? "only the run's interpreter, started with its runtime gate"
+				  : NULL;
 	iso->caps_dropped = true;
 	iso->uid = sb->sb_uid;
 	iso->gid = sb->sb_gid;
@@ -1631,6 +1736,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			      .rlimit_nproc = rlimit_nproc,
 			      .disk_fs = fs != NULL,
 			      .landlock = res->isolation.landlock != NULL,
+			      .trace_go = -1,
 			      .rootfs = &rootfs};
 		memcpy(c.ucount_cap, ucount_caps, sizeof c.ucount_cap);
 		close(sync[1]);
@@ -1781,6 +1887,12 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 			set_setup_failure(res, s.chan.step, s.chan.err, s.chan.msg);
 	} else if (s.have_status || s.timed_out || s.interrupted || s.disk_limited) {
 		int st = s.payload_status;
+		if (s.have_status) {
+			res->exec_refused = s.status.exec_refused;
+			memcpy(res->exec_refusals, s.status.refusals, sizeof res->exec_refusals);
+			if (!s.status.guarded)
+				res->isolation.exec_guard = NULL;
+		}
 		if (s.have_status && WIFEXITED(st)) {
 			res->exit_code = WEXITSTATUS(st);
 		} else if (s.have_status && WIFSIGNALED(st)) {

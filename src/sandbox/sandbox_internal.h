@@ -17,6 +17,31 @@ enum {
 int lb_landlock_abi(void);
 int sb_landlock_confine_writes(void);
 
+/* The exec guard (execguard.c). The run's own interpreter as its first exec found it. */
+typedef struct sb_exec_ref {
+	bool set;
+	dev_t dev;
+	ino_t ino;
+	char *env; /* its environment, NUL-separated */
+	size_t envlen;
+} sb_exec_ref;
+/* A variable that decides what runs before the gate (the gate's own list): pure. */
+bool sb_exec_env_sensitive(const char *name, size_t n);
+/* 0 when env holds every sensitive variable of ref with the same value and no other; else
+ * -EPERM and why names the first that differs. NUL-separated lists. Pure. */
+int sb_exec_env_same(const char *env, size_t len, const char *ref, size_t rlen, char *why,
+		     size_t whylen);
+/* 0 when a NUL-separated Python command line starts the gate again (-s, or the user site
+ * off by the environment; no -I, -E, -S; no -X presite, pycache_prefix, frozen_modules);
+ * else -EPERM and why. Pure. */
+int sb_exec_python_args(const char *cmd, size_t len, bool nousersite_env, char *why,
+			size_t whylen);
+/* Judges the exec pid has just made (stopped at PTRACE_EVENT_EXEC): 0 passes (the first,
+ * the payload's own, becomes ref), 1 refuses with out filled, a negative errno when /proc
+ * could not be read. */
+int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *out);
+void sb_exec_ref_free(sb_exec_ref *ref);
+
 /* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
 typedef struct lb_tmpfs {
 	char *path;
@@ -82,6 +107,8 @@ struct lb_sandbox {
 	gid_t host_gid;
 	bool cgroup_accounting; /* a cgroup for peak memory even without limits */
 	unsigned degraded; /* LB_DEGRADED_* the user accepted */
+	lb_exec_guard exec_guard;
+	bool exec_guard_optional; /* without ptrace the run goes on, unguarded, and says so */
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
 };

@@ -1,0 +1,283 @@
+/* The exec guard: which programs the tree may exec, decided by the kernel's account of each
+ * exec rather than by the runtime gate inside the interpreter.
+ *
+ * The gate refuses process creation from an audit hook, in the process it judges. Code that
+ * reaches ctypes (any module that imported it hands it over) calls native functions and
+ * writes memory with no audit event, so the gate cannot see a `system()` made that way. The
+ * sandbox's init traces the tree (ptrace, no system call tracing: it is stopped only at
+ * forks, clones, signals and execs) and, at each exec, looks at what the kernel loaded before
+ * the new program runs its first instruction: only the payload's own interpreter, started
+ * so that its gate loads again, passes. Any other is killed there and reported.
+ *
+ * What the gate itself lets a child start (multiprocessing's spawn, forkserver and resource
+ * tracker) passes, as the gate builds it: the same interpreter, `-s` among its options, no
+ * `-I`, `-E` or `-S`, and the environment's variables that decide what runs before the gate
+ * (PYTHON*, LD_*, OPENSSL_*, HOME and kin) exactly as the payload started with them. */
+#include "labbox/util.h"
+#include "sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The gate's own list (unsafe_env in src/gate/sitecustomize.py): what the interpreter, the
+ * dynamic loader and libc read before the gate is in. */
+static const char *const sensitive_prefixes[] = {"PYTHON", "LD_", "LABBOX", "OPENSSL_"};
+static const char *const sensitive_names[] = {
+	"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+	"NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR", "OMP_TOOL_LIBRARIES",
+	"HOME"};
+/* ... less what changes no code that runs, which the experiment may hand its workers */
+static const char *const free_names[] = {"PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
+					 "PYTHONFAULTHANDLER", "PYTHONDONTWRITEBYTECODE",
+					 "PYTHONUTF8"};
+
+static bool name_is(const char *name, size_t n, const char *const *list, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strlen(list[i]) == n && memcmp(list[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+bool sb_exec_env_sensitive(const char *name, size_t n)
+{
+	if (name_is(name, n, free_names, sizeof free_names / sizeof *free_names))
+		return false;
+	for (size_t i = 0; i < sizeof sensitive_prefixes / sizeof *sensitive_prefixes; i++) {
+		size_t k = strlen(sensitive_prefixes[i]);
+		if (n >= k && memcmp(name, sensitive_prefixes[i], k) == 0)
+			return true;
+	}
+	return name_is(name, n, sensitive_names, sizeof sensitive_names / sizeof *sensitive_names);
+}
+
+/* The sensitive "K=V" entries of a NUL-separated environment, each checked against other:
+ * the count of those found there, or -1 at the first that is not. */
+static long sensitive_in(const char *env, size_t len, const char *other, size_t olen,
+			 const char **missing)
+{
+	long n = 0;
+	for (size_t i = 0; i < len;) {
+		const char *kv = env + i;
+		size_t l = strnlen(kv, len - i);
+		const char *eq = memchr(kv, '=', l);
+		if (eq && sb_exec_env_sensitive(kv, (size_t)(eq - kv))) {
+			bool found = false;
+			for (size_t j = 0; j < olen && !found;) {
+				size_t m = strnlen(other + j, olen - j);
+				found = m == l && memcmp(other + j, kv, l) == 0;
+				j += m + 1;
+			}
+			if (!found) {
+				*missing = kv;
+				return -1;
+			}
+			n++;
+		}
+		i += l + 1;
+	}
+	return n;
+}
+
+int sb_exec_env_same(const char *env, size_t len, const char *ref, size_t rlen, char *why,
+		     size_t whylen)
+{
+	const char *kv = NULL;
+	long a = sensitive_in(env, len, ref, rlen, &kv);
+	if (a < 0) {
+		const char *eq = strchr(kv, '=');
+		snprintf(why, whylen, "%.*s is not what the run started with",
+			 (int)(eq ? eq - kv : 64), kv);
+		return -EPERM;
+	}
+	long b = sensitive_in(ref, rlen, env, len, &kv);
+	if (b < 0) {
+		const char *eq = strchr(kv, '=');
+		snprintf(why, whylen, "%.*s is not what the run started with",
+			 (int)(eq ? eq - kv : 64), kv);
+		return -EPERM;
+	}
+	if (a != b) {
+		snprintf(why, whylen, "a variable that decides what runs before the gate is set twice");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static bool x_option_refused(const char *v)
+{
+	/* -X presite imports a module before site; a pycache prefix or source-less frozen
+	 * modules change whose bytecode runs before the gate is in */
+	static const char *const refused[] = {"presite", "pycache_prefix", "frozen_modules"};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		size_t k = strlen(refused[i]);
+		if (strncmp(v, refused[i], k) == 0 && (v[k] == '\0' || v[k] == '='))
+			return true;
+	}
+	return false;
+}
+
+int sb_exec_python_args(const char *cmd, size_t len, bool nousersite_env, char *why,
+			size_t whylen)
+{
+	const char *args[256];
+	size_t n = 0;
+	for (size_t i = 0; i < len && n < sizeof args / sizeof *args;) {
+		args[n++] = cmd + i;
+		i += strnlen(cmd + i, len - i) + 1;
+	}
+	if (n == sizeof args / sizeof *args) {
+		snprintf(why, whylen, "more than %zu arguments", n - 1);
+		return -EPERM;
+	}
+	bool no_user_site = nousersite_env;
+	for (size_t i = 1; i < n; i++) {
+		const char *a = args[i];
+		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+			break; /* the script, or the program on stdin */
+		if (a[1] == '-') {
+			if (strcmp(a, "--check-hash-based-pycs") == 0)
+				i++;
+			continue;
+		}
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'I' || *c == 'E' || *c == 'S') {
+				snprintf(why, whylen,
+					 "-%c: the interpreter would start without the runtime gate", *c);
+				return -EPERM;
+			}
+			if (*c == 's')
+				no_user_site = true;
+			if (*c == 'c' || *c == 'm')
+				goto options_done; /* what follows is the program or the module */
+			if (*c == 'W' || *c == 'X') {
+				const char *v = c[1] ? c + 1 : i + 1 < n ? args[++i] : "";
+				if (*c == 'X' && x_option_refused(v)) {
+					snprintf(why, whylen, "-X %.60s: code would run before the gate", v);
+					return -EPERM;
+				}
+				break;
+			}
+		}
+	}
+options_done:
+	if (!no_user_site) {
+		snprintf(why, whylen, "no -s: the user site's .pth lines would run before the gate");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* A /proc file of pid, whole, up to max bytes; *truncated when it was longer. */
+static int read_proc(pid_t pid, const char *name, size_t max, char **out, size_t *len,
+		     bool *truncated)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char *buf = malloc(max + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + got, max + 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			return -e;
+		}
+		if (r == 0 || (got += (size_t)r) > max)
+			break;
+	}
+	*truncated = got > max;
+	*len = got > max ? max : got;
+	buf[*len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* "ARG ARG ..." of a NUL-separated command line, cut to fit. */
+static void summarise_argv(const char *cmd, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && o + 1 < outlen; i++)
+		out[o++] = cmd[i] ? cmd[i] : ' ';
+	while (o > 0 && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+}
+
+#define ENV_MAX ((size_t)1 << 20)
+#define CMD_MAX ((size_t)1 << 16)
+
+int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *out)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno; /* gone already */
+	LB_AUTOFREE char *env = NULL, *cmd = NULL;
+	size_t envlen = 0, cmdlen = 0;
+	bool env_cut = false, cmd_cut = false;
+	int r = read_proc(pid, "environ", ENV_MAX, &env, &envlen, &env_cut);
+	if (r == 0)
+		r = read_proc(pid, "cmdline", CMD_MAX, &cmd, &cmdlen, &cmd_cut);
+	if (r < 0)
+		return r == -ENOENT || r == -ESRCH ? 0 : r;
+	if (!ref->set) {
+		if (pid != payload)
+			return -EPROTO; /* the payload's own exec comes first */
+		ref->dev = st.st_dev;
+		ref->ino = st.st_ino;
+		ref->env = env;
+		ref->envlen = envlen;
+		env = NULL;
+		ref->set = true;
+		return 0;
+	}
+	memset(out, 0, sizeof *out);
+	out->pid = (int)pid;
+	ssize_t l = readlink(path, out->exe, sizeof out->exe - 1);
+	out->exe[l > 0 ? l : 0] = '\0';
+	summarise_argv(cmd, cmdlen, out->argv, sizeof out->argv);
+	if (st.st_dev != ref->dev || st.st_ino != ref->ino) {
+		snprintf(out->why, sizeof out->why, "not the run's interpreter");
+		return 1;
+	}
+	if (env_cut || cmd_cut) {
+		snprintf(out->why, sizeof out->why, "its %s is larger than labbox reads",
+			 env_cut ? "environment" : "command line");
+		return 1;
+	}
+	if (sb_exec_env_same(env, envlen, ref->env, ref->envlen, out->why, sizeof out->why) < 0)
+		return 1;
+	/* the same PYTHONNOUSERSITE as the run's (just checked): a user site off for all */
+	bool nousersite = false;
+	for (size_t i = 0; i < envlen;) {
+		size_t m = strnlen(env + i, envlen - i);
+		if (m > 17 && memcmp(env + i, "PYTHONNOUSERSITE=", 17) == 0)
+			nousersite = true;
+		i += m + 1;
+	}
+	if (sb_exec_python_args(cmd, cmdlen, nousersite, out->why, sizeof out->why) < 0)
+		return 1;
+	return 0;
+}
+
+void sb_exec_ref_free(sb_exec_ref *ref)
+{
+	free(ref->env);
+	ref->env = NULL;
+	ref->set = false;
+}
