@@ -856,6 +856,14 @@ static char **build_env(const lb_sandbox *sb)
 
 __attribute__((noreturn)) static void payload_main(init_ctx *c)
 {
+	if (c->trace_go >= 0) {
+		/* Init traces this process first (or knows it cannot, and says so): the attach is
+		 * judged on the credentials it has now, before they are dropped. */
+		char go = 0;
+		if (read(c->trace_go, &go, 1) != 1)
+			_exit(125);
+		close(c->trace_go);
+	}
 	/* labbox may ignore SIGPIPE for itself; the payload starts with every default. */
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
@@ -896,12 +904,6 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 		int st = c->sb->fn(c->sb->fn_arg);
 		fflush(NULL);
 		_exit(st & 0xff);
-	}
-	if (c->trace_go >= 0) {
-		/* Init traces this process before it execs (or knows it cannot and says so). */
-		char go = 0;
-		if (read(c->trace_go, &go, 1) != 1)
-			_exit(125);
 	}
 	execve(c->sb->argv[0], c->sb->argv, env);
 	chan_fail(c->chan_wr, "exec", errno, "%s", c->sb->argv[0]);
