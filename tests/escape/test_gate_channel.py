@@ -498,3 +498,108 @@ def test_the_process_memory_is_not_written_through_proc(tmp_path, gate):
     assert "data: unchanged" in log, log[-3000:]
     assert "opened" not in log, log[-3000:]
     assert doc["isolation"]["landlock"] == "no writes under /proc or /sys", doc["isolation"]
+
+
+# Code that reaches ctypes (multiprocessing.sharedctypes hands it over) calls libc with no
+# audit event at all: the gate never sees the exec. libc's functions are found from
+# /proc/self/maps and the library's own symbol table, read as plain files.
+PAST_THE_GATE = r'''
+import multiprocessing.sharedctypes as sc, os, struct, sys
+ct = getattr(sc, "ct" + "ypes")
+
+def libc(name):
+    path = base = None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 6 and "/libc.so" in p[5] and int(p[2], 16) == 0:
+                base, path = int(p[0].split("-")[0], 16), p[5]
+                break
+    data = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for s in secs:
+        if s[1] == 11:  # the dynamic symbols
+            strtab = secs[s[6]][4]
+            for off in range(s[4], s[4] + s[5], 24):
+                st_name, _, _, _, st_value, _ = struct.unpack_from("<IBBHQQ", data, off)
+                end = data.index(b"\0", strtab + st_name)
+                if data[strtab + st_name:end] == name and st_value:
+                    return base + st_value
+    raise SystemExit("no %s in libc" % name)
+
+def strv(items):
+    arr = (ct.c_char_p * (len(items) + 1))(*[x.encode() for x in items])
+    return arr
+
+how = sys.argv[1]
+here = os.getcwd()
+touch = "open(%r, 'w').write('ran')" % os.path.join(here, "MARKER")
+execve = ct.CFUNCTYPE(ct.c_int, ct.c_char_p, ct.c_void_p, ct.c_void_p)(libc(b"execve"))
+env = ["%s=%s" % kv for kv in os.environ.items()]
+if how == "system":
+    ct.CFUNCTYPE(ct.c_int, ct.c_char_p)(libc(b"system"))(("touch %s/MARKER" % here).encode())
+elif how == "dynamic_loader":
+    ld = [p for p in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1")
+          if os.path.exists(p)][0]
+    execve(ld.encode(), strv([ld, "/bin/sh", "-c", "touch MARKER"]), strv(env))
+elif how == "isolated_interpreter":
+    execve(sys.executable.encode(), strv([sys.executable, "-I", "-c", touch]), strv(env))
+elif how == "interpreter_without_the_gate":
+    env = [kv for kv in env if not kv.startswith("PYTHONPATH=")]
+    execve(sys.executable.encode(), strv([sys.executable, "-s", "-c", touch]), strv(env))
+print("still here")
+print("accuracy: 1")
+'''
+
+
+@pytest.mark.parametrize("how", ["system", "dynamic_loader", "isolated_interpreter",
+                                 "interpreter_without_the_gate"])
+def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
+    """Through ctypes a libc call starts a program with no audit event; the sandbox's exec
+    guard sees every exec as the kernel made it and kills, before it runs, any that is not the
+    run's interpreter started with its gate: a shell, a program through the dynamic loader, the
+    interpreter isolated from its site (-I) or without the gate on its path. The host finds no
+    MARKER, and the run fails naming the exec."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(PAST_THE_GATE)
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--runtime-gate", "on",
+                        "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"), str(exp),
+                        "--", how],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    run_dir = doc["run_dir"]
+    log = open(os.path.join(run_dir, "run.log")).read()
+    assert not os.path.exists(os.path.join(run_dir, "exp", "MARKER")), log[-3000:]
+    assert doc["isolation"]["exec_guard"], doc["isolation"]
+    execs = [e for e in doc["runtime_gate"]["events"] if e["event"] == "exec"]
+    assert execs and execs[0]["refused"] is True and execs[0]["rule"] == "LB101", (
+        json.dumps(doc["runtime_gate"])[:2000], log[-2000:])
+    assert doc["status"] == "failed" and p.returncode == 1, (doc["status"], log[-2000:])
+    assert doc["failure"]["class"] == "gate_refused", doc["failure"]
+    assert doc["failure"]["gate_event"] == "exec"
+
+
+def test_the_gates_own_children_pass_the_exec_guard(tmp_path):
+    """What the gate lets a child start (a spawn pool, a forkserver, the resource tracker) is
+    the run's interpreter with the gate, and passes: no exec event, the numbers right."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "import multiprocessing as mp\n"
+        "def sq(x):\n"
+        "    return x * x\n"
+        "if __name__ == '__main__':\n"
+        "    for method in ('spawn', 'forkserver'):\n"
+        "        with mp.get_context(method).Pool(2) as pool:\n"
+        "            print('%s: %d' % (method, sum(pool.map(sq, range(5)))))\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--python", PYTHON,
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    assert doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["isolation"]["exec_guard"], doc["isolation"]
+    assert doc["runtime_gate"]["events"] == [], doc["runtime_gate"]
+    assert doc["metrics"]["values"] == {"spawn": 30, "forkserver": 30}, doc["metrics"]

@@ -305,6 +305,96 @@ static void test_files_from_memory(void **state)
 	lb_sandbox_free(sb);
 }
 
+static int py_args(const char *cmd, size_t len, bool nousersite)
+{
+	char why[200];
+	return sb_exec_python_args(cmd, len, nousersite, why, sizeof why);
+}
+
+#define PY_ARGS(lit, nous) py_args(lit, sizeof lit - 1, nous)
+
+static void test_exec_guard_python_args(void **state)
+{
+	(void)state;
+	/* what the gate builds for a spawned child */
+	assert_int_equal(PY_ARGS("python3\0-s\0-P\0-c\0from multiprocessing.spawn import spawn_main; "
+				 "spawn_main(tracker_fd=5, pipe_handle=7)\0--multiprocessing-fork\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-sc\0x\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-c\0x\0", false), -EPERM); /* the user site's .pth */
+	assert_int_equal(PY_ARGS("python3\0-c\0x\0", true), 0);       /* PYTHONNOUSERSITE */
+	assert_int_equal(PY_ARGS("python3\0-sI\0-c\0x\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0-E\0x.py\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-S\0-s\0x.py\0", false), -EPERM);
+	/* after the script or the program, the arguments are theirs */
+	assert_int_equal(PY_ARGS("python3\0-s\0main.py\0-I\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-s\0-c\0-I\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-s\0-m\0mod\0-E\0", false), 0);
+	/* an option's value is not an option */
+	assert_int_equal(PY_ARGS("python3\0-s\0-W\0-I\0x.py\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-s\0-X\0importtime\0x.py\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-s\0-X\0presite=m\0x.py\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0-Xpycache_prefix=/tmp/p\0x.py\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0-Xfrozen_modules=off\0x.py\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0--check-hash-based-pycs\0never\0x.py\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0", false), -EPERM);
+}
+
+static int env_same(const char *env, size_t len, const char *ref, size_t rlen)
+{
+	char why[200];
+	return sb_exec_env_same(env, len, ref, rlen, why, sizeof why);
+}
+
+#define ENV_SAME(a, b) env_same(a, sizeof a - 1, b, sizeof b - 1)
+
+static void test_exec_guard_environment(void **state)
+{
+	(void)state;
+	const char ref[] = "PATH=/bin\0PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0";
+#define REF ref, sizeof ref - 1
+	assert_int_equal(env_same("PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0", 45, REF), 0);
+	assert_int_equal(ENV_SAME("HOME=/tmp\0PATH=/x\0PYTHONPATH=/run/labbox-gate/py\0FOO=1\0"
+				  "PYTHONHASHSEED=0\0", "PATH=/bin\0PYTHONPATH=/run/labbox-gate/py\0"
+				  "HOME=/tmp\0"), 0);
+	assert_int_equal(ENV_SAME("PYTHONPATH=/tmp\0HOME=/tmp\0", "PYTHONPATH=/run/labbox-gate/py\0"
+				  "HOME=/tmp\0"), -EPERM);
+	assert_int_equal(ENV_SAME("PYTHONPATH=/run/labbox-gate/py\0", "PYTHONPATH=/run/labbox-gate/py\0"
+				  "HOME=/tmp\0"), -EPERM); /* HOME dropped */
+	assert_int_equal(ENV_SAME("PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0LD_PRELOAD=/tmp/x.so\0",
+				  "PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0"), -EPERM);
+	assert_int_equal(ENV_SAME("PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0PYTHONHOME=/tmp\0",
+				  "PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0"), -EPERM);
+	assert_int_equal(ENV_SAME("PYTHONPATH=/run/labbox-gate/py\0PYTHONPATH=/tmp\0HOME=/tmp\0",
+				  "PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0"), -EPERM);
+	assert_true(sb_exec_env_sensitive("OPENSSL_CONF", 12));
+	assert_true(sb_exec_env_sensitive("GCONV_PATH", 10));
+	assert_false(sb_exec_env_sensitive("PYTHONUNBUFFERED", 16));
+	assert_false(sb_exec_env_sensitive("OMP_NUM_THREADS", 15));
+#undef REF
+}
+
+/* In a real sandbox: the payload's own exec passes, a later exec of another program is killed
+ * before it runs and reported. */
+static void test_exec_guard_kills_another_program(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("/bin/echo ran; echo \"status $?\"", &out);
+	assert_int_equal(lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, false), 0);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_EXITED);
+	assert_non_null(strstr(out.data, "status 137\n")); /* dash says "Killed" too */
+	assert_null(strstr(out.data, "ran"));
+	assert_int_equal(res.exec_refused, 1);
+	assert_non_null(strstr(res.exec_refusals[0].exe, "echo"));
+	assert_string_equal(res.exec_refusals[0].argv, "/bin/echo ran");
+	assert_string_equal(res.exec_refusals[0].why, "not the run's interpreter");
+	assert_non_null(res.isolation.exec_guard);
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +409,9 @@ int main(void)
 		cmocka_unit_test(test_limits_enforced_or_refused),
 		cmocka_unit_test(test_degraded_needs_a_known_name),
 		cmocka_unit_test(test_files_from_memory),
+		cmocka_unit_test(test_exec_guard_python_args),
+		cmocka_unit_test(test_exec_guard_environment),
+		cmocka_unit_test(test_exec_guard_kills_another_program),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
