@@ -80,7 +80,7 @@ typedef struct init_ctx {
 	long ucount_cap[4]; /* caps of ucount_names in the sandbox's user namespace; 0: leave */
 	bool disk_fs;       /* exp/ is a file system of the limit's size: no file size limit */
 	bool landlock;      /* the kernel has Landlock: no writes under /proc or /sys */
-	int trace_go;       /* the payload waits for a byte here before its exec: init traces it */
+	int trace_go;       /* the payload waits for a byte here first: init traces it (exec guard) */
 	lb_rootfs *rootfs;  /* the new root's entries (rootfs.c), planned by the supervisor */
 } init_ctx;
 
