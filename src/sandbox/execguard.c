@@ -60,7 +60,7 @@ bool sb_exec_env_sensitive(const char *name, size_t n)
 /* The sensitive "K=V" entries of a NUL-separated environment, each checked against other:
  * the count of those found there, or -1 at the first that is not. */
 static long sensitive_in(const char *env, size_t len, const char *other, size_t olen,
-			 const char **missing)
+			 const char **missing, size_t *missing_name)
 {
 	long n = 0;
 	for (size_t i = 0; i < len;) {
@@ -76,6 +76,7 @@ static long sensitive_in(const char *env, size_t len, const char *other, size_t 
 			}
 			if (!found) {
 				*missing = kv;
+				*missing_name = (size_t)(eq - kv);
 				return -1;
 			}
 			n++;
@@ -89,18 +90,12 @@ int sb_exec_env_same(const char *env, size_t len, const char *ref, size_t rlen, 
 		     size_t whylen)
 {
 	const char *kv = NULL;
-	long a = sensitive_in(env, len, ref, rlen, &kv);
-	if (a < 0) {
-		const char *eq = strchr(kv, '=');
+	size_t n = 0;
+	long a = sensitive_in(env, len, ref, rlen, &kv, &n);
+	long b = a < 0 ? 0 : sensitive_in(ref, rlen, env, len, &kv, &n);
+	if (a < 0 || b < 0) {
 		snprintf(why, whylen, "%.*s is not what the run started with",
-			 (int)(eq ? eq - kv : 64), kv);
-		return -EPERM;
-	}
-	long b = sensitive_in(ref, rlen, env, len, &kv);
-	if (b < 0) {
-		const char *eq = strchr(kv, '=');
-		snprintf(why, whylen, "%.*s is not what the run started with",
-			 (int)(eq ? eq - kv : 64), kv);
+			 (int)(n < 64 ? n : 64), kv);
 		return -EPERM;
 	}
 	if (a != b) {

@@ -350,9 +350,8 @@ static int env_same(const char *env, size_t len, const char *ref, size_t rlen)
 static void test_exec_guard_environment(void **state)
 {
 	(void)state;
-	const char ref[] = "PATH=/bin\0PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0";
-#define REF ref, sizeof ref - 1
-	assert_int_equal(env_same("PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0", 45, REF), 0);
+	assert_int_equal(ENV_SAME("PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0",
+				  "PATH=/bin\0PYTHONPATH=/run/labbox-gate/py\0HOME=/tmp\0"), 0);
 	assert_int_equal(ENV_SAME("HOME=/tmp\0PATH=/x\0PYTHONPATH=/run/labbox-gate/py\0FOO=1\0"
 				  "PYTHONHASHSEED=0\0", "PATH=/bin\0PYTHONPATH=/run/labbox-gate/py\0"
 				  "HOME=/tmp\0"), 0);
@@ -370,7 +369,6 @@ static void test_exec_guard_environment(void **state)
 	assert_true(sb_exec_env_sensitive("GCONV_PATH", 10));
 	assert_false(sb_exec_env_sensitive("PYTHONUNBUFFERED", 16));
 	assert_false(sb_exec_env_sensitive("OMP_NUM_THREADS", 15));
-#undef REF
 }
 
 /* In a real sandbox: the payload's own exec passes, a later exec of another program is killed
