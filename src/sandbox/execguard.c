@@ -118,14 +118,22 @@ static bool x_option_refused(const char *v)
 	return false;
 }
 
-int sb_exec_python_args(const char *cmd, size_t len, bool nousersite_env, char *why,
+int sb_exec_python_args(const char *cmdline, size_t len, bool nousersite_env, char *why,
 			size_t whylen)
 {
+	/* Each argument read as a string: a last one with no NUL of its own gets one. */
+	LB_AUTOFREE char *cmd = malloc(len + 1);
+	if (!cmd) {
+		snprintf(why, whylen, "out of memory");
+		return -EPERM;
+	}
+	memcpy(cmd, cmdline, len);
+	cmd[len] = '\0';
 	const char *args[256];
 	size_t n = 0;
 	for (size_t i = 0; i < len && n < sizeof args / sizeof *args;) {
 		args[n++] = cmd + i;
-		i += strnlen(cmd + i, len - i) + 1;
+		i += strlen(cmd + i) + 1;
 	}
 	if (n == sizeof args / sizeof *args) {
 		snprintf(why, whylen, "more than %zu arguments", n - 1);
