@@ -255,6 +255,7 @@ typedef struct lb_probe {
 	bool cgroup_memory, cgroup_pids, cgroup_cpu; /* controllers this user can limit with */
 	char cgroup_where[4096];    /* where labbox would create run cgroups */
 	bool sandbox_works;        /* a full sandbox ran /bin/true */
+	bool exec_guard;           /* ... and its init could trace it (lb_sandbox_set_exec_guard) */
 	char sandbox_error[600];
 } lb_probe;
 

@@ -213,6 +213,14 @@ static int probe_local(const probe_opts *po)
 	json_object_object_add(sec, "usable", json_object_new_boolean(p.seccomp));
 	json_object_object_add(sec, "api_level", json_object_new_int((int)p.seccomp_api));
 	json_object_object_add(doc, "seccomp", sec);
+	/* what holds the runtime gate's "no process" where it cannot see (docs/sandbox.md) */
+	json_object *eg = json_object_new_object();
+	json_object_object_add(eg, "usable", json_object_new_boolean(p.exec_guard));
+	json_object_object_add(eg, "note", p.exec_guard ? NULL
+		: json_object_new_string("the sandbox's init cannot trace the experiment (ptrace): "
+					 "a run with the runtime gate on fails its setup unless "
+					 "--allow-degraded gate"));
+	json_object_object_add(doc, "exec_guard", eg);
 	json_object *cg = json_object_new_object();
 	json_object_object_add(cg, "version", p.cgroup_version ? json_object_new_int(p.cgroup_version) : NULL);
 	json_object_object_add(cg, "memory", json_object_new_boolean(p.cgroup_memory));
@@ -255,6 +263,8 @@ static int probe_local(const probe_opts *po)
 		if (p.apparmor_restrict_userns >= 0)
 			printf(", apparmor restriction %d", p.apparmor_restrict_userns);
 		printf("\n  seccomp            %s (API level %u)\n", yn(p.seccomp), p.seccomp_api);
+		printf("  exec guard         %s\n", p.exec_guard ? "yes (ptrace)"
+			: "no: the runtime gate needs --allow-degraded gate");
 		if (p.cgroup_version)
 			printf("  cgroups            v%d: memory %s, pids %s, cpu %s (under %s)\n",
 			       p.cgroup_version, yn(p.cgroup_memory), yn(p.cgroup_pids),

@@ -93,6 +93,8 @@ int lb_sandbox_probe(lb_probe *p)
 		return -ENOMEM;
 	char *argv[] = {"/bin/true", NULL};
 	lb_sandbox_set_argv(sb, argv);
+	/* optional: the sandbox works without it, and the result says whether it was in */
+	lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, true);
 	lb_sandbox_result res;
 	int r = lb_sandbox_run(sb, &res);
 	if (r < 0)
@@ -103,6 +105,7 @@ int lb_sandbox_probe(lb_probe *p)
 			 res.setup_step[0] ? res.setup_step : "run", res.setup_error);
 	else
 		p->sandbox_works = true;
+	p->exec_guard = p->sandbox_works && res.isolation.exec_guard != NULL;
 	lb_sandbox_free(sb);
 	return 0;
 }

@@ -20,6 +20,8 @@ def test_probe_json_matches_the_host():
     assert doc["sandbox"] == {"works": True, "error": None}
     assert all(doc["namespaces"].values()), doc["namespaces"]
     assert doc["seccomp"]["usable"] is True and doc["seccomp"]["api_level"] >= 1
+    # the runtime gate's exec guard: init can trace what it runs (as root and as a user)
+    assert doc["exec_guard"] == {"usable": True, "note": None}, doc["exec_guard"]
     with open("/proc/sys/user/max_user_namespaces") as f:
         assert doc["user_namespaces"]["max_user_namespaces"] == int(f.read())
     deb = [i for i in doc["interpreters"] if i["name"] == "/usr/bin/python3"][0]
@@ -43,6 +45,7 @@ def test_probe_table_and_usage_errors():
     assert p.returncode == 0, p.stderr
     assert "sandbox            works" in p.stdout
     assert "seccomp            yes" in p.stdout
+    assert "exec guard         yes (ptrace)" in p.stdout
     bad = probe("--bogus")
     assert bad.returncode == 2
     assert len(bad.stderr.strip().splitlines()) == 1 and "--bogus" in bad.stderr
