@@ -45,6 +45,7 @@ e2e = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(e2e)
 
 LABBOX = e2e.LABBOX
+LABBOX_REAL = os.path.realpath(LABBOX)
 PYTHON = e2e.PYTHON
 CALL_TIMEOUT = e2e.CALL_TIMEOUT
 Run = e2e.Run
@@ -391,7 +392,11 @@ class NsStats:
                 except OSError:
                     pass
             try:
-                self.uids.add((st.get("Name", "?"), tuple(int(x) for x in st["Uid"].split())))
+                # not labbox's own image setting up the payload before its exec (it drops
+                # the sandbox's root only then): what the experiment runs as
+                if not own_setup(p):
+                    self.uids.add((st.get("Name", "?"),
+                                   tuple(int(x) for x in st["Uid"].split())))
             except (KeyError, ValueError):
                 pass
             for kind in NS_KINDS:
@@ -407,6 +412,15 @@ class NsStats:
         self.peak_procs = max(self.peak_procs, len(pids))
         self.peak_threads = max(self.peak_threads, threads)
         self.peak_rss_sum_kb = max(self.peak_rss_sum_kb, rss)
+
+
+def own_setup(pid):
+    """Whether the process is labbox's own binary (the payload before its exec); False when
+    that cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe") == LABBOX_REAL
+    except OSError:
+        return False
 
 
 class LiveRun:

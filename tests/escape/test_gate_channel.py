@@ -80,7 +80,9 @@ def test_code_that_runs_before_the_gate_stops_the_run_unless_accepted(tmp_path):
     gate out of the interpreter altogether. A gate that is to refuse and cannot be sure to be
     there is said and the run stopped (125, naming the file and the flag), with nothing of the
     experiment run; with --allow-degraded gate it runs, and result.json does not claim that the
-    gate held and names the file whose code ran before it."""
+    gate held and names the file whose code ran before it. What the gate would have refused
+    in the process then passes (eval), but the sandbox's exec guard does not depend on the
+    gate being in: the shell os.system starts is killed, and the run fails naming it."""
     import subprocess
     from escape_lib import PYTHON
     exp = tmp_path / "exp"
@@ -91,6 +93,11 @@ def test_code_that_runs_before_the_gate_stops_the_run_unless_accepted(tmp_path):
         "import sys; sys.path[:] = [p for p in sys.path if 'labbox-gate' not in p]\n")
     (exp / "main.py").write_text(
         "import os, sys\n"
+        "try:\n"
+        "    eval('1')\n"
+        "    print('gate_out: 1')\n"
+        "except PermissionError:\n"
+        "    print('gate_out: 0')\n"
         "rc = os.system('true')\n"
         "print('system_ran:', int(rc == 0))\n")
     r = _gated_run(tmp_path, exp)
@@ -102,13 +109,16 @@ def test_code_that_runs_before_the_gate_stops_the_run_unless_accepted(tmp_path):
     assert not r.result["metrics"]["values"], why
 
     r = _gated_run(tmp_path, exp, "--allow-degraded", "gate")
-    assert r.rc == 0, r.why()
     g = r.result["runtime_gate"]
-    ran = r.result["metrics"]["values"].get("system_ran") == 1
-    assert ran, "the .pth did not keep the gate out: the test proves nothing" + r.why()
+    values = r.result["metrics"]["values"]
+    assert values.get("gate_out") == 1, (
+        "the .pth did not keep the gate out: the test proves nothing" + r.why())
     assert g["enforced"] is False, (
-        f"os.system ran unrefused (a .pth inside the experiment kept the gate out), yet "
+        f"eval ran unrefused (a .pth inside the experiment kept the gate out), yet "
         f"runtime_gate claims it was enforced: {json.dumps(g)[:1500]}")
+    assert values.get("system_ran") == 0, r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    assert [e["event"] for e in g["events"] if e["refused"]] == ["exec"], json.dumps(g)[:1500]
     assert any(p.endswith("site-packages/zz_early.pth") for p in g.get("before_gate", [])), g
     assert "before" in (g["note"] or ""), g
 
