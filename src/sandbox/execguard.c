@@ -241,6 +241,9 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 	if (!ref->set) {
 		if (pid != payload)
 			return -EPROTO; /* the payload's own exec comes first */
+		ref->argv0 = strndup(cmd, cmdlen);
+		if (!ref->argv0)
+			return -ENOMEM;
 		ref->dev = st.st_dev;
 		ref->ino = st.st_ino;
 		ref->env = env;
@@ -256,6 +259,14 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 	summarise_argv(cmd, cmdlen, out->argv, sizeof out->argv);
 	if (st.st_dev != ref->dev || st.st_ino != ref->ino) {
 		snprintf(out->why, sizeof out->why, "not the run's interpreter");
+		return 1;
+	}
+	/* The interpreter finds its prefix, and a pyvenv.cfg with the .pth files it names, from
+	 * the name it was started by (and PATH, for a name without a slash): under another name
+	 * the same binary runs a venv the experiment wrote, whose .pth lines keep the gate out. */
+	if (strnlen(cmd, cmdlen) == cmdlen || strcmp(cmd, ref->argv0) != 0) {
+		snprintf(out->why, sizeof out->why, "started by another name than the run's "
+			 "interpreter (%s)", ref->argv0);
 		return 1;
 	}
 	if (env_cut || cmd_cut) {
@@ -281,6 +292,8 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 void sb_exec_ref_free(sb_exec_ref *ref)
 {
 	free(ref->env);
+	free(ref->argv0);
 	ref->env = NULL;
+	ref->argv0 = NULL;
 	ref->set = false;
 }

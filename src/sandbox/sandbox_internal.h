@@ -24,6 +24,7 @@ typedef struct sb_exec_ref {
 	ino_t ino;
 	char *env; /* its environment, NUL-separated */
 	size_t envlen;
+	char *argv0; /* the name it was started by */
 } sb_exec_ref;
 /* A variable that decides what runs before the gate (the gate's own list): pure. */
 bool sb_exec_env_sensitive(const char *name, size_t n);

@@ -45,9 +45,11 @@ static const char *const denied[] = {
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
+/* ... and CLONE_UNTRACED, which starts a process or thread the exec guard's trace does not
+ * follow (no auto-attach): no program's own use needs it. */
 static const unsigned long ns_flags[] = {CLONE_NEWNS,   CLONE_NEWUSER, CLONE_NEWPID,
 					  CLONE_NEWNET,  CLONE_NEWIPC,  CLONE_NEWUTS,
-					  CLONE_NEWCGROUP, CLONE_NEWTIME};
+					  CLONE_NEWCGROUP, CLONE_NEWTIME, CLONE_UNTRACED};
 
 static int deny_all(scmp_filter_ctx ctx, const char *name)
 {

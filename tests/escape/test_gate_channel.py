@@ -559,13 +559,37 @@ elif how == "isolated_interpreter":
 elif how == "interpreter_without_the_gate":
     env = [kv for kv in env if not kv.startswith("PYTHONPATH=")]
     execve(sys.executable.encode(), strv([sys.executable, "-s", "-c", touch]), strv(env))
+elif how == "interpreter_by_a_venvs_name":
+    # the same binary, started by a name beside a pyvenv.cfg the experiment wrote: its
+    # site-packages' .pth lines run before the gate's sitecustomize
+    site = "v/lib/python%d.%d/site-packages" % sys.version_info[:2]
+    os.makedirs(site)
+    os.makedirs("v/bin")
+    os.symlink(sys.executable, "v/bin/python3")
+    open("v/pyvenv.cfg", "w").write("home = /usr/bin\ninclude-system-site-packages = true\n")
+    open(site + "/zz.pth", "w").write("import os; open(%r, 'w').write('pth')\n"
+                                      % os.path.join(here, "MARKER"))
+    execve(sys.executable.encode(), strv([here + "/v/bin/python3", "-s", "-c", "pass"]),
+           strv(env))
+elif how == "untraced_clone":
+    # a child the trace does not follow (CLONE_UNTRACED): refused by seccomp
+    syscall = ct.CFUNCTYPE(ct.c_long, ct.c_long, ct.c_long, ct.c_long, ct.c_long, ct.c_long,
+                           ct.c_long)(libc(b"syscall"))
+    pid = syscall(56, 0x00800000 | 17, 0, 0, 0, 0)
+    if pid == 0:
+        execve(b"/bin/sh", strv(["sh", "-c", "touch MARKER"]), strv(env))
+        os._exit(99)
+    if pid > 0:
+        os.waitpid(pid, 0)
+    print("clone_refused: %d" % (pid < 0))
 print("still here")
 print("accuracy: 1")
 '''
 
 
 @pytest.mark.parametrize("how", ["system", "dynamic_loader", "isolated_interpreter",
-                                 "interpreter_without_the_gate"])
+                                 "interpreter_without_the_gate", "interpreter_by_a_venvs_name",
+                                 "untraced_clone"])
 def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     """Through ctypes a libc call starts a program with no audit event; the sandbox's exec
     guard sees every exec as the kernel made it and kills, before it runs, any that is not the
@@ -584,6 +608,10 @@ def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     log = open(os.path.join(run_dir, "run.log")).read()
     assert not os.path.exists(os.path.join(run_dir, "exp", "MARKER")), log[-3000:]
     assert doc["isolation"]["exec_guard"], doc["isolation"]
+    if how == "untraced_clone":
+        # nothing was started at all: the trace follows every process there is
+        assert doc["metrics"]["values"].get("clone_refused") == 1, log[-2000:]
+        return
     execs = [e for e in doc["runtime_gate"]["events"] if e["event"] == "exec"]
     assert execs and execs[0]["refused"] is True and execs[0]["rule"] == "LB101", (
         json.dumps(doc["runtime_gate"])[:2000], log[-2000:])
