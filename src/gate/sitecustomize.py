@@ -22,6 +22,10 @@ gate's state; the fast path of the hook is one frozenset lookup.
 """
 
 
+class _GateNotIn(Exception):
+    pass
+
+
 def _labbox_gate():
     import sys
     import os
@@ -44,7 +48,7 @@ def _labbox_gate():
         with open(os.path.join(here, "labbox_gate.cfg"), "rb") as f:
             lines = f.read().split(b"\n")
         if lines[0] != b"labbox-gate 1":
-            return  # not labbox's sandbox: do nothing
+            raise ValueError("not labbox's config")
         for line in lines[1:]:
             k, _, v = line.partition(b" ")
             v = os.fsdecode(bytes.fromhex(v.decode("ascii")))
@@ -54,8 +58,11 @@ def _labbox_gate():
                 stdlib.append(v)
             elif k:
                 cfg[k.decode("ascii")] = v
-    except (OSError, ValueError, IndexError):
-        return  # not labbox's sandbox: do nothing
+    except (OSError, ValueError, IndexError) as e:
+        # This file exists only where labbox put it, with its config beside it: an
+        # interpreter that cannot read that (a limit, a rule the experiment left to the
+        # processes it starts) would run without the gate, so it runs nothing.
+        raise _GateNotIn("its config cannot be read: %s" % e)
     # Out of sys.path at once: the experiment's imports are those of a run without the gate.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     # print() writes its text and its newline apart, and PYTHONUNBUFFERED makes each a write
@@ -2359,11 +2366,22 @@ def _labbox_gate():
 # The gate runs with globals and builtins of its own, reachable from no module: the
 # experiment replacing a builtin (`builtins.any = f`) or reading a stand-in's __globals__
 # changes nothing the gate calls.
-import builtins as _builtins
-type(_labbox_gate)(_labbox_gate.__code__, {"__builtins__": dict(_builtins.__dict__),
-                                           "__file__": __file__,
-                                           "__name__": "labbox_gate"}, "_labbox_gate")()
-del _labbox_gate, _builtins
+# Fails closed: site passes over a sitecustomize that raised ("Error in sitecustomize") and
+# the interpreter would go on without the gate, so any failure to install ends it here.
+try:
+    import builtins as _builtins
+    type(_labbox_gate)(_labbox_gate.__code__, {"__builtins__": dict(_builtins.__dict__),
+                                               "__file__": __file__, "_GateNotIn": _GateNotIn,
+                                               "__name__": "labbox_gate"}, "_labbox_gate")()
+except BaseException as _e:
+    import os as _os
+    try:
+        _os.write(2, ("labbox runtime gate: not installed (%s: %s); the interpreter stops "
+                      "rather than run without it\n" % (type(_e).__name__, _e)).encode(
+                          "utf-8", "replace"))
+    finally:
+        _os._exit(126)
+del _labbox_gate, _builtins, _GateNotIn
 
 # The interpreter's own sitecustomize, which this module shadows, runs as it would have.
 import sys as _sys

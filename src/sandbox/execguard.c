@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,6 +221,14 @@ static void summarise_argv(const char *cmd, size_t len, char *out, size_t outlen
 	out[o] = '\0';
 }
 
+/* Limits an exec inherits under which the interpreter could fail to read or run its gate
+ * (site passes over a sitecustomize that raised): none may be lower than the run's own. */
+static const int gate_limits[SB_EXEC_LIMITS] = {RLIMIT_NOFILE, RLIMIT_AS, RLIMIT_DATA,
+						RLIMIT_STACK, RLIMIT_FSIZE};
+static const char *const gate_limit_names[SB_EXEC_LIMITS] = {"RLIMIT_NOFILE", "RLIMIT_AS",
+							     "RLIMIT_DATA", "RLIMIT_STACK",
+							     "RLIMIT_FSIZE"};
+
 #define ENV_MAX ((size_t)1 << 20)
 #define CMD_MAX ((size_t)1 << 16)
 
@@ -241,6 +250,9 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 	if (!ref->set) {
 		if (pid != payload)
 			return -EPROTO; /* the payload's own exec comes first */
+		for (int i = 0; i < SB_EXEC_LIMITS; i++)
+			if (prlimit(pid, gate_limits[i], NULL, &ref->limits[i]) < 0)
+				return -errno;
 		ref->argv0 = strndup(cmd, cmdlen);
 		if (!ref->argv0)
 			return -ENOMEM;
@@ -268,6 +280,20 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 		snprintf(out->why, sizeof out->why, "started by another name than the run's "
 			 "interpreter (%s)", ref->argv0);
 		return 1;
+	}
+	for (int i = 0; i < SB_EXEC_LIMITS; i++) {
+		struct rlimit lim;
+		if (prlimit(pid, gate_limits[i], NULL, &lim) < 0) {
+			snprintf(out->why, sizeof out->why, "its limits cannot be read: %s",
+				 strerror(errno));
+			return 1;
+		}
+		if (lim.rlim_cur < ref->limits[i].rlim_cur) {
+			snprintf(out->why, sizeof out->why,
+				 "%s lowered below the run's: the gate could fail to load",
+				 gate_limit_names[i]);
+			return 1;
+		}
 	}
 	if (env_cut || cmd_cut) {
 		snprintf(out->why, sizeof out->why, "its %s is larger than labbox reads",

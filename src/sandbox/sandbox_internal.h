@@ -4,6 +4,8 @@
 
 #include "labbox/sandbox.h"
 
+#include <sys/resource.h>
+
 enum {
 	LB_DEGRADED_MEMORY = 1,
 	LB_DEGRADED_PIDS = 2,
@@ -18,6 +20,7 @@ int lb_landlock_abi(void);
 int sb_landlock_confine_writes(void);
 
 /* The exec guard (execguard.c). The run's own interpreter as its first exec found it. */
+#define SB_EXEC_LIMITS 5
 typedef struct sb_exec_ref {
 	bool set;
 	dev_t dev;
@@ -25,6 +28,7 @@ typedef struct sb_exec_ref {
 	char *env; /* its environment, NUL-separated */
 	size_t envlen;
 	char *argv0; /* the name it was started by */
+	struct rlimit limits[SB_EXEC_LIMITS]; /* NOFILE, AS, DATA, STACK, FSIZE */
 } sb_exec_ref;
 /* A variable that decides what runs before the gate (the gate's own list): pure. */
 bool sb_exec_env_sensitive(const char *name, size_t n);

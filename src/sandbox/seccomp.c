@@ -43,6 +43,10 @@ static const char *const denied[] = {
 	"userfaultfd",
 	/* io_uring performs socket and file operations this filter would never see */
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	/* rules of the payload's own that a later exec inherits: a Landlock layer or a filter
+	 * that fails the interpreter's reading of the runtime gate, which site then passes over
+	 * (the exec guard sees the same interpreter, name and environment) */
+	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "seccomp",
 };
 
 /* ... and CLONE_UNTRACED, which starts a process or thread the exec guard's trace does not
@@ -101,6 +105,12 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited
 	if (r == 0) {
 		what = "clone3";
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	}
+	/* ... and a filter through prctl, as through seccomp() */
+	if (r == 0) {
+		what = "prctl";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_SET_SECCOMP));
 	}
 	/* Changing the execution domain (READ_IMPLIES_EXEC and friends); querying it is fine. */
 	if (r == 0) {

@@ -2327,3 +2327,18 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
     assert "spawn refused" in log and not (r.exp / "MARKER").exists()
     assert [e["event"] for e in refused_events(r)] == ["os.system"], r.why()
 
+
+
+def test_a_gate_that_cannot_install_stops_its_interpreter(tmp_path):
+    """site passes over a sitecustomize that raised and the interpreter goes on: a gate that
+    cannot read its config (a limit or a rule its process inherited) would leave an
+    interpreter without it, so it ends the interpreter instead, saying why."""
+    gate_dir = tmp_path / "py"
+    gate_dir.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[2] / "src" / "gate" / "sitecustomize.py",
+                gate_dir / "sitecustomize.py")
+    p = subprocess.run(["/usr/bin/python3", "-c", "print('ran')"], capture_output=True,
+                       text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(gate_dir)})
+    assert p.returncode == 126, (p.returncode, p.stdout, p.stderr)
+    assert "ran" not in p.stdout
+    assert "labbox runtime gate: not installed" in p.stderr and "config" in p.stderr, p.stderr

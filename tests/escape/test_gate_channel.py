@@ -582,6 +582,17 @@ elif how == "untraced_clone":
     if pid > 0:
         os.waitpid(pid, 0)
     print("clone_refused: %d" % (pid < 0))
+elif how == "inherited_landlock":
+    # a Landlock layer of the experiment's own, which an exec inherits, could deny the
+    # interpreter its gate's files: refused by seccomp
+    syscall = ct.CFUNCTYPE(ct.c_long, ct.c_long, ct.c_long, ct.c_long, ct.c_long)(libc(b"syscall"))
+    print("landlock_refused: %d" % (syscall(444, 0, 0, 1) < 0))  # the ABI version
+elif how == "lowered_limit":
+    # a limit the exec inherits, under which the interpreter could fail to read its gate
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (5, hard))
+    execve(sys.executable.encode(), strv([sys.executable, "-s", "-c", "pass"]), strv(env))
 print("still here")
 print("accuracy: 1")
 '''
@@ -589,7 +600,7 @@ print("accuracy: 1")
 
 @pytest.mark.parametrize("how", ["system", "dynamic_loader", "isolated_interpreter",
                                  "interpreter_without_the_gate", "interpreter_by_a_venvs_name",
-                                 "untraced_clone"])
+                                 "untraced_clone", "inherited_landlock", "lowered_limit"])
 def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     """Through ctypes a libc call starts a program with no audit event; the sandbox's exec
     guard sees every exec as the kernel made it and kills, before it runs, any that is not the
@@ -608,9 +619,10 @@ def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     log = open(os.path.join(run_dir, "run.log")).read()
     assert not os.path.exists(os.path.join(run_dir, "exp", "MARKER")), log[-3000:]
     assert doc["isolation"]["exec_guard"], doc["isolation"]
-    if how == "untraced_clone":
-        # nothing was started at all: the trace follows every process there is
-        assert doc["metrics"]["values"].get("clone_refused") == 1, log[-2000:]
+    if how in ("untraced_clone", "inherited_landlock"):
+        # refused at the call: nothing was started, no rule laid down
+        what = "clone_refused" if how == "untraced_clone" else "landlock_refused"
+        assert doc["metrics"]["values"].get(what) == 1, log[-2000:]
         return
     execs = [e for e in doc["runtime_gate"]["events"] if e["event"] == "exec"]
     assert execs and execs[0]["refused"] is True and execs[0]["rule"] == "LB101", (
@@ -618,6 +630,8 @@ def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     assert doc["status"] == "failed" and p.returncode == 1, (doc["status"], log[-2000:])
     assert doc["failure"]["class"] == "gate_refused", doc["failure"]
     assert doc["failure"]["gate_event"] == "exec"
+    if how == "lowered_limit":
+        assert "RLIMIT_NOFILE" in execs[0]["detail"], execs[0]
 
 
 def test_the_gates_own_children_pass_the_exec_guard(tmp_path):
