@@ -2,7 +2,7 @@
  * command line and environment, NUL-separated as /proc gives them, in any shape the
  * experiment chose) never crashes or reads out of bounds, and every refusal names a reason
  * that fits its buffer. Input: a command line, a 0xff byte, the environment, a 0xff byte,
- * the run's own environment. */
+ * the run's own environment (also read as the run's own command line). */
 #include "../src/sandbox/sandbox_internal.h"
 
 #include <errno.h>
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cmd && env && ref) {
 		char why[200];
 		memset(why, 'x', sizeof why);
-		int r = sb_exec_python_args(cmd, cmdlen, size & 1, why, sizeof why);
+		int r = sb_exec_python_args(cmd, cmdlen, ref, reflen, size & 1, why, sizeof why);
 		if (r != 0 && (r != -EPERM || !memchr(why, '\0', sizeof why)))
 			abort();
 		memset(why, 'x', sizeof why);

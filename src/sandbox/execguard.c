@@ -119,8 +119,27 @@ static bool x_option_refused(const char *v)
 	return false;
 }
 
-int sb_exec_python_args(const char *cmdline, size_t len, bool nousersite_env, char *why,
-			size_t whylen)
+/* The options of a NUL-separated Python command line, one token each ("-s", "-Wignore",
+ * "-Ximporttime", "--check-hash-based-pycs=never"), up to the script, -c or -m. 0, or -EPERM
+ * with why. */
+#define OPT_MAX 64
+#define OPT_LEN 160
+typedef struct py_opts {
+	size_t n;
+	char tok[OPT_MAX][OPT_LEN];
+} py_opts;
+
+static int opt_add(py_opts *o, char kind, const char *value, char *why, size_t whylen)
+{
+	if (o->n == OPT_MAX || strlen(value) + 3 > OPT_LEN) {
+		snprintf(why, whylen, "more options, or longer ones, than labbox reads");
+		return -EPERM;
+	}
+	snprintf(o->tok[o->n++], OPT_LEN, "-%c%s", kind, value);
+	return 0;
+}
+
+static int python_options(const char *cmdline, size_t len, py_opts *o, char *why, size_t whylen)
 {
 	/* Each argument read as a string: a last one with no NUL of its own gets one. */
 	LB_AUTOFREE char *cmd = malloc(len + 1);
@@ -140,38 +159,75 @@ int sb_exec_python_args(const char *cmdline, size_t len, bool nousersite_env, ch
 		snprintf(why, whylen, "more than %zu arguments", n - 1);
 		return -EPERM;
 	}
-	bool no_user_site = nousersite_env;
+	o->n = 0;
 	for (size_t i = 1; i < n; i++) {
 		const char *a = args[i];
 		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
-			break; /* the script, or the program on stdin */
+			return 0; /* the script, or the program on stdin */
 		if (a[1] == '-') {
-			if (strcmp(a, "--check-hash-based-pycs") == 0)
-				i++;
+			char v[OPT_LEN];
+			snprintf(v, sizeof v, "%.100s=%.40s", a + 2,
+				 strcmp(a, "--check-hash-based-pycs") == 0 && i + 1 < n ? args[++i] : "");
+			if (opt_add(o, '-', v, why, whylen) < 0)
+				return -EPERM;
 			continue;
 		}
 		for (const char *c = a + 1; *c; c++) {
-			if (*c == 'I' || *c == 'E' || *c == 'S') {
-				snprintf(why, whylen,
-					 "-%c: the interpreter would start without the runtime gate", *c);
-				return -EPERM;
-			}
-			if (*c == 's')
-				no_user_site = true;
 			if (*c == 'c' || *c == 'm')
-				goto options_done; /* what follows is the program or the module */
+				return 0; /* what follows is the program or the module */
 			if (*c == 'W' || *c == 'X') {
 				const char *v = c[1] ? c + 1 : i + 1 < n ? args[++i] : "";
-				if (*c == 'X' && x_option_refused(v)) {
-					snprintf(why, whylen, "-X %.60s: code would run before the gate", v);
+				if (opt_add(o, *c, v, why, whylen) < 0)
 					return -EPERM;
-				}
 				break;
 			}
+			if (opt_add(o, *c, "", why, whylen) < 0)
+				return -EPERM;
 		}
 	}
-options_done:
-	if (!no_user_site) {
+	return 0;
+}
+
+static bool has_token(const py_opts *o, const char *t)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->tok[i], t) == 0)
+			return true;
+	return false;
+}
+
+int sb_exec_python_args(const char *cmdline, size_t len, const char *refline, size_t reflen,
+			bool nousersite_env, char *why, size_t whylen)
+{
+	LB_AUTOFREE py_opts *o = malloc(sizeof *o), *ref = malloc(sizeof *ref);
+	if (!o || !ref) {
+		snprintf(why, whylen, "out of memory");
+		return -EPERM;
+	}
+	if (python_options(cmdline, len, o, why, whylen) < 0)
+		return -EPERM;
+	if (python_options(refline, reflen, ref, why, whylen) < 0)
+		return -EPERM;
+	for (size_t i = 0; i < o->n; i++) {
+		const char *t = o->tok[i];
+		if ((t[1] == 'X' && x_option_refused(t + 2)) || (t[1] == 'I' || t[1] == 'E' ||
+								   t[1] == 'S')) {
+			snprintf(why, whylen, "%.60s: the interpreter would start without the runtime "
+				 "gate, or run code before it", t);
+			return -EPERM;
+		}
+		/* What the gate gives the children it starts (-s, -P, -B from the environment),
+		 * and what the run's own interpreter was started with; nothing else: an option
+		 * that writes or imports while the gate is read (-v, -W with a module, -X
+		 * importtime) can make that read fail, which site passes over. */
+		if (strcmp(t, "-s") != 0 && strcmp(t, "-P") != 0 && strcmp(t, "-B") != 0 &&
+		    !has_token(ref, t)) {
+			snprintf(why, whylen, "%.60s: an option the run's interpreter was not started "
+				 "with", t);
+			return -EPERM;
+		}
+	}
+	if (!nousersite_env && !has_token(o, "-s")) {
 		snprintf(why, whylen, "no -s: the user site's .pth lines would run before the gate");
 		return -EPERM;
 	}
@@ -254,8 +310,11 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 			if (prlimit(pid, gate_limits[i], NULL, &ref->limits[i]) < 0)
 				return -errno;
 		ref->argv0 = strndup(cmd, cmdlen);
-		if (!ref->argv0)
+		ref->cmd = malloc(cmdlen ? cmdlen : 1);
+		if (!ref->argv0 || !ref->cmd)
 			return -ENOMEM;
+		memcpy(ref->cmd, cmd, cmdlen);
+		ref->cmdlen = cmdlen;
 		ref->dev = st.st_dev;
 		ref->ino = st.st_ino;
 		ref->env = env;
@@ -310,7 +369,8 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 			nousersite = true;
 		i += m + 1;
 	}
-	if (sb_exec_python_args(cmd, cmdlen, nousersite, out->why, sizeof out->why) < 0)
+	if (sb_exec_python_args(cmd, cmdlen, ref->cmd, ref->cmdlen, nousersite, out->why,
+				sizeof out->why) < 0)
 		return 1;
 	return 0;
 }
@@ -319,6 +379,8 @@ void sb_exec_ref_free(sb_exec_ref *ref)
 {
 	free(ref->env);
 	free(ref->argv0);
+	free(ref->cmd);
+	ref->cmd = NULL;
 	ref->env = NULL;
 	ref->argv0 = NULL;
 	ref->set = false;

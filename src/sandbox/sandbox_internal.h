@@ -28,6 +28,8 @@ typedef struct sb_exec_ref {
 	char *env; /* its environment, NUL-separated */
 	size_t envlen;
 	char *argv0; /* the name it was started by */
+	char *cmd;   /* its whole command line, NUL-separated */
+	size_t cmdlen;
 	struct rlimit limits[SB_EXEC_LIMITS]; /* NOFILE, AS, DATA, STACK, FSIZE */
 } sb_exec_ref;
 /* A variable that decides what runs before the gate (the gate's own list): pure. */
@@ -36,11 +38,12 @@ bool sb_exec_env_sensitive(const char *name, size_t n);
  * -EPERM and why names the first that differs. NUL-separated lists. Pure. */
 int sb_exec_env_same(const char *env, size_t len, const char *ref, size_t rlen, char *why,
 		     size_t whylen);
-/* 0 when a NUL-separated Python command line starts the gate again (-s, or the user site
- * off by the environment; no -I, -E, -S; no -X presite, pycache_prefix, frozen_modules);
- * else -EPERM and why. Pure. */
-int sb_exec_python_args(const char *cmd, size_t len, bool nousersite_env, char *why,
-			size_t whylen);
+/* 0 when a NUL-separated Python command line starts the gate again: -s (or the user site
+ * off by the environment); no -I, -E, -S, -X presite/pycache_prefix/frozen_modules; and no
+ * option but -s, -P, -B and those of ref, the run's own command line. Else -EPERM and why.
+ * Pure. */
+int sb_exec_python_args(const char *cmd, size_t len, const char *ref, size_t reflen,
+			bool nousersite_env, char *why, size_t whylen);
 /* Judges the exec pid has just made (stopped at PTRACE_EVENT_EXEC): 0 passes (the first,
  * the payload's own, becomes ref), 1 refuses with out filled, a negative errno when /proc
  * could not be read. */

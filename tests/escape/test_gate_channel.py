@@ -587,6 +587,11 @@ elif how == "inherited_landlock":
     # interpreter its gate's files: refused by seccomp
     syscall = ct.CFUNCTYPE(ct.c_long, ct.c_long, ct.c_long, ct.c_long, ct.c_long)(libc(b"syscall"))
     print("landlock_refused: %d" % (syscall(444, 0, 0, 1) < 0))  # the ABI version
+elif how == "option_that_writes_while_the_gate_is_read":
+    # -v writes as the gate is imported; a write that fails there (a full file, a limit) is
+    # an error site passes over, and the interpreter would go on without its gate
+    execve(sys.executable.encode(), strv([sys.executable, "-s", "-v", "-W", "ignore::site.X",
+                                          "-c", touch]), strv(env))
 elif how == "lowered_limit":
     # a limit the exec inherits, under which the interpreter could fail to read its gate
     import resource
@@ -600,7 +605,8 @@ print("accuracy: 1")
 
 @pytest.mark.parametrize("how", ["system", "dynamic_loader", "isolated_interpreter",
                                  "interpreter_without_the_gate", "interpreter_by_a_venvs_name",
-                                 "untraced_clone", "inherited_landlock", "lowered_limit"])
+                                 "untraced_clone", "inherited_landlock", "lowered_limit",
+                                 "option_that_writes_while_the_gate_is_read"])
 def test_a_process_started_past_the_gate_never_runs(tmp_path, how):
     """Through ctypes a libc call starts a program with no audit event; the sandbox's exec
     guard sees every exec as the kernel made it and kills, before it runs, any that is not the

@@ -305,13 +305,16 @@ static void test_files_from_memory(void **state)
 	lb_sandbox_free(sb);
 }
 
-static int py_args(const char *cmd, size_t len, bool nousersite)
+static int py_args(const char *cmd, size_t len, const char *ref, size_t reflen, bool nousersite)
 {
 	char why[200];
-	return sb_exec_python_args(cmd, len, nousersite, why, sizeof why);
+	return sb_exec_python_args(cmd, len, ref, reflen, nousersite, why, sizeof why);
 }
 
-#define PY_ARGS(lit, nous) py_args(lit, sizeof lit - 1, nous)
+/* the run's interpreter as labbox starts it */
+#define RUN_CMD "/usr/bin/python3\0main.py\0"
+#define PY_ARGS(lit, nous) py_args(lit, sizeof lit - 1, RUN_CMD, sizeof RUN_CMD - 1, nous)
+#define PY_ARGS_REF(lit, ref) py_args(lit, sizeof lit - 1, ref, sizeof ref - 1, false)
 
 static void test_exec_guard_python_args(void **state)
 {
@@ -319,6 +322,7 @@ static void test_exec_guard_python_args(void **state)
 	/* what the gate builds for a spawned child */
 	assert_int_equal(PY_ARGS("python3\0-s\0-P\0-c\0from multiprocessing.spawn import spawn_main; "
 				 "spawn_main(tracker_fd=5, pipe_handle=7)\0--multiprocessing-fork\0", false), 0);
+	assert_int_equal(PY_ARGS("python3\0-B\0-s\0-P\0-c\0x\0", false), 0);
 	assert_int_equal(PY_ARGS("python3\0-sc\0x\0", false), 0);
 	assert_int_equal(PY_ARGS("python3\0-c\0x\0", false), -EPERM); /* the user site's .pth */
 	assert_int_equal(PY_ARGS("python3\0-c\0x\0", true), 0);       /* PYTHONNOUSERSITE */
@@ -329,13 +333,25 @@ static void test_exec_guard_python_args(void **state)
 	assert_int_equal(PY_ARGS("python3\0-s\0main.py\0-I\0", false), 0);
 	assert_int_equal(PY_ARGS("python3\0-s\0-c\0-I\0", false), 0);
 	assert_int_equal(PY_ARGS("python3\0-s\0-m\0mod\0-E\0", false), 0);
+	/* options that write or import while the gate is read: only as the run had them */
+	assert_int_equal(PY_ARGS("python3\0-s\0-v\0-c\0x\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0-W\0ignore::site.X\0-c\0x\0", false), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0-X\0importtime\0x.py\0", false), -EPERM);
+	assert_int_equal(PY_ARGS_REF("python3\0-s\0-X\0importtime\0x.py\0",
+				     "/usr/bin/python3\0-Ximporttime\0main.py\0"), 0);
+	assert_int_equal(PY_ARGS_REF("python3\0-s\0-Wignore\0-c\0x\0",
+				     "/usr/bin/python3\0-W\0ignore\0main.py\0"), 0);
+	assert_int_equal(PY_ARGS_REF("python3\0-s\0-Walways\0-c\0x\0",
+				     "/usr/bin/python3\0-W\0ignore\0main.py\0"), -EPERM);
 	/* an option's value is not an option */
-	assert_int_equal(PY_ARGS("python3\0-s\0-W\0-I\0x.py\0", false), 0);
-	assert_int_equal(PY_ARGS("python3\0-s\0-X\0importtime\0x.py\0", false), 0);
+	assert_int_equal(PY_ARGS_REF("python3\0-s\0-W\0-I\0x.py\0",
+				     "/usr/bin/python3\0-W-I\0main.py\0"), 0);
 	assert_int_equal(PY_ARGS("python3\0-s\0-X\0presite=m\0x.py\0", false), -EPERM);
 	assert_int_equal(PY_ARGS("python3\0-s\0-Xpycache_prefix=/tmp/p\0x.py\0", false), -EPERM);
-	assert_int_equal(PY_ARGS("python3\0-s\0-Xfrozen_modules=off\0x.py\0", false), -EPERM);
-	assert_int_equal(PY_ARGS("python3\0-s\0--check-hash-based-pycs\0never\0x.py\0", false), 0);
+	assert_int_equal(PY_ARGS_REF("python3\0-s\0-Xfrozen_modules=off\0x.py\0",
+				     "/usr/bin/python3\0-Xfrozen_modules=off\0main.py\0"), -EPERM);
+	assert_int_equal(PY_ARGS("python3\0-s\0--check-hash-based-pycs\0never\0x.py\0", false),
+			 -EPERM);
 	assert_int_equal(PY_ARGS("python3\0", false), -EPERM);
 }
 
