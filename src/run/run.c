@@ -490,11 +490,14 @@ static bool sandbox_network(json_object *sandbox_config)
 	       strcmp(json_object_get_string(v), "none") != 0;
 }
 
-/* Whether an interpreter of this version has audit hooks, so the gate installs (3.8+). */
-static bool py_gated(const char *version)
+/* Whether an interpreter of this version has audit hooks (PEP 578, 3.8+), so the gate can
+ * install: 1 yes, 0 no, -1 when the version does not say. */
+static int py_audit_hooks(const char *version)
 {
 	int maj = 0, min = 0;
-	return sscanf(version, "%d.%d", &maj, &min) == 2 && (maj > 3 || (maj == 3 && min >= 8));
+	if (sscanf(version, "%d.%d", &maj, &min) != 2)
+		return -1;
+	return maj > 3 || (maj == 3 && min >= 8);
 }
 
 static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
@@ -575,7 +578,6 @@ static json_object *exec_refusal_failure(const lb_sandbox_result *res)
 		}
 	return f;
 }
-
 
 /* A record that could not be written makes the run an infra_error, whatever the experiment
  * did: a clean exit over a missing manifest would be a verdict nobody can check. The first
@@ -1095,10 +1097,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				refuse_preload = true;
 			}
 			/* No audit hooks before Python 3.8 (PEP 578): a gate to refuse cannot be. */
-			int pmaj = 0, pmin = 0;
 			if (!refuse_preload && gate_staged && gate_mode == LB_GATE_ON &&
-			    sscanf(st->py.version, "%d.%d", &pmaj, &pmin) == 2 &&
-			    (pmaj < 3 || (pmaj == 3 && pmin < 8)) && !degraded_accepts(req, "gate")) {
+			    py_audit_hooks(st->py.version) == 0 && !degraded_accepts(req, "gate")) {
 				snprintf(refusal, sizeof refusal,
 					 "the runtime gate needs Python 3.8 or later (PEP 578 audit "
 					 "hooks); %.400s is Python %.32s. Use a newer interpreter (--python, "
@@ -1125,7 +1125,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			/* Behind a gate that refuses, in an interpreter that has one: the kernel's
 			 * account of each exec, which code past the gate (ctypes) cannot hide. */
 			.exec_guard = gate_staged && gate_mode == LB_GATE_ON && !refuse_preload &&
-						      st->lang == LB_LANG_PYTHON && py_gated(st->py.version)
+						      st->lang == LB_LANG_PYTHON &&
+						      py_audit_hooks(st->py.version) == 1
 					      ? (degraded_accepts(req, "gate") ? 2 : 1)
 					      : 0,
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),

@@ -234,7 +234,8 @@ int sb_exec_python_args(const char *cmdline, size_t len, const char *refline, si
 	return 0;
 }
 
-/* A /proc file of pid, whole, up to max bytes; *truncated when it was longer. */
+/* A /proc file of pid, whole, up to max bytes; *truncated when it was longer. Not
+ * lb_read_file_at: /proc's files say they are empty (st_size 0), so they are read to the end. */
 static int read_proc(pid_t pid, const char *name, size_t max, char **out, size_t *len,
 		     bool *truncated)
 {
@@ -309,17 +310,12 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 		for (int i = 0; i < SB_EXEC_LIMITS; i++)
 			if (prlimit(pid, gate_limits[i], NULL, &ref->limits[i]) < 0)
 				return -errno;
-		ref->argv0 = strndup(cmd, cmdlen);
-		ref->cmd = malloc(cmdlen ? cmdlen : 1);
-		if (!ref->argv0 || !ref->cmd)
-			return -ENOMEM;
-		memcpy(ref->cmd, cmd, cmdlen);
-		ref->cmdlen = cmdlen;
 		ref->dev = st.st_dev;
 		ref->ino = st.st_ino;
-		ref->env = env;
+		ref->env = lb_steal_ptr(&env);
 		ref->envlen = envlen;
-		env = NULL;
+		ref->cmd = lb_steal_ptr(&cmd);
+		ref->cmdlen = cmdlen;
 		ref->set = true;
 		return 0;
 	}
@@ -335,9 +331,9 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 	/* The interpreter finds its prefix, and a pyvenv.cfg with the .pth files it names, from
 	 * the name it was started by (and PATH, for a name without a slash): under another name
 	 * the same binary runs a venv the experiment wrote, whose .pth lines keep the gate out. */
-	if (strnlen(cmd, cmdlen) == cmdlen || strcmp(cmd, ref->argv0) != 0) {
+	if (strnlen(cmd, cmdlen) == cmdlen || strcmp(cmd, ref->cmd) != 0) {
 		snprintf(out->why, sizeof out->why, "started by another name than the run's "
-			 "interpreter (%s)", ref->argv0);
+			 "interpreter (%s)", ref->cmd);
 		return 1;
 	}
 	for (int i = 0; i < SB_EXEC_LIMITS; i++) {
@@ -373,15 +369,4 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 				sizeof out->why) < 0)
 		return 1;
 	return 0;
-}
-
-void sb_exec_ref_free(sb_exec_ref *ref)
-{
-	free(ref->env);
-	free(ref->argv0);
-	free(ref->cmd);
-	ref->cmd = NULL;
-	ref->env = NULL;
-	ref->argv0 = NULL;
-	ref->set = false;
 }

@@ -27,8 +27,7 @@ typedef struct sb_exec_ref {
 	ino_t ino;
 	char *env; /* its environment, NUL-separated */
 	size_t envlen;
-	char *argv0; /* the name it was started by */
-	char *cmd;   /* its whole command line, NUL-separated */
+	char *cmd;   /* its whole command line, NUL-separated (and NUL-ended): argv[0] first */
 	size_t cmdlen;
 	struct rlimit limits[SB_EXEC_LIMITS]; /* NOFILE, AS, DATA, STACK, FSIZE */
 } sb_exec_ref;
@@ -48,7 +47,6 @@ int sb_exec_python_args(const char *cmd, size_t len, const char *ref, size_t ref
  * the payload's own, becomes ref), 1 refuses with out filled, a negative errno when /proc
  * could not be read. */
 int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *out);
-void sb_exec_ref_free(sb_exec_ref *ref);
 
 /* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
 typedef struct lb_tmpfs {
