@@ -63,6 +63,9 @@ int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char 
  * Nothing to do for a path that does not exist or is hidden already. For labbox's own
  * records: the other runs of a runs directory, the run index. */
 int lb_sandbox_mask(lb_sandbox *sb, const char *path);
+/* The same, path resolved from dir when it is a name in dir (lb_realpath_stat_in). */
+struct lb_realdir;
+int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 /* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):

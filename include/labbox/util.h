@@ -145,6 +145,20 @@ bool lb_path_under(const char *path, const char *dir);
  * run masks each runs directory this user's labbox has used, and realpath was most of the
  * supervisor's own system calls. A symlink on the way takes realpath's own path. */
 int lb_realpath_stat(const char *path, char real[PATH_MAX], struct stat *st);
+/* One directory opened once, so that the names in it resolve as lb_realpath_stat would, each
+ * in one fstatat rather than a walk from the root: the records beside a runs directory are
+ * six names in one directory, for every runs directory this user's labbox has used. fd is -1
+ * where dir is not spelt canonically or has a symlink on the way: lookups then take
+ * lb_realpath_stat's own path. */
+typedef struct lb_realdir {
+	char path[PATH_MAX];
+	int fd;
+} lb_realdir;
+void lb_realdir_open(lb_realdir *d, const char *dir);
+void lb_realdir_close(lb_realdir *d);
+/* lb_realpath_stat(path), answered from d when path is a name in d's directory (NULL d:
+ * always lb_realpath_stat). */
+int lb_realpath_stat_in(lb_realdir *d, const char *path, char real[PATH_MAX], struct stat *st);
 /* Whether the program python names (a path, or a name on PATH) lies in dir: the file
  * resolved, or the directory it is named in (a venv's bin/python links out of it, and the
  * interpreter reads the pyvenv.cfg beside its name). */

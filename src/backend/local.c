@@ -24,14 +24,45 @@ static void local_owner(lb_backend *b, uid_t *uid, gid_t *gid)
 	lb_sandbox_payload_ids(sandbox_of(b), uid, gid);
 }
 
+/* The directory a runs directory sits in, where its records are (lb_records_beside), opened
+ * once: its six names are then one fstatat each. */
+static void realdir_close(lb_realdir *d)
+{
+	lb_realdir_close(d);
+}
+
+static void parent_open(lb_realdir *d, const char *runs_dir)
+{
+	char p[PATH_MAX];
+	d->fd = -1;
+	if (snprintf(p, sizeof p, "%s", runs_dir) >= (int)sizeof p)
+		return;
+	char *slash = strrchr(p, '/');
+	if (!slash)
+		return;
+	if (slash == p)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	lb_realdir_open(d, p);
+}
+
 /* path masked when it is there and the user's (another user's file there is not a record
  * of this user's and holds nothing of theirs). */
-static int mask_own(lb_sandbox *sb, const char *path)
+static int mask_own(lb_sandbox *sb, lb_realdir *d, const char *path)
 {
+	char real[PATH_MAX];
 	struct stat st;
+	/* Found as itself in d: its own stat, as lstat's. Absent, even as a dangling link:
+	 * nothing to mask. */
+	int e = lb_realpath_stat_in(d, path, real, &st);
+	if (e == -ENOENT)
+		return 0;
+	if (e == 0 && strcmp(real, path) == 0)
+		return st.st_uid == geteuid() ? lb_sandbox_mask_in(sb, d, path) : 0;
 	if (lstat(path, &st) < 0 || st.st_uid != geteuid())
 		return 0;
-	return lb_sandbox_mask(sb, path);
+	return lb_sandbox_mask_in(sb, d, path);
 }
 
 /* A runs directory, the sweeps beside it and its run index, masked. make_sweeps: this run's
@@ -40,7 +71,9 @@ static int mask_own(lb_sandbox *sb, const char *path)
 static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index_path,
 			 bool make_sweeps)
 {
-	int r = lb_sandbox_mask(sb, runs_dir);
+	__attribute__((cleanup(realdir_close))) lb_realdir dir;
+	parent_open(&dir, runs_dir);
+	int r = lb_sandbox_mask_in(sb, &dir, runs_dir);
 	/* The sweeps beside the runs: sweep.json holds every cell's results and the -e values of
 	 * its command line. */
 	LB_AUTOFREE char *sweeps = NULL;
@@ -50,13 +83,13 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 			sweeps[--n] = '\0';
 		if (make_sweeps)
 			lb_mkdir_p(sweeps, 0700);
-		r = lb_sandbox_mask(sb, sweeps);
+		r = lb_sandbox_mask_in(sb, &dir, sweeps);
 	}
 	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
 	for (size_t i = 0; r == 0 && index_path && i < sizeof sfx / sizeof *sfx; i++) {
 		char p[PATH_MAX + 16];
 		snprintf(p, sizeof p, "%s%s", index_path, sfx[i]);
-		r = lb_sandbox_mask(sb, p);
+		r = lb_sandbox_mask_in(sb, &dir, p);
 	}
 	/* Records left beside the runs while the parent was closed to others (or by an earlier
 	 * labbox) stay where they were when the parent opened up, and are hidden there too.
@@ -68,11 +101,11 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 		return -ENOMEM;
 	if (r < 0 || !sweeps || strcmp(old_sweeps, sweeps) == 0)
 		return r;
-	r = mask_own(sb, old_sweeps);
+	r = mask_own(sb, &dir, old_sweeps);
 	for (size_t i = 0; r == 0 && i < sizeof sfx / sizeof *sfx; i++) {
 		char p[PATH_MAX + 16];
 		snprintf(p, sizeof p, "%s%s", old_index, sfx[i]);
-		r = mask_own(sb, p);
+		r = mask_own(sb, &dir, p);
 	}
 	return r;
 }

@@ -257,9 +257,14 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 
 int lb_sandbox_mask(lb_sandbox *sb, const char *path)
 {
+	return lb_sandbox_mask_in(sb, NULL, path);
+}
+
+int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path)
+{
 	char real[PATH_MAX];
 	struct stat st;
-	int e = lb_realpath_stat(path, real, &st);
+	int e = lb_realpath_stat_in(dir, path, real, &st);
 	if (e < 0)
 		return e == -ENOENT ? 0 : e;
 	if (strcmp(real, "/") == 0)

@@ -1030,6 +1030,48 @@ int lb_realpath_stat(const char *path, char real[PATH_MAX], struct stat *st)
 	return stat(real, st) < 0 ? -errno : 0;
 }
 
+void lb_realdir_open(lb_realdir *d, const char *dir)
+{
+	d->fd = -1;
+	size_t n = strlen(dir);
+	if (!spelt_canonically(dir, n))
+		return;
+	memcpy(d->path, dir, n + 1);
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	d->fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
+}
+
+void lb_realdir_close(lb_realdir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+int lb_realpath_stat_in(lb_realdir *d, const char *path, char real[PATH_MAX], struct stat *st)
+{
+	if (!d || d->fd < 0)
+		return lb_realpath_stat(path, real, st);
+	size_t n = strlen(d->path), len = strlen(path);
+	/* "/" is the one canonical name that ends in a slash. */
+	size_t sep = n == 1 ? 0 : n;
+	const char *name = path + sep + 1;
+	if (len >= PATH_MAX || len <= sep + 1 || strncmp(path, d->path, sep) != 0 || path[sep] != '/' ||
+	    strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return lb_realpath_stat(path, real, st);
+	if (fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		return lb_realpath_stat(path, real, st);
+	}
+	/* A symlink is resolved to what it names, as realpath does. */
+	if (S_ISLNK(st->st_mode))
+		return lb_realpath_stat(path, real, st);
+	memcpy(real, path, len + 1);
+	return 0;
+}
+
 bool lb_program_inside(const char *python, const char *expdir)
 {
 	LB_AUTOFREE char *exe = NULL;

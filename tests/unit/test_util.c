@@ -69,6 +69,82 @@ static void test_realpath_stat(void **state)
 	rmdir(base);
 }
 
+/* lb_realpath_stat_in answers as lb_realpath_stat for every path, from a directory opened
+ * once: a name in it (a file, a directory, a symlink to either, a dangling one, absent), a
+ * deeper path, `.` and `..`, a path outside it; and from a directory that is not canonical
+ * or is reached through a symlink (no descriptor: the plain answer). */
+static void test_realpath_stat_in(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/lb-realdir-XXXXXX", base[PATH_MAX];
+	assert_non_null(mkdtemp(tmpl));
+	assert_non_null(realpath(tmpl, base));
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/d", base);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/d/sub", base);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/d/f", base);
+	int fd = open(p, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof p, "%s/d/lf", base);
+	assert_int_equal(symlink("f", p), 0);
+	snprintf(p, sizeof p, "%s/d/ld", base);
+	assert_int_equal(symlink("sub", p), 0);
+	snprintf(p, sizeof p, "%s/d/dangling", base);
+	assert_int_equal(symlink("nowhere", p), 0);
+	snprintf(p, sizeof p, "%s/ln", base);
+	assert_int_equal(symlink("d", p), 0);
+	const char *dirs[] = {"/d", "/ln", "/d/", "/./d", ""};
+	const char *names[] = {"/d/f",	 "/d/sub",   "/d/lf",	"/d/ld",     "/d/dangling",
+			       "/d/missing", "/d/sub/x", "/d/.",	"/d/..",     "/ln/f",
+			       "/d//f",	 "/d/f/",    "/other", "",	     "/d/sub/../f"};
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		char dir[PATH_MAX + 64];
+		snprintf(dir, sizeof dir, "%s%s", base, dirs[i]);
+		lb_realdir d;
+		lb_realdir_open(&d, dir);
+		/* Only the canonical spelling without a symlink is opened. */
+		assert_int_equal(d.fd >= 0, i == 0 || i == 4);
+		for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+			char want[PATH_MAX], got[PATH_MAX];
+			struct stat wst, st;
+			snprintf(p, sizeof p, "%s%s", base, names[k]);
+			int wr = lb_realpath_stat(p, want, &wst);
+			int r = lb_realpath_stat_in(&d, p, got, &st);
+			assert_int_equal(r, wr);
+			if (r == 0) {
+				assert_string_equal(got, want);
+				assert_int_equal(st.st_ino, wst.st_ino);
+				assert_int_equal(st.st_mode, wst.st_mode);
+			}
+		}
+		lb_realdir_close(&d);
+		assert_int_equal(d.fd, -1);
+	}
+	/* "/" is a directory like any other: its names are one component each. */
+	lb_realdir root;
+	lb_realdir_open(&root, "/");
+	assert_true(root.fd >= 0);
+	char got[PATH_MAX];
+	struct stat st;
+	assert_int_equal(lb_realpath_stat_in(&root, "/tmp", got, &st), 0);
+	assert_string_equal(got, "/tmp");
+	assert_true(S_ISDIR(st.st_mode));
+	lb_realdir_close(&root);
+	const char *rm[] = {"/d/f", "/d/lf", "/d/ld", "/d/dangling", "/ln"};
+	for (size_t i = 0; i < sizeof rm / sizeof *rm; i++) {
+		snprintf(p, sizeof p, "%s%s", base, rm[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof p, "%s/d/sub", base);
+	rmdir(p);
+	snprintf(p, sizeof p, "%s/d", base);
+	rmdir(p);
+	rmdir(base);
+}
+
 static void test_sha256_vectors(void **state)
 {
 	(void)state;
@@ -402,6 +478,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_path_under),
+		cmocka_unit_test(test_realpath_stat_in),
 		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_disk_measure_deep_and_linked),
