@@ -1299,7 +1299,9 @@ int lb_colab_check_flags(struct json_object *sandbox, char *err, size_t errlen)
 		const char *key, *flag, *why;
 	} a[] = {{"volumes", "-v", "the host's files are not on the Colab runtime; put the data "
 						"in the experiment or the Drive folder"},
-		 {"tmpfs", "--tmpfs", "labbox mounts nothing there"}};
+		 {"tmpfs", "--tmpfs", "labbox mounts nothing there"},
+		 {"hide", "--hide", "labbox does not control what the Colab runtime shows (the "
+				     "worker mounts the whole Drive)"}};
 	for (size_t i = 0; sandbox && i < sizeof a / sizeof *a; i++)
 		if (json_object_object_get_ex(sandbox, a[i].key, &v) && v &&
 		    json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0) {

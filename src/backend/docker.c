@@ -606,9 +606,38 @@ static int hide_cache_in(lb_strv *c, const char *src, const char *dst, char *err
 		       : 0;
 }
 
+/* Each --hide path a volume shows, covered where the volume puts it: a directory by an
+ * empty read-only tmpfs, anything else by /dev/null, as the local sandbox does inside its
+ * binds. Hidden paths no volume shows are not in the container at all. */
+static int hide_paths_in(lb_strv *c, json_object *hide, const char *src, const char *dst,
+			 char *err, size_t errlen)
+{
+	bool root = strcmp(src, "/") == 0;
+	for (size_t i = 0; hide && i < json_object_array_length(hide); i++) {
+		const char *h = json_object_get_string(json_object_array_get_idx(hide, i));
+		char real[PATH_MAX], at[PATH_MAX];
+		struct stat st;
+		if (!h || !realpath(h, real) || stat(real, &st) < 0 || !(root || lb_path_under(real, src)))
+			continue;
+		const char *rest = root ? real : real + strlen(src);
+		if (snprintf(at, sizeof at, "%s%s%s", dst, *rest == '/' || !*rest ? "" : "/", rest) >=
+			    (int)sizeof at || strchr(at, ',')) {
+			snprintf(err, errlen, "--hide %s: where -v shows it (%s), docker's --mount cannot "
+				 "name it (a comma or a long path)", h, dst);
+			return -EINVAL;
+		}
+		if (lb_strv_push(c, "--mount") ||
+		    (S_ISDIR(st.st_mode)
+			     ? lb_strv_pushf(c, "type=tmpfs,destination=%s,tmpfs-size=4096,tmpfs-mode=0555", at)
+			     : lb_strv_pushf(c, "type=bind,source=/dev/null,target=%s,readonly", at)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* -v SRC:DST[:ro|rw] as --mount, which refuses a missing source instead of creating it on
  * the host as -v does; read-only unless :rw. */
-static int add_volume(lb_strv *c, const char *spec, char *err, size_t errlen)
+static int add_volume(lb_strv *c, const char *spec, json_object *hide, char *err, size_t errlen)
 {
 	LB_AUTOFREE char *s = strdup(spec);
 	if (!s)
@@ -635,7 +664,8 @@ static int add_volume(lb_strv *c, const char *spec, char *err, size_t errlen)
 	if (lb_strv_push(c, "--mount") ||
 	    lb_strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly"))
 		return -ENOMEM;
-	return hide_cache_in(c, src, dst, err, errlen);
+	int r = hide_cache_in(c, src, dst, err, errlen);
+	return r < 0 ? r : hide_paths_in(c, hide, src, dst, err, errlen);
 }
 
 /* labbox's --tmpfs PATH[:size=S[,mode=M]] is docker's spelling already; exec is added since
@@ -793,8 +823,8 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		return -ENOMEM;
 	json_object *vols = json_arr(sb, "volumes");
 	for (size_t i = 0; vols && i < json_object_array_length(vols); i++)
-		if ((r = add_volume(c, json_object_get_string(json_object_array_get_idx(vols, i)), err,
-				    errlen)) < 0)
+		if ((r = add_volume(c, json_object_get_string(json_object_array_get_idx(vols, i)),
+				    json_arr(sb, "hide"), err, errlen)) < 0)
 			return r;
 	if (job->exp_dir && strchr(job->exp_dir, ',')) {
 		snprintf(err, errlen, "the %s path has a comma, which docker's --mount cannot name: "
@@ -805,6 +835,10 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	if (job->exp_dir) {
 		r |= lb_strv_push(c, "--mount");
 		r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
+		/* exec's --workdir is the user's own directory, bound as it is. */
+		if (r == 0 && (r = hide_paths_in(c, json_arr(sb, "hide"), job->exp_dir, job->exp_dir,
+						 err, errlen)) < 0)
+			return r;
 	}
 	/* exec without --workdir starts in the private /tmp, as the local sandbox's exec does. */
 	r |= lb_strv_pushf(c, "--workdir=%s", job->exp_dir ? job->exp_dir : "/tmp");

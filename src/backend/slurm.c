@@ -531,6 +531,8 @@ int lb_slurm_node_argv(const lb_slurm_node_run *n, char ***out)
 		r = push_each(&a, "--tmpfs", json_arr(sb, "tmpfs"));
 	if (r == 0)
 		r = push_each(&a, "--allow-degraded", json_arr(sb, "allow_degraded"));
+	if (r == 0)
+		r = push_each(&a, "--hide", json_arr(sb, "hide"));
 	for (size_t i = 0; r == 0 && i < n->nhide; i++)
 		r = lb_strv_push(&a, "--hide") || lb_strv_push(&a, n->hide[i]) ? -ENOMEM : 0;
 	r |= lb_strv_push(&a, "--entry");

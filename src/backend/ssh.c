@@ -737,13 +737,14 @@ static int build_labbox_cmd(ssh_state *d, const lb_backend_job *job)
 					       {"secret_env", "--secret-env"},
 					       {"volumes", "-v"},
 					       {"tmpfs", "--tmpfs"},
+					       {"hide", "--hide"},
 					       {"allow_degraded", "--allow-degraded"}};
 	for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
 		json_object *a = json_arr(sb, lists[k][0]);
 		for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 			const char *s = json_object_get_string(json_object_array_get_idx(a, i));
 			/* isolation is this backend's own: the remote sandbox is never weakened by it. */
-			if (k == 4 && strcmp(s, "isolation") == 0)
+			if (strcmp(lists[k][0], "allow_degraded") == 0 && strcmp(s, "isolation") == 0)
 				continue;
 			r |= lb_strv_push(c, lists[k][1]);
 			r |= lb_strv_push(c, s);
@@ -771,6 +772,8 @@ static int degraded_refusals(ssh_state *d, char *err, size_t errlen)
 		what = "-v";
 	else if (json_arr(sb, "tmpfs") && json_object_array_length(json_arr(sb, "tmpfs")))
 		what = "--tmpfs";
+	else if (json_arr(sb, "hide") && json_object_array_length(json_arr(sb, "hide")))
+		what = "--hide";
 	else if (json_i64(sb, "shm_size_bytes") > 0)
 		what = "--shm-size";
 	if (!what)

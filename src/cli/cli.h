@@ -38,6 +38,8 @@ typedef struct cli_sandbox_opts {
 	char **tmpfs; /* --tmpfs PATH[:size=SIZE], as given (mounts.c) */
 	size_t ntmpfs;
 	uint64_t shm_size; /* --shm-size; 0: the default */
+	char **hide; /* --hide PATH: absolute host paths kept out of sight */
+	size_t nhide;
 } cli_sandbox_opts;
 
 /* Long option ids of the shared flags, above the range of single characters. */
@@ -53,6 +55,7 @@ enum {
 	OPT_GPUS,
 	OPT_DISK,
 	OPT_SECRET_ENV,
+	OPT_HIDE,
 	OPT_FIRST_PRIVATE, /* subcommands number their own options from here */
 };
 
@@ -68,7 +71,8 @@ enum {
 		{"gpus", required_argument, NULL, OPT_GPUS},                                   \
 		{"disk-limit", required_argument, NULL, OPT_DISK},                             \
 		{"secret-env", required_argument, NULL, OPT_SECRET_ENV},                       \
-		{"volume", required_argument, NULL, 'v'}, CLI_MOUNT_LONGOPTS
+		{"volume", required_argument, NULL, 'v'},                                       \
+		{"hide", required_argument, NULL, OPT_HIDE}, CLI_MOUNT_LONGOPTS
 
 #define CLI_SANDBOX_HELP                                                                       \
 	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
@@ -83,7 +87,10 @@ enum {
 	"  -v, --volume SRC:DST[:ro|rw]\n"                                                      \
 	"                       make host path SRC visible at DST, read-only unless :rw; a DST\n" \
 	"                       the host lacks is created inside the sandbox only; /proc,\n"  \
-	"                       /sys and /dev cannot be SRC\n" CLI_MOUNT_HELP                  \
+	"                       /sys and /dev cannot be SRC\n"                                \
+	"  --hide PATH          keep host path PATH out of the experiment's sight, as the runs\n" \
+	"                       directory is, also where a -v shows it (repeatable; recorded,\n" \
+	"                       and repeated by rerun; mode ssh: a path of the host)\n" CLI_MOUNT_HELP \
 	"  --memory SIZE        memory limit of the whole tree, swap included, e.g. 512m, 4g\n" \
 	"  --cpus N             CPU limit, e.g. 1.5; also sets OMP_NUM_THREADS, MKL_NUM_THREADS,\n" \
 	"                       OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS and\n"               \
@@ -137,6 +144,10 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 /* Apply the shared flags to a sandbox: 0, or the exit code after printing an error (2 for a
  * bad flag, 125 for a GPU the host does not have). */
 int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb);
+/* --hide of a path in the experiment directory is refused: the experiment runs on a copy of
+ * that directory (its run's exp/), where the path would be in sight all the same. 0, or the
+ * usage error's exit code after printing it. */
+int cli_hide_outside(const char *cmd, const cli_sandbox_opts *o, const char *expdir);
 void cli_sandbox_opts_free(cli_sandbox_opts *o);
 /* The disk limit for a writable directory: --disk-limit, else half the free space of its file
  * system capped at 10 GiB. */

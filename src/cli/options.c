@@ -197,6 +197,14 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		if (strv_add(&o->env, &o->nenv, arg) < 0)
 			return -1;
 		return 1;
+	case OPT_HIDE:
+		if (arg[0] != '/') {
+			cli_error(cmd, "--hide '%s' is not an absolute path", arg);
+			return -1;
+		}
+		if (strv_add(&o->hide, &o->nhide, arg) < 0)
+			return -1;
+		return 1;
 	case OPT_SECRET_ENV:
 		if (!lb_env_name_valid(arg)) {
 			cli_error(cmd, "--secret-env '%s' is not a variable name", arg);
@@ -239,6 +247,14 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 		return mr;
 	for (size_t i = 0; i < o->ndegraded; i++)
 		lb_sandbox_allow_degraded(sb, o->degraded[i]);
+	/* After the volumes: a volume showing a hidden path hides it inside too. */
+	for (size_t i = 0; i < o->nhide; i++) {
+		int r = lb_sandbox_mask(sb, o->hide[i]);
+		if (r < 0) {
+			cli_error(cmd, "--hide '%s': cannot hide it: %s", o->hide[i], strerror(-r));
+			return 125;
+		}
+	}
 	/* A limit the user gave is held by a file system of exp/'s own; the default one (half
 	 * the free space) is a safety net and stays polled, which costs nothing at start-up.
 	 * exec's writable directory is the user's own, not a staged copy: never remounted. */
@@ -251,6 +267,26 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 			cli_error(cmd, "--gpus %s: %s", o->gpus, err);
 			/* Asked for a GPU the host lacks: refused, never run on the CPU instead. */
 			return r == -ENODEV ? 125 : CLI_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+int cli_hide_outside(const char *cmd, const cli_sandbox_opts *o, const char *expdir)
+{
+	char exp[PATH_MAX], real[PATH_MAX];
+	if (!o->nhide || !expdir || !realpath(expdir, exp))
+		return 0;
+	for (size_t i = 0; i < o->nhide; i++) {
+		/* Absent: nothing there to show (a link into the experiment is a path in it). */
+		if (!realpath(o->hide[i], real))
+			continue;
+		if (lb_path_under(real, exp) || lb_path_under(exp, real)) {
+			cli_error(cmd, "--hide '%s' %s the experiment directory %s, which is copied "
+				  "into the run (exp/) where the experiment sees it: move it out of "
+				  "the experiment, or give it with -v from outside", o->hide[i],
+				  lb_path_under(real, exp) ? "is in" : "holds", exp);
+			return CLI_EXIT_USAGE;
 		}
 	}
 	return 0;
@@ -292,6 +328,9 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o)
 	for (size_t i = 0; i < o->ndegraded; i++)
 		free(o->degraded[i]);
 	free(o->degraded);
+	for (size_t i = 0; i < o->nhide; i++)
+		free(o->hide[i]);
+	free(o->hide);
 	free(o->gpus);
 	cli_mounts_free(o);
 }
@@ -364,6 +403,7 @@ json_object *cli_sandbox_json(const cli_sandbox_opts *o)
 	json_object_object_add(j, "secret_env", strv_to_json(o->secret_env, o->nsecret_env));
 	json_object_object_add(j, "volumes", strv_to_json(o->volumes, o->nvolumes));
 	json_object_object_add(j, "allow_degraded", strv_to_json(o->degraded, o->ndegraded));
+	json_object_object_add(j, "hide", strv_to_json(o->hide, o->nhide));
 	json_object_object_add(j, "gpus", o->gpus ? json_object_new_string(o->gpus) : NULL);
 	json_object_object_add(j, "disk_limit_bytes",
 			       o->disk_limit_set ? json_object_new_int64((int64_t)o->disk_limit) : NULL);
@@ -412,7 +452,8 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 	if (strv_from_json(j, "env", &o->env, &o->nenv) < 0 ||
 	    strv_from_json(j, "secret_env", &o->secret_env, &o->nsecret_env) < 0 ||
 	    strv_from_json(j, "volumes", &o->volumes, &o->nvolumes) < 0 ||
-	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0)
+	    strv_from_json(j, "allow_degraded", &o->degraded, &o->ndegraded) < 0 ||
+	    strv_from_json(j, "hide", &o->hide, &o->nhide) < 0)
 		return -ENOMEM;
 	return cli_mounts_from_json(j, o);
 }

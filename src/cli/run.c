@@ -70,8 +70,6 @@ static const char run_help[] =
 	"  --partition NAME, --account NAME, --qos NAME\n"
 	"                       mode slurm: where the job goes (default: slurm: in labbox.yaml,\n"
 	"                       else the cluster's defaults)\n"
-	"  --hide PATH          keep PATH out of the experiment's sight (as the runs directory\n"
-	"                       is); repeatable\n"
 	"  --mode colab --drive DIR\n"
 	"                       run it on Google Colab through the synced Drive folder DIR: the\n"
 	"                       job waits in DIR/labbox/pending/ for the worker labbox writes\n"
@@ -127,7 +125,7 @@ static const char run_help[] =
 
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_ENV = 871, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,
        OPT_TRUST, OPT_ENTRY, OPT_MODE, OPT_IMAGE, OPT_ENGINE, OPT_HOST, OPT_REMOTE_LABBOX,
-       OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_HIDE,
+       OPT_INSTALL_REMOTE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS,
        OPT_DRIVE, OPT_COLAB_POLL, OPT_COLAB_TIMEOUT, OPT_COLAB_STALE, OPT_BASE_IMAGE, OPT_RUNTIME_GATE };
 
 static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
@@ -384,8 +382,7 @@ static int split_metrics(const char *arg, char ***v, size_t *n)
 }
 
 /* The sandbox of the flags o for req: 0, or the exit code after printing the error. */
-static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, char **hide,
-			size_t nhide, lb_sandbox **out)
+static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, lb_sandbox **out)
 {
 	lb_sandbox *sb = NULL;
 	if (lb_sandbox_new(&sb) < 0) {
@@ -403,11 +400,6 @@ static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, ch
 		here.gpus = NULL;
 	}
 	int rc = cli_sandbox_apply("run", &here, sb);
-	for (size_t i = 0; rc == 0 && i < nhide; i++)
-		if (lb_sandbox_mask(sb, hide[i]) < 0) {
-			cli_error("run", "--hide '%s': cannot hide it", hide[i]);
-			rc = 125;
-		}
 	if (rc != 0)
 		lb_sandbox_free(sb);
 	else
@@ -418,8 +410,6 @@ static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, ch
 typedef struct attempt_ctx {
 	const cli_sandbox_opts *o;
 	const lb_run_request *req;
-	char **hide;
-	size_t nhide;
 } attempt_ctx;
 
 /* A later attempt's sandbox: the user's flags with what the escalations grant. The GPUs are
@@ -437,7 +427,7 @@ static int attempt_sandbox(void *ctx, const lb_attempt_grant *g, lb_sandbox **sb
 	bool remote_gpus = mode_is_ssh(c->req) || slurm_mode(c->req);
 	if (gpus)
 		o.gpus = NULL;
-	if (make_sandbox(&o, c->req, c->hide, c->nhide, sb) != 0) {
+	if (make_sandbox(&o, c->req, sb) != 0) {
 		snprintf(err, errlen, "the sandbox could not be set up again (see above)");
 		return -EINVAL;
 	}
@@ -472,7 +462,6 @@ int cli_run(int argc, char **argv)
 		{"partition", required_argument, NULL, OPT_PARTITION},
 		{"account", required_argument, NULL, OPT_ACCOUNT},
 		{"qos", required_argument, NULL, OPT_QOS},
-		{"hide", required_argument, NULL, OPT_HIDE},
 		{"drive", required_argument, NULL, OPT_DRIVE},
 		{"colab-poll", required_argument, NULL, OPT_COLAB_POLL},
 		{"colab-timeout", required_argument, NULL, OPT_COLAB_TIMEOUT},
@@ -497,8 +486,6 @@ int cli_run(int argc, char **argv)
 	lb_run_request req = {0};
 	char **metrics = NULL;
 	size_t nmetrics = 0;
-	char **hide = NULL;
-	size_t nhide = 0;
 	bool quiet = false;
 	int rc = CLI_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
@@ -602,21 +589,6 @@ int cli_run(int argc, char **argv)
 			*(opt == OPT_PARTITION ? &req.partition : opt == OPT_ACCOUNT ? &req.account
 										: &req.qos) = optarg;
 			break;
-		case OPT_HIDE:
-			if (optarg[0] != '/') {
-				cli_error("run", "--hide '%s' is not an absolute path", optarg);
-				goto done;
-			}
-			{
-				char **nv = realloc(hide, (nhide + 1) * sizeof *hide);
-				if (!nv || !(nv[nhide] = strdup(optarg))) {
-					hide = nv ? nv : hide;
-					goto done;
-				}
-				hide = nv;
-				nhide++;
-			}
-			break;
 		case OPT_DRIVE:
 			if (!optarg[0]) {
 				cli_error("run", "--drive needs the synced Google Drive folder");
@@ -711,7 +683,9 @@ int cli_run(int argc, char **argv)
 		req.args = &argv[dashdash + 1];
 		req.nargs = (size_t)(argc - dashdash - 1);
 	}
-	if ((rc = make_sandbox(&o, &req, hide, nhide, &sb)) != 0)
+	if (!mode_is_ssh(&req) && (rc = cli_hide_outside("run", &o, req.expdir)) != 0)
+		goto done;
+	if ((rc = make_sandbox(&o, &req, &sb)) != 0)
 		goto done;
 	rc = CLI_EXIT_USAGE;
 	req.budget = o.budget;
@@ -731,7 +705,7 @@ int cli_run(int argc, char **argv)
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;
-	attempt_ctx actx = {.o = &o, .req = &req, .hide = hide, .nhide = nhide};
+	attempt_ctx actx = {.o = &o, .req = &req};
 	ac.sandbox = attempt_sandbox;
 	ac.sandbox_ctx = &actx;
 	int r = ac.escalate || ac.repair_cmd ? lb_run_attempts(sb, &req, &ac, &out)
@@ -760,9 +734,6 @@ done:
 	for (size_t i = 0; i < nmetrics; i++)
 		free(metrics[i]);
 	free(metrics);
-	for (size_t i = 0; i < nhide; i++)
-		free(hide[i]);
-	free(hide);
 	lb_sandbox_free(sb);
 	cli_sandbox_opts_free(&o);
 	return rc;

@@ -1029,6 +1029,9 @@ int cli_sweep(int argc, char **argv)
 				  stat(argv[optind], &st) < 0 ? "does not exist" : "is not a directory");
 			goto done;
 		}
+		if ((rc = cli_hide_outside("sweep", &c.o, c.expdir)) != 0)
+			goto done;
+		rc = CLI_EXIT_USAGE;
 		if (lb_sweep_spec_load(&spec, c.expdir, err, sizeof err) < 0) {
 			cli_error("sweep", "%s", err);
 			goto done;

@@ -548,15 +548,18 @@ static void setup_masks(init_ctx *c)
 		mask_file(c, null, c->sb->masked[i]);
 }
 
-/* What lb_sandbox_mask hid (the runs directory, the run index) stays hidden where a bind
- * shows it again from above: `-v $PWD:/work` with the runs in $PWD/.labbox. */
+/* What lb_sandbox_mask hid (the runs directory, the run index, --hide) stays hidden where a
+ * bind shows it again from above: `-v $PWD:/work` with the runs in $PWD/.labbox, and exec's
+ * work directory, bound at its own path after the masks. */
 static void mask_in_binds(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
 	char null[4096], p[4096], dst[3072];
 	nr_path(null, sizeof null, "/dev/null");
-	for (size_t i = 0; i < sb->nbinds; i++) {
-		const char *src = sb->binds[i].src;
+	for (size_t i = 0; i < sb->nbinds + (sb->workdir ? 1 : 0); i++) {
+		bool wd = i == sb->nbinds;
+		const char *src = wd ? sb->workdir : sb->binds[i].src;
+		const char *to = wd ? sb->workdir : sb->binds[i].dst;
 		size_t n = strlen(src);
 		for (size_t k = 0; k < sb->nmasked_dirs + sb->nmasked; k++) {
 			bool dir = k < sb->nmasked_dirs;
@@ -566,7 +569,7 @@ static void mask_in_binds(init_ctx *c)
 			if (!under)
 				continue;
 			const char *rest = strcmp(src, "/") == 0 ? m : m + n;
-			if (snprintf(dst, sizeof dst, "%s%s", sb->binds[i].dst, rest) >= (int)sizeof dst)
+			if (snprintf(dst, sizeof dst, "%s%s", to, rest) >= (int)sizeof dst)
 				chan_fail(c->chan_wr, "setup_binds", ENAMETOOLONG, "hide %s", m);
 			if (!dir) {
 				mask_file(c, null, dst);

@@ -979,3 +979,28 @@ def test_a_volume_does_not_show_labboxs_cache(dockerd, tmp_path):
     log = r.log()
     assert "data: visible" in log and "key: read" not in log, log
     assert "cache: []" in log and "key: FileNotFoundError" in log, log
+
+
+def test_a_volume_does_not_show_hidden_paths(dockerd, tmp_path):
+    """--hide PATH holds in a container as in the local sandbox: where a volume shows a
+    hidden directory it is empty, a hidden file is empty, the rest of the volume is there."""
+    secret = unique("secret")
+    data = tmp_path / "data"
+    (data / "private").mkdir(parents=True)
+    (data / "private" / "key.txt").write_text(secret)
+    (data / "token.txt").write_text(secret)
+    (data / "public.txt").write_text("visible\n")
+    for p in [tmp_path, data, data / "private"]:
+        os.chmod(p, 0o755)  # the container's user is not root's pytest
+    exp = write_exp(tmp_path, """
+        import os
+        print("public:", open("/h/public.txt").read().strip())
+        print("private:", sorted(os.listdir("/h/private")))
+        print("token:", repr(open("/h/token.txt").read()))
+    """, name="hide-probe")
+    r = drun(dockerd, exp, tmp_path / "runs", "-v", f"{data}:/h:ro", "--hide", data / "private",
+             "--hide", data / "token.txt")
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert secret not in log, log
+    assert "public: visible" in log and "private: []" in log and "token: ''" in log, log

@@ -226,6 +226,38 @@ def test_degraded_refuses_limits_it_cannot_hold(sshd, tmp_path):
     assert "--memory" in r.result["infra_error"]["message"]
 
 
+def test_hidden_paths_are_hidden_on_the_host(sshd, tmp_path):
+    """--hide names a path of the ssh host, and the labbox there hides it; without a labbox
+    there nothing could, and the run is refused rather than run with it in sight."""
+    secret = unique("secret")
+    data = Path(tempfile.mkdtemp(prefix="labbox-hide-", dir="/var/tmp"))
+    try:
+        (data / "private").mkdir()
+        (data / "private" / "key.txt").write_text(secret)
+        (data / "public.txt").write_text("visible")
+        for p in [data, data / "private"]:
+            os.chmod(p, 0o755)
+        for p in [data / "private" / "key.txt", data / "public.txt"]:
+            os.chmod(p, 0o644)
+        exp = write_exp(tmp_path, """
+            import os
+            print("public:", open("/data/public.txt").read())
+            print("private:", sorted(os.listdir("/data/private")))
+        """)
+        r = srun(sshd, exp, tmp_path / "runs", "-v", f"{data}:/data", "--hide", data / "private")
+        assert r.rc == 0, r.why()
+        log = r.log()
+        assert secret not in log, log
+        assert "public: visible" in log and "private: []" in log, log
+        with sshd.without_labbox():
+            r = srun(sshd, exp, tmp_path / "runs2", "--allow-degraded", "isolation",
+                     "--hide", data / "private")
+        assert r.rc == 125, r.why()
+        assert "--hide" in r.result["infra_error"]["message"]
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def test_unreachable_host_is_125(sshd, tmp_path):
     exp = write_exp(tmp_path, "open('ran.txt', 'w').write('x')\nprint('x: 1')\n")
     r = srun(sshd, exp, tmp_path / "runs", host=DOWN)

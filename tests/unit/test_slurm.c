@@ -244,7 +244,8 @@ static void test_node_argv(void **state)
 	(void)state;
 	json_object *sb = json_tokener_parse(
 		"{\"network\":\"none\",\"memory_bytes\":268435456,\"cpus\":1.5,\"env\":[\"A=1\"],"
-		"\"secret_env\":[\"TOKEN\"],\"volumes\":[\"/data:/data:ro\"],\"gpus\":\"0,1\"}");
+		"\"secret_env\":[\"TOKEN\"],\"volumes\":[\"/data:/data:ro\"],\"gpus\":\"0,1\","
+		"\"hide\":[\"/data/private\"]}");
 	const char *hide[] = {"/runs", "/labbox.db"};
 	char *args[] = {"--lr", "0.1"};
 	lb_slurm_node_run n = {.labbox = "/bin/lb", .runs_dir = "/r/slurm/runs", .expdir = "/r/exp",
@@ -264,7 +265,8 @@ static void test_node_argv(void **state)
 	assert_non_null(strstr(b.data, "-e\nA=1\n"));
 	assert_non_null(strstr(b.data, "--secret-env\nTOKEN\n"));
 	assert_non_null(strstr(b.data, "-v\n/data:/data:ro\n"));
-	assert_non_null(strstr(b.data, "--hide\n/runs\n--hide\n/labbox.db\n"));
+	/* the user's --hide, then the node's own records */
+	assert_non_null(strstr(b.data, "--hide\n/data/private\n--hide\n/runs\n--hide\n/labbox.db\n"));
 	assert_non_null(strstr(b.data, "--gpus\n@LABBOX_SLURM_JOB_GPUS@\n"));
 	assert_non_null(strstr(b.data, "--entry\ntrain.py\n/r/exp\n--\n--lr\n0.1\n"));
 	lb_buf_free(&b);
