@@ -64,6 +64,10 @@ int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char 
  * records: the other runs of a runs directory, the run index. */
 int lb_sandbox_mask(lb_sandbox *sb, const char *path);
 /* The same, path resolved from dir when it is a name in dir (lb_realpath_stat_in). */
+/* What lb_sandbox_mask recorded (resolved paths): the directories, then the files. Owned by
+ * sb. For a backend that shows host paths its own way (docker's volumes). */
+void lb_sandbox_masked(const lb_sandbox *sb, const char *const **dirs, size_t *ndirs,
+		       const char *const **files, size_t *nfiles);
 struct lb_realdir;
 int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */

@@ -606,38 +606,96 @@ static int hide_cache_in(lb_strv *c, const char *src, const char *dst, char *err
 		       : 0;
 }
 
-/* Each --hide path a volume shows, covered where the volume puts it: a directory by an
- * empty read-only tmpfs, anything else by /dev/null, as the local sandbox does inside its
- * binds. Hidden paths no volume shows are not in the container at all. */
-static int hide_paths_in(lb_strv *c, json_object *hide, const char *src, const char *dst,
+/* What the local sandbox masks (other runs' records, the index and sweeps beside them, and
+ * each --hide path), resolved: each one a volume shows is covered where the volume puts it,
+ * a directory by an empty read-only tmpfs, anything else by /dev/null. What no volume shows
+ * is not in the container at all. labbox's cache is hide_cache_in's. */
+typedef struct {
+	lb_sandbox *sb; /* a scratch sandbox that only records the masks */
+	char cache[PATH_MAX];
+} docker_masks;
+
+static bool masked_above(const docker_masks *m, const char *path)
+{
+	const char *const *dirs, *const *files;
+	size_t nd, nf;
+	lb_sandbox_masked(m->sb, &dirs, &nd, &files, &nf);
+	for (size_t i = 0; i < nd; i++)
+		if (strcmp(dirs[i], path) != 0 && lb_path_under(path, dirs[i]))
+			return true;
+	return false;
+}
+
+static int hide_masks_in(lb_strv *c, const docker_masks *m, const char *src, const char *dst,
 			 char *err, size_t errlen)
 {
+	if (!m || !m->sb)
+		return 0;
+	if (lb_path_under(dst, "/proc") || lb_path_under(dst, "/sys") || lb_path_under(dst, "/dev"))
+		return 0;
 	bool root = strcmp(src, "/") == 0;
-	for (size_t i = 0; hide && i < json_object_array_length(hide); i++) {
-		const char *h = json_object_get_string(json_object_array_get_idx(hide, i));
-		char real[PATH_MAX], at[PATH_MAX];
-		struct stat st;
-		if (!h || !realpath(h, real) || stat(real, &st) < 0 || !(root || lb_path_under(real, src)))
+	const char *const *dirs, *const *files;
+	size_t nd, nf;
+	lb_sandbox_masked(m->sb, &dirs, &nd, &files, &nf);
+	for (size_t i = 0; i < nd + nf; i++) {
+		bool dir = i < nd;
+		const char *h = dir ? dirs[i] : files[i - nd];
+		char at[PATH_MAX];
+		if (!(root || lb_path_under(h, src)) || strcmp(h, m->cache) == 0 || masked_above(m, h))
 			continue;
-		const char *rest = root ? real : real + strlen(src);
+		const char *rest = root ? h : h + strlen(src);
 		if (snprintf(at, sizeof at, "%s%s%s", dst, *rest == '/' || !*rest ? "" : "/", rest) >=
 			    (int)sizeof at || strchr(at, ',')) {
-			snprintf(err, errlen, "--hide %s: where -v shows it (%s), docker's --mount cannot "
-				 "name it (a comma or a long path)", h, dst);
+			snprintf(err, errlen, "%s must be hidden where -v shows it (%s), and docker's "
+				 "--mount cannot name that path (a comma or a long path): mount a "
+				 "directory that does not hold it", h, at);
 			return -EINVAL;
 		}
 		if (lb_strv_push(c, "--mount") ||
-		    (S_ISDIR(st.st_mode)
-			     ? lb_strv_pushf(c, "type=tmpfs,destination=%s,tmpfs-size=4096,tmpfs-mode=0555", at)
-			     : lb_strv_pushf(c, "type=bind,source=/dev/null,target=%s,readonly", at)))
+		    (dir ? lb_strv_pushf(c, "type=tmpfs,destination=%s,tmpfs-size=4096,tmpfs-mode=0555", at)
+			 : lb_strv_pushf(c, "type=bind,source=/dev/null,target=%s,readonly", at)))
 			return -ENOMEM;
 	}
 	return 0;
 }
 
+/* The masks of job: its runs directory's records, those of every runs directory this user's
+ * labbox has used, and the paths given with --hide. */
+static int docker_masks_make(docker_masks *m, json_object *sandbox, const lb_backend_job *job,
+			     char *err, size_t errlen)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	m->cache[0] = '\0';
+	if (cache && !realpath(cache, m->cache))
+		m->cache[0] = '\0';
+	if (lb_sandbox_new(&m->sb) < 0)
+		return -ENOMEM;
+	int r = lb_local_hide_job_records(m->sb, job);
+	if (r < 0) {
+		snprintf(err, errlen, "the records of other runs cannot be hidden: %s", strerror(-r));
+		return r;
+	}
+	json_object *hide = json_arr(sandbox, "hide");
+	for (size_t i = 0; hide && i < json_object_array_length(hide); i++) {
+		const char *h = json_object_get_string(json_object_array_get_idx(hide, i));
+		if ((r = lb_sandbox_mask(m->sb, h)) < 0) {
+			snprintf(err, errlen, "--hide '%s': cannot hide it: %s", h, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void docker_masks_free(docker_masks *m)
+{
+	lb_sandbox_free(m->sb);
+	m->sb = NULL;
+}
+
 /* -v SRC:DST[:ro|rw] as --mount, which refuses a missing source instead of creating it on
  * the host as -v does; read-only unless :rw. */
-static int add_volume(lb_strv *c, const char *spec, json_object *hide, char *err, size_t errlen)
+static int add_volume(lb_strv *c, const char *spec, const docker_masks *m, char *err,
+		      size_t errlen)
 {
 	LB_AUTOFREE char *s = strdup(spec);
 	if (!s)
@@ -665,7 +723,7 @@ static int add_volume(lb_strv *c, const char *spec, json_object *hide, char *err
 	    lb_strv_pushf(c, "type=bind,source=%s,target=%s%s", src, dst, rw ? "" : ",readonly"))
 		return -ENOMEM;
 	int r = hide_cache_in(c, src, dst, err, errlen);
-	return r < 0 ? r : hide_paths_in(c, hide, src, dst, err, errlen);
+	return r < 0 ? r : hide_masks_in(c, m, src, dst, err, errlen);
 }
 
 /* labbox's --tmpfs PATH[:size=S[,mode=M]] is docker's spelling already; exec is added since
@@ -821,10 +879,13 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	}
 	if (r)
 		return -ENOMEM;
+	__attribute__((cleanup(docker_masks_free))) docker_masks masks = {0};
+	if ((r = docker_masks_make(&masks, sb, job, err, errlen)) < 0)
+		return r;
 	json_object *vols = json_arr(sb, "volumes");
 	for (size_t i = 0; vols && i < json_object_array_length(vols); i++)
 		if ((r = add_volume(c, json_object_get_string(json_object_array_get_idx(vols, i)),
-				    json_arr(sb, "hide"), err, errlen)) < 0)
+				    &masks, err, errlen)) < 0)
 			return r;
 	if (job->exp_dir && strchr(job->exp_dir, ',')) {
 		snprintf(err, errlen, "the %s path has a comma, which docker's --mount cannot name: "
@@ -836,8 +897,8 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		r |= lb_strv_push(c, "--mount");
 		r |= lb_strv_pushf(c, "type=bind,source=%s,target=%s", job->exp_dir, job->exp_dir);
 		/* exec's --workdir is the user's own directory, bound as it is. */
-		if (r == 0 && (r = hide_paths_in(c, json_arr(sb, "hide"), job->exp_dir, job->exp_dir,
-						 err, errlen)) < 0)
+		if (r == 0 && (r = hide_masks_in(c, &masks, job->exp_dir, job->exp_dir, err,
+						 errlen)) < 0)
 			return r;
 	}
 	/* exec without --workdir starts in the private /tmp, as the local sandbox's exec does. */

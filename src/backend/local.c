@@ -153,6 +153,11 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 	return hide_known(sb, cache);
 }
 
+int lb_local_hide_job_records(lb_sandbox *sb, const lb_backend_job *job)
+{
+	return hide_records(sb, job);
+}
+
 int lb_local_hide_records(lb_sandbox *sb)
 {
 	LB_AUTOFREE char *cache = lb_user_cache_dir();

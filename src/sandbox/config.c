@@ -283,6 +283,15 @@ int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path)
 	return strv_push(&sb->masked, &sb->nmasked, real);
 }
 
+void lb_sandbox_masked(const lb_sandbox *sb, const char *const **dirs, size_t *ndirs,
+		       const char *const **files, size_t *nfiles)
+{
+	*dirs = (const char *const *)sb->masked_dirs;
+	*ndirs = sb->nmasked_dirs;
+	*files = (const char *const *)sb->masked;
+	*nfiles = sb->nmasked;
+}
+
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path)
 {
 	for (size_t i = 0; i < sb->nhidden; i++)

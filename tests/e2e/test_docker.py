@@ -1004,3 +1004,38 @@ def test_a_volume_does_not_show_hidden_paths(dockerd, tmp_path):
     log = r.log()
     assert secret not in log, log
     assert "public: visible" in log and "private: []" in log and "token: ''" in log, log
+
+
+def test_a_volume_does_not_show_other_runs_records(dockerd, tmp_path):
+    """`-v $PWD:/work` with the runs in $PWD/.labbox: another run's records (its -e values
+    among them), the index and the sweeps stay out of the container's reach, as in the local
+    sandbox. The records are given to the container's uid, as an ordinary user's own are to
+    the container she runs."""
+    secret = unique("secret")
+    proj = tmp_path / "proj"
+    runs = proj / ".labbox" / "runs"
+    first = write_exp(proj, "print('x: 1')\n", name="first")
+    r = drun(dockerd, first, runs, "-e", f"API_KEY={secret}")
+    assert r.rc == 0, r.why()
+    for q in [tmp_path, proj, *proj.rglob("*")]:
+        os.chown(q, 65534, 65534)
+        os.chmod(q, 0o755 if q.is_dir() else 0o644)
+    snoop = write_exp(tmp_path, f"""
+        import glob
+        secret = {secret[:8]!r} + {secret[8:]!r}
+        found = []
+        for p in glob.glob("/work/**", recursive=True) + glob.glob("/work/.labbox/**", recursive=True):
+            try:
+                if secret in open(p, errors="replace").read():
+                    found.append(p)
+            except OSError:
+                pass
+        print("FOUND", found)
+        print("seen", sorted(glob.glob("/work/.labbox/*")))
+        print("x: 1")
+    """, name="snoop")
+    r = drun(dockerd, snoop, tmp_path / "runs2", "-v", f"{proj}:/work:ro")
+    assert r.rc == 0, r.why()
+    log = r.log()
+    assert "FOUND []" in log, log
+    assert secret not in log, log
