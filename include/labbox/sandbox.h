@@ -131,6 +131,14 @@ typedef enum lb_exec_guard {
 /* optional: where the kernel refuses the trace, the run goes on unguarded (isolation's
  * exec_guard says so) instead of failing its setup (step setup_exec_guard). */
 int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional);
+/* dir, a directory under the work directory (a venv staged with the experiment), is
+ * read-only inside, and each directory between the work directory and it is a mount point
+ * of its own, so that none can be renamed or removed to put another in its place: what the
+ * interpreter reads there before its runtime gate (pyvenv.cfg, .pth files) stays as it was
+ * at the start for every process the run starts. -ELOOP when a symlink is on the way (the
+ * experiment could point it elsewhere), -EINVAL when dir is not under the work directory
+ * (set that first), -ENOTDIR when it is no directory. */
+int lb_sandbox_protect(lb_sandbox *sb, const char *dir);
 
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */
 int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ctx);

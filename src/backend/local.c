@@ -259,6 +259,28 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 	}
 	if (r == 0 && job->exec_guard)
 		r = lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, job->exec_guard == 2);
+	/* The guard lets a process start the run's interpreter again by the same name; an
+	 * environment staged with the experiment (a venv in it) would then be read as the
+	 * experiment left it: pyvenv.cfg and .pth files run before the gate. So it stays as
+	 * staged, where nothing can replace it. */
+	if (r == 0 && job->exec_guard && job->python) {
+		const char *pfx[] = {job->python->prefix, job->python->base_prefix};
+		for (size_t i = 0; r == 0 && i < 2; i++) {
+			if (!pfx[i][0] || !lb_path_under(pfx[i], job->exp_dir) ||
+			    strcmp(pfx[i], job->exp_dir) == 0)
+				continue;
+			r = lb_sandbox_protect(sb, pfx[i]);
+			if (r < 0) {
+				snprintf(err, errlen, "the interpreter's environment %s, staged with the "
+					 "experiment, cannot be kept as staged (%s): the processes the "
+					 "run starts would read what the experiment wrote there before "
+					 "their runtime gate; keep the environment out of the experiment "
+					 "directory, or run with --runtime-gate record", pfx[i],
+					 r == -ELOOP ? "a symbolic link is on its way" : strerror(-r));
+				return r;
+			}
+		}
+	}
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, job->budget);
 	if (r == 0)

@@ -150,6 +150,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	strv_free(sb->hidden, sb->nhidden);
 	strv_free(sb->masked, sb->nmasked);
 	strv_free(sb->masked_dirs, sb->nmasked_dirs);
+	strv_free(sb->protect, sb->nprotect);
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
 	strv_free(sb->devices, sb->ndevices);
@@ -281,6 +282,36 @@ int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path)
 	if (strv_contains(sb->masked, sb->nmasked, real))
 		return 0;
 	return strv_push(&sb->masked, &sb->nmasked, real);
+}
+
+int lb_sandbox_protect(lb_sandbox *sb, const char *dir)
+{
+	if (!sb->workdir || dir[0] != '/' || !path_is_under(dir, sb->workdir) ||
+	    strcmp(dir, sb->workdir) == 0)
+		return -EINVAL;
+	/* Each step from the work directory down, looked at as it is (no link followed). */
+	char p[PATH_MAX];
+	size_t w = strlen(sb->workdir);
+	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+		return -ENAMETOOLONG;
+	for (char *s = p + w + 1;; s++) {
+		char *slash = strchr(s, '/');
+		if (slash)
+			*slash = '\0';
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (!slash)
+			break;
+		*slash = '/';
+		s = slash;
+	}
+	return strv_contains(sb->protect, sb->nprotect, dir) ? 0
+							      : strv_push(&sb->protect, &sb->nprotect, dir);
 }
 
 void lb_sandbox_masked(const lb_sandbox *sb, const char *const **dirs, size_t *ndirs,

@@ -588,6 +588,39 @@ static void mask_in_binds(init_ctx *c)
 	}
 }
 
+/* lb_sandbox_protect's directories, after the work directory is bound: each directory on the
+ * way down from it bound on itself (a mount point cannot be renamed or removed), the last one
+ * read-only. Nothing of the experiment runs yet, so the way is as the supervisor saw it. */
+static void protect_dirs(init_ctx *c)
+{
+	const lb_sandbox *sb = c->sb;
+	char p[4096];
+	for (size_t i = 0; i < sb->nprotect; i++) {
+		const char *d = sb->protect[i];
+		size_t w = strlen(sb->workdir);
+		for (const char *s = d + w + 1;; s++) {
+			const char *slash = strchr(s, '/');
+			char part[3072];
+			snprintf(part, sizeof part, "%.*s", (int)((slash ? slash : s + strlen(s)) - d), d);
+			nr_path(p, sizeof p, part);
+			struct stat st;
+			if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+				chan_fail(c->chan_wr, "setup_root", lstat(p, &st) < 0 ? errno : ENOTDIR,
+					  "protect %s", part);
+			if (mount(p, p, NULL, MS_BIND, NULL) < 0)
+				chan_fail(c->chan_wr, "setup_root", errno, "pin %s", part);
+			if (!slash) {
+				/* Read-only alone: the flags the bind inherited stay as they are. */
+				struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+				if (mount_setattr(AT_FDCWD, p, 0, &ro, sizeof ro) < 0)
+					chan_fail(c->chan_wr, "setup_root", errno, "protect %s", part);
+				break;
+			}
+			s = slash;
+		}
+	}
+}
+
 /* A hidden directory covered by an empty tmpfs; one removed since labbox looked is skipped,
  * not the run failed. */
 static void hide_one(init_ctx *c, const char *path)
@@ -679,6 +712,7 @@ static void setup_root(init_ctx *c)
 		bind_one(c, c->bind_fds[sb->nbinds], sb->workdir, true);
 	place_files(c);
 	mask_in_binds(c);
+	protect_dirs(c);
 
 	/* The covers over hidden directories, and /dev, become read-only once populated. */
 	struct mount_attr ro_only = {0};

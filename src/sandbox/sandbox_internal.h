@@ -83,6 +83,8 @@ struct lb_sandbox {
 	size_t nmasked;
 	char **masked_dirs; /* directories lb_sandbox_mask hid: hidden in binds of a parent too */
 	size_t nmasked_dirs;
+	char **protect; /* directories under the work directory made read-only, their way pinned */
+	size_t nprotect;
 	char **private_dirs; /* covered by an empty writable tmpfs */
 	size_t nprivate;
 	char **env;

@@ -112,6 +112,16 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1,
 				     SCMP_A0(SCMP_CMP_EQ, PR_SET_SECCOMP));
 	}
+	/* Another process's limits: a process the exec guard has let through, lowered from
+	 * outside while its interpreter reads the runtime gate, fails that read (too many open
+	 * files), and site passes over a sitecustomize it could not read. A process's own
+	 * limits (setrlimit is prlimit64 on pid 0) stay its own to set; reading another's is
+	 * fine. */
+	if (r == 0) {
+		what = "prlimit64";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
+				     SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0));
+	}
 	/* Changing the execution domain (READ_IMPLIES_EXEC and friends); querying it is fine. */
 	if (r == 0) {
 		what = "personality";

@@ -661,3 +661,96 @@ def test_the_gates_own_children_pass_the_exec_guard(tmp_path):
     assert doc["isolation"]["exec_guard"], doc["isolation"]
     assert doc["runtime_gate"]["events"] == [], doc["runtime_gate"]
     assert doc["metrics"]["values"] == {"spawn": 30, "forkserver": 30}, doc["metrics"]
+
+
+OTHER_LIMITS = r'''
+import multiprocessing as mp, os, resource, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))  # its own: allowed
+child = mp.get_context("fork").Process(target=time.sleep, args=(3,))
+child.start()
+got = []
+for lim in (resource.RLIMIT_NOFILE, resource.RLIMIT_AS, resource.RLIMIT_FSIZE):
+    try:
+        resource.prlimit(child.pid, lim, (3, hard if lim == resource.RLIMIT_NOFILE else -1))
+        got.append(0)
+    except OSError:
+        got.append(1)
+after = resource.prlimit(child.pid, resource.RLIMIT_NOFILE)
+child.join()
+print("refused: %d" % sum(got))
+print("unchanged: %d" % (after[0] == soft - 1))
+'''
+
+
+def test_another_processes_limits_cannot_be_lowered(tmp_path):
+    """A limit lowered from outside while a started interpreter reads its runtime gate (too
+    many open files) fails that read, and site goes on without the gate: the exec guard had
+    seen the limits right at the exec. So no process of the run sets another's limits; its
+    own stay its own to set. The host reads the numbers the experiment could reach."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(OTHER_LIMITS)
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--python", PYTHON,
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    assert doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["metrics"]["values"] == {"refused": 3, "unchanged": 1}, doc["metrics"]
+
+
+VENV_WRITES = r'''
+import multiprocessing as mp, os, sys
+here = os.getcwd()
+site = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)][0]
+tries = {
+    "pth": lambda: open(os.path.join(site, "zz.pth"), "w").write(
+        "import os; open(%r, 'w').write('pth')\n" % os.path.join(here, "MARKER")),
+    "cfg": lambda: open(os.path.join(sys.prefix, "pyvenv.cfg"), "a").write("home = /nowhere\n"),
+    "rename": lambda: os.rename(sys.prefix, sys.prefix + ".old"),
+    "mkdir": lambda: os.mkdir(os.path.join(site, "evil")),
+}
+refused = 0
+for name, f in tries.items():
+    try:
+        f()
+        print("done", name)
+    except OSError as e:
+        refused += 1
+        print("refused", name, e.errno)
+def child():
+    print("child_ran: 1", flush=True)
+if __name__ == "__main__":
+    p = mp.get_context("spawn").Process(target=child)
+    p.start()
+    p.join()
+    print("refused: %d" % refused)
+    open("results.ok", "w").write("the experiment directory stays writable")
+'''
+
+
+def test_a_venv_staged_with_the_experiment_stays_as_staged(tmp_path):
+    """A venv inside the experiment runs from the run's staged copy, which the experiment
+    can write: a .pth it adds to site-packages, or a pyvenv.cfg it rewrites, would run before
+    the runtime gate in every interpreter the run starts by the venv's name, which the exec
+    guard lets through. Under the gate the venv is read-only and cannot be renamed away; the
+    rest of the experiment directory stays writable. The host finds no MARKER."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(VENV_WRITES)
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / "venv")], check=True,
+                   timeout=CALL_TIMEOUT)
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--runtime-gate",
+                        "on", "--python", str(exp / "venv" / "bin" / "python"),
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    run_dir = doc["run_dir"]
+    log = open(os.path.join(run_dir, "run.log")).read()
+    assert not os.path.exists(os.path.join(run_dir, "exp", "MARKER")), log[-3000:]
+    assert doc["status"] == "completed", (json.dumps(doc)[:2000], log[-2000:])
+    assert doc["metrics"]["values"] == {"refused": 4, "child_ran": 1}, log[-2000:]
+    assert os.path.exists(os.path.join(run_dir, "exp", "results.ok")), log[-2000:]
+    cfg = open(os.path.join(run_dir, "exp", "venv", "pyvenv.cfg")).read()
+    assert "/nowhere" not in cfg, cfg
+    assert doc["isolation"]["exec_guard"], doc["isolation"]
