@@ -787,6 +787,28 @@ static const char *cap_words(ck_rule r)
 	}
 }
 
+/* The capability a sink's own name stands for (subprocess.check_output: a process), as the
+ * summaries count it. */
+static unsigned name_caps_of(ctx *c, const char *q)
+{
+	switch (ck_classify(q, false, c->in->cfg->policy)) {
+	case R_PROCESS:
+	case R_SUBPROCESS:
+	case R_PTY:
+		return CK_CAP_PROCESS;
+	case R_DYNCODE:
+		return CK_CAP_EXEC;
+	case R_NETWORK:
+		return CK_CAP_SOCKET;
+	case R_NATIVE:
+		return CK_CAP_NATIVE;
+	case R_DYNIMPORT:
+		return CK_CAP_IMPORT;
+	default:
+		return 0;
+	}
+}
+
 /* A name the direct rules do not know, seen through the standard library's summaries: its
  * own name for it there (tempfile._os.system is os.system), or what it reaches. */
 static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
@@ -808,8 +830,16 @@ static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
 	ck_rule r = cap_rule_via(c, caps, via);
 	if (r == R_COUNT)
 		return false;
-	snprintf(msg, sizeof msg, "%s `%s`: %s (the standard library reaches `%s` from it)",
-		 how == CALL ? "call of" : "use of", q, cap_words(r), via ? via : "?");
+	/* via is the first sink found, which may be of another capability than the rule's
+	 * (a socket where the rule is a process): then it is not named as the reason. */
+	ck_rule vr = via ? cap_rule_via(c, name_caps_of(c, via), via) : R_COUNT;
+	bool via_fits = via && (vr == r || (cap_words(vr) == cap_words(r)));
+	if (via_fits)
+		snprintf(msg, sizeof msg, "%s `%s`: %s (the standard library reaches `%s` from it)",
+			 how == CALL ? "call of" : "use of", q, cap_words(r), via);
+	else
+		snprintf(msg, sizeof msg, "%s `%s`: %s (through the standard library)",
+			 how == CALL ? "call of" : "use of", q, cap_words(r));
 	raw(c, r, at, q, msg);
 	return true;
 }
@@ -1397,6 +1427,7 @@ typedef struct args {
 	bool used[MAX_ARGS];
 	bool have_pre0; /* pre0: the first argument, evaluated and reported already */
 	vset pre0;
+	bool judged; /* call_ref judged the call whole: the callee is not reported again */
 } args;
 
 /* ks gets the argument list's named children, which eval_call walks again */
@@ -1952,6 +1983,25 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			if (dot)
 				vs_add(&out, ref(c, astrndup(c, s, (size_t)(dot - s))));
 		}
+		return out;
+	}
+	/* find_spec("pkg.mod") imports pkg to search its __path__, and nothing for a top-level
+	 * name: with the name written out it is that import, or none (an optional dependency
+	 * looked for: find_spec("sklearn") is not None). A computed name stays the summary's. */
+	if (strcmp(q, "importlib.util.find_spec") == 0 && !a->splat) {
+		x = arg(a, 0, "name");
+		if (ts_node_is_null(x))
+			return out;
+		vset names = eval(c, sc, x);
+		const char *s = vs_str(&names);
+		if (!s || s[0] == '.')
+			return out;
+		if (a->npos > 0)
+			a->used[0] = true;
+		const char *dot = strrchr(s, '.');
+		if (dot)
+			import_event(c, astrndup(c, s, (size_t)(dot - s)), node, true);
+		a->judged = true;
 		return out;
 	}
 	if (strcmp(q, "builtins.type") == 0 && a->npos == 1) {
@@ -2516,8 +2566,11 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		vset r = {0};
 		switch (v->kind) {
 		case VK_REF:
+			a.judged = false;
 			r = call_ref(c, sc, v->s, n, &a);
 			seed_events(c, sc, v->s, n, &a);
+			if (a.judged)
+				callee.v[i].kind = VK_STR; /* a value of no capability: not reported */
 			break;
 		case VK_GETTER:
 			if (a.npos >= 1) {

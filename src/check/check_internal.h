@@ -330,7 +330,7 @@ const char *ck_stdlib_id(const ck_stdlib *s);
 /* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
  * not one (its header, or records that are not the ones the header's digest names). */
 int ck_stdlib_parse(char *text, ck_stdlib **out);
-/* A summary's first line, "labbox.stdlib/3\tMODULES\tSHA256\n", from the len bytes at data
+/* A summary's first line, "labbox.stdlib/4\tMODULES\tSHA256\n", from the len bytes at data
  * (more may follow): 0 with its fields and its length, or -EINVAL. */
 int ck_stdlib_header(const char *data, size_t len, size_t *modules, uint8_t digest[32],
 		     size_t *head_len);

@@ -26,9 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "labbox.stdlib/3\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
+/* "labbox.stdlib/4\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
  * the records. The first line alone says which summary it is (ck_stdlib_header). */
-#define SUMMARY_MAGIC "labbox.stdlib/3"
+#define SUMMARY_MAGIC "labbox.stdlib/4"
 #define SUMMARY_HEAD_MAX 128
 #define MAX_MODULES 6000
 #define MAX_FILE (4u << 20)
@@ -692,12 +692,51 @@ static unsigned name_caps(const char *q)
 	}
 }
 
+/* Calls that never run here, and what they would bring in. platform.uname() asks
+ * os.uname(), and only where that is missing or empty (not on Linux, where labbox runs)
+ * does it run `ver` (_syscmd_ver), look up the host name through a socket (_node) or ask
+ * Windows and Java. What it returns has a processor field that runs `uname -p` when it is
+ * read: platform.system(), node(), release(), version() and machine() read one other field
+ * of it, and never that one. Followed, both made `platform.system() == "Darwin"` read as
+ * starting a process. platform.uname() itself (its result's processor can be read),
+ * processor() and platform() (which read it) stay as they are. */
+static const char *const not_here[][2] = {
+	{"platform.system", "platform.uname"},
+	{"platform.node", "platform.uname"},
+	{"platform.release", "platform.uname"},
+	{"platform.version", "platform.uname"},
+	{"platform.machine", "platform.uname"},
+	{"platform.uname", "platform._syscmd_ver"},
+	{"platform.uname", "platform._node"},
+	{"platform.uname", "platform.win32_ver"},
+	{"platform.uname", "platform._get_machine_win32"},
+	{"platform.uname", "platform.java_ver"},
+};
+
+static bool call_not_here(const graph *g, const node *x, int target)
+{
+	if (target < 0 || !x->name)
+		return false;
+	for (size_t i = 0; i < sizeof not_here / sizeof *not_here; i++)
+		if (strcmp(x->name, not_here[i][0]) == 0 &&
+		    strcmp(g->v[target].name, not_here[i][1]) == 0)
+			return true;
+	return false;
+}
+
 static void resolve_edges(graph *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		node *x = &g->v[i];
 		for (size_t k = 0; k < x->ne; k++) {
 			edge *e = &x->e[k];
+			if (e->kind == E_PLAIN || e->kind == E_REF) {
+				int t = g_resolve(g, e->to, 0);
+				if (call_not_here(g, x, t)) {
+					e->tnode = -1;
+					continue;
+				}
+			}
 			if (e->kind == E_REF) {
 				/* a function handed on is called later; a class named is not made */
 				e->tnode = g_resolve(g, e->to, 0);
