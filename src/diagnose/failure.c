@@ -956,6 +956,30 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 		*v = why;
 		return true;
 	}
+	/* Two workers writing their tracebacks at once interleave them (a "Process
+	 * ForkProcess-1:" header inside the other's frames), and neither parses as a chain: the
+	 * refusal's own line, anywhere above the last chain, still says what happened. */
+	for (size_t l = exc[start].header; l-- > 0;) {
+		const char *line = log->lines[l];
+		if (strncmp(line, "PermissionError", 15) != 0 || !has(line, GATE_MARK))
+			continue;
+		lb_verdict why = *v;
+		lb_exc one = {.header = l, .line = l, .frame = NONE, .link = LINK_NONE, .bare = true};
+		why.n_evidence = 0;
+		classify_at(&why, log, &one);
+		if (strcmp(why.cls, "gate_refused") != 0)
+			continue;
+		why.code_frame = code_frame_of(log, &exc[n - 1]);
+		set_confidence(&why, CONF_MEDIUM,
+			       "the gate's refusal went uncaught in a process whose traceback is "
+			       "mixed with another's; the error that ended the run came after it");
+		add_evidence(&why, l);
+		if (why.code_frame != NONE)
+			add_code_evidence(&why, log);
+		add_evidence(&why, exc[n - 1].line);
+		*v = why;
+		return true;
+	}
 	return false;
 }
 

@@ -1818,11 +1818,53 @@ def _labbox_gate():
         fn, _ = code_names(frame)
         return fn is not None and fn.endswith(ipc_readers) and fkind(frame) != "x"
 
+    # ... and what a pool's task names by reference, of the standard library's computing
+    # modules (Pool.map(json.loads), map(os.path.basename), map(re.escape), zlib.crc32,
+    # operator.itemgetter(0)) and PyYAML's safe functions: judged by what the name finds,
+    # which must be that module's own function (a name the experiment rebound to one of its
+    # own, or to os.system, is not). Only there: in a pickle from outside these stay refused,
+    # as json.load reads whatever object the pickle hands it.
+    ipc_fn_mods = frozenset(
+        "json re posixpath string textwrap statistics fnmatch base64 binascii zlib _struct "
+        "struct bisect _bisect heapq _heapq unicodedata html difflib shlex".split())
+    ipc_fn_only = {"yaml": frozenset(["safe_load", "safe_load_all", "safe_dump",
+                                      "safe_dump_all"])}
+    _itemgetter = _operator.itemgetter
+
+    def ipc_function(modname, name):
+        if type(modname) is not str or type(name) is not str or "." in name or \
+                name.startswith("_"):
+            return False
+        only = _dict_get(ipc_fn_only, modname)
+        if modname == "operator" and name == "itemgetter":
+            d = loaded_dict(modname)
+            return d is not None and sget(d, name) is _itemgetter
+        if modname not in ipc_fn_mods and (only is None or name not in only):
+            return False
+        mod = sget(_modules, modname)
+        d = loaded_dict(modname)
+        obj = sget(d, name) if d is not None else None
+        if obj is None or mod is None:
+            return False
+        t = type(obj)
+        if t is _bf:
+            return _bf_self(obj) is mod  # zlib.crc32, _heapq.heappush: the module's own
+        if t is not _FunctionType:
+            return False
+        fn = _func_code(obj).co_filename
+        path = modname.replace(".", "/")
+        # posixpath is frozen into 3.11 and later: "<frozen posixpath>"
+        return type(fn) is str and kind(fn) in ("s", "l") and \
+            (fn.endswith(("/" + path + ".py", "/" + path + "/__init__.py")) or
+             fn == "<frozen " + modname + ">")
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
         if modname == "builtins" and name == "getattr" and ipc_pickle(frame):
             return
         if not pickle_ok(modname, name):
+            if ipc_function(modname, name) and ipc_pickle(frame):
+                return
             refuse(event, args[:2], frame, "gate.pickle",
                    "pickle find_class outside the allowlist",
                    "%s.%s is not a class or reconstruction function labbox allows to unpickle"

@@ -553,6 +553,57 @@ static void add_exec_refusals(json_object *gate, const lb_sandbox_result *res)
 
 /* A run in which the exec guard killed a process failed, whatever the experiment made of it:
  * a program it did not get to run, and code that got past the gate. */
+/* A run the budget ended in which the runtime gate had refused something: the timeout is
+ * what ended it, and it stays the class, but a refused task (a pool's, a queue's) leaves the
+ * code waiting for an answer that never comes, and raising the budget would not help. The
+ * first refusal is evidence, and the confidence says the two may be one. */
+static void timeout_after_refusal(json_object *failure, json_object *gate)
+{
+	json_object *v, *events;
+	if (!failure || !gate || !json_object_object_get_ex(failure, "class", &v) ||
+	    strcmp(json_object_get_string(v), "timeout") != 0)
+		return;
+	int64_t refused = json_object_object_get_ex(gate, "refused", &v) ? json_object_get_int64(v) : 0;
+	if (refused <= 0 || !json_object_object_get_ex(gate, "events", &events) ||
+	    !json_object_is_type(events, json_type_array))
+		return;
+	json_object *first = NULL;
+	for (size_t i = 0; i < json_object_array_length(events) && !first; i++) {
+		json_object *ev = json_object_array_get_idx(events, i);
+		if (json_object_object_get_ex(ev, "refused", &v) && json_object_get_boolean(v))
+			first = ev;
+	}
+	if (!first)
+		return;
+	const char *event = json_object_object_get_ex(first, "event", &v) ? json_object_get_string(v) : "?";
+	const char *rule = json_object_object_get_ex(first, "rule", &v) ? json_object_get_string(v) : "?";
+	const char *title = json_object_object_get_ex(first, "title", &v) && v ? json_object_get_string(v) : "";
+	json_object *args = json_object_object_get_ex(first, "args", &v) ? v : NULL;
+	char what[600];
+	int n = snprintf(what, sizeof what, "the runtime gate refused %lld operation%s before the budget "
+			 "ran out; the first: %s (%s%s%s)", (long long)refused, refused == 1 ? "" : "s",
+			 event, rule, title[0] ? " " : "", title);
+	if (args && json_object_array_length(args) > 0 && n > 0 && (size_t)n < sizeof what)
+		snprintf(what + n, sizeof what - (size_t)n, " of %.200s",
+			 json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
+	json_object *ev_arr;
+	if (json_object_object_get_ex(failure, "evidence", &ev_arr) &&
+	    json_object_is_type(ev_arr, json_type_array))
+		json_object_array_add(ev_arr, json_object_new_string(what));
+	json_object_object_add(failure, "confidence", json_object_new_string("medium"));
+	json_object_object_add(failure, "confidence_reason",
+			       json_object_new_string("the budget ended the run, after the runtime gate had "
+						      "refused an operation: a refused task can leave a pool or "
+						      "a queue waiting for ever, and then a larger budget would "
+						      "not help (runtime_gate lists the refusals)"));
+	const char *sug = json_object_object_get_ex(failure, "suggestion", &v) ? json_object_get_string(v) : "";
+	char more[1400];
+	snprintf(more, sizeof more, "%s; but first see the runtime gate's refusals (result.json "
+		 "runtime_gate): if the code waited on a task the gate refused, remove what it refused "
+		 "(docs/check.md names the rule) rather than raise the budget", sug);
+	json_object_object_add(failure, "suggestion", json_object_new_string(more));
+}
+
 static json_object *exec_refusal_failure(const lb_sandbox_result *res)
 {
 	const lb_exec_refusal *r = &res->exec_refusals[0];
@@ -1297,6 +1348,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (gate_staged)
 		lb_gate_note_preload(json_object_object_get(doc, "runtime_gate"), gate_preload);
 	add_exec_refusals(json_object_object_get(doc, "runtime_gate"), &res);
+	timeout_after_refusal(failure, json_object_object_get(doc, "runtime_gate"));
 	json_object_put(gate_preload);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();

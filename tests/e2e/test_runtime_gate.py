@@ -2342,3 +2342,61 @@ def test_a_gate_that_cannot_install_stops_its_interpreter(tmp_path):
     assert p.returncode == 126, (p.returncode, p.stdout, p.stderr)
     assert "ran" not in p.stdout
     assert "labbox runtime gate: not installed" in p.stderr and "config" in p.stderr, p.stderr
+
+
+def test_pool_tasks_named_by_reference_are_accepted(tmp_path):
+    """A pool's task that is a computing function of the standard library (json.loads,
+    os.path.basename, re.escape, zlib.crc32, operator.itemgetter(0)) reaches the worker as a
+    pickle naming it; under fork, spawn and a ProcessPoolExecutor the run completes with the
+    right numbers and no refusal. The same names in a pickle from a file stay refused."""
+    exp = write_exp(tmp_path, """
+        import json, os, re, zlib, operator, pickle
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        TASKS = [(json.loads, ['{"a": 1}', '[2]'], [{"a": 1}, [2]]),
+                 (os.path.basename, ["/a/b.txt", "c/d"], ["b.txt", "d"]),
+                 (re.escape, ["a.b"], ["a\\\\.b"]),
+                 (zlib.crc32, [b"abc"], [891568578]),
+                 (operator.itemgetter(0), [(1, 2), (3, 4)], [1, 3])]
+
+        if __name__ == "__main__":
+            ok = 0
+            for method in ("fork", "spawn"):
+                with mp.get_context(method).Pool(2) as pool:
+                    ok += sum(pool.map(f, data) == want for f, data, want in TASKS)
+            with ProcessPoolExecutor(2, mp_context=mp.get_context("spawn")) as ex:
+                ok += sum(list(ex.map(f, data)) == want for f, data, want in TASKS)
+            print("tasks_ok:", ok)
+            try:
+                pickle.loads(pickle.dumps(json.loads))
+                print("file_pickle_refused: 0")
+            except PermissionError:
+                print("file_pickle_refused: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"tasks_ok": 15, "file_pickle_refused": 1}, r.why()
+    evs = refused_events(r)
+    assert [(e["event"], e["args"]) for e in evs] == [("pickle.find_class", ["json", "loads"])], evs
+
+
+def test_a_timeout_after_a_refused_pool_task_names_the_refusal(tmp_path):
+    """A fork pool whose task the gate refused waits for ever; the budget ends the run. The
+    class stays what ended it (timeout), and the refusal is the evidence, with a confidence
+    that says the two may be one, so that raising the budget is not the only advice."""
+    exp = write_exp(tmp_path, """
+        import os, multiprocessing as mp
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as pool:
+                print(pool.map(os.getcwd, []))
+                print(pool.map(os.system, ["true"]))
+            print("done: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on",
+                "--budget", "6")
+    assert r.result["status"] == "timeout", r.why()
+    f = r.result["failure"]
+    assert f["class"] == "timeout" and f["confidence"] == "medium", f
+    assert any("runtime gate refused" in e and "pickle.find_class" in e for e in f["evidence"]), f
+    assert "refusals" in f["suggestion"], f

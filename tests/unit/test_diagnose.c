@@ -705,6 +705,40 @@ static void test_child_gate_refusal(void **state)
 		"    mp.spawn(work, nprocs=2)\n"
 		"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1\n";
 	expect(diagnose_log(eperm, 1, 0), "code_error", "ProcessExitedException");
+
+	/* Two workers failing at once: the second one's header lands inside the first one's
+	 * traceback, which then parses as no chain; the refusal's own line still decides. */
+	static const char mixed[] =
+		"Process ForkProcess-2:\n"
+		"Traceback (most recent call last):\n"
+		"Process ForkProcess-1:\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314, in _bootstrap\n"
+		"    self.run()\n"
+		"  File \"/usr/lib/python3.11/concurrent/futures/process.py\", line 244, in _process_worker\n"
+		"    call_item = call_queue.get(block=True)\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 122, in get\n"
+		"    return _ForkingPickler.loads(res)\n"
+		"  File \"/run/labbox-gate/py/sitecustomize.py\", line 821, in hook\n"
+		"    raise e\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused pickle.find_class: gate.pickle "
+		"pickle find_class outside the allowlist (policy standard); json.loads is not a class "
+		"or reconstruction function labbox allows to unpickle\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 19, in <module>\n"
+		"    out = list(ex.map(fn, data))\n"
+		"  File \"/usr/lib/python3.11/concurrent/futures/_base.py\", line 401, in __get_result\n"
+		"    raise self._exception\n"
+		"concurrent.futures.process.BrokenProcessPool: A process in the process pool was "
+		"terminated abruptly while the future was running or pending.\n";
+	doc = diagnose_log(mixed, 1, 0);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "gate_event"), "pickle.find_class");
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 19);
+	assert_true(evidence_has(doc, "BrokenProcessPool"));
+	expect(doc, "gate_refused", "json.loads");
 }
 
 static void test_chain_root_cause(void **state)
