@@ -4,6 +4,7 @@
 #include "sweep_int.h"
 #include "labbox/check.h"
 #include "labbox/config.h"
+#include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
 #include "labbox/lang.h"
@@ -75,8 +76,9 @@ static const char sweep_help[] =
 	"  --partition NAME, --account NAME, --qos NAME\n"
 	"                       mode slurm: where the array goes (default: labbox.yaml's slurm:)\n"
 	"  --python PATH, --entry FILE, --mode local|docker|slurm, --image NAME, --engine NAME,\n"
-	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project\n"
-	"                       as for labbox run, for every cell\n"
+	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project,\n"
+	"  --runtime-gate off|record|on\n"
+	"                       as for labbox run, for every cell (kept for --resume)\n"
 	CLI_SANDBOX_HELP
 	"\n"
 	"Progress goes to stderr: a live line on a terminal (cells done, running, failed, time\n"
@@ -89,7 +91,7 @@ static const char sweep_help[] =
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
        OPT_IGNORE_TABLE, OPT_ACCEPT_GRANTS, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
-       OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS };
+       OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_RUNTIME_GATE };
 
 
 void sweep_strv_free(char **v, size_t n)
@@ -315,6 +317,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		.echo = cell_output,
 		.echo_ctx = &echo,
 		.policy = c->policy,
+		.runtime_gate = c->runtime_gate,
 		.trust_project = c->trust,
 		.sandbox_config = cli_sandbox_json(&c->o),
 		.warn = cell_warn,
@@ -672,6 +675,9 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	if (sweep_jstr(inv, "policy") && lb_check_policy_parse(sweep_jstr(inv, "policy"), &pol) == 0)
 		c->policy = (int)pol;
 	c->trust = json_object_object_get_ex(inv, "trust_project", &v) && json_object_get_boolean(v);
+	lb_gate_mode gm;
+	if (sweep_jstr(inv, "runtime_gate") && lb_gate_mode_parse(sweep_jstr(inv, "runtime_gate"), &gm) == 0)
+		c->runtime_gate = (int)gm;
 	c->ignore_table = json_object_object_get_ex(inv, "ignore_budget_table", &v) &&
 			  json_object_get_boolean(v);
 	if (!c->sweep_budget)
@@ -811,6 +817,7 @@ int cli_sweep(int argc, char **argv)
 		{"partition", required_argument, NULL, OPT_PARTITION},
 		{"account", required_argument, NULL, OPT_ACCOUNT},
 		{"qos", required_argument, NULL, OPT_QOS},
+		{"runtime-gate", required_argument, NULL, OPT_RUNTIME_GATE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -883,6 +890,17 @@ int cli_sweep(int argc, char **argv)
 			c.trust = true;
 			grid_flags = true;
 			break;
+		case OPT_RUNTIME_GATE: {
+			lb_gate_mode m;
+			if (lb_gate_mode_parse(optarg, &m) < 0) {
+				cli_error("sweep", "--runtime-gate '%s' is not one of off, record, on",
+					  optarg);
+				goto done;
+			}
+			c.runtime_gate = (int)m;
+			grid_flags = true;
+			break;
+		}
 		case OPT_JOBS: {
 			long j;
 			if (lb_parse_long(optarg, &j) < 0 || j <= 0 || j > 4096) {
@@ -1309,6 +1327,8 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "policy",
 				       json_object_new_string(lb_check_policy_name((lb_check_policy)c.policy)));
 		json_object_object_add(inv, "trust_project", json_object_new_boolean(c.trust));
+		json_object_object_add(inv, "runtime_gate",
+				       json_object_new_string(lb_gate_mode_name((lb_gate_mode)c.runtime_gate)));
 		json_object_object_add(inv, "budget_s", c.o.budget > 0 ? json_object_new_double(c.o.budget) : NULL);
 		json_object_object_add(inv, "sweep_budget_s",
 				       c.sweep_budget > 0 ? json_object_new_double(c.sweep_budget) : NULL);

@@ -22,6 +22,7 @@ typedef struct sweep_ctx {
 	size_t nmetrics;
 	uint64_t log_limit;
 	int policy;
+	int runtime_gate; /* lb_gate_mode (--runtime-gate); 0: the policy's default */
 	bool trust;
 	char **base_args; /* after --, else labbox.yaml's args */
 	size_t nbase;

@@ -676,3 +676,41 @@ def test_the_index_is_whole_and_its_wal_empty_after_a_sweep(tmp_path):
     n = db.execute("SELECT count(*) FROM runs").fetchone()[0]
     db.close()
     assert n == 12
+
+
+def test_the_runtime_gate_is_asked_for_every_cell_and_kept_on_resume(tmp_path):
+    """--runtime-gate is a run's setting like --policy: every cell runs under it, sweep.json
+    keeps it, and --resume runs the cells that did not finish under it again (the gate's
+    refusal of a cell's import of pty under `on`, the import recorded under `record`)."""
+    exp = write_exp(tmp_path, """
+        import argparse, os
+        p = argparse.ArgumentParser()
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        if a.seed == 1 and not os.path.exists("/tmp/go"):
+            raise SystemExit("seed 1 waits for the resume")
+        import pty
+        print(f"score: {a.seed}")
+        """)
+    p = sweep(tmp_path, exp, "--policy", "permissive", "--runtime-gate", "record",
+              "--seeds", "0,1", "-e", "X=1")
+    d = doc_of(p)
+    assert p.returncode == 1, p.stderr
+    assert d["invocation"]["runtime_gate"] == "record"
+    done = [c for c in d["cells"] if c["status"] == "completed"]
+    assert len(done) == 1
+    g = result_of(done[0])["runtime_gate"]
+    assert g["mode"] == "record" and any(e["event"] == "import" for e in g["events"]), g
+    # the resume: seed 1 again, under the same gate (its /tmp is private: it always fails
+    # here, which is what shows the mode it ran with)
+    p = labbox("sweep", "--json", "--resume", d["id"], "--retry-failed",
+               "--runs-dir", str(tmp_path / "runs"))
+    d2 = doc_of(p)
+    cell = next(c for c in d2["cells"] if c["seed"] == 1)
+    assert result_of(cell)["runtime_gate"]["mode"] == "record", result_of(cell)["runtime_gate"]
+    # and under `on` the import is refused in every cell
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs2"),
+               "--policy", "permissive", "--runtime-gate", "on", "--seeds", "0", str(exp))
+    d3 = doc_of(p)
+    [f] = d3["failures"]
+    assert f["class"] == "gate_refused", f
