@@ -604,6 +604,38 @@ static void timeout_after_refusal(json_object *failure, json_object *gate)
 	json_object_object_add(failure, "suggestion", json_object_new_string(more));
 }
 
+/* A write the kernel refused in the interpreter's own environment, staged with the
+ * experiment and kept read-only behind the exec guard: the flag that lifts it is the gate's,
+ * not a volume (which the generic advice names). */
+static void protected_env_refusal(json_object *failure, const char *prefix)
+{
+	json_object *v, *ev;
+	if (!failure || !json_object_object_get_ex(failure, "class", &v) ||
+	    strcmp(json_object_get_string(v), "sandbox_restriction") != 0 ||
+	    !json_object_object_get_ex(failure, "evidence", &ev) ||
+	    !json_object_is_type(ev, json_type_array))
+		return;
+	bool hit = false;
+	for (size_t i = 0; i < json_object_array_length(ev) && !hit; i++) {
+		const char *line = json_object_get_string(json_object_array_get_idx(ev, i));
+		const char *at = line ? strstr(line, prefix) : NULL;
+		size_t n = strlen(prefix);
+		hit = at && strstr(line, "Read-only file system") && (at[n] == '/' || at[n] == '\'' ||
+								      at[n] == '"' || at[n] == '\0');
+	}
+	if (!hit)
+		return;
+	char sug[1200];
+	snprintf(sug, sizeof sug,
+		 "the interpreter's environment %s is staged with the experiment and kept "
+		 "read-only while the runtime gate is on, so that what the processes the run "
+		 "starts read before their gate (pyvenv.cfg, .pth files) stays as staged: install "
+		 "what the code needs before the run, write elsewhere in the experiment directory, "
+		 "or run with --runtime-gate record", prefix);
+	json_object_object_add(failure, "suggestion", json_object_new_string(sug));
+	json_object_object_add(failure, "escalation", NULL);
+}
+
 static json_object *exec_refusal_failure(const lb_sandbox_result *res)
 {
 	const lb_exec_refusal *r = &res->exec_refusals[0];
@@ -1075,6 +1107,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	bool refuse_preload = false;
 	char refusal[1024] = "";
 	bool gate_staged = false;
+	bool env_protected = false; /* the staged environment is read-only (lb_sandbox_protect) */
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
 	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
@@ -1183,6 +1216,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
 			.trust_project = req->trust_project,
 		};
+		env_protected = job.exec_guard && st->py.prefix[0] &&
+				lb_path_under(st->py.prefix, st->exp_dir) &&
+				strcmp(st->py.prefix, st->exp_dir) != 0;
 		if (refuse_preload) {
 			res.outcome = LB_SB_SETUP_FAILED;
 			snprintf(res.setup_step, sizeof res.setup_step, "runtime_gate");
@@ -1312,6 +1348,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		failure = exec_refusal_failure(&res);
 	} else if (!rejected) {
 		failure = lb_diagnose_failure(&fin);
+		if (env_protected)
+			protected_env_refusal(failure, st->py.prefix);
 	}
 
 	json_object_object_add(doc, "status", json_object_new_string(status));

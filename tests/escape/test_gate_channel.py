@@ -754,3 +754,12 @@ def test_a_venv_staged_with_the_experiment_stays_as_staged(tmp_path):
     cfg = open(os.path.join(run_dir, "exp", "venv", "pyvenv.cfg")).read()
     assert "/nowhere" not in cfg, cfg
     assert doc["isolation"]["exec_guard"], doc["isolation"]
+    # a write there that nothing catches: the verdict says why it is read-only, and what
+    # lifts it is the gate's mode, not a volume
+    (exp / "main.py").write_text("import sys\nopen(sys.prefix + '/x.pth', 'w')\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--python", str(exp / "venv" / "bin" / "python"),
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    f = json.loads(p.stdout)["failure"]
+    assert f["class"] == "sandbox_restriction", f
+    assert "--runtime-gate record" in f["suggestion"] and not f.get("escalation"), f
