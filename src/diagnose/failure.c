@@ -42,7 +42,10 @@ typedef struct lb_exc {
  * context ("During handling...") is an exception the code was handling when the next one
  * was raised, which explains it only sometimes (a cache miss handled by downloading is not
  * why the download failed). */
-enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE };
+/* LINK_WRAPPED: the exception a library caught in a worker and raised again in the parent
+ * with the worker's traceback as text below it (torch's DataLoader: "Caught IndexError in
+ * DataLoader worker process 0." then "Original Traceback"): the worker's is the root. */
+enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE, LINK_WRAPPED };
 
 typedef struct lb_verdict {
 	const char *cls;
@@ -174,7 +177,13 @@ static bool is_header(const char *s)
 {
 	s += indent_of(s);
 	return starts_with(s, "Traceback (most recent call last):") ||
-	       starts_with(s, "Exception Group Traceback (most recent call last):");
+	       starts_with(s, "Exception Group Traceback (most recent call last):") ||
+	       starts_with(s, "Original Traceback (most recent call last):");
+}
+
+static bool is_original_header(const char *s)
+{
+	return starts_with(s + indent_of(s), "Original Traceback (most recent call last):");
 }
 
 static bool is_frame(const char *s)
@@ -273,6 +282,24 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 				break;
 			}
 		}
+	}
+	/* A wrapper's exception line, then the original traceback right below it: printed
+	 * effect first, so put in a chain's order, the original first and wrapped. */
+	for (size_t k = 0; k + 1 < n; k++) {
+		if (!is_original_header(log->lines[exc[k + 1].header]))
+			continue;
+		bool adjacent = true;
+		for (size_t j = exc[k].line + 1; j < exc[k + 1].header; j++)
+			if (log->lines[j][0] != '\0')
+				adjacent = false;
+		if (!adjacent)
+			continue;
+		lb_exc orig = exc[k + 1];
+		exc[k + 1] = exc[k];
+		exc[k] = orig;
+		exc[k + 1].link = orig.link;
+		exc[k].link = LINK_WRAPPED;
+		k++;
 	}
 	if (n > 0)
 		return n;
@@ -996,6 +1023,12 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		lb_verdict cause = *v;
 
 		classify_at(&cause, log, &exc[k]);
+		if (exc[k].link == LINK_WRAPPED) {
+			/* the worker's own exception is the root, whatever its class */
+			*v = cause;
+			root = k;
+			continue;
+		}
 		if (strcmp(cause.cls, "code_error") == 0)
 			continue;
 		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {

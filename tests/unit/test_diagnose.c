@@ -660,6 +660,47 @@ static void test_hf_datasets(void **state)
  * parent's generic error about the child: the refusal is the verdict, the parent's line the
  * experiment's location. A generic error alone stays code_error, and so does one after a
  * child's EPERM from the kernel, which is no refusal of the gate. */
+/* torch's DataLoader raises a worker's exception again in the parent, with the worker's
+ * traceback as text below it ("Original Traceback"): the worker's is the root, its class
+ * and its line in the experiment's code (__getitem__), not the loop that got it. */
+static void test_worker_original_traceback(void **state)
+{
+	(void)state;
+	static const char head[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 16, in <module>\n"
+		"    for b in dl:\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1359, in _process_data\n"
+		"    data.reraise()\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/_utils.py\", line 543, in reraise\n"
+		"    raise exception\n";
+	static const char body[] =
+		"Original Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302, in _worker_loop\n"
+		"    data = fetcher.fetch(index)\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in <listcomp>\n"
+		"    data = [self.dataset[idx] for idx in possibly_batched_index]\n"
+		"  File \"/exp/main.py\", line 10, in __getitem__\n";
+	char full[4096];
+	snprintf(full, sizeof full, "%s%s%s%s%s", head,
+		 "IndexError: Caught IndexError in DataLoader worker process 0.\n", body,
+		 "    return self.data[i]\n", "IndexError: list index out of range\n");
+	struct json_object *doc = diagnose_log(full, 1, 0);
+	assert_non_null(doc);
+	struct json_object *loc = NULL, *v = NULL;
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 10);
+	assert_true(evidence_has(doc, "Caught IndexError"));
+	expect(doc, "code_error", "list index out of range");
+	/* a worker that could not find its data file: missing_data, naming the path */
+	snprintf(full, sizeof full, "%s%s%s%s%s", head,
+		 "FileNotFoundError: Caught FileNotFoundError in DataLoader worker process 1.\n", body,
+		 "    return np.load(self.paths[i])\n",
+		 "FileNotFoundError: [Errno 2] No such file or directory: 'data/shard_3.npy'\n");
+	expect(diagnose_log(full, 1, 0), "missing_data", "data/shard_3.npy");
+}
+
 static void test_child_gate_refusal(void **state)
 {
 	(void)state;
@@ -1491,6 +1532,7 @@ int main(void)
 		cmocka_unit_test(test_hf_datasets),
 		cmocka_unit_test(test_chain_root_cause),
 		cmocka_unit_test(test_child_gate_refusal),
+		cmocka_unit_test(test_worker_original_traceback),
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
