@@ -239,6 +239,19 @@ static bool exception_line(const char *s, size_t *name_len)
 	return exception_line_of(s, name_len, false);
 }
 
+/* A pool's worker's exception, as the pool hands it to the parent: its traceback as text
+ * between triple quotes under "multiprocessing.pool.RemoteTraceback:" (or concurrent.futures'
+ * _RemoteTraceback), the cause of the same exception raised again in the parent. */
+static bool remote_traceback(const lb_log *log, const lb_exc *e)
+{
+	size_t h = e->header;
+	if (h < 2 || strcmp(log->lines[h - 1] + indent_of(log->lines[h - 1]), "\"\"\"") != 0)
+		return false;
+	const char *name = log->lines[h - 2] + indent_of(log->lines[h - 2]);
+	const char *colon = strstr(name, "RemoteTraceback:");
+	return colon && (colon == name || colon[-1] == '.' || colon[-1] == '_');
+}
+
 static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 {
 	size_t n = 0;
@@ -278,7 +291,7 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 				break;
 			}
 			if (strstr(log->lines[j], "The above exception was the direct cause")) {
-				exc[k].link = LINK_CAUSE;
+				exc[k].link = remote_traceback(log, &exc[k]) ? LINK_WRAPPED : LINK_CAUSE;
 				break;
 			}
 		}

@@ -699,6 +699,33 @@ static void test_worker_original_traceback(void **state)
 		 "    return np.load(self.paths[i])\n",
 		 "FileNotFoundError: [Errno 2] No such file or directory: 'data/shard_3.npy'\n");
 	expect(diagnose_log(full, 1, 0), "missing_data", "data/shard_3.npy");
+
+	/* A pool's worker: its traceback as text, the cause of the same error in the parent. */
+	static const char remote[] =
+		"multiprocessing.pool.RemoteTraceback: \n"
+		"\"\"\"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 125, in worker\n"
+		"    result = (True, func(*args, **kwds))\n"
+		"  File \"/exp/main.py\", line 7, in work\n"
+		"    return d[x]\n"
+		"KeyError: 'b'\n"
+		"\"\"\"\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 11, in <module>\n"
+		"    print(pool.map(work, [\"a\", \"b\"]))\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 774, in get\n"
+		"    raise self._value\n"
+		"KeyError: 'b'\n";
+	doc = diagnose_log(remote, 1, 0);
+	assert_non_null(doc);
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 7);
+	expect(doc, "code_error", "return d[x]");
 }
 
 static void test_child_gate_refusal(void **state)
