@@ -351,13 +351,26 @@ def _labbox_gate():
         return found
 
     not_genuine = {}
+    # The lines where multiprocessing's own readers load a pickle (ipc_mark): what such a
+    # load calls (a pickle's REDUCE of what getattr found, a function it named) is called
+    # from that line, and it is judged as the experiment's code, which wrote the pickle.
+    ipc_sites = {}
 
-    def fkind(f):
+    def fkind_raw(f):
         """kind() of the frame's code, "x" when the frame runs with globals that are no
         module's."""
         k = kind(f.f_code.co_filename)
         if k != "x" and not genuine_frame(f):
             return "x"
+        return k
+
+    def fkind(f):
+        k = fkind_raw(f)
+        if k != "x" and ipc_sites:
+            fn = f.f_code.co_filename
+            lines = _dict_get(ipc_sites, fn) if type(fn) is str else None
+            if lines is not None and f.f_lineno in lines:
+                return "x"
         return k
 
     def origin(f):
@@ -1816,7 +1829,20 @@ def _labbox_gate():
         if frame is None:
             return False
         fn, _ = code_names(frame)
-        return fn is not None and fn.endswith(ipc_readers) and fkind(frame) != "x"
+        return fn is not None and fn.endswith(ipc_readers) and fkind_raw(frame) != "x"
+
+    def ipc_mark(frame):
+        """From here on, what a load at this line calls is judged as the experiment's: the
+        names a pickle from its pipes may use (getattr chains among them) reach anything the
+        experiment's code could call, and are held to what its code may do."""
+        fn, _ = code_names(frame)
+        lines = _dict_get(ipc_sites, fn)
+        if lines is None:
+            if len(ipc_sites) >= 64:
+                return
+            lines = ipc_sites[fn] = set()
+        if len(lines) < 64:
+            lines.add(frame.f_lineno)
 
     # ... and what a pool's task names by reference, of the standard library's computing
     # modules (Pool.map(json.loads), map(os.path.basename), map(re.escape), zlib.crc32,
@@ -1861,9 +1887,11 @@ def _labbox_gate():
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
         if modname == "builtins" and name == "getattr" and ipc_pickle(frame):
+            ipc_mark(frame)
             return
         if not pickle_ok(modname, name):
             if ipc_function(modname, name) and ipc_pickle(frame):
+                ipc_mark(frame)
                 return
             refuse(event, args[:2], frame, "gate.pickle",
                    "pickle find_class outside the allowlist",

@@ -763,3 +763,56 @@ def test_a_venv_staged_with_the_experiment_stays_as_staged(tmp_path):
     f = json.loads(p.stdout)["failure"]
     assert f["class"] == "sandbox_restriction", f
     assert "--runtime-gate record" in f["suggestion"] and not f.get("escalation"), f
+
+
+IPC_CHAIN = r'''
+import multiprocessing as mp, sys
+def s(x):
+    b = x.encode()
+    return b"X" + len(b).to_bytes(4, "little") + b
+def ga(o, n):
+    return b"cbuiltins\ngetattr\n(" + o + s(n) + b"tR"
+B = ga(b"cbuiltins\nlen\n", "__self__")  # the builtins module
+imp = ga(B, "__import__")
+tests = {"import_pty": imp + b"(" + s("pty") + b"tR",
+         "exec_string": ga(B, "exec") + b"(" + s("open('MARKER', 'w')") + b"tR",
+         "native_call": ga(ga(imp + b"(" + s("ctypes") + b"tR", "CDLL") + b"(NtR", "getpid") + b")R"}
+wrap = None
+if sys.argv[1:] == ["torch"]:
+    from torch.multiprocessing.queue import ConnectionWrapper as wrap
+refused = 0
+for name, body in tests.items():
+    a, b = mp.Pipe()
+    b = wrap(b) if wrap else b
+    a.send_bytes(b"\x80\x04" + body + b".")
+    try:
+        print(name, "ran:", repr(b.recv())[:80])
+    except PermissionError as e:
+        refused += 1
+        print(name, "refused:", e)
+print("refused: %d" % refused)
+'''
+
+
+@pytest.mark.parametrize("reader", ["multiprocessing", "torch"])
+def test_a_pickle_on_multiprocessings_pipes_is_held_to_the_experiments_rules(tmp_path, reader):
+    """multiprocessing's own readers may name getattr (a bound method's pickle does): a
+    crafted pickle sent down a Pipe chains it from len to the builtins module and calls
+    __import__, exec or a native function. What it calls is called from the reader's line
+    in multiprocessing's (or torch's) code, and was judged as that library's: now as the
+    experiment's, whose pickle it is. The host finds no MARKER; each call is refused."""
+    if reader == "torch":
+        pytest.importorskip("torch")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(IPC_CHAIN)
+    p = subprocess.run([LABBOX, "run", "--json", "--python", PYTHON, "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)] +
+                       (["--", "torch"] if reader == "torch" else []),
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    log = open(os.path.join(doc["run_dir"], "run.log")).read()
+    assert not os.path.exists(os.path.join(doc["run_dir"], "exp", "MARKER")), log[-2000:]
+    assert doc["metrics"]["values"].get("refused") == 3, log[-2000:]
+    events = {e["event"] for e in doc["runtime_gate"]["events"] if e["refused"]}
+    assert "compile" in events or "exec" in events, doc["runtime_gate"]
