@@ -1985,9 +1985,11 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		}
 		return out;
 	}
-	/* find_spec("pkg.mod") imports pkg to search its __path__, and nothing for a top-level
-	 * name: with the name written out it is that import, or none (an optional dependency
-	 * looked for: find_spec("sklearn") is not None). A computed name stays the summary's. */
+	/* find_spec("pkg.mod") imports pkg to search its __path__, and what it finds is one
+	 * call from being loaded (spec.loader.load_module(), which raises no import event):
+	 * with the name written out it is judged as the import of that name, which for an
+	 * optional dependency looked for (find_spec("sklearn") is not None) is what the code
+	 * means. A computed name stays the summary's (LB104). */
 	if (strcmp(q, "importlib.util.find_spec") == 0 && !a->splat) {
 		x = arg(a, 0, "name");
 		if (ts_node_is_null(x))
@@ -1998,9 +2000,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			return out;
 		if (a->npos > 0)
 			a->used[0] = true;
-		const char *dot = strrchr(s, '.');
-		if (dot)
-			import_event(c, astrndup(c, s, (size_t)(dot - s)), node, true);
+		import_event(c, s, node, true);
 		a->judged = true;
 		return out;
 	}

@@ -1194,7 +1194,47 @@ def _labbox_gate():
             return  # a file of the experiment, compiled as it is
         refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
 
+    def banned_file(fn):
+        """The rule of a banned module whose source file fn is (ctypes/__init__.py: LB106),
+        or None."""
+        if type(fn) is not str or not fn.endswith(".py"):
+            return None
+        for r in trusted_roots:
+            if fn.startswith(r + "/"):
+                rel = fn[len(r) + 1:-3]
+                if rel.endswith("/__init__"):
+                    rel = rel[:-9]
+                parts = rel.split("/")
+                for i in range(len(parts), 0, -1):
+                    hit = _dict_get(banned, ".".join(parts[:i]))
+                    if hit:
+                        return hit, ".".join(parts)
+                return None
+        return None
+
+    def loads_for_experiment(frame):
+        """Whether the first frame past the import system's own is the experiment's: a
+        module run because the experiment's code asked its loader directly (a spec's
+        loader.load_module(), exec_module), as the import event's judge would see it."""
+        f = frame
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)) \
+                    and f.f_globals is not world:
+                break
+            f = f.f_back
+        return f is None or fkind(f) == "x"
+
     def on_exec(event, args, frame):
+        code = args[0] if args else None
+        if frame is not None and type(code) is _CodeType:
+            # A banned module's own code run for the experiment without an import event
+            # (find_spec("ctypes").loader.load_module()): refused as its import would be.
+            hit = banned_file(code.co_filename)
+            if hit and loads_for_experiment(frame):
+                refuse(event, (hit[1],), frame, hit[0][0], hit[0][1],
+                       "%s run by its loader, for the experiment's code" % hit[1])
+                return
         if frame is None:
             # The entry point's code, or code the experiment hands a callback: run from no
             # frame it is judged by the file it names, and one naming a trusted file would

@@ -2400,3 +2400,27 @@ def test_a_timeout_after_a_refused_pool_task_names_the_refusal(tmp_path):
     assert f["class"] == "timeout" and f["confidence"] == "medium", f
     assert any("runtime gate refused" in e and "pickle.find_class" in e for e in f["evidence"]), f
     assert "refusals" in f["suggestion"], f
+
+
+def test_a_banned_module_loaded_by_its_loader_is_refused(tmp_path):
+    """A spec's loader runs a module with no import event (find_spec("pty").loader
+    .load_module(), module_from_spec then exec_module): the module's own code running for
+    the experiment is refused as its import would be, naming the module and the rule."""
+    exp = write_exp(tmp_path, """
+        import importlib.util
+        refused = 0
+        for how in ("load_module", "exec_module"):
+            spec = importlib.util.find_spec("pty")
+            try:
+                if how == "load_module":
+                    spec.loader.load_module()
+                else:
+                    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            except PermissionError:
+                refused += 1
+        print("refused:", refused)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.result["metrics"]["values"].get("refused") == 2, r.why()
+    ev = assert_refused(r, "exec", "LB107")
+    assert ev["args"] == ["pty"], ev
