@@ -38,6 +38,13 @@ int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t cho
 int lb_record_stage_within(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
 			   uint64_t limit, struct json_object *files, struct json_object *skipped,
 			   char *err, size_t errlen);
+/* The same, refusing (-EACCES, err naming both) a link out of the experiment that it would
+ * stage as content from a path under, or holding, one of hide (resolved paths --hide keeps
+ * out of the experiment's sight). */
+int lb_record_stage_hiding(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, const char *const *hide, size_t nhide,
+			   struct json_object *files, struct json_object *skipped, char *err,
+			   size_t errlen);
 
 /* JSON pieces shared by `run` and `exec`. */
 struct json_object *lb_record_isolation_json(const lb_isolation *iso);

@@ -136,8 +136,11 @@ int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional);
  * of its own, so that none can be renamed or removed to put another in its place: what the
  * interpreter reads there before its runtime gate (pyvenv.cfg, .pth files) stays as it was
  * at the start for every process the run starts. -ELOOP when a symlink is on the way (the
- * experiment could point it elsewhere), -EINVAL when dir is not under the work directory
- * (set that first), -ENOTDIR when it is no directory. */
+ * experiment could point it elsewhere), -EXDEV when a link inside it leads out of it, by a
+ * relative path or to a place the payload can write (through it the protected directory
+ * would change all the same), -E2BIG past 500,000 entries, -EINVAL when dir is not under
+ * the work directory (set that first; and the volumes and tmpfs before it), -ENOTDIR when
+ * it is no directory. */
 int lb_sandbox_protect(lb_sandbox *sb, const char *dir);
 
 /* Output: merged (one pipe for stdout and stderr, order preserved) or separate. */

@@ -276,7 +276,11 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 					 "run starts would read what the experiment wrote there before "
 					 "their runtime gate; keep the environment out of the experiment "
 					 "directory, or run with --runtime-gate record", pfx[i],
-					 r == -ELOOP ? "a symbolic link is on its way" : strerror(-r));
+					 r == -ELOOP   ? "a symbolic link is on its way"
+					 : r == -EXDEV ? "a symbolic link in it leads out of it, to where "
+							 "the experiment can write"
+					 : r == -E2BIG ? "more than 500,000 entries to look at"
+						       : strerror(-r));
 				return r;
 			}
 		}

@@ -247,8 +247,16 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 		return mr;
 	for (size_t i = 0; i < o->ndegraded; i++)
 		lb_sandbox_allow_degraded(sb, o->degraded[i]);
-	/* After the volumes: a volume showing a hidden path hides it inside too. */
+	/* After the volumes: a volume showing a hidden path hides it inside too. A path that is
+	 * not there hides nothing: a typo, or a file moved since a recorded run (rerun,
+	 * --resume), which would then be in sight where it is now. */
 	for (size_t i = 0; i < o->nhide; i++) {
+		struct stat hst;
+		if (lstat(o->hide[i], &hst) < 0) {
+			cli_error(cmd, "--hide '%s': %s, so nothing would be hidden (give the path as it "
+				  "is now)", o->hide[i], strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
 		int r = lb_sandbox_mask(sb, o->hide[i]);
 		if (r < 0) {
 			cli_error(cmd, "--hide '%s': cannot hide it: %s", o->hide[i], strerror(-r));

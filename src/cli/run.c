@@ -396,6 +396,7 @@ static int make_sandbox(const cli_sandbox_opts *o, const lb_run_request *req, lb
 	if (mode_is_ssh(req)) {
 		here.gpus = NULL;
 		here.nvolumes = 0;
+		here.nhide = 0; /* the remote host's paths, hidden by the labbox there */
 	} else if (slurm_mode(req)) {
 		here.gpus = NULL;
 	}

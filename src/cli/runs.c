@@ -1371,6 +1371,7 @@ int cli_rerun(int argc, char **argv)
 	if (strcmp(rmode, "ssh") == 0) {
 		here.gpus = NULL;
 		here.nvolumes = 0;
+		here.nhide = 0; /* the remote host's paths, hidden by the labbox there */
 	} else if (strcmp(rmode, "slurm") == 0) {
 		here.gpus = NULL;
 	}

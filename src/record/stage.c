@@ -29,6 +29,8 @@ typedef struct stage_ctx {
 	dev_t skip_dev;
 	ino_t skip_ino;
 	int droot;        /* the staged exp/ */
+	const char *const *hide; /* resolved paths --hide keeps out of sight: never staged */
+	size_t nhide;
 	char src_root[PATH_MAX]; /* the experiment, resolved */
 	uint64_t limit;   /* most bytes staging may allocate in exp/; 0: no limit */
 	uint64_t staged;  /* bytes of data written so far */
@@ -85,6 +87,24 @@ static bool public_path(const stage_ctx *c, const char *real)
 			return false;
 	}
 	return true;
+}
+
+/* The --hide path that real is, lies under, or (a directory staged whole) holds. */
+static const char *hidden_by(const stage_ctx *c, const char *real)
+{
+	for (size_t i = 0; i < c->nhide; i++)
+		if (lb_path_under(real, c->hide[i]) || lb_path_under(c->hide[i], real))
+			return c->hide[i];
+	return NULL;
+}
+
+static int hidden_out(stage_ctx *c, const char *rel, const char *real, const char *hide)
+{
+	snprintf(c->err, c->errlen,
+		 "staging '%s': it is a link to %s, and --hide %s keeps that out of the "
+		 "experiment's sight; labbox would copy it into the run: remove the link, or do "
+		 "not hide it", rel, real, hide);
+	return -EACCES;
 }
 
 static int not_public(stage_ctx *c, const char *rel)
@@ -230,9 +250,9 @@ static bool resolves_out(stage_ctx *c, int sdir, const char *name, char real[PAT
 /* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
  * experiment: as a link it would run code the check never read and the manifest never
  * hashed. Links to data stay links. */
-static bool python_code_out(stage_ctx *c, int sdir, const char *name, bool *public)
+static bool python_code_out(stage_ctx *c, int sdir, const char *name, bool *public,
+			    char real[PATH_MAX])
 {
-	char real[PATH_MAX];
 	struct stat st;
 	if (!(is_python_code(name) && resolves_out(c, sdir, name, real, &st) &&
 	      S_ISREG(st.st_mode)))
@@ -274,9 +294,9 @@ static bool holds_python_code(int dfd, int depth, long *budget)
  * the pipeline wrote beside it, `lib -> ../shared`): imported through the link, that code
  * would run unread by the check and unhashed in the manifest. Such a directory is staged as
  * its content; a directory of data stays a link. Returns the directory's descriptor, or -1. */
-static int python_dir_out(stage_ctx *c, int sdir, const char *name, bool *public)
+static int python_dir_out(stage_ctx *c, int sdir, const char *name, bool *public,
+			  char real[PATH_MAX])
 {
-	char real[PATH_MAX];
 	struct stat st;
 	if (!resolves_out(c, sdir, name, real, &st) || !S_ISDIR(st.st_mode))
 		return -1;
@@ -414,14 +434,21 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 			}
 			target[len] = '\0';
 			bool public = false;
-			if (python_code_out(c, sdir, name, &public)) {
+			char real[PATH_MAX];
+			const char *hid;
+			if (python_code_out(c, sdir, name, &public, real)) {
 				/* Code the interpreter would import from outside the experiment: staged
 				 * as its content, so the check reads it and the manifest hashes it. */
-				r = public ? copy_file(c, sdir, ddir, name, rel, 0644, true)
-					   : not_public(c, rel);
+				r = (hid = hidden_by(c, real)) ? hidden_out(c, rel, real, hid)
+				    : public		      ? copy_file(c, sdir, ddir, name, rel, 0644, true)
+							      : not_public(c, rel);
 				continue;
 			}
-			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name, &public);
+			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name, &public, real);
+			if (codedir >= 0 && (hid = hidden_by(c, real))) {
+				r = hidden_out(c, rel, real, hid);
+				break;
+			}
 			if (codedir >= 0 && !public) {
 				r = not_public(c, rel);
 				break;
@@ -477,9 +504,18 @@ int lb_record_stage_within(const char *src, const char *dst, uid_t chown_uid, gi
 			   uint64_t limit, struct json_object *files, struct json_object *skipped,
 			   char *err, size_t errlen)
 {
+	return lb_record_stage_hiding(src, dst, chown_uid, chown_gid, limit, NULL, 0, files,
+				      skipped, err, errlen);
+}
+
+int lb_record_stage_hiding(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, const char *const *hide, size_t nhide,
+			   struct json_object *files, struct json_object *skipped, char *err,
+			   size_t errlen)
+{
 	__attribute__((cleanup(stage_ctx_free))) stage_ctx c = {
 		.uid = chown_uid, .gid = chown_gid, .files = files, .skipped = skipped,
-		.err = err, .errlen = errlen, .limit = limit};
+		.err = err, .errlen = errlen, .limit = limit, .hide = hide, .nhide = nhide};
 	LB_AUTOCLOSE int sdir = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sdir < 0)
 		return fail(&c, -errno, "directory", src);

@@ -1058,12 +1058,29 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	uid_t uid;
 	gid_t gid;
 	be->ops->owner(be, &uid, &gid);
-	char err[512] = "";
-	int stage_r = st->exp_dir ? lb_record_stage_within(st->expdir, st->exp_dir,
-							   uid == getuid() ? (uid_t)-1 : uid, gid,
-							   st->disk_limit, files, skipped, err,
-							   sizeof err)
-				  : -ENOMEM;
+	char err[768] = "";
+	/* What --hide keeps out of sight is not staged through a link either. */
+	json_object *hj = NULL;
+	size_t nh = req->sandbox_config && json_object_object_get_ex(req->sandbox_config, "hide", &hj) &&
+				    json_object_is_type(hj, json_type_array)
+			    ? json_object_array_length(hj)
+			    : 0;
+	LB_AUTOFREE char *hide_buf = nh ? calloc(nh, PATH_MAX) : NULL;
+	LB_AUTOFREE const char **hide = nh ? calloc(nh, sizeof *hide) : NULL;
+	size_t nhide = 0;
+	for (size_t i = 0; hide_buf && hide && i < nh; i++) {
+		const char *h = json_object_get_string(json_object_array_get_idx(hj, i));
+		if (h && realpath(h, hide_buf + nhide * PATH_MAX)) {
+			hide[nhide] = hide_buf + nhide * PATH_MAX;
+			nhide++;
+		}
+	}
+	int stage_r = !st->exp_dir || (nh && (!hide_buf || !hide))
+			      ? -ENOMEM
+			      : lb_record_stage_hiding(st->expdir, st->exp_dir,
+						       uid == getuid() ? (uid_t)-1 : uid, gid,
+						       st->disk_limit, hide, nhide, files, skipped, err,
+						       sizeof err);
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
 	int env_r = write_environment(out->run_dir, st->lang, &st->py, st->cache, manifest);

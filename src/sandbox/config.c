@@ -2,7 +2,9 @@
 #include "sandbox_internal.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -284,6 +286,119 @@ int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path)
 	return strv_push(&sb->masked, &sb->nmasked, real);
 }
 
+/* Whether the sandbox lets the payload write at path (as the host names it): the work
+ * directory, the private /tmp, /var/tmp and /dev/shm, a --tmpfs, a volume given :rw. */
+static bool writable_inside(const lb_sandbox *sb, const char *path)
+{
+	if (sb->workdir && path_is_under(path, sb->workdir))
+		return true;
+	for (size_t i = 0; i < sb->nprivate; i++)
+		if (path_is_under(path, sb->private_dirs[i]))
+			return true;
+	for (size_t i = 0; i < sb->ntmpfs; i++)
+		if (path_is_under(path, sb->tmpfs[i].path))
+			return true;
+	for (size_t i = 0; i < sb->nbinds; i++)
+		if (sb->binds[i].writable && (path_is_under(path, sb->binds[i].dst) ||
+					      path_is_under(path, sb->binds[i].src)))
+			return true;
+	return false;
+}
+
+/* path with its `.`, `..` and repeated slashes taken out by their spelling alone. */
+static void lexical_clean(char *path)
+{
+	char out[2 * PATH_MAX + 2];
+	size_t n = 0;
+	for (const char *s = path; *s;) {
+		while (*s == '/')
+			s++;
+		const char *e = strchr(s, '/');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (len == 0)
+			break;
+		if (len == 1 && s[0] == '.') {
+		} else if (len == 2 && s[0] == '.' && s[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (n + 1 + len < sizeof out) {
+			out[n++] = '/';
+			memcpy(out + n, s, len);
+			n += len;
+		}
+		s += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	memcpy(path, out, n + 1);
+}
+
+/* A symbolic link inside a protected directory that leads where the payload can write
+ * (site-packages -> ../../../sp, a .pth -> /tmp/x.pth) would let it change, through the
+ * link, what the protected directory holds. Allowed: links that stay inside it, and links
+ * to places the payload cannot write (bin/python -> /usr/bin/python3.11). */
+static int protect_walk(const lb_sandbox *sb, const char *root, int dfd, const char *path,
+			int depth, long *budget)
+{
+	if (depth > 32 || --*budget < 0)
+		return -E2BIG;
+	DIR *d = lb_dir_stream(dfd);
+	if (!d)
+		return -errno;
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (--*budget < 0) {
+			r = -E2BIG;
+			break;
+		}
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				r = protect_walk(sb, root, sub, p, depth + 1, budget);
+				close(sub);
+			}
+		} else if (S_ISLNK(st.st_mode)) {
+			char text[PATH_MAX], lex[2 * PATH_MAX + 2], real[PATH_MAX] = "";
+			ssize_t n = readlinkat(dirfd(d), e->d_name, text, sizeof text - 1);
+			if (n < 0)
+				continue;
+			text[n] = '\0';
+			/* One step of it, by its spelling (the sandbox's /tmp is not the host's): a
+			 * step that stays inside is judged by the link it lands on, if any; one that
+			 * leaves must land, as written and as the host resolves it, where the
+			 * payload cannot write. */
+			if (text[0] == '/')
+				snprintf(lex, sizeof lex, "%s", text);
+			else
+				snprintf(lex, sizeof lex, "%s/%s", path, text);
+			lexical_clean(lex);
+			if (path_is_under(lex, root))
+				continue;
+			if (writable_inside(sb, lex) ||
+			    (realpath(p, real) && writable_inside(sb, real))) {
+				r = -EXDEV;
+				break;
+			}
+		}
+	}
+	closedir(d);
+	return r;
+}
+
 int lb_sandbox_protect(lb_sandbox *sb, const char *dir)
 {
 	if (!sb->workdir || dir[0] != '/' || !path_is_under(dir, sb->workdir) ||
@@ -310,6 +425,13 @@ int lb_sandbox_protect(lb_sandbox *sb, const char *dir)
 		*slash = '/';
 		s = slash;
 	}
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	long budget = 500000;
+	int r = protect_walk(sb, dir, dfd, dir, 0, &budget);
+	if (r < 0)
+		return r;
 	return strv_contains(sb->protect, sb->nprotect, dir) ? 0
 							      : strv_push(&sb->protect, &sb->nprotect, dir);
 }

@@ -763,6 +763,21 @@ def test_a_venv_staged_with_the_experiment_stays_as_staged(tmp_path):
     f = json.loads(p.stdout)["failure"]
     assert f["class"] == "sandbox_restriction", f
     assert "--runtime-gate record" in f["suggestion"] and not f.get("escalation"), f
+    # a link inside the venv that leads where the experiment writes (site-packages moved
+    # beside it) would let it change the venv all the same: the run is refused
+    site = next((exp / "venv" / "lib").glob("python3*/site-packages"))
+    site.rmdir()
+    (exp / "sp").mkdir()
+    site.symlink_to(os.path.relpath(exp / "sp", site.parent))
+    (exp / "main.py").write_text(VENV_WRITES)
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--runtime-gate",
+                        "on", "--python", str(exp / "venv" / "bin" / "python"), "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 125 and doc["failure"]["class"] == "infra_error", doc["failure"]
+    assert "leads out of it" in doc["failure"]["summary"], doc["failure"]
+    assert not os.path.exists(os.path.join(doc["run_dir"], "exp", "MARKER"))
 
 
 IPC_CHAIN = r'''

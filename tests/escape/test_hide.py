@@ -174,8 +174,64 @@ def test_a_backend_that_cannot_hide_refuses(tmp_path):
     drive = tmp_path / "drive"
     drive.mkdir()
     p = labbox("run", "--json", "--mode", "colab", "--drive", drive, "--python", PYTHON,
-               "--runs-dir", tmp_path / "runs", "--hide", "/srv/private", exp)
+               "--runs-dir", tmp_path / "runs", "--hide", exp.parent / "drive", exp)
     assert p.returncode in (2, 125), p.stdout[-2000:] + p.stderr[-2000:]
     err = json.loads(p.stdout)
     assert "--hide" in json.dumps(err) and "colab" in json.dumps(err), err
     assert not list(drive.rglob("job.json")), list(drive.rglob("*"))
+
+
+def test_a_link_of_the_experiment_does_not_stage_a_hidden_path(tmp_path):
+    """A link out of the experiment to Python code is staged as the code's content (so the
+    check reads it and the manifest hashes it): a link into a hidden path would copy what
+    --hide keeps out of sight into the run. The run stops naming the link; nothing of the
+    hidden path reaches the run directory."""
+    secret = token()
+    hid = tmp_path / "hid"
+    (hid / "pkg").mkdir(parents=True)
+    (hid / "pkg" / "mod.py").write_text(f"KEY = {secret!r}\n")
+    (hid / "creds.py").write_text(f"TOKEN = {secret!r}\n")
+    for p in [tmp_path, hid, hid / "pkg"]:
+        os.chmod(p, 0o755)
+    exp = spy_exp(tmp_path)
+    (exp / "main.py").write_text("import creds, lib.mod\nprint(creds.TOKEN, lib.mod.KEY)\n")
+    for link, hide in (("creds.py", hid / "creds.py"), ("lib", hid / "pkg")):
+        for q in ("creds.py", "lib"):
+            if (exp / q).is_symlink():
+                (exp / q).unlink()
+        (exp / link).symlink_to(hid / ("creds.py" if link == "creds.py" else "pkg"))
+        runs = tmp_path / ("runs-" + link)
+        p, doc = run_json("--python", PYTHON, "--runs-dir", runs, "--hide", hide, exp)
+        assert p.returncode != 0, p.stdout[-2000:]
+        msg = doc["failure"]["summary"] if doc.get("failure") else json.dumps(doc)
+        assert link in msg and "--hide" in msg, msg
+        for f in runs.rglob("*"):
+            if f.is_file():
+                assert secret not in f.read_text(errors="replace"), f
+
+
+def test_a_hidden_path_that_is_not_there_stops_the_run(tmp_path):
+    """--hide of a path that does not exist hides nothing: a typo, or a file the experiment
+    moved since the run that is repeated (its new place would be in sight). labbox says so
+    and runs nothing, on the command line and in a rerun."""
+    secret = token()
+    vol = tmp_path / "vol"
+    (vol / "sub").mkdir(parents=True)
+    (vol / "sub" / "secret.txt").write_text(secret)
+    for p in [tmp_path, vol, vol / "sub"]:
+        os.chmod(p, 0o777)
+    os.chmod(vol / "sub" / "secret.txt", 0o644)
+    exp = spy_exp(tmp_path)
+    runs = tmp_path / "runs"
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--hide",
+               tmp_path / "no-such-file", exp)
+    assert p.returncode == 2, p.stdout[-2000:]
+    assert "no-such-file" in json.loads(p.stdout)["error"]["message"]
+    p, doc = run_json("--policy", "permissive", "--python", PYTHON, "--runs-dir", runs,
+                      "-v", f"{vol}:/data:rw", "--hide", vol / "sub" / "secret.txt", exp,
+                      "--", "/data/sub/secret.txt")
+    assert p.returncode == 0, p.stdout[-2000:]
+    os.rename(vol / "sub", vol / "moved")  # as the experiment could, through the volume
+    p = labbox("rerun", "--json", "--runs-dir", runs, doc["id"])
+    assert p.returncode == 2, p.stdout[-2000:]
+    assert "secret.txt" in json.loads(p.stdout)["error"]["message"]
