@@ -289,11 +289,12 @@ int cli_hide_outside(const char *cmd, const cli_sandbox_opts *o, const char *exp
 		/* Absent: nothing there to show (a link into the experiment is a path in it). */
 		if (!realpath(o->hide[i], real))
 			continue;
-		if (lb_path_under(real, exp) || lb_path_under(exp, real)) {
-			cli_error(cmd, "--hide '%s' %s the experiment directory %s, which is copied "
+		/* A directory that holds the experiment may be hidden (a Slurm node hides the
+		 * runs directory its staged copy lives in): the run's exp/ is bound back. */
+		if (lb_path_under(real, exp)) {
+			cli_error(cmd, "--hide '%s' is in the experiment directory %s, which is copied "
 				  "into the run (exp/) where the experiment sees it: move it out of "
-				  "the experiment, or give it with -v from outside", o->hide[i],
-				  lb_path_under(real, exp) ? "is in" : "holds", exp);
+				  "the experiment, or give it with -v from outside", o->hide[i], exp);
 			return CLI_EXIT_USAGE;
 		}
 	}
