@@ -533,6 +533,7 @@ static void record_grants(json_object *cfg, json_object *interp, json_object *en
 	grant_interpreter(interp, g);
 	/* A sweep's invocation names its interpreter and engine as given. */
 	static const char *const named[][2] = {{"python", "--python"},
+					       {"env_asked", "--env"},
 					       {"engine", "--engine"},
 					       {"engine_asked", "--engine"}};
 	for (size_t k = 0; k < sizeof named / sizeof *named; k++)

@@ -77,7 +77,7 @@ static const char sweep_help[] =
 	"                       mode slurm: where the array goes (default: labbox.yaml's slurm:)\n"
 	"  --python PATH, --entry FILE, --mode local|docker|slurm, --image NAME, --engine NAME,\n"
 	"  --runs-dir DIR, --metrics A,B, --log-limit SIZE, --policy NAME, --trust-project,\n"
-	"  --runtime-gate off|record|on\n"
+	"  --runtime-gate off|record|on, --env auto|NAME|PATH\n"
 	"                       as for labbox run, for every cell (kept for --resume)\n"
 	CLI_SANDBOX_HELP
 	"\n"
@@ -91,7 +91,7 @@ static const char sweep_help[] =
 enum { OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_POLICY, OPT_TRUST, OPT_ENTRY, OPT_MODE,
        OPT_JOBS, OPT_PARAM, OPT_SEEDS, OPT_ARGS, OPT_SWEEP_BUDGET, OPT_RESUME, OPT_RETRY,
        OPT_IGNORE_TABLE, OPT_ACCEPT_GRANTS, OPT_CELL, OPT_PLAN_ONLY, OPT_METRICS, OPT_LOG_LIMIT, OPT_IMAGE,
-       OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_RUNTIME_GATE };
+       OPT_ENGINE, OPT_PARTITION, OPT_ACCOUNT, OPT_QOS, OPT_RUNTIME_GATE, OPT_ENV_CHOICE };
 
 
 void sweep_strv_free(char **v, size_t n)
@@ -318,6 +318,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		.echo_ctx = &echo,
 		.policy = c->policy,
 		.runtime_gate = c->runtime_gate,
+		.env = c->env_asked,
 		.trust_project = c->trust,
 		.sandbox_config = cli_sandbox_json(&c->o),
 		.warn = cell_warn,
@@ -675,6 +676,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	if (sweep_jstr(inv, "policy") && lb_check_policy_parse(sweep_jstr(inv, "policy"), &pol) == 0)
 		c->policy = (int)pol;
 	c->trust = json_object_object_get_ex(inv, "trust_project", &v) && json_object_get_boolean(v);
+	if (!c->env_asked && sweep_jstr(inv, "env_asked"))
+		c->env_asked = strdup(sweep_jstr(inv, "env_asked"));
 	lb_gate_mode gm;
 	if (sweep_jstr(inv, "runtime_gate") && lb_gate_mode_parse(sweep_jstr(inv, "runtime_gate"), &gm) == 0)
 		c->runtime_gate = (int)gm;
@@ -841,8 +844,14 @@ int cli_sweep(int argc, char **argv)
 		}
 	cli_json_begin("sweep", dashdash, argv, "he:v:", longopts, false);
 	opterr = 0;
-	int opt;
-	while ((opt = getopt_long(dashdash, argv, "he:v:", longopts, NULL)) != -1) {
+	int opt, longindex = -1;
+	while ((opt = getopt_long(dashdash, argv, "he:v:", longopts, &longindex)) != -1) {
+		/* As for run: --env spelled long with a value without '=' names the Python
+		 * environment; -e always sets a variable. */
+		bool spelled_long = longindex >= 0;
+		longindex = -1;
+		if (opt == 'e' && spelled_long && optarg && !strchr(optarg, '='))
+			opt = OPT_ENV_CHOICE;
 		int r = cli_sandbox_opt("sweep", opt, optarg, &c.o);
 		if (r < 0)
 			goto done;
@@ -888,6 +897,15 @@ int cli_sweep(int argc, char **argv)
 		}
 		case OPT_TRUST:
 			c.trust = true;
+			grid_flags = true;
+			break;
+		case OPT_ENV_CHOICE:
+			if (!*optarg) {
+				cli_error("sweep", "--env needs auto, a name or a path");
+				goto done;
+			}
+			free(c.env_asked);
+			c.env_asked = strdup(optarg);
 			grid_flags = true;
 			break;
 		case OPT_RUNTIME_GATE: {
@@ -1162,8 +1180,17 @@ int cli_sweep(int argc, char **argv)
 		lb_buf ba = {0};
 		for (size_t i = 0; i < c.nbase; i++)
 			lb_buf_printf(&ba, "%s\x1f", c.base_args[i]);
+		/* --env chooses what runs it as --python does (the id of a sweep without it is
+		 * as before). */
+		char envpy[PATH_MAX + 64];
+		snprintf(envpy, sizeof envpy, "%s --env %s",
+			 c.python ? c.python : cfg.python ? cfg.python : "python3",
+			 c.env_asked ? c.env_asked : "");
 		const char *extra[] = {c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py",
-				       c.python ? c.python : cfg.python ? cfg.python : "python3",
+				       c.env_asked ? envpy
+				       : c.python  ? c.python
+				       : cfg.python ? cfg.python
+						    : "python3",
 				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
 				       ba.data ? ba.data : "",
 				       c.image ? c.image : cfg.image ? cfg.image : ""};
@@ -1314,6 +1341,8 @@ int cli_sweep(int argc, char **argv)
 		json_object_object_add(inv, "expdir", json_object_new_string(c.expdir));
 		json_object_object_add(inv, "runs_dir", json_object_new_string(runs_abs));
 		json_object_object_add(inv, "python", c.python ? json_object_new_string(c.python) : NULL);
+		json_object_object_add(inv, "env_asked",
+				       c.env_asked ? json_object_new_string(c.env_asked) : NULL);
 		json_object_object_add(inv, "entry", c.entry ? json_object_new_string(c.entry) : NULL);
 		json_object_object_add(inv, "mode", c.mode ? json_object_new_string(c.mode) : NULL);
 		json_object_object_add(inv, "image", c.image ? json_object_new_string(c.image) : NULL);
@@ -1460,6 +1489,7 @@ done:
 	sweep_strv_free(params, nparams);
 	sweep_strv_free(c.base_args, c.nbase);
 	free(c.python);
+	free(c.env_asked);
 	free(c.entry);
 	free(c.mode);
 	free(c.image);

@@ -23,6 +23,7 @@ typedef struct sweep_ctx {
 	uint64_t log_limit;
 	int policy;
 	int runtime_gate; /* lb_gate_mode (--runtime-gate); 0: the policy's default */
+	char *env_asked;  /* --env auto|NAME|PATH: the Python environment, as for run */
 	bool trust;
 	char **base_args; /* after --, else labbox.yaml's args */
 	size_t nbase;

@@ -714,3 +714,37 @@ def test_the_runtime_gate_is_asked_for_every_cell_and_kept_on_resume(tmp_path):
     d3 = doc_of(p)
     [f] = d3["failures"]
     assert f["class"] == "gate_refused", f
+
+
+def test_env_chooses_the_interpreter_of_every_cell_and_of_the_resume(tmp_path):
+    """`--env NAME|PATH|auto` (spelt long, with no '=') chooses the Python environment of
+    every cell as for labbox run; sweep.json keeps it for --resume, and a sweep with another
+    environment is another sweep (its cells are not the first one's)."""
+    import glob
+    others = sorted(glob.glob("/root/.pyenv/versions/3.1[0-9]*/bin/python3"))
+    if not others:
+        pytest.skip("no second interpreter (pyenv) on this machine")
+    other = others[-1]
+    exp = write_exp(tmp_path, """
+        import argparse, sys
+        p = argparse.ArgumentParser()
+        p.add_argument("--seed", type=int, required=True)
+        p.parse_args()
+        print("minor:", sys.version_info[1])
+        """)
+    runs = str(tmp_path / "runs")
+    p = labbox("sweep", "--json", "--env", other, "--runs-dir", runs, "--seeds", "0", str(exp))
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["invocation"]["env_asked"] == other
+    want = int(subprocess.run([other, "-c", "import sys; print(sys.version_info[1])"],
+                              capture_output=True, text=True, check=True).stdout)
+    assert result_of(d["cells"][0])["metrics"]["values"]["minor"] == want
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0",
+               str(exp))
+    d2 = doc_of(p)
+    assert d2["id"] != d["id"] and d2["counts"]["reused"] == 0, d2["counts"]
+    # -e keeps setting a variable
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0",
+               "-e", "auto", str(exp))
+    assert p.returncode == 2 and "NAME=VALUE" in p.stderr, p.stderr
