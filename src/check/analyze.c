@@ -2423,6 +2423,22 @@ static bool defines(const ctx *c, const char *name)
 /* obj.meth() on an object the analysis knows nothing of (loop = asyncio.get_running_loop()):
  * a method name that, in every class of the standard library defining it, starts a process or
  * opens a socket is that, unless the experiment defines a method of that name itself. */
+/* `.load_module()` and `.exec_module()` of a loader whatever found it (find_spec,
+ * find_loader, a finder of sys.meta_path, the import system's private helpers): they run a
+ * module's code with no import statement to judge by name, so which module it is cannot be
+ * told. A class of the experiment's own with such a method is its own. */
+static void loader_method(ctx *c, TSNode fn)
+{
+	TSNode at = field(c, fn, F_ATTRIBUTE);
+	const char *m = ts_node_is_null(at) ? NULL : text(c, at);
+	if (!m || (strcmp(m, "load_module") != 0 && strcmp(m, "exec_module") != 0) || defines(c, m))
+		return;
+	char msg[300];
+	snprintf(msg, sizeof msg, "call of `.%s()`: runs a module's code through its loader, "
+		 "which module it is cannot be told", m);
+	raw(c, R_DYNIMPORT, fn, m, msg);
+}
+
 static void stdlib_method(ctx *c, TSNode fn)
 {
 	TSNode obj = field(c, fn, F_OBJECT), at = field(c, fn, F_ATTRIBUTE);
@@ -2614,6 +2630,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	report(c, &callee, fn, CALL);
 	if (callee.n == 0 && is(c, fn, K_ATTRIBUTE)) {
 		sql_write(c, sc, fn, &a);
+		loader_method(c, fn);
 		if (c->in->std)
 			stdlib_method(c, fn);
 	}

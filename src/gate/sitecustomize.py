@@ -364,13 +364,22 @@ def _labbox_gate():
             return "x"
         return k
 
-    def fkind(f):
-        k = fkind_raw(f)
-        if k != "x" and ipc_sites:
+    def in_marked_load(f):
+        """Whether f runs inside a load at a marked line: anything that load calls, however
+        deep (a pool's mapstar or torch's _rebuild_from_type handed what the pickle chose),
+        is the pickle's doing."""
+        while f is not None:
             fn = f.f_code.co_filename
             lines = _dict_get(ipc_sites, fn) if type(fn) is str else None
             if lines is not None and f.f_lineno in lines:
-                return "x"
+                return True
+            f = f.f_back
+        return False
+
+    def fkind(f):
+        k = fkind_raw(f)
+        if k != "x" and ipc_sites and in_marked_load(f):
+            return "x"
         return k
 
     def origin(f):
@@ -378,9 +387,11 @@ def _labbox_gate():
         full of helpers that call what they are given (threading, argparse's type=,
         concurrent.futures), so it decides nothing. None: only the standard library is on the
         stack (a thread of the experiment's), which counts as the experiment."""
+        if ipc_sites and f is not None and in_marked_load(f):
+            return "x", f
         while f is not None:
             # the gate's stand-ins (world) pass a call on, as the standard library's do
-            k = "s" if f.f_globals is world else fkind(f)
+            k = "s" if f.f_globals is world else fkind_raw(f)
             if k != "s":
                 return k, f
             f = f.f_back
@@ -1149,6 +1160,24 @@ def _labbox_gate():
                "compile called from no Python frame, by a callback the interpreter ran "
                "(a thread's start, atexit), with the experiment's arguments")
 
+    # The standard library's runners of code they are handed (a statement, a file, a
+    # command): what they compile and run is the caller's, so their frames decide nothing,
+    # unlike the library's helpers that compile code of their own making (namedtuple,
+    # dataclasses). Reached however the experiment got the module (a callback's import of
+    # it, its loader), timeit.Timer(stmt), code's runsource and runpy's run_path would
+    # otherwise run any string as the standard library's own.
+    runner_names = ("/timeit.py", "/code.py", "/codeop.py", "/runpy.py", "/bdb.py", "/pdb.py",
+                    "/cProfile.py", "/profile.py", "/trace.py", "/doctest.py")
+    runner_frozen = frozenset(["<frozen runpy>", "<frozen codeop>", "<frozen code>"])
+
+    def runner_frame(f):
+        fn = f.f_code.co_filename
+        if type(fn) is not str:
+            return False
+        if fn in runner_frozen:
+            return True
+        return fn.endswith(runner_names) and kind(fn) == "s"
+
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
@@ -1188,15 +1217,19 @@ def _labbox_gate():
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
-        if frame is None or fkind(frame) != "x":
+        if frame is None or (fkind(frame) != "x" and not runner_frame(frame)):
             return  # the import system, dataclasses, namedtuple, a library's own code
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
             return  # a file of the experiment, compiled as it is
         refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
 
     def banned_file(fn):
-        """The rule of a banned module whose source file fn is (ctypes/__init__.py: LB106),
-        or None."""
+        """The rule of a banned module whose source file fn is (ctypes/__init__.py: LB106;
+        "<frozen runpy>": LB103), or None."""
+        if type(fn) is str and fn.startswith("<frozen ") and fn.endswith(">"):
+            name = fn[8:-1]
+            hit = _dict_get(banned, name) or _dict_get(banned, name.split(".")[0])
+            return (hit, name) if hit else None
         if type(fn) is not str or not fn.endswith(".py"):
             return None
         for r in trusted_roots:
@@ -1247,7 +1280,13 @@ def _labbox_gate():
                        "interpreter ran" % summary(fn))
             return
         if fkind(frame) != "x":
-            return
+            if not runner_frame(frame):
+                return
+            # a runner running the experiment's own file (spawn's runpy.run_path of main.py,
+            # compiled as it is: on_compile saw to that)
+            cfn = code.co_filename if type(code) is _CodeType else None
+            if type(cfn) is str and exp_dir and cfn.startswith(exp_dir + "/"):
+                return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
     def flag_setter(f):

@@ -2424,3 +2424,37 @@ def test_a_banned_module_loaded_by_its_loader_is_refused(tmp_path):
     assert r.result["metrics"]["values"].get("refused") == 2, r.why()
     ev = assert_refused(r, "exec", "LB107")
     assert ev["args"] == ["pty"], ev
+
+
+RUNNERS = {
+    # the standard library's runners of what they are handed, reached without importing a
+    # banned module from the experiment's own line
+    "timeit": "import timeit\ntimeit.timeit(SRC, number=1)\n",
+    "code_by_callback": ("import importlib\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                         "with ThreadPoolExecutor(1) as ex:\n"
+                         "    code = ex.submit(importlib.import_module, 'code').result()\n"
+                         "code.InteractiveInterpreter().runsource(SRC)\n"),
+    "frozen_runpy_by_loader": ("import sys\n"
+                               "for f in sys.meta_path:\n"
+                               "    spec = f.find_spec('runpy', None)\n"
+                               "    if spec:\n"
+                               "        break\n"
+                               "rp = spec.loader.load_module('runpy')\n"
+                               "open('payload.py', 'w').write(SRC)\n"
+                               "rp.run_path('payload.py')\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(RUNNERS))
+def test_the_standard_librarys_runners_do_not_run_the_experiments_strings(tmp_path, how):
+    """timeit, code and runpy compile and run what they are handed from frames of the
+    standard library, which the gate trusts for the code the library makes itself
+    (namedtuple, dataclasses). Handed the experiment's string they are its dynamic code:
+    refused, and the host finds no MARKER."""
+    exp = write_exp(tmp_path, "SRC = \"open('MARKER', 'w').write('ran')\"\n" + "try:\n" +
+                    "".join("    " + l + "\n" for l in RUNNERS[how].splitlines()) +
+                    "except PermissionError as e:\n    print('refused:', 1)\n")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert not (r.run_dir / "exp" / "MARKER").exists(), r.why()
+    assert r.result["metrics"]["values"].get("refused") == 1, r.why()
+    assert refused_events(r), r.why()
