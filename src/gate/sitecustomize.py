@@ -1170,6 +1170,26 @@ def _labbox_gate():
                     "/cProfile.py", "/profile.py", "/trace.py", "/doctest.py")
     runner_frozen = frozenset(["<frozen runpy>", "<frozen codeop>", "<frozen code>"])
 
+    # ... but timeit handed a callable (timeit.timeit(lambda: step(), number=100), the usual
+    # way research code times a step) compiles only its own template around `_stmt()`: that
+    # text, as CPython 3.6 to 3.13 write it, and the "pass" of the default setup pass.
+    _tt = ("\ndef inner(_it, _timer{init}):\n    {setup}\n    _t0 = _timer()\n"
+           "    for _i in _it:\n        {stmt}\n%s    _t1 = _timer()\n    return _t1 - _t0\n")
+    _ts = [t.format(init=si + ti, setup=se, stmt=st)
+           for t in (_tt % "        pass\n", _tt % "")
+           for se, si in (("pass", ""), ("_setup()", ", _setup=_setup"))
+           for st, ti in (("_stmt()", ", _stmt=_stmt"), ("pass", ""))] + ["pass", "pass\npass"]
+    # compile's event carries the source as the bytes it was turned into
+    timeit_sources = frozenset(_ts + [t.encode() for t in _ts])
+
+    def timeit_frame(frame):
+        fn = frame.f_code.co_filename
+        return type(fn) is str and fn.endswith("/timeit.py") and kind(fn) == "s"
+
+    def timeit_template(frame, source):
+        return (type(source) is str or type(source) is bytes) and source in timeit_sources \
+            and timeit_frame(frame)
+
     def runner_frame(f):
         fn = f.f_code.co_filename
         if type(fn) is not str:
@@ -1217,7 +1237,8 @@ def _labbox_gate():
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
-        if frame is None or (fkind(frame) != "x" and not runner_frame(frame)):
+        if frame is None or (fkind(frame) != "x" and
+                             (not runner_frame(frame) or timeit_template(frame, source))):
             return  # the import system, dataclasses, namedtuple, a library's own code
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
             return  # a file of the experiment, compiled as it is
@@ -1286,6 +1307,9 @@ def _labbox_gate():
             # compiled as it is: on_compile saw to that)
             cfn = code.co_filename if type(code) is _CodeType else None
             if type(cfn) is str and exp_dir and cfn.startswith(exp_dir + "/"):
+                return
+            # timeit runs what it compiled in the same call, which on_compile judged
+            if cfn == "<timeit-src>" and timeit_frame(frame):
                 return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 

@@ -2458,3 +2458,23 @@ def test_the_standard_librarys_runners_do_not_run_the_experiments_strings(tmp_pa
     assert not (r.run_dir / "exp" / "MARKER").exists(), r.why()
     assert r.result["metrics"]["values"].get("refused") == 1, r.why()
     assert refused_events(r), r.why()
+
+
+def test_timing_a_step_with_timeit_is_accepted(tmp_path):
+    """timeit handed a callable (timeit.timeit(lambda: step(), number=...), Timer(f,
+    setup=g), repeat) compiles only its own template: accepted by the check and the gate
+    under the default policy, with the numbers; the same call with a string is the string's
+    code, refused by both."""
+    exp = write_exp(tmp_path, """
+        import timeit
+        def step():
+            return sum(range(100))
+        t = timeit.timeit(lambda: step(), number=20)
+        t2 = timeit.Timer(step, setup=lambda: None).timeit(5)
+        r = timeit.repeat(step, number=5, repeat=2)
+        print("timed:", int(t >= 0) + int(t2 >= 0) + len(r))
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"timed": 4}, r.why()
+    assert gate(r)["events"] == [], gate(r)
