@@ -2870,9 +2870,34 @@ __attribute__((noinline)) static bool assign_elementwise(ctx *c, scope *sc, TSNo
 	return true;
 }
 
+/* `__annotations__ = {...}`, `f.__annotations__ = ...`, `x.__annotations__[k] = ...`:
+ * annotations written as data rather than as annotations. typing, inspect, dataclasses and
+ * functools.singledispatch turn their text into code (a dataclass's field names are pasted
+ * into the methods it compiles), out of the check's sight. */
+static void annotations_written(ctx *c, TSNode left)
+{
+	TSNode t = left;
+	if (is(c, t, K_SUBSCRIPT))
+		t = field(c, t, F_VALUE);
+	const char *name = NULL;
+	if (is(c, t, K_IDENTIFIER))
+		name = text(c, t);
+	else if (is(c, t, K_ATTRIBUTE)) {
+		TSNode at = field(c, t, F_ATTRIBUTE);
+		name = ts_node_is_null(at) ? NULL : text(c, at);
+	}
+	if (name && strcmp(name, "__annotations__") == 0)
+		raw(c, R_DYNCODE, left, "__annotations__",
+		    "assignment to `__annotations__`: typing, inspect and dataclasses evaluate "
+		    "annotations as code, and these are written as data the check cannot read as "
+		    "annotations");
+}
+
 static vset assign(ctx *c, scope *sc, TSNode n)
 {
 	TSNode left = field(c, n, F_LEFT), right = field(c, n, F_RIGHT), type = field(c, n, F_TYPE);
+	if (!ts_node_is_null(left))
+		annotations_written(c, left);
 	if (!ts_node_is_null(type))
 		use(c, sc, type);
 	if (ts_node_is_null(right))

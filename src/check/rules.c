@@ -188,6 +188,9 @@ static const pat security_pats[] = {
 	{"zipimport", R_DYNIMPORT, true},
 	{"_imp", R_DYNIMPORT, true}, /* create_builtin makes a second, unguarded copy of a module */
 	{"importlib.util.spec_from_file_location", R_DYNIMPORT, false},
+	/* .pth files: their `import` lines run as code */
+	{"site.addsitedir", R_DYNIMPORT, false},
+	{"site.addpackage", R_DYNIMPORT, false},
 	{"importlib.util.spec_from_loader", R_DYNIMPORT, false},
 	{"importlib.util.module_from_spec", R_DYNIMPORT, false},
 	{"importlib.machinery", R_DYNIMPORT, true},

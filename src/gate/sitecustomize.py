@@ -1167,8 +1167,19 @@ def _labbox_gate():
     # it, its loader), timeit.Timer(stmt), code's runsource and runpy's run_path would
     # otherwise run any string as the standard library's own.
     runner_names = ("/timeit.py", "/code.py", "/codeop.py", "/runpy.py", "/bdb.py", "/pdb.py",
-                    "/cProfile.py", "/profile.py", "/trace.py", "/doctest.py")
-    runner_frozen = frozenset(["<frozen runpy>", "<frozen codeop>", "<frozen code>"])
+                    "/cProfile.py", "/profile.py", "/trace.py", "/doctest.py",
+                    # ... and the callers of what they are handed, which compile nothing of
+                    # their own: a thread's or a process's target, a pool's task, an executor's
+                    # function, argparse's type=, a scheduled or finalising callback, a .pth
+                    # line (site.addsitedir), a logging config's handler arguments. Handed
+                    # exec, eval, compile or __import__ (a pickle can return them), they would
+                    # run or import what the experiment chose as the standard library's act.
+                    "/threading.py", "/concurrent/futures/thread.py",
+                    "/concurrent/futures/process.py", "/multiprocessing/pool.py",
+                    "/multiprocessing/process.py", "/argparse.py", "/sched.py", "/weakref.py",
+                    "/asyncio/events.py", "/site.py", "/logging/config.py")
+    runner_frozen = frozenset(["<frozen runpy>", "<frozen codeop>", "<frozen code>",
+                               "<frozen site>"])
 
     # ... but timeit handed a callable (timeit.timeit(lambda: step(), number=100), the usual
     # way research code times a step) compiles only its own template around `_stmt()`: that
@@ -1182,13 +1193,59 @@ def _labbox_gate():
     # compile's event carries the source as the bytes it was turned into
     timeit_sources = frozenset(_ts + [t.encode() for t in _ts])
 
+    # typing and inspect evaluate annotations written as strings (ForwardRef, get_type_hints,
+    # get_annotations(eval_str=True), signature(eval_str=True), singledispatch's register):
+    # an annotation is a type expression, names, attributes, subscripts and literals, and
+    # with no parenthesis, colon, '=' or '@' nothing in it calls anything but the dunders of
+    # the objects it names. A string that is more is code the experiment handed them.
+    annotation_readers = ("/typing.py", "/inspect.py", "/annotationlib.py")
+    _type_chars = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                            "_.[], |'\"-")
+
+    def annotation_frame(frame):
+        fn = frame.f_code.co_filename
+        return type(fn) is str and fn.endswith(annotation_readers) and kind(fn) == "s"
+
+    def type_expression(source):
+        if type(source) is bytes:
+            try:
+                source = source.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        if type(source) is not str or len(source) > 2000:
+            return False
+        for ch in source:
+            if ch not in _type_chars:
+                return False
+        return True
+
     def timeit_frame(frame):
         fn = frame.f_code.co_filename
         return type(fn) is str and fn.endswith("/timeit.py") and kind(fn) == "s"
 
+    _timeit_names = frozenset(["_it", "_timer", "_t0", "_t1", "_i", "_stmt", "_setup"])
+
+    def timeit_shaped(code):
+        # the module: `def inner(_it, _timer, _stmt=_stmt, _setup=_setup)` and no more
+        for n in code.co_names:
+            if type(n) is not str or n not in ("inner", "_stmt", "_setup"):
+                return False
+        inner = [c for c in code.co_consts if type(c) is _CodeType]
+        if len(inner) != 1 or inner[0].co_name != "inner" or inner[0].co_names:
+            return False
+        for v in inner[0].co_varnames:
+            if type(v) is not str or v not in _timeit_names:
+                return False
+        return True
+
     def timeit_template(frame, source):
         return (type(source) is str or type(source) is bytes) and source in timeit_sources \
             and timeit_frame(frame)
+
+    def runner_call(f):
+        """A runner's frame calling something, not its module's own top-level code (whose
+        imports are the module's: logging.config's of socketserver)."""
+        return runner_frame(f) and f.f_code.co_name != "<module>"
 
     def runner_frame(f):
         fn = f.f_code.co_filename
@@ -1237,6 +1294,12 @@ def _labbox_gate():
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "code that claims to be the interpreter's file " + fn_text)
             return
+        if frame is not None and fkind(frame) != "x" and annotation_frame(frame) and \
+                not type_expression(source):
+            refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "an annotation that is no type expression, evaluated by %s"
+                   % summary(frame.f_code.co_filename))
+            return
         if frame is None or (fkind(frame) != "x" and
                              (not runner_frame(frame) or timeit_template(frame, source))):
             return  # the import system, dataclasses, namedtuple, a library's own code
@@ -1277,7 +1340,7 @@ def _labbox_gate():
                     and f.f_globals is not world:
                 break
             f = f.f_back
-        return f is None or fkind(f) == "x"
+        return f is None or fkind(f) == "x" or runner_call(f)
 
     def on_exec(event, args, frame):
         code = args[0] if args else None
@@ -1308,8 +1371,10 @@ def _labbox_gate():
             cfn = code.co_filename if type(code) is _CodeType else None
             if type(cfn) is str and exp_dir and cfn.startswith(exp_dir + "/"):
                 return
-            # timeit runs what it compiled in the same call, which on_compile judged
-            if cfn == "<timeit-src>" and timeit_frame(frame):
+            # timeit runs what it compiled in the same call, which on_compile judged; and
+            # the code must have the template's shape (one function, inner, that calls only
+            # what it was given), whoever compiled it
+            if cfn == "<timeit-src>" and timeit_frame(frame) and timeit_shaped(code):
                 return
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
@@ -2065,7 +2130,7 @@ def _labbox_gate():
                     and f.f_globals is not world:  # a stand-in passes the import on
                 break
             f = f.f_back
-        if f is None or fkind(f) == "x":
+        if f is None or fkind(f) == "x" or runner_call(f):
             refuse(event, (name,), frame, hit[0], hit[1], "import of %s" % name)
 
     handlers = {

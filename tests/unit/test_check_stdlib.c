@@ -211,7 +211,10 @@ static void test_check_with_host_library(void **state)
 			  "[f.find_spec('code', None) for f in sys.meta_path][0].loader.load_module()\n"
 			  /* 21-22: timeit around a callable compiles only its template; a string is code */
 			  "import timeit; timeit.timeit(lambda: sum(range(9)), number=3)\n"
-			  "timeit.timeit('1+1', number=3)\n";
+			  "timeit.timeit('1+1', number=3)\n"
+			  /* 23-24: annotations written as data; a .pth directory added */
+			  "f.__annotations__ = {'x': 'open(1) and int'}\n"
+			  "import site; site.addsitedir('.')\n";
 	assert_int_equal(lb_write_all(fd, src, strlen(src)), 0);
 	close(fd);
 	lb_check_config *cfg;
@@ -226,20 +229,20 @@ static void test_check_with_host_library(void **state)
 	assert_non_null(strstr(rep.stdlib_by, "python 3."));
 	const char *want[] = {"LB102@3", "LB101@4", "LB104@5", "LB105@6",
 			      "LB102@16", "LB102@17", "LB104@18", "LB106@19", "LB104@19", "LB104@20",
-			      "LB103@22"};
-	bool seen[11] = {0};
+			      "LB103@22", "LB103@23", "LB104@24"};
+	bool seen[13] = {0};
 	for (size_t i = 0; i < rep.n; i++) {
 		char at[32];
 		snprintf(at, sizeof at, "%s@%u", rep.items[i].id, rep.items[i].line);
 		bool expected = false;
-		for (size_t w = 0; w < 11; w++)
+		for (size_t w = 0; w < 13; w++)
 			if (strcmp(at, want[w]) == 0)
 				seen[w] = expected = true;
 		/* nothing on the ordinary lines (imports allowlist aside) */
 		if (!expected && strcmp(rep.items[i].id, "LB201") != 0)
 			fail_msg("unexpected finding %s: %s", at, rep.items[i].message);
 	}
-	for (size_t w = 0; w < 11; w++)
+	for (size_t w = 0; w < 13; w++)
 		if (!seen[w])
 			fail_msg("missing %s", want[w]);
 	lb_check_report_free(&rep);
