@@ -1330,9 +1330,10 @@ def _labbox_gate():
         return None
 
     def loads_for_experiment(frame):
-        """Whether the first frame past the import system's own is the experiment's: a
-        module run because the experiment's code asked its loader directly (a spec's
-        loader.load_module(), exec_module), as the import event's judge would see it."""
+        """Whether the first frame past the import system's own (and the gate's stand-ins,
+        which pass an import on) is the experiment's, or a runner's call: the judge of an
+        import event, and of a module run because the experiment's code asked its loader
+        directly (a spec's loader.load_module(), exec_module)."""
         f = frame
         while f is not None:
             fn = f.f_code.co_filename
@@ -2123,14 +2124,7 @@ def _labbox_gate():
             hit = banned.get(parts[-1])
         if not hit:
             return
-        f = frame
-        while f is not None:
-            fn = f.f_code.co_filename
-            if not (type(fn) is str and (fn.startswith("<frozen ") or fn in passthrough)) \
-                    and f.f_globals is not world:  # a stand-in passes the import on
-                break
-            f = f.f_back
-        if f is None or fkind(f) == "x" or runner_call(f):
+        if loads_for_experiment(frame):
             refuse(event, (name,), frame, hit[0], hit[1], "import of %s" % name)
 
     handlers = {
