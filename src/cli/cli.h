@@ -148,6 +148,8 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
  * that directory (its run's exp/), where the path would be in sight all the same. 0, or the
  * usage error's exit code after printing it. */
 int cli_hide_outside(const char *cmd, const cli_sandbox_opts *o, const char *expdir);
+/* --runtime-gate off|record|on into *mode (an lb_gate_mode): 0, or -1 after the error. */
+int cli_runtime_gate_opt(const char *cmd, const char *arg, int *mode);
 void cli_sandbox_opts_free(cli_sandbox_opts *o);
 /* The disk limit for a writable directory: --disk-limit, else half the free space of its file
  * system capped at 10 GiB. */

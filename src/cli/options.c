@@ -301,6 +301,17 @@ int cli_hide_outside(const char *cmd, const cli_sandbox_opts *o, const char *exp
 	return 0;
 }
 
+int cli_runtime_gate_opt(const char *cmd, const char *arg, int *mode)
+{
+	lb_gate_mode m;
+	if (lb_gate_mode_parse(arg, &m) < 0) {
+		cli_error(cmd, "--runtime-gate '%s' is not one of off, record, on", arg);
+		return -1;
+	}
+	*mode = (int)m;
+	return 0;
+}
+
 uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir)
 {
 	if (o->disk_limit_set)

@@ -638,15 +638,10 @@ int cli_run(int argc, char **argv)
 		case OPT_TRUST:
 			req.trust_project = true;
 			break;
-		case OPT_RUNTIME_GATE: {
-			lb_gate_mode m;
-			if (lb_gate_mode_parse(optarg, &m) < 0) {
-				cli_error("run", "--runtime-gate '%s' is not one of off, record, on", optarg);
+		case OPT_RUNTIME_GATE:
+			if (cli_runtime_gate_opt("run", optarg, &req.runtime_gate) < 0)
 				goto done;
-			}
-			req.runtime_gate = (int)m;
 			break;
-		}
 		case OPT_ESCALATE:
 		case OPT_REPAIR_CMD:
 		case OPT_MAX_REPAIRS:

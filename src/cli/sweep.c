@@ -908,17 +908,11 @@ int cli_sweep(int argc, char **argv)
 			c.env_asked = strdup(optarg);
 			grid_flags = true;
 			break;
-		case OPT_RUNTIME_GATE: {
-			lb_gate_mode m;
-			if (lb_gate_mode_parse(optarg, &m) < 0) {
-				cli_error("sweep", "--runtime-gate '%s' is not one of off, record, on",
-					  optarg);
+		case OPT_RUNTIME_GATE:
+			if (cli_runtime_gate_opt("sweep", optarg, &c.runtime_gate) < 0)
 				goto done;
-			}
-			c.runtime_gate = (int)m;
 			grid_flags = true;
 			break;
-		}
 		case OPT_JOBS: {
 			long j;
 			if (lb_parse_long(optarg, &j) < 0 || j <= 0 || j > 4096) {
