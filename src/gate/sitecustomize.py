@@ -812,6 +812,78 @@ def _labbox_gate():
                 _lock.release()
         return run
 
+    # What multiprocessing pickles bound methods with (getattr(obj, name)), of labbox's own:
+    # the readers of its pipes refuse builtins.getattr, whose chains (len.__self__, then
+    # __import__) reach anything and raise no event. This one hands back only a method of
+    # the object's own class bound to the object, or a method of a class asked of that
+    # class, and no dunder name but the operators'. It is in the experiment's reach (a
+    # module's attribute, the pickler's table), so it holds no link to the gate: what it
+    # closes over is what any code can take (getattr, type, sys.audit, descriptors' getters),
+    # and a closure, unlike a keyword default, is not replaced by a caller (a pickle's
+    # partial). A refusal is raised through an event of its own, which the gate judges by
+    # this function's code and records.
+    def make_ipc_getattr(tools):
+        def _labbox_getattr(obj, name):
+            (getattr_, type_, str_, issubclass_, method_t, function_t, builtin_t, bound_slot_t,
+             descr_ts, module_t, classmethod_t, mro_of, dict_of, ok_dunders, audit,
+             missing) = tools
+            if type_(name) is not str_:
+                raise TypeError("a method's name must be a str")
+            what = "a dunder name"
+            if name[:2] != "__" or name in ok_dunders:
+                r = getattr_(obj, name)
+                t = type_(r)
+                is_class = issubclass_(type_(obj), type_)
+                if t is method_t:
+                    s, f = r.__self__, r.__func__
+                    r = None
+                    if s is obj and type_(f) is function_t:
+                        for c in mro_of(obj if is_class else type_(obj)):
+                            e = dict_of(c).get(name, missing)
+                            if e is not missing:
+                                if e is f or (is_class and type_(e) is classmethod_t and
+                                              e.__func__ is f):
+                                    return method_t(f, s)
+                                break
+                    what = "not a method of the object's class"
+                elif t is builtin_t or t is bound_slot_t:
+                    s = r.__self__
+                    if s is obj and not issubclass_(type_(s), module_t):
+                        return r
+                    r = s = None
+                    what = "not a method bound to the object"
+                elif t is descr_ts[0] or t is descr_ts[1] or t is descr_ts[2]:
+                    if is_class:
+                        oc = r.__objclass__
+                        for c in mro_of(obj):
+                            if c is oc:
+                                return r
+                    r = None
+                    what = "not a method of that class"
+                else:
+                    r = None
+                    what = "not a method"
+            audit("labbox.ipc_getattr", type_(obj).__name__, name, what)
+            return getattr_(obj, name)  # recording only: the gate let it pass
+        return _labbox_getattr
+
+    def make_ipc_reducers(g, type_, issubclass_, module_t):
+        def reduce_method(m):
+            return g, (m.__self__, m.__func__.__name__)
+
+        def reduce_builtin(m):
+            s = m.__self__
+            if s is None or issubclass_(type_(s), module_t):
+                return m.__name__  # a module's function: by name, as pickle does
+            return g, (s, m.__name__)
+
+        def reduce_bound_slot(m):
+            return g, (m.__self__, m.__name__)
+
+        def reduce_descr(m):
+            return g, (m.__objclass__, m.__name__)
+        return reduce_method, reduce_builtin, reduce_bound_slot, reduce_descr
+
     def make_hook(w, d, gets, sets, type_, str_, pending, again):
         def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
                  _pend=pending, _again=again):
@@ -1061,6 +1133,7 @@ def _labbox_gate():
         # so it cannot exec either. The strict policy is the seed's word: no processes.
         if strict:
             refuse(event, args, frame, "LB101", "process creation (fork, under strict)")
+        ipc_patch()  # the child then sends bound methods as its parent does
 
     # ---- sockets ----------------------------------------------------------------------------
     _family = _socket.socket.family.__get__
@@ -1304,8 +1377,40 @@ def _labbox_gate():
                              (not runner_frame(frame) or timeit_template(frame, source))):
             return  # the import system, dataclasses, namedtuple, a library's own code
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
+            if fstring_parts:
+                file_compile[:] = [_ident(), frame, frame.f_lasti, source]
             return  # a file of the experiment, compiled as it is
+        if fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source):
+            return  # an f-string's expression, parsed within that compile (3.8)
         refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
+
+    # Python 3.8 parses each f-string expression of a file being compiled as a compile of
+    # its own ("<fstring>"), from the frame that called compile: runpy's, when a spawned
+    # child runs the experiment's main.py again as __mp_main__. Such a part is the
+    # expression in parentheses, a piece of the file's text, asked at the same instruction
+    # of the same frame on the same thread as the file's compile just passed.
+    file_compile = []
+
+    def fstring_of_file(frame, source):
+        if len(file_compile) != 4 or frame is None:
+            return False
+        ident, f, lasti, text = file_compile
+        if ident != _ident() or f is not frame or frame.f_lasti != lasti:
+            return False
+        try:
+            # the event carries either as the bytes it was turned into
+            if type(source) is str:
+                source = source.encode("utf-8")
+            if type(text) is str:
+                text = text.encode("utf-8")
+        except UnicodeError:
+            return False
+        if type(text) is bytearray:
+            text = bytes(text)
+        if type(source) is not bytes or type(text) is not bytes or len(source) < 3 or \
+                source[:1] != b"(" or source[-1:] != b")":
+            return False
+        return source[1:-1] in text
 
     def banned_file(fn):
         """The rule of a banned module whose source file fn is (ctypes/__init__.py: LB106;
@@ -2053,19 +2158,90 @@ def _labbox_gate():
             (fn.endswith(("/" + path + ".py", "/" + path + "/__init__.py")) or
              fn == "<frozen " + modname + ">")
 
+    # Made in the world, keeping their closures (which hold only what is listed here, none
+    # of it the gate's): see make_ipc_getattr.
+    def in_world_closed(fn, name):
+        code = fn.__code__
+        sealed_codes[id(code)] = code
+        f = _FunctionType(code, world, name, None, fn.__closure__)
+        f.__qualname__ = name
+        return f
+
+    _MethodType = type((lambda: 0).__get__(0))
+    _bound_slot_t = type((0).__add__)
+    _descr_ts = (type(list.append), type(int.__add__), type(dict.__dict__["fromkeys"]))
+    ipc_ok_dunders = frozenset(
+        "__%s__" % n for n in (
+            "add sub mul matmul truediv floordiv mod divmod pow lshift rshift and xor or "
+            "radd rsub rmul rmatmul rtruediv rfloordiv rmod rdivmod rpow rlshift rrshift "
+            "rand rxor ror neg pos abs invert lt le eq ne gt ge len contains getitem iter "
+            "next reversed hash bool int float complex index str repr format round trunc "
+            "floor ceil").split())
+    ipc_getattr = in_world_closed(make_ipc_getattr((
+        getattr, type, str, issubclass, _MethodType, _FunctionType, _bf, _bound_slot_t,
+        _descr_ts, _ModuleType, classmethod, type.__dict__["__mro__"].__get__, _type_dict,
+        ipc_ok_dunders, sys.audit, object())), "_labbox_getattr")
+    ipc_getattr.__module__ = "multiprocessing.reduction"
+    ipc_getattr_code = _func_code(ipc_getattr)
+    _r_method, _r_builtin, _r_slot, _r_descr = [
+        in_world_closed(f, f.__name__)
+        for f in make_ipc_reducers(ipc_getattr, type, issubclass, _ModuleType)]
+    ipc_reducers = {_MethodType: _r_method, _bf: _r_builtin, _bound_slot_t: _r_slot}
+    for _t in _descr_ts:
+        ipc_reducers[_t] = _r_descr
+    ipc_patched = []
+
+    def ipc_patch():
+        """Once multiprocessing.reduction is loaded whole: its pickler sends bound methods and
+        method descriptors with labbox's getattr, which the module then names
+        (multiprocessing.reduction._labbox_getattr, where a reader finds it)."""
+        if ipc_patched:
+            return
+        d = loaded_dict("multiprocessing.reduction")
+        if d is None or sget(d, "AbstractReducer") is None:
+            return  # not loaded, or still loading: its own register() calls come later
+        fp = sget(d, "ForkingPickler")
+        if type(fp) is not type:
+            return
+        extra = _class_attr(fp, "_extra_reducers")
+        if type(extra) is not dict:
+            return
+        ipc_patched.append(True)
+        # On a thread of their own, as guard_sqlite's: a dict the experiment can fill hashes
+        # and compares its keys as it is written.
+        isolated(dict.update, (extra, ipc_reducers))
+        isolated(dict.__setitem__, (d, "_labbox_getattr", ipc_getattr))
+
+    def on_ipc_getattr(event, args, frame):
+        if frame is None or frame.f_code is not ipc_getattr_code:
+            return  # sys.audit of the name from anywhere else says nothing
+        what = (tuple(args) + (None, None, None))[:3]
+        refuse(event, what[:2], frame, "gate.pickle", "pickle find_class outside the allowlist",
+               "getattr(%s, %s) in a pickle: %s (only a method of the object's own class "
+               "passes, as multiprocessing sends one)" % (
+                   summary(what[0]), summary(what[1]), summary(what[2])))
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
-        if modname == "builtins" and name == "getattr" and ipc_pickle(frame):
-            ipc_mark(frame)
-            return
+        ipc = ipc_pickle(frame)
+        if ipc:
+            ipc_patch()
+            if modname == "multiprocessing.reduction" and name == "_labbox_getattr":
+                d = loaded_dict(modname)
+                if d is not None and sget(d, name) is ipc_getattr:
+                    ipc_mark(frame)
+                    return
         if not pickle_ok(modname, name):
-            if ipc_function(modname, name) and ipc_pickle(frame):
+            if ipc and ipc_function(modname, name):
                 ipc_mark(frame)
                 return
+            detail = "%s.%s is not a class or reconstruction function labbox allows to " \
+                "unpickle" % (summary(modname), summary(name))
+            if ipc and modname == "builtins" and name == "getattr":
+                detail += "; multiprocessing's own pickler sends bound methods with " \
+                    "labbox's getattr, which allows only methods"
             refuse(event, args[:2], frame, "gate.pickle",
-                   "pickle find_class outside the allowlist",
-                   "%s.%s is not a class or reconstruction function labbox allows to unpickle"
-                   % (summary(modname), summary(name)))
+                   "pickle find_class outside the allowlist", detail)
 
     # ---- imports -----------------------------------------------------------------------------
     banned = {}
@@ -2094,11 +2270,16 @@ def _labbox_gate():
                    for p in name.split("."))
 
     sqlite_asked = []
+    ipc_modules = ("multiprocessing.", "torch.multiprocessing", "concurrent.futures.process")
 
     def on_import(event, args, frame):
         name = args[0] if args else None
         if type(name) is not str:
             return
+        if not ipc_patched and name.startswith(ipc_modules):
+            # multiprocessing's pipes, queues, pools and processes are each a module of its
+            # own, imported as first used and after multiprocessing.reduction is whole
+            ipc_patch()
         if name == "sqlite3.dbapi2" and not sqlite_asked:
             sqlite_asked.append(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
             guard_sqlite()
@@ -2147,6 +2328,7 @@ def _labbox_gate():
         "sys.monitoring.register_callback": on_tamper,
         "object.__getattr__": on_getattr, "object.__setattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
+        "labbox.ipc_getattr": on_ipc_getattr,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
         "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
         "os.utime": on_path1, "os.rename": on_rename, "os.replace": on_rename,

@@ -2311,9 +2311,14 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
         import multiprocessing as mp
         def sq(x):
             return x * x
+        class Twice:
+            def of(self, x):
+                return 2 * x
         if __name__ == "__main__":
             with mp.get_context("fork").Pool(2) as p:
                 print("pool:", p.map(sq, [1, 2, 3]), p.map(math.sqrt, [4.0]))
+            with mp.get_context("spawn").Pool(1) as p:  # a bound method through labbox's getattr
+                print("spawned:", p.map(Twice().of, [2]), p.map(str.upper, ["a"]))
             print("pickle:", dict(pickle.loads(pickle.dumps(collections.OrderedDict(a=1)))))
             try:
                 os.system("echo x > MARKER")
@@ -2330,7 +2335,7 @@ def test_the_gate_holds_and_accepts_on_other_interpreters(tmp_path, python):
     assert r.rc == 0, r.why()
     log = r.log()
     assert "pool: [1, 4, 9] [2.0]" in log and "pickle: {'a': 1}" in log, log[-2000:]
-    assert "shared: 3 [0.0, 0.0]" in log, log[-2000:]
+    assert "shared: 3 [0.0, 0.0]" in log and "spawned: [4] ['A']" in log, log[-2000:]
     assert "spawn refused" in log and not (r.exp / "MARKER").exists()
     assert [e["event"] for e in refused_events(r)] == ["os.system"], r.why()
 
@@ -2522,3 +2527,121 @@ def test_annotations_that_are_type_expressions_still_evaluate(tmp_path):
     assert r.rc == 0, r.why()
     assert "hints: 5 params: 5" in r.log(), r.log()
     assert refused_events(r) == [], gate(r)
+
+
+# ---- what a pickle on multiprocessing's own pipes may walk to ---------------------------
+# A bound method pickles as getattr(obj, name), and a chain of getattrs raises no event: a
+# pickle the experiment sends itself through a Pipe walked len.__self__ to the builtins and
+# handed __import__ back out of the load, where numpy's vectorize called it (and ctypes, and
+# libc's creat) as numpy's own call. multiprocessing's pickler now sends bound methods with
+# labbox's getattr, which gives back only a method of the object's class, and the readers of
+# its pipes refuse builtins.getattr.
+IPC_PRELUDE = """
+    import multiprocessing as mp, functools, os
+    import multiprocessing.reduction
+    import numpy as np
+    class P:
+        def __init__(self, *r):
+            self.r = r
+        def __reduce__(self):
+            return self.r
+        def __call__(self, *a):  # what a load calls is the loaded object, P only at the dump
+            pass
+    def fetch(*r):
+        a, b = mp.Pipe()
+        a.send(P(*r))
+        return b.recv()
+    V = lambda f, x: np.vectorize(f, otypes=[object])([x])[0]
+"""
+IPC_WALKS = {
+    # the route found: builtins.getattr chained, then numpy calls what came out of the load
+    "builtins_getattr": ("pickle.find_class", ["builtins", "getattr"], """
+        imp = fetch(getattr, (P(getattr, (len, "__self__")), "__im" + "port__"))
+        mod = V(imp, "ct" + "ypes")
+        libc = V(V(functools.partial(getattr, mod), "CD" + "LL"), "libc.so.6")
+        V(functools.partial(V(functools.partial(getattr, libc), "creat"), b"MARKER"), 420)
+    """),
+    # labbox's own getattr, named by the experiment's pickle: no dunder walk
+    "self_of_a_builtin": ("labbox.ipc_getattr", None, """
+        G = multiprocessing.reduction._labbox_getattr
+        imp = fetch(G, (P(G, (len, "__self__")), "__im" + "port__"))
+        V(imp, "ct" + "ypes")
+        open("MARKER", "w").close()
+    """),
+    "subclasses": ("labbox.ipc_getattr", None, """
+        G = multiprocessing.reduction._labbox_getattr
+        classes = fetch(P(G, (object, "__subcla" + "sses__")), ())
+        open("MARKER", "w").close()
+    """),
+    "getattribute": ("labbox.ipc_getattr", None, """
+        G = multiprocessing.reduction._labbox_getattr
+        ga = fetch(G, (object, "__getattr" + "ibute__"))
+        open("MARKER", "w").close()
+    """),
+    # a plain attribute that holds a module's function (a partial's func): not a method,
+    # whatever the function (len here; the builtins module is its __self__)
+    "module_function_by_attribute": ("labbox.ipc_getattr", None, """
+        G = multiprocessing.reduction._labbox_getattr
+        f = fetch(G, (functools.partial(len), "func"))
+        open("MARKER", "w").close()
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IPC_WALKS))
+def test_a_pickle_on_a_pipe_walks_to_no_builtin(tmp_path, name):
+    event, args, body = IPC_WALKS[name]
+    exp = write_exp(tmp_path, textwrap.dedent(IPC_PRELUDE) + "mp.Pipe()\n" +
+                    textwrap.dedent(body))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    ev = assert_refused(r, event, "gate.pickle")
+    if args is not None:
+        assert ev["args"] == args, r.why()
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_bound_methods_cross_every_start_method(tmp_path, method):
+    """What multiprocessing pickles as getattr(obj, name) reaches the workers under each start
+    method: a bound method, a classmethod, str.upper, int.__add__, (10).__add__,
+    dict.fromkeys, a partial of a bound method, a bound method through a Queue and a
+    builtin method through a Pipe; the numbers are right and nothing is refused."""
+    exp = write_exp(tmp_path, """
+        import functools
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        class Scale:
+            def __init__(self, k):
+                self.k = k
+            def apply(self, x):
+                return x * self.k
+            @classmethod
+            def make(cls, k):
+                return cls(k).k + 1
+        if __name__ == "__main__":
+            ctx = mp.get_context(%r)
+            s = Scale(3)
+            with ctx.Pool(2) as p:
+                got = [p.map(s.apply, range(4)), p.map(Scale.make, [5]),
+                       p.map(str.upper, ["a"]), p.starmap(int.__add__, [(1, 2)]),
+                       p.map((10).__add__, [1]), p.map(dict.fromkeys, [["x"]]),
+                       p.map(functools.partial(s.apply), [2])]
+            print("pool:", got)
+            with ProcessPoolExecutor(2, mp_context=ctx) as ex:
+                print("executor:", list(ex.map(s.apply, [7])))
+            q = ctx.Queue()
+            q.put(s.apply)
+            print("queue:", q.get(timeout=60)(2))
+            a, b = ctx.Pipe()
+            a.send([5].count)
+            print("pipe:", b.recv()(5))
+            print("accuracy: 1.0")
+    """ % method)
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", "--budget", "120")
+    assert r.rc == 0, r.why()
+    log = r.log()
+    want = "pool: [[0, 3, 6, 9], [6], ['A'], [3], [11], [{'x': None}], [6]]"
+    assert want in log, log[-3000:]
+    assert "executor: [21]" in log and "queue: 6" in log and "pipe: 1" in log, log[-3000:]
+    assert refused_events(r) == [], r.why()
