@@ -306,6 +306,16 @@ static void print_summary(FILE *f, const lb_run_result *out)
 					json_object_get_int(v1), json_object_get_string(v4),
 					json_object_get_string(v2), json_object_get_string(v3));
 		}
+	json_object *dwarns;
+	if (json_object_object_get_ex(doc, "diagnosis_warnings", &dwarns) &&
+	    json_object_is_type(dwarns, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(dwarns); i++) {
+			json_object *w = json_object_array_get_idx(dwarns, i), *kind, *msg;
+			if (json_object_object_get_ex(w, "kind", &kind) &&
+			    json_object_object_get_ex(w, "message", &msg))
+				fprintf(f, "  warning: %s (%s)\n", json_object_get_string(msg),
+					json_object_get_string(kind));
+		}
 	json_object *chk, *cerr;
 	if (json_object_object_get_ex(doc, "check", &chk) &&
 	    json_object_object_get_ex(chk, "error", &cerr) && cerr)

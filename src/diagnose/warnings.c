@@ -1059,6 +1059,58 @@ static int warn_oom_kill(const lb_diagnosis_input *in, struct json_object *out)
 		       : -ENOMEM;
 }
 
+/* Refusals of the runtime gate the code went on after ------------------------------------------ */
+
+/* A refusal raises PermissionError where the operation was asked; code that catches it (a
+ * try around a download, a worker loop that logs and goes on) completes without what was
+ * refused, and nothing in its exit says so. A failure of class gate_refused names the
+ * refusal already, and a timeout after one carries it in its evidence. */
+static int warn_gate_refusals(const lb_diagnosis_input *in, struct json_object *out)
+{
+	struct json_object *g = in->runtime_gate, *v, *events;
+	if (!g || (in->failure_class && (strcmp(in->failure_class, "gate_refused") == 0 ||
+					 strcmp(in->failure_class, "timeout") == 0)))
+		return 0;
+	int64_t n = json_object_object_get_ex(g, "refused", &v) ? json_object_get_int64(v) : 0;
+	if (n <= 0 || !json_object_object_get_ex(g, "events", &events) ||
+	    !json_object_is_type(events, json_type_array))
+		return 0;
+	char ev[5][900];
+	const char *evp[5];
+	size_t k = 0;
+	size_t exp_len = in->exp_dir ? strlen(in->exp_dir) : 0;
+	for (size_t i = 0; i < json_object_array_length(events) && k < 5; i++) {
+		struct json_object *e = json_object_array_get_idx(events, i), *f;
+		if (!json_object_object_get_ex(e, "refused", &f) || !json_object_get_boolean(f))
+			continue;
+		const char *event = json_object_object_get_ex(e, "event", &f) ? json_object_get_string(f) : NULL;
+		const char *rule = json_object_object_get_ex(e, "rule", &f) ? json_object_get_string(f) : NULL;
+		const char *title = json_object_object_get_ex(e, "title", &f) ? json_object_get_string(f) : NULL;
+		const char *file = json_object_object_get_ex(e, "file", &f) ? json_object_get_string(f) : NULL;
+		int line = json_object_object_get_ex(e, "line", &f) ? json_object_get_int(f) : 0;
+		const char *args = json_object_object_get_ex(e, "args", &f) && f
+					   ? json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN)
+					   : "[]";
+		/* The staged copy's path says less than the name the researcher wrote */
+		if (file && exp_len && strncmp(file, in->exp_dir, exp_len) == 0 && file[exp_len] == '/')
+			file += exp_len + 1;
+		char at[300] = "";
+		if (file)
+			snprintf(at, sizeof at, " at %.200s:%d", file, line);
+		snprintf(ev[k], sizeof ev[k], "%.80s (%.40s %.120s) of %.300s%s", event ? event : "?",
+			 rule ? rule : "?", title ? title : "", args, at);
+		evp[k] = ev[k];
+		k++;
+	}
+	char msg[1200];
+	snprintf(msg, sizeof msg,
+		 "the runtime gate refused operations and the code went on (%lld recorded, one for "
+		 "each kind and line): what was refused did not happen, and the results were made "
+		 "without it; the first: %s",
+		 (long long)n, k ? ev[0] : "(not recorded)");
+	return warning(out, "gate_refusals_caught", msg, evp, k) ? 0 : -ENOMEM;
+}
+
 /* The whole ----------------------------------------------------------------------------------- */
 
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
@@ -1096,7 +1148,8 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	if ((r = warn_losses(loss, out)) < 0 || (r = warn_runtime(rt, out)) < 0 ||
 	    (r = warn_workers(wk, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
-	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0)
+	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0 ||
+	    (r = warn_gate_refusals(in, out)) < 0)
 		return r;
 	return 0;
 }

@@ -2216,7 +2216,7 @@ def _labbox_gate():
         if frame is None or frame.f_code is not ipc_getattr_code:
             return  # sys.audit of the name from anywhere else says nothing
         what = (tuple(args) + (None, None, None))[:3]
-        refuse(event, what[:2], frame, "gate.pickle", "pickle find_class outside the allowlist",
+        refuse(event, what[:2], frame, "gate.pickle", "a pickle's getattr of what is no method",
                "getattr(%s, %s) in a pickle: %s (only a method of the object's own class "
                "passes, as multiprocessing sends one)" % (
                    summary(what[0]), summary(what[1]), summary(what[2])))

@@ -557,6 +557,13 @@ static void add_exec_refusals(json_object *gate, const lb_sandbox_result *res)
  * what ended it, and it stays the class, but a refused task (a pool's, a queue's) leaves the
  * code waiting for an answer that never comes, and raising the budget would not help. The
  * first refusal is evidence, and the confidence says the two may be one. */
+static const char *failure_class_of(json_object *failure)
+{
+	json_object *v;
+	return failure && json_object_object_get_ex(failure, "class", &v) ? json_object_get_string(v)
+									  : NULL;
+}
+
 static void timeout_after_refusal(json_object *failure, json_object *gate)
 {
 	json_object *v, *events;
@@ -1412,7 +1419,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_diagnosis_input din = {.log_path = log_path, .metrics = mjson, .exp_dir = st->exp_dir,
 				  .entry = st->entry, .args = st->args, .nargs = st->nargs,
 				  .oom_kill_completed = res.oom_killed && res.outcome == LB_SB_EXITED &&
-							res.exit_code == 0};
+							res.exit_code == 0,
+				  .runtime_gate = json_object_object_get(doc, "runtime_gate"),
+				  .failure_class = failure_class_of(failure)};
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
 		lb_diagnose_warnings(&din, dwarn);
 	json_object_object_add(doc, "diagnosis_warnings", dwarn);

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from conftest import run_exp, write_exp
+from conftest import PYTHON, labbox, run_exp, write_exp
 
 PERMISSIVE = ("--policy", "permissive")
 
@@ -308,3 +308,35 @@ def test_stdlib_shadow_is_named(tmp_path):
     (w,) = kinds(ws, "stdlib_shadow")
     assert w["module"] == "json" and w["file"] == "json.py", w
     assert "exp/json.py" in w["evidence"]
+
+
+def test_refusals_the_code_went_on_after_are_named(tmp_path):
+    """A refusal the code caught (a crafted pickle read in a try) leaves a completed run whose
+    numbers were made without what was refused: result.json says so, and so does the summary
+    a researcher reads."""
+    exp = write_exp(tmp_path, """
+        import pickle
+        try:
+            pickle.loads(b"cos\\nsystem\\n(S'true'\\ntR.")
+        except PermissionError:
+            print("went on without it")
+        print("accuracy: 0.9")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on")
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    (w,) = kinds(r.result["diagnosis_warnings"], "gate_refusals_caught")
+    assert "pickle.find_class" in w["message"] and "main.py:3" in w["message"], w
+    assert w["evidence"] and '["os","system"]' in w["evidence"][0], w
+    plain = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs2", "--runtime-gate",
+                   "on", exp)
+    assert plain.returncode == 0, plain.stderr
+    assert "gate_refusals_caught" in plain.stdout and "main.py:3" in plain.stdout, plain.stdout
+
+
+def test_no_refusal_warning_when_the_refusal_is_the_failure(tmp_path):
+    r, f = failure_of(tmp_path, """
+        import pickle
+        pickle.loads(b"cos\\nsystem\\n(S'true'\\ntR.")
+    """, "--runtime-gate", "on")
+    assert f["class"] == "gate_refused", r.why()
+    assert kinds(r.result["diagnosis_warnings"], "gate_refusals_caught") == [], r.why()
