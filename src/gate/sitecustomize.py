@@ -1328,6 +1328,40 @@ def _labbox_gate():
             return True
         return fn.endswith(runner_names) and kind(fn) == "s"
 
+    # dataclasses writes the methods it adds as source, pasting each field's name into it
+    # (`def __init__(self, NAME: _type_NAME)`), and compiles that from its own frame. A name
+    # is whatever the class's annotations (or a base's __dataclass_fields__) say, and
+    # `{"__class__,open(...)": int}` wrote a file. Its compile passes only under its own
+    # class processing (_process_class on the stack: not its private helpers called with
+    # the experiment's text), with every field a plain Field whose name, read through the
+    # slot, is an exact str that is an identifier: then nothing pasted is more than a name.
+    def dataclass_frame(f):
+        fn = f.f_code.co_filename
+        return type(fn) is str and fn.endswith("/dataclasses.py") and fkind(f) == "s"
+
+    def dataclass_fields_ok(frame):
+        f = frame
+        while f is not None and dataclass_frame(f):
+            if f.f_code.co_name == "_process_class":
+                fields = frame_local(f, "fields")
+                field_cls = sget(f.f_globals, "Field")
+                if type(fields) is not dict or type(field_cls) is not type:
+                    return False
+                slot = _class_attr(field_cls, "name")
+                if type(slot) is not _member_t:
+                    return False
+                for v in list(_dict_values(fields)):
+                    if type(v) is not field_cls:
+                        return False
+                    name = slot.__get__(v)
+                    if type(name) is not str or not str.isidentifier(name):
+                        return False
+                return True
+            f = f.f_back
+        return False
+
+    _member_t = type(range.__dict__["start"])  # a __slots__ attribute's descriptor
+
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
@@ -1372,6 +1406,11 @@ def _labbox_gate():
             refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "an annotation that is no type expression, evaluated by %s"
                    % summary(frame.f_code.co_filename))
+            return
+        if frame is not None and dataclass_frame(frame) and not dataclass_fields_ok(frame):
+            refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "dataclasses compiling methods for fields whose names are no identifiers, "
+                   "or outside its own processing of a class")
             return
         if frame is None or (fkind(frame) != "x" and
                              (not runner_frame(frame) or timeit_template(frame, source))):

@@ -2458,6 +2458,20 @@ RUNNERS = {
                              "def f(x): pass\n"
                              "f.__annotations__ = {'x': SRC + ' and int'}\n"
                              "typing.get_type_hints(f)\n"),
+    # dataclasses' private helper handed the experiment's body: no class is processed
+    "dataclasses_helper": ("import dataclasses\n"
+                           "dataclasses._create_fn('f', ['x'], [SRC], globals={})(1)\n"),
+    # a field whose name is no identifier (a base's __dataclass_fields__ says so)
+    "dataclasses_field_name": ("import dataclasses\n"
+                               "@dataclasses.dataclass\n"
+                               "class B:\n"
+                               "    x: int = 0\n"
+                               "f = B.__dataclass_fields__.pop('x')\n"
+                               "f.name = 'x=' + SRC\n"
+                               "B.__dataclass_fields__[f.name] = f\n"
+                               "@dataclasses.dataclass\n"
+                               "class C(B):\n"
+                               "    y: int = 1\n"),
     "frozen_runpy_by_loader": ("import sys\n"
                                "for f in sys.meta_path:\n"
                                "    spec = f.find_spec('runpy', None)\n"
@@ -2645,3 +2659,40 @@ def test_bound_methods_cross_every_start_method(tmp_path, method):
     assert want in log, log[-3000:]
     assert "executor: [21]" in log and "queue: 6" in log and "pipe: 1" in log, log[-3000:]
     assert refused_events(r) == [], r.why()
+
+
+def test_dataclasses_of_research_configs_are_accepted(tmp_path):
+    """What configs do with dataclasses (defaults, factories, frozen and ordered classes,
+    inheritance, InitVar, make_dataclass, slots) compiles under the gate, on each
+    interpreter: dataclasses' own compile is judged by the fields' names."""
+    exp = write_exp(tmp_path, """
+        import dataclasses, sys
+        from dataclasses import dataclass, field, InitVar
+        @dataclass
+        class Base:
+            lr: float = 1e-3
+            layers: list = field(default_factory=lambda: [64, 64])
+        @dataclass(frozen=True, order=True)
+        class Point:
+            x: int
+            y: int = 0
+        @dataclass
+        class Train(Base):
+            epochs: int = 3
+            seed: InitVar[int] = 0
+            def __post_init__(self, seed):
+                self.rng = seed + 1
+        M = dataclasses.make_dataclass("M", [("a", int), ("b", float, 2.0)])
+        extra = dataclass(slots=True)(type("S", (), {"__annotations__": {"k": int}, "k": 5})) \\
+            if sys.version_info >= (3, 10) else None
+        t = Train(epochs=5, seed=4)
+        print("config:", t.lr, t.layers, t.epochs, t.rng, Point(1) < Point(2), M(1).b)
+        print("accuracy: 1.0")
+    """)
+    for python in [PYTHON] + OTHER_PYTHONS:
+        if not os.access(python, os.X_OK):
+            continue
+        r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", python=python)
+        assert r.rc == 0, r.why()
+        assert "config: 0.001 [64, 64] 5 5 True 2.0" in r.log(), r.log()[-2000:]
+        assert refused_events(r) == [], r.why()
