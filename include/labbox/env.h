@@ -61,13 +61,14 @@ int lb_python_probe_confined(const char *path, const char *expdir, lb_python_inf
  * false. */
 struct lb_sandbox;
 int lb_python_expose(struct lb_sandbox *sb, const lb_python_info *py, bool origin_visible);
-/* Runs `py -I -c SCRIPT [ARG]` in a sandbox of its own (no network, the host read-only, py
+/* Runs `py -I -c SCRIPT [ARGS...]` in a sandbox of its own (no network, the host read-only, py
  * exposed as lb_python_expose does with origin hidden) under budget seconds, capturing at most
- * max bytes of its output: 0 with *res filled, or a negative errno. */
+ * max bytes of its output: 0 with *res filled, or a negative errno. args: NULL-terminated, at
+ * most 32, or NULL; each under the kernel's 128 KiB bound on one argument (-E2BIG). */
 struct lb_sandbox_result;
 struct lb_buf;
-int lb_python_sandbox_script(const lb_python_info *py, const char *script, const char *arg,
-			     size_t max, double budget, struct lb_buf *out,
+int lb_python_sandbox_script(const lb_python_info *py, const char *script,
+			     const char *const *args, size_t max, double budget, struct lb_buf *out,
 			     struct lb_sandbox_result *res);
 /* After staging: a confined interpreter that lives in the experiment directory runs from the
  * staged copy (paths under origin are moved to stage_dir), never from the original. */

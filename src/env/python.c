@@ -152,14 +152,23 @@ int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visib
 
 /* Run an interpreter the experiment chose, with script, in a sandbox of its own: no network,
  * the host read-only with the homes hidden, a private /tmp. res says how it ended when 0. */
-int lb_python_sandbox_script(const lb_python_info *py, const char *script, const char *arg,
-			     size_t max, double budget, lb_buf *out, lb_sandbox_result *res)
+int lb_python_sandbox_script(const lb_python_info *py, const char *script,
+			     const char *const *args, size_t max, double budget, lb_buf *out,
+			     lb_sandbox_result *res)
 {
+	char *argv[4 + 32 + 1] = {(char *)py->executable, "-I", "-c", (char *)script};
+	size_t n = 4;
+	for (size_t i = 0; args && args[i]; i++) {
+		/* The exec would fail inside the sandbox, as a setup failure nobody reads */
+		if (n == 4 + 32 || strlen(args[i]) >= 128 * 1024)
+			return -E2BIG;
+		argv[n++] = (char *)args[i];
+	}
+	argv[n] = NULL;
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
 	if (r < 0)
 		return r;
-	char *argv[] = {(char *)py->executable, "-I", "-c", (char *)script, (char *)arg, NULL};
 	r = lb_python_expose(sb, py, false);
 	if (r == 0)
 		r = lb_sandbox_set_argv(sb, argv);

@@ -28,14 +28,16 @@
 #define PYC_SCHEMA "labbox-gate-pyc 1"
 #define PYC_MAX ((size_t)1 << 20)
 
-/* Run with -I: reads the source from argv (fsencode undoes the argv decoding exactly),
- * writes the cache tag on a line of its own, then the .pyc. The file name compiled in is the
- * one the run imports it by. */
+/* Run with -I: reads the source from argv, in pieces (the kernel takes no single argument of
+ * 128 KiB or more, and the gate is larger; fsencode undoes the argv decoding exactly), writes
+ * the cache tag on a line of its own, then the .pyc. The file name compiled in is the one the
+ * run imports it by. */
 static const char compile_src[] =
 	"import os, sys, py_compile\n"
 	"tag = sys.implementation.cache_tag\n"
 	"if not tag: sys.exit(3)\n"
-	"with open('/tmp/sitecustomize.py', 'wb') as f: f.write(os.fsencode(sys.argv[1]))\n"
+	"with open('/tmp/sitecustomize.py', 'wb') as f:\n"
+	"    f.write(b''.join(os.fsencode(a) for a in sys.argv[1:]))\n"
 	"py_compile.compile('/tmp/sitecustomize.py', cfile='/tmp/s.pyc', dfile='" LB_GATE_PY_DIR
 	"/sitecustomize.py', doraise=True, "
 	"invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
@@ -61,11 +63,49 @@ static int identity(const lb_python_info *py, char *out, size_t n)
 
 /* Compile in a sandbox of the interpreter's own: no network, the host read-only, a private
  * /tmp. On success *tag and *pyc (with *len) are the interpreter's answer. */
+#define PIECE_MAX ((size_t)64 * 1024)
+#define PIECES 16
+
+/* The source cut into pieces under PIECE_MAX, each ending at a line's end (so that no
+ * character's bytes are parted), as NUL-terminated copies in pieces[]. */
+static int cut_source(char *pieces[PIECES + 1])
+{
+	size_t at = 0, k = 0;
+	while (at < lb_gate_source_len) {
+		size_t n = lb_gate_source_len - at;
+		if (n > PIECE_MAX) {
+			const char *nl = memrchr(lb_gate_source + at, '\n', PIECE_MAX);
+			if (!nl)
+				return -E2BIG;
+			n = (size_t)(nl - (lb_gate_source + at)) + 1;
+		}
+		if (k == PIECES)
+			return -E2BIG;
+		if (!(pieces[k] = strndup(lb_gate_source + at, n)))
+			return -ENOMEM;
+		k++;
+		at += n;
+	}
+	pieces[k] = NULL;
+	return 0;
+}
+
+static void free_pieces(char *pieces[PIECES + 1])
+{
+	for (size_t i = 0; i <= PIECES && pieces[i]; i++)
+		free(pieces[i]);
+}
+
 static int compile_confined(const lb_python_info *py, char tag[64], lb_buf *pyc)
 {
 	lb_sandbox_result res;
 	lb_buf out = {0};
-	int r = lb_python_sandbox_script(py, compile_src, lb_gate_source, PYC_MAX, 60, &out, &res);
+	char *pieces[PIECES + 1] = {0};
+	int r = cut_source(pieces);
+	if (r == 0)
+		r = lb_python_sandbox_script(py, compile_src, (const char *const *)pieces, PYC_MAX,
+					     60, &out, &res);
+	free_pieces(pieces);
 	if (r == 0 && (res.outcome != LB_SB_EXITED || res.exit_code != 0))
 		r = -ENOEXEC;
 	const char *nl = r == 0 && out.data ? memchr(out.data, '\n', out.len) : NULL;

@@ -2696,3 +2696,25 @@ def test_dataclasses_of_research_configs_are_accepted(tmp_path):
         assert r.rc == 0, r.why()
         assert "config: 0.001 [64, 64] 5 5 True 2.0" in r.log(), r.log()[-2000:]
         assert refused_events(r) == [], r.why()
+
+
+def test_the_gate_is_compiled_once_per_interpreter(tmp_path):
+    """The gate is larger than the kernel takes as one argument (128 KiB): it reaches the
+    compiling interpreter in pieces, its .pyc is kept in the user's cache, and the next run
+    of the same interpreter uses it (the record stays as it was written)."""
+    src = Path(__file__).resolve().parents[2] / "src" / "gate" / "sitecustomize.py"
+    assert src.stat().st_size > 128 * 1024  # what this test is about; shrink it and see
+    cache = tmp_path / "cache"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    exp = write_exp(tmp_path, "print('accuracy: 1.0')\n")
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", env=env)
+    assert r.rc == 0, r.why()
+    pycs = list((cache / "labbox").glob("gate-*.pyc"))
+    recs = list((cache / "labbox").glob("gate-*.rec"))
+    assert len(pycs) == 1 and len(recs) == 1, sorted(p.name for p in cache.rglob("*"))
+    rec = recs[0].read_text()
+    assert rec.startswith("labbox-gate-pyc 1\n") and "\ntag cpython-311\n" in rec, rec
+    before = (recs[0].stat().st_mtime_ns, pycs[0].read_bytes())
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", env=env)
+    assert r.rc == 0 and gate(r)["installed"] is True, r.why()
+    assert (recs[0].stat().st_mtime_ns, pycs[0].read_bytes()) == before
