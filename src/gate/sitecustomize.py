@@ -1412,16 +1412,135 @@ def _labbox_gate():
                    "dataclasses compiling methods for fields whose names are no identifiers, "
                    "or outside its own processing of a class")
             return
-        if frame is None or (fkind(frame) != "x" and
-                             (not runner_frame(frame) or timeit_template(frame, source))):
-            return  # the import system, dataclasses, namedtuple, a library's own code
+        k = fkind(frame) if frame is not None else "s"
+        if frame is None or k == "l" or timeit_template(frame, source):
+            return  # a library's own code (what it is handed: decisions.md, the trampolines)
+        if (k == "s" or maker_of(frame) is not None) and not runner_frame(frame):
+            m = maker_of(frame)
+            if m is not None and maker_compile_ok(m, frame, source, fn_text):
+                return  # the import system, namedtuple, dataclasses, typing: their own text
+            if m is not None and m != "import":
+                refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
+                       "text compiled by %s that is not the text it makes (names that are "
+                       "no identifiers, a template replaced, a private helper called with "
+                       "the experiment's text)" % summary(frame.f_code.co_filename))
+                return
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
             if fstring_parts:
                 file_compile[:] = [_ident(), frame, frame.f_lasti, source]
             return  # a file of the experiment, compiled as it is
         if fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source):
             return  # an f-string's expression, parsed within that compile (3.8)
+        if k == "s" and not runner_frame(frame):
+            refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "text compiled by %s, which makes no code of its own there: the standard "
+                   "library's call of what it was handed" % summary(frame.f_code.co_filename))
+            return
         refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)")
+
+    # The standard library's makers of code, and what each may compile. Every other frame
+    # of the standard library that compiles, execs or makes a code object is calling what it
+    # was handed (contextlib's callbacks, functools' dispatch, optparse's read_file,
+    # rlcompleter, pydoc, multiprocessing's MakeProxyType with names that are code): that
+    # is the experiment's dynamic code. The list is closed: a site not on it is refused,
+    # where before only the runners were.
+    maker_files = {
+        "/importlib/_bootstrap.py": "import", "/importlib/_bootstrap_external.py": "import",
+        "/importlib/abc.py": "import", "/importlib/util.py": "import", "/pkgutil.py": "import",
+        "/py_compile.py": "import", "/compileall.py": "import", "/modulefinder.py": "import",
+        "/zipimport.py": "zip", "/collections/__init__.py": "trusted", "/gettext.py": "trusted",
+        "/ast.py": "trusted", "/dataclasses.py": "dataclasses", "/typing.py": "annotation",
+        "/inspect.py": "annotation", "/annotationlib.py": "annotation",
+        "/multiprocessing/managers.py": "proxy", "/multiprocessing/sharedctypes.py": "property",
+        "/warnings.py": "name"}
+    maker_frozen = {"<frozen importlib._bootstrap>": "import",
+                    "<frozen importlib._bootstrap_external>": "import",
+                    "<frozen zipimport>": "zip"}
+    # multiprocessing.sharedctypes' template, as CPython 3.8 to 3.13 write it: a module global
+    # the experiment can rebind, so the text is checked, not only the name pasted into it
+    property_template = (
+        "\ndef get%s(self):\n    self.acquire()\n    try:\n        return self._obj.%s\n"
+        "    finally:\n        self.release()\ndef set%s(self, value):\n    self.acquire()\n"
+        "    try:\n        self._obj.%s = value\n    finally:\n        self.release()\n"
+        "%s = property(get%s, set%s)\n")
+
+    def maker_of(f):
+        fn = f.f_code.co_filename
+        if type(fn) is not str:
+            return None
+        m = _dict_get(maker_frozen, fn)
+        if m is None:
+            i = fn.rfind("/")
+            j = fn.rfind("/", 0, i) if i > 0 else -1
+            m = _dict_get(maker_files, fn[i:]) if i >= 0 else None
+            if m is None and j >= 0:
+                m = _dict_get(maker_files, fn[j:])
+        # the file's own kind, inside a marked load too: what a maker may compile is judged
+        # by its text, whoever called it (a Manager's proxy rebuilt in a spawned child
+        # makes its proxy type while the pickle loads)
+        return m if m is not None and fkind_raw(f) == "s" else None
+
+    # The import system's helpers that compile or run what their caller hands them
+    import_helpers = frozenset(["_call_with_frames_removed", "source_to_code"])
+
+    def import_entry(frame):
+        """The name of the outermost of the import system's frames around frame: where the
+        import system was entered (_find_and_load, exec_module, create_module...)."""
+        last = frame
+        f = frame.f_back
+        while f is not None and maker_of(f) in ("import", "zip"):
+            last = f
+            f = f.f_back
+        return last.f_code.co_name
+
+    def as_utf8(source):
+        """compile's event carries the text as the bytes it was turned into"""
+        if type(source) is str:
+            try:
+                return source.encode("utf-8")
+            except UnicodeError:
+                return None
+        return bytes(source) if type(source) is bytes or type(source) is bytearray else None
+
+    def identifier(v):
+        return type(v) is str and str.isidentifier(v)
+
+    def maker_compile_ok(m, frame, source, fn_text):
+        if m == "trusted" or m == "zip":
+            return True
+        if m == "import":
+            # what the import system compiles while it imports (an extension's init runs
+            # Cython's snippets under it), but not its private helpers called with the
+            # experiment's text: then a file as it is on disk, or an empty module
+            if import_entry(frame) not in import_helpers:
+                return True
+            if (type(source) is str or type(source) is bytes) and not source.strip():
+                return True
+            if fn_text and same_as_file(fn_text, source):
+                if fstring_parts:
+                    file_compile[:] = [_ident(), frame, frame.f_lasti, source]
+                return True
+            return fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source)
+        if m == "dataclasses":
+            return dataclass_fields_ok(frame)
+        if m == "annotation":
+            return type_expression(source)
+        if m == "proxy":
+            return frame.f_code.co_name == "MakeProxyType" and \
+                identifier(frame_local(frame, "meth"))
+        if m == "property":
+            name = frame_local(frame, "name")
+            return frame.f_code.co_name == "make_property" and identifier(name) and \
+                sget(frame.f_globals, "template") == property_template and \
+                as_utf8(source) == (property_template % ((name,) * 7)).encode("utf-8")
+        if m == "name":
+            if type(source) is bytes:
+                try:
+                    source = source.decode("ascii")
+                except UnicodeError:
+                    return False
+            return identifier(source)
+        return False
 
     # Python 3.8 parses each f-string expression of a file being compiled as a compile of
     # its own ("<fstring>"), from the frame that called compile: runpy's, when a spawned
@@ -1508,13 +1627,24 @@ def _labbox_gate():
                        "code naming %s run from no Python frame, by a callback the "
                        "interpreter ran" % summary(fn))
             return
-        if fkind(frame) != "x":
-            if not runner_frame(frame):
-                return
-            # a runner running the experiment's own file (spawn's runpy.run_path of main.py,
-            # compiled as it is: on_compile saw to that)
+        k = fkind(frame)
+        if k == "l":
+            return  # a library's own code (what it is handed: decisions.md, the trampolines)
+        if k == "s" or maker_of(frame) is not None:
+            # the experiment's own file (spawn's runpy.run_path of main.py, compiled as it
+            # is: on_compile saw to that)
             cfn = code.co_filename if type(code) is _CodeType else None
             if type(cfn) is str and exp_dir and cfn.startswith(exp_dir + "/"):
+                return
+            if not runner_frame(frame):
+                m = maker_of(frame)
+                if m is not None and (m not in ("import", "zip") or
+                                      import_entry(frame) not in import_helpers):
+                    return  # what a maker compiled from its own text, judged there
+                refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)",
+                       "code run by %s, which runs no code of its own there: the standard "
+                       "library's call of what it was handed"
+                       % summary(frame.f_code.co_filename))
                 return
             # timeit runs what it compiled in the same call, which on_compile judged; and
             # the code must have the template's shape (one function, inner, that calls only
@@ -1552,6 +1682,14 @@ def _labbox_gate():
             src = bytecode_source(frame)
             if src is not None and _under(src, trusted_roots):
                 return
+        if frame is not None and fkind(frame) == "s" and maker_of(frame) is None and \
+                not flag_setter(frame):
+            # a code object made by the standard library's call of what it was handed
+            # (CodeType.replace through a callback): the experiment's, whatever it names
+            refuse(event, args[1:3], frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "a code object made by %s, which makes none of its own there"
+                   % summary(frame.f_code.co_filename))
+            return
         if type(fn) is str and kind(fn) != "x" and \
                 (frame is None or not flag_setter(frame)):
             # Only types.coroutine edits code that claims a trusted file. A library's frame
@@ -2260,6 +2398,42 @@ def _labbox_gate():
                "passes, as multiprocessing sends one)" % (
                    summary(what[0]), summary(what[1]), summary(what[2])))
 
+    # What a Manager's server process is handed under spawn and forkserver (SyncManager's
+    # registry: the types it makes on the clients' behalf): the queues and synchronisation
+    # primitives of the standard library, which hold and run nothing of their own. Judged by
+    # what the name finds: a class defined in that module, RLock threading's own function,
+    # Lock _thread's builtin; only on multiprocessing's pipes.
+    ipc_sync_classes = {"queue": frozenset(["Queue", "LifoQueue", "PriorityQueue",
+                                            "SimpleQueue"]),
+                        "threading": frozenset(["Event", "Semaphore", "BoundedSemaphore",
+                                                "Condition", "Barrier"])}
+
+    # ... and the registry's functions: RLock's factory, the Array of a manager, and the
+    # proxy maker for the types registered without a proxy of their own (a Queue's).
+    ipc_sync_functions = {("threading", "RLock"): "/threading.py",
+                          ("multiprocessing.managers", "AutoProxy"): "/multiprocessing/managers.py",
+                          ("multiprocessing.managers", "Array"): "/multiprocessing/managers.py"}
+
+    def ipc_sync_type(modname, name):
+        if type(modname) is not str or type(name) is not str:
+            return False
+        d = loaded_dict(modname)
+        obj = sget(d, name) if d is not None else None
+        if obj is None:
+            return False
+        names = _dict_get(ipc_sync_classes, modname)
+        if names is not None and name in names:
+            return issubclass(type(obj), type) and defined_in(obj) == modname
+        home = _dict_get(ipc_sync_functions, (modname, name))
+        if home is not None:
+            fn = _func_code(obj).co_filename if type(obj) is _FunctionType else None
+            return type(fn) is str and fn.endswith(home) and kind(fn) == "s"
+        if (modname, name) in (("_thread", "allocate_lock"), ("threading", "Lock"),
+                               ("_thread", "RLock")):
+            return type(obj) is _bf and _bf_self(obj) is sget(_modules, "_thread") and \
+                _bf_name(obj) in ("allocate_lock", "RLock")
+        return False
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
         ipc = ipc_pickle(frame)
@@ -2271,7 +2445,7 @@ def _labbox_gate():
                     ipc_mark(frame)
                     return
         if not pickle_ok(modname, name):
-            if ipc and ipc_function(modname, name):
+            if ipc and (ipc_function(modname, name) or ipc_sync_type(modname, name)):
                 ipc_mark(frame)
                 return
             detail = "%s.%s is not a class or reconstruction function labbox allows to " \

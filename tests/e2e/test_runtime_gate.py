@@ -2472,6 +2472,22 @@ RUNNERS = {
                                "@dataclasses.dataclass\n"
                                "class C(B):\n"
                                "    y: int = 1\n"),
+    # the standard library's helpers that call what they are handed, beyond the runners:
+    # only its makers of code may compile or run code there, and each only its own text
+    "proxy_type_names": ("from multiprocessing import managers\n"
+                         "managers.MakeProxyType('T', ['a(self):\\n    return 1\\n' + SRC + "
+                         "'\\ndef b'])\n"),
+    "property_template": ("from multiprocessing import sharedctypes\n"
+                          "sharedctypes.template = SRC + '#%s%s%s%s%s%s%s'\n"
+                          "sharedctypes.make_property('x')\n"),
+    "exit_stack_callback": ("import contextlib\n"
+                            "with contextlib.ExitStack() as st:\n"
+                            "    st.callback(exec, SRC)\n"),
+    "singledispatch": ("import functools\n"
+                       "functools.singledispatch(exec)(SRC)\n"),
+    "optparse_read_file": ("import optparse\n"
+                           "open('payload.py', 'w').write(SRC)\n"
+                           "optparse.Values().read_file('payload.py')\n"),
     "frozen_runpy_by_loader": ("import sys\n"
                                "for f in sys.meta_path:\n"
                                "    spec = f.find_spec('runpy', None)\n"
@@ -2718,3 +2734,35 @@ def test_the_gate_is_compiled_once_per_interpreter(tmp_path):
     r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", env=env)
     assert r.rc == 0 and gate(r)["installed"] is True, r.why()
     assert (recs[0].stat().st_mtime_ns, pycs[0].read_bytes()) == before
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_a_manager_works_under_every_start_method(tmp_path, method):
+    """A Manager's server process is handed its registry (queue.Queue, threading's
+    primitives, the proxy maker) through a pickle under spawn and forkserver: its dict, list,
+    Queue and Lock work from worker processes under each start method."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp
+        def work(d, l, q, lock, i):
+            with lock:
+                d[i] = i * i
+            l.append(i)
+            q.put(i)
+        if __name__ == "__main__":
+            ctx = mp.get_context(%r)
+            with ctx.Manager() as m:
+                d, l, q, lock = m.dict(), m.list(), m.Queue(), m.Lock()
+                ps = [ctx.Process(target=work, args=(d, l, q, lock, i)) for i in range(3)]
+                for p in ps:
+                    p.start()
+                for p in ps:
+                    p.join()
+                got = sorted(q.get(timeout=30) for _ in range(3))
+                print("manager:", dict(sorted(d.items())), sorted(l), got,
+                      [p.exitcode for p in ps])
+            print("accuracy: 1.0")
+    """ % method)
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", "--budget", "120")
+    assert r.rc == 0, r.why()
+    assert "manager: {0: 0, 1: 1, 2: 4} [0, 1, 2] [0, 1, 2] [0, 0, 0]" in r.log(), r.log()[-3000:]
+    assert refused_events(r) == [], r.why()
