@@ -2045,7 +2045,10 @@ def _labbox_gate():
                           "torch.fx", "torch.utils.benchmark", "torch._dynamo",
                           "torch._inductor", "torch.onnx", "torch.ao.quantization.fx",
                           "torch.quantization.fx", "torch.testing", "torch.distributed",
-                          "torch.utils.bundled_inputs", "torch._export", "torch.export")
+                          "torch.utils.bundled_inputs", "torch._export", "torch.export",
+                          # a CDLL of any library, loaders of files, and test helpers that
+                          # run strings (numpy.testing's runstring)
+                          "numpy.ctypeslib", "numpy.testing", "numpy.compat", "numpy.lib.utils")
     # The same lists as paths, for _under, made once.
     rebuild_roots = tuple(m.replace(".", "/") for m in rebuild_mods)
     class_roots = tuple(m.replace(".", "/") for m in class_mods)
@@ -2146,20 +2149,58 @@ def _labbox_gate():
             verdicts[key] = v
         return v
 
+    def listed_verdict(modname, name):
+        """A listed reconstruction function or class, as what it holds now: defined in its
+        module's package (a class by its __module__, a function by its file, a builtin by
+        the module it belongs to); not the experiment's object under a listed name."""
+        d = loaded_dict(modname)
+        if d is None:
+            if not import_for_pickle(modname):
+                return True, False  # find_class fails the same way
+            d = loaded_dict(modname)
+            if d is None:
+                return False, False
+        obj = sget(d, name)
+        if obj is None:
+            return (sget(d, "__getattr__") is None), False
+        top = modname.split(".")[0]
+        if top == "__builtin__" or top == "copy_reg":
+            top = "builtins" if top == "__builtin__" else "copyreg"
+        if issubclass(type(obj), type):
+            home = defined_in(obj)
+            return type(home) is str and home.split(".")[0] == top, False
+        if type(obj) is _FunctionType:
+            fn = _func_code(obj).co_filename
+            return type(fn) is str and kind(fn) in ("s", "l") and \
+                ("/" + top + "/" in fn or fn.endswith("/" + top + ".py") or
+                 fn == "<frozen " + top + ">"), False
+        if type(obj) is _bf:
+            me = _bf_self(obj)
+            if not issubclass(type(me), _ModuleType):
+                return False, False
+            mn = sget(_module_dict(me), "__name__")
+            return type(mn) is str and mn.split(".")[0] == top, False
+        return False, False
+
     def pickle_verdict(modname, name):
         """(verdict, final): final when it holds for later judgings too (not a module that
         was not loaded yet, failed to import, or lacked the name)."""
-        if (modname, name) in pickle_funcs:
-            return True, True
+        if not is_one(type(sget(_modules, modname)), (type(None), _ModuleType)):
+            # a module of a class of its own: find_class's getattr runs its descriptors,
+            # which say what they like whatever its namespace holds
+            return False, True
+        if (modname, name) in pickle_funcs or (
+                name.startswith(("rebuild", "_rebuild")) and
+                _under(modname.replace(".", "/"), rebuild_roots)):
+            # judged by what the name holds: the experiment can bind another object to it
+            # (collections.Counter = getattr)
+            return listed_verdict(modname, name)
         if "." in name:
             return False, True  # attribute chains (os.system through a module's names)
         if name.startswith("__"):
             # A module's __builtins__ is a dict of exec, __import__ and getattr; no pickle
             # names a dunder but those on the list above.
             return False, True
-        if name.startswith(("rebuild", "_rebuild")) and _under(
-                modname.replace(".", "/"), rebuild_roots):
-            return True, True
         # Each dict read once: a read is a scan (sget)
         d = loaded_dict(modname)
         obj = sget(d, name) if d is not None else None
@@ -2185,7 +2226,8 @@ def _labbox_gate():
                 return False, False
             obj = sget(d, name)
         if obj is None:
-            return True, False  # find_class will fail on its own
+            # find_class will fail on its own, unless the module answers for names it lacks
+            return sget(d, "__getattr__") is None, False
         if type(obj) is type(sys):
             return False, True  # a module: BUILD would write into its namespace
         if any(obj is t for t in code_types):
@@ -2243,6 +2285,13 @@ def _labbox_gate():
                     not _under(rel, refused_roots)
         return False
 
+    def public_path(fn):
+        for r in lib_roots:
+            if fn.startswith(r + "/"):
+                parts = fn[len(r) + 1:].split("/")
+                return not any(p.startswith("_") and p != "__init__.py" for p in parts)
+        return False
+
     def pure_callable(obj):
         t = type(obj)
         if t is _bf:
@@ -2261,7 +2310,12 @@ def _labbox_gate():
             if fn == "<__array_function__ internals>":  # numpy's dispatchers (np.sum)
                 m = obj.__module__
                 return type(m) is str and _under(m.replace(".", "/"), ("numpy",))
-            return pure_library_path(fn)
+            # a public function of numpy or torch (F.relu), not a private helper: those
+            # include name resolvers (numpy.core._ufunc_reconstruct, torch._utils.
+            # _import_dotted_name) that import and return whatever a pickle names
+            name = _func_code(obj).co_name
+            return pure_library_path(fn) and type(name) is str and \
+                not name.startswith("_") and public_path(fn)
         if issubclass(t, type) or is_one(t, code_types):
             return False
         # an instance of an allowed library class (a numpy ufunc, a torch module)
@@ -2440,8 +2494,9 @@ def _labbox_gate():
         if ipc:
             ipc_patch()
             if modname == "multiprocessing.reduction" and name == "_labbox_getattr":
-                d = loaded_dict(modname)
-                if d is not None and sget(d, name) is ipc_getattr:
+                m = sget(_modules, modname)
+                d = _module_dict(m) if type(m) is _ModuleType else None
+                if type(d) is dict and sget(d, name) is ipc_getattr:
                     ipc_mark(frame)
                     return
         if not pickle_ok(modname, name):

@@ -2766,3 +2766,105 @@ def test_a_manager_works_under_every_start_method(tmp_path, method):
     assert r.rc == 0, r.why()
     assert "manager: {0: 0, 1: 1, 2: 4} [0, 1, 2] [0, 1, 2] [0, 0, 0]" in r.log(), r.log()[-3000:]
     assert refused_events(r) == [], r.why()
+
+
+# ---- what a pickle may name: what the name holds now, and no name resolvers --------------
+# Written on the host by the test, as a checkpoint or array downloaded from elsewhere would
+# be: private helpers of numpy and torch that import and return whatever a pickle names
+# (torch._utils._import_dotted_name, numpy.core._ufunc_reconstruct) walked to ctypes and
+# libc's creat while an innocent experiment loaded them.
+HOSTILE_FILE_MAKER = """
+import pickle, sys
+import numpy as np
+class P:
+    def __init__(self, *r): self.r = r
+    def __reduce__(self): return self.r
+    def __call__(self, *a): pass
+if sys.argv[1] == "pt":
+    import torch
+    from torch._utils import _import_dotted_name as res
+    name = lambda m, n: (m + "." + n,)
+else:
+    from numpy.core import _ufunc_reconstruct as res
+    name = lambda m, n: (m, n)
+ga = P(res, name("builtins", "getattr"))
+libc = P(P(res, name("ctypes", "CDLL")), ("libc.so.6",))
+payload = P(P(ga, (libc, "creat")), (b"MARKER", 420))
+if sys.argv[1] == "pt":
+    torch.save({"state_dict": {}, "extra": payload}, sys.argv[2])
+else:
+    arr = np.empty(1, dtype=object)
+    arr[0] = payload
+    np.save(sys.argv[2], arr, allow_pickle=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["pt", "npy"])
+def test_a_hostile_checkpoint_names_no_resolver(tmp_path, kind):
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, """
+        import numpy as np, torch
+        if %r == "pt":
+            ckpt = torch.load("model.pt")
+        else:
+            ckpt = np.load("data.npy", allow_pickle=True)
+        print("accuracy: 1.0")
+    """ % kind)
+    maker = tmp_path / "maker.py"
+    maker.write_text(HOSTILE_FILE_MAKER)
+    target = exp / ("model.pt" if kind == "pt" else "data.npy")
+    subprocess.run([PYTHON, str(maker), kind, str(target)], check=True, cwd=tmp_path)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "120")
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"][1] in ("_import_dotted_name", "_ufunc_reconstruct"), r.why()
+    assert r.rc == 1 and not (r.exp / "MARKER").exists(), r.why()
+
+
+PIPE_NAME_TRICKS = {
+    # a name on the reconstruction list, bound to getattr before the pickle is read
+    "listed_name_rebound": """
+        import collections
+        collections.Counter = getattr
+        payload = (b"\\x80\\x02ccollections\\nCounter\\nq\\x00h\\x00cbuiltins\\nlen\\n"
+                   b"X\\x08\\x00\\x00\\x00__self__\\x86R" b"X\\n\\x00\\x00\\x00__import__\\x86R.")
+    """,
+    # a module of a class of its own, whose descriptor answers for labbox's getattr
+    "module_subclass": """
+        import sys, types
+        import multiprocessing.reduction as red
+        class Mod(types.ModuleType):
+            _labbox_getattr = property(lambda self: getattr)
+        fake = Mod("multiprocessing.reduction")
+        fake.__dict__.update(red.__dict__)
+        sys.modules["multiprocessing.reduction"] = fake
+        payload = (b"\\x80\\x02cmultiprocessing.reduction\\n_labbox_getattr\\nq\\x00h\\x00"
+                   b"cbuiltins\\nlen\\nX\\x08\\x00\\x00\\x00__self__\\x86R"
+                   b"X\\n\\x00\\x00\\x00__import__\\x86R.")
+    """,
+    # a module's __getattr__ answering for a name its namespace lacks
+    "module_getattr": """
+        import collections, builtins
+        collections.__getattr__ = lambda n: builtins.__import__
+        payload = b"\\x80\\x02ccollections\\nNoSuchName\\n."
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(PIPE_NAME_TRICKS))
+def test_a_pipe_pickle_gets_what_the_gate_judged(tmp_path, how):
+    exp = write_exp(tmp_path, """
+        import os
+        import multiprocessing as mp
+        import numpy as np
+        a, b = mp.Pipe()
+    """ + PIPE_NAME_TRICKS[how] + """
+        a.send_bytes(payload)
+        imp = b.recv()
+        V = lambda f, *x: np.vectorize(f, otypes=[object])(*[[v] for v in x])[0]
+        libc = V(V(imp, "ctypes").CDLL, "libc.so.6")
+        V(V(getattr, libc, "creat"), os.path.abspath("MARKER").encode(), 420)
+        print("accuracy: 1.0")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert r.rc == 1 and not (r.exp / "MARKER").exists(), r.why()
