@@ -2149,6 +2149,36 @@ def _labbox_gate():
             verdicts[key] = v
         return v
 
+    _staticmethod_func = staticmethod.__dict__["__func__"].__get__
+
+    def experiment_member(modname, d, name):
+        """A dotted name of the experiment's module that walks only its own classes (of
+        type itself: a metaclass could answer find_class's getattr otherwise) to one of
+        them, a function of its files, or a staticmethod of one."""
+        parts = name.split(".")
+        if any(not identifier(p) or p.startswith("__") for p in parts):
+            return False
+        obj = sget(d, parts[0])
+        def own_class(c):
+            # a spawned child runs main.py as __mp_main__, whose classes say so
+            home = defined_in(c) if type(c) is type else None
+            return type(home) is str and experiment_module(home)
+
+        for p in parts[1:]:
+            if not own_class(obj):
+                return False
+            obj = _class_attr(obj, p)
+            if type(obj) is staticmethod:
+                obj = _staticmethod_func(obj)
+        if type(obj) is type:
+            return own_class(obj)
+        if type(obj) is _FunctionType:
+            fn = _func_code(obj).co_filename
+            if type(fn) is str and fn and not fn.startswith("/"):
+                fn = p_abspath(fn)
+            return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
+        return False
+
     def listed_verdict(modname, name):
         """A listed reconstruction function or class, as what it holds now: defined in its
         module's package (a class by its __module__, a function by its file, a builtin by
@@ -2196,7 +2226,11 @@ def _labbox_gate():
             # (collections.Counter = getattr)
             return listed_verdict(modname, name)
         if "." in name:
-            return False, True  # attribute chains (os.system through a module's names)
+            # attribute chains (os.system through a module's names), but for the
+            # experiment's own nested classes and static functions (Pool.map(Model.st))
+            d = loaded_dict(modname)
+            return (d is not None and experiment_module(modname, d) and
+                    experiment_member(modname, d, name)), d is not None
         if name.startswith("__"):
             # A module's __builtins__ is a dict of exec, __import__ and getattr; no pickle
             # names a dunder but those on the list above.

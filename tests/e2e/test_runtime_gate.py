@@ -2868,3 +2868,40 @@ def test_a_pipe_pickle_gets_what_the_gate_judged(tmp_path, how):
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
     assert_refused(r, "pickle.find_class", "gate.pickle")
     assert r.rc == 1 and not (r.exp / "MARKER").exists(), r.why()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_the_experiments_nested_names_cross_a_pool(tmp_path, method):
+    """A staticmethod, a nested class and a function taken from a class pickle by dotted
+    name (__main__.Model.st): they reach a spawned worker; a static attribute holding a
+    function of another module (os.system) does not."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp, os
+        class Model:
+            @staticmethod
+            def st(x):
+                return x + 1
+            class Cfg:
+                def __init__(self, k=2):
+                    self.k = k
+            def plain(self):
+                return 5
+        def cfg_k(c):
+            return c.k
+        if __name__ == "__main__":
+            with mp.get_context(%r).Pool(2) as p:
+                print("nested:", p.map(Model.st, [1, 2]), p.map(cfg_k, [Model.Cfg(3)]),
+                      p.map(Model.plain, [Model()]))
+            Model.evil = staticmethod(os.system)
+            a, b = mp.Pipe()
+            a.send_bytes(b"\\x80\\x04\\x8c\\x08__main__\\x94\\x8c\\nModel.evil\\x94\\x93\\x94.")
+            try:
+                b.recv()
+            except PermissionError:
+                print("refused: 1")
+    """ % method)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
+    assert "nested: [2, 3] [3] [5]" in r.log(), r.why()
+    assert r.result["metrics"]["values"].get("refused") == 1, r.why()
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["__main__", "Model.evil"], r.why()
