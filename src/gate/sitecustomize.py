@@ -1452,7 +1452,7 @@ def _labbox_gate():
         "/ast.py": "trusted", "/dataclasses.py": "dataclasses", "/typing.py": "annotation",
         "/inspect.py": "annotation", "/annotationlib.py": "annotation",
         "/multiprocessing/managers.py": "proxy", "/multiprocessing/sharedctypes.py": "property",
-        "/warnings.py": "name"}
+        "/warnings.py": "name", "/unittest/mock.py": "mock"}
     maker_frozen = {"<frozen importlib._bootstrap>": "import",
                     "<frozen importlib._bootstrap_external>": "import",
                     "<frozen zipimport>": "zip"}
@@ -1533,6 +1533,10 @@ def _labbox_gate():
             return frame.f_code.co_name == "make_property" and identifier(name) and \
                 sget(frame.f_globals, "template") == property_template and \
                 as_utf8(source) == (property_template % ((name,) * 7)).encode("utf-8")
+        if m == "mock":
+            # autospec's signature-checking function, named after the original's __name__
+            return frame.f_code.co_name in ("_set_signature", "_set_async_signature") and \
+                identifier(frame_local(frame, "name"))
         if m == "name":
             if type(source) is bytes:
                 try:

@@ -2905,3 +2905,19 @@ def test_the_experiments_nested_names_cross_a_pool(tmp_path, method):
     assert r.result["metrics"]["values"].get("refused") == 1, r.why()
     ev = assert_refused(r, "pickle.find_class", "gate.pickle")
     assert ev["args"] == ["__main__", "Model.evil"], r.why()
+
+
+def test_an_autospec_mock_is_accepted(tmp_path):
+    """unittest.mock's autospec writes a signature-checking function named after the
+    original and execs it from mock.py: a maker of its own text, judged by that name."""
+    exp = write_exp(tmp_path, """
+        from unittest import mock
+        def train(lr, epochs=1):
+            return lr * epochs
+        m = mock.create_autospec(train, return_value=0.5)
+        print("mocked:", m(0.1, epochs=2))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"].get("mocked") == 0.5, r.why()
+    assert refused_events(r) == [], r.why()
