@@ -1448,8 +1448,8 @@ def _labbox_gate():
         "/importlib/_bootstrap.py": "import", "/importlib/_bootstrap_external.py": "import",
         "/importlib/abc.py": "import", "/importlib/util.py": "import", "/pkgutil.py": "import",
         "/py_compile.py": "import", "/compileall.py": "import", "/modulefinder.py": "import",
-        "/zipimport.py": "zip", "/collections/__init__.py": "trusted", "/gettext.py": "trusted",
-        "/ast.py": "trusted", "/dataclasses.py": "dataclasses", "/typing.py": "annotation",
+        "/zipimport.py": "zip", "/collections/__init__.py": "namedtuple", "/gettext.py": "plural",
+        "/ast.py": "ast", "/dataclasses.py": "dataclasses", "/typing.py": "annotation",
         "/inspect.py": "annotation", "/annotationlib.py": "annotation",
         "/multiprocessing/managers.py": "proxy", "/multiprocessing/sharedctypes.py": "property",
         "/warnings.py": "name", "/unittest/mock.py": "mock"}
@@ -1480,19 +1480,6 @@ def _labbox_gate():
         # makes its proxy type while the pickle loads)
         return m if m is not None and fkind_raw(f) == "s" else None
 
-    # The import system's helpers that compile or run what their caller hands them
-    import_helpers = frozenset(["_call_with_frames_removed", "source_to_code"])
-
-    def import_entry(frame):
-        """The name of the outermost of the import system's frames around frame: where the
-        import system was entered (_find_and_load, exec_module, create_module...)."""
-        last = frame
-        f = frame.f_back
-        while f is not None and maker_of(f) in ("import", "zip"):
-            last = f
-            f = f.f_back
-        return last.f_code.co_name
-
     def as_utf8(source):
         """compile's event carries the text as the bytes it was turned into"""
         if type(source) is str:
@@ -1505,14 +1492,36 @@ def _labbox_gate():
     def identifier(v):
         return type(v) is str and str.isidentifier(v)
 
+    # The functions of a maker's file that make code. Another frame of the same file calls
+    # what it was handed: a Counter subclass whose update is exec has Counter.__init__
+    # call exec with the experiment's string.
+    maker_functions = {
+        "namedtuple": ("namedtuple",), "plural": ("c2py",), "ast": ("parse",),
+        "dataclasses": ("_create_fn", "add_fns_to_class"),
+        "annotation": ("__init__", "_evaluate", "get_annotations", "<dictcomp>", "wrap_value"),
+        "name": ("_getcategory",)}
+
+    def maker_function(m, frame):
+        names = _dict_get(maker_functions, m)
+        return names is None or frame.f_code.co_name in names
+
+    def extension_init(frame):
+        """An extension module's init compiling its snippets (Cython's) under the import
+        system's create_module."""
+        b = frame.f_back
+        return frame.f_code.co_name == "_call_with_frames_removed" and b is not None and \
+            b.f_code.co_name == "create_module" and maker_of(b) == "import"
+
     def maker_compile_ok(m, frame, source, fn_text):
-        if m == "trusted" or m == "zip":
+        if not maker_function(m, frame):
+            return False
+        if m == "zip" or m == "namedtuple" or m == "plural" or m == "ast":
             return True
         if m == "import":
-            # what the import system compiles while it imports (an extension's init runs
-            # Cython's snippets under it), but not its private helpers called with the
-            # experiment's text: then a file as it is on disk, or an empty module
-            if import_entry(frame) not in import_helpers:
+            # a file as it is on disk (a loader of the experiment's own text, a finder that
+            # makes modules up, is its dynamic code), an empty module, or an extension's
+            # init compiling its snippets
+            if extension_init(frame):
                 return True
             if (type(source) is str or type(source) is bytes) and not source.strip():
                 return True
@@ -1642,8 +1651,7 @@ def _labbox_gate():
                 return
             if not runner_frame(frame):
                 m = maker_of(frame)
-                if m is not None and (m not in ("import", "zip") or
-                                      import_entry(frame) not in import_helpers):
+                if m is not None and maker_function(m, frame):
                     return  # what a maker compiled from its own text, judged there
                 refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)",
                        "code run by %s, which runs no code of its own there: the standard "

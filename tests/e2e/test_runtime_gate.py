@@ -2488,6 +2488,23 @@ RUNNERS = {
     "optparse_read_file": ("import optparse\n"
                            "open('payload.py', 'w').write(SRC)\n"
                            "optparse.Values().read_file('payload.py')\n"),
+    # a maker's file, but not its function that makes code: Counter.__init__ calls the
+    # subclass's update, which is exec
+    "counter_update": ("import collections\n"
+                       "class C(collections.Counter):\n"
+                       "    update = exec\n"
+                       "C(SRC)\n"),
+    "node_visitor": ("import ast\n"
+                     "class V(ast.NodeVisitor):\n"
+                     "    visit_str = exec\n"
+                     "V().visit(SRC)\n"),
+    # the import system handed a loader's made-up source: no file holds it
+    "custom_loader": ("import importlib.abc, importlib.util\n"
+                      "class L(importlib.abc.InspectLoader):\n"
+                      "    def get_source(self, name):\n"
+                      "        return SRC\n"
+                      "spec = importlib.util.spec_from_loader('made_up', L())\n"
+                      "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"),
     "frozen_runpy_by_loader": ("import sys\n"
                                "for f in sys.meta_path:\n"
                                "    spec = f.find_spec('runpy', None)\n"
