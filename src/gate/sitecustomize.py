@@ -852,6 +852,18 @@ def _labbox_gate():
                         return r
                     r = s = None
                     what = "not a method bound to the object"
+                elif is_class and issubclass_(t, obj):
+                    # an enum's member (Python 3.11's Enum pickles by getattr): the one its
+                    # class's _member_map_ holds under that name
+                    mm = missing
+                    for c in mro_of(obj):
+                        mm = dict_of(c).get("_member_map_", missing)
+                        if mm is not missing:
+                            break
+                    if type_(mm) is dict and mm.get(name, missing) is r:
+                        return r
+                    r = mm = None
+                    what = "not a member of that class"
                 elif t is descr_ts[0] or t is descr_ts[1] or t is descr_ts[2]:
                     if is_class:
                         oc = r.__objclass__
@@ -866,6 +878,21 @@ def _labbox_gate():
             audit("labbox.ipc_getattr", type_(obj).__name__, name, what)
             return getattr_(obj, name)  # recording only: the gate let it pass
         return _labbox_getattr
+
+    # ... and an enum member, which Python 3.11 pickles as getattr(cls, name): the pickler's
+    # reducer_override sends that with labbox's getattr (the member's own reduction decides
+    # whether it is by name at all: a Flag's combination goes by value)
+    def make_ipc_enum_override(g, getattr_, type_, modules_get):
+        def reducer_override(self, obj):
+            e = modules_get("enum")
+            meta = getattr_(e, "EnumMeta", None) if e is not None else None
+            if meta is None or not issubclass(type_(type_(obj)), meta):
+                return NotImplemented
+            r = obj.__reduce_ex__(4)
+            if type_(r) is tuple and len(r) == 2 and r[0] is getattr_:
+                return g, r[1]
+            return NotImplemented
+        return reducer_override
 
     def make_ipc_reducers(g, type_, issubclass_, module_t):
         def reduce_method(m):
@@ -2463,6 +2490,8 @@ def _labbox_gate():
     _r_method, _r_builtin, _r_slot, _r_descr = [
         in_world_closed(f, f.__name__)
         for f in make_ipc_reducers(ipc_getattr, type, issubclass, _ModuleType)]
+    ipc_enum_override = in_world_closed(make_ipc_enum_override(
+        ipc_getattr, getattr, type, sys.modules.get), "reducer_override")
     ipc_reducers = {_MethodType: _r_method, _bf: _r_builtin, _bound_slot_t: _r_slot}
     for _t in _descr_ts:
         ipc_reducers[_t] = _r_descr
@@ -2487,6 +2516,8 @@ def _labbox_gate():
         # On a thread of their own, as guard_sqlite's: a dict the experiment can fill hashes
         # and compares its keys as it is written.
         isolated(dict.update, (extra, ipc_reducers))
+        if _class_attr(fp, "reducer_override") is None:
+            isolated(setattr, (fp, "reducer_override", ipc_enum_override))
         isolated(dict.__setitem__, (d, "_labbox_getattr", ipc_getattr))
 
     def on_ipc_getattr(event, args, frame):

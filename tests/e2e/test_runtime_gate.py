@@ -2938,3 +2938,31 @@ def test_an_autospec_mock_is_accepted(tmp_path):
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["values"].get("mocked") == 0.5, r.why()
     assert refused_events(r) == [], r.why()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_enum_members_cross_a_pool(tmp_path, method):
+    """Debian's Python 3.11 pickles an Enum member as getattr(cls, name): multiprocessing
+    sends it with labbox's getattr, which gives back the member its class holds; a Flag's
+    combination goes by value as before."""
+    exp = write_exp(tmp_path, """
+        import enum, multiprocessing as mp
+        class Color(enum.Enum):
+            R = 1
+            G = 2
+        class Perm(enum.IntFlag):
+            A = 1
+            B = 2
+        def ident(x):
+            return x
+        if __name__ == "__main__":
+            with mp.get_context(%r).Pool(2) as p:
+                got = p.map(ident, [Color.R, Color.G]) + p.map(ident, [Perm.A | Perm.B])
+            q = mp.Queue()
+            q.put(Color.G)
+            print("enums:", got == [Color.R, Color.G, Perm.A | Perm.B], q.get() is Color.G)
+            print("accuracy: 1.0")
+    """ % method)
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", "--budget", "120")
+    assert r.rc == 0 and "enums: True True" in r.log(), r.why()
+    assert refused_events(r) == [], r.why()
