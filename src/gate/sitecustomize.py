@@ -1534,10 +1534,10 @@ def _labbox_gate():
 
     def extension_init(frame):
         """An extension module's init compiling its snippets (Cython's) under the import
-        system's create_module."""
+        system's create_module or, multi-phase, exec_module."""
         b = frame.f_back
         return frame.f_code.co_name == "_call_with_frames_removed" and b is not None and \
-            b.f_code.co_name == "create_module" and maker_of(b) == "import"
+            b.f_code.co_name in ("create_module", "exec_module") and maker_of(b) == "import"
 
     def maker_compile_ok(m, frame, source, fn_text):
         if not maker_function(m, frame):
@@ -2565,8 +2565,66 @@ def _labbox_gate():
                 _bf_name(obj) in ("allocate_lock", "RLock")
         return False
 
+    # pickle's Python 2 names (protocol 0 to 2: torch.save writes 2) are renamed after the
+    # find_class event, through _compat_pickle's tables, which are dicts the experiment can
+    # change: the name the load gets is judged too. The C unpickler keeps the tables it found
+    # when _pickle was first imported, so they are taken at that import (the gate imports
+    # _compat_pickle first, so both hold the same dicts) and at every find_class.
+    import itertools as _itertools
+    _chain = _itertools.chain.from_iterable
+    compat_seen = []  # [NAME_MAPPING, IMPORT_MAPPING] dicts seen, in pairs
+
+    def compat_take():
+        d = loaded_dict("_compat_pickle")
+        if d is None:
+            return
+        pair = (sget(d, "NAME_MAPPING"), sget(d, "IMPORT_MAPPING"))
+        for i in range(0, len(compat_seen), 2):
+            if compat_seen[i] is pair[0] and compat_seen[i + 1] is pair[1]:
+                return
+        if len(compat_seen) < 16:
+            compat_seen.extend(pair)
+
+    def compat_names(modname, name):
+        """The (module, name) pairs the unpickler may load for this find_class."""
+        compat_take()
+        out = []
+        for i in range(0, len(compat_seen), 2):
+            nm, im = compat_seen[i], compat_seen[i + 1]
+            if type(nm) is not dict or type(im) is not dict:
+                raise _Tampered("_compat_pickle")
+            keys = list(nm)
+            # exact tuples of exact strs: a comparison then runs no code of the experiment's
+            if not set(map(type, keys)) <= {tuple} or \
+                    not set(map(type, _chain(keys))) <= {str}:
+                raise _Tampered("_compat_pickle")
+            key = (modname, name)
+            hits = list(map(key.__eq__, keys))
+            if hits.count(True):
+                v = nm[keys[hits.index(True)]]
+                if type(v) is not tuple or len(v) != 2 or type(v[0]) is not str or \
+                        type(v[1]) is not str:
+                    raise _Tampered("_compat_pickle")
+                out.append(v)
+            else:
+                m2 = sget(im, modname)
+                if m2 is not None:
+                    if type(m2) is not str:
+                        raise _Tampered("_compat_pickle")
+                    out.append((m2, name))
+        return out
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
+        if type(modname) is str and type(name) is str:
+            for m2, n2 in compat_names(modname, name):
+                if (m2, n2) != (modname, name) and not pickle_ok(m2, n2):
+                    refuse(event, args[:2], frame, "gate.pickle",
+                           "pickle find_class outside the allowlist",
+                           "%s.%s, which the unpickler renames to %s.%s for a Python 2 "
+                           "pickle, is not a class or reconstruction function labbox allows"
+                           % (summary(modname), summary(name), summary(m2), summary(n2)))
+                    return
         ipc = ipc_pickle(frame)
         if ipc:
             ipc_patch()
@@ -2625,6 +2683,11 @@ def _labbox_gate():
             # multiprocessing's pipes, queues, pools and processes are each a module of its
             # own, imported as first used and after multiprocessing.reduction is whole
             ipc_patch()
+        if (name == "_pickle" or name == "pickle") and not compat_seen:
+            # before _pickle takes _compat_pickle's tables: the same dicts as the gate's
+            if loaded_dict("_compat_pickle") is None:
+                isolated(_import, ("_compat_pickle",))
+            compat_take()
         if name == "sqlite3.dbapi2" and not sqlite_asked:
             sqlite_asked.append(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
             guard_sqlite()

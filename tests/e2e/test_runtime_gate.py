@@ -2858,6 +2858,22 @@ PIPE_NAME_TRICKS = {
                    b"cbuiltins\\nlen\\nX\\x08\\x00\\x00\\x00__self__\\x86R"
                    b"X\\n\\x00\\x00\\x00__import__\\x86R.")
     """,
+    # pickle's Python 2 renaming, after the find_class event, through tables the
+    # experiment can change
+    "compat_table": """
+        import _compat_pickle
+        _compat_pickle.NAME_MAPPING[("collections", "OrderedDict")] = ("builtins", "getattr")
+        payload = (b"\\x80\\x02ccollections\\nOrderedDict\\nq\\x00h\\x00cbuiltins\\nlen\\n"
+                   b"X\\x08\\x00\\x00\\x00__self__\\x86R" b"X\\n\\x00\\x00\\x00__import__\\x86R.")
+    """,
+    # ... and a module of the experiment's named as a Python 2 module: its names are
+    # builtins' once renamed
+    "python2_module_name": """
+        open("__builtin__.py", "w").close()
+        import __builtin__
+        payload = (b"\\x80\\x02c__builtin__\\ngetattr\\nq\\x00h\\x00cbuiltins\\nlen\\n"
+                   b"X\\x08\\x00\\x00\\x00__self__\\x86R" b"X\\n\\x00\\x00\\x00__import__\\x86R.")
+    """,
     # a module's __getattr__ answering for a name its namespace lacks
     "module_getattr": """
         import collections, builtins
