@@ -2235,21 +2235,23 @@ def _labbox_gate():
         top = modname.split(".")[0]
         if top == "__builtin__" or top == "copy_reg":
             top = "builtins" if top == "__builtin__" else "copyreg"
+        # kept like every verdict on a name found (decisions.md: a name rebound after its
+        # first judging is not judged again)
         if issubclass(type(obj), type):
             home = defined_in(obj)
-            return type(home) is str and home.split(".")[0] == top, False
+            return type(home) is str and home.split(".")[0] == top, True
         if type(obj) is _FunctionType:
             fn = _func_code(obj).co_filename
             return type(fn) is str and kind(fn) in ("s", "l") and \
                 ("/" + top + "/" in fn or fn.endswith("/" + top + ".py") or
-                 fn == "<frozen " + top + ">"), False
+                 fn == "<frozen " + top + ">"), True
         if type(obj) is _bf:
             me = _bf_self(obj)
             if not issubclass(type(me), _ModuleType):
-                return False, False
+                return False, True
             mn = sget(_module_dict(me), "__name__")
-            return type(mn) is str and mn.split(".")[0] == top, False
-        return False, False
+            return type(mn) is str and mn.split(".")[0] == top, True
+        return False, True
 
     def pickle_verdict(modname, name):
         """(verdict, final): final when it holds for later judgings too (not a module that
@@ -2574,9 +2576,19 @@ def _labbox_gate():
     _chain = _itertools.chain.from_iterable
     compat_seen = []  # [NAME_MAPPING, IMPORT_MAPPING] dicts seen, in pairs
 
+    compat_module = []  # _compat_pickle, once seen: its namespace is read without a scan
+
     def compat_take():
-        d = loaded_dict("_compat_pickle")
-        if d is None:
+        if compat_module:
+            d = _module_dict(compat_module[0])
+        else:
+            d = loaded_dict("_compat_pickle")
+            if d is None:
+                return
+            m = sget(_modules, "_compat_pickle")
+            if type(m) is _ModuleType:
+                compat_module.append(m)
+        if type(d) is not dict:
             return
         pair = (sget(d, "NAME_MAPPING"), sget(d, "IMPORT_MAPPING"))
         for i in range(0, len(compat_seen), 2):
@@ -2585,9 +2597,45 @@ def _labbox_gate():
         if len(compat_seen) < 16:
             compat_seen.extend(pair)
 
+    _is = _operator.is_
+    compat_cache = [None, {}]  # [identity snapshot of the tables, {(module, name): names}]
+
+    def compat_snapshot():
+        snap = []
+        for t in compat_seen:
+            if type(t) is not dict:
+                return None
+            snap.append((list(t), list(_dict_values(t))))
+        return snap
+
+    def compat_same(old):
+        """Whether every table holds the very keys and values it held (by identity: no
+        comparison runs the experiment's code)."""
+        if old is None or len(old) != len(compat_seen):
+            return False
+        for t, (ks, vs) in zip(compat_seen, old):
+            if type(t) is not dict or len(t) != len(ks):
+                return False
+            if not all(map(_is, list(t), ks)) or not all(map(_is, list(_dict_values(t)), vs)):
+                return False
+        return True
+
     def compat_names(modname, name):
         """The (module, name) pairs the unpickler may load for this find_class."""
         compat_take()
+        if compat_same(compat_cache[0]):
+            hit = compat_cache[1].get((modname, name))
+            if hit is not None:
+                return hit
+        else:
+            compat_cache[0] = compat_snapshot()
+            compat_cache[1] = {}
+        out = compat_scan(modname, name)
+        if len(compat_cache[1]) < 4096:
+            compat_cache[1][(modname, name)] = out
+        return out
+
+    def compat_scan(modname, name):
         out = []
         for i in range(0, len(compat_seen), 2):
             nm, im = compat_seen[i], compat_seen[i + 1]
