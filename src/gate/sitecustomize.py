@@ -1434,16 +1434,11 @@ def _labbox_gate():
                    "an annotation that is no type expression, evaluated by %s"
                    % summary(frame.f_code.co_filename))
             return
-        if frame is not None and dataclass_frame(frame) and not dataclass_fields_ok(frame):
-            refuse(event, (source, fn), frame, "LB103", "dynamic code (eval, exec, compile)",
-                   "dataclasses compiling methods for fields whose names are no identifiers, "
-                   "or outside its own processing of a class")
-            return
         k = fkind(frame) if frame is not None else "s"
         if frame is None or k == "l" or timeit_template(frame, source):
             return  # a library's own code (what it is handed: decisions.md, the trampolines)
-        if (k == "s" or maker_of(frame) is not None) and not runner_frame(frame):
-            m = maker_of(frame)
+        m = maker_of(frame)
+        if (k == "s" or m is not None) and not runner_frame(frame):
             if m is not None and maker_compile_ok(m, frame, source, fn_text):
                 return  # the import system, namedtuple, dataclasses, typing: their own text
             if m is not None and m != "import":
@@ -1453,8 +1448,7 @@ def _labbox_gate():
                        "the experiment's text)" % summary(frame.f_code.co_filename))
                 return
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
-            if fstring_parts:
-                file_compile[:] = [_ident(), frame, frame.f_lasti, source]
+            note_file_compile(frame, source)
             return  # a file of the experiment, compiled as it is
         if fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source):
             return  # an f-string's expression, parsed within that compile (3.8)
@@ -1526,7 +1520,8 @@ def _labbox_gate():
         "namedtuple": ("namedtuple",), "plural": ("c2py",), "ast": ("parse",),
         "dataclasses": ("_create_fn", "add_fns_to_class"),
         "annotation": ("__init__", "_evaluate", "get_annotations", "<dictcomp>", "wrap_value"),
-        "name": ("_getcategory",)}
+        "proxy": ("MakeProxyType",), "property": ("make_property",),
+        "mock": ("_set_signature", "_set_async_signature"), "name": ("_getcategory",)}
 
     def maker_function(m, frame):
         names = _dict_get(maker_functions, m)
@@ -1553,8 +1548,7 @@ def _labbox_gate():
             if (type(source) is str or type(source) is bytes) and not source.strip():
                 return True
             if fn_text and same_as_file(fn_text, source):
-                if fstring_parts:
-                    file_compile[:] = [_ident(), frame, frame.f_lasti, source]
+                note_file_compile(frame, source)
                 return True
             return fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source)
         if m == "dataclasses":
@@ -1562,17 +1556,14 @@ def _labbox_gate():
         if m == "annotation":
             return type_expression(source)
         if m == "proxy":
-            return frame.f_code.co_name == "MakeProxyType" and \
-                identifier(frame_local(frame, "meth"))
+            return identifier(frame_local(frame, "meth"))
         if m == "property":
             name = frame_local(frame, "name")
-            return frame.f_code.co_name == "make_property" and identifier(name) and \
-                sget(frame.f_globals, "template") == property_template and \
-                as_utf8(source) == (property_template % ((name,) * 7)).encode("utf-8")
+            return identifier(name) and sget(frame.f_globals, "template") == property_template \
+                and as_utf8(source) == (property_template % ((name,) * 7)).encode("utf-8")
         if m == "mock":
             # autospec's signature-checking function, named after the original's __name__
-            return frame.f_code.co_name in ("_set_signature", "_set_async_signature") and \
-                identifier(frame_local(frame, "name"))
+            return identifier(frame_local(frame, "name"))
         if m == "name":
             if type(source) is bytes:
                 try:
@@ -1589,24 +1580,19 @@ def _labbox_gate():
     # of the same frame on the same thread as the file's compile just passed.
     file_compile = []
 
+    def note_file_compile(frame, source):
+        if fstring_parts:
+            file_compile[:] = [_ident(), frame, frame.f_lasti, source]
+
     def fstring_of_file(frame, source):
         if len(file_compile) != 4 or frame is None:
             return False
         ident, f, lasti, text = file_compile
         if ident != _ident() or f is not frame or frame.f_lasti != lasti:
             return False
-        try:
-            # the event carries either as the bytes it was turned into
-            if type(source) is str:
-                source = source.encode("utf-8")
-            if type(text) is str:
-                text = text.encode("utf-8")
-        except UnicodeError:
-            return False
-        if type(text) is bytearray:
-            text = bytes(text)
-        if type(source) is not bytes or type(text) is not bytes or len(source) < 3 or \
-                source[:1] != b"(" or source[-1:] != b")":
+        source, text = as_utf8(source), as_utf8(text)
+        if source is None or text is None or len(source) < 3 or source[:1] != b"(" or \
+                source[-1:] != b")":
             return False
         return source[1:-1] in text
 
@@ -1670,14 +1656,14 @@ def _labbox_gate():
         k = fkind(frame)
         if k == "l":
             return  # a library's own code (what it is handed: decisions.md, the trampolines)
-        if k == "s" or maker_of(frame) is not None:
+        m = maker_of(frame)
+        if k == "s" or m is not None:
             # the experiment's own file (spawn's runpy.run_path of main.py, compiled as it
             # is: on_compile saw to that)
             cfn = code.co_filename if type(code) is _CodeType else None
             if type(cfn) is str and exp_dir and cfn.startswith(exp_dir + "/"):
                 return
             if not runner_frame(frame):
-                m = maker_of(frame)
                 if m is not None and maker_function(m, frame):
                     return  # what a maker compiled from its own text, judged there
                 refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)",
@@ -2190,7 +2176,7 @@ def _labbox_gate():
 
     _staticmethod_func = staticmethod.__dict__["__func__"].__get__
 
-    def experiment_member(modname, d, name):
+    def experiment_member(d, name):
         """A dotted name of the experiment's module that walks only its own classes (of
         type itself: a metaclass could answer find_class's getattr otherwise) to one of
         them, a function of its files, or a staticmethod of one."""
@@ -2218,20 +2204,30 @@ def _labbox_gate():
             return type(fn) is str and bool(exp_dir) and fn.startswith(exp_dir + "/")
         return False
 
+    def pickle_lookup(modname, name, d, obj):
+        """(object, None) for what find_class will find under name: obj, found in modname's
+        namespace d already, or looked up once the module is imported (d None: not loaded);
+        or (None, (verdict, final)) when it finds nothing: find_class fails on its own then,
+        unless the module answers for the names it lacks (a module's __getattr__)."""
+        if d is None:
+            if not import_for_pickle(modname):
+                return None, (True, False)  # find_class's own import fails the same way
+            d = loaded_dict(modname)
+            if d is None:
+                return None, (False, False)
+            obj = sget(d, name)
+        if obj is None:
+            return None, (sget(d, "__getattr__") is None, False)
+        return obj, None
+
     def listed_verdict(modname, name):
         """A listed reconstruction function or class, as what it holds now: defined in its
         module's package (a class by its __module__, a function by its file, a builtin by
         the module it belongs to); not the experiment's object under a listed name."""
         d = loaded_dict(modname)
-        if d is None:
-            if not import_for_pickle(modname):
-                return True, False  # find_class fails the same way
-            d = loaded_dict(modname)
-            if d is None:
-                return False, False
-        obj = sget(d, name)
-        if obj is None:
-            return (sget(d, "__getattr__") is None), False
+        obj, early = pickle_lookup(modname, name, d, sget(d, name) if d is not None else None)
+        if early is not None:
+            return early
         top = modname.split(".")[0]
         if top == "__builtin__" or top == "copy_reg":
             top = "builtins" if top == "__builtin__" else "copyreg"
@@ -2271,7 +2267,7 @@ def _labbox_gate():
             # experiment's own nested classes and static functions (Pool.map(Model.st))
             d = loaded_dict(modname)
             return (d is not None and experiment_module(modname, d) and
-                    experiment_member(modname, d, name)), d is not None
+                    experiment_member(d, name)), d is not None
         if name.startswith("__"):
             # A module's __builtins__ is a dict of exec, __import__ and getattr; no pickle
             # names a dunder but those on the list above.
@@ -2291,18 +2287,12 @@ def _labbox_gate():
         exp_mod = not mod_ok and experiment_module(modname, d)
         if not (mod_ok or exp_mod):
             return False, d is not None
-        if d is None:
+        if d is None or obj is None:
             # Only a library's module is imported here: the experiment's is known as such
             # only once loaded (experiment_module), so its code is never imported for this.
-            if not import_for_pickle(modname):
-                return True, False  # find_class's own import fails the same way
-            d = loaded_dict(modname)
-            if d is None:
-                return False, False
-            obj = sget(d, name)
-        if obj is None:
-            # find_class will fail on its own, unless the module answers for names it lacks
-            return sget(d, "__getattr__") is None, False
+            obj, early = pickle_lookup(modname, name, d, obj)
+            if early is not None:
+                return early
         if type(obj) is type(sys):
             return False, True  # a module: BUILD would write into its namespace
         if any(obj is t for t in code_types):
@@ -2579,15 +2569,12 @@ def _labbox_gate():
     compat_module = []  # _compat_pickle, once seen: its namespace is read without a scan
 
     def compat_take():
-        if compat_module:
-            d = _module_dict(compat_module[0])
-        else:
-            d = loaded_dict("_compat_pickle")
-            if d is None:
-                return
-            m = sget(_modules, "_compat_pickle")
-            if type(m) is _ModuleType:
-                compat_module.append(m)
+        m = compat_module[0] if compat_module else sget(_modules, "_compat_pickle")
+        if not issubclass(type(m), _ModuleType):
+            return
+        if not compat_module and type(m) is _ModuleType:
+            compat_module.append(m)
+        d = _module_dict(m)
         if type(d) is not dict:
             return
         pair = (sget(d, "NAME_MAPPING"), sget(d, "IMPORT_MAPPING"))
