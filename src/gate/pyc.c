@@ -61,8 +61,6 @@ static int identity(const lb_python_info *py, char *out, size_t n)
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
 }
 
-/* Compile in a sandbox of the interpreter's own: no network, the host read-only, a private
- * /tmp. On success *tag and *pyc (with *len) are the interpreter's answer. */
 #define PIECE_MAX ((size_t)64 * 1024)
 #define PIECES 16
 
@@ -96,6 +94,8 @@ static void free_pieces(char *pieces[PIECES + 1])
 		free(pieces[i]);
 }
 
+/* Compile in a sandbox of the interpreter's own: no network, the host read-only, a private
+ * /tmp. On success *tag and *pyc (with *len) are the interpreter's answer. */
 static int compile_confined(const lb_python_info *py, char tag[64], lb_buf *pyc)
 {
 	lb_sandbox_result res;

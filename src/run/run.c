@@ -551,12 +551,7 @@ static void add_exec_refusals(json_object *gate, const lb_sandbox_result *res)
 	}
 }
 
-/* A run in which the exec guard killed a process failed, whatever the experiment made of it:
- * a program it did not get to run, and code that got past the gate. */
-/* A run the budget ended in which the runtime gate had refused something: the timeout is
- * what ended it, and it stays the class, but a refused task (a pool's, a queue's) leaves the
- * code waiting for an answer that never comes, and raising the budget would not help. The
- * first refusal is evidence, and the confidence says the two may be one. */
+/* The failure's class, or NULL when there is none (the run completed). */
 static const char *failure_class_of(json_object *failure)
 {
 	json_object *v;
@@ -564,11 +559,15 @@ static const char *failure_class_of(json_object *failure)
 									  : NULL;
 }
 
+/* A run the budget ended in which the runtime gate had refused something: the timeout is
+ * what ended it, and it stays the class, but a refused task (a pool's, a queue's) leaves the
+ * code waiting for an answer that never comes, and raising the budget would not help. The
+ * first refusal is evidence, and the confidence says the two may be one. */
 static void timeout_after_refusal(json_object *failure, json_object *gate)
 {
 	json_object *v, *events;
-	if (!failure || !gate || !json_object_object_get_ex(failure, "class", &v) ||
-	    strcmp(json_object_get_string(v), "timeout") != 0)
+	const char *cls = failure_class_of(failure);
+	if (!gate || !cls || strcmp(cls, "timeout") != 0)
 		return;
 	int64_t refused = json_object_object_get_ex(gate, "refused", &v) ? json_object_get_int64(v) : 0;
 	if (refused <= 0 || !json_object_object_get_ex(gate, "events", &events) ||
@@ -616,9 +615,9 @@ static void timeout_after_refusal(json_object *failure, json_object *gate)
  * not a volume (which the generic advice names). */
 static void protected_env_refusal(json_object *failure, const char *prefix)
 {
-	json_object *v, *ev;
-	if (!failure || !json_object_object_get_ex(failure, "class", &v) ||
-	    strcmp(json_object_get_string(v), "sandbox_restriction") != 0 ||
+	json_object *ev;
+	const char *cls = failure_class_of(failure);
+	if (!cls || strcmp(cls, "sandbox_restriction") != 0 ||
 	    !json_object_object_get_ex(failure, "evidence", &ev) ||
 	    !json_object_is_type(ev, json_type_array))
 		return;
@@ -643,6 +642,8 @@ static void protected_env_refusal(json_object *failure, const char *prefix)
 	json_object_object_add(failure, "escalation", NULL);
 }
 
+/* A run in which the exec guard killed a process failed, whatever the experiment made of it:
+ * a program it did not get to run, and code that got past the gate. */
 static json_object *exec_refusal_failure(const lb_sandbox_result *res)
 {
 	const lb_exec_refusal *r = &res->exec_refusals[0];
