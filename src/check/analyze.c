@@ -2437,12 +2437,14 @@ static void needs_of_call(ctx *c, scope *sc, TSNode fn, TSNode node, const vset 
 /* `def name(` anywhere in the file: the experiment's own method of that name. */
 static bool defines(const ctx *c, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = c->src; (p = strstr(p, "def ")); p += 4) {
+	/* The source is not NUL-terminated (nor free of NULs): every read stays below its end. */
+	size_t n = strlen(name), len = c->in->len;
+	const char *end = c->src + len;
+	for (const char *p = c->src; (p = memmem(p, (size_t)(end - p), "def ", 4)); p += 4) {
 		const char *q = p + 4;
-		while (*q == ' ')
+		while (q < end && *q == ' ')
 			q++;
-		if (strncmp(q, name, n) == 0 && (q[n] == '(' || q[n] == ' '))
+		if ((size_t)(end - q) > n && memcmp(q, name, n) == 0 && (q[n] == '(' || q[n] == ' '))
 			return true;
 	}
 	return false;
