@@ -42,7 +42,7 @@ TS_OBJ   := $(TS_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps check unit e2e escape fuzz-smoke bench demo install clean
+.PHONY: all deps check unit e2e escape fuzz fuzz-smoke bench demo install clean
 all: $(BUILD)/labbox
 
 $(BUILD)/obj/%.o: %.c
@@ -137,6 +137,8 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 # Each source is compiled once for all fuzz targets, instrumented but without libFuzzer's main.
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -I$(TS_CORE)/include $(PKG_CFLAGS) -DLABBOX_VERSION='"$(VERSION)"'
 FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+# Kept between builds: make would otherwise delete them as intermediates and rebuild them all.
+.SECONDARY: $(FUZZ_OBJ) build-fuzz/obj/gen/gate_source.o
 build-fuzz/obj/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
@@ -157,9 +159,20 @@ build-fuzz/obj/tree-sitter-python.o: $(TS_SRC)
 	  -c $(TS_CORE)/src/lib.c -o $@.core.o
 	ld -r -o $@ $@.parser.o $@.scanner.o $@.core.o
 # A crash fails the target (its report is shown); a clean run prints its last two lines.
+# The smoke run's seed is fixed, so what `make check` finds depends on the code alone and a
+# clean clone finds what a local clean run found; `make fuzz` explores with fresh seeds for
+# FUZZ_SECONDS a target, keeping what it learns in build-fuzz/corpus-*.
+FUZZ_SEED ?= 1
+FUZZ_SECONDS ?= 120
+fuzz: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
+	  if ! $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build-fuzz/$$n- \
+	       build-fuzz/corpus-$$n fuzz/seeds/$$n > build-fuzz/$$n.log 2>&1; then \
+	    tail -n 60 build-fuzz/$$n.log; echo "fuzz: $$n found a crash (build-fuzz/$$n-*)"; exit 1; fi; \
+	  tail -n 2 build-fuzz/$$n.log; done
 fuzz-smoke: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
-	  if ! $$f -runs=20000 -max_len=4096 -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus-$$n \
+	  if ! $$f -seed=$(FUZZ_SEED) -runs=20000 -max_len=4096 -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus-$$n \
 	       fuzz/seeds/$$n > build-fuzz/$$n.log 2>&1; then \
 	    tail -n 60 build-fuzz/$$n.log; echo "fuzz-smoke: $$n found a crash (build-fuzz/$$n-*)"; exit 1; fi; \
 	  tail -n 2 build-fuzz/$$n.log; done
