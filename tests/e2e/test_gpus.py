@@ -76,13 +76,14 @@ def test_gpus_on_a_host_without_any():
 
 FAKE_SMI = """#!/bin/sh
 # Stand-in for nvidia-smi --query-compute-apps=pid,used_memory: the sandboxed process that
-# carries the marker uses 1234 MiB; a host process (this script's parent shell's parent, i.e.
-# labbox itself) uses 999 MiB and must not be counted.
+# carries the marker uses 1234 MiB (labbox's own command line carries it too, and is told
+# by its arguments, whatever the binary is called); a host process (this script's parent
+# shell's parent, i.e. labbox itself) uses 999 MiB and must not be counted.
 # One grep over every cmdline: a loop starting two processes per pid took seconds on a loaded
 # machine, longer than the run it was to sample.
 for f in $(grep -l -a "{marker}" /proc/[0-9]*/cmdline 2>/dev/null); do
     d=${{f%/cmdline}}
-    if ! tr '\\0' ' ' < "$f" 2>/dev/null | grep -q "labbox exec"; then
+    if ! tr '\\0' ' ' < "$f" 2>/dev/null | grep -q " exec --json --gpus "; then
         echo "${{d#/proc/}}, 1234"
     fi
 done
