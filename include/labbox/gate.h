@@ -84,17 +84,36 @@ int lb_gate_stage(const char *run_dir, uid_t uid, gid_t gid, lb_gate_paths *out)
 int lb_gate_write_py(const char *py_dir);
 
 /* The reading side of the channel: a thread drains the FIFO while the run lasts (a writer
- * would block on a full pipe otherwise), keeps its first LB_GATE_MAX_READ bytes and counts the
- * rest, so a flood costs labbox one bounded buffer and no disk. */
+ * would block on a full pipe otherwise) and takes it line by line as it comes
+ * (lb_gate_channel_feed): it keeps the lines lb_gate_parse_events would keep, at most
+ * LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS events and the first of each of the gate's own
+ * lines, and counts the rest. So a flood costs labbox one bounded buffer and no disk, and
+ * cannot push a refusal out of the record: every line is read, and a refusal past the caps
+ * is still counted. */
 typedef struct lb_gate_channel {
 	int fd[2];       /* taken from lb_gate_paths */
 	int stop;        /* eventfd: drain what is left and end */
 	bool running;
 	pthread_t th;
-	char *buf;       /* the first LB_GATE_MAX_READ bytes */
+	char *buf;       /* the lines kept, each with its newline (at most LB_GATE_MAX_READ) */
 	size_t len;
 	uint64_t total;  /* every byte written into the channel */
+	/* The line being read, and what was not kept */
+	char *line;
+	size_t line_len;
+	bool line_long;  /* longer than LB_GATE_MAX_LINE: not the gate's */
+	struct json_object *kept; /* the events kept, for the caps' decisions */
+	size_t dropped;  /* events past the caps */
+	size_t refused_dropped; /* of them, refusals */
+	size_t foreign;  /* lines that are not the gate's: not JSON, not an event, too long */
+	unsigned seen;   /* which of the gate's own lines are kept already */
 } lb_gate_channel;
+
+/* Takes n bytes of the channel as the reading thread does: whole lines are judged, kept in
+ * ch->buf or counted; a part line waits for the rest. With n 0 and at_end, a part line left
+ * over is counted as foreign (the gate writes whole lines, each in one write). ch->buf must be
+ * LB_GATE_MAX_READ bytes and ch->line LB_GATE_MAX_LINE. 0 or -ENOMEM. */
+int lb_gate_channel_feed(lb_gate_channel *ch, const char *data, size_t n, bool at_end);
 
 /* Takes p's descriptors (p->fd becomes -1, -1) and starts draining. 0 or a negative errno (the
  * descriptors are closed then; the channel reads as unreadable). */

@@ -2,6 +2,7 @@
 #include "labbox/gate.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -9,8 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* Reads what the FIFO holds now, keeping the first LB_GATE_MAX_READ bytes. */
-static void drain(lb_gate_channel *ch)
+/* Reads what the FIFO holds now, line by line (lb_gate_channel_feed). */
+static void drain(lb_gate_channel *ch, bool at_end)
 {
 	char chunk[65536];
 	for (;;) {
@@ -18,14 +19,12 @@ static void drain(lb_gate_channel *ch)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return; /* EAGAIN: empty for now; never EOF, labbox holds a write end */
-		size_t keep = LB_GATE_MAX_READ - ch->len;
-		if (keep > (size_t)n)
-			keep = (size_t)n;
-		memcpy(ch->buf + ch->len, chunk, keep);
-		ch->len += keep;
-		ch->total += (uint64_t)n;
+			break; /* EAGAIN: empty for now; never EOF, labbox holds a write end */
+		/* -ENOMEM: what is lost is counted nowhere; the lines kept stay */
+		lb_gate_channel_feed(ch, chunk, (size_t)n, false);
 	}
+	if (at_end)
+		lb_gate_channel_feed(ch, NULL, 0, true);
 }
 
 static void *reader(void *arg)
@@ -36,12 +35,12 @@ static void *reader(void *arg)
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
-			drain(ch);
+			drain(ch, false);
 		if (p[1].revents)
 			break;
 	}
 	/* The run's processes are gone: what they wrote last is in the pipe. */
-	drain(ch);
+	drain(ch, true);
 	return NULL;
 }
 
@@ -53,8 +52,10 @@ int lb_gate_channel_start(lb_gate_channel *ch, lb_gate_paths *p)
 	p->fd[0] = p->fd[1] = -1;
 	ch->stop = eventfd(0, EFD_CLOEXEC);
 	ch->buf = malloc(LB_GATE_MAX_READ);
+	ch->line = malloc(LB_GATE_MAX_LINE);
+	ch->kept = json_object_new_array();
 	int r = 0;
-	if (ch->fd[0] < 0 || ch->stop < 0 || !ch->buf)
+	if (ch->fd[0] < 0 || ch->stop < 0 || !ch->buf || !ch->line || !ch->kept)
 		r = ch->fd[0] < 0 ? -EBADF : ch->stop < 0 ? -errno : -ENOMEM;
 	else {
 		/* With every signal blocked: the sandbox waits for its child's SIGCHLD on a
@@ -71,6 +72,7 @@ int lb_gate_channel_start(lb_gate_channel *ch, lb_gate_paths *p)
 		free(ch->buf);
 		ch->buf = NULL;
 		lb_gate_channel_stop(ch);
+		lb_gate_channel_free(ch);
 	}
 	return r;
 }
@@ -97,4 +99,8 @@ void lb_gate_channel_free(lb_gate_channel *ch)
 	lb_gate_channel_stop(ch);
 	free(ch->buf);
 	ch->buf = NULL;
+	free(ch->line);
+	ch->line = NULL;
+	json_object_put(ch->kept);
+	ch->kept = NULL;
 }

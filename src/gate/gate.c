@@ -455,6 +455,99 @@ int lb_gate_parse_events(const char *data, size_t len, json_object *events, size
 	return 0;
 }
 
+/* The gate's own lines ch->seen has kept (a bit each) */
+enum { SEEN_HELLO = 1, SEEN_TAMPERED = 2, SEEN_DROPPED = 4 };
+
+static int keep_line(lb_gate_channel *ch, const char *line, size_t n)
+{
+	if (ch->len + n + 1 > LB_GATE_MAX_READ)
+		return 0; /* cannot be: the caps bound what is kept below this */
+	memcpy(ch->buf + ch->len, line, n);
+	ch->buf[ch->len + n] = '\n';
+	ch->len += n + 1;
+	return 0;
+}
+
+/* One whole line of the channel, without its newline. */
+static int take_line(lb_gate_channel *ch, const char *line, size_t n)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		unsigned bit;
+	} own[] = {
+		{gate_hello, sizeof gate_hello - 1, SEEN_HELLO},
+		{gate_tampered, sizeof gate_tampered - 1, SEEN_TAMPERED},
+		{gate_dropped, sizeof gate_dropped - 1, SEEN_DROPPED},
+	};
+	if (n == 0)
+		return 0; /* the gate starts each line with a newline of its own */
+	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+		if (is_line(line, n, own[i].text, own[i].len)) {
+			if (ch->seen & own[i].bit) {
+				if (own[i].bit == SEEN_DROPPED)
+					ch->dropped++; /* another process's cap */
+				return 0;
+			}
+			ch->seen |= own[i].bit;
+			return keep_line(ch, line, n);
+		}
+	json_object *ev = n < LB_GATE_MAX_LINE ? parse_line(line, n) : NULL, *v;
+	if (!ev) {
+		ch->foreign++;
+		return 0;
+	}
+	size_t have = json_object_array_length(ch->kept);
+	if (have >= LB_GATE_MAX_EVENTS &&
+	    (have >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS || kind_kept(ch->kept, ev))) {
+		ch->dropped++;
+		if (json_object_object_get_ex(ev, "refused", &v) && json_object_get_boolean(v))
+			ch->refused_dropped++;
+		json_object_put(ev);
+		return 0;
+	}
+	if (json_object_array_add(ch->kept, ev) < 0) {
+		json_object_put(ev);
+		return -ENOMEM;
+	}
+	return keep_line(ch, line, n);
+}
+
+int lb_gate_channel_feed(lb_gate_channel *ch, const char *data, size_t n, bool at_end)
+{
+	if (!ch->kept && !(ch->kept = json_object_new_array()))
+		return -ENOMEM;
+	ch->total += n;
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(data + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - data) : n, part = end - i;
+		if (!ch->line_long && ch->line_len + part < LB_GATE_MAX_LINE) {
+			memcpy(ch->line + ch->line_len, data + i, part);
+			ch->line_len += part;
+		} else {
+			ch->line_long = true;
+		}
+		if (nl) {
+			int r = 0;
+			if (ch->line_long)
+				ch->foreign++;
+			else
+				r = take_line(ch, ch->line, ch->line_len);
+			ch->line_len = 0;
+			ch->line_long = false;
+			if (r < 0)
+				return r;
+		}
+		i = end + 1;
+	}
+	if (at_end && (ch->line_len || ch->line_long)) {
+		ch->foreign++;
+		ch->line_len = 0;
+		ch->line_long = false;
+	}
+	return 0;
+}
+
 /* The static finding an event corresponds to: same rule, the same file and line when the
  * check found one there, else the first finding of that rule. */
 static json_object *matching_finding(json_object *findings, const char *rule, const char *file,
@@ -517,18 +610,34 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 	json_object *events = json_object_new_array();
 	size_t dropped = 0, bad = 0, refused = 0;
 	const char *channel = "none";
+	char foreign_note[400];
 	if (ch) {
 		channel = "unreadable";
 		if (ch->buf) {
-			/* A cut channel ends with a part line, which is not an event. */
+			/* What the reader kept, and what it counted */
 			lb_gate_parse_events(ch->buf, ch->len, events, &dropped, &bad);
-			channel = ch->total > ch->len ? "read in part" : "read";
+			dropped += ch->dropped;
+			bad += ch->foreign;
+			refused += ch->refused_dropped;
+			channel = "read";
 			if (lb_gate_tampered(ch->buf, ch->len)) {
 				channel = "tampered";
 				if (!note)
 					note = "the experiment replaced the gate's channel (its descriptor); "
 					       "the gate wrote on through the file opened again, and from then "
 					       "refused every event it judged";
+			} else if (bad) {
+				/* The gate writes whole lines of its own JSON, each in one write: what
+				 * is not one was written by the run's code, through the descriptor it
+				 * can reach. Each of the gate's lines starts with a newline, so a
+				 * part line written before it cannot swallow it. */
+				channel = "tampered";
+				snprintf(foreign_note, sizeof foreign_note,
+					 "the experiment wrote into the gate's channel (%zu line%s that "
+					 "are not the gate's); every line the gate wrote was read, and "
+					 "the events above are what it recorded", bad, bad == 1 ? "" : "s");
+				if (!note)
+					note = foreign_note;
 			}
 		}
 	}

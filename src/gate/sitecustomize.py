@@ -510,7 +510,7 @@ def _labbox_gate():
             return -1
         chan["fd"], chan["lost"] = nf, False
         try:
-            _write(nf, b'{"v": 1, "gate": "channel tampered"}\n')
+            _write(nf, b'\n{"v": 1, "gate": "channel tampered"}\n')
         except OSError:
             pass
         return nf
@@ -528,7 +528,7 @@ def _labbox_gate():
             # (sys.audit raises any) must not hide another. The drop is said once.
             state["dropped"] += 1
             if state["dropped"] == 1:
-                emit(b'{"v": 1, "gate": "dropped"}\n')
+                emit(b'\n{"v": 1, "gate": "dropped"}\n')
             return
         state["seen"].add(key)
         state["firsts"].add(first)
@@ -542,13 +542,26 @@ def _labbox_gate():
             text = to_json(doc)
         except (TypeError, ValueError):
             return
+        # Shortened field by field, never cut: labbox counts a line that is not whole JSON
+        # as written by the experiment (to_json writes ASCII, so a char is a byte)
+        for field, keep in (("args", None), ("detail", 200), ("file", 300), ("title", 60)):
+            if len(text) <= max_line - 1:
+                break
+            v = doc.get(field)
+            if field == "args":
+                doc["args"] = ["(too long)"]
+            elif type(v) is str and len(v) > keep:
+                doc[field] = "..." + v[-keep:] if field == "file" else v[:keep] + "..."
+            text = to_json(doc)
         if len(text) > max_line - 1:
-            doc["args"] = ["(too long)"]
-            text = to_json(doc)[: max_line - 1]
-        emit((text + "\n").encode())
+            return
+        emit(("\n" + text + "\n").encode())
 
     def emit(line):
-        """One line into the channel, checked to be the channel first."""
+        """One line into the channel, checked to be the channel first. Each line is one
+        write of at most max_line + 1 bytes, so the pipe takes it whole (PIPE_BUF), and
+        starts with a newline: a part line the experiment wrote through the descriptor it
+        can reach ends there, and cannot swallow the gate's (labbox counts it as foreign)."""
         f = channel_fd()
         if f >= 0:
             try:
@@ -3215,7 +3228,7 @@ def _labbox_gate():
     # this line reaches it (a gate that broke half-way, or never ran, is not claimed).
     if fd >= 0:
         try:
-            _write(fd, b'{"v": 1, "gate": "installed"}\n')
+            _write(fd, b'\n{"v": 1, "gate": "installed"}\n')
         except OSError:
             pass
 

@@ -2235,6 +2235,44 @@ def test_a_replaced_channel_is_said_and_refuses_from_then_on(tmp_path):
     assert not (r.exp / "after.txt").exists(), "an open after the tampering was allowed"
 
 
+@pytest.mark.parametrize("how", ["part_line", "flood_first"])
+def test_a_refusal_cannot_be_hidden_by_writing_into_the_channel(tmp_path, how):
+    """os.write raises no audit event, and the experiment holds the gate's channel open: a
+    part line written before the gate's next record (which the reader joined to it and
+    dropped as not JSON), or more than the reader kept (1 MiB of forged events, then the
+    refusal), took a caught refusal out of result.json, and the run was simply completed."""
+    exp = write_exp(tmp_path, """
+        import os
+        def target(n):
+            try:
+                return os.readlink("/proc/self/fd/" + n)
+            except OSError:
+                return ""
+        fd = [int(n) for n in os.listdir("/proc/self/fd") if "labbox-gate" in target(n)][0]
+        if HOW == "part_line":
+            os.write(fd, b"{")
+        else:
+            line = b'{"v": 1, "event": "x", "args": [], "refused": false, "rule": "LB101"}\\n'
+            for _ in range((2 << 20) // len(line)):
+                os.write(fd, line)
+        try:
+            open("/usr/zz", "w")
+        except OSError as e:
+            print("refused:", e)
+        print("acc: 0.5")
+    """.replace("HOW", repr(how)))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "refused:" in r.log(), r.log()[-2000:]
+    g = gate(r)
+    assert g["refused"] >= 1, json.dumps(g)[:2000]
+    assert_refused(r, "open", "LB110")
+    assert r.result["status"] == "completed"
+    warned = [w["kind"] for w in r.result.get("diagnosis_warnings") or []]
+    assert "gate_refusals_caught" in warned, r.result.get("diagnosis_warnings")
+    if how == "part_line":
+        assert g["channel"] == "tampered" and g["malformed"] == 1, json.dumps(g)[:2000]
+
+
 def test_a_flood_of_forged_events_is_counted_as_dropped(tmp_path):
     """sys.audit raises any event: 300 of one kind from 300 lines fill the record, and the
     record says that it dropped some, and keeps the first of a kind it had not seen."""

@@ -32,8 +32,10 @@ def test_the_events_channel_cannot_fill_the_disk_or_lose_a_refusal(tmp_path):
         f"the gate refused os.system, but runtime_gate does not say so after the experiment "
         f"attacked the channel ({att}): {json.dumps(g)[:1500]}")
     assert g["refused"] >= 1
-    # the flood is not silently absorbed: the record says the channel was more than was read
-    assert g["channel"] == "read in part", json.dumps(g)[:1500]
+    # the flood is not silently absorbed: every byte was read, and the record says that the
+    # experiment wrote into the channel
+    assert g["channel"] == "tampered" and g["malformed"] >= 1, json.dumps(g)[:1500]
+    assert "wrote into the gate's channel" in g["note"], g["note"]
     assert not (run_dirs(tmp_path / "runs")[0] / "gate").exists()
 
 

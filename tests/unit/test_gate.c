@@ -192,6 +192,65 @@ static void test_channel_lines(void **state)
 	json_object_put(g);
 }
 
+/* The reader takes the channel line by line as it comes: a part line the experiment wrote
+ * before a line of the gate's (which starts with a newline) is foreign and swallows nothing;
+ * a flood past the caps keeps counting refusals; a line split across reads is whole. */
+static void test_channel_feed(void **state)
+{
+	(void)state;
+	lb_gate_channel ch = {0};
+	ch.buf = malloc(LB_GATE_MAX_READ);
+	ch.line = malloc(LB_GATE_MAX_LINE);
+	assert_non_null(ch.buf);
+	assert_non_null(ch.line);
+	static const char hello[] = "\n{\"v\": 1, \"gate\": \"installed\"}\n";
+	static const char refusal[] =
+		"\n{\"v\": 1, \"event\": \"open\", \"args\": [], \"refused\": true, "
+		"\"rule\": \"LB110\", \"file\": \"/x/main.py\", \"line\": 3}\n";
+	assert_int_equal(lb_gate_channel_feed(&ch, hello, sizeof hello - 1, false), 0);
+	assert_int_equal(lb_gate_channel_feed(&ch, "{", 1, false), 0);
+	/* the gate's line in two reads */
+	assert_int_equal(lb_gate_channel_feed(&ch, refusal, 20, false), 0);
+	assert_int_equal(lb_gate_channel_feed(&ch, refusal + 20, sizeof refusal - 1 - 20, false), 0);
+	/* a flood of forged events of one kind, then a long line, then a refusal of a kind
+	 * past the caps' kinds: counted though not kept */
+	char forged[200];
+	for (int i = 0; i < LB_GATE_MAX_EVENTS + 10; i++) {
+		int n = snprintf(forged, sizeof forged,
+				 "{\"v\": 1, \"event\": \"e%d\", \"args\": [], \"refused\": false, "
+				 "\"rule\": \"LB101\"}\n", i);
+		assert_int_equal(lb_gate_channel_feed(&ch, forged, (size_t)n, false), 0);
+	}
+	char *junk = malloc(3 * LB_GATE_MAX_LINE);
+	assert_non_null(junk);
+	memset(junk, 'x', 3 * LB_GATE_MAX_LINE);
+	assert_int_equal(lb_gate_channel_feed(&ch, junk, 3 * LB_GATE_MAX_LINE, false), 0);
+	free(junk);
+	static const char late[] =
+		"\n{\"v\": 1, \"event\": \"socket.connect\", \"args\": [], \"refused\": true, "
+		"\"rule\": \"LB105\"}\n";
+	assert_int_equal(lb_gate_channel_feed(&ch, late, sizeof late - 1, false), 0);
+	assert_int_equal(lb_gate_channel_feed(&ch, "{\"part", 6, true), 0);
+	assert_true(ch.len <= LB_GATE_MAX_READ);
+	json_object *g = lb_gate_collect(&ch, LB_GATE_ON, "standard", false, NULL, NULL), *v, *e;
+	assert_non_null(g);
+	assert_true(json_object_object_get_ex(g, "installed", &v) && json_object_get_boolean(v));
+	assert_true(json_object_object_get_ex(g, "channel", &v));
+	assert_string_equal(json_object_get_string(v), "tampered");
+	assert_true(json_object_object_get_ex(g, "malformed", &v));
+	assert_int_equal(json_object_get_int64(v), 3); /* "{", the long line, the part at the end */
+	assert_true(json_object_object_get_ex(g, "refused", &v));
+	assert_int_equal(json_object_get_int64(v), 2);
+	assert_true(json_object_object_get_ex(g, "events", &v));
+	e = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(e, "event", &v));
+	assert_string_equal(json_object_get_string(v), "open");
+	assert_true(json_object_object_get_ex(g, "note", &v));
+	assert_non_null(strstr(json_object_get_string(v), "wrote into the gate's channel"));
+	json_object_put(g);
+	lb_gate_channel_free(&ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_heard),
 		cmocka_unit_test(test_channel_lines),
+		cmocka_unit_test(test_channel_feed),
 		cmocka_unit_test(test_diagnose_refusal),
 		cmocka_unit_test(test_write_config),
 	};
