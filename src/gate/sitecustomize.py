@@ -2056,8 +2056,10 @@ def _labbox_gate():
         ("torch.utils.data._utils.collate", "default_collate"),
         ("torch.utils.data._utils.collate", "default_convert"),
         ("functools", "partial"), ("functools", "reduce"),
-        # how compiled patterns and loggers pickle
-        ("re", "_compile"), ("logging", "getLogger"),
+        # how compiled patterns and loggers pickle, and the records a QueueHandler sends
+        ("re", "_compile"), ("logging", "getLogger"), ("logging", "LogRecord"),
+        # a sparse tensor's layout, looked up among torch's layouts by its name
+        ("torch.serialization", "_get_layout"),
         ("multiprocessing.managers", "RebuildProxy"),
         # a shared value with its lock, as a spawned child gets it (mp.Value, mp.Array):
         # it wraps the ctypes object it is handed in properties that read it
@@ -2262,9 +2264,16 @@ def _labbox_gate():
             return type(mn) is str and mn.split(".")[0] == top, True
         return False, True
 
+    # Values a pickle names in builtins (an index's `...`), judged by identity: the
+    # experiment can bind another object to the name
+    builtin_singletons = {"Ellipsis": Ellipsis, "NotImplemented": NotImplemented}
+
     def pickle_verdict(modname, name):
         """(verdict, final): final when it holds for later judgings too (not a module that
         was not loaded yet, failed to import, or lacked the name)."""
+        if modname == "builtins" and (name == "Ellipsis" or name == "NotImplemented"):
+            d = loaded_dict(modname)
+            return d is not None and sget(d, name) is builtin_singletons[name], True
         if not is_one(type(sget(_modules, modname)), (type(None), _ModuleType)):
             # a module of a class of its own: find_class's getattr runs its descriptors,
             # which say what they like whatever its namespace holds
@@ -2662,17 +2671,45 @@ def _labbox_gate():
                     out.append((m2, name))
         return out
 
+    py2_absent = {}  # Python 2 module name -> no module of that name can be found
+
+    def py2_module_absent(modname):
+        """Whether a Python 2 module name the unpickler renames (__builtin__, copy_reg) names
+        no module here: not loaded, and no finder finds it (asked on a thread of its own, as
+        the finders are the experiment's to change). Then only the renamed name can be
+        loaded: a pickle of protocol 3 or more, which is not renamed, fails to import it."""
+        if "." in modname or sget(_modules, modname) is not None:
+            return False
+        v = py2_absent.get(modname)
+        if v is None:
+            ok, spec = isolated(find_spec_fn, (modname,))
+            v = ok and spec is None
+            if len(py2_absent) < 256:
+                py2_absent[modname] = v
+        return v
+
+    def find_spec_fn(modname):
+        return _import("importlib.util", None, None, ["find_spec"]).find_spec(modname)
+
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]
+        renamed = False
         if type(modname) is str and type(name) is str:
             for m2, n2 in compat_names(modname, name):
-                if (m2, n2) != (modname, name) and not pickle_ok(m2, n2):
+                if (m2, n2) == (modname, name):
+                    continue
+                if not pickle_ok(m2, n2):
                     refuse(event, args[:2], frame, "gate.pickle",
                            "pickle find_class outside the allowlist",
                            "%s.%s, which the unpickler renames to %s.%s for a Python 2 "
                            "pickle, is not a class or reconstruction function labbox allows"
                            % (summary(modname), summary(name), summary(m2), summary(n2)))
                     return
+                renamed = True
+        # A protocol 2 pickle (torch.save's default) names the builtins __builtin__'s: the
+        # name judged is the one the unpickler loads, when the original cannot be loaded
+        if renamed and py2_module_absent(modname):
+            return
         ipc = ipc_pickle(frame)
         if ipc:
             ipc_patch()

@@ -2329,6 +2329,75 @@ def test_what_pool_tasks_and_ordinary_objects_pickle_is_accepted(tmp_path):
     assert refused_events(r) == [], r.why()
 
 
+def test_what_checkpoints_and_log_queues_pickle_is_accepted(tmp_path):
+    """Refused before, all ordinary research code: torch.save writes protocol 2, which names
+    the builtins as Python 2's __builtin__ (a defaultdict(list) of a history, a complex, a
+    range); an index with `...`; a sparse tensor (its layout by name); log records a
+    QueueHandler sends from a worker (refused in the listener's thread, so the run completed
+    with an empty log)."""
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, """
+        import collections, logging, logging.handlers, pickle
+        import multiprocessing as mp
+        import torch
+        def worker(q):
+            lg = logging.getLogger("w")
+            lg.addHandler(logging.handlers.QueueHandler(q))
+            lg.setLevel(logging.INFO)
+            lg.info("epoch done")
+        if __name__ == "__main__":
+            ck = {"hist": collections.defaultdict(list, a=[1]), "c": complex(1, 2),
+                  "r": range(3), "idx": (Ellipsis, slice(0, 2)), "n": NotImplemented,
+                  "err": ValueError("x"), "b": bytearray(b"x")}
+            torch.save(ck, "ckpt.pt")
+            print("checkpoint:", repr(torch.load("ckpt.pt")) == repr(ck))
+            print("protocols:", all(repr(pickle.loads(pickle.dumps(ck, protocol=p))) == repr(ck)
+                                    for p in range(pickle.HIGHEST_PROTOCOL + 1)))
+            torch.save(torch.eye(3).to_sparse(), "adj.pt")
+            print("nnz:", torch.load("adj.pt")._nnz())
+            q = mp.Queue()
+            lis = logging.handlers.QueueListener(q, logging.FileHandler("train.log"))
+            lis.start()
+            p = mp.Process(target=worker, args=(q,))
+            p.start()
+            p.join()
+            lis.stop()
+            print("log_lines:", len(open("train.log").readlines()))
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, timeout=600)
+    assert r.rc == 0, r.why()
+    for want in ("checkpoint: True", "protocols: True", "nnz: 3", "log_lines: 1"):
+        assert want in r.log(), (want, r.log()[-3000:])
+    assert refused_events(r) == [], r.why()
+
+
+@pytest.mark.parametrize("name", ["getattr", "eval", "type"])
+def test_a_python2_name_is_judged_as_what_the_unpickler_loads(tmp_path, name):
+    """A protocol 2 pickle's __builtin__ names pass when what the unpickler renames them to
+    passes (builtins.list), never otherwise; and a module the experiment names __builtin__
+    itself is judged as any module."""
+    exp = write_exp(tmp_path, textwrap.dedent(PICKLE_PRELUDE) + textwrap.dedent("""
+        p = b"\\x80\\x02" + g("__builtin__", NAME) + s("x") + b"\\x85R."
+        try:
+            pickle.loads(p)
+        except PermissionError as e:
+            print("refused:", e)
+        import sys, types
+        fake = types.ModuleType("__builtin__")
+        fake.list = eval
+        sys.modules["__builtin__"] = fake
+        f = pickle.loads(b"\\x80\\x03" + g("__builtin__", "list") + b".")
+        print("loaded", f)
+        f(SRC)
+    """).replace("NAME", repr(name)))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--policy", "permissive", "--budget", "60")
+    assert "refused:" in r.log(), r.why()
+    assert "loaded" not in r.log(), r.why()
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["__builtin__", name], r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 OTHER_PYTHONS = ["/root/.pyenv/versions/%s/bin/python3" % v
                  for v in ("3.8.18", "3.9.18", "3.12.1", "3.13.0")]
 
