@@ -158,6 +158,7 @@ typedef enum ck_rule {
 	R_UNRESOLVED_WEAK, /* LB112 */
 	R_WRITE_UNKNOWN,   /* LB113 */
 	R_DESERIALIZE,     /* LB114 */
+	R_DYNCODE_FILE,    /* LB115 */
 	R_DENIED,       /* LB120 */
 	R_IMPORT,       /* LB201 */
 	R_SEED_ORDER,   /* LB301 */

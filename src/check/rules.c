@@ -53,6 +53,8 @@ const ck_rule_def ck_rules[R_COUNT] = {
 	[R_DESERIALIZE] = {{"LB114", "security", "deserialization that can run code (pickle, marshal, unsafe loaders)"},
 			   W, W, false,
 			   "load data with json, numpy.load (allow_pickle=False) or torch.load(weights_only=True); the runtime gate refuses a pickle that names anything but plain data classes"},
+	[R_DYNCODE_FILE] = {{"LB115", "security", "exec of a file's text"}, W, E, false,
+			    "under the runtime gate the text runs only when it is a .py file of the experiment's, which the check reads too; import it as a module where you can"},
 	[R_DENIED] = {{"LB120", "security", "denied by configuration"}, E, E, false,
 		      "the configuration denies this module or call; remove it"},
 	[R_IMPORT] = {{"LB201", "imports", "import not on the allowlist"}, W, W, false,

@@ -641,6 +641,25 @@ def _labbox_gate():
             refuse(event, args, frame, "LB110", "write outside the output paths",
                    "destination " + where)
 
+    # The experiment's .py files read as text, the most recent last: exec(open("config.py")
+    # .read()) (nanoGPT's configurator) runs a file of the experiment, as an import would
+    py_reads = []
+
+    def note_py_read(path):
+        if not exp_dir or type(path) is not str or not path.endswith(".py"):
+            return
+        try:
+            full = resolve(path)
+        except (OSError, ValueError):
+            return
+        if not full.startswith(exp_dir + "/"):
+            return
+        if full in py_reads:
+            py_reads.remove(full)
+        py_reads.append(full)
+        if len(py_reads) > 16:
+            del py_reads[0]
+
     def on_open(event, args, frame):
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
         if frame is not None and frame.f_globals is gate_globals and type(path) is str and \
@@ -648,9 +667,11 @@ def _labbox_gate():
             return  # the gate opening its channel again (channel_fd)
         if type(mode) is str:
             if not any(c in mode for c in "wax+"):
+                note_py_read(path)
                 return
         elif type(flags) is int:
             if not flags & W:
+                note_py_read(path)
                 return
         else:
             return
@@ -1463,6 +1484,13 @@ def _labbox_gate():
         if fn_text and exp_dir and fn_text.startswith(exp_dir + "/") and same_as_file(fn_text, source):
             note_file_compile(frame, source)
             return  # a file of the experiment, compiled as it is
+        if k == "x" and py_reads and (type(source) is str or type(source) is bytes):
+            for p in py_reads[::-1]:
+                if same_as_file(p, source):
+                    note_file_compile(frame, source)
+                    # exec(TEXT) compiles and runs in the one call: its run is this code
+                    file_text_run[:] = [_ident(), frame, frame.f_lasti]
+                    return  # the text of a .py file of the experiment's it read, as it is
         if fstring_parts and fn_text == "<fstring>" and fstring_of_file(frame, source):
             return  # an f-string's expression, parsed within that compile (3.8)
         if k == "s" and not runner_frame(frame):
@@ -1593,6 +1621,8 @@ def _labbox_gate():
     # of the same frame on the same thread as the file's compile just passed.
     file_compile = []
 
+    file_text_run = []  # [thread, frame, instruction] of an exec of a file's text
+
     def note_file_compile(frame, source):
         if fstring_parts:
             file_compile[:] = [_ident(), frame, frame.f_lasti, source]
@@ -1689,6 +1719,11 @@ def _labbox_gate():
             # what it was given), whoever compiled it
             if cfn == "<timeit-src>" and timeit_frame(frame) and timeit_shaped(code):
                 return
+        if k == "x" and len(file_text_run) == 3 and type(code) is _CodeType:
+            ident, f, lasti = file_text_run
+            del file_text_run[:]
+            if ident == _ident() and f is frame and frame.f_lasti == lasti:
+                return  # exec(open("config.py").read()): what on_compile found a file's text
         refuse(event, args, frame, "LB103", "dynamic code (eval, exec, compile)")
 
     def flag_setter(f):

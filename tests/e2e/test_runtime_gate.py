@@ -2398,6 +2398,61 @@ def test_a_python2_name_is_judged_as_what_the_unpickler_loads(tmp_path, name):
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_nanogpts_configurator_runs_the_experiments_own_config_files(tmp_path):
+    """exec(open(PATH).read()) of a .py file of the experiment (nanoGPT's train.py runs
+    configurator.py so, which runs the config file named on the command line) is that file's
+    code, which the check reads too: a warning (LB115) and no refusal, where it was an LB103
+    rejection and, under permissive, a refusal at run time."""
+    exp = write_exp(tmp_path, """
+        batch_size = 4
+        learning_rate = 0.1
+        exec(open("configurator.py").read())
+        print("batch_size:", batch_size)
+        print("learning_rate:", learning_rate)
+    """)
+    (exp / "configurator.py").write_text(
+        "import sys\n"
+        "for arg in sys.argv[1:]:\n"
+        "    if not arg.startswith('--'):\n"
+        "        exec(open(arg).read())\n")
+    (exp / "config").mkdir()
+    (exp / "config" / "small.py").write_text("batch_size = 8\n")
+    r = run_exp(exp, tmp_path / "runs", args=("config/small.py",))
+    assert r.rc == 0, r.why()
+    assert "batch_size: 8" in r.log() and "learning_rate: 0.1" in r.log(), r.log()
+    assert refused_events(r) == [], r.why()
+    ids = [f["id"] for f in r.result["findings"]]
+    assert "LB115" in ids and "LB103" not in ids, ids
+
+
+@pytest.mark.parametrize("how", ["txt_file", "edited_text", "written_later"])
+def test_only_the_text_of_a_py_file_of_the_experiment_runs(tmp_path, how):
+    """What is not byte for byte a .py file of the experiment's that the run read is still
+    dynamic code: a data file's text, a file's text with a line added, a file's text after the
+    file was read and its text kept."""
+    exp = write_exp(tmp_path, """
+        HOW = %r
+        if HOW == "txt_file":
+            src = open("payload.txt").read()
+        elif HOW == "edited_text":
+            src = open("helper.py").read() + "\\nopen('MARKER', 'w').close()\\n"
+        else:
+            src = open("helper.py").read()
+            open("helper.py", "w").write("x = 2\\n")
+            open("helper.py").read()
+        try:
+            exec(src)
+        except PermissionError as e:
+            print("refused:", e)
+    """ % how)
+    (exp / "helper.py").write_text("x = 1\nopen('MARKER', 'w').close()\n")
+    (exp / "payload.txt").write_text("open('MARKER', 'w').close()\n")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--policy", "permissive")
+    assert "refused:" in r.log(), r.log()[-2000:]
+    assert_refused(r, "compile", "LB103")
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 OTHER_PYTHONS = ["/root/.pyenv/versions/%s/bin/python3" % v
                  for v in ("3.8.18", "3.9.18", "3.12.1", "3.13.0")]
 
