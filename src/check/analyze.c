@@ -2033,6 +2033,28 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		a->judged = true;
 		return out;
 	}
+	/* A package's data read through the import system (importlib.resources.files("pkg"),
+	 * pkgutil.get_data("pkg", "data.json")): with the package written out this is the
+	 * import of that package, and the data is read, not run. A computed or relative package
+	 * stays the summary's (LB104). */
+	static const char *const resource_readers[] = {
+		"importlib.resources.files", "importlib.resources.read_text",
+		"importlib.resources.read_binary", "importlib.resources.open_text",
+		"importlib.resources.open_binary", "importlib.resources.path",
+		"importlib.resources.contents", "importlib.resources.is_resource",
+		"pkgutil.get_data",
+	};
+	if (!a->splat && a->npos > 0 &&
+	    in_names(q, resource_readers, sizeof resource_readers / sizeof *resource_readers)) {
+		vset names = eval(c, sc, a->pos[0]);
+		const char *s = vs_str(&names);
+		if (!s || !s[0] || s[0] == '.')
+			return out;
+		a->used[0] = true;
+		import_event(c, s, node, true);
+		a->judged = true;
+		return out;
+	}
 	if (strcmp(q, "builtins.type") == 0 && a->npos == 1) {
 		val t = {.kind = VK_TYPEOBJ};
 		vs_add(&out, t);

@@ -1,0 +1,3 @@
+# verdict: reject
+# policy: strict
+exec(open("configurator.py").read())  # expect: LB115
