@@ -134,6 +134,7 @@ int lb_find_executable(const char *name, char **out);
 /* Time. */
 double lb_time_now(void);       /* wall clock, seconds since the epoch */
 double lb_time_monotonic(void); /* monotonic seconds */
+int64_t lb_realtime_ns(void);   /* wall clock, ns since the epoch (as a file's ctime is) */
 void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.123Z */
 
 /* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty

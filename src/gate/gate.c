@@ -165,7 +165,7 @@ static int cfg_line(lb_buf *b, const char *key, const char *val)
 int lb_gate_config_text(const lb_gate_config *cfg, lb_buf *out)
 {
 	lb_buf b = {0};
-	char num[2][24];
+	char num[3][24];
 	snprintf(num[0], sizeof num[0], "%d", LB_GATE_MAX_EVENTS);
 	snprintf(num[1], sizeof num[1], "%d", LB_GATE_MAX_LINE);
 	int r = lb_buf_append(&b, "labbox-gate 1\n", 14);
@@ -177,6 +177,10 @@ int lb_gate_config_text(const lb_gate_config *cfg, lb_buf *out)
 		r = cfg_line(&b, "network", cfg->network ? "1" : "0");
 	if (r == 0)
 		r = cfg_line(&b, "exp_dir", cfg->exp_dir ? cfg->exp_dir : "");
+	if (r == 0 && cfg->staged_ns > 0) {
+		snprintf(num[2], sizeof num[2], "%lld", (long long)cfg->staged_ns);
+		r = cfg_line(&b, "staged_ns", num[2]);
+	}
 	for (size_t i = 0; r == 0 && i < cfg->noutputs; i++)
 		r = cfg_line(&b, "output", cfg->outputs[i]);
 	for (size_t i = 0; r == 0 && i < cfg->nstdlib; i++)

@@ -93,6 +93,9 @@ def _labbox_gate():
     outputs = tuple(p.rstrip("/") for p in outputs if p.startswith("/"))
     max_events = int(cfg.get("max_events", "200"))
     max_line = int(cfg.get("max_line", "2048"))
+    # When labbox had staged the experiment: a file changed since (ctime later) was written
+    # by the run, and the check never read it
+    staged_ns = int(cfg.get("staged_ns", "0"))
     strict = policy == "strict"
     check_ran = policy != "permissive"  # the static check read the experiment's files
 
@@ -500,6 +503,9 @@ def _labbox_gate():
                 return f
         except OSError:
             pass
+        return channel_reopen()
+
+    def channel_reopen():
         chan["lost"] = chan["tampered"] = True
         try:
             nf = _open_fd(events_path, _O_APPEND)
@@ -561,13 +567,23 @@ def _labbox_gate():
         """One line into the channel, checked to be the channel first. Each line is one
         write of at most max_line + 1 bytes, so the pipe takes it whole (PIPE_BUF), and
         starts with a newline: a part line the experiment wrote through the descriptor it
-        can reach ends there, and cannot swallow the gate's (labbox counts it as foreign)."""
+        can reach ends there, and cannot swallow the gate's (labbox counts it as foreign).
+        A write that fails means the descriptor is the file's but no longer one the gate can
+        write (closed and opened again O_PATH or read-only): it is opened again as a
+        replaced one is, and the line written there."""
         f = channel_fd()
         if f >= 0:
             try:
                 _write(f, line)
+                return
             except OSError:
                 pass
+            f = channel_reopen()
+            if f >= 0:
+                try:
+                    _write(f, line)
+                except OSError:
+                    pass
 
     class _Refusal(Exception):
         pass
@@ -1486,7 +1502,7 @@ def _labbox_gate():
             return  # a file of the experiment, compiled as it is
         if k == "x" and py_reads and (type(source) is str or type(source) is bytes):
             for p in py_reads[::-1]:
-                if same_as_file(p, source):
+                if staged_file(p) and same_as_file(p, source):
                     note_file_compile(frame, source)
                     # exec(TEXT) compiles and runs in the one call: its run is this code
                     file_text_run[:] = [_ident(), frame, frame.f_lasti]
@@ -1622,6 +1638,16 @@ def _labbox_gate():
     file_compile = []
 
     file_text_run = []  # [thread, frame, instruction] of an exec of a file's text
+
+    def staged_file(fn):
+        """A file as labbox staged it: not changed since (its ctime, which no call of the
+        run's can set back, is older), so the static check read what it holds."""
+        if staged_ns <= 0:
+            return False
+        try:
+            return _stat_fn(fn).st_ctime_ns < staged_ns
+        except (OSError, ValueError):
+            return False
 
     def note_file_compile(frame, source):
         if fstring_parts:
@@ -2308,7 +2334,8 @@ def _labbox_gate():
         was not loaded yet, failed to import, or lacked the name)."""
         if modname == "builtins" and (name == "Ellipsis" or name == "NotImplemented"):
             d = loaded_dict(modname)
-            return d is not None and sget(d, name) is builtin_singletons[name], True
+            # not kept: the next judging must see a name bound to another object since
+            return d is not None and sget(d, name) is builtin_singletons[name], False
         if not is_one(type(sget(_modules, modname)), (type(None), _ModuleType)):
             # a module of a class of its own: find_class's getattr runs its descriptors,
             # which say what they like whatever its namespace holds
@@ -2706,25 +2733,41 @@ def _labbox_gate():
                     out.append((m2, name))
         return out
 
-    py2_absent = {}  # Python 2 module name -> no module of that name can be found
+    def module_blocked(modname):
+        """Whether sys.modules holds None for modname: its import raises ImportError."""
+        items = list(_dict_items(_modules))
+        hits = list(map(modname.__eq__, map(_first, items)))
+        if hits.count(True) != 1:
+            return False
+        k, v = items[hits.index(True)]
+        return type(k) is str and v is None
 
     def py2_module_absent(modname):
-        """Whether a Python 2 module name the unpickler renames (__builtin__, copy_reg) names
-        no module here: not loaded, and no finder finds it (asked on a thread of its own, as
-        the finders are the experiment's to change). Then only the renamed name can be
-        loaded: a pickle of protocol 3 or more, which is not renamed, fails to import it."""
-        if "." in modname or sget(_modules, modname) is not None:
+        """Whether a Python 2 module name the unpickler renames (__builtin__, copy_reg) can
+        load nothing here: then only the renamed name is loaded. A module of that name that
+        is loaded is judged as any (False). One that is not is made unimportable first, by
+        None in sys.modules (set on a thread of its own, as the dict's keys are the
+        experiment's to choose): a finder or a file of the experiment's that would make one
+        later cannot, and a pickle of protocol 3 or more, which is not renamed, fails to
+        import it. Code that tries `import __builtin__` gets the ImportError it would get
+        without one."""
+        if "." in modname:
             return False
-        v = py2_absent.get(modname)
-        if v is None:
-            ok, spec = isolated(find_spec_fn, (modname,))
-            v = ok and spec is None
-            if len(py2_absent) < 256:
-                py2_absent[modname] = v
-        return v
+        if module_blocked(modname):
+            return True
+        if sget(_modules, modname) is not None:
+            return False
+        ok, spec = isolated(find_spec_fn, (modname,))
+        if not ok or spec is not None:
+            return False
+        isolated(block_module, (modname,))
+        return module_blocked(modname)
 
     def find_spec_fn(modname):
         return _import("importlib.util", None, None, ["find_spec"]).find_spec(modname)
+
+    def block_module(modname):
+        _modules[modname] = None
 
     def on_find_class(event, args, frame):
         modname, name = (tuple(args) + (None, None))[:2]

@@ -2235,6 +2235,38 @@ def test_a_replaced_channel_is_said_and_refuses_from_then_on(tmp_path):
     assert not (r.exp / "after.txt").exists(), "an open after the tampering was allowed"
 
 
+def test_a_channel_the_gate_cannot_write_is_said_and_refuses_from_then_on(tmp_path):
+    """The red team's: the channel closed and opened again O_PATH at the same number is the
+    same file (dev, inode), and every write of the gate's failed with EBADF, silently: a
+    refusal the code caught left nothing in result.json."""
+    exp = write_exp(tmp_path, """
+        import os
+        P = "/run/labbox-gate/events.jsonl"
+        for fd in range(3, 64):
+            try:
+                if os.readlink("/proc/self/fd/%d" % fd) != P:
+                    continue
+            except OSError:
+                continue
+            os.close(fd)
+            r = os.open(P, os.O_PATH)
+            if r != fd:
+                os.dup2(r, fd)
+                os.close(r)
+        try:
+            os.system("echo x > MARKER")
+        except PermissionError as e:
+            print("refused:", e)
+        print("acc: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "refused:" in r.log(), r.log()[-2000:]
+    g = gate(r)
+    assert g["channel"] == "tampered", json.dumps(g)[:2000]
+    assert_refused(r, "os.system", "LB101")
+    assert not (r.exp / "MARKER").exists()
+
+
 @pytest.mark.parametrize("how", ["part_line", "flood_first"])
 def test_a_refusal_cannot_be_hidden_by_writing_into_the_channel(tmp_path, how):
     """os.write raises no audit event, and the experiment holds the gate's channel open: a
@@ -2371,6 +2403,40 @@ def test_what_checkpoints_and_log_queues_pickle_is_accepted(tmp_path):
     assert refused_events(r) == [], r.why()
 
 
+@pytest.mark.parametrize("how", ["py2_module_made_later", "ellipsis_rebound"])
+def test_a_name_that_passed_once_is_judged_again(tmp_path, how):
+    """The red team's: a protocol 2 pickle's __builtin__.list passed (no such module), then
+    the experiment wrote __builtin__.py with `list = exec` and a protocol 3 pickle, which is
+    not renamed, loaded it; builtins.Ellipsis passed by identity once, then was bound to
+    exec. Either ran the pickle's text from numpy's frame."""
+    exp = write_exp(tmp_path, textwrap.dedent(PICKLE_PRELUDE) + textwrap.dedent("""
+        import collections, importlib, io
+        import numpy as np
+        if HOW == "py2_module_made_later":
+            print(pickle.loads(pickle.dumps(collections.defaultdict(list), protocol=2)))
+            with open("__builtin__.py", "w") as f:
+                f.write("from builtins import exec as list\\n")
+            importlib.invalidate_caches()
+            name = g("__builtin__", "list")
+            proto = b"\\x80\\x03"
+        else:
+            print(pickle.loads(b"\\x80\\x04" + g("builtins", "Ellipsis") + b"."))
+            with open("rebind.py", "w") as f:
+                f.write("import builtins\\nbuiltins.Ellipsis = builtins.exec\\n")
+            importlib.invalidate_caches()
+            import rebind
+            name = g("builtins", "Ellipsis")
+            proto = b"\\x80\\x04"
+        try:
+            np.load(io.BytesIO(proto + name + s(SRC) + b"\\x85R."), allow_pickle=True)
+        except Exception as e:
+            print("refused:", type(e).__name__, e)
+    """).replace("HOW", repr(how)))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--policy", "permissive", "--budget", "60")
+    assert "refused:" in r.log(), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 @pytest.mark.parametrize("name", ["getattr", "eval", "type"])
 def test_a_python2_name_is_judged_as_what_the_unpickler_loads(tmp_path, name):
     """A protocol 2 pickle's __builtin__ names pass when what the unpickler renames them to
@@ -2425,21 +2491,26 @@ def test_nanogpts_configurator_runs_the_experiments_own_config_files(tmp_path):
     assert "LB115" in ids and "LB103" not in ids, ids
 
 
-@pytest.mark.parametrize("how", ["txt_file", "edited_text", "written_later"])
+@pytest.mark.parametrize("how", ["txt_file", "edited_text", "written_later", "new_file"])
 def test_only_the_text_of_a_py_file_of_the_experiment_runs(tmp_path, how):
-    """What is not byte for byte a .py file of the experiment's that the run read is still
-    dynamic code: a data file's text, a file's text with a line added, a file's text after the
-    file was read and its text kept."""
+    """What is not byte for byte a .py file of the experiment's, as labbox staged it, that the
+    run read is still dynamic code: a data file's text, a file's text with a line added, a
+    file's text after the file was read and its text kept, a .py file the run wrote (the red
+    team's: the check never read it)."""
     exp = write_exp(tmp_path, """
         HOW = %r
         if HOW == "txt_file":
             src = open("payload.txt").read()
         elif HOW == "edited_text":
             src = open("helper.py").read() + "\\nopen('MARKER', 'w').close()\\n"
-        else:
+        elif HOW == "written_later":
             src = open("helper.py").read()
             open("helper.py", "w").write("x = 2\\n")
             open("helper.py").read()
+        else:
+            with open("payload.py", "w") as f:
+                f.write("open('MARKER', 'w').close()\\n")
+            src = open("payload.py").read()
         try:
             exec(src)
         except PermissionError as e:
