@@ -1484,6 +1484,14 @@ def _labbox_gate():
                    "an annotation that is no type expression, evaluated by %s"
                    % summary(frame.f_code.co_filename))
             return
+        if check_ran and staged_ns > 0 and fn_text and exp_dir and \
+                fn_text.startswith(exp_dir + "/") and not staged_file(fn_text):
+            # A module the run wrote (or changed) and imports, whoever compiles it: code the
+            # static check did not read, as a .pyc outside the interpreter's paths is
+            refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "a file the run wrote or changed (%s), which the static check did not "
+                   "read" % fn_text)
+            return
         k = fkind(frame) if frame is not None else "s"
         if frame is None or k == "l" or timeit_template(frame, source):
             return  # a library's own code (what it is handed: decisions.md, the trampolines)

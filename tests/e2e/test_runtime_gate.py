@@ -2491,6 +2491,36 @@ def test_nanogpts_configurator_runs_the_experiments_own_config_files(tmp_path):
     assert "LB115" in ids and "LB103" not in ids, ids
 
 
+@pytest.mark.parametrize("how", ["written_module", "changed_module"])
+def test_a_module_the_run_wrote_is_not_imported(tmp_path, how):
+    """Code the static check never read does not run: a .py the run writes (or one of its
+    staged modules it rewrites) and then imports, as a .pyc outside the interpreter's paths
+    is refused. Its staged modules import as before."""
+    exp = write_exp(tmp_path, """
+        import importlib, sys
+        import helper
+        print("helper:", helper.X)
+        written = %r == "written_module"
+        with open("newmod.py" if written else "helper.py", "w") as f:
+            f.write("open('MARKER', 'w').close()\\n")
+        sys.modules.pop("helper", None)
+        importlib.invalidate_caches()
+        try:
+            if written:
+                import newmod
+            else:
+                import helper
+        except PermissionError as e:
+            print("refused:", e)
+    """ % how)
+    (exp / "helper.py").write_text("X = 3\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert "helper: 3" in r.log() and "refused:" in r.log(), r.log()[-2000:]
+    ev = assert_refused(r, "compile", "LB103")
+    assert ev["args"][0].endswith(".py"), ev
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 @pytest.mark.parametrize("how", ["txt_file", "edited_text", "written_later", "new_file"])
 def test_only_the_text_of_a_py_file_of_the_experiment_runs(tmp_path, how):
     """What is not byte for byte a .py file of the experiment's, as labbox staged it, that the
