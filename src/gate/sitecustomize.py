@@ -1484,8 +1484,11 @@ def _labbox_gate():
                    "an annotation that is no type expression, evaluated by %s"
                    % summary(frame.f_code.co_filename))
             return
-        if check_ran and staged_ns > 0 and fn_text and exp_dir and \
-                fn_text.startswith(exp_dir + "/") and not staged_file(fn_text):
+        exp_fn = fn_text
+        if exp_fn and not exp_fn.startswith("/") and exp_fn.endswith(".py"):
+            exp_fn = p_abspath(exp_fn)  # Python 3.8 names the script's directory as given
+        if check_ran and staged_ns > 0 and exp_fn and exp_dir and \
+                exp_fn.startswith(exp_dir + "/") and not staged_file(exp_fn):
             # A module the run wrote (or changed) and imports, whoever compiles it: code the
             # static check did not read, as a .pyc outside the interpreter's paths is
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
