@@ -171,6 +171,7 @@ raise RuntimeError("No CUDA GPUs are available")
 """
 
 
+@pytest.mark.xdist_group("host_gpu_nodes")  # not beside test_gpus.py's fake device nodes
 @pytest.mark.skipif(host_has_gpu(), reason="this host has a GPU: the no-GPU path is not reachable")
 def test_gpu_escalation_on_a_host_without_gpus_is_declined(tmp_path):
     exp = write_exp(tmp_path, NO_GPU)

@@ -10,7 +10,10 @@ import pytest
 
 from conftest import LABBOX
 
-pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="making device nodes needs root")
+# The fake device nodes are made in the host's /dev: the tests that look for a GPU there
+# (xdist_group "host_gpu_nodes") run on one worker, one after another.
+pytestmark = [pytest.mark.skipif(os.getuid() != 0, reason="making device nodes needs root"),
+              pytest.mark.xdist_group("host_gpu_nodes")]
 
 NODES = {"nvidia0": 0, "nvidia1": 1, "nvidiactl": 255}
 

@@ -102,6 +102,7 @@ def test_json_after_dashdash_is_the_experiments(tmp_path):
     assert p.stdout == ""
 
 
+@pytest.mark.xdist_group("host_gpu_nodes")  # not beside test_gpus.py's fake device nodes
 @pytest.mark.skipif(any(n.startswith("nvidia") for n in os.listdir("/dev")),
                     reason="this host has an NVIDIA GPU")
 def test_run_refused_gpu_is_an_infra_error_document(tmp_path):

@@ -4,6 +4,8 @@ import os
 import platform
 import subprocess
 
+import pytest
+
 from conftest import LABBOX
 
 
@@ -11,6 +13,7 @@ def probe(*args):
     return subprocess.run([LABBOX, "probe", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.xdist_group("host_gpu_nodes")  # not beside test_gpus.py's fake device nodes
 def test_probe_json_matches_the_host():
     p = probe("--json")
     assert p.returncode == 0, p.stderr
