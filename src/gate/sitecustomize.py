@@ -664,6 +664,8 @@ def _labbox_gate():
     def note_py_read(path):
         if not exp_dir or type(path) is not str or not path.endswith(".py"):
             return
+        if path.startswith("/") and not path.startswith(exp_dir + "/"):
+            return  # the interpreter's and the libraries' sources: no realpath for each
         try:
             full = resolve(path)
         except (OSError, ValueError):
