@@ -135,8 +135,9 @@ typedef struct lb_gate_config {
 	const char *const *stdlib;
 	size_t nstdlib;
 	const char *stdlib_for; /* lb_python_info.stdlib_for: where those paths hold */
-	/* CLOCK_REALTIME once the experiment was staged, in ns (0: not known): a file of the
-	 * experiment whose ctime is later was written by the run, and the check never read it */
+	/* The time once the experiment was staged, by the clock of its file system, in ns (0:
+	 * not known): a file of the experiment whose ctime is later was written by the run, and
+	 * the check never read it */
 	int64_t staged_ns;
 } lb_gate_config;
 

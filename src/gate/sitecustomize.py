@@ -1658,7 +1658,9 @@ def _labbox_gate():
         if staged_ns <= 0:
             return False
         try:
-            return _stat_fn(fn).st_ctime_ns < staged_ns
+            # labbox read staged_ns off a file it made after staging, on the same file
+            # system: a staged file's ctime is at most that, whatever its granularity
+            return _stat_fn(fn).st_ctime_ns <= staged_ns
         except (OSError, ValueError):
             return False
 

@@ -578,6 +578,23 @@ int64_t lb_realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t lb_fs_now_ns(const char *dir)
+{
+	LB_AUTOFREE char *path = NULL;
+	if (dir && asprintf(&path, "%s/.labbox-clock-XXXXXX", dir) >= 0) {
+		int fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0) {
+			struct stat st;
+			int r = fstat(fd, &st);
+			unlink(path);
+			close(fd);
+			if (r == 0)
+				return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		}
+	}
+	return lb_realtime_ns();
+}
+
 double lb_time_monotonic(void)
 {
 	struct timespec ts;
