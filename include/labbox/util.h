@@ -134,9 +134,8 @@ int lb_find_executable(const char *name, char **out);
 /* Time. */
 double lb_time_now(void);       /* wall clock, seconds since the epoch */
 double lb_time_monotonic(void); /* monotonic seconds */
-int64_t lb_realtime_ns(void);   /* wall clock, ns since the epoch (as a file's ctime is) */
 /* The clock of the file system dir is on, in ns: the ctime of a file made there now (a
- * file server's clock, where the directory is remote). lb_realtime_ns() when none can be. */
+ * file server's clock, where the directory is remote). The wall clock when none can be. */
 int64_t lb_fs_now_ns(const char *dir);
 void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.123Z */
 

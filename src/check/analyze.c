@@ -1429,7 +1429,6 @@ typedef struct args {
 	vset pre0;
 	bool judged; /* call_ref judged the call whole: the callee is not reported again */
 } args;
-static bool file_text_exec(ctx *c, const vset *callee, const args *a);
 
 /* ks gets the argument list's named children, which eval_call walks again */
 static void collect_args(ctx *c, TSNode list, args *a, kids *ks)
@@ -2595,6 +2594,35 @@ static void rebinds_builtin(ctx *c, const vset *obj, const char *name, TSNode at
 	}
 }
 
+/* exec(open(PATH).read()) or exec(Path(PATH).read_text()), as nanoGPT's configurator runs
+ * its config files: the check reads the experiment's .py files, and the runtime gate runs
+ * such text only when it is one of them (what it read, byte for byte). */
+static bool file_text_exec(ctx *c, const vset *callee, const args *a)
+{
+	if (callee->n != 1 || callee->v[0].kind != VK_REF ||
+	    strcmp(callee->v[0].s, "builtins.exec") != 0 || a->npos < 1)
+		return false;
+	TSNode x = a->pos[0];
+	if (!is(c, x, K_CALL))
+		return false;
+	TSNode f = field(c, x, F_FUNCTION), al = field(c, x, F_ARGUMENTS);
+	if (ts_node_is_null(f) || !is(c, f, K_ATTRIBUTE) || ts_node_is_null(al) ||
+	    ts_node_named_child_count(al) != 0)
+		return false;
+	TSNode at = field(c, f, F_ATTRIBUTE), obj = field(c, f, F_OBJECT);
+	if (ts_node_is_null(at) || ts_node_is_null(obj) || !is(c, obj, K_CALL))
+		return false;
+	TSNode of = field(c, obj, F_FUNCTION);
+	const char *m = text(c, at), *opener = ts_node_is_null(of) ? NULL : text(c, of);
+	if (!m || !opener)
+		return false;
+	if (strcmp(m, "read") == 0)
+		return strcmp(opener, "open") == 0 || strcmp(opener, "io.open") == 0;
+	if (strcmp(m, "read_text") == 0)
+		return strcmp(opener, "Path") == 0 || strcmp(opener, "pathlib.Path") == 0;
+	return false;
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -2721,35 +2749,6 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		}
 	}
 	return out;
-}
-
-/* exec(open(PATH).read()) or exec(Path(PATH).read_text()), as nanoGPT's configurator runs
- * its config files: the check reads the experiment's .py files, and the runtime gate runs
- * such text only when it is one of them (what it read, byte for byte). */
-static bool file_text_exec(ctx *c, const vset *callee, const args *a)
-{
-	if (callee->n != 1 || callee->v[0].kind != VK_REF ||
-	    strcmp(callee->v[0].s, "builtins.exec") != 0 || a->npos < 1)
-		return false;
-	TSNode x = a->pos[0];
-	if (!is(c, x, K_CALL))
-		return false;
-	TSNode f = field(c, x, F_FUNCTION), al = field(c, x, F_ARGUMENTS);
-	if (ts_node_is_null(f) || !is(c, f, K_ATTRIBUTE) || ts_node_is_null(al) ||
-	    ts_node_named_child_count(al) != 0)
-		return false;
-	TSNode at = field(c, f, F_ATTRIBUTE), obj = field(c, f, F_OBJECT);
-	if (ts_node_is_null(at) || ts_node_is_null(obj) || !is(c, obj, K_CALL))
-		return false;
-	TSNode of = field(c, obj, F_FUNCTION);
-	const char *m = text(c, at), *opener = ts_node_is_null(of) ? NULL : text(c, of);
-	if (!m || !opener)
-		return false;
-	if (strcmp(m, "read") == 0)
-		return strcmp(opener, "open") == 0 || strcmp(opener, "io.open") == 0;
-	if (strcmp(m, "read_text") == 0)
-		return strcmp(opener, "Path") == 0 || strcmp(opener, "pathlib.Path") == 0;
-	return false;
 }
 
 /* ---- the generic walk ------------------------------------------------------------------------- */

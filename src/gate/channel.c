@@ -68,12 +68,8 @@ int lb_gate_channel_start(lb_gate_channel *ch, lb_gate_paths *p)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	ch->running = r == 0;
-	if (r < 0) {
-		free(ch->buf);
-		ch->buf = NULL;
-		lb_gate_channel_stop(ch);
-		lb_gate_channel_free(ch);
-	}
+	if (r < 0)
+		lb_gate_channel_free(ch); /* stops too; buf NULL: the channel reads as unreadable */
 	return r;
 }
 

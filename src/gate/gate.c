@@ -423,6 +423,16 @@ static bool kind_kept(json_object *events, json_object *ev)
 	return false;
 }
 
+/* Whether ev is past the caps, given the events kept so far: past LB_GATE_MAX_EVENTS only an
+ * event of a kind not kept yet is kept, so a flood of one (sys.audit raises any) does not hide
+ * another. */
+static bool past_caps(json_object *events, json_object *ev)
+{
+	size_t have = json_object_array_length(events);
+	return have >= LB_GATE_MAX_EVENTS &&
+	       (have >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS || kind_kept(events, ev));
+}
+
 int lb_gate_parse_events(const char *data, size_t len, json_object *events, size_t *dropped,
 			 size_t *bad)
 {
@@ -442,11 +452,7 @@ int lb_gate_parse_events(const char *data, size_t len, json_object *events, size
 			json_object *ev = n < LB_GATE_MAX_LINE ? parse_line(data + i, n) : NULL;
 			if (!ev)
 				(*bad)++;
-			else if (json_object_array_length(events) >= LB_GATE_MAX_EVENTS &&
-				 (json_object_array_length(events) >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS ||
-				  kind_kept(events, ev))) {
-				/* Past the cap only an event of a kind not kept yet: a flood of one
-				 * (sys.audit raises any) does not hide another. */
+			else if (past_caps(events, ev)) {
 				(*dropped)++;
 				json_object_put(ev);
 			} else if (json_object_array_add(events, ev) < 0) {
@@ -501,9 +507,7 @@ static int take_line(lb_gate_channel *ch, const char *line, size_t n)
 		ch->foreign++;
 		return 0;
 	}
-	size_t have = json_object_array_length(ch->kept);
-	if (have >= LB_GATE_MAX_EVENTS &&
-	    (have >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS || kind_kept(ch->kept, ev))) {
+	if (past_caps(ch->kept, ev)) {
 		ch->dropped++;
 		if (json_object_object_get_ex(ev, "refused", &v) && json_object_get_boolean(v))
 			ch->refused_dropped++;

@@ -2748,14 +2748,19 @@ def _labbox_gate():
                     out.append((m2, name))
         return out
 
-    def module_blocked(modname):
-        """Whether sys.modules holds None for modname: its import raises ImportError."""
+    def module_entry(modname):
+        """"absent", "blocked" (None: its import raises ImportError) or "other": what
+        sys.modules holds for modname, in one scan, read as sget reads it (and refused
+        as sget refuses a key that is not one exact str)."""
         items = list(_dict_items(_modules))
         hits = list(map(modname.__eq__, map(_first, items)))
-        if hits.count(True) != 1:
-            return False
+        n = hits.count(True)
+        if n == 0:
+            return "absent"
         k, v = items[hits.index(True)]
-        return type(k) is str and v is None
+        if n > 1 or type(k) is not str:
+            raise _Tampered(modname)
+        return "blocked" if v is None else "other"
 
     def py2_module_absent(modname):
         """Whether a Python 2 module name the unpickler renames (__builtin__, copy_reg) can
@@ -2768,15 +2773,14 @@ def _labbox_gate():
         without one."""
         if "." in modname:
             return False
-        if module_blocked(modname):
-            return True
-        if sget(_modules, modname) is not None:
-            return False
+        entry = module_entry(modname)
+        if entry != "absent":
+            return entry == "blocked"
         ok, spec = isolated(find_spec_fn, (modname,))
         if not ok or spec is not None:
             return False
         isolated(block_module, (modname,))
-        return module_blocked(modname)
+        return module_entry(modname) == "blocked"
 
     def find_spec_fn(modname):
         return _import("importlib.util", None, None, ["find_spec"]).find_spec(modname)

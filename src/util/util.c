@@ -571,7 +571,7 @@ double lb_time_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int64_t lb_realtime_ns(void)
+static int64_t realtime_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -592,7 +592,7 @@ int64_t lb_fs_now_ns(const char *dir)
 				return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 		}
 	}
-	return lb_realtime_ns();
+	return realtime_ns();
 }
 
 double lb_time_monotonic(void)
