@@ -42,6 +42,14 @@ int lb_check_config_set_policy(lb_check_config *cfg, lb_check_policy p);
  * hard-gate findings only when the operator trusts the project (the code and its config are
  * usually written by the same untrusted author). Default false. */
 int lb_check_config_set_trust_project(lb_check_config *cfg, bool trust);
+/* Whether the runtime gate will refuse, as it happens, what the code reaches only through a
+ * standard library call (platform.platform() may start `uname -p`; logging.config.dictConfig
+ * imports the classes it is named). Under standard such a finding is then a warning, not an
+ * error: the call is judged where it does the thing, not rejected for what it might do.
+ * strict rejects it either way. Default true, as `labbox run` under standard or strict has
+ * the gate on; false for a run without a gate that refuses (--runtime-gate off or record, a
+ * backend that does not bind it, --allow-degraded gate). */
+int lb_check_config_set_runtime_gate(lb_check_config *cfg, bool refuses);
 /* Module (and everything under it) or call (a resolved dotted name such as shutil.rmtree)
  * allowed or denied. Allowing a module also puts it on the import allowlist. */
 int lb_check_config_allow_module(lb_check_config *cfg, const char *module);

@@ -125,6 +125,8 @@ struct lb_check_config {
 	/* lb_check_dir_imports: only the imports are wanted, which no library summary changes;
 	 * none is read or (with no cache) built */
 	bool imports_only;
+	/* set_runtime_gate: the run's gate refuses what a library call reaches as it happens */
+	bool gate_refuses;
 };
 
 /* An R or Octave experiment (lang is an lb_lang): its files read by the language's own
@@ -209,6 +211,11 @@ typedef struct ck_raw {
 	unsigned line, col;
 	char *message;
 	char *name;
+	/* what the runtime gate judges where it happens, so ck_settle weighs it against the
+	 * run's gate: a capability a library call may reach (found only through the standard
+	 * library's summaries), or a module loaded from a file (its code is compiled under the
+	 * gate, which runs only the experiment's staged files and the libraries' own) */
+	bool gate_judges;
 } ck_raw;
 
 typedef struct ck_raws {

@@ -67,6 +67,7 @@ int lb_check_config_new(lb_check_config **out)
 	if (!c)
 		return -ENOMEM;
 	c->policy = LB_CHECK_STANDARD;
+	c->gate_refuses = true;
 	*out = c;
 	return 0;
 }
@@ -105,6 +106,7 @@ int ck_config_copy(const lb_check_config *src, lb_check_config **out)
 	c->plan_line = src->plan_line;
 	c->answer_probe = src->answer_probe;
 	c->imports_only = src->imports_only;
+	c->gate_refuses = src->gate_refuses;
 	if ((r = list_copy(&c->allow_modules, &src->allow_modules)) < 0 ||
 	    (r = list_copy(&c->allow_calls, &src->allow_calls)) < 0 ||
 	    (r = list_copy(&c->deny_modules, &src->deny_modules)) < 0 ||
@@ -169,6 +171,12 @@ int lb_check_config_set_policy(lb_check_config *c, lb_check_policy p)
 int lb_check_config_set_trust_project(lb_check_config *c, bool trust)
 {
 	c->trust_project = trust;
+	return 0;
+}
+
+int lb_check_config_set_runtime_gate(lb_check_config *c, bool refuses)
+{
+	c->gate_refuses = refuses;
 	return 0;
 }
 

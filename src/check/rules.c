@@ -454,6 +454,7 @@ int ck_raw_add(ck_raws *r, ck_rule rule, unsigned line, unsigned col, const char
 	x->col = col;
 	x->message = strdup(msg);
 	x->name = name ? strdup(name) : NULL;
+	x->gate_judges = false;
 	if (!x->message || (name && !x->name)) {
 		free(x->message);
 		free(x->name);

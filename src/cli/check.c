@@ -1,6 +1,7 @@
 /* labbox check: static validation of experiment code. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/gate.h"
 #include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/util.h"
@@ -43,6 +44,12 @@ static const char check_help[] =
 	"  --ignore ID|CATEGORY do not report a rule (LB201) or a category (harness); repeatable\n"
 	"  --trust-project      let the project's labbox.yaml allows and inline\n"
 	"                       `# labbox: allow[ID] reason` comments lift hard-gate rules too\n"
+	"  --runtime-gate on|record|off\n"
+	"                       the gate the run will have (default on, as `labbox run` under\n"
+	"                       standard). Under standard, what code reaches only through a\n"
+	"                       standard library call (platform.platform() may start `uname`)\n"
+	"                       is a warning when the gate is on, which refuses it where it\n"
+	"                       happens, and an error without it\n"
 	"  --no-cache           neither read nor write labbox's caches (each file's findings,\n"
 	"                       kept by content and configuration; the whole answer, printed\n"
 	"                       again when no file changed; compile() verdicts; the\n"
@@ -72,6 +79,7 @@ enum {
 	OPT_LIST_RULES,
 	OPT_CHECK_JSON,
 	OPT_NO_CACHE,
+	OPT_RUNTIME_GATE,
 };
 
 static int load_config_file(lb_check_config *cfg, const char *path)
@@ -313,6 +321,7 @@ int cli_check(int argc, char **argv)
 		{"list-rules", no_argument, NULL, OPT_LIST_RULES},
 		{"json", no_argument, NULL, OPT_CHECK_JSON},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"runtime-gate", required_argument, NULL, OPT_RUNTIME_GATE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -362,6 +371,18 @@ int cli_check(int argc, char **argv)
 		if (opt == OPT_NO_CACHE) {
 			lb_check_config_set_cache_dir(cfg, NULL);
 			use_cache = false;
+			continue;
+		}
+		if (opt == OPT_RUNTIME_GATE) {
+			/* what a run with this gate would reject: only a gate that is on refuses
+			 * what a library call reaches (the default under standard and strict) */
+			lb_gate_mode m;
+			if (lb_gate_mode_parse(optarg, &m) < 0) {
+				cli_error("check", "--runtime-gate '%s' is not one of on, record, off",
+					  optarg);
+				goto out;
+			}
+			lb_check_config_set_runtime_gate(cfg, m == LB_GATE_ON);
 			continue;
 		}
 		int r = option(cfg, opt, optarg);

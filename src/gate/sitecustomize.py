@@ -1500,6 +1500,17 @@ def _labbox_gate():
         k = fkind(frame) if frame is not None else "s"
         if frame is None or k == "l" or timeit_template(frame, source):
             return  # a library's own code (what it is handed: decisions.md, the trampolines)
+        if check_ran and staged_ns > 0 and fn_text and fn_text.startswith("/") and \
+                kind(fn_text) == "x" and not staged_file(fn_text) and \
+                origin(frame)[0] != "l":
+            # A source file outside the experiment and the libraries (/tmp, /dev/shm, an
+            # output path) written or changed since labbox staged the run, compiled for the
+            # experiment (an import after sys.path.insert, spec_from_file_location): code
+            # the static check did not read, as a module the run wrote into exp/ is.
+            refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                   "a file the run wrote or changed (%s), which the static check did not "
+                   "read" % fn_text)
+            return
         m = maker_of(frame)
         if (k == "s" or m is not None) and not runner_frame(frame):
             if m is not None and maker_compile_ok(m, frame, source, fn_text):

@@ -770,8 +770,8 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 
 /* The static check runs on the staged copy, the code that would run, so nothing can change
  * between the check and the run. Returns true when the code may run. */
-static bool check_staged(const lb_run_request *req, const run_state *st, json_object *doc,
-			 json_object **findings, json_object **seeds)
+static bool check_staged(const lb_run_request *req, const run_state *st, bool gate_refuses,
+			 json_object *doc, json_object **findings, json_object **seeds)
 {
 	lb_check_config *cfg = NULL;
 	lb_check_report rep;
@@ -783,6 +783,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	if (r == 0) {
 		lb_check_config_set_policy(cfg, (lb_check_policy)req->policy);
 		lb_check_config_set_trust_project(cfg, req->trust_project);
+		lb_check_config_set_runtime_gate(cfg, gate_refuses);
 		lb_check_config_set_python_info(cfg, &st->py);
 		lb_check_config_set_cache_dir(cfg, st->cache);
 		lb_check_config_set_cache_name(cfg, st->expdir);
@@ -791,6 +792,8 @@ static bool check_staged(const lb_run_request *req, const run_state *st, json_ob
 	}
 	json_object_object_add(info, "policy",
 			       json_object_new_string(lb_check_policy_name((lb_check_policy)req->policy)));
+	/* whether what a library call may reach was weighed against the runtime gate */
+	json_object_object_add(info, "runtime_gate_refuses", json_object_new_boolean(gate_refuses));
 	if (r < 0) {
 		/* A check that could not run is a refusal, never a pass. */
 		json_object_object_add(info, "rejected", json_object_new_boolean(true));
@@ -1135,7 +1138,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	bool env_protected = false; /* the staged environment is read-only (lb_sandbox_protect) */
 	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
-	bool rejected = stage_r == 0 && !check_staged(req, st, doc, &findings, &code_seeds);
+	/* The gate that will refuse what a library call reaches, as it happens: on, bound in by
+	 * the backend, in an interpreter with audit hooks, and not accepted as degraded. */
+	bool gate_refuses = gate_mode == LB_GATE_ON && (!st->remote || be->ops->binds_gate) &&
+			    st->lang == LB_LANG_PYTHON && py_audit_hooks(st->py.version) == 1 &&
+			    !degraded_accepts(req, "gate");
+	bool rejected = stage_r == 0 &&
+			!check_staged(req, st, gate_refuses, doc, &findings, &code_seeds);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
 	json_object_object_add(seeds, "found_in_code",

@@ -897,17 +897,59 @@ STATIC_RULES = {
     "pipepager": "LB102", "asyncio_subprocess_shell": "LB102", "gc_walk": "LB111",
     "tempfile_os": "LB101", "pkgutil_resolve_name": "LB104", "spawnv_passfds": "LB101",
 }
+# Found only through what a library call may reach: under standard with the gate on (the
+# default) a warning, and the gate refuses the call where it does it; without a gate that
+# refuses, the static check is the only one and rejects it before it runs.
+VIA_LIBRARY = {"pipepager", "pkgutil_resolve_name"}
 
 
 @pytest.mark.parametrize("name", sorted(STATIC_RULES))
 def test_stdlib_evasion_is_rejected_before_it_runs(tmp_path, name):
     exp = write_exp(tmp_path, SPAWN_CASES[name])
-    r = run_exp(exp, tmp_path / "runs")
+    r = run_exp(exp, tmp_path / "runs", *(("--runtime-gate", "off") if name in VIA_LIBRARY else ()))
     assert r.rc == 3, r.why()
     assert r.result["status"] == "rejected", r.why()
+    assert r.result["check"]["runtime_gate_refuses"] is False or name not in VIA_LIBRARY
     ids = {f["id"] for f in r.result["findings"] if f["rejects"]}
     assert STATIC_RULES[name] in ids, r.why()
     assert not (Path(r.result["run_dir"]) / "exp" / "MARKER").exists()
+
+
+@pytest.mark.parametrize("name", sorted(VIA_LIBRARY))
+def test_library_reach_warns_and_the_gate_refuses_it(tmp_path, name):
+    exp = write_exp(tmp_path, SPAWN_CASES[name])
+    r = run_exp(exp, tmp_path / "runs")  # standard, the gate on
+    assert r.rc == 1, r.why()
+    assert r.result["check"]["runtime_gate_refuses"] is True, r.why()
+    warned = [f for f in r.result["findings"] if f["id"] == STATIC_RULES[name]]
+    assert warned and not any(f["rejects"] for f in warned), r.why()
+    assert all(f["severity"] == "warning" and "runtime gate" in f["message"] for f in warned)
+    event, rule = SPAWN_EVENTS[name]
+    assert_refused(r, event, rule)
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_library_reach_of_ordinary_code_runs(tmp_path):
+    # What research code calls to describe its machine and set up its logs: under standard
+    # it runs, the gate refuses `uname -p` inside platform, which copes, and the run completes.
+    exp = write_exp(tmp_path, """
+        import logging, logging.config, platform
+        logging.config.dictConfig({"version": 1, "handlers": {"c": {
+            "class": "logging.StreamHandler", "stream": "ext://sys.stdout"}},
+            "root": {"level": "INFO", "handlers": ["c"]}})
+        logging.info("machine %s %s", platform.platform(), platform.uname().system)
+        print("score: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed", r.why()
+    assert r.result["metrics"]["values"]["score"] == 1, r.why()
+    assert not any(f["rejects"] for f in r.result["findings"]), r.why()
+    assert {"LB102", "LB104"} <= {f["id"] for f in r.result["findings"]}, r.why()
+    assert "machine Linux" in r.log(), r.why()
+    r2 = run_exp(exp, tmp_path / "runs2", "--runtime-gate", "off")
+    assert r2.rc == 3 and r2.result["status"] == "rejected", r2.why()
 
 
 @pytest.mark.parametrize("name", ["pipepager", "asyncio_subprocess_shell", "tempfile_os"])
@@ -2551,6 +2593,58 @@ def test_only_the_text_of_a_py_file_of_the_experiment_runs(tmp_path, how):
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--policy", "permissive")
     assert "refused:" in r.log(), r.log()[-2000:]
     assert_refused(r, "compile", "LB103")
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_module_of_the_experiment_loaded_by_its_path_runs(tmp_path):
+    """spec_from_file_location, module_from_spec and exec_module of the experiment's own file:
+    under standard with the gate on, warnings (the gate compiles only what the check read),
+    and the run completes; without the gate, the check rejects it."""
+    exp = write_exp(tmp_path, """
+        import importlib.util, os
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("helper", os.path.join(here, "helper.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        print(f"score: {mod.VALUE}")
+    """)
+    (exp / "helper.py").write_text("VALUE = 3\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["score"] == 3, r.why()
+    lb104 = [f for f in r.result["findings"] if f["id"] == "LB104"]
+    assert len(lb104) == 3 and not any(f["rejects"] for f in lb104), r.why()
+    assert gate(r)["refused"] == 0, r.why()
+    r2 = run_exp(exp, tmp_path / "runs2", "--runtime-gate", "off")
+    assert r2.rc == 3, r2.why()
+
+
+@pytest.mark.parametrize("how", ["sys_path", "spec", "dev_shm"])
+def test_a_module_the_run_wrote_outside_the_experiment_is_refused(tmp_path, how):
+    """A .py the run writes outside exp/ (its /tmp, /dev/shm) and then imports or loads by
+    path is code the static check never read: refused at its compile, as one written into
+    exp/ is, under the default policy."""
+    exp = write_exp(tmp_path, """
+        import importlib.util, sys
+        HOW = %r
+        d = "/dev/shm" if HOW == "dev_shm" else "/tmp"
+        with open(d + "/genmod.py", "w") as f:
+            f.write("open('MARKER', 'w').close()\\n")
+        try:
+            if HOW == "spec":
+                spec = importlib.util.spec_from_file_location("genmod", d + "/genmod.py")
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            else:
+                sys.path.insert(0, d)
+                import genmod
+        except PermissionError as e:
+            print("refused:", e)
+        print("score: 1")
+    """ % how)
+    r = run_exp(exp, tmp_path / "runs")
+    assert "refused:" in r.log(), r.why()
+    ev = assert_refused(r, "compile", "LB103")
+    assert "a file the run wrote or changed" in ev["detail"], ev
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
