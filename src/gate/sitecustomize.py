@@ -2131,6 +2131,8 @@ def _labbox_gate():
         ("torch._tensor", "_rebuild_from_type_v2"), ("torch._tensor", "_rebuild_from_type"),
         ("torch.storage", "_load_from_bytes"), ("collections", "OrderedDict"),
         ("collections", "defaultdict"), ("collections", "deque"), ("collections", "Counter"),
+        # an array.array's own (the type is checked to be an array's, the items are bytes)
+        ("array", "_array_reconstructor"), ("array", "array"),
         ("multiprocessing.pool", "mapstar"), ("multiprocessing.pool", "starmapstar"),
         # What a spawned or forkserver child is handed to run: the pool's and the process
         # pool executor's worker loops (they call only what passes this list too).
@@ -2162,7 +2164,7 @@ def _labbox_gate():
     class_mods = ("numpy", "torch", "torch.nn", "multiprocessing", "concurrent.futures", "torch.optim", "torch.storage", "torch._utils",
                   "torch._tensor", "torch.distributions", "collections", "datetime", "decimal",
                   "fractions", "uuid", "pathlib", "argparse", "enum", "numbers", "types",
-                  "pandas", "scipy.sparse", "sklearn")
+                  "pandas", "scipy.sparse", "sklearn", "ipaddress", "statistics")
     # Refused too: torch's subsystems that write Python source from their own state and
     # compile it from their (trusted) frames, so that a pickle's data becomes code: fx's
     # GraphModule recompiles from its Graph and code generator, benchmark's Timer from its

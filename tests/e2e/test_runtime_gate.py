@@ -2445,6 +2445,31 @@ def test_what_checkpoints_and_log_queues_pickle_is_accepted(tmp_path):
     assert refused_events(r) == [], r.why()
 
 
+def test_what_standard_library_values_pickle_is_accepted(tmp_path):
+    """Refused before: an array.array (its reconstructor), an IP address and a NormalDist,
+    saved to a file and loaded back, and sent back from a pool's worker (a refused result
+    there leaves the pool waiting: its result thread takes the refusal for a closed pipe)."""
+    exp = write_exp(tmp_path, """
+        import array, ipaddress, pickle, statistics
+        import multiprocessing as mp
+        def make(i):
+            return [array.array("d", [1.5, 2.0]), ipaddress.ip_address("10.0.0.1"),
+                    ipaddress.ip_network("10.0.0.0/8"), statistics.NormalDist(0, 2)][i]
+        if __name__ == "__main__":
+            vals = [make(i) for i in range(4)]
+            with open("vals.pkl", "wb") as f:
+                pickle.dump(vals, f)
+            with open("vals.pkl", "rb") as f:
+                print("file:", pickle.load(f) == vals)
+            with mp.get_context("fork").Pool(2) as p:
+                print("pool:", p.map(make, range(4), chunksize=1) == vals)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
+    assert r.rc == 0, r.why()
+    assert "file: True" in r.log() and "pool: True" in r.log(), r.why()
+    assert refused_events(r) == [], r.why()
+
+
 @pytest.mark.parametrize("how", ["py2_module_made_later", "ellipsis_rebound"])
 def test_a_name_that_passed_once_is_judged_again(tmp_path, how):
     """The red team's: a protocol 2 pickle's __builtin__.list passed (no such module), then
