@@ -974,12 +974,22 @@ typedef struct walk {
 	size_t n, cap;
 } walk;
 
-static bool skip_dir(const char *name)
+/* Caches, version control, labbox's own records and virtual environments are not the
+ * experiment. Every other directory is read, hidden or not, and whatever its name (an RL
+ * experiment's `env/` package is code): the runtime gate compiles no file of the experiment
+ * in a directory this skips (unread_by_check in src/gate/sitecustomize.py, the same list). */
+static bool skip_dir(const char *abs, const char *name)
 {
-	/* caches, VCS data, virtual environments and labbox's own runs are not the experiment */
-	return name[0] == '.' || strcmp(name, "__pycache__") == 0 ||
-	       strcmp(name, "node_modules") == 0 || strcmp(name, "site-packages") == 0 ||
-	       strcmp(name, "venv") == 0 || strcmp(name, "env") == 0;
+	if (strcmp(name, "__pycache__") == 0 || strcmp(name, ".git") == 0 ||
+	    strcmp(name, ".labbox") == 0 || strcmp(name, "node_modules") == 0 ||
+	    strcmp(name, "site-packages") == 0 || strcmp(name, "venv") == 0 ||
+	    strcmp(name, ".venv") == 0)
+		return true;
+	char p[PATH_MAX];
+	struct stat st;
+	return (snprintf(p, sizeof p, "%s/pyvenv.cfg", abs) < (int)sizeof p &&
+		lstat(p, &st) == 0) ||
+	       (snprintf(p, sizeof p, "%s/conda-meta", abs) < (int)sizeof p && lstat(p, &st) == 0);
 }
 
 static int walk_add(walk *w, const char *rel, const char *abs)
@@ -1085,7 +1095,7 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 		}
 		if (type == DT_DIR) {
-			if (!skip_dir(name))
+			if (!skip_dir(cabs, name))
 				r = walk_dir(w, cabs, crel, depth + 1);
 		} else if (type == DT_REG) {
 			if (py)

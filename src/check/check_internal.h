@@ -211,10 +211,9 @@ typedef struct ck_raw {
 	unsigned line, col;
 	char *message;
 	char *name;
-	/* what the runtime gate judges where it happens, so ck_settle weighs it against the
-	 * run's gate: a capability a library call may reach (found only through the standard
-	 * library's summaries), or a module loaded from a file (its code is compiled under the
-	 * gate, which runs only the experiment's staged files and the libraries' own) */
+	/* what the runtime gate, and a kernel layer behind it, hold where it happens, so
+	 * ck_settle weighs it against the run's gate: a process a standard library call may
+	 * start (found only through the library's summaries), which the exec guard stops too */
 	bool gate_judges;
 } ck_raw;
 

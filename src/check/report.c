@@ -424,17 +424,16 @@ int ck_settle(const lb_check_config *cfg, const char *path, const char *src, TSN
 				why = buf;
 			}
 		}
-		/* What the runtime gate judges where it happens, under standard with a gate that
-		 * refuses: said, not rejected (platform.platform() may start a process, and copes
-		 * when the gate refuses it; a module loaded from the experiment's own file runs
-		 * what the check read). strict rejects it as before. */
+		/* What the runtime gate (and the exec guard behind it) holds where it happens,
+		 * under standard with a gate that refuses: said, not rejected (platform.platform()
+		 * may start a process, and copes when the gate refuses it). strict rejects it. */
 		char *msg = x->message, lowered[700];
 		if (x->gate_judges && cfg->gate_refuses && cfg->policy == LB_CHECK_STANDARD &&
 		    sev == LB_CHECK_ERROR) {
 			sev = LB_CHECK_WARNING;
 			snprintf(lowered, sizeof lowered,
-				 "%s; a warning under standard: the runtime gate judges it where it "
-				 "happens",
+				 "%s; a warning under standard: the runtime gate refuses it if the call "
+				 "does it",
 				 x->message);
 			msg = lowered;
 		}

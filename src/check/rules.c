@@ -186,6 +186,7 @@ static const pat security_pats[] = {
 	{"code", R_DYNCODE, true},
 	{"codeop", R_DYNCODE, true},
 	{"builtins.__import__", R_DYNIMPORT, false},
+	{"importlib.import_module", R_DYNIMPORT, false}, /* passed on as a value: its caller is not seen */
 	{"imp", R_DYNIMPORT, true},
 	{"zipimport", R_DYNIMPORT, true},
 	{"_imp", R_DYNIMPORT, true}, /* create_builtin makes a second, unguarded copy of a module */

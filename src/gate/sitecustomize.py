@@ -1490,9 +1490,24 @@ def _labbox_gate():
         if exp_fn and not exp_fn.startswith("/") and exp_fn.endswith(".py"):
             exp_fn = p_abspath(exp_fn)  # Python 3.8 names the script's directory as given
         if check_ran and staged_ns > 0 and exp_fn and exp_dir and \
-                exp_fn.startswith(exp_dir + "/") and not staged_file(exp_fn):
-            # A module the run wrote (or changed) and imports, whoever compiles it: code the
-            # static check did not read, as a .pyc outside the interpreter's paths is
+                exp_fn.startswith(exp_dir + "/"):
+            # A module of the experiment's that the check did not read, whoever compiles it
+            # (a library frame that calls what it is handed makes any call its own): one
+            # the run wrote or changed, one reached through a link or a name the check does
+            # not read, one in a directory the check skips; as a .pyc outside the
+            # interpreter's paths is
+            why = unread_by_check(exp_fn)
+            if why is not None:
+                refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
+                       why % fn_text)
+                return
+        elif check_ran and staged_ns > 0 and fn_text and fn_text.startswith("/") and \
+                kind(fn_text) == "x" and not staged_file(fn_text) and \
+                same_as_file(fn_text, source):
+            # A source file outside the experiment and the libraries (/tmp, /dev/shm, an
+            # output path) written or changed since labbox staged the run and compiled as
+            # it is (an import after sys.path.insert, a load by path, torch.hub's local
+            # hubconf), whichever frame asks: code the static check did not read
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                    "a file the run wrote or changed (%s), which the static check did not "
                    "read" % fn_text)
@@ -1500,17 +1515,6 @@ def _labbox_gate():
         k = fkind(frame) if frame is not None else "s"
         if frame is None or k == "l" or timeit_template(frame, source):
             return  # a library's own code (what it is handed: decisions.md, the trampolines)
-        if check_ran and staged_ns > 0 and fn_text and fn_text.startswith("/") and \
-                kind(fn_text) == "x" and not staged_file(fn_text) and \
-                origin(frame)[0] != "l":
-            # A source file outside the experiment and the libraries (/tmp, /dev/shm, an
-            # output path) written or changed since labbox staged the run, compiled for the
-            # experiment (an import after sys.path.insert, spec_from_file_location): code
-            # the static check did not read, as a module the run wrote into exp/ is.
-            refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
-                   "a file the run wrote or changed (%s), which the static check did not "
-                   "read" % fn_text)
-            return
         m = maker_of(frame)
         if (k == "s" or m is not None) and not runner_frame(frame):
             if m is not None and maker_compile_ok(m, frame, source, fn_text):
@@ -1526,7 +1530,7 @@ def _labbox_gate():
             return  # a file of the experiment, compiled as it is
         if k == "x" and py_reads and (type(source) is str or type(source) is bytes):
             for p in py_reads[::-1]:
-                if staged_file(p) and same_as_file(p, source):
+                if unread_by_check(p) is None and same_as_file(p, source):
                     note_file_compile(frame, source)
                     # exec(TEXT) compiles and runs in the one call: its run is this code
                     file_text_run[:] = [_ident(), frame, frame.f_lasti]
@@ -1674,6 +1678,37 @@ def _labbox_gate():
             return _stat_fn(fn).st_ctime_ns <= staged_ns
         except (OSError, ValueError):
             return False
+
+    # The directories labbox check does not read (skip_dir in src/check/check.c): the
+    # version control's, labbox's own records, caches, and virtual environments
+    check_skips = frozenset(["__pycache__", ".git", ".labbox", "node_modules", "site-packages",
+                             "venv", ".venv"])
+
+    def unread_by_check(fn):
+        """None for a .py file of the experiment's that the static check read as it is now;
+        else why not, with a %s for the file's name."""
+        if not staged_file(fn):
+            return "a file the run wrote or changed (%s), which the static check did not read"
+        rp = p_realpath(fn)
+        try:
+            if rp != fn and _lstat(fn).st_ctime_ns > staged_ns:
+                return ("%s: a link the run made, to a file the static check did not read "
+                        "under that name")
+            regular = (_lstat(rp).st_mode & 0o170000) == 0o100000
+        except (OSError, ValueError):
+            return "%s: a file labbox cannot see as the static check did"
+        if not rp.startswith(exp_dir + "/") or not rp.endswith(".py") or not regular:
+            return ("%s: not a .py file of the experiment's (" +
+                    summary(rp).replace("%", "%%") + "), which the static check does not read")
+        d = exp_dir
+        for part in rp[len(exp_dir) + 1:].split("/")[:-1]:
+            d = d + "/" + part
+            if part in check_skips or p_exists(d + "/pyvenv.cfg") or \
+                    p_exists(d + "/conda-meta"):
+                return ("%s: in a directory the static check does not read (" +
+                        summary(part).replace("%", "%%") +
+                        ": a cache, records, or a virtual environment)")
+        return None
 
     def note_file_compile(frame, source):
         if fstring_parts:

@@ -897,10 +897,10 @@ STATIC_RULES = {
     "pipepager": "LB102", "asyncio_subprocess_shell": "LB102", "gc_walk": "LB111",
     "tempfile_os": "LB101", "pkgutil_resolve_name": "LB104", "spawnv_passfds": "LB101",
 }
-# Found only through what a library call may reach: under standard with the gate on (the
-# default) a warning, and the gate refuses the call where it does it; without a gate that
-# refuses, the static check is the only one and rejects it before it runs.
-VIA_LIBRARY = {"pipepager", "pkgutil_resolve_name"}
+# A process found only through what a library call may reach: under standard with the gate
+# on (the default) a warning, and the gate (the exec guard behind it) refuses the call where
+# it does it; without a gate that refuses, the static check is the only one and rejects it.
+VIA_LIBRARY = {"pipepager"}
 
 
 @pytest.mark.parametrize("name", sorted(STATIC_RULES))
@@ -931,14 +931,11 @@ def test_library_reach_warns_and_the_gate_refuses_it(tmp_path, name):
 
 
 def test_library_reach_of_ordinary_code_runs(tmp_path):
-    # What research code calls to describe its machine and set up its logs: under standard
-    # it runs, the gate refuses `uname -p` inside platform, which copes, and the run completes.
+    # What research code calls to describe its machine: under standard it runs, the gate
+    # refuses `uname -p` inside platform, which copes, and the run completes.
     exp = write_exp(tmp_path, """
-        import logging, logging.config, platform
-        logging.config.dictConfig({"version": 1, "handlers": {"c": {
-            "class": "logging.StreamHandler", "stream": "ext://sys.stdout"}},
-            "root": {"level": "INFO", "handlers": ["c"]}})
-        logging.info("machine %s %s", platform.platform(), platform.uname().system)
+        import platform
+        print("machine", platform.platform(), platform.uname().system, platform.processor())
         print("score: 1")
     """)
     r = run_exp(exp, tmp_path / "runs")
@@ -946,7 +943,8 @@ def test_library_reach_of_ordinary_code_runs(tmp_path):
     assert r.result["status"] == "completed", r.why()
     assert r.result["metrics"]["values"]["score"] == 1, r.why()
     assert not any(f["rejects"] for f in r.result["findings"]), r.why()
-    assert {"LB102", "LB104"} <= {f["id"] for f in r.result["findings"]}, r.why()
+    assert "LB102" in {f["id"] for f in r.result["findings"]}, r.why()
+    assert_refused(r, "subprocess.Popen", "LB102")  # uname -p, which platform catches
     assert "machine Linux" in r.log(), r.why()
     r2 = run_exp(exp, tmp_path / "runs2", "--runtime-gate", "off")
     assert r2.rc == 3 and r2.result["status"] == "rejected", r2.why()
@@ -2622,9 +2620,10 @@ def test_only_the_text_of_a_py_file_of_the_experiment_runs(tmp_path, how):
 
 
 def test_a_module_of_the_experiment_loaded_by_its_path_runs(tmp_path):
-    """spec_from_file_location, module_from_spec and exec_module of the experiment's own file:
-    under standard with the gate on, warnings (the gate compiles only what the check read),
-    and the run completes; without the gate, the check rejects it."""
+    """spec_from_file_location, module_from_spec and exec_module of the experiment's own file
+    run under the gate, which compiles what the check read; the check still rejects them
+    under standard (LB104), as a library frame that calls what it is handed would make the
+    loading of any other module the library's."""
     exp = write_exp(tmp_path, """
         import importlib.util, os
         here = os.path.dirname(os.path.abspath(__file__))
@@ -2634,31 +2633,41 @@ def test_a_module_of_the_experiment_loaded_by_its_path_runs(tmp_path):
         print(f"score: {mod.VALUE}")
     """)
     (exp / "helper.py").write_text("VALUE = 3\n")
-    r = run_exp(exp, tmp_path / "runs")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["values"]["score"] == 3, r.why()
-    lb104 = [f for f in r.result["findings"] if f["id"] == "LB104"]
-    assert len(lb104) == 3 and not any(f["rejects"] for f in lb104), r.why()
     assert gate(r)["refused"] == 0, r.why()
-    r2 = run_exp(exp, tmp_path / "runs2", "--runtime-gate", "off")
+    r2 = run_exp(exp, tmp_path / "runs2")
     assert r2.rc == 3, r2.why()
+    assert len([f for f in r2.result["findings"] if f["id"] == "LB104" and f["rejects"]]) == 3
 
 
-@pytest.mark.parametrize("how", ["sys_path", "spec", "dev_shm"])
+@pytest.mark.parametrize("how", ["sys_path", "spec", "dev_shm", "numpy_frame", "torch_hub"])
 def test_a_module_the_run_wrote_outside_the_experiment_is_refused(tmp_path, how):
     """A .py the run writes outside exp/ (its /tmp, /dev/shm) and then imports or loads by
     path is code the static check never read: refused at its compile, as one written into
-    exp/ is, under the default policy."""
+    exp/ is, whichever frame asks (the red team's: numpy's vectorize calling import_module,
+    torch.hub loading a hubconf from a local directory)."""
+    if how == "torch_hub":
+        pytest.importorskip("torch")
     exp = write_exp(tmp_path, """
-        import importlib.util, sys
+        import importlib, importlib.util, sys
         HOW = %r
         d = "/dev/shm" if HOW == "dev_shm" else "/tmp"
         with open(d + "/genmod.py", "w") as f:
-            f.write("open('MARKER', 'w').close()\\n")
+            f.write("open('MARKER', 'w').close()\\ndef m():\\n    return 1\\n")
         try:
             if HOW == "spec":
-                spec = importlib.util.spec_from_file_location("genmod", d + "/genmod.py")
-                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+                spec = importlib.util.spec_from_file_location("genmod", d + "/genmod.py")  # labbox: allow[LB104] the gate's to judge
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))  # labbox: allow[LB104] the gate's to judge
+            elif HOW == "numpy_frame":
+                import numpy as np
+                sys.path.insert(0, d)
+                np.vectorize(importlib.import_module, otypes=[object])("genmod")  # labbox: allow[LB104] the gate's to judge
+            elif HOW == "torch_hub":
+                import os, torch
+                os.replace(d + "/genmod.py", d + "/hubconf.py")
+                torch.hub.load(d, "m", source="local")
             else:
                 sys.path.insert(0, d)
                 import genmod
@@ -2666,11 +2675,69 @@ def test_a_module_the_run_wrote_outside_the_experiment_is_refused(tmp_path, how)
             print("refused:", e)
         print("score: 1")
     """ % how)
-    r = run_exp(exp, tmp_path / "runs")
+    # standard (a policy that checks code), the calls that load it lifted by the operator
+    r = run_exp(exp, tmp_path / "runs", "--trust-project", "--budget", "120")
     assert "refused:" in r.log(), r.why()
     ev = assert_refused(r, "compile", "LB103")
     assert "a file the run wrote or changed" in ev["detail"], ev
     assert not (r.exp / "MARKER").exists(), r.why()
+
+
+@pytest.mark.parametrize("how", ["link_made", "staged_link", "node_modules", "venv_dir"])
+def test_a_file_of_the_experiment_the_check_did_not_read_is_refused(tmp_path, how):
+    """The red team's: a staged payload.txt (never read: not a .py) imported through a
+    payload.py link the run made, or one staged as a link; a module in a directory the check
+    skips (node_modules, a virtual environment) imported after sys.path.insert. Each was
+    compiled as a staged file; each is refused at its compile now."""
+    exp = write_exp(tmp_path, """
+        import os, sys
+        HOW = %r
+        try:
+            if HOW == "link_made":
+                os.symlink("payload.txt", "payload.py")
+                import payload
+            elif HOW == "staged_link":
+                import payload
+            elif HOW == "node_modules":
+                sys.path.insert(0, "node_modules")
+                import unread
+            else:
+                sys.path.insert(0, "tools")
+                import unread
+        except PermissionError as e:
+            print("refused:", e)
+        print("score: 1")
+    """ % how)
+    (exp / "payload.txt").write_text("open('MARKER', 'w').close()\n")
+    if how == "staged_link":
+        (exp / "payload.py").symlink_to("payload.txt")
+    d = exp / ("node_modules" if how == "node_modules" else "tools")
+    d.mkdir()
+    (d / "unread.py").write_text("open('MARKER', 'w').close()\n")
+    if how == "venv_dir":
+        (d / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert "refused:" in r.log(), r.why()
+    assert_refused(r, "compile", "LB103")
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_package_named_env_is_read_by_the_check(tmp_path):
+    """An RL experiment's `env/` package (or any directory that is not a virtual environment,
+    hidden or not) is the experiment's code: the check reads it, and rejects what it holds."""
+    exp = write_exp(tmp_path, """
+        from env.cartpole import step
+        print(f"score: {step()}")
+    """)
+    (exp / "env").mkdir()
+    (exp / "env" / "__init__.py").write_text("")
+    (exp / "env" / "cartpole.py").write_text("import os\ndef step():\n    return os.system('id')\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 3, r.why()
+    assert any(f["id"] == "LB101" and f["file"] == "env/cartpole.py" for f in r.result["findings"]), r.why()
+    (exp / "env" / "cartpole.py").write_text("def step():\n    return 1\n")
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 0 and r.result["metrics"]["values"]["score"] == 1, r.why()
 
 
 OTHER_PYTHONS = ["/root/.pyenv/versions/%s/bin/python3" % v
