@@ -882,9 +882,11 @@ static void report_ref(ctx *c, const char *q, TSNode at, int how)
 		snprintf(msg, sizeof msg, "`%s` is denied by the configuration", q);
 		raw(c, R_DENIED, at, q, msg);
 	}
-	/* import_module's calls are judged by the name they are given (call_value: a literal
-	 * is that import, a computed one LB104); handed on as a value, its caller is not seen */
-	if (how == CALL && strcmp(q, "importlib.import_module") == 0)
+	/* import_module's and __import__'s calls are judged by the name they are given
+	 * (call_value: a literal is that import, and what a computed one gives is judged where it
+	 * is used; the gate judges the import); handed on as a value, the caller is not seen */
+	if (how == CALL &&
+	    (strcmp(q, "importlib.import_module") == 0 || strcmp(q, "builtins.__import__") == 0))
 		return;
 	ck_rule r = ck_classify(q, false, c->in->cfg->policy);
 	if (r != R_COUNT) {
@@ -1965,6 +1967,44 @@ static void sql_write(ctx *c, scope *sc, TSNode fn, const args *a)
 	}
 }
 
+/* The experiment's own package a computed module name stays inside: the dotted path before
+ * the first part the code computes, when that is all literal ("models." + name,
+ * f"models.{name}", "models.nets.%s" % name) and its first part is one of the experiment's
+ * modules; NULL otherwise. */
+static const char *own_package_prefix(ctx *c, TSNode x)
+{
+	lb_buf b = {0};
+	print_template(c, x, &b, 0);
+	const char *hole = b.data ? memchr(b.data, LB_METRIC_HOLE, b.len) : NULL;
+	size_t k = hole ? (size_t)(hole - b.data) : 0;
+	const char *dot = NULL;
+	for (size_t i = 0; i < k; i++)
+		if (b.data[i] == '.')
+			dot = b.data + i;
+	const char *pkg = NULL;
+	if (dot && dot > b.data) {
+		const char *p = astrndup(c, b.data, (size_t)(dot - b.data));
+		bool ok = p != NULL;
+		for (const char *q = p; ok && *q; q++)
+			ok = *q == '_' || *q == '.' || (*q >= 'a' && *q <= 'z') ||
+			     (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9');
+		ok = ok && p[0] != '.' && !strstr(p, "..") && p[strlen(p) - 1] != '.';
+		char top[256] = "";
+		if (ok) {
+			size_t t = strcspn(p, ".");
+			ok = t < sizeof top;
+			if (ok) {
+				memcpy(top, p, t);
+				top[t] = '\0';
+			}
+		}
+		if (ok && ck_local_module(c->in, top))
+			pkg = p;
+	}
+	lb_buf_free(&b);
+	return pkg;
+}
+
 static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 {
 	vset out = {0};
@@ -1990,6 +2030,15 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		if (a->npos > 0)
 			a->used[0] = true;
 		const char *s = vs_str(&names);
+		if (!s && !imp) {
+			/* import_module(f"models.{name}"): a module of the experiment's own package,
+			 * whichever; the gate judges the import where it happens */
+			const char *pkg = own_package_prefix(c, x);
+			if (pkg) {
+				vs_add(&out, ref(c, pkg));
+				return out;
+			}
+		}
 		if (!s) {
 			vs_add(&out, dyn(imp ? "__import__(<computed>)" : "importlib.import_module(<computed>)",
 					 false));

@@ -235,3 +235,39 @@ def test_module_names_read_in_one_module_and_its_len_rebound_from_another(tmp_pa
     got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
     assert got == [("main.py", 4, "LB111"), ("main.py", 5, "LB111"),
                    ("main.py", 7, "LB111")], doc["llm_text"]
+
+
+def test_a_registry_import_by_config_name_is_the_experiments_own(tmp_path):
+    """importlib.import_module(f"models.{args.model}"): the computed name stays inside the
+    experiment's own package, so what it gives is the experiment's code, which the check
+    reads (the gate judges the import where it happens); a prefix that is not the
+    experiment's package, or none, leaves the use unreadable (LB111)."""
+    exp = tmp_path / "exp"
+    (exp / "models").mkdir(parents=True)
+    (exp / "models" / "__init__.py").write_text("")
+    (exp / "models" / "mlp.py").write_text(
+        "class Model:\n    def __init__(self, n):\n        self.n = n\n"
+        "    def forward(self, x):\n        return self.n * x\n")
+    (exp / "main.py").write_text(
+        "import argparse, importlib, sys\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--model', default='mlp')\n"
+        "args = p.parse_args()\n"
+        "mod = importlib.import_module(f'models.{args.model}')\n"
+        "net = mod.Model(4)\n"
+        "other = importlib.import_module('models.' + args.model).Model\n"
+        "own = __import__('models')\n"
+        "print(f'out: {net.forward(2)}')\n")
+    p, doc = check_json("--ignore", "harness", str(exp))
+    assert p.returncode == 0, p.stdout
+    assert not [f for f in doc["findings"] if f["severity"] == "error"], doc["findings"]
+    (exp / "main.py").write_text(
+        "import importlib, sys\n"
+        "mod = importlib.import_module(f'os{sys.argv[1]}')\n"
+        "mod.system('id')\n"
+        "top = importlib.import_module(f'{sys.argv[1]}.models')\n"
+        "top.run()\n")
+    p, doc = check_json("--ignore", "harness", str(exp))
+    assert p.returncode == 3, p.stdout
+    assert {(f["id"], f["line"]) for f in doc["findings"] if f["severity"] == "error"} == {
+        ("LB111", 3), ("LB111", 5)}, doc["findings"]
