@@ -917,6 +917,55 @@ static void set_confidence(lb_verdict *v, int level, const char *reason)
 	v->confidence_reason = reason;
 }
 
+/* What writes a file at the path it is given: open() with a mode that writes, and the
+ * savers research code calls. */
+static const char *const write_calls[] = {
+	"\"w\"", "'w'", "\"wb\"", "'wb'", "\"w+\"", "'w+'", "\"a\"", "'a'", "\"ab\"", "'ab'",
+	"\"x\"", "'x'", "\"wt\"", "'wt'", ".write_text(", ".write_bytes(", ".to_csv(",
+	".to_json(", ".to_parquet(", "savefig(", "np.save(", "numpy.save(", "np.savez",
+	"np.savetxt(", "torch.save(", "pickle.dump(", NULL,
+};
+
+/* A FileNotFoundError that is no missing data: the code writing into a directory it never
+ * made (the experiment starts in a copy holding only its own files), or multiprocessing
+ * reaching a process of its own that has gone (its socket's path). */
+static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	if (strcmp(v->cls, "missing_data") != 0 || e->frame == NONE)
+		return;
+	const char *frame = log->lines[e->frame];
+	const char *line = log->lines[e->line];
+	if (strstr(frame, "/multiprocessing/")) {
+		verdict_set(v, "code_error",
+			    "multiprocessing could not reach a process of its own (a queue's, a "
+			    "manager's or a pool's), which had exited",
+			    line,
+			    "keep the processes a queue, pipe or manager belongs to alive while it "
+			    "is used: read the workers' results before they exit, join them after");
+		return;
+	}
+	/* the line that raised, or the experiment's own line that called the saver */
+	bool writes = false;
+	size_t frames[2] = {e->frame, code_frame_of(log, e)};
+	for (int i = 0; i < 2 && !writes; i++) {
+		size_t src = frames[i] == NONE ? NONE : frames[i] + 1;
+		writes = src != NONE && src < e->line && !is_frame(log->lines[src]) &&
+			 has_any(log->lines[src], write_calls);
+	}
+	if (!writes)
+		return;
+	char path[256];
+	if (!quoted_after(line, "No such file or directory", path, sizeof(path)))
+		snprintf(path, sizeof(path), "the file");
+	v->cls = "code_error";
+	snprintf(v->summary, sizeof(v->summary),
+		 "the code writes '%s' into a directory that does not exist: %s", path, line);
+	snprintf(v->suggestion, sizeof(v->suggestion),
+		 "make the directory before writing into it (os.makedirs(os.path.dirname(path), "
+		 "exist_ok=True)): the experiment runs in a fresh copy of its directory, holding "
+		 "only its own files");
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -924,6 +973,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 
 	exception_line_of(line, &name_len, !e->bare);
 	classify_exception(v, line, name_len, via_subprocess(log, e));
+	refine_missing_file(v, log, e);
 	v->exc_line = e->line;
 	v->frame = e->frame;
 	v->code_frame = code_frame_of(log, e);

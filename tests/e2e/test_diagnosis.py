@@ -340,3 +340,24 @@ def test_no_refusal_warning_when_the_refusal_is_the_failure(tmp_path):
     """, "--runtime-gate", "on")
     assert f["class"] == "gate_refused", r.why()
     assert kinds(r.result["diagnosis_warnings"], "gate_refusals_caught") == [], r.why()
+
+
+def test_a_write_into_a_directory_never_made_is_the_code(tmp_path):
+    """The compatibility pass's: results written into out/ without making it was called
+    missing data ("put the file inside the experiment directory"); the fix is os.makedirs.
+    A read of a file that is not there stays missing data."""
+    r, f = failure_of(tmp_path, """
+        import json
+        print("acc: 0.5")
+        with open("out/results.json", "w") as fh:
+            json.dump({"acc": 0.5}, fh)
+    """)
+    assert f["class"] == "code_error", r.why()
+    assert "directory that does not exist" in f["summary"], r.why()
+    assert "os.makedirs" in f["suggestion"], r.why()
+    r, f = failure_of(tmp_path / "read", """
+        import json
+        with open("data/train.json") as fh:
+            print(json.load(fh))
+    """)
+    assert f["class"] == "missing_data", r.why()

@@ -150,6 +150,56 @@ static void test_missing_data(void **state)
 	expect(doc, "missing_data", "No such file or directory");
 }
 
+/* FileNotFoundError that is no missing data: a write into a directory the code never made
+ * (its own open() with a mode that writes, or a saver it called), multiprocessing reaching a
+ * process of its own that had exited. A read stays missing data. */
+static void test_missing_file_that_is_no_data(void **state)
+{
+	static const char write_open[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    with open(\"out/results.json\", \"w\") as f:\n"
+		"         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'out/results.json'\n";
+	static const char np_save[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"    np.save(\"ckpt/w.npy\", w)\n"
+		"  File \"/usr/lib/python3/dist-packages/numpy/lib/npyio.py\", line 518, in save\n"
+		"    file_ctx = open(file, \"wb\")\n"
+		"               ^^^^^^^^^^^^^^^^\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'ckpt/w.npy'\n";
+	static const char mp_socket[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 20, in <module>\n"
+		"    print(q.get())\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 628, in SocketClient\n"
+		"    s.connect(address)\n"
+		"FileNotFoundError: [Errno 2] No such file or directory\n";
+	static const char read_open[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    with open(\"data/train.json\") as f:\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/train.json'\n";
+	struct json_object *doc;
+
+	(void)state;
+	doc = diagnose_log(write_open, 1, 0);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "into a directory that does not exist"));
+	assert_non_null(strstr(field(doc, "suggestion"), "os.makedirs"));
+	expect(doc, "code_error", "out/results.json");
+	doc = diagnose_log(np_save, 1, 0);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "'ckpt/w.npy' into a directory"));
+	expect(doc, "code_error", "np.save(");
+	doc = diagnose_log(mp_socket, 1, 0);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "multiprocessing could not reach"));
+	expect(doc, "code_error", "FileNotFoundError");
+	expect(diagnose_log(read_open, 1, 0), "missing_data", "data/train.json");
+}
+
 static void test_missing_data_wrapped(void **state)
 {
 	/* A data loader that wraps the real cause in its own exception. */
@@ -1542,6 +1592,7 @@ int main(void)
 		cmocka_unit_test(test_missing_package),
 		cmocka_unit_test(test_wrong_env),
 		cmocka_unit_test(test_missing_data),
+		cmocka_unit_test(test_missing_file_that_is_no_data),
 		cmocka_unit_test(test_missing_data_wrapped),
 		cmocka_unit_test(test_program_not_found),
 		cmocka_unit_test(test_network),
