@@ -2168,6 +2168,8 @@ def _labbox_gate():
         ("collections", "defaultdict"), ("collections", "deque"), ("collections", "Counter"),
         # an array.array's own (the type is checked to be an array's, the items are bytes)
         ("array", "_array_reconstructor"), ("array", "array"),
+        # a random.Random kept in a checkpoint: its state is a tuple of ints
+        ("random", "Random"),
         ("multiprocessing.pool", "mapstar"), ("multiprocessing.pool", "starmapstar"),
         # What a spawned or forkserver child is handed to run: the pool's and the process
         # pool executor's worker loops (they call only what passes this list too).

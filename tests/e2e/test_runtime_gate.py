@@ -2444,27 +2444,31 @@ def test_what_checkpoints_and_log_queues_pickle_is_accepted(tmp_path):
 
 
 def test_what_standard_library_values_pickle_is_accepted(tmp_path):
-    """Refused before: an array.array (its reconstructor), an IP address and a NormalDist,
+    """Refused before: an array.array (its reconstructor), an IP address, a NormalDist and a
+    random.Random,
     saved to a file and loaded back, and sent back from a pool's worker (a refused result
     there leaves the pool waiting: its result thread takes the refusal for a closed pipe)."""
     exp = write_exp(tmp_path, """
-        import array, ipaddress, pickle, statistics
+        import array, ipaddress, pickle, random, statistics
         import multiprocessing as mp
         def make(i):
             return [array.array("d", [1.5, 2.0]), ipaddress.ip_address("10.0.0.1"),
-                    ipaddress.ip_network("10.0.0.0/8"), statistics.NormalDist(0, 2)][i]
+                    ipaddress.ip_network("10.0.0.0/8"), statistics.NormalDist(0, 2),
+                    random.Random(3)][i]
         if __name__ == "__main__":
-            vals = [make(i) for i in range(4)]
+            vals = [make(i) for i in range(5)]
             with open("vals.pkl", "wb") as f:
                 pickle.dump(vals, f)
             with open("vals.pkl", "rb") as f:
-                print("file:", pickle.load(f) == vals)
+                back = pickle.load(f)
+            print("file:", back[:4] == vals[:4] and back[4].getstate() == vals[4].getstate())
             with mp.get_context("fork").Pool(2) as p:
-                print("pool:", p.map(make, range(4), chunksize=1) == vals)
+                print("pool:", p.map(make, range(5), chunksize=1)[:4] == vals[:4])
+            print("rng:", pickle.loads(pickle.dumps(vals[4])).random() == random.Random(3).random())
     """)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
     assert r.rc == 0, r.why()
-    assert "file: True" in r.log() and "pool: True" in r.log(), r.why()
+    assert "file: True" in r.log() and "pool: True" in r.log() and "rng: True" in r.log(), r.why()
     assert refused_events(r) == [], r.why()
 
 
