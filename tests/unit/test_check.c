@@ -87,6 +87,9 @@ static void test_false_positive_traps(void **state)
 	EXPECT("import torch\nm = torch.compile(object())\n", "");
 	EXPECT("def f(args):\n    return getattr(args, 'lr')\n", "");
 	EXPECT("f(eval=1)\n", "");
+	/* a process that signals itself (a preemption handler tested by hand) */
+	EXPECT("import os, signal\nos.kill(os.getpid(), signal.SIGUSR1)\n", "");
+	EXPECT("import os\nos.kill(os.getppid(), 9)\nos.kill(1, 9)\n", "LB101@2 LB101@3");
 }
 
 static void test_functions_see_every_binding(void **state)
