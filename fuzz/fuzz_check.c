@@ -14,9 +14,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lb_check_config *cfg;
 	if (lb_check_config_new(&cfg) < 0)
 		return 0;
-	/* The first byte picks the policy so all three are exercised. */
+	/* The first byte picks the policy so all three are exercised ... */
 	lb_check_policy pol = size ? (lb_check_policy)(data[0] % 3) : LB_CHECK_STANDARD;
 	lb_check_config_set_policy(cfg, pol);
+	/* ... and the next bit whether a gate refuses what a library call reaches */
+	lb_check_config_set_runtime_gate(cfg, size && (data[0] / 3) % 2);
 	lb_check_config_add_output_path(cfg, "/data/out");
 	lb_check_report rep = {0};
 	if (lb_check_source(cfg, "fuzz.py", (const char *)data, size, true, &rep) == 0) {

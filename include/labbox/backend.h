@@ -56,6 +56,8 @@ typedef struct lb_backend_job {
 	 * 0 none, 1 required, 2 where the kernel allows it (--allow-degraded gate) */
 	int exec_guard;
 	const char *gate_policy;
+	/* lb_gate_config.unread_dirs: what the check did not read, for the gate; NULL: none */
+	const char *gate_unread_dirs;
 	bool trust_project;     /* --trust-project, for a remote labbox's own check */
 } lb_backend_job;
 

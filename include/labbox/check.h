@@ -149,6 +149,11 @@ typedef struct lb_check_report {
 	 * experiment's own modules (lb_check_dir): an object whose keys are the names; NULL when
 	 * none. What an environment must import for the code to run (labbox run --env auto). */
 	struct json_object *imports;
+	/* The directories lb_check_dir did not read (caches, records, node_modules,
+	 * site-packages, virtual environments), by identity: ["DEV:INO", ...]; NULL when none.
+	 * For the runtime gate, which compiles no file under them, whatever they are named
+	 * when the run asks (lb_gate_config.unread_dirs). */
+	struct json_object *unread_dirs;
 	/* The whole answer (lb_check_answer_*): answer is the sha256 of everything that decides
 	 * what the report prints, folded by every lb_check_dir / lb_check_files call whose files
 	 * were all answered by their metadata from the result cache. answer_state 0: no call

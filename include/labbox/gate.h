@@ -139,6 +139,9 @@ typedef struct lb_gate_config {
 	 * not known): a file of the experiment whose ctime is later was written by the run, and
 	 * the check never read it */
 	int64_t staged_ns;
+	/* "DEV:INO,..." of the experiment's directories the static check did not read
+	 * (lb_check_report.unread_dirs); NULL: none */
+	const char *unread_dirs;
 } lb_gate_config;
 
 /* py_dir/LB_GATE_CONFIG, which the gate reads as it starts. */

@@ -797,7 +797,8 @@ static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job
 	const char *asked_net = json_str(d->sandbox, "network");
 	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
 			     .network = asked_net && strcmp(asked_net, "none") != 0, .exp_dir = job->exp_dir,
-			     .outputs = outs, .noutputs = n, .staged_ns = lb_fs_now_ns(job->exp_dir)};
+			     .outputs = outs, .noutputs = n, .staged_ns = lb_fs_now_ns(job->exp_dir),
+			     .unread_dirs = job->gate_unread_dirs};
 	int r = lb_gate_write_py(job->gate_py_dir);
 	if (r == 0)
 		r = lb_gate_write_config(job->gate_py_dir, &gc);

@@ -207,7 +207,8 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 	lb_network net = lb_sandbox_network(sb);
 	lb_gate_config gc = {.mode = (lb_gate_mode)job->gate_mode, .policy = job->gate_policy,
 			     .network = net != LB_NET_NONE, .exp_dir = job->exp_dir,
-			     .outputs = outs, .noutputs = n, .staged_ns = lb_fs_now_ns(job->exp_dir)};
+			     .outputs = outs, .noutputs = n, .staged_ns = lb_fs_now_ns(job->exp_dir),
+			     .unread_dirs = job->gate_unread_dirs};
 	/* The probe's sysconfig answer, for an interpreter of the user's (one the experiment
 	 * named says of itself what it likes: the gate asks it at run time, as before). */
 	const char *std[2];

@@ -972,7 +972,23 @@ int lb_check_files(const lb_check_config *cfg, char *const paths[], size_t n,
 typedef struct walk {
 	char **rel, **abs;
 	size_t n, cap;
+	lb_check_report *rep; /* its unread_dirs: what the walk skipped, by identity */
 } walk;
+
+static void note_unread(walk *w, const char *abs)
+{
+	struct stat st;
+	char id[64];
+	if (!w->rep || lstat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
+		return;
+	if (!w->rep->unread_dirs && !(w->rep->unread_dirs = json_object_new_array()))
+		return;
+	if (json_object_array_length(w->rep->unread_dirs) >= 4096)
+		return;
+	snprintf(id, sizeof id, "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	json_object_array_add(w->rep->unread_dirs, json_object_new_string(id));
+}
 
 /* Caches, version control, labbox's own records and virtual environments are not the
  * experiment. Every other directory is read, hidden or not, and whatever its name (an RL
@@ -1097,6 +1113,8 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 		if (type == DT_DIR) {
 			if (!skip_dir(cabs, name))
 				r = walk_dir(w, cabs, crel, depth + 1);
+			else
+				note_unread(w, cabs);
 		} else if (type == DT_REG) {
 			if (py)
 				r = walk_add(w, crel, cabs);
@@ -1180,6 +1198,7 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 				  "read it (--policy permissive runs it unchecked)", NULL);
 		goto out;
 	}
+	w.rep = rep;
 	r = walk_dir(&w, root, "", 0);
 	if (r < 0) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(-r));

@@ -225,6 +225,8 @@ void lb_check_report_free(lb_check_report *rep)
 	rep->n = rep->cap = 0;
 	json_object_put(rep->seeds);
 	rep->seeds = NULL;
+	json_object_put(rep->unread_dirs);
+	rep->unread_dirs = NULL;
 	json_object_put(rep->needs);
 	rep->needs = NULL;
 	json_object_put(rep->imports);

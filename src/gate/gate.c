@@ -181,6 +181,8 @@ int lb_gate_config_text(const lb_gate_config *cfg, lb_buf *out)
 		snprintf(num[2], sizeof num[2], "%lld", (long long)cfg->staged_ns);
 		r = cfg_line(&b, "staged_ns", num[2]);
 	}
+	if (r == 0 && cfg->unread_dirs && cfg->unread_dirs[0])
+		r = cfg_line(&b, "unread_dirs", cfg->unread_dirs);
 	for (size_t i = 0; r == 0 && i < cfg->noutputs; i++)
 		r = cfg_line(&b, "output", cfg->outputs[i]);
 	for (size_t i = 0; r == 0 && i < cfg->nstdlib; i++)

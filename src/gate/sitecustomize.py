@@ -96,6 +96,13 @@ def _labbox_gate():
     # When labbox had staged the experiment: a file changed since (ctime later) was written
     # by the run, and the check never read it
     staged_ns = int(cfg.get("staged_ns", "0"))
+    # The experiment's directories the check did not read, by identity (dev, inode): a
+    # rename or a marker removed at run time does not make them read
+    unread_dirs = set()
+    for d in cfg.get("unread_dirs", "").split(","):
+        dev, _, ino = d.partition(":")
+        if dev.isdigit() and ino.isdigit():
+            unread_dirs.add((int(dev), int(ino)))
     strict = policy == "strict"
     check_ran = policy != "permissive"  # the static check read the experiment's files
 
@@ -399,6 +406,85 @@ def _labbox_gate():
                 return k, f
             f = f.f_back
         return "x", None
+
+    # ---- library frames that call what they were handed --------------------------------------
+    # A library frame decides for what it does itself (torch importing ctypes, numpy calling
+    # its own functions). One that calls a callable the experiment handed it (np.vectorize(f),
+    # a tree map, an apply) decides nothing: the call is the experiment's, as a standard
+    # library helper's is. The callee is known by its frame (a Python function of the standard
+    # library's or the experiment's, the frame right inside the library's) or, for a builtin
+    # with no frame, by what it is: a maker of code or of imports, getattr (ctypes' symbols
+    # are attributes), a ctypes function. It is held in the library frame's own locals, as the
+    # argument it was handed (unwrapped from partials and bound methods).
+    import _functools
+    _partial_t = _functools.partial
+    _partial_func = _partial_t.__dict__["func"].__get__
+    c_sinks = (exec, eval, compile, __import__, getattr)
+    _BuiltinType = type(len)
+    _bound_t = type((lambda: 0).__get__(0))
+    _method_func = _bound_t.__dict__["__func__"].__get__
+
+    def callee_held(L, inner):
+        target = inner.f_code if inner is not None else None
+        fl = L.f_locals
+        try:
+            vals = list(dict.values(fl)) if type(fl) is dict else \
+                [v for _, v in type(fl).items(fl)]
+        except Exception:
+            return False
+        cfp = None
+        if target is None:
+            d = loaded_dict("_ctypes")
+            cfp = sget(d, "CFuncPtr") if d is not None else None
+        for v in vals[:64]:
+            for _ in range(4):
+                t = type(v)
+                if t is _partial_t:
+                    v = _partial_func(v)
+                elif t is _bound_t:
+                    v = _method_func(v)
+                else:
+                    break
+            t = type(v)
+            if target is not None:
+                if t is _FunctionType:
+                    if _func_code(v) is target:
+                        return True
+                    continue
+                cls = v if issubclass(t, type) else t
+                for name in ("__init__", "__new__", "__call__"):
+                    try:
+                        fn = _class_attr(cls, name)
+                    except Exception:
+                        fn = None
+                    if type(fn) is _FunctionType and _func_code(fn) is target:
+                        return True
+            else:
+                if t is _BuiltinType:
+                    for s in c_sinks:
+                        if v is s:
+                            return True
+                elif type(cfp) is type and cfp in type.__dict__["__mro__"].__get__(t):
+                    return True
+        return False
+
+    def handed_in(frame):
+        """Whether the innermost library frame on the way out calls what it was handed, with
+        the experiment's code further out: then the event is the experiment's doing."""
+        f, inner, seen = frame, None, False
+        while f is not None:
+            k = "s" if f.f_globals is world else fkind_raw(f)
+            if k == "x":
+                return seen
+            if k == "l" and not seen:
+                if inner is not None and fkind_raw(inner) == "l":
+                    return False  # a library function the library calls: its own doing
+                if not callee_held(f, inner):
+                    return False
+                seen = True
+            inner = f
+            f = f.f_back
+        return False
 
     def exp_frame(f):
         """The innermost frame in the experiment's code, for the record."""
@@ -1489,8 +1575,8 @@ def _labbox_gate():
         exp_fn = fn_text
         if exp_fn and not exp_fn.startswith("/") and exp_fn.endswith(".py"):
             exp_fn = p_abspath(exp_fn)  # Python 3.8 names the script's directory as given
-        if check_ran and staged_ns > 0 and exp_fn and exp_dir and \
-                exp_fn.startswith(exp_dir + "/"):
+        in_exp = bool(exp_fn and exp_dir and exp_fn.startswith(exp_dir + "/"))
+        if check_ran and staged_ns > 0 and in_exp:
             # A module of the experiment's that the check did not read, whoever compiles it
             # (a library frame that calls what it is handed makes any call its own): one
             # the run wrote or changed, one reached through a link or a name the check does
@@ -1501,20 +1587,25 @@ def _labbox_gate():
                 refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
                        why % fn_text)
                 return
-        elif check_ran and staged_ns > 0 and fn_text and fn_text.startswith("/") and \
-                kind(fn_text) == "x" and not staged_file(fn_text) and \
-                same_as_file(fn_text, source):
+        elif check_ran and not in_exp and fn_text and fn_text.startswith("/") and \
+                kind(fn_text) == "x" and same_as_file(fn_text, source):
             # A source file outside the experiment and the libraries (/tmp, /dev/shm, an
-            # output path) written or changed since labbox staged the run and compiled as
-            # it is (an import after sys.path.insert, a load by path, torch.hub's local
-            # hubconf), whichever frame asks: code the static check did not read
+            # output path, a directory of the host's the sandbox shows) compiled as it is (an
+            # import after sys.path.insert, a load by path, torch.hub's local hubconf),
+            # whichever frame asks: code the static check did not read
             refuse(event, (fn,), frame, "LB103", "dynamic code (eval, exec, compile)",
-                   "a file the run wrote or changed (%s), which the static check did not "
-                   "read" % fn_text)
+                   ("a file the run wrote or changed (%s), which the static check did not "
+                    "read" if staged_ns > 0 and not staged_file(fn_text) else
+                    "a source file outside the experiment (%s), which the static check did "
+                    "not read: put it in the experiment, or name its directory on "
+                    "PYTHONPATH") % fn_text)
             return
         k = fkind(frame) if frame is not None else "s"
-        if frame is None or k == "l" or timeit_template(frame, source):
+        if frame is None or (k == "l" and not handed_in(frame)) or \
+                timeit_template(frame, source):
             return  # a library's own code (what it is handed: decisions.md, the trampolines)
+        if k == "l":
+            k = "x"  # a library calling exec or compile it was handed: the experiment's
         m = maker_of(frame)
         if (k == "s" or m is not None) and not runner_frame(frame):
             if m is not None and maker_compile_ok(m, frame, source, fn_text):
@@ -1703,11 +1794,16 @@ def _labbox_gate():
         d = exp_dir
         for part in rp[len(exp_dir) + 1:].split("/")[:-1]:
             d = d + "/" + part
+            try:
+                st = _lstat(d)
+                ident = (st.st_dev, st.st_ino)
+            except (OSError, ValueError):
+                ident = None
             if part in check_skips or p_exists(d + "/pyvenv.cfg") or \
-                    p_exists(d + "/conda-meta"):
-                return ("%s: in a directory the static check does not read (" +
+                    p_exists(d + "/conda-meta") or ident is None or ident in unread_dirs:
+                return ("%s: in a directory the static check did not read (" +
                         summary(part).replace("%", "%%") +
-                        ": a cache, records, or a virtual environment)")
+                        ": a cache, records, or a virtual environment, whatever its name now)")
         return None
 
     def note_file_compile(frame, source):
@@ -1760,7 +1856,7 @@ def _labbox_gate():
                     and f.f_globals is not world:
                 break
             f = f.f_back
-        return f is None or fkind(f) == "x" or runner_call(f)
+        return f is None or fkind(f) == "x" or runner_call(f) or handed_in(frame)
 
     def on_exec(event, args, frame):
         code = args[0] if args else None
@@ -2080,7 +2176,7 @@ def _labbox_gate():
                 refuse_native_writable(event, w, frame)
                 return
         k, _ = origin(frame)
-        if k == "x":
+        if k == "x" or (k == "l" and handed_in(frame)):
             refuse(event, args[:2] if event.startswith("ctypes.dl") else (), frame, "LB106",
                    "native code (ctypes, cffi)")
 

@@ -770,8 +770,24 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 
 /* The static check runs on the staged copy, the code that would run, so nothing can change
  * between the check and the run. Returns true when the code may run. */
+/* rep's unread_dirs as "DEV:INO,..." (malloc'd; NULL when none), for the gate */
+static char *unread_dirs_text(const lb_check_report *rep)
+{
+	lb_buf b = {0};
+	size_t n = rep->unread_dirs ? json_object_array_length(rep->unread_dirs) : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && lb_buf_puts(&b, ",") < 0)
+			break;
+		if (lb_buf_puts(&b, json_object_get_string(
+					     json_object_array_get_idx(rep->unread_dirs, i))) < 0)
+			break;
+	}
+	return b.data;
+}
+
 static bool check_staged(const lb_run_request *req, const run_state *st, bool gate_refuses,
-			 json_object *doc, json_object **findings, json_object **seeds)
+			 json_object *doc, json_object **findings, json_object **seeds,
+			 char **unread_dirs)
 {
 	lb_check_config *cfg = NULL;
 	lb_check_report rep;
@@ -808,6 +824,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, bool ga
 	lb_check_finish(&rep);
 	*findings = lb_check_findings_json(&rep);
 	*seeds = rep.seeds ? json_object_get(rep.seeds) : NULL;
+	*unread_dirs = unread_dirs_text(&rep);
 	json_object_object_add(doc, "needs", lb_check_needs_json(&rep, req->sandbox_config));
 	json_object_object_add(info, "rejected", json_object_new_boolean(rep.rejected));
 	json_object_object_add(info, "files", json_object_new_int64((int64_t)rep.files));
@@ -1143,8 +1160,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	bool gate_refuses = gate_mode == LB_GATE_ON && (!st->remote || be->ops->binds_gate) &&
 			    st->lang == LB_LANG_PYTHON && py_audit_hooks(st->py.version) == 1 &&
 			    !degraded_accepts(req, "gate");
-	bool rejected = stage_r == 0 &&
-			!check_staged(req, st, gate_refuses, doc, &findings, &code_seeds);
+	LB_AUTOFREE char *unread_dirs = NULL; /* what the check did not read, for the gate */
+	bool rejected = stage_r == 0 && !check_staged(req, st, gate_refuses, doc, &findings,
+						      &code_seeds, &unread_dirs);
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
 	json_object_object_add(seeds, "found_in_code",
@@ -1248,6 +1266,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					      ? (degraded_accepts(req, "gate") ? 2 : 1)
 					      : 0,
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
+			.gate_unread_dirs = unread_dirs,
 			.trust_project = req->trust_project,
 		};
 		env_protected = job.exec_guard && st->py.prefix[0] &&

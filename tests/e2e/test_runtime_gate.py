@@ -2687,12 +2687,15 @@ def test_a_module_the_run_wrote_outside_the_experiment_is_refused(tmp_path, how)
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
-@pytest.mark.parametrize("how", ["link_made", "staged_link", "node_modules", "venv_dir"])
+@pytest.mark.parametrize("how", ["link_made", "staged_link", "node_modules", "venv_dir",
+                                 "skip_dir_renamed", "venv_marker_removed", "mounted_dir"])
 def test_a_file_of_the_experiment_the_check_did_not_read_is_refused(tmp_path, how):
     """The red team's: a staged payload.txt (never read: not a .py) imported through a
     payload.py link the run made, or one staged as a link; a module in a directory the check
-    skips (node_modules, a virtual environment) imported after sys.path.insert. Each was
-    compiled as a staged file; each is refused at its compile now."""
+    skips (node_modules, a virtual environment) imported after sys.path.insert, also once
+    the run renamed that directory or removed its pyvenv.cfg; a module in a directory of the
+    host's the sandbox shows (mounted read-only). Each was compiled; each is refused at its
+    compile now."""
     exp = write_exp(tmp_path, """
         import os, sys
         HOW = %r
@@ -2705,6 +2708,17 @@ def test_a_file_of_the_experiment_the_check_did_not_read_is_refused(tmp_path, ho
             elif HOW == "node_modules":
                 sys.path.insert(0, "node_modules")
                 import unread
+            elif HOW == "skip_dir_renamed":
+                os.rename("node_modules", "vv")
+                sys.path.insert(0, "vv")
+                import unread
+            elif HOW == "venv_marker_removed":
+                os.remove("tools/pyvenv.cfg")
+                sys.path.insert(0, "tools")
+                import unread
+            elif HOW == "mounted_dir":
+                sys.path.insert(0, "/hostlib")
+                import hostmod
             else:
                 sys.path.insert(0, "tools")
                 import unread
@@ -2715,12 +2729,15 @@ def test_a_file_of_the_experiment_the_check_did_not_read_is_refused(tmp_path, ho
     (exp / "payload.txt").write_text("open('MARKER', 'w').close()\n")
     if how == "staged_link":
         (exp / "payload.py").symlink_to("payload.txt")
-    d = exp / ("node_modules" if how == "node_modules" else "tools")
+    d = exp / ("node_modules" if how in ("node_modules", "skip_dir_renamed") else "tools")
     d.mkdir()
     (d / "unread.py").write_text("open('MARKER', 'w').close()\n")
-    if how == "venv_dir":
+    if how in ("venv_dir", "venv_marker_removed"):
         (d / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    r = run_exp(exp, tmp_path / "runs")
+    hostlib = tmp_path / "hostlib"
+    hostlib.mkdir()
+    (hostlib / "hostmod.py").write_text("open('MARKER', 'w').close()\n")
+    r = run_exp(exp, tmp_path / "runs", "-v", f"{hostlib}:/hostlib:ro")
     assert "refused:" in r.log(), r.why()
     assert_refused(r, "compile", "LB103")
     assert not (r.exp / "MARKER").exists(), r.why()
@@ -2742,6 +2759,67 @@ def test_a_package_named_env_is_read_by_the_check(tmp_path):
     (exp / "env" / "cartpole.py").write_text("def step():\n    return 1\n")
     r = run_exp(exp, tmp_path / "runs2")
     assert r.rc == 0 and r.result["metrics"]["values"]["score"] == 1, r.why()
+
+
+@pytest.mark.parametrize("how", ["vectorize_exec", "vectorize_import_ctypes",
+                                 "vectorize_resolve_name", "frompyfunc_exec"])
+def test_a_library_calling_what_it_was_handed_is_the_experiment(tmp_path, how):
+    """The red team's: a library frame that calls a callable the experiment handed it
+    (np.vectorize(exec), np.vectorize(importlib.import_module)("ctypes") then CDLL, pkgutil's
+    resolve_name through it) made the call the library's, which the gate let pass: code no
+    check read ran and libc was loaded and called with nothing recorded. Such a frame now
+    decides nothing; the call is judged as the experiment's."""
+    exp = write_exp(tmp_path, """
+        import importlib, pkgutil
+        import numpy as np
+        HOW = %r
+        def via(f, *a):
+            return np.vectorize(f, otypes=[object])(*a)
+        try:
+            if HOW == "vectorize_exec":
+                via(exec, "open('MARKER', 'w').close()")
+            elif HOW == "frompyfunc_exec":
+                np.frompyfunc(exec, 1, 0)("open('MARKER', 'w').close()")
+            elif HOW == "vectorize_import_ctypes":
+                ct = via(importlib.import_module, "ctypes").item()
+                via(ct.CDLL, "libc.so.6")
+                open("MARKER", "w").close()
+            else:
+                loader = via(pkgutil.resolve_name, "ctypes:CDLL").item()
+                via(loader, "libc.so.6")
+                open("MARKER", "w").close()
+        except PermissionError as e:
+            print("refused:", e)
+        print("score: 1")
+    """ % how)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "refused:" in r.log(), r.why()
+    ev = refused_events(r)[0]
+    assert ev["event"] in ("compile", "ctypes.dlopen", "import"), r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_library_calling_ordinary_callables_is_not_refused(tmp_path):
+    """What research code hands a library to call: its own functions and lambdas, math and
+    json functions, str methods; numpy's and torch's own lazy imports under them."""
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, """
+        import json, math
+        import numpy as np
+        import torch
+        from torch.utils._pytree import tree_map
+        def own(x):
+            return x * 2
+        print("vec:", list(np.vectorize(math.sqrt)([4.0, 9.0])), list(np.vectorize(own)([1, 2])))
+        print("json:", list(np.vectorize(json.loads, otypes=[object])(["1", "[2]"])))
+        print("tree:", tree_map(str.upper, {"a": "x"}), tree_map(lambda t: t + 1, [torch.ones(1)]))
+        print("ufunc:", list(np.frompyfunc(own, 1, 1)(np.arange(3))))
+        print("score: 1")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0, r.why()
+    assert refused_events(r) == [], r.why()
+    assert "vec: [2.0, 3.0] [2, 4]" in r.log(), r.why()
 
 
 OTHER_PYTHONS = ["/root/.pyenv/versions/%s/bin/python3" % v
