@@ -248,26 +248,24 @@ def test_a_registry_import_by_config_name_is_the_experiments_own(tmp_path):
     (exp / "models" / "mlp.py").write_text(
         "class Model:\n    def __init__(self, n):\n        self.n = n\n"
         "    def forward(self, x):\n        return self.n * x\n")
-    (exp / "main.py").write_text(
-        "import argparse, importlib, sys\n"
-        "p = argparse.ArgumentParser()\n"
-        "p.add_argument('--model', default='mlp')\n"
-        "args = p.parse_args()\n"
-        "mod = importlib.import_module(f'models.{args.model}')\n"
-        "net = mod.Model(4)\n"
-        "other = importlib.import_module('models.' + args.model).Model\n"
-        "own = __import__('models')\n"
-        "print(f'out: {net.forward(2)}')\n")
-    p, doc = check_json("--ignore", "harness", str(exp))
-    assert p.returncode == 0, p.stdout
-    assert not [f for f in doc["findings"] if f["severity"] == "error"], doc["findings"]
-    (exp / "main.py").write_text(
-        "import importlib, sys\n"
-        "mod = importlib.import_module(f'os{sys.argv[1]}')\n"
-        "mod.system('id')\n"
-        "top = importlib.import_module(f'{sys.argv[1]}.models')\n"
-        "top.run()\n")
-    p, doc = check_json("--ignore", "harness", str(exp))
-    assert p.returncode == 3, p.stdout
-    assert {(f["id"], f["line"]) for f in doc["findings"] if f["severity"] == "error"} == {
-        ("LB111", 3), ("LB111", 5)}, doc["findings"]
+
+    def errors(*lines):
+        (exp / "main.py").write_text("".join(line + "\n" for line in lines))
+        p, doc = check_json("--ignore", "harness", str(exp))
+        return p.returncode, {(f["id"], f["line"]) for f in doc["findings"]
+                              if f["severity"] == "error"}
+
+    assert errors("import argparse, importlib, sys",
+                  "p = argparse.ArgumentParser()",
+                  "p.add_argument('--model', default='mlp')",
+                  "args = p.parse_args()",
+                  "mod = importlib.import_module(f'models.{args.model}')",
+                  "net = mod.Model(4)",
+                  "other = importlib.import_module('models.' + args.model).Model",
+                  "own = __import__('models')",
+                  "print(f'out: {net.forward(2)}')") == (0, set())
+    assert errors("import importlib, sys",
+                  "mod = importlib.import_module(f'os{sys.argv[1]}')",
+                  "mod.system('id')",
+                  "top = importlib.import_module(f'{sys.argv[1]}.models')",
+                  "top.run()") == (3, {("LB111", 3), ("LB111", 5)})
