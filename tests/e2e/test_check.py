@@ -117,6 +117,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert labbox("check", str(tmp_path / "missing.py")).returncode == 2
     assert labbox("check", "--bogus", str(tmp_path)).returncode == 2
     assert labbox("check", "--ignore", "LB999", str(tmp_path)).returncode == 2
+    assert labbox("check", "--runtime-gate", "maybe", str(tmp_path)).returncode == 2
     # a directory without Python files (a wrong path, say) is not clean code
     (tmp_path / "empty" / ".venv").mkdir(parents=True)
     (tmp_path / "empty" / ".venv" / "x.py").write_text("import os\nos.system('x')\n")
@@ -126,7 +127,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert h.returncode == 0
     for flag in ("--policy", "--python", "--config", "--entry", "--allow-module", "--allow-call",
                  "--deny-module", "--deny-call", "--output-path", "--ignore", "--trust-project",
-                 "--list-rules", "--json"):
+                 "--list-rules", "--json", "--runtime-gate"):
         assert flag in h.stdout
 
 
