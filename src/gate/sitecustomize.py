@@ -423,6 +423,12 @@ def _labbox_gate():
     _BuiltinType = type(len)
     _bound_t = type((lambda: 0).__get__(0))
     _method_func = _bound_t.__dict__["__func__"].__get__
+    # ... and the wrappers that call what they hold: staticmethod and classmethod objects
+    # (callable since 3.10), a slot's method-wrapper (partial(f).__call__)
+    _wrapped_func = {staticmethod: staticmethod.__dict__["__func__"].__get__,
+                     classmethod: classmethod.__dict__["__func__"].__get__}
+    _mwrap_t = type([].__len__)
+    _wrapped_func[_mwrap_t] = _mwrap_t.__dict__["__self__"].__get__
 
     def callee_held(L, inner):
         target = inner.f_code if inner is not None else None
@@ -437,12 +443,14 @@ def _labbox_gate():
             d = loaded_dict("_ctypes")
             cfp = sget(d, "CFuncPtr") if d is not None else None
         for v in vals[:64]:
-            for _ in range(4):
+            for _ in range(6):
                 t = type(v)
                 if t is _partial_t:
                     v = _partial_func(v)
                 elif t is _bound_t:
                     v = _method_func(v)
+                elif t is staticmethod or t is classmethod or t is _mwrap_t:
+                    v = _wrapped_func[t](v)
                 else:
                     break
             t = type(v)

@@ -2762,7 +2762,8 @@ def test_a_package_named_env_is_read_by_the_check(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["vectorize_exec", "vectorize_import_ctypes",
-                                 "vectorize_resolve_name", "frompyfunc_exec"])
+                                 "vectorize_resolve_name", "frompyfunc_exec",
+                                 "staticmethod_exec", "method_wrapper_ctypes"])
 def test_a_library_calling_what_it_was_handed_is_the_experiment(tmp_path, how):
     """The red team's: a library frame that calls a callable the experiment handed it
     (np.vectorize(exec), np.vectorize(importlib.import_module)("ctypes") then CDLL, pkgutil's
@@ -2780,6 +2781,13 @@ def test_a_library_calling_what_it_was_handed_is_the_experiment(tmp_path, how):
                 via(exec, "open('MARKER', 'w').close()")
             elif HOW == "frompyfunc_exec":
                 np.frompyfunc(exec, 1, 0)("open('MARKER', 'w').close()")
+            elif HOW == "staticmethod_exec":
+                via(staticmethod(exec), "open('MARKER', 'w').close()")
+            elif HOW == "method_wrapper_ctypes":
+                import functools, numpy.core._internal as internal
+                ct = internal.ctypes  # loaded by numpy: no import event
+                via(functools.partial(ct.CDLL).__call__, "libc.so.6")
+                open("MARKER", "w").close()
             elif HOW == "vectorize_import_ctypes":
                 ct = via(importlib.import_module, "ctypes").item()
                 via(ct.CDLL, "libc.so.6")
