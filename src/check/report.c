@@ -246,8 +246,44 @@ static int cmp_finding(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+/* Whether some file of the report seeds lib (a seed call of that library's, or one that seeds
+ * every library). */
+static bool seeded_anywhere(const lb_check_report *rep, const char *lib, size_t len)
+{
+	size_t n = rep->seeds ? json_object_array_length(rep->seeds) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *s = json_object_array_get_idx(rep->seeds, i), *v;
+		const char *l = json_object_object_get_ex(s, "lib", &v) ? json_object_get_string(v) : NULL;
+		if (l && (strcmp(l, "*") == 0 || (strlen(l) == len && memcmp(l, lib, len) == 0)))
+			return true;
+	}
+	return false;
+}
+
+/* "never seeded" (LB302) is said of one file, which cannot see the others: a model module's
+ * torch.randn is seeded by the main.py that seeds torch before it builds the model. Said only
+ * when no file of the check seeds that library. */
+static void drop_seeded_elsewhere(lb_check_report *rep)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < rep->n; i++) {
+		lb_check_finding *f = &rep->items[i];
+		size_t len = f->name ? strcspn(f->name, ".") : 0;
+		if (strcmp(f->id, "LB302") == 0 && len && seeded_anywhere(rep, f->name, len)) {
+			free(f->file);
+			free(f->message);
+			free(f->name);
+			free(f->suppression);
+			continue;
+		}
+		rep->items[k++] = *f;
+	}
+	rep->n = k;
+}
+
 void lb_check_finish(lb_check_report *rep)
 {
+	drop_seeded_elsewhere(rep);
 	if (rep->n)
 		qsort(rep->items, rep->n, sizeof *rep->items, cmp_finding);
 	rep->rejected = false;

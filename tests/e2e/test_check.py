@@ -270,3 +270,21 @@ def test_a_registry_import_by_config_name_is_the_experiments_own(tmp_path):
                   "mod.system('id')",
                   "top = importlib.import_module(f'{sys.argv[1]}.models')",
                   "top.run()") == (3, {("LB111", 3), ("LB111", 5)})
+
+
+def test_a_library_seeded_in_another_file_is_seeded(tmp_path):
+    """LB302 ("torch is never seeded") was said of a model module whose torch.randn runs after
+    main.py's torch.manual_seed: a file cannot see the others. It is said only when no file
+    of the experiment seeds that library."""
+    exp = tmp_path / "exp"
+    (exp / "models").mkdir(parents=True)
+    (exp / "models" / "net.py").write_text("import torch\ndef make():\n    return torch.randn(3)\n")
+    (exp / "main.py").write_text("import torch\nfrom models.net import make\n"
+                                 "torch.manual_seed(0)\nprint(make())\n")
+    p, doc = check_json("--ignore", "harness", str(exp))
+    assert not [f for f in doc["findings"] if f["id"] == "LB302"], doc["findings"]
+    assert doc["counts"]["warning"] == 0, doc["counts"]
+    (exp / "main.py").write_text("from models.net import make\nprint(make())\n")
+    p, doc = check_json("--ignore", "harness", str(exp))
+    assert [(f["file"], f["line"]) for f in doc["findings"] if f["id"] == "LB302"] == [
+        ("models/net.py", 3)], doc["findings"]
