@@ -956,7 +956,14 @@ static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *
 		return;
 	char path[256];
 	if (!quoted_after(line, "No such file or directory", path, sizeof(path)))
-		snprintf(path, sizeof(path), "the file");
+		return;
+	/* Only a path inside the experiment's own tree: one elsewhere (a host file the sandbox
+	 * hides, /home) is not the code's directory to make. */
+	size_t n = log->exp_dir ? strlen(log->exp_dir) : 0;
+	while (n > 1 && log->exp_dir[n - 1] == '/')
+		n--;
+	if (path[0] == '/' && !(n > 0 && strncmp(path, log->exp_dir, n) == 0 && path[n] == '/'))
+		return;
 	v->cls = "code_error";
 	snprintf(v->summary, sizeof(v->summary),
 		 "the code writes '%s' into a directory that does not exist: %s", path, line);

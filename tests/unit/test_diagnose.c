@@ -176,6 +176,11 @@ static void test_missing_file_that_is_no_data(void **state)
 		"  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 628, in SocketClient\n"
 		"    s.connect(address)\n"
 		"FileNotFoundError: [Errno 2] No such file or directory\n";
+	static const char write_outside[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 11, in append\n"
+		"    with open(P[\"existing\"], \"a\") as f:\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: '/home/u/.profile'\n";
 	static const char read_open[] =
 		"Traceback (most recent call last):\n"
 		"  File \"/exp/main.py\", line 3, in <module>\n"
@@ -198,6 +203,8 @@ static void test_missing_file_that_is_no_data(void **state)
 	assert_non_null(strstr(field(doc, "summary"), "multiprocessing could not reach"));
 	expect(doc, "code_error", "FileNotFoundError");
 	expect(diagnose_log(read_open, 1, 0), "missing_data", "data/train.json");
+	/* a host file the sandbox hides is not the code's directory to make */
+	expect(diagnose_log(write_outside, 1, 0), "missing_data", "/home/u/.profile");
 }
 
 static void test_missing_data_wrapped(void **state)
