@@ -1759,6 +1759,11 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 		goto out_sfd;
 	}
 	if (init == 0) {
+		/* The image's lock is the supervisor's alone: held by init too (a fork shares the
+		 * open file), it outlived a labbox killed with SIGKILL while init was dying, and
+		 * the next run took the image for one still in use and left it mounted. */
+		if (fs && fs->lock_fd >= 0)
+			close(fs->lock_fd);
 		init_ctx c = {.sb = sb,
 			      .sync_rd = sync[0],
 			      .chan_wr = chan[1],
