@@ -685,7 +685,10 @@ def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_d
         for _ in range(20):
             p, doc = run("run", "--json", "--python", PYTHON, "--runs-dir", mine, exp, env=env)
             if p.returncode != 0:
-                failed.append(p.stdout[-1500:])
+                # what the run said, not the tail of a long document
+                why = {k: (doc or {}).get(k) for k in ("status", "failure", "setup_step",
+                                                        "setup_error", "error")}
+                failed.append(f"rc={p.returncode} {why}\nstderr: {p.stderr[-1500:]}")
     finally:
         stop.set()
         t.join()
