@@ -1984,11 +1984,7 @@ static const char *own_package_prefix(ctx *c, TSNode x)
 	const char *pkg = NULL;
 	if (dot && dot > b.data) {
 		const char *p = astrndup(c, b.data, (size_t)(dot - b.data));
-		bool ok = p != NULL;
-		for (const char *q = p; ok && *q; q++)
-			ok = *q == '_' || *q == '.' || (*q >= 'a' && *q <= 'z') ||
-			     (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9');
-		ok = ok && p[0] != '.' && !strstr(p, "..") && p[strlen(p) - 1] != '.';
+		bool ok = p != NULL && ck_dotted_name(p);
 		char top[256] = "";
 		if (ok) {
 			size_t t = strcspn(p, ".");

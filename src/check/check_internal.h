@@ -139,6 +139,8 @@ void ck_list_free(ck_list *l);
 int ck_config_copy(const lb_check_config *src, lb_check_config **out);
 /* The item of l that equals name or is a dotted prefix of it; NULL when none. */
 const ck_item *ck_list_match(const ck_list *l, const char *name);
+/* A dotted Python name: identifiers separated by single dots. */
+bool ck_dotted_name(const char *s);
 
 /* ---- rules -------------------------------------------------------------------------------- */
 

@@ -181,7 +181,7 @@ int lb_check_config_set_runtime_gate(lb_check_config *c, bool refuses)
 }
 
 /* A dotted Python name: identifiers separated by single dots. */
-static bool dotted_name(const char *s)
+bool ck_dotted_name(const char *s)
 {
 	bool start = true;
 	for (const char *p = s; *p; p++) {
@@ -201,7 +201,7 @@ static bool dotted_name(const char *s)
 
 static int add_name(ck_list *l, const char *name, bool project)
 {
-	if (!name || !dotted_name(name))
+	if (!name || !ck_dotted_name(name))
 		return -EINVAL;
 	return ck_list_add(l, name, project);
 }

@@ -210,16 +210,20 @@ int ck_report_take(lb_check_report *rep, lb_check_report *from)
 	return r ? r : r2 ? r2 : r3;
 }
 
+static void finding_free(lb_check_finding *f)
+{
+	free(f->file);
+	free(f->message);
+	free(f->name);
+	free(f->suppression);
+}
+
 void lb_check_report_free(lb_check_report *rep)
 {
 	if (!rep)
 		return;
-	for (size_t i = 0; i < rep->n; i++) {
-		free(rep->items[i].file);
-		free(rep->items[i].message);
-		free(rep->items[i].name);
-		free(rep->items[i].suppression);
-	}
+	for (size_t i = 0; i < rep->n; i++)
+		finding_free(&rep->items[i]);
 	free(rep->items);
 	rep->items = NULL;
 	rep->n = rep->cap = 0;
@@ -270,10 +274,7 @@ static void drop_seeded_elsewhere(lb_check_report *rep)
 		lb_check_finding *f = &rep->items[i];
 		size_t len = f->name ? strcspn(f->name, ".") : 0;
 		if (strcmp(f->id, "LB302") == 0 && len && seeded_anywhere(rep, f->name, len)) {
-			free(f->file);
-			free(f->message);
-			free(f->name);
-			free(f->suppression);
+			finding_free(f);
 			continue;
 		}
 		rep->items[k++] = *f;
