@@ -1025,6 +1025,55 @@ def _labbox_gate():
             return getattr_(obj, name)  # recording only: the gate let it pass
         return _labbox_getattr
 
+    # What a pickle from outside (a checkpoint) gets for Python 2's __builtin__.getattr, which
+    # torch.save (protocol 2) writes for what Python pickles by getattr: an LR scheduler's
+    # state holds a bound method (OneCycleLR's anneal_func, CyclicLR's scale function), and
+    # Python 3.11 pickles an enum's member as getattr(cls, name). _compat_pickle's table
+    # renames the name to this one. It hands back an enum's member, or a method of the
+    # object's own class (no dunder name); whose code the method is (torch.optim's or the
+    # experiment's own pass) the gate judges by the event it raises, as for the pipes'. It
+    # holds no link to the gate, for the same reasons as _labbox_getattr above.
+    def make_file_getattr(tools):
+        def _labbox_getattr(obj, name):
+            (getattr_, type_, str_, issubclass_, method_t, function_t, mro_of, dict_of, audit,
+             missing) = tools
+            if type_(name) is not str_ or name[:2] == "__":
+                audit("labbox.file_getattr", type_(obj).__name__, "?", "a dunder name", None)
+                return getattr_(obj, name)  # recording only: the gate let it pass
+            r = getattr_(obj, name)
+            if issubclass_(type_(obj), type_):
+                what = "not a member of that class"
+                if issubclass_(type_(r), obj):
+                    mm = missing
+                    for c in mro_of(obj):
+                        mm = dict_of(c).get("_member_map_", missing)
+                        if mm is not missing:
+                            break
+                    if type_(mm) is dict and mm.get(name, missing) is r:
+                        audit("labbox.file_getattr", obj.__name__, name, "member", None)
+                        return r
+                    mm = None
+                r = None
+            elif type_(r) is method_t:
+                s, f = r.__self__, r.__func__
+                r = None
+                what = "not a method of the object's class"
+                if s is obj and type_(f) is function_t:
+                    for c in mro_of(type_(obj)):
+                        e = dict_of(c).get(name, missing)
+                        if e is not missing:
+                            if e is f:
+                                audit("labbox.file_getattr", type_(obj).__name__, name, None, f)
+                                return method_t(f, s)
+                            break
+                s = f = None
+            else:
+                r = None
+                what = "not a method"
+            audit("labbox.file_getattr", type_(obj).__name__, name, what, None)
+            return getattr_(obj, name)  # recording only: the gate let it pass
+        return _labbox_getattr
+
     # ... and an enum member, which Python 3.11 pickles as getattr(cls, name): the pickler's
     # reducer_override sends that with labbox's getattr (the member's own reduction decides
     # whether it is by name at all: a Flag's combination goes by value)
@@ -2765,6 +2814,52 @@ def _labbox_gate():
             isolated(setattr, (fp, "reducer_override", ipc_enum_override))
         isolated(dict.__setitem__, (d, "_labbox_getattr", ipc_getattr))
 
+    file_getattr = in_world_closed(make_file_getattr((
+        getattr, type, str, issubclass, _MethodType, _FunctionType,
+        type.__dict__["__mro__"].__get__, _type_dict, sys.audit, object())), "_labbox_getattr")
+    file_getattr.__module__ = "copyreg"
+    file_getattr_code = _func_code(file_getattr)
+    file_getattr_name = ("copyreg", "_labbox_getattr")
+    optim_roots = tuple(r + "/torch/optim" for r in lib_roots)
+
+    def file_getattr_patch():
+        """As pickle is imported: __builtin__.getattr renamed to labbox's, which copyreg (which
+        pickle imports) holds. Set on a thread of its own, as ipc_patch's."""
+        if loaded_dict("copyreg") is None:
+            isolated(_import, ("copyreg",))
+        d = loaded_dict("copyreg")
+        if d is None or len(compat_seen) < 2 or type(compat_seen[0]) is not dict:
+            return
+        isolated(dict.__setitem__, (d, file_getattr_name[1], file_getattr))
+        isolated(dict.__setitem__, (compat_seen[0], ("__builtin__", "getattr"),
+                                    file_getattr_name))
+
+    def file_getattr_ours(modname, name):
+        if (modname, name) != file_getattr_name:
+            return False
+        d = loaded_dict(modname)
+        return d is not None and sget(d, name) is file_getattr
+
+    def on_file_getattr(event, args, frame):
+        if frame is None or frame.f_code is not file_getattr_code:
+            return  # sys.audit of the name from anywhere else says nothing
+        tname, name, what, f = (tuple(args) + (None, None, None, None))[:4]
+        if what == "member":
+            return
+        if what is None:
+            fn = _func_code(f).co_filename if type(f) is _FunctionType else None
+            k = kind(fn)
+            if (k == "x" and exp_dir and _under(fn, (exp_dir,))) or \
+                    (k in ("s", "l") and _under(fn, optim_roots)):
+                return
+            what = "a method whose code is neither torch.optim's nor the experiment's (%s)" \
+                % summary(fn)
+        refuse(event, (tname, name), frame, "gate.pickle", "a pickle's getattr of what no "
+               "checkpoint holds",
+               "getattr(%s, %s) in a pickle: %s (an enum's member, or a method of "
+               "torch.optim's or the experiment's own classes bound to its object, passes)"
+               % (summary(tname), summary(name), summary(what)))
+
     def on_ipc_getattr(event, args, frame):
         if frame is None or frame.f_code is not ipc_getattr_code:
             return  # sys.audit of the name from anywhere else says nothing
@@ -2949,6 +3044,9 @@ def _labbox_gate():
             for m2, n2 in compat_names(modname, name):
                 if (m2, n2) == (modname, name):
                     continue
+                if file_getattr_ours(m2, n2):
+                    renamed = True
+                    continue
                 if not pickle_ok(m2, n2):
                     refuse(event, args[:2], frame, "gate.pickle",
                            "pickle find_class outside the allowlist",
@@ -3024,6 +3122,7 @@ def _labbox_gate():
             if loaded_dict("_compat_pickle") is None:
                 isolated(_import, ("_compat_pickle",))
             compat_take()
+            file_getattr_patch()
         if name == "sqlite3.dbapi2" and not sqlite_asked:
             sqlite_asked.append(name)  # once: guard_sqlite adds _sqlite3 when it is guarded
             guard_sqlite()
@@ -3073,6 +3172,7 @@ def _labbox_gate():
         "object.__getattr__": on_getattr, "object.__setattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
         "labbox.ipc_getattr": on_ipc_getattr,
+        "labbox.file_getattr": on_file_getattr,
         "open": on_open, "os.remove": on_path1, "os.rmdir": on_path1, "os.mkdir": on_path1,
         "os.truncate": on_truncate, "os.chmod": on_path1, "os.chown": on_path1,
         "os.utime": on_path1, "os.rename": on_rename, "os.replace": on_rename,

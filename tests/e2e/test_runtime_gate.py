@@ -2506,7 +2506,7 @@ def test_a_name_that_passed_once_is_judged_again(tmp_path, how):
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
-@pytest.mark.parametrize("name", ["getattr", "eval", "type"])
+@pytest.mark.parametrize("name", ["eval", "type"])
 def test_a_python2_name_is_judged_as_what_the_unpickler_loads(tmp_path, name):
     """A protocol 2 pickle's __builtin__ names pass when what the unpickler renames them to
     passes (builtins.list), never otherwise; and a module the experiment names __builtin__
@@ -2530,6 +2530,63 @@ def test_a_python2_name_is_judged_as_what_the_unpickler_loads(tmp_path, name):
     assert "loaded" not in r.log(), r.why()
     ev = assert_refused(r, "pickle.find_class", "gate.pickle")
     assert ev["args"] == ["__builtin__", name], r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_checkpoints_scheduler_and_enums_load_and_its_getattr_reaches_nothing_else(tmp_path):
+    """torch.save (protocol 2) writes a bound method (OneCycleLR's anneal_func, a method of
+    the experiment's own class) and, on Python 3.11, an enum's member as __builtin__.getattr:
+    resuming from such a checkpoint was refused. They load now, through labbox's getattr;
+    the same name in a crafted pickle reaches no other method (pathlib's touch, which would
+    write MARKER), no dunder (a class's __init__, whose __globals__ come next) and no C
+    method (ndarray.tofile)."""
+    pytest.importorskip("torch")
+    exp = write_exp(tmp_path, textwrap.dedent(PICKLE_PRELUDE) + textwrap.dedent("""
+        import enum
+        import torch
+        class Mode(enum.Enum):
+            TRAIN = 1
+            EVAL = 2
+        class Warmup:
+            def __init__(self, n):
+                self.n = n
+                self.fn = self.linear
+            def linear(self, step):
+                return min(1.0, step / self.n)
+        m = torch.nn.Linear(4, 2)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+        for _ in range(3):
+            opt.step()
+            sched.step()
+        torch.save({"sched": sched.state_dict(), "mode": Mode.EVAL, "warm": Warmup(4)}, "ck.pt")
+        ck = torch.load("ck.pt")
+        again = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+        again.load_state_dict(ck["sched"])
+        print("lr_same:", again.get_last_lr() == sched.get_last_lr())
+        print("mode:", ck["mode"] is Mode.EVAL, "warm:", ck["warm"].fn(2))
+        GA = g("__builtin__", "getattr")
+        for what, p in (
+                ("touch", GA + b"(" + g("pathlib", "PosixPath") + b"(" + s("MARKER") + b"tR" +
+                 s("touch") + b"tR)R."),
+                ("dunder", GA + b"(" + g("collections", "OrderedDict") + s("__init__") +
+                 b"tR."),
+                ("c_method", GA + b"(" + g("numpy", "ndarray") + b"((K\\x01ttR" + s("tofile") +
+                 b"tR(" + s("MARKER") + b"tR.")):
+            try:
+                pickle.loads(b"\\x80\\x02" + p)
+                print("loaded", what)
+            except PermissionError as e:
+                print("refused:", what, e)
+    """))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
+    log = r.log()
+    assert "lr_same: True" in log and "mode: True warm: 0.5" in log, r.why()
+    for what in ("touch", "dunder", "c_method"):
+        assert f"refused: {what}" in log, (what, r.why())
+    assert "loaded" not in log, r.why()
+    ev = assert_refused(r, "labbox.file_getattr", "gate.pickle")
+    assert ev["args"] == ["PosixPath", "touch"], r.why()
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
@@ -3438,7 +3495,10 @@ def test_a_pipe_pickle_gets_what_the_gate_judged(tmp_path, how):
         print("accuracy: 1.0")
     """)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
-    assert_refused(r, "pickle.find_class", "gate.pickle")
+    # a Python 2 name of getattr reaches labbox's checkpoint getattr, which refuses the
+    # dunder; every other name is refused at find_class
+    assert_refused(r, "labbox.file_getattr" if how == "python2_module_name"
+                   else "pickle.find_class", "gate.pickle")
     assert r.rc == 1 and not (r.exp / "MARKER").exists(), r.why()
 
 
