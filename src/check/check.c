@@ -82,9 +82,14 @@ static void error_text(const char *src, size_t len, TSNode n, char *out, size_t 
 }
 
 /* PEP 263: a coding declaration in the first two lines. Only ASCII-compatible encodings keep
- * the bytes labbox parses equal to the characters Python reads (utf-7 would not). */
-static bool encoding_ok(const char *src, size_t len, char *enc, size_t enclen)
+ * the bytes labbox parses equal to the characters Python reads (utf-7 would not), and only
+ * those the tokenizer decodes in C (UTF-8, Latin-1, ASCII): any other (cp1252) it asks the
+ * codec registry for, which the experiment's code can fill before it imports the file, so
+ * what runs would not be what was read (the runtime gate refuses such a compile too).
+ * *registry: the declaration named an ASCII-compatible encoding of the registry's. */
+static bool encoding_ok(const char *src, size_t len, char *enc, size_t enclen, bool *registry)
 {
+	*registry = false;
 	size_t off = 0;
 	enc[0] = '\0';
 	for (int line = 0; line < 2 && off < len; line++) {
@@ -110,11 +115,16 @@ static bool encoding_ok(const char *src, size_t len, char *enc, size_t enclen)
 				static const char *const ok[] = {
 					"utf-8",      "utf8",      "utf_8",   "utf-8-sig", "ascii",
 					"us-ascii",   "latin-1",   "latin1",  "iso-8859-1", "iso8859-1",
-					"iso-latin-1", "l1",       "cp1252",  "iso-8859-15", "utf8-sig",
+					"iso-latin-1",
 				};
+				static const char *const registry_ok[] = {"l1", "cp1252", "iso-8859-15",
+									  "utf8-sig"};
 				for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
 					if (strcmp(enc, ok[i]) == 0)
 						return true;
+				for (size_t i = 0; i < sizeof registry_ok / sizeof registry_ok[0]; i++)
+					if (strcmp(enc, registry_ok[i]) == 0)
+						*registry = true;
 				return false;
 			}
 		}
@@ -180,11 +190,18 @@ static int check_buffer(ck_worker *w, const lb_check_config *cfg, const ck_stdli
 		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL, "file too large to analyse");
 		goto settle;
 	}
-	if (!encoding_ok(src, len, enc, sizeof enc)) {
-		r = ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL,
-			       "source encoding '%s' is not ASCII-compatible; labbox cannot see what "
-			       "Python will read. Save the file as UTF-8",
-			       enc);
+	bool registry;
+	if (!encoding_ok(src, len, enc, sizeof enc, &registry)) {
+		r = registry ? ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL,
+					  "source encoding '%s' is decoded through Python's codec "
+					  "registry, which the experiment's code can replace before "
+					  "the file is imported, so what runs may not be what labbox "
+					  "read. Save the file as UTF-8",
+					  enc)
+			     : ck_raw_add(&raws, R_UNPARSED, 1, 1, NULL,
+					  "source encoding '%s' is not ASCII-compatible; labbox cannot "
+					  "see what Python will read. Save the file as UTF-8",
+					  enc);
 		goto settle;
 	}
 	if (memchr(src, '\0', len) && !(py && py->checked)) {

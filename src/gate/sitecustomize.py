@@ -1584,6 +1584,44 @@ def _labbox_gate():
 
     _member_t = type(range.__dict__["start"])  # a __slots__ attribute's descriptor
 
+    # PEP 263's declaration, read from a bytes source as the tokenizer reads it. UTF-8,
+    # Latin-1 and ASCII it decodes in C; any other name (cp1252, iso-8859-15) it asks the
+    # codec registry for, which code of the run can fill (encodings._cache, codecs.register
+    # after codecs.unregister): the text compiled is then not the text the check read, though
+    # the bytes are the file's. The entry point is decoded before the experiment's first line.
+    c_codings = frozenset(["utf_8", "utf8", "latin_1", "latin1", "iso_8859_1", "iso8859_1",
+                           "ascii", "us_ascii"])
+    _isalnum = str.isalnum
+
+    def registry_coding(source):
+        """The coding a bytes source declares when the registry decodes it, else None."""
+        if source[:3] == b"\xef\xbb\xbf":
+            return None  # a BOM: UTF-8, and any other declaration is a syntax error
+        for line in source.split(b"\n", 2)[:2]:
+            s = line.lstrip(b" \t\f")
+            if not s or s[:1] == b"\r":
+                continue  # a blank line: the next may declare
+            if s[:1] != b"#":
+                return None  # code: no declaration here or below
+            i = s.find(b"coding")
+            while i >= 0:
+                if s[i + 6:i + 7] in (b":", b"="):
+                    rest = s[i + 7:].lstrip(b" \t")
+                    j = 0
+                    while j < len(rest) and (_isalnum(chr(rest[j])) and rest[j] < 128 or
+                                             rest[j] in b"-_."):
+                        j += 1
+                    name = rest[:j].decode("ascii").lower()
+                    first = name[:12].replace("_", "-")
+                    if first == "utf-8" or first.startswith("utf-8-") or any(
+                            first == n or first.startswith(n + "-")
+                            for n in ("latin-1", "iso-8859-1", "iso-latin-1")):
+                        return None  # what the tokenizer renames to its own two
+                    norm = "".join(c if _isalnum(c) or c == "." else "_" for c in name)
+                    return None if not name or norm in c_codings else name
+                i = s.find(b"coding", i + 1)
+        return None
+
     def on_compile(event, args, frame):
         source, fn = (tuple(args) + (None, None))[:2]
         fn_text = fn if type(fn) is str else None
@@ -1598,6 +1636,13 @@ def _labbox_gate():
                 entry[0] = False
             else:
                 return on_frameless_compile(event, source, fn, fn_text)
+        elif type(source) is bytes and registry_coding(source) is not None:
+            refuse(event, (fn,), frame, "LB002", "code that cannot be analysed",
+                   "%s declares the source encoding %s, which Python decodes through the "
+                   "codec registry that code of the run can replace, so what runs may not be "
+                   "what the static check read: save the file as UTF-8"
+                   % (summary(fn), summary(registry_coding(source))))
+            return
         elif check_ran and fn_text and code_names(frame)[0] == "<frozen zipimport>" and \
                 kind(fn_text) == "x":
             # The static check reads the experiment's .py files, not what an archive on

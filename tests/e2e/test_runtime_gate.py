@@ -2590,6 +2590,40 @@ def test_a_checkpoints_scheduler_and_enums_load_and_its_getattr_reaches_nothing_
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_a_module_decoded_by_a_codec_the_run_replaced_is_refused(tmp_path):
+    """A module declaring cp1252 is decoded through the codec registry, which the run's code
+    can fill first (encodings._cache): the text compiled was other than the text the check
+    read, though the bytes were the file's, and the lines the check read as comments ran.
+    Now that compile is refused (LB002), whatever the policy; modules declaring UTF-8 or
+    Latin-1, which the tokenizer decodes in C, import as before."""
+    exp = write_exp(tmp_path, """
+        import codecs, encodings
+        import latin, utf
+        print("latin:", latin.NAME == "caf\\xe9", "utf:", utf.NAME == "caf\\xe9")
+        def decode(data, errors="strict"):
+            return bytes(data).decode("latin-1").replace("#>> ", ""), len(data)
+        def encode(text, errors="strict"):
+            return text.encode("latin-1"), len(text)
+        encodings._cache["cp1252"] = codecs.CodecInfo(encode, decode, name="cp1252")
+        try:
+            import helper
+            print("imported helper")
+        except PermissionError as e:
+            print("refused:", e)
+        print("accuracy: 1.0")
+    """)
+    (exp / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n")
+    (exp / "utf.py").write_bytes(b"# coding: utf-8\nNAME = 'caf\xc3\xa9'\n")
+    (exp / "helper.py").write_bytes(
+        b"# -*- coding: cp1252 -*-\n#>> open('MARKER', 'w').close()\nVALUE = 1\n")
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    log = r.log()
+    assert "latin: True utf: True" in log, r.why()
+    assert "refused:" in log and "imported helper" not in log, r.why()
+    assert "codec registry" in assert_refused(r, "compile", "LB002")["detail"], r.why()
+    assert not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_nanogpts_configurator_runs_the_experiments_own_config_files(tmp_path):
     """exec(open(PATH).read()) of a .py file of the experiment (nanoGPT's train.py runs
     configurator.py so, which runs the config file named on the command line) is that file's

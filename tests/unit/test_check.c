@@ -269,6 +269,11 @@ static void test_syntax_and_encoding(void **state)
 	EXPECT("x = (1,\n", "LB001@1");
 	EXPECT("# -*- coding: utf-7 -*-\nx = 1\n", "LB002@1");
 	EXPECT("# coding: utf-8\nx = 1\n", "");
+	EXPECT("# coding: latin-1\nx = 1\n", "");
+	EXPECT("#!/usr/bin/env python3\n# -*- coding: iso-8859-1 -*-\nx = 1\n", "");
+	/* decoded through the codec registry, which the run's code can replace */
+	EXPECT("# -*- coding: cp1252 -*-\nx = 1\n", "LB002@1");
+	EXPECT("\n# vim: set fileencoding=iso-8859-15 :\nx = 1\n", "LB002@1");
 	EXPECT("\xef\xbd\x85\xef\xbd\x96\xef\xbd\x81\xef\xbd\x8c('1')\n", "LB103@1"); /* ｅｖａｌ */
 }
 
