@@ -2801,6 +2801,27 @@ def _labbox_gate():
             (fn.endswith(("/" + path + ".py", "/" + path + "/__init__.py")) or
              fn == "<frozen " + modname + ">")
 
+    # ... and a class of any module loaded already, which a worker's result holds (an xml
+    # Element, a library's result object): building it runs that class's code, which the
+    # experiment's code could run itself, and what that code does is judged as the
+    # experiment's (ipc_mark). A refusal there was worse than the refusal: the pool's result
+    # thread takes it for a closed pipe and ends, and every later result waits for ever. Not
+    # a class of the modules that make code from their data (class_mods_refused), nor a maker
+    # of code or modules; a module not loaded is not imported for it.
+    def ipc_class(modname, name):
+        if type(modname) is not str or type(name) is not str or "." in name or \
+                name.startswith("__") or name in code_type_names:
+            return False
+        if _under(modname.replace(".", "/"), refused_roots) or \
+                _under((modname + "." + name).replace(".", "/"), refused_roots):
+            return False
+        d = loaded_dict(modname)
+        obj = sget(d, name) if d is not None else None
+        if obj is None or not issubclass(type(obj), type) or any(obj is t for t in code_types):
+            return False
+        home = defined_in(obj)
+        return type(home) is str and not _under(home.replace(".", "/"), refused_roots)
+
     # Made in the world, keeping their closures (which hold only what is listed here, none
     # of it the gate's): see make_ipc_getattr.
     def in_world_closed(fn, name):
@@ -3114,7 +3135,8 @@ def _labbox_gate():
                     ipc_mark(frame)
                     return
         if not pickle_ok(modname, name):
-            if ipc and (ipc_function(modname, name) or ipc_sync_type(modname, name)):
+            if ipc and (ipc_function(modname, name) or ipc_sync_type(modname, name) or
+                        ipc_class(modname, name)):
                 ipc_mark(frame)
                 return
             detail = "%s.%s is not a class or reconstruction function labbox allows to " \

@@ -2590,6 +2590,41 @@ def test_a_checkpoints_scheduler_and_enums_load_and_its_getattr_reaches_nothing_
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_a_pool_worker_returns_objects_of_any_loaded_class(tmp_path):
+    """A worker's result of a class outside the pickle list (an xml Element, a compiled
+    pattern, a Template, a SimpleNamespace) was refused in the pool's result thread, which
+    took the refusal for a closed pipe and ended: every later result of the pool waited for
+    ever. They arrive now; on the same pipes a maker of code (types.FunctionType) stays
+    refused."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp
+        import re, string, types
+        import xml.etree.ElementTree as ET
+        def work(i):
+            return [ET.Element("a", n=str(i)), re.compile("x+"), string.Template("$a"),
+                    types.SimpleNamespace(a=i)][i]
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as p:
+                got = [p.apply_async(work, (i,)).get(timeout=30) for i in range(4)]
+            print("element:", got[0].get("n"), "pattern:", got[1].pattern,
+                  "template:", got[2].substitute(a=1), "ns:", got[3].a)
+            a, b = mp.Pipe()
+            a.send_bytes(b"\\x80\\x02ctypes\\nFunctionType\\n.")
+            try:
+                b.recv()
+                print("code arrived")
+            except PermissionError:
+                print("code refused")
+            print("accuracy: 1.0")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
+    log = r.log()
+    assert "element: 0 pattern: x+ template: 1 ns: 3" in log, r.why()
+    assert "code refused" in log, r.why()
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["types", "FunctionType"], r.why()
+
+
 def test_a_module_decoded_by_a_codec_the_run_replaced_is_refused(tmp_path):
     """A module declaring cp1252 is decoded through the codec registry, which the run's code
     can fill first (encodings._cache): the text compiled was other than the text the check
