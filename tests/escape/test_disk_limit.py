@@ -91,6 +91,30 @@ for k in range(6):
     os.fsync(f)
     held.append(f)
 ''',
+    # the same behind 100 processes holding about 20,000 descriptors each: the search for
+    # deleted files reads every one, and while it did the run's time and limit went unwatched
+    # (minutes, with more processes); it now gives up after a bound and counts as over
+    "descriptors": r'''
+import os, resource, time
+r, w = os.pipe()
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+for k in range(100):
+    if os.fork() == 0:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 20000), hard))
+        for fd in range(64, min(hard, 20000)):
+            os.dup2(r, fd)
+        time.sleep(120)
+        os._exit(0)
+time.sleep(3)
+held = []
+for k in range(6):
+    f = os.open(f"tmp{k}", os.O_RDWR | os.O_CREAT, 0o600)
+    os.unlink(f"tmp{k}")
+    for _ in range(10):
+        os.write(f, b"\xcd" * ((1 << 20) - 1))
+    os.fsync(f)
+    held.append(f)
+''',
     # 6 files of 10 MiB, mapped, closed and deleted: no name and no descriptor left, only a
     # mapping (made through the C library: Python's mmap object keeps a descriptor)
     "deleted_mapped": MAPPED,
