@@ -407,12 +407,17 @@ bool lb_time_estimate_accurate(double estimate_s, double actual_s, bool whole_pl
 /* Fired before half of the budget: fired_at_s < 0.5 * budget_s (false without a budget or a
  * known time). */
 bool lb_time_guard_premature(double fired_at_s, double budget_s);
-/* Whether a metric measures time (and so differs between runs of the same code): one word of
- * its last component (after the last '/' or '.', words split at '_', '-' and spaces, any
- * case) is a unit or a word of time: seconds, second, secs, sec, s, ms, us, ns, minutes,
- * hours, time, times, duration, elapsed, runtime, wallclock, walltime, wall, latency,
- * throughput, fps, speed. fit_seconds, train_time, samples_per_sec, step_ms are; accuracy,
- * loss_min, steps are not. */
+/* Whether a metric measures time (and so differs between runs of the same code): its name
+ * says so as a whole. Of its last component (after the last '/' or '.', words split at '_',
+ * '-', spaces and a lower-to-upper case change, any case), less trailing aggregates (mean,
+ * avg, median, std, max, min, total, sum, p50...p99): the last word is a unit or a measure of
+ * time (time, times, timing, seconds, secs, sec, s, ms, us, ns, minutes, mins, hours, hrs,
+ * duration, elapsed, runtime, wall, walltime, wallclock, latency, throughput, fps), or it is
+ * `per second` or `wall clock`, or the first word is a measure of time followed only by words
+ * of what or in what unit (time_taken, time_per_epoch). fit_seconds, train_time,
+ * samples_per_sec, samples/s, tokens_per_second, step_ms, latency_p99 are; a time word that
+ * qualifies another quantity is not: time_series_mse, second_moment_error, timestep_reward,
+ * times_correct, nor accuracy, loss_min, steps. */
 bool lb_metric_is_timing(const char *name);
 
 #endif

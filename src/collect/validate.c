@@ -5,6 +5,7 @@
 #include "labbox/util.h"
 #include "metrics_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -925,25 +926,92 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 	return val.count;
 }
 
+/* The words of a metric name, split at '_', '-', spaces and a lower-to-upper case change
+ * (trainTime); at most max, the rest dropped. */
+typedef struct timing_word {
+	const char *s;
+	size_t n;
+} timing_word;
+
+static size_t timing_words(const char *name, timing_word *w, size_t max)
+{
+	size_t n = 0;
+	const char *p = name;
+
+	while (*p && n < max) {
+		while (*p == '_' || *p == '-' || *p == ' ')
+			p++;
+		if (!*p)
+			break;
+		const char *q = p + 1;
+		while (*q && *q != '_' && *q != '-' && *q != ' ' &&
+		       !(islower((unsigned char)q[-1]) && isupper((unsigned char)q[0])))
+			q++;
+		w[n].s = p;
+		w[n].n = (size_t)(q - p);
+		n++;
+		p = q;
+	}
+	return n;
+}
+
+static bool timing_word_in(const timing_word *w, const char *const *set)
+{
+	for (size_t i = 0; set[i]; i++)
+		if (strlen(set[i]) == w->n && strncasecmp(w->s, set[i], w->n) == 0)
+			return true;
+	return false;
+}
+
 bool lb_metric_is_timing(const char *name)
 {
-	static const char *const words[] = {
-		"seconds", "second", "secs", "sec",	 "s",	     "ms",	 "us",	     "ns",
-		"minutes", "hours",  "time", "times",	 "duration", "elapsed", "runtime", "wallclock",
-		"walltime", "wall",  "latency", "throughput", "fps", "speed",
+	/* A name that ends in one of these measures a duration or a rate per time as a whole
+	 * (train_time, fit_seconds, samples_per_sec, step_ms, throughput). The same word as a
+	 * qualifier of another quantity (time_series_mse, second_moment_error, timestep_reward)
+	 * does not make it one: that is a result, and a rerun must compare it. */
+	static const char *const last_words[] = {
+		"time",	    "times",   "timing",   "timings",	"seconds",   "secs", "sec",
+		"s",	    "ms",      "us",	   "ns",	"minutes",   "mins", "hours",
+		"hrs",	    "duration", "elapsed", "runtime",	"wallclock", "walltime",
+		"wall",	    "latency", "throughput", "fps",	NULL,
 	};
+	/* An aggregate after the measure keeps it a measure of time (latency_p99, step_time_mean). */
+	static const char *const aggregates[] = {"mean", "avg", "average", "median", "std", "stdev",
+						 "max",	 "min", "total",   "sum",    "p50", "p90",
+						 "p95",	 "p99", NULL};
+	/* time_taken, elapsed_total, time_per_epoch: a measure of time first, then only words
+	 * that say of what or in what unit. */
+	static const char *const first_words[] = {"time",     "elapsed",   "duration",
+						  "runtime",  "wall",	   "walltime",
+						  "wallclock", "latency",  "throughput", NULL};
+	static const char *const qualifiers[] = {
+		"taken", "elapsed", "spent", "per",  "epoch", "step", "iter", "iteration",
+		"batch", "sample",  "token", "clock", "s",    "sec",  "secs", "seconds",
+		"ms",	 "us",	    "ns",    "minutes", "mins", "hours", NULL,
+	};
+	static const char *const per[] = {"per", NULL}, *const second[] = {"second", NULL},
+				  *const wall[] = {"wall", NULL}, *const clock[] = {"clock", NULL};
+	timing_word w[16];
 	const char *base = name;
+
 	for (const char *p = name; *p; p++)
 		if (*p == '/' || *p == '.')
 			base = p + 1;
-	for (const char *w = base; *w;) {
-		size_t k = strcspn(w, "_- ");
-		for (size_t i = 0; k && i < sizeof words / sizeof *words; i++)
-			if (strlen(words[i]) == k && strncasecmp(w, words[i], k) == 0)
-				return true;
-		w += k;
-		if (*w)
-			w++;
-	}
-	return false;
+	size_t n = timing_words(base, w, sizeof w / sizeof *w);
+	while (n > 1 && timing_word_in(&w[n - 1], aggregates))
+		n--;
+	if (n == 0)
+		return false;
+	if (timing_word_in(&w[n - 1], last_words))
+		return true;
+	/* tokens_per_second, wall_clock: words that are times only after these */
+	if (n > 1 && ((timing_word_in(&w[n - 1], second) && timing_word_in(&w[n - 2], per)) ||
+		      (timing_word_in(&w[n - 1], clock) && timing_word_in(&w[n - 2], wall))))
+		return true;
+	if (!timing_word_in(&w[0], first_words))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!timing_word_in(&w[i], qualifiers) && !timing_word_in(&w[i], aggregates))
+			return false;
+	return true;
 }

@@ -175,6 +175,30 @@ def test_rerun_compares_timings_apart(tmp_path):
     assert "metrics match the original run: yes (timings compared apart: 1 differ" in p.stdout
 
 
+def test_rerun_compares_results_whose_names_only_mention_time(tmp_path):
+    """A time series' error and a second moment's error are results, not timings: when they
+    change between runs the rerun says the metrics differ (they were taken for timings and
+    set apart, and the rerun claimed a match). A real timing beside them stays apart."""
+    exp = make_exp(tmp_path, "import os, random\n"
+                   "random.seed(int.from_bytes(os.urandom(4), 'little'))\n"
+                   "print('dataset: electricity')\n"
+                   "print('time_series_mse:', random.random())\n"
+                   "print('second_moment_error:', random.random())\n"
+                   "print('n_series: 370')\n"
+                   "print('epoch_time: %f' % random.random())\n")
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)["rerun"]
+    assert rr["verdict"] == "differ" and rr["metrics_match"] is False, rr
+    assert sorted(d["key"] for d in rr["differences"]) == ["second_moment_error",
+                                                           "time_series_mse"], rr
+    assert [d["key"] for d in rr["timing_differences"]] == ["epoch_time"], rr
+    assert rr["compared"] == 4 and rr["timing_compared"] == 1, rr
+    p = labbox(tmp_path, "rerun", "-q", r["id"])
+    assert "metrics match the original run: NO" in p.stdout, p.stdout
+
+
 def test_rerun_uses_the_staged_copy_when_the_original_changed(tmp_path):
     exp = make_exp(tmp_path)
     r = run(tmp_path, exp, "--", "3")
