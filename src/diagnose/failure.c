@@ -1232,8 +1232,11 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 				    "message that names a cause");
 	if (sig == SIGSYS)
 		set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
-	else if (sig == SIGXCPU || sig == SIGXFSZ)
+	else if (sig == SIGXFSZ)
 		set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
+	else if (sig == SIGXCPU)
+		set_confidence(v, CONF_MEDIUM, "the kernel sends SIGXCPU only for a CPU-time limit, "
+					       "and labbox sets none; who set it is not recorded");
 	else if (sig == SIGKILL && not_oom)
 		set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
 					       "kill; who sent the signal is not recorded");
@@ -1267,8 +1270,17 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 					  "it; the kernel's out-of-memory killer is the usual cause",
 			    NULL, SUGGEST_OOM);
 	} else if (sig == SIGXCPU) {
-		verdict_set(v, "timeout", "killed by SIGXCPU: the CPU time limit was reached", NULL,
-			    "raise the time budget (--budget SECONDS) or do less work");
+		/* labbox's budget is wall-clock time, and it ends a run with a kill it records
+		 * itself (timed_out); it sets no RLIMIT_CPU. So the limit is the experiment's own
+		 * (resource.setrlimit, a library's), or one inherited from where labbox started. */
+		verdict_set(v, "code_error",
+			    "killed by SIGXCPU: a CPU-time limit (RLIMIT_CPU) was reached, which "
+			    "labbox does not set (its --budget is wall-clock time): the experiment or "
+			    "a library set it, or labbox was started under one (ulimit -t)",
+			    NULL,
+			    "remove the resource.setrlimit(resource.RLIMIT_CPU, ...) call or raise "
+			    "that limit, or start labbox without one (ulimit -t unlimited); a larger "
+			    "--budget would not help");
 	} else if (sig == SIGXFSZ) {
 		verdict_set(v, "sandbox_restriction",
 			    "killed by SIGXFSZ: a file grew past the size limit", NULL,

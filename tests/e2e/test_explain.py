@@ -285,6 +285,30 @@ def test_sigkill_no_oom_killer_sent_is_not_called_oom(tmp_path):
     assert doc["failure"]["confidence"] == f["confidence"], doc["failure"]
 
 
+def test_a_cpu_time_limit_the_experiment_set_is_not_the_budget(tmp_path):
+    """SIGXCPU comes from a CPU-time limit, which labbox never sets (its budget is wall-clock
+    time): one the experiment set itself is the code's, and the advice is that limit, not a
+    larger --budget. explain says the same."""
+    r, f = failed(tmp_path, """
+        import resource
+        print("loss: 0.3", flush=True)
+        resource.setrlimit(resource.RLIMIT_CPU, (1, 2))
+        x = 0
+        while True:
+            x += 1
+    """, "--budget", "60", rc=1)
+    assert r.result["signal"] == 24 and r.result["timed_out"] is False, r.why()
+    assert f["class"] == "code_error", f
+    assert "SIGXCPU" in f["summary"] and "RLIMIT_CPU" in f["summary"], f
+    assert "setrlimit" in f["suggestion"] and "raise the time budget" not in f["suggestion"], f
+    assert f["confidence"] == "medium" and f["escalation"] is None, f
+    doc = explain(tmp_path, r.result["id"])
+    assert doc["failure"]["class"] == "code_error", doc["failure"]
+    text = explain_text(tmp_path, r.result["id"])
+    assert "class       code_error" in text and "setrlimit" in text, text
+    assert "timeout" not in text, text
+
+
 def test_a_handled_exception_taken_as_the_cause_is_medium(tmp_path):
     r, f = failed(tmp_path, """
         try:

@@ -434,6 +434,25 @@ static void test_oom(void **state)
 	expect(diagnose_log("step 10\nKilled\n", 137, 0), "oom", "Killed");
 }
 
+/* SIGXCPU is the kernel's word for a CPU-time limit, and labbox sets none: the limit is the
+ * experiment's or a library's, so the verdict is the code's and points at setrlimit, not at
+ * --budget (wall-clock time, whose end labbox records itself as a timeout). */
+static void test_cpu_time_limit_is_not_the_budget(void **state)
+{
+	(void)state;
+	struct json_object *doc = diagnose_log("loss: 0.3\n", -1, SIGXCPU);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_non_null(strstr(field(doc, "summary"), "SIGXCPU"));
+	assert_non_null(strstr(field(doc, "suggestion"), "setrlimit"));
+	assert_null(strstr(field(doc, "suggestion"), "raise the time budget"));
+	expect(doc, "code_error", "loss: 0.3");
+	/* through a shell: 128 + 24 */
+	expect(diagnose_log("", 152, 0), "code_error", NULL);
+	/* labbox's own budget stays a timeout, whatever signal ended the tree */
+	lb_failure_input budget = {.exit_code = -1, .signal = SIGKILL, .timed_out = true};
+	expect(lb_diagnose_failure(&budget), "timeout", NULL);
+}
+
 static void test_nan_divergence(void **state)
 {
 	static const char sklearn[] =
@@ -1617,6 +1636,7 @@ int main(void)
 		cmocka_unit_test(test_hf_datasets),
 		cmocka_unit_test(test_chain_root_cause),
 		cmocka_unit_test(test_child_gate_refusal),
+		cmocka_unit_test(test_cpu_time_limit_is_not_the_budget),
 		cmocka_unit_test(test_worker_original_traceback),
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
