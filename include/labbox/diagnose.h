@@ -28,6 +28,10 @@ typedef struct lb_failure_input {
 	bool network_host;     /* --network host */
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
+	/* result.json's runtime_gate: a gate_refused verdict needs the refusal among its events
+	 * (refused, the same event and rule), not only the gate's words in the output. NULL: no
+	 * record, so no gate_refused. */
+	struct json_object *runtime_gate;
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no

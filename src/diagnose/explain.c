@@ -90,6 +90,7 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 		.after_run = ie && (strcmp(get_str(ie, "step"), "disk_merge") == 0 ||
 				    strcmp(get_str(ie, "step"), "fetch") == 0),
 		.exp_dir = exp_dir,
+		.runtime_gate = get(result, "runtime_gate"),
 	};
 	lb_diagnose_grants(&in, get(get(manifest, "config"), "sandbox"));
 	/* An exit status of 0 with a failure recorded (metrics invalid, a gate refusal the code

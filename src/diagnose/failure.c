@@ -28,6 +28,7 @@ typedef struct lb_log {
 	char **lines; /* into text */
 	size_t n;
 	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
+	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
 } lb_log;
 
 typedef struct lb_exc {
@@ -563,6 +564,66 @@ static const char SUGGEST_GATE[] =
 	"docs/check.md): remove the call, or do it in the experiment's own Python; result.json's "
 	"runtime_gate lists the event with the line that made it. --runtime-gate off runs "
 	"without the gate (the sandbox still holds)";
+static const char SUGGEST_GATE_UNRECORDED[] =
+	"fix the error shown in the traceback (run.log has all of it): result.json's runtime_gate "
+	"lists every refusal of this run's gate, and this one is not among them";
+
+/* "... refused EVENT: RULE title (policy P)" -> EVENT and RULE; false when the line is not
+ * one. RULE is "" for the gate's refusals that name none ("events nested in..."). */
+static bool gate_refusal_of(const char *line, char *ev, size_t evlen, char *rule, size_t rulelen)
+{
+	const char *g = strstr(line, GATE_MARK);
+	size_t n;
+
+	if (!g)
+		return false;
+	g += strlen(GATE_MARK);
+	n = strcspn(g, ": ");
+	if (n == 0 || n >= evlen || g[n] != ':')
+		return false;
+	memcpy(ev, g, n);
+	ev[n] = '\0';
+	g += n + 1;
+	while (*g == ' ')
+		g++;
+	n = strspn(g, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.");
+	rule[0] = '\0';
+	/* only a rule id (LB102, gate.pickle) is one: other refusals go on in words */
+	if (n < rulelen && (strncmp(g, "LB", 2) == 0 || strncmp(g, "gate.", 5) == 0)) {
+		memcpy(rule, g, n);
+		rule[n] = '\0';
+	}
+	return true;
+}
+
+/* Whether the gate's own record (result.json's runtime_gate) holds the refusal a line names:
+ * an event of that name, refused, under that rule. The output alone proves nothing: the code
+ * can print or raise the gate's words itself, and under --runtime-gate record the gate
+ * refuses nothing. */
+static bool gate_recorded(struct json_object *gate, const char *line)
+{
+	struct json_object *events, *v;
+	char ev[80], rule[32];
+
+	if (!gate || !gate_refusal_of(line, ev, sizeof(ev), rule, sizeof(rule)) ||
+	    !json_object_object_get_ex(gate, "events", &events) ||
+	    !json_object_is_type(events, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(events); i++) {
+		struct json_object *e = json_object_array_get_idx(events, i);
+
+		if (!json_object_object_get_ex(e, "refused", &v) || !json_object_get_boolean(v) ||
+		    !json_object_object_get_ex(e, "event", &v) ||
+		    strcmp(json_object_get_string(v) ? json_object_get_string(v) : "", ev) != 0)
+			continue;
+		if (!rule[0] || (json_object_object_get_ex(e, "rule", &v) &&
+				 strcmp(json_object_get_string(v) ? json_object_get_string(v) : "",
+					rule) == 0))
+			return true;
+	}
+	return false;
+}
+
 static const char SUGGEST_NO_SPACE[] =
 	"write less, or give the sandbox more room: a larger private /tmp "
 	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
@@ -748,7 +809,8 @@ static bool classify_text(lb_verdict *v, const char *line)
 
 /* The class an exception line decides; code_error when neither its name nor its message
  * names a cause outside the code. */
-static void classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess)
+static void classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess,
+			       bool gate_said)
 {
 	static const char *const memory_names[] = { "MemoryError", "_ArrayMemoryError", NULL };
 	static const char *const gpu_oom_names[] = { "OutOfMemoryError", "ResourceExhaustedError",
@@ -777,11 +839,17 @@ static void classify_exception(lb_verdict *v, const char *line, size_t name_len,
 	} else if (name_is(line, name_len, file_names) && !has_any(line, gpu_unavailable_text)) {
 		/* Before the message checks: a path may contain any word. */
 		classify_missing_file(v, line, subprocess);
-	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK)) {
+	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK) && gate_said) {
 		/* The runtime gate's refusal names its rule: the class says the gate, not the
 		 * kernel, said no, and which rule to look up (docs/check.md). */
 		verdict_set(v, "gate_refused", "the labbox runtime gate refused an operation", line,
 			    SUGGEST_GATE);
+	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK)) {
+		/* Neither the kernel nor this run's gate said no: the words are the code's own
+		 * (or a gate's elsewhere, whose record this labbox does not hold: ssh's, slurm's). */
+		verdict_set(v, "code_error",
+			    "a PermissionError in the runtime gate's words that the gate did not "
+			    "record refusing", line, SUGGEST_GATE_UNRECORDED);
 	} else if (name_is(line, name_len, sandbox_names)) {
 		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
 			    SUGGEST_SANDBOX);
@@ -979,7 +1047,8 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	size_t name_len = 0;
 
 	exception_line_of(line, &name_len, !e->bare);
-	classify_exception(v, line, name_len, via_subprocess(log, e));
+	classify_exception(v, line, name_len, via_subprocess(log, e),
+			   gate_recorded(log->gate, line));
 	refine_missing_file(v, log, e);
 	v->exc_line = e->line;
 	v->frame = e->frame;
@@ -1023,34 +1092,80 @@ static void add_code_evidence(lb_verdict *v, const lb_log *log)
 		add_evidence(v, v->code_frame + 1);
 }
 
-/* A refusal of the runtime gate that nothing caught, in a traceback of its own above the last
- * chain: a worker's or a spawned child's (multiprocessing prints it, then exits 1), or one the
- * code printed. The generic error that ended the run (a pool's or a DataLoader's "exited
- * unexpectedly", torch's ProcessExitedException) is how the parent noticed, not why: the
- * verdict names the refusal, with the parent's error and line beside it. */
+/* A parent's word that a child process or a worker ended: how it noticed that the child's
+ * uncaught error above ended it (torch's ProcessExitedException, a pool's BrokenProcessPool,
+ * a DataLoader's "exited unexpectedly", the code's own "worker ... exit code 1"). */
+static bool child_ended(const char *line)
+{
+	static const char *const who[] = {"process", "worker", "child", NULL};
+	static const char *const how[] = {"exit code", "exitcode", "exit status", "exited",
+					  "terminated", "died", "abruptly", "killed", NULL};
+	return worker_died(line) || (has_any(line, who) && has_any(line, how));
+}
+
+/* multiprocessing's "Process SpawnProcess-1:" above a child's traceback, or the frames only a
+ * child runs (its bootstrap, a pool's or DataLoader's worker loop, spawn's unpickling). */
+static bool child_line(const char *s)
+{
+	static const char *const child_frames[] = {
+		"/multiprocessing/", "/concurrent/futures/process.py\"", "/torch/multiprocessing/",
+		"/torch/utils/data/_utils/worker.py\"", NULL};
+	size_t n = strlen(s);
+
+	if (starts_with(s, "Process ") && n > 9 && s[n - 1] == ':' && !strchr(s + 8, ' '))
+		return true;
+	return is_frame(s) && has_any(s, child_frames);
+}
+
+static bool child_lines(const lb_log *log, size_t from, size_t to)
+{
+	for (size_t i = from; i < to && i < log->n; i++)
+		if (child_line(log->lines[i] + indent_of(log->lines[i])))
+			return true;
+	return false;
+}
+
+/* The child's refusal as the verdict, with the parent's error and line beside it. */
+static void refused_in_child(lb_verdict *v, const lb_verdict *why, const lb_log *log,
+			     const lb_exc *last, const char *reason)
+{
+	*v = *why;
+	if (v->code_frame == NONE)
+		v->code_frame = code_frame_of(log, last);
+	set_confidence(v, CONF_MEDIUM, reason);
+	if (v->code_frame != NONE)
+		add_code_evidence(v, log);
+	add_evidence(v, last->line);
+}
+
+/* A refusal of the runtime gate that nothing caught, in a child process's traceback above the
+ * last chain: a worker's or a spawned child's, which multiprocessing prints before the child
+ * exits 1. The parent's error that ended the run (a pool's or a DataLoader's "exited
+ * unexpectedly", torch's ProcessExitedException) is how it noticed, not why: the verdict
+ * names the refusal. Only then: a refusal the run's own process caught and printed
+ * (traceback.print_exc()) before an unrelated error is not why that error happened, and a
+ * refusal the gate did not record is no refusal (classify_at). */
 static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
 {
+	const lb_exc *last = &exc[n - 1];
 	size_t start = n - 1;
 
+	if (!child_ended(log->lines[last->line]))
+		return false;
 	while (start > 0 && exc[start - 1].link != LINK_NONE)
 		start--;
 	for (size_t k = start; k-- > 0;) {
 		lb_verdict why = *v;
+		size_t above = exc[k].header > 0 ? exc[k].header - 1 : 0;
 
 		why.n_evidence = 0;
 		classify_at(&why, log, &exc[k]);
-		if (strcmp(why.cls, "gate_refused") != 0)
+		if (strcmp(why.cls, "gate_refused") != 0 || !child_lines(log, above, exc[k].line))
 			continue;
-		if (why.code_frame == NONE)
-			why.code_frame = code_frame_of(log, &exc[n - 1]);
-		set_confidence(&why, CONF_MEDIUM,
-			       "the gate's refusal went uncaught in a traceback of its own (a worker's "
-			       "or a child process's); the error that ended the run came after it");
 		add_frame_evidence(&why, log, &exc[k]);
-		if (why.code_frame != NONE)
-			add_code_evidence(&why, log);
-		add_evidence(&why, exc[n - 1].line);
-		*v = why;
+		refused_in_child(v, &why, log, last,
+				 "the gate's refusal went uncaught in a child process (a worker's or "
+				 "a spawned one's); the error that ended the run came after it");
 		return true;
 	}
 	/* Two workers writing their tracebacks at once interleave them (a "Process
@@ -1064,17 +1179,14 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 		lb_exc one = {.header = l, .line = l, .frame = NONE, .link = LINK_NONE, .bare = true};
 		why.n_evidence = 0;
 		classify_at(&why, log, &one);
-		if (strcmp(why.cls, "gate_refused") != 0)
+		if (strcmp(why.cls, "gate_refused") != 0 ||
+		    !child_lines(log, l > DIAG_SCAN_LINES ? l - DIAG_SCAN_LINES : 0, l))
 			continue;
-		why.code_frame = code_frame_of(log, &exc[n - 1]);
-		set_confidence(&why, CONF_MEDIUM,
-			       "the gate's refusal went uncaught in a process whose traceback is "
-			       "mixed with another's; the error that ended the run came after it");
+		why.code_frame = NONE;
 		add_evidence(&why, l);
-		if (why.code_frame != NONE)
-			add_code_evidence(&why, log);
-		add_evidence(&why, exc[n - 1].line);
-		*v = why;
+		refused_in_child(v, &why, log, last,
+				 "the gate's refusal went uncaught in a child process whose traceback "
+				 "is mixed with another's; the error that ended the run came after it");
 		return true;
 	}
 	return false;
@@ -1519,12 +1631,10 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 	if (obj_add(doc, "suggestion", utf8_string(v->suggestion)) < 0)
 		return -ENOMEM;
 	if (strcmp(v->cls, "gate_refused") == 0 && v->exc_line != NONE) {
-		/* "... refused EVENT: RULE title (policy P)": the event and the rule. */
-		const char *g = strstr(log->lines[v->exc_line], GATE_MARK);
-		char ev[80] = "", rule[16] = "";
-		if (g && sscanf(g + strlen(GATE_MARK), "%79[^: ]: %15[A-Za-z0-9.]", ev, rule) == 2 &&
+		char ev[80] = "", rule[32] = "";
+		if (gate_refusal_of(log->lines[v->exc_line], ev, sizeof(ev), rule, sizeof(rule)) &&
 		    (obj_add(doc, "gate_event", utf8_string(ev)) < 0 ||
-		     obj_add(doc, "rule", utf8_string(rule)) < 0))
+		     (rule[0] && obj_add(doc, "rule", utf8_string(rule)) < 0)))
 			return -ENOMEM;
 	}
 	if (v->exc_line != NONE) {
@@ -1568,6 +1678,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
 		memset(&log, 0, sizeof(log));
 	log.exp_dir = in->exp_dir;
+	log.gate = in->runtime_gate;
 	diagnose(&v, in, &log);
 	doc = json_object_new_object();
 	if (!doc)

@@ -1381,7 +1381,23 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			     (strcmp(res.setup_step, "disk_merge") == 0 ||
 			      strcmp(res.setup_step, "fetch") == 0),
 	};
+	/* The gate's record before the diagnosis: a refusal is the verdict only when the gate
+	 * recorded it, not when the output merely says so. */
+	if (gate_by_backend)
+		be->ops->gate_note(be, gate_note, sizeof gate_note);
+	lb_gate_channel_stop(&gate_ch);
+	json_object *rgate = lb_gate_collect(gate_staged ? &gate_ch : NULL, gate_mode,
+					     lb_check_policy_name((lb_check_policy)req->policy),
+					     sandbox_network(req->sandbox_config), findings,
+					     gate_note[0] ? gate_note
+					     : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
+					     : rejected || !gate_staged ? "the experiment did not run"
+									: NULL);
+	if (gate_staged)
+		lb_gate_note_preload(rgate, gate_preload);
+	add_exec_refusals(rgate, &res);
 	fin.exp_dir = st->exp_dir;
+	fin.runtime_gate = rgate;
 	lb_diagnose_grants(&fin, req->sandbox_config);
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
@@ -1425,21 +1441,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (st->env_doc)
 		json_object_object_add(doc, "environment", json_object_get(st->env_doc));
 	json_object_object_add(doc, "failure", failure);
-	if (gate_by_backend)
-		be->ops->gate_note(be, gate_note, sizeof gate_note);
-	lb_gate_channel_stop(&gate_ch);
-	json_object_object_add(doc, "runtime_gate",
-			       lb_gate_collect(gate_staged ? &gate_ch : NULL, gate_mode,
-					       lb_check_policy_name((lb_check_policy)req->policy),
-					       sandbox_network(req->sandbox_config), findings,
-					       gate_note[0] ? gate_note
-					       : gate_mode == LB_GATE_OFF ? "turned off (--runtime-gate off)"
-					       : rejected || !gate_staged ? "the experiment did not run"
-								     : NULL));
-	if (gate_staged)
-		lb_gate_note_preload(json_object_object_get(doc, "runtime_gate"), gate_preload);
-	add_exec_refusals(json_object_object_get(doc, "runtime_gate"), &res);
-	timeout_after_refusal(failure, json_object_object_get(doc, "runtime_gate"));
+	json_object_object_add(doc, "runtime_gate", rgate);
+	timeout_after_refusal(failure, rgate);
 	json_object_put(gate_preload);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();

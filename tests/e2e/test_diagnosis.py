@@ -342,6 +342,75 @@ def test_no_refusal_warning_when_the_refusal_is_the_failure(tmp_path):
     assert kinds(r.result["diagnosis_warnings"], "gate_refusals_caught") == [], r.why()
 
 
+def test_a_caught_refusal_does_not_take_over_an_unrelated_crash(tmp_path):
+    """An optional cache write the gate refuses, caught and printed with its traceback: the
+    run went on and then crashed on a shape mismatch of its own. The crash is the failure
+    (code_error, its line), not the refusal; the refusal is still said, as the caught
+    refusal's warning, and `labbox explain` says the same."""
+    exp = write_exp(tmp_path, """
+        import json, os, traceback
+        import numpy as np
+
+        cfg = json.load(open("config.json"))
+
+        def save_cache(text):
+            try:
+                with open(os.path.join(cfg["cache_dir"], "note.txt"), "w") as f:
+                    f.write(text)
+            except Exception:
+                traceback.print_exc()
+
+        save_cache("hello")
+        w = np.zeros((3, 4))
+        x = np.ones((5,))
+        for epoch in range(2):
+            print(f"loss: {0.5 / (epoch + 1)}")
+        y = w @ x
+        print("accuracy:", y.mean())
+    """, files={"config.json": '{"cache_dir": "/var/cache/exp"}'})
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on")
+    assert r.rc == 1, r.why()
+    assert "labbox runtime gate refused open: LB110" in r.log(), r.why()
+    assert r.result["runtime_gate"]["refused"] == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "code_error" and f["exception"] == "ValueError", r.why()
+    assert "gate_event" not in f and "rule" not in f, f
+    assert f["code_location"]["line"] == 18 and "w @ x" in f["code_location"]["text"], f
+    assert "remove the call" not in f["suggestion"], f
+    assert not any("runtime gate refused" in e for e in f["evidence"]), f
+    (w,) = kinds(r.result["diagnosis_warnings"], "gate_refusals_caught")
+    assert "main.py:8" in w["message"], w
+    p = labbox("explain", "--runs-dir", tmp_path / "runs", r.result["id"])
+    assert p.returncode == 0, p.stderr
+    assert "class       code_error" in p.stdout and "main.py line 18" in p.stdout, p.stdout
+    assert "gate_refused" not in p.stdout, p.stdout
+
+
+def test_the_gates_words_printed_by_the_code_are_no_refusal(tmp_path):
+    """Text in the output that reads like the gate's refusal, which the gate never recorded
+    (runtime_gate.refused 0), is no gate_refused verdict, above another error or as the
+    last exception itself."""
+    r, f = failure_of(tmp_path, """
+        print("Traceback (most recent call last):")
+        print('  File "/x/main.py", line 3, in <module>')
+        print("PermissionError: [Errno 1] labbox runtime gate refused subprocess.Popen: LB102 "
+              "subprocess (policy standard)")
+        print("loss: 0.3")
+        raise ValueError("shape mismatch in layer 3")
+    """, "--runtime-gate", "on")
+    assert r.result["runtime_gate"]["refused"] == 0, r.why()
+    assert f["class"] == "code_error" and "shape mismatch" in f["summary"], f
+    assert "gate_event" not in f, f
+    r, f = failure_of(tmp_path / "last", """
+        import errno
+        raise PermissionError(errno.EPERM, "labbox runtime gate refused os.system: LB101 "
+                              "process creation (policy standard)")
+    """, "--runtime-gate", "on")
+    assert r.result["runtime_gate"]["refused"] == 0, r.why()
+    assert f["class"] == "code_error" and "gate_event" not in f, f
+    assert "did not record" in f["summary"], f
+
+
 def test_a_write_into_a_directory_never_made_is_the_code(tmp_path):
     """The compatibility pass's: results written into out/ without making it was called
     missing data ("put the file inside the experiment directory"); the fix is os.makedirs.

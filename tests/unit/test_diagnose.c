@@ -31,6 +31,28 @@ static struct json_object *diagnose_log(const char *log, int exit_code, int sig)
 	return lb_diagnose_failure(&in);
 }
 
+/* With the runtime gate's record (result.json's runtime_gate) as JSON text. */
+static struct json_object *diagnose_gated(const char *log, const char *gate_json)
+{
+	struct json_object *gate = json_tokener_parse(gate_json);
+	assert_non_null(gate);
+	lb_failure_input in = {
+		.log_tail = log,
+		.log_tail_len = strlen(log),
+		.exit_code = 1,
+		.runtime_gate = gate,
+	};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	json_object_put(gate);
+	return doc;
+}
+
+#define GATE_PICKLE_REFUSED \
+	"{\"events\": [{\"event\": \"pickle.find_class\", \"refused\": true, " \
+	"\"rule\": \"gate.pickle\"}]}"
+#define GATE_OPEN_REFUSED \
+	"{\"events\": [{\"event\": \"open\", \"refused\": true, \"rule\": \"LB110\"}]}"
+
 static const char *field(struct json_object *doc, const char *key)
 {
 	struct json_object *v = NULL;
@@ -821,7 +843,7 @@ static void test_child_gate_refusal(void **state)
 		"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 149, in join\n"
 		"    raise ProcessExitedException(\n"
 		"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1\n";
-	struct json_object *doc = diagnose_log(child, 1, 0);
+	struct json_object *doc = diagnose_gated(child, GATE_PICKLE_REFUSED);
 	assert_non_null(doc);
 	assert_string_equal(field(doc, "rule"), "gate.pickle");
 	assert_string_equal(field(doc, "gate_event"), "pickle.find_class");
@@ -874,7 +896,7 @@ static void test_child_gate_refusal(void **state)
 		"    raise self._exception\n"
 		"concurrent.futures.process.BrokenProcessPool: A process in the process pool was "
 		"terminated abruptly while the future was running or pending.\n";
-	doc = diagnose_log(mixed, 1, 0);
+	doc = diagnose_gated(mixed, GATE_PICKLE_REFUSED);
 	assert_non_null(doc);
 	assert_string_equal(field(doc, "gate_event"), "pickle.find_class");
 	assert_string_equal(field(doc, "confidence"), "medium");
@@ -883,6 +905,109 @@ static void test_child_gate_refusal(void **state)
 	assert_int_equal(json_object_get_int(v), 19);
 	assert_true(evidence_has(doc, "BrokenProcessPool"));
 	expect(doc, "gate_refused", "json.loads");
+	/* without the gate's record of it, the child's words decide nothing */
+	expect(diagnose_log(child, 1, 0), "code_error", "ProcessExitedException");
+}
+
+/* A refusal is the verdict only when it ended the run (the last exception, or one its chain
+ * leads to) and the gate recorded it; a refusal the code caught and printed before an
+ * unrelated error, or the gate's words printed by the code, are not. */
+static void test_gate_refusal_needs_its_record_and_the_end(void **state)
+{
+	(void)state;
+	static const char caught[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in save_cache\n"
+		"    with open(os.path.join(cfg[\"cache_dir\"], \"note.txt\"), \"w\") as f:\n"
+		"  File \"/run/labbox-gate/py/sitecustomize.py\", line 1090, in hook\n"
+		"    raise e\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused open: LB110 write outside the "
+		"output paths (policy standard); destination /var/cache/exp/note.txt\n"
+		"loss: 0.5\n"
+		"loss: 0.25\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 19, in <module>\n"
+		"    y = w @ x\n"
+		"ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0\n";
+	struct json_object *doc = diagnose_gated(caught, GATE_OPEN_REFUSED), *loc, *v;
+	assert_string_equal(field(doc, "exception"), "ValueError");
+	assert_false(json_object_object_get_ex(doc, "gate_event", &v));
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 19);
+	assert_false(evidence_has(doc, "runtime gate refused"));
+	expect(doc, "code_error", "ValueError: matmul");
+
+	static const char printed[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/x/main.py\", line 3, in <module>\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused subprocess.Popen: LB102 "
+		"subprocess (policy standard)\n"
+		"loss: 0.3\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 6, in <module>\n"
+		"    raise ValueError(\"shape mismatch in layer 3\")\n"
+		"ValueError: shape mismatch in layer 3\n";
+	doc = diagnose_gated(printed, "{\"events\": [], \"refused\": 0}");
+	assert_false(json_object_object_get_ex(doc, "gate_event", &v));
+	expect(doc, "code_error", "shape mismatch in layer 3");
+
+	/* the last exception in the gate's words: refused by it only when it says so */
+	static const char last[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    open(\"/var/cache/exp/note.txt\", \"w\")\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused open: LB110 write outside the "
+		"output paths (policy standard)\n";
+	doc = diagnose_gated(last, GATE_OPEN_REFUSED);
+	assert_string_equal(field(doc, "rule"), "LB110");
+	assert_string_equal(field(doc, "gate_event"), "open");
+	expect(doc, "gate_refused", "LB110");
+	/* --runtime-gate record: the event is there, refused false */
+	doc = diagnose_gated(last, "{\"events\": [{\"event\": \"open\", \"refused\": false, "
+				   "\"rule\": \"LB110\"}]}");
+	assert_non_null(strstr(field(doc, "summary"), "did not record"));
+	expect(doc, "code_error", "LB110");
+	/* another rule's refusal of the same event is not this one */
+	expect(diagnose_gated(last, "{\"events\": [{\"event\": \"open\", \"refused\": true, "
+				    "\"rule\": \"LB999\"}]}"),
+	       "code_error", "LB110");
+	expect(diagnose_log(last, 1, 0), "code_error", "LB110");
+
+	/* a library that catches the refusal and raises its own error: the chain leads to it */
+	static const char wrapped[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3/dist-packages/cachelib/store.py\", line 40, in put\n"
+		"    with open(path, \"w\") as f:\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused open: LB110 write outside the "
+		"output paths (policy standard)\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 5, in <module>\n"
+		"    store.put(\"k\", 1)\n"
+		"  File \"/usr/lib/python3/dist-packages/cachelib/store.py\", line 42, in put\n"
+		"    raise CacheError(\"cannot write the cache\") from e\n"
+		"cachelib.CacheError: cannot write the cache\n";
+	doc = diagnose_gated(wrapped, GATE_OPEN_REFUSED);
+	assert_true(evidence_has(doc, "CacheError"));
+	expect(doc, "gate_refused", "LB110");
+	expect(diagnose_log(wrapped, 1, 0), "code_error", "CacheError");
+
+	/* a child's refusal above a parent's error that is not about the child: the error's own */
+	static const char unrelated[] =
+		"Process SpawnProcess-1:\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 130, in _main\n"
+		"    self = reduction.pickle.load(from_parent)\n"
+		"PermissionError: [Errno 1] labbox runtime gate refused pickle.find_class: gate.pickle "
+		"pickle find_class outside the allowlist (policy standard)\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 12, in <module>\n"
+		"    print(cfg[\"lr\"])\n"
+		"KeyError: 'lr'\n";
+	expect(diagnose_gated(unrelated, GATE_PICKLE_REFUSED), "code_error", "KeyError");
 }
 
 static void test_chain_root_cause(void **state)
@@ -1636,6 +1761,7 @@ int main(void)
 		cmocka_unit_test(test_hf_datasets),
 		cmocka_unit_test(test_chain_root_cause),
 		cmocka_unit_test(test_child_gate_refusal),
+		cmocka_unit_test(test_gate_refusal_needs_its_record_and_the_end),
 		cmocka_unit_test(test_cpu_time_limit_is_not_the_budget),
 		cmocka_unit_test(test_worker_original_traceback),
 		cmocka_unit_test(test_shm_exhausted),

@@ -95,7 +95,10 @@ static void test_diagnose_refusal(void **state)
 		"    os.system(\"echo\")\n"
 		"PermissionError: [Errno 1] labbox runtime gate refused os.system: LB101 process "
 		"creation (policy standard)\n";
-	lb_failure_input in = {.log_tail = tail, .log_tail_len = sizeof tail - 1, .exit_code = 1};
+	json_object *gate = json_tokener_parse(
+		"{\"events\": [{\"event\": \"os.system\", \"refused\": true, \"rule\": \"LB101\"}]}");
+	lb_failure_input in = {.log_tail = tail, .log_tail_len = sizeof tail - 1, .exit_code = 1,
+			       .runtime_gate = gate};
 	json_object *f = lb_diagnose_failure(&in), *v;
 	assert_non_null(f);
 	assert_true(json_object_object_get_ex(f, "class", &v));
@@ -105,6 +108,14 @@ static void test_diagnose_refusal(void **state)
 	assert_true(json_object_object_get_ex(f, "gate_event", &v));
 	assert_string_equal(json_object_get_string(v), "os.system");
 	json_object_put(f);
+	/* The same words without the gate's record of them are the code's own. */
+	in.runtime_gate = NULL;
+	f = lb_diagnose_failure(&in);
+	assert_true(json_object_object_get_ex(f, "class", &v));
+	assert_string_equal(json_object_get_string(v), "code_error");
+	assert_false(json_object_object_get_ex(f, "gate_event", &v));
+	json_object_put(f);
+	json_object_put(gate);
 }
 
 /* The config the gate reads with str methods: a header, then "key hex" lines, so that a path
