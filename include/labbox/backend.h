@@ -87,6 +87,10 @@ typedef struct lb_backend_ops {
 	 * labbox, truthfully for this run (asked after the run: a backend may learn it in
 	 * prepare), into note. NULL: a plain "mode X runs without it". */
 	void (*gate_note)(lb_backend *b, char *note, size_t n);
+	/* Optional, with gate_note: the runtime gate's record as the labbox that ran the code
+	 * kept it (a remote labbox's runtime_gate), a new reference, or NULL when there is none.
+	 * The diagnosis takes a refusal for the verdict only when the gate recorded it. */
+	struct json_object *(*gate_record)(lb_backend *b);
 } lb_backend_ops;
 
 struct lb_backend {

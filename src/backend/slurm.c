@@ -1584,6 +1584,16 @@ static struct json_object *slurm_isolation(lb_backend *b)
 	return s->node_iso ? json_object_get(s->node_iso) : NULL;
 }
 
+/* The node labbox's own record, from its result document. */
+static struct json_object *slurm_gate_record(lb_backend *b)
+{
+	slurm_state *s = state_of(b);
+	json_object *g;
+	if (s->node_doc && json_object_object_get_ex(s->node_doc, "runtime_gate", &g) && g)
+		return json_object_get(g);
+	return NULL;
+}
+
 static void slurm_free(lb_backend *b)
 {
 	slurm_state *s = state_of(b);
@@ -1628,6 +1638,7 @@ static const lb_backend_ops slurm_ops = {
 	.free = slurm_free,
 	.isolation = slurm_isolation,
 	.gate_note = slurm_gate_note,
+	.gate_record = slurm_gate_record,
 };
 
 /* Names Slurm takes as they are (partition, account, qos): no spaces, no control

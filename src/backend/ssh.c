@@ -1516,6 +1516,16 @@ static struct json_object *ssh_isolation(lb_backend *b)
 	return NULL;
 }
 
+/* The remote labbox's own record, from its result.json (none when degraded: no gate ran). */
+static struct json_object *ssh_gate_record(lb_backend *b)
+{
+	ssh_state *d = state_of(b);
+	json_object *g;
+	if (!d->degraded && d->doc && json_object_object_get_ex(d->doc, "runtime_gate", &g) && g)
+		return json_object_get(g);
+	return NULL;
+}
+
 static void ssh_free(lb_backend *b)
 {
 	ssh_state *d = state_of(b);
@@ -1568,6 +1578,7 @@ static const lb_backend_ops ssh_ops = {
 	.free = ssh_free,
 	.isolation = ssh_isolation,
 	.gate_note = ssh_gate_note,
+	.gate_record = ssh_gate_record,
 };
 
 /* What ssh accepts as a destination and labbox passes on safely: no option, no rsync path. */

@@ -1397,7 +1397,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		lb_gate_note_preload(rgate, gate_preload);
 	add_exec_refusals(rgate, &res);
 	fin.exp_dir = st->exp_dir;
-	fin.runtime_gate = rgate;
+	/* A remote labbox's gate recorded its own refusals: the diagnosis reads that record. */
+	json_object *remote_gate =
+		gate_by_backend && be->ops->gate_record ? be->ops->gate_record(be) : NULL;
+	fin.runtime_gate = remote_gate ? remote_gate : rgate;
 	lb_diagnose_grants(&fin, req->sandbox_config);
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
@@ -1444,6 +1447,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "runtime_gate", rgate);
 	timeout_after_refusal(failure, rgate);
 	json_object_put(gate_preload);
+	json_object_put(remote_gate);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];

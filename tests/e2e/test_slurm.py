@@ -146,6 +146,11 @@ def test_runtime_gate_asked_here_holds_on_the_node(slurm, tmp_path):
     assert g["mode"] == "on" and g["enforced"] is True, g
     assert any(e["event"] == "os.system" and e["refused"] for e in g["events"]), g
     assert "mode on" in r.result["runtime_gate"]["note"], r.result["runtime_gate"]
+    # Uncaught there, the refusal is this run's verdict too, from the node's record.
+    unc = write_exp(tmp_path / "unc", "import os\nos.system('true')\nprint('accuracy: 1')\n")
+    r = srun_exp(slurm, unc, tmp_path / "runs2", "--policy", "permissive", "--runtime-gate", "on")
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert r.result["failure"]["gate_event"] == "os.system", r.why()
 
 
 def test_budget_overrun_is_124_with_partial_results(slurm, tmp_path):

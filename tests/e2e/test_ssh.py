@@ -164,6 +164,12 @@ def test_runtime_gate_asked_here_holds_on_the_host(sshd, tmp_path):
     assert g["mode"] == "on" and g["enforced"] is True and g["policy"] == "permissive", g
     assert any(e["event"] == "os.system" and e["refused"] for e in g["events"]), g
     assert "mode on" in r.result["runtime_gate"]["note"], r.result["runtime_gate"]
+    # Uncaught there, the refusal is this run's verdict too: read from the remote labbox's
+    # record, as the diagnosis takes no refusal the gate did not record.
+    unc = write_exp(tmp_path / "unc", "import os\nos.system('true')\nprint('accuracy: 1')\n")
+    r = srun(sshd, unc, tmp_path / "runs3", "--policy", "permissive", "--runtime-gate", "on")
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+    assert r.result["failure"]["gate_event"] == "os.system", r.why()
     # And rejected code is still rejected, here, before anything reaches the host.
     bad = write_exp(tmp_path / "bad", "import subprocess\nsubprocess.run(['true'])\n")
     r = srun(sshd, bad, tmp_path / "runs2", "--policy", "strict")
