@@ -102,6 +102,9 @@ typedef struct lb_metric_line {
 	/* A markdown table row "| name | value |" (PLAIN): the collector reads it only in a table
 	 * whose context says its rows are name|value pairs (docs/decisions.md). */
 	bool table_row;
+	/* The line is a Python logging INFO line and the pairs are its message: the one kind of
+	 * stderr line the collector reads (logging writes there by default). */
+	bool logged;
 	/* The line without its terminal escape sequences, when it had any: the pointers above
 	 * then point in here. */
 	char plain[LB_METRIC_LINE_MAX];
@@ -170,7 +173,9 @@ bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
  * (spaces trimmed) is a number. */
 bool lb_parse_number(const char *s, size_t len, double *out);
 
-/* Streaming collector: feed output chunks as they arrive. Special names of PLAIN lines:
+/* Streaming collector: feed output chunks as they arrive. Lines of a Python traceback (from
+ * "Traceback (most recent call last):" to its exception's line, chained blocks included) are
+ * never metrics. Special names of PLAIN lines:
  *   condition        starts a new group; later plain lines and SUMMARY lines without
  *                    condition= belong to it
  *   TIME_ESTIMATE    a duration such as "12s", "12.5", "3m" -> time_estimate_s
@@ -190,7 +195,13 @@ void lb_metrics_feed(lb_metrics *m, const char *data, size_t len);
  * time. Only a backend that streams output live should pass times: output read back after
  * the run would date every line at its end. */
 void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s);
-void lb_metrics_finish(lb_metrics *m); /* flush a last line without newline */
+/* As lb_metrics_feed_at, for what the experiment wrote to stderr, when the backend keeps the
+ * streams apart. Its lines are assembled apart from stdout's, and only Python logging's INFO
+ * lines among them are read (lb_metric_line.logged): libraries print their own `name: value`
+ * text there. A stderr line that would be a metric on stdout is counted for the no_metrics
+ * issue instead. Output of a backend that merges the streams is fed as stdout. */
+void lb_metrics_feed_stderr_at(lb_metrics *m, const char *data, size_t len, double elapsed_s);
+void lb_metrics_finish(lb_metrics *m); /* flush the last lines without newline */
 /* The experiment's language ("r", "octave"; NULL or anything else: Python), set before the
  * first line is fed: R's `NA` is then a missing number (NaN, flagged by validation, as NaN
  * is) rather than a label, and Octave's display of a variable, `acc = 0.9300`, is the metric

@@ -905,6 +905,42 @@ static size_t next_name(const char *line, size_t len, size_t i, bool holes, lb_m
 	return e;
 }
 
+/* Whether a name is spelled as an exception class, the way a traceback's last line or
+ * `print(f"{type(e).__name__}: {e}")` shows it: a CamelCase identifier, alone or ending a
+ * dotted path (numpy.linalg.LinAlgError; socket.timeout too), with a stem before the suffix
+ * (KeyError, UserWarning, SystemExit, KeyboardInterrupt, ExceptionGroup). "Error" and
+ * "Warning" alone, "test_error" and "Error rate" are not: researchers name error rates so. */
+static bool exception_class_name(const char *name)
+{
+	static const char *const suffixes[] = { "Error", "Exception", "Warning", "Exit",
+						"Interrupt", "Iteration", "Group" };
+	size_t len = strlen(name);
+	const char *last = name;
+
+	const char *dot = memrchr(name, '.', len);
+
+	/* socket's classes are the lower-case exception to the convention; "val.error" is not. */
+	if (dot && strncmp(name, "socket.", 7) == 0)
+		return true;
+	if (dot)
+		last = dot + 1;
+	while (*last == '_')
+		last++;
+	if (!(*last >= 'A' && *last <= 'Z'))
+		return false;
+	for (const char *c = last; *c; c++)
+		if (*c == '_')
+			return false; /* Train_Error is a name someone chose, not a class */
+	len = strlen(last);
+	for (size_t k = 0; k < N_OF(suffixes); k++) {
+		size_t n = strlen(suffixes[k]);
+
+		if (len > n && strcmp(last + len - n, suffixes[k]) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. */
 static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
@@ -945,9 +981,12 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 		i = scan_value(line, len, e, holes, v);
 		if (i == 0)
 			return false;
-		/* "ValueError: bad input" is the end of a traceback, not a metric; a numeric value
-		 * keeps a metric that happens to be called TrainError. */
-		if (v->kind != LB_METRIC_NUMBER && lb_text_is_exception_name(v->name, strlen(v->name)))
+		/* "ValueError: bad input" is the end of a traceback, not a metric, and so is
+		 * "KeyError: 0": a number there is the missing key, not a result. Only a name that
+		 * is spelled as a class is refused whatever its value, so "Error: 0.05" and
+		 * "test_error: 0.3" stay error rates. */
+		if (lb_text_is_exception_name(v->name, strlen(v->name)) &&
+		    (v->kind != LB_METRIC_NUMBER || exception_class_name(v->name)))
 			return false;
 		/* A per-step progress line: its numbers are not the experiment's results. */
 		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
@@ -1557,7 +1596,12 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	r_string(&line, &len, &i);
-	i = log_message_start(line, len, i);
+	{
+		size_t message = log_message_start(line, len, i);
+
+		out->logged = message != i;
+		i = message;
+	}
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	if (i < len && line[i] == '|')
@@ -2025,17 +2069,100 @@ static void r_missing(lb_metric_line *ml)
 	set_first(ml);
 }
 
+/* Python tracebacks (docs/decisions.md): from "Traceback (most recent call last):" through
+ * its indented frames to the exception's line, with the chained blocks' "During handling..."
+ * and "The above exception..." lines between them. None of it is a metric, whatever it holds:
+ * "KeyError: 0" of a worker thread's traceback is a missing key, not a result. An exception
+ * group's traceback is indented as a whole ("  + Exception Group Traceback", "  | ..."), so
+ * it ends at the first line that is not. */
+enum { LB_TB_NONE, LB_TB_FRAMES, LB_TB_INDENTED };
+
+static bool starts_with(const char *s, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+static bool traceback_line(lb_metrics_stream *st, const char *line, size_t len)
+{
+	lb_metric_line *plain = NULL;
+	const char *s = line;
+	size_t n = len, k = 0;
+	bool indented, part = false;
+
+	/* FORCE_COLOR makes Python 3.13 colour its tracebacks. */
+	if (memchr(line, '\x1b', len)) {
+		plain = malloc(sizeof(*plain));
+		if (plain)
+			s = without_escapes(line, &n, plain);
+	}
+	while (n > 0 && (s[n - 1] == '\r' || lb_text_blank(s[n - 1])))
+		n--;
+	while (k < n && (lb_text_blank(s[k]) || s[k] == '|' || s[k] == '+'))
+		k++;
+	indented = k > 0;
+	if (starts_with(s + k, n - k, "Traceback (most recent call last):") ||
+	    starts_with(s + k, n - k, "Exception Group Traceback (most recent call last):")) {
+		st->traceback = indented ? LB_TB_INDENTED : LB_TB_FRAMES;
+		part = true;
+	} else if (k == n && st->traceback != LB_TB_NONE) {
+		part = true; /* a blank line inside it, or before a chained block */
+	} else if (starts_with(s + k, n - k, "During handling of the above exception") ||
+		   starts_with(s + k, n - k, "The above exception was the direct cause")) {
+		part = true;
+	} else if (st->traceback == LB_TB_FRAMES) {
+		/* The first line at the margin is the exception's: the traceback ends there. */
+		if (!indented)
+			st->traceback = LB_TB_NONE;
+		part = true;
+	} else if (st->traceback == LB_TB_INDENTED) {
+		if (indented)
+			part = true;
+		else
+			st->traceback = LB_TB_NONE;
+	}
+	free(plain);
+	return part;
+}
+
+static void note_stderr_metric(lb_metrics *m, const char *line, size_t len)
+{
+	if (!m->stderr_metric_lines++) {
+		const char *s = line;
+		size_t n = len;
+
+		trim(&s, &n);
+		lb_text_utf8(m->stderr_metric_example, sizeof(m->stderr_metric_example), s,
+			     n < sizeof(m->stderr_metric_example) - 1 ? n
+								    : sizeof(m->stderr_metric_example) - 1);
+		for (char *c = m->stderr_metric_example; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	}
+}
+
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
  * was a metric line. */
-static bool collect_line(lb_metrics *m, const char *line, size_t len)
+static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char *line, size_t len)
 {
 	lb_metric_line ml;
 	uint32_t group;
 
 	if (!lb_metric_line_parse(line, len, &ml) &&
-	    !(m->language == LB_METRICS_LANG_OCTAVE && octave_display(line, len, &ml))) {
+	    !(m->language == LB_METRICS_LANG_OCTAVE && st == &m->out &&
+	      octave_display(line, len, &ml))) {
 		if (log_metric_like(line, len))
 			note_log_metric(m, line, len);
+		return false;
+	}
+	/* Metrics are stdout's (the seed's `name: value` lines). stderr is where libraries
+	 * talk (Lightning's "GPU available: False, used: False", warnings, tqdm), so of its
+	 * lines only Python logging's INFO lines are read: the experiment's own logging.info,
+	 * which writes there by default. */
+	if (st == &m->err && !ml.logged) {
+		if (ml.form != LB_METRIC_FORM_PAIRED && ml.values[0].kind == LB_METRIC_NUMBER)
+			note_stderr_metric(m, line, len);
 		return false;
 	}
 	if (m->language == LB_METRICS_LANG_R && ml.form != LB_METRIC_FORM_SUMMARY &&
@@ -2126,41 +2253,44 @@ static bool name_value_header(const char *s, size_t len)
 	       cell_is(bar2 + 1, (size_t)(s + len - bar2 - 2), values, N_OF(values));
 }
 
-static void process_line(lb_metrics *m, const char *line, size_t len)
+static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
 {
 	if (len == 0)
 		return; /* the empty line between a "\r" and its "\n" ends no table */
+	if (traceback_line(st, line, len))
+		return;
 	if (!table_line(line, len)) {
-		if (m->table_state == TABLE_FIRST)
-			collect_line(m, m->table_first, m->table_first_len);
-		m->table_state = TABLE_NONE;
-		collect_line(m, line, len);
+		if (st->table_state == TABLE_FIRST)
+			collect_line(m, st, st->table_first, st->table_first_len);
+		st->table_state = TABLE_NONE;
+		collect_line(m, st, line, len);
 		return;
 	}
-	switch (m->table_state) {
+	switch (st->table_state) {
 	case TABLE_NONE:
-		memcpy(m->table_first, line, len);
-		m->table_first_len = len;
-		m->table_state = TABLE_FIRST;
+		memcpy(st->table_first, line, len);
+		st->table_first_len = len;
+		st->table_state = TABLE_FIRST;
 		return;
 	case TABLE_FIRST:
 		if (table_separator(line, len)) {
-			m->table_state = name_value_header(m->table_first, m->table_first_len) ? TABLE_READ
+			st->table_state = name_value_header(st->table_first, st->table_first_len) ? TABLE_READ
 											       : TABLE_SKIP;
 			return;
 		}
-		m->table_state = collect_line(m, m->table_first, m->table_first_len) ? TABLE_READ
+		st->table_state = collect_line(m, st, st->table_first, st->table_first_len) ? TABLE_READ
 										     : TABLE_SKIP;
 		break;
 	default:
 		break;
 	}
-	if (m->table_state == TABLE_READ)
-		collect_line(m, line, len);
+	if (st->table_state == TABLE_READ)
+		collect_line(m, st, line, len);
 }
 
 
-void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s)
+static void feed(lb_metrics *m, lb_metrics_stream *st, const char *data, size_t len,
+		 double elapsed_s)
 {
 	m->now = isfinite(elapsed_s) && elapsed_s >= 0 ? elapsed_s : -1;
 	while (len > 0) {
@@ -2170,22 +2300,22 @@ void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elap
 		bool nl = chunk < len;
 		size_t used = nl ? chunk + 1 : chunk;
 
-		if (m->skipping) {
+		if (st->skipping) {
 			if (nl)
-				m->skipping = false;
-		} else if (m->line_len + chunk > LB_METRIC_LINE_MAX) {
+				st->skipping = false;
+		} else if (st->line_len + chunk > LB_METRIC_LINE_MAX) {
 			m->long_lines++;
-			m->line_len = 0;
-			m->skipping = !nl;
-		} else if (nl && m->line_len == 0) {
+			st->line_len = 0;
+			st->skipping = !nl;
+		} else if (nl && st->line_len == 0) {
 			/* Whole line in this chunk: parse it in place, no copy. */
-			process_line(m, data, chunk);
+			process_line(m, st, data, chunk);
 		} else {
-			memcpy(m->line + m->line_len, data, chunk);
-			m->line_len += chunk;
+			memcpy(st->line + st->line_len, data, chunk);
+			st->line_len += chunk;
 			if (nl) {
-				process_line(m, m->line, m->line_len);
-				m->line_len = 0;
+				process_line(m, st, st->line, st->line_len);
+				st->line_len = 0;
 			}
 		}
 		data += used;
@@ -2193,20 +2323,37 @@ void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elap
 	}
 }
 
+void lb_metrics_feed_at(lb_metrics *m, const char *data, size_t len, double elapsed_s)
+{
+	feed(m, &m->out, data, len, elapsed_s);
+}
+
+void lb_metrics_feed_stderr_at(lb_metrics *m, const char *data, size_t len, double elapsed_s)
+{
+	feed(m, &m->err, data, len, elapsed_s);
+}
+
 void lb_metrics_feed(lb_metrics *m, const char *data, size_t len)
 {
 	lb_metrics_feed_at(m, data, len, -1);
 }
 
+static void finish(lb_metrics *m, lb_metrics_stream *st)
+{
+	if (st->line_len > 0 && !st->skipping)
+		process_line(m, st, st->line, st->line_len);
+	if (st->table_state == TABLE_FIRST)
+		collect_line(m, st, st->table_first, st->table_first_len);
+	st->table_state = TABLE_NONE;
+	st->line_len = 0;
+	st->skipping = false;
+	st->traceback = LB_TB_NONE;
+}
+
 void lb_metrics_finish(lb_metrics *m)
 {
-	if (m->line_len > 0 && !m->skipping)
-		process_line(m, m->line, m->line_len);
-	if (m->table_state == TABLE_FIRST)
-		collect_line(m, m->table_first, m->table_first_len);
-	m->table_state = TABLE_NONE;
-	m->line_len = 0;
-	m->skipping = false;
+	finish(m, &m->out);
+	finish(m, &m->err);
 }
 
 size_t lb_metrics_count(const lb_metrics *m)

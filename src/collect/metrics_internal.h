@@ -52,11 +52,23 @@ typedef struct lb_hindex {
 	size_t used;
 } lb_hindex;
 
-struct lb_metrics {
+/* What one output stream is in the middle of. stdout and stderr each have their own: a chunk
+ * of one never ends or continues a line, a table or a traceback of the other. */
+typedef struct lb_metrics_stream {
 	char line[LB_METRIC_LINE_MAX];
 	size_t line_len;
 	bool skipping; /* inside a line that outgrew the buffer, until its newline */
-	double now;    /* arrival time of the chunk being fed, < 0 unknown */
+	/* Markdown tables (process_line): a table's first row waits here until the next line
+	 * says whether it is a header. */
+	int table_state;
+	char table_first[LB_METRIC_LINE_MAX];
+	size_t table_first_len;
+	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
+} lb_metrics_stream;
+
+struct lb_metrics {
+	lb_metrics_stream out, err;
+	double now; /* arrival time of the chunk being fed, < 0 unknown */
 
 	lb_metric_entry *entries;
 	size_t n_entries, cap_entries;
@@ -79,16 +91,15 @@ struct lb_metrics {
 	size_t dropped_conditions;
 	size_t long_lines;
 
-	/* Markdown tables (process_line): a table's first row waits here until the next line
-	 * says whether it is a header. */
-	int table_state;
-	char table_first[LB_METRIC_LINE_MAX];
-	size_t table_first_len;
 	/* Log lines whose message reads as metrics but whose format or level is not read
 	 * ("WARNING:root:acc: 0.9", "[INFO] acc: 0.9"): the no_metrics issue names them. */
 	int language; /* LB_METRICS_LANG_* (metrics.c) */
 	size_t log_metric_lines;
 	char log_metric_example[128];
+	/* Lines on stderr that would be metrics on stdout: metrics are stdout's, so they are not
+	 * collected, and the no_metrics issue names them. */
+	size_t stderr_metric_lines;
+	char stderr_metric_example[128];
 };
 
 /* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */

@@ -848,6 +848,20 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
+	if (m && m->stderr_metric_lines > 0) {
+		char message[512];
+
+		/* The numbers were printed, to the stream labbox does not read metrics from. */
+		snprintf(message, sizeof(message),
+			 "the run completed but reported no metric: %zu line%s on stderr like `%s` "
+			 "read as metrics, but labbox reads metrics from stdout (stderr is where "
+			 "libraries and warnings write); print them to stdout, or say `metrics: none` "
+			 "in labbox.yaml if the experiment reports none",
+			 m->stderr_metric_lines, m->stderr_metric_lines == 1 ? "" : "s",
+			 m->stderr_metric_example);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
 	add_issue(val, "no_metrics", NULL, "stdout and results files",
 		  "the run completed but reported no metric: no 'name: value' line on stdout and "
 		  "no results.json, final_info.json or results.csv with a number; print the metrics, "

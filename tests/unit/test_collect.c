@@ -264,9 +264,14 @@ static void test_line_parse_metrics(void **state)
 	/* Text is not a metric: a URL is no label (docs/decisions.md). */
 	assert_false(lb_metric_line_parse("url: http://x:8080/y", 20, &ml));
 
-	/* A numeric value keeps a metric whose name looks like an exception class. */
-	assert_true(lb_metric_line_parse("TrainError: 0.5", 15, &ml));
-	assert_true(ml.number == 0.5);
+	/* Names researchers give error rates stay metrics; a name spelled as an exception
+	 * class does not, whatever its value (test_exception_lines_are_no_metrics). */
+	assert_true(lb_metric_line_parse("test_error: 0.3", 15, &ml));
+	assert_true(ml.number == 0.3);
+	assert_true(lb_metric_line_parse("Error rate: 0.1", 15, &ml));
+	assert_string_equal(ml.name, "Error rate");
+	assert_true(lb_metric_line_parse("Warning: 2", 10, &ml));
+	assert_false(lb_metric_line_parse("TrainError: 0.5", 15, &ml));
 
 	memset(longname, 'a', LB_METRIC_NAME_MAX);
 	memcpy(longname + LB_METRIC_NAME_MAX, ": 1", 4);
@@ -516,6 +521,124 @@ static void test_validate_no_metrics_names_log_lines(void **state)
 	lb_metrics_free(m);
 }
 
+
+/* The end of a traceback is no metric even when its value is a number: "KeyError: 0" is the
+ * key that was missing. Names of error rates stay metrics. */
+static void test_exception_lines_are_no_metrics(void **state)
+{
+	static const char *const lines[] = {
+		"KeyError: 0",
+		"KeyError: 3.0",
+		"IndexError: 7",
+		"SystemExit: 2",
+		"KeyboardInterrupt: 1",
+		"UserWarning: 0.5",
+		"StopIteration: 1",
+		"ExceptionGroup: 2",
+		"_ArrayMemoryError: 1",
+		"numpy.linalg.LinAlgError: 1",
+		"torch.cuda.OutOfMemoryError: 2",
+		"socket.timeout: 30",
+		"acc: 0.5, KeyError: 0",
+		"\033[1;35mKeyError\033[0m: \033[35m0\033[0m",
+	};
+	static const char *const metrics[] = {
+		"error: 0.12", "Error: 0.05", "test_error: 0.3", "Error rate: 0.1", "val_loss: 0.2",
+		"Warning: 3", "Exception: 1", "train_Error: 0.2", "val.error: 0.1", "Exit: 0",
+		"errors: 4",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		if (lb_metric_line_parse(lines[i], strlen(lines[i]), &ml))
+			fail_msg("\"%s\" parsed as a metric", lines[i]);
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+		if (!lb_metric_line_parse(metrics[i], strlen(metrics[i]), &ml))
+			fail_msg("\"%s\" is no metric", metrics[i]);
+}
+
+/* Every line of a traceback is skipped, a worker thread's and a chained one's included, and
+ * the lines after it are read again. */
+static void test_stream_tracebacks_hold_no_metrics(void **state)
+{
+	static const char out[] =
+		"loss: 0.5\n"
+		"Exception in thread Thread-1 (evaluate):\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in evaluate\n"
+		"    results[split] = scores[split]\n"
+		"                     ~~~~~~^^^^^^^\n"
+		"KeyError: 0\n"
+		"acc: 0.9\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"IndexError: 3\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 5, in <module>\n"
+		"LookupFailed: 4\n"
+		"  + Exception Group Traceback (most recent call last):\n"
+		"  |   File \"/exp/main.py\", line 8, in <module>\n"
+		"  | ExceptionGroup: 2 (2 sub-exceptions)\n"
+		"  +-+---------------- 1 ----------------\n"
+		"    | weird: 5\n"
+		"    +------------------------------------\n"
+		"f1: 0.7\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	char *text = to_json_text(m);
+
+	(void)state;
+	/* LookupFailed ends its traceback as any class would; f1 after a group is read. */
+	assert_non_null(strstr(text, "\"values\":{\"loss\":0.5,\"acc\":0.9,\"f1\":0.7}"));
+	assert_int_equal(lb_metrics_count(m), 3);
+	free(text);
+	lb_metrics_free(m);
+}
+
+/* stderr: libraries' lines are not read; the experiment's logging.info lines are. A stderr
+ * line that would be a metric is named by the no_metrics issue. Each stream's lines are
+ * assembled apart, so chunks that interleave do not join. */
+static void test_stream_stderr_is_not_metrics(void **state)
+{
+	static const char err1[] = "GPU available: False, used: False\nNon-trainable params: 0\n"
+				   "INFO:root:accuracy: 0.91\nacc";
+	static const char err2[] = "uracy_err: 0.5\n";
+	lb_metrics *m = NULL;
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	char *text;
+
+	(void)state;
+	assert_int_equal(lb_metrics_new(&m), 0);
+	lb_metrics_feed_stderr_at(m, err1, sizeof(err1) - 1, -1);
+	lb_metrics_feed_at(m, "val_", 4, -1);
+	lb_metrics_feed_stderr_at(m, err2, sizeof(err2) - 1, -1);
+	lb_metrics_feed_at(m, "acc: 0.81\n", 10, -1);
+	lb_metrics_finish(m);
+	text = to_json_text(m);
+	assert_non_null(strstr(text, "\"values\":{\"accuracy\":0.91,\"val_acc\":0.81}"));
+	free(text);
+	lb_metrics_free(m);
+
+	assert_int_equal(lb_metrics_new(&m), 0);
+	{
+		static const char err[] = "Non-trainable params: 0\n"
+					  "Traceback (most recent call last):\nKeyError: 0\n";
+
+		lb_metrics_feed_stderr_at(m, err, sizeof(err) - 1, -1);
+	}
+	lb_metrics_finish(m);
+	assert_int_equal(lb_metrics_count(m), 0);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
+	assert_non_null(strstr(json_object_get_string(get(issue(issues, 0), "message")),
+			       "1 line on stderr like `Non-trainable params: 0`"));
+	json_object_put(issues);
+	lb_metrics_free(m);
+}
 
 static lb_metrics *collect_lang(const char *language, const char *data)
 {
@@ -1472,8 +1595,9 @@ static void test_line_parse_tagged(void **state)
 	assert_null(ml.condition);
 	assert_int_equal(ml.n_tags, 0);
 
-	/* A numeric value keeps an exception-shaped name, as for plain lines. */
-	assert_true(parse("condition=A TrainError: 0.5", &ml));
+	/* An exception class's name is no metric, as on plain lines. */
+	assert_false(parse("condition=A KeyError: 0", &ml));
+	assert_true(parse("condition=A train_error: 0.5", &ml));
 	assert_false(parse("condition=A ValueError: bad input", &ml));
 }
 
@@ -2735,6 +2859,9 @@ int main(void)
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
+		cmocka_unit_test(test_exception_lines_are_no_metrics),
+		cmocka_unit_test(test_stream_tracebacks_hold_no_metrics),
+		cmocka_unit_test(test_stream_stderr_is_not_metrics),
 		cmocka_unit_test(test_stream_language_forms),
 		cmocka_unit_test(test_comma_groups_are_not_numbers),
 		cmocka_unit_test(test_results_parse_csv),
