@@ -295,7 +295,7 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		r = lb_sandbox_set_argv(sb, job->argv);
 	}
 	if (r == 0)
-		r = lb_sandbox_set_output(sb, true, job->output, job->output_ctx);
+		r = lb_sandbox_set_output(sb, false, job->output, job->output_ctx);
 	if (r < 0)
 		snprintf(err, errlen, "cannot set up %s in the sandbox: %s", what, strerror(-r));
 	return r;

@@ -41,7 +41,10 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 {
 	tee_ctx *t = ctx;
 	lb_runlog_write(t->log, data, len);
-	lb_metrics_feed_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
+	if (stream == LB_STREAM_STDERR)
+		lb_metrics_feed_stderr_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
+	else
+		lb_metrics_feed_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
 	if (t->echo)
 		t->echo(t->echo_ctx, stream, data, len);
 }
