@@ -1986,19 +1986,24 @@ static bool log_metric_like(const char *line, size_t len)
 	return found;
 }
 
-static void note_log_metric(lb_metrics *m, const char *line, size_t len)
+/* The line an issue quotes: trimmed, valid UTF-8, and without control bytes, since the
+ * message is shown on a terminal. */
+static void set_example(char *dst, size_t cap, const char *line, size_t len)
 {
-	if (!m->log_metric_lines++) {
-		const char *s = line;
-		size_t n = len;
+	trim(&line, &len);
+	lb_text_utf8(dst, cap, line, len < cap - 1 ? len : cap - 1);
+	for (char *c = dst; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
 
-		trim(&s, &n);
-		lb_text_utf8(m->log_metric_example, sizeof(m->log_metric_example), s,
-			     n < sizeof(m->log_metric_example) - 1 ? n : sizeof(m->log_metric_example) - 1);
-		/* The example goes into a message shown on a terminal: no control bytes. */
-		for (char *c = m->log_metric_example; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
+static void note_log_metric(lb_metrics *m, bool from_stderr, const char *line, size_t len)
+{
+	/* stderr's first line is quoted when there is one, logging's stream: which of two lines
+	 * of different streams came first is only as exact as the order they were read in. */
+	if (!m->log_metric_lines++ || (from_stderr && !m->log_metric_example_stderr)) {
+		set_example(m->log_metric_example, sizeof(m->log_metric_example), line, len);
+		m->log_metric_example_stderr = from_stderr;
 	}
 }
 
@@ -2128,18 +2133,8 @@ static bool traceback_line(lb_metrics_stream *st, const char *line, size_t len)
 
 static void note_stderr_metric(lb_metrics *m, const char *line, size_t len)
 {
-	if (!m->stderr_metric_lines++) {
-		const char *s = line;
-		size_t n = len;
-
-		trim(&s, &n);
-		lb_text_utf8(m->stderr_metric_example, sizeof(m->stderr_metric_example), s,
-			     n < sizeof(m->stderr_metric_example) - 1 ? n
-								    : sizeof(m->stderr_metric_example) - 1);
-		for (char *c = m->stderr_metric_example; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
-	}
+	if (!m->stderr_metric_lines++)
+		set_example(m->stderr_metric_example, sizeof(m->stderr_metric_example), line, len);
 }
 
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
@@ -2153,7 +2148,7 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 	    !(m->language == LB_METRICS_LANG_OCTAVE && st == &m->out &&
 	      octave_display(line, len, &ml))) {
 		if (log_metric_like(line, len))
-			note_log_metric(m, line, len);
+			note_log_metric(m, st == &m->err, line, len);
 		return false;
 	}
 	/* Metrics are stdout's (the seed's `name: value` lines). stderr is where libraries

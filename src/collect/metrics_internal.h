@@ -96,6 +96,7 @@ struct lb_metrics {
 	int language; /* LB_METRICS_LANG_* (metrics.c) */
 	size_t log_metric_lines;
 	char log_metric_example[128];
+	bool log_metric_example_stderr;
 	/* Lines on stderr that would be metrics on stdout: metrics are stdout's, so they are not
 	 * collected, and the no_metrics issue names them. */
 	size_t stderr_metric_lines;

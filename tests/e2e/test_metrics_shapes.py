@@ -420,3 +420,95 @@ def test_metrics_in_unread_log_lines_are_named_in_the_issue(tmp_path):
     assert issue["kind"] == "no_metrics"
     assert "2 log lines like `WARNING:root:accuracy: 0.91`" in issue["message"], issue
     assert r.result["metrics"]["values"] == {}
+
+
+def test_a_worker_threads_traceback_is_not_a_metric(tmp_path):
+    # A bug in a thread prints "KeyError: 0"; the main process goes on, prints no result and
+    # exits 0. That is a run that reported nothing, not a metric KeyError = 0.
+    exp = write_exp(tmp_path, '''
+        import threading
+        results = {}
+        def evaluate(split):
+            scores = {"train": 0.9, "test": 0.8}
+            results[split] = scores[split]
+        t = threading.Thread(target=evaluate, args=(0,))
+        t.start(); t.join()
+        print("done, evaluated", len(results), "splits")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    assert r.result["metrics"]["values"] == {}
+    assert [i["kind"] for i in r.result["metric_issues"]] == ["no_metrics"]
+    assert "KeyError: 0" in r.log()
+
+
+def test_exception_lines_printed_to_stdout_are_not_metrics(tmp_path):
+    # The same end of a traceback on stdout (traceback.print_exc(file=sys.stdout), or the
+    # experiment printing the exception it caught): beside real metrics, never one of them.
+    exp = write_exp(tmp_path, '''
+        import sys, traceback
+        print("accuracy: 0.5")
+        try:
+            {}[3]
+        except KeyError:
+            traceback.print_exc(file=sys.stdout)
+        try:
+            [][7]
+        except IndexError as e:
+            print(f"{type(e).__name__}: 7")
+        print("error: 0.12")
+        print("test_error: 0.3")
+        print("Error rate: 0.1")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {
+        "accuracy": 0.5, "error": 0.12, "test_error": 0.3, "Error rate": 0.1}
+
+
+def test_a_crashed_runs_partial_metrics_hold_no_exception(tmp_path):
+    exp = write_exp(tmp_path, '''
+        scores = {0: 0.1, 1: 0.2}
+        for epoch in range(2):
+            print(f"loss: {scores[epoch]}")
+        print(scores[7])
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["status"] == "failed"
+    assert r.result["metrics"]["values"] == {"loss": 0.2}
+
+
+def test_a_librarys_lines_on_stderr_are_not_metrics(tmp_path):
+    # What pytorch_lightning's Trainer prints at start-up, to stderr. Metrics are stdout's;
+    # the experiment's own logging.info (stderr too) is still read.
+    exp = write_exp(tmp_path, '''
+        import logging, sys
+        sys.stderr.write("GPU available: False, used: False\\n")
+        sys.stderr.write("TPU available: False, using: 0 TPU cores\\n")
+        sys.stderr.write("Non-trainable params: 0\\n")
+        logging.basicConfig(level=logging.INFO)
+        logging.info("f1: 0.7")
+        print("val_acc: 0.81")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"val_acc": 0.81, "f1": 0.7}
+    log = r.log()
+    assert "GPU available: False, used: False" in log and "val_acc: 0.81" in log
+
+
+def test_metrics_printed_only_to_stderr_are_named_in_the_issue(tmp_path):
+    exp = write_exp(tmp_path, '''
+        import sys
+        print("accuracy: 0.91", file=sys.stderr)
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert "1 line on stderr like `accuracy: 0.91`" in issue["message"], issue
+    assert r.result["metrics"]["values"] == {}
