@@ -12,7 +12,9 @@
 
 /* Every chunk arrives at the same time, so the arrival time of a TIME_GUARD line cannot
  * depend on where the output was cut. */
-static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_metrics **keep)
+/* stream: 0 all of it on stdout, 1 all on stderr, 2 chunks taking turns (stdout first). */
+static char *collect_json(const uint8_t *data, size_t size, size_t chunk, int stream,
+			  lb_metrics **keep)
 {
 	lb_metrics *m = NULL;
 	struct json_object *doc;
@@ -26,9 +28,14 @@ static char *collect_json(const uint8_t *data, size_t size, size_t chunk, lb_met
 
 		lb_metrics_set_language(m, languages[size > 4 ? data[4] % 3 : 0]);
 	}
-	for (size_t i = 0; i < size; i += chunk)
-		lb_metrics_feed_at(m, (const char *)data + i, size - i < chunk ? size - i : chunk,
-				   3.5);
+	for (size_t i = 0; i < size; i += chunk) {
+		size_t n = size - i < chunk ? size - i : chunk;
+
+		if (stream == 1 || (stream == 2 && (i / chunk) % 2))
+			lb_metrics_feed_stderr_at(m, (const char *)data + i, n, 3.5);
+		else
+			lb_metrics_feed_at(m, (const char *)data + i, n, 3.5);
+	}
 	lb_metrics_finish(m);
 	doc = lb_metrics_to_json(m);
 	if (!doc)
@@ -133,13 +140,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	double v;
 
 	/* However the output was cut into reads, the result is the same. */
-	want = collect_json(data, size, chunks[0], &m);
+	want = collect_json(data, size, chunks[0], 0, &m);
 	for (size_t i = 1; i < 3; i++) {
-		char *got = collect_json(data, size, chunks[i], NULL);
+		char *got = collect_json(data, size, chunks[i], 0, NULL);
 
 		if (strcmp(got, want) != 0)
 			abort();
 		free(got);
+	}
+	/* The same for stderr's lines, and the two streams' chunks taking turns never break. */
+	{
+		char *err_want = collect_json(data, size, chunks[0], 1, NULL);
+
+		for (size_t i = 1; i < 3; i++) {
+			char *got = collect_json(data, size, chunks[i], 1, NULL);
+
+			if (strcmp(got, err_want) != 0)
+				abort();
+			free(got);
+		}
+		free(err_want);
+		free(collect_json(data, size, chunks[2], 2, NULL));
 	}
 	issues = json_object_new_array();
 	lb_metrics_validate(m, NULL, NULL, declared, 4, issues);
