@@ -478,7 +478,11 @@ def _labbox_gate():
 
     def handed_in(frame):
         """Whether the innermost library frame on the way out calls what it was handed, with
-        the experiment's code further out: then the event is the experiment's doing."""
+        the experiment's code further out, or with no frame of the experiment's on the stack
+        at all: then the event is the experiment's doing. A stack with none is a thread the
+        run started (threading.Thread(target=np.vectorize(exec)), or one a pickle's data
+        started on multiprocessing's pipes), an atexit call or a finalizer: no library
+        decided to call what it holds there either."""
         f, inner, seen = frame, None, False
         while f is not None:
             k = "s" if f.f_globals is world else fkind_raw(f)
@@ -492,7 +496,7 @@ def _labbox_gate():
                 seen = True
             inner = f
             f = f.f_back
-        return False
+        return seen
 
     def exp_frame(f):
         """The innermost frame in the experiment's code, for the record."""
@@ -1597,9 +1601,12 @@ def _labbox_gate():
         """The coding a bytes source declares when the registry decodes it, else None."""
         if source[:3] == b"\xef\xbb\xbf":
             return None  # a BOM: UTF-8, and any other declaration is a syntax error
+        if b"\r" in source:
+            # the tokenizer makes \r\n and a lone \r newlines before it reads declarations
+            source = source.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         for line in source.split(b"\n", 2)[:2]:
             s = line.lstrip(b" \t\f")
-            if not s or s[:1] == b"\r":
+            if not s:
                 continue  # a blank line: the next may declare
             if s[:1] != b"#":
                 return None  # code: no declaration here or below
@@ -1611,6 +1618,9 @@ def _labbox_gate():
                     while j < len(rest) and (_isalnum(chr(rest[j])) and rest[j] < 128 or
                                              rest[j] in b"-_."):
                         j += 1
+                    if not j:
+                        i = s.find(b"coding", i + 1)
+                        continue  # `coding:` with no name: the tokenizer reads on
                     name = rest[:j].decode("ascii").lower()
                     first = name[:12].replace("_", "-")
                     if first == "utf-8" or first.startswith("utf-8-") or any(
@@ -1618,7 +1628,7 @@ def _labbox_gate():
                             for n in ("latin-1", "iso-8859-1", "iso-latin-1")):
                         return None  # what the tokenizer renames to its own two
                     norm = "".join(c if _isalnum(c) or c == "." else "_" for c in name)
-                    return None if not name or norm in c_codings else name
+                    return None if norm in c_codings else name
                 i = s.find(b"coding", i + 1)
         return None
 
@@ -2801,27 +2811,6 @@ def _labbox_gate():
             (fn.endswith(("/" + path + ".py", "/" + path + "/__init__.py")) or
              fn == "<frozen " + modname + ">")
 
-    # ... and a class of any module loaded already, which a worker's result holds (an xml
-    # Element, a library's result object): building it runs that class's code, which the
-    # experiment's code could run itself, and what that code does is judged as the
-    # experiment's (ipc_mark). A refusal there was worse than the refusal: the pool's result
-    # thread takes it for a closed pipe and ends, and every later result waits for ever. Not
-    # a class of the modules that make code from their data (class_mods_refused), nor a maker
-    # of code or modules; a module not loaded is not imported for it.
-    def ipc_class(modname, name):
-        if type(modname) is not str or type(name) is not str or "." in name or \
-                name.startswith("__") or name in code_type_names:
-            return False
-        if _under(modname.replace(".", "/"), refused_roots) or \
-                _under((modname + "." + name).replace(".", "/"), refused_roots):
-            return False
-        d = loaded_dict(modname)
-        obj = sget(d, name) if d is not None else None
-        if obj is None or not issubclass(type(obj), type) or any(obj is t for t in code_types):
-            return False
-        home = defined_in(obj)
-        return type(home) is str and not _under(home.replace(".", "/"), refused_roots)
-
     # Made in the world, keeping their closures (which hold only what is listed here, none
     # of it the gate's): see make_ipc_getattr.
     def in_world_closed(fn, name):
@@ -3135,8 +3124,7 @@ def _labbox_gate():
                     ipc_mark(frame)
                     return
         if not pickle_ok(modname, name):
-            if ipc and (ipc_function(modname, name) or ipc_sync_type(modname, name) or
-                        ipc_class(modname, name)):
+            if ipc and (ipc_function(modname, name) or ipc_sync_type(modname, name)):
                 ipc_mark(frame)
                 return
             detail = "%s.%s is not a class or reconstruction function labbox allows to " \

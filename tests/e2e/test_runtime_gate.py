@@ -2590,39 +2590,28 @@ def test_a_checkpoints_scheduler_and_enums_load_and_its_getattr_reaches_nothing_
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
-def test_a_pool_worker_returns_objects_of_any_loaded_class(tmp_path):
-    """A worker's result of a class outside the pickle list (an xml Element, a compiled
-    pattern, a Template, a SimpleNamespace) was refused in the pool's result thread, which
-    took the refusal for a closed pipe and ended: every later result of the pool waited for
-    ever. They arrive now; on the same pipes a maker of code (types.FunctionType) stays
-    refused."""
+@pytest.mark.parametrize("how", ["thread", "atexit"])
+def test_a_library_calling_what_it_holds_with_no_experiment_frame_is_the_experiments(tmp_path,
+                                                                                     how):
+    """A thread the run started, or an atexit call, has no frame of the experiment's on its
+    stack: np.vectorize(exec) there made the compile numpy's own, and the text ran. The
+    library frame holding the callee it calls is the experiment's doing there too."""
     exp = write_exp(tmp_path, """
-        import multiprocessing as mp
-        import re, string, types
-        import xml.etree.ElementTree as ET
-        def work(i):
-            return [ET.Element("a", n=str(i)), re.compile("x+"), string.Template("$a"),
-                    types.SimpleNamespace(a=i)][i]
-        if __name__ == "__main__":
-            with mp.get_context("fork").Pool(2) as p:
-                got = [p.apply_async(work, (i,)).get(timeout=30) for i in range(4)]
-            print("element:", got[0].get("n"), "pattern:", got[1].pattern,
-                  "template:", got[2].substitute(a=1), "ns:", got[3].a)
-            a, b = mp.Pipe()
-            a.send_bytes(b"\\x80\\x02ctypes\\nFunctionType\\n.")
-            try:
-                b.recv()
-                print("code arrived")
-            except PermissionError:
-                print("code refused")
-            print("accuracy: 1.0")
-    """)
-    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "120")
-    log = r.log()
-    assert "element: 0 pattern: x+ template: 1 ns: 3" in log, r.why()
-    assert "code refused" in log, r.why()
-    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
-    assert ev["args"] == ["types", "FunctionType"], r.why()
+        import atexit, threading
+        import numpy as np
+        run = np.vectorize(exec, otypes=[object])
+        code = ["open('MARKER', 'w').close()"]
+        if HOW == "thread":
+            t = threading.Thread(target=run, args=(code,))
+            t.start()
+            t.join()
+        else:
+            atexit.register(run, code)
+        print("accuracy: 1.0")
+    """.replace("HOW", repr(how)))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    assert_refused(r, "compile", "LB103")
+    assert not (r.exp / "MARKER").exists(), r.why()
 
 
 def test_a_module_decoded_by_a_codec_the_run_replaced_is_refused(tmp_path):
@@ -2640,21 +2629,31 @@ def test_a_module_decoded_by_a_codec_the_run_replaced_is_refused(tmp_path):
         def encode(text, errors="strict"):
             return text.encode("latin-1"), len(text)
         encodings._cache["cp1252"] = codecs.CodecInfo(encode, decode, name="cp1252")
-        try:
-            import helper
-            print("imported helper")
-        except PermissionError as e:
-            print("refused:", e)
+        import importlib
+        for name in ("helper", "h1", "h2", "h3", "h4"):
+            try:
+                importlib.import_module(name)
+                print("imported", name)
+            except PermissionError as e:
+                print("refused:", name, e)
         print("accuracy: 1.0")
     """)
     (exp / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n")
     (exp / "utf.py").write_bytes(b"# coding: utf-8\nNAME = 'caf\xc3\xa9'\n")
-    (exp / "helper.py").write_bytes(
-        b"# -*- coding: cp1252 -*-\n#>> open('MARKER', 'w').close()\nVALUE = 1\n")
+    body = b"\n#>> open('MARKER', 'w').close()\nVALUE = 1\n"
+    # the declaration as the tokenizer finds it: an empty name read past, a declaration on
+    # the second line, a lone \r that is a newline, a second declaration on the line
+    for name, head in (("helper", b"# -*- coding: cp1252 -*-"),
+                       ("h1", b"# coding=, coding=cp1252"),
+                       ("h2", b"# coding:\n# coding: cp1252"),
+                       ("h3", b"\r# coding: cp1252"),
+                       ("h4", b"# coding:; vim: set fileencoding=cp1252 :")):
+        (exp / (name + ".py")).write_bytes(head + body)
     r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
     log = r.log()
     assert "latin: True utf: True" in log, r.why()
-    assert "refused:" in log and "imported helper" not in log, r.why()
+    for name in ("helper", "h1", "h2", "h3", "h4"):
+        assert f"refused: {name}" in log and f"imported {name}" not in log, (name, r.why())
     assert "codec registry" in assert_refused(r, "compile", "LB002")["detail"], r.why()
     assert not (r.exp / "MARKER").exists(), r.why()
 
