@@ -28,6 +28,9 @@ typedef struct lb_failure_input {
 	bool network_host;     /* --network host */
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
+	/* The configuration is known and set no memory limit: an out-of-memory failure is the
+	 * machine's, which no flag of labbox's lifts. */
+	bool memory_unlimited;
 	/* result.json's runtime_gate: a gate_refused verdict needs the refusal among its events
 	 * (refused, the same event and rule), not only the gate's words in the output. NULL: no
 	 * record, so no gate_refused. */
@@ -62,8 +65,8 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in);
  * appended to it. Used by lb_diagnose_failure and for failures labbox itself made (and
  * `labbox explain` on runs recorded before this existed). 0 or -ENOMEM / -EINVAL. */
 int lb_diagnose_escalation(struct json_object *failure, const lb_failure_input *in);
-/* network_host, gpus and memory_limit of in from a sandbox configuration as the manifest
- * records it (config.sandbox: network, gpus, memory_bytes). */
+/* network_host, gpus, memory_limit and memory_unlimited of in from a sandbox configuration
+ * as the manifest records it (config.sandbox: network, gpus, memory_bytes). */
 void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox);
 
 /* The diagnosis of a recorded run (labbox.explain/1, docs/explain.md): id, status, exit_code,

@@ -163,6 +163,8 @@ static bool decide(esc *e, json_object *f, const lb_failure_input *in)
 		snprintf(e->flag, sizeof e->flag, "--gpus all");
 		e->granted = in && in->gpus;
 	} else if (strcmp(cls, "oom") == 0) {
+		if (in && in->memory_unlimited && !in->memory_limit)
+			return false; /* the machine's memory: no flag gives more */
 		e->grants = "memory";
 		memory_flag(e, in ? in->memory_limit : 0);
 	} else if (strcmp(cls, "missing_package") == 0 || strcmp(cls, "wrong_env") == 0) {
@@ -230,6 +232,8 @@ void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox)
 	if (json_object_object_get_ex(sandbox, "memory_bytes", &v) && v &&
 	    json_object_get_int64(v) > 0)
 		in->memory_limit = (unsigned long long)json_object_get_int64(v);
+	else
+		in->memory_unlimited = true;
 }
 
 static const struct {

@@ -544,6 +544,10 @@ static const char SUGGEST_GPU_UNAVAILABLE[] =
 static const char SUGGEST_OOM[] =
 	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
 	"instead of float64, streaming the data instead of loading it whole";
+static const char SUGGEST_OOM_HOST[] =
+	"labbox set no memory limit on this run, so the machine itself could not give what the "
+	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
+	"streaming the data instead of loading it whole), or run it where there is more memory";
 static const char SUGGEST_NAN[] =
 	"lower the learning rate, clip gradients, and check inputs and the loss for NaN, log(0) "
 	"or division by zero; np.seterr(all='raise') or torch.autograd.set_detect_anomaly(True) "
@@ -1680,6 +1684,9 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.exp_dir = in->exp_dir;
 	log.gate = in->runtime_gate;
 	diagnose(&v, in, &log);
+	if (v.cls && strcmp(v.cls, "oom") == 0 && strcmp(v.suggestion, SUGGEST_OOM) == 0 &&
+	    in->memory_unlimited && !in->memory_limit)
+		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;

@@ -185,6 +185,18 @@ def test_oom_names_a_larger_memory(tmp_path):
     assert f["escalation"]["grants"] == "memory"
 
 
+def test_oom_without_a_limit_is_the_machines(tmp_path):
+    """No --memory: an allocation the machine cannot give is an oom that no flag of labbox's
+    lifts. The advice was to raise --memory, and the escalation granted memory."""
+    r, f = failed(tmp_path, """
+        import numpy as np
+        a = np.empty(1 << 46, dtype=np.uint8)
+    """, rc=1)
+    assert f["class"] == "oom", f
+    assert f["escalation"] is None, f
+    assert "no memory limit" in f["suggestion"] and "--memory" not in f["suggestion"], f
+
+
 def test_a_completed_run_whose_subprocess_the_oom_killer_took_is_not_an_oom(tmp_path):
     """The memory limit killed a child; the main process went on and exited 0. The run was
     not ended by the memory limit: no oom failure, no --memory escalation, a warning."""
