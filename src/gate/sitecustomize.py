@@ -972,11 +972,25 @@ def _labbox_gate():
     # and a closure, unlike a keyword default, is not replaced by a caller (a pickle's
     # partial). A refusal is raised through an event of its own, which the gate judges by
     # this function's code and records.
+    # An enum's member as Python 3.11 pickles it, getattr(cls, name): the one its class's
+    # _member_map_ holds under that name. Shared by both getattrs below, made in the world
+    # as they are, and closing over what they hand it.
+    def make_enum_member(tools):
+        def _labbox_enum_member(cls, name, r):
+            mro_of, dict_of, type_, missing = tools
+            mm = missing
+            for c in mro_of(cls):
+                mm = dict_of(c).get("_member_map_", missing)
+                if mm is not missing:
+                    break
+            return type_(mm) is dict and mm.get(name, missing) is r
+        return _labbox_enum_member
+
     def make_ipc_getattr(tools):
         def _labbox_getattr(obj, name):
             (getattr_, type_, str_, issubclass_, method_t, function_t, builtin_t, bound_slot_t,
              descr_ts, module_t, classmethod_t, mro_of, dict_of, ok_dunders, audit,
-             missing) = tools
+             missing, enum_member) = tools
             if type_(name) is not str_:
                 raise TypeError("a method's name must be a str")
             what = "a dunder name"
@@ -1003,16 +1017,10 @@ def _labbox_gate():
                     r = s = None
                     what = "not a method bound to the object"
                 elif is_class and issubclass_(t, obj):
-                    # an enum's member (Python 3.11's Enum pickles by getattr): the one its
-                    # class's _member_map_ holds under that name
-                    mm = missing
-                    for c in mro_of(obj):
-                        mm = dict_of(c).get("_member_map_", missing)
-                        if mm is not missing:
-                            break
-                    if type_(mm) is dict and mm.get(name, missing) is r:
+                    # an enum's member (Python 3.11's Enum pickles by getattr)
+                    if enum_member(obj, name, r):
                         return r
-                    r = mm = None
+                    r = None
                     what = "not a member of that class"
                 elif t is descr_ts[0] or t is descr_ts[1] or t is descr_ts[2]:
                     if is_class:
@@ -1040,23 +1048,16 @@ def _labbox_gate():
     def make_file_getattr(tools):
         def _labbox_getattr(obj, name):
             (getattr_, type_, str_, issubclass_, method_t, function_t, mro_of, dict_of, audit,
-             missing) = tools
+             missing, enum_member) = tools
             if type_(name) is not str_ or name[:2] == "__":
                 audit("labbox.file_getattr", type_(obj).__name__, "?", "a dunder name", None)
                 return getattr_(obj, name)  # recording only: the gate let it pass
             r = getattr_(obj, name)
             if issubclass_(type_(obj), type_):
                 what = "not a member of that class"
-                if issubclass_(type_(r), obj):
-                    mm = missing
-                    for c in mro_of(obj):
-                        mm = dict_of(c).get("_member_map_", missing)
-                        if mm is not missing:
-                            break
-                    if type_(mm) is dict and mm.get(name, missing) is r:
-                        audit("labbox.file_getattr", obj.__name__, name, "member", None)
-                        return r
-                    mm = None
+                if issubclass_(type_(r), obj) and enum_member(obj, name, r):
+                    audit("labbox.file_getattr", obj.__name__, name, "member", None)
+                    return r
                 r = None
             elif type_(r) is method_t:
                 s, f = r.__self__, r.__func__
@@ -2830,10 +2831,13 @@ def _labbox_gate():
             "rand rxor ror neg pos abs invert lt le eq ne gt ge len contains getitem iter "
             "next reversed hash bool int float complex index str repr format round trunc "
             "floor ceil").split())
+    _missing = object()
+    enum_member = in_world_closed(make_enum_member((
+        type.__dict__["__mro__"].__get__, _type_dict, type, _missing)), "_labbox_enum_member")
     ipc_getattr = in_world_closed(make_ipc_getattr((
         getattr, type, str, issubclass, _MethodType, _FunctionType, _bf, _bound_slot_t,
         _descr_ts, _ModuleType, classmethod, type.__dict__["__mro__"].__get__, _type_dict,
-        ipc_ok_dunders, sys.audit, object())), "_labbox_getattr")
+        ipc_ok_dunders, sys.audit, _missing, enum_member)), "_labbox_getattr")
     ipc_getattr.__module__ = "multiprocessing.reduction"
     ipc_getattr_code = _func_code(ipc_getattr)
     _r_method, _r_builtin, _r_slot, _r_descr = [
@@ -2871,7 +2875,8 @@ def _labbox_gate():
 
     file_getattr = in_world_closed(make_file_getattr((
         getattr, type, str, issubclass, _MethodType, _FunctionType,
-        type.__dict__["__mro__"].__get__, _type_dict, sys.audit, object())), "_labbox_getattr")
+        type.__dict__["__mro__"].__get__, _type_dict, sys.audit, _missing, enum_member)),
+        "_labbox_getattr")
     file_getattr.__module__ = "copyreg"
     file_getattr_code = _func_code(file_getattr)
     file_getattr_name = ("copyreg", "_labbox_getattr")
