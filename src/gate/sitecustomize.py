@@ -3137,8 +3137,52 @@ def _labbox_gate():
             if ipc and modname == "builtins" and name == "getattr":
                 detail += "; multiprocessing's own pickler sends bound methods with " \
                     "labbox's getattr, which allows only methods"
-            refuse(event, args[:2], frame, "gate.pickle",
-                   "pickle find_class outside the allowlist", detail)
+            handler = pool_result_handler(frame) if ipc and enforce else None
+            if handler is None:
+                refuse(event, args[:2], frame, "gate.pickle",
+                       "pickle find_class outside the allowlist", detail)
+                return
+            try:
+                refuse(event, args[:2], frame, "gate.pickle",
+                       "pickle find_class outside the allowlist", detail)
+            except PermissionError as e:
+                # a copy with no traceback: e's holds the gate's own frames
+                pool_fail_pending(handler, clean(PermissionError(*e.args)))
+                raise
+
+    # A pool's result thread takes any OSError for its pipe closing and ends: after a refused
+    # result every task of the pool would wait for ever (until the budget). The refusal is
+    # handed to the pool's pending tasks instead, so map/apply/imap raise it where the
+    # experiment waits, as a worker's own exception is raised. The pool's code (the tasks'
+    # _set, their error callbacks) runs on a thread of its own, as every call the gate makes
+    # of code the experiment can change.
+    def pool_result_handler(frame):
+        f, depth = frame, 0
+        while f is not None and depth < 16:
+            code = f.f_code
+            if code.co_name == "_handle_results" and fkind_raw(f) == "s" and \
+                    type(code.co_filename) is str and \
+                    code.co_filename.endswith("/multiprocessing/pool.py"):
+                return f
+            f, depth = f.f_back, depth + 1
+        return None
+
+    def fail_pending(cache, err):
+        for job in list(dict.values(cache)):
+            left = getattr(job, "_number_left", None)
+            if type(left) is int and left > 0:
+                for _ in range(left):  # a map is ready once each of its chunks is in
+                    job._set(0, (False, err))
+            else:
+                job._set(getattr(job, "_index", 0), (False, err))
+
+    def pool_fail_pending(handler, err):
+        try:
+            cache = sget(handler.f_locals, "cache")
+        except Exception:
+            return
+        if isinstance(cache, dict):
+            isolated(fail_pending, (cache, err))
 
     # ---- imports -----------------------------------------------------------------------------
     banned = {}

@@ -2590,6 +2590,35 @@ def test_a_checkpoints_scheduler_and_enums_load_and_its_getattr_reaches_nothing_
     assert not (r.exp / "MARKER").exists(), r.why()
 
 
+@pytest.mark.parametrize("how", ["map", "imap", "apply_async"])
+def test_a_refused_pool_result_is_raised_where_the_experiment_waits(tmp_path, how):
+    """A worker's result the gate refuses ended the pool's result thread (it takes any
+    OSError for its pipe closing), and the experiment waited for the rest until the budget:
+    a timeout. The refusal now reaches the pool's pending tasks, so the call raises it where
+    the experiment waits, and the verdict is the refusal at that line."""
+    exp = write_exp(tmp_path, """
+        import multiprocessing as mp
+        import shutil
+        def work(i):
+            return shutil.rmtree if i == 2 else i
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as p:
+                if HOW == "map":
+                    got = p.map(work, range(4))
+                elif HOW == "imap":
+                    got = list(p.imap(work, range(4)))
+                else:
+                    got = [p.apply_async(work, (i,)).get() for i in range(4)]
+            print("accuracy:", len(got))
+    """.replace("HOW", repr(how)))
+    r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", "--budget", "300")
+    f = r.result["failure"]
+    assert r.result["status"] == "failed" and f["class"] == "gate_refused", r.why()
+    assert f["code_location"]["file"] == "main.py", r.why()
+    ev = assert_refused(r, "pickle.find_class", "gate.pickle")
+    assert ev["args"] == ["shutil", "rmtree"], r.why()
+
+
 @pytest.mark.parametrize("how", ["thread", "atexit"])
 def test_a_library_calling_what_it_holds_with_no_experiment_frame_is_the_experiments(tmp_path,
                                                                                      how):
