@@ -3167,21 +3167,29 @@ def _labbox_gate():
             f, depth = f.f_back, depth + 1
         return None
 
-    def fail_pending(cache, err):
-        for job in list(dict.values(cache)):
-            left = getattr(job, "_number_left", None)
-            if type(left) is int and left > 0:
-                for _ in range(left):  # a map is ready once each of its chunks is in
-                    job._set(0, (False, err))
-            else:
-                job._set(getattr(job, "_index", 0), (False, err))
+    # Made in the world (no link to the gate on its thread's stack, where the pool's code
+    # and the experiment's error callbacks run): see make_ipc_getattr.
+    def make_fail_pending(tools):
+        def _labbox_fail_pending(cache, err):
+            values, list_, getattr_, type_, int_, range_ = tools
+            for job in list_(values(cache)):
+                left = getattr_(job, "_number_left", None)
+                if type_(left) is int_ and left > 0:
+                    for _ in range_(left):  # a map is ready once each of its chunks is in
+                        job._set(0, (False, err))
+                else:
+                    job._set(getattr_(job, "_index", 0), (False, err))
+        return _labbox_fail_pending
+
+    fail_pending = in_world_closed(make_fail_pending((
+        dict.values, list, getattr, type, int, range)), "_labbox_fail_pending")
 
     def pool_fail_pending(handler, err):
         try:
             cache = sget(handler.f_locals, "cache")
         except Exception:
             return
-        if isinstance(cache, dict):
+        if issubclass(type(cache), dict):
             isolated(fail_pending, (cache, err))
 
     # ---- imports -----------------------------------------------------------------------------
