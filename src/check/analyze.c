@@ -2639,8 +2639,54 @@ static int names_call(ctx *c, TSNode fn, const vset *callee, const args *a)
 /* `helper.len = f`, setattr(helper, k, f), vars(helper)[k] = f: a builtin's name (name, or
  * NULL for a computed one) rebound in another of the experiment's modules, whose names-only
  * readings (len(sys.modules) there) rely on it being the builtin. */
+/* A list of module names the standard library imports from (dbm._names): the summaries take
+ * its imports for the fixed ones it holds, so the experiment may not touch it at all (read,
+ * changed, rebound, handed on). */
+static void import_table(ctx *c, const char *q, TSNode at, bool within)
+{
+	if (!c->in->std || !q)
+		return;
+	char real[512];
+	const char *name = ck_stdlib_rename(c->in->std, q, real, sizeof real) ? real : q;
+	const char *via = ck_stdlib_table(c->in->std, name, within);
+	if (!via)
+		return;
+	char msg[700];
+	snprintf(msg, sizeof msg,
+		 "use of `%s`: the standard library imports the modules it names (through `%s`), "
+		 "so changed it imports any module",
+		 q, via);
+	raw(c, R_DYNIMPORT, at, q, msg);
+}
+
+static void tables_of(ctx *c, const vset *vs, TSNode at)
+{
+	for (unsigned i = 0; i < vs->n; i++)
+		if (vs->v[i].kind == VK_REF)
+			import_table(c, vs->v[i].s, at, false); /* dbm._names.append: at dbm._names */
+}
+
 static void rebinds_builtin(ctx *c, const vset *obj, const char *name, TSNode at)
 {
+	/* a standard library module's import list set from outside (dbm._names = [...],
+	 * setattr(dbm, k, v), vars(dbm).update(...)) */
+	for (unsigned i = 0; i < obj->n && c->in->std; i++) {
+		const val *v = &obj->v[i];
+		if ((v->kind != VK_REF && v->kind != VK_NSDICT) || !v->s)
+			continue;
+		if (name) {
+			char q[512];
+			snprintf(q, sizeof q, "%s.%s", v->s, name);
+			import_table(c, q, at, true);
+		} else if (ck_stdlib_has_table(c->in->std, v->s)) {
+			char msg[700];
+			snprintf(msg, sizeof msg,
+				 "`%s` gets a computed name set from outside: it has a list of module "
+				 "names the standard library imports",
+				 v->s);
+			raw(c, R_DYNIMPORT, at, v->s, msg);
+		}
+	}
 	if (name && names_builtin(name, strlen(name)) < 0)
 		return;
 	for (unsigned i = 0; i < obj->n; i++) {
@@ -3361,6 +3407,8 @@ static vset eval(ctx *c, scope *sc, TSNode n)
 	c->depth++;
 	out = eval_inner(c, sc, n);
 	c->depth--;
+	if (c->in->std && out.n)
+		tables_of(c, &out, n);
 	return out;
 }
 

@@ -339,7 +339,7 @@ const char *ck_stdlib_id(const ck_stdlib *s);
 /* A summary's text as the cache keeps it (takes text, also on failure): -EINVAL when it is
  * not one (its header, or records that are not the ones the header's digest names). */
 int ck_stdlib_parse(char *text, ck_stdlib **out);
-/* A summary's first line, "labbox.stdlib/4\tMODULES\tSHA256\n", from the len bytes at data
+/* A summary's first line, "labbox.stdlib/5\tMODULES\tSHA256\n", from the len bytes at data
  * (more may follow): 0 with its fields and its length, or -EINVAL. */
 int ck_stdlib_header(const char *data, size_t len, size_t *modules, uint8_t digest[32],
 		     size_t *head_len);
@@ -351,6 +351,11 @@ bool ck_stdlib_drifted(const ck_stdlib *s);
  * library does not rename it. */
 bool ck_stdlib_rename(const ck_stdlib *s, const char *q, char *out, size_t outlen);
 /* Capabilities of the function or class q (0 when none or unknown); *via: a sink reached. */
+/* The via of a list of module names the standard library imports from (dbm._names) that q is
+ * (or, within, is taken from); NULL when q is none. */
+const char *ck_stdlib_table(const ck_stdlib *s, const char *q, bool within);
+/* Whether module mod has such a list (a computed name set on it may be one). */
+bool ck_stdlib_has_table(const ck_stdlib *s, const char *mod);
 unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via);
 /* Capabilities every class of the library that defines the public method `meth` gives it,
  * whatever object it is called on (loop.subprocess_shell); 0 when any lacks them. */

@@ -26,9 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "labbox.stdlib/4\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
+/* "labbox.stdlib/5\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
  * the records. The first line alone says which summary it is (ck_stdlib_header). */
-#define SUMMARY_MAGIC "labbox.stdlib/4"
+#define SUMMARY_MAGIC "labbox.stdlib/5"
 #define SUMMARY_HEAD_MAX 128
 #define MAX_MODULES 6000
 #define MAX_FILE (4u << 20)
@@ -44,6 +44,7 @@ typedef struct sentry {
 	const char *target; /* alias target, or NULL */
 	unsigned caps;
 	bool method; /* a public method name (M line) */
+	bool table;  /* a list of module names the library imports (T line) */
 } sentry;
 
 struct ck_stdlib {
@@ -207,6 +208,10 @@ int ck_stdlib_parse(char *text, ck_stdlib **out)
 		e->method = method;
 		if (f[0][0] == 'A') {
 			e->target = f[2];
+		} else if (f[0][0] == 'T') {
+			e->table = true;
+			e->caps = (unsigned)strtoul(f[2], NULL, 10);
+			e->via = f[3];
 		} else {
 			e->caps = (unsigned)strtoul(f[2], NULL, 10);
 			e->via = f[3];
@@ -264,10 +269,40 @@ unsigned ck_stdlib_caps(const ck_stdlib *s, const char *q, const char **via)
 {
 	s = ready(s);
 	const sentry *e = s ? tab_find(s, q, strlen(q), false) : NULL;
-	if (!e || e->target)
+	if (!e || e->target || e->table)
 		return 0;
 	*via = e->via;
 	return e->caps;
+}
+
+bool ck_stdlib_has_table(const ck_stdlib *s, const char *mod)
+{
+	s = ready(s);
+	size_t ml = strlen(mod);
+	for (size_t i = 0; s && i < s->cap; i++) {
+		const sentry *e = &s->tab[i];
+		if (e->name && e->table && strncmp(e->name, mod, ml) == 0 && e->name[ml] == '.')
+			return true;
+	}
+	return false;
+}
+
+const char *ck_stdlib_table(const ck_stdlib *s, const char *q, bool within)
+{
+	s = ready(s);
+	if (!s)
+		return NULL;
+	/* the table itself or, within, anything taken from it: dbm._names.append */
+	for (size_t k = strlen(q); k > 0; k--) {
+		if (!within && q[k] != '\0')
+			break;
+		if (q[k] != '\0' && q[k] != '.')
+			continue;
+		const sentry *e = tab_find(s, q, k, false);
+		if (e && e->table)
+			return e->via;
+	}
+	return NULL;
 }
 
 unsigned ck_stdlib_method_caps(const ck_stdlib *s, const char *meth, const char **via)
@@ -420,6 +455,7 @@ typedef struct edge {
 	int kind;
 	const char *to; /* plain: name; self/super: method name */
 	int tnode;      /* plain: resolved node, -1 */
+	const char *args; /* plain: "NPOS[,kw...]" the call passes (K records), NULL: unknown */
 } edge;
 
 typedef struct node {
@@ -438,6 +474,11 @@ typedef struct node {
 	edge *e;
 	size_t ne, cape;
 	unsigned caps, dcaps; /* reached; direct (its own sink calls) */
+	/* sinks reached only through these parameters ("pos:name,..."; P records): a call that
+	 * passes none of them does not reach pdcaps. capsnp: caps without them. */
+	unsigned pdcaps, capsnp;
+	const char *pparams, *pvia;
+	bool table; /* a module-level list of module names the library imports (T records) */
 	int xd; /* calls from here to the nearest code or import sink */
 	const char *via, *dvia;
 } node;
@@ -487,7 +528,7 @@ static int g_add(graph *g, const char *name)
 	return (int)(g->n - 1);
 }
 
-static void add_edge(graph *g, int from, int kind, const char *to)
+static void add_edge(graph *g, int from, int kind, const char *to, const char *args)
 {
 	node *x = &g->v[from];
 	if (x->ne == x->cape) {
@@ -500,7 +541,7 @@ static void add_edge(graph *g, int from, int kind, const char *to)
 		x->e = v;
 		x->cape = nc;
 	}
-	x->e[x->ne++] = (edge){.kind = kind, .to = to, .tnode = -1};
+	x->e[x->ne++] = (edge){.kind = kind, .to = to, .tnode = -1, .args = args};
 }
 
 static int push_int(int **v, size_t *n, int x)
@@ -613,6 +654,10 @@ static void read_records(graph *g, char *text, bool edges)
 				} else if (k >= 0 && g->v[k].kind == N_ALIAS) {
 					g->v[k].target = f[2]; /* the later binding, as Python sees it */
 				}
+			} else if (t == 'T' && nf >= 2) {
+				int k = g_add(g, f[1]);
+				if (k >= 0)
+					g->v[k].table = true;
 			} else if (t == 'X' && nf >= 3) {
 				int k = g_add(g, f[1]), s = g_add(g, f[2]);
 				if (k < 0 || s < 0)
@@ -632,10 +677,23 @@ static void read_records(graph *g, char *text, bool edges)
 			if (caps & ~g->v[from].dcaps & CK_CAP_FINDING || !g->v[from].dvia)
 				g->v[from].dvia = f[3];
 			g->v[from].dcaps |= caps;
-		} else if (t == 'E' || t == 'R') {
-			add_edge(g, from, t == 'E' ? E_PLAIN : E_REF, f[2]);
+		} else if (t == 'P' && nf >= 4) {
+			char *at = strchr(f[3], '@');
+			if (!at)
+				continue;
+			*at = '\0';
+			g->v[from].pdcaps |= (unsigned)strtoul(f[2], NULL, 10);
+			if (!g->v[from].pvia)
+				g->v[from].pvia = f[3];
+			/* two such sinks on other parameters: either passed reaches one */
+			if (!g->v[from].pparams)
+				g->v[from].pparams = at + 1;
+			else if (strcmp(g->v[from].pparams, at + 1) != 0)
+				g->v[from].dcaps |= (unsigned)strtoul(f[2], NULL, 10);
+		} else if (t == 'E' || t == 'R' || (t == 'K' && nf >= 4)) {
+			add_edge(g, from, t == 'R' ? E_REF : E_PLAIN, f[2], t == 'K' ? f[3] : NULL);
 		} else if ((t == 'V' || t == 'U') && nf >= 4) {
-			add_edge(g, from, t == 'V' ? E_SELF : E_SUPER, f[3]);
+			add_edge(g, from, t == 'V' ? E_SELF : E_SUPER, f[3], NULL);
 		}
 	}
 }
@@ -775,9 +833,49 @@ static void resolve_edges(graph *g)
 #define XD_MAX 2
 #define XCAPS (CK_CAP_EXEC | CK_CAP_IMPORT)
 
-static bool merge_step(node *x, const node *y, int step)
+/* Whether a call passes any of the parameters y's parameter-bound sinks are made from:
+ * `iter_importers()` leaves fullname at its literal default "", and imports nothing. A call
+ * whose arguments are not known (*args, **kw, a callback, self.m()) passes them all. */
+static bool passes(const edge *e, const node *y)
 {
-	unsigned yc = y->caps;
+	if (!y->pdcaps || !y->pparams || !e || e->kind != E_PLAIN || !e->args || y->cls >= 0)
+		return true;
+	char *end;
+	long npos = strtol(e->args, &end, 10);
+	const char *kws = end; /* ",kw,kw" */
+	for (const char *p = y->pparams; *p;) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+		long pos = strtol(p, NULL, 10);
+		const char *colon = memchr(p, ':', l);
+		if (pos >= 0 && pos < npos)
+			return true;
+		if (colon) {
+			size_t nl = l - (size_t)(colon + 1 - p);
+			for (const char *k = kws; *k == ',';) {
+				const char *kc = strchr(k + 1, ',');
+				size_t kl = kc ? (size_t)(kc - k - 1) : strlen(k + 1);
+				if (kl == nl && strncmp(k + 1, colon + 1, nl) == 0)
+					return true;
+				if (!kc)
+					break;
+				k = kc;
+			}
+		}
+		p += l + (c ? 1 : 0);
+	}
+	return false;
+}
+
+/* What y gives a caller through edge e (NULL: an instance's method, a base): its own
+ * parameter-bound sinks only when the call passes one of those parameters. */
+static unsigned through(const edge *e, const node *y)
+{
+	return y->caps | (passes(e, y) ? y->pdcaps : 0);
+}
+
+static bool merge_step(node *x, const node *y, unsigned yc, int step)
+{
 	if (yc & XCAPS) {
 		if (y->xd + step > XD_MAX)
 			yc &= ~(unsigned)XCAPS;
@@ -787,17 +885,11 @@ static bool merge_step(node *x, const node *y, int step)
 	unsigned add = yc & ~x->caps;
 	if (!add)
 		return false;
+	const char *yv = y->via ? y->via : y->pvia;
 	if (!x->via || ((add & CK_CAP_FINDING) && !(x->caps & CK_CAP_FINDING)))
-		x->via = y->via;
+		x->via = (add & ~y->caps) && y->pvia ? y->pvia : yv;
 	x->caps |= add;
 	return true;
-}
-
-/* Class caps are the union of every method an instance has; a function's those of what it
- * calls. Methods see self as their own class here; ctx_caps redoes dispatch per class. */
-static bool merge(node *x, const node *y)
-{
-	return merge_step(x, y, 1);
 }
 
 static void fixpoint(graph *g)
@@ -805,23 +897,36 @@ static void fixpoint(graph *g)
 	for (size_t i = 0; i < g->n; i++) {
 		g->v[i].caps = g->v[i].dcaps;
 		g->v[i].via = g->v[i].dvia;
-		g->v[i].xd = g->v[i].dcaps & XCAPS ? 0 : 1000;
+		g->v[i].xd = (g->v[i].dcaps | g->v[i].pdcaps) & XCAPS ? 0 : 1000;
 	}
+	/* caps leaves out a node's own parameter-bound sinks (pdcaps) while the fixpoint runs:
+	 * each edge adds them or not (through); a class has every method whole */
 	for (int round = 0; round < 200; round++) {
 		bool changed = false;
 		for (size_t i = 0; i < g->n; i++) {
 			node *x = &g->v[i];
 			for (size_t k = 0; k < x->ne; k++)
-				if (x->e[k].tnode >= 0)
-					changed |= merge(x, &g->v[x->e[k].tnode]);
+				if (x->e[k].tnode >= 0) {
+					const node *y = &g->v[x->e[k].tnode];
+					changed |= merge_step(x, y, through(&x->e[k], y), 1);
+				}
 			if (x->kind == N_FUNC && x->cls >= 0)
-				changed |= merge_step(&g->v[x->cls], x, 0);
+				changed |= merge_step(&g->v[x->cls], x, through(NULL, x), 0);
 			if (x->kind == N_CLASS)
 				for (size_t b = 0; b < x->nbase; b++)
-					changed |= merge_step(x, &g->v[x->base[b]], 0);
+					changed |= merge_step(x, &g->v[x->base[b]],
+							      through(NULL, &g->v[x->base[b]]), 0);
 		}
 		if (!changed)
 			break;
+	}
+	/* as the experiment sees it, a function can be called with any argument */
+	for (size_t i = 0; i < g->n; i++) {
+		node *x = &g->v[i];
+		x->capsnp = x->caps;
+		if (x->pdcaps & ~x->caps & CK_CAP_FINDING && !(x->caps & CK_CAP_FINDING))
+			x->via = x->pvia;
+		x->caps |= x->pdcaps;
 	}
 }
 
@@ -875,8 +980,8 @@ static unsigned ctx_caps(const graph *g, memo *mm, int cls, int m, int depth, bo
 	mm->key[slot] = m + 1;
 	mm->state[slot] = 1;
 	mm->used++;
-	unsigned caps = x->dcaps;
-	const char *v0 = caps & CK_CAP_FINDING ? x->dvia : NULL;
+	unsigned caps = x->dcaps | x->pdcaps;
+	const char *v0 = caps & CK_CAP_FINDING ? (x->dvia ? x->dvia : x->pvia) : NULL;
 	bool any_stub = false;
 	for (size_t k = 0; k < x->ne; k++) {
 		const edge *e = &x->e[k];
@@ -884,7 +989,8 @@ static unsigned ctx_caps(const graph *g, memo *mm, int cls, int m, int depth, bo
 		const char *v = NULL;
 		if ((e->kind == E_PLAIN || e->kind == E_REF || e->kind == E_SUPER) &&
 		    e->tnode >= 0) {
-			c = g->v[e->tnode].caps;
+			c = passes(e, &g->v[e->tnode]) ? g->v[e->tnode].caps
+							 : g->v[e->tnode].capsnp;
 			v = g->v[e->tnode].via;
 			if (g->v[e->tnode].xd + 1 + depth > XD_MAX)
 				c &= ~(unsigned)XCAPS;
@@ -1060,6 +1166,11 @@ static int summary_text(graph *g, size_t modules, lb_buf *out)
 			r = lb_buf_printf(out, "N %s %u %s\n", x->name, x->caps, x->via ? x->via : "-");
 		}
 	}
+	/* lists of module names a library function imports from: changed, they are any import */
+	for (size_t i = 0; i < g->n && r == 0; i++)
+		if (g->v[i].table)
+			r = lb_buf_printf(out, "T %s %u builtins.__import__\n", g->v[i].name,
+					  (unsigned)CK_CAP_IMPORT);
 	/* Only process creation: the method names that reach a socket are protocol verbs that
 	 * research objects have too (a DataFrame's head(), a retriever's retrieve(), a context's
 	 * Queue()), and a name alone cannot tell them apart. */

@@ -11,6 +11,10 @@
  *   V from class meth    from calls self.meth() in a method of class (dispatch)
  *   U from class meth    from calls super().meth()
  *   S from caps sink     from calls a sink directly
+ *   P from caps sink@params   a sink whose argument is made only from these parameters
+ *                        (index:name, comma-separated): a call that passes none of them
+ *                        does not reach it (pkgutil.iter_importers() imports nothing)
+ *   K from to args       a call of to with args "NPOS[,kw...]" (no * or ** in it)
  * Names are resolved against the module's own imports and definitions; what a module-level
  * name of another module stands for is resolved later, when every module is known. */
 #include "check_internal.h"
@@ -42,6 +46,8 @@ typedef struct scan {
 	const char *mod; /* dotted module name */
 	const char *pkg; /* package relative imports start from */
 	stab top;        /* module level */
+	stab consts;     /* module-level lists of literal module names nothing changes */
+	TSNode root;
 	lb_buf *out;
 	int err;
 } scan;
@@ -335,6 +341,7 @@ static bool stub_body(const scan *s, TSNode fn)
 }
 
 static void top_block(scan *s, TSNode blk, bool fallback, fdefs *defs, const char *cls, int depth);
+static void const_candidate(scan *s, TSNode assign, const char *name);
 
 static void def_or_class(scan *s, TSNode n, bool fallback, fdefs *defs, const char *cls,
 			 int depth)
@@ -399,6 +406,7 @@ static void top_stmt(scan *s, TSNode st, bool fallback, fdefs *defs, const char 
 		char name[NAME_MAX_LEN], tg[NAME_MAX_LEN];
 		if (kind(s, l) != K_IDENTIFIER || !text(s, l, name, sizeof name))
 			break;
+		const_candidate(s, a, name);
 		/* `_os = os`, `popen = subprocess.Popen`: names other modules reach through */
 		if (!ts_node_is_null(r) && (kind(s, r) == K_IDENTIFIER || kind(s, r) == K_ATTRIBUTE) &&
 		    resolve(s, NULL, r, tg, sizeof tg)) {
@@ -446,15 +454,27 @@ static void top_block(scan *s, TSNode blk, bool fallback, fdefs *defs, const cha
 
 /* ---- function bodies ------------------------------------------------------------------------- */
 
+#define MAX_PARAMS 32
+
 typedef struct body {
 	const fdef *fn;
 	stab local;
 	char self[NAME_MAX_LEN]; /* first parameter of a method */
+	/* parameters by position (-1 keyword-only) and whether a call may leave them out and
+	 * get a literal default (a required one is always passed) */
+	struct {
+		char name[NAME_MAX_LEN];
+		int pos;
+		bool literal_default, other;
+	} par[MAX_PARAMS];
+	int npar;
 } body;
 
 static void param_names(scan *s, body *b, TSNode params)
 {
 	uint32_t cnt = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+	int pos = 0;
+	bool keyword_only = false;
 	for (uint32_t i = 0; i < cnt; i++) {
 		TSNode p = ts_node_named_child(params, i);
 		TSNode id = p;
@@ -464,13 +484,35 @@ static void param_names(scan *s, body *b, TSNode params)
 				id = ts_node_named_child(p, 0);
 		}
 		char name[NAME_MAX_LEN];
+		const char *pt = ts_node_type(p);
+		if (kind(s, p) == K_LIST_SPLAT_PATTERN || strcmp(pt, "keyword_separator") == 0)
+			keyword_only = true;
 		if (!ts_node_is_null(id) && kind(s, id) == K_IDENTIFIER &&
 		    text(s, id, name, sizeof name)) {
 			if (i == 0 && b->fn->cls && !b->self[0])
 				snprintf(b->self, sizeof b->self, "%s", name);
 			if (stab_set(s, &b->local, name, NULL, false))
 				b->local.v[b->local.n - 1].param = true;
+			if (b->npar < MAX_PARAMS) {
+				bool plain = kind(s, p) == K_IDENTIFIER ||
+					     strcmp(pt, "default_parameter") == 0 ||
+					     strcmp(pt, "typed_parameter") == 0 ||
+					     strcmp(pt, "typed_default_parameter") == 0;
+				TSNode dv = field(s, p, F_VALUE);
+				ck_kind dk = ts_node_is_null(dv) ? K_OTHER : kind(s, dv);
+				snprintf(b->par[b->npar].name, sizeof b->par[b->npar].name, "%s",
+					 name);
+				b->par[b->npar].pos = keyword_only ? -1 : pos;
+				b->par[b->npar].other = !plain;
+				b->par[b->npar].literal_default =
+					ts_node_is_null(dv) || dk == K_STRING || dk == K_INTEGER ||
+					dk == K_NONE || dk == K_TRUE || dk == K_FALSE;
+				b->npar++;
+			}
 		}
+		if (kind(s, p) != K_LIST_SPLAT_PATTERN && strcmp(pt, "keyword_separator") != 0 &&
+		    strcmp(pt, "positional_separator") != 0)
+			pos++;
 	}
 }
 
@@ -508,11 +550,284 @@ static bool is_param(const body *b, const char *name)
 	return x && x->param;
 }
 
+/* ---- where a computed import name comes from ------------------------------------------------ */
+
+/* Module-level lists of literal module names (dbm's `_names = ['dbm.gnu', 'dbm.ndbm',
+ * 'dbm.dumb']`): a name bound once, at module level, to a list or tuple of plain strings and
+ * otherwise only iterated or formatted in its own module. An import of each of its items is
+ * that fixed set of imports, as `__import__("dbm.gnu")` written out is. The experiment can
+ * change such a list (dbm._names.append(...)); the summary names it (a T line) and the check
+ * makes any use of it a finding. */
+static bool literal_list(const scan *s, TSNode r)
+{
+	ck_kind k = kind(s, r);
+	if (k != K_LIST && k != K_TUPLE)
+		return false;
+	uint32_t cnt = ts_node_named_child_count(r);
+	for (uint32_t i = 0; i < cnt; i++) {
+		TSNode e = ts_node_named_child(r, i);
+		if (kind(s, e) == K_COMMENT)
+			continue;
+		if (kind(s, e) != K_STRING)
+			return false;
+		uint32_t m = ts_node_named_child_count(e);
+		for (uint32_t j = 0; j < m; j++)
+			if (kind(s, ts_node_named_child(e, j)) == K_INTERPOLATION)
+				return false;
+	}
+	return cnt > 0;
+}
+
+/* Every occurrence of the identifier name under n is a read that cannot change or rebind the
+ * list, except the one binding at `bound`. */
+static bool only_iterated(const scan *s, TSNode n, const char *name, TSNode bound, int depth)
+{
+	if (depth > SCAN_DEPTH)
+		return false;
+	if (kind(s, n) == K_IDENTIFIER) {
+		char t[NAME_MAX_LEN];
+		if (!text(s, n, t, sizeof t) || strcmp(t, name) != 0)
+			return true;
+		TSNode p = ts_node_parent(n);
+		ck_kind pk = kind(s, p);
+		if (ts_node_eq(p, bound))
+			return ts_node_eq(field(s, p, F_LEFT), n);
+		if ((pk == K_FOR_STATEMENT || pk == K_FOR_IN_CLAUSE) &&
+		    ts_node_eq(field(s, p, F_RIGHT), n))
+			return true;
+		/* "tried %s" % _names */
+		if (pk == K_BINARY_OPERATOR && ts_node_eq(field(s, p, F_RIGHT), n))
+			return true;
+		if (pk == K_ATTRIBUTE && ts_node_eq(field(s, p, F_ATTRIBUTE), n))
+			return true; /* x._names is another object's */
+		if (pk == K_KEYWORD_ARGUMENT && ts_node_eq(field(s, p, F_NAME), n))
+			return true;
+		return false;
+	}
+	uint32_t cnt = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < cnt; i++)
+		if (!only_iterated(s, ts_node_named_child(n, i), name, bound, depth + 1))
+			return false;
+	return true;
+}
+
+static void const_candidate(scan *s, TSNode assign, const char *name)
+{
+	sbind *b = stab_find(&s->consts, name);
+	if (b) {
+		free(b->target); /* bound twice: no longer one list */
+		b->target = NULL;
+		return;
+	}
+	if (!literal_list(s, field(s, assign, F_RIGHT)))
+		return;
+	char pos[32];
+	snprintf(pos, sizeof pos, "%u", ts_node_start_byte(assign));
+	stab_set(s, &s->consts, name, pos, false);
+}
+
+/* After the module level is read: drop the candidates the module binds, changes or hands on. */
+static void consts_settle(scan *s)
+{
+	for (size_t i = 0; i < s->consts.n; i++) {
+		sbind *b = &s->consts.v[i];
+		if (!b->target)
+			continue;
+		uint32_t at = (uint32_t)strtoul(b->target, NULL, 10);
+		TSNode n = ts_node_descendant_for_byte_range(s->root, at, at);
+		while (!ts_node_is_null(n) && (kind(s, n) != K_ASSIGNMENT || ts_node_start_byte(n) != at))
+			n = ts_node_parent(n);
+		if (ts_node_is_null(n) || !only_iterated(s, s->root, b->name, n, 0)) {
+			free(b->target);
+			b->target = NULL;
+		}
+	}
+}
+
+static bool is_const_table(const scan *s, const body *b, TSNode n)
+{
+	char t[NAME_MAX_LEN];
+	if (kind(s, n) != K_IDENTIFIER || !text(s, n, t, sizeof t) || stab_find(&b->local, t))
+		return false;
+	sbind *c = stab_find(&s->consts, t);
+	if (!c || !c->target)
+		return false;
+	c->param = true; /* read as import names: the summary names it (T) */
+	return true;
+}
+
+/* The identifier name is, in the function, bound only as the target of `for name in TABLE`
+ * loops over constant tables, and otherwise only read. */
+static bool from_table(const scan *s, const body *b, TSNode n, const char *name, bool *seen,
+		       int depth)
+{
+	if (depth > SCAN_DEPTH)
+		return false;
+	if (kind(s, n) == K_IDENTIFIER) {
+		char t[NAME_MAX_LEN];
+		if (!text(s, n, t, sizeof t) || strcmp(t, name) != 0)
+			return true;
+		TSNode p = ts_node_parent(n);
+		ck_kind pk = kind(s, p);
+		if (pk == K_FOR_STATEMENT && ts_node_eq(field(s, p, F_LEFT), n)) {
+			*seen = true;
+			return is_const_table(s, b, field(s, p, F_RIGHT));
+		}
+		/* reads that bind nothing */
+		if (pk == K_ARGUMENT_LIST || pk == K_BINARY_OPERATOR || pk == K_INTERPOLATION ||
+		    pk == K_RETURN_STATEMENT || pk == K_PARENTHESIZED_EXPRESSION ||
+		    pk == K_EXPRESSION_STATEMENT || pk == K_SUBSCRIPT ||
+		    strcmp(ts_node_type(p), "comparison_operator") == 0)
+			return true;
+		if (pk == K_KEYWORD_ARGUMENT || pk == K_ASSIGNMENT)
+			return ts_node_eq(field(s, p, pk == K_ASSIGNMENT ? F_RIGHT : F_VALUE), n);
+		if (pk == K_ATTRIBUTE)
+			return true; /* name.x reads it; x.name is not it */
+		return false;
+	}
+	uint32_t cnt = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < cnt; i++)
+		if (!from_table(s, b, ts_node_named_child(n, i), name, seen, depth + 1))
+			return false;
+	return true;
+}
+
+/* The parameters (a bit each, by b->par index) an expression is made from, reading locals
+ * through their assignments; -1 when anything else goes into it (a module global, a call of
+ * a named function, a loop variable). A parameter with a default other than a literal is
+ * anything too: left out, its default is not known here. */
+static long long from_params(const scan *s, const body *b, TSNode n, int depth)
+{
+	if (depth > 6 || ts_node_is_null(n))
+		return -1;
+	ck_kind k = kind(s, n);
+	switch (k) {
+	case K_INTEGER:
+	case K_NONE:
+	case K_TRUE:
+	case K_FALSE:
+	case K_FLOAT:
+		return 0;
+	case K_IDENTIFIER: {
+		char t[NAME_MAX_LEN];
+		if (!text(s, n, t, sizeof t))
+			return -1;
+		for (int i = 0; i < b->npar; i++)
+			if (strcmp(b->par[i].name, t) == 0)
+				return b->par[i].other || !b->par[i].literal_default ||
+						       strcmp(t, b->self) == 0
+					       ? -1
+					       : 1LL << i;
+		if (!stab_find(&b->local, t))
+			return -1;
+		/* a local: every assignment of it, each of which must be a plain one */
+		bool seen = false;
+		long long m = 0;
+		TSNode body_n = field(s, b->fn->node, F_BODY);
+		uint32_t stack_top = 0;
+		TSNode stack[256];
+		stack[stack_top++] = body_n;
+		while (stack_top) {
+			TSNode x = stack[--stack_top];
+			if (kind(s, x) == K_IDENTIFIER) {
+				char u[NAME_MAX_LEN];
+				if (!text(s, x, u, sizeof u) || strcmp(u, t) != 0)
+					continue;
+				TSNode p = ts_node_parent(x);
+				ck_kind pk = kind(s, p);
+				if (pk == K_ASSIGNMENT && ts_node_eq(field(s, p, F_LEFT), x)) {
+					long long r = from_params(s, b, field(s, p, F_RIGHT), depth + 1);
+					if (r < 0)
+						return -1;
+					m |= r;
+					seen = true;
+					continue;
+				}
+				if (pk == K_ARGUMENT_LIST || pk == K_BINARY_OPERATOR ||
+				    pk == K_INTERPOLATION || pk == K_RETURN_STATEMENT ||
+				    pk == K_PARENTHESIZED_EXPRESSION || pk == K_SUBSCRIPT ||
+				    pk == K_EXPRESSION_STATEMENT || pk == K_ATTRIBUTE ||
+				    strcmp(ts_node_type(p), "comparison_operator") == 0 ||
+				    (pk == K_ASSIGNMENT && ts_node_eq(field(s, p, F_RIGHT), x)) ||
+				    (pk == K_KEYWORD_ARGUMENT && ts_node_eq(field(s, p, F_VALUE), x)))
+					continue;
+				return -1; /* bound some other way */
+			}
+			uint32_t cnt = ts_node_named_child_count(x);
+			if (stack_top + cnt > sizeof stack / sizeof *stack)
+				return -1;
+			for (uint32_t i = 0; i < cnt; i++)
+				stack[stack_top++] = ts_node_named_child(x, i);
+		}
+		return seen ? m : -1;
+	}
+	case K_STRING:
+	case K_CONCATENATED_STRING:
+	case K_BINARY_OPERATOR:
+	case K_PARENTHESIZED_EXPRESSION:
+	case K_CONDITIONAL_EXPRESSION:
+	case K_INTERPOLATION:
+	case K_SUBSCRIPT:
+	case K_SLICE: {
+		long long m = 0;
+		uint32_t cnt = ts_node_named_child_count(n);
+		for (uint32_t i = 0; i < cnt; i++) {
+			TSNode ch = ts_node_named_child(n, i);
+			ck_kind ck = kind(s, ch);
+			if (ck == K_STRING_START || ck == K_STRING_CONTENT || ck == K_COMMENT ||
+			    ck == K_FORMAT_SPECIFIER || ck == K_TYPE_CONVERSION ||
+			    strcmp(ts_node_type(ch), "string_end") == 0 ||
+			    strcmp(ts_node_type(ch), "escape_sequence") == 0)
+				continue;
+			long long r = from_params(s, b, ch, depth + 1);
+			if (r < 0)
+				return -1;
+			m |= r;
+		}
+		return m;
+	}
+	case K_ATTRIBUTE:
+		return from_params(s, b, field(s, n, F_OBJECT), depth + 1);
+	case K_CALL: {
+		/* a method of a value made from parameters: fullname.rpartition(".") */
+		TSNode fn = field(s, n, F_FUNCTION);
+		if (kind(s, fn) != K_ATTRIBUTE)
+			return -1;
+		long long m = from_params(s, b, field(s, fn, F_OBJECT), depth + 1);
+		TSNode al = field(s, n, F_ARGUMENTS);
+		uint32_t cnt = ts_node_is_null(al) ? 0 : ts_node_named_child_count(al);
+		for (uint32_t i = 0; i < cnt && m >= 0; i++) {
+			long long r = from_params(s, b, ts_node_named_child(al, i), depth + 1);
+			m = r < 0 ? -1 : m | r;
+		}
+		return m;
+	}
+	default:
+		return -1;
+	}
+}
+
+/* What a computed import name is: a fixed list (0), made from these parameters only (*pm set,
+ * 0), or anything (CK_CAP_IMPORT). */
+static unsigned import_name_caps(const scan *s, const body *b, TSNode a0, long long *pm)
+{
+	char name[NAME_MAX_LEN];
+	bool seen = false;
+	if (kind(s, a0) == K_IDENTIFIER && text(s, a0, name, sizeof name) && !is_param(b, name) &&
+	    from_table(s, b, field(s, b->fn->node, F_BODY), name, &seen, 0) && seen)
+		return 0;
+	long long m = from_params(s, b, a0, 0);
+	if (m > 0)
+		*pm = m;
+	return CK_CAP_IMPORT;
+}
+
 /* The capability a direct call of q gives, by the rules' own tables: the sinks of the
  * summaries are the calls the direct rules reject. Code and imports count when they run
  * what the caller handed in (exec(cmd) in bdb.run, import_module(name) in pkgutil): the
  * standard library compiles its own generated code everywhere (namedtuple, dataclasses). */
-static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode call)
+static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode call,
+			  long long *pm)
 {
 	ck_rule r = ck_classify(q, false, LB_CHECK_STANDARD);
 	TSNode al = field(s, call, F_ARGUMENTS);
@@ -538,7 +853,8 @@ static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode ca
 		return CK_CAP_NATIVE;
 	case R_DYNCODE:
 	case R_DYNIMPORT: {
-		bool builtin = strncmp(q, "builtins.", 9) == 0;
+		bool builtin = strncmp(q, "builtins.", 9) == 0 ||
+			       strcmp(q, "importlib.import_module") == 0;
 		if (!builtin)
 			return r == R_DYNCODE ? CK_CAP_EXEC : CK_CAP_IMPORT;
 		char name[NAME_MAX_LEN];
@@ -552,13 +868,15 @@ static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode ca
 				return CK_CAP_EXEC;
 			return 0;
 		}
-		return !ts_node_is_null(a0) && kind(s, a0) != K_STRING ? CK_CAP_IMPORT : 0;
+		/* a written-out name is that import (import_module("imp")), as in the
+		 * experiment's own code; a computed one is judged by where it comes from */
+		if (ts_node_is_null(a0) || kind(s, a0) == K_STRING)
+			return 0;
+		return import_name_caps(s, b, a0, pm);
 	}
 	default:
 		break;
 	}
-	if (strcmp(q, "importlib.import_module") == 0)
-		return !ts_node_is_null(a0) && kind(s, a0) != K_STRING ? CK_CAP_IMPORT : 0;
 	if (strcmp(q, "builtins.open") == 0 || strcmp(q, "io.open") == 0) {
 		TSNode m = ts_node_is_null(al) || ts_node_named_child_count(al) < 2
 				   ? (TSNode){0}
@@ -569,6 +887,36 @@ static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode ca
 			return CK_CAP_WRITE;
 	}
 	return 0;
+}
+
+/* A call's arguments as "NPOS[,kw...]" when they are all plain (no *args, **kw): which
+ * parameters of the callee it passes (K records). */
+static bool call_args(const scan *s, TSNode call, char *out, size_t len)
+{
+	TSNode al = field(s, call, F_ARGUMENTS);
+	if (ts_node_is_null(al) || kind(s, al) != K_ARGUMENT_LIST)
+		return false;
+	unsigned npos = 0;
+	char kws[NAME_MAX_LEN] = "";
+	uint32_t cnt = ts_node_named_child_count(al);
+	for (uint32_t i = 0; i < cnt; i++) {
+		TSNode a = ts_node_named_child(al, i);
+		ck_kind k = kind(s, a);
+		if (k == K_COMMENT)
+			continue;
+		if (k == K_LIST_SPLAT || k == K_DICTIONARY_SPLAT)
+			return false;
+		if (k == K_KEYWORD_ARGUMENT) {
+			char kw[NAME_MAX_LEN];
+			size_t l = strlen(kws);
+			if (!text(s, field(s, a, F_NAME), kw, sizeof kw) ||
+			    snprintf(kws + l, sizeof kws - l, ",%s", kw) >= (int)(sizeof kws - l))
+				return false;
+			continue;
+		}
+		npos++;
+	}
+	return snprintf(out, len, "%u%s", npos, kws) < (int)len;
 }
 
 static void body_walk(scan *s, body *b, TSNode n, int depth)
@@ -594,11 +942,26 @@ static void body_walk(scan *s, body *b, TSNode n, int depth)
 			}
 		}
 		if (resolve(s, &b->local, fn, q, sizeof q)) {
-			unsigned caps = sink_caps(s, b, q, n);
-			if (caps)
+			long long pm = 0;
+			unsigned caps = sink_caps(s, b, q, n, &pm);
+			char args[NAME_MAX_LEN];
+			if (caps && pm > 0) {
+				char ps[NAME_MAX_LEN] = "";
+				for (int i = 0; i < b->npar; i++) {
+					if (!(pm >> i & 1))
+						continue;
+					size_t l = strlen(ps);
+					snprintf(ps + l, sizeof ps - l, "%s%d:%s", l ? "," : "",
+						 b->par[i].pos, b->par[i].name);
+				}
+				emit(s, "P %s %u %s@%s", b->fn->qual, caps, q, ps);
+			} else if (caps) {
 				emit(s, "S %s %u %s", b->fn->qual, caps, q);
-			else
+			} else if (call_args(s, n, args, sizeof args)) {
+				emit(s, "K %s %s %s", b->fn->qual, q, args);
+			} else {
 				emit(s, "E %s %s", b->fn->qual, q);
+			}
 		} else {
 			body_walk(s, b, fn, depth + 1);
 		}
@@ -621,6 +984,12 @@ static void body_walk(scan *s, body *b, TSNode n, int depth)
 				emit(s, "R %s %s", b->fn->qual, q);
 			return;
 		}
+		/* obj.name on a value labbox does not know: name is that object's attribute, not
+		 * the module's function of that name (mod.open in dbm.open is not dbm.open) */
+		if (k == K_ATTRIBUTE) {
+			body_walk(s, b, obj, depth + 1);
+			return;
+		}
 	}
 	uint32_t cnt = ts_node_named_child_count(n);
 	for (uint32_t i = 0; i < cnt; i++)
@@ -641,8 +1010,10 @@ int ck_stdlib_scan(const ck_syntax *syn, TSNode root, const char *src, size_t le
 			pkg[0] = '\0';
 	}
 	s.pkg = pkg;
+	s.root = root;
 	fdefs defs = {0};
 	top_block(&s, root, false, &defs, NULL, 0);
+	consts_settle(&s);
 	for (size_t i = 0; i < defs.n && !s.err; i++) {
 		body b = {.fn = &defs.v[i]};
 		param_names(&s, &b, field(&s, defs.v[i].node, F_PARAMETERS));
@@ -651,7 +1022,11 @@ int ck_stdlib_scan(const ck_syntax *syn, TSNode root, const char *src, size_t le
 		body_walk(&s, &b, bd, 0);
 		stab_free(&b.local);
 	}
+	for (size_t i = 0; i < s.consts.n && !s.err; i++)
+		if (s.consts.v[i].target && s.consts.v[i].param)
+			emit(&s, "T %s.%s", mod, s.consts.v[i].name);
 	fdefs_free(&defs);
 	stab_free(&s.top);
+	stab_free(&s.consts);
 	return s.err;
 }

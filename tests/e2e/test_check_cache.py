@@ -321,7 +321,7 @@ def reseal(path, body):
     """A summary file with records body and a header that names them (docs/check.md)."""
     import hashlib
     head = path.read_bytes().split(b"\n", 1)[0].split(b"\t")
-    assert head[0] == b"labbox.stdlib/4" and len(head) == 3
+    assert head[0] == b"labbox.stdlib/5" and len(head) == 3
     path.write_bytes(b"%s\t%s\t%s\n" % (head[0], head[1], hashlib.sha256(body).hexdigest().encode())
                      + body)
 
@@ -381,7 +381,7 @@ def test_a_summary_that_is_not_one_is_built_again(tmp_path):
     first = check(env, exp)
     [s] = summaries(tmp_path)
     good = s.read_bytes()
-    for bad in (b"", b"labbox.stdlib/4\t554\n", good.split(b"\n", 1)[0], b"labbox.stdlib/2\t554\n"
+    for bad in (b"", b"labbox.stdlib/5\t554\n", good.split(b"\n", 1)[0], b"labbox.stdlib/2\t554\n"
                 + good.split(b"\n", 1)[1], good[:40] + b"X" + good[41:]):
         s.write_bytes(bad)
         doc = check(env, exp)
