@@ -129,7 +129,10 @@ typedef struct lb_metric_line {
  *   case with a value that is not a number); progress lines (a pair named epoch, step,
  *   batch, iter, iteration, global_step or episode, any case: "Epoch: 1, Batch: 5, Loss:
  *   0.3"). The special names condition, TIME_ESTIMATE and TIME_GUARD, alone and first, take
- *   the rest of the line as their value (text), as they always did.
+ *   the rest of the line as their value (text), as they always did. A heading: a first
+ *   pair whose one-word label is joined by blanks to more words and a ':', on a line that
+ *   separates its pairs with , ; or | elsewhere, is no pair: the label starts the next name
+ *   ("Test set: Average loss: 0.03, Accuracy: 0.98" is "Average loss" and "Accuracy").
  * TAGGED: one or more key=value tokens separated by blanks, one of them condition=X, then
  *   PLAIN pairs ("condition=lr0.1 seed=2 accuracy: 0.93"). Keys are [A-Za-z_][A-Za-z0-9_.-]*;
  *   a value is a run of non-blank bytes or "double quoted" (no escapes, no quote inside), and
@@ -152,6 +155,22 @@ typedef struct lb_metric_line {
  *   Python logging's INFO lines in its default format "INFO:logger:message" and in
  *   "ASCTIME - [NAME - ]INFO - message": the message is read as a line. */
 bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out);
+
+/* Progress lines (docs/decisions.md, "Progress lines"): a line that is a per-epoch or per-step
+ * report, not the run's result, and so no metric line. LB_METRIC_PROGRESS_EPOCH when its
+ * counters are an epoch alone, LB_METRIC_PROGRESS_STEP when one is a step, batch, iter,
+ * iteration, global_step or episode. */
+#define LB_METRIC_PROGRESS_EPOCH 1
+#define LB_METRIC_PROGRESS_STEP 2
+
+/* Pure: whether a line that is not a metric line is a progress line holding metric pairs:
+ * pairs with a counter among them ("epoch: 1, train_loss: 2.8, val_acc: 0.8", "Epoch: 3,
+ * Train Loss: 0.321"), or a head "Epoch 3", "Epoch [3/10]", "[epoch 3]", "epoch=3", "step
+ * 100" then pairs ("Epoch 3 | train_loss: 0.3 | val_acc: 0.7", "Epoch [3/10], Loss: 0.1234",
+ * "epoch 3 train_loss: 0.5"). out->values are the pairs less the counters; at least one is a
+ * number. Returns its level (above), 0 for any other line. Meant for lines
+ * lb_metric_line_parse refuses: a metric line with a counter-free head is not checked. */
+int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out);
 
 /* Pure: where the first line of s ends: the offset of its first '\n' or '\r', len when it
  * has neither. A carriage return ends a line as Python's universal newlines read it, so the
@@ -207,6 +226,15 @@ void lb_metrics_finish(lb_metrics *m); /* flush the last lines without newline *
  * is) rather than a label, and Octave's display of a variable, `acc = 0.9300`, is the metric
  * acc (a number alone after "name = "; not `ans`, nor the progress words of PLAIN lines). */
 void lb_metrics_set_language(lb_metrics *m, const char *language);
+/* A run that reported no metric line (m holds no value) but printed progress lines: the
+ * values of its last progress line become its metrics (in the group it was printed in), and
+ * lb_metrics_to_json says so ("source": "progress", "progress_lines": n). For a completed
+ * run only when that line's counter is an epoch (an epoch's summary; a step's or a batch's
+ * running value is not the result of a run that could have printed one); for a run that
+ * ended early, whatever the counter: its last values are all it left (partial). Call it
+ * after lb_metrics_finish and only when no results file holds a value. Returns whether it
+ * did. */
+bool lb_metrics_use_progress(lb_metrics *m, bool completed);
 /* Number of metric values collected (all groups and forms). */
 size_t lb_metrics_count(const lb_metrics *m);
 /* < 0 when no TIME_ESTIMATE line was seen. */
@@ -393,7 +421,9 @@ size_t lb_metrics_validate(const lb_metrics *m, struct json_object *results,
  *   "identical_conditions"  two or more conditions report the same numbers: the same metric
  *                           names with equal values on stdout, or equal members of a results
  *                           file's top-level object ("conditions": [names]);
- *   "dropped_tagged"        TAGGED series lost past the collector's cap.
+ *   "dropped_tagged"        TAGGED series lost past the collector's cap;
+ *   "from_progress"         a completed run's values are its last progress line's
+ *                           (lb_metrics_use_progress).
  * Returns the number of issues appended. */
 typedef struct lb_metrics_run_info {
 	struct json_object *files;  /* files_out of lb_results_collect (as parsed), or NULL */
@@ -407,6 +437,9 @@ typedef struct lb_metrics_run_info {
 } lb_metrics_run_info;
 size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
 			       struct json_object *issues, struct json_object *warnings);
+/* Whether any results file (files_out of lb_results_collect) holds a value: a number, a
+ * bool or a number written as a string; labels and nulls are none. */
+bool lb_results_hold_value(struct json_object *files);
 
 /* Pure pieces of the timing checks.
  * The estimate is accurate when |estimate - actual| <= max(0.2 * actual, 1 s). When the plan

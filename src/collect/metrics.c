@@ -941,9 +941,46 @@ static bool exception_class_name(const char *name)
 	return false;
 }
 
-/* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. */
-static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+/* Whether a counter name is an epoch's: an epoch's line reports a finished pass over the data
+ * (as Keras's does), a step's or a batch's a running value inside one. */
+static int counter_level(const char *name, size_t len)
 {
+	return len == 5 && strncasecmp(name, "epoch", 5) == 0 ? LB_METRIC_PROGRESS_EPOCH
+							     : LB_METRIC_PROGRESS_STEP;
+}
+
+/* "Test set: Average loss: 0.0341, Accuracy: 0.98" (PyTorch's MNIST example): the first pair's
+ * one-word label, joined by blanks alone to more words and a ':', starts the next pair's name,
+ * and the first name is a heading. Only where the line separates its pairs with , ; or |
+ * elsewhere: with blanks alone ("model: resnet lr: 0.1") a blank is the separator, and the
+ * label is the value (the several-pairs rule). v is the label's pair, i the offset after it. */
+static bool heading_label(const char *line, size_t len, size_t i, bool holes,
+			  const lb_metric_value *v)
+{
+	char name[LB_METRIC_NAME_MAX + 1];
+	size_t k = i;
+
+	if (v->kind != LB_METRIC_STRING || v->wrapper || v->remark || i >= len ||
+	    !lb_text_blank(line[i]))
+		return false;
+	while (k < len && lb_text_blank(line[k]))
+		k++;
+	if (k >= len || strchr(",;|-", line[k]))
+		return false;
+	if (!memchr(line + k, ',', len - k) && !memchr(line + k, ';', len - k) &&
+	    !memchr(line + k, '|', len - k))
+		return false;
+	return scan_name(line, len, (size_t)(v->str - line), holes, name) != 0;
+}
+
+/* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. A pair named
+ * as a progress counter (epoch, step...) refuses the line, unless counters is given: then
+ * the counter is left out of the values and its level (LB_METRIC_PROGRESS_*) or'ed in. */
+static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
+		     int *counters)
+{
+	bool headed = false;
+
 	out->n_values = 0;
 	while (i < len && lb_text_blank(line[i]))
 		i++;
@@ -989,9 +1026,19 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 		    (v->kind != LB_METRIC_NUMBER || exception_class_name(v->name)))
 			return false;
 		/* A per-step progress line: its numbers are not the experiment's results. */
-		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
-			return false;
-		out->n_values++;
+		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true)) {
+			if (!counters || v->kind != LB_METRIC_NUMBER)
+				return false;
+			*counters |= counter_level(v->name, strlen(v->name));
+		} else if (out->n_values == 0 && !headed &&
+			   heading_label(line, len, i, holes, v)) {
+			/* The label is the first word of the next name: read on from it. */
+			i = (size_t)(v->str - line);
+			headed = true;
+			continue;
+		} else {
+			out->n_values++;
+		}
 		{
 			size_t after = i;
 
@@ -1016,6 +1063,11 @@ static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_m
 		return false;
 	set_first(out);
 	return true;
+}
+
+static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	return pairs_of(line, len, i, holes, out, NULL);
 }
 
 static bool valid_name(const char *s, size_t len, bool holes)
@@ -1394,6 +1446,7 @@ static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_m
 	return true;
 }
 
+
 /* Markdown tables -------------------------------------------------------------------------- */
 
 /* "| bleu | 27.3 |" at line[i..len) (line[i] is '|'): two cells, a name and a number, read as
@@ -1647,6 +1700,120 @@ bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
 bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
 {
 	return parse_line(line, len, true, out);
+}
+
+/* Progress lines ------------------------------------------------------------------------------ */
+
+/* A count "3", "3/10", "[3/10]" or "(3/10)" at s[i..): the offset after it, 0 when none. */
+static size_t scan_progress_count(const char *s, size_t len, size_t i)
+{
+	char close = 0;
+	size_t start;
+
+	if (i < len && (s[i] == '[' || s[i] == '(')) {
+		close = s[i] == '[' ? ']' : ')';
+		i++;
+	}
+	start = i;
+	i = skip_digits(s, len, i);
+	if (i == start)
+		return 0;
+	if (i < len && s[i] == '/') {
+		size_t d = skip_digits(s, len, i + 1);
+
+		if (d == i + 1)
+			return 0;
+		i = d;
+	}
+	if (close) {
+		if (i >= len || s[i] != close)
+			return 0;
+		i++;
+	}
+	return i;
+}
+
+/* A progress line's head, a counter word and its count, at s[i..): "Epoch 3", "epoch=3",
+ * "Epoch [3/10]", "[epoch 3]", "step 100", then what joins it to the pairs (",", ":", "|",
+ * ";", " - " or blanks). The offset of the first pair and the counter's level
+ * (LB_METRIC_PROGRESS_*), 0 when the line does not start so. */
+static size_t scan_progress_head(const char *s, size_t len, size_t i, int *level)
+{
+	bool bracket = i < len && s[i] == '[';
+	size_t w, k;
+
+	if (bracket)
+		i++;
+	for (w = i; w < len && (is_alpha(s[w]) || s[w] == '_'); w++)
+		;
+	for (k = 0; k < N_OF(counter_words); k++)
+		if (strlen(counter_words[k]) == w - i &&
+		    strncasecmp(s + i, counter_words[k], w - i) == 0)
+			break;
+	if (k == N_OF(counter_words))
+		return 0;
+	*level = counter_level(s + i, w - i);
+	i = w;
+	if (i < len && s[i] == '=') {
+		i++;
+	} else {
+		if (i >= len || !lb_text_blank(s[i]))
+			return 0;
+		while (i < len && lb_text_blank(s[i]))
+			i++;
+	}
+	i = scan_progress_count(s, len, i);
+	if (i == 0)
+		return 0;
+	if (bracket) {
+		if (i >= len || s[i] != ']')
+			return 0;
+		i++;
+	}
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	if (i < len && strchr(",:|;", s[i]))
+		i++;
+	else if (i + 1 < len && s[i] == '-' && lb_text_blank(s[i + 1]))
+		i += 2;
+	else if (!lb_text_blank(s[i - 1]))
+		return 0; /* "epoch 3x" */
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	return i;
+}
+
+int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	size_t i = 0, head;
+	int level = 0;
+
+	if (!line || !out)
+		return 0;
+	line = without_escapes(line, &len, out);
+	out->form = LB_METRIC_FORM_PLAIN;
+	out->condition = NULL;
+	out->condition_len = 0;
+	out->n_tags = 0;
+	out->n_values = 0;
+	out->table_row = false;
+	out->logged = false;
+	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
+			   line[len - 1] == '\n'))
+		len--;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	head = scan_progress_head(line, len, i, &level);
+	if (head && head < len)
+		i = head;
+	if (!pairs_of(line, len, i, false, out, &level) || level == 0)
+		return 0;
+	/* A counter and labels alone ("epoch: 3, phase: train") report no number. */
+	for (size_t k = 0; k < out->n_values; k++)
+		if (out->values[k].kind == LB_METRIC_NUMBER)
+			return (level & LB_METRIC_PROGRESS_STEP) ? LB_METRIC_PROGRESS_STEP
+								 : LB_METRIC_PROGRESS_EPOCH;
+	return 0;
 }
 
 /* Reads the duration a TIME_GUARD value starts with: "240.1s - saving partial results",
@@ -2137,6 +2304,50 @@ static void note_stderr_metric(lb_metrics *m, const char *line, size_t len)
 		set_example(m->stderr_metric_example, sizeof(m->stderr_metric_example), line, len);
 }
 
+/* A progress line is no metric, but what it holds is all a run that printed nothing else, or
+ * was ended before its summary, has to show: its last one is kept for lb_metrics_use_progress
+ * and the first one quoted by the no_metrics issue. */
+static void note_progress(lb_metrics *m, const char *line, size_t len, lb_metric_line *ml)
+{
+	int level = lb_metric_progress_parse(line, len, ml);
+
+	if (!level || len > sizeof(m->progress_last))
+		return;
+	if (!m->progress_lines++)
+		set_example(m->progress_example, sizeof(m->progress_example), line, len);
+	memcpy(m->progress_last, line, len);
+	m->progress_last_len = len;
+	m->progress_group = m->group;
+	m->progress_level = level;
+}
+
+bool lb_metrics_use_progress(lb_metrics *m, bool completed)
+{
+	lb_metric_line *ml;
+
+	if (!m || m->n_entries > 0 || m->progress_lines == 0)
+		return false;
+	/* A completed run had every chance to print its result: a step's running loss is not
+	 * one. An epoch's line is, as Keras's epoch line is read (the last epoch wins). */
+	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH)
+		return false;
+	ml = malloc(sizeof(*ml));
+	if (!ml)
+		return false;
+	if (lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml)) {
+		if (m->language == LB_METRICS_LANG_R)
+			r_missing(ml);
+		add_values(m, m->progress_group, LB_CLS_PLAIN, ml);
+		m->from_progress = m->n_entries > 0;
+	}
+	/* From now on the line quoted is the one the values are read from. */
+	if (m->from_progress)
+		set_example(m->progress_example, sizeof(m->progress_example), m->progress_last,
+			    m->progress_last_len);
+	free(ml);
+	return m->from_progress;
+}
+
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
  * was a metric line. */
 static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char *line, size_t len)
@@ -2149,6 +2360,8 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 	      octave_display(line, len, &ml))) {
 		if (log_metric_like(line, len))
 			note_log_metric(m, st == &m->err, line, len);
+		else if (st == &m->out)
+			note_progress(m, line, len, &ml);
 		return false;
 	}
 	/* Metrics are stdout's (the seed's `name: value` lines). stderr is where libraries
@@ -2650,6 +2863,12 @@ static int fill_json(const lb_metrics *m, struct json_object *doc)
 		r = lb_obj_add_null(doc, "time_estimate_s");
 	if (r < 0 || (r = add_time_guard(m, doc)) < 0)
 		return r;
+	/* Only for a run whose values came from its last progress line, so every other document
+	 * stays as it was. */
+	if (m->from_progress &&
+	    (lb_obj_add(doc, "source", json_object_new_string("progress")) < 0 ||
+	     add_count(doc, "progress_lines", m->progress_lines) < 0))
+		return -ENOMEM;
 	if (add_count(doc, "dropped_metrics", m->dropped_metrics) < 0 ||
 	    add_count(doc, "dropped_tagged", m->dropped_tagged) < 0 ||
 	    add_count(doc, "dropped_conditions", m->dropped_conditions) < 0 ||

@@ -101,6 +101,16 @@ struct lb_metrics {
 	 * collected, and the no_metrics issue names them. */
 	size_t stderr_metric_lines;
 	char stderr_metric_example[128];
+	/* Progress lines on stdout (lb_metric_progress_parse): the first quoted by the
+	 * no_metrics issue, the last kept whole so that a run that printed nothing else can
+	 * report its values (lb_metrics_use_progress), with its group and level. */
+	size_t progress_lines;
+	char progress_example[128];
+	char progress_last[LB_METRIC_LINE_MAX];
+	size_t progress_last_len;
+	uint32_t progress_group;
+	int progress_level;
+	bool from_progress; /* the values are the last progress line's */
 };
 
 /* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */

@@ -819,18 +819,65 @@ static bool holds_value(struct json_object *doc, int depth)
 	}
 }
 
+bool lb_results_hold_value(struct json_object *files)
+{
+	if (!files || !json_object_is_type(files, json_type_object))
+		return false;
+	json_object_object_foreach(files, name, doc) {
+		(void)name;
+		if (holds_value(doc, 0))
+			return true;
+	}
+	return false;
+}
+
+/* A completed run whose metrics are its last epoch's progress line: valid (as Keras's epoch
+ * lines are), but the reader is told where the numbers came from and how to print a result. */
+static void warn_from_progress(struct json_object *warnings, const lb_metrics *m,
+			       const lb_metrics_run_info *info)
+{
+	char message[512];
+
+	if (!m->from_progress || !info->completed)
+		return;
+	snprintf(message, sizeof(message),
+		 "the run printed no final metrics: its values are those of its last progress line "
+		 "(`%s`, the last of %zu); print the final metrics once at the end, as 'name: value' "
+		 "lines without the epoch counter, to report them as its result",
+		 m->progress_example, m->progress_lines);
+	push_record(warnings, "from_progress", NULL, "stdout", message);
+}
+
 /* A run that exits 0 having reported nothing has no result to trust: its metrics went
  * somewhere labbox does not read, or were never printed (docs/decisions.md). */
 static void check_reported(lb_validation *val, const lb_metrics *m, const lb_metrics_run_info *info)
 {
 	if (!info->completed || info->none_expected || (m && m->n_entries > 0))
 		return;
-	if (info->files) {
-		json_object_object_foreach(info->files, name, doc) {
-			(void)name;
-			if (holds_value(doc, 0))
-				return;
-		}
+	if (lb_results_hold_value(info->files))
+		return;
+	if (m && m->progress_lines > 0) {
+		char message[640], example[LB_METRIC_NAME_MAX + 48] = "val_acc: 0.8";
+		LB_AUTOFREE lb_metric_line *ml = malloc(sizeof(*ml));
+
+		/* The fix in the run's own words: the last progress line's first pair. */
+		if (ml && lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml) &&
+		    ml->values[0].str_len < 40)
+			snprintf(example, sizeof(example), "%s: %.*s", ml->values[0].name,
+				 (int)ml->values[0].str_len, ml->values[0].str);
+
+		/* The run did print numbers, every one on a line with an epoch or step counter:
+		 * say that they were read, and why they are not its result. */
+		snprintf(message, sizeof(message),
+			 "the run completed but reported no metric: %zu progress line%s like `%s` "
+			 "%s read as progress (a per-step report), not as the run's result; print "
+			 "the final metrics once at the end, as 'name: value' lines without the "
+			 "step counter (`%s`), or say `metrics: none` in labbox.yaml if the "
+			 "experiment reports none",
+			 m->progress_lines, m->progress_lines == 1 ? "" : "s", m->progress_example,
+			 m->progress_lines == 1 ? "was" : "were", example);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
 	}
 	if (m && m->log_metric_lines > 0) {
 		char message[512];
@@ -934,8 +981,10 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 		json_object_object_foreach(info->files, name, doc)
 			identical_file(&ic, name, doc);
 	}
-	if (m)
+	if (m) {
 		warn_dropped_tagged(warnings, m);
+		warn_from_progress(warnings, m, info);
+	}
 	lb_buf_free(&ic.reported);
 	return val.count;
 }

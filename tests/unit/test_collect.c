@@ -522,6 +522,175 @@ static void test_validate_no_metrics_names_log_lines(void **state)
 }
 
 
+/* A heading before the pairs (PyTorch's MNIST example): "Test set:" is no metric and
+ * "Average" is the first word of the next name. Pairs joined by blanks alone keep their
+ * labels (the several-pairs rule). */
+static void test_line_parse_heading(void **state)
+{
+	static const char mnist[] = "Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)";
+	lb_metric_line ml;
+
+	(void)state;
+	assert_true(lb_metric_line_parse(mnist, strlen(mnist), &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "Average loss");
+	assert_true(ml.values[0].number == 0.0341);
+	assert_string_equal(ml.values[1].name, "Accuracy");
+	assert_true(ml.values[1].ratio);
+	assert_true(ml.values[1].number == 0.989);
+
+	assert_true(lb_metric_line_parse("model: resnet lr: 0.1", 21, &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "model");
+	assert_int_equal(ml.values[0].kind, LB_METRIC_STRING);
+	assert_string_equal(ml.values[1].name, "lr");
+
+	assert_true(lb_metric_line_parse("GPU available: False, used: False", 33, &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "GPU available");
+	assert_string_equal(ml.values[1].name, "used");
+
+	assert_true(lb_metric_line_parse("model: resnet, lr: 0.1", 22, &ml));
+	assert_string_equal(ml.values[0].name, "model");
+	assert_string_equal(ml.values[1].name, "lr");
+}
+
+/* Progress lines stay no metric lines, and lb_metric_progress_parse reads their pairs in
+ * every form training code prints them. */
+static void test_progress_parse_forms(void **state)
+{
+	static const struct {
+		const char *line;
+		int level;
+		const char *first;
+		double value;
+		size_t n;
+	} cases[] = {
+		{ "epoch: 1, train_loss: 2.8, val_acc: 0.8", LB_METRIC_PROGRESS_EPOCH, "train_loss", 2.8, 2 },
+		{ "Epoch: 3, Train Loss: 0.321, Val Acc: 0.88", LB_METRIC_PROGRESS_EPOCH, "Train Loss", 0.321, 2 },
+		{ "Epoch 3 | train_loss: 0.3 | val_acc: 0.7", LB_METRIC_PROGRESS_EPOCH, "train_loss", 0.3, 2 },
+		{ "Epoch [3/10], Loss: 0.1234", LB_METRIC_PROGRESS_EPOCH, "Loss", 0.1234, 1 },
+		{ "epoch 3 train_loss: 0.5", LB_METRIC_PROGRESS_EPOCH, "train_loss", 0.5, 1 },
+		{ "Epoch 3: train_loss: 0.4", LB_METRIC_PROGRESS_EPOCH, "train_loss", 0.4, 1 },
+		{ "[epoch 3] val_loss: 0.25", LB_METRIC_PROGRESS_EPOCH, "val_loss", 0.25, 1 },
+		{ "Epoch 3 - loss: 0.2", LB_METRIC_PROGRESS_EPOCH, "loss", 0.2, 1 },
+		{ "epoch=3 loss: 0.2", LB_METRIC_PROGRESS_EPOCH, "loss", 0.2, 1 },
+		{ "step 100, loss: 0.2", LB_METRIC_PROGRESS_STEP, "loss", 0.2, 1 },
+		{ "Epoch: 1, Batch: 5, Loss: 0.3", LB_METRIC_PROGRESS_STEP, "Loss", 0.3, 1 },
+		{ "\033[32mepoch 2\033[0m loss: 0.1", LB_METRIC_PROGRESS_EPOCH, "loss", 0.1, 1 },
+	};
+	static const char *const not_progress[] = {
+		"Epoch 3/3", "epoch 3", "epoch: 3, phase: train", "best_epoch: 7, acc: 0.9",
+		"accuracy: 0.9", "epoch 3x loss: 0.2", "Epoch [3/10 Loss: 0.1", "epoches 3 loss: 0.2",
+		"epoch: three, loss: 0.2", "step 3 of 10 done",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *l = cases[i].line;
+
+		if (lb_metric_line_parse(l, strlen(l), &ml))
+			fail_msg("\"%s\" parsed as a metric line", l);
+		if (lb_metric_progress_parse(l, strlen(l), &ml) != cases[i].level)
+			fail_msg("\"%s\" is not a progress line of level %d", l, cases[i].level);
+		assert_int_equal(ml.n_values, cases[i].n);
+		assert_string_equal(ml.values[0].name, cases[i].first);
+		assert_true(ml.values[0].number == cases[i].value);
+	}
+	for (size_t i = 0; i < sizeof(not_progress) / sizeof(not_progress[0]); i++)
+		if (lb_metric_progress_parse(not_progress[i], strlen(not_progress[i]), &ml))
+			fail_msg("\"%s\" read as a progress line", not_progress[i]);
+}
+
+static bool use_progress(const char *out, bool completed, char **json)
+{
+	lb_metrics *m = collect(out, strlen(out));
+	bool used = lb_metrics_use_progress(m, completed);
+
+	*json = to_json_text(m);
+	lb_metrics_free(m);
+	return used;
+}
+
+/* A run that printed only progress lines: the last one's values are its metrics, marked as
+ * such, for a completed run only when it is an epoch's line; a final line wins. */
+static void test_progress_values_when_nothing_else(void **state)
+{
+	char *j;
+
+	(void)state;
+	assert_true(use_progress("epoch: 1, train_loss: 2.8, val_acc: 0.7\n"
+				 "epoch: 2, train_loss: 1.5, val_acc: 0.8\n", true, &j));
+	assert_non_null(strstr(j, "\"values\":{\"train_loss\":1.5,\"val_acc\":0.8}"));
+	assert_non_null(strstr(j, "\"source\":\"progress\",\"progress_lines\":2"));
+	free(j);
+	/* Steps: no result of a completed run, all a run ended early has. */
+	assert_false(use_progress("step 1, loss: 0.5\nstep 2, loss: 0.4\n", true, &j));
+	assert_non_null(strstr(j, "\"values\":{}"));
+	assert_null(strstr(j, "source"));
+	free(j);
+	assert_true(use_progress("step 1, loss: 0.5\nstep 2, loss: 0.4\n", false, &j));
+	assert_non_null(strstr(j, "\"values\":{\"loss\":0.4}"));
+	free(j);
+	/* In its condition. */
+	assert_true(use_progress("condition: a\nepoch 1 loss: 0.5\n", false, &j));
+	assert_non_null(strstr(j, "\"conditions\":{\"a\":{\"loss\":0.5}}"));
+	free(j);
+	/* A final metric is the result; a progress line on stderr is not read. */
+	assert_false(use_progress("epoch: 1, loss: 0.5\nval_acc: 0.9\n", false, &j));
+	assert_non_null(strstr(j, "\"values\":{\"val_acc\":0.9}"));
+	free(j);
+	{
+		lb_metrics *m = NULL;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed_stderr_at(m, "epoch: 1, loss: 0.5\n", 20, -1);
+		lb_metrics_finish(m);
+		assert_false(lb_metrics_use_progress(m, false));
+		lb_metrics_free(m);
+	}
+}
+
+/* What validation tells of progress lines: the no_metrics issue says they were read and
+ * how to print a result; values taken from them are a warning. */
+static void test_validate_progress_lines(void **state)
+{
+	static const char steps[] = "step 1, loss: 0.5\nstep 2, loss: 0.4\n";
+	static const char epochs[] = "epoch 1 loss: 0.5\nepoch 2 loss: 0.4\n";
+	lb_metrics *m = collect(steps, sizeof(steps) - 1);
+	struct json_object *issues = json_object_new_array();
+	struct json_object *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	const char *msg;
+
+	(void)state;
+	assert_false(lb_metrics_use_progress(m, true));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 1);
+	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
+	msg = json_object_get_string(get(issue(issues, 0), "message"));
+	assert_non_null(strstr(msg, "2 progress lines like `step 1, loss: 0.5` were read as "
+				    "progress"));
+	assert_non_null(strstr(msg, "(`loss: 0.4`)"));
+	assert_int_equal(json_object_array_length(warnings), 0);
+	lb_metrics_free(m);
+	json_object_put(issues);
+	json_object_put(warnings);
+
+	m = collect(epochs, sizeof(epochs) - 1);
+	issues = json_object_new_array();
+	warnings = json_object_new_array();
+	assert_true(lb_metrics_use_progress(m, true));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_str(get(issue(warnings, 0), "kind"), "from_progress");
+	msg = json_object_get_string(get(issue(warnings, 0), "message"));
+	assert_non_null(strstr(msg, "last progress line (`epoch 2 loss: 0.4`, the last of 2)"));
+	lb_metrics_free(m);
+	json_object_put(issues);
+	json_object_put(warnings);
+}
+
 /* The end of a traceback is no metric even when its value is a number: "KeyError: 0" is the
  * key that was missing. Names of error rates stay metrics. */
 static void test_exception_lines_are_no_metrics(void **state)
@@ -2859,6 +3028,10 @@ int main(void)
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
+		cmocka_unit_test(test_line_parse_heading),
+		cmocka_unit_test(test_progress_parse_forms),
+		cmocka_unit_test(test_progress_values_when_nothing_else),
+		cmocka_unit_test(test_validate_progress_lines),
 		cmocka_unit_test(test_exception_lines_are_no_metrics),
 		cmocka_unit_test(test_stream_tracebacks_hold_no_metrics),
 		cmocka_unit_test(test_stream_stderr_is_not_metrics),
