@@ -214,6 +214,20 @@ static void print_partial(FILE *f, json_object *doc)
 			   "reported before it ended\n");
 }
 
+/* Values taken from the last progress line (no final metrics were printed) say so beside
+ * them: a reader takes the summary's values for the run's result otherwise. */
+static void print_progress_source(FILE *f, json_object *doc)
+{
+	json_object *m, *src, *n;
+	if (!json_object_object_get_ex(doc, "metrics", &m) ||
+	    !json_object_object_get_ex(m, "source", &src) ||
+	    strcmp(json_object_get_string(src), "progress") != 0)
+		return;
+	fprintf(f, "  from progress: no final metrics were printed; the values above are those of "
+		   "its last progress line (of %d)\n",
+		json_object_object_get_ex(m, "progress_lines", &n) ? json_object_get_int(n) : 0);
+}
+
 /* Results-file values the summary shows; the rest are counted. */
 #define SUMMARY_FILE_VALUES 20
 
@@ -285,6 +299,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			    json_object_object_get_ex(w, "message", &msg))
 				fprintf(f, "  stale: %s\n", json_object_get_string(msg));
 		}
+	print_progress_source(f, doc);
 	print_partial(f, doc);
 	json_object *issues;
 	if (json_object_object_get_ex(doc, "metric_issues", &issues))

@@ -1301,7 +1301,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_metrics_finish(metrics);
 
 	/* Collect: stdout metrics and every results file, whatever state the run ended in. */
-	json_object *mjson = lb_metrics_to_json(metrics);
+	json_object *stale = NULL;
 	json_object *issues = json_object_new_array();
 	json_object *warnings = json_object_new_array();
 	json_object *files_read = json_object_new_object(); /* as parsed: never serialised */
@@ -1318,14 +1318,20 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				hint = dflt;
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
 					   hint, files_read, issues);
-			json_object *stale = drop_stale(efd, files_read, files, staged_ids, warnings);
-			if (json_object_array_length(stale))
-				json_object_object_add(mjson, "stale_results", stale);
-			else
-				json_object_put(stale);
+			stale = drop_stale(efd, files_read, files, staged_ids, warnings);
 		}
 	}
 	json_object_put(staged_ids);
+	/* A run that printed only progress lines and wrote no results file: its last progress
+	 * line is what it has to show (docs/decisions.md); lb_metrics_use_progress decides. */
+	if (!rejected && !st->cfg.metrics_none && !lb_results_hold_value(files_read))
+		lb_metrics_use_progress(metrics,
+					res.outcome == LB_SB_EXITED && res.exit_code == 0);
+	json_object *mjson = lb_metrics_to_json(metrics);
+	if (stale && json_object_array_length(stale))
+		json_object_object_add(mjson, "stale_results", stale);
+	else
+		json_object_put(stale);
 	json_object_object_add(mjson, "files", lb_results_for_record(files_read, warnings));
 	if (!rejected) {
 		lb_metrics_run_info vi = {

@@ -512,3 +512,102 @@ def test_metrics_printed_only_to_stderr_are_named_in_the_issue(tmp_path):
     assert issue["kind"] == "no_metrics"
     assert "1 line on stderr like `accuracy: 0.91`" in issue["message"], issue
     assert r.result["metrics"]["values"] == {}
+
+
+def test_per_epoch_lines_alone_report_the_last_epoch(tmp_path):
+    # A script that prints only per-epoch lines, in the forms tutorials use: the last epoch's
+    # line is the result, as Keras's is, and result.json says where the values came from.
+    exp = write_exp(tmp_path, """
+        for epoch in range(1, 4):
+            print(f"Epoch [{epoch}/3], Loss: {0.5 / epoch:.4f}")
+            print(f"epoch: {epoch}, train_loss: {2.8 / epoch:.2f}, val_acc: {0.7 + epoch / 100:.2f}")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed" and r.result["partial"] is False
+    m = r.result["metrics"]
+    assert m["values"] == {"train_loss": 0.93, "val_acc": 0.73}, m
+    assert m["source"] == "progress" and m["progress_lines"] == 6, m
+    assert r.result["metric_issues"] == []
+    (w,) = [w for w in r.result["metric_warnings"] if w["kind"] == "from_progress"]
+    assert "`epoch: 3, train_loss: 0.93, val_acc: 0.73`" in w["message"], w
+    p = labbox("run", "-q", "--python", "/usr/bin/python3", "--runs-dir", tmp_path / "runs", exp)
+    assert "from progress: no final metrics were printed" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch {e} | train_loss: 0.3 | val_acc: 0.7",
+    "epoch {e} train_loss: 0.5",
+    "Epoch: {e}, Train Loss: 0.321, Val Acc: 0.88",
+    "[epoch {e}] val_loss: 0.25",
+])
+def test_epoch_line_forms_are_read_as_progress(tmp_path, line):
+    exp = write_exp(tmp_path, f"""
+        for e in range(2):
+            print(f"{line}")
+        print("final_acc: 0.9")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    # A final line is the result: the progress lines add nothing to it.
+    assert r.result["metrics"]["values"] == {"final_acc": 0.9}, r.result["metrics"]
+    assert "source" not in r.result["metrics"]
+
+
+def test_per_step_lines_alone_are_no_result_and_the_issue_says_why(tmp_path):
+    exp = write_exp(tmp_path, """
+        for step in range(3):
+            print(f"step {step * 100}, loss: {1.0 / (step + 1):.3f}")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    assert r.result["metrics"]["values"] == {}
+    (i,) = r.result["metric_issues"]
+    assert i["kind"] == "no_metrics"
+    assert "3 progress lines like `step 0, loss: 1.000` were read as progress" in i["message"]
+    assert "print the final metrics once at the end" in i["message"]
+    assert "(`loss: 0.333`)" in i["message"], i
+
+
+def test_a_timed_out_run_keeps_its_last_progress_values(tmp_path):
+    exp = write_exp(tmp_path, """
+        import time
+        for epoch in range(1000):
+            print(f"epoch {epoch} train_loss: {1.0 / (epoch + 1):.4f}", flush=True)
+            time.sleep(0.2)
+        print("train_loss: 0.0")
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--budget", "3")
+    assert r.result["status"] == "timeout", r.why()
+    assert r.result["partial"] is True
+    m = r.result["metrics"]
+    assert m["source"] == "progress" and m["progress_lines"] >= 2, m
+    assert set(m["values"]) == {"train_loss"} and 0 < m["values"]["train_loss"] < 1, m
+
+
+def test_a_crashed_runs_step_lines_are_its_partial_values(tmp_path):
+    exp = write_exp(tmp_path, """
+        for batch in range(3):
+            print(f"Epoch: 1, Batch: {batch}, Loss: {0.5 / (batch + 1):.4f}")
+        raise SystemExit(3)
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["status"] == "failed" and r.result["partial"] is True
+    assert r.result["metrics"]["values"] == {"Loss": 0.1667}
+    assert r.result["metrics"]["source"] == "progress"
+
+
+def test_a_heading_before_the_pairs_is_no_metric(tmp_path):
+    # PyTorch's MNIST example prints its test result under a heading.
+    exp = write_exp(tmp_path, """
+        print("Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)")
+        print("model: resnet lr: 0.1")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"Average loss": 0.0341, "Accuracy": 0.989, "model": "resnet", "lr": 0.1}, v
+    (a,) = r.result["metrics"]["annotated"]
+    assert a["ratio"] == "9890/10000" and a["remark"] == "99%", a
