@@ -1629,25 +1629,33 @@ static void r_string(const char **line, size_t *len, size_t *i)
 	*i = 0;
 }
 
-static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
+/* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
+ * line ends off (they never belong to a value, and a last token must end there), *i past
+ * the leading blanks. */
+static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metric_line *out)
 {
-	size_t i = 0;
-
-	if (!line || !out)
-		return false;
-	line = without_escapes(line, &len, out);
+	line = without_escapes(line, len, out);
 	out->form = LB_METRIC_FORM_PLAIN;
 	out->condition = NULL;
 	out->condition_len = 0;
 	out->n_tags = 0;
 	out->n_values = 0;
 	out->table_row = false;
-	/* Trailing blanks and a CR never belong to a value, and a last token must end there. */
-	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
-			   line[len - 1] == '\n'))
-		len--;
-	while (i < len && lb_text_blank(line[i]))
-		i++;
+	while (*len > 0 && (lb_text_blank(line[*len - 1]) || line[*len - 1] == '\r' ||
+			    line[*len - 1] == '\n'))
+		(*len)--;
+	while (*i < *len && lb_text_blank(line[*i]))
+		(*i)++;
+	return line;
+}
+
+static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
+{
+	size_t i = 0;
+
+	if (!line || !out)
+		return false;
+	line = line_begin(line, &len, &i, out);
 	r_string(&line, &len, &i);
 	{
 		size_t message = log_message_start(line, len, i);
@@ -1790,19 +1798,8 @@ int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
 
 	if (!line || !out)
 		return 0;
-	line = without_escapes(line, &len, out);
-	out->form = LB_METRIC_FORM_PLAIN;
-	out->condition = NULL;
-	out->condition_len = 0;
-	out->n_tags = 0;
-	out->n_values = 0;
-	out->table_row = false;
+	line = line_begin(line, &len, &i, out);
 	out->logged = false;
-	while (len > 0 && (lb_text_blank(line[len - 1]) || line[len - 1] == '\r' ||
-			   line[len - 1] == '\n'))
-		len--;
-	while (i < len && lb_text_blank(line[i]))
-		i++;
 	head = scan_progress_head(line, len, i, &level);
 	if (head && head < len)
 		i = head;
