@@ -953,7 +953,10 @@ static int counter_level(const char *name, size_t len)
  * one-word label, joined by blanks alone to more words and a ':', starts the next pair's name,
  * and the first name is a heading. Only where the line separates its pairs with , ; or |
  * elsewhere: with blanks alone ("model: resnet lr: 0.1") a blank is the separator, and the
- * label is the value (the several-pairs rule). v is the label's pair, i the offset after it. */
+ * label is the value (the several-pairs rule). And only where the first name is words of a
+ * heading (more than one) and the label is capitalised as a name's first word: a setting
+ * and its value ("optimizer: adam lr: 0.001, test_acc: 0.91") stay two pairs. v is the
+ * label's pair, i the offset after it. */
 static bool heading_label(const char *line, size_t len, size_t i, bool holes,
 			  const lb_metric_value *v)
 {
@@ -961,7 +964,8 @@ static bool heading_label(const char *line, size_t len, size_t i, bool holes,
 	size_t k = i;
 
 	if (v->kind != LB_METRIC_STRING || v->wrapper || v->remark || i >= len ||
-	    !lb_text_blank(line[i]))
+	    !lb_text_blank(line[i]) || !strchr(v->name, ' ') || !v->str ||
+	    !(*v->str >= 'A' && *v->str <= 'Z'))
 		return false;
 	while (k < len && lb_text_blank(line[k]))
 		k++;

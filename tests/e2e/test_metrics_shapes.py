@@ -599,15 +599,35 @@ def test_a_crashed_runs_step_lines_are_its_partial_values(tmp_path):
     assert r.result["metrics"]["source"] == "progress"
 
 
+def test_a_results_file_without_values_keeps_progress_lines_out(tmp_path):
+    """A run that wrote its own account of a failure into results.json ({"error": ...}) has
+    said what its result is: its progress lines are not taken for one (it was completed
+    with the training values, and the file's error was only a warning's)."""
+    exp = write_exp(tmp_path, """
+        import json
+        for e in range(1, 4):
+            print(f"Epoch {e} | train_loss: {1.0 / e:.3f} | val_acc: {0.5 + 0.1 * e:.2f}")
+        json.dump({"error": "evaluation on the test set failed"}, open("results.json", "w"))
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.result["status"] == "invalid_metrics", r.why()
+    assert r.result["metrics"].get("source") != "progress", r.why()
+    assert "train_loss" not in r.result["metrics"]["values"], r.why()
+
+
 def test_a_heading_before_the_pairs_is_no_metric(tmp_path):
     # PyTorch's MNIST example prints its test result under a heading.
     exp = write_exp(tmp_path, """
         print("Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)")
         print("model: resnet lr: 0.1")
+        print("optimizer: adam wd: 0.01, test_acc: 0.91")
     """)
     r = run_exp(exp, tmp_path / "runs")
     assert r.rc == 0, r.why()
     v = r.result["metrics"]["values"]
-    assert v == {"Average loss": 0.0341, "Accuracy": 0.989, "model": "resnet", "lr": 0.1}, v
+    # a setting and its value before more pairs is no heading (a one-word name, a label in
+    # lower case): each stays a pair of its own
+    assert v == {"Average loss": 0.0341, "Accuracy": 0.989, "model": "resnet", "lr": 0.1,
+                 "optimizer": "adam", "wd": 0.01, "test_acc": 0.91}, v
     (a,) = r.result["metrics"]["annotated"]
     assert a["ratio"] == "9890/10000" and a["remark"] == "99%", a
