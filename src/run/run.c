@@ -1322,11 +1322,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		}
 	}
 	json_object_put(staged_ids);
-	/* A run that printed only progress lines and wrote no results file: its last progress
-	 * line is what it has to show (docs/decisions.md); lb_metrics_use_progress decides. */
-	/* Any results file read is the run's own account, values or not ({"error": ...}). */
-	if (!rejected && !st->cfg.metrics_none && !lb_results_hold_value(files_read) &&
-	    json_object_object_length(files_read) == 0)
+	/* A run that printed only progress lines and wrote no results file (any file read is
+	 * the run's own account, values or not: {"error": ...}): its last progress line is what
+	 * it has to show (docs/decisions.md); lb_metrics_use_progress decides. */
+	if (!rejected && !st->cfg.metrics_none && json_object_object_length(files_read) == 0)
 		lb_metrics_use_progress(metrics,
 					res.outcome == LB_SB_EXITED && res.exit_code == 0);
 	json_object *mjson = lb_metrics_to_json(metrics);
