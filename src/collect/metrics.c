@@ -1611,7 +1611,20 @@ static const char *without_escapes(const char *line, size_t *len, lb_metric_line
 
 size_t lb_metric_line_end(const char *s, size_t len)
 {
-	for (size_t i = 0; i < len; i++)
+	/* Eight bytes at a time: every byte of a flood passes here. A byte b of x is a line
+	 * end when b ^ '\n' or b ^ '\r' is zero, found with the has-zero-byte test. */
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x, a, b;
+		memcpy(&x, s + i, 8);
+		a = x ^ (ones * '\n');
+		b = x ^ (ones * '\r');
+		if (((a - ones) & ~a & highs) | ((b - ones) & ~b & highs))
+			break;
+	}
+	for (; i < len; i++)
 		if (s[i] == '\n' || s[i] == '\r')
 			return i;
 	return len;
@@ -2130,9 +2143,33 @@ static bool log_metric_like(const char *line, size_t len)
 {
 	lb_metric_line *ml;
 	bool found = false;
+	size_t first[N_OF(level_words)];
+	bool any = false;
 
-	for (size_t w = 0; w < N_OF(level_words) && !found; w++) {
-		const char *p = memmem(line, len, level_words[w], strlen(level_words[w]));
+	/* Each word's first place, in one pass over the line: the line is read once, not once a
+	 * word (a flood of unread lines passes here line by line). */
+	for (size_t w = 0; w < N_OF(level_words); w++)
+		first[w] = SIZE_MAX;
+	for (size_t i = 0; i + 4 <= len; i++) {
+		switch (line[i]) {
+		case 'D': case 'I': case 'N': case 'W': case 'E': case 'C': case 'F': case 'T':
+			break;
+		default:
+			continue;
+		}
+		for (size_t w = 0; w < N_OF(level_words); w++) {
+			if (first[w] != SIZE_MAX || level_words[w][0] != line[i] ||
+			    line[i + 1] != level_words[w][1])
+				continue;
+			size_t wl = strlen(level_words[w]);
+			if (wl <= len - i && memcmp(line + i, level_words[w], wl) == 0) {
+				first[w] = i;
+				any = true;
+			}
+		}
+	}
+	for (size_t w = 0; any && w < N_OF(level_words) && !found; w++) {
+		const char *p = first[w] == SIZE_MAX ? NULL : line + first[w];
 		size_t tries = 0;
 
 		if (!p)
@@ -2359,6 +2396,11 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 	if (!lb_metric_line_parse(line, len, &ml) &&
 	    !(m->language == LB_METRICS_LANG_OCTAVE && st == &m->out &&
 	      octave_display(line, len, &ml))) {
+		/* What else a line holds only explains a run that reported nothing (the
+		 * no_metrics issue, the progress fallback), and entries are never taken back:
+		 * after the first metric, a flood of other lines costs its parse alone. */
+		if (m->n_entries > 0)
+			return false;
 		if (log_metric_like(line, len))
 			note_log_metric(m, st == &m->err, line, len);
 		else if (st == &m->out)
