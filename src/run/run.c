@@ -181,6 +181,12 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	if (st->entry[0] == '/' || strstr(st->entry, ".."))
 		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
 				   st->entry);
+	/* The entry is the interpreter's first argument after its own options: a name that
+	 * starts with '-' is read as options (python -S -c CODE, octave --eval=CODE), which
+	 * would run code the check never read, without the gate. */
+	if (st->entry[0] == '-')
+		return usage_error(out, "entry '%s' starts with '-', which the interpreter would "
+				   "read as its own options: rename the file", st->entry);
 	LB_AUTOCLOSE int dfd = open(st->expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat est;
 	if (dfd < 0 || fstatat(dfd, st->entry, &est, 0) < 0)
@@ -1396,6 +1402,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (gate_by_backend)
 		be->ops->gate_note(be, gate_note, sizeof gate_note);
 	lb_gate_channel_stop(&gate_ch);
+	/* A gate that was staged, whose channel was read, and that never said it was in: the
+	 * experiment's code ran without it, so an exit 0 is no completed run (decisions.md,
+	 * "A run whose gate never reported in"). A failing run keeps its own diagnosis. */
+	bool gate_missing = !rejected && !exec_refused && gate_staged && gate_mode != LB_GATE_OFF &&
+			    !gate_by_backend && gate_ch.buf && !lb_gate_heard(gate_ch.buf, gate_ch.len) &&
+			    res.outcome == LB_SB_EXITED && res.exit_code == 0;
+	if (gate_missing) {
+		status = "failed";
+		exit_code = LB_EXIT_FAILED;
+	}
 	json_object *rgate = lb_gate_collect(gate_staged ? &gate_ch : NULL, gate_mode,
 					     lb_check_policy_name((lb_check_policy)req->policy),
 					     sandbox_network(req->sandbox_config), findings,
@@ -1428,6 +1444,15 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 					 "write less (checkpoints, logs), or raise --disk-limit");
 	} else if (exec_refused) {
 		failure = exec_refusal_failure(&res);
+	} else if (gate_missing) {
+		failure = simple_failure(
+			"gate_missing",
+			"the runtime gate never started in the interpreter: the experiment's code ran "
+			"without it, so nothing it did was checked or recorded, and its results are "
+			"not trusted",
+			"the gate loads through the interpreter's site module: run the entry as a "
+			"script, without options that skip site (-S, -I) or replace it, or say "
+			"--runtime-gate off to run without the gate knowingly");
 	} else if (!rejected) {
 		failure = lb_diagnose_failure(&fin);
 		if (env_protected)
