@@ -30,6 +30,31 @@ int lb_gate_mode_parse(const char *s, lb_gate_mode *out)
 	return 0;
 }
 
+/* Variables a native library reads when it starts (or when a module the experiment may
+ * import starts it) to load a shared object, or code of another language, from a path they
+ * name. The gate refuses setting them during the run by this same list (its loader_env, which
+ * tests/unit/test_gate.c compares with this one). */
+static const char *const loader_vars[] = {
+	"GCONV_PATH",			/* glibc's iconv converters */
+	"OPENSSL_CONF", "OPENSSL_CONF_INCLUDE", "OPENSSL_MODULES", "OPENSSL_ENGINES",
+	"OMP_TOOL_LIBRARIES",		/* an OpenMP runtime's tools (numpy's, torch's) */
+	"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH",
+	"NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
+	"HDF5_PLUGIN_PATH",		/* h5py's filters */
+	"TCL_LIBRARY", "TK_LIBRARY", "TCLLIBPATH", /* tkinter runs init.tcl from there */
+	"QT_PLUGIN_PATH", "QT_QPA_PLATFORM_PLUGIN_PATH", "GTK_PATH", "GTK_MODULES",
+	"GIO_MODULE_DIR", "GI_TYPELIB_PATH", "GST_PLUGIN_PATH", "GST_PLUGIN_PATH_1_0",
+	"GDK_PIXBUF_MODULE_FILE", "LIBGL_DRIVERS_PATH", "__EGL_VENDOR_LIBRARY_FILENAMES",
+	"VK_ICD_FILENAMES", "VK_LAYER_PATH", "OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH",
+	"SASL_PATH",
+};
+
+const char *const *lb_gate_loader_vars(size_t *n)
+{
+	*n = sizeof loader_vars / sizeof *loader_vars;
+	return loader_vars;
+}
+
 bool lb_gate_startup_var(const char *name)
 {
 	/* Every PYTHON variable is the interpreter's, and a list of the dangerous ones stays
@@ -40,10 +65,13 @@ bool lb_gate_startup_var(const char *name)
 					       "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONFAULTHANDLER"};
 	if (!name)
 		return false;
-	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...);
-	 * GCONV_PATH names the shared objects iconv loads. */
-	if (strncmp(name, "LD_", 3) == 0 || strcmp(name, "GCONV_PATH") == 0)
+	/* Every LD_ variable is the loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT...), and
+	 * the libraries' own are listed. */
+	if (strncmp(name, "LD_", 3) == 0)
 		return true;
+	for (size_t i = 0; i < sizeof loader_vars / sizeof *loader_vars; i++)
+		if (strcmp(name, loader_vars[i]) == 0)
+			return true;
 	if (strncmp(name, "PYTHON", 6) != 0)
 		return false;
 	for (size_t i = 0; i < sizeof harmless / sizeof *harmless; i++)

@@ -2298,8 +2298,17 @@ def _labbox_gate():
     # glibc's iconv its converters, an OpenMP runtime its tools. Set by the experiment (or a
     # library reading its .env) they load native code without ctypes, as LD_PRELOAD would in
     # a child, which the child's environment does not take from the experiment.
-    loader_env = frozenset(["OPENSSL_CONF", "OPENSSL_CONF_INCLUDE", "OPENSSL_MODULES",
-                            "OPENSSL_ENGINES", "GCONV_PATH", "OMP_TOOL_LIBRARIES"])
+    # The list is the C side's lb_gate_loader_vars, which refuses them before the run.
+    loader_env = frozenset([
+        "GCONV_PATH", "OPENSSL_CONF", "OPENSSL_CONF_INCLUDE", "OPENSSL_MODULES",
+        "OPENSSL_ENGINES", "OMP_TOOL_LIBRARIES", "CUDA_INJECTION64_PATH",
+        "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH", "NCCL_NET_PLUGIN",
+        "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "HDF5_PLUGIN_PATH", "TCL_LIBRARY",
+        "TK_LIBRARY", "TCLLIBPATH", "QT_PLUGIN_PATH", "QT_QPA_PLATFORM_PLUGIN_PATH",
+        "GTK_PATH", "GTK_MODULES", "GIO_MODULE_DIR", "GI_TYPELIB_PATH", "GST_PLUGIN_PATH",
+        "GST_PLUGIN_PATH_1_0", "GDK_PIXBUF_MODULE_FILE", "LIBGL_DRIVERS_PATH",
+        "__EGL_VENDOR_LIBRARY_FILENAMES", "VK_ICD_FILENAMES", "VK_LAYER_PATH",
+        "OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH", "SASL_PATH"])
 
     def on_putenv(event, args, frame):
         key = args[0] if args else None

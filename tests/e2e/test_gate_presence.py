@@ -89,3 +89,39 @@ def test_a_run_with_its_gate_is_completed(tmp_path):
     run = run_exp(exp, tmp_path / "runs")
     assert run.rc == 0 and run.result["status"] == "completed", run.why()
     assert run.result["runtime_gate"]["installed"] is True, run.why()
+
+
+# Variables that make a native library load a shared object (or Tcl code) from where they
+# say: the experiment's configuration may not set them before the run, and the gate refuses
+# setting them during it.
+LOADER_VARS = ["OPENSSL_CONF", "OPENSSL_MODULES", "HDF5_PLUGIN_PATH", "CUDA_INJECTION64_PATH",
+               "TCL_LIBRARY", "GCONV_PATH"]
+
+
+@pytest.mark.parametrize("var", LOADER_VARS)
+def test_a_sweeps_environment_may_not_name_what_a_library_loads(tmp_path, var):
+    exp = write_exp(tmp_path, 'print("accuracy: 0.5")\n', yaml=f"""
+        sweep:
+          seeds: [0]
+          env:
+            {var}: "lib.so"
+        """)
+    p = labbox("sweep", "--json", "--python", "/usr/bin/python3", "--runs-dir",
+               tmp_path / "runs", exp)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert var in p.stdout + p.stderr
+    assert not list((tmp_path / "runs").glob("2*")), "a cell ran"
+
+
+@pytest.mark.parametrize("var", ["HDF5_PLUGIN_PATH", "CUDA_INJECTION64_PATH", "TCL_LIBRARY"])
+def test_the_gate_refuses_setting_what_a_library_loads(tmp_path, var):
+    exp = write_exp(tmp_path, f"""
+        import os
+        os.environ["{var}"] = os.getcwd()
+        print("set: 1")
+    """)
+    run = run_exp(exp, tmp_path / "runs", "--policy", "permissive", "--runtime-gate", "on")
+    assert run.rc == 1, run.why()
+    assert run.result["failure"]["class"] == "gate_refused", run.why()
+    ev = [e for e in run.result["runtime_gate"]["events"] if e["refused"]]
+    assert ev and ev[0]["event"] == "os.putenv" and ev[0]["rule"] == "LB106", run.why()

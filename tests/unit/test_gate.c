@@ -150,6 +150,39 @@ static void test_write_config(void **state)
 	rmdir(dir);
 }
 
+/* The loader variables the gate refuses during the run are the ones refused before it: the
+ * gate's loader_env, read from its embedded source, against lb_gate_loader_vars. */
+static void test_loader_vars_are_the_gates(void **state)
+{
+	(void)state;
+	size_t n = 0, seen = 0;
+	const char *const *vars = lb_gate_loader_vars(&n);
+	const char *start = strstr(lb_gate_source, "loader_env = frozenset([");
+	assert_non_null(start);
+	const char *end = strstr(start, "])");
+	assert_non_null(end);
+	for (const char *p = strchr(start, '"'); p && p < end; p = strchr(p, '"')) {
+		const char *q = strchr(p + 1, '"');
+		assert_non_null(q);
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)(q - p - 1), p + 1);
+		bool found = false;
+		for (size_t i = 0; i < n; i++)
+			found = found || strcmp(vars[i], name) == 0;
+		if (!found)
+			fail_msg("the gate's loader_env has %s, lb_gate_loader_vars does not", name);
+		assert_true(lb_gate_startup_var(name));
+		seen++;
+		p = q + 1;
+	}
+	assert_int_equal(seen, n);
+	assert_true(lb_gate_startup_var("LD_AUDIT"));
+	assert_true(lb_gate_startup_var("PYTHONSTARTUP"));
+	assert_false(lb_gate_startup_var("PYTHONHASHSEED"));
+	assert_false(lb_gate_startup_var("OMP_NUM_THREADS"));
+	assert_false(lb_gate_startup_var("CUDA_VISIBLE_DEVICES"));
+}
+
 /* The gate's own line: heard only whole and on a line of its own; never an event or a bad one. */
 static void test_heard(void **state)
 {
@@ -269,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_parse_events),
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_heard),
+		cmocka_unit_test(test_loader_vars_are_the_gates),
 		cmocka_unit_test(test_channel_lines),
 		cmocka_unit_test(test_channel_feed),
 		cmocka_unit_test(test_diagnose_refusal),
