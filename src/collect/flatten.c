@@ -21,6 +21,10 @@ typedef struct flat_ctx {
 	size_t added;
 	size_t dropped;
 	json_object *out;
+	/* digest_long: the values past max_values, path and value, as one digest, so that a
+	 * comparison of two documents leaves nothing out (lb_results_flatten). */
+	lb_sha256 rest;
+	size_t rest_n;
 } flat_ctx;
 
 /* A value as compared: a number (the strings labbox writes for non-finite numbers are the
@@ -174,6 +178,15 @@ int lb_metric_value_digest(struct json_object *v, char out[72])
 static int add_value(flat_ctx *c, const char *path, json_object *v)
 {
 	if (c->added >= c->max_values) {
+		if (c->digest_long) {
+			char n[32];
+			int k = snprintf(n, sizeof n, "p%zu:", strlen(path));
+			lb_sha256_update(&c->rest, n, (size_t)k);
+			lb_sha256_update(&c->rest, path, strlen(path));
+			hash_canon(&c->rest, v, 0);
+			c->rest_n++;
+			return 0;
+		}
 		c->dropped++;
 		return 0;
 	}
@@ -199,25 +212,45 @@ static int add_value(flat_ctx *c, const char *path, json_object *v)
 	return 0;
 }
 
+/* A member whose dotted path would pass PATH_MAX_LEN, for a comparison: its key cut, with
+ * a digest of the whole path after it, so that it is compared under a name of its own, not
+ * left out. Returns the length written after path[len], or -1 when even that does not fit. */
+static int long_key(char *path, size_t len, const char *key)
+{
+	lb_sha256 h;
+	uint8_t d[32];
+	char hex[65];
+	lb_sha256_init(&h);
+	lb_sha256_update(&h, path, len);
+	lb_sha256_update(&h, ".", 1);
+	lb_sha256_update(&h, key, strlen(key));
+	lb_sha256_final(&h, d);
+	lb_sha256_hex(d, hex);
+	if (len + 100 > PATH_MAX_LEN)
+		return -1;
+	return snprintf(path + len, PATH_MAX_LEN - len, "%s%.40s~sha256:%.16s", len ? "." : "",
+			key, hex);
+}
+
 static int flatten(flat_ctx *c, json_object *v, char *path, size_t len, int depth)
 {
 	json_type t = json_object_get_type(v);
 	if (t != json_type_object && t != json_type_array)
 		return len ? add_value(c, path, v) : 0; /* a bare scalar document has no path */
-	if (depth > 64) {
-		c->dropped++;
-		return 0;
-	}
-	if (t == json_type_array && json_object_array_length(v) > c->array_max) {
+	if (depth > 64 || (t == json_type_array && json_object_array_length(v) > c->array_max)) {
 		/* A long series (per-step losses, a results.csv of many rows) is one value: its
 		 * digest says whether it repeated, without a thousand entries. */
 		if (!c->digest_long) {
 			c->dropped++;
 			return 0;
 		}
+		/* So is what lies deeper than 64 levels, where a path would run too long. */
 		char d[72], text[96];
 		lb_metric_value_digest(v, d);
-		snprintf(text, sizeof text, "%s/%zu", d, json_object_array_length(v));
+		if (t == json_type_array)
+			snprintf(text, sizeof text, "%s/%zu", d, json_object_array_length(v));
+		else
+			snprintf(text, sizeof text, "%s", d);
 		json_object *s = json_object_new_string(text);
 		int r = s ? add_value(c, len ? path : "[]", s) : -ENOMEM;
 		json_object_put(s);
@@ -241,6 +274,8 @@ static int flatten(flat_ctx *c, json_object *v, char *path, size_t len, int dept
 	json_object_object_foreach(v, key, val)
 	{
 		int n = snprintf(path + len, PATH_MAX_LEN - len, "%s%s", len ? "." : "", key);
+		if (n >= 0 && (size_t)n >= PATH_MAX_LEN - len && *key && c->digest_long)
+			n = long_key(path, len, key);
 		if (n < 0 || (size_t)n >= PATH_MAX_LEN - len || !*key) {
 			path[len] = '\0';
 			c->dropped++;
@@ -262,7 +297,21 @@ int lb_results_flatten(struct json_object *doc, size_t array_max, bool digest_lo
 	flat_ctx c = {.array_max = array_max, .digest_long = digest_long,
 		      .max_values = max_values, .out = out};
 	char path[PATH_MAX_LEN + 1] = "";
+	lb_sha256_init(&c.rest);
 	int r = flatten(&c, doc, path, 0, 0);
+	if (r >= 0 && c.rest_n) {
+		/* Compared as one value: "the rest", its digest and how many it holds. */
+		uint8_t d[32];
+		char hex[65], text[112];
+		lb_sha256_final(&c.rest, d);
+		lb_sha256_hex(d, hex);
+		snprintf(text, sizeof text, "sha256:%s/%zu", hex, c.rest_n);
+		json_object *s = json_object_new_string(text);
+		if (!s || json_object_object_add(out, "labbox.rest", s) < 0) {
+			json_object_put(s);
+			r = -ENOMEM;
+		}
+	}
 	if (dropped)
 		*dropped = c.dropped;
 	return r < 0 ? r : (int)(c.added > INT32_MAX ? INT32_MAX : c.added);

@@ -706,6 +706,15 @@ typedef struct record_ctx {
 static struct json_object *record_copy(record_ctx *c, struct json_object *doc, const char *path);
 static void note_summarised(record_ctx *c, const char *path, const char *what, size_t n);
 
+/* The whole value's digest beside its summary: what `labbox rerun` compares, so that two
+ * runs whose summaries agree and whose files do not are told apart. */
+static void add_digest(struct json_object *summary, struct json_object *whole)
+{
+	char d[72];
+	lb_metric_value_digest(whole, d);
+	json_object_object_add(summary, "digest", json_object_new_string(d));
+}
+
 /* min, max, mean of the finite numbers of a long array, its length, and its first and last
  * elements: enough to see a curve's shape and its end, in bounded size. */
 static struct json_object *summarise_array(record_ctx *c, struct json_object *a, const char *path)
@@ -741,6 +750,7 @@ static struct json_object *summarise_array(record_ctx *c, struct json_object *a,
 	json_object_object_add(s, "mean", nums ? lb_json_number(sum / (double)nums) : NULL);
 	json_object_object_add(s, "first", first);
 	json_object_object_add(s, "last", last);
+	add_digest(s, a);
 	note_summarised(c, path, "an array of values", n);
 	return s;
 }
@@ -777,6 +787,7 @@ static struct json_object *summarise_object(record_ctx *c, struct json_object *o
 	json_object_object_add(s, "labbox_summary", json_object_new_string("object"));
 	json_object_object_add(s, "members", json_object_new_int64((int64_t)n));
 	json_object_object_add(s, "first_keys", keys);
+	add_digest(s, o);
 	note_summarised(c, path, "an object with members", n);
 	return s;
 }

@@ -6,6 +6,8 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
+
 from conftest import LABBOX, PYTHON
 
 SEEDED = """
@@ -195,6 +197,43 @@ def test_rerun_compares_results_whose_names_only_mention_time(tmp_path):
                                                            "time_series_mse"], rr
     assert [d["key"] for d in rr["timing_differences"]] == ["epoch_time"], rr
     assert rr["compared"] == 4 and rr["timing_compared"] == 1, rr
+    p = labbox(tmp_path, "rerun", "-q", r["id"])
+    assert "metrics match the original run: NO" in p.stdout, p.stdout
+
+
+RESULTS_THAT_DIFFER_PAST_WHAT_IS_KEPT = {
+    # an array too long to keep in result.json, the middle shuffled on every run: the
+    # summary (length, min, max, mean, first and last ten) is the same each time
+    "long_array": "import json, random\n"
+                  "p = list(range(20000)); m = p[10:-10]; random.shuffle(m); p[10:-10] = m\n"
+                  "print('accuracy: 0.5')\n"
+                  "json.dump({'preds': p}, open('results.json', 'w'))\n",
+    # an object with too many members to keep, one value random
+    "wide_object": "import json, os\n"
+                   "d = {'k%d' % i: i for i in range(20000)}\n"
+                   "d['k777'] = int.from_bytes(os.urandom(4), 'big')\n"
+                   "print('accuracy: 0.5')\n"
+                   "json.dump({'per_id': d}, open('results.json', 'w'))\n",
+    # a member whose dotted path is too long to name whole
+    "long_key": "import json, os\n"
+                "print('accuracy: 0.5')\n"
+                "json.dump({'k' * 1100: int.from_bytes(os.urandom(4), 'big')},\n"
+                "          open('results.json', 'w'))\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESULTS_THAT_DIFFER_PAST_WHAT_IS_KEPT))
+def test_rerun_tells_results_apart_that_the_record_keeps_in_part(tmp_path, name):
+    """What result.json keeps of a results file is bounded (long arrays and wide objects
+    summarised, long paths not named whole): a rerun whose files differ
+    only there differs, and says where."""
+    exp = make_exp(tmp_path, RESULTS_THAT_DIFFER_PAST_WHAT_IS_KEPT[name])
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)["rerun"]
+    assert rr["verdict"] == "differ" and rr["metrics_match"] is False, rr
+    assert all(d["key"].startswith("results.json:") for d in rr["differences"]), rr
     p = labbox(tmp_path, "rerun", "-q", r["id"])
     assert "metrics match the original run: NO" in p.stdout, p.stdout
 

@@ -79,8 +79,38 @@ static void test_flatten_cap(void **state)
 	json_object *doc = parse("{\"a\": 1, \"b\": 2, \"c\": {\"d\": 3, \"e\": 4}}");
 	json_object *out = json_object_new_object();
 	size_t dropped = 0;
-	assert_int_equal(lb_results_flatten(doc, 64, true, 3, out, &dropped), 3);
+	/* Indexed: the values past the cap are counted as dropped. */
+	assert_int_equal(lb_results_flatten(doc, 64, false, 3, out, &dropped), 3);
 	assert_int_equal(dropped, 1);
+	assert_false(json_object_object_get_ex(out, "labbox.rest", NULL));
+	/* Compared: they are one value, the rest's digest, which changes with any of them. */
+	json_object *cmp = json_object_new_object(), *cmp2 = json_object_new_object();
+	json_object *doc2 = parse("{\"a\": 1, \"b\": 2, \"c\": {\"d\": 3, \"e\": 5}}");
+	assert_int_equal(lb_results_flatten(doc, 64, true, 3, cmp, &dropped), 3);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(lb_results_flatten(doc2, 64, true, 3, cmp2, &dropped), 3);
+	json_object *r1, *r2;
+	assert_true(json_object_object_get_ex(cmp, "labbox.rest", &r1));
+	assert_true(json_object_object_get_ex(cmp2, "labbox.rest", &r2));
+	assert_string_not_equal(json_object_get_string(r1), json_object_get_string(r2));
+	json_object_put(cmp);
+	json_object_put(cmp2);
+	json_object_put(doc2);
+	/* A member whose path is too long to name is compared under a cut name and a digest. */
+	char big[1300];
+	memset(big, 'k', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	json_object *wide = json_object_new_object();
+	json_object_object_add(wide, big, json_object_new_int(7));
+	cmp = json_object_new_object();
+	assert_int_equal(lb_results_flatten(wide, 64, true, 100, cmp, &dropped), 1);
+	assert_int_equal(dropped, 0);
+	json_object_put(cmp);
+	cmp = json_object_new_object();
+	assert_int_equal(lb_results_flatten(wide, 64, false, 100, cmp, &dropped), 0);
+	assert_int_equal(dropped, 1);
+	json_object_put(cmp);
+	json_object_put(wide);
 	json_object *arr = json_object_new_array();
 	assert_true(lb_results_flatten(doc, 64, true, 3, arr, NULL) == -EINVAL);
 	json_object_put(arr);
