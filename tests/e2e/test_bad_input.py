@@ -75,6 +75,30 @@ def test_runs_show_and_list_print_no_terminal_escapes(tmp_path):
     assert "\\x1b]0;pwned" in q.stdout, q.stdout
 
 
+BIDI = ["\u202e", "\u2066", "\u200f", "\u061c", "\ufeff", "\u200b"]
+
+
+def test_summaries_show_format_characters_escaped(tmp_path):
+    """A results file whose names and values hold the characters that reorder or hide text
+    (U+202E shows the rest of the line reversed): the run's summary and `runs show` print
+    them as \\uXXXX, never as themselves."""
+    exp = write_exp(tmp_path, 'import json\nprint("accuracy: 0.5")\n'
+                    'json.dump({"a\\u202eb": "\\u2066x\\u200fy\\u061cz",'
+                    ' "c\\ufeff\\u200b": 1}, open("results.json", "w"))\n')
+    runs = tmp_path / "runs"
+    p = labbox("run", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 0, p.stderr
+    assert not any(c in p.stdout + p.stderr for c in BIDI), repr(p.stdout)
+    assert "a\\u202eb" in p.stdout, p.stdout
+    rid = [d.name for d in runs.iterdir() if d.is_dir() and d.name[0].isdigit()][0]
+    q = labbox("runs", "show", rid, "--runs-dir", runs)
+    assert q.returncode == 0, q.stderr
+    assert not any(c in q.stdout for c in BIDI), repr(q.stdout)
+    # The record keeps the values as they were: only what a terminal is shown is escaped.
+    doc = json.loads((runs / rid / "result.json").read_text())
+    assert doc["metrics"]["files"]["results.json"]["a\u202eb"] == "\u2066x\u200fy\u061cz"
+
+
 def test_entry_point_too_large_to_check_says_why(tmp_path):
     exp = write_exp(tmp_path, "x = 1\n" * 1500000 + GOOD)
     p = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
