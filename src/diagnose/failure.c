@@ -253,12 +253,34 @@ static bool remote_traceback(const lb_log *log, const lb_exc *e)
 	return colon && (colon == name || colon[-1] == '.' || colon[-1] == '_');
 }
 
+/* Whether the traceback goes on at line k: its next line that is not empty is a frame's
+ * (more indented than the header) or the exception's. Strictly: a frame's own first line,
+ * or an exception line whose name looks like an exception's. */
+static bool traceback_goes_on(const lb_log *log, size_t k, size_t ind, bool strict)
+{
+	for (; k < log->n; k++) {
+		const char *l = log->lines[k];
+		if (l[0] == '\0')
+			continue;
+		if (strict)
+			return (indent_of(l) > ind && is_frame(l)) ||
+			       exception_line_of(l + indent_of(l), NULL, false);
+		return indent_of(l) > ind || exception_line_of(l + indent_of(l), NULL, true);
+	}
+	return false;
+}
+
+/* Lines of the other stream that may stand inside one traceback: stdout and stderr are two
+ * pipes, and run.log keeps each one's order, not the order between them, so a metric line
+ * can come between a traceback's frames, or before its exception line. */
+#define FOREIGN_IN_TRACEBACK 3
+
 static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < log->n; i++) {
-		size_t ind, j, frame = NONE;
+		size_t ind, j, frame = NONE, foreign = 0;
 
 		if (!is_header(log->lines[i]))
 			continue;
@@ -268,8 +290,21 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 
 			if (l[0] == '\0')
 				continue;
-			if (indent_of(l) <= ind)
+			if (indent_of(l) <= ind) {
+				/* Not the exception's line, and the traceback goes on after it: a line
+				 * of the other stream, passed over. A capitalised name ("Accuracy:
+				 * 0.5") could be a class of the code's own, so it is passed over only
+				 * when a frame or an exception's line follows it. */
+				const char *t = l + indent_of(l);
+				bool named = exception_line_of(t, NULL, false);
+				bool classy = !named && exception_line_of(t, NULL, true);
+				if (!named && !is_header(l) && foreign < FOREIGN_IN_TRACEBACK &&
+				    traceback_goes_on(log, j + 1, ind, classy)) {
+					foreign++;
+					continue;
+				}
 				break;
+			}
 			if (is_frame(l))
 				frame = j;
 		}

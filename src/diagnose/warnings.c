@@ -405,10 +405,36 @@ static int warn_runtime(const runtime_ctx *c, struct json_object *out)
 typedef struct worker_ctx {
 	size_t count;
 	int state; /* 0: nothing; 1: a header, its traceback next; 2: in that traceback */
+	int foreign; /* lines of the other stream passed over in this traceback */
 	char header[W_EVIDENCE_LEN + 64];
 	char ev[W_WORKER_EVIDENCE * 2][W_EVIDENCE_LEN + 64];
 	size_t n_ev;
 } worker_ctx;
+
+/* "pkg.mod.SomeError: message" or "SomeError": dotted identifiers, the last capitalised,
+ * then a colon or the line's end, as an exception's line begins. */
+static bool names_a_class(const char *line)
+{
+	size_t n = strcspn(line, ": \t"), part = 0;
+	if (n == 0 || !(line[n] == '\0' || line[n] == ':'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = line[i];
+		if (ch == '.') {
+			if (i == part)
+				return false;
+			part = i + 1;
+		} else if (!(ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			     (ch >= '0' && ch <= '9' && i > part))) {
+			return false;
+		}
+	}
+	if (lb_text_is_exception_name(line, n)) /* socket.gaierror and its like */
+		return true;
+	while (part < n && line[part] == '_')
+		part++;
+	return part < n && line[part] >= 'A' && line[part] <= 'Z';
+}
 
 static bool worker_header(const char *line)
 {
@@ -430,9 +456,16 @@ static void worker_line(void *ctx, const char *line, size_t lineno)
 		return;
 	}
 	if (c->state == 2) {
-		/* Frames and source lines are indented; the exception's own line is not. */
+		/* Frames and source lines are indented; the exception's own line is not. A line
+		 * that names no class ("accuracy: 0.9") is one of the other stream, which run.log
+		 * can hold inside a traceback (two pipes): passed over, a few at most. */
 		if (line[0] == ' ' || line[0] == '\t' || line[0] == '\0')
 			return;
+		if (!names_a_class(line)) {
+			if (c->foreign++ >= 3)
+				c->state = 0; /* no exception's line came: not a traceback */
+			return;
+		}
 		if (c->count++ < W_WORKER_EVIDENCE) {
 			snprintf(c->ev[c->n_ev++], sizeof c->ev[0], "%s", c->header);
 			evidence_line(c->ev[c->n_ev++], sizeof c->ev[0], lineno, line);
@@ -445,6 +478,7 @@ static void worker_line(void *ctx, const char *line, size_t lineno)
 header:
 	evidence_line(c->header, sizeof c->header, lineno, line);
 	c->state = 1;
+	c->foreign = 0;
 }
 
 static int warn_workers(const worker_ctx *c, struct json_object *out)

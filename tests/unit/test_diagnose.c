@@ -548,6 +548,39 @@ static void test_code_error(void **state)
 	expect(doc, "code_error", "Segmentation fault");
 }
 
+/* stdout and stderr are two pipes: a metric line of stdout can stand between a traceback's
+ * frames or before its exception line in run.log. The exception is still the traceback's. */
+static void test_a_line_of_the_other_stream_inside_a_traceback(void **state)
+{
+	static const char inside[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"accuracy: 0.91\n"
+		"    run()\n"
+		"  File \"/exp/main.py\", line 5, in run\n"
+		"    open(\"missing.bin\").read()\n"
+		"Accuracy: 0.5\n"
+		"OSError: [Errno 5] Input/output error\n";
+	/* A traceback that really ends: the next line is no exception, and nothing follows. */
+	static const char cut[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"    run()\n"
+		"accuracy: 0.91\n"
+		"done\n";
+	struct json_object *doc = diagnose_log(inside, 1, 0);
+
+	(void)state;
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "OSError");
+	assert_non_null(strstr(field(doc, "summary"), "/exp/main.py line 5, in run"));
+	json_object_put(doc);
+	doc = diagnose_log(cut, 1, 0);
+	assert_non_null(doc);
+	assert_null(strstr(field(doc, "summary"), "accuracy"));
+	json_object_put(doc);
+}
+
 static void test_exception_group(void **state)
 {
 	static const char log[] =
@@ -1215,6 +1248,36 @@ static struct json_object *warning_kind(struct json_object *ws, const char *kind
 	return NULL;
 }
 
+/* A worker's traceback with a metric line of stdout inside it (two pipes): the warning quotes
+ * the exception's line, socket's lower-case classes included, never the metric. */
+static void test_worker_exception_with_the_other_stream_inside(void **state)
+{
+	static const char log[] =
+		"Exception in thread Thread-1 (evaluate):\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in evaluate\n"
+		"accuracy: 0.9\n"
+		"    raise ValueError(\"shapes\")\n"
+		"loss: 0.2\n"
+		"ValueError: shapes\n"
+		"Process Process-1:\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 8, in fetch\n"
+		"socket.gaierror: [Errno -2] Name or service not known\n";
+	struct json_object *ws = warnings_of(log, sizeof(log) - 1, NULL, NULL, NULL, 0);
+	struct json_object *w = warning_kind(ws, "worker_exception", 0), *ev;
+
+	(void)state;
+	assert_non_null(w);
+	assert_true(json_object_object_get_ex(w, "evidence", &ev));
+	const char *all = json_object_to_json_string(ev);
+	assert_non_null(strstr(all, "ValueError: shapes"));
+	assert_non_null(strstr(all, "socket.gaierror"));
+	assert_null(strstr(all, "accuracy"));
+	assert_null(strstr(all, "loss"));
+	json_object_put(ws);
+}
+
 static size_t count_kind(struct json_object *ws, const char *kind)
 {
 	size_t n = 0;
@@ -1753,6 +1816,7 @@ int main(void)
 		cmocka_unit_test(test_oom),
 		cmocka_unit_test(test_nan_divergence),
 		cmocka_unit_test(test_code_error),
+		cmocka_unit_test(test_a_line_of_the_other_stream_inside_a_traceback),
 		cmocka_unit_test(test_exception_group),
 		cmocka_unit_test(test_timeout_and_infra),
 		cmocka_unit_test(test_hostile_log),
@@ -1764,6 +1828,7 @@ int main(void)
 		cmocka_unit_test(test_gate_refusal_needs_its_record_and_the_end),
 		cmocka_unit_test(test_cpu_time_limit_is_not_the_budget),
 		cmocka_unit_test(test_worker_original_traceback),
+		cmocka_unit_test(test_worker_exception_with_the_other_stream_inside),
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
