@@ -51,14 +51,22 @@ typedef struct val {
 	const char *t;
 } val;
 
+/* unk: besides the values in v, the expression may give one the analysis knows nothing of
+ * (one branch of an if/else, one side of an `or`, one of a name's bindings was an ordinary
+ * value). An empty set is an ordinary value already; the flag matters where v is not empty:
+ * a consumer that takes the strings in v for every name there can be (a subscript key,
+ * getattr's name, an import name) must take its computed path as well, or the unknown
+ * alternative goes through unseen (`globals()[argv[1] if ... else "A"]`). */
 typedef struct vset {
 	val v[VMAX];
 	uint8_t n;
+	bool unk;
 } vset;
 
 typedef struct binding {
 	const char *name;
 	vset cur, ever;
+	bool bound; /* a value was bound here (cur empty then means an ordinary value) */
 	bool global_decl, nonlocal_decl;
 	struct binding *next;
 } binding;
@@ -270,6 +278,29 @@ static void vs_union(vset *a, const vset *b)
 {
 	for (unsigned i = 0; i < b->n; i++)
 		vs_add(a, b->v[i]);
+	a->unk |= b->unk;
+}
+
+/* a and b are alternatives (either may be the value): an alternative with no value the
+ * analysis follows is an unknown one, and stays one in the union. */
+static void vs_alt(vset *a, const vset *b)
+{
+	if (!a->n || !b->n)
+		a->unk = true;
+	vs_union(a, b);
+}
+
+/* Whether a set may hold a value other than a literal string: nothing known, a string of
+ * unknown text, anything that is not a string, or an unknown alternative. Such a key or
+ * name may be any name. */
+static bool vs_computed(const vset *vs)
+{
+	if (!vs->n || vs->unk)
+		return true;
+	for (unsigned i = 0; i < vs->n; i++)
+		if (vs->v[i].kind != VK_STR || !vs->v[i].s)
+			return true;
+	return false;
 }
 
 static vset vs1(val v)
@@ -302,10 +333,10 @@ static val dyn(const char *why, bool weak)
 	return v;
 }
 
-/* The single literal string of a set, or NULL. */
+/* The single literal string of a set, or NULL (also when it has an unknown alternative). */
 static const char *vs_str(const vset *vs)
 {
-	if (vs->n == 1 && vs->v[0].kind == VK_STR)
+	if (vs->n == 1 && vs->v[0].kind == VK_STR && !vs->unk)
 		return vs->v[0].s;
 	return NULL;
 }
@@ -663,7 +694,9 @@ static vset lookup(ctx *c, scope *sc, const char *name)
 		out = b->cur;
 		if (sc == c->module) {
 			binding *g = find(c->gw, name);
-			if (g)
+			if (g && b->bound)
+				vs_alt(&out, &g->ever);
+			else if (g)
 				vs_union(&out, &g->ever);
 		}
 		return out;
@@ -677,7 +710,9 @@ static vset lookup(ctx *c, scope *sc, const char *name)
 			vs_union(&out, &pb->ever);
 			if (p == c->module) {
 				binding *g = find(c->gw, name);
-				if (g)
+				if (g && pb->bound)
+					vs_alt(&out, &g->ever);
+				else if (g)
 					vs_union(&out, &g->ever);
 			}
 			return out;
@@ -699,12 +734,16 @@ static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
 	binding *b = find_or_add(c, sc, name);
 	if (!b)
 		return;
+	/* ever and a global's or nonlocal's values gather every binding: each is an
+	 * alternative, and an ordinary value among them an unknown one */
 	if (b->global_decl) {
 		binding *g = find_or_add(c, c->gw, name);
 		binding *m = find_or_add(c, c->module, name);
 		if (g && m) {
 			vs_union(&g->ever, vs);
 			vs_union(&m->ever, vs);
+			g->ever.unk |= !vs->n;
+			m->ever.unk |= !vs->n;
 			if (vs->n)
 				c->saw_global_write = true;
 		}
@@ -715,17 +754,25 @@ static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
 			binding *pb = p->kind == SC_FUNC ? find(p, name) : NULL;
 			if (pb) {
 				vs_union(&pb->ever, vs);
-				vs_union(&pb->cur, vs);
+				vs_alt(&pb->cur, vs);
+				pb->ever.unk |= !vs->n;
 				break;
 			}
 		}
 		return;
 	}
-	if (c->cond > 0)
-		vs_union(&b->cur, vs);
-	else
+	/* Under a condition the binding before (when there was one) stays an alternative. */
+	if (c->cond > 0 && b->bound) {
+		vs_alt(&b->cur, vs);
+	} else if (c->cond > 0) {
 		b->cur = *vs;
+		b->cur.unk |= !vs->n;
+	} else {
+		b->cur = *vs;
+	}
+	b->bound = true;
 	vs_union(&b->ever, vs);
+	b->ever.unk |= !vs->n;
 	if (sc == c->module) {
 		for (unsigned i = 0; i < vs->n; i++)
 			if (vs->v[i].kind == VK_REF && ck_sensitive_module(vs->v[i].s))
@@ -1145,6 +1192,7 @@ static vset member(ctx *c, const vset *base, const char *attr)
 	/* Objects we know nothing about: `m.os` is the os module whatever m is. */
 	if (modname && (base->n == 0 || !out.n))
 		vs_add(&out, ref(c, attr));
+	out.unk |= base->unk;
 	return out;
 }
 
@@ -1201,11 +1249,8 @@ static vset subscr_lit(ctx *c, scope *sc, const val *v, const char *key, TSNode 
 
 static vset subscr(ctx *c, scope *sc, const vset *base, const vset *keys, TSNode at)
 {
-	vset out = {0};
-	bool computed = !vs_has_str(keys);
-	for (unsigned i = 0; i < keys->n; i++)
-		if (keys->v[i].kind == VK_STR && !keys->v[i].s)
-			computed = true;
+	vset out = {.unk = base->unk};
+	bool computed = vs_computed(keys);
 	for (unsigned i = 0; i < base->n; i++) {
 		if (computed) {
 			vset r = subscr_lit(c, sc, &base->v[i], NULL, at);
@@ -1222,11 +1267,8 @@ static vset subscr(ctx *c, scope *sc, const vset *base, const vset *keys, TSNode
 
 static vset getattr_val(ctx *c, const vset *obj, const vset *names)
 {
-	vset out = {0};
-	bool computed = !vs_has_str(names);
-	for (unsigned i = 0; i < names->n; i++)
-		if (names->v[i].kind == VK_STR && !names->v[i].s)
-			computed = true;
+	vset out = {.unk = obj->unk};
+	bool computed = vs_computed(names);
 	if (computed) {
 		char why[300];
 		c->names_kill = true; /* getattr(len, name): name may be "__self__" */
@@ -1409,12 +1451,14 @@ static vset fold_string(ctx *c, scope *sc, TSNode n)
 
 static vset concat(ctx *c, const vset *a, const vset *b)
 {
-	vset out = {0};
+	vset out = {.unk = a->unk || b->unk};
 	for (unsigned i = 0; i < a->n; i++)
 		for (unsigned k = 0; k < b->n; k++) {
 			const val *x = &a->v[i], *y = &b->v[k];
-			if (x->kind != VK_STR || y->kind != VK_STR)
+			if (x->kind != VK_STR || y->kind != VK_STR) {
+				out.unk = true; /* "A" + x where x may be no string known */
 				continue;
+			}
 			if (!x->s || !y->s || strlen(x->s) + strlen(y->s) > STR_MAX)
 				vs_add(&out, str(NULL));
 			else
@@ -1595,7 +1639,7 @@ static void check_write(ctx *c, TSNode at, const vset *paths, const vset *modes,
 		if (m->kind != VK_STR || !m->s || strpbrk(m->s, "wax+"))
 			writes = true;
 	}
-	if (!modes->n)
+	if (!modes->n || modes->unk)
 		writes = true;
 	if (!writes)
 		return;
@@ -1613,7 +1657,7 @@ static void check_write(ctx *c, TSNode at, const vset *paths, const vset *modes,
 			write_need(c, at, what, p->s);
 		}
 	}
-	if (!literal) {
+	if (!literal || paths->unk) {
 		snprintf(msg, sizeof msg, "%s writes to a path computed at run time", what);
 		raw(c, R_WRITE_UNKNOWN, at, what, msg);
 	}
@@ -2158,11 +2202,8 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			vset v = use(c, sc, a->pos[i]);
 			a->used[i] = true;
 			const char *s = vs_str(&v);
-			if (!s) {
-				for (unsigned k = 0; k < v.n; k++)
-					if (v.v[k].kind == VK_PATH && v.n == 1)
-						s = v.v[k].s;
-			}
+			if (!s && v.n == 1 && v.v[0].kind == VK_PATH && !v.unk)
+				s = v.v[0].s;
 			if (!s)
 				ok = false;
 			else
@@ -2183,6 +2224,9 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 			for (unsigned i = 0; i < v.n; i++)
 				if (v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH)
 					vs_add(&out, str(v.v[i].s));
+				else
+					out.unk = true;
+			out.unk |= v.unk;
 		}
 		return out;
 	}
@@ -2833,6 +2877,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		}
 		vs_union(&out, &r);
 	}
+	out.unk |= callee.unk; /* what an unknown alternative of the callee gives is unknown */
 	needs_of_call(c, sc, fn, n, &callee, &a);
 	if (file_text_exec(c, &callee, &a))
 		raw(c, R_DYNCODE_FILE, fn, "builtins.exec",
@@ -3250,6 +3295,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 			}
 		}
 		if (reverse) {
+			out.unk = base.unk || vs_computed(&base);
 			for (unsigned i = 0; i < base.n; i++)
 				if (base.v[i].kind == VK_STR && base.v[i].s) {
 					size_t l = strlen(base.v[i].s);
@@ -3277,24 +3323,31 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		return out;
 	}
 	if (t == K_CONDITIONAL_EXPRESSION) {
+		/* x if cond else y: children x, cond, y (comments aside) */
 		kids ks;
 		kids_of(c, n, &ks);
+		unsigned alt = 0;
 		for (uint32_t i = 0; i < ks.n; i++) {
 			TSNode ch = ks.v[i];
-			if (i == 1)
+			if (is(c, ch, K_COMMENT))
+				continue;
+			if (alt++ == 1) {
 				use(c, sc, ch);
-			else {
-				vset v = eval(c, sc, ch);
-				vs_union(&out, &v);
+				continue;
 			}
+			vset v = eval(c, sc, ch);
+			if (alt == 1)
+				out = v;
+			else
+				vs_alt(&out, &v);
 		}
 		return out;
 	}
 	if (t == K_BOOLEAN_OPERATOR) {
-		vset a = eval(c, sc, field(c, n, F_LEFT));
+		/* a or b, a and b: either operand may be the value */
+		out = eval(c, sc, field(c, n, F_LEFT));
 		vset b = eval(c, sc, field(c, n, F_RIGHT));
-		vs_union(&out, &a);
-		vs_union(&out, &b);
+		vs_alt(&out, &b);
 		return out;
 	}
 	if (t == K_NAMED_EXPRESSION) {
@@ -3328,6 +3381,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		if (strcmp(ot, "+") == 0 && (vs_has_str(&a) || vs_has_str(&b)))
 			return concat(c, &a, &b);
 		if (strcmp(ot, "/") == 0) {
+			out.unk = a.unk || b.unk;
 			for (unsigned i = 0; i < a.n; i++)
 				if (a.v[i].kind == VK_PATH) {
 					const char *s = vs_str(&b);
@@ -4347,6 +4401,7 @@ static void run_pass(ctx *c)
 	if (c->too_deep)
 		raw(c, R_UNPARSED, c->in->root, NULL,
 		    "the code is nested too deeply to be analysed; flatten it");
+
 	determinism(c);
 	if (c->in->harness)
 		harness(c);
