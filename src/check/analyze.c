@@ -146,6 +146,14 @@ typedef struct ctx {
 	unsigned names_need;
 	bool names_kill; /* the file reaches the builtins module or main's namespace */
 	struct held *held;
+	/* Loops (loop_walk): the scope whose loop is walked, whether a walk added a value to one
+	 * of its bindings, whether this is a walk after the first, the walks after the first so
+	 * far, and whether a loop's values never settled. */
+	scope *loop_sc;
+	bool grew;
+	int rewalk;
+	unsigned extra_walks;
+	bool unsettled;
 } ctx;
 
 /* A "passed on as a value" finding the names-only reading held back. */
@@ -473,6 +481,9 @@ static void raw_judged(ctx *c, ck_rule r, TSNode at, const char *name, const cha
 
 static bool add_event(ctx *c, int kind, const char *lib, const char *qual, scope *sc, TSNode at)
 {
+	/* a loop's body walked again (loop_walk) happens once for the order of events */
+	if (c->rewalk)
+		return false;
 	if (c->nev == c->cap_ev) {
 		size_t nc = c->cap_ev ? c->cap_ev * 2 : 32;
 		event *nv = realloc(c->ev, nc * sizeof *nv);
@@ -729,6 +740,15 @@ static vset lookup(ctx *c, scope *sc, const char *name)
 	return out;
 }
 
+/* Whether after, a union over before, holds a value before did not (an unknown alternative
+ * counts where there is a value beside it: an empty set is taken as computed already). */
+static bool vs_grew(const vset *before, const vset *after)
+{
+	if (after->n != before->n || (after->n && after->unk != before->unk))
+		return true;
+	return after->n == VMAX && !val_eq(&after->v[VMAX - 1], &before->v[VMAX - 1]);
+}
+
 static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
 {
 	binding *b = find_or_add(c, sc, name);
@@ -740,10 +760,12 @@ static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
 		binding *g = find_or_add(c, c->gw, name);
 		binding *m = find_or_add(c, c->module, name);
 		if (g && m) {
+			vset before = g->ever;
 			vs_union(&g->ever, vs);
 			vs_union(&m->ever, vs);
 			g->ever.unk |= !vs->n;
 			m->ever.unk |= !vs->n;
+			c->grew |= vs_grew(&before, &g->ever);
 			if (vs->n)
 				c->saw_global_write = true;
 		}
@@ -753,20 +775,29 @@ static void bind(ctx *c, scope *sc, const char *name, const vset *vs)
 		for (scope *p = sc->parent; p; p = p->parent) {
 			binding *pb = p->kind == SC_FUNC ? find(p, name) : NULL;
 			if (pb) {
+				vset before = pb->cur;
 				vs_union(&pb->ever, vs);
 				vs_alt(&pb->cur, vs);
+				c->grew |= vs_grew(&before, &pb->cur);
 				pb->ever.unk |= !vs->n;
 				break;
 			}
 		}
 		return;
 	}
-	/* Under a condition the binding before (when there was one) stays an alternative. */
+	/* Under a condition the binding before (when there was one) stays an alternative. A
+	 * value added to a binding of the scope whose loop is walked is one the loop's next
+	 * iteration may read (loop_walk). */
 	if (c->cond > 0 && b->bound) {
+		vset before = b->cur;
 		vs_alt(&b->cur, vs);
+		if (sc == c->loop_sc)
+			c->grew |= vs_grew(&before, &b->cur);
 	} else if (c->cond > 0) {
 		b->cur = *vs;
 		b->cur.unk |= !vs->n;
+		if (sc == c->loop_sc)
+			c->grew |= vs->n > 0;
 	} else {
 		b->cur = *vs;
 	}
@@ -2926,6 +2957,10 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 
 static void defer(ctx *c, scope *sc, TSNode n, const char *name)
 {
+	/* a loop walked again defines the same function: its body is walked once, later, with
+	 * every value its free names get */
+	if (c->rewalk)
+		return;
 	pending *p = amalloc(c, sizeof *p);
 	if (!p)
 		return;
@@ -3670,6 +3705,51 @@ static void cond_block(ctx *c, scope *sc, TSNode n)
 	c->cond--;
 }
 
+#define LOOP_WALKS 10          /* walks of one loop body before its values count as unsettled */
+#define EXTRA_WALKS_MAX 2048   /* walks after the first, all loops of a pass together */
+
+/* A loop's body (with a while's condition and the else clause), walked until no walk adds a
+ * value to a binding of this scope: a value bound late in the body is there at the top of
+ * the next iteration (name = "A"; for ..: globals()[name](); name = argv[1]), and one walk
+ * in source order would never show it to the read above. Bindings in a loop are unions, so
+ * the walks settle; ordinary code binds nothing the check follows and is walked once, or
+ * twice when the body binds a string or a module's name. A loop that does not settle within
+ * the limits is reported as not analysed (never passed). */
+static void loop_walk(ctx *c, scope *sc, TSNode n, bool is_for)
+{
+	scope *saved_sc = c->loop_sc;
+	bool grew_any = false;
+	c->loop_sc = sc;
+	c->cond++;
+	for (unsigned walk = 0;; walk++) {
+		bool saved_grew = c->grew;
+		c->grew = false;
+		c->rewalk += walk > 0;
+		if (is_for)
+			bind_target_empty(c, sc, field(c, n, F_LEFT));
+		else if (walk > 0)
+			guard_check(c, sc, field(c, n, F_CONDITION));
+		block(c, sc, field(c, n, F_BODY));
+		TSNode alt = field(c, n, F_ALTERNATIVE);
+		if (!ts_node_is_null(alt))
+			block(c, sc, field(c, alt, F_BODY));
+		c->rewalk -= walk > 0;
+		bool grew = c->grew;
+		c->grew = saved_grew;
+		grew_any |= grew;
+		if (!grew || c->err)
+			break;
+		if (walk + 1 >= LOOP_WALKS || ++c->extra_walks > EXTRA_WALKS_MAX) {
+			c->unsettled = true;
+			break;
+		}
+	}
+	c->cond--;
+	c->loop_sc = saved_sc;
+	/* what this loop added is new to an enclosing loop of the same scope as well */
+	c->grew |= grew_any && saved_sc == sc;
+}
+
 static void stmt_inner(ctx *c, scope *sc, TSNode n)
 {
 	ck_kind t = kind(c, n);
@@ -3726,21 +3806,10 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 	} else if (t == K_FOR_STATEMENT) {
 		/* iterating a mapping gives its keys: the loop name is bound to no value */
 		use_names(c, sc, field(c, n, F_RIGHT), 0, true);
-		c->cond++;
-		bind_target_empty(c, sc, field(c, n, F_LEFT));
-		block(c, sc, field(c, n, F_BODY));
-		TSNode alt = field(c, n, F_ALTERNATIVE);
-		if (!ts_node_is_null(alt))
-			block(c, sc, field(c, alt, F_BODY));
-		c->cond--;
+		loop_walk(c, sc, n, true);
 	} else if (t == K_WHILE_STATEMENT) {
 		guard_check(c, sc, field(c, n, F_CONDITION));
-		c->cond++;
-		block(c, sc, field(c, n, F_BODY));
-		TSNode alt = field(c, n, F_ALTERNATIVE);
-		if (!ts_node_is_null(alt))
-			block(c, sc, field(c, alt, F_BODY));
-		c->cond--;
+		loop_walk(c, sc, n, false);
 	} else if (t == K_TRY_STATEMENT) {
 		c->cond++;
 		kids_of(c, n, &ks);
@@ -4385,6 +4454,10 @@ static void reset_pass(ctx *c)
 	c->module_has_sensitive = false;
 	c->names_kill = false;
 	c->held = NULL;
+	c->loop_sc = NULL;
+	c->grew = c->unsettled = false;
+	c->rewalk = 0;
+	c->extra_walks = 0;
 	if (c->module)
 		c->module->id = 0;
 	c->next_scope_id = 1;
@@ -4401,7 +4474,10 @@ static void run_pass(ctx *c)
 	if (c->too_deep)
 		raw(c, R_UNPARSED, c->in->root, NULL,
 		    "the code is nested too deeply to be analysed; flatten it");
-
+	if (c->unsettled)
+		raw(c, R_UNPARSED, c->in->root, NULL,
+		    "the values a loop carries from one iteration to the next did not settle "
+		    "within the analysis's limits; simplify the loop");
 	determinism(c);
 	if (c->in->harness)
 		harness(c);
