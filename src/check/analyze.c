@@ -1170,8 +1170,8 @@ static vset member(ctx *c, const vset *base, const char *attr)
 				   dict_getter(attr)) {
 				val g = {.kind = VK_BOUNDGET, .s = v->s[0] == 's' ? "M" : "B"};
 				vs_add(&out, g);
-			} else if (modname)
-				vs_add(&out, ref(c, attr));
+			} else if (modname && strcmp(v->s, attr) != 0)
+				vs_add(&out, ref(c, attr)); /* socket.socket is the class, not the module */
 			else
 				vs_add(&out, ref(c, afmt(c, v->s, ".", attr)));
 			break;
@@ -2090,6 +2090,18 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		vset obj = eval(c, sc, a->pos[0]);
 		vset names = eval(c, sc, a->pos[1]);
 		a->used[0] = a->used[1] = true;
+		/* a module whose members fall under a rule unless named (socket: gethostname
+		 * passes, the rest is network) is that rule with a name that may be any */
+		for (unsigned i = 0; i < obj.n && vs_computed(&names); i++) {
+			ck_rule r = obj.v[i].kind == VK_REF ? ck_classify(obj.v[i].s, false, c->in->cfg->policy)
+							    : R_COUNT;
+			if (r != R_COUNT) {
+				char msg[600];
+				snprintf(msg, sizeof msg, "getattr(%s, <computed>): %s", obj.v[i].s,
+					 ck_rules[r].info.title);
+				raw(c, r, node, obj.v[i].s, msg);
+			}
+		}
 		return getattr_val(c, &obj, &names);
 	}
 	if (strcmp(q, "builtins.__import__") == 0 || strcmp(q, "importlib.import_module") == 0) {
@@ -3625,7 +3637,14 @@ static void import_from(ctx *c, scope *sc, TSNode n)
 			if (c->in->cfg->policy == LB_CHECK_STRICT && strcmp(canon, "os") == 0)
 				raw(c, R_SEED_BANNED, ch, "os",
 				    "`from os import *` imports all of os; the seed allows only os.path");
-			if (ck_sensitive_module(q) && !module_banned)
+			/* socket's names are each judged, but not the ones a star brings */
+			ck_rule whole = ck_classify(q, false, c->in->cfg->policy);
+			if (whole != R_COUNT && !module_banned) {
+				char msg[600];
+				snprintf(msg, sizeof msg, "star import of `%s`: %s; import the names you use",
+					 q, ck_rules[whole].info.title);
+				raw(c, whole, ch, q, msg);
+			} else if (ck_sensitive_module(q) && !module_banned)
 				raw(c, R_UNRESOLVED, ch, q,
 				    "star import of a sensitive module: which names it brings cannot be "
 				    "checked; import the names you use");

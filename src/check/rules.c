@@ -198,7 +198,8 @@ static const pat security_pats[] = {
 	{"importlib.util.module_from_spec", R_DYNIMPORT, false},
 	{"importlib.machinery", R_DYNIMPORT, true},
 	{"importlib.abc", R_DYNIMPORT, true},
-	{"socket", R_NETWORK, true},
+	/* socket's members: socket_member(); the module object itself passed on is all of them */
+	{"socket", R_NETWORK, false},
 	{"socketserver", R_NETWORK, true},
 	{"ssl.wrap_socket", R_NETWORK, false},
 	{"urllib.request", R_NETWORK, true},
@@ -270,6 +271,27 @@ static bool pat_match(const pat *p, const char *q, bool module_only)
 	return p->module && q[k] == '.';
 }
 
+/* What of socket reaches no network: the host's own name, the exception classes handlers
+ * catch (socket.timeout is TimeoutError, socket.error OSError), the address family and type
+ * constants and has_ipv6, as DDP and logging code reads them. Any other member (socket,
+ * create_connection, socketpair, fromfd, the DNS lookups getaddrinfo, gethostbyname(_ex),
+ * gethostbyaddr, getfqdn, getnameinfo, if_nameindex, and whatever a later Python adds) is
+ * network access: a list of what passes, so a new member is never passed unseen. */
+static bool socket_harmless(const char *m)
+{
+	static const char *const names[] = {"gethostname", "timeout", "error", "herror",
+					    "gaierror", "has_ipv6"};
+	/* the name itself, no attribute of it (socket.AF_INET, not socket.gethostname.__self__) */
+	if (strchr(m, '.'))
+		return false;
+	if (strncmp(m, "AF_", 3) == 0 || strncmp(m, "SOCK_", 5) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(m, names[i]) == 0)
+			return true;
+	return false;
+}
+
 ck_rule ck_classify(const char *qual, bool module_only, lb_check_policy policy)
 {
 	char q[512];
@@ -277,6 +299,9 @@ ck_rule ck_classify(const char *qual, bool module_only, lb_check_policy policy)
 	for (size_t i = 0; i < sizeof security_pats / sizeof security_pats[0]; i++)
 		if (pat_match(&security_pats[i], q, module_only))
 			return security_pats[i].rule;
+	/* `import socket` is no finding; a member of it used is, unless it is harmless */
+	if (!module_only && strncmp(q, "socket.", 7) == 0 && !socket_harmless(q + 7))
+		return R_NETWORK;
 	if (policy == LB_CHECK_STRICT) {
 		/* The seed's list: `import os` beyond os.path, and shutil at all. */
 		if (strncmp(q, "shutil", 6) == 0 && (q[6] == '\0' || q[6] == '.'))

@@ -1,3 +1,3 @@
 # verdict: reject
 import importlib  # expect: LB201
-sock = importlib.import_module("socket")  # expect: LB105
+sub = importlib.import_module("subprocess")  # expect: LB102

@@ -1,3 +1,3 @@
 # verdict: reject
-import socket  # expect: LB105
+import socket  # expect: LB201
 s = socket.socket()  # expect: LB105
