@@ -1512,6 +1512,43 @@ def test_network_grant_lets_sockets_through(tmp_path):
     assert gate(r)["network"] is True and refused_events(r) == []
 
 
+def test_socket_for_its_host_name_is_ordinary_code(tmp_path):
+    """`import socket; socket.gethostname()` (DDP and logging code) is accepted by the check
+    and runs under the default policy; a connection from the same module is refused as the
+    socket is made, and a name lookup fails: nothing reaches the network."""
+    exp = write_exp(tmp_path, """
+        import socket
+        try:
+            print("host_len:", len(socket.gethostname()))
+        except socket.error:
+            print("host_len: -1")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    assert r.result["metrics"]["values"]["host_len"] > 0, r.why()
+    assert refused_events(r) == [], r.why()
+    conn = write_exp(tmp_path, """
+        import socket
+        print("host_len:", len(socket.gethostname()))
+        socket.create_connection(("127.0.0.1", 9), timeout=2)
+        print("connected: 1")
+    """, name="conn")
+    r = run_exp(conn, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 1 and r.result["failure"]["class"] == "gate_refused", r.why()
+    assert "connected" not in r.result["metrics"]["values"], r.why()
+    assert_refused(r, "socket.__new__", "LB105")
+    lookup = write_exp(tmp_path, """
+        import socket
+        try:
+            socket.getaddrinfo("example.com", 80)
+            print("resolved: 1")
+        except OSError:
+            print("resolved: 0")
+    """, name="lookup")
+    r = run_exp(lookup, tmp_path / "runs", *GATE_ON)
+    assert r.rc == 0 and r.result["metrics"]["values"] == {"resolved": 0}, r.why()
+
+
 def test_the_gate_is_not_written_into_the_run_directory(tmp_path):
     """The gate's module, config and compiled form reach the sandbox from labbox's memory, in
     a read-only file system of their own: while the experiment runs, the run directory holds
