@@ -121,6 +121,17 @@ int lb_index_path_for(const char *runs_dir, char **out);
 int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n);
 void lb_record_known_free(char **v, size_t n);
 int lb_record_known_note(const char *cache_dir, const char *runs_dir);
+/* Whether path (resolved) lies among labbox's own records: in runs_dir or a runs directory
+ * of the known list, or beside one of them in its index or sweeps directory (the runs
+ * directory's parent holds labbox.db and sweeps/). What runs write (a run's exp/) is in
+ * there too. Returns the records directory it lies in (into area, of PATH_MAX bytes), or NULL;
+ * *rel gets what follows it ("" for the directory itself). runs_dir may be NULL. */
+/* Whether program (a name on PATH or a path) lies among labbox's records, or is named
+ * through a directory there: a run's exp/ is written by sandboxed code, so such a program is
+ * probed in the sandbox, never run on this host. */
+bool lb_record_holds_program(const char *cache_dir, const char *runs_dir, const char *program);
+const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, const char *path,
+				   char *area, const char **rel);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
 /* Every commit into the database file and the WAL emptied (closing does not checkpoint:

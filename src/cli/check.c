@@ -123,7 +123,10 @@ static int confine_python(lb_check_config *cfg, int first, int argc, char **argv
 				 slash ? argv[i] : ".");
 		}
 		char real[PATH_MAX];
-		if (!realpath(dir[0] ? dir : "/", real) || !lb_program_inside(python_named, real))
+		LB_AUTOFREE char *cache = lb_user_cache_dir();
+		if (!realpath(dir[0] ? dir : "/", real) ||
+		    !(lb_program_inside(python_named, real) ||
+		      lb_record_holds_program(cache, NULL, python_named)))
 			continue;
 		/* The confined probe reads a relative path from the experiment; this one was
 		 * given relative to here. */

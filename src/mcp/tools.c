@@ -4,6 +4,7 @@
  * `--flag=VALUE` or after an absolute path, so no value can be read as another option. */
 #include "labbox/gate.h"
 #include "labbox/mcp.h"
+#include "labbox/record.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -497,6 +498,13 @@ static int python_not_clients(ctx *c, const char *python, const lb_mcp_limits *l
 				      "--root %s, and labbox would run it on this host to probe it; "
 				      "name an interpreter of this host, or use environment auto",
 				      python, lim->root);
+	/* Nor among labbox's records, wherever they are: a run's exp/ is what the client's
+	 * earlier runs wrote (labbox itself would probe it in the sandbox; said plainly here). */
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	if (lb_record_holds_program(cache, ".labbox/runs", joined))
+		return refuse(c, "root",
+			      "python '%s' lies among labbox's run records, which runs write: "
+			      "name an interpreter of this host, or use environment auto", python);
 	return 0;
 }
 

@@ -122,3 +122,84 @@ int lb_record_known_note(const char *cache_dir, const char *runs_dir)
 	lb_buf_free(&b);
 	return r < 0 ? r : 0;
 }
+
+/* path under dir (both resolved): what follows dir, or NULL. */
+static const char *below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strncmp(path, dir, n) != 0)
+		return NULL;
+	if (path[n] == '\0')
+		return path + n;
+	if (path[n] == '/')
+		return path + n + 1;
+	return n == 1 && dir[0] == '/' ? path + 1 : NULL;
+}
+
+/* One runs directory R: path in R itself, or in R's index (R/../labbox.db and its -wal, -shm)
+ * or R/../sweeps. */
+static const char *in_records(const char *real, const char *runs, char area[PATH_MAX])
+{
+	const char *r = below(real, runs);
+	if (r) {
+		snprintf(area, PATH_MAX, "%s", runs);
+		return r;
+	}
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", runs);
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		return NULL;
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	static const char *const beside[] = {"sweeps", "labbox.db", "labbox.db-wal",
+					     "labbox.db-shm"};
+	for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+		char p[PATH_MAX * 2];
+		snprintf(p, sizeof p, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", beside[i]);
+		if ((r = below(real, p))) {
+			snprintf(area, PATH_MAX, "%.*s", PATH_MAX - 1, p);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, const char *path,
+				   char *area, const char **rel)
+{
+	char real[PATH_MAX], runs[PATH_MAX];
+	if (!path || !realpath(path, real))
+		return NULL;
+	const char *r = NULL;
+	if (runs_dir && realpath(runs_dir, runs))
+		r = in_records(real, runs, area);
+	char **v = NULL;
+	size_t n = 0;
+	if (!r && lb_record_known_dirs(cache_dir, &v, &n) == 0)
+		for (size_t i = 0; i < n && !r; i++)
+			r = in_records(real, v[i], area);
+	lb_record_known_free(v, n);
+	if (r && rel)
+		*rel = r;
+	return r ? area : NULL;
+}
+
+bool lb_record_holds_program(const char *cache_dir, const char *runs_dir, const char *program)
+{
+	LB_AUTOFREE char *exe = NULL;
+	char area[PATH_MAX], dir[PATH_MAX];
+	if (lb_find_executable(program, &exe) < 0)
+		return false;
+	if (lb_record_records_area(cache_dir, runs_dir, exe, area, NULL))
+		return true;
+	/* The directory it is named in counts too (a venv's bin/python linking out: Python
+	 * reads the pyvenv.cfg beside the name it was started by). */
+	snprintf(dir, sizeof dir, "%s", exe);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	return lb_record_records_area(cache_dir, runs_dir, dir, area, NULL) != NULL;
+}

@@ -149,6 +149,44 @@ static bool inside_experiment(const char *python, const char *expdir)
 {
 	return lb_program_inside(python, expdir);
 }
+
+/* A program among labbox's records (lb_record_holds_program): probed in the sandbox. */
+static bool among_records(const char *python, const char *runs_dir)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	return lb_record_holds_program(cache, runs_dir, python);
+}
+
+/* The experiment directory may be a run's staged copy (rerun's source, RUNS/ID/exp), never
+ * labbox's records themselves: a runs directory, a run's own directory, the index or the
+ * sweeps, or the user's cache. Staged, they would show every run's manifest (its -e
+ * values), results and log to the experiment, which every run is kept from. */
+static bool not_records(const lb_run_request *req, run_state *st, lb_run_result *out)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	char area[PATH_MAX], rc[PATH_MAX];
+	const char *rel = NULL;
+	if (cache && realpath(cache, rc) && lb_path_under(st->expdir, rc)) {
+		usage_error(out, "experiment directory '%s' is in labbox's cache (%s): name the "
+			    "experiment's own directory", req->expdir, rc);
+		return false;
+	}
+	if (!lb_record_records_area(cache, req->runs_dir ? req->runs_dir : ".labbox/runs",
+				    st->expdir, area, &rel))
+		return true;
+	const char *base = strrchr(area, '/');
+	base = base ? base + 1 : area;
+	const char *id_end = strchr(rel, '/');
+	bool staged_copy = strcmp(base, "sweeps") != 0 && strncmp(base, "labbox.db", 9) != 0 &&
+			   id_end && id_end > rel && strncmp(id_end + 1, "exp", 3) == 0 &&
+			   (id_end[4] == '\0' || id_end[4] == '/');
+	if (staged_copy)
+		return true;
+	usage_error(out, "experiment directory '%s' is labbox's own records (%s): a run never "
+		    "sees other runs' records; name the experiment's own directory, or a run's "
+		    "staged copy (RUNS/ID/exp)", req->expdir, area);
+	return false;
+}
 /* Everything that can be refused before a run directory exists. */
 static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 {
@@ -161,6 +199,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return usage_error(out, "'%s' is not a directory", req->expdir);
 	if (!realpath(req->expdir, st->expdir))
 		return usage_error(out, "'%s': %s", req->expdir, strerror(errno));
+	if (!not_records(req, st, out))
+		return 0;
 	char err[512] = "";
 	if (lb_config_load(st->expdir, &st->cfg, err, sizeof err) < 0)
 		return usage_error(out, "%s", err);
@@ -252,7 +292,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		pr = st->cache ? lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached,
 							err, sizeof err)
 			       : lb_python_probe(python, &st->py, err, sizeof err);
-	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir)) {
+	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir) ||
+		 among_records(python, req->runs_dir ? req->runs_dir : ".labbox/runs")) {
 		/* The experiment directory chose it, or it lives there: it is the experiment's code.
 		 * The confined probe reads a relative path from the experiment (labbox.yaml's);
 		 * --python's was given relative to here. */
