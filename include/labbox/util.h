@@ -60,6 +60,12 @@ int lb_write_all(int fd, const void *data, size_t len);
 /* Read a whole regular file (refusing symlinks, FIFOs and devices) of at most max bytes.
  * -EFBIG when larger, -ELOOP for a symlink, -EINVAL for a non-regular file. */
 int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len);
+/* A regular file at rel under dir, with no symbolic link anywhere on the way and nothing
+ * above dir (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), opened without waiting (a FIFO
+ * is -EINVAL, not a hang): for files a run could have changed. The descriptor, or negative
+ * errno. read_file_beneath reads it as lb_read_file_at does. */
+int lb_open_file_beneath(const char *dir, const char *rel);
+int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **out, size_t *len);
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
 /* An environment variable's name as shells accept it: [A-Za-z_][A-Za-z0-9_]*. */

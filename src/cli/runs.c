@@ -1183,10 +1183,13 @@ static json_object *data_comparison(json_object *before, json_object *after)
 	return o;
 }
 
-static int sha256_file(const char *path, char hex[65])
+/* A file of the experiment or of a run's staged copy, which the run could have changed: a
+ * regular file beneath dir, no link on the way (a directory swapped for a link to /dev or
+ * the host's files), no FIFO to wait on. */
+static int sha256_file(const char *dir, const char *rel, char hex[65])
 {
-	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : lb_sha256_fd(fd, hex);
+	LB_AUTOCLOSE int fd = lb_open_file_beneath(dir, rel);
+	return fd < 0 ? fd : lb_sha256_fd(fd, hex);
 }
 
 /* First file of the manifest whose content differs in dir, or NULL when all match. */
@@ -1197,10 +1200,8 @@ static const char *first_changed(const char *dir, json_object *files)
 		const char *want = json_object_get_string(sha);
 		if (strcmp(want, "symlink") == 0)
 			continue;
-		LB_AUTOFREE char *path = NULL;
 		char hex[65];
-		if (asprintf(&path, "%s/%s", dir, rel) < 0 || sha256_file(path, hex) < 0 ||
-		    strcmp(hex, want) != 0)
+		if (sha256_file(dir, rel, hex) < 0 || strcmp(hex, want) != 0)
 			return rel;
 	}
 	return NULL;
@@ -1243,7 +1244,7 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 			return -EINVAL;
 		LB_AUTOFREE char *data = NULL;
 		size_t n = 0;
-		r = lb_read_file_at(AT_FDCWD, src, (size_t)1 << 34, &data, &n);
+		r = lb_read_file_beneath(exp, rel, (size_t)1 << 34, &data, &n);
 		if (r == 0)
 			r = lb_write_file_atomic_mode(dst, data, n, st.st_mode & 0777);
 		if (r < 0)

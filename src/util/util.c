@@ -153,6 +153,60 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 	return 0;
 }
 
+int lb_open_file_beneath(const char *dir, const char *rel)
+{
+	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* No link anywhere on the way, nothing above dir, no open that waits (a FIFO). */
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = errno;
+		close(fd);
+		return S_ISREG(st.st_mode) ? -e : -EINVAL;
+	}
+	return fd;
+}
+
+int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **out, size_t *len)
+{
+	LB_AUTOCLOSE int fd = lb_open_file_beneath(dir, rel);
+	if (fd < 0)
+		return fd;
+	/* Read as lb_read_file_at reads one: its size, once. */
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	LB_AUTOFREE char *data = malloc((size_t)st.st_size + 1);
+	if (!data)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	data[got] = '\0';
+	*out = lb_steal_ptr(&data);
+	if (len)
+		*len = got;
+	return 0;
+}
+
 bool lb_env_name_valid(const char *name)
 {
 	if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))

@@ -238,6 +238,34 @@ def test_rerun_tells_results_apart_that_the_record_keeps_in_part(tmp_path, name)
     assert "metrics match the original run: NO" in p.stdout, p.stdout
 
 
+STAGED_COPY_TRICKS = {
+    # the run leaves a FIFO where a file of the experiment was: opening it would wait
+    "fifo": "import os\nprint('accuracy: 0.5')\nos.remove('helper.py')\nos.mkfifo('helper.py')\n",
+    # the run swaps a directory of the experiment for a link to the host's files: what the
+    # link leads to is no file of the staged copy (here /dev/zero, read without end)
+    "dir_link": "import os, shutil\nprint('accuracy: 0.5')\nshutil.rmtree('d')\n"
+                "os.symlink('/dev', 'd')\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STAGED_COPY_TRICKS))
+def test_rerun_reads_the_staged_copy_as_it_was_staged(tmp_path, name):
+    """A run can change its staged copy (exp/ is its working directory): when the original
+    changed too, rerun checks the staged copy before it repeats it, and what the run left
+    there is a difference (exit 2, named), never waited on, never followed out."""
+    exp = make_exp(tmp_path, STAGED_COPY_TRICKS[name])
+    (exp / "helper.py").write_text("VALUE = 1\n")
+    (exp / "d").mkdir()
+    (exp / "d" / "zero").write_text("shipped\n")
+    r = run(tmp_path, exp)
+    assert r["status"] == "completed", r
+    (exp / "main.py").write_text((exp / "main.py").read_text() + "# edited\n")
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"], timeout=60)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    assert "staged copy" in doc["error"]["message"], doc
+
+
 def test_rerun_uses_the_staged_copy_when_the_original_changed(tmp_path):
     exp = make_exp(tmp_path)
     r = run(tmp_path, exp, "--", "3")
