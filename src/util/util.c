@@ -115,11 +115,9 @@ int lb_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len)
+/* The whole of the regular file open on fd, at most max bytes. */
+static int read_regular_fd(int fd, size_t max, char **out, size_t *len)
 {
-	LB_AUTOCLOSE int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -136,7 +134,7 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 	while (got < (size_t)st.st_size) {
 		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return -errno;
 		}
@@ -151,6 +149,14 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 	if (len)
 		*len = got;
 	return 0;
+}
+
+int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len)
+{
+	LB_AUTOCLOSE int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return read_regular_fd(fd, max, out, len);
 }
 
 int lb_open_file_beneath(const char *dir, const char *rel)
@@ -177,34 +183,7 @@ int lb_open_file_beneath(const char *dir, const char *rel)
 int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **out, size_t *len)
 {
 	LB_AUTOCLOSE int fd = lb_open_file_beneath(dir, rel);
-	if (fd < 0)
-		return fd;
-	/* Read as lb_read_file_at reads one: its size, once. */
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	LB_AUTOFREE char *data = malloc((size_t)st.st_size + 1);
-	if (!data)
-		return -ENOMEM;
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	data[got] = '\0';
-	*out = lb_steal_ptr(&data);
-	if (len)
-		*len = got;
-	return 0;
+	return fd < 0 ? fd : read_regular_fd(fd, max, out, len);
 }
 
 bool lb_env_name_valid(const char *name)
