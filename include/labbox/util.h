@@ -220,6 +220,23 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
  * escaped copy, 0 when text was valid already (out untouched), or a negative errno. */
 int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out);
 
+/* Text made valid UTF-8 for a reader that refuses anything else (strict JSON parsers refuse
+ * \udcXX, which is no character): each byte that is not part of a valid sequence becomes
+ * U+FFFD. For JSON text json-c serialised (such bytes are only inside strings). Returns 1
+ * when out holds the copy (out->len its length, without the NUL), 0 when text was valid
+ * already (out untouched), or -ENOMEM. */
+int lb_utf8_replace_invalid(const char *text, size_t len, lb_buf *out);
+
+/* Bytes that may not be UTF-8 appended as text for a reader: each valid sequence as it is,
+ * each other byte as the four characters \xNN (as lb_term_filter shows them), at most max
+ * bytes appended, never a character or an escape cut in two. Returns how many of the len
+ * input bytes were taken (fewer when max stopped it), or -ENOMEM. */
+long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max);
+
+/* len less a character cut short at the end (a lead byte whose sequence runs past len): the
+ * length to keep of text that was cut at a byte count. */
+size_t lb_utf8_whole_len(const char *text, size_t len);
+
 /* Random hex string of n bytes (2n characters + NUL in out). */
 int lb_random_hex(char *out, size_t nbytes);
 

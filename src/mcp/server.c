@@ -26,6 +26,8 @@
 /* Progress notifications: at most one a second, and one every five while nothing is said. */
 #define MCP_PROGRESS_MIN_S 1.0
 #define MCP_PROGRESS_IDLE_S 5.0
+/* Bytes of a progress notification's message (the experiment's line shown within it). */
+#define MCP_PROGRESS_MAX 320
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
 						"2024-11-05"};
@@ -48,6 +50,7 @@ typedef struct mcp_job {
 	char line[201];   /* the last complete line the child wrote on stderr */
 	char partial[201]; /* the line being written */
 	size_t partial_len;
+	bool partial_cut; /* the line being written was longer than partial holds */
 } mcp_job;
 
 typedef struct mcp_server {
@@ -76,14 +79,17 @@ static void log_line(mcp_server *s, const char *fmt, ...)
 }
 
 /* One message, one line: json-c escapes newlines inside strings, and bytes that are not
- * UTF-8 (from an experiment's output) are escaped so the line is valid JSON for any client. */
+ * UTF-8 become U+FFFD so the line is JSON that any client, strict parsers included, reads.
+ * Not the records' \udcXX (lb_json_escape_invalid_utf8): that is no character, and strict
+ * parsers (serde_json, Python's str.encode) refuse it. Text from the experiment is shown
+ * with its bytes as \xNN before it gets here (send_progress). */
 static void send_msg(mcp_server *s, json_object *msg)
 {
 	if (!s->out_broken) {
 		size_t len;
 		const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 		lb_buf esc = {0};
-		int r = lb_json_escape_invalid_utf8(text, len, &esc);
+		int r = text ? lb_utf8_replace_invalid(text, len, &esc) : -ENOMEM;
 		if (r == 1) {
 			text = esc.data;
 			len = esc.len;
@@ -388,22 +394,27 @@ static void send_progress(mcp_server *s, mcp_job *j, double now, const char *wha
 	double elapsed = now - j->started;
 	/* Progress must increase with every notification. */
 	j->progress_value = elapsed > j->progress_value ? elapsed : j->progress_value + 0.001;
-	char msg[320];
+	/* At most MCP_PROGRESS_MAX bytes of message, cut between characters: the experiment's
+	 * line is its own bytes, valid UTF-8 or not, and a progress bar of multi-byte
+	 * characters is longer than the cut. */
+	lb_buf msg = {0};
 	if (what)
-		snprintf(msg, sizeof msg, "%s", what);
-	else if (j->line[0])
-		snprintf(msg, sizeof msg, "%s: %.0fs elapsed; last output: %s", j->call.tool, elapsed,
-			 j->line);
+		lb_buf_puts(&msg, what);
 	else
-		snprintf(msg, sizeof msg, "%s: %.0fs elapsed", j->call.tool, elapsed);
+		lb_buf_printf(&msg, "%s: %.0fs elapsed", j->call.tool, elapsed);
+	if (!what && j->line[0] && msg.len + 16 < MCP_PROGRESS_MAX) {
+		lb_buf_puts(&msg, "; last output: ");
+		lb_utf8_show(&msg, j->line, strlen(j->line), MCP_PROGRESS_MAX - msg.len);
+	}
 	json_object *m = json_object_new_object();
 	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
 	json_object_object_add(m, "method", json_object_new_string("notifications/progress"));
 	json_object *p = json_object_new_object();
 	json_object_object_add(p, "progressToken", json_object_get(j->token));
 	json_object_object_add(p, "progress", json_object_new_double(j->progress_value));
-	json_object_object_add(p, "message", json_object_new_string(msg));
+	json_object_object_add(p, "message", json_object_new_string(msg.data ? msg.data : ""));
 	json_object_object_add(m, "params", p);
+	lb_buf_free(&msg);
 	send_msg(s, m);
 	j->last_progress = now;
 	j->new_output = false;
@@ -416,13 +427,19 @@ static void note_output(mcp_job *j, const char *data, size_t len)
 		char ch = data[i];
 		if (ch == '\n' || ch == '\r') {
 			if (j->partial_len) {
-				memcpy(j->line, j->partial, j->partial_len);
-				j->line[j->partial_len] = '\0';
+				/* A line cut at the byte count keeps only whole characters. */
+				size_t n = j->partial_cut ? lb_utf8_whole_len(j->partial, j->partial_len)
+							  : j->partial_len;
+				memcpy(j->line, j->partial, n);
+				j->line[n] = '\0';
 				j->partial_len = 0;
 				j->new_output = true;
 			}
+			j->partial_cut = false;
 		} else if (j->partial_len < sizeof j->partial - 1) {
 			j->partial[j->partial_len++] = ch;
+		} else {
+			j->partial_cut = true;
 		}
 	}
 }

@@ -740,10 +740,71 @@ int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
 	}
 	if (!changed)
 		return 0;
+	/* out->len is the text's length: lb_buf keeps a NUL after it already, and one counted in
+	 * the length would be written by whoever sends out->len bytes. */
 	int r = lb_buf_append(out, text + done, len - done);
-	if (r == 0)
-		r = lb_buf_append(out, "", 1);
 	return r < 0 ? r : 1;
+}
+
+int lb_utf8_replace_invalid(const char *text, size_t len, lb_buf *out)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, done = 0;
+	bool changed = false;
+	while (i < len) {
+		size_t k = lb_utf8_seq_len(s + i, len - i);
+		if (k) {
+			i += k;
+			continue;
+		}
+		int r = lb_buf_append(out, text + done, i - done);
+		if (r == 0)
+			r = lb_buf_append(out, fffd, 3);
+		if (r < 0)
+			return r;
+		changed = true;
+		done = ++i;
+	}
+	if (!changed)
+		return 0;
+	int r = lb_buf_append(out, text + done, len - done);
+	return r < 0 ? r : 1;
+}
+
+long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, used = 0;
+	while (i < len) {
+		size_t k = lb_utf8_seq_len(s + i, len - i);
+		size_t w = k ? k : 4;
+		if (used + w > max)
+			break;
+		char esc[4] = {'\\', 'x', hex[s[i] >> 4], hex[s[i] & 15]};
+		if (lb_buf_append(out, k ? text + i : esc, w) < 0)
+			return -ENOMEM;
+		used += w;
+		i += k ? k : 1;
+	}
+	return (long)i;
+}
+
+size_t lb_utf8_whole_len(const char *text, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	/* A lead byte in the last three whose sequence runs past the end, with only continuation
+	 * bytes after it: the start of a character the cut split. */
+	for (size_t back = 1; back <= 3 && back <= len; back++) {
+		unsigned char c = s[len - back];
+		if (c >= 0x80 && c <= 0xbf)
+			continue;
+		size_t want = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+			    : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		return want > back ? len - back : len;
+	}
+	return len;
 }
 
 int lb_random_hex(char *out, size_t nbytes)

@@ -476,6 +476,63 @@ def test_raw_oversized_message_is_refused_and_skipped(tmp_path):
     assert raw.close() == 0
 
 
+def test_raw_every_line_is_strict_json_with_a_long_bar_and_bytes_not_utf8(tmp_path):
+    """A progress bar of '█' (three bytes each) longer than the progress message's cut, and
+    output that is not UTF-8: every line the server writes is one JSON document that a strict
+    parser reads (no NUL after it, valid UTF-8, no lone surrogate such as \\udcff, which
+    serde_json and str.encode refuse), the bar is cut between characters, and the bytes that
+    are not UTF-8 are shown as \\xNN text."""
+    exp = write_exp(tmp_path, r"""
+        import sys, time
+        for i in range(2):
+            print("epoch %d: " % i + "\u2588" * 150 + " 100%", flush=True)
+            time.sleep(1.3)
+        sys.stdout.buffer.write(b"loss \xff\xfe \xed\xa0\x80 \xe2\x96 end\n")
+        sys.stdout.flush()
+        time.sleep(1.3)
+        sys.stdout.buffer.write(b"cut " + b"\xe2\x96\x88" * 80 + b"\n")  # past note_output's 200 bytes
+        sys.stdout.flush()
+        time.sleep(1.3)
+        print("acc: 0.5")
+        """)
+    raw = Raw(tmp_path)
+    init(raw)
+    raw.msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+             "params": {"name": "run", "arguments": {"expdir": str(exp), "python": PYTHON},
+                        "_meta": {"progressToken": "bar"}}})
+    messages, result = [], None
+    deadline = time.monotonic() + 240
+    while result is None:
+        while b"\n" not in raw.buf:
+            assert time.monotonic() < deadline, "no result from labbox mcp"
+            r, _, _ = select.select([raw.p.stdout], [], [], 5)
+            if r:
+                chunk = os.read(raw.p.stdout.fileno(), 1 << 20)
+                assert chunk, "labbox mcp closed its output"
+                raw.buf += chunk
+        line, raw.buf = raw.buf.split(b"\n", 1)
+        assert b"\0" not in line, line[-40:]
+        text = line.decode("utf-8")  # strict: raises on bytes that are not UTF-8
+        m = json.loads(text, strict=True)
+        # A lone surrogate parses, but is no character: encoding it raises.
+        json.dumps(m, ensure_ascii=False).encode("utf-8")
+        if m.get("method") == "notifications/progress":
+            messages.append(m["params"]["message"])
+        elif m.get("id") == 1:
+            result = m["result"]
+    assert raw.close() == 0
+    assert result["structuredContent"]["status"] == "completed", result
+    bars = [t for t in messages if "\u2588" * 20 in t]
+    assert bars, messages
+    for t in bars:
+        assert len(t.encode("utf-8")) <= 320, t
+        assert "\ufffd" not in t, t
+    shown = [t for t in messages if "loss " in t]
+    assert shown and "loss \\xff\\xfe \\xed\\xa0\\x80 \\xe2\\x96 end" in shown[0], messages
+    cut = [t for t in messages if "cut " in t]
+    assert cut and "\\x" not in cut[0] and cut[0].endswith("\u2588"), messages
+
+
 def test_raw_cancel_by_notification_and_no_reply_for_it(tmp_path):
     marker = unique("mcprawcancel")
     exp = write_exp(tmp_path, """

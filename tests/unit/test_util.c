@@ -473,6 +473,49 @@ static void test_term_filter(void **state)
 		}
 }
 
+/* What is sent as out->len bytes is the text: no NUL counted in it (MCP lines ended in
+ * "}}\0\n"), and text for strict JSON readers has no \udcXX, only U+FFFD. */
+static void test_utf8_escapes_and_lengths(void **state)
+{
+	(void)state;
+	const char in[] = "{\"k\":\"a\xff" "b\xed\xa0\x80\"}";
+	lb_buf b = {0};
+	assert_int_equal(lb_json_escape_invalid_utf8(in, strlen(in), &b), 1);
+	assert_string_equal(b.data, "{\"k\":\"a\\udcffb\\udced\\udca0\\udc80\"}");
+	assert_int_equal(b.len, strlen(b.data));
+	lb_buf_free(&b);
+	assert_int_equal(lb_json_escape_invalid_utf8("ok \xe2\x96\x88", 6, &b), 0);
+	assert_null(b.data);
+
+	assert_int_equal(lb_utf8_replace_invalid(in, strlen(in), &b), 1);
+	assert_string_equal(b.data, "{\"k\":\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"}");
+	assert_int_equal(b.len, strlen(b.data));
+	lb_buf_free(&b);
+	assert_int_equal(lb_utf8_replace_invalid("\xe2\x96\x88", 3, &b), 0);
+	assert_null(b.data);
+
+	/* Shown: bytes as \xNN; the limit stops between characters and escapes. */
+	const char bar[] = "\xe2\x96\x88\xe2\x96\x88\xff!";
+	assert_int_equal(lb_utf8_show(&b, bar, strlen(bar), 100), (long)strlen(bar));
+	assert_string_equal(b.data, "\xe2\x96\x88\xe2\x96\x88\\xff!");
+	lb_buf_free(&b);
+	assert_int_equal(lb_utf8_show(&b, bar, strlen(bar), 5), 3);
+	assert_string_equal(b.data, "\xe2\x96\x88");
+	lb_buf_free(&b);
+	assert_int_equal(lb_utf8_show(&b, bar, strlen(bar), 9), 6);
+	assert_string_equal(b.data, "\xe2\x96\x88\xe2\x96\x88");
+	lb_buf_free(&b);
+
+	/* A cut character is dropped; a whole one, or bytes that were never one, are kept. */
+	assert_int_equal(lb_utf8_whole_len("ab\xe2\x96", 4), 2);
+	assert_int_equal(lb_utf8_whole_len("ab\xe2", 3), 2);
+	assert_int_equal(lb_utf8_whole_len("ab\xf0\x9f\x98", 5), 2);
+	assert_int_equal(lb_utf8_whole_len("ab\xe2\x96\x88", 5), 5);
+	assert_int_equal(lb_utf8_whole_len("ab\xff", 3), 3);
+	assert_int_equal(lb_utf8_whole_len("abc", 3), 3);
+	assert_int_equal(lb_utf8_whole_len("", 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_pending_write_and_fsync_all),
 		cmocka_unit_test(test_iso8601),
 		cmocka_unit_test(test_term_filter),
+		cmocka_unit_test(test_utf8_escapes_and_lengths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
