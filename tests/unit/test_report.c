@@ -134,11 +134,19 @@ static void test_csv_and_md(void **state)
 		const char *in, *out;
 	} md[] = {
 		{"a|b", "a\\|b"},
-		{"<img src=x>", "&lt;img src=x&gt;"},
+		{"<img src=x>", "&lt;img src\\=x&gt;"},
 		{"two\nlines", "two lines"},
 		{"back\\slash `code`", "back\\\\slash \\`code\\`"},
-		{"train_mse", "train_mse"},
+		{"train_mse", "train\\_mse"},
 		{"x\xff", "x\\xff"},
+		/* what Markdown would make a link, an image, emphasis or an autolink */
+		{"![x](http://a.example/p.png?q=1)",
+		 "\\!\\[x\\]\\(http\\:\\/\\/a\\.example\\/p\\.png\\?q\\=1\\)"},
+		{"*em* ~~s~~ #h", "\\*em\\* \\~\\~s\\~\\~ \\#h"},
+		{"www.a.example", "www\\.a\\.example"},
+		{"me@a.example", "me`@`a\\.example"},
+		{"lr=0.1,bs=32", "lr\\=0\\.1\\,bs\\=32"},
+		{"caf\xc3\xa9 \xe2\x96\x88", "caf\xc3\xa9 \xe2\x96\x88"},
 	};
 	for (size_t i = 0; i < sizeof md / sizeof *md; i++) {
 		lb_buf b = {0};
@@ -252,8 +260,8 @@ static void test_render_md_and_csv(void **state)
 		       .completed = completed, .nmetrics = 2, .metrics = metrics, .stats = stats};
 	lb_buf b = {0};
 	assert_int_equal(lb_report_render(&r, LB_REPORT_MD, &b), 0);
-	assert_non_null(strstr(b.data, "| condition | n | acc | =loss |\n|---|---:|---:|---:|\n"));
-	assert_non_null(strstr(b.data, "| lam=0.1,noise=1 | 3 | 0.5 ± 0.1 | - |\n"));
+	assert_non_null(strstr(b.data, "| condition | n | acc | \\=loss |\n|---|---:|---:|---:|\n"));
+	assert_non_null(strstr(b.data, "| lam\\=0\\.1\\,noise\\=1 | 3 | 0.5 ± 0.1 | - |\n"));
 	assert_non_null(strstr(b.data, "| x\\|y | 1 | 0.25 | NaN/Inf |\n"));
 	lb_buf_free(&b);
 	assert_int_equal(lb_report_render(&r, LB_REPORT_CSV, &b), 0);
