@@ -137,7 +137,7 @@ int lb_sweep_id(const char *expdir, const char *const *skip, size_t nskip,
 typedef struct lb_sweep_stats {
 	size_t n;
 	double mean, min, max;
-	bool has_spread; /* n >= 2: std and the interval are defined */
+	bool has_spread; /* n >= 2 and the spread within the doubles: std and the interval are defined */
 	double std;      /* sample standard deviation (n - 1) */
 	double ci_low, ci_high; /* mean -+ t(0.975, n-1) * std / sqrt(n) */
 } lb_sweep_stats;

@@ -110,6 +110,23 @@ static const char *value_problem(const char *v)
 	return NULL;
 }
 
+/* A value in a condition name (NAME=VALUE,NAME=VALUE): as it is, unless it holds a ',' or
+ * starts with '"'; then in double quotes, with '"' and '\\' backslash-escaped. Names hold
+ * neither ',' nor '=', so each condition's name is its own: a: ["1,b=2", "1"] and
+ * b: ["3", "2,b=3"] give a="1,b=2",b=3 and a=1,b="2,b=3", not a=1,b=2,b=3 twice (which the
+ * report would refuse as one sweep, or pool as runs). Ordinary values read as before. */
+static int name_value(lb_buf *b, const char *v)
+{
+	if (!strchr(v, ',') && v[0] != '"')
+		return lb_buf_puts(b, v);
+	int r = lb_buf_puts(b, "\"");
+	for (const char *q = v; r == 0 && *q; q++) {
+		char esc[2] = {'\\', *q};
+		r = *q == '"' || *q == '\\' ? lb_buf_append(b, esc, 2) : lb_buf_append(b, q, 1);
+	}
+	return r == 0 ? lb_buf_puts(b, "\"") : r;
+}
+
 /* Set (or replace) a parameter's values; takes ownership of values. */
 static int spec_set_param(lb_sweep_spec *s, const char *name, char **values, size_t n, char *err,
 			  size_t errlen)
@@ -782,8 +799,8 @@ int lb_sweep_plan_make(const lb_sweep_spec *s, lb_sweep_plan *out, char *err, si
 		}
 		lb_buf name = {0};
 		for (size_t i = 0; i < s->nparams; i++)
-			if (lb_buf_printf(&name, "%s%s=%s", i ? "," : "", p->param_names[i],
-					  p->condition_values[c][i]) < 0) {
+			if (lb_buf_printf(&name, "%s%s=", i ? "," : "", p->param_names[i]) < 0 ||
+			    name_value(&name, p->condition_values[c][i]) < 0) {
 				lb_buf_free(&name);
 				goto fail;
 			}

@@ -81,31 +81,52 @@ int lb_sweep_stats_compute(const double *v, size_t n, lb_sweep_stats *out)
 {
 	if (n == 0)
 		return -EINVAL;
-	/* Two passes: the mean first, then squared deviations from it, which loses less than
-	 * sum-of-squares formulas when the values are large and close. */
-	double sum = 0, mn = v[0], mx = v[0];
+	double mn = v[0], mx = v[0];
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(v[i]))
 			return -EINVAL;
-		sum += v[i];
 		mn = v[i] < mn ? v[i] : mn;
 		mx = v[i] > mx ? v[i] : mx;
 	}
-	double mean = sum / (double)n;
+	/* The sums are taken of the values scaled by a power of two that brings the largest
+	 * below 1: finite values near the double maximum (1.7e308 twice) would otherwise sum to
+	 * inf, and their mean, which always lies between min and max, come out inf or NaN.
+	 * Scaling by 2^-e is exact and every rounding scales with it, so values of ordinary
+	 * size give the very doubles the unscaled sums gave. */
+	int e = 0;
+	double big = fmax(fabs(mn), fabs(mx));
+	if (big > 0)
+		frexp(big, &e);
+	/* Two passes: the mean first, then squared deviations from it, which loses less than
+	 * sum-of-squares formulas when the values are large and close. */
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += ldexp(v[i], -e);
+	double mean_s = sum / (double)n;
 	out->n = n;
-	out->mean = mean;
+	out->mean = ldexp(mean_s, e);
 	out->min = mn;
 	out->max = mx;
-	out->has_spread = n >= 2;
+	out->has_spread = false;
 	out->std = out->ci_low = out->ci_high = NAN;
 	if (n >= 2) {
 		double ss = 0;
-		for (size_t i = 0; i < n; i++)
-			ss += (v[i] - mean) * (v[i] - mean);
-		out->std = sqrt(ss / (double)(n - 1));
-		double half = lb_sweep_t975((unsigned)(n - 1)) * out->std / sqrt((double)n);
-		out->ci_low = mean - half;
-		out->ci_high = mean + half;
+		for (size_t i = 0; i < n; i++) {
+			double d = ldexp(v[i], -e) - mean_s;
+			ss += d * d;
+		}
+		double std_s = sqrt(ss / (double)(n - 1));
+		double half_s = lb_sweep_t975((unsigned)(n - 1)) * std_s / sqrt((double)n);
+		out->std = ldexp(std_s, e);
+		out->ci_low = ldexp(mean_s - half_s, e);
+		out->ci_high = ldexp(mean_s + half_s, e);
+		/* A spread wider than the doubles reach (values of both signs near the maximum)
+		 * is none that can be written: no std and no interval, as for n = 1, rather than
+		 * inf that JSON cannot hold. */
+		out->has_spread = isfinite(out->std) && isfinite(out->ci_low) &&
+				  isfinite(out->ci_high);
+		if (!out->has_spread)
+			out->std = out->ci_low = out->ci_high = NAN;
 	}
 	return 0;
 }

@@ -748,3 +748,48 @@ def test_env_chooses_the_interpreter_of_every_cell_and_of_the_resume(tmp_path):
     p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0",
                "-e", "auto", str(exp))
     assert p.returncode == 2 and "NAME=VALUE" in p.stderr, p.stderr
+
+
+def test_values_holding_separators_give_conditions_a_report_keeps_apart(tmp_path):
+    """a: ["1,b=2", "1"] and b: ["3", "2,b=3"] are four conditions, two of which used to share
+    the name a=1,b=2,b=3: the report then refused labbox's own sweep.json ("appears twice") and
+    pooled the two given as runs. Values at the double maximum (1.7e308 twice and -1.7e308)
+    have a finite mean in sweep.json and in the report, not null or inf."""
+    import csv
+    import io
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--a"); p.add_argument("--b"); p.add_argument("--seed", type=int)
+        a = p.parse_args()
+        print("big:", "1.7e308" if a.seed < 2 else "-1.7e308")
+        print("acc:", 0.5)
+        """, yaml="""
+        sweep:
+          parameters:
+            a: ["1,b=2", "1"]
+            b: ["3", "2,b=3"]
+          seeds: 0-2
+        """)
+    p = sweep(tmp_path, exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    names = [c["name"] for c in d["conditions"]]
+    assert len(set(names)) == 4, names
+    assert 'a="1,b=2",b=3' in names and 'a=1,b="2,b=3"' in names
+    for c in d["conditions"]:
+        assert c["metrics"]["big"]["mean"] == pytest.approx(1.7e308 / 3, rel=1e-12), c
+    runs = tmp_path / "runs"
+    ids = [c["run_id"] for c in d["cells"]]
+    for what in ([d["id"]], ids):
+        p = labbox("report", "--runs-dir", runs, "--format", "csv", *what)
+        assert p.returncode == 0, p.stderr
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        acc = {r["condition"]: int(r["n"]) for r in rows if r["metric"] == "acc"}
+        assert acc == {n: 3 for n in names}, (what, p.stdout)
+        for r in rows:
+            if r["metric"] == "big":
+                assert float(r["mean"]) == pytest.approx(1.7e308 / 3, rel=1e-12), r
+        p = labbox("report", "--runs-dir", runs, "--format", "md", *what)
+        assert p.returncode == 0 and "nan" not in p.stdout.lower(), p.stdout
+        assert "inf" not in p.stdout.lower().replace("nan/inf", ""), p.stdout

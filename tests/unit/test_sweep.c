@@ -221,6 +221,61 @@ static void test_statistics(void **state)
 	double nan_v[] = {1, NAN};
 	assert_int_equal(lb_sweep_stats_compute(nan_v, 2, &st), -EINVAL);
 	assert_int_equal(lb_sweep_stats_compute(v, 0, &st), -EINVAL);
+
+	/* Finite values near the double maximum: their sum overflows, their mean does not. */
+	double huge[] = {1.7e308, 1.7e308, -1.7e308};
+	assert_int_equal(lb_sweep_stats_compute(huge, 3, &st), 0);
+	assert_true(isfinite(st.mean));
+	assert_true(fabs(st.mean - 1.7e308 / 3) <= 1.7e308 / 3 * 1e-15);
+	assert_true(st.min == -1.7e308 && st.max == 1.7e308);
+	/* Their std (1.96e308) is past the doubles: no spread rather than inf or NaN. */
+	assert_false(st.has_spread);
+	double huge2[] = {1.5e308, 1.4e308, 1.3e308};
+	assert_int_equal(lb_sweep_stats_compute(huge2, 3, &st), 0);
+	assert_true(fabs(st.mean - 1.4e308) <= 1.4e308 * 1e-15);
+	assert_true(st.has_spread);
+	assert_true(fabs(st.std - 1e307) <= 1e307 * 1e-12);
+	assert_true(isfinite(st.ci_low) && isfinite(st.ci_high) && st.ci_low < st.mean);
+	/* The smallest subnormals are not lost either. */
+	double tiny[] = {5e-324, 5e-324, 1e-323};
+	assert_int_equal(lb_sweep_stats_compute(tiny, 3, &st), 0);
+	assert_true(st.mean > 0 && st.mean <= 1e-323);
+	/* Ordinary values: the same doubles as the plain sums. */
+	double w[] = {0.1, 0.7, 0.2, 0.30000000000000004, 12.5};
+	double sum = 0, ss = 0;
+	for (int i = 0; i < 5; i++)
+		sum += w[i];
+	double mean = sum / 5;
+	for (int i = 0; i < 5; i++)
+		ss += (w[i] - mean) * (w[i] - mean);
+	assert_int_equal(lb_sweep_stats_compute(w, 5, &st), 0);
+	assert_true(st.mean == mean);
+	assert_true(st.std == sqrt(ss / 4));
+}
+
+/* A condition's name is its own: values holding the separators are quoted, so two different
+ * assignments never share a name (a report would refuse the sweep or pool the two). */
+static void test_condition_names_are_unambiguous(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	lb_sweep_plan p;
+	assert_int_equal(plan_of("sweep:\n  parameters:\n    a: [\"1,b=2\", \"1\"]\n"
+				 "    b: [\"3\", \"2,b=3\", '\"q\\\\\"', 'x=y']\n",
+				 &p, err, sizeof err), 0);
+	assert_int_equal(p.nconditions, 8);
+	assert_string_equal(p.condition_names[0], "a=\"1,b=2\",b=3");
+	assert_string_equal(p.condition_names[4], "a=1,b=3");
+	assert_string_equal(p.condition_names[5], "a=1,b=\"2,b=3\"");
+	/* YAML keeps backslashes in single quotes: the value is "q\\" */
+	assert_string_equal(p.condition_names[6], "a=1,b=\"\\\"q\\\\\\\\\\\"\"");
+	assert_string_equal(p.condition_names[7], "a=1,b=x=y");
+	for (size_t i = 0; i < p.nconditions; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p.condition_names[i], p.condition_names[j]) == 0)
+				fail_msg("conditions %zu and %zu are both '%s'", j, i,
+					 p.condition_names[i]);
+	lb_sweep_plan_free(&p);
 }
 
 static void test_budget_table(void **state)
@@ -504,6 +559,7 @@ int main(void)
 		cmocka_unit_test(test_templates_and_yaml),
 		cmocka_unit_test(test_t_quantiles),
 		cmocka_unit_test(test_statistics),
+		cmocka_unit_test(test_condition_names_are_unambiguous),
 		cmocka_unit_test(test_budget_table),
 		cmocka_unit_test(test_cpu_slots),
 		cmocka_unit_test(test_time_left),
