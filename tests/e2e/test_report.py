@@ -449,7 +449,7 @@ def md_unescape(cell):
 def test_md_names_from_the_experiment_form_no_link_or_image(tmp_path):
     """Condition names and metric names are the experiment's text: in the Markdown report
     each of their ASCII punctuation characters is escaped (an entity, or `@`), so a Markdown
-    renderer (cmark-gfm, GitHub's, when installed: with its table, autolink and
+    renderer (cmark-gfm, GitHub's: with its table, autolink and
     strikethrough extensions) makes no link, image, autolink, emphasis or code of them, and
     the text read back is the name itself."""
     import re
@@ -482,6 +482,7 @@ def test_md_names_from_the_experiment_form_no_link_or_image(tmp_path):
     for name in MD_HOSTILE:
         assert any(name in md_unescape(c) for c in conds), (name, conds)
     cmark = shutil.which("cmark-gfm")
+    assert cmark, "cmark-gfm (GitHub's Markdown renderer) is missing: scripts/deps installs it"
     if cmark:
         r = subprocess.run([cmark, "-e", "table", "-e", "autolink", "-e", "strikethrough",
                             str(out)], capture_output=True, text=True, timeout=60)
