@@ -619,10 +619,10 @@ def _labbox_gate():
             pass
         return nf
 
-    def record(event, args, refused, rule, title, frame, detail=None):
+    def record(event, args, refused, rule, title, frame, detail=None, at=None):
         if chan["fd"] < 0:
             return
-        fn, line = exp_frame(frame)
+        fn, line = at if at is not None else exp_frame(frame)
         key = (event, rule, fn, line, refused)
         if key in state["seen"]:
             return
@@ -1361,6 +1361,70 @@ def _labbox_gate():
         if strict:
             refuse(event, args, frame, "LB101", "process creation (fork, under strict)")
         ipc_patch()  # the child then sends bound methods as its parent does
+
+    # ---- the main program's end -------------------------------------------------------------
+    # An exception that ends the main program reaches the interpreter's top level, which
+    # raises the audit event sys.excepthook (hook, type, value, traceback) before it calls
+    # whatever hook is installed, and before any atexit handler or finalizer runs: so the
+    # experiment can neither keep the event from the gate (replacing or deleting
+    # sys.excepthook changes only what is printed) nor undo it by exiting 0 afterwards
+    # (os._exit in an atexit handler). It is recorded, not refused, as labbox.uncaught, and
+    # labbox fails a run that has it whatever its exit status (docs/result-json.md).
+    # Only the top level of the interpreter labbox started counts: no Python frame is on the
+    # stack there (a library's PyErr_Print, or sys.audit raising the name, has the caller's),
+    # on the thread that ran the gate (a thread's exception goes to threading.excepthook), in
+    # the process that started it (a forked child keeps the hook and the pid it was started
+    # with); multiprocessing's children run `-c` and the verdict of their exceptions is the
+    # parent's. Forging it (writing the line into the channel) can only fail the run itself.
+    _get_ident = _thread.get_ident
+    main_pid, main_ident = _getpid(), _get_ident()
+    main_program = not (type(sys.argv) is list and sys.argv[:1] == ["-c"])
+    try:
+        raise ValueError
+    except ValueError as _e:
+        _TracebackType = type(_e.__traceback__)
+    _tb_next = _TracebackType.__dict__["tb_next"].__get__
+    _tb_frame = _TracebackType.__dict__["tb_frame"].__get__
+    _tb_lineno = _TracebackType.__dict__["tb_lineno"].__get__
+    _exc_args = BaseException.__dict__["args"].__get__
+    gate_excepthook = []  # the gate's own sys.excepthook, once it is made (the module's end)
+
+    def on_uncaught(event, args, frame):
+        if frame is not None or not main_program or _getpid() != main_pid or \
+                _get_ident() != main_ident or type(args) is not tuple or len(args) < 4:
+            return
+        hook, v, tb = args[0], args[2], args[3]
+        t = type(v)
+        if not issubclass(t, BaseException):
+            name = "?"
+        elif issubclass(t, SystemExit):
+            return  # the interpreter exits with its code and calls no hook for it
+        else:
+            name = _name_of(t)
+        # Its message only when it is a plain str: str(v) would run the experiment's __str__
+        msg = None
+        if name != "?":
+            a = _exc_args(v)
+            if type(a) is tuple and len(a) >= 1 and type(a[0]) is str:
+                msg = a[0] if len(a[0]) <= 200 else a[0][:200] + "..."
+        # The innermost frame of the experiment's that it passed through, by the traceback
+        # (the frame it ended in may be a library's)
+        inner, any_x, i = None, None, 0
+        while type(tb) is _TracebackType and i < 10000:
+            i += 1
+            f = _tb_frame(tb)
+            fn = f.f_code.co_filename
+            if type(fn) is str and kind(fn) == "x":
+                any_x = (fn, _tb_lineno(tb))
+                if exp_dir and fn.startswith(exp_dir + "/"):
+                    inner = any_x
+            tb = _tb_next(tb)
+        at = inner or any_x or (None, None)
+        detail = "the interpreter's sys.excepthook printed it" if gate_excepthook and \
+            hook is gate_excepthook[0] else \
+            "sys.excepthook was the experiment's own (or none): what it printed is its own"
+        record("labbox.uncaught", (name, msg), False, "gate.uncaught",
+               "the main program ended with an uncaught exception", None, detail, at)
 
     # ---- sockets ----------------------------------------------------------------------------
     _family = _socket.socket.family.__get__
@@ -3292,7 +3356,7 @@ def _labbox_gate():
         "gc.get_objects": on_tamper, "gc.get_referrers": on_tamper, "gc.get_referents": on_tamper,
         "sys.addaudithook": on_tamper, "sys.settrace": on_tamper, "sys.setprofile": on_tamper,
         "sys._current_frames": on_tamper, "sys._current_exceptions": on_tamper,
-        "sys.monitoring.register_callback": on_tamper,
+        "sys.monitoring.register_callback": on_tamper, "sys.excepthook": on_uncaught,
         "object.__getattr__": on_getattr, "object.__setattr__": on_getattr,
         "pickle.find_class": on_find_class, "import": on_import,
         "labbox.ipc_getattr": on_ipc_getattr,
@@ -3719,6 +3783,7 @@ def _labbox_gate():
     strip = w_strip(__file__)
     excepthook = w_excepthook(strip, sys.excepthook, Exception)
     sys.excepthook = excepthook
+    gate_excepthook.append(excepthook)
     # threading takes its excepthook from _thread when it is imported: replacing it there
     # covers threads without importing threading (and functools, collections) at start-up.
     orig_thread_hook = getattr(_thread, "_excepthook", None)
