@@ -181,6 +181,16 @@ bool lb_gate_tampered(const char *data, size_t len);
 int lb_gate_parse_events(const char *data, size_t len, struct json_object *events,
 			 size_t *dropped, size_t *bad);
 
+/* The gate's record that the main program ended with an uncaught exception: the event the
+ * interpreter's top level raised sys.excepthook for, in the process and on the thread the
+ * gate started in (src/gate/sitecustomize.py, on_uncaught), written as event
+ * LB_GATE_UNCAUGHT, rule gate.uncaught, not refused, args [exception class, its message or
+ * null], file and line the innermost frame of the experiment's it passed through. The first
+ * such event of events (a parsed array), or NULL. The experiment can write such a line
+ * itself; that only fails its own run. */
+#define LB_GATE_UNCAUGHT "labbox.uncaught"
+struct json_object *lb_gate_uncaught(struct json_object *events);
+
 /* The experiment's own files that run before the gate and could keep it out: the interpreter
  * executable when it resolves into one of exp_dirs (the experiment's, staged or not), and the
  * .pth files with `import` lines in the site-packages of the environment at prefix when that

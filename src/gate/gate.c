@@ -453,14 +453,41 @@ static bool kind_kept(json_object *events, json_object *ev)
 	return false;
 }
 
+static bool is_uncaught(json_object *ev)
+{
+	json_object *v;
+	return json_object_object_get_ex(ev, "event", &v) &&
+	       strcmp(json_object_get_string(v), LB_GATE_UNCAUGHT) == 0 &&
+	       json_object_object_get_ex(ev, "rule", &v) &&
+	       strcmp(json_object_get_string(v), "gate.uncaught") == 0 &&
+	       json_object_object_get_ex(ev, "refused", &v) && !json_object_get_boolean(v);
+}
+
 /* Whether ev is past the caps, given the events kept so far: past LB_GATE_MAX_EVENTS only an
  * event of a kind not kept yet is kept, so a flood of one (sys.audit raises any) does not hide
- * another. */
+ * another. The first uncaught exception of the main program is kept past every cap: it
+ * decides the verdict, and lines the experiment wrote into the channel (as many kinds as it
+ * likes) must not push it out. One is enough, and more would let a flood of them in. */
 static bool past_caps(json_object *events, json_object *ev)
 {
 	size_t have = json_object_array_length(events);
+	if (have >= LB_GATE_MAX_EVENTS && is_uncaught(ev) && !lb_gate_uncaught(events))
+		return false;
 	return have >= LB_GATE_MAX_EVENTS &&
 	       (have >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS || kind_kept(events, ev));
+}
+
+json_object *lb_gate_uncaught(json_object *events)
+{
+	if (!events || !json_object_is_type(events, json_type_array))
+		return NULL;
+	size_t n = json_object_array_length(events);
+	for (size_t i = 0; i < n; i++) {
+		json_object *ev = json_object_array_get_idx(events, i);
+		if (is_uncaught(ev))
+			return ev;
+	}
+	return NULL;
 }
 
 int lb_gate_parse_events(const char *data, size_t len, json_object *events, size_t *dropped,
