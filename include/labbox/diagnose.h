@@ -35,10 +35,16 @@ typedef struct lb_failure_input {
 	 * (refused, the same event and rule), not only the gate's words in the output. NULL: no
 	 * record, so no gate_refused. */
 	struct json_object *runtime_gate;
+	/* The gate's record that the main program ended with an uncaught exception
+	 * (lb_gate_uncaught's event), or NULL. With it a run that exited 0 failed all the same,
+	 * and any run that exited of itself is diagnosed from the last traceback of that
+	 * exception's class in the output (not one an atexit handler printed after it), else
+	 * from the record (code_error: a sys.excepthook of the experiment's printed nothing). */
+	struct json_object *uncaught;
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no
- * timeout, no oom, no infra error):
+ * timeout, no oom, no infra error, no uncaught exception of the main program):
  *   {"class": one of sandbox_restriction, gate_refused (the runtime gate
  *             refused it: also "rule" and "gate_event"), network, missing_package, wrong_env, missing_data,
  *             code_error, timeout, oom, gpu_oom, gpu_unavailable, nan_divergence, infra_error,

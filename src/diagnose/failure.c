@@ -59,6 +59,9 @@ typedef struct lb_verdict {
 	size_t code_frame; /* the innermost frame in the experiment's own code, or NONE */
 	int confidence;	   /* CONF_* */
 	const char *confidence_reason;
+	/* The gate's record of the main program's uncaught exception chose what decided it:
+	 * not the output's last traceback, or no traceback at all */
+	bool by_uncaught;
 } lb_verdict;
 
 /* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
@@ -1460,6 +1463,44 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 	}
 }
 
+/* ---- A main program that ended uncaught, and exited 0 ----------------------------------- */
+
+/* The gate's labbox.uncaught event (lb_gate_uncaught): args[i] when it is a string. */
+static const char *uncaught_arg(struct json_object *ev, size_t i)
+{
+	struct json_object *a, *c;
+	if (!ev || !json_object_object_get_ex(ev, "args", &a) ||
+	    !json_object_is_type(a, json_type_array) || !(c = json_object_array_get_idx(a, i)) ||
+	    !json_object_is_type(c, json_type_string))
+		return NULL;
+	return json_object_get_string(c);
+}
+
+/* The gate says the main program ended with an uncaught exception, and the process exited
+ * of itself after it: with status 0 when something made it so (os._exit(0) in an atexit
+ * handler), and with a traceback that is not the last one in the output, or none, when an
+ * atexit handler raised another or a sys.excepthook of the experiment's swallowed it. */
+static bool uncaught_ended(const lb_failure_input *in)
+{
+	return in->uncaught && in->exit_code >= 0 && in->signal == 0 && !in->timed_out &&
+	       !in->oom_killed && !in->infra_error;
+}
+
+/* Whether an exception line ("pkg.mod.Name: message") names the class name (its last part). */
+static bool line_names_class(const char *l, const char *name)
+{
+	size_t n = 0, k = name ? strlen(name) : 0;
+	l += indent_of(l);
+	if (!k || !exception_line_of(l, &n, true) || n < k)
+		return false;
+	return memcmp(l + n - k, name, k) == 0 && (n == k || l[n - k - 1] == '.');
+}
+
+static const char SUGGEST_UNCAUGHT[] =
+	"fix the error the main program ended with, and let a failing run exit non-zero: labbox "
+	"fails a run whose main program ended with an uncaught exception whatever made its exit "
+	"status 0 afterwards (os._exit(0) in an atexit handler, a sys.excepthook that hides it)";
+
 static bool log_has_line(const lb_log *log, const char *text)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;)
@@ -1514,6 +1555,30 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		return;
 	}
 	n_exc = find_exceptions(log, exc, DIAG_MAX_EXC);
+	if (uncaught_ended(in)) {
+		const char *cls = uncaught_arg(in->uncaught, 0);
+		/* Its traceback is read as any failed run's: the last one of its class, with
+		 * the chain before it (what an atexit handler raised after it is not why the
+		 * main program ended). */
+		for (size_t k = n_exc; k-- > 0;)
+			if (line_names_class(log->lines[exc[k].line], cls)) {
+				diagnose_exception(v, log, exc, k + 1);
+				v->by_uncaught = k + 1 != n_exc;
+				return;
+			}
+		char what[DIAG_TEXT_LEN];
+		snprintf(what, sizeof(what),
+			 "the main program ended with an uncaught %.128s whose traceback is not in "
+			 "the output (a sys.excepthook of the experiment's did not print it), and "
+			 "the process exited with status %d",
+			 cls ? cls : "exception", in->exit_code);
+		verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
+		v->by_uncaught = true;
+		set_confidence(v, CONF_HIGH, "the runtime gate recorded the exception as the "
+					     "interpreter handed it to sys.excepthook at the main "
+					     "program's end");
+		return;
+	}
 	if (n_exc > 0) {
 		diagnose_exception(v, log, exc, n_exc);
 		return;
@@ -1700,6 +1765,68 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 	return add_code_location(doc, log, v->code_frame);
 }
 
+/* What the gate recorded, in the failure of a run whose main program ended with an uncaught
+ * exception and that exited 0, or whose verdict the record chose (v->by_uncaught): an
+ * evidence line of its own, the exit status 0 in the summary when its traceback decided the
+ * class, and the exception and where the experiment's code was when the output has no
+ * traceback of it. A plain crash (exit 1, its traceback last) is left as it was. */
+static int add_uncaught(struct json_object *doc, const lb_failure_input *in, const lb_log *log)
+{
+	struct json_object *ev = in->uncaught, *v, *evidence;
+	const char *cls = uncaught_arg(ev, 0), *msg = uncaught_arg(ev, 1), *file = NULL;
+	int64_t line = 0;
+	if (json_object_object_get_ex(ev, "file", &v) && json_object_is_type(v, json_type_string))
+		file = experiment_relative(json_object_get_string(v), log->exp_dir);
+	if (json_object_object_get_ex(ev, "line", &v) && json_object_is_type(v, json_type_int))
+		line = json_object_get_int64(v);
+	char at[320] = "", text[DIAG_EVIDENCE_LEN + 64];
+	if (file)
+		snprintf(at, sizeof(at), " (%.250s line %lld)", file, (long long)line);
+	snprintf(text, sizeof(text),
+		 "runtime gate: the main program ended with an uncaught %.128s%s%.200s%s; exit "
+		 "status %d",
+		 cls ? cls : "exception", msg ? ": " : "", msg ? msg : "", at, in->exit_code);
+	if (!json_object_object_get_ex(doc, "evidence", &evidence) ||
+	    !json_object_is_type(evidence, json_type_array))
+		return -ENOMEM;
+	size_t n = json_object_array_length(evidence);
+	if (n >= DIAG_EVIDENCE_MAX)
+		json_object_array_del_idx(evidence, n - 1, 1);
+	if (json_object_array_add(evidence, utf8_string(text)) < 0)
+		return -ENOMEM;
+	bool from_log = json_object_object_get_ex(doc, "exception", &v) && v;
+	if (from_log && in->exit_code != 0)
+		return 0;
+	if (from_log) {
+		char summary[DIAG_TEXT_LEN * 2];
+		const char *old = json_object_object_get_ex(doc, "summary", &v)
+					  ? json_object_get_string(v) : "";
+		snprintf(summary, sizeof(summary),
+			 "%s; the main program ended with it uncaught, and the process still "
+			 "exited with status 0", old);
+		if (obj_add(doc, "summary", utf8_string(summary)) < 0)
+			return -ENOMEM;
+		const char *sug = json_object_object_get_ex(doc, "suggestion", &v)
+					  ? json_object_get_string(v) : "";
+		char more[DIAG_TEXT_LEN * 2];
+		snprintf(more, sizeof(more),
+			 "%s; and let a failing run exit non-zero: labbox fails a run whose main "
+			 "program ended with an uncaught exception whatever made its exit status 0 "
+			 "afterwards", sug);
+		return obj_add(doc, "suggestion", utf8_string(more));
+	}
+	if (cls && obj_add(doc, "exception", utf8_string(cls)) < 0)
+		return -ENOMEM;
+	if (file && line > 0) {
+		struct json_object *loc = json_object_new_object();
+		if (obj_add(doc, "code_location", loc) < 0 ||
+		    obj_add(loc, "file", utf8_string(file)) < 0 ||
+		    obj_add(loc, "line", json_object_new_int64(line)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
 	__attribute__((cleanup(log_free))) lb_log log = { 0 };
@@ -1711,7 +1838,8 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	/* A main process that exited 0 was not ended by the memory limit, even when the OOM
 	 * killer took another process of the run (a subprocess, a worker it replaced): the run
 	 * completed, and diagnosis_warnings' oom_kill says what was killed. */
-	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->infra_error)
+	if (in->exit_code == 0 && in->signal == 0 && !in->timed_out && !in->infra_error &&
+	    !in->uncaught)
 		return NULL;
 	/* Without memory for the log the class still follows from how the run ended. */
 	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
@@ -1725,7 +1853,9 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;
-	if (to_json(&v, &log, doc) < 0 || lb_diagnose_escalation(doc, in) < 0) {
+	if (to_json(&v, &log, doc) < 0 || (uncaught_ended(in) && (in->exit_code == 0 || v.by_uncaught) &&
+	     add_uncaught(doc, in, &log) < 0) ||
+	    lb_diagnose_escalation(doc, in) < 0) {
 		json_object_put(doc);
 		return NULL;
 	}

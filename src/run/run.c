@@ -1346,6 +1346,22 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	}
 	double ended = lb_time_now();
 	lb_metrics_finish(metrics);
+	/* The run's processes are gone: the gate's channel is read to its end, and a remote
+	 * labbox's gate record is at hand. A main program that ended with an uncaught exception
+	 * (the gate's record of it) did not complete, whatever made its exit status 0 afterwards
+	 * (os._exit(0) in an atexit handler, a sys.excepthook of its own that swallows it): the
+	 * run fails, and is diagnosed from its traceback (docs/result-json.md, "Failure"). */
+	lb_gate_channel_stop(&gate_ch);
+	json_object *remote_gate =
+		gate_by_backend && be->ops->gate_record ? be->ops->gate_record(be) : NULL;
+	json_object *uncaught = NULL, *remote_events;
+	if (remote_gate && json_object_object_get_ex(remote_gate, "events", &remote_events))
+		uncaught = lb_gate_uncaught(remote_events);
+	else if (gate_staged && gate_ch.buf)
+		uncaught = lb_gate_uncaught(gate_ch.kept);
+	bool exited_ok = res.outcome == LB_SB_EXITED && res.exit_code == 0;
+	bool uncaught_exit0 = exited_ok && uncaught && !rejected;
+	bool completed = exited_ok && !uncaught_exit0;
 
 	/* Collect: stdout metrics and every results file, whatever state the run ended in. */
 	json_object *stale = NULL;
@@ -1373,8 +1389,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * the run's own account, values or not: {"error": ...}): its last progress line is what
 	 * it has to show (docs/decisions.md); lb_metrics_use_progress decides. */
 	if (!rejected && !st->cfg.metrics_none && json_object_object_length(files_read) == 0)
-		lb_metrics_use_progress(metrics,
-					res.outcome == LB_SB_EXITED && res.exit_code == 0);
+		lb_metrics_use_progress(metrics, completed);
 	json_object *mjson = lb_metrics_to_json(metrics);
 	if (stale && json_object_array_length(stale))
 		json_object_object_add(mjson, "stale_results", stale);
@@ -1388,7 +1403,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.n_declared = st->ndeclared,
 			.wall_s = res.wall_s,
 			.budget_s = st->budget,
-			.completed = res.outcome == LB_SB_EXITED && res.exit_code == 0,
+			.completed = completed,
 			.none_expected = st->cfg.metrics_none,
 		};
 		lb_metrics_validate_run(metrics, &vi, issues, warnings);
@@ -1404,14 +1419,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	/* What ended the run otherwise (a timeout, an OOM) stays the verdict. */
 	bool exec_refused = res.exec_refused && !rejected && !res.oom_killed &&
 			    (res.outcome == LB_SB_EXITED || res.outcome == LB_SB_SIGNALED);
-	if (exec_refused) {
+	if (exec_refused || uncaught_exit0) {
 		status = "failed";
 		exit_code = LB_EXIT_FAILED;
 	}
 	bool partial = res.outcome == LB_SB_TIMEOUT || res.outcome == LB_SB_INTERRUPTED ||
 		       res.outcome == LB_SB_DISK_LIMIT ||
 		       res.outcome == LB_SB_SIGNALED ||
-		       (res.outcome == LB_SB_EXITED && res.exit_code != 0);
+		       (res.outcome == LB_SB_EXITED && res.exit_code != 0) || uncaught_exit0;
 	partial = partial && (lb_metrics_count(metrics) > 0 || json_object_object_length(files_read) > 0);
 	/* The experiment itself says it stopped early and saved what it had. */
 	if (lb_metrics_time_guard_fired(metrics) && res.outcome != LB_SB_SETUP_FAILED)
@@ -1442,7 +1457,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * recorded it, not when the output merely says so. */
 	if (gate_by_backend)
 		be->ops->gate_note(be, gate_note, sizeof gate_note);
-	lb_gate_channel_stop(&gate_ch);
 	/* A gate that was staged, whose channel was read, and that never said it was in: the
 	 * experiment's code ran without it, so an exit 0 is no completed run (decisions.md,
 	 * "A run whose gate never reported in"). A failing run keeps its own diagnosis. */
@@ -1465,9 +1479,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	add_exec_refusals(rgate, &res);
 	fin.exp_dir = st->exp_dir;
 	/* A remote labbox's gate recorded its own refusals: the diagnosis reads that record. */
-	json_object *remote_gate =
-		gate_by_backend && be->ops->gate_record ? be->ops->gate_record(be) : NULL;
 	fin.runtime_gate = remote_gate ? remote_gate : rgate;
+	/* Also when it exited non-zero: its traceback may not be the output's last one, or not
+	 * in it at all (an atexit handler raised another, a sys.excepthook swallowed it). */
+	fin.uncaught = !rejected && res.outcome == LB_SB_EXITED ? uncaught : NULL;
 	lb_diagnose_grants(&fin, req->sandbox_config);
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
@@ -1530,8 +1545,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	snprintf(log_path, sizeof log_path, "%s/run.log", out->run_dir);
 	lb_diagnosis_input din = {.log_path = log_path, .metrics = mjson, .exp_dir = st->exp_dir,
 				  .entry = st->entry, .args = st->args, .nargs = st->nargs,
-				  .oom_kill_completed = res.oom_killed && res.outcome == LB_SB_EXITED &&
-							res.exit_code == 0,
+				  .oom_kill_completed = res.oom_killed && completed,
 				  .runtime_gate = json_object_object_get(doc, "runtime_gate"),
 				  .failure_class = failure_class_of(failure)};
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
