@@ -1799,6 +1799,81 @@ static void test_octave_frame(void **state)
 	json_object_put(doc);
 }
 
+/* The gate recorded that the main program ended with an uncaught exception: with exit 0 the
+ * run failed all the same, read from its traceback, or from the record when the output has
+ * none; an atexit handler's exception printed after it is not why the main program ended;
+ * a plain crash reads as it always did. */
+#define UNCAUGHT_EVENT \
+	"{\"event\": \"labbox.uncaught\", \"args\": [\"RuntimeError\", \"evaluation crashed\"], " \
+	"\"refused\": false, \"rule\": \"gate.uncaught\", \"file\": \"/r/exp/main.py\", \"line\": 4}"
+#define MAIN_TRACEBACK \
+	"acc: 0.5\n" \
+	"Traceback (most recent call last):\n" \
+	"  File \"/r/exp/main.py\", line 4, in <module>\n" \
+	"    raise RuntimeError(\"evaluation crashed\")\n" \
+	"RuntimeError: evaluation crashed\n"
+
+static struct json_object *diagnose_uncaught(const char *log, int exit_code)
+{
+	struct json_object *ev = json_tokener_parse(UNCAUGHT_EVENT);
+	assert_non_null(ev);
+	lb_failure_input in = {
+		.log_tail = log,
+		.log_tail_len = strlen(log),
+		.exit_code = exit_code,
+		.exp_dir = "/r/exp",
+		.uncaught = ev,
+	};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	json_object_put(ev);
+	return doc;
+}
+
+static void test_uncaught_main_exception(void **state)
+{
+	(void)state;
+	struct json_object *doc = diagnose_uncaught(MAIN_TRACEBACK, 0), *v;
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "RuntimeError");
+	assert_non_null(strstr(field(doc, "summary"), "exited with status 0"));
+	assert_true(evidence_has(doc, "RuntimeError: evaluation crashed"));
+	assert_true(evidence_has(doc, "runtime gate: the main program ended with an uncaught "
+				      "RuntimeError: evaluation crashed (main.py line 4); exit status 0"));
+	expect(doc, "code_error", NULL);
+
+	/* a sys.excepthook of the experiment's printed nothing */
+	doc = diagnose_uncaught("acc: 0.5\n", 0);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "RuntimeError");
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_non_null(strstr(field(doc, "summary"), "uncaught RuntimeError"));
+	assert_true(json_object_object_get_ex(doc, "code_location", &v) && v);
+	assert_string_equal(field(v, "file"), "main.py");
+	assert_string_equal(field(v, "line"), "4");
+	expect(doc, "code_error", "runtime gate:");
+
+	/* an atexit handler raised after it: the main program's exception decides */
+	doc = diagnose_uncaught(MAIN_TRACEBACK
+				"Exception ignored in atexit callback: <function later at 0x7f>\n"
+				"Traceback (most recent call last):\n"
+				"  File \"/r/exp/main.py\", line 3, in later\n"
+				"    raise ValueError(\"in atexit\")\n"
+				"ValueError: in atexit\n", 1);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "RuntimeError");
+	expect(doc, "code_error", "runtime gate:");
+
+	/* a plain crash: as without the record */
+	doc = diagnose_uncaught(MAIN_TRACEBACK, 1);
+	assert_non_null(doc);
+	assert_false(evidence_has(doc, "runtime gate:"));
+	assert_null(strstr(field(doc, "summary"), "status 0"));
+	expect(doc, "code_error", "RuntimeError: evaluation crashed");
+
+	/* without the record an exit 0 is no failure */
+	assert_null(diagnose_log(MAIN_TRACEBACK, 0, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1842,6 +1917,7 @@ int main(void)
 		cmocka_unit_test(test_confidence_levels),
 		cmocka_unit_test(test_escalations),
 		cmocka_unit_test(test_octave_frame),
+		cmocka_unit_test(test_uncaught_main_exception),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -295,6 +295,53 @@ static void test_channel_feed(void **state)
 	lb_gate_channel_free(&ch);
 }
 
+/* The main program's uncaught exception decides the verdict: a flood of forged kinds the
+ * experiment wrote into the channel before it cannot push it past the caps, and of many such
+ * lines only the first is kept. */
+static void test_channel_keeps_uncaught(void **state)
+{
+	(void)state;
+	lb_gate_channel ch = {0};
+	ch.buf = malloc(LB_GATE_MAX_READ);
+	ch.line = malloc(LB_GATE_MAX_LINE);
+	assert_non_null(ch.buf);
+	assert_non_null(ch.line);
+	static const char hello[] = "\n{\"v\": 1, \"gate\": \"installed\"}\n";
+	assert_int_equal(lb_gate_channel_feed(&ch, hello, sizeof hello - 1, false), 0);
+	char forged[200];
+	for (int i = 0; i < LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS + 10; i++) {
+		int n = snprintf(forged, sizeof forged,
+				 "\n{\"v\": 1, \"event\": \"e%d\", \"args\": [], \"refused\": false, "
+				 "\"rule\": \"LB101\"}\n", i);
+		assert_int_equal(lb_gate_channel_feed(&ch, forged, (size_t)n, false), 0);
+	}
+	assert_null(lb_gate_uncaught(ch.kept));
+	static const char uncaught[] =
+		"\n{\"v\": 1, \"pid\": 2, \"event\": \"labbox.uncaught\", \"args\": "
+		"[\"RuntimeError\", \"evaluation crashed\"], \"refused\": false, \"rule\": "
+		"\"gate.uncaught\", \"file\": \"/x/main.py\", \"line\": 4}\n";
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(lb_gate_channel_feed(&ch, uncaught, sizeof uncaught - 1, false), 0);
+	assert_int_equal(lb_gate_channel_feed(&ch, NULL, 0, true), 0);
+	json_object *u = lb_gate_uncaught(ch.kept), *v;
+	assert_non_null(u);
+	assert_true(json_object_object_get_ex(u, "line", &v));
+	assert_int_equal(json_object_get_int(v), 4);
+	json_object *g = lb_gate_collect(&ch, LB_GATE_ON, "standard", false, NULL, NULL), *evs;
+	assert_non_null(g);
+	assert_true(json_object_object_get_ex(g, "events", &evs));
+	assert_non_null(lb_gate_uncaught(evs));
+	size_t n = json_object_array_length(evs), seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object_object_get_ex(json_object_array_get_idx(evs, i), "event", &v);
+		seen += strcmp(json_object_get_string(v), "labbox.uncaught") == 0;
+	}
+	assert_int_equal(seen, 1);
+	assert_int_equal(n, LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS + 1);
+	json_object_put(g);
+	lb_gate_channel_free(&ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_loader_vars_are_the_gates),
 		cmocka_unit_test(test_channel_lines),
 		cmocka_unit_test(test_channel_feed),
+		cmocka_unit_test(test_channel_keeps_uncaught),
 		cmocka_unit_test(test_diagnose_refusal),
 		cmocka_unit_test(test_write_config),
 	};
