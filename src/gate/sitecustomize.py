@@ -1387,6 +1387,7 @@ def _labbox_gate():
     _tb_frame = _TracebackType.__dict__["tb_frame"].__get__
     _tb_lineno = _TracebackType.__dict__["tb_lineno"].__get__
     _exc_args = BaseException.__dict__["args"].__get__
+    _qualname_of = type.__dict__["__qualname__"].__get__
     gate_excepthook = []  # the gate's own sys.excepthook, once it is made (the module's end)
 
     def on_uncaught(event, args, frame):
@@ -1400,7 +1401,8 @@ def _labbox_gate():
         elif issubclass(t, SystemExit):
             return  # the interpreter exits with its code and calls no hook for it
         else:
-            name = _name_of(t)
+            # as the traceback prints it: numpy's _ArrayMemoryError is named MemoryError
+            name = _qualname_of(t)
         # Its message only when it is a plain str: str(v) would run the experiment's __str__
         msg = None
         if name != "?":
@@ -3408,7 +3410,10 @@ def _labbox_gate():
             if frame is not None and entry[0] == "fstring":
                 entry[0] = False  # the entry point's compile is over: its code runs
             handlers[event](event, args, frame)
+            # (the main program's end asks for nothing, and a refusal there would only be
+            # printed as an error of the audit hook's)
             if chan["tampered"] and enforce and event != "object.__getattr__" and \
+                    event != "sys.excepthook" and \
                     not (frame is not None and frame.f_globals is gate_globals):
                 return clean(PermissionError(
                     errno.EPERM, "labbox runtime gate refused %s: the gate's record was "
