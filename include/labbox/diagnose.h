@@ -36,7 +36,7 @@ typedef struct lb_failure_input {
 	 * record, so no gate_refused. */
 	struct json_object *runtime_gate;
 	/* The gate's record that the main program ended with an uncaught exception
-	 * (lb_gate_uncaught's event), or NULL. With it a run that exited 0 failed all the same,
+	 * (runtime_gate.uncaught: {exception, message, file, line, ...}), or NULL. With it a run that exited 0 failed all the same,
 	 * and any run that exited of itself is diagnosed from the last traceback of that
 	 * exception's class in the output (not one an atexit handler printed after it), else
 	 * from the record (code_error: a sys.excepthook of the experiment's printed nothing). */

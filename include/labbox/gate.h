@@ -190,6 +190,9 @@ int lb_gate_parse_events(const char *data, size_t len, struct json_object *event
  * itself; that only fails its own run. */
 #define LB_GATE_UNCAUGHT "labbox.uncaught"
 struct json_object *lb_gate_uncaught(struct json_object *events);
+/* result.json's runtime_gate.uncaught for such an event (NULL: NULL): a new object
+ * {exception, message, file, line, pid, detail}. */
+struct json_object *lb_gate_uncaught_record(struct json_object *ev);
 
 /* The experiment's own files that run before the gate and could keep it out: the interpreter
  * executable when it resolves into one of exp_dirs (the experiment's, staged or not), and the
@@ -208,7 +211,8 @@ int lb_gate_cleanup(const lb_gate_paths *p);
 
 /* result.json's runtime_gate: {mode, policy, enforced, installed, network, events: [{event,
  * args, refused, rule, static_rule, title, file, line, pid, detail, finding}], refused,
- * dropped, malformed, channel, note}. findings is the static check's array (may be NULL):
+ * dropped, malformed, channel, uncaught, note}: uncaught is lb_gate_uncaught_record of the
+ * channel's first labbox.uncaught event (null when none), which events leaves out. findings is the static check's array (may be NULL):
  * an event is matched to the finding of the same rule, on the same line when there is one.
  * ch NULL: the gate was off (or not available on the backend; note says why); ch stopped
  * (lb_gate_channel_stop) otherwise. */

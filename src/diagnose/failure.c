@@ -1465,15 +1465,13 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 
 /* ---- A main program that ended uncaught, and exited 0 ----------------------------------- */
 
-/* The gate's labbox.uncaught event (lb_gate_uncaught): args[i] when it is a string. */
-static const char *uncaught_arg(struct json_object *ev, size_t i)
+/* A string field of the gate's record (runtime_gate.uncaught), or NULL. */
+static const char *uncaught_str(struct json_object *u, const char *key)
 {
-	struct json_object *a, *c;
-	if (!ev || !json_object_object_get_ex(ev, "args", &a) ||
-	    !json_object_is_type(a, json_type_array) || !(c = json_object_array_get_idx(a, i)) ||
-	    !json_object_is_type(c, json_type_string))
+	struct json_object *v;
+	if (!u || !json_object_object_get_ex(u, key, &v) || !json_object_is_type(v, json_type_string))
 		return NULL;
-	return json_object_get_string(c);
+	return json_object_get_string(v);
 }
 
 /* The gate says the main program ended with an uncaught exception, and the process exited
@@ -1556,7 +1554,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	}
 	n_exc = find_exceptions(log, exc, DIAG_MAX_EXC);
 	if (uncaught_ended(in)) {
-		const char *cls = uncaught_arg(in->uncaught, 0);
+		const char *cls = uncaught_str(in->uncaught, "exception");
 		/* Its traceback is read as any failed run's: the last one of its class, with
 		 * the chain before it (what an atexit handler raised after it is not why the
 		 * main program ended). */
@@ -1566,10 +1564,15 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 				v->by_uncaught = k + 1 != n_exc;
 				return;
 			}
+		/* A run that failed anyway keeps the reading of its output when it has one. */
+		if (n_exc > 0 && in->exit_code != 0) {
+			diagnose_exception(v, log, exc, n_exc);
+			return;
+		}
 		char what[DIAG_TEXT_LEN];
 		snprintf(what, sizeof(what),
-			 "the main program ended with an uncaught %.128s whose traceback is not in "
-			 "the output (a sys.excepthook of the experiment's did not print it), and "
+			 "the main program ended with an uncaught %.128s that no traceback in the "
+			 "output names (a sys.excepthook of the experiment's did not print it), and "
 			 "the process exited with status %d",
 			 cls ? cls : "exception", in->exit_code);
 		verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
@@ -1773,7 +1776,8 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 static int add_uncaught(struct json_object *doc, const lb_failure_input *in, const lb_log *log)
 {
 	struct json_object *ev = in->uncaught, *v, *evidence;
-	const char *cls = uncaught_arg(ev, 0), *msg = uncaught_arg(ev, 1), *file = NULL;
+	const char *cls = uncaught_str(ev, "exception"), *msg = uncaught_str(ev, "message");
+	const char *file = NULL;
 	int64_t line = 0;
 	if (json_object_object_get_ex(ev, "file", &v) && json_object_is_type(v, json_type_string))
 		file = experiment_relative(json_object_get_string(v), log->exp_dir);

@@ -477,6 +477,28 @@ static bool past_caps(json_object *events, json_object *ev)
 	       (have >= LB_GATE_MAX_EVENTS + LB_GATE_MAX_KINDS || kind_kept(events, ev));
 }
 
+json_object *lb_gate_uncaught_record(json_object *ev)
+{
+	if (!ev)
+		return NULL;
+	json_object *r = json_object_new_object(), *args, *v;
+	if (!r)
+		return NULL;
+	bool has_args = json_object_object_get_ex(ev, "args", &args) &&
+			json_object_is_type(args, json_type_array);
+	for (size_t i = 0; i < 2; i++) {
+		v = has_args ? json_object_array_get_idx(args, i) : NULL;
+		json_object_object_add(r, i ? "message" : "exception",
+				       v && json_object_is_type(v, json_type_string)
+					       ? json_object_get(v) : NULL);
+	}
+	static const char *const keys[] = {"file", "line", "pid", "detail"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		json_object_object_add(r, keys[i], json_object_object_get_ex(ev, keys[i], &v)
+							   ? json_object_get(v) : NULL);
+	return r;
+}
+
 json_object *lb_gate_uncaught(json_object *events)
 {
 	if (!events || !json_object_is_type(events, json_type_array))
@@ -706,6 +728,12 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 			}
 		}
 	}
+	/* The main program's uncaught exception is no refusal, and no event of the experiment's
+	 * doing the gate judged: it has a place of its own. */
+	json_object *uncaught = lb_gate_uncaught_record(lb_gate_uncaught(events));
+	for (size_t i = json_object_array_length(events); i-- > 0;)
+		if (is_uncaught(json_object_array_get_idx(events, i)))
+			json_object_array_del_idx(events, i, 1);
 	size_t n = json_object_array_length(events);
 	for (size_t i = 0; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(events, i), *v, *fv, *lv;
@@ -724,6 +752,7 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 	json_object_object_add(g, "dropped", json_object_new_int64((int64_t)dropped));
 	json_object_object_add(g, "malformed", json_object_new_int64((int64_t)bad));
 	json_object_object_add(g, "channel", json_object_new_string(channel));
+	json_object_object_add(g, "uncaught", uncaught);
 	json_object_object_add(g, "note", note ? json_object_new_string(note) : NULL);
 	return g;
 }

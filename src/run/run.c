@@ -1354,11 +1354,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_gate_channel_stop(&gate_ch);
 	json_object *remote_gate =
 		gate_by_backend && be->ops->gate_record ? be->ops->gate_record(be) : NULL;
-	json_object *uncaught = NULL, *remote_events;
-	if (remote_gate && json_object_object_get_ex(remote_gate, "events", &remote_events))
-		uncaught = lb_gate_uncaught(remote_events);
-	else if (gate_staged && gate_ch.buf)
-		uncaught = lb_gate_uncaught(gate_ch.kept);
+	json_object *uncaught = NULL; /* runtime_gate.uncaught */
+	if (remote_gate && json_object_object_get_ex(remote_gate, "uncaught", &uncaught) &&
+	    json_object_is_type(uncaught, json_type_object))
+		json_object_get(uncaught);
+	else if (!remote_gate && gate_staged && gate_ch.buf)
+		uncaught = lb_gate_uncaught_record(lb_gate_uncaught(gate_ch.kept));
+	else
+		uncaught = NULL;
 	bool exited_ok = res.outcome == LB_SB_EXITED && res.exit_code == 0;
 	bool uncaught_exit0 = exited_ok && uncaught && !rejected;
 	bool completed = exited_ok && !uncaught_exit0;
@@ -1539,6 +1542,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	timeout_after_refusal(failure, rgate);
 	json_object_put(gate_preload);
 	json_object_put(remote_gate);
+	json_object_put(uncaught);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];

@@ -1804,8 +1804,8 @@ static void test_octave_frame(void **state)
  * none; an atexit handler's exception printed after it is not why the main program ended;
  * a plain crash reads as it always did. */
 #define UNCAUGHT_EVENT \
-	"{\"event\": \"labbox.uncaught\", \"args\": [\"RuntimeError\", \"evaluation crashed\"], " \
-	"\"refused\": false, \"rule\": \"gate.uncaught\", \"file\": \"/r/exp/main.py\", \"line\": 4}"
+	"{\"exception\": \"RuntimeError\", \"message\": \"evaluation crashed\", " \
+	"\"file\": \"/r/exp/main.py\", \"line\": 4, \"pid\": 2}"
 #define MAIN_TRACEBACK \
 	"acc: 0.5\n" \
 	"Traceback (most recent call last):\n" \
@@ -1869,6 +1869,15 @@ static void test_uncaught_main_exception(void **state)
 	assert_false(evidence_has(doc, "runtime gate:"));
 	assert_null(strstr(field(doc, "summary"), "status 0"));
 	expect(doc, "code_error", "RuntimeError: evaluation crashed");
+
+	/* a run that failed anyway, whose output names another exception: read as it was */
+	doc = diagnose_uncaught("Traceback (most recent call last):\n"
+				"  File \"/r/exp/main.py\", line 2, in <module>\n"
+				"ValueError: printed by the code\n", 1);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "ValueError");
+	assert_false(evidence_has(doc, "runtime gate:"));
+	expect(doc, "code_error", NULL);
 
 	/* without the record an exit 0 is no failure */
 	assert_null(diagnose_log(MAIN_TRACEBACK, 0, 0));
