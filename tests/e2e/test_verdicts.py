@@ -7,6 +7,8 @@ import os
 import sqlite3
 import subprocess
 
+import pytest
+
 from conftest import LABBOX, PYTHON, host_can_enforce
 
 # An AI-Scientist-style experiment.py: trains (here: computes) and writes
@@ -441,3 +443,145 @@ def test_mounted_data_past_the_bound_is_fingerprinted_by_metadata(tmp_path):
     assert man["data"] is not None
     _, plain = run_json(tmp_path, exp)
     assert json.load(open(os.path.join(plain["run_dir"], "manifest.json")))["data"] is None
+
+
+# --- 5. a main program that ended with an uncaught exception did not complete -----------------
+# The runtime gate records the exception the interpreter's top level hands to sys.excepthook
+# (runtime_gate.uncaught); whatever makes the exit status 0 afterwards, the run is failed.
+
+def test_a_traceback_then_os_exit_0_in_atexit_is_failed(tmp_path):
+    """The red team's case: the evaluation crashes, an atexit handler exits 0, and run.log
+    ends in the traceback; the run is failed, diagnosed from that traceback."""
+    exp = make_exp(tmp_path, code=(
+        "import atexit, os\n"
+        "atexit.register(lambda: os._exit(0))\n"
+        "print('acc: 0.5')\n"
+        "raise RuntimeError('evaluation crashed')\n"))
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 1 and doc["status"] == "failed", json.dumps(doc)[:3000]
+    assert doc["exit_code"] == 0  # what the process itself said, as it said it
+    f = doc["failure"]
+    assert f["class"] == "code_error" and f["exception"] == "RuntimeError", f
+    assert "RuntimeError: evaluation crashed" in f["evidence"], f
+    assert "exited with status 0" in f["summary"], f
+    assert any(e.startswith("runtime gate: the main program ended with an uncaught "
+                            "RuntimeError: evaluation crashed (experiment.py line 4)")
+               for e in f["evidence"]), f
+    assert f["code_location"]["file"] == "experiment.py" and f["code_location"]["line"] == 4
+    u = doc["runtime_gate"]["uncaught"]
+    assert u["exception"] == "RuntimeError" and u["message"] == "evaluation crashed", u
+    assert u["file"].endswith("/experiment.py") and u["line"] == 4, u
+    assert doc["runtime_gate"]["events"] == []  # no refusal: a record of its own
+    # what it printed before is kept, as a failed run's
+    assert doc["metrics"]["values"] == {"acc": 0.5} and doc["partial"] is True
+    res = json.load(open(os.path.join(doc["run_dir"], "result.json")))
+    assert res["status"] == "failed" and res["failure"]["exception"] == "RuntimeError"
+    rows = json.loads(labbox(tmp_path, "runs", "list", "--json").stdout)["runs"]
+    assert [r["status"] for r in rows] == ["failed"], rows
+
+
+HIDDEN = {
+    # a sys.excepthook of its own that prints nothing, then os._exit(0) at exit
+    "swallowing_hook": ("import atexit, os, sys\n"
+                        "sys.excepthook = lambda *a: None\n"
+                        "atexit.register(lambda: os._exit(0))\n"
+                        "raise RuntimeError('hidden')\n", "RuntimeError", 0, 4),
+    # a hook that exits 0 itself, before anything is printed
+    "exiting_hook": ("import os, sys\n"
+                     "sys.excepthook = lambda *a: os._exit(0)\n"
+                     "raise RuntimeError('hidden')\n", "RuntimeError", 0, 3),
+    # no hook at all, and a KeyboardInterrupt: still the main program's end
+    "deleted_hook": ("import atexit, os, sys\n"
+                     "del sys.excepthook\n"
+                     "atexit.register(lambda: os._exit(0))\n"
+                     "raise KeyboardInterrupt\n", "KeyboardInterrupt", 0, 4),
+    # a thread the interpreter waits for at exit exits 0
+    "thread_exits": ("import os, threading, time\n"
+                     "threading.Thread(target=lambda: (time.sleep(0.3), os._exit(0))).start()\n"
+                     "raise RuntimeError('hidden')\n", "RuntimeError", 0, 3),
+    # a finalizer run at the interpreter's end exits 0
+    "finalizer_exits": ("import os\n"
+                        "class Late:\n"
+                        "    def __del__(self, _exit=os._exit):  # os may be gone by then\n"
+                        "        _exit(0)\n"
+                        "late = Late()\n"
+                        "raise RuntimeError('hidden')\n", "RuntimeError", 0, 6),
+    # sys.exit(0) in an atexit handler leaves status 1, and its SystemExit printed last is
+    # not why the run failed
+    "sys_exit_in_atexit": ("import atexit, sys\n"
+                           "atexit.register(lambda: sys.exit(0))\n"
+                           "raise RuntimeError('hidden')\n", "RuntimeError", 1, 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HIDDEN))
+def test_an_uncaught_exception_hidden_by_the_experiment_fails_the_run(tmp_path, case):
+    code, exc, status, line = HIDDEN[case]
+    exp = make_exp(tmp_path, code="print('acc: 0.5')\n" + code)
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 1 and doc["status"] == "failed", json.dumps(doc)[:3000]
+    assert doc["exit_code"] == status, doc["exit_code"]
+    f = doc["failure"]
+    assert f["class"] == "code_error" and f["exception"] == exc, f
+    assert f["code_location"]["file"] == "experiment.py", f
+    assert f["code_location"]["line"] == line + 1, f
+    u = doc["runtime_gate"]["uncaught"]
+    assert u["exception"] == exc and u["line"] == line + 1, u
+
+
+def test_an_exception_a_finally_ends_with_os_exit_0_is_not_seen(tmp_path):
+    """os._exit(0) in a finally (or an except) ends the process while the exception is still
+    on its way up: the interpreter never calls sys.excepthook, and nothing tells this from a
+    program that handled its error and chose to exit 0. So it stays completed, and no
+    uncaught exception is claimed (docs/result-json.md says the gate sees only what reaches
+    the top)."""
+    exp = make_exp(tmp_path, code=(
+        "import os\n"
+        "print('acc: 0.5')\n"
+        "try:\n"
+        "    raise RuntimeError('on its way up')\n"
+        "finally:\n"
+        "    os._exit(0)\n"))
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 0 and doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["runtime_gate"]["uncaught"] is None
+
+
+STAYS = {
+    "plain": "print('acc: 0.5')\n",
+    "system_exit_0": "print('acc: 0.5')\nraise SystemExit(0)\n",
+    "sys_exit_none": "import sys\nprint('acc: 0.5')\nsys.exit()\n",
+    # the event's name raised by the code itself is no end of the main program
+    "audit_forged": ("import sys\n"
+                     "sys.audit('sys.excepthook', None, RuntimeError, RuntimeError('x'), None)\n"
+                     "print('acc: 0.5')\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STAYS))
+def test_a_run_that_ended_well_stays_completed(tmp_path, case):
+    exp = make_exp(tmp_path, code=STAYS[case])
+    p, doc = run_json(tmp_path, exp)
+    assert p.returncode == 0 and doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["failure"] is None and doc["runtime_gate"]["uncaught"] is None
+    assert doc["metrics"]["values"] == {"acc": 0.5}
+
+
+def test_a_threads_or_a_forked_childs_exception_is_not_the_main_programs(tmp_path):
+    """A thread's uncaught exception goes to threading.excepthook, a forked child's ends the
+    child: the main program goes on and exits 0. Completed, with worker_exception for the
+    thread, and no uncaught exception of the main program."""
+    exp = make_exp(tmp_path, code=(
+        "import os, threading\n"
+        "print('acc: 0.5', flush=True)\n"
+        "t = threading.Thread(target=lambda: 1 / 0)\n"
+        "t.start(); t.join()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    raise ValueError('in the forked child')\n"
+        "os.waitpid(pid, 0)\n"))
+    p, doc = run_json(tmp_path, exp, opts=("--policy", "permissive"))
+    assert p.returncode == 0 and doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["runtime_gate"]["installed"] is True
+    assert doc["runtime_gate"]["uncaught"] is None
+    assert [w["kind"] for w in doc["diagnosis_warnings"]] == ["worker_exception"], doc
