@@ -176,10 +176,19 @@ static bool not_records(const lb_run_request *req, run_state *st, lb_run_result 
 		return true;
 	const char *base = strrchr(area, '/');
 	base = base ? base + 1 : area;
+	/* A copy of an experiment: a run's staged copy (ID/exp) or a repair loop's working copy
+	 * (.repair-ID/work/N, what its next attempt stages). */
 	const char *id_end = strchr(rel, '/');
+	const char *copy = !id_end || id_end == rel ? NULL
+			   : strncmp(rel, ".repair-", 8) == 0 ? "work/" : "exp";
+	const char *after = copy && strncmp(id_end + 1, copy, strlen(copy)) == 0
+				    ? id_end + 1 + strlen(copy) : NULL;
+	if (after && copy[0] == 'w') { /* the attempt's number */
+		size_t digits = strspn(after, "0123456789");
+		after = digits ? after + digits : NULL;
+	}
 	bool staged_copy = strcmp(base, "sweeps") != 0 && strncmp(base, "labbox.db", 9) != 0 &&
-			   id_end && id_end > rel && strncmp(id_end + 1, "exp", 3) == 0 &&
-			   (id_end[4] == '\0' || id_end[4] == '/');
+			   after && (*after == '\0' || *after == '/');
 	if (staged_copy)
 		return true;
 	usage_error(out, "experiment directory '%s' is labbox's own records (%s): a run never "
@@ -1464,6 +1473,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * experiment's code ran without it, so an exit 0 is no completed run (decisions.md,
 	 * "A run whose gate never reported in"). A failing run keeps its own diagnosis. */
 	bool gate_missing = !rejected && !exec_refused && gate_staged && gate_mode != LB_GATE_OFF &&
+			    st->lang == LB_LANG_PYTHON && py_audit_hooks(st->py.version) == 1 &&
 			    !gate_by_backend && gate_ch.buf && !lb_gate_heard(gate_ch.buf, gate_ch.len) &&
 			    res.outcome == LB_SB_EXITED && res.exit_code == 0;
 	if (gate_missing) {
