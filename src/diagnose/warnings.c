@@ -450,9 +450,15 @@ static void worker_line(void *ctx, const char *line, size_t lineno)
 	worker_ctx *c = ctx;
 
 	if (c->state == 1) {
-		c->state = strcmp(line, "Traceback (most recent call last):") == 0 ? 2 : 0;
-		if (c->state == 0 && worker_header(line))
+		if (strcmp(line, "Traceback (most recent call last):") == 0) {
+			c->state = 2;
+			return;
+		}
+		if (worker_header(line))
 			goto header;
+		/* A line of the other stream between the header and its traceback, as inside it. */
+		if (c->foreign++ >= 3)
+			c->state = 0;
 		return;
 	}
 	if (c->state == 2) {

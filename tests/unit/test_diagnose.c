@@ -1254,6 +1254,7 @@ static void test_worker_exception_with_the_other_stream_inside(void **state)
 {
 	static const char log[] =
 		"Exception in thread Thread-1 (evaluate):\n"
+		"epoch: 1\n"
 		"Traceback (most recent call last):\n"
 		"  File \"/exp/main.py\", line 4, in evaluate\n"
 		"accuracy: 0.9\n"
@@ -1275,6 +1276,7 @@ static void test_worker_exception_with_the_other_stream_inside(void **state)
 	assert_non_null(strstr(all, "socket.gaierror"));
 	assert_null(strstr(all, "accuracy"));
 	assert_null(strstr(all, "loss"));
+	assert_null(strstr(all, "epoch"));
 	json_object_put(ws);
 }
 
