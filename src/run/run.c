@@ -521,12 +521,14 @@ write:
 
 /* What the pipeline adds to the backend's clean environment. Output unbuffered so nothing is
  * lost when the budget kills the run; hashing fixed and bytecode off so reruns behave alike
- * and the staged tree stays as staged. */
-#define JOB_ENV_MAX 8
+ * and the staged tree stays as staged; no user site: its .pth lines would run before the gate,
+ * from wherever HOME points (a sweep's env could point it into the experiment). */
+#define JOB_ENV_MAX 9
 static size_t job_env(const run_state *st, const char *id, char store[2][PATH_MAX + 32],
 		      char *env[JOB_ENV_MAX])
 {
 	size_t n = 0;
+	env[n++] = "PYTHONNOUSERSITE=1";
 	env[n++] = "PYTHONUNBUFFERED=1";
 	env[n++] = "PYTHONHASHSEED=" PYTHONHASHSEED;
 	env[n++] = "PYTHONDONTWRITEBYTECODE=1";

@@ -210,6 +210,15 @@ static int make_mount_point(const char *target, bool is_dir)
 	return 0;
 }
 
+/* Under the exec guard, what the payload can write maps no code: no program runs from there
+ * (the guard's), and no shared object is loaded from there either, whatever leads a library
+ * to one (OPENSSL_CONF, a GIO module directory, a plugin path): native code of the
+ * experiment's is refused by the kernel as the gate refuses it in Python. */
+static unsigned long writable_noexec(const init_ctx *c)
+{
+	return c->sb->exec_guard == LB_EXEC_GATED_PYTHON ? MS_NOEXEC : 0;
+}
+
 /* Device nodes are bound from the original /dev: the cloned root is nodev. */
 static void setup_dev(init_ctx *c)
 {
@@ -244,7 +253,7 @@ static void setup_dev(init_ctx *c)
 	char opts[64];
 	uint64_t shm = c->sb->shm_size ? c->sb->shm_size : c->sb->tmpfs_size;
 	snprintf(opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long)shm);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | writable_noexec(c), opts) < 0)
 		chan_fail(c->chan_wr, "setup_dev", errno, "mount tmpfs on /dev/shm");
 }
 
@@ -455,7 +464,7 @@ static void mount_tmpfs_dirs(init_ctx *c)
 		if (r < 0)
 			chan_fail(c->chan_wr, "setup_tmpfs", -r, "mount point for --tmpfs %s", t->path);
 		snprintf(opts, sizeof opts, "mode=%o,size=%llu", t->mode, (unsigned long long)t->size);
-		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | writable_noexec(c), opts) < 0)
 			chan_fail(c->chan_wr, "setup_tmpfs", errno, "mount --tmpfs %s", t->path);
 	}
 }
@@ -610,8 +619,11 @@ static void protect_dirs(init_ctx *c)
 			if (mount(p, p, NULL, MS_BIND, NULL) < 0)
 				chan_fail(c->chan_wr, "setup_root", errno, "pin %s", part);
 			if (!slash) {
-				/* Read-only alone: the flags the bind inherited stay as they are. */
-				struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+				/* Read-only, and so its programs and shared objects may run again
+				 * (the work directory's noexec, inherited, is cleared): a venv staged
+				 * with the experiment. The other flags stay as they are. */
+				struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY,
+							.attr_clr = MOUNT_ATTR_NOEXEC};
 				if (mount_setattr(AT_FDCWD, p, 0, &ro, sizeof ro) < 0)
 					chan_fail(c->chan_wr, "setup_root", errno, "protect %s", part);
 				break;
@@ -703,7 +715,7 @@ static void setup_root(init_ctx *c)
 		struct stat st;
 		if (stat(p, &st) < 0)
 			continue;
-		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | writable_noexec(c), opts) < 0)
 			chan_fail(c->chan_wr, "setup_root", errno, "private %s", sb->private_dirs[i]);
 	}
 	setup_dev(c);
@@ -716,8 +728,13 @@ static void setup_root(init_ctx *c)
 
 	for (size_t i = 0; i < sb->nbinds; i++)
 		bind_one(c, c->bind_fds[i], sb->binds[i].dst, sb->binds[i].writable);
-	if (sb->workdir)
+	if (sb->workdir) {
 		bind_one(c, c->bind_fds[sb->nbinds], sb->workdir, true);
+		struct mount_attr nx = {.attr_set = MOUNT_ATTR_NOEXEC};
+		nr_path(p, sizeof p, sb->workdir);
+		if (writable_noexec(c) && mount_setattr(AT_FDCWD, p, 0, &nx, sizeof nx) < 0)
+			chan_fail(c->chan_wr, "setup_binds", errno, "noexec %s", sb->workdir);
+	}
 	place_files(c);
 	mask_in_binds(c);
 	protect_dirs(c);
