@@ -28,6 +28,14 @@ typedef struct stage_ctx {
 	bool skip_set;
 	dev_t skip_dev;
 	ino_t skip_ino;
+	/* labbox's records and cache wherever they sit in the experiment (a custom --runs-dir
+	 * inside it, a run from the home directory): never staged, or the run would read other
+	 * runs' manifests, the index and the record key (records_skip). */
+	struct skip_id {
+		dev_t dev;
+		ino_t ino;
+	} records[2 * LB_RECORD_KNOWN_MAX + 8], parents[LB_RECORD_KNOWN_MAX];
+	size_t nrecords, nparents; /* parents: where an index and sweeps sit beside a runs dir */
 	int droot;        /* the staged exp/ */
 	const char *const *hide; /* resolved paths --hide keeps out of sight: never staged */
 	size_t nhide;
@@ -49,6 +57,59 @@ static bool skip_dir(const char *name)
 {
 	return strcmp(name, ".git") == 0 || strcmp(name, ".labbox") == 0 ||
 	       strcmp(name, "__pycache__") == 0;
+}
+
+static void records_add(stage_ctx *c, const char *path)
+{
+	struct stat st;
+	if (c->nrecords < sizeof c->records / sizeof *c->records && lstat(path, &st) == 0)
+		c->records[c->nrecords++] = (struct skip_id){st.st_dev, st.st_ino};
+}
+
+/* The user's cache, every runs directory this user's labbox knows, and beside each the index
+ * and the sweeps. */
+static void records_skip(stage_ctx *c)
+{
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	if (cache)
+		records_add(c, cache);
+	char **v = NULL;
+	size_t n = 0;
+	if (lb_record_known_dirs(cache, &v, &n) < 0)
+		return;
+	for (size_t i = n; i-- > 0;) { /* the most recent first */
+		char parent[PATH_MAX];
+		struct stat st;
+		records_add(c, v[i]);
+		snprintf(parent, sizeof parent, "%s", v[i]);
+		char *slash = strrchr(parent, '/');
+		if (!slash)
+			continue;
+		*slash = '\0';
+		/* The index and the sweeps by name there: they may be made while staging runs. */
+		if (c->nparents < sizeof c->parents / sizeof *c->parents &&
+		    stat(parent[0] ? parent : "/", &st) == 0)
+			c->parents[c->nparents++] = (struct skip_id){st.st_dev, st.st_ino};
+	}
+	lb_record_known_free(v, n);
+}
+
+static bool beside_records(const stage_ctx *c, const struct stat *dir, const char *name)
+{
+	if (strncmp(name, "labbox.db", 9) != 0 && strcmp(name, "sweeps") != 0)
+		return false;
+	for (size_t i = 0; i < c->nparents; i++)
+		if (c->parents[i].dev == dir->st_dev && c->parents[i].ino == dir->st_ino)
+			return true;
+	return false;
+}
+
+static bool is_record(const stage_ctx *c, const struct stat *st)
+{
+	for (size_t i = 0; i < c->nrecords; i++)
+		if (c->records[i].dev == st->st_dev && c->records[i].ino == st->st_ino)
+			return true;
+	return false;
 }
 
 static int fail(stage_ctx *c, int err, const char *what, const char *rel)
@@ -347,6 +408,9 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 {
 	if (depth > 64)
 		return fail(c, -ELOOP, "directory", prefix);
+	struct stat here;
+	if (fstat(sdir, &here) < 0)
+		return fail(c, -errno, "directory", prefix);
 	int dupfd = dup(sdir);
 	if (dupfd < 0)
 		return fail(c, -errno, "directory", prefix);
@@ -394,6 +458,11 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 		if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = fail(c, -errno, "entry", rel);
 			break;
+		}
+		if (is_record(c, &st) || beside_records(c, &here, name)) {
+			if (c->skipped)
+				json_object_array_add(c->skipped, json_object_new_string(rel));
+			continue;
 		}
 		if (c->outside && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && !public_mode(&st)) {
 			r = not_public(c, rel);
@@ -527,6 +596,7 @@ int lb_record_stage_hiding(const char *src, const char *dst, uid_t chown_uid, gi
 	if (chown_uid != (uid_t)-1 && fchown(ddir, chown_uid, chown_gid) < 0)
 		return fail(&c, -errno, "directory", dst);
 	c.droot = ddir;
+	records_skip(&c);
 	if (!realpath(src, c.src_root))
 		c.src_root[0] = '\0';
 	char rs[PATH_MAX], rd[PATH_MAX];

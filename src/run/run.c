@@ -1164,6 +1164,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			nhide++;
 		}
 	}
+	/* Known before staging, so that its index and sweeps are left out when they sit inside
+	 * the experiment (a --runs-dir of its own there), on its first run too. */
+	if (st->cache && !st->remote)
+		lb_record_known_note(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs");
 	int stage_r = !st->exp_dir || (nh && (!hide_buf || !hide))
 			      ? -ENOMEM
 			      : lb_record_stage_hiding(st->expdir, st->exp_dir,

@@ -139,3 +139,50 @@ def test_an_mcp_client_cannot_name_what_its_runs_wrote(tmp_path):
     finally:
         if os.path.exists(marker):
             os.unlink(marker)
+
+
+LOOK = """
+import os
+seen = []
+for root, dirs, files in os.walk("."):
+    for f in files:
+        if f in ("manifest.json", "record.key", "runs-dirs") or f.startswith("labbox.db"):
+            seen.append(os.path.join(root, f))
+print("records_seen:", len(seen))
+for s in seen:
+    print("seen", s)
+"""
+
+
+def test_records_inside_the_experiment_are_never_staged(tmp_path):
+    """`labbox run .` with runs directories of the project's own (--runs-dir ./runsA, then
+    ./runsB): the index beside them, the sweeps and the other runs directory stay out of the
+    staged copy, on the first run too, so no run reads another's manifest (its -e values)."""
+    exp = write_exp(tmp_path, LOOK)
+    first = labbox("run", "--json", "--python", PYTHON, "--runs-dir", "./runsA", "-e",
+                   "API_KEY=s3cret-value", ".", cwd=exp)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["metrics"]["values"]["records_seen"] == 0, first.stdout
+    second = labbox("run", "--json", "--python", PYTHON, "--runs-dir", "./runsB", ".", cwd=exp)
+    doc = json.loads(second.stdout)
+    assert second.returncode == 0 and doc["metrics"]["values"]["records_seen"] == 0, doc
+    staged = exp / "runsB" / doc["id"] / "exp"
+    assert not any(p.name == "manifest.json" for p in staged.rglob("*")), "records staged"
+    assert "s3cret-value" not in (exp / "runsB" / doc["id"] / "run.log").read_text()
+
+
+def test_the_users_cache_inside_the_experiment_is_never_staged(tmp_path):
+    """The home directory as the experiment (`labbox run .` in ~): labbox's cache there, with
+    the key that seals the records, stays out of the staged copy."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "main.py").write_text(LOOK)
+    env = dict(os.environ, HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
+    for _ in range(2):  # the first run makes the cache, the second would stage it
+        p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", ".",
+                   cwd=home, env=env)
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(p.stdout)
+        assert doc["metrics"]["values"]["records_seen"] == 0, doc["metrics"]
+    assert (home / ".cache" / "labbox").is_dir()
