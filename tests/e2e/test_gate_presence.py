@@ -95,6 +95,7 @@ def test_a_run_with_its_gate_is_completed(tmp_path):
 # say: the experiment's configuration may not set them before the run, and the gate refuses
 # setting them during it.
 LOADER_VARS = ["OPENSSL_CONF", "OPENSSL_MODULES", "HDF5_PLUGIN_PATH", "CUDA_INJECTION64_PATH",
+               "GIO_EXTRA_MODULES",
                "TCL_LIBRARY", "GCONV_PATH"]
 
 
