@@ -4,6 +4,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,9 +54,35 @@ static bool as_number(json_object *v, double *out)
 	}
 }
 
+/* An integer as its exact decimal text: json-c keeps 64 bits (signed, or unsigned past
+ * INT64_MAX), where a double keeps 53, and checksums, seeds and counts use all of them. */
+static void int_text(json_object *v, char out[32])
+{
+	int64_t i = json_object_get_int64(v);
+	if (i == INT64_MAX)
+		snprintf(out, 32, "%" PRIu64, json_object_get_uint64(v));
+	else
+		snprintf(out, 32, "%" PRId64, i);
+}
+
+/* An integer a double does not hold exactly. */
+static bool wide_int(json_object *v)
+{
+	if (!json_object_is_type(v, json_type_int))
+		return false;
+	int64_t i = json_object_get_int64(v);
+	return i == INT64_MAX || i > (INT64_C(1) << 53) || i < -(INT64_C(1) << 53);
+}
+
 bool lb_metric_values_equal(struct json_object *a, struct json_object *b)
 {
 	double x, y;
+	if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int)) {
+		char ta[32], tb[32];
+		int_text(a, ta);
+		int_text(b, tb);
+		return strcmp(ta, tb) == 0;
+	}
 	bool na = as_number(a, &x), nb = as_number(b, &y);
 	if (na || nb) {
 		if (!(na && nb))
@@ -93,6 +120,13 @@ static void hash_canon(lb_sha256 *h, json_object *v, int depth)
 	double x;
 	if (depth > 64) {
 		lb_sha256_update(h, "D", 1);
+		return;
+	}
+	if (wide_int(v)) {
+		char t[32];
+		int_text(v, t);
+		int n = snprintf(buf, sizeof buf, "i:%s;", t);
+		lb_sha256_update(h, buf, (size_t)n);
 		return;
 	}
 	if (as_number(v, &x)) {

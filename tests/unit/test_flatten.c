@@ -127,6 +127,19 @@ static void test_values_equal(void **state)
 		    *inf_s = json_object_new_string("Infinity"), *t = json_object_new_boolean(1),
 		    *f = json_object_new_boolean(0), *adam = json_object_new_string("adam");
 	json_object *adam2 = json_object_new_string("adam");
+	/* Integers past what a double holds exactly are compared and digested exactly. */
+	json_object *big1 = json_object_new_int64((INT64_C(1) << 60) + 62),
+		    *big2 = json_object_new_int64((INT64_C(1) << 60) + 993),
+		    *big1b = json_object_new_int64((INT64_C(1) << 60) + 62);
+	assert_false(lb_metric_values_equal(big1, big2));
+	assert_true(lb_metric_values_equal(big1, big1b));
+	char d1[72], d2[72];
+	lb_metric_value_digest(big1, d1);
+	lb_metric_value_digest(big2, d2);
+	assert_string_not_equal(d1, d2);
+	json_object_put(big1);
+	json_object_put(big2);
+	json_object_put(big1b);
 	assert_true(lb_metric_values_equal(one, onef));
 	assert_false(lb_metric_values_equal(one, two));
 	assert_false(lb_metric_values_equal(one, s1)); /* a number is never a string */
