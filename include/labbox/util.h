@@ -199,6 +199,14 @@ int lb_parse_long(const char *s, long *out);
 /* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
  * above U+10FFFF; len > 0), or 0 when it is not one. */
 size_t lb_utf8_seq_len(const unsigned char *s, size_t len);
+/* The code point of a valid UTF-8 sequence of k bytes (lb_utf8_seq_len's). */
+unsigned lb_utf8_code_point(const unsigned char *u, size_t k);
+/* A character that is invisible and changes how text is shown or makes two names look alike
+ * (bidirectional controls, zero-width characters, variation selectors, tags...): shown to a
+ * person as \uXXXX. */
+bool lb_unicode_format_char(unsigned cp);
+/* text appended to out with each such character as \uXXXX; the rest as it is. */
+int lb_text_show_format_chars(const char *text, size_t len, lb_buf *out);
 
 /* An experiment's output made safe to echo on the user's terminal: text (valid UTF-8), \n \r
  * \t \b and the CSI sequences of colour, line erasure and cursor moves (m K A B C D G) pass;

@@ -302,6 +302,16 @@ static int render(lb_check_report *rep, bool json, lb_buf *out, lb_buf *err)
 		if (r == 0)
 			r = lb_buf_puts(out, text + head);
 		free(needs);
+		/* For a person: file names and quoted code with characters that reorder or hide
+		 * text show them as \uXXXX (the JSON keeps them as they are). */
+		lb_buf shown = {0};
+		if (r == 0 && (r = lb_text_show_format_chars(out->data ? out->data : "", out->len,
+							     &shown)) == 0) {
+			lb_buf_free(out);
+			*out = shown;
+		} else {
+			lb_buf_free(&shown);
+		}
 	}
 	free(text);
 	return r;

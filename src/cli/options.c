@@ -15,23 +15,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-/* The invisible characters that change how a line is shown: the bidirectional embeddings,
- * overrides and isolates (U+202A..U+202E, U+2066..U+2069), the marks (U+200E, U+200F,
- * U+061C), the zero-width ones and the byte order mark. A name holding U+202E shows the
- * rest of the line reversed: "acc" that reads as another metric, a value as another. */
-static bool format_char(const unsigned char *u, size_t k)
-{
-	unsigned cp;
-	if (k == 2)
-		cp = (unsigned)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
-	else if (k == 3)
-		cp = (unsigned)(u[0] & 0x0f) << 12 | (unsigned)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
-	else
-		return false;
-	return cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
-	       (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
-}
-
 /* text on f with control characters, DEL, C1 controls and bytes that are not UTF-8 shown as
  * \xNN, and format characters (format_char) as \uXXXX; newlines and tabs pass. */
 static void show_controls(FILE *f, const char *text, size_t n)
@@ -41,11 +24,8 @@ static void show_controls(FILE *f, const char *text, size_t n)
 		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, n - i);
 		bool c1 = k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0; /* U+0080..U+009F */
 		bool ctl = k == 1 && ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f);
-		if (format_char(u + i, k)) {
-			unsigned cp = k == 2 ? (unsigned)(u[i] & 0x1f) << 6 | (u[i + 1] & 0x3f)
-					     : (unsigned)(u[i] & 0x0f) << 12 |
-						       (unsigned)(u[i + 1] & 0x3f) << 6 | (u[i + 2] & 0x3f);
-			fprintf(f, "\\u%04x", cp);
+		if (k >= 2 && lb_unicode_format_char(lb_utf8_code_point(u + i, k))) {
+			fprintf(f, "\\u%04x", lb_utf8_code_point(u + i, k));
 			i += k;
 			continue;
 		}

@@ -186,6 +186,55 @@ int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **ou
 	return fd < 0 ? fd : read_regular_fd(fd, max, out, len);
 }
 
+/* The code point of a valid UTF-8 sequence of k bytes. */
+unsigned lb_utf8_code_point(const unsigned char *u, size_t k)
+{
+	switch (k) {
+	case 2:
+		return (unsigned)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+	case 3:
+		return (unsigned)(u[0] & 0x0f) << 12 | (unsigned)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+	case 4:
+		return (unsigned)(u[0] & 0x07) << 18 | (unsigned)(u[1] & 0x3f) << 12 |
+		       (unsigned)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+	default:
+		return u[0];
+	}
+}
+
+/* The invisible characters that change how a line is shown or make two names look alike:
+ * the bidirectional embeddings, overrides, isolates and marks, the zero-width ones, the
+ * soft hyphen, the line and paragraph separators, the interlinear annotations, variation
+ * selectors, tags and the byte order mark. A name holding U+202E shows the rest of the line
+ * reversed: "acc" that reads as another metric, a value as another. */
+bool lb_unicode_format_char(unsigned cp)
+{
+	return cp == 0x00ad || cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+	       (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) ||
+	       (cp >= 0x1d173 && cp <= 0x1d17a) || (cp >= 0xe0000 && cp <= 0xe007f) ||
+	       (cp >= 0xe0100 && cp <= 0xe01ef);
+}
+
+int lb_text_show_format_chars(const char *text, size_t len, lb_buf *out)
+{
+	const unsigned char *u = (const unsigned char *)text;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < len;) {
+		size_t k = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, len - i);
+		if (k >= 2 && lb_unicode_format_char(lb_utf8_code_point(u + i, k))) {
+			r = lb_buf_printf(out, "\\u%04x", lb_utf8_code_point(u + i, k));
+			i += k;
+			continue;
+		}
+		if (k == 0)
+			k = 1;
+		r = lb_buf_append(out, text + i, k);
+		i += k;
+	}
+	return r;
+}
+
 bool lb_env_name_valid(const char *name)
 {
 	if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))

@@ -75,7 +75,8 @@ def test_runs_show_and_list_print_no_terminal_escapes(tmp_path):
     assert "\\x1b]0;pwned" in q.stdout, q.stdout
 
 
-BIDI = ["\u202e", "\u2066", "\u200f", "\u061c", "\ufeff", "\u200b"]
+BIDI = ["\u202e", "\u2066", "\u200f", "\u061c", "\ufeff", "\u200b", "\u2028", "\u00ad",
+        "\ufe0f", "\U000e0041"]
 
 
 def test_summaries_show_format_characters_escaped(tmp_path):
@@ -84,7 +85,8 @@ def test_summaries_show_format_characters_escaped(tmp_path):
     them as \\uXXXX, never as themselves."""
     exp = write_exp(tmp_path, 'import json\nprint("accuracy: 0.5")\n'
                     'json.dump({"a\\u202eb": "\\u2066x\\u200fy\\u061cz",'
-                    ' "c\\ufeff\\u200b": 1}, open("results.json", "w"))\n')
+                    ' "c\\ufeff\\u200b": 1, "d\\u2028\\u00ad\\ufe0f": 2,'
+                    ' "acc\\U000e0041": 3}, open("results.json", "w"))\n')
     runs = tmp_path / "runs"
     p = labbox("run", "--python", PYTHON, "--runs-dir", runs, exp)
     assert p.returncode == 0, p.stderr
@@ -97,6 +99,18 @@ def test_summaries_show_format_characters_escaped(tmp_path):
     # The record keeps the values as they were: only what a terminal is shown is escaped.
     doc = json.loads((runs / rid / "result.json").read_text())
     assert doc["metrics"]["files"]["results.json"]["a\u202eb"] == "\u2066x\u200fy\u061cz"
+
+
+def test_check_shows_format_characters_in_file_names_escaped(tmp_path):
+    """`labbox check` names files: one named with U+202E is shown as \\u202e to a person, and
+    as itself in --json (a machine's input, valid JSON either way)."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "m\u202egnp.py").write_text("import os\nos.system('true')\n")
+    p = labbox("check", "--policy", "permissive", exp)
+    assert "\u202e" not in p.stdout + p.stderr and "m\\u202egnp.py" in p.stdout, p.stdout
+    q = labbox("check", "--json", "--policy", "permissive", exp)
+    assert any(f["file"].endswith("m\u202egnp.py") for f in json.loads(q.stdout)["findings"])
 
 
 def test_entry_point_too_large_to_check_says_why(tmp_path):
