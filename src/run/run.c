@@ -150,13 +150,6 @@ static bool inside_experiment(const char *python, const char *expdir)
 	return lb_program_inside(python, expdir);
 }
 
-/* A program among labbox's records (lb_record_holds_program): probed in the sandbox. */
-static bool among_records(const char *python, const char *runs_dir)
-{
-	LB_AUTOFREE char *cache = lb_user_cache_dir();
-	return lb_record_holds_program(cache, runs_dir, python);
-}
-
 /* The experiment directory may be a run's staged copy (rerun's source, RUNS/ID/exp), never
  * labbox's records themselves: a runs directory, a run's own directory, the index or the
  * sweeps, or the user's cache. Staged, they would show every run's manifest (its -e
@@ -302,7 +295,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 							err, sizeof err)
 			       : lb_python_probe(python, &st->py, err, sizeof err);
 	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir) ||
-		 among_records(python, req->runs_dir ? req->runs_dir : ".labbox/runs")) {
+		 lb_record_holds_program(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs",
+					 python)) {
 		/* The experiment directory chose it, or it lives there: it is the experiment's code.
 		 * The confined probe reads a relative path from the experiment (labbox.yaml's);
 		 * --python's was given relative to here. */

@@ -762,7 +762,10 @@ int lb_parse_long(const char *s, long *out)
 	return 0;
 }
 
-int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
+/* text into out with each byte that is not part of valid UTF-8 replaced by what repl writes
+ * for it; 0 (out untouched) when there is none, 1 when out holds the text, or -ENOMEM. */
+static int utf8_replace(const char *text, size_t len, lb_buf *out,
+			int (*repl)(lb_buf *out, unsigned char byte))
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = 0, done = 0;
@@ -777,11 +780,9 @@ int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
 			i += k;
 			continue;
 		}
-		char esc[8];
-		snprintf(esc, sizeof esc, "\\udc%02x", s[i]);
 		int r = lb_buf_append(out, text + done, i - done);
 		if (r == 0)
-			r = lb_buf_append(out, esc, 6);
+			r = repl(out, s[i]);
 		if (r < 0)
 			return r;
 		changed = true;
@@ -795,30 +796,27 @@ int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
 	return r < 0 ? r : 1;
 }
 
+static int surrogate_escape(lb_buf *out, unsigned char byte)
+{
+	char esc[8];
+	snprintf(esc, sizeof esc, "\\udc%02x", byte);
+	return lb_buf_append(out, esc, 6);
+}
+
+static int replacement_char(lb_buf *out, unsigned char byte)
+{
+	(void)byte;
+	return lb_buf_append(out, "\xef\xbf\xbd", 3); /* U+FFFD */
+}
+
+int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
+{
+	return utf8_replace(text, len, out, surrogate_escape);
+}
+
 int lb_utf8_replace_invalid(const char *text, size_t len, lb_buf *out)
 {
-	static const char fffd[] = "\xef\xbf\xbd";
-	const unsigned char *s = (const unsigned char *)text;
-	size_t i = 0, done = 0;
-	bool changed = false;
-	while (i < len) {
-		size_t k = lb_utf8_seq_len(s + i, len - i);
-		if (k) {
-			i += k;
-			continue;
-		}
-		int r = lb_buf_append(out, text + done, i - done);
-		if (r == 0)
-			r = lb_buf_append(out, fffd, 3);
-		if (r < 0)
-			return r;
-		changed = true;
-		done = ++i;
-	}
-	if (!changed)
-		return 0;
-	int r = lb_buf_append(out, text + done, len - done);
-	return r < 0 ? r : 1;
+	return utf8_replace(text, len, out, replacement_char);
 }
 
 long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max)
