@@ -70,6 +70,19 @@ void lb_sandbox_masked(const lb_sandbox *sb, const char *const **dirs, size_t *n
 		       const char *const **files, size_t *nfiles);
 struct lb_realdir;
 int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path);
+/* A directory to hide only where the payload could see it, decided when the sandbox's view
+ * is final (lb_sandbox_settle_masks, which lb_sandbox_run calls): unless a private or hidden
+ * directory covers path and no bind, exposed program directory or work directory reaches
+ * into it or above it, hide(sb, path, ctx) is called then to mask what it holds. path is
+ * taken as resolved. For the many runs directories of other projects: most lie in a home or
+ * /tmp, and cost nothing there. */
+typedef int (*lb_sandbox_hide_fn)(lb_sandbox *sb, const char *path, void *ctx);
+int lb_sandbox_mask_where_seen(lb_sandbox *sb, const char *path, lb_sandbox_hide_fn hide,
+			       void *ctx);
+/* Calls the hide functions of lb_sandbox_mask_where_seen, once each: of every path (all:
+ * for a backend that shows host paths its own way, docker's volumes) or of those the
+ * payload could see. 0, or the first hide function's negative errno. */
+int lb_sandbox_settle_masks(lb_sandbox *sb, bool all);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
 /* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):

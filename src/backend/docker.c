@@ -671,6 +671,9 @@ static int docker_masks_make(docker_masks *m, json_object *sandbox, const lb_bac
 	if (lb_sandbox_new(&m->sb) < 0)
 		return -ENOMEM;
 	int r = lb_local_hide_job_records(m->sb, job);
+	/* every one: the volumes are not this sandbox's binds, and may show any of them */
+	if (r == 0)
+		r = lb_sandbox_settle_masks(m->sb, true);
 	if (r < 0) {
 		snprintf(err, errlen, "the records of other runs cannot be hidden: %s", strerror(-r));
 		return r;

@@ -152,6 +152,9 @@ void lb_sandbox_free(lb_sandbox *sb)
 	strv_free(sb->hidden, sb->nhidden);
 	strv_free(sb->masked, sb->nmasked);
 	strv_free(sb->masked_dirs, sb->nmasked_dirs);
+	for (size_t i = 0; i < sb->nlater; i++)
+		free(sb->later[i].path);
+	free(sb->later);
 	strv_free(sb->protect, sb->nprotect);
 	strv_free(sb->private_dirs, sb->nprivate);
 	strv_free(sb->env, sb->nenv);
@@ -284,6 +287,56 @@ int lb_sandbox_mask_in(lb_sandbox *sb, struct lb_realdir *dir, const char *path)
 	if (strv_contains(sb->masked, sb->nmasked, real))
 		return 0;
 	return strv_push(&sb->masked, &sb->nmasked, real);
+}
+
+int lb_sandbox_mask_where_seen(lb_sandbox *sb, const char *path, lb_sandbox_hide_fn hide,
+			       void *ctx)
+{
+	if (!path || path[0] != '/' || !hide)
+		return -EINVAL;
+	lb_later_mask *v = realloc(sb->later, (sb->nlater + 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	sb->later = v;
+	char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	v[sb->nlater++] = (lb_later_mask){.path = p, .hide = hide, .ctx = ctx};
+	return 0;
+}
+
+static bool either_under(const char *a, const char *b)
+{
+	return path_is_under(a, b) || path_is_under(b, a);
+}
+
+/* Whether the payload may see path: the root shows it, or a bind (-v, an exposed program's
+ * directory, a protected one) or the work directory reaches into it or above it. */
+static bool maybe_seen(const lb_sandbox *sb, const char *path)
+{
+	if (!lb_sandbox_path_hidden(sb, path))
+		return true;
+	if (sb->workdir && either_under(path, sb->workdir))
+		return true;
+	for (size_t i = 0; i < sb->nbinds; i++)
+		if (either_under(path, sb->binds[i].src))
+			return true;
+	return false;
+}
+
+int lb_sandbox_settle_masks(lb_sandbox *sb, bool all)
+{
+	int r = 0;
+	/* a hide function may add binds or masks, never more of these */
+	for (size_t i = 0; r == 0 && i < sb->nlater; i++)
+		if (all || maybe_seen(sb, sb->later[i].path))
+			r = sb->later[i].hide(sb, sb->later[i].path, sb->later[i].ctx);
+	for (size_t i = 0; i < sb->nlater; i++)
+		free(sb->later[i].path);
+	free(sb->later);
+	sb->later = NULL;
+	sb->nlater = 0;
+	return r;
 }
 
 /* Whether the sandbox lets the payload write at path (as the host names it): the work

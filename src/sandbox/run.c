@@ -1739,6 +1739,9 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	res->exit_code = -1;
 	if (!sb->argv && !sb->fn)
 		return -EINVAL;
+	int e = lb_sandbox_settle_masks(sb, false);
+	if (e < 0)
+		return e;
 	fill_isolation(sb, &res->isolation);
 	lb_cgroup_support cs;
 	memset(&cs, 0, sizeof cs);

@@ -63,6 +63,12 @@ typedef struct lb_memfile {
 	size_t len;
 } lb_memfile;
 
+typedef struct lb_later_mask {
+	char *path;
+	lb_sandbox_hide_fn hide;
+	void *ctx;
+} lb_later_mask;
+
 typedef struct lb_bind {
 	char *src;
 	char *dst;
@@ -83,6 +89,8 @@ struct lb_sandbox {
 	size_t nmasked;
 	char **masked_dirs; /* directories lb_sandbox_mask hid: hidden in binds of a parent too */
 	size_t nmasked_dirs;
+	lb_later_mask *later; /* lb_sandbox_mask_where_seen, not settled yet */
+	size_t nlater;
 	char **protect; /* directories under the work directory made read-only, their way pinned */
 	size_t nprotect;
 	char **private_dirs; /* covered by an empty writable tmpfs */

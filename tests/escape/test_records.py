@@ -657,6 +657,53 @@ print("accuracy: 1")
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
+def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_shows_them(
+        tmp_path):
+    """Another project's runs directory in a place the sandbox replaces (/tmp here, a home
+    likewise) costs nothing to hide there, but a volume or exec's work directory that shows
+    its project must not show its records: the manifests' -e values, the index."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proj = tmp_path / "proj"
+    first = write(proj / "first", 'print("accuracy: 1")\n')
+    for d in (tmp_path, proj):
+        os.chmod(d, 0o755)
+    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+                 proj / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    if IS_ROOT:  # the payload's uid stands for the user's own (as in the test above)
+        for q in [proj / ".labbox", *(proj / ".labbox").rglob("*")]:
+            os.chown(q, 65534, 65534)
+    half = len(secret) // 2
+    snoop = write(tmp_path / "snoop", r'''
+import glob
+secret = "%s" + "%s"  # in two halves, so this file does not hold it
+found, seen = [], 0
+for p in glob.glob("/proj/**", recursive=True) + glob.glob("/proj/.labbox/**", recursive=True):
+    try:
+        seen += 1
+        if secret in open(p, errors="replace").read():
+            found.append(p)
+    except OSError:
+        pass
+print("FOUND", found, "SEEN", seen)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:]))
+    # the second run keeps its records elsewhere: the first project's are known, not its own
+    p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{proj}:/proj:ro",
+                 "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "FOUND []" in log and "SEEN 0" not in log, log[-2000:]
+    manifests = f"{proj}/.labbox/runs/*/manifest.json"
+    p = subprocess.run([LABBOX, "exec", "--workdir", str(proj), "--", "/bin/sh", "-c",
+                        f"ls {proj}/first; cat {manifests} {proj}/.labbox/labbox.db"],
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT, env=env)
+    assert "main.py" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+    assert secret not in p.stdout + p.stderr, p.stdout[-2000:]
+    assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
+
+
 def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_dir):
     """Every run hides each runs directory this user's labbox has used. One removed by its
     owner (a test's clean-up, a scratch project deleted) between labbox's look and the

@@ -409,12 +409,66 @@ static void test_exec_guard_kills_another_program(void **state)
 	lb_sandbox_free(sb);
 }
 
+/* Each later mask's hide function is called where the payload could see its path, once. */
+static int note_hide(lb_sandbox *sb, const char *path, void *ctx)
+{
+	(void)sb;
+	char *seen = ctx;
+	strcat(seen, path);
+	strcat(seen, ";");
+	return 0;
+}
+
+static void test_masks_where_seen(void **state)
+{
+	(void)state;
+	lb_sandbox *sb;
+	char seen[2048] = "", want[2048], base[] = "/tmp/lb-masks-XXXXXX", p[5][256], cmd[600];
+	assert_non_null(mkdtemp(base));
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/q/runs %s/v/runs/r1/exp %s/w/x/runs %s/u/runs",
+		 base, base, base, base);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	assert_int_equal(lb_sandbox_mask_where_seen(sb, "rel/runs", note_hide, seen), -EINVAL);
+	snprintf(p[0], sizeof p[0], "/srv/lb-masks-test/runs");
+	snprintf(p[1], sizeof p[1], "%s/u/runs", base);
+	snprintf(p[2], sizeof p[2], "%s/q/runs", base);
+	snprintf(p[3], sizeof p[3], "%s/w/x/runs", base);
+	snprintf(p[4], sizeof p[4], "%s/v/runs", base);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(lb_sandbox_mask_where_seen(sb, p[i], note_hide, seen), 0);
+	/* /tmp is the sandbox's own: only what a volume (a project, a run's exp/ inside a runs
+	 * directory) or the work directory shows is looked at */
+	snprintf(cmd, sizeof cmd, "%s/q", base);
+	assert_int_equal(lb_sandbox_add_bind(sb, cmd, "/data", false), 0);
+	snprintf(cmd, sizeof cmd, "%s/v/runs/r1/exp", base);
+	assert_int_equal(lb_sandbox_add_bind(sb, cmd, "/r1", false), 0);
+	snprintf(cmd, sizeof cmd, "%s/w", base);
+	assert_int_equal(lb_sandbox_set_workdir(sb, cmd), 0);
+	assert_int_equal(lb_sandbox_settle_masks(sb, false), 0);
+	snprintf(want, sizeof want, "%s;%s;%s;%s;", p[0], p[2], p[3], p[4]);
+	assert_string_equal(seen, want);
+	/* settled once: a second settle calls nothing */
+	seen[0] = '\0';
+	assert_int_equal(lb_sandbox_settle_masks(sb, true), 0);
+	assert_string_equal(seen, "");
+	/* all: a backend with volumes of its own looks at every one */
+	assert_int_equal(lb_sandbox_mask_where_seen(sb, p[1], note_hide, seen), 0);
+	assert_int_equal(lb_sandbox_settle_masks(sb, true), 0);
+	snprintf(want, sizeof want, "%s;", p[1]);
+	assert_string_equal(seen, want);
+	lb_sandbox_free(sb);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inode_limit),
 		cmocka_unit_test(test_mountinfo_lines),
 		cmocka_unit_test(test_hidden_paths),
+		cmocka_unit_test(test_masks_where_seen),
 		cmocka_unit_test(test_rootfs_plan),
 		cmocka_unit_test(test_exit_code_and_output),
 		cmocka_unit_test(test_clean_environment_with_additions),
