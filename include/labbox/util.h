@@ -168,9 +168,9 @@ void lb_realdir_close(lb_realdir *d);
 /* lb_realpath_stat(path), answered from d when path is a name in d's directory (NULL d:
  * always lb_realpath_stat). */
 int lb_realpath_stat_in(lb_realdir *d, const char *path, char real[PATH_MAX], struct stat *st);
-/* Whether the program python names (a path, or a name on PATH) lies in dir: the file
- * resolved, or the directory it is named in (a venv's bin/python links out of it, and the
- * interpreter reads the pyvenv.cfg beside its name). */
+/* Whether the program python names (a path, or a name on PATH) is dir's: the file resolved,
+ * or any directory on the way to it as it is named (a venv's bin/ or bin/python links out of
+ * it, and the interpreter reads the pyvenv.cfg beside its name and one level up). */
 bool lb_program_inside(const char *python, const char *dir);
 
 /* SHA-256. */

@@ -1240,18 +1240,27 @@ int lb_realpath_stat_in(lb_realdir *d, const char *path, char real[PATH_MAX], st
 bool lb_program_inside(const char *python, const char *expdir)
 {
 	LB_AUTOFREE char *exe = NULL;
-	char real[PATH_MAX], rexp[PATH_MAX], dir[PATH_MAX];
+	char real[PATH_MAX], rexp[PATH_MAX], abs[PATH_MAX], cwd[PATH_MAX];
 	if (lb_find_executable(python, &exe) < 0 || !realpath(expdir, rexp))
 		return false;
 	if (realpath(exe, real) && lb_path_under(real, rexp))
 		return true;
-	/* The directory it is named in counts too: a venv's bin/python is a link out of the
-	 * experiment, and Python reads the pyvenv.cfg beside the name it was started by (so the
-	 * venv's site-packages and their .pth files, which would run at a probe on the host). */
-	snprintf(dir, sizeof dir, "%s", exe);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
-	return realpath(dir[0] ? dir : "/", real) && lb_path_under(real, rexp);
+	/* Every directory on the way, as it is named, counts too: a program reads its settings
+	 * from the name it was started by, not from where links lead. Python finds pyvenv.cfg
+	 * beside that name and one level up, so a venv of the experiment's whose bin/ (or
+	 * bin/python) is a link out of it still brings the venv's .pth files, which would run
+	 * at a probe on the host. */
+	if (exe[0] == '/')
+		snprintf(abs, sizeof abs, "%s", exe);
+	else if (!getcwd(cwd, sizeof cwd) ||
+		 snprintf(abs, sizeof abs, "%s/%s", cwd, exe) >= (int)sizeof abs)
+		return true; /* cannot tell: taken as the experiment's, the careful side */
+	for (char *slash = strchr(abs + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		bool in = realpath(abs, real) && lb_path_under(real, rexp);
+		*slash = '/';
+		if (in)
+			return true;
+	}
+	return false;
 }

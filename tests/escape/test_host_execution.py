@@ -527,6 +527,40 @@ def test_an_mcp_clients_interpreter_is_never_run_on_the_host(tmp_path, where):
         assert res.get("isError") and doc["error"]["limit"] == "root", doc
 
 
+@pytest.mark.parametrize("cmd", ["run", "check", "sweep"])
+@pytest.mark.parametrize("link", ["bin", "python"])
+def test_a_venv_linked_out_of_the_experiment_is_never_run_on_the_host(tmp_path, cmd, link):
+    """A shipped venv whose bin/ (or bin/python3) is a link to the system's: every resolved
+    path lies outside the experiment, but Python reads the pyvenv.cfg one level above the
+    name it was started by, so the venv's .pth ran on the host at the probe. Every
+    directory on the way, as named, makes the interpreter the experiment's."""
+    exp = tmp_path / "exp"
+    site = exp / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (exp / "main.py").write_text("print('accuracy: 1')\n")
+    (exp / ".venv" / "pyvenv.cfg").write_text(
+        "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11\n")
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    (site / "zz_host.pth").write_text(
+        f"import os; open({str(marker)!r}, 'w').write(str(os.getuid()))\n")
+    if link == "bin":
+        (exp / ".venv" / "bin").symlink_to("/usr/bin")
+    else:
+        (exp / ".venv" / "bin").mkdir()
+        (exp / ".venv" / "bin" / "python3").symlink_to(os.path.realpath(PYTHON))
+    args = {"check": ["check"],
+            "run": ["run", "--runs-dir", str(tmp_path / "runs")],
+            "sweep": ["sweep", "--runs-dir", str(tmp_path / "runs"), "--seeds", "0-1"]}[cmd]
+    p = subprocess.run([LABBOX, *args, "--python", "exp/.venv/bin/python3", "exp"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), (
+        f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text()}",
+        p.stdout[-1500:], p.stderr[-1500:])
+
+
 def _venv_with_pth(exp, marker, name=".venv"):
     subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / name)], check=True,
                    timeout=120)
