@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 /* text on f with control characters, DEL, C1 controls and bytes that are not UTF-8 shown as
@@ -367,6 +368,29 @@ static bool looks_like_python(const char *path)
 	return strncmp(base, "python", 6) == 0;
 }
 
+/* What a program under a hidden home needs visible, from its path as named: the venv that
+ * holds it (a pyvenv.cfg beside it or one level up, where Python looks), else the
+ * installation above a bin/ directory, else its own directory. */
+static bool program_origin(const char *abs, char origin[PATH_MAX])
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", abs);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return false;
+	*slash = '\0';
+	char cfg[PATH_MAX + 16];
+	struct stat st;
+	snprintf(cfg, sizeof cfg, "%s/pyvenv.cfg", dir);
+	bool beside = lstat(cfg, &st) == 0;
+	char *up = strrchr(dir, '/');
+	bool in_bin = up && up != dir && strcmp(up, "/bin") == 0;
+	if (!beside && in_bin)
+		*up = '\0'; /* the venv or the installation above bin/ */
+	snprintf(origin, PATH_MAX, "%s", dir);
+	return true;
+}
+
 int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char **out)
 {
 	LB_AUTOFREE char *exe = NULL;
@@ -386,13 +410,15 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 		snprintf(abs, sizeof abs, "%s", exe);
 	}
 	lb_python_info py;
-	char err[512];
+	char err[512], origin[PATH_MAX];
 	if (looks_like_python(abs) && lb_sandbox_path_hidden(sb, abs) &&
-	    lb_python_probe(abs, &py, err, sizeof err) == 0) {
-		/* A shim or a venv under a hidden home: run the real interpreter and expose its
-		 * installation, read-only. */
-		snprintf(abs, sizeof abs, "%s", py.executable);
-		r = lb_sandbox_expose_python(sb, py.executable, py.prefix, py.base_prefix);
+	    program_origin(abs, origin) &&
+	    lb_python_probe_confined(abs, origin, &py, err, sizeof err) == 0) {
+		/* A venv or an installation under a hidden home: asked what it is in a sandbox of
+		 * its own, as the command itself will run (a venv's .pth files, a script named
+		 * python-something, are no more trusted than the command), and only what its path
+		 * shows is exposed, read-only. */
+		r = lb_python_expose(sb, &py, false);
 	} else {
 		r = lb_sandbox_expose_program(sb, abs);
 	}

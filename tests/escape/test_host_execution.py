@@ -10,13 +10,14 @@ checks for the marker. The same runs happen as root and, through run-as-user, as
 user.
 """
 import json
+import shutil
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, e2e
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, e2e
 
 
 def labbox_json(*args, cwd=None):
@@ -559,6 +560,41 @@ def test_a_venv_linked_out_of_the_experiment_is_never_run_on_the_host(tmp_path, 
     assert not marker.exists(), (
         f"labbox {cmd} ran the experiment's .pth on the host as uid {marker.read_text()}",
         p.stdout[-1500:], p.stderr[-1500:])
+
+
+@pytest.mark.parametrize("layout", ["venv", "script"])
+def test_exec_never_runs_a_program_under_a_hidden_home_on_the_host(tmp_path, layout):
+    """`labbox exec -- ~/proj/.venv/bin/python3`: to expose what a python under a hidden home
+    needs, labbox asked it what it is, on the host, where the venv's .pth files (or a
+    script merely named python-something) ran unsandboxed. The command is no more trusted
+    than an experiment: it is asked in the sandbox, and still runs as the venv's."""
+    home = Path("/home") if IS_ROOT else Path(os.path.expanduser("~"))
+    proj = home / f"lb-exec-probe-{os.getpid()}-{layout}"
+    host_side = tmp_path / "host_side"
+    host_side.mkdir()
+    os.chmod(host_side, 0o700)
+    marker = host_side / "ran_on_the_host"
+    try:
+        proj.mkdir()
+        os.chmod(proj, 0o755)
+        if layout == "venv":
+            _venv_with_pth(proj, marker)
+            prog = proj / ".venv" / "bin" / "python3"
+            args = ["-c", "import sys; print('prefix', sys.prefix)"]
+        else:
+            (proj / "bin").mkdir()
+            prog = proj / "bin" / "python-run"
+            prog.write_text(f"#!/bin/sh\nid -u > {marker} 2>/dev/null\necho ran \"$@\"\n")
+            prog.chmod(0o755)
+            args = ["hello"]
+        p = subprocess.run([LABBOX, "exec", "--", str(prog), *args], capture_output=True,
+                           text=True, timeout=120)
+        assert not marker.exists(), (
+            f"labbox exec ran {prog} on the host as uid {marker.read_text().strip()}")
+        want = f"prefix {proj / '.venv'}" if layout == "venv" else "ran hello"
+        assert want in p.stdout, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    finally:
+        shutil.rmtree(proj, ignore_errors=True)
 
 
 def _venv_with_pth(exp, marker, name=".venv"):
