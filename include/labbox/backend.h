@@ -55,6 +55,9 @@ typedef struct lb_backend_job {
 	/* the sandbox's exec guard behind a gate that refuses (lb_sandbox_set_exec_guard):
 	 * 0 none, 1 required, 2 where the kernel allows it (--allow-degraded gate) */
 	int exec_guard;
+	/* What the run can write maps no code (noexec), without an exec guard: R and Octave,
+	 * which have no runtime gate, under a policy that refuses (lb_sandbox_set_noexec). */
+	bool noexec_writable;
 	const char *gate_policy;
 	/* lb_gate_config.unread_dirs: what the check did not read, for the gate; NULL: none */
 	const char *gate_unread_dirs;

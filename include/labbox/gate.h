@@ -56,8 +56,9 @@ const char *lb_gate_mode_name(lb_gate_mode m);
 /* A variable that changes what the interpreter or the dynamic loader runs before the
  * experiment's first line, and so before the gate (PYTHONHOME, PYTHONUSERBASE's .pth files,
  * PYTHONPYCACHEPREFIX, LD_PRELOAD...): every PYTHON variable but PYTHONPATH and a few that
- * change no code, every LD_ one, and each of lb_gate_loader_vars. The experiment's own
- * configuration may not set one. */
+ * change no code, every LD_ one, each of lb_gate_loader_vars, and R's and Octave's start-up
+ * variables (R_PROFILE*, R_LIBS*, OCTAVE_*...). The experiment's own configuration may not
+ * set one. */
 bool lb_gate_startup_var(const char *name);
 /* The variables that make a native library load a shared object (or Tcl code) from where
  * they say (OPENSSL_CONF, GCONV_PATH, CUDA_INJECTION64_PATH...): refused before the run as

@@ -144,6 +144,10 @@ typedef enum lb_exec_guard {
 /* optional: where the kernel refuses the trace, the run goes on unguarded (isolation's
  * exec_guard says so) instead of failing its setup (step setup_exec_guard). */
 int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional);
+/* Every place the payload can write (the work directory, /tmp, /var/tmp, /dev/shm, a
+ * --tmpfs) mounted noexec: no program it wrote runs, no shared object it wrote loads. Implied
+ * by LB_EXEC_GATED_PYTHON; on its own for an interpreter without a runtime gate. */
+int lb_sandbox_set_noexec(lb_sandbox *sb, bool on);
 /* dir, a directory under the work directory (a venv staged with the experiment), is
  * read-only inside, and each directory between the work directory and it is a mount point
  * of its own, so that none can be renamed or removed to put another in its place: what the

@@ -271,6 +271,8 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 	}
 	if (r == 0 && job->exec_guard)
 		r = lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, job->exec_guard == 2);
+	if (r == 0 && job->noexec_writable)
+		r = lb_sandbox_set_noexec(sb, true);
 	/* The guard lets a process start the run's interpreter again by the same name; an
 	 * environment staged with the experiment (a venv in it) would then be read as the
 	 * experiment left it: pyvenv.cfg and .pth files run before the gate. So it stays as

@@ -74,6 +74,16 @@ bool lb_gate_startup_var(const char *name)
 	for (size_t i = 0; i < sizeof loader_vars / sizeof *loader_vars; i++)
 		if (strcmp(name, loader_vars[i]) == 0)
 			return true;
+	/* R's and Octave's own: each names a file or a package that runs before the
+	 * experiment's first line, unread by the check (R_PROFILE, R_ENVIRON, R_LIBS with
+	 * R_DEFAULT_PACKAGES, R_TESTS; OCTAVE_SITE_INITFILE, OCTAVE_HOME...). */
+	static const char *const other_lang[] = {"R_PROFILE", "R_ENVIRON", "R_LIBS",
+						 "R_DEFAULT_PACKAGES", "R_TESTS", "R_HOME",
+						 "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR",
+						 "R_ARCH", "R_SCRIPT_", "OCTAVE_"};
+	for (size_t i = 0; i < sizeof other_lang / sizeof *other_lang; i++)
+		if (strncmp(name, other_lang[i], strlen(other_lang[i])) == 0)
+			return true;
 	if (strncmp(name, "PYTHON", 6) != 0)
 		return false;
 	for (size_t i = 0; i < sizeof harmless / sizeof *harmless; i++)

@@ -94,9 +94,10 @@ const char *lb_lang_package(lb_lang lang)
 	}
 }
 
-/* Each interpreter without the user's start-up files: R's --vanilla skips .Rprofile,
- * .Renviron and the site files, Octave's --no-init-file ~/.octaverc and ./.octaverc. The
- * experiment's own start-up files are code the check has not read. */
+/* Each interpreter without start-up files: R's --vanilla skips .Rprofile, .Renviron and
+ * the site files, Octave's --norc ~/.octaverc, ./.octaverc and the site file (which
+ * OCTAVE_SITE_INITFILE may name). The experiment's own start-up files are code the check has
+ * not read. */
 static size_t base_argv(lb_lang lang, const char *exe, const char *argv[6])
 {
 	size_t n = 0;
@@ -106,7 +107,7 @@ static size_t base_argv(lb_lang lang, const char *exe, const char *argv[6])
 		argv[n++] = "--vanilla";
 		break;
 	case LB_LANG_OCTAVE:
-		argv[n++] = "--no-init-file";
+		argv[n++] = "--norc";
 		argv[n++] = "--no-history";
 		argv[n++] = "--quiet";
 		break;

@@ -1324,6 +1324,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 						      py_audit_hooks(st->py.version) == 1
 					      ? (degraded_accepts(req, "gate") ? 2 : 1)
 					      : 0,
+			/* R and Octave have the static check and the sandbox, no runtime gate: a
+			 * program or a shared object the run wrote is at least never run. */
+			.noexec_writable = (st->lang == LB_LANG_R || st->lang == LB_LANG_OCTAVE) &&
+					   req->policy != LB_CHECK_PERMISSIVE,
 			.gate_policy = lb_check_policy_name((lb_check_policy)req->policy),
 			.gate_unread_dirs = unread_dirs,
 			.trust_project = req->trust_project,

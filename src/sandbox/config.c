@@ -686,6 +686,12 @@ int lb_sandbox_allow_degraded(lb_sandbox *sb, const char *what)
 	return 0;
 }
 
+int lb_sandbox_set_noexec(lb_sandbox *sb, bool on)
+{
+	sb->noexec = on;
+	return 0;
+}
+
 int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional)
 {
 	if (g != LB_EXEC_ANY && g != LB_EXEC_GATED_PYTHON)

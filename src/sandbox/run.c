@@ -216,7 +216,7 @@ static int make_mount_point(const char *target, bool is_dir)
  * experiment's is refused by the kernel as the gate refuses it in Python. */
 static unsigned long writable_noexec(const init_ctx *c)
 {
-	return c->sb->exec_guard == LB_EXEC_GATED_PYTHON ? MS_NOEXEC : 0;
+	return c->sb->exec_guard == LB_EXEC_GATED_PYTHON || c->sb->noexec ? MS_NOEXEC : 0;
 }
 
 /* Device nodes are bound from the original /dev: the cloned root is nodev. */

@@ -125,6 +125,7 @@ struct lb_sandbox {
 	unsigned degraded; /* LB_DEGRADED_* the user accepted */
 	lb_exec_guard exec_guard;
 	bool exec_guard_optional; /* without ptrace the run goes on, unguarded, and says so */
+	bool noexec; /* writable places noexec without a guard (lb_sandbox_set_noexec) */
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
 };

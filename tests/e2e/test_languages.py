@@ -304,3 +304,51 @@ def test_r_na_is_a_missing_value_not_a_label(tmp_path):
     assert doc["status"] == "invalid_metrics"
     assert [i["kind"] for i in doc["metric_issues"]] == ["nan"], doc["metric_issues"]
     assert doc["metrics"]["values"] == {"accuracy": "NaN"}
+
+
+# --- what R and Octave have in place of a runtime gate ---------------------------------------------
+
+@pytest.mark.parametrize("lang", ["r", "octave"])
+def test_r_and_octave_never_run_a_program_the_run_wrote(tmp_path, lang):
+    """R and Octave have the static check and the sandbox, no runtime gate: a shell reached
+    by a computed name runs in the sandbox, but a program (or a shared object) the run wrote
+    into exp/ or /tmp never runs: every place it can write is noexec under the standard
+    policy. Checked from the host, in the run's exp/."""
+    if not (RSCRIPT if lang == "r" else OCTAVE):
+        pytest.skip("the interpreter is not installed: scripts/deps installs it")
+    sh = ("printf '#!/bin/sh\\\\necho exec-ok\\\\n' > x.sh; chmod +x x.sh; "
+          "cp x.sh /tmp/y.sh; echo shell-ran > marker; ./x.sh >> marker; /tmp/y.sh >> marker")
+    if lang == "r":
+        files = {"main.R": f"""
+            set.seed(1)
+            f <- match.fun(paste0("sys", "tem"))
+            f("{sh}")
+            cat("accuracy: 0.5\\n")
+            """}
+    else:
+        files = {"main.m": f"""
+            rand("seed", 1);
+            n = ["sys" "tem"];
+            builtin(n, "{sh}");
+            printf("accuracy: 0.5\\n");
+            """}
+    d = exp(tmp_path, lang, files)
+    p, doc = run(tmp_path, d)
+    marker = Path(doc["run_dir"]) / "exp" / "marker"
+    text = marker.read_text() if marker.exists() else ""
+    assert "exec-ok" not in text, (text, doc.get("status"))
+    # the run itself is not broken by it: the shell ran, the metric is there
+    assert "shell-ran" in text and doc["metrics"]["values"]["accuracy"] == 0.5, doc
+
+
+@pytest.mark.parametrize("var", ["OCTAVE_SITE_INITFILE", "R_PROFILE_USER", "R_LIBS_USER"])
+def test_start_up_files_of_r_and_octave_named_by_a_sweep_are_refused(tmp_path, var):
+    """A sweep's env is the experiment's own configuration: a variable that makes R or
+    Octave run a file before the experiment's first line (one the check never read) is
+    refused before anything runs, as the PYTHON and loader variables are."""
+    d = exp(tmp_path, "e", {"main.m": 'printf("accuracy: 1\\n");\n', "init.txt": "system('id');\n",
+                            "labbox.yaml": f"sweep:\n  seeds: [0]\n  env:\n    {var}: init.txt\n"})
+    p = labbox("sweep", "--json", "--runs-dir", tmp_path / "runs", d)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert var in p.stdout + p.stderr, (p.stdout[-1500:], p.stderr[-1500:])
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -181,6 +181,13 @@ static void test_loader_vars_are_the_gates(void **state)
 	assert_false(lb_gate_startup_var("PYTHONHASHSEED"));
 	assert_false(lb_gate_startup_var("OMP_NUM_THREADS"));
 	assert_false(lb_gate_startup_var("CUDA_VISIBLE_DEVICES"));
+	/* R's and Octave's start-up files and packages */
+	assert_true(lb_gate_startup_var("R_PROFILE_USER"));
+	assert_true(lb_gate_startup_var("R_LIBS_USER"));
+	assert_true(lb_gate_startup_var("R_DEFAULT_PACKAGES"));
+	assert_true(lb_gate_startup_var("OCTAVE_SITE_INITFILE"));
+	assert_false(lb_gate_startup_var("RANK"));
+	assert_false(lb_gate_startup_var("R"));
 }
 
 /* The gate's own line: heard only whole and on a line of its own; never an event or a bad one. */
