@@ -184,6 +184,17 @@ void lb_sha256_init(lb_sha256 *c);
 void lb_sha256_update(lb_sha256 *c, const void *data, size_t len);
 void lb_sha256_final(lb_sha256 *c, uint8_t out[32]);
 void lb_sha256_hex(const uint8_t digest[32], char out[65]);
+/* A fast checksum (256 bits) of labbox's own files, against damage on the disk, not
+ * against anyone (util/checksum.c); sha256 names content. */
+typedef struct lb_checksum {
+	uint64_t v[4];
+	uint64_t n;
+	uint8_t buf[32];
+	size_t fill;
+} lb_checksum;
+void lb_checksum_init(lb_checksum *c);
+void lb_checksum_update(lb_checksum *c, const void *data, size_t len);
+void lb_checksum_final(lb_checksum *c, uint8_t out[32]);
 /* The hex sha256 of len bytes at data. */
 void lb_sha256_buf_hex(const void *data, size_t len, char hex[65]);
 /* The hex sha256 of what fd reads from where it stands to its end: 0 or a negative errno. */

@@ -516,9 +516,50 @@ static void test_utf8_escapes_and_lengths(void **state)
 	assert_int_equal(lb_utf8_whole_len("", 0), 0);
 }
 
+/* The checksum of labbox's own files: the same in any pieces, and any one bit, any
+ * length, changes it. */
+static void test_checksum(void **state)
+{
+	(void)state;
+	uint8_t data[300], whole[32], parts[32], other[32];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i * 131 + 7);
+	lb_checksum c;
+	for (size_t len = 0; len <= sizeof data; len += 37) {
+		lb_checksum_init(&c);
+		lb_checksum_update(&c, data, len);
+		lb_checksum_final(&c, whole);
+		for (size_t cut = 0; cut <= len; cut += 5) {
+			lb_checksum_init(&c);
+			lb_checksum_update(&c, data, cut);
+			lb_checksum_update(&c, data + cut, len - cut);
+			lb_checksum_final(&c, parts);
+			assert_memory_equal(whole, parts, 32);
+		}
+		for (size_t bit = 0; bit < len * 8; bit++) {
+			data[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			lb_checksum_init(&c);
+			lb_checksum_update(&c, data, len);
+			lb_checksum_final(&c, other);
+			data[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			assert_memory_not_equal(whole, other, 32);
+		}
+	}
+	/* a zero byte more, or less: the length is in it */
+	uint8_t zeros[33] = {0};
+	lb_checksum_init(&c);
+	lb_checksum_update(&c, zeros, 32);
+	lb_checksum_final(&c, whole);
+	lb_checksum_init(&c);
+	lb_checksum_update(&c, zeros, 33);
+	lb_checksum_final(&c, other);
+	assert_memory_not_equal(whole, other, 32);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_checksum),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_path_under),
 		cmocka_unit_test(test_realpath_stat_in),
