@@ -192,6 +192,27 @@ bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
  * (spaces trimmed) is a number. */
 bool lb_parse_number(const char *s, size_t len, double *out);
 
+/* How an integer literal ([+-]?digits, blanks around allowed) is held exactly: in an int64, in
+ * a uint64 past INT64_MAX, or past 64 bits only as its digits. */
+typedef enum lb_int_form {
+	LB_INT_NONE, /* not an integer literal: a fraction, an exponent, a word, nothing */
+	LB_INT_SIGNED,
+	LB_INT_UNSIGNED, /* *out holds the uint64's bits */
+	LB_INT_WIDE,
+} lb_int_form;
+
+/* Pure: the form of s as an integer literal; *out gets its value for SIGNED and UNSIGNED. */
+lb_int_form lb_parse_integer(const char *s, size_t len, int64_t *out);
+
+/* The exact JSON of an integer literal: an int64, a uint64, or past 64 bits a string of its
+ * digits (sign kept, '+' and leading zeros dropped), which every reader keeps and compares
+ * exactly where 64-bit and double readers (json-c, jq, JavaScript) would saturate or round.
+ * NULL when s is no integer literal, is longer than 4096 bytes or memory ran out. */
+struct json_object *lb_json_integer(const char *s, size_t len);
+
+/* Pure: whether v is a string lb_json_integer wrote for an integer past 64 bits. */
+bool lb_json_is_wide_integer(struct json_object *v);
+
 /* Streaming collector: feed output chunks as they arrive. Lines of a Python traceback (from
  * "Traceback (most recent call last):" to its exception's line, chained blocks included) are
  * never metrics. Special names of PLAIN lines:

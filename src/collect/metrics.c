@@ -326,6 +326,92 @@ bool lb_parse_number(const char *s, size_t len, double *out)
 	return true;
 }
 
+/* The digits of an integer literal without its sign and leading zeros ("0" stays), and
+ * whether it is negative; false when s is no integer literal. */
+static bool integer_digits(const char *s, size_t len, const char **digits, size_t *n, bool *negative)
+{
+	trim(&s, &len);
+	*negative = len > 0 && s[0] == '-';
+	if (len > 0 && (s[0] == '+' || s[0] == '-')) {
+		s++;
+		len--;
+	}
+	if (len == 0 || skip_digits(s, len, 0) != len)
+		return false;
+	while (len > 1 && s[0] == '0') {
+		s++;
+		len--;
+	}
+	*digits = s;
+	*n = len;
+	return true;
+}
+
+lb_int_form lb_parse_integer(const char *s, size_t len, int64_t *out)
+{
+	const char *d;
+	size_t n;
+	bool negative;
+	uint64_t mag = 0;
+
+	if (!s || !integer_digits(s, len, &d, &n, &negative))
+		return LB_INT_NONE;
+	if (n > 20)
+		return LB_INT_WIDE;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t digit = (uint64_t)(d[i] - '0');
+
+		if (mag > (UINT64_MAX - digit) / 10)
+			return LB_INT_WIDE;
+		mag = mag * 10 + digit;
+	}
+	if (negative) {
+		if (mag > (uint64_t)INT64_MAX + 1)
+			return LB_INT_WIDE;
+		/* -2^63 has no positive int64; the unsigned negation wraps to exactly it. */
+		*out = mag == 0 ? 0 : (int64_t)(~mag + 1);
+		return LB_INT_SIGNED;
+	}
+	*out = (int64_t)mag;
+	return mag > (uint64_t)INT64_MAX ? LB_INT_UNSIGNED : LB_INT_SIGNED;
+}
+
+struct json_object *lb_json_integer(const char *s, size_t len)
+{
+	const char *d;
+	size_t n;
+	bool negative;
+	int64_t v;
+	char buf[4096 + 2];
+
+	switch (lb_parse_integer(s, len, &v)) {
+	case LB_INT_SIGNED:
+		return json_object_new_int64(v);
+	case LB_INT_UNSIGNED:
+		return json_object_new_uint64((uint64_t)v);
+	case LB_INT_WIDE:
+		break;
+	default:
+		return NULL;
+	}
+	integer_digits(s, len, &d, &n, &negative);
+	if (n + 1 >= sizeof(buf))
+		return NULL;
+	buf[0] = '-';
+	memcpy(buf + 1, d, n);
+	return negative ? json_object_new_string_len(buf, (int)n + 1)
+			: json_object_new_string_len(buf + 1, (int)n);
+}
+
+bool lb_json_is_wide_integer(struct json_object *v)
+{
+	int64_t unused;
+
+	return json_object_is_type(v, json_type_string) &&
+	       lb_parse_integer(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+				&unused) == LB_INT_WIDE;
+}
+
 static bool name_char(char c, bool first, bool holes)
 {
 	if (c == '_' || is_alpha(c) || (holes && c == LB_METRIC_HOLE))
@@ -1976,7 +2062,8 @@ fail:
 	return LB_NO_GROUP;
 }
 
-static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, char *text)
+static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, char *text,
+		      lb_int_form integer, int64_t ival)
 {
 	free(e->str);
 	e->str = str;
@@ -1984,6 +2071,25 @@ static void set_value(lb_metric_entry *e, const lb_metric_value *v, char *str, c
 	e->text = text;
 	e->kind = v->kind;
 	e->number = v->kind == LB_METRIC_NUMBER ? v->number : 0;
+	e->integer = (uint8_t)integer;
+	e->ival = ival;
+}
+
+/* A plain number printed as an integer: its form, and for LB_INT_WIDE its digits in *wide
+ * (NULL when out of memory or too long to keep, and then the value is a double). */
+static lb_int_form integer_value(const lb_metric_value *v, int64_t *ival, char **wide)
+{
+	struct json_object *j;
+	lb_int_form f = lb_parse_integer(v->str, v->str_len, ival);
+
+	*wide = NULL;
+	if (f != LB_INT_WIDE)
+		return f;
+	j = v->str_len <= LB_METRICS_STR_MAX ? lb_json_integer(v->str, v->str_len) : NULL;
+	if (j)
+		*wide = strdup(json_object_get_string(j));
+	json_object_put(j);
+	return *wide ? LB_INT_WIDE : LB_INT_NONE;
 }
 
 static bool annotated(const lb_metric_value *v)
@@ -2025,6 +2131,8 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	lb_metric_entry *e;
 	uint32_t *slot;
 	entry_key key;
+	lb_int_form iform = LB_INT_NONE;
+	int64_t ival = 0;
 
 	if (group == LB_NO_GROUP) {
 		count_drop(m, cls);
@@ -2038,6 +2146,8 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		text = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!text)
 			goto fail;
+	} else {
+		iform = integer_value(v, &ival, &str);
 	}
 	if (cls != LB_CLS_PLAIN) {
 		char raw[LB_METRIC_TAGS_TEXT_MAX + 1];
@@ -2060,7 +2170,7 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		e = &m->entries[*slot - 1];
 		if (e->seen < UINT32_MAX)
 			e->seen++;
-		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text));
+		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
 		/* A SUMMARY's or PAIRED's fields are its value; a tagged series keeps its tags. */
 		if ((cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED) && strcmp(e->tags, tag_text) != 0) {
 			char *t = strdup(tag_text);
@@ -2090,7 +2200,7 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	e->seen = 1;
 	memcpy(e->name, v->name, sizeof(e->name));
 	e->tags = lb_steal_ptr(&tags);
-	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text));
+	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
 	*slot = (uint32_t)m->n_entries;
 	m->entry_index.used++;
 	m->n_class[cls]++;
@@ -2638,16 +2748,26 @@ static struct json_object *add_child(struct json_object *parent, const char *key
 
 static struct json_object *entry_value(const lb_metric_entry *e)
 {
-	if (e->kind == LB_METRIC_NUMBER)
+	if (e->kind == LB_METRIC_NUMBER && e->integer == LB_INT_SIGNED)
+		return json_object_new_int64(e->ival);
+	if (e->kind == LB_METRIC_NUMBER && e->integer == LB_INT_UNSIGNED)
+		return json_object_new_uint64((uint64_t)e->ival);
+	if (e->kind == LB_METRIC_NUMBER && e->integer != LB_INT_WIDE)
 		return lb_json_number(e->number);
 	return json_object_new_string(e->str ? e->str : "");
 }
 
-/* A number when the text is one (non-finite ones as their strings), else the text. */
+/* A number when the text is one (an integer exactly, non-finite ones as their strings), else
+ * the text. */
 static struct json_object *text_value(const char *s, size_t len)
 {
 	double v;
+	int64_t unused;
 
+	struct json_object *j;
+
+	if (lb_parse_integer(s, len, &unused) != LB_INT_NONE && (j = lb_json_integer(s, len)))
+		return j;
 	if (lb_parse_number(s, len, &v))
 		return lb_json_number(v);
 	return json_object_new_string_len(s, (int)len);

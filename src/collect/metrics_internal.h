@@ -36,8 +36,13 @@ typedef struct lb_metric_entry {
 	uint32_t seen;
 	uint8_t cls; /* LB_CLS_* */
 	lb_metric_kind kind;
+	/* An integer printed as one (LB_INT_*): recorded and compared as the integer, never as
+	 * number, which rounds past 2^53 (checksums, hashes, counts). */
+	uint8_t integer;
+	int64_t ival; /* LB_INT_SIGNED, or the bits of LB_INT_UNSIGNED */
 	double number;
-	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING only */
+	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING, and for
+		     * LB_INT_WIDE the integer's digits */
 	char *tags; /* TAGGED: canonical "k=v k2=\"a b\"" (part of the identity); SUMMARY and
 		     * PAIRED: the fields in the same syntax (the value); PLAIN: NULL */
 	char *text; /* an annotated number (3/4, 12.3%, 0.5 +- 0.1, 0.95 (best)) as printed,

@@ -57,8 +57,9 @@ static void json_putp(struct json_object **obj)
 }
 
 /* json-c saturates an integer no 64-bit type holds (2**64-1, -2**63): the record would state
- * a number the experiment never wrote. Such literals (outside strings) get ".0" appended, so
- * they are read as the nearest double, as Python's float() reads them. NULL: none found (or
+ * a number the experiment never wrote. Such literals (outside strings) are quoted, so they
+ * are kept as the string of their digits that lb_json_integer makes of one printed on stdout:
+ * exact for every reader, where a double would make two checksums equal. NULL: none found (or
  * no memory, when the saturated reading stays). */
 static bool int_overflows(const char *d, size_t n, bool neg)
 {
@@ -99,10 +100,12 @@ static char *widen_big_ints(const char *s, size_t len, size_t *out_len)
 		if (j > i + neg && !fraction && int_overflows(s + i + neg, j - i - neg, neg)) {
 			if (!out && !(out = malloc(len + len / 2 + 3)))
 				return NULL; /* a literal widened is 20 digits or more */
-			memcpy(out + o, s + from, j - from);
-			o += j - from;
-			memcpy(out + o, ".0", 2);
-			o += 2;
+			memcpy(out + o, s + from, i - from);
+			o += i - from;
+			out[o++] = '"';
+			memcpy(out + o, s + i, j - i);
+			o += j - i;
+			out[o++] = '"';
 			from = j;
 		}
 		i = j > i ? j - 1 : i;
@@ -340,6 +343,8 @@ int lb_results_parse_csv(const char *data, size_t len, struct json_object **out,
 			/* Numbers as results.json holds them; an empty cell is no value. */
 			if (cl == 0 && !quoted)
 				v = NULL;
+			else if (!quoted && (v = lb_json_integer(cell, cl)))
+				;
 			else if (!quoted && lb_parse_number(cell, cl, &x))
 				v = json_object_new_double(x);
 			else if (valid_utf8(cell, cl))

@@ -468,6 +468,14 @@ static bool same_value(const lb_metric_entry *a, const lb_metric_entry *b)
 {
 	if (a->cls == LB_CLS_SUMMARY)
 		return strcmp(a->tags, b->tags) == 0;
+	/* Integers as the integers printed: 2^60+1 and 2^60+2 are one double. An integer and
+	 * a float compare as numbers (5 and 5.0 alike), as lb_metric_values_equal does. Two
+	 * forms differ in value: each holds what the one before it cannot. */
+	if (a->integer != LB_INT_NONE && b->integer != LB_INT_NONE) {
+		if (a->integer != b->integer)
+			return false;
+		return a->integer == LB_INT_WIDE ? strcmp(a->str, b->str) == 0 : a->ival == b->ival;
+	}
 	return a->number == b->number || (isnan(a->number) && isnan(b->number));
 }
 
