@@ -133,6 +133,9 @@ static bool as_number(json_object *v, double *out)
 			*out = INFINITY;
 		else if (strcmp(s, "-Infinity") == 0)
 			*out = -INFINITY;
+		else if (lb_json_is_wide_integer(v))
+			/* An integer past 64 bits, kept as its digits: a number all the same. */
+			*out = strtod(s, NULL);
 		else
 			return false;
 		return true;
@@ -143,6 +146,56 @@ static bool as_number(json_object *v, double *out)
 static json_object *num(double v, bool defined)
 {
 	return defined && isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+/* A JSON integer as the integer it is; false for anything else. */
+static bool exact_int(json_object *v, __int128 *out)
+{
+	if (!v || !json_object_is_type(v, json_type_int))
+		return false;
+	int64_t i = json_object_get_int64(v);
+	*out = i == INT64_MAX ? (__int128)json_object_get_uint64(v) : (__int128)i;
+	return true;
+}
+
+static json_object *int_json(__int128 v)
+{
+	return v > INT64_MAX ? json_object_new_uint64((uint64_t)v) : json_object_new_int64((int64_t)v);
+}
+
+/* Integers past 2^53 (checksums, hashes, counts) that doubles would round to one value, and
+ * give std 0 and min == max: their statistics are taken of their differences from the first
+ * (*first), which are exact while the integers lie within 2^53 of each other, and min and max
+ * (*lo, *hi) are the integers themselves. false: the values are ordinary doubles. */
+static bool shift_wide_ints(json_object **recs, size_t n, const char *key, double *vals, size_t k,
+			    __int128 *first, __int128 *lo, __int128 *hi)
+{
+	__int128 x;
+	size_t j = 0;
+	bool wide = false;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *v = get(get(recs[i], "metrics"), key);
+		double d;
+		if (!as_number(v, &d))
+			continue;
+		if (!exact_int(v, &x))
+			return false;
+		if (j++ == 0)
+			*first = *lo = *hi = x;
+		*lo = x < *lo ? x : *lo;
+		*hi = x > *hi ? x : *hi;
+		wide |= x > ((__int128)1 << 53) || x < -((__int128)1 << 53);
+	}
+	if (!wide || j != k)
+		return false;
+	j = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *v = get(get(recs[i], "metrics"), key);
+		if (exact_int(v, &x))
+			vals[j++] = (double)(x - *first);
+	}
+	return true;
 }
 
 /* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the completed cells of one
@@ -175,7 +228,14 @@ static json_object *condition_stats(json_object **recs, size_t n)
 		}
 		json_object *b = json_object_new_object();
 		lb_sweep_stats st = {0};
+		__int128 first = 0, lo = 0, hi = 0;
+		bool ints = vals && k > 0 && shift_wide_ints(recs, n, key, vals, k, &first, &lo, &hi);
 		bool ok = vals && k > 0 && lb_sweep_stats_compute(vals, k, &st) == 0;
+		if (ok && ints) {
+			st.mean += (double)first;
+			st.ci_low += (double)first;
+			st.ci_high += (double)first;
+		}
 		json_object_object_add(b, "n", json_object_new_int64((int64_t)k));
 		json_object_object_add(b, "mean", num(st.mean, ok));
 		json_object_object_add(b, "std", num(st.std, ok && st.has_spread));
@@ -186,8 +246,8 @@ static json_object *condition_stats(json_object **recs, size_t n)
 			json_object_object_add(ci, "high", num(st.ci_high, true));
 		}
 		json_object_object_add(b, "ci95", ci);
-		json_object_object_add(b, "min", num(st.min, ok));
-		json_object_object_add(b, "max", num(st.max, ok));
+		json_object_object_add(b, "min", ok && ints ? int_json(lo) : num(st.min, ok));
+		json_object_object_add(b, "max", ok && ints ? int_json(hi) : num(st.max, ok));
 		json_object_object_add(b, "nonfinite", json_object_new_int64((int64_t)nonfinite));
 		json_object_object_add(out, key, b);
 	}
