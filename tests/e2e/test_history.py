@@ -347,3 +347,27 @@ def test_index_survives_sigkill_of_labbox(tmp_path):
     rows = runs_json(tmp_path)
     assert rows[0]["id"] == r["id"] and rows[0]["status"] == "completed"
     assert rows[1]["status"] == "interrupted"
+
+
+def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):
+    """A determinism checksum printed on stdout, whose low digits differ between runs: the
+    rerun is no match, though doubles round both to one number (2^63 + n and 10^20 + n for
+    n < 1024 are all 2^63 and 10^20 as doubles)."""
+    exp = make_exp(tmp_path, "import os\n"
+                   "n = int.from_bytes(os.urandom(2), 'big') % 1023 + 1\n"
+                   "print('acc: 0.5')\n"
+                   "print('weights_checksum: %d' % (2**63 + n))\n"
+                   "print('ids_hash: %d' % (10**20 + n))\n")
+    r = run(tmp_path, exp)
+    a = r["metrics"]["values"]
+    assert a["weights_checksum"] - 2**63 == int(a["ids_hash"]) - 10**20, a
+    for _ in range(3):  # two draws of n alike (1 in 1023) say nothing: draw again
+        p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+        doc = json.loads(p.stdout)
+        b = doc["metrics"]["values"]
+        if b["weights_checksum"] != a["weights_checksum"]:
+            break
+    assert b["weights_checksum"] != a["weights_checksum"], (a, b)
+    assert doc["rerun"]["metrics_match"] is False, doc["rerun"]
+    assert doc["rerun"]["verdict"] != "match"
+    assert sorted(d["key"] for d in doc["rerun"]["differences"]) == ["ids_hash", "weights_checksum"]

@@ -631,3 +631,30 @@ def test_a_heading_before_the_pairs_is_no_metric(tmp_path):
                  "optimizer": "adam", "wd": 0.01, "test_acc": 0.91}, v
     (a,) = r.result["metrics"]["annotated"]
     assert a["ratio"] == "9890/10000" and a["remark"] == "99%", a
+
+
+def test_integers_are_recorded_as_the_integers_printed(tmp_path):
+    exp = write_exp(tmp_path, '''
+        import json
+        print("weights_checksum: 1152921504606847013")
+        print("tokens: 18446744073709551615")
+        print("offset: -9223372036854775808")
+        print("ids_hash: 100000000000000000999")
+        print("epochs: 10")
+        print("acc: 0.5")
+        json.dump({"sum": 2**60 + 7, "big": 123456789012345678901234567890, "f": 2.5},
+                  open("results.json", "w"))
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.file_json("result.json")["metrics"]["values"]
+    # Python compares an int with a float exactly: 1.152921504606847e18 would not equal these.
+    assert v["weights_checksum"] == 1152921504606847013 and type(v["weights_checksum"]) is int
+    assert v["tokens"] == 2**64 - 1 and v["offset"] == -2**63
+    assert v["epochs"] == 10 and type(v["epochs"]) is int
+    assert v["acc"] == 0.5 and type(v["acc"]) is float
+    # Past 64 bits, the digits exactly (most JSON readers would round a number that long).
+    assert v["ids_hash"] == "100000000000000000999"
+    f = r.file_json("result.json")["metrics"]["files"]["results.json"]
+    assert f["sum"] == 2**60 + 7 and f["f"] == 2.5
+    assert f["big"] == "123456789012345678901234567890"

@@ -793,3 +793,27 @@ def test_values_holding_separators_give_conditions_a_report_keeps_apart(tmp_path
         p = labbox("report", "--runs-dir", runs, "--format", "md", *what)
         assert p.returncode == 0 and "nan" not in p.stdout.lower(), p.stdout
         assert "inf" not in p.stdout.lower().replace("nan/inf", ""), p.stdout
+
+
+def test_integers_past_double_precision_are_told_apart(tmp_path):
+    # Each condition prints its own checksum, each seed another: doubles round them all to
+    # 2^60, which would make the conditions identical and the spread nothing.
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--mode", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        print("accuracy: 0.5")
+        print(f"checksum: {2**60 + (1 if a.mode == 'a' else 100) + a.seed}")
+        """)
+    p = sweep(tmp_path, exp, "--param", "mode=a,b", "--seeds", "0-2")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["identical_conditions"] == [], d["identical_conditions"]
+    for cond in d["conditions"]:
+        cells = [c for c in d["cells"] if c["condition"] == cond["name"]]
+        vals = [result_of(c)["metrics"]["values"]["checksum"] for c in cells]
+        b = cond["metrics"]["checksum"]
+        assert b["min"] == min(vals) and b["max"] == max(vals) and b["min"] != b["max"]
+        assert b["std"] == pytest.approx(statistics.stdev(vals), rel=1e-9)
