@@ -2170,6 +2170,12 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		e = &m->entries[*slot - 1];
 		if (e->seen < UINT32_MAX)
 			e->seen++;
+		/* stdout is the metric channel and logging's stderr lines its fallback; the two
+		 * pipes are read in no reliable order, so "the last value" across them would be
+		 * the reader's choice: a stdout value stands whatever stderr says after it. */
+		if (e->from_stdout && !m->line_stdout)
+			return;
+		e->from_stdout = m->line_stdout;
 		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
 		/* A SUMMARY's or PAIRED's fields are its value; a tagged series keeps its tags. */
 		if ((cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED) && strcmp(e->tags, tag_text) != 0) {
@@ -2198,6 +2204,7 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	e->group = group;
 	e->cls = (uint8_t)cls;
 	e->seen = 1;
+	e->from_stdout = m->line_stdout;
 	memcpy(e->name, v->name, sizeof(e->name));
 	e->tags = lb_steal_ptr(&tags);
 	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
@@ -2465,7 +2472,7 @@ static void note_progress(lb_metrics *m, const char *line, size_t len, lb_metric
 		set_example(m->progress_example, sizeof(m->progress_example), line, len);
 	memcpy(m->progress_last, line, len);
 	m->progress_last_len = len;
-	m->progress_group = m->group;
+	m->progress_group = m->out.group;
 	m->progress_level = level;
 }
 
@@ -2485,6 +2492,7 @@ bool lb_metrics_use_progress(lb_metrics *m, bool completed)
 	if (lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml)) {
 		if (m->language == LB_METRICS_LANG_R)
 			r_missing(ml);
+		m->line_stdout = true; /* progress lines are stdout's */
 		add_values(m, m->progress_group, LB_CLS_PLAIN, ml);
 		m->from_progress = m->n_entries > 0;
 	}
@@ -2498,10 +2506,12 @@ bool lb_metrics_use_progress(lb_metrics *m, bool completed)
 
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
  * was a metric line. */
-static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char *line, size_t len)
+static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
 {
 	lb_metric_line ml;
 	uint32_t group;
+
+	m->line_stdout = st == &m->out;
 
 	if (!lb_metric_line_parse(line, len, &ml) &&
 	    !(m->language == LB_METRICS_LANG_OCTAVE && st == &m->out &&
@@ -2536,7 +2546,7 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 		add_values(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
 		return true;
 	case LB_METRIC_FORM_SUMMARY:
-		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : m->group;
+		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : st->group;
 		add_metric(m, group, LB_CLS_SUMMARY, &ml, &ml.values[0]);
 		return true;
 	case LB_METRIC_FORM_PAIRED:
@@ -2547,7 +2557,7 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 		break;
 	}
 	if (strcmp(ml.name, "condition") == 0) {
-		m->group = condition_group(m, ml.str, ml.str_len);
+		st->group = condition_group(m, ml.str, ml.str_len);
 	} else if (strcmp(ml.name, "TIME_ESTIMATE") == 0) {
 		double v;
 
@@ -2557,7 +2567,7 @@ static bool collect_line(lb_metrics *m, const lb_metrics_stream *st, const char 
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
 		time_guard_line(m, &ml);
 	} else {
-		add_values(m, m->group, LB_CLS_PLAIN, &ml);
+		add_values(m, st->group, LB_CLS_PLAIN, &ml);
 	}
 	return true;
 }

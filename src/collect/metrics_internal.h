@@ -39,6 +39,7 @@ typedef struct lb_metric_entry {
 	/* An integer printed as one (LB_INT_*): recorded and compared as the integer, never as
 	 * number, which rounds past 2^53 (checksums, hashes, counts). */
 	uint8_t integer;
+	bool from_stdout; /* the value is stdout's, which a stderr value never replaces */
 	int64_t ival; /* LB_INT_SIGNED, or the bits of LB_INT_UNSIGNED */
 	double number;
 	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING, and for
@@ -69,6 +70,9 @@ typedef struct lb_metrics_stream {
 	char table_first[LB_METRIC_LINE_MAX];
 	size_t table_first_len;
 	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
+	/* The group of this stream's last `condition:` line. Two pipes keep no order between
+	 * them, so a condition printed on one never groups the other's lines. */
+	uint32_t group;
 } lb_metrics_stream;
 
 struct lb_metrics {
@@ -83,7 +87,7 @@ struct lb_metrics {
 	char **conditions;
 	size_t n_conditions, cap_conditions;
 	lb_hindex condition_index;
-	uint32_t group;
+	bool line_stdout; /* the line being collected is stdout's */
 
 	double time_estimate;
 	bool time_guard;

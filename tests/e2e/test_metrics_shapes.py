@@ -633,6 +633,64 @@ def test_a_heading_before_the_pairs_is_no_metric(tmp_path):
     assert a["ratio"] == "9890/10000" and a["remark"] == "99%", a
 
 
+def test_a_value_printed_on_stdout_is_not_replaced_by_one_logged_on_stderr(tmp_path):
+    # Per-epoch validation accuracy logged (stderr), the final test accuracy printed (stdout).
+    # The two are separate pipes, read in no reliable order: the printed value is the result
+    # whichever arrives last, here even a logged one written well after it.
+    exp = write_exp(tmp_path, '''
+        import logging, sys, time
+        logging.basicConfig(level=logging.INFO)
+        log = logging.getLogger("train")
+        for ep in range(3):
+            log.info("accuracy: %.2f", 0.5 + ep * 0.01)
+        print("accuracy: 0.9", flush=True)
+        if len(sys.argv) > 1:
+            time.sleep(0.3)
+            log.info("accuracy: 0.52")   # a callback that logs the best epoch at teardown
+            log.info("loss: 0.25")
+    ''')
+    r = run_exp(exp, tmp_path / "runs", args=["late"])
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"accuracy": 0.9, "loss": 0.25}, r.why()
+    # Without the late lines, whatever order the pipes are read in, the same value.
+    for i in range(5):
+        r = run_exp(exp, tmp_path / f"runs{i}")
+        assert r.rc == 0, r.why()
+        assert r.result["metrics"]["values"] == {"accuracy": 0.9}, r.why()
+
+
+def test_a_condition_groups_the_lines_of_its_own_stream_only(tmp_path):
+    # stdout's `condition:` lines group stdout's values; a logged `condition:` groups the
+    # logged ones. A value logged without a logged condition is no condition's: which stdout
+    # condition was current when it was written, two pipes do not tell.
+    exp = write_exp(tmp_path, '''
+        import logging, time
+        logging.basicConfig(level=logging.INFO)
+        log = logging.getLogger("exp")
+        print("condition: baseline", flush=True)
+        print("accuracy: 0.6", flush=True)
+        time.sleep(0.2)
+        log.info("condition: ours")
+        log.info("accuracy: 0.8")
+        time.sleep(0.2)
+        print("condition: ablation", flush=True)
+        print("accuracy: 0.7", flush=True)
+        time.sleep(0.2)
+        log.info("condition: ours")
+        time.sleep(0.2)
+        print("seed: 3", flush=True)
+        time.sleep(0.2)
+        log.info("f1: 0.75")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["conditions"] == {"baseline": {"accuracy": 0.6},
+                               "ours": {"accuracy": 0.8, "f1": 0.75},
+                               "ablation": {"accuracy": 0.7, "seed": 3}}, r.why()
+    assert m["values"] == {}, r.why()
+
+
 def test_integers_are_recorded_as_the_integers_printed(tmp_path):
     exp = write_exp(tmp_path, '''
         import json
