@@ -582,6 +582,14 @@ static const char SUGGEST_GPU_UNAVAILABLE[] =
 static const char SUGGEST_OOM[] =
 	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
 	"instead of float64, streaming the data instead of loading it whole";
+static const char SUGGEST_OOM_HUNG[] =
+	"raise the memory limit (--memory), or hold less in memory in each process (fewer pool "
+	"workers, smaller chunks); a larger --budget would not help a run that waits on a "
+	"process that was killed";
+static const char SUGGEST_OOM_HUNG_HOST[] =
+	"labbox set no memory limit: the machine ran out of memory. Hold less in memory in "
+	"each process (fewer pool workers, smaller chunks) or use a machine with more; a larger "
+	"--budget would not help a run that waits on a process that was killed";
 static const char SUGGEST_OOM_HOST[] =
 	"labbox set no memory limit on this run, so the machine itself could not give what the "
 	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
@@ -1234,6 +1242,90 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 	return false;
 }
 
+/* Exceptions a process raises when what it waited on stopped coming: a queue left empty, a
+ * pipe or connection its peer closed, a pool whose worker died, a wait that ran out. After a
+ * thread or child died of its own exception these are how the main process noticed. */
+static bool waiting_ended(const char *line)
+{
+	static const char *const names[] = {
+		"Empty", "EOFError", "BrokenPipeError", "ConnectionResetError",
+		"ConnectionAbortedError", "BrokenProcessPool", "BrokenThreadPool",
+		"BrokenBarrierError", "TimeoutError", NULL};
+	size_t n = 0;
+
+	line += indent_of(line);
+	return exception_line_of(line, &n, true) && name_is(line, n, names);
+}
+
+/* threading's "Exception in thread NAME:" or multiprocessing's "Process NAME:" right above a
+ * traceback (a line of the other stream may stand between): a thread's or child's that died. */
+static const char *worker_header_above(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header, seen = 0; i-- > 0 && seen < 3;) {
+		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		size_t len = strlen(s);
+
+		if (!s[0])
+			continue;
+		seen++;
+		if (len > 1 && s[len - 1] == ':' && starts_with(s, "Exception in thread "))
+			return "a thread";
+		if (len > 1 && s[len - 1] == ':' && child_line(s))
+			return "a child process";
+	}
+	return NULL;
+}
+
+/* The last thread's or child's uncaught exception above the main process's last chain, when
+ * that chain ends in a waiting_ended exception; NONE otherwise. */
+static size_t worker_first(const lb_log *log, const lb_exc *exc, size_t n)
+{
+	size_t start = n - 1;
+
+	if (exc[n - 1].bare || !waiting_ended(log->lines[exc[n - 1].line]))
+		return NONE;
+	while (start > 0 && exc[start - 1].link != LINK_NONE)
+		start--;
+	for (size_t k = start; k-- > 0;)
+		if (exc[k].link == LINK_NONE && !exc[k].bare && worker_header_above(log, &exc[k]))
+			return k;
+	return NONE;
+}
+
+static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n);
+
+/* The worker's exception is the root cause, read as any chain; the main process's is named as
+ * its consequence, in the summary and the evidence. */
+static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n,
+				  size_t w)
+{
+	const char *main_line = log->lines[exc[n - 1].line];
+	size_t name_len = 0;
+	char summary[DIAG_TEXT_LEN];
+
+	diagnose_exception(v, log, exc, w + 1);
+	main_line += indent_of(main_line);
+	exception_line_of(main_line, &name_len, true);
+	snprintf(summary, sizeof(summary),
+		 "%.400s, in %s that died of it; the main process's %.*s came after, as it "
+		 "waited for what that one would have sent",
+		 v->summary, worker_header_above(log, &exc[w]),
+		 (int)(name_len < 120 ? name_len : 120), main_line);
+	snprintf(v->summary, sizeof(v->summary), "%s", summary);
+	if (v->confidence == CONF_HIGH)
+		set_confidence(v, CONF_MEDIUM,
+			       "a thread or child process died of this exception, and the main "
+			       "process then failed waiting for what it would have sent");
+	/* A worker with no frame of the experiment's (a pool's loop, spawn's unpickling): the
+	 * experiment's line is where the main process waited. */
+	if (v->code_frame == NONE) {
+		v->code_frame = code_frame_of(log, &exc[n - 1]);
+		if (v->code_frame != NONE)
+			add_code_evidence(v, log);
+	}
+	add_evidence(v, exc[n - 1].line);
+}
+
 /* The whole chain is read, newest first, and its root cause named: each older exception that
  * explains the one after it (always for a cause, see context_explains for a context) takes
  * over the verdict, which then names the root's exception and location. */
@@ -1241,7 +1333,12 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 {
 	const lb_exc *last = &exc[n - 1];
 	size_t root = n - 1;
+	size_t w = worker_first(log, exc, n);
 
+	if (w != NONE) {
+		diagnose_worker_first(v, log, exc, n, w);
+		return;
+	}
 	classify_at(v, log, last);
 	for (size_t k = n - 1; k-- > 0 && exc[k].link != LINK_NONE;) {
 		lb_verdict cause = *v;
@@ -1376,11 +1473,27 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 	return false;
 }
 
+/* A status of 129..192 is how a shell reports a child killed by signal N-128; labbox started
+ * the interpreter itself and saw it exit, so no signal is named as one. */
+static void status_note(char *buf, size_t len, int exit_code)
+{
+	const char *abbrev = exit_code > 128 && exit_code < 128 + 65 ? sigabbrev_np(exit_code - 128)
+								      : NULL;
+	if (!abbrev) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, len,
+		 "; no signal ended it (a shell reports a child killed by signal %d as status %d, so "
+		 "the code, or a wrapper around the interpreter, may have passed on such a status)",
+		 exit_code - 128, exit_code);
+}
+
 /* not_oom: the tree's memory cgroup counted no OOM kill, so a SIGKILL was sent by a process
  * (the experiment's own, or one outside the sandbox), not by the kernel for memory. */
 static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line, bool not_oom)
 {
-	char what[128];
+	char what[400];
 
 	set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
 				    "message that names a cause");
@@ -1455,8 +1568,11 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 			    "check that the interpreter and the programs the experiment runs exist "
 			    "in its environment (--python)");
 	} else {
-		snprintf(what, sizeof(what), "exited with status %d without a Python traceback",
-			 exit_code);
+		char note[200];
+
+		status_note(note, sizeof(note), exit_code);
+		snprintf(what, sizeof(what), "exited with status %d without a Python traceback%s",
+			 exit_code, note);
 		verdict_set(v, "code_error", what, NULL,
 			    "read the end of run.log; make the code report errors instead of "
 			    "exiting quietly");
@@ -1507,11 +1623,167 @@ static bool log_has_line(const lb_log *log, const char *text)
 	return false;
 }
 
+/* ---- A program that exited of itself ------------------------------------------------------ */
+
+/* The gate was in, keeps the record of the main program's uncaught exception (a version that
+ * writes runtime_gate.uncaught), its channel was read, and it recorded none: no exception
+ * ended the main program, so it called sys.exit or os._exit itself. */
+static bool gate_saw_no_uncaught(const lb_failure_input *in)
+{
+	struct json_object *g = in->runtime_gate, *v;
+	const char *channel;
+
+	if (in->uncaught || !g || !json_object_object_get_ex(g, "installed", &v) ||
+	    !json_object_is_type(v, json_type_boolean) || !json_object_get_boolean(v))
+		return false;
+	if (!json_object_object_get_ex(g, "uncaught", &v) || v)
+		return false;
+	if (!json_object_object_get_ex(g, "channel", &v) || !json_object_is_type(v, json_type_string))
+		return false;
+	channel = json_object_get_string(v);
+	return strcmp(channel, "read") == 0 || strcmp(channel, "tampered") == 0;
+}
+
+static size_t last_output_line(const lb_log *log)
+{
+	for (size_t i = log->n; i-- > 0;)
+		if (log->lines[i][indent_of(log->lines[i])])
+			return i;
+	return NONE;
+}
+
+/* A Python program that exited non-zero with no signal, whose end no exception made: no
+ * traceback in its output at all, or (the gate's word that none went uncaught) the last one
+ * followed by more of its output, so it was handled and the program went on. Its last words
+ * are then why it stopped, not an earlier line. R, Octave and Julia print their own errors
+ * last and are read as before. */
+static bool exited_of_itself(const lb_failure_input *in, const lb_log *log, const lb_exc *exc,
+			     size_t n, bool gate_says)
+{
+	if (in->language || in->exit_code <= 0 || in->signal || in->uncaught)
+		return false;
+	if (n == 0)
+		return true;
+	size_t last = last_output_line(log);
+	return gate_says && last != NONE && last > exc[n - 1].line;
+}
+
+/* A line that reads as an error's (a logger's ERROR, a C library's "error:", an exception's
+ * name), which may stand just above the last one as part of one message. */
+static bool error_shaped(const char *s)
+{
+	static const char *const starts[] = {"ERROR", "Error", "error", "FATAL", "Fatal", "fatal",
+					     "CRITICAL", NULL};
+	s += indent_of(s);
+	for (size_t i = 0; starts[i]; i++)
+		if (starts_with(s, starts[i]))
+			return true;
+	return exception_line(s, NULL);
+}
+
+/* The signal a shell in between reported, as 128+N with its own words for it ("Killed",
+ * "Segmentation fault (core dumped)", bash's "line 1: 123 Killed  cmd") among the last
+ * lines; 0 otherwise. The words are how labbox can tell a shell's report from a status the
+ * code chose. */
+static int shell_reported_signal(const lb_failure_input *in, const lb_log *log)
+{
+	int sig = in->exit_code - 128;
+	const char *desc;
+	size_t seen = 0;
+
+	if (in->signal || in->exit_code <= 128 || in->exit_code >= 128 + 65 || in->uncaught)
+		return 0;
+	desc = strsignal(sig);
+	if (!desc || !desc[0])
+		return 0;
+	for (size_t i = log->n; i-- > 0 && seen < 3;) {
+		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *at;
+
+		if (!s[0])
+			continue;
+		seen++;
+		if (!(at = strstr(s, desc)))
+			continue;
+		if (at == s || strstr(s, ": line "))
+			return sig;
+	}
+	return 0;
+}
+
+/* The program's last line (with the error lines just above it, one message) is why it
+ * stopped: a known message there names the class; else it is the code's own decision,
+ * quoted. A traceback above it that the program went on after is context at most. */
+static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const lb_log *log,
+			      const lb_exc *exc, size_t n, bool gate_says)
+{
+	size_t last = last_output_line(log), first = last, hit = NONE;
+	char what[DIAG_TEXT_LEN], note[200];
+
+	status_note(note, sizeof(note), in->exit_code);
+	/* A thread or child that died of its exception, after which the main process stopped
+	 * itself: the worker's exception is the cause, as when the main one failed waiting. */
+	if (n > 0 && worker_header_above(log, &exc[n - 1])) {
+		diagnose_exception(v, log, exc, n);
+		snprintf(what, sizeof(what), "%.300s, in %s that died of it; the main process then "
+			 "exited of itself with status %d", v->summary,
+			 worker_header_above(log, &exc[n - 1]), in->exit_code);
+		snprintf(v->summary, sizeof(v->summary), "%s", what);
+		if (v->confidence == CONF_HIGH)
+			set_confidence(v, CONF_MEDIUM, "a thread or child process died of this "
+						       "exception; the main process exited after it");
+		add_evidence(v, last);
+		return;
+	}
+	while (first != NONE && first > 0 && last - first < 4 &&
+	       error_shaped(log->lines[first - 1]))
+		first--;
+	for (size_t i = last; i != NONE && i >= first && hit == NONE; i--) {
+		if (classify_text(v, log->lines[i]))
+			hit = i;
+		if (i == 0)
+			break;
+	}
+	if (hit != NONE) {
+		add_evidence(v, hit);
+		set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
+					       "exited of itself, no exception ended it");
+	} else {
+		const char *l = last != NONE ? log->lines[last] + indent_of(log->lines[last]) : "";
+		snprintf(what, sizeof(what), "%s%d%s%s%.200s%s%s",
+			 gate_says ? "the program exited of itself with status "
+				   : "exited without a Python traceback, with status ",
+			 in->exit_code,
+			 gate_says ? " (sys.exit or os._exit: the runtime gate saw no exception end "
+				     "it)"
+				   : "",
+			 last != NONE ? ", after printing: " : " and printed nothing", l, note,
+			 n > 0 ? "; the traceback above that was handled: the program went on after it"
+			       : "");
+		verdict_set(v, "code_error", what, NULL,
+			    "the program stopped itself: its last message says why; fix what it "
+			    "reports (or the check that printed it). Raising an exception instead "
+			    "would show where");
+		if (last != NONE)
+			add_evidence(v, last);
+		/* That the code chose to exit is sure with the gate's word; why is only what it
+		 * printed last, which may be no reason at all (a metric before sys.exit(2)). */
+		set_confidence(v, CONF_LOW,
+			       gate_says ? "the runtime gate saw no uncaught exception, so the "
+					   "program chose to exit; only its exit status and its last "
+					   "output say why"
+					 : "only the exit status and the last line of output were left to "
+					   "go by");
+	}
+	/* The handled traceback, if any, as context */
+	if (n > 0 && exc[n - 1].line < first)
+		add_evidence(v, exc[n - 1].line);
+}
+
 static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
 {
 	lb_exc exc[DIAG_MAX_EXC];
 	size_t n_exc;
-	int sig = in->signal;
 
 	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
 				     "the setup step that failed)");
@@ -1537,6 +1809,21 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "the experiment did not run: fix the setup problem above (`labbox probe` "
 			    "shows what this host supports); labbox never falls back to less "
 			    "isolation silently");
+		return;
+	}
+	if (in->timed_out && in->oom_killed) {
+		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
+		 * the budget only ended the wait. */
+		verdict_set(v, "oom",
+			    "the kernel's out-of-memory killer killed a process of the run (its memory "
+			    "cgroup counted the kill), and the run then did not finish before the "
+			    "time budget ended it: a parent waiting on a killed worker (a pool's map, "
+			    "a queue, a join) waits until the budget",
+			    NULL, SUGGEST_OOM_HUNG);
+		set_confidence(v, CONF_MEDIUM,
+			       "labbox counted an out-of-memory kill in the run before its budget "
+			       "ended it; which process it took, and when, is not recorded");
+		add_tail_evidence(v, log, 3);
 		return;
 	}
 	if (in->timed_out) {
@@ -1582,16 +1869,27 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 					     "program's end");
 		return;
 	}
+	int shell_sig = shell_reported_signal(in, log);
+	if (shell_sig) {
+		diagnose_signal(v, shell_sig, in->exit_code, shell_sig == SIGKILL,
+				in->oom_counted && !in->oom_killed);
+		add_tail_evidence(v, log, 3);
+		return;
+	}
+	bool gate_says = gate_saw_no_uncaught(in);
+	if (exited_of_itself(in, log, exc, n_exc, gate_says)) {
+		diagnose_own_exit(v, in, log, exc, n_exc, gate_says);
+		return;
+	}
 	if (n_exc > 0) {
 		diagnose_exception(v, log, exc, n_exc);
 		return;
 	}
 	if (scan_messages(v, log, in->language))
 		return;
-	/* A shell between labbox and Python reports a signal as 128 + its number. */
-	if (sig == 0 && in->exit_code > 128 && in->exit_code < 128 + 65)
-		sig = in->exit_code - 128;
-	diagnose_signal(v, sig, in->exit_code, log_has_line(log, "Killed"),
+	/* Only a signal labbox saw is one: every backend turns a status it knows to mean a
+	 * signal (docker's init's 128+N) into `signal` itself. */
+	diagnose_signal(v, in->signal, in->exit_code, log_has_line(log, "Killed"),
 			in->oom_counted && !in->oom_killed);
 	add_tail_evidence(v, log, 3);
 }
@@ -1851,9 +2149,12 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.exp_dir = in->exp_dir;
 	log.gate = in->runtime_gate;
 	diagnose(&v, in, &log);
-	if (v.cls && strcmp(v.cls, "oom") == 0 && strcmp(v.suggestion, SUGGEST_OOM) == 0 &&
-	    in->memory_unlimited && !in->memory_limit)
-		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
+	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
+		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
+			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
+		else if (strcmp(v.suggestion, SUGGEST_OOM_HUNG) == 0)
+			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HUNG_HOST);
+	}
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;

@@ -1885,6 +1885,179 @@ static void test_uncaught_main_exception(void **state)
 	assert_null(diagnose_log(MAIN_TRACEBACK, 0, 0));
 }
 
+/* result.json's runtime_gate of a run whose gate was in and saw no uncaught exception. */
+#define GATE_NONE_UNCAUGHT \
+	"{\"installed\": true, \"channel\": \"read\", \"events\": [], \"uncaught\": null}"
+
+/* A program that stopped itself (sys.exit) is explained by its last words; an earlier,
+ * innocent line that names a GPU, the hub or a denied operation is not why, and neither is a
+ * traceback it handled and went on after. */
+static void test_a_program_that_stopped_itself(void **state)
+{
+	(void)state;
+	struct json_object *doc = diagnose_log(
+		"torch.cuda.is_available() is False: training on CPU\n"
+		"val_acc: 0.42\n"
+		"val_acc 0.42 is below the acceptance threshold 0.5; not saving the model\n", 1, 0);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "below the acceptance threshold"));
+	assert_false(evidence_has(doc, "is_available"));
+	expect(doc, "code_error", "acceptance threshold");
+	expect(diagnose_log("tokenizer: bert-base-uncased (cached copy of huggingface.co/bert)\n"
+			    "val_acc: 0.42\n", 2, 0), "code_error", "val_acc: 0.42");
+	expect(diagnose_gated("note: could not raise priority (Operation not permitted); continuing\n"
+			      "sanity check failed: labels and predictions differ\n",
+			      GATE_NONE_UNCAUGHT), "code_error", "sanity check failed");
+	/* a library that printed its error and exited: the last words name the cause */
+	expect(diagnose_log("loading model\n"
+			    "ERROR: could not reach huggingface.co: Temporary failure in name "
+			    "resolution\n", 1, 0), "network", "huggingface.co");
+	expect(diagnose_log("step 10\nRuntimeError: CUDA error: no kernel image is available\n"
+			    "Aborting.\n", 1, 0), "gpu_unavailable", "no kernel image");
+
+	static const char handled[] =
+		"ERROR:exp:no feature cache yet, computing features from scratch\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 5, in <module>\n"
+		"    cache = json.load(open(\"cache/features.json\"))\n"
+		"FileNotFoundError: [Errno 2] No such file or directory: 'cache/features.json'\n"
+		"acc: 0.41\n"
+		"acc 0.41 below the 0.5 sanity threshold: the labels are probably shuffled\n";
+	doc = diagnose_gated(handled, GATE_NONE_UNCAUGHT);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "sanity threshold"));
+	assert_non_null(strstr(field(doc, "summary"), "handled"));
+	assert_true(evidence_has(doc, "FileNotFoundError"));
+	expect(doc, "code_error", "sanity threshold");
+	/* without the gate's word the traceback may have ended it (atexit output after it) */
+	expect(diagnose_log(handled, 1, 0), "missing_data", "FileNotFoundError");
+	/* a traceback the code printed last before it exited is its last words */
+	expect(diagnose_gated("Traceback (most recent call last):\n"
+			      "  File \"/r/exp/main.py\", line 5, in <module>\n"
+			      "FileNotFoundError: [Errno 2] No such file or directory: 'data/x.csv'\n",
+			      GATE_NONE_UNCAUGHT), "missing_data", "data/x.csv");
+}
+
+/* labbox started the interpreter itself: a status of 128+N is no signal unless a signal was
+ * seen, or a shell in between said so in its own words. */
+static void test_a_status_above_128_is_no_signal(void **state)
+{
+	(void)state;
+	struct json_object *doc = diagnose_log("acc: 0.9\n", 137, 0);
+	assert_non_null(doc);
+	assert_null(strstr(field(doc, "summary"), "killed by SIG"));
+	assert_null(strstr(field(doc, "summary"), "SIGKILL"));
+	assert_non_null(strstr(field(doc, "summary"), "no signal ended it"));
+	expect(doc, "code_error", NULL);
+	doc = diagnose_log("step 3\n", 139, 0);
+	assert_null(strstr(field(doc, "summary"), "SIGSEGV"));
+	expect(doc, "code_error", NULL);
+	/* a signal labbox saw is one */
+	doc = diagnose_log("step 3\n", -1, SIGSEGV);
+	assert_non_null(strstr(field(doc, "summary"), "SIGSEGV"));
+	expect(doc, "code_error", NULL);
+	/* bash reporting its child's death */
+	doc = diagnose_log("bash: line 1:  4242 Segmentation fault      (core dumped) ./solver\n",
+			   139, 0);
+	assert_non_null(strstr(field(doc, "summary"), "SIGSEGV"));
+	expect(doc, "code_error", NULL);
+}
+
+/* A thread or child that died of its own exception, and the main process's wait that then
+ * failed: the worker's exception is the cause, the main one its consequence. */
+static void test_a_dead_workers_exception_is_the_cause(void **state)
+{
+	(void)state;
+	static const char thread[] =
+		"Exception in thread Thread-1 (producer):\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3.11/threading.py\", line 1038, in _bootstrap_inner\n"
+		"    self.run()\n"
+		"  File \"/r/exp/main.py\", line 6, in producer\n"
+		"    raise ValueError(\"corrupt record at offset 4096 in shard 2\")\n"
+		"ValueError: corrupt record at offset 4096 in shard 2\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 11, in <module>\n"
+		"    item = q.get(timeout=2)\n"
+		"  File \"/usr/lib/python3.11/queue.py\", line 179, in get\n"
+		"    raise Empty\n"
+		"_queue.Empty\n";
+	struct json_object *doc = diagnose_log(thread, 1, 0), *loc, *v;
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "ValueError");
+	assert_non_null(strstr(field(doc, "summary"), "ValueError: corrupt record"));
+	assert_non_null(strstr(field(doc, "summary"), "_queue.Empty"));
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc) && loc);
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 6);
+	expect(doc, "code_error", "_queue.Empty");
+
+	static const char child[] =
+		"Process Process-1:\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314, in _bootstrap\n"
+		"    self.run()\n"
+		"  File \"/r/exp/main.py\", line 4, in worker\n"
+		"    result = sum(data) / len([])\n"
+		"ZeroDivisionError: division by zero\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 11, in <module>\n"
+		"    r = a.recv()\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 382, in _recv\n"
+		"    raise EOFError\n"
+		"EOFError\n";
+	doc = diagnose_log(child, 1, 0);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "ZeroDivisionError");
+	expect(doc, "code_error", "EOFError");
+	/* the parent saw the child's exit code and stopped itself */
+	static const char stopped[] =
+		"Process Process-1:\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314, in _bootstrap\n"
+		"  File \"/r/exp/main.py\", line 4, in worker\n"
+		"ZeroDivisionError: division by zero\n"
+		"worker exited with code 1; giving up\n";
+	doc = diagnose_gated(stopped, GATE_NONE_UNCAUGHT);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "ZeroDivisionError");
+	assert_non_null(strstr(field(doc, "summary"), "child process"));
+	expect(doc, "code_error", "giving up");
+	/* an unrelated error of the main process stays its own */
+	static const char unrelated[] =
+		"Exception in thread Thread-1 (log_upload):\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 6, in log_upload\n"
+		"ValueError: bad\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 11, in <module>\n"
+		"KeyError: 'lr'\n";
+	doc = diagnose_log(unrelated, 1, 0);
+	assert_string_equal(field(doc, "exception"), "KeyError");
+	expect(doc, "code_error", NULL);
+}
+
+/* The OOM killer took a worker and the pool waited until the budget: memory is the cause. */
+static void test_an_oom_kill_before_the_budget_is_the_cause(void **state)
+{
+	(void)state;
+	lb_failure_input in = {.log_tail = "loss: 0.5\n", .log_tail_len = 10, .exit_code = -1,
+			       .signal = SIGKILL, .timed_out = true, .oom_killed = true,
+			       .oom_counted = true, .memory_limit = 1ull << 30};
+	struct json_object *doc = lb_diagnose_failure(&in), *esc, *v;
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "out-of-memory"));
+	assert_null(strstr(field(doc, "suggestion"), "raise the budget"));
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc) && esc);
+	assert_true(json_object_object_get_ex(esc, "grants", &v));
+	assert_string_equal(json_object_get_string(v), "memory");
+	assert_int_equal(lb_escalate_for_failure(doc), LB_ESCALATE_MEMORY);
+	expect(doc, "oom", NULL);
+	/* a timeout with no OOM kill stays the budget's */
+	in.oom_killed = false;
+	expect(lb_diagnose_failure(&in), "timeout", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1929,6 +2102,10 @@ int main(void)
 		cmocka_unit_test(test_escalations),
 		cmocka_unit_test(test_octave_frame),
 		cmocka_unit_test(test_uncaught_main_exception),
+		cmocka_unit_test(test_a_program_that_stopped_itself),
+		cmocka_unit_test(test_a_status_above_128_is_no_signal),
+		cmocka_unit_test(test_a_dead_workers_exception_is_the_cause),
+		cmocka_unit_test(test_an_oom_kill_before_the_budget_is_the_cause),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
