@@ -487,7 +487,9 @@ header:
 	c->foreign = 0;
 }
 
-static int warn_workers(const worker_ctx *c, struct json_object *out)
+/* failed: the run has a failure, which may be what such a death led to (a queue left empty,
+ * a pipe closed), so the words for a completed run's missing work would mislead. */
+static int warn_workers(const worker_ctx *c, bool failed, struct json_object *out)
 {
 	const char *evp[W_WORKER_EVIDENCE * 2];
 	char msg[512];
@@ -496,11 +498,19 @@ static int warn_workers(const worker_ctx *c, struct json_object *out)
 		return 0;
 	for (size_t i = 0; i < c->n_ev; i++)
 		evp[i] = c->ev[i];
-	snprintf(msg, sizeof(msg),
-		 "%zu uncaught exception%s ended a thread or a child process while the main "
-		 "process went on: the work it did is missing from the results, which may still "
-		 "look complete",
-		 c->count, c->count == 1 ? "" : "s");
+	if (failed)
+		snprintf(msg, sizeof(msg),
+			 "%zu uncaught exception%s ended a thread or a child process before the run "
+			 "failed: an error the main process raised afterwards while waiting on it "
+			 "(a queue left empty, a closed pipe) is how it noticed, not why (see "
+			 "failure)",
+			 c->count, c->count == 1 ? "" : "s");
+	else
+		snprintf(msg, sizeof(msg),
+			 "%zu uncaught exception%s ended a thread or a child process while the main "
+			 "process went on: the work it did is missing from the results, which may "
+			 "still look complete",
+			 c->count, c->count == 1 ? "" : "s");
 	struct json_object *w = warning(out, "worker_exception", msg, evp, c->n_ev);
 	if (!w || add(w, "count", json_object_new_int64((int64_t)c->count)) < 0)
 		return -ENOMEM;
@@ -1186,7 +1196,7 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	}
 	sources_read(&src, in->exp_dir, in->entry);
 	if ((r = warn_losses(loss, out)) < 0 || (r = warn_runtime(rt, out)) < 0 ||
-	    (r = warn_workers(wk, out)) < 0 ||
+	    (r = warn_workers(wk, in->failure_class != NULL, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
 	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0 ||
 	    (r = warn_gate_refusals(in, out)) < 0)
