@@ -92,6 +92,11 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 		.exp_dir = exp_dir,
 		.runtime_gate = get(result, "runtime_gate"),
 	};
+	/* As the run read it: an uncaught exception of the main program, or the gate's word that
+	 * none ended it (which makes a non-zero exit the program's own). */
+	json_object *unc = get(in.runtime_gate, "uncaught");
+	if (unc && json_object_is_type(unc, json_type_object))
+		in.uncaught = unc;
 	lb_diagnose_grants(&in, get(get(manifest, "config"), "sandbox"));
 	/* An exit status of 0 with a failure recorded (metrics invalid, a gate refusal the code
 	 * caught) still asks for the diagnosis of what the log shows. */
