@@ -432,3 +432,132 @@ def test_a_write_into_a_directory_never_made_is_the_code(tmp_path):
             print(json.load(fh))
     """)
     assert f["class"] == "missing_data", r.why()
+
+
+# --- what ended the run is its root cause -------------------------------------------------------
+
+def test_a_run_that_stops_itself_is_explained_by_its_last_words_not_an_earlier_line(tmp_path):
+    """A script that prints a device, cache or handled-error line and later stops itself with
+    sys.exit is explained by its last words (the sys.exit message, or its last line), not by
+    the earlier line's keywords: no GPU, no network and no sandbox grant is offered, and
+    --escalate network does not rerun it with the host network. A library's own error line
+    printed last still names its cause."""
+    cases = {
+        "gpu": ("""
+            import sys
+            print("torch.cuda.is_available() is False: training on CPU", flush=True)
+            print("val_acc: 0.42", flush=True)
+            sys.exit("val_acc 0.42 is below the acceptance threshold 0.5; not saving the model")
+        """, "below the acceptance threshold"),
+        "hub": ("""
+            import sys
+            print("tokenizer: bert-base-uncased (cached copy of huggingface.co/bert-base-uncased)")
+            print("val_acc: 0.42")
+            sys.exit(2)
+        """, "val_acc: 0.42"),
+        "perm": ("""
+            import os, sys
+            try:
+                os.nice(-5)
+            except PermissionError:
+                print("note: could not raise priority (Operation not permitted); continuing")
+            print("val_acc: 0.42")
+            print("sanity check failed: labels and predictions have different lengths")
+            sys.exit(1)
+        """, "sanity check failed"),
+    }
+    for name, (code, last_words) in cases.items():
+        exp = write_exp(tmp_path / name, code)
+        r = run_exp(exp, tmp_path / name / "runs", *PERMISSIVE)
+        assert r.rc == 1, r.why()
+        f = r.result["failure"]
+        assert r.result["runtime_gate"]["uncaught"] is None, r.why()
+        assert f["class"] == "code_error", (name, f)
+        assert last_words in f["summary"] and any(last_words in e for e in f["evidence"]), f
+        assert f["escalation"] is None, f
+    # the standing permission is not used on a line that did not end the run
+    exp = tmp_path / "hub" / "exp"
+    r = run_exp(exp, tmp_path / "esc", *PERMISSIVE, "--escalate", "network")
+    assert [a["flags"]["network"] for a in r.result["attempts"]] == ["none"], r.why()
+    # a library that printed its error last and exited: that line names the cause
+    r, f = failure_of(tmp_path / "lib", """
+        import sys
+        print("loading model", flush=True)
+        print("ERROR: could not reach huggingface.co: [Errno -3] Temporary failure in name "
+              "resolution", file=sys.stderr)
+        sys.exit(1)
+    """)
+    assert f["class"] == "network", f
+
+
+def test_a_handled_traceback_is_not_why_a_run_stopped(tmp_path):
+    """logging.exception prints the traceback of an error the code handled and went on after;
+    the run ended by the code's own sys.exit(message). The gate saw no uncaught exception, so
+    the message is the cause and the traceback only context. A traceback the code printed
+    last before it exited is still the cause."""
+    r, f = failure_of(tmp_path / "a", """
+        import json, logging, sys
+        logging.basicConfig(level=logging.INFO)
+        log = logging.getLogger("exp")
+        try:
+            cache = json.load(open("cache/features.json"))
+        except FileNotFoundError:
+            log.exception("no feature cache yet, computing features from scratch")
+        print("acc: 0.41", flush=True)
+        sys.exit("acc 0.41 below the 0.5 sanity threshold: the labels are probably shuffled")
+    """)
+    assert r.result["runtime_gate"]["uncaught"] is None, r.why()
+    assert f["class"] == "code_error", f
+    assert "sanity threshold" in f["summary"] and "handled" in f["summary"], f
+    assert "cache/features.json" not in f["suggestion"], f
+    assert any("FileNotFoundError" in e for e in f["evidence"]), f
+    r, f = failure_of(tmp_path / "b", """
+        import sys, traceback
+        try:
+            open("data/train.csv")
+        except FileNotFoundError:
+            traceback.print_exc()
+            sys.exit(1)
+    """)
+    assert f["class"] == "missing_data", f
+
+
+def test_a_dead_workers_exception_is_the_failure_not_the_main_processs_wait(tmp_path):
+    """A producer thread dies of ValueError and the main loop's queue.get then raises
+    queue.Empty; a child process dies of ZeroDivisionError and the parent's recv raises
+    EOFError. The failure quotes the worker's exception and its line, and names the main
+    one as what came after; the worker_exception warning says it fits a failed run."""
+    r, f = failure_of(tmp_path / "t", """
+        import queue, threading
+        q = queue.Queue()
+        def producer():
+            for i in range(5):
+                if i == 2:
+                    raise ValueError("corrupt record at offset 4096 in shard 2")
+                q.put(i)
+        threading.Thread(target=producer, daemon=True).start()
+        total = 0
+        while True:
+            total += q.get(timeout=2)
+    """)
+    assert f["exception"] == "ValueError", f
+    assert "corrupt record at offset 4096" in f["summary"] and "Empty" in f["summary"], f
+    assert f["code_location"]["line"] == 6 and f["code_location"]["function"] == "producer", f
+    (w,) = [w for w in r.result["diagnosis_warnings"] if w["kind"] == "worker_exception"]
+    assert "failed" in w["message"] and "went on" not in w["message"], w
+    r, f = failure_of(tmp_path / "p", """
+        import multiprocessing as mp
+        def worker(conn):
+            data = conn.recv()
+            conn.send(sum(data) / len([]))
+        if __name__ == "__main__":
+            a, b = mp.Pipe()
+            p = mp.Process(target=worker, args=(b,))
+            p.start()
+            b.close()
+            a.send([1, 2, 3])
+            print("score:", a.recv())
+    """)
+    assert f["exception"] == "ZeroDivisionError", f
+    assert "EOFError" in f["summary"], f
+    assert f["code_location"]["function"] == "worker", f

@@ -244,3 +244,42 @@ def test_bad_escalations_are_refused(tmp_path, value, words):
     assert r.result["schema"] == "labbox.error/1"
     assert words in json.dumps(r.result), r.result
     assert run_dirs(runs) == []
+
+
+POOL_HOG = """
+import time
+from multiprocessing import Pool
+def f(x):
+    if x == 3:
+        block = bytearray(300 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+    time.sleep(0.05)
+    return x
+if __name__ == "__main__":
+    with Pool(2) as p:
+        r = p.map(f, range(8))
+    print("items:", len(r))
+"""
+
+
+def test_a_pool_worker_killed_for_memory_is_the_cause_of_the_timeout(tmp_path):
+    """The OOM killer takes one pool worker; Pool.map then waits until the budget. The status
+    stays timeout (the budget ended it), but the failure is oom, its advice memory, not a
+    larger budget, and --escalate memory reruns it with twice the memory, which completes."""
+    if not host_can_enforce("memory"):
+        pytest.skip("host has no writable memory cgroup for --memory")
+    exp = write_exp(tmp_path, POOL_HOG)
+    r = run_exp(exp, tmp_path / "runs", "--memory", "256m", "--budget", "8", "--grace", "1",
+                "--escalate", "memory")
+    first = r.result["attempts"][0]
+    assert first["status"] == "timeout" and first["failure_class"] == "oom", r.why()
+    assert r.rc == 0 and r.result["metrics"]["values"]["items"] == 8, r.why()
+    assert r.result["attempts"][1]["flags"]["memory_bytes"] == 512 << 20, r.why()
+    # the first attempt's own record, and explain of it
+    runs = tmp_path / "runs"
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", runs, first["id"]).stdout)
+    f = doc["failure"]
+    assert doc["status"] == "timeout" and doc["oom_killed"] is True, doc
+    assert f["class"] == "oom" and "raise the budget" not in f["suggestion"], f
+    assert "out-of-memory" in f["summary"] and f["escalation"]["grants"] == "memory", f

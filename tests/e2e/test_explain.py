@@ -539,3 +539,25 @@ def test_octave_error_names_the_function_and_line(tmp_path):
     assert f["code_location"] == {"file": None, "line": 3, "function": "pick"}
     assert any("pick at line 3" in e for e in f["evidence"])
     assert "in the code line 3, in pick" in explain_text(tmp_path, res["id"])
+
+
+def test_an_exit_status_above_128_is_no_signal(tmp_path):
+    """labbox starts the interpreter itself and sees how it ends: sys.exit(137) is a status,
+    not a SIGKILL; a signal that did end it is still named. explain agrees."""
+    r, f = failed(tmp_path / "a", """
+        import sys
+        print("acc: 0.9")
+        sys.exit(137)
+    """, rc=1)
+    assert r.result["exit_code"] == 137 and r.result["signal"] is None, r.why()
+    assert "SIGKILL" not in f["summary"] and "killed by SIG" not in f["summary"], f
+    assert not f["summary"].startswith("killed"), f
+    assert "137" in f["summary"] and f["class"] == "code_error", f
+    assert "os.kill" not in f["suggestion"], f
+    doc = explain(tmp_path / "a", r.result["id"])
+    assert doc["failure"]["summary"] == f["summary"], doc["failure"]
+    r, f = failed(tmp_path / "b", """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """, rc=1)
+    assert r.result["signal"] == 11 and "SIGSEGV" in f["summary"], f
