@@ -1735,8 +1735,10 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		add_evidence(v, last);
 		return;
 	}
+	/* Never into the handled traceback: its exception line is error-shaped too, and a line of
+	 * the other stream can put the exit message right below it. */
 	while (first != NONE && first > 0 && last - first < 4 &&
-	       error_shaped(log->lines[first - 1]))
+	       (n == 0 || first - 1 > exc[n - 1].line) && error_shaped(log->lines[first - 1]))
 		first--;
 	for (size_t i = last; i != NONE && i >= first && hit == NONE; i--) {
 		if (classify_text(v, log->lines[i]))

@@ -1929,6 +1929,16 @@ static void test_a_program_that_stopped_itself(void **state)
 	assert_non_null(strstr(field(doc, "summary"), "handled"));
 	assert_true(evidence_has(doc, "FileNotFoundError"));
 	expect(doc, "code_error", "sanity threshold");
+	/* stdout and stderr are two pipes: the exit message can come right below the handled
+	 * exception's line, and is still read alone */
+	doc = diagnose_gated("Traceback (most recent call last):\n"
+			     "  File \"/r/exp/main.py\", line 5, in <module>\n"
+			     "acc: 0.41\n"
+			     "FileNotFoundError: [Errno 2] No such file or directory: 'cache/f.json'\n"
+			     "acc 0.41 below the 0.5 sanity threshold\n", GATE_NONE_UNCAUGHT);
+	assert_non_null(doc);
+	assert_non_null(strstr(field(doc, "summary"), "sanity threshold"));
+	expect(doc, "code_error", "FileNotFoundError");
 	/* without the gate's word the traceback may have ended it (atexit output after it) */
 	expect(diagnose_log(handled, 1, 0), "missing_data", "FileNotFoundError");
 	/* a traceback the code printed last before it exited is its last words */
