@@ -1782,13 +1782,9 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		add_evidence(v, exc[n - 1].line);
 }
 
-static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+/* The sandbox or backend failed around the experiment: its message is the verdict. */
+static bool diagnose_infra(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
 {
-	lb_exc exc[DIAG_MAX_EXC];
-	size_t n_exc;
-
-	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
-				     "the setup step that failed)");
 	if (in->infra_error && in->after_run) {
 		verdict_set(v, "infra_error",
 			    in->infra_message && in->infra_message[0]
@@ -1800,7 +1796,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "message says; free space or make the experiment's output tree plainer "
 			    "(less deep, shorter names) and run it again");
 		add_tail_evidence(v, log, 3);
-		return;
+		return true;
 	}
 	if (in->infra_error) {
 		verdict_set(v, "infra_error",
@@ -1811,8 +1807,20 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "the experiment did not run: fix the setup problem above (`labbox probe` "
 			    "shows what this host supports); labbox never falls back to less "
 			    "isolation silently");
-		return;
+		return true;
 	}
+	return false;
+}
+
+static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	lb_exc exc[DIAG_MAX_EXC];
+	size_t n_exc;
+
+	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
+				     "the setup step that failed)");
+	if (diagnose_infra(v, in, log))
+		return;
 	if (in->timed_out && in->oom_killed) {
 		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
 		 * the budget only ended the wait. */
