@@ -253,9 +253,14 @@ static int runs_show(const runs_opts *o, const char *id)
 				   "metrics are only what its files say, and rerun asks before it repeats "
 				   "its grants\n");
 		json_object *interp, *git, *m;
-		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp))
-			cli_printf("  python   %s (%s)\n", get_str(interp, "version", "?"),
-			       get_str(interp, "path", "?"));
+		/* Named by its language: an Rscript is no python. Records from before the manifest
+		 * named it ran Python. */
+		if (manifest && json_object_object_get_ex(manifest, "interpreter", &interp)) {
+			const char *lang = get_str(interp, "language", "python");
+			cli_printf("  %-8s %s (%s)\n",
+				   strcmp(lang, "python") == 0 ? "python" : get_str(interp, "implementation", lang),
+				   get_str(interp, "version", "?"), get_str(interp, "path", "?"));
+		}
 		if (manifest && json_object_object_get_ex(manifest, "git", &git) && git)
 			cli_printf("  git      %s%s\n", get_str(git, "commit", "?"),
 			       json_object_get_boolean(json_object_object_get(git, "dirty")) ? " (dirty)" : "");

@@ -1205,6 +1205,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *findings = NULL, *code_seeds = NULL;
 	json_object *staged_ids = NULL; /* identities of the staged files when the run started */
 	lb_gate_mode gate_mode = lb_gate_effective((lb_gate_mode)req->runtime_gate, req->policy);
+	char gate_note[512] = "";
+	/* The gate is an audit hook, a Python thing: an R or Octave interpreter never loads it,
+	 * and a channel nobody writes to would read as a Python gate that broke. */
+	if (st->lang != LB_LANG_PYTHON) {
+		gate_mode = LB_GATE_OFF;
+		snprintf(gate_note, sizeof gate_note,
+			 "no runtime gate: it is an audit hook of Python's, and this is %s %s "
+			 "experiment; the static check and the sandbox hold it",
+			 st->lang == LB_LANG_JULIA ? "a" : "an", st->py.implementation);
+	}
 	lb_gate_paths gate_paths;
 	lb_gate_channel gate_ch = {.fd = {-1, -1}, .stop = -1};
 	json_object *gate_preload = NULL; /* the experiment's own code that runs before it */
@@ -1212,7 +1222,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	char refusal[1024] = "";
 	bool gate_staged = false;
 	bool env_protected = false; /* the staged environment is read-only (lb_sandbox_protect) */
-	char gate_note[512] = "";
 	bool gate_by_backend = false; /* the backend says why it has no gate (after the run) */
 	/* The gate that will refuse what a library call reaches, as it happens: on, bound in by
 	 * the backend, in an interpreter with audit hooks, and not accepted as degraded. */

@@ -352,3 +352,28 @@ def test_start_up_files_of_r_and_octave_named_by_a_sweep_are_refused(tmp_path, v
     assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert var in p.stdout + p.stderr, (p.stdout[-1500:], p.stderr[-1500:])
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+# --- what the record says of a gate R and Octave never have ---------------------------------
+
+@pytest.mark.parametrize("lang,entry,code,label", [
+    pytest.param("R", "main.R", 'set.seed(1)\ncat("slope: 2\\n")\n', "R", marks=need_r, id="R"),
+    pytest.param("Octave", "main.m", 'rand("seed", 1);\nprintf("slope: 2\\n");\n', "Octave",
+                 marks=need_octave, id="Octave"),
+])
+def test_a_run_in_another_language_records_no_python_gate(tmp_path, lang, entry, code, label):
+    # The runtime gate is a Python audit hook. A reader of the record (or a pipeline that
+    # flags mode "on" with installed false, which for Python means a gate that broke) must
+    # read that the language has none, not that an old Python or a broken gate lost it.
+    d = exp(tmp_path, f"{entry}_gate", {entry: code})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc.get("failure"))
+    g = doc["runtime_gate"]
+    assert g["mode"] == "off" and g["installed"] is False and g["channel"] == "none", g
+    assert "Python 3.8" not in g["note"] and "never reported" not in g["note"], g["note"]
+    assert lang in g["note"] and "no runtime gate" in g["note"], g["note"]
+    s = labbox("runs", "show", "--runs-dir", tmp_path / "runs", doc["id"])
+    assert s.returncode == 0, s.stderr
+    path = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())["interpreter"]["path"]
+    interp = [l.split() for l in s.stdout.splitlines() if f"({path})" in l]
+    assert interp and interp[0][0] == label, s.stdout
+    assert not any(l.strip().startswith("python") for l in s.stdout.splitlines()), s.stdout
