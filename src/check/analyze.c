@@ -2516,6 +2516,9 @@ static void need(ctx *c, const char *kind, TSNode at, const char *via, const cha
 		end++;
 	while (start < end && (c->src[start] == ' ' || c->src[start] == '\t'))
 		start++;
+	/* A GPU use that the code reaches only when it found one, or was told to use one */
+	if (!optional && strcmp(kind, "gpu") == 0 && ck_need_gpu_guarded(c->src, c->in->len, at))
+		optional = true;
 	ck_need nd = {.kind = kind, .line = p.row + 1, .text = c->src + start,
 		      .text_len = end - start > 240 ? 240 : end - start, .via = via, .path = path,
 		      .optional = optional};

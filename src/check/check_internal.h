@@ -244,6 +244,11 @@ typedef struct ck_need {
 const char *ck_need_of_call(const char *q, bool *optional);
 /* The flag that grants a kind: --network host, --gpus all, -v SRC:DST:rw. */
 const char *ck_need_flag(const char *kind);
+/* Whether the GPU use at node `at` (a call) runs only when the code found a GPU or was told
+ * to use one: under an if, a conditional expression or an `and`/`or` whose test asks for
+ * availability or compares a device, or with `enabled=`/`device...=` computed from such a
+ * test. src is the file's source, len its length. */
+bool ck_need_gpu_guarded(const char *src, size_t len, TSNode at);
 /* Appends to out->needs, one per kind and line. 0 or -ENOMEM. */
 int ck_need_add(ck_raws *out, const ck_need *nd);
 

@@ -288,3 +288,45 @@ def test_a_library_seeded_in_another_file_is_seeded(tmp_path):
     p, doc = check_json("--ignore", "harness", str(exp))
     assert [(f["file"], f["line"]) for f in doc["findings"] if f["id"] == "LB302"] == [
         ("models/net.py", 3)], doc["findings"]
+
+
+def test_gpu_uses_under_a_device_test_are_optional_needs(tmp_path):
+    """Code that runs on CPU and GPU alike (makemore's `if args.device.startswith('cuda'):
+    torch.cuda.synchronize()`) needs no GPU: a pipeline reading `needs` must not reserve one
+    for it. A use the code always reaches stays a certain need."""
+    d = write_exp(tmp_path, """
+        import argparse, torch
+        p = argparse.ArgumentParser(); p.add_argument("--device", default="cpu"); a = p.parse_args()
+        model = torch.nn.Linear(2, 2)
+        if a.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        if torch.cuda.is_available():
+            model = model.cuda()
+        elif a.device == "cpu":
+            pass
+        else:
+            model = model.to("cuda:0")
+        amp = torch.cuda.amp.GradScaler(enabled=torch.cuda.is_available())
+        x = torch.zeros(2).cuda() if a.device != "cpu" else torch.zeros(2)
+        use_gpu = torch.cuda.device_count() > 0
+        use_gpu and torch.cuda.empty_cache()
+        y = torch.ones(2, device="cuda" if use_gpu else "cpu")
+        model = model.cuda()
+        torch.cuda.synchronize()
+        z = torch.ones(2, device="cuda")
+        print("ok: 1")
+        """)
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d))
+    gpu = {n["evidence"]["line"]: n["optional"] for n in doc["needs"] if n["kind"] == "gpu"}
+    src = [l.strip() for l in (d / "main.py").read_text().splitlines()]
+    shown = {k: (src[k - 1], v) for k, v in sorted(gpu.items())}
+    for line in ("torch.cuda.synchronize()", "model = model.cuda()", 'model = model.to("cuda:0")',
+                 "amp = torch.cuda.amp.GradScaler(enabled=torch.cuda.is_available())",
+                 'x = torch.zeros(2).cuda() if a.device != "cpu" else torch.zeros(2)',
+                 "use_gpu and torch.cuda.empty_cache()",
+                 'y = torch.ones(2, device="cuda" if use_gpu else "cpu")'):
+        k = src.index(line) + 1  # the first, guarded, one
+        assert gpu.get(k, True) is True, (line, shown)
+    # the same calls written unguarded at the end of the file are what needs a GPU
+    last = len(src)
+    assert [gpu.get(k) for k in (last - 3, last - 2, last - 1)] == [False] * 3, shown
