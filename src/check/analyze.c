@@ -912,11 +912,20 @@ static bool stdlib_ref(ctx *c, const char *q, TSNode at, int how)
 		}
 		name = real;
 	}
-	const char *via = NULL;
-	unsigned caps = ck_stdlib_caps(c->in->std, name, &via) & CK_CAP_FINDING;
+	const char *via = NULL, *what = NULL;
+	const char *sink = ck_wrapped_sink(name, &what);
+	unsigned caps = ck_stdlib_caps(c->in->std, sink ? sink : name, &via) & CK_CAP_FINDING;
 	ck_rule r = cap_rule_via(c, caps, via);
 	if (r == R_COUNT)
 		return false;
+	if (sink) {
+		snprintf(msg, sizeof msg, "%s `%s`: %s: it hands %s to the standard library's `%s`, "
+			 "which compiles them (time a function instead: time.perf_counter() around "
+			 "the call, or timeit.timeit(lambda: ...))",
+			 how == CALL ? "call of" : "use of", q, cap_words(r), what, sink);
+		raw(c, r, at, q, msg);
+		return true;
+	}
 	/* via is the first sink found, which may be of another capability than the rule's
 	 * (a socket where the rule is a process): then it is not named as the reason. */
 	ck_rule vr = via ? cap_rule_via(c, name_caps_of(c, via), via) : R_COUNT;
@@ -2141,8 +2150,10 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 	/* timeit handed callables (timeit(lambda: step(), number=100), the usual way a step is
 	 * timed) compiles only its own template around them: no code of the caller's. A
 	 * string, or what cannot be told from one, is the code it runs (LB103, the summary's). */
-	if ((strcmp(q, "timeit.timeit") == 0 || strcmp(q, "timeit.repeat") == 0 ||
-	     strcmp(q, "timeit.Timer") == 0) && !a->splat) {
+	const char *sink = ck_wrapped_sink(q, NULL);
+	const char *tq = sink ? sink : q;
+	if ((strcmp(tq, "timeit.timeit") == 0 || strcmp(tq, "timeit.repeat") == 0 ||
+	     strcmp(tq, "timeit.Timer") == 0) && !a->splat) {
 		static const char *const kw[] = {"stmt", "setup"};
 		bool callables = true;
 		for (unsigned i = 0; i < 2 && callables; i++) {

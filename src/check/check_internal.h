@@ -195,6 +195,11 @@ ck_rule ck_classify(const char *qual, bool module_only, lb_check_policy policy);
 /* True for modules whose members reach process, code, import or file capabilities, so that
  * passing them around or indexing them with computed names cannot be followed. */
 bool ck_sensitive_module(const char *qual);
+/* The standard library's code sink a research library's q hands its code arguments to
+ * (torch.utils.benchmark.Timer -> timeit.Timer), NULL for none; *what says which arguments.
+ * The check judges q as that sink, through the same summaries, so it refuses what the runtime
+ * gate refuses when the sink compiles them. */
+const char *ck_wrapped_sink(const char *q, const char **what);
 /* Canonical spelling of a dotted name: posix/nt -> os, __builtin__ -> builtins, ... into out. */
 void ck_canonical(const char *qual, char *out, size_t outlen);
 /* Module names on the import allowlist of a policy. */

@@ -3281,6 +3281,30 @@ def test_timing_a_step_with_timeit_is_accepted(tmp_path):
     assert gate(r)["events"] == [], gate(r)
 
 
+def test_a_benchmark_timer_of_a_research_library_is_refused_before_it_runs(tmp_path):
+    """torch.utils.benchmark.Timer hands its stmt string to timeit.Timer, which compiles it,
+    and the gate refuses that compile as it refuses timeit's own with a string. The check
+    says so first, naming the call: an experiment it accepts is not refused at run time
+    for a call it could see."""
+    pytest.importorskip("torch.utils.benchmark")
+    exp = write_exp(tmp_path, """
+        import torch
+        import torch.utils.benchmark as benchmark
+        x = torch.zeros(8, 8)
+        t = benchmark.Timer(stmt="x @ x", globals={"x": x})
+        print("matmul_us:", t.timeit(5).mean * 1e6)
+    """)
+    p = labbox("check", "--json", "--python", PYTHON, "--ignore", "harness", exp)
+    doc = json.loads(p.stdout)
+    found = [(f["id"], f["line"]) for f in doc["findings"] if f["severity"] == "error"]
+    assert p.returncode == 3 and found == [("LB103", 4)], doc["llm_text"]
+    msg = next(f["message"] for f in doc["findings"] if f["id"] == "LB103")
+    assert "torch.utils.benchmark.Timer" in msg and "stmt" in msg, msg
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.result["status"] == "rejected", r.why()
+    assert (r.result.get("failure") or {}).get("class") != "gate_refused", r.why()
+
+
 def test_annotations_that_are_type_expressions_still_evaluate(tmp_path):
     """typing and inspect evaluate string annotations; those that are type expressions
     (names, attributes, subscripts, literals, `|`) pass, as postponed annotations do in
