@@ -85,6 +85,10 @@ int lb_sandbox_mask_where_seen(lb_sandbox *sb, const char *path, lb_sandbox_hide
 int lb_sandbox_settle_masks(lb_sandbox *sb, bool all);
 /* True when path lies under a directory the sandbox hides (home directories, /run...). */
 bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path);
+/* Whether a hidden directory may be shown for a program that needs it (its venv, its
+ * installation): never a hidden root (/home, /root, /tmp...), a home (the caller's wherever it
+ * lies, anyone's right under /home), or a directory above one. */
+bool lb_sandbox_dir_exposable(const lb_sandbox *sb, const char *dir);
 /* Host uid and gid the payload runs as (65534 when labbox is root, the caller's otherwise):
  * files the payload must write belong to them. */
 void lb_sandbox_payload_ids(const lb_sandbox *sb, uid_t *uid, gid_t *gid);

@@ -140,6 +140,10 @@ int lb_python_expose(lb_sandbox *sb, const lb_python_info *py, bool origin_visib
 	 * its prefix. Only what labbox derives from the path it was named by is exposed. */
 	if (lb_path_under(py->named, py->origin) || lb_path_under(py->executable, py->origin)) {
 		if (!origin_visible) {
+			/* an origin that is a home, or above one, is not shown: the program alone */
+			if (!lb_sandbox_dir_exposable(sb, py->origin) &&
+			    lb_sandbox_path_hidden(sb, py->origin))
+				return lb_sandbox_add_bind(sb, py->named, py->named, false);
 			int r = lb_sandbox_add_bind(sb, py->origin, NULL, false);
 			if (r < 0)
 				return r;

@@ -79,6 +79,11 @@ static int add_hidden_home(lb_sandbox *sb, const char *home)
 	char real[PATH_MAX];
 	if (!realpath(home, real))
 		return 0;
+	if (!strv_contains(sb->homes, sb->nhomes, real)) {
+		int r = strv_push(&sb->homes, &sb->nhomes, real);
+		if (r < 0)
+			return r;
+	}
 	static const char *const system_dirs[] = {"/", "/usr", "/bin", "/sbin", "/lib", "/lib64",
 						  "/etc", "/var", "/opt", "/dev", "/proc", "/sys"};
 	for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
@@ -150,6 +155,7 @@ void lb_sandbox_free(lb_sandbox *sb)
 	}
 	free(sb->binds);
 	strv_free(sb->hidden, sb->nhidden);
+	strv_free(sb->homes, sb->nhomes);
 	strv_free(sb->masked, sb->nmasked);
 	strv_free(sb->masked_dirs, sb->nmasked_dirs);
 	for (size_t i = 0; i < sb->nlater; i++)
@@ -511,6 +517,32 @@ bool lb_sandbox_path_hidden(const lb_sandbox *sb, const char *path)
 
 /* The directory a program needs: its own, or the install prefix when it sits in a bin/
  * directory (a venv, a conda env, a pyenv version, ~/.local). */
+bool lb_sandbox_dir_exposable(const lb_sandbox *sb, const char *dir)
+{
+	if (!dir || dir[0] != '/' || !lb_sandbox_path_hidden(sb, dir))
+		return false;
+	/* a hidden root, or above one: /home, /root, /tmp */
+	for (size_t i = 0; i < sb->nhidden; i++)
+		if (path_is_under(sb->hidden[i], dir))
+			return false;
+	for (size_t i = 0; i < sb->nprivate; i++)
+		if (path_is_under(sb->private_dirs[i], dir))
+			return false;
+	/* the caller's home, or above it, wherever it lies (/srv/u, /data/users/u) */
+	for (size_t i = 0; i < sb->nhomes; i++)
+		if (path_is_under(sb->homes[i], dir))
+			return false;
+	/* someone's home: a directory right under a hidden root (/home/alice); /root is one */
+	const char *slash = strrchr(dir, '/');
+	for (size_t i = 0; slash && slash != dir && i < sb->nhidden; i++) {
+		size_t n = strlen(sb->hidden[i]);
+		if ((size_t)(slash - dir) == n && strncmp(dir, sb->hidden[i], n) == 0 &&
+		    strcmp(sb->hidden[i], "/root") != 0)
+			return false;
+	}
+	return true;
+}
+
 static int expose_one(lb_sandbox *sb, const char *path)
 {
 	if (!lb_sandbox_path_hidden(sb, path))
@@ -524,8 +556,11 @@ static int expose_one(lb_sandbox *sb, const char *path)
 	size_t n = strlen(dir);
 	if (n >= 4 && strcmp(dir + n - 4, "/bin") == 0 && n > 4)
 		dir[n - 4] = '\0';
-	if (!lb_sandbox_path_hidden(sb, dir) || strv_contains(sb->hidden, sb->nhidden, dir))
+	if (!lb_sandbox_path_hidden(sb, dir))
 		return 0;
+	/* ~/bin/python3 gave the whole home: the program alone is shown then */
+	if (!lb_sandbox_dir_exposable(sb, dir))
+		return lb_sandbox_add_bind(sb, path, path, false);
 	return lb_sandbox_add_bind(sb, dir, NULL, false);
 }
 
@@ -558,6 +593,9 @@ int lb_sandbox_expose_python(lb_sandbox *sb, const char *executable, const char 
 	for (size_t i = 0; i < 2; i++) {
 		if (!dirs[i] || !dirs[i][0] || !lb_sandbox_path_hidden(sb, dirs[i]))
 			continue;
+		/* an installation that is a home, or holds one, is not shown: the run stops */
+		if (!lb_sandbox_dir_exposable(sb, dirs[i]))
+			return -EPERM;
 		int r = lb_sandbox_add_bind(sb, dirs[i], NULL, false);
 		if (r < 0)
 			return r;

@@ -85,6 +85,8 @@ struct lb_sandbox {
 	size_t nbinds;
 	char **hidden; /* covered by an empty read-only tmpfs */
 	size_t nhidden;
+	char **homes; /* the caller's home directories, resolved (never exposed whole) */
+	size_t nhomes;
 	char **masked; /* files covered by /dev/null */
 	size_t nmasked;
 	char **masked_dirs; /* directories lb_sandbox_mask hid: hidden in binds of a parent too */

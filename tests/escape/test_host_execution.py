@@ -597,6 +597,52 @@ def test_exec_never_runs_a_program_under_a_hidden_home_on_the_host(tmp_path, lay
         shutil.rmtree(proj, ignore_errors=True)
 
 
+@pytest.mark.parametrize("how", ["exec", "run"])
+def test_a_program_in_the_homes_bin_shows_nothing_else_of_the_home(tmp_path, how):
+    """~/bin/python3 (a link to the system's) or any program in ~/bin: the directory above
+    bin/ was exposed as the program's installation, and that is the whole home, .ssh and all,
+    to an untrusted experiment. A home (or a hidden root, or what holds one) is never shown:
+    the program alone is."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    bindir = home / "bin"
+    made = not bindir.exists()
+    bindir.mkdir(exist_ok=True)
+    tag = f"lbtest{os.getpid()}"
+    prog = bindir / (f"python3-{tag}" if how == "run" else f"cat-{tag}")
+    prog.symlink_to(os.path.realpath(PYTHON) if how == "run" else "/bin/cat")
+    secret_file = home / f".{tag}-secret"
+    secret = f"SECRET{tag}{os.urandom(4).hex()}"
+    secret_file.write_text(secret)
+    try:
+        if how == "exec":
+            p = subprocess.run([LABBOX, "exec", "--", str(prog), str(secret_file)],
+                               capture_output=True, text=True, timeout=CALL_TIMEOUT)
+            out = p.stdout + p.stderr
+        else:
+            exp = tmp_path / "exp"
+            exp.mkdir()
+            (exp / "main.py").write_text(
+                "import os\n"
+                f"try:\n    print(open({str(secret_file)!r}).read())\n"
+                "except OSError as e:\n    print('refused', e.errno)\n"
+                f"print('listing', sorted(os.listdir({str(home)!r})))\n"
+                "print('accuracy: 1')\n")
+            p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--runs-dir",
+                                str(tmp_path / "runs"), "--python", str(prog), str(exp)],
+                               capture_output=True, text=True, timeout=CALL_TIMEOUT)
+            doc = json.loads(p.stdout)
+            out = (Path(doc["run_dir"]) / "run.log").read_text()
+            # the interpreter named in ~/bin still runs the experiment
+            assert doc["status"] == "completed", (doc.get("failure"), out[-1500:])
+            assert f"'{secret_file.name}'" not in out, out[-1500:]
+        assert secret not in out, out[-1500:]
+    finally:
+        secret_file.unlink()
+        prog.unlink()
+        if made:
+            bindir.rmdir()
+
+
 def _venv_with_pth(exp, marker, name=".venv"):
     subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(exp / name)], check=True,
                    timeout=120)

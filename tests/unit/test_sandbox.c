@@ -120,6 +120,24 @@ static void test_hidden_paths(void **state)
 	assert_false(lb_sandbox_path_hidden(sb, "/usr/bin/python3"));
 	assert_false(lb_sandbox_path_hidden(sb, "/homestead"));
 	assert_false(lb_sandbox_path_hidden(sb, "/rootfs/x"));
+	/* what a program's directory may be: never a hidden root, a home, or above one */
+	assert_false(lb_sandbox_dir_exposable(sb, "/home"));
+	assert_false(lb_sandbox_dir_exposable(sb, "/home/someone"));
+	assert_true(lb_sandbox_dir_exposable(sb, "/home/someone/.venv"));
+	assert_false(lb_sandbox_dir_exposable(sb, "/root"));
+	assert_true(lb_sandbox_dir_exposable(sb, "/root/.pyenv/versions/3.11.7"));
+	assert_false(lb_sandbox_dir_exposable(sb, "/tmp"));
+	assert_false(lb_sandbox_dir_exposable(sb, "/usr/lib")); /* shown anyway */
+	char home[PATH_MAX];
+	const char *h = getenv("HOME");
+	if (h && realpath(h, home) && strcmp(home, "/") != 0) {
+		assert_false(lb_sandbox_dir_exposable(sb, home));
+		char *slash = strrchr(home, '/');
+		if (slash && slash != home) {
+			*slash = '\0'; /* what holds it */
+			assert_false(lb_sandbox_dir_exposable(sb, home));
+		}
+	}
 	char *rel[] = {"sh", NULL};
 	assert_int_equal(lb_sandbox_set_argv(sb, rel), -EINVAL);
 	assert_int_equal(lb_sandbox_add_env(sb, "=x"), -EINVAL);
