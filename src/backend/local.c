@@ -6,6 +6,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
@@ -127,11 +128,29 @@ static int hide_known_one(lb_sandbox *sb, const char *runs_dir, void *ctx)
 	return r == -ENOMEM ? r : 0;
 }
 
+/* Where a directory really is now, in three system calls whatever its depth: a project moved
+ * since its runs directory was noted, with a link left at its old place, is hidden at its new
+ * place (a volume of the new place, or a root that shows it, would show its records). */
+static int resolve_dir(const char *path, char real[PATH_MAX])
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, PATH_MAX - 1);
+	int e = n < 0 ? -errno : 0;
+	close(fd);
+	if (e < 0 || n <= 0 || n >= PATH_MAX - 1 || real[0] != '/')
+		return e < 0 ? e : -ENAMETOOLONG;
+	real[n] = '\0';
+	return 0;
+}
+
 /* Each known runs directory is looked at only where the experiment could see it, once the
  * sandbox's view is final: most lie in a home or /tmp, which the sandbox replaces, and with
- * 64 of them a start paid 3.5 ms for stats of what nothing could reach. A list entry is the
- * real path it had when noted (lb_record_known_note); a project moved since and reached by a
- * link from its old place is noted again at its next run. */
+ * 64 of them a start paid 3.5 ms for stats of what nothing could reach. Each is resolved
+ * first (resolve_dir), so that where it lies now decides. */
 static int hide_known(lb_sandbox *sb, const char *cache)
 {
 	int r = lb_sandbox_mask(sb, cache);
@@ -140,8 +159,12 @@ static int hide_known(lb_sandbox *sb, const char *cache)
 	char **known = NULL;
 	size_t nknown = 0;
 	r = lb_record_known_dirs(cache, &known, &nknown);
-	for (size_t i = 0; r == 0 && i < nknown; i++)
-		r = lb_sandbox_mask_where_seen(sb, known[i], hide_known_one, NULL);
+	for (size_t i = 0; r == 0 && i < nknown; i++) {
+		char real[PATH_MAX];
+		/* Gone since: nothing of it to hide. */
+		if (resolve_dir(known[i], real) == 0)
+			r = lb_sandbox_mask_where_seen(sb, real, hide_known_one, NULL);
+	}
 	lb_record_known_free(known, nknown);
 	/* A damaged list hides nothing more; the cache and this run's own records are hidden
 	 * all the same. */

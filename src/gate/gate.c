@@ -80,9 +80,18 @@ bool lb_gate_startup_var(const char *name)
 	static const char *const other_lang[] = {"R_PROFILE", "R_ENVIRON", "R_LIBS",
 						 "R_DEFAULT_PACKAGES", "R_TESTS", "R_HOME",
 						 "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR",
-						 "R_ARCH", "R_SCRIPT_", "OCTAVE_"};
+						 "R_ARCH", "R_SCRIPT_", "OCTAVE_", "BASH_FUNC_"};
 	for (size_t i = 0; i < sizeof other_lang / sizeof *other_lang; i++)
 		if (strncmp(name, other_lang[i], strlen(other_lang[i])) == 0)
+			return true;
+	/* The shells' own, for what starts through a shell script (R's bin/R, wrappers): the
+	 * file bash runs first in a script (BASH_ENV; sh's ENV is for interactive shells only,
+	 * and an RL experiment's ENV names its environment), exported functions that replace
+	 * commands, and options that run code (SHELLOPTS with xtrace). RHOME picks the R that
+	 * Rscript starts. */
+	static const char *const shell[] = {"BASH_ENV", "SHELLOPTS", "BASHOPTS", "RHOME"};
+	for (size_t i = 0; i < sizeof shell / sizeof *shell; i++)
+		if (strcmp(name, shell[i]) == 0)
 			return true;
 	if (strncmp(name, "PYTHON", 6) != 0)
 		return false;

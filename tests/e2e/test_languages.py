@@ -341,7 +341,8 @@ def test_r_and_octave_never_run_a_program_the_run_wrote(tmp_path, lang):
     assert "shell-ran" in text and doc["metrics"]["values"]["accuracy"] == 0.5, doc
 
 
-@pytest.mark.parametrize("var", ["OCTAVE_SITE_INITFILE", "R_PROFILE_USER", "R_LIBS_USER"])
+@pytest.mark.parametrize("var", ["OCTAVE_SITE_INITFILE", "R_PROFILE_USER", "R_LIBS_USER",
+                                 "BASH_ENV"])
 def test_start_up_files_of_r_and_octave_named_by_a_sweep_are_refused(tmp_path, var):
     """A sweep's env is the experiment's own configuration: a variable that makes R or
     Octave run a file before the experiment's first line (one the check never read) is

@@ -704,6 +704,52 @@ print("accuracy: 1")
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
+def test_a_project_moved_with_a_link_left_keeps_its_records_hidden(tmp_path):
+    """The list of known runs directories holds the name each had when last used. A project
+    moved since, with a link left at its old place, must be hidden where it now lies: a
+    volume of its new place showed its manifests (their -e values) when the old name was
+    compared with the volume's real path."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    for d in (tmp_path,):
+        os.chmod(d, 0o755)
+    old = tmp_path / "old"
+    first = write(old / "first", 'print("accuracy: 1")\n')
+    p, _ = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+               old / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    new = tmp_path / "data" / "new"
+    new.parent.mkdir()
+    os.chmod(new.parent, 0o755)
+    old.rename(new)
+    old.symlink_to(new)
+    os.chmod(new, 0o755)
+    if IS_ROOT:  # the payload's uid stands for the user's own
+        for q in [new / ".labbox", *(new / ".labbox").rglob("*")]:
+            os.chown(q, 65534, 65534)
+    half = len(secret) // 2
+    snoop = write(tmp_path / "snoop", r'''
+import os
+secret = "%s" + "%s"  # in two halves, so this file does not hold it
+found, seen = [], 0
+for d, _, fs in os.walk("/data"):
+    for f in fs:
+        seen += 1
+        try:
+            if secret in open(os.path.join(d, f), errors="replace").read():
+                found.append(f)
+        except OSError:
+            pass
+print("FOUND", found, "SEEN", seen)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:]))
+    p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{new}:/data:ro",
+                 "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "FOUND []" in log and "SEEN 0" not in log, log[-2000:]
+
+
 def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_dir):
     """Every run hides each runs directory this user's labbox has used. One removed by its
     owner (a test's clean-up, a scratch project deleted) between labbox's look and the

@@ -186,6 +186,10 @@ static void test_loader_vars_are_the_gates(void **state)
 	assert_true(lb_gate_startup_var("R_LIBS_USER"));
 	assert_true(lb_gate_startup_var("R_DEFAULT_PACKAGES"));
 	assert_true(lb_gate_startup_var("OCTAVE_SITE_INITFILE"));
+	assert_true(lb_gate_startup_var("BASH_ENV"));
+	assert_false(lb_gate_startup_var("ENV"));
+	assert_true(lb_gate_startup_var("BASH_FUNC_uname%%"));
+	assert_false(lb_gate_startup_var("ENVIRONMENT"));
 	assert_false(lb_gate_startup_var("RANK"));
 	assert_false(lb_gate_startup_var("R"));
 }
