@@ -560,6 +560,27 @@ static void setup_masks(init_ctx *c)
 /* What lb_sandbox_mask hid (the runs directory, the run index, --hide) stays hidden where a
  * bind shows it again from above: `-v $PWD:/work` with the runs in $PWD/.labbox, and exec's
  * work directory, bound at its own path after the masks. */
+/* In a writable bind, each directory on the way down to a hidden record (from the bind's
+ * root, exclusive, to the record, exclusive) is made a mount point of itself: the kernel
+ * refuses to rename a mount point, so the run cannot move another project's .labbox (and the
+ * covers mounted on its records with it) to where the next run, which knows the records by
+ * their path, would not look. The binds are recursive: what is mounted below stays. */
+static void pin_way(init_ctx *c, const char *to, const char *rest)
+{
+	char dst[3072], p[4096];
+	for (const char *s = strchr(rest + (rest[0] == '/'), '/'); s; s = strchr(s + 1, '/')) {
+		int k = snprintf(dst, sizeof dst, "%s%.*s", to, (int)(s - rest), rest);
+		if (k < 0 || k >= (int)sizeof dst)
+			return;
+		nr_path(p, sizeof p, dst);
+		struct stat st;
+		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			return; /* gone, or a link: nothing further down is reached through it */
+		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 && !removed_since(errno, p))
+			chan_fail(c->chan_wr, "setup_binds", errno, "pin %s", dst);
+	}
+}
+
 static void mask_in_binds(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
@@ -569,6 +590,7 @@ static void mask_in_binds(init_ctx *c)
 		bool wd = i == sb->nbinds;
 		const char *src = wd ? sb->workdir : sb->binds[i].src;
 		const char *to = wd ? sb->workdir : sb->binds[i].dst;
+		bool writable = wd || sb->binds[i].writable;
 		size_t n = strlen(src);
 		for (size_t k = 0; k < sb->nmasked_dirs + sb->nmasked; k++) {
 			bool dir = k < sb->nmasked_dirs;
@@ -580,6 +602,8 @@ static void mask_in_binds(init_ctx *c)
 			const char *rest = strcmp(src, "/") == 0 ? m : m + n;
 			if (snprintf(dst, sizeof dst, "%s%s", to, rest) >= (int)sizeof dst)
 				chan_fail(c->chan_wr, "setup_binds", ENAMETOOLONG, "hide %s", m);
+			if (writable && rest[0])
+				pin_way(c, strcmp(to, "/") == 0 ? "" : to, rest);
 			if (!dir) {
 				mask_file(c, null, dst);
 				continue;

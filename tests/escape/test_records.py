@@ -750,6 +750,55 @@ print("accuracy: 1")
     assert "FOUND []" in log and "SEEN 0" not in log, log[-2000:]
 
 
+def test_records_in_a_writable_volume_cannot_be_moved_out_of_sight(tmp_path):
+    """Another project's records inside a volume given :rw are covered where they are; a
+    run that renamed the project's .labbox (or the project) moved them, covers and all, to
+    a place the next run did not know, and the next run read its manifests' -e values. The
+    directories on the way are pinned: the rename is refused, the records stay put."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    shared = tmp_path / "shared"
+    proj = shared / "projB"
+    first = write(proj / "first", 'print("accuracy: 1")\n')
+    for d in (tmp_path, shared, proj):
+        os.chmod(d, 0o777 if d == shared else 0o755)
+    p, _ = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+               proj / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    if IS_ROOT:  # the payload's uid stands for the user's own
+        for q in [proj, proj / ".labbox", *(proj / ".labbox").rglob("*")]:
+            os.chown(q, 65534, 65534)
+    half = len(secret) // 2
+    snoop = write(tmp_path / "snoop", r'''
+import glob, os
+secret = "%s" + "%s"
+for a, b in (("/data/projB/.labbox", "/data/projB/moved"), ("/data/projB", "/data/gone")):
+    try:
+        os.rename(a, b)
+        print("RENAMED", a)
+    except OSError as e:
+        print("KEPT", a, e.errno)
+found = []
+for p in glob.glob("/data/**", recursive=True):
+    try:
+        if secret in open(p, errors="replace").read():
+            found.append(p)
+    except OSError:
+        pass
+print("FOUND", found)
+print("accuracy: 1")
+''' % (secret[:half], secret[half:]))
+    for _ in range(2):
+        p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{shared}:/data:rw",
+                     "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop,
+                     env=env)
+        assert p.returncode == 0, p.stdout[-2000:]
+        log = (Path(doc["run_dir"]) / "run.log").read_text()
+        assert "FOUND []" in log and "RENAMED" not in log, log[-2000:]
+    # from the host: the records are where they were
+    assert list((proj / ".labbox" / "runs").glob("*/manifest.json")), list(shared.rglob("*"))
+
+
 def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_dir):
     """Every run hides each runs directory this user's labbox has used. One removed by its
     owner (a test's clean-up, a scratch project deleted) between labbox's look and the
