@@ -657,6 +657,45 @@ print("accuracy: 1")
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
+def _project_with_a_secret(proj, secret, env, *, owner_dirs=()):
+    """A project whose runs directory holds a manifest with an -e secret; as root, its
+    records (and owner_dirs) are given to the payload's uid, which stands for the user's."""
+    first = write(proj / "first", 'print("accuracy: 1")\n')
+    p, _ = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
+               proj / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    return first
+
+
+def _give_to_payload(proj, *more):
+    if IS_ROOT:
+        for q in [*more, proj / ".labbox", *(proj / ".labbox").rglob("*")]:
+            os.chown(q, 65534, 65534)
+
+
+_SNOOP = r'''
+import glob, os
+secret = "%s" + "%s"  # in two halves, so this file does not hold it
+%s
+found, seen = [], 0
+for p in glob.glob("%s/**", recursive=True) + glob.glob("%s/.labbox/**", recursive=True):
+    seen += 1
+    try:
+        if secret in open(p, errors="replace").read():
+            found.append(p)
+    except OSError:
+        pass
+print("FOUND", found, "SEEN", seen)
+print("accuracy: 1")
+'''
+
+
+def _snoop(d, secret, root, before=""):
+    """An experiment that looks for secret in every file under root (and its .labbox)."""
+    half = len(secret) // 2
+    return write(d, _SNOOP % (secret[:half], secret[half:], before, root, root))
+
+
 def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_shows_them(
         tmp_path):
     """Another project's runs directory in a place the sandbox replaces (/tmp here, a home
@@ -665,30 +704,12 @@ def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_sho
     secret = token()
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     proj = tmp_path / "proj"
-    first = write(proj / "first", 'print("accuracy: 1")\n')
+    proj.mkdir()
     for d in (tmp_path, proj):
         os.chmod(d, 0o755)
-    p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
-                 proj / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
-    assert p.returncode == 0, p.stdout[-2000:]
-    if IS_ROOT:  # the payload's uid stands for the user's own (as in the test above)
-        for q in [proj / ".labbox", *(proj / ".labbox").rglob("*")]:
-            os.chown(q, 65534, 65534)
-    half = len(secret) // 2
-    snoop = write(tmp_path / "snoop", r'''
-import glob
-secret = "%s" + "%s"  # in two halves, so this file does not hold it
-found, seen = [], 0
-for p in glob.glob("/proj/**", recursive=True) + glob.glob("/proj/.labbox/**", recursive=True):
-    try:
-        seen += 1
-        if secret in open(p, errors="replace").read():
-            found.append(p)
-    except OSError:
-        pass
-print("FOUND", found, "SEEN", seen)
-print("accuracy: 1")
-''' % (secret[:half], secret[half:]))
+    _project_with_a_secret(proj, secret, env)
+    _give_to_payload(proj)
+    snoop = _snoop(tmp_path / "snoop", secret, "/proj")
     # the second run keeps its records elsewhere: the first project's are known, not its own
     p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{proj}:/proj:ro",
                  "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop, env=env)
@@ -711,38 +732,17 @@ def test_a_project_moved_with_a_link_left_keeps_its_records_hidden(tmp_path):
     compared with the volume's real path."""
     secret = token()
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
-    for d in (tmp_path,):
-        os.chmod(d, 0o755)
+    os.chmod(tmp_path, 0o755)
     old = tmp_path / "old"
-    first = write(old / "first", 'print("accuracy: 1")\n')
-    p, _ = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
-               old / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
-    assert p.returncode == 0, p.stdout[-2000:]
+    _project_with_a_secret(old, secret, env)
     new = tmp_path / "data" / "new"
     new.parent.mkdir()
     os.chmod(new.parent, 0o755)
     old.rename(new)
     old.symlink_to(new)
     os.chmod(new, 0o755)
-    if IS_ROOT:  # the payload's uid stands for the user's own
-        for q in [new / ".labbox", *(new / ".labbox").rglob("*")]:
-            os.chown(q, 65534, 65534)
-    half = len(secret) // 2
-    snoop = write(tmp_path / "snoop", r'''
-import os
-secret = "%s" + "%s"  # in two halves, so this file does not hold it
-found, seen = [], 0
-for d, _, fs in os.walk("/data"):
-    for f in fs:
-        seen += 1
-        try:
-            if secret in open(os.path.join(d, f), errors="replace").read():
-                found.append(f)
-        except OSError:
-            pass
-print("FOUND", found, "SEEN", seen)
-print("accuracy: 1")
-''' % (secret[:half], secret[half:]))
+    _give_to_payload(new)
+    snoop = _snoop(tmp_path / "snoop", secret, "/data")
     p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{new}:/data:ro",
                  "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop, env=env)
     assert p.returncode == 0, p.stdout[-2000:]
@@ -759,35 +759,20 @@ def test_records_in_a_writable_volume_cannot_be_moved_out_of_sight(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     shared = tmp_path / "shared"
     proj = shared / "projB"
-    first = write(proj / "first", 'print("accuracy: 1")\n')
+    proj.mkdir(parents=True)
     for d in (tmp_path, shared, proj):
         os.chmod(d, 0o777 if d == shared else 0o755)
-    p, _ = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
-               proj / ".labbox" / "runs", "-e", f"API_KEY={secret}", first, env=env)
-    assert p.returncode == 0, p.stdout[-2000:]
-    if IS_ROOT:  # the payload's uid stands for the user's own
-        for q in [proj, proj / ".labbox", *(proj / ".labbox").rglob("*")]:
-            os.chown(q, 65534, 65534)
-    half = len(secret) // 2
-    snoop = write(tmp_path / "snoop", r'''
-import glob, os
-secret = "%s" + "%s"
+    _project_with_a_secret(proj, secret, env)
+    _give_to_payload(proj, proj)
+    moves = """
 for a, b in (("/data/projB/.labbox", "/data/projB/moved"), ("/data/projB", "/data/gone")):
     try:
         os.rename(a, b)
         print("RENAMED", a)
     except OSError as e:
         print("KEPT", a, e.errno)
-found = []
-for p in glob.glob("/data/**", recursive=True):
-    try:
-        if secret in open(p, errors="replace").read():
-            found.append(p)
-    except OSError:
-        pass
-print("FOUND", found)
-print("accuracy: 1")
-''' % (secret[:half], secret[half:]))
+"""
+    snoop = _snoop(tmp_path / "snoop", secret, "/data", before=moves)
     for _ in range(2):
         p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{shared}:/data:rw",
                      "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop,
