@@ -784,6 +784,38 @@ for a, b in (("/data/projB/.labbox", "/data/projB/moved"), ("/data/projB", "/dat
     assert list((proj / ".labbox" / "runs").glob("*/manifest.json")), list(shared.rglob("*"))
 
 
+def test_an_experiments_venv_probed_in_the_sandbox_sees_no_records(tmp_path, visible_dir):
+    """The experiment's own interpreter is probed (and its packages listed) in a sandbox of
+    its own, where its venv's .pth files run: what they print lands in the run's records
+    (environment.txt), a way out for another project's manifests, whose -e values a volume
+    or a root that shows them would hand over. The records are hidden there too."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    proj = visible_dir / "projB"
+    proj.mkdir()
+    os.chmod(proj, 0o755)
+    _project_with_a_secret(proj, secret, env)
+    _give_to_payload(proj, proj)
+    exp = write(tmp_path / "exp", 'print("accuracy: 1")\n')
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--system-site-packages",
+                    str(exp / ".venv")], check=True, timeout=120)
+    site = next((exp / ".venv" / "lib").glob("python3*/site-packages"))
+    # only in the package listing (the probe's answer is strict): its lines become
+    # environment.txt
+    (site / "zz_leak.pth").write_text(
+        "import glob, sys; [sys.stdout.write(open(p).read().replace(chr(10), ' ') + chr(10)) "
+        f"for p in glob.glob({str(proj)!r} + '/.labbox/runs/*/manifest.json') "
+        "if b'distributions' in open('/proc/self/cmdline', 'rb').read()]\n")
+    p, doc = run("run", "--json", "--policy", "permissive", "--allow-degraded", "gate",
+                 "--python", exp / ".venv" / "bin" / "python3", "--runs-dir",
+                 tmp_path / "runs", exp, env=env)
+    run_dir = Path(doc["run_dir"]) if doc and doc.get("run_dir") else None
+    assert run_dir, (p.returncode, p.stdout[-2000:])
+    for f in run_dir.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text(errors="replace"), f
+
+
 def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_dir):
     """Every run hides each runs directory this user's labbox has used. One removed by its
     owner (a test's clean-up, a scratch project deleted) between labbox's look and the
