@@ -1579,51 +1579,171 @@ static bool parse_table_row(const char *line, size_t len, size_t i, bool holes, 
 
 /* Python logging ----------------------------------------------------------------------------- */
 
+/* A log line's prefix is read as a small grammar, not format by format: a few fields (a
+ * timestamp, a bracketed word, a logger's name) joined by separators, the level among them,
+ * then the message. Only INFO: a result is logged so, and a warning's or an error's text is
+ * not the experiment's answer. The formats research code uses all fit: logging's default
+ * "INFO:root:msg", "ASCTIME - [name - ]INFO - msg", "ASCTIME [INFO] msg", "[INFO] msg",
+ * "ASCTIME INFO name: msg", and loguru's "ASCTIME | INFO     | module:func:12 - msg". */
+#define LOG_FIELDS_BEFORE 4 /* fields before the level: time, process, thread, logger */
+#define LOG_FIELDS_AFTER 3  /* after it: a logger's name, or loguru's module:function:line */
+#define LOG_PREFIX_MAX 160  /* where the level word must have started */
+
 static bool logger_char(char c, bool first)
 {
-	return c == '_' || is_alpha(c) || (!first && (is_digit(c) || c == '.'));
+	return c == '_' || c == '<' || is_alpha(c) || (!first && (is_digit(c) || c == '.' || c == '>'));
 }
 
-/* Where the message of a Python logging INFO line starts: "INFO:logger:message" (logging's
- * default format) or "YYYY-MM-DD HH:MM:SS,mmm - [logger - ]INFO - message" (the basicConfig
- * format most code copies). i when line[i..] is neither. Only INFO: a result is logged so,
- * and a warning's or an error's text is not the experiment's answer. */
-static size_t log_message_start(const char *s, size_t len, size_t i)
+/* A separator between two fields at s[i..): blanks, at most one of - | : and blanks again.
+ * The offset after it; i when there is none. */
+static size_t log_sep(const char *s, size_t len, size_t i, bool *blank_only)
 {
-	static const char shape[] = "dddd-dd-dd dd:dd:dd";
 	size_t k = i;
 
-	if (len - i > 5 && memcmp(s + i, "INFO:", 5) == 0) {
-		k = i + 5;
-		if (k >= len || !logger_char(s[k], true))
-			return i;
-		while (k < len && logger_char(s[k], false))
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	*blank_only = true;
+	if (k < len && (s[k] == '-' || s[k] == '|' || s[k] == ':')) {
+		*blank_only = false;
+		k++;
+		while (k < len && lb_text_blank(s[k]))
 			k++;
-		return k < len && s[k] == ':' ? k + 1 : i;
 	}
-	if (len - i < sizeof(shape) - 1)
-		return i;
-	for (size_t a = 0; a < sizeof(shape) - 1; a++)
-		if (shape[a] == 'd' ? !is_digit(s[i + a]) : s[i + a] != shape[a])
-			return i;
-	k = i + sizeof(shape) - 1;
-	if (len - k > 4 && (s[k] == ',' || s[k] == '.') && skip_digits(s, len, k + 1) == k + 4)
-		k += 4;
-	if (len - k < 3 || memcmp(s + k, " - ", 3) != 0)
-		return i;
-	k += 3;
-	if (!(len - k > 7 && memcmp(s + k, "INFO - ", 7) == 0)) {
-		size_t name = k;
+	return k;
+}
 
-		while (k < len && logger_char(s[k], k == name))
-			k++;
-		if (k == name || len - k < 3 || memcmp(s + k, " - ", 3) != 0)
-			return i;
-		k += 3;
-		if (!(len - k > 7 && memcmp(s + k, "INFO - ", 7) == 0))
-			return i;
+/* "dddd-dd-dd" or "dddd/dd/dd" at s[i..): the offset after it, i when none. */
+static size_t log_date(const char *s, size_t len, size_t i)
+{
+	if (len - i < 10 || skip_digits(s, len, i) != i + 4 || (s[i + 4] != '-' && s[i + 4] != '/') ||
+	    skip_digits(s, len, i + 5) != i + 7 || s[i + 7] != s[i + 4] ||
+	    skip_digits(s, len, i + 8) != i + 10)
+		return i;
+	return i + 10;
+}
+
+/* "dd:dd:dd" with a fraction (",123", ".123456") and a zone ("Z", "+01:00") at s[i..). */
+static size_t log_clock(const char *s, size_t len, size_t i)
+{
+	size_t k;
+
+	if (len - i < 8 || skip_digits(s, len, i) != i + 2 || s[i + 2] != ':' ||
+	    skip_digits(s, len, i + 3) != i + 5 || s[i + 5] != ':' ||
+	    skip_digits(s, len, i + 6) != i + 8)
+		return i;
+	k = i + 8;
+	if (k + 1 < len && (s[k] == ',' || s[k] == '.') && is_digit(s[k + 1]))
+		k = skip_digits(s, len, k + 1);
+	if (k < len && s[k] == 'Z')
+		k++;
+	else if (k + 3 < len && (s[k] == '+' || s[k] == '-') && skip_digits(s, len, k + 1) == k + 3)
+		k = s[k + 3] == ':' && skip_digits(s, len, k + 4) == k + 6 ? k + 6
+		    : skip_digits(s, len, k + 3) == k + 5			    ? k + 5
+										    : k + 3;
+	return k;
+}
+
+/* A timestamp: a date, a clock, or both joined by 'T' or one blank. */
+static size_t log_time(const char *s, size_t len, size_t i)
+{
+	size_t k = log_date(s, len, i);
+
+	if (k == i)
+		return log_clock(s, len, i);
+	if (k + 1 < len && (s[k] == 'T' || s[k] == ' ') && log_clock(s, len, k + 1) != k + 1)
+		return log_clock(s, len, k + 1);
+	return k;
+}
+
+/* A logger's name ("exp", "__main__", "lightning.pytorch", "<module>") or a line number. */
+static size_t log_name(const char *s, size_t len, size_t i)
+{
+	size_t k = i;
+
+	if (i < len && is_digit(s[i]))
+		return skip_digits(s, len, i);
+	while (k < len && k - i < LB_METRIC_NAME_MAX && logger_char(s[k], k == i))
+		k++;
+	return k;
+}
+
+/* The kinds of field before the level. */
+enum { LOG_NONE, LOG_LEVEL, LOG_BRACKET_LEVEL, LOG_BRACKET, LOG_TIME, LOG_NAME };
+
+/* One field before the level at s[i..): its kind (LOG_NONE when none), *end after it. */
+static int log_field(const char *s, size_t len, size_t i, size_t *end)
+{
+	if (i < len && s[i] == '[') {
+		size_t n = len - i - 1 < 64 ? len - i - 1 : 64;
+		const char *close = n ? memchr(s + i + 1, ']', n) : NULL;
+
+		if (!close || close == s + i + 1)
+			return LOG_NONE;
+		*end = (size_t)(close - s) + 1;
+		return *end - i == 6 && memcmp(s + i + 1, "INFO", 4) == 0 ? LOG_BRACKET_LEVEL
+									   : LOG_BRACKET;
 	}
-	return k + 7;
+	if (len - i >= 4 && memcmp(s + i, "INFO", 4) == 0 &&
+	    (len - i == 4 || !logger_char(s[i + 4], false))) {
+		*end = i + 4;
+		return LOG_LEVEL;
+	}
+	*end = log_time(s, len, i);
+	if (*end != i)
+		return LOG_TIME;
+	*end = log_name(s, len, i);
+	return *end != i ? LOG_NAME : LOG_NONE;
+}
+
+/* Where the message of a Python logging INFO line may start, first choice first, into
+ * starts[]; 0 when line[i..] has no such prefix. The message can start right after the
+ * level, or after one of the fields that follow it (a logger's name, a location) when those
+ * end with ':' or '-' or '|': "INFO exp: acc: 0.9" is exp's message "acc: 0.9", but
+ * "[INFO] Epoch 3: loss: 0.5" is not "loss: 0.5" (the caller tries them in order, and a
+ * field followed by a blank alone ends the choices). The level alone ("INFO: acc: 0.9") is no
+ * prefix: libraries print that as their own text. */
+static size_t log_message_starts(const char *s, size_t len, size_t i, size_t *starts,
+				 bool *alone)
+{
+	size_t k = i, n = 0, end = len - i > LOG_PREFIX_MAX ? i + LOG_PREFIX_MAX : len;
+	bool level = false, other = false, blank;
+
+	if (!memmem(s + i, end - i, "INFO", 4))
+		return 0; /* nearly every line: no level word, nothing to scan */
+	for (size_t f = 0; f <= LOG_FIELDS_BEFORE && !level; f++) {
+		size_t e = k;
+		int kind = log_field(s, len, k, &e);
+
+		if (kind == LOG_NONE || e >= len)
+			return 0;
+		level = kind == LOG_LEVEL || kind == LOG_BRACKET_LEVEL;
+		other |= kind != LOG_LEVEL;
+		k = log_sep(s, len, e, &blank);
+		/* A field runs into the next ("INFOrmation", "12:00:00x"); a word and a blank
+		 * are only prose ("Loaded INFO file: 3"): a logger's name ends with - | or :. */
+		if (k == e || (kind == LOG_NAME && blank))
+			return 0;
+	}
+	if (!level)
+		return 0;
+	*alone = !other;
+	if (other)
+		starts[n++] = k;
+	for (size_t f = 0; f < LOG_FIELDS_AFTER; f++) {
+		size_t e = k;
+		int kind = s[k] == '[' ? log_field(s, len, k, &e) : LOG_NAME;
+
+		if (kind == LOG_NAME)
+			e = log_name(s, len, k);
+		if (e == k || e >= len || kind != (s[k] == '[' ? LOG_BRACKET : LOG_NAME))
+			break;
+		k = log_sep(s, len, e, &blank);
+		/* A bracketed name ends where it says; a bare word and a blank are the message's. */
+		if (k == e || (blank && kind == LOG_NAME))
+			break;
+		starts[n++] = k;
+	}
+	return n;
 }
 
 static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
@@ -1732,18 +1852,24 @@ static void r_string(const char **line, size_t *len, size_t *i)
 	*i = 0;
 }
 
-/* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
- * line ends off (they never belong to a value, and a last token must end there), *i past
- * the leading blanks. */
-static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metric_line *out)
+/* What a reading fills in, cleared; not out->plain, which the line may point into. */
+static void out_clear(lb_metric_line *out)
 {
-	line = without_escapes(line, len, out);
 	out->form = LB_METRIC_FORM_PLAIN;
 	out->condition = NULL;
 	out->condition_len = 0;
 	out->n_tags = 0;
 	out->n_values = 0;
 	out->table_row = false;
+}
+
+/* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
+ * line ends off (they never belong to a value, and a last token must end there), *i past
+ * the leading blanks. */
+static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metric_line *out)
+{
+	line = without_escapes(line, len, out);
+	out_clear(out);
 	while (*len > 0 && (lb_text_blank(line[*len - 1]) || line[*len - 1] == '\r' ||
 			    line[*len - 1] == '\n'))
 		(*len)--;
@@ -1752,20 +1878,34 @@ static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metri
 	return line;
 }
 
+static bool parse_message(const char *line, size_t len, size_t i, bool holes,
+			  lb_metric_line *out);
+
 static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
 {
-	size_t i = 0;
+	size_t i = 0, starts[1 + LOG_FIELDS_AFTER], n;
+	bool alone;
 
 	if (!line || !out)
 		return false;
 	line = line_begin(line, &len, &i, out);
 	r_string(&line, &len, &i);
-	{
-		size_t message = log_message_start(line, len, i);
-
-		out->logged = message != i;
-		i = message;
+	n = log_message_starts(line, len, i, starts, &alone);
+	out->logged = n > 0;
+	if (n == 0)
+		return parse_message(line, len, i, holes, out);
+	/* A log line is its message or nothing: its prefix is never part of a name. */
+	for (size_t k = 0; k < n; k++) {
+		out_clear(out);
+		if (parse_message(line, len, starts[k], holes, out))
+			return true;
 	}
+	return false;
+}
+
+/* The line from i on, past a log prefix if it had one. */
+static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	if (i < len && line[i] == '|')
@@ -2254,12 +2394,14 @@ static void add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 }
 
 /* A log line whose message reads as metrics, in a format or at a level not read ("WARNING:
- * root:acc: 0.9", "[INFO] acc: 0.9", "INFO: acc: 0.9"): counted for the no_metrics issue,
- * never collected. Only lines holding a level word are tried, a few places each. */
-static bool log_metric_like(const char *line, size_t len)
+ * root:acc: 0.9", "INFO: acc: 0.9"): counted for the no_metrics issue, never collected. Only
+ * lines holding a level word are tried, a few places each. Returns the level word's index in
+ * level_words, -1 for no such line: the issue's advice depends on whether it was INFO. */
+static int log_metric_like(const char *line, size_t len)
 {
 	lb_metric_line *ml;
 	bool found = false;
+	int level = -1;
 	size_t first[N_OF(level_words)];
 	bool any = false;
 
@@ -2304,8 +2446,10 @@ static bool log_metric_like(const char *line, size_t len)
 				!special_name(ml->name);
 		}
 		free(ml);
+		if (found)
+			level = (int)w;
 	}
-	return found;
+	return level;
 }
 
 /* The line an issue quotes: trimmed, valid UTF-8, and without control bytes, since the
@@ -2319,13 +2463,26 @@ static void set_example(char *dst, size_t cap, const char *line, size_t len)
 			*c = '?';
 }
 
-static void note_log_metric(lb_metrics *m, bool from_stderr, const char *line, size_t len)
+static void note_log_metric(lb_metrics *m, bool from_stderr, int level, const char *line,
+			    size_t len)
 {
 	/* stderr's first line is quoted when there is one, logging's stream: which of two lines
 	 * of different streams came first is only as exact as the order they were read in. */
 	if (!m->log_metric_lines++ || (from_stderr && !m->log_metric_example_stderr)) {
 		set_example(m->log_metric_example, sizeof(m->log_metric_example), line, len);
 		m->log_metric_example_stderr = from_stderr;
+		size_t i = 0, starts[1 + LOG_FIELDS_AFTER];
+		bool alone = true;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		/* The level alone ("INFO: acc: 0.9") is a format not read, whatever follows it. */
+		if (strcmp(level_words[level], "INFO") != 0)
+			m->log_metric_example_kind = LB_LOG_LIKE_LEVEL;
+		else if (log_message_starts(line, len, i, starts, &alone) && !alone)
+			m->log_metric_example_kind = LB_LOG_LIKE_MESSAGE;
+		else
+			m->log_metric_example_kind = LB_LOG_LIKE_FORMAT;
 	}
 }
 
@@ -2521,8 +2678,10 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		 * after the first metric, a flood of other lines costs its parse alone. */
 		if (m->n_entries > 0)
 			return false;
-		if (log_metric_like(line, len))
-			note_log_metric(m, st == &m->err, line, len);
+		int level = log_metric_like(line, len);
+
+		if (level >= 0)
+			note_log_metric(m, st == &m->err, level, line, len);
 		else if (st == &m->out)
 			note_progress(m, line, len, &ml);
 		return false;

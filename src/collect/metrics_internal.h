@@ -27,6 +27,11 @@
  * triple invalid bytes; this never cuts it. */
 #define LB_METRICS_TAGS_STORE_MAX (3 * LB_METRIC_TAGS_TEXT_MAX + 8)
 
+/* Why a log line holding metric-like text was not read: its level is not INFO; its INFO
+ * prefix is not one labbox reads; or its prefix is, and the message is no metric line. The
+ * no_metrics advice differs, so that it never asks for what the code already does. */
+enum { LB_LOG_LIKE_LEVEL, LB_LOG_LIKE_FORMAT, LB_LOG_LIKE_MESSAGE };
+
 #define LB_NO_GROUP UINT32_MAX /* metrics after a condition that did not fit are dropped */
 
 enum { LB_CLS_PLAIN, LB_CLS_TAGGED, LB_CLS_SUMMARY, LB_CLS_PAIRED, LB_CLS_COUNT };
@@ -106,6 +111,7 @@ struct lb_metrics {
 	size_t log_metric_lines;
 	char log_metric_example[128];
 	bool log_metric_example_stderr;
+	int log_metric_example_kind; /* LB_LOG_LIKE_*: what keeps the example from being read */
 	/* Lines on stderr that would be metrics on stdout: metrics are stdout's, so they are not
 	 * collected, and the no_metrics issue names them. */
 	size_t stderr_metric_lines;

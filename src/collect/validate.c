@@ -888,18 +888,33 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		return;
 	}
 	if (m && m->log_metric_lines > 0) {
-		char message[512];
+		char message[768];
+		/* The advice never asks for what the code already does: a line logged at INFO
+		 * needs another format, one at another level needs logging.info. */
+		const char *why =
+			m->log_metric_example_kind == LB_LOG_LIKE_LEVEL
+				? "their level is not INFO (labbox reads logging's INFO lines only: a "
+				  "warning's or an error's text is not a result); log the metrics with "
+				  "logging.info or print them as 'name: value' lines"
+			: m->log_metric_example_kind == LB_LOG_LIKE_MESSAGE
+				? "their prefix is read, but the message is not a 'name: value' line; "
+				  "log each result as a message of its own, "
+				  "`log.info(f\"accuracy: {acc}\")`, or print them as 'name: value' lines"
+				: "labbox reads a logged INFO line when its level stands with a "
+				  "timestamp, a logger's name (then `:`, `-` or `|`) or in brackets, "
+				  "not alone as libraries print their own text; give the logging format "
+				  "one (`%(asctime)s [%(levelname)s] %(message)s`, "
+				  "`%(levelname)s:%(name)s:%(message)s`) or print the metrics as "
+				  "'name: value' lines";
 
 		/* Its numbers were in the output, in log lines labbox does not read: say which,
 		 * and how to print them, rather than only that nothing was found. */
 		snprintf(message, sizeof(message),
 			 "the run completed but reported no metric: %zu log line%s like `%s` hold "
-			 "metric-like text that labbox does not read (of logging's lines it reads "
-			 "INFO ones, as `INFO:root:name: value` or `ASCTIME - INFO - name: value`); "
-			 "log the metrics with logging.info or print them as 'name: value' lines, or "
-			 "say `metrics: none` in labbox.yaml if the experiment reports none",
+			 "metric-like text that labbox does not read: %s, or say `metrics: none` in "
+			 "labbox.yaml if the experiment reports none",
 			 m->log_metric_lines, m->log_metric_lines == 1 ? "" : "s",
-			 m->log_metric_example);
+			 m->log_metric_example, why);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}

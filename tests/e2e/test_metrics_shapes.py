@@ -408,11 +408,56 @@ def test_python_logging_info_lines_are_metrics(tmp_path):
     assert r.result["metrics"]["values"] == {"f1": 0.88}
 
 
+LOG_FORMATS = [
+    "%(asctime)s [%(levelname)s] %(message)s",
+    "[%(levelname)s] %(message)s",
+    "%(asctime)s %(levelname)s %(name)s: %(message)s",
+    "%(asctime)s | %(levelname)-8s | %(name)s:%(funcName)s:%(lineno)d - %(message)s",
+    "[%(asctime)s] [%(levelname)s] [%(name)s] %(message)s",
+]
+
+
+@pytest.mark.parametrize("fmt", LOG_FORMATS)
+def test_metrics_logged_with_a_common_format_are_read(tmp_path, fmt):
+    # logging.info under the formats research code configures: the run's results, on stderr.
+    exp = write_exp(tmp_path, f'''
+        import logging
+        logging.basicConfig(level=logging.INFO, format={fmt!r})
+        log = logging.getLogger("exp")
+        log.info("loading 3 files")
+        log.warning("val_loss: 9.9")
+        def main():
+            log.info("accuracy: 0.91")
+            log.info("val_loss: 0.25")
+        main()
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"accuracy": 0.91, "val_loss": 0.25}
+
+
+def test_the_advice_for_unread_info_lines_is_not_to_use_logging_info(tmp_path):
+    # The code already logs at INFO: the advice is the format (or print), never logging.info.
+    exp = write_exp(tmp_path, '''
+        import logging
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
+        logging.info("accuracy: 0.91")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert "1 log line like `INFO: accuracy: 0.91`" in issue["message"], issue
+    assert "logging.info" not in issue["message"], issue
+    assert "%(asctime)s [%(levelname)s] %(message)s" in issue["message"], issue
+
+
 def test_metrics_in_unread_log_lines_are_named_in_the_issue(tmp_path):
     exp = write_exp(tmp_path, '''
         import logging
         logging.warning("accuracy: 0.91")
-        print("[INFO] loss: 0.3")
+        print("INFO: loss: 0.3")
     ''')
     r = run_exp(exp, tmp_path / "runs")
     assert r.rc == 4, r.why()

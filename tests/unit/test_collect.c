@@ -420,13 +420,15 @@ static void test_line_parse_table_rows_and_logging(void **state)
 		"INFO:root:loading dataset",
 		"WARNING:root:accuracy: 0.91",
 		"ERROR:__main__:loss: nan",
-		"INFO: accuracy: 0.91",
-		"[INFO] accuracy: 0.91",
+		"INFO: accuracy: 0.91", /* the level alone: libraries' own text (Lightning's) */
 		"INFO:accuracy: 0.91",
 		"2026-12-01 10:00:00,123 - WARNING - accuracy: 0.91",
 		"2026-12-01 10:00:00,123 - INFO - saved to /tmp/x",
-		"2026-12-01 10:00:00,123 INFO accuracy: 0.91",
-		"2026-12-01 - INFO - accuracy: 0.91",
+		"2026-12-01 10:00:00,123 [WARNING] accuracy: 0.91",
+		"2026-12-01 10:00:00.123 | ERROR    | __main__:main:12 - loss: 0.3",
+		"[INFO] Epoch 3: loss: 0.5", /* a progress line's pair is not its message */
+		"2026-12-01 10:00:00,123 INFO Epoch 3: loss: 0.5",
+		"Loaded INFO file: 3 items", /* prose around a level word is no prefix */
 	};
 	lb_metric_line ml;
 
@@ -446,6 +448,41 @@ static void test_line_parse_table_rows_and_logging(void **state)
 	expect_pairs("2026-12-01 10:00:00,123 - __main__ - INFO - accuracy: 0.91", acc, acc_v, 1);
 	expect_pairs("2026-12-01 10:00:00 - INFO - accuracy: 0.91", acc, acc_v, 1);
 	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* A log prefix is read by its fields (timestamp, level, logger, location), not format by
+ * format: the formats research code configures, and loguru's, are all read by their message. */
+static void test_line_parse_log_prefixes(void **state)
+{
+	static const char *const acc[] = { "accuracy" };
+	static const double acc_v[] = { 0.91 };
+	static const char *const lines[] = {
+		"2026-12-01 10:00:00,123 [INFO] accuracy: 0.91",
+		"[INFO] accuracy: 0.91",
+		"2026-12-01 10:00:00,123 | INFO     | exp:<module>:12 - accuracy: 0.91",
+		"2026-12-01 10:00:00.123 | INFO     | __main__:main:12 - accuracy: 0.91",
+		"2026-12-01 10:00:00,123 INFO exp: accuracy: 0.91",
+		"2026-12-01 10:00:00,123 INFO accuracy: 0.91",
+		"2026-12-01T10:00:00Z INFO accuracy: 0.91",
+		"[2026-12-01 10:00:00] [INFO] [exp] accuracy: 0.91",
+		"10:00:00 INFO     accuracy: 0.91",
+		"exp - INFO - accuracy: 0.91",
+		"\x1b[32m2026-12-01 10:00:00.123\x1b[0m | \x1b[1mINFO    \x1b[0m | m:f:3 - accuracy: 0.91",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		expect_pairs(lines[i], acc, acc_v, 1);
+		assert_true(lb_metric_line_parse(lines[i], strlen(lines[i]), &ml));
+		assert_true(ml.logged);
+	}
+	/* The message is read whole: two pairs, a label, a heading's rule as on stdout. */
+	assert_true(lb_metric_line_parse("12:00:01 [INFO] model: resnet lr: 0.1", 37, &ml));
+	assert_int_equal(ml.n_values, 2);
+	assert_string_equal(ml.values[0].name, "model");
+	assert_string_equal(ml.values[1].name, "lr");
+	assert_false(lb_metric_line_parse("accuracy: 0.91", 14, &ml) && ml.logged);
 }
 
 /* How a table's context decides whether its rows are read. */
@@ -507,7 +544,7 @@ static void test_stream_keras_epochs(void **state)
 
 static void test_validate_no_metrics_names_log_lines(void **state)
 {
-	static const char out[] = "WARNING:root:accuracy: 0.91\n[INFO] loss: 0.3\nINFO: done\n";
+	static const char out[] = "WARNING:root:accuracy: 0.91\nINFO: loss: 0.3\nINFO: done\n";
 	lb_metrics *m = collect(out, sizeof(out) - 1);
 	struct json_object *issues = json_object_new_array();
 	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
@@ -519,8 +556,39 @@ static void test_validate_no_metrics_names_log_lines(void **state)
 	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
 	msg = json_object_get_string(get(issue(issues, 0), "message"));
 	assert_non_null(strstr(msg, "2 log lines like `WARNING:root:accuracy: 0.91`"));
+	assert_non_null(strstr(msg, "level is not INFO"));
 	json_object_put(issues);
 	lb_metrics_free(m);
+}
+
+/* The advice never asks for what the code already does: a line logged at INFO in a format
+ * not read is told to change the format, not to use logging.info. */
+static void test_validate_no_metrics_advice_fits_the_log_line(void **state)
+{
+	static const struct {
+		const char *out, *has, *lacks;
+	} cases[] = {
+		{ "INFO: accuracy: 0.91\n", "give the logging format one", "with logging.info" },
+		{ "2026-12-01 10:00:00,123 [INFO] Epoch 3: loss: 0.5\n",
+		  "the message is not a 'name: value' line", "with logging.info" },
+		{ "2026-12-01 10:00:00,123 [WARNING] accuracy: 0.91\n", "with logging.info",
+		  "give the logging format" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lb_metrics *m = collect(cases[i].out, strlen(cases[i].out));
+		struct json_object *issues = json_object_new_array();
+		lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+		const char *msg;
+
+		assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+		msg = json_object_get_string(get(issue(issues, 0), "message"));
+		if (!strstr(msg, cases[i].has) || strstr(msg, cases[i].lacks))
+			fail_msg("case %zu: %s", i, msg);
+		json_object_put(issues);
+		lb_metrics_free(m);
+	}
 }
 
 
@@ -2721,7 +2789,6 @@ static void test_line_parse_not_metrics_real(void **state)
 		/* INFO:root:accuracy: 0.5 is read since the tenth session: test_line_parse_table_rows_and_logging */
 		"WARNING:__main__:loss is high",
 		"INFO:root:loss is high",
-		"[INFO] accuracy: 0.5",
 		"INFO acc: 0.5",
 		"Epoch: 1, Batch: 5, Loss: 0.3",
 		"epoch: 3",
@@ -3031,9 +3098,11 @@ int main(void)
 		cmocka_unit_test(test_validate_run_no_metrics),
 		cmocka_unit_test(test_line_parse_keras),
 		cmocka_unit_test(test_line_parse_table_rows_and_logging),
+		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
+		cmocka_unit_test(test_validate_no_metrics_advice_fits_the_log_line),
 		cmocka_unit_test(test_line_parse_heading),
 		cmocka_unit_test(test_progress_parse_forms),
 		cmocka_unit_test(test_progress_values_when_nothing_else),
