@@ -2637,21 +2637,27 @@ bool lb_metrics_use_progress(lb_metrics *m, bool completed)
 {
 	lb_metric_line *ml;
 
-	if (!m || m->n_entries > 0 || m->progress_lines == 0)
+	/* Metrics printed only before the progress lines are start-up facts, not the result
+	 * of the training the progress lines report: whether the last progress line is used
+	 * does not depend on whether a run happened to print a dataset's size first. */
+	if (!m || m->progress_closed || m->progress_lines == 0)
 		return false;
 	/* A completed run had every chance to print its result: a step's running loss is not
 	 * one. An epoch's line is, as Keras's epoch line is read (the last epoch wins). */
-	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH)
+	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH) {
+		m->progress_ignored = m->n_entries > 0; /* never silent: validation warns */
 		return false;
+	}
 	ml = malloc(sizeof(*ml));
 	if (!ml)
 		return false;
+	m->startup_entries = m->n_entries;
 	if (lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml)) {
 		if (m->language == LB_METRICS_LANG_R)
 			r_missing(ml);
 		m->line_stdout = true; /* progress lines are stdout's */
 		add_values(m, m->progress_group, LB_CLS_PLAIN, ml);
-		m->from_progress = m->n_entries > 0;
+		m->from_progress = m->n_entries > m->startup_entries || ml->n_values > 0;
 	}
 	/* From now on the line quoted is the one the values are read from. */
 	if (m->from_progress)
@@ -2676,8 +2682,13 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		/* What else a line holds only explains a run that reported nothing (the
 		 * no_metrics issue, the progress fallback), and entries are never taken back:
 		 * after the first metric, a flood of other lines costs its parse alone. */
-		if (m->n_entries > 0)
+		if (m->n_entries > 0) {
+			/* Until a metric line follows them, progress lines may be all the run
+			 * has to show besides start-up facts. */
+			if (st == &m->out && !m->progress_closed)
+				note_progress(m, line, len, &ml);
 			return false;
+		}
 		int level = log_metric_like(line, len);
 
 		if (level >= 0)
@@ -2695,6 +2706,7 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 			note_stderr_metric(m, line, len);
 		return false;
 	}
+	m->progress_closed |= m->progress_lines > 0;
 	if (m->language == LB_METRICS_LANG_R && ml.form != LB_METRIC_FORM_SUMMARY &&
 	    ml.form != LB_METRIC_FORM_PAIRED)
 		r_missing(&ml);

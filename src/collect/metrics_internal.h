@@ -126,6 +126,13 @@ struct lb_metrics {
 	uint32_t progress_group;
 	int progress_level;
 	bool from_progress; /* the values are the last progress line's */
+	/* A metric line came after a progress line: the progress lines were followed by what the
+	 * run reported, so they are not its result. Until then, metric lines that all came
+	 * before the first progress line are start-up facts (dataset sizes, a config echo) and
+	 * do not stand in for a result (docs/decisions.md). */
+	bool progress_closed;
+	size_t startup_entries;  /* values printed before the progress lines, when those were used */
+	bool progress_ignored;   /* start-up facts only, and a completed run's step lines not used */
 };
 
 /* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */

@@ -850,10 +850,40 @@ static void warn_from_progress(struct json_object *warnings, const lb_metrics *m
 		return;
 	snprintf(message, sizeof(message),
 		 "the run printed no final metrics: its values are those of its last progress line "
-		 "(`%s`, the last of %zu); print the final metrics once at the end, as 'name: value' "
-		 "lines without the epoch counter, to report them as its result",
-		 m->progress_example, m->progress_lines);
+		 "(`%s`, the last of %zu)%s; print the final metrics once at the end, as "
+		 "'name: value' lines without the epoch counter, to report them as its result",
+		 m->progress_example, m->progress_lines,
+		 m->startup_entries ? ", beside those printed before its first progress line" : "");
 	push_record(warnings, "from_progress", NULL, "stdout", message);
+}
+
+/* A completed run whose only metrics came before its step lines: the start-up facts stand
+ * (nothing says they are not results), but the numbers of the step lines, often its
+ * evaluation, were not collected, and a run that looks complete must say so. */
+static void warn_progress_ignored(struct json_object *warnings, const lb_metrics *m)
+{
+	char message[768], names[256] = "", example[LB_METRIC_NAME_MAX + 48] = "val_loss: 0.5";
+	LB_AUTOFREE lb_metric_line *ml = malloc(sizeof(*ml));
+	size_t o = 0;
+
+	if (!m->progress_ignored)
+		return;
+	for (size_t i = 0; i < m->n_entries && i < 3 && o < sizeof(names); i++)
+		o += (size_t)snprintf(names + o, sizeof(names) - o, "%s`%s`", i ? ", " : "",
+				      m->entries[i].name);
+	if (ml && lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml) &&
+	    ml->values[ml->n_values - 1].str_len < 40)
+		snprintf(example, sizeof(example), "%s: %.*s", ml->values[ml->n_values - 1].name,
+			 (int)ml->values[ml->n_values - 1].str_len, ml->values[ml->n_values - 1].str);
+	snprintf(message, sizeof(message),
+		 "%zu progress line%s like `%s` came after the run's last metric line and %s not "
+		 "collected (a step's line is a per-step report, not a completed run's result): "
+		 "its metrics are only %s%s, printed before them; print the final metrics once "
+		 "at the end, as 'name: value' lines without the step counter (`%s`)",
+		 m->progress_lines, m->progress_lines == 1 ? "" : "s", m->progress_example,
+		 m->progress_lines == 1 ? "was" : "were", names, m->n_entries > 3 ? "..." : "",
+		 example);
+	push_record(warnings, "progress_ignored", NULL, "stdout", message);
 }
 
 /* A run that exits 0 having reported nothing has no result to trust: its metrics went
@@ -1007,6 +1037,7 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 	if (m) {
 		warn_dropped_tagged(warnings, m);
 		warn_from_progress(warnings, m, info);
+		warn_progress_ignored(warnings, m);
 	}
 	lb_buf_free(&ic.reported);
 	return val.count;

@@ -615,6 +615,51 @@ def test_per_step_lines_alone_are_no_result_and_the_issue_says_why(tmp_path):
     assert "(`loss: 0.333`)" in i["message"], i
 
 
+def test_start_up_facts_do_not_silently_hide_a_completed_runs_step_evaluations(tmp_path):
+    # makemore's shape: dataset statistics as `name: value` at start-up, then the only
+    # evaluation on step lines. The statistics stand, and the run says what was not read.
+    exp = write_exp(tmp_path, """
+        print("number of examples in the dataset: 3000")
+        print("max word length: 10")
+        for s in range(0, 1001, 10):
+            print(f"step {s} | loss {3.0 - s / 1000:.4f} | step time 25.00ms")
+            if s and s % 500 == 0:
+                print(f"step {s} train loss: {2.0 - s / 10000:.4f} test loss: {2.1 - s / 10000:.4f}")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"number of examples in the dataset": 3000,
+                                             "max word length": 10}
+    (w,) = [w for w in r.result["metric_warnings"] if w["kind"] == "progress_ignored"]
+    assert "2 progress lines like `step 500 train loss: 1.9500 test loss: 2.0500`" in w["message"], w
+    assert "`max word length`" in w["message"] and "(`test loss: 2.0000`)" in w["message"], w
+
+
+def test_start_up_facts_do_not_stop_the_last_epoch_being_the_result(tmp_path):
+    exp = write_exp(tmp_path, """
+        import sys
+        print("n_params: 1200")
+        for epoch in range(3):
+            print(f"epoch {epoch} train_loss: {1.0 / (epoch + 1):.4f} val_acc: {0.5 + epoch / 10:.2f}")
+        if "--final" in sys.argv:
+            print("val_acc: 0.9")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"n_params": 1200, "train_loss": 0.3333, "val_acc": 0.7}, m
+    assert m["source"] == "progress" and m["progress_lines"] == 3, m
+    (w,) = [w for w in r.result["metric_warnings"] if w["kind"] == "from_progress"]
+    assert "beside those printed before its first progress line" in w["message"], w
+    # A metric line after the progress lines is the result: nothing is taken from them.
+    r = run_exp(exp, tmp_path / "runs2", args=("--final",))
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"n_params": 1200, "val_acc": 0.9}
+    assert "source" not in r.result["metrics"]
+    assert not r.result["metric_warnings"], r.result["metric_warnings"]
+
+
 def test_a_timed_out_run_keeps_its_last_progress_values(tmp_path):
     exp = write_exp(tmp_path, """
         import time

@@ -722,6 +722,40 @@ static void test_progress_values_when_nothing_else(void **state)
 	}
 }
 
+/* Metric lines that all came before the first progress line are start-up facts: the last
+ * progress line is used as if they were not there, beside them; a completed run's step lines
+ * are not, and validation says so. A metric line after the progress lines closes them. */
+static void test_progress_after_start_up_facts(void **state)
+{
+	static const char steps[] = "max word length: 10\nstep 500 train loss: 2.0 test loss: 2.1\n";
+	lb_metrics *m = collect(steps, sizeof(steps) - 1);
+	struct json_object *issues = json_object_new_array(), *warnings = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	const char *msg;
+	char *j;
+
+	(void)state;
+	assert_true(use_progress("lr: 0.1\nepoch 1 loss: 0.5\nepoch 2 loss: 0.25\n", true, &j));
+	assert_non_null(strstr(j, "\"values\":{\"lr\":0.1,\"loss\":0.25}"));
+	free(j);
+	assert_true(use_progress("lr: 0.1\nstep 1 loss: 0.5\n", false, &j));
+	free(j);
+	assert_false(use_progress("lr: 0.1\nepoch 1 loss: 0.5\nacc: 0.9\nepoch 2 loss: 0.25\n",
+				  false, &j));
+	assert_non_null(strstr(j, "\"values\":{\"lr\":0.1,\"acc\":0.9}"));
+	free(j);
+	assert_false(lb_metrics_use_progress(m, true));
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_str(get(json_object_array_get_idx(warnings, 0), "kind"), "progress_ignored");
+	msg = json_object_get_string(get(json_object_array_get_idx(warnings, 0), "message"));
+	assert_non_null(strstr(msg, "only `max word length`"));
+	assert_non_null(strstr(msg, "(`test loss: 2.1`)"));
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+}
+
 /* What validation tells of progress lines: the no_metrics issue says they were read and
  * how to print a result; values taken from them are a warning. */
 static void test_validate_progress_lines(void **state)
@@ -3106,6 +3140,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_heading),
 		cmocka_unit_test(test_progress_parse_forms),
 		cmocka_unit_test(test_progress_values_when_nothing_else),
+		cmocka_unit_test(test_progress_after_start_up_facts),
 		cmocka_unit_test(test_validate_progress_lines),
 		cmocka_unit_test(test_exception_lines_are_no_metrics),
 		cmocka_unit_test(test_stream_tracebacks_hold_no_metrics),
