@@ -79,16 +79,17 @@ static int add_hidden_home(lb_sandbox *sb, const char *home)
 	char real[PATH_MAX];
 	if (!realpath(home, real))
 		return 0;
-	if (!strv_contains(sb->homes, sb->nhomes, real)) {
-		int r = strv_push(&sb->homes, &sb->nhomes, real);
-		if (r < 0)
-			return r;
-	}
 	static const char *const system_dirs[] = {"/", "/usr", "/bin", "/sbin", "/lib", "/lib64",
 						  "/etc", "/var", "/opt", "/dev", "/proc", "/sys"};
 	for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
 		if (strcmp(real, system_dirs[i]) == 0)
 			return 0;
+	/* kept apart from the hidden list, which holds no home a hidden root covers already */
+	if (!strv_contains(sb->homes, sb->nhomes, real)) {
+		int r = strv_push(&sb->homes, &sb->nhomes, real);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < sb->nhidden; i++)
 		if (path_is_under(real, sb->hidden[i]))
 			return 0;
