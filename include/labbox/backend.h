@@ -55,6 +55,11 @@ typedef struct lb_backend_job {
 	/* the sandbox's exec guard behind a gate that refuses (lb_sandbox_set_exec_guard):
 	 * 0 none, 1 required, 2 where the kernel allows it (--allow-degraded gate) */
 	int exec_guard;
+	/* With exec_guard, for an interpreter without a runtime gate (R, Octave): the programs
+	 * the tree may exec beside the interpreter, NULL-terminated, and the shell that passes
+	 * only as `sh -c` (LB_EXEC_LISTED). NULL: the gated Python's guard. */
+	const char *const *exec_listed;
+	const char *exec_shell;
 	/* What the run can write maps no code (noexec), without an exec guard: R and Octave,
 	 * which have no runtime gate, under a policy that refuses (lb_sandbox_set_noexec). */
 	bool noexec_writable;

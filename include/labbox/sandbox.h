@@ -144,10 +144,20 @@ typedef enum lb_exec_guard {
 	LB_EXEC_GATED_PYTHON, /* only the payload's own interpreter, started so that its runtime
 			       * gate loads again: -s, no -I/-E/-S, and the variables that decide
 			       * what runs before the gate as the payload had them */
+	LB_EXEC_LISTED,       /* only the payload's own program and those lb_sandbox_allow_exec
+			       * lists (an interpreter without a runtime gate: R, Octave), each
+			       * known by what the kernel loaded; memfd_create is refused */
 } lb_exec_guard;
 /* optional: where the kernel refuses the trace, the run goes on unguarded (isolation's
  * exec_guard says so) instead of failing its setup (step setup_exec_guard). */
 int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional);
+/* A program LB_EXEC_LISTED lets the tree exec, by absolute path, resolved inside the sandbox
+ * when it starts (one that is not there is no program). A script ("#!") passes only run by
+ * its own interpreter under this path, as the kernel runs it; dash_c: a shell that passes
+ * only as `sh -c COMMAND` (what system() runs), each program the command starts judged
+ * again. At most LB_SB_MAX_EXEC_ALLOWED; -E2BIG past that, -EINVAL for a relative path. */
+#define LB_SB_MAX_EXEC_ALLOWED 16
+int lb_sandbox_allow_exec(lb_sandbox *sb, const char *path, bool dash_c);
 /* Every place the payload can write (the work directory, /tmp, /var/tmp, /dev/shm, a
  * --tmpfs) mounted noexec: no program it wrote runs, no shared object it wrote loads. Implied
  * by LB_EXEC_GATED_PYTHON; on its own for an interpreter without a runtime gate. */

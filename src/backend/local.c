@@ -293,7 +293,14 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		r = expose_gate(sb, job);
 	}
 	if (r == 0 && job->exec_guard)
-		r = lb_sandbox_set_exec_guard(sb, LB_EXEC_GATED_PYTHON, job->exec_guard == 2);
+		r = lb_sandbox_set_exec_guard(sb, job->exec_listed ? LB_EXEC_LISTED
+								  : LB_EXEC_GATED_PYTHON,
+					      job->exec_guard == 2);
+	for (size_t i = 0; r == 0 && job->exec_guard && job->exec_listed && job->exec_listed[i];
+	     i++)
+		r = lb_sandbox_allow_exec(sb, job->exec_listed[i], false);
+	if (r == 0 && job->exec_guard && job->exec_listed && job->exec_shell)
+		r = lb_sandbox_allow_exec(sb, job->exec_shell, true);
 	if (r == 0 && job->noexec_writable)
 		r = lb_sandbox_set_noexec(sb, true);
 	/* The guard lets a process start the run's interpreter again by the same name; an

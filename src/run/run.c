@@ -555,6 +555,31 @@ static int py_audit_hooks(const char *version)
 	return maj > 3 || (maj == 3 && min >= 8);
 }
 
+/* The programs R and Octave run themselves, which their exec guard lets the tree start: the
+ * interpreter's start-up chain (R's bin/R is a bash script that runs uname and sed, then
+ * bin/exec/R; Rscript starts it, and R's parallel workers are Rscript again) and what R runs
+ * at start and exit by `sh -c` (which, uname, rm of its session directory). Everything else
+ * the shell is asked to start is judged again, so a computed system() starts none of
+ * python3, perl, a compiler or what the run wrote. The list lives in store, paths[] points
+ * into it, NULL-terminated. */
+#define LANG_EXEC_MAX 14
+static void lang_exec_list(lb_lang lang, const char *home, char store[][4120],
+			   const char *paths[LANG_EXEC_MAX + 1])
+{
+	static const char *const system_progs[] = {
+		"/usr/bin/uname", "/bin/uname", "/usr/bin/sed", "/bin/sed", "/usr/bin/rm",
+		"/bin/rm", "/usr/bin/which", "/bin/which"};
+	static const char *const r_progs[] = {"bin/R", "bin/exec/R", "bin/Rscript"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof system_progs / sizeof *system_progs; i++)
+		paths[n++] = system_progs[i];
+	for (size_t i = 0; lang == LB_LANG_R && home[0] == '/' && i < 3; i++) {
+		snprintf(store[i], 4120, "%s/%s", home, r_progs[i]);
+		paths[n++] = store[i];
+	}
+	paths[n] = NULL;
+}
+
 static json_object *simple_failure(const char *cls, const char *summary, const char *suggestion)
 {
 	json_object *f = json_object_new_object();
@@ -699,19 +724,31 @@ static void protected_env_refusal(json_object *failure, const char *prefix)
 
 /* A run in which the exec guard killed a process failed, whatever the experiment made of it:
  * a program it did not get to run, and code that got past the gate. */
-static json_object *exec_refusal_failure(const lb_sandbox_result *res)
+static json_object *exec_refusal_failure(const lb_sandbox_result *res, lb_lang lang)
 {
 	const lb_exec_refusal *r = &res->exec_refusals[0];
 	char sum[1024];
-	snprintf(sum, sizeof sum,
-		 "the sandbox killed a process the runtime gate never judged: %s (%s), %s; %u in "
-		 "all", r->argv[0] ? r->argv : r->exe, r->exe, r->why, res->exec_refused);
+	if (lang == LB_LANG_PYTHON)
+		snprintf(sum, sizeof sum,
+			 "the sandbox killed a process the runtime gate never judged: %s (%s), %s; "
+			 "%u in all", r->argv[0] ? r->argv : r->exe, r->exe, r->why,
+			 res->exec_refused);
+	else
+		snprintf(sum, sizeof sum,
+			 "the sandbox's exec guard killed a program the %s experiment started: %s "
+			 "(%s), %s; %u in all", lb_lang_name(lang), r->argv[0] ? r->argv : r->exe,
+			 r->exe, r->why, res->exec_refused);
 	json_object *f = simple_failure(
 		"gate_refused", sum,
-		"something started a program without the gate seeing it: the experiment's code "
-		"past the gate (ctypes, native code it loaded) or a library's native code. Remove "
-		"it; a library's own program runs under --policy permissive --runtime-gate off (the "
-		"sandbox still holds)");
+		lang == LB_LANG_PYTHON
+			? "something started a program without the gate seeing it: the experiment's "
+			  "code past the gate (ctypes, native code it loaded) or a library's native "
+			  "code. Remove it; a library's own program runs under --policy permissive "
+			  "--runtime-gate off (the sandbox still holds)"
+			: "an R or Octave experiment starts no program but the interpreter's own "
+			  "(a shell command by a computed name, system() by another name, is one): "
+			  "do the work in the language itself, or run under --policy permissive (the "
+			  "sandbox still holds)");
 	json_object_object_add(f, "rule", json_object_new_string("LB101"));
 	json_object_object_add(f, "gate_event", json_object_new_string("exec"));
 	json_object *ev = NULL;
@@ -1317,6 +1354,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				 "the code, which runs without it", be->ops->name);
 			gate_by_backend = be->ops->gate_note != NULL;
 		}
+		/* R and Octave have no runtime gate: under a policy that refuses, the exec guard
+		 * keeps the tree to the interpreter's own programs, since the static check cannot
+		 * see every computed name (match.fun(paste0("sys", "tem"))). */
+		bool lang_guard = (st->lang == LB_LANG_R || st->lang == LB_LANG_OCTAVE) &&
+				  req->policy != LB_CHECK_PERMISSIVE;
+		char lang_store[3][4120];
+		const char *lang_progs[LANG_EXEC_MAX + 1];
+		lang_exec_list(st->lang, st->py.prefix, lang_store, lang_progs);
 		lb_backend_job job = {
 			.id = out->id, .run_dir = out->run_dir, .runs_dir = runs,
 			.index_path = index_path, .exp_dir = st->exp_dir, .python = &st->py,
@@ -1332,7 +1377,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 						      st->lang == LB_LANG_PYTHON &&
 						      py_audit_hooks(st->py.version) == 1
 					      ? (degraded_accepts(req, "gate") ? 2 : 1)
+				      : lang_guard ? (degraded_accepts(req, "gate") ? 2 : 1)
 					      : 0,
+			.exec_listed = lang_guard ? lang_progs : NULL,
+			.exec_shell = lang_guard ? "/bin/sh" : NULL,
 			/* R and Octave have the static check and the sandbox, no runtime gate: a
 			 * program or a shared object the run wrote is at least never run. */
 			.noexec_writable = (st->lang == LB_LANG_R || st->lang == LB_LANG_OCTAVE) &&
@@ -1525,7 +1573,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		failure = simple_failure("sandbox_restriction", sum,
 					 "write less (checkpoints, logs), or raise --disk-limit");
 	} else if (exec_refused) {
-		failure = exec_refusal_failure(&res);
+		failure = exec_refusal_failure(&res, st->lang);
 	} else if (gate_missing) {
 		failure = simple_failure(
 			"gate_missing",

@@ -733,10 +733,22 @@ int lb_sandbox_set_noexec(lb_sandbox *sb, bool on)
 
 int lb_sandbox_set_exec_guard(lb_sandbox *sb, lb_exec_guard g, bool optional)
 {
-	if (g != LB_EXEC_ANY && g != LB_EXEC_GATED_PYTHON)
+	if (g != LB_EXEC_ANY && g != LB_EXEC_GATED_PYTHON && g != LB_EXEC_LISTED)
 		return -EINVAL;
 	sb->exec_guard = g;
 	sb->exec_guard_optional = optional;
+	return 0;
+}
+
+int lb_sandbox_allow_exec(lb_sandbox *sb, const char *path, bool dash_c)
+{
+	if (path[0] != '/' || strlen(path) >= sizeof sb->exec_allowed[0].path)
+		return -EINVAL;
+	if (sb->nexec_allowed == LB_SB_MAX_EXEC_ALLOWED)
+		return -E2BIG;
+	snprintf(sb->exec_allowed[sb->nexec_allowed].path, sizeof sb->exec_allowed[0].path, "%s",
+		 path);
+	sb->exec_allowed[sb->nexec_allowed++].dash_c = dash_c;
 	return 0;
 }
 

@@ -370,3 +370,125 @@ int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *o
 		return 1;
 	return 0;
 }
+
+/* The interpreter a "#!" line names, and whether it gives an argument too: 0, or -ENOEXEC for
+ * a file that is no script. */
+static int shebang(const char *path, char *interp, size_t len, bool *has_arg)
+{
+	char line[300];
+	LB_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, line, sizeof line - 1);
+	if (n < 2 || line[0] != '#' || line[1] != '!')
+		return -ENOEXEC;
+	line[n] = '\0';
+	char *p = line + 2;
+	p += strspn(p, " \t");
+	size_t k = strcspn(p, " \t\n");
+	if (k == 0 || k >= len)
+		return -ENOEXEC;
+	memcpy(interp, p, k);
+	interp[k] = '\0';
+	p += k;
+	p += strspn(p, " \t");
+	*has_arg = *p != '\n' && *p != '\0';
+	return 0;
+}
+
+void sb_exec_list_resolve(const lb_sandbox *sb, sb_exec_list *out)
+{
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < sb->nexec_allowed; i++) {
+		const char *path = sb->exec_allowed[i].path;
+		sb_exec_prog *p = &out->prog[out->n];
+		char interp[256];
+		bool has_arg = false;
+		struct stat st;
+		if (shebang(path, interp, sizeof interp, &has_arg) == 0) {
+			/* the kernel loads the interpreter, and hands it the script by the path it
+			 * was exec'd by: a path on the sandbox's read-only system mounts, which the
+			 * run cannot point elsewhere */
+			if (stat(interp, &st) < 0)
+				continue;
+			snprintf(p->script, sizeof p->script, "%s", path);
+			p->script_at = has_arg ? 2 : 1;
+		} else if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			continue;
+		}
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		p->dash_c = sb->exec_allowed[i].dash_c;
+		out->n++;
+	}
+}
+
+int sb_exec_listed(dev_t dev, ino_t ino, const char *cmd, size_t len, const sb_exec_list *l,
+		   char *why, size_t whylen)
+{
+	const char *args[3] = {NULL, NULL, NULL};
+	for (size_t i = 0, k = 0; i < len && k < 3; k++) {
+		size_t m = strnlen(cmd + i, len - i);
+		if (i + m == len)
+			break; /* an argument without its NUL is none the list names */
+		args[k] = cmd + i;
+		i += m + 1;
+	}
+	const char *seen = NULL;
+	for (size_t i = 0; i < l->n; i++) {
+		const sb_exec_prog *p = &l->prog[i];
+		if (p->dev != dev || p->ino != ino)
+			continue;
+		if (p->script[0]) {
+			const char *a = args[p->script_at];
+			if (a && strcmp(a, p->script) == 0)
+				return 0;
+			seen = "the interpreter of a script the run may start, on another script";
+		} else if (p->dash_c) {
+			if (args[1] && strcmp(args[1], "-c") == 0)
+				return 0;
+			seen = "a shell, started otherwise than as `sh -c COMMAND`";
+		} else {
+			return 0;
+		}
+	}
+	snprintf(why, whylen, "%s", seen ? seen : "not among the programs the interpreter itself "
+						  "runs (its start-up and system())");
+	return -EPERM;
+}
+
+int sb_exec_judge_listed(pid_t pid, pid_t payload, sb_exec_ref *ref, const sb_exec_list *l,
+			 lb_exec_refusal *out)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno; /* gone already */
+	LB_AUTOFREE char *cmd = NULL;
+	size_t cmdlen = 0;
+	bool cut = false;
+	int r = read_proc(pid, "cmdline", CMD_MAX, &cmd, &cmdlen, &cut);
+	if (r < 0)
+		return r == -ENOENT || r == -ESRCH ? 0 : r;
+	if (!ref->set) {
+		if (pid != payload)
+			return -EPROTO; /* the payload's own exec comes first */
+		ref->dev = st.st_dev;
+		ref->ino = st.st_ino;
+		ref->set = true;
+		return 0;
+	}
+	/* The interpreter again (R's parallel workers are Rscript): code of the same kind,
+	 * under the same guard. */
+	if (st.st_dev == ref->dev && st.st_ino == ref->ino)
+		return 0;
+	memset(out, 0, sizeof *out);
+	if (sb_exec_listed(st.st_dev, st.st_ino, cmd, cmdlen, l, out->why, sizeof out->why) == 0)
+		return 0;
+	out->pid = (int)pid;
+	ssize_t n = readlink(path, out->exe, sizeof out->exe - 1);
+	out->exe[n > 0 ? n : 0] = '\0';
+	summarise_argv(cmd, cmdlen, out->argv, sizeof out->argv);
+	return 1;
+}

@@ -42,7 +42,7 @@ static int try_seccomp(unsigned long unused)
 	char err[128];
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	if (lb_seccomp_build(&ctx, false, false, err, sizeof err) < 0)
+	if (lb_seccomp_build(&ctx, false, false, false, err, sizeof err) < 0)
 		return -1;
 	int r = lb_seccomp_load(ctx);
 	lb_seccomp_free(ctx);

@@ -216,7 +216,7 @@ static int make_mount_point(const char *target, bool is_dir)
  * experiment's is refused by the kernel as the gate refuses it in Python. */
 static unsigned long writable_noexec(const init_ctx *c)
 {
-	return c->sb->exec_guard == LB_EXEC_GATED_PYTHON || c->sb->noexec ? MS_NOEXEC : 0;
+	return c->sb->exec_guard != LB_EXEC_ANY || c->sb->noexec ? MS_NOEXEC : 0;
 }
 
 /* Device nodes are bound from the original /dev: the cloned root is nodev. */
@@ -1016,13 +1016,15 @@ static bool trace_payload(init_ctx *c, pid_t payload)
 /* One stop of a traced process. An exec is judged before the new program runs: a refused
  * one is killed where it stands. Everything else goes on as it would untraced (a signal is
  * delivered; a stop is not kept: the run has no job control). */
-static void trace_stop(pid_t p, int st, pid_t payload, sb_exec_ref *ref, status_msg *msg)
+static void trace_stop(pid_t p, int st, pid_t payload, sb_exec_ref *ref,
+		       const sb_exec_list *list, status_msg *msg)
 {
 	int sig = WSTOPSIG(st);
 	int event = (int)((unsigned)st >> 16);
 	if (event == PTRACE_EVENT_EXEC) {
 		lb_exec_refusal r;
-		int v = sb_exec_judge(p, payload, ref, &r);
+		int v = list ? sb_exec_judge_listed(p, payload, ref, list, &r)
+			     : sb_exec_judge(p, payload, ref, &r);
 		if (v < 0) {
 			memset(&r, 0, sizeof r);
 			r.pid = (int)p;
@@ -1086,6 +1088,11 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	if (sfd < 0)
 		chan_fail(c->chan_wr, "init", errno, "signalfd");
 
+	/* What the listed programs are, looked up here, in the sandbox's own view of the
+	 * system, before any code of the run's can run. */
+	sb_exec_list list;
+	if (c->sb->exec_guard == LB_EXEC_LISTED)
+		sb_exec_list_resolve(c->sb, &list);
 	int tgo[2] = {-1, -1};
 	if (c->sb->exec_guard != LB_EXEC_ANY && pipe2(tgo, O_CLOEXEC) < 0)
 		chan_fail(c->chan_wr, "setup_exec_guard", errno, "pipe");
@@ -1138,7 +1145,8 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 		/* __WALL: a traced tree's threads stop too */
 		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
 			if (WIFSTOPPED(st)) {
-				trace_stop(p, st, payload, &ref, &msg);
+				trace_stop(p, st, payload, &ref,
+					   c->sb->exec_guard == LB_EXEC_LISTED ? &list : NULL, &msg);
 				continue;
 			}
 			if (p == payload) {
@@ -1661,6 +1669,9 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 	iso->landlock = lb_landlock_abi() >= 2 ? "no writes under /proc or /sys" : NULL;
 	iso->exec_guard = sb->exec_guard == LB_EXEC_GATED_PYTHON
 				  ? "only the run's interpreter, started with its runtime gate"
+			  : sb->exec_guard == LB_EXEC_LISTED
+				  ? "only the run's interpreter and the system programs it runs itself "
+				    "(its start-up, sh -c); no memfd_create"
 				  : NULL;
 	iso->caps_dropped = true;
 	iso->uid = sb->sb_uid;
@@ -1920,8 +1931,8 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	scmp_filter_ctx filter = NULL;
 	/* fallocate is refused only where the limit is polled: a file system of the limit's
 	 * size refuses a reservation past it by itself. */
-	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, sb->disk_limit > 0 && !fs, ferr,
-			      sizeof ferr);
+	fr = lb_seccomp_build(&filter, sb->net != LB_NET_NONE, sb->disk_limit > 0 && !fs,
+			      sb->exec_guard == LB_EXEC_LISTED, ferr, sizeof ferr);
 	if (fr == 0) {
 		fr = lb_seccomp_export(filter, bpf_fd);
 		if (fr < 0)

@@ -48,6 +48,32 @@ int sb_exec_python_args(const char *cmd, size_t len, const char *ref, size_t ref
  * could not be read. */
 int sb_exec_judge(pid_t pid, pid_t payload, sb_exec_ref *ref, lb_exec_refusal *out);
 
+/* LB_EXEC_LISTED's programs as init found them in the sandbox: what the kernel loads for each
+ * (a script's interpreter, for a script) and, for a script, the path it must be run by. */
+typedef struct sb_exec_prog {
+	dev_t dev;
+	ino_t ino;
+	char script[4096]; /* "" for a program the kernel loads itself */
+	int script_at;    /* the script's place in the command line the kernel builds: 1, or 2
+			   * after the "#!" line's argument */
+	bool dash_c;
+} sb_exec_prog;
+typedef struct sb_exec_list {
+	sb_exec_prog prog[LB_SB_MAX_EXEC_ALLOWED];
+	size_t n;
+} sb_exec_list;
+/* Resolves each listed path (stat through its links; a "#!" line's interpreter): those not
+ * there are left out. */
+void sb_exec_list_resolve(const lb_sandbox *sb, sb_exec_list *out);
+/* 0 when the exec of a program the kernel loaded as dev/ino, with this NUL-separated command
+ * line, is one the list holds; else -EPERM and why. Pure. */
+int sb_exec_listed(dev_t dev, ino_t ino, const char *cmd, size_t len, const sb_exec_list *l,
+		   char *why, size_t whylen);
+/* sb_exec_judge for LB_EXEC_LISTED: the payload's first exec becomes ref; its program again
+ * passes; any other must be listed. */
+int sb_exec_judge_listed(pid_t pid, pid_t payload, sb_exec_ref *ref, const sb_exec_list *l,
+			 lb_exec_refusal *out);
+
 /* A tmpfs of its own at path (--tmpfs PATH[:size=SIZE]). */
 typedef struct lb_tmpfs {
 	char *path;
@@ -128,6 +154,11 @@ struct lb_sandbox {
 	lb_exec_guard exec_guard;
 	bool exec_guard_optional; /* without ptrace the run goes on, unguarded, and says so */
 	bool noexec; /* writable places noexec without a guard (lb_sandbox_set_noexec) */
+	struct {
+		char path[4096];
+		bool dash_c;
+	} exec_allowed[LB_SB_MAX_EXEC_ALLOWED]; /* LB_EXEC_LISTED's programs */
+	size_t nexec_allowed;
 	uid_t sb_uid; /* host uid the payload runs as */
 	gid_t sb_gid;
 };

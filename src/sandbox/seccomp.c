@@ -63,8 +63,8 @@ static int deny_all(scmp_filter_ctx ctx, const char *name)
 	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 }
 
-int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited, char *err,
-		     size_t errlen)
+int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited,
+		     bool no_memfd, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -180,6 +180,13 @@ int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited
 	if (r == 0 && disk_limited) {
 		what = "fallocate";
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 0);
+	}
+	/* A memfd is a file on no mount, so the noexec of every place the run writes does not
+	 * hold for it: bytes written there run (execve of /proc/self/fd/N, or a mapping). Where
+	 * the exec guard lists the programs, none of them needs one. */
+	if (r == 0 && no_memfd) {
+		what = "memfd_create";
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create), 0);
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "seccomp rule for %s: %s", what, strerror(-r));

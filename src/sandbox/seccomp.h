@@ -7,9 +7,9 @@
 #include <stddef.h>
 
 /* Build the filter; allow_network keeps sockets of every family; disk_limited answers
- * fallocate with EOPNOTSUPP. */
-int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited, char *err,
-		     size_t errlen);
+ * fallocate with EOPNOTSUPP; no_memfd refuses memfd_create (EPERM). */
+int lb_seccomp_build(scmp_filter_ctx *out, bool allow_network, bool disk_limited,
+		     bool no_memfd, char *err, size_t errlen);
 /* Load it into the calling thread (no_new_privs must be set). */
 int lb_seccomp_load(scmp_filter_ctx ctx);
 void lb_seccomp_free(scmp_filter_ctx ctx);
