@@ -427,6 +427,63 @@ static void test_exec_guard_kills_another_program(void **state)
 	lb_sandbox_free(sb);
 }
 
+static int listed(const sb_exec_list *l, dev_t dev, ino_t ino, const char *cmd, size_t len)
+{
+	char why[200];
+	return sb_exec_listed(dev, ino, cmd, len, l, why, sizeof why);
+}
+
+#define LISTED(l, d, i, lit) listed(l, d, i, lit, sizeof lit - 1)
+
+/* R's start-up script through bash, `which` through dash, dash itself only as sh -c, sed
+ * with any arguments; nothing else, whatever its name. */
+static void test_exec_guard_listed_programs(void **state)
+{
+	(void)state;
+	sb_exec_list l = {.n = 4};
+	l.prog[0] = (sb_exec_prog){.dev = 1, .ino = 10, .script_at = 1};
+	snprintf(l.prog[0].script, sizeof l.prog[0].script, "/usr/lib/R/bin/R");
+	l.prog[1] = (sb_exec_prog){.dev = 1, .ino = 20, .script_at = 1};
+	snprintf(l.prog[1].script, sizeof l.prog[1].script, "/usr/bin/which");
+	l.prog[2] = (sb_exec_prog){.dev = 1, .ino = 20, .dash_c = true};
+	l.prog[3] = (sb_exec_prog){.dev = 1, .ino = 30};
+	assert_int_equal(LISTED(&l, 1, 10, "/bin/bash\0/usr/lib/R/bin/R\0--vanilla\0"), 0);
+	assert_int_equal(LISTED(&l, 1, 10, "/bin/bash\0-c\0id\0"), -EPERM);
+	assert_int_equal(LISTED(&l, 1, 10, "/bin/bash\0/tmp/R\0"), -EPERM);
+	assert_int_equal(LISTED(&l, 1, 20, "/bin/sh\0/usr/bin/which\0uname\0"), 0);
+	assert_int_equal(LISTED(&l, 1, 20, "sh\0-c\0rm -Rf /tmp/Rtmp1\0"), 0);
+	assert_int_equal(LISTED(&l, 1, 20, "sh\0exp.sh\0"), -EPERM);
+	assert_int_equal(LISTED(&l, 1, 20, "sh\0"), -EPERM);
+	assert_int_equal(LISTED(&l, 1, 20, "sh\0-c"), -EPERM); /* no NUL: cut short */
+	assert_int_equal(LISTED(&l, 1, 30, "/bin/sed\0-e\0s/a/b/\0"), 0);
+	assert_int_equal(LISTED(&l, 1, 40, "/usr/bin/sed\0-e\0s/a/b/\0"), -EPERM);
+	assert_int_equal(LISTED(&l, 2, 30, "/proc/self/fd/3\0"), -EPERM);
+}
+
+/* In a real sandbox: a listed program runs, another is killed before it runs, and a memfd
+ * cannot be made. */
+static void test_exec_guard_listed_in_a_sandbox(void **state)
+{
+	(void)state;
+	lb_buf out = {0};
+	lb_sandbox *sb = shell("/usr/bin/uname >/dev/null && echo listed; /bin/echo ran; "
+			       "echo \"status $?\"", &out);
+	assert_int_equal(lb_sandbox_set_exec_guard(sb, LB_EXEC_LISTED, false), 0);
+	assert_int_equal(lb_sandbox_allow_exec(sb, "/usr/bin/uname", false), 0);
+	assert_int_equal(lb_sandbox_allow_exec(sb, "usr/bin/uname", false), -EINVAL);
+	lb_sandbox_result res;
+	assert_int_equal(lb_sandbox_run(sb, &res), 0);
+	assert_int_equal(res.outcome, LB_SB_EXITED);
+	assert_non_null(strstr(out.data, "listed\n"));
+	assert_non_null(strstr(out.data, "status 137\n"));
+	assert_null(strstr(out.data, "ran"));
+	assert_int_equal(res.exec_refused, 1);
+	assert_string_equal(res.exec_refusals[0].argv, "/bin/echo ran");
+	assert_non_null(res.isolation.exec_guard);
+	lb_buf_free(&out);
+	lb_sandbox_free(sb);
+}
+
 /* Each later mask's hide function is called where the payload could see its path, once. */
 static int note_hide(lb_sandbox *sb, const char *path, void *ctx)
 {
@@ -498,6 +555,8 @@ int main(void)
 		cmocka_unit_test(test_exec_guard_python_args),
 		cmocka_unit_test(test_exec_guard_environment),
 		cmocka_unit_test(test_exec_guard_kills_another_program),
+		cmocka_unit_test(test_exec_guard_listed_programs),
+		cmocka_unit_test(test_exec_guard_listed_in_a_sandbox),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
