@@ -293,6 +293,8 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		r = expose_gate(sb, job);
 	}
 	if (r == 0 && job->exec_guard)
+		what = "the exec guard";
+	if (r == 0 && job->exec_guard)
 		r = lb_sandbox_set_exec_guard(sb, job->exec_listed ? LB_EXEC_LISTED
 								  : LB_EXEC_GATED_PYTHON,
 					      job->exec_guard == 2);
