@@ -455,6 +455,10 @@ typedef struct lb_metrics_run_info {
 	bool completed;  /* the entry point exited with status 0; false when it failed or the
 			  * budget, a signal or labbox ended it (its plan did not run to its end) */
 	bool none_expected; /* labbox.yaml `metrics: none`: reporting nothing is no issue */
+	/* The output directory the experiment was told to write into (its --output_dir, or the
+	 * argparse default of its entry point) when that is an absolute path: labbox cannot read
+	 * it, so a run that reported nothing is told where its results went. NULL: none. */
+	const char *out_dir_outside;
 } lb_metrics_run_info;
 size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
 			       struct json_object *issues, struct json_object *warnings);

@@ -888,12 +888,45 @@ static void warn_progress_ignored(struct json_object *warnings, const lb_metrics
 
 /* A run that exits 0 having reported nothing has no result to trust: its metrics went
  * somewhere labbox does not read, or were never printed (docs/decisions.md). */
+/* The experiment wrote its results where it was told to, outside exp/: the fact that explains
+ * why nothing was reported, and a remedy that keeps the code as it is. */
+static void issue_out_dir_outside(lb_validation *val, const char *dir)
+{
+	static const char *const private_dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
+	char message[1400];
+	bool private_dir = false;
+
+	for (size_t i = 0; i < sizeof(private_dirs) / sizeof(*private_dirs); i++) {
+		size_t n = strlen(private_dirs[i]);
+
+		if (strncmp(dir, private_dirs[i], n) == 0 && (dir[n] == '/' || dir[n] == '\0'))
+			private_dir = true;
+	}
+	snprintf(message, sizeof(message),
+		 "the run completed but reported no metric: its output directory `%.300s` (its "
+		 "--output_dir or --out_dir, given or the argparse default) is outside the "
+		 "experiment directory, %s, so the results.json, final_info.json or results.csv it "
+		 "may have written there could not be collected; pass a relative output directory "
+		 "(e.g. --output_dir run_0, which labbox reads from exp/), or keep them on the host "
+		 "with -v HOSTDIR:%.300s:rw (labbox reads results files only in exp/)",
+		 dir,
+		 private_dir ? "in the sandbox's private temporary directory, which is discarded "
+			       "with the sandbox at the end of the run"
+			     : "where labbox reads no results files",
+		 dir);
+	add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+}
+
 static void check_reported(lb_validation *val, const lb_metrics *m, const lb_metrics_run_info *info)
 {
 	if (!info->completed || info->none_expected || (m && m->n_entries > 0))
 		return;
 	if (lb_results_hold_value(info->files))
 		return;
+	if (info->out_dir_outside && info->out_dir_outside[0] == '/') {
+		issue_out_dir_outside(val, info->out_dir_outside);
+		return;
+	}
 	if (m && m->progress_lines > 0) {
 		char message[640], example[LB_METRIC_NAME_MAX + 48] = "val_acc: 0.8";
 		LB_AUTOFREE lb_metric_line *ml = malloc(sizeof(*ml));

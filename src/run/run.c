@@ -1441,6 +1441,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *issues = json_object_new_array();
 	json_object *warnings = json_object_new_array();
 	json_object *files_read = json_object_new_object(); /* as parsed: never serialised */
+	char out_dir_abs[256] = "";
 	if (st->exp_dir && !rejected) {
 		LB_AUTOCLOSE int efd = open(st->exp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (efd >= 0) {
@@ -1452,6 +1453,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			if (!hint && lb_read_file_at(efd, st->entry, (size_t)1 << 20, &src, &slen) == 0 &&
 			    lb_results_out_dir_default(src, slen, dflt, sizeof dflt) == 0)
 				hint = dflt;
+			if (hint && hint[0] == '/')
+				snprintf(out_dir_abs, sizeof out_dir_abs, "%s", hint);
 			lb_results_collect(efd, (const char *const *)st->cfg.results, st->cfg.nresults,
 					   hint, files_read, issues);
 			stale = drop_stale(efd, files_read, files, staged_ids, warnings);
@@ -1478,6 +1481,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			.budget_s = st->budget,
 			.completed = completed,
 			.none_expected = st->cfg.metrics_none,
+			.out_dir_outside = out_dir_abs[0] ? out_dir_abs : NULL,
 		};
 		lb_metrics_validate_run(metrics, &vi, issues, warnings);
 	}

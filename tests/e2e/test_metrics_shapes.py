@@ -806,3 +806,36 @@ def test_integers_are_recorded_as_the_integers_printed(tmp_path):
     f = r.file_json("result.json")["metrics"]["files"]["results.json"]
     assert f["sum"] == 2**60 + 7 and f["f"] == 2.5
     assert f["big"] == "123456789012345678901234567890"
+
+
+# An agent-style experiment whose --output_dir is an absolute path under /tmp (HF-style
+# `--output_dir /tmp/test-run`): its results.json goes with the sandbox's private /tmp.
+OUT_DIR_IN_TMP = '''
+    import argparse, json, os
+    p = argparse.ArgumentParser()
+    p.add_argument("--output_dir", default="/tmp/exp_out")
+    a = p.parse_args()
+    os.makedirs(a.output_dir, exist_ok=True)
+    json.dump({"accuracy": 0.9}, open(os.path.join(a.output_dir, "results.json"), "w"))
+    print("saved to", a.output_dir)
+'''
+
+
+@pytest.mark.parametrize("args,where", [((), "/tmp/exp_out"),
+                                        (("--output_dir", "/tmp/run1"), "/tmp/run1")])
+def test_results_written_into_an_absolute_out_dir_are_named_not_blamed(tmp_path, args, where):
+    exp = write_exp(tmp_path, OUT_DIR_IN_TMP)
+    r = run_exp(exp, tmp_path / "runs", args=args)
+    assert r.rc == 4 and r.result["status"] == "invalid_metrics", r.why()
+    [issue] = r.result["metric_issues"]
+    msg = issue["message"]
+    assert issue["kind"] == "no_metrics", msg
+    # names the directory, says why it is lost, and gives both remedies
+    assert f"`{where}`" in msg and "outside the experiment directory" in msg, msg
+    assert "discarded with the sandbox" in msg, msg
+    assert "relative output directory" in msg and f"-v HOSTDIR:{where}:rw" in msg, msg
+    assert "print the metrics" not in msg, msg
+    # the remedy works: a relative --output_dir is read
+    r = run_exp(exp, tmp_path / "runs", args=("--output_dir", "run_0"))
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["files"]["run_0/results.json"] == {"accuracy": 0.9}, r.why()
