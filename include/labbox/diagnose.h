@@ -26,6 +26,10 @@ typedef struct lb_failure_input {
 	const char *exp_dir;
 	/* What the run was granted, so an escalation already in effect is not suggested again. */
 	bool network_host;     /* --network host */
+	bool network_loopback; /* --network loopback */
+	/* --network none: labbox's seccomp filter answers every socket but AF_UNIX with EPERM,
+	 * so an EPERM about a socket is the sandbox's network restriction. */
+	bool network_none;
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
 	/* The configuration is known and set no memory limit: an out-of-memory failure is the

@@ -117,6 +117,9 @@ void lb_run_result_free(lb_run_result *out);
 typedef struct lb_attempt_grant {
 	unsigned escalated;    /* LB_ESCALATE_* in effect (labbox/diagnose.h) */
 	uint64_t memory_bytes; /* with LB_ESCALATE_MEMORY: the limit in effect */
+	/* with LB_ESCALATE_NETWORK: a private loopback, not the host's network (a socket on
+	 * this machine alone was refused: the failure's escalation flag said so) */
+	bool network_loopback;
 } lb_attempt_grant;
 
 /* Builds one attempt's sandbox: the caller's flags with the grant applied; *sandbox_config

@@ -446,7 +446,7 @@ static int attempt_sandbox(void *ctx, const lb_attempt_grant *g, lb_sandbox **sb
 	attempt_ctx *c = ctx;
 	cli_sandbox_opts o = *c->o;
 	if (g->escalated & LB_ESCALATE_NETWORK)
-		o.network = LB_NET_HOST;
+		o.network = g->network_loopback ? LB_NET_LOOPBACK : LB_NET_HOST;
 	if (g->escalated & LB_ESCALATE_MEMORY)
 		o.memory = g->memory_bytes;
 	bool gpus = g->escalated & LB_ESCALATE_GPUS;

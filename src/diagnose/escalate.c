@@ -60,18 +60,50 @@ static bool quoted_abs_path(const char *s, char *out, size_t outlen)
 	return false;
 }
 
-/* Where a denied write went, from the summary or the evidence: the directory to mount. */
+/* The error's own words of a denial: a traceback's frame names the file that raised, and a
+ * source line the code's literals, neither of which is what was denied. */
+static bool denial_line(const char *l)
+{
+	static const char *const words[] = { "Permission denied", "Read-only file system",
+					     "Operation not permitted", NULL };
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(l, words[i]))
+			return true;
+	return false;
+}
+
+/* A directory no volume should be mounted over writable: an installed package's, the
+ * interpreter's own library, labbox's files in the sandbox, the kernel's. (A write the code
+ * itself aims at /usr/lib still names /usr/lib: docs/decisions.md.) */
+static bool never_mounted_over(const char *dir)
+{
+	static const char *const within[] = { "/site-packages", "/dist-packages", "/lib/python",
+					      NULL };
+	static const char *const under[] = { "/run/labbox", "/proc", "/sys", NULL };
+	for (size_t i = 0; within[i]; i++)
+		if (strstr(dir, within[i]))
+			return true;
+	for (size_t i = 0; under[i]; i++) {
+		size_t n = strlen(under[i]);
+		if (strncmp(dir, under[i], n) == 0 && (dir[n] == '/' || dir[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/* Where a denied write went, from the denial's own words: the directory to mount. */
 static bool denied_dir(json_object *f, char *out, size_t outlen)
 {
 	json_object *ev;
-	bool found = quoted_abs_path(str_of(f, "summary"), out, outlen);
+	const char *sum = str_of(f, "summary");
+	bool found = denial_line(sum) && quoted_abs_path(sum, out, outlen);
 	if (!found && json_object_object_get_ex(f, "evidence", &ev) &&
 	    json_object_is_type(ev, json_type_array))
 		for (size_t i = json_object_array_length(ev); !found && i-- > 0;) {
 			const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
-			found = l && quoted_abs_path(l, out, outlen);
+			found = l && denial_line(l) && quoted_abs_path(l, out, outlen);
 		}
-	if (!found)
+	if (!found || never_mounted_over(out))
 		return false;
 	/* A file's directory is what a mount can make writable (the file may not exist). */
 	char *slash = strrchr(out, '/');
@@ -118,8 +150,12 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 {
 	char dir[256];
 	if (says(f, "network socket")) {
+		/* A socket on this machine alone needs only a private loopback (decided by the
+		 * diagnosis, which read the address). */
+		bool local = strstr(str_of(f, "summary"), "a local network socket") &&
+			     !(in && in->network_loopback);
 		e->grants = "network";
-		snprintf(e->flag, sizeof e->flag, "--network host");
+		snprintf(e->flag, sizeof e->flag, "--network %s", local ? "loopback" : "host");
 		e->granted = in && in->network_host;
 	} else if (says(f, "/dev/shm") || says(f, "shared memory")) {
 		e->grants = "shm";
@@ -224,8 +260,11 @@ void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox)
 	json_object *v;
 	if (!in || !sandbox || !json_object_is_type(sandbox, json_type_object))
 		return;
-	if (json_object_object_get_ex(sandbox, "network", &v) && v)
+	if (json_object_object_get_ex(sandbox, "network", &v) && v) {
 		in->network_host = strcmp(json_object_get_string(v), "host") == 0;
+		in->network_loopback = strcmp(json_object_get_string(v), "loopback") == 0;
+		in->network_none = strcmp(json_object_get_string(v), "none") == 0;
+	}
 	if (json_object_object_get_ex(sandbox, "gpus", &v) && v)
 		in->gpus = strcmp(json_object_get_string(v), "none") != 0 &&
 			   json_object_get_string(v)[0];

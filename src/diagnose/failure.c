@@ -29,6 +29,8 @@ typedef struct lb_log {
 	size_t n;
 	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
 	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
+	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
+	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
 } lb_log;
 
 typedef struct lb_exc {
@@ -683,6 +685,11 @@ static const char SUGGEST_SOCKET[] =
 	"use --network loopback for code that talks to itself over TCP, --network host to reach "
 	"other machines, or download what the code fetches into the experiment directory "
 	"beforehand";
+static const char SUGGEST_SOCKET_LOCAL[] =
+	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
+	"a server or process group on this machine alone (torch.distributed's TCPStore with "
+	"MASTER_ADDR=127.0.0.1, gloo, zmq or grpc on localhost) needs only --network loopback, a "
+	"private loopback; --network host reaches other machines";
 static const char SUGGEST_SHM[] =
 	"/dev/shm filled up (DataLoader workers pass every batch through it): give the sandbox a "
 	"larger one with --shm-size SIZE (the default is 1g; e.g. --shm-size 8g, and a --memory "
@@ -987,6 +994,50 @@ static bool context_explains(const char *earlier, const char *later)
 		strcmp(earlier, "gpu_unavailable") == 0);
 }
 
+/* "[::]:29511", "127.0.0.1:29500", "localhost:6379": an address with a port. */
+static bool has_host_port(const char *s)
+{
+	for (const char *c = strchr(s, ':'); c; c = strchr(c + 1, ':')) {
+		if (!isdigit((unsigned char)c[1]) || c == s)
+			continue;
+		if (c[-1] == ']' || (c - s >= 9 && strncasecmp(c - 9, "localhost", 9) == 0))
+			return true;
+		size_t dots = 0;
+		const char *b = c;
+		while (b > s && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
+			dots += *--b == '.';
+		if (dots == 3)
+			return true;
+	}
+	return false;
+}
+
+/* An EPERM that is about a socket, in the words of the native libraries that open their own
+ * (torch.distributed's c10d TCPStore, gloo, NCCL's bootstrap, zmq, grpc): no frame of
+ * Python's socket module is above them. A file's EPERM names its path, a socket's never. */
+static bool socket_words(const char *line)
+{
+	static const char *const words[] = { "socket", "listen", "bind", "connect",
+					     "network address", "c10d", "TCPStore", "gloo",
+					     "zmq", "grpc", "nccl", NULL };
+	char path[1024];
+
+	if (quoted_after(line, "Operation not permitted", path, sizeof(path)) && path[0] == '/')
+		return false;
+	return has_any(line, words) || has_host_port(line);
+}
+
+/* A socket on this machine alone: a server's listen or bind, or a loopback or wildcard
+ * address. What a single-node process group needs is a private loopback, not the host's
+ * network. */
+static bool socket_local(const char *line)
+{
+	static const char *const words[] = { "listen", "bind", "server socket",
+					     "local network address", "127.0.0.1", "localhost",
+					     "[::]", "[::1]", "0.0.0.0", NULL };
+	return has_any(line, words);
+}
+
 static bool via_socket(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header; i < e->line; i++)
@@ -1091,6 +1142,32 @@ static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *
 		 "only its own files");
 }
 
+/* The seccomp filter of --network none refuses sockets with EPERM: still the sandbox's
+ * restriction (docs/decisions.md), but the flag that lifts it is the network's. Under
+ * loopback or the host's network the filter refuses no socket, so an EPERM there is not
+ * labbox's. */
+static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+
+	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "Operation not permitted") ||
+	    log->net_open || !(via_socket(log, e) || socket_words(line)))
+		return;
+	bool local = socket_local(line);
+	char what[200];
+	snprintf(what, sizeof(what), "the sandbox refused a %snetwork socket%s",
+		 local ? "local " : "",
+		 log->net_none ? " (the run had --network none, whose seccomp filter refuses "
+				 "every socket but AF_UNIX with EPERM)"
+			       : "");
+	verdict_set(v, "sandbox_restriction", what, line,
+		    local ? SUGGEST_SOCKET_LOCAL : SUGGEST_SOCKET);
+	if (log->net_none)
+		set_confidence(v, CONF_HIGH, "the run had --network none, whose seccomp filter "
+					     "answers a socket with this error, and the message is "
+					     "about a socket");
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -1115,12 +1192,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			       "a library version the code was not written for");
 	else
 		set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
-	/* The seccomp filter refuses sockets with EPERM: still the sandbox's restriction
-	 * (docs/decisions.md), but the flag that lifts it is the network's. */
-	if (strcmp(v->cls, "sandbox_restriction") == 0 && has(line, "Operation not permitted") &&
-	    via_socket(log, e))
-		verdict_set(v, "sandbox_restriction", "the sandbox refused a network socket", line,
-			    SUGGEST_SOCKET);
+	refine_socket(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its
@@ -2158,6 +2230,8 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 		memset(&log, 0, sizeof(log));
 	log.exp_dir = in->exp_dir;
 	log.gate = in->runtime_gate;
+	log.net_none = in->network_none;
+	log.net_open = in->network_host || in->network_loopback;
 	diagnose(&v, in, &log);
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
 		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)

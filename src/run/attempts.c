@@ -135,10 +135,17 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 	unsigned want = lb_escalate_for_failure(fail) & s->ac->escalate & ~s->tried;
 	if (!want)
 		return false;
-	s->tried |= want;
+	const char *net = get_str(cur_config, "network", "none");
+	/* A socket on this machine alone is granted a private loopback first; the host's
+	 * network stays permitted for a later attempt that needs more (none, loopback, host:
+	 * at most two network attempts, as loopback refuses no socket). */
+	bool loopback = want == LB_ESCALATE_NETWORK && strcmp(net, "none") == 0 &&
+			strcmp(get_str(get(fail, "escalation"), "flag", ""), "--network loopback") == 0;
+	if (!loopback)
+		s->tried |= want;
 	lb_attempt_grant g = s->grant;
 	g.escalated |= want;
-	const char *net = get_str(cur_config, "network", "none");
+	g.network_loopback = loopback;
 	json_object *mem = get(cur_config, "memory_bytes");
 	const char *gpus = get_str(cur_config, "gpus", "none");
 	char reason[512];
@@ -175,8 +182,9 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		return false;
 	}
 	static const char *const what[] = {"the host network", "the host's GPUs",
-					   "the environment --env auto finds", "twice the memory"};
-	unsigned idx = want == LB_ESCALATE_NETWORK ? 0 : want == LB_ESCALATE_GPUS ? 1
+					   "the environment --env auto finds", "twice the memory",
+					   "a private loopback network"};
+	unsigned idx = loopback ? 4 : want == LB_ESCALATE_NETWORK ? 0 : want == LB_ESCALATE_GPUS ? 1
 		       : want == LB_ESCALATE_ENV ? 2 : 3;
 	run_fmt(why, whylen, "attempt %zu failed for %s (%s); --escalate %s permits %s",
 		 json_object_array_length(s->attempts), get_str(fail, "class", "?"),

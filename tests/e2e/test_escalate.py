@@ -283,3 +283,41 @@ def test_a_pool_worker_killed_for_memory_is_the_cause_of_the_timeout(tmp_path):
     assert doc["status"] == "timeout" and doc["oom_killed"] is True, doc
     assert f["class"] == "oom" and "raise the budget" not in f["suggestion"], f
     assert "out-of-memory" in f["summary"] and f["escalation"]["grants"] == "memory", f
+
+
+# A single-process torch.distributed run as DDP-ready research code starts it (pytorch/examples
+# distributed/ddp with world_size=1): the TCPStore's socket is opened in native code.
+GLOO = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29511")
+dist.init_process_group("gloo", rank=0, world_size=1)
+t = torch.ones(3); dist.all_reduce(t)
+print("sum:", float(t.sum()))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(subprocess.run([PYTHON, "-c", "import torch.distributed"],
+                                   capture_output=True).returncode != 0,
+                    reason="torch.distributed is not installed")
+def test_a_process_group_refused_its_socket_is_granted_a_loopback(tmp_path):
+    exp = write_exp(tmp_path, GLOO)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs)
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "local network socket" in f["summary"] and "--network none" in f["summary"], f
+    assert "--network loopback" in f["suggestion"], f
+    assert f["escalation"]["grants"] == "network" and f["escalation"]["flag"] == "--network loopback"
+    # never a writable mount over torch's own package
+    assert ":rw" not in json.dumps(f), f
+    # --escalate network reruns it with a private loopback, which is all it needs
+    r = run_exp(exp, runs, "--escalate", "network")
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["status"] == "failed" and second["status"] == "completed"
+    assert second["flags"]["network"] == "loopback" and second["escalated"] == ["network"]
+    assert "loopback" in second["why"], second
+    assert r.result["escalation"]["granted"] == ["network"]
+    assert r.result["metrics"]["values"]["sum"] == 3.0

@@ -1781,6 +1781,73 @@ static void test_escalations(void **state)
 	assert_int_equal(lb_diagnose_escalation(NULL, NULL), -EINVAL);
 }
 
+/* torch.distributed's TCPStore opens its socket in native code, so no frame of Python's
+ * socket module is above the EPERM: under --network none it is the network's case all the
+ * same, loopback is enough for a server on this machine, and no frame's directory (torch's
+ * own package) becomes a writable mount. A file's EPERM names its path and stays a write. */
+static void test_a_native_socket_refused_is_the_networks(void **state)
+{
+	(void)state;
+	const char *tcpstore =
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 6, in <module>\n"
+		"    dist.init_process_group(\"gloo\", rank=0, world_size=1)\n"
+		"  File \"/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py\", line 177, "
+		"in _create_c10d_store\n"
+		"    return TCPStore(\n"
+		"RuntimeError: The server socket has failed to listen on any local network address. "
+		"The server socket cannot be initialized on [::]:29511 (errno: 1 - Operation not "
+		"permitted).\n";
+	lb_failure_input in = {.log_tail = tcpstore, .log_tail_len = strlen(tcpstore),
+			       .exit_code = 1, .network_none = true};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_non_null(strstr(field(doc, "summary"), "local network socket"));
+	assert_non_null(strstr(field(doc, "summary"), "--network none"));
+	assert_string_equal(sub(doc, "escalation", "grants"), "network");
+	assert_string_equal(sub(doc, "escalation", "flag"), "--network loopback");
+	assert_non_null(strstr(field(doc, "suggestion"), "--network loopback"));
+	assert_null(strstr(json_object_to_json_string(doc), ":rw"));
+	json_object_put(doc);
+	/* a zmq client to another machine: the host's network */
+	const char *zmq = "Traceback (most recent call last):\n"
+			  "  File \"" EXP "/main.py\", line 4, in <module>\n"
+			  "    s.connect(\"tcp://10.1.2.3:5555\")\n"
+			  "zmq.error.ZMQError: Operation not permitted (addr='tcp://10.1.2.3:5555')\n";
+	in = (lb_failure_input){.log_tail = zmq, .log_tail_len = strlen(zmq), .exit_code = 1,
+				.network_none = true};
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--network host");
+	json_object_put(doc);
+	/* under loopback the filter refuses no socket: not labbox's network, and still no
+	 * mount over torch's package */
+	in = (lb_failure_input){.log_tail = tcpstore, .log_tail_len = strlen(tcpstore),
+				.exit_code = 1, .network_loopback = true};
+	doc = lb_diagnose_failure(&in);
+	assert_null(strstr(field(doc, "summary"), "network socket"));
+	assert_null(strstr(json_object_to_json_string(doc), "dist-packages/torch/distributed:rw"));
+	json_object_put(doc);
+	/* a file's EPERM is a write, and a frame of an installed package is never the mount */
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			   "    os.chmod('/data/bind_socket.txt', 0o4755)\n"
+			   "PermissionError: [Errno 1] Operation not permitted: "
+			   "'/data/bind_socket.txt'\n", 1, 0);
+	assert_string_equal(sub(doc, "escalation", "grants"), "write");
+	assert_string_equal(sub(doc, "escalation", "flag"), "-v SRC:/data:rw");
+	json_object_put(doc);
+	doc = diagnose_log("Traceback (most recent call last):\n"
+			   "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			   "    lib.cache_write()\n"
+			   "  File \"/usr/lib/python3/dist-packages/lib/cache.py\", line 9, in w\n"
+			   "    open(os.path.join(os.path.dirname(__file__), 'c.bin'), 'wb')\n"
+			   "OSError: [Errno 30] Read-only file system: "
+			   "'/usr/lib/python3/dist-packages/lib/c.bin'\n", 1, 0);
+	assert_string_equal(sub(doc, "escalation", "grants"), "write");
+	assert_string_equal(sub(doc, "escalation", "flag"), "-v SRC:DST:rw");
+	json_object_put(doc);
+}
+
 static void test_octave_frame(void **state)
 {
 	(void)state;
@@ -2110,6 +2177,7 @@ int main(void)
 		cmocka_unit_test(test_code_location_apart_from_raising_frame),
 		cmocka_unit_test(test_confidence_levels),
 		cmocka_unit_test(test_escalations),
+		cmocka_unit_test(test_a_native_socket_refused_is_the_networks),
 		cmocka_unit_test(test_octave_frame),
 		cmocka_unit_test(test_uncaught_main_exception),
 		cmocka_unit_test(test_a_program_that_stopped_itself),
