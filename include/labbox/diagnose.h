@@ -30,6 +30,12 @@ typedef struct lb_failure_input {
 	/* --network none: labbox's seccomp filter answers every socket but AF_UNIX with EPERM,
 	 * so an EPERM about a socket is the sandbox's network restriction. */
 	bool network_none;
+	/* A tmpfs of the sandbox's own (its private /tmp, /var/tmp, /dev/shm, a --tmpfs) that the
+	 * sandbox found full when the run ended, and its size in bytes; NULL: none was. A failure
+	 * the error's words call a bug is then the full tmpfs's: numpy's and torch's savers
+	 * report a short write without ENOSPC. */
+	const char *full_tmpfs;
+	unsigned long long full_tmpfs_bytes;
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
 	/* The configuration is known and set no memory limit: an out-of-memory failure is the

@@ -244,6 +244,14 @@ typedef struct lb_exec_refusal {
 	char why[200];
 } lb_exec_refusal;
 
+#define LB_SB_MAX_FULL 4
+/* A tmpfs of the sandbox's own (its private /tmp, /var/tmp, /dev/shm, a --tmpfs) that was full
+ * when the payload ended: measured inside, before the namespace and the tmpfs go. */
+typedef struct lb_full_tmpfs {
+	char path[128];	     /* as the sandbox sees it */
+	uint64_t size_bytes; /* the tmpfs's size */
+} lb_full_tmpfs;
+
 typedef struct lb_sandbox_result {
 	lb_sandbox_outcome outcome;
 	int exit_code;   /* valid for EXITED; -1 otherwise */
@@ -274,6 +282,8 @@ typedef struct lb_sandbox_result {
 	lb_isolation isolation;
 	unsigned exec_refused; /* execs the guard refused; the first LB_SB_MAX_EXEC_REFUSALS: */
 	lb_exec_refusal exec_refusals[LB_SB_MAX_EXEC_REFUSALS];
+	unsigned nfull_tmpfs; /* how many of full_tmpfs are set */
+	lb_full_tmpfs full_tmpfs[LB_SB_MAX_FULL];
 } lb_sandbox_result;
 
 /* Run to completion. Returns 0 when the outcome is known (including SETUP_FAILED, timeouts and

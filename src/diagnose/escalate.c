@@ -146,10 +146,34 @@ static void environment_from(esc *e, const char *suggestion, const char *marker)
 	snprintf(e->environment, sizeof e->environment, "%.*s", (int)n, p);
 }
 
+/* Twice the size of the tmpfs the sandbox found full, in the flag that sizes it. */
+static bool full_tmpfs_flag(esc *e, json_object *f, const lb_failure_input *in)
+{
+	if (!in || !in->full_tmpfs || !in->full_tmpfs_bytes ||
+	    !strstr(str_of(f, "summary"), "was full when the run failed"))
+		return false;
+	unsigned long long want = in->full_tmpfs_bytes * 2, mib = 1ULL << 20;
+	char size[32];
+	if (want % (mib << 10) == 0)
+		snprintf(size, sizeof size, "%llug", want / (mib << 10));
+	else
+		snprintf(size, sizeof size, "%llum", (want + mib - 1) / mib);
+	bool shm = strcmp(in->full_tmpfs, "/dev/shm") == 0;
+	e->grants = shm ? "shm" : "disk";
+	if (shm)
+		snprintf(e->flag, sizeof e->flag, "--shm-size %s", size);
+	else
+		snprintf(e->flag, sizeof e->flag, "--tmpfs %.200s:size=%s", in->full_tmpfs, size);
+	e->note = "twice the size the tmpfs had";
+	return true;
+}
+
 static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *in)
 {
 	char dir[256];
-	if (says(f, "network socket")) {
+	if (full_tmpfs_flag(e, f, in)) {
+		return;
+	} else if (says(f, "network socket")) {
 		/* A socket on this machine alone needs only a private loopback (decided by the
 		 * diagnosis, which read the address). */
 		bool local = strstr(str_of(f, "summary"), "a local network socket") &&

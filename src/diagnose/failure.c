@@ -2211,6 +2211,51 @@ static int add_uncaught(struct json_object *doc, const lb_failure_input *in, con
 	return 0;
 }
 
+/* 1073741824 -> "1g": the size as the flags take it. */
+static void size_words(unsigned long long bytes, char *out, size_t len)
+{
+	unsigned long long mib = 1ULL << 20;
+
+	if (bytes % (mib << 10) == 0)
+		snprintf(out, len, "%llug", bytes / (mib << 10));
+	else
+		snprintf(out, len, "%llum", (bytes + mib - 1) / mib);
+}
+
+/* A run that failed while a tmpfs of the sandbox's was full failed of that, whatever a saver
+ * called its short write: the sandbox measured it (lb_failure_input.full_tmpfs). Only a
+ * verdict that blames the code, or that already says no space was left, is replaced: a
+ * missing package or a network error is its own cause. */
+static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	if (!in->full_tmpfs || !v->cls)
+		return;
+	bool no_space = strcmp(v->cls, "sandbox_restriction") == 0 &&
+			strcmp(v->suggestion, SUGGEST_NO_SPACE) == 0;
+	if (strcmp(v->cls, "code_error") != 0 && !no_space)
+		return;
+	char size[32], what[300];
+	const char *line = v->exc_line != NONE ? log->lines[v->exc_line] : NULL;
+	size_words(in->full_tmpfs_bytes, size, sizeof(size));
+	snprintf(what, sizeof(what),
+		 "the sandbox's private %.128s (a tmpfs of %s, in memory) was full when the run "
+		 "failed%s",
+		 in->full_tmpfs, size, line ? " (the error is most likely a write that did not fit)" : "");
+	verdict_set(v, "sandbox_restriction", what, line, "");
+	snprintf(v->suggestion, sizeof(v->suggestion),
+		 "the sandbox's %.128s is a tmpfs of %s, not the host's disk, and the run filled "
+		 "it: give it more room (the flag below doubles it%s), or write large files into "
+		 "the experiment directory or a host directory mounted with -v SRC:DST:rw",
+		 in->full_tmpfs, size,
+		 strcmp(in->full_tmpfs, "/dev/shm") == 0 ? "; /dev/shm counts against --memory" : "");
+	if (no_space)
+		set_confidence(v, CONF_HIGH, "the error says no space was left, and the sandbox "
+					     "found this tmpfs full when the run ended");
+	else
+		set_confidence(v, CONF_MEDIUM, "the sandbox found this tmpfs full when the run "
+					       "ended; the error does not say that itself");
+}
+
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
 	__attribute__((cleanup(log_free))) lb_log log = { 0 };
@@ -2233,6 +2278,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.net_none = in->network_none;
 	log.net_open = in->network_host || in->network_loopback;
 	diagnose(&v, in, &log);
+	refine_full_tmpfs(&v, in, &log);
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
 		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);

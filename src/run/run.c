@@ -1526,6 +1526,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		.infra_error = res.outcome == LB_SB_SETUP_FAILED,
 		.infra_message = res.setup_error,
 		.language = st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang),
+		.full_tmpfs = res.nfull_tmpfs ? res.full_tmpfs[0].path : NULL,
+		.full_tmpfs_bytes = res.nfull_tmpfs ? res.full_tmpfs[0].size_bytes : 0,
 		.after_run = res.outcome == LB_SB_SETUP_FAILED &&
 			     (strcmp(res.setup_step, "disk_merge") == 0 ||
 			      strcmp(res.setup_step, "fetch") == 0),

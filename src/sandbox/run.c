@@ -41,6 +41,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -60,6 +62,8 @@ typedef struct status_msg {
 	bool guarded; /* the exec guard traced the tree */
 	unsigned exec_refused;
 	lb_exec_refusal refusals[LB_SB_MAX_EXEC_REFUSALS];
+	unsigned nfull;
+	lb_full_tmpfs full[LB_SB_MAX_FULL];
 } status_msg;
 
 typedef struct init_ctx {
@@ -1048,6 +1052,35 @@ static void trace_stop(pid_t p, int st, pid_t payload, sb_exec_ref *ref,
 	ptrace(PTRACE_CONT, p, 0, (void *)(long)sig);
 }
 
+/* A tmpfs is full when what is left is under a hundredth of it: a write that failed on it
+ * leaves at most the part of a page or a chunk it could not fit. */
+#define FULL_TMPFS_LEFT_PER 100
+
+/* Which of the sandbox's own tmpfs (private /tmp, /var/tmp, /dev/shm, --tmpfs) are full now
+ * that the tree has ended: the fact that explains an error a writer words without ENOSPC
+ * (numpy's short write, torch's "file write failed"). Only tmpfs count: a volume the user
+ * mounted there is the host's disk. */
+static void full_tmpfs(const lb_sandbox *sb, status_msg *msg)
+{
+	for (size_t i = 0; i < sb->nprivate + sb->ntmpfs && msg->nfull < LB_SB_MAX_FULL; i++) {
+		const char *path = i < sb->nprivate ? sb->private_dirs[i]
+						    : sb->tmpfs[i - sb->nprivate].path;
+		struct statfs f;
+		bool seen = false;
+
+		if (statfs(path, &f) < 0 || f.f_type != TMPFS_MAGIC || f.f_blocks == 0 ||
+		    (uint64_t)f.f_bavail * FULL_TMPFS_LEFT_PER > (uint64_t)f.f_blocks ||
+		    strlen(path) >= sizeof msg->full[0].path)
+			continue;
+		for (unsigned k = 0; k < msg->nfull; k++)
+			seen = seen || strcmp(msg->full[k].path, path) == 0;
+		if (seen)
+			continue; /* a --tmpfs over a private directory */
+		snprintf(msg->full[msg->nfull].path, sizeof msg->full[0].path, "%s", path);
+		msg->full[msg->nfull++].size_bytes = (uint64_t)f.f_blocks * (uint64_t)f.f_bsize;
+	}
+}
+
 __attribute__((noreturn)) static void init_main(init_ctx *c)
 {
 	/* Dies with the supervisor; the kernel then kills the rest of the pid namespace. */
@@ -1162,6 +1195,7 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	kill(-1, SIGKILL);
 	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
+	full_tmpfs(c->sb, &msg);
 	msg.payload_status = payload_status;
 	const char *b = (const char *)&msg;
 	for (size_t off = 0; off < sizeof msg;) {
@@ -2040,6 +2074,9 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 		if (s.have_status) {
 			res->exec_refused = s.status.exec_refused;
 			memcpy(res->exec_refusals, s.status.refusals, sizeof res->exec_refusals);
+			res->nfull_tmpfs = s.status.nfull < LB_SB_MAX_FULL ? s.status.nfull
+									   : LB_SB_MAX_FULL;
+			memcpy(res->full_tmpfs, s.status.full, sizeof res->full_tmpfs);
 			if (!s.status.guarded)
 				res->isolation.exec_guard = NULL;
 		}

@@ -561,3 +561,37 @@ def test_a_dead_workers_exception_is_the_failure_not_the_main_processs_wait(tmp_
     assert f["exception"] == "ZeroDivisionError", f
     assert "EOFError" in f["summary"], f
     assert f["code_location"]["function"] == "worker", f
+
+
+# Scratch shards written to tempfile.mkdtemp(): the sandbox's private /tmp is a tmpfs, and
+# numpy's and torch's savers report filling it without ENOSPC's words.
+TMP_SHARDS = '''
+    import os, sys, tempfile
+    import numpy as np
+    d = tempfile.mkdtemp()
+    for i in range(12):  # 12 x 8 MiB > 64 MiB
+        p = os.path.join(d, f"shard{i}")
+        if sys.argv[1] == "torch":
+            import torch
+            torch.save({"w": torch.zeros(2 * 1024 * 1024)}, p + ".pt")
+        else:
+            np.save(p + ".npy", np.zeros(1024 * 1024))
+    print("accuracy: 0.9")
+'''
+
+
+@pytest.mark.parametrize("saver", ["numpy", "torch"])
+def test_a_full_private_tmp_is_why_a_saver_failed(tmp_path, saver):
+    if importlib.util.find_spec(saver) is None:
+        pytest.skip(f"{saver} is not installed")
+    exp = write_exp(tmp_path, TMP_SHARDS)
+    r = run_exp(exp, tmp_path / "runs", "--tmpfs", "/tmp:size=64m", args=(saver,))
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "private /tmp (a tmpfs of 64m" in f["summary"], f
+    assert f["escalation"]["flag"] == "--tmpfs /tmp:size=128m", f
+    assert "--tmpfs /tmp:size=128m" in f["suggestion"], f
+    # the flag is the remedy
+    r = run_exp(exp, tmp_path / "runs", "--tmpfs", "/tmp:size=128m", args=(saver,))
+    assert r.rc == 0, r.why()

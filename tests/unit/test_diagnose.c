@@ -1848,6 +1848,49 @@ static void test_a_native_socket_refused_is_the_networks(void **state)
 	json_object_put(doc);
 }
 
+/* numpy's and torch's savers report a short write without ENOSPC; the sandbox found its
+ * private /tmp full when the run ended, and that decides: the flag doubles that tmpfs. A
+ * cause of its own (a missing package) is kept. */
+static void test_a_full_tmpfs_is_why_a_write_failed(void **state)
+{
+	(void)state;
+	const char *np_save = "Traceback (most recent call last):\n"
+			      "  File \"" EXP "/main.py\", line 16, in <module>\n"
+			      "    np.save(p + \".npy\", np.zeros(100 * 1024 * 1024 // 8))\n"
+			      "  File \"/usr/lib/python3/dist-packages/numpy/lib/format.py\", line "
+			      "722, in write_array\n"
+			      "    array.tofile(fp)\n"
+			      "OSError: 13107200 requested and 3140592 written\n";
+	lb_failure_input in = {.log_tail = np_save, .log_tail_len = strlen(np_save),
+			       .exit_code = 1};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "code_error");
+	json_object_put(doc);
+	in.full_tmpfs = "/tmp";
+	in.full_tmpfs_bytes = 1ULL << 30;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_non_null(strstr(field(doc, "summary"), "private /tmp (a tmpfs of 1g"));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_string_equal(sub(doc, "escalation", "flag"), "--tmpfs /tmp:size=2g");
+	assert_string_equal(sub(doc, "escalation", "grants"), "disk");
+	assert_non_null(strstr(field(doc, "suggestion"), "--tmpfs /tmp:size=2g"));
+	json_object_put(doc);
+	in.full_tmpfs = "/dev/shm";
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--shm-size 2g");
+	json_object_put(doc);
+	const char *missing = "Traceback (most recent call last):\n"
+			      "  File \"" EXP "/main.py\", line 1, in <module>\n"
+			      "    import sklearn\n"
+			      "ModuleNotFoundError: No module named 'sklearn'\n";
+	in = (lb_failure_input){.log_tail = missing, .log_tail_len = strlen(missing),
+				.exit_code = 1, .full_tmpfs = "/tmp", .full_tmpfs_bytes = 1ULL << 30};
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "missing_package");
+	json_object_put(doc);
+}
+
 static void test_octave_frame(void **state)
 {
 	(void)state;
@@ -2178,6 +2221,7 @@ int main(void)
 		cmocka_unit_test(test_confidence_levels),
 		cmocka_unit_test(test_escalations),
 		cmocka_unit_test(test_a_native_socket_refused_is_the_networks),
+		cmocka_unit_test(test_a_full_tmpfs_is_why_a_write_failed),
 		cmocka_unit_test(test_octave_frame),
 		cmocka_unit_test(test_uncaught_main_exception),
 		cmocka_unit_test(test_a_program_that_stopped_itself),
