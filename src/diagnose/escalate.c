@@ -196,6 +196,8 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 		   says(f, "Resource temporarily unavailable")) {
 		e->grants = "processes";
 		snprintf(e->flag, sizeof e->flag, "--pids-limit 4096");
+	} else if (says(f, "clean environment") || says(f, "controlling terminal")) {
+		e->grants = NULL; /* the variable's value is the user's to choose */
 	} else if (says(f, "SIGSYS")) {
 		e->grants = NULL; /* no flag lifts the seccomp filter */
 	} else {

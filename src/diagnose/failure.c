@@ -1168,6 +1168,135 @@ static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					     "about a socket");
 }
 
+/* The source line printed under a frame, or NULL. */
+static const char *source_of(const lb_log *log, size_t frame, size_t end)
+{
+	if (frame == NONE || frame + 1 >= end || is_frame(log->lines[frame + 1]))
+		return NULL;
+	return log->lines[frame + 1];
+}
+
+/* Training state above the traceback, or in the line that raised: a loss being logged, which
+ * is when a bad value is the model's divergence and not the code's own arithmetic. */
+static bool training_context(const lb_log *log, const lb_exc *e, size_t code_frame)
+{
+	const char *src = source_of(log, code_frame, e->line);
+	if (src && (has(src, "loss") || has(src, "grad")))
+		return true;
+	for (size_t i = e->header; i-- > 0;)
+		if (has(log->lines[i], "loss"))
+			return true;
+	return false;
+}
+
+static const char SUGGEST_NAN_RAISED[] =
+	"lower the learning rate, clip gradients, and check inputs and the loss for log(0) or "
+	"division by zero (the code already has numpy raise at the first bad value)";
+
+/* numpy raises FloatingPointError only where np.seterr or np.errstate asked it to, and its
+ * message names which of four things happened: only an overflow or a bad value while a loss
+ * is being computed is a divergence; an underflow is harmless by numpy's own default, and a
+ * 0/0 in an evaluation is the code's division. */
+static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	if (strcmp(v->cls, "nan_divergence") != 0 || !has(line, "FloatingPointError"))
+		return;
+	if (has(line, "underflow encountered")) {
+		verdict_set(v, "code_error",
+			    "numpy was told to raise on every floating point error (np.seterr or "
+			    "np.errstate), so an underflow, which numpy ignores by default (the value "
+			    "rounds to 0), became an error", line,
+			    "let underflow round to 0 and keep raising on the rest: "
+			    "np.seterr(all='raise', under='ignore'), or np.errstate(under='ignore') "
+			    "around that line");
+		set_confidence(v, CONF_HIGH, "numpy's message says it was an underflow");
+		return;
+	}
+	bool div = has(line, "divide by zero encountered") || has(line, "invalid value encountered");
+	bool over = has(line, "overflow encountered");
+	if (!div && !over) {
+		snprintf(v->suggestion, sizeof(v->suggestion), "%s", SUGGEST_NAN_RAISED);
+		return;
+	}
+	if (training_context(log, e, v->code_frame)) {
+		verdict_set(v, "nan_divergence",
+			    over ? "an overflow while training (numpy raised, as np.seterr asked)"
+				 : "a division by zero or an invalid value (NaN) while training "
+				   "(numpy raised, as np.seterr asked)",
+			    line, SUGGEST_NAN_RAISED);
+		set_confidence(v, over ? CONF_HIGH : CONF_MEDIUM,
+			       "numpy's message names the error, and a loss was being computed");
+		return;
+	}
+	verdict_set(v, "code_error",
+		    over ? "an overflow in the code's arithmetic, which np.seterr or np.errstate "
+			   "made an error"
+			 : "a division by zero (or 0/0, an invalid value) in the code's arithmetic, "
+			   "which np.seterr or np.errstate made an error",
+		    line,
+		    over ? "compute it in a stable form (subtract the maximum before exp, log-sum-exp, "
+			   "clip the argument), or use a wider dtype"
+			 : "guard the denominator where it can be 0 (a class never predicted, an "
+			   "empty group), or compute it under np.errstate(divide='ignore', "
+			   "invalid='ignore') and handle the result (np.nan_to_num, np.where)");
+	set_confidence(v, CONF_MEDIUM, "numpy's message names the error; no loss was being "
+				       "computed, so it is read as the code's own arithmetic");
+}
+
+/* An environment variable name as os.environ's KeyError quotes it. */
+static bool env_name(const char *s)
+{
+	if (!*s || isdigit((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!(isupper((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/* What the sandbox takes away from the process (docs/sandbox.md): the host's environment
+ * variables and the controlling terminal. Code that reads them works at the user's terminal,
+ * so the error is the sandbox's, with the flag or the call that does without. */
+static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	const char *inner = e->frame != NONE ? log->lines[e->frame] : "";
+	const char *src = source_of(log, v->code_frame, e->line);
+	char key[64], what[400], sugg[DIAG_TEXT_LEN];
+
+	if (strcmp(v->cls, "code_error") != 0)
+		return;
+	if (starts_with(line, "KeyError: ") && quoted_after(line, "KeyError:", key, sizeof(key)) &&
+	    env_name(key) &&
+	    ((strstr(inner, "/os.py\"") && strstr(inner, "__getitem__")) ||
+	     (src && strstr(src, "environ[")))) {
+		snprintf(what, sizeof(what),
+			 "the environment variable %s is not set in the sandbox, which starts from "
+			 "a clean environment (PATH, HOME=/tmp, TMPDIR, LANG and what -e passes)",
+			 key);
+		snprintf(sugg, sizeof(sugg),
+			 "pass it with -e %.60s=VALUE (-e %.60s=\"$%.60s\" for the host's value), or read it "
+			 "with a default (os.environ.get('%.60s', ...))", key, key, key, key);
+		verdict_set(v, "sandbox_restriction", what, line, sugg);
+		set_confidence(v, CONF_HIGH, "os.environ raised KeyError for a variable's name");
+		return;
+	}
+	bool no_tty = has(line, "[Errno 6] No such device or address") ||
+		      has(line, "[Errno 25] Inappropriate ioctl for device");
+	if (starts_with(line, "OSError") && no_tty &&
+	    ((src && strstr(src, "getlogin")) || has(line, "/dev/tty"))) {
+		verdict_set(v, "sandbox_restriction",
+			    "the sandbox runs the experiment without a controlling terminal, so "
+			    "what asks the terminal (os.getlogin(), /dev/tty) fails", line,
+			    "use getpass.getuser() instead of os.getlogin() (it reads LOGNAME and "
+			    "USER, then the password database), or pass -e USER=NAME and read "
+			    "os.environ['USER']");
+		set_confidence(v, CONF_HIGH, "the error is ENXIO or ENOTTY from a call that needs a "
+					     "terminal");
+	}
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -1193,6 +1322,8 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	else
 		set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
 	refine_socket(v, log, e);
+	refine_float(v, log, e);
+	refine_sandbox_world(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its

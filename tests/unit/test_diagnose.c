@@ -488,6 +488,7 @@ static void test_nan_divergence(void **state)
 		"    loss.backward()\n"
 		"RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.\n";
 	static const char fpe[] =
+		"step 1 loss 2.3\n"
 		"Traceback (most recent call last):\n"
 		"  File \"/exp/train.py\", line 3, in <module>\n"
 		"    np.log(0)\n"
@@ -1851,6 +1852,84 @@ static void test_a_native_socket_refused_is_the_networks(void **state)
 /* numpy's and torch's savers report a short write without ENOSPC; the sandbox found its
  * private /tmp full when the run ended, and that decides: the flag doubles that tmpfs. A
  * cause of its own (a missing package) is kept. */
+/* numpy's FloatingPointError says which of four errors it was; only one while a loss is being
+ * computed is a divergence, and the advice never repeats the np.seterr the code has. */
+static void test_a_floating_point_error_is_read_from_its_message(void **state)
+{
+	(void)state;
+	static const char under[] =
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 8, in <module>\n"
+		"    K = np.exp(-d2 / 0.5)\n"
+		"FloatingPointError: underflow encountered in exp\n";
+	static const char div0[] =
+		"accuracy: 0.6667\n"
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 10, in <module>\n"
+		"    precision = np.diag(cm) / cm.sum(axis=0)\n"
+		"FloatingPointError: invalid value encountered in divide\n";
+	static const char over[] =
+		"step 10 loss 3.2\nstep 20 loss 812.5\n"
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/train.py\", line 30, in <module>\n"
+		"    p = np.exp(z)\n"
+		"FloatingPointError: overflow encountered in exp\n";
+	struct json_object *doc = diagnose_log(under, 1, 0);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_non_null(strstr(field(doc, "summary"), "underflow"));
+	assert_non_null(strstr(field(doc, "suggestion"), "under='ignore'"));
+	assert_null(strstr(field(doc, "suggestion"), "learning rate"));
+	json_object_put(doc);
+	doc = diagnose_log(div0, 1, 0);
+	assert_string_equal(field(doc, "class"), "code_error");
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_non_null(strstr(field(doc, "summary"), "division by zero"));
+	assert_null(strstr(field(doc, "suggestion"), "seterr"));
+	json_object_put(doc);
+	doc = diagnose_log(over, 1, 0);
+	assert_string_equal(field(doc, "class"), "nan_divergence");
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_non_null(strstr(field(doc, "suggestion"), "learning rate"));
+	assert_null(strstr(field(doc, "suggestion"), "seterr("));
+	json_object_put(doc);
+}
+
+/* The sandbox's clean environment and missing terminal are its own, not the code's bugs. */
+static void test_what_the_sandbox_takes_away_is_named(void **state)
+{
+	(void)state;
+	static const char env[] =
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 3, in <module>\n"
+		"    run_name = f\"{os.environ['USER']}_exp1\"\n"
+		"  File \"/usr/lib/python3.12/os.py\", line 714, in __getitem__\n"
+		"    raise KeyError(key) from None\n"
+		"KeyError: 'USER'\n";
+	static const char dict[] =
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 3, in <module>\n"
+		"    lr = cfg['LR']\n"
+		"KeyError: 'LR'\n";
+	static const char tty[] =
+		"Traceback (most recent call last):\n"
+		"  File \"" EXP "/main.py\", line 3, in <module>\n"
+		"    user = os.getlogin()\n"
+		"OSError: [Errno 6] No such device or address\n";
+	struct json_object *doc = diagnose_log(env, 1, 0);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_non_null(strstr(field(doc, "summary"), "clean environment"));
+	assert_non_null(strstr(field(doc, "suggestion"), "-e USER=VALUE"));
+	assert_null(strstr(field(doc, "suggestion"), "-v SRC"));
+	json_object_put(doc);
+	expect(diagnose_log(dict, 1, 0), "code_error", "KeyError");
+	doc = diagnose_log(tty, 1, 0);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_non_null(strstr(field(doc, "summary"), "controlling terminal"));
+	assert_non_null(strstr(field(doc, "suggestion"), "getpass.getuser()"));
+	json_object_put(doc);
+}
+
 static void test_a_full_tmpfs_is_why_a_write_failed(void **state)
 {
 	(void)state;
@@ -2222,6 +2301,8 @@ int main(void)
 		cmocka_unit_test(test_escalations),
 		cmocka_unit_test(test_a_native_socket_refused_is_the_networks),
 		cmocka_unit_test(test_a_full_tmpfs_is_why_a_write_failed),
+		cmocka_unit_test(test_a_floating_point_error_is_read_from_its_message),
+		cmocka_unit_test(test_what_the_sandbox_takes_away_is_named),
 		cmocka_unit_test(test_octave_frame),
 		cmocka_unit_test(test_uncaught_main_exception),
 		cmocka_unit_test(test_a_program_that_stopped_itself),
