@@ -595,3 +595,94 @@ def test_a_full_private_tmp_is_why_a_saver_failed(tmp_path, saver):
     # the flag is the remedy
     r = run_exp(exp, tmp_path / "runs", "--tmpfs", "/tmp:size=128m", args=(saver,))
     assert r.rc == 0, r.why()
+
+
+NUMPY_STRICT = {
+    # RBF kernel ridge regression: far pairs underflow to 0, which numpy ignores by default
+    "underflow": """
+        import numpy as np
+        np.seterr(all="raise")
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(100, 3)) * 10
+        d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+        K = np.exp(-d2 / 0.5)
+        print(f"train_mse: {float(K.mean()):.6f}")
+    """,
+    # macro precision from a confusion matrix where a class is never predicted: 0/0
+    "zero_by_zero": """
+        import numpy as np
+        np.seterr(all="raise")
+        cm = np.array([[2., 0., 0.], [0., 2., 0.], [0., 2., 0.]])
+        print(f"accuracy: {np.trace(cm) / cm.sum():.4f}")
+        precision = np.diag(cm) / cm.sum(axis=0)
+        print(f"macro_precision: {precision.mean():.4f}")
+    """,
+    # a logistic regression whose learning rate is far too high: the loss grows, then exp overflows
+    "divergence": """
+        import numpy as np
+        np.seterr(all="raise")
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(200, 5)); y = (X[:, 0] > 0).astype(float); w = np.zeros(5)
+        for step in range(1000):
+            z = X @ w
+            p = 1 / (1 + np.exp(-z))
+            loss = float(np.mean((p - y) ** 2))
+            print(f"step {step} loss {loss:.4f}", flush=True)
+            w -= 1e6 * (X.T @ (p - y)) * (step + 1)
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_STRICT))
+def test_a_floating_point_error_is_read_from_numpys_message(tmp_path, case):
+    if importlib.util.find_spec("numpy") is None:
+        pytest.skip("numpy is not installed")
+    r, f = failure_of(tmp_path, NUMPY_STRICT[case])
+    assert f["exception"] == "FloatingPointError", r.why()
+    # the code's np.seterr is what raised: never advised back to it
+    assert "np.seterr(all='raise')" not in f["suggestion"], f
+    if case == "divergence":
+        assert f["class"] == "nan_divergence", r.why()
+        assert "learning rate" in f["suggestion"], f
+        return
+    assert f["class"] == "code_error", r.why()
+    assert "learning rate" not in f["suggestion"], f
+    if case == "underflow":
+        assert "underflow" in f["summary"], f
+        assert "under='ignore'" in f["suggestion"], f
+    else:
+        assert f["confidence"] == "medium", f
+        assert "division by zero" in f["summary"], f
+        assert "denominator" in f["suggestion"], f
+
+
+def test_what_the_sandbox_takes_away_is_not_blamed_on_the_code(tmp_path):
+    import os
+    env = {**os.environ, "USER": os.environ.get("USER") or "researcher"}
+    exp = write_exp(tmp_path, """
+        import os
+        run_name = f"{os.environ['USER']}_exp1"
+        print("acc: 0.9")
+    """, name="envuser")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, env=env)
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "clean environment" in f["summary"], f
+    assert "-e USER=VALUE" in f["suggestion"], f
+    assert f["escalation"] is None, f
+    # the flag it names is the remedy
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, "-e", "USER=researcher", env=env)
+    assert r.rc == 0, r.why()
+    exp = write_exp(tmp_path, """
+        import os
+        user = os.getlogin()
+        print("acc: 0.9")
+    """, name="getlogin")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE)
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert f["confidence"] == "high", f
+    assert "controlling terminal" in f["summary"], f
+    assert "getpass.getuser()" in f["suggestion"], f
