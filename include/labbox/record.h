@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct json_object;
@@ -300,5 +301,16 @@ struct json_object *lb_record_tree_fingerprint(const char *path, uint64_t max_by
 typedef lb_record_job lb_record_data_job;
 int lb_record_data_start(struct json_object *volumes, lb_record_data_job *job);
 void lb_record_data_collect(lb_record_data_job *job, double wait_s, struct json_object **out);
+
+/* A run's summary (src/record/summary.c), shared by `labbox run`'s terminal summary and the MCP
+ * tools' text. lb_summary_ending: how the run ended, from a labbox.run/1 or explain document:
+ * "exit N", or, with a null exit_code, what ended it ("ended by the time budget (signal 15,
+ * SIGTERM); no exit status"): never a number the experiment did not exit with.
+ * lb_summary_details: lines, each starting with indent, for the results files' values (the
+ * first 20), stale files, progress-line values, partial results, metric issues, findings and
+ * diagnosis warnings. lb_summary_value: a metric's value as the summary shows it. */
+void lb_summary_ending(struct json_object *doc, char *out, size_t len);
+void lb_summary_details(FILE *f, struct json_object *doc, const char *indent);
+void lb_summary_value(FILE *f, struct json_object *v);
 
 #endif

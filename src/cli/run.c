@@ -174,14 +174,6 @@ static bool slurm_name(const char *flag, const char *v)
 	return ok;
 }
 
-static void print_value(FILE *f, json_object *v)
-{
-	if (json_object_is_type(v, json_type_string))
-		fprintf(f, "%s", json_object_get_string(v));
-	else
-		fprintf(f, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-}
-
 static void print_group(FILE *f, const char *title, json_object *group)
 {
 	if (!group || json_object_object_length(group) == 0)
@@ -191,45 +183,12 @@ static void print_group(FILE *f, const char *title, json_object *group)
 	json_object_object_foreach(group, k, v)
 	{
 		fprintf(f, "%s%s=", sep, k);
-		print_value(f, v);
+		lb_summary_value(f, v);
 		sep = ", ";
 	}
 	fputc('\n', f);
 }
 
-/* A run whose results are partial says so beside them: a completed run whose time guard
- * fired lists its conditions as a finished one would, and only the record said otherwise. */
-static void print_partial(FILE *f, json_object *doc)
-{
-	json_object *v, *m, *tg;
-	if (!json_object_object_get_ex(doc, "partial", &v) || !json_object_get_boolean(v))
-		return;
-	if (json_object_object_get_ex(doc, "metrics", &m) &&
-	    json_object_object_get_ex(m, "time_guard", &tg) && tg)
-		fprintf(f, "  partial: the experiment's time guard fired (TIME_GUARD: %s): the "
-			   "results above are what it had\n",
-			json_object_get_string(tg));
-	else
-		fprintf(f, "  partial: the run did not finish: the results above are what it "
-			   "reported before it ended\n");
-}
-
-/* Values taken from the last progress line (no final metrics were printed) say so beside
- * them: a reader takes the summary's values for the run's result otherwise. */
-static void print_progress_source(FILE *f, json_object *doc)
-{
-	json_object *m, *src, *n;
-	if (!json_object_object_get_ex(doc, "metrics", &m) ||
-	    !json_object_object_get_ex(m, "source", &src) ||
-	    strcmp(json_object_get_string(src), "progress") != 0)
-		return;
-	fprintf(f, "  from progress: no final metrics were printed; the values above are those of "
-		   "its last progress line (of %d)\n",
-		json_object_object_get_ex(m, "progress_lines", &n) ? json_object_get_int(n) : 0);
-}
-
-/* Results-file values the summary shows; the rest are counted. */
-#define SUMMARY_FILE_VALUES 20
 
 static void print_summary(FILE *f, const lb_run_result *out)
 {
@@ -258,79 +217,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 			}
 		}
 	}
-	/* The values of results files (final_info.json's means and stderrs, results.json's
-	 * scalars) by dotted path, bounded: the record has all of them. */
-	json_object *files;
-	if (json_object_object_get_ex(doc, "metrics", &m) &&
-	    json_object_object_get_ex(m, "files", &files) && files) {
-		size_t shown = 0, total = 0;
-		json_object_object_foreach(files, fname, fdoc)
-		{
-			json_object *flat = json_object_new_object();
-			size_t dropped = 0;
-			lb_results_flatten(fdoc, LB_FLATTEN_ARRAY_MAX, true, 100000, flat, &dropped);
-			total += (size_t)json_object_object_length(flat) + dropped;
-			const char *sep = "";
-			json_object_object_foreach(flat, fk, fv)
-			{
-				if (shown >= SUMMARY_FILE_VALUES)
-					break;
-				if (!*sep)
-					fprintf(f, "  %s: ", fname);
-				fprintf(f, "%s%s=", sep, fk);
-				print_value(f, fv);
-				sep = ", ";
-				shown++;
-			}
-			if (*sep)
-				fputc('\n', f);
-			json_object_put(flat);
-		}
-		if (total > shown)
-			fprintf(f, "  (+%zu more values in results files; all of them in result.json)\n",
-				total - shown);
-	}
-	json_object *warns;
-	if (json_object_object_get_ex(doc, "metric_warnings", &warns))
-		for (size_t i = 0; i < json_object_array_length(warns); i++) {
-			json_object *w = json_object_array_get_idx(warns, i), *kind, *msg;
-			if (json_object_object_get_ex(w, "kind", &kind) &&
-			    strcmp(json_object_get_string(kind), "stale_file") == 0 &&
-			    json_object_object_get_ex(w, "message", &msg))
-				fprintf(f, "  stale: %s\n", json_object_get_string(msg));
-		}
-	print_progress_source(f, doc);
-	print_partial(f, doc);
-	json_object *issues;
-	if (json_object_object_get_ex(doc, "metric_issues", &issues))
-		for (size_t i = 0; i < json_object_array_length(issues); i++) {
-			json_object *msg;
-			if (json_object_object_get_ex(json_object_array_get_idx(issues, i), "message", &msg))
-				fprintf(f, "  metric issue: %s\n", json_object_get_string(msg));
-		}
-	json_object *findings;
-	if (json_object_object_get_ex(doc, "findings", &findings))
-		for (size_t i = 0; i < json_object_array_length(findings) && i < 20; i++) {
-			json_object *fi = json_object_array_get_idx(findings, i), *v1, *v2, *v3, *v4;
-			if (json_object_object_get_ex(fi, "line", &v1) &&
-			    json_object_object_get_ex(fi, "id", &v2) &&
-			    json_object_object_get_ex(fi, "message", &v3) &&
-			    json_object_object_get_ex(fi, "severity", &v4))
-				fprintf(f, "  %s:%d: %s[%s]: %s\n",
-					json_object_get_string(json_object_object_get(fi, "file")),
-					json_object_get_int(v1), json_object_get_string(v4),
-					json_object_get_string(v2), json_object_get_string(v3));
-		}
-	json_object *dwarns;
-	if (json_object_object_get_ex(doc, "diagnosis_warnings", &dwarns) &&
-	    json_object_is_type(dwarns, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(dwarns); i++) {
-			json_object *w = json_object_array_get_idx(dwarns, i), *kind, *msg;
-			if (json_object_object_get_ex(w, "kind", &kind) &&
-			    json_object_object_get_ex(w, "message", &msg))
-				fprintf(f, "  warning: %s (%s)\n", json_object_get_string(msg),
-					json_object_get_string(kind));
-		}
+	lb_summary_details(f, doc, "  ");
 	json_object *chk, *cerr;
 	if (json_object_object_get_ex(doc, "check", &chk) &&
 	    json_object_object_get_ex(chk, "error", &cerr) && cerr)

@@ -4,6 +4,7 @@
  * cancelling sends that group SIGINT, which labbox handles as Ctrl-C (the sandbox tree is
  * killed, the run recorded as interrupted), and SIGKILL if it is still there a minute later. */
 #include "labbox/mcp.h"
+#include "labbox/record.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -155,6 +156,25 @@ static json_object *error_doc(const char *tool, const char *status, int rc, cons
 	return doc;
 }
 
+/* The lines the CLI's summary gives below its metrics (results files, partial results, metric
+ * issues, warnings), from the same code, one per line of the text. */
+static void summarize_details(json_object *doc, lb_buf *b)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m)
+		return;
+	lb_summary_details(m, doc, "");
+	fclose(m);
+	/* each line ends with a newline; in the text one comes before each line instead */
+	if (text && len > 0 && text[len - 1] == '\n')
+		text[len - 1] = '\0';
+	if (text && *text)
+		lb_buf_printf(b, "\n%s", text);
+	free(text);
+}
+
 /* A short text for an agent: what happened, in a line or three. */
 static void summarize(const char *tool, json_object *doc, lb_buf *b)
 {
@@ -167,9 +187,10 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		return;
 	}
 	if (strcmp(schema, "labbox.run/1") == 0 || strcmp(schema, "labbox.explain/1") == 0) {
-		int code = json_object_object_get_ex(doc, "exit_code", &v) ? json_object_get_int(v) : -1;
-		lb_buf_printf(b, "run %s %s (exit %d)", str_of(doc, "id", "?"),
-			      str_of(doc, "status", "?"), code);
+		char ending[160];
+		lb_summary_ending(doc, ending, sizeof(ending));
+		lb_buf_printf(b, "run %s %s (%s)", str_of(doc, "id", "?"), str_of(doc, "status", "?"),
+			      ending);
 		/* Said first: an agent must not take a record that came with an experiment for
 		 * labbox's own (explain's record_sealed; run's own records are sealed). */
 		if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
@@ -209,6 +230,7 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 				}
 			}
 		}
+		summarize_details(doc, b);
 		json_object *f;
 		if (json_object_object_get_ex(doc, "failure", &f) && json_object_is_type(f, json_type_object)) {
 			lb_buf_printf(b, "\nfailure: %s: %s", str_of(f, "class", "?"), str_of(f, "summary", ""));

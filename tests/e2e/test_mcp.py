@@ -635,3 +635,30 @@ def test_sdk_tools_mark_a_planted_run_as_not_sealed(sdk, tmp_path):
     e = explain["result"]
     assert e["structuredContent"]["record_sealed"] is False
     assert "NOT SEALED" in e["content"][0]["text"], e["content"][0]["text"]
+
+
+def test_sdk_summaries_say_what_the_document_says(sdk, tmp_path):
+    """The text an agent reads first: no exit status for a run the budget ended, the reason of
+    invalid metrics, and the values of a results file."""
+    slow = {"main.py": "import time\nprint('val_acc: 0.5', flush=True)\ntime.sleep(30)\n"}
+    unread = {"main.py": "print('test_acc=0.91')\n"}
+    results = {"main.py": "import json\njson.dump({'val_acc': 0.9}, open('results.json', 'w'))\n"
+                          "print('done')\n"}
+    timeout, invalid, files = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "run", "arguments": {"files": slow, "python": PYTHON, "budget": 2}},
+        {"op": "call", "name": "run", "arguments": {"files": unread, "python": PYTHON}},
+        {"op": "call", "name": "run", "arguments": {"files": results, "python": PYTHON}},
+    ])
+    doc = timeout["result"]["structuredContent"]
+    text = timeout["result"]["content"][0]["text"]
+    assert doc["status"] == "timeout" and doc["exit_code"] is None, doc
+    assert "exit 0" not in text and "no exit status" in text and "time budget" in text, text
+    assert "val_acc=0.5" in text and "partial:" in text, text
+    doc = invalid["result"]["structuredContent"]
+    text = invalid["result"]["content"][0]["text"]
+    assert doc["status"] == "invalid_metrics", doc
+    assert doc["metric_issues"][0]["message"] in text, text
+    doc = files["result"]["structuredContent"]
+    text = files["result"]["content"][0]["text"]
+    assert doc["metrics"]["files"]["results.json"]["val_acc"] == 0.9, doc
+    assert "results.json: val_acc=0.9" in text, text
