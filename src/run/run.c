@@ -860,6 +860,78 @@ static lb_index *open_index(const lb_run_request *req, lb_run_result *out, json_
 	return ix;
 }
 
+/* A file the experiment opened by a relative path that an earlier run of the same experiment
+ * wrote (a checkpoint to resume from, a model to evaluate): every run starts from a fresh copy
+ * of the experiment directory and keeps what it writes in its own run directory, so the file
+ * is not missing data and no mount of the host lifts it. The newest such run is named, with
+ * the two ways to carry it over. */
+static void earlier_output(json_object *failure, lb_index *ix, const char *expdir, const char *id)
+{
+	static const char lead[] = "file '";
+	json_object *v;
+	const char *cls = failure_class_of(failure);
+	if (!ix || !cls || strcmp(cls, "missing_data") != 0 ||
+	    !json_object_object_get_ex(failure, "summary", &v))
+		return;
+	const char *sum = json_object_get_string(v);
+	if (strncmp(sum, lead, sizeof(lead) - 1) != 0 || sum[sizeof(lead) - 1] == '/')
+		return;
+	char rel[PATH_MAX];
+	size_t n = strcspn(sum + sizeof(lead) - 1, "'");
+	if (n == 0 || n >= sizeof(rel))
+		return;
+	memcpy(rel, sum + sizeof(lead) - 1, n);
+	rel[n] = '\0';
+	if (strstr(rel, "..")) /* a path out of the copy is not one an earlier run kept */
+		return;
+	lb_index_filter f = {.limit = 200};
+	json_object *rows = NULL;
+	char err[256];
+	if (lb_index_list(ix, &f, &rows, err, sizeof(err)) < 0 || !rows)
+		return;
+	for (size_t i = 0; i < json_object_array_length(rows); i++) {
+		json_object *row = json_object_array_get_idx(rows, i), *e, *rid, *rd;
+		char path[PATH_MAX * 2];
+		struct stat sb;
+		if (!json_object_object_get_ex(row, "expdir", &e) || !e ||
+		    strcmp(json_object_get_string(e), expdir) != 0 ||
+		    !json_object_object_get_ex(row, "id", &rid) ||
+		    strcmp(json_object_get_string(rid), id) == 0 ||
+		    !json_object_object_get_ex(row, "run_dir", &rd) || !rd)
+			continue;
+		snprintf(path, sizeof(path), "%s/exp/%s", json_object_get_string(rd), rel);
+		if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		char text[24576];
+		snprintf(text, sizeof(text),
+			 "file '%.1024s' is not in this run's copy of the experiment: run %.64s "
+			 "wrote it (%.4096s), and every run starts from a fresh copy of the experiment directory "
+			 "and keeps what it writes in its own run directory",
+			 rel, json_object_get_string(rid), path);
+		json_object_object_add(failure, "summary", json_object_new_string(text));
+		/* cp does not make the directory the copy goes into */
+		const char *slash = strrchr(rel, '/');
+		char mk[6144] = "";
+		if (slash)
+			snprintf(mk, sizeof(mk), "mkdir -p %.4096s/%.*s && ", expdir,
+				 (int)(slash - rel), rel);
+		snprintf(text, sizeof(text),
+			 "to start from it, copy it into the experiment directory (%scp %.4096s "
+			 "%.4096s/%.1024s), "
+			 "so the next run's copy holds it; or mount the earlier run's file read-only "
+			 "at an absolute path (-v %.4096s:/labbox-prev/%.1024s:ro) and have the code open "
+			 "that path",
+			 mk, path, expdir, rel, path, rel);
+		json_object_object_add(failure, "suggestion", json_object_new_string(text));
+		json_object_object_add(failure, "confidence", json_object_new_string("high"));
+		json_object_object_add(failure, "confidence_reason",
+				       json_object_new_string("an earlier run of this experiment has "
+							      "the file at that path in its own copy"));
+		break;
+	}
+	json_object_put(rows);
+}
+
 /* The static check runs on the staged copy, the code that would run, so nothing can change
  * between the check and the run. Returns true when the code may run. */
 /* rep's unread_dirs as "DEV:INO,..." (malloc'd; NULL when none), for the gate */
@@ -1593,6 +1665,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		failure = lb_diagnose_failure(&fin);
 		if (env_protected)
 			protected_env_refusal(failure, st->py.prefix);
+		earlier_output(failure, index, st->expdir, out->id);
 	}
 
 	json_object_object_add(doc, "status", json_object_new_string(status));

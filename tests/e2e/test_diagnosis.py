@@ -2,6 +2,7 @@
 real binary with small real experiments: what labbox says in result.json's `failure` and
 `diagnosis_warnings`."""
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -686,3 +687,49 @@ def test_what_the_sandbox_takes_away_is_not_blamed_on_the_code(tmp_path):
     assert f["confidence"] == "high", f
     assert "controlling terminal" in f["summary"], f
     assert "getpass.getuser()" in f["suggestion"], f
+
+
+RESUME = """
+    # nanoGPT's resume pattern: --resume loads out_dir/ckpt, then saves the next one there
+    import argparse, json, os
+    p = argparse.ArgumentParser()
+    p.add_argument("--out_dir", default="out"); p.add_argument("--resume", action="store_true")
+    p.add_argument("--load", default=None)
+    a = p.parse_args()
+    os.makedirs(a.out_dir, exist_ok=True)
+    it = 0
+    if a.resume:
+        with open(a.load or os.path.join(a.out_dir, "ckpt.json")) as f:
+            it = json.load(f)["iter_num"]
+    with open(os.path.join(a.out_dir, "ckpt.json"), "w") as f:
+        json.dump({"iter_num": it + 10}, f)
+    print(f"iter_num: {it + 10}")
+"""
+
+
+def test_resuming_from_an_earlier_runs_checkpoint_names_that_run(tmp_path):
+    exp = write_exp(tmp_path, RESUME)
+    runs = tmp_path / "runs"
+    first = run_exp(exp, runs, *PERMISSIVE)
+    assert first.rc == 0, first.why()
+    ckpt = Path(first.result["run_dir"]) / "exp" / "out" / "ckpt.json"
+    assert ckpt.is_file()
+    r = run_exp(exp, runs, *PERMISSIVE, args=("--resume",))
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "missing_data", r.why()
+    assert first.result["id"] in f["summary"] and str(ckpt) in f["summary"], f
+    assert "fresh copy" in f["summary"], f
+    assert "inside the experiment directory" not in f["suggestion"], f
+    # both ways it offers work: the mount ...
+    mount = f"-v {ckpt}:/labbox-prev/out/ckpt.json:ro"
+    assert mount in f["suggestion"], f
+    r = run_exp(exp, runs, *PERMISSIVE, *mount.split(" ", 1),
+                args=("--resume", "--load", "/labbox-prev/out/ckpt.json"))
+    assert r.rc == 0 and r.result["metrics"]["values"]["iter_num"] == 20, r.why()
+    # ... and the copy into the experiment directory
+    assert f"cp {ckpt} {exp.resolve()}/out/ckpt.json" in f["suggestion"], f
+    (exp / "out").mkdir()
+    (exp / "out" / "ckpt.json").write_text(ckpt.read_text())
+    r = run_exp(exp, runs, *PERMISSIVE, args=("--resume",))
+    assert r.rc == 0 and r.result["metrics"]["values"]["iter_num"] == 20, r.why()
