@@ -11,6 +11,11 @@
 #ifndef LABBOX_SANDBOX_H
 #define LABBOX_SANDBOX_H
 
+/* The experiment's HOME in every sandbox (local and docker): the private, writable /tmp, so
+ * that `~` and the caches under it work and never reach the host's home. The check models
+ * `~`, Path.home() and $HOME as this same place (docs/decisions.md). */
+#define LB_SANDBOX_HOME "/tmp"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

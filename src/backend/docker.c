@@ -13,6 +13,7 @@
 #include "docker_live.h"
 #include "labbox/backend.h"
 #include "labbox/gate.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -910,7 +911,7 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 	/* exec relays labbox's stdin, as the local exec does: the container keeps it open. */
 	if (d->exec)
 		r |= lb_strv_push(c, "--interactive");
-	r |= lb_strv_push(c, "--env=HOME=/tmp");
+	r |= lb_strv_push(c, "--env=HOME=" LB_SANDBOX_HOME);
 	for (size_t i = 0; i < job->nenv; i++)
 		r |= lb_strv_pushf(c, "--env=%s", job->env[i]);
 	json_object *env = json_arr(sb, "env");

@@ -15,6 +15,7 @@
  * through a second pass. */
 #include "check_internal.h"
 #include "labbox/collect.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -1575,10 +1576,22 @@ static TSNode arg(const args *a, unsigned pos, const char *kw)
 	return null;
 }
 
+/* expanduser in the sandbox: `~` and `~/...` are under its HOME (LB_SANDBOX_HOME, the private
+ * writable /tmp), as the sandbox sets it, so that the check, the runtime gate and the run
+ * agree on where a write lands; NULL for `~user`, another user's home, which is not known. */
+static const char *sandbox_home(ctx *c, const char *p)
+{
+	if (!p || p[0] != '~')
+		return p;
+	if (p[1] != '\0' && p[1] != '/')
+		return NULL;
+	return afmt(c, LB_SANDBOX_HOME, "", p + 1);
+}
+
 static bool path_allowed(const ctx *c, const char *p)
 {
-	if (p[0] == '~')
-		return false;
+	/* A `~` left unexpanded is a directory named `~` under the working directory: relative,
+	 * like any other name (expanduser is modelled where it is called, sandbox_home). */
 	/* Normalise . and .. lexically; a relative path must stay inside the experiment. */
 	char norm[1100];
 	size_t o = 0;
@@ -1659,7 +1672,7 @@ static void write_need(ctx *c, TSNode at, const char *what, const char *path)
 		if (strncmp(path, sandbox_own[i], k) == 0 && (path[k] == '/' || path[k] == '\0'))
 			return;
 	}
-	if (path[0] != '/' && path[0] != '~')
+	if (path[0] != '/')
 		return; /* ../x: above the experiment, where no mount point can be made */
 	const char *slash = strrchr(path, '/');
 	const char *dir = astrndup(c, path, slash && slash != path ? (size_t)(slash - path) : 1);
@@ -2269,17 +2282,39 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		}
 		return out;
 	}
+	if (strcmp(q, "pathlib.Path.home") == 0 && a->npos == 0) {
+		val r = {.kind = VK_PATH, .s = LB_SANDBOX_HOME};
+		vs_add(&out, r);
+		return out;
+	}
+	if ((strcmp(q, "os.getenv") == 0 || strcmp(q, "os.environ.get") == 0) && a->npos >= 1) {
+		vset k = use(c, sc, a->pos[0]);
+		const char *ks = vs_str(&k);
+		a->used[0] = true;
+		/* The sandbox sets HOME, whatever default the call gives. */
+		if (ks && strcmp(ks, "HOME") == 0 && !k.unk) {
+			vs_add(&out, str(LB_SANDBOX_HOME));
+			return out;
+		}
+		out.unk = true;
+		return out;
+	}
 	if (strcmp(q, "os.path.expanduser") == 0 || strcmp(q, "os.path.abspath") == 0 ||
 	    strcmp(q, "os.path.normpath") == 0 || strcmp(q, "os.path.realpath") == 0 ||
 	    strcmp(q, "builtins.str") == 0) {
+		bool home = q[8] == 'e';
 		if (a->npos >= 1) {
 			vset v = a->have_pre0 ? a->pre0 : use(c, sc, a->pos[0]);
 			a->used[0] = true;
-			for (unsigned i = 0; i < v.n; i++)
-				if (v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH)
-					vs_add(&out, str(v.v[i].s));
+			for (unsigned i = 0; i < v.n; i++) {
+				const char *e = home && (v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH)
+							? sandbox_home(c, v.v[i].s)
+							: v.v[i].s;
+				if ((v.v[i].kind == VK_STR || v.v[i].kind == VK_PATH) && e)
+					vs_add(&out, str(e));
 				else
 					out.unk = true;
+			}
 			out.unk |= v.unk;
 		}
 		return out;
@@ -2472,7 +2507,12 @@ static vset call_pathmeth(ctx *c, scope *sc, const val *v, TSNode node, args *a)
 		return out;
 	}
 	if (strcmp(m, "expanduser") == 0 || strcmp(m, "resolve") == 0 || strcmp(m, "absolute") == 0) {
-		val r = {.kind = VK_PATH, .s = v->s};
+		val r = {.kind = VK_PATH, .s = m[0] == 'e' ? sandbox_home(c, v->s) : v->s};
+
+		if (!r.s) {
+			out.unk = true;
+			return out;
+		}
 		vs_add(&out, r);
 		return out;
 	}
@@ -3354,6 +3394,13 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 			} else if (!is(c, ch, K_COMMENT)) {
 				keys = use(c, sc, ch);
 			}
+		}
+		/* os.environ["HOME"]: the sandbox's HOME, as expanduser's. */
+		if (base.n == 1 && base.v[0].kind == VK_REF && base.v[0].s &&
+		    strcmp(base.v[0].s, "os.environ") == 0 && !keys.unk && vs_str(&keys) &&
+		    strcmp(vs_str(&keys), "HOME") == 0) {
+			vs_add(&out, str(LB_SANDBOX_HOME));
+			return out;
 		}
 		if (reverse) {
 			out.unk = base.unk || vs_computed(&base);

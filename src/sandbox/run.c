@@ -923,7 +923,7 @@ static char **build_env(const lb_sandbox *sb)
 {
 	static const char *const defaults[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"};
+		"HOME=" LB_SANDBOX_HOME, "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"};
 	size_t nd = sizeof defaults / sizeof *defaults;
 	char **env = calloc(nd + sb->nenv + 1, sizeof *env);
 	if (!env)

@@ -698,3 +698,28 @@ def test_run_dir_under_a_private_directory(tmp_path):
         assert r.result["metrics"]["values"]["listing"] == "runs", r.why()
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def test_a_cache_under_home_is_written_to_the_sandboxs_home(tmp_path):
+    # Research code keeps caches under `~` (torch.hub's, Hugging Face's): in the sandbox HOME
+    # is its private writable /tmp, and the check must agree with the run, however the home
+    # is spelled, and never suggest a `-v` flag that labbox itself refuses.
+    exp = write_exp(tmp_path, '''
+        import json, os
+        from pathlib import Path
+        cache = os.path.join(os.path.expanduser("~"), ".cache", "myexp")
+        os.makedirs(cache, exist_ok=True)
+        with open(os.path.join(cache, "c.json"), "w") as f:
+            json.dump({"n": 1}, f)
+        other = os.path.join(os.environ["HOME"], ".cache", "b")
+        os.makedirs(other, exist_ok=True)
+        with open(os.path.join(other, "c.json"), "w") as f:
+            json.dump({"n": 2}, f)
+        (Path.home() / "p.txt").write_text("x")
+        print("cached:", len(os.listdir(os.path.join(os.path.expanduser("~"), ".cache"))))
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"]["cached"] == 2
+    assert not [n for n in r.result.get("needs") or [] if "~" in (n.get("flag") or "")]
