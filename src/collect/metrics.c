@@ -1903,11 +1903,167 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
 	return false;
 }
 
+/* Past one decoration a result line commonly starts with (docs/decisions.md): an arrow
+ * `====>`, `==>`, `-->`, `>` before a blank (pytorch/examples' `====> Test set loss: X`), a
+ * tag `[RESULT]` before a blank, or a bullet `- `, `* `. Returns i when there is none. A
+ * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
+ * a progress line's readings are their own. */
+static size_t skip_decoration(const char *s, size_t len, size_t i)
+{
+	size_t k = i, gts = 0;
+
+	if (i + 1 < len && (s[i] == '-' || s[i] == '*') && lb_text_blank(s[i + 1]))
+		return i + 2;
+	while (k < len && k - i < 12 && (s[k] == '=' || s[k] == '-'))
+		k++;
+	while (k < len && s[k] == '>' && gts < 3) {
+		k++;
+		gts++;
+	}
+	if (gts > 0 && k < len && lb_text_blank(s[k]))
+		return k + 1;
+	if (i < len && s[i] == '[') {
+		char tag[25];
+		size_t n = 0;
+
+		for (k = i + 1; k < len && n < sizeof(tag) - 1 && key_char(s[k], n == 0); k++)
+			tag[n++] = s[k];
+		tag[n] = '\0';
+		if (n > 0 && k + 1 < len && s[k] == ']' && lb_text_blank(s[k + 1]) &&
+		    !name_is_one_of(tag, level_words, N_OF(level_words), true) &&
+		    !name_is_one_of(tag, counter_words, N_OF(counter_words), true))
+			return k + 2;
+	}
+	return i;
+}
+
+/* Where an object member's value ends: the next ',' or the closing '}' outside quotes and
+ * parentheses (`tensor(0.5, device='cuda:0')`); len when the object is malformed. */
+static size_t member_end(const char *s, size_t len, size_t i)
+{
+	int depth = 0;
+	char quote = 0;
+
+	for (; i < len; i++) {
+		if (quote) {
+			quote = s[i] == quote ? 0 : quote;
+		} else if (s[i] == '\'' || s[i] == '"') {
+			quote = s[i];
+		} else if (s[i] == '(') {
+			depth++;
+		} else if (s[i] == ')') {
+			depth--;
+		} else if (depth == 0 && (s[i] == ',' || s[i] == '}')) {
+			return i;
+		} else if (s[i] == '{' || s[i] == '[' || s[i] == ']') {
+			return len; /* nested: no flat record of results */
+		}
+	}
+	return len;
+}
+
+/* One member `'name': value` or `"name": value` of an object line at s[i..): the offset
+ * after its value (at ',' or '}'), 0 when it is no scalar member. *skip says a member that
+ * is read but not kept (null, None). */
+static size_t object_member(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v,
+			    bool *skip)
+{
+	char q = s[i];
+	size_t k = i + 1, end, vs, ve;
+
+	*skip = false;
+	if (q != '\'' && q != '"')
+		return 0;
+	while (k < len && s[k] != q && s[k] != '\\')
+		k++;
+	if (k >= len || s[k] != q || !valid_name(s + i + 1, k - i - 1, holes) ||
+	    k - i - 1 > LB_METRIC_NAME_MAX)
+		return 0;
+	memcpy(v->name, s + i + 1, k - i - 1);
+	v->name[k - i - 1] = '\0';
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	if (k >= len || s[k] != ':')
+		return 0;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	end = member_end(s, len, k);
+	if (end >= len)
+		return 0;
+	vs = k;
+	ve = end;
+	while (ve > vs && lb_text_blank(s[ve - 1]))
+		ve--;
+	if ((ve - vs == 4 && (memcmp(s + vs, "null", 4) == 0 || memcmp(s + vs, "None", 4) == 0))) {
+		*skip = true;
+		return end;
+	}
+	/* A quoted label ("model": "resnet") is the label; a sentence stays no value. */
+	if (ve - vs >= 2 && (s[vs] == '"' || s[vs] == '\'') && s[ve - 1] == s[vs]) {
+		vs++;
+		ve--;
+	}
+	if (ve == vs || scan_value(s, ve, vs, holes, v) != ve)
+		return 0;
+	return end;
+}
+
+/* A line that is one object of scalars, as JSON (`{"loss": 0.3}`) or as Python's repr of a
+ * dict (Hugging Face's `{'eval_loss': 0.35, 'epoch': 3.0}`): each member a metric, the last
+ * value of a name winning as for other lines. An epoch member is its counter, left out; a
+ * step's, batch's or iteration's counter makes the line a per-step report, not read (as
+ * progress lines are not), and so does any nesting or more members than a line holds. */
+static bool parse_object(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	if (len - i < 2 || line[i] != '{' || line[len - 1] != '}')
+		return false;
+	out->n_values = 0;
+	for (i++; i < len;) {
+		lb_metric_value *v;
+		bool skip;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if (line[i] == '}' && i + 1 == len)
+			break;
+		if (out->n_values >= LB_METRIC_VALUES_MAX)
+			return false;
+		v = &out->values[out->n_values];
+		i = object_member(line, len, i, holes, v, &skip);
+		if (i == 0 || lb_text_is_exception_name(v->name, strlen(v->name)))
+			return false;
+		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true)) {
+			if (strcasecmp(v->name, "epoch") != 0)
+				return false;
+		} else if (!skip && !special_name(v->name)) {
+			out->n_values++;
+		}
+		if (line[i] == ',')
+			i++;
+	}
+	if (out->n_values == 0)
+		return false;
+	set_first(out);
+	return true;
+}
+
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
 	while (i < len && lb_text_blank(line[i]))
 		i++;
+	if (i < len && line[i] == '{')
+		return parse_object(line, len, i, holes, out);
+	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
+	 * decorated sentence is no more a metric than a bare one. */
+	for (int d = 0; d < 2; d++) {
+		size_t k = skip_decoration(line, len, i);
+
+		if (k == i)
+			break;
+		for (i = k; i < len && lb_text_blank(line[i]); i++)
+			;
+	}
 	if (i < len && line[i] == '|')
 		return parse_table_row(line, len, i, holes, out);
 	if (i < len && (line[i] == 'E' || is_digit(line[i]) || (holes && line[i] == LB_METRIC_HOLE))) {
@@ -2043,6 +2199,9 @@ int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
 		return 0;
 	line = line_begin(line, &len, &i, out);
 	out->logged = false;
+	i = skip_decoration(line, len, i);
+	while (i < len && lb_text_blank(line[i]))
+		i++;
 	head = scan_progress_head(line, len, i, &level);
 	if (head && head < len)
 		i = head;
@@ -2278,6 +2437,8 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		count_drop(m, cls);
 		return;
 	}
+	m->reported_number |= v->kind == LB_METRIC_NUMBER || cls == LB_CLS_SUMMARY ||
+			      cls == LB_CLS_PAIRED;
 	if (v->kind == LB_METRIC_STRING) {
 		str = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!str)
@@ -2616,6 +2777,44 @@ static void note_stderr_metric(lb_metrics *m, const char *line, size_t len)
 		set_example(m->stderr_metric_example, sizeof(m->stderr_metric_example), line, len);
 }
 
+/* Whether a line no reading took holds a `name: number` or `name=number` pair (a name quoted
+ * or not): numbers printed in a shape labbox does not read, which the no_metrics issue names
+ * rather than say no such line was printed. One pass over the line. */
+static bool unread_metric_like(const char *line, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t k = i, t;
+		double x;
+
+		if (!(is_alpha(line[i]) || line[i] == '_') || (i > 0 && key_char(line[i - 1], false)))
+			continue;
+		while (k < len && key_char(line[k], false))
+			k++;
+		i = k;
+		if (k < len && (line[k] == '\'' || line[k] == '"'))
+			k++;
+		while (k < len && lb_text_blank(line[k]))
+			k++;
+		if (k >= len || (line[k] != ':' && line[k] != '='))
+			continue;
+		for (k++; k < len && lb_text_blank(line[k]); k++)
+			;
+		for (t = k; t < len && !lb_text_blank(line[t]) && !strchr(",;|})%", line[t]); t++)
+			;
+		if (t > k && lb_parse_number(line + k, t - k, &x))
+			return true;
+	}
+	return false;
+}
+
+static void note_unread_metric(lb_metrics *m, const char *line, size_t len)
+{
+	if (!unread_metric_like(line, len))
+		return;
+	if (!m->unread_metric_lines++)
+		set_example(m->unread_metric_example, sizeof(m->unread_metric_example), line, len);
+}
+
 /* A progress line is no metric, but what it holds is all a run that printed nothing else, or
  * was ended before its summary, has to show: its last one is kept for lb_metrics_use_progress
  * and the first one quoted by the no_metrics issue. */
@@ -2645,7 +2844,7 @@ bool lb_metrics_use_progress(lb_metrics *m, bool completed)
 	/* A completed run had every chance to print its result: a step's running loss is not
 	 * one. An epoch's line is, as Keras's epoch line is read (the last epoch wins). */
 	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH) {
-		m->progress_ignored = m->n_entries > 0; /* never silent: validation warns */
+		m->progress_ignored = m->reported_number; /* never silent: validation warns */
 		return false;
 	}
 	ml = malloc(sizeof(*ml));
@@ -2682,7 +2881,7 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		/* What else a line holds only explains a run that reported nothing (the
 		 * no_metrics issue, the progress fallback), and entries are never taken back:
 		 * after the first metric, a flood of other lines costs its parse alone. */
-		if (m->n_entries > 0) {
+		if (m->reported_number) {
 			/* Until a metric line follows them, progress lines may be all the run
 			 * has to show besides start-up facts. */
 			if (st == &m->out && !m->progress_closed)
@@ -2691,10 +2890,15 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		}
 		int level = log_metric_like(line, len);
 
-		if (level >= 0)
+		if (level >= 0) {
 			note_log_metric(m, st == &m->err, level, line, len);
-		else if (st == &m->out)
+		} else if (st == &m->out) {
+			size_t before = m->progress_lines;
+
 			note_progress(m, line, len, &ml);
+			if (m->progress_lines == before)
+				note_unread_metric(m, line, len);
+		}
 		return false;
 	}
 	/* Metrics are stdout's (the seed's `name: value` lines). stderr is where libraries

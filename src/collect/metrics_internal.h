@@ -132,6 +132,15 @@ struct lb_metrics {
 	 * do not stand in for a result (docs/decisions.md). */
 	bool progress_closed;
 	size_t startup_entries;  /* values printed before the progress lines, when those were used */
+	/* A number was collected (not only labels such as `Using device: cpu`, which say what
+	 * ran, not what came of it): until then the lines that explain a run that reported
+	 * nothing are still noted. */
+	bool reported_number;
+	/* stdout lines that hold a `name: number` or `name=number` pair, or are an object of
+	 * them, in a shape labbox does not read (`loss=0.3`, a decoration it does not strip, a
+	 * per-step JSON object): the no_metrics issue names them. */
+	size_t unread_metric_lines;
+	char unread_metric_example[128];
 	bool progress_ignored;   /* start-up facts only, and a completed run's step lines not used */
 };
 

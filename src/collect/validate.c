@@ -917,10 +917,49 @@ static void issue_out_dir_outside(lb_validation *val, const char *dir)
 	add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 }
 
+/* Whether the run's values hold a result: a number, or a label the experiment declared. A
+ * label alone (`Using device: cpu`, `model: resnet18`) says what ran, not what came of it. */
+static bool reported_result(const lb_validation *val, const lb_metrics *m)
+{
+	for (size_t i = 0; i < val->n_declared; i++)
+		if (val->found[i] || (val->declared[i] && in_stdout(m, val->declared[i]) > 0))
+			return true;
+	return m && m->reported_number;
+}
+
+/* How a no_metrics message begins: that nothing was reported, or that only labels were, named
+ * (they stay recorded, as context). */
+static void reported_lead(char *lead, size_t cap, const lb_metrics *m)
+{
+	size_t o = 0, n = 0;
+
+	for (size_t i = 0; m && i < m->n_entries; i++) {
+		const lb_metric_entry *e = &m->entries[i];
+
+		if (e->kind != LB_METRIC_STRING || e->cls != LB_CLS_PLAIN || !e->str)
+			continue;
+		if (n++ < 2 && o < cap)
+			o += (size_t)snprintf(lead + o, cap - o, "%s`%s: %.40s`",
+					      n == 1 ? "the run completed but reported only labels, no "
+						       "number ("
+						     : ", ",
+					      e->name, e->str);
+	}
+	if (n == 0 || o >= cap) {
+		snprintf(lead, cap, "the run completed but reported no metric");
+		return;
+	}
+	snprintf(lead + o, cap - o, "%s): a label says what ran, not its result, and was kept",
+		 n > 2 ? ", ..." : "");
+}
+
 static void check_reported(lb_validation *val, const lb_metrics *m, const lb_metrics_run_info *info)
 {
-	if (!info->completed || info->none_expected || (m && m->n_entries > 0))
+	char lead[320];
+
+	if (!info->completed || info->none_expected || reported_result(val, m))
 		return;
+	reported_lead(lead, sizeof(lead), m);
 	if (lb_results_hold_value(info->files))
 		return;
 	if (info->out_dir_outside && info->out_dir_outside[0] == '/') {
@@ -928,7 +967,7 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		return;
 	}
 	if (m && m->progress_lines > 0) {
-		char message[640], example[LB_METRIC_NAME_MAX + 48] = "val_acc: 0.8";
+		char message[1200], example[LB_METRIC_NAME_MAX + 48] = "val_acc: 0.8";
 		LB_AUTOFREE lb_metric_line *ml = malloc(sizeof(*ml));
 
 		/* The fix in the run's own words: the last progress line's first pair. */
@@ -940,18 +979,18 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		/* The run did print numbers, every one on a line with an epoch or step counter:
 		 * say that they were read, and why they are not its result. */
 		snprintf(message, sizeof(message),
-			 "the run completed but reported no metric: %zu progress line%s like `%s` "
+			 "%s: %zu progress line%s like `%s` "
 			 "%s read as progress (a per-step report), not as the run's result; print "
 			 "the final metrics once at the end, as 'name: value' lines without the "
 			 "step counter (`%s`), or say `metrics: none` in labbox.yaml if the "
 			 "experiment reports none",
-			 m->progress_lines, m->progress_lines == 1 ? "" : "s", m->progress_example,
+			 lead, m->progress_lines, m->progress_lines == 1 ? "" : "s", m->progress_example,
 			 m->progress_lines == 1 ? "was" : "were", example);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
 	if (m && m->log_metric_lines > 0) {
-		char message[768];
+		char message[1200];
 		/* The advice never asks for what the code already does: a line logged at INFO
 		 * needs another format, one at another level needs logging.info. */
 		const char *why =
@@ -973,32 +1012,55 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		/* Its numbers were in the output, in log lines labbox does not read: say which,
 		 * and how to print them, rather than only that nothing was found. */
 		snprintf(message, sizeof(message),
-			 "the run completed but reported no metric: %zu log line%s like `%s` hold "
+			 "%s: %zu log line%s like `%s` hold "
 			 "metric-like text that labbox does not read: %s, or say `metrics: none` in "
 			 "labbox.yaml if the experiment reports none",
-			 m->log_metric_lines, m->log_metric_lines == 1 ? "" : "s",
+			 lead, m->log_metric_lines, m->log_metric_lines == 1 ? "" : "s",
 			 m->log_metric_example, why);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
 	if (m && m->stderr_metric_lines > 0) {
-		char message[512];
+		char message[1200];
 
 		/* The numbers were printed, to the stream labbox does not read metrics from. */
 		snprintf(message, sizeof(message),
-			 "the run completed but reported no metric: %zu line%s on stderr like `%s` "
+			 "%s: %zu line%s on stderr like `%s` "
 			 "read as metrics, but labbox reads metrics from stdout (stderr is where "
 			 "libraries and warnings write); print them to stdout, or say `metrics: none` "
 			 "in labbox.yaml if the experiment reports none",
-			 m->stderr_metric_lines, m->stderr_metric_lines == 1 ? "" : "s",
+			 lead, m->stderr_metric_lines, m->stderr_metric_lines == 1 ? "" : "s",
 			 m->stderr_metric_example);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
-	add_issue(val, "no_metrics", NULL, "stdout and results files",
-		  "the run completed but reported no metric: no 'name: value' line on stdout and "
-		  "no results.json, final_info.json or results.csv with a number; print the metrics, "
-		  "or say `metrics: none` in labbox.yaml if the experiment reports none");
+	if (m && m->unread_metric_lines > 0) {
+		char message[1200];
+
+		/* The numbers were printed in a shape labbox does not read: name the line, so that
+		 * "no 'name: value' line" never denies what is in the log. */
+		snprintf(message, sizeof(message),
+			 "%s: %zu line%s on stdout like `%s` hold%s numbers in a shape labbox does "
+			 "not read as metrics (`key=value` pairs are a config's or a step's, and a "
+			 "JSON object with a step counter is a per-step report); print the final "
+			 "metrics as 'name: value' lines (`test_loss: 0.25`) or write them to "
+			 "results.json, or say `metrics: none` in labbox.yaml if the experiment "
+			 "reports none",
+			 lead, m->unread_metric_lines, m->unread_metric_lines == 1 ? "" : "s",
+			 m->unread_metric_example, m->unread_metric_lines == 1 ? "s" : "");
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
+	{
+		char message[1200];
+
+		snprintf(message, sizeof(message),
+			 "%s: no 'name: value' line on stdout and no results.json, "
+			 "final_info.json or results.csv with a number; print the metrics, or say "
+			 "`metrics: none` in labbox.yaml if the experiment reports none",
+			 lead);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+	}
 }
 
 static void issue_dropped(lb_validation *val, const lb_metrics *m)

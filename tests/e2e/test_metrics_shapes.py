@@ -839,3 +839,55 @@ def test_results_written_into_an_absolute_out_dir_are_named_not_blamed(tmp_path,
     r = run_exp(exp, tmp_path / "runs", args=("--output_dir", "run_0"))
     assert r.rc == 0, r.why()
     assert r.result["metrics"]["files"]["run_0/results.json"] == {"accuracy": 0.9}, r.why()
+
+
+def test_a_run_that_printed_only_labels_reported_no_result(tmp_path):
+    # pytorch/examples word_language_model's shape: a start-up label, then results in a table
+    # labbox does not read. The label says what ran, not what came of it.
+    exp = write_exp(tmp_path, '''
+        print("Using device:", "cpu")
+        print("| End of training | test loss  5.46 | test ppl   235.08")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    assert r.result["status"] == "invalid_metrics"
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert "only labels, no number (`Using device: cpu`)" in issue["message"], issue
+    assert r.result["metrics"]["values"] == {"Using device": "cpu"}
+
+
+def test_decorated_result_lines_and_dict_lines_are_read(tmp_path):
+    exp = write_exp(tmp_path, '''
+        import json
+        print("Using device: cpu")
+        print("====> Test set loss: 158.0000")
+        print("==> val_acc: 0.91")
+        print("[RESULT] auc: 0.77")
+        print("  - f1: 0.80")
+        print({'eval_loss': 0.5, 'epoch': 1.0})
+        print({'eval_loss': 0.35, 'eval_accuracy': 0.88, 'epoch': 3.0})
+        print(json.dumps({"test_acc": 0.905, "test_loss": 0.27}))
+        print("[WARNING] recall: 0.1")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {
+        "Using device": "cpu", "Test set loss": 158.0, "val_acc": 0.91, "auc": 0.77,
+        "f1": 0.8, "eval_loss": 0.35, "eval_accuracy": 0.88, "test_acc": 0.905,
+        "test_loss": 0.27}
+
+
+def test_per_step_json_lines_and_key_value_lines_are_named_in_the_issue(tmp_path):
+    exp = write_exp(tmp_path, '''
+        import json
+        for step in range(3):
+            print(json.dumps({"step": step, "loss": 1.0 / (step + 1)}))
+        print("test_acc=0.905 test_loss=0.27")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert '4 lines on stdout like `{"step": 0, "loss": 1.0}`' in issue["message"], issue
+    assert "no 'name: value' line" not in issue["message"]

@@ -561,6 +561,106 @@ static void test_validate_no_metrics_names_log_lines(void **state)
 	lb_metrics_free(m);
 }
 
+/* A decoration before a `name: value` line (pytorch/examples' `====> `, `==> `, `[RESULT]`, a
+ * bullet) is read past; a level or a counter in brackets is no decoration, and a decorated
+ * sentence stays no metric. Object lines of scalars are pairs; a step counter refuses them. */
+static void test_line_parse_decorations_and_objects(void **state)
+{
+	static const struct {
+		const char *line, *name;
+		double number;
+		size_t n;
+	} yes[] = {
+		{ "====> Test set loss: 158.0000", "Test set loss", 158.0, 1 },
+		{ "==> val_acc: 0.91", "val_acc", 0.91, 1 },
+		{ "--> acc: 0.5", "acc", 0.5, 1 },
+		{ "[RESULT] auc: 0.77", "auc", 0.77, 1 },
+		{ "  - f1: 0.80", "f1", 0.8, 1 },
+		{ "==> [TEST] acc: 0.9, loss: 0.2", "acc", 0.9, 2 },
+		{ "{'eval_loss': 0.35, 'eval_accuracy': 0.88, 'epoch': 3.0}", "eval_loss", 0.35, 2 },
+		{ "{\"test_acc\": 0.905, \"test_loss\": 0.27}", "test_acc", 0.905, 2 },
+		{ "{'acc': np.float64(0.5), 'model': 'resnet', 'x': None}", "acc", 0.5, 2 },
+	};
+	static const char *const no[] = {
+		"[WARNING] acc: 0.9",
+		"[epoch] loss: 0.3",
+		"==> accuracy: 0.93 on the test set",
+		"{\"step\": 10, \"loss\": 0.3}",
+		"{'global_step': 10, 'loss': 0.3}",
+		"{\"a\": {\"b\": 1}}",
+		"{\"a\": [1, 2]}",
+		"{\"note\": \"two words\"}",
+		"{}",
+		"=> ",
+		"test_acc=0.905 test_loss=0.27",
+	};
+	lb_metric_line *ml = malloc(sizeof(*ml));
+
+	(void)state;
+	assert_non_null(ml);
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!lb_metric_line_parse(yes[i].line, strlen(yes[i].line), ml))
+			fail_msg("not read: %s", yes[i].line);
+		assert_string_equal(ml->values[0].name, yes[i].name);
+		assert_true(ml->values[0].number == yes[i].number);
+		if (ml->n_values != yes[i].n)
+			fail_msg("%s: %zu values", yes[i].line, ml->n_values);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (lb_metric_line_parse(no[i], strlen(no[i]), ml))
+			fail_msg("read: %s", no[i]);
+	/* A decorated progress line is a progress line, not a metric line. */
+	assert_false(lb_metric_line_parse("==> Epoch: 3, loss: 0.5", 23, ml));
+	assert_int_equal(lb_metric_progress_parse("==> Epoch: 3, loss: 0.5", 23, ml),
+			 LB_METRIC_PROGRESS_EPOCH);
+	free(ml);
+}
+
+/* Labels alone (`Using device: cpu`) are no result: no_metrics names them, and they stay
+ * recorded. A declared label found is the result the experiment said it reports. */
+static void test_validate_labels_alone_are_no_result(void **state)
+{
+	static const char out[] = "Using device: cpu\nmodel: resnet18\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	const char *declared[] = { "model" };
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(lb_metrics_count(m), 2);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(issue(issues, 0), "kind"), "no_metrics");
+	msg = json_object_get_string(get(issue(issues, 0), "message"));
+	assert_non_null(strstr(msg, "only labels, no number (`Using device: cpu`, `model: resnet18`)"));
+	json_object_put(issues);
+	issues = json_object_new_array();
+	info.declared = declared;
+	info.n_declared = 1;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 0);
+	json_object_put(issues);
+	lb_metrics_free(m);
+}
+
+/* Numbers printed in a shape labbox does not read are named, never denied. */
+static void test_validate_no_metrics_names_unread_lines(void **state)
+{
+	static const char out[] = "Using device: cpu\nloading\ntest_acc=0.905 test_loss=0.27\n"
+				  "{\"step\": 10, \"loss\": 0.3}\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	msg = json_object_get_string(get(issue(issues, 0), "message"));
+	assert_non_null(strstr(msg, "2 lines on stdout like `test_acc=0.905 test_loss=0.27`"));
+	assert_non_null(strstr(msg, "`Using device: cpu`"));
+	json_object_put(issues);
+	lb_metrics_free(m);
+}
+
 /* The advice never asks for what the code already does: a line logged at INFO in a format
  * not read is told to change the format, not to use logging.info. */
 static void test_validate_no_metrics_advice_fits_the_log_line(void **state)
@@ -3137,6 +3237,9 @@ int main(void)
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
 		cmocka_unit_test(test_validate_no_metrics_advice_fits_the_log_line),
+		cmocka_unit_test(test_line_parse_decorations_and_objects),
+		cmocka_unit_test(test_validate_labels_alone_are_no_result),
+		cmocka_unit_test(test_validate_no_metrics_names_unread_lines),
 		cmocka_unit_test(test_line_parse_heading),
 		cmocka_unit_test(test_progress_parse_forms),
 		cmocka_unit_test(test_progress_values_when_nothing_else),
