@@ -115,7 +115,12 @@ typedef struct lb_metric_line {
  * Terminal escape sequences (CSI colours and erasures, OSC titles and hyperlinks, character
  * set designations) are read as absent: "\033[92maccuracy: 0.93\033[0m" is accuracy. R's
  * print() of one string, [1] "accuracy: 0.93", is the line between its quotes.
- * PLAIN: optional leading spaces, then one or more pairs `name: value`, separated by blanks
+ * PLAIN, from an object: a line that is one `{...}` of scalar members, JSON or Python's dict
+ *   repr (`{'eval_loss': 0.35, 'epoch': 3.0}`), each member a pair; an epoch member is left
+ *   out, a step counter, nesting or a sentence value make it no metric line.
+ * PLAIN: optional leading spaces and up to two decorations (an arrow `====> `, `==> `, a tag
+ *   `[RESULT] ` that is no level or counter word, a bullet `- `), then one or more pairs
+ *   `name: value`, separated by blanks
  *   and optionally one of , ; | ("acc: 0.5 loss: 0.25", "acc: 0.5, loss: 0.25").
  *   A name is words separated by blanks: the first starts with [A-Za-z_], later ones may
  *   start with '(' too, and words hold [A-Za-z0-9_.\-/()] ("Tokens per second", "UCB

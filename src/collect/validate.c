@@ -953,6 +953,39 @@ static void reported_lead(char *lead, size_t cap, const lb_metrics *m)
 		 n > 2 ? ", ..." : "");
 }
 
+/* The no_metrics issue when no near miss of another kind explains it: numbers printed in a
+ * shape labbox does not read, named, or nothing at all. */
+static void issue_unread_or_nothing(lb_validation *val, const lb_metrics *m, const char *lead)
+{
+	if (m && m->unread_metric_lines > 0) {
+		char message[1200];
+
+		/* The numbers were printed in a shape labbox does not read: name the line, so that
+		 * "no 'name: value' line" never denies what is in the log. */
+		snprintf(message, sizeof(message),
+			 "%s: %zu line%s on stdout like `%s` hold%s numbers in a shape labbox does "
+			 "not read as metrics (`key=value` pairs are a config's or a step's, and a "
+			 "JSON object with a step counter is a per-step report); print the final "
+			 "metrics as 'name: value' lines (`test_loss: 0.25`) or write them to "
+			 "results.json, or say `metrics: none` in labbox.yaml if the experiment "
+			 "reports none",
+			 lead, m->unread_metric_lines, m->unread_metric_lines == 1 ? "" : "s",
+			 m->unread_metric_example, m->unread_metric_lines == 1 ? "s" : "");
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
+	{
+		char message[1200];
+
+		snprintf(message, sizeof(message),
+			 "%s: no 'name: value' line on stdout and no results.json, "
+			 "final_info.json or results.csv with a number; print the metrics, or say "
+			 "`metrics: none` in labbox.yaml if the experiment reports none",
+			 lead);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+	}
+}
+
 static void check_reported(lb_validation *val, const lb_metrics *m, const lb_metrics_run_info *info)
 {
 	char lead[320];
@@ -1034,33 +1067,7 @@ static void check_reported(lb_validation *val, const lb_metrics *m, const lb_met
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
-	if (m && m->unread_metric_lines > 0) {
-		char message[1200];
-
-		/* The numbers were printed in a shape labbox does not read: name the line, so that
-		 * "no 'name: value' line" never denies what is in the log. */
-		snprintf(message, sizeof(message),
-			 "%s: %zu line%s on stdout like `%s` hold%s numbers in a shape labbox does "
-			 "not read as metrics (`key=value` pairs are a config's or a step's, and a "
-			 "JSON object with a step counter is a per-step report); print the final "
-			 "metrics as 'name: value' lines (`test_loss: 0.25`) or write them to "
-			 "results.json, or say `metrics: none` in labbox.yaml if the experiment "
-			 "reports none",
-			 lead, m->unread_metric_lines, m->unread_metric_lines == 1 ? "" : "s",
-			 m->unread_metric_example, m->unread_metric_lines == 1 ? "s" : "");
-		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
-		return;
-	}
-	{
-		char message[1200];
-
-		snprintf(message, sizeof(message),
-			 "%s: no 'name: value' line on stdout and no results.json, "
-			 "final_info.json or results.csv with a number; print the metrics, or say "
-			 "`metrics: none` in labbox.yaml if the experiment reports none",
-			 lead);
-		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
-	}
+	issue_unread_or_nothing(val, m, lead);
 }
 
 static void issue_dropped(lb_validation *val, const lb_metrics *m)
