@@ -1639,6 +1639,22 @@ static bool path_allowed(const ctx *c, const char *p)
 	for (size_t i = 0; i < 3; i++)
 		if (strcmp(norm, always_ok[i]) == 0)
 			return true;
+	/* The home's start-up and credential files: in the sandbox they land in its private
+	 * HOME, harmlessly, but a mode without the sandbox (ssh without a remote labbox, Colab)
+	 * runs in the user's real home, where the check is the only gate. */
+	static const char *const home_kept[] = {
+		".ssh", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile",
+		".bash_logout", ".config/autostart", ".config/systemd", ".local/bin", ".gitconfig",
+		".aws", ".netrc", ".pypirc", ".docker", ".kube", ".gnupg", ".pip", ".config/pip",
+		".pydistutils.cfg", ".condarc", ".Rprofile", ".octaverc", ".ipython", ".jupyter"};
+	size_t hk = strlen(LB_SANDBOX_HOME);
+	if (strncmp(norm, LB_SANDBOX_HOME, hk) == 0 && norm[hk] == '/')
+		for (size_t i = 0; i < sizeof home_kept / sizeof *home_kept; i++) {
+			size_t k = strlen(home_kept[i]);
+			if (strncmp(norm + hk + 1, home_kept[i], k) == 0 &&
+			    (norm[hk + 1 + k] == '\0' || norm[hk + 1 + k] == '/'))
+				return false;
+		}
 	const lb_check_config *cfg = c->in->cfg;
 	if (cfg->policy != LB_CHECK_STRICT)
 		for (size_t i = 0; i < 3; i++) {
