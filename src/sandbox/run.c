@@ -889,11 +889,34 @@ static void setup_fallback_limits(init_ctx *c)
 	}
 }
 
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#endif
+#ifndef PR_MDWE_REFUSE_EXEC_GAIN
+#define PR_MDWE_REFUSE_EXEC_GAIN 1UL
+#endif
+
+/* Under the listed exec guard (R, Octave), no memory is made executable after it was
+ * writable, nor both at once: an interpreter that embeds a virtual machine (Octave's Java)
+ * would otherwise copy code of the run's into memory and call it, which no exec, mount or
+ * memfd rule sees. Kept across fork and exec; R and Octave compile nothing to machine code. */
+static void setup_no_write_exec(init_ctx *c)
+{
+	if (c->sb->exec_guard != LB_EXEC_LISTED)
+		return;
+	if (prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) < 0 &&
+	    !c->sb->exec_guard_optional)
+		chan_fail(c->chan_wr, "setup_exec_guard", errno,
+			  "memory both writable and executable cannot be refused (PR_SET_MDWE, Linux "
+			  "6.3 or later)");
+}
+
 static void setup_credentials(init_ctx *c)
 {
 	const lb_sandbox *sb = c->sb;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		chan_fail(c->chan_wr, "setup_credentials", errno, "no_new_privs");
+	setup_no_write_exec(c);
 	for (int cap = 0; cap <= 63; cap++) {
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
 			if (errno == EINVAL)
@@ -1705,7 +1728,8 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 				  ? "only the run's interpreter, started with its runtime gate"
 			  : sb->exec_guard == LB_EXEC_LISTED
 				  ? "only the run's interpreter and the system programs it runs itself "
-				    "(its start-up, sh -c); no memfd_create"
+				    "(its start-up, sh -c); no memfd_create, no memory made executable "
+				    "once writable"
 				  : NULL;
 	iso->caps_dropped = true;
 	iso->uid = sb->sb_uid;

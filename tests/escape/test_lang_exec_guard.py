@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,69 @@ def test_a_plain_run_completes_under_the_guard(tmp_path, lang):
     assert r.result["metrics"]["values"]["accuracy"] == 1, r.why()
     assert "interpreter" in (r.result["isolation"]["exec_guard"] or ""), r.result["isolation"]
 
+
+
+# Java's foreign-function API, from the JVM Octave embeds: the class maps memory writable and
+# executable, copies in code (getpid, plus 1000000) and calls it, with no exec at all.
+JAVA_NATIVE = r"""
+import jdk.incubator.foreign.*;
+import java.lang.invoke.*;
+public class Nat {
+  public static int run() throws Throwable {
+    CLinker l = CLinker.getInstance();
+    MethodHandle mmap = l.downcallHandle(CLinker.systemLookup().lookup("mmap").get(),
+        MethodType.methodType(MemoryAddress.class, MemoryAddress.class, long.class, int.class,
+                              int.class, int.class, long.class),
+        FunctionDescriptor.of(CLinker.C_POINTER, CLinker.C_POINTER, CLinker.C_LONG,
+                              CLinker.C_INT, CLinker.C_INT, CLinker.C_INT, CLinker.C_LONG));
+    MemoryAddress p = (MemoryAddress) mmap.invokeExact(MemoryAddress.NULL, 4096L, 7, 0x22, -1, 0L);
+    MemorySegment seg = p.asSegment(4096, ResourceScope.globalScope());
+    byte[] code = {(byte)0xb8, 39,0,0,0, 0x0f,0x05, 0x05, 0x40,0x42,0x0f,0x00, (byte)0xc3};
+    seg.copyFrom(MemorySegment.ofArray(code));
+    MethodHandle f = l.downcallHandle(p, MethodType.methodType(int.class),
+                                      FunctionDescriptor.of(CLinker.C_INT));
+    return (int) f.invokeExact();
+  }
+}
+"""
+
+
+@pytest.mark.skipif(not OCTAVE, reason="no octave-cli")
+def test_octaves_java_runs_no_machine_code_the_run_wrote(tmp_path):
+    """Octave embeds a Java VM, reached by a computed name (`builtin(["java" "Method"])`);
+    through Java's foreign-function API the run mapped memory writable and executable and
+    called bytes it wrote: no exec, no file, no memfd. Under the guard no memory is made
+    executable once writable (PR_SET_MDWE), so the code never runs (the JVM, which wants such
+    memory for itself, does not start)."""
+    jdk = "/usr/lib/jvm/java-17-openjdk-amd64"
+    javac = shutil.which("javac", path=jdk + "/bin")
+    if not javac or not list(Path(jdk).glob("lib/server/libjvm.so")):
+        pytest.skip("no JDK 17 with javac and libjvm.so (Octave's Java)")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "Nat.java").write_text(JAVA_NATIVE)
+    built = subprocess.run([javac, "--add-modules", "jdk.incubator.foreign", "--release", "17",
+                            "-d", str(src), str(src / "Nat.java")], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"javac could not build the class: {built.stderr[-300:]}")
+    main = textwrap.dedent(f"""\
+        setenv("JAVA_HOME", "{jdk}");
+        setenv("JAVA_TOOL_OPTIONS", "--add-modules=jdk.incubator.foreign --enable-native-access=ALL-UNNAMED");
+        builtin(["java" "addpath"], pwd);
+        r = builtin(["java" "Method"], "run", "Nat");
+        printf("native_result: %d\\n", r);
+        printf("accuracy: 1\\n");
+        """)
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.m").write_text(main)
+    shutil.copy(src / "Nat.class", exp / "Nat.class")
+    exp.chmod(0o777)
+    proc = e2e.labbox("run", "--json", "--policy", "standard", "--interpreter", OCTAVE,
+                      "--runs-dir", tmp_path / "runs", exp)
+    r = e2e.Run(proc, tmp_path / "runs", 0)
+    log = (r.run_dir / "run.log").read_text(errors="replace") if r.run_dir else ""
+    values = [int(l.split()[1]) for l in log.splitlines() if l.startswith("native_result: ")]
+    assert not [v for v in values if v > 1000000], (values, log[-1500:])
+    assert r.result["status"] != "completed", r.why()
+    assert "once writable" in (r.result["isolation"]["exec_guard"] or ""), r.result["isolation"]
