@@ -50,6 +50,10 @@ int lb_check_config_set_trust_project(lb_check_config *cfg, bool trust);
  * the gate on; false for a run without a gate that refuses (--runtime-gate off or record, a
  * backend that does not bind it, --allow-degraded gate). */
 int lb_check_config_set_runtime_gate(lb_check_config *cfg, bool refuses);
+/* The run's `~` is the user's real home (a mode without labbox's sandbox: ssh without a
+ * remote labbox, Colab): every write there is outside the outputs. Otherwise it is the
+ * sandbox's HOME, its private /tmp (LB_SANDBOX_HOME). */
+int lb_check_config_set_real_home(lb_check_config *cfg, bool real);
 /* Module (and everything under it) or call (a resolved dotted name such as shutil.rmtree)
  * allowed or denied. Allowing a module also puts it on the import allowlist. */
 int lb_check_config_allow_module(lb_check_config *cfg, const char *module);

@@ -1581,8 +1581,8 @@ static TSNode arg(const args *a, unsigned pos, const char *kw)
  * agree on where a write lands; NULL for `~user`, another user's home, which is not known. */
 static const char *sandbox_home(ctx *c, const char *p)
 {
-	if (!p || p[0] != '~')
-		return p;
+	if (!p || p[0] != '~' || c->in->cfg->real_home)
+		return p; /* the real home: left as `~`, which path_allowed refuses */
 	if (p[1] != '\0' && p[1] != '/')
 		return NULL;
 	return afmt(c, LB_SANDBOX_HOME, "", p + 1);
@@ -1590,6 +1590,8 @@ static const char *sandbox_home(ctx *c, const char *p)
 
 static bool path_allowed(const ctx *c, const char *p)
 {
+	if (p[0] == '~' && c->in->cfg->real_home)
+		return false;
 	/* A `~` left unexpanded is a directory named `~` under the working directory: relative,
 	 * like any other name (expanduser is modelled where it is called, sandbox_home). */
 	/* Normalise . and .. lexically; a relative path must stay inside the experiment. */
@@ -1639,22 +1641,6 @@ static bool path_allowed(const ctx *c, const char *p)
 	for (size_t i = 0; i < 3; i++)
 		if (strcmp(norm, always_ok[i]) == 0)
 			return true;
-	/* The home's start-up and credential files: in the sandbox they land in its private
-	 * HOME, harmlessly, but a mode without the sandbox (ssh without a remote labbox, Colab)
-	 * runs in the user's real home, where the check is the only gate. */
-	static const char *const home_kept[] = {
-		".ssh", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile",
-		".bash_logout", ".config/autostart", ".config/systemd", ".local/bin", ".gitconfig",
-		".aws", ".netrc", ".pypirc", ".docker", ".kube", ".gnupg", ".pip", ".config/pip",
-		".pydistutils.cfg", ".condarc", ".Rprofile", ".octaverc", ".ipython", ".jupyter"};
-	size_t hk = strlen(LB_SANDBOX_HOME);
-	if (strncmp(norm, LB_SANDBOX_HOME, hk) == 0 && norm[hk] == '/')
-		for (size_t i = 0; i < sizeof home_kept / sizeof *home_kept; i++) {
-			size_t k = strlen(home_kept[i]);
-			if (strncmp(norm + hk + 1, home_kept[i], k) == 0 &&
-			    (norm[hk + 1 + k] == '\0' || norm[hk + 1 + k] == '/'))
-				return false;
-		}
 	const lb_check_config *cfg = c->in->cfg;
 	if (cfg->policy != LB_CHECK_STRICT)
 		for (size_t i = 0; i < 3; i++) {
@@ -2299,7 +2285,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		return out;
 	}
 	if (strcmp(q, "pathlib.Path.home") == 0 && a->npos == 0) {
-		val r = {.kind = VK_PATH, .s = LB_SANDBOX_HOME};
+		val r = {.kind = VK_PATH, .s = c->in->cfg->real_home ? "~" : LB_SANDBOX_HOME};
 		vs_add(&out, r);
 		return out;
 	}
@@ -2309,7 +2295,7 @@ static vset call_ref(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		a->used[0] = true;
 		/* The sandbox sets HOME, whatever default the call gives. */
 		if (ks && strcmp(ks, "HOME") == 0 && !k.unk) {
-			vs_add(&out, str(LB_SANDBOX_HOME));
+			vs_add(&out, str(c->in->cfg->real_home ? "~" : LB_SANDBOX_HOME));
 			return out;
 		}
 		out.unk = true;
@@ -3415,7 +3401,7 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 		if (base.n == 1 && base.v[0].kind == VK_REF && base.v[0].s &&
 		    strcmp(base.v[0].s, "os.environ") == 0 && !keys.unk && vs_str(&keys) &&
 		    strcmp(vs_str(&keys), "HOME") == 0) {
-			vs_add(&out, str(LB_SANDBOX_HOME));
+			vs_add(&out, str(c->in->cfg->real_home ? "~" : LB_SANDBOX_HOME));
 			return out;
 		}
 		if (reverse) {

@@ -184,7 +184,7 @@ static void key_base(const lb_check_config *cfg, const char *stdlib_id, uint8_t 
 	uint32_t g[3] = {ts_language_abi_version(lang), ts_language_symbol_count(lang),
 			 ts_language_field_count(lang)};
 	ck_cache_key_part(&c, "grammar", g, sizeof g);
-	int pol[3] = {(int)cfg->policy, cfg->trust_project, cfg->gate_refuses};
+	int pol[4] = {(int)cfg->policy, cfg->trust_project, cfg->gate_refuses, cfg->real_home};
 	ck_cache_key_part(&c, "policy", pol, sizeof pol);
 	part_list(&c, "allow_modules", &cfg->allow_modules);
 	part_list(&c, "allow_calls", &cfg->allow_calls);

@@ -111,6 +111,7 @@ typedef struct ck_list {
 struct lb_check_config {
 	lb_check_policy policy;
 	bool trust_project;
+	bool real_home; /* `~` is the user's own home: no sandbox sets HOME (lb_check_config_set_real_home) */
 	ck_list allow_modules, allow_calls, deny_modules, deny_calls, output_paths, ignore;
 	ck_list local_modules; /* modules of the experiment directory itself (import allowlist) */
 	double budget;

@@ -174,6 +174,12 @@ int lb_check_config_set_trust_project(lb_check_config *c, bool trust)
 	return 0;
 }
 
+int lb_check_config_set_real_home(lb_check_config *c, bool real)
+{
+	c->real_home = real;
+	return 0;
+}
+
 int lb_check_config_set_runtime_gate(lb_check_config *c, bool refuses)
 {
 	c->gate_refuses = refuses;

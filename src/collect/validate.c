@@ -1085,6 +1085,31 @@ static void issue_dropped(lb_validation *val, const lb_metrics *m)
 	add_issue(val, "dropped", NULL, "stdout", message);
 }
 
+/* A run that reported labels and no number (`Using device: cpu`; a probe's `file: True`)
+ * did report something, and a label may be the result (`converged: True`, `winner: B`): what
+ * check_reported said of it is a warning, labels_only, which names what was read and what was
+ * not, rather than a failure. A run that reported nothing at all stays no_metrics. */
+static void labels_are_a_warning(lb_validation *val, const lb_metrics *m, size_t before,
+				 struct json_object *warnings)
+{
+	bool label = false;
+	for (size_t i = 0; m && i < m->n_entries && !label; i++)
+		label = m->entries[i].kind == LB_METRIC_STRING && m->entries[i].cls == LB_CLS_PLAIN;
+	size_t now = json_object_array_length(val->issues);
+	if (!label || !warnings || now != before + 1)
+		return;
+	json_object *issue = json_object_get(json_object_array_get_idx(val->issues, before));
+	json_object *kind = NULL;
+	if (json_object_object_get_ex(issue, "kind", &kind) &&
+	    strcmp(json_object_get_string(kind), "no_metrics") == 0) {
+		json_object_array_del_idx(val->issues, before, 1);
+		val->count--;
+		json_object_object_add(issue, "kind", json_object_new_string("labels_only"));
+		json_object_array_add(warnings, json_object_get(issue));
+	}
+	json_object_put(issue);
+}
+
 size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *info,
 			       struct json_object *issues, struct json_object *warnings)
 {
@@ -1122,7 +1147,9 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 	if (m)
 		issue_dropped(&val, m);
 	check_declared(&val, m, sources.data);
+	size_t before = json_object_array_length(issues);
 	check_reported(&val, m, info);
+	labels_are_a_warning(&val, m, before, warnings);
 	if (m && m->time_guard)
 		check_time_guard(&val, m, info->budget_s);
 	lb_buf_free(&sources);

@@ -105,6 +105,46 @@ static void test_functions_see_every_binding(void **state)
 	EXPECT("import os\nf = print\nif cond:\n    f = os.system\nf('x')\n", "LB101@5");
 }
 
+/* The findings of src under standard with `~` the user's real home (a mode without the
+ * sandbox) or the sandbox's. */
+static char *home_findings(const char *src, bool real)
+{
+	lb_check_config *cfg;
+	lb_check_report rep = {0};
+	assert_int_equal(lb_check_config_new(&cfg), 0);
+	assert_int_equal(lb_check_config_ignore(cfg, "harness"), 0);
+	assert_int_equal(lb_check_config_set_real_home(cfg, real), 0);
+	assert_int_equal(lb_check_source(cfg, "t.py", src, strlen(src), false, &rep), 0);
+	lb_check_finish(&rep);
+	lb_buf b = {0};
+	for (size_t i = 0; i < rep.n; i++)
+		if (!rep.items[i].suppressed)
+			lb_buf_printf(&b, "%s%s@%u", b.len ? " " : "", rep.items[i].id, rep.items[i].line);
+	lb_check_report_free(&rep);
+	lb_check_config_free(cfg);
+	return b.data ? b.data : strdup("");
+}
+
+static void test_writes_under_the_home(void **state)
+{
+	(void)state;
+	static const char *const srcs[] = {
+		"import os\nopen(os.path.join(os.path.expanduser('~'), '.cache', 'x'), 'w')\n",
+		"from pathlib import Path\n(Path.home() / '.local' / 'lib' / 'x.pth').write_text('y')\n",
+		"import os\nopen(os.path.join(os.environ['HOME'], '.zshenv'), 'a')\n",
+	};
+	for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+		/* the sandbox's HOME is its private /tmp: harmless there */
+		char *got = home_findings(srcs[i], false);
+		assert_string_equal(got, "");
+		free(got);
+		/* without the sandbox it is the user's own: every write there is refused */
+		got = home_findings(srcs[i], true);
+		assert_string_equal(got, "LB110@2");
+		free(got);
+	}
+}
+
 static void test_writes(void **state)
 {
 	(void)state;
@@ -520,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_false_positive_traps),
 		cmocka_unit_test(test_functions_see_every_binding),
 		cmocka_unit_test(test_writes),
+		cmocka_unit_test(test_writes_under_the_home),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_seeds_found),
 		cmocka_unit_test(test_policies),
