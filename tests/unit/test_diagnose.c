@@ -1849,9 +1849,6 @@ static void test_a_native_socket_refused_is_the_networks(void **state)
 	json_object_put(doc);
 }
 
-/* numpy's and torch's savers report a short write without ENOSPC; the sandbox found its
- * private /tmp full when the run ended, and that decides: the flag doubles that tmpfs. A
- * cause of its own (a missing package) is kept. */
 /* numpy's FloatingPointError says which of four errors it was; only one while a loss is being
  * computed is a divergence, and the advice never repeats the np.seterr the code has. */
 static void test_a_floating_point_error_is_read_from_its_message(void **state)
@@ -1930,6 +1927,9 @@ static void test_what_the_sandbox_takes_away_is_named(void **state)
 	json_object_put(doc);
 }
 
+/* numpy's and torch's savers report a short write without ENOSPC; the sandbox found its
+ * private /tmp full when the run ended, and that decides: the flag doubles that tmpfs. A
+ * cause of its own (a missing package) is kept. */
 static void test_a_full_tmpfs_is_why_a_write_failed(void **state)
 {
 	(void)state;
