@@ -111,9 +111,6 @@ static int hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index
 	return r;
 }
 
-/* The user's cache (interpreter probes, freezes, check verdicts: trusted by the next run on
- * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), and every runs
- * directory this user's labbox has used, with the index and sweeps beside each. */
 static int hide_known_one(lb_sandbox *sb, const char *runs_dir, void *ctx)
 {
 	(void)ctx;
@@ -147,7 +144,10 @@ static int resolve_dir(const char *path, char real[PATH_MAX])
 	return 0;
 }
 
-/* Each known runs directory is looked at only where the experiment could see it, once the
+/* The user's cache (interpreter probes, freezes, check verdicts: trusted by the next run on
+ * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), and every runs
+ * directory this user's labbox has used, with the index and sweeps beside each.
+ * Each known runs directory is looked at only where the experiment could see it, once the
  * sandbox's view is final: most lie in a home or /tmp, which the sandbox replaces, and with
  * 64 of them a start paid 3.5 ms for stats of what nothing could reach. Each is resolved
  * first (resolve_dir), so that where it lies now decides. */
@@ -292,12 +292,12 @@ static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, si
 		what = "the runtime gate";
 		r = expose_gate(sb, job);
 	}
-	if (r == 0 && job->exec_guard)
+	if (r == 0 && job->exec_guard) {
 		what = "the exec guard";
-	if (r == 0 && job->exec_guard)
 		r = lb_sandbox_set_exec_guard(sb, job->exec_listed ? LB_EXEC_LISTED
 								  : LB_EXEC_GATED_PYTHON,
 					      job->exec_guard == 2);
+	}
 	for (size_t i = 0; r == 0 && job->exec_guard && job->exec_listed && job->exec_listed[i];
 	     i++)
 		r = lb_sandbox_allow_exec(sb, job->exec_listed[i], false);
