@@ -137,6 +137,10 @@ typedef struct ctx {
 	bool any_taint; /* taint_target ran this pass (taint may hold a name) */
 	bool time_flag;
 	bool h_estimate, h_guard, h_results, h_metrics;
+	/* What the file logs and how it configures logging (LB404, log_facts_settle). */
+	struct logline *log_msgs, *log_fmts;
+	unsigned nlog_msgs, nlog_fmts;
+	bool log_basic, log_level_on, log_set_info, log_handler, log_stdout, log_dict;
 	bool module_has_sensitive;
 	/* Reporting a container whose names alone are read (`x in C`, `len(C)`, `for k in C`):
 	 * a module table there is asked about, not handed on. names_need: the builtins (NB_*
@@ -156,6 +160,15 @@ typedef struct ctx {
 	unsigned extra_walks;
 	bool unsettled;
 } ctx;
+
+/* A message logged at INFO, as a template (print's: LB_METRIC_HOLE for what is computed;
+ * style 'L' for loguru's), or a logging format (style '%', '{' or '$'). */
+typedef struct logline {
+	const char *t;
+	size_t n;
+	char style;
+	struct logline *next;
+} logline;
 
 /* A "passed on as a value" finding the names-only reading held back. */
 typedef struct held {
@@ -1926,6 +1939,292 @@ static void metric_line_facts(ctx *c, TSNode arglist)
 	lb_buf_free(&sep);
 }
 
+/* ---- logged metric lines (LB404) ------------------------------------------------------------
+ * The collector reads Python logging's INFO lines, the message read as a line, so
+ * `logger.info("acc: %.3f", acc)` reports a metric when logging prints INFO lines in a format
+ * whose prefix the collector knows. The messages and what the file configures (basicConfig's
+ * level, format and stream, Formatters, StreamHandlers, setLevel, dictConfig) are gathered over
+ * the file and judged at its end (log_facts_settle): a basicConfig often comes after the
+ * functions that log. */
+
+#define LOG_LINES_MAX 64
+
+static void log_keep(ctx *c, logline **list, unsigned *n, const char *t, size_t len, char style)
+{
+	if (!t || *n >= LOG_LINES_MAX)
+		return;
+	logline *l = amalloc(c, sizeof *l);
+	if (!l)
+		return;
+	*l = (logline){.t = astrndup(c, t, len), .n = len, .style = style, .next = *list};
+	*list = l;
+	(*n)++;
+}
+
+/* Whether a level lets INFO through: INFO, DEBUG, NOTSET, a number up to 20. One computed at
+ * run time (a flag's value) is given the benefit of the doubt: the check cannot know it. */
+static bool log_level_info(ctx *c, TSNode lv)
+{
+	const char *t = ts_node_is_null(lv) ? NULL : text(c, lv);
+	if (!t)
+		return false;
+	static const char *const above[] = {"WARN", "ERROR", "CRITICAL", "FATAL"};
+	for (size_t i = 0; i < sizeof above / sizeof *above; i++)
+		if (strcasestr(t, above[i]))
+			return false;
+	if (t[0] >= '0' && t[0] <= '9')
+		return strtol(t, NULL, 0) <= 20;
+	return true;
+}
+
+/* logging.info(msg, *args): logging applies msg % args only when args follow, and prints msg
+ * as written without; loguru applies str.format when given any argument. */
+static void log_message(ctx *c, const args *a, unsigned at, char style)
+{
+	if (at >= a->npos)
+		return;
+	lb_buf m = {0}, b = {0};
+	print_template(c, a->pos[at], &m, 0);
+	bool fmt = a->npos > at + 1 || a->splat || (style == 'L' && a->nkw > 0);
+	if (fmt && m.data) {
+		if (style == 'L')
+			brace_holes(m.data, m.len, &b);
+		else
+			percent_holes(m.data, m.len, &b);
+		log_keep(c, &c->log_msgs, &c->nlog_msgs, b.data, b.len, style);
+	} else if (m.data) {
+		log_keep(c, &c->log_msgs, &c->nlog_msgs, m.data, m.len, style);
+	}
+	lb_buf_free(&m);
+	lb_buf_free(&b);
+}
+
+static const char log_default_format[] = "%(levelname)s:%(name)s:%(message)s";
+
+/* A format the code gives (basicConfig's format=, a Formatter's fmt): a literal or a constant;
+ * one computed at run time is taken as logging's default, the likeliest. */
+static void log_format(ctx *c, scope *sc, TSNode f, TSNode style)
+{
+	const char *st = ts_node_is_null(style) ? "" : text(c, style);
+	char sty = strchr(st, '{') ? '{' : strchr(st, '$') ? '$' : '%';
+	const char *s = NULL;
+	if (!ts_node_is_null(f)) {
+		vset v = eval(c, sc, f);
+		s = vs_str(&v);
+	}
+	if (!s) {
+		s = log_default_format;
+		sty = '%';
+	}
+	log_keep(c, &c->log_fmts, &c->nlog_fmts, s, strlen(s), sty);
+}
+
+static bool last_name_has_log(ctx *c, TSNode obj)
+{
+	const char *t = ts_node_is_null(obj) ? NULL : text(c, obj);
+	if (!t)
+		return false;
+	const char *dot = strrchr(t, '.');
+	return strcasestr(dot ? dot + 1 : t, "log") != NULL;
+}
+
+/* What one call adds: a message logged at INFO, or a piece of logging's configuration. A
+ * method called on a name the analysis cannot follow (a logger got from getLogger, self.log)
+ * is a logger's when that name says so ("logger", "log", "LOGGER"). */
+static void log_call_facts(ctx *c, scope *sc, TSNode fn, const vset *callee, const args *a)
+{
+	const char *q = NULL;
+	for (unsigned i = 0; i < callee->n && !q; i++)
+		if (callee->v[i].kind == VK_REF)
+			q = callee->v[i].s;
+	if (q && strncmp(q, "logging.", 8) != 0 && strncmp(q, "loguru.", 7) != 0)
+		return;
+	if (q && strcmp(q, "logging.basicConfig") == 0) {
+		c->log_basic = true;
+		TSNode lv = arg(a, 99, "level"), stream = arg(a, 99, "stream");
+		c->log_level_on |= log_level_info(c, lv);
+		log_format(c, sc, arg(a, 99, "format"), arg(a, 99, "style"));
+		if (!ts_node_is_null(stream) && strstr(text(c, stream), "stdout"))
+			c->log_stdout = true;
+		return;
+	}
+	if (q && strcmp(q, "logging.Formatter") == 0) {
+		log_format(c, sc, arg(a, 0, "fmt"), arg(a, 2, "style"));
+		return;
+	}
+	if (q && strcmp(q, "logging.StreamHandler") == 0) {
+		TSNode stream = arg(a, 0, "stream");
+		c->log_handler = true;
+		if (!ts_node_is_null(stream) && strstr(text(c, stream), "stdout"))
+			c->log_stdout = true;
+		return;
+	}
+	if (q && (strcmp(q, "logging.config.dictConfig") == 0 ||
+		  strcmp(q, "logging.config.fileConfig") == 0)) {
+		c->log_dict = true;
+		return;
+	}
+	const char *meth = q ? strrchr(q, '.') + 1 : NULL;
+	if (!q) {
+		if (callee->n > 0 || !is(c, fn, K_ATTRIBUTE))
+			return;
+		TSNode at = field(c, fn, F_ATTRIBUTE);
+		meth = ts_node_is_null(at) ? NULL : text(c, at);
+		if (!meth || (strcmp(meth, "setLevel") != 0 && !last_name_has_log(c, field(c, fn, F_OBJECT))))
+			return;
+	}
+	char style = q && strncmp(q, "loguru.", 7) == 0 ? 'L' : '%';
+	if (strcmp(meth, "setLevel") == 0) {
+		c->log_set_info |= log_level_info(c, arg(a, 0, "level"));
+	} else if (strcmp(meth, "info") == 0) {
+		log_message(c, a, 0, style);
+	} else if (strcmp(meth, "log") == 0 && a->npos >= 2 && style == '%') {
+		const char *lv = text(c, a->pos[0]);
+		if (lv && (strstr(lv, "INFO") || strcmp(lv, "20") == 0))
+			log_message(c, a, 1, style);
+	}
+}
+
+/* A field of a logging format, as logging fills it for an INFO record of the experiment. */
+static const char *log_field_value(const char *name, size_t n)
+{
+	static const struct {
+		const char *name, *value;
+	} f[] = {
+		{"asctime", "2026-01-01 10:00:00,123"}, {"time", "2026-01-01 10:00:00.123"},
+		{"levelname", "INFO"}, {"level", "INFO"}, {"levelno", "20"}, {"name", "__main__"},
+		{"module", "main"}, {"filename", "main.py"}, {"funcName", "main"},
+		{"function", "main"}, {"lineno", "12"}, {"line", "12"}, {"msecs", "123"},
+		{"created", "1767261600.123"}, {"relativeCreated", "1234.5"}, {"process", "4321"},
+		{"processName", "MainProcess"}, {"thread", "140001"}, {"threadName", "MainThread"},
+		{"pathname", "/tmp/exp/main.py"}, {"taskName", "None"},
+	};
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		if (strlen(f[i].name) == n && memcmp(f[i].name, name, n) == 0)
+			return f[i].value;
+	return "x";
+}
+
+/* One field into out: the message's template, or a value padded as the spec says ("-8",
+ * "8", "<8", ">8"; printf pads on the left by default, str.format a string on the right). */
+static void log_put_field(lb_buf *out, const char *name, size_t n, const char *spec, size_t sn,
+			  const logline *msg, bool printf_style)
+{
+	if (n == 7 && memcmp(name, "message", 7) == 0) {
+		lb_buf_append(out, msg->t, msg->n);
+		return;
+	}
+	const char *v = log_field_value(name, n);
+	bool left = !printf_style;
+	size_t width = 0;
+	for (size_t i = 0; i < sn; i++) {
+		if (spec[i] == '-' || spec[i] == '<')
+			left = true;
+		else if (spec[i] == '>')
+			left = false;
+		else if (spec[i] >= '0' && spec[i] <= '9' && (i == 0 || spec[i - 1] != '.'))
+			width = width * 10 + (size_t)(spec[i] - '0');
+		else if (spec[i] == '.')
+			break;
+	}
+	size_t len = strlen(v), pad = width > len && width < 64 ? width - len : 0;
+	for (size_t i = 0; !left && i < pad; i++)
+		lb_buf_append(out, " ", 1);
+	lb_buf_append(out, v, len);
+	for (size_t i = 0; left && i < pad; i++)
+		lb_buf_append(out, " ", 1);
+}
+
+/* A record's line in a format: "%(name)-8s", "{name:<8}" or "${name}" fields filled. */
+static void log_render(const logline *f, const logline *msg, lb_buf *out)
+{
+	const char *s = f->t;
+	size_t n = f->n;
+	for (size_t i = 0; i < n; i++) {
+		if (f->style == '%' && s[i] == '%' && i + 1 < n && s[i + 1] == '(') {
+			const char *close = memchr(s + i + 2, ')', n - i - 2);
+			if (!close)
+				break;
+			size_t k = (size_t)(close - s) + 1, spec = k;
+			while (k < n && strchr("#0- +.0123456789", s[k]))
+				k++;
+			log_put_field(out, s + i + 2, (size_t)(close - s) - i - 2, s + spec, k - spec,
+				      msg, true);
+			i = k; /* the conversion letter */
+		} else if (f->style == '%' && s[i] == '%' && i + 1 < n && s[i + 1] == '%') {
+			lb_buf_append(out, "%", 1);
+			i++;
+		} else if ((f->style == '{' || f->style == '$') && s[i] == (f->style == '{' ? '{' : '$') &&
+			   i + 1 < n && s[i + 1] == s[i]) {
+			lb_buf_append(out, s + i, 1);
+			i++;
+		} else if ((f->style == '{' && s[i] == '{') ||
+			   (f->style == '$' && s[i] == '$' && i + 1 < n && s[i + 1] == '{')) {
+			size_t a = i + (f->style == '$' ? 2 : 1);
+			const char *close = memchr(s + a, '}', n - a);
+			if (!close)
+				break;
+			size_t e = (size_t)(close - s);
+			const char *colon = memchr(s + a, ':', e - a);
+			size_t ne = colon ? (size_t)(colon - s) : e;
+			log_put_field(out, s + a, ne - a, colon ? colon + 1 : "", colon ? e - ne - 1 : 0,
+				      msg, false);
+			i = e;
+		} else {
+			lb_buf_append(out, s + i, 1);
+		}
+	}
+}
+
+/* Whether a message, printed in a format, gives a line the collector reads: on stdout any
+ * metric line, on stderr (logging's default stream) only a logging INFO line. */
+static bool log_line_read(const logline *f, const logline *msg, bool to_stdout)
+{
+	lb_buf b = {0};
+	bool read = false;
+	log_render(f, msg, &b);
+	for (size_t s = 0; b.data && s < b.len && !read;) {
+		size_t e = s + lb_metric_line_end(b.data + s, b.len - s);
+		lb_metric_line ml;
+		read = e - s <= LB_METRIC_LINE_MAX && lb_metric_template_parse(b.data + s, e - s, &ml) &&
+		       (to_stdout || ml.logged);
+		s = e + 1;
+	}
+	lb_buf_free(&b);
+	return read;
+}
+
+/* The logged messages judged with what the file configured. *unprinted: a message would be
+ * read, but nothing configures logging to print INFO lines (its default level is WARNING). */
+static void log_facts_settle(ctx *c, bool *unprinted)
+{
+	static const logline deflt = {log_default_format, sizeof log_default_format - 1, '%', NULL};
+	static const char loguru_fmt[] = "{time} | {level: <8} | {name}:{function}:{line} - {message}";
+	static const logline loguru = {loguru_fmt, sizeof loguru_fmt - 1, '{', NULL};
+	static const logline alone = {"%(message)s", 11, '%', NULL};
+	bool on = (c->log_basic && c->log_level_on) ||
+		  ((c->log_basic || c->log_handler) && c->log_set_info) || c->log_dict;
+	*unprinted = false;
+	for (const logline *m = c->log_msgs; m && !c->h_metrics; m = m->next) {
+		if (m->style == 'L') {
+			c->h_metrics = log_line_read(&loguru, m, false);
+			continue;
+		}
+		if (!on) {
+			*unprinted |= log_line_read(&deflt, m, false);
+			continue;
+		}
+		/* A handler without a formatter prints the message alone; dictConfig's formats are
+		 * not followed: the message alone on stdout and logging's default are tried. */
+		if (!c->log_fmts || c->log_dict)
+			c->h_metrics = log_line_read(c->log_handler || c->log_dict ? &alone : &deflt, m,
+						     c->log_stdout || c->log_dict) ||
+				       (c->log_dict && log_line_read(&deflt, m, false));
+		for (const logline *f = c->log_fmts; f && !c->h_metrics; f = f->next)
+			c->h_metrics = log_line_read(f, m, c->log_stdout);
+	}
+}
+
 static bool kw_is(ctx *c, const args *a, const char *kw, const char *want)
 {
 	for (unsigned i = 0; i < a->nkw; i++)
@@ -2977,6 +3276,7 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		vs_union(&out, &r);
 	}
 	out.unk |= callee.unk; /* what an unknown alternative of the callee gives is unknown */
+	log_call_facts(c, sc, fn, &callee, &a);
 	needs_of_call(c, sc, fn, n, &callee, &a);
 	if (file_text_exec(c, &callee, &a))
 		raw(c, R_DYNCODE_FILE, fn, "builtins.exec",
@@ -4342,9 +4642,16 @@ static void harness(ctx *c)
 		{R_RESULTS_JSON, offsetof(ctx, h_results), "results.json is never written"},
 		{R_METRIC_LINES, offsetof(ctx, h_metrics), "no `name: value` metric lines are printed"},
 	};
+	bool unprinted = false;
+	log_facts_settle(c, &unprinted);
 	for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
 		bool have = *(const bool *)((const char *)c + h[i].off);
-		if (!have && !c->err && ck_raw_add(c->out, h[i].r, 1, 1, NULL, "%s", h[i].msg) < 0)
+		const char *msg = h[i].r == R_METRIC_LINES && unprinted
+			? "no `name: value` metric lines are printed: the ones logged with logging.info "
+			  "are not, as nothing sets logging to print INFO (its default level is "
+			  "WARNING); logging.basicConfig(level=logging.INFO) does"
+			: h[i].msg;
+		if (!have && !c->err && ck_raw_add(c->out, h[i].r, 1, 1, NULL, "%s", msg) < 0)
 			c->err = -ENOMEM;
 	}
 }
@@ -4533,6 +4840,10 @@ static void reset_pass(ctx *c)
 	c->order = 0;
 	c->time_flag = false;
 	c->h_estimate = c->h_guard = c->h_results = c->h_metrics = false;
+	c->log_msgs = c->log_fmts = NULL;
+	c->nlog_msgs = c->nlog_fmts = 0;
+	c->log_basic = c->log_level_on = c->log_set_info = c->log_handler = false;
+	c->log_stdout = c->log_dict = false;
 	c->module_has_sensitive = false;
 	c->names_kill = false;
 	c->held = NULL;

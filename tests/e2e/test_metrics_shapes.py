@@ -175,6 +175,56 @@ def test_lb404_uses_the_collectors_parser(tmp_path, stmt, is_metric):
     assert (r.rc == 0) == is_metric and ("no_metrics" in kinds) != is_metric, r.why()
 
 
+# The collector reads Python logging's INFO lines too: LB404 counts a logging.info when the
+# code sets logging to print INFO in a format the collector reads, and only then.
+LB404_LOGGING_CASES = [
+    ('logging.basicConfig(level=logging.INFO)\nlogging.info("accuracy: %.3f", acc)', True),
+    ('logging.info("accuracy: %.3f", acc)', False),  # the default level is WARNING
+    ('logging.basicConfig(level=logging.WARNING)\nlogging.info("accuracy: %s", acc)', False),
+    ('logging.basicConfig(level=logging.INFO)\nlogging.warning("accuracy: %s", acc)', False),
+    ('logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(name)s - %(levelname)s'
+     ' - %(message)s")\nlogger = logging.getLogger(__name__)\nlogger.info(f"accuracy: {acc}")',
+     True),
+    ('logging.basicConfig(level="INFO", format="{asctime} | {levelname:<8} | {message}", '
+     'style="{")\nlog = logging.getLogger("exp")\nlog.info("accuracy: %s", acc)', True),
+    ('logging.basicConfig(level=logging.INFO, format="%(message)s")\n'
+     'logging.info("accuracy: %s", acc)', False),  # stderr, no level: a library's text
+    ('logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)\n'
+     'logging.info("accuracy: %s", acc)', True),
+    ('logger = logging.getLogger("exp")\nlogger.setLevel(logging.INFO)\n'
+     'h = logging.StreamHandler(sys.stdout)\n'
+     'h.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))\n'
+     'logger.addHandler(h)\nlogger.info("accuracy: %s", acc)', True),
+    ('logging.basicConfig(level=logging.INFO)\nlogging.log(logging.INFO, "accuracy: %s", acc)',
+     True),
+    ('logging.basicConfig(level=logging.INFO)\n'
+     'logging.info("Epoch: %d, Loss: %f", seed, acc)', False),
+    ('class T:\n    def __init__(self):\n        self.log = logging.getLogger("t")\n'
+     '    def done(self, a):\n        self.log.info("accuracy: %.4f", a)\n'
+     'logging.basicConfig(level=logging.DEBUG)\nT().done(acc)', True),
+]
+
+
+@pytest.mark.parametrize("stmt,is_metric", LB404_LOGGING_CASES,
+                         ids=[c[0].splitlines()[-1] + f"-{i}"
+                              for i, c in enumerate(LB404_LOGGING_CASES)])
+def test_lb404_reads_logging_as_the_collector_does(tmp_path, stmt, is_metric):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text("import logging, sys\nacc, seed = 0.5, 1\n" + stmt + "\n")
+    p = labbox("check", "--json", str(exp))
+    doc = json.loads(p.stdout)
+    lb404 = [f for f in doc["findings"] if f["id"] == "LB404"]
+    assert (not lb404) == is_metric, doc["llm_text"]
+    if lb404 and "logging.info(" in stmt and "basicConfig" not in stmt and "setLevel" not in stmt:
+        assert "basicConfig(level=logging.INFO)" in lb404[0]["message"], lb404
+    r = run_exp(exp, tmp_path / "runs")
+    kinds = [i["kind"] for i in r.result["metric_issues"]]
+    assert (r.rc == 0) == is_metric and ("no_metrics" in kinds) != is_metric, r.why()
+    if is_metric:
+        assert r.result["metrics"]["values"] == {"accuracy": 0.5}, r.why()
+
+
 # A progress bar's "\r" updates and a terminal colour around the result: the metrics are
 # what the experiment printed, as the terminal showed it.
 PROGRESS_AND_COLOUR = r'''
