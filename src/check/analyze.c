@@ -1123,7 +1123,8 @@ static const char *const str_methods[] = {
 };
 static const char *const path_methods[] = {
 	"joinpath", "write_text", "write_bytes", "open", "touch", "expanduser", "resolve",
-	"absolute", "with_name", "with_suffix",
+	"absolute", "with_name", "with_suffix", "mkdir", "unlink", "rmdir", "chmod", "lchmod",
+	"symlink_to", "hardlink_to", "link_to", "rename", "replace",
 };
 
 static bool in_names(const char *a, const char *const *v, size_t n)
@@ -2288,6 +2289,20 @@ static bool file_call(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		{"logging.handlers.TimedRotatingFileHandler", 0, "filename"},
 		{"logging.handlers.WatchedFileHandler", 0, "filename"},
 		{"logging.basicConfig", 99, "filename"},
+		/* what moves a file away removes it where it was */
+		{"os.replace", 0, "src"},	  {"os.rename", 0, "src"},
+		{"os.renames", 0, "old"},	  {"shutil.move", 0, "src"},
+		{"shutil.move", 1, "dst"},	  {"shutil.copy", 1, "dst"},
+		{"shutil.copy2", 1, "dst"},	  {"shutil.copyfile", 1, "dst"},
+		{"shutil.copytree", 1, "dst"},	  {"shutil.copymode", 1, "dst"},
+		{"shutil.copystat", 1, "dst"},	  {"shutil.rmtree", 0, "path"},
+		{"shutil.chown", 0, "path"},	  {"shutil.make_archive", 0, "base_name"},
+		{"os.remove", 0, "path"},	  {"os.unlink", 0, "path"},
+		{"os.rmdir", 0, "path"},	  {"os.removedirs", 0, "name"},
+		{"os.mkdir", 0, "path"},	  {"os.makedirs", 0, "name"},
+		{"os.utime", 0, "path"},	  {"os.mknod", 0, "path"},
+		{"os.lchown", 0, "path"},	  {"os.chflags", 0, "path"},
+		{"os.lchflags", 0, "path"},
 	};
 	if (strcmp(q, "io.FileIO") == 0) {
 		TSNode f = arg(a, 0, "file"), m = arg(a, 1, "mode");
@@ -2301,24 +2316,26 @@ static bool file_call(ctx *c, scope *sc, const char *q, TSNode node, args *a)
 		check_write(c, node, &paths, &modes, !ts_node_is_null(m) || a->splat, q);
 		return true;
 	}
+	/* A call may change two paths (a move: where it was and where it goes), one entry each. */
+	bool judged = false;
 	for (size_t i = 0; i < sizeof dests / sizeof *dests; i++) {
 		if (strcmp(q, dests[i].name) != 0)
 			continue;
 		TSNode f = arg(a, dests[i].pos, dests[i].kw);
 		if (ts_node_is_null(f))
-			return false;
+			continue;
+		judged = true;
 		vset paths = use(c, sc, f);
 		if (dests[i].pos < a->npos)
 			a->used[dests[i].pos] = true;
 		/* an in-memory or URI database names no file of its own here */
 		const char *p = vs_str(&paths);
-		if (q[0] == 's' && p && (strcmp(p, ":memory:") == 0 || p[0] == '\0'))
-			return true;
+		if (q[0] == 's' && q[1] == 'q' && p && (strcmp(p, ":memory:") == 0 || p[0] == '\0'))
+			continue;
 		vset w = vs1(str("w"));
 		check_write(c, node, &paths, &w, true, q);
-		return true;
 	}
-	return false;
+	return judged;
 }
 
 /* sqlite's ATTACH and VACUUM INTO write the file they name, whatever connect() opened. */
@@ -2821,6 +2838,24 @@ static vset call_pathmeth(ctx *c, scope *sc, const val *v, TSNode node, args *a)
 	if (strcmp(m, "write_text") == 0 || strcmp(m, "write_bytes") == 0 || strcmp(m, "touch") == 0) {
 		vset w = vs1(str("w"));
 		check_write(c, node, &paths, &w, true, afmt(c, "pathlib.Path", ".", m));
+	} else if (strcmp(m, "mkdir") == 0 || strcmp(m, "unlink") == 0 || strcmp(m, "rmdir") == 0 ||
+		   strcmp(m, "chmod") == 0 || strcmp(m, "lchmod") == 0 || strcmp(m, "symlink_to") == 0 ||
+		   strcmp(m, "hardlink_to") == 0 || strcmp(m, "rename") == 0 || strcmp(m, "replace") == 0) {
+		/* The path itself is made, removed, re-permissioned or moved away. */
+		vset w = vs1(str("w"));
+		out.unk = true; /* rename's and replace's new Path: not followed */
+		check_write(c, node, &paths, &w, true, afmt(c, "pathlib.Path", ".", m));
+		TSNode to = arg(a, 0, "target");
+		if ((m[0] == 'r' && m[1] == 'e') && !ts_node_is_null(to)) {
+			vset dst = use(c, sc, to);
+			if (a->npos > 0)
+				a->used[0] = true;
+			check_write(c, node, &dst, &w, true, afmt(c, "pathlib.Path", ".", m));
+		}
+	} else if (strcmp(m, "link_to") == 0 && a->npos > 0) {
+		vset dst = use(c, sc, a->pos[0]), w = vs1(str("w"));
+		a->used[0] = true;
+		check_write(c, node, &dst, &w, true, "pathlib.Path.link_to");
 	} else if (strcmp(m, "open") == 0) {
 		TSNode md = arg(a, 0, "mode");
 		vset modes = {0};
