@@ -344,11 +344,9 @@ typedef struct lb_colab_heartbeat {
 int lb_colab_heartbeat_parse(const char *text, size_t len, lb_colab_heartbeat *out, char *err,
 			     size_t errlen);
 
-/* For a sandbox labbox runs outside a run (exec): hide the user's cache and every runs
- * directory labbox has used, as a run's sandbox hides them. 0 or a negative errno. */
-int lb_local_hide_records(lb_sandbox *sb);
-/* The same for a job: its runs directory, index and sweeps too (made when missing, as a
- * local run makes them). For backends that mask in their own way what sb records. */
+/* lb_record_hide_known for a job, and its runs directory, index and sweeps too (made when
+ * missing, as a local run makes them). For backends that mask in their own way what sb
+ * records. */
 int lb_local_hide_job_records(lb_sandbox *sb, const lb_backend_job *job);
 
 #endif

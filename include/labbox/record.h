@@ -12,6 +12,20 @@
 
 struct json_object;
 
+/* Other runs' records out of sb's sight (src/record/hide.c). Every sandbox that runs code of
+ * an experiment's (a run, exec, an interpreter's probe, git's filters) hides them alike.
+ * lb_record_hide_known: the user's cache and every runs directory this user's labbox has used
+ * (each looked at where the sandbox's final view shows it), with the index and sweeps beside
+ * each; lb_record_hide_known_in: the same with the cache directory given.
+ * lb_record_hide_runs_dir: one runs directory, its index (index_path, and its -wal, -shm,
+ * -journal; may be NULL) and the sweeps beside it; make_sweeps makes the sweeps directory when
+ * missing, so that a sweep started later does not appear inside the sandbox.
+ * 0 or a negative errno (-ENOMEM; a damaged list of known directories hides nothing more). */
+int lb_record_hide_known(lb_sandbox *sb);
+int lb_record_hide_known_in(lb_sandbox *sb, const char *cache);
+int lb_record_hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index_path,
+			    bool make_sweeps);
+
 /* Create RUNS_DIR (and parents) and a fresh RUNS_DIR/ID with ID = UTC time + random suffix.
  * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM when RUNS_DIR is writable by
  * others without the sticky bit (lb_dir_open_to_others). */
@@ -253,8 +267,13 @@ struct json_object *lb_record_git_diff(const char *dir, size_t max);
  * the git commands cost the run no time. git runs inside a sandbox of its own (no network,
  * the host read-only, the homes hidden, the repository bound read-only), so whatever the
  * repository makes git run (filters, fsmonitor, hooks, in any config scope, include or nested
- * repository) cannot touch the host. The repository is the one holding dir (GIT_DIR is not
- * honoured: the sandbox's environment is clean). No child is started when neither dir nor
+ * repository) cannot touch the host, and sees no more than the run (view; the records of
+ * other runs hidden alike). The repository is the one holding dir (GIT_DIR is not honoured:
+ * the sandbox's environment is clean); a .git file of the experiment's own that names a git
+ * directory outside it is followed only when that directory names the experiment back (a
+ * worktree's or a submodule's), else the record says why it was not. Status and diff read
+ * the work tree as it is: every untracked file, and a copy of the index without its
+ * assume-unchanged and skip-worktree flags. No child is started when neither dir nor
  * any directory above it has a .git entry. A repository git could not read is
  * {"commit": null, "error": "why"}.
  * start returns 0 (job->pid is 0 when nothing was started) or a negative errno; collect
@@ -274,7 +293,24 @@ int lb_record_job_start(lb_record_job *job, struct json_object *(*fn)(void *arg)
 struct json_object *lb_record_job_collect(lb_record_job *job, double wait_s, bool *late);
 
 typedef lb_record_job lb_record_git_job;
-int lb_record_git_start(const char *dir, size_t diff_max, lb_record_git_job *job);
+/* What git's sandbox hides besides what every sandbox does (lb_record_hide_known): the run's
+ * runs directory (with its index and sweeps; relative to the working directory, as the run
+ * names it; may be NULL) and the paths of --hide. */
+typedef struct lb_record_git_view {
+	const char *runs_dir;
+	const char *const *hide;
+	size_t nhide;
+	/* The run's limits, which git's sandbox gets too (a repository's filters are code the
+	 * experiment chose); 0: unset. degraded: what the run accepted less of
+	 * (lb_sandbox_allow_degraded). */
+	uint64_t memory;
+	long pids;
+	double cpus;
+	const char *const *degraded;
+	size_t ndegraded;
+} lb_record_git_view;
+int lb_record_git_start(const char *dir, const lb_record_git_view *view, size_t diff_max,
+			lb_record_git_job *job);
 void lb_record_git_collect(lb_record_git_job *job, struct json_object **info,
 			   struct json_object **diff);
 

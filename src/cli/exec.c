@@ -279,7 +279,7 @@ int cli_exec(int argc, char **argv)
 	if ((rc = cli_sandbox_apply("exec", &o, sb)) != 0)
 		goto out;
 	/* The command is no more trusted than an experiment: the records are out of its sight. */
-	if (!docker && lb_local_hide_records(sb) < 0) {
+	if (!docker && lb_record_hide_known(sb) < 0) {
 		cli_error("exec", "cannot hide labbox's records from the command: out of memory");
 		rc = 125;
 		goto out;

@@ -1,5 +1,5 @@
 /* Interpreter probing: where a Python lives and what it has installed (the freeze, cached). */
-#include "labbox/backend.h"
+#include "labbox/record.h"
 #include "labbox/env.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
@@ -178,7 +178,7 @@ int lb_python_sandbox_script(const lb_python_info *py, const char *script,
 	/* An experiment's interpreter runs its venv's .pth files here: labbox's records are out
 	 * of their sight as of the run's own code (what they print reaches the run's records). */
 	if (r == 0)
-		r = lb_local_hide_records(sb);
+		r = lb_record_hide_known(sb);
 	if (r == 0)
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r == 0)

@@ -2153,9 +2153,47 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	memset(&st, 0, sizeof st);
 	st.backend_name = be->ops->name;
 	int r = resolve(req, &st, out);
+	/* git's sandbox hides what the run's does: the runs directory and --hide's paths. */
+	json_object *hj = NULL;
+	size_t nh = req->sandbox_config &&
+				json_object_object_get_ex(req->sandbox_config, "hide", &hj) &&
+				json_object_is_type(hj, json_type_array)
+			    ? json_object_array_length(hj)
+			    : 0;
+	LB_AUTOFREE const char **hide = nh ? calloc(nh, sizeof *hide) : NULL;
+	size_t nhide = 0;
+	for (size_t i = 0; hide && i < nh; i++) {
+		const char *h = json_object_get_string(json_object_array_get_idx(hj, i));
+		if (h)
+			hide[nhide++] = h;
+	}
+	json_object *lj = NULL, *dgj = NULL;
+	size_t nd = req->sandbox_config &&
+				json_object_object_get_ex(req->sandbox_config, "allow_degraded", &dgj) &&
+				json_object_is_type(dgj, json_type_array)
+			    ? json_object_array_length(dgj)
+			    : 0;
+	LB_AUTOFREE const char **degraded = nd ? calloc(nd, sizeof *degraded) : NULL;
+	size_t ndegraded = 0;
+	for (size_t i = 0; degraded && i < nd; i++) {
+		const char *d = json_object_get_string(json_object_array_get_idx(dgj, i));
+		if (d)
+			degraded[ndegraded++] = d;
+	}
+	lb_record_git_view gview = {.runs_dir = req->runs_dir ? req->runs_dir : ".labbox/runs",
+				    .hide = hide, .nhide = nhide, .degraded = degraded,
+				    .ndegraded = ndegraded};
+	if (req->sandbox_config) {
+		if (json_object_object_get_ex(req->sandbox_config, "memory_bytes", &lj) && lj)
+			gview.memory = (uint64_t)json_object_get_int64(lj);
+		if (json_object_object_get_ex(req->sandbox_config, "pids_limit", &lj) && lj)
+			gview.pids = (long)json_object_get_int64(lj);
+		if (json_object_object_get_ex(req->sandbox_config, "cpus", &lj) && lj)
+			gview.cpus = json_object_get_double(lj);
+	}
 	if (r == 0 && out->exit_code == 0 &&
-	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, (size_t)1 << 20,
-				&st.git) < 0)
+	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, &gview,
+				(size_t)1 << 20, &st.git) < 0)
 		st.git.pid = 0; /* the manifest then says no repository was seen */
 	json_object *vols = NULL;
 	/* Over ssh the volumes are the remote host's: the remote labbox fingerprints them (its

@@ -723,3 +723,34 @@ def test_a_cache_under_home_is_written_to_the_sandboxs_home(tmp_path):
     assert r.result["status"] == "completed"
     assert r.result["metrics"]["values"]["cached"] == 2
     assert not [n for n in r.result.get("needs") or [] if "~" in (n.get("flag") or "")]
+
+
+def test_git_dirty_is_the_work_tree_not_the_index_flags_or_config(tmp_path):
+    """`dirty` says whether the code run is the commit recorded: an edit the index is told to
+    look away from (assume-unchanged, skip-worktree) and an untracked file a repository's
+    config hides from status (status.showUntrackedFiles=no) are changes all the same."""
+    def g(repo, *a):
+        subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)
+
+    for variant in ("assume-unchanged", "skip-worktree", "untracked-hidden"):
+        repo = tmp_path / variant
+        exp = write_exp(repo, "from config import lr\nprint(f'accuracy: {lr}')\n",
+                        files={"config.py": "lr = 0.1\n"})
+        commit_all(repo)
+        if variant == "untracked-hidden":
+            g(repo, "config", "status.showUntrackedFiles", "no")
+            (exp / "helper.py").write_text("x = 1\n")
+        else:
+            (exp / "config.py").write_text("lr = 0.4\n")
+            g(repo, "update-index", f"--{variant}", str(exp / "config.py"))
+        r = run_exp(exp, tmp_path / f"runs-{variant}")
+        assert r.rc == 0, r.why()
+        man = r.file_json("manifest.json")
+        assert man["git"]["dirty"] is True, (variant, man["git"])
+        if variant != "untracked-hidden":
+            assert "+lr = 0.4" in man["git_diff"]["diff"], (variant, man["git_diff"])
+        # the repository's own index is left as it was
+        flags = subprocess.run(["git", "-C", str(repo), "ls-files", "-v"], capture_output=True,
+                               text=True).stdout
+        if variant == "assume-unchanged":
+            assert re.search(r"^h .*config\.py$", flags, re.M), flags

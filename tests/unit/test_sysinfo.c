@@ -288,7 +288,7 @@ static void test_git_job(void **state)
 		free(repo);
 		skip();
 	}
-	assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+	assert_int_equal(lb_record_git_start(repo, NULL, 1 << 20, &job), 0);
 	assert_int_equal(job.pid, 0);
 	lb_record_git_collect(&job, &info, &diff);
 	assert_null(info);
@@ -301,7 +301,7 @@ static void test_git_job(void **state)
 	/* 300 KB of changed lines: the child blocks on the pipe until collect reads. */
 	sh("cd %s && for i in $(seq 1 20000); do echo \"x = $i  # padding padding\"; done > main.py",
 	   sub);
-	assert_int_equal(lb_record_git_start(sub, 1 << 20, &job), 0);
+	assert_int_equal(lb_record_git_start(sub, NULL, 1 << 20, &job), 0);
 	assert_true(job.pid > 0);
 	lb_record_git_collect(&job, &info, &diff);
 	assert_non_null(info);
@@ -343,7 +343,7 @@ static void test_git_job_confines_repository_commands(void **state)
 	   "printf '#!/bin/sh\\ntouch %s\\n' > .git/hooks/post-index-change && "
 	   "chmod +x .git/hooks/post-index-change && echo b > f.txt",
 	   repo, marker, marker, marker);
-	assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+	assert_int_equal(lb_record_git_start(repo, NULL, 1 << 20, &job), 0);
 	lb_record_git_collect(&job, &info, &diff);
 	assert_int_equal(access(marker, F_OK), -1);
 	assert_non_null(info);
@@ -356,7 +356,7 @@ static void test_git_job_confines_repository_commands(void **state)
 	if (getuid() == 0) {
 		/* As root git runs as uid 65534, which a 0700 checkout shuts out. */
 		sh("chmod 700 %s", repo);
-		assert_int_equal(lb_record_git_start(repo, 1 << 20, &job), 0);
+		assert_int_equal(lb_record_git_start(repo, NULL, 1 << 20, &job), 0);
 		lb_record_git_collect(&job, &info, &diff);
 		assert_non_null(info);
 		assert_true(is_null(get(info, "commit")));
