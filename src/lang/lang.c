@@ -131,8 +131,17 @@ char **lb_lang_argv(lb_lang lang, const lb_python_info *interp, const char *entr
 		/* Octave saves every variable to ./octave-workspace when the budget's SIGTERM
 		 * comes: the script is sourced after that is turned off. A script given arguments
 		 * must be run as a file (--eval takes none), and keeps Octave's default. */
+		/* A bare `pause` (and pause(Inf)) waits for a key press that never comes: labbox
+		 * runs without a terminal, and a course's script ("Press enter to continue.") would
+		 * sit out the whole budget. They return at once, as `pause off` makes them; a
+		 * timed pause(n) still waits its n seconds (docs/decisions.md). */
 		lb_buf code = {0};
-		int r = lb_buf_puts(&code, "sigterm_dumps_octave_core(false); "
+		int r = lb_buf_puts(&code, "function varargout = pause(varargin), varargout = {}; "
+					   "if nargin > 0 && (ischar(varargin{1}) || "
+					   "(isnumeric(varargin{1}) && isscalar(varargin{1}) && "
+					   "isfinite(varargin{1}))), [varargout{1:nargout}] = "
+					   "builtin('pause', varargin{:}); end, end; "
+					   "sigterm_dumps_octave_core(false); "
 					   "sighup_dumps_octave_core(false); "
 					   "crash_dumps_octave_core(false); source('");
 		for (const char *c = entry; r == 0 && *c; c++)

@@ -257,6 +257,25 @@ def test_octave_budget_keeps_partial_results_and_no_workspace_dump(tmp_path):
     assert not (Path(doc["run_dir"]) / "exp" / "octave-workspace").exists()
 
 
+@need_octave
+def test_octave_pause_for_a_key_does_not_wait_out_the_budget(tmp_path):
+    """A course's script stops for the reader ("Press enter to continue." then a bare
+    `pause`): there is no terminal in the sandbox, and the run goes on instead of waiting
+    out its budget. A timed pause still waits (the budget test above relies on it)."""
+    d = exp(tmp_path, "m_pause", {"main.m": """
+        rand("seed", 1);
+        printf("Program paused. Press enter to continue.\\n");
+        pause;
+        pause(Inf);
+        tic; pause(0.3); waited = toc;
+        printf("waited: %.2f\\n", waited >= 0.25);
+        printf("acc: 0.91\\n");
+        """})
+    p, doc = run(tmp_path, d, "--budget", "60")
+    assert p.returncode == 0 and doc["status"] == "completed", doc["status"]
+    assert doc["metrics"]["values"] == {"waited": 1, "acc": 0.91}, doc["metrics"]
+
+
 @need_r
 def test_r_rerun_repeats_it_with_the_same_interpreter(tmp_path):
     p, doc = run(tmp_path, REPO / "examples" / "r-quickstart", "--interpreter", RSCRIPT)
