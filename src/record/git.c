@@ -18,13 +18,15 @@
 /* git's answer, its last line ends cut. Every command reads the repository as it is, not as
  * its configuration or its index's flags would show it: all untracked files, and no stat
  * information trusted (core.ignoreStat). */
-static bool git_line(const char *dir, lb_buf *out, const char *a1, const char *a2, const char *a3,
-		     const char *a4)
+static bool git_run(const char *dir, lb_buf *out, const char *const *args)
 {
-	char *argv[] = {"git", "--no-pager", "-c", "safe.directory=*", "-C", (char *)dir, "-c",
-			"core.fsmonitor=false", "-c", "core.ignoreStat=false", "-c",
-			"status.showUntrackedFiles=all", (char *)a1, (char *)a2, (char *)a3, (char *)a4,
-			NULL};
+	char *argv[24] = {"git", "--no-pager", "-c", "safe.directory=*", "-C", (char *)dir, "-c",
+			  "core.fsmonitor=false", "-c", "core.ignoreStat=false", "-c",
+			  "status.showUntrackedFiles=all"};
+	size_t n = 12;
+	for (size_t i = 0; args[i] && n < sizeof argv / sizeof *argv - 1; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
 	int st = 0;
 	out->len = 0;
 	if (lb_capture(argv, 1 << 20, false, out, &st) < 0 || !WIFEXITED(st) ||
@@ -34,6 +36,8 @@ static bool git_line(const char *dir, lb_buf *out, const char *a1, const char *a
 		out->data[--out->len] = '\0';
 	return true;
 }
+
+#define git_line(dir, out, ...) git_run(dir, out, (const char *const[]){__VA_ARGS__, NULL})
 
 /* An index's own flags (assume-unchanged, skip-worktree: `git update-index`'s way of keeping
  * a local edit out of sight) make status and diff look away from a file that differs from the
@@ -111,15 +115,18 @@ static void index_without_flags(const char *dir)
 struct json_object *lb_record_git_info(const char *dir)
 {
 	lb_buf b = {0};
-	if (!git_line(dir, &b, "rev-parse", "--verify", "HEAD", NULL) || !b.data) {
+	if (!git_line(dir, &b, "rev-parse", "--verify", "HEAD") || !b.data) {
 		lb_buf_free(&b);
 		return NULL;
 	}
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "commit", json_object_new_string(b.data));
-	if (git_line(dir, &b, "rev-parse", "--abbrev-ref", "HEAD", NULL) && b.data)
+	if (git_line(dir, &b, "rev-parse", "--abbrev-ref", "HEAD") && b.data)
 		json_object_object_add(o, "branch", json_object_new_string(b.data));
-	if (git_line(dir, &b, "status", "--porcelain", "--untracked-files=all", ".")) {
+	/* labbox's own records (.labbox beside the runs, not staged either) are no change of
+	 * the experiment's. */
+	if (git_line(dir, &b, "status", "--porcelain", "--untracked-files=all", "--", ".",
+		     ":(exclude,glob)**/.labbox/**")) {
 		json_object_object_add(o, "dirty", json_object_new_boolean(b.len > 0));
 	}
 	lb_buf_free(&b);

@@ -754,3 +754,21 @@ def test_git_dirty_is_the_work_tree_not_the_index_flags_or_config(tmp_path):
                                text=True).stdout
         if variant == "assume-unchanged":
             assert re.search(r"^h .*config\.py$", flags, re.M), flags
+
+
+def test_labboxs_own_records_in_the_repository_are_no_change(tmp_path):
+    """Run from inside a clean checkout, labbox's records (.labbox beside the runs) are not
+    the experiment's change: the run is the commit, not dirty; a new file of the
+    experiment's is."""
+    exp = write_exp(tmp_path / "repo", "print('accuracy: 0.5')\n")
+    commit_all(exp)
+    dirty = []
+    for step in ("first", "second", "new file"):
+        if step == "new file":
+            (exp / "helper.py").write_text("x = 1\n")
+        p = subprocess.run([LABBOX, "run", "--json", "--python", PYTHON, "."], cwd=exp,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        man = json.loads((Path(json.loads(p.stdout)["run_dir"]) / "manifest.json").read_text())
+        dirty.append(man["git"]["dirty"])
+    assert dirty == [False, False, True], dirty
