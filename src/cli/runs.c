@@ -370,6 +370,83 @@ static json_object *key_union(json_object *a, json_object *b)
 	return keys;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "{k=v,k2=v2}" of a tagged value's tags, in key order (the order they were printed in
+ * does not make another value). */
+static void tags_key(json_object *tags, char *buf, size_t len)
+{
+	const char *keys[64];
+	size_t n = 0;
+	if (json_object_is_type(tags, json_type_object)) {
+		json_object_object_foreach(tags, k, v)
+		{
+			(void)v;
+			if (n < sizeof keys / sizeof *keys)
+				keys[n++] = k;
+		}
+	}
+	qsort(keys, n, sizeof *keys, cmp_str);
+	size_t at = (size_t)snprintf(buf, len, "{");
+	for (size_t i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", i ? "," : "", keys[i],
+				       json_object_get_string(json_object_object_get(tags, keys[i])));
+	if (at < len)
+		snprintf(buf + at, len - at, "}");
+}
+
+/* The other forms a run reports its results in (docs/result-json.md), flat beside the plain
+ * values: a tagged value as "cond/name{tag=v,...}", each field of a SUMMARY line as
+ * "SUMMARY:cond/metric.field", each field of a PAIRED line as
+ * "PAIRED:method vs baseline[regime].field". */
+static void flatten_structured(json_object *metrics, json_object *out)
+{
+	json_object *arr;
+	char key[2400], tags[1600];
+	if (json_object_object_get_ex(metrics, "tagged", &arr) && json_object_is_type(arr, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *t = json_object_array_get_idx(arr, i), *v = NULL;
+			const char *c = get_str(t, "condition", NULL);
+			tags_key(json_object_object_get(t, "tags"), tags, sizeof tags);
+			snprintf(key, sizeof key, "%s%s%s%s", c ? c : "", c ? "/" : "",
+				 get_str(t, "metric", "?"), tags);
+			json_object_object_get_ex(t, "value", &v);
+			json_object_object_add(out, key, v ? json_object_get(v) : NULL);
+		}
+	if (json_object_object_get_ex(metrics, "summaries", &arr) &&
+	    json_object_is_type(arr, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *s = json_object_array_get_idx(arr, i);
+			const char *c = get_str(s, "condition", NULL);
+			json_object_object_foreach(s, f, v)
+			{
+				if (strcmp(f, "condition") == 0 || strcmp(f, "metric") == 0)
+					continue;
+				snprintf(key, sizeof key, "SUMMARY:%s%s%s.%s", c ? c : "", c ? "/" : "",
+					 get_str(s, "metric", "?"), f);
+				json_object_object_add(out, key, v ? json_object_get(v) : NULL);
+			}
+		}
+	if (json_object_object_get_ex(metrics, "paired", &arr) && json_object_is_type(arr, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *pr = json_object_array_get_idx(arr, i);
+			const char *reg = get_str(pr, "regime", NULL);
+			json_object_object_foreach(pr, f, v)
+			{
+				if (strcmp(f, "method") == 0 || strcmp(f, "baseline") == 0 ||
+				    strcmp(f, "regime") == 0)
+					continue;
+				snprintf(key, sizeof key, "PAIRED:%s vs %s%s%s%s.%s",
+					 get_str(pr, "method", "?"), get_str(pr, "baseline", "?"),
+					 reg ? "[" : "", reg ? reg : "", reg ? "]" : "", f);
+				json_object_object_add(out, key, v ? json_object_get(v) : NULL);
+			}
+		}
+}
+
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 {
 	lb_index *ix;
@@ -397,6 +474,12 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
+	/* The index holds the plain, condition and file values; the tagged, SUMMARY and PAIRED
+	 * results are in result.json, compared under the keys rerun uses. */
+	if (mA)
+		flatten_structured(json_object_object_get(resa, "metrics"), mA);
+	if (mB)
+		flatten_structured(json_object_object_get(resb, "metrics"), mB);
 	json_object *names = key_union(mA, mB);
 	size_t in_both = 0, differ = 0; /* metrics both runs report, and how many of them differ */
 	json_object_object_foreach(names, name, unused)
@@ -1005,8 +1088,9 @@ static const char rerun_help[] =
 	"when every file still has the recorded sha256, else from the run's own staged copy when\n"
 	"its files are unchanged), the same interpreter, arguments, budget, declared metrics and\n"
 	"sandbox flags. Then say whether the metrics match the original run's: a determinism\n"
-	"check of every value either run reported, its stdout metrics and the values of its\n"
-	"results files (final_info.json, results.json, results.csv) by dotted path; numbers are\n"
+	"check of every value either run reported, its stdout metrics (plain, per condition,\n"
+	"tagged per seed as cond/name{seed=0}, SUMMARY and PAIRED lines field by field) and the\n"
+	"values of its results files (final_info.json, results.json, results.csv) by dotted path; numbers are\n"
 	"compared as numbers, strings exactly, long arrays by a digest. It says how many values\n"
 	"were compared, and \"nothing to compare\" (never yes) when there were none. Metrics\n"
 	"that measure time (fit_seconds, train_time, samples_per_sec...) differ between runs of\n"
@@ -1095,10 +1179,12 @@ static void flatten_files(json_object *metrics, json_object *out)
 	}
 }
 
-/* Everything a run reported, flat: stdout metrics ("name", "cond/name") and file values. */
+/* Everything a run reported, flat: stdout metrics ("name", "cond/name"), tagged, SUMMARY and
+ * PAIRED results, and file values. */
 static void collect_values(json_object *metrics, json_object *out)
 {
 	flatten_metrics(metrics, out);
+	flatten_structured(metrics, out);
 	flatten_files(metrics, out);
 }
 
@@ -1106,8 +1192,24 @@ static void collect_values(json_object *metrics, json_object *out)
  * trailing element indexes ("ds.step_times.3" is step_times). */
 static bool key_is_timing(const char *key)
 {
-	const char *colon = strrchr(key, ':');
 	char name[2400];
+	/* A PAIRED line compares methods, whatever they measured; a SUMMARY's fields and a
+	 * tagged value's tags are not the metric's name. */
+	if (strncmp(key, "PAIRED:", 7) == 0)
+		return false;
+	if (strncmp(key, "SUMMARY:", 8) == 0) {
+		snprintf(name, sizeof name, "%s", key + 8);
+		char *dot = strrchr(name, '.');
+		if (dot)
+			*dot = '\0';
+		return lb_metric_is_timing(name);
+	}
+	const char *brace = strchr(key, '{');
+	if (brace && key[strlen(key) - 1] == '}' && !memchr(key, ':', (size_t)(brace - key))) {
+		snprintf(name, sizeof name, "%.*s", (int)(brace - key), key);
+		return lb_metric_is_timing(name);
+	}
+	const char *colon = strrchr(key, ':');
 	snprintf(name, sizeof name, "%s", colon ? colon + 1 : key);
 	for (;;) {
 		char *dot = strrchr(name, '.');
@@ -1569,7 +1671,8 @@ int cli_rerun(int argc, char **argv)
 		if (nt)
 			cli_printf(" (timings compared apart: %zu differ, as timings do)", nt);
 		putchar('\n');
-		cli_printf("  compared: %zu value%s (stdout metrics and results files)", compared,
+		cli_printf("  compared: %zu value%s (stdout metrics, tagged, SUMMARY and PAIRED results, "
+			   "results files)", compared,
 			   compared == 1 ? "" : "s");
 		if (timing_compared)
 			cli_printf(", and %zu timing%s apart", timing_compared,

@@ -1,0 +1,95 @@
+"""What a rerun and a sweep take to be "the same": rerun compares every kind of result a run
+records and says what differs in its inputs; a sweep's identity covers what changes its cells'
+results; seeds asked for are the ones applied; seeds whose metric went non-finite are counted."""
+import json
+import os
+import subprocess
+
+from conftest import LABBOX, PYTHON
+
+
+def labbox(cwd, *args, timeout=180):
+    return subprocess.run([LABBOX, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def exp_dir(tmp_path, code, name="exp", files=None):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "main.py").write_text(code)
+    for rel, content in (files or {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(content)
+    return d
+
+
+def run_json(tmp_path, exp, *opts):
+    p = labbox(tmp_path, "run", "--json", "-q", "--python", PYTHON, *opts, exp)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"rc={p.returncode}\nstdout={p.stdout}\nstderr={p.stderr}")
+
+
+def rerun_json(tmp_path, run_id):
+    p = labbox(tmp_path, "rerun", "--json", "-q", run_id)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"rc={p.returncode}\nstdout={p.stdout}\nstderr={p.stderr}")
+
+
+# --- every kind of recorded result takes part in the comparison --------------------------------
+
+STRUCTURED = '''
+import os
+def r():
+    return int.from_bytes(os.urandom(4), "big") / 2**32
+print("n_params: 1000")
+for c in ("A", "B"):
+    for s in range(2):
+        print(f"condition={c} seed={s} accuracy: {r():.6f}")
+    print(f"SUMMARY condition={c} metric=accuracy mean={r():.6f} std=0.01")
+print("PAIRED: A vs B mean_diff=%.6f std_diff=0.01 t_stat=1.0 p_value=0.5" % r())
+'''
+
+
+def test_rerun_compares_tagged_summary_and_paired_results(tmp_path):
+    exp = exp_dir(tmp_path, STRUCTURED)
+    a = run_json(tmp_path, exp)
+    assert a["status"] == "completed", a
+    rr = rerun_json(tmp_path, a["id"])["rerun"]
+    assert rr["verdict"] == "differ", rr
+    keys = {d["key"] for d in rr["differences"]}
+    assert {"A/accuracy{seed=0}", "B/accuracy{seed=1}", "SUMMARY:A/accuracy.mean",
+            "PAIRED:A vs B.mean_diff"} <= keys, keys
+    assert "n_params" not in keys and "SUMMARY:A/accuracy.std" not in keys
+    # n_params, 4 tagged, 2 x (mean, std), 4 PAIRED fields
+    assert rr["compared"] == 13, rr
+    p = labbox(tmp_path, "rerun", "-q", a["id"])
+    assert "metrics match the original run: NO" in p.stdout, p.stdout
+    assert "SUMMARY:A/accuracy.mean" in p.stdout
+
+
+def test_runs_compare_lines_up_tagged_summary_and_paired_results(tmp_path):
+    exp = exp_dir(tmp_path, STRUCTURED)
+    a = run_json(tmp_path, exp)
+    b = run_json(tmp_path, exp)
+    doc = json.loads(labbox(tmp_path, "runs", "compare", "--json", a["id"], b["id"]).stdout)
+    by = {m["metric"]: m for m in doc["metrics"]}
+    assert by["SUMMARY:A/accuracy.mean"]["equal"] is False
+    assert by["A/accuracy{seed=0}"]["equal"] is False
+    assert by["PAIRED:A vs B.p_value"]["equal"] is True
+    assert doc["compared"] == 13 and doc["differ"] >= 6, doc
+
+
+def test_rerun_of_identical_structured_results_matches(tmp_path):
+    code = ('print("condition=A seed=0 accuracy: 0.5")\n'
+            'print("SUMMARY condition=A metric=accuracy mean=0.5 std=0.0")\n'
+            'print("condition=A seed=0 fit_time: %d" % int.from_bytes(__import__("os").urandom(2), "big"))\n')
+    exp = exp_dir(tmp_path, code)
+    a = run_json(tmp_path, exp)
+    rr = rerun_json(tmp_path, a["id"])["rerun"]
+    assert rr["verdict"] == "match", rr
+    # a tagged timing is compared apart, as a plain one is
+    assert rr["timing_compared"] == 1 and rr["compared"] == 3, rr
