@@ -619,6 +619,51 @@ static int find_sweep(const char *runs_dir, const char *id, char **dir)
 }
 
 /* The spec, flags and experiment of a sweep as sweep.json recorded them. */
+/* The sandbox flags that change what a cell computes, for the sweep's identity: the -e
+ * variables (names and values), the --secret-env names (their values stay out of every
+ * record), each -v volume's real source, destination and mode, with a read-only volume's
+ * data fingerprint (manifest.data's digest: the same files, or for a large tree the same
+ * paths, sizes and mtimes), --network, --gpus and --hide. Empty when none is given, so a
+ * sweep without them keeps the id it always had. A writable volume is named, not
+ * fingerprinted: the cells write into it, and a resumed sweep must stay itself. */
+static void sweep_inputs_identity(const cli_sandbox_opts *o, lb_buf *b)
+{
+	for (size_t i = 0; i < o->nenv; i++)
+		lb_buf_printf(b, "env\x1f%s\x1e", o->env[i]);
+	for (size_t i = 0; i < o->nsecret_env; i++)
+		lb_buf_printf(b, "secret-env\x1f%s\x1e", o->secret_env[i]);
+	for (size_t i = 0; i < o->nvolumes; i++) {
+		LB_AUTOFREE char *spec = strdup(o->volumes[i]);
+		if (!spec)
+			continue;
+		char *dst = strchr(spec, ':');
+		char *mode = dst ? strchr(dst + 1, ':') : NULL;
+		if (dst)
+			*dst++ = '\0';
+		if (mode)
+			*mode++ = '\0';
+		bool rw = mode && strcmp(mode, "rw") == 0;
+		char real[PATH_MAX];
+		bool found = realpath(spec, real) != NULL;
+		lb_buf_printf(b, "volume\x1f%s\x1f%s\x1f%s", found ? real : spec, dst ? dst : "",
+			      rw ? "rw" : "ro");
+		if (found && !rw) {
+			json_object *fp = lb_record_tree_fingerprint(real, LB_DATA_CONTENT_MAX_BYTES,
+								     LB_DATA_CONTENT_MAX_FILES);
+			json_object *d = fp ? json_object_object_get(fp, "digest") : NULL;
+			lb_buf_printf(b, "\x1f%s", d ? json_object_get_string(d) : "unreadable");
+			json_object_put(fp);
+		}
+		lb_buf_printf(b, "\x1e");
+	}
+	if (o->network != LB_NET_NONE)
+		lb_buf_printf(b, "network\x1f%d\x1e", (int)o->network);
+	if (o->gpus)
+		lb_buf_printf(b, "gpus\x1f%s\x1e", o->gpus);
+	for (size_t i = 0; i < o->nhide; i++)
+		lb_buf_printf(b, "hide\x1f%s\x1e", o->hide[i]);
+}
+
 static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_object **prev)
 {
 	if (sweep_dir_own(dir) < 0)
@@ -1187,7 +1232,13 @@ int cli_sweep(int argc, char **argv)
 						    : "python3",
 				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
 				       ba.data ? ba.data : "",
-				       c.image ? c.image : cfg.image ? cfg.image : ""};
+				       c.image ? c.image : cfg.image ? cfg.image : "",
+				       NULL};
+		lb_buf inputs = {0};
+		sweep_inputs_identity(&c.o, &inputs);
+		size_t nextra = 5;
+		if (inputs.data)
+			extra[nextra++] = inputs.data;
 		/* labbox's own records, when they live inside the experiment (--runs-dir exp/runs
 		 * puts the index and the sweeps in exp/): they change with every run. */
 		LB_AUTOFREE char *index_path = NULL, *sweeps = NULL;
@@ -1201,8 +1252,9 @@ int cli_sweep(int argc, char **argv)
 			sweeps[strlen(sweeps) - 1] = '\0';
 		const char *skip[] = {c.runs_dir, sweeps, index_path, wal, shm, journal};
 		char id[LB_SWEEP_ID_LEN];
-		int r = lb_sweep_id(c.expdir, skip, 6, &c.plan, extra, 5, id);
+		int r = lb_sweep_id(c.expdir, skip, 6, &c.plan, extra, nextra, id);
 		lb_buf_free(&ba);
+		lb_buf_free(&inputs);
 		if (r < 0) {
 			cli_error("sweep", "cannot read the experiment directory '%s': %s", c.expdir,
 				  strerror(-r));
@@ -1210,9 +1262,10 @@ int cli_sweep(int argc, char **argv)
 			goto done;
 		}
 		if (resume && strcmp(id, c.id) != 0) {
-			cli_error("sweep", "the experiment in %s changed since sweep %s started (it is "
-				  "now sweep %s): its finished cells would not be the same "
-				  "experiment; start the new sweep with labbox sweep", c.expdir, c.id, id);
+			cli_error("sweep", "the experiment in %s, or the data a read-only -v volume of "
+				  "the sweep mounts, changed since sweep %s started (it is now sweep "
+				  "%s): its finished cells would not be the same experiment; start "
+				  "the new sweep with labbox sweep", c.expdir, c.id, id);
 			goto done;
 		}
 		snprintf(c.id, sizeof c.id, "%s", id);

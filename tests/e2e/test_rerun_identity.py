@@ -93,3 +93,49 @@ def test_rerun_of_identical_structured_results_matches(tmp_path):
     assert rr["verdict"] == "match", rr
     # a tagged timing is compared apart, as a plain one is
     assert rr["timing_compared"] == 1 and rr["compared"] == 3, rr
+
+
+# --- a sweep's identity covers what changes its cells' results ----------------------------------
+
+SWEEP_DATA = '''
+import argparse, os
+p = argparse.ArgumentParser(); p.add_argument("--seed", type=int); p.parse_args()
+print("dataset:", os.environ.get("DATASET", "none"))
+print("accuracy:", open("/data/acc").read().strip())
+'''
+
+
+def sweep_json(tmp_path, exp, *opts):
+    p = labbox(tmp_path, "sweep", "--python", PYTHON, "--json", "--jobs", "1", "--seeds", "0-1",
+               *opts, exp)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError(f"rc={p.returncode}\nstdout={p.stdout}\nstderr={p.stderr}")
+
+
+def test_sweep_with_other_env_or_data_is_another_sweep(tmp_path):
+    exp = exp_dir(tmp_path, SWEEP_DATA)
+    for name, acc in (("d10", "0.9"), ("d100", "0.5")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "acc").write_text(acc + "\n")
+    s1 = sweep_json(tmp_path, exp, "-e", "DATASET=cifar10", "-v", f"{tmp_path}/d10:/data:ro")
+    assert s1["counts"]["completed"] == 2, s1["counts"]
+    # the same command again is the same sweep, its cells reused
+    again = sweep_json(tmp_path, exp, "-e", "DATASET=cifar10", "-v", f"{tmp_path}/d10:/data:ro")
+    assert again["id"] == s1["id"] and again["counts"]["reused"] == 2
+    # another -e value: another sweep, whose cells ran with it
+    s2 = sweep_json(tmp_path, exp, "-e", "DATASET=cifar100", "-v", f"{tmp_path}/d10:/data:ro")
+    assert s2["id"] != s1["id"] and s2["counts"]["reused"] == 0, s2["counts"]
+    assert {c["metrics"]["dataset"] for c in s2["cells"]} == {"cifar100"}
+    # another data source under the same destination
+    s3 = sweep_json(tmp_path, exp, "-e", "DATASET=cifar10", "-v", f"{tmp_path}/d100:/data:ro")
+    assert s3["id"] not in (s1["id"], s2["id"]) and s3["counts"]["reused"] == 0
+    assert s3["conditions"][0]["metrics"]["accuracy"]["mean"] == 0.5
+    # the same source whose data changed in place
+    (tmp_path / "d10" / "acc").write_text("0.7\n")
+    s4 = sweep_json(tmp_path, exp, "-e", "DATASET=cifar10", "-v", f"{tmp_path}/d10:/data:ro")
+    assert s4["id"] != s1["id"] and s4["counts"]["reused"] == 0
+    assert s4["conditions"][0]["metrics"]["accuracy"]["mean"] == 0.7
+    p = labbox(tmp_path, "sweep", "--resume", s1["id"], "--json")
+    assert p.returncode == 2 and "changed since sweep" in p.stderr, p.stderr
