@@ -60,6 +60,15 @@ int lb_record_stage_hiding(const char *src, const char *dst, uid_t chown_uid, gi
 			   uint64_t limit, const char *const *hide, size_t nhide,
 			   struct json_object *files, struct json_object *skipped, char *err,
 			   size_t errlen);
+/* The same, staging only the files (and links) that only names by relative path (a json
+ * object, a manifest's files; NULL: all), as a rerun repeats what its run had: the others are
+ * appended to left_out (a json array, may be NULL), and a directory that held only such files
+ * is not staged. */
+int lb_record_stage_listed(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, const char *const *hide, size_t nhide,
+			   struct json_object *only, struct json_object *left_out,
+			   struct json_object *files, struct json_object *skipped, char *err,
+			   size_t errlen);
 
 /* JSON pieces shared by `run` and `exec`. */
 struct json_object *lb_record_isolation_json(const lb_isolation *iso);

@@ -71,6 +71,10 @@ typedef struct lb_run_request {
 					     * `labbox rerun` can apply them again; may be NULL */
 	const char *rerun_of;      /* id of the run this one repeats */
 	const char *origin_expdir; /* the experiment's original directory when expdir is a copy */
+	/* The files to stage (the repeated run's manifest "files"; NULL: the whole directory):
+	 * what else the experiment directory holds now is left out and listed in the manifest's
+	 * left_out_files. */
+	struct json_object *stage_only;
 	void (*warn)(void *ctx, const char *message); /* problems that do not stop the run */
 	void *warn_ctx;
 	/* Where a remote run stands (a Slurm job PENDING, RUNNING on a node), for a person;

@@ -1086,7 +1086,8 @@ static const char rerun_help[] =
 	"\n"
 	"Run a recorded run again: the same staged code (from the original experiment directory\n"
 	"when every file still has the recorded sha256, else from the run's own staged copy when\n"
-	"its files are unchanged), the same interpreter, arguments, budget, declared metrics and\n"
+	"its files are unchanged; exactly the recorded files either way: files added to the\n"
+	"experiment directory since are left out, and named), the same interpreter, arguments, budget, declared metrics and\n"
 	"sandbox flags. Then say whether the metrics match the original run's: a determinism\n"
 	"check of every value either run reported, its stdout metrics (plain, per condition,\n"
 	"tagged per seed as cond/name{seed=0}, SUMMARY and PAIRED lines field by field) and the\n"
@@ -1489,6 +1490,8 @@ int cli_rerun(int argc, char **argv)
 	req.expdir = src;
 	req.origin_expdir = origin;
 	req.rerun_of = id;
+	/* What the original ran, nothing added to the experiment since. */
+	req.stage_only = files;
 	/* An interpreter labbox.yaml named is named again by the staged labbox.yaml, and stays
 	 * confined to the sandbox; only one the user chose is passed as theirs. */
 	const char *named_by = get_str(interp, "named_by", "command line");
@@ -1648,7 +1651,19 @@ int cli_rerun(int argc, char **argv)
 	json_object *newman = load_json(out.run_dir, "manifest.json");
 	json_object *data = data_comparison(json_object_object_get(manifest, "data"),
 					    newman ? json_object_object_get(newman, "data") : NULL);
+	/* The staged files: the original's, whichever copy they came from; what the experiment
+	 * directory holds besides them now was left out, and what changed there since is
+	 * named. */
+	json_object *inputs = json_object_new_object();
+	json_object *left = newman ? json_object_object_get(newman, "left_out_files") : NULL;
+	json_object_object_add(inputs, "files_staged",
+			       json_object_new_int(json_object_object_length(files)));
+	json_object_object_add(inputs, "left_out",
+			       left ? json_object_get(left) : json_object_new_array());
+	json_object_object_add(inputs, "changed_in_expdir",
+			       changed_origin ? json_object_new_string(changed_origin) : NULL);
 	json_object_put(newman);
+	json_object_object_add(rerun, "inputs", inputs);
 	json_object_object_add(rerun, "data", data);
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/rerun.json", out.run_dir);
@@ -1702,6 +1717,25 @@ int cli_rerun(int argc, char **argv)
 			cli_printf("    %s (%s): %s -> %s\n", get_str(c, "source", "?"),
 				   get_str(c, "destination", "?"), get_str(c, "before", "none"),
 				   get_str(c, "after", "none"));
+		}
+		size_t nl = json_object_array_length(json_object_object_get(inputs, "left_out"));
+		if (changed_origin)
+			cli_printf("  staged files: the original run's %d, from its own staged copy "
+				   "('%s' changed in %s since)\n",
+				   json_object_object_length(files), changed_origin, origin);
+		else
+			cli_printf("  staged files: the original run's %d, from %s\n",
+				   json_object_object_length(files), origin);
+		if (nl) {
+			cli_printf("  left out: %zu file%s added to the experiment directory since "
+				   "the original run, which did not have %s:",
+				   nl, nl == 1 ? "" : "s", nl == 1 ? "it" : "them");
+			json_object *la = json_object_object_get(inputs, "left_out");
+			for (size_t i = 0; i < nl && i < 10; i++)
+				cli_printf(" %s", json_object_get_string(json_object_array_get_idx(la, i)));
+			if (nl > 10)
+				cli_printf(" ... (rerun.json has them all)");
+			putchar('\n');
 		}
 		cli_printf("  run dir: %s\n", out.run_dir);
 	}

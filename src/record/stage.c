@@ -48,6 +48,11 @@ typedef struct stage_ctx {
 		char *rel;
 	} *links;
 	size_t nlinks;
+	/* A rerun stages the files the run it repeats had, nothing added since: only (a json
+	 * object keyed by relative path, or NULL for all), the others named in left_out. */
+	json_object *only;
+	json_object *left_out;
+	size_t nleft;
 	/* Staging content reached through a link out of the experiment (a linked library):
 	 * only what any user may read is copied (public_path). */
 	int outside;
@@ -404,6 +409,24 @@ static int copy_linked(stage_ctx *c, int sdir, int ddir, const char *name, const
 	return 0;
 }
 
+/* Whether rel is one of the files to stage (c->only): a link may also stand for a directory
+ * of code outside the experiment, staged as the files beneath it. */
+static bool listed(const stage_ctx *c, const char *rel, bool link)
+{
+	if (json_object_object_get_ex(c->only, rel, NULL))
+		return true;
+	if (!link)
+		return false;
+	size_t n = strlen(rel);
+	json_object_object_foreach(c->only, k, v)
+	{
+		(void)v;
+		if (strncmp(k, rel, n) == 0 && k[n] == '/')
+			return true;
+	}
+	return false;
+}
+
 static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int depth)
 {
 	if (depth > 64)
@@ -464,6 +487,12 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				json_object_array_add(c->skipped, json_object_new_string(rel));
 			continue;
 		}
+		if (c->only && !S_ISDIR(st.st_mode) && !listed(c, rel, S_ISLNK(st.st_mode))) {
+			if (c->left_out)
+				json_object_array_add(c->left_out, json_object_new_string(rel));
+			c->nleft++;
+			continue;
+		}
 		if (c->outside && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && !public_mode(&st)) {
 			r = not_public(c, rel);
 			break;
@@ -490,7 +519,12 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				r = fail(c, -errno, "directory", rel);
 				break;
 			}
+			size_t left0 = c->nleft;
 			r = copy_dir(c, s2, d2, rel, depth + 1);
+			/* A directory that held only files left out is left out with them (rmdir
+			 * refuses one that holds anything). */
+			if (r == 0 && c->nleft > left0)
+				unlinkat(ddir, name, AT_REMOVEDIR);
 		} else if (S_ISREG(st.st_mode)) {
 			r = st.st_nlink > 1 ? copy_linked(c, sdir, ddir, name, rel, &st)
 					    : copy_file(c, sdir, ddir, name, rel, st.st_mode, false);
@@ -582,9 +616,21 @@ int lb_record_stage_hiding(const char *src, const char *dst, uid_t chown_uid, gi
 			   struct json_object *files, struct json_object *skipped, char *err,
 			   size_t errlen)
 {
+	return lb_record_stage_listed(src, dst, chown_uid, chown_gid, limit, hide, nhide, NULL,
+				      NULL, files, skipped, err, errlen);
+}
+
+int lb_record_stage_listed(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
+			   uint64_t limit, const char *const *hide, size_t nhide,
+			   struct json_object *only, struct json_object *left_out,
+			   struct json_object *files, struct json_object *skipped, char *err,
+			   size_t errlen)
+{
 	__attribute__((cleanup(stage_ctx_free))) stage_ctx c = {
 		.uid = chown_uid, .gid = chown_gid, .files = files, .skipped = skipped,
-		.err = err, .errlen = errlen, .limit = limit, .hide = hide, .nhide = nhide};
+		.err = err, .errlen = errlen, .limit = limit, .hide = hide, .nhide = nhide,
+		.only = json_object_is_type(only, json_type_object) ? only : NULL,
+		.left_out = left_out};
 	LB_AUTOCLOSE int sdir = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sdir < 0)
 		return fail(&c, -errno, "directory", src);

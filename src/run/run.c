@@ -1252,6 +1252,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *manifest = json_object_new_object();
 	json_object *files = json_object_new_object();
 	json_object *skipped = json_object_new_array();
+	json_object *left_out = req->stage_only ? json_object_new_array() : NULL;
 	if (asprintf(&st->exp_dir, "%s/exp", out->run_dir) < 0)
 		st->exp_dir = NULL;
 	uid_t uid;
@@ -1280,10 +1281,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		lb_record_known_note(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs");
 	int stage_r = !st->exp_dir || (nh && (!hide_buf || !hide))
 			      ? -ENOMEM
-			      : lb_record_stage_hiding(st->expdir, st->exp_dir,
+			      : lb_record_stage_listed(st->expdir, st->exp_dir,
 						       uid == getuid() ? (uid_t)-1 : uid, gid,
-						       st->disk_limit, hide, nhide, files, skipped, err,
-						       sizeof err);
+						       st->disk_limit, hide, nhide, req->stage_only,
+						       left_out, files, skipped, err, sizeof err);
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
 	int env_r = write_environment(out->run_dir, st->lang, &st->py, st->cache, manifest);
@@ -1298,6 +1299,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		json_object_put(manifest);
 		json_object_put(files);
 		json_object_put(skipped);
+		json_object_put(left_out);
 		return -ENOMEM;
 	}
 	lb_metrics_set_language(metrics, st->lang == LB_LANG_PYTHON ? NULL : lb_lang_name(st->lang));
@@ -1872,6 +1874,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(manifest, "git", git);
 	json_object_object_add(manifest, "files", files);
 	json_object_object_add(manifest, "skipped_files", skipped);
+	if (left_out)
+		json_object_object_add(manifest, "left_out_files", left_out);
 	json_object_object_add(manifest, "symlinks",
 			       st->exp_dir && stage_r == 0 ? symlinks_json(st->exp_dir, files)
 							   : json_object_new_object());

@@ -139,3 +139,47 @@ def test_sweep_with_other_env_or_data_is_another_sweep(tmp_path):
     assert s4["conditions"][0]["metrics"]["accuracy"]["mean"] == 0.7
     p = labbox(tmp_path, "sweep", "--resume", s1["id"], "--json")
     assert p.returncode == 2 and "changed since sweep" in p.stderr, p.stderr
+
+
+# --- rerun runs what the original ran, and says what differs in its inputs ----------------------
+
+RESUMES = '''
+import os
+start = int(open("ckpt/epoch.txt").read()) if os.path.exists("ckpt/epoch.txt") else 0
+print("start_epoch:", start)
+print("accuracy:", round(0.5 + 0.1 * (start + 3), 3))
+'''
+
+
+def test_rerun_leaves_out_files_added_to_the_experiment_since(tmp_path):
+    exp = exp_dir(tmp_path, RESUMES)
+    a = run_json(tmp_path, exp)
+    assert a["metrics"]["values"]["start_epoch"] == 0, a
+    (exp / "ckpt").mkdir()
+    (exp / "ckpt" / "epoch.txt").write_text("2\n")
+    b = rerun_json(tmp_path, a["id"])
+    rr = b["rerun"]
+    assert rr["verdict"] == "match" and rr["source"] == "expdir", rr
+    assert rr["inputs"]["left_out"] == ["ckpt/epoch.txt"], rr["inputs"]
+    assert rr["inputs"]["files_staged"] == 1 and rr["inputs"]["changed_in_expdir"] is None
+    m = json.load(open(os.path.join(b["run_dir"], "manifest.json")))
+    assert sorted(m["files"]) == ["main.py"] and m["left_out_files"] == ["ckpt/epoch.txt"]
+    assert not os.path.exists(os.path.join(b["run_dir"], "exp", "ckpt"))
+    p = labbox(tmp_path, "rerun", "-q", a["id"])
+    assert "metrics match the original run: yes" in p.stdout, p.stdout
+    assert "left out: 1 file added to the experiment directory since the original run" in p.stdout
+    assert "ckpt/epoch.txt" in p.stdout
+    # the original's files still run from the experiment; a plain run takes the new file
+    assert run_json(tmp_path, exp)["metrics"]["values"]["start_epoch"] == 2
+
+
+def test_rerun_names_the_file_that_changed_when_it_uses_the_staged_copy(tmp_path):
+    exp = exp_dir(tmp_path, RESUMES)
+    a = run_json(tmp_path, exp)
+    (exp / "main.py").write_text(RESUMES.replace("0.5 +", "0.6 +"))
+    p = labbox(tmp_path, "rerun", "-q", a["id"])
+    assert p.returncode == 0, p.stderr
+    assert "from its own staged copy ('main.py' changed in" in p.stdout, p.stdout
+    rr = rerun_json(tmp_path, a["id"])["rerun"]
+    assert rr["source"] == "staged copy" and rr["inputs"]["changed_in_expdir"] == "main.py"
+    assert rr["verdict"] == "match"
