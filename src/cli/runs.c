@@ -353,6 +353,51 @@ static void print_val(json_object *v)
 }
 
 
+/* A run's own names, which a value it reports may hold (an output path under the staged copy
+ * the code saw as its working directory, RUNS/ID/exp, or the id itself): what two runs of the
+ * same code differ by without any result differing. */
+typedef struct own_names {
+	const char *run_dir;
+	const char *id;
+} own_names;
+
+/* s with the run's directory and id replaced by "{run_dir}" and "{run_id}" (malloc'd). */
+static char *without_own(const char *s, const own_names *own)
+{
+	lb_buf b = {0};
+	const char *pats[2] = {own->run_dir, own->id}, *subs[2] = {"{run_dir}", "{run_id}"};
+	while (*s) {
+		size_t i;
+		for (i = 0; i < 2; i++) {
+			size_t n = pats[i] ? strlen(pats[i]) : 0;
+			if (n >= 6 && strncmp(s, pats[i], n) == 0) {
+				lb_buf_append(&b, subs[i], strlen(subs[i]));
+				s += n;
+				break;
+			}
+		}
+		if (i == 2)
+			lb_buf_append(&b, s++, 1);
+	}
+	lb_buf_append(&b, "", 1);
+	return b.data;
+}
+
+/* Whether two strings that differ are the same once each run's own directory and id are taken
+ * out of its own. */
+static bool same_but_own(json_object *a, json_object *b, const own_names *oa, const own_names *ob)
+{
+	if (!oa || !ob || !json_object_is_type(a, json_type_string) ||
+	    !json_object_is_type(b, json_type_string))
+		return false;
+	char *na = without_own(json_object_get_string(a), oa);
+	char *nb = without_own(json_object_get_string(b), ob);
+	bool same = na && nb && strcmp(na, nb) == 0 && strcmp(na, json_object_get_string(a)) != 0;
+	free(na);
+	free(nb);
+	return same;
+}
+
 /* The keys of a and b (either may be NULL), each once, with null values. */
 static json_object *key_union(json_object *a, json_object *b)
 {
@@ -481,6 +526,8 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	if (mB)
 		flatten_structured(json_object_object_get(resb, "metrics"), mB);
 	json_object *names = key_union(mA, mB);
+	own_names own_a = {get_str(ra, "run_dir", NULL), get_str(ra, "id", NULL)};
+	own_names own_b = {get_str(rb, "run_dir", NULL), get_str(rb, "id", NULL)};
 	size_t in_both = 0, differ = 0; /* metrics both runs report, and how many of them differ */
 	json_object_object_foreach(names, name, unused)
 	{
@@ -498,7 +545,11 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 								    json_object_get_double(a))
 					   : NULL);
 		bool same = a && b && lb_metric_values_equal(a, b);
+		bool own = !same && a && b && same_but_own(a, b, &own_a, &own_b);
+		same = same || own;
 		json_object_object_add(e, "equal", json_object_new_boolean(same));
+		if (own)
+			json_object_object_add(e, "differs_by", json_object_new_string("run directory"));
 		json_object_array_add(metrics, e);
 		if (a && b) {
 			in_both++;
@@ -1226,7 +1277,8 @@ static bool key_is_timing(const char *key)
  * (lb_metric_values_equal: numbers as numbers, strings exactly), is a difference {key, a,
  * b}; timings go to their own list and count. */
 static void compare_values(json_object *before, json_object *after, json_object *diffs,
-			   json_object *timing, size_t *compared, size_t *timing_compared)
+			   json_object *timing, json_object *own, const own_names *oa,
+			   const own_names *ob, size_t *compared, size_t *timing_compared)
 {
 	json_object *keys = key_union(before, after);
 	json_object_object_foreach(keys, k, unused)
@@ -1239,13 +1291,14 @@ static void compare_values(json_object *before, json_object *after, json_object 
 		(*(is_timing ? timing_compared : compared))++;
 		if (ha && hb && lb_metric_values_equal(a, b))
 			continue;
+		bool own_only = ha && hb && same_but_own(a, b, oa, ob);
 		json_object *d = json_object_new_object();
 		json_object_object_add(d, "key", json_object_new_string(k));
 		json_object_object_add(d, "a", a ? json_object_get(a) : NULL);
 		json_object_object_add(d, "b", b ? json_object_get(b) : NULL);
 		if (!ha || !hb)
 			json_object_object_add(d, "only_in", json_object_new_string(ha ? "a" : "b"));
-		json_object_array_add(is_timing ? timing : diffs, d);
+		json_object_array_add(own_only ? own : is_timing ? timing : diffs, d);
 	}
 	json_object_put(keys);
 }
@@ -1626,8 +1679,12 @@ int cli_rerun(int argc, char **argv)
 	if (json_object_object_get_ex(out.doc, "metrics", &mn))
 		collect_values(mn, after);
 	json_object *diffs = json_object_new_array(), *timing = json_object_new_array();
+	json_object *own = json_object_new_array();
 	size_t compared = 0, timing_compared = 0;
-	compare_values(before, after, diffs, timing, &compared, &timing_compared);
+	own_names own_old = {get_str(row, "run_dir", NULL), id};
+	own_names own_new = {out.run_dir, out.id};
+	compare_values(before, after, diffs, timing, own, &own_old, &own_new, &compared,
+		       &timing_compared);
 	size_t nd = json_object_array_length(diffs), nt = json_object_array_length(timing);
 	/* A verdict needs something to judge: no value compared is no evidence of a match. */
 	const char *verdict = compared == 0 ? "nothing to compare" : nd == 0 ? "match" : "differ";
@@ -1644,6 +1701,9 @@ int cli_rerun(int argc, char **argv)
 			       compared ? json_object_new_boolean(nd == 0) : NULL);
 	json_object_object_add(rerun, "differences", diffs);
 	json_object_object_add(rerun, "timing_differences", timing);
+	/* Values equal once each run's own directory and id are taken out: not a result that
+	 * differs, shown apart. */
+	json_object_object_add(rerun, "own_path_differences", own);
 	json_object_object_add(rerun, "metrics_match_exactly",
 			       compared ? json_object_new_boolean(nd == 0 && nt == 0) : NULL);
 	/* The mounted data, by its fingerprint in both manifests: the same code on other data is
@@ -1703,6 +1763,14 @@ int cli_rerun(int argc, char **argv)
 		}
 		if (nd > 20)
 			cli_printf("  ... %zu more differ (rerun.json has them all)\n", nd - 20);
+		size_t no = json_object_array_length(own);
+		if (no) {
+			cli_printf("  equal apart from each run's own directory or id: %zu value%s "
+				   "(%s",
+				   no, no == 1 ? "" : "s",
+				   get_str(json_object_array_get_idx(own, 0), "key", ""));
+			cli_printf("%s)\n", no > 1 ? ", ..." : "");
+		}
 		json_object *changed = json_object_object_get(data, "changed");
 		size_t nc = json_object_array_length(changed);
 		int64_t nv = json_object_get_int64(json_object_object_get(data, "compared"));

@@ -183,3 +183,41 @@ def test_rerun_names_the_file_that_changed_when_it_uses_the_staged_copy(tmp_path
     rr = rerun_json(tmp_path, a["id"])["rerun"]
     assert rr["source"] == "staged copy" and rr["inputs"]["changed_in_expdir"] == "main.py"
     assert rr["verdict"] == "match"
+
+
+# --- a run's own directory and id are not a differing result ------------------------------------
+
+OWN_PATH = '''
+import json, os
+out = os.path.abspath("checkpoints")
+json.dump({"accuracy": 0.9, "config": {"lr": 0.1, "output_dir": out}}, open("results.json", "w"))
+print("accuracy: 0.9")
+'''
+
+
+def test_rerun_takes_each_runs_own_directory_out_of_the_values(tmp_path):
+    exp = exp_dir(tmp_path, OWN_PATH)
+    a = run_json(tmp_path, exp)
+    assert a["id"] in a["metrics"]["files"]["results.json"]["config"]["output_dir"]
+    b = rerun_json(tmp_path, a["id"])
+    rr = b["rerun"]
+    assert rr["verdict"] == "match" and rr["differences"] == [], rr
+    assert [d["key"] for d in rr["own_path_differences"]] == ["results.json:config.output_dir"]
+    assert rr["compared"] == 4, rr
+    p = labbox(tmp_path, "rerun", "-q", a["id"])
+    assert "metrics match the original run: yes" in p.stdout, p.stdout
+    assert "equal apart from each run's own directory or id: 1 value" in p.stdout
+    doc = json.loads(labbox(tmp_path, "runs", "compare", "--json", a["id"], b["id"]).stdout)
+    assert doc["differ"] == 0, doc["metrics"]
+    e = [m for m in doc["metrics"] if m["metric"].endswith("output_dir")][0]
+    assert e["equal"] is True and e["differs_by"] == "run directory"
+
+
+def test_rerun_still_finds_a_path_that_differs_otherwise(tmp_path):
+    code = OWN_PATH.replace('os.path.abspath("checkpoints")',
+                            'os.path.abspath("ckpt-%d" % int.from_bytes(os.urandom(4), "big"))')
+    exp = exp_dir(tmp_path, code)
+    a = run_json(tmp_path, exp)
+    rr = rerun_json(tmp_path, a["id"])["rerun"]
+    assert rr["verdict"] == "differ" and rr["own_path_differences"] == [], rr
+    assert [d["key"] for d in rr["differences"]] == ["results.json:config.output_dir"]
