@@ -703,7 +703,10 @@ static int render_md(const lb_report *r, lb_buf *b)
 				lb_buf_printf(b, " %.6g |", st->mean);
 			if (st->n && (st->n != r->completed[c] || st->nonfinite)) {
 				b->len -= 2;
-				lb_buf_printf(b, " (n=%zu%s) |", st->n, st->nonfinite ? ", +NaN/Inf" : "");
+				if (st->nonfinite)
+					lb_buf_printf(b, " (n=%zu, +%zu NaN/Inf) |", st->n, st->nonfinite);
+				else
+					lb_buf_printf(b, " (n=%zu) |", st->n);
 			}
 		}
 		lb_buf_puts(b, "\n");

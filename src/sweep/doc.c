@@ -199,16 +199,20 @@ static bool shift_wide_ints(json_object **recs, size_t n, const char *key, doubl
 }
 
 /* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the completed cells of one
- * condition (their records' metrics). */
-static json_object *condition_stats(json_object **recs, size_t n)
+ * condition (their records' metrics). nonfinite also counts the non-finite values of the
+ * condition's invalid_metrics cells (bad, nbad): a seed whose metric diverged to NaN makes
+ * its run invalid_metrics, and it is still a seed of this condition whose value was not
+ * finite. */
+static json_object *condition_stats(json_object **recs, size_t n, json_object **bad, size_t nbad)
 {
 	json_object *out = json_object_new_object();
 	json_object *names = json_object_new_object(); /* every numeric key, in first-seen order */
-	for (size_t i = 0; i < n; i++) {
-		json_object_object_foreach(get(recs[i], "metrics"), k, v)
+	for (size_t i = 0; i < n + nbad; i++) {
+		json_object_object_foreach(get(i < n ? recs[i] : bad[i - n], "metrics"), k, v)
 		{
 			double d;
-			if (as_number(v, &d) && !json_object_object_get_ex(names, k, NULL))
+			if (as_number(v, &d) && (i < n || !isfinite(d)) &&
+			    !json_object_object_get_ex(names, k, NULL))
 				json_object_object_add(names, k, NULL);
 		}
 	}
@@ -224,6 +228,11 @@ static json_object *condition_stats(json_object **recs, size_t n)
 			if (isfinite(d))
 				vals[k++] = d;
 			else
+				nonfinite++;
+		}
+		for (size_t i = 0; i < nbad; i++) {
+			double d;
+			if (as_number(get(get(bad[i], "metrics"), key), &d) && !isfinite(d))
 				nonfinite++;
 		}
 		json_object *b = json_object_new_object();
@@ -404,15 +413,22 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 
 	json_object *conds = json_object_new_array();
 	json_object **recs = calloc(nseeds, sizeof *recs);
-	for (size_t c = 0; recs && c < p->nconditions; c++) {
-		size_t k = 0;
+	json_object **bad = calloc(nseeds, sizeof *bad);
+	for (size_t c = 0; recs && bad && c < p->nconditions; c++) {
+		size_t k = 0, nbad = 0;
 		json_object *seeds = json_object_new_array();
+		json_object *seeds_nf = json_object_new_array();
 		for (size_t s = 0; s < nseeds; s++) {
 			json_object *rec = json_object_array_get_idx(cells, c * nseeds + s);
 			if (completed(rec)) {
 				recs[k++] = rec;
 				if (p->nseeds)
 					json_object_array_add(seeds, json_object_new_int64(p->seeds[s]));
+			} else if (rec && strcmp(get_str(rec, "status") ? get_str(rec, "status") : "",
+						 "invalid_metrics") == 0) {
+				bad[nbad++] = rec;
+				if (p->nseeds)
+					json_object_array_add(seeds_nf, json_object_new_int64(p->seeds[s]));
 			}
 		}
 		json_object *o = json_object_new_object();
@@ -425,10 +441,15 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 		json_object_object_add(o, "cells", json_object_new_int64((int64_t)nseeds));
 		json_object_object_add(o, "completed", json_object_new_int64((int64_t)k));
 		json_object_object_add(o, "seeds_completed", seeds);
-		json_object_object_add(o, "metrics", condition_stats(recs, k));
+		/* The seeds whose run reported a metric that is not a number (NaN, Infinity): not
+		 * in the statistics, counted in each metric's nonfinite. */
+		json_object_object_add(o, "invalid_metrics", json_object_new_int64((int64_t)nbad));
+		json_object_object_add(o, "seeds_invalid_metrics", seeds_nf);
+		json_object_object_add(o, "metrics", condition_stats(recs, k, bad, nbad));
 		json_object_array_add(conds, o);
 	}
 	free(recs);
+	free(bad);
 	json_object_object_add(doc, "stats_over", json_object_new_string("completed cells"));
 	json_object_object_add(doc, "conditions", conds);
 	json_object_object_add(doc, "failures", failures);

@@ -221,3 +221,33 @@ def test_rerun_still_finds_a_path_that_differs_otherwise(tmp_path):
     rr = rerun_json(tmp_path, a["id"])["rerun"]
     assert rr["verdict"] == "differ" and rr["own_path_differences"] == [], rr
     assert [d["key"] for d in rr["differences"]] == ["results.json:config.output_dir"]
+
+
+# --- seeds whose metric went non-finite are counted and shown -----------------------------------
+
+DIVERGES = '''
+import argparse
+p = argparse.ArgumentParser(); p.add_argument("--lr", type=float); p.add_argument("--seed", type=int)
+a = p.parse_args()
+if a.lr > 0.5 and a.seed % 2 == 1:
+    print("accuracy: nan")
+else:
+    print(f"accuracy: {0.8 + 0.01 * a.seed}")
+'''
+
+
+def test_sweep_counts_the_seeds_whose_metric_diverged(tmp_path):
+    exp = exp_dir(tmp_path, DIVERGES)
+    p = labbox(tmp_path, "sweep", "--python", PYTHON, "--json", "--jobs", "1", "--param",
+               "lr=0.1,1.0", "--seeds", "0-3", exp)
+    d = json.loads(p.stdout)
+    by = {c["name"]: c for c in d["conditions"]}
+    hi, lo = by["lr=1.0"], by["lr=0.1"]
+    assert hi["metrics"]["accuracy"]["n"] == 2 and hi["metrics"]["accuracy"]["nonfinite"] == 2
+    assert hi["invalid_metrics"] == 2 and hi["seeds_invalid_metrics"] == [1, 3]
+    assert lo["metrics"]["accuracy"]["nonfinite"] == 0 and lo["invalid_metrics"] == 0
+    out = tmp_path / "rep.md"
+    p = labbox(tmp_path, "report", d["id"], "--format", "md", "-o", out)
+    assert p.returncode == 0, p.stderr
+    row = [line for line in out.read_text().splitlines() if line.startswith("| lr\\=1\\.0")][0]
+    assert "(n=2, +2 NaN/Inf)" in row, row
