@@ -75,6 +75,9 @@ typedef struct lb_run_request {
 	 * what else the experiment directory holds now is left out and listed in the manifest's
 	 * left_out_files. */
 	struct json_object *stage_only;
+	/* The PYTHONHASHSEED the user set (-e, a sweep's env:), which the run gets and its
+	 * manifest's seeds record; NULL: labbox's "0". lb_run_mode fills it from the sandbox. */
+	const char *hashseed;
 	void (*warn)(void *ctx, const char *message); /* problems that do not stop the run */
 	void *warn_ctx;
 	/* Where a remote run stands (a Slurm job PENDING, RUNNING on a node), for a person;
@@ -106,6 +109,8 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
  * slurm (partition, account, qos, and the limits as the job's resources).;
  * and colab on req->drive (else labbox.yaml's drive:). */
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
+/* Whether v is a PYTHONHASHSEED Python accepts: "random" or an integer 0..4294967295. */
+bool lb_run_hashseed_valid(const char *v);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */
 struct lb_backend;
 int lb_run_on(struct lb_backend *be, const lb_run_request *req, lb_run_result *out);

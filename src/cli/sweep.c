@@ -1173,6 +1173,23 @@ int cli_sweep(int argc, char **argv)
 		cli_error("sweep", "%s", err);
 		goto done;
 	}
+	/* A hash seed asked for is the cells' (lb_run_mode): one Python refuses is refused
+	 * here, before any cell runs, rather than in every cell. */
+	for (size_t i = 0; i < c.plan.ncells; i++) {
+		const char *hs = NULL;
+		for (size_t j = 0; j < c.o.nenv; j++)
+			if (strncmp(c.o.env[j], "PYTHONHASHSEED=", 15) == 0)
+				hs = c.o.env[j] + 15;
+		for (size_t j = 0; j < c.plan.cells[i].nenv; j++)
+			if (strncmp(c.plan.cells[i].env[j], "PYTHONHASHSEED=", 15) == 0)
+				hs = c.plan.cells[i].env[j] + 15;
+		if (hs && !lb_run_hashseed_valid(hs)) {
+			cli_error("sweep", "cell %zu would run with PYTHONHASHSEED=%s: Python takes "
+				  "\"random\" or an integer from 0 to 4294967295 (each cell gets the "
+				  "value asked for)", i, hs);
+			goto done;
+		}
+	}
 	{
 		const char *entry = c.entry	 ? c.entry
 				    : cfg.entry ? cfg.entry

@@ -68,6 +68,7 @@ static void tee_restart(void *ctx)
 
 typedef struct run_state {
 	lb_exp_config cfg;
+	const char *hashseed; /* PYTHONHASHSEED the user asked for; NULL: labbox's */
 	lb_lang lang;      /* the experiment's language: its interpreter, check and freeze */
 	lb_python_info py; /* the interpreter, whatever the language */
 	char expdir[PATH_MAX];
@@ -518,13 +519,17 @@ write:
  * and the staged tree stays as staged; no user site: its .pth lines would run before the gate,
  * from wherever HOME points (a sweep's env could point it into the experiment). */
 #define JOB_ENV_MAX 9
-static size_t job_env(const run_state *st, const char *id, char store[2][PATH_MAX + 32],
+static size_t job_env(const run_state *st, const char *id, char store[3][PATH_MAX + 32],
 		      char *env[JOB_ENV_MAX])
 {
 	size_t n = 0;
 	env[n++] = "PYTHONNOUSERSITE=1";
 	env[n++] = "PYTHONUNBUFFERED=1";
-	env[n++] = "PYTHONHASHSEED=" PYTHONHASHSEED;
+	/* The hash seed the user asked for (-e, a sweep's env:), else labbox's: never one
+	 * replaced by the other while the records say it was applied. */
+	snprintf(store[2], sizeof store[2], "PYTHONHASHSEED=%s",
+		 st->hashseed ? st->hashseed : PYTHONHASHSEED);
+	env[n++] = store[2];
 	env[n++] = "PYTHONDONTWRITEBYTECODE=1";
 	env[n++] = "MPLBACKEND=Agg";
 	snprintf(store[0], sizeof store[0], "LABBOX_RUN_ID=%s", id);
@@ -1353,7 +1358,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object *seeds = json_object_new_object();
 	json_object_object_add(seeds, "found_in_code",
 			       code_seeds ? code_seeds : json_object_new_array());
-	json_object_object_add(seeds, "PYTHONHASHSEED", json_object_new_string(PYTHONHASHSEED));
+	json_object_object_add(seeds, "PYTHONHASHSEED",
+			       json_object_new_string(st->hashseed ? st->hashseed : PYTHONHASHSEED));
+	json_object_object_add(seeds, "PYTHONHASHSEED_set_by",
+			       json_object_new_string(st->hashseed ? "user" : "labbox"));
 	json_object_object_add(manifest, "seeds", seeds);
 	if (!findings)
 		findings = json_object_new_array();
@@ -1380,7 +1388,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic(),
 			       .language = st->lang == LB_LANG_PYTHON ? NULL
 								       : lb_lang_name(st->lang)};
-		char store[2][PATH_MAX + 32];
+		char store[3][PATH_MAX + 32];
 		char *env[JOB_ENV_MAX];
 		LB_AUTOFREE char *index_path = NULL;
 		char runs[PATH_MAX];
@@ -1817,7 +1825,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(cfg, "log_limit_bytes",
 			       json_object_new_int64((int64_t)(req->log_limit ? req->log_limit : DEFAULT_LOG_LIMIT)));
 	json_object *envj = json_object_new_object();
-	json_object_object_add(envj, "PYTHONHASHSEED", json_object_new_string(PYTHONHASHSEED));
+	json_object_object_add(envj, "PYTHONHASHSEED",
+			       json_object_new_string(st->hashseed ? st->hashseed : PYTHONHASHSEED));
 	json_object_object_add(envj, "PYTHONUNBUFFERED", json_object_new_string("1"));
 	json_object_object_add(envj, "PYTHONDONTWRITEBYTECODE", json_object_new_string("1"));
 	json_object_object_add(cfg, "environment", envj);
@@ -2060,8 +2069,36 @@ static int run_colab(const lb_run_request *req, const lb_exp_config *cfg, lb_run
 	return r;
 }
 
+bool lb_run_hashseed_valid(const char *v)
+{
+	if (strcmp(v, "random") == 0)
+		return true;
+	if (!*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 10)
+		return false;
+	return strtoull(v, NULL, 10) <= 4294967295ULL;
+}
+
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 {
+	/* A PYTHONHASHSEED the user set is the run's, and recorded as such; one Python would
+	 * refuse at start-up is refused here, before anything runs. */
+	const char *hs = sb ? lb_sandbox_env_value(sb, "PYTHONHASHSEED") : NULL;
+	lb_run_request with_seed;
+	char hs_copy[16];
+	if (hs) {
+		if (!lb_run_hashseed_valid(hs)) {
+			memset(out, 0, sizeof *out);
+			usage_error(out, "PYTHONHASHSEED=%s: Python takes \"random\" or an integer "
+				    "from 0 to 4294967295 (the run gets the value asked for)", hs);
+			return 0;
+		}
+		/* A copy: the backend sets the job's PYTHONHASHSEED in the same sandbox, which
+		 * replaces the string hs points to. */
+		snprintf(hs_copy, sizeof hs_copy, "%s", hs);
+		with_seed = *req;
+		with_seed.hashseed = hs_copy;
+		req = &with_seed;
+	}
 	/* The mode and image may come from labbox.yaml; a file that does not load is reported
 	 * by the pipeline itself, on the local backend that never runs then. */
 	lb_exp_config cfg;
@@ -2156,6 +2193,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	run_state st;
 	memset(&st, 0, sizeof st);
 	st.backend_name = be->ops->name;
+	st.hashseed = req->hashseed;
 	int r = resolve(req, &st, out);
 	/* git's sandbox hides what the run's does: the runs directory and --hide's paths. */
 	json_object *hj = NULL;

@@ -251,3 +251,45 @@ def test_sweep_counts_the_seeds_whose_metric_diverged(tmp_path):
     assert p.returncode == 0, p.stderr
     row = [line for line in out.read_text().splitlines() if line.startswith("| lr\\=1\\.0")][0]
     assert "(n=2, +2 NaN/Inf)" in row, row
+
+
+# --- a hash seed asked for is applied, or refused -----------------------------------------------
+
+HASHSEED = '''
+import argparse, os
+p = argparse.ArgumentParser(); p.add_argument("--seed"); p.parse_args()
+print("hashseed_seen:", os.environ.get("PYTHONHASHSEED"))
+'''
+
+
+def test_pythonhashseed_asked_for_is_the_one_applied_and_recorded(tmp_path):
+    exp = exp_dir(tmp_path, HASHSEED, files={
+        "labbox.yaml": 'sweep:\n  seeds: [1, 2]\n  env: {PYTHONHASHSEED: "{seed}"}\n'})
+    p = labbox(tmp_path, "sweep", "--python", PYTHON, "--json", "--jobs", "1", exp)
+    s = json.loads(p.stdout)
+    for c in s["cells"]:
+        m = json.load(open(os.path.join(c["run_dir"], "manifest.json")))
+        assert c["metrics"]["hashseed_seen"] == c["seed"], c
+        assert m["seeds"]["PYTHONHASHSEED"] == str(c["seed"])
+        assert m["seeds"]["PYTHONHASHSEED_set_by"] == "user"
+    r = run_json(tmp_path, exp, "-e", "PYTHONHASHSEED=7")
+    assert r["metrics"]["values"]["hashseed_seen"] == 7, r["metrics"]
+    m = json.load(open(os.path.join(r["run_dir"], "manifest.json")))
+    assert m["seeds"]["PYTHONHASHSEED"] == "7" and m["config"]["environment"]["PYTHONHASHSEED"] == "7"
+    # a rerun repeats it
+    assert rerun_json(tmp_path, r["id"])["metrics"]["values"]["hashseed_seen"] == 7
+    # without one, labbox's 0, said to be labbox's
+    r = run_json(tmp_path, exp)
+    assert r["metrics"]["values"]["hashseed_seen"] == 0
+    m = json.load(open(os.path.join(r["run_dir"], "manifest.json")))
+    assert m["seeds"]["PYTHONHASHSEED"] == "0" and m["seeds"]["PYTHONHASHSEED_set_by"] == "labbox"
+
+
+def test_pythonhashseed_python_would_refuse_is_refused_before_running(tmp_path):
+    exp = exp_dir(tmp_path, HASHSEED)
+    p = labbox(tmp_path, "run", "-q", "--python", PYTHON, "-e", "PYTHONHASHSEED=abc", exp)
+    assert p.returncode == 2 and "PYTHONHASHSEED=abc" in p.stderr, p.stderr
+    assert "integer from 0 to 4294967295" in p.stderr
+    (exp / "labbox.yaml").write_text('sweep:\n  seeds: [1]\n  env: {PYTHONHASHSEED: "x{seed}"}\n')
+    p = labbox(tmp_path, "sweep", "--python", PYTHON, exp)
+    assert p.returncode == 2 and "PYTHONHASHSEED=x1" in p.stderr, p.stderr

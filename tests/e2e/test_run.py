@@ -97,7 +97,8 @@ def test_manifest_and_environment(tmp_path):
     assert man["seeds"] == {"found_in_code": [{"file": "main.py", "line": 4, "col": 1,
                                                "call": "numpy.random.seed", "lib": "numpy",
                                                "value": 0}],
-                            "PYTHONHASHSEED": "0"}, man["seeds"]
+                            "PYTHONHASHSEED": "0",
+                            "PYTHONHASHSEED_set_by": "labbox"}, man["seeds"]
     # sha256 of every staged file, as the host computes it
     main_sha = hashlib.sha256((exp / "main.py").read_bytes()).hexdigest()
     assert man["files"].get("main.py") == main_sha, man["files"]
