@@ -2999,8 +2999,53 @@ static bool name_value_header(const char *s, size_t len)
 	       cell_is(bar2 + 1, (size_t)(s + len - bar2 - 2), values, N_OF(values));
 }
 
-static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
+/* How a line ended: a '\n' (or the start), a '\r' after text, a '\r' after nothing but
+ * blanks. A "\r\n" is one line end, so the empty line between its two bytes is none. */
+enum { LB_END_LF, LB_END_CR_TEXT, LB_END_CR_BLANK };
+
+static bool blank_text(const char *s, size_t len)
 {
+	for (size_t i = 0; i < len; i++)
+		if (!lb_text_blank(s[i]))
+			return false;
+	return true;
+}
+
+/* A blank line ends a Markdown table, as Markdown reads one: the rows after it are another
+ * table's, read by its own header. */
+static void blank_line(lb_metrics *m, lb_metrics_stream *st)
+{
+	if (st->table_state == TABLE_FIRST)
+		collect_line(m, st, st->table_first, st->table_first_len);
+	st->table_state = TABLE_NONE;
+	st->table_held = false;
+}
+
+/* A table row not read where its table is read or skipped: held, since a separator row after
+ * it makes it the header of another table. */
+static void hold_row(lb_metrics_stream *st, const char *line, size_t len)
+{
+	memcpy(st->table_first, line, len);
+	st->table_first_len = len;
+	st->table_held = true;
+}
+
+/* One line, without its end; end is the byte that ended it ('\n', '\r'), 0 for the last
+ * line of a stream that did not end one. */
+static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len,
+			 char end)
+{
+	int prev = st->last_end;
+	bool blank = blank_text(line, len);
+
+	st->last_end = end != '\r' ? LB_END_LF : blank ? LB_END_CR_BLANK : LB_END_CR_TEXT;
+	/* A line of blanks ended by '\n' is a blank line, but not the '\n' of a "\r\n" after
+	 * text, nor a '\r' of a progress bar's (its line goes on). Inside a traceback blank
+	 * lines are the traceback's. */
+	if (blank && end == '\n' && prev != LB_END_CR_TEXT && st->traceback == LB_TB_NONE) {
+		blank_line(m, st);
+		return;
+	}
 	if (len == 0)
 		return; /* the empty line between a "\r" and its "\n" ends no table */
 	if (traceback_line(st, line, len))
@@ -3009,6 +3054,7 @@ static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		if (st->table_state == TABLE_FIRST)
 			collect_line(m, st, st->table_first, st->table_first_len);
 		st->table_state = TABLE_NONE;
+		st->table_held = false;
 		collect_line(m, st, line, len);
 		return;
 	}
@@ -3017,6 +3063,7 @@ static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		memcpy(st->table_first, line, len);
 		st->table_first_len = len;
 		st->table_state = TABLE_FIRST;
+		st->table_held = false;
 		return;
 	case TABLE_FIRST:
 		if (table_separator(line, len)) {
@@ -3028,12 +3075,21 @@ static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 										     : TABLE_SKIP;
 		break;
 	default:
+		/* "| metric | baseline |" then "|---|---|" inside a table: a table of its own
+		 * begins, read or not by its header as any table is. */
+		if (st->table_held && table_separator(line, len)) {
+			st->table_state = name_value_header(st->table_first, st->table_first_len) ? TABLE_READ
+											       : TABLE_SKIP;
+			st->table_held = false;
+			return;
+		}
 		break;
 	}
-	if (st->table_state == TABLE_READ)
-		collect_line(m, st, line, len);
+	if (st->table_state == TABLE_READ && collect_line(m, st, line, len))
+		st->table_held = false;
+	else
+		hold_row(st, line, len);
 }
-
 
 static void feed(lb_metrics *m, lb_metrics_stream *st, const char *data, size_t len,
 		 double elapsed_s)
@@ -3055,12 +3111,12 @@ static void feed(lb_metrics *m, lb_metrics_stream *st, const char *data, size_t 
 			st->skipping = !nl;
 		} else if (nl && st->line_len == 0) {
 			/* Whole line in this chunk: parse it in place, no copy. */
-			process_line(m, st, data, chunk);
+			process_line(m, st, data, chunk, data[chunk]);
 		} else {
 			memcpy(st->line + st->line_len, data, chunk);
 			st->line_len += chunk;
 			if (nl) {
-				process_line(m, st, st->line, st->line_len);
+				process_line(m, st, st->line, st->line_len, data[chunk]);
 				st->line_len = 0;
 			}
 		}
@@ -3087,10 +3143,12 @@ void lb_metrics_feed(lb_metrics *m, const char *data, size_t len)
 static void finish(lb_metrics *m, lb_metrics_stream *st)
 {
 	if (st->line_len > 0 && !st->skipping)
-		process_line(m, st, st->line, st->line_len);
+		process_line(m, st, st->line, st->line_len, 0);
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
+	st->table_held = false;
+	st->last_end = LB_END_LF;
 	st->line_len = 0;
 	st->skipping = false;
 	st->traceback = LB_TB_NONE;

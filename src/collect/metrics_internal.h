@@ -74,7 +74,13 @@ typedef struct lb_metrics_stream {
 	int table_state;
 	char table_first[LB_METRIC_LINE_MAX];
 	size_t table_first_len;
+	/* In a table being read or skipped, its last row that was not read (a row it holds in
+	 * table_first): the header of another table when a separator row follows it. */
+	bool table_held;
 	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
+	/* How the last line ended (LB_END_*, metrics.c): the '\n' of a "\r\n" ends no line of
+	 * its own, where an empty line is a blank line that ends a table. */
+	int last_end;
 	/* The group of this stream's last `condition:` line. Two pipes keep no order between
 	 * them, so a condition printed on one never groups the other's lines. */
 	uint32_t group;

@@ -435,6 +435,33 @@ def test_a_comparison_table_is_not_read_as_metrics(tmp_path):
     assert r.result["metrics"]["values"] == {}
 
 
+def test_a_second_table_after_a_blank_line_is_read_by_its_own_header(tmp_path):
+    # A results table, then a comparison table (the published baseline's numbers): in
+    # Markdown a blank line ends a table, and a header row with its separator starts one.
+    # The second table's rows are not the experiment's result.
+    exp = write_exp(tmp_path, """
+        print("| metric | value |")
+        print("|---|---|")
+        print("| accuracy | 0.91 |")
+        print()
+        print("| metric | baseline |")
+        print("|---|---|")
+        print("| accuracy | 0.95 |")
+        print()
+        print("| Model | Acc |")
+        print("|---|---|")
+        print("| baseline | 0.5 |")
+        print("| metric | value |")
+        print("|---|---|")
+        print("| f1 | 0.8 |")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"accuracy": 0.91, "f1": 0.8}, r.why()
+    assert "repeats" not in m, m
+
+
 def test_python_logging_info_lines_are_metrics(tmp_path):
     # logging writes to stderr; labbox reads the run's output as one stream.
     exp = write_exp(tmp_path, '''

@@ -518,6 +518,82 @@ static void test_stream_markdown_tables(void **state)
 	}
 }
 
+/* The JSON text of one member of the collected document ("values", "conditions"). */
+static char *member_text(const char *out, size_t len, bool bytewise, const char *key)
+{
+	lb_metrics *m = NULL;
+	struct json_object *doc, *v = NULL;
+	char *s;
+
+	assert_int_equal(lb_metrics_new(&m), 0);
+	if (bytewise) /* a "\r" and its "\n" in two reads, as a pipe may give them */
+		for (size_t i = 0; i < len; i++)
+			lb_metrics_feed(m, out + i, 1);
+	else
+		lb_metrics_feed(m, out, len);
+	lb_metrics_finish(m);
+	doc = lb_metrics_to_json(m);
+	assert_non_null(doc);
+	if (!json_object_object_get_ex(doc, key, &v))
+		fail_msg("no %s", key);
+	s = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	json_object_put(doc);
+	lb_metrics_free(m);
+	return s;
+}
+
+/* A Markdown table ends at a blank line, and a header row with its separator row starts a
+ * table of its own: the rows of a second table (a baseline's numbers) are read by its own
+ * header, never as more rows of the first. */
+static void test_stream_tables_end_where_markdown_ends_them(void **state)
+{
+	static const struct {
+		const char *out, *values;
+	} cases[] = {
+		{ "| metric | value |\n|---|---|\n| accuracy | 0.91 |\n\n"
+		  "| metric | baseline |\n|---|---|\n| accuracy | 0.95 |\n",
+		  "{\"accuracy\":0.91}" },
+		{ "| metric | value |\r\n|---|---|\r\n| accuracy | 0.91 |\r\n\r\n"
+		  "| metric | baseline |\r\n|---|---|\r\n| accuracy | 0.95 |\r\n",
+		  "{\"accuracy\":0.91}" },
+		/* without a blank line: the header and its separator start the next table */
+		{ "| metric | value |\n|---|---|\n| accuracy | 0.91 |\n"
+		  "| metric | baseline |\n|---|---|\n| accuracy | 0.95 |\n",
+		  "{\"accuracy\":0.91}" },
+		{ "| bleu | 27.3 |\n\n| Model | Acc |\n|---|---|\n| baseline | 0.5 |\n| ours | 0.9 |\n",
+		  "{\"bleu\":27.3}" },
+		/* a blank line of blanks is one too */
+		{ "| metric | value |\n|---|---|\n| acc | 0.91 |\n  \n| Model | Acc |\n|---|---|\n"
+		  "| acc | 0.5 |\n",
+		  "{\"acc\":0.91}" },
+		/* and the table after it is read when its header says so */
+		{ "| method | acc |\n|---|---|\n| ours | 0.9 |\n\n| metric | value |\n|---|---|\n"
+		  "| acc | 0.91 |\n",
+		  "{\"acc\":0.91}" },
+		{ "| method | acc |\n|---|---|\n| ours | 0.9 |\n| metric | value |\n|---|---|\n"
+		  "| acc | 0.91 |\n",
+		  "{\"acc\":0.91}" },
+		{ "| metric | value |\n|---|---|\n| a | 1 |\n\n| b | 2 |\n", "{\"a\":1,\"b\":2}" },
+		/* a row that is not a number inside a read table ends nothing */
+		{ "| metric | value |\n|---|---|\n| model | resnet |\n| acc | 0.9 |\n", "{\"acc\":0.9}" },
+		/* "\r\n" ends one line: the rows go on */
+		{ "| metric | value |\r\n|---|---|\r\n| a | 1 |\r\n| b | 2 |\r\n", "{\"a\":1,\"b\":2}" },
+		/* a progress bar's "\r" between rows is no blank line either */
+		{ "| metric | value |\n|---|---|\n| a | 1 |\n\r| b | 2 |\n", "{\"a\":1,\"b\":2}" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			char *v = member_text(cases[i].out, strlen(cases[i].out), bytewise, "values");
+
+			if (strcmp(v, cases[i].values) != 0)
+				fail_msg("case %zu%s: %s, not %s", i, bytewise ? " (bytewise)" : "",
+					 v, cases[i].values);
+			free(v);
+		}
+}
+
 /* Keras prints a line per epoch: the last value wins and the repeats are counted, as for
  * any metric printed again. */
 static void test_stream_keras_epochs(void **state)
@@ -3234,6 +3310,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_table_rows_and_logging),
 		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_stream_markdown_tables),
+		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
 		cmocka_unit_test(test_validate_no_metrics_advice_fits_the_log_line),
