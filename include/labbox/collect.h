@@ -137,7 +137,10 @@ typedef struct lb_metric_line {
  *   the rest of the line as their value (text), as they always did. A heading: a first
  *   pair whose one-word label is joined by blanks to more words and a ':', on a line that
  *   separates its pairs with , ; or | elsewhere, is no pair: the label starts the next name
- *   ("Test set: Average loss: 0.03, Accuracy: 0.98" is "Average loss" and "Accuracy").
+ *   ("Test set: Average loss: 0.03, Accuracy: 0.98" is "Average loss" and "Accuracy"). A
+ *   heading that is not the test split's ("Train set") qualifies the names: "Train set
+ *   Accuracy". A decoration tag naming another split ("[train]", "[val]") qualifies them
+ *   the same way: "train loss".
  * TAGGED: one or more key=value tokens separated by blanks, one of them condition=X, then
  *   PLAIN pairs ("condition=lr0.1 seed=2 accuracy: 0.93"). Keys are [A-Za-z_][A-Za-z0-9_.-]*;
  *   a value is a run of non-blank bytes or "double quoted" (no escapes, no quote inside), and

@@ -1063,6 +1063,45 @@ static bool heading_label(const char *line, size_t len, size_t i, bool holes,
 	return scan_name(line, len, (size_t)(v->str - line), holes, name) != 0;
 }
 
+/* Whether a heading names the test split: "Test set", "Test", "Testing set", "Test split",
+ * "Test data", "Test dataset" (any case). Its pairs are the experiment's result, read under
+ * their own names, as they always were; any other heading ("Train set", "Validation set",
+ * "Model A") qualifies them (qualify_values). */
+static bool test_heading(const char *name)
+{
+	static const char *const tests[] = { "test", "testing" };
+	static const char *const sets[] = { "set", "split", "data", "dataset" };
+	char word[LB_METRIC_NAME_MAX + 1];
+	const char *sp = strchr(name, ' ');
+	size_t k = sp ? (size_t)(sp - name) : strlen(name);
+
+	memcpy(word, name, k);
+	word[k] = '\0';
+	if (!name_is_one_of(word, tests, N_OF(tests), true))
+		return false;
+	return !sp || (!strchr(sp + 1, ' ') && name_is_one_of(sp + 1, sets, N_OF(sets), true));
+}
+
+/* The names of out's values qualified by what the line says they are about: "QUAL name"
+ * ("Train set Accuracy", "train loss"), as pytorch/examples prints "Test set loss". False
+ * when a qualified name would pass LB_METRIC_NAME_MAX: the line is then not read, rather
+ * than read under a name another split's line shares. */
+static bool qualify_values(lb_metric_line *out, const char *qual, size_t qual_len)
+{
+	for (size_t k = 0; k < out->n_values; k++) {
+		lb_metric_value *v = &out->values[k];
+		size_t n = strlen(v->name);
+
+		if (qual_len + 1 + n > LB_METRIC_NAME_MAX)
+			return false;
+		memmove(v->name + qual_len + 1, v->name, n + 1);
+		memcpy(v->name, qual, qual_len);
+		v->name[qual_len] = ' ';
+	}
+	set_first(out);
+	return true;
+}
+
 /* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. A pair named
  * as a progress counter (epoch, step...) refuses the line, unless counters is given: then
  * the counter is left out of the values and its level (LB_METRIC_PROGRESS_*) or'ed in. */
@@ -1070,6 +1109,7 @@ static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metr
 		     int *counters)
 {
 	bool headed = false;
+	char heading[LB_METRIC_NAME_MAX + 1] = "";
 
 	out->n_values = 0;
 	while (i < len && lb_text_blank(line[i]))
@@ -1122,9 +1162,14 @@ static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metr
 			*counters |= counter_level(v->name, strlen(v->name));
 		} else if (out->n_values == 0 && !headed &&
 			   heading_label(line, len, i, holes, v)) {
-			/* The label is the first word of the next name: read on from it. */
+			/* The label is the first word of the next name: read on from it. The
+			 * heading says what the pairs are about: another split's ("Train set")
+			 * qualifies their names, so that its numbers never replace the test
+			 * split's under the same name. */
 			i = (size_t)(v->str - line);
 			headed = true;
+			if (!test_heading(v->name))
+				memcpy(heading, v->name, sizeof(heading));
 			continue;
 		} else {
 			out->n_values++;
@@ -1152,7 +1197,7 @@ static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metr
 	if (out->n_values == 0 || log_line(&out->values[0]))
 		return false;
 	set_first(out);
-	return true;
+	return !heading[0] || qualify_values(out, heading, strlen(heading));
 }
 
 static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
@@ -1908,8 +1953,14 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
  * tag `[RESULT]` before a blank, or a bullet `- `, `* `. Returns i when there is none. A
  * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
  * a progress line's readings are their own. */
-static size_t skip_decoration(const char *s, size_t len, size_t i)
+static size_t skip_decoration(const char *s, size_t len, size_t i, const char **split,
+			      size_t *split_len)
 {
+	/* A tag that names a split other than the test split: "[train] loss: 0.01" is the train
+	 * loss, which a "[test] loss: 0.40" line must not share a name with. "[test]" and tags
+	 * that name no split ("[RESULT]") stay decorations, read past. */
+	static const char *const splits[] = { "train", "training", "val", "valid", "validation",
+					      "dev" };
 	size_t k = i, gts = 0;
 
 	if (i + 1 < len && (s[i] == '-' || s[i] == '*') && lb_text_blank(s[i + 1]))
@@ -1931,8 +1982,13 @@ static size_t skip_decoration(const char *s, size_t len, size_t i)
 		tag[n] = '\0';
 		if (n > 0 && k + 1 < len && s[k] == ']' && lb_text_blank(s[k + 1]) &&
 		    !name_is_one_of(tag, level_words, N_OF(level_words), true) &&
-		    !name_is_one_of(tag, counter_words, N_OF(counter_words), true))
+		    !name_is_one_of(tag, counter_words, N_OF(counter_words), true)) {
+			if (!*split && name_is_one_of(tag, splits, N_OF(splits), true)) {
+				*split = s + i + 1;
+				*split_len = n;
+			}
 			return k + 2;
+		}
 	}
 	return i;
 }
@@ -2047,9 +2103,25 @@ static bool parse_object(const char *line, size_t len, size_t i, bool holes, lb_
 	return true;
 }
 
+static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
+			      lb_metric_line *out);
+
+/* Names qualified by a split's tag, when the line had one (skip_decoration), unless it is a
+ * special name's line (condition: X) or its names are given (SUMMARY, PAIRED). */
+static bool qualify_split(lb_metric_line *out, const char *split, size_t split_len)
+{
+	if (!split || (out->form != LB_METRIC_FORM_PLAIN && out->form != LB_METRIC_FORM_TAGGED) ||
+	    special_name(out->values[0].name))
+		return true;
+	return qualify_values(out, split, split_len);
+}
+
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
+	const char *split = NULL;
+	size_t split_len = 0;
+
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	if (i < len && line[i] == '{')
@@ -2057,13 +2129,20 @@ static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb
 	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
 	 * decorated sentence is no more a metric than a bare one. */
 	for (int d = 0; d < 2; d++) {
-		size_t k = skip_decoration(line, len, i);
+		size_t k = skip_decoration(line, len, i, &split, &split_len);
 
 		if (k == i)
 			break;
 		for (i = k; i < len && lb_text_blank(line[i]); i++)
 			;
 	}
+	return parse_undecorated(line, len, i, holes, out) && qualify_split(out, split, split_len);
+}
+
+/* The line from i on, past its decorations. */
+static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
+			      lb_metric_line *out)
+{
 	if (i < len && line[i] == '|')
 		return parse_table_row(line, len, i, holes, out);
 	if (i < len && (line[i] == 'E' || is_digit(line[i]) || (holes && line[i] == LB_METRIC_HOLE))) {
@@ -2192,20 +2271,22 @@ static size_t scan_progress_head(const char *s, size_t len, size_t i, int *level
 
 int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
 {
-	size_t i = 0, head;
+	size_t i = 0, head, split_len = 0;
+	const char *split = NULL;
 	int level = 0;
 
 	if (!line || !out)
 		return 0;
 	line = line_begin(line, &len, &i, out);
 	out->logged = false;
-	i = skip_decoration(line, len, i);
+	i = skip_decoration(line, len, i, &split, &split_len);
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	head = scan_progress_head(line, len, i, &level);
 	if (head && head < len)
 		i = head;
-	if (!pairs_of(line, len, i, false, out, &level) || level == 0)
+	if (!pairs_of(line, len, i, false, out, &level) || level == 0 ||
+	    !qualify_split(out, split, split_len))
 		return 0;
 	/* A counter and labels alone ("epoch: 3, phase: train") report no number. */
 	for (size_t k = 0; k < out->n_values; k++)

@@ -800,6 +800,26 @@ def test_a_heading_before_the_pairs_is_no_metric(tmp_path):
     assert a["ratio"] == "9890/10000" and a["remark"] == "99%", a
 
 
+def test_a_heading_or_tag_naming_another_split_qualifies_its_names(tmp_path):
+    # The test split's line keeps its names (the result); a train or validation line under
+    # its own heading or tag is qualified by it, so it never replaces the test numbers.
+    exp = write_exp(tmp_path, """
+        print("Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)")
+        print("Train set: Average loss: 0.0100, Accuracy: 59800/60000 (100%)")
+        print("[test] loss: 0.40, acc: 0.75")
+        print("[train] loss: 0.01, acc: 0.99")
+        print("[val] loss: 0.2, acc: 0.8")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"Average loss": 0.0341, "Accuracy": 0.989,
+                 "Train set Average loss": 0.01, "Train set Accuracy": 59800 / 60000,
+                 "loss": 0.4, "acc": 0.75, "train loss": 0.01, "train acc": 0.99,
+                 "val loss": 0.2, "val acc": 0.8}, v
+    assert "repeats" not in r.result["metrics"], r.why()
+
+
 def test_a_value_printed_on_stdout_is_not_replaced_by_one_logged_on_stderr(tmp_path):
     # Per-epoch validation accuracy logged (stderr), the final test accuracy printed (stdout).
     # The two are separate pipes, read in no reliable order: the printed value is the result

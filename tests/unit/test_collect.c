@@ -594,6 +594,69 @@ static void test_stream_tables_end_where_markdown_ends_them(void **state)
 		}
 }
 
+/* A heading or a bracketed tag that names a split other than the test split qualifies the
+ * names of its line, so a train line never replaces the test line's numbers; the test
+ * split's names stay as they were. */
+static void test_line_parse_split_qualifiers(void **state)
+{
+	static const struct {
+		const char *line, *first, *second;
+	} cases[] = {
+		{ "Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)", "Average loss",
+		  "Accuracy" },
+		{ "Train set: Average loss: 0.0100, Accuracy: 59800/60000 (100%)",
+		  "Train set Average loss", "Train set Accuracy" },
+		{ "Validation set: Average loss: 0.2, Accuracy: 0.9", "Validation set Average loss",
+		  "Validation set Accuracy" },
+		{ "test split: Average loss: 0.2, Accuracy: 0.9", "Average loss", "Accuracy" },
+		{ "Test set (OOD): Average loss: 0.5, Accuracy: 0.7", "Test set (OOD) Average loss",
+		  "Test set (OOD) Accuracy" },
+		{ "[train] loss: 0.01, acc: 0.99", "train loss", "train acc" },
+		{ "[val] loss: 0.2 acc: 0.8", "val loss", "val acc" },
+		{ "==> [Validation] loss: 0.2, acc: 0.8", "Validation loss", "Validation acc" },
+		{ "[test] loss: 0.40, acc: 0.75", "loss", "acc" },
+		{ "==> [TEST] acc: 0.9, loss: 0.2", "acc", "loss" },
+		{ "[RESULT] auc: 0.77, f1: 0.5", "auc", "f1" },
+		{ "[train] condition=a acc: 0.9, loss: 0.1", "train acc", "train loss" },
+	};
+	lb_metric_line *ml = malloc(sizeof(*ml));
+	lb_metrics *m;
+	struct json_object *doc;
+	static const char out[] = "Test set: Average loss: 0.0341, Accuracy: 9890/10000 (99%)\n"
+				  "Train set: Average loss: 0.0100, Accuracy: 59800/60000 (100%)\n"
+				  "[test] loss: 0.40, acc: 0.75\n"
+				  "[train] loss: 0.01, acc: 0.99\n";
+
+	(void)state;
+	assert_non_null(ml);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!lb_metric_line_parse(cases[i].line, strlen(cases[i].line), ml))
+			fail_msg("case %zu not read", i);
+		assert_int_equal(ml->n_values, 2);
+		if (strcmp(ml->values[0].name, cases[i].first) != 0 ||
+		    strcmp(ml->values[1].name, cases[i].second) != 0 ||
+		    strcmp(ml->name, cases[i].first) != 0)
+			fail_msg("case %zu: %s, %s", i, ml->values[0].name, ml->values[1].name);
+	}
+	/* a split's tag qualifies no special name, and progress lines' values alike */
+	assert_true(lb_metric_line_parse("[train] condition: a", 20, ml));
+	assert_string_equal(ml->name, "condition");
+	assert_int_equal(lb_metric_progress_parse("[train] epoch 3 loss: 0.5", 25, ml),
+			 LB_METRIC_PROGRESS_EPOCH);
+	assert_string_equal(ml->values[0].name, "train loss");
+	free(ml);
+
+	m = collect(out, sizeof(out) - 1);
+	doc = lb_metrics_to_json(m);
+	assert_double(get(doc, "values/Accuracy"), 0.989);
+	assert_double(get(doc, "values/Average loss"), 0.0341);
+	assert_double(get(doc, "values/Train set Accuracy"), 59800.0 / 60000);
+	assert_double(get(doc, "values/acc"), 0.75);
+	assert_double(get(doc, "values/train acc"), 0.99);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
 /* Keras prints a line per epoch: the last value wins and the repeats are counted, as for
  * any metric printed again. */
 static void test_stream_keras_epochs(void **state)
@@ -3311,6 +3374,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
+		cmocka_unit_test(test_line_parse_split_qualifiers),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
 		cmocka_unit_test(test_validate_no_metrics_advice_fits_the_log_line),
