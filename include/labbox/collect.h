@@ -3,7 +3,9 @@
  * Sources: stdout lines, parsed as a stream in constant memory per line (independent of the
  * run.log cap):
  *   name: value                              the seed's lines
- *   condition: X                             later plain lines belong to condition X
+ *   condition: X                             later plain lines belong to condition X, up
+ *                                            to the next one or the run's lines after the
+ *                                            blocks (docs/result-json.md, Condition blocks)
  *   condition=X [key=v ...] name: value      one metric of condition X, qualified by tags
  *   SUMMARY [condition=X] metric=name mean=.. std=.. [key=v ...]
  * and results files (results.json of any nesting, AI-Scientist's final_info.json, names from

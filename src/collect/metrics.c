@@ -2947,6 +2947,52 @@ bool lb_metrics_use_progress(lb_metrics *m, bool completed)
 	return m->from_progress;
 }
 
+/* Whether the group holds a plain metric of this name. */
+static bool group_has(const lb_metrics *m, uint32_t group, const char *name)
+{
+	return lb_metrics_find(m, group, LB_CLS_PLAIN, name, "") >= 0;
+}
+
+/* The group a plain line's values go to: the stream's current condition's, unless the line
+ * comes after the condition blocks and is the run's own (docs/result-json.md, "Condition
+ * blocks"). A blank line after a block's metrics ends the block (blank_line); a line after
+ * that, before the next `condition:` line, in a stream of two or more blocks, is the run's
+ * when one of its names is one the block holds already (printed again, it would replace the
+ * block's value: a mean over the conditions, as the last block's) or one the stream's first
+ * block did not report (a block with a blank line inside reports its first block's names).
+ * From that line on the stream's lines are the run's, until a `condition:` line. Where the
+ * first block printed a name again after a blank line inside it (an epoch's lines, blank
+ * lines between), a blank line ends no block: blocks repeat their names. */
+static uint32_t block_group(lb_metrics *m, lb_metrics_stream *st, const lb_metric_line *ml)
+{
+	bool again = false, unknown = false;
+
+	if (st->group == 0 || st->group == LB_NO_GROUP)
+		return st->group;
+	if (!st->block_closed) {
+		st->block_metrics = true;
+		return st->group;
+	}
+	for (size_t i = 0; i < ml->n_values; i++) {
+		const char *name = ml->values[i].name;
+
+		if (special_name(name))
+			continue;
+		if (group_has(m, st->group, name))
+			again = true;
+		else if (st->first_group != st->group && st->first_group != LB_NO_GROUP &&
+			 !group_has(m, st->first_group, name))
+			unknown = true;
+	}
+	if (st->condition_lines < 2 || st->blocks_repeat) {
+		st->blocks_repeat |= again;
+		return st->group;
+	}
+	if (again || unknown)
+		st->group = 0;
+	return st->group;
+}
+
 /* One line that is not part of a table's context: its metrics collected. Returns whether it
  * was a metric line. */
 static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
@@ -3014,6 +3060,11 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	}
 	if (strcmp(ml.name, "condition") == 0) {
 		st->group = condition_group(m, ml.str, ml.str_len);
+		if (st->condition_lines == 0)
+			st->first_group = st->group;
+		if (st->condition_lines < UINT32_MAX)
+			st->condition_lines++;
+		st->block_metrics = st->block_closed = false;
 	} else if (strcmp(ml.name, "TIME_ESTIMATE") == 0) {
 		double v;
 
@@ -3023,7 +3074,7 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
 		time_guard_line(m, &ml);
 	} else {
-		add_values(m, st->group, LB_CLS_PLAIN, &ml);
+		add_values(m, block_group(m, st, &ml), LB_CLS_PLAIN, &ml);
 	}
 	return true;
 }
@@ -3093,13 +3144,16 @@ static bool blank_text(const char *s, size_t len)
 }
 
 /* A blank line ends a Markdown table, as Markdown reads one: the rows after it are another
- * table's, read by its own header. */
+ * table's, read by its own header. And it ends the condition block it follows, once that
+ * holds a metric (block_group). */
 static void blank_line(lb_metrics *m, lb_metrics_stream *st)
 {
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
 	st->table_held = false;
+	if (st->group != 0 && st->group != LB_NO_GROUP && st->block_metrics)
+		st->block_closed = true;
 }
 
 /* A table row not read where its table is read or skipped: held, since a separator row after

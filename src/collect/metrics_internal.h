@@ -79,11 +79,19 @@ typedef struct lb_metrics_stream {
 	bool table_held;
 	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
 	/* How the last line ended (LB_END_*, metrics.c): the '\n' of a "\r\n" ends no line of
-	 * its own, where an empty line is a blank line that ends a table. */
+	 * its own, where an empty line is a blank line that ends a table and a block. */
 	int last_end;
 	/* The group of this stream's last `condition:` line. Two pipes keep no order between
-	 * them, so a condition printed on one never groups the other's lines. */
+	 * them, so a condition printed on one never groups the other's lines. 0 also after the
+	 * condition blocks, once a line was the run's (block_group, metrics.c). */
 	uint32_t group;
+	/* Condition blocks (block_group): the stream's first group, how many `condition:` lines
+	 * it printed, whether the current block holds a metric and a blank line followed one,
+	 * and whether a block printed a name again after such a blank line (blocks of repeated
+	 * lines, epochs apart: a blank line then ends none). */
+	uint32_t first_group;
+	uint32_t condition_lines;
+	bool block_metrics, block_closed, blocks_repeat;
 } lb_metrics_stream;
 
 struct lb_metrics {

@@ -820,6 +820,29 @@ def test_a_heading_or_tag_naming_another_split_qualifies_its_names(tmp_path):
     assert "repeats" not in r.result["metrics"], r.why()
 
 
+def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):
+    # Per-condition blocks, then the mean over them set apart by a blank line: the mean is
+    # the run's value, and the last condition keeps its own.
+    exp = write_exp(tmp_path, """
+        acc = {"baseline": 0.70, "proposed": 0.90}
+        for c in acc:
+            print(f"condition: {c}")
+            print(f"lr: 0.1")
+            print()
+            print(f"accuracy: {acc[c]}")
+        print()
+        print(f"mean_accuracy: {sum(acc.values()) / 2}")
+        print(f"accuracy: {sum(acc.values()) / 2}")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    m = r.result["metrics"]
+    assert m["conditions"] == {"baseline": {"lr": 0.1, "accuracy": 0.7},
+                               "proposed": {"lr": 0.1, "accuracy": 0.9}}, r.why()
+    assert m["values"] == {"mean_accuracy": 0.8, "accuracy": 0.8}, r.why()
+    assert "repeats" not in m, m
+
+
 def test_a_value_printed_on_stdout_is_not_replaced_by_one_logged_on_stderr(tmp_path):
     # Per-epoch validation accuracy logged (stderr), the final test accuracy printed (stdout).
     # The two are separate pipes, read in no reliable order: the printed value is the result

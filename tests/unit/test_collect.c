@@ -594,6 +594,60 @@ static void test_stream_tables_end_where_markdown_ends_them(void **state)
 		}
 }
 
+/* After the condition blocks, a line set apart by a blank line that repeats a block's name or
+ * names what the first block did not is the run's (values), not the last condition's. Blank
+ * lines inside blocks keep them whole. */
+static void test_stream_condition_blocks_end_at_the_runs_lines(void **state)
+{
+	static const struct {
+		const char *out, *values, *conditions;
+	} cases[] = {
+		{ "condition: baseline\naccuracy: 0.7\ncondition: proposed\naccuracy: 0.9\n\n"
+		  "accuracy: 0.8\n",
+		  "{\"accuracy\":0.8}", "{\"baseline\":{\"accuracy\":0.7},\"proposed\":{\"accuracy\":0.9}}" },
+		/* every line after it is the run's, until a condition: line */
+		{ "condition: a\nacc: 0.7\n\ncondition: b\nacc: 0.9\n\nmean_acc: 0.8\nacc: 0.8\n"
+		  "condition: c\nacc: 0.5\n",
+		  "{\"mean_acc\":0.8,\"acc\":0.8}",
+		  "{\"a\":{\"acc\":0.7},\"b\":{\"acc\":0.9},\"c\":{\"acc\":0.5}}" },
+		{ "condition: a\r\nacc: 0.7\r\ncondition: b\r\nacc: 0.9\r\n\r\nacc: 0.8\r\n",
+		  "{\"acc\":0.8}", "{\"a\":{\"acc\":0.7},\"b\":{\"acc\":0.9}}" },
+		/* without a blank line the block goes on: the last value wins, as ever */
+		{ "condition: a\nacc: 0.7\ncondition: b\nacc: 0.9\nacc: 0.8\n", "{}",
+		  "{\"a\":{\"acc\":0.7},\"b\":{\"acc\":0.8}}" },
+		{ "condition: a\r\nacc: 0.7\r\ncondition: b\r\nacc: 0.9\r\nacc: 0.8\r\n", "{}",
+		  "{\"a\":{\"acc\":0.7},\"b\":{\"acc\":0.8}}" },
+		/* a blank line inside each block: its later names are the first block's */
+		{ "condition: a\nlr: 0.1\n\nacc: 0.7\ncondition: b\nlr: 0.2\n\nacc: 0.9\n", "{}",
+		  "{\"a\":{\"lr\":0.1,\"acc\":0.7},\"b\":{\"lr\":0.2,\"acc\":0.9}}" },
+		/* blocks of an epoch's lines, blank lines between: the first block says so */
+		{ "condition: a\nval_acc: 0.5\n\nval_acc: 0.6\n\ncondition: b\nval_acc: 0.7\n\n"
+		  "val_acc: 0.8\n\n",
+		  "{}", "{\"a\":{\"val_acc\":0.6},\"b\":{\"val_acc\":0.8}}" },
+		/* a blank line before a block's first metric ends nothing */
+		{ "condition: a\n\nacc: 0.7\ncondition: b\n\nacc: 0.9\n", "{}",
+		  "{\"a\":{\"acc\":0.7},\"b\":{\"acc\":0.9}}" },
+		/* one condition: its block goes on */
+		{ "condition: a\nacc: 0.7\n\nacc: 0.8\n", "{}", "{\"a\":{\"acc\":0.8}}" },
+		/* lines before any condition stay the run's */
+		{ "seed: 1\n\ncondition: a\nacc: 0.7\n", "{\"seed\":1}", "{\"a\":{\"acc\":0.7}}" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			size_t len = strlen(cases[i].out);
+			char *v = member_text(cases[i].out, len, bytewise, "values");
+			char *c = member_text(cases[i].out, len, bytewise, "conditions");
+
+			if (strcmp(v, cases[i].values) != 0 || strcmp(c, cases[i].conditions) != 0)
+				fail_msg("case %zu%s: values %s conditions %s", i,
+					 bytewise ? " (bytewise)" : "", v, c);
+			free(v);
+			free(c);
+		}
+}
+
 /* A heading or a bracketed tag that names a split other than the test split qualifies the
  * names of its line, so a train line never replaces the test line's numbers; the test
  * split's names stay as they were. */
@@ -3374,6 +3428,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
+		cmocka_unit_test(test_stream_condition_blocks_end_at_the_runs_lines),
 		cmocka_unit_test(test_line_parse_split_qualifiers),
 		cmocka_unit_test(test_stream_keras_epochs),
 		cmocka_unit_test(test_validate_no_metrics_names_log_lines),
