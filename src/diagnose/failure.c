@@ -2,16 +2,20 @@
 #include "labbox/diagnose.h"
 #include "labbox/util.h"
 #include "../collect/text.h"
+#include "internal.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* The root cause of a traceback is within its last few hundred lines; older output is noise. */
 #define DIAG_MAX_LINES 2000
@@ -708,9 +712,21 @@ static const char SUGGEST_WRONG_ENV[] =
 	"install compatible versions into a virtual environment and run with --python "
 	"VENV/bin/python (labbox installs nothing itself)";
 
+/* Top-level names that several distributions share (namespace packages): that one of them
+ * imports says nothing of the one a dotted name needs, which is installed by its own name. */
+static bool namespace_top(const char *top)
+{
+	static const char *const tops[] = { "google", "azure", "mpl_toolkits", "ruamel", "zope",
+					    "jaraco", "backports", "sphinxcontrib", "nvidia", NULL };
+	for (size_t i = 0; tops[i]; i++)
+		if (strcmp(top, tops[i]) == 0)
+			return true;
+	return false;
+}
+
 static void classify_missing_package(lb_verdict *v, const char *line)
 {
-	char module[128], top[128];
+	char module[128], top[128], dist[128];
 	char *dot;
 
 	if (!quoted_after(line, "No module named", module, sizeof(module))) {
@@ -721,16 +737,55 @@ static void classify_missing_package(lb_verdict *v, const char *line)
 	}
 	memcpy(top, module, sizeof(top));
 	dot = strchr(top, '.');
-	/* google.protobuf is the one dotted name people install by its own name. */
-	if (dot && strcmp(top, "google.protobuf") != 0)
+	if (dot)
 		*dot = '\0';
+	if (dot && lb_diag_is_stdlib(top, strlen(top))) {
+		v->cls = "wrong_env";
+		snprintf(v->summary, sizeof(v->summary),
+			 "this Python's standard library has no module '%s' (another Python version "
+			 "has it): %s", module, line);
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "run it with the Python version the code was written for (--python "
+			 "PATH; `labbox probe` lists the interpreters it finds)");
+		return;
+	}
+	if (dot && !namespace_top(top)) {
+		/* Python imports a dotted name's packages first and names the first part it
+		 * could not find: 'torch._inductor' means torch itself imported, and its version
+		 * has no _inductor (added since, or removed: sklearn.externals.joblib). */
+		v->cls = "wrong_env";
+		snprintf(v->summary, sizeof(v->summary),
+			 "the installed %s has no module '%s' (%s itself imports; another version of "
+			 "it has the module): %s", top, module, top, line);
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install the version of %s the code was written for, one that has %s, into "
+			 "a virtual environment (pip install %s==VERSION; labbox installs nothing "
+			 "itself; environment.txt in the run directory lists the version this run "
+			 "had) and run with --python VENV/bin/python",
+			 top, module, pip_name(top));
+		return;
+	}
+	/* google.protobuf is installed as protobuf; other namespaces' parts by their dotted
+	 * name (azure.storage.blob: azure-storage-blob). */
+	if (!dot)
+		snprintf(dist, sizeof(dist), "%s", pip_name(top));
+	else if (strcmp(module, "google.protobuf") == 0 || strncmp(module, "google.protobuf.", 16) == 0)
+		snprintf(dist, sizeof(dist), "protobuf");
+	else if (strncmp(module, "mpl_toolkits.", 13) == 0)
+		snprintf(dist, sizeof(dist), "%.100s", module + 13); /* basemap */
+	else {
+		snprintf(dist, sizeof(dist), "%s", module);
+		for (char *c = dist; *c; c++)
+			if (*c == '.' || *c == '_')
+				*c = '-';
+	}
 	v->cls = "missing_package";
 	snprintf(v->summary, sizeof(v->summary), "module '%s' is not installed: %s", module, line);
 	snprintf(v->suggestion, sizeof(v->suggestion),
 		 "install it into the interpreter's environment (pip install %s in a virtual "
 		 "environment; labbox installs nothing itself) and run with --python "
 		 "VENV/bin/python, or choose another interpreter that has it with --python",
-		 pip_name(top));
+		 dist);
 }
 
 /* subprocess: the traceback went through subprocess, so a missing name is a program. */
@@ -1297,6 +1352,347 @@ static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc 
 	}
 }
 
+/* The experiment's own modules: what was staged (RUN_DIR/exp) is on this machine when the
+ * diagnosis is made, so an import of a name the experiment itself holds is looked up there
+ * rather than taken for a package to install. */
+enum { OWN_NONE, OWN_FILE, OWN_PACKAGE, OWN_DIR };
+
+static const char *experiment_relative(const char *file, const char *exp_dir);
+
+/* The staged experiment's own path for a path a traceback or message names (relative to the
+ * experiment, under it, or through an exp/ directory of a log from elsewhere); false when it
+ * is not the experiment's or there is no staged experiment. */
+static bool staged_path(const lb_log *log, const char *file, char *out, size_t outlen)
+{
+	const char *exp = log->exp_dir;
+	size_t n = exp ? strlen(exp) : 0;
+	int w;
+
+	while (n > 1 && exp[n - 1] == '/')
+		n--;
+	if (n == 0 || !file[0] || file[0] == '<')
+		return false;
+	if (strncmp(file, exp, n) == 0 && (file[n] == '/' || file[n] == '\0'))
+		w = snprintf(out, outlen, "%s", file);
+	else if (file[0] != '/')
+		w = snprintf(out, outlen, "%.*s/%s", (int)n, exp, file);
+	else if (in_experiment(file, exp) && strstr(file, "/exp/"))
+		w = snprintf(out, outlen, "%.*s%s", (int)n, exp, strstr(file, "/exp/") + 4);
+	else
+		return false;
+	return w > 0 && (size_t)w < outlen;
+}
+
+/* What `name` is in dir: a module (name.py), a package (name/__init__.py), or a directory
+ * of Python files (a namespace package). */
+static int own_module_in(const char *dir, const char *name)
+{
+	char p[PATH_MAX], q[PATH_MAX + 16];
+	struct stat st;
+	int w = snprintf(p, sizeof(p), "%s/%s.py", dir, name);
+
+	if (w > 0 && (size_t)w < sizeof(p) && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+		return OWN_FILE;
+	w = snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if (w <= 0 || (size_t)w >= sizeof(p) || stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+		return OWN_NONE;
+	snprintf(q, sizeof(q), "%s/__init__.py", p);
+	if (stat(q, &st) == 0)
+		return OWN_PACKAGE;
+	DIR *d = opendir(p);
+	struct dirent *de;
+	int kind = OWN_NONE;
+	for (size_t k = 0; d && kind == OWN_NONE && k < 2000 && (de = readdir(d)); k++) {
+		size_t l = strlen(de->d_name);
+		if (l > 3 && strcmp(de->d_name + l - 3, ".py") == 0)
+			kind = OWN_DIR;
+	}
+	if (d)
+		closedir(d);
+	return kind;
+}
+
+/* Directories no experiment keeps its own modules in: a virtual environment's or a cache. */
+static bool foreign_dir(const char *name)
+{
+	static const char *const names[] = { "__pycache__", "site-packages", "dist-packages",
+					      "node_modules", NULL };
+	if (name[0] == '.')
+		return true;
+	for (size_t i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The first directory under root (itself included, a few levels down, breadth of a small
+ * tree) that holds `name` as a module or package: rel gets its path relative to root ("" for
+ * root). *budget bounds the entries read. */
+static int find_own_module(const char *root, const char *rel, const char *name, int depth,
+			   size_t *budget, char *out, size_t outlen)
+{
+	char dir[PATH_MAX];
+	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
+	int kind;
+
+	if (w <= 0 || (size_t)w >= sizeof(dir))
+		return OWN_NONE;
+	if ((kind = own_module_in(dir, name)) != OWN_NONE) {
+		snprintf(out, outlen, "%s", rel);
+		return kind;
+	}
+	if (depth <= 0)
+		return OWN_NONE;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char sub[PATH_MAX];
+	kind = OWN_NONE;
+	while (d && kind == OWN_NONE && *budget > 0 && (de = readdir(d))) {
+		(*budget)--;
+		if (foreign_dir(de->d_name) || strcmp(de->d_name, name) == 0)
+			continue;
+		w = snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		struct stat st;
+		if (w <= 0 || (size_t)w >= sizeof(sub) || lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+		if (w > 0 && (size_t)w < sizeof(sub))
+			kind = find_own_module(root, sub, name, depth - 1, budget, out, outlen);
+	}
+	if (d)
+		closedir(d);
+	return kind;
+}
+
+/* The staged directory Python put first on sys.path: the entry point's, the directory of the
+ * traceback's outermost frame of the experiment's. Falls back to the experiment's top. */
+static void entry_dir(const lb_log *log, const lb_exc *e, char *out, size_t outlen)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128], host[PATH_MAX];
+	long lineno;
+
+	snprintf(out, outlen, "%s", log->exp_dir);
+	for (size_t i = e->header; i < e->line; i++)
+		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
+		    in_experiment(file, log->exp_dir)) {
+			if (staged_path(log, file, host, sizeof(host)) && strrchr(host, '/')) {
+				*strrchr(host, '/') = '\0';
+				snprintf(out, outlen, "%s", host);
+			}
+			return;
+		}
+}
+
+/* One edit apart (an insertion, a deletion, a substitution or two neighbours swapped). */
+static bool one_edit(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i = 0;
+
+	if (la + 1 < lb || lb + 1 < la || strcmp(a, b) == 0)
+		return false;
+	while (a[i] && a[i] == b[i])
+		i++;
+	if (la == lb)
+		return strcmp(a + i + 1, b + i + 1) == 0 ||
+		       (a[i + 1] == b[i] && a[i] == b[i + 1] && strcmp(a + i + 2, b + i + 2) == 0);
+	return la > lb ? strcmp(a + i + 1, b + i) == 0 : strcmp(a + i, b + i + 1) == 0;
+}
+
+/* A module of the experiment's in dir whose name is one edit from `name` ("utilz" and
+ * utils.py): its file name in out. */
+static bool near_own_module(const char *dir, const char *name, char *out, size_t outlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+	char stem[NAME_MAX + 1];
+
+	if (strlen(name) < 4)
+		return false;
+	for (size_t k = 0; d && !found && k < 5000 && (de = readdir(d)); k++) {
+		size_t l = strlen(de->d_name);
+		if (foreign_dir(de->d_name))
+			continue;
+		snprintf(stem, sizeof(stem), "%s", de->d_name);
+		if (l > 3 && strcmp(stem + l - 3, ".py") == 0)
+			stem[l - 3] = '\0';
+		if (!one_edit(stem, name) || own_module_in(dir, stem) == OWN_NONE)
+			continue;
+		snprintf(out, outlen, "%s", de->d_name);
+		found = true;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static const char SUGGEST_OWN_MODULE[] =
+	"the module is the experiment's own code, not a package to install: add the missing file "
+	"to the experiment directory (a file labbox did not stage is not in RUN_DIR/exp), or fix "
+	"the import's spelling; no environment or flag changes this";
+
+/* "No module named 'mypkg.models'" where mypkg is the experiment's own package, or "'utils'"
+ * where the experiment has utils.py out of the import path or a name one edit away: the
+ * experiment's code, not a package or an environment. */
+static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	char module[128], top[128], dir[PATH_MAX], where[PATH_MAX], what[400];
+	size_t budget = 20000;
+	int kind;
+
+	if ((strcmp(v->cls, "missing_package") != 0 && strcmp(v->cls, "wrong_env") != 0) ||
+	    !log->exp_dir || !quoted_after(line, "No module named", module, sizeof(module)))
+		return;
+	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
+	if (!top[0] || strchr(top, '/'))
+		return;
+	entry_dir(log, e, dir, sizeof(dir));
+	kind = own_module_in(dir, top);
+	if (kind != OWN_NONE) {
+		snprintf(where, sizeof(where), "%s", experiment_relative(dir, log->exp_dir));
+		if (strcmp(where, dir) == 0 || strcmp(dir, log->exp_dir) == 0)
+			where[0] = '\0';
+	} else {
+		kind = find_own_module(log->exp_dir, "", top, 4, &budget, where, sizeof(where));
+	}
+	if (kind != OWN_NONE) {
+		const char *shape = kind == OWN_FILE ? "module" : "package";
+		char file[PATH_MAX + 160];
+		snprintf(file, sizeof(file), "%.120s%s%s%s", where, where[0] ? "/" : "", top,
+			 kind == OWN_FILE ? ".py" : "/");
+		if (strchr(module, '.')) {
+			/* which part is missing: the first that is neither NAME.py nor NAME/ */
+			char path[PATH_MAX], part[128];
+			const char *p = module + strlen(top);
+			int k = kind;
+			snprintf(path, sizeof(path), "%s%s%s/%s", log->exp_dir, where[0] ? "/" : "", where,
+				 top);
+			while (*p == '.' && k != OWN_FILE) {
+				snprintf(part, sizeof(part), "%.*s", (int)strcspn(p + 1, "."), p + 1);
+				if ((k = own_module_in(path, part)) == OWN_NONE)
+					break;
+				size_t l = strlen(path);
+				snprintf(path + l, sizeof(path) - l, "/%s", part);
+				p += 1 + strlen(part);
+			}
+			const char *rel = experiment_relative(path, log->exp_dir);
+			if (*p != '.')
+				snprintf(what, sizeof(what),
+					 "'%s' is the experiment's own %s (%.120s), and it was staged, but "
+					 "importing it failed", module, shape, file);
+			else if (k == OWN_FILE)
+				snprintf(what, sizeof(what),
+					 "'%s' names a module inside %.120s.py, which is the experiment's own "
+					 "module and not a package", module, rel);
+			else
+				snprintf(what, sizeof(what),
+					 "the experiment's own %s '%s' (%.100s) has no module '%s': there is "
+					 "no %.60s/%s.py or %.60s/%s/ in the staged experiment", shape, top,
+					 file, part, rel, part, rel, part);
+			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
+			set_confidence(v, CONF_HIGH, "labbox looked in the staged experiment: the "
+						     "module's package is the experiment's own");
+			return;
+		}
+		snprintf(what, sizeof(what),
+			 "'%s' is the experiment's own %s (%.120s), but Python did not look there: it "
+			 "searches the entry point's directory (%.100s), not the experiment's "
+			 "subdirectories", top, shape, file,
+			 where[0] && strcmp(dir, log->exp_dir) != 0
+				 ? experiment_relative(dir, log->exp_dir) : "the experiment's top");
+		verdict_set(v, "code_error", what, line,
+			    "import it through the package it is in (from DIR import NAME, with "
+			    "DIR/__init__.py), or put its directory on sys.path before importing it; "
+			    "no environment or flag changes this");
+		set_confidence(v, CONF_MEDIUM, "labbox found a module of that name in the staged "
+					       "experiment, outside the directory Python searched");
+		return;
+	}
+	if (strchr(module, '.') || !near_own_module(dir, top, where, sizeof(where)))
+		return;
+	snprintf(what, sizeof(what),
+		 "no module named '%s', and the experiment has its own %.100s, one letter apart: most "
+		 "likely a misspelt import of the experiment's own module", top, where);
+	char sugg[DIAG_TEXT_LEN];
+	snprintf(sugg, sizeof(sugg),
+		 "fix the import's spelling (%.100s); if '%s' is a package meant to be installed, "
+		 "install it into a virtual environment (pip install %s) and run with --python "
+		 "VENV/bin/python", where, top, pip_name(top));
+	verdict_set(v, "code_error", what, line, sugg);
+	set_confidence(v, CONF_MEDIUM, "the name is one letter from a module of the staged "
+				       "experiment; a package of that name would read the same");
+}
+
+/* The module "cannot import name 'X' from 'M' (PATH)" names, and its file; false when the
+ * message is not that. */
+static bool import_source(const char *line, char *mod, size_t modlen, char *path, size_t pathlen)
+{
+	const char *from = strstr(line, "' from ");
+	const char *open, *close;
+	size_t n;
+
+	if (!from || !quoted_after(from + 1, "from", mod, modlen))
+		return false;
+	path[0] = '\0';
+	open = strrchr(line, '(');
+	close = open ? strchr(open, ')') : NULL;
+	if (open && close && (n = (size_t)(close - open - 1)) > 0 && n < pathlen) {
+		memcpy(path, open + 1, n);
+		path[n] = '\0';
+	}
+	return true;
+}
+
+/* "cannot import name" from the experiment's own module (its path is under exp/, or the
+ * module is one the experiment has), or a circular import: the code's, not a version. */
+static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	char mod[128], path[PATH_MAX], host[PATH_MAX], name[128], top[128], dir[PATH_MAX],
+		what[400];
+
+	if ((strcmp(v->cls, "wrong_env") != 0 && strcmp(v->cls, "code_error") != 0) ||
+	    !has(line, "cannot import name") || !quoted_after(line, "cannot import name", name, sizeof(name)) ||
+	    !import_source(line, mod, sizeof(mod), path, sizeof(path)))
+		return;
+	bool circular = has(line, "circular import") || has(line, "partially initialized module");
+	bool own = path[0] == '/' && staged_path(log, path, host, sizeof(host));
+	if (!own && log->exp_dir && (!path[0] || strcmp(path, "unknown location") == 0)) {
+		snprintf(top, sizeof(top), "%.*s", (int)strcspn(mod, "."), mod);
+		entry_dir(log, e, dir, sizeof(dir));
+		own = top[0] && own_module_in(dir, top) != OWN_NONE;
+	}
+	if (!own && path[0] == '/' && !log->exp_dir)
+		own = in_experiment(path, NULL);
+	if (circular) {
+		snprintf(what, sizeof(what),
+			 "a circular import: %s '%.100s' was still being initialised when '%.100s' "
+			 "was imported from it (it imports, directly or through another module, a "
+			 "module that imports it back)",
+			 own ? "the experiment's own module" : "module", mod, name);
+		verdict_set(v, "code_error", what, line,
+			    "break the cycle: move what both modules need into a third module, import "
+			    "inside the function that uses the name, or import the module (import M) "
+			    "and use M.name when it is called; a file of the experiment named like a "
+			    "library (random.py, torch.py) causes this too");
+		set_confidence(v, own ? CONF_HIGH : CONF_MEDIUM,
+			       own ? "Python says it is a circular import, in the experiment's own module"
+				   : "Python says it is a circular import");
+		return;
+	}
+	if (!own)
+		return;
+	snprintf(what, sizeof(what),
+		 "the experiment's own module '%.100s' has no name '%.100s' (misspelt, or renamed or moved "
+		 "there)", mod, name);
+	verdict_set(v, "code_error", what, line,
+		    "import a name the experiment's module defines (Python suggests one when it is "
+		    "close), or define it there; no environment or flag changes this");
+	set_confidence(v, CONF_HIGH, "the module the name is imported from is the experiment's own "
+				     "file");
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -1324,6 +1720,8 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_socket(v, log, e);
 	refine_float(v, log, e);
 	refine_sandbox_world(v, log, e);
+	refine_own_module(v, log, e);
+	refine_own_import(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its

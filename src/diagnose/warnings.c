@@ -2,6 +2,7 @@
  * know even when the run completed (docs/decisions.md, "Diagnosis warnings"). */
 #include "labbox/collect.h"
 #include "labbox/diagnose.h"
+#include "internal.h"
 #include "labbox/util.h"
 #include "../collect/text.h"
 
@@ -603,6 +604,16 @@ static bool is_stdlib(const char *name, size_t n)
 		if (strlen(stdlib_names[i]) == n && memcmp(stdlib_names[i], name, n) == 0)
 			return true;
 	return false;
+}
+
+bool lb_diag_is_stdlib(const char *name, size_t n)
+{
+	static const char *const builtin[] = { "os", "sys", "io", "abc", "codecs", "site", "time",
+					       "builtins", "itertools", "errno", "gc", NULL };
+	for (size_t i = 0; builtin[i]; i++)
+		if (strlen(builtin[i]) == n && memcmp(builtin[i], name, n) == 0)
+			return true;
+	return is_stdlib(name, n);
 }
 
 static int warn_shadow(const char *dir, struct json_object *out)

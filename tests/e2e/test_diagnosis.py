@@ -733,3 +733,44 @@ def test_resuming_from_an_earlier_runs_checkpoint_names_that_run(tmp_path):
     (exp / "out" / "ckpt.json").write_text(ckpt.read_text())
     r = run_exp(exp, runs, *PERMISSIVE, args=("--resume",))
     assert r.rc == 0 and r.result["metrics"]["values"]["iter_num"] == 20, r.why()
+
+
+OWN_MODULE_CASES = {
+    # a module of the experiment's own package that is not in the directory
+    "package_submodule": ("import mypkg.data\nimport mypkg.models\n",
+                          {"mypkg/__init__.py": "", "mypkg/data.py": "X = 1\n"}, "mypkg/models"),
+    # a name the experiment's own module does not define
+    "own_name": ("from utils import lod_data\n", {"utils.py": "def load_data():\n    return 1\n"},
+                 "own module 'utils'"),
+    # two of the experiment's modules importing each other
+    "circular": ("import a\n", {"a.py": "from b import g\ndef f():\n    return 1\n",
+                                "b.py": "from a import f\ndef g():\n    return 2\n"},
+                 "circular import"),
+    # the experiment's own module, in a subdirectory Python does not search
+    "out_of_path": ("import helpers\n", {"src/helpers.py": "X = 1\n"}, "src/helpers.py"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWN_MODULE_CASES))
+def test_an_import_of_the_experiments_own_modules_is_its_code(tmp_path, case):
+    """The experiment's own modules are its code: a missing file of its package, a misspelt
+    name of its module, a circular import are code errors, never a package to pip install or
+    an environment to rebuild (no escalation, so --escalate env makes no second attempt)."""
+    main, files, words = OWN_MODULE_CASES[case]
+    r, f = failure_of(tmp_path, main + 'print("accuracy: 0.9")\n', "--escalate", "env",
+                      files=files)
+    assert f["class"] == "code_error", r.why()
+    assert f["escalation"] is None, r.why()
+    assert "pip install" not in f["suggestion"], r.why()
+    assert words in f["summary"], r.why()
+    assert len(r.result.get("attempts", [None])) == 1, r.why()
+
+
+def test_a_module_an_installed_packages_version_lacks_is_its_version(tmp_path):
+    """json imports, so 'json.nosuch' is a module this Python's json lacks: the Python
+    version, not a package to pip install by json's name."""
+    r, f = failure_of(tmp_path, "import json.labbox_nosuch\n")
+    assert f["class"] == "wrong_env", r.why()
+    assert "standard library" in f["summary"], r.why()
+    assert "pip install" not in f["suggestion"], r.why()
+    assert (f["escalation"] or {}).get("environment") != "pip install json", r.why()

@@ -2257,6 +2257,136 @@ static void test_an_oom_kill_before_the_budget_is_the_cause(void **state)
 	expect(lb_diagnose_failure(&in), "timeout", NULL);
 }
 
+/* A file under dir, with its directories. */
+static void put_file(const char *dir, const char *rel, const char *text)
+{
+	char p[512], *slash;
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	for (slash = strchr(p + strlen(dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(p, 0755);
+		*slash = '/';
+	}
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A traceback whose frames are under the staged experiment dir, diagnosed with it. */
+static struct json_object *diagnose_staged(const char *dir, const char *entry, const char *src,
+					   const char *exc_line)
+{
+	char log[2048];
+	snprintf(log, sizeof(log),
+		 "Traceback (most recent call last):\n"
+		 "  File \"%s/%s\", line 2, in <module>\n"
+		 "    %s\n"
+		 "%s\n", dir, entry, src, exc_line);
+	lb_failure_input in = {.log_tail = log, .log_tail_len = strlen(log), .exit_code = 1,
+			       .exp_dir = dir};
+	return lb_diagnose_failure(&in);
+}
+
+static const char *escalation_of(struct json_object *doc)
+{
+	struct json_object *esc = NULL, *v = NULL;
+	if (!json_object_object_get_ex(doc, "escalation", &esc) || !esc)
+		return NULL;
+	json_object_object_get_ex(esc, "environment", &v);
+	return v ? json_object_get_string(v) : "";
+}
+
+/* An import of the experiment's own modules is the experiment's code: a missing file of its
+ * package, a module out of the import path, a misspelt own module, a name its module lacks,
+ * a circular import. A dotted name whose package imports is a version of that package. */
+static void test_the_experiments_own_modules_are_its_code(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-own-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "mypkg/__init__.py", "");
+	put_file(dir, "mypkg/data.py", "X = 1\n");
+	put_file(dir, "utils.py", "def load_data(): pass\n");
+	put_file(dir, "src/helpers.py", "\n");
+	put_file(dir, "main.py", "\n");
+
+	struct json_object *doc = diagnose_staged(dir, "main.py", "import mypkg.models",
+		"ModuleNotFoundError: No module named 'mypkg.models'");
+	assert_non_null(strstr(field(doc, "summary"), "no module 'models'"));
+	assert_null(strstr(field(doc, "suggestion"), "pip install"));
+	assert_null(escalation_of(doc));
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_int_equal(lb_escalate_for_failure(doc), 0);
+	expect(doc, "code_error", "mypkg.models");
+	/* deeper: mypkg.data is a module, not a package */
+	doc = diagnose_staged(dir, "main.py", "import mypkg.data.x",
+			      "ModuleNotFoundError: No module named 'mypkg.data.x'; 'mypkg.data' is not a package");
+	assert_non_null(strstr(field(doc, "summary"), "not a package"));
+	expect(doc, "code_error", NULL);
+	/* the experiment's own module, in a directory Python does not search */
+	doc = diagnose_staged(dir, "main.py", "import helpers",
+			      "ModuleNotFoundError: No module named 'helpers'");
+	assert_non_null(strstr(field(doc, "summary"), "src/helpers.py"));
+	assert_null(escalation_of(doc));
+	expect(doc, "code_error", NULL);
+	/* one letter from utils.py: a misspelt import, medium (a package could be named so) */
+	doc = diagnose_staged(dir, "main.py", "import utilz",
+			      "ModuleNotFoundError: No module named 'utilz'");
+	assert_non_null(strstr(field(doc, "summary"), "utils.py"));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "code_error", NULL);
+	/* a package the experiment does not have stays a package to install */
+	doc = diagnose_staged(dir, "main.py", "import sklearn",
+			      "ModuleNotFoundError: No module named 'sklearn'");
+	assert_string_equal(escalation_of(doc), "pip install scikit-learn");
+	expect(doc, "missing_package", NULL);
+	/* a module an installed package's version lacks: that package imports */
+	doc = diagnose_staged(dir, "main.py", "import torch._inductor.config as config",
+			      "ModuleNotFoundError: No module named 'torch._inductor'");
+	assert_non_null(strstr(field(doc, "summary"), "installed torch"));
+	assert_string_equal(escalation_of(doc), "pip install torch==VERSION");
+	assert_int_equal(lb_escalate_for_failure(doc), LB_ESCALATE_ENV);
+	expect(doc, "wrong_env", NULL);
+	/* a module the standard library of this Python lacks: the Python version */
+	doc = diagnose_staged(dir, "main.py", "import distutils.msvc9compiler",
+			      "ModuleNotFoundError: No module named 'distutils.msvc9compiler'");
+	assert_non_null(strstr(field(doc, "summary"), "standard library"));
+	assert_null(strstr(field(doc, "suggestion"), "pip install"));
+	expect(doc, "wrong_env", NULL);
+	/* a namespace package's part is its own distribution */
+	doc = diagnose_staged(dir, "main.py", "from google.cloud import storage",
+			      "ModuleNotFoundError: No module named 'google.cloud'");
+	assert_string_equal(escalation_of(doc), "pip install google-cloud");
+	expect(doc, "missing_package", NULL);
+
+	/* a name the experiment's own module lacks */
+	char line[600];
+	snprintf(line, sizeof(line),
+		 "ImportError: cannot import name 'lod_data' from 'utils' (%s/utils.py)", dir);
+	doc = diagnose_staged(dir, "main.py", "from utils import lod_data", line);
+	assert_non_null(strstr(field(doc, "summary"), "own module 'utils'"));
+	assert_null(escalation_of(doc));
+	expect(doc, "code_error", NULL);
+	/* a circular import between the experiment's modules */
+	snprintf(line, sizeof(line),
+		 "ImportError: cannot import name 'f' from partially initialized module 'a' (most "
+		 "likely due to a circular import) (%s/a.py)", dir);
+	doc = diagnose_staged(dir, "main.py", "import a", line);
+	assert_non_null(strstr(field(doc, "summary"), "circular import"));
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "code_error", NULL);
+	/* a name an installed library lacks is still its version's */
+	doc = diagnose_staged(dir, "main.py", "from jinja2 import Markup",
+			      "ImportError: cannot import name 'Markup' from 'jinja2' "
+			      "(/usr/lib/python3/dist-packages/jinja2/__init__.py)");
+	expect(doc, "wrong_env", NULL);
+
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2309,6 +2439,7 @@ int main(void)
 		cmocka_unit_test(test_a_status_above_128_is_no_signal),
 		cmocka_unit_test(test_a_dead_workers_exception_is_the_cause),
 		cmocka_unit_test(test_an_oom_kill_before_the_budget_is_the_cause),
+		cmocka_unit_test(test_the_experiments_own_modules_are_its_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
