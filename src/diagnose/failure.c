@@ -575,7 +575,8 @@ static const char *const moved_api_text[] = {
 	"module 'jax' has no attribute", "module 'scipy' has no attribute",
 	"module 'pandas' has no attribute", "module 'sklearn' has no attribute",
 	"module 'collections' has no attribute", "module 'time' has no attribute",
-	"module 'typing' has no attribute", "module 'inspect' has no attribute", NULL
+	"module 'typing' has no attribute", "module 'inspect' has no attribute",
+	"was removed in the NumPy 2.0 release", NULL
 };
 
 static const char SUGGEST_GPU_OOM[] =
@@ -866,6 +867,70 @@ static void classify_missing_lang_package(lb_verdict *v, const char *line, bool 
 			 pkg[0] ? pkg : "NAME");
 }
 
+/* Names that a version of the library or of Python removed (or renamed) and that Python's
+ * "Did you mean" may still meet with a close name: np.float ("Did you mean: 'cfloat'?"),
+ * inspect.getargspec ("'getargs'?"). */
+static bool removed_name(const char *module, const char *name)
+{
+	static const char *const removed[] = {
+		"numpy.float", "numpy.int", "numpy.bool", "numpy.object", "numpy.str",
+		"numpy.long", "numpy.unicode", "numpy.complex", "numpy.float_", "numpy.complex_",
+		"numpy.string_", "numpy.unicode_", "numpy.NaN", "numpy.NAN", "numpy.Inf",
+		"numpy.PINF", "numpy.NINF", "numpy.infty", "numpy.Infinity", "numpy.asscalar",
+		"numpy.alltrue", "numpy.sometrue", "numpy.product", "numpy.cumproduct",
+		"numpy.round_", "numpy.msort", "numpy.cast", "numpy.find_common_type", "numpy.mat",
+		"numpy.trapz", "numpy.in1d", "numpy.row_stack", "numpy.int0", "numpy.uint0",
+		"numpy.bool8", "numpy.float96", "numpy.set_string_function", "numpy.safe_eval",
+		"time.clock", "inspect.getargspec", "inspect.formatargspec",
+		"inspect.getmoduleinfo", "typing.io", "typing.re", "collections.Mapping",
+		"collections.MutableMapping", "collections.Sequence",
+		"collections.MutableSequence", "collections.Iterable", "collections.Iterator",
+		"collections.Callable", "collections.Set", "collections.MutableSet",
+		"collections.Hashable", "collections.Sized", "collections.Container",
+		"collections.Generator", "collections.Awaitable", "collections.Coroutine",
+		"collections.KeysView", "collections.ItemsView", "collections.ValuesView",
+		"collections.MappingView", "collections.ByteString", "jinja2.Markup",
+		"jinja2.escape", "jinja2.contextfunction", "pandas.Panel", "pandas.Int64Index",
+		"pandas.Float64Index", "pandas.datetime", "pandas.np", "scipy.misc",
+		"scipy.interp", "scipy.rand", "torch._six", "asyncio.coroutine", "os.errno",
+		"fractions.gcd", "string.maketrans", "base64.encodestring",
+		"base64.decodestring", "sklearn.externals", NULL,
+	};
+	char full[256];
+
+	if (strcmp(module, "np") == 0)
+		module = "numpy";
+	snprintf(full, sizeof(full), "%.120s.%.120s", module, name);
+	for (size_t i = 0; removed[i]; i++)
+		if (strcmp(full, removed[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Python's "Did you mean: 'array'?" on an attribute or a name imported from a module that
+ * does not have it (np.arrray): the code misspelt it, unless the name is one a version
+ * removed. Only the exception's own line is read: numpy's removed aliases explain themselves
+ * on the lines below it. */
+static bool misspelt_name(const char *line)
+{
+	char module[128], name[128];
+
+	if (!has(line, "Did you mean"))
+		return false;
+	if (has(line, "has no attribute")) {
+		if (quoted_after(line, "module", module, sizeof(module)) &&
+		    quoted_after(line, "has no attribute", name, sizeof(name)))
+			return !removed_name(module, name);
+		return true; /* an object's attribute: never the environment's */
+	}
+	if (has(line, "cannot import name") &&
+	    quoted_after(line, "cannot import name", name, sizeof(name)) &&
+	    strstr(line, "' from ") && quoted_after(strstr(line, "' from ") + 1, "from", module,
+						     sizeof(module)))
+		return !removed_name(module, name);
+	return false;
+}
+
 static bool classify_text(lb_verdict *v, const char *line)
 {
 	if (has(line, "there is no package called")) {
@@ -891,6 +956,12 @@ static bool classify_text(lb_verdict *v, const char *line)
 		classify_dataset(v, line);
 	} else if (has(line, "No module named")) {
 		classify_missing_package(v, line);
+	} else if (misspelt_name(line)) {
+		verdict_set(v, "code_error",
+			    "the code names something the module does not have, and Python suggests "
+			    "a close name that it has: a misspelling", line,
+			    "use the name Python suggests (or the one meant); no version of the "
+			    "library or environment has the misspelt one");
 	} else if (has_any(line, wrong_env_text) || has_any(line, moved_api_text)) {
 		verdict_set(v, "wrong_env", "the environment does not match the code", line,
 			    SUGGEST_WRONG_ENV);
@@ -1720,6 +1791,10 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_socket(v, log, e);
 	refine_float(v, log, e);
 	refine_sandbox_world(v, log, e);
+	if (strcmp(v->cls, "code_error") == 0 && !e->bare && v->code_frame != NONE &&
+	    misspelt_name(line))
+		set_confidence(v, CONF_HIGH, "Python suggests a close name that the module has, for "
+					     "the one the experiment's code used");
 	refine_own_module(v, log, e);
 	refine_own_import(v, log, e);
 }

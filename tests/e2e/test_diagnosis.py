@@ -774,3 +774,18 @@ def test_a_module_an_installed_packages_version_lacks_is_its_version(tmp_path):
     assert "standard library" in f["summary"], r.why()
     assert "pip install" not in f["suggestion"], r.why()
     assert (f["escalation"] or {}).get("environment") != "pip install json", r.why()
+
+
+def test_a_misspelt_attribute_of_a_library_is_the_codes(tmp_path):
+    """np.arrray: Python says "Did you mean: 'array'?", and no numpy has arrray. A typo on
+    the experiment's line, not an environment to rebuild (no escalation)."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        x = np.arrray([1, 2, 3])
+        print("accuracy:", x.mean())
+    """, "--escalate", "env")
+    assert f["class"] == "code_error", r.why()
+    assert f["confidence"] == "high", r.why()
+    assert f["escalation"] is None, r.why()
+    assert f["code_location"]["line"] == 2, r.why()
+    assert len(r.result["attempts"]) == 1, r.why()

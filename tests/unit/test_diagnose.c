@@ -2387,6 +2387,45 @@ static void test_the_experiments_own_modules_are_its_code(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Python's "Did you mean" says the module has a close name: a misspelling, not a version,
+ * unless the name is one a version removed (np.float, inspect.getargspec). */
+static void test_a_misspelt_name_is_the_codes(void **state)
+{
+	(void)state;
+	static const char typo[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 2, in <module>\n"
+		"    x = np.arrray([1, 2, 3])\n"
+		"  File \"/usr/lib/python3/dist-packages/numpy/__init__.py\", line 320, in __getattr__\n"
+		"    raise AttributeError(\"module {!r} has no attribute \"\n"
+		"AttributeError: module 'numpy' has no attribute 'arrray'. Did you mean: 'array'?\n";
+	static const char getargspec[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 2, in <module>\n"
+		"    inspect.getargspec(f)\n"
+		"AttributeError: module 'inspect' has no attribute 'getargspec'. Did you mean: "
+		"'getargs'?\n";
+	static const char np2[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 2, in <module>\n"
+		"    x = np.float_(1)\n"
+		"AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` "
+		"instead.\n";
+	static const char import_typo[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 1, in <module>\n"
+		"    from torch.nn import Linaer\n"
+		"ImportError: cannot import name 'Linaer' from 'torch.nn' "
+		"(/usr/lib/python3/dist-packages/torch/nn/__init__.py). Did you mean: 'Linear'?\n";
+	struct json_object *doc = diagnose_log(typo, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_int_equal(lb_escalate_for_failure(doc), 0);
+	expect(doc, "code_error", "arrray");
+	expect(diagnose_log(getargspec, 1, 0), "wrong_env", "getargspec");
+	expect(diagnose_log(np2, 1, 0), "wrong_env", "NumPy 2.0");
+	expect(diagnose_log(import_typo, 1, 0), "code_error", "Linaer");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2440,6 +2479,7 @@ int main(void)
 		cmocka_unit_test(test_a_dead_workers_exception_is_the_cause),
 		cmocka_unit_test(test_an_oom_kill_before_the_budget_is_the_cause),
 		cmocka_unit_test(test_the_experiments_own_modules_are_its_code),
+		cmocka_unit_test(test_a_misspelt_name_is_the_codes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
