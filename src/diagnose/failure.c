@@ -1695,6 +1695,49 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				       "experiment; a package of that name would read the same");
 }
 
+/* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when
+ * the staged file (or the directory it would be made in) lacks the owner's permission, its
+ * own mode refused it (the code's os.chmod, or a file staged read-only), not the sandbox.
+ * An exec there is left alone: the sandbox mounts what it lets the run write noexec. */
+static void refine_own_permission(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	char path[PATH_MAX], host[PATH_MAX], what[400];
+	struct stat st;
+	bool dir = false;
+
+	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "[Errno 13]") ||
+	    !quoted_after(line, "Permission denied", path, sizeof(path)) ||
+	    !staged_path(log, path, host, sizeof(host)))
+		return;
+	if (lstat(host, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return;
+		dir = S_ISDIR(st.st_mode);
+		if ((st.st_mode & S_IRUSR) && (st.st_mode & S_IWUSR) && (!dir || (st.st_mode & S_IXUSR)))
+			return;
+	} else {
+		char *slash = strrchr(host, '/');
+		if (!slash || slash == host)
+			return;
+		*slash = '\0';
+		if (stat(host, &st) != 0 || !S_ISDIR(st.st_mode) ||
+		    ((st.st_mode & S_IWUSR) && (st.st_mode & S_IXUSR)))
+			return;
+		dir = true;
+	}
+	snprintf(what, sizeof(what),
+		 "'%.200s' is in the experiment's own directory, which the sandbox lets the run "
+		 "write, and %s mode (%04o) refused it: set by the code (os.chmod) or staged so",
+		 path, dir ? "the directory's" : "the file's own", (unsigned)(st.st_mode & 07777));
+	verdict_set(v, "code_error", what, line,
+		    "make it writable before writing it (os.chmod(path, 0o644); 0o755 for a "
+		    "directory), or write a new file instead of the protected one; no sandbox flag "
+		    "or mount changes a file's own mode");
+	set_confidence(v, CONF_HIGH, "the path is in the experiment's own copy, which the sandbox "
+				     "lets the run write, and its mode lacks the owner's permission");
+}
+
 /* The module "cannot import name 'X' from 'M' (PATH)" names, and its file; false when the
  * message is not that. */
 static bool import_source(const char *line, char *mod, size_t modlen, char *path, size_t pathlen)
@@ -1797,6 +1840,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					     "the one the experiment's code used");
 	refine_own_module(v, log, e);
 	refine_own_import(v, log, e);
+	refine_own_permission(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its

@@ -789,3 +789,19 @@ def test_a_misspelt_attribute_of_a_library_is_the_codes(tmp_path):
     assert f["escalation"] is None, r.why()
     assert f["code_location"]["line"] == 2, r.why()
     assert len(r.result["attempts"]) == 1, r.why()
+
+
+def test_a_file_the_code_made_read_only_is_the_codes_not_the_sandboxs(tmp_path):
+    """The code chmods its own checkpoint in exp/ to 0444, then writes it: the experiment's
+    directory is the one the sandbox lets the run write, so no -v mount is suggested."""
+    r, f = failure_of(tmp_path, """
+        import os
+        with open("ckpt.txt", "w") as f: f.write("epoch 1")
+        os.chmod("ckpt.txt", 0o444)
+        with open("ckpt.txt", "w") as f: f.write("epoch 2")
+        print("accuracy: 0.9")
+    """)
+    assert f["class"] == "code_error", r.why()
+    assert f["escalation"] is None, r.why()
+    assert "-v " not in f["suggestion"] and "0444" in f["summary"], r.why()
+    assert f["code_location"]["line"] == 4, r.why()

@@ -2426,6 +2426,47 @@ static void test_a_misspelt_name_is_the_codes(void **state)
 	expect(diagnose_log(import_typo, 1, 0), "code_error", "Linaer");
 }
 
+/* EACCES on a file of the experiment's own copy whose mode forbids it (the code's chmod, or
+ * staged so) is the code's; on a writable one, or outside the experiment, the sandbox's. */
+static void test_a_read_only_file_of_the_experiment_is_the_codes(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-perm-XXXXXX", p[512];
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "ckpt.txt", "epoch 1");
+	put_file(dir, "free.txt", "x");
+	put_file(dir, "locked/keep", "");
+	snprintf(p, sizeof(p), "%s/ckpt.txt", dir);
+	assert_int_equal(chmod(p, 0444), 0);
+	snprintf(p, sizeof(p), "%s/locked", dir);
+	assert_int_equal(chmod(p, 0555), 0);
+
+	struct json_object *doc = diagnose_staged(dir, "main.py", "open('ckpt.txt', 'w')",
+		"PermissionError: [Errno 13] Permission denied: 'ckpt.txt'");
+	assert_non_null(strstr(field(doc, "summary"), "0444"));
+	assert_null(strstr(field(doc, "suggestion"), "-v "));
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_null(escalation_of(doc));
+	expect(doc, "code_error", "ckpt.txt");
+	/* a new file in a directory the code made read-only, by its absolute path */
+	char line[600];
+	snprintf(line, sizeof(line), "PermissionError: [Errno 13] Permission denied: '%s/locked/new.txt'",
+		 dir);
+	expect(diagnose_staged(dir, "main.py", "open(path, 'w')", line), "code_error", NULL);
+	/* a writable file (an exec the noexec mount refused, say) stays the sandbox's */
+	expect(diagnose_staged(dir, "main.py", "subprocess.run(['./free.txt'])",
+			       "PermissionError: [Errno 13] Permission denied: './free.txt'"),
+	       "sandbox_restriction", NULL);
+	/* outside the experiment: the sandbox's */
+	expect(diagnose_staged(dir, "main.py", "open('/etc/x', 'w')",
+			       "PermissionError: [Errno 13] Permission denied: '/etc/x'"),
+	       "sandbox_restriction", NULL);
+
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", dir, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2480,6 +2521,7 @@ int main(void)
 		cmocka_unit_test(test_an_oom_kill_before_the_budget_is_the_cause),
 		cmocka_unit_test(test_the_experiments_own_modules_are_its_code),
 		cmocka_unit_test(test_a_misspelt_name_is_the_codes),
+		cmocka_unit_test(test_a_read_only_file_of_the_experiment_is_the_codes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
