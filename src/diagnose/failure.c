@@ -1695,6 +1695,65 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				       "experiment; a package of that name would read the same");
 }
 
+/* "nan" or "inf" as a word of its own. */
+static bool has_nonfinite_word(const char *s)
+{
+	if (has_nan_word(s))
+		return true;
+	for (const char *p = strcasestr(s, "inf"); p; p = strcasestr(p + 1, "inf"))
+		if ((p == s || !word_char(p[-1])) && !word_char(p[3]))
+			return true;
+	return false;
+}
+
+/* A loss logged above the traceback that was already NaN or infinite: the training diverged
+ * before the error. */
+static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header; i-- > 0;)
+		if (has(log->lines[i], "loss") && has_nonfinite_word(log->lines[i]))
+			return true;
+	return false;
+}
+
+/* A NaN message is a divergence when it is about training (a loss, a gradient, backward, an
+ * optimizer), or a loss went NaN before it. Otherwise a NaN met code that cannot take one
+ * (int(), a library's input check): missing values in the data, which no learning rate
+ * changes. */
+static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	static const char *const training[] = { "loss", "grad", "diverg", "backward",
+						"returned nan values", "optimizer", "optimiser",
+						"learning rate", "logits", "weights", NULL };
+	static const char *const data[] = { "convert", "Input", "contains NaN", "missing value",
+					    "NA ", "NA)", "NaN values", "non-finite values",
+					    "cast", NULL };
+	const char *line = log->lines[e->line];
+
+	if (strcmp(v->cls, "nan_divergence") != 0 || has(line, "FloatingPointError") ||
+	    has_any(line, training))
+		return;
+	if (loss_went_nonfinite(log, e)) {
+		set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
+					       "logged loss had become NaN or infinite");
+		return;
+	}
+	bool conversion = has_any(line, data);
+	verdict_set(v, "code_error",
+		    "a NaN reached code that cannot take one (a conversion or an input check), and "
+		    "no loss had become NaN before: most likely a missing value in the data (an "
+		    "empty field read as NaN), not a divergence", line,
+		    "find where the NaN comes from: check the input for missing values "
+		    "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them (dropna, "
+		    "fillna, SimpleImputer) before converting or fitting, or guard the arithmetic "
+		    "that makes it; a lower learning rate changes nothing here");
+	set_confidence(v, conversion ? CONF_HIGH : CONF_MEDIUM,
+		       conversion ? "the message is a conversion or an input check that met a NaN, "
+				    "and nothing above it logged a NaN loss"
+				  : "a NaN in the message, with no training step named and no NaN "
+				    "loss logged before it");
+}
+
 /* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when
  * the staged file (or the directory it would be made in) lacks the owner's permission, its
  * own mode refused it (the code's os.chmod, or a file staged read-only), not the sandbox.
@@ -1841,6 +1900,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_own_module(v, log, e);
 	refine_own_import(v, log, e);
 	refine_own_permission(v, log, e);
+	refine_nan(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its

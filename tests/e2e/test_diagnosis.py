@@ -805,3 +805,18 @@ def test_a_file_the_code_made_read_only_is_the_codes_not_the_sandboxs(tmp_path):
     assert f["escalation"] is None, r.why()
     assert "-v " not in f["suggestion"] and "0444" in f["summary"], r.why()
     assert f["code_location"]["line"] == 4, r.why()
+
+
+def test_a_missing_value_in_the_data_is_not_a_divergence(tmp_path):
+    """An empty CSV field read as NaN, then int(): nothing trained, so no advice to lower the
+    learning rate; the data has a missing value."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        data = np.genfromtxt("data.csv", delimiter=",", skip_header=1)
+        labels = [int(v) for v in data[:, 1]]
+        print("n_pos:", sum(labels))
+    """, files={"data.csv": "id,label,x\n1,0,0.5\n2,,0.7\n3,1,0.9\n"})
+    assert f["class"] == "code_error", r.why()
+    assert "missing value" in f["summary"], r.why()
+    assert "lower the learning rate" not in f["suggestion"], r.why()
+    assert f["escalation"] is None, r.why()

@@ -501,7 +501,8 @@ static void test_nan_divergence(void **state)
 		"KeyError: 'nan'\n";
 
 	(void)state;
-	expect(diagnose_log(sklearn, 1, 0), "nan_divergence", "contains NaN");
+	/* Missing values in the data met an input check: nothing trained, nothing diverged. */
+	expect(diagnose_log(sklearn, 1, 0), "code_error", "contains NaN");
 	expect(diagnose_log(anomaly, 1, 0), "nan_divergence", "returned nan values");
 	expect(diagnose_log(fpe, 1, 0), "nan_divergence", "FloatingPointError");
 	expect(diagnose_log(quiet, 1, 0), "nan_divergence", "Loss is NaN");
@@ -2467,6 +2468,47 @@ static void test_a_read_only_file_of_the_experiment_is_the_codes(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A NaN that met a conversion or an input check, with no loss gone NaN before it, is a
+ * missing value in the data; after a NaN loss, or naming training, a divergence. */
+static void test_a_nan_in_the_data_is_no_divergence(void **state)
+{
+	(void)state;
+	static const char convert[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    labels = [int(v) for v in data[:, 1]]\n"
+		"ValueError: cannot convert float NaN to integer\n";
+	static const char after_nan_loss[] =
+		"step 10 loss 0.52\n"
+		"step 20 loss nan\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 30, in <module>\n"
+		"    print(int(acc * 100))\n"
+		"ValueError: cannot convert float NaN to integer\n";
+	static const char pandas[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 5, in <module>\n"
+		"    df['label'] = df['label'].astype(int)\n"
+		"pandas.errors.IntCastingNaNError: Cannot convert non-finite values (NA or inf) to "
+		"integer\n";
+	static const char grad[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 40, in <module>\n"
+		"    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n"
+		"RuntimeError: The total norm of order 2.0 for gradients from `parameters` is "
+		"non-finite, so it cannot be clipped.\n";
+	struct json_object *doc = diagnose_log(convert, 1, 0);
+	assert_null(strstr(field(doc, "suggestion"), "learning rate,"));
+	assert_non_null(strstr(field(doc, "summary"), "missing value"));
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "code_error", "cannot convert float NaN");
+	doc = diagnose_log(after_nan_loss, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "nan_divergence", NULL);
+	expect(diagnose_log(pandas, 1, 0), "code_error", "non-finite values");
+	expect(diagnose_log(grad, 1, 0), "nan_divergence", "non-finite");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2522,6 +2564,7 @@ int main(void)
 		cmocka_unit_test(test_the_experiments_own_modules_are_its_code),
 		cmocka_unit_test(test_a_misspelt_name_is_the_codes),
 		cmocka_unit_test(test_a_read_only_file_of_the_experiment_is_the_codes),
+		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
