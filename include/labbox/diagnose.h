@@ -41,6 +41,10 @@ typedef struct lb_failure_input {
 	/* The configuration is known and set no memory limit: an out-of-memory failure is the
 	 * machine's, which no flag of labbox's lifts. */
 	bool memory_unlimited;
+	/* The memory of the machine the run ran on, in bytes (manifest machine.memory_total_bytes);
+	 * 0: not known. An allocation the output says was refused for asking more than this is
+	 * the code's (a shape that grew with the data), which no --memory lifts. */
+	unsigned long long machine_memory;
 	/* result.json's runtime_gate: a gate_refused verdict needs the refusal among its events
 	 * (refused, the same event and rule), not only the gate's words in the output. NULL: no
 	 * record, so no gate_refused. */

@@ -3,6 +3,7 @@
  * the user's standing permissions (--escalate) it calls for (lb_escalate_for_failure). The
  * run module acts on it; this file only reads verdicts. */
 #include "labbox/diagnose.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -112,7 +113,9 @@ static bool denied_dir(json_object *f, char *out, size_t outlen)
 	return true;
 }
 
-static void memory_flag(esc *e, unsigned long long limit)
+/* Twice the limit, or, when the failed allocation alone asked for more than that, the limit
+ * and that allocation together: doubling a 256m limit for a 1 GiB array cannot help. */
+static void memory_flag(esc *e, json_object *f, unsigned long long limit)
 {
 	if (limit == 0) {
 		snprintf(e->flag, sizeof e->flag, "--memory SIZE");
@@ -120,12 +123,29 @@ static void memory_flag(esc *e, unsigned long long limit)
 			  "(resources.peak_memory_bytes)";
 		return;
 	}
-	unsigned long long want = limit * 2, mib = 1ULL << 20;
+	unsigned long long want = limit * 2, mib = 1ULL << 20, asked = 0;
+	json_object *ev;
+	asked = lb_diag_requested_bytes(str_of(f, "summary"));
+	if (!asked && json_object_object_get_ex(f, "evidence", &ev) &&
+	    json_object_is_type(ev, json_type_array))
+		for (size_t i = 0; !asked && i < json_object_array_length(ev); i++) {
+			const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
+			asked = l ? lb_diag_requested_bytes(l) : 0;
+		}
+	e->note = "twice the limit the run had";
+	if (asked > limit && asked < (1ULL << 62) && asked + limit > want) {
+		want = asked + limit;
+		e->note = "the limit the run had and the allocation that failed, together (twice "
+			  "the limit would not hold it)";
+		/* round up to what reads well: a whole GiB past 1 GiB, else a whole MiB */
+		unsigned long long gib = mib << 10;
+		if (want > gib)
+			want = (want + gib - 1) / gib * gib;
+	}
 	if (want % (mib << 10) == 0)
 		snprintf(e->flag, sizeof e->flag, "--memory %llug", want / (mib << 10));
 	else
 		snprintf(e->flag, sizeof e->flag, "--memory %llum", (want + mib - 1) / mib);
-	e->note = "twice the limit the run had";
 }
 
 /* "pip install X" or "apt install r-cran-X" as the suggestion words it. */
@@ -228,7 +248,7 @@ static bool decide(esc *e, json_object *f, const lb_failure_input *in)
 		if (in && in->memory_unlimited && !in->memory_limit)
 			return false; /* the machine's memory: no flag gives more */
 		e->grants = "memory";
-		memory_flag(e, in ? in->memory_limit : 0);
+		memory_flag(e, f, in ? in->memory_limit : 0);
 	} else if (strcmp(cls, "missing_package") == 0 || strcmp(cls, "wrong_env") == 0) {
 		e->grants = "environment";
 		if (strncmp(sum, "R package", 9) == 0) {

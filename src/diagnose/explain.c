@@ -98,6 +98,9 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 	if (unc && json_object_is_type(unc, json_type_object))
 		in.uncaught = unc;
 	lb_diagnose_grants(&in, get(get(manifest, "config"), "sandbox"));
+	json_object *mem = get(get(manifest, "machine"), "memory_total_bytes");
+	if (mem && json_object_get_int64(mem) > 0)
+		in.machine_memory = (unsigned long long)json_object_get_int64(mem);
 	/* An exit status of 0 with a failure recorded (metrics invalid, a gate refusal the code
 	 * caught) still asks for the diagnosis of what the log shows. */
 	if (in.exit_code == 0 && !in.signal && !in.timed_out && !in.oom_killed && !in.infra_error)

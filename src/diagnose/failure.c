@@ -2964,6 +2964,76 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 					       "ended; the error does not say that itself");
 }
 
+unsigned long long lb_diag_requested_bytes(const char *s)
+{
+	static const struct {
+		const char *unit;
+		int shift;
+	} units[] = { { "bytes", 0 }, { "B ", 0 }, { "KiB", 10 }, { "MiB", 20 }, { "GiB", 30 },
+		      { "TiB", 40 }, { "PiB", 50 }, { "EiB", 60 }, { "Kb", 10 }, { "Mb", 20 },
+		      { "Gb", 30 }, { "Tb", 40 } };
+	static const char *const before[] = { "Unable to allocate ", "tried to allocate ",
+					      "cannot allocate vector of size ", NULL };
+	for (size_t i = 0; before[i]; i++) {
+		const char *p = strcasestr(s, before[i]);
+		char *end;
+		if (!p)
+			continue;
+		p += strlen(before[i]);
+		if (!isdigit((unsigned char)*p))
+			continue;
+		double n = strtod(p, &end);
+		while (*end == ' ')
+			end++;
+		for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+			if (strncmp(end, units[u].unit, strlen(units[u].unit)) == 0) {
+				double b = n * (double)(1ULL << units[u].shift);
+				return b >= 1.8e19 ? ~0ULL : (unsigned long long)b;
+			}
+	}
+	return 0;
+}
+
+/* An allocation the output says was refused for more than the machine's memory: no memory
+ * limit could give it, so the failure is the code's (most often an array whose shape grew
+ * with the data: a pairwise matrix over every sample), not an out-of-memory to lift. */
+static void refine_allocation(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	char line[300], asked[32], have[32], what[290];
+	/* the exception's line, or the message a summary quotes (R's, without a traceback) */
+	snprintf(line, sizeof(line), "%s", v->exc_line != NONE ? log->lines[v->exc_line]
+				   : strstr(v->summary, ": ") ? strstr(v->summary, ": ") + 2 : "");
+	unsigned long long want = lb_diag_requested_bytes(line);
+
+	if (!v->cls || strcmp(v->cls, "oom") != 0 || !in->machine_memory || !want ||
+	    want <= in->machine_memory)
+		return;
+	double w = (double)want, h = (double)in->machine_memory;
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	int ku = 0, kh = 0;
+	while (w >= 1024 && ku < 6)
+		w /= 1024, ku++;
+	while (h >= 1024 && kh < 6)
+		h /= 1024, kh++;
+	snprintf(asked, sizeof(asked), "%.3g %s", w, u[ku]);
+	snprintf(have, sizeof(have), "%.3g %s", h, u[kh]);
+	bool far = want / 4 > in->machine_memory;
+	snprintf(what, sizeof(what),
+		 "the code asked for %s in one allocation, more than this machine's memory (%s): "
+		 "no memory limit could give it%s", asked, have,
+		 far ? "; an amount that size is most likely an array shape that grew with the data"
+		     : "");
+	verdict_set(v, "code_error", what, line,
+		    "check the shape of what is allocated there (a full n x n matrix over every "
+		    "sample, a missing batch dimension, a wrong axis or dtype): compute it in chunks "
+		    "or keep only what is needed; if the size is meant, it needs a machine with that "
+		    "much memory: no memory limit of labbox's gives more than the machine has");
+	set_confidence(v, far ? CONF_HIGH : CONF_MEDIUM,
+		       far ? "the size the allocator refused is several times this machine's memory"
+			   : "the size the allocator refused is more than this machine's memory: a "
+			     "shape that grew, or work for a larger machine");
+}
+
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
 	__attribute__((cleanup(log_free))) lb_log log = { 0 };
@@ -2987,6 +3057,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.net_open = in->network_host || in->network_loopback;
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);
+	refine_allocation(&v, in, &log);
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
 		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);

@@ -8,4 +8,9 @@
 /* A top-level module name of CPython's standard library (3.10 to 3.13), n bytes of name. */
 bool lb_diag_is_stdlib(const char *name, size_t n);
 
+/* The size of the one allocation an out-of-memory message says was refused, in bytes:
+ * numpy's "Unable to allocate 7.28 TiB", torch's CPU allocator's "you tried to allocate N
+ * bytes", R's "cannot allocate vector of size 3.2 Gb"; 0 when s names none. */
+unsigned long long lb_diag_requested_bytes(const char *s);
+
 #endif

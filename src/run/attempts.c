@@ -159,6 +159,13 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 			return false;
 		}
 		g.memory_bytes = 2 * (uint64_t)json_object_get_int64(mem);
+		/* the diagnosis sizes it past twice the limit when one allocation alone asked
+		 * for more (escalation.flag "--memory SIZE") */
+		const char *flag = get_str(get(fail, "escalation"), "flag", "");
+		uint64_t asked = 0;
+		if (strncmp(flag, "--memory ", 9) == 0 && lb_parse_size(flag + 9, &asked) == 0 &&
+		    asked > g.memory_bytes)
+			g.memory_bytes = asked;
 	}
 	if (want == LB_ESCALATE_GPUS && strcmp(gpus, "none") != 0) {
 		run_fmt(reason, sizeof reason, "the run already had GPUs (--gpus %s)", gpus);
@@ -181,6 +188,8 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		decline(s, want, reason);
 		return false;
 	}
+	bool sized = want == LB_ESCALATE_MEMORY && mem &&
+		     g.memory_bytes > 2 * (uint64_t)json_object_get_int64(mem);
 	static const char *const what[] = {"the host network", "the host's GPUs",
 					   "the environment --env auto finds", "twice the memory",
 					   "a private loopback network"};
@@ -188,7 +197,8 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		       : want == LB_ESCALATE_ENV ? 2 : 3;
 	run_fmt(why, whylen, "attempt %zu failed for %s (%s); --escalate %s permits %s",
 		 json_object_array_length(s->attempts), get_str(fail, "class", "?"),
-		 get_str(fail, "summary", ""), lb_escalate_name(want), what[idx]);
+		 get_str(fail, "summary", ""), lb_escalate_name(want),
+		 sized ? "the memory the failed allocation needs beside the limit" : what[idx]);
 	s->grant = g;
 	s->last_want = want;
 	return true;

@@ -1653,6 +1653,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * in it at all (an atexit handler raised another, a sys.excepthook swallowed it). */
 	fin.uncaught = !rejected && res.outcome == LB_SB_EXITED ? uncaught : NULL;
 	lb_diagnose_grants(&fin, req->sandbox_config);
+	/* The machine it ran on (the manifest's machine block is this one's): elsewhere labbox
+	 * does not know it here. */
+	if (!st->remote) {
+		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+		if (pages > 0 && page > 0)
+			fin.machine_memory = (unsigned long long)pages * (unsigned long long)page;
+	}
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
 		char sum[96];

@@ -160,6 +160,20 @@ def test_memory_is_not_escalated_without_a_limit(tmp_path):
     assert d["escalation"] == "memory" and "no --memory" in d["reason"]
 
 
+def test_an_allocation_no_memory_limit_could_give_is_not_escalated(tmp_path):
+    """numpy refuses 7.28 TiB (an n x n matrix over 10**6 samples) under --memory 256m: the
+    escalation used to rerun it with 512m. More than the machine has is the code's."""
+    exp = write_exp(tmp_path, "import numpy as np\nn = 10**6\nd = np.zeros((n, n))\n")
+    runs = tmp_path / "runs"
+    degraded = () if host_can_enforce("memory") else ("--allow-degraded", "memory")
+    r = run_exp(exp, runs, "--memory", "256m", *degraded, "--escalate", "memory")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "code_error" and f["escalation"] is None, r.why()
+    assert "7.28 TiB" in f["summary"], r.why()
+    assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1, r.why()
+
+
 def host_has_gpu():
     return any(Path("/dev").glob("nvidia[0-9]*"))
 

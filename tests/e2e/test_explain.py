@@ -186,15 +186,32 @@ def test_oom_names_a_larger_memory(tmp_path):
 
 
 def test_oom_without_a_limit_is_the_machines(tmp_path):
-    """No --memory: an allocation the machine cannot give is an oom that no flag of labbox's
-    lifts. The advice was to raise --memory, and the escalation granted memory."""
+    """No --memory: an out-of-memory error is an oom that no flag of labbox's lifts. The
+    advice was to raise --memory, and the escalation granted memory. (A 64 TiB allocation,
+    this test's first case, is now the code's: test_an_allocation_past_the_machines_memory.)"""
     r, f = failed(tmp_path, """
-        import numpy as np
-        a = np.empty(1 << 46, dtype=np.uint8)
+        raise MemoryError()
     """, rc=1)
     assert f["class"] == "oom", f
     assert f["escalation"] is None, f
     assert "no memory limit" in f["suggestion"] and "--memory" not in f["suggestion"], f
+
+
+def test_an_allocation_past_the_machines_memory_is_the_codes(tmp_path):
+    """numpy refuses 64 TiB: more than the machine has, with or without a limit, so no
+    --memory gives it and the shape is the code's (no escalation). explain, which reads the
+    machine's memory from the manifest, says the same."""
+    for opts in ((), ("--memory", "256m")):
+        r, f = failed(tmp_path, """
+            import numpy as np
+            a = np.empty(1 << 46, dtype=np.uint8)
+        """, *opts, rc=1)
+        assert f["class"] == "code_error", f
+        assert "more than this machine's memory" in f["summary"], f
+        assert f["escalation"] is None, f
+        assert "--memory" not in f["suggestion"], f
+        doc = explain(tmp_path, r.result["id"])
+        assert doc["failure"]["class"] == "code_error", doc["failure"]
 
 
 def test_a_completed_run_whose_subprocess_the_oom_killer_took_is_not_an_oom(tmp_path):

@@ -2509,6 +2509,70 @@ static void test_a_nan_in_the_data_is_no_divergence(void **state)
 	expect(diagnose_log(grad, 1, 0), "nan_divergence", "non-finite");
 }
 
+/* The size an allocator refused, against the machine's memory and the limit: more than the
+ * machine has is the code's (no --memory gives it), far more at high confidence; within it
+ * but past twice the limit, the escalation asks for the limit and the allocation together. */
+static void test_an_allocation_past_the_machines_memory_is_the_codes(void **state)
+{
+	(void)state;
+	static const char numpy_tib[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    d = np.zeros((n, n))\n"
+		"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.28 TiB for an array "
+		"with shape (1000000, 1000000) and data type float64\n";
+	static const char numpy_20g[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    d = np.zeros((n, n))\n"
+		"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 20.0 GiB for an array "
+		"with shape (50000, 53687) and data type float64\n";
+	static const char numpy_1g[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    d = np.zeros((n, n))\n"
+		"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 1.00 GiB for an array "
+		"with shape (11585, 11585) and data type float64\n";
+	static const char torch_cpu[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    x = torch.empty(10**12)\n"
+		"RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: "
+		"can't allocate memory: you tried to allocate 4000000000000 bytes. Error code 12 "
+		"(Cannot allocate memory)\n";
+	lb_failure_input in = {.log_tail = numpy_tib, .log_tail_len = strlen(numpy_tib),
+			       .exit_code = 1, .memory_limit = 256ULL << 20,
+			       .machine_memory = 16ULL << 30};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_non_null(strstr(field(doc, "summary"), "7.28 TiB"));
+	assert_null(strstr(field(doc, "suggestion"), "--memory 512m"));
+	assert_int_equal(lb_escalate_for_failure(doc), 0);
+	assert_null(escalation_of(doc));
+	expect(doc, "code_error", "7.28 TiB");
+	/* a little more than the machine: still no flag, but a larger machine may be meant */
+	in.log_tail = numpy_20g;
+	in.log_tail_len = strlen(numpy_20g);
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "code_error", NULL);
+	in.log_tail = torch_cpu;
+	in.log_tail_len = strlen(torch_cpu);
+	expect(lb_diagnose_failure(&in), "code_error", NULL);
+	/* within the machine, past twice the limit: the limit and the allocation together */
+	in.log_tail = numpy_1g;
+	in.log_tail_len = strlen(numpy_1g);
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 2g");
+	assert_int_equal(lb_escalate_for_failure(doc), LB_ESCALATE_MEMORY);
+	expect(doc, "oom", NULL);
+	/* the machine's memory not known: read as before */
+	in.machine_memory = 0;
+	in.log_tail = numpy_tib;
+	in.log_tail_len = strlen(numpy_tib);
+	expect(lb_diagnose_failure(&in), "oom", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2565,6 +2629,7 @@ int main(void)
 		cmocka_unit_test(test_a_misspelt_name_is_the_codes),
 		cmocka_unit_test(test_a_read_only_file_of_the_experiment_is_the_codes),
 		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
+		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
