@@ -1620,6 +1620,7 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		return;
 	entry_dir(log, e, dir, sizeof(dir));
 	kind = own_module_in(dir, top);
+	bool searched = kind != OWN_NONE;
 	if (kind != OWN_NONE) {
 		snprintf(where, sizeof(where), "%s", experiment_relative(dir, log->exp_dir));
 		if (strcmp(where, dir) == 0 || strcmp(dir, log->exp_dir) == 0)
@@ -1664,6 +1665,16 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
 			set_confidence(v, CONF_HIGH, "labbox looked in the staged experiment: the "
 						     "module's package is the experiment's own");
+			return;
+		}
+		if (searched) {
+			snprintf(what, sizeof(what),
+				 "'%s' is the experiment's own %s (%.120s), in the directory Python "
+				 "searches, yet importing it failed (the code changed sys.path, or "
+				 "ran from another directory)", top, shape, file);
+			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
+			set_confidence(v, CONF_MEDIUM, "labbox found the module in the staged "
+						       "experiment, where Python looks");
 			return;
 		}
 		snprintf(what, sizeof(what),
