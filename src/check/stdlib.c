@@ -26,9 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "labbox.stdlib/6\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
+/* "labbox.stdlib/7\tMODULES\tSHA256\n", the sha256 (hex) of every byte after that line, then
  * the records. The first line alone says which summary it is (ck_stdlib_header). */
-#define SUMMARY_MAGIC "labbox.stdlib/6"
+#define SUMMARY_MAGIC "labbox.stdlib/7"
 #define SUMMARY_HEAD_MAX 128
 #define MAX_MODULES 6000
 #define MAX_FILE (4u << 20)

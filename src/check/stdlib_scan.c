@@ -822,6 +822,21 @@ static unsigned import_name_caps(const scan *s, const body *b, TSNode a0, long l
 	return CK_CAP_IMPORT;
 }
 
+/* evals of the library's that look a dotted name up and run no code: inspect's
+ * _signature_fromstr (reached by signature, getfullargspec, Signature.from_callable) reads a
+ * text signature with ast.parse, and its nested wrap_value evaluates only what
+ * RewriteSymbolics hands it, an ast.Name's id or a chain of ast.Attribute names over one
+ * (anything else raises ValueError first), keeping the value only when it is a str, number,
+ * bytes, bool or None. No call is made: what it gives is what `getattr(m, "literal")` gives. */
+static bool name_eval(const char *fn)
+{
+	static const char *const evals[] = {"inspect._signature_fromstr"};
+	for (size_t i = 0; fn && i < sizeof evals / sizeof *evals; i++)
+		if (strcmp(fn, evals[i]) == 0)
+			return true;
+	return false;
+}
+
 /* The capability a direct call of q gives, by the rules' own tables: the sinks of the
  * summaries are the calls the direct rules reject. Code and imports count when they run
  * what the caller handed in (exec(cmd) in bdb.run, import_module(name) in pkgutil): the
@@ -861,6 +876,8 @@ static unsigned sink_caps(const scan *s, const body *b, const char *q, TSNode ca
 		if (r == R_DYNCODE) {
 			/* ast.parse compiles to a syntax tree, which runs nothing */
 			if (strcmp(s->mod, "ast") == 0)
+				return 0;
+			if (strcmp(q, "builtins.eval") == 0 && name_eval(b->fn->qual))
 				return 0;
 			if (!ts_node_is_null(a0) && kind(s, a0) == K_IDENTIFIER &&
 			    text(s, a0, name, sizeof name) && is_param(b, name) &&

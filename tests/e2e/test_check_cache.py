@@ -321,7 +321,7 @@ def reseal(path, body):
     """A summary file with records body and a header that names them (docs/check.md)."""
     import hashlib
     head = path.read_bytes().split(b"\n", 1)[0].split(b"\t")
-    assert head[0] == b"labbox.stdlib/6" and len(head) == 3
+    assert head[0] == b"labbox.stdlib/7" and len(head) == 3
     path.write_bytes(b"%s\t%s\t%s\n" % (head[0], head[1], hashlib.sha256(body).hexdigest().encode())
                      + body)
 
