@@ -3064,7 +3064,7 @@ static void stdlib_method(ctx *c, TSNode fn)
  * the constructors the keys (strings), print/str/repr/ascii/format the repr. A key= would
  * hand each name, and through it the module, to the experiment's function, so only the
  * keywords listed are taken; every: each positional argument is read so (print). */
-enum { NB_COUNT = 11 };
+enum { NB_COUNT = 12 };
 static const struct {
 	const char *name;
 	const char *kws;
@@ -3076,7 +3076,7 @@ static const struct {
 	{"ascii", "", false, false},	    {"format", "", false, false},
 	{"sorted", " reverse ", false, true}, {"list", "", false, true},
 	{"set", "", false, true},	    {"tuple", "", false, true},
-	{"frozenset", "", false, true},
+	{"frozenset", "", false, true},  {"hasattr", "", false, false},
 };
 
 static int names_builtin(const char *s, size_t n)
@@ -3085,6 +3085,26 @@ static int names_builtin(const char *s, size_t n)
 		if (strlen(names_builtins[i].name) == n && memcmp(names_builtins[i].name, s, n) == 0)
 			return i;
 	return -1;
+}
+
+/* A string written out: no interpolation, no concatenation, no t-string. */
+static bool plain_string(ctx *c, TSNode n)
+{
+	if (!is(c, n, K_STRING))
+		return false;
+	uint32_t cnt = ts_node_named_child_count(n);
+	for (uint32_t i = 0; i < cnt; i++) {
+		TSNode ch = ts_node_named_child(n, i);
+		if (is(c, ch, K_INTERPOLATION))
+			return false;
+		if (is(c, ch, K_STRING_START)) {
+			const char *p = text(c, ch);
+			for (; p && *p && *p != '"' && *p != '\''; p++)
+				if (*p == 't' || *p == 'T')
+					return false;
+		}
+	}
+	return true;
 }
 
 /* Which entry of names_builtins the call fn(a) is, or -1: fn a plain name that resolves to
@@ -3107,7 +3127,12 @@ static int names_call(ctx *c, TSNode fn, const vset *callee, const args *a)
 		if (!strstr(names_builtins[i].kws, w))
 			return -1;
 	}
-	unsigned most = names_builtins[i].every ? MAX_ARGS : strcmp(name, "format") == 0 ? 2 : 1;
+	/* hasattr(m, "name") answers whether m has that one name: getattr(m, "name") read and
+	 * dropped. A computed name stays what getattr(m, <computed>) is. */
+	bool has = strcmp(name, "hasattr") == 0;
+	if (has && (a->npos != 2 || !plain_string(c, a->pos[1])))
+		return -1;
+	unsigned most = names_builtins[i].every ? MAX_ARGS : has || strcmp(name, "format") == 0 ? 2 : 1;
 	if (a->npos > most || (!names_builtins[i].every && a->npos == 0))
 		return -1;
 	return i;
@@ -4816,7 +4841,10 @@ static unsigned names_string(ctx *c, TSNode n, unsigned all)
 	const char *s = ok && b.data ? b.data : c->src + a;
 	size_t len = ok ? b.len : e - a;
 	unsigned r = all;
-	if (names_kill_word(s, len))
+	/* `__name__ == "__main__"`: a name only compared reaches no namespace */
+	bool compared = len == 8 && memcmp(s, "__main__", 8) == 0 &&
+			strcmp(ts_node_type(ts_node_parent(ts_node_parent(n))), "comparison_operator") == 0;
+	if (names_kill_word(s, len) && !compared)
 		r = 0;
 	else if (names_builtin(s, len) >= 0)
 		r = all & ~(1u << names_builtin(s, len));
