@@ -1293,6 +1293,12 @@ static vset subscr_lit(ctx *c, scope *sc, const val *v, const char *key, TSNode 
 	case VK_TYPEOBJ:
 		vs_add(&out, *v); /* __bases__[0], __mro__[-1] */
 		break;
+	case VK_DYN:
+		/* frame.f_globals["os"], f.__globals__["__builtins__"]: an item of what cannot be
+		 * followed cannot be followed either, as its attributes (member) */
+		snprintf(why, sizeof why, "%s[...]", v->s);
+		vs_add(&out, dyn(astrdup(c, why), v->weak));
+		break;
 	case VK_STR:
 		break;
 	default:
