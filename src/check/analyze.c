@@ -1297,7 +1297,12 @@ static vset subscr_lit(ctx *c, scope *sc, const val *v, const char *key, TSNode 
 		/* frame.f_globals["os"], f.__globals__["__builtins__"]: an item of what cannot be
 		 * followed cannot be followed either, as its attributes (member) */
 		snprintf(why, sizeof why, "%s[...]", v->s);
-		vs_add(&out, dyn(astrdup(c, why), v->weak));
+		{
+			/* an item of globals()[k] only read is only read too (t) */
+			val d = dyn(astrdup(c, why), v->weak);
+			d.t = v->t;
+			vs_add(&out, d);
+		}
 		break;
 	case VK_STR:
 		break;
