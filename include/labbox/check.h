@@ -54,6 +54,11 @@ int lb_check_config_set_runtime_gate(lb_check_config *cfg, bool refuses);
  * remote labbox, Colab): every write there is outside the outputs. Otherwise it is the
  * sandbox's HOME, its private /tmp (LB_SANDBOX_HOME). */
 int lb_check_config_set_real_home(lb_check_config *cfg, bool real);
+/* The run's limits (copied; what lim->degraded points to is borrowed while cfg lives): the
+ * sandboxes that run the interpreter on the code (compile, R's and Octave's parsers) get
+ * them, as the interpreter may be the experiment's own. NULL: none. */
+struct lb_sandbox_limits;
+int lb_check_config_set_limits(lb_check_config *cfg, const struct lb_sandbox_limits *lim);
 /* Module (and everything under it) or call (a resolved dotted name such as shutil.rmtree)
  * allowed or denied. Allowing a module also puts it on the import allowlist. */
 int lb_check_config_allow_module(lb_check_config *cfg, const char *module);

@@ -8,6 +8,8 @@
 #ifndef LABBOX_ENV_H
 #define LABBOX_ENV_H
 
+#include "labbox/sandbox.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,6 +40,11 @@ typedef struct lb_python_info {
 	bool confined;
 	char named[4096];
 	char origin[4096];
+	/* The run's limits, which every sandbox running a confined interpreter takes (its
+	 * probe, its freeze, the check's compile with it): lb_python_probe_confined's lim,
+	 * copied (what degraded points to is the caller's while this lives). */
+	lb_sandbox_limits limits;
+	bool have_limits;
 } lb_python_info;
 
 /* -ENOENT when path is not found, -ENOEXEC when it is not a working Python; err explains. */
@@ -53,8 +60,9 @@ int lb_python_probe_cached(const char *path, const char *cache_dir, lb_python_in
 /* An interpreter the experiment directory named (labbox.yaml's python:): probed inside the
  * sandbox (no network, host read-only, homes hidden) with expdir visible read-only; never run
  * on the host, never cached. A relative path with a slash is relative to expdir. */
-int lb_python_probe_confined(const char *path, const char *expdir, lb_python_info *out,
-			     char *err, size_t errlen);
+int lb_python_probe_confined(const char *path, const char *expdir,
+			     const lb_sandbox_limits *lim, lb_python_info *out, char *err,
+			     size_t errlen);
 /* Make py runnable in sb: for an interpreter the user chose, the prefixes it reported; for a
  * confined one only what its named path shows (its directory, or the install prefix above a
  * bin/), and its experiment directory, read-only, when it lives there and origin_visible is

@@ -8,6 +8,7 @@
 #define LABBOX_LANG_H
 
 #include "labbox/env.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <stdbool.h>
@@ -40,9 +41,10 @@ const char *lb_lang_package(lb_lang lang);
 /* Finds the interpreter (a path, or a name looked up on PATH) and asks it, inside the
  * sandbox, what it is: executable, version ("4.2.2"), implementation ("R", "Octave") and
  * the directories it needs visible (prefix: R.home(); base_prefix: its first library).
- * -ENOENT with err naming the package when it is missing. */
-int lb_lang_probe(lb_lang lang, const char *interpreter, lb_python_info *out, char *err,
-		  size_t errlen);
+ * -ENOENT with err naming the package when it is missing. lim: the run's limits, for an
+ * interpreter that may be the experiment's own (NULL: none). */
+int lb_lang_probe(lb_lang lang, const char *interpreter, const lb_sandbox_limits *lim,
+		  lb_python_info *out, char *err, size_t errlen);
 
 /* The payload's command line: the interpreter with the options labbox runs it with, the
  * entry point, the arguments. malloc'd array of borrowed strings, NULL-terminated; *store
@@ -52,7 +54,7 @@ char **lb_lang_argv(lb_lang lang, const lb_python_info *interp, const char *entr
 
 /* The environment listing (environment.txt's packages), made inside the sandbox: R's
  * installed packages as NAME==VERSION lines, Octave's `pkg list`. */
-int lb_lang_freeze(lb_lang lang, const lb_python_info *interp, lb_buf *out, char *err,
-		   size_t errlen);
+int lb_lang_freeze(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+		   lb_buf *out, char *err, size_t errlen);
 
 #endif

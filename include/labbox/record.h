@@ -310,13 +310,8 @@ typedef struct lb_record_git_view {
 	const char *const *hide;
 	size_t nhide;
 	/* The run's limits, which git's sandbox gets too (a repository's filters are code the
-	 * experiment chose); 0: unset. degraded: what the run accepted less of
-	 * (lb_sandbox_allow_degraded). */
-	uint64_t memory;
-	long pids;
-	double cpus;
-	const char *const *degraded;
-	size_t ndegraded;
+	 * experiment chose); NULL: none. */
+	const lb_sandbox_limits *limits;
 } lb_record_git_view;
 int lb_record_git_start(const char *dir, const lb_record_git_view *view, size_t diff_max,
 			lb_record_git_job *job);

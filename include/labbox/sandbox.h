@@ -133,6 +133,21 @@ int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
 int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus);
 int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
+/* What a sandbox labbox starts around code the experiment chose (a probe of its own
+ * interpreter, that interpreter's package listing, the check's compile or parse with it, a
+ * filter of the repository it ships) takes from the run: its limits (0: unset), what it
+ * accepted less of (lb_sandbox_allow_degraded's words), and at most budget_s seconds (0: no
+ * cap). lb_sandbox_apply_limits: NULL applies nothing; the sandbox's own budget is lowered to
+ * budget_s when that is shorter. 0 or a negative errno. */
+typedef struct lb_sandbox_limits {
+	uint64_t memory;
+	long pids;
+	double cpus;
+	double budget_s;
+	const char *const *degraded;
+	size_t ndegraded;
+} lb_sandbox_limits;
+int lb_sandbox_apply_limits(lb_sandbox *sb, const lb_sandbox_limits *lim);
 /* Accept less than asked for one protection instead of refusing to run (exit 125):
  * "memory" (a per-process RLIMIT_DATA instead of a cgroup limit for the tree), "pids"
  * (RLIMIT_NPROC, counted per uid), "cpus" (no CPU limit), or "all". -EINVAL otherwise.

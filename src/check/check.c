@@ -3,6 +3,7 @@
 #include "labbox/lang.h"
 #include "labbox/diagnose.h"
 #include "labbox/env.h"
+#include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
@@ -309,7 +310,8 @@ static int syntax_interpreter(const lb_check_config *cfg, lb_python_info *info, 
 	return 0;
 }
 
-static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t n, pysyntax *out,
+static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *lim,
+			 char *const abs[], size_t n, pysyntax *out,
 			 char *version, size_t vlen, char *err, size_t errlen)
 {
 	lb_python_info info = *pinfo;
@@ -360,6 +362,10 @@ static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t 
 	argv[4] = (char *)py_compile_script;
 	for (size_t i = 0; i < n && copies; i++)
 		argv[5 + i] = copies[i];
+	/* The interpreter may be the experiment's own (a venv it ships): it sees no other run's
+	 * records. */
+	if (r >= 0)
+		r = lb_record_hide_known(sb);
 	if (r >= 0)
 		r = lb_sandbox_add_bind(sb, tmp, NULL, false);
 	if (r >= 0)
@@ -368,6 +374,8 @@ static int python_syntax(const lb_python_info *pinfo, char *const abs[], size_t 
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r >= 0)
 		r = lb_sandbox_set_budget(sb, 60);
+	if (r >= 0)
+		r = lb_sandbox_apply_limits(sb, lim);
 	if (r >= 0)
 		r = lb_sandbox_set_output(sb, false, collect_out, &outbuf);
 	lb_sandbox_result res;
@@ -552,7 +560,8 @@ static int python_syntax_cached(const lb_check_config *cfg, char *const abs[], s
 		return r;
 	LB_AUTOCLOSE int dfd = compile_cache_open(cfg->cache_dir);
 	if (dfd < 0)
-		return python_syntax(&info, abs, n, out, version, vlen, err, errlen);
+		return python_syntax(&info, cfg->have_limits ? &cfg->limits : NULL, abs, n, out,
+				     version, vlen, err, errlen);
 	char (*keys)[65] = calloc(n, sizeof *keys);
 	char **miss = calloc(n, sizeof *miss);
 	size_t *at = calloc(n, sizeof *at);
@@ -580,7 +589,8 @@ static int python_syntax_cached(const lb_check_config *cfg, char *const abs[], s
 	}
 	if (nmiss == 0)
 		goto out;
-	r = python_syntax(&info, miss, nmiss, sub, version, vlen, err, errlen);
+	r = python_syntax(&info, cfg->have_limits ? &cfg->limits : NULL, miss, nmiss, sub,
+			  version, vlen, err, errlen);
 	if (r < 0)
 		goto out;
 	bool prune = false;

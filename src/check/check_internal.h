@@ -3,6 +3,7 @@
 #define LABBOX_CHECK_INTERNAL_H
 
 #include "labbox/check.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <stdbool.h>
@@ -112,6 +113,10 @@ struct lb_check_config {
 	lb_check_policy policy;
 	bool trust_project;
 	bool real_home; /* `~` is the user's own home: no sandbox sets HOME (lb_check_config_set_real_home) */
+	/* The run's limits, for the sandboxes that run the interpreter on the code (it may be
+	 * the experiment's own); lb_check_config_set_limits. */
+	lb_sandbox_limits limits;
+	bool have_limits;
 	ck_list allow_modules, allow_calls, deny_modules, deny_calls, output_paths, ignore;
 	ck_list local_modules; /* modules of the experiment directory itself (import allowlist) */
 	double budget;

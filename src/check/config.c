@@ -180,6 +180,14 @@ int lb_check_config_set_real_home(lb_check_config *c, bool real)
 	return 0;
 }
 
+int lb_check_config_set_limits(lb_check_config *c, const lb_sandbox_limits *lim)
+{
+	c->have_limits = lim != NULL;
+	if (lim)
+		c->limits = *lim;
+	return 0;
+}
+
 int lb_check_config_set_runtime_gate(lb_check_config *c, bool refuses)
 {
 	c->gate_refuses = refuses;

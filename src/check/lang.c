@@ -9,6 +9,7 @@
  * and the metric lines (LB404) as warnings. */
 #include "check_internal.h"
 #include "labbox/lang.h"
+#include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
@@ -170,7 +171,8 @@ static const char octave_parse_loop[] =
 	"  catch e; printf('E\\t%s\\t%s\\n', f, regexprep(e.message, '\\s+', ' ')); end;"
 	"end";
 
-static int run_parser(lb_lang lang, const lb_python_info *interp, lang_files *f, lb_buf *out,
+static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+		      lang_files *f, lb_buf *out,
 		      char *err, size_t errlen)
 {
 	const char **argv = calloc(f->n + 10, sizeof *argv);
@@ -206,6 +208,9 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, lang_files *f,
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
 	lb_sandbox_result res;
+	/* The interpreter may be the experiment's own: it sees no other run's records. */
+	if (r == 0)
+		r = lb_record_hide_known(sb);
 	if (r == 0)
 		r = lb_sandbox_add_bind(sb, f->tmp, NULL, false);
 	if (r == 0)
@@ -215,6 +220,8 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, lang_files *f,
 		r = lb_sandbox_set_argv(sb, (char *const *)argv);
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, 120);
+	if (r == 0)
+		r = lb_sandbox_apply_limits(sb, lim);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	if (r == 0)
@@ -703,7 +710,8 @@ int ck_check_lang_dir(const lb_check_config *cfg, int lang_i, const char *root,
 	int r = 0;
 	if (!interp || !interp->implementation[0] ||
 	    strcmp(interp->implementation, lang == LB_LANG_R ? "R" : "Octave") != 0) {
-		r = lb_lang_probe(lang, NULL, &probed, err, errlen);
+		r = lb_lang_probe(lang, NULL, cfg->have_limits ? &cfg->limits : NULL, &probed, err,
+				  errlen);
 		interp = &probed;
 	}
 	if (r == 0 && (r = collect(&f, lang, root, "", 0)) < 0)
@@ -712,7 +720,8 @@ int ck_check_lang_dir(const lb_check_config *cfg, int lang_i, const char *root,
 		snprintf(err, errlen, "copying the code for the parser: %s", strerror(-r));
 	lb_buf out = {0};
 	if (r == 0 && f.n)
-		r = run_parser(lang, interp, &f, &out, err, errlen);
+		r = run_parser(lang, interp, cfg->have_limits ? &cfg->limits : NULL, &f, &out, err,
+			       errlen);
 	lang_summary sum;
 	memset(&sum, 0, sizeof sum);
 	if (r == 0 && f.n)

@@ -137,7 +137,7 @@ static int confine_python(lb_check_config *cfg, int first, int argc, char **argv
 			snprintf(abs, sizeof abs, "%s", python_named);
 		lb_python_info py;
 		char err[512] = "";
-		if (lb_python_probe_confined(abs, real, &py, err, sizeof err) < 0 ||
+		if (lb_python_probe_confined(abs, real, NULL, &py, err, sizeof err) < 0 ||
 		    lb_check_config_set_python_info(cfg, &py) < 0) {
 			cli_error("check", "--python '%s': %s", python_named, err);
 			return -1;

@@ -413,7 +413,7 @@ int cli_resolve_program(const char *cmd, const char *name, lb_sandbox *sb, char 
 	char err[512], origin[PATH_MAX];
 	if (looks_like_python(abs) && lb_sandbox_path_hidden(sb, abs) &&
 	    program_origin(abs, origin) &&
-	    lb_python_probe_confined(abs, origin, &py, err, sizeof err) == 0) {
+	    lb_python_probe_confined(abs, origin, NULL, &py, err, sizeof err) == 0) {
 		/* A venv or an installation under a hidden home: asked what it is in a sandbox of
 		 * its own, as the command itself will run (a venv's .pth files, a script named
 		 * python-something, are no more trusted than the command), and only what its path

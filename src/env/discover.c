@@ -477,7 +477,7 @@ static void probe_all(lb_env_list *l, const lb_env_discover_opts *o)
 		if (o->expdir && lb_path_under(e->python, o->expdir))
 			e->confined = true;
 		if (e->confined)
-			r = lb_python_probe_confined(e->python, o->expdir ? o->expdir : "/", &e->info,
+			r = lb_python_probe_confined(e->python, o->expdir ? o->expdir : "/", NULL, &e->info,
 						     e->error, sizeof e->error);
 		else if (o->cache_dir)
 			r = lb_python_probe_cached(e->python, o->cache_dir, &e->info, &hit, e->error,

@@ -183,6 +183,8 @@ int lb_python_sandbox_script(const lb_python_info *py, const char *script,
 		r = lb_sandbox_set_argv(sb, argv);
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, budget);
+	if (r == 0 && py->confined && py->have_limits)
+		r = lb_sandbox_apply_limits(sb, &py->limits);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	if (r == 0)
@@ -236,12 +238,16 @@ int env_run_in_sandbox(const lb_python_info *py, const char *script, size_t max,
 	return r;
 }
 
-int lb_python_probe_confined(const char *path, const char *expdir, lb_python_info *out,
-			     char *err, size_t errlen)
+int lb_python_probe_confined(const char *path, const char *expdir,
+			     const lb_sandbox_limits *lim, lb_python_info *out, char *err,
+			     size_t errlen)
 {
 	lb_python_info py;
 	memset(&py, 0, sizeof py);
 	py.confined = true;
+	py.have_limits = lim != NULL;
+	if (lim)
+		py.limits = *lim;
 	snprintf(py.origin, sizeof py.origin, "%s", expdir);
 	LB_AUTOFREE char *found = NULL;
 	int r = 0;
@@ -287,6 +293,8 @@ int lb_python_probe_confined(const char *path, const char *expdir, lb_python_inf
 	said.confined = true;
 	memcpy(said.named, py.named, sizeof said.named);
 	memcpy(said.origin, py.origin, sizeof said.origin);
+	said.limits = py.limits;
+	said.have_limits = py.have_limits;
 	*out = said;
 	return 0;
 }

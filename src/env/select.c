@@ -92,7 +92,7 @@ static int add_user_env(lb_env_list *l, const char *dir, const char *py, long *i
 	/* One inside the experiment (its bin/ there, whatever bin/python links to) is the
 	 * experiment's: its pyvenv.cfg and .pth files would run at a probe on the host. */
 	e->confined = l->expdir[0] && lb_program_inside(py, l->expdir);
-	e->usable = (e->confined ? lb_python_probe_confined(py, l->expdir, &e->info, e->error,
+	e->usable = (e->confined ? lb_python_probe_confined(py, l->expdir, NULL, &e->info, e->error,
 							    sizeof e->error)
 				 : lb_python_probe(py, &e->info, e->error, sizeof e->error)) == 0;
 	*index = (long)l->n++;

@@ -1,5 +1,6 @@
 /* lang: R, Octave and Julia interpreters, asked inside the sandbox what they are. */
 #include "labbox/lang.h"
+#include "labbox/record.h"
 #include "labbox/sandbox.h"
 
 #include <ctype.h>
@@ -195,7 +196,8 @@ static const char julia_probe[] =
 	"  for (u, p) in Pkg.dependencies(); println(\"K\\t\", p.name, \"==\", p.version); end;"
 	"end";
 
-static int ask(lb_lang lang, const lb_python_info *interp, bool freeze, lb_buf *out, char *err,
+static int ask(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+	       bool freeze, lb_buf *out, char *err,
 	       size_t errlen)
 {
 	const char *argv[12];
@@ -228,11 +230,17 @@ static int ask(lb_lang lang, const lb_python_info *interp, bool freeze, lb_buf *
 	if (r < 0)
 		return r;
 	lb_sandbox_result res;
-	r = lb_sandbox_expose_python(sb, interp->executable, interp->prefix, interp->base_prefix);
+	/* The interpreter may be the experiment's own: it sees no other run's records. */
+	r = lb_record_hide_known(sb);
+	if (r == 0)
+		r = lb_sandbox_expose_python(sb, interp->executable, interp->prefix,
+					     interp->base_prefix);
 	if (r == 0)
 		r = lb_sandbox_set_argv(sb, (char *const *)argv);
 	if (r == 0)
 		r = lb_sandbox_set_budget(sb, 120);
+	if (r == 0)
+		r = lb_sandbox_apply_limits(sb, lim);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	if (r == 0)
@@ -254,8 +262,8 @@ static int ask(lb_lang lang, const lb_python_info *interp, bool freeze, lb_buf *
 	return r;
 }
 
-int lb_lang_probe(lb_lang lang, const char *interpreter, lb_python_info *out, char *err,
-		  size_t errlen)
+int lb_lang_probe(lb_lang lang, const char *interpreter, const lb_sandbox_limits *lim,
+		  lb_python_info *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	const char *name = interpreter ? interpreter : lb_lang_default_interpreter(lang);
@@ -276,7 +284,7 @@ int lb_lang_probe(lb_lang lang, const char *interpreter, lb_python_info *out, ch
 	snprintf(out->implementation, sizeof out->implementation, "%s",
 		 lang == LB_LANG_R ? "R" : lang == LB_LANG_OCTAVE ? "Octave" : "Julia");
 	lb_buf b = {0};
-	int r = ask(lang, out, false, &b, err, errlen);
+	int r = ask(lang, out, lim, false, &b, err, errlen);
 	bool prefix = false;
 	for (char *line = b.data; r == 0 && line && *line;) {
 		char *nl = strchr(line, '\n');
@@ -301,11 +309,11 @@ int lb_lang_probe(lb_lang lang, const char *interpreter, lb_python_info *out, ch
 	return r;
 }
 
-int lb_lang_freeze(lb_lang lang, const lb_python_info *interp, lb_buf *out, char *err,
-		   size_t errlen)
+int lb_lang_freeze(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+		   lb_buf *out, char *err, size_t errlen)
 {
 	lb_buf b = {0};
-	int r = ask(lang, interp, true, &b, err, errlen);
+	int r = ask(lang, interp, lim, true, &b, err, errlen);
 	for (char *line = b.data; r == 0 && line && *line;) {
 		char *nl = strchr(line, '\n');
 		if (nl)

@@ -328,15 +328,6 @@ static int hide_as_the_run(lb_sandbox *sb, const lb_record_git_view *view)
 		if (lstat(view->hide[i], &st) == 0)
 			r = lb_sandbox_mask(sb, view->hide[i]);
 	}
-	/* And the run's limits: a filter is no way around --memory or --pids-limit. */
-	if (r == 0 && view && view->memory)
-		r = lb_sandbox_set_memory(sb, view->memory);
-	if (r == 0 && view && view->pids)
-		r = lb_sandbox_set_pids(sb, view->pids);
-	if (r == 0 && view && view->cpus > 0)
-		r = lb_sandbox_set_cpus(sb, view->cpus);
-	for (size_t i = 0; r == 0 && view && i < view->ndegraded; i++)
-		r = lb_sandbox_allow_degraded(sb, view->degraded[i]);
 	return r;
 }
 
@@ -362,6 +353,10 @@ static int git_sandboxed(const char *dir, const char *top, const lb_record_git_v
 	if (r == 0)
 		/* A repository whose filter or fsmonitor hangs costs the run at most this. */
 		r = lb_sandbox_set_budget(sb, 10);
+	/* And the run's limits, its budget among them: a filter is no way around --memory,
+	 * --pids-limit or --budget. */
+	if (r == 0 && view)
+		r = lb_sandbox_apply_limits(sb, view->limits);
 	if (r == 0)
 		r = lb_sandbox_set_cgroup_accounting(sb, false);
 	/* The diff as JSON is at most six bytes a byte, plus the rest of the document. */

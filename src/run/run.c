@@ -68,6 +68,12 @@ static void tee_restart(void *ctx)
 
 typedef struct run_state {
 	lb_exp_config cfg;
+	/* The run's limits, for every sandbox around code the experiment chose before and beside
+	 * the run (its own interpreter's probe and listing, the check's compile and parse with
+	 * it, git's filters): run_limits. */
+	lb_sandbox_limits limits;
+	const char *degraded[16];
+	bool own_interp; /* the R/Octave/Julia interpreter is the experiment's (probe_interpreter) */
 	const char *hashseed; /* PYTHONHASHSEED the user asked for; NULL: labbox's */
 	lb_lang lang;      /* the experiment's language: its interpreter, check and freeze */
 	lb_python_info py; /* the interpreter, whatever the language */
@@ -263,6 +269,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;
 	st->budget = req->budget > 0 ? req->budget : st->cfg.budget;
+	st->limits.budget_s = st->budget;
 	st->disk_limit = req->disk_limit;
 
 	st->ndeclared = st->cfg.nmetrics + req->nmetrics;
@@ -305,7 +312,8 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		if (req->python && python[0] != '/' && strchr(python, '/') && getcwd(cwd, sizeof cwd) &&
 		    snprintf(abs, sizeof abs, "%s/%s", cwd, python) < (int)PATH_MAX)
 			python = abs;
-		pr = lb_python_probe_confined(python, st->expdir, &st->py, err, sizeof err);
+		pr = lb_python_probe_confined(python, st->expdir, &st->limits, &st->py, err,
+					      sizeof err);
 	}
 	else if (st->cache)
 		pr = lb_python_probe_cached(python, st->cache, &st->py, &st->probe_cached, err,
@@ -336,9 +344,17 @@ static int probe_interpreter(const lb_run_request *req, run_state *st, lb_run_re
 				   "(entry '%s'): name its interpreter with --interpreter PATH",
 				   lb_lang_name(st->lang), st->entry);
 	const char *interp = req->interpreter ? req->interpreter : st->cfg.interpreter;
-	if (lb_lang_probe(st->lang, interp, &st->py, err, sizeof err) < 0)
+	/* One labbox.yaml names, or one that is a program of the experiment's (exp/bin/R, a link
+	 * into exp/), is the experiment's code: its probe and listing run under the run's limits,
+	 * and what it says of itself (where its installation is, which could be any hidden
+	 * directory) is not exposed to the run: it runs with what its path shows, as a Python of
+	 * the experiment's does. */
+	st->own_interp = (!req->interpreter && st->cfg.interpreter) ||
+			 (interp && inside_experiment(interp, st->expdir));
+	if (lb_lang_probe(st->lang, interp, st->own_interp ? &st->limits : NULL, &st->py, err,
+			  sizeof err) < 0)
 		return usage_error(out, "%s", err);
-	if (!req->interpreter && st->cfg.interpreter) {
+	if (st->own_interp) {
 		st->py.prefix[0] = '\0';
 		st->py.base_prefix[0] = '\0';
 	}
@@ -470,7 +486,8 @@ static const char *status_of(const lb_sandbox_result *res, size_t nissues, int *
 }
 
 static int write_environment(const char *run_dir, lb_lang lang, const lb_python_info *py,
-			     const char *cache, json_object *manifest)
+			     const lb_sandbox_limits *lang_lim, const char *cache,
+			     json_object *manifest)
 {
 	lb_buf b = {0};
 	LB_AUTOFREE char *freeze = NULL;
@@ -479,7 +496,7 @@ static int write_environment(const char *run_dir, lb_lang lang, const lb_python_
 	if (lang != LB_LANG_PYTHON) {
 		lb_buf pk = {0};
 		char ferr[512] = "";
-		fr = lb_lang_freeze(lang, py, &pk, ferr, sizeof ferr);
+		fr = lb_lang_freeze(lang, py, lang_lim, &pk, ferr, sizeof ferr);
 		r = lb_buf_printf(&b, "%s %s\n", py->implementation, py->version);
 		if (r == 0 && fr == 0)
 			r = lb_buf_printf(&b, "# %s (installed packages of %s)\n%s",
@@ -977,6 +994,10 @@ static bool check_staged(const lb_run_request *req, const run_state *st, bool ga
 							   (strcmp(st->backend_name, "ssh") == 0 &&
 							    degraded_accepts(req, "isolation")));
 		lb_check_config_set_python_info(cfg, &st->py);
+		/* The check compiles or parses with the run's interpreter: the experiment's own
+		 * one runs there under the run's limits. */
+		if (st->py.confined || st->own_interp)
+			lb_check_config_set_limits(cfg, &st->limits);
 		lb_check_config_set_cache_dir(cfg, st->cache);
 		lb_check_config_set_cache_name(cfg, st->expdir);
 		lb_check_config_set_entry(cfg, st->entry);
@@ -1292,7 +1313,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 						       left_out, files, skipped, err, sizeof err);
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
-	int env_r = write_environment(out->run_dir, st->lang, &st->py, st->cache, manifest);
+	int env_r = write_environment(out->run_dir, st->lang, &st->py,
+				      st->own_interp ? &st->limits : NULL, st->cache, manifest);
 	if (env_r < 0 && !record_err[0])
 		snprintf(record_err, sizeof record_err, "cannot write %s/environment.txt: %s",
 			 out->run_dir, strerror(-env_r));
@@ -2194,6 +2216,32 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 	return r;
 }
 
+/* The run's memory, pids and CPU limits and what it accepted less of, as the sandbox config
+ * has them; the budget is added when resolve knows it. */
+static void run_limits(const lb_run_request *req, run_state *st)
+{
+	json_object *j = req->sandbox_config, *v = NULL;
+	if (!j)
+		return;
+	if (json_object_object_get_ex(j, "memory_bytes", &v) && v)
+		st->limits.memory = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "pids_limit", &v) && v)
+		st->limits.pids = (long)json_object_get_int64(v);
+	if (json_object_object_get_ex(j, "cpus", &v) && v)
+		st->limits.cpus = json_object_get_double(v);
+	size_t n = 0;
+	if (json_object_object_get_ex(j, "allow_degraded", &v) &&
+	    json_object_is_type(v, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(v) &&
+				   n < sizeof st->degraded / sizeof *st->degraded; i++) {
+			const char *d = json_object_get_string(json_object_array_get_idx(v, i));
+			if (d)
+				st->degraded[n++] = d;
+		}
+	st->limits.degraded = st->degraded;
+	st->limits.ndegraded = n;
+}
+
 int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 {
 	memset(out, 0, sizeof *out);
@@ -2201,6 +2249,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	memset(&st, 0, sizeof st);
 	st.backend_name = be->ops->name;
 	st.hashseed = req->hashseed;
+	run_limits(req, &st);
 	int r = resolve(req, &st, out);
 	/* git's sandbox hides what the run's does: the runs directory and --hide's paths. */
 	json_object *hj = NULL;
@@ -2216,30 +2265,8 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 		if (h)
 			hide[nhide++] = h;
 	}
-	json_object *lj = NULL, *dgj = NULL;
-	size_t nd = req->sandbox_config &&
-				json_object_object_get_ex(req->sandbox_config, "allow_degraded", &dgj) &&
-				json_object_is_type(dgj, json_type_array)
-			    ? json_object_array_length(dgj)
-			    : 0;
-	LB_AUTOFREE const char **degraded = nd ? calloc(nd, sizeof *degraded) : NULL;
-	size_t ndegraded = 0;
-	for (size_t i = 0; degraded && i < nd; i++) {
-		const char *d = json_object_get_string(json_object_array_get_idx(dgj, i));
-		if (d)
-			degraded[ndegraded++] = d;
-	}
 	lb_record_git_view gview = {.runs_dir = req->runs_dir ? req->runs_dir : ".labbox/runs",
-				    .hide = hide, .nhide = nhide, .degraded = degraded,
-				    .ndegraded = ndegraded};
-	if (req->sandbox_config) {
-		if (json_object_object_get_ex(req->sandbox_config, "memory_bytes", &lj) && lj)
-			gview.memory = (uint64_t)json_object_get_int64(lj);
-		if (json_object_object_get_ex(req->sandbox_config, "pids_limit", &lj) && lj)
-			gview.pids = (long)json_object_get_int64(lj);
-		if (json_object_object_get_ex(req->sandbox_config, "cpus", &lj) && lj)
-			gview.cpus = json_object_get_double(lj);
-	}
+				    .hide = hide, .nhide = nhide, .limits = &st.limits};
 	if (r == 0 && out->exit_code == 0 &&
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, &gview,
 				(size_t)1 << 20, &st.git) < 0)

@@ -760,6 +760,24 @@ int lb_sandbox_set_output(lb_sandbox *sb, bool merged, lb_output_fn fn, void *ct
 	return 0;
 }
 
+int lb_sandbox_apply_limits(lb_sandbox *sb, const lb_sandbox_limits *lim)
+{
+	if (!lim)
+		return 0;
+	int r = 0;
+	if (lim->memory)
+		r = lb_sandbox_set_memory(sb, lim->memory);
+	if (r == 0 && lim->pids)
+		r = lb_sandbox_set_pids(sb, lim->pids);
+	if (r == 0 && lim->cpus > 0)
+		r = lb_sandbox_set_cpus(sb, lim->cpus);
+	for (size_t i = 0; r == 0 && i < lim->ndegraded; i++)
+		r = lb_sandbox_allow_degraded(sb, lim->degraded[i]);
+	if (r == 0 && lim->budget_s > 0 && (sb->budget <= 0 || lim->budget_s < sb->budget))
+		r = lb_sandbox_set_budget(sb, lim->budget_s);
+	return r;
+}
+
 int lb_sandbox_set_cgroup_accounting(lb_sandbox *sb, bool on)
 {
 	sb->cgroup_accounting = on;

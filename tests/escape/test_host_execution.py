@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, e2e
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, e2e, run_dirs
 
 
 def labbox_json(*args, cwd=None):
@@ -717,3 +717,139 @@ def test_a_rerun_never_probes_on_the_host_what_an_experiments_interpreter_said(t
     assert not marker.exists(), (
         f"labbox rerun ran the experiment's {exp}/named.sh on the host as uid "
         f"{marker.read_text().strip()}")
+
+
+FAKE_R = r"""
+#include <stdio.h>
+#include <string.h>
+/* An "R" of the experiment's: to the probe it says its installation is PFX; to the check's
+ * parser that every file parses; run, it prints what it can read at RD. */
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "-e") && i + 1 < argc) {
+        if (strstr(argv[i + 1], "parse(")) {
+            int a = 0;
+            for (int j = 1; j < argc; j++) {
+                if (a) printf("O\t%s\n", argv[j]);
+                if (!strcmp(argv[j], "--args")) a = 1;
+            }
+            return 0;
+        }
+        printf("V\t4.2.2\nP\t%s\n", PFX);
+        for (int j = 1; j < argc; j++) if (!strcmp(argv[j], "--freeze")) printf("K\tfake==1\n");
+        return 0;
+    }
+    char buf[256] = "(unreadable)";
+    FILE *f = fopen(RD, "r");
+    if (f) { fgets(buf, sizeof buf, f); fclose(f); buf[strcspn(buf, "\n")] = 0; }
+    printf("acc: 1\nleak: %s\n", buf);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="a C compiler builds the experiment's fake R")
+def test_an_interpreter_of_the_experiments_cannot_name_what_the_run_sees(tmp_path):
+    """`--interpreter exp/bin/R`, a program of the experiment's, says in the probe that its
+    installation is a directory the run cannot see (under /tmp here); what it says of itself
+    is not bound into the run."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    tok = "LBXSECRET" + os.urandom(8).hex().upper()
+    (secret / "token").write_text(tok + "\n")
+    exp = tmp_path / "exp"
+    (exp / "bin").mkdir(parents=True)
+    (exp / "main.R").write_text('cat("acc: 1\\n")\n')
+    src = tmp_path / "fakeR.c"
+    src.write_text(FAKE_R)
+    subprocess.run(["cc", "-static", "-O", f'-DPFX="{secret}"', f'-DRD="{secret}/token"',
+                    "-o", str(exp / "bin" / "R"), str(src)], check=True)
+    os.chmod(tmp_path, 0o755)
+    subprocess.run(["chmod", "-R", "o+rX", str(tmp_path)], check=True)
+    p = subprocess.run([LABBOX, "run", "--runs-dir", str(tmp_path / "runs"), "--interpreter",
+                        str(exp / "bin" / "R"), str(exp)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    assert tok not in p.stdout + p.stderr
+    assert "leak: (unreadable)" in p.stdout + p.stderr, (p.returncode, p.stdout, p.stderr)
+    for rd in run_dirs(tmp_path / "runs"):
+        for f in rd.rglob("*"):
+            if f.is_file():
+                assert tok not in f.read_bytes().decode("utf-8", "replace"), f
+
+
+FAKE_R_PROBE = r"""
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+/* An "R" of the experiment's whose probe answer says how many processes it could start and
+ * whether it could read an earlier run's manifest (its -e values); run, it prints a metric. */
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "-e") && i + 1 < argc) {
+        if (strstr(argv[i + 1], "parse(")) {
+            int a = 0;
+            for (int j = 1; j < argc; j++) {
+                if (a) printf("O\t%s\n", argv[j]);
+                if (!strcmp(argv[j], "--args")) a = 1;
+            }
+            return 0;
+        }
+        int n = 0;
+        for (; n < 64; n++) {
+            pid_t p = fork();
+            if (p < 0) break;
+            if (p == 0) { sleep(2); _exit(0); }
+        }
+        const char *seen = "none";
+        glob_t g;
+        if (glob(EXP "/.labbox/runs/*/manifest.json", 0, NULL, &g) == 0) {
+            for (size_t k = 0; k < g.gl_pathc; k++) {
+                char buf[65536];
+                FILE *f = fopen(g.gl_pathv[k], "r");
+                size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+                if (f) fclose(f);
+                buf[len] = 0;
+                if (strstr(buf, TOKEN)) seen = "seen";
+            }
+        }
+        printf("V\t4.2.2-%d-%s\n", n, seen);
+        while (wait(NULL) > 0) {}
+        return 0;
+    }
+    printf("acc: 1\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="a C compiler builds the experiment's fake R")
+def test_the_probe_of_an_interpreter_of_the_experiments_has_the_runs_view_and_limits(tmp_path):
+    """The interpreter the experiment's labbox.yaml names is the experiment's code, and
+    answers labbox's probe before the run: in that sandbox it starts no more processes than
+    --pids-limit allows the run, and reads no earlier run's record (run from inside the
+    experiment, the records lie in exp/.labbox)."""
+    from escape_lib import limit_opts
+    tok = "LBXSECRET" + os.urandom(8).hex().upper()
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (tmp_path / "tools" / "bin").mkdir(parents=True)
+    fake = tmp_path / "tools" / "bin" / "R"
+    (exp / "main.R").write_text('cat("acc: 1\\n")\n')
+    (exp / "labbox.yaml").write_text(f"interpreter: {fake}\n")
+    src = tmp_path / "fakeR.c"
+    src.write_text(FAKE_R_PROBE)
+    subprocess.run(["cc", "-static", "-O", f'-DEXP="{exp}"', f'-DTOKEN="{tok}"',
+                    "-o", str(fake), str(src)], check=True)
+    subprocess.run(["chmod", "-R", "o+rX", str(tmp_path)], check=True)
+    versions = []
+    for env_opt in (["-e", f"PEEK={tok}"], []):
+        p = subprocess.run([LABBOX, "run", "--json", *env_opt,
+                            *limit_opts("pids", "--pids-limit", 16), "."], cwd=exp,
+                           capture_output=True, text=True, timeout=CALL_TIMEOUT)
+        doc = json.loads(p.stdout)
+        assert doc.get("status") == "completed", (p.stdout[-2000:], p.stderr[-2000:])
+        man = json.loads((Path(doc["run_dir"]) / "manifest.json").read_text())
+        versions.append(man["interpreter"]["version"])
+    for v in versions:
+        _, forked, seen = v.rsplit("-", 2)
+        assert int(forked) < 16 and seen == "none", versions
