@@ -262,6 +262,23 @@ static bool remote_traceback(const lb_log *log, const lb_exc *e)
 	return colon && (colon == name || colon[-1] == '.' || colon[-1] == '_');
 }
 
+/* torch.multiprocessing.spawn's ProcessRaisedException: its message is the child's own
+ * traceback as text, printed right below the parent's exception line after "-- Process N
+ * terminated with the following error:". The child's exception is the root, as a DataLoader
+ * worker's "Original Traceback" is. */
+static bool spawn_wrapper(const lb_log *log, const lb_exc *e)
+{
+	const char *l = log->lines[e->line] + indent_of(log->lines[e->line]);
+	const char *name = strstr(l, "ProcessRaisedException");
+	return name && (name == l || name[-1] == '.') && name[22] == ':';
+}
+
+static bool spawn_child_line(const char *s)
+{
+	s += indent_of(s);
+	return starts_with(s, "-- Process ") && strstr(s, "terminated with the following error:");
+}
+
 /* Whether the traceback goes on at line k: its next line that is not empty is a frame's
  * (more indented than the header) or the exception's. Strictly: a frame's own first line,
  * or an exception line whose name looks like an exception's. */
@@ -344,11 +361,12 @@ static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 	/* A wrapper's exception line, then the original traceback right below it: printed
 	 * effect first, so put in a chain's order, the original first and wrapped. */
 	for (size_t k = 0; k + 1 < n; k++) {
-		if (!is_original_header(log->lines[exc[k + 1].header]))
+		bool spawned = spawn_wrapper(log, &exc[k]);
+		if (!spawned && !is_original_header(log->lines[exc[k + 1].header]))
 			continue;
 		bool adjacent = true;
 		for (size_t j = exc[k].line + 1; j < exc[k + 1].header; j++)
-			if (log->lines[j][0] != '\0')
+			if (log->lines[j][0] != '\0' && !(spawned && spawn_child_line(log->lines[j])))
 				adjacent = false;
 		if (!adjacent)
 			continue;
@@ -2882,7 +2900,22 @@ static int add_uncaught(struct json_object *doc, const lb_failure_input *in, con
 		file = experiment_relative(json_object_get_string(v), log->exp_dir);
 	if (json_object_object_get_ex(ev, "line", &v) && json_object_is_type(v, json_type_int))
 		line = json_object_get_int64(v);
-	char at[320] = "", text[DIAG_EVIDENCE_LEN + 64];
+	char at[320] = "", text[DIAG_EVIDENCE_LEN + 64], one_line[256] = "";
+	/* The message may span lines (torch's spawn puts the child's traceback in it): one
+	 * evidence line has spaces where it had line breaks, not replacement characters. */
+	if (msg) {
+		size_t o = 0;
+		for (const char *c = msg; *c && o + 1 < sizeof one_line; c++) {
+			bool blank = (unsigned char)*c < 0x20 || *c == ' ';
+			if (blank && (o == 0 || one_line[o - 1] == ' '))
+				continue;
+			one_line[o++] = blank ? ' ' : *c;
+		}
+		while (o > 0 && one_line[o - 1] == ' ')
+			o--;
+		one_line[o] = '\0';
+		msg = one_line;
+	}
 	if (file)
 		snprintf(at, sizeof(at), " (%.250s line %lld)", file, (long long)line);
 	snprintf(text, sizeof(text),

@@ -335,3 +335,52 @@ def test_a_process_group_refused_its_socket_is_granted_a_loopback(tmp_path):
     assert "loopback" in second["why"], second
     assert r.result["escalation"]["granted"] == ["network"]
     assert r.result["metrics"]["values"]["sum"] == 3.0
+
+
+SPAWN = """
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "29517"
+    dist.init_process_group(backend="gloo", rank=rank, world_size=world_size)
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    if rank == 0:
+        print(f"sum: {float(t.sum())}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(2,), nprocs=2)
+"""
+
+
+@pytest.mark.skipif(subprocess.run([PYTHON, "-c", "import torch.distributed"],
+                                   capture_output=True).returncode != 0,
+                    reason="torch.distributed is not installed")
+def test_spawned_workers_refused_their_socket_are_granted_a_loopback(tmp_path):
+    """DDP as it is usually started: torch.multiprocessing.spawn, each child calling
+    init_process_group. The children's refused socket comes back as the parent's
+    ProcessRaisedException, whose message is the child's traceback: the child's error is
+    the cause, and --network loopback lifts it."""
+    exp = write_exp(tmp_path, SPAWN)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs)
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction", r.why()
+    assert "local network socket" in f["summary"], f
+    assert f["escalation"]["grants"] == "network" and f["escalation"]["flag"] == "--network loopback", f
+    assert f["code_location"]["file"] == "main.py" and f["code_location"]["function"] == "main", f
+    assert not any("\ufffd" in e for e in f["evidence"]), f["evidence"]
+    r = run_exp(exp, runs, "--escalate", "network")
+    assert r.rc == 0, r.why()
+    first, second = r.result["attempts"]
+    assert first["status"] == "failed" and second["status"] == "completed"
+    assert second["flags"]["network"] == "loopback" and second["escalated"] == ["network"]
+    assert r.result["metrics"]["values"]["sum"] == 6.0

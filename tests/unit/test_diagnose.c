@@ -2573,6 +2573,63 @@ static void test_an_allocation_past_the_machines_memory_is_the_codes(void **stat
 	expect(lb_diagnose_failure(&in), "oom", NULL);
 }
 
+/* torch.multiprocessing.spawn: the parent's ProcessRaisedException carries the child's
+ * traceback as its message, printed below it. The child's error is the cause; the gate's
+ * record of the message (line breaks in it) reads as one line. */
+#define SPAWN_LOG \
+	"Traceback (most recent call last):\n" \
+	"  File \"/r/exp/main.py\", line 20, in <module>\n" \
+	"    mp.spawn(main, args=(2,), nprocs=2)\n" \
+	"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 160, in join\n" \
+	"    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n" \
+	"torch.multiprocessing.spawn.ProcessRaisedException: \n" \
+	"\n" \
+	"-- Process 0 terminated with the following error:\n" \
+	"Traceback (most recent call last):\n" \
+	"  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap\n" \
+	"    fn(i, *args)\n" \
+	"  File \"/r/exp/main.py\", line 10, in main\n" \
+	"    dist.init_process_group(backend=\"gloo\", rank=rank, world_size=world_size)\n" \
+	"  File \"/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py\", line 177, in _create_c10d_store\n" \
+	"    return TCPStore(\n" \
+	"RuntimeError: The server socket has failed to listen on any local network address. " \
+	"The server socket cannot be initialized on [::]:12345 (errno: 1 - Operation not permitted).\n" \
+	"\n"
+
+static void test_a_spawned_childs_traceback_is_the_cause(void **state)
+{
+	(void)state;
+	struct json_object *ev = json_tokener_parse(
+		"{\"exception\": \"ProcessRaisedException\", \"message\": \"\\n\\n-- Process 0 "
+		"terminated with the following error:\\nTraceback (most recent call last):\\n  "
+		"File x\", \"file\": \"/r/exp/main.py\", \"line\": 20, \"pid\": 2}");
+	assert_non_null(ev);
+	lb_failure_input in = {
+		.log_tail = SPAWN_LOG, .log_tail_len = strlen(SPAWN_LOG), .exit_code = 1,
+		.exp_dir = "/r/exp", .uncaught = ev, .network_none = true,
+	};
+	struct json_object *doc = lb_diagnose_failure(&in), *esc;
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_non_null(strstr(field(doc, "summary"), "local network socket"));
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc) && esc);
+	assert_string_equal(field(esc, "flag"), "--network loopback");
+	assert_string_equal(sub(doc, "code_location", "function"), "main");
+	assert_string_equal(sub(doc, "code_location", "line"), "10");
+	json_object_put(doc);
+	/* exit 0 after it (an atexit os._exit(0)): the record's evidence line is one line */
+	in.exit_code = 0;
+	in.log_tail = "acc: 1\n";
+	in.log_tail_len = strlen(in.log_tail);
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(doc);
+	assert_true(evidence_has(doc, "ProcessRaisedException: -- Process 0 terminated with the "
+				      "following error: Traceback (most recent call last): File x"));
+	assert_false(evidence_has(doc, "\xef\xbf\xbd"));
+	json_object_put(doc);
+	json_object_put(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2630,6 +2687,7 @@ int main(void)
 		cmocka_unit_test(test_a_read_only_file_of_the_experiment_is_the_codes),
 		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
 		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
+		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
