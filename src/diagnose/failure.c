@@ -849,6 +849,80 @@ static void classify_dataset(lb_verdict *v, const char *line)
 	verdict_set(v, "missing_data", "the dataset was not found", line, SUGGEST_DATASET);
 }
 
+/* How an R package is installed for the interpreter beforehand: Debian's r-cran-NAME or
+ * r-bioc-NAME (lower case, as Debian names them), or the installer the code used. */
+static void r_package_suggestion(lb_verdict *v, const char *pkg, const char *repo)
+{
+	char deb[128];
+	size_t k = 0;
+	for (; pkg[k] && k < sizeof deb - 1; k++)
+		deb[k] = (char)tolower((unsigned char)pkg[k]);
+	deb[k] = '\0';
+	if (strcmp(repo, "github") == 0)
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install it beforehand, outside the sandbox, into a library the interpreter "
+			 "reads (R_LIBS_USER, or the site library), from the repository the code "
+			 "names: at run time the sandbox has no network and R's libraries are "
+			 "read-only; or name an interpreter that has it with --interpreter");
+	else
+		snprintf(v->suggestion, sizeof(v->suggestion),
+			 "install it for the interpreter (Debian: apt install r-%s-%s; or "
+			 "install.packages(\"%s\") into a library the interpreter reads, beforehand: "
+			 "the sandbox has no network and R's libraries are read-only in it), or name "
+			 "an interpreter that has it with --interpreter",
+			 repo, deb[0] ? deb : "NAME", pkg[0] ? pkg : "NAME");
+}
+
+/* R code that installs what it lacks at run time ("if (!requireNamespace(\"x\"))
+ * install.packages(\"x\")"): in the sandbox the library is read-only and there is no
+ * network, so the installer's error is the missing package, named by its call. */
+static bool r_install_error(lb_verdict *v, const char *line)
+{
+	static const struct {
+		const char *call, *repo;
+	} installers[] = {
+		{"install.packages(", "cran"},	    {"BiocManager::install(", "bioc"},
+		{"biocLite(", "bioc"},		    {"pak::pkg_install(", "cran"},
+		{"pak::pak(", "cran"},		    {"remotes::install_github(", "github"},
+		{"devtools::install_github(", "github"}, {"remotes::install_cran(", "cran"},
+	};
+	const char *at = NULL, *repo = NULL, *call = line + indent_of(line) + 9;
+	if (!starts_with(line + indent_of(line), "Error in "))
+		return false;
+	/* the call R names as the one that stopped */
+	for (size_t i = 0; i < sizeof installers / sizeof installers[0] && !at; i++)
+		if (starts_with(call, installers[i].call)) {
+			at = call;
+			repo = installers[i].repo;
+		}
+	if (!at)
+		return false;
+	/* the first quoted name in the call: install.packages("x"), install.packages(c("x",
+	 * "y")); a repository's last part for install_github("user/x") */
+	char pkg[128] = "";
+	const char *paren = strchr(at, '(');
+	const char *close = paren ? strstr(paren, ") :") : NULL;
+	if (paren && close && quoted_after(paren, NULL, pkg, sizeof pkg) &&
+	    strstr(paren, pkg) < close) {
+		char *slash = strrchr(pkg, '/');
+		if (slash)
+			memmove(pkg, slash + 1, strlen(slash));
+		pkg[strcspn(pkg, "@#")] = '\0';
+		for (char *c = pkg; *c; c++)
+			if (!(isalnum((unsigned char)*c) || *c == '.'))
+				pkg[0] = '\0';
+	} else {
+		pkg[0] = '\0';
+	}
+	v->cls = "missing_package";
+	snprintf(v->summary, sizeof(v->summary),
+		 "R package '%s' is not installed, and the code's attempt to install it at run "
+		 "time failed (the sandbox has no network and R's libraries are read-only in it): %s",
+		 pkg[0] ? pkg : "?", line + indent_of(line));
+	r_package_suggestion(v, pkg, repo);
+	return true;
+}
+
 /* Classes a message can show without a Python exception name: used both for exception lines
  * and for the output of programs that crash without a traceback. Returns false when the text
  * says nothing specific. */
@@ -873,11 +947,7 @@ static void classify_missing_lang_package(lb_verdict *v, const char *line, bool 
 	snprintf(v->summary, sizeof(v->summary), "%s package '%s' is not installed: %s",
 		 r ? "R" : "Octave", pkg[0] ? pkg : "?", line);
 	if (r)
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install it for the interpreter (Debian: apt install r-cran-%s; or "
-			 "install.packages(\"%s\") into a library the interpreter reads, beforehand: "
-			 "the sandbox has no network), or name an interpreter that has it with "
-			 "--interpreter", pkg[0] ? pkg : "NAME", pkg[0] ? pkg : "NAME");
+		r_package_suggestion(v, pkg, "cran");
 	else
 		snprintf(v->suggestion, sizeof(v->suggestion),
 			 "install it for Octave beforehand (Debian: apt install octave-%s, or pkg "
@@ -953,6 +1023,8 @@ static bool classify_text(lb_verdict *v, const char *line)
 {
 	if (has(line, "there is no package called")) {
 		classify_missing_lang_package(v, line, true);
+	} else if (r_install_error(v, line)) {
+		return true;
 	} else if (has(line, "error: package ") && has(line, " is not installed")) {
 		classify_missing_lang_package(v, line, false);
 	} else if (has(line, "cannot allocate vector of size") ||

@@ -139,6 +139,25 @@ def test_r_missing_package_is_classified(tmp_path):
 
 
 @need_r
+def test_r_install_at_run_time_is_the_missing_package(tmp_path):
+    """`if (!requireNamespace("x", quietly = TRUE)) install.packages("x")`: in the sandbox the
+    library is read-only and there is no network, so the installer's error is the package
+    that is not installed, with the Debian package that provides it."""
+    d = exp(tmp_path, "r_install", {"main.R": """
+        if (!requireNamespace("NotAPackageAnywhere", quietly = TRUE)) install.packages("NotAPackageAnywhere")
+        library(NotAPackageAnywhere)
+        cat("accuracy: 1\\n")
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed"
+    f = doc["failure"]
+    assert f["class"] == "missing_package", f
+    assert "'NotAPackageAnywhere'" in f["summary"], f
+    assert f["escalation"]["grants"] == "environment", f
+    assert f["escalation"]["environment"] == "apt install r-cran-notapackageanywhere", f
+
+
+@need_r
 def test_r_error_is_a_code_error_with_its_line(tmp_path):
     d = exp(tmp_path, "r_err", {"main.R": """
         set.seed(1)

@@ -2630,6 +2630,51 @@ static void test_a_spawned_childs_traceback_is_the_cause(void **state)
 	json_object_put(ev);
 }
 
+/* R code that installs what it lacks when it runs: the installer's error names the package. */
+static void test_an_r_install_at_run_time_is_the_missing_package(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *log, *pkg, *env;
+	} cases[] = {
+		{"Installing package into '/usr/local/lib/R/site-library'\n"
+		 "Warning in install.packages(\"glmnet\") :\n"
+		 "  'lib = \"/usr/local/lib/R/site-library\"' is not writable\n"
+		 "Error in install.packages(\"glmnet\") : unable to install packages\n"
+		 "Execution halted\n", "'glmnet'", "apt install r-cran-glmnet"},
+		{"Error in install.packages(c(\"Rcpp\", \"data.table\")) : unable to install packages\n"
+		 "Execution halted\n", "'Rcpp'", "apt install r-cran-rcpp"},
+		{"Error in BiocManager::install(\"limma\") : unable to install packages\n"
+		 "Execution halted\n", "'limma'", "apt install r-bioc-limma"},
+		{"Error in install.packages(p) : unable to install packages\n"
+		 "Execution halted\n", "'?'", "apt install r-cran-NAME"},
+		{"Error in remotes::install_github(\"user/mypkg\") : Failed to install\n"
+		 "Execution halted\n", "'mypkg'", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		lb_failure_input in = {.exit_code = 1, .language = "r"};
+		in.log_tail = cases[i].log;
+		in.log_tail_len = strlen(cases[i].log);
+		struct json_object *doc = lb_diagnose_failure(&in), *esc;
+		assert_non_null(doc);
+		assert_string_equal(field(doc, "class"), "missing_package");
+		assert_non_null(strstr(field(doc, "summary"), cases[i].pkg));
+		assert_true(json_object_object_get_ex(doc, "escalation", &esc) && esc);
+		if (cases[i].env)
+			assert_string_equal(field(esc, "environment"), cases[i].env);
+		else
+			assert_null(field(esc, "environment"));
+		json_object_put(doc);
+	}
+	/* an error of the code's own that only mentions the installer is still the code's */
+	lb_failure_input in = {.exit_code = 1, .language = "r"};
+	in.log_tail = "Error in fit(x) : install.packages( is not the problem\nExecution halted\n";
+	in.log_tail_len = strlen(in.log_tail);
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "code_error");
+	json_object_put(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2688,6 +2733,7 @@ int main(void)
 		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
 		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
+		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
