@@ -2299,15 +2299,79 @@ static bool octave_frame_line(const char *s, long *lineno)
 	return *lineno > 0;
 }
 
+/* Where NAME.m is in the experiment (root, then a few levels down): out gets its path
+ * relative to root. */
+static bool find_m_file(const char *root, const char *rel, const char *name, int depth,
+			size_t *budget, char *out, size_t outlen)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct stat st;
+	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
+	if (w <= 0 || (size_t)w >= sizeof(dir))
+		return false;
+	w = snprintf(p, sizeof(p), "%s/%s.m", dir, name);
+	if (w > 0 && (size_t)w < sizeof(p) && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(out, outlen, "%s%s%s.m", rel, rel[0] ? "/" : "", name);
+		return true;
+	}
+	if (depth <= 0)
+		return false;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+	while (d && !found && *budget > 0 && (de = readdir(d))) {
+		(*budget)--;
+		if (foreign_dir(de->d_name))
+			continue;
+		w = snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (w <= 0 || (size_t)w >= sizeof(p) || lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		char sub[PATH_MAX];
+		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+		if (w > 0 && (size_t)w < sizeof(sub))
+			found = find_m_file(root, sub, name, depth - 1, budget, out, outlen);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The experiment's .m file an Octave frame ("main>helper at line 3 column 1") is in: the
+ * function or script before '>' (a subfunction's file is its parent's). */
+static bool octave_own_file(const char *exp_dir, const char *frame, char *out, size_t outlen)
+{
+	char name[128];
+	const char *s = frame + indent_of(frame);
+	size_t n = strcspn(s, "> ");
+	size_t budget = 4000;
+	if (!exp_dir || n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	return find_m_file(exp_dir, "", name, 3, &budget, out, outlen);
+}
+
+/* The experiment's own frame below "error: called from": Octave lists innermost first, and
+ * an error raised inside Octave's own functions (strsplit, figure) names those first. The
+ * first frame whose function is a .m file of the staged experiment; without the experiment
+ * to look in, the innermost. */
 static size_t octave_frame(const lb_log *log, size_t from)
 {
 	long lineno;
+	char file[PATH_MAX];
 
 	for (size_t i = from; i < log->n && i < from + 8; i++)
 		if (strstr(log->lines[i], "error: called from")) {
-			if (i + 1 < log->n && octave_frame_line(log->lines[i + 1], &lineno))
-				return i + 1;
-			return NONE;
+			size_t first = NONE;
+			for (size_t k = i + 1; k < log->n && octave_frame_line(log->lines[k], &lineno);
+			     k++) {
+				if (first == NONE)
+					first = k;
+				if (!log->exp_dir ||
+				    octave_own_file(log->exp_dir, log->lines[k], file, sizeof file))
+					return k;
+			}
+			return first;
 		}
 	return NONE;
 }
@@ -2864,9 +2928,13 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 	loc = json_object_new_object();
 	if (obj_add(doc, "code_location", loc) < 0)
 		return -ENOMEM;
-	/* Octave names the function or script, not its file. */
+	/* Octave names the function or script, not its file: the experiment's .m file of
+	 * that name, when it is staged. */
+	char mfile[PATH_MAX];
 	if (python ? obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0
-		   : add_null(loc, "file") < 0)
+	    : octave_own_file(log->exp_dir, log->lines[frame], mfile, sizeof mfile)
+		    ? obj_add(loc, "file", utf8_string(mfile)) < 0
+		    : add_null(loc, "file") < 0)
 		return -ENOMEM;
 	if (obj_add(loc, "line", json_object_new_int64(lineno)) < 0 ||
 	    (func[0] && obj_add(loc, "function", utf8_string(func)) < 0))

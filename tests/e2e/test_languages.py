@@ -261,6 +261,24 @@ def test_octave_error_is_classified_with_evidence(tmp_path):
 
 
 @need_octave
+def test_octave_code_location_is_the_experiments_frame(tmp_path):
+    """An error raised inside one of Octave's own functions (strsplit): Octave lists that
+    function's frame first; the experiment's line is the first frame of its own .m files,
+    here a helper in a subdirectory called from main."""
+    d = exp(tmp_path, "m_lib", {"main.m": """
+        addpath("lib");
+        printf("accuracy: 0.25\\n");
+        parts = split_all(1);
+        """})
+    (d / "lib").mkdir()
+    (d / "lib" / "split_all.m").write_text('function p = split_all(x)\n  p = strsplit(x, ",");\nend\n')
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed"
+    cl = doc["failure"]["code_location"]
+    assert cl == {"file": "lib/split_all.m", "line": 2, "function": "split_all"}, doc["failure"]
+
+
+@need_octave
 def test_octave_budget_keeps_partial_results_and_no_workspace_dump(tmp_path):
     d = exp(tmp_path, "m_budget", {"main.m": """
         rand("seed", 1);

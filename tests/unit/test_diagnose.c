@@ -15,6 +15,7 @@
 #include "labbox/record.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1991,6 +1992,33 @@ static void test_octave_frame(void **state)
 	json_object_put(doc);
 }
 
+/* Octave's own function raised: the experiment's frame is the first of its own .m files. */
+static void test_octave_frame_of_the_experiment(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lbx-octave-XXXXXX", path[PATH_MAX];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/main.m", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("x = strsplit(1, \",\");\n", f);
+	fclose(f);
+	const char *log = "error: strsplit: S and SEP must be string values\n"
+			  "error: called from\n"
+			  "    strsplit at line 188 column 5\n"
+			  "    main at line 3 column 7\n";
+	lb_failure_input in = {.exit_code = 1, .language = "octave", .exp_dir = dir};
+	in.log_tail = log;
+	in.log_tail_len = strlen(log);
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "code_location", "function"), "main");
+	assert_string_equal(sub(doc, "code_location", "line"), "3");
+	assert_string_equal(sub(doc, "code_location", "file"), "main.m");
+	json_object_put(doc);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* The gate recorded that the main program ended with an uncaught exception: with exit 0 the
  * run failed all the same, read from its traceback, or from the record when the output has
  * none; an atexit handler's exception printed after it is not why the main program ended;
@@ -2722,6 +2750,7 @@ int main(void)
 		cmocka_unit_test(test_a_floating_point_error_is_read_from_its_message),
 		cmocka_unit_test(test_what_the_sandbox_takes_away_is_named),
 		cmocka_unit_test(test_octave_frame),
+		cmocka_unit_test(test_octave_frame_of_the_experiment),
 		cmocka_unit_test(test_uncaught_main_exception),
 		cmocka_unit_test(test_a_program_that_stopped_itself),
 		cmocka_unit_test(test_a_status_above_128_is_no_signal),
