@@ -519,8 +519,13 @@ static const char *const gpu_code_text[] = {
 	"device-side assert", "illegal memory access", "misaligned address",
 	"illegal instruction was encountered", NULL
 };
+/* A build of the library without CUDA: the environment's, whatever GPUs the host has. */
+static const char *const cpu_build_text[] = {
+	"not compiled with CUDA", "compiled without CUDA", "not compiled with GPU support",
+	"built without CUDA", NULL
+};
 static const char *const gpu_unavailable_text[] = {
-	"No CUDA GPUs are available", "no CUDA-capable device", "Torch not compiled with CUDA",
+	"No CUDA GPUs are available", "no CUDA-capable device",
 	"Found no NVIDIA driver", "NVIDIA driver on your system is too old",
 	"CUDA driver version is insufficient", "torch.cuda.is_available() is False",
 	"CUDA driver initialization failed", "cuInit", "CUDA unknown error",
@@ -604,6 +609,16 @@ static const char SUGGEST_GPU_UNAVAILABLE[] =
 	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
 	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
 	"False";
+static const char SUGGEST_TORCH_CPU_BUILD[] =
+	"run it with an interpreter whose torch is a CUDA build (pip install torch in a virtual "
+	"environment on Linux gives one; labbox installs nothing itself), with --python "
+	"VENV/bin/python and --gpus all on a host with an NVIDIA GPU, or run it on the CPU "
+	"(device \"cpu\", or fall back when torch.cuda.is_available() is False): --gpus alone "
+	"cannot help a torch without CUDA";
+static const char SUGGEST_CPU_BUILD[] =
+	"install a build of the library with CUDA (GPU support) into a virtual environment and "
+	"run with --python VENV/bin/python (and --gpus all on a host with an NVIDIA GPU), or run "
+	"it on the CPU: --gpus alone cannot help a build without CUDA";
 static const char SUGGEST_OOM[] =
 	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
 	"instead of float64, streaming the data instead of loading it whole";
@@ -1040,6 +1055,16 @@ static bool classify_text(lb_verdict *v, const char *line)
 	} else if (has(line, "is killed by signal: Killed")) {
 		verdict_set(v, "oom", "a worker process was killed, most likely for memory", line,
 			    SUGGEST_OOM);
+	} else if (has_any(line, cpu_build_text)) {
+		/* The library itself has no CUDA: no GPU granted to it would be used. */
+		bool torch = has(line, "Torch not compiled");
+		verdict_set(v, "wrong_env",
+			    torch ? "this interpreter's torch was built without CUDA, so no GPU can "
+				    "be used by it"
+				  : "the installed library was built without CUDA (or GPU support), "
+				    "so no GPU can be used by it",
+			    line,
+			    torch ? SUGGEST_TORCH_CPU_BUILD : SUGGEST_CPU_BUILD);
 	} else if (has_any(line, gpu_unavailable_text)) {
 		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
 	} else if (has_any(line, dataset_text)) {

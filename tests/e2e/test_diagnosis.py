@@ -60,6 +60,30 @@ def test_assert_on_cuda_is_gpu_unavailable(tmp_path):
     assert f.get("exception") == "AssertionError", r.why()
 
 
+def _torch_without_cuda():
+    import subprocess
+    p = subprocess.run([PYTHON, "-c", "import torch, sys; sys.exit(0 if not torch.backends.cuda.is_built() else 3)"],
+                       capture_output=True)
+    return p.returncode == 0
+
+
+@pytest.mark.skipif(not _torch_without_cuda(), reason="needs a torch built without CUDA")
+def test_a_torch_built_without_cuda_is_the_environment(tmp_path):
+    """`.to("cuda")` with a CPU-only torch: "Torch not compiled with CUDA enabled" says the
+    interpreter's torch has no CUDA, which --gpus cannot change: the environment's, with a
+    CUDA build of torch to install."""
+    r, f = failure_of(tmp_path, """
+        import torch
+        model = torch.nn.Linear(4, 2).to("cuda")
+        print("loss:", 0.0)
+    """)
+    assert f["class"] == "wrong_env", r.why()
+    esc = f["escalation"]
+    assert esc["grants"] == "environment" and esc["flag"] == "--python VENV/bin/python", esc
+    assert esc["environment"] == "pip install torch", esc
+    assert "--gpus alone cannot help" in f["suggestion"], f
+
+
 HF_EXC = '''
 class DatasetNotFoundError(FileNotFoundError):
     """The shape of datasets.exceptions.DatasetNotFoundError."""

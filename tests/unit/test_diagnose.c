@@ -427,7 +427,14 @@ static void test_gpu_unavailable(void **state)
 
 	(void)state;
 	expect(diagnose_log(no_gpu, 1, 0), "gpu_unavailable", "No CUDA GPUs are available");
-	expect(diagnose_log(no_cuda_build, 1, 0), "gpu_unavailable", "not compiled with CUDA");
+	/* A torch built without CUDA is the environment's: no GPU granted would be used. */
+	struct json_object *doc = diagnose_log(no_cuda_build, 1, 0), *esc;
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc) && esc);
+	assert_string_equal(field(esc, "grants"), "environment");
+	assert_string_equal(field(esc, "flag"), "--python VENV/bin/python");
+	assert_string_equal(field(esc, "environment"), "pip install torch");
+	assert_null(strstr(field(doc, "suggestion"), "flag: --gpus"));
+	expect(doc, "wrong_env", "not compiled with CUDA");
 	expect(diagnose_log(driver, 1, 0), "gpu_unavailable", "NVIDIA driver");
 	/* A CUDA error caused by the code is a code error. */
 	expect(diagnose_log(device_assert, 1, 0), "code_error", "device-side assert");
