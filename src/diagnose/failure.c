@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
@@ -1846,6 +1847,109 @@ static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
  * optimizer), or a loss went NaN before it. Otherwise a NaN met code that cannot take one
  * (int(), a library's input check): missing values in the data, which no learning rate
  * changes. */
+/* Words with which a loader says it found no file (glob finds nothing and raises nothing, so
+ * loaders assert or raise their own error instead of FileNotFoundError). */
+static const char *const not_found_words[] = {
+	"did not find", "didn't find", "not found", "no files", "no file", "does not exist",
+	"doesn't exist", "do not exist", "could not find", "couldn't find", "cannot find",
+	"can't find", "unable to find", "no such file", "is missing", "are missing",
+	"missing file", "no data found", NULL,
+};
+
+/* A data file's name: a path (a slash in it) or a name with an extension data has. */
+static bool data_path_token(const char *t)
+{
+	static const char *const exts[] = {
+		".bin", ".csv", ".tsv", ".npy", ".npz", ".pt", ".pth", ".ckpt", ".h5", ".hdf5",
+		".json", ".jsonl", ".txt", ".parquet", ".pkl", ".pickle", ".arrow", ".tar", ".gz",
+		".zip", ".mat", ".xlsx", ".tfrecord", ".safetensors", ".png", ".jpg", ".wav",
+		".nc", ".fasta", ".fa", ".vcf", ".bam", ".idx", ".dat", ".feather", NULL,
+	};
+	size_t n = strlen(t);
+	if (n < 3 || strstr(t, "://") || strchr(t, '(') || strchr(t, '='))
+		return false;
+	if (strchr(t, '/'))
+		return true;
+	for (size_t i = 0; exts[i]; i++) {
+		size_t k = strlen(exts[i]);
+		if (n > k && strcasecmp(t + n - k, exts[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a path (or a glob pattern) the message names matches nothing in the sandbox that
+ * labbox can see: under the staged experiment for a relative path or one inside it; a path
+ * elsewhere on the host is hidden from the sandbox (unless mounted, when the message would
+ * not say it is missing). false when it cannot tell (no experiment to look in). */
+static bool path_missing(const char *tok, const char *exp_dir)
+{
+	char pat[PATH_MAX];
+	size_t n = exp_dir ? strlen(exp_dir) : 0;
+	while (n > 1 && exp_dir[n - 1] == '/')
+		n--;
+	if (tok[0] == '/' && !(n > 0 && strncmp(tok, exp_dir, n) == 0 && tok[n] == '/'))
+		return true;
+	struct stat st;
+	if (!exp_dir || stat(exp_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return false; /* no staged experiment left to look in */
+	int w = tok[0] == '/' ? snprintf(pat, sizeof pat, "%s", tok)
+			      : snprintf(pat, sizeof pat, "%.*s/%s", (int)n, exp_dir,
+					 strncmp(tok, "./", 2) == 0 ? tok + 2 : tok);
+	if (w <= 0 || (size_t)w >= sizeof pat)
+		return false;
+	glob_t g;
+	int r = glob(pat, GLOB_NOSORT, NULL, &g);
+	bool none = r == GLOB_NOMATCH;
+	if (r == 0)
+		globfree(&g);
+	return none;
+}
+
+/* A code_error whose message says a file was not found and names a path the sandbox does
+ * not have (llm.c's `assert len(files) > 0, "did not find any files that match the pattern
+ * dev/data/x.bin"`, `assert os.path.exists(p), f"{p} does not exist"`): missing data. */
+static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	static const char *const code_names[] = {
+		"KeyError", "AttributeError", "NameError", "TypeError", "SyntaxError",
+		"ImportError", "ModuleNotFoundError", "IndentationError", "UnboundLocalError", NULL,
+	};
+	const char *line = log->lines[e->line];
+	size_t name_len = 0;
+	if (strcmp(v->cls, "code_error") != 0 || !exception_line_of(line, &name_len, !e->bare) ||
+	    name_is(line, name_len, code_names) || !has_any(line + name_len, not_found_words))
+		return;
+	/* the message's words, split on blanks and quotes, trailing punctuation off */
+	char msg[DIAG_TEXT_LEN], path[256] = "";
+	snprintf(msg, sizeof msg, "%s", line + name_len);
+	for (char *tok = strtok(msg, " \t'\"`,;"); tok && !path[0]; tok = strtok(NULL, " \t'\"`,;")) {
+		size_t k = strlen(tok);
+		while (k > 0 && strchr(".:)]}!?", tok[k - 1]))
+			k--;
+		tok[k] = '\0';
+		if (tok[0] == '(' || tok[0] == '[')
+			tok++;
+		if (data_path_token(tok) && path_missing(tok, log->exp_dir))
+			snprintf(path, sizeof path, "%s", tok);
+	}
+	if (!path[0])
+		return;
+	char what[360];
+	snprintf(what, sizeof what,
+		 "the data '%.200s' is not in the sandbox (the message says it was not found, and "
+		 "the staged experiment has no such file)", path);
+	verdict_set(v, "missing_data", what, line, "");
+	snprintf(v->suggestion, sizeof v->suggestion,
+		 "put '%.200s' inside the experiment directory (it is staged as exp/; run the step "
+		 "that prepares or downloads it beforehand: the sandbox has no network) and read it "
+		 "by a relative path, or mount it with -v SRC:DST:ro; if the path is not the one "
+		 "meant, fix it in the code", path);
+	set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
+				       "path the sandbox does not have; the code's own path may be "
+				       "the wrong one");
+}
+
 static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	static const char *const training[] = { "loss", "grad", "diverg", "backward",
@@ -2027,6 +2131,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_own_import(v, log, e);
 	refine_own_permission(v, log, e);
 	refine_nan(v, log, e);
+	refine_missing_path(v, log, e);
 }
 
 /* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its

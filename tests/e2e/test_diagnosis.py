@@ -84,6 +84,29 @@ def test_a_torch_built_without_cuda_is_the_environment(tmp_path):
     assert "--gpus alone cannot help" in f["suggestion"], f
 
 
+def test_a_loader_that_asserts_its_files_exist_is_missing_data(tmp_path):
+    """llm.c's loader: glob finds nothing and raises nothing, so the loader asserts; the
+    message names a path the staged experiment does not have. A path that is staged keeps the
+    code's error (the check failed for another reason)."""
+    main = """
+        import glob
+
+        class DistributedDataLoader:
+            def __init__(self, filename_pattern):
+                self.files = sorted(glob.glob(filename_pattern))
+                assert len(self.files) > 5, f"did not find any files that match the pattern {filename_pattern}"
+
+        DistributedDataLoader("dev/data/shards/train_*.bin")
+    """
+    r, f = failure_of(tmp_path, main)
+    assert f["class"] == "missing_data", r.why()
+    assert f["confidence"] == "medium", f
+    assert "dev/data/shards/train_*.bin" in f["summary"] and "-v SRC:DST:ro" in f["suggestion"], f
+    assert f["code_location"]["file"] == "main.py", f
+    r, f = failure_of(tmp_path / "staged", main, files={"dev/data/shards/train_000.bin": "x"})
+    assert f["class"] == "code_error", r.why()
+
+
 HF_EXC = '''
 class DatasetNotFoundError(FileNotFoundError):
     """The shape of datasets.exceptions.DatasetNotFoundError."""

@@ -2710,6 +2710,54 @@ static void test_an_r_install_at_run_time_is_the_missing_package(void **state)
 	json_object_put(doc);
 }
 
+/* A loader's own "not found" error naming a path the sandbox lacks is missing data; a path
+ * labbox cannot check, and a message of the code's about something else, stay the code's. */
+static void test_a_path_the_message_says_is_missing_is_missing_data(void **state)
+{
+	(void)state;
+	static const char abs_path[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 3, in <module>\n"
+		"    assert os.path.exists(p), f\"{p} does not exist\"\n"
+		"AssertionError: /data/imagenet/train.csv does not exist\n";
+	static const char relative[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 3, in <module>\n"
+		"    raise ValueError(f\"no files found for {pat}\")\n"
+		"ValueError: no files found for shards/train_*.bin\n";
+	static const char no_path[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 3, in <module>\n"
+		"    assert best is not None, \"best model not found\"\n"
+		"AssertionError: best model not found\n";
+	static const char key[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 3, in <module>\n"
+		"    cfg[k]\n"
+		"KeyError: 'data/train.csv not found'\n";
+	lb_failure_input in = {.exit_code = 1, .exp_dir = "/tmp"};
+	struct {
+		const char *log, *cls;
+	} cases[] = {{abs_path, "missing_data"}, {relative, "missing_data"},
+		     {no_path, "code_error"}, {key, "code_error"}};
+	for (size_t i = 0; i < 4; i++) {
+		in.log_tail = cases[i].log;
+		in.log_tail_len = strlen(cases[i].log);
+		struct json_object *doc = lb_diagnose_failure(&in);
+		assert_string_equal(field(doc, "class"), cases[i].cls);
+		if (strcmp(cases[i].cls, "missing_data") == 0)
+			assert_string_equal(field(doc, "confidence"), "medium");
+		json_object_put(doc);
+	}
+	/* without the experiment to look in, a relative path is not checked */
+	in.exp_dir = NULL;
+	in.log_tail = relative;
+	in.log_tail_len = strlen(relative);
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(field(doc, "class"), "code_error");
+	json_object_put(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2770,6 +2818,7 @@ int main(void)
 		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
+		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
