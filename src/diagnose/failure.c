@@ -489,8 +489,21 @@ static const char *pip_name(const char *module)
 		{ "attr", "attrs" },		 { "dateutil", "python-dateutil" },
 		{ "Crypto", "pycryptodome" },	 { "dotenv", "python-dotenv" },
 		{ "jwt", "PyJWT" },		 { "serial", "pyserial" },
-		{ "google.protobuf", "protobuf" }, { "gym", "gymnasium (or gym)" },
-		{ "tensorflow_datasets", "tensorflow-datasets" },
+		{ "google.protobuf", "protobuf" }, { "tensorflow_datasets", "tensorflow-datasets" },
+		/* the project that installs the module, not one of the module's name (one
+		 * word each: the escalation's environment is the word after "pip install") */
+		{ "umap", "umap-learn" },	 { "fitz", "PyMuPDF" },
+		{ "Bio", "biopython" },		 { "community", "python-louvain" },
+		{ "mpl_toolkits", "matplotlib" }, { "git", "GitPython" },
+		{ "docx", "python-docx" },	 { "pptx", "python-pptx" },
+		{ "magic", "python-magic" },	 { "zmq", "pyzmq" },
+		{ "OpenGL", "PyOpenGL" },	 { "skopt", "scikit-optimize" },
+		{ "absl", "absl-py" },		 { "haiku", "dm-haiku" },
+		{ "tree", "dm-tree" },		 { "hydra", "hydra-core" },
+		{ "pkg_resources", "setuptools" }, { "faiss", "faiss-cpu" },
+		{ "MySQLdb", "mysqlclient" },	 { "googleapiclient", "google-api-python-client" },
+		{ "OpenSSL", "pyOpenSSL" },	 { "jose", "python-jose" },
+		{ "wx", "wxPython" },		 { "usb", "pyusb" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -806,6 +819,11 @@ static void classify_missing_package(lb_verdict *v, const char *line)
 		snprintf(dist, sizeof(dist), "%s", pip_name(top));
 	else if (strcmp(module, "google.protobuf") == 0 || strncmp(module, "google.protobuf.", 16) == 0)
 		snprintf(dist, sizeof(dist), "protobuf");
+	else if (strcmp(module, "mpl_toolkits.mplot3d") == 0 ||
+		 strcmp(module, "mpl_toolkits.axes_grid1") == 0 ||
+		 strcmp(module, "mpl_toolkits.axisartist") == 0 ||
+		 strncmp(module, "mpl_toolkits.mplot3d.", 21) == 0)
+		snprintf(dist, sizeof(dist), "matplotlib"); /* matplotlib's own toolkits */
 	else if (strncmp(module, "mpl_toolkits.", 13) == 0)
 		snprintf(dist, sizeof(dist), "%.100s", module + 13); /* basemap */
 	else {

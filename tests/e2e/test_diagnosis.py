@@ -107,6 +107,26 @@ def test_a_loader_that_asserts_its_files_exist_is_missing_data(tmp_path):
     assert f["class"] == "code_error", r.why()
 
 
+@pytest.mark.parametrize("module,project", [
+    ("umap", "umap-learn"), ("fitz", "PyMuPDF"), ("Bio", "biopython"),
+    ("community", "python-louvain"), ("mpl_toolkits.mplot3d", "matplotlib"), ("gym", "gym"),
+])
+def test_missing_package_names_the_project_that_provides_the_import(tmp_path, module, project):
+    """The escalation's environment is what a pipeline installs: the PyPI project that
+    provides the module, not a project of the module's name (umap, fitz and Bio are other,
+    unrelated projects; gymnasium does not provide `gym`)."""
+    import subprocess
+    top = module.split(".")[0]
+    if subprocess.run([PYTHON, "-c", f"import {module}"], capture_output=True).returncode == 0:
+        pytest.skip(f"{module} is installed here")
+    r, f = failure_of(tmp_path, f"""
+        import {module}
+        print("ok: 1")
+    """)
+    assert f["class"] == "missing_package", r.why()
+    assert f["escalation"]["environment"] == f"pip install {project}", (top, f["escalation"])
+
+
 HF_EXC = '''
 class DatasetNotFoundError(FileNotFoundError):
     """The shape of datasets.exceptions.DatasetNotFoundError."""
