@@ -55,6 +55,11 @@ typedef struct lb_failure_input {
 	 * exception's class in the output (not one an atexit handler printed after it), else
 	 * from the record (code_error: a sys.excepthook of the experiment's printed nothing). */
 	struct json_object *uncaught;
+	/* The run's wall-clock seconds and the CPU seconds (user + system) its processes used
+	 * (result.json's resources); cpu_known false: not recorded. A run the budget ended that
+	 * used almost no CPU was waiting, not computing. */
+	double wall_s, cpu_s;
+	bool cpu_known;
 } lb_failure_input;
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no

@@ -98,6 +98,13 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 	if (unc && json_object_is_type(unc, json_type_object))
 		in.uncaught = unc;
 	lb_diagnose_grants(&in, get(get(manifest, "config"), "sandbox"));
+	json_object *res = get(result, "resources"), *wall = get(res, "wall_s"),
+		    *user = get(res, "cpu_user_s"), *sys = get(res, "cpu_sys_s");
+	if (wall && user && json_object_get_double(wall) > 0) {
+		in.wall_s = json_object_get_double(wall);
+		in.cpu_s = json_object_get_double(user) + (sys ? json_object_get_double(sys) : 0);
+		in.cpu_known = in.cpu_s > 0; /* 0: a backend that did not measure it */
+	}
 	json_object *mem = get(get(manifest, "machine"), "memory_total_bytes");
 	if (mem && json_object_get_int64(mem) > 0)
 		in.machine_memory = (unsigned long long)json_object_get_int64(mem);

@@ -2905,6 +2905,71 @@ static bool diagnose_infra(lb_verdict *v, const lb_failure_input *in, const lb_l
 	return false;
 }
 
+/* A line that asks the reader to type something: "Press enter to continue.", "[y/N]",
+ * "Enter the learning rate:". */
+static bool prompt_line(const char *s)
+{
+	static const char *const asks[] = {
+		"press enter", "press return", "press any key", "press a key", "hit enter",
+		"hit any key", "press <enter>", "press [enter]", "[y/n]", "(y/n)", "[yes/no]",
+		"(yes/no)", "y/n?", "[y/n/q]", "press ctrl", NULL,
+	};
+	static const char *const leads[] = { "enter ", "please enter", "please type", "input ",
+					     "type ", "choose ", "select ", NULL };
+	size_t n;
+	s += indent_of(s);
+	n = strlen(s);
+	if (n == 0 || n > 200)
+		return false;
+	if (has_any(s, asks))
+		return true;
+	for (size_t i = 0; leads[i]; i++)
+		if (strncasecmp(s, leads[i], strlen(leads[i])) == 0)
+			return s[n - 1] == ':' || s[n - 1] == '?' || s[n - 1] == '>';
+	return false;
+}
+
+/* A run the budget ended that used almost no CPU was waiting, not computing. With its last
+ * output a prompt it waited for a reader: labbox gives none (no terminal), so no budget is
+ * enough. Without a prompt it may be a sleep, a lock, a child or a server (an experiment
+ * that polls is legitimate): still the timeout, with what the CPU time says beside it. */
+static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	if (!in->cpu_known || in->wall_s < 2.0 || in->cpu_s < 0 || in->cpu_s > 0.1 * in->wall_s)
+		return;
+	size_t last = last_output_line(log);
+	char what[400];
+	if (last != NONE && prompt_line(log->lines[last])) {
+		snprintf(what, sizeof what,
+			 "the run waited for keyboard input until the budget ended it: its last "
+			 "output is a prompt, and it used %.1f s of CPU in %.1f s; labbox runs it "
+			 "without a terminal, so nothing answers",
+			 in->cpu_s, in->wall_s);
+		verdict_set(v, "code_error", what, log->lines[last] + indent_of(log->lines[last]),
+			    "make the run need no reader: remove the prompt or the pause (Octave: "
+			    "pause(0) or no bare pause; Python: no input()), take the answer from an "
+			    "argument or labbox.yaml (a --yes flag, a default when sys.stdin.isatty() "
+			    "is False); a larger --budget would not help");
+		set_confidence(v, CONF_MEDIUM,
+			       "the run's last output asks for input and it used almost no CPU "
+			       "until the budget ended it; what it waited on is not recorded");
+		return;
+	}
+	if (in->wall_s < 10.0 || in->cpu_s > 0.05 * in->wall_s)
+		return;
+	snprintf(what, sizeof what,
+		 "the time budget ended the run before it finished; it used %.1f s of CPU in %.1f "
+		 "s, so it was mostly waiting (a sleep, a lock, a child process, a server), not "
+		 "computing",
+		 in->cpu_s, in->wall_s);
+	snprintf(v->summary, sizeof v->summary, "%s", what);
+	snprintf(v->suggestion, sizeof v->suggestion,
+		 "look at what the run waited on before raising the budget (its last output is "
+		 "below): a wait that never ends needs a fix, not a larger --budget; if the "
+		 "waiting is the work (a download, a remote service, a timed sleep), raise the "
+		 "budget (--budget SECONDS)");
+}
+
 static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
 {
 	lb_exc exc[DIAG_MAX_EXC];
@@ -2935,6 +3000,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
 			    "partial results are saved");
 		add_tail_evidence(v, log, 3);
+		diagnose_idle_timeout(v, in, log);
 		return;
 	}
 	if (in->oom_killed) {

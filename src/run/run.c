@@ -1675,6 +1675,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * in it at all (an atexit handler raised another, a sys.excepthook swallowed it). */
 	fin.uncaught = !rejected && res.outcome == LB_SB_EXITED ? uncaught : NULL;
 	lb_diagnose_grants(&fin, req->sandbox_config);
+	fin.wall_s = res.wall_s;
+	fin.cpu_s = res.cpu_user_s + res.cpu_sys_s;
+	/* A backend that does not measure it reports 0: no process runs on no CPU at all. */
+	fin.cpu_known = !st->remote && res.wall_s > 0 && fin.cpu_s > 0;
 	/* The machine it ran on (the manifest's machine block is this one's): elsewhere labbox
 	 * does not know it here. */
 	if (!st->remote) {

@@ -127,6 +127,33 @@ def test_missing_package_names_the_project_that_provides_the_import(tmp_path, mo
     assert f["escalation"]["environment"] == f"pip install {project}", (top, f["escalation"])
 
 
+def test_a_run_waiting_at_a_prompt_is_not_told_to_raise_the_budget(tmp_path):
+    """The budget ended a run that used almost no CPU and whose last output asks for a key
+    press: it waited for a reader labbox never gives, so no budget is enough. A run that
+    only sleeps (no prompt) stays a timeout."""
+    def timed_out(name, main_py):
+        exp = write_exp(tmp_path / name, main_py)
+        r = run_exp(exp, tmp_path / "runs", "--budget", "3")
+        assert r.rc == 124 and r.result["status"] == "timeout", r.why()
+        return r, r.result["failure"]
+
+    r, f = timed_out("prompt", """
+        import time
+        print("loss: 0.5")
+        print("Program paused. Press enter to continue.", flush=True)
+        time.sleep(60)
+    """)
+    assert f["class"] == "code_error" and f["confidence"] == "medium", r.why()
+    assert "keyboard input" in f["summary"] and "Press enter" in f["summary"], f
+    assert "raise the budget" not in f["suggestion"] and f["escalation"] is None, f
+    r, f = timed_out("sleeps", """
+        import time
+        print("waiting for the simulation server", flush=True)
+        time.sleep(60)
+    """)
+    assert f["class"] == "timeout", r.why()
+
+
 HF_EXC = '''
 class DatasetNotFoundError(FileNotFoundError):
     """The shape of datasets.exceptions.DatasetNotFoundError."""

@@ -2758,6 +2758,41 @@ static void test_a_path_the_message_says_is_missing_is_missing_data(void **state
 	json_object_put(doc);
 }
 
+/* The budget ended a run: idle at a prompt is the code's; a prompt while computing, or idle
+ * without a prompt, stays the timeout (the latter saying it was mostly waiting). */
+static void test_a_timeout_waiting_at_a_prompt(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *log;
+		double wall, cpu;
+		bool known;
+		const char *cls, *summary;
+	} cases[] = {
+		{"loss: 1\nPress enter to continue.\n", 30, 0.4, true, "code_error", "keyboard input"},
+		{"Overwrite the checkpoint? [y/N]", 30, 0.4, true, "code_error", "keyboard input"},
+		{"Enter the number of epochs:", 30, 0.4, true, "code_error", "keyboard input"},
+		{"loss: 1\nPress enter to continue.\n", 30, 25, true, "timeout", "time budget"},
+		{"loss: 1\nPress enter to continue.\n", 30, 0, false, "timeout", "time budget"},
+		{"epoch 3: loss 0.5\n", 60, 0.5, true, "timeout", "mostly waiting"},
+		{"epoch 3: loss 0.5\n", 60, 50, true, "timeout", "time budget"},
+		{"Epoch 3:\n", 30, 0.4, true, "timeout", "mostly waiting"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		lb_failure_input in = {.exit_code = -1, .signal = SIGKILL, .timed_out = true};
+		in.log_tail = cases[i].log;
+		in.log_tail_len = strlen(cases[i].log);
+		in.wall_s = cases[i].wall;
+		in.cpu_s = cases[i].cpu;
+		in.cpu_known = cases[i].known;
+		struct json_object *doc = lb_diagnose_failure(&in);
+		assert_string_equal(field(doc, "class"), cases[i].cls);
+		if (!strstr(field(doc, "summary"), cases[i].summary))
+			fail_msg("case %zu: %s", i, field(doc, "summary"));
+		json_object_put(doc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2819,6 +2854,7 @@ int main(void)
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
+		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
