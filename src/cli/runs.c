@@ -931,7 +931,7 @@ static void print_frame(const char *label, json_object *loc)
 	json_object *v;
 	if (!loc)
 		return;
-	/* Octave names a function and a line, no file. */
+	/* An Octave frame has a file only when the experiment's .m file was found. */
 	const char *file = get_str(loc, "file", NULL);
 	cli_printf("  %-11s %s%s", label, file ? file : "", file ? " " : "");
 	if (json_object_object_get_ex(loc, "line", &v) && v)

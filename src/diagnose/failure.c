@@ -2484,8 +2484,70 @@ static bool find_m_file(const char *root, const char *rel, const char *name, int
 	return found;
 }
 
+/* Whether an Octave source line defines function name ("function r = name(x)"). */
+static bool defines_function(const char *l, const char *name)
+{
+	size_t n = strlen(name);
+	l += indent_of(l);
+	if (strncmp(l, "function", 8) != 0 || !(l[8] == ' ' || l[8] == '\t' || l[8] == '['))
+		return false;
+	for (const char *p = strstr(l + 8, name); p; p = strstr(p + 1, name)) {
+		char before = p[-1], after = p[n];
+		if ((before == ' ' || before == '=' || before == '\t') &&
+		    (after == '(' || after == ' ' || after == '\0' || after == ';' || after == '\n' ||
+		     after == '\r'))
+			return true;
+	}
+	return false;
+}
+
+/* The experiment's .m file that defines function name (a script's own functions, a
+ * function file's subfunctions), a few levels down: out gets its path relative to root. */
+static bool find_m_defining(const char *root, const char *rel, const char *name, int depth,
+			    size_t *budget, char *out, size_t outlen)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct stat st;
+	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
+	if (w <= 0 || (size_t)w >= sizeof(dir))
+		return false;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+	while (d && !found && *budget > 0 && (de = readdir(d))) {
+		(*budget)--;
+		if (foreign_dir(de->d_name))
+			continue;
+		w = snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (w <= 0 || (size_t)w >= sizeof(p) || lstat(p, &st) != 0)
+			continue;
+		char sub[PATH_MAX];
+		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+		if (w <= 0 || (size_t)w >= sizeof(sub))
+			continue;
+		size_t l = strlen(de->d_name);
+		if (S_ISDIR(st.st_mode) && depth > 0) {
+			found = find_m_defining(root, sub, name, depth - 1, budget, out, outlen);
+		} else if (S_ISREG(st.st_mode) && l > 2 && strcmp(de->d_name + l - 2, ".m") == 0 &&
+			   st.st_size < (1 << 20)) {
+			FILE *f = fopen(p, "r");
+			char line[512];
+			while (f && !found && fgets(line, sizeof line, f))
+				found = defines_function(line, name);
+			if (f)
+				fclose(f);
+			if (found)
+				snprintf(out, outlen, "%s", sub);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* The experiment's .m file an Octave frame ("main>helper at line 3 column 1") is in: the
- * function or script before '>' (a subfunction's file is its parent's). */
+ * function or script before '>' (a subfunction's file is its parent's), or the staged .m
+ * file that defines that function. */
 static bool octave_own_file(const char *exp_dir, const char *frame, char *out, size_t outlen)
 {
 	char name[128];
@@ -2496,7 +2558,10 @@ static bool octave_own_file(const char *exp_dir, const char *frame, char *out, s
 		return false;
 	memcpy(name, s, n);
 	name[n] = '\0';
-	return find_m_file(exp_dir, "", name, 3, &budget, out, outlen);
+	if (find_m_file(exp_dir, "", name, 3, &budget, out, outlen))
+		return true;
+	budget = 400;
+	return find_m_defining(exp_dir, "", name, 3, &budget, out, outlen);
 }
 
 /* The experiment's own frame below "error: called from": Octave lists innermost first, and
