@@ -1931,11 +1931,14 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 {
 	static const char *const code_names[] = {
 		"KeyError", "AttributeError", "NameError", "TypeError", "SyntaxError",
-		"ImportError", "ModuleNotFoundError", "IndentationError", "UnboundLocalError", NULL,
+		"ImportError", "ModuleNotFoundError", "IndentationError", "UnboundLocalError",
+		"FileNotFoundError", "IsADirectoryError", "NotADirectoryError", NULL,
 	};
 	const char *line = log->lines[e->line];
 	size_t name_len = 0;
-	if (strcmp(v->cls, "code_error") != 0 || !exception_line_of(line, &name_len, !e->bare) ||
+	/* an OS error's own words ([Errno 2]) were read by the file rules already */
+	if (strcmp(v->cls, "code_error") != 0 || strstr(line, "[Errno") ||
+	    !exception_line_of(line, &name_len, !e->bare) ||
 	    name_is(line, name_len, code_names) || !has_any(line + name_len, not_found_words))
 		return;
 	/* the message's words, split on blanks and quotes, trailing punctuation off */
@@ -3013,8 +3016,8 @@ static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, con
 		verdict_set(v, "code_error", what, log->lines[last] + indent_of(log->lines[last]),
 			    "make the run need no reader: remove the prompt or the pause (Octave: "
 			    "pause(0) or no bare pause; Python: no input()), take the answer from an "
-			    "argument or labbox.yaml (a --yes flag, a default when sys.stdin.isatty() "
-			    "is False); a larger --budget would not help");
+			    "argument or labbox.yaml (the program's own yes option, a default when "
+			    "sys.stdin.isatty() is False); a larger --budget would not help");
 		set_confidence(v, CONF_MEDIUM,
 			       "the run's last output asks for input and it used almost no CPU "
 			       "until the budget ended it; what it waited on is not recorded");
