@@ -66,6 +66,17 @@ int lb_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
  * errno. read_file_beneath reads it as lb_read_file_at does. */
 int lb_open_file_beneath(const char *dir, const char *rel);
 int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **out, size_t *len);
+/* Whether rel is a plain relative path, as staging names an experiment's files: not empty,
+ * not absolute, no empty, `.` or `..` component, no trailing slash, each component shorter
+ * than NAME_MAX + 1 and the whole shorter than PATH_MAX. Names a record brings (a manifest's
+ * file list) are taken only when they are. */
+bool lb_rel_path_plain(const char *rel);
+/* The directory holding rel beneath dirfd, walked one component at a time with O_NOFOLLOW
+ * (a symlink on the way is -ELOOP or -ENOTDIR, never followed); with make, a missing
+ * directory on the way is made (mode 0755, before the umask). rel must be plain
+ * (lb_rel_path_plain; -EINVAL otherwise). Returns the directory's fd with *base pointing into
+ * rel at the last component, or negative errno. */
+int lb_open_parent_beneath(int dirfd, const char *rel, bool make, const char **base);
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
 /* An environment variable's name as shells accept it: [A-Za-z_][A-Za-z0-9_]*. */

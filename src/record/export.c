@@ -576,42 +576,6 @@ static int rm_tree_at(int dirfd, const char *name, int depth)
 	return r;
 }
 
-/* The directory holding rel beneath dirfd, walked one component at a time with O_NOFOLLOW,
- * so a symlink planted anywhere in an experiment's exp/ leads nowhere. *base points into rel
- * at the last component. */
-static int open_parent_beneath(int dirfd, const char *rel, const char **base)
-{
-	if (!rel[0] || rel[0] == '/')
-		return -EINVAL;
-	int cur = dup(dirfd);
-	if (cur < 0)
-		return -errno;
-	const char *p = rel;
-	for (;;) {
-		const char *slash = strchr(p, '/');
-		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		if (len == 0 || len >= NAME_MAX + 1 || (len == 1 && p[0] == '.') ||
-		    (len == 2 && p[0] == '.' && p[1] == '.')) {
-			close(cur);
-			return -EINVAL;
-		}
-		if (!slash) {
-			*base = p;
-			return cur;
-		}
-		char comp[NAME_MAX + 1];
-		memcpy(comp, p, len);
-		comp[len] = '\0';
-		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(cur);
-		if (next < 0)
-			return -e;
-		cur = next;
-		p = slash + 1;
-	}
-}
-
 static json_object *load_json_at(int dirfd, const char *name)
 {
 	LB_AUTOFREE char *text = NULL;
@@ -1417,7 +1381,7 @@ static int read_source(const export_run *r, const char *rel, const char *sha, ch
 		if (fds[i] < 0)
 			continue;
 		const char *base = NULL;
-		LB_AUTOCLOSE int pfd = open_parent_beneath(fds[i], rel, &base);
+		LB_AUTOCLOSE int pfd = lb_open_parent_beneath(fds[i], rel, false, &base);
 		if (pfd < 0)
 			continue;
 		LB_AUTOFREE char *buf = NULL;

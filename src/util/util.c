@@ -186,6 +186,54 @@ int lb_read_file_beneath(const char *dir, const char *rel, size_t max, char **ou
 	return fd < 0 ? fd : read_regular_fd(fd, max, out, len);
 }
 
+bool lb_rel_path_plain(const char *rel)
+{
+	size_t len = rel ? strlen(rel) : 0;
+	if (len == 0 || len >= PATH_MAX || rel[0] == '/' || rel[len - 1] == '/')
+		return false;
+	for (const char *p = rel;;) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!slash)
+			return true;
+		p = slash + 1;
+	}
+}
+
+int lb_open_parent_beneath(int dirfd, const char *rel, bool make, const char **base)
+{
+	if (!lb_rel_path_plain(rel))
+		return -EINVAL;
+	int cur = dup(dirfd);
+	if (cur < 0)
+		return -errno;
+	for (const char *p = rel;;) {
+		const char *slash = strchr(p, '/');
+		if (!slash) {
+			*base = p;
+			return cur;
+		}
+		char comp[NAME_MAX + 1];
+		memcpy(comp, p, (size_t)(slash - p));
+		comp[slash - p] = '\0';
+		if (make && mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+			int e = errno;
+			close(cur);
+			return -e;
+		}
+		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(cur);
+		if (next < 0)
+			return -e;
+		cur = next;
+		p = slash + 1;
+	}
+}
+
 /* The code point of a valid UTF-8 sequence of k bytes. */
 unsigned lb_utf8_code_point(const unsigned char *u, size_t k)
 {

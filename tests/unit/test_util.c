@@ -26,6 +26,53 @@ static void test_path_under(void **state)
 	assert_false(lb_path_under("/proc", NULL));
 }
 
+/* A record's file names are taken only as staging makes them; the walk beneath a directory
+ * makes what is missing and never follows a link on the way. */
+static void test_rel_path_plain_and_parent_beneath(void **state)
+{
+	(void)state;
+	assert_true(lb_rel_path_plain("main.py"));
+	assert_true(lb_rel_path_plain("a/b/c.py"));
+	assert_true(lb_rel_path_plain("..a/b..")); /* names, not components */
+	static const char *const bad[] = {"", "/etc/passwd", "../x", "a/../../x", "a/..", "./a",
+					  "a/./b", "a//b", "a/", ".", ".."};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_false(lb_rel_path_plain(bad[i]));
+	assert_false(lb_rel_path_plain(NULL));
+	char tmpl[] = "/tmp/lb-beneath-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	int fd = open(tmpl, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	const char *base = NULL;
+	int p = lb_open_parent_beneath(fd, "x/y/f", true, &base);
+	assert_true(p >= 0);
+	assert_string_equal(base, "f");
+	close(p);
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/x/y", tmpl);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* A link on the way is not followed, made through or walked. */
+	snprintf(path, sizeof path, "%s/l", tmpl);
+	assert_int_equal(symlink("/tmp", path), 0);
+	assert_true(lb_open_parent_beneath(fd, "l/z/f", true, &base) < 0);
+	assert_true(lb_open_parent_beneath(fd, "l/f", false, &base) < 0);
+	assert_int_equal(lb_open_parent_beneath(fd, "../f", true, &base), -EINVAL);
+	assert_int_equal(lb_open_parent_beneath(fd, "/tmp/f", true, &base), -EINVAL);
+	p = lb_open_parent_beneath(fd, "top", false, &base);
+	assert_true(p >= 0);
+	assert_string_equal(base, "top");
+	close(p);
+	close(fd);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/x/y", tmpl);
+	rmdir(path);
+	snprintf(path, sizeof path, "%s/x", tmpl);
+	rmdir(path);
+	rmdir(tmpl);
+}
+
 /* lb_realpath_stat answers as realpath(3) and stat(2) would, for every spelling: canonical
  * (the openat2 walk), with a symlink on the way, with `.`, `..` and `//`, and absent. */
 static void test_realpath_stat(void **state)
@@ -572,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_mkdir_p_and_atomic_write),
 		cmocka_unit_test(test_realpath_stat),
 		cmocka_unit_test(test_find_executable),
+		cmocka_unit_test(test_rel_path_plain_and_parent_beneath),
 		cmocka_unit_test(test_pending_write_and_fsync_all),
 		cmocka_unit_test(test_iso8601),
 		cmocka_unit_test(test_term_filter),
