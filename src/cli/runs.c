@@ -1368,47 +1368,78 @@ static const char *first_changed(const char *dir, json_object *files)
 	return NULL;
 }
 
-/* Copy exactly the manifest's files from the old staged copy into a fresh directory. */
+/* Whether every name in the manifest's file list is one staging could have made: a plain
+ * relative path (lb_rel_path_plain), with a sha256 or "symlink". The first that is not, or
+ * NULL. A record is only text: its names choose nothing outside the run. */
+static const char *bad_file_name(json_object *files)
+{
+	json_object_object_foreach(files, rel, sha)
+	{
+		const char *v = json_object_is_type(sha, json_type_string) ? json_object_get_string(sha)
+									   : "";
+		bool hex = strlen(v) == 64 && strspn(v, "0123456789abcdef") == 64;
+		if (!lb_rel_path_plain(rel) || !(hex || strcmp(v, "symlink") == 0))
+			return rel;
+	}
+	return NULL;
+}
+
+/* Copy exactly the manifest's files from the old staged copy into a fresh directory. Both
+ * sides are walked a component at a time from a descriptor, never through a link: the names
+ * are the record's (bad_file_name has refused any that is not plain), and a link in either
+ * tree (the staged copy is what the run left, the new one has the links copied so far) leads
+ * nowhere. Every entry is made new (O_EXCL, symlinkat, mkdirat) beneath tmp. */
 static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 {
 	if (!mkdtemp(tmp))
 		return -errno;
+	LB_AUTOCLOSE int sfd = open(exp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	LB_AUTOCLOSE int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0 || tfd < 0)
+		return -errno;
 	json_object_object_foreach(files, rel, sha)
 	{
-		LB_AUTOFREE char *src = NULL;
-		LB_AUTOFREE char *dst = NULL;
-		if (asprintf(&src, "%s/%s", exp, rel) < 0 || asprintf(&dst, "%s/%s", tmp, rel) < 0)
-			return -ENOMEM;
-		char *slash = strrchr(dst, '/');
-		*slash = '\0';
-		int r = lb_mkdir_p(dst, 0755);
-		*slash = '/';
-		if (r < 0)
-			return r;
+		if (!lb_rel_path_plain(rel))
+			return -EINVAL;
+		const char *sbase = NULL, *dbase = NULL;
+		LB_AUTOCLOSE int sp = lb_open_parent_beneath(sfd, rel, false, &sbase);
+		if (sp < 0)
+			return sp;
+		LB_AUTOCLOSE int dp = lb_open_parent_beneath(tfd, rel, true, &dbase);
+		if (dp < 0)
+			return dp;
+		struct stat st;
+		if (fstatat(sp, sbase, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
 		if (strcmp(json_object_get_string(sha), "symlink") == 0) {
+			if (!S_ISLNK(st.st_mode))
+				return -EINVAL;
 			char target[PATH_MAX];
-			ssize_t len = readlink(src, target, sizeof target - 1);
+			ssize_t len = readlinkat(sp, sbase, target, sizeof target - 1);
 			if (len < 0)
 				return -errno;
 			target[len] = '\0';
-			if (symlink(target, dst) < 0)
+			/* The link is copied, not followed: what it leads to is staging's to judge, as
+			 * for any experiment's link. */
+			if (symlinkat(target, dp, dbase) < 0)
 				return -errno;
 			continue;
 		}
 		/* The staged file's permission bits, as staging kept them (stage.c: rwx only, under
 		 * the umask): a helper script or a venv's bin/python of the experiment must stay
 		 * executable. Never setuid, setgid or sticky. */
-		struct stat st;
-		if (lstat(src, &st) < 0)
-			return -errno;
 		if (!S_ISREG(st.st_mode))
 			return -EINVAL;
 		LB_AUTOFREE char *data = NULL;
 		size_t n = 0;
-		r = lb_read_file_beneath(exp, rel, (size_t)1 << 34, &data, &n);
-		if (r == 0)
-			r = lb_write_file_atomic_mode(dst, data, n, st.st_mode & 0777);
+		int r = lb_read_file_at(sp, sbase, (size_t)1 << 34, &data, &n);
 		if (r < 0)
+			return r;
+		LB_AUTOCLOSE int out = openat(dp, dbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+					      st.st_mode & 0777);
+		if (out < 0)
+			return -errno;
+		if ((r = lb_write_all(out, data, n)) < 0)
 			return r;
 	}
 	return 0;
@@ -1494,6 +1525,15 @@ int cli_rerun(int argc, char **argv)
 		goto done;
 	}
 	const char *id = get_str(row, "id", "");
+	/* The file list names what is copied and made: only names staging could have written. */
+	const char *bad = bad_file_name(files);
+	if (bad) {
+		cli_error("rerun",
+			  "run %s's manifest.json lists a file '%s' that staging never names (not a "
+			  "plain relative path with a sha256); it is not repeated",
+			  id, bad);
+		goto done;
+	}
 	bool sealed;
 	if (!rerun_allowed(id, get_str(row, "run_dir", ""), old, cfg, interp, accept_grants, &sealed))
 		goto done;
@@ -1559,7 +1599,10 @@ int cli_rerun(int argc, char **argv)
 	char moved[PATH_MAX];
 	if (ipath && (v = json_object_object_get(interp, "probed_in_sandbox")) &&
 	    json_object_get_boolean(v)) {
-		if (!lb_path_under(ipath, exp) ||
+		/* Beneath exp/ by its spelling, and by its components: `..` there would name the
+		 * same host program from the copy. */
+		if (!lb_path_under(ipath, exp) || ipath[strlen(exp)] != '/' ||
+		    !lb_rel_path_plain(ipath + strlen(exp) + 1) ||
 		    snprintf(moved, sizeof moved, "%s%s", src, ipath + strlen(exp)) >= (int)sizeof moved) {
 			cli_error("rerun", "run %s ran an interpreter of the experiment that named itself "
 				  "%s, outside the experiment; it is not run again", id, ipath);
