@@ -312,6 +312,10 @@ typedef struct lb_record_git_view {
 	/* The run's limits, which git's sandbox gets too (a repository's filters are code the
 	 * experiment chose); NULL: none. */
 	const lb_sandbox_limits *limits;
+	/* dir was named by a record this user's labbox did not seal, not by the user: a .git
+	 * above it (file or directory) is no repository of the user's and is not followed (the
+	 * record says why); a .git file at dir is followed as the experiment's own is. */
+	bool origin_untrusted;
 } lb_record_git_view;
 int lb_record_git_start(const char *dir, const lb_record_git_view *view, size_t diff_max,
 			lb_record_git_job *job);

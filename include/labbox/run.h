@@ -71,6 +71,10 @@ typedef struct lb_run_request {
 					     * `labbox rerun` can apply them again; may be NULL */
 	const char *rerun_of;      /* id of the run this one repeats */
 	const char *origin_expdir; /* the experiment's original directory when expdir is a copy */
+	/* The experiment directory (origin_expdir, else expdir) was named by a record this user's
+	 * labbox did not seal (labbox rerun of a record that came with an experiment): the git
+	 * record follows no repository above it (lb_record_git_view.origin_untrusted). */
+	bool origin_untrusted;
 	/* The files to stage (the repeated run's manifest "files"; NULL: the whole directory):
 	 * what else the experiment directory holds now is left out and listed in the manifest's
 	 * left_out_files. */

@@ -1156,12 +1156,15 @@ static const char rerun_help[] =
 	"  --accept-grants  repeat a record this user's labbox did not write (or that changed\n"
 	"                   since) although its manifest grants more than the defaults (mounts,\n"
 	"                   a network, host variables, GPUs, less isolation, another backend, a\n"
-	"                   weaker gate); without it such a rerun is refused, naming them\n"
+	"                   weaker gate); without it such a rerun is refused, naming them.\n"
+	"                   It also lets such a record's experiment directory be read\n"
 	"  -h, --help       this help\n"
 	"\n"
 	"Records labbox writes carry a seal (result.json's manifest_mac, an HMAC of manifest.json\n"
 	"with a key in the user's cache): a run directory that came with an experiment or from\n"
-	"another user has none that matches.\n"
+	"another user has none that matches. Of such a record the experiment directory it names\n"
+	"is not read (nor its git repository) unless --accept-grants is given: the code comes\n"
+	"from the record's own staged copy.\n"
 	"\n"
 	"Exit status: that of the new run (as labbox run), 2 when the run cannot be repeated.\n";
 
@@ -1182,8 +1185,9 @@ static bool rerun_allowed(const char *id, const char *run_dir, json_object *resu
 		  "run %s's record was not written by this user's labbox, or was changed since "
 		  "(its manifest.json does not match the seal in its result.json): it would be "
 		  "repeated with %s. Read %s/manifest.json, and if you want that, repeat it with "
-		  "labbox rerun --accept-grants %s",
-		  id, b.data ? b.data : "", run_dir, id);
+		  "labbox rerun --accept-grants %s (which also reads the experiment directory "
+		  "it names, %s)",
+		  id, b.data ? b.data : "", run_dir, id, get_str(cfg, "expdir", "none"));
 	lb_buf_free(&b);
 	return false;
 }
@@ -1537,20 +1541,35 @@ int cli_rerun(int argc, char **argv)
 	bool sealed;
 	if (!rerun_allowed(id, get_str(row, "run_dir", ""), old, cfg, interp, accept_grants, &sealed))
 		goto done;
-	const char *origin = get_str(cfg, "expdir", "");
+	/* The original experiment directory is a host path the record names: read (its files,
+	 * its git repository) only when this user's labbox sealed the record or the user
+	 * accepted it. Otherwise the code comes from the record's own staged copy, which is
+	 * what the record is. */
+	const char *recorded = get_str(cfg, "expdir", "");
+	bool origin_trusted = sealed || accept_grants;
+	const char *origin = origin_trusted && recorded[0] == '/' ? recorded : NULL;
 	char exp[PATH_MAX];
 	snprintf(exp, sizeof exp, "%s/exp", get_str(row, "run_dir", ""));
 	const char *src = NULL;
-	const char *changed_origin = first_changed(origin, files);
-	if (!changed_origin) {
+	const char *changed_origin = origin ? first_changed(origin, files) : NULL;
+	if (origin && !changed_origin) {
 		src = origin;
 	} else {
 		const char *changed_stage = first_changed(exp, files);
-		if (changed_stage) {
+		if (changed_stage && origin) {
 			cli_error("rerun",
 				  "cannot repeat run %s exactly: '%s' changed in %s and '%s' was "
 				  "overwritten by the run in its staged copy",
 				  id, changed_origin, origin, changed_stage);
+			goto done;
+		}
+		if (changed_stage) {
+			cli_error("rerun",
+				  "cannot repeat run %s exactly: '%s' was overwritten by the run in its "
+				  "staged copy, and its record is not sealed by this user's labbox, so its "
+				  "experiment directory %s is not read; labbox rerun --accept-grants %s "
+				  "reads it",
+				  id, changed_stage, recorded, id);
 			goto done;
 		}
 		r = rebuild_from_stage(exp, files, tmp);
@@ -1581,7 +1600,10 @@ int cli_rerun(int argc, char **argv)
 		goto done;
 	lb_run_request req = {0};
 	req.expdir = src;
+	/* Not trusted: the new record names the copy that ran, never the record's path (which
+	 * the new run's seal would make the user's own). */
 	req.origin_expdir = origin;
+	req.origin_untrusted = !sealed;
 	req.rerun_of = id;
 	/* What the original ran, nothing added to the experiment since. */
 	req.stage_only = files;
@@ -1765,6 +1787,9 @@ int cli_rerun(int argc, char **argv)
 			       left ? json_object_get(left) : json_object_new_array());
 	json_object_object_add(inputs, "changed_in_expdir",
 			       changed_origin ? json_object_new_string(changed_origin) : NULL);
+	/* Whether the record's experiment directory was read at all (not for a record this
+	 * user's labbox did not seal, unless accepted). */
+	json_object_object_add(inputs, "expdir_read", json_object_new_boolean(origin != NULL));
 	json_object_put(newman);
 	json_object_object_add(rerun, "inputs", inputs);
 	json_object_object_add(rerun, "data", data);
@@ -1830,7 +1855,11 @@ int cli_rerun(int argc, char **argv)
 				   get_str(c, "after", "none"));
 		}
 		size_t nl = json_object_array_length(json_object_object_get(inputs, "left_out"));
-		if (changed_origin)
+		if (!origin)
+			cli_printf("  staged files: the original run's %d, from its own staged copy "
+				   "(the record is not sealed by this user's labbox: %s was not read)\n",
+				   json_object_object_length(files), recorded[0] ? recorded : "its experiment directory");
+		else if (changed_origin)
 			cli_printf("  staged files: the original run's %d, from its own staged copy "
 				   "('%s' changed in %s since)\n",
 				   json_object_object_length(files), changed_origin, origin);

@@ -218,7 +218,9 @@ static bool gitdir_names_back(const char *gitdir, const char *top)
  * When the .git file is the experiment's own (its top is the experiment directory), what it
  * names is bound only inside the experiment or when it names the experiment back
  * (gitdir_names_back); else nothing is bound and *refused says why. A .git file above the
- * experiment is the user's repository's, as the directories holding the experiment are. */
+ * experiment is the user's repository's, as the directories holding the experiment are,
+ * when the user named the experiment (git_sandboxed follows nothing above one a record not
+ * sealed by this user's labbox named). */
 static int bind_gitdir_of(lb_sandbox *sb, const char *top, const char *expdir, char *refused,
 			  size_t refusedlen)
 {
@@ -341,11 +343,20 @@ static int git_sandboxed(const char *dir, const char *top, const lb_record_git_v
 	char expdir[PATH_MAX];
 	git_payload g = {.dir = dir, .top = top, .diff_max = diff_max};
 	lb_sandbox_result res;
-	if (strcmp(top, "/") != 0)
-		r = lb_sandbox_add_bind(sb, top, NULL, false);
-	if (r == 0)
-		r = bind_gitdir_of(sb, top, realpath(dir, expdir) ? expdir : NULL, g.refused,
-				   sizeof g.refused);
+	bool have_expdir = realpath(dir, expdir) != NULL;
+	if (view && view->origin_untrusted && (!have_expdir || strcmp(top, expdir) != 0)) {
+		/* A record not sealed by this user named dir: the repository holding it is one
+		 * the record chose (any path on the host), not the user's. Nothing of it is bound. */
+		snprintf(g.refused, sizeof g.refused,
+			 "the repository at %.300s holds the experiment directory a record not sealed "
+			 "by this user's labbox named, from above it: not followed", top);
+	} else {
+		if (strcmp(top, "/") != 0)
+			r = lb_sandbox_add_bind(sb, top, NULL, false);
+		if (r == 0)
+			r = bind_gitdir_of(sb, top, have_expdir ? expdir : NULL, g.refused,
+					   sizeof g.refused);
+	}
 	if (r == 0)
 		r = hide_as_the_run(sb, view);
 	if (r == 0)

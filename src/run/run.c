@@ -2270,7 +2270,8 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 			hide[nhide++] = h;
 	}
 	lb_record_git_view gview = {.runs_dir = req->runs_dir ? req->runs_dir : ".labbox/runs",
-				    .hide = hide, .nhide = nhide, .limits = &st.limits};
+				    .hide = hide, .nhide = nhide, .limits = &st.limits,
+				    .origin_untrusted = req->origin_untrusted};
 	if (r == 0 && out->exit_code == 0 &&
 	    lb_record_git_start(req->origin_expdir ? req->origin_expdir : st.expdir, &gview,
 				(size_t)1 << 20, &st.git) < 0)
