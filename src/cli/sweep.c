@@ -300,6 +300,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 	cell_echo echo = {.fd = report_fd, .store_fd = estimate_fd};
 	lb_run_request req = {
 		.expdir = c->expdir,
+		.origin_untrusted = c->origin_untrusted,
 		.python = c->python,
 		.entry = c->entry,
 		.mode = c->cell_local ? "local" : c->mode,
@@ -680,7 +681,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	 * only when the user says so (rerun's rule, runs.c). */
 	char seal[65];
 	const char *want = sweep_jstr(doc, "seal");
-	if (!c->accept_grants && !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0)) {
+	c->origin_untrusted = !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0);
+	if (!c->accept_grants && c->origin_untrusted) {
 		lb_buf b = {0};
 		if (cli_record_grants(inv, NULL, json_object_object_get(plan, "env_template"), &b)) {
 			cli_error("sweep",

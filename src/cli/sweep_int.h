@@ -45,6 +45,9 @@ typedef struct sweep_ctx {
 	bool usage_failure; /* a cell could not become a run: stop starting others */
 	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
 	bool accept_grants; /* --accept-grants: resume an unsealed sweep.json as it says */
+	/* The resumed sweep.json's seal did not match: its expdir is the record's choice, and
+	 * the git record follows no repository above it (lb_run_request.origin_untrusted). */
+	bool origin_untrusted;
 	int usage_rc;
 	/* mode slurm */
 	bool slurm;       /* the sweep's cells are a Slurm job array */
