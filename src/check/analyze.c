@@ -42,7 +42,9 @@ typedef enum vkind {
 	VK_STRMETH,  /* s: string, t: method */
 	VK_PATHMETH, /* s: path, t: method */
 	VK_TYPEOBJ,  /* a class reached by introspection (().__class__, type(x), __mro__[-1]) */
-	VK_NSSET,    /* s: module whose vars() this is the update/setdefault/__setitem__ of */
+	VK_NSSET,    /* s: module whose vars() this is the update/setdefault/__setitem__ of
+		      * ("sys.modules": that table's, t the method) */
+	VK_SELFMOD,  /* sys.modules[__name__] at module level: this module (its globals) */
 } vkind;
 
 typedef struct val {
@@ -159,6 +161,12 @@ typedef struct ctx {
 	int rewalk;
 	unsigned extra_walks;
 	bool unsettled;
+	bool deleting; /* bind_target_empty is walking a `del` statement's targets */
+	/* sys.modules[__name__] read as this module (self_module_ok): 0 not yet asked, 1 the
+	 * file can rebind no __name__, -1 it can; self_import_at: where the first import of the
+	 * experiment's own code (or a computed import) begins, UINT32_MAX for none. */
+	int self_clean;
+	uint32_t self_import_at;
 } ctx;
 
 /* A message logged at INFO, as a template (print's: LB_METRIC_HOLE for what is computed;
@@ -1025,6 +1033,14 @@ static void report(ctx *c, const vset *vs, TSNode at, int how)
 				 how == CALL ? "call of" : "use of", v->s);
 			raw(c, v->weak ? R_UNRESOLVED_WEAK : R_UNRESOLVED, at, NULL, msg);
 			break;
+		case VK_SELFMOD:
+			/* what a function given the module does to it (sets a name, rebinds
+			 * __name__) is not seen where its attributes are read */
+			raw(c, R_UNRESOLVED, at, "sys.modules[__name__]",
+			    how == CALL ? "call of the module itself (`sys.modules[__name__]`)"
+					: "the module itself (`sys.modules[__name__]`) is passed on as a "
+					  "value; what is done with it cannot be followed");
+			break;
 		case VK_NSDICT:
 			if (how == USE && ck_sensitive_module(v->s)) {
 				snprintf(msg, sizeof msg,
@@ -1159,6 +1175,43 @@ static bool reaches_any_class(const vset *base)
 	return false;
 }
 
+/* dict methods that store into the dict they are called on */
+static bool modules_setter(const char *a)
+{
+	return strcmp(a, "update") == 0 || strcmp(a, "setdefault") == 0 ||
+	       strcmp(a, "__setitem__") == 0 || strcmp(a, "__ior__") == 0;
+}
+
+/* An attribute of this module reached as sys.modules[__name__] (VK_SELFMOD): the module
+ * global of that name, with every value it is ever bound to at module level or through
+ * `global`; its namespace is globals(). A name the module never binds can only be set from
+ * outside (or be a module __getattr__'s): it cannot be followed. */
+static vset self_member(ctx *c, const char *attr)
+{
+	vset out = {0};
+	if (strcmp(attr, "__dict__") == 0)
+		return vs1((val){.kind = VK_GLOBALS});
+	if (strcmp(attr, "__name__") == 0 || strcmp(attr, "__file__") == 0 ||
+	    strcmp(attr, "__doc__") == 0 || strcmp(attr, "__package__") == 0)
+		return out; /* strings */
+	binding *b = find(c->module, attr), *g = find(c->gw, attr);
+	bool bound = b && b->bound && !b->global_decl;
+	if (bound)
+		vs_union(&out, &b->ever);
+	if (g)
+		vs_union(&out, &g->ever);
+	if (bound || g)
+		return out;
+	stars_lookup(c, c->module, attr, &out);
+	if (!out.n) {
+		char why[300];
+		snprintf(why, sizeof why, "sys.modules[__name__].%s (a name this module does not bind)",
+			 attr);
+		vs_add(&out, dyn(astrdup(c, why), false));
+	}
+	return out;
+}
+
 static vset member(ctx *c, const vset *base, const char *attr)
 {
 	vset out = {0};
@@ -1183,6 +1236,13 @@ static vset member(ctx *c, const vset *base, const char *attr)
 		const val *v = &base->v[i];
 		switch (v->kind) {
 		case VK_REF:
+			if (strcmp(v->s, "sys.modules") == 0 && modules_setter(attr)) {
+				/* a store into the module table (eval_call judges its keys) */
+				val u = {.kind = VK_NSSET, .s = "sys.modules", .t = astrdup(c, attr)};
+				vs_add(&out, u);
+				if (strcmp(attr, "setdefault") != 0)
+					break; /* setdefault gets, too: on */
+			}
 			if (strcmp(attr, "__call__") == 0)
 				vs_add(&out, *v);
 			else if (strcmp(attr, "__dict__") == 0) {
@@ -1240,6 +1300,11 @@ static vset member(ctx *c, const vset *base, const char *attr)
 				vs_add(&out, g);
 			}
 			break;
+		case VK_SELFMOD: {
+			vset r = self_member(c, attr);
+			vs_union(&out, &r);
+			break;
+		}
 		default:
 			break;
 		}
@@ -1343,7 +1408,8 @@ static vset getattr_val(ctx *c, const vset *obj, const vset *names)
 			if (v->kind == VK_REF) {
 				snprintf(why, sizeof why, "getattr(%s, <computed>)", v->s);
 				vs_add(&out, dyn(astrdup(c, why), !ck_sensitive_module(v->s)));
-			} else if (v->kind == VK_NSDICT || v->kind == VK_GLOBALS || v->kind == VK_DYN) {
+			} else if (v->kind == VK_NSDICT || v->kind == VK_GLOBALS || v->kind == VK_DYN ||
+				   v->kind == VK_SELFMOD) {
 				vs_add(&out, dyn("getattr(<namespace>, <computed>)", false));
 			}
 		}
@@ -3179,8 +3245,157 @@ static void tables_of(ctx *c, const vset *vs, TSNode at)
 			import_table(c, vs->v[i].s, at, false); /* dbm._names.append: at dbm._names */
 }
 
+/* A key of sys.modules the check relies on staying what the import system put there:
+ * "__main__", or a name in one of the experiment's own modules (whose attributes, imported
+ * elsewhere, are read as that module's globals: a table entry replaced makes `import helper`
+ * give any module). */
+static bool modules_key_own(ctx *c, const char *s)
+{
+	if (strcmp(s, "__main__") == 0)
+		return true;
+	char top[256];
+	snprintf(top, sizeof top, "%.*s", (int)strcspn(s, "."), s);
+	return top[0] && ck_local_module(c->in, top);
+}
+
+/* A store into sys.modules (`[k] =`, update, setdefault, __setitem__, |=) under the keys
+ * keys: LB111 where a key is computed (it may be __name__'s value, or any module's name),
+ * "__main__" or the name of one of the experiment's modules. Shims under a written-out name
+ * of another module (`sys.modules["wandb"] = stub`) stay quiet. */
+static void modules_store(ctx *c, const vset *keys, TSNode at)
+{
+	const char *own = NULL;
+	for (unsigned i = 0; i < keys->n && !own; i++)
+		if (keys->v[i].kind == VK_STR && keys->v[i].s && modules_key_own(c, keys->v[i].s))
+			own = keys->v[i].s;
+	if (!own && !vs_computed(keys))
+		return;
+	char msg[700];
+	if (own)
+		snprintf(msg, sizeof msg,
+			 "store into `sys.modules[\"%s\"]`: the experiment's own module (or __main__) "
+			 "replaced in the module table makes its imports, and sys.modules[__name__] "
+			 "there, give another module",
+			 own);
+	else
+		snprintf(msg, sizeof msg,
+			 "store into `sys.modules` under a computed name: it may be this module's "
+			 "__name__ or one of the experiment's own modules, whose imports then give "
+			 "another module");
+	raw(c, R_UNRESOLVED, at, "sys.modules", msg);
+}
+
+/* sys.modules.update(...) / setdefault(k, v) / __setitem__(k, v) / __ior__(d): the keys
+ * stored, from the call's text (a dict display of literal keys, keywords); anything else
+ * (a variable, **kw, a comprehension) is a computed key. */
+static void modules_update(ctx *c, scope *sc, const char *meth, TSNode al)
+{
+	vset keys = {0};
+	kids ks;
+	if (ts_node_is_null(al) || !is(c, al, K_ARGUMENT_LIST)) {
+		keys.unk = true;
+		modules_store(c, &keys, al);
+		return;
+	}
+	kids_of(c, al, &ks);
+	bool setter = strcmp(meth, "setdefault") == 0 || strcmp(meth, "__setitem__") == 0;
+	unsigned npos = 0;
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode ch = ks.v[i];
+		ck_kind k = kind(c, ch);
+		if (k == K_COMMENT)
+			continue;
+		if (k == K_KEYWORD_ARGUMENT) {
+			TSNode nm = field(c, ch, F_NAME);
+			if (setter || ts_node_is_null(nm))
+				keys.unk = true; /* setdefault(key=...) is a TypeError; be safe */
+			else
+				vs_add(&keys, str(ident(c, nm)));
+		} else if (k == K_LIST_SPLAT || k == K_DICTIONARY_SPLAT) {
+			keys.unk = true;
+		} else if (setter) {
+			if (npos++ == 0) {
+				vset kv = eval(c, sc, ch);
+				vs_union(&keys, &kv);
+				if (!kv.n)
+					keys.unk = true;
+			}
+		} else if (is(c, ch, K_DICTIONARY)) {
+			kids ps;
+			kids_of(c, ch, &ps);
+			for (uint32_t j = 0; j < ps.n; j++) {
+				if (is(c, ps.v[j], K_COMMENT))
+					continue;
+				if (!is(c, ps.v[j], K_PAIR)) {
+					keys.unk = true; /* {**d}, a comprehension */
+					continue;
+				}
+				vset kv = eval(c, sc, field(c, ps.v[j], F_KEY));
+				vs_union(&keys, &kv);
+				if (!kv.n)
+					keys.unk = true;
+			}
+		} else {
+			keys.unk = true; /* update(d), update(pairs) */
+		}
+	}
+	if (keys.n || keys.unk)
+		modules_store(c, &keys, al);
+}
+
+/* Whether a value reached through the module table by a computed key or its values (any
+ * module, the experiment's own included). */
+static bool modules_dyn(const val *v)
+{
+	return v->kind == VK_DYN && v->s && strncmp(v->s, "sys.modules", 11) == 0;
+}
+
 static void rebinds_builtin(ctx *c, const vset *obj, const char *name, TSNode at)
 {
+	/* sys.modules rebound (sys.modules = d, |=, setattr(sys, "modules"...), vars(sys)[k]):
+	 * sys.modules[__name__] then reads another table */
+	for (unsigned i = 0; i < obj->n; i++) {
+		const val *v = &obj->v[i];
+		if ((v->kind == VK_REF || v->kind == VK_NSDICT) && v->s && strcmp(v->s, "sys") == 0 &&
+		    (!name || strcmp(name, "modules") == 0))
+			raw(c, R_UNRESOLVED, at, "sys.modules",
+			    name ? "`sys.modules` rebound or changed in place: the module table the "
+				   "check reads imports from is another"
+				 : "`sys` gets a computed name set: it may be `modules`, the module "
+				   "table the check reads imports from");
+		else if (v->kind == VK_SELFMOD)
+			raw(c, R_UNRESOLVED, at, "sys.modules[__name__]",
+			    "a name set on the module itself through `sys.modules[__name__]`: write "
+			    "the module global instead");
+		else if (modules_dyn(v) && (!name || strcmp(name, "__name__") == 0 ||
+					    names_builtin(name, strlen(name)) >= 0)) {
+			char msg[700];
+			snprintf(msg, sizeof msg,
+				 "%s%s%s set on %s: it may be one of the experiment's own modules",
+				 name ? "`" : "a computed name", name ? name : "", name ? "`" : "", v->s);
+			raw(c, R_UNRESOLVED, at, v->s, msg);
+		}
+	}
+	if (name && strcmp(name, "__name__") == 0) {
+		/* helper.__name__ = "os": helper's sys.modules[__name__] then reads another
+		 * module, while its attributes are read as helper's globals */
+		for (unsigned i = 0; i < obj->n; i++) {
+			const val *v = &obj->v[i];
+			if ((v->kind != VK_REF && v->kind != VK_NSDICT) || !v->s)
+				continue;
+			char top[256], msg[700];
+			snprintf(top, sizeof top, "%.*s", (int)strcspn(v->s, "."), v->s);
+			if (!ck_local_module(c->in, top))
+				continue;
+			snprintf(msg, sizeof msg,
+				 "`%s` gets `__name__` set from outside: its sys.modules[__name__] then "
+				 "reads another module",
+				 v->s);
+			raw(c, R_UNRESOLVED, at, v->s, msg);
+		}
+		return;
+	}
+
 	/* a standard library module's import list set from outside (dbm._names = [...],
 	 * setattr(dbm, k, v), vars(dbm).update(...)) */
 	for (unsigned i = 0; i < obj->n && c->in->std; i++) {
@@ -3262,6 +3477,69 @@ static bool self_signal(ctx *c, scope *sc, const vset *callee, const args *a)
 	return f.n == 1 && f.v[0].kind == VK_REF && strcmp(f.v[0].s, "os.getpid") == 0;
 }
 
+/* helper.__init__("os"), helper.__setattr__("__name__", v), object.__setattr__(helper, ...),
+ * types.ModuleType.__init__(helper, "os"), type(helper).__init__(helper, "os"): one of the
+ * experiment's modules renamed or given a name by its methods, out of rebinds_builtin's
+ * view. `Base.__init__(self, ...)` of a class the experiment imports stays quiet. */
+static void module_reinit(ctx *c, scope *sc, TSNode fn, const vset *callee, const args *a)
+{
+	if (!is(c, fn, K_ATTRIBUTE))
+		return;
+	TSNode an = field(c, fn, F_ATTRIBUTE);
+	const char *m = ts_node_is_null(an) ? NULL : ident(c, an);
+	if (!m || (strcmp(m, "__init__") != 0 && strcmp(m, "__setattr__") != 0 &&
+		   strcmp(m, "__delattr__") != 0))
+		return;
+	const char *mod = NULL;
+	/* the method of the module object: helper.__init__ (a dotted prefix may be a class:
+	 * then only where its first argument is not a plain name, such as self) */
+	for (unsigned i = 0; i < callee->n && !mod; i++) {
+		const val *v = &callee->v[i];
+		if (v->kind != VK_REF || !v->s)
+			continue;
+		size_t l = strlen(v->s), ml = strlen(m);
+		if (l <= ml + 1 || v->s[l - ml - 1] != '.' || strcmp(v->s + l - ml, m) != 0)
+			continue;
+		char top[256];
+		snprintf(top, sizeof top, "%.*s", (int)strcspn(v->s, "."), v->s);
+		bool bare = strcspn(v->s, ".") == l - ml - 1;
+		if (!ck_local_module(c->in, top))
+			continue;
+		if (bare || (a->npos >= 1 && !is(c, a->pos[0], K_IDENTIFIER)))
+			mod = v->s;
+		else if (a->npos >= 1) {
+			bool tf = c->time_flag;
+			vset f = eval(c, sc, a->pos[0]);
+			c->time_flag = tf;
+			if (vs_has_str(&f))
+				mod = v->s;
+		}
+	}
+	/* the module handed to another type's method as its self */
+	if (!mod && a->npos >= 1 &&
+	    (is(c, a->pos[0], K_IDENTIFIER) || is(c, a->pos[0], K_ATTRIBUTE))) {
+		bool tf = c->time_flag;
+		vset o = eval(c, sc, a->pos[0]);
+		c->time_flag = tf;
+		for (unsigned i = 0; i < o.n && !mod; i++) {
+			char top[256];
+			if (o.v[i].kind != VK_REF || !o.v[i].s)
+				continue;
+			snprintf(top, sizeof top, "%.*s", (int)strcspn(o.v[i].s, "."), o.v[i].s);
+			if (ck_local_module(c->in, top))
+				mod = o.v[i].s;
+		}
+	}
+	if (!mod)
+		return;
+	char msg[700];
+	snprintf(msg, sizeof msg,
+		 "call of `%s` on the experiment's own module `%.*s`: it can set its `__name__` "
+		 "(and so what its sys.modules[__name__] reads) from outside",
+		 m, (int)strcspn(mod, ".") , mod);
+	raw(c, R_UNRESOLVED, fn, mod, msg);
+}
+
 static vset eval_call(ctx *c, scope *sc, TSNode n)
 {
 	TSNode fn = field(c, n, F_FUNCTION);
@@ -3280,11 +3558,15 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 		rebinds_builtin(c, &o, vs_str(&nm), n);
 	}
 	for (unsigned i = 0; i < callee.n; i++)
-		if (callee.v[i].kind == VK_NSSET) {
+		if (callee.v[i].kind == VK_NSSET && callee.v[i].t) {
+			/* sys.modules.update({...}), setdefault(k, m), __setitem__(k, m) */
+			modules_update(c, sc, callee.v[i].t, al);
+		} else if (callee.v[i].kind == VK_NSSET) {
 			/* vars(helper).update(len=f), helper.__dict__.setdefault(k, f) */
 			vset one = vs1((val){.kind = VK_NSDICT, .s = callee.v[i].s});
 			rebinds_builtin(c, &one, NULL, n);
 		}
+	module_reinit(c, sc, fn, &callee, &a);
 	int nb = names_call(c, fn, &callee, &a);
 	if (nb >= 0) {
 		unsigned upto = names_builtins[nb].every ? a.npos : 1;
@@ -3486,11 +3768,18 @@ static void bind_target_empty(ctx *c, scope *sc, TSNode t)
 		kids ks;
 		kids_of(c, t, &ks);
 		for (uint32_t i = 1; i < ks.n; i++) {
+			if (is(c, ks.v[i], K_COMMENT))
+				continue;
 			vset k = use(c, sc, ks.v[i]);
 			for (unsigned j = 0; j < o.n; j++)
 				if (o.v[j].kind == VK_NSDICT) {
 					vset one = vs1(o.v[j]);
 					rebinds_builtin(c, &one, vs_str(&k), t);
+				} else if (o.v[j].kind == VK_REF && !c->deleting &&
+					   strcmp(o.v[j].s, "sys.modules") == 0) {
+					/* `del sys.modules[k]` only makes the next import load the
+					 * module again, from the same file */
+					modules_store(c, &k, t);
 				}
 		}
 		return;
@@ -3724,6 +4013,169 @@ static void comparison(ctx *c, scope *sc, TSNode n)
 	}
 }
 
+static const char *dotted(ctx *c, TSNode n);
+static bool names_namespace_read(ctx *c, TSNode id, unsigned *passed);
+
+/* Whether an identifier `__name__` only reads the name: as the key of a subscript, an
+ * argument, compared, an operand, an attribute's object, formatted, a keyword's value (or is
+ * not the module's: `obj.__name__`, whose stores rebinds_builtin judges). Any
+ * other place may bind it (an assignment, for, with, except, import, def, a parameter, a
+ * global statement, a pattern, a keyword's name as in globals().update(__name__=...)). */
+static bool self_name_read(ctx *c, TSNode id)
+{
+	TSNode p = ts_node_parent(id);
+	if (ts_node_is_null(p))
+		return false;
+	const char *pt = ts_node_type(p);
+	switch (kind(c, p)) {
+	case K_SUBSCRIPT:
+		return !ts_node_eq(field(c, p, F_VALUE), id);
+	case K_ARGUMENT_LIST:
+	case K_BINARY_OPERATOR:
+	case K_BOOLEAN_OPERATOR:
+	case K_INTERPOLATION:
+	case K_CONDITIONAL_EXPRESSION:
+		return true;
+	case K_ATTRIBUTE:
+		return true; /* __name__.split, or obj.__name__: another object's attribute */
+	case K_KEYWORD_ARGUMENT:
+		return ts_node_eq(field(c, p, F_VALUE), id);
+	default:
+		return strcmp(pt, "comparison_operator") == 0;
+	}
+}
+
+/* Words that reach a module's namespace by a computed name, or its imported code: a frame's
+ * or a function's globals. */
+static const char *const self_kill_words[] = {
+	"f_globals", "f_locals", "__globals__", "func_globals",
+};
+
+/* The first place the module may run code of the experiment's other modules, or code it
+ * does not see: an import of one of the experiment's modules (or a relative one), or a
+ * computed import. */
+static bool self_import_node(ctx *c, TSNode n, ck_kind k)
+{
+	if (k == K_IMPORT_FROM_STATEMENT) {
+		TSNode mn = field(c, n, F_MODULE_NAME);
+		if (ts_node_is_null(mn) || is(c, mn, K_RELATIVE_IMPORT))
+			return true;
+		const char *q = dotted(c, mn);
+		char top[256];
+		snprintf(top, sizeof top, "%.*s", q ? (int)strcspn(q, ".") : 0, q ? q : "");
+		return !top[0] || ck_local_module(c->in, top);
+	}
+	/* import a.b, import a as b */
+	kids ks;
+	kids_of(c, n, &ks);
+	for (uint32_t i = 0; i < ks.n; i++) {
+		TSNode d = ks.v[i];
+		if (is(c, d, K_ALIASED_IMPORT))
+			d = field(c, d, F_NAME);
+		if (!is(c, d, K_DOTTED_NAME))
+			continue;
+		const char *q = dotted(c, d);
+		char top[256];
+		snprintf(top, sizeof top, "%.*s", q ? (int)strcspn(q, ".") : 0, q ? q : "");
+		if (!top[0] || ck_local_module(c->in, top))
+			return true;
+	}
+	return false;
+}
+
+/* sys.modules[__name__] (the subscript at) evaluated at module level is this module, as long
+ * as nothing can have changed what the table holds under this module's name or what its
+ * __name__ is by then. The stores into the table under a computed name, __main__ or any of
+ * the experiment's module names are LB111 wherever they are made (modules_store), and so are
+ * __name__ set on one of its modules from outside (rebinds_builtin, module_reinit); here, the
+ * file itself: every `__name__` only read, no string "__name__", no namespace written by a
+ * computed name (globals()/locals()/vars() only read, no frame or function globals), no star
+ * import; and the statement comes before the first import of the experiment's own code, which
+ * could be handed this half-imported module and rename it through a parameter the check does
+ * not follow. Settled once per file, only for files with such a subscript. */
+static bool self_module_ok(ctx *c, TSNode at)
+{
+	kids ks;
+	kids_of(c, at, &ks);
+	uint32_t nk = 0;
+	TSNode key = {0};
+	for (uint32_t i = 1; i < ks.n; i++)
+		if (!is(c, ks.v[i], K_COMMENT)) {
+			key = ks.v[i];
+			nk++;
+		}
+	if (nk != 1 || !is(c, key, K_IDENTIFIER) || strcmp(text(c, key), "__name__") != 0)
+		return false;
+	if (!c->self_clean) {
+		c->self_clean = 1;
+		c->self_import_at = UINT32_MAX;
+		unsigned passed = 0;
+		TSTreeCursor cur = ts_tree_cursor_new(c->in->root);
+		for (;;) {
+			TSNode n = ts_tree_cursor_current_node(&cur);
+			ck_kind k = kind(c, n);
+			uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
+			const char *s = c->src + a;
+			size_t len = e > a && e <= c->in->len ? e - a : 0;
+			if (k == K_WILDCARD_IMPORT) {
+				c->self_clean = -1;
+			} else if (k == K_IDENTIFIER) {
+				bool ascii = true;
+				for (size_t i = 0; i < len; i++)
+					ascii &= (unsigned char)s[i] < 0x80;
+				bool ns = (len == 7 && memcmp(s, "globals", 7) == 0) ||
+					  (len == 6 && memcmp(s, "locals", 6) == 0) ||
+					  (len == 4 && memcmp(s, "vars", 4) == 0);
+				bool kill = !ascii;
+				for (size_t i = 0; i < sizeof self_kill_words / sizeof *self_kill_words; i++)
+					kill |= strlen(self_kill_words[i]) == len &&
+						memcmp(self_kill_words[i], s, len) == 0;
+				if (len == 8 && memcmp(s, "__name__", 8) == 0 && !self_name_read(c, n))
+					kill = true;
+				if (ns && !names_namespace_read(c, n, &passed))
+					kill = true;
+				if ((len == 13 && memcmp(s, "import_module", 13) == 0) ||
+				    (len == 10 && memcmp(s, "__import__", 10) == 0)) {
+					if (a < c->self_import_at)
+						c->self_import_at = a;
+				}
+				if (kill)
+					c->self_clean = -1;
+			} else if (k == K_STRING_CONTENT) {
+				lb_buf b = {0};
+				bool ok = len < 64 && unescape(s, len, &b);
+				if (ok && b.len == 8 && memcmp(b.data, "__name__", 8) == 0)
+					c->self_clean = -1;
+				else if (!ok && len == 8 && memcmp(s, "__name__", 8) == 0)
+					c->self_clean = -1;
+				lb_buf_free(&b);
+			} else if ((k == K_IMPORT_STATEMENT || k == K_IMPORT_FROM_STATEMENT) &&
+				   a < c->self_import_at && self_import_node(c, n, k)) {
+				c->self_import_at = a;
+			}
+			if (c->self_clean < 0)
+				break;
+			if (ts_tree_cursor_goto_first_child(&cur))
+				continue;
+			bool up = true;
+			while (up && !ts_tree_cursor_goto_next_sibling(&cur))
+				up = ts_tree_cursor_goto_parent(&cur);
+			if (!up)
+				break;
+		}
+		ts_tree_cursor_delete(&cur);
+	}
+	if (c->self_clean < 0)
+		return false;
+	/* the module-level statement holding it ends before the first such import (a loop
+	 * around both runs the import first on its second turn) */
+	TSNode top = at;
+	for (TSNode p = ts_node_parent(top); !ts_node_is_null(p) && !is(c, p, K_MODULE);
+	     p = ts_node_parent(p))
+		top = p;
+	return ts_node_end_byte(top) <= c->self_import_at;
+}
+
 static vset eval_inner(ctx *c, scope *sc, TSNode n)
 {
 	vset out = {0};
@@ -3789,6 +4241,9 @@ static vset eval_inner(ctx *c, scope *sc, TSNode n)
 				}
 			return out;
 		}
+		if (sc == c->module && base.n == 1 && !base.unk && base.v[0].kind == VK_REF &&
+		    strcmp(base.v[0].s, "sys.modules") == 0 && self_module_ok(c, n))
+			return vs1((val){.kind = VK_SELFMOD});
 		return subscr(c, sc, &base, &keys, n);
 	}
 	if (t == K_CALL)
@@ -4360,8 +4815,11 @@ static void stmt_inner(ctx *c, scope *sc, TSNode n)
 			stmt(c, sc, ks.v[i]);
 	} else if (t == K_DELETE_STATEMENT) {
 		kids_of(c, n, &ks);
+		bool was = c->deleting;
+		c->deleting = true;
 		for (uint32_t i = 0; i < ks.n; i++)
 			bind_target_empty(c, sc, ks.v[i]);
+		c->deleting = was;
 	} else {
 		/* return, raise, assert, print, ERROR and anything newer: every expression inside
 		 * is a use */

@@ -31,7 +31,7 @@ const TSLanguage *tree_sitter_python(void);
 	X(K_CONTINUE_STATEMENT, "continue_statement")                                              \
 	X(K_DECORATED_DEFINITION, "decorated_definition") X(K_DECORATOR, "decorator")              \
 	X(K_DELETE_STATEMENT, "delete_statement")                                                  \
-	X(K_DICTIONARY_COMPREHENSION, "dictionary_comprehension")                                  \
+	X(K_DICTIONARY, "dictionary") X(K_DICTIONARY_COMPREHENSION, "dictionary_comprehension")    \
 	X(K_DICTIONARY_SPLAT, "dictionary_splat")                                                  \
 	X(K_DICTIONARY_SPLAT_PATTERN, "dictionary_splat_pattern") X(K_DOTTED_NAME, "dotted_name") \
 	X(K_ELIF_CLAUSE, "elif_clause") X(K_ELLIPSIS, "ellipsis") X(K_ELSE_CLAUSE, "else_clause")   \
@@ -51,7 +51,7 @@ const TSLanguage *tree_sitter_python(void);
 	X(K_MODULE, "module") X(K_NAMED_EXPRESSION, "named_expression") X(K_NONE, "none")          \
 	X(K_NONLOCAL_STATEMENT, "nonlocal_statement")                                              \
 	X(K_PARENTHESIZED_EXPRESSION, "parenthesized_expression") X(K_PASS_STATEMENT, "pass_statement") \
-	X(K_PATTERN_LIST, "pattern_list") X(K_PRINT_STATEMENT, "print_statement")                  \
+	X(K_PAIR, "pair") X(K_PATTERN_LIST, "pattern_list") X(K_PRINT_STATEMENT, "print_statement")                  \
 	X(K_RAISE_STATEMENT, "raise_statement") X(K_RELATIVE_IMPORT, "relative_import")            \
 	X(K_RETURN_STATEMENT, "return_statement") X(K_SET_COMPREHENSION, "set_comprehension")      \
 	X(K_SLICE, "slice") X(K_STRING, "string") X(K_STRING_CONTENT, "string_content")            \
@@ -66,7 +66,7 @@ const TSLanguage *tree_sitter_python(void);
 	X(F_ATTRIBUTE, "attribute") X(F_BODY, "body") X(F_CONDITION, "condition")                  \
 	X(F_CONSEQUENCE, "consequence") X(F_DEFINITION, "definition") X(F_EXPRESSION, "expression") \
 	X(F_FORMAT_SPECIFIER, "format_specifier") X(F_FUNCTION, "function") X(F_GUARD, "guard")    \
-	X(F_LEFT, "left") X(F_MODULE_NAME, "module_name") X(F_NAME, "name") X(F_OBJECT, "object")  \
+	X(F_KEY, "key") X(F_LEFT, "left") X(F_MODULE_NAME, "module_name") X(F_NAME, "name") X(F_OBJECT, "object")  \
 	X(F_OPERATOR, "operator") X(F_PARAMETERS, "parameters") X(F_RETURN_TYPE, "return_type")    \
 	X(F_RIGHT, "right") X(F_SUBJECT, "subject") X(F_SUPERCLASSES, "superclasses")              \
 	X(F_TYPE, "type") X(F_TYPE_CONVERSION, "type_conversion") X(F_VALUE, "value")

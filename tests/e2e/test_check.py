@@ -238,6 +238,53 @@ def test_module_names_read_in_one_module_and_its_len_rebound_from_another(tmp_pa
                    ("main.py", 7, "LB111")], doc["llm_text"]
 
 
+def test_sys_modules_name_is_the_module_unless_the_table_or_its_name_is_changed(tmp_path):
+    """`d2l = sys.modules[__name__]` at module level is the module itself (d2l/torch.py), so
+    `d2l.X` is its global X. That holds only while no module of the experiment stores into
+    the module table under one of the experiment's names (or a computed one, or __main__) and
+    none sets another's __name__: those are LB111 where they are done. A module imported by
+    this one before the line may be handed the half-imported module and rename it through a
+    parameter, out of view: then the line is not read as the module."""
+    helper = ("import sys\n\nd2l = sys.modules[__name__]\n\n\n"
+              "def run():\n    return d2l.scale(3)\n\n\nscale = abs\n")
+    d = write_exp(tmp_path, "import sys\nimport types\nimport pkg.torch\nimport helper\n\n"
+                  "sys.modules[\"wandb\"] = types.ModuleType(\"wandb\")\n"
+                  "print(helper.run(), pkg.torch.run())\n",
+                  files={"helper.py": helper, "pkg/__init__.py": "", "pkg/torch.py": helper})
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d))
+    assert p.returncode == 0, doc["llm_text"]
+    assert doc["findings"] == []
+    evil = """
+        import sys
+        import tempfile
+        import types
+        import helper
+
+        sys.modules["helper"] = tempfile
+        sys.modules.update({"helper": tempfile})
+        helper.__name__ = "os"
+        helper.__init__("os")
+        object.__setattr__(helper, "__name__", "os")
+        types.ModuleType.__init__(helper, "os")
+        setattr(helper, "__name__", "os")
+        """
+    d2 = write_exp(tmp_path, "import evil\nimport helper\n\nhelper.run()\n",
+                   files={"helper.py": helper, "evil.py": textwrap.dedent(evil).lstrip("\n")},
+                   name="exp2")
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d2))
+    assert p.returncode == 3
+    got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
+    assert got == [("evil.py", n, "LB111") for n in (6, 7, 8, 9, 10, 11, 12)], doc["llm_text"]
+    early = helper.replace("import sys\n", "import sys\nimport evil\n")
+    renamer = "import sys\n\n\ndef rename(m):\n    m.__name__ = \"os\"\n\n\nrename(sys.modules[\"helper\"])\n"
+    d3 = write_exp(tmp_path, "import helper\n\nhelper.run()\n",
+                   files={"helper.py": early, "evil.py": renamer}, name="exp3")
+    p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d3))
+    assert p.returncode == 3
+    got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
+    assert got == [("helper.py", 8, "LB111")], doc["llm_text"]
+
+
 def test_a_registry_import_by_config_name_is_the_experiments_own(tmp_path):
     """importlib.import_module(f"models.{args.model}"): the computed name stays inside the
     experiment's own package, so what it gives is the experiment's code, which the check
