@@ -1288,7 +1288,9 @@ static vset member(ctx *c, const vset *base, const char *attr)
 				break;
 			}
 			if (strcmp(attr, "update") == 0 || strcmp(attr, "setdefault") == 0 ||
-			    strcmp(attr, "__setitem__") == 0) {
+			    strcmp(attr, "__setitem__") == 0 || strcmp(attr, "pop") == 0 ||
+			    strcmp(attr, "clear") == 0 || strcmp(attr, "__delitem__") == 0) {
+				/* a removal too: helper's __name__ or len is then builtins' */
 				val u = {.kind = VK_NSSET, .s = v->s};
 				vs_add(&out, u); /* and setdefault gets, too: on */
 			}
@@ -3552,7 +3554,10 @@ static vset eval_call(ctx *c, scope *sc, TSNode n)
 	if (is(c, fn, K_IDENTIFIER))
 		add_event(c, EV_CALLFN, text(c, fn), NULL, sc, n);
 	if (callee.n == 1 && callee.v[0].kind == VK_REF &&
-	    strcmp(callee.v[0].s, "builtins.setattr") == 0 && a.npos >= 2) {
+	    (strcmp(callee.v[0].s, "builtins.setattr") == 0 ||
+	     strcmp(callee.v[0].s, "builtins.delattr") == 0) &&
+	    a.npos >= 2) {
+		/* delattr(helper, "__name__"): helper's __name__ is then builtins' */
 		vset o = use(c, sc, a.pos[0]), nm = use(c, sc, a.pos[1]);
 		a.used[0] = a.used[1] = true;
 		rebinds_builtin(c, &o, vs_str(&nm), n);

@@ -267,6 +267,8 @@ def test_sys_modules_name_is_the_module_unless_the_table_or_its_name_is_changed(
         object.__setattr__(helper, "__name__", "os")
         types.ModuleType.__init__(helper, "os")
         setattr(helper, "__name__", "os")
+        delattr(helper, "__name__")
+        helper.__dict__.pop("__name__")
         """
     d2 = write_exp(tmp_path, "import evil\nimport helper\n\nhelper.run()\n",
                    files={"helper.py": helper, "evil.py": textwrap.dedent(evil).lstrip("\n")},
@@ -274,7 +276,7 @@ def test_sys_modules_name_is_the_module_unless_the_table_or_its_name_is_changed(
     p, doc = check_json("--ignore", "harness", "--ignore", "budget", str(d2))
     assert p.returncode == 3
     got = sorted((f["file"].split("/")[-1], f["line"], f["id"]) for f in doc["findings"])
-    assert got == [("evil.py", n, "LB111") for n in (6, 7, 8, 9, 10, 11, 12)], doc["llm_text"]
+    assert got == [("evil.py", n, "LB111") for n in range(6, 15)], doc["llm_text"]
     early = helper.replace("import sys\n", "import sys\nimport evil\n")
     renamer = "import sys\n\n\ndef rename(m):\n    m.__name__ = \"os\"\n\n\nrename(sys.modules[\"helper\"])\n"
     d3 = write_exp(tmp_path, "import helper\n\nhelper.run()\n",
