@@ -125,8 +125,12 @@ typedef struct lb_metric_line {
  *   `name: value`, separated by blanks
  *   and optionally one of , ; | ("acc: 0.5 loss: 0.25", "acc: 0.5, loss: 0.25").
  *   A name is words separated by blanks: the first starts with [A-Za-z_], later ones may
- *   start with '(' too, and words hold [A-Za-z0-9_.\-/()] ("Tokens per second", "UCB
- *   (Stochastic) cumulative_regret"), at most LB_METRIC_NAME_MAX bytes; then optional
+ *   start with '(' or a digit too, and words hold [A-Za-z0-9_.\-/()@^] ("Tokens per
+ *   second", "UCB (Stochastic) cumulative_regret", "Hits@10", "R^2", "Top 5 accuracy"), a
+ *   word with '@' also ':' between digits or dots ("mAP@0.5:0.95"); the line's first name
+ *   may hold ", " ("Predicted price of a 1650 sq-ft, 3 br house"); no name ends in a word
+ *   starting with a digit ("Sample 3"), holds a counter word and its number ("Loss at step
+ *   100") or a comma part that is a counter word; at most LB_METRIC_NAME_MAX bytes; then optional
  *   blanks, ':', at least one blank, and a value (lb_metric_value). The whole line must be
  *   pairs: "accuracy: 0.93 on the test set", "p: /some/path", "url: http://x" are not
  *   metric lines. Not metric lines either: lines starting with '#'; the end of a Python

@@ -412,11 +412,13 @@ bool lb_json_is_wide_integer(struct json_object *v)
 				&unused) == LB_INT_WIDE;
 }
 
+/* A name's byte: a letter or '_' anywhere, and after the first also digits and . - / and the
+ * @ and ^ of ranking and fit metrics (`Hits@10`, `NDCG@10`, `mAP@0.5`, `R^2`). */
 static bool name_char(char c, bool first, bool holes)
 {
 	if (c == '_' || is_alpha(c) || (holes && c == LB_METRIC_HOLE))
 		return true;
-	return !first && (is_digit(c) || c == '.' || c == '-' || c == '/');
+	return !first && (is_digit(c) || c == '.' || c == '-' || c == '/' || c == '@' || c == '^');
 }
 
 static bool key_char(char c, bool first)
@@ -887,20 +889,41 @@ static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_met
 	return e;
 }
 
+/* A name word's first byte: the first word starts with a letter or '_' (so `12:00:01`, `1abc`
+ * and a path start no name), a later one also with '(' or a digit (`Top 5 accuracy`). */
 static bool name_start_char(char c, bool first, bool holes)
 {
-	return c == '_' || is_alpha(c) || (!first && c == '(') || (holes && c == LB_METRIC_HOLE);
+	return c == '_' || is_alpha(c) || (!first && (c == '(' || is_digit(c))) ||
+	       (holes && c == LB_METRIC_HOLE);
+}
+
+static bool is_counter_word(const char *s, size_t len);
+
+/* A ':' inside a name word: only between digits or dots after an '@' (`mAP@0.5:0.95`, COCO's
+ * IoU range), where it cannot end the name, since a name's ':' has a blank after it. */
+static bool name_colon(const char *s, size_t len, size_t start, size_t i)
+{
+	return i > start && i + 1 < len && memchr(s + start, '@', i - start) &&
+	       (is_digit(s[i - 1]) || s[i - 1] == '.') && (is_digit(s[i + 1]) || s[i + 1] == '.');
 }
 
 /* A name at s[i..len) and its ':' (see lb_metric_line_parse): copies it, blanks inside made
  * one space each, into out and returns the index after the ':' and the blank after it; 0 when
- * there is none. */
-static size_t scan_name(const char *s, size_t len, size_t i, bool holes, char *out)
+ * there is none. A later word may start with a digit (`Accuracy after 10 epochs`), but a name
+ * is no count: its last word does not (`Sample 3: 0.5`, `Fold 2:` and `Epoch 5:` enumerate
+ * what a loop prints, a name per line), and a counter word followed by a number (`Loss at
+ * step 100`, `Epoch 3 loss`) makes it a progress line's. With comma, the line's first name
+ * may hold ", " (`Predicted price of a 1650 sq-ft, 3 br house`): nothing before it on the
+ * line is a pair, so the comma cannot separate two; a part that is a counter word alone
+ * (`Saving model, epoch: 3`) is a progress line's. */
+static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool comma, char *out)
 {
-	size_t o = 0;
-	bool first = true;
+	size_t o = 0, part = 0;
+	bool first = true, digit_word = false, hole_word = false, after_counter = false;
 
 	for (;;) {
+		size_t start, w;
+
 		if (i >= len || !name_start_char(s[i], first, holes))
 			return 0;
 		if (!first) {
@@ -908,17 +931,39 @@ static size_t scan_name(const char *s, size_t len, size_t i, bool holes, char *o
 				return 0;
 			out[o++] = ' ';
 		}
-		while (i < len && (name_char(s[i], false, holes) || s[i] == '(' || s[i] == ')')) {
+		start = i;
+		w = o;
+		while (i < len && (name_char(s[i], false, holes) || s[i] == '(' || s[i] == ')' ||
+				   (s[i] == ':' && name_colon(s, len, start, i)))) {
 			if (o >= LB_METRIC_NAME_MAX)
 				return 0;
 			out[o++] = s[i++];
 		}
+		digit_word = is_digit(s[start]);
+		hole_word = holes && i == start + 1 && s[start] == LB_METRIC_HOLE;
+		/* In a template a hole alone may be a number: after a counter word it is its
+		 * count, and before a comma it may end a part as a number does. */
+		if (after_counter && (digit_word || hole_word))
+			return 0;
+		after_counter = is_counter_word(out + w, o - w);
 		first = false;
 		while (i < len && lb_text_blank(s[i]))
 			i++;
 		if (i < len && s[i] == ':')
 			break;
+		if (comma && i + 1 < len && s[i] == ',' && lb_text_blank(s[i + 1])) {
+			if (digit_word || hole_word || is_counter_word(out + part, o - part) ||
+			    o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = ',';
+			part = o + 1;
+			after_counter = false;
+			for (i++; i < len && lb_text_blank(s[i]); i++)
+				;
+		}
 	}
+	if (digit_word || (part && is_counter_word(out + part, o - part)))
+		return 0;
 	out[o] = '\0';
 	i++;
 	if (i >= len || !lb_text_blank(s[i]))
@@ -940,13 +985,21 @@ static const char *const counter_words[] = { "epoch", "step",	     "batch",  "it
 					     "iteration", "global_step", "episode" };
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+static bool is_counter_word(const char *s, size_t len)
+{
+	for (size_t k = 0; k < N_OF(counter_words); k++)
+		if (strlen(counter_words[k]) == len && strncasecmp(s, counter_words[k], len) == 0)
+			return true;
+	return false;
+}
+
 /* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
  * "WARNING model: x"), or is a level word in any case with a value that is not a number
  * ("Warning: deprecated"); "error: 0.05" stays a metric. */
 static bool log_line(const lb_metric_value *first)
 {
 	char word[LB_METRIC_NAME_MAX + 1];
-	size_t k = strcspn(first->name, " ");
+	size_t k = strcspn(first->name, " ,");
 
 	memcpy(word, first->name, k);
 	word[k] = '\0';
@@ -975,15 +1028,15 @@ static void set_first(lb_metric_line *out)
 
 /* The next value slot of out and its name at line[i..): the offset after the name and the
  * blanks that follow it, 0 when out is full or no name starts there. */
-static size_t next_name(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
-			lb_metric_value **v)
+static size_t next_name(const char *line, size_t len, size_t i, bool holes, bool comma,
+			lb_metric_line *out, lb_metric_value **v)
 {
 	size_t e;
 
 	if (out->n_values >= LB_METRIC_VALUES_MAX)
 		return 0;
 	*v = &out->values[out->n_values];
-	e = scan_name(line, len, i, holes, (*v)->name);
+	e = scan_name(line, len, i, holes, comma, (*v)->name);
 	if (e == 0)
 		return 0;
 	while (e < len && lb_text_blank(line[e]))
@@ -1060,7 +1113,7 @@ static bool heading_label(const char *line, size_t len, size_t i, bool holes,
 	if (!memchr(line + k, ',', len - k) && !memchr(line + k, ';', len - k) &&
 	    !memchr(line + k, '|', len - k))
 		return false;
-	return scan_name(line, len, (size_t)(v->str - line), holes, name) != 0;
+	return scan_name(line, len, (size_t)(v->str - line), holes, false, name) != 0;
 }
 
 /* Whether a heading names the test split: "Test set", "Test", "Testing set", "Test split",
@@ -1108,7 +1161,7 @@ static bool qualify_values(lb_metric_line *out, const char *qual, size_t qual_le
 static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
 		     int *counters)
 {
-	bool headed = false;
+	bool headed = false, first = true;
 	char heading[LB_METRIC_NAME_MAX + 1] = "";
 
 	out->n_values = 0;
@@ -1116,7 +1169,10 @@ static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metr
 		i++;
 	while (i < len) {
 		lb_metric_value *v;
-		size_t e = next_name(line, len, i, holes, out, &v);
+		/* Only the line's first name may hold a comma: before it there is no pair. */
+		size_t e = next_name(line, len, i, holes, first, out, &v);
+
+		first = false;
 
 		if (e == 0)
 			return false;
@@ -1563,7 +1619,7 @@ static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_m
 		{
 			lb_metric_value *v;
 
-			e = next_name(line, len, i, holes, out, &v);
+			e = next_name(line, len, i, holes, false, out, &v);
 			if (e == 0)
 				return false;
 			e = scan_value(line, len, e, holes, v);

@@ -3067,6 +3067,71 @@ static void test_line_parse_names_with_spaces(void **state)
 	assert_string_equal(ml.values[1].name, "Val acc");
 }
 
+/* Names of ordinary research metrics: ranking and fit metrics with @ and ^, words that start
+ * with a digit after the first, and a comma inside the line's first name (twenty-fifth
+ * session). What stays unread: counts (a name ending in a number, a counter word and its
+ * number), timestamps, paths, and a comma after a pair. */
+static void test_line_parse_ranking_and_number_names(void **state)
+{
+	static const char *const read[] = {
+		"Hits@10: 0.5",	     "Recall@20: 0.618",	"NDCG@10: 0.401",
+		"mAP@0.5: 0.70",     "R^2: 0.91",		"mAP@0.5:0.95: 0.45",
+		"Top 5 accuracy: 0.93", "Accuracy after 10 epochs: 0.91",
+		"Predicted price of a 1650 sq-ft, 3 br house: 293081.46",
+	};
+	static const char *const unread[] = {
+		"1abc: 2",		  /* a name starts with a letter */
+		"12:00:01 loss: 0.3",	  /* a timestamp */
+		"at 12:00:01 loss: 0.3",  /* a name ends in no number */
+		"Sample 3: 0.5",	  /* an enumeration: a name per line */
+		"Epoch 5: 0.3",		  /* nor is a counter with its count a name */
+		"Loss at step 100: 0.3",
+		"Saving model, epoch: 3", /* a counter after a comma */
+		"acc: 0.5 note, loss: 0.3", /* a comma after a pair separates */
+		"x: [1, 2], y: 3",
+		"x = [1, 2], y = 3",
+		"see http://x: 3",
+		"Jan 01 12:00:01 host: 3",
+		"INFO, acc: 0.5",	  /* a level word is a log line's, a comma after it too */
+	};
+	lb_metric_line ml;
+#define T(s) lb_metric_template_parse(s, strlen(s), &ml)
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(read) / sizeof(read[0]); i++)
+		if (!parse(read[i], &ml) || ml.n_values != 1 || ml.kind != LB_METRIC_NUMBER)
+			fail_msg("\"%s\" is not read", read[i]);
+	assert_true(parse("Hits@10: 0.512", &ml));
+	assert_string_equal(ml.name, "Hits@10");
+	assert_true(parse("Predicted price of a 1650 sq-ft,  3 br house: 293081.46", &ml));
+	assert_string_equal(ml.name, "Predicted price of a 1650 sq-ft, 3 br house");
+	assert_true(parse("MRR: 0.355 Hits@1: 0.301 Hits@10: 0.512", &ml));
+	assert_int_equal(ml.n_values, 3);
+	assert_string_equal(ml.values[2].name, "Hits@10");
+	assert_true(parse("acc: 0.5, loss: 0.25", &ml)); /* a comma after a pair still separates */
+	assert_int_equal(ml.n_values, 2);
+	expect_not_metric(unread, sizeof(unread) / sizeof(unread[0]));
+	/* Progress lines stay progress lines. */
+	assert_int_equal(lb_metric_progress_parse("Epoch 1 loss: 0.3", 17, &ml),
+			 LB_METRIC_PROGRESS_EPOCH);
+	assert_int_equal(lb_metric_progress_parse("step 100, loss: 0.2", 19, &ml),
+			 LB_METRIC_PROGRESS_STEP);
+	/* SUMMARY's metric= and a dict's members are names too. */
+	assert_true(parse("SUMMARY metric=Hits@10 mean=0.5 std=0.1", &ml));
+	assert_string_equal(ml.name, "Hits@10");
+	assert_true(parse("{\"Hits@10\": 0.5, \"R^2\": 0.9}", &ml));
+	assert_int_equal(ml.n_values, 2);
+	/* LB404 reads the same names; a hole after a counter word is its count, and a hole
+	 * alone before a comma may be a number, as the collector reads `Epoch: 3, Loss: 0.5`. */
+	assert_true(T("Hits@\x01: \x01"));
+	assert_true(T("Top \x01 accuracy: \x01"));
+	assert_true(T("R^2: \x01"));
+	assert_false(T("Epoch \x01 loss: \x01"));
+	assert_false(T("Loss at step \x01: \x01"));
+	assert_false(T("INFO:root:Epoch: \x01, Loss: \x01"));
+#undef T
+}
+
 static void test_line_parse_annotated(void **state)
 {
 	lb_metric_line ml;
@@ -3417,6 +3482,7 @@ int main(void)
 		cmocka_unit_test(test_stream_invalid_utf8_and_nul),
 		cmocka_unit_test(test_line_parse_several_pairs),
 		cmocka_unit_test(test_line_parse_names_with_spaces),
+		cmocka_unit_test(test_line_parse_ranking_and_number_names),
 		cmocka_unit_test(test_line_parse_annotated),
 		cmocka_unit_test(test_line_parse_not_metrics_real),
 		cmocka_unit_test(test_line_parse_paired),
