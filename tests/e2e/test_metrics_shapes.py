@@ -155,6 +155,9 @@ LB404_CASES = [
     ('print(acc)', False),
     ('print("p: /some/path")', False),
     ('print(f"accuracy: {acc}s")', False),  # a number with a unit: not collected, not passed
+    ('print(f"Hits@10: {acc}")', True),  # ranking and fit metrics' names
+    ('print(f"Top {seed} accuracy: {acc}")', True),  # a word that starts with a digit
+    ('print(f"Step {seed} loss: {acc}")', False),  # a counter and its count: progress
 ]
 
 
@@ -1012,3 +1015,45 @@ def test_per_step_json_lines_and_key_value_lines_are_named_in_the_issue(tmp_path
     assert issue["kind"] == "no_metrics"
     assert '4 lines on stdout like `{"step": 0, "loss": 1.0}`' in issue["message"], issue
     assert "no 'name: value' line" not in issue["message"]
+
+
+def test_ranking_metrics_and_names_with_numbers_or_a_comma_are_read(tmp_path):
+    # Knowledge-graph, recommender, retrieval and detection code reports `Hits@10`,
+    # `Recall@20`, `NDCG@10`, `mAP@0.5`; regression `R^2`; classification `Top 5 accuracy`;
+    # the Coursera ML ex1 `Predicted price of a 1650 sq-ft, 3 br house`. A count or a
+    # timestamp stays no name.
+    exp = write_exp(tmp_path, '''
+        print("Hits@1: 0.301")
+        print("Hits@10: 0.512")
+        print("Recall@20: 0.618")
+        print("NDCG@10: 0.401")
+        print("mAP@0.5: 0.70")
+        print("R^2: 0.91")
+        print("Top 5 accuracy: 0.93")
+        print("Accuracy after 10 epochs: 0.91")
+        print("Predicted price of a 1650 sq-ft, 3 br house: 293081.46433492796")
+        for i in range(3):
+            print(f"Sample {i}: {i / 10}")
+        print("12:00:01 loss: 0.3")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {
+        "Hits@1": 0.301, "Hits@10": 0.512, "Recall@20": 0.618, "NDCG@10": 0.401,
+        "mAP@0.5": 0.7, "R^2": 0.91, "Top 5 accuracy": 0.93, "Accuracy after 10 epochs": 0.91,
+        "Predicted price of a 1650 sq-ft, 3 br house": 293081.46433492796}, r.why()
+    # A declared name with an @ is found where it was printed.
+    (exp / "labbox.yaml").write_text("metrics: [Hits@10, NDCG@10]\n")
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 0 and r.result["metric_issues"] == [], r.why()
+
+
+def test_ranking_metrics_alone_are_the_runs_result(tmp_path):
+    # When they are the only metrics, the run reported them: not no_metrics.
+    exp = write_exp(tmp_path, '''
+        print("Hits@10: 0.512")
+        print("NDCG@10: 0.401")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    assert r.result["metrics"]["values"] == {"Hits@10": 0.512, "NDCG@10": 0.401}
