@@ -2944,6 +2944,107 @@ static bool unread_metric_like(const char *line, size_t len)
 	return false;
 }
 
+/* Words results are named by: a line that holds one followed by a number, with no ':'
+ * between them, printed results in the `name value` shape labbox does not read. */
+static const char *const result_words[] = { "loss", "acc",  "accuracy", "perplexity", "ppl",
+					    "f1",   "bleu", "rouge",    "auc",	      "mse",
+					    "rmse", "mae",  "wer",      "cer",	      "psnr",
+					    "ssim", "mrr",  "ndcg",     "precision",  "recall",
+					    "reward" };
+
+static bool is_result_word(const char *s, size_t len)
+{
+	for (size_t k = 0; k < N_OF(result_words); k++)
+		if (strlen(result_words[k]) == len && strncasecmp(s, result_words[k], len) == 0)
+			return true;
+	return false;
+}
+
+bool lb_metric_result_word_in(const char *name)
+{
+	for (const char *p = name; *p;) {
+		const char *q = p;
+
+		while (*q && (is_alpha(*q) || is_digit(*q)))
+			q++;
+		if (q > p && is_result_word(p, (size_t)(q - p)))
+			return true;
+		p = *q ? q + 1 : q;
+	}
+	return false;
+}
+
+/* Whether a line holds a result's word, blanks and a number (`val loss 6.17`, `| test ppl
+ * 235.08`): fix gets the pair as a metric line would print it, with the word before the
+ * result's word when it is one (`val loss: 6.17`). One pass over the line. */
+static bool result_unread_like(const char *line, size_t len, char *fix, size_t cap)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t k = i, b, t, p;
+		double x;
+
+		if (!is_alpha(line[i]) || (i > 0 && (is_alpha(line[i - 1]) || is_digit(line[i - 1]) ||
+						     line[i - 1] == '_')))
+			continue;
+		while (k < len && (is_alpha(line[k]) || is_digit(line[k])))
+			k++;
+		if (!is_result_word(line + i, k - i)) {
+			i = k;
+			continue;
+		}
+		for (b = k; b < len && lb_text_blank(line[b]); b++)
+			;
+		for (t = b; t < len && !lb_text_blank(line[t]) && !strchr(",;|)", line[t]); t++)
+			;
+		if (b == k || t == b || !lb_parse_number(line + b, t - b, &x)) {
+			i = k;
+			continue;
+		}
+		/* The word before it, when it qualifies it: "val", "train", "test". */
+		p = i;
+		if (p > 0 && lb_text_blank(line[p - 1])) {
+			size_t q = p - 1;
+
+			while (q > 0 && lb_text_blank(line[q - 1]))
+				q--;
+			p = q;
+			while (p > 0 && (is_alpha(line[p - 1]) || line[p - 1] == '_'))
+				p--;
+			if (p == q || (p > 0 && !lb_text_blank(line[p - 1]) && !strchr("|[(", line[p - 1])) ||
+			    is_counter_word(line + p, q - p))
+				p = i;
+		}
+		if (t - b < 32 && k - p < 48)
+			snprintf(fix, cap, "%.*s%s%.*s: %.*s", p < i ? (int)(strcspn(line + p, " \t")) : 0,
+				 line + p, p < i ? " " : "", (int)(k - i), line + i, (int)(t - b),
+				 line + b);
+		else
+			snprintf(fix, cap, "%.*s: 0.5", (int)(k - i < 32 ? k - i : 32), line + i);
+		return true;
+	}
+	return false;
+}
+
+/* A line that no reading took and that holds a result in the `name value` shape: counted, the
+ * first quoted (a step's line only until a line of another kind holds one). */
+static void note_result_unread(lb_metrics *m, const char *line, size_t len)
+{
+	char fix[sizeof(m->result_unread_fix)];
+	size_t w = 0;
+	bool counter;
+
+	if (!result_unread_like(line, len, fix, sizeof(fix)))
+		return;
+	while (w < len && is_alpha(line[w]))
+		w++;
+	counter = is_counter_word(line, w);
+	if (m->result_unread_lines++ == 0 || (m->result_unread_example_counter && !counter)) {
+		set_example(m->result_unread_example, sizeof(m->result_unread_example), line, len);
+		memcpy(m->result_unread_fix, fix, sizeof(fix));
+		m->result_unread_example_counter = counter;
+	}
+}
+
 static void note_unread_metric(lb_metrics *m, const char *line, size_t len)
 {
 	if (!unread_metric_like(line, len))
@@ -3064,6 +3165,8 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		/* What else a line holds only explains a run that reported nothing (the
 		 * no_metrics issue, the progress fallback), and entries are never taken back:
 		 * after the first metric, a flood of other lines costs its parse alone. */
+		if (st == &m->out)
+			note_result_unread(m, line, len);
 		if (m->reported_number) {
 			/* Until a metric line follows them, progress lines may be all the run
 			 * has to show besides start-up facts. */

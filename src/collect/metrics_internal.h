@@ -156,7 +156,20 @@ struct lb_metrics {
 	size_t unread_metric_lines;
 	char unread_metric_example[128];
 	bool progress_ignored;   /* start-up facts only, and a completed run's step lines not used */
+	/* stdout lines no reading took that hold a result's word and a number with no ':'
+	 * between them (llm.c's `val loss 6.17`, `step 20/20 | train loss 6.19 | ...`): counted
+	 * all through the run, since config lines read as metrics do not make them read. The
+	 * example prefers a line that does not start with a counter word (a step's line), and
+	 * fix is the pair as a metric line would print it (`val loss: 6.17`). */
+	size_t result_unread_lines;
+	char result_unread_example[128];
+	char result_unread_fix[96];
+	bool result_unread_example_counter;
 };
+
+/* Whether a name holds a word results are named by (loss, acc, accuracy, f1, bleu,
+ * perplexity...), any case, its words split at whatever is not a letter or a digit. */
+bool lb_metric_result_word_in(const char *name);
 
 /* Index of the entry with this identity (tags only matter for LB_CLS_TAGGED), or -1. */
 long lb_metrics_find(const lb_metrics *m, uint32_t group, int cls, const char *name,

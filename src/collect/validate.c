@@ -886,6 +886,49 @@ static void warn_progress_ignored(struct json_object *warnings, const lb_metrics
 	push_record(warnings, "progress_ignored", NULL, "stdout", message);
 }
 
+/* Whether a value reads as a setting rather than a result: a label (`using device: cpu`),
+ * or an integer whose name holds no result's word (`total desired batch size: 128`). */
+static bool config_like(const lb_metric_entry *e)
+{
+	if (e->cls != LB_CLS_PLAIN && e->cls != LB_CLS_TAGGED)
+		return false;
+	if (e->kind == LB_METRIC_STRING)
+		return true;
+	return e->integer != LB_INT_NONE && !e->text && !lb_metric_result_word_in(e->name);
+}
+
+/* A run whose metrics are all settings while lines that no reading took hold a result's name
+ * and a number (llm.c: `total desired batch size: 128` read, `val loss 6.17` not): it stays
+ * valid (nothing says the settings are not what it reports), but it is told which lines were
+ * not read and how to print them, as progress_ignored and labels_only tell theirs. */
+static void warn_results_unread(struct json_object *warnings, const lb_metrics *m,
+				const lb_metrics_run_info *info)
+{
+	char message[1024], names[256] = "";
+	size_t o = 0, shown = 0;
+
+	if (!m->result_unread_lines || !m->reported_number || m->from_progress ||
+	    info->none_expected || (info->declared && info->n_declared) ||
+	    lb_results_hold_value(info->files))
+		return;
+	for (size_t i = 0; i < m->n_entries; i++)
+		if (!config_like(&m->entries[i]))
+			return;
+	for (size_t i = 0; i < m->n_entries && shown < 3 && o < sizeof(names); i++, shown++)
+		o += (size_t)snprintf(names + o, sizeof(names) - o, "%s`%s`", i ? ", " : "",
+				      m->entries[i].name);
+	snprintf(message, sizeof(message),
+		 "%zu line%s on stdout like `%s` hold%s a result's name and a number without the "
+		 "':' labbox reads a metric by, and %s not collected: the run's metrics are only "
+		 "%s%s, labels and counts a configuration prints; print the final metrics as "
+		 "'name: value' lines (`%s`) or write them to results.json",
+		 m->result_unread_lines, m->result_unread_lines == 1 ? "" : "s",
+		 m->result_unread_example, m->result_unread_lines == 1 ? "s" : "",
+		 m->result_unread_lines == 1 ? "was" : "were", names,
+		 m->n_entries > shown ? ", ..." : "", m->result_unread_fix);
+	push_record(warnings, "results_unread", NULL, "stdout", message);
+}
+
 /* A run that exits 0 having reported nothing has no result to trust: its metrics went
  * somewhere labbox does not read, or were never printed (docs/decisions.md). */
 /* The experiment wrote its results where it was told to, outside exp/: the fact that explains
@@ -971,6 +1014,23 @@ static void issue_unread_or_nothing(lb_validation *val, const lb_metrics *m, con
 			 "reports none",
 			 lead, m->unread_metric_lines, m->unread_metric_lines == 1 ? "" : "s",
 			 m->unread_metric_example, m->unread_metric_lines == 1 ? "s" : "");
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
+	if (m && m->result_unread_lines > 0) {
+		char message[1200];
+
+		/* Results printed as `name value` (llm.c's `val loss 6.17`): quote them, so that
+		 * "no 'name: value' line" never hides that the log holds the run's results. */
+		snprintf(message, sizeof(message),
+			 "%s: %zu line%s on stdout like `%s` hold%s a result's name and a number "
+			 "without the ':' labbox reads a metric by (a 'name value' line is also how "
+			 "prose and step logs print numbers, so it is not read); print the final "
+			 "metrics as 'name: value' lines (`%s`) or write them to results.json, or "
+			 "say `metrics: none` in labbox.yaml if the experiment reports none",
+			 lead, m->result_unread_lines, m->result_unread_lines == 1 ? "" : "s",
+			 m->result_unread_example, m->result_unread_lines == 1 ? "s" : "",
+			 m->result_unread_fix);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
@@ -1167,6 +1227,7 @@ size_t lb_metrics_validate_run(const lb_metrics *m, const lb_metrics_run_info *i
 		warn_dropped_tagged(warnings, m);
 		warn_from_progress(warnings, m, info);
 		warn_progress_ignored(warnings, m);
+		warn_results_unread(warnings, m, info);
 	}
 	lb_buf_free(&ic.reported);
 	return val.count;

@@ -854,6 +854,73 @@ static void test_validate_no_metrics_names_unread_lines(void **state)
 	lb_metrics_free(m);
 }
 
+/* Results printed as `name value` (llm.c) are not read, and never silently: a run whose metrics
+ * are only settings is warned, with the line and the line to print; a run that read a result
+ * is not; a run that read nothing quotes them in no_metrics. */
+static void test_validate_results_printed_without_a_colon(void **state)
+{
+	static const char llmc[] = "using device: cpu\ntotal desired batch size: 128\n"
+				   "=> calculated gradient accumulation steps: 1\n"
+				   "step    1/20 | train loss 6.230000 | norm 1.6048 | lr 1.00e-04\n"
+				   "val loss 6.25\nstep   20/20 | train loss 6.197274 | norm 1.8\n"
+				   "val loss 6.17646336555481\nfinal 19 iters avg: 103.321ms\n";
+	static const char with_result[] = "batch size: 128\nval loss 6.17\ntest_acc: 0.91\n";
+	static const char alone[] = "step 20/20 | train loss 6.19 | norm 1.84\nval loss 6.17\n";
+	static const char prose[] = "lr: 0.0006\nthe loss 5 times lower than before\n";
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+	struct json_object *issues = json_object_new_array();
+	struct json_object *warnings = json_object_new_array();
+	lb_metrics *m = collect(llmc, sizeof(llmc) - 1);
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 1);
+	assert_str(get(issue(warnings, 0), "kind"), "results_unread");
+	msg = json_object_get_string(get(issue(warnings, 0), "message"));
+	/* Four lines; the quote is a line that is no step's. */
+	assert_non_null(strstr(msg, "4 lines on stdout like `val loss 6.25`"));
+	assert_non_null(strstr(msg, "(`val loss: 6.25`)"));
+	assert_non_null(strstr(msg, "`total desired batch size`"));
+	lb_metrics_free(m);
+	/* Declared metrics say what the result is: no warning. */
+	{
+		const char *declared[] = { "total desired batch size" };
+
+		m = collect(llmc, sizeof(llmc) - 1);
+		json_object_put(warnings);
+		warnings = json_object_new_array();
+		info.declared = declared;
+		info.n_declared = 1;
+		assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+		assert_int_equal(json_object_array_length(warnings), 0);
+		info.declared = NULL;
+		info.n_declared = 0;
+		lb_metrics_free(m);
+	}
+	/* A result read (a number under a result's name, or any fraction) stands. */
+	m = collect(with_result, sizeof(with_result) - 1);
+	json_object_put(warnings);
+	warnings = json_object_new_array();
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 0);
+	lb_metrics_free(m);
+	m = collect(prose, sizeof(prose) - 1);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 0);
+	assert_int_equal(json_object_array_length(warnings), 0);
+	lb_metrics_free(m);
+	/* Nothing read: no_metrics quotes them rather than deny any line was printed. */
+	m = collect(alone, sizeof(alone) - 1);
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, warnings), 1);
+	msg = json_object_get_string(get(issue(issues, 0), "message"));
+	assert_non_null(strstr(msg, "2 lines on stdout like `val loss 6.17`"));
+	assert_non_null(strstr(msg, "(`val loss: 6.17`)"));
+	assert_null(strstr(msg, "no 'name: value' line"));
+	json_object_put(issues);
+	json_object_put(warnings);
+	lb_metrics_free(m);
+}
+
 /* The advice never asks for what the code already does: a line logged at INFO in a format
  * not read is told to change the format, not to use logging.info. */
 static void test_validate_no_metrics_advice_fits_the_log_line(void **state)
@@ -3483,6 +3550,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_several_pairs),
 		cmocka_unit_test(test_line_parse_names_with_spaces),
 		cmocka_unit_test(test_line_parse_ranking_and_number_names),
+		cmocka_unit_test(test_validate_results_printed_without_a_colon),
 		cmocka_unit_test(test_line_parse_annotated),
 		cmocka_unit_test(test_line_parse_not_metrics_real),
 		cmocka_unit_test(test_line_parse_paired),
