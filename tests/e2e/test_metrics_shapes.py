@@ -1057,3 +1057,42 @@ def test_ranking_metrics_alone_are_the_runs_result(tmp_path):
     r = run_exp(exp, tmp_path / "runs")
     assert r.rc == 0 and r.result["status"] == "completed", r.why()
     assert r.result["metrics"]["values"] == {"Hits@10": 0.512, "NDCG@10": 0.401}
+
+
+def test_results_printed_without_a_colon_are_named_not_silently_dropped(tmp_path):
+    # karpathy/llm.c's train_gpt2.py: its config lines have colons, its results do not
+    # (`val loss 6.17`, `step 20/20 | train loss 6.19 | ...`). `name value` lines stay
+    # unread (prose prints so), but a run whose metrics are only its settings is told.
+    exp = write_exp(tmp_path, '''
+        print("using device: cpu")
+        print("total desired batch size: 128")
+        print("=> calculated gradient accumulation steps: 1")
+        for step in range(20):
+            if step % 5 == 0:
+                print(f"val loss {6.25 - step * 0.004}")
+            print(f"step {step+1:4d}/20 | train loss {6.23 - step * 0.002:.6f} | norm 1.6048 | "
+                  f"lr 1.00e-04 | (32.58 ms | 3929 tok/s)")
+        print(f"val loss {6.17646336555481}")
+        print("final 19 iters avg: 103.321ms")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    (w,) = [w for w in r.result["metric_warnings"] if w["kind"] == "results_unread"]
+    assert "25 lines on stdout like `val loss 6.25`" in w["message"], w
+    assert "(`val loss: 6.25`)" in w["message"], w
+    assert "`total desired batch size`" in w["message"], w
+    # Without the config lines nothing is read, and no_metrics quotes the lines.
+    (exp / "main.py").write_text("print('step 1/1 | train loss 6.19 | norm 1.8')\n"
+                                 "print('val loss 6.17')\n")
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    # The line quoted is not a step's when there is another.
+    assert "2 lines on stdout like `val loss 6.17`" in issue["message"], issue
+    assert "(`val loss: 6.17`)" in issue["message"], issue
+    # A run that also printed its result is not warned.
+    (exp / "main.py").write_text("print('batch size: 128')\nprint('val loss 6.17')\n"
+                                 "print('val_loss: 6.17')\n")
+    r = run_exp(exp, tmp_path / "runs3")
+    assert r.rc == 0 and r.result["metric_warnings"] == [], r.why()
