@@ -903,8 +903,8 @@ static bool is_counter_word(const char *s, size_t len);
  * IoU range), where it cannot end the name, since a name's ':' has a blank after it. */
 static bool name_colon(const char *s, size_t len, size_t start, size_t i)
 {
-	return i > start && i + 1 < len && memchr(s + start, '@', i - start) &&
-	       (is_digit(s[i - 1]) || s[i - 1] == '.') && (is_digit(s[i + 1]) || s[i + 1] == '.');
+	return i > start && i + 1 < len && (is_digit(s[i + 1]) || s[i + 1] == '.') &&
+	       (is_digit(s[i - 1]) || s[i - 1] == '.') && memchr(s + start, '@', i - start);
 }
 
 /* A name at s[i..len) and its ':' (see lb_metric_line_parse): copies it, blanks inside made
@@ -919,7 +919,8 @@ static bool name_colon(const char *s, size_t len, size_t start, size_t i)
 static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool comma, char *out)
 {
 	size_t o = 0, part = 0;
-	bool first = true, digit_word = false, hole_word = false, after_counter = false;
+	size_t prev = 0, prev_len = 0; /* the word before, in out; none after a comma */
+	bool first = true, digit_word = false, hole_word = false;
 
 	for (;;) {
 		size_t start, w;
@@ -943,9 +944,10 @@ static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool co
 		hole_word = holes && i == start + 1 && s[start] == LB_METRIC_HOLE;
 		/* In a template a hole alone may be a number: after a counter word it is its
 		 * count, and before a comma it may end a part as a number does. */
-		if (after_counter && (digit_word || hole_word))
+		if ((digit_word || hole_word) && is_counter_word(out + prev, prev_len))
 			return 0;
-		after_counter = is_counter_word(out + w, o - w);
+		prev = w;
+		prev_len = o - w;
 		first = false;
 		while (i < len && lb_text_blank(s[i]))
 			i++;
@@ -957,7 +959,7 @@ static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool co
 				return 0;
 			out[o++] = ',';
 			part = o + 1;
-			after_counter = false;
+			prev_len = 0;
 			for (i++; i < len && lb_text_blank(s[i]); i++)
 				;
 		}
@@ -984,13 +986,38 @@ static const char *const level_words[] = { "DEBUG", "INFO",     "NOTICE", "WARNI
 static const char *const counter_words[] = { "epoch", "step",	     "batch",  "iter",
 					     "iteration", "global_step", "episode" };
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define COUNTER_FIRSTS (LETTER('e') | LETTER('s') | LETTER('b') | LETTER('i') | LETTER('g'))
+
+/* Whether s[0..len) is one of the lower-case words, any case. Checked on every word of
+ * names and unread lines: the first letter rejects nearly all before a comparison. */
+#define LETTER(c) (1u << ((c) - 'a'))
+
+/* firsts: the letters the words start with, as LETTER bits (defined beside each list, kept in
+ * step with it), so that most words are rejected before any comparison. */
+static bool word_in(const char *s, size_t len, const char *const *words, size_t n, uint32_t firsts)
+{
+	char c;
+
+	if (len == 0 || !is_alpha(s[0]))
+		return false;
+	c = s[0] >= 'A' && s[0] <= 'Z' ? (char)(s[0] + 32) : s[0];
+	if (!(firsts & (1u << (c - 'a'))))
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		const char *w = words[k];
+		size_t j = 0;
+
+		while (j < len && w[j] && (s[j] >= 'A' && s[j] <= 'Z' ? s[j] + 32 : s[j]) == w[j])
+			j++;
+		if (j == len && !w[j])
+			return true;
+	}
+	return false;
+}
 
 static bool is_counter_word(const char *s, size_t len)
 {
-	for (size_t k = 0; k < N_OF(counter_words); k++)
-		if (strlen(counter_words[k]) == len && strncasecmp(s, counter_words[k], len) == 0)
-			return true;
-	return false;
+	return word_in(s, len, counter_words, N_OF(counter_words), COUNTER_FIRSTS);
 }
 
 /* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
@@ -2576,6 +2603,17 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	}
 	m->reported_number |= v->kind == LB_METRIC_NUMBER || cls == LB_CLS_SUMMARY ||
 			      cls == LB_CLS_PAIRED;
+	/* A value that is no setting: a SUMMARY, a PAIRED, a number that is not an integer
+	 * (or annotated), or one named as a result. Labels and counts are a config's too. */
+	if (!m->reported_result) {
+		int64_t unused;
+
+		m->reported_result = cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED ||
+				     (v->kind == LB_METRIC_NUMBER &&
+				      (annotated(v) ||
+				       lb_parse_integer(v->str, v->str_len, &unused) == LB_INT_NONE ||
+				       lb_metric_result_word_in(v->name)));
+	}
 	if (v->kind == LB_METRIC_STRING) {
 		str = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!str)
@@ -2951,13 +2989,13 @@ static const char *const result_words[] = { "loss", "acc",  "accuracy", "perplex
 					    "rmse", "mae",  "wer",      "cer",	      "psnr",
 					    "ssim", "mrr",  "ndcg",     "precision",  "recall",
 					    "reward" };
+#define RESULT_FIRSTS                                                                         \
+	(LETTER('l') | LETTER('a') | LETTER('p') | LETTER('f') | LETTER('b') | LETTER('r') |    \
+	 LETTER('m') | LETTER('w') | LETTER('c') | LETTER('s') | LETTER('n'))
 
 static bool is_result_word(const char *s, size_t len)
 {
-	for (size_t k = 0; k < N_OF(result_words); k++)
-		if (strlen(result_words[k]) == len && strncasecmp(s, result_words[k], len) == 0)
-			return true;
-	return false;
+	return word_in(s, len, result_words, N_OF(result_words), RESULT_FIRSTS);
 }
 
 bool lb_metric_result_word_in(const char *name)
@@ -2980,7 +3018,7 @@ bool lb_metric_result_word_in(const char *name)
 static bool result_unread_like(const char *line, size_t len, char *fix, size_t cap)
 {
 	for (size_t i = 0; i < len; i++) {
-		size_t k = i, b, t, p;
+		size_t k = i, b, t, p, q;
 		double x;
 
 		if (!is_alpha(line[i]) || (i > 0 && (is_alpha(line[i - 1]) || is_digit(line[i - 1]) ||
@@ -2988,12 +3026,14 @@ static bool result_unread_like(const char *line, size_t len, char *fix, size_t c
 			continue;
 		while (k < len && (is_alpha(line[k]) || is_digit(line[k])))
 			k++;
-		if (!is_result_word(line + i, k - i)) {
+		for (b = k; b < len && lb_text_blank(line[b]); b++)
+			;
+		/* What may start a number comes first: it rejects nearly every word cheaply. */
+		if (b == k || b >= len || !(is_digit(line[b]) || strchr("+-.nNiI", line[b])) ||
+		    !is_result_word(line + i, k - i)) {
 			i = k;
 			continue;
 		}
-		for (b = k; b < len && lb_text_blank(line[b]); b++)
-			;
 		for (t = b; t < len && !lb_text_blank(line[t]) && !strchr(",;|)", line[t]); t++)
 			;
 		if (b == k || t == b || !lb_parse_number(line + b, t - b, &x)) {
@@ -3001,23 +3041,22 @@ static bool result_unread_like(const char *line, size_t len, char *fix, size_t c
 			continue;
 		}
 		/* The word before it, when it qualifies it: "val", "train", "test". */
-		p = i;
-		if (p > 0 && lb_text_blank(line[p - 1])) {
-			size_t q = p - 1;
-
-			while (q > 0 && lb_text_blank(line[q - 1]))
-				q--;
-			p = q;
-			while (p > 0 && (is_alpha(line[p - 1]) || line[p - 1] == '_'))
-				p--;
-			if (p == q || (p > 0 && !lb_text_blank(line[p - 1]) && !strchr("|[(", line[p - 1])) ||
+		p = q = i;
+		if (i > 0 && lb_text_blank(line[i - 1])) {
+			for (q = i - 1; q > 0 && lb_text_blank(line[q - 1]); q--)
+				;
+			for (p = q; p > 0 && (is_alpha(line[p - 1]) || line[p - 1] == '_'); p--)
+				;
+			if (p == q || q - p > 24 ||
+			    (p > 0 && !lb_text_blank(line[p - 1]) && !strchr("|[(", line[p - 1])) ||
 			    is_counter_word(line + p, q - p))
-				p = i;
+				p = q = i;
 		}
-		if (t - b < 32 && k - p < 48)
-			snprintf(fix, cap, "%.*s%s%.*s: %.*s", p < i ? (int)(strcspn(line + p, " \t")) : 0,
-				 line + p, p < i ? " " : "", (int)(k - i), line + i, (int)(t - b),
-				 line + b);
+		if (!fix)
+			return true;
+		if (t - b < 32 && k - i < 32)
+			snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
+				 (int)(k - i), line + i, (int)(t - b), line + b);
 		else
 			snprintf(fix, cap, "%.*s: 0.5", (int)(k - i < 32 ? k - i : 32), line + i);
 		return true;
@@ -3031,16 +3070,18 @@ static void note_result_unread(lb_metrics *m, const char *line, size_t len)
 {
 	char fix[sizeof(m->result_unread_fix)];
 	size_t w = 0;
-	bool counter;
+	bool counter, quote;
 
-	if (!result_unread_like(line, len, fix, sizeof(fix)))
+	if (!result_unread_like(line, len, NULL, 0))
 		return;
 	while (w < len && is_alpha(line[w]))
 		w++;
 	counter = is_counter_word(line, w);
-	if (m->result_unread_lines++ == 0 || (m->result_unread_example_counter && !counter)) {
+	quote = m->result_unread_lines++ == 0 || (m->result_unread_example_counter && !counter);
+	/* The pair to print is only made for a line that is quoted. */
+	if (quote && result_unread_like(line, len, fix, sizeof(fix))) {
 		set_example(m->result_unread_example, sizeof(m->result_unread_example), line, len);
-		memcpy(m->result_unread_fix, fix, sizeof(fix));
+		snprintf(m->result_unread_fix, sizeof(m->result_unread_fix), "%s", fix);
 		m->result_unread_example_counter = counter;
 	}
 }
@@ -3165,7 +3206,8 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		/* What else a line holds only explains a run that reported nothing (the
 		 * no_metrics issue, the progress fallback), and entries are never taken back:
 		 * after the first metric, a flood of other lines costs its parse alone. */
-		if (st == &m->out)
+		/* Only while nothing read is a result: then they can be all the run has. */
+		if (st == &m->out && !m->reported_result)
 			note_result_unread(m, line, len);
 		if (m->reported_number) {
 			/* Until a metric line follows them, progress lines may be all the run

@@ -158,9 +158,11 @@ struct lb_metrics {
 	bool progress_ignored;   /* start-up facts only, and a completed run's step lines not used */
 	/* stdout lines no reading took that hold a result's word and a number with no ':'
 	 * between them (llm.c's `val loss 6.17`, `step 20/20 | train loss 6.19 | ...`): counted
-	 * all through the run, since config lines read as metrics do not make them read. The
+	 * until a value that is no setting is read (reported_result), since config lines read
+	 * as metrics do not make them read. The
 	 * example prefers a line that does not start with a counter word (a step's line), and
 	 * fix is the pair as a metric line would print it (`val loss: 6.17`). */
+	bool reported_result; /* a value that is no setting (add_metric): sticky */
 	size_t result_unread_lines;
 	char result_unread_example[128];
 	char result_unread_fix[96];

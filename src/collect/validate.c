@@ -886,17 +886,6 @@ static void warn_progress_ignored(struct json_object *warnings, const lb_metrics
 	push_record(warnings, "progress_ignored", NULL, "stdout", message);
 }
 
-/* Whether a value reads as a setting rather than a result: a label (`using device: cpu`),
- * or an integer whose name holds no result's word (`total desired batch size: 128`). */
-static bool config_like(const lb_metric_entry *e)
-{
-	if (e->cls != LB_CLS_PLAIN && e->cls != LB_CLS_TAGGED)
-		return false;
-	if (e->kind == LB_METRIC_STRING)
-		return true;
-	return e->integer != LB_INT_NONE && !e->text && !lb_metric_result_word_in(e->name);
-}
-
 /* A run whose metrics are all settings while lines that no reading took hold a result's name
  * and a number (llm.c: `total desired batch size: 128` read, `val loss 6.17` not): it stays
  * valid (nothing says the settings are not what it reports), but it is told which lines were
@@ -907,13 +896,12 @@ static void warn_results_unread(struct json_object *warnings, const lb_metrics *
 	char message[1024], names[256] = "";
 	size_t o = 0, shown = 0;
 
-	if (!m->result_unread_lines || !m->reported_number || m->from_progress ||
-	    info->none_expected || (info->declared && info->n_declared) ||
+	/* reported_result: a value that is no setting was read (a fraction, a SUMMARY, a name
+	 * that holds a result's word), so the run reported what it reports. */
+	if (!m->result_unread_lines || !m->reported_number || m->reported_result ||
+	    m->from_progress || info->none_expected || (info->declared && info->n_declared) ||
 	    lb_results_hold_value(info->files))
 		return;
-	for (size_t i = 0; i < m->n_entries; i++)
-		if (!config_like(&m->entries[i]))
-			return;
 	for (size_t i = 0; i < m->n_entries && shown < 3 && o < sizeof(names); i++, shown++)
 		o += (size_t)snprintf(names + o, sizeof(names) - o, "%s`%s`", i ? ", " : "",
 				      m->entries[i].name);
