@@ -14,6 +14,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char KEY[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
+typedef struct fuzz_walk_span {
+	const char *data;
+	size_t len;
+} fuzz_walk_span;
+
+static int fuzz_walk_visit(const ck_walk_rec *rec, void *arg)
+{
+	const fuzz_walk_span *sp = arg;
+	if (rec->rel < sp->data || rec->rel + rec->rel_len > sp->data + sp->len ||
+	    (rec->kind != 'd' && rec->kind != 'v' && rec->kind != 'f') ||
+	    memchr(rec->rel, '\0', rec->rel_len))
+		abort();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	lb_buf in = {0};
@@ -142,6 +157,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	lb_buf_free(&sealed);
 	lb_buf_free(&body);
+	/* The same bytes as the walk's kept listing, raw and as the records of one sealed with a
+	 * valid checksum: each record visited lies inside the bytes, with a name of its length. */
+	lb_buf walk = {0};
+	if (ck_walk_format(1, "/exp", in.data, in.len, &walk) == 0) {
+		const lb_buf *ws[2] = {&in, &walk};
+		for (int k = 0; k < 2; k++) {
+			fuzz_walk_span sp = {ws[k]->data, ws[k]->len};
+			int wr = ck_walk_parse(ws[k]->data ? ws[k]->data : "", ws[k]->len,
+					      k ? "/exp" : NULL, fuzz_walk_visit, &sp);
+			if (wr != 0 && wr != -EBADMSG)
+				abort();
+		}
+	}
+	lb_buf_free(&walk);
 	lb_buf_free(&in);
 	return 0;
 }

@@ -475,6 +475,22 @@ int ck_cache_files_index(ck_cache *cc, char *block, size_t len);
 int ck_cache_find(const ck_cache *cc, const char *key, const char **data, size_t *len);
 /* ck_cache_prune with the bounds of packs (also those of check/answer.c's answers). */
 void ck_cache_prune_all(int dfd);
+/* The walk's listing kept for answer probes (check.c): each record of the file, in order. */
+typedef struct ck_walk_rec {
+	char kind; /* 'd' a directory read, 'v' one skipped for a virtual environment, 'f' a file */
+	uint64_t dev, ino, size, mode; /* 'd' and 'v': as the walk found the directory */
+	int64_t mtime_ns, ctime_ns;
+	int64_t trust_before_ns; /* the listing's stamp less the granularity margin */
+	const char *rel; /* relative to the root, not NUL-terminated; "" for the root */
+	size_t rel_len;
+} ck_walk_rec;
+typedef int (*ck_walk_visit)(const ck_walk_rec *rec, void *arg);
+/* A listing's bytes, checked whole (magic, checksum, and when root is not NULL its root),
+ * then each record to visit (NULL: none) until it returns negative; -EBADMSG for anything
+ * that is not an intact listing. */
+int ck_walk_parse(const char *data, size_t len, const char *root, ck_walk_visit visit, void *arg);
+/* A listing of root stamped stamp whose records are the len bytes at recs, into out. */
+int ck_walk_format(int64_t stamp, const char *root, const char *recs, size_t len, lb_buf *out);
 /* Least recently used files removed until under 3/4 of both bounds, when past either. */
 void ck_cache_prune(int dfd, size_t max_files, uint64_t max_bytes);
 

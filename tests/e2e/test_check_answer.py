@@ -242,3 +242,55 @@ def test_a_changed_pack_is_not_answered_for(tmp_path):
     doc = json.loads(run(env, "--json", exp).stdout)
     assert doc["cached_files"] == 0  # analysed again: the kept answer said 2
     assert without_counts(run(env, "--json", exp)) == without_counts(ref)
+
+
+def test_changed_directories_give_the_uncached_answer(tmp_path):
+    """A warm check finds the files from the walk's kept listing when every directory's
+    metadata is as it was (docs/check.md, "The whole answer kept"): a file added deep down
+    (its directory's mtime put back), a directory that becomes or stops being a virtual
+    environment, one renamed or replaced by a link, and a damaged listing each give the
+    answer of a check without the cache."""
+    env = cache_env(tmp_path)
+    exp = write_exp(tmp_path, MAIN, files={"helper.py": HELPER,
+                                           "pkg/__init__.py": "",
+                                           "pkg/sub/deep.py": "eval('1')\n"})
+    walks = tmp_path / "xdg" / "labbox" / "check" / "walks"
+
+    def same():
+        warm = run(env, "--json", exp)
+        assert without_counts(warm) == without_counts(run(env, "--no-cache", "--json", exp))
+        return {f["file"] for f in json.loads(warm.stdout)["findings"]}
+
+    assert "pkg/sub/deep.py" in {f["file"] for f in json.loads(
+        settle(env, "--json", exp).stdout)["findings"]}
+    assert len([p for p in walks.iterdir() if not p.name.startswith(".")]) == 1
+    assert "pkg/sub/deep.py" in same()
+    # a file added deep down, its directory's mtime put back (its ctime changes)
+    sub = exp / "pkg" / "sub"
+    st = sub.stat()
+    (sub / "new.py").write_text("exec('1')\n")
+    os.utime(sub, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert "pkg/sub/new.py" in same()
+    settle(env, "--json", exp)
+    # the directory becomes a virtual environment's, then stops being one
+    (sub / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert not any(f.startswith("pkg/sub/") for f in same())
+    settle(env, "--json", exp)
+    (sub / "pyvenv.cfg").unlink()
+    assert "pkg/sub/new.py" in same()
+    settle(env, "--json", exp)
+    # renamed
+    os.rename(sub, exp / "pkg" / "other")
+    assert "pkg/other/deep.py" in same()
+    settle(env, "--json", exp)
+    # replaced by a link: links are not followed
+    os.rename(exp / "pkg", tmp_path / "pkg_real")
+    os.symlink(tmp_path / "pkg_real", exp / "pkg")
+    assert not any(f.startswith("pkg/") for f in same())
+    settle(env, "--json", exp)
+    # a damaged listing is walked again
+    [listing] = [p for p in walks.iterdir() if not p.name.startswith(".")]
+    listing.write_bytes(listing.read_bytes()[:-3] + b"xy\n")
+    os.unlink(exp / "pkg")
+    os.rename(tmp_path / "pkg_real", exp / "pkg")
+    assert "pkg/other/deep.py" in same()

@@ -457,6 +457,72 @@ static void test_answer_file(void **state)
 	lb_buf_free(&b);
 }
 
+typedef struct walk_seen {
+	char kinds[8];
+	char rels[8][32];
+	int64_t mtime[8];
+	size_t n;
+} walk_seen;
+
+static int walk_seen_visit(const ck_walk_rec *rec, void *arg)
+{
+	walk_seen *s = arg;
+	if (s->n >= 8 || rec->rel_len >= sizeof s->rels[0])
+		return -E2BIG;
+	s->kinds[s->n] = rec->kind;
+	memcpy(s->rels[s->n], rec->rel, rec->rel_len);
+	s->rels[s->n][rec->rel_len] = '\0';
+	s->mtime[s->n] = rec->mtime_ns;
+	s->n++;
+	return 0;
+}
+
+/* The walk's kept listing: its records come back in order (names with spaces and newlines
+ * whole); any byte changed or any cut is -EBADMSG, and
+ * a listing of another root is not this one's. */
+static void test_walk_listing(void **state)
+{
+	(void)state;
+	static const char recs[] = "d 1 2 4096 16877 -5 1000000000 0:\n"
+				   "f 7:main.py\n"
+				   "d 1 3 4096 16877 1000000000 1000000000 5:a b\nc\n"
+				   "f 10:a b\nc/x.py\n"
+				   "v 1 4 4096 16877 1000000000 1000000000 4:venv\n";
+	lb_buf b = {0};
+	assert_int_equal(ck_walk_format(5000000000ll, "/exp", recs, strlen(recs), &b), 0);
+	walk_seen seen = {0};
+	assert_int_equal(ck_walk_parse(b.data, b.len, "/exp", walk_seen_visit, &seen), 0);
+	assert_int_equal(seen.n, 5);
+	assert_memory_equal(seen.kinds, "dfdfv", 5);
+	assert_string_equal(seen.rels[0], "");
+	assert_string_equal(seen.rels[2], "a b\nc");
+	assert_string_equal(seen.rels[3], "a b\nc/x.py");
+	assert_true(seen.mtime[0] == -5);
+	assert_int_equal(ck_walk_parse(b.data, b.len, NULL, NULL, NULL), 0);
+	assert_int_equal(ck_walk_parse(b.data, b.len, "/other", NULL, NULL), -EBADMSG);
+	assert_int_equal(ck_walk_parse(b.data, b.len, "/ex", NULL, NULL), -EBADMSG);
+	for (size_t i = 0; i < b.len; i++) {
+		char *copy = malloc(b.len);
+		assert_non_null(copy);
+		memcpy(copy, b.data, b.len);
+		copy[i] ^= 0x20;
+		assert_int_equal(ck_walk_parse(copy, b.len, "/exp", NULL, NULL), -EBADMSG);
+		assert_int_equal(ck_walk_parse(b.data, i, "/exp", NULL, NULL), -EBADMSG);
+		free(copy);
+	}
+	/* well sealed but not records: a name longer than what is left, a NUL in a name, an
+	 * unknown kind */
+	const char *bad[] = {"f 9:main.py\n", "f 3:a\0b\n", "x 1:a\n", "d 1 2 3 4 5 0:\n"};
+	size_t badlen[] = {12, 8, 6, 15};
+	for (size_t i = 0; i < 4; i++) {
+		lb_buf e = {0};
+		assert_int_equal(ck_walk_format(5000000000ll, "/exp", bad[i], badlen[i], &e), 0);
+		assert_int_equal(ck_walk_parse(e.data, e.len, "/exp", NULL, NULL), -EBADMSG);
+		lb_buf_free(&e);
+	}
+	lb_buf_free(&b);
+}
+
 /* The loader reads a kept answer from its file in blocks and prints it from there: the
  * bytes come out as stored, a byte changed past the first block is a miss, and a file cut in
  * place after it was loaded is an error of the print, not bytes made up. */
@@ -546,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_prune_keeps_the_most_recent),
 		cmocka_unit_test(test_answer_file),
 		cmocka_unit_test(test_answer_loaded_from_its_file),
+		cmocka_unit_test(test_walk_listing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
