@@ -86,9 +86,24 @@ void ck_answer_fold_files(lb_check_report *rep, const lb_check_config *cfg, cons
 	part_str(&c, "stdlib_by", rep->stdlib_by);
 	uint64_t nums[3] = {rep->stdlib_floor, rep->syntax_cached, n};
 	ck_cache_key_part(&c, "numbers", nums, sizeof nums);
+	/* A directory's files are opened as its real path, "/" and the name shown: the opened
+	 * path is folded whole only where it is not the prefix of the last one folded whole
+	 * (when that one was such a path), "/" and the name shown; the parts are framed, so the
+	 * digest still reads back every path opened. */
+	const char *dir = NULL;
+	size_t dlen = 0;
 	for (size_t i = 0; i < n; i++) {
+		size_t sl = strlen(shown[i]), al = strlen(abs[i]);
 		part_str(&c, "shown", shown[i]);
-		part_str(&c, "abs", abs[i]);
+		bool derived = al > sl && abs[i][al - sl - 1] == '/' &&
+			       memcmp(abs[i] + al - sl, shown[i], sl) == 0;
+		if (derived && dir && al - sl - 1 == dlen && memcmp(abs[i], dir, dlen) == 0) {
+			ck_cache_key_part(&c, "abs-in-dir", NULL, 0);
+		} else {
+			ck_cache_key_part(&c, "abs", abs[i], al);
+			dir = derived ? abs[i] : NULL;
+			dlen = derived ? al - sl - 1 : 0;
+		}
 		part_stat(&c, "stat", &fst[i]);
 	}
 	lb_sha256_final(&c, rep->answer);

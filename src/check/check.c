@@ -1006,6 +1006,9 @@ typedef struct walk {
 	bool record, fresh;
 	int64_t trust_before_ns; /* a directory changed at or after this is not kept (fresh) */
 	lb_buf listing;
+	/* when not NULL, rel and abs point into it (a kept listing's names: one allocation) */
+	char *arena;
+	size_t arena_used, arena_cap;
 } walk;
 
 static void note_unread(walk *w, const char *abs)
@@ -1077,6 +1080,16 @@ static int walk_add(walk *w, const char *rel, const char *abs)
 			return -ENOMEM;
 		w->abs = b;
 		w->cap = nc;
+	}
+	if (w->arena) {
+		size_t rl = strlen(rel) + 1, al = strlen(abs) + 1;
+		if (rl + al > w->arena_cap - w->arena_used)
+			return -ENOMEM;
+		w->rel[w->n] = memcpy(w->arena + w->arena_used, rel, rl);
+		w->abs[w->n] = memcpy(w->arena + w->arena_used + rl, abs, al);
+		w->arena_used += rl + al;
+		w->n++;
+		return 0;
 	}
 	w->rel[w->n] = strdup(rel);
 	w->abs[w->n] = strdup(abs);
@@ -1209,13 +1222,14 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 
 static void walk_free(walk *w)
 {
-	for (size_t i = 0; i < w->n; i++) {
+	for (size_t i = 0; !w->arena && i < w->n; i++) {
 		free(w->rel[i]);
 		free(w->abs[i]);
 	}
 	free(w->rel);
 	free(w->abs);
 	lb_buf_free(&w->listing);
+	free(w->arena);
 	memset(w, 0, sizeof *w);
 }
 
@@ -1419,7 +1433,13 @@ static int walk_load(walk *w, int cdfd, const char *name, const char *root)
 			got += (size_t)k;
 		}
 		walk_load_ctx x = {.w = w, .root = root};
-		if (got == (size_t)st.st_size)
+		/* every name twice, the second after the root: at most one file a 5 bytes of
+		 * listing ("f 1:x\n") */
+		size_t files = got / 5 + 1, rl = strlen(root) + 2;
+		w->arena_cap = 2 * got + files * (rl + 2);
+		w->arena_used = 0;
+		w->arena = malloc(w->arena_cap);
+		if (got == (size_t)st.st_size && w->arena)
 			r = ck_walk_parse(data, got, root, walk_visit, &x);
 		if (r == 0 && !x.ok)
 			r = -EBADMSG;
