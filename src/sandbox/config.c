@@ -771,8 +771,13 @@ int lb_sandbox_apply_limits(lb_sandbox *sb, const lb_sandbox_limits *lim)
 		r = lb_sandbox_set_pids(sb, lim->pids);
 	if (r == 0 && lim->cpus > 0)
 		r = lb_sandbox_set_cpus(sb, lim->cpus);
-	for (size_t i = 0; r == 0 && i < lim->ndegraded; i++)
-		r = lb_sandbox_allow_degraded(sb, lim->degraded[i]);
+	/* The run's list names what other layers accept less of too (the gate, isolation on a
+	 * remote host): only the sandbox's own words apply here. */
+	for (size_t i = 0; r == 0 && i < lim->ndegraded; i++) {
+		int e = lb_sandbox_allow_degraded(sb, lim->degraded[i]);
+		if (e < 0 && e != -EINVAL)
+			r = e;
+	}
 	if (r == 0 && lim->budget_s > 0 && (sb->budget <= 0 || lim->budget_s < sb->budget))
 		r = lb_sandbox_set_budget(sb, lim->budget_s);
 	return r;
