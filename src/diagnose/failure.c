@@ -1214,10 +1214,14 @@ static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno,
 		return false;
 	*lineno = strtol(p + 7, NULL, 10);
 	func[0] = '\0';
-	p = strstr(p, ", in ");
-	if (p) {
+	p += 7;
+	while (isdigit((unsigned char)*p))
+		p++;
+	/* a traceback's ", in f"; faulthandler's dump has " in f" */
+	if (starts_with(p, ", in "))
 		snprintf(func, funclen, "%s", p + 5);
-	}
+	else if (starts_with(p, " in "))
+		snprintf(func, funclen, "%s", p + 4);
 	return true;
 }
 
@@ -2997,6 +3001,95 @@ static bool prompt_line(const char *s)
 	return false;
 }
 
+/* faulthandler's header of one thread's stack, "Current thread 0x7f... (most recent call
+ * first):" or "Thread 0x7f... (most recent call first):". */
+static bool dump_header(const char *s)
+{
+	s += indent_of(s);
+	if (starts_with(s, "Current thread 0x"))
+		s += 17;
+	else if (starts_with(s, "Thread 0x"))
+		s += 9;
+	else
+		return false;
+	while (isxdigit((unsigned char)*s))
+		s++;
+	return strcmp(s, " (most recent call first):") == 0;
+}
+
+/* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
+ * program (src/gate/sitecustomize.py): of the last dump's threads, the main thread's is the
+ * one whose outermost frame is a module's top level. Its innermost frame (*top) and its
+ * innermost frame in the experiment's code (*code, NONE when none is): false when the
+ * output holds no such dump. */
+static bool stack_at_end(const lb_log *log, size_t *top, size_t *code)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	long lineno;
+	bool found = false;
+
+	for (size_t i = 0; i < log->n; i++) {
+		if (!dump_header(log->lines[i]))
+			continue;
+		size_t j = i + 1, own = NONE;
+		while (j < log->n && is_frame(log->lines[j]) &&
+		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
+			if (own == NONE && in_experiment(file, log->exp_dir))
+				own = j;
+			j++;
+		}
+		if (j > i + 1 && strcmp(func, "<module>") == 0) {
+			*top = i + 1;
+			*code = own;
+			found = true;
+		}
+		i = j - 1;
+	}
+	return found;
+}
+
+/* Where the main program was as the budget ended it, from the gate's stack dump: beside the
+ * timeout's own words, so a wait that never ends is found in the code, not guessed. */
+static void add_stack_at_end(lb_verdict *v, const lb_log *log)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128], where[2 * DIAG_EVIDENCE_LEN + 300];
+	size_t top = NONE, code = NONE;
+	long lineno;
+
+	if (strcmp(v->cls, "timeout") != 0 || !stack_at_end(log, &top, &code))
+		return;
+	v->frame = top;
+	v->code_frame = code;
+	size_t at = code != NONE ? code : top;
+	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
+		return;
+	int n = snprintf(where, sizeof where, "; when it ended, the main program was at %s line %ld%s%s",
+			 code != NONE ? experiment_relative(file, log->exp_dir) : file, lineno,
+			 func[0] ? ", in " : "", func);
+	if (at != top && n > 0 && (size_t)n < sizeof where &&
+	    parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
+		const char *base = strrchr(file, '/');
+		snprintf(where + n, sizeof where - (size_t)n, " (inside %s line %ld%s%s)",
+			 base ? base + 1 : file, lineno, func[0] ? ", in " : "", func);
+	}
+	size_t len = strlen(v->summary);
+	snprintf(v->summary + len, sizeof v->summary - len, "%s", where);
+	/* The run's last words before the dump, the innermost frames as printed, and the
+	 * experiment's own frame. */
+	v->n_evidence = 0;
+	size_t said = top;
+	while (said-- > 0)
+		if (log->lines[said][0] && !dump_header(log->lines[said]) &&
+		    !is_frame(log->lines[said])) {
+			add_evidence(v, said);
+			break;
+		}
+	add_evidence(v, top);
+	if (top + 1 < at)
+		add_evidence(v, top + 1);
+	add_evidence(v, at);
+}
+
 /* A run the budget ended that used almost no CPU was waiting, not computing. With its last
  * output a prompt it waited for a reader: labbox gives none (no terminal), so no budget is
  * enough. Without a prompt it may be a sleep, a lock, a child or a server (an experiment
@@ -3069,6 +3162,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "partial results are saved");
 		add_tail_evidence(v, log, 3);
 		diagnose_idle_timeout(v, in, log);
+		add_stack_at_end(v, log);
 		return;
 	}
 	if (in->oom_killed) {

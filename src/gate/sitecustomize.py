@@ -1263,6 +1263,15 @@ def _labbox_gate():
             return got[1] if got is not None and got[0] is old else old
         return signal, getsignal
 
+    # What a forked child of the main program runs: faulthandler's SIGTERM dump is the main
+    # program's alone (see where it is registered).
+    def make_unregister(unregister, signum):
+        def labbox_unregister():
+            unregister(signum)
+        return labbox_unregister
+
+    w_unregister = in_world(make_unregister)
+
     (w_pause_gc, w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip,
      w_excepthook, w_thread_excepthook, w_in_gate, w_signal_wrap, w_signal_standins) = [
         in_world(f) for f in (
@@ -3808,6 +3817,23 @@ def _labbox_gate():
         sys.modules["threading"].excepthook = thread_excepthook
 
     sys.path[0:0] = [p for p in extra if p not in sys.path]
+
+    # Where the main program was when its budget ended: labbox ends a run with SIGTERM (then
+    # SIGKILL after the grace), and a program with no handler of its own dies without a
+    # word. faulthandler's C handler prints every thread's stack to stderr (run.log), then
+    # lets the signal end the process as before; a handler the experiment installs replaces
+    # it, and signal.getsignal still says SIG_DFL. Only the run's main program (init's child
+    # in the sandbox's pid namespace): its forked children drop it, so that their dumps
+    # (a DataLoader's workers) do not interleave with its one.
+    try:
+        import faulthandler
+        import _signal as _sg
+        if os.getppid() == 1 and _sg.getsignal(_sg.SIGTERM) == _sg.SIG_DFL:
+            faulthandler.register(_sg.SIGTERM, all_threads=True, chain=True)
+            os.register_at_fork(after_in_child=w_unregister(faulthandler.unregister,
+                                                             _sg.SIGTERM))
+    except (ImportError, AttributeError, RuntimeError, ValueError, OSError):
+        pass  # no stderr to print to, or no faulthandler: ended without a word, as before
 
     # Said last, once all of the above is in: labbox records the gate as installed only when
     # this line reaches it (a gate that broke half-way, or never ran, is not claimed).

@@ -276,6 +276,60 @@ def test_timeout_is_certain_and_not_an_escalation(tmp_path):
     assert "--budget" in f["suggestion"]
 
 
+def test_a_timeout_says_where_the_main_program_was(tmp_path):
+    """The budget's SIGTERM used to end a program that never set a handler without a word:
+    the timeout could not say what it waited on. The main program prints its threads' stacks
+    as it ends, and the verdict names its innermost frame in the experiment's code, beside the
+    library frame it was waiting in. Its forked workers print nothing, so the one dump is
+    whole; what it printed on stdout before is still its metrics."""
+    r, f = failed(tmp_path, """
+        import multiprocessing as mp, time
+
+        def work(i):
+            time.sleep(100)
+            return i
+
+        def gather():
+            with mp.get_context("fork").Pool(2) as pool:
+                return pool.map(work, range(4))
+
+        if __name__ == "__main__":
+            print("loss: 0.5", flush=True)
+            gather()
+    """, "--budget", "4", "--grace", "2", rc=124)
+    assert f["class"] == "timeout", f
+    loc = f["code_location"]
+    assert (loc["file"], loc["line"], loc["function"]) == ("main.py", 9, "gather"), f
+    assert "main.py line 9, in gather" in f["summary"], f
+    assert "inside threading.py" in f["summary"], f
+    assert f["evidence"][0] == "loss: 0.5", f
+    assert any(e.endswith('main.py", line 9 in gather') for e in f["evidence"]), f
+    log = r.log()
+    assert log.count("Current thread 0x") == 1, log  # the workers printed no stacks
+    assert r.result["metrics"]["values"] == {"loss": 0.5}, r.why()
+    # explain, reading the record again, says the same
+    doc = explain(tmp_path, r.result["id"])
+    assert doc["failure"]["code_location"] == loc, doc["failure"]
+
+
+def test_a_program_with_its_own_sigterm_handler_keeps_it(tmp_path):
+    """A time guard of the experiment's (its SIGTERM handler saving partial results) runs as
+    it did: no stacks are printed over it, and signal.getsignal saw the default before."""
+    r, f = failed(tmp_path, """
+        import signal, sys, time
+        print("default:", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)
+        def guard(sig, frame):
+            print("saved partial", flush=True)
+            sys.exit(3)
+        signal.signal(signal.SIGTERM, guard)
+        time.sleep(60)
+    """, "--budget", "3", "--grace", "5", rc=124)
+    log = r.log()
+    assert "default: True" in log and "saved partial" in log, log
+    assert "most recent call first" not in log, log
+    assert f["class"] == "timeout" and f["code_location"] is None, f
+
+
 # --- ambiguous endings: what confidence means ---------------------------------------------------
 
 def test_a_quiet_exit_is_a_low_confidence_guess(tmp_path):
