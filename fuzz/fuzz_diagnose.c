@@ -23,6 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.network_host = sel & 16,
 		.gpus = sel & 32,
 		.memory_limit = (sel & 64) ? (unsigned long long)sel << 20 : 0,
+		/* a timeout reads the stacks the main program printed as it ended */
+		.timed_out = sel & 128,
 	};
 	struct json_object *doc = lb_diagnose_failure(&in);
 

@@ -68,22 +68,28 @@ static bool decided_by_labbox(json_object *result, json_object *failure)
 	       (ie && strcmp(get_str(ie, "step"), "record") == 0);
 }
 
+static int int_or(json_object *o, const char *key, int dflt)
+{
+	json_object *v = get(o, key);
+	return v ? json_object_get_int(v) : dflt;
+}
+
 static json_object *rediagnose(const char *run_dir, json_object *result, json_object *manifest)
 {
 	size_t len;
 	LB_AUTOFREE char *tail = log_tail(run_dir, &len);
 	char exp_dir[PATH_MAX];
-	json_object *ie = get(result, "infra_error"), *v;
+	json_object *ie = get(result, "infra_error");
 	const char *lang = get_str(get(manifest, "interpreter"), "language");
 	snprintf(exp_dir, sizeof exp_dir, "%s/exp", run_dir);
 	lb_failure_input in = {
 		.log_tail = tail,
 		.log_tail_len = len,
-		.exit_code = (v = get(result, "exit_code")) ? json_object_get_int(v) : -1,
-		.signal = (v = get(result, "signal")) ? json_object_get_int(v) : 0,
-		.timed_out = (v = get(result, "timed_out")) && json_object_get_boolean(v),
-		.oom_killed = (v = get(result, "oom_killed")) && json_object_get_boolean(v),
-		.oom_counted = (v = get(result, "oom_counted")) && json_object_get_boolean(v),
+		.exit_code = int_or(result, "exit_code", -1),
+		.signal = int_or(result, "signal", 0),
+		.timed_out = json_object_get_boolean(get(result, "timed_out")),
+		.oom_killed = json_object_get_boolean(get(result, "oom_killed")),
+		.oom_counted = json_object_get_boolean(get(result, "oom_counted")),
 		.infra_error = strcmp(get_str(result, "status"), "infra_error") == 0,
 		.infra_message = ie ? get_str(ie, "message") : NULL,
 		.language = lang[0] && strcmp(lang, "python") != 0 ? lang : NULL,

@@ -1711,13 +1711,13 @@ static bool one_edit(const char *a, const char *b)
  * utils.py): its file name in out. */
 static bool near_own_module(const char *dir, const char *name, char *out, size_t outlen)
 {
-	DIR *d = opendir(dir);
 	struct dirent *de;
 	bool found = false;
 	char stem[NAME_MAX + 1];
 
 	if (strlen(name) < 4)
 		return false;
+	DIR *d = opendir(dir);
 	for (size_t k = 0; d && !found && k < 5000 && (de = readdir(d)); k++) {
 		size_t l = strlen(de->d_name);
 		if (foreign_dir(de->d_name))
@@ -3027,6 +3027,7 @@ static bool stack_at_end(const lb_log *log, size_t *top, size_t *code)
 	char file[DIAG_EVIDENCE_LEN], func[128];
 	long lineno;
 	bool found = false;
+	size_t end = 0, main_top = NONE, main_code = NONE;
 
 	for (size_t i = 0; i < log->n; i++) {
 		if (!dump_header(log->lines[i]))
@@ -3039,24 +3040,44 @@ static bool stack_at_end(const lb_log *log, size_t *top, size_t *code)
 			j++;
 		}
 		if (j > i + 1 && strcmp(func, "<module>") == 0) {
-			*top = i + 1;
-			*code = own;
+			main_top = i + 1;
+			main_code = own;
 			found = true;
+			end = j;
 		}
 		i = j - 1;
 	}
-	return found;
+	/* The dump the budget's signal caused is at the end: one the program printed itself
+	 * long before (faulthandler.dump_traceback) is not where it was when it ended. */
+	size_t after = 0;
+	for (size_t i = end; found && i < log->n; i++)
+		after += log->lines[i][0] != '\0';
+	if (!found || after > 20)
+		return false;
+	*top = main_top;
+	*code = main_code;
+	return true;
 }
 
 /* Where the main program was as the budget ended it, from the gate's stack dump: beside the
  * timeout's own words, so a wait that never ends is found in the code, not guessed. */
-static void add_stack_at_end(lb_verdict *v, const lb_log *log)
+/* The first line of the dump whose main-thread block starts at top: the output before it is
+ * the program's own. */
+static size_t dump_start(const lb_log *log, size_t top)
+{
+	size_t start = top;
+	while (start > 0 && (dump_header(log->lines[start - 1]) || is_frame(log->lines[start - 1]) ||
+			     !log->lines[start - 1][0]))
+		start--;
+	return start;
+}
+
+static void add_stack_at_end(lb_verdict *v, const lb_log *log, size_t top, size_t code)
 {
 	char file[DIAG_EVIDENCE_LEN], func[128], where[2 * DIAG_EVIDENCE_LEN + 300];
-	size_t top = NONE, code = NONE;
 	long lineno;
 
-	if (strcmp(v->cls, "timeout") != 0 || !stack_at_end(log, &top, &code))
+	if (strcmp(v->cls, "timeout") != 0 || top == NONE)
 		return;
 	v->frame = top;
 	v->code_frame = code;
@@ -3140,6 +3161,12 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 				     "the setup step that failed)");
 	if (diagnose_infra(v, in, log))
 		return;
+	/* A timeout's output ends with the stacks the main program printed as it ended (the
+	 * gate's faulthandler): what it said before them is its last output. */
+	size_t stack_top = NONE, stack_code = NONE;
+	lb_log said = *log;
+	if (in->timed_out && stack_at_end(log, &stack_top, &stack_code))
+		said.n = dump_start(log, stack_top);
 	if (in->timed_out && in->oom_killed) {
 		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
 		 * the budget only ended the wait. */
@@ -3152,7 +3179,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		set_confidence(v, CONF_MEDIUM,
 			       "labbox counted an out-of-memory kill in the run before its budget "
 			       "ended it; which process it took, and when, is not recorded");
-		add_tail_evidence(v, log, 3);
+		add_tail_evidence(v, &said, 3);
 		return;
 	}
 	if (in->timed_out) {
@@ -3160,9 +3187,9 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "raise the budget (--budget SECONDS) or do less work; print "
 			    "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
 			    "partial results are saved");
-		add_tail_evidence(v, log, 3);
-		diagnose_idle_timeout(v, in, log);
-		add_stack_at_end(v, log);
+		add_tail_evidence(v, &said, 3);
+		diagnose_idle_timeout(v, in, &said);
+		add_stack_at_end(v, log, stack_top, stack_code);
 		return;
 	}
 	if (in->oom_killed) {

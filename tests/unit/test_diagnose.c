@@ -2760,6 +2760,61 @@ static void test_a_path_the_message_says_is_missing_is_missing_data(void **state
 
 /* The budget ended a run: idle at a prompt is the code's; a prompt while computing, or idle
  * without a prompt, stays the timeout (the latter saying it was mostly waiting). */
+/* The stacks the gate's faulthandler prints as the budget's SIGTERM reaches the main program:
+ * the main thread's block (outermost frame a <module>) of a dump at the end names where it
+ * was; a worker thread's block, a dump long before the end, or a header cut off do not. */
+static void test_a_timeout_names_where_the_main_program_was(void **state)
+{
+	(void)state;
+	const char *main_block = "Current thread 0x00007f093c60b040 (most recent call first):\n"
+				 "  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n"
+				 "  File \"" EXP "/train.py\", line 42 in gather\n"
+				 "  File \"" EXP "/main.py\", line 8 in <module>\n";
+	const char *worker = "Thread 0x00007f6c36e0c6c0 (most recent call first):\n"
+			     "  File \"/usr/lib/python3.11/threading.py\", line 975 in run\n"
+			     "  File \"/usr/lib/python3.11/threading.py\", line 995 in _bootstrap\n";
+	char log[4096];
+	lb_failure_input in = {.exit_code = -1, .signal = SIGTERM, .timed_out = true,
+			       .exp_dir = EXP};
+
+	snprintf(log, sizeof log, "loss: 0.5\n%s\n%s", worker, main_block);
+	in.log_tail = log;
+	in.log_tail_len = strlen(log);
+	struct json_object *doc = lb_diagnose_failure(&in), *loc;
+	assert_string_equal(field(doc, "class"), "timeout");
+	assert_non_null(strstr(field(doc, "summary"),
+			       "the main program was at train.py line 42, in gather (inside "
+			       "threading.py line 320, in wait)"));
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_string_equal(json_object_get_string(json_object_object_get(loc, "file")), "train.py");
+	assert_int_equal(json_object_get_int(json_object_object_get(loc, "line")), 42);
+	struct json_object *ev = json_object_object_get(doc, "evidence");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(ev, 0)), "loss: 0.5");
+	json_object_put(doc);
+
+	/* only a worker's block, or the main block's header cut off: the timeout as before */
+	const char *without[] = {worker, strchr(main_block, '\n') + 1};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(log, sizeof log, "loss: 0.5\n%s", without[i]);
+		in.log_tail = log;
+		in.log_tail_len = strlen(log);
+		doc = lb_diagnose_failure(&in);
+		assert_string_equal(field(doc, "class"), "timeout");
+		assert_null(strstr(field(doc, "summary"), "main program was"));
+		json_object_put(doc);
+	}
+	/* a dump the program printed itself, long before the end */
+	size_t n = (size_t)snprintf(log, sizeof log, "%s", main_block);
+	for (int i = 0; i < 30 && n < sizeof log - 32; i++)
+		n += (size_t)snprintf(log + n, sizeof log - n, "step: %d\n", i);
+	in.log_tail = log;
+	in.log_tail_len = strlen(log);
+	doc = lb_diagnose_failure(&in);
+	if (strstr(field(doc, "summary"), "main program was"))
+		fail_msg("an early dump was read: %s", field(doc, "summary"));
+	json_object_put(doc);
+}
+
 static void test_a_timeout_waiting_at_a_prompt(void **state)
 {
 	(void)state;
@@ -2777,6 +2832,17 @@ static void test_a_timeout_waiting_at_a_prompt(void **state)
 		{"epoch 3: loss 0.5\n", 60, 0.5, true, "timeout", "mostly waiting"},
 		{"epoch 3: loss 0.5\n", 60, 50, true, "timeout", "time budget"},
 		{"Epoch 3:\n", 30, 0.4, true, "timeout", "mostly waiting"},
+		/* the stacks the main program printed as the budget ended it come after its
+		 * last words, and name where it waited */
+		{"loss: 1\nPress enter to continue.\n"
+		 "Current thread 0x00007f0 (most recent call first):\n"
+		 "  File \"/r/exp/main.py\", line 3 in <module>\n", 30, 0.4, true, "code_error",
+		 "keyboard input"},
+		{"epoch 3: loss 0.5\n"
+		 "Current thread 0x00007f0 (most recent call first):\n"
+		 "  File \"/r/exp/main.py\", line 3 in <module>\n", 60, 0.5, true, "timeout",
+		 "not computing; when it ended, the main program was at main.py line 3, in "
+		 "<module>"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		lb_failure_input in = {.exit_code = -1, .signal = SIGKILL, .timed_out = true};
@@ -2855,6 +2921,7 @@ int main(void)
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
 		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
+		cmocka_unit_test(test_a_timeout_names_where_the_main_program_was),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
