@@ -112,6 +112,8 @@ int lb_sandbox_add_device(lb_sandbox *sb, const char *path);
  * driver's control nodes, and sets CUDA_VISIBLE_DEVICES; without a call no GPU is visible.
  * -ENODEV (with err naming what is missing) when the host lacks an asked-for GPU. */
 int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen);
+/* How many NVIDIA GPUs this host has (its /dev/nvidiaN device nodes): what --gpus can give. */
+int lb_sandbox_host_gpu_count(void);
 int lb_sandbox_set_budget(lb_sandbox *sb, double seconds); /* 0: no budget */
 /* At most bytes written under the host directory path (the writable work directory) during
  * the run: checked four times a second, plus RLIMIT_FSIZE for single files; past it the tree

@@ -241,6 +241,8 @@ static bool decide(esc *e, json_object *f, const lb_failure_input *in)
 		snprintf(e->flag, sizeof e->flag, "--network host");
 		e->granted = in && in->network_host;
 	} else if (strcmp(cls, "gpu_unavailable") == 0) {
+		if (in && in->machine_without_gpus && !in->gpus)
+			return false; /* nothing for --gpus to give on this machine */
 		e->grants = "gpu";
 		snprintf(e->flag, sizeof e->flag, "--gpus all");
 		e->granted = in && in->gpus;
@@ -385,7 +387,7 @@ unsigned lb_escalate_for_failure(const struct json_object *failure)
 	    (strcmp(cls, "sandbox_restriction") == 0 && strcmp(grants, "network") == 0))
 		return LB_ESCALATE_NETWORK;
 	if (strcmp(cls, "gpu_unavailable") == 0)
-		return LB_ESCALATE_GPUS;
+		return LB_ESCALATE_GPUS; /* declined, with its reason, where the host has none */
 	if (strcmp(cls, "oom") == 0)
 		return LB_ESCALATE_MEMORY;
 	if (strcmp(cls, "wrong_env") == 0 || strcmp(cls, "missing_package") == 0)

@@ -111,7 +111,14 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 		in.cpu_s = json_object_get_double(user) + (sys ? json_object_get_double(sys) : 0);
 		in.cpu_known = in.cpu_s > 0; /* 0: a backend that did not measure it */
 	}
-	json_object *mem = get(get(manifest, "machine"), "memory_total_bytes");
+	/* The manifest's machine is the one that ran the code for a local run only; its device
+	 * nodes are what --gpus could have given (older manifests do not say: not known). */
+	json_object *machine = get(manifest, "machine"), *nodes = get(machine, "gpu_device_nodes");
+	const char *backend = get_str(get(result, "backend"), "name");
+	in.machine_without_gpus = (!backend[0] || strcmp(backend, "local") == 0) && nodes &&
+				  json_object_is_type(nodes, json_type_int) &&
+				  json_object_get_int(nodes) == 0;
+	json_object *mem = get(machine, "memory_total_bytes");
 	if (mem && json_object_get_int64(mem) > 0)
 		in.machine_memory = (unsigned long long)json_object_get_int64(mem);
 	/* An exit status of 0 with a failure recorded (metrics invalid, a gate refusal the code

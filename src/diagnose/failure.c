@@ -623,6 +623,10 @@ static const char SUGGEST_GPU_UNAVAILABLE[] =
 	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
 	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
 	"False";
+static const char SUGGEST_GPU_NONE_HERE[] =
+	"run it on a machine with an NVIDIA GPU (--mode ssh --host HOST to a lab server, "
+	"--mode slurm with --gpus 0, or --mode colab), or make the code fall back to the "
+	"CPU when torch.cuda.is_available() is False";
 static const char SUGGEST_TORCH_CPU_BUILD[] =
 	"run it with an interpreter whose torch is a CUDA build (pip install torch in a virtual "
 	"environment on Linux gives one; labbox installs nothing itself), with --python "
@@ -3645,6 +3649,12 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);
 	refine_allocation(&v, in, &log);
+	if (v.cls && strcmp(v.cls, "gpu_unavailable") == 0 && in->machine_without_gpus && !in->gpus) {
+		snprintf(v.summary, sizeof v.summary,
+			 "no usable GPU: the code needs CUDA, and the machine it ran on has no NVIDIA "
+			 "GPU (no /dev/nvidiaN), so --gpus has none to give");
+		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_GPU_NONE_HERE);
+	}
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
 		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);

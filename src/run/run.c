@@ -1685,6 +1685,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 		if (pages > 0 && page > 0)
 			fin.machine_memory = (unsigned long long)pages * (unsigned long long)page;
+		fin.machine_without_gpus = lb_sandbox_host_gpu_count() == 0;
 	}
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {

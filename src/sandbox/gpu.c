@@ -43,6 +43,12 @@ static int host_gpus(int *minors)
 	return n;
 }
 
+int lb_sandbox_host_gpu_count(void)
+{
+	int minors[MAX_GPUS];
+	return host_gpus(minors);
+}
+
 /* "GPU-..." of the GPU with this device minor, from the driver's procfs. */
 static bool gpu_uuid(int minor, char *out, size_t n)
 {

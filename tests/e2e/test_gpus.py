@@ -42,6 +42,21 @@ def inside(*opts):
     return p
 
 
+def test_a_cuda_error_where_there_are_gpus_names_gpus_all(fake_gpus, tmp_path):
+    """On a machine with NVIDIA GPUs (here stand-ins), a run without --gpus that needs CUDA
+    is told --gpus all, which lifts it (test_explain.py has the machine without any)."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text('raise RuntimeError("No CUDA GPUs are available")\n')
+    p = subprocess.run([LABBOX, "run", "--json", "--python", "/usr/bin/python3", "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)], capture_output=True, text=True,
+                       timeout=120)
+    f = json.loads(p.stdout)["failure"]
+    assert f["class"] == "gpu_unavailable", f
+    assert f["escalation"]["flag"] == "--gpus all" and f["escalation"]["grants"] == "gpu", f
+    assert "--gpus all" in f["suggestion"] and "has no NVIDIA GPU" not in f["summary"], f
+
+
 def test_no_gpu_visible_without_the_flag(fake_gpus):
     p = inside()
     assert p.returncode == 0, p.stderr
