@@ -3021,65 +3021,96 @@ static bool dump_header(const char *s)
 	return strcmp(s, " (most recent call first):") == 0;
 }
 
-/* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
- * program (src/gate/sitecustomize.py): of the last dump's threads, the main thread's is the
- * one whose outermost frame is a module's top level. Its innermost frame (*top) and its
- * innermost frame in the experiment's code (*code, NONE when none is): false when the
- * output holds no such dump. */
-static bool stack_at_end(const lb_log *log, size_t *top, size_t *code)
+/* The first line of a dump whose block header is at line h: headers, frames and blank lines
+ * above it are the same dump's. */
+static size_t dump_start(const lb_log *log, size_t h)
 {
-	char file[DIAG_EVIDENCE_LEN], func[128];
-	long lineno;
-	bool found = false;
-	size_t end = 0, main_top = NONE, main_code = NONE;
-
-	for (size_t i = 0; i < log->n; i++) {
-		if (!dump_header(log->lines[i]))
-			continue;
-		size_t j = i + 1, own = NONE;
-		while (j < log->n && is_frame(log->lines[j]) &&
-		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
-			if (own == NONE && in_experiment(file, log->exp_dir))
-				own = j;
-			j++;
-		}
-		if (j > i + 1 && strcmp(func, "<module>") == 0) {
-			main_top = i + 1;
-			main_code = own;
-			found = true;
-			end = j;
-		}
-		i = j - 1;
-	}
-	/* The dump the budget's signal caused is at the end: one the program printed itself
-	 * long before (faulthandler.dump_traceback) is not where it was when it ended. */
-	size_t after = 0;
-	for (size_t i = end; found && i < log->n; i++)
-		after += log->lines[i][0] != '\0';
-	if (!found || after > 20)
-		return false;
-	*top = main_top;
-	*code = main_code;
-	return true;
-}
-
-/* Where the main program was as the budget ended it, from the gate's stack dump: beside the
- * timeout's own words, so a wait that never ends is found in the code, not guessed. */
-/* The first line of the dump whose main-thread block starts at top: the output before it is
- * the program's own. */
-static size_t dump_start(const lb_log *log, size_t top)
-{
-	size_t start = top;
+	size_t start = h;
 	while (start > 0 && (dump_header(log->lines[start - 1]) || is_frame(log->lines[start - 1]) ||
 			     !log->lines[start - 1][0]))
 		start--;
 	return start;
 }
 
-static void add_stack_at_end(lb_verdict *v, const lb_log *log, size_t top, size_t code)
+/* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
+ * program (src/gate/sitecustomize.py), read from the end of the output. */
+typedef struct stack_dump {
+	size_t start; /* the dump's first line; NONE: the output does not end with one */
+	size_t top;   /* the innermost frame of the stack that was waiting, or NONE */
+	size_t code;  /* that stack's innermost frame in the experiment's code, or NONE */
+	/* The main program had ended and waited in threading's _shutdown for a thread it
+	 * started (not a daemon): top and code are that thread's. */
+	bool main_done;
+} stack_dump;
+
+/* Of the last dump's threads, the main thread's stack is the one whose outermost frame is a
+ * module's top level. A dump followed by more than a few lines is not the one the end of the
+ * run caused (the program printed it itself, faulthandler.dump_traceback). */
+static void read_dump(const lb_log *log, stack_dump *d)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	long lineno;
+	size_t last = NONE, end, after = 0, thread_top = NONE, thread_code = NONE;
+	bool shutdown = false;
+
+	*d = (stack_dump){ .start = NONE, .top = NONE, .code = NONE };
+	for (size_t i = log->n; i-- > 0 && last == NONE;)
+		if (dump_header(log->lines[i]))
+			last = i;
+	if (last == NONE)
+		return;
+	for (end = last + 1; end < log->n && is_frame(log->lines[end]); end++)
+		;
+	for (size_t i = end; i < log->n; i++)
+		after += log->lines[i][0] != '\0';
+	if (after > 20)
+		return;
+	d->start = dump_start(log, last);
+	for (size_t i = d->start; i < end; i++) {
+		if (!dump_header(log->lines[i]))
+			continue;
+		size_t j = i + 1, own = NONE;
+		while (j < end && is_frame(log->lines[j]) &&
+		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
+			if (own == NONE && in_experiment(file, log->exp_dir))
+				own = j;
+			j++;
+		}
+		if (j > i + 1) {
+			size_t fl = strlen(file);
+			if (strcmp(func, "<module>") == 0) {
+				d->top = i + 1;
+				d->code = own;
+			} else if (strcmp(func, "_shutdown") == 0 && fl >= 13 &&
+				   strcmp(file + fl - 13, "/threading.py") == 0) {
+				shutdown = true;
+			} else if (thread_top == NONE || (thread_code == NONE && own != NONE)) {
+				thread_top = i + 1; /* the first thread in the experiment's code */
+				thread_code = own;
+			}
+		}
+		i = j - 1;
+	}
+	if (d->top == NONE && shutdown && thread_top != NONE) {
+		d->top = thread_top;
+		d->code = thread_code;
+		d->main_done = true;
+	}
+}
+
+static const char SUGGEST_THREAD_AT_EXIT[] =
+	"the main program had finished: a thread it started (not a daemon) kept the process "
+	"alive until the budget ended it. Stop the thread when the work is done (a flag or an "
+	"event its loop checks, then join it), or start it with daemon=True; only if its work "
+	"was still needed, raise the budget (--budget SECONDS)";
+
+/* Where the run was as the budget ended it, from the stack dump: beside the timeout's own
+ * words, so a wait that never ends is found in the code, not guessed. */
+static void add_stack_at_end(lb_verdict *v, const lb_log *log, const stack_dump *d)
 {
 	char file[DIAG_EVIDENCE_LEN], func[128], where[2 * DIAG_EVIDENCE_LEN + 300];
 	long lineno;
+	size_t top = d->top, code = d->code;
 
 	if (strcmp(v->cls, "timeout") != 0 || top == NONE)
 		return;
@@ -3088,7 +3119,10 @@ static void add_stack_at_end(lb_verdict *v, const lb_log *log, size_t top, size_
 	size_t at = code != NONE ? code : top;
 	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
 		return;
-	int n = snprintf(where, sizeof where, "; when it ended, the main program was at %s line %ld%s%s",
+	int n = snprintf(where, sizeof where,
+			 d->main_done ? "; the main program had finished and was waiting for a "
+					"thread it started, which was at %s line %ld%s%s"
+				      : "; when it ended, the main program was at %s line %ld%s%s",
 			 code != NONE ? experiment_relative(file, log->exp_dir) : file, lineno,
 			 func[0] ? ", in " : "", func);
 	if (at != top && n > 0 && (size_t)n < sizeof where &&
@@ -3099,13 +3133,13 @@ static void add_stack_at_end(lb_verdict *v, const lb_log *log, size_t top, size_
 	}
 	size_t len = strlen(v->summary);
 	snprintf(v->summary + len, sizeof v->summary - len, "%s", where);
+	if (d->main_done)
+		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_THREAD_AT_EXIT);
 	/* The run's last words before the dump, the innermost frames as printed, and the
 	 * experiment's own frame. */
 	v->n_evidence = 0;
-	size_t said = top;
-	while (said-- > 0)
-		if (log->lines[said][0] && !dump_header(log->lines[said]) &&
-		    !is_frame(log->lines[said])) {
+	for (size_t said = d->start; said-- > 0;)
+		if (log->lines[said][0]) {
 			add_evidence(v, said);
 			break;
 		}
@@ -3167,10 +3201,12 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		return;
 	/* A timeout's output ends with the stacks the main program printed as it ended (the
 	 * gate's faulthandler): what it said before them is its last output. */
-	size_t stack_top = NONE, stack_code = NONE;
+	stack_dump dump = { .start = NONE, .top = NONE, .code = NONE };
 	lb_log said = *log;
-	if (in->timed_out && stack_at_end(log, &stack_top, &stack_code))
-		said.n = dump_start(log, stack_top);
+	if (in->timed_out)
+		read_dump(log, &dump);
+	if (dump.start != NONE)
+		said.n = dump.start;
 	if (in->timed_out && in->oom_killed) {
 		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
 		 * the budget only ended the wait. */
@@ -3193,7 +3229,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			    "partial results are saved");
 		add_tail_evidence(v, &said, 3);
 		diagnose_idle_timeout(v, in, &said);
-		add_stack_at_end(v, log, stack_top, stack_code);
+		add_stack_at_end(v, log, &dump);
 		return;
 	}
 	if (in->oom_killed) {

@@ -327,6 +327,30 @@ def test_a_timeout_says_where_the_main_program_was(tmp_path):
     assert doc["failure"]["code_location"] == loc, doc["failure"]
 
 
+def test_a_thread_that_kept_a_finished_program_alive_is_named(tmp_path):
+    """The main program printed its result and ended, but a thread it started (not a
+    daemon) never did, so the process lived until the budget. The verdict says the main
+    program had finished and names the thread's line, and the advice is to stop or daemonize
+    the thread, not only a larger budget."""
+    r, f = failed(tmp_path, """
+        import threading, time
+
+        def prefetch():
+            while True:
+                time.sleep(0.2)
+
+        threading.Thread(target=prefetch).start()
+        print("accuracy: 0.9", flush=True)
+    """, "--budget", "4", "--grace", "2", rc=124)
+    assert f["class"] == "timeout", f
+    assert "main program had finished and was waiting for a thread" in f["summary"], f
+    loc = f["code_location"]
+    assert (loc["file"], loc["line"], loc["function"]) == ("main.py", 5, "prefetch"), f
+    assert "daemon=True" in f["suggestion"], f
+    assert f["evidence"][0] == "accuracy: 0.9", f
+    assert r.result["metrics"]["values"] == {"accuracy": 0.9}, r.why()
+
+
 def test_a_program_with_its_own_sigterm_handler_keeps_it(tmp_path):
     """A time guard of the experiment's (its SIGTERM handler saving partial results) runs as
     it did: no stacks are printed over it, and signal.getsignal saw the default before."""

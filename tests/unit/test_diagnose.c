@@ -2803,6 +2803,22 @@ static void test_a_timeout_names_where_the_main_program_was(void **state)
 		assert_null(strstr(field(doc, "summary"), "main program was"));
 		json_object_put(doc);
 	}
+	/* the main program ended and waited for a thread of its own that never did */
+	snprintf(log, sizeof log,
+		 "accuracy: 0.9\nThread 0x00007faaac2f36c0 (most recent call first):\n"
+		 "  File \"" EXP "/main.py\", line 4 in prefetch\n"
+		 "  File \"/usr/lib/python3.11/threading.py\", line 975 in run\n\n"
+		 "Current thread 0x00007faaac6ae040 (most recent call first):\n"
+		 "  File \"/usr/lib/python3.11/threading.py\", line 1583 in _shutdown\n");
+	in.log_tail = log;
+	in.log_tail_len = strlen(log);
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(strstr(field(doc, "summary"), "had finished and was waiting for a thread it "
+						       "started, which was at main.py line 4, in prefetch"));
+	assert_non_null(strstr(field(doc, "suggestion"), "daemon=True"));
+	ev = json_object_object_get(doc, "evidence");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(ev, 0)), "accuracy: 0.9");
+	json_object_put(doc);
 	/* a dump the program printed itself, long before the end */
 	size_t n = (size_t)snprintf(log, sizeof log, "%s", main_block);
 	for (int i = 0; i < 30 && n < sizeof log - 32; i++)
