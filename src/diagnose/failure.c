@@ -623,6 +623,10 @@ static const char SUGGEST_GPU_UNAVAILABLE[] =
 	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
 	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
 	"False";
+static const char SUGGEST_OCTAVE_GNUPLOT[] =
+	"install gnuplot where the experiment runs (Debian: apt install gnuplot-nox), which "
+	"octave-cli draws figures and prints them to files with; or save the data the figure "
+	"shows (save, csvwrite) and plot it elsewhere";
 static const char SUGGEST_GPU_NONE_HERE[] =
 	"run it on a machine with an NVIDIA GPU (--mode ssh --host HOST to a lab server, "
 	"--mode slurm with --gpus 0, or --mode colab), or make the code fall back to the "
@@ -1065,6 +1069,13 @@ static bool classify_text(lb_verdict *v, const char *line)
 		return true;
 	} else if (has(line, "error: package ") && has(line, " is not installed")) {
 		classify_missing_lang_package(v, line, false);
+	} else if (has(line, "no graphics toolkits are available")) {
+		/* octave-cli has no Qt or FLTK toolkit; it draws, to files too, through gnuplot */
+		verdict_set(v, "wrong_env",
+			    "program 'gnuplot' was not found: Octave has no graphics toolkit to "
+			    "draw figures with (octave-cli draws through gnuplot, and the Qt and "
+			    "FLTK toolkits need a display)",
+			    line, SUGGEST_OCTAVE_GNUPLOT);
 	} else if (has(line, "cannot allocate vector of size") ||
 		   has(line, "out of memory or dimension too large")) {
 		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
@@ -2607,6 +2618,11 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 			add_evidence(v, i);
 			set_confidence(v, CONF_MEDIUM,
 				       "a message in the output names the cause; no traceback says so");
+			/* Octave says where, below its message: the experiment's line is the
+			 * reader's way in, whatever the cause */
+			if (language && strcmp(language, "octave") == 0 &&
+			    (v->code_frame = octave_frame(log, i)) != NONE)
+				add_evidence(v, v->code_frame);
 			return true;
 		}
 	}

@@ -279,6 +279,30 @@ def test_octave_code_location_is_the_experiments_frame(tmp_path):
 
 
 @need_octave
+@pytest.mark.skipif(shutil.which("gnuplot") is not None,
+                    reason="gnuplot is installed: octave-cli has a graphics toolkit here")
+def test_octave_figure_without_a_graphics_toolkit_is_the_environments(tmp_path):
+    """octave-cli draws (to files too) through gnuplot; without it `figure` fails with "no
+    graphics toolkits are available!". That is the environment's, not a bug at the figure
+    line: the verdict names gnuplot to install, and still points at the experiment's line."""
+    d = exp(tmp_path, "m_plot", {"main.m": """
+        rand("seed", 1);
+        printf("accuracy: 0.25\\n");
+        h = figure("visible", "off");
+        plot(1:3, [1 4 9]);
+        print(h, "curve.png", "-dpng");
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed"
+    f = doc["failure"]
+    assert f["class"] == "wrong_env", f
+    assert "gnuplot" in f["summary"] and "apt install gnuplot-nox" in f["suggestion"], f
+    assert f["escalation"]["environment"] == "gnuplot", f
+    assert f["code_location"] == {"file": "main.m", "line": 3, "function": "main"}, f
+    assert doc["metrics"]["values"]["accuracy"] == 0.25
+
+
+@need_octave
 def test_octave_budget_keeps_partial_results_and_no_workspace_dump(tmp_path):
     d = exp(tmp_path, "m_budget", {"main.m": """
         rand("seed", 1);
