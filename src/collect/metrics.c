@@ -3064,6 +3064,59 @@ static bool result_unread_like(const char *line, size_t len, char *fix, size_t c
 	return false;
 }
 
+/* Whether a line is `name: number` whose name holds a result's word and, outside it, a digit
+ * (a seed, a fold, an epoch counted into the name, which scan_name does not take as one):
+ * fix gets the pair under the result's word and the word before it that qualifies it. */
+static bool result_counted_like(const char *line, size_t len, char *fix, size_t cap)
+{
+	size_t c = 0, b, t, w = len, wend = 0;
+	double x;
+
+	while (c + 1 < len && !(line[c] == ':' && lb_text_blank(line[c + 1])))
+		c++;
+	if (c + 1 >= len || c == 0)
+		return false;
+	for (b = c + 1; b < len && lb_text_blank(line[b]); b++)
+		;
+	for (t = len; t > b && lb_text_blank(line[t - 1]); t--)
+		;
+	if (t == b || t - b > 40 || !lb_parse_number(line + b, t - b, &x))
+		return false;
+	for (size_t i = 0; i < c && w == len;) {
+		size_t k = i;
+		while (k < c && (is_alpha(line[k]) || is_digit(line[k])))
+			k++;
+		if (k > i && is_alpha(line[i]) && is_result_word(line + i, k - i)) {
+			w = i;
+			wend = k;
+		}
+		i = k > i ? k : i + 1;
+	}
+	if (w == len)
+		return false;
+	bool counted = false;
+	for (size_t i = 0; i < c && !counted; i++)
+		counted = is_digit(line[i]) && (i < w || i >= wend);
+	if (!counted)
+		return false;
+	if (!fix)
+		return true;
+	/* the word before the result's, when it is a plain word that qualifies it ("Test") */
+	size_t p = w, q = w;
+	if (w > 0 && lb_text_blank(line[w - 1])) {
+		for (q = w - 1; q > 0 && lb_text_blank(line[q - 1]); q--)
+			;
+		for (p = q; p > 0 && is_alpha(line[p - 1]); p--)
+			;
+		if (p == q || q - p > 24 || (p > 0 && !lb_text_blank(line[p - 1])) ||
+		    is_counter_word(line + p, q - p))
+			p = q = w;
+	}
+	snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
+		 (int)(wend - w < 32 ? wend - w : 32), line + w, (int)(t - b), line + b);
+	return true;
+}
+
 /* A line that no reading took and that holds a result in the `name value` shape: counted, the
  * first quoted (a step's line only until a line of another kind holds one). */
 static void note_result_unread(lb_metrics *m, const char *line, size_t len)
@@ -3072,8 +3125,15 @@ static void note_result_unread(lb_metrics *m, const char *line, size_t len)
 	size_t w = 0;
 	bool counter, quote;
 
-	if (!result_unread_like(line, len, NULL, 0))
+	if (!result_unread_like(line, len, NULL, 0)) {
+		if (result_counted_like(line, len, fix, sizeof fix) &&
+		    m->result_counted_lines++ == 0) {
+			set_example(m->result_counted_example, sizeof(m->result_counted_example),
+				    line, len);
+			snprintf(m->result_counted_fix, sizeof(m->result_counted_fix), "%s", fix);
+		}
 		return;
+	}
 	while (w < len && is_alpha(line[w]))
 		w++;
 	counter = is_counter_word(line, w);

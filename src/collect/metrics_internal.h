@@ -167,6 +167,13 @@ struct lb_metrics {
 	char result_unread_example[128];
 	char result_unread_fix[96];
 	bool result_unread_example_counter;
+	/* stdout lines no reading took that are `name: number` with a result's word in the
+	 * name and a count in it (`Test accuracy (seed 3): 0.66`, `val acc 2: 0.55`, `loss at
+	 * epoch 10: 0.25`): a loop's enumeration, which is no metric's name. Counted as those
+	 * above; fix is the pair under the name without its count (`Test accuracy: 0.66`). */
+	size_t result_counted_lines;
+	char result_counted_example[128];
+	char result_counted_fix[96];
 };
 
 /* Whether a name holds a word results are named by (loss, acc, accuracy, f1, bleu,

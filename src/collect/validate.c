@@ -1022,6 +1022,23 @@ static void issue_unread_or_nothing(lb_validation *val, const lb_metrics *m, con
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
+	if (m && m->result_counted_lines > 0) {
+		char message[1200];
+
+		/* `Test accuracy (seed 3): 0.66`: a 'name: value' line is there, and says why
+		 * it was not read rather than that there is none. */
+		snprintf(message, sizeof(message),
+			 "%s: %zu line%s on stdout like `%s` name%s a result with a count in the "
+			 "name (a seed, a fold, an epoch: how a loop enumerates what it prints, so "
+			 "labbox does not read it as a metric's name); print the final metrics once "
+			 "under a plain name (`%s`) or write them to results.json, and run seeds as "
+			 "a sweep (labbox sweep --seeds) so each has a run of its own",
+			 lead, m->result_counted_lines, m->result_counted_lines == 1 ? "" : "s",
+			 m->result_counted_example, m->result_counted_lines == 1 ? "s" : "",
+			 m->result_counted_fix);
+		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		return;
+	}
 	{
 		char message[1200];
 

@@ -1059,6 +1059,30 @@ def test_ranking_metrics_alone_are_the_runs_result(tmp_path):
     assert r.result["metrics"]["values"] == {"Hits@10": 0.512, "NDCG@10": 0.401}
 
 
+def test_results_named_with_a_count_are_quoted_not_called_absent(tmp_path):
+    """`Test accuracy (seed 3): 0.66` is a 'name: value' line whose name ends in a count (a
+    loop's enumeration, which labbox does not take as a metric's name). A run that printed
+    only such lines was told "no 'name: value' line on stdout": untrue. no_metrics now
+    quotes the line and the name to print it under."""
+    exp = write_exp(tmp_path, '''
+        for seed in range(3):
+            print(f"Test accuracy (seed {seed}): {0.6 + seed / 100}")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4 and r.result["metrics"]["values"] == {}, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics", issue
+    assert "no 'name: value' line" not in issue["message"], issue
+    assert "3 lines on stdout like `Test accuracy (seed 0): 0.6`" in issue["message"], issue
+    assert "(`Test accuracy: 0.6`)" in issue["message"] and "--seeds" in issue["message"], issue
+    # One printed under a plain name as well is the result, and nothing is said.
+    (exp / "main.py").write_text("print('Test accuracy (seed 0): 0.6')\n"
+                                 "print('Test accuracy: 0.6')\n")
+    r = run_exp(exp, tmp_path / "runs2")
+    assert r.rc == 0 and r.result["metrics"]["values"] == {"Test accuracy": 0.6}, r.why()
+    assert r.result["metric_issues"] == [], r.why()
+
+
 def test_results_printed_without_a_colon_are_named_not_silently_dropped(tmp_path):
     # karpathy/llm.c's train_gpt2.py: its config lines have colons, its results do not
     # (`val loss 6.17`, `step 20/20 | train loss 6.19 | ...`). `name value` lines stay
