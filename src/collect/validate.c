@@ -917,6 +917,18 @@ static void warn_results_unread(struct json_object *warnings, const lb_metrics *
 	push_record(warnings, "results_unread", NULL, "stdout", message);
 }
 
+/* no_metrics that quotes the first of n lines that held the run's results unread: "LEAD: N
+ * lines on stdout like `EXAMPLE` VERB(s)WHAT (`FIX`)THEN". */
+static void issue_quoting(lb_validation *val, const char *lead, size_t n, const char *example,
+			  const char *what, const char *verb, const char *fix, const char *then)
+{
+	char message[1200];
+
+	snprintf(message, sizeof(message), "%s: %zu line%s on stdout like `%s` %s%s%s (`%s`)%s",
+		 lead, n, n == 1 ? "" : "s", example, verb, n == 1 ? "s" : "", what, fix, then);
+	add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+}
+
 /* A run that exits 0 having reported nothing has no result to trust: its metrics went
  * somewhere labbox does not read, or were never printed (docs/decisions.md). */
 /* The experiment wrote its results where it was told to, outside exp/: the fact that explains
@@ -1005,38 +1017,28 @@ static void issue_unread_or_nothing(lb_validation *val, const lb_metrics *m, con
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 		return;
 	}
+	/* Lines that hold the run's results in a shape that is not read: quoted, so that "no
+	 * 'name: value' line" never hides that the log holds them. */
 	if (m && m->result_unread_lines > 0) {
-		char message[1200];
-
-		/* Results printed as `name value` (llm.c's `val loss 6.17`): quote them, so that
-		 * "no 'name: value' line" never hides that the log holds the run's results. */
-		snprintf(message, sizeof(message),
-			 "%s: %zu line%s on stdout like `%s` hold%s a result's name and a number "
-			 "without the ':' labbox reads a metric by (a 'name value' line is also how "
-			 "prose and step logs print numbers, so it is not read); print the final "
-			 "metrics as 'name: value' lines (`%s`) or write them to results.json, or "
-			 "say `metrics: none` in labbox.yaml if the experiment reports none",
-			 lead, m->result_unread_lines, m->result_unread_lines == 1 ? "" : "s",
-			 m->result_unread_example, m->result_unread_lines == 1 ? "s" : "",
-			 m->result_unread_fix);
-		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		/* llm.c's `val loss 6.17` */
+		issue_quoting(val, lead, m->result_unread_lines, m->result_unread_example,
+			      " a result's name and a number without the ':' labbox reads a metric "
+			      "by (a 'name value' line is also how prose and step logs print "
+			      "numbers, so it is not read); print the final metrics as 'name: value' "
+			      "lines", "hold", m->result_unread_fix,
+			      " or write them to results.json, or say `metrics: none` in labbox.yaml "
+			      "if the experiment reports none");
 		return;
 	}
 	if (m && m->result_counted_lines > 0) {
-		char message[1200];
-
-		/* `Test accuracy (seed 3): 0.66`: a 'name: value' line is there, and says why
-		 * it was not read rather than that there is none. */
-		snprintf(message, sizeof(message),
-			 "%s: %zu line%s on stdout like `%s` name%s a result with a count in the "
-			 "name (a seed, a fold, an epoch: how a loop enumerates what it prints, so "
-			 "labbox does not read it as a metric's name); print the final metrics once "
-			 "under a plain name (`%s`) or write them to results.json, and run seeds as "
-			 "a sweep (labbox sweep --seeds) so each has a run of its own",
-			 lead, m->result_counted_lines, m->result_counted_lines == 1 ? "" : "s",
-			 m->result_counted_example, m->result_counted_lines == 1 ? "s" : "",
-			 m->result_counted_fix);
-		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
+		/* `Test accuracy (seed 3): 0.66` */
+		issue_quoting(val, lead, m->result_counted_lines, m->result_counted_example,
+			      " a result with a count in the name (a seed, a fold, an epoch: how a "
+			      "loop enumerates what it prints, so labbox does not read it as a "
+			      "metric's name); print the final metrics once under a plain name",
+			      "name", m->result_counted_fix,
+			      " or write them to results.json, and run seeds as a sweep (labbox "
+			      "sweep --seeds) so each has a run of its own");
 		return;
 	}
 	{
