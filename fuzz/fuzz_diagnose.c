@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.log_tail = (const char *)data + (size ? 1 : 0),
 		.log_tail_len = size ? size - 1 : 0,
 		.exit_code = size ? (data[0] & 0x7f) + 1 : 1,
-		.signal = size && (data[0] & 0x80) ? 9 : 0,
+		/* SIGTERM with a timeout: the stacks the main program printed are read */
+		.signal = size && (data[0] & 0x80) ? (sel & 128 ? 15 : 9) : 0,
 		/* The frame parser reads paths against the experiment's, and Octave's
 		 * "called from" lines when the language says so; the escalation reads what the
 		 * verdict quotes of the log. */

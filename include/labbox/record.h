@@ -124,6 +124,8 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len);
 int lb_runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
 /* The same without the fsync, for a caller that syncs run.log with its other records. */
 int lb_runlog_close_nosync(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated);
+/* The newest bytes a run log keeps for diagnosis (lb_runlog_tail's most). */
+#define LB_RUNLOG_RECENT 131072
 /* The last lines written (at most max bytes), for diagnosis; a copy owned by the caller. */
 char *lb_runlog_tail(const lb_runlog *l, size_t max);
 /* The same with its length in *len: output may hold NUL bytes (torch writes one before a

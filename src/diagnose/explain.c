@@ -2,6 +2,7 @@
  * for a run recorded before the diagnosis had confidence, frames and escalation, the same
  * diagnosis made again from its run.log. */
 #include "labbox/diagnose.h"
+#include "labbox/record.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -14,9 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What labbox run reads of the log's end (src/run/run.c TAIL_FOR_DIAGNOSIS), so the
- * diagnosis made again reads the same bytes. */
+/* What labbox run reads of the log's end (src/run/run.c TAIL_FOR_DIAGNOSIS, and
+ * TAIL_FOR_TIMEOUT for a timeout), so the diagnosis made again reads the same bytes. */
 #define EXPLAIN_TAIL 6144
+#define EXPLAIN_TAIL_TIMEOUT LB_RUNLOG_RECENT
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -33,7 +35,7 @@ static const char *get_str(json_object *o, const char *key)
 }
 
 /* The last EXPLAIN_TAIL bytes of run_dir/run.log; NULL (and *len 0) when there is none. */
-static char *log_tail(const char *run_dir, size_t *len)
+static char *log_tail(const char *run_dir, size_t want, size_t *len)
 {
 	char path[PATH_MAX];
 	*len = 0;
@@ -43,11 +45,11 @@ static char *log_tail(const char *run_dir, size_t *len)
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return NULL;
-	off_t from = st.st_size > EXPLAIN_TAIL ? st.st_size - EXPLAIN_TAIL : 0;
-	char *buf = malloc(EXPLAIN_TAIL + 1);
+	off_t from = st.st_size > (off_t)want ? st.st_size - (off_t)want : 0;
+	char *buf = malloc(want + 1);
 	if (!buf)
 		return NULL;
-	ssize_t n = pread(fd, buf, EXPLAIN_TAIL, from);
+	ssize_t n = pread(fd, buf, want, from);
 	if (n < 0) {
 		free(buf);
 		return NULL;
@@ -77,7 +79,10 @@ static int int_or(json_object *o, const char *key, int dflt)
 static json_object *rediagnose(const char *run_dir, json_object *result, json_object *manifest)
 {
 	size_t len;
-	LB_AUTOFREE char *tail = log_tail(run_dir, &len);
+	json_object *to = get(result, "timed_out");
+	LB_AUTOFREE char *tail =
+		log_tail(run_dir, to && json_object_get_boolean(to) ? EXPLAIN_TAIL_TIMEOUT : EXPLAIN_TAIL,
+			 &len);
 	char exp_dir[PATH_MAX];
 	json_object *ie = get(result, "infra_error");
 	const char *lang = get_str(get(manifest, "interpreter"), "language");

@@ -3050,26 +3050,77 @@ static size_t dump_start(const lb_log *log, size_t h)
 
 /* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
  * program (src/gate/sitecustomize.py), read from the end of the output. */
+#define DUMP_THREADS_NAMED 3
 typedef struct stack_dump {
 	size_t start; /* the dump's first line; NONE: the output does not end with one */
 	size_t top;   /* the innermost frame of the stack that was waiting, or NONE */
 	size_t code;  /* that stack's innermost frame in the experiment's code, or NONE */
-	/* The main program had ended and waited in threading's _shutdown for a thread it
-	 * started (not a daemon): top and code are that thread's. */
+	/* The main program had ended and waited, at exit, for threads it started that are not
+	 * daemons (threading's _shutdown): then top and code are the one such thread's, and
+	 * with several, each one's frame in the experiment's code (the dump does not say which
+	 * are daemons, so none is named alone). */
 	bool main_done;
+	size_t n_threads;
+	size_t thread_code[DUMP_THREADS_NAMED];
+	size_t n_thread_code;
+	/* ... or for a child process it started that is not a daemon (multiprocessing's atexit
+	 * _exit_function joins them): the child's stack is not in the dump. */
+	bool child_join;
 } stack_dump;
 
+/* Whether frame line s is in a file ending in suffix and function func. */
+static bool frame_is(const char *s, const char *suffix, const char *func)
+{
+	char file[DIAG_EVIDENCE_LEN], fn[128];
+	long lineno;
+	size_t fl, sl = strlen(suffix);
+
+	return parse_frame(s, file, sizeof file, &lineno, fn, sizeof fn) &&
+	       strcmp(fn, func) == 0 && (fl = strlen(file)) >= sl &&
+	       strcmp(file + fl - sl, suffix) == 0;
+}
+
+/* The output's last words may have had no newline (a prompt, progress dots): the dump's
+ * first header is then at the end of that line. It is made a line of its own (the log's
+ * lines array grows by one), so that the words stay the run's and the header the dump's. */
+static void split_glued_header(lb_log *log)
+{
+	static char header[] = "Current thread 0x0 (most recent call first):";
+
+	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		if (dump_header(log->lines[i]))
+			return;
+		char *h = strstr(log->lines[i], "Current thread 0x");
+		if (!h)
+			h = strstr(log->lines[i], "Thread 0x");
+		if (!h || h == log->lines[i] || !dump_header(h))
+			continue;
+		char **grown = realloc(log->lines, (log->n + 1) * sizeof *grown);
+		if (!grown)
+			return;
+		log->lines = grown;
+		memmove(&log->lines[i + 2], &log->lines[i + 1], (log->n - i - 1) * sizeof *grown);
+		log->lines[i + 1] = header;
+		*h = '\0';
+		log->n++;
+		return;
+	}
+}
+
 /* Of the last dump's threads, the main thread's stack is the one whose outermost frame is a
- * module's top level. A dump followed by more than a few lines is not the one the end of the
- * run caused (the program printed it itself, faulthandler.dump_traceback). */
+ * module's top level, or, stopped at faulthandler's hundred frames ("..."), the current
+ * thread's (the kernel hands a signal sent to the process to its main thread first). A dump
+ * followed by more than a few lines is not the one the end of the run caused. */
 static void read_dump(const lb_log *log, stack_dump *d)
 {
 	char file[DIAG_EVIDENCE_LEN], func[128];
 	long lineno;
-	size_t last = NONE, end, after = 0, thread_top = NONE, thread_code = NONE;
+	size_t last = NONE, end, after = 0, cut_current = NONE;
+	size_t thread_top = NONE, thread_code = NONE;
 	bool shutdown = false;
 
-	*d = (stack_dump){ .start = NONE, .top = NONE, .code = NONE };
+	memset(d, 0, sizeof *d);
+	d->start = d->top = d->code = NONE;
 	for (size_t i = log->n; i-- > 0 && last == NONE;)
 		if (dump_header(log->lines[i]))
 			last = i;
@@ -3078,87 +3129,161 @@ static void read_dump(const lb_log *log, stack_dump *d)
 	for (end = last + 1; end < log->n && is_frame(log->lines[end]); end++)
 		;
 	for (size_t i = end; i < log->n; i++)
-		after += log->lines[i][0] != '\0';
+		after += log->lines[i][0] != '\0' && strcmp(log->lines[i] + indent_of(log->lines[i]), "...") != 0;
 	if (after > 20)
 		return;
 	d->start = dump_start(log, last);
-	for (size_t i = d->start; i < end; i++) {
+	for (size_t i = d->start; i < log->n; i++) {
 		if (!dump_header(log->lines[i]))
 			continue;
 		size_t j = i + 1, own = NONE;
-		while (j < end && is_frame(log->lines[j]) &&
+		func[0] = file[0] = '\0';
+		while (j < log->n && is_frame(log->lines[j]) &&
 		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
 			if (own == NONE && in_experiment(file, log->exp_dir))
 				own = j;
 			j++;
 		}
+		bool cut = j < log->n && strcmp(log->lines[j] + indent_of(log->lines[j]), "...") == 0;
 		if (j > i + 1) {
-			size_t fl = strlen(file);
 			if (strcmp(func, "<module>") == 0) {
 				d->top = i + 1;
 				d->code = own;
-			} else if (strcmp(func, "_shutdown") == 0 && fl >= 13 &&
-				   strcmp(file + fl - 13, "/threading.py") == 0) {
+			} else if (frame_is(log->lines[j - 1], "/threading.py", "_shutdown")) {
 				shutdown = true;
-			} else if (thread_top == NONE || (thread_code == NONE && own != NONE)) {
-				thread_top = i + 1; /* the first thread in the experiment's code */
-				thread_code = own;
+			} else if (frame_is(log->lines[j - 1], "/multiprocessing/util.py",
+					    "_exit_function")) {
+				d->child_join = true;
+			} else if (cut && starts_with(log->lines[i] + indent_of(log->lines[i]),
+						      "Current thread")) {
+				cut_current = i;
+			} else {
+				d->n_threads++;
+				if (thread_top == NONE) {
+					thread_top = i + 1;
+					thread_code = own;
+				}
+				if (own != NONE && d->n_thread_code < DUMP_THREADS_NAMED)
+					d->thread_code[d->n_thread_code++] = own;
 			}
 		}
-		i = j - 1;
+		i = j > i + 1 ? j - 1 : i;
 	}
-	if (d->top == NONE && shutdown && thread_top != NONE) {
-		d->top = thread_top;
-		d->code = thread_code;
+	if (d->top != NONE || d->child_join)
+		return;
+	if (cut_current != NONE) {
+		/* a recursion deeper than the dump goes: its innermost frames are what it did */
+		size_t own = NONE;
+		for (size_t k = cut_current + 1; k < log->n && is_frame(log->lines[k]) && own == NONE; k++)
+			if (parse_frame(log->lines[k], file, sizeof file, &lineno, func, sizeof func) &&
+			    in_experiment(file, log->exp_dir))
+				own = k;
+		d->top = cut_current + 1;
+		d->code = own;
+		return;
+	}
+	if (shutdown && d->n_threads > 0) {
 		d->main_done = true;
+		if (d->n_threads == 1) {
+			d->top = thread_top;
+			d->code = thread_code;
+		}
 	}
 }
 
 static const char SUGGEST_THREAD_AT_EXIT[] =
-	"the main program had finished: a thread it started (not a daemon) kept the process "
-	"alive until the budget ended it. Stop the thread when the work is done (a flag or an "
-	"event its loop checks, then join it), or start it with daemon=True; only if its work "
-	"was still needed, raise the budget (--budget SECONDS)";
+	"the main program had finished: a thread it started that is not a daemon (or a "
+	"ThreadPoolExecutor's worker, which Python also waits for at exit) kept the process "
+	"alive until the budget ended it. Make that work end (a flag or an event its loop "
+	"checks, then join it; for an executor, tasks that return), or start a plain thread "
+	"with daemon=True; only if its work was still needed, raise the budget (--budget "
+	"SECONDS)";
+static const char SUGGEST_CHILD_AT_EXIT[] =
+	"the main program had finished: a child process it started that is not a daemon "
+	"(multiprocessing joins those at exit) kept it waiting until the budget ended it. End "
+	"the child's work (send it the sentinel or the event it waits for, then join it, or "
+	"terminate it), or start it with daemon=True; only if its work was still needed, "
+	"raise the budget (--budget SECONDS)";
+
+/* " at main.py line 4, in f (inside threading.py line 320, in wait)" for frame at, with the
+ * innermost frame top beside it when it is another. */
+static int frame_words(char *out, size_t len, const lb_log *log, size_t at, size_t top)
+{
+	char file[DIAG_EVIDENCE_LEN], func[128];
+	long lineno;
+
+	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
+		return -EINVAL;
+	bool own = in_experiment(file, log->exp_dir);
+	int n = snprintf(out, len, "%s line %ld%s%s", own ? experiment_relative(file, log->exp_dir) : file,
+			 lineno, func[0] ? ", in " : "", func);
+	if (top != NONE && at != top && n > 0 && (size_t)n < len &&
+	    parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
+		const char *base = strrchr(file, '/');
+		snprintf(out + n, len - (size_t)n, " (inside %s line %ld%s%s)", base ? base + 1 : file,
+			 lineno, func[0] ? ", in " : "", func);
+	}
+	return 0;
+}
+
+static void append_summary(lb_verdict *v, const char *s)
+{
+	size_t len = strlen(v->summary);
+	snprintf(v->summary + len, sizeof v->summary - len, "%s", s);
+}
 
 /* Where the run was as the budget ended it, from the stack dump: beside the timeout's own
  * words, so a wait that never ends is found in the code, not guessed. */
 static void add_stack_at_end(lb_verdict *v, const lb_log *log, const stack_dump *d)
 {
-	char file[DIAG_EVIDENCE_LEN], func[128], where[2 * DIAG_EVIDENCE_LEN + 300];
-	long lineno;
+	char where[2 * DIAG_EVIDENCE_LEN + 300], buf[3 * DIAG_EVIDENCE_LEN + 400];
 	size_t top = d->top, code = d->code;
 
-	if (strcmp(v->cls, "timeout") != 0 || top == NONE)
+	if (strcmp(v->cls, "timeout") != 0 || d->start == NONE)
+		return;
+	if (d->child_join) {
+		append_summary(v, "; the main program had finished and was waiting, at exit, for a "
+				  "child process it started (multiprocessing joins those that are not "
+				  "daemons), which had not ended");
+		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_CHILD_AT_EXIT);
+		return;
+	}
+	if (d->main_done && top == NONE) {
+		/* several threads: the dump does not say which of them are daemons */
+		int n = snprintf(buf, sizeof buf, "; the main program had finished and was "
+				 "waiting for a thread it started that is not a daemon (%zu threads "
+				 "were running", d->n_threads);
+		for (size_t k = 0; k < d->n_thread_code && n > 0 && (size_t)n < sizeof buf; k++) {
+			if (frame_words(where, sizeof where, log, d->thread_code[k], NONE) == 0)
+				n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s",
+					      k ? "; " : ", in the experiment's code at ", where);
+		}
+		if (n > 0 && (size_t)n < sizeof buf)
+			snprintf(buf + n, sizeof buf - (size_t)n, ")");
+		append_summary(v, buf);
+		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_THREAD_AT_EXIT);
+		return;
+	}
+	if (top == NONE)
 		return;
 	v->frame = top;
 	v->code_frame = code;
 	size_t at = code != NONE ? code : top;
-	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
+	if (frame_words(where, sizeof where, log, at, top) < 0)
 		return;
-	int n = snprintf(where, sizeof where,
-			 d->main_done ? "; the main program had finished and was waiting for a "
-					"thread it started, which was at %s line %ld%s%s"
-				      : "; when it ended, the main program was at %s line %ld%s%s",
-			 code != NONE ? experiment_relative(file, log->exp_dir) : file, lineno,
-			 func[0] ? ", in " : "", func);
-	if (at != top && n > 0 && (size_t)n < sizeof where &&
-	    parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
-		const char *base = strrchr(file, '/');
-		snprintf(where + n, sizeof where - (size_t)n, " (inside %s line %ld%s%s)",
-			 base ? base + 1 : file, lineno, func[0] ? ", in " : "", func);
-	}
-	size_t len = strlen(v->summary);
-	snprintf(v->summary + len, sizeof v->summary - len, "%s", where);
+	snprintf(buf, sizeof buf,
+		 d->main_done ? "; the main program had finished and was waiting for a thread it "
+				"started, which was at %s"
+			      : "; when it ended, the main program was at %s",
+		 where);
+	append_summary(v, buf);
 	if (d->main_done)
 		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_THREAD_AT_EXIT);
-	/* The run's last words before the dump, the innermost frames as printed, and the
-	 * experiment's own frame. */
+	/* The run's last words before the dump (none when the dump fills the log's tail), the
+	 * innermost frames as printed, and the experiment's own frame. */
 	v->n_evidence = 0;
-	for (size_t said = d->start; said-- > 0;)
-		if (log->lines[said][0]) {
-			add_evidence(v, said);
-			break;
-		}
+	if (d->start > 0 && log->lines[d->start - 1][0])
+		add_evidence(v, d->start - 1);
 	add_evidence(v, top);
 	if (top + 1 < at)
 		add_evidence(v, top + 1);
@@ -3219,7 +3344,9 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	 * gate's faulthandler): what it said before them is its last output. */
 	stack_dump dump = { .start = NONE, .top = NONE, .code = NONE };
 	lb_log said = *log;
-	if (in->timed_out)
+	/* Only a program the budget's SIGTERM ended printed it: one with a SIGTERM handler of
+	 * its own (which printed nothing, or stacks of its own) ended otherwise. */
+	if (in->timed_out && in->signal == SIGTERM)
 		read_dump(log, &dump);
 	if (dump.start != NONE)
 		said.n = dump.start;
@@ -3698,6 +3825,8 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.gate = in->runtime_gate;
 	log.net_none = in->network_none;
 	log.net_open = in->network_host || in->network_loopback;
+	if (in->timed_out && in->signal == SIGTERM)
+		split_glued_header(&log);
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);
 	refine_allocation(&v, in, &log);

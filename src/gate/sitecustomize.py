@@ -3822,14 +3822,23 @@ def _labbox_gate():
     # SIGKILL after the grace), and a program with no handler of its own dies without a
     # word. faulthandler's C handler prints every thread's stack to stderr (run.log), then
     # lets the signal end the process as before; a handler the experiment installs replaces
-    # it, and signal.getsignal still says SIG_DFL. Only the run's main program (init's child
-    # in the sandbox's pid namespace): its forked children drop it, so that their dumps
-    # (a DataLoader's workers) do not interleave with its one.
+    # it, and signal.getsignal still says SIG_DFL. Only the run's main program (pid 2, init's
+    # first child, in the sandbox's pid namespace; a process a shell left behind is
+    # reparented to init too, but never has that pid): its forked children drop it, so that
+    # their dumps (a DataLoader's workers) do not interleave with its one. It writes to a
+    # copy of stderr at a high descriptor: code that closes fd 2 and opens results.json
+    # gets fd 2 for the file, which the dump must not write into.
     try:
         import faulthandler
         import _signal as _sg
-        if os.getppid() == 1 and _sg.getsignal(_sg.SIGTERM) == _sg.SIG_DFL:
-            faulthandler.register(_sg.SIGTERM, all_threads=True, chain=True)
+        if os.getpid() == 2 and os.getppid() == 1 and \
+                _sg.getsignal(_sg.SIGTERM) == _sg.SIG_DFL:
+            try:
+                import fcntl
+                err = fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, 900)
+            except (ImportError, OSError):
+                err = os.dup(2)
+            faulthandler.register(_sg.SIGTERM, file=err, all_threads=True, chain=True)
             os.register_at_fork(after_in_child=w_unregister(faulthandler.unregister,
                                                              _sg.SIGTERM))
     except (ImportError, AttributeError, RuntimeError, ValueError, OSError):

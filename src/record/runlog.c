@@ -19,7 +19,10 @@ struct lb_runlog {
 	size_t ring_cap;
 	size_t ring_pos;
 	uint64_t ring_fill;
-	char recent[8192]; /* always the newest bytes, for diagnosis */
+	/* always the newest bytes, for diagnosis: a timeout's reads the stacks the main
+	 * program printed as it ended (a hundred frames, or a hundred threads) and what it
+	 * said before them */
+	char recent[LB_RUNLOG_RECENT];
 	size_t recent_pos;
 	size_t recent_fill;
 	int err; /* the first failed write, fsync or close: run.log is not whole */

@@ -25,6 +25,9 @@
 
 #define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
 #define TAIL_FOR_DIAGNOSIS 6144
+/* A timeout's: the stacks the main program printed as it ended come last, and what it said
+ * before them is its last output (src/diagnose/failure.c read_dump). */
+#define TAIL_FOR_TIMEOUT LB_RUNLOG_RECENT
 /* How long the end of a run waits for the fingerprint of its mounted data. */
 #define DATA_FINGERPRINT_WAIT_S 30.0
 
@@ -1623,7 +1626,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
 	size_t tail_len = 0;
-	LB_AUTOFREE char *tail = log ? lb_runlog_tail_n(log, TAIL_FOR_DIAGNOSIS, &tail_len) : NULL;
+	LB_AUTOFREE char *tail =
+		log ? lb_runlog_tail_n(log, res.outcome == LB_SB_TIMEOUT ? TAIL_FOR_TIMEOUT : TAIL_FOR_DIAGNOSIS,
+				       &tail_len)
+		    : NULL;
 	int log_err = log ? lb_runlog_close_nosync(log, &seen, &written, &truncated) : 0;
 
 	lb_failure_input fin = {

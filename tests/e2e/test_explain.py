@@ -351,6 +351,120 @@ def test_a_thread_that_kept_a_finished_program_alive_is_named(tmp_path):
     assert r.result["metrics"]["values"] == {"accuracy": 0.9}, r.why()
 
 
+def test_the_stacks_never_write_into_a_file_that_took_fd_2(tmp_path):
+    """Code that closes fd 2 (to silence a library) and then opens results.json gets fd 2
+    for the file; stacks printed to fd 2 as the budget ended it went into results.json and
+    its partial results were lost. They go to a copy of stderr the gate took at start."""
+    r, f = failed(tmp_path, """
+        import os, json, time
+        os.close(2)
+        res = open("results.json", "w")
+        for epoch in range(100):
+            res.seek(0); res.truncate()
+            res.write(json.dumps({"epoch": epoch, "accuracy": 0.5})); res.flush()
+            print("epoch", epoch, flush=True)
+            time.sleep(0.3)
+    """, "--budget", "4", "--grace", "2", rc=124)
+    doc = json.loads((r.run_dir / "exp" / "results.json").read_text())
+    assert doc["accuracy"] == 0.5, doc
+    assert r.result["metric_issues"] == [], r.why()
+    assert f["code_location"]["line"] == 8, f
+    assert "Current thread 0x" in r.log()
+
+
+def test_a_finished_program_waiting_on_its_child_process_is_named(tmp_path):
+    """multiprocessing joins a child that is not a daemon at exit: a main program that
+    finished with its logger child still waiting on a queue hangs there. The verdict says
+    so (the child's own stack is not printed), not only to raise the budget."""
+    r, f = failed(tmp_path, """
+        import multiprocessing as mp
+
+        def logger(q):
+            while q.get() is not None:
+                pass
+
+        if __name__ == "__main__":
+            q = mp.Queue()
+            mp.Process(target=logger, args=(q,)).start()
+            q.put("epoch 1")
+            print("accuracy: 0.93", flush=True)
+    """, "--budget", "4", "--grace", "2", rc=124)
+    assert "waiting, at exit, for a child process it started" in f["summary"], f
+    assert "daemon=True" in f["suggestion"] and "sentinel" in f["suggestion"], f
+    assert r.result["metrics"]["values"] == {"accuracy": 0.93}, r.why()
+
+
+def test_several_threads_at_exit_are_listed_not_one_blamed(tmp_path):
+    """The stacks do not say which threads are daemons: with a daemon heartbeat beside the
+    thread that kept the program alive, neither is named alone; both lines are listed."""
+    r, f = failed(tmp_path, """
+        import queue, threading, time
+
+        q = queue.Queue()
+
+        def writer():
+            while True:
+                item = q.get()
+                if item is None:
+                    return
+
+        def heartbeat():
+            while True:
+                time.sleep(0.2)
+
+        threading.Thread(target=writer).start()
+        threading.Thread(target=heartbeat, daemon=True).start()
+        q.put(1)
+        print("loss: 0.25", flush=True)
+    """, "--budget", "4", "--grace", "2", rc=124)
+    assert "2 threads were running" in f["summary"], f
+    assert "main.py line 7, in writer" in f["summary"], f
+    assert "main.py line 13, in heartbeat" in f["summary"], f
+    assert f["code_location"] is None, f
+
+
+def test_stacks_the_program_printed_itself_are_not_where_it_ended(tmp_path):
+    """A hang watchdog of the program's own (faulthandler.dump_traceback_later) printed its
+    stacks earlier, and its own SIGTERM handler ended it cleanly: those stacks are not where
+    it was when the budget ended it, and the verdict names none."""
+    r, f = failed(tmp_path, """
+        import faulthandler, signal, sys, time
+
+        stop = []
+        signal.signal(signal.SIGTERM, lambda s, fr: stop.append(1))
+
+        def load_data():
+            time.sleep(1.5)
+
+        faulthandler.dump_traceback_later(1, exit=False)
+        load_data()
+        print("data loaded", flush=True)
+        step = 0
+        while not stop:
+            step += 1
+            time.sleep(0.05)
+        print("stopped at step", step, flush=True)
+        sys.exit(3)
+    """, "--budget", "4", "--grace", "3", rc=124)
+    assert "Thread 0x" in r.log()  # the program's own dump is there
+    assert f["code_location"] is None and "main program was" not in f["summary"], f
+
+
+def test_a_prompt_without_a_newline_is_still_the_last_output(tmp_path):
+    """A prompt printed without a newline: the stacks' first line is glued to it. The
+    prompt is still the run's last words: a wait for a reader, which no budget ends."""
+    r, f = failed(tmp_path, """
+        import sys, time
+        print("loss: 0.5")
+        sys.stdout.write("Overwrite the checkpoint? [y/N] ")
+        sys.stdout.flush()
+        time.sleep(60)
+    """, "--budget", "3", "--grace", "2", rc=124)
+    assert f["class"] == "code_error" and "keyboard input" in f["summary"], f
+    assert "Overwrite the checkpoint? [y/N]" in f["summary"], f
+    assert "Current thread" not in f["summary"], f
+
+
 def test_a_program_with_its_own_sigterm_handler_keeps_it(tmp_path):
     """A time guard of the experiment's (its SIGTERM handler saving partial results) runs as
     it did: no stacks are printed over it, and signal.getsignal saw the default before."""
