@@ -36,6 +36,7 @@ typedef struct lb_log {
 	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
 	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
 	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
+	char glued[48]; /* a stack dump's header split off the line it was glued to */
 } lb_log;
 
 typedef struct lb_exc {
@@ -3085,8 +3086,6 @@ static bool frame_is(const char *s, const char *suffix, const char *func)
  * lines array grows by one), so that the words stay the run's and the header the dump's. */
 static void split_glued_header(lb_log *log)
 {
-	static char header[] = "Current thread 0x0 (most recent call first):";
-
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
 		if (dump_header(log->lines[i]))
 			return;
@@ -3100,7 +3099,8 @@ static void split_glued_header(lb_log *log)
 			return;
 		log->lines = grown;
 		memmove(&log->lines[i + 2], &log->lines[i + 1], (log->n - i - 1) * sizeof *grown);
-		log->lines[i + 1] = header;
+		snprintf(log->glued, sizeof log->glued, "Current thread 0x0 (most recent call first):");
+		log->lines[i + 1] = log->glued;
 		*h = '\0';
 		log->n++;
 		return;
