@@ -46,8 +46,8 @@ typedef struct lb_failure_input {
 	 * the code's (a shape that grew with the data), which no --memory lifts. */
 	unsigned long long machine_memory;
 	/* The machine the run ran on has no NVIDIA GPU (no /dev/nvidiaN; the manifest's
-	 * machine.gpus empty where nvidia-smi is missing): a CUDA error there is no flag's to
-	 * lift, since --gpus has nothing to give. False: it has some, or it is not known. */
+	 * machine.gpu_device_nodes 0): a CUDA error there is no flag's to lift, since --gpus
+	 * has nothing to give. False: it has some, or it is not known. */
 	bool machine_without_gpus;
 	/* result.json's runtime_gate: a gate_refused verdict needs the refusal among its events
 	 * (refused, the same event and rule), not only the gate's words in the output. NULL: no

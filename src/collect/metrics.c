@@ -3012,6 +3012,23 @@ bool lb_metric_result_word_in(const char *name)
 	return false;
 }
 
+/* The word before a result's word at w, when it qualifies it ("val", "train", "test"):
+ * line[*p..*q); both w when there is none. */
+static void qualifier_before(const char *line, size_t w, size_t *p, size_t *q)
+{
+	*p = *q = w;
+	if (w == 0 || !lb_text_blank(line[w - 1]))
+		return;
+	for (*q = w - 1; *q > 0 && lb_text_blank(line[*q - 1]); (*q)--)
+		;
+	for (*p = *q; *p > 0 && (is_alpha(line[*p - 1]) || line[*p - 1] == '_'); (*p)--)
+		;
+	if (*p == *q || *q - *p > 24 ||
+	    (*p > 0 && !lb_text_blank(line[*p - 1]) && !strchr("|[(", line[*p - 1])) ||
+	    is_counter_word(line + *p, *q - *p))
+		*p = *q = w;
+}
+
 /* Whether a line holds a result's word, blanks and a number (`val loss 6.17`, `| test ppl
  * 235.08`): fix gets the pair as a metric line would print it, with the word before the
  * result's word when it is one (`val loss: 6.17`). One pass over the line. */
@@ -3040,18 +3057,7 @@ static bool result_unread_like(const char *line, size_t len, char *fix, size_t c
 			i = k;
 			continue;
 		}
-		/* The word before it, when it qualifies it: "val", "train", "test". */
-		p = q = i;
-		if (i > 0 && lb_text_blank(line[i - 1])) {
-			for (q = i - 1; q > 0 && lb_text_blank(line[q - 1]); q--)
-				;
-			for (p = q; p > 0 && (is_alpha(line[p - 1]) || line[p - 1] == '_'); p--)
-				;
-			if (p == q || q - p > 24 ||
-			    (p > 0 && !lb_text_blank(line[p - 1]) && !strchr("|[(", line[p - 1])) ||
-			    is_counter_word(line + p, q - p))
-				p = q = i;
-		}
+		qualifier_before(line, i, &p, &q);
 		if (!fix)
 			return true;
 		if (t - b < 32 && k - i < 32)
@@ -3101,17 +3107,8 @@ static bool result_counted_like(const char *line, size_t len, char *fix, size_t 
 		return false;
 	if (!fix)
 		return true;
-	/* the word before the result's, when it is a plain word that qualifies it ("Test") */
-	size_t p = w, q = w;
-	if (w > 0 && lb_text_blank(line[w - 1])) {
-		for (q = w - 1; q > 0 && lb_text_blank(line[q - 1]); q--)
-			;
-		for (p = q; p > 0 && is_alpha(line[p - 1]); p--)
-			;
-		if (p == q || q - p > 24 || (p > 0 && !lb_text_blank(line[p - 1])) ||
-		    is_counter_word(line + p, q - p))
-			p = q = w;
-	}
+	size_t p, q; /* the word before the result's that qualifies it ("Test") */
+	qualifier_before(line, w, &p, &q);
 	snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
 		 (int)(wend - w < 32 ? wend - w : 32), line + w, (int)(t - b), line + b);
 	return true;

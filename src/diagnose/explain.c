@@ -34,7 +34,7 @@ static const char *get_str(json_object *o, const char *key)
 	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
-/* The last EXPLAIN_TAIL bytes of run_dir/run.log; NULL (and *len 0) when there is none. */
+/* The last want bytes of run_dir/run.log; NULL (and *len 0) when there is none. */
 static char *log_tail(const char *run_dir, size_t want, size_t *len)
 {
 	char path[PATH_MAX];
@@ -79,10 +79,9 @@ static int int_or(json_object *o, const char *key, int dflt)
 static json_object *rediagnose(const char *run_dir, json_object *result, json_object *manifest)
 {
 	size_t len;
-	json_object *to = get(result, "timed_out");
+	bool timed_out = json_object_get_boolean(get(result, "timed_out"));
 	LB_AUTOFREE char *tail =
-		log_tail(run_dir, to && json_object_get_boolean(to) ? EXPLAIN_TAIL_TIMEOUT : EXPLAIN_TAIL,
-			 &len);
+		log_tail(run_dir, timed_out ? EXPLAIN_TAIL_TIMEOUT : EXPLAIN_TAIL, &len);
 	char exp_dir[PATH_MAX];
 	json_object *ie = get(result, "infra_error");
 	const char *lang = get_str(get(manifest, "interpreter"), "language");
@@ -92,7 +91,7 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 		.log_tail_len = len,
 		.exit_code = int_or(result, "exit_code", -1),
 		.signal = int_or(result, "signal", 0),
-		.timed_out = json_object_get_boolean(get(result, "timed_out")),
+		.timed_out = timed_out,
 		.oom_killed = json_object_get_boolean(get(result, "oom_killed")),
 		.oom_counted = json_object_get_boolean(get(result, "oom_counted")),
 		.infra_error = strcmp(get_str(result, "status"), "infra_error") == 0,

@@ -36,7 +36,7 @@ typedef struct lb_log {
 	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
 	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
 	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
-	char glued[48]; /* a stack dump's header split off the line it was glued to */
+	char glued[64]; /* a stack dump's header split off the line it was glued to */
 } lb_log;
 
 typedef struct lb_exc {
@@ -3081,6 +3081,14 @@ static bool frame_is(const char *s, const char *suffix, const char *func)
 	       strcmp(file + fl - sl, suffix) == 0;
 }
 
+/* The stacks are the budget's: the run timed out and died of the SIGTERM it sent. A program
+ * with a SIGTERM handler of its own ended otherwise, and any stacks in its output are its
+ * own. */
+static bool stacks_printed(const lb_failure_input *in)
+{
+	return in->timed_out && in->signal == SIGTERM;
+}
+
 /* The output's last words may have had no newline (a prompt, progress dots): the dump's
  * first header is then at the end of that line. It is made a line of its own (the log's
  * lines array grows by one), so that the words stay the run's and the header the dump's. */
@@ -3099,7 +3107,7 @@ static void split_glued_header(lb_log *log)
 			return;
 		log->lines = grown;
 		memmove(&log->lines[i + 2], &log->lines[i + 1], (log->n - i - 1) * sizeof *grown);
-		snprintf(log->glued, sizeof log->glued, "Current thread 0x0 (most recent call first):");
+		snprintf(log->glued, sizeof log->glued, "%s", h); /* 59 bytes at most */
 		log->lines[i + 1] = log->glued;
 		*h = '\0';
 		log->n++;
@@ -3115,7 +3123,7 @@ static void read_dump(const lb_log *log, stack_dump *d)
 {
 	char file[DIAG_EVIDENCE_LEN], func[128];
 	long lineno;
-	size_t last = NONE, end, after = 0, cut_current = NONE;
+	size_t last = NONE, end, after = 0, cut_current = NONE, cut_code = NONE;
 	size_t thread_top = NONE, thread_code = NONE;
 	bool shutdown = false;
 
@@ -3157,6 +3165,7 @@ static void read_dump(const lb_log *log, stack_dump *d)
 			} else if (cut && starts_with(log->lines[i] + indent_of(log->lines[i]),
 						      "Current thread")) {
 				cut_current = i;
+				cut_code = own;
 			} else {
 				d->n_threads++;
 				if (thread_top == NONE) {
@@ -3173,13 +3182,8 @@ static void read_dump(const lb_log *log, stack_dump *d)
 		return;
 	if (cut_current != NONE) {
 		/* a recursion deeper than the dump goes: its innermost frames are what it did */
-		size_t own = NONE;
-		for (size_t k = cut_current + 1; k < log->n && is_frame(log->lines[k]) && own == NONE; k++)
-			if (parse_frame(log->lines[k], file, sizeof file, &lineno, func, sizeof func) &&
-			    in_experiment(file, log->exp_dir))
-				own = k;
 		d->top = cut_current + 1;
-		d->code = own;
+		d->code = cut_code;
 		return;
 	}
 	if (shutdown && d->n_threads > 0) {
@@ -3205,8 +3209,8 @@ static const char SUGGEST_CHILD_AT_EXIT[] =
 	"terminate it), or start it with daemon=True; only if its work was still needed, "
 	"raise the budget (--budget SECONDS)";
 
-/* " at main.py line 4, in f (inside threading.py line 320, in wait)" for frame at, with the
- * innermost frame top beside it when it is another. */
+/* "main.py line 4, in f (inside threading.py line 320, in wait)" for frame at, with the
+ * innermost frame top beside it when it is another (NONE: none). */
 static int frame_words(char *out, size_t len, const lb_log *log, size_t at, size_t top)
 {
 	char file[DIAG_EVIDENCE_LEN], func[128];
@@ -3344,9 +3348,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	 * gate's faulthandler): what it said before them is its last output. */
 	stack_dump dump = { .start = NONE, .top = NONE, .code = NONE };
 	lb_log said = *log;
-	/* Only a program the budget's SIGTERM ended printed it: one with a SIGTERM handler of
-	 * its own (which printed nothing, or stacks of its own) ended otherwise. */
-	if (in->timed_out && in->signal == SIGTERM)
+	if (stacks_printed(in))
 		read_dump(log, &dump);
 	if (dump.start != NONE)
 		said.n = dump.start;
@@ -3825,7 +3827,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	log.gate = in->runtime_gate;
 	log.net_none = in->network_none;
 	log.net_open = in->network_host || in->network_loopback;
-	if (in->timed_out && in->signal == SIGTERM)
+	if (stacks_printed(in))
 		split_glued_header(&log);
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);

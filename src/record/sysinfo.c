@@ -320,9 +320,11 @@ struct json_object *lb_record_machine_json_at(const char *root, const char *nvid
 	json_object_object_add(m, "cpu", cpu_json(root));
 	json_object_object_add(m, "memory_total_bytes", memory_total(root));
 	gpus_json(m, nvidia_smi ? nvidia_smi : "nvidia-smi");
-	/* what --gpus can give here, whatever nvidia-smi says (a driver without it) */
-	json_object_object_add(m, "gpu_device_nodes",
-			       json_object_new_int(root[0] ? 0 : lb_sandbox_host_gpu_count()));
+	/* what --gpus can give here, whatever nvidia-smi says (a driver without it); of another
+	 * root's machine it is not known, and not said */
+	if (!root[0])
+		json_object_object_add(m, "gpu_device_nodes",
+				       json_object_new_int(lb_sandbox_host_gpu_count()));
 	return m;
 }
 
