@@ -127,6 +127,15 @@ int lb_records_beside(const char *runs_dir, const char *name, char **out);
  * readers see the old entry or the new one, never a part. No fsync: for caches, whose entries
  * are checked when read. */
 int lb_replace_file_at(int dfd, const char *name, const void *data, size_t len);
+/* Entries of the user's cache kept per interpreter, named PREFIX-KEY[.EXT] (KEY: 32 hex
+ * digits). lb_cache_entry_used marks name (in dfd) as used now, writing only when its mark is
+ * hours old; lb_cache_bound_like, after a store of name, removes the least recently used keys
+ * of name's prefix (all of a key's files) when there are more than keep of them. 0 or a
+ * negative errno (-EINVAL when name is not such a name). */
+void lb_cache_entry_used(int dfd, const char *name);
+int lb_cache_bound_like(int dfd, const char *name, size_t keep);
+/* How many interpreters each kind of those entries is kept for. */
+#define LB_CACHE_PER_INTERPRETER_MAX 128
 /* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none (no
  * absolute XDG_CACHE_HOME or HOME, or it cannot be made). Free it. */
 char *lb_user_cache_dir(void);
@@ -234,11 +243,14 @@ int lb_text_show_format_chars(const char *text, size_t len, lb_buf *out);
  * \t \b and the CSI sequences of colour, line erasure and cursor moves (m K A B C D G) pass;
  * every other control byte (ESC of any other sequence, OSC, DCS, C1 controls, BEL, bytes that
  * are not UTF-8) is appended shown as the four characters \xNN, so what it started is plain
- * text. A sequence cut between two calls is held in st until the next; final flushes what is
- * held. st starts zeroed. 0, or -ENOMEM. */
+ * text. Moves up stop at the echo's first line. A sequence cut between two calls is held in st
+ * until the next; final flushes what is held, then resets any attribute left on and puts the
+ * cursor below the lowest line the output reached. st starts zeroed. 0, or -ENOMEM. */
 typedef struct lb_term_filter_state {
 	unsigned char hold[32];
 	size_t held;
+	unsigned row, rows; /* the cursor's line and the lowest line reached, from the first */
+	bool sgr; /* a colour or attribute is on */
 } lb_term_filter_state;
 int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool final,
 		   lb_buf *out);

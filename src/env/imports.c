@@ -243,7 +243,8 @@ static void cache_store(int dfd, const char *name, const char *exe, const answer
 	json_object_object_add(entry, "paths", json_object_get(a->paths));
 	json_object_object_add(entry, "imports", json_object_get(a->mods));
 	const char *s = json_object_to_json_string_ext(entry, JSON_C_TO_STRING_PLAIN);
-	lb_replace_file_at(dfd, name, s, strlen(s));
+	if (lb_replace_file_at(dfd, name, s, strlen(s)) == 0)
+		lb_cache_bound_like(dfd, name, LB_CACHE_PER_INTERPRETER_MAX);
 }
 
 static void cache_name(const char *exe, char name[64])
@@ -319,6 +320,8 @@ static int plan_job(lb_env *e, job *j, char *const *mods, size_t n, int dfd)
 		char name[64];
 		cache_name(e->info.executable, name);
 		j->cached = cache_lookup(dfd, name, e->info.executable);
+		if (j->cached)
+			lb_cache_entry_used(dfd, name);
 	}
 	j->ask = calloc(n ? n : 1, sizeof *j->ask);
 	if (!j->ask)

@@ -538,7 +538,8 @@ struct json_object *env_path_line(const char *line)
 /* No fsync: an entry a crash leaves empty or cut fails validation and is rebuilt. */
 static void freeze_cache_store(int dfd, const char *name, const char *text)
 {
-	lb_replace_file_at(dfd, name, text, strlen(text));
+	if (lb_replace_file_at(dfd, name, text, strlen(text)) == 0)
+		lb_cache_bound_like(dfd, name, LB_CACHE_PER_INTERPRETER_MAX);
 }
 
 /* The cache directory, or -1 when there is none labbox may trust. */
@@ -570,6 +571,7 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 	snprintf(name, sizeof(name), "freeze-%.32s.json", hex);
 	*out = freeze_cache_lookup(dfd, name, executable);
 	if (*out) {
+		lb_cache_entry_used(dfd, name);
 		*hit = true;
 		return 0;
 	}
@@ -737,6 +739,7 @@ static int probe_exe(int dfd, const char *exe, lb_python_info *out, bool *hit, c
 	env_sha(exe, hex);
 	snprintf(name, sizeof name, "probe-%.32s.json", hex);
 	if (probe_cache_lookup(dfd, name, exe, paths, out)) {
+		lb_cache_entry_used(dfd, name);
 		*hit = true;
 		return 0;
 	}
@@ -836,8 +839,10 @@ static int probe_script(int dfd, const char *exe, lb_python_info *out, bool *hit
 	if (shim_key(exe, key, slot) < 0)
 		return lb_python_probe(exe, out, err, errlen);
 	snprintf(name, sizeof name, "shim-%.32s.json", slot);
-	if (shim_cache_lookup(dfd, name, exe, key, real) && !is_script(real))
+	if (shim_cache_lookup(dfd, name, exe, key, real) && !is_script(real)) {
+		lb_cache_entry_used(dfd, name);
 		return probe_exe(dfd, real, out, hit, err, errlen);
+	}
 	/* The key was made before the probe: a change racing with it leaves an entry that
 	 * misses. */
 	int r = lb_python_probe(exe, out, err, errlen);

@@ -170,8 +170,9 @@ static void store(int dfd, const char *name, const char *ident, const char *tag,
 	lb_buf m = {0};
 	/* The .pyc first: a record never names bytes that are not there yet. */
 	if (lb_replace_file_at(dfd, pyc_name, pyc, len) == 0 &&
-	    lb_buf_printf(&m, PYC_SCHEMA "\n%stag %s\npyc %s\n", ident, tag, sha) == 0)
-		lb_replace_file_at(dfd, meta_name, m.data, m.len);
+	    lb_buf_printf(&m, PYC_SCHEMA "\n%stag %s\npyc %s\n", ident, tag, sha) == 0 &&
+	    lb_replace_file_at(dfd, meta_name, m.data, m.len) == 0)
+		lb_cache_bound_like(dfd, meta_name, LB_CACHE_PER_INTERPRETER_MAX);
 	lb_buf_free(&m);
 }
 
@@ -195,6 +196,9 @@ int lb_gate_pyc_get(const lb_python_info *py, const char *cache_dir, char tag[64
 	if (dfd < 0)
 		return dfd;
 	if (lookup(dfd, name, ident, tag, data, len) == 0) {
+		char rec[NAME_MAX];
+		snprintf(rec, sizeof rec, "%s.rec", name);
+		lb_cache_entry_used(dfd, rec);
 		*hit = true;
 		return 0;
 	}

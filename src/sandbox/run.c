@@ -815,6 +815,43 @@ static void setup_net(init_ctx *c)
 		chan_fail(c->chan_wr, "setup_net", errno, "bring up loopback");
 }
 
+/* The sandbox's pid 1 is a copy of labbox, and its command line (/proc/1/cmdline, which any
+ * process of the pid namespace may read, unlike environ or mem) would still be labbox's own:
+ * a --repair-cmd with a key in it, the host paths of -v and --hide, the runs directory. The
+ * copy's argument area is overwritten with its own name before anything of the run's starts;
+ * only the area's length is left. The area is found in /proc/self/stat (fields 48 and 49),
+ * so nothing of main()'s argv has to be carried here. */
+static void setup_cmdline(init_ctx *c)
+{
+	char buf[1024];
+	LB_AUTOCLOSE int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (n <= 0)
+		chan_fail(c->chan_wr, "init", fd < 0 ? errno : EIO, "read /proc/self/stat");
+	buf[n] = '\0';
+	/* the fields after the name, which may itself hold ") " */
+	char *p = strrchr(buf, ')');
+	unsigned long long start = 0, end = 0;
+	int field = 2;
+	for (char *tok = p ? p + 1 : NULL; tok && *tok && field < 49; field++) {
+		while (*tok == ' ')
+			tok++;
+		char *next = strchr(tok, ' ');
+		if (field + 1 == 48)
+			start = strtoull(tok, NULL, 10);
+		else if (field + 1 == 49)
+			end = strtoull(tok, NULL, 10);
+		tok = next;
+	}
+	if (field < 49 || start == 0 || end <= start || end - start > (64u << 20))
+		chan_fail(c->chan_wr, "init", EINVAL, "find the argument area in /proc/self/stat");
+	static const char name[] = "labbox-init";
+	char *area = (char *)(uintptr_t)start;
+	size_t len = (size_t)(end - start);
+	memset(area, 0, len);
+	memcpy(area, name, len > sizeof name ? sizeof name - 1 : len - 1);
+}
+
 static void setup_uts(init_ctx *c)
 {
 	if (sethostname("labbox", 6) < 0)
@@ -1118,6 +1155,7 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125); /* the supervisor is gone or the id maps failed */
 
+	setup_cmdline(c);
 	setup_root(c);
 	setup_ucounts(c);
 	setup_net(c);

@@ -6,7 +6,12 @@
  * never holds the terminal, but its output is echoed there, so the echo passes only what a
  * progress bar needs: text, \n \r \t \b, and the CSI sequences of colour (m), line erasure
  * (K) and cursor moves within the lines around it (A B C D G). Every other control byte is
- * shown, not obeyed, as \xNN: the sequence it started is then plain text. */
+ * shown, not obeyed, as \xNN: the sequence it started is then plain text.
+ * What passes must not reach labbox's own lines either: a move up goes no higher than the
+ * echo's own first line (the check's verdict and labbox's notes above it stay as written),
+ * and when the echo ends the cursor is put back below the lowest line the output reached and
+ * any colour or attribute it left on is reset (conceal, black on black), so the summary that
+ * follows is written below the output, readable. */
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -25,6 +30,54 @@ static int show_byte(lb_buf *out, unsigned char c)
 	static const char hex[] = "0123456789abcdef";
 	char s[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
 	return lb_buf_append(out, s, sizeof s);
+}
+
+/* The first parameter of a CSI sequence (s[0] ESC, s[1] '[', s[k - 1] the final byte), dflt
+ * when there is none; capped, as no terminal moves further than its size. */
+static unsigned csi_first_param(const unsigned char *s, size_t k, unsigned dflt)
+{
+	unsigned v = 0;
+	bool any = false;
+	for (size_t i = 2; i + 1 < k && s[i] >= '0' && s[i] <= '9'; i++) {
+		any = true;
+		if (v < 100000)
+			v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	return any ? v : dflt;
+}
+
+/* Whether an SGR sequence only resets (ESC[m, ESC[0m, ESC[00m). */
+static bool sgr_is_reset(const unsigned char *s, size_t k)
+{
+	for (size_t i = 2; i + 1 < k; i++)
+		if (s[i] != '0')
+			return false;
+	return true;
+}
+
+/* An allowed CSI sequence of k bytes passed on, with the echo's bookkeeping: a move up is cut
+ * to the lines the echo itself wrote above the cursor (none: the sequence is dropped). */
+static int csi_pass(lb_term_filter_state *st, const unsigned char *s, size_t k, lb_buf *out)
+{
+	unsigned char final = s[k - 1];
+	if (final == 'm') {
+		st->sgr = !sgr_is_reset(s, k);
+	} else if (final == 'A') {
+		unsigned want = csi_first_param(s, k, 1), n = want ? want : 1;
+		if (n > st->row)
+			n = st->row;
+		if (n == 0)
+			return 0;
+		st->row -= n;
+		if (n != (want ? want : 1))
+			return lb_buf_printf(out, "\x1b[%uA", n);
+	} else if (final == 'B') {
+		unsigned n = csi_first_param(s, k, 1);
+		st->row += n ? n : 1;
+		if (st->row > st->rows)
+			st->rows = st->row;
+	}
+	return lb_buf_append(out, s, k);
 }
 
 /* The length of the UTF-8 sequence a lead byte starts, 0 for a byte that starts none. */
@@ -55,7 +108,8 @@ static size_t csi_len(const unsigned char *s, size_t n)
 
 /* One step at s: how many bytes were consumed (appended to out as they are or shown), 0
  * when s is the incomplete start of something and more bytes are needed, -1 on ENOMEM. */
-static ssize_t step(const unsigned char *s, size_t n, bool final, lb_buf *out)
+static ssize_t step(lb_term_filter_state *st, const unsigned char *s, size_t n, bool final,
+		    lb_buf *out)
 {
 	unsigned char c = s[0];
 	if (c == 0x1b) {
@@ -63,11 +117,13 @@ static ssize_t step(const unsigned char *s, size_t n, bool final, lb_buf *out)
 		if (k == (size_t)-1 && !final)
 			return 0;
 		if (k && k != (size_t)-1)
-			return lb_buf_append(out, s, k) < 0 ? -1 : (ssize_t)k;
+			return csi_pass(st, s, k, out) < 0 ? -1 : (ssize_t)k;
 		return show_byte(out, c) < 0 ? -1 : 1;
 	}
 	if (c < 0x80) {
 		bool ok = c >= 0x20 ? c != 0x7f : c == '\n' || c == '\r' || c == '\t' || c == '\b';
+		if (c == '\n' && ++st->row > st->rows)
+			st->rows = st->row;
 		if (ok)
 			return lb_buf_append(out, s, 1) < 0 ? -1 : 1;
 		return show_byte(out, c) < 0 ? -1 : 1;
@@ -100,7 +156,7 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
 			if (take)
 				memcpy(tmp + n, data, take);
 			n += take;
-			ssize_t k = step(tmp, n, final && take == len, out);
+			ssize_t k = step(st, tmp, n, final && take == len, out);
 			if (k < 0)
 				return -ENOMEM;
 			if (k == 0) {
@@ -121,7 +177,7 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
 			len -= from_data;
 			continue;
 		}
-		ssize_t k = step((const unsigned char *)data, len, final, out);
+		ssize_t k = step(st, (const unsigned char *)data, len, final, out);
 		if (k < 0)
 			return -ENOMEM;
 		if (k == 0) {
@@ -132,6 +188,14 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
 		}
 		data += k;
 		len -= (size_t)k;
+	}
+	if (final) {
+		if (st->sgr && lb_buf_append(out, "\x1b[0m", 4) < 0)
+			return -ENOMEM;
+		if (st->row < st->rows && lb_buf_printf(out, "\x1b[%uB", st->rows - st->row) < 0)
+			return -ENOMEM;
+		st->sgr = false;
+		st->row = st->rows;
 	}
 	return 0;
 }

@@ -609,11 +609,19 @@ def test_other_processes_environment(tmp_path, make_victim):
     v = make_victim()
     mine = token()
     exp = stage(tmp_path, "proc_environ", {"victim_pid": v.pid})
-    r = run_exp(exp, tmp_path / "runs", env={**os.environ, "LBX_LABBOX_SECRET": mine})
+    # labbox's own command line too: what it was told about the host (a --hide path, a
+    # --repair-cmd with a key in it) is not the experiment's to read through /proc/1/cmdline
+    hidden = tmp_path / ("hidden-" + token())
+    hidden.mkdir()
+    r = run_exp(exp, tmp_path / "runs", "--hide", str(hidden),
+                env={**os.environ, "LBX_LABBOX_SECRET": mine})
     p, ctl = run_unsandboxed(exp, tmp_path)
     assert v.secret in json.dumps(ctl), f"positive control: the victim's environ was not read: {ctl}"
     assert v.alive()
     secret_free(r, v.secret, mine)
+    init_cmdline = results_of(report(r)).get("init_cmdline", {})
+    assert hidden.name not in json.dumps(init_cmdline), init_cmdline
+    assert "--hide" not in json.dumps(init_cmdline), init_cmdline
     assert_failed_with(r, exception="FileNotFoundError", classes=("missing_data",))
 
 

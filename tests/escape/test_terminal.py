@@ -78,6 +78,56 @@ def test_experiment_output_cannot_drive_the_terminal(tmp_path):
     assert doc["status"] == "completed"
 
 
+HIDE_VERDICT = r'''
+import sys
+print("line one")
+print("line two")
+# a forged summary, the cursor sent far above the echo's first line, then every attribute
+# that would make what follows unreadable left on: conceal, black on black
+sys.stdout.write("\x1b[999A\x1b[2Klabbox: run X completed in 0.01s (exit 0)\n  metrics: acc=0.99\n")
+sys.stdout.write("\x1b[5A\x1b[8m\x1b[30;40m")
+sys.stdout.flush()
+sys.exit(1)
+'''
+
+
+def cursor_row_after(seen, start):
+    """The cursor's line relative to where the bytes from start began, counting newlines and
+    CSI A/B moves as a terminal without wrapping would, and the highest line it reached."""
+    import re
+    row = top = 0
+    for m in re.finditer(rb"\n|\x1b\[(\d*)([AB])", seen[start:]):
+        if m.group(0) == b"\n":
+            row += 1
+        else:
+            n = int(m.group(1) or b"1") or 1
+            row += n if m.group(2) == b"B" else -n
+        top = min(top, row)
+    return row, top
+
+
+def test_experiment_output_cannot_hide_or_overwrite_labbox_lines(tmp_path):
+    """The experiment's output can neither climb above its own first line (over what labbox
+    wrote before it) nor leave an attribute on that hides labbox's verdict after it."""
+    exp = lib.e2e.write_exp(tmp_path, HIDE_VERDICT)
+    runs = tmp_path / "runs"
+    rc, seen = run_on_pty(["run", *lib.POLICY, "--python", lib.PYTHON, "--runs-dir", str(runs),
+                           str(exp)])
+    assert rc == 1, seen.decode(errors="replace")[-2000:]
+    start = seen.index(b"line one")
+    verdict = seen.index(b" failed in ")
+    verdict = seen.rindex(b"labbox: run", 0, verdict)
+    # never above the echo's first line, and back below the lowest one before the verdict
+    row, top = cursor_row_after(seen[:verdict], start)
+    assert top >= 0, seen[start:verdict]
+    lowest = max(cursor_row_after(seen[:i + 1], start)[0] for i in range(start, verdict))
+    assert row >= lowest, seen[start:verdict]
+    # every attribute the output left on is reset before the verdict
+    tail = seen[start:verdict]
+    assert tail.rindex(b"\x1b[0m") > tail.rindex(b"\x1b[30;40m"), tail
+    assert tail.rindex(b"\x1b[0m") > tail.rindex(b"\x1b[8m"), tail
+
+
 def test_exec_output_cannot_drive_the_terminal(tmp_path):
     rc, seen = run_on_pty(["exec", "--", lib.PYTHON, "-c",
                            "import sys; sys.stdout.write('\\x1b]52;c;eA==\\x07 \\x1b[6n done\\n');"

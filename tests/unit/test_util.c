@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_path_under(void **state)
@@ -489,6 +490,62 @@ static char *term_filtered(const char *data, size_t len, size_t chunk)
 	return b.data;
 }
 
+/* Per-interpreter cache entries: past the bound, the least recently used keys go, all of a
+ * key's files together; other kinds and other names stay; a used entry's mark is renewed
+ * only when it is old. */
+static void test_cache_bound(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/labbox-test-cache-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	int dfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	char name[80];
+	for (int k = 0; k < 10; k++)
+		for (int e = 0; e < 2; e++) {
+			snprintf(name, sizeof name, "gate-%032x.%s", k, e ? "pyc" : "rec");
+			int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			assert_true(fd >= 0);
+			close(fd);
+			/* key k last used k hours ago: key 0 is the newest */
+			struct timespec t[2] = {{.tv_sec = time(NULL) - 3600 * k}, {.tv_sec = time(NULL) - 3600 * k}};
+			assert_int_equal(utimensat(dfd, name, t, 0), 0);
+		}
+	const char *others[] = {"freeze-00000000000000000000000000000009.json", "runs-dirs",
+				"gate-short.pyc", "gate-0000000000000000000000000000000g.rec"};
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+		int fd = openat(dfd, others[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(lb_cache_bound_like(dfd, "not-a-key", 4), -EINVAL);
+	/* 10 keys, bound 12: nothing goes */
+	assert_int_equal(lb_cache_bound_like(dfd, "gate-00000000000000000000000000000000.rec", 12), 0);
+	assert_int_equal(faccessat(dfd, "gate-00000000000000000000000000000009.pyc", F_OK, 0), 0);
+	/* an old entry used now is marked used: it outlives newer ones that are not */
+	lb_cache_entry_used(dfd, "gate-00000000000000000000000000000009.rec");
+	/* bound 4: down to three keys (0, 1 and the used 9) */
+	assert_int_equal(lb_cache_bound_like(dfd, "gate-00000000000000000000000000000000.rec", 4), 0);
+	for (int k = 0; k < 10; k++)
+		for (int e = 0; e < 2; e++) {
+			snprintf(name, sizeof name, "gate-%032x.%s", k, e ? "pyc" : "rec");
+			bool kept = k == 0 || k == 1 || k == 9;
+			if ((faccessat(dfd, name, F_OK, 0) == 0) != kept)
+				fail_msg("%s: %s", name, kept ? "removed" : "kept");
+		}
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+		assert_int_equal(faccessat(dfd, others[i], F_OK, 0), 0);
+		unlinkat(dfd, others[i], 0);
+	}
+	for (int k = 0; k < 10; k++)
+		for (int e = 0; e < 2; e++) {
+			snprintf(name, sizeof name, "gate-%032x.%s", k, e ? "pyc" : "rec");
+			unlinkat(dfd, name, 0);
+		}
+	close(dfd);
+	assert_int_equal(rmdir(tmpl), 0);
+}
+
 static void test_term_filter(void **state)
 {
 	(void)state;
@@ -496,7 +553,16 @@ static void test_term_filter(void **state)
 		const char *in, *out;
 	} cases[] = {
 		{"plain\ttext\r\n", "plain\ttext\r\n"},
-		{"\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A", "\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A"},
+		{"bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A", "bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A\x1b[1B"},
+		/* no move above the echo's first line: cut to the lines it wrote, or dropped; the
+		 * end puts the cursor back below the lowest line reached */
+		{"\x1b[A\x1b[999Atop", "top"},
+		{"a\nb\nc\x1b[999Ax\x1b[1Bd", "a\nb\nc\x1b[2Ax\x1b[1Bd\x1b[1B"},
+		/* an attribute left on (conceal, black on black) is reset at the end; a reset seen
+		 * needs none */
+		{"\x1b[8mhidden", "\x1b[8mhidden\x1b[0m"},
+		{"\x1b[30;40mx\x1b[mok", "\x1b[30;40mx\x1b[mok"},
+		{"\x1b[0;8mx", "\x1b[0;8mx\x1b[0m"},
 		/* OSC 52 (clipboard), OSC 0 (title), DCS, a cursor jump, a bare ESC, BEL */
 		{"\x1b]52;c;ZWNobyBwd25lZA==\x07", "\\x1b]52;c;ZWNobyBwd25lZA==\\x07"},
 		{"\x1b]0;title\x1b\\", "\\x1b]0;title\\x1b\\"},
@@ -623,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_pending_write_and_fsync_all),
 		cmocka_unit_test(test_iso8601),
 		cmocka_unit_test(test_term_filter),
+		cmocka_unit_test(test_cache_bound),
 		cmocka_unit_test(test_utf8_escapes_and_lengths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
