@@ -2402,7 +2402,10 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 			root = k;
 			continue;
 		}
-		if (strcmp(cause.cls, "code_error") == 0)
+		/* A cause explains what follows it whatever its class (`raise RuntimeError("fit
+		 * failed") from e` names the wrapper's line, not where the fit failed); an error
+		 * of the code's own met while handling another explains nothing about it. */
+		if (strcmp(cause.cls, "code_error") == 0 && exc[k].link != LINK_CAUSE)
 			continue;
 		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
 			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)

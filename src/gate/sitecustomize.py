@@ -149,13 +149,33 @@ def _labbox_gate():
         """A dict the gate reads holds a key that passes for the name it looks for: a
         judging the gate cannot make, so the event is refused (dispatch fails closed)."""
 
+    # Snapshots of containers the experiment can change from another thread while the gate
+    # judges (sys.modules, a module's namespace, a frame's globals or locals). Dropped in the
+    # gate's frames, one could hold the last reference to an object of the experiment's,
+    # whose __del__ or weakref callback would then run inside the gate, find its frames
+    # through f_back and read their locals (the handlers, the channel): the collector is off
+    # while the gate judges, but reference counting frees at once. So each snapshot is kept
+    # here, and the hook drops them once the gate has returned, in a frame of its own that
+    # holds no link to the gate's state (make_hook).
+    graves = {}  # thread -> the snapshots it took
+    graves_out = {}  # thread -> those its outermost judging handed to the hook to drop
+    _tid = _thread.get_ident
+
+    def kept(x):
+        """x, kept until the hook has returned from the gate on this thread."""
+        g = graves.get(_tid())
+        if g is None:
+            g = graves[_tid()] = []
+        g.append(x)
+        return x
+
     def sget(d, key):
         """d[key] (None when absent) for an exact dict and an exact str key, found without
         hashing or comparing any key the experiment put there: each key is compared by str's
         own __eq__ (bound to key, so no reflected comparison), over one snapshot."""
         if type(d) is not dict:
             return None
-        return sget_items(list(_dict_items(d)), key)
+        return sget_items(kept(list(_dict_items(d))), key)
 
     def sget_items(items, key):
         """sget over a list of (key, value) pairs, taken in one call."""
@@ -170,7 +190,7 @@ def _labbox_gate():
 
     def str_keys(d):
         """Whether every key of d (a dict or a class's mappingproxy) is an exact str."""
-        return set(map(type, list(d))) <= {str}
+        return set(map(type, kept(list(d)))) <= {str}
 
     def is_one(t, types):
         # `t in (a, b)` would call a metaclass's __eq__ (the reflected comparison)
@@ -349,7 +369,7 @@ def _labbox_gate():
         # compared (an experiment's key colliding with "__name__" had its __eq__ run here).
         # Those seen are kept, so a module's dict is looked for once.
         found = False
-        for m in list(_dict_values(_modules)):
+        for m in kept(list(_dict_values(_modules))):
             if issubclass(type(m), _ModuleType):
                 d = _module_dict(m)
                 if d is g:
@@ -434,8 +454,8 @@ def _labbox_gate():
         target = inner.f_code if inner is not None else None
         fl = L.f_locals
         try:
-            vals = list(dict.values(fl)) if type(fl) is dict else \
-                [v for _, v in type(fl).items(fl)]
+            vals = kept(list(dict.values(fl)) if type(fl) is dict else
+                        [v for _, v in type(fl).items(fl)])
         except Exception:
             return False
         cfp = None
@@ -1111,9 +1131,9 @@ def _labbox_gate():
             return g, (m.__objclass__, m.__name__)
         return reduce_method, reduce_builtin, reduce_bound_slot, reduce_descr
 
-    def make_hook(w, d, gets, sets, type_, str_, pending, again):
+    def make_hook(w, d, gets, sets, type_, str_, pending, again, outbox, tid):
         def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
-                 _pend=pending, _again=again):
+                 _pend=pending, _again=again, _out=outbox, _tid=tid):
             if event in _w:
                 try:
                     # f_code, __code__, tb_frame: read by every traceback and logger; and a
@@ -1132,6 +1152,12 @@ def _labbox_gate():
                 except BaseException:  # sys.audit(name) with no arguments; RecursionError
                     _d = box = None
                     raise
+                # The snapshots the gate took (its kept()), handed over when its outermost
+                # judging on this thread ended, are dropped here, once no frame of the
+                # gate's is under this one: what their last references free runs with this
+                # frame's locals alone in reach (the outbox holds nothing but such lists).
+                t = _out.pop(_tid(), None)
+                t = None
                 # Signals that came while a frame holding a link was on the stack are
                 # theirs now. Those come before this call are raised once each: one
                 # deferred again (this hook runs under a stand-in) waits for the next.
@@ -1652,7 +1678,7 @@ def _labbox_gate():
                 slot = _class_attr(field_cls, "name")
                 if type(slot) is not _member_t:
                     return False
-                for v in list(_dict_values(fields)):
+                for v in kept(list(_dict_values(fields))):
                     if type(v) is not field_cls:
                         return False
                     name = slot.__get__(v)
@@ -2185,7 +2211,7 @@ def _labbox_gate():
         if type(fl) is dict:
             return sget(fl, name)
         try:
-            items = list(type(fl).items(fl))
+            items = kept(list(type(fl).items(fl)))
         except Exception:
             return None
         return sget_items(items, name)
@@ -3087,7 +3113,7 @@ def _labbox_gate():
         for t in compat_seen:
             if type(t) is not dict:
                 return None
-            snap.append((list(t), list(_dict_values(t))))
+            snap.append(kept((list(t), list(_dict_values(t)))))
         return snap
 
     def compat_same(old):
@@ -3098,7 +3124,8 @@ def _labbox_gate():
         for t, (ks, vs) in zip(compat_seen, old):
             if type(t) is not dict or len(t) != len(ks):
                 return False
-            if not all(map(_is, list(t), ks)) or not all(map(_is, list(_dict_values(t)), vs)):
+            if not all(map(_is, kept(list(t)), ks)) or \
+                    not all(map(_is, kept(list(_dict_values(t))), vs)):
                 return False
         return True
 
@@ -3110,6 +3137,7 @@ def _labbox_gate():
             if hit is not None:
                 return hit
         else:
+            kept(compat_cache[0])
             compat_cache[0] = compat_snapshot()
             compat_cache[1] = {}
         out = compat_scan(modname, name)
@@ -3123,7 +3151,7 @@ def _labbox_gate():
             nm, im = compat_seen[i], compat_seen[i + 1]
             if type(nm) is not dict or type(im) is not dict:
                 raise _Tampered("_compat_pickle")
-            keys = list(nm)
+            keys = kept(list(nm))
             # exact tuples of exact strs: a comparison then runs no code of the experiment's
             if not set(map(type, keys)) <= {tuple} or \
                     not set(map(type, _chain(keys))) <= {str}:
@@ -3148,7 +3176,7 @@ def _labbox_gate():
         """"absent", "blocked" (None: its import raises ImportError) or "other": what
         sys.modules holds for modname, in one scan, read as sget reads it (and refused
         as sget refuses a key that is not one exact str)."""
-        items = list(_dict_items(_modules))
+        items = kept(list(_dict_items(_modules)))
         hits = list(map(modname.__eq__, map(_first, items)))
         n = hits.count(True)
         if n == 0:
@@ -3451,6 +3479,14 @@ def _labbox_gate():
                 busy[me] = depth
             else:
                 del busy[me]
+                # this thread's snapshots, to the hook (never dropped in here)
+                g = graves.pop(me, None)
+                if g is not None:
+                    o = graves_out.get(me)
+                    if o is None:
+                        graves_out[me] = g
+                    else:
+                        o.append(g)
             if gc_was:
                 _gc_enable()
         return None
@@ -3468,7 +3504,7 @@ def _labbox_gate():
         pass
     hook = w_hook(watched, dispatch, frozenset(["__kwdefaults__"]),
                   frozenset(["__kwdefaults__", "__defaults__", "__code__"]), type, str,
-                  signals_pending, raise_again)
+                  signals_pending, raise_again, graves_out, _tid)
 
     installed_guards = set()
     sys.addaudithook(hook)
@@ -3720,7 +3756,7 @@ def _labbox_gate():
         the origin while the loader looks it up)."""
         spec = object.__new__(_ModuleSpec)
         nd = _spec_dict_get(spec)
-        for key, v in list(_dict_items(d)):
+        for key, v in kept(list(_dict_items(d))):
             if type(key) is str:
                 nd[key] = v
         return spec

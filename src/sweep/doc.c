@@ -177,7 +177,7 @@ static bool shift_wide_ints(json_object **recs, size_t n, const char *key, doubl
 	for (size_t i = 0; i < n; i++) {
 		json_object *v = get(get(recs[i], "metrics"), key);
 		double d;
-		if (!as_number(v, &d))
+		if (!as_number(v, &d) || !isfinite(d))
 			continue;
 		if (!exact_int(v, &x))
 			return false;
@@ -198,48 +198,54 @@ static bool shift_wide_ints(json_object **recs, size_t n, const char *key, doubl
 	return true;
 }
 
-/* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the completed cells of one
- * condition (their records' metrics). nonfinite also counts the non-finite values of the
- * condition's invalid_metrics cells (bad, nbad): a seed whose metric diverged to NaN makes
- * its run invalid_metrics, and it is still a seed of this condition whose value was not
- * finite. */
+/* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the seeds of one condition whose run
+ * reported the metric: its completed cells (recs, n) and its invalid_metrics cells (bad, nbad).
+ * A run is invalid_metrics for a value that is not a finite number (NaN, Infinity, null, a
+ * declared metric missing), never for a finite one: a seed whose loss diverged to NaN still
+ * reported its accuracy, and leaving that out would take the worst seeds out of the very
+ * column a method is judged by. Finite values are in the statistics, the others counted in
+ * nonfinite, so n + nonfinite is the seeds that reported the metric. */
 static json_object *condition_stats(json_object **recs, size_t n, json_object **bad, size_t nbad)
 {
 	json_object *out = json_object_new_object();
 	json_object *names = json_object_new_object(); /* every numeric key, in first-seen order */
-	for (size_t i = 0; i < n + nbad; i++) {
-		json_object_object_foreach(get(i < n ? recs[i] : bad[i - n], "metrics"), k, v)
+	size_t all_n = n + nbad;
+	json_object **all = calloc(all_n ? all_n : 1, sizeof *all);
+	double *vals = calloc(all_n ? all_n : 1, sizeof *vals);
+	if (!all || !vals) {
+		free(all);
+		free(vals);
+		json_object_put(names);
+		return out;
+	}
+	for (size_t i = 0; i < all_n; i++)
+		all[i] = i < n ? recs[i] : bad[i - n];
+	for (size_t i = 0; i < all_n; i++) {
+		json_object_object_foreach(get(all[i], "metrics"), k, v)
 		{
 			double d;
-			if (as_number(v, &d) && (i < n || !isfinite(d)) &&
-			    !json_object_object_get_ex(names, k, NULL))
+			if (as_number(v, &d) && !json_object_object_get_ex(names, k, NULL))
 				json_object_object_add(names, k, NULL);
 		}
 	}
-	double *vals = calloc(n ? n : 1, sizeof *vals);
 	json_object_object_foreach(names, key, unused)
 	{
 		(void)unused;
 		size_t k = 0, nonfinite = 0;
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < all_n; i++) {
 			double d;
-			if (!as_number(get(get(recs[i], "metrics"), key), &d))
+			if (!as_number(get(get(all[i], "metrics"), key), &d))
 				continue;
 			if (isfinite(d))
 				vals[k++] = d;
 			else
 				nonfinite++;
 		}
-		for (size_t i = 0; i < nbad; i++) {
-			double d;
-			if (as_number(get(get(bad[i], "metrics"), key), &d) && !isfinite(d))
-				nonfinite++;
-		}
 		json_object *b = json_object_new_object();
 		lb_sweep_stats st = {0};
 		__int128 first = 0, lo = 0, hi = 0;
-		bool ints = vals && k > 0 && shift_wide_ints(recs, n, key, vals, k, &first, &lo, &hi);
-		bool ok = vals && k > 0 && lb_sweep_stats_compute(vals, k, &st) == 0;
+		bool ints = k > 0 && shift_wide_ints(all, all_n, key, vals, k, &first, &lo, &hi);
+		bool ok = k > 0 && lb_sweep_stats_compute(vals, k, &st) == 0;
 		if (ok && ints) {
 			st.mean += (double)first;
 			st.ci_low += (double)first;
@@ -261,6 +267,7 @@ static json_object *condition_stats(json_object **recs, size_t n, json_object **
 		json_object_object_add(out, key, b);
 	}
 	free(vals);
+	free(all);
 	json_object_put(names);
 	return out;
 }
@@ -441,8 +448,8 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 		json_object_object_add(o, "cells", json_object_new_int64((int64_t)nseeds));
 		json_object_object_add(o, "completed", json_object_new_int64((int64_t)k));
 		json_object_object_add(o, "seeds_completed", seeds);
-		/* The seeds whose run reported a metric that is not a number (NaN, Infinity): not
-		 * in the statistics, counted in each metric's nonfinite. */
+		/* The seeds whose run reported a metric that is not a number (NaN, Infinity): that
+		 * value counted in its metric's nonfinite, their finite metrics in the statistics. */
 		json_object_object_add(o, "invalid_metrics", json_object_new_int64((int64_t)nbad));
 		json_object_object_add(o, "seeds_invalid_metrics", seeds_nf);
 		json_object_object_add(o, "metrics", condition_stats(recs, k, bad, nbad));
@@ -450,7 +457,8 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 	}
 	free(recs);
 	free(bad);
-	json_object_object_add(doc, "stats_over", json_object_new_string("completed cells"));
+	json_object_object_add(doc, "stats_over",
+			       json_object_new_string("completed and invalid_metrics cells, finite values"));
 	json_object_object_add(doc, "conditions", conds);
 	json_object_object_add(doc, "failures", failures);
 

@@ -33,15 +33,16 @@ static int show_byte(lb_buf *out, unsigned char c)
 }
 
 /* The first parameter of a CSI sequence (s[0] ESC, s[1] '[', s[k - 1] the final byte), dflt
- * when there is none; capped, as no terminal moves further than its size. */
+ * when there is none; at most 9999, as no terminal has more lines. */
 static unsigned csi_first_param(const unsigned char *s, size_t k, unsigned dflt)
 {
 	unsigned v = 0;
 	bool any = false;
 	for (size_t i = 2; i + 1 < k && s[i] >= '0' && s[i] <= '9'; i++) {
 		any = true;
-		if (v < 100000)
-			v = v * 10 + (unsigned)(s[i] - '0');
+		v = v * 10 + (unsigned)(s[i] - '0');
+		if (v > 9999)
+			v = 9999;
 	}
 	return any ? v : dflt;
 }
@@ -55,27 +56,31 @@ static bool sgr_is_reset(const unsigned char *s, size_t k)
 	return true;
 }
 
-/* An allowed CSI sequence of k bytes passed on, with the echo's bookkeeping: a move up is cut
- * to the lines the echo itself wrote above the cursor (none: the sequence is dropped). */
+/* An allowed CSI sequence of k bytes passed on, with the echo's bookkeeping. A vertical move
+ * is written again with the count the filter counted (a terminal reads 0 as 1, ignores what
+ * follows a ';', and stops at its edge): a move up is cut to the lines the echo itself wrote
+ * above the cursor, and dropped when there are none. */
 static int csi_pass(lb_term_filter_state *st, const unsigned char *s, size_t k, lb_buf *out)
 {
 	unsigned char final = s[k - 1];
 	if (final == 'm') {
 		st->sgr = !sgr_is_reset(s, k);
-	} else if (final == 'A') {
-		unsigned want = csi_first_param(s, k, 1), n = want ? want : 1;
-		if (n > st->row)
-			n = st->row;
-		if (n == 0)
-			return 0;
-		st->row -= n;
-		if (n != (want ? want : 1))
-			return lb_buf_printf(out, "\x1b[%uA", n);
-	} else if (final == 'B') {
+	} else if (final == 'A' || final == 'B') {
 		unsigned n = csi_first_param(s, k, 1);
-		st->row += n ? n : 1;
-		if (st->row > st->rows)
-			st->rows = st->row;
+		if (n == 0)
+			n = 1;
+		if (final == 'A') {
+			if (n > st->row)
+				n = st->row;
+			if (n == 0)
+				return 0;
+			st->row -= n;
+		} else {
+			st->row += n;
+			if (st->row > st->rows)
+				st->rows = st->row;
+		}
+		return lb_buf_printf(out, "\x1b[%u%c", n, final);
 	}
 	return lb_buf_append(out, s, k);
 }
@@ -103,7 +108,14 @@ static size_t csi_len(const unsigned char *s, size_t n)
 		return 0;
 	if (i == n)
 		return (size_t)-1;
-	return s[i] >= 0x40 && s[i] <= 0x7e && csi_allowed(s[i]) ? i + 1 : 0;
+	if (!(s[i] >= 0x40 && s[i] <= 0x7e && csi_allowed(s[i])))
+		return 0;
+	/* Numbers and separators only (colons in colours): a private marker or an intermediate
+	 * byte makes it another sequence, which some terminal may obey otherwise. */
+	for (size_t j = 2; j < i; j++)
+		if (!((s[j] >= '0' && s[j] <= '9') || s[j] == ';' || (s[j] == ':' && s[i] == 'm')))
+			return 0;
+	return i + 1;
 }
 
 /* One step at s: how many bytes were consumed (appended to out as they are or shown), 0

@@ -253,6 +253,32 @@ def test_sweep_counts_the_seeds_whose_metric_diverged(tmp_path):
     assert "(n=2, +2 NaN/Inf)" in row, row
 
 
+LOSS_DIVERGES = '''
+import argparse
+p = argparse.ArgumentParser(); p.add_argument("--lr", type=float); p.add_argument("--seed", type=int)
+a = p.parse_args()
+acc = [0.9, 0.95, 1.0, 0.6][a.seed]
+print(f"accuracy: {acc}")
+print("loss: nan" if a.lr > 0.5 and a.seed == 3 else f"loss: {1 - acc}")
+'''
+
+
+def test_a_seed_whose_other_metric_diverged_still_counts_in_each_finite_metric(tmp_path):
+    """Seed 3 of lr=1.0 printed a finite accuracy (the worst) and a NaN loss: its run is
+    invalid_metrics, and its accuracy is still one of the condition's four; leaving it out
+    would report the method better than its seeds were."""
+    exp = exp_dir(tmp_path, LOSS_DIVERGES)
+    p = labbox(tmp_path, "sweep", "--python", PYTHON, "--json", "--jobs", "1", "--param",
+               "lr=0.1,1.0", "--seeds", "0-3", exp)
+    d = json.loads(p.stdout)
+    hi = {c["name"]: c for c in d["conditions"]}["lr=1.0"]
+    assert hi["invalid_metrics"] == 1 and hi["seeds_invalid_metrics"] == [3], hi
+    acc, loss = hi["metrics"]["accuracy"], hi["metrics"]["loss"]
+    assert acc["n"] == 4 and acc["nonfinite"] == 0, acc
+    assert abs(acc["mean"] - 0.8625) < 1e-9 and abs(acc["min"] - 0.6) < 1e-9, acc
+    assert loss["n"] == 3 and loss["nonfinite"] == 1, loss
+
+
 # --- a hash seed asked for is applied, or refused -----------------------------------------------
 
 HASHSEED = '''

@@ -808,6 +808,58 @@ def test_the_gate_runs_none_of_the_experiments_code_while_it_judges(tmp_path):
     assert len(evs) == 2, r.why()
 
 
+def test_a_finalizer_freed_by_the_gate_never_runs_inside_it(tmp_path):
+    """The gate reads sys.modules (and namespaces, frames' globals) through snapshots. A
+    thread of the experiment's puts an object in sys.modules and takes it out again while the
+    main thread's imports keep the gate judging: when the gate's snapshot held the last
+    reference, the object's __del__ ran inside the gate, found its frames through f_back and
+    emptied its handler table, and every later refusal was gone. Its __del__ must run (the
+    control), never with a frame of the gate's judging under it (the hook's, once the gate
+    returned, holds nothing: emptying what it holds changes no refusal)."""
+    exp = write_exp(tmp_path, LINK_LOOK + textwrap.dedent("""
+        import importlib, threading, time
+        ran, inside = [0], [0]
+        class Evil:
+            def __del__(self):
+                ran[0] += 1
+                f = sys._getframe(1)
+                while f is not None:
+                    if f.f_code.co_filename.endswith(GATE):
+                        # the hook's own frame, once the gate has returned, holds no link
+                        if f.f_code.co_name != "hook":
+                            inside[0] += 1
+                        for v in list(f.f_locals.values()):
+                            if type(v) is dict and v is not f.f_globals:
+                                v.clear()
+                    f = f.f_back
+        stop = []
+        def churn():
+            while not stop:
+                sys.modules["zz_evil"] = Evil()
+                time.sleep(0)
+                del sys.modules["zz_evil"]
+        sys.setswitchinterval(1e-6)
+        t = threading.Thread(target=churn, daemon=True)
+        t.start()
+        t0 = time.time()
+        while not inside[0] and time.time() - t0 < 6:
+            sys.modules.pop("ast", None)
+            importlib.import_module("ast").parse("1")
+        stop.append(1)
+        t.join()
+        sys.setswitchinterval(0.005)
+        print("finalizers ran:", ran[0] > 0, "inside the gate:", inside[0])
+        try:
+            os.system("echo after > MARKER")
+        except PermissionError:
+            print("refused after")
+    """))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    log = r.log()
+    assert "finalizers ran: True inside the gate: 0" in log, r.why()
+    assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_a_pickle_naming_an_experiment_module_not_imported_yet_is_refused_unimported(tmp_path):
     """Were the gate to import it to judge the name, the experiment's code would run under
     the gate's frames, which its f_back reaches: it is refused unimported, while the

@@ -271,6 +271,52 @@ static void test_missing_data_wrapped(void **state)
 	expect(diagnose_log(unrelated, 1, 0), "code_error", "KeyError: 'acc'");
 }
 
+/* `raise RuntimeError("fit failed") from e`: a cause explains what follows it whatever its
+ * class, so the verdict names where the fit failed, not the wrapper's line; an error met
+ * while handling another (a context) does not take over. */
+static void test_code_error_cause_takes_over(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 13, in run\n"
+		"    fit(X, ls)\n"
+		"  File \"/exp/main.py\", line 6, in fit\n"
+		"    L = np.linalg.cholesky(K)\n"
+		"  File \"/usr/lib/python3/dist-packages/numpy/linalg/linalg.py\", line 92, in _raise\n"
+		"    raise LinAlgError(\"Matrix is not positive definite\")\n"
+		"numpy.linalg.LinAlgError: Matrix is not positive definite\n"
+		"\n"
+		"The above exception was the direct cause of the following exception:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 15, in run\n"
+		"    raise RuntimeError(f\"GP fit failed for lengthscale={ls}\") from e\n"
+		"RuntimeError: GP fit failed for lengthscale=0.1\n";
+	static const char context[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    cfg = CONFIGS[name]\n"
+		"KeyError: 'small'\n"
+		"\n"
+		"During handling of the above exception, another exception occurred:\n"
+		"\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 5, in <module>\n"
+		"    print(nmae)\n"
+		"NameError: name 'nmae' is not defined\n";
+	(void)state;
+	struct json_object *doc = diagnose_log(log, 1, 0);
+	assert_non_null(doc);
+	assert_string_equal(field(doc, "exception"), "numpy.linalg.LinAlgError");
+	assert_true(evidence_has(doc, "RuntimeError: GP fit failed"));
+	struct json_object *loc = NULL, *v = NULL;
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 6);
+	expect(doc, "code_error", "Matrix is not positive definite");
+	expect(diagnose_log(context, 1, 0), "code_error", "NameError");
+}
+
 static void test_program_not_found(void **state)
 {
 	static const char log[] =
@@ -2887,6 +2933,7 @@ int main(void)
 		cmocka_unit_test(test_missing_data),
 		cmocka_unit_test(test_missing_file_that_is_no_data),
 		cmocka_unit_test(test_missing_data_wrapped),
+		cmocka_unit_test(test_code_error_cause_takes_over),
 		cmocka_unit_test(test_program_not_found),
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_sandbox_restriction),

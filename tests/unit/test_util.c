@@ -553,11 +553,13 @@ static void test_term_filter(void **state)
 		const char *in, *out;
 	} cases[] = {
 		{"plain\ttext\r\n", "plain\ttext\r\n"},
-		{"bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A", "bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A\x1b[1B"},
+		{"bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[A", "bar\n\x1b[1;31mred\x1b[0m \x1b[2K\x1b[1A\x1b[1B"},
 		/* no move above the echo's first line: cut to the lines it wrote, or dropped; the
 		 * end puts the cursor back below the lowest line reached */
 		{"\x1b[A\x1b[999Atop", "top"},
-		{"a\nb\nc\x1b[999Ax\x1b[1Bd", "a\nb\nc\x1b[2Ax\x1b[1Bd\x1b[1B"},
+		{"a\nb\nc\x1b[999Ax\x1b[Bd\x1b[99999999B", "a\nb\nc\x1b[2Ax\x1b[1Bd\x1b[9999B"},
+		/* a private marker or an intermediate byte: another sequence, shown */
+		{"\x1b[?35A", "\\x1b[?35A"},
 		/* an attribute left on (conceal, black on black) is reset at the end; a reset seen
 		 * needs none */
 		{"\x1b[8mhidden", "\x1b[8mhidden\x1b[0m"},
