@@ -36,6 +36,19 @@ typedef struct lb_failure_input {
 	 * report a short write without ENOSPC. */
 	const char *full_tmpfs;
 	unsigned long long full_tmpfs_bytes;
+	/* The run's -v volumes as config.sandbox.volumes records them ("SRC:DST[:ro|rw]"),
+	 * NULL: none or not known. A write refused under a writable one was the run's to make:
+	 * what refused it is the file permissions there, which another volume does not change. */
+	struct json_object *volumes;
+	/* The experiment ran as another uid than labbox's (labbox as root: 65534), payload_uid
+	 * and payload_gid: a writable volume's SRC must be writable by that uid, which the
+	 * diagnosis then checks and names. False: the same uid, or not known. */
+	bool payload_other_uid;
+	unsigned payload_uid, payload_gid;
+	/* The sandbox's root showed this host's own files (a local run on this machine): a
+	 * refused path that is a file here is a file the run saw, and a volume over it must be
+	 * a file too. */
+	bool host_root;
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
 	/* The configuration is known and set no memory limit: an out-of-memory failure is the
@@ -94,8 +107,9 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in);
  * appended to it. Used by lb_diagnose_failure and for failures labbox itself made (and
  * `labbox explain` on runs recorded before this existed). 0 or -ENOMEM / -EINVAL. */
 int lb_diagnose_escalation(struct json_object *failure, const lb_failure_input *in);
-/* network_host, gpus, memory_limit and memory_unlimited of in from a sandbox configuration
- * as the manifest records it (config.sandbox: network, gpus, memory_bytes). */
+/* network_host, gpus, memory_limit, memory_unlimited and volumes of in from a sandbox
+ * configuration as the manifest records it (config.sandbox: network, gpus, memory_bytes,
+ * volumes; volumes is borrowed from sandbox). */
 void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox);
 
 /* The diagnosis of a recorded run (labbox.explain/1, docs/explain.md): id, status, exit_code,

@@ -168,6 +168,11 @@ void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.1
 /* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty
  * or NULL dir holds nothing. */
 bool lb_path_under(const char *path, const char *dir);
+/* Whether uid/gid (with no supplementary groups: the sandbox's payload has none) may write
+ * the file st describes by its permission bits alone: the owner's, else the group's, else
+ * the others' class decides, as the kernel does; a directory also needs search (x) to
+ * create in it. ACLs and capabilities are not read. */
+bool lb_mode_lets_write(const struct stat *st, uid_t uid, gid_t gid);
 /* realpath(3) with the target's stat: 0, or -errno as realpath fails (-ENOENT: absent).
  * A path already spelt canonically (absolute, no `.`, `..`, `//` or trailing slash) is
  * checked in one openat2 walk that refuses symlinks, not a readlink per component: every

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_TMPFS_SIZE ((uint64_t)1 << 30) /* as the private /tmp */
 
@@ -140,8 +142,46 @@ int cli_mount_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts *o
 	return 0;
 }
 
-static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
+/* What DST is in the sandbox before this volume goes over it, as a stat of the place that
+ * holds it: inside another volume, that volume's source; inside a place the sandbox makes
+ * empty (a private or hidden directory, a --tmpfs), nothing yet (the mount point is made to
+ * fit); else the host's own path, which the read-only root shows. 0 with *st filled, or
+ * -ENOENT when there is nothing there to mismatch. */
+static int dst_in_sandbox(const cli_sandbox_opts *o, size_t self, const char *dst,
+			  const lb_sandbox *sb, struct stat *st)
 {
+	size_t best = 0, bestlen = 0;
+	for (size_t i = 0; i < o->nvolumes; i++) {
+		const char *odst = strchr(o->volumes[i], ':') + 1;
+		size_t n = strcspn(odst, ":");
+		if (i == self || n <= bestlen || strlen(dst) <= n || strncmp(dst, odst, n) != 0 ||
+		    dst[n] != '/')
+			continue;
+		best = i + 1;
+		bestlen = n;
+	}
+	char p[PATH_MAX];
+	if (best) {
+		const char *osrc = o->volumes[best - 1];
+		int n = snprintf(p, sizeof p, "%.*s%s", (int)strcspn(osrc, ":"), osrc, dst + bestlen);
+		if (n < 0 || (size_t)n >= sizeof p)
+			return -ENAMETOOLONG;
+		return stat(p, st) < 0 ? -errno : 0;
+	}
+	if (lb_sandbox_path_hidden(sb, dst))
+		return -ENOENT;
+	for (size_t i = 0; i < o->ntmpfs; i++) {
+		size_t n = strcspn(o->tmpfs[i], ":");
+		snprintf(p, sizeof p, "%.*s", (int)n, o->tmpfs[i]);
+		if (lb_path_under(dst, p))
+			return -ENOENT;
+	}
+	return stat(dst, st) < 0 ? -errno : 0;
+}
+
+static int apply_volume(const char *cmd, const cli_sandbox_opts *o, size_t self, lb_sandbox *sb)
+{
+	const char *spec = o->volumes[self];
 	LB_AUTOFREE char *s = strdup(spec);
 	if (!s)
 		return -1;
@@ -166,6 +206,33 @@ static int apply_volume(const char *cmd, const char *spec, lb_sandbox *sb)
 			  "--gpus)", spec, real);
 		return -1;
 	}
+	/* A directory cannot be bound onto a file nor a file onto a directory: the kernel's
+	 * EINVAL would otherwise end the run as labbox's own setup failure. */
+	struct stat sst, dst_st;
+	if (stat(real, &sst) == 0 && dst_in_sandbox(o, self, dst, sb, &dst_st) == 0 &&
+	    S_ISDIR(sst.st_mode) != S_ISDIR(dst_st.st_mode)) {
+		bool dir = S_ISDIR(sst.st_mode);
+		cli_error(cmd, "-v '%s': %s is a %s and %s is a %s in the sandbox: a volume goes "
+			  "over a path of its own kind (give a %s as SRC%s)", spec, real,
+			  dir ? "directory" : "file", dst, dir ? "file" : "directory",
+			  dir ? "file" : "directory",
+			  dir ? ", or mount the directory at a path that is not there" : "");
+		return -1;
+	}
+	/* As root the experiment runs as uid 65534, not as the owner of what root made: a
+	 * writable volume it cannot write is most likely a mistake, but not certainly one
+	 * (a subdirectory or file inside may be its to write, or the run only reads), so it is
+	 * said now, and the diagnosis of a refused write under it says it again. */
+	uid_t puid;
+	gid_t pgid;
+	lb_sandbox_payload_ids(sb, &puid, &pgid);
+	if (writable && puid != getuid() && stat(real, &sst) == 0 &&
+	    !lb_mode_lets_write(&sst, puid, pgid))
+		cli_warn(cmd, "-v '%s': the experiment runs as uid %u (labbox runs as root) and "
+			  "cannot write %s (owner uid %u, group %u, mode %04o): chown %u %s, or "
+			  "chmod o+w%s %s, to let it write there", spec, (unsigned)puid, real,
+			  (unsigned)sst.st_uid, (unsigned)sst.st_gid, (unsigned)(sst.st_mode & 07777),
+			  (unsigned)puid, real, S_ISDIR(sst.st_mode) ? "x" : "", real);
 	int r = lb_sandbox_add_bind(sb, real, dst, writable);
 	if (r < 0) {
 		cli_error(cmd, "-v '%s': %s: %s", spec, src, strerror(-r));
@@ -192,7 +259,7 @@ static bool env_sets(const cli_sandbox_opts *o, const char *name)
 int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 {
 	for (size_t i = 0; i < o->nvolumes; i++)
-		if (apply_volume(cmd, o->volumes[i], sb) < 0)
+		if (apply_volume(cmd, o, i, sb) < 0)
 			return CLI_EXIT_USAGE;
 	for (size_t i = 0; i < o->ntmpfs; i++) {
 		char path[PATH_MAX];

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#include "labbox/util.h"
 
 typedef struct esc {
 	const char *grants;
@@ -92,8 +95,8 @@ static bool never_mounted_over(const char *dir)
 	return false;
 }
 
-/* Where a denied write went, from the denial's own words: the directory to mount. */
-static bool denied_dir(json_object *f, char *out, size_t outlen)
+/* Where a denied write went, from the denial's own words: the path itself. */
+static bool denied_path(json_object *f, char *out, size_t outlen)
 {
 	json_object *ev;
 	const char *sum = str_of(f, "summary");
@@ -104,13 +107,166 @@ static bool denied_dir(json_object *f, char *out, size_t outlen)
 			const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
 			found = l && denial_line(l) && quoted_abs_path(l, out, outlen);
 		}
-	if (!found || never_mounted_over(out))
+	return found && !never_mounted_over(out);
+}
+
+/* The writable volume whose destination is path or holds it, the deepest: its spec split
+ * into src and dst. */
+static bool rw_volume_over(const lb_failure_input *in, const char *path, char *src, size_t srclen,
+			   char *dst, size_t dstlen)
+{
+	size_t best = 0;
+	if (!in || !in->volumes || !json_object_is_type(in->volumes, json_type_array))
 		return false;
-	/* A file's directory is what a mount can make writable (the file may not exist). */
-	char *slash = strrchr(out, '/');
-	if (slash && slash != out && strchr(slash, '.'))
-		*slash = '\0';
+	for (size_t i = 0; i < json_object_array_length(in->volumes); i++) {
+		const char *v = json_object_get_string(json_object_array_get_idx(in->volumes, i));
+		const char *d = v ? strchr(v, ':') : NULL;
+		if (!d)
+			continue;
+		d++;
+		const char *m = strchr(d, ':');
+		size_t n = m ? (size_t)(m - d) : strlen(d);
+		while (n > 1 && d[n - 1] == '/')
+			n--;
+		if (!m || strcmp(m, ":rw") != 0 || n <= best || n >= dstlen ||
+		    (size_t)(d - 1 - v) >= srclen || strncmp(path, d, n) != 0 ||
+		    (path[n] != '\0' && path[n] != '/'))
+			continue;
+		best = n;
+		snprintf(src, srclen, "%.*s", (int)(d - 1 - v), v);
+		snprintf(dst, dstlen, "%.*s", (int)n, d);
+	}
+	return best > 0;
+}
+
+/* Whether the runtime gate saw the experiment open path as a file (its "open" event). */
+static bool gate_opened(const lb_failure_input *in, const char *path)
+{
+	json_object *evs, *args;
+	if (!in || !in->runtime_gate || !json_object_object_get_ex(in->runtime_gate, "events", &evs) ||
+	    !json_object_is_type(evs, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		json_object *ev = json_object_array_get_idx(evs, i);
+		if (strcmp(str_of(ev, "event"), "open") != 0 ||
+		    !json_object_object_get_ex(ev, "args", &args) ||
+		    !json_object_is_type(args, json_type_array) || json_object_array_length(args) < 1)
+			continue;
+		const char *a = json_object_get_string(json_object_array_get_idx(args, 0));
+		if (a && strcmp(a, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the refused path is a file a volume must be a file for: the host's root shows it
+ * as one (the sandbox's read-only root is the host's, outside its private and hidden
+ * places), or the experiment opened it as a file and its name is no new file's in a
+ * directory (one with a dot: a directory of results is what to mount for that). */
+static bool file_target(const lb_failure_input *in, const char *path)
+{
+	static const char *const own[] = { "/tmp", "/var/tmp", "/dev/shm", "/home", "/root",
+					   "/run", NULL };
+	bool sandbox_own = false;
+	for (size_t i = 0; own[i]; i++)
+		sandbox_own = sandbox_own || lb_path_under(path, own[i]);
+	struct stat st;
+	if (in && in->host_root && !sandbox_own && stat(path, &st) == 0)
+		return !S_ISDIR(st.st_mode);
+	const char *slash = strrchr(path, '/');
+	return gate_opened(in, path) && slash && !strchr(slash, '.');
+}
+
+/* "owner uid U, group G, mode M": why uid cannot write src, or false when it can (or src
+ * cannot be read from here). */
+static bool unwritable_src(const lb_failure_input *in, const char *src, char *why, size_t n,
+			   bool *dir)
+{
+	struct stat st;
+	if (!in->payload_other_uid || stat(src, &st) < 0 ||
+	    lb_mode_lets_write(&st, in->payload_uid, in->payload_gid))
+		return false;
+	*dir = S_ISDIR(st.st_mode);
+	snprintf(why, n, "owner uid %u, group %u, mode %04o", (unsigned)st.st_uid,
+		 (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
 	return true;
+}
+
+/* A write refused under a writable volume the run had: the volume was granted, so no other
+ * one is advised; what refused it is the permission of SRC (or of a path in it) for the uid
+ * the experiment runs as. */
+static void granted_volume(esc *e, json_object *f, const lb_failure_input *in, const char *src,
+			   const char *dst)
+{
+	char why[96], text[4096];
+	e->granted = true;
+	snprintf(e->flag, sizeof e->flag, "-v %.140s:%.140s:rw", src, dst);
+	bool dir = false;
+	if (unwritable_src(in, src, why, sizeof why, &dir))
+		snprintf(text, sizeof text,
+			 "the run had -v %s:%s:rw, but the experiment runs as uid %u (labbox runs as "
+			 "root) and cannot write %s (%s): chown %u %s, or chmod o+w%s %s, then run it "
+			 "again; another volume deeper under %s would be refused the same way",
+			 src, dst, in->payload_uid, src, why, in->payload_uid, src, dir ? "x" : "",
+			 src, dst);
+	else if (in->payload_other_uid)
+		snprintf(text, sizeof text,
+			 "the run had -v %s:%s:rw: what refused the write is the permission of the "
+			 "path under %s for uid %u, the uid the experiment runs as (labbox runs as "
+			 "root): make it writable by that uid (chown -R %u %s)",
+			 src, dst, src, in->payload_uid, in->payload_uid, src);
+	else
+		snprintf(text, sizeof text,
+			 "the run had -v %s:%s:rw: what refused the write is the permission of the "
+			 "path under %s (or its file system), not the sandbox: make it writable by "
+			 "you there",
+			 src, dst, src);
+	json_object_object_add(f, "suggestion", json_object_new_string(text));
+	const char *sum = str_of(f, "summary"), *lead = "the sandbox denied an operation: ";
+	if (strncmp(sum, lead, strlen(lead)) == 0) {
+		char buf[1200];
+		snprintf(buf, sizeof buf, "a write under the writable volume %s was refused by its "
+			 "file permissions: %s", dst, sum + strlen(lead));
+		json_object_object_add(f, "summary", json_object_new_string(buf));
+	}
+	e->note = "the run had a writable volume over this path already: another volume does not "
+		  "change who may write SRC";
+}
+
+static void write_escalation(esc *e, json_object *f, const lb_failure_input *in)
+{
+	char path[256], src[512], dst[256];
+	e->grants = "write";
+	if (!denied_path(f, path, sizeof path)) {
+		snprintf(e->flag, sizeof e->flag, "-v SRC:DST:rw");
+		e->note = "SRC is a host directory to write into; without it the rest of the file "
+			  "system stays read-only";
+		return;
+	}
+	if (rw_volume_over(in, path, src, sizeof src, dst, sizeof dst)) {
+		granted_volume(e, f, in, src, dst);
+		return;
+	}
+	bool as_root = in && in->payload_other_uid;
+	if (file_target(in, path)) {
+		snprintf(e->flag, sizeof e->flag, "-v SRC:%s:rw", path);
+		e->note = as_root ? "SRC is a host file (not a directory: the path is a file) to "
+				    "write into, writable by uid 65534, the uid the experiment runs "
+				    "as (chown 65534 SRC)"
+				  : "SRC is a host file (not a directory: the path is a file) to write "
+				    "into";
+		return;
+	}
+	/* A file's directory is what a mount can make writable (the file may not exist). */
+	char *slash = strrchr(path, '/');
+	if (slash && slash != path && strchr(slash, '.'))
+		*slash = '\0';
+	snprintf(e->flag, sizeof e->flag, "-v SRC:%s:rw", path);
+	e->note = as_root ? "SRC is a host directory to write into, writable by uid 65534, the uid "
+			    "the experiment runs as (chown 65534 SRC, or chmod o+wx SRC); without "
+			    "it the rest of the file system stays read-only"
+			  : "SRC is a host directory to write into; without it the rest of the file "
+			    "system stays read-only";
 }
 
 /* Twice the limit, or, when the failed allocation alone asked for more than that, the limit
@@ -190,7 +346,6 @@ static bool full_tmpfs_flag(esc *e, json_object *f, const lb_failure_input *in)
 
 static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *in)
 {
-	char dir[256];
 	if (full_tmpfs_flag(e, f, in)) {
 		return;
 	} else if (says(f, "network socket")) {
@@ -221,13 +376,7 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 	} else if (says(f, "SIGSYS")) {
 		e->grants = NULL; /* no flag lifts the seccomp filter */
 	} else {
-		e->grants = "write";
-		if (denied_dir(f, dir, sizeof dir))
-			snprintf(e->flag, sizeof e->flag, "-v SRC:%s:rw", dir);
-		else
-			snprintf(e->flag, sizeof e->flag, "-v SRC:DST:rw");
-		e->note = "SRC is a host directory to write into; without it the rest of the file "
-			  "system stays read-only";
+		write_escalation(e, f, in);
 	}
 }
 
@@ -269,7 +418,7 @@ static bool decide(esc *e, json_object *f, const lb_failure_input *in)
 	} else if (strcmp(cls, "sandbox_restriction") == 0) {
 		sandbox_escalation(e, f, in);
 	}
-	if (e->granted)
+	if (e->granted && strcmp(e->grants, "write") != 0)
 		e->note = "the run had this already, so the restriction is not labbox's: look at the "
 			  "evidence (a name that does not resolve, a service that refuses, a device "
 			  "that is busy)";
@@ -321,6 +470,9 @@ void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox)
 		in->memory_limit = (unsigned long long)json_object_get_int64(v);
 	else
 		in->memory_unlimited = true;
+	if (json_object_object_get_ex(sandbox, "volumes", &v) && v &&
+	    json_object_is_type(v, json_type_array))
+		in->volumes = v;
 }
 
 static const struct {

@@ -122,6 +122,19 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 	in.machine_without_gpus = (!backend[0] || strcmp(backend, "local") == 0) && nodes &&
 				  json_object_is_type(nodes, json_type_int) &&
 				  json_object_get_int(nodes) == 0;
+	/* A local run's volumes and root were this host's: the uid it ran as (isolation.uid)
+	 * against the owner of its run directory (labbox's own uid then) says whether it ran as
+	 * another uid, whose right to write a volume's SRC is then read as SRC is now. */
+	json_object *iso_uid = get(get(result, "isolation"), "uid"),
+		    *iso_gid = get(get(result, "isolation"), "gid");
+	struct stat rst;
+	if ((!backend[0] || strcmp(backend, "local") == 0) && iso_uid &&
+	    json_object_is_type(iso_uid, json_type_int) && stat(run_dir, &rst) == 0) {
+		in.host_root = true;
+		in.payload_uid = (unsigned)json_object_get_int(iso_uid);
+		in.payload_gid = iso_gid ? (unsigned)json_object_get_int(iso_gid) : in.payload_uid;
+		in.payload_other_uid = in.payload_uid != (unsigned)rst.st_uid;
+	}
 	json_object *mem = get(machine, "memory_total_bytes");
 	if (mem && json_object_get_int64(mem) > 0)
 		in.machine_memory = (unsigned long long)json_object_get_int64(mem);

@@ -1681,6 +1681,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * in it at all (an atexit handler raised another, a sys.excepthook swallowed it). */
 	fin.uncaught = !rejected && res.outcome == LB_SB_EXITED ? uncaught : NULL;
 	lb_diagnose_grants(&fin, req->sandbox_config);
+	/* The volumes' sources are this host's, and the root this host's own, only for a local
+	 * run: elsewhere neither is stat'ed from here. */
+	if (!st->remote) {
+		fin.payload_other_uid = uid != getuid();
+		fin.payload_uid = (unsigned)uid;
+		fin.payload_gid = (unsigned)gid;
+		fin.host_root = true;
+	}
 	fin.wall_s = res.wall_s;
 	fin.cpu_s = res.cpu_user_s + res.cpu_sys_s;
 	/* A backend that does not measure it reports 0: no process runs on no CPU at all. */

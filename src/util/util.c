@@ -1200,6 +1200,15 @@ bool lb_path_under(const char *path, const char *dir)
 	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+bool lb_mode_lets_write(const struct stat *st, uid_t uid, gid_t gid)
+{
+	if (uid == 0)
+		return true;
+	unsigned shift = st->st_uid == uid ? 6 : st->st_gid == gid ? 3 : 0;
+	unsigned need = S_ISDIR(st->st_mode) ? 03 : 02; /* w, and x to enter a directory */
+	return ((st->st_mode >> shift) & need) == need;
+}
+
 static bool spelt_canonically(const char *p, size_t n)
 {
 	if (n == 0 || n >= PATH_MAX || p[0] != '/')

@@ -1904,6 +1904,84 @@ static void test_a_native_socket_refused_is_the_networks(void **state)
 	json_object_put(doc);
 }
 
+/* A write refused under a -v ...:rw the run had is not answered with another volume: granted,
+ * and, as root, the cause named is SRC's owner and mode against uid 65534. A file the
+ * experiment opened is a file to mount, and an ordinary user's run says nothing of 65534. */
+static void test_a_write_under_a_granted_volume_names_who_may_write_it(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-unit-vol.XXXXXX", spec[128];
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(spec, sizeof spec, "%s:/results:rw", dir);
+	struct json_object *vols = json_object_new_array();
+	json_object_array_add(vols, json_object_new_string(spec));
+	const char *log = "Traceback (most recent call last):\n"
+			  "  File \"" EXP "/main.py\", line 3, in <module>\n"
+			  "    os.makedirs(out, exist_ok=True)\n"
+			  "PermissionError: [Errno 13] Permission denied: '/results/exp1'\n";
+	lb_failure_input in = {.log_tail = log, .log_tail_len = strlen(log), .exit_code = 1,
+			       .volumes = vols, .payload_other_uid = true, .payload_uid = 65534,
+			       .payload_gid = 65534};
+	struct json_object *doc = lb_diagnose_failure(&in), *esc, *g;
+	assert_string_equal(field(doc, "class"), "sandbox_restriction");
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc));
+	assert_true(json_object_object_get_ex(esc, "granted", &g) && json_object_get_boolean(g));
+	assert_null(strstr(json_object_to_json_string(doc), "/results/exp1:rw"));
+	assert_non_null(strstr(field(doc, "suggestion"), "chown 65534"));
+	assert_non_null(strstr(field(doc, "suggestion"), "mode 0755"));
+	assert_non_null(strstr(field(doc, "summary"), "writable volume /results"));
+	json_object_put(doc);
+	/* SRC writable by 65534: still granted, the path under it is what refused */
+	assert_int_equal(chmod(dir, 0777), 0);
+	doc = lb_diagnose_failure(&in);
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc));
+	assert_true(json_object_object_get_ex(esc, "granted", &g) && json_object_get_boolean(g));
+	assert_null(strstr(field(doc, "suggestion"), "mode 0777"));
+	assert_non_null(strstr(field(doc, "suggestion"), "uid 65534"));
+	json_object_put(doc);
+	/* an ordinary user's run: granted, and nothing of uid 65534 */
+	in.payload_other_uid = false;
+	doc = lb_diagnose_failure(&in);
+	assert_true(json_object_object_get_ex(doc, "escalation", &esc));
+	assert_true(json_object_object_get_ex(esc, "granted", &g) && json_object_get_boolean(g));
+	assert_null(strstr(json_object_to_json_string(doc), "65534"));
+	json_object_put(doc);
+	/* a :ro volume grants no write: the advice is a writable one */
+	json_object_array_put_idx(vols, 0, json_object_new_string("/srv/r:/results:ro"));
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "-v SRC:/results/exp1:rw");
+	json_object_put(doc);
+	json_object_put(vols);
+	rmdir(dir);
+
+	/* a file the gate saw opened: SRC is a file, as root writable by 65534 */
+	const char *hosts = "Traceback (most recent call last):\n"
+			    "  File \"" EXP "/main.py\", line 1, in <module>\n"
+			    "    open(\"/etc/hosts\", \"a\").write(\"x\")\n"
+			    "PermissionError: [Errno 13] Permission denied: '/etc/hosts'\n";
+	struct json_object *gate = json_tokener_parse(
+		"{\"events\": [{\"event\": \"open\", \"args\": [\"/etc/hosts\", \"a\", 525377]}]}");
+	in = (lb_failure_input){.log_tail = hosts, .log_tail_len = strlen(hosts), .exit_code = 1,
+				.runtime_gate = gate, .payload_other_uid = true,
+				.payload_uid = 65534, .payload_gid = 65534};
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "-v SRC:/etc/hosts:rw");
+	assert_non_null(strstr(sub(doc, "escalation", "note"), "host file"));
+	assert_null(strstr(sub(doc, "escalation", "note"), "directory to write"));
+	assert_non_null(strstr(sub(doc, "escalation", "note"), "65534"));
+	json_object_put(doc);
+	/* without the gate's record, what the host's root shows decides */
+	in.runtime_gate = NULL;
+	in.host_root = true;
+	in.payload_other_uid = false;
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(strstr(sub(doc, "escalation", "note"), "host file"));
+	assert_null(strstr(sub(doc, "escalation", "note"), "65534"));
+	json_object_put(doc);
+	json_object_put(gate);
+}
+
 /* numpy's FloatingPointError says which of four errors it was; only one while a loss is being
  * computed is a divergence, and the advice never repeats the np.seterr the code has. */
 static void test_a_floating_point_error_is_read_from_its_message(void **state)
@@ -2968,6 +3046,7 @@ int main(void)
 		cmocka_unit_test(test_confidence_levels),
 		cmocka_unit_test(test_escalations),
 		cmocka_unit_test(test_a_native_socket_refused_is_the_networks),
+		cmocka_unit_test(test_a_write_under_a_granted_volume_names_who_may_write_it),
 		cmocka_unit_test(test_a_full_tmpfs_is_why_a_write_failed),
 		cmocka_unit_test(test_a_floating_point_error_is_read_from_its_message),
 		cmocka_unit_test(test_what_the_sandbox_takes_away_is_named),

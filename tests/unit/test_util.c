@@ -671,6 +671,28 @@ static void test_checksum(void **state)
 	assert_memory_not_equal(whole, other, 32);
 }
 
+/* Owner's class, else group's, else others' decides, as the kernel does; a directory needs
+ * search as well to be written in. */
+static void test_mode_lets_write(void **state)
+{
+	(void)state;
+	struct stat st = {.st_uid = 0, .st_gid = 0, .st_mode = S_IFDIR | 0755};
+	assert_false(lb_mode_lets_write(&st, 65534, 65534));
+	st.st_mode = S_IFDIR | 0777;
+	assert_true(lb_mode_lets_write(&st, 65534, 65534));
+	st.st_mode = S_IFDIR | 0776; /* others may write but not enter */
+	assert_false(lb_mode_lets_write(&st, 65534, 65534));
+	st.st_mode = S_IFREG | 0666;
+	assert_true(lb_mode_lets_write(&st, 65534, 65534));
+	st.st_uid = 65534;
+	st.st_mode = S_IFDIR | 0077; /* the owner's class is the one that counts */
+	assert_false(lb_mode_lets_write(&st, 65534, 65534));
+	st.st_uid = 0;
+	st.st_gid = 65534;
+	st.st_mode = S_IFDIR | 0775;
+	assert_true(lb_mode_lets_write(&st, 65534, 65534));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_term_filter),
 		cmocka_unit_test(test_cache_bound),
 		cmocka_unit_test(test_utf8_escapes_and_lengths),
+		cmocka_unit_test(test_mode_lets_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
