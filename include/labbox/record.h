@@ -107,6 +107,9 @@ bool lb_record_sweep_sealed(struct json_object *doc);
 int lb_record_write_json_pending(const char *path, struct json_object *doc, char **tmp);
 /* The same serialisation as a string owned by doc. */
 const char *lb_record_json_text(struct json_object *doc);
+/* The same, indented or as one line (what --json prints into a pipe: a reader pays for every
+ * byte, and indentation was a fifth of a large document). */
+const char *lb_record_json_text_as(struct json_object *doc, bool indented);
 
 /* {"commit", "branch", "dirty"} of the git repository holding dir, or NULL when it is not in
  * one (or git is not installed). */

@@ -273,7 +273,7 @@ static int render(lb_check_report *rep, bool json, lb_buf *out, lb_buf *err)
 	int r = 0;
 	if (json) {
 		json_object *doc = lb_check_report_json(rep);
-		r = lb_buf_printf(out, "%s\n", lb_record_json_text(doc));
+		r = lb_buf_printf(out, "%s\n", lb_record_json_text_as(doc, cli_json_indented()));
 		json_object_put(doc);
 		/* the summary line, for a person watching a pipeline */
 		const char *last = text ? strrchr(text, '\n') : NULL;
@@ -417,12 +417,14 @@ int cli_check(int argc, char **argv)
 		goto out;
 	/* How the check was asked shapes what it prints: the arguments, and the directory that
 	 * relative ones are read from. */
-	ctx = calloc((size_t)argc + 1, sizeof *ctx);
+	ctx = calloc((size_t)argc + 2, sizeof *ctx);
 	cwd = getcwd(NULL, 0);
 	if (!ctx)
 		goto out_ctx;
 	size_t nctx = 0;
 	ctx[nctx++] = cwd ? cwd : "";
+	/* --json is indented at a terminal only: the kept bytes differ */
+	ctx[nctx++] = cli_json_indented() ? "terminal" : "not a terminal";
 	for (int i = 1; i < argc; i++)
 		ctx[nctx++] = argv[i];
 	/* Mostly unchanged code: first only look, and print the kept answer when every file is

@@ -212,6 +212,9 @@ bool cli_json_active(void);
 void cli_json_note(const char *msg);
 /* Print the command's one document on stdout. */
 void cli_json_print(struct json_object *doc);
+/* Whether --json documents on stdout are indented: at a terminal, for a person; into a pipe
+ * or a file they are one line, for the program that reads them. */
+bool cli_json_indented(void);
 /* labbox.error/1 for cmd with exit code rc and the errors recorded so far. */
 struct json_object *cli_json_error_doc(const char *cmd, int rc);
 /* When in JSON mode and no document was printed, print labbox.error/1. Returns rc. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CLI_MAX_MESSAGES 16
 
@@ -104,6 +105,11 @@ void cli_json_note(const char *msg)
 		snprintf(js.messages[js.nmessages++], sizeof js.messages[0], "%s", msg);
 }
 
+bool cli_json_indented(void)
+{
+	return isatty(STDOUT_FILENO) == 1;
+}
+
 void cli_json_print(struct json_object *doc)
 {
 	if (js.printed) {
@@ -111,7 +117,7 @@ void cli_json_print(struct json_object *doc)
 		fprintf(stderr, "%s\n", lb_record_json_text(doc));
 		return;
 	}
-	printf("%s\n", lb_record_json_text(doc));
+	printf("%s\n", lb_record_json_text_as(doc, cli_json_indented()));
 	fflush(stdout);
 	js.printed = true;
 }

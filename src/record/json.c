@@ -100,9 +100,15 @@ static void free_text(struct json_object *o, void *p)
 
 const char *lb_record_json_text(struct json_object *doc)
 {
-	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-								   JSON_C_TO_STRING_SPACED |
-								   JSON_C_TO_STRING_NOSLASHESCAPE);
+	return lb_record_json_text_as(doc, true);
+}
+
+const char *lb_record_json_text_as(struct json_object *doc, bool indented)
+{
+	const char *text = json_object_to_json_string_ext(
+		doc, (indented ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+			       : JSON_C_TO_STRING_PLAIN) |
+			     JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!text)
 		return NULL;
 	/* Names of files and directories are bytes, not always UTF-8; what labbox writes is

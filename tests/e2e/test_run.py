@@ -773,3 +773,43 @@ def test_labboxs_own_records_in_the_repository_are_no_change(tmp_path):
         man = json.loads((Path(json.loads(p.stdout)["run_dir"]) / "manifest.json").read_text())
         dirty.append(man["git"]["dirty"])
     assert dirty == [False, False, True], dirty
+
+
+def test_json_is_one_line_into_a_pipe_and_indented_at_a_terminal(tmp_path):
+    """A program reading --json pays for every byte (indentation was a fifth of a large
+    check's document); a person at a terminal reads it indented. The same document both
+    ways, and check's kept answer is kept apart for each."""
+    import pty
+    exp = write_exp(tmp_path, 'print("accuracy: 0.5")\n')
+    for args in (["check", "--json", str(exp)], ["run", "--json", "--python", PYTHON,
+                                                 "--runs-dir", str(tmp_path / "runs"), str(exp)]):
+        p = labbox(*args)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.count("\n") == 1, p.stdout[:500]
+        piped = json.loads(p.stdout)
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([LABBOX, *args], stdin=subprocess.DEVNULL, stdout=slave,
+                                stderr=subprocess.DEVNULL)
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        os.close(master)
+        assert proc.wait(timeout=300) == 0
+        text = got.decode().replace("\r\n", "\n")
+        assert text.count("\n") > 5, text[:500]
+        shown = json.loads(text)
+        if args[0] == "check":
+            for k in ("findings", "counts", "needs", "rejected"):
+                assert shown[k] == piped[k], k
+        else:
+            assert shown["status"] == piped["status"] == "completed"
+    # the kept answer for a pipe is still one line
+    p = labbox("check", "--json", str(exp))
+    assert p.stdout.count("\n") == 1 and json.loads(p.stdout)["cached_files"] == 1, p.stdout[:300]
