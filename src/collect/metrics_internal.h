@@ -77,6 +77,19 @@ typedef struct lb_metrics_stream {
 	/* In a table being read or skipped, its last row that was not read (a row it holds in
 	 * table_first): the header of another table when a separator row follows it. */
 	bool table_held;
+	/* PyTorch Lightning's results tables (lightning_line, metrics.c): where in one the
+	 * stream is (LT_*), its header's first DataLoader index and number of DataLoader
+	 * columns, the plain layout's column width and rule length, and a line held: the header
+	 * until the rule under it confirms it, or a row whose name fills its column and may go
+	 * on in the next line (lt_name, the name so far). */
+	int lt_state;
+	unsigned lt_first, lt_cols;
+	size_t lt_width, lt_rule;
+	char lt_held[LB_METRIC_LINE_MAX];
+	size_t lt_held_len;
+	bool lt_pending;
+	char lt_name[LB_METRIC_NAME_MAX + 1];
+	size_t lt_name_len;
 	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
 	/* How the last line ended (LB_END_*, metrics.c): the '\n' of a "\r\n" ends no line of
 	 * its own, where an empty line is a blank line that ends a table and a block. */

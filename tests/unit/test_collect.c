@@ -594,6 +594,87 @@ static void test_stream_tables_end_where_markdown_ends_them(void **state)
 		}
 }
 
+/* PyTorch Lightning's results table (trainer.test(), trainer.validate()): read between its
+ * rules under its own header, in rich's box and in the plain layout, whole or a byte a read;
+ * DataLoader N > 0 gives name/dataloader_idx_N. Two columns of anything else are not. */
+static void test_stream_lightning_tables(void **state)
+{
+#define RICH_TOP "\xe2\x94\x8f\xe2\x94\x81\xe2\x94\x81\xe2\x94\xb3\xe2\x94\x81\xe2\x94\x81\xe2\x94\x93\n"
+#define RICH_SEP "\xe2\x94\xa1\xe2\x94\x81\xe2\x94\x81\xe2\x95\x87\xe2\x94\x81\xe2\x94\x81\xe2\x94\xa9\n"
+#define RICH_BOT "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80\xe2\x94\xb4\xe2\x94\x80\xe2\x94\x80\xe2\x94\x98\n"
+#define HV "\xe2\x94\x83" /* the header's bar */
+#define LV "\xe2\x94\x82" /* a row's bar */
+#define BAR "--------------------------------------------------------------------------------\n"
+	static const struct {
+		const char *out, *values;
+	} cases[] = {
+		{ RICH_TOP HV "  Test metric  " HV " DataLoader 0 " HV "\n" RICH_SEP
+		  LV "   test_acc   " LV "     0.88     " LV "\n"
+		  LV "  test_loss   " LV "     0.33     " LV "\n" RICH_BOT,
+		  "{\"test_acc\":0.88,\"test_loss\":0.33}" },
+		{ BAR "       Test metric             DataLoader 0\n" BAR
+		  "        test_acc                   0.88\n"
+		  "        test_loss                  0.33\n" BAR,
+		  "{\"test_acc\":0.88,\"test_loss\":0.33}" },
+		/* "\r\n" line ends (os.linesep) and escapes do not change the table */
+		{ BAR "     Validate metric           DataLoader 0\r\n" BAR
+		  "         \x1b[36mval_acc\x1b[0m                    0.9\r\n" BAR,
+		  "{\"val_acc\":0.9}" },
+		/* two dataloaders; a blank cell is no value */
+		{ BAR "       Test metric             DataLoader 0             DataLoader 1\n" BAR
+		  "         ood_auc                                             0.7\n"
+		  "        test_acc                    0.5                      0.6\n" BAR,
+		  "{\"ood_auc\\/dataloader_idx_1\":0.7,\"test_acc\":0.5,"
+		  "\"test_acc\\/dataloader_idx_1\":0.6}" }, /* json-c writes \/ */
+		/* a name wrapped at the column's width (25) is read whole, a label is not read */
+		{ BAR "     Validate metric           DataLoader 0\n" BAR
+		  "a_metric_name_longer_than            7\n"
+		  "          _25c\n"
+		  "          model                   resnet\n"
+		  "        test_acc                    0.5\n" BAR,
+		  "{\"a_metric_name_longer_than_25c\":7,\"test_acc\":0.5}" },
+		/* a later table replaces an earlier value, as a later `name: value` line does */
+		{ BAR "       Test metric             DataLoader 0\n" BAR
+		  "        test_acc                    0.5\n" BAR
+		  BAR "       Test metric             DataLoader 0\n" BAR
+		  "        test_acc                    0.6\n" BAR,
+		  "{\"test_acc\":0.6}" },
+		/* not Lightning's: another header, no header, no rule under it, not centred */
+		{ BAR "    epoch         loss\n" BAR "      1           0.52\n" BAR, "{}" },
+		{ BAR "        test_acc                   0.88\n" BAR, "{}" },
+		{ BAR "       Test metric             DataLoader 0\n"
+		  "        test_acc                   0.88\n" BAR, "{}" },
+		{ BAR "Test metric DataLoader 0\n" BAR "test_acc 0.88\n" BAR, "{}" },
+		{ BAR "       Test metric             DataLoader 0\n\n" BAR
+		  "        test_acc                   0.88\n" BAR, "{}" },
+		{ RICH_TOP HV " Model " HV " Acc " HV "\n" RICH_SEP LV " ours " LV " 0.9 " LV "\n"
+		  RICH_BOT, "{}" },
+		{ LV "   test_acc   " LV "     0.88     " LV "\n", "{}" },
+		/* a table's end: a blank line, a line of another kind; what follows is read */
+		{ BAR "       Test metric             DataLoader 0\n" BAR
+		  "        test_acc                   0.88\n\n        test_loss                  0.33\n"
+		  "acc: 0.5\n",
+		  "{\"test_acc\":0.88,\"acc\":0.5}" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			char *v = member_text(cases[i].out, strlen(cases[i].out), bytewise, "values");
+
+			if (strcmp(v, cases[i].values) != 0)
+				fail_msg("case %zu%s: %s, not %s", i, bytewise ? " (bytewise)" : "",
+					 v, cases[i].values);
+			free(v);
+		}
+#undef RICH_TOP
+#undef RICH_SEP
+#undef RICH_BOT
+#undef HV
+#undef LV
+#undef BAR
+}
+
 /* After the condition blocks, a line set apart by a blank line that repeats a block's name or
  * names what the first block did not is the run's (values), not the last condition's. Blank
  * lines inside blocks keep them whole. */
@@ -3562,6 +3643,7 @@ int main(void)
 		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
+		cmocka_unit_test(test_stream_lightning_tables),
 		cmocka_unit_test(test_stream_condition_blocks_end_at_the_runs_lines),
 		cmocka_unit_test(test_line_parse_split_qualifiers),
 		cmocka_unit_test(test_stream_keras_epochs),
