@@ -2137,6 +2137,208 @@ static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				     "file");
 }
 
+/* Files of the loaders that unpickle: a frame of theirs innermost means the import that
+ * failed was one the file being loaded asked for, not one of the code's. */
+static const char *const unpickler_files[] = {
+	"/pickle.py\"", "/shelve.py\"", "/torch/serialization.py\"",
+	"/torch/_weights_only_unpickler.py\"", "/joblib/numpy_pickle.py\"",
+	"/joblib/numpy_pickle_compat.py\"", "/dill/_dill.py\"", "/numpy/lib/npyio.py\"",
+	"/numpy/lib/_npyio_impl.py\"", "/numpy/lib/format.py\"", "/pandas/io/pickle.py\"",
+	"/pandas/compat/pickle_compat.py\"", NULL
+};
+/* The calls that unpickle, as the experiment's own line names them when the C unpickler
+ * raised and no frame of a loader is printed. */
+static const char *const unpickler_calls[] = {
+	"pickle.load", "Unpickler(", "find_class(", "torch.load(", "joblib.load(", "dill.load",
+	"np.load(", "numpy.load(", "read_pickle(", "shelve.open(", NULL
+};
+
+/* Whether e was raised while unpickling: the innermost frame is a loader's, or it is the
+ * experiment's own line and that line calls one. */
+static bool unpickling(const lb_log *log, const lb_exc *e, size_t code_frame)
+{
+	if (e->bare || e->frame == NONE)
+		return false;
+	if (has_any(log->lines[e->frame], unpickler_files))
+		return true;
+	if (e->frame != code_frame)
+		return false;
+	/* a statement over several lines is printed whole by newer Pythons */
+	for (size_t i = e->frame + 1; i < e->line && i < e->frame + 4 && !is_frame(log->lines[i]); i++)
+		if (has_any(log->lines[i], unpickler_calls))
+			return true;
+	return false;
+}
+
+/* Import names of installed packages whose objects are pickled (models, estimators, frames,
+ * arrays): a file naming one that is missing needs that package, not the saver's code. */
+static bool known_package(const char *top)
+{
+	static const char *const names[] = {
+		"numpy", "scipy", "pandas", "polars", "pyarrow", "torch", "torchvision",
+		"torchaudio", "torchtext", "torch_geometric", "dgl", "tensorflow", "keras", "jax",
+		"jaxlib", "flax", "optax", "equinox", "transformers", "tokenizers", "datasets",
+		"sentence_transformers", "timm", "lightning", "pytorch_lightning", "xgboost",
+		"lightgbm", "catboost", "statsmodels", "networkx", "gensim", "spacy", "nltk",
+		"sympy", "numba", "h5py", "joblib", "dill", "cloudpickle", "matplotlib", "seaborn",
+		"plotly", "imblearn", "hdbscan", "shap", "optuna", "gymnasium", "stable_baselines3",
+		"omegaconf", "einops", "category_encoders", "pmdarima", "prophet", "skorch",
+		"anndata", "scanpy", "xarray", "sktime", "annoy", "hnswlib", "peft", "accelerate",
+		"diffusers", "onnx", "onnxruntime", "tqdm", "attrs", "pydantic", NULL
+	};
+	if (strcmp(pip_name(top), top) != 0)
+		return true; /* sklearn, PIL, cv2...: the map knows their project */
+	for (size_t i = 0; names[i]; i++)
+		if (strcmp(top, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static const char SUGGEST_UNPICKLED_MODULE[] =
+	"copy the module the file names (its .py file, or its package directory, with the "
+	"classes the file's objects were made from) from the project that saved the file into "
+	"the experiment directory, beside the entry script; or save plain data there instead of "
+	"whole objects (a model's state_dict() with torch.save, arrays with np.save, a dict of "
+	"numbers) and rebuild the objects in code; no package to install and no flag changes "
+	"this";
+
+/* "Can't get attribute 'X' on <module 'm' from 'PATH'>": X, m and PATH ("" for a module
+ * without a file); false when the message is not that. Python 3.14 words it "Can't resolve
+ * path 'X' on module 'm'". */
+static bool missing_attribute(const char *line, char *cls, size_t clslen, char *mod,
+			      size_t modlen, char *path, size_t pathlen)
+{
+	const char *m;
+
+	path[0] = '\0';
+	if (quoted_after(line, "Can't get attribute", cls, clslen)) {
+		m = strstr(line, "<module ");
+		if (!m || !quoted_after(m, "<module", mod, modlen))
+			return false;
+		m = strstr(m + 8 + strlen(mod), " from ");
+		if (m && !quoted_after(m, " from", path, pathlen))
+			path[0] = '\0';
+		return true;
+	}
+	return quoted_after(line, "Can't resolve path", cls, clslen) &&
+	       (m = strstr(line, " on module ")) && quoted_after(m, "on module", mod, modlen);
+}
+
+/* A ModuleNotFoundError or a missing class raised while unpickling: the file being loaded
+ * names the module its objects' classes were defined in, as the project that saved it had
+ * them. That is no import of the experiment's code, so `pip install NAME` for a module of the
+ * saver's own (models.py) installs something unrelated and fixes nothing. */
+static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line];
+	char module[128], top[128], cls[128], path[PATH_MAX], host[PATH_MAX], where[PATH_MAX],
+		what[400], sugg[DIAG_TEXT_LEN];
+	size_t budget = 20000;
+
+	if (!unpickling(log, e, v->code_frame))
+		return;
+	if (missing_attribute(line, cls, sizeof(cls), module, sizeof(module), path, sizeof(path))) {
+		snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
+		if (strcmp(module, "__main__") == 0) {
+			snprintf(what, sizeof(what),
+				 "the file being loaded names class '%.60s' of module '__main__': it "
+				 "was defined in the script that saved the file, and this run's main "
+				 "script does not define it", cls);
+			verdict_set(v, "code_error", what, line,
+				    "move the class into a module of its own, staged with the experiment, "
+				    "and import it in both the saving and the loading script (then save the "
+				    "file again), or define or import the class in the loading script "
+				    "before the load; or save plain data (a state_dict, arrays) instead of "
+				    "whole objects");
+			set_confidence(v, CONF_HIGH, "raised while unpickling: the file names a class of "
+						     "the saving program's main script");
+			return;
+		}
+		if (path[0] && staged_path(log, path, host, sizeof(host))) {
+			snprintf(what, sizeof(what),
+				 "the file being loaded names class '%.60s' in module '%.60s', and the "
+				 "experiment's own %.100s does not define it (the saving project's "
+				 "version of the module had it)",
+				 cls, module, experiment_relative(host, log->exp_dir));
+			verdict_set(v, "code_error", what, line,
+				    "copy the class's definition from the project that saved the file into "
+				    "the experiment's module (or stage that project's version of it), or "
+				    "save plain data (a state_dict, arrays) instead of whole objects; no "
+				    "package to install and no flag changes this");
+			set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
+						     "is the experiment's own file");
+			return;
+		}
+		if (path[0] && (strstr(path, "site-packages") || strstr(path, "dist-packages")) &&
+		    !lb_diag_is_stdlib(top, strlen(top))) {
+			snprintf(what, sizeof(what),
+				 "the file being loaded names class '%.60s' in module '%.60s', which "
+				 "the installed %.60s does not have (the file was saved with another "
+				 "version of it)", cls, module, top);
+			snprintf(sugg, sizeof(sugg),
+				 "load it with the version of %.60s that saved it, installed into a "
+				 "virtual environment (pip install %.60s==VERSION; labbox installs "
+				 "nothing itself) and run with --python VENV/bin/python; or save plain "
+				 "data (arrays, parameters) that any version reads",
+				 top, pip_name(top));
+			verdict_set(v, "wrong_env", what, line, sugg);
+			set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file "
+						       "names is an installed package's");
+			return;
+		}
+		snprintf(what, sizeof(what),
+			 "the file being loaded names class '%.60s' in module '%.60s', which this "
+			 "run's module of that name does not define", cls, module);
+		verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
+		set_confidence(v, CONF_MEDIUM, "raised while unpickling: the class the file names "
+					       "is not where it says");
+		return;
+	}
+	if (!quoted_after(line, "No module named", module, sizeof(module)))
+		return;
+	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
+	if (!top[0] || strchr(top, '/'))
+		return;
+	if (strchr(module, '.') && strcmp(v->cls, "wrong_env") == 0) {
+		/* the top imported: the file was saved by another version of it, or of Python */
+		bool std = lb_diag_is_stdlib(top, strlen(top));
+		snprintf(what, sizeof(what),
+			 "the file being loaded names module '%.60s', which %s%.60s does not have "
+			 "(the file was saved with another version of %s)",
+			 module, std ? "this Python's " : "the installed ", top,
+			 std ? "Python" : top);
+		snprintf(sugg, sizeof(sugg), "%s", v->suggestion);
+		verdict_set(v, "wrong_env", what, line, sugg);
+		return;
+	}
+	if (strcmp(v->cls, "missing_package") != 0)
+		return;
+	/* the experiment has it: staged but out of Python's path, read as its code */
+	if (log->exp_dir && find_own_module(log->exp_dir, "", top, 4, &budget, where,
+					    sizeof(where)) != OWN_NONE)
+		return;
+	if (strchr(module, '.') || known_package(top)) {
+		snprintf(what, sizeof(what),
+			 "the file being loaded names module '%.60s', of a package this interpreter "
+			 "does not have (%.60s)", module, strchr(module, '.') ? module : pip_name(top));
+		v->cls = "missing_package";
+		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
+		/* the suggestion classify_missing_package made names the project */
+		set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
+					     "is a known package's, and it is not installed");
+		return;
+	}
+	snprintf(what, sizeof(what),
+		 "the file being loaded names module '%.60s' (a pickled object names the module "
+		 "its class was defined in), which is not staged with the experiment: the class "
+		 "was defined in the saving project's own code (its %.60s.py), not in a package",
+		 module, top);
+	verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
+	set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file names is "
+				       "neither the experiment's nor a package labbox knows (an "
+				       "unknown package of that name would read the same)");
+}
+
 static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -2168,6 +2370,7 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	    misspelt_name(line))
 		set_confidence(v, CONF_HIGH, "Python suggests a close name that the module has, for "
 					     "the one the experiment's code used");
+	refine_unpickled(v, log, e);
 	refine_own_module(v, log, e);
 	refine_own_import(v, log, e);
 	refine_own_permission(v, log, e);

@@ -2,6 +2,8 @@
 real binary with small real experiments: what labbox says in result.json's `failure` and
 `diagnosis_warnings`."""
 import importlib.util
+import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -914,3 +916,159 @@ def test_a_missing_value_in_the_data_is_not_a_divergence(tmp_path):
     assert "missing value" in f["summary"], r.why()
     assert "lower the learning rate" not in f["suggestion"], r.why()
     assert f["escalation"] is None, r.why()
+
+
+# --- a module or class the file being unpickled names ----------------------------------------
+
+def _pickle_from(tmp_path, module_src, code, out):
+    """Run CODE with a temporary module `models` (MODULE_SRC) importable, as the project that
+    saved the file had it; the file lands at OUT, and the module stays behind."""
+    import subprocess
+    saver = tmp_path / "saver"
+    saver.mkdir(exist_ok=True)
+    (saver / "models.py").write_text(textwrap.dedent(module_src))
+    p = subprocess.run([PYTHON, "-c", textwrap.dedent(code), str(out)], cwd=saver,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def _has_torch():
+    return importlib.util.find_spec("torch") is not None
+
+
+def _unpickled_module_verdict(r, f, line, call):
+    assert f["class"] == "code_error", r.why()
+    assert "file being loaded names module 'models'" in f["summary"], r.why()
+    assert "not staged" in f["summary"], r.why()
+    assert "pip install" not in f["suggestion"], r.why()
+    assert "copy the module" in f["suggestion"], r.why()
+    assert f["escalation"] is None, r.why()
+    assert f["code_location"]["file"] == "main.py", r.why()
+    assert f["code_location"]["line"] == line, r.why()
+    assert call in f["code_location"]["text"], r.why()
+
+
+@pytest.mark.parametrize("gate", [("--runtime-gate", "off"), ()], ids=["gate_off", "gate_record"])
+def test_a_pickle_naming_the_saving_projects_module_is_no_package(tmp_path, gate):
+    """pickle.load of objects whose class lived in the saving project's models.py, not staged
+    here: Python says "No module named 'models'" from inside the unpickler. No import of the
+    experiment's names it, and `pip install models` installs an unrelated project: the file
+    names a module of code that is not with the experiment (code_error, no escalation, one
+    attempt under --escalate env). explain, from the record and made again, agrees."""
+    exp = write_exp(tmp_path, """
+        import pickle
+        with open("checkpoint.pkl", "rb") as f:
+            model = pickle.load(f)
+        print("accuracy:", sum(model.w))
+    """)
+    _pickle_from(tmp_path, """
+        class SmallNet:
+            def __init__(self):
+                self.w = [0.5, 0.25]
+    """, """
+        import pickle, sys, models
+        pickle.dump(models.SmallNet(), open(sys.argv[1], "wb"))
+    """, exp / "checkpoint.pkl")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, *gate, "--escalate", "env")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    _unpickled_module_verdict(r, f, 3, "pickle.load(f)")
+    assert len(r.result.get("attempts", [None])) == 1, r.why()
+
+    def explain_json():
+        p = labbox("explain", "--json", "--runs-dir", tmp_path / "runs", r.result["id"])
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["failure"]
+
+    g = explain_json()
+    for k in ("class", "summary", "suggestion", "confidence", "code_location", "escalation"):
+        assert g[k] == f[k], (k, g, f)
+    # a record without the newer fields: the diagnosis is made again from run.log
+    path = r.run_dir / "result.json"
+    doc = json.loads(path.read_text())
+    for k in ("confidence", "confidence_reason", "code_location", "escalation", "location",
+              "exception"):
+        doc["failure"].pop(k, None)
+    path.write_text(json.dumps(doc))
+    g = explain_json()
+    assert "recorded_class" not in g, g
+    for k in ("class", "summary", "confidence", "code_location", "escalation"):
+        assert g[k] == f[k], (k, g, f)
+    assert "pip install" not in g["suggestion"], g
+
+
+def test_the_default_gate_refuses_a_pickle_naming_a_module_outside_its_allowlist(tmp_path):
+    """Under the default gate the same load is refused by the gate's pickle allowlist before
+    any import: gate_refused, which is true and stays."""
+    exp = write_exp(tmp_path, """
+        import pickle
+        with open("checkpoint.pkl", "rb") as f:
+            model = pickle.load(f)
+    """)
+    _pickle_from(tmp_path, "class SmallNet:\n    pass\n", """
+        import pickle, sys, models
+        pickle.dump(models.SmallNet(), open(sys.argv[1], "wb"))
+    """, exp / "checkpoint.pkl")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 1, r.why()
+    assert r.result["failure"]["class"] == "gate_refused", r.why()
+
+
+@pytest.mark.skipif(not _has_torch(), reason="needs torch")
+def test_torch_load_of_a_whole_model_whose_class_module_is_missing(tmp_path):
+    """torch.save(model) pickles the model's class by its module: loaded where models.py is
+    not staged, torch's find_class raises; the verdict names the module, code_location is the
+    experiment's torch.load line. With a models.py staged that lacks the class, the class is
+    named."""
+    main = """
+        import torch
+        net = torch.load("net.pt")
+        print("accuracy:", float(net.lin.weight.sum()))
+    """
+    exp = write_exp(tmp_path, main)
+    _pickle_from(tmp_path, """
+        import torch
+        class SmallNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(2, 2)
+    """, """
+        import sys, torch, models
+        torch.save(models.SmallNet(), sys.argv[1])
+    """, exp / "net.pt")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, "--runtime-gate", "off")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    _unpickled_module_verdict(r, f, 2, "torch.load(")
+    assert "serialization.py" in f["location"]["file"], r.why()
+    # the experiment has a models.py of its own, without that class
+    (exp / "models.py").write_text("import torch\n\nclass Other(torch.nn.Module):\n    pass\n")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, "--runtime-gate", "off")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "code_error", r.why()
+    assert "class 'SmallNet'" in f["summary"] and "models.py" in f["summary"], r.why()
+    assert "pip install" not in f["suggestion"], r.why()
+    assert f["escalation"] is None and f["code_location"]["line"] == 2, r.why()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is not None, reason="sklearn is installed")
+def test_a_pickle_naming_a_package_the_interpreter_lacks_is_that_package(tmp_path):
+    """A pickle of a scikit-learn estimator, loaded where sklearn is not installed: the file
+    names sklearn.linear_model._base, Python says "No module named 'sklearn'", and that is a
+    package to install, by its project's name."""
+    exp = write_exp(tmp_path, """
+        import pickle
+        with open("model.pkl", "rb") as f:
+            clf = pickle.load(f)
+        print("accuracy:", clf.score([[0]], [0]))
+    """)
+    # protocol 0: GLOBAL 'sklearn.linear_model._base LinearRegression', then STOP
+    (exp / "model.pkl").write_bytes(b"csklearn.linear_model._base\nLinearRegression\n.")
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE, "--runtime-gate", "off")
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "missing_package", r.why()
+    assert "file being loaded names module 'sklearn'" in f["summary"], r.why()
+    assert f["escalation"]["environment"] == "pip install scikit-learn", r.why()
+    assert f["code_location"]["line"] == 3, r.why()

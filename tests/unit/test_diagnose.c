@@ -3002,6 +3002,126 @@ static void test_a_timeout_waiting_at_a_prompt(void **state)
 	}
 }
 
+/* A module or class missing while unpickling is named by the file being loaded, not by an
+ * import of the experiment's: the saving project's own module is its code to copy (no pip
+ * install of a PyPI project of that name), a known package's is still a package to install,
+ * and a dotted module of an installed package is the version that saved the file. */
+static void test_a_module_a_pickle_names_is_no_import_of_the_code(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-unpickle-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "main.py", "\n");
+	put_file(dir, "nets.py", "X = 1\n");
+	put_file(dir, "src/layers.py", "X = 1\n");
+
+	/* the C unpickler: only the experiment's line that called the load is printed */
+	struct json_object *doc = diagnose_staged(dir, "main.py", "model = pickle.load(f)",
+		"ModuleNotFoundError: No module named 'models'");
+	assert_non_null(strstr(field(doc, "summary"), "file being loaded names module 'models'"));
+	assert_non_null(strstr(field(doc, "summary"), "not staged"));
+	assert_null(strstr(field(doc, "suggestion"), "pip install"));
+	assert_non_null(strstr(field(doc, "suggestion"), "copy the module"));
+	assert_null(escalation_of(doc));
+	assert_int_equal(lb_escalate_for_failure(doc), 0);
+	struct json_object *loc = NULL, *v = NULL;
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc) && loc);
+	assert_true(json_object_object_get_ex(loc, "line", &v));
+	assert_int_equal(json_object_get_int(v), 2);
+	expect(doc, "code_error", "No module named 'models'");
+	/* the same import written by the code itself stays a package to install */
+	doc = diagnose_staged(dir, "main.py", "import models",
+			      "ModuleNotFoundError: No module named 'models'");
+	assert_string_equal(escalation_of(doc), "pip install models");
+	expect(doc, "missing_package", NULL);
+	/* a known package the file's objects come from, not installed: that package */
+	doc = diagnose_staged(dir, "main.py", "clf = pickle.loads(blob)",
+			      "ModuleNotFoundError: No module named 'sklearn'");
+	assert_non_null(strstr(field(doc, "summary"), "file being loaded names module 'sklearn'"));
+	assert_string_equal(escalation_of(doc), "pip install scikit-learn");
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "missing_package", NULL);
+	/* a module the experiment has, out of Python's path: its own-module reading */
+	doc = diagnose_staged(dir, "main.py", "obj = pickle.load(f)",
+			      "ModuleNotFoundError: No module named 'layers'");
+	assert_non_null(strstr(field(doc, "summary"), "src/layers.py"));
+	expect(doc, "code_error", NULL);
+
+	/* torch.load, whose frames are printed down to its find_class */
+	char log[4096];
+	snprintf(log, sizeof(log),
+		 "Traceback (most recent call last):\n"
+		 "  File \"%s/main.py\", line 3, in <module>\n"
+		 "    net = torch.load(\"net.pt\")\n"
+		 "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 789, in load\n"
+		 "    return _load(opened_zipfile, map_location, pickle_module, **pickle_load_args)\n"
+		 "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 1131, in _load\n"
+		 "    result = unpickler.load()\n"
+		 "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 1124, in find_class\n"
+		 "    return super().find_class(mod_name, name)\n"
+		 "%s\n", dir, "ModuleNotFoundError: No module named 'models'");
+	lb_failure_input in = {.log_tail = log, .log_tail_len = strlen(log), .exit_code = 1,
+			       .exp_dir = dir};
+	doc = lb_diagnose_failure(&in);
+	assert_null(escalation_of(doc));
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc) && loc);
+	assert_true(json_object_object_get_ex(loc, "text", &v));
+	assert_string_equal(json_object_get_string(v), "net = torch.load(\"net.pt\")");
+	expect(doc, "code_error", NULL);
+	/* the class missing from the experiment's own module of that name */
+	snprintf(log, sizeof(log),
+		 "Traceback (most recent call last):\n"
+		 "  File \"%s/main.py\", line 3, in <module>\n"
+		 "    net = torch.load(\"net.pt\")\n"
+		 "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 1124, in find_class\n"
+		 "    return super().find_class(mod_name, name)\n"
+		 "AttributeError: Can't get attribute 'SmallNet' on <module 'nets' from '%s/nets.py'>\n",
+		 dir, dir);
+	in.log_tail_len = strlen(log);
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(strstr(field(doc, "summary"), "class 'SmallNet'"));
+	assert_non_null(strstr(field(doc, "summary"), "nets.py"));
+	assert_string_equal(field(doc, "confidence"), "high");
+	assert_null(escalation_of(doc));
+	expect(doc, "code_error", NULL);
+	/* a class of the saving script's __main__ */
+	doc = diagnose_staged(dir, "main.py", "model = pickle.load(open(\"m.pkl\", \"rb\"))",
+			      "AttributeError: Can't get attribute 'Scaler' on <module '__main__' "
+			      "from '/exp/main.py'>");
+	assert_non_null(strstr(field(doc, "summary"), "class 'Scaler' of module '__main__'"));
+	expect(doc, "code_error", NULL);
+	/* a class an installed package's version lacks: that version */
+	doc = diagnose_staged(dir, "main.py", "est = joblib.load(\"est.joblib\")",
+			      "AttributeError: Can't get attribute 'Old' on <module 'sklearn.tree._classes' "
+			      "from '/venv/lib/python3.11/site-packages/sklearn/tree/_classes.py'>");
+	assert_string_equal(escalation_of(doc), "pip install scikit-learn==VERSION");
+	expect(doc, "wrong_env", NULL);
+	/* numpy 2's pickle under numpy 1: numpy imports, its version lacks numpy._core */
+	snprintf(log, sizeof(log),
+		 "Traceback (most recent call last):\n"
+		 "  File \"%s/main.py\", line 2, in <module>\n"
+		 "    a = np.load(\"a.npy\", allow_pickle=True)\n"
+		 "  File \"/usr/lib/python3/dist-packages/numpy/lib/npyio.py\", line 432, in load\n"
+		 "    return format.read_array(fid, allow_pickle=allow_pickle,\n"
+		 "  File \"/usr/lib/python3/dist-packages/numpy/lib/format.py\", line 792, in read_array\n"
+		 "    array = pickle.load(fp, **pickle_kwargs)\n"
+		 "ModuleNotFoundError: No module named 'numpy._core'\n", dir);
+	in.log_tail_len = strlen(log);
+	doc = lb_diagnose_failure(&in);
+	assert_non_null(strstr(field(doc, "summary"), "saved with another version of numpy"));
+	assert_string_equal(escalation_of(doc), "pip install numpy==VERSION");
+	expect(doc, "wrong_env", NULL);
+	/* multiprocessing's own unpickling in a spawned child is not a file being loaded */
+	snprintf(log, sizeof(log),
+		 "Traceback (most recent call last):\n"
+		 "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 130, in _main\n"
+		 "    self = reduction.pickle.load(from_parent)\n"
+		 "ModuleNotFoundError: No module named 'models'\n");
+	in.log_tail_len = strlen(log);
+	doc = lb_diagnose_failure(&in);
+	expect(doc, "missing_package", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3067,6 +3187,7 @@ int main(void)
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
 		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
 		cmocka_unit_test(test_a_timeout_names_where_the_main_program_was),
+		cmocka_unit_test(test_a_module_a_pickle_names_is_no_import_of_the_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
