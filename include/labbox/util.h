@@ -79,6 +79,11 @@ bool lb_rel_path_plain(const char *rel);
 int lb_open_parent_beneath(int dirfd, const char *rel, bool make, const char **base);
 /* Write through a temporary file and rename, so readers never see half a file. */
 int lb_write_file_atomic(const char *path, const void *data, size_t len);
+/* A file the user named for output (report -o): a new or regular file is replaced whole, as
+ * lb_write_file_atomic does; a link is written through (a link to a regular file replaces
+ * that file and stays a link), a device, FIFO or /dev/stdout is written into, never replaced
+ * by a file; a directory is -EISDIR. 0 or a negative errno (ENOSPC of /dev/full). */
+int lb_write_output_file(const char *path, const void *data, size_t len);
 /* An environment variable's name as shells accept it: [A-Za-z_][A-Za-z0-9_]*. */
 bool lb_env_name_valid(const char *name);
 /* The same with the file's mode (before the umask): 0600 for the run records, which are the

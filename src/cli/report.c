@@ -382,7 +382,7 @@ int cli_report(int argc, char **argv)
 		return 1;
 	}
 	if (output) {
-		int w = lb_write_file_atomic(output, out.data, out.len);
+		int w = lb_write_output_file(output, out.data, out.len);
 		if (w < 0) {
 			cli_error("report", "cannot write %s: %s", output, strerror(-w));
 			rc = CLI_EXIT_USAGE;

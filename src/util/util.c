@@ -298,6 +298,52 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len)
 	return lb_write_file_atomic_mode(path, data, len, 0644);
 }
 
+/* data written into what path names, as the shell's `>` would: through a link to what it
+ * points at, into a device or a pipe as it is; only a regular file is replaced whole. */
+static int write_through(const char *path, bool create)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | (create ? O_CREAT | O_TRUNC : 0),
+		      0666);
+	return fd < 0 ? -errno : fd;
+}
+
+int lb_write_output_file(const char *path, const void *data, size_t len)
+{
+	struct stat lst, st;
+	if (lstat(path, &lst) < 0)
+		return errno == ENOENT ? lb_write_file_atomic(path, data, len) : -errno;
+	if (S_ISDIR(lst.st_mode))
+		return -EISDIR;
+	if (S_ISREG(lst.st_mode))
+		return lb_write_file_atomic(path, data, len);
+	int fd;
+	if (S_ISLNK(lst.st_mode)) {
+		if (stat(path, &st) < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			fd = write_through(path, true); /* a dangling link: its target is made */
+		} else if (S_ISDIR(st.st_mode)) {
+			return -EISDIR;
+		} else if (S_ISREG(st.st_mode)) {
+			/* the file it points at replaced whole; the link stays a link */
+			char real[PATH_MAX];
+			if (!realpath(path, real))
+				return -errno;
+			return lb_write_file_atomic(real, data, len);
+		} else {
+			fd = write_through(path, false); /* /dev/stdout: the pipe or terminal */
+		}
+	} else {
+		fd = write_through(path, false); /* a device, a FIFO: written into, never replaced */
+	}
+	if (fd < 0)
+		return fd;
+	int r = lb_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 /* data under PATH.tmp.PID, synced on its own descriptor when sync; *tmp names it. */
 static int write_tmp(const char *path, const void *data, size_t len, mode_t mode, bool sync,
 		     char **tmp)

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import statistics
 import struct
 import subprocess
@@ -381,6 +382,42 @@ def test_stdout_without_o_and_json_with_it(recs):
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["schema"] == "labbox.report/1" and doc["format"] == "md"
     assert doc["conditions"] == 2 and out.read_text().startswith("| condition |")
+
+
+def test_o_writes_through_links_and_into_devices_never_replacing_them(recs):
+    """-o names where the report goes, as the shell's `>` does: a link is written through (the
+    file it points at gets the report, the link stays), /dev/stdout's link reaches stdout, a
+    FIFO or device is written into, never replaced by a regular file (a report to /dev/null
+    must not turn the machine's /dev/null into a file); a device that refuses (/dev/full's
+    ENOSPC) is exit 2 naming it."""
+    d = recs["tmp"] / "outs"
+    d.mkdir()
+    rid = recs["ridge"]["id"]
+    (d / "target.md").write_text("old")
+    (d / "link.md").symlink_to(d / "target.md")
+    p = report(recs, "--format", "md", "-o", d / "link.md", rid)
+    assert p.returncode == 0, p.stderr
+    assert (d / "link.md").is_symlink() and (d / "target.md").read_text().startswith("| condition |")
+    (d / "stdout").symlink_to("/proc/self/fd/1")
+    p = report(recs, "--format", "md", "-o", d / "stdout", rid)
+    assert p.returncode == 0 and p.stdout.startswith("| condition |"), p.stderr
+    assert (d / "stdout").is_symlink()
+    os.mkfifo(d / "fifo")
+    got = []
+    t = threading.Thread(target=lambda: got.append(open(d / "fifo").read()))
+    t.start()
+    p = report(recs, "--format", "csv", "-o", d / "fifo", rid)
+    t.join(60)
+    assert p.returncode == 0 and got and got[0].startswith("condition"), (p.stderr, got)
+    assert stat.S_ISFIFO(os.lstat(d / "fifo").st_mode)
+    if os.geteuid() == 0:
+        os.mknod(d / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(d / "full", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        p = report(recs, "-o", d / "null", rid)
+        assert p.returncode == 0 and stat.S_ISCHR(os.lstat(d / "null").st_mode), p.stderr
+        p = report(recs, "-o", d / "full", rid)
+        assert p.returncode == 2 and "No space left" in p.stderr and str(d / "full") in p.stderr
+        assert stat.S_ISCHR(os.lstat(d / "full").st_mode)
 
 
 def test_errors_name_the_problem(recs):
