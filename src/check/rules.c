@@ -185,6 +185,15 @@ static const pat security_pats[] = {
 	{"runpy", R_DYNCODE, true},
 	{"code", R_DYNCODE, true},
 	{"codeop", R_DYNCODE, true},
+	/* a subinterpreter runs a string of source with no frame above it */
+	{"_xxsubinterpreters", R_DYNCODE, true},
+	{"_xxinterpchannels", R_DYNCODE, true},
+	{"_interpreters", R_DYNCODE, true},
+	{"_interpchannels", R_DYNCODE, true},
+	{"_interpqueues", R_DYNCODE, true},
+	{"interpreters", R_DYNCODE, true},
+	{"concurrent.interpreters", R_DYNCODE, true},
+	{"test.support.interpreters", R_DYNCODE, true},
 	{"builtins.__import__", R_DYNIMPORT, false},
 	{"importlib.import_module", R_DYNIMPORT, false}, /* passed on as a value: its caller is not seen */
 	{"imp", R_DYNIMPORT, true},

@@ -3312,7 +3312,11 @@ def _labbox_gate():
     for m in ("subprocess", "asyncio.subprocess", "commands", "popen2", "sh", "pexpect",
               "_posixsubprocess"):
         banned[m] = ("LB102", "subprocess")
-    for m in ("runpy", "code", "codeop"):
+    # A subinterpreter runs a string of source with no frame above it, which the gate takes
+    # for the entry point's own code: the interpreter's modules are refused with exec's rule.
+    for m in ("runpy", "code", "codeop", "_xxsubinterpreters", "_xxinterpchannels",
+              "_interpreters", "_interpchannels", "_interpqueues", "interpreters",
+              "concurrent.interpreters", "test.support.interpreters"):
         banned[m] = ("LB103", "dynamic code (eval, exec, compile)")
     for m in ("imp", "zipimport", "_imp"):
         banned[m] = ("LB104", "dynamic import")

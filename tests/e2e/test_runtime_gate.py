@@ -6,6 +6,7 @@ tested): the operation must be refused as it happens, its effect must be absent 
 from the host (a marker the spawned process or the write would leave), and result.json's
 runtime_gate must name the event. Research code must stay accepted under the default policy.
 """
+import base64
 import json
 import os
 import shutil
@@ -858,6 +859,25 @@ def test_a_finalizer_freed_by_the_gate_never_runs_inside_it(tmp_path):
     log = r.log()
     assert "finalizers ran: True inside the gate: 0" in log, r.why()
     assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_a_subinterpreter_running_a_string_is_refused(tmp_path):
+    """A subinterpreter runs a string of source with no Python frame above it, which the
+    gate (its own copy in the new interpreter) took for the entry point's own code: source
+    decoded at run time ran unjudged. The module is refused at its import, as exec is."""
+    exp = write_exp(tmp_path, """
+        import base64
+        src = base64.b64decode(%r).decode()
+        try:
+            import _xxsubinterpreters as si
+        except PermissionError:
+            print("refused")
+        else:
+            si.run_string(si.create(), src)
+    """ % base64.b64encode(b"open('MARKER', 'w').write('ran')"))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "refused" in r.log() and not (r.exp / "MARKER").exists(), r.why()
+    assert_refused(r, "import", "LB103")
 
 
 def test_a_pickle_naming_an_experiment_module_not_imported_yet_is_refused_unimported(tmp_path):
