@@ -308,18 +308,24 @@ bool lb_parse_number(const char *s, size_t len, double *out)
 		}
 		return false;
 	}
-	if (!decimal_syntax(body, body_len) || len >= sizeof(buf))
+	if (!decimal_syntax(body, body_len))
 		return false;
 	if (fast_decimal(body, body_len, negative, out))
 		return true;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
+	/* A number longer than the buffer is still one (600 digits are Infinity, as Python's
+	 * float() says): a copy of its own, not a line dropped without a word. */
+	LB_AUTOFREE char *big = len >= sizeof(buf) ? malloc(len + 1) : NULL;
+	char *text = len >= sizeof(buf) ? big : buf;
+	if (!text)
+		return false;
+	memcpy(text, s, len);
+	text[len] = '\0';
 	/* A program embedding labbox may have set LC_NUMERIC; research code prints a '.'. The "C"
 	 * locale object is static in glibc, so this allocates nothing. */
 	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 	if (!c_locale)
 		return false;
-	v = strtod_l(buf, NULL, c_locale);
+	v = strtod_l(text, NULL, c_locale);
 	freelocale(c_locale);
 	/* Overflow gives +-HUGE_VAL, which is what Python's float() says for "1e999" too. */
 	*out = v;

@@ -212,6 +212,35 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		   "unknown key '%s' (known: entry, args, python, env, language, interpreter, mode, image, base_image, host, slurm, budget, metrics, results, check, plan, sweep)", key);
 }
 
+/* A key given twice in any mapping (the top level, slurm:, check:, sweep:) is refused: YAML
+ * parsers keep the last one silently, and a merged or hand-edited file whose first `budget:`
+ * was the one meant would run with the other. Keys are compared as written. */
+static int duplicate_key(yaml_document_t *doc, char *err, size_t errlen)
+{
+	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
+		if (n->type != YAML_MAPPING_NODE)
+			continue;
+		yaml_node_pair_t *b = n->data.mapping.pairs.start, *e = n->data.mapping.pairs.top;
+		for (yaml_node_pair_t *p = b; p < e; p++) {
+			yaml_node_t *kp = yaml_document_get_node(doc, p->key);
+			if (!kp || kp->type != YAML_SCALAR_NODE)
+				continue;
+			for (yaml_node_pair_t *q = b; q < p; q++) {
+				yaml_node_t *kq = yaml_document_get_node(doc, q->key);
+				if (kq && kq->type == YAML_SCALAR_NODE &&
+				    kq->data.scalar.length == kp->data.scalar.length &&
+				    memcmp(kq->data.scalar.value, kp->data.scalar.value,
+					   kp->data.scalar.length) == 0)
+					return bad(err, errlen, kp, "'%.*s' is given twice",
+						   (int)(kp->data.scalar.length < 64
+							 ? kp->data.scalar.length : 64),
+						   (const char *)kp->data.scalar.value);
+			}
+		}
+	}
+	return 0;
+}
+
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
@@ -258,6 +287,8 @@ int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err,
 		/* An empty file is an empty configuration. */
 	} else if (root->type != YAML_MAPPING_NODE) {
 		r = bad(err, errlen, root, "%s", "the top level must be a mapping of keys to values");
+	} else if ((r = duplicate_key(&doc, err, errlen)) < 0) {
+		/* said */
 	} else {
 		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
 		     r == 0 && p < root->data.mapping.pairs.top; p++) {
@@ -293,8 +324,12 @@ int lb_config_load(const char *expdir, lb_exp_config *out, char *err, size_t err
 		if (r == -ENOENT)
 			continue;
 		if (r < 0) {
+			/* opened without following links: ELOOP is a link, not a loop */
 			snprintf(err, errlen, "cannot read %s/%s: %s", expdir, names[i],
-				 r == -EINVAL ? "not a regular file" : strerror(-r));
+				 r == -EINVAL  ? "not a regular file"
+				 : r == -ELOOP ? "it is a symbolic link, which labbox does not follow "
+						 "(put the file itself in the experiment directory)"
+					       : strerror(-r));
 			return r;
 		}
 		return lb_config_parse(text, len, out, err, errlen);

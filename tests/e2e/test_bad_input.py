@@ -15,6 +15,9 @@ GOOD = 'print("accuracy: 0.5")\n'
     ('args: ["a\\0b"]\n', "NUL"),
     ('entry: "ma\\0in.py"\n', "NUL"),
     ("args: [a]\n---\nargs: [b]\n", "second YAML document"),
+    # the last of two would win silently: a first budget meant as 1 s ran for 600
+    ("budget: 1\nbudget: 600\n", "'budget' is given twice"),
+    ("slurm:\n  memory: 1g\n  memory: 64g\n", "'memory' is given twice"),
 ])
 def test_yaml_that_would_be_misread_is_refused(tmp_path, yaml, needle):
     exp = write_exp(tmp_path, GOOD, yaml=yaml)
@@ -226,3 +229,23 @@ def test_json_flag_before_the_command(tmp_path):
     assert p.returncode == 2
     doc = json.loads(p.stdout)
     assert doc["command"] == "run" and "does not exist" in doc["error"]["message"]
+
+
+def test_a_linked_labbox_yaml_is_named_as_a_link(tmp_path):
+    exp = write_exp(tmp_path, GOOD)
+    (tmp_path / "real.yaml").write_text("budget: 5\n")
+    (exp / "labbox.yaml").symlink_to(tmp_path / "real.yaml")
+    p = labbox("run", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert p.returncode == 2 and "symbolic link" in p.stderr, p.stderr
+    assert "Too many levels" not in p.stderr
+
+
+def test_a_number_of_hundreds_of_digits_is_read_not_dropped(tmp_path):
+    """A value too long for the parser's buffer was dropped with the line, and the run was
+    told it printed no such line."""
+    exp = write_exp(tmp_path, 'print("accuracy: " + "9" * 600)\nprint("loss: 0." + "1" * 700)\n')
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 4, doc
+    assert [i["kind"] for i in doc["metric_issues"] if i.get("metric") == "accuracy"] == ["inf"]
+    assert abs(doc["metrics"]["values"]["loss"] - 0.1111111111) < 1e-9, doc["metrics"]
