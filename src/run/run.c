@@ -1784,7 +1784,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(logj, "path", json_object_new_string(path));
 	json_object_object_add(logj, "bytes", json_object_new_int64((int64_t)seen));
 	json_object_object_add(logj, "bytes_kept", json_object_new_int64((int64_t)written));
-	json_object_object_add(logj, "truncated", json_object_new_boolean(truncated));
+	/* A write that failed (a full disk) lost what came after it as surely as the cap does */
+	json_object_object_add(logj, "truncated", json_object_new_boolean(truncated || log_err < 0));
+	if (log_err < 0) {
+		char why[160];
+		snprintf(why, sizeof why, "run.log could not be written past %llu of %llu bytes: %s",
+			 (unsigned long long)written, (unsigned long long)seen, strerror(-log_err));
+		json_object_object_add(logj, "error", json_object_new_string(why));
+	}
 	json_object_object_add(doc, "log", logj);
 
 	/* manifest.json: what it takes to run this again. */
@@ -1938,6 +1945,12 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 							   : json_object_new_object());
 	json_object_object_add(manifest, "isolation", isolation_json(be, &res));
 	snprintf(path, sizeof path, "%s/manifest.json", out->run_dir);
+	/* run.log first: its loss came first (the output filled the disk), and the verdict names
+	 * the first record that could not be written */
+	char logpath[PATH_MAX];
+	snprintf(logpath, sizeof logpath, "%s/run.log", out->run_dir);
+	if (log_err < 0)
+		record_failed(doc, &exit_code, logpath, log_err);
 	int wr = lb_record_write_json_nosync(path, manifest);
 	json_object_put(manifest);
 	if (wr < 0)
@@ -1947,10 +1960,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "manifest_mac",
 			       wr == 0 && lb_record_mac_file(out->run_dir, "manifest.json", mac) == 0
 				       ? json_object_new_string(mac) : NULL);
-	snprintf(path, sizeof path, "%s/run.log", out->run_dir);
-	if (log_err < 0)
-		record_failed(doc, &exit_code, path, log_err);
-
 	snprintf(path, sizeof path, "%s/result.json", out->run_dir);
 	wr = sync_records(out->run_dir, doc, &exit_code, log_r == 0 && log_err == 0, env_r == 0,
 			  wr == 0);

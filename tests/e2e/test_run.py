@@ -813,3 +813,25 @@ def test_json_is_one_line_into_a_pipe_and_indented_at_a_terminal(tmp_path):
     # the kept answer for a pipe is still one line
     p = labbox("check", "--json", str(exp))
     assert p.stdout.count("\n") == 1 and json.loads(p.stdout)["cached_files"] == 1, p.stdout[:300]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs as the runs directory")
+def test_a_runs_directory_that_fills_up_says_the_log_was_cut_and_why(tmp_path):
+    """The experiment's output fills the runs directory's file system: what run.log could not
+    keep is said (truncated, and how far it got), the verdict names run.log, the first
+    record that could not be written, and the metrics read from the stream are kept."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(runs)], check=True)
+    try:
+        exp = write_exp(tmp_path, 'import sys\nfor i in range(20000):\n'
+                                  '    print("line", i, "y" * 500)\nprint("accuracy: 0.9")\n')
+        p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+        doc = json.loads(p.stdout)
+        assert p.returncode == 125 and doc["status"] == "infra_error", doc
+        assert doc["log"]["truncated"] is True and "No space left" in doc["log"]["error"], doc["log"]
+        assert doc["log"]["bytes_kept"] < doc["log"]["bytes"]
+        assert "run.log" in doc["failure"]["summary"], doc["failure"]
+        assert doc["metrics"]["values"]["accuracy"] == 0.9
+    finally:
+        subprocess.run(["umount", "-l", str(runs)])
