@@ -104,6 +104,9 @@ int lb_fsync_all(int dirfd, const char *const *names, size_t n, size_t *failed);
 /* A directory stream over fd's directory that leaves fd itself open (it reads a duplicate):
  * for walks that keep using fd with the *at calls. NULL with errno set. */
 DIR *lb_dir_stream(int fd);
+/* The same over a description of its own (openat "."): a dup() shares fd's offset, so a second
+ * listing through fd, or through another dup, would start where the first one ended. */
+DIR *lb_dir_stream_own(int fd);
 /* mkdir -p: mode is the last directory's; missing ones above it are made 0755. */
 int lb_mkdir_p(const char *path, mode_t mode);
 /* A directory only this user can change (made 0700 if missing), opened O_DIRECTORY: for

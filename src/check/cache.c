@@ -1008,14 +1008,9 @@ static bool is_key_name(const char *s)
 
 void ck_cache_prune(int dfd, size_t max_entries, uint64_t max_bytes)
 {
-	/* a description of its own: a dup() would share (and leave at the end) dfd's offset */
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = lb_dir_stream_own(dfd); /* a dup() would leave dfd's offset at the end */
+	if (!d)
 		return;
-	}
 	entry_age *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t bytes = 0;

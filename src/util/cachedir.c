@@ -77,16 +77,9 @@ int lb_cache_bound_like(int dfd, const char *name, size_t keep)
 	size_t plen = entry_prefix(name);
 	if (!plen || keep == 0)
 		return -EINVAL;
-	/* a description of its own: a dup() would share dfd's offset, and a second listing
-	 * through dfd would start at the end */
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
+	DIR *d = lb_dir_stream_own(dfd); /* a second listing through dfd must see it all */
+	if (!d)
+		return -errno;
 	cache_file *v = NULL;
 	size_t n = 0, cap = 0;
 	int r = 0;

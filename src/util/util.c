@@ -1123,6 +1123,18 @@ bool lb_dir_open_to_others(const char *dir)
 	return stat(dir, &st) == 0 && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
 }
 
+DIR *lb_dir_stream_own(int fd)
+{
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = own >= 0 ? fdopendir(own) : NULL;
+	if (!d && own >= 0) {
+		int e = errno;
+		close(own);
+		errno = e;
+	}
+	return d;
+}
+
 DIR *lb_dir_stream(int fd)
 {
 	int dupfd = dup(fd);
