@@ -76,6 +76,8 @@ typedef struct lb_report {
 	size_t nfacts;
 	lb_report_fact *facts;
 	char *packages; /* environment.txt of the first run, NULL when none */
+	size_t nsplits;
+	char **splits; /* runs of one name kept apart by recorded settings: what differs */
 	size_t runs_read;
 } lb_report;
 
@@ -109,8 +111,39 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 			      size_t errlen);
 int lb_report_builder_finish(lb_report_builder *b, lb_report *out);
 
-/* Pure: the condition of a run from its result.json and manifest.json (malloc'd). */
+/* Pure: the name a run's condition starts from (malloc'd): a sweep cell's condition, else
+ * the experiment directory's name and its arguments without the seed, an argument holding a
+ * blank, a quote or a backslash (or empty) in double quotes. */
 char *lb_report_run_condition(struct json_object *result, struct json_object *manifest);
+
+/* What a run recorded that defines its computation, so runs that differ in any of it are
+ * different conditions, not seeds of one. NULL members were not recorded (a value of their
+ * own). A sweep cell's -e variables come from its plan (its condition names them, the seed
+ * varies), so they are left out (nenv 0, env NULL) there. */
+typedef struct lb_report_setting {
+	char *base;        /* lb_report_run_condition */
+	bool sweep_cell;
+	char *entry;       /* config.entry */
+	char **env;        /* -e NAME=VALUE of config.sandbox.env, by name, seed variables left out */
+	size_t nenv;
+	char *code;        /* sha256 hex of the staged files' names and digests and symlinks */
+	char *interpreter; /* "cpython 3.11.2" */
+	char *packages;    /* sha256 hex of environment.txt */
+} lb_report_setting;
+
+/* Pure: the setting of a run; packages_sha the hex sha256 of its environment.txt or NULL. */
+int lb_report_run_setting(struct json_object *result, struct json_object *manifest,
+			  const char *packages_sha, lb_report_setting *out);
+void lb_report_setting_free(lb_report_setting *s);
+/* Pure: an injective text of a setting (lengths before members), for grouping. */
+int lb_report_setting_key(const lb_report_setting *s, lb_buf *out);
+/* Pure: names for n distinct settings: the base, and where settings of one base differ, what
+ * differs (` --entry other.py`, ` LR=0.1`, ` LR unset`, ` (code 3f2a91)`, ` (cpython 3.12.1)`,
+ * ` (packages 9c1e0b)`), so names are distinct; a coincidence left (an argument that reads
+ * like a suffix) gets the setting's digest. names[i] malloc'd. notes: one line per base whose
+ * runs were kept apart, saying by what (malloc'd array of malloc'd strings). */
+int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names, char ***notes,
+			      size_t *nnotes);
 
 /* Pure: per-step series of one run's output: `name: value` lines seen more than once (x the
  * occurrence, 1, 2, ...) and progress lines (`step=5 loss: 0.3`, `Epoch: 2, Loss: 0.3`: x

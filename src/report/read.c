@@ -10,10 +10,12 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define RUN_LOG_MAX (16u << 20)
@@ -107,6 +109,7 @@ void lb_report_free(lb_report *r)
 	}
 	free(r->facts);
 	free(r->packages);
+	free_strs(r->splits, r->nsplits);
 	memset(r, 0, sizeof *r);
 }
 
@@ -309,8 +312,10 @@ static void isolation_text(json_object *iso, lb_buf *b)
 }
 
 /* The reproducibility facts of one run directory. */
-static int run_facts(lb_report *r, int dfd, json_object *result, json_object *manifest)
+static int run_facts(lb_report *r, int dfd, json_object *result, json_object *manifest,
+		     char pkg_sha[65])
 {
+	pkg_sha[0] = '\0';
 	lb_buf b = {0};
 	int rc = 0;
 	const char *ver = get_str(manifest, "labbox_version");
@@ -338,11 +343,10 @@ static int run_facts(lb_report *r, int dfd, json_object *result, json_object *ma
 		size_t npk = 0;
 		for (const char *p = env; (p = strstr(p, "==")); p += 2)
 			npk++;
-		char hex[65];
-		lb_sha256_buf_hex(env, envlen, hex);
-		hex[12] = '\0';
+		lb_sha256_buf_hex(env, envlen, pkg_sha);
 		b.len = 0;
-		lb_buf_printf(&b, "%zu packages pinned (environment.txt sha256 %s...)", npk, hex);
+		lb_buf_printf(&b, "%zu packages pinned (environment.txt sha256 %.12s...)", npk,
+			      pkg_sha);
 		rc = rc ? rc : add_fact(r, "packages", b.data);
 		if (!r->packages)
 			r->packages = strdup(env);
@@ -379,6 +383,469 @@ static int run_facts(lb_report *r, int dfd, json_object *result, json_object *ma
 			rc = rc ? rc : add_fact(r, "backend", b.data);
 	}
 	lb_buf_free(&b);
+	return rc;
+}
+
+/* ---- settings: what tells conditions apart --------------------------------------------------- */
+
+static bool seed_flag(const char *a)
+{
+	return strcmp(a, "--seed") == 0 || strcmp(a, "--random_seed") == 0 ||
+	       strcmp(a, "--random-seed") == 0;
+}
+
+/* A variable named like a seed (SEED, TORCH_SEED, PYTHONHASHSEED) is what varies between
+ * seeds of one setting, as --seed is among the arguments. */
+static bool seed_var(const char *name, size_t len)
+{
+	return len >= 4 && strncasecmp(name + len - 4, "seed", 4) == 0;
+}
+
+/* One word of a name: quoted when it could read as several words or as another quoted one, so
+ * `a "b c"` and `a b c` stay two names. */
+static void put_word(lb_buf *b, const char *s)
+{
+	bool quote = !*s;
+	for (const char *p = s; *p && !quote; p++)
+		quote = isspace((unsigned char)*p) || *p == '"' || *p == '\\' || *p == '\'';
+	if (!quote) {
+		lb_buf_puts(b, s);
+		return;
+	}
+	lb_buf_puts(b, "\"");
+	for (const char *p = s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			lb_buf_puts(b, "\\");
+		lb_buf_append(b, p, 1);
+	}
+	lb_buf_puts(b, "\"");
+}
+
+char *lb_report_run_condition(json_object *result, json_object *manifest)
+{
+	json_object *sweep = get(result, "sweep");
+	if (!sweep)
+		sweep = get(manifest, "sweep");
+	const char *cond = get_str(sweep, "condition");
+	if (cond)
+		return strdup(cond);
+	json_object *config = get(manifest, "config");
+	const char *expdir = get_str(config, "expdir");
+	const char *base = expdir ? strrchr(expdir, '/') : NULL;
+	base = base && base[1] ? base + 1 : (expdir ? expdir : "run");
+	lb_buf b = {0};
+	lb_buf_puts(&b, base);
+	json_object *args = get(config, "args");
+	size_t n = args && json_object_is_type(args, json_type_array) ? json_object_array_length(args) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *a = json_object_get_string(json_object_array_get_idx(args, i));
+		if (!a)
+			continue;
+		if (seed_flag(a)) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--seed=", 7) == 0)
+			continue;
+		lb_buf_puts(&b, " ");
+		put_word(&b, a);
+	}
+	if (!b.data)
+		return strdup("run");
+	return b.data;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The staged files by name with their digests, and the symlinks with their targets: the code
+ * that ran, whichever file the entry imports. NULL when the manifest lists no files. */
+static char *code_digest(json_object *manifest)
+{
+	json_object *files = get(manifest, "files"), *links = get(manifest, "symlinks");
+	if (!files || !json_object_is_type(files, json_type_object))
+		return NULL;
+	json_object *parts[2] = {files, links};
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	for (int k = 0; k < 2; k++) {
+		json_object *o = parts[k];
+		if (!o || !json_object_is_type(o, json_type_object))
+			continue;
+		size_t n = (size_t)json_object_object_length(o), i = 0;
+		char **keys = calloc(n + 1, sizeof *keys);
+		if (!keys)
+			return NULL;
+		json_object_object_foreach(o, key, val)
+		{
+			(void)val;
+			if (i < n)
+				keys[i++] = key;
+		}
+		qsort(keys, i, sizeof *keys, cmp_strp);
+		for (size_t j = 0; j < i; j++) {
+			const char *v = get_str(o, keys[j]);
+			lb_sha256_update(&h, k ? "l" : "f", 1);
+			lb_sha256_update(&h, keys[j], strlen(keys[j]) + 1);
+			lb_sha256_update(&h, v ? v : "", strlen(v ? v : "") + 1);
+		}
+		free(keys);
+	}
+	uint8_t d[32];
+	char *hex = malloc(65);
+	lb_sha256_final(&h, d);
+	if (hex)
+		lb_sha256_hex(d, hex);
+	return hex;
+}
+
+void lb_report_setting_free(lb_report_setting *s)
+{
+	if (!s)
+		return;
+	free(s->base);
+	free(s->entry);
+	free_strs(s->env, s->nenv);
+	free(s->code);
+	free(s->interpreter);
+	free(s->packages);
+	memset(s, 0, sizeof *s);
+}
+
+int lb_report_run_setting(json_object *result, json_object *manifest, const char *packages_sha,
+			  lb_report_setting *out)
+{
+	memset(out, 0, sizeof *out);
+	json_object *sweep = get(result, "sweep");
+	if (!sweep)
+		sweep = get(manifest, "sweep");
+	out->sweep_cell = get_str(sweep, "condition") != NULL;
+	out->base = lb_report_run_condition(result, manifest);
+	json_object *config = get(manifest, "config");
+	const char *entry = get_str(config, "entry");
+	int rc = out->base && (!entry || (out->entry = strdup(entry))) ? 0 : -ENOMEM;
+	json_object *env = get(get(config, "sandbox"), "env");
+	size_t n = !out->sweep_cell && env && json_object_is_type(env, json_type_array)
+			   ? json_object_array_length(env)
+			   : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+		if (!e || seed_var(e, strcspn(e, "=")))
+			continue;
+		char *d = strdup(e);
+		char **slot = d ? push(&out->env, &out->nenv, sizeof *out->env) : NULL;
+		if (!slot) {
+			free(d);
+			rc = -ENOMEM;
+		} else {
+			*slot = d;
+		}
+	}
+	if (out->nenv)
+		qsort(out->env, out->nenv, sizeof *out->env, cmp_strp);
+	if (rc == 0 && get(manifest, "files") && !(out->code = code_digest(manifest)))
+		rc = -ENOMEM;
+	json_object *interp = get(manifest, "interpreter");
+	const char *impl = get_str(interp, "implementation"), *ver = get_str(interp, "version");
+	if (!impl)
+		impl = get_str(interp, "language");
+	if (rc == 0 && (impl || ver)) {
+		lb_buf b = {0};
+		lb_buf_printf(&b, "%s %s", impl ? impl : "interpreter", ver ? ver : "?");
+		if (!(out->interpreter = b.data))
+			rc = -ENOMEM;
+	}
+	if (rc == 0 && packages_sha && !(out->packages = strdup(packages_sha)))
+		rc = -ENOMEM;
+	if (rc < 0)
+		lb_report_setting_free(out);
+	return rc;
+}
+
+static void key_str(lb_buf *b, const char *s)
+{
+	if (s)
+		lb_buf_printf(b, "%zu:%s;", strlen(s), s);
+	else
+		lb_buf_puts(b, "-;");
+}
+
+int lb_report_setting_key(const lb_report_setting *s, lb_buf *out)
+{
+	out->len = 0;
+	lb_buf_puts(out, s->sweep_cell ? "sweep;" : "run;");
+	key_str(out, s->base);
+	key_str(out, s->entry);
+	lb_buf_printf(out, "%zu;", s->nenv);
+	for (size_t i = 0; i < s->nenv; i++)
+		key_str(out, s->env[i]);
+	key_str(out, s->code);
+	key_str(out, s->interpreter);
+	key_str(out, s->packages);
+	return out->data ? 0 : -ENOMEM;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The value of variable name (len bytes) in s's -e list; NULL when absent. */
+static const char *env_value(const lb_report_setting *s, const char *name, size_t len)
+{
+	for (size_t i = 0; i < s->nenv; i++)
+		if (strncmp(s->env[i], name, len) == 0 &&
+		    (s->env[i][len] == '=' || s->env[i][len] == '\0'))
+			return s->env[i][len] ? s->env[i] + len + 1 : "";
+	return NULL;
+}
+
+/* Hex digests shown as short as keeps the group's distinct ones apart, 6 digits at least. */
+static int digest_len(const lb_report_setting *s, const size_t *grp, size_t g, size_t off)
+{
+	size_t len = 6;
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = i + 1; j < g; j++) {
+			const char *a = *(char *const *)((const char *)&s[grp[i]] + off);
+			const char *b = *(char *const *)((const char *)&s[grp[j]] + off);
+			if (!a || !b || strcmp(a, b) == 0)
+				continue;
+			while (len < 64 && strncmp(a, b, len) == 0)
+				len++;
+		}
+	return (int)len;
+}
+
+typedef struct name_ix {
+	const char *name;
+	size_t i;
+} name_ix;
+
+static int cmp_name_ix(const void *pa, const void *pb)
+{
+	const name_ix *a = pa, *b = pb;
+	int c = strcmp(a->name, b->name);
+	return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Names that still coincide (an argument that reads like another condition's suffix, a plain
+ * run's directory named like a sweep's condition) get more: the setting's digest, then the
+ * condition's number. A sweep cell keeps its plan's name where only plain runs collide with it. */
+static int disambiguate(const lb_report_setting *s, size_t n, char **names, int round)
+{
+	name_ix *v = malloc((n + 1) * sizeof *v);
+	bool *mark = calloc(n + 1, sizeof *mark);
+	int rc = v && mark ? 0 : -ENOMEM;
+	bool any = false;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		v[i] = (name_ix){names[i], i};
+	if (rc == 0)
+		qsort(v, n, sizeof *v, cmp_name_ix);
+	for (size_t i = 0; rc == 0 && i < n;) {
+		size_t j = i + 1;
+		while (j < n && strcmp(v[j].name, v[i].name) == 0)
+			j++;
+		bool plain = false, cell = false;
+		for (size_t k = i; k < j; k++) {
+			cell |= s[v[k].i].sweep_cell;
+			plain |= !s[v[k].i].sweep_cell;
+		}
+		for (size_t k = i; j - i > 1 && k < j; k++)
+			if (!(cell && plain && s[v[k].i].sweep_cell))
+				mark[v[k].i] = any = true;
+		i = j;
+	}
+	lb_buf key = {0};
+	for (size_t i = 0; rc == 0 && any && i < n; i++) {
+		if (!mark[i])
+			continue;
+		lb_buf b = {0};
+		lb_buf_puts(&b, names[i]);
+		if (round == 0) {
+			char hex[65];
+			rc = lb_report_setting_key(&s[i], &key);
+			if (rc == 0)
+				lb_sha256_buf_hex(key.data, key.len, hex);
+			lb_buf_printf(&b, " [setting %.12s]", rc == 0 ? hex : "?");
+		} else {
+			lb_buf_printf(&b, " #%zu", i + 1);
+		}
+		if (!b.data) {
+			rc = -ENOMEM;
+			break;
+		}
+		free(names[i]);
+		names[i] = b.data;
+	}
+	lb_buf_free(&key);
+	free(v);
+	free(mark);
+	return rc < 0 ? rc : any;
+}
+
+int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names, char ***notes,
+			      size_t *nnotes)
+{
+	*notes = NULL;
+	*nnotes = 0;
+	for (size_t i = 0; i < n; i++)
+		names[i] = NULL;
+	bool *done = calloc(n + 1, sizeof *done);
+	size_t *grp = malloc((n + 1) * sizeof *grp);
+	int rc = done && grp ? 0 : -ENOMEM;
+	char **vars = NULL;
+	size_t nvars = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (done[i])
+			continue;
+		size_t g = 0;
+		for (size_t j = i; j < n; j++)
+			if (!done[j] && s[j].sweep_cell == s[i].sweep_cell &&
+			    strcmp(s[j].base, s[i].base) == 0) {
+				grp[g++] = j;
+				done[j] = true;
+			}
+		bool v_entry = false, v_code = false, v_interp = false, v_pkg = false;
+		for (size_t k = 1; k < g; k++) {
+			const lb_report_setting *a = &s[grp[0]], *b = &s[grp[k]];
+			v_entry |= !same_str(a->entry, b->entry);
+			v_code |= !same_str(a->code, b->code);
+			v_interp |= !same_str(a->interpreter, b->interpreter);
+			v_pkg |= !same_str(a->packages, b->packages);
+		}
+		/* The -e variables whose value (or presence) is not the same in every member. */
+		free_strs(vars, nvars);
+		vars = NULL;
+		nvars = 0;
+		for (size_t k = 0; rc == 0 && g > 1 && k < g; k++)
+			for (size_t e = 0; rc == 0 && e < s[grp[k]].nenv; e++) {
+				const char *name = s[grp[k]].env[e];
+				size_t len = strcspn(name, "=");
+				bool seen = false, varies = false;
+				for (size_t q = 0; q < nvars && !seen; q++)
+					seen = strlen(vars[q]) == len && strncmp(vars[q], name, len) == 0;
+				const char *first = env_value(&s[grp[0]], name, len);
+				for (size_t q = 1; !seen && q < g && !varies; q++)
+					varies = !same_str(first, env_value(&s[grp[q]], name, len));
+				if (seen || !varies)
+					continue;
+				char *d = strndup(name, len);
+				char **slot = d ? push(&vars, &nvars, sizeof *vars) : NULL;
+				if (!slot) {
+					free(d);
+					rc = -ENOMEM;
+				} else {
+					*slot = d;
+				}
+			}
+		if (nvars)
+			qsort(vars, nvars, sizeof *vars, cmp_strp);
+		int lcode = digest_len(s, grp, g, offsetof(lb_report_setting, code));
+		int lpkg = digest_len(s, grp, g, offsetof(lb_report_setting, packages));
+		for (size_t k = 0; rc == 0 && k < g; k++) {
+			const lb_report_setting *m = &s[grp[k]];
+			lb_buf b = {0};
+			lb_buf_puts(&b, m->base);
+			if (v_entry) {
+				lb_buf_puts(&b, " --entry ");
+				put_word(&b, m->entry ? m->entry : "?");
+			}
+			for (size_t q = 0; q < nvars; q++) {
+				const char *val = env_value(m, vars[q], strlen(vars[q]));
+				lb_buf_printf(&b, " %s", vars[q]);
+				if (val) {
+					lb_buf_puts(&b, "=");
+					put_word(&b, val);
+				} else {
+					lb_buf_puts(&b, " unset");
+				}
+			}
+			if (v_code)
+				lb_buf_printf(&b, " (code %.*s)", m->code ? lcode : 10,
+					      m->code ? m->code : "unrecorded");
+			if (v_interp)
+				lb_buf_printf(&b, " (%s)", m->interpreter ? m->interpreter
+									 : "interpreter unrecorded");
+			if (v_pkg)
+				lb_buf_printf(&b, " (packages %.*s)", m->packages ? lpkg : 10,
+					      m->packages ? m->packages : "unlisted");
+			if (!(names[grp[k]] = b.data))
+				rc = -ENOMEM;
+		}
+		if (rc < 0 || !(v_entry || nvars || v_code || v_interp || v_pkg))
+			continue;
+		/* Which recorded settings split this name, for the report to say. */
+		lb_buf b = {0};
+		lb_buf_printf(&b, "%s: runs differ in ", s[i].base);
+		const char *sep = "";
+		if (v_entry) {
+			lb_buf_printf(&b, "%sentry point", sep);
+			sep = ", ";
+		}
+		for (size_t q = 0; q < nvars; q++) {
+			lb_buf_printf(&b, "%s-e %s", sep, vars[q]);
+			sep = ", ";
+		}
+		if (v_code) {
+			lb_buf_printf(&b, "%sstaged code", sep);
+			sep = ", ";
+		}
+		if (v_interp) {
+			lb_buf_printf(&b, "%sinterpreter", sep);
+			sep = ", ";
+		}
+		if (v_pkg)
+			lb_buf_printf(&b, "%spackages", sep);
+		lb_buf_printf(&b, ": %zu conditions, not seeds of one", g);
+		char **slot = b.data ? push(notes, nnotes, sizeof **notes) : NULL;
+		if (!slot) {
+			lb_buf_free(&b);
+			rc = -ENOMEM;
+		} else {
+			*slot = b.data;
+		}
+	}
+	free_strs(vars, nvars);
+	free(done);
+	free(grp);
+	for (int round = 0; rc == 0 && round < 2; round++) {
+		rc = disambiguate(s, n, names, round);
+		rc = rc > 0 ? 0 : rc;
+	}
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++) {
+			free(names[i]);
+			names[i] = NULL;
+		}
+		free_strs(*notes, *nnotes);
+		*notes = NULL;
+		*nnotes = 0;
+	}
+	return rc;
+}
+
+/* The settings among the reproducibility facts, so a reader sees their values per run. */
+static int setting_facts(lb_report *r, const lb_report_setting *s)
+{
+	int rc = 0;
+	if (s->entry)
+		rc = add_fact(r, "entry point", s->entry);
+	if (rc == 0 && s->code) {
+		char v[96];
+		snprintf(v, sizeof v, "sha256 %.12s... of the staged files", s->code);
+		rc = add_fact(r, "staged code", v);
+	}
+	if (rc == 0 && !s->sweep_cell) {
+		lb_buf b = {0};
+		for (size_t i = 0; i < s->nenv; i++) {
+			lb_buf_puts(&b, i ? " " : "");
+			put_word(&b, s->env[i]);
+		}
+		rc = add_fact(r, "-e variables (seeds aside)", b.data ? b.data : "none");
+		lb_buf_free(&b);
+	}
 	return rc;
 }
 
@@ -915,7 +1382,14 @@ int lb_report_read_sweep_runs(lb_report *r, json_object *doc)
 			continue;
 		json_object *result = load_json_at(dfd, "result.json");
 		json_object *manifest = load_json_at(dfd, "manifest.json");
-		int rc = run_facts(r, dfd, result, manifest);
+		char pkg[65];
+		lb_report_setting st;
+		int rc = run_facts(r, dfd, result, manifest, pkg);
+		if (rc == 0 && (rc = lb_report_run_setting(result, manifest, pkg[0] ? pkg : NULL,
+							   &st)) == 0) {
+			rc = setting_facts(r, &st);
+			lb_report_setting_free(&st);
+		}
 		const char *run_id = get_str(cell, "run_id");
 		json_object *failure = get(result, "failure");
 		for (size_t f = 0; rc == 0 && failure && run_id && f < r->nfailures; f++)
@@ -942,10 +1416,15 @@ typedef struct run_value {
 	double v;
 } run_value;
 
+/* While runs are added, r.conditions holds each condition's setting key (runs of one key
+ * pool); the names, which depend on what the settings of one base have in common, are made in
+ * lb_report_builder_finish. */
 struct lb_report_builder {
 	lb_report r;
 	run_value *values;
 	size_t nvalues;
+	lb_report_setting *settings; /* [condition] */
+	size_t nsettings;
 };
 
 int lb_report_builder_new(lb_report_builder **out)
@@ -958,48 +1437,12 @@ void lb_report_builder_free(lb_report_builder *b)
 {
 	if (!b)
 		return;
+	for (size_t i = 0; i < b->nsettings; i++)
+		lb_report_setting_free(&b->settings[i]);
+	free(b->settings);
 	lb_report_free(&b->r);
 	free(b->values);
 	free(b);
-}
-
-static bool seed_flag(const char *a)
-{
-	return strcmp(a, "--seed") == 0 || strcmp(a, "--random_seed") == 0 ||
-	       strcmp(a, "--random-seed") == 0;
-}
-
-char *lb_report_run_condition(json_object *result, json_object *manifest)
-{
-	json_object *sweep = get(result, "sweep");
-	if (!sweep)
-		sweep = get(manifest, "sweep");
-	const char *cond = get_str(sweep, "condition");
-	if (cond)
-		return strdup(cond);
-	json_object *config = get(manifest, "config");
-	const char *expdir = get_str(config, "expdir");
-	const char *base = expdir ? strrchr(expdir, '/') : NULL;
-	base = base && base[1] ? base + 1 : (expdir ? expdir : "run");
-	lb_buf b = {0};
-	lb_buf_puts(&b, base);
-	json_object *args = get(config, "args");
-	size_t n = args && json_object_is_type(args, json_type_array) ? json_object_array_length(args) : 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *a = json_object_get_string(json_object_array_get_idx(args, i));
-		if (!a)
-			continue;
-		if (seed_flag(a)) {
-			i++;
-			continue;
-		}
-		if (strncmp(a, "--seed=", 7) == 0)
-			continue;
-		lb_buf_printf(&b, " %s", a);
-	}
-	if (!b.data)
-		return strdup("run");
-	return b.data;
 }
 
 static int builder_value(lb_report_builder *b, size_t ci, const char *key, json_object *v)
@@ -1044,24 +1487,40 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 		return -EINVAL;
 	}
 	json_object *manifest = load_json_at(dfd, "manifest.json");
-	LB_AUTOFREE char *cond = lb_report_run_condition(result, manifest);
 	lb_report *r = &b->r;
-	ssize_t found = cond ? find_str(r->conditions, r->nconditions, cond) : -1;
+	char pkg[65];
+	lb_report_setting st = {0};
+	lb_buf key = {0};
+	int rc = run_facts(r, dfd, result, manifest, pkg);
+	if (rc == 0)
+		rc = lb_report_run_setting(result, manifest, pkg[0] ? pkg : NULL, &st);
+	if (rc == 0)
+		rc = setting_facts(r, &st);
+	if (rc == 0)
+		rc = lb_report_setting_key(&st, &key);
+	const char *cond = key.data;
+	ssize_t found = rc == 0 ? find_str(r->conditions, r->nconditions, cond) : -1;
 	size_t ci = (size_t)found;
-	int rc = cond ? 0 : -ENOMEM;
 	if (rc == 0 && found < 0) {
 		size_t old = r->nconditions;
-		rc = add_condition(r, cond, &ci);
+		lb_report_setting *ss = realloc(b->settings, (old + 1) * sizeof *ss);
+		if (ss)
+			b->settings = ss;
+		rc = ss ? add_condition(r, cond, &ci) : -ENOMEM;
+		if (rc == 0) {
+			b->settings[ci] = st;
+			b->nsettings = ci + 1;
+			memset(&st, 0, sizeof st);
+		}
 		for (size_t s = 0; rc == 0 && s < r->nseries; s++)
 			if (r->series[s].npoints)
 				rc = series_grow(&r->series[s], old, r->nconditions);
 	}
+	lb_report_setting_free(&st);
 	const char *status = get_str(result, "status");
 	bool completed = status && strcmp(status, "completed") == 0;
-	if (rc == 0) {
+	if (rc == 0)
 		r->cells[ci]++;
-		rc = run_facts(r, dfd, result, manifest);
-	}
 	if (rc == 0 && completed) {
 		r->completed[ci]++;
 		json_object *rec = lb_sweep_cell_record(result);
@@ -1097,6 +1556,7 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 	}
 	json_object_put(result);
 	json_object_put(manifest);
+	lb_buf_free(&key);
 	if (rc == -E2BIG)
 		snprintf(err, errlen, "more than %d conditions", LB_REPORT_MAX_CONDITIONS);
 	else if (rc < 0)
@@ -1152,6 +1612,29 @@ int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
 		st->ci_high = s.ci_high;
 	}
 	free(v);
+	char **names = calloc(r->nconditions + 1, sizeof *names);
+	int rc = names ? lb_report_condition_names(b->settings, r->nconditions, names, &r->splits,
+						   &r->nsplits)
+		       : -ENOMEM;
+	for (size_t f = 0; rc == 0 && f < r->nfailures; f++) {
+		ssize_t ci = find_str(r->conditions, r->nconditions, r->failures[f].condition);
+		char *d = ci >= 0 ? strdup(names[ci]) : NULL;
+		if (ci >= 0 && !d)
+			rc = -ENOMEM;
+		if (d) {
+			free(r->failures[f].condition);
+			r->failures[f].condition = d;
+		}
+	}
+	for (size_t c = 0; rc == 0 && c < r->nconditions; c++) {
+		free(r->conditions[c]);
+		r->conditions[c] = names[c];
+		names[c] = NULL;
+	}
+	if (names)
+		free_strs(names, r->nconditions);
+	if (rc < 0)
+		return rc;
 	lb_buf t = {0};
 	lb_buf_printf(&t, "%zu run%s", r->runs_read, r->runs_read == 1 ? "" : "s");
 	r->title = t.data;

@@ -618,6 +618,11 @@ static void html_facts(const lb_report *r, lb_buf *b)
 	lb_buf_printf(b, "<section id=\"reproducibility\"><h2>Reproducibility</h2>\n"
 			 "<p class=\"sub\">From the records of %zu run%s.</p>\n<dl class=\"facts\">\n",
 		      r->runs_read, r->runs_read == 1 ? "" : "s");
+	for (size_t i = 0; i < r->nsplits; i++) {
+		lb_buf_puts(b, "<p class=\"warn split\">");
+		esc(b, r->splits[i]);
+		lb_buf_puts(b, "</p>\n");
+	}
 	for (size_t i = 0; i < r->nfacts; i++) {
 		const lb_report_fact *f = &r->facts[i];
 		lb_buf_puts(b, "<dt>");
@@ -711,8 +716,15 @@ static int render_md(const lb_report *r, lb_buf *b)
 		}
 		lb_buf_puts(b, "\n");
 	}
-	return lb_buf_puts(b, "\nMean ± half-width of the 95% interval (Student's t) over "
-			      "completed runs; n runs per condition.\n");
+	lb_buf_puts(b, "\nMean ± half-width of the 95% interval (Student's t) over "
+		       "completed runs; n runs per condition.\n");
+	/* A note's names are the experiment's text, escaped as a cell's are. */
+	for (size_t i = 0; i < r->nsplits; i++) {
+		lb_buf_puts(b, i ? "\n" : "\nKept apart by recorded settings:\n\n");
+		lb_buf_puts(b, "- ");
+		lb_report_md_cell(b, r->splits[i]);
+	}
+	return lb_buf_puts(b, r->nsplits ? "\n" : "");
 }
 
 static void csv_num(lb_buf *b, bool have, double v)

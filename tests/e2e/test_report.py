@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -532,3 +533,85 @@ def test_md_names_from_the_experiment_form_no_link_or_image(tmp_path):
         cells = [e["text"].strip() for e in dom.elements if e["tag"] in ("th", "td")]
         for name in MD_HOSTILE:
             assert name in cells or any(name in c for c in cells), (name, cells)
+
+
+def md_rows(text):
+    """{condition: (n, cell of the first metric)} of a Markdown report."""
+    table = [l for l in text.splitlines() if l.startswith("|")]
+    rows = {}
+    for line in table[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[md_unescape(cells[0])] = (int(cells[1]), cells[2])
+    return rows
+
+
+def test_runs_that_differ_in_recorded_settings_are_different_conditions(tmp_path):
+    """Runs of one directory and arguments that recorded another -e value, other code or
+    another entry point are different conditions, named by what differs; a seed (an -e
+    variable named like one) still pools."""
+    runs = tmp_path / "runs"
+    exp = write_exp(tmp_path, '''
+        import os
+        seed = int(os.environ.get("SEED", "0"))
+        print(f"acc: {0.5 + float(os.environ.get('LR', '0')) + seed / 1000:.6f}")
+        ''')
+    ids = []
+    for lr, seed in (("0.1", 1), ("0.1", 2), ("0.3", 1), ("0.3", 2)):
+        p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-e",
+                          f"LR={lr}", "-e", f"SEED={seed}", "-e", "BATCH=32", exp)
+        assert p.returncode == 0, p.stderr[-3000:]
+        ids.append(res["id"])
+    p = labbox("report", "--runs-dir", runs, "--format", "md", *ids)
+    assert p.returncode == 0, p.stderr
+    rows = md_rows(p.stdout)
+    assert rows.keys() == {"exp LR=0.1", "exp LR=0.3"}, rows
+    assert rows["exp LR=0.1"][0] == 2 and rows["exp LR=0.3"][0] == 2
+    assert float(rows["exp LR=0.1"][1].split()[0]) == pytest.approx(0.6015)
+    assert float(rows["exp LR=0.3"][1].split()[0]) == pytest.approx(0.8015)
+    assert "runs differ in \\-e LR" in p.stdout
+    p = labbox("report", "--runs-dir", runs, "--format", "csv", *ids)
+    assert p.returncode == 0, p.stderr
+    got = {r["condition"]: r for r in csv.DictReader(io.StringIO(p.stdout))}
+    assert got.keys() == {"exp LR=0.1", "exp LR=0.3"}
+    assert float(got["exp LR=0.1"]["mean"]) == pytest.approx(0.6015)
+    assert float(got["exp LR=0.1"]["std"]) == pytest.approx(statistics.stdev([0.601, 0.602]))
+    # Seeds of one setting alone: one condition, named as before.
+    p = labbox("report", "--runs-dir", runs, "--format", "csv", *ids[:2])
+    assert {r["condition"] for r in csv.DictReader(io.StringIO(p.stdout))} == {"exp"}
+    # The page's reproducibility section says what told the conditions apart.
+    out = tmp_path / "r.html"
+    p = labbox("report", "--runs-dir", runs, "-o", out, *ids)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    assert "exp: runs differ in -e LR: 2 conditions" in html
+    assert "LR=0.1" in html and "-e variables (seeds aside)" in html
+
+    # The code edited between runs, then another entry point.
+    exp2 = write_exp(tmp_path, "print('acc: 0.2')\n", name="exp2")
+    ids = []
+    for code in ("print('acc: 0.2')\n", "print('acc: 0.9')\n"):
+        (exp2 / "main.py").write_text(code)
+        for _ in range(2):
+            p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp2)
+            assert p.returncode == 0, p.stderr[-3000:]
+            ids.append(res["id"])
+    (exp2 / "other.py").write_text("print('acc: 0.5')\n")
+    p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--entry",
+                      "other.py", exp2)
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = labbox("report", "--runs-dir", runs, "--format", "md", *ids, res["id"])
+    assert p.returncode == 0, p.stderr
+    rows = md_rows(p.stdout)
+    assert len(rows) == 3, rows
+    by_mean = {float(cell.split()[0]): (name, n) for name, (n, cell) in rows.items()}
+    assert sorted(by_mean) == [0.2, 0.5, 0.9]
+    assert by_mean[0.2][1] == 2 and by_mean[0.9][1] == 2 and by_mean[0.5][1] == 1
+    assert by_mean[0.5][0].startswith("exp2 --entry other.py (code ")
+    for acc in (0.2, 0.9):
+        assert by_mean[acc][0].startswith("exp2 --entry main.py (code "), rows
+    assert by_mean[0.2][0] != by_mean[0.9][0]
+    assert "runs differ in entry point, staged code: 3 conditions" in md_unescape(p.stdout)
+    # Only the code differs: the entry point is not named.
+    p = labbox("report", "--runs-dir", runs, "--format", "csv", *ids)
+    names = {r["condition"] for r in csv.DictReader(io.StringIO(p.stdout))}
+    assert len(names) == 2 and all(re.fullmatch(r"exp2 \(code [0-9a-f]{6}\)", n) for n in names)

@@ -408,6 +408,103 @@ static void test_series_lines(void **state)
 	assert_string_equal(p.names[8], "B/final"); /* still in condition B */
 }
 
+static json_object *js(const char *text)
+{
+	json_object *o = json_tokener_parse(text);
+	assert_non_null(o);
+	return o;
+}
+
+static void setting_of(lb_report_setting *st, const char *manifest, const char *pkg)
+{
+	json_object *res = js("{\"status\": \"completed\"}"), *man = js(manifest);
+	assert_int_equal(lb_report_run_setting(res, man, pkg, st), 0);
+	json_object_put(res);
+	json_object_put(man);
+}
+
+#define MAN(args, entry, env, files)                                                          \
+	"{\"config\": {\"expdir\": \"/x/exp\", \"args\": " args ", \"entry\": \"" entry "\", "   \
+	"\"sandbox\": {\"env\": " env "}}, \"files\": " files ", \"interpreter\": "              \
+	"{\"implementation\": \"cpython\", \"version\": \"3.11.2\"}}"
+
+/* Settings a run recorded tell conditions apart; seeds (arguments and variables) do not. */
+static void test_condition_settings(void **state)
+{
+	(void)state;
+	lb_report_setting s[6];
+	setting_of(&s[0], MAN("[\"--lr\", \"0.1\", \"--seed\", \"1\"]", "main.py",
+			      "[\"LR=0.1\", \"SEED=1\", \"BS=32\"]", "{\"main.py\": \"aa\"}"), "p1");
+	setting_of(&s[1], MAN("[\"--lr\", \"0.1\", \"--seed\", \"2\"]", "main.py",
+			      "[\"BS=32\", \"SEED=2\", \"LR=0.1\", \"PYTHONHASHSEED=3\"]",
+			      "{\"main.py\": \"aa\"}"), "p1");
+	lb_buf k0 = {0}, k1 = {0};
+	assert_int_equal(lb_report_setting_key(&s[0], &k0), 0);
+	assert_int_equal(lb_report_setting_key(&s[1], &k1), 0);
+	assert_string_equal(k0.data, k1.data); /* seeds of one setting pool */
+	assert_string_equal(s[0].base, "exp --lr 0.1");
+	assert_int_equal(s[0].nenv, 2);
+	lb_report_setting_free(&s[1]);
+	/* LR differs; another's code; another entry; BS unset; an argument with a blank. */
+	setting_of(&s[1], MAN("[\"--lr\", \"0.1\"]", "main.py", "[\"LR=0.3\", \"BS=32\"]",
+			      "{\"main.py\": \"aa\"}"), "p1");
+	setting_of(&s[2], MAN("[\"--lr\", \"0.1\"]", "main.py", "[\"LR=0.1\", \"BS=32\"]",
+			      "{\"main.py\": \"bb\"}"), "p1");
+	setting_of(&s[3], MAN("[\"--lr\", \"0.1\"]", "other.py", "[\"LR=0.1\", \"BS=32\"]",
+			      "{\"main.py\": \"aa\"}"), "p1");
+	setting_of(&s[4], MAN("[\"--lr\", \"0.1\"]", "main.py", "[\"LR=0.1\"]",
+			      "{\"main.py\": \"aa\"}"), "p1");
+	setting_of(&s[5], MAN("[\"--lr 0.1\"]", "main.py", "[]", "{\"main.py\": \"aa\"}"), "p2");
+	char *names[6], **notes;
+	size_t nnotes;
+	assert_int_equal(lb_report_condition_names(s, 6, names, &notes, &nnotes), 0);
+	char c0[80], c2[80];
+	lb_buf k = {0};
+	assert_int_equal(lb_report_setting_key(&s[0], &k), 0);
+	snprintf(c0, sizeof c0, "(code %.6s)", s[0].code);
+	snprintf(c2, sizeof c2, "(code %.6s)", s[2].code);
+	assert_non_null(strstr(names[0], "exp --lr 0.1 --entry main.py BS=32 LR=0.1 "));
+	assert_non_null(strstr(names[0], c0));
+	assert_non_null(strstr(names[1], "LR=0.3"));
+	assert_non_null(strstr(names[2], c2));
+	assert_non_null(strstr(names[3], "--entry other.py"));
+	assert_non_null(strstr(names[4], "BS unset"));
+	assert_string_equal(names[5], "exp \"--lr 0.1\""); /* alone under its base: nothing added */
+	for (size_t i = 0; i < 6; i++)
+		for (size_t j = i + 1; j < 6; j++)
+			assert_string_not_equal(names[i], names[j]);
+	assert_int_equal(nnotes, 1);
+	assert_string_equal(notes[0], "exp --lr 0.1: runs differ in entry point, -e BS, -e LR, "
+				      "staged code: 5 conditions, not seeds of one");
+	for (size_t i = 0; i < 6; i++) {
+		free(names[i]);
+		lb_report_setting_free(&s[i]);
+	}
+	free(notes[0]);
+	free(notes);
+	lb_buf_free(&k);
+	lb_buf_free(&k0);
+	lb_buf_free(&k1);
+
+	/* A directory named like a sweep's condition: the cell keeps its name, the run gets its
+	 * setting's digest. */
+	json_object *res = js("{\"sweep\": {\"condition\": \"lam=1\"}}"), *man = js("{}");
+	assert_int_equal(lb_report_run_setting(res, man, NULL, &s[0]), 0);
+	json_object_put(res);
+	json_object_put(man);
+	assert_true(s[0].sweep_cell);
+	setting_of(&s[1], "{\"config\": {\"expdir\": \"/x/lam=1\"}}", NULL);
+	assert_int_equal(lb_report_condition_names(s, 2, names, &notes, &nnotes), 0);
+	assert_string_equal(names[0], "lam=1");
+	assert_true(strncmp(names[1], "lam=1 [setting ", 15) == 0);
+	assert_int_equal(nnotes, 0);
+	for (size_t i = 0; i < 2; i++) {
+		free(names[i]);
+		lb_report_setting_free(&s[i]);
+	}
+	free(notes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_documents),
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_series_lines),
+		cmocka_unit_test(test_condition_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
