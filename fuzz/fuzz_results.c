@@ -17,13 +17,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The same bytes as results.csv: rows of objects that sanitize to strict JSON. */
 	if (lb_results_parse_csv((const char *)data, size, &doc, err, sizeof(err)) == 0) {
-		struct json_object *rows = lb_json_sanitize(doc);
+		struct json_object *rows = lb_json_sanitize(doc), *files = json_object_new_object();
 
 		if (!rows || !json_object_is_type(doc, json_type_array))
 			abort();
 		fuzz_assert_strict_json(rows);
 		json_object_put(rows);
-		json_object_put(doc);
+		/* An R experiment's file: its NA cells read as missing numbers. */
+		json_object_object_add(files, "results.csv", doc);
+		if (lb_results_read_na(files, declared, 4) < 0)
+			abort();
+		rows = lb_json_sanitize(files);
+		fuzz_assert_strict_json(rows);
+		json_object_put(rows);
+		json_object_put(files);
 	} else if (doc) {
 		abort();
 	}
@@ -56,6 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		json_object_object_add(files, "results.json", json_object_get(doc));
 		json_object_object_add(files, "run_0/final_info.json", json_object_get(doc));
+		if (lb_results_read_na(files, declared, 4) < 0)
+			abort();
 		issues = json_object_new_array();
 		warnings = json_object_new_array();
 		if (lb_metrics_validate_run(NULL, &info, issues, warnings) !=

@@ -321,6 +321,21 @@ int lb_results_parse(const char *data, size_t len, struct json_object **out, cha
 int lb_results_parse_csv(const char *data, size_t len, struct json_object **out, char *err,
 			 size_t errlen);
 
+/* R and Octave spell a missing number NA: R's write.csv and write.table write NA and NaN so,
+ * jsonlite::write_json a numeric NA as the string "NA", Octave's dlmwrite and csvwrite its NA.
+ * Pure: in the parsed results files (files_out of lb_results_collect) of an R or Octave run,
+ * each string "NA" that stands for a number becomes a NaN (a double whose text is "NA"):
+ *   - an element of an array whose other elements are numbers (a string lb_parse_number
+ *     reads, "NaN" and "Inf" too, counts as one; nulls are allowed), at least one of them;
+ *   - a cell of a column of an array of objects (a results.csv's rows; a row without the key
+ *     is allowed) whose other cells are numbers so, at least one of them;
+ *   - the value of a member named in declared[0..n) (its key), or an element of an array
+ *     that is that value, when the array holds nothing but numbers, NAs and nulls.
+ * A column or an array of strings keeps its "NA" as a label (R's write.csv quotes strings, so a
+ * quoted number is a string and keeps its column a text one). Returns the number of values
+ * turned into NaN, or -ENOMEM. */
+int lb_results_read_na(struct json_object *files, const char *const *declared, size_t n);
+
 /* Results files of a run ------------------------------------------------------------------ */
 
 /* Largest results file read; a larger one is an "unreadable" issue. json-c holds a parsed

@@ -77,7 +77,24 @@ typedef struct lb_failure_input {
 	 * used almost no CPU was waiting, not computing. */
 	double wall_s, cpu_s;
 	bool cpu_known;
+	/* Octave: the exec guard killed its own help formatter (lb_octave_help_formatter), which
+	 * its missing-function hook starts to format "The 'f' function belongs to the P package",
+	 * so that sentence is not in the output. octave_unimplemented: the path of the
+	 * interpreter's m/help/__unimplemented__.m, whose lists name the package of a function
+	 * instead; NULL: not known. */
+	bool octave_help_killed;
+	const char *octave_unimplemented;
 } lb_failure_input;
+
+/* Pure: whether a command line the exec guard refused (as it records it, argv joined by
+ * blanks) is Octave's own help formatter: makeinfo on one of the octave-help-XXXXXX files
+ * Octave's __makeinfo__ writes into its temporary directory. */
+bool lb_octave_help_formatter(const char *argv);
+/* Pure: the Octave Forge package __unimplemented__.m's text (len bytes) assigns function fn
+ * to (`case {..., "fn", ...}` then `txt = check_package (fcn, "P")`), copied into pkg. 0,
+ * -ENOENT when it names none (not listed, or a Matlab function Octave lacks). */
+int lb_octave_function_package(const char *text, size_t len, const char *fn, char *pkg,
+			       size_t pkglen);
 
 /* Classify. Returns a new JSON object or NULL when nothing failed (exit 0, no signal, no
  * timeout, no oom, no infra error, no uncaught exception of the main program):

@@ -1117,3 +1117,202 @@ int lb_results_collect(int expdirfd, const char *const *names, size_t n, const c
 	}
 	return count;
 }
+
+/* R's and Octave's NA in results files ------------------------------------------------------ */
+
+static bool is_na(struct json_object *v)
+{
+	return json_object_is_type(v, json_type_string) && json_object_get_string_len(v) == 2 &&
+	       memcmp(json_object_get_string(v), "NA", 2) == 0;
+}
+
+/* A number, or its spelling as a string ("NaN", "Inf": jsonlite writes R's NaN and Inf so). */
+static bool numberish(struct json_object *v)
+{
+	double x;
+
+	switch (json_object_get_type(v)) {
+	case json_type_int:
+	case json_type_double:
+		return true;
+	case json_type_string:
+		return lb_parse_number(json_object_get_string(v),
+				       (size_t)json_object_get_string_len(v), &x);
+	default:
+		return false;
+	}
+}
+
+/* The NaN an NA stands for, keeping "NA" as its text so that the issue can say how it was
+ * written; result.json rebuilds it as "NaN" (lb_json_sanitize). */
+static struct json_object *na_number(void)
+{
+	return json_object_new_double_s(NAN, "NA");
+}
+
+/* What a run of values shows: 1 when it holds a number and only numbers, NAs and nulls
+ * besides, so its NAs are missing numbers; 0 otherwise. */
+typedef struct na_tally {
+	size_t numbers, nas, others;
+} na_tally;
+
+static void na_count(na_tally *t, struct json_object *v)
+{
+	if (!v)
+		return;
+	if (is_na(v))
+		t->nas++;
+	else if (numberish(v))
+		t->numbers++;
+	else
+		t->others++;
+}
+
+static int na_array_elements(struct json_object *arr, bool need_number)
+{
+	size_t n = json_object_array_length(arr);
+	na_tally t = { 0 };
+	int done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		na_count(&t, json_object_array_get_idx(arr, i));
+	if (!t.nas || t.others || (need_number && !t.numbers))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *nv;
+
+		if (!is_na(json_object_array_get_idx(arr, i)))
+			continue;
+		if (!(nv = na_number()))
+			return -ENOMEM;
+		if (json_object_array_put_idx(arr, i, nv) < 0) {
+			json_object_put(nv);
+			return -ENOMEM;
+		}
+		done++;
+	}
+	return done;
+}
+
+/* Rows: an array whose elements are objects, as results.csv reads (and jsonlite writes a
+ * data frame). Each column is judged once, on all its cells: a table of 100,000 rows must not
+ * be read again for each NA in it. */
+static bool na_column_numeric(struct json_object *rows, const char *key)
+{
+	size_t n = json_object_array_length(rows);
+	na_tally t = { 0 };
+
+	for (size_t j = 0; j < n && !t.others; j++) {
+		struct json_object *row = json_object_array_get_idx(rows, j), *c;
+
+		if (json_object_is_type(row, json_type_object) &&
+		    json_object_object_get_ex(row, key, &c))
+			na_count(&t, c);
+	}
+	return !t.others && t.numbers;
+}
+
+static int na_columns(struct json_object *rows)
+{
+	__attribute__((cleanup(json_putp))) struct json_object *judged = NULL;
+	size_t n = json_object_array_length(rows);
+	int done = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *row = json_object_array_get_idx(rows, i), *seen;
+
+		if (!json_object_is_type(row, json_type_object))
+			continue;
+		json_object_object_foreach(row, key, cell) {
+			if (!is_na(cell))
+				continue;
+			if (!judged && !(judged = json_object_new_object()))
+				return -ENOMEM;
+			if (!json_object_object_get_ex(judged, key, &seen)) {
+				seen = json_object_new_boolean(na_column_numeric(rows, key));
+				if (!seen || json_object_object_add(judged, key, seen) < 0) {
+					json_object_put(seen);
+					return -ENOMEM;
+				}
+			}
+			if (!json_object_get_boolean(seen))
+				continue;
+			struct json_object *nv = na_number();
+			/* Replacing the value of the member being visited keeps its entry. */
+			if (!nv || json_object_object_add(row, key, nv) < 0) {
+				json_object_put(nv);
+				return -ENOMEM;
+			}
+			done++;
+		}
+	}
+	return done;
+}
+
+static bool na_declared(const char *key, const char *const *declared, size_t n)
+{
+	for (size_t i = 0; key && i < n; i++)
+		if (declared[i] && strcmp(declared[i], key) == 0)
+			return true;
+	return false;
+}
+
+static int na_walk(struct json_object *node, const char *const *declared, size_t n, int depth)
+{
+	int done = 0, r;
+
+	if (depth > 64)
+		return 0;
+	if (json_object_is_type(node, json_type_object)) {
+		json_object_object_foreach(node, key, child) {
+			if (is_na(child) && na_declared(key, declared, n)) {
+				struct json_object *nv = na_number();
+
+				if (!nv || json_object_object_add(node, key, nv) < 0) {
+					json_object_put(nv);
+					return -ENOMEM;
+				}
+				done++;
+				continue;
+			}
+			if (json_object_is_type(child, json_type_array) &&
+			    na_declared(key, declared, n)) {
+				if ((r = na_array_elements(child, false)) < 0)
+					return r;
+				done += r;
+			}
+			if ((r = na_walk(child, declared, n, depth + 1)) < 0)
+				return r;
+			done += r;
+		}
+	} else if (json_object_is_type(node, json_type_array)) {
+		if ((r = na_array_elements(node, true)) < 0)
+			return r;
+		done += r;
+		if ((r = na_columns(node)) < 0)
+			return r;
+		done += r;
+		for (size_t i = 0; i < json_object_array_length(node); i++) {
+			if ((r = na_walk(json_object_array_get_idx(node, i), declared, n,
+					 depth + 1)) < 0)
+				return r;
+			done += r;
+		}
+	}
+	return done;
+}
+
+int lb_results_read_na(struct json_object *files, const char *const *declared, size_t n)
+{
+	int done = 0, r;
+
+	if (!json_object_is_type(files, json_type_object))
+		return 0;
+	json_object_object_foreach(files, name, doc) {
+		(void)name;
+		if ((r = na_walk(doc, declared, declared ? n : 0, 0)) < 0)
+			return r;
+		done += r;
+	}
+	return done;
+}

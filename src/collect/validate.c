@@ -163,8 +163,10 @@ static void flag_null(lb_validation *val, const char *metric, const char *path)
 	add_issue(val, "null", metric, where, message);
 }
 
+/* written: how the file spelt it when that was not a JSON number ("as a string", R's NA),
+ * NULL when it was one. */
 static void flag_result(lb_validation *val, const char *metric, const char *path, double v,
-			bool was_string)
+			const char *written)
 {
 	char where[LB_PATH_MAX + 64];
 	char message[sizeof(where) + LB_PATH_MAX + 96];
@@ -173,8 +175,9 @@ static void flag_result(lb_validation *val, const char *metric, const char *path
 		snprintf(where, sizeof(where), "%s at %s", val->results_name, path);
 	else
 		snprintf(where, sizeof(where), "%s (top level)", val->results_name);
-	snprintf(message, sizeof(message), "%s is %s in %s%s", path[0] ? path : metric,
-		 nonfinite_text(v), val->results_name, was_string ? " (written as a string)" : "");
+	snprintf(message, sizeof(message), "%s is %s in %s%s%s%s", path[0] ? path : metric,
+		 nonfinite_text(v), val->results_name, written ? " (written " : "",
+		 written ? written : "", written ? ")" : "");
 	add_issue(val, nonfinite_kind(v), metric, where, message);
 }
 
@@ -226,8 +229,12 @@ static void walk_results(lb_validation *val, struct json_object *node, const cha
 	case json_type_double: {
 		double v = json_object_get_double(node);
 
+		/* lb_results_read_na's NaN keeps R's spelling as its text. */
 		if (!isfinite(v))
-			flag_result(val, metric, path, v, false);
+			flag_result(val, metric, path, v,
+				    isnan(v) && strcmp(json_object_get_string(node), "NA") == 0
+					    ? "as NA, R's and Octave's missing number"
+					    : NULL);
 		break;
 	}
 	case json_type_string: {
@@ -238,7 +245,7 @@ static void walk_results(lb_validation *val, struct json_object *node, const cha
 		if (lb_parse_number(json_object_get_string(node),
 				    (size_t)json_object_get_string_len(node), &v) &&
 		    !isfinite(v))
-			flag_result(val, metric, path, v, true);
+			flag_result(val, metric, path, v, "as a string");
 		break;
 	}
 	case json_type_null:

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -2818,6 +2819,158 @@ static size_t octave_frame(const lb_log *log, size_t from)
 	return NONE;
 }
 
+/* Octave's missing-function hook --------------------------------------------------------- */
+
+bool lb_octave_help_formatter(const char *argv)
+{
+	const char *last = argv ? strrchr(argv, ' ') : NULL;
+	const char *base = last ? strrchr(last, '/') : NULL;
+	const char *mi = argv ? strstr(argv, "makeinfo ") : NULL;
+
+	/* __makeinfo__'s command: makeinfo ... --output=- "TMP/octave-help-XXXXXX" (mkstemp's
+	 * six characters), nothing after the file. */
+	return mi && (mi == argv || mi[-1] == '/' || mi[-1] == ' ') && mi < last &&
+	       strstr(mi, " --output=- ") && base && strncmp(base + 1, "octave-help-", 12) == 0 &&
+	       strlen(base + 1) == 18;
+}
+
+int lb_octave_function_package(const char *text, size_t len, const char *fn, char *pkg,
+			       size_t pkglen)
+{
+	static const char call[] = "check_package (fcn, \"";
+	char quoted[136];
+	int n = snprintf(quoted, sizeof quoted, "\"%s\"", fn ? fn : "");
+
+	if (!fn || !*fn || n < 0 || (size_t)n >= sizeof quoted || !pkglen)
+		return -ENOENT;
+	for (const char *p = text, *end = text + len;
+	     p < end && (p = memmem(p, (size_t)(end - p), quoted, (size_t)n)); p += n) {
+		/* The function's case ends at its check_package, or, for the Matlab functions
+		 * Octave lacks, at the next case without one. */
+		const char *c = memmem(p, (size_t)(end - p), call, sizeof call - 1);
+		const char *k = memmem(p, (size_t)(end - p), "\n    case ", 10);
+		const char *o = memmem(p, (size_t)(end - p), "otherwise", 9);
+		if (!c || (k && k < c) || (o && o < c))
+			continue;
+		c += sizeof call - 1;
+		size_t w = 0;
+		while (c + w < end && (isalnum((unsigned char)c[w]) || c[w] == '-' || c[w] == '_'))
+			w++;
+		if (!w || w >= pkglen || c + w >= end || c[w] != '"')
+			return -ENOENT;
+		memcpy(pkg, c, w);
+		pkg[w] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* The function Octave's "error: 'f' undefined" (7.x; "'f' undefined near line 1, column 5")
+ * names, from the last such line; its index, or NONE. */
+static size_t octave_undefined(const lb_log *log, char *fn, size_t fnlen)
+{
+	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		if (strncmp(s, "error: '", 8) == 0 && strstr(s, "' undefined") &&
+		    quoted_after(s, "error:", fn, fnlen))
+			return i;
+	}
+	return NONE;
+}
+
+static void octave_package_verdict(lb_verdict *v, const char *fn, const char *pkg, int state,
+				   const char *line)
+{
+	/* state: 1 not installed, 2 installed but not loaded, 0 not known (the sentence that
+	 * says which was lost with its formatter) */
+	v->cls = "missing_package";
+	snprintf(v->summary, sizeof v->summary, "Octave package '%s' is %s: '%s' belongs to it: %.400s",
+		 pkg,
+		 state == 1   ? "not installed"
+		 : state == 2 ? "installed but not loaded"
+			      : "not loaded (or not installed)",
+		 fn, line);
+	if (state == 2)
+		snprintf(v->suggestion, sizeof v->suggestion,
+			 "load it in the script before the call, with pkg load %s (Octave loads no "
+			 "Octave Forge package by itself)",
+			 pkg);
+	else if (state == 1)
+		snprintf(v->suggestion, sizeof v->suggestion,
+			 "install it for Octave beforehand (Debian: apt install octave-%s, or pkg "
+			 "install), and load it with pkg load %s before the call",
+			 pkg, pkg);
+	else
+		snprintf(v->suggestion, sizeof v->suggestion,
+			 "load it with pkg load %s before the call, and install it beforehand if "
+			 "pkg list does not show it (Debian: apt install octave-%s)",
+			 pkg, pkg);
+}
+
+/* "The 'normpdf' function belongs to the statistics package from Octave Forge which seems to
+ * not be installed in your system." (or "which you have installed but not loaded.  To load
+ * the package, run 'pkg load statistics' from the Octave prompt."): Octave's
+ * __unimplemented__ names the cause outside the code, on lines makeinfo wrapped. When the
+ * exec guard killed makeinfo that sentence is not there, and the interpreter's own
+ * __unimplemented__.m says which package the undefined function is of. A package that is
+ * loaded and lacks the function is the code's (the generic error line). */
+static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
+{
+	char fn[128] = "", pkg[64] = "";
+	size_t err = octave_undefined(log, fn, sizeof fn);
+
+	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *at = strstr(s, "function belongs to the ");
+		char para[1024];
+		size_t o = 0;
+
+		if (!at)
+			continue;
+		for (size_t k = i; k < log->n && k < i + 6 && log->lines[k][0]; k++) {
+			int w = snprintf(para + o, sizeof para - o, "%s%s", o ? " " : "",
+					 log->lines[k] + indent_of(log->lines[k]));
+			if (w < 0 || (size_t)w >= sizeof para - o)
+				break;
+			o += (size_t)w;
+		}
+		int state = has(para, "not be installed")	       ? 1
+			    : has(para, "installed but not loaded") ? 2
+								     : -1;
+		at = strstr(para, "function belongs to the ") + strlen("function belongs to the ");
+		size_t w = strcspn(at, " ");
+		if (state < 0 || !w || w >= sizeof pkg || !quoted_after(para, "The", fn, sizeof fn))
+			return false;
+		memcpy(pkg, at, w);
+		pkg[w] = '\0';
+		octave_package_verdict(v, fn, pkg, state, para);
+		if (err != NONE && err < i)
+			add_evidence(v, err);
+		add_evidence(v, i);
+		set_confidence(v, CONF_HIGH, "Octave's missing-function message names the package "
+					     "and says whether it is installed");
+		if ((v->code_frame = octave_frame(log, i)) != NONE)
+			add_evidence(v, v->code_frame);
+		return true;
+	}
+	if (!in->octave_help_killed || !in->octave_unimplemented || err == NONE)
+		return false;
+	LB_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	if (lb_read_file_at(AT_FDCWD, in->octave_unimplemented, 1 << 20, &text, &len) < 0 ||
+	    lb_octave_function_package(text, len, fn, pkg, sizeof pkg) < 0)
+		return false;
+	octave_package_verdict(v, fn, pkg, 0, log->lines[err] + indent_of(log->lines[err]));
+	add_evidence(v, err);
+	set_confidence(v, CONF_MEDIUM,
+		       "Octave's list of Forge packages' functions (m/help/__unimplemented__.m) "
+		       "names the package; its message, which says whether it is installed, was "
+		       "lost with the help formatter the exec guard killed");
+	if ((v->code_frame = octave_frame(log, err)) != NONE)
+		add_evidence(v, v->code_frame);
+	return true;
+}
+
 static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
@@ -3634,6 +3787,9 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		diagnose_exception(v, log, exc, n_exc);
 		return;
 	}
+	if (in->language && strcmp(in->language, "octave") == 0 &&
+	    octave_missing_function(v, in, log))
+		return;
 	if (scan_messages(v, log, in->language))
 		return;
 	/* Only a signal labbox saw is one: every backend turns a status it knows to mean a

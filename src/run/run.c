@@ -1575,6 +1575,11 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		}
 	}
 	json_object_put(staged_ids);
+	/* R and Octave write a missing number as NA, in a results file too: a NaN to flag, where
+	 * the file shows it stands for a number (lb_results_read_na; Python's "NA" is a label).
+	 * Out of memory, the NAs not yet read stay labels, as before this rule. */
+	if (st->lang == LB_LANG_R || st->lang == LB_LANG_OCTAVE)
+		(void)lb_results_read_na(files_read, st->declared, st->ndeclared);
 	/* A run that printed only progress lines and wrote no results file (any file read is
 	 * the run's own account, values or not: {"error": ...}): its last progress line is what
 	 * it has to show (docs/decisions.md); lb_metrics_use_progress decides. */
@@ -1608,7 +1613,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		exit_code = LB_EXIT_REJECTED;
 	}
 	/* What ended the run otherwise (a timeout, an OOM) stays the verdict. */
-	bool exec_refused = res.exec_refused && !rejected && !res.oom_killed &&
+	/* Octave's missing-function hook formats its message with makeinfo, a perl script: the
+	 * guard's kill of that is Octave's own help going unformatted, not a program the
+	 * experiment started, and the error Octave raised stays the verdict (decisions.md). */
+	bool help_only = st->lang == LB_LANG_OCTAVE && res.exec_refused &&
+			 res.exec_refused <= LB_SB_MAX_EXEC_REFUSALS;
+	for (unsigned i = 0; help_only && i < res.exec_refused; i++)
+		help_only = lb_octave_help_formatter(res.exec_refusals[i].argv);
+	bool exec_refused = res.exec_refused && !help_only && !rejected && !res.oom_killed &&
 			    (res.outcome == LB_SB_EXITED || res.outcome == LB_SB_SIGNALED);
 	if (exec_refused || uncaught_exit0) {
 		status = "failed";
@@ -1689,6 +1701,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		fin.payload_gid = (unsigned)gid;
 		fin.host_root = true;
 	}
+	/* The message makeinfo would have formatted names the package; this host's Octave
+	 * lists which function is whose (a remote run's Octave is not this one). */
+	char unimpl[PATH_MAX];
+	fin.octave_help_killed = help_only;
+	if (help_only && !st->remote && st->py.prefix[0] && st->py.version[0] &&
+	    snprintf(unimpl, sizeof unimpl, "%s/share/octave/%s/m/help/__unimplemented__.m",
+		     st->py.prefix, st->py.version) < (int)sizeof unimpl)
+		fin.octave_unimplemented = unimpl;
 	fin.wall_s = res.wall_s;
 	fin.cpu_s = res.cpu_user_s + res.cpu_sys_s;
 	/* A backend that does not measure it reports 0: no process runs on no CPU at all. */

@@ -386,6 +386,78 @@ def test_r_na_is_a_missing_value_not_a_label(tmp_path):
     assert doc["metrics"]["values"] == {"accuracy": "NaN"}
 
 
+@need_r
+def test_r_na_in_results_files_is_a_missing_number(tmp_path):
+    # write.csv writes NA and NaN as NA, jsonlite a numeric NA as "NA": in a column or an
+    # array of numbers (or a declared metric) that is a missing number, flagged; a quoted
+    # "NA" in a text column stays a label.
+    d = exp(tmp_path, "r_na_files", {"main.R": """
+        set.seed(1)
+        res <- data.frame(fold = 1:3, acc = c(0.81, NA, 0.79), loss = c(0.2, NaN, 0.3),
+                          region = c("EU", "NA", "US"))
+        write.csv(res, "results.csv", row.names = FALSE)
+        jsonlite::write_json(list(mean_acc = 0.8, acc = c(0.81, NA, 0.79)), "results.json",
+                             auto_unbox = TRUE, digits = NA)
+        cat("mean_acc:", mean(res$acc, na.rm = TRUE), "\\n")
+        """})
+    p, doc = run(tmp_path, d, "--metrics", "acc")
+    assert p.returncode == 4 and doc["status"] == "invalid_metrics", (doc["status"], doc["metric_issues"])
+    where = sorted(i["where"] for i in doc["metric_issues"] if i["kind"] == "nan")
+    assert where == ["results.csv at [1].acc", "results.csv at [1].loss", "results.json at acc[1]"], doc["metric_issues"]
+    assert all("written as NA" in i["message"] for i in doc["metric_issues"]), doc["metric_issues"]
+    rows = doc["metrics"]["files"]["results.csv"]
+    assert [r["region"] for r in rows] == ["EU", "NA", "US"], rows
+    assert rows[1]["acc"] == "NaN", rows
+
+
+@need_r
+def test_r_na_label_column_keeps_its_label(tmp_path):
+    d = exp(tmp_path, "r_na_label", {"main.R": """
+        set.seed(1)
+        write.csv(data.frame(model = c("lm", NA), note = c("NA", "x"), acc = c(0.9, 0.8)),
+                  "results.csv", row.names = FALSE)
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc["metric_issues"])
+    assert doc["metrics"]["files"]["results.csv"][1]["model"] == "NA"
+
+
+def test_python_na_cell_stays_a_label(tmp_path):
+    d = exp(tmp_path, "py_na", {"main.py": """
+        import csv
+        with open("results.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["fold", "acc"])
+            w.writerows([[1, 0.8], [2, "NA"]])
+        """})
+    p, doc = run(tmp_path, d, "--python", shutil.which("python3") or "/usr/bin/python3")
+    assert p.returncode == 0 and doc["status"] == "completed", (doc["status"], doc["metric_issues"])
+    assert doc["metrics"]["files"]["results.csv"][1]["acc"] == "NA"
+
+
+@need_octave
+@pytest.mark.parametrize("policy", ["standard", "permissive"])
+def test_octave_function_of_a_missing_forge_package(tmp_path, policy):
+    # normpdf is Octave Forge's statistics package. Octave's missing-function hook formats
+    # its message with makeinfo (perl), which the exec guard kills under standard: that is
+    # not the experiment's program, and the package is the cause under both policies.
+    if Path("/usr/share/octave/packages/statistics").exists() or any(
+            Path("/usr/share/octave/packages").glob("statistics-*")):
+        pytest.skip("the statistics package is installed here")
+    d = exp(tmp_path, "oct_forge", {"main.m": """
+        rand("seed", 1);
+        y = normpdf(0.5);
+        printf("acc: %f\\n", y);
+        """})
+    p, doc = run(tmp_path, d, "--policy", policy)
+    f = doc["failure"]
+    assert doc["status"] == "failed" and f["class"] == "missing_package", (f, [x for x in doc.get("findings", []) if x.get("rejects")])
+    assert "Octave package 'statistics'" in f["summary"], f
+    assert "pkg load statistics" in f["suggestion"] and "apt install octave-statistics" in f["suggestion"], f
+    assert "normpdf" in f["summary"], f
+    assert (f.get("code_location") or {}).get("line") == 2, f
+
+
 # --- what R and Octave have in place of a runtime gate ---------------------------------------------
 
 @pytest.mark.parametrize("lang", ["r", "octave"])

@@ -3604,10 +3604,57 @@ static void test_results_for_record(void **state)
 	json_object_put(files);
 }
 
+static void test_results_read_na(void **state)
+{
+	(void)state;
+	const char *declared[] = { "score" };
+	struct json_object *files = json_object_new_object(), *csv = NULL, *doc, *v;
+	char err[256];
+	const char text[] = "\"fold\",\"acc\",\"region\",\"note\"\n1,0.81,\"EU\",NA\n"
+			    "2,NA,\"NA\",x\n3,NaN,NA,y\n";
+
+	assert_int_equal(lb_results_parse_csv(text, sizeof text - 1, &csv, err, sizeof err), 0);
+	json_object_object_add(files, "results.csv", csv);
+	doc = json_tokener_parse("{\"acc\": [0.81, \"NA\", \"NaN\"], \"labels\": [\"NA\", \"x\"],"
+				 " \"score\": \"NA\", \"other\": \"NA\", \"only\": [\"NA\"],"
+				 " \"score2\": {\"score\": [\"NA\", null]}}");
+	json_object_object_add(files, "results.json", doc);
+	/* acc column (1), acc array (1), score (1), score2.score (1) */
+	assert_int_equal(lb_results_read_na(files, declared, 1), 4);
+	v = json_object_object_get(json_object_array_get_idx(csv, 1), "acc");
+	assert_true(json_object_is_type(v, json_type_double) && isnan(json_object_get_double(v)));
+	assert_string_equal(json_object_get_string(v), "NA");
+	/* a text column keeps its NA, quoted or not */
+	v = json_object_object_get(json_object_array_get_idx(csv, 1), "region");
+	assert_true(json_object_is_type(v, json_type_string));
+	v = json_object_object_get(json_object_array_get_idx(csv, 0), "note");
+	assert_true(json_object_is_type(v, json_type_string));
+	assert_true(json_object_is_type(json_object_array_get_idx(json_object_object_get(doc, "labels"), 0),
+					json_type_string));
+	assert_true(json_object_is_type(json_object_object_get(doc, "other"), json_type_string));
+	assert_true(json_object_is_type(json_object_array_get_idx(json_object_object_get(doc, "only"), 0),
+					json_type_string));
+	assert_true(json_object_is_type(json_object_object_get(doc, "score"), json_type_double));
+
+	struct json_object *issues = json_object_new_array();
+	lb_metrics_run_info info = { .files = files, .wall_s = -1, .completed = true };
+	lb_metrics_validate_run(NULL, &info, issues, NULL);
+	bool said = false;
+	for (size_t i = 0; i < json_object_array_length(issues); i++)
+		said |= strstr(json_object_get_string(json_object_object_get(
+				       json_object_array_get_idx(issues, i), "message")),
+			       "written as NA") != NULL;
+	assert_true(said);
+	json_object_put(issues);
+	assert_int_equal(lb_results_read_na(NULL, NULL, 0), 0);
+	json_object_put(files);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_number_values),
+		cmocka_unit_test(test_results_read_na),
 		cmocka_unit_test(test_returns_and_escapes_around_metrics),
 		cmocka_unit_test(test_scalar_reprs_are_numbers),
 		cmocka_unit_test(test_tight_uncertainty_spaced_percent_grouping),

@@ -3122,11 +3122,59 @@ static void test_a_module_a_pickle_names_is_no_import_of_the_code(void **state)
 	expect(doc, "missing_package", NULL);
 }
 
+static void test_octave_missing_function_hook(void **state)
+{
+	(void)state;
+	char pkg[64];
+	const char text[] = "    case {\"avifile\", \"aviinfo\"}\n      txt = [\"video\"];\n"
+			    "    case {\"normpdf\", ...\n          \"ttest\"}\n"
+			    "      txt = check_package (fcn, \"statistics\");\n"
+			    "    otherwise\n  rlist = {\"matlabfn\", ...};\n";
+
+	assert_true(lb_octave_help_formatter(
+		"/usr/bin/perl /usr/bin/makeinfo --no-headers --no-warn --no-validate --plaintext "
+		"--output=- /tmp/octave-help-a6xc4d"));
+	assert_true(lb_octave_help_formatter(
+		"/usr/bin/perl /usr/bin/makeinfo --no-headers --no-warn --no-validate --plaintext "
+		"--force --output=- /tmp/octave-help-a6xc4d"));
+	assert_false(lb_octave_help_formatter("/usr/bin/perl /usr/bin/makeinfo x.texi"));
+	assert_false(lb_octave_help_formatter("/usr/bin/perl -e 1 --output=- /tmp/octave-help-a6xc4d"));
+	assert_false(lb_octave_help_formatter("/usr/bin/python3 -I -S x.py"));
+	assert_false(lb_octave_help_formatter(NULL));
+	assert_int_equal(lb_octave_function_package(text, sizeof text - 1, "normpdf", pkg, sizeof pkg), 0);
+	assert_string_equal(pkg, "statistics");
+	assert_int_equal(lb_octave_function_package(text, sizeof text - 1, "ttest", pkg, sizeof pkg), 0);
+	assert_int_equal(lb_octave_function_package(text, sizeof text - 1, "avifile", pkg, sizeof pkg),
+			 -ENOENT);
+	assert_int_equal(lb_octave_function_package(text, sizeof text - 1, "matlabfn", pkg, sizeof pkg),
+			 -ENOENT);
+	assert_int_equal(lb_octave_function_package(text, sizeof text - 1, "norm", pkg, sizeof pkg),
+			 -ENOENT);
+
+	/* The message itself, wrapped as makeinfo wraps it (--policy permissive). */
+	const char *log = "error: 'normpdf' undefined near line 1, column 5\n\n"
+			  "The 'normpdf' function belongs to the statistics package from Octave\n"
+			  "Forge which you have installed but not loaded.  To load the package, run\n"
+			  "'pkg load statistics' from the Octave prompt.\n\n"
+			  "error: called from\n    main at line 1 column 3\n";
+	lb_failure_input in = { .log_tail = log, .log_tail_len = strlen(log), .exit_code = 1,
+				.language = "octave" };
+	struct json_object *f = lb_diagnose_failure(&in);
+	assert_string_equal(json_object_get_string(json_object_object_get(f, "class")),
+			    "missing_package");
+	assert_non_null(strstr(json_object_get_string(json_object_object_get(f, "summary")),
+			       "installed but not loaded"));
+	assert_non_null(strstr(json_object_get_string(json_object_object_get(f, "suggestion")),
+			       "pkg load statistics"));
+	json_object_put(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_success_is_not_a_failure),
 		cmocka_unit_test(test_missing_package),
+		cmocka_unit_test(test_octave_missing_function_hook),
 		cmocka_unit_test(test_wrong_env),
 		cmocka_unit_test(test_missing_data),
 		cmocka_unit_test(test_missing_file_that_is_no_data),
