@@ -131,8 +131,19 @@ typedef struct lb_check_finding {
 	char *suppression; /* why: the inline reason or "labbox.yaml allow" */
 } lb_check_finding;
 
+/* Why lb_check_dir or lb_check_files failed (returned an error): the code (a file the check
+ * cannot read or take), labbox.yaml (a configuration error), or the check's own machinery
+ * (its sandbox did not start or did not finish, the interpreter could not be asked). Only
+ * the first is the code's fault; a caller that runs code tells the others apart. */
+typedef enum {
+	LB_CHECK_ERR_CODE = 0,
+	LB_CHECK_ERR_CONFIG,
+	LB_CHECK_ERR_MACHINERY,
+} lb_check_error_kind;
+
 typedef struct lb_check_report {
 	lb_check_policy policy;
+	lb_check_error_kind error_kind; /* meaningful only after a call that failed */
 	lb_check_finding *items;
 	size_t n, cap;
 	size_t files;
@@ -179,6 +190,12 @@ typedef struct lb_check_report {
  * when harness is true (the buffer is an experiment's entry point). */
 int lb_check_source(const lb_check_config *cfg, const char *path, const char *src, size_t len,
 		    bool harness, lb_check_report *rep);
+/* Whether dir's labbox.yaml (or labbox.yml) holds what lb_check_dir reads of it (check:,
+ * plan:, budget, entry) in a form it takes: 0, or a negative errno with err naming the key
+ * and line, as lb_check_dir would fail. For a command that must refuse a configuration
+ * error before it runs anything. */
+int lb_check_dir_config_valid(const char *dir, char *err, size_t errlen);
+
 /* Every *.py under dir (skipping .git, .labbox, __pycache__, virtual environments and hidden
  * directories; never following symlinks), with dir/labbox.yaml read into a copy of cfg and the
  * harness rules applied to the entry point. err gets one line on failure. */

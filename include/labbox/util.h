@@ -299,4 +299,22 @@ int lb_random_hex(char *out, size_t nbytes);
  * or merged; returns 0 and the wait status in *status, or a negative errno. */
 int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, int *status);
 
+/* Interruption (SIGINT, SIGTERM, SIGHUP) of a command that runs something: the commands
+ * that run (run, exec, sweep) install labbox's handler first thing, so that a signal
+ * which comes before the experiment starts (during the check, a probe, staging) is
+ * remembered instead of killing labbox unrecorded or being taken by a helper sandbox's
+ * supervisor. Every step that would start something asks lb_interrupt_pending first. */
+int lb_interrupt_install(void);
+/* The signal that interrupted labbox (the first one), or 0: one the handler caught, one a
+ * sandbox's supervisor read (lb_interrupt_note), or one pending while blocked. */
+int lb_interrupt_pending(void);
+/* A supervisor that read sig from its signalfd took it from everyone else: noted here. Only
+ * once lb_interrupt_install ran (a command without it keeps the old meaning). */
+void lb_interrupt_note(int sig);
+/* The signal labbox's handler caught or a supervisor noted, or 0; never a blocked one. */
+int lb_interrupt_caught(void);
+/* After a loop blocked the signals and opened its signalfd: an interruption that came
+ * before is raised again, so that the loop reads it as if it had come just then. */
+void lb_interrupt_rearm(void);
+
 #endif

@@ -1735,6 +1735,8 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* A signal that came before the block was caught by labbox's handler: read here too. */
+	lb_interrupt_rearm();
 	/* p: the output (both streams for run, whose log merges them); e: exec's stderr, which
 	 * stays apart as the local exec keeps it. */
 	int p[2] = {-1, -1}, e[2] = {-1, -1};

@@ -1243,6 +1243,8 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 	/* Blocked from before the submission: a Ctrl-C while sbatch runs still cancels the job. */
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* A signal that came before the block was caught by labbox's handler: read here too. */
+	lb_interrupt_rearm();
 	if (sfd < 0) {
 		int e = -errno;
 		sigprocmask(SIG_SETMASK, &old, NULL);

@@ -1164,6 +1164,8 @@ static int ssh_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	LB_AUTOCLOSE int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* A signal that came before the block was caught by labbox's handler: read here too. */
+	lb_interrupt_rearm();
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
 	if (sfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
 	    pipe2(er, O_CLOEXEC) < 0) {

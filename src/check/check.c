@@ -313,7 +313,7 @@ static int syntax_interpreter(const lb_check_config *cfg, lb_python_info *info, 
 
 static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *lim,
 			 char *const abs[], size_t n, pysyntax *out,
-			 char *version, size_t vlen, char *err, size_t errlen)
+			 char *version, size_t vlen, bool *machinery, char *err, size_t errlen)
 {
 	lb_python_info info = *pinfo;
 	lb_sandbox *sb = NULL;
@@ -383,12 +383,26 @@ static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *l
 	if (r >= 0)
 		r = lb_sandbox_run(sb, &res);
 	if (r < 0) {
-		if (!err[0])
+		/* err set: a file of the code's; else the sandbox could not be made ready */
+		if (!err[0]) {
 			snprintf(err, errlen, "running %s in the sandbox: %s", info.executable,
 				 strerror(-r));
+			*machinery = true;
+		}
 	} else if (res.outcome != LB_SB_EXITED || res.exit_code != 0) {
+		char how[160];
+		if (res.outcome == LB_SB_EXITED)
+			snprintf(how, sizeof how, "the interpreter exited with status %d",
+				 res.exit_code);
+		else
+			snprintf(how, sizeof how, "the interpreter did not finish (%s)",
+				 res.outcome == LB_SB_TIMEOUT	  ? "out of time"
+				 : res.outcome == LB_SB_INTERRUPTED ? "labbox was interrupted"
+				 : res.oom_killed		  ? "out of memory"
+								  : "killed by a signal");
 		snprintf(err, errlen, "compile() in the sandbox failed: %s",
-			 res.outcome == LB_SB_SETUP_FAILED ? res.setup_error : "the interpreter did not finish");
+			 res.outcome == LB_SB_SETUP_FAILED ? res.setup_error : how);
+		*machinery = true;
 		r = -EIO;
 	}
 	bool got_version = false;
@@ -552,17 +566,19 @@ static void compile_cache_store(int dfd, const char *key, const char *version)
 
 /* python_syntax for the files without a kept clean verdict; none at all when every one has. */
 static int python_syntax_cached(const lb_check_config *cfg, char *const abs[], size_t n,
-				pysyntax *out, char *version, size_t vlen, size_t *cached, char *err,
-				size_t errlen)
+				pysyntax *out, char *version, size_t vlen, size_t *cached,
+				bool *machinery, char *err, size_t errlen)
 {
 	lb_python_info info;
 	int r = syntax_interpreter(cfg, &info, err, errlen);
-	if (r < 0)
+	if (r < 0) {
+		*machinery = true;
 		return r;
+	}
 	LB_AUTOCLOSE int dfd = compile_cache_open(cfg->cache_dir);
 	if (dfd < 0)
 		return python_syntax(&info, cfg->have_limits ? &cfg->limits : NULL, abs, n, out,
-				     version, vlen, err, errlen);
+				     version, vlen, machinery, err, errlen);
 	char (*keys)[65] = calloc(n, sizeof *keys);
 	char **miss = calloc(n, sizeof *miss);
 	size_t *at = calloc(n, sizeof *at);
@@ -591,7 +607,7 @@ static int python_syntax_cached(const lb_check_config *cfg, char *const abs[], s
 	if (nmiss == 0)
 		goto out;
 	r = python_syntax(&info, cfg->have_limits ? &cfg->limits : NULL, miss, nmiss, sub,
-			  version, vlen, err, errlen);
+			  version, vlen, machinery, err, errlen);
 	if (r < 0)
 		goto out;
 	bool prune = false;
@@ -943,9 +959,12 @@ static int check_paths(const lb_check_config *cfg, char *const shown[], char *co
 		}
 	}
 	if (cfg->python && n) {
+		bool machinery = false;
 		r = python_syntax_cached(cfg, abs, n, py, rep->syntax_by, sizeof rep->syntax_by,
-					 &rep->syntax_cached, err, errlen);
+					 &rep->syntax_cached, &machinery, err, errlen);
 		if (r < 0) {
+			if (machinery)
+				rep->error_kind = LB_CHECK_ERR_MACHINERY;
 			free(py);
 			return r;
 		}
@@ -1513,6 +1532,39 @@ static int walk_root(const lb_check_config *cfg, walk *w, const char *root)
 	return r;
 }
 
+/* The experiment's labbox.yaml (or .yml) into cfg: its check:, plan:, budget and entry. */
+static int load_dir_yaml(lb_check_config *cfg, const char *root, char *err, size_t errlen)
+{
+	const char *yamls[] = {"labbox.yaml", "labbox.yml"};
+	for (size_t i = 0; i < 2; i++) {
+		char p[PATH_MAX];
+		char *text = NULL;
+		size_t len = 0;
+		snprintf(p, sizeof p, "%s/%s", root, yamls[i]);
+		int r = lb_read_file_at(AT_FDCWD, p, 1u << 20, &text, &len);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s", p, strerror(-r));
+			return r;
+		}
+		r = lb_check_config_load_yaml(cfg, text, len, err, errlen);
+		free(text);
+		return r;
+	}
+	return 0;
+}
+
+int lb_check_dir_config_valid(const char *dir, char *err, size_t errlen)
+{
+	lb_check_config *cfg = NULL;
+	int r = lb_check_config_new(&cfg);
+	if (r == 0)
+		r = load_dir_yaml(cfg, dir, err, errlen);
+	lb_check_config_free(cfg);
+	return r;
+}
+
 int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *rep, char *err,
 		 size_t errlen)
 {
@@ -1528,27 +1580,9 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 	r = ck_config_copy(base, &cfg);
 	if (r < 0)
 		goto out;
-	const char *yamls[] = {"labbox.yaml", "labbox.yml"};
-	for (size_t i = 0; i < 2; i++) {
-		char p[PATH_MAX];
-		char *text = NULL;
-		size_t len = 0;
-		snprintf(p, sizeof p, "%s/%s", root, yamls[i]);
-		int rr = lb_read_file_at(AT_FDCWD, p, 1u << 20, &text, &len);
-		if (rr == -ENOENT)
-			continue;
-		if (rr < 0) {
-			snprintf(err, errlen, "%s: %s", p, strerror(-rr));
-			r = rr;
-			goto out;
-		}
-		rr = lb_check_config_load_yaml(cfg, text, len, err, errlen);
-		free(text);
-		if (rr < 0) {
-			r = rr;
-			goto out;
-		}
-		break;
+	if ((r = load_dir_yaml(cfg, root, err, errlen)) < 0) {
+		rep->error_kind = LB_CHECK_ERR_CONFIG;
+		goto out;
 	}
 	if (!cfg->entry) {
 		/* main.py, or the first entry point of another language the directory has */

@@ -713,15 +713,18 @@ int ck_check_lang_dir(const lb_check_config *cfg, int lang_i, const char *root,
 		r = lb_lang_probe(lang, NULL, cfg->have_limits ? &cfg->limits : NULL, &probed, err,
 				  errlen);
 		interp = &probed;
+		if (r < 0)
+			rep->error_kind = LB_CHECK_ERR_MACHINERY;
 	}
 	if (r == 0 && (r = collect(&f, lang, root, "", 0)) < 0)
 		snprintf(err, errlen, "%s: %s", root, strerror(-r));
 	if (r == 0 && f.n && (r = write_copies(&f, lang)) < 0)
 		snprintf(err, errlen, "copying the code for the parser: %s", strerror(-r));
 	lb_buf out = {0};
-	if (r == 0 && f.n)
-		r = run_parser(lang, interp, cfg->have_limits ? &cfg->limits : NULL, &f, &out, err,
-			       errlen);
+	if (r == 0 && f.n &&
+	    (r = run_parser(lang, interp, cfg->have_limits ? &cfg->limits : NULL, &f, &out, err,
+			    errlen)) < 0)
+		rep->error_kind = LB_CHECK_ERR_MACHINERY;
 	lang_summary sum;
 	memset(&sum, 0, sizeof sum);
 	if (r == 0 && f.n)

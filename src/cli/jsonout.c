@@ -130,6 +130,9 @@ static const char *status_for(int rc)
 	case 125: return "infra_error";
 	case 126: return "cannot_execute";
 	case 127: return "not_found";
+	case 128 + 1: /* SIGHUP */
+	case 128 + 2: /* SIGINT */
+	case 128 + 15: return "interrupted"; /* SIGTERM: labbox was asked to stop */
 	default: return "error";
 	}
 }

@@ -1,5 +1,6 @@
 /* labbox: validate, run and record research experiments in a sandbox. */
 #include "cli.h"
+#include "labbox/util.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -59,6 +60,14 @@ int main(int argc, char **argv)
 		printf("labbox %s\n", LABBOX_VERSION);
 		return 0;
 	}
+	/* The commands that run something remember a Ctrl-C or SIGTERM from their first moment:
+	 * each step before the experiment starts then stops, and the run is recorded as
+	 * interrupted, instead of labbox dying unrecorded or a helper sandbox of its own (the
+	 * check's compile, a probe) taking the signal for itself. */
+	if ((strcmp(cmd, "exec") == 0 || strcmp(cmd, "run") == 0 || strcmp(cmd, "sweep") == 0 ||
+	     strcmp(cmd, "rerun") == 0) &&
+	    lb_interrupt_install() < 0)
+		return 125;
 	int rc;
 	if (strcmp(cmd, "exec") == 0)
 		rc = cli_exec(argc - 1, argv + 1);

@@ -119,8 +119,9 @@ static const char run_help[] =
 	"\n"
 	"Exit status: 0 completed with valid metrics, 1 the experiment failed, 2 usage or\n"
 	"configuration error, 3 rejected by the static check, 4 metrics invalid (NaN, Inf, a declared metric missing), 124 time\n"
-	"budget exceeded (partial results kept), 125 sandbox could not be set up, 128+N when labbox\n"
-	"was interrupted by signal N. --json prints result.json's document on stdout and sends the\n"
+	"budget exceeded (partial results kept), 125 sandbox (or the static check's own sandbox)\n"
+	"could not be set up, 128+N when labbox was interrupted by signal N (at any step, the check\n"
+	"and staging included; result.json's interrupted_in names it). --json prints result.json's document on stdout and sends the\n"
 	"experiment's output to stderr.\n";
 
 enum { OPT_INTERPRETER = 870 /* apart from the private numbers */, OPT_ENV = 871, OPT_PYTHON = OPT_FIRST_PRIVATE, OPT_RUNS_DIR, OPT_METRICS, OPT_LOG_LIMIT, OPT_POLICY,

@@ -439,6 +439,15 @@ int lb_run_attempts(lb_sandbox *sb, const lb_run_request *req, const lb_attempts
 	const char *trigger = NULL;
 	char why[1536];
 	while (out->exit_code != 0) {
+		/* Asked to stop: no repair or attempt is started after it; the verdict stays the
+		 * last run's, and says why the loop ended. */
+		int isig = lb_interrupt_pending();
+		if (isig) {
+			s.gave_up = true;
+			run_fmt(s.reason, sizeof s.reason, "labbox was interrupted by %s before the next "
+				 "attempt", strsignal(isig));
+			break;
+		}
 		lb_sandbox *next = NULL;
 		json_object *next_cfg = NULL;
 		bool repaired = false;

@@ -134,7 +134,12 @@ int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 		if (w == pid)
 			break;
 		double t = lb_time_monotonic() - t0;
-		if (timeout > 0 && t >= timeout && !termed) {
+		if (lb_interrupt_caught() && !termed) {
+			/* labbox was asked to stop: the command gets the grace a timeout gives it */
+			kill(-pid, SIGTERM);
+			termed = true;
+			timeout = t;
+		} else if (timeout > 0 && t >= timeout && !termed) {
 			kill(-pid, SIGTERM);
 			res->timed_out = termed = true;
 		} else if (termed && t >= timeout + REPAIR_GRACE_S) {

@@ -216,6 +216,11 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 	char err[512] = "";
 	if (lb_config_load(st->expdir, &st->cfg, err, sizeof err) < 0)
 		return usage_error(out, "%s", err);
+	/* The static check's part of labbox.yaml (check:, plan:) is the check's to read; a
+	 * mistake there is the configuration's, refused as `labbox check` refuses it, and never
+	 * recorded as the check rejecting the code. */
+	if (lb_check_dir_config_valid(st->expdir, err, sizeof err) < 0)
+		return usage_error(out, "%s", err);
 
 	/* The command line wins over labbox.yaml, as for the other settings. */
 	/* A mode this build has no backend for is refused, never run somewhere else. */
@@ -976,9 +981,34 @@ static char *unread_dirs_text(const lb_check_report *rep)
 
 static bool degraded_accepts(const lb_run_request *req, const char *what);
 
-static bool check_staged(const lb_run_request *req, const run_state *st, bool gate_refuses,
+/* What the static check said of the staged code. */
+enum { CHECK_PASSED, CHECK_REJECTED, CHECK_FAILED /* its own machinery, or labbox.yaml */ };
+
+/* Whether labbox was asked to stop; the first step that sees it is the one recorded. */
+static bool interrupted_during(int *sig, const char **step, const char *name)
+{
+	if (!*sig && (*sig = lb_interrupt_pending()) != 0)
+		*step = name;
+	return *sig != 0;
+}
+
+/* The words for a step interrupted_during names. */
+static const char *step_words(const char *step)
+{
+	if (strcmp(step, "stage") == 0)
+		return "while the experiment was staged";
+	if (strcmp(step, "environment") == 0)
+		return "while the environment was recorded";
+	if (strcmp(step, "check") == 0)
+		return "during the static check";
+	if (strcmp(step, "runtime_gate") == 0)
+		return "while the runtime gate was set up";
+	return "as the run started";
+}
+
+static int check_staged(const lb_run_request *req, const run_state *st, bool gate_refuses,
 			 json_object *doc, json_object **findings, json_object **seeds,
-			 char **unread_dirs)
+			 char **unread_dirs, char *why, size_t whylen)
 {
 	lb_check_config *cfg = NULL;
 	lb_check_report rep;
@@ -1011,15 +1041,19 @@ static bool check_staged(const lb_run_request *req, const run_state *st, bool ga
 	/* whether what a library call may reach was weighed against the runtime gate */
 	json_object_object_add(info, "runtime_gate_refuses", json_object_new_boolean(gate_refuses));
 	if (r < 0) {
-		/* A check that could not run is a refusal, never a pass. */
-		json_object_object_add(info, "rejected", json_object_new_boolean(true));
+		/* A check that could not run is never a pass. It is a refusal when the code is why
+		 * (a file too large or unreadable for the check); when labbox.yaml or the check's
+		 * own machinery is (its sandbox did not start or finish), nothing was judged. */
+		bool machinery = rep.error_kind != LB_CHECK_ERR_CODE;
+		json_object_object_add(info, "rejected", json_object_new_boolean(!machinery));
 		json_object_object_add(info, "error",
 				       json_object_new_string(err[0] ? err : strerror(-r)));
+		snprintf(why, whylen, "%s", err[0] ? err : strerror(-r));
 		*findings = json_object_new_array();
 		json_object_object_add(doc, "needs", json_object_new_array());
 		lb_check_config_free(cfg);
 		lb_check_report_free(&rep);
-		return false;
+		return machinery ? CHECK_FAILED : CHECK_REJECTED;
 	}
 	lb_check_finish(&rep);
 	*findings = lb_check_findings_json(&rep);
@@ -1037,7 +1071,7 @@ static bool check_staged(const lb_run_request *req, const run_state *st, bool ga
 	bool ok = !rep.rejected;
 	lb_check_config_free(cfg);
 	lb_check_report_free(&rep);
-	return ok;
+	return ok ? CHECK_PASSED : CHECK_REJECTED;
 }
 
 /* Results files are this run's (issue 9): a results file staged with the code (left by an
@@ -1308,12 +1342,19 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	 * the experiment (a --runs-dir of its own there), on its first run too. */
 	if (st->cache && !st->remote)
 		lb_record_known_note(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs");
-	int stage_r = !st->exp_dir || (nh && (!hide_buf || !hide))
+	/* Asked to stop before or during a step that runs before the experiment: the first
+	 * step that saw it is recorded, and nothing is started after it. */
+	int isig = 0;
+	const char *stopped_in = NULL;
+	interrupted_during(&isig, &stopped_in, "start");
+	int stage_r = isig ? -EINTR
+		      : !st->exp_dir || (nh && (!hide_buf || !hide))
 			      ? -ENOMEM
 			      : lb_record_stage_listed(st->expdir, st->exp_dir,
 						       uid == getuid() ? (uid_t)-1 : uid, gid,
 						       st->disk_limit, hide, nhide, req->stage_only,
 						       left_out, files, skipped, err, sizeof err);
+	interrupted_during(&isig, &stopped_in, "stage");
 	if (stage_r == 0)
 		lb_python_restage(&st->py, st->exp_dir);
 	int env_r = write_environment(out->run_dir, st->lang, &st->py,
@@ -1377,8 +1418,24 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			    st->lang == LB_LANG_PYTHON && py_audit_hooks(st->py.version) == 1 &&
 			    !degraded_accepts(req, "gate");
 	LB_AUTOFREE char *unread_dirs = NULL; /* what the check did not read, for the gate */
-	bool rejected = stage_r == 0 && !check_staged(req, st, gate_refuses, doc, &findings,
-						      &code_seeds, &unread_dirs);
+	interrupted_during(&isig, &stopped_in, "environment");
+	char check_err[600] = "";
+	int checked = stage_r == 0 && !isig
+			      ? check_staged(req, st, gate_refuses, doc, &findings, &code_seeds,
+					     &unread_dirs, check_err, sizeof check_err)
+			      : CHECK_PASSED;
+	if (interrupted_during(&isig, &stopped_in, "check")) {
+		checked = CHECK_PASSED; /* not judged: the interruption is the verdict */
+		json_object *ci = json_object_object_get(doc, "check");
+		if (ci && json_object_object_get(ci, "error")) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "not finished: labbox was interrupted by %s",
+				 strsignal(isig));
+			json_object_object_add(ci, "rejected", json_object_new_boolean(false));
+			json_object_object_add(ci, "error", json_object_new_string(msg));
+		}
+	}
+	bool rejected = checked == CHECK_REJECTED;
 	/* What the run is seeded with: the code's own seed calls, and the hash seed labbox sets. */
 	json_object *seeds = json_object_new_object();
 	json_object_object_add(seeds, "found_in_code",
@@ -1395,6 +1452,16 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		snprintf(res.setup_step, sizeof res.setup_step, "record");
 		snprintf(res.setup_error, sizeof res.setup_error, "%s; nothing was executed",
 			 record_err);
+	} else if (isig) {
+		res.outcome = LB_SB_INTERRUPTED;
+		res.interrupted = true;
+		res.interrupt_signal = isig;
+	} else if (checked == CHECK_FAILED) {
+		/* The check's own machinery failed: labbox's fault, not the code's. */
+		res.outcome = LB_SB_SETUP_FAILED;
+		snprintf(res.setup_step, sizeof res.setup_step, "check");
+		snprintf(res.setup_error, sizeof res.setup_error,
+			 "the static check could not run: %s; nothing was executed", check_err);
 	} else if (rejected) {
 		/* Rejected code is never executed. */
 		res.outcome = LB_SB_SETUP_FAILED;
@@ -1506,7 +1573,11 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		env_protected = job.exec_guard && st->py.prefix[0] &&
 				lb_path_under(st->py.prefix, st->exp_dir) &&
 				strcmp(st->py.prefix, st->exp_dir) != 0;
-		if (refuse_preload) {
+		if (interrupted_during(&isig, &stopped_in, "runtime_gate")) {
+			res.outcome = LB_SB_INTERRUPTED;
+			res.interrupted = true;
+			res.interrupt_signal = isig;
+		} else if (refuse_preload) {
 			res.outcome = LB_SB_SETUP_FAILED;
 			snprintf(res.setup_step, sizeof res.setup_step, "runtime_gate");
 			snprintf(res.setup_error, sizeof res.setup_error, "%s", refusal);
@@ -1635,6 +1706,15 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	if (lb_metrics_time_guard_fired(metrics) && res.outcome != LB_SB_SETUP_FAILED)
 		partial = true;
 
+	/* The log of a run stopped before it started says so, rather than nothing at all. */
+	if (log && stopped_in && res.outcome == LB_SB_INTERRUPTED) {
+		char line[200];
+		int n = snprintf(line, sizeof line, "labbox: interrupted by %s %s; the experiment "
+				 "was not started\n", strsignal(res.interrupt_signal),
+				 step_words(stopped_in));
+		if (n > 0)
+			lb_runlog_write(log, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
 	size_t tail_len = 0;
@@ -1723,9 +1803,14 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	}
 	json_object *failure = NULL;
 	if (res.outcome == LB_SB_INTERRUPTED) {
-		char sum[96];
-		snprintf(sum, sizeof sum, "labbox received %s and ended the run",
-			 strsignal(res.interrupt_signal));
+		char sum[200];
+		if (stopped_in)
+			snprintf(sum, sizeof sum, "labbox received %s %s, before the experiment "
+				 "started; nothing was executed", strsignal(res.interrupt_signal),
+				 step_words(stopped_in));
+		else
+			snprintf(sum, sizeof sum, "labbox received %s and ended the run",
+				 strsignal(res.interrupt_signal));
 		failure = simple_failure("interrupted", sum, "run it again when it can finish");
 	} else if (res.outcome == LB_SB_DISK_LIMIT) {
 		char sum[400];
@@ -1763,6 +1848,10 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "oom_counted", json_object_new_boolean(res.oom_counted));
 	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
 	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
+	/* Which step the interruption stopped: "run" once the experiment had started. */
+	if (res.outcome == LB_SB_INTERRUPTED)
+		json_object_object_add(doc, "interrupted_in",
+				       json_object_new_string(stopped_in ? stopped_in : "run"));
 	add_time(doc, "ended_at", ended);
 	json_object_object_add(doc, "budget_s", st->budget > 0 ? lb_record_fixed(st->budget, 3) : NULL);
 	json_object_object_add(doc, "resources", lb_record_resources_json(&res));
@@ -2299,6 +2388,17 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	st.hashseed = req->hashseed;
 	run_limits(req, &st);
 	int r = resolve(req, &st, out);
+	/* Stopped while the experiment was resolved (its interpreter probed, its environment
+	 * chosen): no run directory yet, and none is made; whatever resolve concluded from an
+	 * interpreter that was stopped is not the answer. */
+	int isig = lb_interrupt_pending();
+	if (r == 0 && isig) {
+		snprintf(out->error, sizeof out->error,
+			 "interrupted by %s before the run started (while its interpreter and "
+			 "configuration were looked at); nothing was executed or recorded",
+			 strsignal(isig));
+		out->exit_code = 128 + isig;
+	}
 	/* git's sandbox hides what the run's does: the runs directory and --hide's paths. */
 	json_object *hj = NULL;
 	size_t nh = req->sandbox_config &&

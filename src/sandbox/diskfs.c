@@ -790,8 +790,10 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 				sigset_t one;
 				sigemptyset(&one);
 				sigaddset(&one, sg);
-				if (sigtimedwait(&one, &si, &zero) == sg)
+				if (sigtimedwait(&one, &si, &zero) == sg) {
 					fs->signal = sg;
+					lb_interrupt_note(sg); /* taken from labbox's handler */
+				}
 			}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (sroot >= 0) {

@@ -1638,6 +1638,13 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 {
 	for (;;) {
 		double now = lb_time_monotonic();
+		/* A thread of labbox's that had the signals unblocked took one: the same request. */
+		int caught = lb_interrupt_caught();
+		if (caught && !s->interrupted && !s->timed_out && !s->init_done) {
+			s->interrupted = true;
+			s->interrupt_signal = caught;
+			terminate(sb, s, init, now);
+		}
 		if (s->next_disk_check && now >= s->next_disk_check && !s->init_done) {
 			s->next_disk_check =
 				now + (s->fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
@@ -1737,6 +1744,8 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 					s->init_status = st;
 				}
 			} else if (!s->init_done) {
+				/* Read here, it reaches no handler: the rest of labbox learns of it. */
+				lb_interrupt_note((int)si.ssi_signo);
 				if (s->interrupted && s->interrupt_signal == (int)si.ssi_signo) {
 					/* Asked twice: no more grace. */
 					kill(init, SIGKILL);
@@ -1923,6 +1932,17 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	if (s.sfd < 0) {
 		r = -errno;
 		goto out_mask;
+	}
+	/* Checked with the signals blocked, so that one cannot come between the check and the
+	 * clone: labbox was asked to stop (during an earlier step, or a helper sandbox of its
+	 * own took the signal), and nothing is started after that. */
+	int early = lb_interrupt_pending();
+	if (early) {
+		res->outcome = LB_SB_INTERRUPTED;
+		res->interrupted = true;
+		res->interrupt_signal = early;
+		lb_interrupt_note(early);
+		goto out_sfd;
 	}
 
 	long ucount_caps[4];

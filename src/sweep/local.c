@@ -453,6 +453,14 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 		goto out;
 	}
 	bool stopping = false;
+	/* Asked to stop before the block (while the sweep was planned and checked): no cell is
+	 * started; each is recorded as not run, for --resume. */
+	if ((out->stop_signal = lb_interrupt_caught()) != 0) {
+		stopping = true;
+		lb_sweep_event ev = {.kind = LB_SWEEP_STOPPING, .signal = out->stop_signal};
+		if (cfg->on_event)
+			cfg->on_event(cfg->ctx, &ev);
+	}
 	double t0 = lb_time_monotonic(), last_tick = t0;
 	for (;;) {
 		while (!stopping && next < ntodo && running < jobs) {

@@ -245,6 +245,8 @@ int lb_sweep_run_slurm(const lb_sweep_slurm *cfg, const size_t *todo, size_t nto
 	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
 		return -errno;
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* A signal that came before the block was caught by labbox's handler: read here too. */
+	lb_interrupt_rearm();
 	if (sfd < 0) {
 		int e = -errno;
 		sigprocmask(SIG_SETMASK, &old, NULL);
