@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (u[j] == 'A' && (row -= n) < 0)
 				abort();
 			if (u[j] == 'B' && (row += n) > lowest)
-				lowest = row;
+				abort(); /* never below the lowest line written */
 			if (u[j] == 'm')
 				sgr_on = !reset;
 		} else if (u[i] == '\n') {

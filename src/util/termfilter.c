@@ -8,7 +8,8 @@
  * (K) and cursor moves within the lines around it (A B C D G). Every other control byte is
  * shown, not obeyed, as \xNN: the sequence it started is then plain text.
  * What passes must not reach labbox's own lines either: a move up goes no higher than the
- * echo's own first line (the check's verdict and labbox's notes above it stay as written),
+ * echo's own first line (and a move down no lower than the lowest line it wrote, which is what
+ * a move up may then climb back over) (the check's verdict and labbox's notes above it stay as written),
  * and when the echo ends the cursor is put back below the lowest line the output reached and
  * any colour or attribute it left on is reset (conceal, black on black), so the summary that
  * follows is written below the output, readable. */
@@ -76,9 +77,14 @@ static int csi_pass(lb_term_filter_state *st, const unsigned char *s, size_t k, 
 				return 0;
 			st->row -= n;
 		} else {
+			/* Down only over lines the echo wrote: a terminal stops a move down at its last
+			 * row, so a count past them earned credit for a move up that no line paid
+			 * for (ESC[9999B, then ESC[9999A to the top of the screen). */
+			if (n > st->rows - st->row)
+				n = st->rows - st->row;
+			if (n == 0)
+				return 0;
 			st->row += n;
-			if (st->row > st->rows)
-				st->rows = st->row;
 		}
 		return lb_buf_printf(out, "\x1b[%u%c", n, final);
 	}

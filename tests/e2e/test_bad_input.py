@@ -249,3 +249,20 @@ def test_a_number_of_hundreds_of_digits_is_read_not_dropped(tmp_path):
     assert p.returncode == 4, doc
     assert [i["kind"] for i in doc["metric_issues"] if i.get("metric") == "accuracy"] == ["inf"]
     assert abs(doc["metrics"]["values"]["loss"] - 0.1111111111) < 1e-9, doc["metrics"]
+
+
+def test_json_never_carries_a_raw_c1_control(tmp_path):
+    """U+0080..U+009F are CSI, OSC and DCS in one character to some terminals: a results
+    file's key or a condition name holding them must reach --json escaped (the same
+    document), not as the raw bytes a terminal would obey."""
+    exp = write_exp(tmp_path, 'import json\n'
+                              'json.dump({"acc\\u009d52;c;cm0gLXJmIH4=\\u0007x\\u009b2J": 0.5}, '
+                              'open("results.json", "w"))\nprint("accuracy: 0.5")\n')
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    raw = p.stdout.encode()
+    assert b"\xc2\x9d" not in raw and b"\xc2\x9b" not in raw, raw[:800]
+    doc = json.loads(p.stdout)
+    keys = list(doc["metrics"]["files"]["results.json"])
+    assert keys and "\u009b" in keys[0], doc["metrics"]
+    text = open(Path(doc["run_dir"]) / "result.json", "rb").read()
+    assert b"\xc2\x9b" not in text and b"\\u009b" in text

@@ -557,7 +557,9 @@ static void test_term_filter(void **state)
 		/* no move above the echo's first line: cut to the lines it wrote, or dropped; the
 		 * end puts the cursor back below the lowest line reached */
 		{"\x1b[A\x1b[999Atop", "top"},
-		{"a\nb\nc\x1b[999Ax\x1b[Bd\x1b[99999999B", "a\nb\nc\x1b[2Ax\x1b[1Bd\x1b[9999B"},
+		{"a\nb\nc\x1b[999Ax\x1b[Bd\x1b[99999999B", "a\nb\nc\x1b[2Ax\x1b[1Bd\x1b[1B"},
+		/* a move down past the lines written earns no move up */
+		{"a\n\x1b[9999B\x1b[9999Atop", "a\n\x1b[1Atop\x1b[1B"},
 		/* a private marker or an intermediate byte: another sequence, shown */
 		{"\x1b[?35A", "\\x1b[?35A"},
 		/* an attribute left on (conceal, black on black) is reset at the end; a reset seen
