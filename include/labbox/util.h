@@ -270,9 +270,11 @@ int lb_term_filter(lb_term_filter_state *st, const char *data, size_t len, bool 
 
 /* JSON text made valid UTF-8 without losing a byte: each byte that is not part of a valid
  * sequence becomes the escape \udcXX (XX its value), as Python's surrogateescape decodes it,
- * so os.fsencode(json.loads(text)[...]) gives the original bytes back. Only for text that
- * json-c serialised: there such bytes can only be inside strings. Returns 1 when out holds an
- * escaped copy, 0 when text was valid already (out untouched), or a negative errno. */
+ * so os.fsencode(json.loads(text)[...]) gives the original bytes back; and each C1 control
+ * (U+0080..U+009F: CSI, OSC and DCS in one character to some terminals, which json-c writes
+ * as they are) becomes \u0080..\u009f, the same character. Only for text that json-c
+ * serialised: there such bytes can only be inside strings. Returns 1 when out holds an escaped
+ * copy, 0 when there was nothing to escape (out untouched), or a negative errno. */
 int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out);
 
 /* Text made valid UTF-8 for a reader that refuses anything else (strict JSON parsers refuse

@@ -112,43 +112,14 @@ const char *lb_record_json_text_as(struct json_object *doc, bool indented)
 	if (!text)
 		return NULL;
 	/* Names of files and directories are bytes, not always UTF-8; what labbox writes is
-	 * valid UTF-8 all the same, with those bytes escaped losslessly. The escaped copy lives
-	 * as long as doc (or until the next call), as json-c's own text does. */
+	 * valid UTF-8 all the same, with those bytes escaped losslessly, and with no C1 control a
+	 * terminal would obey. The escaped copy lives as long as doc (or until the next call), as
+	 * json-c's own text does. */
 	lb_buf b = {0};
 	int r = lb_json_escape_invalid_utf8(text, strlen(text), &b);
-	if (r < 0) {
+	if (r <= 0) {
 		lb_buf_free(&b);
-		return text; /* no memory to escape it */
-	}
-	const char *valid = r > 0 ? b.data : text;
-	/* C1 controls (U+0080..U+009F) are CSI, OSC and DCS in one character to some terminals,
-	 * and json-c writes them as they are: a results file's key could clear the screen or set
-	 * the clipboard of whoever reads `--json` at a terminal. Escaped, the document is the
-	 * same. */
-	if (strstr(valid, "\xc2")) {
-		lb_buf c = {0};
-		bool any = false;
-		for (const char *p = valid; *p && r >= 0; p++) {
-			unsigned char x = (unsigned char)p[1];
-			if ((unsigned char)*p == 0xc2 && x >= 0x80 && x <= 0x9f) {
-				r = lb_buf_printf(&c, "\\u%04x", x);
-				any = true;
-				p++;
-			} else {
-				r = lb_buf_append(&c, p, 1);
-			}
-		}
-		if (r >= 0 && any) {
-			lb_buf_free(&b);
-			b = c;
-			r = 1;
-		} else {
-			lb_buf_free(&c);
-		}
-	}
-	if (r <= 0 || !b.data) {
-		lb_buf_free(&b);
-		return text;
+		return text; /* nothing to escape, or no memory to escape it */
 	}
 	json_object_set_userdata(doc, b.data, free_text);
 	return b.data;

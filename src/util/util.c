@@ -857,9 +857,10 @@ int lb_parse_long(const char *s, long *out)
 }
 
 /* text into out with each byte that is not part of valid UTF-8 replaced by what repl writes
- * for it; 0 (out untouched) when there is none, 1 when out holds the text, or -ENOMEM. */
+ * for it, and with json_c1 each C1 control (U+0080..U+009F) written as the JSON escape
+ * \u00XX; 0 (out untouched) when there is none, 1 when out holds the text, or -ENOMEM. */
 static int utf8_replace(const char *text, size_t len, lb_buf *out,
-			int (*repl)(lb_buf *out, unsigned char byte))
+			int (*repl)(lb_buf *out, unsigned char byte), bool json_c1)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = 0, done = 0;
@@ -870,17 +871,19 @@ static int utf8_replace(const char *text, size_t len, lb_buf *out,
 			continue;
 		}
 		size_t k = lb_utf8_seq_len(s + i, len - i);
-		if (k) {
+		bool c1 = json_c1 && k == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0;
+		if (k && !c1) {
 			i += k;
 			continue;
 		}
 		int r = lb_buf_append(out, text + done, i - done);
 		if (r == 0)
-			r = repl(out, s[i]);
+			r = c1 ? lb_buf_printf(out, "\\u00%02x", s[i + 1]) : repl(out, s[i]);
 		if (r < 0)
 			return r;
 		changed = true;
-		done = ++i;
+		i += c1 ? 2 : 1;
+		done = i;
 	}
 	if (!changed)
 		return 0;
@@ -905,12 +908,12 @@ static int replacement_char(lb_buf *out, unsigned char byte)
 
 int lb_json_escape_invalid_utf8(const char *text, size_t len, lb_buf *out)
 {
-	return utf8_replace(text, len, out, surrogate_escape);
+	return utf8_replace(text, len, out, surrogate_escape, true);
 }
 
 int lb_utf8_replace_invalid(const char *text, size_t len, lb_buf *out)
 {
-	return utf8_replace(text, len, out, replacement_char);
+	return utf8_replace(text, len, out, replacement_char, false);
 }
 
 long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max)

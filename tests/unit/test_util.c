@@ -603,6 +603,10 @@ static void test_utf8_escapes_and_lengths(void **state)
 	lb_buf_free(&b);
 	assert_int_equal(lb_json_escape_invalid_utf8("ok \xe2\x96\x88", 6, &b), 0);
 	assert_null(b.data);
+	/* C1 controls become JSON escapes of the same character; U+00A0 and after stay */
+	assert_int_equal(lb_json_escape_invalid_utf8("{\"a\xc2\x9b" "2J\xc2\xb1\xff\"}", 12, &b), 1);
+	assert_string_equal(b.data, "{\"a\\u009b2J\xc2\xb1\\udcff\"}");
+	lb_buf_free(&b);
 
 	assert_int_equal(lb_utf8_replace_invalid(in, strlen(in), &b), 1);
 	assert_string_equal(b.data, "{\"k\":\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"}");
