@@ -91,8 +91,6 @@ static int apply_slurm(yaml_document_t *doc, yaml_node_t *val, lb_exp_config *c,
 			     : strcmp(k, "qos") == 0	 ? &c->slurm_qos
 							 : NULL;
 		if (dst) {
-			if (*dst)
-				return bad(err, errlen, vn, "'slurm: %s' is given twice", k);
 			if (!(*dst = strdup(v)))
 				return -ENOMEM;
 		} else if (strcmp(k, "memory") == 0) {
@@ -129,8 +127,6 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		const char *s = scalar(val);
 		if (!s || !*s)
 			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
-		if (c->env)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		c->env = strdup(s);
 		return c->env ? 0 : -ENOMEM;
 	}
@@ -139,8 +135,6 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		char **dst = key[0] == 'l' ? &c->language : &c->interpreter;
 		if (!s || !*s)
 			return bad(err, errlen, val, "'%s' must be a non-empty string", key);
-		if (*dst)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		*dst = strdup(s);
 		return *dst ? 0 : -ENOMEM;
 	}
@@ -160,19 +154,13 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 						: key[0] == 'i'	 ? &c->image
 						: key[0] == 'h'	 ? &c->host
 						: key[0] == 'b'	 ? &c->base_image : &c->mode;
-		if (*dst)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		*dst = strdup(s);
 		return *dst ? 0 : -ENOMEM;
 	}
 	if (strcmp(key, "args") == 0) {
-		if (c->args)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		return scalar_list(doc, val, key, &c->args, &c->nargs, err, errlen);
 	}
 	if (strcmp(key, "metrics") == 0) {
-		if (c->metrics || c->metrics_none)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		/* A scalar says the experiment reports none, so that a run that reports nothing
 		 * can be told from one that lost its metrics (docs/decisions.md). */
 		const char *s = scalar(val);
@@ -187,8 +175,6 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 		return scalar_list(doc, val, key, &c->metrics, &c->nmetrics, err, errlen);
 	}
 	if (strcmp(key, "results") == 0) {
-		if (c->results)
-			return bad(err, errlen, val, "'%s' is given twice", key);
 		int r = scalar_list(doc, val, key, &c->results, &c->nresults, err, errlen);
 		for (size_t i = 0; r == 0 && i < c->nresults; i++)
 			if (c->results[i][0] == '/' || strstr(c->results[i], ".."))
@@ -214,7 +200,8 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
 
 /* A key given twice in any mapping (the top level, slurm:, check:, sweep:) is refused: YAML
  * parsers keep the last one silently, and a merged or hand-edited file whose first `budget:`
- * was the one meant would run with the other. Keys are compared as written. */
+ * was the one meant would run with the other. Keys are compared as written. The one check of
+ * it: it runs before any key is applied, so apply_key never sees a field set twice. */
 static int duplicate_key(yaml_document_t *doc, char *err, size_t errlen)
 {
 	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
