@@ -7,12 +7,12 @@
  * progress bar needs: text, \n \r \t \b, and the CSI sequences of colour (m), line erasure
  * (K) and cursor moves within the lines around it (A B C D G). Every other control byte is
  * shown, not obeyed, as \xNN: the sequence it started is then plain text.
- * What passes must not reach labbox's own lines either: a move up goes no higher than the
- * echo's own first line (and a move down no lower than the lowest line it wrote, which is what
- * a move up may then climb back over) (the check's verdict and labbox's notes above it stay as written),
- * and when the echo ends the cursor is put back below the lowest line the output reached and
- * any colour or attribute it left on is reset (conceal, black on black), so the summary that
- * follows is written below the output, readable. */
+ * What passes must not reach labbox's own lines either. A move up goes no higher than the
+ * echo's own first line, so the check's verdict and labbox's notes above it stay as written;
+ * a move down goes no lower than the lowest line the echo wrote, since a move down past it
+ * would earn a move up no line paid for. When the echo ends, any colour or attribute it left
+ * on (conceal, black on black) is reset and the cursor is put back below the lowest line the
+ * output reached, so the summary that follows is written below it, readable. */
 #include "labbox/util.h"
 
 #include <errno.h>
