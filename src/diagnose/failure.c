@@ -3391,9 +3391,12 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		/* That the code chose to exit is sure with the gate's word; why is only what it
 		 * printed last, which may be no reason at all (a metric before sys.exit(2)). */
 		set_confidence(v, CONF_LOW,
-			       call ? "the runtime gate recorded the program's own sys.exit call, "
-				      "so it chose to exit; only its message and its last output "
-				      "say why"
+			       call && said != NONE
+				       ? "the runtime gate recorded the program's own sys.exit call, "
+					 "so it chose to exit; only its message says why"
+			       : call ? "the runtime gate recorded the program's own sys.exit call, "
+					"so it chose to exit; only its exit status and its last output "
+					"say why"
 			       : gate_says ? "the runtime gate saw no uncaught exception, so the "
 					   "program chose to exit; only its exit status and its last "
 					   "output say why"
