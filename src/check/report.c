@@ -644,13 +644,37 @@ static counts count(const lb_check_report *rep)
 }
 
 /* "file:line:col [ID] message. Fix: hint.\n" */
-static void put_llm_line(lb_buf *b, const lb_check_finding *f)
+/* The rules whose fix hint a section of the repair text has given: the hint follows a rule's
+ * first finding there, and its later ones point back to it (a tree with thousands of findings
+ * of a few rules would otherwise repeat the same sentences thousands of times). */
+typedef struct hinted {
+	const char *ids[64];
+	size_t n;
+} hinted;
+
+static bool hint_given(hinted *h, const char *id)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->ids[i], id) == 0)
+			return true;
+	if (h->n < sizeof h->ids / sizeof *h->ids)
+		h->ids[h->n++] = id;
+	return false;
+}
+
+static void put_llm_line(lb_buf *b, const lb_check_finding *f, hinted *h)
 {
 	put_at(b, f);
 	lb_buf_append(b, " [", 2);
 	put_s(b, f->id);
 	lb_buf_append(b, "] ", 2);
 	put_s(b, f->message);
+	if (hint_given(h, f->id)) {
+		lb_buf_append(b, ". Fix: as for ", 14);
+		put_s(b, f->id);
+		lb_buf_append(b, " above.\n", 8);
+		return;
+	}
 	lb_buf_append(b, ". Fix: ", 7);
 	put_s(b, hint_of(f->id));
 	lb_buf_append(b, ".\n", 2);
@@ -674,16 +698,18 @@ char *lb_check_llm_text(const lb_check_report *rep)
 	if (c.rejecting) {
 		lb_buf_puts(&b, "\nBlocking:\n");
 		size_t k = 0;
+		hinted h = {0};
 		for (size_t i = 0; i < rep->n; i++) {
 			const lb_check_finding *f = &rep->items[i];
 			if (!f->rejects || f->suppressed)
 				continue;
 			put_u(&b, ++k);
 			lb_buf_append(&b, ". ", 2);
-			put_llm_line(&b, f);
+			put_llm_line(&b, f, &h);
 		}
 	}
 	bool any = false;
+	hinted wh = {0};
 	for (size_t i = 0; i < rep->n; i++) {
 		const lb_check_finding *f = &rep->items[i];
 		if (f->rejects || f->suppressed || f->severity == LB_CHECK_INFO)
@@ -692,7 +718,7 @@ char *lb_check_llm_text(const lb_check_report *rep)
 			lb_buf_puts(&b, "\nWarnings (not blocking; fix them if the change is safe):\n");
 		any = true;
 		lb_buf_append(&b, "- ", 2);
-		put_llm_line(&b, f);
+		put_llm_line(&b, f, &wh);
 	}
 	if (!b.data)
 		return strdup("");

@@ -109,6 +109,14 @@ def test_json_fields_and_llm_text(tmp_path):
     assert "Fix:" in doc["llm_text"]
     # human summary goes to stderr with --json
     assert "rejected under policy standard" in p.stderr
+    # a rule's fix hint follows its first finding; its later ones point back to it
+    f.write_text("import os\nos.system('a')\nos.system('b')\nos.popen('c')\n")
+    p, doc = check_json("--ignore", "harness", str(f))
+    blocking = [l for l in doc["llm_text"].splitlines() if "[LB101]" in l]
+    assert len(blocking) == 3, doc["llm_text"]
+    hint = blocking[0].split(". Fix: ", 1)[1]
+    assert "process" in hint and "as for" not in hint, blocking
+    assert all(l.endswith(". Fix: as for LB101 above.") for l in blocking[1:]), blocking
 
 
 def test_usage_errors_exit_2(tmp_path):
