@@ -182,6 +182,11 @@ typedef struct cli_echo {
 } cli_echo;
 void cli_echo_init(cli_echo *e, int fd);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
+/* Before labbox writes a line of its own while the echo may go on after it (an attempt's
+ * progress, a warning): what the echo holds is written out and its region ended, as at the
+ * end (attributes reset, the cursor below the lowest line it reached), and the output after
+ * it starts a region of its own, which cannot climb over that line. */
+void cli_echo_break(cli_echo *e);
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "labbox CMD: warning: message" as one line on stderr, control bytes shown; not an error,

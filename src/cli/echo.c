@@ -132,3 +132,13 @@ void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
 	if (final)
 		finish(e);
 }
+
+void cli_echo_break(cli_echo *e)
+{
+	if (!e->started && !e->state.held && !e->state.rows && !e->state.row && !e->state.sgr)
+		return; /* nothing echoed since the last break */
+	cli_echo_write(e, NULL, 0, true);
+	e->state = (lb_term_filter_state){0};
+	e->dropped = 0;
+	e->closing = false;
+}

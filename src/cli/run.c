@@ -135,16 +135,20 @@ static void echo(void *ctx, lb_stream stream, const char *data, size_t len)
 	cli_echo_write(ctx, data, len, false);
 }
 
+/* labbox's own lines between the experiment's (ctx: the echo, or NULL with --quiet) end the
+ * echo's region first: output after them cannot move up over them. */
 static void warn(void *ctx, const char *message)
 {
-	(void)ctx;
+	if (ctx)
+		cli_echo_break(ctx);
 	cli_error("run", "warning: %s", message);
 }
 
 /* Progress of a remote run, on stderr: stdout is the summary's (or the JSON document's). */
 static void show_progress(void *ctx, const char *line)
 {
-	(void)ctx;
+	if (ctx)
+		cli_echo_break(ctx);
 	cli_error("run", "%s", line);
 }
 
@@ -610,7 +614,9 @@ int cli_run(int argc, char **argv)
 		req.echo_ctx = &ec;
 	}
 	req.warn = warn;
+	req.warn_ctx = quiet ? NULL : &ec;
 	req.progress = show_progress;
+	req.progress_ctx = quiet ? NULL : &ec;
 	req.sandbox_config = cli_sandbox_json(&o);
 	req.command_line = argv - 1;
 	req.command_argc = argc + 1;

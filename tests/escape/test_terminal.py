@@ -161,3 +161,45 @@ def test_error_messages_show_what_labbox_yaml_hides_in_them(tmp_path):
                            "--runs-dir", str(tmp_path / "runs"), str(exp)],
                           capture_output=True, timeout=lib.CALL_TIMEOUT)
     assert b"\x1b]" not in proc.stderr and b"\\x1b]52;c;eA==\\x07" in proc.stderr, proc.stderr
+
+
+FIRST_TRY = r'''
+import sys
+print("first try")
+sys.stdout.write("\x1b[8m\x1b[30;40m")
+sys.stdout.flush()
+sys.exit(1)
+'''
+
+# The repair writes a second main.py whose output climbs far up and forges a line.
+CLIMBING_REPAIR = r'''
+open("main.py", "w").write(
+    "import sys\n"
+    "print('second try')\n"
+    "sys.stdout.write('\\x1b[999A\\x1b[2Kforged: attempt 2 not started\\n')\n"
+    "print('accuracy: 0.5')\n")
+'''
+
+
+def test_a_later_attempts_output_cannot_climb_over_labbox_lines_between_attempts(tmp_path):
+    """With --repair-cmd (or --escalate) labbox writes its own lines between attempts (what
+    the next attempt is and why). Each attempt's output starts a region of its own on the
+    terminal: the second one cannot move up over that line, and what the first left on
+    (conceal, black on black) is reset before it."""
+    exp = lib.e2e.write_exp(tmp_path, FIRST_TRY)
+    fix = tmp_path / "fix.py"
+    fix.write_text(CLIMBING_REPAIR)
+    runs = tmp_path / "runs"
+    rc, seen = run_on_pty(["run", *lib.POLICY, "--python", lib.PYTHON, "--runs-dir", str(runs),
+                           "--repair-cmd", f"{lib.PYTHON} {fix}", str(exp)])
+    assert rc == 0, seen.decode(errors="replace")[-3000:]
+    between = seen.index(b"labbox run: attempt 2:")
+    first = seen.index(b"first try")
+    # the first attempt's attributes are off before labbox's line
+    tail = seen[first:between]
+    assert tail.rindex(b"\x1b[0m") > tail.rindex(b"\x1b[8m"), tail
+    # the second attempt never climbs above its own first line
+    start = seen.index(b"second try")
+    assert start > between, seen[first:]
+    row, top = cursor_row_after(seen, start)
+    assert top >= 0, seen[start:]
