@@ -41,6 +41,12 @@ typedef enum lb_gate_mode {
  * this variable and the gate puts it on sys.path once the hook is in, where the interpreter
  * would have: nothing of a directory the experiment writes is importable before the gate. */
 #define LB_GATE_PYTHONPATH_VAR "LABBOX_GATE_PYTHONPATH"
+/* Set (to 1) in the environment of the interpreter labbox starts, and taken out of it by the
+ * gate there before the experiment's first line: the interpreters the run starts itself
+ * (subprocess.run([sys.executable, "x.py"])) are not the main program, whose uncaught
+ * exception decides the run. An experiment that sets it again for a child of its own can
+ * only fail its own run. */
+#define LB_GATE_MAIN_VAR "LABBOX_GATE_MAIN"
 /* The gate's config in py_dir: "labbox-gate 1", then one "key hexbytes" line a setting. */
 #define LB_GATE_CONFIG "labbox_gate.cfg"
 

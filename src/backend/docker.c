@@ -818,6 +818,7 @@ static int add_gate(lb_strv *c, const docker_state *d, const lb_backend_job *job
 	if (user && *user)
 		r |= lb_strv_pushf(c, "--env=" LB_GATE_PYTHONPATH_VAR "=%s", user);
 	r |= lb_strv_pushf(c, "--env=PYTHONPATH=%s", LB_GATE_PY_DIR);
+	r |= lb_strv_push(c, "--env=" LB_GATE_MAIN_VAR "=1");
 	return r ? -ENOMEM : 0;
 }
 

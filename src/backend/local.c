@@ -114,7 +114,8 @@ static int expose_gate(lb_sandbox *sb, const lb_backend_job *job)
 	}
 	if (asprintf(&kv, "PYTHONPATH=%s", LB_GATE_PY_DIR) < 0)
 		return -ENOMEM;
-	return lb_sandbox_add_env(sb, kv);
+	r = lb_sandbox_add_env(sb, kv);
+	return r < 0 ? r : lb_sandbox_add_env(sb, LB_GATE_MAIN_VAR "=1");
 }
 
 static int local_prepare(lb_backend *b, const lb_backend_job *job, char *err, size_t errlen)

@@ -80,6 +80,11 @@ def _labbox_gate():
     # experiment can write (PYTHONPATH=. is common) shadows what the interpreter and the gate
     # import before that (encodings, _socket, sysconfig, threading). Each interpreter the run
     # starts does the same from the environment.
+    # The interpreter labbox started has LABBOX_GATE_MAIN in its environment, and takes it
+    # out before the experiment's first line: an interpreter the run starts itself (a helper
+    # script by subprocess) is no main program, and its uncaught exception (which its parent
+    # may well handle) does not decide the run.
+    started_by_labbox = os.environ.pop("LABBOX_GATE_MAIN", None) == "1"
     extra = []
     for p in os.environ.get("LABBOX_GATE_PYTHONPATH", "").split(os.pathsep):
         p = os.path.abspath(p) if p else ""
@@ -1416,7 +1421,8 @@ def _labbox_gate():
     # parent's. Forging it (writing the line into the channel) can only fail the run itself.
     _get_ident = _thread.get_ident
     main_pid, main_ident = _getpid(), _get_ident()
-    main_program = not (type(sys.argv) is list and sys.argv[:1] == ["-c"])
+    main_program = started_by_labbox and \
+        not (type(sys.argv) is list and sys.argv[:1] == ["-c"])
     try:
         raise ValueError
     except ValueError as _e:

@@ -18,6 +18,30 @@ static void invalid(lb_mcp_msg *m, int code, const char *text)
 	m->code = code;
 	snprintf(m->message, sizeof m->message, "%s", text);
 }
+/* Whether a string of the text that is a member's name (a ':' follows it) holds the escape
+ * \u0000. Only escapes can put NUL there: a raw NUL byte is refused before. */
+static bool nul_in_a_name(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '"')
+			continue;
+		bool nul = false;
+		for (i++; i < len && s[i] != '"'; i++) {
+			if (s[i] != '\\')
+				continue;
+			if (i + 5 < len && s[i + 1] == 'u' && memcmp(s + i + 2, "0000", 4) == 0)
+				nul = true;
+			i++; /* the escaped character, a quote among them */
+		}
+		size_t j = i + 1;
+		while (j < len && strchr(" \t\r\n", s[j]))
+			j++;
+		if (nul && j < len && s[j] == ':')
+			return true;
+	}
+	return false;
+}
+
 
 void lb_mcp_parse(const char *line, size_t len, lb_mcp_msg *m)
 {
@@ -32,6 +56,13 @@ void lb_mcp_parse(const char *line, size_t len, lb_mcp_msg *m)
 	/* NUL is not JSON whitespace; json-c would stop at it and take a prefix for the whole. */
 	if (memchr(line, '\0', len)) {
 		invalid(m, LB_MCP_PARSE_ERROR, "parse error: NUL byte in the message");
+		return;
+	}
+	/* json-c keeps a member's name as a C string: "a\u0000b" would be taken as "a" (an
+	 * inline file's name cut short, a second key of the same name) */
+	if (nul_in_a_name(line, len)) {
+		invalid(m, LB_MCP_PARSE_ERROR, "parse error: a member name holds \\u0000, which no "
+			"name of labbox's takes");
 		return;
 	}
 	json_tokener *tok = json_tokener_new_ex(MCP_MAX_DEPTH);
@@ -54,7 +85,12 @@ void lb_mcp_parse(const char *line, size_t len, lb_mcp_msg *m)
 	if (jerr != json_tokener_success) {
 		json_object_put(root);
 		char text[120];
-		snprintf(text, sizeof text, "parse error: %s", json_tokener_error_desc(jerr));
+		/* json-c's word for a document cut short is "continue": what it means is said */
+		snprintf(text, sizeof text, "parse error: %s",
+			 jerr == json_tokener_continue
+				 ? "the line ends before the JSON document does (each message is "
+				   "one whole JSON object on one line)"
+				 : json_tokener_error_desc(jerr));
 		invalid(m, LB_MCP_PARSE_ERROR, text);
 		return;
 	}

@@ -578,13 +578,14 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 		return r;
 	if (memory) {
 		uint64_t bytes;
-		if (lb_parse_size(memory, &bytes) < 0)
+		if (lb_parse_size(memory, &bytes) < 0 || bytes == 0)
 			return bad(c, "argument 'memory' '%s' is not a size (512m, 4g)", memory);
 		if (lim->max_memory && bytes > lim->max_memory)
 			return refuse(c, "max-memory",
 				      "memory %s is above the server's limit --max-memory %llu bytes",
 				      memory, (unsigned long long)lim->max_memory);
-		push(a, "--memory=%llu", (unsigned long long)bytes);
+		/* as the caller wrote it: labbox's own error about it (too small) quotes it so */
+		push(a, "--memory=%s", memory);
 	} else if (lim->max_memory) {
 		push(a, "--memory=%llu", (unsigned long long)lim->max_memory);
 	}

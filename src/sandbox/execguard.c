@@ -33,10 +33,12 @@ static const char *const sensitive_names[] = {
 	"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
 	"NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR", "OMP_TOOL_LIBRARIES",
 	"HOME"};
-/* ... less what changes no code that runs, which the experiment may hand its workers */
+/* ... less what changes no code that runs, which the experiment may hand its workers
+ * (LABBOX_GATE_MAIN, which the gate takes out of the main program's environment, says only
+ * whose uncaught exception decides the run) */
 static const char *const free_names[] = {"PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
 					 "PYTHONFAULTHANDLER", "PYTHONDONTWRITEBYTECODE",
-					 "PYTHONUTF8"};
+					 "PYTHONUTF8", "LABBOX_GATE_MAIN"};
 
 static bool name_is(const char *name, size_t n, const char *const *list, size_t count)
 {

@@ -585,3 +585,27 @@ def test_a_threads_or_a_forked_childs_exception_is_not_the_main_programs(tmp_pat
     assert doc["runtime_gate"]["installed"] is True
     assert doc["runtime_gate"]["uncaught"] is None
     assert [w["kind"] for w in doc["diagnosis_warnings"]] == ["worker_exception"], doc
+
+
+def test_an_interpreter_the_run_starts_is_not_the_main_program(tmp_path):
+    """A helper script run by subprocess (`python3 fast_tok.py`) that dies of an exception is
+    the run's child, not its main program: the main program handled its failure and exited
+    0, so the run is completed and no uncaught exception is claimed. The child cannot become
+    the main program by its environment either: LABBOX_GATE_MAIN is gone from the main
+    program's by the time its code runs."""
+    exp = make_exp(tmp_path, code=(
+        "import os, subprocess, sys\n"
+        "assert 'LABBOX_GATE_MAIN' not in os.environ\n"
+        "r = subprocess.run([sys.executable, 'fast_tok.py'], capture_output=True, text=True)\n"
+        "if r.returncode:\n"
+        "    print('fast tokenizer unavailable, using the slow one')\n"
+        "r = subprocess.run([sys.executable, 'fast_tok.py'], env=dict(os.environ, X='1'))\n"
+        "print('acc: 0.5')\n"),
+        files={"fast_tok.py": "import os\n"
+                              "assert 'LABBOX_GATE_MAIN' not in os.environ\n"
+                              "raise ImportError('fast tokenizer extension not built')\n"})
+    p, doc = run_json(tmp_path, exp, opts=("--policy", "permissive"))
+    assert p.returncode == 0 and doc["status"] == "completed", json.dumps(doc)[:3000]
+    assert doc["runtime_gate"]["installed"] is True
+    assert doc["runtime_gate"]["uncaught"] is None, doc["runtime_gate"]
+    assert doc["metrics"]["values"] == {"acc": 0.5}
