@@ -53,7 +53,6 @@ typedef enum lb_gate_mode {
 /* Bounds of the events channel, on both sides. */
 #define LB_GATE_MAX_EVENTS 200       /* written per process; labbox keeps at most this many */
 #define LB_GATE_MAX_KINDS 64         /* and past them, events of a kind not kept yet */
-#define LB_GATE_MAX_EXITS 64         /* the main program's sys.exit calls, apart from both */
 #define LB_GATE_MAX_LINE 2048        /* bytes of one event line */
 #define LB_GATE_MAX_READ (1u << 20)  /* bytes of the events file labbox reads */
 
@@ -202,20 +201,6 @@ struct json_object *lb_gate_uncaught(struct json_object *events);
  * {exception, message, file, line, pid, detail}. */
 struct json_object *lb_gate_uncaught_record(struct json_object *ev);
 
-/* The gate's record of the main program's last call of sys.exit (sitecustomize.py,
- * on_exit_call): event LB_GATE_EXIT, rule gate.exit, not refused, args [the exit status it
- * asks for (1 for a str or any other object, 0 for None; null when out of range), its
- * message when it is a str (at most 200 characters) or null], file and line the innermost
- * frame of the experiment's at the call. The last such event of events, or NULL. Recorded
- * whether or not the SystemExit reached the top (code may catch it): the diagnosis uses it
- * only when the exit status is the one it asks for. The experiment can forge one; that only
- * changes its own failed run's words. */
-#define LB_GATE_EXIT "labbox.exit"
-struct json_object *lb_gate_exit(struct json_object *events);
-/* result.json's runtime_gate.exit for such an event (NULL: NULL): a new object {code,
- * message, file, line, pid}. */
-struct json_object *lb_gate_exit_record(struct json_object *ev);
-
 /* The experiment's own files that run before the gate and could keep it out: the interpreter
  * executable when it resolves into one of exp_dirs (the experiment's, staged or not), and the
  * .pth files with `import` lines in the site-packages of the environment at prefix when that
@@ -233,9 +218,8 @@ int lb_gate_cleanup(const lb_gate_paths *p);
 
 /* result.json's runtime_gate: {mode, policy, enforced, installed, network, events: [{event,
  * args, refused, rule, static_rule, title, file, line, pid, detail, finding}], refused,
- * dropped, malformed, channel, uncaught, exit, note}: uncaught is lb_gate_uncaught_record of
- * the channel's first labbox.uncaught event (null when none), exit lb_gate_exit_record of its
- * last labbox.exit event (null when none); events leaves both out. findings is the static check's array (may be NULL):
+ * dropped, malformed, channel, uncaught, note}: uncaught is lb_gate_uncaught_record of the
+ * channel's first labbox.uncaught event (null when none), which events leaves out. findings is the static check's array (may be NULL):
  * an event is matched to the finding of the same rule, on the same line when there is one.
  * ch NULL: the gate was off (or not available on the backend; note says why); ch stopped
  * (lb_gate_channel_stop) otherwise. */

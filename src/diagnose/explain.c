@@ -107,9 +107,6 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 	json_object *unc = get(in.runtime_gate, "uncaught");
 	if (unc && json_object_is_type(unc, json_type_object))
 		in.uncaught = unc;
-	json_object *ex = get(in.runtime_gate, "exit");
-	if (ex && json_object_is_type(ex, json_type_object))
-		in.exit_call = ex;
 	lb_diagnose_grants(&in, get(get(manifest, "config"), "sandbox"));
 	json_object *res = get(result, "resources"), *wall = get(res, "wall_s"),
 		    *user = get(res, "cpu_user_s"), *sys = get(res, "cpu_sys_s");

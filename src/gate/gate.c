@@ -484,24 +484,6 @@ static bool is_uncaught(json_object *ev)
 	       json_object_object_get_ex(ev, "refused", &v) && !json_object_get_boolean(v);
 }
 
-static bool is_exit(json_object *ev)
-{
-	json_object *v;
-	return json_object_object_get_ex(ev, "event", &v) &&
-	       strcmp(json_object_get_string(v), LB_GATE_EXIT) == 0 &&
-	       json_object_object_get_ex(ev, "rule", &v) &&
-	       strcmp(json_object_get_string(v), "gate.exit") == 0 &&
-	       json_object_object_get_ex(ev, "refused", &v) && !json_object_get_boolean(v);
-}
-
-static size_t exits_kept(json_object *events)
-{
-	size_t n = 0;
-	for (size_t i = json_object_array_length(events); i-- > 0;)
-		n += is_exit(json_object_array_get_idx(events, i));
-	return n;
-}
-
 /* Whether ev is past the caps, given the events kept so far: past LB_GATE_MAX_EVENTS only an
  * event of a kind not kept yet is kept, so a flood of one (sys.audit raises any) does not hide
  * another. The first uncaught exception of the main program is kept past every cap: it
@@ -510,12 +492,6 @@ static size_t exits_kept(json_object *events)
 static bool past_caps(json_object *events, json_object *ev)
 {
 	size_t have = json_object_array_length(events);
-	/* The main program's sys.exit calls have a cap of their own (the gate writes 32 a
-	 * process): the last one kept is the one the diagnosis reads, so they are not dropped
-	 * for being many of one kind, and lines the experiment forges cannot grow the record
-	 * (and push the uncaught exception out of what is kept). */
-	if (is_exit(ev))
-		return exits_kept(events) >= LB_GATE_MAX_EXITS;
 	if (have >= LB_GATE_MAX_EVENTS && is_uncaught(ev) && !lb_gate_uncaught(events))
 		return false;
 	return have >= LB_GATE_MAX_EVENTS &&
@@ -542,40 +518,6 @@ json_object *lb_gate_uncaught_record(json_object *ev)
 		json_object_object_add(r, keys[i], json_object_object_get_ex(ev, keys[i], &v)
 							   ? json_object_get(v) : NULL);
 	return r;
-}
-
-json_object *lb_gate_exit_record(json_object *ev)
-{
-	if (!ev)
-		return NULL;
-	json_object *r = json_object_new_object(), *args, *v;
-	if (!r)
-		return NULL;
-	bool has_args = json_object_object_get_ex(ev, "args", &args) &&
-			json_object_is_type(args, json_type_array);
-	v = has_args ? json_object_array_get_idx(args, 0) : NULL;
-	json_object_object_add(r, "code", v && json_object_is_type(v, json_type_int)
-						  ? json_object_get(v) : NULL);
-	v = has_args ? json_object_array_get_idx(args, 1) : NULL;
-	json_object_object_add(r, "message", v && json_object_is_type(v, json_type_string)
-						     ? json_object_get(v) : NULL);
-	static const char *const keys[] = {"file", "line", "pid"};
-	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-		json_object_object_add(r, keys[i], json_object_object_get_ex(ev, keys[i], &v)
-							   ? json_object_get(v) : NULL);
-	return r;
-}
-
-json_object *lb_gate_exit(json_object *events)
-{
-	if (!events || !json_object_is_type(events, json_type_array))
-		return NULL;
-	for (size_t i = json_object_array_length(events); i-- > 0;) {
-		json_object *ev = json_object_array_get_idx(events, i);
-		if (is_exit(ev))
-			return ev;
-	}
-	return NULL;
 }
 
 json_object *lb_gate_uncaught(json_object *events)
@@ -810,12 +752,9 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 	/* The main program's uncaught exception is no refusal, and no event of the experiment's
 	 * doing the gate judged: it has a place of its own. */
 	json_object *uncaught = lb_gate_uncaught_record(lb_gate_uncaught(events));
-	json_object *exit_call = lb_gate_exit_record(lb_gate_exit(events));
-	for (size_t i = json_object_array_length(events); i-- > 0;) {
-		json_object *ev = json_object_array_get_idx(events, i);
-		if (is_uncaught(ev) || is_exit(ev))
+	for (size_t i = json_object_array_length(events); i-- > 0;)
+		if (is_uncaught(json_object_array_get_idx(events, i)))
 			json_object_array_del_idx(events, i, 1);
-	}
 	size_t n = json_object_array_length(events);
 	for (size_t i = 0; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(events, i), *v, *fv, *lv;
@@ -835,7 +774,6 @@ json_object *lb_gate_collect(const lb_gate_channel *ch, lb_gate_mode mode, const
 	json_object_object_add(g, "malformed", json_object_new_int64((int64_t)bad));
 	json_object_object_add(g, "channel", json_object_new_string(channel));
 	json_object_object_add(g, "uncaught", uncaught);
-	json_object_object_add(g, "exit", exit_call);
 	json_object_object_add(g, "note", note ? json_object_new_string(note) : NULL);
 	return g;
 }

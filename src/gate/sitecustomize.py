@@ -667,9 +667,6 @@ def _labbox_gate():
                "rule": rule, "title": title, "file": fn, "line": line}
         if detail:
             doc["detail"] = detail
-        send(doc)
-
-    def send(doc):
         try:
             text = to_json(doc)
         except (TypeError, ValueError):
@@ -3718,41 +3715,6 @@ def _labbox_gate():
             return None
         argv = [start_exe] + child_isolation + flags + ["-c", args[i + 1]] + rest
         return (argv, [start_exe_b], True, keep, None, child_env()) + a[6:]
-
-    # ---- the main program's own exit -------------------------------------------------------
-    # sys.exit(status) raises SystemExit, which the interpreter's top level turns into the
-    # exit status (printing a str status to stderr first) and no audit event names. The
-    # diagnosis of a program that stopped itself needs which of its last lines that message
-    # is (stdout and stderr are two pipes, read in turn: their lines interleave in run.log
-    # as labbox read them, not as they were written) and where the call was. sys.exit is
-    # replaced by a stand-in that notes the call and then calls the real one; recorded, never
-    # refused, and only in the interpreter labbox started, on its main thread (a thread's
-    # SystemExit ends only the thread), at most 32 times (the last is the one that counts,
-    # and a loop that catches its own SystemExit must not flood the channel). `raise
-    # SystemExit` and the builtins exit()/quit() are not seen: the verdict then reads the
-    # output alone, as before.
-    exits = [0]
-
-    def on_exit_call(a, k):
-        if k or type(a) is not tuple or len(a) > 1 or not main_program or \
-                _getpid() != main_pid or _get_ident() != main_ident or exits[0] >= 32:
-            return a, k  # the real one says what is wrong with the arguments
-        exits[0] += 1
-        v = a[0] if a else None
-        t = type(v)
-        code, msg = 1, None  # any other object: printed by its str(), status 1
-        if v is None:
-            code = 0
-        elif t is int or t is bool:
-            code = int(v) if -2**31 <= v < 2**31 else None
-        elif t is str:
-            msg = v if len(v) <= 200 else v[:200] + "..."
-        fn, line = exp_frame(_getframe(3))  # on_exit_call <- sealed <- the stand-in <- caller
-        send({"v": 1, "pid": _getpid(), "event": "labbox.exit", "args": [code, msg],
-              "refused": False, "rule": "gate.exit",
-              "title": "the main program called sys.exit", "file": fn, "line": line})
-        return a, k
-    sys.exit = standin_for(on_exit_call, sys.exit)
 
     try:
         import _posixsubprocess

@@ -1617,14 +1617,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		uncaught = lb_gate_uncaught_record(lb_gate_uncaught(gate_ch.kept));
 	else
 		uncaught = NULL;
-	json_object *exit_call = NULL; /* runtime_gate.exit: which line is sys.exit's message */
-	if (remote_gate && json_object_object_get_ex(remote_gate, "exit", &exit_call) &&
-	    json_object_is_type(exit_call, json_type_object))
-		json_object_get(exit_call);
-	else if (!remote_gate && gate_staged && gate_ch.buf)
-		exit_call = lb_gate_exit_record(lb_gate_exit(gate_ch.kept));
-	else
-		exit_call = NULL;
 	bool exited_ok = res.outcome == LB_SB_EXITED && res.exit_code == 0;
 	bool uncaught_exit0 = exited_ok && uncaught && !rejected;
 	bool completed = exited_ok && !uncaught_exit0;
@@ -1780,7 +1772,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	/* Also when it exited non-zero: its traceback may not be the output's last one, or not
 	 * in it at all (an atexit handler raised another, a sys.excepthook swallowed it). */
 	fin.uncaught = !rejected && res.outcome == LB_SB_EXITED ? uncaught : NULL;
-	fin.exit_call = !rejected && res.outcome == LB_SB_EXITED ? exit_call : NULL;
 	lb_diagnose_grants(&fin, req->sandbox_config);
 	/* The volumes' sources are this host's, and the root this host's own, only for a local
 	 * run: elsewhere neither is stat'ed from here. */
@@ -1876,7 +1867,6 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_put(gate_preload);
 	json_object_put(remote_gate);
 	json_object_put(uncaught);
-	json_object_put(exit_call);
 	json_object_object_add(doc, "backend", be->ops->describe(be));
 	json_object *dwarn = json_object_new_array();
 	char log_path[PATH_MAX + 16];

@@ -355,70 +355,6 @@ static void test_channel_keeps_uncaught(void **state)
 	lb_gate_channel_free(&ch);
 }
 
-/* The main program's sys.exit calls: the last one kept is runtime_gate.exit, out of events;
- * they have a cap of their own, so a flood of forged ones neither grows the record nor pushes
- * the uncaught exception after them out. */
-static void test_channel_keeps_last_exit(void **state)
-{
-	(void)state;
-	lb_gate_channel ch = {0};
-	ch.buf = malloc(LB_GATE_MAX_READ);
-	ch.line = malloc(LB_GATE_MAX_LINE);
-	assert_non_null(ch.buf);
-	assert_non_null(ch.line);
-	static const char hello[] = "\n{\"v\": 1, \"gate\": \"installed\"}\n";
-	assert_int_equal(lb_gate_channel_feed(&ch, hello, sizeof hello - 1, false), 0);
-	char line[300];
-	for (int i = 1; i <= LB_GATE_MAX_EXITS + 20; i++) {
-		int n = snprintf(line, sizeof line,
-				 "\n{\"v\": 1, \"pid\": 2, \"event\": \"labbox.exit\", \"args\": "
-				 "[%d, %s], \"refused\": false, \"rule\": \"gate.exit\", "
-				 "\"file\": \"/x/main.py\", \"line\": %d}\n",
-				 i == 3 ? 2 : 1, i == 3 ? "null" : "\"bad seed\"", i);
-		assert_int_equal(lb_gate_channel_feed(&ch, line, (size_t)n, false), 0);
-	}
-	static const char uncaught[] =
-		"\n{\"v\": 1, \"pid\": 2, \"event\": \"labbox.uncaught\", \"args\": "
-		"[\"RuntimeError\", \"evaluation crashed\"], \"refused\": false, \"rule\": "
-		"\"gate.uncaught\", \"file\": \"/x/main.py\", \"line\": 4}\n";
-	assert_int_equal(lb_gate_channel_feed(&ch, uncaught, sizeof uncaught - 1, false), 0);
-	assert_int_equal(lb_gate_channel_feed(&ch, NULL, 0, true), 0);
-	json_object *e = lb_gate_exit(ch.kept), *v;
-	assert_non_null(e);
-	assert_true(json_object_object_get_ex(e, "line", &v));
-	assert_int_equal(json_object_get_int(v), LB_GATE_MAX_EXITS);
-	assert_non_null(lb_gate_uncaught(ch.kept));
-	json_object *g = lb_gate_collect(&ch, LB_GATE_ON, "standard", false, NULL, NULL), *evs;
-	assert_non_null(g);
-	assert_true(json_object_object_get_ex(g, "exit", &e) && e);
-	assert_true(json_object_object_get_ex(e, "code", &v));
-	assert_int_equal(json_object_get_int(v), 1);
-	assert_true(json_object_object_get_ex(e, "message", &v));
-	assert_string_equal(json_object_get_string(v), "bad seed");
-	assert_true(json_object_object_get_ex(e, "line", &v));
-	assert_int_equal(json_object_get_int(v), LB_GATE_MAX_EXITS);
-	assert_true(json_object_object_get_ex(g, "uncaught", &v) && v);
-	assert_true(json_object_object_get_ex(g, "events", &evs));
-	assert_int_equal(json_object_array_length(evs), 0);
-	json_object_put(g);
-	/* a call with a status and no message: code 2, message null */
-	json_object *one = json_object_new_array();
-	size_t dropped, bad;
-	static const char two[] =
-		"{\"v\": 1, \"pid\": 2, \"event\": \"labbox.exit\", \"args\": [2, null], "
-		"\"refused\": false, \"rule\": \"gate.exit\", \"file\": null, \"line\": null}\n";
-	assert_int_equal(lb_gate_parse_events(two, sizeof two - 1, one, &dropped, &bad), 0);
-	json_object *r = lb_gate_exit_record(lb_gate_exit(one));
-	assert_non_null(r);
-	assert_true(json_object_object_get_ex(r, "code", &v));
-	assert_int_equal(json_object_get_int(v), 2);
-	assert_true(json_object_object_get_ex(r, "message", &v));
-	assert_null(v);
-	json_object_put(r);
-	json_object_put(one);
-	lb_gate_channel_free(&ch);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,7 +366,6 @@ int main(void)
 		cmocka_unit_test(test_channel_lines),
 		cmocka_unit_test(test_channel_feed),
 		cmocka_unit_test(test_channel_keeps_uncaught),
-		cmocka_unit_test(test_channel_keeps_last_exit),
 		cmocka_unit_test(test_diagnose_refusal),
 		cmocka_unit_test(test_write_config),
 	};
