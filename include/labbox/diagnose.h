@@ -10,6 +10,11 @@ struct json_object;
 typedef struct lb_failure_input {
 	const char *log_tail; /* last lines of the combined output (may be NULL) */
 	size_t log_tail_len;
+	/* The last line that is not blank each stream wrote (result.json's last_lines), NULL
+	 * when it wrote none or it is not known. stdout and stderr are two pipes read in turn:
+	 * the combined output has their lines in the order labbox read them, which need not be
+	 * the order they were written. */
+	const char *stdout_last, *stderr_last;
 	int exit_code;   /* -1 when killed by a signal */
 	int signal;      /* 0 when it exited */
 	bool timed_out;  /* the time budget ended it */

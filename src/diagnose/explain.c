@@ -104,6 +104,12 @@ static json_object *rediagnose(const char *run_dir, json_object *result, json_ob
 	};
 	/* As the run read it: an uncaught exception of the main program, or the gate's word that
 	 * none ended it (which makes a non-zero exit the program's own). */
+	json_object *lasts = get(result, "last_lines"), *lo = get(lasts, "stdout"),
+		    *le = get(lasts, "stderr");
+	if (lo && json_object_is_type(lo, json_type_string))
+		in.stdout_last = json_object_get_string(lo);
+	if (le && json_object_is_type(le, json_type_string))
+		in.stderr_last = json_object_get_string(le);
 	json_object *unc = get(in.runtime_gate, "uncaught");
 	if (unc && json_object_is_type(unc, json_type_object))
 		in.uncaught = unc;

@@ -31,8 +31,78 @@
 /* How long the end of a run waits for the fingerprint of its mounted data. */
 #define DATA_FINGERPRINT_WAIT_S 30.0
 
+/* The last line a stream wrote that is not blank (its first LB_LAST_LINE_MAX bytes), and the
+ * line it is writing now. stdout and stderr are two pipes read in turn, so their lines
+ * interleave in run.log as labbox read them, not as they were written: each stream's own last
+ * words are kept apart for the diagnosis (and result.json's last_lines). */
+#define LB_LAST_LINE_MAX 400
+typedef struct last_line {
+	char cur[LB_LAST_LINE_MAX], last[LB_LAST_LINE_MAX];
+	size_t cur_len, last_len;
+	bool have;
+} last_line;
+
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\f' && s[i] != '\v')
+			return false;
+	return true;
+}
+
+static void cur_append(last_line *l, const char *s, size_t n)
+{
+	size_t room = sizeof l->cur - l->cur_len;
+	memcpy(l->cur + l->cur_len, s, n < room ? n : room);
+	l->cur_len += n < room ? n : room;
+}
+
+static void set_last(last_line *l, const char *s, size_t n)
+{
+	if (n > sizeof l->last)
+		n = sizeof l->last;
+	memmove(l->last, s, n);
+	l->last_len = n;
+	l->have = true;
+}
+
+/* Only the end of each chunk is looked at (memrchr): a flood costs no pass over its bytes. */
+static void last_line_feed(last_line *l, const char *d, size_t n)
+{
+	const char *nl = n ? memrchr(d, '\n', n) : NULL;
+	if (!nl) {
+		cur_append(l, d, n);
+		return;
+	}
+	for (const char *end = nl;;) {
+		const char *prev = end > d ? memrchr(d, '\n', (size_t)(end - d)) : NULL;
+		if (!prev) { /* the chunk's first line ends the one being written */
+			cur_append(l, d, (size_t)(end - d));
+			if (!blank(l->cur, l->cur_len))
+				set_last(l, l->cur, l->cur_len);
+			break;
+		}
+		if (!blank(prev + 1, (size_t)(end - prev - 1))) {
+			set_last(l, prev + 1, (size_t)(end - prev - 1));
+			break;
+		}
+		end = prev;
+	}
+	l->cur_len = 0;
+	cur_append(l, nl + 1, (size_t)(d + n - nl - 1));
+}
+
+/* At the end: a last line written without its newline counts. */
+static json_object *last_line_json(last_line *l)
+{
+	if (l->cur_len && !blank(l->cur, l->cur_len))
+		set_last(l, l->cur, l->cur_len);
+	return l->have ? json_object_new_string_len(l->last, (int)l->last_len) : NULL;
+}
+
 typedef struct tee_ctx {
 	lb_runlog *log;
+	last_line *out_last, *err_last;
 	lb_metrics **metrics; /* the pipeline's: a restart replaces it */
 	lb_output_fn echo;
 	void *echo_ctx;
@@ -44,6 +114,7 @@ static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len
 {
 	tee_ctx *t = ctx;
 	lb_runlog_write(t->log, data, len);
+	last_line_feed(stream == LB_STREAM_STDERR ? t->err_last : t->out_last, data, len);
 	if (stream == LB_STREAM_STDERR)
 		lb_metrics_feed_stderr_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
 	else
@@ -63,6 +134,8 @@ static void tee_restart(void *ctx)
 	lb_metrics_set_language(fresh, t->language);
 	lb_metrics_free(*t->metrics);
 	*t->metrics = fresh;
+	memset(t->out_last, 0, sizeof *t->out_last);
+	memset(t->err_last, 0, sizeof *t->err_last);
 	t->t0 = lb_time_monotonic();
 }
 
@@ -1366,7 +1439,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	lb_sandbox_result res;
 	memset(&res, 0, sizeof res);
 	lb_metrics *metrics = NULL;
-	if (lb_metrics_new(&metrics) < 0) {
+	LB_AUTOFREE last_line *lasts = calloc(2, sizeof *lasts); /* stdout's, stderr's */
+	if (!lasts || lb_metrics_new(&metrics) < 0) {
 		json_object_put(manifest);
 		json_object_put(files);
 		json_object_put(skipped);
@@ -1476,7 +1550,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			 stage_r < 0 ? err : "cannot create run.log");
 	} else {
 		staged_ids = snapshot_staged(st->exp_dir, files);
-		tee_ctx tee = {.log = log, .metrics = &metrics, .echo = req->echo,
+		tee_ctx tee = {.log = log, .out_last = &lasts[0], .err_last = &lasts[1],
+			       .metrics = &metrics, .echo = req->echo,
 			       .echo_ctx = req->echo_ctx, .t0 = lb_time_monotonic(),
 			       .language = st->lang == LB_LANG_PYTHON ? NULL
 								       : lb_lang_name(st->lang)};
@@ -1724,7 +1799,13 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		    : NULL;
 	int log_err = log ? lb_runlog_close_nosync(log, &seen, &written, &truncated) : 0;
 
+	/* each stream's own last words (see last_line) */
+	json_object *last_lines = json_object_new_object(), *lo = NULL, *le = NULL;
+	json_object_object_add(last_lines, "stdout", lo = last_line_json(&lasts[0]));
+	json_object_object_add(last_lines, "stderr", le = last_line_json(&lasts[1]));
 	lb_failure_input fin = {
+		.stdout_last = lo ? json_object_get_string(lo) : NULL,
+		.stderr_last = le ? json_object_get_string(le) : NULL,
 		.log_tail = tail,
 		.log_tail_len = tail_len,
 		.exit_code = res.outcome == LB_SB_EXITED ? res.exit_code : -1,
@@ -1847,6 +1928,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	json_object_object_add(doc, "oom_killed", json_object_new_boolean(res.oom_killed));
 	json_object_object_add(doc, "oom_counted", json_object_new_boolean(res.oom_counted));
 	json_object_object_add(doc, "partial", json_object_new_boolean(partial));
+	json_object_object_add(doc, "last_lines", last_lines);
 	json_object_object_add(doc, "labbox_exit_code", json_object_new_int(exit_code));
 	/* Which step the interruption stopped: "run" once the experiment had started. */
 	if (res.outcome == LB_SB_INTERRUPTED)
