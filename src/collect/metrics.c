@@ -6,16 +6,12 @@
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* Longest numeric text handed to strtod; longer is not a number anyone prints. */
-#define LB_NUMBER_TEXT_MAX 512
 
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 {
@@ -160,2303 +156,6 @@ static char *dup_utf8(const char *s, size_t len, size_t max)
 
 	lb_text_utf8(buf, cap, s, len);
 	return strdup(buf);
-}
-
-static void trim(const char **s, size_t *len)
-{
-	while (*len > 0 && (lb_text_blank(**s) || **s == '\r' || **s == '\n')) {
-		(*s)++;
-		(*len)--;
-	}
-	while (*len > 0 && (lb_text_blank((*s)[*len - 1]) || (*s)[*len - 1] == '\r' ||
-			    (*s)[*len - 1] == '\n'))
-		(*len)--;
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alpha(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static size_t skip_digits(const char *s, size_t len, size_t i)
-{
-	while (i < len && is_digit(s[i]))
-		i++;
-	return i;
-}
-
-/* End of the longest prefix of s[i..len) in Python's float() spelling of a decimal (digits
- * with an optional point and exponent; ".5" and "5." as float() accepts them), or i when there
- * is none. An 'e' not followed by an exponent is left out. */
-static size_t scan_decimal(const char *s, size_t len, size_t i)
-{
-	size_t start = i, int_end, frac_end;
-
-	int_end = skip_digits(s, len, i);
-	frac_end = int_end;
-	if (int_end < len && s[int_end] == '.')
-		frac_end = skip_digits(s, len, int_end + 1);
-	if (int_end == start && frac_end <= start + 1)
-		return start; /* no digit at all */
-	i = frac_end;
-	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-		size_t e = i + 1, exp_start;
-
-		if (e < len && (s[e] == '+' || s[e] == '-'))
-			e++;
-		exp_start = e;
-		e = skip_digits(s, len, e);
-		if (e > exp_start)
-			i = e;
-	}
-	return i;
-}
-
-static bool decimal_syntax(const char *s, size_t len)
-{
-	return len > 0 && scan_decimal(s, len, 0) == len;
-}
-
-/* Clinger's fast path: when the digits form an integer of at most 2^53 and the power of ten
- * is at most 22 in magnitude, both are exact doubles and one IEEE multiplication or division
- * rounds correctly, so the result is the one strtod gives, without its cost (a locale object
- * and arbitrary precision) on the numbers research code prints. s is known to be decimal
- * syntax. false: leave it to strtod. */
-static bool fast_decimal(const char *s, size_t len, bool negative, double *out)
-{
-	static const double pow10[] = { 1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,
-					1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-					1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
-	uint64_t mant = 0;
-	long exp10 = 0;
-	size_t i = 0;
-	double v;
-
-	for (; i < len && is_digit(s[i]); i++) {
-		if (mant > (UINT64_C(1) << 53) / 10)
-			return false;
-		mant = mant * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (i < len && s[i] == '.') {
-		for (i++; i < len && is_digit(s[i]); i++) {
-			if (mant > (UINT64_C(1) << 53) / 10)
-				return false;
-			mant = mant * 10 + (uint64_t)(s[i] - '0');
-			exp10--;
-		}
-	}
-	if (i < len) { /* exponent: decimal_syntax checked its shape */
-		bool eneg = false;
-		long e = 0;
-
-		i++;
-		if (s[i] == '+' || s[i] == '-')
-			eneg = s[i++] == '-';
-		for (; i < len; i++) {
-			if (e > 1000)
-				return false;
-			e = e * 10 + (s[i] - '0');
-		}
-		exp10 += eneg ? -e : e;
-	}
-	if (mant > (UINT64_C(1) << 53) || exp10 < -22 || exp10 > 22)
-		return false;
-	v = (double)mant;
-	v = exp10 < 0 ? v / pow10[-exp10] : v * pow10[exp10];
-	*out = negative ? -v : v;
-	return true;
-}
-
-static bool word_is(const char *s, size_t len, const char *word)
-{
-	return len == strlen(word) && strncasecmp(s, word, len) == 0;
-}
-
-bool lb_parse_number(const char *s, size_t len, double *out)
-{
-	char buf[LB_NUMBER_TEXT_MAX];
-	bool negative = false;
-	const char *body;
-	size_t body_len;
-	locale_t c_locale;
-	double v;
-
-	if (!s)
-		return false;
-	trim(&s, &len);
-	body = s;
-	body_len = len;
-	if (body_len > 0 && (body[0] == '+' || body[0] == '-')) {
-		negative = body[0] == '-';
-		body++;
-		body_len--;
-	}
-	if (body_len > 0 && is_alpha(body[0])) {
-		/* Only a word can be one of these; digits skip the comparisons. */
-		if (word_is(body, body_len, "nan")) {
-			*out = negative ? -NAN : NAN;
-			return true;
-		}
-		if (word_is(body, body_len, "inf") || word_is(body, body_len, "infinity")) {
-			*out = negative ? -INFINITY : INFINITY;
-			return true;
-		}
-		return false;
-	}
-	if (!decimal_syntax(body, body_len))
-		return false;
-	if (fast_decimal(body, body_len, negative, out))
-		return true;
-	/* A number longer than the buffer is still one (600 digits are Infinity, as Python's
-	 * float() says): a copy of its own, not a line dropped without a word. */
-	LB_AUTOFREE char *big = len >= sizeof(buf) ? malloc(len + 1) : NULL;
-	char *text = len >= sizeof(buf) ? big : buf;
-	if (!text)
-		return false;
-	memcpy(text, s, len);
-	text[len] = '\0';
-	/* A program embedding labbox may have set LC_NUMERIC; research code prints a '.'. The "C"
-	 * locale object is static in glibc, so this allocates nothing. */
-	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-	if (!c_locale)
-		return false;
-	v = strtod_l(text, NULL, c_locale);
-	freelocale(c_locale);
-	/* Overflow gives +-HUGE_VAL, which is what Python's float() says for "1e999" too. */
-	*out = v;
-	return true;
-}
-
-/* The digits of an integer literal without its sign and leading zeros ("0" stays), and
- * whether it is negative; false when s is no integer literal. */
-static bool integer_digits(const char *s, size_t len, const char **digits, size_t *n, bool *negative)
-{
-	trim(&s, &len);
-	*negative = len > 0 && s[0] == '-';
-	if (len > 0 && (s[0] == '+' || s[0] == '-')) {
-		s++;
-		len--;
-	}
-	if (len == 0 || skip_digits(s, len, 0) != len)
-		return false;
-	while (len > 1 && s[0] == '0') {
-		s++;
-		len--;
-	}
-	*digits = s;
-	*n = len;
-	return true;
-}
-
-lb_int_form lb_parse_integer(const char *s, size_t len, int64_t *out)
-{
-	const char *d;
-	size_t n;
-	bool negative;
-	uint64_t mag = 0;
-
-	if (!s || !integer_digits(s, len, &d, &n, &negative))
-		return LB_INT_NONE;
-	if (n > 20)
-		return LB_INT_WIDE;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t digit = (uint64_t)(d[i] - '0');
-
-		if (mag > (UINT64_MAX - digit) / 10)
-			return LB_INT_WIDE;
-		mag = mag * 10 + digit;
-	}
-	if (negative) {
-		if (mag > (uint64_t)INT64_MAX + 1)
-			return LB_INT_WIDE;
-		/* -2^63 has no positive int64; the unsigned negation wraps to exactly it. */
-		*out = mag == 0 ? 0 : (int64_t)(~mag + 1);
-		return LB_INT_SIGNED;
-	}
-	*out = (int64_t)mag;
-	return mag > (uint64_t)INT64_MAX ? LB_INT_UNSIGNED : LB_INT_SIGNED;
-}
-
-struct json_object *lb_json_integer(const char *s, size_t len)
-{
-	const char *d;
-	size_t n;
-	bool negative;
-	int64_t v;
-	char buf[4096 + 2];
-
-	switch (lb_parse_integer(s, len, &v)) {
-	case LB_INT_SIGNED:
-		return json_object_new_int64(v);
-	case LB_INT_UNSIGNED:
-		return json_object_new_uint64((uint64_t)v);
-	case LB_INT_WIDE:
-		break;
-	default:
-		return NULL;
-	}
-	integer_digits(s, len, &d, &n, &negative);
-	if (n + 1 >= sizeof(buf))
-		return NULL;
-	buf[0] = '-';
-	memcpy(buf + 1, d, n);
-	return negative ? json_object_new_string_len(buf, (int)n + 1)
-			: json_object_new_string_len(buf + 1, (int)n);
-}
-
-bool lb_json_is_wide_integer(struct json_object *v)
-{
-	int64_t unused;
-
-	return json_object_is_type(v, json_type_string) &&
-	       lb_parse_integer(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-				&unused) == LB_INT_WIDE;
-}
-
-/* A name's byte: a letter or '_' anywhere, and after the first also digits and . - / and the
- * @ and ^ of ranking and fit metrics (`Hits@10`, `NDCG@10`, `mAP@0.5`, `R^2`). */
-static bool name_char(char c, bool first, bool holes)
-{
-	if (c == '_' || is_alpha(c) || (holes && c == LB_METRIC_HOLE))
-		return true;
-	return !first && (is_digit(c) || c == '.' || c == '-' || c == '/' || c == '@' || c == '^');
-}
-
-static bool key_char(char c, bool first)
-{
-	if (c == '_' || is_alpha(c))
-		return true;
-	return !first && (is_digit(c) || c == '.' || c == '-');
-}
-
-/* One key=value token at s[i..len): returns the index after it, or 0 when there is none. The
- * token must end at a blank or the end of the text, so `a="x"y` is not one. */
-static size_t scan_tag(const char *s, size_t len, size_t i, lb_metric_tag *t)
-{
-	size_t k = i, v;
-
-	if (k >= len || !key_char(s[k], true))
-		return 0;
-	while (k < len && key_char(s[k], false))
-		k++;
-	if (k - i > LB_METRIC_TAG_KEY_MAX || k >= len || s[k] != '=')
-		return 0;
-	t->key = s + i;
-	t->key_len = k - i;
-	k++;
-	if (k < len && s[k] == '"') {
-		const char *q = memchr(s + k + 1, '"', len - k - 1);
-
-		if (!q)
-			return 0;
-		t->value = s + k + 1;
-		t->value_len = (size_t)(q - t->value);
-		k = (size_t)(q - s) + 1;
-	} else {
-		v = k;
-		while (k < len && !lb_text_blank(s[k]))
-			k++;
-		t->value = s + v;
-		t->value_len = k - v;
-	}
-	if (t->value_len == 0 || (k < len && !lb_text_blank(s[k])))
-		return 0;
-	return k;
-}
-
-static int tag_cmp(const lb_metric_tag *a, const lb_metric_tag *b)
-{
-	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
-	int c = memcmp(a->key, b->key, n);
-
-	if (c)
-		return c;
-	return a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
-}
-
-static bool tag_is(const lb_metric_tag *t, const char *key)
-{
-	return t->key_len == strlen(key) && memcmp(t->key, key, t->key_len) == 0;
-}
-
-static bool has_blank(const char *s, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (lb_text_blank(s[i]))
-			return true;
-	return false;
-}
-
-size_t lb_metric_tags_text(const lb_metric_tag *tags, size_t n, char *buf, size_t cap)
-{
-	size_t o = 0;
-
-	if (cap == 0)
-		return (size_t)-1;
-	for (size_t i = 0; i < n; i++) {
-		bool quote = has_blank(tags[i].value, tags[i].value_len);
-		size_t need = (i ? 1 : 0) + tags[i].key_len + 1 + tags[i].value_len + (quote ? 2 : 0);
-
-		if (o + need >= cap)
-			return (size_t)-1;
-		if (i)
-			buf[o++] = ' ';
-		memcpy(buf + o, tags[i].key, tags[i].key_len);
-		o += tags[i].key_len;
-		buf[o++] = '=';
-		if (quote)
-			buf[o++] = '"';
-		memcpy(buf + o, tags[i].value, tags[i].value_len);
-		o += tags[i].value_len;
-		if (quote)
-			buf[o++] = '"';
-	}
-	buf[o] = '\0';
-	return o;
-}
-
-bool lb_tags_next(const char **cursor, lb_metric_tag *tag)
-{
-	const char *s = *cursor;
-	size_t len, end;
-
-	if (!s)
-		return false;
-	while (lb_text_blank(*s))
-		s++;
-	len = strlen(s);
-	if (len == 0)
-		return false;
-	end = scan_tag(s, len, 0, tag);
-	if (end == 0) {
-		/* Stored text was built by lb_metric_tags_text, so this only happens to a value
-		 * whose UTF-8 repair made it unlike what was parsed: the rest is one value. */
-		const char *eq = memchr(s, '=', len);
-
-		tag->key = s;
-		tag->key_len = eq ? (size_t)(eq - s) : len;
-		tag->value = eq ? eq + 1 : s + len;
-		tag->value_len = eq ? len - tag->key_len - 1 : 0;
-		end = len;
-	}
-	*cursor = s + end;
-	return true;
-}
-
-/* Reads key=value tokens from s[*i..len) into tags; stops before the first token that is not
- * one (or at the end). false when there are too many, or a key repeats. Sorted by key. */
-static bool scan_tags(const char *s, size_t len, size_t *i, lb_metric_tag *tags, size_t *n)
-{
-	*n = 0;
-	for (;;) {
-		size_t k = *i, end;
-		lb_metric_tag t;
-
-		while (k < len && lb_text_blank(s[k]))
-			k++;
-		end = scan_tag(s, len, k, &t);
-		if (end == 0)
-			break;
-		if (*n >= LB_METRIC_TAGS_MAX + 2)
-			return false;
-		tags[(*n)++] = t;
-		*i = end;
-	}
-	/* Insertion sort: at most 18 tokens. */
-	for (size_t a = 1; a < *n; a++) {
-		lb_metric_tag t = tags[a];
-		size_t b = a;
-
-		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
-			tags[b] = tags[b - 1];
-		tags[b] = t;
-	}
-	/* A repeated key would leave it to guessing which one was meant. */
-	for (size_t a = 1; a < *n; a++)
-		if (tag_cmp(&tags[a - 1], &tags[a]) == 0)
-			return false;
-	return true;
-}
-
-/* Moves the token with this key out of tags into *val; false when absent. */
-static bool take_tag(lb_metric_tag *tags, size_t *n, const char *key, lb_metric_tag *val)
-{
-	for (size_t a = 0; a < *n; a++) {
-		if (!tag_is(&tags[a], key))
-			continue;
-		*val = tags[a];
-		memmove(tags + a, tags + a + 1, (*n - a - 1) * sizeof(*tags));
-		(*n)--;
-		return true;
-	}
-	return false;
-}
-
-static bool tags_fit(const lb_metric_tag *tags, size_t n)
-{
-	char buf[LB_METRIC_TAGS_TEXT_MAX + 1];
-
-	return n <= LB_METRIC_TAGS_MAX &&
-	       lb_metric_tags_text(tags, n, buf, sizeof(buf)) != (size_t)-1;
-}
-
-static void set_kind(lb_metric_line *out, const char *value, size_t value_len)
-{
-	out->str = value;
-	out->str_len = value_len;
-	if (lb_parse_number(value, value_len, &out->number)) {
-		out->kind = LB_METRIC_NUMBER;
-	} else {
-		out->kind = LB_METRIC_STRING;
-		out->number = 0;
-	}
-}
-
-/* Bytes that end a value token: a blank, the end, or a separator between pairs. */
-static bool value_end(const char *s, size_t len, size_t i)
-{
-	return i >= len || lb_text_blank(s[i]) || s[i] == ',' || s[i] == ';' || s[i] == '|';
-}
-
-/* Digits grouped in thousands as Python's f"{n:_}" writes them ("1_000_000", "1_000.5"):
- * 1 to 3 digits, then groups of exactly 3 after an underscore, then an optional fraction.
- * Returns the index after it and sets *v, or i when there is none. Commas (f"{n:,}") are not
- * read so: "sizes: 128,256,512" is a list joined with commas, and reading it as 128256512
- * would be a number the experiment never meant. */
-static size_t scan_grouped(const char *s, size_t len, size_t i, double *v)
-{
-	char buf[64];
-	size_t k = i, o = 0, lead, groups = 0;
-	char sep;
-
-	if (k < len && (s[k] == '+' || s[k] == '-'))
-		buf[o++] = s[k++];
-	lead = skip_digits(s, len, k) - k;
-	if (lead < 1 || lead > 3 || k + lead >= len || s[k + lead] != '_')
-		return i;
-	sep = '_';
-	memcpy(buf + o, s + k, lead);
-	o += lead;
-	k += lead;
-	while (k + 3 < len && s[k] == sep && skip_digits(s, len, k + 1) == k + 4 &&
-	       o + 3 < sizeof(buf) - 24) {
-		memcpy(buf + o, s + k + 1, 3);
-		o += 3;
-		k += 4;
-		groups++;
-	}
-	/* "1_0000" and "1_000_00" are not grouped. */
-	if (groups == 0 || (k < len && is_digit(s[k])) ||
-	    (k + 1 < len && s[k] == sep && is_digit(s[k + 1])))
-		return i;
-	if (k < len && s[k] == '.') {
-		size_t f = skip_digits(s, len, k + 1);
-
-		if (f == k + 1 || f - k > 20)
-			return i;
-		memcpy(buf + o, s + k, f - k);
-		o += f - k;
-		k = f;
-	}
-	return lb_parse_number(buf, o, v) ? k : i;
-}
-
-/* A number token at s[i..len): sign, then a decimal, nan, inf or infinity (or, in a
- * template, a hole). Returns the index after it and sets *v, or i when there is none. The
- * token may be followed by anything; the caller decides what may follow. */
-static size_t scan_number(const char *s, size_t len, size_t i, bool holes, double *v)
-{
-	size_t start = i, body, end;
-
-	if (i < len && (s[i] == '+' || s[i] == '-'))
-		i++;
-	body = i;
-	if (holes && i < len && s[i] == LB_METRIC_HOLE) {
-		*v = 1;
-		return i + 1;
-	}
-	if (i < len && is_alpha(s[i])) {
-		end = i;
-		while (end < len && is_alpha(s[end]))
-			end++;
-		if (!word_is(s + i, end - i, "nan") && !word_is(s + i, end - i, "inf") &&
-		    !word_is(s + i, end - i, "infinity"))
-			return start;
-	} else {
-		end = scan_grouped(s, len, start, v);
-		if (end > start)
-			return end;
-		end = scan_decimal(s, len, i);
-		if (end == body)
-			return start;
-	}
-	if (!lb_parse_number(s + start, end - start, v))
-		return start;
-	return end;
-}
-
-static bool all_digits(const char *s, size_t len, bool holes)
-{
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!is_digit(s[i]) && !(holes && s[i] == LB_METRIC_HOLE && len == 1))
-			return false;
-	return true;
-}
-
-static bool label_char(char c, bool holes)
-{
-	return is_alpha(c) || is_digit(c) || c == '_' || c == '.' || c == '+' || c == '-' ||
-	       (holes && c == LB_METRIC_HOLE);
-}
-
-/* "3/4" at s[start..i) and after: the numerator is what was scanned, integers only. */
-static size_t scan_ratio(const char *s, size_t len, size_t start, size_t i, bool holes,
-			 lb_metric_value *v)
-{
-	size_t num = start, den = i + 1, end;
-	double a, b;
-
-	if (num < i && (s[num] == '+' || s[num] == '-'))
-		num++;
-	if (i >= len || s[i] != '/' || !all_digits(s + num, i - num, holes))
-		return 0;
-	end = den;
-	while (end < len && (is_digit(s[end]) || (holes && s[end] == LB_METRIC_HOLE)))
-		end++;
-	if (!all_digits(s + den, end - den, holes))
-		return 0;
-	if (!lb_parse_number(s + start, i - start, &a))
-		a = 1; /* a hole */
-	if (!lb_parse_number(s + den, end - den, &b))
-		b = 1;
-	/* 3/0 is printed by code that divides by a count of nothing: it is kept, as Inf or
-	 * NaN, so validation flags it rather than the line silently not counting. */
-	v->number = a / b;
-	v->ratio = true;
-	return end;
-}
-
-/* "± 0.1", "+- 0.1", "+/- 0.1" after a number; returns the index after it or 0. */
-static size_t scan_uncertainty(const char *s, size_t len, size_t i, bool holes, double *u)
-{
-	size_t k = i, e;
-
-	while (k < len && lb_text_blank(s[k]))
-		k++;
-	if (k + 1 < len && (unsigned char)s[k] == 0xc2 && (unsigned char)s[k + 1] == 0xb1)
-		k += 2;
-	else if (k + 2 < len && memcmp(s + k, "+/-", 3) == 0)
-		k += 3;
-	else if (k + 1 < len && memcmp(s + k, "+-", 2) == 0)
-		k += 2;
-	else
-		return 0;
-	while (k < len && lb_text_blank(s[k]))
-		k++;
-	e = scan_number(s, len, k, holes, u);
-	if (e == k)
-		return 0;
-	if (e < len && s[e] == '%')
-		e++;
-	return value_end(s, len, e) ? e : 0;
-}
-
-/* " (best)" after a number: a parenthesised remark without parentheses inside. */
-static size_t scan_remark(const char *s, size_t len, size_t i, lb_metric_value *v)
-{
-	size_t k = i, e;
-
-	while (k < len && lb_text_blank(s[k]))
-		k++;
-	if (k >= len || s[k] != '(')
-		return 0;
-	for (e = k + 1; e < len && s[e] != ')' && s[e] != '('; e++)
-		;
-	if (e >= len || s[e] != ')' || e == k + 1 || e - k - 1 > LB_METRIC_REMARK_MAX ||
-	    !value_end(s, len, e + 1))
-		return 0;
-	v->remark = s + k + 1;
-	v->remark_len = e - k - 1;
-	return e + 1;
-}
-
-/* A scalar as its repr prints it: torch's "tensor(0.5000)", with its keywords
- * ("tensor(0.5000, device='cuda:0', grad_fn=<MeanBackward0>)"), and numpy 2's
- * "np.float64(0.5)". print(f"loss: {loss}") of a 0-d tensor, or a dict's values, print that,
- * and the number is the experiment's. Returns the index after the ')' (setting *x and the
- * wrapper), 0 when it is not one. A tensor of several elements is not a number. */
-static size_t scan_wrapped(const char *s, size_t len, size_t i, bool holes, double *x,
-			   lb_metric_value *v)
-{
-	size_t k = i, e;
-	bool tensor = len - i > 7 && memcmp(s + i, "tensor(", 7) == 0;
-
-	if (tensor) {
-		k = i + 6;
-	} else if (len - i > 3 && memcmp(s + i, "np.", 3) == 0) {
-		for (k = i + 3; k < len && (is_alpha(s[k]) || is_digit(s[k]) || s[k] == '_'); k++)
-			;
-		if (k == i + 3 || k >= len || s[k] != '(')
-			return 0;
-	} else {
-		return 0;
-	}
-	e = scan_number(s, len, k + 1, holes, x);
-	if (e == k + 1 || e >= len)
-		return 0;
-	if (tensor && s[e] == ',') {
-		/* Keywords hold no parentheses: device='cuda:0', grad_fn=<...>, dtype=... */
-		while (e < len && s[e] != ')' && s[e] != '(')
-			e++;
-	}
-	if (e >= len || s[e] != ')' || !value_end(s, len, e + 1))
-		return 0;
-	v->wrapper = s + i;
-	v->wrapper_len = k - i;
-	return e + 1;
-}
-
-/* One value at s[i..len) (see lb_metric_value). Returns the index after it, 0 when there is
- * none. */
-static size_t scan_value(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v)
-{
-	size_t start = i, e, k;
-	double x;
-
-	v->ratio = v->percent = v->has_uncertainty = false;
-	v->uncertainty = 0;
-	v->remark = NULL;
-	v->remark_len = 0;
-	v->wrapper = NULL;
-	v->wrapper_len = 0;
-	if ((e = scan_wrapped(s, len, i, holes, &x, v)) > 0) {
-		v->number = x;
-		v->kind = LB_METRIC_NUMBER;
-		v->str = s + start;
-		v->str_len = e - start;
-		return e;
-	}
-	e = scan_number(s, len, i, holes, &x);
-	if (e > start) {
-		v->number = x;
-		if (e < len && s[e] == '/') {
-			k = scan_ratio(s, len, start, e, holes, v);
-			e = k ? k : e;
-		}
-		/* "93.5 %": a blank before the sign, as some locales write it */
-		for (k = e; k < len && lb_text_blank(s[k]); k++)
-			;
-		if (k > e && k < len && s[k] == '%' && value_end(s, len, k + 1))
-			e = k;
-		if (e < len && s[e] == '%') {
-			v->percent = true;
-			e++;
-		}
-		/* "0.93±0.01": an uncertainty without blanks before it */
-		bool tight = !value_end(s, len, e) &&
-			     scan_uncertainty(s, len, e, holes, &v->uncertainty) > 0;
-		if (tight || value_end(s, len, e)) {
-			v->kind = LB_METRIC_NUMBER;
-			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty)) > 0) {
-				v->has_uncertainty = true;
-				e = k;
-			}
-			if ((k = scan_remark(s, len, e, v)) > 0)
-				e = k;
-			v->str = s + start;
-			v->str_len = e - start;
-			return e;
-		}
-		v->ratio = v->percent = false;
-	}
-	/* A label: one token starting with a letter, so that text (a path, a URL, a sentence)
-	 * is never a metric, nor is a number with a unit this parser does not read ("12.5s"
-	 * would be a string where the researcher expects seconds). */
-	for (e = start; e < len && label_char(s[e], holes); e++)
-		;
-	/* In a template a label may start with a computed part only when it is nothing else:
-	 * {model} may print a label, but {t}s prints a number with a unit, which the collector
-	 * does not take ("0.5s"), so the check must not take it either. */
-	if (e == start || e - start > LB_METRIC_LABEL_MAX || !value_end(s, len, e) ||
-	    !(is_alpha(s[start]) || s[start] == '_' ||
-	      (holes && s[start] == LB_METRIC_HOLE && e == start + 1)))
-		return 0;
-	v->kind = LB_METRIC_STRING;
-	v->number = 0;
-	v->str = s + start;
-	v->str_len = e - start;
-	return e;
-}
-
-/* A name word's first byte: the first word starts with a letter or '_' (so `12:00:01`, `1abc`
- * and a path start no name), a later one also with '(' or a digit (`Top 5 accuracy`). */
-static bool name_start_char(char c, bool first, bool holes)
-{
-	return c == '_' || is_alpha(c) || (!first && (c == '(' || is_digit(c))) ||
-	       (holes && c == LB_METRIC_HOLE);
-}
-
-static bool is_counter_word(const char *s, size_t len);
-
-/* A ':' inside a name word: only between digits or dots after an '@' (`mAP@0.5:0.95`, COCO's
- * IoU range), where it cannot end the name, since a name's ':' has a blank after it. */
-static bool name_colon(const char *s, size_t len, size_t start, size_t i)
-{
-	return i > start && i + 1 < len && (is_digit(s[i + 1]) || s[i + 1] == '.') &&
-	       (is_digit(s[i - 1]) || s[i - 1] == '.') && memchr(s + start, '@', i - start);
-}
-
-/* A name at s[i..len) and its ':' (see lb_metric_line_parse): copies it, blanks inside made
- * one space each, into out and returns the index after the ':' and the blank after it; 0 when
- * there is none. A later word may start with a digit (`Accuracy after 10 epochs`), but a name
- * is no count: its last word does not (`Sample 3: 0.5`, `Fold 2:` and `Epoch 5:` enumerate
- * what a loop prints, a name per line), and a counter word followed by a number (`Loss at
- * step 100`, `Epoch 3 loss`) makes it a progress line's. With comma, the line's first name
- * may hold ", " (`Predicted price of a 1650 sq-ft, 3 br house`): nothing before it on the
- * line is a pair, so the comma cannot separate two; a part that is a counter word alone
- * (`Saving model, epoch: 3`) is a progress line's. */
-static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool comma, char *out)
-{
-	size_t o = 0, part = 0;
-	size_t prev = 0, prev_len = 0; /* the word before, in out; none after a comma */
-	bool first = true, digit_word = false, hole_word = false;
-
-	for (;;) {
-		size_t start, w;
-
-		if (i >= len || !name_start_char(s[i], first, holes))
-			return 0;
-		if (!first) {
-			if (o >= LB_METRIC_NAME_MAX)
-				return 0;
-			out[o++] = ' ';
-		}
-		start = i;
-		w = o;
-		while (i < len && (name_char(s[i], false, holes) || s[i] == '(' || s[i] == ')' ||
-				   (s[i] == ':' && name_colon(s, len, start, i)))) {
-			if (o >= LB_METRIC_NAME_MAX)
-				return 0;
-			out[o++] = s[i++];
-		}
-		digit_word = is_digit(s[start]);
-		hole_word = holes && i == start + 1 && s[start] == LB_METRIC_HOLE;
-		/* In a template a hole alone may be a number: after a counter word it is its
-		 * count, and before a comma it may end a part as a number does. */
-		if ((digit_word || hole_word) && is_counter_word(out + prev, prev_len))
-			return 0;
-		prev = w;
-		prev_len = o - w;
-		first = false;
-		while (i < len && lb_text_blank(s[i]))
-			i++;
-		if (i < len && s[i] == ':')
-			break;
-		if (comma && i + 1 < len && s[i] == ',' && lb_text_blank(s[i + 1])) {
-			if (digit_word || hole_word || is_counter_word(out + part, o - part) ||
-			    o >= LB_METRIC_NAME_MAX)
-				return 0;
-			out[o++] = ',';
-			part = o + 1;
-			prev_len = 0;
-			for (i++; i < len && lb_text_blank(s[i]); i++)
-				;
-		}
-	}
-	if (digit_word || (part && is_counter_word(out + part, o - part)))
-		return 0;
-	out[o] = '\0';
-	i++;
-	if (i >= len || !lb_text_blank(s[i]))
-		return 0;
-	return i + 1;
-}
-
-static bool name_is_one_of(const char *name, const char *const *words, size_t n, bool any_case)
-{
-	for (size_t k = 0; k < n; k++)
-		if (any_case ? strcasecmp(name, words[k]) == 0 : strcmp(name, words[k]) == 0)
-			return true;
-	return false;
-}
-
-static const char *const level_words[] = { "DEBUG", "INFO",     "NOTICE", "WARNING", "WARN",
-					   "ERROR", "CRITICAL", "FATAL",  "TRACE" };
-static const char *const counter_words[] = { "epoch", "step",	     "batch",  "iter",
-					     "iteration", "global_step", "episode" };
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-#define COUNTER_FIRSTS (LETTER('e') | LETTER('s') | LETTER('b') | LETTER('i') | LETTER('g'))
-
-/* Whether s[0..len) is one of the lower-case words, any case. Checked on every word of
- * names and unread lines: the first letter rejects nearly all before a comparison. */
-#define LETTER(c) (1u << ((c) - 'a'))
-
-/* firsts: the letters the words start with, as LETTER bits (defined beside each list, kept in
- * step with it), so that most words are rejected before any comparison. */
-static bool word_in(const char *s, size_t len, const char *const *words, size_t n, uint32_t firsts)
-{
-	char c;
-
-	if (len == 0 || !is_alpha(s[0]))
-		return false;
-	c = s[0] >= 'A' && s[0] <= 'Z' ? (char)(s[0] + 32) : s[0];
-	if (!(firsts & (1u << (c - 'a'))))
-		return false;
-	for (size_t k = 0; k < n; k++) {
-		const char *w = words[k];
-		size_t j = 0;
-
-		while (j < len && w[j] && (s[j] >= 'A' && s[j] <= 'Z' ? s[j] + 32 : s[j]) == w[j])
-			j++;
-		if (j == len && !w[j])
-			return true;
-	}
-	return false;
-}
-
-static bool is_counter_word(const char *s, size_t len)
-{
-	return word_in(s, len, counter_words, N_OF(counter_words), COUNTER_FIRSTS);
-}
-
-/* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
- * "WARNING model: x"), or is a level word in any case with a value that is not a number
- * ("Warning: deprecated"); "error: 0.05" stays a metric. */
-static bool log_line(const lb_metric_value *first)
-{
-	char word[LB_METRIC_NAME_MAX + 1];
-	size_t k = strcspn(first->name, " ,");
-
-	memcpy(word, first->name, k);
-	word[k] = '\0';
-	if (name_is_one_of(word, level_words, N_OF(level_words), false))
-		return true;
-	return first->kind != LB_METRIC_NUMBER &&
-	       name_is_one_of(first->name, level_words, N_OF(level_words), true);
-}
-
-static bool special_name(const char *name)
-{
-	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
-	       strcmp(name, "TIME_GUARD") == 0;
-}
-
-static void set_first(lb_metric_line *out)
-{
-	const lb_metric_value *v = &out->values[0];
-
-	memcpy(out->name, v->name, sizeof(out->name));
-	out->kind = v->kind;
-	out->number = v->number;
-	out->str = v->str;
-	out->str_len = v->str_len;
-}
-
-/* The next value slot of out and its name at line[i..): the offset after the name and the
- * blanks that follow it, 0 when out is full or no name starts there. */
-static size_t next_name(const char *line, size_t len, size_t i, bool holes, bool comma,
-			lb_metric_line *out, lb_metric_value **v)
-{
-	size_t e;
-
-	if (out->n_values >= LB_METRIC_VALUES_MAX)
-		return 0;
-	*v = &out->values[out->n_values];
-	e = scan_name(line, len, i, holes, comma, (*v)->name);
-	if (e == 0)
-		return 0;
-	while (e < len && lb_text_blank(line[e]))
-		e++;
-	return e;
-}
-
-/* Whether a name is spelled as an exception class, the way a traceback's last line or
- * `print(f"{type(e).__name__}: {e}")` shows it: a CamelCase identifier, alone or ending a
- * dotted path (numpy.linalg.LinAlgError; socket.timeout too), with a stem before the suffix
- * (KeyError, UserWarning, SystemExit, KeyboardInterrupt, ExceptionGroup). "Error" and
- * "Warning" alone, "test_error" and "Error rate" are not: researchers name error rates so. */
-static bool exception_class_name(const char *name)
-{
-	static const char *const suffixes[] = { "Error", "Exception", "Warning", "Exit",
-						"Interrupt", "Iteration", "Group" };
-	size_t len = strlen(name);
-	const char *last = name;
-
-	const char *dot = memrchr(name, '.', len);
-
-	/* socket's classes are the lower-case exception to the convention; "val.error" is not. */
-	if (dot && strncmp(name, "socket.", 7) == 0)
-		return true;
-	if (dot)
-		last = dot + 1;
-	while (*last == '_')
-		last++;
-	if (!(*last >= 'A' && *last <= 'Z'))
-		return false;
-	for (const char *c = last; *c; c++)
-		if (*c == '_')
-			return false; /* Train_Error is a name someone chose, not a class */
-	len = strlen(last);
-	for (size_t k = 0; k < N_OF(suffixes); k++) {
-		size_t n = strlen(suffixes[k]);
-
-		if (len > n && strcmp(last + len - n, suffixes[k]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Whether a counter name is an epoch's: an epoch's line reports a finished pass over the data
- * (as Keras's does), a step's or a batch's a running value inside one. */
-static int counter_level(const char *name, size_t len)
-{
-	return len == 5 && strncasecmp(name, "epoch", 5) == 0 ? LB_METRIC_PROGRESS_EPOCH
-							     : LB_METRIC_PROGRESS_STEP;
-}
-
-/* "Test set: Average loss: 0.0341, Accuracy: 0.98" (PyTorch's MNIST example): the first pair's
- * one-word label, joined by blanks alone to more words and a ':', starts the next pair's name,
- * and the first name is a heading. Only where the line separates its pairs with , ; or |
- * elsewhere: with blanks alone ("model: resnet lr: 0.1") a blank is the separator, and the
- * label is the value (the several-pairs rule). And only where the first name is words of a
- * heading (more than one) and the label is capitalised as a name's first word: a setting
- * and its value ("optimizer: adam lr: 0.001, test_acc: 0.91") stay two pairs. v is the
- * label's pair, i the offset after it. */
-static bool heading_label(const char *line, size_t len, size_t i, bool holes,
-			  const lb_metric_value *v)
-{
-	char name[LB_METRIC_NAME_MAX + 1];
-	size_t k = i;
-
-	if (v->kind != LB_METRIC_STRING || v->wrapper || v->remark || i >= len ||
-	    !lb_text_blank(line[i]) || !strchr(v->name, ' ') || !v->str ||
-	    !(*v->str >= 'A' && *v->str <= 'Z'))
-		return false;
-	while (k < len && lb_text_blank(line[k]))
-		k++;
-	if (k >= len || strchr(",;|-", line[k]))
-		return false;
-	if (!memchr(line + k, ',', len - k) && !memchr(line + k, ';', len - k) &&
-	    !memchr(line + k, '|', len - k))
-		return false;
-	return scan_name(line, len, (size_t)(v->str - line), holes, false, name) != 0;
-}
-
-/* Whether a heading names the test split: "Test set", "Test", "Testing set", "Test split",
- * "Test data", "Test dataset" (any case). Its pairs are the experiment's result, read under
- * their own names, as they always were; any other heading ("Train set", "Validation set",
- * "Model A") qualifies them (qualify_values). */
-static bool test_heading(const char *name)
-{
-	static const char *const tests[] = { "test", "testing" };
-	static const char *const sets[] = { "set", "split", "data", "dataset" };
-	char word[LB_METRIC_NAME_MAX + 1];
-	const char *sp = strchr(name, ' ');
-	size_t k = sp ? (size_t)(sp - name) : strlen(name);
-
-	memcpy(word, name, k);
-	word[k] = '\0';
-	if (!name_is_one_of(word, tests, N_OF(tests), true))
-		return false;
-	return !sp || (!strchr(sp + 1, ' ') && name_is_one_of(sp + 1, sets, N_OF(sets), true));
-}
-
-/* The names of out's values qualified by what the line says they are about: "QUAL name"
- * ("Train set Accuracy", "train loss"), as pytorch/examples prints "Test set loss". False
- * when a qualified name would pass LB_METRIC_NAME_MAX: the line is then not read, rather
- * than read under a name another split's line shares. */
-static bool qualify_values(lb_metric_line *out, const char *qual, size_t qual_len)
-{
-	for (size_t k = 0; k < out->n_values; k++) {
-		lb_metric_value *v = &out->values[k];
-		size_t n = strlen(v->name);
-
-		if (qual_len + 1 + n > LB_METRIC_NAME_MAX)
-			return false;
-		memmove(v->name + qual_len + 1, v->name, n + 1);
-		memcpy(v->name, qual, qual_len);
-		v->name[qual_len] = ' ';
-	}
-	set_first(out);
-	return true;
-}
-
-/* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. A pair named
- * as a progress counter (epoch, step...) refuses the line, unless counters is given: then
- * the counter is left out of the values and its level (LB_METRIC_PROGRESS_*) or'ed in. */
-static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
-		     int *counters)
-{
-	bool headed = false, first = true;
-	char heading[LB_METRIC_NAME_MAX + 1] = "";
-
-	out->n_values = 0;
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	while (i < len) {
-		lb_metric_value *v;
-		/* Only the line's first name may hold a comma: before it there is no pair. */
-		size_t e = next_name(line, len, i, holes, first, out, &v);
-
-		first = false;
-
-		if (e == 0)
-			return false;
-		if (out->n_values == 0 && special_name(v->name)) {
-			/* condition, TIME_ESTIMATE and TIME_GUARD carry text ("240.1s - saving
-			 * partial results"), read by the collector: the rest of the line. */
-			const char *value = line + e;
-			size_t value_len = len - e;
-
-			trim(&value, &value_len);
-			if (value_len == 0)
-				return false;
-			v->ratio = v->percent = v->has_uncertainty = false;
-			v->uncertainty = 0;
-			v->remark = NULL;
-			v->remark_len = 0;
-			v->wrapper = NULL;
-			v->wrapper_len = 0;
-			v->number = 0;
-			v->kind = LB_METRIC_STRING;
-			v->str = value;
-			v->str_len = value_len;
-			if (lb_parse_number(value, value_len, &v->number))
-				v->kind = LB_METRIC_NUMBER;
-			out->n_values = 1;
-			set_first(out);
-			return true;
-		}
-		i = scan_value(line, len, e, holes, v);
-		if (i == 0)
-			return false;
-		/* "ValueError: bad input" is the end of a traceback, not a metric, and so is
-		 * "KeyError: 0": a number there is the missing key, not a result. Only a name that
-		 * is spelled as a class is refused whatever its value, so "Error: 0.05" and
-		 * "test_error: 0.3" stay error rates. */
-		if (lb_text_is_exception_name(v->name, strlen(v->name)) &&
-		    (v->kind != LB_METRIC_NUMBER || exception_class_name(v->name)))
-			return false;
-		/* A per-step progress line: its numbers are not the experiment's results. */
-		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true)) {
-			if (!counters || v->kind != LB_METRIC_NUMBER)
-				return false;
-			*counters |= counter_level(v->name, strlen(v->name));
-		} else if (out->n_values == 0 && !headed &&
-			   heading_label(line, len, i, holes, v)) {
-			/* The label is the first word of the next name: read on from it. The
-			 * heading says what the pairs are about: another split's ("Train set")
-			 * qualifies their names, so that its numbers never replace the test
-			 * split's under the same name. */
-			i = (size_t)(v->str - line);
-			headed = true;
-			if (!test_heading(v->name))
-				memcpy(heading, v->name, sizeof(heading));
-			continue;
-		} else {
-			out->n_values++;
-		}
-		{
-			size_t after = i;
-
-			while (i < len && lb_text_blank(line[i]))
-				i++;
-			/* "loss: 0.12 - acc: 0.9": a dash with blanks on both sides, as Keras
-			 * joins its pairs; "-0.5" after a blank is a number, not this. */
-			if (i > after && i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
-				i += 2;
-				while (i < len && lb_text_blank(line[i]))
-					i++;
-				continue;
-			}
-		}
-		if (i < len && (line[i] == ',' || line[i] == ';' || line[i] == '|')) {
-			i++;
-			while (i < len && lb_text_blank(line[i]))
-				i++;
-		}
-	}
-	if (out->n_values == 0 || log_line(&out->values[0]))
-		return false;
-	set_first(out);
-	return !heading[0] || qualify_values(out, heading, strlen(heading));
-}
-
-static bool parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	return pairs_of(line, len, i, holes, out, NULL);
-}
-
-static bool valid_name(const char *s, size_t len, bool holes)
-{
-	if (len == 0 || len > LB_METRIC_NAME_MAX || !name_char(s[0], true, holes))
-		return false;
-	for (size_t i = 1; i < len; i++)
-		if (!name_char(s[i], false, holes))
-			return false;
-	return true;
-}
-
-static void one_value(lb_metric_line *out)
-{
-	lb_metric_value *v = &out->values[0];
-
-	memset(v, 0, sizeof(*v));
-	memcpy(v->name, out->name, sizeof(v->name));
-	v->kind = out->kind;
-	v->number = out->number;
-	v->str = out->str;
-	v->str_len = out->str_len;
-	out->n_values = 1;
-}
-
-static bool parse_summary(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond, metric;
-	const lb_metric_tag *shown;
-	size_t n;
-
-	if (!scan_tags(line, len, &i, tags, &n))
-		return false;
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	if (i < len)
-		return false; /* only key=value tokens on a SUMMARY line */
-	if (!take_tag(tags, &n, "metric", &metric) ||
-	    !valid_name(metric.value, metric.value_len, holes))
-		return false;
-	if (take_tag(tags, &n, "condition", &cond)) {
-		out->condition = cond.value;
-		out->condition_len = cond.value_len;
-	}
-	if (n == 0 || !tags_fit(tags, n))
-		return false;
-	memcpy(out->name, metric.value, metric.value_len);
-	out->name[metric.value_len] = '\0';
-	shown = &tags[0];
-	for (size_t a = 0; a < n; a++)
-		if (tag_is(&tags[a], "mean"))
-			shown = &tags[a];
-	set_kind(out, shown->value, shown->value_len);
-	memcpy(out->tags, tags, n * sizeof(*tags));
-	out->n_tags = n;
-	out->form = LB_METRIC_FORM_SUMMARY;
-	one_value(out);
-	return true;
-}
-
-/* A non-blank token at s[*i..len): its start and length; false at the end. */
-static bool next_token(const char *s, size_t len, size_t *i, const char **tok, size_t *tok_len)
-{
-	size_t k = *i;
-
-	while (k < len && lb_text_blank(s[k]))
-		k++;
-	if (k >= len)
-		return false;
-	*tok = s + k;
-	while (k < len && !lb_text_blank(s[k]))
-		k++;
-	*tok_len = (size_t)(s + k - *tok);
-	*i = k;
-	return true;
-}
-
-/* "PAIRED: M vs B ..." from line[i..len), i after "PAIRED:". */
-static bool ascii_token(const char *s, size_t len, bool holes)
-{
-	for (size_t i = 0; i < len; i++)
-		if (!(holes && s[i] == LB_METRIC_HOLE) && ((unsigned char)s[i] < 0x21 ||
-							   (unsigned char)s[i] > 0x7e))
-			return false;
-	return true;
-}
-
-static bool parse_paired(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
-	const char *method, *vs, *baseline, *tok;
-	size_t method_len, vs_len, baseline_len, tok_len, n = 0, o;
-	const lb_metric_tag *shown = NULL;
-
-	if (!next_token(line, len, &i, &method, &method_len) ||
-	    !next_token(line, len, &i, &vs, &vs_len) || vs_len != 2 || memcmp(vs, "vs", 2) != 0 ||
-	    !next_token(line, len, &i, &baseline, &baseline_len) ||
-	    method_len + baseline_len + 4 > LB_METRIC_NAME_MAX ||
-	    !ascii_token(method, method_len, holes) || !ascii_token(baseline, baseline_len, holes))
-		return false; /* the name goes into documents as it is: ASCII, as names are */
-	tags[n++] = (lb_metric_tag){ "method", 6, method, method_len };
-	tags[n++] = (lb_metric_tag){ "baseline", 8, baseline, baseline_len };
-	while (i < len) {
-		lb_metric_tag t;
-		size_t k = i, end;
-
-		while (k < len && lb_text_blank(line[k]))
-			k++;
-		if (k >= len)
-			break;
-		end = 0;
-		/* "ci95=(0.1, 0.3)": the interval may hold a blank. */
-		if (k + 6 < len && memcmp(line + k, "ci95=(", 6) == 0) {
-			const char *close = memchr(line + k, ')', len - k);
-
-			if (close && close > line + k + 6 && value_end(line, len, (size_t)(close - line) + 1)) {
-				t = (lb_metric_tag){ line + k, 4, line + k + 5,
-						     (size_t)(close - line) + 1 - (k + 5) };
-				end = (size_t)(close - line) + 1;
-			}
-		}
-		if (end == 0)
-			end = scan_tag(line, len, k, &t);
-		if (end == 0) {
-			/* Other text is skipped, as AutoResearchClaw's own reader skips it. */
-			if (!next_token(line, len, &i, &tok, &tok_len))
-				break;
-			continue;
-		}
-		i = end;
-		for (size_t a = 0; a < n; a++)
-			if (tags[a].key_len == t.key_len && memcmp(tags[a].key, t.key, t.key_len) == 0)
-				return false; /* a repeated key */
-		if (n >= LB_METRIC_TAGS_MAX + 2)
-			return false;
-		tags[n++] = t;
-	}
-	for (size_t a = 1; a < n; a++) {
-		lb_metric_tag t = tags[a];
-		size_t b = a;
-
-		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
-			tags[b] = tags[b - 1];
-		tags[b] = t;
-	}
-	for (size_t a = 0; a < n; a++)
-		if (tag_is(&tags[a], "mean_diff"))
-			shown = &tags[a];
-	if (!shown || !tags_fit(tags, n > 2 ? n - 2 : n))
-		return false;
-	{
-		char text[LB_METRIC_TAGS_TEXT_MAX * 2 + 64];
-
-		if (lb_metric_tags_text(tags, n, text, sizeof(text)) == (size_t)-1)
-			return false;
-	}
-	o = (size_t)snprintf(out->name, sizeof(out->name), "%.*s vs %.*s", (int)method_len, method,
-			     (int)baseline_len, baseline);
-	(void)o;
-	set_kind(out, shown->value, shown->value_len);
-	memcpy(out->tags, tags, n * sizeof(*tags));
-	out->n_tags = n;
-	out->form = LB_METRIC_FORM_PAIRED;
-	one_value(out);
-	return true;
-}
-
-/* Keras's progress lines -------------------------------------------------------------------- */
-
-/* A count at s[i..len): digits, or a hole in a template (*hole set). Returns the index after
- * it, or i when there is none. */
-static size_t scan_count(const char *s, size_t len, size_t i, bool holes, unsigned long *v,
-			 bool *hole)
-{
-	size_t e;
-
-	*hole = false;
-	*v = 0;
-	if (holes && i < len && s[i] == LB_METRIC_HOLE) {
-		*hole = true;
-		return i + 1;
-	}
-	e = skip_digits(s, len, i);
-	if (e == i || e - i > 9)
-		return i;
-	for (size_t k = i; k < e; k++)
-		*v = *v * 10 + (unsigned long)(s[k] - '0');
-	return e;
-}
-
-static bool blank_or_end(const char *s, size_t len, size_t i)
-{
-	return i >= len || lb_text_blank(s[i]);
-}
-
-/* One timing token ("1s", "20ms/step", "1s/epoch", "215us/sample"): returns the index after
- * it, 0 when it is not one. */
-static size_t scan_timing_token(const char *s, size_t len, size_t i, bool holes)
-{
-	static const char *const units[] = { "ms", "us", "\xc2\xb5s", "s" };
-	static const char *const per[] = { "/step", "/epoch", "/sample" };
-	size_t e = i;
-	double x;
-	bool unit = false;
-
-	if (i < len && (s[i] == '+' || s[i] == '-'))
-		return 0;
-	e = scan_number(s, len, i, holes, &x);
-	if (e == i || (e > i && is_alpha(s[i])))
-		return 0; /* nan, inf: no duration */
-	for (size_t u = 0; u < N_OF(units) && !unit; u++) {
-		size_t n = strlen(units[u]);
-
-		if (len - e >= n && memcmp(s + e, units[u], n) == 0) {
-			e += n;
-			unit = true;
-		}
-	}
-	if (!unit)
-		return 0;
-	for (size_t p = 0; p < N_OF(per); p++) {
-		size_t n = strlen(per[p]);
-
-		if (len - e >= n && memcmp(s + e, per[p], n) == 0) {
-			e += n;
-			break;
-		}
-	}
-	return blank_or_end(s, len, e) ? e : 0;
-}
-
-/* A piece that says how long a step took: timing tokens separated by single blanks
- * ("1s 20ms/step"). Returns the index after it, 0 when it is not one. */
-static size_t scan_timing(const char *s, size_t len, size_t i, bool holes)
-{
-	size_t e = scan_timing_token(s, len, i, holes), k;
-
-	if (e == 0)
-		return 0;
-	while (e + 1 < len && s[e] == ' ' && (k = scan_timing_token(s, len, e + 1, holes)) > 0)
-		e = k;
-	return e;
-}
-
-/* "ETA: 3s", "ETA: 1:02", "ETA: 1:02:03": returns the index after it, 0 when it is not one. */
-static size_t scan_eta(const char *s, size_t len, size_t i, bool holes)
-{
-	size_t e, k;
-	unsigned long v;
-	bool hole;
-
-	if (len - i < 5 || memcmp(s + i, "ETA:", 4) != 0 || !lb_text_blank(s[i + 4]))
-		return 0;
-	i += 5;
-	while (i < len && lb_text_blank(s[i]))
-		i++;
-	if ((e = scan_timing_token(s, len, i, holes)) > 0)
-		return e;
-	e = scan_count(s, len, i, holes, &v, &hole);
-	if (e == i)
-		return 0;
-	for (int part = 0; part < 2 && e < len && s[e] == ':'; part++) {
-		k = scan_count(s, len, e + 1, holes, &v, &hole);
-		if (k == e + 1)
-			return 0;
-		e = k;
-	}
-	return blank_or_end(s, len, e) ? e : 0;
-}
-
-/* A bar after "N/M ": "[=====>....]" (Keras 2) or a run of box-drawing lines (Keras 3:
- * U+2501 and U+2500). Returns the index after it, i when there is none. */
-static size_t scan_bar(const char *s, size_t len, size_t i)
-{
-	size_t e = i;
-
-	if (i < len && s[i] == '[') {
-		for (e = i + 1; e < len && (s[e] == '=' || s[e] == '>' || s[e] == '.'); e++)
-			;
-		return e < len && s[e] == ']' && e > i + 1 ? e + 1 : i;
-	}
-	while (e + 2 < len && (unsigned char)s[e] == 0xe2 && (unsigned char)s[e + 1] == 0x94 &&
-	       ((unsigned char)s[e + 2] == 0x81 || (unsigned char)s[e + 2] == 0x80))
-		e += 3;
-	return e;
-}
-
-/* Keras's line at line[i..len), when it has Keras's head: "Epoch K/M - pieces" or
- * "N/M [bar] [timing] - pieces". *is_keras says whether the head was there (then the line is
- * Keras's or nothing). A bar before its end (N < M) is the running average of an epoch not
- * yet over, and not a metric line: the last line of each epoch is. */
-static bool parse_keras(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
-			bool *is_keras)
-{
-	unsigned long n, total;
-	bool hole_n, hole_total, epoch = false;
-	size_t e, k;
-
-	*is_keras = false;
-	if (len - i > 6 && memcmp(line + i, "Epoch", 5) == 0 && lb_text_blank(line[i + 5])) {
-		epoch = true;
-		i += 6;
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-	}
-	e = scan_count(line, len, i, holes, &n, &hole_n);
-	if (e == i || e >= len || line[e] != '/')
-		return false;
-	k = scan_count(line, len, e + 1, holes, &total, &hole_total);
-	if (k == e + 1 || !blank_or_end(line, len, k))
-		return false;
-	i = k;
-	if (!epoch) {
-		/* "N/M" alone starts many lines ("3/4 done"): only a bar or " - " makes it Keras's. */
-		size_t b;
-
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-		b = scan_bar(line, len, i);
-		if (b > i) {
-			if (!blank_or_end(line, len, b))
-				return false;
-			i = b;
-			while (i < len && lb_text_blank(line[i]))
-				i++;
-			if ((b = scan_timing(line, len, i, holes)) > 0)
-				i = b;
-		} else if (i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
-			/* Keras's verbose=2 line, "32/32 - 0s - loss: ..." starts with a timing;
-			 * without it "10/10 - accuracy: 0.9" is one fold of ten, whose number is
-			 * not the experiment's result. */
-			for (b = i + 1; b < len && lb_text_blank(line[b]); b++)
-				;
-			if (scan_timing(line, len, b, holes) == 0)
-				return false;
-		} else {
-			return false;
-		}
-	}
-	*is_keras = true;
-	if (!hole_n && !hole_total && (n == 0 || n > total || (!epoch && n != total)))
-		return false;
-	out->n_values = 0;
-	while (i < len) {
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-		if (i >= len)
-			break;
-		if (line[i] != '-' || !blank_or_end(line, len, i + 1))
-			return false;
-		i++;
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-		if ((e = scan_eta(line, len, i, holes)) > 0 || (e = scan_timing(line, len, i, holes)) > 0) {
-			i = e;
-			continue;
-		}
-		{
-			lb_metric_value *v;
-
-			e = next_name(line, len, i, holes, false, out, &v);
-			if (e == 0)
-				return false;
-			e = scan_value(line, len, e, holes, v);
-			if (e == 0 || v->kind != LB_METRIC_NUMBER || !blank_or_end(line, len, e) ||
-			    special_name(v->name) ||
-			    name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
-				return false;
-			out->n_values++;
-			i = e;
-		}
-	}
-	if (out->n_values == 0 || log_line(&out->values[0]))
-		return false;
-	set_first(out);
-	return true;
-}
-
-
-/* Markdown tables -------------------------------------------------------------------------- */
-
-/* "| bleu | 27.3 |" at line[i..len) (line[i] is '|'): two cells, a name and a number, read as
- * "bleu: 27.3" would be. The line is rebuilt so in out->plain. */
-static bool parse_table_row(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	char tmp[LB_METRIC_LINE_MAX];
-	const char *c1, *c2, *bar2, *bar3;
-	size_t n1, n2, n;
-
-	if (len - i < 5 || line[len - 1] != '|')
-		return false;
-	bar2 = memchr(line + i + 1, '|', len - i - 1);
-	if (!bar2 || bar2 == line + len - 1)
-		return false;
-	bar3 = memchr(bar2 + 1, '|', (size_t)(line + len - bar2 - 1));
-	if (bar3 != line + len - 1)
-		return false; /* more than two cells: see docs/decisions.md (tenth session) */
-	c1 = line + i + 1;
-	n1 = (size_t)(bar2 - c1);
-	c2 = bar2 + 1;
-	n2 = (size_t)(bar3 - c2);
-	trim(&c1, &n1);
-	trim(&c2, &n2);
-	if (n1 == 0 || n2 == 0 || memchr(c1, ':', n1) || memchr(c2, ':', n2))
-		return false;
-	n = n1 + 2 + n2;
-	if (n > sizeof(tmp))
-		return false;
-	memcpy(tmp, c1, n1);
-	memcpy(tmp + n1, ": ", 2);
-	memcpy(tmp + n1 + 2, c2, n2);
-	memcpy(out->plain, tmp, n);
-	if (!parse_pairs(out->plain, n, 0, holes, out) || out->n_values != 1 ||
-	    out->values[0].kind != LB_METRIC_NUMBER || special_name(out->values[0].name))
-		return false;
-	out->table_row = true;
-	return true;
-}
-
-/* Python logging ----------------------------------------------------------------------------- */
-
-/* A log line's prefix is read as a small grammar, not format by format: a few fields (a
- * timestamp, a bracketed word, a logger's name) joined by separators, the level among them,
- * then the message. Only INFO: a result is logged so, and a warning's or an error's text is
- * not the experiment's answer. The formats research code uses all fit: logging's default
- * "INFO:root:msg", "ASCTIME - [name - ]INFO - msg", "ASCTIME [INFO] msg", "[INFO] msg",
- * "ASCTIME INFO name: msg", and loguru's "ASCTIME | INFO     | module:func:12 - msg". */
-#define LOG_FIELDS_BEFORE 4 /* fields before the level: time, process, thread, logger */
-#define LOG_FIELDS_AFTER 3  /* after it: a logger's name, or loguru's module:function:line */
-#define LOG_PREFIX_MAX 160  /* where the level word must have started */
-
-static bool logger_char(char c, bool first)
-{
-	return c == '_' || c == '<' || is_alpha(c) || (!first && (is_digit(c) || c == '.' || c == '>'));
-}
-
-/* A separator between two fields at s[i..): blanks, at most one of - | : and blanks again.
- * The offset after it; i when there is none. */
-static size_t log_sep(const char *s, size_t len, size_t i, bool *blank_only)
-{
-	size_t k = i;
-
-	while (k < len && lb_text_blank(s[k]))
-		k++;
-	*blank_only = true;
-	if (k < len && (s[k] == '-' || s[k] == '|' || s[k] == ':')) {
-		*blank_only = false;
-		k++;
-		while (k < len && lb_text_blank(s[k]))
-			k++;
-	}
-	return k;
-}
-
-/* "dddd-dd-dd" or "dddd/dd/dd" at s[i..): the offset after it, i when none. */
-static size_t log_date(const char *s, size_t len, size_t i)
-{
-	if (len - i < 10 || skip_digits(s, len, i) != i + 4 || (s[i + 4] != '-' && s[i + 4] != '/') ||
-	    skip_digits(s, len, i + 5) != i + 7 || s[i + 7] != s[i + 4] ||
-	    skip_digits(s, len, i + 8) != i + 10)
-		return i;
-	return i + 10;
-}
-
-/* "dd:dd:dd" with a fraction (",123", ".123456") and a zone ("Z", "+01:00") at s[i..). */
-static size_t log_clock(const char *s, size_t len, size_t i)
-{
-	size_t k;
-
-	if (len - i < 8 || skip_digits(s, len, i) != i + 2 || s[i + 2] != ':' ||
-	    skip_digits(s, len, i + 3) != i + 5 || s[i + 5] != ':' ||
-	    skip_digits(s, len, i + 6) != i + 8)
-		return i;
-	k = i + 8;
-	if (k + 1 < len && (s[k] == ',' || s[k] == '.') && is_digit(s[k + 1]))
-		k = skip_digits(s, len, k + 1);
-	if (k < len && s[k] == 'Z')
-		k++;
-	else if (k + 3 < len && (s[k] == '+' || s[k] == '-') && skip_digits(s, len, k + 1) == k + 3)
-		k = s[k + 3] == ':' && skip_digits(s, len, k + 4) == k + 6 ? k + 6
-		    : skip_digits(s, len, k + 3) == k + 5			    ? k + 5
-										    : k + 3;
-	return k;
-}
-
-/* A timestamp: a date, a clock, or both joined by 'T' or one blank. */
-static size_t log_time(const char *s, size_t len, size_t i)
-{
-	size_t k = log_date(s, len, i);
-
-	if (k == i)
-		return log_clock(s, len, i);
-	if (k + 1 < len && (s[k] == 'T' || s[k] == ' ') && log_clock(s, len, k + 1) != k + 1)
-		return log_clock(s, len, k + 1);
-	return k;
-}
-
-/* A logger's name ("exp", "__main__", "lightning.pytorch", "<module>") or a line number. */
-static size_t log_name(const char *s, size_t len, size_t i)
-{
-	size_t k = i;
-
-	if (i < len && is_digit(s[i]))
-		return skip_digits(s, len, i);
-	while (k < len && k - i < LB_METRIC_NAME_MAX && logger_char(s[k], k == i))
-		k++;
-	return k;
-}
-
-/* The kinds of field before the level. */
-enum { LOG_NONE, LOG_LEVEL, LOG_BRACKET_LEVEL, LOG_BRACKET, LOG_TIME, LOG_NAME };
-
-/* One field before the level at s[i..): its kind (LOG_NONE when none), *end after it. */
-static int log_field(const char *s, size_t len, size_t i, size_t *end)
-{
-	if (i < len && s[i] == '[') {
-		size_t n = len - i - 1 < 64 ? len - i - 1 : 64;
-		const char *close = n ? memchr(s + i + 1, ']', n) : NULL;
-
-		if (!close || close == s + i + 1)
-			return LOG_NONE;
-		*end = (size_t)(close - s) + 1;
-		return *end - i == 6 && memcmp(s + i + 1, "INFO", 4) == 0 ? LOG_BRACKET_LEVEL
-									   : LOG_BRACKET;
-	}
-	if (len - i >= 4 && memcmp(s + i, "INFO", 4) == 0 &&
-	    (len - i == 4 || !logger_char(s[i + 4], false))) {
-		*end = i + 4;
-		return LOG_LEVEL;
-	}
-	*end = log_time(s, len, i);
-	if (*end != i)
-		return LOG_TIME;
-	*end = log_name(s, len, i);
-	return *end != i ? LOG_NAME : LOG_NONE;
-}
-
-/* Where the message of a Python logging INFO line may start, first choice first, into
- * starts[]; 0 when line[i..] has no such prefix. The message can start right after the
- * level, or after one of the fields that follow it (a logger's name, a location) when those
- * end with ':' or '-' or '|': "INFO exp: acc: 0.9" is exp's message "acc: 0.9", but
- * "[INFO] Epoch 3: loss: 0.5" is not "loss: 0.5" (the caller tries them in order, and a
- * field followed by a blank alone ends the choices). The level alone ("INFO: acc: 0.9") is no
- * prefix: libraries print that as their own text. */
-static size_t log_message_starts(const char *s, size_t len, size_t i, size_t *starts,
-				 bool *alone)
-{
-	size_t k = i, n = 0, end = len - i > LOG_PREFIX_MAX ? i + LOG_PREFIX_MAX : len;
-	bool level = false, other = false, blank;
-
-	if (!memmem(s + i, end - i, "INFO", 4))
-		return 0; /* nearly every line: no level word, nothing to scan */
-	for (size_t f = 0; f <= LOG_FIELDS_BEFORE && !level; f++) {
-		size_t e = k;
-		int kind = log_field(s, len, k, &e);
-
-		if (kind == LOG_NONE || e >= len)
-			return 0;
-		level = kind == LOG_LEVEL || kind == LOG_BRACKET_LEVEL;
-		other |= kind != LOG_LEVEL;
-		k = log_sep(s, len, e, &blank);
-		/* A field runs into the next ("INFOrmation", "12:00:00x"); a word and a blank
-		 * are only prose ("Loaded INFO file: 3"): a logger's name ends with - | or :. */
-		if (k == e || (kind == LOG_NAME && blank))
-			return 0;
-	}
-	if (!level)
-		return 0;
-	*alone = !other;
-	if (other)
-		starts[n++] = k;
-	for (size_t f = 0; f < LOG_FIELDS_AFTER; f++) {
-		size_t e = k;
-		int kind = s[k] == '[' ? log_field(s, len, k, &e) : LOG_NAME;
-
-		if (kind == LOG_NAME)
-			e = log_name(s, len, k);
-		if (e == k || e >= len || kind != (s[k] == '[' ? LOG_BRACKET : LOG_NAME))
-			break;
-		k = log_sep(s, len, e, &blank);
-		/* A bracketed name ends where it says; a bare word and a blank are the message's. */
-		if (k == e || (blank && kind == LOG_NAME))
-			break;
-		starts[n++] = k;
-	}
-	return n;
-}
-
-static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
-	size_t n;
-
-	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
-	    !tags_fit(tags, n))
-		return false;
-	if (!parse_pairs(line, len, i, holes, out))
-		return false;
-	out->condition = cond.value;
-	out->condition_len = cond.value_len;
-	memcpy(out->tags, tags, n * sizeof(*tags));
-	out->n_tags = n;
-	out->form = LB_METRIC_FORM_TAGGED;
-	return true;
-}
-
-/* How many bytes the escape sequence at s[0] == ESC takes, 0 when it is not a whole one.
- * CSI (ESC [ params intermediates final) is what colour and line erasure use; OSC (ESC ]
- * ... BEL or ESC \\) sets titles and hyperlinks; ESC ( B and its kin designate character
- * sets (tput sgr0 writes one). */
-static size_t escape_len(const char *s, size_t len)
-{
-	size_t i = 2;
-
-	if (len < 2)
-		return 0;
-	if (s[1] == '[') {
-		while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x3f)
-			i++;
-		return i < len && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e ? i + 1
-											       : 0;
-	}
-	if (s[1] == ']') {
-		for (; i < len; i++) {
-			if (s[i] == '\a')
-				return i + 1;
-			if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '\\')
-				return i + 2;
-		}
-		return 0;
-	}
-	if (s[1] && strchr("()*+", s[1]) && len >= 3 && (unsigned char)s[2] > 0x20 &&
-	    (unsigned char)s[2] < 0x7f)
-		return 3;
-	return 0;
-}
-
-/* The line without its escape sequences, in out->plain, when it has any and fits; else the
- * line as it is. A sequence that is not whole stays, and keeps the line from parsing. */
-static const char *without_escapes(const char *line, size_t *len, lb_metric_line *out)
-{
-	size_t o = 0;
-
-	if (*len > sizeof(out->plain) || !memchr(line, '\x1b', *len))
-		return line;
-	for (size_t i = 0; i < *len;) {
-		size_t n = line[i] == '\x1b' ? escape_len(line + i, *len - i) : 0;
-
-		if (n == 0)
-			out->plain[o++] = line[i++];
-		else
-			i += n;
-	}
-	*len = o;
-	return out->plain;
-}
-
-size_t lb_metric_line_end(const char *s, size_t len)
-{
-	/* Eight bytes at a time: every byte of a flood passes here. A byte b of x is a line
-	 * end when b ^ '\n' or b ^ '\r' is zero, found with the has-zero-byte test. */
-	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t x, a, b;
-		memcpy(&x, s + i, 8);
-		a = x ^ (ones * '\n');
-		b = x ^ (ones * '\r');
-		if (((a - ones) & ~a & highs) | ((b - ones) & ~b & highs))
-			break;
-	}
-	for (; i < len; i++)
-		if (s[i] == '\n' || s[i] == '\r')
-			return i;
-	return len;
-}
-
-/* R's print() of one string, print(paste("accuracy:", acc)), shows it as a vector:
- * [1] "accuracy: 0.93". The text between the quotes is the line; a string holding a quote or
- * an escape, or a vector of several, stays what it is. */
-static void r_string(const char **line, size_t *len, size_t *i)
-{
-	const char *s = *line + *i;
-	size_t n = *len - *i;
-
-	if (n < 7 || memcmp(s, "[1] \"", 5) != 0 || s[n - 1] != '"' ||
-	    memchr(s + 5, '"', n - 6) || memchr(s + 5, '\\', n - 6))
-		return;
-	*line = s + 5;
-	*len = n - 6;
-	*i = 0;
-}
-
-/* What a reading fills in, cleared; not out->plain, which the line may point into. */
-static void out_clear(lb_metric_line *out)
-{
-	out->form = LB_METRIC_FORM_PLAIN;
-	out->condition = NULL;
-	out->condition_len = 0;
-	out->n_tags = 0;
-	out->n_values = 0;
-	out->table_row = false;
-}
-
-/* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
- * line ends off (they never belong to a value, and a last token must end there), *i past
- * the leading blanks. */
-static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metric_line *out)
-{
-	line = without_escapes(line, len, out);
-	out_clear(out);
-	while (*len > 0 && (lb_text_blank(line[*len - 1]) || line[*len - 1] == '\r' ||
-			    line[*len - 1] == '\n'))
-		(*len)--;
-	while (*i < *len && lb_text_blank(line[*i]))
-		(*i)++;
-	return line;
-}
-
-static bool parse_message(const char *line, size_t len, size_t i, bool holes,
-			  lb_metric_line *out);
-
-static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
-{
-	size_t i = 0, starts[1 + LOG_FIELDS_AFTER], n;
-	bool alone;
-
-	if (!line || !out)
-		return false;
-	line = line_begin(line, &len, &i, out);
-	r_string(&line, &len, &i);
-	n = log_message_starts(line, len, i, starts, &alone);
-	out->logged = n > 0;
-	if (n == 0)
-		return parse_message(line, len, i, holes, out);
-	/* A log line is its message or nothing: its prefix is never part of a name. */
-	for (size_t k = 0; k < n; k++) {
-		out_clear(out);
-		if (parse_message(line, len, starts[k], holes, out))
-			return true;
-	}
-	return false;
-}
-
-/* Past one decoration a result line commonly starts with (docs/decisions.md): an arrow
- * `====>`, `==>`, `-->`, `>` before a blank (pytorch/examples' `====> Test set loss: X`), a
- * tag `[RESULT]` before a blank, or a bullet `- `, `* `. Returns i when there is none. A
- * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
- * a progress line's readings are their own. */
-static size_t skip_decoration(const char *s, size_t len, size_t i, const char **split,
-			      size_t *split_len)
-{
-	/* A tag that names a split other than the test split: "[train] loss: 0.01" is the train
-	 * loss, which a "[test] loss: 0.40" line must not share a name with. "[test]" and tags
-	 * that name no split ("[RESULT]") stay decorations, read past. */
-	static const char *const splits[] = { "train", "training", "val", "valid", "validation",
-					      "dev" };
-	size_t k = i, gts = 0;
-
-	if (i + 1 < len && (s[i] == '-' || s[i] == '*') && lb_text_blank(s[i + 1]))
-		return i + 2;
-	while (k < len && k - i < 12 && (s[k] == '=' || s[k] == '-'))
-		k++;
-	while (k < len && s[k] == '>' && gts < 3) {
-		k++;
-		gts++;
-	}
-	if (gts > 0 && k < len && lb_text_blank(s[k]))
-		return k + 1;
-	if (i < len && s[i] == '[') {
-		char tag[25];
-		size_t n = 0;
-
-		for (k = i + 1; k < len && n < sizeof(tag) - 1 && key_char(s[k], n == 0); k++)
-			tag[n++] = s[k];
-		tag[n] = '\0';
-		if (n > 0 && k + 1 < len && s[k] == ']' && lb_text_blank(s[k + 1]) &&
-		    !name_is_one_of(tag, level_words, N_OF(level_words), true) &&
-		    !name_is_one_of(tag, counter_words, N_OF(counter_words), true)) {
-			if (!*split && name_is_one_of(tag, splits, N_OF(splits), true)) {
-				*split = s + i + 1;
-				*split_len = n;
-			}
-			return k + 2;
-		}
-	}
-	return i;
-}
-
-/* Where an object member's value ends: the next ',' or the closing '}' outside quotes and
- * parentheses (`tensor(0.5, device='cuda:0')`); len when the object is malformed. */
-static size_t member_end(const char *s, size_t len, size_t i)
-{
-	int depth = 0;
-	char quote = 0;
-
-	for (; i < len; i++) {
-		if (quote) {
-			quote = s[i] == quote ? 0 : quote;
-		} else if (s[i] == '\'' || s[i] == '"') {
-			quote = s[i];
-		} else if (s[i] == '(') {
-			depth++;
-		} else if (s[i] == ')') {
-			depth--;
-		} else if (depth == 0 && (s[i] == ',' || s[i] == '}')) {
-			return i;
-		} else if (s[i] == '{' || s[i] == '[' || s[i] == ']') {
-			return len; /* nested: no flat record of results */
-		}
-	}
-	return len;
-}
-
-/* One member `'name': value` or `"name": value` of an object line at s[i..): the offset
- * after its value (at ',' or '}'), 0 when it is no scalar member. *skip says a member that
- * is read but not kept (null, None). */
-static size_t object_member(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v,
-			    bool *skip)
-{
-	char q = s[i];
-	size_t k = i + 1, end, vs, ve;
-
-	*skip = false;
-	if (q != '\'' && q != '"')
-		return 0;
-	while (k < len && s[k] != q && s[k] != '\\')
-		k++;
-	if (k >= len || s[k] != q || !valid_name(s + i + 1, k - i - 1, holes) ||
-	    k - i - 1 > LB_METRIC_NAME_MAX)
-		return 0;
-	memcpy(v->name, s + i + 1, k - i - 1);
-	v->name[k - i - 1] = '\0';
-	for (k++; k < len && lb_text_blank(s[k]); k++)
-		;
-	if (k >= len || s[k] != ':')
-		return 0;
-	for (k++; k < len && lb_text_blank(s[k]); k++)
-		;
-	end = member_end(s, len, k);
-	if (end >= len)
-		return 0;
-	vs = k;
-	ve = end;
-	while (ve > vs && lb_text_blank(s[ve - 1]))
-		ve--;
-	if ((ve - vs == 4 && (memcmp(s + vs, "null", 4) == 0 || memcmp(s + vs, "None", 4) == 0))) {
-		*skip = true;
-		return end;
-	}
-	/* A quoted label ("model": "resnet") is the label; a sentence stays no value. */
-	if (ve - vs >= 2 && (s[vs] == '"' || s[vs] == '\'') && s[ve - 1] == s[vs]) {
-		vs++;
-		ve--;
-	}
-	if (ve == vs || scan_value(s, ve, vs, holes, v) != ve)
-		return 0;
-	return end;
-}
-
-/* A line that is one object of scalars, as JSON (`{"loss": 0.3}`) or as Python's repr of a
- * dict (Hugging Face's `{'eval_loss': 0.35, 'epoch': 3.0}`): each member a metric, the last
- * value of a name winning as for other lines. An epoch member is its counter, left out; a
- * step's, batch's or iteration's counter makes the line a per-step report, not read (as
- * progress lines are not), and so does any nesting or more members than a line holds. */
-static bool parse_object(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	if (len - i < 2 || line[i] != '{' || line[len - 1] != '}')
-		return false;
-	out->n_values = 0;
-	for (i++; i < len;) {
-		lb_metric_value *v;
-		bool skip;
-
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-		if (line[i] == '}' && i + 1 == len)
-			break;
-		if (out->n_values >= LB_METRIC_VALUES_MAX)
-			return false;
-		v = &out->values[out->n_values];
-		i = object_member(line, len, i, holes, v, &skip);
-		if (i == 0 || lb_text_is_exception_name(v->name, strlen(v->name)))
-			return false;
-		if (name_is_one_of(v->name, counter_words, N_OF(counter_words), true)) {
-			if (strcasecmp(v->name, "epoch") != 0)
-				return false;
-		} else if (!skip && !special_name(v->name)) {
-			out->n_values++;
-		}
-		if (line[i] == ',')
-			i++;
-	}
-	if (out->n_values == 0)
-		return false;
-	set_first(out);
-	return true;
-}
-
-static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
-			      lb_metric_line *out);
-
-/* Names qualified by a split's tag, when the line had one (skip_decoration), unless it is a
- * special name's line (condition: X) or its names are given (SUMMARY, PAIRED). */
-static bool qualify_split(lb_metric_line *out, const char *split, size_t split_len)
-{
-	if (!split || (out->form != LB_METRIC_FORM_PLAIN && out->form != LB_METRIC_FORM_TAGGED) ||
-	    special_name(out->values[0].name))
-		return true;
-	return qualify_values(out, split, split_len);
-}
-
-/* The line from i on, past a log prefix if it had one. */
-static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
-{
-	const char *split = NULL;
-	size_t split_len = 0;
-
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	if (i < len && line[i] == '{')
-		return parse_object(line, len, i, holes, out);
-	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
-	 * decorated sentence is no more a metric than a bare one. */
-	for (int d = 0; d < 2; d++) {
-		size_t k = skip_decoration(line, len, i, &split, &split_len);
-
-		if (k == i)
-			break;
-		for (i = k; i < len && lb_text_blank(line[i]); i++)
-			;
-	}
-	return parse_undecorated(line, len, i, holes, out) && qualify_split(out, split, split_len);
-}
-
-/* The line from i on, past its decorations. */
-static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
-			      lb_metric_line *out)
-{
-	if (i < len && line[i] == '|')
-		return parse_table_row(line, len, i, holes, out);
-	if (i < len && (line[i] == 'E' || is_digit(line[i]) || (holes && line[i] == LB_METRIC_HOLE))) {
-		bool is_keras;
-
-		if (parse_keras(line, len, i, holes, out, &is_keras))
-			return true;
-		if (is_keras)
-			return false; /* Keras's head: the line is Keras's or nothing */
-	}
-	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
-		if (parse_summary(line, len, i + 8, holes, out))
-			return true;
-		/* "SUMMARY : 3" stays the plain metric it always was. */
-		out->condition = NULL;
-		out->condition_len = 0;
-		out->n_tags = 0;
-	}
-	if (len - i > 7 && memcmp(line + i, "PAIRED:", 7) == 0 && lb_text_blank(line[i + 7])) {
-		/* Never a plain metric called PAIRED: its value is a sentence. */
-		return parse_paired(line, len, i + 8, holes, out);
-	}
-	/* A name never holds '=', so a plain line never starts with a key=value token: the
-	 * byte after the first run of key characters tells the two apart. */
-	{
-		size_t k = i;
-
-		while (k < len && key_char(line[k], k == i))
-			k++;
-		if (k > i && k < len && line[k] == '=')
-			return parse_tagged(line, len, i, holes, out);
-	}
-	return parse_pairs(line, len, i, holes, out);
-}
-
-bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
-{
-	return parse_line(line, len, false, out);
-}
-
-bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
-{
-	return parse_line(line, len, true, out);
-}
-
-/* Progress lines ------------------------------------------------------------------------------ */
-
-/* A count "3", "3/10", "[3/10]" or "(3/10)" at s[i..): the offset after it, 0 when none. */
-static size_t scan_progress_count(const char *s, size_t len, size_t i)
-{
-	char close = 0;
-	size_t start;
-
-	if (i < len && (s[i] == '[' || s[i] == '(')) {
-		close = s[i] == '[' ? ']' : ')';
-		i++;
-	}
-	start = i;
-	i = skip_digits(s, len, i);
-	if (i == start)
-		return 0;
-	if (i < len && s[i] == '/') {
-		size_t d = skip_digits(s, len, i + 1);
-
-		if (d == i + 1)
-			return 0;
-		i = d;
-	}
-	if (close) {
-		if (i >= len || s[i] != close)
-			return 0;
-		i++;
-	}
-	return i;
-}
-
-/* A progress line's head, a counter word and its count, at s[i..): "Epoch 3", "epoch=3",
- * "Epoch [3/10]", "[epoch 3]", "step 100", then what joins it to the pairs (",", ":", "|",
- * ";", " - " or blanks). The offset of the first pair and the counter's level
- * (LB_METRIC_PROGRESS_*), 0 when the line does not start so. */
-static size_t scan_progress_head(const char *s, size_t len, size_t i, int *level)
-{
-	bool bracket = i < len && s[i] == '[';
-	size_t w, k;
-
-	if (bracket)
-		i++;
-	for (w = i; w < len && (is_alpha(s[w]) || s[w] == '_'); w++)
-		;
-	for (k = 0; k < N_OF(counter_words); k++)
-		if (strlen(counter_words[k]) == w - i &&
-		    strncasecmp(s + i, counter_words[k], w - i) == 0)
-			break;
-	if (k == N_OF(counter_words))
-		return 0;
-	*level = counter_level(s + i, w - i);
-	i = w;
-	if (i < len && s[i] == '=') {
-		i++;
-	} else {
-		if (i >= len || !lb_text_blank(s[i]))
-			return 0;
-		while (i < len && lb_text_blank(s[i]))
-			i++;
-	}
-	i = scan_progress_count(s, len, i);
-	if (i == 0)
-		return 0;
-	if (bracket) {
-		if (i >= len || s[i] != ']')
-			return 0;
-		i++;
-	}
-	while (i < len && lb_text_blank(s[i]))
-		i++;
-	if (i < len && strchr(",:|;", s[i]))
-		i++;
-	else if (i + 1 < len && s[i] == '-' && lb_text_blank(s[i + 1]))
-		i += 2;
-	else if (!lb_text_blank(s[i - 1]))
-		return 0; /* "epoch 3x" */
-	while (i < len && lb_text_blank(s[i]))
-		i++;
-	return i;
-}
-
-int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
-{
-	size_t i = 0, head, split_len = 0;
-	const char *split = NULL;
-	int level = 0;
-
-	if (!line || !out)
-		return 0;
-	line = line_begin(line, &len, &i, out);
-	out->logged = false;
-	i = skip_decoration(line, len, i, &split, &split_len);
-	while (i < len && lb_text_blank(line[i]))
-		i++;
-	head = scan_progress_head(line, len, i, &level);
-	if (head && head < len)
-		i = head;
-	if (!pairs_of(line, len, i, false, out, &level) || level == 0 ||
-	    !qualify_split(out, split, split_len))
-		return 0;
-	/* A counter and labels alone ("epoch: 3, phase: train") report no number. */
-	for (size_t k = 0; k < out->n_values; k++)
-		if (out->values[k].kind == LB_METRIC_NUMBER)
-			return (level & LB_METRIC_PROGRESS_STEP) ? LB_METRIC_PROGRESS_STEP
-								 : LB_METRIC_PROGRESS_EPOCH;
-	return 0;
-}
-
-/* Reads the duration a TIME_GUARD value starts with: "240.1s - saving partial results",
- * "12.3 s, stopping", "~30 sec", "95" alone. A number followed by a word that is not a unit
- * ("3 conditions done") is not a time. */
-static bool parse_duration_prefix(const char *s, size_t len, double *out);
-
-/* "12s", "12.5", "2m", "1.5 h", "~30 sec": a leading '~' and a unit word are allowed. */
-static bool parse_duration(const char *s, size_t len, double *out)
-{
-	static const struct {
-		const char *word;
-		double scale;
-	} units[] = {
-		{ "", 1 },	    { "s", 1 },	       { "sec", 1 },	  { "secs", 1 },
-		{ "second", 1 },    { "seconds", 1 },  { "ms", 1e-3 },	  { "m", 60 },
-		{ "min", 60 },	    { "mins", 60 },    { "minute", 60 },  { "minutes", 60 },
-		{ "h", 3600 },	    { "hr", 3600 },    { "hrs", 3600 },	  { "hour", 3600 },
-		{ "hours", 3600 },
-	};
-	size_t num_len = 0;
-	const char *unit;
-	size_t unit_len;
-	double v;
-
-	trim(&s, &len);
-	if (len > 0 && s[0] == '~') {
-		s++;
-		len--;
-		trim(&s, &len);
-	}
-	while (num_len < len && (is_digit(s[num_len]) || s[num_len] == '.' || s[num_len] == 'e' ||
-				 s[num_len] == 'E' || s[num_len] == '+' || s[num_len] == '-'))
-		num_len++;
-	if (!lb_parse_number(s, num_len, &v))
-		return false;
-	unit = s + num_len;
-	unit_len = len - num_len;
-	trim(&unit, &unit_len);
-	if (!isfinite(v) || v < 0)
-		return false;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (word_is(unit, unit_len, units[i].word)) {
-			*out = v * units[i].scale;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool parse_duration_prefix(const char *s, size_t len, double *out)
-{
-	size_t i = 0, num_end, word, word_end;
-
-	while (i < len && lb_text_blank(s[i]))
-		i++;
-	if (i < len && s[i] == '~')
-		i++;
-	while (i < len && lb_text_blank(s[i]))
-		i++;
-	num_end = scan_decimal(s, len, i);
-	if (num_end == i)
-		return false;
-	word = num_end;
-	while (word < len && lb_text_blank(s[word]))
-		word++;
-	word_end = word;
-	while (word_end < len && is_alpha(s[word_end]))
-		word_end++;
-	if (word_end < len && is_digit(s[word_end]))
-		return false; /* "12s5": not a duration followed by text */
-	if (word_end == word)
-		return parse_duration(s + i, num_end - i, out);
-	return parse_duration(s + i, word_end - i, out);
 }
 
 int lb_metrics_new(lb_metrics **out)
@@ -2715,7 +414,7 @@ static void time_guard_line(lb_metrics *m, const lb_metric_line *ml)
 	 * streamed live. */
 	if (m->time_guard_at >= 0)
 		return;
-	if (parse_duration_prefix(ml->str, ml->str_len, &at)) {
+	if (lb_metric_parse_duration_prefix(ml->str, ml->str_len, &at)) {
 		m->time_guard_at = at;
 		m->time_guard_source = "printed";
 	} else if (m->now >= 0) {
@@ -2728,107 +427,12 @@ static void time_guard_line(lb_metrics *m, const lb_metric_line *ml)
 
 /* Every value of a line but special names, which only mean something alone ("acc: 1
  * condition: B" does not start a group). */
-static void add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml)
+void lb_metrics_add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml)
 {
 	for (size_t i = 0; i < ml->n_values; i++)
-		if (!special_name(ml->values[i].name))
+		if (!lb_metric_special_name(ml->values[i].name))
 			add_metric(m, group, cls, ml, &ml->values[i]);
 }
-
-/* A log line whose message reads as metrics, in a format or at a level not read ("WARNING:
- * root:acc: 0.9", "INFO: acc: 0.9"): counted for the no_metrics issue, never collected. Only
- * lines holding a level word are tried, a few places each. Returns the level word's index in
- * level_words, -1 for no such line: the issue's advice depends on whether it was INFO. */
-static int log_metric_like(const char *line, size_t len)
-{
-	lb_metric_line *ml;
-	bool found = false;
-	int level = -1;
-	size_t first[N_OF(level_words)];
-	bool any = false;
-
-	/* Each word's first place, in one pass over the line: the line is read once, not once a
-	 * word (a flood of unread lines passes here line by line). */
-	for (size_t w = 0; w < N_OF(level_words); w++)
-		first[w] = SIZE_MAX;
-	for (size_t i = 0; i + 4 <= len; i++) {
-		switch (line[i]) {
-		case 'D': case 'I': case 'N': case 'W': case 'E': case 'C': case 'F': case 'T':
-			break;
-		default:
-			continue;
-		}
-		for (size_t w = 0; w < N_OF(level_words); w++) {
-			if (first[w] != SIZE_MAX || level_words[w][0] != line[i] ||
-			    line[i + 1] != level_words[w][1])
-				continue;
-			size_t wl = strlen(level_words[w]);
-			if (wl <= len - i && memcmp(line + i, level_words[w], wl) == 0) {
-				first[w] = i;
-				any = true;
-			}
-		}
-	}
-	for (size_t w = 0; any && w < N_OF(level_words) && !found; w++) {
-		const char *p = first[w] == SIZE_MAX ? NULL : line + first[w];
-		size_t tries = 0;
-
-		if (!p)
-			continue;
-		ml = malloc(sizeof(*ml));
-		if (!ml)
-			return false;
-		for (size_t k = (size_t)(p - line) + strlen(level_words[w]); k < len && tries < 8 && !found;
-		     k++) {
-			if (!strchr(": ]-|>)", line[k - 1]) || !(is_alpha(line[k]) || line[k] == '_'))
-				continue;
-			tries++;
-			found = lb_metric_line_parse(line + k, len - k, ml) &&
-				ml->form == LB_METRIC_FORM_PLAIN && ml->values[0].kind == LB_METRIC_NUMBER &&
-				!special_name(ml->name);
-		}
-		free(ml);
-		if (found)
-			level = (int)w;
-	}
-	return level;
-}
-
-/* The line an issue quotes: trimmed, valid UTF-8, and without control bytes, since the
- * message is shown on a terminal. */
-static void set_example(char *dst, size_t cap, const char *line, size_t len)
-{
-	trim(&line, &len);
-	lb_text_utf8(dst, cap, line, len < cap - 1 ? len : cap - 1);
-	for (char *c = dst; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-}
-
-static void note_log_metric(lb_metrics *m, bool from_stderr, int level, const char *line,
-			    size_t len)
-{
-	/* stderr's first line is quoted when there is one, logging's stream: which of two lines
-	 * of different streams came first is only as exact as the order they were read in. */
-	if (!m->log_metric_lines++ || (from_stderr && !m->log_metric_example_stderr)) {
-		set_example(m->log_metric_example, sizeof(m->log_metric_example), line, len);
-		m->log_metric_example_stderr = from_stderr;
-		size_t i = 0, starts[1 + LOG_FIELDS_AFTER];
-		bool alone = true;
-
-		while (i < len && lb_text_blank(line[i]))
-			i++;
-		/* The level alone ("INFO: acc: 0.9") is a format not read, whatever follows it. */
-		if (strcmp(level_words[level], "INFO") != 0)
-			m->log_metric_example_kind = LB_LOG_LIKE_LEVEL;
-		else if (log_message_starts(line, len, i, starts, &alone) && !alone)
-			m->log_metric_example_kind = LB_LOG_LIKE_MESSAGE;
-		else
-			m->log_metric_example_kind = LB_LOG_LIKE_FORMAT;
-	}
-}
-
-enum { LB_METRICS_LANG_PYTHON, LB_METRICS_LANG_R, LB_METRICS_LANG_OCTAVE };
 
 void lb_metrics_set_language(lb_metrics *m, const char *language)
 {
@@ -2838,61 +442,6 @@ void lb_metrics_set_language(lb_metrics *m, const char *language)
 		      : strcmp(language, "r") == 0	    ? LB_METRICS_LANG_R
 		      : strcmp(language, "octave") == 0 ? LB_METRICS_LANG_OCTAVE
 							    : LB_METRICS_LANG_PYTHON;
-}
-
-/* Octave shows a variable assigned without a semicolon as "acc = 0.9300" (and NaN, Inf,
- * -Inf so): the metric acc. Only a number alone after "name = ", the name an identifier;
- * not `ans` (an unnamed expression's value, which names no metric) nor a progress counter.
- * A matrix ("x =" then rows) or a string ("s = text") is not read. */
-static bool octave_display(const char *line, size_t len, lb_metric_line *out)
-{
-	const char *s = line;
-	size_t n = len, k = 0, e;
-	lb_metric_value *v = &out->values[0];
-
-	trim(&s, &n);
-	if (n == 0 || !(is_alpha(s[0]) || s[0] == '_'))
-		return false;
-	while (k < n && (is_alpha(s[k]) || is_digit(s[k]) || s[k] == '_'))
-		k++;
-	if (k > LB_METRIC_NAME_MAX || n - k < 4 || memcmp(s + k, " = ", 3) != 0)
-		return false;
-	memset(v, 0, sizeof(*v));
-	memcpy(v->name, s, k);
-	v->name[k] = '\0';
-	if (strcmp(v->name, "ans") == 0 || special_name(v->name) ||
-	    name_is_one_of(v->name, counter_words, N_OF(counter_words), true))
-		return false;
-	e = scan_number(s, n, k + 3, false, &v->number);
-	if (e != n || e == k + 3)
-		return false;
-	v->kind = LB_METRIC_NUMBER;
-	v->str = s + k + 3;
-	v->str_len = n - k - 3;
-	out->form = LB_METRIC_FORM_PLAIN;
-	out->condition = NULL;
-	out->condition_len = 0;
-	out->n_tags = 0;
-	out->table_row = false;
-	out->n_values = 1;
-	set_first(out);
-	return true;
-}
-
-/* R's NA is a value that is missing: a NaN (R's NA_real_ is one), flagged as NaN is, never
- * the label "NA". */
-static void r_missing(lb_metric_line *ml)
-{
-	for (size_t i = 0; i < ml->n_values; i++) {
-		lb_metric_value *v = &ml->values[i];
-
-		if (v->kind == LB_METRIC_STRING && v->str_len == 2 && memcmp(v->str, "NA", 2) == 0 &&
-		    !special_name(v->name)) {
-			v->kind = LB_METRIC_NUMBER;
-			v->number = NAN;
-		}
-	}
-	set_first(ml);
 }
 
 /* Python tracebacks (docs/decisions.md): from "Traceback (most recent call last):" through
@@ -2921,7 +470,7 @@ static bool traceback_line(lb_metrics_stream *st, const char *line, size_t len)
 	if (memchr(line, '\x1b', len)) {
 		plain = malloc(sizeof(*plain));
 		if (plain)
-			s = without_escapes(line, &n, plain);
+			s = lb_metric_without_escapes(line, &n, plain);
 	}
 	while (n > 0 && (s[n - 1] == '\r' || lb_text_blank(s[n - 1])))
 		n--;
@@ -2950,262 +499,6 @@ static bool traceback_line(lb_metrics_stream *st, const char *line, size_t len)
 	}
 	free(plain);
 	return part;
-}
-
-static void note_stderr_metric(lb_metrics *m, const char *line, size_t len)
-{
-	if (!m->stderr_metric_lines++)
-		set_example(m->stderr_metric_example, sizeof(m->stderr_metric_example), line, len);
-}
-
-/* Whether a line no reading took holds a `name: number` or `name=number` pair (a name quoted
- * or not): numbers printed in a shape labbox does not read, which the no_metrics issue names
- * rather than say no such line was printed. One pass over the line. */
-static bool unread_metric_like(const char *line, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		size_t k = i, t;
-		double x;
-
-		if (!(is_alpha(line[i]) || line[i] == '_') || (i > 0 && key_char(line[i - 1], false)))
-			continue;
-		while (k < len && key_char(line[k], false))
-			k++;
-		i = k;
-		if (k < len && (line[k] == '\'' || line[k] == '"'))
-			k++;
-		while (k < len && lb_text_blank(line[k]))
-			k++;
-		if (k >= len || (line[k] != ':' && line[k] != '='))
-			continue;
-		for (k++; k < len && lb_text_blank(line[k]); k++)
-			;
-		for (t = k; t < len && !lb_text_blank(line[t]) && !strchr(",;|})%", line[t]); t++)
-			;
-		if (t > k && lb_parse_number(line + k, t - k, &x))
-			return true;
-	}
-	return false;
-}
-
-/* Words results are named by: a line that holds one followed by a number, with no ':'
- * between them, printed results in the `name value` shape labbox does not read. */
-static const char *const result_words[] = { "loss", "acc",  "accuracy", "perplexity", "ppl",
-					    "f1",   "bleu", "rouge",    "auc",	      "mse",
-					    "rmse", "mae",  "wer",      "cer",	      "psnr",
-					    "ssim", "mrr",  "ndcg",     "precision",  "recall",
-					    "reward" };
-#define RESULT_FIRSTS                                                                         \
-	(LETTER('l') | LETTER('a') | LETTER('p') | LETTER('f') | LETTER('b') | LETTER('r') |    \
-	 LETTER('m') | LETTER('w') | LETTER('c') | LETTER('s') | LETTER('n'))
-
-static bool is_result_word(const char *s, size_t len)
-{
-	return word_in(s, len, result_words, N_OF(result_words), RESULT_FIRSTS);
-}
-
-bool lb_metric_result_word_in(const char *name)
-{
-	for (const char *p = name; *p;) {
-		const char *q = p;
-
-		while (*q && (is_alpha(*q) || is_digit(*q)))
-			q++;
-		if (q > p && is_result_word(p, (size_t)(q - p)))
-			return true;
-		p = *q ? q + 1 : q;
-	}
-	return false;
-}
-
-/* The word before a result's word at w, when it qualifies it ("val", "train", "test"):
- * line[*p..*q); both w when there is none. */
-static void qualifier_before(const char *line, size_t w, size_t *p, size_t *q)
-{
-	*p = *q = w;
-	if (w == 0 || !lb_text_blank(line[w - 1]))
-		return;
-	for (*q = w - 1; *q > 0 && lb_text_blank(line[*q - 1]); (*q)--)
-		;
-	for (*p = *q; *p > 0 && (is_alpha(line[*p - 1]) || line[*p - 1] == '_'); (*p)--)
-		;
-	if (*p == *q || *q - *p > 24 ||
-	    (*p > 0 && !lb_text_blank(line[*p - 1]) && !strchr("|[(", line[*p - 1])) ||
-	    is_counter_word(line + *p, *q - *p))
-		*p = *q = w;
-}
-
-/* Whether a line holds a result's word, blanks and a number (`val loss 6.17`, `| test ppl
- * 235.08`): fix gets the pair as a metric line would print it, with the word before the
- * result's word when it is one (`val loss: 6.17`). One pass over the line. */
-static bool result_unread_like(const char *line, size_t len, char *fix, size_t cap)
-{
-	for (size_t i = 0; i < len; i++) {
-		size_t k = i, b, t, p, q;
-		double x;
-
-		if (!is_alpha(line[i]) || (i > 0 && (is_alpha(line[i - 1]) || is_digit(line[i - 1]) ||
-						     line[i - 1] == '_')))
-			continue;
-		while (k < len && (is_alpha(line[k]) || is_digit(line[k])))
-			k++;
-		for (b = k; b < len && lb_text_blank(line[b]); b++)
-			;
-		/* What may start a number comes first: it rejects nearly every word cheaply. */
-		if (b == k || b >= len || !(is_digit(line[b]) || strchr("+-.nNiI", line[b])) ||
-		    !is_result_word(line + i, k - i)) {
-			i = k;
-			continue;
-		}
-		for (t = b; t < len && !lb_text_blank(line[t]) && !strchr(",;|)", line[t]); t++)
-			;
-		if (b == k || t == b || !lb_parse_number(line + b, t - b, &x)) {
-			i = k;
-			continue;
-		}
-		qualifier_before(line, i, &p, &q);
-		if (!fix)
-			return true;
-		if (t - b < 32 && k - i < 32)
-			snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
-				 (int)(k - i), line + i, (int)(t - b), line + b);
-		else
-			snprintf(fix, cap, "%.*s: 0.5", (int)(k - i < 32 ? k - i : 32), line + i);
-		return true;
-	}
-	return false;
-}
-
-/* Whether a line is `name: number` whose name holds a result's word and, outside it, a digit
- * (a seed, a fold, an epoch counted into the name, which scan_name does not take as one):
- * fix gets the pair under the result's word and the word before it that qualifies it. */
-static bool result_counted_like(const char *line, size_t len, char *fix, size_t cap)
-{
-	size_t c = 0, b, t, w = len, wend = 0;
-	double x;
-
-	while (c + 1 < len && !(line[c] == ':' && lb_text_blank(line[c + 1])))
-		c++;
-	if (c + 1 >= len || c == 0)
-		return false;
-	for (b = c + 1; b < len && lb_text_blank(line[b]); b++)
-		;
-	for (t = len; t > b && lb_text_blank(line[t - 1]); t--)
-		;
-	if (t == b || t - b > 40 || !lb_parse_number(line + b, t - b, &x))
-		return false;
-	for (size_t i = 0; i < c && w == len;) {
-		size_t k = i;
-		while (k < c && (is_alpha(line[k]) || is_digit(line[k])))
-			k++;
-		if (k > i && is_alpha(line[i]) && is_result_word(line + i, k - i)) {
-			w = i;
-			wend = k;
-		}
-		i = k > i ? k : i + 1;
-	}
-	if (w == len)
-		return false;
-	bool counted = false;
-	for (size_t i = 0; i < c && !counted; i++)
-		counted = is_digit(line[i]) && (i < w || i >= wend);
-	if (!counted)
-		return false;
-	if (!fix)
-		return true;
-	size_t p, q; /* the word before the result's that qualifies it ("Test") */
-	qualifier_before(line, w, &p, &q);
-	snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
-		 (int)(wend - w < 32 ? wend - w : 32), line + w, (int)(t - b), line + b);
-	return true;
-}
-
-/* A line that no reading took and that holds a result in the `name value` shape: counted, the
- * first quoted (a step's line only until a line of another kind holds one). */
-static void note_result_unread(lb_metrics *m, const char *line, size_t len)
-{
-	char fix[sizeof(m->result_unread_fix)];
-	size_t w = 0;
-	bool counter, quote;
-
-	if (!result_unread_like(line, len, NULL, 0)) {
-		if (result_counted_like(line, len, fix, sizeof fix) &&
-		    m->result_counted_lines++ == 0) {
-			set_example(m->result_counted_example, sizeof(m->result_counted_example),
-				    line, len);
-			snprintf(m->result_counted_fix, sizeof(m->result_counted_fix), "%s", fix);
-		}
-		return;
-	}
-	while (w < len && is_alpha(line[w]))
-		w++;
-	counter = is_counter_word(line, w);
-	quote = m->result_unread_lines++ == 0 || (m->result_unread_example_counter && !counter);
-	/* The pair to print is only made for a line that is quoted. */
-	if (quote && result_unread_like(line, len, fix, sizeof(fix))) {
-		set_example(m->result_unread_example, sizeof(m->result_unread_example), line, len);
-		snprintf(m->result_unread_fix, sizeof(m->result_unread_fix), "%s", fix);
-		m->result_unread_example_counter = counter;
-	}
-}
-
-static void note_unread_metric(lb_metrics *m, const char *line, size_t len)
-{
-	if (!unread_metric_like(line, len))
-		return;
-	if (!m->unread_metric_lines++)
-		set_example(m->unread_metric_example, sizeof(m->unread_metric_example), line, len);
-}
-
-/* A progress line is no metric, but what it holds is all a run that printed nothing else, or
- * was ended before its summary, has to show: its last one is kept for lb_metrics_use_progress
- * and the first one quoted by the no_metrics issue. */
-static void note_progress(lb_metrics *m, const char *line, size_t len, lb_metric_line *ml)
-{
-	int level = lb_metric_progress_parse(line, len, ml);
-
-	if (!level || len > sizeof(m->progress_last))
-		return;
-	if (!m->progress_lines++)
-		set_example(m->progress_example, sizeof(m->progress_example), line, len);
-	memcpy(m->progress_last, line, len);
-	m->progress_last_len = len;
-	m->progress_group = m->out.group;
-	m->progress_level = level;
-}
-
-bool lb_metrics_use_progress(lb_metrics *m, bool completed)
-{
-	lb_metric_line *ml;
-
-	/* Metrics printed only before the progress lines are start-up facts, not the result
-	 * of the training the progress lines report: whether the last progress line is used
-	 * does not depend on whether a run happened to print a dataset's size first. */
-	if (!m || m->progress_closed || m->progress_lines == 0)
-		return false;
-	/* A completed run had every chance to print its result: a step's running loss is not
-	 * one. An epoch's line is, as Keras's epoch line is read (the last epoch wins). */
-	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH) {
-		m->progress_ignored = m->reported_number; /* never silent: validation warns */
-		return false;
-	}
-	ml = malloc(sizeof(*ml));
-	if (!ml)
-		return false;
-	m->startup_entries = m->n_entries;
-	if (lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml)) {
-		if (m->language == LB_METRICS_LANG_R)
-			r_missing(ml);
-		m->line_stdout = true; /* progress lines are stdout's */
-		add_values(m, m->progress_group, LB_CLS_PLAIN, ml);
-		m->from_progress = m->n_entries > m->startup_entries || ml->n_values > 0;
-	}
-	/* From now on the line quoted is the one the values are read from. */
-	if (m->from_progress)
-		set_example(m->progress_example, sizeof(m->progress_example), m->progress_last,
-			    m->progress_last_len);
-	free(ml);
-	return m->from_progress;
 }
 
 /* Whether the group holds a plain metric of this name. */
@@ -3237,7 +530,7 @@ static uint32_t block_group(lb_metrics *m, lb_metrics_stream *st, const lb_metri
 	for (size_t i = 0; i < ml->n_values; i++) {
 		const char *name = ml->values[i].name;
 
-		if (special_name(name))
+		if (lb_metric_special_name(name))
 			continue;
 		if (group_has(m, st->group, name))
 			again = true;
@@ -3265,30 +558,30 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 
 	if (!lb_metric_line_parse(line, len, &ml) &&
 	    !(m->language == LB_METRICS_LANG_OCTAVE && st == &m->out &&
-	      octave_display(line, len, &ml))) {
+	      lb_metric_octave_display(line, len, &ml))) {
 		/* What else a line holds only explains a run that reported nothing (the
 		 * no_metrics issue, the progress fallback), and entries are never taken back:
 		 * after the first metric, a flood of other lines costs its parse alone. */
 		/* Only while nothing read is a result: then they can be all the run has. */
 		if (st == &m->out && !m->reported_result)
-			note_result_unread(m, line, len);
+			lb_metrics_note_result_unread(m, line, len);
 		if (m->reported_number) {
 			/* Until a metric line follows them, progress lines may be all the run
 			 * has to show besides start-up facts. */
 			if (st == &m->out && !m->progress_closed)
-				note_progress(m, line, len, &ml);
+				lb_metrics_note_progress(m, line, len, &ml);
 			return false;
 		}
-		int level = log_metric_like(line, len);
+		int level = lb_metric_log_metric_like(line, len);
 
 		if (level >= 0) {
-			note_log_metric(m, st == &m->err, level, line, len);
+			lb_metrics_note_log_metric(m, st == &m->err, level, line, len);
 		} else if (st == &m->out) {
 			size_t before = m->progress_lines;
 
-			note_progress(m, line, len, &ml);
+			lb_metrics_note_progress(m, line, len, &ml);
 			if (m->progress_lines == before)
-				note_unread_metric(m, line, len);
+				lb_metrics_note_unread_metric(m, line, len);
 		}
 		return false;
 	}
@@ -3298,18 +591,18 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	 * which writes there by default. */
 	if (st == &m->err && !ml.logged) {
 		if (ml.form != LB_METRIC_FORM_PAIRED && ml.values[0].kind == LB_METRIC_NUMBER)
-			note_stderr_metric(m, line, len);
+			lb_metrics_note_stderr_metric(m, line, len);
 		return false;
 	}
 	m->progress_closed |= m->progress_lines > 0;
 	if (m->language == LB_METRICS_LANG_R && ml.form != LB_METRIC_FORM_SUMMARY &&
 	    ml.form != LB_METRIC_FORM_PAIRED)
-		r_missing(&ml);
+		lb_metric_r_missing(&ml);
 	switch (ml.form) {
 	case LB_METRIC_FORM_TAGGED:
 		/* "condition=A condition: B" and the like mean nothing; they are not metrics. */
 		group = condition_group(m, ml.condition, ml.condition_len);
-		add_values(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
+		lb_metrics_add_values(m, group, ml.n_tags ? LB_CLS_TAGGED : LB_CLS_PLAIN, &ml);
 		return true;
 	case LB_METRIC_FORM_SUMMARY:
 		group = ml.condition ? condition_group(m, ml.condition, ml.condition_len) : st->group;
@@ -3333,12 +626,12 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		double v;
 
 		/* An unreadable estimate is ignored rather than guessed at. */
-		if (parse_duration(ml.str, ml.str_len, &v))
+		if (lb_metric_parse_duration(ml.str, ml.str_len, &v))
 			m->time_estimate = v;
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
 		time_guard_line(m, &ml);
 	} else {
-		add_values(m, block_group(m, st, &ml), LB_CLS_PLAIN, &ml);
+		lb_metrics_add_values(m, block_group(m, st, &ml), LB_CLS_PLAIN, &ml);
 	}
 	return true;
 }
@@ -3353,7 +646,7 @@ enum { TABLE_NONE, TABLE_FIRST, TABLE_READ, TABLE_SKIP };
 
 static bool table_line(const char *s, size_t len)
 {
-	trim(&s, &len);
+	lb_metric_trim(&s, &len);
 	return len >= 2 && s[0] == '|' && s[len - 1] == '|';
 }
 
@@ -3372,9 +665,9 @@ static bool table_separator(const char *s, size_t len)
 
 static bool cell_is(const char *s, size_t len, const char *const *words, size_t n)
 {
-	trim(&s, &len);
+	lb_metric_trim(&s, &len);
 	for (size_t k = 0; k < n; k++)
-		if (word_is(s, len, words[k]))
+		if (lb_metric_word_is(s, len, words[k]))
 			return true;
 	return false;
 }
@@ -3386,13 +679,13 @@ static bool name_value_header(const char *s, size_t len)
 	static const char *const values[] = { "value", "score", "result" };
 	const char *bar1, *bar2;
 
-	trim(&s, &len);
+	lb_metric_trim(&s, &len);
 	bar1 = s;
 	bar2 = memchr(s + 1, '|', len - 1);
 	if (!bar2 || bar2 == s + len - 1 || memchr(bar2 + 1, '|', (size_t)(s + len - bar2 - 2)))
 		return false;
-	return cell_is(bar1 + 1, (size_t)(bar2 - bar1 - 1), names, N_OF(names)) &&
-	       cell_is(bar2 + 1, (size_t)(s + len - bar2 - 2), values, N_OF(values));
+	return cell_is(bar1 + 1, (size_t)(bar2 - bar1 - 1), names, LB_N_OF(names)) &&
+	       cell_is(bar2 + 1, (size_t)(s + len - bar2 - 2), values, LB_N_OF(values));
 }
 
 /* How a line ended: a '\n' (or the start), a '\r' after text, a '\r' after nothing but
@@ -3407,14 +700,12 @@ static bool blank_text(const char *s, size_t len)
 	return true;
 }
 
-static void lt_end(lb_metrics *m, lb_metrics_stream *st);
-
 /* A blank line ends a Markdown table, as Markdown reads one: the rows after it are another
  * table's, read by its own header. And it ends the condition block it follows, once that
  * holds a metric (block_group). */
 static void blank_line(lb_metrics *m, lb_metrics_stream *st)
 {
-	lt_end(m, st); /* no Lightning table holds a blank line */
+	lb_metrics_lightning_end(m, st); /* no Lightning table holds a blank line */
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
@@ -3433,468 +724,13 @@ static void hold_row(lb_metrics_stream *st, const char *line, size_t len)
 }
 
 /* A line that is no Markdown table row: it ends the table being read, and is collected. */
-static void text_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
+void lb_metrics_text_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
 {
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
 	st->table_held = false;
 	collect_line(m, st, line, len);
-}
-
-/* PyTorch Lightning's results table ----------------------------------------------------------
- *
- * trainer.test() and trainer.validate() print what they logged as a table on stdout
- * (docs/result-json.md), in one of two layouts. With rich importable, rich's default box:
- *
- *   ┏━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┓
- *   ┃ Test metric ┃ DataLoader 0 ┃
- *   ┡━━━━━━━━━━━━━╇━━━━━━━━━━━━━━┩
- *   │  test_acc   │     0.88     │
- *   └─────────────┴──────────────┘
- *
- * Without rich, a rule of '─' (or '-' where the encoding has no '─') the terminal's width,
- * then lines of W-column cells, each text centred as Python's "{:^W}" centres it
- * ((W - len) / 2 blanks before it), right blanks stripped:
- *
- *   ────────────────────────────────────────────────
- *          Test metric             DataLoader 0
- *   ────────────────────────────────────────────────
- *           test_acc            0.8812000155448914
- *   ────────────────────────────────────────────────
- *
- * A table is read only where its header ("Test metric" or "Validate metric", then
- * "DataLoader N" columns numbered on from one N) stands between its rules, so two columns of
- * prose, a log's rule lines or someone else's box are never rows. Its rows are then read as
- * `name: value` lines (values that are numbers only, same names and replacement rules);
- * DataLoader 0's column gives `name`, DataLoader N's `name/dataloader_idx_N`, Lightning's own
- * name for it (DECISION-lightning.md). A row's cells that are blank (a metric another
- * DataLoader did not log), not numbers, or cut short by rich ("…") are not read. */
-enum { LT_NONE, LT_PLAIN_RULE, LT_PLAIN_HEAD, LT_PLAIN_ROWS, LT_RICH_TOP, LT_RICH_HEAD,
-       LT_RICH_ROWS };
-
-#define LT_COLS_MAX 64
-#define LT_VALUE_MAX 64 /* longer cells are no number Python prints */
-
-/* rich's HEAVY_HEAD box, as UTF-8 */
-#define BOX_HEAVY_TL "\xe2\x94\x8f"     /* ┏ */
-#define BOX_HEAVY_H "\xe2\x94\x81"      /* ━ */
-#define BOX_HEAVY_DOWN "\xe2\x94\xb3"   /* ┳ */
-#define BOX_HEAVY_TR "\xe2\x94\x93"     /* ┓ */
-#define BOX_HEAVY_V "\xe2\x94\x83"      /* ┃ */
-#define BOX_HEAD_L "\xe2\x94\xa1"       /* ┡ */
-#define BOX_HEAD_CROSS "\xe2\x95\x87"   /* ╇ */
-#define BOX_HEAD_R "\xe2\x94\xa9"       /* ┩ */
-#define BOX_LIGHT_V "\xe2\x94\x82"      /* │ */
-#define BOX_LIGHT_BL "\xe2\x94\x94"     /* └ */
-#define BOX_LIGHT_H "\xe2\x94\x80"      /* ─ */
-#define BOX_LIGHT_UP "\xe2\x94\xb4"     /* ┴ */
-#define BOX_LIGHT_BR "\xe2\x94\x98"     /* ┘ */
-#define BOX_LEN 3
-
-typedef struct lt_cell {
-	const char *s;
-	size_t len;
-} lt_cell;
-
-/* The line without escape sequences (rich colours its cells on a terminal) and right blanks,
- * into buf (LB_METRIC_LINE_MAX bytes; a line is never longer). */
-static size_t lt_clean(const char *line, size_t len, char *buf)
-{
-	size_t o = 0;
-
-	if (!memchr(line, '\x1b', len)) {
-		o = len < LB_METRIC_LINE_MAX ? len : LB_METRIC_LINE_MAX;
-		memcpy(buf, line, o);
-	}
-	for (size_t i = o; i < len && o < LB_METRIC_LINE_MAX;) {
-		size_t n = line[i] == '\x1b' ? escape_len(line + i, len - i) : 0;
-
-		if (n == 0)
-			buf[o++] = line[i++];
-		else
-			i += n;
-	}
-	while (o > 0 && lb_text_blank(buf[o - 1]))
-		o--;
-	return o;
-}
-
-static bool box_at(const char *s, size_t len, size_t i, const char *box)
-{
-	return i + BOX_LEN <= len && memcmp(s + i, box, BOX_LEN) == 0;
-}
-
-/* A rule of rich's box: left, fills and joints, right. Returns the number of joints (one
- * fewer than the columns), -1 when it is no such rule. */
-static int rich_rule(const char *s, size_t len, const char *left, const char *fill,
-		     const char *joint, const char *right)
-{
-	int joints = 0;
-	bool filled = false;
-
-	if (len < 3 * BOX_LEN || !box_at(s, len, 0, left) || !box_at(s, len, len - BOX_LEN, right))
-		return -1;
-	for (size_t i = BOX_LEN; i < len - BOX_LEN; i += BOX_LEN) {
-		if (box_at(s, len, i, fill))
-			filled = true;
-		else if (box_at(s, len, i, joint))
-			joints++;
-		else
-			return -1;
-	}
-	return filled ? joints : -1;
-}
-
-/* The cells between a rich row's bars, trimmed; -1 when the line is no such row or has more
- * than max cells. */
-static int rich_cells(const char *s, size_t len, const char *bar, lt_cell *cells, int max)
-{
-	int n = 0;
-	size_t start = BOX_LEN;
-
-	if (len < 2 * BOX_LEN || !box_at(s, len, 0, bar) || !box_at(s, len, len - BOX_LEN, bar))
-		return -1;
-	for (size_t i = BOX_LEN; i + BOX_LEN <= len; i++) {
-		if (!box_at(s, len, i, bar))
-			continue;
-		if (n == max)
-			return -1;
-		cells[n].s = s + start;
-		cells[n].len = i - start;
-		trim(&cells[n].s, &cells[n].len);
-		n++;
-		start = i + BOX_LEN;
-		i += BOX_LEN - 1;
-	}
-	return n;
-}
-
-/* The cells of a line Python's "{:^W}" * n wrote and stripped on the right: each cell's text
- * centred in its w columns, blank cells empty. -1 when a text is not where centring puts it
- * (prose, a cell wider than its column) or there are more than max cells. */
-static int plain_cells(const char *s, size_t len, size_t w, lt_cell *cells, int max)
-{
-	int n = 0;
-
-	for (size_t pos = 0; pos < len; pos += w) {
-		const char *c = s + pos;
-		size_t end = len - pos < w ? len - pos : w, lead = 0;
-
-		if (n == max)
-			return -1;
-		while (lead < end && c[lead] == ' ')
-			lead++;
-		while (end > lead && c[end - 1] == ' ')
-			end--;
-		cells[n].s = c + lead;
-		cells[n].len = end - lead;
-		if (cells[n].len > 0 && lead != (w - cells[n].len) / 2)
-			return -1;
-		n++;
-	}
-	return n;
-}
-
-static const char *const lt_stages[] = { "Test metric", "Validate metric" };
-
-/* "Test metric" or "Validate metric", then "DataLoader N" for N, N + 1, ...: Lightning's
- * header. Sets *first to the first N. */
-static bool lt_header(const lt_cell *cells, int n, unsigned *first)
-{
-	static const char dl[] = "DataLoader ";
-	bool stage = false;
-
-	if (n < 2)
-		return false;
-	for (size_t k = 0; k < N_OF(lt_stages); k++)
-		stage |= cells[0].len == strlen(lt_stages[k]) &&
-			 memcmp(cells[0].s, lt_stages[k], cells[0].len) == 0;
-	if (!stage)
-		return false;
-	for (int j = 1; j < n; j++) {
-		const char *d;
-		size_t nd;
-		unsigned long idx = 0;
-
-		if (cells[j].len <= sizeof(dl) - 1 || memcmp(cells[j].s, dl, sizeof(dl) - 1) != 0)
-			return false;
-		d = cells[j].s + sizeof(dl) - 1;
-		nd = cells[j].len - (sizeof(dl) - 1);
-		if (nd > 6 || (nd > 1 && d[0] == '0'))
-			return false;
-		for (size_t k = 0; k < nd; k++) {
-			if (!is_digit(d[k]))
-				return false;
-			idx = idx * 10 + (unsigned long)(d[k] - '0');
-		}
-		if (j == 1)
-			*first = (unsigned)idx;
-		else if (idx != *first + (unsigned)j - 1)
-			return false;
-	}
-	return true;
-}
-
-/* A plain rule: '─' or '-' only, at least ten. Returns its length in characters, 0 when it
- * is none. */
-static size_t plain_rule(const char *s, size_t len)
-{
-	size_t n = 0;
-
-	if (len > 0 && s[0] == '-') {
-		for (; n < len; n++)
-			if (s[n] != '-')
-				return 0;
-		return n >= 10 ? n : 0;
-	}
-	for (size_t i = 0; i < len; i += BOX_LEN, n++)
-		if (!box_at(s, len, i, BOX_LIGHT_H))
-			return 0;
-	return n >= 10 ? n : 0;
-}
-
-/* The plain header, its column width found from where the stage's text is centred in the
- * first column (two widths centre it there; the other cells say which). */
-static bool plain_header(lb_metrics_stream *st, const char *s, size_t len)
-{
-	lt_cell cells[LT_COLS_MAX + 1];
-	size_t lead = 0;
-	unsigned first = 0;
-
-	while (lead < len && s[lead] == ' ')
-		lead++;
-	for (size_t k = 0; k < N_OF(lt_stages); k++) {
-		size_t sl = strlen(lt_stages[k]);
-
-		if (len - lead < sl || memcmp(s + lead, lt_stages[k], sl) != 0)
-			continue;
-		for (size_t w = 2 * lead + sl; w <= 2 * lead + sl + 1; w++) {
-			int n = plain_cells(s, len, w, cells, LT_COLS_MAX + 1);
-
-			if (w >= sizeof("DataLoader 0") - 1 && n >= 2 && lt_header(cells, n, &first)) {
-				st->lt_width = w;
-				st->lt_first = first;
-				st->lt_cols = (unsigned)n - 1;
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
-/* One value cell of a row, collected as the line `name: value` would be, when it is a
- * number and the name reads back as itself. */
-static void lt_emit(lb_metrics *m, lb_metrics_stream *st, const char *name, size_t name_len,
-		    unsigned idx, const lt_cell *value)
-{
-	char line[LB_METRIC_NAME_MAX + sizeof("/dataloader_idx_4294967295: ") + LT_VALUE_MAX];
-	lb_metric_line ml;
-	double v;
-	int n;
-
-	/* A NUL would end the name or the value early in the line built from them. */
-	if (value->len == 0 || value->len > LT_VALUE_MAX || name_len > LB_METRIC_NAME_MAX ||
-	    memchr(name, ':', name_len) || memchr(name, '\0', name_len) ||
-	    memchr(value->s, '\0', value->len) || !lb_parse_number(value->s, value->len, &v))
-		return;
-	if (idx == 0)
-		n = snprintf(line, sizeof(line), "%.*s: %.*s", (int)name_len, name,
-			     (int)value->len, value->s);
-	else
-		n = snprintf(line, sizeof(line), "%.*s/dataloader_idx_%u: %.*s", (int)name_len,
-			     name, idx, (int)value->len, value->s);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return;
-	/* The name must read back whole: a name the line grammar reads otherwise (a log
-	 * prefix, words it drops) is no name this table gave. */
-	if (lb_metric_line_parse(line, (size_t)n, &ml) && ml.form == LB_METRIC_FORM_PLAIN &&
-	    !ml.logged && ml.n_values == 1 && ml.values[0].kind == LB_METRIC_NUMBER &&
-	    !special_name(ml.values[0].name) &&
-	    strlen(ml.values[0].name) + 2 + value->len == (size_t)n &&
-	    memcmp(ml.values[0].name, line, strlen(ml.values[0].name)) == 0)
-		text_line(m, st, line, (size_t)n);
-}
-
-static void lt_emit_row(lb_metrics *m, lb_metrics_stream *st, const char *name,
-			size_t name_len, const lt_cell *cells, int n)
-{
-	for (int j = 1; j < n; j++)
-		lt_emit(m, st, name, name_len, st->lt_first + (unsigned)j - 1, &cells[j]);
-}
-
-/* The held row, under its whole name. */
-static void lt_flush(lb_metrics *m, lb_metrics_stream *st)
-{
-	lt_cell cells[LT_COLS_MAX + 1];
-	int n;
-
-	if (!st->lt_pending)
-		return;
-	st->lt_pending = false;
-	n = plain_cells(st->lt_held, st->lt_held_len, st->lt_width, cells, LT_COLS_MAX + 1);
-	if (n > 1)
-		lt_emit_row(m, st, st->lt_name, st->lt_name_len, cells, n);
-}
-
-/* A line inside a plain table's rows: false when it is no row, which ends the table. A name
- * longer than half the terminal goes on in the next lines, cut at the column's width with
- * the values on its first line: a row whose name fills its column waits for them. */
-static bool plain_row(lb_metrics *m, lb_metrics_stream *st, const char *s, size_t len)
-{
-	lt_cell cells[LT_COLS_MAX + 1];
-	size_t w = st->lt_width;
-	int n = plain_cells(s, len, w, cells, (int)st->lt_cols + 1);
-
-	if (n < 0) {
-		/* A value wider than its column (a tensor's list) shifts the cells after it:
-		 * still a row, by its name where a name is, but nothing in it is read. */
-		if (len > w && plain_cells(s, w, w, cells, 1) == 1 && cells[0].len > 0) {
-			lt_flush(m, st);
-			return true;
-		}
-		return false;
-	}
-	if (n == 0 || cells[0].len == 0)
-		return false;
-	if (n == 1) {
-		if (st->lt_pending && st->lt_name_len + cells[0].len <= LB_METRIC_NAME_MAX) {
-			memcpy(st->lt_name + st->lt_name_len, cells[0].s, cells[0].len);
-			st->lt_name_len += cells[0].len;
-			if (cells[0].len < w)
-				lt_flush(m, st);
-		} else {
-			st->lt_pending = false; /* a name too long for a metric's */
-		}
-		return true;
-	}
-	lt_flush(m, st);
-	if (cells[0].len < w) {
-		lt_emit_row(m, st, cells[0].s, cells[0].len, cells, n);
-		return true;
-	}
-	memcpy(st->lt_held, s, len);
-	st->lt_held_len = len;
-	memcpy(st->lt_name, cells[0].s, cells[0].len);
-	st->lt_name_len = cells[0].len;
-	st->lt_pending = true;
-	return true;
-}
-
-/* A line inside a rich table's rows: false when it is no row, which ends the table. A row
- * whose name cell is blank is the next line of a cell rich wrapped: not read. */
-static bool rich_row(lb_metrics *m, lb_metrics_stream *st, const char *s, size_t len)
-{
-	lt_cell cells[LT_COLS_MAX + 1];
-	int n = rich_cells(s, len, BOX_LIGHT_V, cells, (int)st->lt_cols + 1);
-
-	if (n != (int)st->lt_cols + 1)
-		return false;
-	if (cells[0].len > 0)
-		lt_emit_row(m, st, cells[0].s, cells[0].len, cells, n);
-	return true;
-}
-
-/* Whatever of a table is still held goes where it would have gone without one: a header
- * whose rule never came is an ordinary line, a row waiting for its name's end is read. */
-static void lt_end(lb_metrics *m, lb_metrics_stream *st)
-{
-	if (st->lt_state == LT_PLAIN_HEAD || st->lt_state == LT_RICH_HEAD)
-		text_line(m, st, st->lt_held, st->lt_held_len);
-	else if (st->lt_state == LT_PLAIN_ROWS)
-		lt_flush(m, st);
-	st->lt_state = LT_NONE;
-	st->lt_pending = false;
-}
-
-static void lt_hold(lb_metrics_stream *st, const char *line, size_t len, int state)
-{
-	memcpy(st->lt_held, line, len);
-	st->lt_held_len = len;
-	st->lt_state = state;
-}
-
-/* One stdout line seen by the Lightning table reader: true when it is part of a table (its
- * header, the rules under the header, a row) and so no other reading's. A table's first rule
- * is everybody's, as is any line that turns out to be none of a table's. */
-static bool lightning_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
-{
-	char buf[LB_METRIC_LINE_MAX];
-	lt_cell cells[LT_COLS_MAX + 1];
-	size_t n, rule;
-	unsigned first = 0;
-	int k;
-
-	/* Every line of a flood passes here: outside a table only a rule opens one, and a
-	 * rule starts with '-' or a box character's lead byte (or an escape before it). */
-	if (st->lt_state == LT_NONE && line[0] != '-' && line[0] != '\xe2' && line[0] != '\x1b')
-		return false;
-	n = lt_clean(line, len, buf);
-	switch (st->lt_state) {
-	case LT_PLAIN_RULE:
-		if (n <= st->lt_rule && plain_header(st, buf, n)) {
-			lt_hold(st, line, len, LT_PLAIN_HEAD);
-			return true;
-		}
-		break;
-	case LT_PLAIN_HEAD:
-		if (plain_rule(buf, n) == st->lt_rule) {
-			st->lt_state = LT_PLAIN_ROWS;
-			st->lt_pending = false;
-			return true;
-		}
-		lt_end(m, st);
-		break;
-	case LT_PLAIN_ROWS:
-		if (plain_rule(buf, n) == st->lt_rule) {
-			lt_end(m, st);
-			return true;
-		}
-		if (plain_row(m, st, buf, n))
-			return true;
-		lt_end(m, st);
-		break;
-	case LT_RICH_TOP:
-		k = rich_cells(buf, n, BOX_HEAVY_V, cells, LT_COLS_MAX + 1);
-		if (k == (int)st->lt_cols + 1 && lt_header(cells, k, &first)) {
-			st->lt_first = first;
-			lt_hold(st, line, len, LT_RICH_HEAD);
-			return true;
-		}
-		break;
-	case LT_RICH_HEAD:
-		if (rich_rule(buf, n, BOX_HEAD_L, BOX_HEAVY_H, BOX_HEAD_CROSS, BOX_HEAD_R) ==
-		    (int)st->lt_cols) {
-			st->lt_state = LT_RICH_ROWS;
-			return true;
-		}
-		lt_end(m, st);
-		break;
-	case LT_RICH_ROWS:
-		if (rich_rule(buf, n, BOX_LIGHT_BL, BOX_LIGHT_H, BOX_LIGHT_UP, BOX_LIGHT_BR) ==
-		    (int)st->lt_cols) {
-			st->lt_state = LT_NONE;
-			return true;
-		}
-		if (rich_row(m, st, buf, n))
-			return true;
-		st->lt_state = LT_NONE;
-		break;
-	default:
-		break;
-	}
-	/* Not a table's line: it may open one. */
-	if ((rule = plain_rule(buf, n)) > 0) {
-		st->lt_state = LT_PLAIN_RULE;
-		st->lt_rule = rule;
-	} else if ((k = rich_rule(buf, n, BOX_HEAVY_TL, BOX_HEAVY_H, BOX_HEAVY_DOWN,
-				  BOX_HEAVY_TR)) >= 1 && k <= LT_COLS_MAX) {
-		st->lt_state = LT_RICH_TOP;
-		st->lt_cols = (unsigned)k;
-	} else {
-		st->lt_state = LT_NONE;
-	}
-	return false;
 }
 
 /* One line, without its end; end is the byte that ended it ('\n', '\r'), 0 for the last
@@ -3917,10 +753,10 @@ static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 		return; /* the empty line between a "\r" and its "\n" ends no table */
 	if (traceback_line(st, line, len))
 		return;
-	if (st == &m->out && lightning_line(m, st, line, len))
+	if (st == &m->out && lb_metrics_lightning_line(m, st, line, len))
 		return;
 	if (!table_line(line, len)) {
-		text_line(m, st, line, len);
+		lb_metrics_text_line(m, st, line, len);
 		return;
 	}
 	switch (st->table_state) {
@@ -4009,7 +845,7 @@ static void finish(lb_metrics *m, lb_metrics_stream *st)
 {
 	if (st->line_len > 0 && !st->skipping)
 		process_line(m, st, st->line, st->line_len, 0);
-	lt_end(m, st);
+	lb_metrics_lightning_end(m, st);
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
@@ -4044,6 +880,2575 @@ bool lb_metrics_time_guard_fired(const lb_metrics *m)
 double lb_metrics_time_guard_at(const lb_metrics *m)
 {
 	return m && m->time_guard ? m->time_guard_at : -1;
+}
+
+/* A name's byte: a letter or '_' anywhere, and after the first also digits and . - / and the
+ * @ and ^ of ranking and fit metrics (`Hits@10`, `NDCG@10`, `mAP@0.5`, `R^2`). */
+static bool name_char(char c, bool first, bool holes)
+{
+	if (c == '_' || lb_metric_is_alpha(c) || (holes && c == LB_METRIC_HOLE))
+		return true;
+	return !first && (lb_metric_is_digit(c) || c == '.' || c == '-' || c == '/' || c == '@' ||
+			  c == '^');
+}
+
+bool lb_metric_key_char(char c, bool first)
+{
+	if (c == '_' || lb_metric_is_alpha(c))
+		return true;
+	return !first && (lb_metric_is_digit(c) || c == '.' || c == '-');
+}
+
+/* One key=value token at s[i..len): returns the index after it, or 0 when there is none. The
+ * token must end at a blank or the end of the text, so `a="x"y` is not one. */
+static size_t scan_tag(const char *s, size_t len, size_t i, lb_metric_tag *t)
+{
+	size_t k = i, v;
+
+	if (k >= len || !lb_metric_key_char(s[k], true))
+		return 0;
+	while (k < len && lb_metric_key_char(s[k], false))
+		k++;
+	if (k - i > LB_METRIC_TAG_KEY_MAX || k >= len || s[k] != '=')
+		return 0;
+	t->key = s + i;
+	t->key_len = k - i;
+	k++;
+	if (k < len && s[k] == '"') {
+		const char *q = memchr(s + k + 1, '"', len - k - 1);
+
+		if (!q)
+			return 0;
+		t->value = s + k + 1;
+		t->value_len = (size_t)(q - t->value);
+		k = (size_t)(q - s) + 1;
+	} else {
+		v = k;
+		while (k < len && !lb_text_blank(s[k]))
+			k++;
+		t->value = s + v;
+		t->value_len = k - v;
+	}
+	if (t->value_len == 0 || (k < len && !lb_text_blank(s[k])))
+		return 0;
+	return k;
+}
+
+static int tag_cmp(const lb_metric_tag *a, const lb_metric_tag *b)
+{
+	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+	int c = memcmp(a->key, b->key, n);
+
+	if (c)
+		return c;
+	return a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
+}
+
+static bool tag_is(const lb_metric_tag *t, const char *key)
+{
+	return t->key_len == strlen(key) && memcmp(t->key, key, t->key_len) == 0;
+}
+
+static bool has_blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (lb_text_blank(s[i]))
+			return true;
+	return false;
+}
+
+size_t lb_metric_tags_text(const lb_metric_tag *tags, size_t n, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	if (cap == 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		bool quote = has_blank(tags[i].value, tags[i].value_len);
+		size_t need = (i ? 1 : 0) + tags[i].key_len + 1 + tags[i].value_len + (quote ? 2 : 0);
+
+		if (o + need >= cap)
+			return (size_t)-1;
+		if (i)
+			buf[o++] = ' ';
+		memcpy(buf + o, tags[i].key, tags[i].key_len);
+		o += tags[i].key_len;
+		buf[o++] = '=';
+		if (quote)
+			buf[o++] = '"';
+		memcpy(buf + o, tags[i].value, tags[i].value_len);
+		o += tags[i].value_len;
+		if (quote)
+			buf[o++] = '"';
+	}
+	buf[o] = '\0';
+	return o;
+}
+
+bool lb_tags_next(const char **cursor, lb_metric_tag *tag)
+{
+	const char *s = *cursor;
+	size_t len, end;
+
+	if (!s)
+		return false;
+	while (lb_text_blank(*s))
+		s++;
+	len = strlen(s);
+	if (len == 0)
+		return false;
+	end = scan_tag(s, len, 0, tag);
+	if (end == 0) {
+		/* Stored text was built by lb_metric_tags_text, so this only happens to a value
+		 * whose UTF-8 repair made it unlike what was parsed: the rest is one value. */
+		const char *eq = memchr(s, '=', len);
+
+		tag->key = s;
+		tag->key_len = eq ? (size_t)(eq - s) : len;
+		tag->value = eq ? eq + 1 : s + len;
+		tag->value_len = eq ? len - tag->key_len - 1 : 0;
+		end = len;
+	}
+	*cursor = s + end;
+	return true;
+}
+
+/* Reads key=value tokens from s[*i..len) into tags; stops before the first token that is not
+ * one (or at the end). false when there are too many, or a key repeats. Sorted by key. */
+static bool scan_tags(const char *s, size_t len, size_t *i, lb_metric_tag *tags, size_t *n)
+{
+	*n = 0;
+	for (;;) {
+		size_t k = *i, end;
+		lb_metric_tag t;
+
+		while (k < len && lb_text_blank(s[k]))
+			k++;
+		end = scan_tag(s, len, k, &t);
+		if (end == 0)
+			break;
+		if (*n >= LB_METRIC_TAGS_MAX + 2)
+			return false;
+		tags[(*n)++] = t;
+		*i = end;
+	}
+	/* Insertion sort: at most 18 tokens. */
+	for (size_t a = 1; a < *n; a++) {
+		lb_metric_tag t = tags[a];
+		size_t b = a;
+
+		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
+			tags[b] = tags[b - 1];
+		tags[b] = t;
+	}
+	/* A repeated key would leave it to guessing which one was meant. */
+	for (size_t a = 1; a < *n; a++)
+		if (tag_cmp(&tags[a - 1], &tags[a]) == 0)
+			return false;
+	return true;
+}
+
+/* Moves the token with this key out of tags into *val; false when absent. */
+static bool take_tag(lb_metric_tag *tags, size_t *n, const char *key, lb_metric_tag *val)
+{
+	for (size_t a = 0; a < *n; a++) {
+		if (!tag_is(&tags[a], key))
+			continue;
+		*val = tags[a];
+		memmove(tags + a, tags + a + 1, (*n - a - 1) * sizeof(*tags));
+		(*n)--;
+		return true;
+	}
+	return false;
+}
+
+static bool tags_fit(const lb_metric_tag *tags, size_t n)
+{
+	char buf[LB_METRIC_TAGS_TEXT_MAX + 1];
+
+	return n <= LB_METRIC_TAGS_MAX &&
+	       lb_metric_tags_text(tags, n, buf, sizeof(buf)) != (size_t)-1;
+}
+
+static void set_kind(lb_metric_line *out, const char *value, size_t value_len)
+{
+	out->str = value;
+	out->str_len = value_len;
+	if (lb_parse_number(value, value_len, &out->number)) {
+		out->kind = LB_METRIC_NUMBER;
+	} else {
+		out->kind = LB_METRIC_STRING;
+		out->number = 0;
+	}
+}
+
+/* A name word's first byte: the first word starts with a letter or '_' (so `12:00:01`, `1abc`
+ * and a path start no name), a later one also with '(' or a digit (`Top 5 accuracy`). */
+static bool name_start_char(char c, bool first, bool holes)
+{
+	return c == '_' || lb_metric_is_alpha(c) ||
+	       (!first && (c == '(' || lb_metric_is_digit(c))) || (holes && c == LB_METRIC_HOLE);
+}
+
+/* A ':' inside a name word: only between digits or dots after an '@' (`mAP@0.5:0.95`, COCO's
+ * IoU range), where it cannot end the name, since a name's ':' has a blank after it. */
+static bool name_colon(const char *s, size_t len, size_t start, size_t i)
+{
+	return i > start && i + 1 < len && (lb_metric_is_digit(s[i + 1]) || s[i + 1] == '.') &&
+	       (lb_metric_is_digit(s[i - 1]) || s[i - 1] == '.') &&
+	       memchr(s + start, '@', i - start);
+}
+
+/* A name at s[i..len) and its ':' (see lb_metric_line_parse): copies it, blanks inside made
+ * one space each, into out and returns the index after the ':' and the blank after it; 0 when
+ * there is none. A later word may start with a digit (`Accuracy after 10 epochs`), but a name
+ * is no count: its last word does not (`Sample 3: 0.5`, `Fold 2:` and `Epoch 5:` enumerate
+ * what a loop prints, a name per line), and a counter word followed by a number (`Loss at
+ * step 100`, `Epoch 3 loss`) makes it a progress line's. With comma, the line's first name
+ * may hold ", " (`Predicted price of a 1650 sq-ft, 3 br house`): nothing before it on the
+ * line is a pair, so the comma cannot separate two; a part that is a counter word alone
+ * (`Saving model, epoch: 3`) is a progress line's. */
+static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool comma, char *out)
+{
+	size_t o = 0, part = 0;
+	size_t prev = 0, prev_len = 0; /* the word before, in out; none after a comma */
+	bool first = true, digit_word = false, hole_word = false;
+
+	for (;;) {
+		size_t start, w;
+
+		if (i >= len || !name_start_char(s[i], first, holes))
+			return 0;
+		if (!first) {
+			if (o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = ' ';
+		}
+		start = i;
+		w = o;
+		while (i < len && (name_char(s[i], false, holes) || s[i] == '(' || s[i] == ')' ||
+				   (s[i] == ':' && name_colon(s, len, start, i)))) {
+			if (o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = s[i++];
+		}
+		digit_word = lb_metric_is_digit(s[start]);
+		hole_word = holes && i == start + 1 && s[start] == LB_METRIC_HOLE;
+		/* In a template a hole alone may be a number: after a counter word it is its
+		 * count, and before a comma it may end a part as a number does. */
+		if ((digit_word || hole_word) && lb_metric_is_counter_word(out + prev, prev_len))
+			return 0;
+		prev = w;
+		prev_len = o - w;
+		first = false;
+		while (i < len && lb_text_blank(s[i]))
+			i++;
+		if (i < len && s[i] == ':')
+			break;
+		if (comma && i + 1 < len && s[i] == ',' && lb_text_blank(s[i + 1])) {
+			if (digit_word || hole_word ||
+			    lb_metric_is_counter_word(out + part, o - part) ||
+			    o >= LB_METRIC_NAME_MAX)
+				return 0;
+			out[o++] = ',';
+			part = o + 1;
+			prev_len = 0;
+			for (i++; i < len && lb_text_blank(s[i]); i++)
+				;
+		}
+	}
+	if (digit_word || (part && lb_metric_is_counter_word(out + part, o - part)))
+		return 0;
+	out[o] = '\0';
+	i++;
+	if (i >= len || !lb_text_blank(s[i]))
+		return 0;
+	return i + 1;
+}
+
+bool lb_metric_name_is_one_of(const char *name, const char *const *words, size_t n, bool any_case)
+{
+	for (size_t k = 0; k < n; k++)
+		if (any_case ? strcasecmp(name, words[k]) == 0 : strcmp(name, words[k]) == 0)
+			return true;
+	return false;
+}
+
+const char *const lb_metric_level_words[] = { "DEBUG", "INFO",     "NOTICE", "WARNING", "WARN",
+					      "ERROR", "CRITICAL", "FATAL",  "TRACE" };
+const char *const lb_metric_counter_words[] = { "epoch",     "step",        "batch",  "iter",
+						"iteration", "global_step", "episode" };
+#define COUNTER_FIRSTS                                                                         \
+	(LB_LETTER('e') | LB_LETTER('s') | LB_LETTER('b') | LB_LETTER('i') | LB_LETTER('g'))
+
+/* Whether s[0..len) is one of the lower-case words, any case. Checked on every word of
+ * names and unread lines: the first letter rejects nearly all before a comparison. */
+/* firsts: the letters the words start with, as LB_LETTER bits (defined beside each list, kept in
+ * step with it), so that most words are rejected before any comparison. */
+bool lb_metric_word_in(const char *s, size_t len, const char *const *words, size_t n,
+		       uint32_t firsts)
+{
+	char c;
+
+	if (len == 0 || !lb_metric_is_alpha(s[0]))
+		return false;
+	c = s[0] >= 'A' && s[0] <= 'Z' ? (char)(s[0] + 32) : s[0];
+	if (!(firsts & (1u << (c - 'a'))))
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		const char *w = words[k];
+		size_t j = 0;
+
+		while (j < len && w[j] && (s[j] >= 'A' && s[j] <= 'Z' ? s[j] + 32 : s[j]) == w[j])
+			j++;
+		if (j == len && !w[j])
+			return true;
+	}
+	return false;
+}
+
+bool lb_metric_is_counter_word(const char *s, size_t len)
+{
+	return lb_metric_word_in(s, len, lb_metric_counter_words, LB_N_OF(lb_metric_counter_words),
+				 COUNTER_FIRSTS);
+}
+
+/* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
+ * "WARNING model: x"), or is a level word in any case with a value that is not a number
+ * ("Warning: deprecated"); "error: 0.05" stays a metric. */
+bool lb_metric_log_line(const lb_metric_value *first)
+{
+	char word[LB_METRIC_NAME_MAX + 1];
+	size_t k = strcspn(first->name, " ,");
+
+	memcpy(word, first->name, k);
+	word[k] = '\0';
+	if (lb_metric_name_is_one_of(word, lb_metric_level_words, LB_N_OF(lb_metric_level_words),
+				     false))
+		return true;
+	return first->kind != LB_METRIC_NUMBER &&
+	       lb_metric_name_is_one_of(first->name, lb_metric_level_words,
+					LB_N_OF(lb_metric_level_words), true);
+}
+
+bool lb_metric_special_name(const char *name)
+{
+	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
+	       strcmp(name, "TIME_GUARD") == 0;
+}
+
+void lb_metric_set_first(lb_metric_line *out)
+{
+	const lb_metric_value *v = &out->values[0];
+
+	memcpy(out->name, v->name, sizeof(out->name));
+	out->kind = v->kind;
+	out->number = v->number;
+	out->str = v->str;
+	out->str_len = v->str_len;
+}
+
+/* The next value slot of out and its name at line[i..): the offset after the name and the
+ * blanks that follow it, 0 when out is full or no name starts there. */
+size_t lb_metric_next_name(const char *line, size_t len, size_t i, bool holes, bool comma,
+			   lb_metric_line *out, lb_metric_value **v)
+{
+	size_t e;
+
+	if (out->n_values >= LB_METRIC_VALUES_MAX)
+		return 0;
+	*v = &out->values[out->n_values];
+	e = scan_name(line, len, i, holes, comma, (*v)->name);
+	if (e == 0)
+		return 0;
+	while (e < len && lb_text_blank(line[e]))
+		e++;
+	return e;
+}
+
+/* Whether a name is spelled as an exception class, the way a traceback's last line or
+ * `print(f"{type(e).__name__}: {e}")` shows it: a CamelCase identifier, alone or ending a
+ * dotted path (numpy.linalg.LinAlgError; socket.timeout too), with a stem before the suffix
+ * (KeyError, UserWarning, SystemExit, KeyboardInterrupt, ExceptionGroup). "Error" and
+ * "Warning" alone, "test_error" and "Error rate" are not: researchers name error rates so. */
+static bool exception_class_name(const char *name)
+{
+	static const char *const suffixes[] = { "Error", "Exception", "Warning", "Exit",
+						"Interrupt", "Iteration", "Group" };
+	size_t len = strlen(name);
+	const char *last = name;
+
+	const char *dot = memrchr(name, '.', len);
+
+	/* socket's classes are the lower-case exception to the convention; "val.error" is not. */
+	if (dot && strncmp(name, "socket.", 7) == 0)
+		return true;
+	if (dot)
+		last = dot + 1;
+	while (*last == '_')
+		last++;
+	if (!(*last >= 'A' && *last <= 'Z'))
+		return false;
+	for (const char *c = last; *c; c++)
+		if (*c == '_')
+			return false; /* Train_Error is a name someone chose, not a class */
+	len = strlen(last);
+	for (size_t k = 0; k < LB_N_OF(suffixes); k++) {
+		size_t n = strlen(suffixes[k]);
+
+		if (len > n && strcmp(last + len - n, suffixes[k]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a counter name is an epoch's: an epoch's line reports a finished pass over the data
+ * (as Keras's does), a step's or a batch's a running value inside one. */
+static int counter_level(const char *name, size_t len)
+{
+	return len == 5 && strncasecmp(name, "epoch", 5) == 0 ? LB_METRIC_PROGRESS_EPOCH
+							     : LB_METRIC_PROGRESS_STEP;
+}
+
+/* "Test set: Average loss: 0.0341, Accuracy: 0.98" (PyTorch's MNIST example): the first pair's
+ * one-word label, joined by blanks alone to more words and a ':', starts the next pair's name,
+ * and the first name is a heading. Only where the line separates its pairs with , ; or |
+ * elsewhere: with blanks alone ("model: resnet lr: 0.1") a blank is the separator, and the
+ * label is the value (the several-pairs rule). And only where the first name is words of a
+ * heading (more than one) and the label is capitalised as a name's first word: a setting
+ * and its value ("optimizer: adam lr: 0.001, test_acc: 0.91") stay two pairs. v is the
+ * label's pair, i the offset after it. */
+static bool heading_label(const char *line, size_t len, size_t i, bool holes,
+			  const lb_metric_value *v)
+{
+	char name[LB_METRIC_NAME_MAX + 1];
+	size_t k = i;
+
+	if (v->kind != LB_METRIC_STRING || v->wrapper || v->remark || i >= len ||
+	    !lb_text_blank(line[i]) || !strchr(v->name, ' ') || !v->str ||
+	    !(*v->str >= 'A' && *v->str <= 'Z'))
+		return false;
+	while (k < len && lb_text_blank(line[k]))
+		k++;
+	if (k >= len || strchr(",;|-", line[k]))
+		return false;
+	if (!memchr(line + k, ',', len - k) && !memchr(line + k, ';', len - k) &&
+	    !memchr(line + k, '|', len - k))
+		return false;
+	return scan_name(line, len, (size_t)(v->str - line), holes, false, name) != 0;
+}
+
+/* Whether a heading names the test split: "Test set", "Test", "Testing set", "Test split",
+ * "Test data", "Test dataset" (any case). Its pairs are the experiment's result, read under
+ * their own names, as they always were; any other heading ("Train set", "Validation set",
+ * "Model A") qualifies them (qualify_values). */
+static bool test_heading(const char *name)
+{
+	static const char *const tests[] = { "test", "testing" };
+	static const char *const sets[] = { "set", "split", "data", "dataset" };
+	char word[LB_METRIC_NAME_MAX + 1];
+	const char *sp = strchr(name, ' ');
+	size_t k = sp ? (size_t)(sp - name) : strlen(name);
+
+	memcpy(word, name, k);
+	word[k] = '\0';
+	if (!lb_metric_name_is_one_of(word, tests, LB_N_OF(tests), true))
+		return false;
+	return !sp || (!strchr(sp + 1, ' ') &&
+		       lb_metric_name_is_one_of(sp + 1, sets, LB_N_OF(sets), true));
+}
+
+/* The names of out's values qualified by what the line says they are about: "QUAL name"
+ * ("Train set Accuracy", "train loss"), as pytorch/examples prints "Test set loss". False
+ * when a qualified name would pass LB_METRIC_NAME_MAX: the line is then not read, rather
+ * than read under a name another split's line shares. */
+static bool qualify_values(lb_metric_line *out, const char *qual, size_t qual_len)
+{
+	for (size_t k = 0; k < out->n_values; k++) {
+		lb_metric_value *v = &out->values[k];
+		size_t n = strlen(v->name);
+
+		if (qual_len + 1 + n > LB_METRIC_NAME_MAX)
+			return false;
+		memmove(v->name + qual_len + 1, v->name, n + 1);
+		memcpy(v->name, qual, qual_len);
+		v->name[qual_len] = ' ';
+	}
+	lb_metric_set_first(out);
+	return true;
+}
+
+/* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. A pair named
+ * as a progress counter (epoch, step...) refuses the line, unless counters is given: then
+ * the counter is left out of the values and its level (LB_METRIC_PROGRESS_*) or'ed in. */
+static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out,
+		     int *counters)
+{
+	bool headed = false, first = true;
+	char heading[LB_METRIC_NAME_MAX + 1] = "";
+
+	out->n_values = 0;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	while (i < len) {
+		lb_metric_value *v;
+		/* Only the line's first name may hold a comma: before it there is no pair. */
+		size_t e = lb_metric_next_name(line, len, i, holes, first, out, &v);
+
+		first = false;
+
+		if (e == 0)
+			return false;
+		if (out->n_values == 0 && lb_metric_special_name(v->name)) {
+			/* condition, TIME_ESTIMATE and TIME_GUARD carry text ("240.1s - saving
+			 * partial results"), read by the collector: the rest of the line. */
+			const char *value = line + e;
+			size_t value_len = len - e;
+
+			lb_metric_trim(&value, &value_len);
+			if (value_len == 0)
+				return false;
+			v->ratio = v->percent = v->has_uncertainty = false;
+			v->uncertainty = 0;
+			v->remark = NULL;
+			v->remark_len = 0;
+			v->wrapper = NULL;
+			v->wrapper_len = 0;
+			v->number = 0;
+			v->kind = LB_METRIC_STRING;
+			v->str = value;
+			v->str_len = value_len;
+			if (lb_parse_number(value, value_len, &v->number))
+				v->kind = LB_METRIC_NUMBER;
+			out->n_values = 1;
+			lb_metric_set_first(out);
+			return true;
+		}
+		i = lb_metric_scan_value(line, len, e, holes, v);
+		if (i == 0)
+			return false;
+		/* "ValueError: bad input" is the end of a traceback, not a metric, and so is
+		 * "KeyError: 0": a number there is the missing key, not a result. Only a name that
+		 * is spelled as a class is refused whatever its value, so "Error: 0.05" and
+		 * "test_error: 0.3" stay error rates. */
+		if (lb_text_is_exception_name(v->name, strlen(v->name)) &&
+		    (v->kind != LB_METRIC_NUMBER || exception_class_name(v->name)))
+			return false;
+		/* A per-step progress line: its numbers are not the experiment's results. */
+		if (lb_metric_name_is_one_of(v->name, lb_metric_counter_words,
+					     LB_N_OF(lb_metric_counter_words), true)) {
+			if (!counters || v->kind != LB_METRIC_NUMBER)
+				return false;
+			*counters |= counter_level(v->name, strlen(v->name));
+		} else if (out->n_values == 0 && !headed &&
+			   heading_label(line, len, i, holes, v)) {
+			/* The label is the first word of the next name: read on from it. The
+			 * heading says what the pairs are about: another split's ("Train set")
+			 * qualifies their names, so that its numbers never replace the test
+			 * split's under the same name. */
+			i = (size_t)(v->str - line);
+			headed = true;
+			if (!test_heading(v->name))
+				memcpy(heading, v->name, sizeof(heading));
+			continue;
+		} else {
+			out->n_values++;
+		}
+		{
+			size_t after = i;
+
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+			/* "loss: 0.12 - acc: 0.9": a dash with blanks on both sides, as Keras
+			 * joins its pairs; "-0.5" after a blank is a number, not this. */
+			if (i > after && i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
+				i += 2;
+				while (i < len && lb_text_blank(line[i]))
+					i++;
+				continue;
+			}
+		}
+		if (i < len && (line[i] == ',' || line[i] == ';' || line[i] == '|')) {
+			i++;
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+		}
+	}
+	if (out->n_values == 0 || lb_metric_log_line(&out->values[0]))
+		return false;
+	lb_metric_set_first(out);
+	return !heading[0] || qualify_values(out, heading, strlen(heading));
+}
+
+bool lb_metric_parse_pairs(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	return pairs_of(line, len, i, holes, out, NULL);
+}
+
+bool lb_metric_valid_name(const char *s, size_t len, bool holes)
+{
+	if (len == 0 || len > LB_METRIC_NAME_MAX || !name_char(s[0], true, holes))
+		return false;
+	for (size_t i = 1; i < len; i++)
+		if (!name_char(s[i], false, holes))
+			return false;
+	return true;
+}
+
+static void one_value(lb_metric_line *out)
+{
+	lb_metric_value *v = &out->values[0];
+
+	memset(v, 0, sizeof(*v));
+	memcpy(v->name, out->name, sizeof(v->name));
+	v->kind = out->kind;
+	v->number = out->number;
+	v->str = out->str;
+	v->str_len = out->str_len;
+	out->n_values = 1;
+}
+
+static bool parse_summary(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond, metric;
+	const lb_metric_tag *shown;
+	size_t n;
+
+	if (!scan_tags(line, len, &i, tags, &n))
+		return false;
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	if (i < len)
+		return false; /* only key=value tokens on a SUMMARY line */
+	if (!take_tag(tags, &n, "metric", &metric) ||
+	    !lb_metric_valid_name(metric.value, metric.value_len, holes))
+		return false;
+	if (take_tag(tags, &n, "condition", &cond)) {
+		out->condition = cond.value;
+		out->condition_len = cond.value_len;
+	}
+	if (n == 0 || !tags_fit(tags, n))
+		return false;
+	memcpy(out->name, metric.value, metric.value_len);
+	out->name[metric.value_len] = '\0';
+	shown = &tags[0];
+	for (size_t a = 0; a < n; a++)
+		if (tag_is(&tags[a], "mean"))
+			shown = &tags[a];
+	set_kind(out, shown->value, shown->value_len);
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_SUMMARY;
+	one_value(out);
+	return true;
+}
+
+/* A non-blank token at s[*i..len): its start and length; false at the end. */
+static bool next_token(const char *s, size_t len, size_t *i, const char **tok, size_t *tok_len)
+{
+	size_t k = *i;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k >= len)
+		return false;
+	*tok = s + k;
+	while (k < len && !lb_text_blank(s[k]))
+		k++;
+	*tok_len = (size_t)(s + k - *tok);
+	*i = k;
+	return true;
+}
+
+/* "PAIRED: M vs B ..." from line[i..len), i after "PAIRED:". */
+static bool ascii_token(const char *s, size_t len, bool holes)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!(holes && s[i] == LB_METRIC_HOLE) && ((unsigned char)s[i] < 0x21 ||
+							   (unsigned char)s[i] > 0x7e))
+			return false;
+	return true;
+}
+
+static bool parse_paired(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2];
+	const char *method, *vs, *baseline, *tok;
+	size_t method_len, vs_len, baseline_len, tok_len, n = 0, o;
+	const lb_metric_tag *shown = NULL;
+
+	if (!next_token(line, len, &i, &method, &method_len) ||
+	    !next_token(line, len, &i, &vs, &vs_len) || vs_len != 2 || memcmp(vs, "vs", 2) != 0 ||
+	    !next_token(line, len, &i, &baseline, &baseline_len) ||
+	    method_len + baseline_len + 4 > LB_METRIC_NAME_MAX ||
+	    !ascii_token(method, method_len, holes) || !ascii_token(baseline, baseline_len, holes))
+		return false; /* the name goes into documents as it is: ASCII, as names are */
+	tags[n++] = (lb_metric_tag){ "method", 6, method, method_len };
+	tags[n++] = (lb_metric_tag){ "baseline", 8, baseline, baseline_len };
+	while (i < len) {
+		lb_metric_tag t;
+		size_t k = i, end;
+
+		while (k < len && lb_text_blank(line[k]))
+			k++;
+		if (k >= len)
+			break;
+		end = 0;
+		/* "ci95=(0.1, 0.3)": the interval may hold a blank. */
+		if (k + 6 < len && memcmp(line + k, "ci95=(", 6) == 0) {
+			const char *close = memchr(line + k, ')', len - k);
+
+			if (close && close > line + k + 6 &&
+			    lb_metric_value_end(line, len, (size_t)(close - line) + 1)) {
+				t = (lb_metric_tag){ line + k, 4, line + k + 5,
+						     (size_t)(close - line) + 1 - (k + 5) };
+				end = (size_t)(close - line) + 1;
+			}
+		}
+		if (end == 0)
+			end = scan_tag(line, len, k, &t);
+		if (end == 0) {
+			/* Other text is skipped, as AutoResearchClaw's own reader skips it. */
+			if (!next_token(line, len, &i, &tok, &tok_len))
+				break;
+			continue;
+		}
+		i = end;
+		for (size_t a = 0; a < n; a++)
+			if (tags[a].key_len == t.key_len && memcmp(tags[a].key, t.key, t.key_len) == 0)
+				return false; /* a repeated key */
+		if (n >= LB_METRIC_TAGS_MAX + 2)
+			return false;
+		tags[n++] = t;
+	}
+	for (size_t a = 1; a < n; a++) {
+		lb_metric_tag t = tags[a];
+		size_t b = a;
+
+		for (; b > 0 && tag_cmp(&tags[b - 1], &t) > 0; b--)
+			tags[b] = tags[b - 1];
+		tags[b] = t;
+	}
+	for (size_t a = 0; a < n; a++)
+		if (tag_is(&tags[a], "mean_diff"))
+			shown = &tags[a];
+	if (!shown || !tags_fit(tags, n > 2 ? n - 2 : n))
+		return false;
+	{
+		char text[LB_METRIC_TAGS_TEXT_MAX * 2 + 64];
+
+		if (lb_metric_tags_text(tags, n, text, sizeof(text)) == (size_t)-1)
+			return false;
+	}
+	o = (size_t)snprintf(out->name, sizeof(out->name), "%.*s vs %.*s", (int)method_len, method,
+			     (int)baseline_len, baseline);
+	(void)o;
+	set_kind(out, shown->value, shown->value_len);
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_PAIRED;
+	one_value(out);
+	return true;
+}
+
+static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
+	size_t n;
+
+	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
+	    !tags_fit(tags, n))
+		return false;
+	if (!lb_metric_parse_pairs(line, len, i, holes, out))
+		return false;
+	out->condition = cond.value;
+	out->condition_len = cond.value_len;
+	memcpy(out->tags, tags, n * sizeof(*tags));
+	out->n_tags = n;
+	out->form = LB_METRIC_FORM_TAGGED;
+	return true;
+}
+
+/* How many bytes the escape sequence at s[0] == ESC takes, 0 when it is not a whole one.
+ * CSI (ESC [ params intermediates final) is what colour and line erasure use; OSC (ESC ]
+ * ... BEL or ESC \\) sets titles and hyperlinks; ESC ( B and its kin designate character
+ * sets (tput sgr0 writes one). */
+size_t lb_metric_escape_len(const char *s, size_t len)
+{
+	size_t i = 2;
+
+	if (len < 2)
+		return 0;
+	if (s[1] == '[') {
+		while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x3f)
+			i++;
+		return i < len && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e ? i + 1
+											       : 0;
+	}
+	if (s[1] == ']') {
+		for (; i < len; i++) {
+			if (s[i] == '\a')
+				return i + 1;
+			if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '\\')
+				return i + 2;
+		}
+		return 0;
+	}
+	if (s[1] && strchr("()*+", s[1]) && len >= 3 && (unsigned char)s[2] > 0x20 &&
+	    (unsigned char)s[2] < 0x7f)
+		return 3;
+	return 0;
+}
+
+/* The line without its escape sequences, in out->plain, when it has any and fits; else the
+ * line as it is. A sequence that is not whole stays, and keeps the line from parsing. */
+const char *lb_metric_without_escapes(const char *line, size_t *len, lb_metric_line *out)
+{
+	size_t o = 0;
+
+	if (*len > sizeof(out->plain) || !memchr(line, '\x1b', *len))
+		return line;
+	for (size_t i = 0; i < *len;) {
+		size_t n = line[i] == '\x1b' ? lb_metric_escape_len(line + i, *len - i) : 0;
+
+		if (n == 0)
+			out->plain[o++] = line[i++];
+		else
+			i += n;
+	}
+	*len = o;
+	return out->plain;
+}
+
+size_t lb_metric_line_end(const char *s, size_t len)
+{
+	/* Eight bytes at a time: every byte of a flood passes here. A byte b of x is a line
+	 * end when b ^ '\n' or b ^ '\r' is zero, found with the has-zero-byte test. */
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x, a, b;
+		memcpy(&x, s + i, 8);
+		a = x ^ (ones * '\n');
+		b = x ^ (ones * '\r');
+		if (((a - ones) & ~a & highs) | ((b - ones) & ~b & highs))
+			break;
+	}
+	for (; i < len; i++)
+		if (s[i] == '\n' || s[i] == '\r')
+			return i;
+	return len;
+}
+
+/* What a reading fills in, cleared; not out->plain, which the line may point into. */
+static void out_clear(lb_metric_line *out)
+{
+	out->form = LB_METRIC_FORM_PLAIN;
+	out->condition = NULL;
+	out->condition_len = 0;
+	out->n_tags = 0;
+	out->n_values = 0;
+	out->table_row = false;
+}
+
+/* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
+ * line ends off (they never belong to a value, and a last token must end there), *i past
+ * the leading blanks. */
+static const char *line_begin(const char *line, size_t *len, size_t *i, lb_metric_line *out)
+{
+	line = lb_metric_without_escapes(line, len, out);
+	out_clear(out);
+	while (*len > 0 && (lb_text_blank(line[*len - 1]) || line[*len - 1] == '\r' ||
+			    line[*len - 1] == '\n'))
+		(*len)--;
+	while (*i < *len && lb_text_blank(line[*i]))
+		(*i)++;
+	return line;
+}
+
+static bool parse_message(const char *line, size_t len, size_t i, bool holes,
+			  lb_metric_line *out);
+
+static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line *out)
+{
+	size_t i = 0, starts[1 + LB_LOG_FIELDS_AFTER], n;
+	bool alone;
+
+	if (!line || !out)
+		return false;
+	line = line_begin(line, &len, &i, out);
+	lb_metric_r_string(&line, &len, &i);
+	n = lb_metric_log_message_starts(line, len, i, starts, &alone);
+	out->logged = n > 0;
+	if (n == 0)
+		return parse_message(line, len, i, holes, out);
+	/* A log line is its message or nothing: its prefix is never part of a name. */
+	for (size_t k = 0; k < n; k++) {
+		out_clear(out);
+		if (parse_message(line, len, starts[k], holes, out))
+			return true;
+	}
+	return false;
+}
+
+/* Past one decoration a result line commonly starts with (docs/decisions.md): an arrow
+ * `====>`, `==>`, `-->`, `>` before a blank (pytorch/examples' `====> Test set loss: X`), a
+ * tag `[RESULT]` before a blank, or a bullet `- `, `* `. Returns i when there is none. A
+ * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
+ * a progress line's readings are their own. */
+static size_t skip_decoration(const char *s, size_t len, size_t i, const char **split,
+			      size_t *split_len)
+{
+	/* A tag that names a split other than the test split: "[train] loss: 0.01" is the train
+	 * loss, which a "[test] loss: 0.40" line must not share a name with. "[test]" and tags
+	 * that name no split ("[RESULT]") stay decorations, read past. */
+	static const char *const splits[] = { "train", "training", "val", "valid", "validation",
+					      "dev" };
+	size_t k = i, gts = 0;
+
+	if (i + 1 < len && (s[i] == '-' || s[i] == '*') && lb_text_blank(s[i + 1]))
+		return i + 2;
+	while (k < len && k - i < 12 && (s[k] == '=' || s[k] == '-'))
+		k++;
+	while (k < len && s[k] == '>' && gts < 3) {
+		k++;
+		gts++;
+	}
+	if (gts > 0 && k < len && lb_text_blank(s[k]))
+		return k + 1;
+	if (i < len && s[i] == '[') {
+		char tag[25];
+		size_t n = 0;
+
+		for (k = i + 1; k < len && n < sizeof(tag) - 1 && lb_metric_key_char(s[k], n == 0);
+		     k++)
+			tag[n++] = s[k];
+		tag[n] = '\0';
+		if (n > 0 && k + 1 < len && s[k] == ']' && lb_text_blank(s[k + 1]) &&
+		    !lb_metric_name_is_one_of(tag, lb_metric_level_words,
+					      LB_N_OF(lb_metric_level_words), true) &&
+		    !lb_metric_name_is_one_of(tag, lb_metric_counter_words,
+					      LB_N_OF(lb_metric_counter_words), true)) {
+			if (!*split && lb_metric_name_is_one_of(tag, splits, LB_N_OF(splits), true)) {
+				*split = s + i + 1;
+				*split_len = n;
+			}
+			return k + 2;
+		}
+	}
+	return i;
+}
+
+static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
+			      lb_metric_line *out);
+
+/* Names qualified by a split's tag, when the line had one (skip_decoration), unless it is a
+ * special name's line (condition: X) or its names are given (SUMMARY, PAIRED). */
+static bool qualify_split(lb_metric_line *out, const char *split, size_t split_len)
+{
+	if (!split || (out->form != LB_METRIC_FORM_PLAIN && out->form != LB_METRIC_FORM_TAGGED) ||
+	    lb_metric_special_name(out->values[0].name))
+		return true;
+	return qualify_values(out, split, split_len);
+}
+
+/* The line from i on, past a log prefix if it had one. */
+static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	const char *split = NULL;
+	size_t split_len = 0;
+
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	if (i < len && line[i] == '{')
+		return lb_metric_parse_object(line, len, i, holes, out);
+	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
+	 * decorated sentence is no more a metric than a bare one. */
+	for (int d = 0; d < 2; d++) {
+		size_t k = skip_decoration(line, len, i, &split, &split_len);
+
+		if (k == i)
+			break;
+		for (i = k; i < len && lb_text_blank(line[i]); i++)
+			;
+	}
+	return parse_undecorated(line, len, i, holes, out) && qualify_split(out, split, split_len);
+}
+
+/* The line from i on, past its decorations. */
+static bool parse_undecorated(const char *line, size_t len, size_t i, bool holes,
+			      lb_metric_line *out)
+{
+	if (i < len && line[i] == '|')
+		return lb_metric_parse_table_row(line, len, i, holes, out);
+	if (i < len && (line[i] == 'E' || lb_metric_is_digit(line[i]) ||
+			(holes && line[i] == LB_METRIC_HOLE))) {
+		bool is_keras;
+
+		if (lb_metric_parse_keras(line, len, i, holes, out, &is_keras))
+			return true;
+		if (is_keras)
+			return false; /* Keras's head: the line is Keras's or nothing */
+	}
+	if (len - i > 8 && memcmp(line + i, "SUMMARY", 7) == 0 && lb_text_blank(line[i + 7])) {
+		if (parse_summary(line, len, i + 8, holes, out))
+			return true;
+		/* "SUMMARY : 3" stays the plain metric it always was. */
+		out->condition = NULL;
+		out->condition_len = 0;
+		out->n_tags = 0;
+	}
+	if (len - i > 7 && memcmp(line + i, "PAIRED:", 7) == 0 && lb_text_blank(line[i + 7])) {
+		/* Never a plain metric called PAIRED: its value is a sentence. */
+		return parse_paired(line, len, i + 8, holes, out);
+	}
+	/* A name never holds '=', so a plain line never starts with a key=value token: the
+	 * byte after the first run of key characters tells the two apart. */
+	{
+		size_t k = i;
+
+		while (k < len && lb_metric_key_char(line[k], k == i))
+			k++;
+		if (k > i && k < len && line[k] == '=')
+			return parse_tagged(line, len, i, holes, out);
+	}
+	return lb_metric_parse_pairs(line, len, i, holes, out);
+}
+
+bool lb_metric_line_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	return parse_line(line, len, false, out);
+}
+
+bool lb_metric_template_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	return parse_line(line, len, true, out);
+}
+
+/* Progress lines ------------------------------------------------------------------------------ */
+
+/* A count "3", "3/10", "[3/10]" or "(3/10)" at s[i..): the offset after it, 0 when none. */
+static size_t scan_progress_count(const char *s, size_t len, size_t i)
+{
+	char close = 0;
+	size_t start;
+
+	if (i < len && (s[i] == '[' || s[i] == '(')) {
+		close = s[i] == '[' ? ']' : ')';
+		i++;
+	}
+	start = i;
+	i = lb_metric_skip_digits(s, len, i);
+	if (i == start)
+		return 0;
+	if (i < len && s[i] == '/') {
+		size_t d = lb_metric_skip_digits(s, len, i + 1);
+
+		if (d == i + 1)
+			return 0;
+		i = d;
+	}
+	if (close) {
+		if (i >= len || s[i] != close)
+			return 0;
+		i++;
+	}
+	return i;
+}
+
+/* A progress line's head, a counter word and its count, at s[i..): "Epoch 3", "epoch=3",
+ * "Epoch [3/10]", "[epoch 3]", "step 100", then what joins it to the pairs (",", ":", "|",
+ * ";", " - " or blanks). The offset of the first pair and the counter's level
+ * (LB_METRIC_PROGRESS_*), 0 when the line does not start so. */
+static size_t scan_progress_head(const char *s, size_t len, size_t i, int *level)
+{
+	bool bracket = i < len && s[i] == '[';
+	size_t w, k;
+
+	if (bracket)
+		i++;
+	for (w = i; w < len && (lb_metric_is_alpha(s[w]) || s[w] == '_'); w++)
+		;
+	for (k = 0; k < LB_N_OF(lb_metric_counter_words); k++)
+		if (strlen(lb_metric_counter_words[k]) == w - i &&
+		    strncasecmp(s + i, lb_metric_counter_words[k], w - i) == 0)
+			break;
+	if (k == LB_N_OF(lb_metric_counter_words))
+		return 0;
+	*level = counter_level(s + i, w - i);
+	i = w;
+	if (i < len && s[i] == '=') {
+		i++;
+	} else {
+		if (i >= len || !lb_text_blank(s[i]))
+			return 0;
+		while (i < len && lb_text_blank(s[i]))
+			i++;
+	}
+	i = scan_progress_count(s, len, i);
+	if (i == 0)
+		return 0;
+	if (bracket) {
+		if (i >= len || s[i] != ']')
+			return 0;
+		i++;
+	}
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	if (i < len && strchr(",:|;", s[i]))
+		i++;
+	else if (i + 1 < len && s[i] == '-' && lb_text_blank(s[i + 1]))
+		i += 2;
+	else if (!lb_text_blank(s[i - 1]))
+		return 0; /* "epoch 3x" */
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	return i;
+}
+
+int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
+{
+	size_t i = 0, head, split_len = 0;
+	const char *split = NULL;
+	int level = 0;
+
+	if (!line || !out)
+		return 0;
+	line = line_begin(line, &len, &i, out);
+	out->logged = false;
+	i = skip_decoration(line, len, i, &split, &split_len);
+	while (i < len && lb_text_blank(line[i]))
+		i++;
+	head = scan_progress_head(line, len, i, &level);
+	if (head && head < len)
+		i = head;
+	if (!pairs_of(line, len, i, false, out, &level) || level == 0 ||
+	    !qualify_split(out, split, split_len))
+		return 0;
+	/* A counter and labels alone ("epoch: 3, phase: train") report no number. */
+	for (size_t k = 0; k < out->n_values; k++)
+		if (out->values[k].kind == LB_METRIC_NUMBER)
+			return (level & LB_METRIC_PROGRESS_STEP) ? LB_METRIC_PROGRESS_STEP
+								 : LB_METRIC_PROGRESS_EPOCH;
+	return 0;
+}
+
+/* Keras's progress lines -------------------------------------------------------------------- */
+
+/* A count at s[i..len): digits, or a hole in a template (*hole set). Returns the index after
+ * it, or i when there is none. */
+static size_t scan_count(const char *s, size_t len, size_t i, bool holes, unsigned long *v,
+			 bool *hole)
+{
+	size_t e;
+
+	*hole = false;
+	*v = 0;
+	if (holes && i < len && s[i] == LB_METRIC_HOLE) {
+		*hole = true;
+		return i + 1;
+	}
+	e = lb_metric_skip_digits(s, len, i);
+	if (e == i || e - i > 9)
+		return i;
+	for (size_t k = i; k < e; k++)
+		*v = *v * 10 + (unsigned long)(s[k] - '0');
+	return e;
+}
+
+static bool blank_or_end(const char *s, size_t len, size_t i)
+{
+	return i >= len || lb_text_blank(s[i]);
+}
+
+/* One timing token ("1s", "20ms/step", "1s/epoch", "215us/sample"): returns the index after
+ * it, 0 when it is not one. */
+static size_t scan_timing_token(const char *s, size_t len, size_t i, bool holes)
+{
+	static const char *const units[] = { "ms", "us", "\xc2\xb5s", "s" };
+	static const char *const per[] = { "/step", "/epoch", "/sample" };
+	size_t e = i;
+	double x;
+	bool unit = false;
+
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		return 0;
+	e = lb_metric_scan_number(s, len, i, holes, &x);
+	if (e == i || (e > i && lb_metric_is_alpha(s[i])))
+		return 0; /* nan, inf: no duration */
+	for (size_t u = 0; u < LB_N_OF(units) && !unit; u++) {
+		size_t n = strlen(units[u]);
+
+		if (len - e >= n && memcmp(s + e, units[u], n) == 0) {
+			e += n;
+			unit = true;
+		}
+	}
+	if (!unit)
+		return 0;
+	for (size_t p = 0; p < LB_N_OF(per); p++) {
+		size_t n = strlen(per[p]);
+
+		if (len - e >= n && memcmp(s + e, per[p], n) == 0) {
+			e += n;
+			break;
+		}
+	}
+	return blank_or_end(s, len, e) ? e : 0;
+}
+
+/* A piece that says how long a step took: timing tokens separated by single blanks
+ * ("1s 20ms/step"). Returns the index after it, 0 when it is not one. */
+static size_t scan_timing(const char *s, size_t len, size_t i, bool holes)
+{
+	size_t e = scan_timing_token(s, len, i, holes), k;
+
+	if (e == 0)
+		return 0;
+	while (e + 1 < len && s[e] == ' ' && (k = scan_timing_token(s, len, e + 1, holes)) > 0)
+		e = k;
+	return e;
+}
+
+/* "ETA: 3s", "ETA: 1:02", "ETA: 1:02:03": returns the index after it, 0 when it is not one. */
+static size_t scan_eta(const char *s, size_t len, size_t i, bool holes)
+{
+	size_t e, k;
+	unsigned long v;
+	bool hole;
+
+	if (len - i < 5 || memcmp(s + i, "ETA:", 4) != 0 || !lb_text_blank(s[i + 4]))
+		return 0;
+	i += 5;
+	while (i < len && lb_text_blank(s[i]))
+		i++;
+	if ((e = scan_timing_token(s, len, i, holes)) > 0)
+		return e;
+	e = scan_count(s, len, i, holes, &v, &hole);
+	if (e == i)
+		return 0;
+	for (int part = 0; part < 2 && e < len && s[e] == ':'; part++) {
+		k = scan_count(s, len, e + 1, holes, &v, &hole);
+		if (k == e + 1)
+			return 0;
+		e = k;
+	}
+	return blank_or_end(s, len, e) ? e : 0;
+}
+
+/* A bar after "N/M ": "[=====>....]" (Keras 2) or a run of box-drawing lines (Keras 3:
+ * U+2501 and U+2500). Returns the index after it, i when there is none. */
+static size_t scan_bar(const char *s, size_t len, size_t i)
+{
+	size_t e = i;
+
+	if (i < len && s[i] == '[') {
+		for (e = i + 1; e < len && (s[e] == '=' || s[e] == '>' || s[e] == '.'); e++)
+			;
+		return e < len && s[e] == ']' && e > i + 1 ? e + 1 : i;
+	}
+	while (e + 2 < len && (unsigned char)s[e] == 0xe2 && (unsigned char)s[e + 1] == 0x94 &&
+	       ((unsigned char)s[e + 2] == 0x81 || (unsigned char)s[e + 2] == 0x80))
+		e += 3;
+	return e;
+}
+
+/* Keras's line at line[i..len), when it has Keras's head: "Epoch K/M - pieces" or
+ * "N/M [bar] [timing] - pieces". *is_keras says whether the head was there (then the line is
+ * Keras's or nothing). A bar before its end (N < M) is the running average of an epoch not
+ * yet over, and not a metric line: the last line of each epoch is. */
+bool lb_metric_parse_keras(const char *line, size_t len, size_t i, bool holes,
+			   lb_metric_line *out, bool *is_keras)
+{
+	unsigned long n, total;
+	bool hole_n, hole_total, epoch = false;
+	size_t e, k;
+
+	*is_keras = false;
+	if (len - i > 6 && memcmp(line + i, "Epoch", 5) == 0 && lb_text_blank(line[i + 5])) {
+		epoch = true;
+		i += 6;
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+	}
+	e = scan_count(line, len, i, holes, &n, &hole_n);
+	if (e == i || e >= len || line[e] != '/')
+		return false;
+	k = scan_count(line, len, e + 1, holes, &total, &hole_total);
+	if (k == e + 1 || !blank_or_end(line, len, k))
+		return false;
+	i = k;
+	if (!epoch) {
+		/* "N/M" alone starts many lines ("3/4 done"): only a bar or " - " makes it Keras's. */
+		size_t b;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		b = scan_bar(line, len, i);
+		if (b > i) {
+			if (!blank_or_end(line, len, b))
+				return false;
+			i = b;
+			while (i < len && lb_text_blank(line[i]))
+				i++;
+			if ((b = scan_timing(line, len, i, holes)) > 0)
+				i = b;
+		} else if (i + 1 < len && line[i] == '-' && lb_text_blank(line[i + 1])) {
+			/* Keras's verbose=2 line, "32/32 - 0s - loss: ..." starts with a timing;
+			 * without it "10/10 - accuracy: 0.9" is one fold of ten, whose number is
+			 * not the experiment's result. */
+			for (b = i + 1; b < len && lb_text_blank(line[b]); b++)
+				;
+			if (scan_timing(line, len, b, holes) == 0)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	*is_keras = true;
+	if (!hole_n && !hole_total && (n == 0 || n > total || (!epoch && n != total)))
+		return false;
+	out->n_values = 0;
+	while (i < len) {
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if (i >= len)
+			break;
+		if (line[i] != '-' || !blank_or_end(line, len, i + 1))
+			return false;
+		i++;
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if ((e = scan_eta(line, len, i, holes)) > 0 || (e = scan_timing(line, len, i, holes)) > 0) {
+			i = e;
+			continue;
+		}
+		{
+			lb_metric_value *v;
+
+			e = lb_metric_next_name(line, len, i, holes, false, out, &v);
+			if (e == 0)
+				return false;
+			e = lb_metric_scan_value(line, len, e, holes, v);
+			if (e == 0 || v->kind != LB_METRIC_NUMBER || !blank_or_end(line, len, e) ||
+			    lb_metric_special_name(v->name) ||
+			    lb_metric_name_is_one_of(v->name, lb_metric_counter_words,
+						     LB_N_OF(lb_metric_counter_words), true))
+				return false;
+			out->n_values++;
+			i = e;
+		}
+	}
+	if (out->n_values == 0 || lb_metric_log_line(&out->values[0]))
+		return false;
+	lb_metric_set_first(out);
+	return true;
+}
+
+
+/* Markdown tables -------------------------------------------------------------------------- */
+
+/* "| bleu | 27.3 |" at line[i..len) (line[i] is '|'): two cells, a name and a number, read as
+ * "bleu: 27.3" would be. The line is rebuilt so in out->plain. */
+bool lb_metric_parse_table_row(const char *line, size_t len, size_t i, bool holes,
+			       lb_metric_line *out)
+{
+	char tmp[LB_METRIC_LINE_MAX];
+	const char *c1, *c2, *bar2, *bar3;
+	size_t n1, n2, n;
+
+	if (len - i < 5 || line[len - 1] != '|')
+		return false;
+	bar2 = memchr(line + i + 1, '|', len - i - 1);
+	if (!bar2 || bar2 == line + len - 1)
+		return false;
+	bar3 = memchr(bar2 + 1, '|', (size_t)(line + len - bar2 - 1));
+	if (bar3 != line + len - 1)
+		return false; /* more than two cells: see docs/decisions.md (tenth session) */
+	c1 = line + i + 1;
+	n1 = (size_t)(bar2 - c1);
+	c2 = bar2 + 1;
+	n2 = (size_t)(bar3 - c2);
+	lb_metric_trim(&c1, &n1);
+	lb_metric_trim(&c2, &n2);
+	if (n1 == 0 || n2 == 0 || memchr(c1, ':', n1) || memchr(c2, ':', n2))
+		return false;
+	n = n1 + 2 + n2;
+	if (n > sizeof(tmp))
+		return false;
+	memcpy(tmp, c1, n1);
+	memcpy(tmp + n1, ": ", 2);
+	memcpy(tmp + n1 + 2, c2, n2);
+	memcpy(out->plain, tmp, n);
+	if (!lb_metric_parse_pairs(out->plain, n, 0, holes, out) || out->n_values != 1 ||
+	    out->values[0].kind != LB_METRIC_NUMBER || lb_metric_special_name(out->values[0].name))
+		return false;
+	out->table_row = true;
+	return true;
+}
+
+/* Python logging ----------------------------------------------------------------------------- */
+
+/* A log line's prefix is read as a small grammar, not format by format: a few fields (a
+ * timestamp, a bracketed word, a logger's name) joined by separators, the level among them,
+ * then the message. Only INFO: a result is logged so, and a warning's or an error's text is
+ * not the experiment's answer. The formats research code uses all fit: logging's default
+ * "INFO:root:msg", "ASCTIME - [name - ]INFO - msg", "ASCTIME [INFO] msg", "[INFO] msg",
+ * "ASCTIME INFO name: msg", and loguru's "ASCTIME | INFO     | module:func:12 - msg". */
+#define LOG_FIELDS_BEFORE 4 /* fields before the level: time, process, thread, logger */
+#define LOG_PREFIX_MAX 160  /* where the level word must have started */
+
+static bool logger_char(char c, bool first)
+{
+	return c == '_' || c == '<' || lb_metric_is_alpha(c) ||
+	       (!first && (lb_metric_is_digit(c) || c == '.' || c == '>'));
+}
+
+/* A separator between two fields at s[i..): blanks, at most one of - | : and blanks again.
+ * The offset after it; i when there is none. */
+static size_t log_sep(const char *s, size_t len, size_t i, bool *blank_only)
+{
+	size_t k = i;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	*blank_only = true;
+	if (k < len && (s[k] == '-' || s[k] == '|' || s[k] == ':')) {
+		*blank_only = false;
+		k++;
+		while (k < len && lb_text_blank(s[k]))
+			k++;
+	}
+	return k;
+}
+
+/* "dddd-dd-dd" or "dddd/dd/dd" at s[i..): the offset after it, i when none. */
+static size_t log_date(const char *s, size_t len, size_t i)
+{
+	if (len - i < 10 || lb_metric_skip_digits(s, len, i) != i + 4 ||
+	    (s[i + 4] != '-' && s[i + 4] != '/') ||
+	    lb_metric_skip_digits(s, len, i + 5) != i + 7 || s[i + 7] != s[i + 4] ||
+	    lb_metric_skip_digits(s, len, i + 8) != i + 10)
+		return i;
+	return i + 10;
+}
+
+/* "dd:dd:dd" with a fraction (",123", ".123456") and a zone ("Z", "+01:00") at s[i..). */
+static size_t log_clock(const char *s, size_t len, size_t i)
+{
+	size_t k;
+
+	if (len - i < 8 || lb_metric_skip_digits(s, len, i) != i + 2 || s[i + 2] != ':' ||
+	    lb_metric_skip_digits(s, len, i + 3) != i + 5 || s[i + 5] != ':' ||
+	    lb_metric_skip_digits(s, len, i + 6) != i + 8)
+		return i;
+	k = i + 8;
+	if (k + 1 < len && (s[k] == ',' || s[k] == '.') && lb_metric_is_digit(s[k + 1]))
+		k = lb_metric_skip_digits(s, len, k + 1);
+	if (k < len && s[k] == 'Z')
+		k++;
+	else if (k + 3 < len && (s[k] == '+' || s[k] == '-') &&
+		 lb_metric_skip_digits(s, len, k + 1) == k + 3)
+		k = s[k + 3] == ':' && lb_metric_skip_digits(s, len, k + 4) == k + 6 ? k + 6
+		    : lb_metric_skip_digits(s, len, k + 3) == k + 5			    ? k + 5
+										    : k + 3;
+	return k;
+}
+
+/* A timestamp: a date, a clock, or both joined by 'T' or one blank. */
+static size_t log_time(const char *s, size_t len, size_t i)
+{
+	size_t k = log_date(s, len, i);
+
+	if (k == i)
+		return log_clock(s, len, i);
+	if (k + 1 < len && (s[k] == 'T' || s[k] == ' ') && log_clock(s, len, k + 1) != k + 1)
+		return log_clock(s, len, k + 1);
+	return k;
+}
+
+/* A logger's name ("exp", "__main__", "lightning.pytorch", "<module>") or a line number. */
+static size_t log_name(const char *s, size_t len, size_t i)
+{
+	size_t k = i;
+
+	if (i < len && lb_metric_is_digit(s[i]))
+		return lb_metric_skip_digits(s, len, i);
+	while (k < len && k - i < LB_METRIC_NAME_MAX && logger_char(s[k], k == i))
+		k++;
+	return k;
+}
+
+/* The kinds of field before the level. */
+enum { LOG_NONE, LOG_LEVEL, LOG_BRACKET_LEVEL, LOG_BRACKET, LOG_TIME, LOG_NAME };
+
+/* One field before the level at s[i..): its kind (LOG_NONE when none), *end after it. */
+static int log_field(const char *s, size_t len, size_t i, size_t *end)
+{
+	if (i < len && s[i] == '[') {
+		size_t n = len - i - 1 < 64 ? len - i - 1 : 64;
+		const char *close = n ? memchr(s + i + 1, ']', n) : NULL;
+
+		if (!close || close == s + i + 1)
+			return LOG_NONE;
+		*end = (size_t)(close - s) + 1;
+		return *end - i == 6 && memcmp(s + i + 1, "INFO", 4) == 0 ? LOG_BRACKET_LEVEL
+									   : LOG_BRACKET;
+	}
+	if (len - i >= 4 && memcmp(s + i, "INFO", 4) == 0 &&
+	    (len - i == 4 || !logger_char(s[i + 4], false))) {
+		*end = i + 4;
+		return LOG_LEVEL;
+	}
+	*end = log_time(s, len, i);
+	if (*end != i)
+		return LOG_TIME;
+	*end = log_name(s, len, i);
+	return *end != i ? LOG_NAME : LOG_NONE;
+}
+
+/* Where the message of a Python logging INFO line may start, first choice first, into
+ * starts[]; 0 when line[i..] has no such prefix. The message can start right after the
+ * level, or after one of the fields that follow it (a logger's name, a location) when those
+ * end with ':' or '-' or '|': "INFO exp: acc: 0.9" is exp's message "acc: 0.9", but
+ * "[INFO] Epoch 3: loss: 0.5" is not "loss: 0.5" (the caller tries them in order, and a
+ * field followed by a blank alone ends the choices). The level alone ("INFO: acc: 0.9") is no
+ * prefix: libraries print that as their own text. */
+size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t *starts,
+				    bool *alone)
+{
+	size_t k = i, n = 0, end = len - i > LOG_PREFIX_MAX ? i + LOG_PREFIX_MAX : len;
+	bool level = false, other = false, blank;
+
+	if (!memmem(s + i, end - i, "INFO", 4))
+		return 0; /* nearly every line: no level word, nothing to scan */
+	for (size_t f = 0; f <= LOG_FIELDS_BEFORE && !level; f++) {
+		size_t e = k;
+		int kind = log_field(s, len, k, &e);
+
+		if (kind == LOG_NONE || e >= len)
+			return 0;
+		level = kind == LOG_LEVEL || kind == LOG_BRACKET_LEVEL;
+		other |= kind != LOG_LEVEL;
+		k = log_sep(s, len, e, &blank);
+		/* A field runs into the next ("INFOrmation", "12:00:00x"); a word and a blank
+		 * are only prose ("Loaded INFO file: 3"): a logger's name ends with - | or :. */
+		if (k == e || (kind == LOG_NAME && blank))
+			return 0;
+	}
+	if (!level)
+		return 0;
+	*alone = !other;
+	if (other)
+		starts[n++] = k;
+	for (size_t f = 0; f < LB_LOG_FIELDS_AFTER; f++) {
+		size_t e = k;
+		int kind = s[k] == '[' ? log_field(s, len, k, &e) : LOG_NAME;
+
+		if (kind == LOG_NAME)
+			e = log_name(s, len, k);
+		if (e == k || e >= len || kind != (s[k] == '[' ? LOG_BRACKET : LOG_NAME))
+			break;
+		k = log_sep(s, len, e, &blank);
+		/* A bracketed name ends where it says; a bare word and a blank are the message's. */
+		if (k == e || (blank && kind == LOG_NAME))
+			break;
+		starts[n++] = k;
+	}
+	return n;
+}
+
+/* R's print() of one string, print(paste("accuracy:", acc)), shows it as a vector:
+ * [1] "accuracy: 0.93". The text between the quotes is the line; a string holding a quote or
+ * an escape, or a vector of several, stays what it is. */
+void lb_metric_r_string(const char **line, size_t *len, size_t *i)
+{
+	const char *s = *line + *i;
+	size_t n = *len - *i;
+
+	if (n < 7 || memcmp(s, "[1] \"", 5) != 0 || s[n - 1] != '"' ||
+	    memchr(s + 5, '"', n - 6) || memchr(s + 5, '\\', n - 6))
+		return;
+	*line = s + 5;
+	*len = n - 6;
+	*i = 0;
+}
+
+/* Where an object member's value ends: the next ',' or the closing '}' outside quotes and
+ * parentheses (`tensor(0.5, device='cuda:0')`); len when the object is malformed. */
+static size_t member_end(const char *s, size_t len, size_t i)
+{
+	int depth = 0;
+	char quote = 0;
+
+	for (; i < len; i++) {
+		if (quote) {
+			quote = s[i] == quote ? 0 : quote;
+		} else if (s[i] == '\'' || s[i] == '"') {
+			quote = s[i];
+		} else if (s[i] == '(') {
+			depth++;
+		} else if (s[i] == ')') {
+			depth--;
+		} else if (depth == 0 && (s[i] == ',' || s[i] == '}')) {
+			return i;
+		} else if (s[i] == '{' || s[i] == '[' || s[i] == ']') {
+			return len; /* nested: no flat record of results */
+		}
+	}
+	return len;
+}
+
+/* One member `'name': value` or `"name": value` of an object line at s[i..): the offset
+ * after its value (at ',' or '}'), 0 when it is no scalar member. *skip says a member that
+ * is read but not kept (null, None). */
+static size_t object_member(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v,
+			    bool *skip)
+{
+	char q = s[i];
+	size_t k = i + 1, end, vs, ve;
+
+	*skip = false;
+	if (q != '\'' && q != '"')
+		return 0;
+	while (k < len && s[k] != q && s[k] != '\\')
+		k++;
+	if (k >= len || s[k] != q || !lb_metric_valid_name(s + i + 1, k - i - 1, holes) ||
+	    k - i - 1 > LB_METRIC_NAME_MAX)
+		return 0;
+	memcpy(v->name, s + i + 1, k - i - 1);
+	v->name[k - i - 1] = '\0';
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	if (k >= len || s[k] != ':')
+		return 0;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	end = member_end(s, len, k);
+	if (end >= len)
+		return 0;
+	vs = k;
+	ve = end;
+	while (ve > vs && lb_text_blank(s[ve - 1]))
+		ve--;
+	if ((ve - vs == 4 && (memcmp(s + vs, "null", 4) == 0 || memcmp(s + vs, "None", 4) == 0))) {
+		*skip = true;
+		return end;
+	}
+	/* A quoted label ("model": "resnet") is the label; a sentence stays no value. */
+	if (ve - vs >= 2 && (s[vs] == '"' || s[vs] == '\'') && s[ve - 1] == s[vs]) {
+		vs++;
+		ve--;
+	}
+	if (ve == vs || lb_metric_scan_value(s, ve, vs, holes, v) != ve)
+		return 0;
+	return end;
+}
+
+/* A line that is one object of scalars, as JSON (`{"loss": 0.3}`) or as Python's repr of a
+ * dict (Hugging Face's `{'eval_loss': 0.35, 'epoch': 3.0}`): each member a metric, the last
+ * value of a name winning as for other lines. An epoch member is its counter, left out; a
+ * step's, batch's or iteration's counter makes the line a per-step report, not read (as
+ * progress lines are not), and so does any nesting or more members than a line holds. */
+bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
+{
+	if (len - i < 2 || line[i] != '{' || line[len - 1] != '}')
+		return false;
+	out->n_values = 0;
+	for (i++; i < len;) {
+		lb_metric_value *v;
+		bool skip;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		if (line[i] == '}' && i + 1 == len)
+			break;
+		if (out->n_values >= LB_METRIC_VALUES_MAX)
+			return false;
+		v = &out->values[out->n_values];
+		i = object_member(line, len, i, holes, v, &skip);
+		if (i == 0 || lb_text_is_exception_name(v->name, strlen(v->name)))
+			return false;
+		if (lb_metric_name_is_one_of(v->name, lb_metric_counter_words,
+					     LB_N_OF(lb_metric_counter_words), true)) {
+			if (strcasecmp(v->name, "epoch") != 0)
+				return false;
+		} else if (!skip && !lb_metric_special_name(v->name)) {
+			out->n_values++;
+		}
+		if (line[i] == ',')
+			i++;
+	}
+	if (out->n_values == 0)
+		return false;
+	lb_metric_set_first(out);
+	return true;
+}
+
+/* Octave shows a variable assigned without a semicolon as "acc = 0.9300" (and NaN, Inf,
+ * -Inf so): the metric acc. Only a number alone after "name = ", the name an identifier;
+ * not `ans` (an unnamed expression's value, which names no metric) nor a progress counter.
+ * A matrix ("x =" then rows) or a string ("s = text") is not read. */
+bool lb_metric_octave_display(const char *line, size_t len, lb_metric_line *out)
+{
+	const char *s = line;
+	size_t n = len, k = 0, e;
+	lb_metric_value *v = &out->values[0];
+
+	lb_metric_trim(&s, &n);
+	if (n == 0 || !(lb_metric_is_alpha(s[0]) || s[0] == '_'))
+		return false;
+	while (k < n && (lb_metric_is_alpha(s[k]) || lb_metric_is_digit(s[k]) || s[k] == '_'))
+		k++;
+	if (k > LB_METRIC_NAME_MAX || n - k < 4 || memcmp(s + k, " = ", 3) != 0)
+		return false;
+	memset(v, 0, sizeof(*v));
+	memcpy(v->name, s, k);
+	v->name[k] = '\0';
+	if (strcmp(v->name, "ans") == 0 || lb_metric_special_name(v->name) ||
+	    lb_metric_name_is_one_of(v->name, lb_metric_counter_words,
+				     LB_N_OF(lb_metric_counter_words), true))
+		return false;
+	e = lb_metric_scan_number(s, n, k + 3, false, &v->number);
+	if (e != n || e == k + 3)
+		return false;
+	v->kind = LB_METRIC_NUMBER;
+	v->str = s + k + 3;
+	v->str_len = n - k - 3;
+	out->form = LB_METRIC_FORM_PLAIN;
+	out->condition = NULL;
+	out->condition_len = 0;
+	out->n_tags = 0;
+	out->table_row = false;
+	out->n_values = 1;
+	lb_metric_set_first(out);
+	return true;
+}
+
+/* R's NA is a value that is missing: a NaN (R's NA_real_ is one), flagged as NaN is, never
+ * the label "NA". */
+void lb_metric_r_missing(lb_metric_line *ml)
+{
+	for (size_t i = 0; i < ml->n_values; i++) {
+		lb_metric_value *v = &ml->values[i];
+
+		if (v->kind == LB_METRIC_STRING && v->str_len == 2 && memcmp(v->str, "NA", 2) == 0 &&
+		    !lb_metric_special_name(v->name)) {
+			v->kind = LB_METRIC_NUMBER;
+			v->number = NAN;
+		}
+	}
+	lb_metric_set_first(ml);
+}
+
+/* PyTorch Lightning's results table ----------------------------------------------------------
+ *
+ * trainer.test() and trainer.validate() print what they logged as a table on stdout
+ * (docs/result-json.md), in one of two layouts. With rich importable, rich's default box:
+ *
+ *   ┏━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┓
+ *   ┃ Test metric ┃ DataLoader 0 ┃
+ *   ┡━━━━━━━━━━━━━╇━━━━━━━━━━━━━━┩
+ *   │  test_acc   │     0.88     │
+ *   └─────────────┴──────────────┘
+ *
+ * Without rich, a rule of '─' (or '-' where the encoding has no '─') the terminal's width,
+ * then lines of W-column cells, each text centred as Python's "{:^W}" centres it
+ * ((W - len) / 2 blanks before it), right blanks stripped:
+ *
+ *   ────────────────────────────────────────────────
+ *          Test metric             DataLoader 0
+ *   ────────────────────────────────────────────────
+ *           test_acc            0.8812000155448914
+ *   ────────────────────────────────────────────────
+ *
+ * A table is read only where its header ("Test metric" or "Validate metric", then
+ * "DataLoader N" columns numbered on from one N) stands between its rules, so two columns of
+ * prose, a log's rule lines or someone else's box are never rows. Its rows are then read as
+ * `name: value` lines (values that are numbers only, same names and replacement rules);
+ * DataLoader 0's column gives `name`, DataLoader N's `name/dataloader_idx_N`, Lightning's own
+ * name for it (DECISION-lightning.md). A row's cells that are blank (a metric another
+ * DataLoader did not log), not numbers, or cut short by rich ("…") are not read. */
+enum { LT_NONE, LT_PLAIN_RULE, LT_PLAIN_HEAD, LT_PLAIN_ROWS, LT_RICH_TOP, LT_RICH_HEAD,
+       LT_RICH_ROWS };
+
+#define LT_COLS_MAX 64
+#define LT_VALUE_MAX 64 /* longer cells are no number Python prints */
+
+/* rich's HEAVY_HEAD box, as UTF-8 */
+#define BOX_HEAVY_TL "\xe2\x94\x8f"     /* ┏ */
+#define BOX_HEAVY_H "\xe2\x94\x81"      /* ━ */
+#define BOX_HEAVY_DOWN "\xe2\x94\xb3"   /* ┳ */
+#define BOX_HEAVY_TR "\xe2\x94\x93"     /* ┓ */
+#define BOX_HEAVY_V "\xe2\x94\x83"      /* ┃ */
+#define BOX_HEAD_L "\xe2\x94\xa1"       /* ┡ */
+#define BOX_HEAD_CROSS "\xe2\x95\x87"   /* ╇ */
+#define BOX_HEAD_R "\xe2\x94\xa9"       /* ┩ */
+#define BOX_LIGHT_V "\xe2\x94\x82"      /* │ */
+#define BOX_LIGHT_BL "\xe2\x94\x94"     /* └ */
+#define BOX_LIGHT_H "\xe2\x94\x80"      /* ─ */
+#define BOX_LIGHT_UP "\xe2\x94\xb4"     /* ┴ */
+#define BOX_LIGHT_BR "\xe2\x94\x98"     /* ┘ */
+#define BOX_LEN 3
+
+typedef struct lt_cell {
+	const char *s;
+	size_t len;
+} lt_cell;
+
+/* The line without escape sequences (rich colours its cells on a terminal) and right blanks,
+ * into buf (LB_METRIC_LINE_MAX bytes; a line is never longer). */
+static size_t lt_clean(const char *line, size_t len, char *buf)
+{
+	size_t o = 0;
+
+	if (!memchr(line, '\x1b', len)) {
+		o = len < LB_METRIC_LINE_MAX ? len : LB_METRIC_LINE_MAX;
+		memcpy(buf, line, o);
+	}
+	for (size_t i = o; i < len && o < LB_METRIC_LINE_MAX;) {
+		size_t n = line[i] == '\x1b' ? lb_metric_escape_len(line + i, len - i) : 0;
+
+		if (n == 0)
+			buf[o++] = line[i++];
+		else
+			i += n;
+	}
+	while (o > 0 && lb_text_blank(buf[o - 1]))
+		o--;
+	return o;
+}
+
+static bool box_at(const char *s, size_t len, size_t i, const char *box)
+{
+	return i + BOX_LEN <= len && memcmp(s + i, box, BOX_LEN) == 0;
+}
+
+/* A rule of rich's box: left, fills and joints, right. Returns the number of joints (one
+ * fewer than the columns), -1 when it is no such rule. */
+static int rich_rule(const char *s, size_t len, const char *left, const char *fill,
+		     const char *joint, const char *right)
+{
+	int joints = 0;
+	bool filled = false;
+
+	if (len < 3 * BOX_LEN || !box_at(s, len, 0, left) || !box_at(s, len, len - BOX_LEN, right))
+		return -1;
+	for (size_t i = BOX_LEN; i < len - BOX_LEN; i += BOX_LEN) {
+		if (box_at(s, len, i, fill))
+			filled = true;
+		else if (box_at(s, len, i, joint))
+			joints++;
+		else
+			return -1;
+	}
+	return filled ? joints : -1;
+}
+
+/* The cells between a rich row's bars, trimmed; -1 when the line is no such row or has more
+ * than max cells. */
+static int rich_cells(const char *s, size_t len, const char *bar, lt_cell *cells, int max)
+{
+	int n = 0;
+	size_t start = BOX_LEN;
+
+	if (len < 2 * BOX_LEN || !box_at(s, len, 0, bar) || !box_at(s, len, len - BOX_LEN, bar))
+		return -1;
+	for (size_t i = BOX_LEN; i + BOX_LEN <= len; i++) {
+		if (!box_at(s, len, i, bar))
+			continue;
+		if (n == max)
+			return -1;
+		cells[n].s = s + start;
+		cells[n].len = i - start;
+		lb_metric_trim(&cells[n].s, &cells[n].len);
+		n++;
+		start = i + BOX_LEN;
+		i += BOX_LEN - 1;
+	}
+	return n;
+}
+
+/* The cells of a line Python's "{:^W}" * n wrote and stripped on the right: each cell's text
+ * centred in its w columns, blank cells empty. -1 when a text is not where centring puts it
+ * (prose, a cell wider than its column) or there are more than max cells. */
+static int plain_cells(const char *s, size_t len, size_t w, lt_cell *cells, int max)
+{
+	int n = 0;
+
+	for (size_t pos = 0; pos < len; pos += w) {
+		const char *c = s + pos;
+		size_t end = len - pos < w ? len - pos : w, lead = 0;
+
+		if (n == max)
+			return -1;
+		while (lead < end && c[lead] == ' ')
+			lead++;
+		while (end > lead && c[end - 1] == ' ')
+			end--;
+		cells[n].s = c + lead;
+		cells[n].len = end - lead;
+		if (cells[n].len > 0 && lead != (w - cells[n].len) / 2)
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+static const char *const lt_stages[] = { "Test metric", "Validate metric" };
+
+/* "Test metric" or "Validate metric", then "DataLoader N" for N, N + 1, ...: Lightning's
+ * header. Sets *first to the first N. */
+static bool lt_header(const lt_cell *cells, int n, unsigned *first)
+{
+	static const char dl[] = "DataLoader ";
+	bool stage = false;
+
+	if (n < 2)
+		return false;
+	for (size_t k = 0; k < LB_N_OF(lt_stages); k++)
+		stage |= cells[0].len == strlen(lt_stages[k]) &&
+			 memcmp(cells[0].s, lt_stages[k], cells[0].len) == 0;
+	if (!stage)
+		return false;
+	for (int j = 1; j < n; j++) {
+		const char *d;
+		size_t nd;
+		unsigned long idx = 0;
+
+		if (cells[j].len <= sizeof(dl) - 1 || memcmp(cells[j].s, dl, sizeof(dl) - 1) != 0)
+			return false;
+		d = cells[j].s + sizeof(dl) - 1;
+		nd = cells[j].len - (sizeof(dl) - 1);
+		if (nd > 6 || (nd > 1 && d[0] == '0'))
+			return false;
+		for (size_t k = 0; k < nd; k++) {
+			if (!lb_metric_is_digit(d[k]))
+				return false;
+			idx = idx * 10 + (unsigned long)(d[k] - '0');
+		}
+		if (j == 1)
+			*first = (unsigned)idx;
+		else if (idx != *first + (unsigned)j - 1)
+			return false;
+	}
+	return true;
+}
+
+/* A plain rule: '─' or '-' only, at least ten. Returns its length in characters, 0 when it
+ * is none. */
+static size_t plain_rule(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	if (len > 0 && s[0] == '-') {
+		for (; n < len; n++)
+			if (s[n] != '-')
+				return 0;
+		return n >= 10 ? n : 0;
+	}
+	for (size_t i = 0; i < len; i += BOX_LEN, n++)
+		if (!box_at(s, len, i, BOX_LIGHT_H))
+			return 0;
+	return n >= 10 ? n : 0;
+}
+
+/* The plain header, its column width found from where the stage's text is centred in the
+ * first column (two widths centre it there; the other cells say which). */
+static bool plain_header(lb_metrics_stream *st, const char *s, size_t len)
+{
+	lt_cell cells[LT_COLS_MAX + 1];
+	size_t lead = 0;
+	unsigned first = 0;
+
+	while (lead < len && s[lead] == ' ')
+		lead++;
+	for (size_t k = 0; k < LB_N_OF(lt_stages); k++) {
+		size_t sl = strlen(lt_stages[k]);
+
+		if (len - lead < sl || memcmp(s + lead, lt_stages[k], sl) != 0)
+			continue;
+		for (size_t w = 2 * lead + sl; w <= 2 * lead + sl + 1; w++) {
+			int n = plain_cells(s, len, w, cells, LT_COLS_MAX + 1);
+
+			if (w >= sizeof("DataLoader 0") - 1 && n >= 2 && lt_header(cells, n, &first)) {
+				st->lt_width = w;
+				st->lt_first = first;
+				st->lt_cols = (unsigned)n - 1;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* One value cell of a row, collected as the line `name: value` would be, when it is a
+ * number and the name reads back as itself. */
+static void lt_emit(lb_metrics *m, lb_metrics_stream *st, const char *name, size_t name_len,
+		    unsigned idx, const lt_cell *value)
+{
+	char line[LB_METRIC_NAME_MAX + sizeof("/dataloader_idx_4294967295: ") + LT_VALUE_MAX];
+	lb_metric_line ml;
+	double v;
+	int n;
+
+	/* A NUL would end the name or the value early in the line built from them. */
+	if (value->len == 0 || value->len > LT_VALUE_MAX || name_len > LB_METRIC_NAME_MAX ||
+	    memchr(name, ':', name_len) || memchr(name, '\0', name_len) ||
+	    memchr(value->s, '\0', value->len) || !lb_parse_number(value->s, value->len, &v))
+		return;
+	if (idx == 0)
+		n = snprintf(line, sizeof(line), "%.*s: %.*s", (int)name_len, name,
+			     (int)value->len, value->s);
+	else
+		n = snprintf(line, sizeof(line), "%.*s/dataloader_idx_%u: %.*s", (int)name_len,
+			     name, idx, (int)value->len, value->s);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	/* The name must read back whole: a name the line grammar reads otherwise (a log
+	 * prefix, words it drops) is no name this table gave. */
+	if (lb_metric_line_parse(line, (size_t)n, &ml) && ml.form == LB_METRIC_FORM_PLAIN &&
+	    !ml.logged && ml.n_values == 1 && ml.values[0].kind == LB_METRIC_NUMBER &&
+	    !lb_metric_special_name(ml.values[0].name) &&
+	    strlen(ml.values[0].name) + 2 + value->len == (size_t)n &&
+	    memcmp(ml.values[0].name, line, strlen(ml.values[0].name)) == 0)
+		lb_metrics_text_line(m, st, line, (size_t)n);
+}
+
+static void lt_emit_row(lb_metrics *m, lb_metrics_stream *st, const char *name,
+			size_t name_len, const lt_cell *cells, int n)
+{
+	for (int j = 1; j < n; j++)
+		lt_emit(m, st, name, name_len, st->lt_first + (unsigned)j - 1, &cells[j]);
+}
+
+/* The held row, under its whole name. */
+static void lt_flush(lb_metrics *m, lb_metrics_stream *st)
+{
+	lt_cell cells[LT_COLS_MAX + 1];
+	int n;
+
+	if (!st->lt_pending)
+		return;
+	st->lt_pending = false;
+	n = plain_cells(st->lt_held, st->lt_held_len, st->lt_width, cells, LT_COLS_MAX + 1);
+	if (n > 1)
+		lt_emit_row(m, st, st->lt_name, st->lt_name_len, cells, n);
+}
+
+/* A line inside a plain table's rows: false when it is no row, which ends the table. A name
+ * longer than half the terminal goes on in the next lines, cut at the column's width with
+ * the values on its first line: a row whose name fills its column waits for them. */
+static bool plain_row(lb_metrics *m, lb_metrics_stream *st, const char *s, size_t len)
+{
+	lt_cell cells[LT_COLS_MAX + 1];
+	size_t w = st->lt_width;
+	int n = plain_cells(s, len, w, cells, (int)st->lt_cols + 1);
+
+	if (n < 0) {
+		/* A value wider than its column (a tensor's list) shifts the cells after it:
+		 * still a row, by its name where a name is, but nothing in it is read. */
+		if (len > w && plain_cells(s, w, w, cells, 1) == 1 && cells[0].len > 0) {
+			lt_flush(m, st);
+			return true;
+		}
+		return false;
+	}
+	if (n == 0 || cells[0].len == 0)
+		return false;
+	if (n == 1) {
+		if (st->lt_pending && st->lt_name_len + cells[0].len <= LB_METRIC_NAME_MAX) {
+			memcpy(st->lt_name + st->lt_name_len, cells[0].s, cells[0].len);
+			st->lt_name_len += cells[0].len;
+			if (cells[0].len < w)
+				lt_flush(m, st);
+		} else {
+			st->lt_pending = false; /* a name too long for a metric's */
+		}
+		return true;
+	}
+	lt_flush(m, st);
+	if (cells[0].len < w) {
+		lt_emit_row(m, st, cells[0].s, cells[0].len, cells, n);
+		return true;
+	}
+	memcpy(st->lt_held, s, len);
+	st->lt_held_len = len;
+	memcpy(st->lt_name, cells[0].s, cells[0].len);
+	st->lt_name_len = cells[0].len;
+	st->lt_pending = true;
+	return true;
+}
+
+/* A line inside a rich table's rows: false when it is no row, which ends the table. A row
+ * whose name cell is blank is the next line of a cell rich wrapped: not read. */
+static bool rich_row(lb_metrics *m, lb_metrics_stream *st, const char *s, size_t len)
+{
+	lt_cell cells[LT_COLS_MAX + 1];
+	int n = rich_cells(s, len, BOX_LIGHT_V, cells, (int)st->lt_cols + 1);
+
+	if (n != (int)st->lt_cols + 1)
+		return false;
+	if (cells[0].len > 0)
+		lt_emit_row(m, st, cells[0].s, cells[0].len, cells, n);
+	return true;
+}
+
+/* Whatever of a table is still held goes where it would have gone without one: a header
+ * whose rule never came is an ordinary line, a row waiting for its name's end is read. */
+void lb_metrics_lightning_end(lb_metrics *m, lb_metrics_stream *st)
+{
+	if (st->lt_state == LT_PLAIN_HEAD || st->lt_state == LT_RICH_HEAD)
+		lb_metrics_text_line(m, st, st->lt_held, st->lt_held_len);
+	else if (st->lt_state == LT_PLAIN_ROWS)
+		lt_flush(m, st);
+	st->lt_state = LT_NONE;
+	st->lt_pending = false;
+}
+
+static void lt_hold(lb_metrics_stream *st, const char *line, size_t len, int state)
+{
+	memcpy(st->lt_held, line, len);
+	st->lt_held_len = len;
+	st->lt_state = state;
+}
+
+/* One stdout line seen by the Lightning table reader: true when it is part of a table (its
+ * header, the rules under the header, a row) and so no other reading's. A table's first rule
+ * is everybody's, as is any line that turns out to be none of a table's. */
+bool lb_metrics_lightning_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len)
+{
+	char buf[LB_METRIC_LINE_MAX];
+	lt_cell cells[LT_COLS_MAX + 1];
+	size_t n, rule;
+	unsigned first = 0;
+	int k;
+
+	/* Every line of a flood passes here: outside a table only a rule opens one, and a
+	 * rule starts with '-' or a box character's lead byte (or an escape before it). */
+	if (st->lt_state == LT_NONE && line[0] != '-' && line[0] != '\xe2' && line[0] != '\x1b')
+		return false;
+	n = lt_clean(line, len, buf);
+	switch (st->lt_state) {
+	case LT_PLAIN_RULE:
+		if (n <= st->lt_rule && plain_header(st, buf, n)) {
+			lt_hold(st, line, len, LT_PLAIN_HEAD);
+			return true;
+		}
+		break;
+	case LT_PLAIN_HEAD:
+		if (plain_rule(buf, n) == st->lt_rule) {
+			st->lt_state = LT_PLAIN_ROWS;
+			st->lt_pending = false;
+			return true;
+		}
+		lb_metrics_lightning_end(m, st);
+		break;
+	case LT_PLAIN_ROWS:
+		if (plain_rule(buf, n) == st->lt_rule) {
+			lb_metrics_lightning_end(m, st);
+			return true;
+		}
+		if (plain_row(m, st, buf, n))
+			return true;
+		lb_metrics_lightning_end(m, st);
+		break;
+	case LT_RICH_TOP:
+		k = rich_cells(buf, n, BOX_HEAVY_V, cells, LT_COLS_MAX + 1);
+		if (k == (int)st->lt_cols + 1 && lt_header(cells, k, &first)) {
+			st->lt_first = first;
+			lt_hold(st, line, len, LT_RICH_HEAD);
+			return true;
+		}
+		break;
+	case LT_RICH_HEAD:
+		if (rich_rule(buf, n, BOX_HEAD_L, BOX_HEAVY_H, BOX_HEAD_CROSS, BOX_HEAD_R) ==
+		    (int)st->lt_cols) {
+			st->lt_state = LT_RICH_ROWS;
+			return true;
+		}
+		lb_metrics_lightning_end(m, st);
+		break;
+	case LT_RICH_ROWS:
+		if (rich_rule(buf, n, BOX_LIGHT_BL, BOX_LIGHT_H, BOX_LIGHT_UP, BOX_LIGHT_BR) ==
+		    (int)st->lt_cols) {
+			st->lt_state = LT_NONE;
+			return true;
+		}
+		if (rich_row(m, st, buf, n))
+			return true;
+		st->lt_state = LT_NONE;
+		break;
+	default:
+		break;
+	}
+	/* Not a table's line: it may open one. */
+	if ((rule = plain_rule(buf, n)) > 0) {
+		st->lt_state = LT_PLAIN_RULE;
+		st->lt_rule = rule;
+	} else if ((k = rich_rule(buf, n, BOX_HEAVY_TL, BOX_HEAVY_H, BOX_HEAVY_DOWN,
+				  BOX_HEAVY_TR)) >= 1 && k <= LT_COLS_MAX) {
+		st->lt_state = LT_RICH_TOP;
+		st->lt_cols = (unsigned)k;
+	} else {
+		st->lt_state = LT_NONE;
+	}
+	return false;
+}
+
+/* A log line whose message reads as metrics, in a format or at a level not read ("WARNING:
+ * root:acc: 0.9", "INFO: acc: 0.9"): counted for the no_metrics issue, never collected. Only
+ * lines holding a level word are tried, a few places each. Returns the level word's index in
+ * lb_metric_level_words, -1 for no such line: the issue's advice depends on whether it was INFO. */
+int lb_metric_log_metric_like(const char *line, size_t len)
+{
+	lb_metric_line *ml;
+	bool found = false;
+	int level = -1;
+	size_t first[LB_N_OF(lb_metric_level_words)];
+	bool any = false;
+
+	/* Each word's first place, in one pass over the line: the line is read once, not once a
+	 * word (a flood of unread lines passes here line by line). */
+	for (size_t w = 0; w < LB_N_OF(lb_metric_level_words); w++)
+		first[w] = SIZE_MAX;
+	for (size_t i = 0; i + 4 <= len; i++) {
+		switch (line[i]) {
+		case 'D': case 'I': case 'N': case 'W': case 'E': case 'C': case 'F': case 'T':
+			break;
+		default:
+			continue;
+		}
+		for (size_t w = 0; w < LB_N_OF(lb_metric_level_words); w++) {
+			if (first[w] != SIZE_MAX || lb_metric_level_words[w][0] != line[i] ||
+			    line[i + 1] != lb_metric_level_words[w][1])
+				continue;
+			size_t wl = strlen(lb_metric_level_words[w]);
+			if (wl <= len - i && memcmp(line + i, lb_metric_level_words[w], wl) == 0) {
+				first[w] = i;
+				any = true;
+			}
+		}
+	}
+	for (size_t w = 0; any && w < LB_N_OF(lb_metric_level_words) && !found; w++) {
+		const char *p = first[w] == SIZE_MAX ? NULL : line + first[w];
+		size_t tries = 0;
+
+		if (!p)
+			continue;
+		ml = malloc(sizeof(*ml));
+		if (!ml)
+			return false;
+		for (size_t k = (size_t)(p - line) + strlen(lb_metric_level_words[w]);
+		     k < len && tries < 8 && !found; k++) {
+			if (!strchr(": ]-|>)", line[k - 1]) ||
+			    !(lb_metric_is_alpha(line[k]) || line[k] == '_'))
+				continue;
+			tries++;
+			found = lb_metric_line_parse(line + k, len - k, ml) &&
+				ml->form == LB_METRIC_FORM_PLAIN && ml->values[0].kind == LB_METRIC_NUMBER &&
+				!lb_metric_special_name(ml->name);
+		}
+		free(ml);
+		if (found)
+			level = (int)w;
+	}
+	return level;
+}
+
+/* The line an issue quotes: trimmed, valid UTF-8, and without control bytes, since the
+ * message is shown on a terminal. */
+static void set_example(char *dst, size_t cap, const char *line, size_t len)
+{
+	lb_metric_trim(&line, &len);
+	lb_text_utf8(dst, cap, line, len < cap - 1 ? len : cap - 1);
+	for (char *c = dst; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
+
+void lb_metrics_note_log_metric(lb_metrics *m, bool from_stderr, int level, const char *line,
+				size_t len)
+{
+	/* stderr's first line is quoted when there is one, logging's stream: which of two lines
+	 * of different streams came first is only as exact as the order they were read in. */
+	if (!m->log_metric_lines++ || (from_stderr && !m->log_metric_example_stderr)) {
+		set_example(m->log_metric_example, sizeof(m->log_metric_example), line, len);
+		m->log_metric_example_stderr = from_stderr;
+		size_t i = 0, starts[1 + LB_LOG_FIELDS_AFTER];
+		bool alone = true;
+
+		while (i < len && lb_text_blank(line[i]))
+			i++;
+		/* The level alone ("INFO: acc: 0.9") is a format not read, whatever follows it. */
+		if (strcmp(lb_metric_level_words[level], "INFO") != 0)
+			m->log_metric_example_kind = LB_LOG_LIKE_LEVEL;
+		else if (lb_metric_log_message_starts(line, len, i, starts, &alone) && !alone)
+			m->log_metric_example_kind = LB_LOG_LIKE_MESSAGE;
+		else
+			m->log_metric_example_kind = LB_LOG_LIKE_FORMAT;
+	}
+}
+
+void lb_metrics_note_stderr_metric(lb_metrics *m, const char *line, size_t len)
+{
+	if (!m->stderr_metric_lines++)
+		set_example(m->stderr_metric_example, sizeof(m->stderr_metric_example), line, len);
+}
+
+/* Whether a line no reading took holds a `name: number` or `name=number` pair (a name quoted
+ * or not): numbers printed in a shape labbox does not read, which the no_metrics issue names
+ * rather than say no such line was printed. One pass over the line. */
+static bool unread_metric_like(const char *line, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t k = i, t;
+		double x;
+
+		if (!(lb_metric_is_alpha(line[i]) || line[i] == '_') ||
+		    (i > 0 && lb_metric_key_char(line[i - 1], false)))
+			continue;
+		while (k < len && lb_metric_key_char(line[k], false))
+			k++;
+		i = k;
+		if (k < len && (line[k] == '\'' || line[k] == '"'))
+			k++;
+		while (k < len && lb_text_blank(line[k]))
+			k++;
+		if (k >= len || (line[k] != ':' && line[k] != '='))
+			continue;
+		for (k++; k < len && lb_text_blank(line[k]); k++)
+			;
+		for (t = k; t < len && !lb_text_blank(line[t]) && !strchr(",;|})%", line[t]); t++)
+			;
+		if (t > k && lb_parse_number(line + k, t - k, &x))
+			return true;
+	}
+	return false;
+}
+
+/* Words results are named by: a line that holds one followed by a number, with no ':'
+ * between them, printed results in the `name value` shape labbox does not read. */
+static const char *const result_words[] = { "loss", "acc",  "accuracy", "perplexity", "ppl",
+					    "f1",   "bleu", "rouge",    "auc",	      "mse",
+					    "rmse", "mae",  "wer",      "cer",	      "psnr",
+					    "ssim", "mrr",  "ndcg",     "precision",  "recall",
+					    "reward" };
+#define RESULT_FIRSTS                                                                         \
+	(LB_LETTER('l') | LB_LETTER('a') | LB_LETTER('p') | LB_LETTER('f') | LB_LETTER('b') |   \
+	 LB_LETTER('r') | LB_LETTER('m') | LB_LETTER('w') | LB_LETTER('c') | LB_LETTER('s') |   \
+	 LB_LETTER('n'))
+
+static bool is_result_word(const char *s, size_t len)
+{
+	return lb_metric_word_in(s, len, result_words, LB_N_OF(result_words), RESULT_FIRSTS);
+}
+
+bool lb_metric_result_word_in(const char *name)
+{
+	for (const char *p = name; *p;) {
+		const char *q = p;
+
+		while (*q && (lb_metric_is_alpha(*q) || lb_metric_is_digit(*q)))
+			q++;
+		if (q > p && is_result_word(p, (size_t)(q - p)))
+			return true;
+		p = *q ? q + 1 : q;
+	}
+	return false;
+}
+
+/* The word before a result's word at w, when it qualifies it ("val", "train", "test"):
+ * line[*p..*q); both w when there is none. */
+static void qualifier_before(const char *line, size_t w, size_t *p, size_t *q)
+{
+	*p = *q = w;
+	if (w == 0 || !lb_text_blank(line[w - 1]))
+		return;
+	for (*q = w - 1; *q > 0 && lb_text_blank(line[*q - 1]); (*q)--)
+		;
+	for (*p = *q; *p > 0 && (lb_metric_is_alpha(line[*p - 1]) || line[*p - 1] == '_'); (*p)--)
+		;
+	if (*p == *q || *q - *p > 24 ||
+	    (*p > 0 && !lb_text_blank(line[*p - 1]) && !strchr("|[(", line[*p - 1])) ||
+	    lb_metric_is_counter_word(line + *p, *q - *p))
+		*p = *q = w;
+}
+
+/* Whether a line holds a result's word, blanks and a number (`val loss 6.17`, `| test ppl
+ * 235.08`): fix gets the pair as a metric line would print it, with the word before the
+ * result's word when it is one (`val loss: 6.17`). One pass over the line. */
+static bool result_unread_like(const char *line, size_t len, char *fix, size_t cap)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t k = i, b, t, p, q;
+		double x;
+
+		if (!lb_metric_is_alpha(line[i]) ||
+		    (i > 0 && (lb_metric_is_alpha(line[i - 1]) || lb_metric_is_digit(line[i - 1]) ||
+			       line[i - 1] == '_')))
+			continue;
+		while (k < len && (lb_metric_is_alpha(line[k]) || lb_metric_is_digit(line[k])))
+			k++;
+		for (b = k; b < len && lb_text_blank(line[b]); b++)
+			;
+		/* What may start a number comes first: it rejects nearly every word cheaply. */
+		if (b == k || b >= len ||
+		    !(lb_metric_is_digit(line[b]) || strchr("+-.nNiI", line[b])) ||
+		    !is_result_word(line + i, k - i)) {
+			i = k;
+			continue;
+		}
+		for (t = b; t < len && !lb_text_blank(line[t]) && !strchr(",;|)", line[t]); t++)
+			;
+		if (b == k || t == b || !lb_parse_number(line + b, t - b, &x)) {
+			i = k;
+			continue;
+		}
+		qualifier_before(line, i, &p, &q);
+		if (!fix)
+			return true;
+		if (t - b < 32 && k - i < 32)
+			snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
+				 (int)(k - i), line + i, (int)(t - b), line + b);
+		else
+			snprintf(fix, cap, "%.*s: 0.5", (int)(k - i < 32 ? k - i : 32), line + i);
+		return true;
+	}
+	return false;
+}
+
+/* Whether a line is `name: number` whose name holds a result's word and, outside it, a digit
+ * (a seed, a fold, an epoch counted into the name, which scan_name does not take as one):
+ * fix gets the pair under the result's word and the word before it that qualifies it. */
+static bool result_counted_like(const char *line, size_t len, char *fix, size_t cap)
+{
+	size_t c = 0, b, t, w = len, wend = 0;
+	double x;
+
+	while (c + 1 < len && !(line[c] == ':' && lb_text_blank(line[c + 1])))
+		c++;
+	if (c + 1 >= len || c == 0)
+		return false;
+	for (b = c + 1; b < len && lb_text_blank(line[b]); b++)
+		;
+	for (t = len; t > b && lb_text_blank(line[t - 1]); t--)
+		;
+	if (t == b || t - b > 40 || !lb_parse_number(line + b, t - b, &x))
+		return false;
+	for (size_t i = 0; i < c && w == len;) {
+		size_t k = i;
+		while (k < c && (lb_metric_is_alpha(line[k]) || lb_metric_is_digit(line[k])))
+			k++;
+		if (k > i && lb_metric_is_alpha(line[i]) && is_result_word(line + i, k - i)) {
+			w = i;
+			wend = k;
+		}
+		i = k > i ? k : i + 1;
+	}
+	if (w == len)
+		return false;
+	bool counted = false;
+	for (size_t i = 0; i < c && !counted; i++)
+		counted = lb_metric_is_digit(line[i]) && (i < w || i >= wend);
+	if (!counted)
+		return false;
+	if (!fix)
+		return true;
+	size_t p, q; /* the word before the result's that qualifies it ("Test") */
+	qualifier_before(line, w, &p, &q);
+	snprintf(fix, cap, "%.*s%s%.*s: %.*s", (int)(q - p), line + p, q > p ? " " : "",
+		 (int)(wend - w < 32 ? wend - w : 32), line + w, (int)(t - b), line + b);
+	return true;
+}
+
+/* A line that no reading took and that holds a result in the `name value` shape: counted, the
+ * first quoted (a step's line only until a line of another kind holds one). */
+void lb_metrics_note_result_unread(lb_metrics *m, const char *line, size_t len)
+{
+	char fix[sizeof(m->result_unread_fix)];
+	size_t w = 0;
+	bool counter, quote;
+
+	if (!result_unread_like(line, len, NULL, 0)) {
+		if (result_counted_like(line, len, fix, sizeof fix) &&
+		    m->result_counted_lines++ == 0) {
+			set_example(m->result_counted_example, sizeof(m->result_counted_example),
+				    line, len);
+			snprintf(m->result_counted_fix, sizeof(m->result_counted_fix), "%s", fix);
+		}
+		return;
+	}
+	while (w < len && lb_metric_is_alpha(line[w]))
+		w++;
+	counter = lb_metric_is_counter_word(line, w);
+	quote = m->result_unread_lines++ == 0 || (m->result_unread_example_counter && !counter);
+	/* The pair to print is only made for a line that is quoted. */
+	if (quote && result_unread_like(line, len, fix, sizeof(fix))) {
+		set_example(m->result_unread_example, sizeof(m->result_unread_example), line, len);
+		snprintf(m->result_unread_fix, sizeof(m->result_unread_fix), "%s", fix);
+		m->result_unread_example_counter = counter;
+	}
+}
+
+void lb_metrics_note_unread_metric(lb_metrics *m, const char *line, size_t len)
+{
+	if (!unread_metric_like(line, len))
+		return;
+	if (!m->unread_metric_lines++)
+		set_example(m->unread_metric_example, sizeof(m->unread_metric_example), line, len);
+}
+
+/* A progress line is no metric, but what it holds is all a run that printed nothing else, or
+ * was ended before its summary, has to show: its last one is kept for lb_metrics_use_progress
+ * and the first one quoted by the no_metrics issue. */
+void lb_metrics_note_progress(lb_metrics *m, const char *line, size_t len, lb_metric_line *ml)
+{
+	int level = lb_metric_progress_parse(line, len, ml);
+
+	if (!level || len > sizeof(m->progress_last))
+		return;
+	if (!m->progress_lines++)
+		set_example(m->progress_example, sizeof(m->progress_example), line, len);
+	memcpy(m->progress_last, line, len);
+	m->progress_last_len = len;
+	m->progress_group = m->out.group;
+	m->progress_level = level;
+}
+
+bool lb_metrics_use_progress(lb_metrics *m, bool completed)
+{
+	lb_metric_line *ml;
+
+	/* Metrics printed only before the progress lines are start-up facts, not the result
+	 * of the training the progress lines report: whether the last progress line is used
+	 * does not depend on whether a run happened to print a dataset's size first. */
+	if (!m || m->progress_closed || m->progress_lines == 0)
+		return false;
+	/* A completed run had every chance to print its result: a step's running loss is not
+	 * one. An epoch's line is, as Keras's epoch line is read (the last epoch wins). */
+	if (completed && m->progress_level != LB_METRIC_PROGRESS_EPOCH) {
+		m->progress_ignored = m->reported_number; /* never silent: validation warns */
+		return false;
+	}
+	ml = malloc(sizeof(*ml));
+	if (!ml)
+		return false;
+	m->startup_entries = m->n_entries;
+	if (lb_metric_progress_parse(m->progress_last, m->progress_last_len, ml)) {
+		if (m->language == LB_METRICS_LANG_R)
+			lb_metric_r_missing(ml);
+		m->line_stdout = true; /* progress lines are stdout's */
+		lb_metrics_add_values(m, m->progress_group, LB_CLS_PLAIN, ml);
+		m->from_progress = m->n_entries > m->startup_entries || ml->n_values > 0;
+	}
+	/* From now on the line quoted is the one the values are read from. */
+	if (m->from_progress)
+		set_example(m->progress_example, sizeof(m->progress_example), m->progress_last,
+			    m->progress_last_len);
+	free(ml);
+	return m->from_progress;
 }
 
 /* JSON ----------------------------------------------------------------------------------- */
@@ -4239,14 +3644,14 @@ static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_
 	if (lb_obj_add(rec, "value", entry_value(e)) < 0 ||
 	    lb_obj_add(rec, "text", json_object_new_string(e->text)) < 0)
 		return -ENOMEM;
-	if (scan_value(e->text, len, 0, false, &v) != len)
+	if (lb_metric_scan_value(e->text, len, 0, false, &v) != len)
 		return 0; /* UTF-8 repair changed it; the text says the rest */
 	r = 0;
 	if (v.ratio) {
 		const char *slash = memchr(e->text, '/', len);
 		size_t end = slash ? (size_t)(slash - e->text) + 1 : 0;
 
-		while (end < len && is_digit(e->text[end]))
+		while (end < len && lb_metric_is_digit(e->text[end]))
 			end++;
 		r = lb_obj_add(rec, "ratio", json_object_new_string_len(e->text, (int)end));
 	}
