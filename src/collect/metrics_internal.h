@@ -1,5 +1,7 @@
-/* Internal to collect: the collector's store, shared by metrics.c (parsing, collection, JSON)
- * and validate.c (validation). Not a public header. */
+/* Internal to collect: the collector's store, shared by the files that read metric lines
+ * (number.c, line.c, formats.c), collect them (metrics.c, lightning.c, unread.c), write them
+ * (metrics_json.c) and validate them (validate.c), and the helpers those files share. Not a
+ * public header. */
 #ifndef LABBOX_COLLECT_METRICS_INTERNAL_H
 #define LABBOX_COLLECT_METRICS_INTERNAL_H
 
@@ -77,11 +79,11 @@ typedef struct lb_metrics_stream {
 	/* In a table being read or skipped, its last row that was not read (a row it holds in
 	 * table_first): the header of another table when a separator row follows it. */
 	bool table_held;
-	/* PyTorch Lightning's results tables (lightning_line, metrics.c): where in one the
-	 * stream is (LT_*), its header's first DataLoader index and number of DataLoader
-	 * columns, the plain layout's column width and rule length, and a line held: the header
-	 * until the rule under it confirms it, or a row whose name fills its column and may go
-	 * on in the next line (lt_name, the name so far). */
+	/* PyTorch Lightning's results tables (lb_metrics_lightning_line, lightning.c): where in
+	 * one the stream is (LT_*), its header's first DataLoader index and number of
+	 * DataLoader columns, the plain layout's column width and rule length, and a line held:
+	 * the header until the rule under it confirms it, or a row whose name fills its column
+	 * and may go on in the next line (lt_name, the name so far). */
 	int lt_state;
 	unsigned lt_first, lt_cols;
 	size_t lt_width, lt_rule;
@@ -134,7 +136,7 @@ struct lb_metrics {
 
 	/* Log lines whose message reads as metrics but whose format or level is not read
 	 * ("WARNING:root:acc: 0.9", "[INFO] acc: 0.9"): the no_metrics issue names them. */
-	int language; /* LB_METRICS_LANG_* (metrics.c) */
+	int language; /* LB_METRICS_LANG_* (below) */
 	size_t log_metric_lines;
 	char log_metric_example[128];
 	bool log_metric_example_stderr;
@@ -235,5 +237,95 @@ static inline int lb_arr_add(struct json_object *arr, struct json_object *val)
 
 /* A JSON object {key: "value"} of stored tag text; NULL when out of memory. */
 struct json_object *lb_tags_json(const char *tags);
+
+/* The language whose printed forms are read besides Python's (lb_metrics_set_language). */
+enum { LB_METRICS_LANG_PYTHON, LB_METRICS_LANG_R, LB_METRICS_LANG_OCTAVE };
+
+/* The number of elements of an array. */
+#define LB_N_OF(a) (sizeof(a) / sizeof((a)[0]))
+/* A lower-case letter's bit in the set of first letters lb_metric_word_in is given. */
+#define LB_LETTER(c) (1u << ((c) - 'a'))
+
+/* number.c: numbers, value tokens and durations. The character classes are inline: every
+ * byte of a line passes through them. */
+static inline bool lb_metric_is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline bool lb_metric_is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static inline size_t lb_metric_skip_digits(const char *s, size_t len, size_t i)
+{
+	while (i < len && lb_metric_is_digit(s[i]))
+		i++;
+	return i;
+}
+
+/* s[0..*len) without the blanks and line ends around it. */
+void lb_metric_trim(const char **s, size_t *len);
+/* Whether s[0..len) is word, any case. */
+bool lb_metric_word_is(const char *s, size_t len, const char *word);
+bool lb_metric_value_end(const char *s, size_t len, size_t i);
+size_t lb_metric_scan_number(const char *s, size_t len, size_t i, bool holes, double *v);
+size_t lb_metric_scan_value(const char *s, size_t len, size_t i, bool holes, lb_metric_value *v);
+bool lb_metric_parse_duration(const char *s, size_t len, double *out);
+bool lb_metric_parse_duration_prefix(const char *s, size_t len, double *out);
+
+/* line.c: the reading of one line, and what the other readings share of it. */
+extern const char *const lb_metric_level_words[9];
+extern const char *const lb_metric_counter_words[7];
+bool lb_metric_key_char(char c, bool first);
+bool lb_metric_name_is_one_of(const char *name, const char *const *words, size_t n,
+			      bool any_case);
+bool lb_metric_word_in(const char *s, size_t len, const char *const *words, size_t n,
+		       uint32_t firsts);
+bool lb_metric_is_counter_word(const char *s, size_t len);
+bool lb_metric_log_line(const lb_metric_value *first);
+bool lb_metric_special_name(const char *name);
+void lb_metric_set_first(lb_metric_line *out);
+size_t lb_metric_next_name(const char *line, size_t len, size_t i, bool holes, bool comma,
+			   lb_metric_line *out, lb_metric_value **v);
+bool lb_metric_parse_pairs(const char *line, size_t len, size_t i, bool holes,
+			   lb_metric_line *out);
+bool lb_metric_valid_name(const char *s, size_t len, bool holes);
+size_t lb_metric_escape_len(const char *s, size_t len);
+const char *lb_metric_without_escapes(const char *line, size_t *len, lb_metric_line *out);
+
+/* formats.c: the formats of other tools, one line at a time. */
+/* Fields after the level: a logger's name, or loguru's module:function:line. */
+#define LB_LOG_FIELDS_AFTER 3
+bool lb_metric_parse_keras(const char *line, size_t len, size_t i, bool holes,
+			   lb_metric_line *out, bool *is_keras);
+bool lb_metric_parse_table_row(const char *line, size_t len, size_t i, bool holes,
+			       lb_metric_line *out);
+size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t *starts,
+				    bool *alone);
+void lb_metric_r_string(const char **line, size_t *len, size_t *i);
+bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes,
+			    lb_metric_line *out);
+bool lb_metric_octave_display(const char *line, size_t len, lb_metric_line *out);
+void lb_metric_r_missing(lb_metric_line *ml);
+
+/* metrics.c: the collector's own steps that the other collecting files take too. */
+void lb_metrics_add_values(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml);
+void lb_metrics_text_line(lb_metrics *m, lb_metrics_stream *st, const char *line, size_t len);
+
+/* lightning.c: PyTorch Lightning's results tables. */
+bool lb_metrics_lightning_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
+			       size_t len);
+void lb_metrics_lightning_end(lb_metrics *m, lb_metrics_stream *st);
+
+/* unread.c: the lines no reading took, noted for the no_metrics issue. */
+int lb_metric_log_metric_like(const char *line, size_t len);
+void lb_metrics_note_log_metric(lb_metrics *m, bool from_stderr, int level, const char *line,
+				size_t len);
+void lb_metrics_note_stderr_metric(lb_metrics *m, const char *line, size_t len);
+void lb_metrics_note_result_unread(lb_metrics *m, const char *line, size_t len);
+void lb_metrics_note_unread_metric(lb_metrics *m, const char *line, size_t len);
+void lb_metrics_note_progress(lb_metrics *m, const char *line, size_t len, lb_metric_line *ml);
 
 #endif
