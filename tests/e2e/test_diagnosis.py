@@ -619,6 +619,42 @@ def test_a_handled_traceback_is_not_why_a_run_stopped(tmp_path):
     assert f["class"] == "missing_data", f
 
 
+def test_each_streams_last_words_are_read_whatever_their_order_in_run_log(tmp_path):
+    """stdout and stderr are two pipes read in turn: run.log has their lines in the order
+    labbox read them. The exit message (stderr) of sys.exit need not be the last line there:
+    here an atexit handler prints to stdout after it, as a line printed just before the call
+    can be read after it. Both streams' last lines are kept (result.json's last_lines) and
+    the verdict quotes the message whatever stands last in run.log."""
+    r, f = failure_of(tmp_path / "a", """
+        import atexit, sys
+        atexit.register(lambda: print("checkpoint saved to ckpt/last.pt", flush=True))
+        print("step 120 loss nan", flush=True)
+        sys.exit("loss diverged at step 120: lower the learning rate")
+    """)
+    assert r.result["last_lines"] == {
+        "stdout": "checkpoint saved to ckpt/last.pt",
+        "stderr": "loss diverged at step 120: lower the learning rate"}, r.why()
+    assert r.log().rstrip().endswith("checkpoint saved to ckpt/last.pt"), r.why()
+    assert "lower the learning rate" in f["summary"], f
+    assert any("lower the learning rate" in e for e in f["evidence"]), f
+    # explain, reading the record again, comes to the same
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", str(tmp_path / "a" / "runs"),
+                            r.result["id"]).stdout)
+    assert doc["failure"]["summary"] == f["summary"], doc["failure"]
+    # what the streams end with: no newline at the end, blank lines after, a long line cut
+    r, f = failure_of(tmp_path / "b", """
+        import sys
+        sys.stdout.write("x" * 1000 + "\\n\\n   \\n")
+        sys.stderr.write("first\\nlast words, unended")
+        sys.stderr.flush()
+        sys.exit(3)
+    """)
+    assert r.result["last_lines"] == {"stdout": "x" * 400, "stderr": "last words, unended"}, \
+        r.result["last_lines"]
+    r = run_exp(write_exp(tmp_path / "c", "print('acc: 0.5')\n"), tmp_path / "c" / "runs")
+    assert r.result["last_lines"] == {"stdout": "acc: 0.5", "stderr": None}, r.why()
+
+
 def test_a_dead_workers_exception_is_the_failure_not_the_main_processs_wait(tmp_path):
     """A producer thread dies of ValueError and the main loop's queue.get then raises
     queue.Empty; a child process dies of ZeroDivisionError and the parent's recv raises
