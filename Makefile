@@ -91,6 +91,7 @@ $(GEN_OBJ): $(BUILD)/gen/gate_source.c
 
 $(BUILD)/liblabbox.a: $(TS_OBJ) $(LIB_OBJ) $(GEN_OBJ)
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/labbox: $(CLI_OBJ) $(BUILD)/liblabbox.a
