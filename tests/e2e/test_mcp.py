@@ -426,6 +426,8 @@ def test_raw_requests_before_initialize_are_refused(tmp_path):
 
 
 def test_raw_malformed_input_gets_errors_and_the_server_keeps_serving(tmp_path):
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "main.py").write_text("print('acc: 0.5')\n")
     raw = Raw(tmp_path)
     init(raw)
     bad = [
@@ -448,7 +450,24 @@ def test_raw_malformed_input_gets_errors_and_the_server_keeps_serving(tmp_path):
          -32602, 12),
         (b'{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"explain",'
          b'"arguments":null}}\n', -32602, 13),
+        # json-c keeps a member's name as a C string: "main.py\u0000x" would be "main.py"
+        (b'{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"check",'
+         b'"arguments":{"files":{"main.py\\u0000.txt":"import os"}}}}\n', -32700, None),
+        # a size of nothing is no size, as --memory says
+        (b'{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"run",'
+         b'"arguments":{"expdir":"exp","memory":"0"}}}\n', -32602, 15),
     ]
+    # a size too small for the sandbox is labbox run's error, quoting the size as given
+    raw.msg({"jsonrpc": "2.0", "id": "small", "method": "tools/call",
+             "params": {"name": "run", "arguments": {"expdir": "exp", "memory": "1k"}}})
+    r = raw.recv()
+    assert r["result"]["isError"] is True, r
+    assert "--memory '1k' is too small" in r["result"]["content"][0]["text"], r
+    # a document cut short is said as that, not as json-c's "continue"
+    raw.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"\n')
+    r = raw.recv()
+    assert r["error"]["code"] == -32700, r
+    assert "the line ends before the JSON document does" in r["error"]["message"], r
     for data, code, rid in bad:
         raw.send(data)
         r = raw.recv()
