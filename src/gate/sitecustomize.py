@@ -905,20 +905,105 @@ def _labbox_gate():
     # (the arguments' conversions, an extension's init importing through sys.meta_path)
     # can run. (No `:=`: the file must parse on interpreters without audit hooks, which
     # the gate then tells labbox it cannot guard.)
-    def make_pause_gc(isenabled, disable, enable):
-        def pause_gc(*, _g=(isenabled, disable, enable)):
-            """The collector off: gc.enable to turn it on again, None when it was off."""
-            if _g[0]():
-                _g[1]()
-                return _g[2]
-            return None
-        return pause_gc
-
-    def make_standin(sealed, real, pause_gc):
-        def standin(*a, _l=(sealed, real, pause_gc), **k):
-            en = None
+    # The collector is off while the gate judges (the hook, around dispatch) and while a world
+    # function holds a link to it. gc.enable is any thread's to call, and no event names it:
+    # another thread of the experiment's turning it on in between let a collection run a
+    # finalizer inside the gate's frames. So the module's enable, disable and isenabled are
+    # stand-ins that keep what the experiment asked for (state[0]) apart from the gate's holds
+    # (state[1]: a count per thread): the collector runs only when the experiment wants it and
+    # no thread holds it. One lock orders them (re-entrant: a signal handler's gc.enable may
+    # come while the thread it interrupts holds it). A hold takes the lock and turns the
+    # collector off before anything is allocated (an allocation may start a collection); a
+    # free counts for the calling thread only, so one called from anywhere else (the
+    # experiment can find it in a frame's locals) ends no other thread's hold.
+    # Once the interpreter is finalizing, a daemon thread that wanted the GIL back stops for
+    # good, and may hold the lock: then the collector is only turned off, with no lock (it
+    # stays off). A fork takes the lock first (at_fork), so a child never starts with it held
+    # by a thread it does not have; the child keeps its forking thread's holds alone.
+    def make_gc_ctl(state, lock, real_disable, real_enable, ident, finalizing):
+        def gc_hold(*, _g=(state, lock, real_disable, ident, finalizing)):
+            if _g[4]():
+                _g[2]()
+                return
+            _g[1].acquire()
             try:
-                en = _l[2]()
+                _g[2]()
+                me = _g[3]()
+                h = _g[0][1]
+                h[me] = h.get(me, 0) + 1
+            finally:
+                _g[1].release()
+
+        def gc_free(*, _g=(state, lock, real_enable, ident, finalizing)):
+            if _g[4]():
+                return
+            _g[1].acquire()
+            try:
+                me = _g[3]()
+                h = _g[0][1]
+                n = h.get(me, 0)
+                if n > 1:
+                    h[me] = n - 1
+                elif n == 1:
+                    del h[me]
+                    if not h and _g[0][0]:
+                        _g[2]()
+            finally:
+                _g[1].release()
+
+        def enable(*, _g=(state, lock, real_enable, finalizing)):
+            """Enable automatic garbage collection."""
+            if _g[3]():
+                _g[0][0] = True
+                return
+            _g[1].acquire()
+            try:
+                _g[0][0] = True
+                if not _g[0][1]:
+                    _g[2]()
+            finally:
+                _g[1].release()
+
+        def disable(*, _g=(state, lock, real_disable, finalizing)):
+            """Disable automatic garbage collection."""
+            if _g[3]():
+                _g[0][0] = False
+                _g[2]()
+                return
+            _g[1].acquire()
+            try:
+                _g[0][0] = False
+                _g[2]()
+            finally:
+                _g[1].release()
+
+        def isenabled(*, _g=(state,)):
+            """Returns true if automatic garbage collection is enabled."""
+            return _g[0][0]
+
+        def before_fork(*, _g=(lock,)):
+            _g[0].acquire()
+
+        def after_fork_parent(*, _g=(lock,)):
+            _g[0].release()
+
+        def after_fork_child(*, _g=(state, lock, real_enable, ident)):
+            h = _g[0][1]
+            mine = h.get(_g[3]())
+            h.clear()
+            if mine:
+                h[_g[3]()] = mine
+            elif _g[0][0]:
+                _g[2]()
+            _g[1].release()
+        return (gc_hold, gc_free, enable, disable, isenabled, before_fork, after_fork_parent,
+                after_fork_child)
+
+    def make_standin(sealed, real, gc_ctl):
+        def standin(*a, _l=(sealed, real, gc_ctl), **k):
+            free = _l[2][1]
+            _l[2][0]()
+            try:
                 ok, r = _l[0](a, k)
                 if not ok:
                     raise r
@@ -926,11 +1011,9 @@ def _labbox_gate():
                 _l = None
             except BaseException:
                 _l = None
-                if en is not None:
-                    en()
+                free()
                 raise
-            if en is not None:
-                en()
+            free()
             return box.pop()(*r[0], **r[1])
         return standin
 
@@ -961,19 +1044,18 @@ def _labbox_gate():
     # The authorizer is in the experiment's reach (a connect's frame names it), so it is
     # safe to call with anything: an action that is not a plain int is no ATTACH, and
     # nothing of the experiment's runs while it holds the gate's judge.
-    def make_authorizer(judge, attach, ok, type_, int_, pause_gc):
+    def make_authorizer(judge, attach, ok, type_, int_, gc_ctl):
         def authorizer(action, a1, a2, dbname, source, *,
-                       _l=(judge, attach, ok, type_, int_, pause_gc)):
-            en = None
+                       _l=(judge, attach, ok, type_, int_, gc_ctl)):
+            free = _l[5][1]
+            _l[5][0]()
             try:
-                en = _l[5]()
                 if _l[3](action) is not _l[4] or action != _l[1]:
                     return _l[2]
                 return _l[0](a1)
             finally:  # before any exception leaves, as on return
                 _l = None
-                if en is not None:
-                    en()
+                free()
         return authorizer
 
     def make_run(fn, args, box, lock, base):
@@ -1136,27 +1218,32 @@ def _labbox_gate():
             return g, (m.__objclass__, m.__name__)
         return reduce_method, reduce_builtin, reduce_bound_slot, reduce_descr
 
-    def make_hook(w, d, gets, sets, type_, str_, pending, again, outbox, tid):
+    def make_hook(w, d, gets, sets, type_, str_, pending, again, outbox, tid, hold, free):
         def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
-                 _pend=pending, _again=again, _out=outbox, _tid=tid):
+                 _pend=pending, _again=again, _out=outbox, _tid=tid, _hold=hold, _free=free):
             if event in _w:
+                # f_code, __code__, tb_frame: read by every traceback and logger; and a
+                # class's attribute name may be a str subclass, never hashed here (nothing
+                # is allocated before the hold: an allocation may start a collection)
+                if event == "object.__getattr__":
+                    n = args[1]
+                    if _type(n) is not _str or n not in _g:
+                        return
+                elif event == "object.__setattr__":
+                    n = args[1]
+                    if _type(n) is not _str or n not in _s:
+                        return
+                # no collection from here (box's list is an allocation) to the judging's end
+                _hold()
                 try:
-                    # f_code, __code__, tb_frame: read by every traceback and logger; and a
-                    # class's attribute name may be a str subclass, never hashed here
-                    if event == "object.__getattr__":
-                        n = args[1]
-                        if _type(n) is not _str or n not in _g:
-                            return
-                    elif event == "object.__setattr__":
-                        n = args[1]
-                        if _type(n) is not _str or n not in _s:
-                            return
                     box = [_d]
                     _d = None
                     e = box.pop()(event, args)
                 except BaseException:  # sys.audit(name) with no arguments; RecursionError
                     _d = box = None
                     raise
+                finally:
+                    _free()
                 # The snapshots the gate took (its kept()), handed over when its outermost
                 # judging on this thread ended, are dropped here, once no frame of the
                 # gate's is under this one: what their last references free runs with this
@@ -1303,17 +1390,17 @@ def _labbox_gate():
 
     w_unregister = in_world(make_unregister)
 
-    (w_pause_gc, w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip,
+    (w_gc_ctl, w_sealed, w_standin, w_connect, w_authorizer, w_run, w_hook, w_strip,
      w_excepthook, w_thread_excepthook, w_in_gate, w_signal_wrap, w_signal_standins) = [
         in_world(f) for f in (
-            make_pause_gc, make_sealed, make_standin, make_connect, make_authorizer, make_run,
+            make_gc_ctl, make_sealed, make_standin, make_connect, make_authorizer, make_run,
             make_hook, make_strip, make_excepthook, make_thread_excepthook, make_in_gate,
             make_signal_wrap, make_signal_standins)]
 
     def standin_for(impl, like):
         """A stand-in for like: impl(a, k) judges (raising the refusal) and returns the
         (args, kwargs) like is called with, or a checked copy of them."""
-        st = w_standin(w_sealed(impl, BaseException), like, gc_pause)
+        st = w_standin(w_sealed(impl, BaseException), like, gc_ctl)
         st.__doc__ = getattr(like, "__doc__", None)
         st.__name__ = st.__qualname__ = getattr(like, "__name__", "standin")
         return st
@@ -1358,7 +1445,7 @@ def _labbox_gate():
             return
         deny, ok, attach = codes
         standin = w_connect(real, set_auth,
-                            w_authorizer(judge_attach(deny, ok), attach, ok, type, int, gc_pause),
+                            w_authorizer(judge_attach(deny, ok), attach, ok, type, int, gc_ctl),
                             _fspath, Exception)
         standin.__doc__ = getattr(real, "__doc__", None)
         standin.__name__ = standin.__qualname__ = "connect"
@@ -3423,8 +3510,16 @@ def _labbox_gate():
     _getframe = sys._getframe
     _ident = _thread.get_ident
     import gc as _gc
-    _gc_isenabled, _gc_disable, _gc_enable = _gc.isenabled, _gc.disable, _gc.enable
-    gc_pause = w_pause_gc(_gc_isenabled, _gc_disable, _gc_enable)  # the stand-ins' own
+    gc_hold, gc_free, _gc_on, _gc_off, _gc_is, _gc_bf, _gc_ap, _gc_ac = w_gc_ctl(
+        [_gc.isenabled(), {}], _thread.RLock(), _gc.disable, _gc.enable, _thread.get_ident,
+        sys.is_finalizing)
+    os.register_at_fork(before=_gc_bf, after_in_parent=_gc_ap, after_in_child=_gc_ac)
+    del _gc_bf, _gc_ap, _gc_ac
+    gc_ctl = (gc_hold, gc_free)  # the stand-ins' own
+    for _name, _fn in (("enable", _gc_on), ("disable", _gc_off), ("isenabled", _gc_is)):
+        _fn.__name__ = _fn.__qualname__ = _name
+        setattr(_gc, _name, _fn)
+    del _name, _fn
 
     def clean(e):
         """e, to be raised where the experiment can catch it, with no frame of the gate's in
@@ -3447,11 +3542,9 @@ def _labbox_gate():
             return clean(PermissionError(errno.EPERM, "labbox runtime gate refused %s: events "
                                          "nested in the gate's own judging" % event))
         busy[me] = depth + 1
-        # No collection while the gate judges: a finalizer (__del__) or weakref callback of
-        # the experiment's would run inside the gate's frames.
-        gc_was = not depth and _gc_isenabled()
-        if gc_was:
-            _gc_disable()
+        # No collection while the gate judges (the hook holds the collector off around this):
+        # a finalizer (__del__) or weakref callback of the experiment's would run inside the
+        # gate's frames.
         try:
             try:
                 frame = _getframe(2)  # dispatch <- hook <- the audited code
@@ -3497,8 +3590,6 @@ def _labbox_gate():
                         graves_out[me] = g
                     else:
                         o.append(g)
-            if gc_was:
-                _gc_enable()
         return None
 
     # No cell: its links to the gate are keyword defaults, and the one to the gate's work is
@@ -3514,9 +3605,9 @@ def _labbox_gate():
         pass
     hook = w_hook(watched, dispatch, frozenset(["__kwdefaults__"]),
                   frozenset(["__kwdefaults__", "__defaults__", "__code__"]), type, str,
-                  signals_pending, raise_again, graves_out, _tid)
+                  signals_pending, raise_again, graves_out, _tid, gc_hold, gc_free)
 
-    installed_guards = set()
+    installed_guards = {"gc"}  # its enable, disable and isenabled are the gate's (gc_ctl)
     sys.addaudithook(hook)
 
     # _posixsubprocess.fork_exec raises no audit event (multiprocessing's spawn and

@@ -861,6 +861,71 @@ def test_a_finalizer_freed_by_the_gate_never_runs_inside_it(tmp_path):
     assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_a_thread_turning_the_collector_on_runs_no_finalizer_inside_the_gate(tmp_path):
+    """The collector is off while the gate judges, so no finalizer of the experiment's runs
+    with the gate's frames under it. gc.enable is any thread's to call and raises no event: a
+    thread calling it in a loop, with the collector's thresholds at 1 and a cycle whose
+    __del__ makes another, had a collection run inside the gate's judging, where the
+    finalizer read the gate's handler table from a frame's locals and emptied it. gc.enable
+    now keeps what the experiment asks for apart from the gate's holds; the program still
+    sees the collector as it set it, and its cycles are still collected."""
+    exp = write_exp(tmp_path, LINK_LOOK + textwrap.dedent("""
+        import gc, threading, time
+        found, ran = [], [0]
+        class Bomb:
+            def __init__(self):
+                self.me = self
+            def __del__(self):
+                ran[0] += 1
+                f = sys._getframe(1)
+                while f is not None and not found:
+                    # the hook's own frame, once the gate has returned, holds no link
+                    if f.f_code.co_filename.endswith(GATE) and f.f_code.co_name != "hook":
+                        found.append(f.f_code.co_name)
+                        for v in list(f.f_locals.values()):
+                            if type(v) is dict and v is not f.f_globals:
+                                v.clear()
+                    f = f.f_back
+                if not found:
+                    Bomb()
+        stop = []
+        def toggler():
+            while not stop:
+                gc.enable()
+        gc.set_threshold(1, 1, 1)
+        sys.setswitchinterval(1e-6)
+        Bomb()
+        t = threading.Thread(target=toggler, daemon=True)
+        t.start()
+        t0 = time.time()
+        n = 0
+        while not found and time.time() - t0 < 4:
+            n += 1
+            try:
+                open("/etc/labbox-gc-race-%d" % (n % 50), "w")
+            except (PermissionError, OSError):
+                pass
+        stop.append(1)
+        t.join()
+        sys.setswitchinterval(0.005)
+        gc.set_threshold(700, 10, 10)
+        gc.disable()
+        off = gc.isenabled()
+        gc.enable()
+        print("events:", n > 100, "finalizers ran:", ran[0] > 0, "found:", bool(found),
+              "seen off:", off, "seen on:", gc.isenabled())
+        try:
+            os.system("echo after > MARKER")
+        except PermissionError:
+            print("refused after")
+    """))
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON, "--budget", "60")
+    log = r.log()
+    assert ("events: True finalizers ran: True found: False seen off: False seen on: True"
+            in log), r.why()
+    assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
+
+
 def test_a_subinterpreter_running_a_string_is_refused(tmp_path):
     """A subinterpreter runs a string of source with no Python frame above it, which the
     gate (its own copy in the new interpreter) took for the entry point's own code: source
