@@ -2,7 +2,7 @@
 #include "labbox/diagnose.h"
 #include "labbox/util.h"
 #include "../collect/text.h"
-#include "internal.h"
+#include "failure_internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -18,472 +18,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* The root cause of a traceback is within its last few hundred lines; older output is noise. */
-#define DIAG_MAX_LINES 2000
-#define DIAG_EVIDENCE_MAX 8
-#define DIAG_EVIDENCE_LEN 400
-#define DIAG_TEXT_LEN 600
-/* Lines above the end scanned for a known message when there is no traceback. */
-#define DIAG_SCAN_LINES 40
-#define DIAG_MAX_EXC 32
-#define NONE SIZE_MAX
-
-typedef struct lb_log {
-	char *text;   /* cleaned lines, each NUL-terminated */
-	char **lines; /* into text */
-	size_t n;
-	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
-	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
-	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
-	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
-	char glued[64]; /* a stack dump's header split off the line it was glued to */
-} lb_log;
-
-typedef struct lb_exc {
-	size_t header; /* first line of its traceback */
-	size_t line;   /* the "Name: message" line */
-	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
-	int link;     /* how the next exception relates to this one: LINK_* */
-	bool bare;    /* no "Traceback" header was seen: the line alone named it */
-} lb_exc;
-
-/* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a
- * context ("During handling...") is an exception the code was handling when the next one
- * was raised, which explains it only sometimes (a cache miss handled by downloading is not
- * why the download failed). */
-/* LINK_WRAPPED: the exception a library caught in a worker and raised again in the parent
- * with the worker's traceback as text below it (torch's DataLoader: "Caught IndexError in
- * DataLoader worker process 0." then "Original Traceback"): the worker's is the root. */
-enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE, LINK_WRAPPED };
-
-typedef struct lb_verdict {
-	const char *cls;
-	char summary[DIAG_TEXT_LEN];
-	char suggestion[DIAG_TEXT_LEN];
-	size_t evidence[DIAG_EVIDENCE_MAX];
-	size_t n_evidence;
-	size_t exc_line; /* NONE when no exception decided the class */
-	size_t frame;
-	size_t code_frame; /* the innermost frame in the experiment's own code, or NONE */
-	int confidence;	   /* CONF_* */
-	const char *confidence_reason;
-	/* The gate's record of the main program's uncaught exception chose what decided it:
-	 * not the output's last traceback, or no traceback at all */
-	bool by_uncaught;
-	/* A program that stopped itself, by the sys.exit call the gate recorded (exit_call_of):
-	 * its place is the code_location */
-	bool by_exit_call;
-} lb_verdict;
-
-/* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
- * or an exception names it; medium when a message or a library's exception points at it;
- * low when only the exit status or the signal is left to go by. */
-enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
-
-static void log_free(lb_log *log)
-{
-	free(log->text);
-	free(log->lines);
-}
-
-/* What a terminal would show of a line: the text after the last carriage return (progress
- * bars redraw that way), without ANSI escapes (coloured loggers), without the "| " margin of
- * exception groups, without trailing blanks. */
-static size_t clean_line(const char *s, size_t len, char *out)
-{
-	size_t o = 0, start = 0;
-
-	while (len > 0 && (s[len - 1] == '\r' || lb_text_blank(s[len - 1])))
-		len--;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == '\r')
-			start = i + 1;
-	for (size_t i = start; i < len; i++) {
-		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '[') {
-			i += 2;
-			while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
-				i++;
-			continue;
-		}
-		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == ']') {
-			i += 2;
-			while (i < len && s[i] != '\a' && !(s[i] == '\x1b' && i + 1 < len))
-				i++;
-			if (i < len && s[i] == '\x1b')
-				i++;
-			continue;
-		}
-		/* NUL and other control bytes are not text: torch writes a NUL before its
-		 * traceback, and a line must still read "Traceback ..." from its first letter. */
-		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-			continue;
-		out[o++] = s[i];
-	}
-	/* "  | ValueError: x" inside an exception group reads like a top-level line. */
-	for (;;) {
-		size_t sp = 0;
-
-		while (sp < o && out[sp] == ' ')
-			sp++;
-		if (sp + 1 < o && out[sp] == '|' && out[sp + 1] == ' ') {
-			memmove(out, out + sp + 2, o - sp - 2);
-			o -= sp + 2;
-		} else {
-			break;
-		}
-	}
-	while (o > 0 && lb_text_blank(out[o - 1]))
-		o--;
-	out[o] = '\0';
-	return o;
-}
-
-static int log_split(lb_log *log, const char *tail, size_t len)
-{
-	size_t start = len, count = 0, n_lines = 0, o = 0;
-
-	memset(log, 0, sizeof(*log));
-	if (!tail || len == 0)
-		return 0;
-	/* Find where the last DIAG_MAX_LINES lines begin. */
-	while (start > 0) {
-		if (tail[start - 1] == '\n' && start != len && ++count >= DIAG_MAX_LINES)
-			break;
-		start--;
-	}
-	for (size_t i = start; i < len; i++)
-		if (tail[i] == '\n')
-			n_lines++;
-	n_lines++;
-	log->text = malloc(len - start + n_lines);
-	log->lines = calloc(n_lines, sizeof(*log->lines));
-	if (!log->text || !log->lines) {
-		log_free(log);
-		return -ENOMEM;
-	}
-	for (size_t i = start; i <= len;) {
-		const char *nl = memchr(tail + i, '\n', len - i);
-		size_t l = nl ? (size_t)(nl - (tail + i)) : len - i;
-
-		if (!nl && l == 0)
-			break;
-		log->lines[log->n++] = log->text + o;
-		o += clean_line(tail + i, l, log->text + o) + 1;
-		i += l + 1;
-	}
-	return 0;
-}
-
-static size_t indent_of(const char *s)
-{
-	size_t n = 0;
-
-	while (lb_text_blank(s[n]))
-		n++;
-	return n;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static bool is_header(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "Traceback (most recent call last):") ||
-	       starts_with(s, "Exception Group Traceback (most recent call last):") ||
-	       starts_with(s, "Original Traceback (most recent call last):");
-}
-
-static bool is_original_header(const char *s)
-{
-	return starts_with(s + indent_of(s), "Original Traceback (most recent call last):");
-}
-
-static bool is_frame(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "File \"");
-}
-
-/* A class name as a traceback ends with it: dotted identifiers, the last capitalised
- * (subprocess.TimeoutExpired, concurrent.futures.process.BrokenProcessPool, queue.Empty,
- * zipfile.BadZipFile), whatever its suffix. */
-static bool class_name(const char *s, size_t n)
-{
-	size_t part = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '.') {
-			if (i == part || i + 1 == n)
-				return false;
-			part = i + 1;
-		} else if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			     (c >= '0' && c <= '9' && i > part))) {
-			return false;
-		}
-	}
-	while (part < n && s[part] == '_')
-		part++;
-	return part < n && s[part] >= 'A' && s[part] <= 'Z';
-}
-
-/* "pkg.mod.SomeError: message" or "SomeError" at the start of s. A line that ends a
- * traceback's frames (traced) is the exception's by where it stands, so any class name
- * does; elsewhere the name must look like an exception's (Error, Exception, ...). */
-static bool exception_line_of(const char *s, size_t *name_len, bool traced)
-{
-	size_t n = 0;
-
-	while (s[n] && s[n] != ':' && !lb_text_blank(s[n]))
-		n++;
-	if (!(s[n] == '\0' || (s[n] == ':' && (s[n + 1] == '\0' || s[n + 1] == ' '))))
-		return false;
-	if (!lb_text_is_exception_name(s, n) && !(traced && class_name(s, n)))
-		return false;
-	if (name_len)
-		*name_len = n;
-	return true;
-}
-
-static bool exception_line(const char *s, size_t *name_len)
-{
-	return exception_line_of(s, name_len, false);
-}
-
-/* A pool's worker's exception, as the pool hands it to the parent: its traceback as text
- * between triple quotes under "multiprocessing.pool.RemoteTraceback:" (or concurrent.futures'
- * _RemoteTraceback), the cause of the same exception raised again in the parent. */
-static bool remote_traceback(const lb_log *log, const lb_exc *e)
-{
-	size_t h = e->header;
-	if (h < 2 || strcmp(log->lines[h - 1] + indent_of(log->lines[h - 1]), "\"\"\"") != 0)
-		return false;
-	const char *name = log->lines[h - 2] + indent_of(log->lines[h - 2]);
-	const char *colon = strstr(name, "RemoteTraceback:");
-	return colon && (colon == name || colon[-1] == '.' || colon[-1] == '_');
-}
-
-/* torch.multiprocessing.spawn's ProcessRaisedException: its message is the child's own
- * traceback as text, printed right below the parent's exception line after "-- Process N
- * terminated with the following error:". The child's exception is the root, as a DataLoader
- * worker's "Original Traceback" is. */
-static bool spawn_wrapper(const lb_log *log, const lb_exc *e)
-{
-	const char *l = log->lines[e->line] + indent_of(log->lines[e->line]);
-	const char *name = strstr(l, "ProcessRaisedException");
-	return name && (name == l || name[-1] == '.') && name[22] == ':';
-}
-
-static bool spawn_child_line(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "-- Process ") && strstr(s, "terminated with the following error:");
-}
-
-/* Whether the traceback goes on at line k: its next line that is not empty is a frame's
- * (more indented than the header) or the exception's. Strictly: a frame's own first line,
- * or an exception line whose name looks like an exception's. */
-static bool traceback_goes_on(const lb_log *log, size_t k, size_t ind, bool strict)
-{
-	for (; k < log->n; k++) {
-		const char *l = log->lines[k];
-		if (l[0] == '\0')
-			continue;
-		if (strict)
-			return (indent_of(l) > ind && is_frame(l)) ||
-			       exception_line_of(l + indent_of(l), NULL, false);
-		return indent_of(l) > ind || exception_line_of(l + indent_of(l), NULL, true);
-	}
-	return false;
-}
-
-/* Lines of the other stream that may stand inside one traceback: stdout and stderr are two
- * pipes, and run.log keeps each one's order, not the order between them, so a metric line
- * can come between a traceback's frames, or before its exception line. */
-#define FOREIGN_IN_TRACEBACK 3
-
-static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < log->n; i++) {
-		size_t ind, j, frame = NONE, foreign = 0;
-
-		if (!is_header(log->lines[i]))
-			continue;
-		ind = indent_of(log->lines[i]);
-		for (j = i + 1; j < log->n; j++) {
-			const char *l = log->lines[j];
-
-			if (l[0] == '\0')
-				continue;
-			if (indent_of(l) <= ind) {
-				/* Not the exception's line, and the traceback goes on after it: a line
-				 * of the other stream, passed over. A capitalised name ("Accuracy:
-				 * 0.5") could be a class of the code's own, so it is passed over only
-				 * when a frame or an exception's line follows it. */
-				const char *t = l + indent_of(l);
-				bool named = exception_line_of(t, NULL, false);
-				bool classy = !named && exception_line_of(t, NULL, true);
-				if (!named && !is_header(l) && foreign < FOREIGN_IN_TRACEBACK &&
-				    traceback_goes_on(log, j + 1, ind, classy)) {
-					foreign++;
-					continue;
-				}
-				break;
-			}
-			if (is_frame(l))
-				frame = j;
-		}
-		if (j >= log->n ||
-		    !exception_line_of(log->lines[j] + indent_of(log->lines[j]), NULL, true))
-			continue;
-		if (n == max) {
-			/* Keep the most recent ones: the last exception decides. */
-			memmove(exc, exc + 1, (max - 1) * sizeof(*exc));
-			n--;
-		}
-		exc[n++] = (lb_exc){ .header = i, .line = j, .frame = frame };
-		i = j;
-	}
-	/* Chains print "During handling of the above exception..." between two tracebacks. */
-	for (size_t k = 0; k + 1 < n; k++) {
-		for (size_t j = exc[k].line + 1; j < exc[k + 1].line; j++) {
-			if (strstr(log->lines[j], "During handling of the above exception")) {
-				exc[k].link = LINK_CONTEXT;
-				break;
-			}
-			if (strstr(log->lines[j], "The above exception was the direct cause")) {
-				exc[k].link = remote_traceback(log, &exc[k]) ? LINK_WRAPPED : LINK_CAUSE;
-				break;
-			}
-		}
-	}
-	/* A wrapper's exception line, then the original traceback right below it: printed
-	 * effect first, so put in a chain's order, the original first and wrapped. */
-	for (size_t k = 0; k + 1 < n; k++) {
-		bool spawned = spawn_wrapper(log, &exc[k]);
-		if (!spawned && !is_original_header(log->lines[exc[k + 1].header]))
-			continue;
-		bool adjacent = true;
-		for (size_t j = exc[k].line + 1; j < exc[k + 1].header; j++)
-			if (log->lines[j][0] != '\0' && !(spawned && spawn_child_line(log->lines[j])))
-				adjacent = false;
-		if (!adjacent)
-			continue;
-		lb_exc orig = exc[k + 1];
-		exc[k + 1] = exc[k];
-		exc[k] = orig;
-		exc[k + 1].link = orig.link;
-		exc[k].link = LINK_WRAPPED;
-		k++;
-	}
-	if (n > 0)
-		return n;
-	/* No header in the tail (cut off, or a SyntaxError, which has none): the last line that
-	 * names an exception at the start of a line, with the frame printed above it. */
-	for (size_t i = log->n; i-- > 0;) {
-		if (indent_of(log->lines[i]) == 0 && exception_line(log->lines[i], NULL)) {
-			size_t frame = NONE;
-
-			for (size_t j = i; j-- > 0 && i - j <= 6;) {
-				if (is_frame(log->lines[j])) {
-					frame = j;
-					break;
-				}
-			}
-			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame,
-					   .bare = true };
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static bool has(const char *s, const char *needle)
-{
-	return strcasestr(s, needle) != NULL;
-}
-
-static bool has_any(const char *s, const char *const *needles)
-{
-	for (size_t i = 0; needles[i]; i++)
-		if (has(s, needles[i]))
-			return true;
-	return false;
-}
-
-static bool word_char(char c)
-{
-	return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-}
-
-/* "nan" as a word of its own: not inside "nanmean" or "finance", and not inside quotes, where
- * it is a file name or a dictionary key ("data/nan.csv", KeyError: 'nan'). */
-static bool has_nan_word(const char *s)
-{
-	char quote = 0;
-
-	for (const char *p = s; *p; p++) {
-		if (quote) {
-			if (*p == quote)
-				quote = 0;
-		} else if (*p == '\'' || *p == '"') {
-			quote = *p;
-		} else if (strncasecmp(p, "nan", 3) == 0 && (p == s || !word_char(p[-1])) &&
-			   !word_char(p[3])) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The last component of a dotted exception name, compared exactly. */
-static bool name_is(const char *line, size_t name_len, const char *const *names)
-{
-	const char *last = line;
-
-	for (size_t i = 0; i < name_len; i++)
-		if (line[i] == '.')
-			last = line + i + 1;
-	for (size_t i = 0; names[i]; i++) {
-		size_t n = strlen(names[i]);
-
-		if ((size_t)(line + name_len - last) == n && memcmp(last, names[i], n) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Text between the first pair of quotes after "prefix", e.g. the module in
- * "No module named 'sklearn'". */
-static bool quoted_after(const char *s, const char *prefix, char *out, size_t outlen)
-{
-	const char *p = prefix ? strcasestr(s, prefix) : s;
-	const char *q, *e;
-	size_t n;
-
-	if (!p)
-		return false;
-	p += prefix ? strlen(prefix) : 0;
-	q = strpbrk(p, "'\"");
-	if (!q)
-		return false;
-	e = strchr(q + 1, *q);
-	if (!e)
-		return false;
-	n = (size_t)(e - q - 1);
-	if (n == 0 || n >= outlen)
-		return false;
-	memcpy(out, q + 1, n);
-	out[n] = '\0';
-	return true;
-}
 
 static const char *pip_name(const char *module)
 {
@@ -632,10 +166,12 @@ static const char SUGGEST_OCTAVE_GNUPLOT[] =
 	"install gnuplot where the experiment runs (Debian: apt install gnuplot-nox), which "
 	"octave-cli draws figures and prints them to files with; or save the data the figure "
 	"shows (save, csvwrite) and plot it elsewhere";
+
 static const char SUGGEST_GPU_NONE_HERE[] =
 	"run it on a machine with an NVIDIA GPU (--mode ssh --host HOST to a lab server, "
 	"--mode slurm with --gpus 0, or --mode colab), or make the code fall back to the "
 	"CPU when torch.cuda.is_available() is False";
+
 static const char SUGGEST_TORCH_CPU_BUILD[] =
 	"run it with an interpreter whose torch is a CUDA build (pip install torch in a virtual "
 	"environment on Linux gives one; labbox installs nothing itself), with --python "
@@ -649,6 +185,7 @@ static const char SUGGEST_CPU_BUILD[] =
 static const char SUGGEST_OOM[] =
 	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
 	"instead of float64, streaming the data instead of loading it whole";
+
 static const char SUGGEST_OOM_HUNG[] =
 	"raise the memory limit (--memory), or hold less in memory in each process (fewer pool "
 	"workers, smaller chunks); a larger --budget would not help a run that waits on a "
@@ -661,6 +198,7 @@ static const char SUGGEST_OOM_HOST[] =
 	"labbox set no memory limit on this run, so the machine itself could not give what the "
 	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
 	"streaming the data instead of loading it whole), or run it where there is more memory";
+
 static const char SUGGEST_NAN[] =
 	"lower the learning rate, clip gradients, and check inputs and the loss for NaN, log(0) "
 	"or division by zero; np.seterr(all='raise') or torch.autograd.set_detect_anomaly(True) "
@@ -674,8 +212,10 @@ static const char SUGGEST_SANDBOX[] =
 	"read-only and the home directory is hidden), and avoid privileged operations; mount "
 	"what the code needs with -v SRC:DST[:ro], or give it a scratch directory with "
 	"--tmpfs PATH";
+
 /* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
 #define GATE_MARK "labbox runtime gate refused "
+
 static const char SUGGEST_GATE[] =
 	"the runtime gate refuses what the static check's hard gate refuses (the rule named, "
 	"docs/check.md): remove the call, or do it in the experiment's own Python; result.json's "
@@ -745,6 +285,7 @@ static const char SUGGEST_NO_SPACE[] =
 	"write less, or give the sandbox more room: a larger private /tmp "
 	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
 	"exp/, or a mounted output directory (-v SRC:DST:rw)";
+
 static const char SUGGEST_SOCKET[] =
 	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
 	"use --network loopback for code that talks to itself over TCP, --network host to reach "
@@ -755,6 +296,7 @@ static const char SUGGEST_SOCKET_LOCAL[] =
 	"a server or process group on this machine alone (torch.distributed's TCPStore with "
 	"MASTER_ADDR=127.0.0.1, gloo, zmq or grpc on localhost) needs only --network loopback, a "
 	"private loopback; --network host reaches other machines";
+
 static const char SUGGEST_SHM[] =
 	"/dev/shm filled up (DataLoader workers pass every batch through it): give the sandbox a "
 	"larger one with --shm-size SIZE (the default is 1g; e.g. --shm-size 8g, and a --memory "
@@ -790,7 +332,7 @@ static void classify_missing_package(lb_verdict *v, const char *line)
 	char module[128], top[128], dist[128];
 	char *dot;
 
-	if (!quoted_after(line, "No module named", module, sizeof(module))) {
+	if (!dg_quoted_after(line, "No module named", module, sizeof(module))) {
 		verdict_set(v, "missing_package", "a Python package is missing", line,
 			    "install the missing package in the experiment's environment, or "
 			    "choose an interpreter that has it with --python");
@@ -859,8 +401,8 @@ static void classify_missing_file(lb_verdict *v, const char *line, bool subproce
 {
 	char path[256];
 
-	if (!quoted_after(line, "No such file or directory", path, sizeof(path)) &&
-	    !quoted_after(line, "Error:", path, sizeof(path))) {
+	if (!dg_quoted_after(line, "No such file or directory", path, sizeof(path)) &&
+	    !dg_quoted_after(line, "Error:", path, sizeof(path))) {
 		verdict_set(v, "missing_data", "a file the experiment reads is missing", line,
 			    "put the data inside the experiment directory (it is staged as exp/) "
 			    "and open it by a relative path, or mount it with -v SRC:DST:ro");
@@ -888,7 +430,7 @@ static void classify_missing_file(lb_verdict *v, const char *line, bool subproce
  * Hub could not be reached, which is the network (the sandbox has none by default). */
 static void classify_dataset(lb_verdict *v, const char *line)
 {
-	if (has_any(line, connection_text)) {
+	if (dg_has_any(line, connection_text)) {
 		verdict_set(v, "network", "the dataset could not be fetched: no network", line,
 			    SUGGEST_NETWORK);
 		return;
@@ -933,12 +475,12 @@ static bool r_install_error(lb_verdict *v, const char *line)
 		{"pak::pak(", "cran"},		    {"remotes::install_github(", "github"},
 		{"devtools::install_github(", "github"}, {"remotes::install_cran(", "cran"},
 	};
-	const char *at = NULL, *repo = NULL, *call = line + indent_of(line) + 9;
-	if (!starts_with(line + indent_of(line), "Error in "))
+	const char *at = NULL, *repo = NULL, *call = line + dg_indent_of(line) + 9;
+	if (!dg_starts_with(line + dg_indent_of(line), "Error in "))
 		return false;
 	/* the call R names as the one that stopped */
 	for (size_t i = 0; i < sizeof installers / sizeof installers[0] && !at; i++)
-		if (starts_with(call, installers[i].call)) {
+		if (dg_starts_with(call, installers[i].call)) {
 			at = call;
 			repo = installers[i].repo;
 		}
@@ -949,7 +491,7 @@ static bool r_install_error(lb_verdict *v, const char *line)
 	char pkg[128] = "";
 	const char *paren = strchr(at, '(');
 	const char *close = paren ? strstr(paren, ") :") : NULL;
-	if (paren && close && quoted_after(paren, NULL, pkg, sizeof pkg) &&
+	if (paren && close && dg_quoted_after(paren, NULL, pkg, sizeof pkg) &&
 	    strstr(paren, pkg) < close) {
 		char *slash = strrchr(pkg, '/');
 		if (slash)
@@ -965,7 +507,7 @@ static bool r_install_error(lb_verdict *v, const char *line)
 	snprintf(v->summary, sizeof(v->summary),
 		 "R package '%s' is not installed, and the code's attempt to install it at run "
 		 "time failed (the sandbox has no network and R's libraries are read-only in it): %s",
-		 pkg[0] ? pkg : "?", line + indent_of(line));
+		 pkg[0] ? pkg : "?", line + dg_indent_of(line));
 	r_package_suggestion(v, pkg, repo);
 	return true;
 }
@@ -973,6 +515,7 @@ static bool r_install_error(lb_verdict *v, const char *line)
 /* Classes a message can show without a Python exception name: used both for exception lines
  * and for the output of programs that crash without a traceback. Returns false when the text
  * says nothing specific. */
+
 /* R: "there is no package called ‘x’"; Octave: "package x is not installed". */
 static void classify_missing_lang_package(lb_verdict *v, const char *line, bool r)
 {
@@ -1050,17 +593,17 @@ static bool misspelt_name(const char *line)
 {
 	char module[128], name[128];
 
-	if (!has(line, "Did you mean"))
+	if (!dg_has(line, "Did you mean"))
 		return false;
-	if (has(line, "has no attribute")) {
-		if (quoted_after(line, "module", module, sizeof(module)) &&
-		    quoted_after(line, "has no attribute", name, sizeof(name)))
+	if (dg_has(line, "has no attribute")) {
+		if (dg_quoted_after(line, "module", module, sizeof(module)) &&
+		    dg_quoted_after(line, "has no attribute", name, sizeof(name)))
 			return !removed_name(module, name);
 		return true; /* an object's attribute: never the environment's */
 	}
-	if (has(line, "cannot import name") &&
-	    quoted_after(line, "cannot import name", name, sizeof(name)) &&
-	    strstr(line, "' from ") && quoted_after(strstr(line, "' from ") + 1, "from", module,
+	if (dg_has(line, "cannot import name") &&
+	    dg_quoted_after(line, "cannot import name", name, sizeof(name)) &&
+	    strstr(line, "' from ") && dg_quoted_after(strstr(line, "' from ") + 1, "from", module,
 						     sizeof(module)))
 		return !removed_name(module, name);
 	return false;
@@ -1068,35 +611,35 @@ static bool misspelt_name(const char *line)
 
 static bool classify_text(lb_verdict *v, const char *line)
 {
-	if (has(line, "there is no package called")) {
+	if (dg_has(line, "there is no package called")) {
 		classify_missing_lang_package(v, line, true);
 	} else if (r_install_error(v, line)) {
 		return true;
-	} else if (has(line, "error: package ") && has(line, " is not installed")) {
+	} else if (dg_has(line, "error: package ") && dg_has(line, " is not installed")) {
 		classify_missing_lang_package(v, line, false);
-	} else if (has(line, "no graphics toolkits are available")) {
+	} else if (dg_has(line, "no graphics toolkits are available")) {
 		/* octave-cli has no Qt or FLTK toolkit; it draws, to files too, through gnuplot */
 		verdict_set(v, "wrong_env",
 			    "program 'gnuplot' was not found: Octave has no graphics toolkit to "
 			    "draw figures with (octave-cli draws through gnuplot, and the Qt and "
 			    "FLTK toolkits need a display)",
 			    line, SUGGEST_OCTAVE_GNUPLOT);
-	} else if (has(line, "cannot allocate vector of size") ||
-		   has(line, "out of memory or dimension too large")) {
+	} else if (dg_has(line, "cannot allocate vector of size") ||
+		   dg_has(line, "out of memory or dimension too large")) {
 		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (has_any(line, gpu_oom_text)) {
+	} else if (dg_has_any(line, gpu_oom_text)) {
 		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (has_any(line, gpu_code_text)) {
+	} else if (dg_has_any(line, gpu_code_text)) {
 		return false;
-	} else if (has_any(line, shm_text)) {
+	} else if (dg_has_any(line, shm_text)) {
 		verdict_set(v, "sandbox_restriction", "shared memory (/dev/shm) ran out", line,
 			    SUGGEST_SHM);
-	} else if (has(line, "is killed by signal: Killed")) {
+	} else if (dg_has(line, "is killed by signal: Killed")) {
 		verdict_set(v, "oom", "a worker process was killed, most likely for memory", line,
 			    SUGGEST_OOM);
-	} else if (has_any(line, cpu_build_text)) {
+	} else if (dg_has_any(line, cpu_build_text)) {
 		/* The library itself has no CUDA: no GPU granted to it would be used. */
-		bool torch = has(line, "Torch not compiled");
+		bool torch = dg_has(line, "Torch not compiled");
 		verdict_set(v, "wrong_env",
 			    torch ? "this interpreter's torch was built without CUDA, so no GPU can "
 				    "be used by it"
@@ -1104,11 +647,11 @@ static bool classify_text(lb_verdict *v, const char *line)
 				    "so no GPU can be used by it",
 			    line,
 			    torch ? SUGGEST_TORCH_CPU_BUILD : SUGGEST_CPU_BUILD);
-	} else if (has_any(line, gpu_unavailable_text)) {
+	} else if (dg_has_any(line, gpu_unavailable_text)) {
 		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
-	} else if (has_any(line, dataset_text)) {
+	} else if (dg_has_any(line, dataset_text)) {
 		classify_dataset(v, line);
-	} else if (has(line, "No module named")) {
+	} else if (dg_has(line, "No module named")) {
 		classify_missing_package(v, line);
 	} else if (misspelt_name(line)) {
 		verdict_set(v, "code_error",
@@ -1116,27 +659,27 @@ static bool classify_text(lb_verdict *v, const char *line)
 			    "a close name that it has: a misspelling", line,
 			    "use the name Python suggests (or the one meant); no version of the "
 			    "library or environment has the misspelt one");
-	} else if (has_any(line, wrong_env_text) || has_any(line, moved_api_text)) {
+	} else if (dg_has_any(line, wrong_env_text) || dg_has_any(line, moved_api_text)) {
 		verdict_set(v, "wrong_env", "the environment does not match the code", line,
 			    SUGGEST_WRONG_ENV);
-	} else if (has(line, "Unable to allocate") || has(line, "Cannot allocate memory") ||
-		   has(line, "std::bad_alloc")) {
+	} else if (dg_has(line, "Unable to allocate") || dg_has(line, "Cannot allocate memory") ||
+		   dg_has(line, "std::bad_alloc")) {
 		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (has_nan_word(line) || has_any(line, nan_text)) {
+	} else if (dg_has_nan_word(line) || dg_has_any(line, nan_text)) {
 		verdict_set(v, "nan_divergence", "values became NaN or infinite", line, SUGGEST_NAN);
-	} else if (has_any(line, network_text)) {
+	} else if (dg_has_any(line, network_text)) {
 		verdict_set(v, "network", "the experiment needs the network", line,
 			    SUGGEST_NETWORK);
-	} else if (has_any(line, no_space_text)) {
+	} else if (dg_has_any(line, no_space_text)) {
 		verdict_set(v, "sandbox_restriction", "no space left to write", line,
 			    SUGGEST_NO_SPACE);
-	} else if (has_any(line, limit_text)) {
+	} else if (dg_has_any(line, limit_text)) {
 		verdict_set(v, "sandbox_restriction", "a sandbox limit was reached", line,
 			    SUGGEST_LIMIT);
-	} else if (has_any(line, sandbox_text)) {
+	} else if (dg_has_any(line, sandbox_text)) {
 		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
 			    SUGGEST_SANDBOX);
-	} else if (has(line, "No such file or directory")) {
+	} else if (dg_has(line, "No such file or directory")) {
 		classify_missing_file(v, line, false);
 	} else {
 		return false;
@@ -1157,37 +700,37 @@ static void classify_exception(lb_verdict *v, const char *line, size_t name_len,
 	static const char *const file_names[] = { "FileNotFoundError", "EmptyDataError", NULL };
 	static const char *const sandbox_names[] = { "PermissionError", NULL };
 
-	if (name_is(line, name_len, gpu_oom_names)) {
+	if (dg_name_is(line, name_len, gpu_oom_names)) {
 		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (name_is(line, name_len, memory_names)) {
+	} else if (dg_name_is(line, name_len, memory_names)) {
 		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (name_is(line, name_len, missing_names)) {
+	} else if (dg_name_is(line, name_len, missing_names)) {
 		classify_missing_package(v, line);
-	} else if (name_is(line, name_len, dataset_names) || has_any(line, dataset_text)) {
+	} else if (dg_name_is(line, name_len, dataset_names) || dg_has_any(line, dataset_text)) {
 		/* Before the file and network names: datasets raises FileNotFoundError and
 		 * ConnectionError subclasses whose message says which it was. */
 		classify_dataset(v, line);
-	} else if (name_is(line, name_len, nan_names)) {
+	} else if (dg_name_is(line, name_len, nan_names)) {
 		verdict_set(v, "nan_divergence", "a floating point error (NaN or overflow)", line,
 			    SUGGEST_NAN);
-	} else if (name_is(line, name_len, network_names)) {
+	} else if (dg_name_is(line, name_len, network_names)) {
 		verdict_set(v, "network", "the experiment needs the network", line,
 			    SUGGEST_NETWORK);
-	} else if (name_is(line, name_len, file_names) && !has_any(line, gpu_unavailable_text)) {
+	} else if (dg_name_is(line, name_len, file_names) && !dg_has_any(line, gpu_unavailable_text)) {
 		/* Before the message checks: a path may contain any word. */
 		classify_missing_file(v, line, subprocess);
-	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK) && gate_said) {
+	} else if (dg_name_is(line, name_len, sandbox_names) && dg_has(line, GATE_MARK) && gate_said) {
 		/* The runtime gate's refusal names its rule: the class says the gate, not the
 		 * kernel, said no, and which rule to look up (docs/check.md). */
 		verdict_set(v, "gate_refused", "the labbox runtime gate refused an operation", line,
 			    SUGGEST_GATE);
-	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK)) {
+	} else if (dg_name_is(line, name_len, sandbox_names) && dg_has(line, GATE_MARK)) {
 		/* Neither the kernel nor this run's gate said no: the words are the code's own
 		 * (or a gate's elsewhere, whose record this labbox does not hold: ssh's, slurm's). */
 		verdict_set(v, "code_error",
 			    "a PermissionError in the runtime gate's words that the gate did not "
 			    "record refusing", line, SUGGEST_GATE_UNRECORDED);
-	} else if (name_is(line, name_len, sandbox_names)) {
+	} else if (dg_name_is(line, name_len, sandbox_names)) {
 		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
 			    SUGGEST_SANDBOX);
 	} else if (classify_text(v, line)) {
@@ -1212,43 +755,10 @@ static void add_evidence(lb_verdict *v, size_t line)
 	v->evidence[v->n_evidence++] = line;
 }
 
-/* 'File "/exp/train.py", line 42, in main' -> its parts; false when it is not one. */
-static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno, char *func,
-			size_t funclen)
-{
-	const char *q, *p;
-	size_t n;
-
-	s += indent_of(s);
-	if (!starts_with(s, "File \""))
-		return false;
-	s += 6;
-	q = strchr(s, '"');
-	if (!q || (size_t)(q - s) >= filelen)
-		return false;
-	n = (size_t)(q - s);
-	memcpy(file, s, n);
-	file[n] = '\0';
-	p = strstr(q, ", line ");
-	if (!p || !isdigit((unsigned char)p[7]))
-		return false;
-	*lineno = strtol(p + 7, NULL, 10);
-	func[0] = '\0';
-	p += 7;
-	while (isdigit((unsigned char)*p))
-		p++;
-	/* a traceback's ", in f"; faulthandler's dump has " in f" */
-	if (starts_with(p, ", in "))
-		snprintf(func, funclen, "%s", p + 5);
-	else if (starts_with(p, " in "))
-		snprintf(func, funclen, "%s", p + 4);
-	return true;
-}
-
 static bool via_subprocess(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header; i < e->line; i++)
-		if (is_frame(log->lines[i]) && strstr(log->lines[i], "subprocess.py\""))
+		if (dg_is_frame(log->lines[i]) && strstr(log->lines[i], "subprocess.py\""))
 			return true;
 	return false;
 }
@@ -1259,7 +769,7 @@ static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e
 		size_t src = e->frame + 1;
 
 		add_evidence(v, e->frame);
-		if (src < e->line && !is_frame(log->lines[src]) && log->lines[src][0])
+		if (src < e->line && !dg_is_frame(log->lines[src]) && log->lines[src][0])
 			add_evidence(v, src);
 	}
 	add_evidence(v, e->line);
@@ -1306,9 +816,9 @@ static bool socket_words(const char *line)
 					     "zmq", "grpc", "nccl", NULL };
 	char path[1024];
 
-	if (quoted_after(line, "Operation not permitted", path, sizeof(path)) && path[0] == '/')
+	if (dg_quoted_after(line, "Operation not permitted", path, sizeof(path)) && path[0] == '/')
 		return false;
-	return has_any(line, words) || has_host_port(line);
+	return dg_has_any(line, words) || has_host_port(line);
 }
 
 /* A socket on this machine alone: a server's listen or bind, or a loopback or wildcard
@@ -1319,49 +829,16 @@ static bool socket_local(const char *line)
 	static const char *const words[] = { "listen", "bind", "server socket",
 					     "local network address", "127.0.0.1", "localhost",
 					     "[::]", "[::1]", "0.0.0.0", NULL };
-	return has_any(line, words);
+	return dg_has_any(line, words);
 }
 
 static bool via_socket(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header; i < e->line; i++)
-		if (is_frame(log->lines[i]) && (strstr(log->lines[i], "/socket.py\"") ||
+		if (dg_is_frame(log->lines[i]) && (strstr(log->lines[i], "/socket.py\"") ||
 						 strstr(log->lines[i], "/urllib3/connection.py\"")))
 			return true;
 	return false;
-}
-
-/* Whether a traceback's file is the experiment's own code: under the staged experiment, or
- * a relative path (the interpreter runs in exp/), or, for a log from elsewhere (a moved run
- * directory, another backend's staging), a path through an exp/ directory that is not an
- * installed package's. */
-static bool in_experiment(const char *file, const char *exp_dir)
-{
-	size_t n = exp_dir ? strlen(exp_dir) : 0;
-
-	while (n > 1 && exp_dir[n - 1] == '/')
-		n--;
-	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
-		return true;
-	if (file[0] == '<')
-		return false; /* <frozen importlib._bootstrap>, <string>, <stdin> */
-	if (file[0] != '/')
-		return true;
-	return strstr(file, "/exp/") && !strstr(file, "site-packages") &&
-	       !strstr(file, "dist-packages") && !strstr(file, "/lib/python");
-}
-
-/* The innermost frame of e's traceback whose file is the experiment's, or NONE. */
-static size_t code_frame_of(const lb_log *log, const lb_exc *e)
-{
-	char file[DIAG_EVIDENCE_LEN], func[128];
-	long lineno;
-
-	for (size_t i = e->line; i-- > e->header;)
-		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
-		    in_experiment(file, log->exp_dir))
-			return i;
-	return NONE;
 }
 
 static void set_confidence(lb_verdict *v, int level, const char *reason)
@@ -1399,16 +876,16 @@ static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *
 	}
 	/* the line that raised, or the experiment's own line that called the saver */
 	bool writes = false;
-	size_t frames[2] = {e->frame, code_frame_of(log, e)};
+	size_t frames[2] = {e->frame, dg_code_frame_of(log, e)};
 	for (int i = 0; i < 2 && !writes; i++) {
 		size_t src = frames[i] == NONE ? NONE : frames[i] + 1;
-		writes = src != NONE && src < e->line && !is_frame(log->lines[src]) &&
-			 has_any(log->lines[src], write_calls);
+		writes = src != NONE && src < e->line && !dg_is_frame(log->lines[src]) &&
+			 dg_has_any(log->lines[src], write_calls);
 	}
 	if (!writes)
 		return;
 	char path[256];
-	if (!quoted_after(line, "No such file or directory", path, sizeof(path)))
+	if (!dg_quoted_after(line, "No such file or directory", path, sizeof(path)))
 		return;
 	/* Only a path inside the experiment's own tree: one elsewhere (a host file the sandbox
 	 * hides, /home) is not the code's directory to make. */
@@ -1434,7 +911,7 @@ static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
 
-	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "Operation not permitted") ||
+	if (strcmp(v->cls, "sandbox_restriction") != 0 || !dg_has(line, "Operation not permitted") ||
 	    log->net_open || !(via_socket(log, e) || socket_words(line)))
 		return;
 	bool local = socket_local(line);
@@ -1455,7 +932,7 @@ static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
 /* The source line printed under a frame, or NULL. */
 static const char *source_of(const lb_log *log, size_t frame, size_t end)
 {
-	if (frame == NONE || frame + 1 >= end || is_frame(log->lines[frame + 1]))
+	if (frame == NONE || frame + 1 >= end || dg_is_frame(log->lines[frame + 1]))
 		return NULL;
 	return log->lines[frame + 1];
 }
@@ -1465,10 +942,10 @@ static const char *source_of(const lb_log *log, size_t frame, size_t end)
 static bool training_context(const lb_log *log, const lb_exc *e, size_t code_frame)
 {
 	const char *src = source_of(log, code_frame, e->line);
-	if (src && (has(src, "loss") || has(src, "grad")))
+	if (src && (dg_has(src, "loss") || dg_has(src, "grad")))
 		return true;
 	for (size_t i = e->header; i-- > 0;)
-		if (has(log->lines[i], "loss"))
+		if (dg_has(log->lines[i], "loss"))
 			return true;
 	return false;
 }
@@ -1484,9 +961,9 @@ static const char SUGGEST_NAN_RAISED[] =
 static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
-	if (strcmp(v->cls, "nan_divergence") != 0 || !has(line, "FloatingPointError"))
+	if (strcmp(v->cls, "nan_divergence") != 0 || !dg_has(line, "FloatingPointError"))
 		return;
-	if (has(line, "underflow encountered")) {
+	if (dg_has(line, "underflow encountered")) {
 		verdict_set(v, "code_error",
 			    "numpy was told to raise on every floating point error (np.seterr or "
 			    "np.errstate), so an underflow, which numpy ignores by default (the value "
@@ -1497,8 +974,8 @@ static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		set_confidence(v, CONF_HIGH, "numpy's message says it was an underflow");
 		return;
 	}
-	bool div = has(line, "divide by zero encountered") || has(line, "invalid value encountered");
-	bool over = has(line, "overflow encountered");
+	bool div = dg_has(line, "divide by zero encountered") || dg_has(line, "invalid value encountered");
+	bool over = dg_has(line, "overflow encountered");
 	if (!div && !over) {
 		snprintf(v->suggestion, sizeof(v->suggestion), "%s", SUGGEST_NAN_RAISED);
 		return;
@@ -1551,7 +1028,7 @@ static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc 
 
 	if (strcmp(v->cls, "code_error") != 0)
 		return;
-	if (starts_with(line, "KeyError: ") && quoted_after(line, "KeyError:", key, sizeof(key)) &&
+	if (dg_starts_with(line, "KeyError: ") && dg_quoted_after(line, "KeyError:", key, sizeof(key)) &&
 	    env_name(key) &&
 	    ((strstr(inner, "/os.py\"") && strstr(inner, "__getitem__")) ||
 	     (src && strstr(src, "environ[")))) {
@@ -1566,10 +1043,10 @@ static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc 
 		set_confidence(v, CONF_HIGH, "os.environ raised KeyError for a variable's name");
 		return;
 	}
-	bool no_tty = has(line, "[Errno 6] No such device or address") ||
-		      has(line, "[Errno 25] Inappropriate ioctl for device");
-	if (starts_with(line, "OSError") && no_tty &&
-	    ((src && strstr(src, "getlogin")) || has(line, "/dev/tty"))) {
+	bool no_tty = dg_has(line, "[Errno 6] No such device or address") ||
+		      dg_has(line, "[Errno 25] Inappropriate ioctl for device");
+	if (dg_starts_with(line, "OSError") && no_tty &&
+	    ((src && strstr(src, "getlogin")) || dg_has(line, "/dev/tty"))) {
 		verdict_set(v, "sandbox_restriction",
 			    "the sandbox runs the experiment without a controlling terminal, so "
 			    "what asks the terminal (os.getlogin(), /dev/tty) fails", line,
@@ -1585,8 +1062,6 @@ static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc 
  * diagnosis is made, so an import of a name the experiment itself holds is looked up there
  * rather than taken for a package to install. */
 enum { OWN_NONE, OWN_FILE, OWN_PACKAGE, OWN_DIR };
-
-static const char *experiment_relative(const char *file, const char *exp_dir);
 
 /* The staged experiment's own path for a path a traceback or message names (relative to the
  * experiment, under it, or through an exp/ directory of a log from elsewhere); false when it
@@ -1605,7 +1080,7 @@ static bool staged_path(const lb_log *log, const char *file, char *out, size_t o
 		w = snprintf(out, outlen, "%s", file);
 	else if (file[0] != '/')
 		w = snprintf(out, outlen, "%.*s/%s", (int)n, exp, file);
-	else if (in_experiment(file, exp) && strstr(file, "/exp/"))
+	else if (dg_in_experiment(file, exp) && strstr(file, "/exp/"))
 		w = snprintf(out, outlen, "%.*s%s", (int)n, exp, strstr(file, "/exp/") + 4);
 	else
 		return false;
@@ -1702,8 +1177,8 @@ static void entry_dir(const lb_log *log, const lb_exc *e, char *out, size_t outl
 
 	snprintf(out, outlen, "%s", log->exp_dir);
 	for (size_t i = e->header; i < e->line; i++)
-		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
-		    in_experiment(file, log->exp_dir)) {
+		if (dg_parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
+		    dg_in_experiment(file, log->exp_dir)) {
 			if (staged_path(log, file, host, sizeof(host)) && strrchr(host, '/')) {
 				*strrchr(host, '/') = '\0';
 				snprintf(out, outlen, "%s", host);
@@ -1771,7 +1246,7 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	int kind;
 
 	if ((strcmp(v->cls, "missing_package") != 0 && strcmp(v->cls, "wrong_env") != 0) ||
-	    !log->exp_dir || !quoted_after(line, "No module named", module, sizeof(module)))
+	    !log->exp_dir || !dg_quoted_after(line, "No module named", module, sizeof(module)))
 		return;
 	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
 	if (!top[0] || strchr(top, '/'))
@@ -1780,7 +1255,7 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	kind = own_module_in(dir, top);
 	bool searched = kind != OWN_NONE;
 	if (kind != OWN_NONE) {
-		snprintf(where, sizeof(where), "%s", experiment_relative(dir, log->exp_dir));
+		snprintf(where, sizeof(where), "%s", dg_experiment_relative(dir, log->exp_dir));
 		if (strcmp(where, dir) == 0 || strcmp(dir, log->exp_dir) == 0)
 			where[0] = '\0';
 	} else {
@@ -1806,7 +1281,7 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				snprintf(path + l, sizeof(path) - l, "/%s", part);
 				p += 1 + strlen(part);
 			}
-			const char *rel = experiment_relative(path, log->exp_dir);
+			const char *rel = dg_experiment_relative(path, log->exp_dir);
 			if (*p != '.')
 				snprintf(what, sizeof(what),
 					 "'%s' is the experiment's own %s (%.120s), and it was staged, but "
@@ -1840,7 +1315,7 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			 "searches the entry point's directory (%.100s), not the experiment's "
 			 "subdirectories", top, shape, file,
 			 where[0] && strcmp(dir, log->exp_dir) != 0
-				 ? experiment_relative(dir, log->exp_dir) : "the experiment's top");
+				 ? dg_experiment_relative(dir, log->exp_dir) : "the experiment's top");
 		verdict_set(v, "code_error", what, line,
 			    "import it through the package it is in (from DIR import NAME, with "
 			    "DIR/__init__.py), or put its directory on sys.path before importing it; "
@@ -1867,10 +1342,10 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 /* "nan" or "inf" as a word of its own. */
 static bool has_nonfinite_word(const char *s)
 {
-	if (has_nan_word(s))
+	if (dg_has_nan_word(s))
 		return true;
 	for (const char *p = strcasestr(s, "inf"); p; p = strcasestr(p + 1, "inf"))
-		if ((p == s || !word_char(p[-1])) && !word_char(p[3]))
+		if ((p == s || !dg_word_char(p[-1])) && !dg_word_char(p[3]))
 			return true;
 	return false;
 }
@@ -1880,7 +1355,7 @@ static bool has_nonfinite_word(const char *s)
 static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header; i-- > 0;)
-		if (has(log->lines[i], "loss") && has_nonfinite_word(log->lines[i]))
+		if (dg_has(log->lines[i], "loss") && has_nonfinite_word(log->lines[i]))
 			return true;
 	return false;
 }
@@ -1889,6 +1364,7 @@ static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
  * optimizer), or a loss went NaN before it. Otherwise a NaN met code that cannot take one
  * (int(), a library's input check): missing values in the data, which no learning rate
  * changes. */
+
 /* Words with which a loader says it found no file (glob finds nothing and raises nothing, so
  * loaders assert or raise their own error instead of FileNotFoundError). */
 static const char *const not_found_words[] = {
@@ -1962,8 +1438,8 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 	size_t name_len = 0;
 	/* an OS error's own words ([Errno 2]) were read by the file rules already */
 	if (strcmp(v->cls, "code_error") != 0 || strstr(line, "[Errno") ||
-	    !exception_line_of(line, &name_len, !e->bare) ||
-	    name_is(line, name_len, code_names) || !has_any(line + name_len, not_found_words))
+	    !dg_exception_line_of(line, &name_len, !e->bare) ||
+	    dg_name_is(line, name_len, code_names) || !dg_has_any(line + name_len, not_found_words))
 		return;
 	/* the message's words, split on blanks and quotes, trailing punctuation off */
 	char msg[DIAG_TEXT_LEN], path[256] = "";
@@ -2005,15 +1481,15 @@ static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					    "cast", NULL };
 	const char *line = log->lines[e->line];
 
-	if (strcmp(v->cls, "nan_divergence") != 0 || has(line, "FloatingPointError") ||
-	    has_any(line, training))
+	if (strcmp(v->cls, "nan_divergence") != 0 || dg_has(line, "FloatingPointError") ||
+	    dg_has_any(line, training))
 		return;
 	if (loss_went_nonfinite(log, e)) {
 		set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
 					       "logged loss had become NaN or infinite");
 		return;
 	}
-	bool conversion = has_any(line, data);
+	bool conversion = dg_has_any(line, data);
 	verdict_set(v, "code_error",
 		    "a NaN reached code that cannot take one (a conversion or an input check), and "
 		    "no loss had become NaN before: most likely a missing value in the data (an "
@@ -2040,8 +1516,8 @@ static void refine_own_permission(lb_verdict *v, const lb_log *log, const lb_exc
 	struct stat st;
 	bool dir = false;
 
-	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "[Errno 13]") ||
-	    !quoted_after(line, "Permission denied", path, sizeof(path)) ||
+	if (strcmp(v->cls, "sandbox_restriction") != 0 || !dg_has(line, "[Errno 13]") ||
+	    !dg_quoted_after(line, "Permission denied", path, sizeof(path)) ||
 	    !staged_path(log, path, host, sizeof(host)))
 		return;
 	if (lstat(host, &st) == 0) {
@@ -2080,7 +1556,7 @@ static bool import_source(const char *line, char *mod, size_t modlen, char *path
 	const char *open, *close;
 	size_t n;
 
-	if (!from || !quoted_after(from + 1, "from", mod, modlen))
+	if (!from || !dg_quoted_after(from + 1, "from", mod, modlen))
 		return false;
 	path[0] = '\0';
 	open = strrchr(line, '(');
@@ -2101,10 +1577,10 @@ static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		what[400];
 
 	if ((strcmp(v->cls, "wrong_env") != 0 && strcmp(v->cls, "code_error") != 0) ||
-	    !has(line, "cannot import name") || !quoted_after(line, "cannot import name", name, sizeof(name)) ||
+	    !dg_has(line, "cannot import name") || !dg_quoted_after(line, "cannot import name", name, sizeof(name)) ||
 	    !import_source(line, mod, sizeof(mod), path, sizeof(path)))
 		return;
-	bool circular = has(line, "circular import") || has(line, "partially initialized module");
+	bool circular = dg_has(line, "circular import") || dg_has(line, "partially initialized module");
 	bool own = path[0] == '/' && staged_path(log, path, host, sizeof(host));
 	if (!own && log->exp_dir && (!path[0] || strcmp(path, "unknown location") == 0)) {
 		snprintf(top, sizeof(top), "%.*s", (int)strcspn(mod, "."), mod);
@@ -2112,7 +1588,7 @@ static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		own = top[0] && own_module_in(dir, top) != OWN_NONE;
 	}
 	if (!own && path[0] == '/' && !log->exp_dir)
-		own = in_experiment(path, NULL);
+		own = dg_in_experiment(path, NULL);
 	if (circular) {
 		snprintf(what, sizeof(what),
 			 "a circular import: %s '%.100s' was still being initialised when '%.100s' "
@@ -2163,13 +1639,13 @@ static bool unpickling(const lb_log *log, const lb_exc *e, size_t code_frame)
 {
 	if (e->bare || e->frame == NONE)
 		return false;
-	if (has_any(log->lines[e->frame], unpickler_files))
+	if (dg_has_any(log->lines[e->frame], unpickler_files))
 		return true;
 	if (e->frame != code_frame)
 		return false;
 	/* a statement over several lines is printed whole by newer Pythons */
-	for (size_t i = e->frame + 1; i < e->line && i < e->frame + 4 && !is_frame(log->lines[i]); i++)
-		if (has_any(log->lines[i], unpickler_calls))
+	for (size_t i = e->frame + 1; i < e->line && i < e->frame + 4 && !dg_is_frame(log->lines[i]); i++)
+		if (dg_has_any(log->lines[i], unpickler_calls))
 			return true;
 	return false;
 }
@@ -2215,17 +1691,17 @@ static bool missing_attribute(const char *line, char *cls, size_t clslen, char *
 	const char *m;
 
 	path[0] = '\0';
-	if (quoted_after(line, "Can't get attribute", cls, clslen)) {
+	if (dg_quoted_after(line, "Can't get attribute", cls, clslen)) {
 		m = strstr(line, "<module ");
-		if (!m || !quoted_after(m, "<module", mod, modlen))
+		if (!m || !dg_quoted_after(m, "<module", mod, modlen))
 			return false;
 		m = strstr(m + 8 + strlen(mod), " from ");
-		if (m && !quoted_after(m, " from", path, pathlen))
+		if (m && !dg_quoted_after(m, " from", path, pathlen))
 			path[0] = '\0';
 		return true;
 	}
-	return quoted_after(line, "Can't resolve path", cls, clslen) &&
-	       (m = strstr(line, " on module ")) && quoted_after(m, "on module", mod, modlen);
+	return dg_quoted_after(line, "Can't resolve path", cls, clslen) &&
+	       (m = strstr(line, " on module ")) && dg_quoted_after(m, "on module", mod, modlen);
 }
 
 /* A ModuleNotFoundError or a missing class raised while unpickling: the file being loaded
@@ -2263,7 +1739,7 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				 "the file being loaded names class '%.60s' in module '%.60s', and the "
 				 "experiment's own %.100s does not define it (the saving project's "
 				 "version of the module had it)",
-				 cls, module, experiment_relative(host, log->exp_dir));
+				 cls, module, dg_experiment_relative(host, log->exp_dir));
 			verdict_set(v, "code_error", what, line,
 				    "copy the class's definition from the project that saved the file into "
 				    "the experiment's module (or stage that project's version of it), or "
@@ -2298,7 +1774,7 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					       "is not where it says");
 		return;
 	}
-	if (!quoted_after(line, "No module named", module, sizeof(module)))
+	if (!dg_quoted_after(line, "No module named", module, sizeof(module)))
 		return;
 	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
 	if (!top[0] || strchr(top, '/'))
@@ -2348,13 +1824,13 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	const char *line = log->lines[e->line];
 	size_t name_len = 0;
 
-	exception_line_of(line, &name_len, !e->bare);
+	dg_exception_line_of(line, &name_len, !e->bare);
 	classify_exception(v, line, name_len, via_subprocess(log, e),
 			   gate_recorded(log->gate, line));
 	refine_missing_file(v, log, e);
 	v->exc_line = e->line;
 	v->frame = e->frame;
-	v->code_frame = code_frame_of(log, e);
+	v->code_frame = dg_code_frame_of(log, e);
 	if (e->bare)
 		set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
 	else if (strcmp(v->cls, "code_error") != 0)
@@ -2386,9 +1862,9 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
  * parent as a generic error; the worker's own last words above it say why. */
 static bool worker_died(const char *line)
 {
-	return (has(line, "worker") || has(line, "process")) &&
-	       (has(line, "exited unexpectedly") || has(line, "killed by signal") ||
-		has(line, "terminated abruptly"));
+	return (dg_has(line, "worker") || dg_has(line, "process")) &&
+	       (dg_has(line, "exited unexpectedly") || dg_has(line, "killed by signal") ||
+		dg_has(line, "terminated abruptly"));
 }
 
 static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
@@ -2397,7 +1873,7 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 static void add_code_evidence(lb_verdict *v, const lb_log *log)
 {
 	add_evidence(v, v->code_frame);
-	if (v->code_frame + 1 < log->n && !is_frame(log->lines[v->code_frame + 1]))
+	if (v->code_frame + 1 < log->n && !dg_is_frame(log->lines[v->code_frame + 1]))
 		add_evidence(v, v->code_frame + 1);
 }
 
@@ -2409,7 +1885,7 @@ static bool child_ended(const char *line)
 	static const char *const who[] = {"process", "worker", "child", NULL};
 	static const char *const how[] = {"exit code", "exitcode", "exit status", "exited",
 					  "terminated", "died", "abruptly", "killed", NULL};
-	return worker_died(line) || (has_any(line, who) && has_any(line, how));
+	return worker_died(line) || (dg_has_any(line, who) && dg_has_any(line, how));
 }
 
 /* multiprocessing's "Process SpawnProcess-1:" above a child's traceback, or the frames only a
@@ -2421,15 +1897,15 @@ static bool child_line(const char *s)
 		"/torch/utils/data/_utils/worker.py\"", NULL};
 	size_t n = strlen(s);
 
-	if (starts_with(s, "Process ") && n > 9 && s[n - 1] == ':' && !strchr(s + 8, ' '))
+	if (dg_starts_with(s, "Process ") && n > 9 && s[n - 1] == ':' && !strchr(s + 8, ' '))
 		return true;
-	return is_frame(s) && has_any(s, child_frames);
+	return dg_is_frame(s) && dg_has_any(s, child_frames);
 }
 
 static bool child_lines(const lb_log *log, size_t from, size_t to)
 {
 	for (size_t i = from; i < to && i < log->n; i++)
-		if (child_line(log->lines[i] + indent_of(log->lines[i])))
+		if (child_line(log->lines[i] + dg_indent_of(log->lines[i])))
 			return true;
 	return false;
 }
@@ -2440,7 +1916,7 @@ static void refused_in_child(lb_verdict *v, const lb_verdict *why, const lb_log 
 {
 	*v = *why;
 	if (v->code_frame == NONE)
-		v->code_frame = code_frame_of(log, last);
+		v->code_frame = dg_code_frame_of(log, last);
 	set_confidence(v, CONF_MEDIUM, reason);
 	if (v->code_frame != NONE)
 		add_code_evidence(v, log);
@@ -2482,7 +1958,7 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 	 * refusal's own line, anywhere above the last chain, still says what happened. */
 	for (size_t l = exc[start].header; l-- > 0;) {
 		const char *line = log->lines[l];
-		if (strncmp(line, "PermissionError", 15) != 0 || !has(line, GATE_MARK))
+		if (strncmp(line, "PermissionError", 15) != 0 || !dg_has(line, GATE_MARK))
 			continue;
 		lb_verdict why = *v;
 		lb_exc one = {.header = l, .line = l, .frame = NONE, .link = LINK_NONE, .bare = true};
@@ -2512,8 +1988,8 @@ static bool waiting_ended(const char *line)
 		"BrokenBarrierError", "TimeoutError", NULL};
 	size_t n = 0;
 
-	line += indent_of(line);
-	return exception_line_of(line, &n, true) && name_is(line, n, names);
+	line += dg_indent_of(line);
+	return dg_exception_line_of(line, &n, true) && dg_name_is(line, n, names);
 }
 
 /* threading's "Exception in thread NAME:" or multiprocessing's "Process NAME:" right above a
@@ -2521,13 +1997,13 @@ static bool waiting_ended(const char *line)
 static const char *worker_header_above(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header, seen = 0; i-- > 0 && seen < 3;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		size_t len = strlen(s);
 
 		if (!s[0])
 			continue;
 		seen++;
-		if (len > 1 && s[len - 1] == ':' && starts_with(s, "Exception in thread "))
+		if (len > 1 && s[len - 1] == ':' && dg_starts_with(s, "Exception in thread "))
 			return "a thread";
 		if (len > 1 && s[len - 1] == ':' && child_line(s))
 			return "a child process";
@@ -2563,8 +2039,8 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 	char summary[DIAG_TEXT_LEN];
 
 	diagnose_exception(v, log, exc, w + 1);
-	main_line += indent_of(main_line);
-	exception_line_of(main_line, &name_len, true);
+	main_line += dg_indent_of(main_line);
+	dg_exception_line_of(main_line, &name_len, true);
 	snprintf(summary, sizeof(summary),
 		 "%.400s, in %s that died of it; the main process's %.*s came after, as it "
 		 "waited for what that one would have sent",
@@ -2578,7 +2054,7 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 	/* A worker with no frame of the experiment's (a pool's loop, spawn's unpickling): the
 	 * experiment's line is where the main process waited. */
 	if (v->code_frame == NONE) {
-		v->code_frame = code_frame_of(log, &exc[n - 1]);
+		v->code_frame = dg_code_frame_of(log, &exc[n - 1]);
 		if (v->code_frame != NONE)
 			add_code_evidence(v, log);
 	}
@@ -2634,7 +2110,7 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		if (scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
 			why.exc_line = last->line;
 			why.frame = last->frame;
-			why.code_frame = code_frame_of(log, last);
+			why.code_frame = dg_code_frame_of(log, last);
 			set_confidence(&why, CONF_MEDIUM,
 				       "a worker process died; its own last message names the cause");
 			*v = why;
@@ -2660,7 +2136,7 @@ static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 /* The line R or Octave stops on when no rule knows its message. */
 static bool lang_error_line(const char *s)
 {
-	return starts_with(s, "Error in ") || starts_with(s, "Error: ") || starts_with(s, "error: ");
+	return dg_starts_with(s, "Error in ") || dg_starts_with(s, "Error: ") || dg_starts_with(s, "error: ");
 }
 
 /* Octave prints where it stopped below "error: called from", innermost first:
@@ -2669,12 +2145,12 @@ static bool octave_frame_line(const char *s, long *lineno)
 {
 	const char *at;
 
-	s += indent_of(s);
+	s += dg_indent_of(s);
 	at = strstr(s, " at line ");
 	if (!at || at == s)
 		return false;
 	for (const char *p = s; p < at; p++)
-		if (!word_char(*p) && *p != '>' && *p != '<' && *p != '.')
+		if (!dg_word_char(*p) && *p != '>' && *p != '<' && *p != '.')
 			return false;
 	*lineno = strtol(at + 9, NULL, 10);
 	return *lineno > 0;
@@ -2721,7 +2197,7 @@ static bool find_m_file(const char *root, const char *rel, const char *name, int
 static bool defines_function(const char *l, const char *name)
 {
 	size_t n = strlen(name);
-	l += indent_of(l);
+	l += dg_indent_of(l);
 	if (strncmp(l, "function", 8) != 0 || !(l[8] == ' ' || l[8] == '\t' || l[8] == '['))
 		return false;
 	for (const char *p = strstr(l + 8, name); p; p = strstr(p + 1, name)) {
@@ -2784,7 +2260,7 @@ static bool find_m_defining(const char *root, const char *rel, const char *name,
 static bool octave_own_file(const char *exp_dir, const char *frame, char *out, size_t outlen)
 {
 	char name[128];
-	const char *s = frame + indent_of(frame);
+	const char *s = frame + dg_indent_of(frame);
 	size_t n = strcspn(s, "> ");
 	size_t budget = 4000;
 	if (!exp_dir || n == 0 || n >= sizeof name)
@@ -2874,9 +2350,9 @@ int lb_octave_function_package(const char *text, size_t len, const char *fn, cha
 static size_t octave_undefined(const lb_log *log, char *fn, size_t fnlen)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		if (strncmp(s, "error: '", 8) == 0 && strstr(s, "' undefined") &&
-		    quoted_after(s, "error:", fn, fnlen))
+		    dg_quoted_after(s, "error:", fn, fnlen))
 			return i;
 	}
 	return NONE;
@@ -2924,7 +2400,7 @@ static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, c
 	size_t err = octave_undefined(log, fn, sizeof fn);
 
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		const char *at = strstr(s, "function belongs to the ");
 		char para[1024];
 		size_t o = 0;
@@ -2933,17 +2409,17 @@ static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, c
 			continue;
 		for (size_t k = i; k < log->n && k < i + 6 && log->lines[k][0]; k++) {
 			int w = snprintf(para + o, sizeof para - o, "%s%s", o ? " " : "",
-					 log->lines[k] + indent_of(log->lines[k]));
+					 log->lines[k] + dg_indent_of(log->lines[k]));
 			if (w < 0 || (size_t)w >= sizeof para - o)
 				break;
 			o += (size_t)w;
 		}
-		int state = has(para, "not be installed")	       ? 1
-			    : has(para, "installed but not loaded") ? 2
+		int state = dg_has(para, "not be installed")	       ? 1
+			    : dg_has(para, "installed but not loaded") ? 2
 								     : -1;
 		at = strstr(para, "function belongs to the ") + strlen("function belongs to the ");
 		size_t w = strcspn(at, " ");
-		if (state < 0 || !w || w >= sizeof pkg || !quoted_after(para, "The", fn, sizeof fn))
+		if (state < 0 || !w || w >= sizeof pkg || !dg_quoted_after(para, "The", fn, sizeof fn))
 			return false;
 		memcpy(pkg, at, w);
 		pkg[w] = '\0';
@@ -2964,7 +2440,7 @@ static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, c
 	if (lb_read_file_at(AT_FDCWD, in->octave_unimplemented, 1 << 20, &text, &len) < 0 ||
 	    lb_octave_function_package(text, len, fn, pkg, sizeof pkg) < 0)
 		return false;
-	octave_package_verdict(v, fn, pkg, 0, log->lines[err] + indent_of(log->lines[err]));
+	octave_package_verdict(v, fn, pkg, 0, log->lines[err] + dg_indent_of(log->lines[err]));
 	add_evidence(v, err);
 	set_confidence(v, CONF_MEDIUM,
 		       "Octave's list of Forge packages' functions (m/help/__unimplemented__.m) "
@@ -2995,17 +2471,17 @@ static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language
 	bool r = language && strcmp(language, "r") == 0;
 	bool octave = language && strcmp(language, "octave") == 0;
 	for (size_t i = log->n; (r || octave) && i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		if (!lang_error_line(s))
 			continue;
 		size_t first = i;
 		while (first > 0 && log->n - first < DIAG_SCAN_LINES &&
-		       lang_error_line(log->lines[first - 1] + indent_of(log->lines[first - 1])))
+		       lang_error_line(log->lines[first - 1] + dg_indent_of(log->lines[first - 1])))
 			first--;
 		verdict_set(v, "code_error",
 			    r ? "the R script stopped with an error"
 					: "the Octave script stopped with an error",
-			    log->lines[first] + indent_of(log->lines[first]),
+			    log->lines[first] + dg_indent_of(log->lines[first]),
 			    "fix the error at the line R or Octave names; run the script alone to see "
 			    "it again");
 		add_evidence(v, first);
@@ -3153,8 +2629,8 @@ static bool uncaught_ended(const lb_failure_input *in)
 static bool line_names_class(const char *l, const char *name)
 {
 	size_t n = 0, k = name ? strlen(name) : 0;
-	l += indent_of(l);
-	if (!k || !exception_line_of(l, &n, true) || n < k)
+	l += dg_indent_of(l);
+	if (!k || !dg_exception_line_of(l, &n, true) || n < k)
 		return false;
 	return memcmp(l + n - k, name, k) == 0 && (n == k || l[n - k - 1] == '.');
 }
@@ -3167,7 +2643,7 @@ static const char SUGGEST_UNCAUGHT[] =
 static bool log_has_line(const lb_log *log, const char *text)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;)
-		if (strcmp(log->lines[i] + indent_of(log->lines[i]), text) == 0)
+		if (strcmp(log->lines[i] + dg_indent_of(log->lines[i]), text) == 0)
 			return true;
 	return false;
 }
@@ -3193,14 +2669,6 @@ static bool gate_saw_no_uncaught(const lb_failure_input *in)
 	return strcmp(channel, "read") == 0 || strcmp(channel, "tampered") == 0;
 }
 
-static size_t last_output_line(const lb_log *log)
-{
-	for (size_t i = log->n; i-- > 0;)
-		if (log->lines[i][indent_of(log->lines[i])])
-			return i;
-	return NONE;
-}
-
 /* A Python program that exited non-zero with no signal, whose end no exception made: no
  * traceback in its output at all, or (the gate's word that none went uncaught) the last one
  * followed by more of its output, so it was handled and the program went on. Its last words
@@ -3213,7 +2681,7 @@ static bool exited_of_itself(const lb_failure_input *in, const lb_log *log, cons
 		return false;
 	if (n == 0)
 		return true;
-	size_t last = last_output_line(log);
+	size_t last = dg_last_output_line(log);
 	return gate_says && last != NONE && last > exc[n - 1].line;
 }
 
@@ -3223,11 +2691,11 @@ static bool error_shaped(const char *s)
 {
 	static const char *const starts[] = {"ERROR", "Error", "error", "FATAL", "Fatal", "fatal",
 					     "CRITICAL", NULL};
-	s += indent_of(s);
+	s += dg_indent_of(s);
 	for (size_t i = 0; starts[i]; i++)
-		if (starts_with(s, starts[i]))
+		if (dg_starts_with(s, starts[i]))
 			return true;
-	return exception_line(s, NULL);
+	return dg_exception_line(s, NULL);
 }
 
 /* The gate's record of the main program's last sys.exit call (lb_failure_input.exit_call)
@@ -3288,7 +2756,7 @@ static int shell_reported_signal(const lb_failure_input *in, const lb_log *log)
 	if (!desc || !desc[0])
 		return 0;
 	for (size_t i = log->n; i-- > 0 && seen < 3;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		const char *at;
 
 		if (!s[0])
@@ -3311,7 +2779,7 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	struct json_object *call = exit_call_of(in);
 	const char *msg = call ? uncaught_str(call, "message") : NULL;
 	size_t said = msg ? exit_message_line(log, msg) : NONE;
-	size_t last = said != NONE ? said : last_output_line(log), first = last, hit = NONE;
+	size_t last = said != NONE ? said : dg_last_output_line(log), first = last, hit = NONE;
 	char what[DIAG_TEXT_LEN], note[200], where[300] = "";
 
 	status_note(note, sizeof(note), in->exit_code);
@@ -3325,7 +2793,7 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		if (file && json_object_object_get_ex(call, "line", &lv) &&
 		    json_object_is_type(lv, json_type_int))
 			snprintf(where, sizeof where, " at %.200s line %lld",
-				 experiment_relative(file, log->exp_dir),
+				 dg_experiment_relative(file, log->exp_dir),
 				 (long long)json_object_get_int64(lv));
 		v->by_exit_call = true;
 	}
@@ -3359,7 +2827,7 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
 					       "exited of itself, no exception ended it");
 	} else {
-		const char *l = last != NONE ? log->lines[last] + indent_of(log->lines[last]) : "";
+		const char *l = last != NONE ? log->lines[last] + dg_indent_of(log->lines[last]) : "";
 		if (call)
 			snprintf(what, sizeof(what), "the program exited of itself with status %d, "
 				 "calling sys.exit%s%s%.200s%s%s", in->exit_code, where,
@@ -3450,11 +2918,11 @@ static bool prompt_line(const char *s)
 	static const char *const leads[] = { "enter ", "please enter", "please type", "input ",
 					     "type ", "choose ", "select ", NULL };
 	size_t n;
-	s += indent_of(s);
+	s += dg_indent_of(s);
 	n = strlen(s);
 	if (n == 0 || n > 200)
 		return false;
-	if (has_any(s, asks))
+	if (dg_has_any(s, asks))
 		return true;
 	for (size_t i = 0; leads[i]; i++)
 		if (strncasecmp(s, leads[i], strlen(leads[i])) == 0)
@@ -3466,10 +2934,10 @@ static bool prompt_line(const char *s)
  * first):" or "Thread 0x7f... (most recent call first):". */
 static bool dump_header(const char *s)
 {
-	s += indent_of(s);
-	if (starts_with(s, "Current thread 0x"))
+	s += dg_indent_of(s);
+	if (dg_starts_with(s, "Current thread 0x"))
 		s += 17;
-	else if (starts_with(s, "Thread 0x"))
+	else if (dg_starts_with(s, "Thread 0x"))
 		s += 9;
 	else
 		return false;
@@ -3483,7 +2951,7 @@ static bool dump_header(const char *s)
 static size_t dump_start(const lb_log *log, size_t h)
 {
 	size_t start = h;
-	while (start > 0 && (dump_header(log->lines[start - 1]) || is_frame(log->lines[start - 1]) ||
+	while (start > 0 && (dump_header(log->lines[start - 1]) || dg_is_frame(log->lines[start - 1]) ||
 			     !log->lines[start - 1][0]))
 		start--;
 	return start;
@@ -3516,7 +2984,7 @@ static bool frame_is(const char *s, const char *suffix, const char *func)
 	long lineno;
 	size_t fl, sl = strlen(suffix);
 
-	return parse_frame(s, file, sizeof file, &lineno, fn, sizeof fn) &&
+	return dg_parse_frame(s, file, sizeof file, &lineno, fn, sizeof fn) &&
 	       strcmp(fn, func) == 0 && (fl = strlen(file)) >= sl &&
 	       strcmp(file + fl - sl, suffix) == 0;
 }
@@ -3574,10 +3042,10 @@ static void read_dump(const lb_log *log, stack_dump *d)
 			last = i;
 	if (last == NONE)
 		return;
-	for (end = last + 1; end < log->n && is_frame(log->lines[end]); end++)
+	for (end = last + 1; end < log->n && dg_is_frame(log->lines[end]); end++)
 		;
 	for (size_t i = end; i < log->n; i++)
-		after += log->lines[i][0] != '\0' && strcmp(log->lines[i] + indent_of(log->lines[i]), "...") != 0;
+		after += log->lines[i][0] != '\0' && strcmp(log->lines[i] + dg_indent_of(log->lines[i]), "...") != 0;
 	if (after > 20)
 		return;
 	d->start = dump_start(log, last);
@@ -3586,13 +3054,13 @@ static void read_dump(const lb_log *log, stack_dump *d)
 			continue;
 		size_t j = i + 1, own = NONE;
 		func[0] = file[0] = '\0';
-		while (j < log->n && is_frame(log->lines[j]) &&
-		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
-			if (own == NONE && in_experiment(file, log->exp_dir))
+		while (j < log->n && dg_is_frame(log->lines[j]) &&
+		       dg_parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
+			if (own == NONE && dg_in_experiment(file, log->exp_dir))
 				own = j;
 			j++;
 		}
-		bool cut = j < log->n && strcmp(log->lines[j] + indent_of(log->lines[j]), "...") == 0;
+		bool cut = j < log->n && strcmp(log->lines[j] + dg_indent_of(log->lines[j]), "...") == 0;
 		if (j > i + 1) {
 			if (strcmp(func, "<module>") == 0) {
 				d->top = i + 1;
@@ -3602,8 +3070,8 @@ static void read_dump(const lb_log *log, stack_dump *d)
 			} else if (frame_is(log->lines[j - 1], "/multiprocessing/util.py",
 					    "_exit_function")) {
 				d->child_join = true;
-			} else if (cut && starts_with(log->lines[i] + indent_of(log->lines[i]),
-						      "Current thread")) {
+			} else if (cut && dg_starts_with(log->lines[i] + dg_indent_of(log->lines[i]),
+							 "Current thread")) {
 				cut_current = i;
 				cut_code = own;
 			} else {
@@ -3656,13 +3124,13 @@ static int frame_words(char *out, size_t len, const lb_log *log, size_t at, size
 	char file[DIAG_EVIDENCE_LEN], func[128];
 	long lineno;
 
-	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
+	if (!dg_parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
 		return -EINVAL;
-	bool own = in_experiment(file, log->exp_dir);
-	int n = snprintf(out, len, "%s line %ld%s%s", own ? experiment_relative(file, log->exp_dir) : file,
+	bool own = dg_in_experiment(file, log->exp_dir);
+	int n = snprintf(out, len, "%s line %ld%s%s", own ? dg_experiment_relative(file, log->exp_dir) : file,
 			 lineno, func[0] ? ", in " : "", func);
 	if (top != NONE && at != top && n > 0 && (size_t)n < len &&
-	    parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
+	    dg_parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
 		const char *base = strrchr(file, '/');
 		snprintf(out + n, len - (size_t)n, " (inside %s line %ld%s%s)", base ? base + 1 : file,
 			 lineno, func[0] ? ", in " : "", func);
@@ -3742,7 +3210,7 @@ static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, con
 {
 	if (!in->cpu_known || in->wall_s < 2.0 || in->cpu_s < 0 || in->cpu_s > 0.1 * in->wall_s)
 		return;
-	size_t last = last_output_line(log);
+	size_t last = dg_last_output_line(log);
 	char what[400];
 	if (last != NONE && prompt_line(log->lines[last])) {
 		snprintf(what, sizeof what,
@@ -3750,7 +3218,7 @@ static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, con
 			 "output is a prompt, and it used %.1f s of CPU in %.1f s; labbox runs it "
 			 "without a terminal, so nothing answers",
 			 in->cpu_s, in->wall_s);
-		verdict_set(v, "code_error", what, log->lines[last] + indent_of(log->lines[last]),
+		verdict_set(v, "code_error", what, log->lines[last] + dg_indent_of(log->lines[last]),
 			    "make the run need no reader: remove the prompt or the pause (Octave: "
 			    "pause(0) or no bare pause; Python: no input()), take the answer from an "
 			    "argument or labbox.yaml (the program's own yes option, a default when "
@@ -3822,7 +3290,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		add_tail_evidence(v, log, 3);
 		return;
 	}
-	n_exc = find_exceptions(log, exc, DIAG_MAX_EXC);
+	n_exc = dg_find_exceptions(log, exc, DIAG_MAX_EXC);
 	if (uncaught_ended(in)) {
 		const char *cls = uncaught_str(in->uncaught, "exception");
 		/* Its traceback is read as any failed run's: the last one of its class, with
@@ -3911,7 +3379,7 @@ static int add_location(struct json_object *doc, const lb_log *log, size_t frame
 	long lineno;
 
 	if (frame == NONE ||
-	    !parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func)))
+	    !dg_parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func)))
 		return 0;
 	loc = json_object_new_object();
 	if (obj_add(doc, "location", loc) < 0 || obj_add(loc, "file", utf8_string(file)) < 0 ||
@@ -3920,20 +3388,6 @@ static int add_location(struct json_object *doc, const lb_log *log, size_t frame
 	if (func[0] && obj_add(loc, "function", utf8_string(func)) < 0)
 		return -ENOMEM;
 	return 0;
-}
-
-/* The experiment-relative name of a file under exp_dir (or an exp/ directory), else file. */
-static const char *experiment_relative(const char *file, const char *exp_dir)
-{
-	size_t n = exp_dir ? strlen(exp_dir) : 0;
-	const char *e;
-
-	while (n > 1 && exp_dir[n - 1] == '/')
-		n--;
-	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
-		return file + n + 1;
-	e = strstr(file, "/exp/");
-	return e && file[0] == '/' ? e + 5 : file;
 }
 
 /* code_location: the innermost frame in the experiment's own code, named apart from the frame
@@ -3947,9 +3401,9 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 
 	if (frame == NONE)
 		return add_null(doc, "code_location");
-	python = parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func));
+	python = dg_parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func));
 	if (!python) {
-		const char *s = log->lines[frame] + indent_of(log->lines[frame]);
+		const char *s = log->lines[frame] + dg_indent_of(log->lines[frame]);
 		const char *at = strstr(s, " at line ");
 
 		if (!at || !octave_frame_line(s, &lineno))
@@ -3962,7 +3416,7 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 	/* Octave names the function or script, not its file: the experiment's .m file of
 	 * that name, when it is staged. */
 	char mfile[PATH_MAX];
-	if (python ? obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0
+	if (python ? obj_add(loc, "file", utf8_string(dg_experiment_relative(file, log->exp_dir))) < 0
 	    : octave_own_file(log->exp_dir, log->lines[frame], mfile, sizeof mfile)
 		    ? obj_add(loc, "file", utf8_string(mfile)) < 0
 		    : add_null(loc, "file") < 0)
@@ -3970,10 +3424,10 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 	if (obj_add(loc, "line", json_object_new_int64(lineno)) < 0 ||
 	    (func[0] && obj_add(loc, "function", utf8_string(func)) < 0))
 		return -ENOMEM;
-	if (python && frame + 1 < log->n && !is_frame(log->lines[frame + 1]) &&
+	if (python && frame + 1 < log->n && !dg_is_frame(log->lines[frame + 1]) &&
 	    log->lines[frame + 1][0] &&
-	    !exception_line(log->lines[frame + 1] + indent_of(log->lines[frame + 1]), NULL) &&
-	    obj_add(loc, "text", utf8_string(log->lines[frame + 1] + indent_of(log->lines[frame + 1]))) < 0)
+	    !dg_exception_line(log->lines[frame + 1] + dg_indent_of(log->lines[frame + 1]), NULL) &&
+	    obj_add(loc, "text", utf8_string(log->lines[frame + 1] + dg_indent_of(log->lines[frame + 1]))) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -3991,15 +3445,15 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char file[256], func[128], cfile[256], cfunc[128];
 		long lineno, cline;
 
-		if (parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
-				sizeof(func))) {
+		if (dg_parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
+				   sizeof(func))) {
 			if (v->code_frame != NONE && v->code_frame != v->frame &&
-			    parse_frame(log->lines[v->code_frame], cfile, sizeof(cfile), &cline,
-					cfunc, sizeof(cfunc)))
+			    dg_parse_frame(log->lines[v->code_frame], cfile, sizeof(cfile), &cline,
+					   cfunc, sizeof(cfunc)))
 				/* The experiment's line is what its author will change. */
 				snprintf(summary, sizeof(summary),
 					 "%s (%s line %ld%s%s, raised in %s line %ld%s%s)", v->summary,
-					 experiment_relative(cfile, log->exp_dir), cline,
+					 dg_experiment_relative(cfile, log->exp_dir), cline,
 					 cfunc[0] ? ", in " : "", cfunc, file, lineno,
 					 func[0] ? ", in " : "", func);
 			else
@@ -4015,7 +3469,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char buf[DIAG_EVIDENCE_LEN];
 		struct json_object *s;
 
-		l += indent_of(l);
+		l += dg_indent_of(l);
 		lb_text_utf8(buf, sizeof(buf), l, strlen(l));
 		s = json_object_new_string(buf);
 		if (!s || json_object_array_add(evidence, s) < 0) {
@@ -4038,7 +3492,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char name[128];
 
 		/* Found as an exception line already, by place or by name. */
-		exception_line_of(l, &name_len, true);
+		dg_exception_line_of(l, &name_len, true);
 		if (name_len > 0 && name_len < sizeof(name)) {
 			memcpy(name, l, name_len);
 			name[name_len] = '\0';
@@ -4068,7 +3522,7 @@ static int add_uncaught(struct json_object *doc, const lb_failure_input *in, con
 	const char *file = NULL;
 	int64_t line = 0;
 	if (json_object_object_get_ex(ev, "file", &v) && json_object_is_type(v, json_type_string))
-		file = experiment_relative(json_object_get_string(v), log->exp_dir);
+		file = dg_experiment_relative(json_object_get_string(v), log->exp_dir);
 	if (json_object_object_get_ex(ev, "line", &v) && json_object_is_type(v, json_type_int))
 		line = json_object_get_int64(v);
 	char at[320] = "", text[DIAG_EVIDENCE_LEN + 64], one_line[256] = "";
@@ -4151,7 +3605,7 @@ static int add_exit_location(struct json_object *doc, const lb_failure_input *in
 		return 0;
 	loc = json_object_new_object();
 	if (obj_add(doc, "code_location", loc) < 0 ||
-	    obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0 ||
+	    obj_add(loc, "file", utf8_string(dg_experiment_relative(file, log->exp_dir))) < 0 ||
 	    obj_add(loc, "line", json_object_new_int64(json_object_get_int64(v))) < 0)
 		return -ENOMEM;
 	return 0;
@@ -4274,7 +3728,7 @@ static void refine_allocation(lb_verdict *v, const lb_failure_input *in, const l
 
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
-	__attribute__((cleanup(log_free))) lb_log log = { 0 };
+	__attribute__((cleanup(dg_log_free))) lb_log log = { 0 };
 	lb_verdict v = { .exc_line = NONE, .frame = NONE, .code_frame = NONE };
 	struct json_object *doc;
 
@@ -4287,7 +3741,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	    !in->uncaught)
 		return NULL;
 	/* Without memory for the log the class still follows from how the run ended. */
-	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
+	if (dg_log_split(&log, in->log_tail, in->log_tail_len) < 0)
 		memset(&log, 0, sizeof(log));
 	log.exp_dir = in->exp_dir;
 	log.gate = in->runtime_gate;

@@ -1,0 +1,99 @@
+/* What the files of a failed run's diagnosis share: the log, its exceptions and the verdict
+ * they make (failure.c decides; the files named below read). Not part of labbox's face.
+ * dg_ names what one of these files lends the others. */
+#ifndef LABBOX_DIAGNOSE_FAILURE_INTERNAL_H
+#define LABBOX_DIAGNOSE_FAILURE_INTERNAL_H
+
+#include "labbox/diagnose.h"
+#include "internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The root cause of a traceback is within its last few hundred lines; older output is noise. */
+#define DIAG_MAX_LINES 2000
+#define DIAG_EVIDENCE_MAX 8
+#define DIAG_EVIDENCE_LEN 400
+#define DIAG_TEXT_LEN 600
+/* Lines above the end scanned for a known message when there is no traceback. */
+#define DIAG_SCAN_LINES 40
+#define DIAG_MAX_EXC 32
+#define NONE SIZE_MAX
+
+typedef struct lb_log {
+	char *text;   /* cleaned lines, each NUL-terminated */
+	char **lines; /* into text */
+	size_t n;
+	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
+	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
+	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
+	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
+	char glued[64]; /* a stack dump's header split off the line it was glued to */
+} lb_log;
+
+typedef struct lb_exc {
+	size_t header; /* first line of its traceback */
+	size_t line;   /* the "Name: message" line */
+	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
+	int link;     /* how the next exception relates to this one: LINK_* */
+	bool bare;    /* no "Traceback" header was seen: the line alone named it */
+} lb_exc;
+
+/* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a
+ * context ("During handling...") is an exception the code was handling when the next one
+ * was raised, which explains it only sometimes (a cache miss handled by downloading is not
+ * why the download failed). */
+/* LINK_WRAPPED: the exception a library caught in a worker and raised again in the parent
+ * with the worker's traceback as text below it (torch's DataLoader: "Caught IndexError in
+ * DataLoader worker process 0." then "Original Traceback"): the worker's is the root. */
+enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE, LINK_WRAPPED };
+
+typedef struct lb_verdict {
+	const char *cls;
+	char summary[DIAG_TEXT_LEN];
+	char suggestion[DIAG_TEXT_LEN];
+	size_t evidence[DIAG_EVIDENCE_MAX];
+	size_t n_evidence;
+	size_t exc_line; /* NONE when no exception decided the class */
+	size_t frame;
+	size_t code_frame; /* the innermost frame in the experiment's own code, or NONE */
+	int confidence;	   /* CONF_* */
+	const char *confidence_reason;
+	/* The gate's record of the main program's uncaught exception chose what decided it:
+	 * not the output's last traceback, or no traceback at all */
+	bool by_uncaught;
+	/* A program that stopped itself, by the sys.exit call the gate recorded (exit_call_of):
+	 * its place is the code_location */
+	bool by_exit_call;
+} lb_verdict;
+
+/* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
+ * or an exception names it; medium when a message or a library's exception points at it;
+ * low when only the exit status or the signal is left to go by. */
+enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
+
+/* ---- log.c: the log's lines, its tracebacks, and the words and frames of a line ---------- */
+
+void dg_log_free(lb_log *log);
+int dg_log_split(lb_log *log, const char *tail, size_t len);
+size_t dg_indent_of(const char *s);
+bool dg_starts_with(const char *s, const char *prefix);
+bool dg_is_frame(const char *s);
+bool dg_exception_line_of(const char *s, size_t *name_len, bool traced);
+bool dg_exception_line(const char *s, size_t *name_len);
+size_t dg_find_exceptions(const lb_log *log, lb_exc *exc, size_t max);
+bool dg_has(const char *s, const char *needle);
+bool dg_has_any(const char *s, const char *const *needles);
+bool dg_word_char(char c);
+bool dg_has_nan_word(const char *s);
+bool dg_name_is(const char *line, size_t name_len, const char *const *names);
+bool dg_quoted_after(const char *s, const char *prefix, char *out, size_t outlen);
+bool dg_parse_frame(const char *s, char *file, size_t filelen, long *lineno, char *func,
+		    size_t funclen);
+bool dg_in_experiment(const char *file, const char *exp_dir);
+size_t dg_code_frame_of(const lb_log *log, const lb_exc *e);
+const char *dg_experiment_relative(const char *file, const char *exp_dir);
+size_t dg_last_output_line(const lb_log *log);
+
+#endif
