@@ -19,172 +19,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-static const char *pip_name(const char *module)
-{
-	static const char *const map[][2] = {
-		{ "sklearn", "scikit-learn" },	 { "cv2", "opencv-python" },
-		{ "PIL", "Pillow" },		 { "yaml", "PyYAML" },
-		{ "skimage", "scikit-image" },	 { "bs4", "beautifulsoup4" },
-		{ "attr", "attrs" },		 { "dateutil", "python-dateutil" },
-		{ "Crypto", "pycryptodome" },	 { "dotenv", "python-dotenv" },
-		{ "jwt", "PyJWT" },		 { "serial", "pyserial" },
-		{ "google.protobuf", "protobuf" }, { "tensorflow_datasets", "tensorflow-datasets" },
-		/* the project that installs the module, not one of the module's name (one
-		 * word each: the escalation's environment is the word after "pip install") */
-		{ "umap", "umap-learn" },	 { "fitz", "PyMuPDF" },
-		{ "Bio", "biopython" },		 { "community", "python-louvain" },
-		{ "mpl_toolkits", "matplotlib" }, { "git", "GitPython" },
-		{ "docx", "python-docx" },	 { "pptx", "python-pptx" },
-		{ "magic", "python-magic" },	 { "zmq", "pyzmq" },
-		{ "OpenGL", "PyOpenGL" },	 { "skopt", "scikit-optimize" },
-		{ "absl", "absl-py" },		 { "haiku", "dm-haiku" },
-		{ "tree", "dm-tree" },		 { "hydra", "hydra-core" },
-		{ "pkg_resources", "setuptools" }, { "faiss", "faiss-cpu" },
-		{ "MySQLdb", "mysqlclient" },	 { "googleapiclient", "google-api-python-client" },
-		{ "OpenSSL", "pyOpenSSL" },	 { "jose", "python-jose" },
-		{ "wx", "wxPython" },		 { "usb", "pyusb" },
-	};
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(module, map[i][0]) == 0)
-			return map[i][1];
-	return module;
-}
-
-static void verdict_set(lb_verdict *v, const char *cls, const char *what, const char *line,
-			const char *suggestion)
-{
-	v->cls = cls;
-	if (line)
-		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
-	else
-		snprintf(v->summary, sizeof(v->summary), "%s", what);
-	snprintf(v->suggestion, sizeof(v->suggestion), "%s", suggestion);
-}
-
-static const char *const gpu_oom_text[] = {
-	"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
-	"CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory", "MPS backend out of memory",
-	"RESOURCE_EXHAUSTED", "OOM when allocating", "out of memory on device", NULL
-};
-/* CUDA errors that are bugs in the code, not a missing GPU. */
-static const char *const gpu_code_text[] = {
-	"device-side assert", "illegal memory access", "misaligned address",
-	"illegal instruction was encountered", NULL
-};
-/* A build of the library without CUDA: the environment's, whatever GPUs the host has. */
-static const char *const cpu_build_text[] = {
-	"not compiled with CUDA", "compiled without CUDA", "not compiled with GPU support",
-	"built without CUDA", NULL
-};
-static const char *const gpu_unavailable_text[] = {
-	"No CUDA GPUs are available", "no CUDA-capable device",
-	"Found no NVIDIA driver", "NVIDIA driver on your system is too old",
-	"CUDA driver version is insufficient", "torch.cuda.is_available() is False",
-	"CUDA driver initialization failed", "cuInit", "CUDA unknown error",
-	"Unknown backend: 'gpu'", "Unknown backend: gpu", "invalid device ordinal",
-	"CUDA-capable device(s) is/are busy", "all CUDA-capable devices are busy", "nvidia-smi",
-	"NVML", "libcuda.so", "libcudart", "libcudnn", "libnvrtc", "libcublas",
-	"no kernel image is available", "CUDA is not available", "CUDA error",
-	"CUDNN_STATUS_NOT_INITIALIZED", "CUDA initialization", "cuda is unavailable",
-	"CUDA unavailable", "CUDA not available", NULL
-};
-/* A DataLoader's workers hand batches over through /dev/shm; when it fills up a worker dies
- * of SIGBUS or a write there fails. */
-static const char *const shm_text[] = {
-	"killed by signal: Bus error", "out of shared memory", "insufficient shared memory",
-	"shared memory limit", "unable to write to file </torch_", "/dev/shm",
-	"Unexpected bus error encountered in worker", NULL
-};
-/* Hugging Face datasets: the dataset is neither in the experiment nor in a cache. */
-static const char *const dataset_names[] = { "DatasetNotFoundError", "DataFilesNotFoundError",
-					     "EmptyDatasetError", NULL };
-static const char *const dataset_text[] = {
-	"Couldn't find a dataset script", "doesn't exist on the Hub", "Couldn't find any data file",
-	"DatasetNotFoundError", "Unable to find any data files", NULL
-};
-/* Words of a connection failure, as opposed to a name that merely mentions the Hub. */
-static const char *const connection_text[] = {
-	"ConnectionError", "Couldn't reach", "offline mode", "OfflineModeIsEnabled",
-	"LocalEntryNotFoundError", "Temporary failure in name resolution",
-	"Name or service not known", "Network is unreachable", "No route to host",
-	"Connection refused", "Max retries exceeded", "Failed to establish a new connection",
-	"Operation not permitted", NULL
-};
-static const char *const nan_text[] = {
-	"non-finite", "nonfinite", "diverged", "divergence", "contains infinity",
-	"infinity or a value too large", "returned nan values", NULL
-};
-static const char *const network_names[] = {
-	"gaierror", "herror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
-	"ConnectionAbortedError", "NewConnectionError", "MaxRetryError", "URLError", "HTTPError",
-	"ConnectTimeout", "ConnectTimeoutError", "ReadTimeout", "ReadTimeoutError", "SSLError",
-	"ProxyError", "RemoteDisconnected", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
-	"NameResolutionError", "ContentTooShortError", NULL
-};
-static const char *const network_text[] = {
-	"Temporary failure in name resolution", "Name or service not known",
-	"nodename nor servname", "Network is unreachable", "No route to host",
-	"Connection refused", "Max retries exceeded", "urlopen error", "getaddrinfo",
-	"Could not resolve host", "couldn't connect to", "Couldn't reach", "could not connect to",
-	"Failed to establish a new connection", "huggingface.co", "Hugging Face Hub",
-	"offline mode", NULL
-};
-static const char *const no_space_text[] = { "No space left on device", "Disk quota exceeded",
-					     "File too large",
-					     NULL };
-static const char *const limit_text[] = { "can't start new thread", "Too many open files",
-					  "Resource temporarily unavailable", NULL };
-static const char *const sandbox_text[] = { "Read-only file system", "Operation not permitted",
-					    "Permission denied", "Bad system call", NULL };
-static const char *const wrong_env_text[] = {
-	"cannot import name", "undefined symbol", "GLIBC", "compiled using NumPy",
-	"numpy.core.multiarray failed to import", "_ARRAY_API", "version `",
-	"cannot open shared object file", "wrong ELF class", "incompatible architecture",
-	"Numpy is not available", "requires Python", "unsupported operand type(s) for |: 'type'",
-	"'type' object is not subscriptable", "command not found", NULL
-};
-/* API removed between versions: numpy.float, time.clock, collections.Mapping... */
-static const char *const moved_api_text[] = {
-	"module 'numpy' has no attribute", "module 'np' has no attribute",
-	"module 'torch' has no attribute", "module 'tensorflow' has no attribute",
-	"module 'jax' has no attribute", "module 'scipy' has no attribute",
-	"module 'pandas' has no attribute", "module 'sklearn' has no attribute",
-	"module 'collections' has no attribute", "module 'time' has no attribute",
-	"module 'typing' has no attribute", "module 'inspect' has no attribute",
-	"was removed in the NumPy 2.0 release", NULL
-};
-
-static const char SUGGEST_GPU_OOM[] =
-	"reduce the batch size or the model size, use mixed precision (torch.autocast) or "
-	"gradient accumulation, and release tensors that are no longer needed";
-static const char SUGGEST_GPU_UNAVAILABLE[] =
-	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
-	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
-	"False";
-static const char SUGGEST_OCTAVE_GNUPLOT[] =
-	"install gnuplot where the experiment runs (Debian: apt install gnuplot-nox), which "
-	"octave-cli draws figures and prints them to files with; or save the data the figure "
-	"shows (save, csvwrite) and plot it elsewhere";
-
 static const char SUGGEST_GPU_NONE_HERE[] =
 	"run it on a machine with an NVIDIA GPU (--mode ssh --host HOST to a lab server, "
 	"--mode slurm with --gpus 0, or --mode colab), or make the code fall back to the "
 	"CPU when torch.cuda.is_available() is False";
-
-static const char SUGGEST_TORCH_CPU_BUILD[] =
-	"run it with an interpreter whose torch is a CUDA build (pip install torch in a virtual "
-	"environment on Linux gives one; labbox installs nothing itself), with --python "
-	"VENV/bin/python and --gpus all on a host with an NVIDIA GPU, or run it on the CPU "
-	"(device \"cpu\", or fall back when torch.cuda.is_available() is False): --gpus alone "
-	"cannot help a torch without CUDA";
-static const char SUGGEST_CPU_BUILD[] =
-	"install a build of the library with CUDA (GPU support) into a virtual environment and "
-	"run with --python VENV/bin/python (and --gpus all on a host with an NVIDIA GPU), or run "
-	"it on the CPU: --gpus alone cannot help a build without CUDA";
-static const char SUGGEST_OOM[] =
-	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
-	"instead of float64, streaming the data instead of loading it whole";
 
 static const char SUGGEST_OOM_HUNG[] =
 	"raise the memory limit (--memory), or hold less in memory in each process (fewer pool "
@@ -199,93 +37,6 @@ static const char SUGGEST_OOM_HOST[] =
 	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
 	"streaming the data instead of loading it whole), or run it where there is more memory";
 
-static const char SUGGEST_NAN[] =
-	"lower the learning rate, clip gradients, and check inputs and the loss for NaN, log(0) "
-	"or division by zero; np.seterr(all='raise') or torch.autograd.set_detect_anomaly(True) "
-	"stops at the first NaN";
-static const char SUGGEST_NETWORK[] =
-	"the sandbox has no network by default (--network none): download datasets and models "
-	"into the experiment directory beforehand, or allow the network explicitly with "
-	"--network host";
-static const char SUGGEST_SANDBOX[] =
-	"write only inside the experiment directory or /tmp (the rest of the file system is "
-	"read-only and the home directory is hidden), and avoid privileged operations; mount "
-	"what the code needs with -v SRC:DST[:ro], or give it a scratch directory with "
-	"--tmpfs PATH";
-
-/* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
-#define GATE_MARK "labbox runtime gate refused "
-
-static const char SUGGEST_GATE[] =
-	"the runtime gate refuses what the static check's hard gate refuses (the rule named, "
-	"docs/check.md): remove the call, or do it in the experiment's own Python; result.json's "
-	"runtime_gate lists the event with the line that made it. --runtime-gate off runs "
-	"without the gate (the sandbox still holds)";
-static const char SUGGEST_GATE_UNRECORDED[] =
-	"fix the error shown in the traceback (run.log has all of it): result.json's runtime_gate "
-	"lists every refusal of this run's gate, and this one is not among them";
-
-/* "... refused EVENT: RULE title (policy P)" -> EVENT and RULE; false when the line is not
- * one. RULE is "" for the gate's refusals that name none ("events nested in..."). */
-static bool gate_refusal_of(const char *line, char *ev, size_t evlen, char *rule, size_t rulelen)
-{
-	const char *g = strstr(line, GATE_MARK);
-	size_t n;
-
-	if (!g)
-		return false;
-	g += strlen(GATE_MARK);
-	n = strcspn(g, ": ");
-	if (n == 0 || n >= evlen || g[n] != ':')
-		return false;
-	memcpy(ev, g, n);
-	ev[n] = '\0';
-	g += n + 1;
-	while (*g == ' ')
-		g++;
-	n = strspn(g, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.");
-	rule[0] = '\0';
-	/* only a rule id (LB102, gate.pickle) is one: other refusals go on in words */
-	if (n < rulelen && (strncmp(g, "LB", 2) == 0 || strncmp(g, "gate.", 5) == 0)) {
-		memcpy(rule, g, n);
-		rule[n] = '\0';
-	}
-	return true;
-}
-
-/* Whether the gate's own record (result.json's runtime_gate) holds the refusal a line names:
- * an event of that name, refused, under that rule. The output alone proves nothing: the code
- * can print or raise the gate's words itself, and under --runtime-gate record the gate
- * refuses nothing. */
-static bool gate_recorded(struct json_object *gate, const char *line)
-{
-	struct json_object *events, *v;
-	char ev[80], rule[32];
-
-	if (!gate || !gate_refusal_of(line, ev, sizeof(ev), rule, sizeof(rule)) ||
-	    !json_object_object_get_ex(gate, "events", &events) ||
-	    !json_object_is_type(events, json_type_array))
-		return false;
-	for (size_t i = 0; i < json_object_array_length(events); i++) {
-		struct json_object *e = json_object_array_get_idx(events, i);
-
-		if (!json_object_object_get_ex(e, "refused", &v) || !json_object_get_boolean(v) ||
-		    !json_object_object_get_ex(e, "event", &v) ||
-		    strcmp(json_object_get_string(v) ? json_object_get_string(v) : "", ev) != 0)
-			continue;
-		if (!rule[0] || (json_object_object_get_ex(e, "rule", &v) &&
-				 strcmp(json_object_get_string(v) ? json_object_get_string(v) : "",
-					rule) == 0))
-			return true;
-	}
-	return false;
-}
-
-static const char SUGGEST_NO_SPACE[] =
-	"write less, or give the sandbox more room: a larger private /tmp "
-	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
-	"exp/, or a mounted output directory (-v SRC:DST:rw)";
-
 static const char SUGGEST_SOCKET[] =
 	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
 	"use --network loopback for code that talks to itself over TCP, --network host to reach "
@@ -296,147 +47,6 @@ static const char SUGGEST_SOCKET_LOCAL[] =
 	"a server or process group on this machine alone (torch.distributed's TCPStore with "
 	"MASTER_ADDR=127.0.0.1, gloo, zmq or grpc on localhost) needs only --network loopback, a "
 	"private loopback; --network host reaches other machines";
-
-static const char SUGGEST_SHM[] =
-	"/dev/shm filled up (DataLoader workers pass every batch through it): give the sandbox a "
-	"larger one with --shm-size SIZE (the default is 1g; e.g. --shm-size 8g, and a --memory "
-	"that leaves room for it, since /dev/shm is memory), or use fewer DataLoader workers "
-	"(num_workers) or smaller batches";
-static const char SUGGEST_DATASET[] =
-	"the dataset is not in the sandbox and cannot be downloaded there (no network unless "
-	"--network host): download it beforehand (datasets' save_to_disk, or the Hub cache) into "
-	"the experiment directory or a directory mounted with -v SRC:DST:ro, and load it from "
-	"that path; check the dataset's name too";
-static const char SUGGEST_LIMIT[] =
-	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
-	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
-static const char SUGGEST_WRONG_ENV[] =
-	"the installed packages or the Python version do not match what the code expects: "
-	"install compatible versions into a virtual environment and run with --python "
-	"VENV/bin/python (labbox installs nothing itself)";
-
-/* Top-level names that several distributions share (namespace packages): that one of them
- * imports says nothing of the one a dotted name needs, which is installed by its own name. */
-static bool namespace_top(const char *top)
-{
-	static const char *const tops[] = { "google", "azure", "mpl_toolkits", "ruamel", "zope",
-					    "jaraco", "backports", "sphinxcontrib", "nvidia", NULL };
-	for (size_t i = 0; tops[i]; i++)
-		if (strcmp(top, tops[i]) == 0)
-			return true;
-	return false;
-}
-
-static void classify_missing_package(lb_verdict *v, const char *line)
-{
-	char module[128], top[128], dist[128];
-	char *dot;
-
-	if (!dg_quoted_after(line, "No module named", module, sizeof(module))) {
-		verdict_set(v, "missing_package", "a Python package is missing", line,
-			    "install the missing package in the experiment's environment, or "
-			    "choose an interpreter that has it with --python");
-		return;
-	}
-	memcpy(top, module, sizeof(top));
-	dot = strchr(top, '.');
-	if (dot)
-		*dot = '\0';
-	if (dot && lb_diag_is_stdlib(top, strlen(top))) {
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary),
-			 "this Python's standard library has no module '%s' (another Python version "
-			 "has it): %s", module, line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "run it with the Python version the code was written for (--python "
-			 "PATH; `labbox probe` lists the interpreters it finds)");
-		return;
-	}
-	if (dot && !namespace_top(top)) {
-		/* Python imports a dotted name's packages first and names the first part it
-		 * could not find: 'torch._inductor' means torch itself imported, and its version
-		 * has no _inductor (added since, or removed: sklearn.externals.joblib). */
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary),
-			 "the installed %s has no module '%s' (%s itself imports; another version of "
-			 "it has the module): %s", top, module, top, line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install the version of %s the code was written for, one that has %s, into "
-			 "a virtual environment (pip install %s==VERSION; labbox installs nothing "
-			 "itself; environment.txt in the run directory lists the version this run "
-			 "had) and run with --python VENV/bin/python",
-			 top, module, pip_name(top));
-		return;
-	}
-	/* google.protobuf is installed as protobuf; other namespaces' parts by their dotted
-	 * name (azure.storage.blob: azure-storage-blob). */
-	if (!dot)
-		snprintf(dist, sizeof(dist), "%s", pip_name(top));
-	else if (strcmp(module, "google.protobuf") == 0 || strncmp(module, "google.protobuf.", 16) == 0)
-		snprintf(dist, sizeof(dist), "protobuf");
-	else if (strcmp(module, "mpl_toolkits.mplot3d") == 0 ||
-		 strcmp(module, "mpl_toolkits.axes_grid1") == 0 ||
-		 strcmp(module, "mpl_toolkits.axisartist") == 0 ||
-		 strncmp(module, "mpl_toolkits.mplot3d.", 21) == 0)
-		snprintf(dist, sizeof(dist), "matplotlib"); /* matplotlib's own toolkits */
-	else if (strncmp(module, "mpl_toolkits.", 13) == 0)
-		snprintf(dist, sizeof(dist), "%.100s", module + 13); /* basemap */
-	else {
-		snprintf(dist, sizeof(dist), "%s", module);
-		for (char *c = dist; *c; c++)
-			if (*c == '.' || *c == '_')
-				*c = '-';
-	}
-	v->cls = "missing_package";
-	snprintf(v->summary, sizeof(v->summary), "module '%s' is not installed: %s", module, line);
-	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "install it into the interpreter's environment (pip install %s in a virtual "
-		 "environment; labbox installs nothing itself) and run with --python "
-		 "VENV/bin/python, or choose another interpreter that has it with --python",
-		 dist);
-}
-
-/* subprocess: the traceback went through subprocess, so a missing name is a program. */
-static void classify_missing_file(lb_verdict *v, const char *line, bool subprocess)
-{
-	char path[256];
-
-	if (!dg_quoted_after(line, "No such file or directory", path, sizeof(path)) &&
-	    !dg_quoted_after(line, "Error:", path, sizeof(path))) {
-		verdict_set(v, "missing_data", "a file the experiment reads is missing", line,
-			    "put the data inside the experiment directory (it is staged as exp/) "
-			    "and open it by a relative path, or mount it with -v SRC:DST:ro");
-		return;
-	}
-	if (subprocess && !strchr(path, '/')) {
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary), "program '%s' was not found: %s", path,
-			 line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install %s where the experiment runs, or do without it", path);
-		return;
-	}
-	v->cls = "missing_data";
-	snprintf(v->summary, sizeof(v->summary), "file '%s' does not exist in the sandbox: %s",
-		 path, line);
-	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "put '%s' inside the experiment directory (it is staged as exp/) and open it by "
-		 "a relative path, or mount it with -v SRC:DST:ro; the rest of the host is hidden "
-		 "from the sandbox",
-		 path);
-}
-
-/* A dataset the Hub loader could not find: missing data, unless the message shows that the
- * Hub could not be reached, which is the network (the sandbox has none by default). */
-static void classify_dataset(lb_verdict *v, const char *line)
-{
-	if (dg_has_any(line, connection_text)) {
-		verdict_set(v, "network", "the dataset could not be fetched: no network", line,
-			    SUGGEST_NETWORK);
-		return;
-	}
-	verdict_set(v, "missing_data", "the dataset was not found", line, SUGGEST_DATASET);
-}
 
 /* How an R package is installed for the interpreter beforehand: Debian's r-cran-NAME or
  * r-bioc-NAME (lower case, as Debian names them), or the installer the code used. */
@@ -465,7 +75,7 @@ static void r_package_suggestion(lb_verdict *v, const char *pkg, const char *rep
 /* R code that installs what it lacks at run time ("if (!requireNamespace(\"x\"))
  * install.packages(\"x\")"): in the sandbox the library is read-only and there is no
  * network, so the installer's error is the missing package, named by its call. */
-static bool r_install_error(lb_verdict *v, const char *line)
+bool dg_r_install_error(lb_verdict *v, const char *line)
 {
 	static const struct {
 		const char *call, *repo;
@@ -512,12 +122,8 @@ static bool r_install_error(lb_verdict *v, const char *line)
 	return true;
 }
 
-/* Classes a message can show without a Python exception name: used both for exception lines
- * and for the output of programs that crash without a traceback. Returns false when the text
- * says nothing specific. */
-
 /* R: "there is no package called ‘x’"; Octave: "package x is not installed". */
-static void classify_missing_lang_package(lb_verdict *v, const char *line, bool r)
+void dg_classify_missing_lang_package(lb_verdict *v, const char *line, bool r)
 {
 	char pkg[128] = "";
 	const char *at = strstr(line, r ? "there is no package called " : "package ");
@@ -545,216 +151,6 @@ static void classify_missing_lang_package(lb_verdict *v, const char *line, bool 
 			 pkg[0] ? pkg : "NAME");
 }
 
-/* Names that a version of the library or of Python removed (or renamed) and that Python's
- * "Did you mean" may still meet with a close name: np.float ("Did you mean: 'cfloat'?"),
- * inspect.getargspec ("'getargs'?"). */
-static bool removed_name(const char *module, const char *name)
-{
-	static const char *const removed[] = {
-		"numpy.float", "numpy.int", "numpy.bool", "numpy.object", "numpy.str",
-		"numpy.long", "numpy.unicode", "numpy.complex", "numpy.float_", "numpy.complex_",
-		"numpy.string_", "numpy.unicode_", "numpy.NaN", "numpy.NAN", "numpy.Inf",
-		"numpy.PINF", "numpy.NINF", "numpy.infty", "numpy.Infinity", "numpy.asscalar",
-		"numpy.alltrue", "numpy.sometrue", "numpy.product", "numpy.cumproduct",
-		"numpy.round_", "numpy.msort", "numpy.cast", "numpy.find_common_type", "numpy.mat",
-		"numpy.trapz", "numpy.in1d", "numpy.row_stack", "numpy.int0", "numpy.uint0",
-		"numpy.bool8", "numpy.float96", "numpy.set_string_function", "numpy.safe_eval",
-		"time.clock", "inspect.getargspec", "inspect.formatargspec",
-		"inspect.getmoduleinfo", "typing.io", "typing.re", "collections.Mapping",
-		"collections.MutableMapping", "collections.Sequence",
-		"collections.MutableSequence", "collections.Iterable", "collections.Iterator",
-		"collections.Callable", "collections.Set", "collections.MutableSet",
-		"collections.Hashable", "collections.Sized", "collections.Container",
-		"collections.Generator", "collections.Awaitable", "collections.Coroutine",
-		"collections.KeysView", "collections.ItemsView", "collections.ValuesView",
-		"collections.MappingView", "collections.ByteString", "jinja2.Markup",
-		"jinja2.escape", "jinja2.contextfunction", "pandas.Panel", "pandas.Int64Index",
-		"pandas.Float64Index", "pandas.datetime", "pandas.np", "scipy.misc",
-		"scipy.interp", "scipy.rand", "torch._six", "asyncio.coroutine", "os.errno",
-		"fractions.gcd", "string.maketrans", "base64.encodestring",
-		"base64.decodestring", "sklearn.externals", NULL,
-	};
-	char full[256];
-
-	if (strcmp(module, "np") == 0)
-		module = "numpy";
-	snprintf(full, sizeof(full), "%.120s.%.120s", module, name);
-	for (size_t i = 0; removed[i]; i++)
-		if (strcmp(full, removed[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Python's "Did you mean: 'array'?" on an attribute or a name imported from a module that
- * does not have it (np.arrray): the code misspelt it, unless the name is one a version
- * removed. Only the exception's own line is read: numpy's removed aliases explain themselves
- * on the lines below it. */
-static bool misspelt_name(const char *line)
-{
-	char module[128], name[128];
-
-	if (!dg_has(line, "Did you mean"))
-		return false;
-	if (dg_has(line, "has no attribute")) {
-		if (dg_quoted_after(line, "module", module, sizeof(module)) &&
-		    dg_quoted_after(line, "has no attribute", name, sizeof(name)))
-			return !removed_name(module, name);
-		return true; /* an object's attribute: never the environment's */
-	}
-	if (dg_has(line, "cannot import name") &&
-	    dg_quoted_after(line, "cannot import name", name, sizeof(name)) &&
-	    strstr(line, "' from ") && dg_quoted_after(strstr(line, "' from ") + 1, "from", module,
-						     sizeof(module)))
-		return !removed_name(module, name);
-	return false;
-}
-
-static bool classify_text(lb_verdict *v, const char *line)
-{
-	if (dg_has(line, "there is no package called")) {
-		classify_missing_lang_package(v, line, true);
-	} else if (r_install_error(v, line)) {
-		return true;
-	} else if (dg_has(line, "error: package ") && dg_has(line, " is not installed")) {
-		classify_missing_lang_package(v, line, false);
-	} else if (dg_has(line, "no graphics toolkits are available")) {
-		/* octave-cli has no Qt or FLTK toolkit; it draws, to files too, through gnuplot */
-		verdict_set(v, "wrong_env",
-			    "program 'gnuplot' was not found: Octave has no graphics toolkit to "
-			    "draw figures with (octave-cli draws through gnuplot, and the Qt and "
-			    "FLTK toolkits need a display)",
-			    line, SUGGEST_OCTAVE_GNUPLOT);
-	} else if (dg_has(line, "cannot allocate vector of size") ||
-		   dg_has(line, "out of memory or dimension too large")) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (dg_has_any(line, gpu_oom_text)) {
-		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (dg_has_any(line, gpu_code_text)) {
-		return false;
-	} else if (dg_has_any(line, shm_text)) {
-		verdict_set(v, "sandbox_restriction", "shared memory (/dev/shm) ran out", line,
-			    SUGGEST_SHM);
-	} else if (dg_has(line, "is killed by signal: Killed")) {
-		verdict_set(v, "oom", "a worker process was killed, most likely for memory", line,
-			    SUGGEST_OOM);
-	} else if (dg_has_any(line, cpu_build_text)) {
-		/* The library itself has no CUDA: no GPU granted to it would be used. */
-		bool torch = dg_has(line, "Torch not compiled");
-		verdict_set(v, "wrong_env",
-			    torch ? "this interpreter's torch was built without CUDA, so no GPU can "
-				    "be used by it"
-				  : "the installed library was built without CUDA (or GPU support), "
-				    "so no GPU can be used by it",
-			    line,
-			    torch ? SUGGEST_TORCH_CPU_BUILD : SUGGEST_CPU_BUILD);
-	} else if (dg_has_any(line, gpu_unavailable_text)) {
-		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
-	} else if (dg_has_any(line, dataset_text)) {
-		classify_dataset(v, line);
-	} else if (dg_has(line, "No module named")) {
-		classify_missing_package(v, line);
-	} else if (misspelt_name(line)) {
-		verdict_set(v, "code_error",
-			    "the code names something the module does not have, and Python suggests "
-			    "a close name that it has: a misspelling", line,
-			    "use the name Python suggests (or the one meant); no version of the "
-			    "library or environment has the misspelt one");
-	} else if (dg_has_any(line, wrong_env_text) || dg_has_any(line, moved_api_text)) {
-		verdict_set(v, "wrong_env", "the environment does not match the code", line,
-			    SUGGEST_WRONG_ENV);
-	} else if (dg_has(line, "Unable to allocate") || dg_has(line, "Cannot allocate memory") ||
-		   dg_has(line, "std::bad_alloc")) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (dg_has_nan_word(line) || dg_has_any(line, nan_text)) {
-		verdict_set(v, "nan_divergence", "values became NaN or infinite", line, SUGGEST_NAN);
-	} else if (dg_has_any(line, network_text)) {
-		verdict_set(v, "network", "the experiment needs the network", line,
-			    SUGGEST_NETWORK);
-	} else if (dg_has_any(line, no_space_text)) {
-		verdict_set(v, "sandbox_restriction", "no space left to write", line,
-			    SUGGEST_NO_SPACE);
-	} else if (dg_has_any(line, limit_text)) {
-		verdict_set(v, "sandbox_restriction", "a sandbox limit was reached", line,
-			    SUGGEST_LIMIT);
-	} else if (dg_has_any(line, sandbox_text)) {
-		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
-			    SUGGEST_SANDBOX);
-	} else if (dg_has(line, "No such file or directory")) {
-		classify_missing_file(v, line, false);
-	} else {
-		return false;
-	}
-	return true;
-}
-
-/* The class an exception line decides; code_error when neither its name nor its message
- * names a cause outside the code. */
-static void classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess,
-			       bool gate_said)
-{
-	static const char *const memory_names[] = { "MemoryError", "_ArrayMemoryError", NULL };
-	static const char *const gpu_oom_names[] = { "OutOfMemoryError", "ResourceExhaustedError",
-						     NULL };
-	static const char *const missing_names[] = { "ModuleNotFoundError", NULL };
-	static const char *const nan_names[] = { "FloatingPointError", NULL };
-	static const char *const file_names[] = { "FileNotFoundError", "EmptyDataError", NULL };
-	static const char *const sandbox_names[] = { "PermissionError", NULL };
-
-	if (dg_name_is(line, name_len, gpu_oom_names)) {
-		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (dg_name_is(line, name_len, memory_names)) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (dg_name_is(line, name_len, missing_names)) {
-		classify_missing_package(v, line);
-	} else if (dg_name_is(line, name_len, dataset_names) || dg_has_any(line, dataset_text)) {
-		/* Before the file and network names: datasets raises FileNotFoundError and
-		 * ConnectionError subclasses whose message says which it was. */
-		classify_dataset(v, line);
-	} else if (dg_name_is(line, name_len, nan_names)) {
-		verdict_set(v, "nan_divergence", "a floating point error (NaN or overflow)", line,
-			    SUGGEST_NAN);
-	} else if (dg_name_is(line, name_len, network_names)) {
-		verdict_set(v, "network", "the experiment needs the network", line,
-			    SUGGEST_NETWORK);
-	} else if (dg_name_is(line, name_len, file_names) && !dg_has_any(line, gpu_unavailable_text)) {
-		/* Before the message checks: a path may contain any word. */
-		classify_missing_file(v, line, subprocess);
-	} else if (dg_name_is(line, name_len, sandbox_names) && dg_has(line, GATE_MARK) && gate_said) {
-		/* The runtime gate's refusal names its rule: the class says the gate, not the
-		 * kernel, said no, and which rule to look up (docs/check.md). */
-		verdict_set(v, "gate_refused", "the labbox runtime gate refused an operation", line,
-			    SUGGEST_GATE);
-	} else if (dg_name_is(line, name_len, sandbox_names) && dg_has(line, GATE_MARK)) {
-		/* Neither the kernel nor this run's gate said no: the words are the code's own
-		 * (or a gate's elsewhere, whose record this labbox does not hold: ssh's, slurm's). */
-		verdict_set(v, "code_error",
-			    "a PermissionError in the runtime gate's words that the gate did not "
-			    "record refusing", line, SUGGEST_GATE_UNRECORDED);
-	} else if (dg_name_is(line, name_len, sandbox_names)) {
-		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
-			    SUGGEST_SANDBOX);
-	} else if (classify_text(v, line)) {
-		return;
-	} else if (strncmp(line, "ImportError", 11) == 0) {
-		verdict_set(v, "missing_package", "an import failed", line,
-			    "install the package the import needs in the experiment's environment, "
-			    "or choose an interpreter that has it with --python");
-	} else {
-		verdict_set(v, "code_error", "the code raised an exception", line,
-			    "fix the error shown in the traceback (run.log has all of it)");
-	}
-}
-
-static void add_evidence(lb_verdict *v, size_t line)
-{
-	if (line == NONE || v->n_evidence >= DIAG_EVIDENCE_MAX)
-		return;
-	for (size_t i = 0; i < v->n_evidence; i++)
-		if (v->evidence[i] == line)
-			return;
-	v->evidence[v->n_evidence++] = line;
-}
-
 static bool via_subprocess(const lb_log *log, const lb_exc *e)
 {
 	for (size_t i = e->header; i < e->line; i++)
@@ -768,11 +164,11 @@ static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e
 	if (e->frame != NONE) {
 		size_t src = e->frame + 1;
 
-		add_evidence(v, e->frame);
+		dg_add_evidence(v, e->frame);
 		if (src < e->line && !dg_is_frame(log->lines[src]) && log->lines[src][0])
-			add_evidence(v, src);
+			dg_add_evidence(v, src);
 	}
-	add_evidence(v, e->line);
+	dg_add_evidence(v, e->line);
 }
 
 /* Whether an exception earlier in a chain explains a later one of class `later` that the
@@ -841,12 +237,6 @@ static bool via_socket(const lb_log *log, const lb_exc *e)
 	return false;
 }
 
-static void set_confidence(lb_verdict *v, int level, const char *reason)
-{
-	v->confidence = level;
-	v->confidence_reason = reason;
-}
-
 /* What writes a file at the path it is given: open() with a mode that writes, and the
  * savers research code calls. */
 static const char *const write_calls[] = {
@@ -866,12 +256,12 @@ static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *
 	const char *frame = log->lines[e->frame];
 	const char *line = log->lines[e->line];
 	if (strstr(frame, "/multiprocessing/")) {
-		verdict_set(v, "code_error",
-			    "multiprocessing could not reach a process of its own (a queue's, a "
-			    "manager's or a pool's), which had exited",
-			    line,
-			    "keep the processes a queue, pipe or manager belongs to alive while it "
-			    "is used: read the workers' results before they exit, join them after");
+		dg_verdict_set(v, "code_error",
+			       "multiprocessing could not reach a process of its own (a queue's, a "
+			       "manager's or a pool's), which had exited",
+			       line,
+			       "keep the processes a queue, pipe or manager belongs to alive while it "
+			       "is used: read the workers' results before they exit, join them after");
 		return;
 	}
 	/* the line that raised, or the experiment's own line that called the saver */
@@ -921,10 +311,10 @@ static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		 log->net_none ? " (the run had --network none, whose seccomp filter refuses "
 				 "every socket but AF_UNIX with EPERM)"
 			       : "");
-	verdict_set(v, "sandbox_restriction", what, line,
-		    local ? SUGGEST_SOCKET_LOCAL : SUGGEST_SOCKET);
+	dg_verdict_set(v, "sandbox_restriction", what, line,
+		       local ? SUGGEST_SOCKET_LOCAL : SUGGEST_SOCKET);
 	if (log->net_none)
-		set_confidence(v, CONF_HIGH, "the run had --network none, whose seccomp filter "
+		dg_set_confidence(v, CONF_HIGH, "the run had --network none, whose seccomp filter "
 					     "answers a socket with this error, and the message is "
 					     "about a socket");
 }
@@ -964,14 +354,14 @@ static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	if (strcmp(v->cls, "nan_divergence") != 0 || !dg_has(line, "FloatingPointError"))
 		return;
 	if (dg_has(line, "underflow encountered")) {
-		verdict_set(v, "code_error",
-			    "numpy was told to raise on every floating point error (np.seterr or "
-			    "np.errstate), so an underflow, which numpy ignores by default (the value "
-			    "rounds to 0), became an error", line,
-			    "let underflow round to 0 and keep raising on the rest: "
-			    "np.seterr(all='raise', under='ignore'), or np.errstate(under='ignore') "
-			    "around that line");
-		set_confidence(v, CONF_HIGH, "numpy's message says it was an underflow");
+		dg_verdict_set(v, "code_error",
+			       "numpy was told to raise on every floating point error (np.seterr or "
+			       "np.errstate), so an underflow, which numpy ignores by default (the value "
+			       "rounds to 0), became an error", line,
+			       "let underflow round to 0 and keep raising on the rest: "
+			       "np.seterr(all='raise', under='ignore'), or np.errstate(under='ignore') "
+			       "around that line");
+		dg_set_confidence(v, CONF_HIGH, "numpy's message says it was an underflow");
 		return;
 	}
 	bool div = dg_has(line, "divide by zero encountered") || dg_has(line, "invalid value encountered");
@@ -981,27 +371,27 @@ static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		return;
 	}
 	if (training_context(log, e, v->code_frame)) {
-		verdict_set(v, "nan_divergence",
-			    over ? "an overflow while training (numpy raised, as np.seterr asked)"
+		dg_verdict_set(v, "nan_divergence",
+			       over ? "an overflow while training (numpy raised, as np.seterr asked)"
 				 : "a division by zero or an invalid value (NaN) while training "
 				   "(numpy raised, as np.seterr asked)",
-			    line, SUGGEST_NAN_RAISED);
-		set_confidence(v, over ? CONF_HIGH : CONF_MEDIUM,
-			       "numpy's message names the error, and a loss was being computed");
+			       line, SUGGEST_NAN_RAISED);
+		dg_set_confidence(v, over ? CONF_HIGH : CONF_MEDIUM,
+				  "numpy's message names the error, and a loss was being computed");
 		return;
 	}
-	verdict_set(v, "code_error",
-		    over ? "an overflow in the code's arithmetic, which np.seterr or np.errstate "
+	dg_verdict_set(v, "code_error",
+		       over ? "an overflow in the code's arithmetic, which np.seterr or np.errstate "
 			   "made an error"
 			 : "a division by zero (or 0/0, an invalid value) in the code's arithmetic, "
 			   "which np.seterr or np.errstate made an error",
-		    line,
-		    over ? "compute it in a stable form (subtract the maximum before exp, log-sum-exp, "
+		       line,
+		       over ? "compute it in a stable form (subtract the maximum before exp, log-sum-exp, "
 			   "clip the argument), or use a wider dtype"
 			 : "guard the denominator where it can be 0 (a class never predicted, an "
 			   "empty group), or compute it under np.errstate(divide='ignore', "
 			   "invalid='ignore') and handle the result (np.nan_to_num, np.where)");
-	set_confidence(v, CONF_MEDIUM, "numpy's message names the error; no loss was being "
+	dg_set_confidence(v, CONF_MEDIUM, "numpy's message names the error; no loss was being "
 				       "computed, so it is read as the code's own arithmetic");
 }
 
@@ -1039,21 +429,21 @@ static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc 
 		snprintf(sugg, sizeof(sugg),
 			 "pass it with -e %.60s=VALUE (-e %.60s=\"$%.60s\" for the host's value), or read it "
 			 "with a default (os.environ.get('%.60s', ...))", key, key, key, key);
-		verdict_set(v, "sandbox_restriction", what, line, sugg);
-		set_confidence(v, CONF_HIGH, "os.environ raised KeyError for a variable's name");
+		dg_verdict_set(v, "sandbox_restriction", what, line, sugg);
+		dg_set_confidence(v, CONF_HIGH, "os.environ raised KeyError for a variable's name");
 		return;
 	}
 	bool no_tty = dg_has(line, "[Errno 6] No such device or address") ||
 		      dg_has(line, "[Errno 25] Inappropriate ioctl for device");
 	if (dg_starts_with(line, "OSError") && no_tty &&
 	    ((src && strstr(src, "getlogin")) || dg_has(line, "/dev/tty"))) {
-		verdict_set(v, "sandbox_restriction",
-			    "the sandbox runs the experiment without a controlling terminal, so "
-			    "what asks the terminal (os.getlogin(), /dev/tty) fails", line,
-			    "use getpass.getuser() instead of os.getlogin() (it reads LOGNAME and "
-			    "USER, then the password database), or pass -e USER=NAME and read "
-			    "os.environ['USER']");
-		set_confidence(v, CONF_HIGH, "the error is ENXIO or ENOTTY from a call that needs a "
+		dg_verdict_set(v, "sandbox_restriction",
+			       "the sandbox runs the experiment without a controlling terminal, so "
+			       "what asks the terminal (os.getlogin(), /dev/tty) fails", line,
+			       "use getpass.getuser() instead of os.getlogin() (it reads LOGNAME and "
+			       "USER, then the password database), or pass -e USER=NAME and read "
+			       "os.environ['USER']");
+		dg_set_confidence(v, CONF_HIGH, "the error is ENXIO or ENOTTY from a call that needs a "
 					     "terminal");
 	}
 }
@@ -1295,8 +685,8 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					 "the experiment's own %s '%s' (%.100s) has no module '%s': there is "
 					 "no %.60s/%s.py or %.60s/%s/ in the staged experiment", shape, top,
 					 file, part, rel, part, rel, part);
-			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
-			set_confidence(v, CONF_HIGH, "labbox looked in the staged experiment: the "
+			dg_verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
+			dg_set_confidence(v, CONF_HIGH, "labbox looked in the staged experiment: the "
 						     "module's package is the experiment's own");
 			return;
 		}
@@ -1305,8 +695,8 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				 "'%s' is the experiment's own %s (%.120s), in the directory Python "
 				 "searches, yet importing it failed (the code changed sys.path, or "
 				 "ran from another directory)", top, shape, file);
-			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
-			set_confidence(v, CONF_MEDIUM, "labbox found the module in the staged "
+			dg_verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
+			dg_set_confidence(v, CONF_MEDIUM, "labbox found the module in the staged "
 						       "experiment, where Python looks");
 			return;
 		}
@@ -1316,11 +706,11 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			 "subdirectories", top, shape, file,
 			 where[0] && strcmp(dir, log->exp_dir) != 0
 				 ? dg_experiment_relative(dir, log->exp_dir) : "the experiment's top");
-		verdict_set(v, "code_error", what, line,
-			    "import it through the package it is in (from DIR import NAME, with "
-			    "DIR/__init__.py), or put its directory on sys.path before importing it; "
-			    "no environment or flag changes this");
-		set_confidence(v, CONF_MEDIUM, "labbox found a module of that name in the staged "
+		dg_verdict_set(v, "code_error", what, line,
+			       "import it through the package it is in (from DIR import NAME, with "
+			       "DIR/__init__.py), or put its directory on sys.path before importing it; "
+			       "no environment or flag changes this");
+		dg_set_confidence(v, CONF_MEDIUM, "labbox found a module of that name in the staged "
 					       "experiment, outside the directory Python searched");
 		return;
 	}
@@ -1333,9 +723,9 @@ static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	snprintf(sugg, sizeof(sugg),
 		 "fix the import's spelling (%.100s); if '%s' is a package meant to be installed, "
 		 "install it into a virtual environment (pip install %s) and run with --python "
-		 "VENV/bin/python", where, top, pip_name(top));
-	verdict_set(v, "code_error", what, line, sugg);
-	set_confidence(v, CONF_MEDIUM, "the name is one letter from a module of the staged "
+		 "VENV/bin/python", where, top, dg_pip_name(top));
+	dg_verdict_set(v, "code_error", what, line, sugg);
+	dg_set_confidence(v, CONF_MEDIUM, "the name is one letter from a module of the staged "
 				       "experiment; a package of that name would read the same");
 }
 
@@ -1460,13 +850,13 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 	snprintf(what, sizeof what,
 		 "the data '%.200s' is not in the sandbox (the message says it was not found, and "
 		 "the staged experiment has no such file)", path);
-	verdict_set(v, "missing_data", what, line, "");
+	dg_verdict_set(v, "missing_data", what, line, "");
 	snprintf(v->suggestion, sizeof v->suggestion,
 		 "put '%.200s' inside the experiment directory (it is staged as exp/; run the step "
 		 "that prepares or downloads it beforehand: the sandbox has no network) and read it "
 		 "by a relative path, or mount it with -v SRC:DST:ro; if the path is not the one "
 		 "meant, fix it in the code", path);
-	set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
+	dg_set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
 				       "path the sandbox does not have; the code's own path may be "
 				       "the wrong one");
 }
@@ -1485,21 +875,21 @@ static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	    dg_has_any(line, training))
 		return;
 	if (loss_went_nonfinite(log, e)) {
-		set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
+		dg_set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
 					       "logged loss had become NaN or infinite");
 		return;
 	}
 	bool conversion = dg_has_any(line, data);
-	verdict_set(v, "code_error",
-		    "a NaN reached code that cannot take one (a conversion or an input check), and "
-		    "no loss had become NaN before: most likely a missing value in the data (an "
-		    "empty field read as NaN), not a divergence", line,
-		    "find where the NaN comes from: check the input for missing values "
-		    "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them (dropna, "
-		    "fillna, SimpleImputer) before converting or fitting, or guard the arithmetic "
-		    "that makes it; a lower learning rate changes nothing here");
-	set_confidence(v, conversion ? CONF_HIGH : CONF_MEDIUM,
-		       conversion ? "the message is a conversion or an input check that met a NaN, "
+	dg_verdict_set(v, "code_error",
+		       "a NaN reached code that cannot take one (a conversion or an input check), and "
+		       "no loss had become NaN before: most likely a missing value in the data (an "
+		       "empty field read as NaN), not a divergence", line,
+		       "find where the NaN comes from: check the input for missing values "
+		       "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them (dropna, "
+		       "fillna, SimpleImputer) before converting or fitting, or guard the arithmetic "
+		       "that makes it; a lower learning rate changes nothing here");
+	dg_set_confidence(v, conversion ? CONF_HIGH : CONF_MEDIUM,
+			  conversion ? "the message is a conversion or an input check that met a NaN, "
 				    "and nothing above it logged a NaN loss"
 				  : "a NaN in the message, with no training step named and no NaN "
 				    "loss logged before it");
@@ -1540,11 +930,11 @@ static void refine_own_permission(lb_verdict *v, const lb_log *log, const lb_exc
 		 "'%.200s' is in the experiment's own directory, which the sandbox lets the run "
 		 "write, and %s mode (%04o) refused it: set by the code (os.chmod) or staged so",
 		 path, dir ? "the directory's" : "the file's own", (unsigned)(st.st_mode & 07777));
-	verdict_set(v, "code_error", what, line,
-		    "make it writable before writing it (os.chmod(path, 0o644); 0o755 for a "
-		    "directory), or write a new file instead of the protected one; no sandbox flag "
-		    "or mount changes a file's own mode");
-	set_confidence(v, CONF_HIGH, "the path is in the experiment's own copy, which the sandbox "
+	dg_verdict_set(v, "code_error", what, line,
+		       "make it writable before writing it (os.chmod(path, 0o644); 0o755 for a "
+		       "directory), or write a new file instead of the protected one; no sandbox flag "
+		       "or mount changes a file's own mode");
+	dg_set_confidence(v, CONF_HIGH, "the path is in the experiment's own copy, which the sandbox "
 				     "lets the run write, and its mode lacks the owner's permission");
 }
 
@@ -1595,13 +985,13 @@ static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			 "was imported from it (it imports, directly or through another module, a "
 			 "module that imports it back)",
 			 own ? "the experiment's own module" : "module", mod, name);
-		verdict_set(v, "code_error", what, line,
-			    "break the cycle: move what both modules need into a third module, import "
-			    "inside the function that uses the name, or import the module (import M) "
-			    "and use M.name when it is called; a file of the experiment named like a "
-			    "library (random.py, torch.py) causes this too");
-		set_confidence(v, own ? CONF_HIGH : CONF_MEDIUM,
-			       own ? "Python says it is a circular import, in the experiment's own module"
+		dg_verdict_set(v, "code_error", what, line,
+			       "break the cycle: move what both modules need into a third module, import "
+			       "inside the function that uses the name, or import the module (import M) "
+			       "and use M.name when it is called; a file of the experiment named like a "
+			       "library (random.py, torch.py) causes this too");
+		dg_set_confidence(v, own ? CONF_HIGH : CONF_MEDIUM,
+				  own ? "Python says it is a circular import, in the experiment's own module"
 				   : "Python says it is a circular import");
 		return;
 	}
@@ -1610,10 +1000,10 @@ static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	snprintf(what, sizeof(what),
 		 "the experiment's own module '%.100s' has no name '%.100s' (misspelt, or renamed or moved "
 		 "there)", mod, name);
-	verdict_set(v, "code_error", what, line,
-		    "import a name the experiment's module defines (Python suggests one when it is "
-		    "close), or define it there; no environment or flag changes this");
-	set_confidence(v, CONF_HIGH, "the module the name is imported from is the experiment's own "
+	dg_verdict_set(v, "code_error", what, line,
+		       "import a name the experiment's module defines (Python suggests one when it is "
+		       "close), or define it there; no environment or flag changes this");
+	dg_set_confidence(v, CONF_HIGH, "the module the name is imported from is the experiment's own "
 				     "file");
 }
 
@@ -1666,7 +1056,7 @@ static bool known_package(const char *top)
 		"anndata", "scanpy", "xarray", "sktime", "annoy", "hnswlib", "peft", "accelerate",
 		"diffusers", "onnx", "onnxruntime", "tqdm", "attrs", "pydantic", NULL
 	};
-	if (strcmp(pip_name(top), top) != 0)
+	if (strcmp(dg_pip_name(top), top) != 0)
 		return true; /* sklearn, PIL, cv2...: the map knows their project */
 	for (size_t i = 0; names[i]; i++)
 		if (strcmp(top, names[i]) == 0)
@@ -1724,13 +1114,13 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				 "the file being loaded names class '%.60s' of module '__main__': it "
 				 "was defined in the script that saved the file, and this run's main "
 				 "script does not define it", cls);
-			verdict_set(v, "code_error", what, line,
-				    "move the class into a module of its own, staged with the experiment, "
-				    "and import it in both the saving and the loading script (then save the "
-				    "file again), or define or import the class in the loading script "
-				    "before the load; or save plain data (a state_dict, arrays) instead of "
-				    "whole objects");
-			set_confidence(v, CONF_HIGH, "raised while unpickling: the file names a class of "
+			dg_verdict_set(v, "code_error", what, line,
+				       "move the class into a module of its own, staged with the experiment, "
+				       "and import it in both the saving and the loading script (then save the "
+				       "file again), or define or import the class in the loading script "
+				       "before the load; or save plain data (a state_dict, arrays) instead of "
+				       "whole objects");
+			dg_set_confidence(v, CONF_HIGH, "raised while unpickling: the file names a class of "
 						     "the saving program's main script");
 			return;
 		}
@@ -1740,12 +1130,12 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				 "experiment's own %.100s does not define it (the saving project's "
 				 "version of the module had it)",
 				 cls, module, dg_experiment_relative(host, log->exp_dir));
-			verdict_set(v, "code_error", what, line,
-				    "copy the class's definition from the project that saved the file into "
-				    "the experiment's module (or stage that project's version of it), or "
-				    "save plain data (a state_dict, arrays) instead of whole objects; no "
-				    "package to install and no flag changes this");
-			set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
+			dg_verdict_set(v, "code_error", what, line,
+				       "copy the class's definition from the project that saved the file into "
+				       "the experiment's module (or stage that project's version of it), or "
+				       "save plain data (a state_dict, arrays) instead of whole objects; no "
+				       "package to install and no flag changes this");
+			dg_set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
 						     "is the experiment's own file");
 			return;
 		}
@@ -1760,17 +1150,17 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				 "virtual environment (pip install %.60s==VERSION; labbox installs "
 				 "nothing itself) and run with --python VENV/bin/python; or save plain "
 				 "data (arrays, parameters) that any version reads",
-				 top, pip_name(top));
-			verdict_set(v, "wrong_env", what, line, sugg);
-			set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file "
+				 top, dg_pip_name(top));
+			dg_verdict_set(v, "wrong_env", what, line, sugg);
+			dg_set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file "
 						       "names is an installed package's");
 			return;
 		}
 		snprintf(what, sizeof(what),
 			 "the file being loaded names class '%.60s' in module '%.60s', which this "
 			 "run's module of that name does not define", cls, module);
-		verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
-		set_confidence(v, CONF_MEDIUM, "raised while unpickling: the class the file names "
+		dg_verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
+		dg_set_confidence(v, CONF_MEDIUM, "raised while unpickling: the class the file names "
 					       "is not where it says");
 		return;
 	}
@@ -1788,7 +1178,7 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 			 module, std ? "this Python's " : "the installed ", top,
 			 std ? "Python" : top);
 		snprintf(sugg, sizeof(sugg), "%s", v->suggestion);
-		verdict_set(v, "wrong_env", what, line, sugg);
+		dg_verdict_set(v, "wrong_env", what, line, sugg);
 		return;
 	}
 	if (strcmp(v->cls, "missing_package") != 0)
@@ -1800,11 +1190,11 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	if (strchr(module, '.') || known_package(top)) {
 		snprintf(what, sizeof(what),
 			 "the file being loaded names module '%.60s', of a package this interpreter "
-			 "does not have (%.60s)", module, strchr(module, '.') ? module : pip_name(top));
+			 "does not have (%.60s)", module, strchr(module, '.') ? module : dg_pip_name(top));
 		v->cls = "missing_package";
 		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
 		/* the suggestion classify_missing_package made names the project */
-		set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
+		dg_set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
 					     "is a known package's, and it is not installed");
 		return;
 	}
@@ -1813,8 +1203,8 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 		 "its class was defined in), which is not staged with the experiment: the class "
 		 "was defined in the saving project's own code (its %.60s.py), not in a package",
 		 module, top);
-	verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
-	set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file names is "
+	dg_verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
+	dg_set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file names is "
 				       "neither the experiment's nor a package labbox knows (an "
 				       "unknown package of that name would read the same)");
 }
@@ -1825,30 +1215,30 @@ static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	size_t name_len = 0;
 
 	dg_exception_line_of(line, &name_len, !e->bare);
-	classify_exception(v, line, name_len, via_subprocess(log, e),
-			   gate_recorded(log->gate, line));
+	dg_classify_exception(v, line, name_len, via_subprocess(log, e),
+			      dg_gate_recorded(log->gate, line));
 	refine_missing_file(v, log, e);
 	v->exc_line = e->line;
 	v->frame = e->frame;
 	v->code_frame = dg_code_frame_of(log, e);
 	if (e->bare)
-		set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
+		dg_set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
 	else if (strcmp(v->cls, "code_error") != 0)
-		set_confidence(v, CONF_HIGH, "the exception's name or message names the cause");
+		dg_set_confidence(v, CONF_HIGH, "the exception's name or message names the cause");
 	else if (v->frame != NONE && v->frame == v->code_frame)
-		set_confidence(v, CONF_HIGH, "the experiment's own line raised the exception");
+		dg_set_confidence(v, CONF_HIGH, "the experiment's own line raised the exception");
 	else if (v->code_frame != NONE)
-		set_confidence(v, CONF_MEDIUM,
-			       "raised inside a library the experiment called: a wrong argument, or "
-			       "a library version the code was not written for");
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "raised inside a library the experiment called: a wrong argument, or "
+				  "a library version the code was not written for");
 	else
-		set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
+		dg_set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
 	refine_socket(v, log, e);
 	refine_float(v, log, e);
 	refine_sandbox_world(v, log, e);
 	if (strcmp(v->cls, "code_error") == 0 && !e->bare && v->code_frame != NONE &&
-	    misspelt_name(line))
-		set_confidence(v, CONF_HIGH, "Python suggests a close name that the module has, for "
+	    dg_misspelt_name(line))
+		dg_set_confidence(v, CONF_HIGH, "Python suggests a close name that the module has, for "
 					     "the one the experiment's code used");
 	refine_unpickled(v, log, e);
 	refine_own_module(v, log, e);
@@ -1867,14 +1257,12 @@ static bool worker_died(const char *line)
 		dg_has(line, "terminated abruptly"));
 }
 
-static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
-
 /* The experiment's own frame and the source line under it. */
 static void add_code_evidence(lb_verdict *v, const lb_log *log)
 {
-	add_evidence(v, v->code_frame);
+	dg_add_evidence(v, v->code_frame);
 	if (v->code_frame + 1 < log->n && !dg_is_frame(log->lines[v->code_frame + 1]))
-		add_evidence(v, v->code_frame + 1);
+		dg_add_evidence(v, v->code_frame + 1);
 }
 
 /* A parent's word that a child process or a worker ended: how it noticed that the child's
@@ -1917,10 +1305,10 @@ static void refused_in_child(lb_verdict *v, const lb_verdict *why, const lb_log 
 	*v = *why;
 	if (v->code_frame == NONE)
 		v->code_frame = dg_code_frame_of(log, last);
-	set_confidence(v, CONF_MEDIUM, reason);
+	dg_set_confidence(v, CONF_MEDIUM, reason);
 	if (v->code_frame != NONE)
 		add_code_evidence(v, log);
-	add_evidence(v, last->line);
+	dg_add_evidence(v, last->line);
 }
 
 /* A refusal of the runtime gate that nothing caught, in a child process's traceback above the
@@ -1968,7 +1356,7 @@ static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 		    !child_lines(log, l > DIAG_SCAN_LINES ? l - DIAG_SCAN_LINES : 0, l))
 			continue;
 		why.code_frame = NONE;
-		add_evidence(&why, l);
+		dg_add_evidence(&why, l);
 		refused_in_child(v, &why, log, last,
 				 "the gate's refusal went uncaught in a child process whose traceback "
 				 "is mixed with another's; the error that ended the run came after it");
@@ -2048,9 +1436,9 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 		 (int)(name_len < 120 ? name_len : 120), main_line);
 	snprintf(v->summary, sizeof(v->summary), "%s", summary);
 	if (v->confidence == CONF_HIGH)
-		set_confidence(v, CONF_MEDIUM,
-			       "a thread or child process died of this exception, and the main "
-			       "process then failed waiting for what it would have sent");
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "a thread or child process died of this exception, and the main "
+				  "process then failed waiting for what it would have sent");
 	/* A worker with no frame of the experiment's (a pool's loop, spawn's unpickling): the
 	 * experiment's line is where the main process waited. */
 	if (v->code_frame == NONE) {
@@ -2058,7 +1446,7 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 		if (v->code_frame != NONE)
 			add_code_evidence(v, log);
 	}
-	add_evidence(v, exc[n - 1].line);
+	dg_add_evidence(v, exc[n - 1].line);
 }
 
 /* The whole chain is read, newest first, and its root cause named: each older exception that
@@ -2092,9 +1480,9 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 			continue;
 		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
 			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)
-				set_confidence(&cause, CONF_MEDIUM,
-					       "read from an exception the code was handling when "
-					       "the last one was raised");
+				dg_set_confidence(&cause, CONF_MEDIUM,
+						  "read from an exception the code was handling when "
+						  "the last one was raised");
 			*v = cause;
 			root = k;
 		}
@@ -2107,12 +1495,12 @@ static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *e
 		lb_verdict why = *v;
 
 		why.n_evidence = 0;
-		if (scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
+		if (dg_scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
 			why.exc_line = last->line;
 			why.frame = last->frame;
 			why.code_frame = dg_code_frame_of(log, last);
-			set_confidence(&why, CONF_MEDIUM,
-				       "a worker process died; its own last message names the cause");
+			dg_set_confidence(&why, CONF_MEDIUM,
+					  "a worker process died; its own last message names the cause");
 			*v = why;
 		}
 	}
@@ -2130,11 +1518,11 @@ static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 		if (log->lines[i][0])
 			idx[n++] = i;
 	while (n > 0)
-		add_evidence(v, idx[--n]);
+		dg_add_evidence(v, idx[--n]);
 }
 
 /* The line R or Octave stops on when no rule knows its message. */
-static bool lang_error_line(const char *s)
+bool dg_lang_error_line(const char *s)
 {
 	return dg_starts_with(s, "Error in ") || dg_starts_with(s, "Error: ") || dg_starts_with(s, "error: ");
 }
@@ -2277,7 +1665,7 @@ static bool octave_own_file(const char *exp_dir, const char *frame, char *out, s
  * an error raised inside Octave's own functions (strsplit, figure) names those first. The
  * first frame whose function is a .m file of the staged experiment; without the experiment
  * to look in, the innermost. */
-static size_t octave_frame(const lb_log *log, size_t from)
+size_t dg_octave_frame(const lb_log *log, size_t from)
 {
 	long lineno;
 	char file[PATH_MAX];
@@ -2425,12 +1813,12 @@ static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, c
 		pkg[w] = '\0';
 		octave_package_verdict(v, fn, pkg, state, para);
 		if (err != NONE && err < i)
-			add_evidence(v, err);
-		add_evidence(v, i);
-		set_confidence(v, CONF_HIGH, "Octave's missing-function message names the package "
+			dg_add_evidence(v, err);
+		dg_add_evidence(v, i);
+		dg_set_confidence(v, CONF_HIGH, "Octave's missing-function message names the package "
 					     "and says whether it is installed");
-		if ((v->code_frame = octave_frame(log, i)) != NONE)
-			add_evidence(v, v->code_frame);
+		if ((v->code_frame = dg_octave_frame(log, i)) != NONE)
+			dg_add_evidence(v, v->code_frame);
 		return true;
 	}
 	if (!in->octave_help_killed || !in->octave_unimplemented || err == NONE)
@@ -2441,61 +1829,14 @@ static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, c
 	    lb_octave_function_package(text, len, fn, pkg, sizeof pkg) < 0)
 		return false;
 	octave_package_verdict(v, fn, pkg, 0, log->lines[err] + dg_indent_of(log->lines[err]));
-	add_evidence(v, err);
-	set_confidence(v, CONF_MEDIUM,
-		       "Octave's list of Forge packages' functions (m/help/__unimplemented__.m) "
-		       "names the package; its message, which says whether it is installed, was "
-		       "lost with the help formatter the exec guard killed");
-	if ((v->code_frame = octave_frame(log, err)) != NONE)
-		add_evidence(v, v->code_frame);
+	dg_add_evidence(v, err);
+	dg_set_confidence(v, CONF_MEDIUM,
+			  "Octave's list of Forge packages' functions (m/help/__unimplemented__.m) "
+			  "names the package; its message, which says whether it is installed, was "
+			  "lost with the help formatter the exec guard killed");
+	if ((v->code_frame = dg_octave_frame(log, err)) != NONE)
+		dg_add_evidence(v, v->code_frame);
 	return true;
-}
-
-static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language)
-{
-	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		if (classify_text(v, log->lines[i])) {
-			add_evidence(v, i);
-			set_confidence(v, CONF_MEDIUM,
-				       "a message in the output names the cause; no traceback says so");
-			/* Octave says where, below its message: the experiment's line is the
-			 * reader's way in, whatever the cause */
-			if (language && strcmp(language, "octave") == 0 &&
-			    (v->code_frame = octave_frame(log, i)) != NONE)
-				add_evidence(v, v->code_frame);
-			return true;
-		}
-	}
-	/* No rule knew a message: an R or Octave error is the code's, named by its own line
-	 * (the last one: R prints the call, Octave the message and then where it was). */
-	bool r = language && strcmp(language, "r") == 0;
-	bool octave = language && strcmp(language, "octave") == 0;
-	for (size_t i = log->n; (r || octave) && i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
-		if (!lang_error_line(s))
-			continue;
-		size_t first = i;
-		while (first > 0 && log->n - first < DIAG_SCAN_LINES &&
-		       lang_error_line(log->lines[first - 1] + dg_indent_of(log->lines[first - 1])))
-			first--;
-		verdict_set(v, "code_error",
-			    r ? "the R script stopped with an error"
-					: "the Octave script stopped with an error",
-			    log->lines[first] + dg_indent_of(log->lines[first]),
-			    "fix the error at the line R or Octave names; run the script alone to see "
-			    "it again");
-		add_evidence(v, first);
-		if (first != i)
-			add_evidence(v, i);
-		set_confidence(v, CONF_MEDIUM, octave ? "Octave's error line, which names no cause outside the code"
-						      : "R's error line, which names no cause outside the code");
-		if (octave) {
-			v->code_frame = octave_frame(log, first);
-			add_evidence(v, v->code_frame);
-		}
-		return true;
-	}
-	return false;
 }
 
 /* A status of 129..192 is how a shell reports a child killed by signal N-128; labbox started
@@ -2520,63 +1861,63 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 {
 	char what[400];
 
-	set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
+	dg_set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
 				    "message that names a cause");
 	if (sig == SIGSYS)
-		set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
+		dg_set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
 	else if (sig == SIGXFSZ)
-		set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
+		dg_set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
 	else if (sig == SIGXCPU)
-		set_confidence(v, CONF_MEDIUM, "the kernel sends SIGXCPU only for a CPU-time limit, "
+		dg_set_confidence(v, CONF_MEDIUM, "the kernel sends SIGXCPU only for a CPU-time limit, "
 					       "and labbox sets none; who set it is not recorded");
 	else if (sig == SIGKILL && not_oom)
-		set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
+		dg_set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
 					       "kill; who sent the signal is not recorded");
 	else if (sig == SIGKILL && killed_line)
-		set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
+		dg_set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
 					       "out-of-memory killer usually leaves");
 	else if (sig > 0 && sig != SIGKILL)
-		set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
+		dg_set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
 	else if (sig == 0 && exit_code == 127)
-		set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
+		dg_set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
 	if (sig == SIGSYS) {
-		verdict_set(v, "sandbox_restriction",
-			    "killed by SIGSYS: the sandbox blocked a system call", NULL,
-			    "the code (or a native library) made a system call the sandbox forbids "
-			    "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
-			    "labbox if it is really needed");
+		dg_verdict_set(v, "sandbox_restriction",
+			       "killed by SIGSYS: the sandbox blocked a system call", NULL,
+			       "the code (or a native library) made a system call the sandbox forbids "
+			       "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
+			       "labbox if it is really needed");
 	} else if (sig == SIGKILL && not_oom) {
-		verdict_set(v, "code_error",
-			    "killed by SIGKILL, not by the out-of-memory killer (the run's memory "
-			    "cgroup counted no OOM kill): a process sent it, the experiment's own or "
-			    "one outside the sandbox",
-			    NULL,
-			    "look for os.kill/signal calls in the code (a watchdog, a worker pool "
-			    "ending its workers) and for what on the host may have ended it; more "
-			    "memory would not help");
+		dg_verdict_set(v, "code_error",
+			       "killed by SIGKILL, not by the out-of-memory killer (the run's memory "
+			       "cgroup counted no OOM kill): a process sent it, the experiment's own or "
+			       "one outside the sandbox",
+			       NULL,
+			       "look for os.kill/signal calls in the code (a watchdog, a worker pool "
+			       "ending its workers) and for what on the host may have ended it; more "
+			       "memory would not help");
 	} else if (sig == SIGKILL) {
-		verdict_set(v, "oom",
-			    killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
+		dg_verdict_set(v, "oom",
+			       killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
 					  "kernel's out-of-memory killer"
 					: "killed by SIGKILL without a time or memory limit recording "
 					  "it; the kernel's out-of-memory killer is the usual cause",
-			    NULL, SUGGEST_OOM);
+			       NULL, DG_SUGGEST_OOM);
 	} else if (sig == SIGXCPU) {
 		/* labbox's budget is wall-clock time, and it ends a run with a kill it records
 		 * itself (timed_out); it sets no RLIMIT_CPU. So the limit is the experiment's own
 		 * (resource.setrlimit, a library's), or one inherited from where labbox started. */
-		verdict_set(v, "code_error",
-			    "killed by SIGXCPU: a CPU-time limit (RLIMIT_CPU) was reached, which "
-			    "labbox does not set (its --budget is wall-clock time): the experiment or "
-			    "a library set it, or labbox was started under one (ulimit -t)",
-			    NULL,
-			    "remove the resource.setrlimit(resource.RLIMIT_CPU, ...) call or raise "
-			    "that limit, or start labbox without one (ulimit -t unlimited); a larger "
-			    "--budget would not help");
+		dg_verdict_set(v, "code_error",
+			       "killed by SIGXCPU: a CPU-time limit (RLIMIT_CPU) was reached, which "
+			       "labbox does not set (its --budget is wall-clock time): the experiment or "
+			       "a library set it, or labbox was started under one (ulimit -t)",
+			       NULL,
+			       "remove the resource.setrlimit(resource.RLIMIT_CPU, ...) call or raise "
+			       "that limit, or start labbox without one (ulimit -t unlimited); a larger "
+			       "--budget would not help");
 	} else if (sig == SIGXFSZ) {
-		verdict_set(v, "sandbox_restriction",
-			    "killed by SIGXFSZ: a file grew past the size limit", NULL,
-			    SUGGEST_NO_SPACE);
+		dg_verdict_set(v, "sandbox_restriction",
+			       "killed by SIGXFSZ: a file grew past the size limit", NULL,
+			       DG_SUGGEST_NO_SPACE);
 	} else if (sig > 0) {
 		const char *abbrev = sigabbrev_np(sig);
 
@@ -2585,22 +1926,22 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 			  sig == SIGABRT)
 				 ? ": a crash, usually in native code (a C extension, CUDA, BLAS)"
 				 : "");
-		verdict_set(v, "code_error", what, NULL,
-			    "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
-			    "crash, and check native extensions for version mismatches");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
+			       "crash, and check native extensions for version mismatches");
 	} else if (exit_code == 127) {
-		verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
-			    "check that the interpreter and the programs the experiment runs exist "
-			    "in its environment (--python)");
+		dg_verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
+			       "check that the interpreter and the programs the experiment runs exist "
+			       "in its environment (--python)");
 	} else {
 		char note[200];
 
 		status_note(note, sizeof(note), exit_code);
 		snprintf(what, sizeof(what), "exited with status %d without a Python traceback%s",
 			 exit_code, note);
-		verdict_set(v, "code_error", what, NULL,
-			    "read the end of run.log; make the code report errors instead of "
-			    "exiting quietly");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "read the end of run.log; make the code report errors instead of "
+			       "exiting quietly");
 	}
 }
 
@@ -2806,9 +2147,9 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 			 worker_header_above(log, &exc[n - 1]), in->exit_code);
 		snprintf(v->summary, sizeof(v->summary), "%s", what);
 		if (v->confidence == CONF_HIGH)
-			set_confidence(v, CONF_MEDIUM, "a thread or child process died of this "
+			dg_set_confidence(v, CONF_MEDIUM, "a thread or child process died of this "
 						       "exception; the main process exited after it");
-		add_evidence(v, last);
+		dg_add_evidence(v, last);
 		return;
 	}
 	/* Never into the handled traceback: its exception line is error-shaped too, and a line of
@@ -2817,14 +2158,14 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	       (n == 0 || first - 1 > exc[n - 1].line) && error_shaped(log->lines[first - 1]))
 		first--;
 	for (size_t i = last; i != NONE && i >= first && hit == NONE; i--) {
-		if (classify_text(v, log->lines[i]))
+		if (dg_classify_text(v, log->lines[i]))
 			hit = i;
 		if (i == 0)
 			break;
 	}
 	if (hit != NONE) {
-		add_evidence(v, hit);
-		set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
+		dg_add_evidence(v, hit);
+		dg_set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
 					       "exited of itself, no exception ended it");
 	} else {
 		const char *l = last != NONE ? log->lines[last] + dg_indent_of(log->lines[last]) : "";
@@ -2850,22 +2191,22 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 				 n > 0 ? "; the traceback above that was handled: the program went on "
 					 "after it"
 				       : "");
-		verdict_set(v, "code_error", what, NULL,
-			    "the program stopped itself: its last message says why; fix what it "
-			    "reports (or the check that printed it). Raising an exception instead "
-			    "would show where");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "the program stopped itself: its last message says why; fix what it "
+			       "reports (or the check that printed it). Raising an exception instead "
+			       "would show where");
 		if (last != NONE)
-			add_evidence(v, last);
+			dg_add_evidence(v, last);
 		/* That the code chose to exit is sure with the gate's word; why is only what it
 		 * printed last, which may be no reason at all (a metric before sys.exit(2)). */
-		set_confidence(v, CONF_LOW,
-			       call && said != NONE
+		dg_set_confidence(v, CONF_LOW,
+				  call && said != NONE
 				       ? "the runtime gate recorded the program's own sys.exit call, "
 					 "so it chose to exit; only its message says why"
-			       : call ? "the runtime gate recorded the program's own sys.exit call, "
+				  : call ? "the runtime gate recorded the program's own sys.exit call, "
 					"so it chose to exit; only its exit status and its last output "
 					"say why"
-			       : gate_says ? "the runtime gate saw no uncaught exception, so the "
+				  : gate_says ? "the runtime gate saw no uncaught exception, so the "
 					   "program chose to exit; only its exit status and its last "
 					   "output say why"
 					 : "only the exit status and the last line of output were left to "
@@ -2873,34 +2214,34 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	}
 	/* The handled traceback, if any, as context */
 	if (n > 0 && exc[n - 1].line < first)
-		add_evidence(v, exc[n - 1].line);
+		dg_add_evidence(v, exc[n - 1].line);
 }
 
 /* The sandbox or backend failed around the experiment: its message is the verdict. */
 static bool diagnose_infra(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
 {
 	if (in->infra_error && in->after_run) {
-		verdict_set(v, "infra_error",
-			    in->infra_message && in->infra_message[0]
+		dg_verdict_set(v, "infra_error",
+			       in->infra_message && in->infra_message[0]
 				    ? in->infra_message
 				    : "what the run left could not be brought back",
-			    NULL,
-			    "the experiment ran, but its files were not all brought back into the run "
-			    "directory, so its results are not reported: they are kept where the "
-			    "message says; free space or make the experiment's output tree plainer "
-			    "(less deep, shorter names) and run it again");
+			       NULL,
+			       "the experiment ran, but its files were not all brought back into the run "
+			       "directory, so its results are not reported: they are kept where the "
+			       "message says; free space or make the experiment's output tree plainer "
+			       "(less deep, shorter names) and run it again");
 		add_tail_evidence(v, log, 3);
 		return true;
 	}
 	if (in->infra_error) {
-		verdict_set(v, "infra_error",
-			    in->infra_message && in->infra_message[0]
+		dg_verdict_set(v, "infra_error",
+			       in->infra_message && in->infra_message[0]
 				    ? in->infra_message
 				    : "the sandbox or backend could not be set up",
-			    NULL,
-			    "the experiment did not run: fix the setup problem above (`labbox probe` "
-			    "shows what this host supports); labbox never falls back to less "
-			    "isolation silently");
+			       NULL,
+			       "the experiment did not run: fix the setup problem above (`labbox probe` "
+			       "shows what this host supports); labbox never falls back to less "
+			       "isolation silently");
 		return true;
 	}
 	return false;
@@ -3195,11 +2536,11 @@ static void add_stack_at_end(lb_verdict *v, const lb_log *log, const stack_dump 
 	 * innermost frames as printed, and the experiment's own frame. */
 	v->n_evidence = 0;
 	if (d->start > 0 && log->lines[d->start - 1][0])
-		add_evidence(v, d->start - 1);
-	add_evidence(v, top);
+		dg_add_evidence(v, d->start - 1);
+	dg_add_evidence(v, top);
 	if (top + 1 < at)
-		add_evidence(v, top + 1);
-	add_evidence(v, at);
+		dg_add_evidence(v, top + 1);
+	dg_add_evidence(v, at);
 }
 
 /* A run the budget ended that used almost no CPU was waiting, not computing. With its last
@@ -3218,14 +2559,14 @@ static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, con
 			 "output is a prompt, and it used %.1f s of CPU in %.1f s; labbox runs it "
 			 "without a terminal, so nothing answers",
 			 in->cpu_s, in->wall_s);
-		verdict_set(v, "code_error", what, log->lines[last] + dg_indent_of(log->lines[last]),
-			    "make the run need no reader: remove the prompt or the pause (Octave: "
-			    "pause(0) or no bare pause; Python: no input()), take the answer from an "
-			    "argument or labbox.yaml (the program's own yes option, a default when "
-			    "sys.stdin.isatty() is False); a larger --budget would not help");
-		set_confidence(v, CONF_MEDIUM,
-			       "the run's last output asks for input and it used almost no CPU "
-			       "until the budget ended it; what it waited on is not recorded");
+		dg_verdict_set(v, "code_error", what, log->lines[last] + dg_indent_of(log->lines[last]),
+			       "make the run need no reader: remove the prompt or the pause (Octave: "
+			       "pause(0) or no bare pause; Python: no input()), take the answer from an "
+			       "argument or labbox.yaml (the program's own yes option, a default when "
+			       "sys.stdin.isatty() is False); a larger --budget would not help");
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "the run's last output asks for input and it used almost no CPU "
+				  "until the budget ended it; what it waited on is not recorded");
 		return;
 	}
 	if (in->wall_s < 10.0 || in->cpu_s > 0.05 * in->wall_s)
@@ -3248,7 +2589,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	lb_exc exc[DIAG_MAX_EXC];
 	size_t n_exc;
 
-	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
+	dg_set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
 				     "the setup step that failed)");
 	if (diagnose_infra(v, in, log))
 		return;
@@ -3263,30 +2604,30 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	if (in->timed_out && in->oom_killed) {
 		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
 		 * the budget only ended the wait. */
-		verdict_set(v, "oom",
-			    "the kernel's out-of-memory killer killed a process of the run (its memory "
-			    "cgroup counted the kill), and the run then did not finish before the "
-			    "time budget ended it: a parent waiting on a killed worker (a pool's map, "
-			    "a queue, a join) waits until the budget",
-			    NULL, SUGGEST_OOM_HUNG);
-		set_confidence(v, CONF_MEDIUM,
-			       "labbox counted an out-of-memory kill in the run before its budget "
-			       "ended it; which process it took, and when, is not recorded");
+		dg_verdict_set(v, "oom",
+			       "the kernel's out-of-memory killer killed a process of the run (its memory "
+			       "cgroup counted the kill), and the run then did not finish before the "
+			       "time budget ended it: a parent waiting on a killed worker (a pool's map, "
+			       "a queue, a join) waits until the budget",
+			       NULL, SUGGEST_OOM_HUNG);
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "labbox counted an out-of-memory kill in the run before its budget "
+				  "ended it; which process it took, and when, is not recorded");
 		add_tail_evidence(v, &said, 3);
 		return;
 	}
 	if (in->timed_out) {
-		verdict_set(v, "timeout", "the time budget ended the run before it finished", NULL,
-			    "raise the budget (--budget SECONDS) or do less work; print "
-			    "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
-			    "partial results are saved");
+		dg_verdict_set(v, "timeout", "the time budget ended the run before it finished", NULL,
+			       "raise the budget (--budget SECONDS) or do less work; print "
+			       "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
+			       "partial results are saved");
 		add_tail_evidence(v, &said, 3);
 		diagnose_idle_timeout(v, in, &said);
 		add_stack_at_end(v, log, &dump);
 		return;
 	}
 	if (in->oom_killed) {
-		verdict_set(v, "oom", "the memory limit ended the run", NULL, SUGGEST_OOM);
+		dg_verdict_set(v, "oom", "the memory limit ended the run", NULL, DG_SUGGEST_OOM);
 		add_tail_evidence(v, log, 3);
 		return;
 	}
@@ -3313,9 +2654,9 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			 "output names (a sys.excepthook of the experiment's did not print it), and "
 			 "the process exited with status %d",
 			 cls ? cls : "exception", in->exit_code);
-		verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
+		dg_verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
 		v->by_uncaught = true;
-		set_confidence(v, CONF_HIGH, "the runtime gate recorded the exception as the "
+		dg_set_confidence(v, CONF_HIGH, "the runtime gate recorded the exception as the "
 					     "interpreter handed it to sys.excepthook at the main "
 					     "program's end");
 		return;
@@ -3339,7 +2680,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	if (in->language && strcmp(in->language, "octave") == 0 &&
 	    octave_missing_function(v, in, log))
 		return;
-	if (scan_messages(v, log, in->language))
+	if (dg_scan_messages(v, log, in->language))
 		return;
 	/* Only a signal labbox saw is one: every backend turns a status it knows to mean a
 	 * signal (docker's init's 128+N) into `signal` itself. */
@@ -3481,7 +2822,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		return -ENOMEM;
 	if (strcmp(v->cls, "gate_refused") == 0 && v->exc_line != NONE) {
 		char ev[80] = "", rule[32] = "";
-		if (gate_refusal_of(log->lines[v->exc_line], ev, sizeof(ev), rule, sizeof(rule)) &&
+		if (dg_gate_refusal_of(log->lines[v->exc_line], ev, sizeof(ev), rule, sizeof(rule)) &&
 		    (obj_add(doc, "gate_event", utf8_string(ev)) < 0 ||
 		     (rule[0] && obj_add(doc, "rule", utf8_string(rule)) < 0)))
 			return -ENOMEM;
@@ -3631,7 +2972,7 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 	if (!in->full_tmpfs || !v->cls)
 		return;
 	bool no_space = strcmp(v->cls, "sandbox_restriction") == 0 &&
-			strcmp(v->suggestion, SUGGEST_NO_SPACE) == 0;
+			strcmp(v->suggestion, DG_SUGGEST_NO_SPACE) == 0;
 	if (strcmp(v->cls, "code_error") != 0 && !no_space)
 		return;
 	char size[32], what[300];
@@ -3641,7 +2982,7 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 		 "the sandbox's private %.128s (a tmpfs of %s, in memory) was full when the run "
 		 "failed%s",
 		 in->full_tmpfs, size, line ? " (the error is most likely a write that did not fit)" : "");
-	verdict_set(v, "sandbox_restriction", what, line, "");
+	dg_verdict_set(v, "sandbox_restriction", what, line, "");
 	snprintf(v->suggestion, sizeof(v->suggestion),
 		 "the sandbox's %.128s is a tmpfs of %s, not the host's disk, and the run filled "
 		 "it: give it more room (the flag below doubles it%s), or write large files into "
@@ -3649,10 +2990,10 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 		 in->full_tmpfs, size,
 		 strcmp(in->full_tmpfs, "/dev/shm") == 0 ? "; /dev/shm counts against --memory" : "");
 	if (no_space)
-		set_confidence(v, CONF_HIGH, "the error says no space was left, and the sandbox "
+		dg_set_confidence(v, CONF_HIGH, "the error says no space was left, and the sandbox "
 					     "found this tmpfs full when the run ended");
 	else
-		set_confidence(v, CONF_MEDIUM, "the sandbox found this tmpfs full when the run "
+		dg_set_confidence(v, CONF_MEDIUM, "the sandbox found this tmpfs full when the run "
 					       "ended; the error does not say that itself");
 }
 
@@ -3715,13 +3056,13 @@ static void refine_allocation(lb_verdict *v, const lb_failure_input *in, const l
 		 "no memory limit could give it%s", asked, have,
 		 far ? "; an amount that size is most likely an array shape that grew with the data"
 		     : "");
-	verdict_set(v, "code_error", what, line,
-		    "check the shape of what is allocated there (a full n x n matrix over every "
-		    "sample, a missing batch dimension, a wrong axis or dtype): compute it in chunks "
-		    "or keep only what is needed; if the size is meant, it needs a machine with that "
-		    "much memory: no memory limit of labbox's gives more than the machine has");
-	set_confidence(v, far ? CONF_HIGH : CONF_MEDIUM,
-		       far ? "the size the allocator refused is several times this machine's memory"
+	dg_verdict_set(v, "code_error", what, line,
+		       "check the shape of what is allocated there (a full n x n matrix over every "
+		       "sample, a missing batch dimension, a wrong axis or dtype): compute it in chunks "
+		       "or keep only what is needed; if the size is meant, it needs a machine with that "
+		       "much memory: no memory limit of labbox's gives more than the machine has");
+	dg_set_confidence(v, far ? CONF_HIGH : CONF_MEDIUM,
+			  far ? "the size the allocator refused is several times this machine's memory"
 			   : "the size the allocator refused is more than this machine's memory: a "
 			     "shape that grew, or work for a larger machine");
 }
@@ -3759,7 +3100,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_GPU_NONE_HERE);
 	}
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
-		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
+		if (strcmp(v.suggestion, DG_SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
 		else if (strcmp(v.suggestion, SUGGEST_OOM_HUNG) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HUNG_HOST);

@@ -73,6 +73,9 @@ typedef struct lb_verdict {
  * low when only the exit status or the signal is left to go by. */
 enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
 
+/* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
+#define GATE_MARK "labbox runtime gate refused "
+
 /* ---- log.c: the log's lines, its tracebacks, and the words and frames of a line ---------- */
 
 void dg_log_free(lb_log *log);
@@ -95,5 +98,29 @@ bool dg_in_experiment(const char *file, const char *exp_dir);
 size_t dg_code_frame_of(const lb_log *log, const lb_exc *e);
 const char *dg_experiment_relative(const char *file, const char *exp_dir);
 size_t dg_last_output_line(const lb_log *log);
+
+/* ---- classify.c: the class a message or an exception line names; the verdict's setters --- */
+
+const char *dg_pip_name(const char *module);
+void dg_verdict_set(lb_verdict *v, const char *cls, const char *what, const char *line,
+		    const char *suggestion);
+bool dg_gate_refusal_of(const char *line, char *ev, size_t evlen, char *rule, size_t rulelen);
+bool dg_gate_recorded(struct json_object *gate, const char *line);
+bool dg_misspelt_name(const char *line);
+bool dg_classify_text(lb_verdict *v, const char *line);
+void dg_classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess,
+			   bool gate_said);
+void dg_add_evidence(lb_verdict *v, size_t line);
+void dg_set_confidence(lb_verdict *v, int level, const char *reason);
+bool dg_scan_messages(lb_verdict *v, const lb_log *log, const char *language);
+extern const char DG_SUGGEST_OOM[];
+extern const char DG_SUGGEST_NO_SPACE[];
+
+/* ---- failure.c: what the files above use of it, until it moves --------------------------- */
+
+bool dg_r_install_error(lb_verdict *v, const char *line);
+void dg_classify_missing_lang_package(lb_verdict *v, const char *line, bool r);
+bool dg_lang_error_line(const char *s);
+size_t dg_octave_frame(const lb_log *log, size_t from);
 
 #endif
