@@ -116,11 +116,18 @@ bool dg_scan_messages(lb_verdict *v, const lb_log *log, const char *language);
 extern const char DG_SUGGEST_OOM[];
 extern const char DG_SUGGEST_NO_SPACE[];
 
-/* ---- failure.c: what the files above use of it, until it moves --------------------------- */
+/* ---- r_octave.c: R's and Octave's errors, packages and frames ---------------------------- */
 
 bool dg_r_install_error(lb_verdict *v, const char *line);
 void dg_classify_missing_lang_package(lb_verdict *v, const char *line, bool r);
 bool dg_lang_error_line(const char *s);
+bool dg_octave_frame_line(const char *s, long *lineno);
+bool dg_octave_own_file(const char *exp_dir, const char *frame, char *out, size_t outlen);
 size_t dg_octave_frame(const lb_log *log, size_t from);
+bool dg_octave_missing_function(lb_verdict *v, const lb_failure_input *in, const lb_log *log);
+
+/* ---- failure.c: what the files above use of it, until it moves --------------------------- */
+
+bool dg_foreign_dir(const char *name);
 
 #endif
