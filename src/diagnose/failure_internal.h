@@ -126,8 +126,9 @@ bool dg_octave_own_file(const char *exp_dir, const char *frame, char *out, size_
 size_t dg_octave_frame(const lb_log *log, size_t from);
 bool dg_octave_missing_function(lb_verdict *v, const lb_failure_input *in, const lb_log *log);
 
-/* ---- failure.c: what the files above use of it, until it moves --------------------------- */
+/* ---- refine.c: an exception's verdict, refined by its traceback and the staged experiment --- */
 
 bool dg_foreign_dir(const char *name);
+void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e);
 
 #endif
