@@ -131,4 +131,9 @@ bool dg_octave_missing_function(lb_verdict *v, const lb_failure_input *in, const
 bool dg_foreign_dir(const char *name);
 void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e);
 
+/* ---- chain.c: the root cause among the exceptions of a chain, or of a worker ------------- */
+
+const char *dg_worker_header_above(const lb_log *log, const lb_exc *e);
+void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n);
+
 #endif
