@@ -76,6 +76,26 @@ enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
 /* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
 #define GATE_MARK "labbox runtime gate refused "
 
+/* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
+ * program (src/gate/sitecustomize.py), read from the end of the output. */
+#define DUMP_THREADS_NAMED 3
+typedef struct stack_dump {
+	size_t start; /* the dump's first line; NONE: the output does not end with one */
+	size_t top;   /* the innermost frame of the stack that was waiting, or NONE */
+	size_t code;  /* that stack's innermost frame in the experiment's code, or NONE */
+	/* The main program had ended and waited, at exit, for threads it started that are not
+	 * daemons (threading's _shutdown): then top and code are the one such thread's, and
+	 * with several, each one's frame in the experiment's code (the dump does not say which
+	 * are daemons, so none is named alone). */
+	bool main_done;
+	size_t n_threads;
+	size_t thread_code[DUMP_THREADS_NAMED];
+	size_t n_thread_code;
+	/* ... or for a child process it started that is not a daemon (multiprocessing's atexit
+	 * _exit_function joins them): the child's stack is not in the dump. */
+	bool child_join;
+} stack_dump;
+
 /* ---- log.c: the log's lines, its tracebacks, and the words and frames of a line ---------- */
 
 void dg_log_free(lb_log *log);
@@ -135,5 +155,13 @@ void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e);
 
 const char *dg_worker_header_above(const lb_log *log, const lb_exc *e);
 void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n);
+
+/* ---- timeout.c: the stacks printed as the budget ended a run, and a run that waited ------ */
+
+bool dg_stacks_printed(const lb_failure_input *in);
+void dg_split_glued_header(lb_log *log);
+void dg_read_dump(const lb_log *log, stack_dump *d);
+void dg_add_stack_at_end(lb_verdict *v, const lb_log *log, const stack_dump *d);
+void dg_diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, const lb_log *log);
 
 #endif
