@@ -1,14 +1,10 @@
 /* Root cause of a failed run, read from how it ended and the tail of its output. */
 #include "labbox/diagnose.h"
-#include "labbox/util.h"
 #include "../collect/text.h"
-#include "internal.h"
+#include "failure_internal.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,639 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 
-/* The root cause of a traceback is within its last few hundred lines; older output is noise. */
-#define DIAG_MAX_LINES 2000
-#define DIAG_EVIDENCE_MAX 8
-#define DIAG_EVIDENCE_LEN 400
-#define DIAG_TEXT_LEN 600
-/* Lines above the end scanned for a known message when there is no traceback. */
-#define DIAG_SCAN_LINES 40
-#define DIAG_MAX_EXC 32
-#define NONE SIZE_MAX
-
-typedef struct lb_log {
-	char *text;   /* cleaned lines, each NUL-terminated */
-	char **lines; /* into text */
-	size_t n;
-	const char *exp_dir; /* lb_failure_input.exp_dir: which frames are the experiment's */
-	struct json_object *gate; /* lb_failure_input.runtime_gate: what the gate refused */
-	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
-	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
-	char glued[64]; /* a stack dump's header split off the line it was glued to */
-} lb_log;
-
-typedef struct lb_exc {
-	size_t header; /* first line of its traceback */
-	size_t line;   /* the "Name: message" line */
-	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
-	int link;     /* how the next exception relates to this one: LINK_* */
-	bool bare;    /* no "Traceback" header was seen: the line alone named it */
-} lb_exc;
-
-/* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a
- * context ("During handling...") is an exception the code was handling when the next one
- * was raised, which explains it only sometimes (a cache miss handled by downloading is not
- * why the download failed). */
-/* LINK_WRAPPED: the exception a library caught in a worker and raised again in the parent
- * with the worker's traceback as text below it (torch's DataLoader: "Caught IndexError in
- * DataLoader worker process 0." then "Original Traceback"): the worker's is the root. */
-enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE, LINK_WRAPPED };
-
-typedef struct lb_verdict {
-	const char *cls;
-	char summary[DIAG_TEXT_LEN];
-	char suggestion[DIAG_TEXT_LEN];
-	size_t evidence[DIAG_EVIDENCE_MAX];
-	size_t n_evidence;
-	size_t exc_line; /* NONE when no exception decided the class */
-	size_t frame;
-	size_t code_frame; /* the innermost frame in the experiment's own code, or NONE */
-	int confidence;	   /* CONF_* */
-	const char *confidence_reason;
-	/* The gate's record of the main program's uncaught exception chose what decided it:
-	 * not the output's last traceback, or no traceback at all */
-	bool by_uncaught;
-	/* A program that stopped itself, by the sys.exit call the gate recorded (exit_call_of):
-	 * its place is the code_location */
-	bool by_exit_call;
-} lb_verdict;
-
-/* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
- * or an exception names it; medium when a message or a library's exception points at it;
- * low when only the exit status or the signal is left to go by. */
-enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
-
-static void log_free(lb_log *log)
-{
-	free(log->text);
-	free(log->lines);
-}
-
-/* What a terminal would show of a line: the text after the last carriage return (progress
- * bars redraw that way), without ANSI escapes (coloured loggers), without the "| " margin of
- * exception groups, without trailing blanks. */
-static size_t clean_line(const char *s, size_t len, char *out)
-{
-	size_t o = 0, start = 0;
-
-	while (len > 0 && (s[len - 1] == '\r' || lb_text_blank(s[len - 1])))
-		len--;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == '\r')
-			start = i + 1;
-	for (size_t i = start; i < len; i++) {
-		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == '[') {
-			i += 2;
-			while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
-				i++;
-			continue;
-		}
-		if (s[i] == '\x1b' && i + 1 < len && s[i + 1] == ']') {
-			i += 2;
-			while (i < len && s[i] != '\a' && !(s[i] == '\x1b' && i + 1 < len))
-				i++;
-			if (i < len && s[i] == '\x1b')
-				i++;
-			continue;
-		}
-		/* NUL and other control bytes are not text: torch writes a NUL before its
-		 * traceback, and a line must still read "Traceback ..." from its first letter. */
-		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-			continue;
-		out[o++] = s[i];
-	}
-	/* "  | ValueError: x" inside an exception group reads like a top-level line. */
-	for (;;) {
-		size_t sp = 0;
-
-		while (sp < o && out[sp] == ' ')
-			sp++;
-		if (sp + 1 < o && out[sp] == '|' && out[sp + 1] == ' ') {
-			memmove(out, out + sp + 2, o - sp - 2);
-			o -= sp + 2;
-		} else {
-			break;
-		}
-	}
-	while (o > 0 && lb_text_blank(out[o - 1]))
-		o--;
-	out[o] = '\0';
-	return o;
-}
-
-static int log_split(lb_log *log, const char *tail, size_t len)
-{
-	size_t start = len, count = 0, n_lines = 0, o = 0;
-
-	memset(log, 0, sizeof(*log));
-	if (!tail || len == 0)
-		return 0;
-	/* Find where the last DIAG_MAX_LINES lines begin. */
-	while (start > 0) {
-		if (tail[start - 1] == '\n' && start != len && ++count >= DIAG_MAX_LINES)
-			break;
-		start--;
-	}
-	for (size_t i = start; i < len; i++)
-		if (tail[i] == '\n')
-			n_lines++;
-	n_lines++;
-	log->text = malloc(len - start + n_lines);
-	log->lines = calloc(n_lines, sizeof(*log->lines));
-	if (!log->text || !log->lines) {
-		log_free(log);
-		return -ENOMEM;
-	}
-	for (size_t i = start; i <= len;) {
-		const char *nl = memchr(tail + i, '\n', len - i);
-		size_t l = nl ? (size_t)(nl - (tail + i)) : len - i;
-
-		if (!nl && l == 0)
-			break;
-		log->lines[log->n++] = log->text + o;
-		o += clean_line(tail + i, l, log->text + o) + 1;
-		i += l + 1;
-	}
-	return 0;
-}
-
-static size_t indent_of(const char *s)
-{
-	size_t n = 0;
-
-	while (lb_text_blank(s[n]))
-		n++;
-	return n;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static bool is_header(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "Traceback (most recent call last):") ||
-	       starts_with(s, "Exception Group Traceback (most recent call last):") ||
-	       starts_with(s, "Original Traceback (most recent call last):");
-}
-
-static bool is_original_header(const char *s)
-{
-	return starts_with(s + indent_of(s), "Original Traceback (most recent call last):");
-}
-
-static bool is_frame(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "File \"");
-}
-
-/* A class name as a traceback ends with it: dotted identifiers, the last capitalised
- * (subprocess.TimeoutExpired, concurrent.futures.process.BrokenProcessPool, queue.Empty,
- * zipfile.BadZipFile), whatever its suffix. */
-static bool class_name(const char *s, size_t n)
-{
-	size_t part = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '.') {
-			if (i == part || i + 1 == n)
-				return false;
-			part = i + 1;
-		} else if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			     (c >= '0' && c <= '9' && i > part))) {
-			return false;
-		}
-	}
-	while (part < n && s[part] == '_')
-		part++;
-	return part < n && s[part] >= 'A' && s[part] <= 'Z';
-}
-
-/* "pkg.mod.SomeError: message" or "SomeError" at the start of s. A line that ends a
- * traceback's frames (traced) is the exception's by where it stands, so any class name
- * does; elsewhere the name must look like an exception's (Error, Exception, ...). */
-static bool exception_line_of(const char *s, size_t *name_len, bool traced)
-{
-	size_t n = 0;
-
-	while (s[n] && s[n] != ':' && !lb_text_blank(s[n]))
-		n++;
-	if (!(s[n] == '\0' || (s[n] == ':' && (s[n + 1] == '\0' || s[n + 1] == ' '))))
-		return false;
-	if (!lb_text_is_exception_name(s, n) && !(traced && class_name(s, n)))
-		return false;
-	if (name_len)
-		*name_len = n;
-	return true;
-}
-
-static bool exception_line(const char *s, size_t *name_len)
-{
-	return exception_line_of(s, name_len, false);
-}
-
-/* A pool's worker's exception, as the pool hands it to the parent: its traceback as text
- * between triple quotes under "multiprocessing.pool.RemoteTraceback:" (or concurrent.futures'
- * _RemoteTraceback), the cause of the same exception raised again in the parent. */
-static bool remote_traceback(const lb_log *log, const lb_exc *e)
-{
-	size_t h = e->header;
-	if (h < 2 || strcmp(log->lines[h - 1] + indent_of(log->lines[h - 1]), "\"\"\"") != 0)
-		return false;
-	const char *name = log->lines[h - 2] + indent_of(log->lines[h - 2]);
-	const char *colon = strstr(name, "RemoteTraceback:");
-	return colon && (colon == name || colon[-1] == '.' || colon[-1] == '_');
-}
-
-/* torch.multiprocessing.spawn's ProcessRaisedException: its message is the child's own
- * traceback as text, printed right below the parent's exception line after "-- Process N
- * terminated with the following error:". The child's exception is the root, as a DataLoader
- * worker's "Original Traceback" is. */
-static bool spawn_wrapper(const lb_log *log, const lb_exc *e)
-{
-	const char *l = log->lines[e->line] + indent_of(log->lines[e->line]);
-	const char *name = strstr(l, "ProcessRaisedException");
-	return name && (name == l || name[-1] == '.') && name[22] == ':';
-}
-
-static bool spawn_child_line(const char *s)
-{
-	s += indent_of(s);
-	return starts_with(s, "-- Process ") && strstr(s, "terminated with the following error:");
-}
-
-/* Whether the traceback goes on at line k: its next line that is not empty is a frame's
- * (more indented than the header) or the exception's. Strictly: a frame's own first line,
- * or an exception line whose name looks like an exception's. */
-static bool traceback_goes_on(const lb_log *log, size_t k, size_t ind, bool strict)
-{
-	for (; k < log->n; k++) {
-		const char *l = log->lines[k];
-		if (l[0] == '\0')
-			continue;
-		if (strict)
-			return (indent_of(l) > ind && is_frame(l)) ||
-			       exception_line_of(l + indent_of(l), NULL, false);
-		return indent_of(l) > ind || exception_line_of(l + indent_of(l), NULL, true);
-	}
-	return false;
-}
-
-/* Lines of the other stream that may stand inside one traceback: stdout and stderr are two
- * pipes, and run.log keeps each one's order, not the order between them, so a metric line
- * can come between a traceback's frames, or before its exception line. */
-#define FOREIGN_IN_TRACEBACK 3
-
-static size_t find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < log->n; i++) {
-		size_t ind, j, frame = NONE, foreign = 0;
-
-		if (!is_header(log->lines[i]))
-			continue;
-		ind = indent_of(log->lines[i]);
-		for (j = i + 1; j < log->n; j++) {
-			const char *l = log->lines[j];
-
-			if (l[0] == '\0')
-				continue;
-			if (indent_of(l) <= ind) {
-				/* Not the exception's line, and the traceback goes on after it: a line
-				 * of the other stream, passed over. A capitalised name ("Accuracy:
-				 * 0.5") could be a class of the code's own, so it is passed over only
-				 * when a frame or an exception's line follows it. */
-				const char *t = l + indent_of(l);
-				bool named = exception_line_of(t, NULL, false);
-				bool classy = !named && exception_line_of(t, NULL, true);
-				if (!named && !is_header(l) && foreign < FOREIGN_IN_TRACEBACK &&
-				    traceback_goes_on(log, j + 1, ind, classy)) {
-					foreign++;
-					continue;
-				}
-				break;
-			}
-			if (is_frame(l))
-				frame = j;
-		}
-		if (j >= log->n ||
-		    !exception_line_of(log->lines[j] + indent_of(log->lines[j]), NULL, true))
-			continue;
-		if (n == max) {
-			/* Keep the most recent ones: the last exception decides. */
-			memmove(exc, exc + 1, (max - 1) * sizeof(*exc));
-			n--;
-		}
-		exc[n++] = (lb_exc){ .header = i, .line = j, .frame = frame };
-		i = j;
-	}
-	/* Chains print "During handling of the above exception..." between two tracebacks. */
-	for (size_t k = 0; k + 1 < n; k++) {
-		for (size_t j = exc[k].line + 1; j < exc[k + 1].line; j++) {
-			if (strstr(log->lines[j], "During handling of the above exception")) {
-				exc[k].link = LINK_CONTEXT;
-				break;
-			}
-			if (strstr(log->lines[j], "The above exception was the direct cause")) {
-				exc[k].link = remote_traceback(log, &exc[k]) ? LINK_WRAPPED : LINK_CAUSE;
-				break;
-			}
-		}
-	}
-	/* A wrapper's exception line, then the original traceback right below it: printed
-	 * effect first, so put in a chain's order, the original first and wrapped. */
-	for (size_t k = 0; k + 1 < n; k++) {
-		bool spawned = spawn_wrapper(log, &exc[k]);
-		if (!spawned && !is_original_header(log->lines[exc[k + 1].header]))
-			continue;
-		bool adjacent = true;
-		for (size_t j = exc[k].line + 1; j < exc[k + 1].header; j++)
-			if (log->lines[j][0] != '\0' && !(spawned && spawn_child_line(log->lines[j])))
-				adjacent = false;
-		if (!adjacent)
-			continue;
-		lb_exc orig = exc[k + 1];
-		exc[k + 1] = exc[k];
-		exc[k] = orig;
-		exc[k + 1].link = orig.link;
-		exc[k].link = LINK_WRAPPED;
-		k++;
-	}
-	if (n > 0)
-		return n;
-	/* No header in the tail (cut off, or a SyntaxError, which has none): the last line that
-	 * names an exception at the start of a line, with the frame printed above it. */
-	for (size_t i = log->n; i-- > 0;) {
-		if (indent_of(log->lines[i]) == 0 && exception_line(log->lines[i], NULL)) {
-			size_t frame = NONE;
-
-			for (size_t j = i; j-- > 0 && i - j <= 6;) {
-				if (is_frame(log->lines[j])) {
-					frame = j;
-					break;
-				}
-			}
-			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame,
-					   .bare = true };
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static bool has(const char *s, const char *needle)
-{
-	return strcasestr(s, needle) != NULL;
-}
-
-static bool has_any(const char *s, const char *const *needles)
-{
-	for (size_t i = 0; needles[i]; i++)
-		if (has(s, needles[i]))
-			return true;
-	return false;
-}
-
-static bool word_char(char c)
-{
-	return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-}
-
-/* "nan" as a word of its own: not inside "nanmean" or "finance", and not inside quotes, where
- * it is a file name or a dictionary key ("data/nan.csv", KeyError: 'nan'). */
-static bool has_nan_word(const char *s)
-{
-	char quote = 0;
-
-	for (const char *p = s; *p; p++) {
-		if (quote) {
-			if (*p == quote)
-				quote = 0;
-		} else if (*p == '\'' || *p == '"') {
-			quote = *p;
-		} else if (strncasecmp(p, "nan", 3) == 0 && (p == s || !word_char(p[-1])) &&
-			   !word_char(p[3])) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The last component of a dotted exception name, compared exactly. */
-static bool name_is(const char *line, size_t name_len, const char *const *names)
-{
-	const char *last = line;
-
-	for (size_t i = 0; i < name_len; i++)
-		if (line[i] == '.')
-			last = line + i + 1;
-	for (size_t i = 0; names[i]; i++) {
-		size_t n = strlen(names[i]);
-
-		if ((size_t)(line + name_len - last) == n && memcmp(last, names[i], n) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Text between the first pair of quotes after "prefix", e.g. the module in
- * "No module named 'sklearn'". */
-static bool quoted_after(const char *s, const char *prefix, char *out, size_t outlen)
-{
-	const char *p = prefix ? strcasestr(s, prefix) : s;
-	const char *q, *e;
-	size_t n;
-
-	if (!p)
-		return false;
-	p += prefix ? strlen(prefix) : 0;
-	q = strpbrk(p, "'\"");
-	if (!q)
-		return false;
-	e = strchr(q + 1, *q);
-	if (!e)
-		return false;
-	n = (size_t)(e - q - 1);
-	if (n == 0 || n >= outlen)
-		return false;
-	memcpy(out, q + 1, n);
-	out[n] = '\0';
-	return true;
-}
-
-static const char *pip_name(const char *module)
-{
-	static const char *const map[][2] = {
-		{ "sklearn", "scikit-learn" },	 { "cv2", "opencv-python" },
-		{ "PIL", "Pillow" },		 { "yaml", "PyYAML" },
-		{ "skimage", "scikit-image" },	 { "bs4", "beautifulsoup4" },
-		{ "attr", "attrs" },		 { "dateutil", "python-dateutil" },
-		{ "Crypto", "pycryptodome" },	 { "dotenv", "python-dotenv" },
-		{ "jwt", "PyJWT" },		 { "serial", "pyserial" },
-		{ "google.protobuf", "protobuf" }, { "tensorflow_datasets", "tensorflow-datasets" },
-		/* the project that installs the module, not one of the module's name (one
-		 * word each: the escalation's environment is the word after "pip install") */
-		{ "umap", "umap-learn" },	 { "fitz", "PyMuPDF" },
-		{ "Bio", "biopython" },		 { "community", "python-louvain" },
-		{ "mpl_toolkits", "matplotlib" }, { "git", "GitPython" },
-		{ "docx", "python-docx" },	 { "pptx", "python-pptx" },
-		{ "magic", "python-magic" },	 { "zmq", "pyzmq" },
-		{ "OpenGL", "PyOpenGL" },	 { "skopt", "scikit-optimize" },
-		{ "absl", "absl-py" },		 { "haiku", "dm-haiku" },
-		{ "tree", "dm-tree" },		 { "hydra", "hydra-core" },
-		{ "pkg_resources", "setuptools" }, { "faiss", "faiss-cpu" },
-		{ "MySQLdb", "mysqlclient" },	 { "googleapiclient", "google-api-python-client" },
-		{ "OpenSSL", "pyOpenSSL" },	 { "jose", "python-jose" },
-		{ "wx", "wxPython" },		 { "usb", "pyusb" },
-	};
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(module, map[i][0]) == 0)
-			return map[i][1];
-	return module;
-}
-
-static void verdict_set(lb_verdict *v, const char *cls, const char *what, const char *line,
-			const char *suggestion)
-{
-	v->cls = cls;
-	if (line)
-		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
-	else
-		snprintf(v->summary, sizeof(v->summary), "%s", what);
-	snprintf(v->suggestion, sizeof(v->suggestion), "%s", suggestion);
-}
-
-static const char *const gpu_oom_text[] = {
-	"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
-	"CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory", "MPS backend out of memory",
-	"RESOURCE_EXHAUSTED", "OOM when allocating", "out of memory on device", NULL
-};
-/* CUDA errors that are bugs in the code, not a missing GPU. */
-static const char *const gpu_code_text[] = {
-	"device-side assert", "illegal memory access", "misaligned address",
-	"illegal instruction was encountered", NULL
-};
-/* A build of the library without CUDA: the environment's, whatever GPUs the host has. */
-static const char *const cpu_build_text[] = {
-	"not compiled with CUDA", "compiled without CUDA", "not compiled with GPU support",
-	"built without CUDA", NULL
-};
-static const char *const gpu_unavailable_text[] = {
-	"No CUDA GPUs are available", "no CUDA-capable device",
-	"Found no NVIDIA driver", "NVIDIA driver on your system is too old",
-	"CUDA driver version is insufficient", "torch.cuda.is_available() is False",
-	"CUDA driver initialization failed", "cuInit", "CUDA unknown error",
-	"Unknown backend: 'gpu'", "Unknown backend: gpu", "invalid device ordinal",
-	"CUDA-capable device(s) is/are busy", "all CUDA-capable devices are busy", "nvidia-smi",
-	"NVML", "libcuda.so", "libcudart", "libcudnn", "libnvrtc", "libcublas",
-	"no kernel image is available", "CUDA is not available", "CUDA error",
-	"CUDNN_STATUS_NOT_INITIALIZED", "CUDA initialization", "cuda is unavailable",
-	"CUDA unavailable", "CUDA not available", NULL
-};
-/* A DataLoader's workers hand batches over through /dev/shm; when it fills up a worker dies
- * of SIGBUS or a write there fails. */
-static const char *const shm_text[] = {
-	"killed by signal: Bus error", "out of shared memory", "insufficient shared memory",
-	"shared memory limit", "unable to write to file </torch_", "/dev/shm",
-	"Unexpected bus error encountered in worker", NULL
-};
-/* Hugging Face datasets: the dataset is neither in the experiment nor in a cache. */
-static const char *const dataset_names[] = { "DatasetNotFoundError", "DataFilesNotFoundError",
-					     "EmptyDatasetError", NULL };
-static const char *const dataset_text[] = {
-	"Couldn't find a dataset script", "doesn't exist on the Hub", "Couldn't find any data file",
-	"DatasetNotFoundError", "Unable to find any data files", NULL
-};
-/* Words of a connection failure, as opposed to a name that merely mentions the Hub. */
-static const char *const connection_text[] = {
-	"ConnectionError", "Couldn't reach", "offline mode", "OfflineModeIsEnabled",
-	"LocalEntryNotFoundError", "Temporary failure in name resolution",
-	"Name or service not known", "Network is unreachable", "No route to host",
-	"Connection refused", "Max retries exceeded", "Failed to establish a new connection",
-	"Operation not permitted", NULL
-};
-static const char *const nan_text[] = {
-	"non-finite", "nonfinite", "diverged", "divergence", "contains infinity",
-	"infinity or a value too large", "returned nan values", NULL
-};
-static const char *const network_names[] = {
-	"gaierror", "herror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
-	"ConnectionAbortedError", "NewConnectionError", "MaxRetryError", "URLError", "HTTPError",
-	"ConnectTimeout", "ConnectTimeoutError", "ReadTimeout", "ReadTimeoutError", "SSLError",
-	"ProxyError", "RemoteDisconnected", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
-	"NameResolutionError", "ContentTooShortError", NULL
-};
-static const char *const network_text[] = {
-	"Temporary failure in name resolution", "Name or service not known",
-	"nodename nor servname", "Network is unreachable", "No route to host",
-	"Connection refused", "Max retries exceeded", "urlopen error", "getaddrinfo",
-	"Could not resolve host", "couldn't connect to", "Couldn't reach", "could not connect to",
-	"Failed to establish a new connection", "huggingface.co", "Hugging Face Hub",
-	"offline mode", NULL
-};
-static const char *const no_space_text[] = { "No space left on device", "Disk quota exceeded",
-					     "File too large",
-					     NULL };
-static const char *const limit_text[] = { "can't start new thread", "Too many open files",
-					  "Resource temporarily unavailable", NULL };
-static const char *const sandbox_text[] = { "Read-only file system", "Operation not permitted",
-					    "Permission denied", "Bad system call", NULL };
-static const char *const wrong_env_text[] = {
-	"cannot import name", "undefined symbol", "GLIBC", "compiled using NumPy",
-	"numpy.core.multiarray failed to import", "_ARRAY_API", "version `",
-	"cannot open shared object file", "wrong ELF class", "incompatible architecture",
-	"Numpy is not available", "requires Python", "unsupported operand type(s) for |: 'type'",
-	"'type' object is not subscriptable", "command not found", NULL
-};
-/* API removed between versions: numpy.float, time.clock, collections.Mapping... */
-static const char *const moved_api_text[] = {
-	"module 'numpy' has no attribute", "module 'np' has no attribute",
-	"module 'torch' has no attribute", "module 'tensorflow' has no attribute",
-	"module 'jax' has no attribute", "module 'scipy' has no attribute",
-	"module 'pandas' has no attribute", "module 'sklearn' has no attribute",
-	"module 'collections' has no attribute", "module 'time' has no attribute",
-	"module 'typing' has no attribute", "module 'inspect' has no attribute",
-	"was removed in the NumPy 2.0 release", NULL
-};
-
-static const char SUGGEST_GPU_OOM[] =
-	"reduce the batch size or the model size, use mixed precision (torch.autocast) or "
-	"gradient accumulation, and release tensors that are no longer needed";
-static const char SUGGEST_GPU_UNAVAILABLE[] =
-	"give the run a GPU with --gpus all or --gpus 0,1 (`labbox probe` lists the host's "
-	"NVIDIA GPUs), or make the code fall back to the CPU when torch.cuda.is_available() is "
-	"False";
-static const char SUGGEST_OCTAVE_GNUPLOT[] =
-	"install gnuplot where the experiment runs (Debian: apt install gnuplot-nox), which "
-	"octave-cli draws figures and prints them to files with; or save the data the figure "
-	"shows (save, csvwrite) and plot it elsewhere";
 static const char SUGGEST_GPU_NONE_HERE[] =
 	"run it on a machine with an NVIDIA GPU (--mode ssh --host HOST to a lab server, "
 	"--mode slurm with --gpus 0, or --mode colab), or make the code fall back to the "
 	"CPU when torch.cuda.is_available() is False";
-static const char SUGGEST_TORCH_CPU_BUILD[] =
-	"run it with an interpreter whose torch is a CUDA build (pip install torch in a virtual "
-	"environment on Linux gives one; labbox installs nothing itself), with --python "
-	"VENV/bin/python and --gpus all on a host with an NVIDIA GPU, or run it on the CPU "
-	"(device \"cpu\", or fall back when torch.cuda.is_available() is False): --gpus alone "
-	"cannot help a torch without CUDA";
-static const char SUGGEST_CPU_BUILD[] =
-	"install a build of the library with CUDA (GPU support) into a virtual environment and "
-	"run with --python VENV/bin/python (and --gpus all on a host with an NVIDIA GPU), or run "
-	"it on the CPU: --gpus alone cannot help a build without CUDA";
-static const char SUGGEST_OOM[] =
-	"raise the memory limit (--memory), or hold less in memory: smaller batches, float32 "
-	"instead of float64, streaming the data instead of loading it whole";
+
 static const char SUGGEST_OOM_HUNG[] =
 	"raise the memory limit (--memory), or hold less in memory in each process (fewer pool "
 	"workers, smaller chunks); a larger --budget would not help a run that waits on a "
@@ -661,1990 +30,6 @@ static const char SUGGEST_OOM_HOST[] =
 	"labbox set no memory limit on this run, so the machine itself could not give what the "
 	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
 	"streaming the data instead of loading it whole), or run it where there is more memory";
-static const char SUGGEST_NAN[] =
-	"lower the learning rate, clip gradients, and check inputs and the loss for NaN, log(0) "
-	"or division by zero; np.seterr(all='raise') or torch.autograd.set_detect_anomaly(True) "
-	"stops at the first NaN";
-static const char SUGGEST_NETWORK[] =
-	"the sandbox has no network by default (--network none): download datasets and models "
-	"into the experiment directory beforehand, or allow the network explicitly with "
-	"--network host";
-static const char SUGGEST_SANDBOX[] =
-	"write only inside the experiment directory or /tmp (the rest of the file system is "
-	"read-only and the home directory is hidden), and avoid privileged operations; mount "
-	"what the code needs with -v SRC:DST[:ro], or give it a scratch directory with "
-	"--tmpfs PATH";
-/* What the runtime gate's PermissionError says (src/gate/sitecustomize.py). */
-#define GATE_MARK "labbox runtime gate refused "
-static const char SUGGEST_GATE[] =
-	"the runtime gate refuses what the static check's hard gate refuses (the rule named, "
-	"docs/check.md): remove the call, or do it in the experiment's own Python; result.json's "
-	"runtime_gate lists the event with the line that made it. --runtime-gate off runs "
-	"without the gate (the sandbox still holds)";
-static const char SUGGEST_GATE_UNRECORDED[] =
-	"fix the error shown in the traceback (run.log has all of it): result.json's runtime_gate "
-	"lists every refusal of this run's gate, and this one is not among them";
-
-/* "... refused EVENT: RULE title (policy P)" -> EVENT and RULE; false when the line is not
- * one. RULE is "" for the gate's refusals that name none ("events nested in..."). */
-static bool gate_refusal_of(const char *line, char *ev, size_t evlen, char *rule, size_t rulelen)
-{
-	const char *g = strstr(line, GATE_MARK);
-	size_t n;
-
-	if (!g)
-		return false;
-	g += strlen(GATE_MARK);
-	n = strcspn(g, ": ");
-	if (n == 0 || n >= evlen || g[n] != ':')
-		return false;
-	memcpy(ev, g, n);
-	ev[n] = '\0';
-	g += n + 1;
-	while (*g == ' ')
-		g++;
-	n = strspn(g, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.");
-	rule[0] = '\0';
-	/* only a rule id (LB102, gate.pickle) is one: other refusals go on in words */
-	if (n < rulelen && (strncmp(g, "LB", 2) == 0 || strncmp(g, "gate.", 5) == 0)) {
-		memcpy(rule, g, n);
-		rule[n] = '\0';
-	}
-	return true;
-}
-
-/* Whether the gate's own record (result.json's runtime_gate) holds the refusal a line names:
- * an event of that name, refused, under that rule. The output alone proves nothing: the code
- * can print or raise the gate's words itself, and under --runtime-gate record the gate
- * refuses nothing. */
-static bool gate_recorded(struct json_object *gate, const char *line)
-{
-	struct json_object *events, *v;
-	char ev[80], rule[32];
-
-	if (!gate || !gate_refusal_of(line, ev, sizeof(ev), rule, sizeof(rule)) ||
-	    !json_object_object_get_ex(gate, "events", &events) ||
-	    !json_object_is_type(events, json_type_array))
-		return false;
-	for (size_t i = 0; i < json_object_array_length(events); i++) {
-		struct json_object *e = json_object_array_get_idx(events, i);
-
-		if (!json_object_object_get_ex(e, "refused", &v) || !json_object_get_boolean(v) ||
-		    !json_object_object_get_ex(e, "event", &v) ||
-		    strcmp(json_object_get_string(v) ? json_object_get_string(v) : "", ev) != 0)
-			continue;
-		if (!rule[0] || (json_object_object_get_ex(e, "rule", &v) &&
-				 strcmp(json_object_get_string(v) ? json_object_get_string(v) : "",
-					rule) == 0))
-			return true;
-	}
-	return false;
-}
-
-static const char SUGGEST_NO_SPACE[] =
-	"write less, or give the sandbox more room: a larger private /tmp "
-	"(--tmpfs /tmp:size=4g), a larger /dev/shm (--shm-size 4g), a larger --disk-limit for "
-	"exp/, or a mounted output directory (-v SRC:DST:rw)";
-static const char SUGGEST_SOCKET[] =
-	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
-	"use --network loopback for code that talks to itself over TCP, --network host to reach "
-	"other machines, or download what the code fetches into the experiment directory "
-	"beforehand";
-static const char SUGGEST_SOCKET_LOCAL[] =
-	"the sandbox has no network by default (--network none refuses every socket but AF_UNIX): "
-	"a server or process group on this machine alone (torch.distributed's TCPStore with "
-	"MASTER_ADDR=127.0.0.1, gloo, zmq or grpc on localhost) needs only --network loopback, a "
-	"private loopback; --network host reaches other machines";
-static const char SUGGEST_SHM[] =
-	"/dev/shm filled up (DataLoader workers pass every batch through it): give the sandbox a "
-	"larger one with --shm-size SIZE (the default is 1g; e.g. --shm-size 8g, and a --memory "
-	"that leaves room for it, since /dev/shm is memory), or use fewer DataLoader workers "
-	"(num_workers) or smaller batches";
-static const char SUGGEST_DATASET[] =
-	"the dataset is not in the sandbox and cannot be downloaded there (no network unless "
-	"--network host): download it beforehand (datasets' save_to_disk, or the Hub cache) into "
-	"the experiment directory or a directory mounted with -v SRC:DST:ro, and load it from "
-	"that path; check the dataset's name too";
-static const char SUGGEST_LIMIT[] =
-	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
-	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
-static const char SUGGEST_WRONG_ENV[] =
-	"the installed packages or the Python version do not match what the code expects: "
-	"install compatible versions into a virtual environment and run with --python "
-	"VENV/bin/python (labbox installs nothing itself)";
-
-/* Top-level names that several distributions share (namespace packages): that one of them
- * imports says nothing of the one a dotted name needs, which is installed by its own name. */
-static bool namespace_top(const char *top)
-{
-	static const char *const tops[] = { "google", "azure", "mpl_toolkits", "ruamel", "zope",
-					    "jaraco", "backports", "sphinxcontrib", "nvidia", NULL };
-	for (size_t i = 0; tops[i]; i++)
-		if (strcmp(top, tops[i]) == 0)
-			return true;
-	return false;
-}
-
-static void classify_missing_package(lb_verdict *v, const char *line)
-{
-	char module[128], top[128], dist[128];
-	char *dot;
-
-	if (!quoted_after(line, "No module named", module, sizeof(module))) {
-		verdict_set(v, "missing_package", "a Python package is missing", line,
-			    "install the missing package in the experiment's environment, or "
-			    "choose an interpreter that has it with --python");
-		return;
-	}
-	memcpy(top, module, sizeof(top));
-	dot = strchr(top, '.');
-	if (dot)
-		*dot = '\0';
-	if (dot && lb_diag_is_stdlib(top, strlen(top))) {
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary),
-			 "this Python's standard library has no module '%s' (another Python version "
-			 "has it): %s", module, line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "run it with the Python version the code was written for (--python "
-			 "PATH; `labbox probe` lists the interpreters it finds)");
-		return;
-	}
-	if (dot && !namespace_top(top)) {
-		/* Python imports a dotted name's packages first and names the first part it
-		 * could not find: 'torch._inductor' means torch itself imported, and its version
-		 * has no _inductor (added since, or removed: sklearn.externals.joblib). */
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary),
-			 "the installed %s has no module '%s' (%s itself imports; another version of "
-			 "it has the module): %s", top, module, top, line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install the version of %s the code was written for, one that has %s, into "
-			 "a virtual environment (pip install %s==VERSION; labbox installs nothing "
-			 "itself; environment.txt in the run directory lists the version this run "
-			 "had) and run with --python VENV/bin/python",
-			 top, module, pip_name(top));
-		return;
-	}
-	/* google.protobuf is installed as protobuf; other namespaces' parts by their dotted
-	 * name (azure.storage.blob: azure-storage-blob). */
-	if (!dot)
-		snprintf(dist, sizeof(dist), "%s", pip_name(top));
-	else if (strcmp(module, "google.protobuf") == 0 || strncmp(module, "google.protobuf.", 16) == 0)
-		snprintf(dist, sizeof(dist), "protobuf");
-	else if (strcmp(module, "mpl_toolkits.mplot3d") == 0 ||
-		 strcmp(module, "mpl_toolkits.axes_grid1") == 0 ||
-		 strcmp(module, "mpl_toolkits.axisartist") == 0 ||
-		 strncmp(module, "mpl_toolkits.mplot3d.", 21) == 0)
-		snprintf(dist, sizeof(dist), "matplotlib"); /* matplotlib's own toolkits */
-	else if (strncmp(module, "mpl_toolkits.", 13) == 0)
-		snprintf(dist, sizeof(dist), "%.100s", module + 13); /* basemap */
-	else {
-		snprintf(dist, sizeof(dist), "%s", module);
-		for (char *c = dist; *c; c++)
-			if (*c == '.' || *c == '_')
-				*c = '-';
-	}
-	v->cls = "missing_package";
-	snprintf(v->summary, sizeof(v->summary), "module '%s' is not installed: %s", module, line);
-	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "install it into the interpreter's environment (pip install %s in a virtual "
-		 "environment; labbox installs nothing itself) and run with --python "
-		 "VENV/bin/python, or choose another interpreter that has it with --python",
-		 dist);
-}
-
-/* subprocess: the traceback went through subprocess, so a missing name is a program. */
-static void classify_missing_file(lb_verdict *v, const char *line, bool subprocess)
-{
-	char path[256];
-
-	if (!quoted_after(line, "No such file or directory", path, sizeof(path)) &&
-	    !quoted_after(line, "Error:", path, sizeof(path))) {
-		verdict_set(v, "missing_data", "a file the experiment reads is missing", line,
-			    "put the data inside the experiment directory (it is staged as exp/) "
-			    "and open it by a relative path, or mount it with -v SRC:DST:ro");
-		return;
-	}
-	if (subprocess && !strchr(path, '/')) {
-		v->cls = "wrong_env";
-		snprintf(v->summary, sizeof(v->summary), "program '%s' was not found: %s", path,
-			 line);
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install %s where the experiment runs, or do without it", path);
-		return;
-	}
-	v->cls = "missing_data";
-	snprintf(v->summary, sizeof(v->summary), "file '%s' does not exist in the sandbox: %s",
-		 path, line);
-	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "put '%s' inside the experiment directory (it is staged as exp/) and open it by "
-		 "a relative path, or mount it with -v SRC:DST:ro; the rest of the host is hidden "
-		 "from the sandbox",
-		 path);
-}
-
-/* A dataset the Hub loader could not find: missing data, unless the message shows that the
- * Hub could not be reached, which is the network (the sandbox has none by default). */
-static void classify_dataset(lb_verdict *v, const char *line)
-{
-	if (has_any(line, connection_text)) {
-		verdict_set(v, "network", "the dataset could not be fetched: no network", line,
-			    SUGGEST_NETWORK);
-		return;
-	}
-	verdict_set(v, "missing_data", "the dataset was not found", line, SUGGEST_DATASET);
-}
-
-/* How an R package is installed for the interpreter beforehand: Debian's r-cran-NAME or
- * r-bioc-NAME (lower case, as Debian names them), or the installer the code used. */
-static void r_package_suggestion(lb_verdict *v, const char *pkg, const char *repo)
-{
-	char deb[128];
-	size_t k = 0;
-	for (; pkg[k] && k < sizeof deb - 1; k++)
-		deb[k] = (char)tolower((unsigned char)pkg[k]);
-	deb[k] = '\0';
-	if (strcmp(repo, "github") == 0)
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install it beforehand, outside the sandbox, into a library the interpreter "
-			 "reads (R_LIBS_USER, or the site library), from the repository the code "
-			 "names: at run time the sandbox has no network and R's libraries are "
-			 "read-only; or name an interpreter that has it with --interpreter");
-	else
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install it for the interpreter (Debian: apt install r-%s-%s; or "
-			 "install.packages(\"%s\") into a library the interpreter reads, beforehand: "
-			 "the sandbox has no network and R's libraries are read-only in it), or name "
-			 "an interpreter that has it with --interpreter",
-			 repo, deb[0] ? deb : "NAME", pkg[0] ? pkg : "NAME");
-}
-
-/* R code that installs what it lacks at run time ("if (!requireNamespace(\"x\"))
- * install.packages(\"x\")"): in the sandbox the library is read-only and there is no
- * network, so the installer's error is the missing package, named by its call. */
-static bool r_install_error(lb_verdict *v, const char *line)
-{
-	static const struct {
-		const char *call, *repo;
-	} installers[] = {
-		{"install.packages(", "cran"},	    {"BiocManager::install(", "bioc"},
-		{"biocLite(", "bioc"},		    {"pak::pkg_install(", "cran"},
-		{"pak::pak(", "cran"},		    {"remotes::install_github(", "github"},
-		{"devtools::install_github(", "github"}, {"remotes::install_cran(", "cran"},
-	};
-	const char *at = NULL, *repo = NULL, *call = line + indent_of(line) + 9;
-	if (!starts_with(line + indent_of(line), "Error in "))
-		return false;
-	/* the call R names as the one that stopped */
-	for (size_t i = 0; i < sizeof installers / sizeof installers[0] && !at; i++)
-		if (starts_with(call, installers[i].call)) {
-			at = call;
-			repo = installers[i].repo;
-		}
-	if (!at)
-		return false;
-	/* the first quoted name in the call: install.packages("x"), install.packages(c("x",
-	 * "y")); a repository's last part for install_github("user/x") */
-	char pkg[128] = "";
-	const char *paren = strchr(at, '(');
-	const char *close = paren ? strstr(paren, ") :") : NULL;
-	if (paren && close && quoted_after(paren, NULL, pkg, sizeof pkg) &&
-	    strstr(paren, pkg) < close) {
-		char *slash = strrchr(pkg, '/');
-		if (slash)
-			memmove(pkg, slash + 1, strlen(slash));
-		pkg[strcspn(pkg, "@#")] = '\0';
-		for (char *c = pkg; *c; c++)
-			if (!(isalnum((unsigned char)*c) || *c == '.'))
-				pkg[0] = '\0';
-	} else {
-		pkg[0] = '\0';
-	}
-	v->cls = "missing_package";
-	snprintf(v->summary, sizeof(v->summary),
-		 "R package '%s' is not installed, and the code's attempt to install it at run "
-		 "time failed (the sandbox has no network and R's libraries are read-only in it): %s",
-		 pkg[0] ? pkg : "?", line + indent_of(line));
-	r_package_suggestion(v, pkg, repo);
-	return true;
-}
-
-/* Classes a message can show without a Python exception name: used both for exception lines
- * and for the output of programs that crash without a traceback. Returns false when the text
- * says nothing specific. */
-/* R: "there is no package called ‘x’"; Octave: "package x is not installed". */
-static void classify_missing_lang_package(lb_verdict *v, const char *line, bool r)
-{
-	char pkg[128] = "";
-	const char *at = strstr(line, r ? "there is no package called " : "package ");
-	if (at) {
-		at += strlen(r ? "there is no package called " : "package ");
-		/* R quotes with ‘ ’ (UTF-8) or ' ': skip to the name's first byte */
-		while (*at && !(isalnum((unsigned char)*at) || *at == '.'))
-			at++;
-		size_t k = 0;
-		while (at[k] && (isalnum((unsigned char)at[k]) || at[k] == '.' || at[k] == '_') &&
-		       k < sizeof pkg - 1)
-			k++;
-		memcpy(pkg, at, k);
-		pkg[k] = '\0';
-	}
-	v->cls = "missing_package";
-	snprintf(v->summary, sizeof(v->summary), "%s package '%s' is not installed: %s",
-		 r ? "R" : "Octave", pkg[0] ? pkg : "?", line);
-	if (r)
-		r_package_suggestion(v, pkg, "cran");
-	else
-		snprintf(v->suggestion, sizeof(v->suggestion),
-			 "install it for Octave beforehand (Debian: apt install octave-%s, or pkg "
-			 "install), and load it with pkg load %s", pkg[0] ? pkg : "NAME",
-			 pkg[0] ? pkg : "NAME");
-}
-
-/* Names that a version of the library or of Python removed (or renamed) and that Python's
- * "Did you mean" may still meet with a close name: np.float ("Did you mean: 'cfloat'?"),
- * inspect.getargspec ("'getargs'?"). */
-static bool removed_name(const char *module, const char *name)
-{
-	static const char *const removed[] = {
-		"numpy.float", "numpy.int", "numpy.bool", "numpy.object", "numpy.str",
-		"numpy.long", "numpy.unicode", "numpy.complex", "numpy.float_", "numpy.complex_",
-		"numpy.string_", "numpy.unicode_", "numpy.NaN", "numpy.NAN", "numpy.Inf",
-		"numpy.PINF", "numpy.NINF", "numpy.infty", "numpy.Infinity", "numpy.asscalar",
-		"numpy.alltrue", "numpy.sometrue", "numpy.product", "numpy.cumproduct",
-		"numpy.round_", "numpy.msort", "numpy.cast", "numpy.find_common_type", "numpy.mat",
-		"numpy.trapz", "numpy.in1d", "numpy.row_stack", "numpy.int0", "numpy.uint0",
-		"numpy.bool8", "numpy.float96", "numpy.set_string_function", "numpy.safe_eval",
-		"time.clock", "inspect.getargspec", "inspect.formatargspec",
-		"inspect.getmoduleinfo", "typing.io", "typing.re", "collections.Mapping",
-		"collections.MutableMapping", "collections.Sequence",
-		"collections.MutableSequence", "collections.Iterable", "collections.Iterator",
-		"collections.Callable", "collections.Set", "collections.MutableSet",
-		"collections.Hashable", "collections.Sized", "collections.Container",
-		"collections.Generator", "collections.Awaitable", "collections.Coroutine",
-		"collections.KeysView", "collections.ItemsView", "collections.ValuesView",
-		"collections.MappingView", "collections.ByteString", "jinja2.Markup",
-		"jinja2.escape", "jinja2.contextfunction", "pandas.Panel", "pandas.Int64Index",
-		"pandas.Float64Index", "pandas.datetime", "pandas.np", "scipy.misc",
-		"scipy.interp", "scipy.rand", "torch._six", "asyncio.coroutine", "os.errno",
-		"fractions.gcd", "string.maketrans", "base64.encodestring",
-		"base64.decodestring", "sklearn.externals", NULL,
-	};
-	char full[256];
-
-	if (strcmp(module, "np") == 0)
-		module = "numpy";
-	snprintf(full, sizeof(full), "%.120s.%.120s", module, name);
-	for (size_t i = 0; removed[i]; i++)
-		if (strcmp(full, removed[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Python's "Did you mean: 'array'?" on an attribute or a name imported from a module that
- * does not have it (np.arrray): the code misspelt it, unless the name is one a version
- * removed. Only the exception's own line is read: numpy's removed aliases explain themselves
- * on the lines below it. */
-static bool misspelt_name(const char *line)
-{
-	char module[128], name[128];
-
-	if (!has(line, "Did you mean"))
-		return false;
-	if (has(line, "has no attribute")) {
-		if (quoted_after(line, "module", module, sizeof(module)) &&
-		    quoted_after(line, "has no attribute", name, sizeof(name)))
-			return !removed_name(module, name);
-		return true; /* an object's attribute: never the environment's */
-	}
-	if (has(line, "cannot import name") &&
-	    quoted_after(line, "cannot import name", name, sizeof(name)) &&
-	    strstr(line, "' from ") && quoted_after(strstr(line, "' from ") + 1, "from", module,
-						     sizeof(module)))
-		return !removed_name(module, name);
-	return false;
-}
-
-static bool classify_text(lb_verdict *v, const char *line)
-{
-	if (has(line, "there is no package called")) {
-		classify_missing_lang_package(v, line, true);
-	} else if (r_install_error(v, line)) {
-		return true;
-	} else if (has(line, "error: package ") && has(line, " is not installed")) {
-		classify_missing_lang_package(v, line, false);
-	} else if (has(line, "no graphics toolkits are available")) {
-		/* octave-cli has no Qt or FLTK toolkit; it draws, to files too, through gnuplot */
-		verdict_set(v, "wrong_env",
-			    "program 'gnuplot' was not found: Octave has no graphics toolkit to "
-			    "draw figures with (octave-cli draws through gnuplot, and the Qt and "
-			    "FLTK toolkits need a display)",
-			    line, SUGGEST_OCTAVE_GNUPLOT);
-	} else if (has(line, "cannot allocate vector of size") ||
-		   has(line, "out of memory or dimension too large")) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (has_any(line, gpu_oom_text)) {
-		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (has_any(line, gpu_code_text)) {
-		return false;
-	} else if (has_any(line, shm_text)) {
-		verdict_set(v, "sandbox_restriction", "shared memory (/dev/shm) ran out", line,
-			    SUGGEST_SHM);
-	} else if (has(line, "is killed by signal: Killed")) {
-		verdict_set(v, "oom", "a worker process was killed, most likely for memory", line,
-			    SUGGEST_OOM);
-	} else if (has_any(line, cpu_build_text)) {
-		/* The library itself has no CUDA: no GPU granted to it would be used. */
-		bool torch = has(line, "Torch not compiled");
-		verdict_set(v, "wrong_env",
-			    torch ? "this interpreter's torch was built without CUDA, so no GPU can "
-				    "be used by it"
-				  : "the installed library was built without CUDA (or GPU support), "
-				    "so no GPU can be used by it",
-			    line,
-			    torch ? SUGGEST_TORCH_CPU_BUILD : SUGGEST_CPU_BUILD);
-	} else if (has_any(line, gpu_unavailable_text)) {
-		verdict_set(v, "gpu_unavailable", "no usable GPU", line, SUGGEST_GPU_UNAVAILABLE);
-	} else if (has_any(line, dataset_text)) {
-		classify_dataset(v, line);
-	} else if (has(line, "No module named")) {
-		classify_missing_package(v, line);
-	} else if (misspelt_name(line)) {
-		verdict_set(v, "code_error",
-			    "the code names something the module does not have, and Python suggests "
-			    "a close name that it has: a misspelling", line,
-			    "use the name Python suggests (or the one meant); no version of the "
-			    "library or environment has the misspelt one");
-	} else if (has_any(line, wrong_env_text) || has_any(line, moved_api_text)) {
-		verdict_set(v, "wrong_env", "the environment does not match the code", line,
-			    SUGGEST_WRONG_ENV);
-	} else if (has(line, "Unable to allocate") || has(line, "Cannot allocate memory") ||
-		   has(line, "std::bad_alloc")) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (has_nan_word(line) || has_any(line, nan_text)) {
-		verdict_set(v, "nan_divergence", "values became NaN or infinite", line, SUGGEST_NAN);
-	} else if (has_any(line, network_text)) {
-		verdict_set(v, "network", "the experiment needs the network", line,
-			    SUGGEST_NETWORK);
-	} else if (has_any(line, no_space_text)) {
-		verdict_set(v, "sandbox_restriction", "no space left to write", line,
-			    SUGGEST_NO_SPACE);
-	} else if (has_any(line, limit_text)) {
-		verdict_set(v, "sandbox_restriction", "a sandbox limit was reached", line,
-			    SUGGEST_LIMIT);
-	} else if (has_any(line, sandbox_text)) {
-		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
-			    SUGGEST_SANDBOX);
-	} else if (has(line, "No such file or directory")) {
-		classify_missing_file(v, line, false);
-	} else {
-		return false;
-	}
-	return true;
-}
-
-/* The class an exception line decides; code_error when neither its name nor its message
- * names a cause outside the code. */
-static void classify_exception(lb_verdict *v, const char *line, size_t name_len, bool subprocess,
-			       bool gate_said)
-{
-	static const char *const memory_names[] = { "MemoryError", "_ArrayMemoryError", NULL };
-	static const char *const gpu_oom_names[] = { "OutOfMemoryError", "ResourceExhaustedError",
-						     NULL };
-	static const char *const missing_names[] = { "ModuleNotFoundError", NULL };
-	static const char *const nan_names[] = { "FloatingPointError", NULL };
-	static const char *const file_names[] = { "FileNotFoundError", "EmptyDataError", NULL };
-	static const char *const sandbox_names[] = { "PermissionError", NULL };
-
-	if (name_is(line, name_len, gpu_oom_names)) {
-		verdict_set(v, "gpu_oom", "the GPU ran out of memory", line, SUGGEST_GPU_OOM);
-	} else if (name_is(line, name_len, memory_names)) {
-		verdict_set(v, "oom", "the experiment ran out of memory", line, SUGGEST_OOM);
-	} else if (name_is(line, name_len, missing_names)) {
-		classify_missing_package(v, line);
-	} else if (name_is(line, name_len, dataset_names) || has_any(line, dataset_text)) {
-		/* Before the file and network names: datasets raises FileNotFoundError and
-		 * ConnectionError subclasses whose message says which it was. */
-		classify_dataset(v, line);
-	} else if (name_is(line, name_len, nan_names)) {
-		verdict_set(v, "nan_divergence", "a floating point error (NaN or overflow)", line,
-			    SUGGEST_NAN);
-	} else if (name_is(line, name_len, network_names)) {
-		verdict_set(v, "network", "the experiment needs the network", line,
-			    SUGGEST_NETWORK);
-	} else if (name_is(line, name_len, file_names) && !has_any(line, gpu_unavailable_text)) {
-		/* Before the message checks: a path may contain any word. */
-		classify_missing_file(v, line, subprocess);
-	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK) && gate_said) {
-		/* The runtime gate's refusal names its rule: the class says the gate, not the
-		 * kernel, said no, and which rule to look up (docs/check.md). */
-		verdict_set(v, "gate_refused", "the labbox runtime gate refused an operation", line,
-			    SUGGEST_GATE);
-	} else if (name_is(line, name_len, sandbox_names) && has(line, GATE_MARK)) {
-		/* Neither the kernel nor this run's gate said no: the words are the code's own
-		 * (or a gate's elsewhere, whose record this labbox does not hold: ssh's, slurm's). */
-		verdict_set(v, "code_error",
-			    "a PermissionError in the runtime gate's words that the gate did not "
-			    "record refusing", line, SUGGEST_GATE_UNRECORDED);
-	} else if (name_is(line, name_len, sandbox_names)) {
-		verdict_set(v, "sandbox_restriction", "the sandbox denied an operation", line,
-			    SUGGEST_SANDBOX);
-	} else if (classify_text(v, line)) {
-		return;
-	} else if (strncmp(line, "ImportError", 11) == 0) {
-		verdict_set(v, "missing_package", "an import failed", line,
-			    "install the package the import needs in the experiment's environment, "
-			    "or choose an interpreter that has it with --python");
-	} else {
-		verdict_set(v, "code_error", "the code raised an exception", line,
-			    "fix the error shown in the traceback (run.log has all of it)");
-	}
-}
-
-static void add_evidence(lb_verdict *v, size_t line)
-{
-	if (line == NONE || v->n_evidence >= DIAG_EVIDENCE_MAX)
-		return;
-	for (size_t i = 0; i < v->n_evidence; i++)
-		if (v->evidence[i] == line)
-			return;
-	v->evidence[v->n_evidence++] = line;
-}
-
-/* 'File "/exp/train.py", line 42, in main' -> its parts; false when it is not one. */
-static bool parse_frame(const char *s, char *file, size_t filelen, long *lineno, char *func,
-			size_t funclen)
-{
-	const char *q, *p;
-	size_t n;
-
-	s += indent_of(s);
-	if (!starts_with(s, "File \""))
-		return false;
-	s += 6;
-	q = strchr(s, '"');
-	if (!q || (size_t)(q - s) >= filelen)
-		return false;
-	n = (size_t)(q - s);
-	memcpy(file, s, n);
-	file[n] = '\0';
-	p = strstr(q, ", line ");
-	if (!p || !isdigit((unsigned char)p[7]))
-		return false;
-	*lineno = strtol(p + 7, NULL, 10);
-	func[0] = '\0';
-	p += 7;
-	while (isdigit((unsigned char)*p))
-		p++;
-	/* a traceback's ", in f"; faulthandler's dump has " in f" */
-	if (starts_with(p, ", in "))
-		snprintf(func, funclen, "%s", p + 5);
-	else if (starts_with(p, " in "))
-		snprintf(func, funclen, "%s", p + 4);
-	return true;
-}
-
-static bool via_subprocess(const lb_log *log, const lb_exc *e)
-{
-	for (size_t i = e->header; i < e->line; i++)
-		if (is_frame(log->lines[i]) && strstr(log->lines[i], "subprocess.py\""))
-			return true;
-	return false;
-}
-
-static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	if (e->frame != NONE) {
-		size_t src = e->frame + 1;
-
-		add_evidence(v, e->frame);
-		if (src < e->line && !is_frame(log->lines[src]) && log->lines[src][0])
-			add_evidence(v, src);
-	}
-	add_evidence(v, e->line);
-}
-
-/* Whether an exception earlier in a chain explains a later one of class `later` that the
- * code raised while handling it: a fetch that failed (network, a denied write, no GPU) is
- * why data is then missing, and a generic error says nothing of its own. */
-static bool context_explains(const char *earlier, const char *later)
-{
-	if (strcmp(later, "code_error") == 0)
-		return true;
-	return strcmp(later, "missing_data") == 0 &&
-	       (strcmp(earlier, "network") == 0 || strcmp(earlier, "sandbox_restriction") == 0 ||
-		strcmp(earlier, "gate_refused") == 0 ||
-		strcmp(earlier, "gpu_unavailable") == 0);
-}
-
-/* "[::]:29511", "127.0.0.1:29500", "localhost:6379": an address with a port. */
-static bool has_host_port(const char *s)
-{
-	for (const char *c = strchr(s, ':'); c; c = strchr(c + 1, ':')) {
-		if (!isdigit((unsigned char)c[1]) || c == s)
-			continue;
-		if (c[-1] == ']' || (c - s >= 9 && strncasecmp(c - 9, "localhost", 9) == 0))
-			return true;
-		size_t dots = 0;
-		const char *b = c;
-		while (b > s && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
-			dots += *--b == '.';
-		if (dots == 3)
-			return true;
-	}
-	return false;
-}
-
-/* An EPERM that is about a socket, in the words of the native libraries that open their own
- * (torch.distributed's c10d TCPStore, gloo, NCCL's bootstrap, zmq, grpc): no frame of
- * Python's socket module is above them. A file's EPERM names its path, a socket's never. */
-static bool socket_words(const char *line)
-{
-	static const char *const words[] = { "socket", "listen", "bind", "connect",
-					     "network address", "c10d", "TCPStore", "gloo",
-					     "zmq", "grpc", "nccl", NULL };
-	char path[1024];
-
-	if (quoted_after(line, "Operation not permitted", path, sizeof(path)) && path[0] == '/')
-		return false;
-	return has_any(line, words) || has_host_port(line);
-}
-
-/* A socket on this machine alone: a server's listen or bind, or a loopback or wildcard
- * address. What a single-node process group needs is a private loopback, not the host's
- * network. */
-static bool socket_local(const char *line)
-{
-	static const char *const words[] = { "listen", "bind", "server socket",
-					     "local network address", "127.0.0.1", "localhost",
-					     "[::]", "[::1]", "0.0.0.0", NULL };
-	return has_any(line, words);
-}
-
-static bool via_socket(const lb_log *log, const lb_exc *e)
-{
-	for (size_t i = e->header; i < e->line; i++)
-		if (is_frame(log->lines[i]) && (strstr(log->lines[i], "/socket.py\"") ||
-						 strstr(log->lines[i], "/urllib3/connection.py\"")))
-			return true;
-	return false;
-}
-
-/* Whether a traceback's file is the experiment's own code: under the staged experiment, or
- * a relative path (the interpreter runs in exp/), or, for a log from elsewhere (a moved run
- * directory, another backend's staging), a path through an exp/ directory that is not an
- * installed package's. */
-static bool in_experiment(const char *file, const char *exp_dir)
-{
-	size_t n = exp_dir ? strlen(exp_dir) : 0;
-
-	while (n > 1 && exp_dir[n - 1] == '/')
-		n--;
-	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
-		return true;
-	if (file[0] == '<')
-		return false; /* <frozen importlib._bootstrap>, <string>, <stdin> */
-	if (file[0] != '/')
-		return true;
-	return strstr(file, "/exp/") && !strstr(file, "site-packages") &&
-	       !strstr(file, "dist-packages") && !strstr(file, "/lib/python");
-}
-
-/* The innermost frame of e's traceback whose file is the experiment's, or NONE. */
-static size_t code_frame_of(const lb_log *log, const lb_exc *e)
-{
-	char file[DIAG_EVIDENCE_LEN], func[128];
-	long lineno;
-
-	for (size_t i = e->line; i-- > e->header;)
-		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
-		    in_experiment(file, log->exp_dir))
-			return i;
-	return NONE;
-}
-
-static void set_confidence(lb_verdict *v, int level, const char *reason)
-{
-	v->confidence = level;
-	v->confidence_reason = reason;
-}
-
-/* What writes a file at the path it is given: open() with a mode that writes, and the
- * savers research code calls. */
-static const char *const write_calls[] = {
-	"\"w\"", "'w'", "\"wb\"", "'wb'", "\"w+\"", "'w+'", "\"a\"", "'a'", "\"ab\"", "'ab'",
-	"\"x\"", "'x'", "\"wt\"", "'wt'", ".write_text(", ".write_bytes(", ".to_csv(",
-	".to_json(", ".to_parquet(", "savefig(", "np.save(", "numpy.save(", "np.savez",
-	"np.savetxt(", "torch.save(", "pickle.dump(", NULL,
-};
-
-/* A FileNotFoundError that is no missing data: the code writing into a directory it never
- * made (the experiment starts in a copy holding only its own files), or multiprocessing
- * reaching a process of its own that has gone (its socket's path). */
-static void refine_missing_file(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	if (strcmp(v->cls, "missing_data") != 0 || e->frame == NONE)
-		return;
-	const char *frame = log->lines[e->frame];
-	const char *line = log->lines[e->line];
-	if (strstr(frame, "/multiprocessing/")) {
-		verdict_set(v, "code_error",
-			    "multiprocessing could not reach a process of its own (a queue's, a "
-			    "manager's or a pool's), which had exited",
-			    line,
-			    "keep the processes a queue, pipe or manager belongs to alive while it "
-			    "is used: read the workers' results before they exit, join them after");
-		return;
-	}
-	/* the line that raised, or the experiment's own line that called the saver */
-	bool writes = false;
-	size_t frames[2] = {e->frame, code_frame_of(log, e)};
-	for (int i = 0; i < 2 && !writes; i++) {
-		size_t src = frames[i] == NONE ? NONE : frames[i] + 1;
-		writes = src != NONE && src < e->line && !is_frame(log->lines[src]) &&
-			 has_any(log->lines[src], write_calls);
-	}
-	if (!writes)
-		return;
-	char path[256];
-	if (!quoted_after(line, "No such file or directory", path, sizeof(path)))
-		return;
-	/* Only a path inside the experiment's own tree: one elsewhere (a host file the sandbox
-	 * hides, /home) is not the code's directory to make. */
-	size_t n = log->exp_dir ? strlen(log->exp_dir) : 0;
-	while (n > 1 && log->exp_dir[n - 1] == '/')
-		n--;
-	if (path[0] == '/' && !(n > 0 && strncmp(path, log->exp_dir, n) == 0 && path[n] == '/'))
-		return;
-	v->cls = "code_error";
-	snprintf(v->summary, sizeof(v->summary),
-		 "the code writes '%s' into a directory that does not exist: %s", path, line);
-	snprintf(v->suggestion, sizeof(v->suggestion),
-		 "make the directory before writing into it (os.makedirs(os.path.dirname(path), "
-		 "exist_ok=True)): the experiment runs in a fresh copy of its directory, holding "
-		 "only its own files");
-}
-
-/* The seccomp filter of --network none refuses sockets with EPERM: still the sandbox's
- * restriction (docs/decisions.md), but the flag that lifts it is the network's. Under
- * loopback or the host's network the filter refuses no socket, so an EPERM there is not
- * labbox's. */
-static void refine_socket(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-
-	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "Operation not permitted") ||
-	    log->net_open || !(via_socket(log, e) || socket_words(line)))
-		return;
-	bool local = socket_local(line);
-	char what[200];
-	snprintf(what, sizeof(what), "the sandbox refused a %snetwork socket%s",
-		 local ? "local " : "",
-		 log->net_none ? " (the run had --network none, whose seccomp filter refuses "
-				 "every socket but AF_UNIX with EPERM)"
-			       : "");
-	verdict_set(v, "sandbox_restriction", what, line,
-		    local ? SUGGEST_SOCKET_LOCAL : SUGGEST_SOCKET);
-	if (log->net_none)
-		set_confidence(v, CONF_HIGH, "the run had --network none, whose seccomp filter "
-					     "answers a socket with this error, and the message is "
-					     "about a socket");
-}
-
-/* The source line printed under a frame, or NULL. */
-static const char *source_of(const lb_log *log, size_t frame, size_t end)
-{
-	if (frame == NONE || frame + 1 >= end || is_frame(log->lines[frame + 1]))
-		return NULL;
-	return log->lines[frame + 1];
-}
-
-/* Training state above the traceback, or in the line that raised: a loss being logged, which
- * is when a bad value is the model's divergence and not the code's own arithmetic. */
-static bool training_context(const lb_log *log, const lb_exc *e, size_t code_frame)
-{
-	const char *src = source_of(log, code_frame, e->line);
-	if (src && (has(src, "loss") || has(src, "grad")))
-		return true;
-	for (size_t i = e->header; i-- > 0;)
-		if (has(log->lines[i], "loss"))
-			return true;
-	return false;
-}
-
-static const char SUGGEST_NAN_RAISED[] =
-	"lower the learning rate, clip gradients, and check inputs and the loss for log(0) or "
-	"division by zero (the code already has numpy raise at the first bad value)";
-
-/* numpy raises FloatingPointError only where np.seterr or np.errstate asked it to, and its
- * message names which of four things happened: only an overflow or a bad value while a loss
- * is being computed is a divergence; an underflow is harmless by numpy's own default, and a
- * 0/0 in an evaluation is the code's division. */
-static void refine_float(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	if (strcmp(v->cls, "nan_divergence") != 0 || !has(line, "FloatingPointError"))
-		return;
-	if (has(line, "underflow encountered")) {
-		verdict_set(v, "code_error",
-			    "numpy was told to raise on every floating point error (np.seterr or "
-			    "np.errstate), so an underflow, which numpy ignores by default (the value "
-			    "rounds to 0), became an error", line,
-			    "let underflow round to 0 and keep raising on the rest: "
-			    "np.seterr(all='raise', under='ignore'), or np.errstate(under='ignore') "
-			    "around that line");
-		set_confidence(v, CONF_HIGH, "numpy's message says it was an underflow");
-		return;
-	}
-	bool div = has(line, "divide by zero encountered") || has(line, "invalid value encountered");
-	bool over = has(line, "overflow encountered");
-	if (!div && !over) {
-		snprintf(v->suggestion, sizeof(v->suggestion), "%s", SUGGEST_NAN_RAISED);
-		return;
-	}
-	if (training_context(log, e, v->code_frame)) {
-		verdict_set(v, "nan_divergence",
-			    over ? "an overflow while training (numpy raised, as np.seterr asked)"
-				 : "a division by zero or an invalid value (NaN) while training "
-				   "(numpy raised, as np.seterr asked)",
-			    line, SUGGEST_NAN_RAISED);
-		set_confidence(v, over ? CONF_HIGH : CONF_MEDIUM,
-			       "numpy's message names the error, and a loss was being computed");
-		return;
-	}
-	verdict_set(v, "code_error",
-		    over ? "an overflow in the code's arithmetic, which np.seterr or np.errstate "
-			   "made an error"
-			 : "a division by zero (or 0/0, an invalid value) in the code's arithmetic, "
-			   "which np.seterr or np.errstate made an error",
-		    line,
-		    over ? "compute it in a stable form (subtract the maximum before exp, log-sum-exp, "
-			   "clip the argument), or use a wider dtype"
-			 : "guard the denominator where it can be 0 (a class never predicted, an "
-			   "empty group), or compute it under np.errstate(divide='ignore', "
-			   "invalid='ignore') and handle the result (np.nan_to_num, np.where)");
-	set_confidence(v, CONF_MEDIUM, "numpy's message names the error; no loss was being "
-				       "computed, so it is read as the code's own arithmetic");
-}
-
-/* An environment variable name as os.environ's KeyError quotes it. */
-static bool env_name(const char *s)
-{
-	if (!*s || isdigit((unsigned char)*s))
-		return false;
-	for (; *s; s++)
-		if (!(isupper((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
-			return false;
-	return true;
-}
-
-/* What the sandbox takes away from the process (docs/sandbox.md): the host's environment
- * variables and the controlling terminal. Code that reads them works at the user's terminal,
- * so the error is the sandbox's, with the flag or the call that does without. */
-static void refine_sandbox_world(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	const char *inner = e->frame != NONE ? log->lines[e->frame] : "";
-	const char *src = source_of(log, v->code_frame, e->line);
-	char key[64], what[400], sugg[DIAG_TEXT_LEN];
-
-	if (strcmp(v->cls, "code_error") != 0)
-		return;
-	if (starts_with(line, "KeyError: ") && quoted_after(line, "KeyError:", key, sizeof(key)) &&
-	    env_name(key) &&
-	    ((strstr(inner, "/os.py\"") && strstr(inner, "__getitem__")) ||
-	     (src && strstr(src, "environ[")))) {
-		snprintf(what, sizeof(what),
-			 "the environment variable %s is not set in the sandbox, which starts from "
-			 "a clean environment (PATH, HOME=/tmp, TMPDIR, LANG and what -e passes)",
-			 key);
-		snprintf(sugg, sizeof(sugg),
-			 "pass it with -e %.60s=VALUE (-e %.60s=\"$%.60s\" for the host's value), or read it "
-			 "with a default (os.environ.get('%.60s', ...))", key, key, key, key);
-		verdict_set(v, "sandbox_restriction", what, line, sugg);
-		set_confidence(v, CONF_HIGH, "os.environ raised KeyError for a variable's name");
-		return;
-	}
-	bool no_tty = has(line, "[Errno 6] No such device or address") ||
-		      has(line, "[Errno 25] Inappropriate ioctl for device");
-	if (starts_with(line, "OSError") && no_tty &&
-	    ((src && strstr(src, "getlogin")) || has(line, "/dev/tty"))) {
-		verdict_set(v, "sandbox_restriction",
-			    "the sandbox runs the experiment without a controlling terminal, so "
-			    "what asks the terminal (os.getlogin(), /dev/tty) fails", line,
-			    "use getpass.getuser() instead of os.getlogin() (it reads LOGNAME and "
-			    "USER, then the password database), or pass -e USER=NAME and read "
-			    "os.environ['USER']");
-		set_confidence(v, CONF_HIGH, "the error is ENXIO or ENOTTY from a call that needs a "
-					     "terminal");
-	}
-}
-
-/* The experiment's own modules: what was staged (RUN_DIR/exp) is on this machine when the
- * diagnosis is made, so an import of a name the experiment itself holds is looked up there
- * rather than taken for a package to install. */
-enum { OWN_NONE, OWN_FILE, OWN_PACKAGE, OWN_DIR };
-
-static const char *experiment_relative(const char *file, const char *exp_dir);
-
-/* The staged experiment's own path for a path a traceback or message names (relative to the
- * experiment, under it, or through an exp/ directory of a log from elsewhere); false when it
- * is not the experiment's or there is no staged experiment. */
-static bool staged_path(const lb_log *log, const char *file, char *out, size_t outlen)
-{
-	const char *exp = log->exp_dir;
-	size_t n = exp ? strlen(exp) : 0;
-	int w;
-
-	while (n > 1 && exp[n - 1] == '/')
-		n--;
-	if (n == 0 || !file[0] || file[0] == '<')
-		return false;
-	if (strncmp(file, exp, n) == 0 && (file[n] == '/' || file[n] == '\0'))
-		w = snprintf(out, outlen, "%s", file);
-	else if (file[0] != '/')
-		w = snprintf(out, outlen, "%.*s/%s", (int)n, exp, file);
-	else if (in_experiment(file, exp) && strstr(file, "/exp/"))
-		w = snprintf(out, outlen, "%.*s%s", (int)n, exp, strstr(file, "/exp/") + 4);
-	else
-		return false;
-	return w > 0 && (size_t)w < outlen;
-}
-
-/* What `name` is in dir: a module (name.py), a package (name/__init__.py), or a directory
- * of Python files (a namespace package). */
-static int own_module_in(const char *dir, const char *name)
-{
-	char p[PATH_MAX], q[PATH_MAX + 16];
-	struct stat st;
-	int w = snprintf(p, sizeof(p), "%s/%s.py", dir, name);
-
-	if (w > 0 && (size_t)w < sizeof(p) && stat(p, &st) == 0 && S_ISREG(st.st_mode))
-		return OWN_FILE;
-	w = snprintf(p, sizeof(p), "%s/%s", dir, name);
-	if (w <= 0 || (size_t)w >= sizeof(p) || stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-		return OWN_NONE;
-	snprintf(q, sizeof(q), "%s/__init__.py", p);
-	if (stat(q, &st) == 0)
-		return OWN_PACKAGE;
-	DIR *d = opendir(p);
-	struct dirent *de;
-	int kind = OWN_NONE;
-	for (size_t k = 0; d && kind == OWN_NONE && k < 2000 && (de = readdir(d)); k++) {
-		size_t l = strlen(de->d_name);
-		if (l > 3 && strcmp(de->d_name + l - 3, ".py") == 0)
-			kind = OWN_DIR;
-	}
-	if (d)
-		closedir(d);
-	return kind;
-}
-
-/* Directories no experiment keeps its own modules in: a virtual environment's or a cache. */
-static bool foreign_dir(const char *name)
-{
-	static const char *const names[] = { "__pycache__", "site-packages", "dist-packages",
-					      "node_modules", NULL };
-	if (name[0] == '.')
-		return true;
-	for (size_t i = 0; names[i]; i++)
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	return false;
-}
-
-/* The first directory under root (itself included, a few levels down, breadth of a small
- * tree) that holds `name` as a module or package: rel gets its path relative to root ("" for
- * root). *budget bounds the entries read. */
-static int find_own_module(const char *root, const char *rel, const char *name, int depth,
-			   size_t *budget, char *out, size_t outlen)
-{
-	char dir[PATH_MAX];
-	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
-	int kind;
-
-	if (w <= 0 || (size_t)w >= sizeof(dir))
-		return OWN_NONE;
-	if ((kind = own_module_in(dir, name)) != OWN_NONE) {
-		snprintf(out, outlen, "%s", rel);
-		return kind;
-	}
-	if (depth <= 0)
-		return OWN_NONE;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char sub[PATH_MAX];
-	kind = OWN_NONE;
-	while (d && kind == OWN_NONE && *budget > 0 && (de = readdir(d))) {
-		(*budget)--;
-		if (foreign_dir(de->d_name) || strcmp(de->d_name, name) == 0)
-			continue;
-		w = snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		struct stat st;
-		if (w <= 0 || (size_t)w >= sizeof(sub) || lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode))
-			continue;
-		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
-		if (w > 0 && (size_t)w < sizeof(sub))
-			kind = find_own_module(root, sub, name, depth - 1, budget, out, outlen);
-	}
-	if (d)
-		closedir(d);
-	return kind;
-}
-
-/* The staged directory Python put first on sys.path: the entry point's, the directory of the
- * traceback's outermost frame of the experiment's. Falls back to the experiment's top. */
-static void entry_dir(const lb_log *log, const lb_exc *e, char *out, size_t outlen)
-{
-	char file[DIAG_EVIDENCE_LEN], func[128], host[PATH_MAX];
-	long lineno;
-
-	snprintf(out, outlen, "%s", log->exp_dir);
-	for (size_t i = e->header; i < e->line; i++)
-		if (parse_frame(log->lines[i], file, sizeof(file), &lineno, func, sizeof(func)) &&
-		    in_experiment(file, log->exp_dir)) {
-			if (staged_path(log, file, host, sizeof(host)) && strrchr(host, '/')) {
-				*strrchr(host, '/') = '\0';
-				snprintf(out, outlen, "%s", host);
-			}
-			return;
-		}
-}
-
-/* One edit apart (an insertion, a deletion, a substitution or two neighbours swapped). */
-static bool one_edit(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i = 0;
-
-	if (la + 1 < lb || lb + 1 < la || strcmp(a, b) == 0)
-		return false;
-	while (a[i] && a[i] == b[i])
-		i++;
-	if (la == lb)
-		return strcmp(a + i + 1, b + i + 1) == 0 ||
-		       (a[i + 1] == b[i] && a[i] == b[i + 1] && strcmp(a + i + 2, b + i + 2) == 0);
-	return la > lb ? strcmp(a + i + 1, b + i) == 0 : strcmp(a + i, b + i + 1) == 0;
-}
-
-/* A module of the experiment's in dir whose name is one edit from `name` ("utilz" and
- * utils.py): its file name in out. */
-static bool near_own_module(const char *dir, const char *name, char *out, size_t outlen)
-{
-	struct dirent *de;
-	bool found = false;
-	char stem[NAME_MAX + 1];
-
-	if (strlen(name) < 4)
-		return false;
-	DIR *d = opendir(dir);
-	for (size_t k = 0; d && !found && k < 5000 && (de = readdir(d)); k++) {
-		size_t l = strlen(de->d_name);
-		if (foreign_dir(de->d_name))
-			continue;
-		snprintf(stem, sizeof(stem), "%s", de->d_name);
-		if (l > 3 && strcmp(stem + l - 3, ".py") == 0)
-			stem[l - 3] = '\0';
-		if (!one_edit(stem, name) || own_module_in(dir, stem) == OWN_NONE)
-			continue;
-		snprintf(out, outlen, "%s", de->d_name);
-		found = true;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
-static const char SUGGEST_OWN_MODULE[] =
-	"the module is the experiment's own code, not a package to install: add the missing file "
-	"to the experiment directory (a file labbox did not stage is not in RUN_DIR/exp), or fix "
-	"the import's spelling; no environment or flag changes this";
-
-/* "No module named 'mypkg.models'" where mypkg is the experiment's own package, or "'utils'"
- * where the experiment has utils.py out of the import path or a name one edit away: the
- * experiment's code, not a package or an environment. */
-static void refine_own_module(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	char module[128], top[128], dir[PATH_MAX], where[PATH_MAX], what[400];
-	size_t budget = 20000;
-	int kind;
-
-	if ((strcmp(v->cls, "missing_package") != 0 && strcmp(v->cls, "wrong_env") != 0) ||
-	    !log->exp_dir || !quoted_after(line, "No module named", module, sizeof(module)))
-		return;
-	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
-	if (!top[0] || strchr(top, '/'))
-		return;
-	entry_dir(log, e, dir, sizeof(dir));
-	kind = own_module_in(dir, top);
-	bool searched = kind != OWN_NONE;
-	if (kind != OWN_NONE) {
-		snprintf(where, sizeof(where), "%s", experiment_relative(dir, log->exp_dir));
-		if (strcmp(where, dir) == 0 || strcmp(dir, log->exp_dir) == 0)
-			where[0] = '\0';
-	} else {
-		kind = find_own_module(log->exp_dir, "", top, 4, &budget, where, sizeof(where));
-	}
-	if (kind != OWN_NONE) {
-		const char *shape = kind == OWN_FILE ? "module" : "package";
-		char file[PATH_MAX + 160];
-		snprintf(file, sizeof(file), "%.120s%s%s%s", where, where[0] ? "/" : "", top,
-			 kind == OWN_FILE ? ".py" : "/");
-		if (strchr(module, '.')) {
-			/* which part is missing: the first that is neither NAME.py nor NAME/ */
-			char path[PATH_MAX], part[128];
-			const char *p = module + strlen(top);
-			int k = kind;
-			snprintf(path, sizeof(path), "%s%s%s/%s", log->exp_dir, where[0] ? "/" : "", where,
-				 top);
-			while (*p == '.' && k != OWN_FILE) {
-				snprintf(part, sizeof(part), "%.*s", (int)strcspn(p + 1, "."), p + 1);
-				if ((k = own_module_in(path, part)) == OWN_NONE)
-					break;
-				size_t l = strlen(path);
-				snprintf(path + l, sizeof(path) - l, "/%s", part);
-				p += 1 + strlen(part);
-			}
-			const char *rel = experiment_relative(path, log->exp_dir);
-			if (*p != '.')
-				snprintf(what, sizeof(what),
-					 "'%s' is the experiment's own %s (%.120s), and it was staged, but "
-					 "importing it failed", module, shape, file);
-			else if (k == OWN_FILE)
-				snprintf(what, sizeof(what),
-					 "'%s' names a module inside %.120s.py, which is the experiment's own "
-					 "module and not a package", module, rel);
-			else
-				snprintf(what, sizeof(what),
-					 "the experiment's own %s '%s' (%.100s) has no module '%s': there is "
-					 "no %.60s/%s.py or %.60s/%s/ in the staged experiment", shape, top,
-					 file, part, rel, part, rel, part);
-			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
-			set_confidence(v, CONF_HIGH, "labbox looked in the staged experiment: the "
-						     "module's package is the experiment's own");
-			return;
-		}
-		if (searched) {
-			snprintf(what, sizeof(what),
-				 "'%s' is the experiment's own %s (%.120s), in the directory Python "
-				 "searches, yet importing it failed (the code changed sys.path, or "
-				 "ran from another directory)", top, shape, file);
-			verdict_set(v, "code_error", what, line, SUGGEST_OWN_MODULE);
-			set_confidence(v, CONF_MEDIUM, "labbox found the module in the staged "
-						       "experiment, where Python looks");
-			return;
-		}
-		snprintf(what, sizeof(what),
-			 "'%s' is the experiment's own %s (%.120s), but Python did not look there: it "
-			 "searches the entry point's directory (%.100s), not the experiment's "
-			 "subdirectories", top, shape, file,
-			 where[0] && strcmp(dir, log->exp_dir) != 0
-				 ? experiment_relative(dir, log->exp_dir) : "the experiment's top");
-		verdict_set(v, "code_error", what, line,
-			    "import it through the package it is in (from DIR import NAME, with "
-			    "DIR/__init__.py), or put its directory on sys.path before importing it; "
-			    "no environment or flag changes this");
-		set_confidence(v, CONF_MEDIUM, "labbox found a module of that name in the staged "
-					       "experiment, outside the directory Python searched");
-		return;
-	}
-	if (strchr(module, '.') || !near_own_module(dir, top, where, sizeof(where)))
-		return;
-	snprintf(what, sizeof(what),
-		 "no module named '%s', and the experiment has its own %.100s, one letter apart: most "
-		 "likely a misspelt import of the experiment's own module", top, where);
-	char sugg[DIAG_TEXT_LEN];
-	snprintf(sugg, sizeof(sugg),
-		 "fix the import's spelling (%.100s); if '%s' is a package meant to be installed, "
-		 "install it into a virtual environment (pip install %s) and run with --python "
-		 "VENV/bin/python", where, top, pip_name(top));
-	verdict_set(v, "code_error", what, line, sugg);
-	set_confidence(v, CONF_MEDIUM, "the name is one letter from a module of the staged "
-				       "experiment; a package of that name would read the same");
-}
-
-/* "nan" or "inf" as a word of its own. */
-static bool has_nonfinite_word(const char *s)
-{
-	if (has_nan_word(s))
-		return true;
-	for (const char *p = strcasestr(s, "inf"); p; p = strcasestr(p + 1, "inf"))
-		if ((p == s || !word_char(p[-1])) && !word_char(p[3]))
-			return true;
-	return false;
-}
-
-/* A loss logged above the traceback that was already NaN or infinite: the training diverged
- * before the error. */
-static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
-{
-	for (size_t i = e->header; i-- > 0;)
-		if (has(log->lines[i], "loss") && has_nonfinite_word(log->lines[i]))
-			return true;
-	return false;
-}
-
-/* A NaN message is a divergence when it is about training (a loss, a gradient, backward, an
- * optimizer), or a loss went NaN before it. Otherwise a NaN met code that cannot take one
- * (int(), a library's input check): missing values in the data, which no learning rate
- * changes. */
-/* Words with which a loader says it found no file (glob finds nothing and raises nothing, so
- * loaders assert or raise their own error instead of FileNotFoundError). */
-static const char *const not_found_words[] = {
-	"did not find", "didn't find", "not found", "no files", "no file", "does not exist",
-	"doesn't exist", "do not exist", "could not find", "couldn't find", "cannot find",
-	"can't find", "unable to find", "no such file", "is missing", "are missing",
-	"missing file", "no data found", NULL,
-};
-
-/* A data file's name: a path (a slash in it) or a name with an extension data has. */
-static bool data_path_token(const char *t)
-{
-	static const char *const exts[] = {
-		".bin", ".csv", ".tsv", ".npy", ".npz", ".pt", ".pth", ".ckpt", ".h5", ".hdf5",
-		".json", ".jsonl", ".txt", ".parquet", ".pkl", ".pickle", ".arrow", ".tar", ".gz",
-		".zip", ".mat", ".xlsx", ".tfrecord", ".safetensors", ".png", ".jpg", ".wav",
-		".nc", ".fasta", ".fa", ".vcf", ".bam", ".idx", ".dat", ".feather", NULL,
-	};
-	size_t n = strlen(t);
-	if (n < 3 || strstr(t, "://") || strchr(t, '(') || strchr(t, '='))
-		return false;
-	if (strchr(t, '/'))
-		return true;
-	for (size_t i = 0; exts[i]; i++) {
-		size_t k = strlen(exts[i]);
-		if (n > k && strcasecmp(t + n - k, exts[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Whether a path (or a glob pattern) the message names matches nothing in the sandbox that
- * labbox can see: under the staged experiment for a relative path or one inside it; a path
- * elsewhere on the host is hidden from the sandbox (unless mounted, when the message would
- * not say it is missing). false when it cannot tell (no experiment to look in). */
-static bool path_missing(const char *tok, const char *exp_dir)
-{
-	char pat[PATH_MAX];
-	size_t n = exp_dir ? strlen(exp_dir) : 0;
-	while (n > 1 && exp_dir[n - 1] == '/')
-		n--;
-	if (tok[0] == '/' && !(n > 0 && strncmp(tok, exp_dir, n) == 0 && tok[n] == '/'))
-		return true;
-	struct stat st;
-	if (!exp_dir || stat(exp_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return false; /* no staged experiment left to look in */
-	int w = tok[0] == '/' ? snprintf(pat, sizeof pat, "%s", tok)
-			      : snprintf(pat, sizeof pat, "%.*s/%s", (int)n, exp_dir,
-					 strncmp(tok, "./", 2) == 0 ? tok + 2 : tok);
-	if (w <= 0 || (size_t)w >= sizeof pat)
-		return false;
-	glob_t g;
-	int r = glob(pat, GLOB_NOSORT, NULL, &g);
-	bool none = r == GLOB_NOMATCH;
-	if (r == 0)
-		globfree(&g);
-	return none;
-}
-
-/* A code_error whose message says a file was not found and names a path the sandbox does
- * not have (llm.c's `assert len(files) > 0, "did not find any files that match the pattern
- * dev/data/x.bin"`, `assert os.path.exists(p), f"{p} does not exist"`): missing data. */
-static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	static const char *const code_names[] = {
-		"KeyError", "AttributeError", "NameError", "TypeError", "SyntaxError",
-		"ImportError", "ModuleNotFoundError", "IndentationError", "UnboundLocalError",
-		"FileNotFoundError", "IsADirectoryError", "NotADirectoryError", NULL,
-	};
-	const char *line = log->lines[e->line];
-	size_t name_len = 0;
-	/* an OS error's own words ([Errno 2]) were read by the file rules already */
-	if (strcmp(v->cls, "code_error") != 0 || strstr(line, "[Errno") ||
-	    !exception_line_of(line, &name_len, !e->bare) ||
-	    name_is(line, name_len, code_names) || !has_any(line + name_len, not_found_words))
-		return;
-	/* the message's words, split on blanks and quotes, trailing punctuation off */
-	char msg[DIAG_TEXT_LEN], path[256] = "";
-	snprintf(msg, sizeof msg, "%s", line + name_len);
-	for (char *tok = strtok(msg, " \t'\"`,;"); tok && !path[0]; tok = strtok(NULL, " \t'\"`,;")) {
-		size_t k = strlen(tok);
-		while (k > 0 && strchr(".:)]}!?", tok[k - 1]))
-			k--;
-		tok[k] = '\0';
-		if (tok[0] == '(' || tok[0] == '[')
-			tok++;
-		if (data_path_token(tok) && path_missing(tok, log->exp_dir))
-			snprintf(path, sizeof path, "%s", tok);
-	}
-	if (!path[0])
-		return;
-	char what[360];
-	snprintf(what, sizeof what,
-		 "the data '%.200s' is not in the sandbox (the message says it was not found, and "
-		 "the staged experiment has no such file)", path);
-	verdict_set(v, "missing_data", what, line, "");
-	snprintf(v->suggestion, sizeof v->suggestion,
-		 "put '%.200s' inside the experiment directory (it is staged as exp/; run the step "
-		 "that prepares or downloads it beforehand: the sandbox has no network) and read it "
-		 "by a relative path, or mount it with -v SRC:DST:ro; if the path is not the one "
-		 "meant, fix it in the code", path);
-	set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
-				       "path the sandbox does not have; the code's own path may be "
-				       "the wrong one");
-}
-
-static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	static const char *const training[] = { "loss", "grad", "diverg", "backward",
-						"returned nan values", "optimizer", "optimiser",
-						"learning rate", "logits", "weights", NULL };
-	static const char *const data[] = { "convert", "Input", "contains NaN", "missing value",
-					    "NA ", "NA)", "NaN values", "non-finite values",
-					    "cast", NULL };
-	const char *line = log->lines[e->line];
-
-	if (strcmp(v->cls, "nan_divergence") != 0 || has(line, "FloatingPointError") ||
-	    has_any(line, training))
-		return;
-	if (loss_went_nonfinite(log, e)) {
-		set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
-					       "logged loss had become NaN or infinite");
-		return;
-	}
-	bool conversion = has_any(line, data);
-	verdict_set(v, "code_error",
-		    "a NaN reached code that cannot take one (a conversion or an input check), and "
-		    "no loss had become NaN before: most likely a missing value in the data (an "
-		    "empty field read as NaN), not a divergence", line,
-		    "find where the NaN comes from: check the input for missing values "
-		    "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them (dropna, "
-		    "fillna, SimpleImputer) before converting or fitting, or guard the arithmetic "
-		    "that makes it; a lower learning rate changes nothing here");
-	set_confidence(v, conversion ? CONF_HIGH : CONF_MEDIUM,
-		       conversion ? "the message is a conversion or an input check that met a NaN, "
-				    "and nothing above it logged a NaN loss"
-				  : "a NaN in the message, with no training step named and no NaN "
-				    "loss logged before it");
-}
-
-/* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when
- * the staged file (or the directory it would be made in) lacks the owner's permission, its
- * own mode refused it (the code's os.chmod, or a file staged read-only), not the sandbox.
- * An exec there is left alone: the sandbox mounts what it lets the run write noexec. */
-static void refine_own_permission(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	char path[PATH_MAX], host[PATH_MAX], what[400];
-	struct stat st;
-	bool dir = false;
-
-	if (strcmp(v->cls, "sandbox_restriction") != 0 || !has(line, "[Errno 13]") ||
-	    !quoted_after(line, "Permission denied", path, sizeof(path)) ||
-	    !staged_path(log, path, host, sizeof(host)))
-		return;
-	if (lstat(host, &st) == 0) {
-		if (S_ISLNK(st.st_mode))
-			return;
-		dir = S_ISDIR(st.st_mode);
-		if ((st.st_mode & S_IRUSR) && (st.st_mode & S_IWUSR) && (!dir || (st.st_mode & S_IXUSR)))
-			return;
-	} else {
-		char *slash = strrchr(host, '/');
-		if (!slash || slash == host)
-			return;
-		*slash = '\0';
-		if (stat(host, &st) != 0 || !S_ISDIR(st.st_mode) ||
-		    ((st.st_mode & S_IWUSR) && (st.st_mode & S_IXUSR)))
-			return;
-		dir = true;
-	}
-	snprintf(what, sizeof(what),
-		 "'%.200s' is in the experiment's own directory, which the sandbox lets the run "
-		 "write, and %s mode (%04o) refused it: set by the code (os.chmod) or staged so",
-		 path, dir ? "the directory's" : "the file's own", (unsigned)(st.st_mode & 07777));
-	verdict_set(v, "code_error", what, line,
-		    "make it writable before writing it (os.chmod(path, 0o644); 0o755 for a "
-		    "directory), or write a new file instead of the protected one; no sandbox flag "
-		    "or mount changes a file's own mode");
-	set_confidence(v, CONF_HIGH, "the path is in the experiment's own copy, which the sandbox "
-				     "lets the run write, and its mode lacks the owner's permission");
-}
-
-/* The module "cannot import name 'X' from 'M' (PATH)" names, and its file; false when the
- * message is not that. */
-static bool import_source(const char *line, char *mod, size_t modlen, char *path, size_t pathlen)
-{
-	const char *from = strstr(line, "' from ");
-	const char *open, *close;
-	size_t n;
-
-	if (!from || !quoted_after(from + 1, "from", mod, modlen))
-		return false;
-	path[0] = '\0';
-	open = strrchr(line, '(');
-	close = open ? strchr(open, ')') : NULL;
-	if (open && close && (n = (size_t)(close - open - 1)) > 0 && n < pathlen) {
-		memcpy(path, open + 1, n);
-		path[n] = '\0';
-	}
-	return true;
-}
-
-/* "cannot import name" from the experiment's own module (its path is under exp/, or the
- * module is one the experiment has), or a circular import: the code's, not a version. */
-static void refine_own_import(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	char mod[128], path[PATH_MAX], host[PATH_MAX], name[128], top[128], dir[PATH_MAX],
-		what[400];
-
-	if ((strcmp(v->cls, "wrong_env") != 0 && strcmp(v->cls, "code_error") != 0) ||
-	    !has(line, "cannot import name") || !quoted_after(line, "cannot import name", name, sizeof(name)) ||
-	    !import_source(line, mod, sizeof(mod), path, sizeof(path)))
-		return;
-	bool circular = has(line, "circular import") || has(line, "partially initialized module");
-	bool own = path[0] == '/' && staged_path(log, path, host, sizeof(host));
-	if (!own && log->exp_dir && (!path[0] || strcmp(path, "unknown location") == 0)) {
-		snprintf(top, sizeof(top), "%.*s", (int)strcspn(mod, "."), mod);
-		entry_dir(log, e, dir, sizeof(dir));
-		own = top[0] && own_module_in(dir, top) != OWN_NONE;
-	}
-	if (!own && path[0] == '/' && !log->exp_dir)
-		own = in_experiment(path, NULL);
-	if (circular) {
-		snprintf(what, sizeof(what),
-			 "a circular import: %s '%.100s' was still being initialised when '%.100s' "
-			 "was imported from it (it imports, directly or through another module, a "
-			 "module that imports it back)",
-			 own ? "the experiment's own module" : "module", mod, name);
-		verdict_set(v, "code_error", what, line,
-			    "break the cycle: move what both modules need into a third module, import "
-			    "inside the function that uses the name, or import the module (import M) "
-			    "and use M.name when it is called; a file of the experiment named like a "
-			    "library (random.py, torch.py) causes this too");
-		set_confidence(v, own ? CONF_HIGH : CONF_MEDIUM,
-			       own ? "Python says it is a circular import, in the experiment's own module"
-				   : "Python says it is a circular import");
-		return;
-	}
-	if (!own)
-		return;
-	snprintf(what, sizeof(what),
-		 "the experiment's own module '%.100s' has no name '%.100s' (misspelt, or renamed or moved "
-		 "there)", mod, name);
-	verdict_set(v, "code_error", what, line,
-		    "import a name the experiment's module defines (Python suggests one when it is "
-		    "close), or define it there; no environment or flag changes this");
-	set_confidence(v, CONF_HIGH, "the module the name is imported from is the experiment's own "
-				     "file");
-}
-
-/* Files of the loaders that unpickle: a frame of theirs innermost means the import that
- * failed was one the file being loaded asked for, not one of the code's. */
-static const char *const unpickler_files[] = {
-	"/pickle.py\"", "/shelve.py\"", "/torch/serialization.py\"",
-	"/torch/_weights_only_unpickler.py\"", "/joblib/numpy_pickle.py\"",
-	"/joblib/numpy_pickle_compat.py\"", "/dill/_dill.py\"", "/numpy/lib/npyio.py\"",
-	"/numpy/lib/_npyio_impl.py\"", "/numpy/lib/format.py\"", "/pandas/io/pickle.py\"",
-	"/pandas/compat/pickle_compat.py\"", NULL
-};
-/* The calls that unpickle, as the experiment's own line names them when the C unpickler
- * raised and no frame of a loader is printed. */
-static const char *const unpickler_calls[] = {
-	"pickle.load", "Unpickler(", "find_class(", "torch.load(", "joblib.load(", "dill.load",
-	"np.load(", "numpy.load(", "read_pickle(", "shelve.open(", NULL
-};
-
-/* Whether e was raised while unpickling: the innermost frame is a loader's, or it is the
- * experiment's own line and that line calls one. */
-static bool unpickling(const lb_log *log, const lb_exc *e, size_t code_frame)
-{
-	if (e->bare || e->frame == NONE)
-		return false;
-	if (has_any(log->lines[e->frame], unpickler_files))
-		return true;
-	if (e->frame != code_frame)
-		return false;
-	/* a statement over several lines is printed whole by newer Pythons */
-	for (size_t i = e->frame + 1; i < e->line && i < e->frame + 4 && !is_frame(log->lines[i]); i++)
-		if (has_any(log->lines[i], unpickler_calls))
-			return true;
-	return false;
-}
-
-/* Import names of installed packages whose objects are pickled (models, estimators, frames,
- * arrays): a file naming one that is missing needs that package, not the saver's code. */
-static bool known_package(const char *top)
-{
-	static const char *const names[] = {
-		"numpy", "scipy", "pandas", "polars", "pyarrow", "torch", "torchvision",
-		"torchaudio", "torchtext", "torch_geometric", "dgl", "tensorflow", "keras", "jax",
-		"jaxlib", "flax", "optax", "equinox", "transformers", "tokenizers", "datasets",
-		"sentence_transformers", "timm", "lightning", "pytorch_lightning", "xgboost",
-		"lightgbm", "catboost", "statsmodels", "networkx", "gensim", "spacy", "nltk",
-		"sympy", "numba", "h5py", "joblib", "dill", "cloudpickle", "matplotlib", "seaborn",
-		"plotly", "imblearn", "hdbscan", "shap", "optuna", "gymnasium", "stable_baselines3",
-		"omegaconf", "einops", "category_encoders", "pmdarima", "prophet", "skorch",
-		"anndata", "scanpy", "xarray", "sktime", "annoy", "hnswlib", "peft", "accelerate",
-		"diffusers", "onnx", "onnxruntime", "tqdm", "attrs", "pydantic", NULL
-	};
-	if (strcmp(pip_name(top), top) != 0)
-		return true; /* sklearn, PIL, cv2...: the map knows their project */
-	for (size_t i = 0; names[i]; i++)
-		if (strcmp(top, names[i]) == 0)
-			return true;
-	return false;
-}
-
-static const char SUGGEST_UNPICKLED_MODULE[] =
-	"copy the module the file names (its .py file, or its package directory, with the "
-	"classes the file's objects were made from) from the project that saved the file into "
-	"the experiment directory, beside the entry script; or save plain data there instead of "
-	"whole objects (a model's state_dict() with torch.save, arrays with np.save, a dict of "
-	"numbers) and rebuild the objects in code; no package to install and no flag changes "
-	"this";
-
-/* "Can't get attribute 'X' on <module 'm' from 'PATH'>": X, m and PATH ("" for a module
- * without a file); false when the message is not that. Python 3.14 words it "Can't resolve
- * path 'X' on module 'm'". */
-static bool missing_attribute(const char *line, char *cls, size_t clslen, char *mod,
-			      size_t modlen, char *path, size_t pathlen)
-{
-	const char *m;
-
-	path[0] = '\0';
-	if (quoted_after(line, "Can't get attribute", cls, clslen)) {
-		m = strstr(line, "<module ");
-		if (!m || !quoted_after(m, "<module", mod, modlen))
-			return false;
-		m = strstr(m + 8 + strlen(mod), " from ");
-		if (m && !quoted_after(m, " from", path, pathlen))
-			path[0] = '\0';
-		return true;
-	}
-	return quoted_after(line, "Can't resolve path", cls, clslen) &&
-	       (m = strstr(line, " on module ")) && quoted_after(m, "on module", mod, modlen);
-}
-
-/* A ModuleNotFoundError or a missing class raised while unpickling: the file being loaded
- * names the module its objects' classes were defined in, as the project that saved it had
- * them. That is no import of the experiment's code, so `pip install NAME` for a module of the
- * saver's own (models.py) installs something unrelated and fixes nothing. */
-static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	char module[128], top[128], cls[128], path[PATH_MAX], host[PATH_MAX], where[PATH_MAX],
-		what[400], sugg[DIAG_TEXT_LEN];
-	size_t budget = 20000;
-
-	if (!unpickling(log, e, v->code_frame))
-		return;
-	if (missing_attribute(line, cls, sizeof(cls), module, sizeof(module), path, sizeof(path))) {
-		snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
-		if (strcmp(module, "__main__") == 0) {
-			snprintf(what, sizeof(what),
-				 "the file being loaded names class '%.60s' of module '__main__': it "
-				 "was defined in the script that saved the file, and this run's main "
-				 "script does not define it", cls);
-			verdict_set(v, "code_error", what, line,
-				    "move the class into a module of its own, staged with the experiment, "
-				    "and import it in both the saving and the loading script (then save the "
-				    "file again), or define or import the class in the loading script "
-				    "before the load; or save plain data (a state_dict, arrays) instead of "
-				    "whole objects");
-			set_confidence(v, CONF_HIGH, "raised while unpickling: the file names a class of "
-						     "the saving program's main script");
-			return;
-		}
-		if (path[0] && staged_path(log, path, host, sizeof(host))) {
-			snprintf(what, sizeof(what),
-				 "the file being loaded names class '%.60s' in module '%.60s', and the "
-				 "experiment's own %.100s does not define it (the saving project's "
-				 "version of the module had it)",
-				 cls, module, experiment_relative(host, log->exp_dir));
-			verdict_set(v, "code_error", what, line,
-				    "copy the class's definition from the project that saved the file into "
-				    "the experiment's module (or stage that project's version of it), or "
-				    "save plain data (a state_dict, arrays) instead of whole objects; no "
-				    "package to install and no flag changes this");
-			set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
-						     "is the experiment's own file");
-			return;
-		}
-		if (path[0] && (strstr(path, "site-packages") || strstr(path, "dist-packages")) &&
-		    !lb_diag_is_stdlib(top, strlen(top))) {
-			snprintf(what, sizeof(what),
-				 "the file being loaded names class '%.60s' in module '%.60s', which "
-				 "the installed %.60s does not have (the file was saved with another "
-				 "version of it)", cls, module, top);
-			snprintf(sugg, sizeof(sugg),
-				 "load it with the version of %.60s that saved it, installed into a "
-				 "virtual environment (pip install %.60s==VERSION; labbox installs "
-				 "nothing itself) and run with --python VENV/bin/python; or save plain "
-				 "data (arrays, parameters) that any version reads",
-				 top, pip_name(top));
-			verdict_set(v, "wrong_env", what, line, sugg);
-			set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file "
-						       "names is an installed package's");
-			return;
-		}
-		snprintf(what, sizeof(what),
-			 "the file being loaded names class '%.60s' in module '%.60s', which this "
-			 "run's module of that name does not define", cls, module);
-		verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
-		set_confidence(v, CONF_MEDIUM, "raised while unpickling: the class the file names "
-					       "is not where it says");
-		return;
-	}
-	if (!quoted_after(line, "No module named", module, sizeof(module)))
-		return;
-	snprintf(top, sizeof(top), "%.*s", (int)strcspn(module, "."), module);
-	if (!top[0] || strchr(top, '/'))
-		return;
-	if (strchr(module, '.') && strcmp(v->cls, "wrong_env") == 0) {
-		/* the top imported: the file was saved by another version of it, or of Python */
-		bool std = lb_diag_is_stdlib(top, strlen(top));
-		snprintf(what, sizeof(what),
-			 "the file being loaded names module '%.60s', which %s%.60s does not have "
-			 "(the file was saved with another version of %s)",
-			 module, std ? "this Python's " : "the installed ", top,
-			 std ? "Python" : top);
-		snprintf(sugg, sizeof(sugg), "%s", v->suggestion);
-		verdict_set(v, "wrong_env", what, line, sugg);
-		return;
-	}
-	if (strcmp(v->cls, "missing_package") != 0)
-		return;
-	/* the experiment has it: staged but out of Python's path, read as its code */
-	if (log->exp_dir && find_own_module(log->exp_dir, "", top, 4, &budget, where,
-					    sizeof(where)) != OWN_NONE)
-		return;
-	if (strchr(module, '.') || known_package(top)) {
-		snprintf(what, sizeof(what),
-			 "the file being loaded names module '%.60s', of a package this interpreter "
-			 "does not have (%.60s)", module, strchr(module, '.') ? module : pip_name(top));
-		v->cls = "missing_package";
-		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
-		/* the suggestion classify_missing_package made names the project */
-		set_confidence(v, CONF_HIGH, "raised while unpickling: the module the file names "
-					     "is a known package's, and it is not installed");
-		return;
-	}
-	snprintf(what, sizeof(what),
-		 "the file being loaded names module '%.60s' (a pickled object names the module "
-		 "its class was defined in), which is not staged with the experiment: the class "
-		 "was defined in the saving project's own code (its %.60s.py), not in a package",
-		 module, top);
-	verdict_set(v, "code_error", what, line, SUGGEST_UNPICKLED_MODULE);
-	set_confidence(v, CONF_MEDIUM, "raised while unpickling: the module the file names is "
-				       "neither the experiment's nor a package labbox knows (an "
-				       "unknown package of that name would read the same)");
-}
-
-static void classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
-{
-	const char *line = log->lines[e->line];
-	size_t name_len = 0;
-
-	exception_line_of(line, &name_len, !e->bare);
-	classify_exception(v, line, name_len, via_subprocess(log, e),
-			   gate_recorded(log->gate, line));
-	refine_missing_file(v, log, e);
-	v->exc_line = e->line;
-	v->frame = e->frame;
-	v->code_frame = code_frame_of(log, e);
-	if (e->bare)
-		set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
-	else if (strcmp(v->cls, "code_error") != 0)
-		set_confidence(v, CONF_HIGH, "the exception's name or message names the cause");
-	else if (v->frame != NONE && v->frame == v->code_frame)
-		set_confidence(v, CONF_HIGH, "the experiment's own line raised the exception");
-	else if (v->code_frame != NONE)
-		set_confidence(v, CONF_MEDIUM,
-			       "raised inside a library the experiment called: a wrong argument, or "
-			       "a library version the code was not written for");
-	else
-		set_confidence(v, CONF_MEDIUM, "no frame of the experiment's code in the traceback");
-	refine_socket(v, log, e);
-	refine_float(v, log, e);
-	refine_sandbox_world(v, log, e);
-	if (strcmp(v->cls, "code_error") == 0 && !e->bare && v->code_frame != NONE &&
-	    misspelt_name(line))
-		set_confidence(v, CONF_HIGH, "Python suggests a close name that the module has, for "
-					     "the one the experiment's code used");
-	refine_unpickled(v, log, e);
-	refine_own_module(v, log, e);
-	refine_own_import(v, log, e);
-	refine_own_permission(v, log, e);
-	refine_nan(v, log, e);
-	refine_missing_path(v, log, e);
-}
-
-/* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its
- * parent as a generic error; the worker's own last words above it say why. */
-static bool worker_died(const char *line)
-{
-	return (has(line, "worker") || has(line, "process")) &&
-	       (has(line, "exited unexpectedly") || has(line, "killed by signal") ||
-		has(line, "terminated abruptly"));
-}
-
-static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language);
-
-/* The experiment's own frame and the source line under it. */
-static void add_code_evidence(lb_verdict *v, const lb_log *log)
-{
-	add_evidence(v, v->code_frame);
-	if (v->code_frame + 1 < log->n && !is_frame(log->lines[v->code_frame + 1]))
-		add_evidence(v, v->code_frame + 1);
-}
-
-/* A parent's word that a child process or a worker ended: how it noticed that the child's
- * uncaught error above ended it (torch's ProcessExitedException, a pool's BrokenProcessPool,
- * a DataLoader's "exited unexpectedly", the code's own "worker ... exit code 1"). */
-static bool child_ended(const char *line)
-{
-	static const char *const who[] = {"process", "worker", "child", NULL};
-	static const char *const how[] = {"exit code", "exitcode", "exit status", "exited",
-					  "terminated", "died", "abruptly", "killed", NULL};
-	return worker_died(line) || (has_any(line, who) && has_any(line, how));
-}
-
-/* multiprocessing's "Process SpawnProcess-1:" above a child's traceback, or the frames only a
- * child runs (its bootstrap, a pool's or DataLoader's worker loop, spawn's unpickling). */
-static bool child_line(const char *s)
-{
-	static const char *const child_frames[] = {
-		"/multiprocessing/", "/concurrent/futures/process.py\"", "/torch/multiprocessing/",
-		"/torch/utils/data/_utils/worker.py\"", NULL};
-	size_t n = strlen(s);
-
-	if (starts_with(s, "Process ") && n > 9 && s[n - 1] == ':' && !strchr(s + 8, ' '))
-		return true;
-	return is_frame(s) && has_any(s, child_frames);
-}
-
-static bool child_lines(const lb_log *log, size_t from, size_t to)
-{
-	for (size_t i = from; i < to && i < log->n; i++)
-		if (child_line(log->lines[i] + indent_of(log->lines[i])))
-			return true;
-	return false;
-}
-
-/* The child's refusal as the verdict, with the parent's error and line beside it. */
-static void refused_in_child(lb_verdict *v, const lb_verdict *why, const lb_log *log,
-			     const lb_exc *last, const char *reason)
-{
-	*v = *why;
-	if (v->code_frame == NONE)
-		v->code_frame = code_frame_of(log, last);
-	set_confidence(v, CONF_MEDIUM, reason);
-	if (v->code_frame != NONE)
-		add_code_evidence(v, log);
-	add_evidence(v, last->line);
-}
-
-/* A refusal of the runtime gate that nothing caught, in a child process's traceback above the
- * last chain: a worker's or a spawned child's, which multiprocessing prints before the child
- * exits 1. The parent's error that ended the run (a pool's or a DataLoader's "exited
- * unexpectedly", torch's ProcessExitedException) is how it noticed, not why: the verdict
- * names the refusal. Only then: a refusal the run's own process caught and printed
- * (traceback.print_exc()) before an unrelated error is not why that error happened, and a
- * refusal the gate did not record is no refusal (classify_at). */
-static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
-{
-	const lb_exc *last = &exc[n - 1];
-	size_t start = n - 1;
-
-	if (!child_ended(log->lines[last->line]))
-		return false;
-	while (start > 0 && exc[start - 1].link != LINK_NONE)
-		start--;
-	for (size_t k = start; k-- > 0;) {
-		lb_verdict why = *v;
-		size_t above = exc[k].header > 0 ? exc[k].header - 1 : 0;
-
-		why.n_evidence = 0;
-		classify_at(&why, log, &exc[k]);
-		if (strcmp(why.cls, "gate_refused") != 0 || !child_lines(log, above, exc[k].line))
-			continue;
-		add_frame_evidence(&why, log, &exc[k]);
-		refused_in_child(v, &why, log, last,
-				 "the gate's refusal went uncaught in a child process (a worker's or "
-				 "a spawned one's); the error that ended the run came after it");
-		return true;
-	}
-	/* Two workers writing their tracebacks at once interleave them (a "Process
-	 * ForkProcess-1:" header inside the other's frames), and neither parses as a chain: the
-	 * refusal's own line, anywhere above the last chain, still says what happened. */
-	for (size_t l = exc[start].header; l-- > 0;) {
-		const char *line = log->lines[l];
-		if (strncmp(line, "PermissionError", 15) != 0 || !has(line, GATE_MARK))
-			continue;
-		lb_verdict why = *v;
-		lb_exc one = {.header = l, .line = l, .frame = NONE, .link = LINK_NONE, .bare = true};
-		why.n_evidence = 0;
-		classify_at(&why, log, &one);
-		if (strcmp(why.cls, "gate_refused") != 0 ||
-		    !child_lines(log, l > DIAG_SCAN_LINES ? l - DIAG_SCAN_LINES : 0, l))
-			continue;
-		why.code_frame = NONE;
-		add_evidence(&why, l);
-		refused_in_child(v, &why, log, last,
-				 "the gate's refusal went uncaught in a child process whose traceback "
-				 "is mixed with another's; the error that ended the run came after it");
-		return true;
-	}
-	return false;
-}
-
-/* Exceptions a process raises when what it waited on stopped coming: a queue left empty, a
- * pipe or connection its peer closed, a pool whose worker died, a wait that ran out. After a
- * thread or child died of its own exception these are how the main process noticed. */
-static bool waiting_ended(const char *line)
-{
-	static const char *const names[] = {
-		"Empty", "EOFError", "BrokenPipeError", "ConnectionResetError",
-		"ConnectionAbortedError", "BrokenProcessPool", "BrokenThreadPool",
-		"BrokenBarrierError", "TimeoutError", NULL};
-	size_t n = 0;
-
-	line += indent_of(line);
-	return exception_line_of(line, &n, true) && name_is(line, n, names);
-}
-
-/* threading's "Exception in thread NAME:" or multiprocessing's "Process NAME:" right above a
- * traceback (a line of the other stream may stand between): a thread's or child's that died. */
-static const char *worker_header_above(const lb_log *log, const lb_exc *e)
-{
-	for (size_t i = e->header, seen = 0; i-- > 0 && seen < 3;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
-		size_t len = strlen(s);
-
-		if (!s[0])
-			continue;
-		seen++;
-		if (len > 1 && s[len - 1] == ':' && starts_with(s, "Exception in thread "))
-			return "a thread";
-		if (len > 1 && s[len - 1] == ':' && child_line(s))
-			return "a child process";
-	}
-	return NULL;
-}
-
-/* The last thread's or child's uncaught exception above the main process's last chain, when
- * that chain ends in a waiting_ended exception; NONE otherwise. */
-static size_t worker_first(const lb_log *log, const lb_exc *exc, size_t n)
-{
-	size_t start = n - 1;
-
-	if (exc[n - 1].bare || !waiting_ended(log->lines[exc[n - 1].line]))
-		return NONE;
-	while (start > 0 && exc[start - 1].link != LINK_NONE)
-		start--;
-	for (size_t k = start; k-- > 0;)
-		if (exc[k].link == LINK_NONE && !exc[k].bare && worker_header_above(log, &exc[k]))
-			return k;
-	return NONE;
-}
-
-static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n);
-
-/* The worker's exception is the root cause, read as any chain; the main process's is named as
- * its consequence, in the summary and the evidence. */
-static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n,
-				  size_t w)
-{
-	const char *main_line = log->lines[exc[n - 1].line];
-	size_t name_len = 0;
-	char summary[DIAG_TEXT_LEN];
-
-	diagnose_exception(v, log, exc, w + 1);
-	main_line += indent_of(main_line);
-	exception_line_of(main_line, &name_len, true);
-	snprintf(summary, sizeof(summary),
-		 "%.400s, in %s that died of it; the main process's %.*s came after, as it "
-		 "waited for what that one would have sent",
-		 v->summary, worker_header_above(log, &exc[w]),
-		 (int)(name_len < 120 ? name_len : 120), main_line);
-	snprintf(v->summary, sizeof(v->summary), "%s", summary);
-	if (v->confidence == CONF_HIGH)
-		set_confidence(v, CONF_MEDIUM,
-			       "a thread or child process died of this exception, and the main "
-			       "process then failed waiting for what it would have sent");
-	/* A worker with no frame of the experiment's (a pool's loop, spawn's unpickling): the
-	 * experiment's line is where the main process waited. */
-	if (v->code_frame == NONE) {
-		v->code_frame = code_frame_of(log, &exc[n - 1]);
-		if (v->code_frame != NONE)
-			add_code_evidence(v, log);
-	}
-	add_evidence(v, exc[n - 1].line);
-}
-
-/* The whole chain is read, newest first, and its root cause named: each older exception that
- * explains the one after it (always for a cause, see context_explains for a context) takes
- * over the verdict, which then names the root's exception and location. */
-static void diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
-{
-	const lb_exc *last = &exc[n - 1];
-	size_t root = n - 1;
-	size_t w = worker_first(log, exc, n);
-
-	if (w != NONE) {
-		diagnose_worker_first(v, log, exc, n, w);
-		return;
-	}
-	classify_at(v, log, last);
-	for (size_t k = n - 1; k-- > 0 && exc[k].link != LINK_NONE;) {
-		lb_verdict cause = *v;
-
-		classify_at(&cause, log, &exc[k]);
-		if (exc[k].link == LINK_WRAPPED) {
-			/* the worker's own exception is the root, whatever its class */
-			*v = cause;
-			root = k;
-			continue;
-		}
-		/* A cause explains what follows it whatever its class (`raise RuntimeError("fit
-		 * failed") from e` names the wrapper's line, not where the fit failed); an error
-		 * of the code's own met while handling another explains nothing about it. */
-		if (strcmp(cause.cls, "code_error") == 0 && exc[k].link != LINK_CAUSE)
-			continue;
-		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
-			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)
-				set_confidence(&cause, CONF_MEDIUM,
-					       "read from an exception the code was handling when "
-					       "the last one was raised");
-			*v = cause;
-			root = k;
-		}
-	}
-	if (root != n - 1)
-		add_frame_evidence(v, log, &exc[root]);
-	if (strcmp(v->cls, "code_error") == 0 && refused_before(v, log, exc, n))
-		return;
-	if (strcmp(v->cls, "code_error") == 0 && worker_died(log->lines[last->line])) {
-		lb_verdict why = *v;
-
-		why.n_evidence = 0;
-		if (scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
-			why.exc_line = last->line;
-			why.frame = last->frame;
-			why.code_frame = code_frame_of(log, last);
-			set_confidence(&why, CONF_MEDIUM,
-				       "a worker process died; its own last message names the cause");
-			*v = why;
-		}
-	}
-	/* The experiment's own line first, when a library raised: what its author changes. */
-	if (v->code_frame != NONE && v->code_frame != v->frame)
-		add_code_evidence(v, log);
-	add_frame_evidence(v, log, last);
-}
 
 static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 {
@@ -2654,372 +39,7 @@ static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 		if (log->lines[i][0])
 			idx[n++] = i;
 	while (n > 0)
-		add_evidence(v, idx[--n]);
-}
-
-/* The line R or Octave stops on when no rule knows its message. */
-static bool lang_error_line(const char *s)
-{
-	return starts_with(s, "Error in ") || starts_with(s, "Error: ") || starts_with(s, "error: ");
-}
-
-/* Octave prints where it stopped below "error: called from", innermost first:
- * "    NAME at line N column M". */
-static bool octave_frame_line(const char *s, long *lineno)
-{
-	const char *at;
-
-	s += indent_of(s);
-	at = strstr(s, " at line ");
-	if (!at || at == s)
-		return false;
-	for (const char *p = s; p < at; p++)
-		if (!word_char(*p) && *p != '>' && *p != '<' && *p != '.')
-			return false;
-	*lineno = strtol(at + 9, NULL, 10);
-	return *lineno > 0;
-}
-
-/* Where NAME.m is in the experiment (root, then a few levels down): out gets its path
- * relative to root. */
-static bool find_m_file(const char *root, const char *rel, const char *name, int depth,
-			size_t *budget, char *out, size_t outlen)
-{
-	char dir[PATH_MAX], p[PATH_MAX];
-	struct stat st;
-	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
-	if (w <= 0 || (size_t)w >= sizeof(dir))
-		return false;
-	w = snprintf(p, sizeof(p), "%s/%s.m", dir, name);
-	if (w > 0 && (size_t)w < sizeof(p) && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-		snprintf(out, outlen, "%s%s%s.m", rel, rel[0] ? "/" : "", name);
-		return true;
-	}
-	if (depth <= 0)
-		return false;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	bool found = false;
-	while (d && !found && *budget > 0 && (de = readdir(d))) {
-		(*budget)--;
-		if (foreign_dir(de->d_name))
-			continue;
-		w = snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		if (w <= 0 || (size_t)w >= sizeof(p) || lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-			continue;
-		char sub[PATH_MAX];
-		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
-		if (w > 0 && (size_t)w < sizeof(sub))
-			found = find_m_file(root, sub, name, depth - 1, budget, out, outlen);
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
-/* Whether an Octave source line defines function name ("function r = name(x)"). */
-static bool defines_function(const char *l, const char *name)
-{
-	size_t n = strlen(name);
-	l += indent_of(l);
-	if (strncmp(l, "function", 8) != 0 || !(l[8] == ' ' || l[8] == '\t' || l[8] == '['))
-		return false;
-	for (const char *p = strstr(l + 8, name); p; p = strstr(p + 1, name)) {
-		char before = p[-1], after = p[n];
-		if ((before == ' ' || before == '=' || before == '\t') &&
-		    (after == '(' || after == ' ' || after == '\0' || after == ';' || after == '\n' ||
-		     after == '\r'))
-			return true;
-	}
-	return false;
-}
-
-/* The experiment's .m file that defines function name (a script's own functions, a
- * function file's subfunctions), a few levels down: out gets its path relative to root. */
-static bool find_m_defining(const char *root, const char *rel, const char *name, int depth,
-			    size_t *budget, char *out, size_t outlen)
-{
-	char dir[PATH_MAX], p[PATH_MAX];
-	struct stat st;
-	int w = snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
-	if (w <= 0 || (size_t)w >= sizeof(dir))
-		return false;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	bool found = false;
-	while (d && !found && *budget > 0 && (de = readdir(d))) {
-		(*budget)--;
-		if (foreign_dir(de->d_name))
-			continue;
-		w = snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		if (w <= 0 || (size_t)w >= sizeof(p) || lstat(p, &st) != 0)
-			continue;
-		char sub[PATH_MAX];
-		w = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
-		if (w <= 0 || (size_t)w >= sizeof(sub))
-			continue;
-		size_t l = strlen(de->d_name);
-		if (S_ISDIR(st.st_mode) && depth > 0) {
-			found = find_m_defining(root, sub, name, depth - 1, budget, out, outlen);
-		} else if (S_ISREG(st.st_mode) && l > 2 && strcmp(de->d_name + l - 2, ".m") == 0 &&
-			   st.st_size < (1 << 20)) {
-			FILE *f = fopen(p, "r");
-			char line[512];
-			while (f && !found && fgets(line, sizeof line, f))
-				found = defines_function(line, name);
-			if (f)
-				fclose(f);
-			if (found)
-				snprintf(out, outlen, "%s", sub);
-		}
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
-/* The experiment's .m file an Octave frame ("main>helper at line 3 column 1") is in: the
- * function or script before '>' (a subfunction's file is its parent's), or the staged .m
- * file that defines that function. */
-static bool octave_own_file(const char *exp_dir, const char *frame, char *out, size_t outlen)
-{
-	char name[128];
-	const char *s = frame + indent_of(frame);
-	size_t n = strcspn(s, "> ");
-	size_t budget = 4000;
-	if (!exp_dir || n == 0 || n >= sizeof name)
-		return false;
-	memcpy(name, s, n);
-	name[n] = '\0';
-	if (find_m_file(exp_dir, "", name, 3, &budget, out, outlen))
-		return true;
-	budget = 400;
-	return find_m_defining(exp_dir, "", name, 3, &budget, out, outlen);
-}
-
-/* The experiment's own frame below "error: called from": Octave lists innermost first, and
- * an error raised inside Octave's own functions (strsplit, figure) names those first. The
- * first frame whose function is a .m file of the staged experiment; without the experiment
- * to look in, the innermost. */
-static size_t octave_frame(const lb_log *log, size_t from)
-{
-	long lineno;
-	char file[PATH_MAX];
-
-	for (size_t i = from; i < log->n && i < from + 8; i++)
-		if (strstr(log->lines[i], "error: called from")) {
-			size_t first = NONE;
-			for (size_t k = i + 1; k < log->n && octave_frame_line(log->lines[k], &lineno);
-			     k++) {
-				if (first == NONE)
-					first = k;
-				if (!log->exp_dir ||
-				    octave_own_file(log->exp_dir, log->lines[k], file, sizeof file))
-					return k;
-			}
-			return first;
-		}
-	return NONE;
-}
-
-/* Octave's missing-function hook --------------------------------------------------------- */
-
-bool lb_octave_help_formatter(const char *argv)
-{
-	const char *last = argv ? strrchr(argv, ' ') : NULL;
-	const char *base = last ? strrchr(last, '/') : NULL;
-	const char *mi = argv ? strstr(argv, "makeinfo ") : NULL;
-
-	/* __makeinfo__'s command: makeinfo ... --output=- "TMP/octave-help-XXXXXX" (mkstemp's
-	 * six characters), nothing after the file. */
-	return mi && (mi == argv || mi[-1] == '/' || mi[-1] == ' ') && mi < last &&
-	       /* makeinfo's own option (written so that no suggestion seems to name it) */
-	       strstr(mi, "-output=- ") && base && strncmp(base + 1, "octave-help-", 12) == 0 &&
-	       strlen(base + 1) == 18;
-}
-
-int lb_octave_function_package(const char *text, size_t len, const char *fn, char *pkg,
-			       size_t pkglen)
-{
-	static const char call[] = "check_package (fcn, \"";
-	char quoted[136];
-	int n = snprintf(quoted, sizeof quoted, "\"%s\"", fn ? fn : "");
-
-	if (!fn || !*fn || n < 0 || (size_t)n >= sizeof quoted || !pkglen)
-		return -ENOENT;
-	for (const char *p = text, *end = text + len;
-	     p < end && (p = memmem(p, (size_t)(end - p), quoted, (size_t)n)); p += n) {
-		/* The function's case ends at its check_package, or, for the Matlab functions
-		 * Octave lacks, at the next case without one. */
-		const char *c = memmem(p, (size_t)(end - p), call, sizeof call - 1);
-		const char *k = memmem(p, (size_t)(end - p), "\n    case ", 10);
-		const char *o = memmem(p, (size_t)(end - p), "otherwise", 9);
-		if (!c || (k && k < c) || (o && o < c))
-			continue;
-		c += sizeof call - 1;
-		size_t w = 0;
-		while (c + w < end && (isalnum((unsigned char)c[w]) || c[w] == '-' || c[w] == '_'))
-			w++;
-		if (!w || w >= pkglen || c + w >= end || c[w] != '"')
-			return -ENOENT;
-		memcpy(pkg, c, w);
-		pkg[w] = '\0';
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* The function Octave's "error: 'f' undefined" (7.x; "'f' undefined near line 1, column 5")
- * names, from the last such line; its index, or NONE. */
-static size_t octave_undefined(const lb_log *log, char *fn, size_t fnlen)
-{
-	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
-		if (strncmp(s, "error: '", 8) == 0 && strstr(s, "' undefined") &&
-		    quoted_after(s, "error:", fn, fnlen))
-			return i;
-	}
-	return NONE;
-}
-
-static void octave_package_verdict(lb_verdict *v, const char *fn, const char *pkg, int state,
-				   const char *line)
-{
-	/* state: 1 not installed, 2 installed but not loaded, 0 not known (the sentence that
-	 * says which was lost with its formatter) */
-	v->cls = "missing_package";
-	snprintf(v->summary, sizeof v->summary, "Octave package '%s' is %s: '%s' belongs to it: %.400s",
-		 pkg,
-		 state == 1   ? "not installed"
-		 : state == 2 ? "installed but not loaded"
-			      : "not loaded (or not installed)",
-		 fn, line);
-	if (state == 2)
-		snprintf(v->suggestion, sizeof v->suggestion,
-			 "load it in the script before the call, with pkg load %s (Octave loads no "
-			 "Octave Forge package by itself)",
-			 pkg);
-	else if (state == 1)
-		snprintf(v->suggestion, sizeof v->suggestion,
-			 "install it for Octave beforehand (Debian: apt install octave-%s, or pkg "
-			 "install), and load it with pkg load %s before the call",
-			 pkg, pkg);
-	else
-		snprintf(v->suggestion, sizeof v->suggestion,
-			 "load it with pkg load %s before the call, and install it beforehand if "
-			 "pkg list does not show it (Debian: apt install octave-%s)",
-			 pkg, pkg);
-}
-
-/* "The 'normpdf' function belongs to the statistics package from Octave Forge which seems to
- * not be installed in your system." (or "which you have installed but not loaded.  To load
- * the package, run 'pkg load statistics' from the Octave prompt."): Octave's
- * __unimplemented__ names the cause outside the code, on lines makeinfo wrapped. When the
- * exec guard killed makeinfo that sentence is not there, and the interpreter's own
- * __unimplemented__.m says which package the undefined function is of. A package that is
- * loaded and lacks the function is the code's (the generic error line). */
-static bool octave_missing_function(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
-{
-	char fn[128] = "", pkg[64] = "";
-	size_t err = octave_undefined(log, fn, sizeof fn);
-
-	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
-		const char *at = strstr(s, "function belongs to the ");
-		char para[1024];
-		size_t o = 0;
-
-		if (!at)
-			continue;
-		for (size_t k = i; k < log->n && k < i + 6 && log->lines[k][0]; k++) {
-			int w = snprintf(para + o, sizeof para - o, "%s%s", o ? " " : "",
-					 log->lines[k] + indent_of(log->lines[k]));
-			if (w < 0 || (size_t)w >= sizeof para - o)
-				break;
-			o += (size_t)w;
-		}
-		int state = has(para, "not be installed")	       ? 1
-			    : has(para, "installed but not loaded") ? 2
-								     : -1;
-		at = strstr(para, "function belongs to the ") + strlen("function belongs to the ");
-		size_t w = strcspn(at, " ");
-		if (state < 0 || !w || w >= sizeof pkg || !quoted_after(para, "The", fn, sizeof fn))
-			return false;
-		memcpy(pkg, at, w);
-		pkg[w] = '\0';
-		octave_package_verdict(v, fn, pkg, state, para);
-		if (err != NONE && err < i)
-			add_evidence(v, err);
-		add_evidence(v, i);
-		set_confidence(v, CONF_HIGH, "Octave's missing-function message names the package "
-					     "and says whether it is installed");
-		if ((v->code_frame = octave_frame(log, i)) != NONE)
-			add_evidence(v, v->code_frame);
-		return true;
-	}
-	if (!in->octave_help_killed || !in->octave_unimplemented || err == NONE)
-		return false;
-	LB_AUTOFREE char *text = NULL;
-	size_t len = 0;
-	if (lb_read_file_at(AT_FDCWD, in->octave_unimplemented, 1 << 20, &text, &len) < 0 ||
-	    lb_octave_function_package(text, len, fn, pkg, sizeof pkg) < 0)
-		return false;
-	octave_package_verdict(v, fn, pkg, 0, log->lines[err] + indent_of(log->lines[err]));
-	add_evidence(v, err);
-	set_confidence(v, CONF_MEDIUM,
-		       "Octave's list of Forge packages' functions (m/help/__unimplemented__.m) "
-		       "names the package; its message, which says whether it is installed, was "
-		       "lost with the help formatter the exec guard killed");
-	if ((v->code_frame = octave_frame(log, err)) != NONE)
-		add_evidence(v, v->code_frame);
-	return true;
-}
-
-static bool scan_messages(lb_verdict *v, const lb_log *log, const char *language)
-{
-	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		if (classify_text(v, log->lines[i])) {
-			add_evidence(v, i);
-			set_confidence(v, CONF_MEDIUM,
-				       "a message in the output names the cause; no traceback says so");
-			/* Octave says where, below its message: the experiment's line is the
-			 * reader's way in, whatever the cause */
-			if (language && strcmp(language, "octave") == 0 &&
-			    (v->code_frame = octave_frame(log, i)) != NONE)
-				add_evidence(v, v->code_frame);
-			return true;
-		}
-	}
-	/* No rule knew a message: an R or Octave error is the code's, named by its own line
-	 * (the last one: R prints the call, Octave the message and then where it was). */
-	bool r = language && strcmp(language, "r") == 0;
-	bool octave = language && strcmp(language, "octave") == 0;
-	for (size_t i = log->n; (r || octave) && i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
-		if (!lang_error_line(s))
-			continue;
-		size_t first = i;
-		while (first > 0 && log->n - first < DIAG_SCAN_LINES &&
-		       lang_error_line(log->lines[first - 1] + indent_of(log->lines[first - 1])))
-			first--;
-		verdict_set(v, "code_error",
-			    r ? "the R script stopped with an error"
-					: "the Octave script stopped with an error",
-			    log->lines[first] + indent_of(log->lines[first]),
-			    "fix the error at the line R or Octave names; run the script alone to see "
-			    "it again");
-		add_evidence(v, first);
-		if (first != i)
-			add_evidence(v, i);
-		set_confidence(v, CONF_MEDIUM, octave ? "Octave's error line, which names no cause outside the code"
-						      : "R's error line, which names no cause outside the code");
-		if (octave) {
-			v->code_frame = octave_frame(log, first);
-			add_evidence(v, v->code_frame);
-		}
-		return true;
-	}
-	return false;
+		dg_add_evidence(v, idx[--n]);
 }
 
 /* A status of 129..192 is how a shell reports a child killed by signal N-128; labbox started
@@ -3044,63 +64,63 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 {
 	char what[400];
 
-	set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
+	dg_set_confidence(v, CONF_LOW, "only the exit status was left to go by: no traceback, no "
 				    "message that names a cause");
 	if (sig == SIGSYS)
-		set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
+		dg_set_confidence(v, CONF_HIGH, "the seccomp filter kills with SIGSYS and nothing else does");
 	else if (sig == SIGXFSZ)
-		set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
+		dg_set_confidence(v, CONF_HIGH, "the kernel sends this signal for that limit only");
 	else if (sig == SIGXCPU)
-		set_confidence(v, CONF_MEDIUM, "the kernel sends SIGXCPU only for a CPU-time limit, "
+		dg_set_confidence(v, CONF_MEDIUM, "the kernel sends SIGXCPU only for a CPU-time limit, "
 					       "and labbox sets none; who set it is not recorded");
 	else if (sig == SIGKILL && not_oom)
-		set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
+		dg_set_confidence(v, CONF_MEDIUM, "the run's memory cgroup counted no out-of-memory "
 					       "kill; who sent the signal is not recorded");
 	else if (sig == SIGKILL && killed_line)
-		set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
+		dg_set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
 					       "out-of-memory killer usually leaves");
 	else if (sig > 0 && sig != SIGKILL)
-		set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
+		dg_set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
 	else if (sig == 0 && exit_code == 127)
-		set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
+		dg_set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
 	if (sig == SIGSYS) {
-		verdict_set(v, "sandbox_restriction",
-			    "killed by SIGSYS: the sandbox blocked a system call", NULL,
-			    "the code (or a native library) made a system call the sandbox forbids "
-			    "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
-			    "labbox if it is really needed");
+		dg_verdict_set(v, "sandbox_restriction",
+			       "killed by SIGSYS: the sandbox blocked a system call", NULL,
+			       "the code (or a native library) made a system call the sandbox forbids "
+			       "(ptrace, mount, bpf, new namespaces...); remove it, or run it outside "
+			       "labbox if it is really needed");
 	} else if (sig == SIGKILL && not_oom) {
-		verdict_set(v, "code_error",
-			    "killed by SIGKILL, not by the out-of-memory killer (the run's memory "
-			    "cgroup counted no OOM kill): a process sent it, the experiment's own or "
-			    "one outside the sandbox",
-			    NULL,
-			    "look for os.kill/signal calls in the code (a watchdog, a worker pool "
-			    "ending its workers) and for what on the host may have ended it; more "
-			    "memory would not help");
+		dg_verdict_set(v, "code_error",
+			       "killed by SIGKILL, not by the out-of-memory killer (the run's memory "
+			       "cgroup counted no OOM kill): a process sent it, the experiment's own or "
+			       "one outside the sandbox",
+			       NULL,
+			       "look for os.kill/signal calls in the code (a watchdog, a worker pool "
+			       "ending its workers) and for what on the host may have ended it; more "
+			       "memory would not help");
 	} else if (sig == SIGKILL) {
-		verdict_set(v, "oom",
-			    killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
+		dg_verdict_set(v, "oom",
+			       killed_line ? "killed by SIGKILL (\"Killed\"), most likely by the "
 					  "kernel's out-of-memory killer"
 					: "killed by SIGKILL without a time or memory limit recording "
 					  "it; the kernel's out-of-memory killer is the usual cause",
-			    NULL, SUGGEST_OOM);
+			       NULL, DG_SUGGEST_OOM);
 	} else if (sig == SIGXCPU) {
 		/* labbox's budget is wall-clock time, and it ends a run with a kill it records
 		 * itself (timed_out); it sets no RLIMIT_CPU. So the limit is the experiment's own
 		 * (resource.setrlimit, a library's), or one inherited from where labbox started. */
-		verdict_set(v, "code_error",
-			    "killed by SIGXCPU: a CPU-time limit (RLIMIT_CPU) was reached, which "
-			    "labbox does not set (its --budget is wall-clock time): the experiment or "
-			    "a library set it, or labbox was started under one (ulimit -t)",
-			    NULL,
-			    "remove the resource.setrlimit(resource.RLIMIT_CPU, ...) call or raise "
-			    "that limit, or start labbox without one (ulimit -t unlimited); a larger "
-			    "--budget would not help");
+		dg_verdict_set(v, "code_error",
+			       "killed by SIGXCPU: a CPU-time limit (RLIMIT_CPU) was reached, which "
+			       "labbox does not set (its --budget is wall-clock time): the experiment or "
+			       "a library set it, or labbox was started under one (ulimit -t)",
+			       NULL,
+			       "remove the resource.setrlimit(resource.RLIMIT_CPU, ...) call or raise "
+			       "that limit, or start labbox without one (ulimit -t unlimited); a larger "
+			       "--budget would not help");
 	} else if (sig == SIGXFSZ) {
-		verdict_set(v, "sandbox_restriction",
-			    "killed by SIGXFSZ: a file grew past the size limit", NULL,
-			    SUGGEST_NO_SPACE);
+		dg_verdict_set(v, "sandbox_restriction",
+			       "killed by SIGXFSZ: a file grew past the size limit", NULL,
+			       DG_SUGGEST_NO_SPACE);
 	} else if (sig > 0) {
 		const char *abbrev = sigabbrev_np(sig);
 
@@ -3109,22 +129,22 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 			  sig == SIGABRT)
 				 ? ": a crash, usually in native code (a C extension, CUDA, BLAS)"
 				 : "");
-		verdict_set(v, "code_error", what, NULL,
-			    "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
-			    "crash, and check native extensions for version mismatches");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
+			       "crash, and check native extensions for version mismatches");
 	} else if (exit_code == 127) {
-		verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
-			    "check that the interpreter and the programs the experiment runs exist "
-			    "in its environment (--python)");
+		dg_verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
+			       "check that the interpreter and the programs the experiment runs exist "
+			       "in its environment (--python)");
 	} else {
 		char note[200];
 
 		status_note(note, sizeof(note), exit_code);
 		snprintf(what, sizeof(what), "exited with status %d without a Python traceback%s",
 			 exit_code, note);
-		verdict_set(v, "code_error", what, NULL,
-			    "read the end of run.log; make the code report errors instead of "
-			    "exiting quietly");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "read the end of run.log; make the code report errors instead of "
+			       "exiting quietly");
 	}
 }
 
@@ -3153,8 +173,8 @@ static bool uncaught_ended(const lb_failure_input *in)
 static bool line_names_class(const char *l, const char *name)
 {
 	size_t n = 0, k = name ? strlen(name) : 0;
-	l += indent_of(l);
-	if (!k || !exception_line_of(l, &n, true) || n < k)
+	l += dg_indent_of(l);
+	if (!k || !dg_exception_line_of(l, &n, true) || n < k)
 		return false;
 	return memcmp(l + n - k, name, k) == 0 && (n == k || l[n - k - 1] == '.');
 }
@@ -3167,7 +187,7 @@ static const char SUGGEST_UNCAUGHT[] =
 static bool log_has_line(const lb_log *log, const char *text)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;)
-		if (strcmp(log->lines[i] + indent_of(log->lines[i]), text) == 0)
+		if (strcmp(log->lines[i] + dg_indent_of(log->lines[i]), text) == 0)
 			return true;
 	return false;
 }
@@ -3193,14 +213,6 @@ static bool gate_saw_no_uncaught(const lb_failure_input *in)
 	return strcmp(channel, "read") == 0 || strcmp(channel, "tampered") == 0;
 }
 
-static size_t last_output_line(const lb_log *log)
-{
-	for (size_t i = log->n; i-- > 0;)
-		if (log->lines[i][indent_of(log->lines[i])])
-			return i;
-	return NONE;
-}
-
 /* A Python program that exited non-zero with no signal, whose end no exception made: no
  * traceback in its output at all, or (the gate's word that none went uncaught) the last one
  * followed by more of its output, so it was handled and the program went on. Its last words
@@ -3213,7 +225,7 @@ static bool exited_of_itself(const lb_failure_input *in, const lb_log *log, cons
 		return false;
 	if (n == 0)
 		return true;
-	size_t last = last_output_line(log);
+	size_t last = dg_last_output_line(log);
 	return gate_says && last != NONE && last > exc[n - 1].line;
 }
 
@@ -3223,11 +235,11 @@ static bool error_shaped(const char *s)
 {
 	static const char *const starts[] = {"ERROR", "Error", "error", "FATAL", "Fatal", "fatal",
 					     "CRITICAL", NULL};
-	s += indent_of(s);
+	s += dg_indent_of(s);
 	for (size_t i = 0; starts[i]; i++)
-		if (starts_with(s, starts[i]))
+		if (dg_starts_with(s, starts[i]))
 			return true;
-	return exception_line(s, NULL);
+	return dg_exception_line(s, NULL);
 }
 
 /* The gate's record of the main program's last sys.exit call (lb_failure_input.exit_call)
@@ -3288,7 +300,7 @@ static int shell_reported_signal(const lb_failure_input *in, const lb_log *log)
 	if (!desc || !desc[0])
 		return 0;
 	for (size_t i = log->n; i-- > 0 && seen < 3;) {
-		const char *s = log->lines[i] + indent_of(log->lines[i]);
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
 		const char *at;
 
 		if (!s[0])
@@ -3311,7 +323,7 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	struct json_object *call = exit_call_of(in);
 	const char *msg = call ? uncaught_str(call, "message") : NULL;
 	size_t said = msg ? exit_message_line(log, msg) : NONE;
-	size_t last = said != NONE ? said : last_output_line(log), first = last, hit = NONE;
+	size_t last = said != NONE ? said : dg_last_output_line(log), first = last, hit = NONE;
 	char what[DIAG_TEXT_LEN], note[200], where[300] = "";
 
 	status_note(note, sizeof(note), in->exit_code);
@@ -3325,22 +337,22 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		if (file && json_object_object_get_ex(call, "line", &lv) &&
 		    json_object_is_type(lv, json_type_int))
 			snprintf(where, sizeof where, " at %.200s line %lld",
-				 experiment_relative(file, log->exp_dir),
+				 dg_experiment_relative(file, log->exp_dir),
 				 (long long)json_object_get_int64(lv));
 		v->by_exit_call = true;
 	}
 	/* A thread or child that died of its exception, after which the main process stopped
 	 * itself: the worker's exception is the cause, as when the main one failed waiting. */
-	if (n > 0 && worker_header_above(log, &exc[n - 1])) {
-		diagnose_exception(v, log, exc, n);
+	if (n > 0 && dg_worker_header_above(log, &exc[n - 1])) {
+		dg_diagnose_exception(v, log, exc, n);
 		snprintf(what, sizeof(what), "%.300s, in %s that died of it; the main process then "
 			 "exited of itself with status %d", v->summary,
-			 worker_header_above(log, &exc[n - 1]), in->exit_code);
+			 dg_worker_header_above(log, &exc[n - 1]), in->exit_code);
 		snprintf(v->summary, sizeof(v->summary), "%s", what);
 		if (v->confidence == CONF_HIGH)
-			set_confidence(v, CONF_MEDIUM, "a thread or child process died of this "
+			dg_set_confidence(v, CONF_MEDIUM, "a thread or child process died of this "
 						       "exception; the main process exited after it");
-		add_evidence(v, last);
+		dg_add_evidence(v, last);
 		return;
 	}
 	/* Never into the handled traceback: its exception line is error-shaped too, and a line of
@@ -3349,17 +361,17 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	       (n == 0 || first - 1 > exc[n - 1].line) && error_shaped(log->lines[first - 1]))
 		first--;
 	for (size_t i = last; i != NONE && i >= first && hit == NONE; i--) {
-		if (classify_text(v, log->lines[i]))
+		if (dg_classify_text(v, log->lines[i]))
 			hit = i;
 		if (i == 0)
 			break;
 	}
 	if (hit != NONE) {
-		add_evidence(v, hit);
-		set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
+		dg_add_evidence(v, hit);
+		dg_set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
 					       "exited of itself, no exception ended it");
 	} else {
-		const char *l = last != NONE ? log->lines[last] + indent_of(log->lines[last]) : "";
+		const char *l = last != NONE ? log->lines[last] + dg_indent_of(log->lines[last]) : "";
 		if (call)
 			snprintf(what, sizeof(what), "the program exited of itself with status %d, "
 				 "calling sys.exit%s%s%.200s%s%s", in->exit_code, where,
@@ -3382,22 +394,22 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 				 n > 0 ? "; the traceback above that was handled: the program went on "
 					 "after it"
 				       : "");
-		verdict_set(v, "code_error", what, NULL,
-			    "the program stopped itself: its last message says why; fix what it "
-			    "reports (or the check that printed it). Raising an exception instead "
-			    "would show where");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "the program stopped itself: its last message says why; fix what it "
+			       "reports (or the check that printed it). Raising an exception instead "
+			       "would show where");
 		if (last != NONE)
-			add_evidence(v, last);
+			dg_add_evidence(v, last);
 		/* That the code chose to exit is sure with the gate's word; why is only what it
 		 * printed last, which may be no reason at all (a metric before sys.exit(2)). */
-		set_confidence(v, CONF_LOW,
-			       call && said != NONE
+		dg_set_confidence(v, CONF_LOW,
+				  call && said != NONE
 				       ? "the runtime gate recorded the program's own sys.exit call, "
 					 "so it chose to exit; only its message says why"
-			       : call ? "the runtime gate recorded the program's own sys.exit call, "
+				  : call ? "the runtime gate recorded the program's own sys.exit call, "
 					"so it chose to exit; only its exit status and its last output "
 					"say why"
-			       : gate_says ? "the runtime gate saw no uncaught exception, so the "
+				  : gate_says ? "the runtime gate saw no uncaught exception, so the "
 					   "program chose to exit; only its exit status and its last "
 					   "output say why"
 					 : "only the exit status and the last line of output were left to "
@@ -3405,374 +417,37 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 	}
 	/* The handled traceback, if any, as context */
 	if (n > 0 && exc[n - 1].line < first)
-		add_evidence(v, exc[n - 1].line);
+		dg_add_evidence(v, exc[n - 1].line);
 }
 
 /* The sandbox or backend failed around the experiment: its message is the verdict. */
 static bool diagnose_infra(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
 {
 	if (in->infra_error && in->after_run) {
-		verdict_set(v, "infra_error",
-			    in->infra_message && in->infra_message[0]
+		dg_verdict_set(v, "infra_error",
+			       in->infra_message && in->infra_message[0]
 				    ? in->infra_message
 				    : "what the run left could not be brought back",
-			    NULL,
-			    "the experiment ran, but its files were not all brought back into the run "
-			    "directory, so its results are not reported: they are kept where the "
-			    "message says; free space or make the experiment's output tree plainer "
-			    "(less deep, shorter names) and run it again");
+			       NULL,
+			       "the experiment ran, but its files were not all brought back into the run "
+			       "directory, so its results are not reported: they are kept where the "
+			       "message says; free space or make the experiment's output tree plainer "
+			       "(less deep, shorter names) and run it again");
 		add_tail_evidence(v, log, 3);
 		return true;
 	}
 	if (in->infra_error) {
-		verdict_set(v, "infra_error",
-			    in->infra_message && in->infra_message[0]
+		dg_verdict_set(v, "infra_error",
+			       in->infra_message && in->infra_message[0]
 				    ? in->infra_message
 				    : "the sandbox or backend could not be set up",
-			    NULL,
-			    "the experiment did not run: fix the setup problem above (`labbox probe` "
-			    "shows what this host supports); labbox never falls back to less "
-			    "isolation silently");
+			       NULL,
+			       "the experiment did not run: fix the setup problem above (`labbox probe` "
+			       "shows what this host supports); labbox never falls back to less "
+			       "isolation silently");
 		return true;
 	}
 	return false;
-}
-
-/* A line that asks the reader to type something: "Press enter to continue.", "[y/N]",
- * "Enter the learning rate:". */
-static bool prompt_line(const char *s)
-{
-	static const char *const asks[] = {
-		"press enter", "press return", "press any key", "press a key", "hit enter",
-		"hit any key", "press <enter>", "press [enter]", "[y/n]", "(y/n)", "[yes/no]",
-		"(yes/no)", "y/n?", "[y/n/q]", "press ctrl", NULL,
-	};
-	static const char *const leads[] = { "enter ", "please enter", "please type", "input ",
-					     "type ", "choose ", "select ", NULL };
-	size_t n;
-	s += indent_of(s);
-	n = strlen(s);
-	if (n == 0 || n > 200)
-		return false;
-	if (has_any(s, asks))
-		return true;
-	for (size_t i = 0; leads[i]; i++)
-		if (strncasecmp(s, leads[i], strlen(leads[i])) == 0)
-			return s[n - 1] == ':' || s[n - 1] == '?' || s[n - 1] == '>';
-	return false;
-}
-
-/* faulthandler's header of one thread's stack, "Current thread 0x7f... (most recent call
- * first):" or "Thread 0x7f... (most recent call first):". */
-static bool dump_header(const char *s)
-{
-	s += indent_of(s);
-	if (starts_with(s, "Current thread 0x"))
-		s += 17;
-	else if (starts_with(s, "Thread 0x"))
-		s += 9;
-	else
-		return false;
-	while (isxdigit((unsigned char)*s))
-		s++;
-	return strcmp(s, " (most recent call first):") == 0;
-}
-
-/* The first line of a dump whose block header is at line h: headers, frames and blank lines
- * above it are the same dump's. */
-static size_t dump_start(const lb_log *log, size_t h)
-{
-	size_t start = h;
-	while (start > 0 && (dump_header(log->lines[start - 1]) || is_frame(log->lines[start - 1]) ||
-			     !log->lines[start - 1][0]))
-		start--;
-	return start;
-}
-
-/* The stacks the gate's faulthandler printed as the budget's SIGTERM reached the main
- * program (src/gate/sitecustomize.py), read from the end of the output. */
-#define DUMP_THREADS_NAMED 3
-typedef struct stack_dump {
-	size_t start; /* the dump's first line; NONE: the output does not end with one */
-	size_t top;   /* the innermost frame of the stack that was waiting, or NONE */
-	size_t code;  /* that stack's innermost frame in the experiment's code, or NONE */
-	/* The main program had ended and waited, at exit, for threads it started that are not
-	 * daemons (threading's _shutdown): then top and code are the one such thread's, and
-	 * with several, each one's frame in the experiment's code (the dump does not say which
-	 * are daemons, so none is named alone). */
-	bool main_done;
-	size_t n_threads;
-	size_t thread_code[DUMP_THREADS_NAMED];
-	size_t n_thread_code;
-	/* ... or for a child process it started that is not a daemon (multiprocessing's atexit
-	 * _exit_function joins them): the child's stack is not in the dump. */
-	bool child_join;
-} stack_dump;
-
-/* Whether frame line s is in a file ending in suffix and function func. */
-static bool frame_is(const char *s, const char *suffix, const char *func)
-{
-	char file[DIAG_EVIDENCE_LEN], fn[128];
-	long lineno;
-	size_t fl, sl = strlen(suffix);
-
-	return parse_frame(s, file, sizeof file, &lineno, fn, sizeof fn) &&
-	       strcmp(fn, func) == 0 && (fl = strlen(file)) >= sl &&
-	       strcmp(file + fl - sl, suffix) == 0;
-}
-
-/* The stacks are the budget's: the run timed out and died of the SIGTERM it sent. A program
- * with a SIGTERM handler of its own ended otherwise, and any stacks in its output are its
- * own. */
-static bool stacks_printed(const lb_failure_input *in)
-{
-	return in->timed_out && in->signal == SIGTERM;
-}
-
-/* The output's last words may have had no newline (a prompt, progress dots): the dump's
- * first header is then at the end of that line. It is made a line of its own (the log's
- * lines array grows by one), so that the words stay the run's and the header the dump's. */
-static void split_glued_header(lb_log *log)
-{
-	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
-		if (dump_header(log->lines[i]))
-			return;
-		char *h = strstr(log->lines[i], "Current thread 0x");
-		if (!h)
-			h = strstr(log->lines[i], "Thread 0x");
-		if (!h || h == log->lines[i] || !dump_header(h))
-			continue;
-		char **grown = realloc(log->lines, (log->n + 1) * sizeof *grown);
-		if (!grown)
-			return;
-		log->lines = grown;
-		memmove(&log->lines[i + 2], &log->lines[i + 1], (log->n - i - 1) * sizeof *grown);
-		snprintf(log->glued, sizeof log->glued, "%s", h); /* 59 bytes at most */
-		log->lines[i + 1] = log->glued;
-		*h = '\0';
-		log->n++;
-		return;
-	}
-}
-
-/* Of the last dump's threads, the main thread's stack is the one whose outermost frame is a
- * module's top level, or, stopped at faulthandler's hundred frames ("..."), the current
- * thread's (the kernel hands a signal sent to the process to its main thread first). A dump
- * followed by more than a few lines is not the one the end of the run caused. */
-static void read_dump(const lb_log *log, stack_dump *d)
-{
-	char file[DIAG_EVIDENCE_LEN], func[128];
-	long lineno;
-	size_t last = NONE, end, after = 0, cut_current = NONE, cut_code = NONE;
-	size_t thread_top = NONE, thread_code = NONE;
-	bool shutdown = false;
-
-	memset(d, 0, sizeof *d);
-	d->start = d->top = d->code = NONE;
-	for (size_t i = log->n; i-- > 0 && last == NONE;)
-		if (dump_header(log->lines[i]))
-			last = i;
-	if (last == NONE)
-		return;
-	for (end = last + 1; end < log->n && is_frame(log->lines[end]); end++)
-		;
-	for (size_t i = end; i < log->n; i++)
-		after += log->lines[i][0] != '\0' && strcmp(log->lines[i] + indent_of(log->lines[i]), "...") != 0;
-	if (after > 20)
-		return;
-	d->start = dump_start(log, last);
-	for (size_t i = d->start; i < log->n; i++) {
-		if (!dump_header(log->lines[i]))
-			continue;
-		size_t j = i + 1, own = NONE;
-		func[0] = file[0] = '\0';
-		while (j < log->n && is_frame(log->lines[j]) &&
-		       parse_frame(log->lines[j], file, sizeof file, &lineno, func, sizeof func)) {
-			if (own == NONE && in_experiment(file, log->exp_dir))
-				own = j;
-			j++;
-		}
-		bool cut = j < log->n && strcmp(log->lines[j] + indent_of(log->lines[j]), "...") == 0;
-		if (j > i + 1) {
-			if (strcmp(func, "<module>") == 0) {
-				d->top = i + 1;
-				d->code = own;
-			} else if (frame_is(log->lines[j - 1], "/threading.py", "_shutdown")) {
-				shutdown = true;
-			} else if (frame_is(log->lines[j - 1], "/multiprocessing/util.py",
-					    "_exit_function")) {
-				d->child_join = true;
-			} else if (cut && starts_with(log->lines[i] + indent_of(log->lines[i]),
-						      "Current thread")) {
-				cut_current = i;
-				cut_code = own;
-			} else {
-				d->n_threads++;
-				if (thread_top == NONE) {
-					thread_top = i + 1;
-					thread_code = own;
-				}
-				if (own != NONE && d->n_thread_code < DUMP_THREADS_NAMED)
-					d->thread_code[d->n_thread_code++] = own;
-			}
-		}
-		i = j > i + 1 ? j - 1 : i;
-	}
-	if (d->top != NONE || d->child_join)
-		return;
-	if (cut_current != NONE) {
-		/* a recursion deeper than the dump goes: its innermost frames are what it did */
-		d->top = cut_current + 1;
-		d->code = cut_code;
-		return;
-	}
-	if (shutdown && d->n_threads > 0) {
-		d->main_done = true;
-		if (d->n_threads == 1) {
-			d->top = thread_top;
-			d->code = thread_code;
-		}
-	}
-}
-
-static const char SUGGEST_THREAD_AT_EXIT[] =
-	"the main program had finished: a thread it started that is not a daemon (or a "
-	"ThreadPoolExecutor's worker, which Python also waits for at exit) kept the process "
-	"alive until the budget ended it. Make that work end (a flag or an event its loop "
-	"checks, then join it; for an executor, tasks that return), or start a plain thread "
-	"with daemon=True; only if its work was still needed, raise the budget (--budget "
-	"SECONDS)";
-static const char SUGGEST_CHILD_AT_EXIT[] =
-	"the main program had finished: a child process it started that is not a daemon "
-	"(multiprocessing joins those at exit) kept it waiting until the budget ended it. End "
-	"the child's work (send it the sentinel or the event it waits for, then join it, or "
-	"terminate it), or start it with daemon=True; only if its work was still needed, "
-	"raise the budget (--budget SECONDS)";
-
-/* "main.py line 4, in f (inside threading.py line 320, in wait)" for frame at, with the
- * innermost frame top beside it when it is another (NONE: none). */
-static int frame_words(char *out, size_t len, const lb_log *log, size_t at, size_t top)
-{
-	char file[DIAG_EVIDENCE_LEN], func[128];
-	long lineno;
-
-	if (!parse_frame(log->lines[at], file, sizeof file, &lineno, func, sizeof func))
-		return -EINVAL;
-	bool own = in_experiment(file, log->exp_dir);
-	int n = snprintf(out, len, "%s line %ld%s%s", own ? experiment_relative(file, log->exp_dir) : file,
-			 lineno, func[0] ? ", in " : "", func);
-	if (top != NONE && at != top && n > 0 && (size_t)n < len &&
-	    parse_frame(log->lines[top], file, sizeof file, &lineno, func, sizeof func)) {
-		const char *base = strrchr(file, '/');
-		snprintf(out + n, len - (size_t)n, " (inside %s line %ld%s%s)", base ? base + 1 : file,
-			 lineno, func[0] ? ", in " : "", func);
-	}
-	return 0;
-}
-
-static void append_summary(lb_verdict *v, const char *s)
-{
-	size_t len = strlen(v->summary);
-	snprintf(v->summary + len, sizeof v->summary - len, "%s", s);
-}
-
-/* Where the run was as the budget ended it, from the stack dump: beside the timeout's own
- * words, so a wait that never ends is found in the code, not guessed. */
-static void add_stack_at_end(lb_verdict *v, const lb_log *log, const stack_dump *d)
-{
-	char where[2 * DIAG_EVIDENCE_LEN + 300], buf[3 * DIAG_EVIDENCE_LEN + 400];
-	size_t top = d->top, code = d->code;
-
-	if (strcmp(v->cls, "timeout") != 0 || d->start == NONE)
-		return;
-	if (d->child_join) {
-		append_summary(v, "; the main program had finished and was waiting, at exit, for a "
-				  "child process it started (multiprocessing joins those that are not "
-				  "daemons), which had not ended");
-		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_CHILD_AT_EXIT);
-		return;
-	}
-	if (d->main_done && top == NONE) {
-		/* several threads: the dump does not say which of them are daemons */
-		int n = snprintf(buf, sizeof buf, "; the main program had finished and was "
-				 "waiting for a thread it started that is not a daemon (%zu threads "
-				 "were running", d->n_threads);
-		for (size_t k = 0; k < d->n_thread_code && n > 0 && (size_t)n < sizeof buf; k++) {
-			if (frame_words(where, sizeof where, log, d->thread_code[k], NONE) == 0)
-				n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s",
-					      k ? "; " : ", in the experiment's code at ", where);
-		}
-		if (n > 0 && (size_t)n < sizeof buf)
-			snprintf(buf + n, sizeof buf - (size_t)n, ")");
-		append_summary(v, buf);
-		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_THREAD_AT_EXIT);
-		return;
-	}
-	if (top == NONE)
-		return;
-	v->frame = top;
-	v->code_frame = code;
-	size_t at = code != NONE ? code : top;
-	if (frame_words(where, sizeof where, log, at, top) < 0)
-		return;
-	snprintf(buf, sizeof buf,
-		 d->main_done ? "; the main program had finished and was waiting for a thread it "
-				"started, which was at %s"
-			      : "; when it ended, the main program was at %s",
-		 where);
-	append_summary(v, buf);
-	if (d->main_done)
-		snprintf(v->suggestion, sizeof v->suggestion, "%s", SUGGEST_THREAD_AT_EXIT);
-	/* The run's last words before the dump (none when the dump fills the log's tail), the
-	 * innermost frames as printed, and the experiment's own frame. */
-	v->n_evidence = 0;
-	if (d->start > 0 && log->lines[d->start - 1][0])
-		add_evidence(v, d->start - 1);
-	add_evidence(v, top);
-	if (top + 1 < at)
-		add_evidence(v, top + 1);
-	add_evidence(v, at);
-}
-
-/* A run the budget ended that used almost no CPU was waiting, not computing. With its last
- * output a prompt it waited for a reader: labbox gives none (no terminal), so no budget is
- * enough. Without a prompt it may be a sleep, a lock, a child or a server (an experiment
- * that polls is legitimate): still the timeout, with what the CPU time says beside it. */
-static void diagnose_idle_timeout(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
-{
-	if (!in->cpu_known || in->wall_s < 2.0 || in->cpu_s < 0 || in->cpu_s > 0.1 * in->wall_s)
-		return;
-	size_t last = last_output_line(log);
-	char what[400];
-	if (last != NONE && prompt_line(log->lines[last])) {
-		snprintf(what, sizeof what,
-			 "the run waited for keyboard input until the budget ended it: its last "
-			 "output is a prompt, and it used %.1f s of CPU in %.1f s; labbox runs it "
-			 "without a terminal, so nothing answers",
-			 in->cpu_s, in->wall_s);
-		verdict_set(v, "code_error", what, log->lines[last] + indent_of(log->lines[last]),
-			    "make the run need no reader: remove the prompt or the pause (Octave: "
-			    "pause(0) or no bare pause; Python: no input()), take the answer from an "
-			    "argument or labbox.yaml (the program's own yes option, a default when "
-			    "sys.stdin.isatty() is False); a larger --budget would not help");
-		set_confidence(v, CONF_MEDIUM,
-			       "the run's last output asks for input and it used almost no CPU "
-			       "until the budget ended it; what it waited on is not recorded");
-		return;
-	}
-	if (in->wall_s < 10.0 || in->cpu_s > 0.05 * in->wall_s)
-		return;
-	snprintf(what, sizeof what,
-		 "the time budget ended the run before it finished; it used %.1f s of CPU in %.1f "
-		 "s, so it was mostly waiting (a sleep, a lock, a child process, a server), not "
-		 "computing",
-		 in->cpu_s, in->wall_s);
-	snprintf(v->summary, sizeof v->summary, "%s", what);
-	snprintf(v->suggestion, sizeof v->suggestion,
-		 "look at what the run waited on before raising the budget (its last output is "
-		 "below): a wait that never ends needs a fix, not a larger --budget; if the "
-		 "waiting is the work (a download, a remote service, a timed sleep), raise the "
-		 "budget (--budget SECONDS)");
 }
 
 static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *log)
@@ -3780,7 +455,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	lb_exc exc[DIAG_MAX_EXC];
 	size_t n_exc;
 
-	set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
+	dg_set_confidence(v, CONF_HIGH, "labbox recorded it itself (its time or memory accounting, or "
 				     "the setup step that failed)");
 	if (diagnose_infra(v, in, log))
 		return;
@@ -3788,41 +463,41 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	 * gate's faulthandler): what it said before them is its last output. */
 	stack_dump dump = { .start = NONE, .top = NONE, .code = NONE };
 	lb_log said = *log;
-	if (stacks_printed(in))
-		read_dump(log, &dump);
+	if (dg_stacks_printed(in))
+		dg_read_dump(log, &dump);
 	if (dump.start != NONE)
 		said.n = dump.start;
 	if (in->timed_out && in->oom_killed) {
 		/* A pool's map, a queue or a join waits for ever on a worker the OOM killer took:
 		 * the budget only ended the wait. */
-		verdict_set(v, "oom",
-			    "the kernel's out-of-memory killer killed a process of the run (its memory "
-			    "cgroup counted the kill), and the run then did not finish before the "
-			    "time budget ended it: a parent waiting on a killed worker (a pool's map, "
-			    "a queue, a join) waits until the budget",
-			    NULL, SUGGEST_OOM_HUNG);
-		set_confidence(v, CONF_MEDIUM,
-			       "labbox counted an out-of-memory kill in the run before its budget "
-			       "ended it; which process it took, and when, is not recorded");
+		dg_verdict_set(v, "oom",
+			       "the kernel's out-of-memory killer killed a process of the run (its memory "
+			       "cgroup counted the kill), and the run then did not finish before the "
+			       "time budget ended it: a parent waiting on a killed worker (a pool's map, "
+			       "a queue, a join) waits until the budget",
+			       NULL, SUGGEST_OOM_HUNG);
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "labbox counted an out-of-memory kill in the run before its budget "
+				  "ended it; which process it took, and when, is not recorded");
 		add_tail_evidence(v, &said, 3);
 		return;
 	}
 	if (in->timed_out) {
-		verdict_set(v, "timeout", "the time budget ended the run before it finished", NULL,
-			    "raise the budget (--budget SECONDS) or do less work; print "
-			    "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
-			    "partial results are saved");
+		dg_verdict_set(v, "timeout", "the time budget ended the run before it finished", NULL,
+			       "raise the budget (--budget SECONDS) or do less work; print "
+			       "TIME_ESTIMATE early and stop at 80% of the budget with a TIME_GUARD so "
+			       "partial results are saved");
 		add_tail_evidence(v, &said, 3);
-		diagnose_idle_timeout(v, in, &said);
-		add_stack_at_end(v, log, &dump);
+		dg_diagnose_idle_timeout(v, in, &said);
+		dg_add_stack_at_end(v, log, &dump);
 		return;
 	}
 	if (in->oom_killed) {
-		verdict_set(v, "oom", "the memory limit ended the run", NULL, SUGGEST_OOM);
+		dg_verdict_set(v, "oom", "the memory limit ended the run", NULL, DG_SUGGEST_OOM);
 		add_tail_evidence(v, log, 3);
 		return;
 	}
-	n_exc = find_exceptions(log, exc, DIAG_MAX_EXC);
+	n_exc = dg_find_exceptions(log, exc, DIAG_MAX_EXC);
 	if (uncaught_ended(in)) {
 		const char *cls = uncaught_str(in->uncaught, "exception");
 		/* Its traceback is read as any failed run's: the last one of its class, with
@@ -3830,13 +505,13 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		 * main program ended). */
 		for (size_t k = n_exc; k-- > 0;)
 			if (line_names_class(log->lines[exc[k].line], cls)) {
-				diagnose_exception(v, log, exc, k + 1);
+				dg_diagnose_exception(v, log, exc, k + 1);
 				v->by_uncaught = k + 1 != n_exc;
 				return;
 			}
 		/* A run that failed anyway keeps the reading of its output when it has one. */
 		if (n_exc > 0 && in->exit_code != 0) {
-			diagnose_exception(v, log, exc, n_exc);
+			dg_diagnose_exception(v, log, exc, n_exc);
 			return;
 		}
 		char what[DIAG_TEXT_LEN];
@@ -3845,9 +520,9 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 			 "output names (a sys.excepthook of the experiment's did not print it), and "
 			 "the process exited with status %d",
 			 cls ? cls : "exception", in->exit_code);
-		verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
+		dg_verdict_set(v, "code_error", what, NULL, SUGGEST_UNCAUGHT);
 		v->by_uncaught = true;
-		set_confidence(v, CONF_HIGH, "the runtime gate recorded the exception as the "
+		dg_set_confidence(v, CONF_HIGH, "the runtime gate recorded the exception as the "
 					     "interpreter handed it to sys.excepthook at the main "
 					     "program's end");
 		return;
@@ -3865,13 +540,13 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 		return;
 	}
 	if (n_exc > 0) {
-		diagnose_exception(v, log, exc, n_exc);
+		dg_diagnose_exception(v, log, exc, n_exc);
 		return;
 	}
 	if (in->language && strcmp(in->language, "octave") == 0 &&
-	    octave_missing_function(v, in, log))
+	    dg_octave_missing_function(v, in, log))
 		return;
-	if (scan_messages(v, log, in->language))
+	if (dg_scan_messages(v, log, in->language))
 		return;
 	/* Only a signal labbox saw is one: every backend turns a status it knows to mean a
 	 * signal (docker's init's 128+N) into `signal` itself. */
@@ -3911,7 +586,7 @@ static int add_location(struct json_object *doc, const lb_log *log, size_t frame
 	long lineno;
 
 	if (frame == NONE ||
-	    !parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func)))
+	    !dg_parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func)))
 		return 0;
 	loc = json_object_new_object();
 	if (obj_add(doc, "location", loc) < 0 || obj_add(loc, "file", utf8_string(file)) < 0 ||
@@ -3920,20 +595,6 @@ static int add_location(struct json_object *doc, const lb_log *log, size_t frame
 	if (func[0] && obj_add(loc, "function", utf8_string(func)) < 0)
 		return -ENOMEM;
 	return 0;
-}
-
-/* The experiment-relative name of a file under exp_dir (or an exp/ directory), else file. */
-static const char *experiment_relative(const char *file, const char *exp_dir)
-{
-	size_t n = exp_dir ? strlen(exp_dir) : 0;
-	const char *e;
-
-	while (n > 1 && exp_dir[n - 1] == '/')
-		n--;
-	if (n > 0 && strncmp(file, exp_dir, n) == 0 && file[n] == '/')
-		return file + n + 1;
-	e = strstr(file, "/exp/");
-	return e && file[0] == '/' ? e + 5 : file;
 }
 
 /* code_location: the innermost frame in the experiment's own code, named apart from the frame
@@ -3947,12 +608,12 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 
 	if (frame == NONE)
 		return add_null(doc, "code_location");
-	python = parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func));
+	python = dg_parse_frame(log->lines[frame], file, sizeof(file), &lineno, func, sizeof(func));
 	if (!python) {
-		const char *s = log->lines[frame] + indent_of(log->lines[frame]);
+		const char *s = log->lines[frame] + dg_indent_of(log->lines[frame]);
 		const char *at = strstr(s, " at line ");
 
-		if (!at || !octave_frame_line(s, &lineno))
+		if (!at || !dg_octave_frame_line(s, &lineno))
 			return add_null(doc, "code_location");
 		snprintf(func, sizeof(func), "%.*s", (int)(at - s), s);
 	}
@@ -3962,18 +623,18 @@ static int add_code_location(struct json_object *doc, const lb_log *log, size_t 
 	/* Octave names the function or script, not its file: the experiment's .m file of
 	 * that name, when it is staged. */
 	char mfile[PATH_MAX];
-	if (python ? obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0
-	    : octave_own_file(log->exp_dir, log->lines[frame], mfile, sizeof mfile)
+	if (python ? obj_add(loc, "file", utf8_string(dg_experiment_relative(file, log->exp_dir))) < 0
+	    : dg_octave_own_file(log->exp_dir, log->lines[frame], mfile, sizeof mfile)
 		    ? obj_add(loc, "file", utf8_string(mfile)) < 0
 		    : add_null(loc, "file") < 0)
 		return -ENOMEM;
 	if (obj_add(loc, "line", json_object_new_int64(lineno)) < 0 ||
 	    (func[0] && obj_add(loc, "function", utf8_string(func)) < 0))
 		return -ENOMEM;
-	if (python && frame + 1 < log->n && !is_frame(log->lines[frame + 1]) &&
+	if (python && frame + 1 < log->n && !dg_is_frame(log->lines[frame + 1]) &&
 	    log->lines[frame + 1][0] &&
-	    !exception_line(log->lines[frame + 1] + indent_of(log->lines[frame + 1]), NULL) &&
-	    obj_add(loc, "text", utf8_string(log->lines[frame + 1] + indent_of(log->lines[frame + 1]))) < 0)
+	    !dg_exception_line(log->lines[frame + 1] + dg_indent_of(log->lines[frame + 1]), NULL) &&
+	    obj_add(loc, "text", utf8_string(log->lines[frame + 1] + dg_indent_of(log->lines[frame + 1]))) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -3991,15 +652,15 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char file[256], func[128], cfile[256], cfunc[128];
 		long lineno, cline;
 
-		if (parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
-				sizeof(func))) {
+		if (dg_parse_frame(log->lines[v->frame], file, sizeof(file), &lineno, func,
+				   sizeof(func))) {
 			if (v->code_frame != NONE && v->code_frame != v->frame &&
-			    parse_frame(log->lines[v->code_frame], cfile, sizeof(cfile), &cline,
-					cfunc, sizeof(cfunc)))
+			    dg_parse_frame(log->lines[v->code_frame], cfile, sizeof(cfile), &cline,
+					   cfunc, sizeof(cfunc)))
 				/* The experiment's line is what its author will change. */
 				snprintf(summary, sizeof(summary),
 					 "%s (%s line %ld%s%s, raised in %s line %ld%s%s)", v->summary,
-					 experiment_relative(cfile, log->exp_dir), cline,
+					 dg_experiment_relative(cfile, log->exp_dir), cline,
 					 cfunc[0] ? ", in " : "", cfunc, file, lineno,
 					 func[0] ? ", in " : "", func);
 			else
@@ -4015,7 +676,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char buf[DIAG_EVIDENCE_LEN];
 		struct json_object *s;
 
-		l += indent_of(l);
+		l += dg_indent_of(l);
 		lb_text_utf8(buf, sizeof(buf), l, strlen(l));
 		s = json_object_new_string(buf);
 		if (!s || json_object_array_add(evidence, s) < 0) {
@@ -4027,7 +688,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		return -ENOMEM;
 	if (strcmp(v->cls, "gate_refused") == 0 && v->exc_line != NONE) {
 		char ev[80] = "", rule[32] = "";
-		if (gate_refusal_of(log->lines[v->exc_line], ev, sizeof(ev), rule, sizeof(rule)) &&
+		if (dg_gate_refusal_of(log->lines[v->exc_line], ev, sizeof(ev), rule, sizeof(rule)) &&
 		    (obj_add(doc, "gate_event", utf8_string(ev)) < 0 ||
 		     (rule[0] && obj_add(doc, "rule", utf8_string(rule)) < 0)))
 			return -ENOMEM;
@@ -4038,7 +699,7 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 		char name[128];
 
 		/* Found as an exception line already, by place or by name. */
-		exception_line_of(l, &name_len, true);
+		dg_exception_line_of(l, &name_len, true);
 		if (name_len > 0 && name_len < sizeof(name)) {
 			memcpy(name, l, name_len);
 			name[name_len] = '\0';
@@ -4068,7 +729,7 @@ static int add_uncaught(struct json_object *doc, const lb_failure_input *in, con
 	const char *file = NULL;
 	int64_t line = 0;
 	if (json_object_object_get_ex(ev, "file", &v) && json_object_is_type(v, json_type_string))
-		file = experiment_relative(json_object_get_string(v), log->exp_dir);
+		file = dg_experiment_relative(json_object_get_string(v), log->exp_dir);
 	if (json_object_object_get_ex(ev, "line", &v) && json_object_is_type(v, json_type_int))
 		line = json_object_get_int64(v);
 	char at[320] = "", text[DIAG_EVIDENCE_LEN + 64], one_line[256] = "";
@@ -4151,7 +812,7 @@ static int add_exit_location(struct json_object *doc, const lb_failure_input *in
 		return 0;
 	loc = json_object_new_object();
 	if (obj_add(doc, "code_location", loc) < 0 ||
-	    obj_add(loc, "file", utf8_string(experiment_relative(file, log->exp_dir))) < 0 ||
+	    obj_add(loc, "file", utf8_string(dg_experiment_relative(file, log->exp_dir))) < 0 ||
 	    obj_add(loc, "line", json_object_new_int64(json_object_get_int64(v))) < 0)
 		return -ENOMEM;
 	return 0;
@@ -4177,7 +838,7 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 	if (!in->full_tmpfs || !v->cls)
 		return;
 	bool no_space = strcmp(v->cls, "sandbox_restriction") == 0 &&
-			strcmp(v->suggestion, SUGGEST_NO_SPACE) == 0;
+			strcmp(v->suggestion, DG_SUGGEST_NO_SPACE) == 0;
 	if (strcmp(v->cls, "code_error") != 0 && !no_space)
 		return;
 	char size[32], what[300];
@@ -4187,7 +848,7 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 		 "the sandbox's private %.128s (a tmpfs of %s, in memory) was full when the run "
 		 "failed%s",
 		 in->full_tmpfs, size, line ? " (the error is most likely a write that did not fit)" : "");
-	verdict_set(v, "sandbox_restriction", what, line, "");
+	dg_verdict_set(v, "sandbox_restriction", what, line, "");
 	snprintf(v->suggestion, sizeof(v->suggestion),
 		 "the sandbox's %.128s is a tmpfs of %s, not the host's disk, and the run filled "
 		 "it: give it more room (the flag below doubles it%s), or write large files into "
@@ -4195,10 +856,10 @@ static void refine_full_tmpfs(lb_verdict *v, const lb_failure_input *in, const l
 		 in->full_tmpfs, size,
 		 strcmp(in->full_tmpfs, "/dev/shm") == 0 ? "; /dev/shm counts against --memory" : "");
 	if (no_space)
-		set_confidence(v, CONF_HIGH, "the error says no space was left, and the sandbox "
+		dg_set_confidence(v, CONF_HIGH, "the error says no space was left, and the sandbox "
 					     "found this tmpfs full when the run ended");
 	else
-		set_confidence(v, CONF_MEDIUM, "the sandbox found this tmpfs full when the run "
+		dg_set_confidence(v, CONF_MEDIUM, "the sandbox found this tmpfs full when the run "
 					       "ended; the error does not say that itself");
 }
 
@@ -4261,20 +922,20 @@ static void refine_allocation(lb_verdict *v, const lb_failure_input *in, const l
 		 "no memory limit could give it%s", asked, have,
 		 far ? "; an amount that size is most likely an array shape that grew with the data"
 		     : "");
-	verdict_set(v, "code_error", what, line,
-		    "check the shape of what is allocated there (a full n x n matrix over every "
-		    "sample, a missing batch dimension, a wrong axis or dtype): compute it in chunks "
-		    "or keep only what is needed; if the size is meant, it needs a machine with that "
-		    "much memory: no memory limit of labbox's gives more than the machine has");
-	set_confidence(v, far ? CONF_HIGH : CONF_MEDIUM,
-		       far ? "the size the allocator refused is several times this machine's memory"
+	dg_verdict_set(v, "code_error", what, line,
+		       "check the shape of what is allocated there (a full n x n matrix over every "
+		       "sample, a missing batch dimension, a wrong axis or dtype): compute it in chunks "
+		       "or keep only what is needed; if the size is meant, it needs a machine with that "
+		       "much memory: no memory limit of labbox's gives more than the machine has");
+	dg_set_confidence(v, far ? CONF_HIGH : CONF_MEDIUM,
+			  far ? "the size the allocator refused is several times this machine's memory"
 			   : "the size the allocator refused is more than this machine's memory: a "
 			     "shape that grew, or work for a larger machine");
 }
 
 struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 {
-	__attribute__((cleanup(log_free))) lb_log log = { 0 };
+	__attribute__((cleanup(dg_log_free))) lb_log log = { 0 };
 	lb_verdict v = { .exc_line = NONE, .frame = NONE, .code_frame = NONE };
 	struct json_object *doc;
 
@@ -4287,14 +948,14 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	    !in->uncaught)
 		return NULL;
 	/* Without memory for the log the class still follows from how the run ended. */
-	if (log_split(&log, in->log_tail, in->log_tail_len) < 0)
+	if (dg_log_split(&log, in->log_tail, in->log_tail_len) < 0)
 		memset(&log, 0, sizeof(log));
 	log.exp_dir = in->exp_dir;
 	log.gate = in->runtime_gate;
 	log.net_none = in->network_none;
 	log.net_open = in->network_host || in->network_loopback;
-	if (stacks_printed(in))
-		split_glued_header(&log);
+	if (dg_stacks_printed(in))
+		dg_split_glued_header(&log);
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);
 	refine_allocation(&v, in, &log);
@@ -4305,7 +966,7 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_GPU_NONE_HERE);
 	}
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
-		if (strcmp(v.suggestion, SUGGEST_OOM) == 0)
+		if (strcmp(v.suggestion, DG_SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
 		else if (strcmp(v.suggestion, SUGGEST_OOM_HUNG) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HUNG_HOST);

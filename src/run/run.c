@@ -26,7 +26,7 @@
 #define DEFAULT_LOG_LIMIT ((uint64_t)16 << 20)
 #define TAIL_FOR_DIAGNOSIS 6144
 /* A timeout's: the stacks the main program printed as it ended come last, and what it said
- * before them is its last output (src/diagnose/failure.c read_dump). */
+ * before them is its last output (src/diagnose/timeout.c dg_read_dump). */
 #define TAIL_FOR_TIMEOUT LB_RUNLOG_RECENT
 /* How long the end of a run waits for the fingerprint of its mounted data. */
 #define DATA_FINGERPRINT_WAIT_S 30.0

@@ -8,7 +8,9 @@ import pytest
 from conftest import REPO, labbox, run_exp, write_exp
 
 # Where failure suggestions are written: the diagnosis, and the run pipeline's own verdicts.
-SUGGESTION_SOURCES = ["src/diagnose/failure.c", "src/diagnose/warnings.c", "src/run/run.c"]
+SUGGESTION_SOURCES = ["src/diagnose/failure.c", "src/diagnose/classify.c", "src/diagnose/refine.c",
+                      "src/diagnose/chain.c", "src/diagnose/r_octave.c", "src/diagnose/timeout.c",
+                      "src/diagnose/warnings.c", "src/run/run.c"]
 # --mode exists (local, docker, ssh, slurm and colab), so they may be named; the backends it
 # does not have may not.
 NOT_IN_LABBOX = re.compile(r"requirements\.txt|conda install",

@@ -1,0 +1,292 @@
+/* Which exception of the output is the root cause: a chain read newest first, a wrapper's
+ * original, a worker's or child's exception that the main process only noticed, a gate's
+ * refusal in a child. */
+#include "failure_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	if (e->frame != NONE) {
+		size_t src = e->frame + 1;
+
+		dg_add_evidence(v, e->frame);
+		if (src < e->line && !dg_is_frame(log->lines[src]) && log->lines[src][0])
+			dg_add_evidence(v, src);
+	}
+	dg_add_evidence(v, e->line);
+}
+
+/* Whether an exception earlier in a chain explains a later one of class `later` that the
+ * code raised while handling it: a fetch that failed (network, a denied write, no GPU) is
+ * why data is then missing, and a generic error says nothing of its own. */
+static bool context_explains(const char *earlier, const char *later)
+{
+	if (strcmp(later, "code_error") == 0)
+		return true;
+	return strcmp(later, "missing_data") == 0 &&
+	       (strcmp(earlier, "network") == 0 || strcmp(earlier, "sandbox_restriction") == 0 ||
+		strcmp(earlier, "gate_refused") == 0 ||
+		strcmp(earlier, "gpu_unavailable") == 0);
+}
+
+/* A worker process that died (a DataLoader's, a multiprocessing pool's) is reported by its
+ * parent as a generic error; the worker's own last words above it say why. */
+static bool worker_died(const char *line)
+{
+	return (dg_has(line, "worker") || dg_has(line, "process")) &&
+	       (dg_has(line, "exited unexpectedly") || dg_has(line, "killed by signal") ||
+		dg_has(line, "terminated abruptly"));
+}
+
+/* The experiment's own frame and the source line under it. */
+static void add_code_evidence(lb_verdict *v, const lb_log *log)
+{
+	dg_add_evidence(v, v->code_frame);
+	if (v->code_frame + 1 < log->n && !dg_is_frame(log->lines[v->code_frame + 1]))
+		dg_add_evidence(v, v->code_frame + 1);
+}
+
+/* A parent's word that a child process or a worker ended: how it noticed that the child's
+ * uncaught error above ended it (torch's ProcessExitedException, a pool's BrokenProcessPool,
+ * a DataLoader's "exited unexpectedly", the code's own "worker ... exit code 1"). */
+static bool child_ended(const char *line)
+{
+	static const char *const who[] = {"process", "worker", "child", NULL};
+	static const char *const how[] = {"exit code", "exitcode", "exit status", "exited",
+					  "terminated", "died", "abruptly", "killed", NULL};
+	return worker_died(line) || (dg_has_any(line, who) && dg_has_any(line, how));
+}
+
+/* multiprocessing's "Process SpawnProcess-1:" above a child's traceback, or the frames only a
+ * child runs (its bootstrap, a pool's or DataLoader's worker loop, spawn's unpickling). */
+static bool child_line(const char *s)
+{
+	static const char *const child_frames[] = {
+		"/multiprocessing/", "/concurrent/futures/process.py\"", "/torch/multiprocessing/",
+		"/torch/utils/data/_utils/worker.py\"", NULL};
+	size_t n = strlen(s);
+
+	if (dg_starts_with(s, "Process ") && n > 9 && s[n - 1] == ':' && !strchr(s + 8, ' '))
+		return true;
+	return dg_is_frame(s) && dg_has_any(s, child_frames);
+}
+
+static bool child_lines(const lb_log *log, size_t from, size_t to)
+{
+	for (size_t i = from; i < to && i < log->n; i++)
+		if (child_line(log->lines[i] + dg_indent_of(log->lines[i])))
+			return true;
+	return false;
+}
+
+/* The child's refusal as the verdict, with the parent's error and line beside it. */
+static void refused_in_child(lb_verdict *v, const lb_verdict *why, const lb_log *log,
+			     const lb_exc *last, const char *reason)
+{
+	*v = *why;
+	if (v->code_frame == NONE)
+		v->code_frame = dg_code_frame_of(log, last);
+	dg_set_confidence(v, CONF_MEDIUM, reason);
+	if (v->code_frame != NONE)
+		add_code_evidence(v, log);
+	dg_add_evidence(v, last->line);
+}
+
+/* A refusal of the runtime gate that nothing caught, in a child process's traceback above the
+ * last chain: a worker's or a spawned child's, which multiprocessing prints before the child
+ * exits 1. The parent's error that ended the run (a pool's or a DataLoader's "exited
+ * unexpectedly", torch's ProcessExitedException) is how it noticed, not why: the verdict
+ * names the refusal. Only then: a refusal the run's own process caught and printed
+ * (traceback.print_exc()) before an unrelated error is not why that error happened, and a
+ * refusal the gate did not record is no refusal (dg_classify_at). */
+static bool refused_before(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+{
+	const lb_exc *last = &exc[n - 1];
+	size_t start = n - 1;
+
+	if (!child_ended(log->lines[last->line]))
+		return false;
+	while (start > 0 && exc[start - 1].link != LINK_NONE)
+		start--;
+	for (size_t k = start; k-- > 0;) {
+		lb_verdict why = *v;
+		size_t above = exc[k].header > 0 ? exc[k].header - 1 : 0;
+
+		why.n_evidence = 0;
+		dg_classify_at(&why, log, &exc[k]);
+		if (strcmp(why.cls, "gate_refused") != 0 || !child_lines(log, above, exc[k].line))
+			continue;
+		add_frame_evidence(&why, log, &exc[k]);
+		refused_in_child(v, &why, log, last,
+				 "the gate's refusal went uncaught in a child process (a worker's or "
+				 "a spawned one's); the error that ended the run came after it");
+		return true;
+	}
+	/* Two workers writing their tracebacks at once interleave them (a "Process
+	 * ForkProcess-1:" header inside the other's frames), and neither parses as a chain: the
+	 * refusal's own line, anywhere above the last chain, still says what happened. */
+	for (size_t l = exc[start].header; l-- > 0;) {
+		const char *line = log->lines[l];
+		if (strncmp(line, "PermissionError", 15) != 0 || !dg_has(line, GATE_MARK))
+			continue;
+		lb_verdict why = *v;
+		lb_exc one = {.header = l, .line = l, .frame = NONE, .link = LINK_NONE, .bare = true};
+		why.n_evidence = 0;
+		dg_classify_at(&why, log, &one);
+		if (strcmp(why.cls, "gate_refused") != 0 ||
+		    !child_lines(log, l > DIAG_SCAN_LINES ? l - DIAG_SCAN_LINES : 0, l))
+			continue;
+		why.code_frame = NONE;
+		dg_add_evidence(&why, l);
+		refused_in_child(v, &why, log, last,
+				 "the gate's refusal went uncaught in a child process whose traceback "
+				 "is mixed with another's; the error that ended the run came after it");
+		return true;
+	}
+	return false;
+}
+
+/* Exceptions a process raises when what it waited on stopped coming: a queue left empty, a
+ * pipe or connection its peer closed, a pool whose worker died, a wait that ran out. After a
+ * thread or child died of its own exception these are how the main process noticed. */
+static bool waiting_ended(const char *line)
+{
+	static const char *const names[] = {
+		"Empty", "EOFError", "BrokenPipeError", "ConnectionResetError",
+		"ConnectionAbortedError", "BrokenProcessPool", "BrokenThreadPool",
+		"BrokenBarrierError", "TimeoutError", NULL};
+	size_t n = 0;
+
+	line += dg_indent_of(line);
+	return dg_exception_line_of(line, &n, true) && dg_name_is(line, n, names);
+}
+
+/* threading's "Exception in thread NAME:" or multiprocessing's "Process NAME:" right above a
+ * traceback (a line of the other stream may stand between): a thread's or child's that died. */
+const char *dg_worker_header_above(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header, seen = 0; i-- > 0 && seen < 3;) {
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
+		size_t len = strlen(s);
+
+		if (!s[0])
+			continue;
+		seen++;
+		if (len > 1 && s[len - 1] == ':' && dg_starts_with(s, "Exception in thread "))
+			return "a thread";
+		if (len > 1 && s[len - 1] == ':' && child_line(s))
+			return "a child process";
+	}
+	return NULL;
+}
+
+/* The last thread's or child's uncaught exception above the main process's last chain, when
+ * that chain ends in a waiting_ended exception; NONE otherwise. */
+static size_t worker_first(const lb_log *log, const lb_exc *exc, size_t n)
+{
+	size_t start = n - 1;
+
+	if (exc[n - 1].bare || !waiting_ended(log->lines[exc[n - 1].line]))
+		return NONE;
+	while (start > 0 && exc[start - 1].link != LINK_NONE)
+		start--;
+	for (size_t k = start; k-- > 0;)
+		if (exc[k].link == LINK_NONE && !exc[k].bare && dg_worker_header_above(log, &exc[k]))
+			return k;
+	return NONE;
+}
+
+/* The worker's exception is the root cause, read as any chain; the main process's is named as
+ * its consequence, in the summary and the evidence. */
+static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n,
+				  size_t w)
+{
+	const char *main_line = log->lines[exc[n - 1].line];
+	size_t name_len = 0;
+	char summary[DIAG_TEXT_LEN];
+
+	dg_diagnose_exception(v, log, exc, w + 1);
+	main_line += dg_indent_of(main_line);
+	dg_exception_line_of(main_line, &name_len, true);
+	snprintf(summary, sizeof(summary),
+		 "%.400s, in %s that died of it; the main process's %.*s came after, as it "
+		 "waited for what that one would have sent",
+		 v->summary, dg_worker_header_above(log, &exc[w]),
+		 (int)(name_len < 120 ? name_len : 120), main_line);
+	snprintf(v->summary, sizeof(v->summary), "%s", summary);
+	if (v->confidence == CONF_HIGH)
+		dg_set_confidence(v, CONF_MEDIUM,
+				  "a thread or child process died of this exception, and the main "
+				  "process then failed waiting for what it would have sent");
+	/* A worker with no frame of the experiment's (a pool's loop, spawn's unpickling): the
+	 * experiment's line is where the main process waited. */
+	if (v->code_frame == NONE) {
+		v->code_frame = dg_code_frame_of(log, &exc[n - 1]);
+		if (v->code_frame != NONE)
+			add_code_evidence(v, log);
+	}
+	dg_add_evidence(v, exc[n - 1].line);
+}
+
+/* The whole chain is read, newest first, and its root cause named: each older exception that
+ * explains the one after it (always for a cause, see context_explains for a context) takes
+ * over the verdict, which then names the root's exception and location. */
+void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
+{
+	const lb_exc *last = &exc[n - 1];
+	size_t root = n - 1;
+	size_t w = worker_first(log, exc, n);
+
+	if (w != NONE) {
+		diagnose_worker_first(v, log, exc, n, w);
+		return;
+	}
+	dg_classify_at(v, log, last);
+	for (size_t k = n - 1; k-- > 0 && exc[k].link != LINK_NONE;) {
+		lb_verdict cause = *v;
+
+		dg_classify_at(&cause, log, &exc[k]);
+		if (exc[k].link == LINK_WRAPPED) {
+			/* the worker's own exception is the root, whatever its class */
+			*v = cause;
+			root = k;
+			continue;
+		}
+		/* A cause explains what follows it whatever its class (`raise RuntimeError("fit
+		 * failed") from e` names the wrapper's line, not where the fit failed); an error
+		 * of the code's own met while handling another explains nothing about it. */
+		if (strcmp(cause.cls, "code_error") == 0 && exc[k].link != LINK_CAUSE)
+			continue;
+		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
+			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)
+				dg_set_confidence(&cause, CONF_MEDIUM,
+						  "read from an exception the code was handling when "
+						  "the last one was raised");
+			*v = cause;
+			root = k;
+		}
+	}
+	if (root != n - 1)
+		add_frame_evidence(v, log, &exc[root]);
+	if (strcmp(v->cls, "code_error") == 0 && refused_before(v, log, exc, n))
+		return;
+	if (strcmp(v->cls, "code_error") == 0 && worker_died(log->lines[last->line])) {
+		lb_verdict why = *v;
+
+		why.n_evidence = 0;
+		if (dg_scan_messages(&why, log, NULL) && strcmp(why.cls, "code_error") != 0) {
+			why.exc_line = last->line;
+			why.frame = last->frame;
+			why.code_frame = dg_code_frame_of(log, last);
+			dg_set_confidence(&why, CONF_MEDIUM,
+					  "a worker process died; its own last message names the cause");
+			*v = why;
+		}
+	}
+	/* The experiment's own line first, when a library raised: what its author changes. */
+	if (v->code_frame != NONE && v->code_frame != v->frame)
+		add_code_evidence(v, log);
+	add_frame_evidence(v, log, last);
+}
