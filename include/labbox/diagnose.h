@@ -77,12 +77,6 @@ typedef struct lb_failure_input {
 	 * exception's class in the output (not one an atexit handler printed after it), else
 	 * from the record (code_error: a sys.excepthook of the experiment's printed nothing). */
 	struct json_object *uncaught;
-	/* The gate's record of the main program's last sys.exit call (runtime_gate.exit: {code,
-	 * message, file, line, pid}), or NULL. When its code is the exit status, a program that
-	 * stopped itself is diagnosed from that call: its str message is the line of the output
-	 * that says why, wherever the reading of two pipes put it in run.log, and its place is
-	 * the code_location. */
-	struct json_object *exit_call;
 	/* The run's wall-clock seconds and the CPU seconds (user + system) its processes used
 	 * (result.json's resources); cpu_known false: not recorded. A run the budget ended that
 	 * used almost no CPU was waiting, not computing. */

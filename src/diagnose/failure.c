@@ -242,46 +242,39 @@ static bool error_shaped(const char *s)
 	return dg_exception_line(s, NULL);
 }
 
-/* The gate's record of the main program's last sys.exit call (lb_failure_input.exit_call)
- * when the status it asked for is the exit status: the call that ended the run. A caught
- * SystemExit followed by another way out (os._exit) asks for another status, mostly; a
- * message the output does not hold is not taken as the last words either. */
-static struct json_object *exit_call_of(const lb_failure_input *in)
+/* The line of the log that is a stream's last one (lb_failure_input.stdout_last or
+ * stderr_last, as written), cleaned as the log's lines are: the last line equal to it. NONE:
+ * not known, blank once cleaned, or not among the lines the log's tail kept. */
+static size_t stream_last_line(const lb_log *log, const char *raw)
 {
-	struct json_object *v;
+	char clean[512];
+	size_t len = raw ? strlen(raw) : 0, seen = 0;
 
-	if (!in->exit_call || in->exit_code <= 0 || in->signal ||
-	    !json_object_object_get_ex(in->exit_call, "code", &v) ||
-	    !json_object_is_type(v, json_type_int) ||
-	    (json_object_get_int64(v) & 0xff) != in->exit_code)
-		return NULL;
-	return in->exit_call;
-}
-
-/* The line of the output that is sys.exit's message msg (Python prints it to stderr as it
- * is): its last line, the latest place it stands. stdout and stderr are two pipes read in
- * turn, so a line the program printed to stdout before the call can stand below it in the
- * log; this is how the message is found wherever it stands. NONE: not in the output (the
- * program's stderr went elsewhere, or the log lost it). */
-static size_t exit_message_line(const lb_log *log, const char *msg)
-{
-	size_t mlen = strlen(msg), end, start, cut, seen = 0;
-	/* a message the gate shortened ends in "...": the start of its last line is known */
-	bool shortened = mlen > 200 && strcmp(msg + mlen - 3, "...") == 0;
-
-	end = shortened ? mlen - 3 : mlen;
-	while (!shortened && end > 0 && msg[end - 1] == '\n')
-		end--;
-	for (start = end; start > 0 && msg[start - 1] != '\n';)
-		start--;
-	cut = end - start;
-	if (cut == 0)
+	if (!len || len >= sizeof clean || !dg_clean_line(raw, len, clean))
 		return NONE;
-	for (size_t i = log->n; i-- > 0 && seen++ < DIAG_MAX_LINES;)
-		if (strncmp(log->lines[i], msg + start, cut) == 0 &&
-		    (shortened || log->lines[i][cut] == '\0'))
+	for (size_t i = log->n; i-- > 0 && seen++ < DIAG_SCAN_LINES;)
+		if (strcmp(log->lines[i], clean) == 0)
 			return i;
 	return NONE;
+}
+
+/* The other stream's last line, when it stands just above the log's last one (and after the
+ * handled traceback, if any): stdout and stderr are two pipes labbox reads in turn, so the
+ * log's last line is the last one read, not surely the last one written; the other
+ * stream's last words (a sys.exit message on stderr, a line printed just before it on
+ * stdout) are as much the program's last. NONE when there is none or it cannot be told. */
+static size_t other_stream_last(const lb_failure_input *in, const lb_log *log, size_t last,
+				const lb_exc *exc, size_t n)
+{
+	size_t o = stream_last_line(log, in->stdout_last), e = stream_last_line(log, in->stderr_last);
+	size_t other = last == NONE ? NONE : o == last ? e : e == last ? o : NONE;
+
+	/* Only a line among the last few: the order is in doubt for writes that came close
+	 * together, not for a warning on stderr long before the program's last lines. */
+	if (other == NONE || other >= last || last - other > 3 || (n > 0 && other <= exc[n - 1].line) ||
+	    dg_is_frame(log->lines[other] + dg_indent_of(log->lines[other])))
+		return NONE;
+	return other;
 }
 
 /* The signal a shell in between reported, as 128+N with its own words for it ("Killed",
@@ -320,27 +313,11 @@ static int shell_reported_signal(const lb_failure_input *in, const lb_log *log)
 static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const lb_log *log,
 			      const lb_exc *exc, size_t n, bool gate_says)
 {
-	struct json_object *call = exit_call_of(in);
-	const char *msg = call ? uncaught_str(call, "message") : NULL;
-	size_t said = msg ? exit_message_line(log, msg) : NONE;
-	size_t last = said != NONE ? said : dg_last_output_line(log), first = last, hit = NONE;
-	char what[DIAG_TEXT_LEN], note[200], where[300] = "";
+	size_t last = dg_last_output_line(log), first = last, hit = NONE;
+	size_t other = other_stream_last(in, log, last, exc, n);
+	char what[DIAG_TEXT_LEN], note[200], also[400] = "";
 
 	status_note(note, sizeof(note), in->exit_code);
-	/* A message the interpreter never printed was caught with its SystemExit (or went to
-	 * a sys.stderr of the program's): that call is not known to be how it ended. */
-	if (msg && said == NONE)
-		call = NULL;
-	if (call) {
-		const char *file = uncaught_str(call, "file");
-		struct json_object *lv;
-		if (file && json_object_object_get_ex(call, "line", &lv) &&
-		    json_object_is_type(lv, json_type_int))
-			snprintf(where, sizeof where, " at %.200s line %lld",
-				 dg_experiment_relative(file, log->exp_dir),
-				 (long long)json_object_get_int64(lv));
-		v->by_exit_call = true;
-	}
 	/* A thread or child that died of its exception, after which the main process stopped
 	 * itself: the worker's exception is the cause, as when the main one failed waiting. */
 	if (n > 0 && dg_worker_header_above(log, &exc[n - 1])) {
@@ -366,50 +343,47 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		if (i == 0)
 			break;
 	}
+	/* the other stream's last message, with the error lines just above it */
+	for (size_t i = other, k = 0; i != NONE && hit == NONE && k < 4; i--, k++) {
+		if (k > 0 && ((n > 0 && i <= exc[n - 1].line) || !error_shaped(log->lines[i])))
+			break;
+		if (dg_classify_text(v, log->lines[i]))
+			hit = i;
+		if (i == 0)
+			break;
+	}
+	if (other != NONE)
+		snprintf(also, sizeof also, "; and last on its other stream (stdout and stderr are "
+			 "read apart, so which came last is not known): %.200s",
+			 log->lines[other] + dg_indent_of(log->lines[other]));
 	if (hit != NONE) {
 		dg_add_evidence(v, hit);
 		dg_set_confidence(v, CONF_MEDIUM, "the program's own last message names the cause; it "
 					       "exited of itself, no exception ended it");
 	} else {
 		const char *l = last != NONE ? log->lines[last] + dg_indent_of(log->lines[last]) : "";
-		if (call)
-			snprintf(what, sizeof(what), "the program exited of itself with status %d, "
-				 "calling sys.exit%s%s%.200s%s%s", in->exit_code, where,
-				 said != NONE	? " with the message: "
-				 : last != NONE ? ", after printing: "
-						: " and printing nothing",
-				 l, note,
-				 n > 0 ? "; the traceback above that was handled: the program went on "
-					 "after it"
-				       : "");
-		else
-			snprintf(what, sizeof(what), "%s%d%s%s%.200s%s%s",
-				 gate_says ? "the program exited of itself with status "
-					   : "exited without a Python traceback, with status ",
-				 in->exit_code,
-				 gate_says ? " (sys.exit or os._exit: the runtime gate saw no "
-					     "exception end it)"
-					   : "",
-				 last != NONE ? ", after printing: " : " and printed nothing", l, note,
-				 n > 0 ? "; the traceback above that was handled: the program went on "
-					 "after it"
-				       : "");
+		snprintf(what, sizeof(what), "%s%d%s%s%.200s%s%s%s",
+			 gate_says ? "the program exited of itself with status "
+				   : "exited without a Python traceback, with status ",
+			 in->exit_code,
+			 gate_says ? " (sys.exit or os._exit: the runtime gate saw no exception end "
+				     "it)"
+				   : "",
+			 last != NONE ? ", after printing: " : " and printed nothing", l, also, note,
+			 n > 0 ? "; the traceback above that was handled: the program went on after it"
+			       : "");
 		dg_verdict_set(v, "code_error", what, NULL,
 			       "the program stopped itself: its last message says why; fix what it "
 			       "reports (or the check that printed it). Raising an exception instead "
 			       "would show where");
+		if (other != NONE)
+			dg_add_evidence(v, other);
 		if (last != NONE)
 			dg_add_evidence(v, last);
 		/* That the code chose to exit is sure with the gate's word; why is only what it
 		 * printed last, which may be no reason at all (a metric before sys.exit(2)). */
 		dg_set_confidence(v, CONF_LOW,
-				  call && said != NONE
-				       ? "the runtime gate recorded the program's own sys.exit call, "
-					 "so it chose to exit; only its message says why"
-				  : call ? "the runtime gate recorded the program's own sys.exit call, "
-					"so it chose to exit; only its exit status and its last output "
-					"say why"
-				  : gate_says ? "the runtime gate saw no uncaught exception, so the "
+				  gate_says ? "the runtime gate saw no uncaught exception, so the "
 					   "program chose to exit; only its exit status and its last "
 					   "output say why"
 					 : "only the exit status and the last line of output were left to "
@@ -795,29 +769,6 @@ static int add_uncaught(struct json_object *doc, const lb_failure_input *in, con
 	return 0;
 }
 
-/* code_location of a program that stopped itself: where it called sys.exit, by the gate's
- * record (a frame of the experiment's own code; the call itself may be a library's, as
- * argparse's). Its text is the staged file's line when that can be read. */
-static int add_exit_location(struct json_object *doc, const lb_failure_input *in,
-			     const lb_log *log)
-{
-	struct json_object *v, *loc;
-	const char *file = uncaught_str(in->exit_call, "file");
-
-	/* a worker's exception that the main process exited after keeps its own */
-	if (json_object_object_get_ex(doc, "code_location", &v) && v)
-		return 0;
-	if (!file || !json_object_object_get_ex(in->exit_call, "line", &v) ||
-	    !json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0)
-		return 0;
-	loc = json_object_new_object();
-	if (obj_add(doc, "code_location", loc) < 0 ||
-	    obj_add(loc, "file", utf8_string(dg_experiment_relative(file, log->exp_dir))) < 0 ||
-	    obj_add(loc, "line", json_object_new_int64(json_object_get_int64(v))) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
 /* 1073741824 -> "1g": the size as the flags take it. */
 static void size_words(unsigned long long bytes, char *out, size_t len)
 {
@@ -976,7 +927,6 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 		return NULL;
 	if (to_json(&v, &log, doc) < 0 || (uncaught_ended(in) && (in->exit_code == 0 || v.by_uncaught) &&
 	     add_uncaught(doc, in, &log) < 0) ||
-	    (v.by_exit_call && add_exit_location(doc, in, &log) < 0) ||
 	    lb_diagnose_escalation(doc, in) < 0) {
 		json_object_put(doc);
 		return NULL;

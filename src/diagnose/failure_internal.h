@@ -63,9 +63,6 @@ typedef struct lb_verdict {
 	/* The gate's record of the main program's uncaught exception chose what decided it:
 	 * not the output's last traceback, or no traceback at all */
 	bool by_uncaught;
-	/* A program that stopped itself, by the sys.exit call the gate recorded (exit_call_of):
-	 * its place is the code_location */
-	bool by_exit_call;
 } lb_verdict;
 
 /* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself
@@ -102,6 +99,8 @@ void dg_log_free(lb_log *log);
 int dg_log_split(lb_log *log, const char *tail, size_t len);
 size_t dg_indent_of(const char *s);
 bool dg_starts_with(const char *s, const char *prefix);
+/* What a terminal would show of a line, into out (at least len + 1 bytes): its length. */
+size_t dg_clean_line(const char *s, size_t len, char *out);
 bool dg_is_frame(const char *s);
 bool dg_exception_line_of(const char *s, size_t *name_len, bool traced);
 bool dg_exception_line(const char *s, size_t *name_len);

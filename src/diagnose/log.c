@@ -20,7 +20,7 @@ void dg_log_free(lb_log *log)
 /* What a terminal would show of a line: the text after the last carriage return (progress
  * bars redraw that way), without ANSI escapes (coloured loggers), without the "| " margin of
  * exception groups, without trailing blanks. */
-static size_t clean_line(const char *s, size_t len, char *out)
+size_t dg_clean_line(const char *s, size_t len, char *out)
 {
 	size_t o = 0, start = 0;
 
@@ -99,7 +99,7 @@ int dg_log_split(lb_log *log, const char *tail, size_t len)
 		if (!nl && l == 0)
 			break;
 		log->lines[log->n++] = log->text + o;
-		o += clean_line(tail + i, l, log->text + o) + 1;
+		o += dg_clean_line(tail + i, l, log->text + o) + 1;
 		i += l + 1;
 	}
 	return 0;

@@ -624,7 +624,8 @@ def test_each_streams_last_words_are_read_whatever_their_order_in_run_log(tmp_pa
     labbox read them. The exit message (stderr) of sys.exit need not be the last line there:
     here an atexit handler prints to stdout after it, as a line printed just before the call
     can be read after it. Both streams' last lines are kept (result.json's last_lines) and
-    the verdict quotes the message whatever stands last in run.log."""
+    the verdict quotes the message whatever stands last in run.log (which of the two that is
+    depends on when labbox read them)."""
     r, f = failure_of(tmp_path / "a", """
         import atexit, sys
         atexit.register(lambda: print("checkpoint saved to ckpt/last.pt", flush=True))
@@ -634,7 +635,6 @@ def test_each_streams_last_words_are_read_whatever_their_order_in_run_log(tmp_pa
     assert r.result["last_lines"] == {
         "stdout": "checkpoint saved to ckpt/last.pt",
         "stderr": "loss diverged at step 120: lower the learning rate"}, r.why()
-    assert r.log().rstrip().endswith("checkpoint saved to ckpt/last.pt"), r.why()
     assert "lower the learning rate" in f["summary"], f
     assert any("lower the learning rate" in e for e in f["evidence"]), f
     # explain, reading the record again, comes to the same
