@@ -60,7 +60,8 @@ static void status_note(char *buf, size_t len, int exit_code)
 
 /* not_oom: the tree's memory cgroup counted no OOM kill, so a SIGKILL was sent by a process
  * (the experiment's own, or one outside the sandbox), not by the kernel for memory. */
-static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line, bool not_oom)
+static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line, bool not_oom,
+			    const char *language)
 {
 	char what[400];
 
@@ -140,8 +141,13 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 		char note[200];
 
 		status_note(note, sizeof(note), exit_code);
-		snprintf(what, sizeof(what), "exited with status %d without a Python traceback%s",
-			 exit_code, note);
+		/* what a run of this language leaves when it fails: no word of Python's for R */
+		const char *none = !language			  ? "without a Python traceback"
+				   : strcmp(language, "r") == 0	  ? "without an R error message"
+				   : strcmp(language, "octave") == 0 ? "without an Octave error message"
+				   : strcmp(language, "julia") == 0  ? "without a Julia error message"
+								     : "without an error message";
+		snprintf(what, sizeof(what), "exited with status %d %s%s", exit_code, none, note);
 		dg_verdict_set(v, "code_error", what, NULL,
 			       "read the end of run.log; make the code report errors instead of "
 			       "exiting quietly");
@@ -272,6 +278,7 @@ static size_t other_stream_last(const lb_failure_input *in, const lb_log *log, s
 	/* Only a line among the last few: the order is in doubt for writes that came close
 	 * together, not for a warning on stderr long before the program's last lines. */
 	if (other == NONE || other >= last || last - other > 3 || (n > 0 && other <= exc[n - 1].line) ||
+	    dg_in_ignored(log, other) ||
 	    dg_is_frame(log->lines[other] + dg_indent_of(log->lines[other])))
 		return NONE;
 	return other;
@@ -504,7 +511,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	int shell_sig = shell_reported_signal(in, log);
 	if (shell_sig) {
 		diagnose_signal(v, shell_sig, in->exit_code, shell_sig == SIGKILL,
-				in->oom_counted && !in->oom_killed);
+				in->oom_counted && !in->oom_killed, in->language);
 		add_tail_evidence(v, log, 3);
 		return;
 	}
@@ -525,7 +532,7 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 	/* Only a signal labbox saw is one: every backend turns a status it knows to mean a
 	 * signal (docker's init's 128+N) into `signal` itself. */
 	diagnose_signal(v, in->signal, in->exit_code, log_has_line(log, "Killed"),
-			in->oom_counted && !in->oom_killed);
+			in->oom_counted && !in->oom_killed, in->language);
 	add_tail_evidence(v, log, 3);
 }
 

@@ -30,6 +30,8 @@ typedef struct lb_log {
 	bool net_none;	/* the run had --network none: seccomp refuses sockets with EPERM */
 	bool net_open;	/* it had loopback or the host's: an EPERM socket is not labbox's */
 	char glued[64]; /* a stack dump's header split off the line it was glued to */
+	/* The blocks the interpreter printed for an exception it ignored (dg_in_ignored) */
+	size_t ign_from[8], ign_to[8], n_ign;
 } lb_log;
 
 typedef struct lb_exc {
@@ -117,6 +119,11 @@ bool dg_in_experiment(const char *file, const char *exp_dir);
 size_t dg_code_frame_of(const lb_log *log, const lb_exc *e);
 const char *dg_experiment_relative(const char *file, const char *exp_dir);
 size_t dg_last_output_line(const lb_log *log);
+/* Whether line i is in a block the interpreter printed for an exception it ignored
+ * ("Exception ignored in: <obj>", "Exception ignored in atexit callback: <fn>", then the
+ * traceback and its exception's line): an error in a finalizer, an atexit handler or a
+ * callback, which is not why the program ended (its exit status does not follow it). */
+bool dg_in_ignored(const lb_log *log, size_t i);
 
 /* ---- classify.c: the class a message or an exception line names; the verdict's setters --- */
 

@@ -69,6 +69,40 @@ size_t dg_clean_line(const char *s, size_t len, char *out)
 	return o;
 }
 
+static bool is_header(const char *s);
+
+/* The spans of dg_in_ignored, at most 8, the latest kept. */
+static void find_ignored(lb_log *log)
+{
+	for (size_t i = 0; i < log->n; i++) {
+		const char *s = log->lines[i];
+		if (dg_indent_of(s) != 0 || !dg_starts_with(s, "Exception ignored in"))
+			continue;
+		size_t j = i + 1;
+		if (j < log->n && is_header(log->lines[j]))
+			j++;
+		while (j < log->n && (log->lines[j][0] == '\0' || dg_indent_of(log->lines[j]) > 0))
+			j++;
+		size_t end = j < log->n && dg_exception_line_of(log->lines[j], NULL, true) ? j : j - 1;
+		if (log->n_ign == 8) {
+			memmove(log->ign_from, log->ign_from + 1, 7 * sizeof *log->ign_from);
+			memmove(log->ign_to, log->ign_to + 1, 7 * sizeof *log->ign_to);
+			log->n_ign--;
+		}
+		log->ign_from[log->n_ign] = i;
+		log->ign_to[log->n_ign++] = end;
+		i = end;
+	}
+}
+
+bool dg_in_ignored(const lb_log *log, size_t i)
+{
+	for (size_t k = 0; k < log->n_ign; k++)
+		if (i >= log->ign_from[k] && i <= log->ign_to[k])
+			return true;
+	return false;
+}
+
 int dg_log_split(lb_log *log, const char *tail, size_t len)
 {
 	size_t start = len, count = 0, n_lines = 0, o = 0;
@@ -102,6 +136,7 @@ int dg_log_split(lb_log *log, const char *tail, size_t len)
 		o += dg_clean_line(tail + i, l, log->text + o) + 1;
 		i += l + 1;
 	}
+	find_ignored(log);
 	return 0;
 }
 
@@ -244,7 +279,7 @@ size_t dg_find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 	for (size_t i = 0; i < log->n; i++) {
 		size_t ind, j, frame = NONE, foreign = 0;
 
-		if (!is_header(log->lines[i]))
+		if (!is_header(log->lines[i]) || dg_in_ignored(log, i))
 			continue;
 		ind = dg_indent_of(log->lines[i]);
 		for (j = i + 1; j < log->n; j++) {
@@ -318,7 +353,8 @@ size_t dg_find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 	/* No header in the tail (cut off, or a SyntaxError, which has none): the last line that
 	 * names an exception at the start of a line, with the frame printed above it. */
 	for (size_t i = log->n; i-- > 0;) {
-		if (dg_indent_of(log->lines[i]) == 0 && dg_exception_line(log->lines[i], NULL)) {
+		if (dg_indent_of(log->lines[i]) == 0 && dg_exception_line(log->lines[i], NULL) &&
+		    !dg_in_ignored(log, i)) {
 			size_t frame = NONE;
 
 			for (size_t j = i; j-- > 0 && i - j <= 6;) {
@@ -495,10 +531,12 @@ const char *dg_experiment_relative(const char *file, const char *exp_dir)
 	return e && file[0] == '/' ? e + 5 : file;
 }
 
+/* Not a block of an exception the interpreter ignored (an atexit handler's, a finalizer's):
+ * what the program printed last before it. */
 size_t dg_last_output_line(const lb_log *log)
 {
 	for (size_t i = log->n; i-- > 0;)
-		if (log->lines[i][dg_indent_of(log->lines[i])])
+		if (log->lines[i][dg_indent_of(log->lines[i])] && !dg_in_ignored(log, i))
 			return i;
 	return NONE;
 }

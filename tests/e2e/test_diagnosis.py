@@ -655,6 +655,32 @@ def test_each_streams_last_words_are_read_whatever_their_order_in_run_log(tmp_pa
     assert r.result["last_lines"] == {"stdout": "acc: 0.5", "stderr": None}, r.why()
 
 
+@pytest.mark.parametrize("gate", ["on", "off"])
+def test_an_exception_the_interpreter_ignored_is_not_why_the_run_ended(tmp_path, gate):
+    """Python prints "Exception ignored in atexit callback" (or "in: <obj>" for a finalizer)
+    with a traceback for an exception it ignored: an atexit handler's sys.exit(1), a
+    __del__'s error. The exit status does not follow it; the run ended by the program's own
+    sys.exit(message), and that is what the verdict says."""
+    r, f = failure_of(tmp_path / "a", """
+        import atexit, sys
+        class Tracker:
+            def __del__(self):
+                raise RuntimeError("tracker flush failed")
+        def _cleanup():
+            sys.exit(1)
+        atexit.register(_cleanup)
+        t = Tracker()
+        print("epoch 1 acc: 0.61")
+        del t
+        sys.exit("dataset shard 3 is missing: /data/shard3.npy")
+    """, "--runtime-gate", gate)
+    assert "Exception ignored in" in r.log(), r.why()
+    assert f["class"] == "code_error", f
+    assert "dataset shard 3 is missing" in f["summary"], f
+    assert "SystemExit" not in f["summary"] and "tracker flush" not in f["summary"], f
+    assert f.get("exception") is None and f.get("location") is None, f
+
+
 def test_a_dead_workers_exception_is_the_failure_not_the_main_processs_wait(tmp_path):
     """A producer thread dies of ValueError and the main loop's queue.get then raises
     queue.Empty; a child process dies of ZeroDivisionError and the parent's recv raises

@@ -261,6 +261,21 @@ def test_octave_error_is_classified_with_evidence(tmp_path):
 
 
 @need_octave
+def test_a_quiet_octave_exit_is_not_said_in_pythons_words(tmp_path):
+    """An Octave script that exits 3 with no error message: the summary speaks of Octave, not
+    of a Python traceback it never could have printed."""
+    d = exp(tmp_path, "m_exit", {"main.m": """
+        rand("seed", 1);
+        printf("accuracy: 0.7\\n");
+        exit(3);
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["exit_code"] == 3, doc
+    f = doc["failure"]
+    assert "Python" not in f["summary"] and "Octave" in f["summary"], f
+
+
+@need_octave
 def test_octave_code_location_is_the_experiments_frame(tmp_path):
     """An error raised inside one of Octave's own functions (strsplit): Octave lists that
     function's frame first; the experiment's line is the first frame of its own .m files,
