@@ -465,7 +465,18 @@ bool dg_misspelt_name(const char *line)
 
 bool dg_classify_text(lb_verdict *v, const char *line)
 {
-	if (dg_has(line, "there is no package called")) {
+	if (dg_starts_with(line + dg_indent_of(line),
+			   "labbox runtime gate: its channel was closed and cannot be opened")) {
+		/* the gate's own last words (sitecustomize.py, stop_unrecorded): before the
+		 * errno's text it quotes can read as another cause (EMFILE, a limit) */
+		dg_verdict_set(v, "sandbox_restriction",
+			       "the runtime gate stopped the interpreter: the code closed the gate's "
+			       "channel (a descriptor it did not open) and left no way to open it "
+			       "again, so what it did next could not be recorded",
+			       line,
+			       "do not close file descriptors the program did not open (os.closerange, "
+			       "closing every descriptor) nor lower RLIMIT_NOFILE below what is open");
+	} else if (dg_has(line, "there is no package called")) {
 		dg_classify_missing_lang_package(v, line, true);
 	} else if (dg_r_install_error(v, line)) {
 		return true;

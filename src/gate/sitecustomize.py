@@ -628,15 +628,31 @@ def _labbox_gate():
             pass
         return channel_reopen()
 
+    # A channel that cannot be opened again (the descriptor closed and RLIMIT_NOFILE lowered
+    # under it, so the open fails with EMFILE) would leave the rest of the run unrecorded: a
+    # refusal the code catches, the main program's uncaught exception, all gone from
+    # result.json while it read "channel: read". The gate stops the interpreter instead, as it
+    # does when it cannot install: the run fails, and says why on stderr.
+    _exit_now = _px._exit
+
+    def stop_unrecorded(why):
+        try:
+            _write(2, ("\nlabbox runtime gate: its channel was closed and cannot be opened "
+                       "again (%s); the interpreter stops rather than run unrecorded\n"
+                       % why).encode("ascii", "replace"))
+        except (OSError, ValueError):
+            pass
+        _exit_now(126)
+
     def channel_reopen():
         chan["lost"] = chan["tampered"] = True
         try:
             nf = _open_fd(events_path, _O_APPEND)
             st = _fstat(nf)
             if (st.st_dev, st.st_ino) != chan["id"]:
-                return -1
-        except OSError:
-            return -1
+                stop_unrecorded("another file is at its path")
+        except OSError as e:
+            stop_unrecorded(_px.strerror(e.errno) if type(e.errno) is int else "an error")
         chan["fd"], chan["lost"] = nf, False
         try:
             _write(nf, b'\n{"v": 1, "gate": "channel tampered"}\n')

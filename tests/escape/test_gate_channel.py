@@ -841,3 +841,43 @@ def test_a_pickle_on_multiprocessings_pipes_is_held_to_the_experiments_rules(tmp
     refused = [e for e in doc["runtime_gate"]["events"] if e["refused"]]
     assert any(e["event"] == "pickle.find_class" and e["args"] == ["builtins", "getattr"]
                for e in refused), doc["runtime_gate"]
+
+
+CLOSED_CHANNEL = {
+    # an uncaught exception, its record kept out: no channel, a silent hook, exit 0 at the end
+    "uncaught": ("import atexit, os, resource, sys\n"
+                 "print('accuracy: 0.91')\n"
+                 "os.close(3)\n"
+                 "resource.setrlimit(resource.RLIMIT_NOFILE,\n"
+                 "                   (3, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+                 "atexit.register(os._exit, 0)\n"
+                 "sys.excepthook = lambda *a: None\n"
+                 "raise RuntimeError('the training diverged; this must fail the run')\n", ()),
+    # refusals the code catches, kept out of runtime_gate.refused the same way
+    "refusals": ("import os, resource\n"
+                 "os.close(3)\n"
+                 "resource.setrlimit(resource.RLIMIT_NOFILE,\n"
+                 "                   (3, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+                 "for i in range(3):\n"
+                 "    try:\n"
+                 "        os.system('true')\n"
+                 "    except PermissionError as e:\n"
+                 "        print('refused:', e)\n"
+                 "print('accuracy: 0.5')\n", ("--policy", "permissive", "--runtime-gate", "on")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLOSED_CHANNEL))
+def test_a_channel_closed_for_good_stops_the_interpreter_not_the_record(tmp_path, case):
+    """The experiment closes the gate's channel and lowers RLIMIT_NOFILE so that it cannot be
+    opened again: what it did next (an uncaught exception hidden by exiting 0, refusals it
+    caught) would be missing from a record that read `channel: read`, and the run `completed`.
+    The gate stops the interpreter instead (exit 126), the run fails, and says why."""
+    from escape_lib import e2e
+    code, opts = CLOSED_CHANNEL[case]
+    exp = e2e.write_exp(tmp_path, code)
+    r = e2e.run_exp(exp, tmp_path / "runs", *opts)
+    assert r.result["status"] == "failed" and r.result["exit_code"] == 126, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction" and "gate's channel" in f["summary"], f
+    assert "refused:" not in r.log(), r.why()
