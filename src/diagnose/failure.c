@@ -350,15 +350,9 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		if (i == 0)
 			break;
 	}
-	/* the other stream's last message, with the error lines just above it */
-	for (size_t i = other, k = 0; i != NONE && hit == NONE && k < 4; i--, k++) {
-		if (k > 0 && ((n > 0 && i <= exc[n - 1].line) || !error_shaped(log->lines[i])))
-			break;
-		if (dg_classify_text(v, log->lines[i]))
-			hit = i;
-		if (i == 0)
-			break;
-	}
+	/* The other stream's last line is quoted, never read for a class: a note on stdout
+	 * ("CUDA out of memory at batch 512, retried at 256") is no reason the program gave
+	 * for stopping, and would name a class over its own exit message. */
 	if (other != NONE)
 		snprintf(also, sizeof also, "; and last on its other stream (stdout and stderr are "
 			 "read apart, so which came last is not known): %.200s",
@@ -371,7 +365,9 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 		const char *l = last != NONE ? log->lines[last] + dg_indent_of(log->lines[last]) : "";
 		snprintf(what, sizeof(what), "%s%d%s%s%.200s%s%s%s",
 			 gate_says ? "the program exited of itself with status "
-				   : "exited without a Python traceback, with status ",
+			 : log->n_ign ? "exited without a Python traceback but those below an "
+					"\"Exception ignored in\" line (not why a run ends), with status "
+				      : "exited without a Python traceback, with status ",
 			 in->exit_code,
 			 gate_says ? " (sys.exit or os._exit: the runtime gate saw no exception end "
 				     "it)"
@@ -490,6 +486,19 @@ static void diagnose(lb_verdict *v, const lb_failure_input *in, const lb_log *lo
 				v->by_uncaught = k + 1 != n_exc;
 				return;
 			}
+		/* The gate's record is the interpreter's word; an "Exception ignored in" line
+		 * above a traceback is anyone's to print: one of the record's class below such a
+		 * line is read as well (its line planted to make a crash read as ignored). */
+		lb_log all = *log;
+		all.n_ign = 0;
+		size_t n_all = dg_find_exceptions(&all, exc, DIAG_MAX_EXC);
+		for (size_t k = n_all; k-- > 0;)
+			if (line_names_class(all.lines[exc[k].line], cls)) {
+				dg_diagnose_exception(v, &all, exc, k + 1);
+				v->by_uncaught = true;
+				return;
+			}
+		n_exc = dg_find_exceptions(log, exc, DIAG_MAX_EXC);
 		/* A run that failed anyway keeps the reading of its output when it has one. */
 		if (n_exc > 0 && in->exit_code != 0) {
 			dg_diagnose_exception(v, log, exc, n_exc);

@@ -950,9 +950,11 @@ def _labbox_gate():
             finally:
                 _g[1].release()
 
+        # Returns the holds the calling thread has left (0: its outermost ended; 1 once the
+        # interpreter is finalizing, when nothing is counted).
         def gc_free(*, _g=(state, lock, real_enable, ident, finalizing)):
             if _g[4]():
-                return
+                return 1
             _g[1].acquire()
             try:
                 me = _g[3]()
@@ -964,6 +966,7 @@ def _labbox_gate():
                     del h[me]
                     if not h and _g[0][0]:
                         _g[2]()
+                return n - 1 if n > 1 else 0
             finally:
                 _g[1].release()
 
@@ -1017,9 +1020,10 @@ def _labbox_gate():
 
     def make_standin(sealed, real, gc_ctl):
         def standin(*a, _l=(sealed, real, gc_ctl), **k):
-            free = _l[2][1]
-            _l[2][0]()
+            free = None
             try:
+                _l[2][0]()
+                free = _l[2][1]  # set once the hold is taken: what to end
                 ok, r = _l[0](a, k)
                 if not ok:
                     raise r
@@ -1027,7 +1031,8 @@ def _labbox_gate():
                 _l = None
             except BaseException:
                 _l = None
-                free()
+                if free is not None:
+                    free()
                 raise
             free()
             return box.pop()(*r[0], **r[1])
@@ -1063,15 +1068,17 @@ def _labbox_gate():
     def make_authorizer(judge, attach, ok, type_, int_, gc_ctl):
         def authorizer(action, a1, a2, dbname, source, *,
                        _l=(judge, attach, ok, type_, int_, gc_ctl)):
-            free = _l[5][1]
-            _l[5][0]()
+            free = None
             try:
+                _l[5][0]()
+                free = _l[5][1]  # set once the hold is taken: what to end
                 if _l[3](action) is not _l[4] or action != _l[1]:
                     return _l[2]
                 return _l[0](a1)
             finally:  # before any exception leaves, as on return
                 _l = None
-                free()
+                if free is not None:
+                    free()
         return authorizer
 
     def make_run(fn, args, box, lock, base):
@@ -1238,34 +1245,45 @@ def _labbox_gate():
         def hook(event, args, *, _w=w, _d=d, _g=gets, _s=sets, _type=type_, _str=str_,
                  _pend=pending, _again=again, _out=outbox, _tid=tid, _hold=hold, _free=free):
             if event in _w:
-                # f_code, __code__, tb_frame: read by every traceback and logger; and a
-                # class's attribute name may be a str subclass, never hashed here (nothing
-                # is allocated before the hold: an allocation may start a collection)
-                if event == "object.__getattr__":
-                    n = args[1]
-                    if _type(n) is not _str or n not in _g:
-                        return
-                elif event == "object.__setattr__":
-                    n = args[1]
-                    if _type(n) is not _str or n not in _s:
-                        return
-                # no collection from here (box's list is an allocation) to the judging's end
-                _hold()
+                # Whatever raises in here (sys.audit(name) with too few arguments, a
+                # RecursionError at a limit the experiment chose, at the hold's call too)
+                # leaves with _d cleared: the traceback hands this frame over.
+                held = outer = False
                 try:
+                    # f_code, __code__, tb_frame: read by every traceback and logger; and a
+                    # class's attribute name may be a str subclass, never hashed here
+                    # (nothing is allocated before the hold: an allocation may start a
+                    # collection)
+                    if event == "object.__getattr__":
+                        n = args[1]
+                        if _type(n) is not _str or n not in _g:
+                            return
+                    elif event == "object.__setattr__":
+                        n = args[1]
+                        if _type(n) is not _str or n not in _s:
+                            return
+                    # no collection from here (box's list is an allocation) to the
+                    # judging's end
+                    _hold()
+                    held = True
                     box = [_d]
                     _d = None
                     e = box.pop()(event, args)
-                except BaseException:  # sys.audit(name) with no arguments; RecursionError
+                except BaseException:
                     _d = box = None
                     raise
                 finally:
-                    _free()
+                    if held:
+                        outer = not _free()
                 # The snapshots the gate took (its kept()), handed over when its outermost
                 # judging on this thread ended, are dropped here, once no frame of the
-                # gate's is under this one: what their last references free runs with this
-                # frame's locals alone in reach (the outbox holds nothing but such lists).
-                t = _out.pop(_tid(), None)
-                t = None
+                # gate's is under this one: only by the outermost hook of the thread (no
+                # hold of it left), never by a hook the gate's own judging raised (its own
+                # open of a file): the outbox is in reach (this frame's locals), and what
+                # the experiment puts there would be freed inside that judging.
+                if outer:
+                    t = _out.pop(_tid(), None)
+                    t = None
                 # Signals that came while a frame holding a link was on the stack are
                 # theirs now. Those come before this call are raised once each: one
                 # deferred again (this hook runs under a stand-in) waits for the next.

@@ -92,12 +92,25 @@ static void last_line_feed(last_line *l, const char *d, size_t n)
 	cur_append(l, nl + 1, (size_t)(d + n - nl - 1));
 }
 
-/* At the end: a last line written without its newline counts. */
+/* At the end: a last line written without its newline counts. A line cut at
+ * LB_LAST_LINE_MAX bytes loses the UTF-8 character the cut went through, not half of it. */
 static json_object *last_line_json(last_line *l)
 {
 	if (l->cur_len && !blank(l->cur, l->cur_len))
 		set_last(l, l->cur, l->cur_len);
-	return l->have ? json_object_new_string_len(l->last, (int)l->last_len) : NULL;
+	if (!l->have)
+		return NULL;
+	size_t n = l->last_len;
+	if (n == sizeof l->last) {
+		size_t i = n;
+		while (i > 0 && ((unsigned char)l->last[i - 1] & 0xC0) == 0x80 && n - i < 3)
+			i--;
+		unsigned char lead = i > 0 ? (unsigned char)l->last[i - 1] : 0;
+		size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+		if (i > 0 && lead >= 0xC0 && n - (i - 1) < want)
+			n = i - 1;
+	}
+	return json_object_new_string_len(l->last, (int)n);
 }
 
 typedef struct tee_ctx {

@@ -653,6 +653,24 @@ def test_each_streams_last_words_are_read_whatever_their_order_in_run_log(tmp_pa
         r.result["last_lines"]
     r = run_exp(write_exp(tmp_path / "c", "print('acc: 0.5')\n"), tmp_path / "c" / "runs")
     assert r.result["last_lines"] == {"stdout": "acc: 0.5", "stderr": None}, r.why()
+    # a cut through a UTF-8 character drops the character, not half of it
+    r, f = failure_of(tmp_path / "d", """
+        import os, sys
+        os.write(1, ("a" * 399 + "\\u00e9\\u00e9 tail\\n").encode())
+        sys.exit(3)
+    """)
+    assert r.result["last_lines"]["stdout"] == "a" * 399, r.result["last_lines"]
+    assert "\\udc" not in (r.run_dir / "result.json").read_text()
+    # the other stream's line is quoted, never read for a class: a note on stdout that
+    # names a known cause is not why the program stopped
+    r, f = failure_of(tmp_path / "e", """
+        import sys, time
+        print("note: CUDA out of memory at batch 64 earlier; recovered at batch 32", flush=True)
+        time.sleep(0.5)
+        sys.exit("validation accuracy 0.12 is below the required 0.50; stopping")
+    """)
+    assert f["class"] == "code_error", f
+    assert "below the required 0.50" in f["summary"] and "recovered at batch 32" in f["summary"], f
 
 
 @pytest.mark.parametrize("gate", ["on", "off"])
@@ -679,6 +697,28 @@ def test_an_exception_the_interpreter_ignored_is_not_why_the_run_ended(tmp_path,
     assert "dataset shard 3 is missing" in f["summary"], f
     assert "SystemExit" not in f["summary"] and "tracker flush" not in f["summary"], f
     assert f.get("exception") is None and f.get("location") is None, f
+
+
+def test_a_planted_exception_ignored_line_does_not_hide_the_crash(tmp_path):
+    """"Exception ignored in" is anyone's to print: written just above the program's real
+    traceback, it would make the crash read as ignored, and an earlier traceback the program
+    printed itself decide the class. The gate's record of the uncaught exception is the
+    interpreter's word: its traceback is read wherever it stands."""
+    r, f = failure_of(tmp_path / "a", """
+        import sys
+        print("loss: 0.5")
+        sys.stderr.write('Traceback (most recent call last):\\n'
+                         '  File "/usr/lib/python3/dist-packages/torch/cuda/memory.py", '
+                         'line 10, in alloc\\n'
+                         'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to '
+                         'allocate 2.00 GiB\\n')
+        sys.stderr.write("Exception ignored in: <function f at 0x1>\\n")
+        sys.stderr.flush()
+        d = {}
+        x = d["missing_key"]
+    """)
+    assert r.result["runtime_gate"]["uncaught"]["exception"] == "KeyError", r.why()
+    assert f["class"] == "code_error" and f["exception"] == "KeyError", f
 
 
 def test_a_dead_workers_exception_is_the_failure_not_the_main_processs_wait(tmp_path):

@@ -926,6 +926,84 @@ def test_a_thread_turning_the_collector_on_runs_no_finalizer_inside_the_gate(tmp
     assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
 
 
+def test_a_recursion_limit_at_the_hook_leaves_no_link_to_the_gate(tmp_path):
+    """At a recursion limit the experiment chose, an audited open() deep in its own calls
+    raises RecursionError inside the audit hook, at any of its steps (the collector's hold
+    among them): the traceback hands over the hook's frame, which must hold no link to the
+    gate's judging by then (its dispatch reaches the handler table through its closure)."""
+    exp = write_exp(tmp_path, """
+        import sys
+        found, depths = [], 0
+        def rec(k):
+            if k == 0:
+                open("main.py").close()
+            else:
+                rec(k - 1)
+        sys.setrecursionlimit(200)
+        for n in range(100, 200):
+            try:
+                rec(n)
+            except PermissionError:
+                pass  # the gate could not judge it at that depth: refused
+            except RecursionError as e:
+                depths += 1
+                tb = e.__traceback__
+                while tb is not None:
+                    f = tb.tb_frame
+                    if f.f_code.co_name == "hook" and f.f_locals.get("_d") is not None:
+                        found.append(f.f_code.co_name)
+                    tb = tb.tb_next
+        sys.setrecursionlimit(1000)
+        print("recursion errors:", depths > 0, "links found:", len(found))
+        import os
+        try:
+            os.system("echo after > MARKER")
+        except PermissionError:
+            print("refused after")
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    log = r.log()
+    assert "recursion errors: True links found: 0" in log, r.why()
+    assert "refused after" in log and not (r.exp / "MARKER").exists(), r.why()
+
+
+def test_what_the_experiment_puts_in_the_hooks_outbox_is_freed_outside_the_gate(tmp_path):
+    """The hook's frame (in every refusal's traceback) holds the outbox of the gate's
+    snapshots, dropped when a judging ends. A finalizer the experiment put there was dropped
+    by a hook the gate's own judging raised (its open of a file, judging a compile), with the
+    outer judging on the stack, where its frames' locals hold the handler table. Only the
+    outermost hook of a thread drops what is there."""
+    exp = write_exp(tmp_path, """
+        import socket, sys, threading
+        out = None
+        try:
+            socket.socket()
+        except PermissionError as e:
+            tb = e.__traceback__
+            while tb is not None:
+                if tb.tb_frame.f_code.co_name == "hook":
+                    out = tb.tb_frame.f_locals["_out"]
+                tb = tb.tb_next
+        chain = []
+        class Evil:
+            def __del__(self):
+                f = sys._getframe(1)
+                while f is not None:
+                    chain.append(f.f_code.co_name)
+                    f = f.f_back
+        out[threading.get_ident()] = [Evil()]
+        try:
+            compile("x = 1\\n", "/usr/lib/python3.11/os.py", "exec")
+        except PermissionError:
+            print("compile refused")
+        print("outbox:", type(out).__name__, "dropped:", bool(chain),
+              "under dispatch:", "dispatch" in chain)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *GATE_ON)
+    assert "outbox: dict dropped: True under dispatch: False" in r.log(), r.why()
+    assert "compile refused" in r.log(), r.why()
+
+
 def test_a_subinterpreter_running_a_string_is_refused(tmp_path):
     """A subinterpreter runs a string of source with no Python frame above it, which the
     gate (its own copy in the new interpreter) took for the entry point's own code: source
