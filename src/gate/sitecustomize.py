@@ -3552,6 +3552,7 @@ def _labbox_gate():
     gc_ctl = (gc_hold, gc_free)  # the stand-ins' own
     for _name, _fn in (("enable", _gc_on), ("disable", _gc_off), ("isenabled", _gc_is)):
         _fn.__name__ = _fn.__qualname__ = _name
+        _fn.__module__ = "gc"  # pickled by reference as the builtin was
         setattr(_gc, _name, _fn)
     del _name, _fn
 
