@@ -100,16 +100,8 @@ static json_object *last_line_json(last_line *l)
 		set_last(l, l->cur, l->cur_len);
 	if (!l->have)
 		return NULL;
-	size_t n = l->last_len;
-	if (n == sizeof l->last) {
-		size_t i = n;
-		while (i > 0 && ((unsigned char)l->last[i - 1] & 0xC0) == 0x80 && n - i < 3)
-			i--;
-		unsigned char lead = i > 0 ? (unsigned char)l->last[i - 1] : 0;
-		size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-		if (i > 0 && lead >= 0xC0 && n - (i - 1) < want)
-			n = i - 1;
-	}
+	size_t n = l->last_len == sizeof l->last ? lb_utf8_whole_len(l->last, l->last_len)
+						   : l->last_len;
 	return json_object_new_string_len(l->last, (int)n);
 }
 
