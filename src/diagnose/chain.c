@@ -18,13 +18,52 @@ static void add_frame_evidence(lb_verdict *v, const lb_log *log, const lb_exc *e
 	dg_add_evidence(v, e->line);
 }
 
+/* The outermost frame of an exception's traceback: for one the code caught, the function
+ * whose `except` was handling it. */
+static size_t outermost_frame(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header + 1; e->frame != NONE && i <= e->frame; i++)
+		if (dg_is_frame(log->lines[i]))
+			return i;
+	return NONE;
+}
+
+/* Whether the later exception was raised by a `raise` statement of the function that was
+ * handling the earlier one: `except OSError: raise RuntimeError("could not load ...")`, a
+ * translation of what it caught, as a library's wrapper or the code's own. An error of
+ * another kind met in the handler's fallback (a shape error in the features computed when
+ * the cached ones are missing, an attribute typo after an optional import failed) is raised
+ * by an operation or by a function the handler called, and is the handler's own bug. */
+static bool raised_by_handler(const lb_log *log, const lb_exc *earlier, const lb_exc *later)
+{
+	char f1[512], f2[512], fn1[128], fn2[128];
+	long l1, l2;
+	size_t outer = outermost_frame(log, earlier), src = later->frame + 1;
+
+	/* Without both tracebacks' frames there is nothing to tell them apart by. */
+	if (outer == NONE || later->frame == NONE || later->bare || earlier->bare)
+		return true;
+	if (!dg_parse_frame(log->lines[outer], f1, sizeof f1, &l1, fn1, sizeof fn1) ||
+	    !dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
+		return true;
+	if (strcmp(f1, f2) != 0 || strcmp(fn1, fn2) != 0)
+		return false;
+	/* The source line under the frame; a log that did not print it says nothing against. */
+	if (src >= later->line || dg_is_frame(log->lines[src]))
+		return true;
+	const char *t = log->lines[src] + dg_indent_of(log->lines[src]);
+	return dg_starts_with(t, "raise") && (t[5] == ' ' || t[5] == '(' || t[5] == '\0');
+}
+
 /* Whether an exception earlier in a chain explains a later one of class `later` that the
  * code raised while handling it: a fetch that failed (network, a denied write, no GPU) is
- * why data is then missing, and a generic error says nothing of its own. */
-static bool context_explains(const char *earlier, const char *later)
+ * why data is then missing, and a generic error the handler raised in its place says nothing
+ * of its own. */
+static bool context_explains(const char *earlier, const char *later, const lb_log *log,
+			     const lb_exc *e_earlier, const lb_exc *e_later)
 {
 	if (strcmp(later, "code_error") == 0)
-		return true;
+		return raised_by_handler(log, e_earlier, e_later);
 	return strcmp(later, "missing_data") == 0 &&
 	       (strcmp(earlier, "network") == 0 || strcmp(earlier, "sandbox_restriction") == 0 ||
 		strcmp(earlier, "gate_refused") == 0 ||
@@ -233,6 +272,28 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 /* The whole chain is read, newest first, and its root cause named: each older exception that
  * explains the one after it (always for a cause, see context_explains for a context) takes
  * over the verdict, which then names the root's exception and location. */
+/* The exception the code was handling when it raised the one that ended it, and that did not
+ * explain it (a fallback's own error): named in the summary and shown, since the log prints it
+ * first and a reader could take it for the cause. */
+static void note_handled(lb_verdict *v, const lb_log *log, const lb_exc *handled)
+{
+	const char *l = log->lines[handled->line];
+	size_t name_len = 0, cf = dg_code_frame_of(log, handled);
+	char file[DIAG_EVIDENCE_LEN], func[128], where[DIAG_EVIDENCE_LEN + 32] = "";
+	long lineno;
+
+	l += dg_indent_of(l);
+	if (!dg_exception_line_of(l, &name_len, true) || name_len == 0 || name_len > 120)
+		return;
+	if (cf != NONE && dg_parse_frame(log->lines[cf], file, sizeof file, &lineno, func, sizeof func))
+		snprintf(where, sizeof where, " at %s line %ld",
+			 dg_experiment_relative(file, log->exp_dir), lineno);
+	snprintf(v->handled, sizeof v->handled,
+		 "; it was raised while the code was handling an earlier %.*s%s, which the code "
+		 "had caught: that one is not this error's cause", (int)name_len, l, where);
+	dg_add_evidence(v, handled->line);
+}
+
 void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
 {
 	const lb_exc *last = &exc[n - 1];
@@ -259,7 +320,8 @@ void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 		 * of the code's own met while handling another explains nothing about it. */
 		if (strcmp(cause.cls, "code_error") == 0 && exc[k].link != LINK_CAUSE)
 			continue;
-		if (exc[k].link == LINK_CAUSE || context_explains(cause.cls, v->cls)) {
+		if (exc[k].link == LINK_CAUSE ||
+		    context_explains(cause.cls, v->cls, log, &exc[k], &exc[k + 1])) {
 			if (exc[k].link == LINK_CONTEXT && cause.confidence == CONF_HIGH)
 				dg_set_confidence(&cause, CONF_MEDIUM,
 						  "read from an exception the code was handling when "
@@ -270,6 +332,8 @@ void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, 
 	}
 	if (root != n - 1)
 		add_frame_evidence(v, log, &exc[root]);
+	else if (n >= 2 && exc[n - 2].link == LINK_CONTEXT && strcmp(v->cls, "code_error") == 0)
+		note_handled(v, log, &exc[n - 2]);
 	if (strcmp(v->cls, "code_error") == 0 && refused_before(v, log, exc, n))
 		return;
 	if (strcmp(v->cls, "code_error") == 0 && worker_died(log->lines[last->line])) {

@@ -44,6 +44,7 @@ void dg_verdict_set(lb_verdict *v, const char *cls, const char *what, const char
 		    const char *suggestion)
 {
 	v->cls = cls;
+	v->handled[0] = '\0'; /* it was said of the verdict being replaced */
 	if (line)
 		snprintf(v->summary, sizeof(v->summary), "%s: %s", what, line);
 	else

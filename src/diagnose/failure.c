@@ -58,6 +58,19 @@ static void status_note(char *buf, size_t len, int exit_code)
 		 exit_code - 128, exit_code);
 }
 
+/* Signals the kernel sends for a fault of the process itself. */
+static bool sig_is_crash(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS;
+}
+
+/* Signals of a timer a process set (alarm, setitimer). */
+static bool sig_is_timer(int sig)
+{
+	return sig == SIGALRM || sig == SIGVTALRM || sig == SIGPROF;
+}
+
 /* not_oom: the tree's memory cgroup counted no OOM kill, so a SIGKILL was sent by a process
  * (the experiment's own, or one outside the sandbox), not by the kernel for memory. */
 static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_line, bool not_oom,
@@ -80,8 +93,16 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 	else if (sig == SIGKILL && killed_line)
 		dg_set_confidence(v, CONF_MEDIUM, "SIGKILL with the shell's \"Killed\" line, which the "
 					       "out-of-memory killer usually leaves");
-	else if (sig > 0 && sig != SIGKILL)
+	else if (sig_is_timer(sig))
+		dg_set_confidence(v, CONF_MEDIUM, "the kernel sends this signal when a timer a process "
+					       "set runs out; labbox sets none");
+	else if (sig == SIGPIPE)
+		dg_set_confidence(v, CONF_MEDIUM, "the kernel sends SIGPIPE to a process that writes "
+					       "into a pipe nobody reads any more");
+	else if (sig_is_crash(sig))
 		dg_set_confidence(v, CONF_MEDIUM, "the signal shows a crash, not why it crashed");
+	else if (sig > 0 && sig != SIGKILL)
+		dg_set_confidence(v, CONF_LOW, "a process sent the signal; which one is not recorded");
 	else if (sig == 0 && exit_code == 127)
 		dg_set_confidence(v, CONF_MEDIUM, "status 127 is what a shell returns for a missing command");
 	if (sig == SIGSYS) {
@@ -122,17 +143,53 @@ static void diagnose_signal(lb_verdict *v, int sig, int exit_code, bool killed_l
 		dg_verdict_set(v, "sandbox_restriction",
 			       "killed by SIGXFSZ: a file grew past the size limit", NULL,
 			       DG_SUGGEST_NO_SPACE);
-	} else if (sig > 0) {
+	} else if (sig_is_timer(sig)) {
+		/* labbox's budget ends a run with SIGTERM and SIGKILL and records it (timed_out):
+		 * an alarm is a timer of the run's own, signal.alarm's or setitimer's without a
+		 * handler (a per-trial time guard, an evaluation harness's time-out helper). */
 		const char *abbrev = sigabbrev_np(sig);
 
-		snprintf(what, sizeof(what), "killed by SIG%s (signal %d)%s", abbrev ? abbrev : "?", sig,
-			 (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-			  sig == SIGABRT)
-				 ? ": a crash, usually in native code (a C extension, CUDA, BLAS)"
-				 : "");
+		snprintf(what, sizeof(what),
+			 "killed by SIG%s (signal %d): a timer the code or a library set (%s) ran out "
+			 "with no handler for its signal; nothing crashed, and labbox's own budget "
+			 "was not reached", abbrev ? abbrev : "?", sig,
+			 sig == SIGALRM ? "signal.alarm, or signal.setitimer(ITIMER_REAL)"
+			 : sig == SIGVTALRM ? "signal.setitimer(ITIMER_VIRTUAL)"
+					    : "signal.setitimer(ITIMER_PROF), or a profiler");
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "look for signal.alarm/signal.setitimer in the code and in the helpers it "
+			       "uses (a time guard per trial or per evaluation): give the work more time "
+			       "there, or handle the signal (signal.signal) so that the code saves what it "
+			       "has and ends cleanly");
+	} else if (sig == SIGPIPE) {
+		dg_verdict_set(v, "code_error",
+			       "killed by SIGPIPE (signal 13): it wrote into a pipe whose reader had "
+			       "ended (a subprocess it piped into, or `| head` in a command it ran)",
+			       NULL,
+			       "look for what the code writes into a pipe or a subprocess's stdin, and "
+			       "whether that reader ended early");
+	} else if (sig_is_crash(sig)) {
+		const char *abbrev = sigabbrev_np(sig);
+
+		snprintf(what, sizeof(what),
+			 "killed by SIG%s (signal %d): a crash, usually in native code (a C extension, "
+			 "CUDA, BLAS)", abbrev ? abbrev : "?", sig);
 		dg_verdict_set(v, "code_error", what, NULL,
 			       "run it again with -e PYTHONFAULTHANDLER=1 to get the Python stack of the "
 			       "crash, and check native extensions for version mismatches");
+	} else if (sig > 0) {
+		/* SIGTERM, SIGINT, SIGHUP, SIGUSR1... that labbox did not send (its budget's and an
+		 * interruption's are recorded): a process sent it, and nothing says it crashed. */
+		const char *abbrev = sigabbrev_np(sig);
+
+		snprintf(what, sizeof(what),
+			 "killed by SIG%s (signal %d), which a process sent: the experiment's own "
+			 "code (os.kill, a worker pool or watchdog ending processes) or something on "
+			 "the host; labbox's budget and an interruption of labbox were not it",
+			 abbrev ? abbrev : "?", sig);
+		dg_verdict_set(v, "code_error", what, NULL,
+			       "look for os.kill/signal calls in the code and the libraries it starts, "
+			       "and for what on the host may have signalled the run");
 	} else if (exit_code == 127) {
 		dg_verdict_set(v, "wrong_env", "exited with status 127: a command was not found", NULL,
 			       "check that the interpreter and the programs the experiment runs exist "
@@ -657,6 +714,10 @@ static int to_json(const lb_verdict *v, const lb_log *log, struct json_object *d
 				snprintf(summary, sizeof(summary), "%s (%s line %ld%s%s)", v->summary,
 					 file, lineno, func[0] ? ", in " : "", func);
 		}
+	}
+	if (v->handled[0]) {
+		size_t have = strlen(summary);
+		snprintf(summary + have, sizeof(summary) - have, "%s", v->handled);
 	}
 	if (obj_add(doc, "summary", utf8_string(summary)) < 0 ||
 	    obj_add(doc, "evidence", evidence) < 0)

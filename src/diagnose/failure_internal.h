@@ -65,6 +65,9 @@ typedef struct lb_verdict {
 	/* The gate's record of the main program's uncaught exception chose what decided it:
 	 * not the output's last traceback, or no traceback at all */
 	bool by_uncaught;
+	/* Said after the summary's location: the exception the code was handling when it raised
+	 * the one that ended it, which did not explain it (src/diagnose/chain.c) */
+	char handled[DIAG_TEXT_LEN / 2];
 } lb_verdict;
 
 /* How sure the verdict is (docs/result-json.md): high when labbox measured the cause itself

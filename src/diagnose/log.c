@@ -498,8 +498,13 @@ bool dg_in_experiment(const char *file, const char *exp_dir)
 		return true;
 	if (file[0] == '<')
 		return false; /* <frozen importlib._bootstrap>, <string>, <stdin> */
-	if (file[0] != '/')
-		return true;
+	if (file[0] != '/') {
+		/* Cython's frames name their .pyx as it was built ("_generator.pyx" in numpy's
+		 * Generator.choice): a library's, whatever the path looks like. */
+		const char *dot = strrchr(file, '.');
+		return !dot || (strcmp(dot, ".pyx") != 0 && strcmp(dot, ".pxd") != 0 &&
+				strcmp(dot, ".pxi") != 0);
+	}
 	return strstr(file, "/exp/") && !strstr(file, "site-packages") &&
 	       !strstr(file, "dist-packages") && !strstr(file, "/lib/python");
 }

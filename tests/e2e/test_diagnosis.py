@@ -1174,3 +1174,83 @@ def test_a_pickle_naming_a_package_the_interpreter_lacks_is_that_package(tmp_pat
     assert "file being loaded names module 'sklearn'" in f["summary"], r.why()
     assert f["escalation"]["environment"] == "pip install scikit-learn", r.why()
     assert f["code_location"]["line"] == 3, r.why()
+
+
+# An exception the code caught on purpose (a cache miss, an optional import, an allocation too
+# big for the exact method) is not why the run failed when the fallback then hits a bug of its
+# own: the fallback's error is the verdict, and the handled one is named as not its cause.
+FALLBACKS = {
+    "cache_miss": ("""
+        import numpy as np
+        try:
+            feats = np.load("cache/features.npy")
+        except FileNotFoundError:
+            X = np.ones((10, 16))
+            W = np.ones((32, 8))
+            feats = X @ W
+        print("feat_mean:", feats.mean())
+    """, "ValueError", 7, "FileNotFoundError"),
+    "optional_import": ("""
+        import argparse
+        args = argparse.ArgumentParser().parse_args([])
+        try:
+            import labbox_no_such_tracker as tracker
+        except ImportError:
+            print("no tracker; logging to stdout")
+            log_every = args.log_interval
+        print("loss: 0.2")
+    """, "AttributeError", 7, "ModuleNotFoundError"),
+    "library_raise_in_fallback": ("""
+        import json
+        try:
+            cfg = json.load(open("cfg.json"))
+        except FileNotFoundError:
+            cfg = json.loads("{not json")
+        print("lr:", cfg["lr"])
+    """, "json.decoder.JSONDecodeError", 5, "FileNotFoundError"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_a_handled_exception_is_not_the_cause_of_its_fallbacks_bug(tmp_path, case):
+    code, exc, line, handled = FALLBACKS[case]
+    r, f = failure_of(tmp_path, code)
+    assert f["class"] == "code_error", r.why()
+    assert f["exception"] == exc, r.why()
+    assert f["code_location"]["line"] == line, r.why()
+    assert f"handling an earlier {handled}" in f["summary"], r.why()
+    assert "not this error's cause" in f["summary"], r.why()
+    assert any(e.startswith(handled) for e in f["evidence"]), r.why()
+
+
+def test_a_handler_that_raises_in_place_of_what_it_caught_is_explained_by_it(tmp_path):
+    # `except FileNotFoundError: raise RuntimeError(...)` says the same failure in other words.
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        def load():
+            try:
+                return np.load("cache/features.npy")
+            except FileNotFoundError:
+                raise RuntimeError("could not load the cached features")
+        feats = load()
+    """)
+    assert f["class"] == "missing_data", r.why()
+    assert "cache/features.npy" in f["summary"], r.why()
+    assert "handling an earlier" not in f["summary"], r.why()
+
+
+def test_the_codes_own_alarm_is_a_timer_not_a_crash(tmp_path):
+    # signal.alarm as a per-trial time guard, without a handler: SIGALRM ends the process.
+    exp = write_exp(tmp_path, """
+        import signal, time
+        signal.alarm(1)
+        print("val_acc: 0.5", flush=True)
+        time.sleep(30)
+    """)
+    r = run_exp(exp, tmp_path / "runs", *PERMISSIVE)
+    assert r.result["status"] == "failed" and r.result["signal"] == 14, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "code_error", r.why()
+    assert "signal.alarm" in f["summary"] and "timer" in f["summary"], r.why()
+    assert "native" not in f["suggestion"] and "FAULTHANDLER" not in f["suggestion"], r.why()
+    assert "crash" not in f["confidence_reason"], r.why()

@@ -598,7 +598,22 @@ static void test_code_error(void **state)
 	expect(doc, "code_error", "SyntaxError: invalid syntax");
 
 	expect(diagnose_log("done with step 3\n", 2, 0), "code_error", "done with step 3");
-	expect(diagnose_log("", -1, SIGSEGV), "code_error", NULL);
+	doc = diagnose_log("", -1, SIGSEGV);
+	assert_non_null(strstr(field(doc, "summary"), "a crash"));
+	expect(doc, "code_error", NULL);
+	/* A timer's signal, a broken pipe and a signal some process sent are no crash. */
+	doc = diagnose_log("epoch 1\n", -1, SIGALRM);
+	assert_non_null(strstr(field(doc, "summary"), "signal.alarm"));
+	assert_null(strstr(field(doc, "summary"), "crash,"));
+	assert_null(strstr(field(doc, "suggestion"), "native extensions"));
+	expect(doc, "code_error", NULL);
+	doc = diagnose_log("", -1, SIGPIPE);
+	assert_non_null(strstr(field(doc, "summary"), "pipe"));
+	expect(doc, "code_error", NULL);
+	doc = diagnose_log("", -1, SIGUSR1);
+	assert_non_null(strstr(field(doc, "summary"), "which a process sent"));
+	assert_string_equal(field(doc, "confidence"), "low");
+	expect(doc, "code_error", NULL);
 	doc = diagnose_log("Segmentation fault (core dumped)\n", 139, 0);
 	assert_non_null(strstr(field(doc, "summary"), "SIGSEGV"));
 	expect(doc, "code_error", "Segmentation fault");
@@ -1159,6 +1174,27 @@ static void test_chain_root_cause(void **state)
 	assert_string_equal(json_object_get_string(v), "/exp/io.py");
 	assert_true(evidence_has(doc, "SystemError: run aborted"));
 	expect(doc, "sandbox_restriction", "Read-only file system");
+}
+
+/* Cython's frames name their .pyx by a relative path: numpy's, not the experiment's. */
+static void test_cython_frame_is_a_librarys(void **state)
+{
+	static const char log[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 5, in nystroem\n"
+		"    idx = rng.choice(len(X), m, replace=False)\n"
+		"  File \"_generator.pyx\", line 847, in numpy.random._generator.Generator.choice\n"
+		"TypeError: 'str' object cannot be interpreted as an integer\n";
+	struct json_object *doc, *loc = NULL, *v = NULL;
+
+	(void)state;
+	doc = diagnose_log(log, 1, 0);
+	assert_true(json_object_object_get_ex(doc, "code_location", &loc));
+	assert_true(json_object_object_get_ex(loc, "file", &v));
+	if (strcmp(json_object_get_string(v), "main.py") != 0)
+		fail_msg("code_location %s", json_object_to_json_string(doc));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "code_error", "TypeError");
 }
 
 static void test_shm_exhausted(void **state)
@@ -3198,6 +3234,7 @@ int main(void)
 		cmocka_unit_test(test_binary_bytes_in_tail),
 		cmocka_unit_test(test_hf_datasets),
 		cmocka_unit_test(test_chain_root_cause),
+		cmocka_unit_test(test_cython_frame_is_a_librarys),
 		cmocka_unit_test(test_child_gate_refusal),
 		cmocka_unit_test(test_gate_refusal_needs_its_record_and_the_end),
 		cmocka_unit_test(test_cpu_time_limit_is_not_the_budget),
