@@ -377,6 +377,10 @@ static void classify_missing_file(lb_verdict *v, const char *line, bool subproce
 	v->cls = "missing_data";
 	snprintf(v->summary, sizeof(v->summary), "file '%s' does not exist in the sandbox: %s",
 		 path, line);
+	if (lb_diag_credential_path(path)) {
+		snprintf(v->suggestion, sizeof(v->suggestion), DG_SUGGEST_CREDENTIAL, path);
+		return;
+	}
 	snprintf(v->suggestion, sizeof(v->suggestion),
 		 "put '%s' inside the experiment directory (it is staged as exp/) and open it by "
 		 "a relative path, or mount it with -v SRC:DST:ro; the rest of the host is hidden "
@@ -670,6 +674,41 @@ bool dg_scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 			dg_add_evidence(v, v->code_frame);
 		}
 		return true;
+	}
+	return false;
+}
+
+bool lb_diag_credential_path(const char *path)
+{
+	/* directories of credentials, as a path component; files by their whole name */
+	static const char *const dirs[] = {".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker",
+					   "gcloud", ".password-store", ".pki", NULL};
+	static const char *const files[] = {".netrc", ".git-credentials", ".pgpass", ".pypirc",
+					    "credentials", "credentials.json", ".boto",
+					    "authorized_keys", "known_hosts", "shadow", "gshadow",
+					    ".Xauthority", NULL};
+	static const char *const prefixes[] = {"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", NULL};
+	const char *p = path;
+
+	if (!path)
+		return false;
+	while (*p) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		bool last = !end || !end[1];
+
+		for (size_t i = 0; dirs[i]; i++)
+			if (n == strlen(dirs[i]) && memcmp(p, dirs[i], n) == 0)
+				return true;
+		for (size_t i = 0; last && files[i]; i++)
+			if (n == strlen(files[i]) && memcmp(p, files[i], n) == 0)
+				return true;
+		for (size_t i = 0; last && prefixes[i]; i++)
+			if (n >= strlen(prefixes[i]) && memcmp(p, prefixes[i], strlen(prefixes[i])) == 0)
+				return true;
+		if (!end)
+			break;
+		p = end + 1;
 	}
 	return false;
 }

@@ -243,6 +243,12 @@ static void write_escalation(esc *e, json_object *f, const lb_failure_input *in)
 			  "system stays read-only";
 		return;
 	}
+	/* A credential's path named in the output (~/.ssh/authorized_keys) is never made
+	 * writable on the program's word: no flag is offered. */
+	if (lb_diag_credential_path(path)) {
+		e->grants = NULL;
+		return;
+	}
 	if (rw_volume_over(in, path, src, sizeof src, dst, sizeof dst)) {
 		granted_volume(e, f, in, src, dst);
 		return;
@@ -545,4 +551,37 @@ unsigned lb_escalate_for_failure(const struct json_object *failure)
 	if (strcmp(cls, "wrong_env") == 0 || strcmp(cls, "missing_package") == 0)
 		return LB_ESCALATE_ENV;
 	return 0;
+}
+
+bool lb_gate_record_complete(const struct json_object *runtime_gate)
+{
+	struct json_object *g = (struct json_object *)runtime_gate, *v, *ev;
+
+	if (!g || !json_object_is_type(g, json_type_object) ||
+	    !json_object_object_get_ex(g, "installed", &v) || !json_object_get_boolean(v) ||
+	    !json_object_object_get_ex(g, "channel", &v) ||
+	    strcmp(json_object_get_string(v) ? json_object_get_string(v) : "", "read") != 0 ||
+	    !json_object_object_get_ex(g, "events", &ev) || !json_object_is_type(ev, json_type_array))
+		return false;
+	return !json_object_object_get_ex(g, "dropped", &v) || json_object_get_int64(v) == 0;
+}
+
+bool lb_gate_saw_no_socket(const struct json_object *runtime_gate)
+{
+	struct json_object *ev;
+
+	if (!lb_gate_record_complete(runtime_gate) ||
+	    !json_object_object_get_ex((struct json_object *)runtime_gate, "events", &ev))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(ev); i++) {
+		struct json_object *e = json_object_array_get_idx(ev, i), *name;
+		const char *s;
+
+		if (!json_object_object_get_ex(e, "event", &name))
+			continue;
+		s = json_object_get_string(name);
+		if (s && strncmp(s, "socket.", 7) == 0)
+			return false;
+	}
+	return true;
 }

@@ -987,6 +987,26 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 	diagnose(&v, in, &log);
 	refine_full_tmpfs(&v, in, &log);
 	refine_allocation(&v, in, &log);
+	/* A traceback the interpreter did not end the program with (the gate's whole record has
+	 * no uncaught exception, and the program exited of itself) was printed by the program:
+	 * an exception it caught and printed, or text made to look like one. What it names is
+	 * still the best reading, but not a cause labbox saw. */
+	if (v.exc_line != NONE && v.confidence == CONF_HIGH && !in->uncaught && in->signal == 0 &&
+	    !in->timed_out && !in->oom_killed && !in->infra_error && in->exit_code > 0 &&
+	    lb_gate_record_complete(in->runtime_gate))
+		dg_set_confidence(&v, CONF_MEDIUM,
+				  "read from a traceback the program printed itself: the runtime "
+				  "gate saw no uncaught exception end the program (a caught "
+				  "exception it printed before exiting, or text made to look like "
+				  "one)");
+	/* The network class is read from words the program printed; when the gate's complete
+	 * record has no socket in it, nothing labbox saw backs them. */
+	if (v.cls && strcmp(v.cls, "network") == 0 && lb_gate_saw_no_socket(in->runtime_gate))
+		dg_set_confidence(&v, CONF_LOW,
+				  "the runtime gate, which records every socket the run's Python "
+				  "interpreters open or connect, recorded none: the message is the "
+				  "program's own words, or a native library's that opened its socket "
+				  "itself");
 	if (v.cls && strcmp(v.cls, "gpu_unavailable") == 0 && in->machine_without_gpus && !in->gpus) {
 		snprintf(v.summary, sizeof v.summary,
 			 "no usable GPU: the code needs CUDA, and the machine it ran on has no NVIDIA "

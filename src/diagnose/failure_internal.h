@@ -51,6 +51,13 @@ typedef struct lb_exc {
  * DataLoader worker process 0." then "Original Traceback"): the worker's is the root. */
 enum { LINK_NONE, LINK_CONTEXT, LINK_CAUSE, LINK_WRAPPED };
 
+/* The advice for a credential's path the output named as missing (a printf format, %s the
+ * path): never to copy or mount it in. */
+#define DG_SUGGEST_CREDENTIAL                                                                    \
+	"'%s' is a credential (labbox hides home directories and such files from every run on " \
+	"purpose): do not copy or mount it for the experiment; code that needs a service gets a " \
+	"token of its own for it, given knowingly (-e NAME=VALUE)"
+
 typedef struct lb_verdict {
 	const char *cls;
 	char summary[DIAG_TEXT_LEN];

@@ -13,4 +13,9 @@ bool lb_diag_is_stdlib(const char *name, size_t n);
  * bytes", R's "cannot allocate vector of size 3.2 Gb"; 0 when s names none. */
 unsigned long long lb_diag_requested_bytes(const char *s);
 
+/* Whether a path names a credential of a user's (~/.ssh, ~/.aws, ~/.netrc, a key file...):
+ * what labbox hides from every run on purpose, so that advice never asks to copy or mount
+ * it for the experiment, whose output named it. */
+bool lb_diag_credential_path(const char *path);
+
 #endif

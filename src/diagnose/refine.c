@@ -694,11 +694,14 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 		 "the data '%.200s' is not in the sandbox (the message says it was not found, and "
 		 "the staged experiment has no such file)", path);
 	dg_verdict_set(v, "missing_data", what, line, "");
-	snprintf(v->suggestion, sizeof v->suggestion,
-		 "put '%.200s' inside the experiment directory (it is staged as exp/; run the step "
-		 "that prepares or downloads it beforehand: the sandbox has no network) and read it "
-		 "by a relative path, or mount it with -v SRC:DST:ro; if the path is not the one "
-		 "meant, fix it in the code", path);
+	if (lb_diag_credential_path(path))
+		snprintf(v->suggestion, sizeof v->suggestion, DG_SUGGEST_CREDENTIAL, path);
+	else
+		snprintf(v->suggestion, sizeof v->suggestion,
+			 "put '%.200s' inside the experiment directory (it is staged as exp/; run "
+			 "the step that prepares or downloads it beforehand: the sandbox has no "
+			 "network) and read it by a relative path, or mount it with -v SRC:DST:ro; "
+			 "if the path is not the one meant, fix it in the code", path);
 	dg_set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
 				       "path the sandbox does not have; the code's own path may be "
 				       "the wrong one");

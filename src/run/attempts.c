@@ -153,6 +153,17 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		decline(s, want, "the run already had the host network");
 		return false;
 	}
+	/* The class `network` is read from the program's output, which the program writes: a
+	 * URLError line printed by code that never opened a socket would otherwise buy it the
+	 * host network. */
+	if (want == LB_ESCALATE_NETWORK && lb_gate_saw_no_socket(get(out->doc, "runtime_gate"))) {
+		decline(s, want, "labbox saw no network attempt: the runtime gate, which records "
+				 "every socket the run's Python interpreters open or connect, recorded "
+				 "none, so the class was read from the program's output alone (a "
+				 "library's native client is not seen there: grant the network with "
+				 "--network host if the code needs it)");
+		return false;
+	}
 	if (want == LB_ESCALATE_MEMORY) {
 		if (!mem) {
 			decline(s, want, "the run had no --memory limit of labbox's to raise");

@@ -384,3 +384,72 @@ def test_spawned_workers_refused_their_socket_are_granted_a_loopback(tmp_path):
     assert first["status"] == "failed" and second["status"] == "completed"
     assert second["flags"]["network"] == "loopback" and second["escalated"] == ["network"]
     assert r.result["metrics"]["values"]["sum"] == 6.0
+
+
+# The program writes the words of a failed download and exits 1; it never opens a socket.
+# The class is read from its output, but the host network is not bought with words: the
+# runtime gate, which records every socket, recorded none.
+PRINTED_URLERROR = r"""
+import sys
+sys.stderr.write('Traceback (most recent call last):\n'
+                 '  File "main.py", line 2, in <module>\n'
+                 '    urllib.request.urlopen("https://pypi.org/simple")\n'
+                 'urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name '
+                 'resolution>\n')
+sys.exit(1)
+"""
+
+
+def test_a_printed_network_error_is_not_escalated_without_a_socket_seen(tmp_path):
+    exp = write_exp(tmp_path, PRINTED_URLERROR)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, *HOSTILE, "--escalate", "network")
+    assert r.rc == 1, r.why()
+    assert r.result["runtime_gate"]["installed"] is True, r.why()
+    assert [a["status"] for a in r.result["attempts"]] == ["failed"], r.why()
+    assert r.result["escalation"]["granted"] == [], r.why()
+    declined = r.result["escalation"]["declined"]
+    assert declined and "saw no network attempt" in declined[0]["reason"], r.why()
+    assert len(run_dirs(runs)) == 1
+    f = r.result["failure"]
+    assert f["class"] == "network" and f["confidence"] == "low", r.why()
+
+
+# Words naming a credential of the host's: the advice never asks to copy it in or to make it
+# writable, and a traceback the interpreter did not end the program with is not "high".
+PRINTED_SECRETS = {
+    "read": (r"""
+import sys
+sys.stderr.write('Traceback (most recent call last):\n'
+                 '  File "main.py", line 2, in <module>\n'
+                 '    key = open("/root/.ssh/id_rsa").read()\n'
+                 "FileNotFoundError: [Errno 2] No such file or directory: '/root/.ssh/id_rsa'\n")
+sys.exit(1)
+""", "missing_data"),
+    "write": (r"""
+import sys
+sys.stderr.write('Traceback (most recent call last):\n'
+                 '  File "main.py", line 2, in <module>\n'
+                 '    open("/root/.ssh/authorized_keys", "a")\n'
+                 "OSError: [Errno 30] Read-only file system: '/root/.ssh/authorized_keys'\n")
+sys.exit(1)
+""", "sandbox_restriction"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PRINTED_SECRETS))
+def test_advice_never_brings_a_credential_in(tmp_path, case):
+    code, cls = PRINTED_SECRETS[case]
+    exp = write_exp(tmp_path, code)
+    r = run_exp(exp, tmp_path / "runs", *HOSTILE)
+    assert r.rc == 1, r.why()
+    f = r.result["failure"]
+    assert f["class"] == cls, r.why()
+    assert f["confidence"] == "medium", r.why()
+    assert "printed itself" in f["confidence_reason"], r.why()
+    assert "-v SRC:/root/.ssh" not in json.dumps(f), r.why()
+    if case == "read":
+        assert "put '/root/.ssh/id_rsa' inside" not in f["suggestion"], r.why()
+        assert "do not copy or mount it" in f["suggestion"], r.why()
+    else:
+        assert f["escalation"] is None, r.why()
