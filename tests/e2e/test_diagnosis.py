@@ -1020,6 +1020,79 @@ def test_a_missing_value_in_the_data_is_not_a_divergence(tmp_path):
     assert f["escalation"] is None, r.why()
 
 
+# --- open files: the process's own limit, the machine's table -----------------------------------
+
+LEAK = """
+    import os, resource
+    print("nofile:", resource.getrlimit(resource.RLIMIT_NOFILE))
+    os.makedirs("preds", exist_ok=True)
+    handles = []
+    for i in range(5000):
+        f = open(f"preds/sample_{i}.json", "w")  # never closed
+        f.write("{}")
+        handles.append(f)
+    print("n_predictions: 5000")
+"""
+
+
+def _emfile_is_the_codes(r, f):
+    assert f["class"] == "code_error", r.why()
+    assert "Too many open files" in f["summary"] and "RLIMIT_NOFILE" in f["summary"], r.why()
+    assert "sandbox limit" not in f["summary"], r.why()
+    assert f["escalation"] is None, r.why()
+    assert "--pids-limit" not in f["suggestion"] and "OMP_NUM_THREADS" not in f["suggestion"], r.why()
+    assert "with open(" in f["suggestion"] and "ulimit -n" in f["suggestion"], r.why()
+    assert 'set_sharing_strategy("file_system")' in f["suggestion"], r.why()
+
+
+def test_a_file_descriptor_leak_under_the_shells_limit_is_the_codes(tmp_path):
+    """labbox lowers no RLIMIT_NOFILE: the sandbox keeps the hard limit of the shell that
+    started it (here 256), so files opened and never closed fail there as they would outside.
+    That is the code's leak, not a sandbox limit, and --pids-limit (processes) cannot help."""
+    import resource
+    import subprocess
+    from conftest import LABBOX
+    exp = write_exp(tmp_path, LEAK)
+    p = subprocess.run([LABBOX, "run", "--json", "--python", PYTHON, *PERMISSIVE,
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=180,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    doc = json.loads(p.stdout)
+    f = doc["failure"]
+
+    class R:
+        def why(self):
+            return json.dumps(f, indent=1) + "\n" + p.stderr[-2000:]
+    assert p.returncode == 1 and doc["status"] == "failed", R().why()
+    assert "nofile: (256, 256)" in Path(doc["run_dir"], "run.log").read_text(), R().why()
+    _emfile_is_the_codes(R(), f)
+    assert f["confidence"] == "high", R().why()
+
+
+def test_a_limit_the_code_lowered_itself_is_still_the_codes(tmp_path):
+    """The experiment lowers its own RLIMIT_NOFILE (resource.setrlimit) and then leaks: its
+    EMFILE is its own, whatever limit labbox was started with."""
+    r, f = failure_of(tmp_path, textwrap.dedent("""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+    """) + textwrap.dedent(LEAK))
+    _emfile_is_the_codes(r, f)
+
+
+def test_the_machines_open_file_table_is_neither_the_codes_nor_labboxs(tmp_path):
+    """ENFILE ("Too many open files in system") is the kernel's table for the whole machine:
+    no limit of the run's, no flag of labbox's."""
+    r, f = failure_of(tmp_path, """
+        import errno, os
+        print("step 1")
+        raise OSError(errno.ENFILE, os.strerror(errno.ENFILE), "data/shard_0.bin")
+    """)
+    assert f["class"] not in ("code_error", "sandbox_restriction"), r.why()
+    assert "system-wide" in f["summary"] and "fs.file-max" in f["summary"], r.why()
+    assert f["escalation"] is None and "--pids-limit" not in f["suggestion"], r.why()
+
+
 # --- a module or class the file being unpickled names ----------------------------------------
 
 def _pickle_from(tmp_path, module_src, code, out):
