@@ -1093,6 +1093,89 @@ def test_the_machines_open_file_table_is_neither_the_codes_nor_labboxs(tmp_path)
     assert f["escalation"] is None and "--pids-limit" not in f["suggestion"], r.why()
 
 
+# --- a NaN: divergence or data, and what the output can tell ------------------------------------
+
+REINFORCE_TORCH = """
+    # REINFORCE with an entropy bonus on a 4-armed bandit; no data is read
+    import torch
+    torch.manual_seed(0)
+    true_means = torch.tensor([0.1, 0.5, 0.2, 0.9])
+    policy = torch.nn.Linear(1, 4)
+    opt = torch.optim.SGD(policy.parameters(), lr=LR)
+    x = torch.ones(1, 1)
+    for episode in range(300):
+        probs = torch.softmax(policy(x), dim=-1)
+        a = torch.multinomial(probs, 1).item()
+        r = true_means[a] * 100 + torch.randn(()) * 50
+        entropy = -(probs * torch.log(probs)).sum()
+        obj = -torch.log(probs[0, a]) * r - 0.01 * entropy
+        opt.zero_grad(); obj.backward(); opt.step()
+        if episode % 20 == 0:
+            print(f"episode {episode} reward: {r.item():.2f}")
+    print("mean_reward:", r.item())
+"""
+
+
+def _never_rules_out_the_learning_rate(r, f):
+    assert "changes nothing" not in f["suggestion"], r.why()
+    assert "lower the learning rate" in f["suggestion"], r.why()
+    assert "most likely a missing value" not in f["summary"], r.why()
+
+
+@pytest.mark.skipif(not importlib.util.find_spec("torch"), reason="needs torch")
+def test_a_policy_that_diverged_is_not_called_missing_data(tmp_path):
+    """lr=50 drives the policy's logits to NaN and torch.multinomial refuses the probabilities;
+    the program reads no data and lr=0.05 completes. Episodes were printed before the error:
+    a divergence most likely, never "a lower learning rate changes nothing here"."""
+    r, f = failure_of(tmp_path, REINFORCE_TORCH.replace("LR", "50.0"))
+    assert f["class"] == "nan_divergence", r.why()
+    assert "diverged" in f["summary"] and "data" in f["summary"], r.why()
+    assert f["confidence"] == "medium", r.why()
+    _never_rules_out_the_learning_rate(r, f)
+    ok = run_exp(write_exp(tmp_path / "lo", REINFORCE_TORCH.replace("LR", "0.05")),
+                 tmp_path / "runs-lo", *PERMISSIVE)
+    assert ok.rc == 0 and ok.result["status"] == "completed", ok.why()
+
+
+def test_numpys_sampler_after_a_divergence_is_not_called_missing_data(tmp_path):
+    """The same in numpy: a softmax policy with a learning rate far too high overflows, and
+    np.random.choice says "probabilities contain NaN" after rewards were printed."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        rng = np.random.default_rng(0)
+        means = np.array([0.1, 0.5, 0.2, 0.9])
+        theta = np.zeros(4)
+        for episode in range(500):
+            probs = np.exp(theta) / np.exp(theta).sum()
+            a = np.random.choice(4, p=probs)
+            r = means[a] * 100 + rng.normal() * 50
+            grad = -probs
+            grad[a] += 1.0
+            theta += 5000.0 * r * grad
+            if episode % 10 == 0:
+                print(f"episode {episode} return: {r:.2f}")
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert "probabilities contain NaN" in f["summary"], r.why()
+    _never_rules_out_the_learning_rate(r, f)
+
+
+def test_a_nan_the_output_cannot_place_says_both(tmp_path):
+    """Sampling weights read from a file with an empty field: no training step printed, so
+    labbox cannot tell the data from a divergence; it says both, and does not rule out the
+    learning rate nor call it a divergence."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        w = np.genfromtxt("weights.csv", delimiter=",")
+        idx = np.random.choice(len(w), size=10, p=w / w.sum())
+        print("picked:", idx)
+    """, files={"weights.csv": "0.2,0.3,,0.5\n"})
+    assert f["class"] == "code_error", r.why()
+    assert "data" in f["summary"] and "diverged" in f["summary"], r.why()
+    assert f["confidence"] == "medium", r.why()
+    _never_rules_out_the_learning_rate(r, f)
+
+
 # --- a module or class the file being unpickled names ----------------------------------------
 
 def _pickle_from(tmp_path, module_src, code, out):
