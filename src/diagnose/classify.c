@@ -123,7 +123,9 @@ static const char *const network_text[] = {
 static const char *const no_space_text[] = { "No space left on device", "Disk quota exceeded",
 					     "File too large",
 					     NULL };
-static const char *const limit_text[] = { "can't start new thread", "Too many open files",
+/* A process or thread the kernel would not make: the cgroup's pids limit or RLIMIT_NPROC,
+ * which --pids-limit sets. Open files are not among them: EMFILE and ENFILE are read apart. */
+static const char *const limit_text[] = { "can't start new thread",
 					  "Resource temporarily unavailable", NULL };
 static const char *const sandbox_text[] = { "Read-only file system", "Operation not permitted",
 					    "Permission denied", "Bad system call", NULL };
@@ -266,8 +268,33 @@ static const char SUGGEST_DATASET[] =
 	"the experiment directory or a directory mounted with -v SRC:DST:ro, and load it from "
 	"that path; check the dataset's name too";
 static const char SUGGEST_LIMIT[] =
-	"a process or file limit was reached: raise --pids-limit, or use fewer worker threads and "
+	"a process or thread limit was reached: raise --pids-limit, or use fewer worker threads and "
 	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
+/* EMFILE: the process's own RLIMIT_NOFILE. The local sandbox only raises its soft limit to the
+ * hard one labbox was started with (sandbox/run.c setup_rlimits), so the code fails the same
+ * way outside; the gate's own EMFILE, a channel closed for good, is read before this. */
+static const char SUMMARY_EMFILE[] =
+	"the process ran out of file descriptors: it had as many files, sockets and pipes open at "
+	"once as its open-file limit (RLIMIT_NOFILE) allows; labbox lowers no such limit (the "
+	"sandbox keeps the hard limit labbox was started with, unless the code set its own), so "
+	"the code fails the same way outside labbox";
+static const char SUGGEST_EMFILE[] =
+	"close what the code opens (with open(...) as f:, one file at a time, instead of keeping "
+	"every handle); for torch DataLoader workers passing tensors, call "
+	"torch.multiprocessing.set_sharing_strategy(\"file_system\") first; or raise the limit "
+	"with ulimit -n N in the shell that starts labbox (the sandbox keeps it; a docker "
+	"container has the daemon's): no labbox flag changes it";
+/* ENFILE: the kernel's table of open files for the whole machine (fs.file-max), which every
+ * process on it shares: neither the code's limit nor one labbox sets. */
+static const char SUMMARY_ENFILE[] =
+	"the machine's system-wide table of open files (fs.file-max) was full: it is shared by "
+	"every process on the host, this run's among them, and is no limit of the run's or "
+	"labbox's";
+static const char SUGGEST_ENFILE[] =
+	"see what holds the machine's open files (/proc/sys/fs/file-nr; lsof) and rerun when they "
+	"are released, close files the code keeps open, or raise fs.file-max on the host (sysctl, "
+	"as root); no labbox flag changes it";
+
 static const char SUGGEST_WRONG_ENV[] =
 	"the installed packages or the Python version do not match what the code expects: "
 	"install compatible versions into a virtual environment and run with --python "
@@ -543,6 +570,10 @@ bool dg_classify_text(lb_verdict *v, const char *line)
 	} else if (dg_has_any(line, no_space_text)) {
 		dg_verdict_set(v, "sandbox_restriction", "no space left to write", line,
 			       DG_SUGGEST_NO_SPACE);
+	} else if (dg_has(line, "Too many open files in system")) {
+		dg_verdict_set(v, "infra_error", SUMMARY_ENFILE, line, SUGGEST_ENFILE);
+	} else if (dg_has(line, "Too many open files")) {
+		dg_verdict_set(v, "code_error", SUMMARY_EMFILE, line, SUGGEST_EMFILE);
 	} else if (dg_has_any(line, limit_text)) {
 		dg_verdict_set(v, "sandbox_restriction", "a sandbox limit was reached", line,
 			       SUGGEST_LIMIT);

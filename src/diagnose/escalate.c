@@ -373,8 +373,7 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 		   says(f, "Disk quota")) {
 		e->grants = "disk";
 		snprintf(e->flag, sizeof e->flag, "--tmpfs /tmp:size=4g");
-	} else if (says(f, "can't start new thread") || says(f, "Too many open files") ||
-		   says(f, "Resource temporarily unavailable")) {
+	} else if (says(f, "can't start new thread") || says(f, "Resource temporarily unavailable")) {
 		e->grants = "processes";
 		snprintf(e->flag, sizeof e->flag, "--pids-limit 4096");
 	} else if (says(f, "clean environment") || says(f, "controlling terminal")) {

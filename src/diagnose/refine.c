@@ -588,13 +588,37 @@ static bool has_nonfinite_word(const char *s)
 	return false;
 }
 
-/* A loss logged above the traceback that was already NaN or infinite: the training diverged
- * before the error. */
-static bool loss_went_nonfinite(const lb_log *log, const lb_exc *e)
+/* What training code prints as it goes: a loss, or what reinforcement learning prints instead
+ * (rewards, returns, an entropy), and the names of the steps it counts. */
+static const char *const metric_words[] = { "loss", "reward", "return", "entropy", "objective",
+					    "perplexity", "grad_norm", NULL };
+static const char *const step_words[] = { "epoch", "episode", "step", "iter", "update",
+					  "batch", NULL };
+
+/* The output printed before a traceback: how far up it is read for a training loop. */
+#define TRAINING_LINES 400
+
+/* A metric logged above the traceback that was already NaN or infinite: the training
+ * diverged before the error. */
+static bool metric_went_nonfinite(const lb_log *log, const lb_exc *e)
 {
-	for (size_t i = e->header; i-- > 0;)
-		if (dg_has(log->lines[i], "loss") && has_nonfinite_word(log->lines[i]))
+	for (size_t i = e->header; i-- > 0 && e->header - i <= TRAINING_LINES;)
+		if (dg_has_any(log->lines[i], metric_words) && has_nonfinite_word(log->lines[i]))
 			return true;
+	return false;
+}
+
+/* Lines above the traceback that count steps or log a metric with a number: an optimisation
+ * loop ran before the error, which a NaN in the data read at the start would not need. */
+static bool training_printed(const lb_log *log, const lb_exc *e)
+{
+	for (size_t i = e->header; i-- > 0 && e->header - i <= TRAINING_LINES;) {
+		const char *l = log->lines[i];
+		if (dg_is_frame(l) || !strpbrk(l, "0123456789") || dg_has(l, "Warning"))
+			continue;
+		if (dg_has_any(l, metric_words) || dg_has_any(l, step_words))
+			return true;
+	}
 	return false;
 }
 
@@ -707,11 +731,33 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 				       "the wrong one");
 }
 
-/* A NaN message is a divergence when it is about training (a loss, a gradient, backward, an
- * optimizer), or a loss went NaN before it. Otherwise a NaN met code that cannot take one
- * (int(), a library's input check): missing values in the data, which no learning rate
- * changes. */
+/* A sampler's check of its probabilities: what it samples from is nearly always what a model
+ * computed (a softmax, a policy), so training that diverged reaches it, and so does a NaN in
+ * the data the model was fed. */
+static bool sampling_check(const char *line, const char *src)
+{
+	static const char *const words[] = { "probability tensor", "probabilities contain",
+					     "probabilities are not", "Simplex()",
+					     "Expected parameter probs", "Expected parameter logits",
+					     "multinomial", "Categorical", NULL };
+	static const char *const calls[] = { "multinomial(", "Categorical(", "choice(",
+					     "sample(", NULL };
+	return dg_has_any(line, words) || (src && dg_has_any(src, calls));
+}
 
+static const char SUGGEST_NAN_EITHER[] =
+	"find where the first NaN appears: check the inputs for missing values "
+	"(np.isnan(x).any(), df.isna().sum()) and drop, fill or impute them; if they have none, "
+	"the training diverged: lower the learning rate, clip gradients "
+	"(torch.nn.utils.clip_grad_norm_), and log the loss or rewards each step; "
+	"torch.autograd.set_detect_anomaly(True) or np.seterr(all='raise') stops at the first NaN";
+
+/* A NaN message is a divergence when it is about training (a loss, a gradient, backward, an
+ * optimizer), or a metric the code logged went NaN before it. A conversion or an input check
+ * that meets one with no training step printed before it is most likely a missing value in
+ * the data. Anything else cannot be told apart from the output: a sampler's NaN probabilities
+ * (RL code prints rewards, not losses) come from a policy that diverged as readily as from
+ * NaN inputs, so the verdict says both and never rules the learning rate out. */
 static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	static const char *const training[] = { "loss", "grad", "diverg", "backward",
@@ -721,29 +767,64 @@ static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 					    "NA ", "NA)", "NaN values", "non-finite values",
 					    "cast", NULL };
 	const char *line = log->lines[e->line];
+	const char *src = source_of(log, v->code_frame, e->line);
+	/* torch.distributions names the NaN on the lines below its message, not in it */
+	bool distribution = strcmp(v->cls, "code_error") == 0 &&
+			    dg_has(line, "Expected parameter") && dg_has(line, "invalid values") &&
+			    e->line + 1 < log->n && has_nonfinite_word(log->lines[e->line + 1]);
 
-	if (strcmp(v->cls, "nan_divergence") != 0 || dg_has(line, "FloatingPointError") ||
-	    dg_has_any(line, training))
+	if ((strcmp(v->cls, "nan_divergence") != 0 && !distribution) ||
+	    dg_has(line, "FloatingPointError") || (!distribution && dg_has_any(line, training)))
 		return;
-	if (loss_went_nonfinite(log, e)) {
+	if (metric_went_nonfinite(log, e)) {
+		v->cls = "nan_divergence";
 		dg_set_confidence(v, CONF_MEDIUM, "a NaN error that names no training step, after a "
-					       "logged loss had become NaN or infinite");
+					       "logged metric (a loss, a reward) had become NaN or "
+					       "infinite");
 		return;
 	}
-	bool conversion = dg_has_any(line, data);
-	dg_verdict_set(v, "code_error",
-		       "a NaN reached code that cannot take one (a conversion or an input check), and "
-		       "no loss had become NaN before: most likely a missing value in the data (an "
-		       "empty field read as NaN), not a divergence", line,
-		       "find where the NaN comes from: check the input for missing values "
-		       "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them (dropna, "
-		       "fillna, SimpleImputer) before converting or fitting, or guard the arithmetic "
-		       "that makes it; a lower learning rate changes nothing here");
-	dg_set_confidence(v, conversion ? CONF_HIGH : CONF_MEDIUM,
-			  conversion ? "the message is a conversion or an input check that met a NaN, "
-				    "and nothing above it logged a NaN loss"
-				  : "a NaN in the message, with no training step named and no NaN "
-				    "loss logged before it");
+	bool trained = training_printed(log, e);
+	bool sampler = distribution || sampling_check(line, src);
+	if (dg_has_any(line, data) && !trained && !sampler) {
+		dg_verdict_set(v, "code_error",
+			       "a NaN reached code that cannot take one (a conversion or an input "
+			       "check) before any training step was printed: most likely a missing "
+			       "value in the data (an empty field read as NaN), not a divergence",
+			       line,
+			       "find where the NaN comes from: check the input for missing values "
+			       "(np.isnan(x).sum(), df.isna().sum()) and drop, fill or impute them "
+			       "(dropna, fillna, SimpleImputer) before converting or fitting, or guard "
+			       "the arithmetic that makes it; a lower learning rate does not fill a "
+			       "missing value");
+		dg_set_confidence(v, CONF_HIGH, "the message is a conversion or an input check that met "
+					     "a NaN, and nothing above it printed a training step or "
+					     "a NaN metric");
+		return;
+	}
+	if (trained && sampler) {
+		dg_verdict_set(v, "nan_divergence",
+			       "NaN probabilities reached a sampler after training steps had run: most "
+			       "likely the training diverged (the policy's or model's values grew until "
+			       "they became NaN); a NaN in the input data would read the same",
+			       line, SUGGEST_NAN_EITHER);
+		dg_set_confidence(v, CONF_MEDIUM, "a sampler's NaN probabilities after training steps were "
+					       "printed; no metric printed NaN, so a NaN from the data "
+					       "is not ruled out");
+		return;
+	}
+	dg_verdict_set(v, trained ? "nan_divergence" : "code_error",
+		       trained ? "a NaN reached code that cannot take one after training steps had "
+				 "run: either the training diverged or a NaN came in from the data; "
+				 "the output does not say which"
+			       : sampler ? "NaN probabilities reached a sampler: either the model or "
+					   "policy that computed them diverged, or a NaN came in from the "
+					   "data; the output does not say which"
+					 : "a NaN reached code that cannot take one: a missing value in "
+					   "the data, a value the code computed (0/0, log(0)), or "
+					   "training that diverged; the output does not say which",
+		       line, SUGGEST_NAN_EITHER);
+	dg_set_confidence(v, CONF_MEDIUM, "a NaN in the message, with no NaN metric logged before it: "
+				       "the output cannot tell a divergence from a NaN in the data");
 }
 
 /* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when

@@ -1020,6 +1020,162 @@ def test_a_missing_value_in_the_data_is_not_a_divergence(tmp_path):
     assert f["escalation"] is None, r.why()
 
 
+# --- open files: the process's own limit, the machine's table -----------------------------------
+
+LEAK = """
+    import os, resource
+    print("nofile:", resource.getrlimit(resource.RLIMIT_NOFILE))
+    os.makedirs("preds", exist_ok=True)
+    handles = []
+    for i in range(5000):
+        f = open(f"preds/sample_{i}.json", "w")  # never closed
+        f.write("{}")
+        handles.append(f)
+    print("n_predictions: 5000")
+"""
+
+
+def _emfile_is_the_codes(r, f):
+    assert f["class"] == "code_error", r.why()
+    assert "Too many open files" in f["summary"] and "RLIMIT_NOFILE" in f["summary"], r.why()
+    assert "sandbox limit" not in f["summary"], r.why()
+    assert f["escalation"] is None, r.why()
+    assert "--pids-limit" not in f["suggestion"] and "OMP_NUM_THREADS" not in f["suggestion"], r.why()
+    assert "with open(" in f["suggestion"] and "ulimit -n" in f["suggestion"], r.why()
+    assert 'set_sharing_strategy("file_system")' in f["suggestion"], r.why()
+
+
+def test_a_file_descriptor_leak_under_the_shells_limit_is_the_codes(tmp_path):
+    """labbox lowers no RLIMIT_NOFILE: the sandbox keeps the hard limit of the shell that
+    started it (here 256), so files opened and never closed fail there as they would outside.
+    That is the code's leak, not a sandbox limit, and --pids-limit (processes) cannot help."""
+    import resource
+    import subprocess
+    from conftest import LABBOX
+    exp = write_exp(tmp_path, LEAK)
+    p = subprocess.run([LABBOX, "run", "--json", "--python", PYTHON, *PERMISSIVE,
+                        "--runs-dir", str(tmp_path / "runs"), str(exp)],
+                       capture_output=True, text=True, timeout=180,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    doc = json.loads(p.stdout)
+    f = doc["failure"]
+
+    class R:
+        def why(self):
+            return json.dumps(f, indent=1) + "\n" + p.stderr[-2000:]
+    assert p.returncode == 1 and doc["status"] == "failed", R().why()
+    assert "nofile: (256, 256)" in Path(doc["run_dir"], "run.log").read_text(), R().why()
+    _emfile_is_the_codes(R(), f)
+    assert f["confidence"] == "high", R().why()
+
+
+def test_a_limit_the_code_lowered_itself_is_still_the_codes(tmp_path):
+    """The experiment lowers its own RLIMIT_NOFILE (resource.setrlimit) and then leaks: its
+    EMFILE is its own, whatever limit labbox was started with."""
+    r, f = failure_of(tmp_path, textwrap.dedent("""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+    """) + textwrap.dedent(LEAK))
+    _emfile_is_the_codes(r, f)
+
+
+def test_the_machines_open_file_table_is_neither_the_codes_nor_labboxs(tmp_path):
+    """ENFILE ("Too many open files in system") is the kernel's table for the whole machine:
+    no limit of the run's, no flag of labbox's."""
+    r, f = failure_of(tmp_path, """
+        import errno, os
+        print("step 1")
+        raise OSError(errno.ENFILE, os.strerror(errno.ENFILE), "data/shard_0.bin")
+    """)
+    assert f["class"] not in ("code_error", "sandbox_restriction"), r.why()
+    assert "system-wide" in f["summary"] and "fs.file-max" in f["summary"], r.why()
+    assert f["escalation"] is None and "--pids-limit" not in f["suggestion"], r.why()
+
+
+# --- a NaN: divergence or data, and what the output can tell ------------------------------------
+
+REINFORCE_TORCH = """
+    # REINFORCE with an entropy bonus on a 4-armed bandit; no data is read
+    import torch
+    torch.manual_seed(0)
+    true_means = torch.tensor([0.1, 0.5, 0.2, 0.9])
+    policy = torch.nn.Linear(1, 4)
+    opt = torch.optim.SGD(policy.parameters(), lr=LR)
+    x = torch.ones(1, 1)
+    for episode in range(300):
+        probs = torch.softmax(policy(x), dim=-1)
+        a = torch.multinomial(probs, 1).item()
+        r = true_means[a] * 100 + torch.randn(()) * 50
+        entropy = -(probs * torch.log(probs)).sum()
+        obj = -torch.log(probs[0, a]) * r - 0.01 * entropy
+        opt.zero_grad(); obj.backward(); opt.step()
+        if episode % 20 == 0:
+            print(f"episode {episode} reward: {r.item():.2f}")
+    print("mean_reward:", r.item())
+"""
+
+
+def _never_rules_out_the_learning_rate(r, f):
+    assert "changes nothing" not in f["suggestion"], r.why()
+    assert "lower the learning rate" in f["suggestion"], r.why()
+    assert "most likely a missing value" not in f["summary"], r.why()
+
+
+@pytest.mark.skipif(not importlib.util.find_spec("torch"), reason="needs torch")
+def test_a_policy_that_diverged_is_not_called_missing_data(tmp_path):
+    """lr=50 drives the policy's logits to NaN and torch.multinomial refuses the probabilities;
+    the program reads no data and lr=0.05 completes. Episodes were printed before the error:
+    a divergence most likely, never "a lower learning rate changes nothing here"."""
+    r, f = failure_of(tmp_path, REINFORCE_TORCH.replace("LR", "50.0"))
+    assert f["class"] == "nan_divergence", r.why()
+    assert "diverged" in f["summary"] and "data" in f["summary"], r.why()
+    assert f["confidence"] == "medium", r.why()
+    _never_rules_out_the_learning_rate(r, f)
+    ok = run_exp(write_exp(tmp_path / "lo", REINFORCE_TORCH.replace("LR", "0.05")),
+                 tmp_path / "runs-lo", *PERMISSIVE)
+    assert ok.rc == 0 and ok.result["status"] == "completed", ok.why()
+
+
+def test_numpys_sampler_after_a_divergence_is_not_called_missing_data(tmp_path):
+    """The same in numpy: a softmax policy with a learning rate far too high overflows, and
+    np.random.choice says "probabilities contain NaN" after rewards were printed."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        rng = np.random.default_rng(0)
+        means = np.array([0.1, 0.5, 0.2, 0.9])
+        theta = np.zeros(4)
+        for episode in range(500):
+            probs = np.exp(theta) / np.exp(theta).sum()
+            a = np.random.choice(4, p=probs)
+            r = means[a] * 100 + rng.normal() * 50
+            grad = -probs
+            grad[a] += 1.0
+            theta += 5000.0 * r * grad
+            if episode % 10 == 0:
+                print(f"episode {episode} return: {r:.2f}")
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert "probabilities contain NaN" in f["summary"], r.why()
+    _never_rules_out_the_learning_rate(r, f)
+
+
+def test_a_nan_the_output_cannot_place_says_both(tmp_path):
+    """Sampling weights read from a file with an empty field: no training step printed, so
+    labbox cannot tell the data from a divergence; it says both, and does not rule out the
+    learning rate nor call it a divergence."""
+    r, f = failure_of(tmp_path, """
+        import numpy as np
+        w = np.genfromtxt("weights.csv", delimiter=",")
+        idx = np.random.choice(len(w), size=10, p=w / w.sum())
+        print("picked:", idx)
+    """, files={"weights.csv": "0.2,0.3,,0.5\n"})
+    assert f["class"] == "code_error", r.why()
+    assert "data" in f["summary"] and "diverged" in f["summary"], r.why()
+    assert f["confidence"] == "medium", r.why()
+    _never_rules_out_the_learning_rate(r, f)
+
+
 # --- a module or class the file being unpickled names ----------------------------------------
 
 def _pickle_from(tmp_path, module_src, code, out):

@@ -2706,6 +2706,37 @@ static void test_a_nan_in_the_data_is_no_divergence(void **state)
 	expect(diagnose_log(grad, 1, 0), "nan_divergence", "non-finite");
 }
 
+/* torch's DataLoader EMFILE and a Categorical's NaN probabilities below its message: the
+ * code's descriptors, no --pids-limit; a divergence after printed episodes. */
+static void test_open_files_and_a_samplers_nan(void **state)
+{
+	(void)state;
+	static const char loader[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 9, in <module>\n"
+		"    for x in loader:\n"
+		"RuntimeError: Too many open files. Communication with the workers is no longer "
+		"possible. Please increase the limit using `ulimit -n` in the shell or change the "
+		"sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')`"
+		" at the beginning of your code\n";
+	static const char categorical[] =
+		"episode 0 return: 3.5\n"
+		"episode 10 return: 912.0\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 12, in <module>\n"
+		"    dist = Categorical(probs=probs)\n"
+		"ValueError: Expected parameter probs (Tensor of shape (1, 4)) of distribution "
+		"Categorical(probs: torch.Size([1, 4])) to satisfy the constraint Simplex(), but found "
+		"invalid values:\n"
+		"tensor([[nan, nan, nan, nan]], grad_fn=<DivBackward0>)\n";
+	struct json_object *doc = diagnose_log(loader, 1, 0);
+	assert_null(strstr(field(doc, "suggestion"), "--pids-limit"));
+	expect(doc, "code_error", "Too many open files");
+	doc = diagnose_log(categorical, 1, 0);
+	assert_null(strstr(field(doc, "suggestion"), "changes nothing"));
+	expect(doc, "nan_divergence", "Expected parameter probs");
+}
+
 /* The size an allocator refused, against the machine's memory and the limit: more than the
  * machine has is the code's (no --memory gives it), far more at high confidence; within it
  * but past twice the limit, the escalation asks for the limit and the allocation together. */
@@ -3268,6 +3299,7 @@ int main(void)
 		cmocka_unit_test(test_a_misspelt_name_is_the_codes),
 		cmocka_unit_test(test_a_read_only_file_of_the_experiment_is_the_codes),
 		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
+		cmocka_unit_test(test_open_files_and_a_samplers_nan),
 		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
