@@ -569,8 +569,13 @@ bool lb_gate_saw_no_socket(const struct json_object *runtime_gate)
 {
 	struct json_object *ev;
 
+	struct json_object *net;
+
+	/* With the network granted the gate judges no socket, and records none */
 	if (!lb_gate_record_complete(runtime_gate) ||
-	    !json_object_object_get_ex((struct json_object *)runtime_gate, "events", &ev))
+	    !json_object_object_get_ex((struct json_object *)runtime_gate, "events", &ev) ||
+	    !json_object_object_get_ex((struct json_object *)runtime_gate, "network", &net) ||
+	    json_object_get_boolean(net))
 		return false;
 	for (size_t i = 0; i < json_object_array_length(ev); i++) {
 		struct json_object *e = json_object_array_get_idx(ev, i), *name;

@@ -1617,6 +1617,16 @@ def _labbox_gate():
         refuse(event, args[1:2], frame, "LB105", "network access",
                "run with --network loopback or host to allow sockets")
 
+    def on_lookup(event, args, frame):
+        # A host name looked up (what every download does first) fails in the sandbox's own
+        # resolver, before any socket of Python's: recorded, not refused (the lookup fails by
+        # itself and its error says so), so that labbox knows the run tried the network and
+        # not only printed that it failed (--escalate network goes by what was recorded).
+        if network:
+            return
+        record(event, args[:1], False, "LB105", "network access", frame,
+               "a host name looked up; the sandbox has no network")
+
     # ---- dynamic code -------------------------------------------------------------------------
     def file_bytes(fn):
         """A regular file's bytes (16 MiB at most), or None."""
@@ -3518,6 +3528,8 @@ def _labbox_gate():
         "os.startfile": on_process, "os.fork": on_fork,
         "socket.connect": on_socket, "socket.bind": on_socket, "socket.sendto": on_socket,
         "socket.sendmsg": on_socket, "socket.__new__": on_socket_new,
+        "socket.getaddrinfo": on_lookup, "socket.gethostbyname": on_lookup,
+        "socket.gethostbyaddr": on_lookup, "socket.getnameinfo": on_lookup,
         "compile": on_compile, "exec": on_exec, "code.__new__": on_code_new,
         "marshal.loads": on_marshal, "marshal.load": on_marshal,
         "ctypes.dlopen": on_native, "ctypes.dlsym": on_native, "ctypes.dlsym/handle": on_native,

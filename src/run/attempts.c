@@ -156,7 +156,17 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 	/* The class `network` is read from the program's output, which the program writes: a
 	 * URLError line printed by code that never opened a socket would otherwise buy it the
 	 * host network. */
-	if (want == LB_ESCALATE_NETWORK && lb_gate_saw_no_socket(get(out->doc, "runtime_gate"))) {
+	/* A private loopback reaches nothing outside the run: its grant needs no more. Under
+	 * one the gate judges no socket, so the host network is not granted after it on the
+	 * program's word alone. */
+	if (want == LB_ESCALATE_NETWORK && !loopback && strcmp(net, "loopback") == 0) {
+		decline(s, want, "the attempt ran with a private loopback network, under which labbox "
+				 "sees none of the run's sockets, so nothing it saw shows a need for "
+				 "the host network: grant it with --network host if the code needs it");
+		return false;
+	}
+	if (want == LB_ESCALATE_NETWORK && !loopback &&
+	    lb_gate_saw_no_socket(get(out->doc, "runtime_gate"))) {
 		decline(s, want, "labbox saw no network attempt: the runtime gate, which records "
 				 "every socket the run's Python interpreters open or connect, recorded "
 				 "none, so the class was read from the program's output alone (a "

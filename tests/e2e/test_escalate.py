@@ -453,3 +453,21 @@ def test_advice_never_brings_a_credential_in(tmp_path, case):
         assert "do not copy or mount it" in f["suggestion"], r.why()
     else:
         assert f["escalation"] is None, r.why()
+
+
+def test_a_host_name_looked_up_is_a_network_attempt_seen(tmp_path):
+    # A download's first step is the lookup, which fails in the sandbox's resolver before any
+    # socket of Python's: the gate records it (not refused), and the escalation is made.
+    exp = write_exp(tmp_path, """
+        import urllib.request
+        urllib.request.urlopen("https://example.org/data.csv", timeout=5)
+    """)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, *HOSTILE, "--escalate", "network")
+    first = json.loads((Path(r.result["attempts"][0]["run_dir"]) / "result.json").read_text())
+    lookups = [e for e in first["runtime_gate"]["events"] if e["event"] == "socket.getaddrinfo"]
+    assert lookups and lookups[0]["refused"] is False, first["runtime_gate"]
+    assert lookups[0]["args"] == ["example.org"], lookups
+    assert first["failure"]["class"] == "network", first["failure"]
+    assert len(r.result["attempts"]) == 2, r.why()
+    assert r.result["escalation"]["granted"] == ["network"], r.why()

@@ -561,14 +561,30 @@ def test_a_handled_exception_taken_as_the_cause_is_medium(tmp_path):
 
 def test_message_without_traceback_is_medium(tmp_path):
     r, f = failed(tmp_path, """
-        import sys
+        import socket, sys
         print("fetching weights", flush=True)
+        try:
+            socket.getaddrinfo("example.com", 443)
+        except OSError:
+            pass
         print("curl: (6) Could not resolve host: example.com", file=sys.stderr)
         sys.exit(6)
     """)
     assert f["class"] == "network"
     assert f["confidence"] == "medium"
     assert f["escalation"]["flag"] == "--network host"
+
+
+def test_a_network_message_with_no_attempt_seen_is_low(tmp_path):
+    # The same words with no lookup or socket at all: the gate's whole record has none.
+    r, f = failed(tmp_path, """
+        import sys
+        print("curl: (6) Could not resolve host: example.com", file=sys.stderr)
+        sys.exit(6)
+    """)
+    assert f["class"] == "network"
+    assert f["confidence"] == "low", f
+    assert "recorded none" in f["confidence_reason"], f
 
 
 def test_granted_network_is_said(tmp_path):
