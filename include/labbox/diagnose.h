@@ -188,9 +188,9 @@ const char *lb_escalate_name(unsigned bit);
  * none would. */
 unsigned lb_escalate_for_failure(const struct json_object *failure);
 /* Whether the runtime gate's record (result.json's runtime_gate) is complete and shows no
- * socket event: the gate was fully in, its channel read whole, nothing dropped, and none of
- * the run's Python interpreters opened or connected a socket (refused, or allowed under
- * permissive). False when labbox could not have seen one (no gate, an R or Octave run, a
+ * socket event: the gate was fully in without the network granted (it judges sockets only
+ * then), its channel read whole, nothing dropped, and none of the run's Python interpreters
+ * looked a host up, opened or connected a socket (refused, or allowed under permissive). False when labbox could not have seen one (no gate, an R or Octave run, a
  * channel tampered or cut short) or saw one. Native code's own sockets are not seen. */
 bool lb_gate_saw_no_socket(const struct json_object *runtime_gate);
 /* Whether the runtime gate's record is whole: the gate said it was fully in, its channel was
