@@ -2,6 +2,8 @@
 #ifndef LABBOX_DIAGNOSE_INTERNAL_H
 #define LABBOX_DIAGNOSE_INTERNAL_H
 
+#include "labbox/diagnose.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -12,5 +14,10 @@ bool lb_diag_is_stdlib(const char *name, size_t n);
  * numpy's "Unable to allocate 7.28 TiB", torch's CPU allocator's "you tried to allocate N
  * bytes", R's "cannot allocate vector of size 3.2 Gb"; 0 when s names none. */
 unsigned long long lb_diag_requested_bytes(const char *s);
+
+/* caught.c: the exception_caught_at_end warning of a completed run whose output (log, len
+ * bytes: run.log's end) ends in a whole traceback, appended to out. 0 or -ENOMEM. */
+int lb_diag_caught_at_end(const lb_diagnosis_input *in, const char *log, size_t len,
+			  struct json_object *out);
 
 #endif

@@ -1210,7 +1210,8 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	    (r = warn_workers(wk, in->failure_class != NULL, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
 	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0 ||
-	    (r = warn_gate_refusals(in, out)) < 0)
+	    (r = warn_gate_refusals(in, out)) < 0 ||
+	    (log && (r = lb_diag_caught_at_end(in, log, len, out)) < 0))
 		return r;
 	return 0;
 }
