@@ -105,7 +105,7 @@ static int emit(struct json_object *out, const char *msg, char ev[][DIAG_EVIDENC
 }
 
 int lb_diag_caught_at_end(const lb_diagnosis_input *in, const char *log, size_t len,
-			  struct json_object *out)
+			  bool children, struct json_object *out)
 {
 	__attribute__((cleanup(dg_log_free))) lb_log lg = { 0 };
 	lb_exc exc[DIAG_MAX_EXC];
@@ -210,13 +210,18 @@ int lb_diag_caught_at_end(const lb_diagnosis_input *in, const char *log, size_t 
 		snprintf(ev[n_ev++], sizeof ev[0], "run.log line %zu: %.*s", first + code, CE_TEXT,
 			 lg.lines[code] + dg_indent_of(lg.lines[code]));
 	snprintf(ev[n_ev++], sizeof ev[0], "run.log line %zu: %.*s", first + last, CE_TEXT, eline);
+	/* A forked child's uncaught exception prints the same traceback and leaves the main
+	 * program's exit 0: the gate records the main program's alone, so which one printed it
+	 * is not known when the code starts processes. */
 	int m = snprintf(msg, sizeof msg,
 			 "the program printed a traceback as its last output and exited 0: the "
-			 "code caught %.*s%s and ended there, so what it printed before (its "
+			 "code caught %.*s%s and ended there%s, so what it printed before (its "
 			 "metrics included) may be the incomplete results of a run that stopped "
 			 "partway; let the exception propagate, or exit non-zero after printing "
 			 "it, for labbox to report the failure",
-			 CE_TEXT, eline, where);
+			 CE_TEXT, eline, where,
+			 children ? " (or a process it started died of it, and the main program "
+				    "exited 0 after it)" : "");
 	if (!order_certain && m > 0 && (size_t)m < sizeof msg) {
 		const char *sname = stream == CE_STDERR ? "stdout" : "stderr";
 

@@ -16,8 +16,9 @@ bool lb_diag_is_stdlib(const char *name, size_t n);
 unsigned long long lb_diag_requested_bytes(const char *s);
 
 /* caught.c: the exception_caught_at_end warning of a completed run whose output (log, len
- * bytes: run.log's end) ends in a whole traceback, appended to out. 0 or -ENOMEM. */
+ * bytes: run.log's end) ends in a whole traceback, appended to out; children: the code may
+ * start processes, whose dying traceback would read the same. 0 or -ENOMEM. */
 int lb_diag_caught_at_end(const lb_diagnosis_input *in, const char *log, size_t len,
-			  struct json_object *out);
+			  bool children, struct json_object *out);
 
 #endif

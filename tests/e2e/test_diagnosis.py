@@ -578,6 +578,7 @@ def test_a_crash_caught_at_the_top_and_printed_last_is_named(tmp_path):
     assert "ValueError: shapes (9,) and (8,) not aligned" in w["message"], w
     assert "main.py line 8, in main" in w["message"] and "exited 0" in w["message"], w
     assert "incomplete" in w["message"], w
+    assert "process it started" not in w["message"], w  # the code starts none
     lines = evidence_points_at_run_log(r, w)
     log = r.log().splitlines()
     assert log[lines[0] - 1] == "Traceback (most recent call last):", w
