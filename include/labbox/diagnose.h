@@ -159,11 +159,15 @@ typedef struct lb_diagnosis_input {
 	bool oom_kill_completed;      /* the run exited 0 and its cgroup counted an OOM kill */
 	struct json_object *runtime_gate; /* result.json's "runtime_gate", or NULL */
 	const char *failure_class;	  /* the failure's class, or NULL when it completed */
+	/* result.json's last_lines: each stream's last line that is not blank, or NULL (none,
+	 * or not known). Their order in run.log is as labbox read them (decisions.md). */
+	const char *stdout_last;
+	const char *stderr_last;
 } lb_diagnosis_input;
 
 /* Appends {"kind", "message", "evidence": [...], ...} objects to out (an array): kinds
  * loss_divergence, near_chance_accuracy, runtime_warning, time_guard_skipped, stdlib_shadow,
- * worker_exception, oom_kill, gate_refusals_caught.
+ * worker_exception, oom_kill, gate_refusals_caught, exception_caught_at_end.
  * Returns 0, -EINVAL for a bad argument or -ENOMEM. */
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out);
 

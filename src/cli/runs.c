@@ -986,7 +986,15 @@ static void print_explain(json_object *doc)
 	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
 		cli_printf("  rejected by the static check before it ran (the findings below)\n");
 	} else if (!f && strcmp(get_str(doc, "status", ""), "completed") == 0) {
-		cli_printf("  nothing failed\n");
+		/* A warning can say the run stopped partway although it exited 0 (a traceback it
+		 * caught and printed last): "nothing failed" alone would hide it. */
+		json_object *w = NULL;
+		json_object_object_get_ex(doc, "diagnosis_warnings", &w);
+		bool warned = w && json_object_is_type(w, json_type_array) &&
+			      json_object_array_length(w) > 0;
+		cli_printf("  nothing failed%s\n",
+			   warned ? " by its exit status; the warnings below say what may still be "
+				    "wrong" : "");
 	} else if (!f) {
 		cli_printf("  no failure was recorded (labbox may have ended before the run did)\n");
 	} else {

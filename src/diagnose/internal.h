@@ -2,6 +2,8 @@
 #ifndef LABBOX_DIAGNOSE_INTERNAL_H
 #define LABBOX_DIAGNOSE_INTERNAL_H
 
+#include "labbox/diagnose.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -17,5 +19,11 @@ unsigned long long lb_diag_requested_bytes(const char *s);
  * what labbox hides from every run on purpose, so that advice never asks to copy or mount
  * it for the experiment, whose output named it. */
 bool lb_diag_credential_path(const char *path);
+
+/* caught.c: the exception_caught_at_end warning of a completed run whose output (log, len
+ * bytes: run.log's end) ends in a whole traceback, appended to out; children: the code may
+ * start processes, whose dying traceback would read the same. 0 or -ENOMEM. */
+int lb_diag_caught_at_end(const lb_diagnosis_input *in, const char *log, size_t len,
+			  bool children, struct json_object *out);
 
 #endif

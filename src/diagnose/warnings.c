@@ -1172,6 +1172,21 @@ static int warn_gate_refusals(const lb_diagnosis_input *in, struct json_object *
 	return warning(out, "gate_refusals_caught", msg, evp, k) ? 0 : -ENOMEM;
 }
 
+/* Whether the experiment's code may start a process of its own (a fork, a subprocess, a pool):
+ * a traceback such a process printed as it died reads as one the main program printed. */
+static bool sources_start_processes(const sources *src)
+{
+	static const char *const words[] = { "fork(", "subprocess", "multiprocessing", "Popen",
+					     "ProcessPool", "os.system", "posix_spawn", "os.exec",
+					     NULL };
+
+	for (size_t f = 0; f < src->n; f++)
+		for (size_t i = 0; words[i]; i++)
+			if (strstr(src->text[f], words[i]))
+				return true;
+	return false;
+}
+
 /* The whole ----------------------------------------------------------------------------------- */
 
 int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
@@ -1210,7 +1225,9 @@ int lb_diagnose_warnings(const lb_diagnosis_input *in, struct json_object *out)
 	    (r = warn_workers(wk, in->failure_class != NULL, out)) < 0 ||
 	    (r = warn_accuracy(in, &src, out)) < 0 || (r = warn_time_guard(in, &src, out)) < 0 ||
 	    (r = warn_shadow(in->exp_dir, out)) < 0 || (r = warn_oom_kill(in, out)) < 0 ||
-	    (r = warn_gate_refusals(in, out)) < 0)
+	    (r = warn_gate_refusals(in, out)) < 0 ||
+	    (log && (r = lb_diag_caught_at_end(in, log, len, sources_start_processes(&src),
+					       out)) < 0))
 		return r;
 	return 0;
 }

@@ -1962,7 +1962,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				  .entry = st->entry, .args = st->args, .nargs = st->nargs,
 				  .oom_kill_completed = res.oom_killed && completed,
 				  .runtime_gate = json_object_object_get(doc, "runtime_gate"),
-				  .failure_class = failure_class_of(failure)};
+				  .failure_class = failure_class_of(failure),
+				  .stdout_last = fin.stdout_last, .stderr_last = fin.stderr_last};
 	if (!rejected && res.outcome != LB_SB_SETUP_FAILED)
 		lb_diagnose_warnings(&din, dwarn);
 	json_object_object_add(doc, "diagnosis_warnings", dwarn);

@@ -531,6 +531,161 @@ def test_a_write_into_a_directory_never_made_is_the_code(tmp_path):
     assert f["class"] == "missing_data", r.why()
 
 
+# --- a traceback the code caught and printed as its last output ------------------------------
+
+CRASH_CAUGHT_AT_TOP = """
+    import traceback
+
+    def main():
+        weights = [0.5] * 8
+        for epoch in range(10):
+            width = 8 if epoch < 3 else 9  # the bug hits at epoch 3
+            if width != len(weights):
+                raise ValueError(f"shapes ({width},) and ({len(weights)},) not aligned")
+            print(f"train_loss: {5.0 - epoch / 10:.4f}")
+        print("test_acc: 0.9")
+
+    if __name__ == "__main__":
+        try:
+            main()
+        except Exception:
+            traceback.print_exc()
+"""
+
+
+def evidence_points_at_run_log(r, w):
+    """Every "run.log line N: TEXT" of a warning's evidence is run.log's line N."""
+    lines = r.log().splitlines()
+    for e in w["evidence"]:
+        head, _, text = e.partition(": ")
+        assert head.startswith("run.log line "), e
+        n = int(head[len("run.log line "):])
+        assert lines[n - 1].strip() == text.strip(), (e, lines[n - 1])
+    return [int(e.split(":")[0][len("run.log line "):]) for e in w["evidence"]]
+
+
+def test_a_crash_caught_at_the_top_and_printed_last_is_named(tmp_path):
+    """`try: main() except Exception: traceback.print_exc()`: main() crashes at epoch 3 of 10,
+    the traceback is the program's last output, and it exits 0. The run stays completed (a
+    warning never changes the verdict), and a warning names the exception the code caught
+    and points at the traceback's lines; explain and the summary show it. The same program
+    without the crash has no such warning."""
+    r, ws = warnings_of(tmp_path / "a", CRASH_CAUGHT_AT_TOP)
+    assert r.result["status"] == "completed" and r.result["failure"] is None, r.why()
+    assert r.result["metrics"]["values"].get("train_loss") == 4.8, r.why()
+    (w,) = kinds(ws, "exception_caught_at_end")
+    assert w["exception"] == "ValueError", w
+    assert "ValueError: shapes (9,) and (8,) not aligned" in w["message"], w
+    assert "main.py line 8, in main" in w["message"] and "exited 0" in w["message"], w
+    assert "incomplete" in w["message"], w
+    assert "process it started" not in w["message"], w  # the code starts none
+    lines = evidence_points_at_run_log(r, w)
+    log = r.log().splitlines()
+    assert log[lines[0] - 1] == "Traceback (most recent call last):", w
+    assert log[lines[2] - 1].startswith("ValueError: shapes (9,)"), w
+    assert 'main.py", line 8, in main' in w["evidence"][1], w
+    # explain shows it, and does not say "nothing failed" alone
+    p = labbox("explain", "--runs-dir", tmp_path / "a" / "runs", r.result["id"])
+    assert p.returncode == 0, p.stderr
+    assert "the program printed a traceback as its last output" in p.stdout, p.stdout
+    assert "nothing failed by its exit status" in p.stdout, p.stdout
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", tmp_path / "a" / "runs",
+                            r.result["id"]).stdout)
+    assert kinds(doc["diagnosis_warnings"], "exception_caught_at_end"), doc
+    # the same program without the bug: nothing to say
+    r, ws = warnings_of(tmp_path / "b", CRASH_CAUGHT_AT_TOP.replace("9 ", "8 "))
+    assert r.result["metrics"]["values"].get("test_acc") == 0.9, r.why()
+    assert ws == [], r.why()
+    p = labbox("explain", "--runs-dir", tmp_path / "b" / "runs", r.result["id"])
+    assert "nothing failed\n" in p.stdout, p.stdout
+
+
+def test_logging_exception_as_the_last_output_is_named(tmp_path):
+    """logging.exception prints "ERROR:root:..." and then the traceback; an exception ignored
+    at exit (a finalizer's, printed after it) is the interpreter's, not the program's
+    output, and does not hide it."""
+    r, ws = warnings_of(tmp_path / "a", """
+        import logging
+        logging.basicConfig()
+
+        def evaluate(scores):
+            return scores["test"]
+
+        if __name__ == "__main__":
+            print("val_acc: 0.81", flush=True)
+            try:
+                evaluate({"val": 0.81})
+            except Exception:
+                logging.exception("evaluation failed")
+    """)
+    (w,) = kinds(ws, "exception_caught_at_end")
+    assert w["exception"] == "KeyError" and "KeyError: 'test'" in w["message"], w
+    evidence_points_at_run_log(r, w)
+    assert "ERROR:root:evaluation failed" in r.log(), r.why()
+    r, ws = warnings_of(tmp_path / "b", """
+        import traceback
+
+        class Loader:
+            def __del__(self):
+                raise RuntimeError("close failed")
+
+        loader = Loader()
+        print("val_acc: 0.81", flush=True)
+        try:
+            [1, 2][5]
+        except Exception:
+            traceback.print_exc()
+        del loader
+    """)
+    assert "Exception ignored in" in r.log(), r.why()
+    (w,) = kinds(ws, "exception_caught_at_end")
+    assert w["exception"] == "IndexError", w
+    assert "RuntimeError" not in w["message"], w
+
+
+def test_a_handled_traceback_the_program_went_on_after_is_not_named(tmp_path):
+    """A traceback in the middle of a run is normal: the code handled it ("falling back ...")
+    and went on to its results. Only one that nothing of the program's follows is named; the
+    same program that stops after the traceback is. A thread's traceback last is
+    worker_exception's alone."""
+    handled = """
+        import logging, sys, time, traceback
+        logging.basicConfig()
+        print("val_loss: 0.7", flush=True)
+        try:
+            import labbox_no_such_fast_kernel
+        except ImportError:
+            traceback.print_exc()
+            logging.warning("falling back to the slow kernel")
+        STOP_HERE
+        time.sleep(0.3)  # the work done after it
+        for epoch in range(3):
+            print(f"epoch {epoch} loss: {1.0 / (epoch + 1):.3f}", flush=True)
+        print("accuracy: 0.9")
+    """
+    r, ws = warnings_of(tmp_path / "a", handled.replace("STOP_HERE", ""))
+    assert "labbox_no_such_fast_kernel" in r.log(), r.why()
+    assert kinds(ws, "exception_caught_at_end") == [], r.why()
+    # output after it on its own stream (stderr), which keeps its order
+    r, ws = warnings_of(tmp_path / "b", handled.replace("STOP_HERE", "sys.exit(0)").replace(
+        'logging.warning("falling back to the slow kernel")', ""))
+    (w,) = kinds(ws, "exception_caught_at_end")
+    assert w["exception"] in ("ImportError", "ModuleNotFoundError"), w
+    r, ws = warnings_of(tmp_path / "c", handled.replace("STOP_HERE", "sys.exit(0)"))
+    assert kinds(ws, "exception_caught_at_end") == [], r.why()
+    # a thread's death printed last
+    r, ws = warnings_of(tmp_path / "d", """
+        import threading
+        print("accuracy: 0.9", flush=True)
+        def export():
+            raise OSError("No space left on device")
+        t = threading.Thread(target=export)
+        t.start(); t.join()
+    """)
+    assert kinds(ws, "worker_exception"), r.why()
+    assert kinds(ws, "exception_caught_at_end") == [], r.why()
+
+
 # --- what ended the run is its root cause -------------------------------------------------------
 
 def test_a_run_that_stops_itself_is_explained_by_its_last_words_not_an_earlier_line(tmp_path):

@@ -570,7 +570,9 @@ def test_a_run_that_ended_well_stays_completed(tmp_path, case):
 def test_a_threads_or_a_forked_childs_exception_is_not_the_main_programs(tmp_path):
     """A thread's uncaught exception goes to threading.excepthook, a forked child's ends the
     child: the main program goes on and exits 0. Completed, with worker_exception for the
-    thread, and no uncaught exception of the main program."""
+    thread, and no uncaught exception of the main program. The forked child's traceback is
+    the output's last: exception_caught_at_end says so, and that a process the code started
+    may have printed it (the code forks)."""
     exp = make_exp(tmp_path, code=(
         "import os, threading\n"
         "print('acc: 0.5', flush=True)\n"
@@ -584,7 +586,11 @@ def test_a_threads_or_a_forked_childs_exception_is_not_the_main_programs(tmp_pat
     assert p.returncode == 0 and doc["status"] == "completed", json.dumps(doc)[:3000]
     assert doc["runtime_gate"]["installed"] is True
     assert doc["runtime_gate"]["uncaught"] is None
-    assert [w["kind"] for w in doc["diagnosis_warnings"]] == ["worker_exception"], doc
+    assert [w["kind"] for w in doc["diagnosis_warnings"]] == \
+        ["worker_exception", "exception_caught_at_end"], doc
+    w = doc["diagnosis_warnings"][1]
+    assert "ValueError: in the forked child" in w["message"], w
+    assert "or a process it started died of it" in w["message"], w
 
 
 def test_an_interpreter_the_run_starts_is_not_the_main_program(tmp_path):

@@ -1381,6 +1381,106 @@ static size_t count_kind(struct json_object *ws, const char *kind)
 	return n;
 }
 
+/* exception_caught_at_end of a completed run: the log and each stream's last line. */
+static struct json_object *caught_of(const char *log, const char *out_last, const char *err_last,
+				     const char *failure_class)
+{
+	struct json_object *out = json_object_new_array();
+	lb_diagnosis_input in = { .log = log, .log_len = strlen(log), .stdout_last = out_last,
+				  .stderr_last = err_last, .failure_class = failure_class };
+
+	assert_int_equal(lb_diagnose_warnings(&in, out), 0);
+	return out;
+}
+
+#define CAUGHT_TB                                                                          \
+	"Traceback (most recent call last):\n"                                             \
+	"  File \"/exp/main.py\", line 14, in <module>\n"                                  \
+	"    main()\n"                                                                     \
+	"  File \"/exp/main.py\", line 8, in main\n"                                       \
+	"    raise ValueError(f\"shapes {a} {b}\")\n"                                      \
+	"ValueError: shapes (9,) (8,)\n"
+
+static void test_warn_exception_caught_at_end(void **state)
+{
+	static const char far[] = "train_loss: 6.1\ntrain_loss: 5.9\nnote 1\nnote 2\nnote 3\n"
+				  "note 4\n" CAUGHT_TB "\n\n";
+	struct json_object *ws = caught_of(far, "train_loss: 5.9", "ValueError: shapes (9,) (8,)",
+					   NULL), *w, *v;
+
+	(void)state;
+	w = warning_kind(ws, "exception_caught_at_end", 0);
+	assert_non_null(w);
+	assert_string_equal(field(w, "exception"), "ValueError");
+	assert_non_null(strstr(field(w, "message"), "ValueError: shapes (9,) (8,)"));
+	assert_non_null(strstr(field(w, "message"), "main.py line 8, in main"));
+	assert_true(json_object_object_get_ex(w, "order_certain", &v) && json_object_get_boolean(v));
+	assert_true(json_object_object_get_ex(w, "evidence", &v));
+	assert_int_equal(json_object_array_length(v), 3);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)),
+			    "run.log line 7: Traceback (most recent call last):");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)),
+			    "run.log line 10: File \"/exp/main.py\", line 8, in main");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 2)),
+			    "run.log line 12: ValueError: shapes (9,) (8,)");
+	json_object_put(ws);
+
+	/* stdout's last line just above it: may have come after it; named, in doubt */
+	ws = caught_of("train_loss: 5.9\n" CAUGHT_TB, "train_loss: 5.9",
+		       "ValueError: shapes (9,) (8,)", NULL);
+	w = warning_kind(ws, "exception_caught_at_end", 0);
+	assert_non_null(w);
+	assert_true(json_object_object_get_ex(w, "order_certain", &v) && !json_object_get_boolean(v));
+	assert_non_null(strstr(field(w, "message"), "stdout's last line, run.log line 1"));
+	json_object_put(ws);
+
+	/* the traceback printed to stdout, nothing on stderr */
+	ws = caught_of("acc: 0.1\n" CAUGHT_TB, "ValueError: shapes (9,) (8,)", NULL, NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 1);
+	json_object_put(ws);
+}
+
+static void test_no_warn_exception_caught_at_end(void **state)
+{
+	struct json_object *ws;
+
+	(void)state;
+	/* stdout's last line read inside the traceback: stdout is drained first, so the program
+	 * printed it after the traceback began */
+	ws = caught_of("Traceback (most recent call last):\n"
+		       "  File \"/exp/main.py\", line 8, in main\n"
+		       "accuracy: 0.9\n"
+		       "    raise ValueError(\"x\")\n"
+		       "ValueError: x\n",
+		       "accuracy: 0.9", "ValueError: x", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+	/* stderr went on past what the log's end shows */
+	ws = caught_of(CAUGHT_TB, NULL, "done", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+	/* output after it */
+	ws = caught_of(CAUGHT_TB "falling back to the CPU\n", NULL, "falling back to the CPU", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+	/* a failed run, a thread's death, a bare exception line, an ignored exception */
+	ws = caught_of(CAUGHT_TB, NULL, "ValueError: shapes (9,) (8,)", "code_error");
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+	ws = caught_of("Exception in thread Thread-1 (work):\n" CAUGHT_TB, NULL,
+		       "ValueError: shapes (9,) (8,)", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	assert_int_equal(count_kind(ws, "worker_exception"), 1);
+	json_object_put(ws);
+	ws = caught_of("acc: 0.5\nValueError: bad input\n", NULL, "ValueError: bad input", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+	ws = caught_of("acc: 0.5\nException ignored in: <function Loader.__del__ at 0x7f>\n"
+		       CAUGHT_TB, "acc: 0.5", "ValueError: shapes (9,) (8,)", NULL);
+	assert_int_equal(count_kind(ws, "exception_caught_at_end"), 0);
+	json_object_put(ws);
+}
+
 static bool warning_evidence_has(struct json_object *w, const char *needle)
 {
 	return evidence_has(w, needle);
@@ -3271,6 +3371,8 @@ int main(void)
 		cmocka_unit_test(test_cpu_time_limit_is_not_the_budget),
 		cmocka_unit_test(test_worker_original_traceback),
 		cmocka_unit_test(test_worker_exception_with_the_other_stream_inside),
+		cmocka_unit_test(test_warn_exception_caught_at_end),
+		cmocka_unit_test(test_no_warn_exception_caught_at_end),
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
