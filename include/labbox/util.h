@@ -5,6 +5,7 @@
 #define LABBOX_UTIL_H
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <stddef.h>
@@ -289,6 +290,22 @@ int lb_utf8_replace_invalid(const char *text, size_t len, lb_buf *out);
  * bytes appended, never a character or an escape cut in two. Returns how many of the len
  * input bytes were taken (fewer when max stopped it), or -ENOMEM. */
 long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max);
+
+/* Text from an experiment (a metric name or value, a file name, a message) appended for a
+ * line-oriented view, where it must stay one piece of one line: \n and \r as those two
+ * characters, every other control byte (\v \f ESC BEL...) and DEL, each byte that is not
+ * UTF-8, and C1 controls (U+0085 among them) as \xNN, the invisible characters of
+ * lb_unicode_format_char (U+2028 and U+2029, the bidirectional controls) as \uXXXX; \t and
+ * the rest as they are. At most max bytes appended, never an escape or a character cut in
+ * two. Returns how many of the len input bytes were taken, or -ENOMEM. */
+long lb_text_show(lb_buf *out, const char *text, size_t len, size_t max);
+/* printf into b for such a view: the format's own text as it is (its newlines are labbox's),
+ * each %s and %c argument through lb_text_show, so no argument can begin a line. Takes the
+ * conversions of C17 printf but %n; 0, -ENOMEM or -EINVAL (a conversion it does not know). */
+int lb_show_vprintf(lb_buf *b, const char *fmt, va_list ap);
+int lb_show_printf(lb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same onto f; 0 or a negative errno. */
+int lb_show_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* len less a character cut short at the end (a lead byte whose sequence runs past len): the
  * length to keep of text that was cut at a byte count. */

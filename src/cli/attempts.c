@@ -51,12 +51,12 @@ void cli_print_attempts(FILE *f, json_object *doc)
 		goto repair;
 	for (size_t i = 0; i < json_object_array_length(atts); i++) {
 		json_object *a = json_object_array_get_idx(atts, i);
-		fprintf(f, "  attempt %zu: %s %s (exit %d)", i + 1,
+		lb_show_fprintf(f, "  attempt %zu: %s %s (exit %d)", i + 1,
 			json_object_get_string(json_object_object_get(a, "id")),
 			json_object_get_string(json_object_object_get(a, "status")),
 			json_object_get_int(json_object_object_get(a, "labbox_exit_code")));
 		if (json_object_object_get_ex(a, "why", &v) && v)
-			fprintf(f, ": %s", json_object_get_string(v));
+			lb_show_fprintf(f, ": %s", json_object_get_string(v));
 		fputc('\n', f);
 	}
 repair:;
@@ -65,7 +65,7 @@ repair:;
 	    json_object_object_get_ex(esc, "declined", &dec))
 		for (size_t i = 0; i < json_object_array_length(dec); i++) {
 			json_object *d = json_object_array_get_idx(dec, i);
-			fprintf(f, "  not escalated (%s): %s\n",
+			lb_show_fprintf(f, "  not escalated (%s): %s\n",
 				json_object_get_string(json_object_object_get(d, "escalation")),
 				json_object_get_string(json_object_object_get(d, "reason")));
 		}
@@ -77,12 +77,12 @@ repair:;
 	json_object *reason = json_object_object_get(rp, "reason");
 	json_object *note = json_object_object_get(rp, "apply_note");
 	json_object *dir = json_object_object_get(rp, "dir");
-	fprintf(f, "  repair: %d repair%s, %s%s%s\n", n, n == 1 ? "" : "s",
+	lb_show_fprintf(f, "  repair: %d repair%s, %s%s%s\n", n, n == 1 ? "" : "s",
 		fixed ? "fixed" : n == 0 && !reason ? "none needed" : "gave up",
 		reason ? ": " : "", reason ? json_object_get_string(reason) : "");
 	if (note)
-		fprintf(f, "  repair: %s\n", json_object_get_string(note));
+		lb_show_fprintf(f, "  repair: %s\n", json_object_get_string(note));
 	if (dir && n > 0)
-		fprintf(f, "  repairs: %s\n", json_object_get_string(dir));
+		lb_show_fprintf(f, "  repairs: %s\n", json_object_get_string(dir));
 }
 

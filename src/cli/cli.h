@@ -159,12 +159,19 @@ struct json_object;
 struct json_object *cli_sandbox_json(const cli_sandbox_opts *o);
 int cli_sandbox_opts_from_json(struct json_object *j, cli_sandbox_opts *o);
 /* printf for human output on stdout that shows what records hold (names of directories and
- * files, metric names, messages an experiment wrote): control characters, DEL, C1 controls
- * and bytes that are not UTF-8 are printed as \xNN, so no record can move the cursor, retitle
- * the terminal or hide text from the person reading it. Newlines and tabs pass. */
+ * files, metric names, messages an experiment wrote): each %s argument through lb_text_show
+ * (line breaks as \n \r, control characters, DEL, C1 controls and bytes that are not UTF-8
+ * as \xNN, bidirectional and other invisible characters as \uXXXX), so no record can begin
+ * a line that reads as labbox's, move the cursor, retitle the terminal or hide text from the
+ * person reading it. Only the format's own newlines end lines. */
 int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The experiment's output echoed on fd: filtered by lb_term_filter when fd is a terminal (an
- * experiment must not be able to drive the user's terminal), as it is otherwise. broken: a
+/* Text labbox composed itself, whose experiment strings were shown already (lb_show_fprintf,
+ * lb_text_show), on stdout: its newlines pass, any control byte left is shown as \xNN. */
+void cli_print_block(const char *text);
+/* The experiment's output echoed on fd, filtered by lb_term_filter (an experiment must not be
+ * able to drive the user's terminal, and a pipe often ends at one); with exact, only when fd
+ * is a terminal, as it is otherwise (exec: its command's output is the product). tty: the
+ * filter is on. broken: a
  * write failed (the terminal or pipe went away), so the run goes on unechoed. final flushes
  * a sequence held back across writes. */
 typedef struct cli_echo {
@@ -180,7 +187,7 @@ typedef struct cli_echo {
 	size_t head, len;
 	unsigned long long dropped;
 } cli_echo;
-void cli_echo_init(cli_echo *e, int fd);
+void cli_echo_init(cli_echo *e, int fd, bool exact);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
 /* Before labbox writes a line of its own while the echo may go on after it (an attempt's
  * progress, a warning): what the echo holds is written out and its region ended, as at the

@@ -1,6 +1,9 @@
-/* The experiment's output echoed to the user: through lb_term_filter when it goes to a
- * terminal (what the terminal would obey is shown instead), byte for byte into a pipe or a
- * file, where nothing interprets it and a caller may want the exact bytes.
+/* The experiment's output echoed to the user, through lb_term_filter: what a terminal would
+ * obey is shown instead. Into a pipe or a file too, for run and rerun: `labbox run exp | tee
+ * log` and `| less -R` end at a terminal, the echo is only a copy of what run.log keeps byte
+ * for byte, and what passes the filter (text, \t, \n, colours) leaves a plain line such as a
+ * metric line unchanged for grep. exec's output into a pipe is its command's product, as
+ * docker exec's is, and stays exact (cli_echo_init's exact).
  *
  * The echo never holds the supervisor: writes to the terminal or pipe happen on a thread of
  * their own, fed through a bounded ring, so a reader that stops reading (`labbox run | less`
@@ -20,9 +23,9 @@
 #define ECHO_RING ((size_t)1 << 20)
 #define ECHO_CHUNK 16384
 
-void cli_echo_init(cli_echo *e, int fd)
+void cli_echo_init(cli_echo *e, int fd, bool exact)
 {
-	*e = (cli_echo){.fd = fd, .tty = isatty(fd) == 1};
+	*e = (cli_echo){.fd = fd, .tty = !exact || isatty(fd) == 1};
 }
 
 static void *echo_thread(void *arg)

@@ -52,8 +52,8 @@ typedef struct exec_out {
 
 static void exec_out_init(exec_out *o, bool json)
 {
-	cli_echo_init(&o->out, json ? 2 : 1);
-	cli_echo_init(&o->err, 2);
+	cli_echo_init(&o->out, json ? 2 : 1, true);
+	cli_echo_init(&o->err, 2, true);
 	o->one = json;
 }
 

@@ -511,15 +511,22 @@ int cli_sandbox_opts_from_json(json_object *j, cli_sandbox_opts *o)
 
 int cli_printf(const char *fmt, ...)
 {
+	lb_buf b = {0};
 	va_list ap;
 	va_start(ap, fmt);
-	LB_AUTOFREE char *text = NULL;
-	int n = vasprintf(&text, fmt, ap);
+	int r = lb_show_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return n;
-	show_controls(stdout, text, (size_t)n);
-	return n;
+	/* the format's own text may be labbox's control bytes no more than the arguments */
+	size_t n = b.len;
+	if (r == 0)
+		show_controls(stdout, b.data ? b.data : "", n);
+	lb_buf_free(&b);
+	return r < 0 ? r : (int)n;
+}
+
+void cli_print_block(const char *text)
+{
+	show_controls(stdout, text, strlen(text));
 }
 
 static const char *grant_str(json_object *o, const char *key, const char *dflt)

@@ -183,11 +183,11 @@ static void print_group(FILE *f, const char *title, json_object *group)
 {
 	if (!group || json_object_object_length(group) == 0)
 		return;
-	fprintf(f, "  %s", title);
+	lb_show_fprintf(f, "  %s", title);
 	const char *sep = "";
 	json_object_object_foreach(group, k, v)
 	{
-		fprintf(f, "%s%s=", sep, k);
+		lb_show_fprintf(f, "%s%s=", sep, k);
 		lb_summary_value(f, v);
 		sep = ", ";
 	}
@@ -204,7 +204,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 	if (json_object_object_get_ex(doc, "resources", &res) &&
 	    json_object_object_get_ex(res, "wall_s", &v))
 		wall = json_object_get_double(v);
-	fprintf(f, "\nlabbox: run %s %s in %.2fs (exit %d)\n", out->id, status, wall, out->exit_code);
+	lb_show_fprintf(f, "\nlabbox: run %s %s in %.2fs (exit %d)\n", out->id, status, wall, out->exit_code);
 	json_object *m;
 	if (json_object_object_get_ex(doc, "metrics", &m)) {
 		json_object *vals, *conds, *order;
@@ -226,7 +226,7 @@ static void print_summary(FILE *f, const lb_run_result *out)
 	json_object *chk, *cerr;
 	if (json_object_object_get_ex(doc, "check", &chk) &&
 	    json_object_object_get_ex(chk, "error", &cerr) && cerr)
-		fprintf(f, "  check: could not check the code, so it was not run: %s\n",
+		lb_show_fprintf(f, "  check: could not check the code, so it was not run: %s\n",
 			json_object_get_string(cerr));
 	json_object *fail;
 	if (json_object_object_get_ex(doc, "failure", &fail) && fail) {
@@ -234,13 +234,13 @@ static void print_summary(FILE *f, const lb_run_result *out)
 		json_object_object_get_ex(fail, "class", &cls);
 		json_object_object_get_ex(fail, "summary", &sum);
 		json_object_object_get_ex(fail, "suggestion", &sug);
-		fprintf(f, "  failure: %s: %s\n", cls ? json_object_get_string(cls) : "?",
+		lb_show_fprintf(f, "  failure: %s: %s\n", cls ? json_object_get_string(cls) : "?",
 			sum ? json_object_get_string(sum) : "");
 		if (sug)
-			fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
+			lb_show_fprintf(f, "  suggestion: %s\n", json_object_get_string(sug));
 	}
 	cli_print_attempts(f, doc);
-	fprintf(f, "  run dir: %s\n", out->run_dir);
+	lb_show_fprintf(f, "  run dir: %s\n", out->run_dir);
 }
 
 /* The summary on stdout through cli_printf: its names and values are the experiment's (metric
@@ -258,7 +258,7 @@ static void print_summary_shown(const lb_run_result *out)
 	}
 	print_summary(m, out);
 	fclose(m);
-	cli_printf("%s", text);
+	cli_print_block(text ? text : "");
 	free(text);
 }
 
@@ -608,7 +608,7 @@ int cli_run(int argc, char **argv)
 	req.metrics = (const char *const *)metrics;
 	req.nmetrics = nmetrics;
 	cli_echo ec;
-	cli_echo_init(&ec, o.json ? 2 : 1);
+	cli_echo_init(&ec, o.json ? 2 : 1, false);
 	if (!quiet) {
 		req.echo = echo;
 		req.echo_ctx = &ec;

@@ -1726,7 +1726,7 @@ int cli_rerun(int argc, char **argv)
 		lb_gate_mode_parse(json_object_get_string(v), &gm);
 	req.runtime_gate = (int)gm;
 	cli_echo echo;
-	cli_echo_init(&echo, o.json ? 2 : 1);
+	cli_echo_init(&echo, o.json ? 2 : 1, false);
 	if (!quiet) {
 		req.echo = rerun_echo;
 		req.echo_ctx = &echo;

@@ -245,7 +245,8 @@ int sweep_slurm_plan(sweep_ctx *c, const size_t *todo, size_t ntodo)
 			cli_printf("labbox: sweep %s would be submitted as one Slurm array:\n ", c->id);
 			for (size_t i = 0; i < json_object_array_length(cmd); i++)
 				cli_printf(" %s", json_object_get_string(json_object_array_get_idx(cmd, i)));
-			cli_printf("\n%s:\n%s", path, sh.data ? sh.data : "");
+			cli_printf("\n%s:\n", path);
+			cli_print_block(sh.data ? sh.data : "");
 		}
 		lb_buf_free(&sh);
 	}

@@ -117,6 +117,230 @@ static char *widen_big_ints(const char *s, size_t len, size_t *out_len)
 	return out;
 }
 
+/* Member names, checked on the text json-c accepted. json-c keeps a name as a C string, so
+ * "a\u0000b" becomes "a" and then replaces the value of an "a" before it, and a name given
+ * twice keeps its last value: other readers (pandas, jq, a person) may take the other one,
+ * and the file would say one number to them and another to labbox. A name with a control
+ * character (a newline) is no metric's and would print as lines of its own. */
+typedef struct names_key {
+	size_t off, len;   /* the name as json-c keeps it (cut at a NUL), in names_scan.keys */
+	size_t at;         /* where it starts in the document */
+	size_t raw, rawlen; /* as the file spells it, between its quotes */
+} names_key;
+
+typedef struct names_scan {
+	const char *doc;
+	lb_buf keys;
+	names_key *v;
+	size_t n, cap;
+} names_scan;
+
+static int names_cmp(const void *a, const void *b, void *arg)
+{
+	const names_scan *ns = arg;
+	const names_key *x = a, *y = b;
+	size_t m = x->len < y->len ? x->len : y->len;
+	int c = memcmp(ns->keys.data + x->off, ns->keys.data + y->off, m);
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The name as the file spells it, shown for a message (at most 80 bytes of it). */
+static void names_show(const names_scan *ns, const names_key *k, char *out, size_t outlen)
+{
+	lb_buf b = {0};
+	long took = lb_text_show(&b, ns->doc + k->raw, k->rawlen, 80);
+	snprintf(out, outlen, "%s%s", b.data ? b.data : "", took >= 0 && (size_t)took < k->rawlen ? "..." : "");
+	lb_buf_free(&b);
+}
+
+static unsigned hex4(const char *s)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+/* The string at doc[*i] (its quote) decoded into ns->keys, as a key of the scan when is_key;
+ * *i ends after its closing quote. Sets *nul and *ctl for what the decoded name holds. */
+static int names_string(names_scan *ns, size_t len, size_t *i, bool is_key, bool *nul, unsigned *ctl)
+{
+	const char *d = ns->doc;
+	char q = d[*i];
+	size_t start = ++*i, off = ns->keys.len, cut = SIZE_MAX;
+	*nul = false;
+	*ctl = 0x110000;
+	while (*i < len && d[*i] != q) {
+		unsigned char c = (unsigned char)d[*i];
+		unsigned cp = c;
+		char enc[4];
+		size_t n = 1;
+		if (c == '\\' && *i + 1 < len) {
+			char e = d[*i + 1];
+			*i += 2;
+			if (e == 'u' && *i + 4 <= len) {
+				cp = hex4(d + *i);
+				*i += 4;
+				if (cp >= 0xd800 && cp <= 0xdbff && *i + 6 <= len && d[*i] == '\\' &&
+				    d[*i + 1] == 'u') {
+					unsigned lo = hex4(d + *i + 2);
+					if (lo >= 0xdc00 && lo <= 0xdfff) {
+						cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+						*i += 6;
+					}
+				}
+			} else {
+				cp = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
+				   : e == 'f' ? '\f' : (unsigned char)e;
+			}
+			if (cp < 0x80) {
+				enc[0] = (char)cp;
+			} else if (cp < 0x800) {
+				enc[0] = (char)(0xc0 | cp >> 6), enc[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
+			} else if (cp < 0x10000) {
+				enc[0] = (char)(0xe0 | cp >> 12), enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+				enc[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
+			} else {
+				enc[0] = (char)(0xf0 | cp >> 18), enc[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+				enc[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), enc[3] = (char)(0x80 | (cp & 0x3f));
+				n = 4;
+			}
+		} else {
+			/* a raw byte: a C1 control is the two bytes C2 80..9F */
+			if (c == 0xc2 && *i + 1 < len && (unsigned char)d[*i + 1] < 0xa0)
+				cp = (unsigned char)d[*i + 1];
+			enc[0] = (char)c;
+			++*i;
+		}
+		if (cp == 0 && !*nul) {
+			*nul = true;
+			cut = ns->keys.len - off;
+		}
+		if ((cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) && *ctl == 0x110000)
+			*ctl = cp;
+		if (is_key && lb_buf_append(&ns->keys, enc, n) < 0)
+			return -ENOMEM;
+	}
+	size_t end = *i;
+	if (*i < len)
+		++*i;
+	if (!is_key)
+		return 0;
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 64;
+		names_key *v = realloc(ns->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	size_t full = ns->keys.len - off;
+	ns->v[ns->n++] = (names_key){.off = off, .len = cut < full ? cut : full, .at = start - 1,
+				     .raw = start, .rawlen = end - start};
+	return 0;
+}
+
+/* The names of the object whose keys start at ns->v[from]: -EINVAL (err says which) when
+ * one is given twice as json-c reads them. */
+static int names_unique(names_scan *ns, size_t from, char *err, size_t errlen)
+{
+	names_key *v = ns->v + from;
+	size_t n = ns->n - from;
+	if (n < 2)
+		return 0;
+	qsort_r(v, n, sizeof *v, names_cmp, ns);
+	for (size_t k = 1; k < n; k++)
+		if (v[k].len == v[k - 1].len &&
+		    memcmp(ns->keys.data + v[k].off, ns->keys.data + v[k - 1].off, v[k].len) == 0) {
+			char a[128], b[128];
+			names_show(ns, &v[k - 1], a, sizeof a);
+			names_show(ns, &v[k], b, sizeof b);
+			if (strcmp(a, b) == 0)
+				set_err(err, errlen, "the member name \"%s\" is given twice in one object "
+					"(bytes %zu and %zu): JSON readers differ on which value counts, so "
+					"labbox keeps neither and does not read the file", a, v[k - 1].at,
+					v[k].at);
+			else
+				set_err(err, errlen, "the member names \"%s\" (byte %zu) and \"%s\" (byte "
+					"%zu) are one name to labbox's JSON reader: JSON readers differ "
+					"on which value counts, so labbox keeps neither and does not read "
+					"the file", a, v[k - 1].at, b, v[k].at);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static int names_check(const char *data, size_t len, char *err, size_t errlen)
+{
+	names_scan ns = {.doc = data};
+	size_t frame[LB_RESULTS_DEPTH + 8]; /* each open object's first key; SIZE_MAX for an array */
+	size_t depth = 0;
+	bool want_key = false;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < len;) {
+		char c = data[i];
+		if (c == '"' || c == '\'') {
+			bool key = want_key && depth && frame[depth - 1] != SIZE_MAX, nul;
+			unsigned ctl;
+			size_t at = i;
+			r = names_string(&ns, len, &i, key, &nul, &ctl);
+			if (r < 0 || !key)
+				continue;
+			want_key = false;
+			char shown[128];
+			names_show(&ns, &ns.v[ns.n - 1], shown, sizeof shown);
+			if (nul) {
+				set_err(err, errlen, "the member name \"%s\" (byte %zu) holds \\u0000: "
+					"labbox's JSON reader would cut it there and others keep it whole, "
+					"so the file is not read", shown, at);
+				r = -EINVAL;
+			} else if (ctl != 0x110000) {
+				set_err(err, errlen, "the member name \"%s\" (byte %zu) holds the control "
+					"character U+%04X: no metric's name does, so the file is not read",
+					shown, at, ctl);
+				r = -EINVAL;
+			}
+		} else if (c == '/' && i + 1 < len && (data[i + 1] == '*' || data[i + 1] == '/')) {
+			/* json-c takes comments outside strict mode */
+			const char *e = data[i + 1] == '*' ? memmem(data + i + 2, len - i - 2, "*/", 2)
+							   : memchr(data + i, '\n', len - i);
+			i = e ? (size_t)(e - data) + (data[i + 1] == '*' ? 2 : 1) : len;
+		} else {
+			if (c == '{' || c == '[') {
+				if (depth == sizeof frame / sizeof *frame) {
+					set_err(err, errlen, "nested too deep");
+					r = -EINVAL;
+					break;
+				}
+				frame[depth++] = c == '{' ? ns.n : SIZE_MAX;
+				want_key = c == '{';
+			} else if ((c == '}' || c == ']') && depth) {
+				size_t from = frame[--depth];
+				if (from != SIZE_MAX) {
+					/* its names were pushed last: the first of them is the lowest */
+					size_t keys_from = ns.n > from ? ns.v[from].off : ns.keys.len;
+					r = names_unique(&ns, from, err, errlen);
+					ns.keys.len = keys_from;
+					ns.n = from;
+				}
+				want_key = false;
+			} else if (c == ',') {
+				want_key = depth && frame[depth - 1] != SIZE_MAX;
+			}
+			i++;
+		}
+	}
+	lb_buf_free(&ns.keys);
+	free(ns.v);
+	return r;
+}
+
 int lb_results_parse(const char *data, size_t len, struct json_object **out, char *err,
 		     size_t errlen)
 {
@@ -178,6 +402,11 @@ int lb_results_parse(const char *data, size_t len, struct json_object **out, cha
 		return -EINVAL;
 	}
 	type = json_object_get_type(doc);
+	if (type == json_type_object || type == json_type_array) {
+		int nr = names_check(data + skip, end - skip, err, errlen);
+		if (nr < 0)
+			return nr;
+	}
 	if (type != json_type_object && type != json_type_array) {
 		set_err(err, errlen, "the document is a %s, expected an object or array",
 			json_type_to_name(type));

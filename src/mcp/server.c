@@ -170,8 +170,9 @@ static void summarize_details(json_object *doc, lb_buf *b)
 	/* each line ends with a newline; in the text one comes before each line instead */
 	if (text && len > 0 && text[len - 1] == '\n')
 		text[len - 1] = '\0';
-	if (text && *text)
-		lb_buf_printf(b, "\n%s", text);
+	/* its experiment strings were shown as they were written (lb_show_fprintf) */
+	if (text && *text && lb_buf_puts(b, "\n") == 0)
+		lb_buf_puts(b, text);
 	free(text);
 }
 
@@ -183,18 +184,18 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 	if (strcmp(schema, "labbox.error/1") == 0) {
 		json_object *e = NULL;
 		json_object_object_get_ex(doc, "error", &e);
-		lb_buf_printf(b, "%s: error: %s", tool, str_of(e, "message", "unknown error"));
+		lb_show_printf(b, "%s: error: %s", tool, str_of(e, "message", "unknown error"));
 		return;
 	}
 	if (strcmp(schema, "labbox.run/1") == 0 || strcmp(schema, "labbox.explain/1") == 0) {
 		char ending[160];
 		lb_summary_ending(doc, ending, sizeof(ending));
-		lb_buf_printf(b, "run %s %s (%s)", str_of(doc, "id", "?"), str_of(doc, "status", "?"),
+		lb_show_printf(b, "run %s %s (%s)", str_of(doc, "id", "?"), str_of(doc, "status", "?"),
 			      ending);
 		/* Said first: an agent must not take a record that came with an experiment for
 		 * labbox's own (explain's record_sealed; run's own records are sealed). */
 		if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
-			lb_buf_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
+			lb_show_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
 				      "so its status and metrics are only what its files say");
 		json_object *m, *vals;
 		if (json_object_object_get_ex(doc, "metrics", &m) &&
@@ -206,7 +207,7 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 			{
 				if (shown++ == 20)
 					break;
-				lb_buf_printf(b, "%s%s=%s", sep, k,
+				lb_show_printf(b, "%s%s=%s", sep, k,
 					      json_object_to_json_string_ext(mv, JSON_C_TO_STRING_PLAIN));
 				sep = ", ";
 			}
@@ -220,11 +221,11 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 			{
 				if (shown++ == 10 || !json_object_is_type(cvals, json_type_object))
 					break;
-				lb_buf_printf(b, "\ncondition %s:", cname);
+				lb_show_printf(b, "\ncondition %s:", cname);
 				const char *sep = " ";
 				json_object_object_foreach(cvals, k, mv)
 				{
-					lb_buf_printf(b, "%s%s=%s", sep, k,
+					lb_show_printf(b, "%s%s=%s", sep, k,
 						      json_object_to_json_string_ext(mv, JSON_C_TO_STRING_PLAIN));
 					sep = ", ";
 				}
@@ -233,14 +234,14 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		summarize_details(doc, b);
 		json_object *f;
 		if (json_object_object_get_ex(doc, "failure", &f) && json_object_is_type(f, json_type_object)) {
-			lb_buf_printf(b, "\nfailure: %s: %s", str_of(f, "class", "?"), str_of(f, "summary", ""));
+			lb_show_printf(b, "\nfailure: %s: %s", str_of(f, "class", "?"), str_of(f, "summary", ""));
 			const char *sug = str_of(f, "suggestion", NULL);
 			if (sug)
-				lb_buf_printf(b, "\nsuggestion: %s", sug);
+				lb_show_printf(b, "\nsuggestion: %s", sug);
 		}
 		json_object *rep;
 		if (json_object_object_get_ex(doc, "rerun", &rep) && json_object_is_type(rep, json_type_object))
-			lb_buf_printf(b, "\nrerun of %s: %s", str_of(rep, "of", "?"),
+			lb_show_printf(b, "\nrerun of %s: %s", str_of(rep, "of", "?"),
 				      str_of(rep, "verdict", "?"));
 		return;
 	}
@@ -250,7 +251,7 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		json_object_object_get_ex(doc, "rejected", &rej);
 		int err = c && json_object_object_get_ex(c, "error", &v) ? json_object_get_int(v) : 0;
 		int warn = c && json_object_object_get_ex(c, "warning", &v) ? json_object_get_int(v) : 0;
-		lb_buf_printf(b, "check: %s under policy %s: %d errors, %d warnings",
+		lb_show_printf(b, "check: %s under policy %s: %d errors, %d warnings",
 			      json_object_get_boolean(rej) ? "rejected" : "accepted",
 			      str_of(doc, "policy", "?"), err, warn);
 		json_object *fs;
@@ -258,7 +259,7 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 			for (size_t i = 0; i < json_object_array_length(fs) && i < 10; i++) {
 				json_object *fi = json_object_array_get_idx(fs, i), *ln;
 				int line = json_object_object_get_ex(fi, "line", &ln) ? json_object_get_int(ln) : 0;
-				lb_buf_printf(b, "\n%s:%d: %s[%s]: %s", str_of(fi, "file", "?"), line,
+				lb_show_printf(b, "\n%s:%d: %s[%s]: %s", str_of(fi, "file", "?"), line,
 					      str_of(fi, "severity", "?"), str_of(fi, "id", "?"),
 					      str_of(fi, "message", ""));
 			}
@@ -268,17 +269,17 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		json_object *runs = NULL;
 		json_object_object_get_ex(doc, "runs", &runs);
 		size_t n = json_object_is_type(runs, json_type_array) ? json_object_array_length(runs) : 0;
-		lb_buf_printf(b, "%zu runs", n);
+		lb_show_printf(b, "%zu runs", n);
 		int64_t unsealed = json_object_object_get_ex(doc, "unsealed", &v) ? json_object_get_int64(v) : 0;
 		if (unsealed > 0)
-			lb_buf_printf(b, " (%lld NOT SEALED: not recorded by this user's labbox as they "
+			lb_show_printf(b, " (%lld NOT SEALED: not recorded by this user's labbox as they "
 				      "stand, so their status and metrics are only what their files say)",
 				      (long long)unsealed);
 		for (size_t i = 0; i < n && i < 10; i++) {
 			json_object *r = json_object_array_get_idx(runs, i);
 			bool sealed = !json_object_object_get_ex(r, "record_sealed", &v) ||
 				      json_object_get_boolean(v);
-			lb_buf_printf(b, "\n%s %s %s%s", str_of(r, "id", "?"), str_of(r, "status", "?"),
+			lb_show_printf(b, "\n%s %s %s%s", str_of(r, "id", "?"), str_of(r, "status", "?"),
 				      str_of(r, "expdir", ""), sealed ? "" : " NOT SEALED");
 		}
 		return;
@@ -288,25 +289,25 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		json_object_object_get_ex(doc, "record_sealed", &sealed);
 		int64_t n = json_object_object_get_ex(doc, "compared", &v) ? json_object_get_int64(v) : 0;
 		int64_t d = json_object_object_get_ex(doc, "differ", &v) ? json_object_get_int64(v) : 0;
-		lb_buf_printf(b, "a %s, b %s: %lld metrics compared, %lld differ", str_of(doc, "a", "?"),
+		lb_show_printf(b, "a %s, b %s: %lld metrics compared, %lld differ", str_of(doc, "a", "?"),
 			      str_of(doc, "b", "?"), (long long)n, (long long)d);
 		const char *side[2] = {"a", "b"};
 		for (int i = 0; i < 2; i++)
 			if (json_object_object_get_ex(sealed, side[i], &v) && !json_object_get_boolean(v))
-				lb_buf_printf(b, "\n%s (%s) NOT SEALED: not recorded by this user's labbox "
+				lb_show_printf(b, "\n%s (%s) NOT SEALED: not recorded by this user's labbox "
 					      "as it stands, so its metrics are only what its files say",
 					      side[i], str_of(doc, side[i], "?"));
 		return;
 	}
 	json_object *res;
 	if (json_object_object_get_ex(doc, "result", &res) && json_object_is_type(res, json_type_object)) {
-		lb_buf_printf(b, "run %s %s", str_of(res, "id", "?"), str_of(res, "status", "?"));
+		lb_show_printf(b, "run %s %s", str_of(res, "id", "?"), str_of(res, "status", "?"));
 		if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
-			lb_buf_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
+			lb_show_printf(b, "; NOT SEALED: not recorded by this user's labbox as it stands, "
 				      "so its status and metrics are only what its files say");
 		return;
 	}
-	lb_buf_printf(b, "%s: %s document", tool, *schema ? schema : "a");
+	lb_show_printf(b, "%s: %s document", tool, *schema ? schema : "a");
 }
 
 static json_object *tool_result(const char *tool, json_object *doc, bool is_error)
@@ -426,7 +427,7 @@ static void send_progress(mcp_server *s, mcp_job *j, double now, const char *wha
 		lb_buf_printf(&msg, "%s: %.0fs elapsed", j->call.tool, elapsed);
 	if (!what && j->line[0] && msg.len + 16 < MCP_PROGRESS_MAX) {
 		lb_buf_puts(&msg, "; last output: ");
-		lb_utf8_show(&msg, j->line, strlen(j->line), MCP_PROGRESS_MAX - msg.len);
+		lb_text_show(&msg, j->line, strlen(j->line), MCP_PROGRESS_MAX - msg.len);
 	}
 	json_object *m = json_object_new_object();
 	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));

@@ -2,6 +2,7 @@
  * text give: one code, so what an agent reads is what a person at the terminal reads. */
 #include "labbox/collect.h"
 #include "labbox/record.h"
+#include "labbox/util.h"
 
 #include <json-c/json.h>
 #include <signal.h>
@@ -53,9 +54,9 @@ void lb_summary_ending(json_object *doc, char *out, size_t len)
 static void print_value(FILE *f, json_object *v)
 {
 	if (json_object_is_type(v, json_type_string))
-		fprintf(f, "%s", json_object_get_string(v));
+		lb_show_fprintf(f, "%s", json_object_get_string(v));
 	else
-		fprintf(f, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		lb_show_fprintf(f, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 }
 
 void lb_summary_value(FILE *f, json_object *v)
@@ -85,8 +86,8 @@ static void print_file_values(FILE *f, json_object *doc, const char *in)
 			if (shown >= SUMMARY_FILE_VALUES)
 				break;
 			if (!*sep)
-				fprintf(f, "%s%s: ", in, fname);
-			fprintf(f, "%s%s=", sep, fk);
+				lb_show_fprintf(f, "%s%s: ", in, fname);
+			lb_show_fprintf(f, "%s%s=", sep, fk);
 			print_value(f, fv);
 			sep = ", ";
 			shown++;
@@ -96,7 +97,7 @@ static void print_file_values(FILE *f, json_object *doc, const char *in)
 		json_object_put(flat);
 	}
 	if (total > shown)
-		fprintf(f, "%s(+%zu more values in results files; all of them in result.json)\n", in,
+		lb_show_fprintf(f, "%s(+%zu more values in results files; all of them in result.json)\n", in,
 			total - shown);
 }
 
@@ -105,7 +106,7 @@ static void print_progress_source(FILE *f, json_object *doc, const char *in)
 	json_object *m = member(doc, "metrics"), *src = member(m, "source"), *n;
 	if (!src || strcmp(json_object_get_string(src), "progress") != 0)
 		return;
-	fprintf(f, "%sfrom progress: no final metrics were printed; the values above are those of "
+	lb_show_fprintf(f, "%sfrom progress: no final metrics were printed; the values above are those of "
 		   "its last progress line (of %d)\n", in,
 		json_object_object_get_ex(m, "progress_lines", &n) ? json_object_get_int(n) : 0);
 }
@@ -118,10 +119,10 @@ static void print_partial(FILE *f, json_object *doc, const char *in)
 		return;
 	json_object *tg = member(member(doc, "metrics"), "time_guard");
 	if (tg)
-		fprintf(f, "%spartial: the experiment's time guard fired (TIME_GUARD: %s): the "
+		lb_show_fprintf(f, "%spartial: the experiment's time guard fired (TIME_GUARD: %s): the "
 			   "results above are what it had\n", in, json_object_get_string(tg));
 	else
-		fprintf(f, "%spartial: the run did not finish: the results above are what it "
+		lb_show_fprintf(f, "%spartial: the run did not finish: the results above are what it "
 			   "reported before it ended\n", in);
 }
 
@@ -137,9 +138,9 @@ static void print_messages(FILE *f, json_object *arr, const char *in, const char
 		const char *k = kind ? json_object_get_string(kind) : "";
 		if (!msg || (only_kind && strcmp(k, only_kind) != 0))
 			continue;
-		fprintf(f, "%s%s%s", in, prefix, json_object_get_string(msg));
+		lb_show_fprintf(f, "%s%s%s", in, prefix, json_object_get_string(msg));
 		if (with_kind)
-			fprintf(f, " (%s)", k);
+			lb_show_fprintf(f, " (%s)", k);
 		fputc('\n', f);
 	}
 }
@@ -159,7 +160,7 @@ void lb_summary_details(FILE *f, json_object *doc, const char *in)
 				    *id = member(fi, "id"), *msg = member(fi, "message"),
 				    *sev = member(fi, "severity");
 			if (line && id && msg && sev)
-				fprintf(f, "%s%s:%d: %s[%s]: %s\n", in,
+				lb_show_fprintf(f, "%s%s:%d: %s[%s]: %s\n", in,
 					file ? json_object_get_string(file) : "?",
 					json_object_get_int(line), json_object_get_string(sev),
 					json_object_get_string(id), json_object_get_string(msg));

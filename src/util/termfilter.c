@@ -6,7 +6,8 @@
  * never holds the terminal, but its output is echoed there, so the echo passes only what a
  * progress bar needs: text, \n \r \t \b, and the CSI sequences of colour (m), line erasure
  * (K) and cursor moves within the lines around it (A B C D G). Every other control byte is
- * shown, not obeyed, as \xNN: the sequence it started is then plain text.
+ * shown, not obeyed, as \xNN: the sequence it started is then plain text; the bidirectional
+ * controls and U+2028/U+2029 as \uXXXX.
  * What passes must not reach labbox's own lines either. A move up goes no higher than the
  * echo's own first line, so the check's verdict and labbox's notes above it stay as written;
  * a move down goes no lower than the lowest line the echo wrote, since a move down past it
@@ -91,6 +92,17 @@ static int csi_pass(lb_term_filter_state *st, const unsigned char *s, size_t k, 
 	return lb_buf_append(out, s, k);
 }
 
+/* The bidirectional controls, which show the rest of a line reversed or moved (a line that
+ * reads as another, Trojan Source), and the line and paragraph separators, which some
+ * viewers break a line at: shown as \uXXXX. Not every invisible character of
+ * lb_unicode_format_char: zero-width joiners and variation selectors are parts of the emoji
+ * a progress bar draws, and move nothing. */
+static bool reorders(unsigned cp)
+{
+	return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
 /* The length of the UTF-8 sequence a lead byte starts, 0 for a byte that starts none. */
 static size_t utf8_want(unsigned char c)
 {
@@ -156,8 +168,12 @@ static ssize_t step(lb_term_filter_state *st, const unsigned char *s, size_t n, 
 			return 0;
 	}
 	/* C1 controls (U+0080..U+009F) are CSI, OSC and DCS in one character to some terminals. */
-	if (k && !(k == 2 && c == 0xc2 && s[1] < 0xa0))
+	if (k && !(k == 2 && c == 0xc2 && s[1] < 0xa0)) {
+		unsigned cp = lb_utf8_code_point(s, k);
+		if (reorders(cp))
+			return lb_buf_printf(out, "\\u%04x", cp) < 0 ? -1 : (ssize_t)k;
 		return lb_buf_append(out, s, k) < 0 ? -1 : (ssize_t)k;
+	}
 	return show_byte(out, c) < 0 ? -1 : 1;
 }
 

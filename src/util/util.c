@@ -935,6 +935,200 @@ long lb_utf8_show(lb_buf *out, const char *text, size_t len, size_t max)
 	return (long)i;
 }
 
+/* One character of text for a line-oriented view: how many bytes it takes at s (1 for a byte
+ * that starts no valid sequence) and what it is shown as in esc (empty: itself). */
+static size_t show_one(const unsigned char *s, size_t len, char esc[16])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t k = s[0] < 0x80 ? 1 : lb_utf8_seq_len(s, len);
+	esc[0] = '\0';
+	if (k == 1 && s[0] < 0x80) {
+		unsigned char c = s[0];
+		if (c == '\n' || c == '\r')
+			snprintf(esc, 16, "\\%c", c == '\n' ? 'n' : 'r');
+		else if ((c < 0x20 && c != '\t') || c == 0x7f)
+			snprintf(esc, 16, "\\x%c%c", hex[c >> 4], hex[c & 15]);
+		return 1;
+	}
+	if (k == 0) {
+		snprintf(esc, 16, "\\x%c%c", hex[s[0] >> 4], hex[s[0] & 15]);
+		return 1;
+	}
+	/* C1 controls (U+0080..U+009F, NEL among them) as their two bytes, as the echo shows them */
+	if (k == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+		snprintf(esc, 16, "\\xc2\\x%c%c", hex[s[1] >> 4], hex[s[1] & 15]);
+	else if (lb_unicode_format_char(lb_utf8_code_point(s, k)))
+		snprintf(esc, 16, "\\u%04x", lb_utf8_code_point(s, k));
+	return k;
+}
+
+long lb_text_show(lb_buf *out, const char *text, size_t len, size_t max)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, used = 0;
+	while (i < len) {
+		char esc[16];
+		size_t k = show_one(s + i, len - i, esc);
+		size_t w = esc[0] ? strlen(esc) : k;
+		if (used + w > max)
+			break;
+		if (lb_buf_append(out, esc[0] ? esc : text + i, w) < 0)
+			return -ENOMEM;
+		used += w;
+		i += k;
+	}
+	return (long)i;
+}
+
+/* One conversion of lb_show_vprintf: spec (NUL-terminated, '*' already replaced by numbers)
+ * with the argument its conversion and length take from ap. A string is shown first
+ * (lb_text_show), then given the spec's width and precision: a table's columns stay aligned. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static int show_conversion(lb_buf *b, const char *spec, char conv, const char *lenmod, va_list *ap)
+{
+	bool l = strcmp(lenmod, "l") == 0, ll = strcmp(lenmod, "ll") == 0;
+	bool z = *lenmod == 'z', j = *lenmod == 'j', t = *lenmod == 't', L = *lenmod == 'L';
+	switch (conv) {
+	case 'd': case 'i':
+		if (ll)
+			return lb_buf_printf(b, spec, va_arg(*ap, long long));
+		if (l)
+			return lb_buf_printf(b, spec, va_arg(*ap, long));
+		if (z)
+			return lb_buf_printf(b, spec, va_arg(*ap, ssize_t));
+		if (j)
+			return lb_buf_printf(b, spec, va_arg(*ap, intmax_t));
+		if (t)
+			return lb_buf_printf(b, spec, va_arg(*ap, ptrdiff_t));
+		return lb_buf_printf(b, spec, va_arg(*ap, int));
+	case 'u': case 'o': case 'x': case 'X':
+		if (ll)
+			return lb_buf_printf(b, spec, va_arg(*ap, unsigned long long));
+		if (l)
+			return lb_buf_printf(b, spec, va_arg(*ap, unsigned long));
+		if (z)
+			return lb_buf_printf(b, spec, va_arg(*ap, size_t));
+		if (j)
+			return lb_buf_printf(b, spec, va_arg(*ap, uintmax_t));
+		if (t)
+			return lb_buf_printf(b, spec, va_arg(*ap, ptrdiff_t));
+		return lb_buf_printf(b, spec, va_arg(*ap, unsigned));
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		if (L)
+			return lb_buf_printf(b, spec, va_arg(*ap, long double));
+		return lb_buf_printf(b, spec, va_arg(*ap, double));
+	case 'p':
+		return lb_buf_printf(b, spec, va_arg(*ap, void *));
+	case 'c':
+	case 's': {
+		char one;
+		const char *str;
+		if (conv == 'c') {
+			one = (char)va_arg(*ap, int);
+			str = &one;
+		} else {
+			str = va_arg(*ap, const char *);
+			if (!str)
+				str = "(null)";
+		}
+		size_t n = conv == 'c' ? 1 : strlen(str);
+		lb_buf shown = {0};
+		if (lb_text_show(&shown, str, n, SIZE_MAX) < 0) {
+			lb_buf_free(&shown);
+			return -ENOMEM;
+		}
+		/* the spec with 's' for the conversion: a %c shown is a string now */
+		char s2[64];
+		snprintf(s2, sizeof s2, "%.*ss", (int)(strlen(spec) - 1 - strlen(lenmod)), spec);
+		int r = lb_buf_printf(b, s2, shown.data ? shown.data : "");
+		lb_buf_free(&shown);
+		return r;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+#pragma GCC diagnostic pop
+
+int lb_show_vprintf(lb_buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int r = 0;
+	for (const char *p = fmt; r >= 0 && *p;) {
+		const char *pc = strchr(p, '%');
+		size_t lit = pc ? (size_t)(pc - p) : strlen(p);
+		if (lit && lb_buf_append(b, p, lit) < 0)
+			r = -ENOMEM;
+		p += lit;
+		if (r < 0 || !*p)
+			break;
+		if (p[1] == '%') {
+			r = lb_buf_append(b, "%", 1);
+			p += 2;
+			continue;
+		}
+		/* %[flags][width][.precision][length]conversion, '*' taken from the arguments */
+		char spec[64];
+		size_t o = 0;
+		spec[o++] = *p++;
+		while (*p && strchr("-+ #0", *p) && o < 8)
+			spec[o++] = *p++;
+		for (int part = 0; part < 2 && r >= 0; part++) {
+			if (part == 1) {
+				if (*p != '.')
+					break;
+				spec[o++] = *p++;
+			}
+			if (*p == '*') {
+				o += (size_t)snprintf(spec + o, 16, "%d", va_arg(aq, int));
+				p++;
+			} else {
+				while (*p >= '0' && *p <= '9' && o < 40)
+					spec[o++] = *p++;
+			}
+		}
+		char lenmod[3] = "";
+		size_t lm = 0;
+		while (*p && strchr("hlzjtL", *p) && lm < 2)
+			lenmod[lm++] = *p, spec[o++] = *p++;
+		lenmod[lm] = '\0';
+		if (!*p) {
+			r = -EINVAL;
+			break;
+		}
+		char conv = *p++;
+		spec[o++] = conv;
+		spec[o] = '\0';
+		r = show_conversion(b, spec, conv, lenmod, &aq);
+	}
+	va_end(aq);
+	return r < 0 ? r : 0;
+}
+
+int lb_show_printf(lb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = lb_show_vprintf(b, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int lb_show_fprintf(FILE *f, const char *fmt, ...)
+{
+	lb_buf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int r = lb_show_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (r == 0 && b.len && fwrite(b.data, 1, b.len, f) != b.len)
+		r = -EIO;
+	lb_buf_free(&b);
+	return r;
+}
+
 size_t lb_utf8_whole_len(const char *text, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)text;

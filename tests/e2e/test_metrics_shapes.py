@@ -1120,3 +1120,36 @@ def test_results_printed_without_a_colon_are_named_not_silently_dropped(tmp_path
                                  "print('val_loss: 6.17')\n")
     r = run_exp(exp, tmp_path / "runs3")
     assert r.rc == 0 and r.result["metric_warnings"] == [], r.why()
+
+
+# results.json member names labbox's JSON reader would read otherwise than other readers
+# (json-c cuts a name at \u0000 and keeps the last of two equal names), or that hold a control
+# character: the file is refused, naming the name, never read as some value.
+@pytest.mark.parametrize("text, shown", [
+    ('{"accuracy": 0.12, "accuracy\\u0000 (not the metric)": 0.99}',
+     'the member name "accuracy\\u0000 (not the metric)"'),
+    ('{"accuracy": 0.12, "accuracy": 0.99}', 'the member name "accuracy" is given twice'),
+    ('{"r": {"accuracy": 0.12, "accur\\u0061cy": 0.99}}',
+     'the member names "accuracy" (byte 7) and "accur\\u0061cy"'),
+    ('{"n\\nlabbox: run verified\\nfailure: none": 2.0, "accuracy": 0.12}',
+     'the member name "n\\nlabbox: run verified\\nfailure: none" (byte 1) holds the control '
+     'character U+000A'),
+])
+def test_results_json_ambiguous_or_control_names_are_refused(tmp_path, text, shown):
+    exp = write_exp(tmp_path, f"open('results.json', 'w').write({text!r})\n",
+                    yaml="metrics: [accuracy]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4 and r.result["status"] == "invalid_metrics", r.why()
+    assert r.result["metrics"]["files"] == {}, r.why()
+    assert "accuracy" not in r.result["metrics"]["values"], r.why()
+    (iss,) = [i for i in r.result["metric_issues"] if i["kind"] == "unreadable"]
+    assert iss["where"] == "results.json", iss
+    assert iss["message"].startswith("results.json: " + shown), iss
+
+
+def test_results_json_same_name_in_different_objects_is_read(tmp_path):
+    exp = write_exp(tmp_path, "open('results.json', 'w').write('{\"a\": {\"loss\": 1}, "
+                    "\"b\": {\"loss\": 2}, \"c\": [{\"loss\": 3}, {\"loss\": 4}]}')\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["files"]["results.json"]["b"] == {"loss": 2}, r.why()
