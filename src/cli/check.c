@@ -1,6 +1,7 @@
 /* labbox check: static validation of experiment code. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/config.h"
 #include "labbox/gate.h"
 #include "labbox/env.h"
 #include "labbox/record.h"
@@ -245,6 +246,15 @@ static int check_all(lb_check_config *cfg, int first, int argc, char **argv, cha
 		}
 		if (S_ISDIR(st.st_mode)) {
 			size_t before = rep->files;
+			/* The whole labbox.yaml, as `run` reads it: a directory whose config run
+			 * refuses (an unknown key, a wrong type) is not "accepted" here, so a
+			 * check before a run answers what the run will. */
+			lb_exp_config ec = {0};
+			if (lb_config_load(argv[i], &ec, err, sizeof err) < 0) {
+				cli_error("check", "'%s': %s", argv[i], err);
+				return -1;
+			}
+			lb_config_free(&ec);
 			if (lb_check_dir(cfg, argv[i], rep, err, sizeof err) < 0) {
 				cli_error("check", "%s", err);
 				return -1;

@@ -387,3 +387,16 @@ def test_gpu_uses_under_a_device_test_are_optional_needs(tmp_path):
     # the same calls written unguarded at the end of the file are what needs a GPU
     last = len(src)
     assert [gpu.get(k) for k in (last - 3, last - 2, last - 1)] == [False] * 3, shown
+
+
+def test_a_labbox_yaml_run_would_refuse_is_no_accepted_directory(tmp_path):
+    # `check` before `run` answers what the run will: a misspelled key is exit 2 in both.
+    exp = write_exp(tmp_path, 'print("acc: 1")\n', yaml="budgett: 10\n")
+    c = labbox("check", "--json", str(exp), cwd=tmp_path)
+    assert c.returncode == 2, (c.returncode, c.stdout, c.stderr)
+    err = json.loads(c.stdout)
+    assert err["schema"] == "labbox.error/1"
+    assert "labbox.yaml line 1" in err["error"]["message"]
+    assert "unknown key 'budgett'" in err["error"]["message"]
+    r = labbox("run", "-q", "--python", PYTHON, str(exp), cwd=tmp_path)
+    assert r.returncode == 2 and "unknown key 'budgett'" in r.stderr
