@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- escaping -------------------------------------------------------------------------------- */
@@ -61,8 +62,14 @@ int lb_report_csv_field(lb_buf *b, const char *s, bool text)
 	bool quote = len && (s[0] == ' ' || s[len - 1] == ' ');
 	for (size_t i = 0; i < len && !quote; i++)
 		quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
-	/* A cell a spreadsheet would evaluate runs code on whoever opens the file. */
-	bool formula = text && len && strchr("=+-@\t\r", s[0]);
+	/* A cell a spreadsheet would evaluate runs code on whoever opens the file; some trim
+	 * leading blanks (a space, a no-break space) before they look. */
+	size_t lead = 0;
+	while (lead < len && (s[lead] == ' ' ||
+			      ((unsigned char)s[lead] == 0xc2 && lead + 1 < len &&
+			       (unsigned char)s[lead + 1] == 0xa0)))
+		lead += s[lead] == ' ' ? 1 : 2;
+	bool formula = text && lead < len && strchr("=+-@\t\r", s[lead]);
 	if (quote && lb_buf_puts(b, "\"") < 0)
 		return -ENOMEM;
 	if (formula && lb_buf_puts(b, "'") < 0)
@@ -727,12 +734,21 @@ static int render_md(const lb_report *r, lb_buf *b)
 	return lb_buf_puts(b, r->nsplits ? "\n" : "");
 }
 
+/* The shortest digits that read back as the same double: 0.9, not 0.90000000000000002. */
 static void csv_num(lb_buf *b, bool have, double v)
 {
-	if (have)
-		lb_buf_printf(b, ",%.17g", v);
-	else
+	char t[40];
+
+	if (!have) {
 		lb_buf_puts(b, ",");
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(t, sizeof t, "%.*g", prec, v);
+		if (strtod(t, NULL) == v)
+			break;
+	}
+	lb_buf_printf(b, ",%s", t);
 }
 
 static int render_csv(const lb_report *r, lb_buf *b)

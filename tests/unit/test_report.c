@@ -120,6 +120,9 @@ static void test_csv_and_md(void **state)
 		{" edge", true, "\" edge\""},
 		{"=HYPERLINK(\"x\")", true, "\"'=HYPERLINK(\"\"x\"\")\""},
 		{"@sum", true, "'@sum"},
+		{" =1+1", true, "\"' =1+1\""},
+		{"\xc2\xa0=1+1", true, "'\xc2\xa0=1+1"},
+		{"  plain", true, "\"  plain\""},
 		{"-1.5", false, "-1.5"},
 		{"bad\xff", true, "bad\\xff"},
 	};
@@ -267,8 +270,7 @@ static void test_render_md_and_csv(void **state)
 	assert_int_equal(lb_report_render(&r, LB_REPORT_CSV, &b), 0);
 	assert_string_equal(b.data,
 			    "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite\r\n"
-			    "\"lam=0.1,noise=1\",acc,3,0.5,0.10000000000000001,0.40000000000000002,"
-			    "0.59999999999999998,0.40000000000000002,0.59999999999999998,0\r\n"
+			    "\"lam=0.1,noise=1\",acc,3,0.5,0.1,0.4,0.6,0.4,0.6,0\r\n"
 			    "x|y,acc,1,0.25,,,,0.25,0.25,0\r\n"
 			    "x|y,'=loss,0,,,,,,,1\r\n");
 	lb_buf_free(&b);
