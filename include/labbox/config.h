@@ -59,4 +59,17 @@ int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err,
 int lb_config_load(const char *expdir, lb_exp_config *out, char *err, size_t errlen);
 void lb_config_free(lb_exp_config *c);
 
+/* How deep lists and mappings may nest in labbox.yaml (and environment.yml). A researcher's
+ * file is three or four levels deep (sweep: parameters: lr: [..]); libyaml's scanner checks
+ * every open flow level at each token, so its time grows with the square of the depth
+ * (20,000 levels took 5 s, the 1 MiB cap allows 500,000). 64 is far above any real file and
+ * far below any cost. */
+#define LB_YAML_MAX_DEPTH 64
+
+/* Pure: walk text's YAML events (not the document composer) and refuse, before anything is
+ * built, nesting deeper than LB_YAML_MAX_DEPTH: -E2BIG with "FILE line N: nested too deeply
+ * ..." in err. Text that is not YAML returns 0: the caller's own load says what is wrong. */
+int lb_yaml_depth_check(const char *text, size_t len, const char *file, char *err,
+			size_t errlen);
+
 #endif

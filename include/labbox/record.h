@@ -92,15 +92,36 @@ int lb_record_mac(const char *domain, const void *data, size_t len, char hex[65]
 int lb_record_mac_file(const char *dir, const char *name, char hex[65]);
 /* Whether dir/name's seal is want (64 hex digits); false on any error. */
 bool lb_record_mac_matches(const char *dir, const char *name, const char *want);
+/* What a run directory's or sweep document's seal says of it (lb_record_run_seal,
+ * lb_record_sweep_seal_of), weakest first. */
+typedef enum lb_record_seal {
+	LB_SEAL_NONE = 0,	/* no seal of this user's matches: made elsewhere, changed since */
+	LB_SEAL_RESULT_CHANGED, /* manifest.json as sealed, result.json not (a run) */
+	LB_SEAL_OLD_SCOPE,	/* sealed by a labbox before records were sealed whole: a run's
+				 * manifest.json only, a sweep's invocation and plan only */
+	LB_SEAL_WHOLE,		/* every record as labbox wrote it */
+} lb_record_seal;
 /* Whether run_dir holds a run as this user's labbox recorded it: its manifest.json matches
- * the seal result.json carries, and the sealed manifest's id is result.json's and, when id
- * is not NULL, id (an index row naming another run's directory is not that run). What
- * `runs list`, `runs show` and `report` mark or refuse; false on any error. */
+ * the seal result.json carries (manifest_mac), the sealed manifest's id is result.json's
+ * and, when id is not NULL, id (an index row naming another run's directory is not that
+ * run); and, when the sealed manifest says `result_sealed`, result.json matches its own
+ * `result_mac` (lb_record_result_seal). A manifest without `result_sealed` is an older
+ * labbox's: LB_SEAL_OLD_SCOPE. */
+lb_record_seal lb_record_run_seal(const char *run_dir, const char *id);
+/* lb_record_run_seal at LB_SEAL_OLD_SCOPE or better: what `runs list`, `runs show` and
+ * `report` mark or refuse; false on any error. */
 bool lb_record_run_sealed(const char *run_dir, const char *id);
-/* The seal of a sweep document (sweep.json): its invocation and plan as json-c prints them
- * (a parsed copy prints alike). -EINVAL for a document without them. */
+/* Set result's `result_mac`: the seal of the document without it, as json-c prints a parsed
+ * copy (so the file read back gives the same text). Called at every write of a result.json
+ * whose manifest carries `result_sealed`. 0 or a negative errno (then no result_mac). */
+int lb_record_result_seal(struct json_object *result);
+/* The seal of a sweep document (sweep.json): the whole document but its `seal`, as json-c
+ * prints a parsed copy. -EINVAL for a document without invocation and plan. */
 int lb_record_sweep_seal(struct json_object *doc, char hex[65]);
-/* Whether doc carries its own seal ("seal"). */
+/* What doc's own `seal` says of it: LB_SEAL_WHOLE, LB_SEAL_OLD_SCOPE (the seal of an older
+ * labbox, of invocation and plan only) or LB_SEAL_NONE. */
+lb_record_seal lb_record_sweep_seal_of(struct json_object *doc);
+/* lb_record_sweep_seal_of(doc) == LB_SEAL_WHOLE. */
 bool lb_record_sweep_sealed(struct json_object *doc);
 /* doc's text under a temporary name beside path, neither synced nor renamed: *tmp names it,
  * for lb_fsync_all and lb_commit_file (util.h). */

@@ -1,5 +1,6 @@
 /* check: configuration (setters and the `check:`/`plan:` keys of labbox.yaml). */
 #include "check_internal.h"
+#include "labbox/config.h"
 #include "labbox/diagnose.h"
 #include "labbox/env.h"
 #include "labbox/util.h"
@@ -490,6 +491,9 @@ int lb_check_config_load_yaml(lb_check_config *c, const char *text, size_t len, 
 	int r = 0;
 	if (len > (1u << 20))
 		return ybad(&y, NULL, "larger than 1 MiB");
+	int dr = lb_yaml_depth_check(text, len, "labbox.yaml", err, errlen);
+	if (dr < 0)
+		return dr == -E2BIG ? -EINVAL : dr;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

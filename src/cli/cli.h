@@ -2,6 +2,7 @@
 #ifndef LABBOX_CLI_H
 #define LABBOX_CLI_H
 
+#include "labbox/record.h"
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
@@ -200,10 +201,14 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
  * so not in the --json error document. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Whether run id's record in dir is this user's labbox's own as it stands
- * (lb_record_run_sealed); when it is not, why gets the words report, export, compare and
- * explain say it with: "run 'ID' (DIR) was not recorded by this user's labbox as it stands
- * (...); its status and metrics are only what those files say" (sealed.c). */
+ * (lb_record_run_seal: whole, or an older labbox's seal of manifest.json only); when it is
+ * not, why gets the words report, export, compare and explain say it with: "run 'ID' (DIR)
+ * was not recorded by this user's labbox as it stands (...); its status and metrics are
+ * only what those files say", or that its result.json was changed since (sealed.c). Sealed
+ * by the older scope: true, and why says so (readers warn with it); whole: why is empty. */
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
+/* The records a seal covers, as `runs list`/`show` --json say (seal_scope): NULL for none. */
+const char *cli_seal_scope(lb_record_seal seal);
 /* The unknown-option message for getopt's '?' result. */
 void cli_bad_option(const char *cmd, char *const argv[], int optopt_val);
 /* Resolve the command to run; expose it when it lives under a hidden directory. A Python

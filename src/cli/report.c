@@ -110,8 +110,12 @@ typedef struct report_ctx {
 static int run_sealed_or_say(const char *dir, const char *id)
 {
 	char why[PATH_MAX + 512];
-	if (cli_run_sealed(dir, id, why, sizeof why))
+	if (cli_run_sealed(dir, id, why, sizeof why)) {
+		/* An older labbox's record: reported, as before, and said. */
+		if (why[0])
+			cli_warn("report", "%s", why);
 		return 0;
+	}
 	/* No result.json: nothing of it is read as a number; the reader says what is missing. */
 	LB_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || faccessat(dfd, "result.json", F_OK, AT_SYMLINK_NOFOLLOW) != 0)
@@ -126,9 +130,19 @@ static int run_sealed_or_say(const char *dir, const char *id)
 /* A sweep document's numbers likewise: sweep.json sealed by this user's labbox. */
 static int sweep_sealed_or_say(const char *path, json_object *doc)
 {
-	if (lb_record_sweep_sealed(doc))
-		return 0;
+	lb_record_seal seal = lb_record_sweep_seal_of(doc);
 	json_object *v = json_object_object_get(doc, "id");
+	if (seal == LB_SEAL_WHOLE)
+		return 0;
+	if (seal == LB_SEAL_OLD_SCOPE) {
+		cli_warn("report",
+			 "sweep %s (%s) was sealed by an older labbox, whose seal covers its "
+			 "invocation and plan only: its cells and statistics are not covered, so they "
+			 "are only what the file says",
+			 json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "?",
+			 path);
+		return 0;
+	}
 	cli_error("report",
 		  "sweep %s (%s) was not written by this user's labbox, or was changed since (its "
 		  "seal does not match): its statistics are only what the file says, and a report "

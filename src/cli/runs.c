@@ -167,9 +167,13 @@ static int runs_list(const runs_opts *o)
 	size_t nrows = json_object_array_length(rows), unsealed = 0;
 	for (size_t i = 0; i < nrows; i++) {
 		json_object *row = json_object_array_get_idx(rows, i);
-		bool sealed = lb_record_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""));
+		lb_record_seal seal = lb_record_run_seal(get_str(row, "run_dir", ""),
+							 get_str(row, "id", ""));
+		bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 		unsealed += !sealed;
 		json_object_object_add(row, "record_sealed", json_object_new_boolean(sealed));
+		const char *scope = cli_seal_scope(seal);
+		json_object_object_add(row, "seal_scope", scope ? json_object_new_string(scope) : NULL);
 	}
 	if (o->json) {
 		json_object *doc = json_object_new_object();
@@ -190,8 +194,11 @@ static int runs_list(const runs_opts *o)
 		if (json_object_object_get_ex(row, "wall_s", &w) && w)
 			snprintf(wall, sizeof wall, "%.2f", json_object_get_double(w));
 		bool sealed = json_object_get_boolean(json_object_object_get(row, "record_sealed"));
+		/* "old": an older labbox's seal, of manifest.json only (its metrics not covered). */
+		bool whole = strcmp(get_str(row, "seal_scope", ""), "manifest.json+result.json") == 0;
 		cli_printf("%-24s %-16s %-20s %8s  %-6s  ", get_str(row, "id", "?"),
-		       get_str(row, "status", "?"), started, wall, sealed ? "yes" : "NO");
+		       get_str(row, "status", "?"), started, wall,
+		       !sealed ? "NO" : whole ? "yes" : "old");
 		int shown = 0, total = 0;
 		if (json_object_object_get_ex(row, "metrics", &m)) {
 			json_object_object_foreach(m, k, v)
@@ -231,7 +238,8 @@ static int runs_show(const runs_opts *o, const char *id)
 		return CLI_EXIT_USAGE;
 	/* Whether this user's labbox wrote the record as it stands (mac.c): an index and runs
 	 * that came with an experiment show up here like the user's own. */
-	bool sealed = lb_record_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""));
+	lb_record_seal seal = lb_record_run_seal(get_str(row, "run_dir", ""), get_str(row, "id", ""));
+	bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 	if (o->json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.show/1"));
@@ -239,6 +247,8 @@ static int runs_show(const runs_opts *o, const char *id)
 		json_object_object_add(doc, "result", result ? json_object_get(result) : NULL);
 		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
 		json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
+		const char *scope = cli_seal_scope(seal);
+		json_object_object_add(doc, "seal_scope", scope ? json_object_new_string(scope) : NULL);
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
@@ -247,11 +257,19 @@ static int runs_show(const runs_opts *o, const char *id)
 		       get_str(row, "ended_at", "-"));
 		cli_printf("  expdir   %s\n  run dir  %s\n", get_str(row, "expdir", "-"),
 		       get_str(row, "run_dir", "-"));
-		if (!sealed)
+		if (seal == LB_SEAL_RESULT_CHANGED)
+			cli_printf("  record   NOT SEALED: its result.json was changed since labbox "
+				   "wrote it (it does not match its seal); what it says differs from "
+				   "what labbox recorded, and the index's status and metrics shown here "
+				   "are not checked against either\n");
+		else if (!sealed)
 			cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
 				   "(made elsewhere, changed since, or older than seals); its status and "
 				   "metrics are only what its files say, and rerun asks before it repeats "
 				   "its grants\n");
+		else if (seal == LB_SEAL_OLD_SCOPE)
+			cli_printf("  record   sealed by an older labbox: its seal covers manifest.json "
+				   "only, not result.json (status, metrics)\n");
 		json_object *interp, *git, *m;
 		/* Named by its language: an Rscript is no python. Records from before the manifest
 		 * named it ran Python. */
@@ -683,6 +701,8 @@ static int runs_export(const runs_opts *o)
 		char why[PATH_MAX + 512];
 		if (cli_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""), why,
 				   sizeof why)) {
+			if (why[0])
+				cli_warn("runs", "exported, but %s", why);
 			json_object_array_add(sealed_rows, json_object_get(row));
 			continue;
 		}
@@ -1168,20 +1188,25 @@ static const char rerun_help[] =
 	"                   It also lets such a record's experiment directory be read\n"
 	"  -h, --help       this help\n"
 	"\n"
-	"Records labbox writes carry a seal (result.json's manifest_mac, an HMAC of manifest.json\n"
-	"with a key in the user's cache): a run directory that came with an experiment or from\n"
-	"another user has none that matches. Of such a record the experiment directory it names\n"
+	"Records labbox writes carry a seal (result.json's manifest_mac and result_mac, HMACs of\n"
+	"manifest.json and result.json with a key in the user's cache): a run directory that came\n"
+	"with an experiment or from another user, or whose files changed since, has none that\n"
+	"matches. Of such a record the experiment directory it names\n"
 	"is not read (nor its git repository) unless --accept-grants is given: the code comes\n"
 	"from the record's own staged copy.\n"
 	"\n"
 	"Exit status: that of the new run (as labbox run), 2 when the run cannot be repeated.\n";
 
-/* Whether rerun may repeat the record: sealed by this user's labbox (result.json's
- * manifest_mac is manifest.json's), or granting nothing beyond the defaults, or accepted. */
+/* Whether rerun may repeat the record: sealed by this user's labbox (lb_record_run_seal:
+ * manifest.json, and result.json where its manifest says it was sealed), or granting nothing
+ * beyond the defaults, or accepted. */
 static bool rerun_allowed(const char *id, const char *run_dir, json_object *result,
 			  json_object *cfg, json_object *interp, bool accepted, bool *sealed)
 {
-	*sealed = lb_record_mac_matches(run_dir, "manifest.json", get_str(result, "manifest_mac", NULL));
+	/* Its result.json too: the original's metrics are what the new run is compared with,
+	 * and a record changed since is not this user's labbox's, whichever file changed. */
+	(void)result;
+	*sealed = lb_record_run_seal(run_dir, id) >= LB_SEAL_OLD_SCOPE;
 	if (*sealed || accepted)
 		return true;
 	lb_buf b = {0};
@@ -1191,7 +1216,7 @@ static bool rerun_allowed(const char *id, const char *run_dir, json_object *resu
 	}
 	cli_error("rerun",
 		  "run %s's record was not written by this user's labbox, or was changed since "
-		  "(its manifest.json does not match the seal in its result.json): it would be "
+		  "(its manifest.json or result.json does not match its seal): it would be "
 		  "repeated with %s. Read %s/manifest.json, and if you want that, repeat it with "
 		  "labbox rerun --accept-grants %s (which also reads the experiment directory "
 		  "it names, %s)",

@@ -6,14 +6,38 @@
 
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
 {
-	if (lb_record_run_sealed(dir, id))
-		return true;
+	lb_record_seal seal = lb_record_run_seal(dir, id);
 	if (why && whylen)
+		why[0] = '\0';
+	if (seal == LB_SEAL_WHOLE)
+		return true;
+	if (!why || !whylen)
+		return seal == LB_SEAL_OLD_SCOPE;
+	if (seal == LB_SEAL_OLD_SCOPE)
+		snprintf(why, whylen,
+			 "run '%s' (%s) was sealed by an older labbox, whose seal covers its "
+			 "manifest.json only: its result.json (status, metrics) is not covered, so "
+			 "they are only what that file says",
+			 id ? id : "?", dir);
+	else if (seal == LB_SEAL_RESULT_CHANGED)
+		snprintf(why, whylen,
+			 "run '%s' (%s) does not stand as this user's labbox recorded it (its "
+			 "result.json does not match the seal it was written with: changed since); "
+			 "its status and metrics are only what that file says",
+			 id ? id : "?", dir);
+	else
 		snprintf(why, whylen,
 			 "run '%s' (%s) was not recorded by this user's labbox as it stands (its "
 			 "manifest.json does not match the seal in its result.json: made elsewhere, "
 			 "such as a .labbox/ that came with the experiment, changed since, or older "
 			 "than seals); its status and metrics are only what those files say",
 			 id ? id : "?", dir);
-	return false;
+	return seal == LB_SEAL_OLD_SCOPE;
+}
+
+const char *cli_seal_scope(lb_record_seal seal)
+{
+	return seal == LB_SEAL_WHOLE	   ? "manifest.json+result.json"
+	       : seal == LB_SEAL_OLD_SCOPE ? "manifest.json"
+					   : NULL;
 }

@@ -187,8 +187,9 @@ void sweep_progress_line(sweep_ctx *c, const char *fmt, ...)
 
 /* ---- the document -------------------------------------------------------------------------- */
 
-/* The seal of what --resume believes: the invocation (experiment, flags, mounts) and the
- * plan (lb_record_sweep_seal). */
+/* The seal of the whole document (lb_record_sweep_seal): what --resume believes (the
+ * invocation, the plan) and what report shows (the cells, the statistics), rewritten at
+ * every write of sweep.json. */
 static int doc_seal(json_object *doc, char hex[65])
 {
 	return lb_record_sweep_seal(doc, hex);
@@ -679,9 +680,8 @@ static int load_resume(sweep_ctx *c, const char *dir, lb_sweep_spec *spec, json_
 	}
 	/* Another user's labbox's sweep, or one changed since, is resumed with what it grants
 	 * only when the user says so (rerun's rule, runs.c). */
-	char seal[65];
-	const char *want = sweep_jstr(doc, "seal");
-	c->origin_untrusted = !(want && doc_seal(doc, seal) == 0 && strcmp(seal, want) == 0);
+	/* An older labbox's seal covers what matters here, the invocation and the plan. */
+	c->origin_untrusted = lb_record_sweep_seal_of(doc) == LB_SEAL_NONE;
 	if (!c->accept_grants && c->origin_untrusted) {
 		lb_buf b = {0};
 		if (cli_record_grants(inv, NULL, json_object_object_get(plan, "env_template"), &b)) {

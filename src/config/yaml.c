@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,30 +203,105 @@ static int apply_key(yaml_document_t *doc, const char *key, yaml_node_t *val, lb
  * parsers keep the last one silently, and a merged or hand-edited file whose first `budget:`
  * was the one meant would run with the other. Keys are compared as written. The one check of
  * it: it runs before any key is applied, so apply_key never sees a field set twice. */
+typedef struct dup_key {
+	const yaml_node_t *node;
+	size_t pos; /* its place in the mapping */
+} dup_key;
+
+static int dup_key_cmp(const void *a, const void *b)
+{
+	const dup_key *x = a, *y = b;
+	size_t lx = x->node->data.scalar.length, ly = y->node->data.scalar.length;
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	int c = memcmp(x->node->data.scalar.value, y->node->data.scalar.value, lx);
+	if (c)
+		return c;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Sorted, not compared pair by pair: a 1 MiB mapping of 80,000 keys took minutes that way.
+ * The key named is the first (in the file) that repeats an earlier one, as before. */
 static int duplicate_key(yaml_document_t *doc, char *err, size_t errlen)
 {
 	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
 		if (n->type != YAML_MAPPING_NODE)
 			continue;
 		yaml_node_pair_t *b = n->data.mapping.pairs.start, *e = n->data.mapping.pairs.top;
+		size_t len = (size_t)(e - b), nk = 0;
+		if (len < 2)
+			continue;
+		dup_key *keys = malloc(len * sizeof *keys);
+		if (!keys)
+			return -ENOMEM;
 		for (yaml_node_pair_t *p = b; p < e; p++) {
 			yaml_node_t *kp = yaml_document_get_node(doc, p->key);
-			if (!kp || kp->type != YAML_SCALAR_NODE)
-				continue;
-			for (yaml_node_pair_t *q = b; q < p; q++) {
-				yaml_node_t *kq = yaml_document_get_node(doc, q->key);
-				if (kq && kq->type == YAML_SCALAR_NODE &&
-				    kq->data.scalar.length == kp->data.scalar.length &&
-				    memcmp(kq->data.scalar.value, kp->data.scalar.value,
-					   kp->data.scalar.length) == 0)
-					return bad(err, errlen, kp, "'%.*s' is given twice",
-						   (int)(kp->data.scalar.length < 64
-							 ? kp->data.scalar.length : 64),
-						   (const char *)kp->data.scalar.value);
+			if (kp && kp->type == YAML_SCALAR_NODE)
+				keys[nk++] = (dup_key){kp, (size_t)(p - b)};
+		}
+		qsort(keys, nk, sizeof *keys, dup_key_cmp);
+		const yaml_node_t *first = NULL;
+		size_t first_pos = SIZE_MAX;
+		for (size_t i = 1; i < nk; i++) {
+			const yaml_node_t *kp = keys[i].node, *kq = keys[i - 1].node;
+			if (kq->data.scalar.length == kp->data.scalar.length &&
+			    memcmp(kq->data.scalar.value, kp->data.scalar.value,
+				   kp->data.scalar.length) == 0 &&
+			    keys[i].pos < first_pos) {
+				first = kp;
+				first_pos = keys[i].pos;
 			}
 		}
+		free(keys);
+		if (first)
+			return bad(err, errlen, first, "'%.*s' is given twice",
+				   (int)(first->data.scalar.length < 64 ? first->data.scalar.length
+									 : 64),
+				   (const char *)first->data.scalar.value);
 	}
 	return 0;
+}
+
+int lb_yaml_depth_check(const char *text, size_t len, const char *file, char *err,
+			size_t errlen)
+{
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	int r = 0;
+	size_t depth = 0;
+	/* Events, not yaml_parser_load: the walk stops at the first level too deep, so the
+	 * scanner's cost per token stays bounded by the limit. */
+	for (bool done = false; !done && r == 0;) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(&parser, &ev))
+			break;
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > LB_YAML_MAX_DEPTH) {
+				snprintf(err, errlen,
+					 "%s line %zu: nested too deeply (more than %d levels of lists "
+					 "and mappings; a labbox file needs a few)",
+					 file, ev.start_mark.line + 1, LB_YAML_MAX_DEPTH);
+				r = -E2BIG;
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return r;
 }
 
 int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err, size_t errlen)
@@ -233,6 +309,9 @@ int lb_config_parse(const char *text, size_t len, lb_exp_config *out, char *err,
 	memset(out, 0, sizeof *out);
 	yaml_parser_t parser;
 	yaml_document_t doc;
+	int dr = lb_yaml_depth_check(text, len, "labbox.yaml", err, errlen);
+	if (dr < 0)
+		return dr == -E2BIG ? -EINVAL : dr;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

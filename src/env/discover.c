@@ -1,5 +1,6 @@
 /* Finding Python environments: PATH, /usr/bin, pyenv, venvs in and beside the experiment,
  * conda and mamba. Nothing the experiment directory chose runs on the host. */
+#include "labbox/config.h"
 #include "labbox/env.h"
 #include "labbox/util.h"
 #include "env_internal.h"
@@ -297,6 +298,9 @@ int lb_env_parse_environment_yml(const char *text, size_t len, char name[256], c
 	yaml_parser_t p;
 	yaml_document_t doc;
 	name[0] = prefix[0] = '\0';
+	int dr = lb_yaml_depth_check(text, len, "environment.yml", err, errlen);
+	if (dr < 0)
+		return dr == -E2BIG ? -EINVAL : dr;
 	if (!yaml_parser_initialize(&p))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);

@@ -146,40 +146,88 @@ static const char *str_of(json_object *o, const char *key)
 		       : NULL;
 }
 
-bool lb_record_run_sealed(const char *run_dir, const char *id)
+static bool hex_equal(const char *a, const char *b)
+{
+	if (!a || !b || strlen(a) != 64 || strlen(b) != 64)
+		return false;
+	/* Not a secret compared: the key is; but no early exit all the same. */
+	unsigned diff = 0;
+	for (size_t i = 0; i < 64; i++)
+		diff |= (unsigned)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+/* doc without its member drop, as json-c prints a parsed copy of it: a document sealed before
+ * it is written and the same document read back from the file print alike (a number keeps
+ * the text it was parsed from, a string is escaped the one way). */
+static int canonical_mac(const char *domain, json_object *doc, const char *drop, char hex[65])
+{
+	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	json_object *copy = text ? parse_bytes(text, strlen(text)) : NULL;
+	if (!json_object_is_type(copy, json_type_object)) {
+		json_object_put(copy);
+		return -EINVAL;
+	}
+	json_object_object_del(copy, drop);
+	const char *plain = json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN);
+	int r = plain ? lb_record_mac(domain, plain, strlen(plain), hex) : -ENOMEM;
+	json_object_put(copy);
+	return r;
+}
+
+int lb_record_result_seal(json_object *result)
+{
+	char hex[65];
+	json_object_object_del(result, "result_mac");
+	int r = canonical_mac("result.json", result, "result_mac", hex);
+	if (r == 0)
+		json_object_object_add(result, "result_mac", json_object_new_string(hex));
+	return r;
+}
+
+lb_record_seal lb_record_run_seal(const char *run_dir, const char *id)
 {
 	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return false;
+		return LB_SEAL_NONE;
 	LB_AUTOFREE char *rtext = NULL, *mtext = NULL;
 	size_t rlen = 0, mlen = 0;
-	/* One read of the manifest, sealed and parsed: a file replaced between a check and a
+	/* One read of each file, sealed and parsed: a file replaced between a check and a
 	 * second read could not pass as the one checked. */
 	if (lb_read_file_at(dfd, "result.json", (size_t)256 << 20, &rtext, &rlen) < 0 ||
 	    lb_read_file_at(dfd, "manifest.json", (size_t)64 << 20, &mtext, &mlen) < 0)
-		return false;
+		return LB_SEAL_NONE;
 	json_object *result = parse_bytes(rtext, rlen);
-	const char *want = str_of(result, "manifest_mac");
 	char hex[65];
-	bool ok = want && strlen(want) == 64 &&
-		  lb_record_mac("manifest.json", mtext, mlen, hex) == 0;
-	if (ok) {
-		unsigned diff = 0;
-		for (size_t i = 0; i < 64; i++)
-			diff |= (unsigned)(hex[i] ^ want[i]);
-		ok = diff == 0;
-	}
-	if (ok) {
-		json_object *manifest = parse_bytes(mtext, mlen);
+	lb_record_seal seal = LB_SEAL_NONE;
+	if (lb_record_mac("manifest.json", mtext, mlen, hex) == 0 &&
+	    hex_equal(hex, str_of(result, "manifest_mac"))) {
+		json_object *manifest = parse_bytes(mtext, mlen), *v;
 		const char *mid = str_of(manifest, "id"), *rid = str_of(result, "id");
-		ok = mid && rid && strcmp(mid, rid) == 0 && (!id || strcmp(mid, id) == 0);
+		if (mid && rid && strcmp(mid, rid) == 0 && (!id || strcmp(mid, id) == 0)) {
+			/* The sealed manifest says whether result.json was sealed too: deleting
+			 * result_mac does not make a record an older labbox's. */
+			bool whole = json_object_object_get_ex(manifest, "result_sealed", &v) &&
+				     json_object_get_boolean(v);
+			seal = !whole ? LB_SEAL_OLD_SCOPE
+			       : canonical_mac("result.json", result, "result_mac", hex) == 0 &&
+					       hex_equal(hex, str_of(result, "result_mac"))
+				       ? LB_SEAL_WHOLE
+				       : LB_SEAL_RESULT_CHANGED;
+		}
 		json_object_put(manifest);
 	}
 	json_object_put(result);
-	return ok;
+	return seal;
 }
 
-int lb_record_sweep_seal(json_object *doc, char hex[65])
+bool lb_record_run_sealed(const char *run_dir, const char *id)
+{
+	return lb_record_run_seal(run_dir, id) >= LB_SEAL_OLD_SCOPE;
+}
+
+/* The seal older labboxes wrote: invocation and plan only. */
+static int sweep_seal_old(json_object *doc, char hex[65])
 {
 	json_object *inv = json_object_object_get(doc, "invocation");
 	json_object *plan = json_object_object_get(doc, "plan");
@@ -194,9 +242,27 @@ int lb_record_sweep_seal(json_object *doc, char hex[65])
 	return r;
 }
 
-bool lb_record_sweep_sealed(json_object *doc)
+int lb_record_sweep_seal(json_object *doc, char hex[65])
+{
+	if (!json_object_object_get(doc, "invocation") || !json_object_object_get(doc, "plan"))
+		return -EINVAL;
+	/* Its own domain: an older seal (of invocation and plan) is never taken for this one. */
+	return canonical_mac("sweep.json document", doc, "seal", hex);
+}
+
+lb_record_seal lb_record_sweep_seal_of(json_object *doc)
 {
 	char hex[65];
 	const char *want = str_of(doc, "seal");
-	return want && lb_record_sweep_seal(doc, hex) == 0 && strcmp(hex, want) == 0;
+	if (!want)
+		return LB_SEAL_NONE;
+	if (lb_record_sweep_seal(doc, hex) == 0 && hex_equal(hex, want))
+		return LB_SEAL_WHOLE;
+	return sweep_seal_old(doc, hex) == 0 && hex_equal(hex, want) ? LB_SEAL_OLD_SCOPE
+								       : LB_SEAL_NONE;
+}
+
+bool lb_record_sweep_sealed(json_object *doc)
+{
+	return lb_record_sweep_seal_of(doc) == LB_SEAL_WHOLE;
 }

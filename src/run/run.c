@@ -894,6 +894,17 @@ static void record_failed(json_object *doc, int *exit_code, const char *path, in
 					      "directory's file system), or choose another --runs-dir"));
 }
 
+/* result.json's own seal (mac.c), once manifest.json's is in it: a record without a sealed
+ * manifest is no labbox record however its result.json is sealed. */
+static void seal_result(json_object *doc)
+{
+	json_object *v;
+	if (json_object_object_get_ex(doc, "manifest_mac", &v) && json_object_is_type(v, json_type_string))
+		lb_record_result_seal(doc);
+	else
+		json_object_object_del(doc, "result_mac");
+}
+
 /* The verdict last: run.log, environment.txt and manifest.json, written unsynced, are synced
  * together with result.json's text (concurrent syncs cost about one), and only then is
  * result.json renamed into place, so a result.json that exists has every record on disk
@@ -904,6 +915,8 @@ static int sync_records(const char *run_dir, json_object *doc, int *exit_code, b
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/result.json", run_dir);
 	char *tmp = NULL;
+	/* Sealed as written, at each write: what a reader finds is labbox's verdict or refused. */
+	seal_result(doc);
 	int r = lb_record_write_json_pending(path, doc, &tmp);
 	if (r < 0)
 		return r;
@@ -925,6 +938,7 @@ static int sync_records(const char *run_dir, json_object *doc, int *exit_code, b
 		/* A record beside the verdict is not on disk: the verdict says so, synced alone. */
 		lb_commit_file(tmp, path, r);
 		record_failed(doc, exit_code, np[failed], r);
+		seal_result(doc);
 		return lb_record_write_json(path, doc);
 	}
 	return lb_commit_file(tmp, path, r);
@@ -2148,6 +2162,9 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	snprintf(logpath, sizeof logpath, "%s/run.log", out->run_dir);
 	if (log_err < 0)
 		record_failed(doc, &exit_code, logpath, log_err);
+	/* Under manifest.json's seal: this record's result.json is sealed too (result_mac), so
+	 * deleting that seal does not pass the record off as an older labbox's. */
+	json_object_object_add(manifest, "result_sealed", json_object_new_boolean(true));
 	int wr = lb_record_write_json_nosync(path, manifest);
 	json_object_put(manifest);
 	if (wr < 0)
@@ -2165,6 +2182,7 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		 * directory has no result.json at all, and the caller gets the document. */
 		unlink(path);
 		record_failed(doc, &exit_code, path, wr);
+		seal_result(doc);
 		if (lb_record_write_json(path, doc) < 0)
 			unlink(path);
 	}

@@ -1,5 +1,6 @@
 /* The grid of a sweep: parameters, seeds and templates, from labbox.yaml and the command line,
  * expanded into cells; the sweep's identity. */
+#include "labbox/config.h"
 #include "labbox/gate.h"
 #include "labbox/sweep.h"
 #include "labbox/util.h"
@@ -532,6 +533,9 @@ int lb_sweep_spec_load_yaml(lb_sweep_spec *s, const char *text, size_t len, char
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
+	int dr = lb_yaml_depth_check(text, len, "labbox.yaml", err, errlen);
+	if (dr < 0)
+		return dr == -E2BIG ? -EINVAL : dr;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

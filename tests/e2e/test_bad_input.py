@@ -28,6 +28,53 @@ def test_yaml_that_would_be_misread_is_refused(tmp_path, yaml, needle):
     assert "labbox.yaml line" in doc["error"]["message"], doc
 
 
+DEEP = 200_000  # the parse was quadratic in depth: 20,000 levels took 5 s, 100,000 over 100 s
+
+
+@pytest.mark.parametrize("yaml,line", [
+    ("x: " + "[" * DEEP + "]" * DEEP + "\n", 1),
+    ("entry: main.py\nsweep:\n  parameters: " + "{a: " * DEEP + "1" + "}" * DEEP + "\n", 3),
+    ("entry: main.py\ncheck:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(80))
+     + "  " * 81 + "v\n", 66),
+], ids=["flow-lists", "flow-mappings", "block-mappings"])
+@pytest.mark.parametrize("cmd", [("run", "--json"), ("check", "--json"),
+                                 ("sweep", "--plan-only", "--json")],
+                         ids=["run", "check", "sweep"])
+def test_deeply_nested_yaml_is_refused_at_once(tmp_path, yaml, line, cmd):
+    """Flow lists, flow mappings and block mappings nested past 64 levels are refused before
+    libyaml composes them, with the line, exit 2 and labbox.error/1, in well under a second
+    of CPU where the depth used to cost minutes."""
+    exp = write_exp(tmp_path, GOOD, yaml=yaml)
+    extra = ("--python", PYTHON, "--runs-dir", tmp_path / "runs") if cmd[0] != "check" else ()
+    p = labbox(*cmd, *extra, exp, timeout=20)
+    assert p.returncode == 2, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "labbox.error/1", doc
+    msg = doc["error"]["message"]
+    assert f"labbox.yaml line {line}: nested too deeply (more than 64 levels" in msg, doc
+
+
+def test_nesting_at_the_limit_is_read(tmp_path):
+    """64 levels (the file's mapping, check:'s, 62 lists) still parse; the 65th is refused."""
+    yaml = "check:\n  x: " + "[" * 62 + "]" * 62 + "\n"
+    exp = write_exp(tmp_path, GOOD, yaml=yaml)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert "nested too deeply" not in p.stdout + p.stderr
+    exp = write_exp(tmp_path / "deeper", GOOD, yaml=yaml.replace("[", "[[", 1).replace("]", "]]", 1))
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)
+    assert "labbox.yaml line 2: nested too deeply" in p.stdout, p.stdout
+
+
+def test_a_wide_mapping_is_read_in_linear_time(tmp_path):
+    """80,000 keys under sweep: (under the 1 MiB cap): the duplicate-key check compared every
+    pair (minutes); `run` reads no sweep: keys, so the run goes ahead."""
+    yaml = "sweep:\n" + "".join(f"  k{i:05d}: 1\n" for i in range(80_000))
+    exp = write_exp(tmp_path, GOOD, yaml=yaml)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp,
+               timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 def test_trailing_document_marker_is_fine(tmp_path):
     exp = write_exp(tmp_path, GOOD, yaml="args: [a]\n---\n")
     p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", exp)

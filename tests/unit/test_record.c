@@ -327,6 +327,7 @@ static void test_record_mac(void **state)
 	fprintf(f, "{\"id\": \"run-1\", \"manifest_mac\": \"%s\"}", hex);
 	fclose(f);
 	assert_true(lb_record_run_sealed(dir, "run-1"));
+	assert_int_equal(lb_record_run_seal(dir, "run-1"), LB_SEAL_OLD_SCOPE);
 	assert_true(lb_record_run_sealed(dir, NULL));
 	assert_false(lb_record_run_sealed(dir, "run-2"));
 	f = fopen(fpath, "w");
@@ -338,13 +339,56 @@ static void test_record_mac(void **state)
 	fputs("{\"id\": \"run-2\"}", f);
 	fclose(f);
 	assert_false(lb_record_run_sealed(dir, "run-2"));
-	/* A sweep document carries its own seal over its invocation and plan. */
+	/* The manifest above has no result_sealed: an older labbox's record, manifest only. */
+	snprintf(fpath, sizeof fpath, "%s/result.json", dir);
+	f = fopen(fpath, "w");
+	fprintf(f, "{\"id\": \"run-2\", \"manifest_mac\": \"x\"}");
+	fclose(f);
+	assert_int_equal(lb_record_run_seal(dir, NULL), LB_SEAL_NONE);
+	/* A manifest that says result.json is sealed: whole, or result changed. */
+	const char *mtext2 = "{\"id\": \"run-3\", \"result_sealed\": true}";
+	snprintf(fpath, sizeof fpath, "%s/manifest.json", dir);
+	f = fopen(fpath, "w");
+	fputs(mtext2, f);
+	fclose(f);
+	assert_int_equal(lb_record_mac("manifest.json", mtext2, strlen(mtext2), hex), 0);
+	json_object *res = json_object_new_object();
+	json_object_object_add(res, "id", json_object_new_string("run-3"));
+	json_object_object_add(res, "metrics", json_tokener_parse("{\"acc\": 0.5, \"p\": \"a/b\"}"));
+	json_object_object_add(res, "manifest_mac", json_object_new_string(hex));
+	snprintf(fpath, sizeof fpath, "%s/result.json", dir);
+	assert_int_equal(lb_record_write_json(fpath, res), 0);
+	assert_int_equal(lb_record_run_seal(dir, "run-3"), LB_SEAL_RESULT_CHANGED);
+	assert_int_equal(lb_record_result_seal(res), 0);
+	assert_int_equal(lb_record_write_json(fpath, res), 0);
+	assert_int_equal(lb_record_run_seal(dir, "run-3"), LB_SEAL_WHOLE);
+	json_object_object_add(json_object_object_get(res, "metrics"), "acc", json_object_new_double(0.97));
+	assert_int_equal(lb_record_write_json(fpath, res), 0);
+	assert_int_equal(lb_record_run_seal(dir, "run-3"), LB_SEAL_RESULT_CHANGED);
+	assert_false(lb_record_run_sealed(dir, "run-3"));
+	json_object_put(res);
+	/* A sweep document carries its own seal over all of it. */
 	json_object *sw = json_tokener_parse("{\"invocation\": {\"expdir\": \"/e\"}, \"plan\": {\"cells\": 2}}");
 	assert_false(lb_record_sweep_sealed(sw));
 	assert_int_equal(lb_record_sweep_seal(sw, hex), 0);
 	json_object_object_add(sw, "seal", json_object_new_string(hex));
 	assert_true(lb_record_sweep_sealed(sw));
+	assert_int_equal(lb_record_sweep_seal_of(sw), LB_SEAL_WHOLE);
+	json_object_object_add(sw, "conditions", json_object_new_double(0.97));
+	assert_false(lb_record_sweep_sealed(sw));
+	json_object_object_del(sw, "conditions");
 	json_object_object_add(json_object_object_get(sw, "plan"), "cells", json_object_new_int(3));
+	assert_false(lb_record_sweep_sealed(sw));
+	assert_int_equal(lb_record_sweep_seal_of(sw), LB_SEAL_NONE);
+	/* An older labbox's seal, of invocation and plan only: old scope, whatever else. */
+	json_object *inv = json_object_object_get(sw, "invocation"), *plan = json_object_object_get(sw, "plan");
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s\n%s", json_object_to_json_string_ext(inv, JSON_C_TO_STRING_PLAIN),
+		 json_object_to_json_string_ext(plan, JSON_C_TO_STRING_PLAIN));
+	assert_int_equal(lb_record_mac("sweep.json", buf, strlen(buf), hex), 0);
+	json_object_object_add(sw, "seal", json_object_new_string(hex));
+	json_object_object_add(sw, "conditions", json_object_new_double(0.97));
+	assert_int_equal(lb_record_sweep_seal_of(sw), LB_SEAL_OLD_SCOPE);
 	assert_false(lb_record_sweep_sealed(sw));
 	json_object_put(sw);
 	if (old) {

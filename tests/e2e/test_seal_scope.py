@@ -1,0 +1,151 @@
+"""The seal covers what readers show: a run's result.json (status, metrics) and a sweep's
+whole sweep.json (cells, statistics), not only manifest.json and the sweep's invocation and
+plan. An edited record is refused by `report` and marked NOT SEALED by the readers that
+show it; an untouched one, a resumed sweep, and a record an older labbox sealed (manifest
+only, said as such) still read."""
+import hashlib
+import hmac
+import json
+import os
+from pathlib import Path
+
+from conftest import PYTHON, labbox, write_exp
+
+FAILING = 'import sys\nprint("accuracy: 0.5")\nsys.exit(3)\n'
+
+
+def env_of(tmp_path):
+    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def failed_run(tmp_path):
+    env = env_of(tmp_path)
+    exp = write_exp(tmp_path, FAILING, yaml="metrics: [accuracy]\n")
+    p = labbox("run", "--json", "-q", "--python", PYTHON, ".", cwd=exp, env=env)
+    assert p.returncode != 0 and p.returncode != 2, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["status"] != "completed" and doc["result_mac"], doc
+    return exp, env, doc["id"], Path(doc["run_dir"])
+
+
+def forge_completed(run_dir):
+    rj = run_dir / "result.json"
+    res = json.loads(rj.read_text())
+    res["status"] = "completed"
+    res["metrics"] = {"accuracy": 0.97}
+    rj.write_text(json.dumps(res, indent=2))
+
+
+def test_untouched_run_reads_as_sealed_whole(tmp_path):
+    exp, env, rid, _ = failed_run(tmp_path)
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    doc = json.loads(p.stdout)
+    assert doc["record_sealed"] is True, doc
+    assert doc["seal_scope"] == "manifest.json+result.json", doc
+    p = labbox("report", "--format", "md", rid, cwd=exp, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "older labbox" not in p.stderr, p.stdout + p.stderr
+    p = labbox("runs", "list", cwd=exp, env=env)
+    assert " yes " in p.stdout, p.stdout
+
+
+def test_edited_result_json_is_refused_by_report_and_marked_by_readers(tmp_path):
+    """A failed run (accuracy 0.5) whose result.json is edited to completed at 0.97."""
+    exp, env, rid, run_dir = failed_run(tmp_path)
+    forge_completed(run_dir)
+    for fmt in ("md", "csv", "html"):
+        p = labbox("report", "--format", fmt, rid, cwd=exp, env=env)
+        assert p.returncode == 2, (fmt, p.stdout, p.stderr)
+        assert rid in p.stderr and "result.json" in p.stderr, p.stderr
+        assert "0.97" not in p.stdout, p.stdout
+    p = labbox("report", "--json", "-o", tmp_path / "r.md", rid, cwd=exp, env=env)
+    assert p.returncode == 2 and json.loads(p.stdout)["schema"] == "labbox.error/1", p.stdout
+    p = labbox("runs", "show", rid, cwd=exp, env=env)
+    assert "NOT SEALED" in p.stdout and "result.json was changed" in p.stdout, p.stdout
+    doc = json.loads(labbox("runs", "show", "--json", rid, cwd=exp, env=env).stdout)
+    assert doc["record_sealed"] is False and doc["seal_scope"] is None, doc
+    doc = json.loads(labbox("runs", "list", "--json", cwd=exp, env=env).stdout)
+    assert doc["unsealed"] == 1 and doc["runs"][0]["record_sealed"] is False, doc
+    p = labbox("runs", "list", cwd=exp, env=env)
+    assert " NO " in p.stdout, p.stdout
+    doc = json.loads(labbox("explain", "--json", rid, cwd=exp, env=env).stdout)
+    assert doc["record_sealed"] is False, doc
+    # rerun treats it as a record changed since: what it grants (--python) is not repeated
+    # without --accept-grants, and with it the comparison says record_sealed false
+    p = labbox("rerun", "--json", "-q", rid, cwd=exp, env=env)
+    assert p.returncode == 2 and "result.json does not match its seal" in p.stderr, p.stderr
+    p = labbox("rerun", "--json", "-q", "--accept-grants", rid, cwd=exp, env=env)
+    assert json.loads(p.stdout)["rerun"]["record_sealed"] is False, p.stdout
+
+
+def test_deleting_result_mac_does_not_pass_for_an_older_record(tmp_path):
+    exp, env, rid, run_dir = failed_run(tmp_path)
+    rj = run_dir / "result.json"
+    res = json.loads(rj.read_text())
+    del res["result_mac"]
+    res["metrics"] = {"accuracy": 0.97}
+    rj.write_text(json.dumps(res))
+    p = labbox("report", "--format", "md", rid, cwd=exp, env=env)
+    assert p.returncode == 2 and "0.97" not in p.stdout, p.stdout + p.stderr
+
+
+def test_a_record_an_older_labbox_sealed_is_read_and_said_to_be(tmp_path):
+    """An older labbox sealed manifest.json only (no result_sealed in it, no result_mac):
+    read as before, marked as sealed by the older scope, not as changed."""
+    exp, env, rid, run_dir = failed_run(tmp_path)
+    man = json.loads((run_dir / "manifest.json").read_text())
+    del man["result_sealed"]
+    mbytes = json.dumps(man, indent=2).encode()
+    (run_dir / "manifest.json").write_bytes(mbytes)
+    key = (tmp_path / "cache" / "labbox" / "record.key").read_bytes()
+    res = json.loads((run_dir / "result.json").read_text())
+    del res["result_mac"]
+    res["manifest_mac"] = hmac.new(key, b"manifest.json\n" + mbytes, hashlib.sha256).hexdigest()
+    (run_dir / "result.json").write_text(json.dumps(res, indent=2))
+    doc = json.loads(labbox("runs", "show", "--json", rid, cwd=exp, env=env).stdout)
+    assert doc["record_sealed"] is True and doc["seal_scope"] == "manifest.json", doc
+    p = labbox("runs", "show", rid, cwd=exp, env=env)
+    assert "sealed by an older labbox" in p.stdout and "NOT SEALED" not in p.stdout, p.stdout
+    assert " old " in labbox("runs", "list", cwd=exp, env=env).stdout
+    p = labbox("report", "--format", "md", rid, cwd=exp, env=env)
+    assert p.returncode == 0 and "older labbox" in p.stderr, p.stdout + p.stderr
+
+
+SWEEP_MAIN = ("import argparse\na = argparse.ArgumentParser(); a.add_argument('--lr');"
+              " a.add_argument('--seed'); a.parse_args()\nprint('accuracy: 0.5')\n")
+SWEEP_YAML = "metrics: [accuracy]\nsweep:\n  parameters:\n    lr: [0.1]\n  seeds: [0, 1]\n"
+
+
+def sweep(tmp_path):
+    env = env_of(tmp_path)
+    exp = write_exp(tmp_path, SWEEP_MAIN, yaml=SWEEP_YAML)
+    p = labbox("sweep", "--json", "--python", PYTHON, ".", cwd=exp, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    sid = json.loads(p.stdout)["id"]
+    return exp, env, sid, exp / ".labbox" / "sweeps" / sid / "sweep.json"
+
+
+def test_edited_sweep_statistics_are_refused(tmp_path):
+    exp, env, sid, sj = sweep(tmp_path)
+    p = labbox("report", "--format", "md", sid, cwd=exp, env=env)
+    assert p.returncode == 0 and "0.5" in p.stdout, p.stdout + p.stderr
+    d = json.loads(sj.read_text())
+    m = d["conditions"][0]["metrics"]["accuracy"]
+    m.update(mean=0.97, min=0.96, max=0.98, std=0.01)
+    for c in d["cells"]:
+        c["metrics"]["accuracy"] = 0.97
+    sj.write_text(json.dumps(d))
+    for fmt in ("md", "csv", "html"):
+        p = labbox("report", "--format", fmt, sid, cwd=exp, env=env)
+        assert p.returncode == 2, (fmt, p.stdout, p.stderr)
+        assert sid in p.stderr and "0.97" not in p.stdout, p.stdout + p.stderr
+
+
+def test_a_resumed_sweep_reads_as_sealed(tmp_path):
+    exp, env, sid, sj = sweep(tmp_path)
+    before = json.loads(sj.read_text())["seal"]
+    p = labbox("sweep", "--json", "--resume", sid, cwd=exp, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(sj.read_text())["seal"] != before  # rewritten (updated_at), resealed
+    p = labbox("report", "--format", "md", sid, cwd=exp, env=env)
+    assert p.returncode == 0 and "0.5" in p.stdout and "older" not in p.stderr, p.stderr
