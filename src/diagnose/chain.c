@@ -28,12 +28,33 @@ static size_t outermost_frame(const lb_log *log, const lb_exc *e)
 	return NONE;
 }
 
-/* Whether the later exception was raised by a `raise` statement of the function that was
- * handling the earlier one: `except OSError: raise RuntimeError("could not load ...")`, a
- * translation of what it caught, as a library's wrapper or the code's own. An error of
- * another kind met in the handler's fallback (a shape error in the features computed when
- * the cached ones are missing, an attribute typo after an optional import failed) is raised
- * by an operation or by a function the handler called, and is the handler's own bug. */
+/* Whether a source line is a `raise` statement: `raise X(...)`, or the body of a one-line
+ * `if strict: raise X(...)`. */
+static bool raise_statement(const char *t)
+{
+	const char *p = t;
+
+	if (dg_starts_with(t, "raise") && (t[5] == ' ' || t[5] == '(' || t[5] == '\0'))
+		return true;
+	while ((p = strstr(p, "raise")) != NULL) {
+		const char *q = p;
+		while (q > t && q[-1] == ' ')
+			q--;
+		if (q > t && q[-1] == ':' && (p[5] == ' ' || p[5] == '(' || p[5] == '\0'))
+			return true;
+		p += 5;
+	}
+	return false;
+}
+
+/* Whether the later exception was raised by a `raise` statement in place of the earlier one:
+ * in the function that was handling it (`except OSError: raise RuntimeError("could not load
+ * ...")`, a translation, as a library's wrapper or the code's own), or in a helper of the
+ * experiment's own that the handler called (`except OSError: fail("no data")`). An error of
+ * another kind met in the handler's fallback (a shape error in the features computed when the
+ * cached ones are missing, an attribute typo after an optional import failed, a library's
+ * check of what the fallback passed it) is raised by an operation or by a library's code, and
+ * is the handler's own bug. */
 static bool raised_by_handler(const lb_log *log, const lb_exc *earlier, const lb_exc *later)
 {
 	char f1[512], f2[512], fn1[128], fn2[128];
@@ -46,13 +67,22 @@ static bool raised_by_handler(const lb_log *log, const lb_exc *earlier, const lb
 	if (!dg_parse_frame(log->lines[outer], f1, sizeof f1, &l1, fn1, sizeof fn1) ||
 	    !dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
 		return true;
-	if (strcmp(f1, f2) != 0 || strcmp(fn1, fn2) != 0)
-		return false;
+	bool in_handler = strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0;
+	if (!in_handler) {
+		/* the experiment's helper, called from the handler's function */
+		if (!dg_in_experiment(f2, log->exp_dir))
+			return false;
+		bool called = false;
+		for (size_t i = later->header + 1; i < later->frame && !called; i++)
+			called = dg_parse_frame(log->lines[i], f2, sizeof f2, &l2, fn2, sizeof fn2) &&
+				 strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0;
+		if (!called)
+			return false;
+	}
 	/* The source line under the frame; a log that did not print it says nothing against. */
 	if (src >= later->line || dg_is_frame(log->lines[src]))
 		return true;
-	const char *t = log->lines[src] + dg_indent_of(log->lines[src]);
-	return dg_starts_with(t, "raise") && (t[5] == ' ' || t[5] == '(' || t[5] == '\0');
+	return raise_statement(log->lines[src] + dg_indent_of(log->lines[src]));
 }
 
 /* Whether an exception earlier in a chain explains a later one of class `later` that the

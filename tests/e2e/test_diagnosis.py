@@ -1534,9 +1534,9 @@ def test_a_handled_exception_is_not_the_cause_of_its_fallbacks_bug(tmp_path, cas
     assert any(e.startswith(handled) for e in f["evidence"]), r.why()
 
 
-def test_a_handler_that_raises_in_place_of_what_it_caught_is_explained_by_it(tmp_path):
-    # `except FileNotFoundError: raise RuntimeError(...)` says the same failure in other words.
-    r, f = failure_of(tmp_path, """
+TRANSLATIONS = {
+    # `except FileNotFoundError: raise RuntimeError(...)` says the same failure in other words
+    "raise": """
         import numpy as np
         def load():
             try:
@@ -1544,7 +1544,36 @@ def test_a_handler_that_raises_in_place_of_what_it_caught_is_explained_by_it(tmp
             except FileNotFoundError:
                 raise RuntimeError("could not load the cached features")
         feats = load()
-    """)
+    """,
+    # ... through a helper of the experiment's own
+    "helper": """
+        import numpy as np
+        def fail(msg):
+            raise RuntimeError(msg)
+        def load():
+            try:
+                return np.load("cache/features.npy")
+            except FileNotFoundError:
+                fail("could not load the cached features")
+        feats = load()
+    """,
+    # ... or a one-line guard
+    "guard": """
+        import numpy as np
+        strict = True
+        def load():
+            try:
+                return np.load("cache/features.npy")
+            except FileNotFoundError:
+                if strict: raise RuntimeError("could not load the cached features")
+        feats = load()
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRANSLATIONS))
+def test_a_handler_that_raises_in_place_of_what_it_caught_is_explained_by_it(tmp_path, case):
+    r, f = failure_of(tmp_path, TRANSLATIONS[case])
     assert f["class"] == "missing_data", r.why()
     assert "cache/features.npy" in f["summary"], r.why()
     assert "handling an earlier" not in f["summary"], r.why()
