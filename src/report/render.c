@@ -10,6 +10,21 @@
 
 /* ---- escaping -------------------------------------------------------------------------------- */
 
+/* An invisible character that reorders or hides text (a right-to-left override in a
+ * condition's name shows it reversed): shown as \uXXXX, as labbox's other views do. 1 when
+ * it was, 0 when not, -ENOMEM. */
+static int show_format_char(lb_buf *b, const unsigned char *u, size_t n)
+{
+	unsigned cp;
+
+	if (n < 2)
+		return 0;
+	cp = lb_utf8_code_point(u, n);
+	if (!lb_unicode_format_char(cp))
+		return 0;
+	return lb_buf_printf(b, "\\u%04X", cp) < 0 ? -ENOMEM : 1;
+}
+
 int lb_report_html_escape(lb_buf *b, const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -44,7 +59,8 @@ int lb_report_html_escape(lb_buf *b, const char *s, size_t len)
 			i += n ? n : 1;
 			continue;
 		}
-		if (lb_buf_append(b, s + i, n) < 0)
+		int f = show_format_char(b, u + i, n);
+		if (f < 0 || (f == 0 && lb_buf_append(b, s + i, n) < 0))
 			return -ENOMEM;
 		i += n;
 	}
@@ -77,7 +93,9 @@ int lb_report_csv_field(lb_buf *b, const char *s, bool text)
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
 		size_t n = u[i] < 0x80 ? 1 : lb_utf8_seq_len(u + i, len - i);
-		int rc = s[i] == '"' ? lb_buf_puts(b, "\"\"")
+		int f = n > 1 ? show_format_char(b, u + i, n) : 0;
+		int rc = f != 0	     ? f
+			 : s[i] == '"' ? lb_buf_puts(b, "\"\"")
 			 : n == 0    ? lb_buf_printf(b, "\\x%02x", u[i])
 				     : lb_buf_append(b, s + i, n);
 		if (rc < 0)
@@ -130,7 +148,8 @@ int lb_report_md_cell(lb_buf *b, const char *s)
 			i++;
 			continue;
 		}
-		if (lb_buf_append(b, s + i, n) < 0)
+		int f = show_format_char(b, u + i, n);
+		if (f < 0 || (f == 0 && lb_buf_append(b, s + i, n) < 0))
 			return -ENOMEM;
 		i += n;
 	}
