@@ -47,7 +47,8 @@ static bool raise_statement(const char *t)
 	return false;
 }
 
-/* Whether the later exception was raised by a `raise` statement in place of the earlier one:
+/* Whether the later exception was raised by a `raise` statement in place of the earlier one
+ * (or by a `with` block's exit while the earlier one left it):
  * in the function that was handling it (`except OSError: raise RuntimeError("could not load
  * ...")`, a translation, as a library's wrapper or the code's own), or in a helper of the
  * experiment's own that the handler called (`except OSError: fail("no data")`). An error of
@@ -68,6 +69,21 @@ static bool raised_by_handler(const lb_log *log, const lb_exc *earlier, const lb
 	    !dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
 		return true;
 	bool in_handler = strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0;
+	/* Nothing handled it: it was leaving a `with` block of that function, whose context
+	 * manager's exit raised in turn (a Pool's terminate, a file's close): what was leaving
+	 * is the cause. */
+	for (size_t i = later->header + 1; i < later->frame; i++) {
+		size_t t = i + 1;
+		if (!dg_parse_frame(log->lines[i], f2, sizeof f2, &l2, fn2, sizeof fn2) ||
+		    strcmp(f1, f2) != 0 || strcmp(fn1, fn2) != 0 || t >= later->line ||
+		    dg_is_frame(log->lines[t]))
+			continue;
+		const char *w = log->lines[t] + dg_indent_of(log->lines[t]);
+		if (dg_starts_with(w, "with ") || dg_starts_with(w, "async with "))
+			return true;
+	}
+	if (!dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
+		return true;
 	if (!in_handler) {
 		/* the experiment's helper, called from the handler's function */
 		if (!dg_in_experiment(f2, log->exp_dir))
