@@ -53,21 +53,12 @@ static bool chain_refused_by_gate(const lb_log *log, const lb_exc *exc, size_t f
 
 static int add(struct json_object *o, const char *key, struct json_object *v)
 {
-	if (!v)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
+	return lb_diag_json_add(o, key, v);
 }
 
 static struct json_object *text(const char *s)
 {
-	char buf[DIAG_TEXT_LEN * 2];
-
-	lb_text_utf8(buf, sizeof(buf), s, strlen(s));
-	return json_object_new_string(buf);
+	return lb_diag_json_text(s, DIAG_TEXT_LEN * 2);
 }
 
 static int emit(struct json_object *out, const char *msg, char ev[][DIAG_EVIDENCE_LEN + 64],

@@ -7,6 +7,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct json_object;
+
+/* JSON pieces the diagnosis files share: a member added (v freed when it cannot be; -ENOMEM
+ * for a NULL v), and a string of text made valid UTF-8 and cut at cap bytes (at most
+ * DIAG_JSON_TEXT_MAX). */
+#define DIAG_JSON_TEXT_MAX 1200
+int lb_diag_json_add(struct json_object *o, const char *key, struct json_object *v);
+struct json_object *lb_diag_json_text(const char *s, size_t cap);
+
 /* A top-level module name of CPython's standard library (3.10 to 3.13), n bytes of name. */
 bool lb_diag_is_stdlib(const char *name, size_t n);
 

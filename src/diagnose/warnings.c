@@ -32,7 +32,7 @@
 
 /* JSON helpers ----------------------------------------------------------------------------- */
 
-static int add(struct json_object *o, const char *key, struct json_object *v)
+int lb_diag_json_add(struct json_object *o, const char *key, struct json_object *v)
 {
 	if (!v)
 		return -ENOMEM;
@@ -43,12 +43,22 @@ static int add(struct json_object *o, const char *key, struct json_object *v)
 	return 0;
 }
 
+struct json_object *lb_diag_json_text(const char *s, size_t cap)
+{
+	char buf[DIAG_JSON_TEXT_MAX];
+
+	lb_text_utf8(buf, cap < sizeof buf ? cap : sizeof buf, s, strlen(s));
+	return json_object_new_string(buf);
+}
+
+static int add(struct json_object *o, const char *key, struct json_object *v)
+{
+	return lb_diag_json_add(o, key, v);
+}
+
 static struct json_object *text(const char *s)
 {
-	char buf[W_EVIDENCE_LEN * 2];
-
-	lb_text_utf8(buf, sizeof(buf), s, strlen(s));
-	return json_object_new_string(buf);
+	return lb_diag_json_text(s, W_EVIDENCE_LEN * 2);
 }
 
 /* {"kind", "message", "evidence": [...]} appended to out; returns it for more fields. */
