@@ -1588,7 +1588,8 @@ int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
 	/* Grouped by condition and metric, runs in the order given within each. */
 	for (size_t i = 0; i < b->nvalues; i++)
 		b->values[i].order = i;
-	qsort(b->values, b->nvalues, sizeof *b->values, cmp_value);
+	if (b->nvalues > 1) /* no values: no array to sort (qsort takes no NULL) */
+		qsort(b->values, b->nvalues, sizeof *b->values, cmp_value);
 	for (size_t i = 0; i < b->nvalues;) {
 		size_t c = b->values[i].condition, m = b->values[i].metric, n = 0;
 		lb_report_stat *st = &r->stats[c * r->nmetrics + m];
