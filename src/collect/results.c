@@ -121,7 +121,7 @@ static char *widen_big_ints(const char *s, size_t len, size_t *out_len)
  * "a\u0000b" becomes "a" and then replaces the value of an "a" before it, and a name given
  * twice keeps its last value: other readers (pandas, jq, a person) may take the other one,
  * and the file would say one number to them and another to labbox. A name with a control
- * character (a newline) is no metric's and would print as lines of its own. */
+ * character (a prompt template's "Q: {q}\nA:") is read: the views show it escaped. */
 typedef struct names_key {
 	size_t off, len;   /* the name as json-c keeps it (cut at a NUL), in names_scan.keys */
 	size_t at;         /* where it starts in the document */
@@ -168,14 +168,13 @@ static unsigned hex4(const char *s)
 }
 
 /* The string at doc[*i] (its quote) decoded into ns->keys, as a key of the scan when is_key;
- * *i ends after its closing quote. Sets *nul and *ctl for what the decoded name holds. */
-static int names_string(names_scan *ns, size_t len, size_t *i, bool is_key, bool *nul, unsigned *ctl)
+ * *i ends after its closing quote. Sets *nul when the decoded name holds U+0000. */
+static int names_string(names_scan *ns, size_t len, size_t *i, bool is_key, bool *nul)
 {
 	const char *d = ns->doc;
 	char q = d[*i];
 	size_t start = ++*i, off = ns->keys.len, cut = SIZE_MAX;
 	*nul = false;
-	*ctl = 0x110000;
 	while (*i < len && d[*i] != q) {
 		unsigned char c = (unsigned char)d[*i];
 		unsigned cp = c;
@@ -212,9 +211,6 @@ static int names_string(names_scan *ns, size_t len, size_t *i, bool is_key, bool
 				n = 4;
 			}
 		} else {
-			/* a raw byte: a C1 control is the two bytes C2 80..9F */
-			if (c == 0xc2 && *i + 1 < len && (unsigned char)d[*i + 1] < 0xa0)
-				cp = (unsigned char)d[*i + 1];
 			enc[0] = (char)c;
 			++*i;
 		}
@@ -222,8 +218,6 @@ static int names_string(names_scan *ns, size_t len, size_t *i, bool is_key, bool
 			*nul = true;
 			cut = ns->keys.len - off;
 		}
-		if ((cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) && *ctl == 0x110000)
-			*ctl = cp;
 		if (is_key && lb_buf_append(&ns->keys, enc, n) < 0)
 			return -ENOMEM;
 	}
@@ -287,9 +281,8 @@ static int names_check(const char *data, size_t len, char *err, size_t errlen)
 		char c = data[i];
 		if (c == '"' || c == '\'') {
 			bool key = want_key && depth && frame[depth - 1] != SIZE_MAX, nul;
-			unsigned ctl;
 			size_t at = i;
-			r = names_string(&ns, len, &i, key, &nul, &ctl);
+			r = names_string(&ns, len, &i, key, &nul);
 			if (r < 0 || !key)
 				continue;
 			want_key = false;
@@ -301,9 +294,6 @@ static int names_check(const char *data, size_t len, char *err, size_t errlen)
 					"so the file is not read", shown, at);
 				r = -EINVAL;
 			}
-			/* A name with a control character (a prompt template's "Q: {q}\nA:", a
-			 * character model's "\n") is read: the views show it escaped. */
-			(void)ctl;
 		} else if (c == '/' && i + 1 < len && (data[i + 1] == '*' || data[i + 1] == '/')) {
 			/* json-c takes comments outside strict mode */
 			const char *e = data[i + 1] == '*' ? memmem(data + i + 2, len - i - 2, "*/", 2)

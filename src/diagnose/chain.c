@@ -68,33 +68,29 @@ static bool raised_by_handler(const lb_log *log, const lb_exc *earlier, const lb
 	if (!dg_parse_frame(log->lines[outer], f1, sizeof f1, &l1, fn1, sizeof fn1) ||
 	    !dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
 		return true;
-	bool in_handler = strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0;
-	/* Nothing handled it: it was leaving a `with` block of that function, whose context
-	 * manager's exit raised in turn (a Pool's terminate, a file's close): what was leaving
-	 * is the cause. */
+	bool in_handler = strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0, called = false;
+	/* The handler's function among the later traceback's outer frames: it called what
+	 * raised, or, standing on a `with` line, nothing handled the earlier one: it was leaving
+	 * that block, whose context manager's exit raised in turn (a Pool's terminate, a file's
+	 * close), and what was leaving is the cause. */
 	for (size_t i = later->header + 1; i < later->frame; i++) {
+		char f3[512], fn3[128];
+		long l3;
 		size_t t = i + 1;
-		if (!dg_parse_frame(log->lines[i], f2, sizeof f2, &l2, fn2, sizeof fn2) ||
-		    strcmp(f1, f2) != 0 || strcmp(fn1, fn2) != 0 || t >= later->line ||
-		    dg_is_frame(log->lines[t]))
+
+		if (!dg_parse_frame(log->lines[i], f3, sizeof f3, &l3, fn3, sizeof fn3) ||
+		    strcmp(f1, f3) != 0 || strcmp(fn1, fn3) != 0)
+			continue;
+		called = true;
+		if (t >= later->line || dg_is_frame(log->lines[t]))
 			continue;
 		const char *w = log->lines[t] + dg_indent_of(log->lines[t]);
 		if (dg_starts_with(w, "with ") || dg_starts_with(w, "async with "))
 			return true;
 	}
-	if (!dg_parse_frame(log->lines[later->frame], f2, sizeof f2, &l2, fn2, sizeof fn2))
-		return true;
-	if (!in_handler) {
-		/* the experiment's helper, called from the handler's function */
-		if (!dg_in_experiment(f2, log->exp_dir))
-			return false;
-		bool called = false;
-		for (size_t i = later->header + 1; i < later->frame && !called; i++)
-			called = dg_parse_frame(log->lines[i], f2, sizeof f2, &l2, fn2, sizeof fn2) &&
-				 strcmp(f1, f2) == 0 && strcmp(fn1, fn2) == 0;
-		if (!called)
-			return false;
-	}
+	/* else only a helper of the experiment's own, called from the handler's function */
+	if (!in_handler && (!called || !dg_in_experiment(f2, log->exp_dir)))
+		return false;
 	/* The source line under the frame; a log that did not print it says nothing against. */
 	if (src >= later->line || dg_is_frame(log->lines[src]))
 		return true;
@@ -315,9 +311,6 @@ static void diagnose_worker_first(lb_verdict *v, const lb_log *log, const lb_exc
 	dg_add_evidence(v, exc[n - 1].line);
 }
 
-/* The whole chain is read, newest first, and its root cause named: each older exception that
- * explains the one after it (always for a cause, see context_explains for a context) takes
- * over the verdict, which then names the root's exception and location. */
 /* The exception the code was handling when it raised the one that ended it, and that did not
  * explain it (a fallback's own error): named in the summary and shown, since the log prints it
  * first and a reader could take it for the cause. */
@@ -340,6 +333,9 @@ static void note_handled(lb_verdict *v, const lb_log *log, const lb_exc *handled
 	dg_add_evidence(v, handled->line);
 }
 
+/* The whole chain is read, newest first, and its root cause named: each older exception that
+ * explains the one after it (always for a cause, see context_explains for a context) takes
+ * over the verdict, which then names the root's exception and location. */
 void dg_diagnose_exception(lb_verdict *v, const lb_log *log, const lb_exc *exc, size_t n)
 {
 	const lb_exc *last = &exc[n - 1];

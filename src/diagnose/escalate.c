@@ -567,9 +567,7 @@ bool lb_gate_record_complete(const struct json_object *runtime_gate)
 
 bool lb_gate_saw_no_socket(const struct json_object *runtime_gate)
 {
-	struct json_object *ev;
-
-	struct json_object *net;
+	struct json_object *ev, *net;
 
 	/* With the network granted the gate judges no socket, and records none */
 	if (!lb_gate_record_complete(runtime_gate) ||

@@ -155,10 +155,9 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 	}
 	/* The class `network` is read from the program's output, which the program writes: a
 	 * URLError line printed by code that never opened a socket would otherwise buy it the
-	 * host network. */
-	/* A private loopback reaches nothing outside the run: its grant needs no more. Under
-	 * one the gate judges no socket, so the host network is not granted after it on the
-	 * program's word alone. */
+	 * host network. A private loopback reaches nothing outside the run: its grant needs no
+	 * more. Under one the gate judges no socket, so the host network is not granted after
+	 * it on the program's word alone. */
 	if (want == LB_ESCALATE_NETWORK && !loopback && strcmp(net, "loopback") == 0) {
 		decline(s, want, "the attempt ran with a private loopback network, under which labbox "
 				 "sees none of the run's sockets, so nothing it saw shows a need for "
