@@ -22,7 +22,7 @@ static int show_format_char(lb_buf *b, const unsigned char *u, size_t n)
 	cp = lb_utf8_code_point(u, n);
 	if (!lb_unicode_format_char(cp))
 		return 0;
-	return lb_buf_printf(b, "\\u%04X", cp) < 0 ? -ENOMEM : 1;
+	return lb_buf_printf(b, "\\u%04x", cp) < 0 ? -ENOMEM : 1;
 }
 
 int lb_report_html_escape(lb_buf *b, const char *s, size_t len)

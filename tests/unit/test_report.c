@@ -123,7 +123,7 @@ static void test_csv_and_md(void **state)
 		{" =1+1", true, "\"' =1+1\""},
 		{"\xc2\xa0=1+1", true, "'\xc2\xa0=1+1"},
 		{"  plain", true, "\"  plain\""},
-		{"lr=\xe2\x80\xae" "1.0", true, "lr=\\u202E1.0"},
+		{"lr=\xe2\x80\xae" "1.0", true, "lr=\\u202e1.0"},
 		{"-1.5", false, "-1.5"},
 		{"bad\xff", true, "bad\\xff"},
 	};
@@ -143,7 +143,7 @@ static void test_csv_and_md(void **state)
 		{"back\\slash `code`", "back\\\\slash \\`code\\`"},
 		{"train_mse", "train\\_mse"},
 		{"x\xff", "x\\xff"},
-		{"a\xe2\x80\xae" "b", "a\\u202Eb"},
+		{"a\xe2\x80\xae" "b", "a\\u202eb"},
 		/* what Markdown would make a link, an image, emphasis or an autolink */
 		{"![x](http://a.example/p.png?q=1)",
 		 "\\!\\[x\\]\\(http\\:\\/\\/a\\.example\\/p\\.png\\?q\\=1\\)"},
