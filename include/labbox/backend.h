@@ -250,15 +250,21 @@ int lb_slurm_tasks_parse(char *text, size_t ntasks, lb_slurm_task *tasks);
 bool lb_slurm_state_final(const char *state);
 /* scancel [--signal=SIG] [--batch] [--state=STATE] JOB, bounded; what it says is dropped. */
 void lb_slurm_cancel(const char *job_id, const char *signal, bool batch_only, const char *state);
-/* labbox killed outright (SIGKILL) must not leave its job behind: a child holding a pipe
- * runs `scancel JOB` when the pipe's other end closes without a word (the process died);
- * lb_slurm_guard_stop tells it all is well and reaps it. */
-typedef struct lb_slurm_guard {
+/* labbox killed outright (SIGKILL, a crash) must not leave behind what it started elsewhere
+ * (a container, a Slurm job): a child in a session of its own, deaf to the terminal's
+ * signals, holds a pipe and runs on_orphan(arg) with /dev/null as its standard streams when
+ * the pipe's other end closes without a word (labbox died). lb_guard_stop tells it all is
+ * well and reaps it. on_orphan runs in the forked child (async-signal-safe work, exec, or
+ * _exit). lb_guard_start returns 0 or -errno (g->wr is then -1, and lb_guard_stop does
+ * nothing). */
+typedef struct lb_guard {
 	int wr;
 	pid_t pid;
-} lb_slurm_guard;
-void lb_slurm_guard_start(const char *job_id, lb_slurm_guard *g);
-void lb_slurm_guard_stop(lb_slurm_guard *g);
+} lb_guard;
+int lb_guard_start(lb_guard *g, void (*on_orphan)(void *arg), void *arg);
+void lb_guard_stop(lb_guard *g);
+/* The guard that runs `scancel JOB`. */
+int lb_slurm_guard_start(const char *job_id, lb_guard *g);
 /* The clients are on PATH, the configuration readable and the controller answers (and has
  * partition when not NULL), as mode slurm checks before it submits: 0 with the cluster's
  * name and version, else -EHOSTUNREACH / -ENOENT with err saying why. */

@@ -80,8 +80,7 @@ typedef struct docker_state {
 	char name[96];        /* the container's name, from the run id */
 	char container[128];  /* its id once created */
 	lb_strv create;          /* the docker create command line */
-	int guard_wr;         /* the guardian's pipe; -1 when there is none */
-	pid_t guard_pid;
+	lb_guard guard;       /* removes the container if labbox dies; wr -1 when none */
 	/* Client calls left running beside the pipeline (each costs the client's start-up, some
 	 * 35 ms here, and the engine's work): the removal of dead runs' containers, and this
 	 * run's docker rm, which overlaps the records and is waited for by free. */
@@ -1433,12 +1432,7 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 			d->container[0] = '\0';
 			d->api_run = false;
 		}
-		if (d->guard_wr >= 0) {
-			(void)!write(d->guard_wr, "x", 1);
-			close(d->guard_wr);
-			d->guard_wr = -1;
-			waitpid(d->guard_pid, NULL, 0);
-		}
+		lb_guard_stop(&d->guard);
 		lb_strv_free(&d->create);
 		cst = -EIO;
 	} else if (d->create.n) {
@@ -1499,53 +1493,28 @@ static int docker_prepare(lb_backend *b, const lb_backend_job *job, char *err, s
 	return d->created_early ? 0 : build_create(d, job, err, errlen);
 }
 
-/* A child that outlives labbox: it waits for the end of the pipe labbox holds; a byte means
- * labbox removed the container itself, EOF without one that labbox died, so it removes the
- * container. Signals to the terminal's process group do not stop it. */
+/* What the guard does when labbox died: the container removed (over the API where the run
+ * was made there), and the live record closed once it is gone. */
+static void rm_orphan(void *arg)
+{
+	docker_state *d = arg;
+	pid_t rm = fork();
+	if (rm == 0 && d->api[0])
+		_exit(lb_docker_api_rm(d->api, d->name, API_TIMEOUT_MS) == 0 ? 0 : 1);
+	if (rm == 0) {
+		execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	if (rm > 0 && waitpid(rm, &st, 0) == rm && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		lb_docker_live_done(&d->live);
+}
+
+/* Without it (no descriptor or process left) a labbox killed outright leaves the container
+ * to the next run's sweep of dead runs' leftovers (their labbox.run label). */
 static void start_guardian(docker_state *d)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return;
-	}
-	if (pid == 0) {
-		close(p[1]);
-		setsid();
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		char c;
-		ssize_t n;
-		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
-			;
-		if (n == 1)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			dup2(nul, 1);
-			dup2(nul, 2);
-		}
-		pid_t rm = fork();
-		if (rm == 0 && d->api[0])
-			_exit(lb_docker_api_rm(d->api, d->name, API_TIMEOUT_MS) == 0 ? 0 : 1);
-		if (rm == 0) {
-			execl(d->client, d->client, "rm", "-f", "-v", d->name, (char *)NULL);
-			_exit(127);
-		}
-		int st = 0;
-		if (rm > 0 && waitpid(rm, &st, 0) == rm && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			lb_docker_live_done(&d->live);
-		_exit(0);
-	}
-	close(p[0]);
-	d->guard_wr = p[1];
-	d->guard_pid = pid;
+	(void)lb_guard_start(&d->guard, rm_orphan, d);
 }
 
 /* docker stop/kill in the background, so output keeps streaming while the engine works. */
@@ -1710,7 +1679,7 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		}
 	} else {
 		live_add(d, d->engine);
-		if (d->guard_wr < 0)
+		if (d->guard.wr < 0)
 			start_guardian(d);
 		lb_buf o = {0};
 		int st = 0;
@@ -2007,12 +1976,7 @@ static void cleanup_wait(docker_state *d)
 		while (waitpid(d->leftovers_pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	d->leftovers_pid = -1;
-	if (d->guard_wr >= 0) {
-		(void)!write(d->guard_wr, "x", 1);
-		close(d->guard_wr);
-		d->guard_wr = -1;
-		waitpid(d->guard_pid, NULL, 0);
-	}
+	lb_guard_stop(&d->guard);
 	/* conmon's empty "oom" (see cwd), not one of the run's records. */
 	struct stat st_oom;
 	char oom[PATH_MAX + 8];
@@ -2143,7 +2107,7 @@ int lb_backend_docker(const lb_docker_config *cfg, lb_backend **out)
 		free(d);
 		return -ENOMEM;
 	}
-	d->guard_wr = -1;
+	d->guard.wr = -1;
 	d->live.dirfd = -1;
 	d->rm_pid = d->leftovers_pid = d->run_pid = -1;
 	d->run_out = -1;
@@ -2177,7 +2141,7 @@ int lb_docker_probe(const char *engine, struct json_object **out, char *err, siz
 		snprintf(err, errlen, "engine '%s' is not one of docker, podman", engine);
 		return -EINVAL;
 	}
-	docker_state d = {.guard_wr = -1, .live.dirfd = -1, .run_pid = -1, .run_out = -1,
+	docker_state d = {.guard.wr = -1, .live.dirfd = -1, .run_pid = -1, .run_out = -1,
 			  .engine_asked = engine != NULL};
 	snprintf(d.engine, sizeof d.engine, "%s", engine ? engine : "docker");
 	json_object *info = NULL;

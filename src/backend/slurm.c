@@ -591,8 +591,7 @@ typedef struct slurm_state {
 	char node_host[256];
 	char node_run_dir[PATH_MAX];
 	char peak_source[32], peak_memory_source[96];
-	int guard_wr; /* the guardian's pipe; -1 when there is none */
-	pid_t guard_pid;
+	lb_guard guard; /* cancels the job if labbox dies; wr -1 when there is none */
 } slurm_state;
 
 static slurm_state *state_of(lb_backend *b)
@@ -1140,75 +1139,15 @@ static void conclude(slurm_state *s, json_object *doc, lb_sandbox_result *res)
 	}
 }
 
-/* A child that outlives labbox: it waits for the end of the pipe labbox holds; a byte means
- * labbox saw the job to its end itself, EOF without one that labbox died (SIGKILL, a crash),
- * so it cancels the job: nothing labbox submitted runs on unwatched. Signals to the
- * terminal's process group do not stop it. */
-void lb_slurm_guard_start(const char *job_id, lb_slurm_guard *g)
+static void scancel_orphan(void *job_id)
 {
-	g->wr = -1;
-	g->pid = -1;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return;
-	}
-	if (pid == 0) {
-		close(p[1]);
-		setsid();
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		char c;
-		ssize_t n;
-		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
-			;
-		if (n == 1)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			dup2(nul, 1);
-			dup2(nul, 2);
-		}
-		execlp("scancel", "scancel", job_id, (char *)NULL);
-		_exit(127);
-	}
-	close(p[0]);
-	g->wr = p[1];
-	g->pid = pid;
+	execlp("scancel", "scancel", (const char *)job_id, (char *)NULL);
+	_exit(127);
 }
 
-void lb_slurm_guard_stop(lb_slurm_guard *g)
+int lb_slurm_guard_start(const char *job_id, lb_guard *g)
 {
-	if (g->wr < 0)
-		return;
-	(void)!write(g->wr, "x", 1);
-	close(g->wr);
-	g->wr = -1;
-	waitpid(g->pid, NULL, 0);
-}
-
-static void start_guardian(slurm_state *s)
-{
-	lb_slurm_guard g;
-	lb_slurm_guard_start(s->job_id, &g);
-	s->guard_wr = g.wr;
-	s->guard_pid = g.pid;
-}
-
-static void stop_guardian(slurm_state *s)
-{
-	lb_slurm_guard g = {.wr = s->guard_wr, .pid = s->guard_pid};
-	lb_slurm_guard_stop(&g);
-	s->guard_wr = -1;
+	return lb_guard_start(g, scancel_orphan, (void *)job_id);
 }
 
 static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result *res)
@@ -1257,7 +1196,9 @@ static int slurm_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_result
 		return 0;
 	}
 	s->active = true;
-	start_guardian(s);
+	/* Without it (no descriptor or process left) a labbox killed outright leaves the job
+	 * to its time limit; the run itself still ends it at cleanup. */
+	(void)lb_slurm_guard_start(s->job_id, &s->guard);
 	progress(s, "submitted Slurm job %s%s%s to cluster %s", s->job_id,
 		 s->partition ? ", partition " : "", s->partition ? s->partition : "",
 		 s->cluster[0] ? s->cluster : "(unnamed)");
@@ -1535,7 +1476,7 @@ static void slurm_cleanup(lb_backend *b)
 		scancel(s->job_id, NULL, false);
 		s->active = false;
 	}
-	stop_guardian(s);
+	lb_guard_stop(&s->guard);
 	if (s->log_fd >= 0) {
 		close(s->log_fd);
 		s->log_fd = -1;
@@ -1603,8 +1544,8 @@ static void slurm_free(lb_backend *b)
 		return;
 	if (s->log_fd >= 0)
 		close(s->log_fd);
-	if (s->guard_wr >= 0)
-		close(s->guard_wr);
+	if (s->guard.wr >= 0)
+		close(s->guard.wr); /* not stopped: the job goes with this labbox */
 	free(s->partition);
 	free(s->account);
 	free(s->qos);
@@ -1670,7 +1611,7 @@ int lb_backend_slurm(const lb_slurm_config *cfg, lb_backend **out)
 		return -ENOMEM;
 	}
 	s->log_fd = -1;
-	s->guard_wr = -1;
+	s->guard.wr = -1;
 	b->ops = &slurm_ops;
 	b->state = s;
 	bool oom = false;

@@ -265,11 +265,11 @@ int lb_sweep_run_slurm(const lb_sweep_slurm *cfg, const size_t *todo, size_t nto
 	}
 	if (r == 0) {
 		/* Killed outright, this labbox still takes the array with it. */
-		lb_slurm_guard guard;
-		lb_slurm_guard_start(out->job_id, &guard);
+		lb_guard guard;
+		(void)lb_slurm_guard_start(out->job_id, &guard);
 		emit(&a, LB_SWEEP_SUBMITTED, ntodo, a.t0);
 		r = supervise(&a, sfd);
-		lb_slurm_guard_stop(&guard);
+		lb_guard_stop(&guard);
 	}
 	free(a.seen);
 	free(a.walls);
