@@ -108,6 +108,10 @@ typedef enum lb_record_seal {
  * `result_mac` (lb_record_result_seal). A manifest without `result_sealed` is an older
  * labbox's: LB_SEAL_OLD_SCOPE. */
 lb_record_seal lb_record_run_seal(const char *run_dir, const char *id);
+/* The same, and at LB_SEAL_WHOLE the parsed result.json that was checked (the caller's to
+ * put) in *sealed_result; NULL otherwise. */
+lb_record_seal lb_record_run_seal_read(const char *run_dir, const char *id,
+				       struct json_object **sealed_result);
 /* lb_record_run_seal at LB_SEAL_OLD_SCOPE or better: what `runs list`, `runs show` and
  * `report` mark or refuse; false on any error. */
 bool lb_record_run_sealed(const char *run_dir, const char *id);
@@ -224,6 +228,12 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, struct json_object **r
 		  size_t errlen);
 /* One row by id or unique id prefix; -ENOENT when absent, -EEXIST when ambiguous. */
 int lb_index_get(lb_index *ix, const char *id, struct json_object **row);
+/* Whether an index row says what the run's result.json says (status, end, exit codes, wall
+ * time, sweep tag, every metric): the row that result would make, written by the same code
+ * into a private in-memory index and read back, against row. The index is outside the
+ * seal: a sealed record whose row disagrees has had its row changed. 0 with *agrees set, or
+ * a negative errno (nothing could be compared). */
+int lb_index_row_agrees(struct json_object *row, struct json_object *result, bool *agrees);
 
 /* Exports of the run history (src/record/export.c; layouts in docs/export.md). runs is an array
  * of index rows as lb_index_list returns them; each run's result.json, manifest.json,

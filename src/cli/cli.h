@@ -207,6 +207,12 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * only what those files say", or that its result.json was changed since (sealed.c). Sealed
  * by the older scope: true, and why says so (readers warn with it); whole: why is empty. */
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
+/* lb_record_run_seal of an index row's run, with the row checked against the sealed
+ * result.json (lb_index_row_agrees): the index is outside the seal, so a whole seal whose
+ * row differs is LB_SEAL_NONE for what the row shows, with *row_differs set.
+ * cli_row_seal_why says so in one line. */
+lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
+void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
 /* The records a seal covers, as `runs list`/`show` --json say (seal_scope): NULL for none. */
 const char *cli_seal_scope(lb_record_seal seal);
 /* The unknown-option message for getopt's '?' result. */

@@ -164,14 +164,16 @@ static int runs_list(const runs_opts *o)
 	 * of that run (mac.c): an index that came with the experiment lists whatever it likes.
 	 * Marked, not hidden: runs older than seals, or recorded before the cache (and its key)
 	 * was deleted, stay listed. */
-	size_t nrows = json_object_array_length(rows), unsealed = 0;
+	size_t nrows = json_object_array_length(rows), unsealed = 0, index_differs = 0;
 	for (size_t i = 0; i < nrows; i++) {
 		json_object *row = json_object_array_get_idx(rows, i);
-		lb_record_seal seal = lb_record_run_seal(get_str(row, "run_dir", ""),
-							 get_str(row, "id", ""));
+		bool differs = false;
+		lb_record_seal seal = cli_row_seal(row, &differs);
 		bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 		unsealed += !sealed;
+		index_differs += differs;
 		json_object_object_add(row, "record_sealed", json_object_new_boolean(sealed));
+		json_object_object_add(row, "index_row_differs", json_object_new_boolean(differs));
 		const char *scope = cli_seal_scope(seal);
 		json_object_object_add(row, "seal_scope", scope ? json_object_new_string(scope) : NULL);
 	}
@@ -220,8 +222,13 @@ static int runs_list(const runs_opts *o)
 		cli_printf("%zu run%s marked NO under SEALED: not recorded by this user's labbox as "
 			   "they stand (an index or run directory made elsewhere, such as a .labbox/ "
 			   "that came with the experiment, changed since, or older than seals); their "
-			   "status and metrics are only what those files say\n",
-			   unsealed, unsealed == 1 ? " is" : "s are");
+			   "status and metrics are only what those files say%s\n",
+			   unsealed, unsealed == 1 ? " is" : "s are",
+			   index_differs ? "; for some, their row in the index differs from their "
+					   "sealed result.json (index_row_differs with --json): the "
+					   "index is not sealed, `labbox runs show ID --json` gives "
+					   "result.json's"
+					 : "");
 	json_object_put(rows);
 	return 0;
 }
@@ -238,7 +245,8 @@ static int runs_show(const runs_opts *o, const char *id)
 		return CLI_EXIT_USAGE;
 	/* Whether this user's labbox wrote the record as it stands (mac.c): an index and runs
 	 * that came with an experiment show up here like the user's own. */
-	lb_record_seal seal = lb_record_run_seal(get_str(row, "run_dir", ""), get_str(row, "id", ""));
+	bool differs = false;
+	lb_record_seal seal = cli_row_seal(row, &differs);
 	bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 	if (o->json) {
 		json_object *doc = json_object_new_object();
@@ -247,6 +255,7 @@ static int runs_show(const runs_opts *o, const char *id)
 		json_object_object_add(doc, "result", result ? json_object_get(result) : NULL);
 		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
 		json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
+		json_object_object_add(doc, "index_row_differs", json_object_new_boolean(differs));
 		const char *scope = cli_seal_scope(seal);
 		json_object_object_add(doc, "seal_scope", scope ? json_object_new_string(scope) : NULL);
 		cli_json_print(doc);
@@ -262,6 +271,11 @@ static int runs_show(const runs_opts *o, const char *id)
 				   "wrote it (it does not match its seal); what it says differs from "
 				   "what labbox recorded, and the index's status and metrics shown here "
 				   "are not checked against either\n");
+		else if (differs)
+			cli_printf("  record   NOT SEALED: its row in the run index differs from its "
+				   "sealed result.json (the index is not sealed: changed, or not "
+				   "brought up to date when the run ended); the status and metrics "
+				   "shown here are the index's, --json gives result.json's\n");
 		else if (!sealed)
 			cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
 				   "(made elsewhere, changed since, or older than seals); its status and "
@@ -534,6 +548,17 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 				       sizeof why_a);
 	bool sealed_b = cli_run_sealed(get_str(rb, "run_dir", ""), get_str(rb, "id", ""), why_b,
 				       sizeof why_b);
+	/* The numbers compared are the index's: a sealed record whose row says otherwise is
+	 * not labbox's word for them. */
+	bool differs_a = false, differs_b = false;
+	if (sealed_a && cli_row_seal(ra, &differs_a) < LB_SEAL_OLD_SCOPE && differs_a) {
+		sealed_a = false;
+		cli_row_seal_why(ra, why_a, sizeof why_a);
+	}
+	if (sealed_b && cli_row_seal(rb, &differs_b) < LB_SEAL_OLD_SCOPE && differs_b) {
+		sealed_b = false;
+		cli_row_seal_why(rb, why_b, sizeof why_b);
+	}
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/record.h"
 
+#include <json-c/json.h>
 #include <stdio.h>
 
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
@@ -40,4 +41,35 @@ const char *cli_seal_scope(lb_record_seal seal)
 	return seal == LB_SEAL_WHOLE	   ? "manifest.json+result.json"
 	       : seal == LB_SEAL_OLD_SCOPE ? "manifest.json"
 					   : NULL;
+}
+
+lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
+{
+	json_object *v, *result = NULL;
+	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
+				  ? json_object_get_string(v) : "";
+	const char *id = json_object_object_get_ex(row, "id", &v) && v
+				 ? json_object_get_string(v) : "";
+	lb_record_seal seal = lb_record_run_seal_read(dir, id, &result);
+	bool agrees = true;
+	*row_differs = false;
+	if (seal == LB_SEAL_WHOLE && (lb_index_row_agrees(row, result, &agrees) < 0 || !agrees)) {
+		*row_differs = true;
+		seal = LB_SEAL_NONE;
+	}
+	json_object_put(result);
+	return seal;
+}
+
+void cli_row_seal_why(json_object *row, char *why, size_t whylen)
+{
+	json_object *v;
+	snprintf(why, whylen,
+		 "run '%s' (%s): its row in the run index differs from its sealed result.json (the "
+		 "index is not sealed: it was changed, or not brought up to date when the run "
+		 "ended); the status and metrics shown are only what the index says, `labbox runs "
+		 "show ID --json` gives result.json's",
+		 json_object_object_get_ex(row, "id", &v) && v ? json_object_get_string(v) : "?",
+		 json_object_object_get_ex(row, "run_dir", &v) && v ? json_object_get_string(v)
+								     : "?");
 }

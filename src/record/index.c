@@ -815,3 +815,61 @@ int lb_index_get(lb_index *ix, const char *id, json_object **row)
 		*row = found;
 	return r;
 }
+
+/* Each field the index takes from result.json; id, run_dir, expdir and started_at are the
+ * run's start (the seal binds the directory and id; the rest is not checked here). */
+static const char *const result_fields[] = {"status", "ended_at", "exit_code",
+					    "labbox_exit_code", "wall_s", "sweep", "metrics"};
+
+int lb_index_row_agrees(json_object *row, json_object *result, bool *agrees)
+{
+	*agrees = false;
+	const char *id = str_field(result, "id");
+	if (!id || !row)
+		return -EINVAL;
+	lb_index ix = {0};
+	if (sqlite3_open_v2(":memory:", &ix.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			    NULL) != SQLITE_OK ||
+	    sqlite3_exec(ix.db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_close(ix.db);
+		return -ENOMEM;
+	}
+	json_object *sw = NULL, *want = NULL;
+	int r = lb_index_run_started(&ix, id, "", "", "");
+	if (r == 0 && json_object_object_get_ex(result, "sweep", &sw) && sw)
+		r = lb_index_tag_sweep(&ix, id, sw);
+	if (r == 0)
+		r = lb_index_run_finished(&ix, result);
+	sqlite3_stmt *st = NULL;
+	if (r == 0) {
+		lb_buf sql = {0};
+		r = lb_buf_printf(&sql, "%s WHERE id = ?1", row_cols) < 0 ? -ENOMEM : -ENOENT;
+		if (sql.data && sqlite3_prepare_v2(ix.db, sql.data, -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+			if (sqlite3_step(st) == SQLITE_ROW && (want = row_json(&ix, st)))
+				r = 0;
+		}
+		lb_buf_free(&sql);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(ix.db);
+	if (r < 0)
+		return r;
+	bool same = true;
+	for (size_t i = 0; same && i < sizeof result_fields / sizeof *result_fields; i++) {
+		json_object *have = json_object_object_get(row, result_fields[i]);
+		json_object *should = json_object_object_get(want, result_fields[i]);
+		/* A run whose labbox died has a "running" record; the index calls it
+		 * interrupted once it finds that labbox gone (reap_stale). */
+		if (i == 0 && strcmp(json_object_get_string(should), "running") == 0 &&
+		    have && strcmp(json_object_get_string(have), "interrupted") == 0)
+			continue;
+		/* As shown: the index keeps the wall time labbox measured, result.json its
+		 * millisecond; each is printed to the millisecond (lb_record_fixed). */
+		same = strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN),
+			      json_object_to_json_string_ext(should, JSON_C_TO_STRING_PLAIN)) == 0;
+	}
+	json_object_put(want);
+	*agrees = same;
+	return 0;
+}

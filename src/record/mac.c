@@ -187,6 +187,14 @@ int lb_record_result_seal(json_object *result)
 
 lb_record_seal lb_record_run_seal(const char *run_dir, const char *id)
 {
+	return lb_record_run_seal_read(run_dir, id, NULL);
+}
+
+lb_record_seal lb_record_run_seal_read(const char *run_dir, const char *id,
+				       json_object **sealed_result)
+{
+	if (sealed_result)
+		*sealed_result = NULL;
 	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return LB_SEAL_NONE;
@@ -217,7 +225,10 @@ lb_record_seal lb_record_run_seal(const char *run_dir, const char *id)
 		}
 		json_object_put(manifest);
 	}
-	json_object_put(result);
+	if (sealed_result && seal == LB_SEAL_WHOLE)
+		*sealed_result = result;
+	else
+		json_object_put(result);
 	return seal;
 }
 

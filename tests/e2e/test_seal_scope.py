@@ -149,3 +149,72 @@ def test_a_resumed_sweep_reads_as_sealed(tmp_path):
     assert json.loads(sj.read_text())["seal"] != before  # rewritten (updated_at), resealed
     p = labbox("report", "--format", "md", sid, cwd=exp, env=env)
     assert p.returncode == 0 and "0.5" in p.stdout and "older" not in p.stderr, p.stderr
+
+
+RICH = '''import json
+print("condition=baseline accuracy: 0.40")
+print("condition=proposed accuracy: 0.44")
+print("accuracy: 0.42")
+print("loss: 1.5")
+json.dump({"final": {"acc": 0.42, "hist": [1, 2, 3]}, "name": "x"}, open("results.json", "w"))
+'''
+
+
+def index_of(exp):
+    return exp / ".labbox" / "labbox.db"
+
+
+def test_an_index_row_that_differs_from_its_sealed_record_is_not_shown_as_sealed(tmp_path):
+    """The index is outside the seal: a row whose status or metrics were changed there (by
+    anything that can write the user's files) is not shown as labbox's word, while rows that
+    say what their sealed result.json says (plain, condition and file metrics, a sweep's
+    cells) stay sealed."""
+    import sqlite3
+    env = env_of(tmp_path)
+    exp = write_exp(tmp_path, RICH)
+    p = labbox("run", "--json", "-q", "--python", PYTHON, ".", cwd=exp, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rid = json.loads(p.stdout)["id"]
+    p = labbox("sweep", "--json", "--jobs", "1", "--seeds", "0-1", "--python", PYTHON, ".",
+               cwd=exp, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = labbox("runs", "list", "--json", cwd=exp, env=env)
+    rows = json.loads(p.stdout)["runs"]
+    assert len(rows) == 3, rows
+    assert all(r["record_sealed"] and not r["index_row_differs"] for r in rows), rows
+    last = rows[-1]["metrics"]
+    assert any(r["sweep"] for r in rows) and "final.acc" in last and "baseline/accuracy" in last, rows
+
+    with sqlite3.connect(index_of(exp)) as db:
+        db.execute("UPDATE metrics SET value = 0.99 WHERE run_id = ? AND name = 'accuracy'"
+                   " AND condition = ''", (rid,))
+    p = labbox("runs", "list", "--json", "--metric", "accuracy>0.9", cwd=exp, env=env)
+    rows = json.loads(p.stdout)["runs"]
+    assert [r["id"] for r in rows] == [rid], rows
+    assert rows[0]["record_sealed"] is False and rows[0]["index_row_differs"] is True, rows
+    p = labbox("runs", "list", cwd=exp, env=env)
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith(rid))
+    assert " NO " in line and "accuracy=0.99" in line, p.stdout
+    assert "differs from their sealed result.json" in p.stdout, p.stdout
+    p = labbox("runs", "show", rid, cwd=exp, env=env)
+    assert "NOT SEALED" in p.stdout and "run index differs" in p.stdout, p.stdout
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    doc = json.loads(p.stdout)
+    assert doc["record_sealed"] is False and doc["index_row_differs"] is True, doc
+    assert doc["result"]["metrics"]["values"]["accuracy"] == 0.42, doc["result"]["metrics"]
+    other = next(r["id"] for r in json.loads(
+        labbox("runs", "list", "--json", cwd=exp, env=env).stdout)["runs"] if r["id"] != rid)
+    p = labbox("runs", "compare", rid, other, cwd=exp, env=env)
+    assert "NOT SEALED" in p.stdout.splitlines()[0], p.stdout
+
+    # A status changed in the index, the metrics put back: still not sealed.
+    with sqlite3.connect(index_of(exp)) as db:
+        db.execute("UPDATE metrics SET value = 0.42 WHERE run_id = ? AND name = 'accuracy'"
+                   " AND condition = ''", (rid,))
+        db.execute("UPDATE runs SET status = 'failed', wall_s = 1234 WHERE id = ?", (rid,))
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    assert json.loads(p.stdout)["index_row_differs"] is True, p.stdout
+    with sqlite3.connect(index_of(exp)) as db:
+        db.execute("UPDATE runs SET status = 'completed' WHERE id = ?", (rid,))
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    assert json.loads(p.stdout)["index_row_differs"] is True, p.stdout  # wall_s still 1234

@@ -402,6 +402,71 @@ static void test_record_mac(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* An index row agrees with the result.json it was written from, and not once a field the
+ * views show (status, wall time, a metric, the sweep tag) differs. */
+static void test_index_row_agrees(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char path[300];
+	snprintf(path, sizeof path, "%s/labbox.db", d);
+	lb_index *ix = NULL;
+	char err[256];
+	assert_int_equal(lb_index_open(path, &ix, err, sizeof err), 0);
+	json_object *res = json_tokener_parse(
+		"{\"id\": \"r1\", \"status\": \"completed\", \"ended_at\": \"2026-01-01T00:00:01Z\","
+		" \"exit_code\": 0, \"labbox_exit_code\": 0, \"resources\": {\"wall_s\": 1.25},"
+		" \"sweep\": {\"id\": \"s1\", \"cell\": 2, \"condition\": \"lr=0.1\","
+		" \"params\": {\"lr\": \"0.1\"}, \"seed\": 1},"
+		" \"metrics\": {\"values\": {\"acc\": 0.5, \"note\": \"NaN\"},"
+		" \"conditions\": {\"a\": {\"acc\": 0.25}},"
+		" \"files\": {\"results.json\": {\"x\": {\"y\": 3}}}}}");
+	assert_non_null(res);
+	assert_int_equal(lb_index_run_started(ix, "r1", d, d, "2026-01-01T00:00:00Z"), 0);
+	assert_int_equal(lb_index_tag_sweep(ix, "r1", json_object_object_get(res, "sweep")), 0);
+	assert_int_equal(lb_index_run_finished(ix, res), 0);
+	json_object *row = NULL;
+	assert_int_equal(lb_index_get(ix, "r1", &row), 0);
+	bool agrees = false;
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_true(agrees);
+
+	json_object *m = json_object_object_get(row, "metrics");
+	json_object_object_add(m, "acc", json_object_new_double(0.99));
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_false(agrees);
+	json_object_object_add(m, "acc", json_object_new_double(0.5));
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_true(agrees);
+	json_object_object_add(m, "extra", json_object_new_double(1));
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_false(agrees);
+	json_object_object_del(m, "extra");
+
+	json_object_object_add(row, "status", json_object_new_string("failed"));
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_false(agrees);
+	json_object_object_add(row, "status", json_object_new_string("completed"));
+	json_object_object_add(row, "sweep", NULL);
+	assert_int_equal(lb_index_row_agrees(row, res, &agrees), 0);
+	assert_false(agrees);
+	json_object_put(row);
+
+	/* A run whose labbox died: "running" in result.json, "interrupted" in the index. */
+	json_object *run = json_tokener_parse("{\"id\": \"r2\", \"status\": \"running\"}");
+	assert_int_equal(lb_index_run_started(ix, "r2", d, d, "2026-01-01T00:00:00Z"), 0);
+	assert_int_equal(lb_index_get(ix, "r2", &row), 0);
+	json_object_object_add(row, "status", json_object_new_string("interrupted"));
+	assert_int_equal(lb_index_row_agrees(row, run, &agrees), 0);
+	assert_true(agrees);
+	json_object_put(row);
+	json_object_put(run);
+	json_object_put(res);
+	lb_index_close(ix);
+	rm_rf(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_known_runs_dirs),
 		cmocka_unit_test(test_runs_dir_links),
 		cmocka_unit_test(test_fixed_and_nonfinite_json),
+		cmocka_unit_test(test_index_row_agrees),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
