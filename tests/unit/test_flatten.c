@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -118,6 +119,31 @@ static void test_flatten_cap(void **state)
 	json_object_put(doc);
 }
 
+/* An object's digest does not depend on its members' order, and an object of many members
+ * in reverse order is digested in n log n (an insertion sort took minutes at this size). */
+static void test_digest_member_order(void **state)
+{
+	(void)state;
+	enum { N = 300000 };
+	json_object *fwd = json_object_new_object(), *rev = json_object_new_object();
+	char key[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "m%07d", i);
+		json_object_object_add(fwd, key, json_object_new_int(i));
+		snprintf(key, sizeof key, "m%07d", N - 1 - i);
+		json_object_object_add(rev, key, json_object_new_int(N - 1 - i));
+	}
+	char d1[72], d2[72];
+	lb_metric_value_digest(fwd, d1);
+	lb_metric_value_digest(rev, d2);
+	assert_string_equal(d1, d2);
+	json_object_object_add(rev, "m0000000", json_object_new_int(7));
+	lb_metric_value_digest(rev, d2);
+	assert_string_not_equal(d1, d2);
+	json_object_put(fwd);
+	json_object_put(rev);
+}
+
 static void test_values_equal(void **state)
 {
 	(void)state;
@@ -162,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_flatten_arrays),
 		cmocka_unit_test(test_flatten_cap),
 		cmocka_unit_test(test_values_equal),
+		cmocka_unit_test(test_digest_member_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
