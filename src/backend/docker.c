@@ -866,9 +866,11 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)pids);
 	if (strcmp(d->engine, "podman") == 0)
 		r |= podman_ulimits(c);
+	/* The local sandbox's /dev/shm without --shm-size (1g, as /tmp), not the engine's
+	 * 64m: DataLoader workers that pass locally must not run out of it here. */
 	int64_t shm = json_i64(sb, "shm_size_bytes");
-	if (shm > 0)
-		r |= lb_strv_pushf(c, "--shm-size=%lld", (long long)shm);
+	r |= shm > 0 ? lb_strv_pushf(c, "--shm-size=%lld", (long long)shm)
+		     : lb_strv_pushf(c, "--shm-size=%s", DEFAULT_TMPFS);
 	json_object *tmpfs = json_arr(sb, "tmpfs");
 	for (size_t i = 0; tmpfs && i < json_object_array_length(tmpfs); i++)
 		r |= add_tmpfs(c, json_object_get_string(json_object_array_get_idx(tmpfs, i)));

@@ -185,6 +185,30 @@ def test_budget_ends_a_sleeping_run(engine, tmp_path):
     assert left(engine) == []
 
 
+def test_dev_shm_is_as_big_as_the_local_sandboxs(engine, tmp_path):
+    """Without --shm-size, /dev/shm is the local sandbox's 1g, not the engine's 64m: an
+    experiment that writes 200 MiB there (DataLoader workers do) completes in either mode;
+    with --shm-size the size given."""
+    exp = write_exp(tmp_path, """
+        import os
+        st = os.statvfs("/dev/shm")
+        print("shm_mb:", st.f_blocks * st.f_frsize // (1 << 20))
+        with open("/dev/shm/big", "wb") as f:
+            for _ in range(200):
+                f.write(b"x" * (1 << 20))
+        print("written: 1")
+    """)
+    # The gate refuses open() outside the outputs; the size is what is tested here.
+    r = erun(engine, exp, tmp_path / "runs", "--memory", "1g", "--runtime-gate", "off")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["shm_mb"] == 1024, r.why()
+    r = erun(engine, exp, tmp_path / "runs2", "--shm-size", "300m", "--memory", "1g",
+             "--runtime-gate", "off")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"]["shm_mb"] == 300, r.why()
+    assert left(engine) == []
+
+
 def test_memory_limit_is_oom(engine, tmp_path):
     exp = write_exp(tmp_path, """
         print("accuracy: 0.5", flush=True)
