@@ -146,6 +146,13 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 			cli_error(cmd, "--cpus '%s' is not a positive number of CPUs", arg);
 			return -1;
 		}
+		/* The CPU controller's smallest quota is 1 ms in each 100 ms period (docker's
+		 * --cpus has the same floor): less was an infra_error after the run started. */
+		if (o->cpus < 0.01) {
+			cli_error(cmd, "--cpus '%s' is below 0.01, the smallest CPU share the kernel's "
+				  "CPU controller gives (1 ms in each 100 ms)", arg);
+			return -1;
+		}
 		return 1;
 	}
 	case OPT_PIDS:

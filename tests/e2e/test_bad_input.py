@@ -94,6 +94,24 @@ def test_sizes_out_of_range_are_refused(tmp_path, flag, value, needle):
     assert needle in json.loads(p.stdout)["error"]["message"]
 
 
+@pytest.mark.parametrize("value", ["0.001", "0.0099", "1e-300"])
+@pytest.mark.parametrize("cmd", ["run", "sweep"])
+def test_a_cpu_share_below_the_kernels_smallest_is_a_usage_error(tmp_path, cmd, value):
+    """Below 0.01 the CPU controller takes no quota: refused before anything starts, naming
+    the floor, not an infra_error (125) after the run directory was made."""
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox(cmd, "--json", "--cpus", value, "--python", PYTHON, "--runs-dir",
+               tmp_path / "runs", exp)
+    assert p.returncode == 2, p.stdout + p.stderr
+    msg = json.loads(p.stdout)["error"]["message"]
+    assert value in msg and "0.01" in msg, msg
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    if cmd == "run" and value == "0.001":  # the floor itself runs (slowly: 1% of a CPU)
+        p = labbox("run", "--json", "--cpus", "0.01", "--python", PYTHON, "--runs-dir",
+                   tmp_path / "runs", exp)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+
 def test_largest_size_is_recorded_as_given(tmp_path):
     exp = write_exp(tmp_path, GOOD)
     # an ordinary user's explicit limit is polled, which must be accepted (as root it is
