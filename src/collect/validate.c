@@ -73,6 +73,21 @@ static void add_issue(lb_validation *val, const char *kind, const char *metric, 
 		val->count++;
 }
 
+/* A results file that was there and not read (too large, not JSON, a link...): its issue
+ * came first, from the collector; "no results.json" would not be true. */
+static const char *unread_results_file(const lb_validation *val)
+{
+	size_t n = json_object_array_length(val->issues);
+	for (size_t i = 0; i < n; i++) {
+		json_object *iss = json_object_array_get_idx(val->issues, i), *k, *w;
+		if (json_object_object_get_ex(iss, "kind", &k) &&
+		    strcmp(json_object_get_string(k), "unreadable") == 0 &&
+		    json_object_object_get_ex(iss, "where", &w) && w)
+			return json_object_get_string(w);
+	}
+	return NULL;
+}
+
 /* "stdout", "stdout condition X", "stdout condition X seed=1" or "stdout SUMMARY condition X" */
 static void entry_where(const lb_metrics *m, const lb_metric_entry *e, char *where, size_t n)
 {
@@ -1050,12 +1065,20 @@ static void issue_unread_or_nothing(lb_validation *val, const lb_metrics *m, con
 	}
 	{
 		char message[1200];
+		const char *unread = unread_results_file(val);
 
-		snprintf(message, sizeof(message),
-			 "%s: no 'name: value' line on stdout and no results.json, "
-			 "final_info.json or results.csv with a number; print the metrics, or say "
-			 "`metrics: none` in labbox.yaml if the experiment reports none",
-			 lead);
+		if (unread)
+			snprintf(message, sizeof(message),
+				 "%s: no 'name: value' line on stdout, and no results file labbox "
+				 "read holds a number: %.200s was not read (its own issue says why); "
+				 "print the metrics, or make the file readable",
+				 lead, unread);
+		else
+			snprintf(message, sizeof(message),
+				 "%s: no 'name: value' line on stdout and no results.json, "
+				 "final_info.json or results.csv with a number; print the metrics, or "
+				 "say `metrics: none` in labbox.yaml if the experiment reports none",
+				 lead);
 		add_issue(val, "no_metrics", NULL, "stdout and results files", message);
 	}
 }

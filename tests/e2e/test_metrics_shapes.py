@@ -1144,6 +1144,22 @@ def test_results_json_ambiguous_names_are_refused(tmp_path, text, shown):
     assert iss["message"].startswith("results.json: " + shown), iss
 
 
+def test_a_results_file_too_large_to_read_is_named_and_not_called_absent(tmp_path):
+    """A 9 MiB results.json (past the 8 MiB labbox reads of one file) is an `unreadable`
+    issue naming its size, and the run's no_metrics issue says that file was not read,
+    never "no results.json"."""
+    exp = write_exp(tmp_path, "import json\n"
+                    "json.dump({'accuracy': 0.9, 'curve': [0.123456789] * 700000},"
+                    " open('results.json', 'w'))\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4 and r.result["status"] == "invalid_metrics", r.why()
+    (iss,) = [i for i in r.result["metric_issues"] if i["kind"] == "unreadable"]
+    assert iss["where"] == "results.json" and "8388608" in iss["message"], iss
+    (none,) = [i for i in r.result["metric_issues"] if i["kind"] == "no_metrics"]
+    assert "results.json was not read" in none["message"], none
+    assert "no results.json" not in none["message"], none
+
+
 def test_results_json_same_name_in_different_objects_is_read(tmp_path):
     exp = write_exp(tmp_path, "open('results.json', 'w').write('{\"a\": {\"loss\": 1}, "
                     "\"b\": {\"loss\": 2}, \"c\": [{\"loss\": 3}, {\"loss\": 4}]}')\n")
