@@ -1594,3 +1594,44 @@ def test_the_codes_own_alarm_is_a_timer_not_a_crash(tmp_path):
     assert "signal.alarm" in f["summary"] and "timer" in f["summary"], r.why()
     assert "native" not in f["suggestion"] and "FAULTHANDLER" not in f["suggestion"], r.why()
     assert "crash" not in f["confidence_reason"], r.why()
+
+
+# --- thirtieth session, from a red-team pass --------------------------------------------------
+
+def test_a_misspelt_data_path_beside_the_staged_file_is_the_codes(tmp_path):
+    """`np.load("data/trian.npy")` with data/train.npy staged: the code's misspelt path ("did
+    you mean data/train.npy"), not data to put in or mount. Without a near miss it stays
+    missing_data; with two names one letter away it stays missing_data and names both;
+    `labbox explain` reads the staged copy and says the same."""
+    import numpy as np
+    main = """
+        import os
+        import numpy as np
+        X = np.load(os.path.join("data", "NAME"))
+        print("n:", len(X))
+    """
+    def staged(d, *names):
+        (d / "exp" / "data").mkdir(parents=True)
+        for n in names:
+            np.save(d / "exp" / "data" / n, np.zeros((4, 3)))
+
+    staged(tmp_path / "typo", "train.npy")
+    r, f = failure_of(tmp_path / "typo", main.replace("NAME", "trian.npy"))
+    assert f["class"] == "code_error", r.why()
+    assert "did you mean data/train.npy" in f["summary"], f
+    assert "data/train.npy" in f["suggestion"] and "-v SRC" not in f["suggestion"], f
+    assert f["confidence"] == "medium" and not f.get("escalation"), f
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", tmp_path / "typo" / "runs",
+                            r.result["id"]).stdout)
+    assert doc["failure"]["class"] == "code_error", doc
+    assert "did you mean data/train.npy" in doc["failure"]["summary"], doc
+
+    staged(tmp_path / "none", "train.npy")
+    r, f = failure_of(tmp_path / "none", main.replace("NAME", "valid.npy"))
+    assert f["class"] == "missing_data", r.why()
+
+    staged(tmp_path / "two", "train.npy", "trait.npy")
+    r, f = failure_of(tmp_path / "two", main.replace("NAME", "trail.npy"))
+    assert f["class"] == "missing_data", r.why()
+    assert "2 names one letter from it" in f["summary"], f
+    assert "data/train.npy" in f["summary"] and "data/trait.npy" in f["summary"], f

@@ -3005,6 +3005,72 @@ static void test_an_r_install_at_run_time_is_the_missing_package(void **state)
 
 /* A loader's own "not found" error naming a path the sandbox lacks is missing data; a path
  * labbox cannot check, and a message of the code's about something else, stay the code's. */
+/* A read of a file that does not exist, whose name is one misspelling from a file staged where
+ * the code looked, is the code's misspelt path (thirtieth session): FileNotFoundError and a
+ * loader's own "not found". No near miss, several, a digit (another shard) or a one-letter
+ * word (X_train beside y_train) keep missing_data. */
+static void test_a_misspelt_data_path_is_the_codes(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-typo-XXXXXX", cmd[64];
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "main.py", "\n");
+	put_file(dir, "data/train.npy", "x");
+	put_file(dir, "data/y_train.npy", "x");
+	put_file(dir, "data/shard_1.bin", "x");
+	put_file(dir, "data/Labels.csv", "x");
+	put_file(dir, "data/vals.csv", "x");
+	put_file(dir, "data/valz.csv", "x");
+
+	struct json_object *doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/trian.npy'");
+	assert_non_null(strstr(field(doc, "summary"), "did you mean data/train.npy"));
+	assert_non_null(strstr(field(doc, "suggestion"), "data/train.npy"));
+	assert_null(strstr(field(doc, "suggestion"), "-v SRC"));
+	assert_null(escalation_of(doc));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "code_error", "trian.npy");
+	/* an absolute path under the staged experiment, and a name in another letter case */
+	char line[512];
+	snprintf(line, sizeof line,
+		 "FileNotFoundError: [Errno 2] No such file or directory: '%s/data/labels.csv'", dir);
+	doc = diagnose_staged(dir, "main.py", "pd.read_csv(p)", line);
+	assert_non_null(strstr(field(doc, "summary"), "data/Labels.csv"));
+	expect(doc, "code_error", NULL);
+	/* a loader's own words, naming a path (refine_missing_path) */
+	doc = diagnose_staged(dir, "main.py", "assert os.path.exists(p), f\"{p} does not exist\"",
+			      "AssertionError: data/trian.npy does not exist");
+	assert_non_null(strstr(field(doc, "summary"), "did you mean data/train.npy"));
+	expect(doc, "code_error", NULL);
+	/* nothing close: missing data, as before */
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/test.npy'");
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "missing_data", NULL);
+	/* another shard, another member of a set: missing data */
+	doc = diagnose_staged(dir, "main.py", "X = np.fromfile(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/shard_2.bin'");
+	expect(doc, "missing_data", NULL);
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/X_train.npy'");
+	expect(doc, "missing_data", NULL);
+	/* two names one letter away: which was meant is not labbox's to pick */
+	doc = diagnose_staged(dir, "main.py", "pd.read_csv(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/valx.csv'");
+	assert_non_null(strstr(field(doc, "summary"), "2 names one letter from it"));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "missing_data", NULL);
+	/* a directory the experiment does not have, and a path outside it */
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'dta/trian.npy'");
+	expect(doc, "missing_data", NULL);
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: '/data/trian.npy'");
+	expect(doc, "missing_data", NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_a_path_the_message_says_is_missing_is_missing_data(void **state)
 {
 	(void)state;
@@ -3406,6 +3472,7 @@ int main(void)
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
+		cmocka_unit_test(test_a_misspelt_data_path_is_the_codes),
 		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
 		cmocka_unit_test(test_a_timeout_names_where_the_main_program_was),
 		cmocka_unit_test(test_a_module_a_pickle_names_is_no_import_of_the_code),
