@@ -1635,3 +1635,33 @@ def test_a_misspelt_data_path_beside_the_staged_file_is_the_codes(tmp_path):
     assert f["class"] == "missing_data", r.why()
     assert "2 names one letter from it" in f["summary"], f
     assert "data/train.npy" in f["summary"] and "data/trait.npy" in f["summary"], f
+
+
+def test_a_growing_part_of_an_improving_objective_is_no_divergence(tmp_path):
+    """A VAE's KL term rising from ~0 under annealing while its reconstruction loss falls, and
+    PPO's value loss growing with the returns it regresses on, are healthy: no
+    loss_divergence. The same parts both exploding, with nothing improving, still are."""
+    r, ws = warnings_of(tmp_path / "vae", """
+        kl = [0.012, 0.35, 2.1, 5.8, 8.4]
+        rec = [180.2, 140.1, 121.5, 110.3, 104.9]
+        for ep in range(5):
+            print(f"Epoch {ep+1}/5 | recon_loss: {rec[ep]:.2f} | kl_loss: {kl[ep]:.3f} | beta: {ep/4:.2f}")
+        print(f"test_elbo: {-(rec[-1]+kl[-1]):.2f}")
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "ppo", """
+        rets = [9.5, 22.0, 80.3, 190.2, 410.7]
+        for i, r in enumerate(rets):
+            print(f"update {i+1}: episodic_return: {r}, value_loss: {0.05*r*r/10:.4f}, "
+                  f"policy_loss: {-0.01+0.002*i:.4f}, entropy: {0.69-0.05*i:.3f}")
+        print(f"final_return: {rets[-1]}")
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "bad", """
+        rec = [3.2, 4.1, 40.0, 900.0]
+        kl = [0.01, 0.02, 0.5, 8.0]
+        for ep in range(4):
+            print(f"Epoch {ep+1} | recon_loss: {rec[ep]} | kl_loss: {kl[ep]}")
+        print("test_recon: 900.0")
+    """)
+    assert "recon_loss" in [w["metric"] for w in kinds(ws, "loss_divergence")], ws

@@ -1553,6 +1553,78 @@ static void test_warn_loss_divergence(void **state)
 	json_object_put(ws);
 }
 
+/* A part of an objective that grows while the run improves is no divergence (thirtieth
+ * session): a VAE's KL term under annealing beside a falling reconstruction loss, PPO's value
+ * loss beside rising returns. A total's name, a part printed alone, a part whose siblings did
+ * not improve, and a NaN are still flagged. */
+static void test_a_growing_part_of_an_improving_objective_is_no_divergence(void **state)
+{
+	static const char vae[] =
+		"Epoch 1/5 | recon_loss: 180.20 | kl_loss: 0.012 | beta: 0.00\n"
+		"Epoch 2/5 | recon_loss: 140.10 | kl_loss: 0.350 | beta: 0.25\n"
+		"Epoch 3/5 | recon_loss: 121.50 | kl_loss: 2.100 | beta: 0.50\n"
+		"Epoch 4/5 | recon_loss: 110.30 | kl_loss: 5.800 | beta: 0.75\n"
+		"Epoch 5/5 | recon_loss: 104.90 | kl_loss: 8.400 | beta: 1.00\n"
+		"test_elbo: -113.30\n";
+	static const char ppo[] =
+		"update 1: episodic_return: 9.5, value_loss: 0.4513, policy_loss: -0.0100\n"
+		"update 2: episodic_return: 22.0, value_loss: 2.4200, policy_loss: -0.0080\n"
+		"update 3: episodic_return: 80.3, value_loss: 32.2405, policy_loss: -0.0060\n"
+		"update 4: episodic_return: 190.2, value_loss: 180.8802, policy_loss: -0.0040\n"
+		"update 5: episodic_return: 410.7, value_loss: 843.3625, policy_loss: -0.0020\n";
+	/* both parts explode: nothing improved */
+	static const char parts_blow_up[] =
+		"step 1 recon_loss: 3.2 kl_loss: 0.01\n"
+		"step 2 recon_loss: 4.1 kl_loss: 0.02\n"
+		"step 3 recon_loss: 40.0 kl_loss: 0.5\n"
+		"step 4 recon_loss: 900.0 kl_loss: 8.0\n";
+	/* the total explodes while an auxiliary term falls */
+	static const char total_blows_up[] =
+		"step 1 loss: 3.2 aux_loss: 0.5\n"
+		"step 2 loss: 4.1 aux_loss: 0.3\n"
+		"step 3 loss: 40.0 aux_loss: 0.2\n"
+		"step 4 loss: 900.0 aux_loss: 0.1\n";
+	/* a part printed alone is the objective */
+	static const char alone[] =
+		"epoch 1 kl_loss: 0.02\n"
+		"epoch 2 kl_loss: 0.5\n"
+		"epoch 3 kl_loss: 7.0\n";
+	/* a rising KL term that then goes NaN, whatever its sibling does */
+	static const char kl_nan[] =
+		"Epoch 1 | recon_loss: 180.2 | kl_loss: 0.012\n"
+		"Epoch 2 | recon_loss: 140.1 | kl_loss: 0.35\n"
+		"Epoch 3 | recon_loss: 121.5 | kl_loss: 2.1\n"
+		"Epoch 4 | recon_loss: 110.3 | kl_loss: nan\n";
+	struct json_object *ws, *w;
+
+	(void)state;
+	ws = warnings_of(vae, strlen(vae), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 0);
+	json_object_put(ws);
+	ws = warnings_of(ppo, strlen(ppo), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 0);
+	json_object_put(ws);
+
+	ws = warnings_of(parts_blow_up, strlen(parts_blow_up), NULL, NULL, NULL, 0);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_non_null(w);
+	assert_string_equal(field(w, "metric"), "recon_loss");
+	json_object_put(ws);
+	ws = warnings_of(total_blows_up, strlen(total_blows_up), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	assert_string_equal(field(warning_kind(ws, "loss_divergence", 0), "metric"), "loss");
+	json_object_put(ws);
+	ws = warnings_of(alone, strlen(alone), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	json_object_put(ws);
+	ws = warnings_of(kl_nan, strlen(kl_nan), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_string_equal(field(w, "metric"), "kl_loss");
+	assert_non_null(strstr(field(w, "message"), "NaN"));
+	json_object_put(ws);
+}
+
 static void test_warn_runtime_warnings(void **state)
 {
 	/* numpy's warnings as Python prints them: the location, then the source line. */
@@ -3442,6 +3514,7 @@ int main(void)
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
+		cmocka_unit_test(test_a_growing_part_of_an_improving_objective_is_no_divergence),
 		cmocka_unit_test(test_warn_runtime_warnings),
 		cmocka_unit_test(test_warn_near_chance),
 		cmocka_unit_test(test_warn_time_guard_skipped),
