@@ -9,6 +9,7 @@
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -950,6 +951,51 @@ static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				       "the output cannot tell a divergence from a NaN in the data");
 }
 
+
+static const char SUGGEST_OVERFLOW_DIVERGED[] =
+	"the overflow is the diverged loss's symptom, not the line that raised it: lower the "
+	"learning rate, clip gradients, and find the step where the loss first grew (log it each "
+	"step); capping the argument (math.exp(min(x, 700))) would only hide the divergence";
+
+/* An OverflowError ("math range error" from math.exp of a loss, "Numerical result out of
+ * range" from a float power, "cannot convert float infinity to integer") after a loss printed
+ * above it had diverged by the loss_divergence rule: the divergence, as a NaN error after a
+ * NaN loss is. Without that evidence it stays the code's arithmetic. */
+static void refine_overflow(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	static const char *const names[] = { "OverflowError", NULL };
+	const char *line = log->lines[e->line];
+	size_t name_len = 0, from, len = 0;
+	char diverged[200], what[DIAG_TEXT_LEN];
+
+	if (strcmp(v->cls, "code_error") != 0 || !dg_exception_line_of(line, &name_len, !e->bare) ||
+	    !dg_name_is(line, name_len, names))
+		return;
+	from = e->header > TRAINING_LINES ? e->header - TRAINING_LINES : 0;
+	for (size_t i = from; i < e->header; i++)
+		len += strlen(log->lines[i]) + 1;
+	char *text = malloc(len + 1);
+	if (!text)
+		return;
+	len = 0;
+	for (size_t i = from; i < e->header; i++) {
+		size_t l = strlen(log->lines[i]);
+		memcpy(text + len, log->lines[i], l);
+		len += l;
+		text[len++] = '\n';
+	}
+	bool found = lb_diag_loss_diverged(text, len, diverged, sizeof diverged);
+	free(text);
+	if (!found)
+		return;
+	snprintf(what, sizeof what,
+		 "the training diverged before this overflow, which is its symptom: %s, printed "
+		 "above the traceback", diverged);
+	dg_verdict_set(v, "nan_divergence", what, line, SUGGEST_OVERFLOW_DIVERGED);
+	dg_set_confidence(v, CONF_MEDIUM, "a loss the code printed before the overflow had "
+				       "diverged; an overflow of the code's own arithmetic would read "
+				       "the same");
+}
 /* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when
  * the staged file (or the directory it would be made in) lacks the owner's permission, its
  * own mode refused it (the code's os.chmod, or a file staged read-only), not the sandbox.
@@ -1300,6 +1346,7 @@ void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_own_import(v, log, e);
 	refine_own_permission(v, log, e);
 	refine_nan(v, log, e);
+	refine_overflow(v, log, e);
 	refine_missing_path(v, log, e);
 	refine_misspelt_file(v, log, e);
 }

@@ -455,6 +455,29 @@ static int warn_losses(const loss_ctx *c, struct json_object *out)
 	return 0;
 }
 
+/* The loss_divergence rule over some text: the first loss that diverged, said in what. */
+bool lb_diag_loss_diverged(const char *text, size_t len, char *what, size_t whatlen)
+{
+	LB_AUTOFREE loss_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c || !text)
+		return false;
+	each_line(text, len, loss_line, c);
+	for (size_t i = 0; i < c->n; i++) {
+		const loss_series *s = &c->series[i];
+		if (!s->diverged || s->gain)
+			continue;
+		if (isfinite(s->bad))
+			snprintf(what, whatlen, "%s rose from %g to %g, %.0fx its first value", s->name,
+				 s->first, s->bad, s->bad / s->first);
+		else
+			snprintf(what, whatlen, "%s became %s after starting at %g", s->name,
+				 isnan(s->bad) ? "NaN" : "infinite", s->first);
+		return true;
+	}
+	return false;
+}
+
 /* RuntimeWarnings ------------------------------------------------------------------------------ */
 
 static const char *const runtime_kinds[][2] = {

@@ -1665,3 +1665,40 @@ def test_a_growing_part_of_an_improving_objective_is_no_divergence(tmp_path):
         print("test_recon: 900.0")
     """)
     assert "recon_loss" in [w["metric"] for w in kinds(ws, "loss_divergence")], ws
+
+
+def test_an_overflow_after_a_diverged_loss_is_the_divergence(tmp_path):
+    """The printed loss goes 3.2 -> 900, then `math.exp(val_loss)` for the perplexity raises
+    OverflowError: the divergence (the overflow is its symptom), as a NaN error after a NaN
+    loss is; so is a float power of a weight that blew up. An overflow with no diverged loss
+    printed before it stays the code's."""
+    r, f = failure_of(tmp_path / "ppl", """
+        import math
+        for it, l in enumerate([3.2, 4.1, 40.0, 900.0]):
+            print(f"iter {it*100}: train loss {l:.4f}")
+        val_loss = 812.3
+        print(f"val_loss: {val_loss}")
+        print(f"val_ppl: {math.exp(val_loss):.2f}")
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert f["confidence"] == "medium" and "learning rate" in f["suggestion"], f
+    assert "loss rose from 3.2 to 900" in f["summary"], f
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", tmp_path / "ppl" / "runs",
+                            r.result["id"]).stdout)
+    assert doc["failure"]["class"] == "nan_divergence", doc
+    r, f = failure_of(tmp_path / "pow", """
+        w = 9.0
+        for step in range(6):
+            loss = w ** 4
+            print(f"step {step} loss: {loss:.4g}")
+            w = loss * 1e10
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert "Numerical result out of range" in " ".join(f["evidence"]), f
+    r, f = failure_of(tmp_path / "plain", """
+        import math
+        for step in range(3):
+            print(f"step {step} loss: {2.0 / (step + 1):.3f}")
+        print(math.exp(1000))
+    """)
+    assert f["class"] == "code_error", r.why()

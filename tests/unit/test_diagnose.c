@@ -3077,6 +3077,55 @@ static void test_an_r_install_at_run_time_is_the_missing_package(void **state)
 
 /* A loader's own "not found" error naming a path the sandbox lacks is missing data; a path
  * labbox cannot check, and a message of the code's about something else, stay the code's. */
+
+/* An OverflowError after a printed loss diverged is the divergence (thirtieth session):
+ * math.exp of a diverged loss, a float power of a diverged weight. Without a diverged loss
+ * above it, or with a loss that only wobbled, it stays the code's. */
+static void test_an_overflow_after_a_diverged_loss_is_the_divergence(void **state)
+{
+	static const char ppl[] =
+		"iter 0: train loss 3.2000\n"
+		"iter 100: train loss 4.1000\n"
+		"iter 200: train loss 40.0000\n"
+		"iter 300: train loss 900.0000\n"
+		"val_loss: 812.3\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 8, in <module>\n"
+		"    print(f\"val_ppl: {math.exp(val_loss):.2f}\")\n"
+		"OverflowError: math range error\n";
+	static const char power[] =
+		"step 0 loss: 6561\n"
+		"step 1 loss: 2e+50\n"
+		"step 2 loss: 1e+155\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 6, in <module>\n"
+		"    loss = w ** 4\n"
+		"OverflowError: (34, 'Numerical result out of range')\n";
+	static const char healthy[] =
+		"iter 0: train loss 3.2000\n"
+		"iter 100: train loss 2.9000\n"
+		"iter 200: train loss 2.7000\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 8, in <module>\n"
+		"    scale = math.exp(cfg.temperature * 1000)\n"
+		"OverflowError: math range error\n";
+	static const char nothing[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 2, in <module>\n"
+		"    print(math.exp(1000))\n"
+		"OverflowError: math range error\n";
+	(void)state;
+	struct json_object *doc = diagnose_log(ppl, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_non_null(strstr(field(doc, "summary"), "loss rose from 3.2 to 900"));
+	assert_non_null(strstr(field(doc, "suggestion"), "learning rate"));
+	expect(doc, "nan_divergence", "math range error");
+	expect(diagnose_log(power, 1, 0), "nan_divergence", "Numerical result out of range");
+	doc = diagnose_log(healthy, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "code_error", "math range error");
+	expect(diagnose_log(nothing, 1, 0), "code_error", "math range error");
+}
 /* A read of a file that does not exist, whose name is one misspelling from a file staged where
  * the code looked, is the code's misspelt path (thirtieth session): FileNotFoundError and a
  * loader's own "not found". No near miss, several, a digit (another shard) or a one-letter
@@ -3546,6 +3595,7 @@ int main(void)
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
 		cmocka_unit_test(test_a_misspelt_data_path_is_the_codes),
+		cmocka_unit_test(test_an_overflow_after_a_diverged_loss_is_the_divergence),
 		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
 		cmocka_unit_test(test_a_timeout_names_where_the_main_program_was),
 		cmocka_unit_test(test_a_module_a_pickle_names_is_no_import_of_the_code),
