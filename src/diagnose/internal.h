@@ -29,6 +29,11 @@ unsigned long long lb_diag_requested_bytes(const char *s);
  * it for the experiment, whose output named it. */
 bool lb_diag_credential_path(const char *path);
 
+/* warnings.c: whether a loss printed in text (len bytes of a log's lines) diverged by the
+ * loss_divergence warning's rule; what gets the first such loss ("loss rose from 3.2 to 900,
+ * 281x its first value"). */
+bool lb_diag_loss_diverged(const char *text, size_t len, char *what, size_t whatlen);
+
 /* caught.c: the exception_caught_at_end warning of a completed run whose output (log, len
  * bytes: run.log's end) ends in a whole traceback, appended to out; children: the code may
  * start processes, whose dying traceback would read the same. 0 or -ENOMEM. */

@@ -9,6 +9,7 @@
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -681,6 +682,110 @@ static bool path_missing(const char *tok, const char *exp_dir)
 	return none;
 }
 
+/* A file name one misspelling from another: one edit (an insertion, a deletion, a
+ * substitution, two neighbours swapped) inside a word of at least three letters of the name
+ * looked for, touching no digit; or the same name in another letter case (a file system that
+ * ignores case, where the code was written, opens it). An edit at a digit names another
+ * numbered file (a shard, an epoch, a fold), and one of a one- or two-letter word another
+ * file of a set (X_train.npy beside y_train.npy): neither is a misspelling. */
+static bool misspelt_file_name(const char *want, const char *have)
+{
+	size_t i = 0, lw = strlen(want);
+
+	if (strcmp(want, have) == 0)
+		return false;
+	if (strcasecmp(want, have) == 0)
+		return true;
+	if (lw < 4 || !one_edit(want, have))
+		return false;
+	while (want[i] && want[i] == have[i])
+		i++;
+	if (isdigit((unsigned char)want[i]) || isdigit((unsigned char)have[i]))
+		return false;
+	/* the word of want the edit is in (at its end for an insertion after it) */
+	size_t from = i, to = i;
+	while (from > 0 && isalpha((unsigned char)want[from - 1]))
+		from--;
+	while (want[to] && isalpha((unsigned char)want[to]))
+		to++;
+	return to - from >= 3;
+}
+
+/* Where the code looked for a file that does not exist: a name one misspelling from the one
+ * it asked for, in the same directory of the staged experiment (RUN_DIR/exp, read when the
+ * diagnosis is made, as the experiment's own modules are). *n gets how many such names there
+ * are (up to 3 go into out, separated by ", ", each as the code would write it: the path's
+ * directory as it gave it, then the name). A path outside the experiment, or a directory it
+ * does not have, has none. */
+static void near_miss_files(const lb_log *log, const char *path, char *out, size_t outlen,
+			    size_t *n)
+{
+	char host[PATH_MAX], name[NAME_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+
+	*n = 0;
+	out[0] = '\0';
+	if (strpbrk(path, "*?[") || strstr(path, "..") || !path[dirlen] ||
+	    snprintf(name, sizeof name, "%s", path + dirlen) >= (int)sizeof name ||
+	    !staged_path(log, path, host, sizeof host))
+		return;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return;
+	*strrchr(host, '/') = '\0';
+	DIR *d = opendir(host);
+	struct dirent *de;
+	for (size_t k = 0; d && k < 5000 && (de = readdir(d)); k++) {
+		if ((de->d_name[0] == '.' && name[0] != '.') || !misspelt_file_name(name, de->d_name))
+			continue;
+		if ((*n)++ < 3) {
+			size_t l = strlen(out);
+			snprintf(out + l, outlen - l, "%s%.*s%s", l ? ", " : "", (int)dirlen, path,
+				 de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* A read of a file that does not exist (missing_data) whose name, in the directory where the
+ * code looked, is one misspelling from a file the experiment has: the code's path is wrong,
+ * not the data missing ("Did you mean" for files). Several such names leave it missing_data,
+ * said in the summary: which one was meant is not for labbox to pick. */
+static void refine_misspelt_path(lb_verdict *v, const lb_log *log, const lb_exc *e,
+				 const char *path)
+{
+	char near[600], what[DIAG_TEXT_LEN], sugg[DIAG_TEXT_LEN];
+	size_t n;
+
+	if (strcmp(v->cls, "missing_data") != 0 || !path[0])
+		return;
+	near_miss_files(log, path, near, sizeof near, &n);
+	if (n == 0)
+		return;
+	if (n > 1) {
+		size_t l = strlen(v->summary);
+		snprintf(v->summary + l, sizeof(v->summary) - l,
+			 " (the experiment has %zu names one letter from it where the code looked: "
+			 "%.200s%s; if one was meant, the path is misspelt)", n, near,
+			 n > 3 ? ", ..." : "");
+		dg_set_confidence(v, CONF_MEDIUM, "the file is not where the code looked, but the "
+					       "experiment has several names one letter from it there");
+		return;
+	}
+	snprintf(what, sizeof what,
+		 "a misspelt path: the code opens '%.120s', which does not exist, and the "
+		 "experiment has '%.120s' where it looked, one letter apart (did you mean "
+		 "%.120s?)", path, near, near);
+	snprintf(sugg, sizeof sugg,
+		 "fix the file name in the code (did you mean %.120s?): the file is staged with the "
+		 "experiment, so there is nothing to copy in or mount", near);
+	dg_verdict_set(v, "code_error", what, log->lines[e->line], sugg);
+	dg_set_confidence(v, CONF_MEDIUM, "a file one letter from the one the code opens is staged "
+				       "where it looked; a file of that exact name that was never "
+				       "staged would read the same");
+}
+
 /* A code_error whose message says a file was not found and names a path the sandbox does
  * not have (llm.c's `assert len(files) > 0, "did not find any files that match the pattern
  * dev/data/x.bin"`, `assert os.path.exists(p), f"{p} does not exist"`): missing data. */
@@ -729,6 +834,25 @@ static void refine_missing_path(lb_verdict *v, const lb_log *log, const lb_exc *
 	dg_set_confidence(v, CONF_MEDIUM, "the error's message says a file was not found and names a "
 				       "path the sandbox does not have; the code's own path may be "
 				       "the wrong one");
+	refine_misspelt_path(v, log, e, path);
+}
+
+/* A FileNotFoundError of a read (missing_data, its path quoted after the OS's words) whose
+ * name is misspelt: see refine_misspelt_path. */
+static void refine_misspelt_file(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	static const char *const file_names[] = { "FileNotFoundError", NULL };
+	const char *line = log->lines[e->line];
+	char path[256];
+	size_t name_len = 0;
+
+	if (strcmp(v->cls, "missing_data") != 0)
+		return;
+	if (dg_quoted_after(line, "No such file or directory", path, sizeof path) ||
+	    (dg_exception_line_of(line, &name_len, !e->bare) &&
+	     dg_name_is(line, name_len, file_names) &&
+	     dg_quoted_after(line, "Error:", path, sizeof path)))
+		refine_misspelt_path(v, log, e, path);
 }
 
 /* A sampler's check of its probabilities: what it samples from is nearly always what a model
@@ -827,6 +951,51 @@ static void refine_nan(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				       "the output cannot tell a divergence from a NaN in the data");
 }
 
+
+static const char SUGGEST_OVERFLOW_DIVERGED[] =
+	"the overflow is the diverged loss's symptom, not the line that raised it: lower the "
+	"learning rate, clip gradients, and find the step where the loss first grew (log it each "
+	"step); capping the argument (math.exp(min(x, 700))) would only hide the divergence";
+
+/* An OverflowError ("math range error" from math.exp of a loss, "Numerical result out of
+ * range" from a float power, "cannot convert float infinity to integer") after a loss printed
+ * above it had diverged by the loss_divergence rule: the divergence, as a NaN error after a
+ * NaN loss is. Without that evidence it stays the code's arithmetic. */
+static void refine_overflow(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	static const char *const names[] = { "OverflowError", NULL };
+	const char *line = log->lines[e->line];
+	size_t name_len = 0, from, len = 0;
+	char diverged[200], what[DIAG_TEXT_LEN];
+
+	if (strcmp(v->cls, "code_error") != 0 || !dg_exception_line_of(line, &name_len, !e->bare) ||
+	    !dg_name_is(line, name_len, names))
+		return;
+	from = e->header > TRAINING_LINES ? e->header - TRAINING_LINES : 0;
+	for (size_t i = from; i < e->header; i++)
+		len += strlen(log->lines[i]) + 1;
+	char *text = malloc(len + 1);
+	if (!text)
+		return;
+	len = 0;
+	for (size_t i = from; i < e->header; i++) {
+		size_t l = strlen(log->lines[i]);
+		memcpy(text + len, log->lines[i], l);
+		len += l;
+		text[len++] = '\n';
+	}
+	bool found = lb_diag_loss_diverged(text, len, diverged, sizeof diverged);
+	free(text);
+	if (!found)
+		return;
+	snprintf(what, sizeof what,
+		 "the training diverged before this overflow, which is its symptom: %s, printed "
+		 "above the traceback", diverged);
+	dg_verdict_set(v, "nan_divergence", what, line, SUGGEST_OVERFLOW_DIVERGED);
+	dg_set_confidence(v, CONF_MEDIUM, "a loss the code printed before the overflow had "
+				       "diverged; an overflow of the code's own arithmetic would read "
+				       "the same");
+}
 /* EACCES on a path in the experiment's own copy, which the sandbox lets the run write: when
  * the staged file (or the directory it would be made in) lacks the owner's permission, its
  * own mode refused it (the code's os.chmod, or a file staged read-only), not the sandbox.
@@ -1177,5 +1346,7 @@ void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_own_import(v, log, e);
 	refine_own_permission(v, log, e);
 	refine_nan(v, log, e);
+	refine_overflow(v, log, e);
 	refine_missing_path(v, log, e);
+	refine_misspelt_file(v, log, e);
 }

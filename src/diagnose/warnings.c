@@ -186,10 +186,15 @@ static void evidence_line(char *out, size_t n, size_t lineno, const char *line)
 typedef struct loss_series {
 	char name[W_NAME_MAX];
 	char cond[W_NAME_MAX];
+	bool gain;  /* a reward, return or score printed beside losses: higher is better */
+	bool total; /* a loss whose name says it is the whole objective (loss, val_loss) */
 	size_t count;
 	double first;
 	size_t first_line;
 	char first_text[W_EVIDENCE_LEN];
+	double last;	  /* the value on last_line */
+	size_t last_line;
+	bool rose;	  /* last_line's value is the ratio's rise (not yet judged) */
 	bool diverged;
 	double bad;
 	size_t bad_line;
@@ -202,6 +207,13 @@ typedef struct loss_ctx {
 	char cond[W_NAME_MAX]; /* the current `condition: X` group */
 } loss_ctx;
 
+static void lower_name(const char *w, size_t n, char *low)
+{
+	for (size_t i = 0; i < n; i++)
+		low[i] = (char)((w[i] >= 'A' && w[i] <= 'Z') ? w[i] | 0x20 : w[i]);
+	low[n] = '\0';
+}
+
 /* A word naming a loss: train_loss, val-loss, Loss, loss/total; not AMP's loss_scale, which
  * grows by orders of magnitude by design, nor "lossless". */
 static bool loss_word(const char *w, size_t n)
@@ -210,10 +222,54 @@ static bool loss_word(const char *w, size_t n)
 
 	if (n == 0 || n >= sizeof(low))
 		return false;
-	for (size_t i = 0; i < n; i++)
-		low[i] = (char)((w[i] >= 'A' && w[i] <= 'Z') ? w[i] | 0x20 : w[i]);
-	low[n] = '\0';
+	lower_name(w, n, low);
 	return strstr(low, "loss") && !strstr(low, "scale") && !strstr(low, "lossless");
+}
+
+/* A word naming what training raises as it improves, printed beside its losses: an RL
+ * agent's reward or return (episodic_return, mean_reward), a generative model's ELBO. */
+static bool gain_word(const char *w, size_t n)
+{
+	static const char *const words[] = { "reward", "return", "elbo", NULL };
+	char low[W_NAME_MAX];
+
+	if (n == 0 || n >= sizeof(low))
+		return false;
+	lower_name(w, n, low);
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(low, words[i]))
+			return true;
+	return false;
+}
+
+/* Whether a loss's name says it is the whole objective: nothing but "loss", a split or an
+ * average around it (loss, train_loss, val-loss, Loss/total, avg_loss, trainLoss), or the
+ * usual objectives' own names (ce_loss, nll_loss, lm_loss). A name with anything else in it
+ * (kl_loss, value_loss, recon_loss, aux_loss) is a part of an objective. */
+static bool total_name(const char *name)
+{
+	/* longest first: "eval" is removed before "val" can cut it */
+	static const char *const words[] = {
+		"crossentropy", "cross_entropy", "validation", "evaluation", "training",
+		"smoothed", "average", "overall", "running", "losses", "global", "train", "valid",
+		"total", "batch", "epoch", "final", "eval", "test", "mean", "step", "xent", "loss",
+		"nll", "mlm", "val", "avg", "dev", "ce", "lm", NULL,
+	};
+	char low[W_NAME_MAX];
+	size_t n = strlen(name);
+
+	if (n >= sizeof(low))
+		return false;
+	lower_name(name, n, low);
+	for (size_t i = 0; words[i]; i++) {
+		size_t k = strlen(words[i]);
+		for (char *p = strstr(low, words[i]); p; p = strstr(low, words[i]))
+			memmove(p, p + k, strlen(p + k) + 1);
+	}
+	for (const char *p = low; *p; p++)
+		if (word_char(*p))
+			return false;
+	return true;
 }
 
 static bool name_char(char c)
@@ -239,7 +295,8 @@ static bool value_after(const char *p, double *v)
 	return e > p && lb_parse_number(p, (size_t)(e - p), v);
 }
 
-static loss_series *series_of(loss_ctx *c, const char *name, size_t n, const char *cond)
+static loss_series *series_of(loss_ctx *c, const char *name, size_t n, const char *cond,
+			      bool gain)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (strlen(c->series[i].name) == n && strncasecmp(c->series[i].name, name, n) == 0 &&
@@ -251,7 +308,17 @@ static loss_series *series_of(loss_ctx *c, const char *name, size_t n, const cha
 	memset(s, 0, sizeof(*s));
 	memcpy(s->name, name, n);
 	snprintf(s->cond, sizeof(s->cond), "%s", cond);
+	s->gain = gain;
+	s->total = !gain && total_name(s->name);
 	return s;
+}
+
+static void diverge(loss_series *s, double v, const char *line, size_t lineno)
+{
+	s->diverged = true;
+	s->bad = v;
+	s->bad_line = lineno;
+	snprintf(s->bad_text, sizeof(s->bad_text), "%.*s", W_EVIDENCE_LEN - 1, line);
 }
 
 static void loss_value(loss_series *s, double v, const char *line, size_t lineno)
@@ -265,14 +332,52 @@ static void loss_value(loss_series *s, double v, const char *line, size_t lineno
 		s->first_line = lineno;
 		snprintf(s->first_text, sizeof(s->first_text), "%.*s", W_EVIDENCE_LEN - 1, line);
 		s->count = 1;
+		s->last = v;
+		s->last_line = lineno;
 		return;
 	}
 	s->count++;
-	if (!isfinite(v) || (s->first > 0 && s->count >= 3 && v >= W_DIVERGE_RATIO * s->first)) {
-		s->diverged = true;
-		s->bad = v;
-		s->bad_line = lineno;
-		snprintf(s->bad_text, sizeof(s->bad_text), "%.*s", W_EVIDENCE_LEN - 1, line);
+	s->last = v;
+	s->last_line = lineno;
+	if (s->gain)
+		return;
+	if (!isfinite(v))
+		diverge(s, v, line, lineno); /* a NaN or an infinity is never a part's trade-off */
+	else if (s->first > 0 && s->count >= 3 && v >= W_DIVERGE_RATIO * s->first)
+		s->rose = true; /* judged with the rest of its line: loss_rises */
+}
+
+/* Another series printed on this line since the same first line as s, that improved from
+ * its first value by a tenth of it or more: a loss that fell, a reward or return that rose.
+ * The run was making progress when s rose. */
+static bool sibling_improved(const loss_ctx *c, const loss_series *s, size_t lineno)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const loss_series *t = &c->series[i];
+		if (t == s || t->last_line != lineno || t->first_line != s->first_line ||
+		    strcmp(t->cond, s->cond) != 0 || !isfinite(t->last))
+			continue;
+		double margin = 0.1 * fabs(t->first);
+		if (t->gain ? t->last > t->first + margin : t->last < t->first - margin)
+			return true;
+	}
+	return false;
+}
+
+/* The ratio's rises on this line: a loss at 100x its first value has diverged, unless it is a
+ * part of the objective (not a total's name) printed beside another series that improved on
+ * the same line: a VAE's KL term rising from ~0 under annealing while the reconstruction
+ * falls, PPO's value loss growing with the returns it regresses on. A part is judged again
+ * on each line it is printed. */
+static void loss_rises(loss_ctx *c, const char *line, size_t lineno)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		loss_series *s = &c->series[i];
+		if (!s->rose || s->last_line != lineno)
+			continue;
+		s->rose = false;
+		if (s->total || !sibling_improved(c, s, lineno))
+			diverge(s, s->last, line, lineno);
 	}
 }
 
@@ -302,9 +407,10 @@ static void loss_line(void *ctx, const char *line, size_t lineno)
 
 		while (*p && name_char(*p))
 			p++;
-		if (p > w && loss_word(w, (size_t)(p - w)) && (w == line || !name_char(w[-1])) &&
-		    value_after(p, &v)) {
-			loss_series *s = series_of(c, w, (size_t)(p - w), cond);
+		size_t n = (size_t)(p - w);
+		bool loss = p > w && loss_word(w, n), gain = !loss && p > w && gain_word(w, n);
+		if ((loss || gain) && (w == line || !name_char(w[-1])) && value_after(p, &v)) {
+			loss_series *s = series_of(c, w, n, cond, gain);
 
 			if (s)
 				loss_value(s, v, line, lineno);
@@ -312,6 +418,7 @@ static void loss_line(void *ctx, const char *line, size_t lineno)
 		if (p == w)
 			p++;
 	}
+	loss_rises(c, line, lineno);
 }
 
 static int warn_losses(const loss_ctx *c, struct json_object *out)
@@ -322,7 +429,7 @@ static int warn_losses(const loss_ctx *c, struct json_object *out)
 		const char *evp[2] = { ev[0], ev[1] };
 		struct json_object *w;
 
-		if (!s->diverged)
+		if (!s->diverged || s->gain)
 			continue;
 		evidence_line(ev[0], sizeof(ev[0]), s->first_line, s->first_text);
 		evidence_line(ev[1], sizeof(ev[1]), s->bad_line, s->bad_text);
@@ -346,6 +453,29 @@ static int warn_losses(const loss_ctx *c, struct json_object *out)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The loss_divergence rule over some text: the first loss that diverged, said in what. */
+bool lb_diag_loss_diverged(const char *text, size_t len, char *what, size_t whatlen)
+{
+	LB_AUTOFREE loss_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c || !text)
+		return false;
+	each_line(text, len, loss_line, c);
+	for (size_t i = 0; i < c->n; i++) {
+		const loss_series *s = &c->series[i];
+		if (!s->diverged || s->gain)
+			continue;
+		if (isfinite(s->bad))
+			snprintf(what, whatlen, "%s rose from %g to %g, %.0fx its first value", s->name,
+				 s->first, s->bad, s->bad / s->first);
+		else
+			snprintf(what, whatlen, "%s became %s after starting at %g", s->name,
+				 isnan(s->bad) ? "NaN" : "infinite", s->first);
+		return true;
+	}
+	return false;
 }
 
 /* RuntimeWarnings ------------------------------------------------------------------------------ */

@@ -1594,3 +1594,111 @@ def test_the_codes_own_alarm_is_a_timer_not_a_crash(tmp_path):
     assert "signal.alarm" in f["summary"] and "timer" in f["summary"], r.why()
     assert "native" not in f["suggestion"] and "FAULTHANDLER" not in f["suggestion"], r.why()
     assert "crash" not in f["confidence_reason"], r.why()
+
+
+# --- thirtieth session, from a red-team pass --------------------------------------------------
+
+def test_a_misspelt_data_path_beside_the_staged_file_is_the_codes(tmp_path):
+    """`np.load("data/trian.npy")` with data/train.npy staged: the code's misspelt path ("did
+    you mean data/train.npy"), not data to put in or mount. Without a near miss it stays
+    missing_data; with two names one letter away it stays missing_data and names both;
+    `labbox explain` reads the staged copy and says the same."""
+    import numpy as np
+    main = """
+        import os
+        import numpy as np
+        X = np.load(os.path.join("data", "NAME"))
+        print("n:", len(X))
+    """
+    def staged(d, *names):
+        (d / "exp" / "data").mkdir(parents=True)
+        for n in names:
+            np.save(d / "exp" / "data" / n, np.zeros((4, 3)))
+
+    staged(tmp_path / "typo", "train.npy")
+    r, f = failure_of(tmp_path / "typo", main.replace("NAME", "trian.npy"))
+    assert f["class"] == "code_error", r.why()
+    assert "did you mean data/train.npy" in f["summary"], f
+    assert "data/train.npy" in f["suggestion"] and "-v SRC" not in f["suggestion"], f
+    assert f["confidence"] == "medium" and not f.get("escalation"), f
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", tmp_path / "typo" / "runs",
+                            r.result["id"]).stdout)
+    assert doc["failure"]["class"] == "code_error", doc
+    assert "did you mean data/train.npy" in doc["failure"]["summary"], doc
+
+    staged(tmp_path / "none", "train.npy")
+    r, f = failure_of(tmp_path / "none", main.replace("NAME", "valid.npy"))
+    assert f["class"] == "missing_data", r.why()
+
+    staged(tmp_path / "two", "train.npy", "trait.npy")
+    r, f = failure_of(tmp_path / "two", main.replace("NAME", "trail.npy"))
+    assert f["class"] == "missing_data", r.why()
+    assert "2 names one letter from it" in f["summary"], f
+    assert "data/train.npy" in f["summary"] and "data/trait.npy" in f["summary"], f
+
+
+def test_a_growing_part_of_an_improving_objective_is_no_divergence(tmp_path):
+    """A VAE's KL term rising from ~0 under annealing while its reconstruction loss falls, and
+    PPO's value loss growing with the returns it regresses on, are healthy: no
+    loss_divergence. The same parts both exploding, with nothing improving, still are."""
+    r, ws = warnings_of(tmp_path / "vae", """
+        kl = [0.012, 0.35, 2.1, 5.8, 8.4]
+        rec = [180.2, 140.1, 121.5, 110.3, 104.9]
+        for ep in range(5):
+            print(f"Epoch {ep+1}/5 | recon_loss: {rec[ep]:.2f} | kl_loss: {kl[ep]:.3f} | beta: {ep/4:.2f}")
+        print(f"test_elbo: {-(rec[-1]+kl[-1]):.2f}")
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "ppo", """
+        rets = [9.5, 22.0, 80.3, 190.2, 410.7]
+        for i, r in enumerate(rets):
+            print(f"update {i+1}: episodic_return: {r}, value_loss: {0.05*r*r/10:.4f}, "
+                  f"policy_loss: {-0.01+0.002*i:.4f}, entropy: {0.69-0.05*i:.3f}")
+        print(f"final_return: {rets[-1]}")
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "bad", """
+        rec = [3.2, 4.1, 40.0, 900.0]
+        kl = [0.01, 0.02, 0.5, 8.0]
+        for ep in range(4):
+            print(f"Epoch {ep+1} | recon_loss: {rec[ep]} | kl_loss: {kl[ep]}")
+        print("test_recon: 900.0")
+    """)
+    assert "recon_loss" in [w["metric"] for w in kinds(ws, "loss_divergence")], ws
+
+
+def test_an_overflow_after_a_diverged_loss_is_the_divergence(tmp_path):
+    """The printed loss goes 3.2 -> 900, then `math.exp(val_loss)` for the perplexity raises
+    OverflowError: the divergence (the overflow is its symptom), as a NaN error after a NaN
+    loss is; so is a float power of a weight that blew up. An overflow with no diverged loss
+    printed before it stays the code's."""
+    r, f = failure_of(tmp_path / "ppl", """
+        import math
+        for it, l in enumerate([3.2, 4.1, 40.0, 900.0]):
+            print(f"iter {it*100}: train loss {l:.4f}")
+        val_loss = 812.3
+        print(f"val_loss: {val_loss}")
+        print(f"val_ppl: {math.exp(val_loss):.2f}")
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert f["confidence"] == "medium" and "learning rate" in f["suggestion"], f
+    assert "loss rose from 3.2 to 900" in f["summary"], f
+    doc = json.loads(labbox("explain", "--json", "--runs-dir", tmp_path / "ppl" / "runs",
+                            r.result["id"]).stdout)
+    assert doc["failure"]["class"] == "nan_divergence", doc
+    r, f = failure_of(tmp_path / "pow", """
+        w = 9.0
+        for step in range(6):
+            loss = w ** 4
+            print(f"step {step} loss: {loss:.4g}")
+            w = loss * 1e10
+    """)
+    assert f["class"] == "nan_divergence", r.why()
+    assert "Numerical result out of range" in " ".join(f["evidence"]), f
+    r, f = failure_of(tmp_path / "plain", """
+        import math
+        for step in range(3):
+            print(f"step {step} loss: {2.0 / (step + 1):.3f}")
+        print(math.exp(1000))
+    """)
+    assert f["class"] == "code_error", r.why()

@@ -1553,6 +1553,78 @@ static void test_warn_loss_divergence(void **state)
 	json_object_put(ws);
 }
 
+/* A part of an objective that grows while the run improves is no divergence (thirtieth
+ * session): a VAE's KL term under annealing beside a falling reconstruction loss, PPO's value
+ * loss beside rising returns. A total's name, a part printed alone, a part whose siblings did
+ * not improve, and a NaN are still flagged. */
+static void test_a_growing_part_of_an_improving_objective_is_no_divergence(void **state)
+{
+	static const char vae[] =
+		"Epoch 1/5 | recon_loss: 180.20 | kl_loss: 0.012 | beta: 0.00\n"
+		"Epoch 2/5 | recon_loss: 140.10 | kl_loss: 0.350 | beta: 0.25\n"
+		"Epoch 3/5 | recon_loss: 121.50 | kl_loss: 2.100 | beta: 0.50\n"
+		"Epoch 4/5 | recon_loss: 110.30 | kl_loss: 5.800 | beta: 0.75\n"
+		"Epoch 5/5 | recon_loss: 104.90 | kl_loss: 8.400 | beta: 1.00\n"
+		"test_elbo: -113.30\n";
+	static const char ppo[] =
+		"update 1: episodic_return: 9.5, value_loss: 0.4513, policy_loss: -0.0100\n"
+		"update 2: episodic_return: 22.0, value_loss: 2.4200, policy_loss: -0.0080\n"
+		"update 3: episodic_return: 80.3, value_loss: 32.2405, policy_loss: -0.0060\n"
+		"update 4: episodic_return: 190.2, value_loss: 180.8802, policy_loss: -0.0040\n"
+		"update 5: episodic_return: 410.7, value_loss: 843.3625, policy_loss: -0.0020\n";
+	/* both parts explode: nothing improved */
+	static const char parts_blow_up[] =
+		"step 1 recon_loss: 3.2 kl_loss: 0.01\n"
+		"step 2 recon_loss: 4.1 kl_loss: 0.02\n"
+		"step 3 recon_loss: 40.0 kl_loss: 0.5\n"
+		"step 4 recon_loss: 900.0 kl_loss: 8.0\n";
+	/* the total explodes while an auxiliary term falls */
+	static const char total_blows_up[] =
+		"step 1 loss: 3.2 aux_loss: 0.5\n"
+		"step 2 loss: 4.1 aux_loss: 0.3\n"
+		"step 3 loss: 40.0 aux_loss: 0.2\n"
+		"step 4 loss: 900.0 aux_loss: 0.1\n";
+	/* a part printed alone is the objective */
+	static const char alone[] =
+		"epoch 1 kl_loss: 0.02\n"
+		"epoch 2 kl_loss: 0.5\n"
+		"epoch 3 kl_loss: 7.0\n";
+	/* a rising KL term that then goes NaN, whatever its sibling does */
+	static const char kl_nan[] =
+		"Epoch 1 | recon_loss: 180.2 | kl_loss: 0.012\n"
+		"Epoch 2 | recon_loss: 140.1 | kl_loss: 0.35\n"
+		"Epoch 3 | recon_loss: 121.5 | kl_loss: 2.1\n"
+		"Epoch 4 | recon_loss: 110.3 | kl_loss: nan\n";
+	struct json_object *ws, *w;
+
+	(void)state;
+	ws = warnings_of(vae, strlen(vae), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 0);
+	json_object_put(ws);
+	ws = warnings_of(ppo, strlen(ppo), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 0);
+	json_object_put(ws);
+
+	ws = warnings_of(parts_blow_up, strlen(parts_blow_up), NULL, NULL, NULL, 0);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_non_null(w);
+	assert_string_equal(field(w, "metric"), "recon_loss");
+	json_object_put(ws);
+	ws = warnings_of(total_blows_up, strlen(total_blows_up), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	assert_string_equal(field(warning_kind(ws, "loss_divergence", 0), "metric"), "loss");
+	json_object_put(ws);
+	ws = warnings_of(alone, strlen(alone), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	json_object_put(ws);
+	ws = warnings_of(kl_nan, strlen(kl_nan), NULL, NULL, NULL, 0);
+	assert_int_equal(count_kind(ws, "loss_divergence"), 1);
+	w = warning_kind(ws, "loss_divergence", 0);
+	assert_string_equal(field(w, "metric"), "kl_loss");
+	assert_non_null(strstr(field(w, "message"), "NaN"));
+	json_object_put(ws);
+}
+
 static void test_warn_runtime_warnings(void **state)
 {
 	/* numpy's warnings as Python prints them: the location, then the source line. */
@@ -3005,6 +3077,121 @@ static void test_an_r_install_at_run_time_is_the_missing_package(void **state)
 
 /* A loader's own "not found" error naming a path the sandbox lacks is missing data; a path
  * labbox cannot check, and a message of the code's about something else, stay the code's. */
+
+/* An OverflowError after a printed loss diverged is the divergence (thirtieth session):
+ * math.exp of a diverged loss, a float power of a diverged weight. Without a diverged loss
+ * above it, or with a loss that only wobbled, it stays the code's. */
+static void test_an_overflow_after_a_diverged_loss_is_the_divergence(void **state)
+{
+	static const char ppl[] =
+		"iter 0: train loss 3.2000\n"
+		"iter 100: train loss 4.1000\n"
+		"iter 200: train loss 40.0000\n"
+		"iter 300: train loss 900.0000\n"
+		"val_loss: 812.3\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 8, in <module>\n"
+		"    print(f\"val_ppl: {math.exp(val_loss):.2f}\")\n"
+		"OverflowError: math range error\n";
+	static const char power[] =
+		"step 0 loss: 6561\n"
+		"step 1 loss: 2e+50\n"
+		"step 2 loss: 1e+155\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 6, in <module>\n"
+		"    loss = w ** 4\n"
+		"OverflowError: (34, 'Numerical result out of range')\n";
+	static const char healthy[] =
+		"iter 0: train loss 3.2000\n"
+		"iter 100: train loss 2.9000\n"
+		"iter 200: train loss 2.7000\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 8, in <module>\n"
+		"    scale = math.exp(cfg.temperature * 1000)\n"
+		"OverflowError: math range error\n";
+	static const char nothing[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/r/exp/main.py\", line 2, in <module>\n"
+		"    print(math.exp(1000))\n"
+		"OverflowError: math range error\n";
+	(void)state;
+	struct json_object *doc = diagnose_log(ppl, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "medium");
+	assert_non_null(strstr(field(doc, "summary"), "loss rose from 3.2 to 900"));
+	assert_non_null(strstr(field(doc, "suggestion"), "learning rate"));
+	expect(doc, "nan_divergence", "math range error");
+	expect(diagnose_log(power, 1, 0), "nan_divergence", "Numerical result out of range");
+	doc = diagnose_log(healthy, 1, 0);
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "code_error", "math range error");
+	expect(diagnose_log(nothing, 1, 0), "code_error", "math range error");
+}
+/* A read of a file that does not exist, whose name is one misspelling from a file staged where
+ * the code looked, is the code's misspelt path (thirtieth session): FileNotFoundError and a
+ * loader's own "not found". No near miss, several, a digit (another shard) or a one-letter
+ * word (X_train beside y_train) keep missing_data. */
+static void test_a_misspelt_data_path_is_the_codes(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-typo-XXXXXX", cmd[64];
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "main.py", "\n");
+	put_file(dir, "data/train.npy", "x");
+	put_file(dir, "data/y_train.npy", "x");
+	put_file(dir, "data/shard_1.bin", "x");
+	put_file(dir, "data/Labels.csv", "x");
+	put_file(dir, "data/vals.csv", "x");
+	put_file(dir, "data/valz.csv", "x");
+
+	struct json_object *doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/trian.npy'");
+	assert_non_null(strstr(field(doc, "summary"), "did you mean data/train.npy"));
+	assert_non_null(strstr(field(doc, "suggestion"), "data/train.npy"));
+	assert_null(strstr(field(doc, "suggestion"), "-v SRC"));
+	assert_null(escalation_of(doc));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "code_error", "trian.npy");
+	/* an absolute path under the staged experiment, and a name in another letter case */
+	char line[512];
+	snprintf(line, sizeof line,
+		 "FileNotFoundError: [Errno 2] No such file or directory: '%s/data/labels.csv'", dir);
+	doc = diagnose_staged(dir, "main.py", "pd.read_csv(p)", line);
+	assert_non_null(strstr(field(doc, "summary"), "data/Labels.csv"));
+	expect(doc, "code_error", NULL);
+	/* a loader's own words, naming a path (refine_missing_path) */
+	doc = diagnose_staged(dir, "main.py", "assert os.path.exists(p), f\"{p} does not exist\"",
+			      "AssertionError: data/trian.npy does not exist");
+	assert_non_null(strstr(field(doc, "summary"), "did you mean data/train.npy"));
+	expect(doc, "code_error", NULL);
+	/* nothing close: missing data, as before */
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/test.npy'");
+	assert_string_equal(field(doc, "confidence"), "high");
+	expect(doc, "missing_data", NULL);
+	/* another shard, another member of a set: missing data */
+	doc = diagnose_staged(dir, "main.py", "X = np.fromfile(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/shard_2.bin'");
+	expect(doc, "missing_data", NULL);
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/X_train.npy'");
+	expect(doc, "missing_data", NULL);
+	/* two names one letter away: which was meant is not labbox's to pick */
+	doc = diagnose_staged(dir, "main.py", "pd.read_csv(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'data/valx.csv'");
+	assert_non_null(strstr(field(doc, "summary"), "2 names one letter from it"));
+	assert_string_equal(field(doc, "confidence"), "medium");
+	expect(doc, "missing_data", NULL);
+	/* a directory the experiment does not have, and a path outside it */
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: 'dta/trian.npy'");
+	expect(doc, "missing_data", NULL);
+	doc = diagnose_staged(dir, "main.py", "X = np.load(p)",
+		"FileNotFoundError: [Errno 2] No such file or directory: '/data/trian.npy'");
+	expect(doc, "missing_data", NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_a_path_the_message_says_is_missing_is_missing_data(void **state)
 {
 	(void)state;
@@ -3376,6 +3563,7 @@ int main(void)
 		cmocka_unit_test(test_shm_exhausted),
 		cmocka_unit_test(test_denied_socket_names_network_flag),
 		cmocka_unit_test(test_warn_loss_divergence),
+		cmocka_unit_test(test_a_growing_part_of_an_improving_objective_is_no_divergence),
 		cmocka_unit_test(test_warn_runtime_warnings),
 		cmocka_unit_test(test_warn_near_chance),
 		cmocka_unit_test(test_warn_time_guard_skipped),
@@ -3406,6 +3594,8 @@ int main(void)
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
+		cmocka_unit_test(test_a_misspelt_data_path_is_the_codes),
+		cmocka_unit_test(test_an_overflow_after_a_diverged_loss_is_the_divergence),
 		cmocka_unit_test(test_a_timeout_waiting_at_a_prompt),
 		cmocka_unit_test(test_a_timeout_names_where_the_main_program_was),
 		cmocka_unit_test(test_a_module_a_pickle_names_is_no_import_of_the_code),
