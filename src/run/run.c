@@ -2187,8 +2187,26 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 			unlink(path);
 	}
 	if (index) {
-		if (lb_index_run_finished(index, doc) < 0 && req->warn)
-			req->warn(req->warn_ctx, "could not record the end of the run in the run index");
+		if (lb_index_run_finished(index, doc) < 0) {
+			/* The index keeps the row it had ("running", then "interrupted" once
+			 * this labbox is gone): result.json says so, not only the terminal (a
+			 * sweep's cells have none), and `runs` marks the row as differing from
+			 * the record. */
+			static const char msg[] = "could not record the end of the run in the run "
+						  "index (locked by another process past the wait, or "
+						  "no space left): its row there still says the run "
+						  "started; result.json is the record";
+			json_object *info = json_object_object_get(doc, "index");
+			if (info && json_object_is_type(info, json_type_object)) {
+				json_object_object_add(info, "error", json_object_new_string(msg));
+				seal_result(doc);
+				if (lb_record_write_json(path, doc) < 0 && req->warn)
+					req->warn(req->warn_ctx, "could not write result.json again "
+						  "with the run index's error");
+			}
+			if (req->warn)
+				req->warn(req->warn_ctx, msg);
+		}
 		lb_index_close(index);
 	}
 	/* Last, once every record is written: removing it first would free the space a full
