@@ -107,6 +107,9 @@ typedef struct lb_metric_line {
 	/* The line is a Python logging INFO line and the pairs are its message: the one kind of
 	 * stderr line the collector reads (logging writes there by default). */
 	bool logged;
+	/* The line is one object literal (`{...}`, JSON or a Python dict's repr): Hugging Face's
+	 * per-log dicts, which a transformers metrics block's values outrank (metrics.c). */
+	bool object;
 	/* The line without its terminal escape sequences, when it had any: the pointers above
 	 * then point in here. */
 	char plain[LB_METRIC_LINE_MAX];

@@ -272,7 +272,9 @@ bool lb_metric_parse_table_row(const char *line, size_t len, size_t i, bool hole
  * then the message. Only INFO: a result is logged so, and a warning's or an error's text is
  * not the experiment's answer. The formats research code uses all fit: logging's default
  * "INFO:root:msg", "ASCTIME - [name - ]INFO - msg", "ASCTIME [INFO] msg", "[INFO] msg",
- * "ASCTIME INFO name: msg", and loguru's "ASCTIME | INFO     | module:func:12 - msg". */
+ * "ASCTIME INFO name: msg", loguru's "ASCTIME | INFO     | module:func:12 - msg", and
+ * Hydra's job logging "[ASCTIME][name][INFO] - msg" (bracketed fields need no separator
+ * between them: a ']' ends one where it says). */
 #define LOG_FIELDS_BEFORE 4 /* fields before the level: time, process, thread, logger */
 #define LOG_PREFIX_MAX 160  /* where the level word must have started */
 
@@ -360,6 +362,15 @@ static size_t log_name(const char *s, size_t len, size_t i)
 /* The kinds of field before the level. */
 enum { LOG_NONE, LOG_LEVEL, LOG_BRACKET_LEVEL, LOG_BRACKET, LOG_TIME, LOG_NAME };
 
+/* Whether a field of this kind, ending at s[e], is followed by a field with nothing between
+ * them: only a bracketed field and another ("[ts][__main__][INFO]"), since the ']' says
+ * where the first ended; any other field runs into what follows ("INFOrmation",
+ * "12:00:00x", "[INFO]acc"). */
+static bool log_brackets_touch(int kind, const char *s, size_t len, size_t e)
+{
+	return (kind == LOG_BRACKET || kind == LOG_BRACKET_LEVEL) && e < len && s[e] == '[';
+}
+
 /* One field before the level at s[i..): its kind (LOG_NONE when none), *end after it. */
 static int log_field(const char *s, size_t len, size_t i, size_t *end)
 {
@@ -396,7 +407,7 @@ size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t 
 				    bool *alone)
 {
 	size_t k = i, n = 0, end = len - i > LOG_PREFIX_MAX ? i + LOG_PREFIX_MAX : len;
-	bool level = false, other = false, blank;
+	bool level = false, other = false, blank, touch = false;
 
 	if (!memmem(s + i, end - i, "INFO", 4))
 		return 0; /* nearly every line: no level word, nothing to scan */
@@ -409,15 +420,18 @@ size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t 
 		level = kind == LOG_LEVEL || kind == LOG_BRACKET_LEVEL;
 		other |= kind != LOG_LEVEL;
 		k = log_sep(s, len, e, &blank);
-		/* A field runs into the next ("INFOrmation", "12:00:00x"); a word and a blank
-		 * are only prose ("Loaded INFO file: 3"): a logger's name ends with - | or :. */
-		if (k == e || (kind == LOG_NAME && blank))
+		/* A field runs into the next ("INFOrmation", "12:00:00x"), unless both are
+		 * bracketed; a word and a blank are only prose ("Loaded INFO file: 3"): a
+		 * logger's name ends with - | or :. */
+		touch = k == e && log_brackets_touch(kind, s, len, e);
+		if ((k == e && !touch) || (kind == LOG_NAME && blank))
 			return 0;
 	}
 	if (!level)
 		return 0;
 	*alone = !other;
-	if (other)
+	/* No message starts at a '[' the level's ']' touches: that is the next field. */
+	if (other && !touch)
 		starts[n++] = k;
 	for (size_t f = 0; f < LB_LOG_FIELDS_AFTER; f++) {
 		size_t e = k;
@@ -429,9 +443,11 @@ size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t 
 			break;
 		k = log_sep(s, len, e, &blank);
 		/* A bracketed name ends where it says; a bare word and a blank are the message's. */
-		if (k == e || (blank && kind == LOG_NAME))
+		touch = k == e && log_brackets_touch(kind, s, len, e);
+		if ((k == e && !touch) || (blank && kind == LOG_NAME))
 			break;
-		starts[n++] = k;
+		if (!touch)
+			starts[n++] = k;
 	}
 	return n;
 }
@@ -559,6 +575,7 @@ bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, 
 	}
 	if (out->n_values == 0)
 		return false;
+	out->object = true;
 	lb_metric_set_first(out);
 	return true;
 }
@@ -598,6 +615,7 @@ bool lb_metric_octave_display(const char *line, size_t len, lb_metric_line *out)
 	out->condition_len = 0;
 	out->n_tags = 0;
 	out->table_row = false;
+	out->object = false;
 	out->n_values = 1;
 	lb_metric_set_first(out);
 	return true;

@@ -879,6 +879,7 @@ static void out_clear(lb_metric_line *out)
 	out->n_tags = 0;
 	out->n_values = 0;
 	out->table_row = false;
+	out->object = false;
 }
 
 /* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and

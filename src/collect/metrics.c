@@ -356,7 +356,12 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		 * the reader's choice: a stdout value stands whatever stderr says after it. */
 		if (e->from_stdout && !m->line_stdout)
 			return;
+		/* A transformers metrics block is the run's final value of its names; the dicts
+		 * Trainer prints at each log are its progress (transformers.c). */
+		if (e->from_block && ml->object && !m->line_block)
+			return;
 		e->from_stdout = m->line_stdout;
+		e->from_block = m->line_block;
 		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
 		/* A SUMMARY's or PAIRED's fields are its value; a tagged series keeps its tags. */
 		if ((cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED) && strcmp(e->tags, tag_text) != 0) {
@@ -386,6 +391,7 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	e->cls = (uint8_t)cls;
 	e->seen = 1;
 	e->from_stdout = m->line_stdout;
+	e->from_block = m->line_block;
 	memcpy(e->name, v->name, sizeof(e->name));
 	e->tags = lb_steal_ptr(&tags);
 	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
@@ -706,6 +712,7 @@ static bool blank_text(const char *s, size_t len)
 static void blank_line(lb_metrics *m, lb_metrics_stream *st)
 {
 	lb_metrics_lightning_end(m, st); /* no Lightning table holds a blank line */
+	lb_metrics_transformers_end(st);  /* nor a transformers metrics block */
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;
@@ -754,6 +761,8 @@ static void process_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	if (traceback_line(st, line, len))
 		return;
 	if (st == &m->out && lb_metrics_lightning_line(m, st, line, len))
+		return;
+	if (st == &m->out && lb_metrics_transformers_line(m, st, line, len))
 		return;
 	if (!table_line(line, len)) {
 		lb_metrics_text_line(m, st, line, len);
@@ -846,6 +855,7 @@ static void finish(lb_metrics *m, lb_metrics_stream *st)
 	if (st->line_len > 0 && !st->skipping)
 		process_line(m, st, st->line, st->line_len, 0);
 	lb_metrics_lightning_end(m, st);
+	lb_metrics_transformers_end(st);
 	if (st->table_state == TABLE_FIRST)
 		collect_line(m, st, st->table_first, st->table_first_len);
 	st->table_state = TABLE_NONE;

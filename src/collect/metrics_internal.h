@@ -1,5 +1,6 @@
 /* Internal to collect: the collector's store, shared by the files that read metric lines
- * (number.c, line.c, formats.c), collect them (metrics.c, lightning.c, unread.c), write them
+ * (number.c, line.c, formats.c), collect them (metrics.c, lightning.c, transformers.c,
+ * unread.c), write them
  * (metrics_json.c) and validate them (validate.c), and the helpers those files share. Not a
  * public header. */
 #ifndef LABBOX_COLLECT_METRICS_INTERNAL_H
@@ -47,6 +48,9 @@ typedef struct lb_metric_entry {
 	 * number, which rounds past 2^53 (checksums, hashes, counts). */
 	uint8_t integer;
 	bool from_stdout; /* the value is stdout's, which a stderr value never replaces */
+	/* The value is a transformers metrics block's (transformers.c), which a later per-log
+	 * dict line never replaces. */
+	bool from_block;
 	int64_t ival; /* LB_INT_SIGNED, or the bits of LB_INT_UNSIGNED */
 	double number;
 	char *str;  /* NUL-terminated, valid UTF-8; set for LB_METRIC_STRING, and for
@@ -92,6 +96,11 @@ typedef struct lb_metrics_stream {
 	bool lt_pending;
 	char lt_name[LB_METRIC_NAME_MAX + 1];
 	size_t lt_name_len;
+	/* transformers' metrics blocks (lb_metrics_transformers_line, transformers.c): whether
+	 * the stream is in one (HF_*), and the column of its rows' '=' and their width, in
+	 * characters, once its first row set them (0 before). */
+	int hf_state;
+	size_t hf_eq, hf_width;
 	int traceback; /* LB_TB_* (metrics.c): inside a Python traceback, whose lines are none */
 	/* How the last line ended (LB_END_*, metrics.c): the '\n' of a "\r\n" ends no line of
 	 * its own, where an empty line is a blank line that ends a table and a block. */
@@ -122,6 +131,7 @@ struct lb_metrics {
 	size_t n_conditions, cap_conditions;
 	lb_hindex condition_index;
 	bool line_stdout; /* the line being collected is stdout's */
+	bool line_block;  /* ... and a row of a transformers metrics block (transformers.c) */
 
 	double time_estimate;
 	bool time_guard;
@@ -318,6 +328,11 @@ void lb_metrics_text_line(lb_metrics *m, lb_metrics_stream *st, const char *line
 bool lb_metrics_lightning_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 			       size_t len);
 void lb_metrics_lightning_end(lb_metrics *m, lb_metrics_stream *st);
+
+/* transformers.c: Hugging Face transformers' `***** eval metrics *****` blocks. */
+bool lb_metrics_transformers_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
+				  size_t len);
+void lb_metrics_transformers_end(lb_metrics_stream *st);
 
 /* unread.c: the lines no reading took, noted for the no_metrics issue. */
 int lb_metric_log_metric_like(const char *line, size_t len);

@@ -202,6 +202,9 @@ LB404_LOGGING_CASES = [
      True),
     ('logging.basicConfig(level=logging.INFO)\n'
      'logging.info("Epoch: %d, Loss: %f", seed, acc)', False),
+    ('logging.basicConfig(level=logging.INFO, stream=sys.stdout, '
+     'format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")\n'
+     'log = logging.getLogger(__name__)\nlog.info("accuracy: %s", acc)', True),
     ('class T:\n    def __init__(self):\n        self.log = logging.getLogger("t")\n'
      '    def done(self, a):\n        self.log.info("accuracy: %.4f", a)\n'
      'logging.basicConfig(level=logging.DEBUG)\nT().done(acc)', True),
@@ -494,6 +497,9 @@ LOG_FORMATS = [
     "%(asctime)s %(levelname)s %(name)s: %(message)s",
     "%(asctime)s | %(levelname)-8s | %(name)s:%(funcName)s:%(lineno)d - %(message)s",
     "[%(asctime)s] [%(levelname)s] [%(name)s] %(message)s",
+    # Hydra's job logging: bracketed fields with no blank between them
+    "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s",
+    "[%(asctime)s][%(levelname)s] - %(message)s",
 ]
 
 
@@ -515,6 +521,46 @@ def test_metrics_logged_with_a_common_format_are_read(tmp_path, fmt):
     assert r.rc == 0, r.why()
     assert r.result["status"] == "completed"
     assert r.result["metrics"]["values"] == {"accuracy": 0.91, "val_loss": 0.25}
+
+
+# Hydra's default job logging (hydra/conf/hydra/job_logging/default.yaml), which every
+# @hydra.main script that logs with log.info gets: the root logger at INFO, a console
+# handler to stdout with the format below (built here by hand: labbox's check refuses
+# dictConfig, which imports what its "ext://" names).
+HYDRA_JOB_LOGGING = """
+    import logging, sys
+    console = logging.StreamHandler(sys.stdout)
+    console.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(console)
+    logging.getLogger().setLevel(logging.INFO)
+    log = logging.getLogger("__main__")
+"""
+
+
+def test_hydras_job_logging_is_read(tmp_path):
+    exp = write_exp(tmp_path, HYDRA_JOB_LOGGING + """
+    log.info("Instantiating model <src.models.Classifier>")
+    log.info("Epoch 3: loss: 0.5")
+    log.warning("val_loss: 9.9")
+    log.info("test_accuracy: 0.8511")
+    log.info("test_loss: 0.4122")
+""")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed"
+    assert r.result["metrics"]["values"] == {"test_accuracy": 0.8511, "test_loss": 0.4122}
+    assert r.result["metric_issues"] == []
+
+
+def test_hydras_job_logging_at_another_level_is_told_the_level(tmp_path):
+    exp = write_exp(tmp_path, HYDRA_JOB_LOGGING + """
+    log.warning("test_accuracy: 0.8511")
+""")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4, r.why()
+    (issue,) = r.result["metric_issues"]
+    assert issue["kind"] == "no_metrics"
+    assert "level is not INFO" in issue["message"], issue
 
 
 def test_the_advice_for_unread_info_lines_is_not_to_use_logging_info(tmp_path):

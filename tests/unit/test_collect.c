@@ -485,6 +485,44 @@ static void test_line_parse_log_prefixes(void **state)
 	assert_false(lb_metric_line_parse("accuracy: 0.91", 14, &ml) && ml.logged);
 }
 
+/* Bracketed fields need no blank between them (Hydra's job logging, "[%(asctime)s][%(name)s]
+ * [%(levelname)s] - %(message)s"): the ']' says where each ends. Only with a level among
+ * them: a progress counter or two tags in brackets are no log prefix, and a bracket glued to
+ * the message stays no prefix. */
+static void test_line_parse_log_prefixes_bracketed_touching(void **state)
+{
+	static const char *const acc[] = { "accuracy" };
+	static const double acc_v[] = { 0.91 };
+	static const char *const lines[] = {
+		"[2024-05-01 12:00:00,123][__main__][INFO] - accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][INFO] - accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][__main__][INFO] accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][__main__][INFO]: accuracy: 0.91",
+		"[2024-05-01 12:00:00,123] [__main__][INFO] - accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][INFO][exp] - accuracy: 0.91",
+		"[INFO][exp] accuracy: 0.91",
+	};
+	static const char *const bad[] = {
+		"[2024-05-01 12:00:00,123][__main__][WARNING] - accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][__main__] - accuracy: 0.91", /* no level */
+		"[1/10][x] accuracy: 0.91",				/* a counter, a tag */
+		"[x][y] accuracy: 0.91",
+		"[1/10] accuracy: 0.91",
+		"[INFO]accuracy: 0.91", /* a field glued to the message */
+		"[2024-05-01 12:00:00,123][INFO]accuracy: 0.91",
+		"[2024-05-01 12:00:00,123][__main__][INFO] - Epoch 3: loss: 0.5",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		expect_pairs(lines[i], acc, acc_v, 1);
+		assert_true(lb_metric_line_parse(lines[i], strlen(lines[i]), &ml));
+		assert_true(ml.logged);
+	}
+	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* How a table's context decides whether its rows are read. */
 static void test_stream_markdown_tables(void **state)
 {
@@ -673,6 +711,89 @@ static void test_stream_lightning_tables(void **state)
 #undef HV
 #undef LV
 #undef BAR
+}
+
+/* transformers' Trainer.log_metrics() blocks: `***** SPLIT metrics *****`, then rows
+ * "  key  =  value" with one '=' column and one width; numbers read under their keys,
+ * runtimes (h:mm:ss.cc), sizes (12MB, 3GF) and the epoch not; a block's value outranks the
+ * per-log dicts before and after it, but not a later block or `name: value` line. */
+static void test_stream_transformers_blocks(void **state)
+{
+#define EPOCHS "{'eval_loss': 0.3, 'eval_accuracy': 0.8612, 'epoch': 1.0}\n" \
+	       "{'eval_loss': 0.3, 'eval_accuracy': 0.8801, 'epoch': 2.0}\n"
+	static const struct {
+		const char *out, *values;
+	} cases[] = {
+		{ EPOCHS "***** eval metrics *****\n"
+			 "  epoch                   =        2.0\n"
+			 "  eval_accuracy           =     0.8934\n"
+			 "  eval_loss               =     0.2791\n"
+			 "  eval_runtime            = 0:00:03.10\n"
+			 "  eval_samples            =        408\n",
+		  "{\"eval_loss\":0.2791,\"eval_accuracy\":0.8934,\"eval_samples\":408}" },
+		/* the same, "\r\n" line ends */
+		{ EPOCHS "***** eval metrics *****\r\n"
+			 "  eval_accuracy = 0.8934\r\n"
+			 "  eval_loss     = 0.2791\r\n",
+		  "{\"eval_loss\":0.2791,\"eval_accuracy\":0.8934}" },
+		/* train, predict, test; memory and flos are no numbers */
+		{ "***** train metrics *****\n"
+		  "  total_flos                =     1234GF\n"
+		  "  train_loss                =     0.3112\n"
+		  "  train_mem_cpu_alloc_delta =       12MB\n"
+		  "  train_nan                 =        nan\n"
+		  "***** predict metrics *****\n"
+		  "  predict_f1 = 0.7\n"
+		  "***** test metrics *****\n"
+		  "  test_f1 = 0.6\n",
+		  "{\"train_loss\":0.3112,\"train_nan\":\"NaN\",\"predict_f1\":0.7,"
+		  "\"test_f1\":0.6}" },
+		/* a later per-log dict does not replace a block's value; a later block or line does */
+		{ "***** eval metrics *****\n  eval_acc = 0.9\n{'eval_acc': 0.5, 'epoch': 4.0}\n",
+		  "{\"eval_acc\":0.9}" },
+		{ "***** eval metrics *****\n  eval_acc = 0.9\n***** eval metrics *****\n"
+		  "  eval_acc = 0.7\n",
+		  "{\"eval_acc\":0.7}" },
+		{ "***** eval metrics *****\n  eval_acc = 0.9\neval_acc: 0.4\n"
+		  "{'eval_acc': 0.3, 'epoch': 5.0}\n",
+		  "{\"eval_acc\":0.3}" },
+		/* not a block: Trainer's "Running" headers, rows without a header, a blank line or
+		 * another line before them, rows out of the block's columns */
+		{ "***** Running Evaluation *****\n  Num examples = 408\n  Batch size = 8\n", "{}" },
+		{ "  eval_acc = 0.9\n", "{}" },
+		{ "***** eval metrics *****\n\n  eval_acc = 0.9\n", "{}" },
+		{ "***** eval metrics *****\ndone\n  eval_acc = 0.9\n", "{}" },
+		{ "***** eval metrics *****\n  eval_acc  = 0.9\n  eval_f1 = 0.8\n  eval_x    = 0.7\n",
+		  "{\"eval_acc\":0.9}" },
+		{ "***** eval metrics *****\n  eval_acc = 0.9\n   eval_f1 = 0.8\n", "{\"eval_acc\":0.9}" },
+		{ "***** eval metrics *****\n  eval_acc = 0.9\nacc: 0.5\n  eval_f1  = 0.8\n",
+		  "{\"eval_acc\":0.9,\"acc\":0.5}" },
+		{ "*** eval metrics ***\n  eval_acc = 0.9\n", "{}" },
+		{ "***** my eval metrics *****\n  eval_acc = 0.9\n", "{}" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			char *v = member_text(cases[i].out, strlen(cases[i].out), bytewise, "values");
+
+			if (strcmp(v, cases[i].values) != 0)
+				fail_msg("case %zu%s: %s, not %s", i, bytewise ? " (bytewise)" : "",
+					 v, cases[i].values);
+			free(v);
+		}
+	/* stderr is no metrics block's */
+	{
+		static const char out[] = "***** eval metrics *****\n  eval_acc = 0.9\n";
+		lb_metrics *m = NULL;
+
+		assert_int_equal(lb_metrics_new(&m), 0);
+		lb_metrics_feed_stderr_at(m, out, sizeof(out) - 1, -1);
+		lb_metrics_finish(m);
+		assert_int_equal(lb_metrics_count(m), 0);
+		lb_metrics_free(m);
+	}
+#undef EPOCHS
 }
 
 /* After the condition blocks, a line set apart by a blank line that repeats a block's name or
@@ -1014,6 +1135,11 @@ static void test_validate_no_metrics_advice_fits_the_log_line(void **state)
 		  "the message is not a 'name: value' line", "with logging.info" },
 		{ "2026-12-01 10:00:00,123 [WARNING] accuracy: 0.91\n", "with logging.info",
 		  "give the logging format" },
+		/* Hydra's format is read: at another level it is the level that is not */
+		{ "[2026-12-01 10:00:00,123][__main__][WARNING] - accuracy: 0.91\n",
+		  "with logging.info", "give the logging format" },
+		{ "[2026-12-01 10:00:00,123][__main__][INFO] - Epoch 3: loss: 0.5\n",
+		  "the message is not a 'name: value' line", "give the logging format" },
 	};
 
 	(void)state;
@@ -3688,9 +3814,11 @@ int main(void)
 		cmocka_unit_test(test_line_parse_keras),
 		cmocka_unit_test(test_line_parse_table_rows_and_logging),
 		cmocka_unit_test(test_line_parse_log_prefixes),
+		cmocka_unit_test(test_line_parse_log_prefixes_bracketed_touching),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
 		cmocka_unit_test(test_stream_lightning_tables),
+		cmocka_unit_test(test_stream_transformers_blocks),
 		cmocka_unit_test(test_stream_condition_blocks_end_at_the_runs_lines),
 		cmocka_unit_test(test_line_parse_split_qualifiers),
 		cmocka_unit_test(test_stream_keras_epochs),
