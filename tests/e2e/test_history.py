@@ -349,6 +349,57 @@ def test_index_survives_sigkill_of_labbox(tmp_path):
     assert rows[1]["status"] == "interrupted"
 
 
+def test_a_sigkilled_run_is_interrupted_and_still_sealed(tmp_path):
+    """A run whose labbox died: result.json says "running", the index "interrupted" by
+    the next labbox's reaping; the two agree, so the row is not called changed."""
+    exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().startswith("started")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    (row,) = runs_json(tmp_path)
+    assert row["status"] == "interrupted" and row["index_row_differs"] is False, row
+
+
+def test_an_index_locked_past_the_end_of_a_run_is_said_in_result_json(tmp_path):
+    """Another process holds the index's write lock past labbox's wait when the run ends:
+    the run stays completed, result.json (still sealed) says the index could not take its
+    end, and `runs` marks the stale row as differing from the sealed record, never as the
+    run's word."""
+    exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\n"
+                   "time.sleep(1.5)\nprint('accuracy: 0.9')\n")
+    run(tmp_path, make_exp(tmp_path, "print('v: 1')\n", name="first"))  # makes the index
+    proc = subprocess.Popen([LABBOX, "run", "--json", "--python", PYTHON, str(exp)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    con = sqlite3.connect(tmp_path / ".labbox" / "labbox.db", isolation_level=None, timeout=30)
+    deadline = time.time() + 30  # the run's start is in the index before its code runs
+    while not con.execute("SELECT 1 FROM runs WHERE status = 'running'").fetchone():
+        assert time.time() < deadline and proc.poll() is None, "the run never started"
+        time.sleep(0.05)
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        con.execute("COMMIT")
+        con.close()
+        proc.kill()
+    assert proc.returncode == 0, out + err
+    doc = json.loads(out)
+    assert doc["status"] == "completed" and "run index" in (doc["index"]["error"] or ""), doc
+    res = json.loads((tmp_path / ".labbox" / "runs" / doc["id"] / "result.json").read_text())
+    assert res["index"]["error"] == doc["index"]["error"], res["index"]
+    p = labbox(tmp_path, "runs", "show", "--json", doc["id"])
+    shown = json.loads(p.stdout)
+    assert shown["index"]["status"] in ("running", "interrupted"), shown["index"]
+    assert shown["index_row_differs"] is True and shown["record_sealed"] is False, shown
+    assert shown["result"]["metrics"]["values"]["accuracy"] == 0.9
+
+
 def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):
     """A determinism checksum printed on stdout, whose low digits differ between runs: the
     rerun is no match, though doubles round both to one number (2^63 + n and 10^20 + n for
