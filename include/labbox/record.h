@@ -167,11 +167,15 @@ typedef struct lb_index lb_index;
 
 /* The index of a runs directory: RUNS_DIR/../labbox.db. *out is malloc'd. */
 int lb_index_path_for(const char *runs_dir, char **out);
-/* The runs directories this user's labbox has used (at most LB_RECORD_KNOWN_MAX, the most
- * recent last), kept in the user's cache directory so that every run hides all of them.
+/* The runs directories this user's labbox has used that are still there (at most
+ * LB_RECORD_KNOWN_MAX, the most recent last; a directory gone since makes room), kept in the
+ * user's cache directory so that every run hides all of them. 1024: a lab's projects and a
+ * pipeline's --runs-dir per job stay hidden (64 let the 65th used push a live one out, and
+ * its records came into sight of every later run); a known directory costs a start about
+ * 20 us only where the sandbox shows it (hide.c).
  * known_dirs: *out is NULL and *n 0 when there is no list yet; free with known_free. note:
  * records runs_dir (made absolute, resolved) as the most recent. 0 or negative errno. */
-#define LB_RECORD_KNOWN_MAX 64
+#define LB_RECORD_KNOWN_MAX 1024
 int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n);
 void lb_record_known_free(char **v, size_t n);
 int lb_record_known_note(const char *cache_dir, const char *runs_dir);

@@ -725,6 +725,36 @@ def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_sho
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
+def test_a_project_stays_hidden_after_many_other_runs_directories_were_used(tmp_path):
+    """The list of runs directories each run hides kept the 64 most recently used: a
+    pipeline that gave 70 jobs a --runs-dir each pushed a live project out of it, and a
+    volume of that project then showed its records (the manifests' -e values). Directories
+    still there are kept (up to 1,024); only ones gone since make room."""
+    secret = token()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for d in (tmp_path, proj):
+        os.chmod(d, 0o755)
+    _project_with_a_secret(proj, secret, env)
+    _give_to_payload(proj)
+    quick = tmp_path / "quick"
+    quick.mkdir()
+    (quick / "main.py").write_text("print('v: 1')\n")
+    for i in range(70):
+        p = subprocess.run([LABBOX, "run", "-q", "--runtime-gate", "off",
+                            "--python", PYTHON, "--runs-dir", str(tmp_path / f"job{i}" / "runs"),
+                            str(quick)], capture_output=True, text=True, timeout=CALL_TIMEOUT,
+                           env=env)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    snoop = _snoop(tmp_path / "snoop", secret, "/proj")
+    p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{proj}:/proj:ro",
+                 "--python", PYTHON, "--runs-dir", tmp_path / "other" / "runs", snoop, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "FOUND []" in log and "SEEN 0" not in log, log[-2000:]
+
+
 def test_a_project_moved_with_a_link_left_keeps_its_records_hidden(tmp_path):
     """The list of known runs directories holds the name each had when last used. A project
     moved since, with a link left at its old place, must be hidden where it now lies: a
