@@ -1939,8 +1939,11 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	}
 
 	json_object_object_add(doc, "status", json_object_new_string(status));
-	json_object_object_add(doc, "exit_code",
-			       res.outcome == LB_SB_EXITED ? json_object_new_int(res.exit_code) : NULL);
+	/* A tree found past --disk-limit by the last measurement may have exited by itself
+	 * (its write refused, the error caught): its code is how it ended. */
+	bool exited = res.outcome == LB_SB_EXITED ||
+		      (res.outcome == LB_SB_DISK_LIMIT && !res.term_signal);
+	json_object_object_add(doc, "exit_code", exited ? json_object_new_int(res.exit_code) : NULL);
 	json_object_object_add(doc, "signal",
 			       res.term_signal ? json_object_new_int(res.term_signal) : NULL);
 	json_object_object_add(doc, "timed_out", json_object_new_boolean(res.outcome == LB_SB_TIMEOUT));

@@ -430,3 +430,30 @@ def test_the_default_limit_counts_files_only_a_mapping_keeps(tmp_path):
         assert "mapped" in doc["failure"]["summary"], doc["failure"]
     finally:
         subprocess.run(["umount", "-l", str(fs)], check=False)
+
+
+def test_a_tree_that_coped_with_the_limit_says_how_it_ended(tmp_path):
+    """A program whose write the limit refused, that caught the error and exited 0: as root
+    exp/'s file system refused it and the run completed; where the limit is polled the last
+    measurement finds the tree past it (disk_limit). Either way it exited by itself, and
+    result.json's exit_code says with what (it was null under disk_limit)."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "main.py").write_text(
+        "try:\n"
+        "    with open('big.bin', 'wb') as f:\n"
+        "        for _ in range(64):\n"
+        "            f.write(b'x' * (1 << 20))\n"
+        "            f.flush()\n"
+        "except OSError as e:\n"
+        "    print('refused:', e.errno)\n"
+        "print('accuracy: 1')\n")
+    p = subprocess.run([LABBOX, "run", "--json", "--policy", "permissive", "--disk-limit",
+                        LIMIT, *DEGRADED, "--python", PYTHON, "--runs-dir",
+                        str(tmp_path / "runs"), str(exp)], capture_output=True, text=True,
+                       timeout=CALL_TIMEOUT)
+    doc = json.loads(p.stdout)
+    assert doc["status"] in ("completed", "disk_limit"), (doc["status"], p.stderr[-2000:])
+    assert doc["exit_code"] == 0 and doc["signal"] is None, doc
+    if IS_ROOT:
+        assert doc["status"] == "completed", doc["status"]
