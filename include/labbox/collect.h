@@ -107,8 +107,10 @@ typedef struct lb_metric_line {
 	/* The line is a Python logging INFO line and the pairs are its message: the one kind of
 	 * stderr line the collector reads (logging writes there by default). */
 	bool logged;
-	/* The line is one object literal (`{...}`, JSON or a Python dict's repr): Hugging Face's
-	 * per-log dicts, which a transformers metrics block's values outrank (metrics.c). */
+	/* The line is one object literal (`{...}`, JSON or a Python dict's repr) shaped as
+	 * Hugging Face Trainer's per-log dicts: Python's repr (single-quoted names) with an
+	 * `'epoch'` member. A transformers metrics block's values outrank those (metrics.c); a
+	 * script's own JSON line or a dict without an epoch is last-wins as other lines are. */
 	bool object;
 	/* The line without its terminal escape sequences, when it had any: the pointers above
 	 * then point in here. */

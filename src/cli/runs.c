@@ -271,11 +271,11 @@ static int runs_show(const runs_opts *o, const char *id)
 				   "wrote it (it does not match its seal); what it says differs from "
 				   "what labbox recorded, and the index's status and metrics shown here "
 				   "are not checked against either\n");
-		else if (differs)
-			cli_printf("  record   NOT SEALED: its row in the run index differs from its "
-				   "sealed result.json (the index is not sealed: changed, or not "
-				   "brought up to date when the run ended); the status and metrics "
-				   "shown here are the index's, --json gives result.json's\n");
+		else if (differs) {
+			char why[PATH_MAX + 1024];
+			cli_row_seal_why(row, why, sizeof why);
+			cli_printf("  record   NOT SEALED: %s\n", why);
+		}
 		else if (!sealed)
 			cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
 				   "(made elsewhere, changed since, or older than seals); its status and "
@@ -724,12 +724,18 @@ static int runs_export(const runs_opts *o)
 	for (size_t i = 0; i < json_object_array_length(rows); i++) {
 		json_object *row = json_object_array_get_idx(rows, i);
 		char why[PATH_MAX + 512];
+		bool differs = false;
 		if (cli_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""), why,
 				   sizeof why)) {
-			if (why[0])
-				cli_warn("runs", "exported, but %s", why);
-			json_object_array_add(sealed_rows, json_object_get(row));
-			continue;
+			/* What export writes (status, times, metrics) is the index row's: a row
+			 * that is not its sealed record's is not exported as labbox's. */
+			if (cli_row_seal(row, &differs) >= LB_SEAL_OLD_SCOPE || !differs) {
+				if (why[0])
+					cli_warn("runs", "exported, but %s", why);
+				json_object_array_add(sealed_rows, json_object_get(row));
+				continue;
+			}
+			cli_row_seal_why(row, why, sizeof why);
 		}
 		cli_warn("runs", "left out of the export: %s", why);
 		json_object *e = json_object_new_object();

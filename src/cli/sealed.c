@@ -45,6 +45,13 @@ const char *cli_seal_scope(lb_record_seal seal)
 
 lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
 {
+	return cli_row_seal_checked(row, row_differs, NULL);
+}
+
+lb_record_seal cli_row_seal_checked(json_object *row, bool *row_differs, bool *unchecked)
+{
+	if (unchecked)
+		*unchecked = false;
 	json_object *v, *result = NULL;
 	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
 				  ? json_object_get_string(v) : "";
@@ -53,8 +60,13 @@ lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
 	lb_record_seal seal = lb_record_run_seal_read(dir, id, &result);
 	bool agrees = true;
 	*row_differs = false;
-	if (seal == LB_SEAL_WHOLE && (lb_index_row_agrees(row, result, &agrees) < 0 || !agrees)) {
-		*row_differs = true;
+	int r = seal == LB_SEAL_WHOLE ? lb_index_row_agrees(row, result, &agrees) : 0;
+	if (r < 0 || !agrees) {
+		/* Not compared (no memory for the rebuilt row) is not shown as sealed either,
+		 * nor called changed. */
+		*row_differs = r == 0;
+		if (r < 0 && unchecked)
+			*unchecked = true;
 		seal = LB_SEAL_NONE;
 	}
 	json_object_put(result);
@@ -64,6 +76,24 @@ lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
 void cli_row_seal_why(json_object *row, char *why, size_t whylen)
 {
 	json_object *v;
+	json_object *res = NULL, *info;
+	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
+				  ? json_object_get_string(v) : "";
+	/* A run whose labbox could not write its end into the index said so in its sealed
+	 * result.json: quoted, rather than "changed". */
+	if (lb_record_run_seal_read(dir, NULL, &res) == LB_SEAL_WHOLE &&
+	    json_object_object_get_ex(res, "index", &info) &&
+	    json_object_object_get_ex(info, "error", &v) && v) {
+		snprintf(why, whylen,
+			 "run '%s' (%s): its row in the run index is not its record: its sealed "
+			 "result.json says \"%.300s\"; the status and metrics shown are only what "
+			 "the index says, `labbox runs show ID --json` gives result.json's",
+			 json_object_object_get_ex(row, "id", &v) && v ? json_object_get_string(v) : "?",
+			 dir, json_object_get_string(json_object_object_get(info, "error")));
+		json_object_put(res);
+		return;
+	}
+	json_object_put(res);
 	snprintf(why, whylen,
 		 "run '%s' (%s): its row in the run index differs from its sealed result.json (the "
 		 "index is not sealed: it was changed, or not brought up to date when the run "

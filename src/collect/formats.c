@@ -548,6 +548,8 @@ bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, 
 {
 	if (len - i < 2 || line[i] != '{' || line[len - 1] != '}')
 		return false;
+	bool repr = true, epoch = false;
+
 	out->n_values = 0;
 	for (i++; i < len;) {
 		lb_metric_value *v;
@@ -557,6 +559,8 @@ bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, 
 			i++;
 		if (line[i] == '}' && i + 1 == len)
 			break;
+		if (line[i] != '\'')
+			repr = false;
 		if (out->n_values >= LB_METRIC_VALUES_MAX)
 			return false;
 		v = &out->values[out->n_values];
@@ -567,6 +571,7 @@ bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, 
 					     LB_N_OF(lb_metric_counter_words), true)) {
 			if (strcasecmp(v->name, "epoch") != 0)
 				return false;
+			epoch = true;
 		} else if (!skip && !lb_metric_special_name(v->name)) {
 			out->n_values++;
 		}
@@ -575,7 +580,7 @@ bool lb_metric_parse_object(const char *line, size_t len, size_t i, bool holes, 
 	}
 	if (out->n_values == 0)
 		return false;
-	out->object = true;
+	out->object = repr && epoch;
 	lb_metric_set_first(out);
 	return true;
 }

@@ -816,10 +816,12 @@ int lb_index_get(lb_index *ix, const char *id, json_object **row)
 	return r;
 }
 
-/* Each field the index takes from result.json; id, run_dir, expdir and started_at are the
- * run's start (the seal binds the directory and id; the rest is not checked here). */
-static const char *const result_fields[] = {"status", "ended_at", "exit_code",
-					    "labbox_exit_code", "wall_s", "sweep", "metrics"};
+/* Each field the index takes from result.json (started_at: the same instant, printed the
+ * same way at the run's start); the seal binds the directory and id; expdir is where the
+ * run was started from, which a rerun's manifest does not repeat, and is not checked. */
+static const char *const result_fields[] = {"status",	   "ended_at", "exit_code",
+					    "labbox_exit_code", "wall_s",  "sweep",
+					    "metrics",	   "started_at"};
 
 int lb_index_row_agrees(json_object *row, json_object *result, bool *agrees)
 {
@@ -835,7 +837,8 @@ int lb_index_row_agrees(json_object *row, json_object *result, bool *agrees)
 		return -ENOMEM;
 	}
 	json_object *sw = NULL, *want = NULL;
-	int r = lb_index_run_started(&ix, id, "", "", "");
+	const char *started = str_field(result, "started_at");
+	int r = lb_index_run_started(&ix, id, "", "", started ? started : "");
 	if (r == 0 && json_object_object_get_ex(result, "sweep", &sw) && sw)
 		r = lb_index_tag_sweep(&ix, id, sw);
 	if (r == 0)
@@ -864,6 +867,8 @@ int lb_index_row_agrees(json_object *row, json_object *result, bool *agrees)
 		if (i == 0 && strcmp(json_object_get_string(should), "running") == 0 &&
 		    have && strcmp(json_object_get_string(have), "interrupted") == 0)
 			continue;
+		if (!started && strcmp(result_fields[i], "started_at") == 0)
+			continue; /* a record without one says nothing of it */
 		/* As shown: the index keeps the wall time labbox measured, result.json its
 		 * millisecond; each is printed to the millisecond (lb_record_fixed). */
 		same = strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN),

@@ -398,6 +398,8 @@ def test_an_index_locked_past_the_end_of_a_run_is_said_in_result_json(tmp_path):
     assert shown["index"]["status"] in ("running", "interrupted"), shown["index"]
     assert shown["index_row_differs"] is True and shown["record_sealed"] is False, shown
     assert shown["result"]["metrics"]["values"]["accuracy"] == 0.9
+    p = labbox(tmp_path, "runs", "show", doc["id"])
+    assert "NOT SEALED" in p.stdout and "could not record the end of the run" in p.stdout, p.stdout
 
 
 def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):

@@ -218,3 +218,20 @@ def test_an_index_row_that_differs_from_its_sealed_record_is_not_shown_as_sealed
         db.execute("UPDATE runs SET status = 'completed' WHERE id = ?", (rid,))
     p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
     assert json.loads(p.stdout)["index_row_differs"] is True, p.stdout  # wall_s still 1234
+    # An export writes the row's status and times: such a row is left out, named.
+    p = labbox("runs", "export", "--mlflow", tmp_path / "mlruns", cwd=exp, env=env)
+    assert p.returncode == 0 and "left out of the export" in p.stderr and rid in p.stderr, \
+        p.stdout + p.stderr
+    assert not any((tmp_path / "mlruns").rglob(f"*{rid}*")), list((tmp_path / "mlruns").rglob("*"))
+    # Only the start time changed, everything else as recorded: not sealed either.
+    rj = json.loads((exp / ".labbox" / "runs" / rid / "result.json").read_text())
+    with sqlite3.connect(index_of(exp)) as db:
+        db.execute("UPDATE runs SET wall_s = ?, started_at = '2020-01-01T00:00:00.000Z'"
+                   " WHERE id = ?", (rj["resources"]["wall_s"], rid))
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    assert json.loads(p.stdout)["index_row_differs"] is True, p.stdout
+    with sqlite3.connect(index_of(exp)) as db:
+        db.execute("UPDATE runs SET started_at = ? WHERE id = ?", (rj["started_at"], rid))
+    p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
+    doc = json.loads(p.stdout)
+    assert doc["index_row_differs"] is False and doc["record_sealed"] is True, doc["index"]

@@ -84,6 +84,27 @@ def test_a_later_per_log_dict_does_not_replace_the_block(tmp_path):
     assert v["eval_runtime"] == 2.0, v
 
 
+def test_the_scripts_own_json_line_after_a_block_is_its_result(tmp_path):
+    """Only Trainer's per-log dicts (Python's repr, with an epoch) are outranked by a block:
+    a baseline block printed before training, then the script's own JSON result line (or a
+    dict of its own without an epoch), is last-wins as every other line is."""
+    exp = write_exp(tmp_path, r'''
+    import json
+    print("***** eval metrics *****")
+    print("  eval_accuracy           =     0.1234")
+    print("  eval_loss               =     2.3026")
+    print()
+    for acc in (0.5, 0.6, 0.7):
+        print({'eval_accuracy': acc, 'epoch': 1.0})
+    print(json.dumps({"eval_accuracy": 0.95}))
+    print({'eval_loss': 0.31})
+''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v["eval_accuracy"] == 0.95 and v["eval_loss"] == 0.31, v
+
+
 def test_trainers_running_banners_and_rows_without_a_block_are_not_read(tmp_path):
     exp = write_exp(tmp_path, r'''
     print("***** Running Evaluation *****")
