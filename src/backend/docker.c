@@ -866,11 +866,12 @@ static int build_create(docker_state *d, const lb_backend_job *job, char *err, s
 		r |= lb_strv_pushf(c, "--pids-limit=%lld", (long long)pids);
 	if (strcmp(d->engine, "podman") == 0)
 		r |= podman_ulimits(c);
-	/* The local sandbox's /dev/shm without --shm-size (1g, as /tmp), not the engine's
-	 * 64m: DataLoader workers that pass locally must not run out of it here. */
+	/* The local sandbox's /dev/shm without --shm-size (1 GiB, as /tmp's DEFAULT_TMPFS),
+	 * not the engine's 64m: DataLoader workers that pass locally must not run out of it. */
 	int64_t shm = json_i64(sb, "shm_size_bytes");
-	r |= shm > 0 ? lb_strv_pushf(c, "--shm-size=%lld", (long long)shm)
-		     : lb_strv_pushf(c, "--shm-size=%s", DEFAULT_TMPFS);
+	/* In bytes: the API's ShmSize is a number (docker_api_run.c), and a flag it cannot
+	 * put there would make every run start the client. */
+	r |= lb_strv_pushf(c, "--shm-size=%lld", shm > 0 ? (long long)shm : 1LL << 30);
 	json_object *tmpfs = json_arr(sb, "tmpfs");
 	for (size_t i = 0; tmpfs && i < json_object_array_length(tmpfs); i++)
 		r |= add_tmpfs(c, json_object_get_string(json_object_array_get_idx(tmpfs, i)));
@@ -1933,20 +1934,20 @@ static int docker_run(lb_backend *b, const lb_backend_job *job, lb_sandbox_resul
 		d->oom_by = "exit status 137 under --memory (the engine did not flag an OOM kill)";
 	}
 	res->oom_killed = oom;
+	/* docker's 128+N: the init reports its child killed by signal N; a run stopped at its
+	 * budget says which signal ended it, as the local sandbox's does. */
+	if (code > 128 && code < 128 + 65)
+		res->term_signal = code - 128;
+	else
+		res->exit_code = code;
 	if (res->timed_out)
 		res->outcome = LB_SB_TIMEOUT;
 	else if (res->interrupted)
 		res->outcome = LB_SB_INTERRUPTED;
 	else if (res->disk_limited)
 		res->outcome = LB_SB_DISK_LIMIT;
-	else if (code > 128 && code < 128 + 65) {
-		/* docker's 128+N: the init reports its child killed by signal N. */
-		res->outcome = LB_SB_SIGNALED;
-		res->term_signal = code - 128;
-	} else {
-		res->outcome = LB_SB_EXITED;
-		res->exit_code = code;
-	}
+	else
+		res->outcome = res->term_signal ? LB_SB_SIGNALED : LB_SB_EXITED;
 	return 0;
 }
 

@@ -179,6 +179,8 @@ def test_budget_ends_a_sleeping_run(engine, tmp_path):
     r = erun(engine, exp, tmp_path / "runs", "--budget", "3", "--grace", "1")
     assert r.rc == 124, r.why()
     assert r.result["status"] == "timeout" and r.result["timed_out"] is True
+    # the signal that ended it, as the local sandbox records it (sleep dies of SIGTERM)
+    assert r.result["signal"] in (9, 15) and r.result["exit_code"] is None, r.why()
     assert r.result["partial"] is True, r.why()  # partial results kept
     assert r.result["metrics"]["conditions"]["cond_a"]["loss"] == 0.25
     assert r.result["metrics"]["files"]["results.json"] == {"cond_a": {"loss": 0.25}}
