@@ -15,11 +15,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_object *doc = NULL, *clean, *issues;
 	char err[256];
 
-	/* The same bytes as results.csv: rows of objects that sanitize to strict JSON. */
+	/* The same bytes as results.csv: rows of objects (or, in long format, one object of
+	 * names and values) that sanitize to strict JSON. */
 	if (lb_results_parse_csv((const char *)data, size, &doc, err, sizeof(err)) == 0) {
 		struct json_object *rows = lb_json_sanitize(doc), *files = json_object_new_object();
 
-		if (!rows || !json_object_is_type(doc, json_type_array))
+		if (!rows || !(json_object_is_type(doc, json_type_array) ||
+			       json_object_is_type(doc, json_type_object)))
 			abort();
 		fuzz_assert_strict_json(rows);
 		json_object_put(rows);

@@ -321,8 +321,11 @@ int lb_results_parse(const char *data, size_t len, struct json_object **out, cha
  * (RFC 4180 quoting; blank lines skipped; a BOM allowed). The document is an array of one
  * object per row, {column: value}: a cell that is a number (lb_parse_number, so nan and inf
  * too) is a number, an empty unquoted cell null, anything else a string (valid UTF-8). At
- * most 1024 columns, 100000 rows, 4096 bytes a cell. lb_results_read uses it for every name
- * ending in .csv. Returns 0, -EINVAL with a reason in err, -EFBIG or -ENOMEM. */
+ * most 1024 columns, 100000 rows, 4096 bytes a cell. A table in long format, two columns
+ * named as a name and a value (metric|name|key, value|score|result, any case) whose rows give
+ * each a different text name, is instead the object {name: value} ("metric,value" then
+ * "accuracy,0.91" is {"accuracy": 0.91}). lb_results_read uses it for every name ending in
+ * .csv. Returns 0, -EINVAL with a reason in err, -EFBIG or -ENOMEM. */
 int lb_results_parse_csv(const char *data, size_t len, struct json_object **out, char *err,
 			 size_t errlen);
 

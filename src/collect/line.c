@@ -342,6 +342,48 @@ bool lb_metric_is_counter_word(const char *s, size_t len)
 				 COUNTER_FIRSTS);
 }
 
+/* Words that count positions as well as the progress counters: a `k/n` under a name ending
+ * in one ("best_epoch: 7/10", "stopped_at_iter: 120/500", "best_layer: 9/12") is "the k-th of
+ * n", not a fraction (docs/decisions.md, thirtieth session). */
+static const char *const position_words[] = { "round", "fold",	"trial", "generation",
+					      "layer", "stage", "run" };
+
+/* Whether a metric's name is a position: its last word (after a blank, `_`, `-`, `.`, or
+ * where a lower-case letter meets a capital: bestEpoch) is a counter or position word, and
+ * the word before it is not "per" (`solved_per_round: 3/4` is a rate). */
+bool lb_metric_position_name(const char *name)
+{
+	size_t len = strlen(name), w = len, p;
+
+	while (w > 0 && lb_metric_is_alpha(name[w - 1]) &&
+	       !(w < len && name[w] >= 'A' && name[w] <= 'Z' && name[w - 1] >= 'a' &&
+		 name[w - 1] <= 'z'))
+		w--;
+	if (w == len)
+		return false;
+	if (!lb_metric_is_counter_word(name + w, len - w) &&
+	    !lb_metric_word_in(name + w, len - w, position_words, LB_N_OF(position_words),
+			       LB_LETTER('r') | LB_LETTER('f') | LB_LETTER('t') |
+				       LB_LETTER('g') | LB_LETTER('l') | LB_LETTER('s')))
+		return false;
+	if (w > 0 && (name[w - 1] == '_' || name[w - 1] == ' ' || name[w - 1] == '-' ||
+		      name[w - 1] == '.')) {
+		p = w - 1;
+		if (p >= 3 && strncasecmp(name + p - 3, "per", 3) == 0 &&
+		    (p == 3 || !lb_metric_is_alpha(name[p - 4])))
+			return false;
+	} else if (w > 0 && lb_metric_is_alpha(name[w - 1])) {
+		/* perEpoch */
+		if (w >= 3 && strncasecmp(name + w - 3, "per", 3) == 0 &&
+		    (w == 3 || !lb_metric_is_alpha(name[w - 4]) ||
+		     (name[w - 4] >= 'a' && name[w - 4] <= 'z' && name[w - 3] == 'P')))
+			return false;
+	} else if (w > 0) {
+		return false; /* "top5epoch", "x/epoch": not a word of its own */
+	}
+	return true;
+}
+
 /* A log line: its first name is, or starts with, a level word in capitals ("INFO: loaded",
  * "WARNING model: x"), or is a level word in any case with a value that is not a number
  * ("Warning: deprecated"); "error: 0.05" stays a metric. */
@@ -507,6 +549,48 @@ static bool qualify_values(lb_metric_line *out, const char *qual, size_t qual_le
 	return true;
 }
 
+/* A dtype as pandas prints it in a Series' footer: numpy's (float64, int8, uint32, complex128,
+ * bool, object), pandas' nullable ones (Int64, Float32, UInt8, boolean, string) and category. */
+static bool pandas_dtype(const char *s, size_t len)
+{
+	static const char *const words[] = { "object", "bool", "boolean", "category", "string" };
+	static const char *const sized[] = { "float", "int", "uint", "complex", "Float", "Int",
+					     "UInt" };
+	size_t d = len;
+
+	for (size_t k = 0; k < LB_N_OF(words); k++)
+		if (strlen(words[k]) == len && memcmp(s, words[k], len) == 0)
+			return true;
+	while (d > 0 && lb_metric_is_digit(s[d - 1]))
+		d--;
+	if (d == len || d == 0 || len - d > 3)
+		return false;
+	for (size_t k = 0; k < LB_N_OF(sized); k++)
+		if (strlen(sized[k]) == d && memcmp(s, sized[k], d) == 0)
+			return true;
+	return false;
+}
+
+/* The footer pandas prints under a Series (print(df.mean()), print(s.describe())):
+ * `[Freq: F, ][Name: N, ][Length: L, ]dtype: T`, names as pandas spells them, T a dtype. It
+ * describes the Series above it and is no result: `dtype: float64` is not the run's metric,
+ * and `Name: accuracy` names the column whose rows labbox does not read. `Name: resnet` and
+ * `dtype: bfloat16` alone, or `name: x, dtype: float64`, stay pairs. */
+static bool pandas_footer(const lb_metric_line *out)
+{
+	const lb_metric_value *last = &out->values[out->n_values - 1];
+
+	if (strcmp(last->name, "dtype") != 0 || last->kind != LB_METRIC_STRING ||
+	    !pandas_dtype(last->str, last->str_len) || out->n_values > 4)
+		return false;
+	for (size_t k = 0; k + 1 < out->n_values; k++)
+		if (strcmp(out->values[k].name, "Freq") != 0 &&
+		    strcmp(out->values[k].name, "Name") != 0 &&
+		    strcmp(out->values[k].name, "Length") != 0)
+			return false;
+	return true;
+}
+
 /* Pairs "name: value [sep] name: value ..." from line[i..len) into out->values. A pair named
  * as a progress counter (epoch, step...) refuses the line, unless counters is given: then
  * the counter is left out of the values and its level (LB_METRIC_PROGRESS_*) or'ed in. */
@@ -603,7 +687,7 @@ static bool pairs_of(const char *line, size_t len, size_t i, bool holes, lb_metr
 				i++;
 		}
 	}
-	if (out->n_values == 0 || lb_metric_log_line(&out->values[0]))
+	if (out->n_values == 0 || lb_metric_log_line(&out->values[0]) || pandas_footer(out))
 		return false;
 	lb_metric_set_first(out);
 	return !heading[0] || qualify_values(out, heading, strlen(heading));

@@ -289,9 +289,29 @@ static bool printable_ascii(const char *s, size_t len)
 	return true;
 }
 
+/* A ratio under a position's name ("best_epoch: 7/10", lb_metric_position_name) is the
+ * numerator: the 7th epoch of 10. Its text stays in `annotated` (as "position"). */
+static bool position_value(int cls, const lb_metric_value *v, lb_metric_value *copy)
+{
+	const char *slash;
+	double k;
+
+	if ((cls != LB_CLS_PLAIN && cls != LB_CLS_TAGGED) || v->kind != LB_METRIC_NUMBER ||
+	    !v->ratio || !lb_metric_position_name(v->name))
+		return false;
+	slash = memchr(v->str, '/', v->str_len);
+	if (!slash || !lb_parse_number(v->str, (size_t)(slash - v->str), &k))
+		return false;
+	*copy = *v;
+	copy->number = k;
+	return true;
+}
+
 static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml,
 		       const lb_metric_value *v)
 {
+	lb_metric_value pos;
+	bool position = position_value(cls, v, &pos);
 	LB_AUTOFREE char *str = NULL;
 	LB_AUTOFREE char *text = NULL;
 	LB_AUTOFREE char *tags = NULL;
@@ -313,12 +333,16 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	if (!m->reported_result) {
 		int64_t unused;
 
+		/* A position is a count, as `best_epoch: 7` is: no result by its form. */
 		m->reported_result = cls == LB_CLS_SUMMARY || cls == LB_CLS_PAIRED ||
 				     (v->kind == LB_METRIC_NUMBER &&
-				      (annotated(v) ||
-				       lb_parse_integer(v->str, v->str_len, &unused) == LB_INT_NONE ||
+				      ((!position &&
+					(annotated(v) || lb_parse_integer(v->str, v->str_len,
+									  &unused) == LB_INT_NONE)) ||
 				       lb_metric_result_word_in(v->name)));
 	}
+	if (position)
+		v = &pos;
 	if (v->kind == LB_METRIC_STRING) {
 		str = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!str)
@@ -327,6 +351,14 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		text = dup_utf8(v->str, v->str_len, LB_METRICS_STR_MAX);
 		if (!text)
 			goto fail;
+		if (position) {
+			/* the 7 of 7/10 is recorded as the integer printed, as `best_epoch: 7` */
+			const char *slash = memchr(v->str, '/', v->str_len);
+
+			iform = lb_parse_integer(v->str, (size_t)(slash - v->str), &ival);
+			if (iform == LB_INT_WIDE)
+				iform = LB_INT_NONE;
+		}
 	} else {
 		iform = integer_value(v, &ival, &str);
 	}

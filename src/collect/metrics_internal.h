@@ -294,6 +294,7 @@ bool lb_metric_name_is_one_of(const char *name, const char *const *words, size_t
 bool lb_metric_word_in(const char *s, size_t len, const char *const *words, size_t n,
 		       uint32_t firsts);
 bool lb_metric_is_counter_word(const char *s, size_t len);
+bool lb_metric_position_name(const char *name);
 bool lb_metric_log_line(const lb_metric_value *first);
 bool lb_metric_special_name(const char *name);
 void lb_metric_set_first(lb_metric_line *out);

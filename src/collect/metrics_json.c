@@ -187,8 +187,8 @@ static int add_paired(struct json_object *arr, const lb_metric_entry *e)
 }
 
 /* An annotated number: {"metric", "condition", ["tags"], "value", "text", and what the text
- * says: "ratio": "3/4", "percent": true, "uncertainty": x, "remark": "best", "type":
- * "tensor"}. The stored text
+ * says: "ratio": "3/4" (or "position": "7/10" under a position's name), "percent": true,
+ * "uncertainty": x, "remark": "best", "type": "tensor"}. The stored text
  * is read again with the parser's own value scanner, so the fields cannot disagree with it. */
 static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_metric_entry *e)
 {
@@ -214,7 +214,13 @@ static int add_annotated(const lb_metrics *m, struct json_object *arr, const lb_
 
 		while (end < len && lb_metric_is_digit(e->text[end]))
 			end++;
-		r = lb_obj_add(rec, "ratio", json_object_new_string_len(e->text, (int)end));
+		/* "best_epoch: 7/10" is the 7th of 10, its value 7 (metrics.c position_value) */
+		r = lb_obj_add(rec,
+			       (e->cls == LB_CLS_PLAIN || e->cls == LB_CLS_TAGGED) &&
+					       lb_metric_position_name(e->name)
+				       ? "position"
+				       : "ratio",
+			       json_object_new_string_len(e->text, (int)end));
 	}
 	if (r == 0 && v.percent)
 		r = lb_obj_add(rec, "percent", json_object_new_boolean(1));

@@ -471,6 +471,54 @@ static bool blank_line(const char *data, size_t len, size_t i)
 	return true;
 }
 
+/* A CSV in long format, two columns `metric,value` (a name column: metric, name or key; a
+ * value column: value, score or result; any case), each row naming one result: read as the
+ * object {name: value}, as a markdown `| Metric | Value |` table is read, so `accuracy,0.91`
+ * is the metric `accuracy`. Only when every row's name is text (not a number, not empty) and
+ * no name is given twice (a name per seed or per step is a table of rows). Returns 1 with
+ * *obj set, 0 when the rows are not that, or -ENOMEM. */
+static int long_format(struct json_object *header, struct json_object *rows,
+		       struct json_object **obj)
+{
+	static const char *const names[] = { "metric", "name", "key" };
+	static const char *const values[] = { "value", "score", "result" };
+	__attribute__((cleanup(json_putp))) struct json_object *o = NULL;
+	const char *nk, *vk;
+	bool ok_name = false, ok_value = false;
+	size_t n = json_object_array_length(rows);
+
+	*obj = NULL;
+	if (json_object_array_length(header) != 2 || n == 0)
+		return 0;
+	nk = json_object_get_string(json_object_array_get_idx(header, 0));
+	vk = json_object_get_string(json_object_array_get_idx(header, 1));
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		ok_name |= strcasecmp(nk, names[k]) == 0;
+	for (size_t k = 0; k < sizeof(values) / sizeof(values[0]); k++)
+		ok_value |= strcasecmp(vk, values[k]) == 0;
+	if (!ok_name || !ok_value)
+		return 0;
+	if (!(o = json_object_new_object()))
+		return -ENOMEM;
+	for (size_t j = 0; j < n; j++) {
+		struct json_object *row = json_object_array_get_idx(rows, j), *name, *value = NULL;
+
+		if (!json_object_object_get_ex(row, nk, &name) ||
+		    !json_object_is_type(name, json_type_string) ||
+		    json_object_get_string_len(name) == 0 ||
+		    json_object_object_get_ex(o, json_object_get_string(name), NULL))
+			return 0;
+		json_object_object_get_ex(row, vk, &value);
+		if (json_object_object_add(o, json_object_get_string(name),
+					   json_object_get(value)) < 0) {
+			json_object_put(value);
+			return -ENOMEM;
+		}
+	}
+	*obj = lb_steal_ptr(&o);
+	return 1;
+}
+
 int lb_results_parse_csv(const char *data, size_t len, struct json_object **out, char *err,
 			 size_t errlen)
 {
@@ -586,6 +634,8 @@ int lb_results_parse_csv(const char *data, size_t len, struct json_object **out,
 			return -EINVAL;
 		}
 	}
+	if ((r = long_format(header, rows, out)) != 0)
+		return r < 0 ? r : 0;
 	*out = lb_steal_ptr(&rows);
 	return 0;
 }

@@ -1228,3 +1228,95 @@ def test_results_json_names_with_line_breaks_are_read_and_shown_escaped(tmp_path
     p = labbox("runs", "--runs-dir", tmp_path / "runs", "show", r.result["id"])
     assert p.returncode == 0, p.stderr
     assert "\nA:" not in p.stdout and "Q: {q}\\nA:" in p.stdout, p.stdout
+
+
+def test_a_position_printed_as_k_of_n_is_its_k(tmp_path):
+    # Early stopping reports where it stopped as "k of n": the 7th epoch of 10 is 7, not 0.7
+    # (a `runs list --metric 'best_epoch<1'` found this run). `solved: 3/4` is a fraction.
+    exp = write_exp(tmp_path, '''
+        print("test_acc: 0.912")
+        print("best_epoch: 7/10")
+        print("stopped_at_iter: 120/500")
+        print("best_layer: 9/12")
+        print("solved: 3/4")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    m = r.result["metrics"]
+    assert m["values"] == {"test_acc": 0.912, "best_epoch": 7, "stopped_at_iter": 120,
+                           "best_layer": 9, "solved": 0.75}, m["values"]
+    ann = {a["metric"]: a for a in m["annotated"]}
+    assert ann["best_epoch"]["position"] == "7/10" and "ratio" not in ann["best_epoch"], ann
+    assert ann["best_epoch"]["text"] == "7/10" and ann["best_epoch"]["value"] == 7, ann
+    assert ann["stopped_at_iter"]["position"] == "120/500", ann
+    assert ann["solved"]["ratio"] == "3/4" and "position" not in ann["solved"], ann
+    p = labbox("runs", "--runs-dir", tmp_path / "runs", "list", "--json", "--metric",
+               "best_epoch<1")
+    assert p.returncode == 0, p.stderr
+    assert r.result["id"] not in p.stdout, p.stdout
+    p = labbox("runs", "--runs-dir", tmp_path / "runs", "list", "--json", "--metric",
+               "best_epoch=7")
+    assert p.returncode == 0 and r.result["id"] in p.stdout, (p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("printed", [
+    # print(df.mean()) of a per-seed results frame
+    "accuracy    0.9120\nf1          0.8810\nloss        0.3140\ndtype: float64",
+    # print(df["accuracy"].describe())
+    "count    5.000000\nmean     0.912000\nstd      0.010000\nmin      0.900000\n"
+    "max      0.925000\nName: accuracy, dtype: float64",
+    # a long Series, and one with a numeric name
+    "0    0.91\n1    0.92\n    ... \n98   0.93\n99   0.94\nName: 0, Length: 100, dtype: float64",
+])
+def test_a_pandas_series_footer_is_no_metric(tmp_path, printed):
+    # pandas ends a printed Series with `[Name: N, ][Length: L, ]dtype: T`: the run's results
+    # are in rows labbox does not read, so it reported nothing (no_metrics), not the footer
+    # as its metrics with status completed.
+    exp = write_exp(tmp_path, f"print({printed!r})\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 4 and r.result["status"] == "invalid_metrics", r.why()
+    assert r.result["metrics"]["values"] == {}, r.result["metrics"]["values"]
+    assert [i["kind"] for i in r.result["metric_issues"]] == ["no_metrics"], r.why()
+
+
+def test_name_and_dtype_in_other_shapes_stay_metrics(tmp_path):
+    # Not a Series footer: a label named `Name`, a config's `dtype: bfloat16`.
+    exp = write_exp(tmp_path, '''
+        print("Name: resnet")
+        print("dtype: bfloat16")
+        print("accuracy: 0.91")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"Name": "resnet", "dtype": "bfloat16",
+                                             "accuracy": 0.91}, r.result["metrics"]
+
+
+def test_a_long_format_results_csv_is_read_as_names_and_values(tmp_path):
+    # df.melt / tidyr / a csv.writer loop write one result a row under `metric,value`.
+    exp = write_exp(tmp_path, '''
+        import csv
+        rows = [("accuracy", 0.91), ("f1", 0.88)]
+        with open("results.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["metric", "value"])
+            w.writerows(rows)
+        print("wrote results.csv")
+    ''', yaml="metrics: [accuracy]\n")
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0 and r.result["status"] == "completed", r.why()
+    assert r.result["metrics"]["files"]["results.csv"] == {"accuracy": 0.91, "f1": 0.88}, \
+        r.result["metrics"]["files"]
+    assert r.result["metric_issues"] == [], r.result["metric_issues"]
+
+
+def test_a_long_table_with_a_name_per_seed_stays_rows(tmp_path):
+    # The same name twice (one per seed) is a table of rows, read as before.
+    exp = write_exp(tmp_path, '''
+        with open("results.csv", "w") as f:
+            f.write("metric,value\\naccuracy,0.91\\naccuracy,0.93\\n")
+    ''')
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["files"]["results.csv"] == [
+        {"metric": "accuracy", "value": 0.91}, {"metric": "accuracy", "value": 0.93}]

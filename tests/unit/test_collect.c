@@ -3589,6 +3589,113 @@ static void test_stream_real_shapes_json(void **state)
 	lb_metrics_free(m);
 }
 
+/* A k/n under a name that is a position or counter ("best_epoch: 7/10") is the k-th of n:
+ * recorded as k (the integer printed), its text in `annotated` as "position"; any other k/n is
+ * the fraction it always was (docs/decisions.md, thirtieth session). */
+static void test_stream_position_ratios_are_the_numerator(void **state)
+{
+	static const char out[] = "test_acc: 0.912\n"
+				  "best_epoch: 7/10\n"
+				  "stopped_at_iter: 120/500\n"
+				  "best_layer: 9/12\n"
+				  "Best Round: 3/5\n"
+				  "bestEpoch: 4/10\n"
+				  "early_stop_global_step: 800/1000\n"
+				  "solved: 3/4\n"
+				  "solved_per_epoch: 1/4\n"
+				  "epochs_solved: 2/8\n"
+				  "top5epoch: 1/2\n";
+	lb_metrics *m = collect(out, sizeof(out) - 1);
+	struct json_object *doc = lb_metrics_to_json(m), *ann, *a;
+
+	(void)state;
+	assert_true(json_object_is_type(get(doc, "values/best_epoch"), json_type_int));
+	assert_int_equal(json_object_get_int64(get(doc, "values/best_epoch")), 7);
+	assert_int_equal(json_object_get_int64(get(doc, "values/stopped_at_iter")), 120);
+	assert_int_equal(json_object_get_int64(get(doc, "values/best_layer")), 9);
+	assert_int_equal(json_object_get_int64(get(doc, "values/Best Round")), 3);
+	assert_int_equal(json_object_get_int64(get(doc, "values/bestEpoch")), 4);
+	assert_int_equal(json_object_get_int64(get(doc, "values/early_stop_global_step")), 800);
+	/* fractions */
+	assert_double(get(doc, "values/solved"), 0.75);
+	assert_double(get(doc, "values/solved_per_epoch"), 0.25);
+	assert_double(get(doc, "values/epochs_solved"), 0.25);
+	assert_double(get(doc, "values/top5epoch"), 0.5);
+	ann = get(doc, "annotated");
+	assert_int_equal(json_object_array_length(ann), 10);
+	a = json_object_array_get_idx(ann, 0);
+	assert_str(get(a, "metric"), "best_epoch");
+	assert_str(get(a, "text"), "7/10");
+	assert_str(get(a, "position"), "7/10");
+	assert_false(json_object_object_get_ex(a, "ratio", NULL));
+	assert_int_equal(json_object_get_int64(get(a, "value")), 7);
+	a = json_object_array_get_idx(ann, 6);
+	assert_str(get(a, "metric"), "solved");
+	assert_double(get(a, "value"), 0.75);
+	assert_str(get(a, "ratio"), "3/4");
+	assert_false(json_object_object_get_ex(a, "position", NULL));
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
+/* pandas ends a printed Series with a footer, `[Freq: F, ][Name: N, ][Length: L, ]dtype: T`:
+ * no metric line. A run whose only pairs were footers reported nothing (no_metrics); `Name:`
+ * and `dtype:` in other shapes stay pairs. */
+static void test_line_parse_pandas_footers(void **state)
+{
+	static const char *const footers[] = {
+		"dtype: float64",
+		"dtype: object",
+		"Name: accuracy, dtype: float64",
+		"Name: 0, dtype: int64",
+		"Length: 5, dtype: int64",
+		"Name: acc, Length: 100, dtype: float32",
+		"Freq: D, Name: close, dtype: float64",
+		"Name: label, dtype: category",
+		"dtype: Int64",
+		"dtype: boolean",
+		"Name: x, dtype: uint8",
+	};
+	static const char *const pairs[] = {
+		"Name: resnet",
+		"name: resnet, dtype: float64",
+		"dtype: bfloat16",
+		"dtype: float",
+		"Length: 5",
+		"Name: acc, dtype: float64, acc: 0.9",
+		"model: resnet, dtype: float32",
+	};
+	static const char out[] = "accuracy    0.9120\n"
+				  "f1          0.8810\n"
+				  "dtype: float64\n"
+				  "count    5.000000\n"
+				  "mean     0.912000\n"
+				  "Name: accuracy, dtype: float64\n";
+	lb_metric_line ml;
+	lb_metrics *m;
+	struct json_object *doc, *issues = json_object_new_array();
+	struct json_object *files = json_object_new_object();
+	lb_metrics_run_info info = { .wall_s = -1, .completed = true };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(footers) / sizeof(footers[0]); i++)
+		if (parse(footers[i], &ml))
+			fail_msg("read the pandas footer \"%s\" as a metric line", footers[i]);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (!parse(pairs[i], &ml))
+			fail_msg("did not read \"%s\"", pairs[i]);
+	m = collect(out, sizeof(out) - 1);
+	doc = lb_metrics_to_json(m);
+	assert_int_equal(json_object_object_length(get(doc, "values")), 0);
+	info.files = files;
+	assert_int_equal(lb_metrics_validate_run(m, &info, issues, NULL), 1);
+	assert_str(get(json_object_array_get_idx(issues, 0), "kind"), "no_metrics");
+	json_object_put(files);
+	json_object_put(issues);
+	json_object_put(doc);
+	lb_metrics_free(m);
+}
+
 static void test_validate_run_no_metrics(void **state)
 {
 	lb_metrics *m = collect("INFO: done\nEpoch: 1, Loss: 0.3\nSaved to /tmp/x\n", 48);
@@ -3689,6 +3796,56 @@ static void test_results_parse_csv(void **state)
 	}
 }
 
+
+/* A long-format CSV, `metric,value` and a row a result, reads as {name: value}; any other
+ * table, and a long table that gives a name twice or a name that is a number, stays rows. */
+static void test_results_parse_csv_long_format(void **state)
+{
+	static const char *const long_ok[] = {
+		"metric,value\naccuracy,0.91\nf1,0.88\n",
+		"Metric,Value\r\naccuracy,0.91\r\nf1,0.88\r\n",
+		"name,score\naccuracy,0.91\nf1,0.88\n",
+		"\"key\",\"result\"\n\"accuracy\",0.91\n\"f1\",0.88\n",
+	};
+	static const char *const rows_still[] = {
+		"metric,value,seed\naccuracy,0.91,1\n", /* three columns */
+		"model,score\nresnet,0.91\n",		/* not a name column */
+		"metric,value\naccuracy,0.91\naccuracy,0.93\n", /* a name twice */
+		"metric,value\n1,0.91\n",		 /* a number as the name */
+		"metric,value\n,0.91\n",		 /* no name */
+		"metric,value\n",			 /* no row */
+	};
+	struct json_object *doc = NULL;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(long_ok) / sizeof(long_ok[0]); i++) {
+		assert_int_equal(lb_results_parse_csv(long_ok[i], strlen(long_ok[i]), &doc, err,
+						      sizeof(err)),
+				 0);
+		assert_true(json_object_is_type(doc, json_type_object));
+		assert_int_equal(json_object_object_length(doc), 2);
+		assert_double(get(doc, "accuracy"), 0.91);
+		assert_double(get(doc, "f1"), 0.88);
+		json_object_put(doc);
+		doc = NULL;
+	}
+	static const char mixed[] = "metric,value\nacc,\nmodel,resnet\n";
+
+	assert_int_equal(lb_results_parse_csv(mixed, sizeof(mixed) - 1, &doc, err, sizeof(err)), 0);
+	assert_true(json_object_is_type(get(doc, "acc"), json_type_null));
+	assert_str(get(doc, "model"), "resnet");
+	json_object_put(doc);
+	for (size_t i = 0; i < sizeof(rows_still) / sizeof(rows_still[0]); i++) {
+		doc = NULL;
+		assert_int_equal(lb_results_parse_csv(rows_still[i], strlen(rows_still[i]), &doc, err,
+						      sizeof(err)),
+				 0);
+		if (!json_object_is_type(doc, json_type_array))
+			fail_msg("read \"%s\" as names and values", rows_still[i]);
+		json_object_put(doc);
+	}
+}
 
 /* result.json keeps short arrays whole and summarises long ones truthfully, within a budget
  * of values copied across all files. */
@@ -3819,6 +3976,9 @@ int main(void)
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
 		cmocka_unit_test(test_stream_lightning_tables),
 		cmocka_unit_test(test_stream_transformers_blocks),
+		cmocka_unit_test(test_stream_position_ratios_are_the_numerator),
+		cmocka_unit_test(test_line_parse_pandas_footers),
+		cmocka_unit_test(test_results_parse_csv_long_format),
 		cmocka_unit_test(test_stream_condition_blocks_end_at_the_runs_lines),
 		cmocka_unit_test(test_line_parse_split_qualifiers),
 		cmocka_unit_test(test_stream_keras_epochs),
