@@ -503,9 +503,13 @@ static int long_format(struct json_object *header, struct json_object *rows,
 	for (size_t j = 0; j < n; j++) {
 		struct json_object *row = json_object_array_get_idx(rows, j), *name, *value = NULL;
 
+		/* A name holding NUL would be cut there as an object's member name and
+		 * could stand for another: such a table stays rows. */
 		if (!json_object_object_get_ex(row, nk, &name) ||
 		    !json_object_is_type(name, json_type_string) ||
 		    json_object_get_string_len(name) == 0 ||
+		    strlen(json_object_get_string(name)) !=
+			    (size_t)json_object_get_string_len(name) ||
 		    json_object_object_get_ex(o, json_object_get_string(name), NULL))
 			return 0;
 		json_object_object_get_ex(row, vk, &value);

@@ -3830,6 +3830,13 @@ static void test_results_parse_csv_long_format(void **state)
 		json_object_put(doc);
 		doc = NULL;
 	}
+	/* A name holding NUL ("acc" then "uracy") would be cut to "acc" as a member name:
+	 * the reader refuses NUL in any cell (and long_format checks again). */
+	static const char nul[] = "metric,value\nacc\0uracy,0.5\nacc,0.1\n";
+
+	assert_int_equal(lb_results_parse_csv(nul, sizeof(nul) - 1, &doc, err, sizeof(err)),
+			 -EINVAL);
+	doc = NULL;
 	static const char mixed[] = "metric,value\nacc,\nmodel,resnet\n";
 
 	assert_int_equal(lb_results_parse_csv(mixed, sizeof(mixed) - 1, &doc, err, sizeof(err)), 0);
