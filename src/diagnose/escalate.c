@@ -276,24 +276,38 @@ static void write_escalation(esc *e, json_object *f, const lb_failure_input *in)
 }
 
 /* Twice the limit, or, when the failed allocation alone asked for more than that, the limit
- * and that allocation together: doubling a 256m limit for a 1 GiB array cannot help. */
-static void memory_flag(esc *e, json_object *f, unsigned long long limit)
+ * and that allocation together: doubling a 256m limit for a 1 GiB array cannot help. The size
+ * is read only from an allocator's error that ended the run: when the kernel killed the run
+ * (oom_killed) its evidence is the last lines it printed, and a size there is one the program
+ * printed and went on from (it caught numpy's "Unable to allocate 7.28 TiB" and fell back to
+ * chunks, and a chunk was killed), so the kill's own measure, twice the limit, is asked for.
+ * Never more than the machine has (machine_memory, when known): a limit past it lifts
+ * nothing, and where the run's limit was already that much there is no flag (grants NULL). */
+static void memory_flag(esc *e, json_object *f, const lb_failure_input *in)
 {
+	unsigned long long limit = in ? in->memory_limit : 0;
+	unsigned long long machine = in ? in->machine_memory : 0;
 	if (limit == 0) {
 		snprintf(e->flag, sizeof e->flag, "--memory SIZE");
 		e->note = "no memory limit was recorded: SIZE is more than the run's peak "
 			  "(resources.peak_memory_bytes)";
 		return;
 	}
+	if (machine && limit >= machine) {
+		e->grants = NULL;
+		return;
+	}
 	unsigned long long want = limit * 2, mib = 1ULL << 20, asked = 0;
 	json_object *ev;
-	asked = lb_diag_requested_bytes(str_of(f, "summary"));
-	if (!asked && json_object_object_get_ex(f, "evidence", &ev) &&
-	    json_object_is_type(ev, json_type_array))
-		for (size_t i = 0; !asked && i < json_object_array_length(ev); i++) {
-			const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
-			asked = l ? lb_diag_requested_bytes(l) : 0;
-		}
+	if (!(in && in->oom_killed)) {
+		asked = lb_diag_requested_bytes(str_of(f, "summary"));
+		if (!asked && json_object_object_get_ex(f, "evidence", &ev) &&
+		    json_object_is_type(ev, json_type_array))
+			for (size_t i = 0; !asked && i < json_object_array_length(ev); i++) {
+				const char *l = json_object_get_string(json_object_array_get_idx(ev, i));
+				asked = l ? lb_diag_requested_bytes(l) : 0;
+			}
+	}
 	e->note = "twice the limit the run had";
 	if (asked > limit && asked < (1ULL << 62) && asked + limit > want) {
 		want = asked + limit;
@@ -303,6 +317,10 @@ static void memory_flag(esc *e, json_object *f, unsigned long long limit)
 		unsigned long long gib = mib << 10;
 		if (want > gib)
 			want = (want + gib - 1) / gib * gib;
+	}
+	if (machine && want > machine) {
+		want = machine / mib * mib; /* a whole MiB, down: never past the machine */
+		e->note = "the machine's memory, all of it: no limit gives more than the machine has";
 	}
 	if (want % (mib << 10) == 0)
 		snprintf(e->flag, sizeof e->flag, "--memory %llug", want / (mib << 10));
@@ -404,7 +422,7 @@ static bool decide(esc *e, json_object *f, const lb_failure_input *in)
 		if (in && in->memory_unlimited && !in->memory_limit)
 			return false; /* the machine's memory: no flag gives more */
 		e->grants = "memory";
-		memory_flag(e, f, in ? in->memory_limit : 0);
+		memory_flag(e, f, in);
 	} else if (strcmp(cls, "missing_package") == 0 || strcmp(cls, "wrong_env") == 0) {
 		e->grants = "environment";
 		if (strncmp(sum, "R package", 9) == 0) {

@@ -31,6 +31,16 @@ static const char SUGGEST_OOM_HOST[] =
 	"code asked for: hold less in memory (smaller batches, float32 instead of float64, "
 	"streaming the data instead of loading it whole), or run it where there is more memory";
 
+static const char SUGGEST_GPU_OOM_NONE_HERE[] =
+	"look at what raised it (code_location: the code's own check worded like torch's, or a "
+	"message kept from an earlier run and raised again) and fix that; no --gpus or --memory "
+	"changes it on this machine. Code meant for a GPU needs a machine with one (--mode ssh "
+	"--host HOST, --mode slurm with --gpus 0, or --mode colab)";
+static const char SUGGEST_OOM_MACHINE[] =
+	"the run's memory limit was already as much as this machine has, so no --memory gives "
+	"more: hold less in memory (smaller batches or chunks, float32 instead of float64, "
+	"streaming the data instead of loading it whole), or run it where there is more memory";
+
 static void add_tail_evidence(lb_verdict *v, const lb_log *log, size_t max)
 {
 	size_t idx[DIAG_EVIDENCE_MAX], n = 0;
@@ -1013,12 +1023,37 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in)
 			 "GPU (no /dev/nvidiaN), so --gpus has none to give");
 		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_GPU_NONE_HERE);
 	}
+	/* CUDA's out-of-memory on a machine with no NVIDIA GPU, given none: no device's memory ran
+	 * out, so the words are text something in the run raised (the code's own guard worded
+	 * like torch's, a message re-raised from elsewhere). Only CUDA's words: HIP, MPS and
+	 * TensorFlow's RESOURCE_EXHAUSTED name devices /dev/nvidiaN does not count. */
+	if (v.cls && strcmp(v.cls, "gpu_oom") == 0 && in->machine_without_gpus && !in->gpus &&
+	    (strstr(v.summary, "CUDA") || strstr(v.summary, "CUBLAS") || strstr(v.summary, "CUDNN"))) {
+		char line[DIAG_TEXT_LEN];
+		const char *colon = strstr(v.summary, ": ");
+		snprintf(line, sizeof line, "%s", v.exc_line != NONE ? log.lines[v.exc_line]
+						  : colon ? colon + 2 : v.summary);
+		dg_verdict_set(&v, "code_error",
+			       "no GPU ran out of memory: the machine has no NVIDIA GPU (no "
+			       "/dev/nvidiaN) and the run was given none, so these CUDA words were "
+			       "raised by the run itself",
+			       line, SUGGEST_GPU_OOM_NONE_HERE);
+		dg_set_confidence(&v, CONF_MEDIUM,
+				  "the message names a GPU's memory, and the machine has no GPU for "
+				  "it to be");
+	}
 	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_unlimited && !in->memory_limit) {
 		if (strcmp(v.suggestion, DG_SUGGEST_OOM) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HOST);
 		else if (strcmp(v.suggestion, SUGGEST_OOM_HUNG) == 0)
 			snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_HUNG_HOST);
 	}
+	/* A limit already at the machine's memory: no --memory gives more (the escalation is
+	 * null, lb_diagnose_escalation), so the advice does not ask for one. */
+	if (v.cls && strcmp(v.cls, "oom") == 0 && in->memory_limit && in->machine_memory &&
+	    in->memory_limit >= in->machine_memory &&
+	    (strcmp(v.suggestion, DG_SUGGEST_OOM) == 0 || strcmp(v.suggestion, SUGGEST_OOM_HUNG) == 0))
+		snprintf(v.suggestion, sizeof v.suggestion, "%s", SUGGEST_OOM_MACHINE);
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;

@@ -6,6 +6,7 @@
 #include "labbox/util.h"
 #include "../collect/text.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -995,13 +996,51 @@ static void classes_from_source(classes *c, const sources *src)
 	}
 }
 
-/* accuracy, test_acc, val_accuracy, top1, acc1; not top5, not a spread or a difference. */
+/* A word of a name that makes it something other than an accuracy, though it holds one: a
+ * difference of two (acc_gap, train_test_acc_gap, acc_margin over a baseline), a spread or an
+ * uncertainty of one (acc_std, acc_iqr, acc_stderr, acc_ci95), a calibration error or a
+ * threshold on one. Such a number near 1/k says nothing about what the model learnt. Matched
+ * as whole words, and with the digits around a word left out (ci95, 95ci, std1). */
+static bool not_an_accuracy_word(const char *w, size_t k)
+{
+	static const char *const no[] = {
+		/* other metrics beside an accuracy */
+		"top5", "acc5", "top3", "rank",
+		/* differences */
+		"diff", "difference", "delta", "gap", "gain", "drop", "change", "improvement",
+		"margin", "lift", "uplift", "increase", "decrease", "reduction", "degradation",
+		"regret", "forgetting", "vs", "minus", "ratio", "rel", "relative",
+		/* spreads */
+		"std", "stdev", "stddev", "sd", "var", "variance", "iqr", "range", "spread", "mad",
+		"dispersion", "deviation",
+		/* uncertainty and intervals */
+		"ci", "sem", "se", "stderr", "err", "error", "halfwidth", "width", "interval",
+		"uncertainty", "pm",
+		/* calibration and thresholds */
+		"ece", "mce", "calibration", "threshold", "thresh",
+		NULL };
+	size_t a = 0, b = k;
+	for (size_t i = 0; no[i]; i++)
+		if (strlen(no[i]) == k && strncasecmp(w, no[i], k) == 0)
+			return true;
+	while (a < b && isdigit((unsigned char)w[a]))
+		a++;
+	while (b > a && isdigit((unsigned char)w[b - 1]))
+		b--;
+	if (b - a == k || a == b)
+		return false;
+	for (size_t i = 0; no[i]; i++)
+		if (strlen(no[i]) == b - a && strncasecmp(w + a, no[i], b - a) == 0)
+			return true;
+	return false;
+}
+
+/* accuracy, test_acc, val_accuracy, top1, acc1: a name that is an accuracy itself; not top5,
+ * and not one with a word that makes it a difference, a spread or an uncertainty of one
+ * (not_an_accuracy_word). */
 static bool accuracy_name(const char *name)
 {
 	static const char *const yes[] = { "acc", "accuracy", "top1", "acc1", "top1acc", NULL };
-	static const char *const no[] = { "top5", "acc5", "top3", "std", "stdev", "var", "diff",
-					  "delta", "gain", "drop", "change", "improvement", "ci",
-					  "sem", "err", "error", "rank", NULL };
 	const char *base = name;
 	bool found = false;
 
@@ -1011,9 +1050,8 @@ static bool accuracy_name(const char *name)
 	for (const char *w = base; *w;) {
 		size_t k = strcspn(w, "_- ");
 
-		for (size_t i = 0; k && no[i]; i++)
-			if (strlen(no[i]) == k && strncasecmp(w, no[i], k) == 0)
-				return false;
+		if (k && not_an_accuracy_word(w, k))
+			return false;
 		for (size_t i = 0; k && yes[i]; i++)
 			if (strlen(yes[i]) == k && strncasecmp(w, yes[i], k) == 0)
 				found = true;

@@ -178,13 +178,20 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 			decline(s, want, "the run had no --memory limit of labbox's to raise");
 			return false;
 		}
+		/* The diagnosis sizes it (escalation.flag "--memory SIZE"): twice the limit, the
+		 * limit and one allocation that alone asked for more, never past the machine's
+		 * memory; no escalation where the limit already was all the machine has. */
+		json_object *esc = get(fail, "escalation");
+		if (!esc || strcmp(get_str(esc, "grants", ""), "memory") != 0) {
+			decline(s, want, "the run's memory limit was already as much as this machine "
+					 "has: no --memory gives more");
+			return false;
+		}
 		g.memory_bytes = 2 * (uint64_t)json_object_get_int64(mem);
-		/* the diagnosis sizes it past twice the limit when one allocation alone asked
-		 * for more (escalation.flag "--memory SIZE") */
-		const char *flag = get_str(get(fail, "escalation"), "flag", "");
+		const char *flag = get_str(esc, "flag", "");
 		uint64_t asked = 0;
 		if (strncmp(flag, "--memory ", 9) == 0 && lb_parse_size(flag + 9, &asked) == 0 &&
-		    asked > g.memory_bytes)
+		    asked > (uint64_t)json_object_get_int64(mem))
 			g.memory_bytes = asked;
 	}
 	if (want == LB_ESCALATE_GPUS && strcmp(gpus, "none") != 0) {
@@ -208,8 +215,8 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 		decline(s, want, reason);
 		return false;
 	}
-	bool sized = want == LB_ESCALATE_MEMORY && mem &&
-		     g.memory_bytes > 2 * (uint64_t)json_object_get_int64(mem);
+	uint64_t twice = mem ? 2 * (uint64_t)json_object_get_int64(mem) : 0;
+	bool sized = want == LB_ESCALATE_MEMORY && mem && g.memory_bytes != twice;
 	static const char *const what[] = {"the host network", "the host's GPUs",
 					   "the environment --env auto finds", "twice the memory",
 					   "a private loopback network"};
@@ -218,7 +225,9 @@ static bool escalate(loop_state *s, json_object *cur_config, const lb_run_result
 	run_fmt(why, whylen, "attempt %zu failed for %s (%s); --escalate %s permits %s",
 		 json_object_array_length(s->attempts), get_str(fail, "class", "?"),
 		 get_str(fail, "summary", ""), lb_escalate_name(want),
-		 sized ? "the memory the failed allocation needs beside the limit" : what[idx]);
+		 !sized ? what[idx] : g.memory_bytes > twice
+		 ? "the memory the failed allocation needs beside the limit"
+		 : "as much memory as this machine has, less than twice the limit");
 	s->grant = g;
 	s->last_want = want;
 	return true;

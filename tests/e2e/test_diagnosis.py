@@ -62,6 +62,28 @@ def test_assert_on_cuda_is_gpu_unavailable(tmp_path):
     assert f.get("exception") == "AssertionError", r.why()
 
 
+@pytest.mark.skipif(any(Path("/dev").glob("nvidia[0-9]*")),
+                    reason="this host has an NVIDIA GPU: a CUDA out-of-memory may be its")
+def test_a_cuda_oom_on_a_machine_without_gpus_is_not_the_gpus(tmp_path):
+    """CPU-only code whose own guard raises torch's words: no GPU ran out of memory here."""
+    r, f = failure_of(tmp_path, """
+        MAX_BATCH = 32
+        def train(batch):
+            if batch > MAX_BATCH:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)")
+            return 0.8
+        print("device: cpu")
+        acc = train(128)
+        print("acc:", acc)
+    """)
+    m = r.file_json("manifest.json")
+    assert m["machine"]["gpu_device_nodes"] == 0, m["machine"]
+    assert f["class"] != "gpu_oom" and f["confidence"] != "high", f
+    assert f["class"] == "code_error" and "no NVIDIA GPU" in f["summary"], f
+    assert f["code_location"]["line"] == 4 and f["escalation"] is None, f
+    assert "--gpus all" not in f["suggestion"], f
+
+
 def _torch_without_cuda():
     import subprocess
     p = subprocess.run([PYTHON, "-c", "import torch, sys; sys.exit(0 if not torch.backends.cuda.is_built() else 3)"],
@@ -341,6 +363,24 @@ def test_near_chance_accuracy_from_num_classes(tmp_path):
     """)
     (w,) = kinds(ws, "near_chance_accuracy")
     assert w["classes"] == 100, w
+
+
+def test_near_chance_is_not_said_of_a_gap_or_a_spread_of_accuracy(tmp_path):
+    """CIFAR-10 at 0.905 test accuracy: its generalization gap, CI width, IQR, standard error
+    and margin over a baseline sit near 0.1 = 1/10, and none of them is an accuracy."""
+    r, ws = warnings_of(tmp_path, """
+        print("dataset: cifar10")
+        print("train_acc: 1.0")
+        print("test_acc: 0.905")
+        print("acc_gap: 0.095")
+        print("acc_ci95: 0.11")
+        print("acc_iqr: 0.09")
+        print("acc_stderr: 0.1")
+        print("acc_margin: 0.1")
+        print("train_test_acc_gap: 0.1")
+    """)
+    assert r.result["metrics"]["values"]["acc_gap"] == 0.095, r.why()
+    assert kinds(ws, "near_chance_accuracy") == [], ws
 
 
 def test_time_guard_skipping_most_conditions(tmp_path):

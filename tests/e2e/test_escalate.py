@@ -174,6 +174,40 @@ def test_an_allocation_no_memory_limit_could_give_is_not_escalated(tmp_path):
     assert len(r.result["attempts"]) == 1 and len(run_dirs(runs)) == 1, r.why()
 
 
+CAUGHT_THEN_KILLED = """
+import numpy as np
+n = 10**6
+try:
+    d = np.empty((n, n))  # 7.28 TiB: numpy refuses it at once
+except MemoryError as e:
+    print(f"full matrix does not fit ({e}); computing in chunks", flush=True)
+    chunk = np.ones(2**27)  # 1 GiB, touched: past the limit
+    print("chunk:", float(chunk.sum()))
+else:
+    print("no refusal")
+"""
+
+
+@pytest.mark.skipif(not host_can_enforce("memory"), reason="no memory cgroup to kill at the limit")
+def test_a_caught_allocation_does_not_size_the_memory_escalation(tmp_path):
+    """The code caught numpy's "Unable to allocate 7.28 TiB" and went on in chunks, and a
+    chunk was killed at --memory 256m: labbox asked for --memory 7456g (on a machine of a few
+    dozen GB) and --escalate memory reran it with that. The kill's measure is twice the limit."""
+    exp = write_exp(tmp_path, CAUGHT_THEN_KILLED)
+    runs = tmp_path / "runs"
+    r = run_exp(exp, runs, "--memory", "256m", "--budget", "60", "--escalate", "memory")
+    if "no refusal" in r.log():
+        pytest.skip("this host's overcommit let numpy map 7.28 TiB")
+    first, second = r.result["attempts"]
+    assert first["status"] == "oom" and first["flags"]["memory_bytes"] == 256 << 20, r.why()
+    assert second["flags"]["memory_bytes"] == 512 << 20, r.why()
+    assert "twice the memory" in second["why"], r.why()
+    f = r.result["failure"]
+    assert f["class"] == "oom", r.why()
+    assert f["escalation"]["flag"] == "--memory 1g", r.why()
+    assert "7456g" not in json.dumps(r.result), r.why()
+
+
 def host_has_gpu():
     return any(Path("/dev").glob("nvidia[0-9]*"))
 

@@ -1655,6 +1655,40 @@ static void test_warn_runtime_warnings(void **state)
 	json_object_put(ws);
 }
 
+/* A difference, spread or uncertainty of an accuracy near 1/k is no accuracy near chance:
+ * CIFAR-10's generalization gap of 0.1 beside a test accuracy of 0.905. */
+static void test_near_chance_is_for_an_accuracy_itself(void **state)
+{
+	static const char *const not_accuracies[] = {
+		"acc_gap", "generalization_gap_acc", "train_test_acc_gap", "acc_margin", "acc_lift",
+		"acc_uplift", "acc_increase", "acc_decrease", "acc_regret", "acc_forgetting",
+		"acc_stderr", "acc_se", "acc_ci95", "acc_95ci", "acc_halfwidth", "acc_iqr",
+		"acc_range", "acc_spread", "acc_ece", "acc_threshold", "acc_std", "acc_delta",
+		"acc_diff", "val_acc_sd", "test/acc_interval", NULL };
+	static const char *const accuracies[] = { "acc", "test_acc", "val-accuracy", "top1",
+						  "acc1", "test/Accuracy", "eval_accuracy", NULL };
+	(void)state;
+	for (size_t i = 0; not_accuracies[i]; i++) {
+		char metrics[256];
+		snprintf(metrics, sizeof metrics,
+			 "{\"values\": {\"dataset\": \"cifar10\", \"test_acc\": 0.905, \"%s\": 0.1}}",
+			 not_accuracies[i]);
+		struct json_object *ws = warnings_of("", 0, metrics, NULL, NULL, 0);
+		if (count_kind(ws, "near_chance_accuracy") != 0)
+			fail_msg("%s flagged: %s", not_accuracies[i], json_object_to_json_string(ws));
+		json_object_put(ws);
+	}
+	for (size_t i = 0; accuracies[i]; i++) {
+		char metrics[256];
+		snprintf(metrics, sizeof metrics,
+			 "{\"values\": {\"dataset\": \"cifar10\", \"%s\": 0.1}}", accuracies[i]);
+		struct json_object *ws = warnings_of("", 0, metrics, NULL, NULL, 0);
+		if (count_kind(ws, "near_chance_accuracy") != 1)
+			fail_msg("%s not flagged: %s", accuracies[i], json_object_to_json_string(ws));
+		json_object_put(ws);
+	}
+}
+
 static void test_warn_near_chance(void **state)
 {
 	static const char by_metric[] =
@@ -2973,6 +3007,102 @@ static void test_an_allocation_past_the_machines_memory_is_the_codes(void **stat
 	expect(lb_diagnose_failure(&in), "oom", NULL);
 }
 
+/* A run the kernel killed at its limit after it caught an allocator's refusal and went on
+ * (numpy's 7.28 TiB, then chunks): the printed size is not what the kill measured, so the
+ * escalation is twice the limit. No memory escalation ever passes the machine's memory, and
+ * none is offered where the limit already was all of it. */
+static void test_a_caught_allocation_does_not_size_the_memory_escalation(void **state)
+{
+	(void)state;
+	static const char caught[] =
+		"full distance matrix does not fit (Unable to allocate 7.28 TiB for an array with "
+		"shape (1000000, 1000000) and data type float64); computing in chunks\n";
+	static const char numpy_10g[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 3, in <module>\n"
+		"    d = np.zeros((n, n))\n"
+		"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 10.0 GiB for an array "
+		"with shape (36634, 36634) and data type float64\n";
+	lb_failure_input in = {.log_tail = caught, .log_tail_len = strlen(caught), .exit_code = -1,
+			       .signal = SIGKILL, .oom_killed = true, .memory_limit = 512ULL << 20,
+			       .machine_memory = 25276157952ULL};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 1g");
+	assert_null(strstr(field(doc, "suggestion"), "7456g"));
+	assert_int_equal(lb_escalate_for_failure(doc), LB_ESCALATE_MEMORY);
+	expect(doc, "oom", "Unable to allocate");
+	/* the same, with the machine not known: still twice the limit */
+	in.machine_memory = 0;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 1g");
+	expect(doc, "oom", NULL);
+	/* twice the limit past the machine: the machine's memory, no more */
+	in.machine_memory = 24ULL << 30;
+	in.memory_limit = 16ULL << 30;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 24g");
+	expect(doc, "oom", NULL);
+	in.machine_memory = 25276157952ULL;
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 24105m");
+	expect(doc, "oom", NULL);
+	/* a limit already all the machine has: no flag, and the advice asks for none */
+	in.memory_limit = 32ULL << 30;
+	doc = lb_diagnose_failure(&in);
+	assert_null(sub(doc, "escalation", "grants"));
+	assert_null(strstr(field(doc, "suggestion"), "raise the memory limit"));
+	assert_non_null(strstr(field(doc, "suggestion"), "no --memory gives more"));
+	expect(doc, "oom", NULL);
+	/* an allocator's error that ended the run sizes it, capped by the machine: 8g + 10g
+	 * is past a 12g machine */
+	in = (lb_failure_input){.log_tail = numpy_10g, .log_tail_len = strlen(numpy_10g),
+				.exit_code = 1, .memory_limit = 8ULL << 30,
+				.machine_memory = 12ULL << 30};
+	doc = lb_diagnose_failure(&in);
+	assert_string_equal(sub(doc, "escalation", "flag"), "--memory 12g");
+	expect(doc, "oom", NULL);
+}
+
+/* CUDA's out-of-memory words on a machine with no NVIDIA GPU, given none: no GPU's memory
+ * ran out (the code's own guard raised them). With GPUs, or another vendor's words, it
+ * stays gpu_oom. */
+static void test_a_cuda_oom_without_a_gpu_is_not_the_gpus(void **state)
+{
+	(void)state;
+	static const char own[] =
+		"device: cpu\n"
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 7, in <module>\n"
+		"    acc = train(128)\n"
+		"  File \"/exp/main.py\", line 4, in train\n"
+		"    raise RuntimeError(\"CUDA out of memory. Tried to allocate 2.00 GiB\")\n"
+		"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB "
+		"total capacity; 14.1 GiB already allocated)\n";
+	static const char hip[] =
+		"Traceback (most recent call last):\n"
+		"  File \"/exp/main.py\", line 4, in <module>\n"
+		"    x = torch.empty(10**11, device='cuda')\n"
+		"torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB\n";
+	lb_failure_input in = {.log_tail = own, .log_tail_len = strlen(own), .exit_code = 1,
+			       .machine_without_gpus = true};
+	struct json_object *doc = lb_diagnose_failure(&in);
+	assert_string_not_equal(field(doc, "confidence"), "high");
+	assert_non_null(strstr(field(doc, "summary"), "no NVIDIA GPU"));
+	assert_null(strstr(field(doc, "suggestion"), "--gpus all"));
+	assert_null(sub(doc, "escalation", "grants"));
+	expect(doc, "code_error", "CUDA out of memory");
+	/* a machine with GPUs, or the run given some: the GPU's */
+	in.machine_without_gpus = false;
+	expect(lb_diagnose_failure(&in), "gpu_oom", "CUDA out of memory");
+	in.machine_without_gpus = true;
+	in.gpus = true;
+	expect(lb_diagnose_failure(&in), "gpu_oom", "CUDA out of memory");
+	/* AMD's HIP is not counted by /dev/nvidiaN */
+	in = (lb_failure_input){.log_tail = hip, .log_tail_len = strlen(hip), .exit_code = 1,
+				.machine_without_gpus = true};
+	expect(lb_diagnose_failure(&in), "gpu_oom", "HIP out of memory");
+}
+
 /* torch.multiprocessing.spawn: the parent's ProcessRaisedException carries the child's
  * traceback as its message, printed below it. The child's error is the cause; the gate's
  * record of the message (line breaks in it) reads as one line. */
@@ -3566,6 +3696,7 @@ int main(void)
 		cmocka_unit_test(test_a_growing_part_of_an_improving_objective_is_no_divergence),
 		cmocka_unit_test(test_warn_runtime_warnings),
 		cmocka_unit_test(test_warn_near_chance),
+		cmocka_unit_test(test_near_chance_is_for_an_accuracy_itself),
 		cmocka_unit_test(test_warn_time_guard_skipped),
 		cmocka_unit_test(test_warn_stdlib_shadow),
 		cmocka_unit_test(test_warn_log_with_nuls),
@@ -3591,6 +3722,8 @@ int main(void)
 		cmocka_unit_test(test_a_nan_in_the_data_is_no_divergence),
 		cmocka_unit_test(test_open_files_and_a_samplers_nan),
 		cmocka_unit_test(test_an_allocation_past_the_machines_memory_is_the_codes),
+		cmocka_unit_test(test_a_caught_allocation_does_not_size_the_memory_escalation),
+		cmocka_unit_test(test_a_cuda_oom_without_a_gpu_is_not_the_gpus),
 		cmocka_unit_test(test_a_spawned_childs_traceback_is_the_cause),
 		cmocka_unit_test(test_an_r_install_at_run_time_is_the_missing_package),
 		cmocka_unit_test(test_a_path_the_message_says_is_missing_is_missing_data),
