@@ -140,9 +140,11 @@ FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -I$(TS_CORE)/include $(PK
 FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
 # Kept between builds: make would otherwise delete them as intermediates and rebuild them all.
 .SECONDARY: $(FUZZ_OBJ) build-fuzz/obj/gen/gate_source.o
+# -MMD -MP: an object is built again when a header it includes changed (a struct grown by a
+# field, read at the old offsets by a stale object, corrupts what the fuzzer reports).
 build-fuzz/obj/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+	clang $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 build-fuzz/gen/gate_source.c: $(GATE_PY)
 	$(gate_source_c)
 build-fuzz/obj/gen/gate_source.o: build-fuzz/gen/gate_source.c
@@ -253,7 +255,7 @@ install: $(BUILD)/labbox $(BUILD)/liblabbox.a $(BUILD)/man/.stamp
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_OBJ:.o=.d)
 
 # bench/sweep: `labbox sweep --jobs 2` on a 2 x 8 grid against the same cells under xargs -P 2;
 # bench-sweep-slurm: the Slurm job array against as many single sbatch calls (SLURM_CONF's
