@@ -212,8 +212,6 @@ bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
  * row differs is LB_SEAL_NONE for what the row shows, with *row_differs set.
  * cli_row_seal_why says so in one line. */
 lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
-/* The same; *unchecked set when the row could not be compared at all (no memory). */
-lb_record_seal cli_row_seal_checked(struct json_object *row, bool *row_differs, bool *unchecked);
 void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
 /* The records a seal covers, as `runs list`/`show` --json say (seal_scope): NULL for none. */
 const char *cli_seal_scope(lb_record_seal seal);

@@ -45,13 +45,6 @@ const char *cli_seal_scope(lb_record_seal seal)
 
 lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
 {
-	return cli_row_seal_checked(row, row_differs, NULL);
-}
-
-lb_record_seal cli_row_seal_checked(json_object *row, bool *row_differs, bool *unchecked)
-{
-	if (unchecked)
-		*unchecked = false;
 	json_object *v, *result = NULL;
 	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
 				  ? json_object_get_string(v) : "";
@@ -65,8 +58,6 @@ lb_record_seal cli_row_seal_checked(json_object *row, bool *row_differs, bool *u
 		/* Not compared (no memory for the rebuilt row) is not shown as sealed either,
 		 * nor called changed. */
 		*row_differs = r == 0;
-		if (r < 0 && unchecked)
-			*unchecked = true;
 		seal = LB_SEAL_NONE;
 	}
 	json_object_put(result);
