@@ -77,7 +77,8 @@ enum {
 
 #define CLI_SANDBOX_HELP                                                                       \
 	"  --budget SECONDS     wall-clock time budget; then SIGTERM, grace, SIGKILL (exit 124)\n" \
-	"  --grace SECONDS      time between SIGTERM and SIGKILL when the budget ends (default 5)\n" \
+	"  --grace SECONDS      time between SIGTERM and SIGKILL when the budget ends (default 5);\n" \
+	"                       Ctrl-C (this host's sandbox): SIGINT first, SIGTERM a grace later\n" \
 	"  --network none|loopback|host\n"                                                     \
 	"                       none (default): no network, only AF_UNIX sockets; loopback: a\n" \
 	"                       private loopback, any socket; host: the host's network\n"      \

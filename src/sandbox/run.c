@@ -1230,8 +1230,8 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 			/* Only the supervisor may end the run: its signals come from the parent pid
 			 * namespace and carry no sender pid here. A process of the sandbox that signals
 			 * init (it may share init's uid) is ignored. */
-			if (si.ssi_pid == 0)
-				kill(-1, SIGTERM); /* every process of the namespace but init */
+			if (si.ssi_pid == 0) /* every process of the namespace but init */
+				kill(-1, si.ssi_signo == SIGINT ? SIGINT : SIGTERM);
 			continue;
 		}
 		int st;
@@ -1367,13 +1367,19 @@ typedef struct supervise_state {
 	bool timed_out;
 	bool interrupted;
 	int interrupt_signal;
+	bool term_next; /* SIGINT was sent: SIGTERM follows at kill_deadline, then SIGKILL */
 } supervise_state;
 
-static void terminate(const lb_sandbox *sb, supervise_state *s, pid_t init, double now)
+/* Ctrl-C (SIGINT to labbox) reaches the experiment as SIGINT, as it would at a terminal, so
+ * code that saves its results on KeyboardInterrupt can; the budget, a disk limit, SIGTERM and
+ * SIGHUP send SIGTERM. After --grace seconds a SIGINT is followed by SIGTERM (code that
+ * ignores Ctrl-C still gets the ending it would have had) and a SIGTERM by SIGKILL. */
+static void terminate(const lb_sandbox *sb, supervise_state *s, pid_t init, double now, int sig)
 {
 	if (s->kill_deadline == 0) {
-		kill(init, SIGTERM);
+		kill(init, sig);
 		s->kill_deadline = now + sb->grace;
+		s->term_next = sig == SIGINT;
 		if (sb->grace == 0)
 			kill(init, SIGKILL);
 	}
@@ -1643,14 +1649,14 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 		if (caught && !s->interrupted && !s->timed_out && !s->init_done) {
 			s->interrupted = true;
 			s->interrupt_signal = caught;
-			terminate(sb, s, init, now);
+			terminate(sb, s, init, now, caught == SIGINT ? SIGINT : SIGTERM);
 		}
 		if (s->next_disk_check && now >= s->next_disk_check && !s->init_done) {
 			s->next_disk_check =
 				now + (s->fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
 			if (!s->disk_limited && disk_limit_exceeded(sb, s, false)) {
 				s->disk_limited = true;
-				terminate(sb, s, init, now);
+				terminate(sb, s, init, now, SIGTERM);
 			}
 		}
 		if (s->next_gpu_sample && now >= s->next_gpu_sample && !s->init_done) {
@@ -1660,11 +1666,17 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 		}
 		if (s->deadline && !s->timed_out && now >= s->deadline && !s->init_done) {
 			s->timed_out = true;
-			terminate(sb, s, init, now);
+			terminate(sb, s, init, now, SIGTERM);
 		}
 		if (s->kill_deadline && now >= s->kill_deadline && !s->init_done) {
-			kill(init, SIGKILL);
-			s->kill_deadline = now + 3600; /* once */
+			if (s->term_next) {
+				s->term_next = false;
+				kill(init, SIGTERM);
+				s->kill_deadline = now + sb->grace;
+			} else {
+				kill(init, SIGKILL);
+				s->kill_deadline = now + 3600; /* once */
+			}
 		}
 		if (s->init_done && s->out_rd < 0 && s->errout_rd < 0 && s->chan_rd < 0 &&
 		    s->status_rd < 0)
@@ -1754,7 +1766,9 @@ static int supervise(const lb_sandbox *sb, pid_t init, supervise_state *s)
 					s->interrupted = true;
 					s->interrupt_signal = (int)si.ssi_signo;
 				}
-				terminate(sb, s, init, lb_time_monotonic());
+				terminate(sb, s, init, lb_time_monotonic(),
+					  s->interrupted && s->interrupt_signal == SIGINT ? SIGINT
+											 : SIGTERM);
 			}
 		}
 	}

@@ -646,6 +646,75 @@ def test_interrupt_labbox_records_interrupted(tmp_path):
         kill_marker(marker)
 
 
+def _interrupt_run(tmp_path, code, sig, *flags):
+    """Runs CODE, signals labbox's process group with SIG (Ctrl-C at a terminal signals the
+    whole foreground group) once it printed EXP-STARTED; returns (exit status, result, log)."""
+    exp = write_exp(tmp_path, code)
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs), *flags,
+                          str(exp)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        assert wait_for(lambda: any("EXP-STARTED" in (d / "run.log").read_text()
+                                    for d in run_dirs(runs) if (d / "run.log").exists()), 60)
+        os.killpg(p.pid, sig)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    (rd,) = run_dirs(runs)
+    return rc, json.loads((rd / "result.json").read_text()), (rd / "run.log").read_text()
+
+
+def test_ctrl_c_reaches_the_experiment_as_keyboard_interrupt(tmp_path):
+    """Ctrl-C on labbox raises KeyboardInterrupt in the experiment: its own handler saves
+    what it has, and labbox collects it (the run is still recorded as interrupted)."""
+    rc, res, log = _interrupt_run(tmp_path, """
+        import json, time
+        results = {"epoch": 0, "val_acc": 0.5}
+        try:
+            for epoch in range(1, 1000):
+                time.sleep(0.2)
+                results = {"epoch": epoch, "val_acc": 0.6}
+                print("EXP-STARTED", flush=True)
+        except KeyboardInterrupt:
+            print("saving partial results", flush=True)
+            with open("results.json", "w") as f:
+                json.dump(results, f)
+            print(f"best_val_acc: {results['val_acc']}", flush=True)
+    """, signal.SIGINT)
+    assert rc == 130, (rc, res)
+    assert res["status"] == "interrupted" and res["interrupted_in"] == "run", res
+    assert "saving partial results" in log, log
+    assert res["metrics"]["values"]["best_val_acc"] == 0.6, res["metrics"]
+    assert res["metrics"]["files"]["results.json"]["val_acc"] == 0.6, res["metrics"]
+
+
+def test_ctrl_c_ignored_by_the_experiment_is_followed_by_sigterm(tmp_path):
+    """An experiment that ignores Ctrl-C gets SIGTERM after --grace, as before; SIGTERM to
+    labbox reaches it as SIGTERM (no KeyboardInterrupt)."""
+    code = """
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        def on_term(*_):
+            print("GOT-SIGTERM", flush=True)
+            sys.exit(3)
+        signal.signal(signal.SIGTERM, on_term)
+        print("EXP-STARTED", flush=True)
+        time.sleep(300)
+    """
+    t0 = time.monotonic()
+    rc, res, log = _interrupt_run(tmp_path / "int", code, signal.SIGINT, "--grace", "1")
+    assert rc == 130 and res["status"] == "interrupted", (rc, res)
+    assert "GOT-SIGTERM" in log, log
+    assert time.monotonic() - t0 < 30
+    rc, res, log = _interrupt_run(tmp_path / "term", code.replace(
+        "signal.SIG_IGN", "lambda *_: print('GOT-SIGINT', flush=True)"), signal.SIGTERM)
+    assert rc == 143 and res["status"] == "interrupted", (rc, res)
+    assert "GOT-SIGTERM" in log and "GOT-SIGINT" not in log, log
+
+
 def test_cpus_limit(tmp_path):
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs at least 2 CPUs to tell a limit of 1 from none")
