@@ -26,6 +26,9 @@ struct lb_runlog {
 	size_t recent_pos;
 	size_t recent_fill;
 	int err; /* the first failed write, fsync or close: run.log is not whole */
+	char *held[2]; /* each stream's unfinished line, not yet written */
+	size_t held_len[2];
+	int open; /* the stream whose unfinished line ends run.log now; -1: at a line start */
 };
 
 int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
@@ -40,6 +43,7 @@ int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out)
 		return e;
 	}
 	l->cap = cap;
+	l->open = -1;
 	l->head_cap = cap / 2;
 	l->ring_cap = (size_t)(cap - l->head_cap);
 	*out = l;
@@ -97,8 +101,73 @@ void lb_runlog_write(lb_runlog *l, const char *data, size_t len)
 	l->ring_fill += len;
 }
 
+/* Ends the other stream's unfinished line before a line of this one: its rest comes later. */
+static void take_line(lb_runlog *l, int stream)
+{
+	if (l->open >= 0 && l->open != stream)
+		lb_runlog_write(l, LB_RUNLOG_BREAK, sizeof LB_RUNLOG_BREAK - 1);
+	l->open = stream;
+}
+
+static void hold(lb_runlog *l, int s, const char *data, size_t len)
+{
+	if (l->held_len[s] + len > LB_RUNLOG_HOLD || !l->held[s]) {
+		if (!l->held[s])
+			l->held[s] = malloc(LB_RUNLOG_HOLD);
+		if (!l->held[s] || l->held_len[s] + len > LB_RUNLOG_HOLD) {
+			/* Too long to hold (a progress bar's carriage returns): out as it is. */
+			take_line(l, s);
+			if (l->held_len[s])
+				lb_runlog_write(l, l->held[s], l->held_len[s]);
+			l->held_len[s] = 0;
+			lb_runlog_write(l, data, len);
+			return;
+		}
+	}
+	memcpy(l->held[s] + l->held_len[s], data, len);
+	l->held_len[s] += len;
+}
+
+void lb_runlog_write_stream(lb_runlog *l, int stream, const char *data, size_t len)
+{
+	int s = stream ? 1 : 0;
+	const char *nl = len ? memrchr(data, '\n', len) : NULL;
+	if (!nl) {
+		if (l->open == s)
+			lb_runlog_write(l, data, len); /* its line is already under way in run.log */
+		else
+			hold(l, s, data, len);
+		return;
+	}
+	size_t whole = (size_t)(nl - data) + 1;
+	take_line(l, s);
+	if (l->held_len[s])
+		lb_runlog_write(l, l->held[s], l->held_len[s]);
+	l->held_len[s] = 0;
+	lb_runlog_write(l, data, whole);
+	l->open = -1;
+	/* The other stream's line held meanwhile has a line start to go to now only when it
+	 * completes: it stays held. */
+	if (whole < len)
+		hold(l, s, data + whole, len - whole);
+}
+
+void lb_runlog_end_streams(lb_runlog *l)
+{
+	for (int s = 0; s < 2; s++) {
+		if (!l->held_len[s])
+			continue;
+		if (l->open >= 0 && l->open != s)
+			lb_runlog_write(l, "\n", 1);
+		lb_runlog_write(l, l->held[s], l->held_len[s]);
+		l->held_len[s] = 0;
+		l->open = s;
+	}
+}
+
 static int runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *truncated, bool sync)
 {
+	lb_runlog_end_streams(l);
 	bool cut = l->seen > l->cap;
 	if (l->ring && l->ring_fill) {
 		size_t fill = l->ring_fill > l->ring_cap ? l->ring_cap : (size_t)l->ring_fill;
@@ -127,6 +196,8 @@ static int runlog_close(lb_runlog *l, uint64_t *seen, uint64_t *written, bool *t
 	if (close(l->fd) < 0 && !l->err)
 		l->err = -errno;
 	int err = l->err;
+	free(l->held[0]);
+	free(l->held[1]);
 	free(l->ring);
 	free(l);
 	return err;

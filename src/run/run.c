@@ -118,7 +118,7 @@ typedef struct tee_ctx {
 static void tee_output(void *ctx, lb_stream stream, const char *data, size_t len)
 {
 	tee_ctx *t = ctx;
-	lb_runlog_write(t->log, data, len);
+	lb_runlog_write_stream(t->log, stream == LB_STREAM_STDERR, data, len);
 	last_line_feed(stream == LB_STREAM_STDERR ? t->err_last : t->out_last, data, len);
 	if (stream == LB_STREAM_STDERR)
 		lb_metrics_feed_stderr_at(*t->metrics, data, len, lb_time_monotonic() - t->t0);
@@ -1809,6 +1809,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 		if (n > 0)
 			lb_runlog_write(log, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 	}
+	if (log)
+		lb_runlog_end_streams(log); /* the diagnosis reads the unfinished last lines too */
 	uint64_t seen = 0, written = 0;
 	bool truncated = false;
 	size_t tail_len = 0;

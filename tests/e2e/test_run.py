@@ -315,6 +315,29 @@ def test_exception_exits_1_with_traceback_in_log(tmp_path):
     assert res["log"]["truncated"] is False
 
 
+def test_run_log_keeps_each_streams_lines_whole(tmp_path):
+    """A stderr line written in two parts with a stdout line between them: run.log shows
+    both lines whole (reordered if need be), never one glued to the other, and no blank
+    line from the late newline."""
+    exp = write_exp(tmp_path, """
+        import sys, time
+        for i in range(3):
+            sys.stderr.write(f"stderr line {i}: x = {i}"); sys.stderr.flush()
+            time.sleep(0.1)
+            print(f"acc_{i}: 0.{i}", flush=True)
+            time.sleep(0.1)
+            sys.stderr.write("\\n"); sys.stderr.flush()
+        sys.stderr.write("last words")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    lines = r.log().split("\n")
+    want = {f"stderr line {i}: x = {i}" for i in range(3)} | {f"acc_{i}: 0.{i}" for i in range(3)}
+    assert set(lines) == want | {"last words"}, lines
+    assert len(lines) == 7, lines
+    assert r.result["metrics"]["values"] == {"acc_0": 0.0, "acc_1": 0.1, "acc_2": 0.2}
+
+
 def test_missing_module_is_missing_package(tmp_path):
     exp = write_exp(tmp_path, "import numpy\nimport labbox_no_such_pkg_zz\n")
     r = run_exp(exp, tmp_path / "runs")

@@ -65,6 +65,43 @@ static void test_runlog_under_cap_is_verbatim(void **state)
 	free(d);
 }
 
+/* Two streams meet in run.log at line boundaries: stderr's unfinished line is held while a
+ * stdout line is written, an over-long one goes out with a break before the other stream's
+ * next line, and the unfinished ends are written on lines of their own. */
+static void test_runlog_streams_meet_at_line_boundaries(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char path[256];
+	snprintf(path, sizeof path, "%s/run.log", d);
+	lb_runlog *l;
+	assert_int_equal(lb_runlog_open(path, 1 << 20, &l), 0);
+	lb_runlog_write_stream(l, 1, "err 1: x = ", 11);
+	lb_runlog_write_stream(l, 0, "acc: 0.1\n", 9);
+	lb_runlog_write_stream(l, 1, "1\nerr 2", 7);
+	lb_runlog_write_stream(l, 0, "acc: 0.2\nout end", 16);
+	assert_int_equal(lb_runlog_close(l, NULL, NULL, NULL), 0);
+	size_t len;
+	char *got = slurp(path, &len);
+	assert_string_equal(got, "acc: 0.1\nerr 1: x = 1\nacc: 0.2\nout end\nerr 2");
+	free(got);
+
+	static char bar[LB_RUNLOG_HOLD + 100];
+	memset(bar, '#', sizeof bar);
+	assert_int_equal(lb_runlog_open(path, 1 << 20, &l), 0);
+	lb_runlog_write_stream(l, 1, bar, sizeof bar);
+	lb_runlog_write_stream(l, 0, "acc: 0.3\n", 9);
+	lb_runlog_write_stream(l, 1, "#\n", 2);
+	assert_int_equal(lb_runlog_close(l, NULL, NULL, NULL), 0);
+	got = slurp(path, &len);
+	assert_int_equal(len, sizeof bar + strlen(LB_RUNLOG_BREAK) + 9 + 2);
+	assert_memory_equal(got + sizeof bar, LB_RUNLOG_BREAK "acc: 0.3\n#\n",
+			    strlen(LB_RUNLOG_BREAK) + 11);
+	free(got);
+	rm_rf(d);
+	free(d);
+}
+
 static void test_runlog_cap_keeps_head_and_tail(void **state)
 {
 	(void)state;
@@ -473,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_record_mac),
 		cmocka_unit_test(test_runlog_under_cap_is_verbatim),
 		cmocka_unit_test(test_runlog_cap_keeps_head_and_tail),
+		cmocka_unit_test(test_runlog_streams_meet_at_line_boundaries),
 		cmocka_unit_test(test_stage_copies_and_fingerprints),
 		cmocka_unit_test(test_run_dirs_are_unique),
 		cmocka_unit_test(test_known_runs_dirs),
