@@ -381,6 +381,53 @@ static int shell_reported_signal(const lb_failure_input *in, const lb_log *log)
 	return 0;
 }
 
+/* A short message that says the work finished ("done", "Training complete.") and nothing
+ * that says it went wrong ("not done", "finished with errors", "below the threshold"). */
+static bool says_finished(const char *s)
+{
+	static const char *const yes[] = {"done", "finished", "complete", "completed", "success",
+					  "successfully", "ok", "bye", "goodbye", "exiting", NULL};
+	static const char *const no[] = {"not", "no", "fail", "failed", "failure", "error",
+					 "errors", "abort", "aborted", "below", "above", "diverged",
+					 "nan", "cannot", "unable", "missing", "invalid", "stop",
+					 "stopped", "early", NULL};
+	bool fin = false;
+	char w[32];
+	size_t n = 0;
+
+	if (strlen(s) > 80 || error_shaped(s))
+		return false;
+	for (const char *p = s;; p++) {
+		if (isalnum((unsigned char)*p) && n < sizeof w - 1) {
+			w[n++] = (char)tolower((unsigned char)*p);
+			continue;
+		}
+		w[n] = '\0';
+		for (size_t i = 0; n && no[i]; i++)
+			if (strcmp(w, no[i]) == 0)
+				return false;
+		for (size_t i = 0; n && yes[i]; i++)
+			fin = fin || strcmp(w, yes[i]) == 0;
+		n = 0;
+		if (!*p)
+			return fin;
+	}
+}
+
+/* The line sys.exit("...") printed when its message says the run finished: status 1 (what
+ * Python exits with for any string), the gate's word that the program exited of itself, and
+ * the last line of stderr among the log's last two. NONE otherwise: a message that reports a
+ * problem ("acc below the threshold") keeps the usual advice. */
+static size_t exit_message(const lb_failure_input *in, const lb_log *log, size_t last,
+			   size_t other, bool gate_says)
+{
+	size_t e = stream_last_line(log, in->stderr_last);
+
+	if (in->exit_code != 1 || !gate_says || e == NONE || (e != last && e != other))
+		return NONE;
+	return says_finished(log->lines[e] + dg_indent_of(log->lines[e])) ? e : NONE;
+}
+
 /* The program's last line (with the error lines just above it, one message) is why it
  * stopped: a known message there names the class; else it is the code's own decision,
  * quoted. A traceback above it that the program went on after is context at most. */
@@ -442,10 +489,26 @@ static void diagnose_own_exit(lb_verdict *v, const lb_failure_input *in, const l
 			 last != NONE ? ", after printing: " : " and printed nothing", l, also, note,
 			 n > 0 ? "; the traceback above that was handled: the program went on after it"
 			       : "");
-		dg_verdict_set(v, "code_error", what, NULL,
-			       "the program stopped itself: its last message says why; fix what it "
-			       "reports (or the check that printed it). Raising an exception instead "
-			       "would show where");
+		size_t msg = exit_message(in, log, last, other, gate_says);
+		if (msg != NONE) {
+			/* sys.exit("done"): the message is the program's word, and status 1 is only
+			 * how Python ends every sys.exit given a string, whatever it says. */
+			char m[DIAG_TEXT_LEN];
+			snprintf(m, sizeof m, "'%.100s' reports nothing to fix: sys.exit given a "
+				 "message exits with status 1 whatever the message says; to end a "
+				 "finished run, call sys.exit(0), or print the message and return",
+				 log->lines[msg] + dg_indent_of(log->lines[msg]));
+			size_t wl = strlen(what);
+			snprintf(what + wl, sizeof what - wl, "; its message says it finished, and "
+				 "status 1 is what sys.exit(\"message\") ends with, whatever the "
+				 "message");
+			dg_verdict_set(v, "code_error", what, NULL, m);
+		} else {
+			dg_verdict_set(v, "code_error", what, NULL,
+				       "the program stopped itself: its last message says why; fix "
+				       "what it reports (or the check that printed it). Raising an "
+				       "exception instead would show where");
+		}
 		if (other != NONE)
 			dg_add_evidence(v, other);
 		if (last != NONE)

@@ -782,6 +782,29 @@ def test_a_run_that_stops_itself_is_explained_by_its_last_words_not_an_earlier_l
     assert f["class"] == "network", f
 
 
+def test_sys_exit_with_a_finished_message_is_named_as_such(tmp_path):
+    """sys.exit("done") after the results: Python prints the message and exits with status 1
+    whatever it says. The verdict says the message reports the run finished and that status 1
+    comes from sys.exit given a string; it does not ask to fix what "done" reports. A message
+    that reports a problem keeps the usual advice."""
+    r, f = failure_of(tmp_path / "a", """
+        import sys
+        print("accuracy: 0.91")
+        print("f1: 0.88")
+        sys.exit("done")
+    """)
+    assert r.rc == 1 and r.result["metrics"]["values"] == {"accuracy": 0.91, "f1": 0.88}, r.why()
+    assert f["class"] == "code_error", f
+    assert 'sys.exit("message")' in f["summary"] and "says it finished" in f["summary"], f
+    assert "sys.exit(0)" in f["suggestion"] and "fix what it reports" not in f["suggestion"], f
+    r, f = failure_of(tmp_path / "b", """
+        import sys
+        print("accuracy: 0.41")
+        sys.exit("not done: accuracy 0.41 is below the 0.5 threshold")
+    """)
+    assert "fix what it reports" in f["suggestion"] and "says it finished" not in f["summary"], f
+
+
 def test_a_handled_traceback_is_not_why_a_run_stopped(tmp_path):
     """logging.exception prints the traceback of an error the code handled and went on after;
     the run ended by the code's own sys.exit(message). The gate saw no uncaught exception, so
