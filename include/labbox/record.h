@@ -148,13 +148,16 @@ int lb_runlog_open(const char *path, uint64_t cap, lb_runlog **out);
 void lb_runlog_write(lb_runlog *l, const char *data, size_t len);
 /* Output of one of two streams (0 stdout, 1 stderr) that run.log interleaves at line
  * boundaries: a stream's unfinished line is held until its newline, so another stream's line
- * is never glued to it. A held line past LB_RUNLOG_HOLD bytes is written as far as it goes; a
- * line of the other stream then starts on a line of its own after LB_RUNLOG_BREAK. */
+ * is never glued to it. One held LB_RUNLOG_HOLD_S seconds or more (a prompt) is written on a
+ * line of its own before the other stream's next line. A held line past LB_RUNLOG_HOLD bytes
+ * is written as far as it goes; a line of the other stream then starts on a line of its own
+ * after LB_RUNLOG_BREAK. */
 void lb_runlog_write_stream(lb_runlog *l, int stream, const char *data, size_t len);
 /* Writes the streams' held unfinished lines, each on a line of its own (at their end; close
  * does it too). */
 void lb_runlog_end_streams(lb_runlog *l);
 #define LB_RUNLOG_HOLD 8192
+#define LB_RUNLOG_HOLD_S 1.0
 #define LB_RUNLOG_BREAK " [labbox: line unfinished here, continued below]\n"
 /* Finish the file; gives total bytes seen, bytes written and whether anything was cut.
  * Returns 0, or the first error of a write, fsync or close (run.log is then not whole: a

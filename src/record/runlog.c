@@ -28,6 +28,7 @@ struct lb_runlog {
 	int err; /* the first failed write, fsync or close: run.log is not whole */
 	char *held[2]; /* each stream's unfinished line, not yet written */
 	size_t held_len[2];
+	double held_since[2]; /* monotonic: when its first byte was held */
 	int open; /* the stream whose unfinished line ends run.log now; -1: at a line start */
 };
 
@@ -124,6 +125,8 @@ static void hold(lb_runlog *l, int s, const char *data, size_t len)
 			return;
 		}
 	}
+	if (!l->held_len[s])
+		l->held_since[s] = lb_time_monotonic();
 	memcpy(l->held[s] + l->held_len[s], data, len);
 	l->held_len[s] += len;
 }
@@ -140,6 +143,16 @@ void lb_runlog_write_stream(lb_runlog *l, int stream, const char *data, size_t l
 		return;
 	}
 	size_t whole = (size_t)(nl - data) + 1;
+	int o = 1 - s;
+	if (l->held_len[o] && lb_time_monotonic() - l->held_since[o] >= LB_RUNLOG_HOLD_S) {
+		/* Not a line being written in two parts but one the program left unfinished (a
+		 * prompt, a progress line): it stands before what came after it, alone. */
+		take_line(l, o);
+		lb_runlog_write(l, l->held[o], l->held_len[o]);
+		lb_runlog_write(l, "\n", 1);
+		l->held_len[o] = 0;
+		l->open = -1;
+	}
 	take_line(l, s);
 	if (l->held_len[s])
 		lb_runlog_write(l, l->held[s], l->held_len[s]);
