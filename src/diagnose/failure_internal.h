@@ -40,6 +40,8 @@ typedef struct lb_exc {
 	size_t frame; /* the innermost 'File "...", line N, in f' line, or NONE */
 	int link;     /* how the next exception relates to this one: LINK_* */
 	bool bare;    /* no "Traceback" header was seen: the line alone named it */
+	bool cut;     /* bare, but frames fill the log's tail above it: a traceback longer than
+		       * the tail (a RecursionError's), its header above the lines kept */
 } lb_exc;
 
 /* Python prints a chain oldest first. A cause (`raise X from e`) explains what follows it; a

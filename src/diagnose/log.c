@@ -272,6 +272,23 @@ static bool traceback_goes_on(const lb_log *log, size_t k, size_t ind, bool stri
  * can come between a traceback's frames, or before its exception line. */
 #define FOREIGN_IN_TRACEBACK 3
 
+/* Every line of the tail above line i (the first, cut where the tail began, aside) is a
+ * traceback's: a frame, its indented source line or caret marks, or Python's "[Previous line
+ * repeated N more times]". The traceback is there, longer than the tail the diagnosis reads. */
+static bool frames_fill_tail(const lb_log *log, size_t i)
+{
+	size_t frames = 0;
+
+	for (size_t k = 1; k < i; k++) {
+		const char *l = log->lines[k];
+		if (dg_is_frame(l))
+			frames++;
+		else if (!dg_indent_of(l) && !dg_starts_with(l, "[Previous line repeated"))
+			return false;
+	}
+	return frames >= 3;
+}
+
 size_t dg_find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 {
 	size_t n = 0;
@@ -364,7 +381,7 @@ size_t dg_find_exceptions(const lb_log *log, lb_exc *exc, size_t max)
 				}
 			}
 			exc[0] = (lb_exc){ .header = frame != NONE ? frame : i, .line = i, .frame = frame,
-					   .bare = true };
+					   .bare = true, .cut = frame != NONE && frames_fill_tail(log, i) };
 			return 1;
 		}
 	}

@@ -1310,6 +1310,22 @@ static void refine_unpickled(lb_verdict *v, const lb_log *log, const lb_exc *e)
 				       "unknown package of that name would read the same)");
 }
 
+/* A RecursionError raised on the experiment's own line: most often its own function calling
+ * itself without end, which sys.setrecursionlimit only postpones unless the input is really
+ * that deep. */
+static void refine_recursion(lb_verdict *v, const lb_log *log, const lb_exc *e)
+{
+	const char *line = log->lines[e->line] + dg_indent_of(log->lines[e->line]);
+
+	if (strcmp(v->cls, "code_error") != 0 || !dg_starts_with(line, "RecursionError") ||
+	    v->frame == NONE || v->frame != v->code_frame)
+		return;
+	snprintf(v->suggestion, sizeof v->suggestion,
+		 "the experiment's own code went past Python's recursion limit, most often a "
+		 "recursion without end: look for a cycle in the data it walks or a missing base "
+		 "case; raise sys.setrecursionlimit only for inputs that are really that deep");
+}
+
 void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 {
 	const char *line = log->lines[e->line];
@@ -1322,12 +1338,15 @@ void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	v->exc_line = e->line;
 	v->frame = e->frame;
 	v->code_frame = dg_code_frame_of(log, e);
-	if (e->bare)
+	if (e->bare && !e->cut)
 		dg_set_confidence(v, CONF_MEDIUM, "an exception line without the traceback above it");
 	else if (strcmp(v->cls, "code_error") != 0)
 		dg_set_confidence(v, CONF_HIGH, "the exception's name or message names the cause");
 	else if (v->frame != NONE && v->frame == v->code_frame)
-		dg_set_confidence(v, CONF_HIGH, "the experiment's own line raised the exception");
+		dg_set_confidence(v, CONF_HIGH, e->cut ? "the experiment's own line raised the "
+						       "exception (the last frames of a traceback longer "
+						       "than the log's tail the diagnosis reads)"
+						     : "the experiment's own line raised the exception");
 	else if (v->code_frame != NONE)
 		dg_set_confidence(v, CONF_MEDIUM,
 				  "raised inside a library the experiment called: a wrong argument, or "
@@ -1349,4 +1368,5 @@ void dg_classify_at(lb_verdict *v, const lb_log *log, const lb_exc *e)
 	refine_overflow(v, log, e);
 	refine_missing_path(v, log, e);
 	refine_misspelt_file(v, log, e);
+	refine_recursion(v, log, e);
 }

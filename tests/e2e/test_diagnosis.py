@@ -805,6 +805,28 @@ def test_sys_exit_with_a_finished_message_is_named_as_such(tmp_path):
     assert "fix what it reports" in f["suggestion"] and "says it finished" not in f["summary"], f
 
 
+def test_recursion_error_with_a_traceback_longer_than_the_tail(tmp_path):
+    """A RecursionError in the experiment's own recursive function (a cycle in its data):
+    the traceback is 2,000 lines (two alternating frames, so Python does not shorten it),
+    longer than the log's tail the diagnosis reads. It is still the experiment's own line
+    that raised it: high confidence, not "an exception line without the traceback above
+    it", and the advice names a recursion without end."""
+    r, f = failure_of(tmp_path, """
+        def depth(node):
+            return 1 + max((depth(c) for c in node), default=0)
+        a = []
+        b = [a]
+        a.append(b)
+        print("tree depth:", depth(a))
+    """)
+    assert r.log().startswith("Traceback (most recent call last):"), r.log()[:200]
+    assert f["class"] == "code_error", f
+    assert f["confidence"] == "high", f
+    assert "without the traceback" not in f["confidence_reason"], f
+    assert f["code_location"]["file"] == "main.py" and f["code_location"]["line"] == 2, f
+    assert "cycle" in f["suggestion"] and "setrecursionlimit" in f["suggestion"], f
+
+
 def test_a_handled_traceback_is_not_why_a_run_stopped(tmp_path):
     """logging.exception prints the traceback of an error the code handled and went on after;
     the run ended by the code's own sys.exit(message). The gate saw no uncaught exception, so
