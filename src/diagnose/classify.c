@@ -662,6 +662,43 @@ void dg_set_confidence(lb_verdict *v, int level, const char *reason)
 	v->confidence_reason = reason;
 }
 
+/* Octave's "warning: function name 'f' does not agree with function filename '.../main.m'":
+ * main.m's first statement is a function definition, so Octave took the file for a function
+ * file and called its first function with no arguments; the script's lines after it never
+ * ran. The error that follows (an argument "undefined") is a symptom; the warning is why. */
+static bool octave_function_file(lb_verdict *v, const lb_log *log, size_t first, size_t last)
+{
+	static const char mark[] = "does not agree with function filename";
+	char fn[128];
+
+	for (size_t i = first; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
+		const char *s = log->lines[i] + dg_indent_of(log->lines[i]);
+		if (!dg_starts_with(s, "warning: function name '") || !strstr(s, mark) ||
+		    !dg_quoted_after(s, "warning: function name", fn, sizeof fn))
+			continue;
+		char what[400], sugg[DIAG_TEXT_LEN];
+		snprintf(what, sizeof what, "Octave ran the entry file as a function file, since its "
+			 "first statement defines function '%.100s': it called %.100s with no "
+			 "arguments and never ran the script's own lines; so it stopped with an error",
+			 fn, fn);
+		snprintf(sugg, sizeof sugg, "make the entry file a script: put 1; on its first line, "
+			 "before function %.100s (or move %.100s to a file %.100s.m of its own)",
+			 fn, fn, fn);
+		dg_verdict_set(v, "code_error", what,
+			       log->lines[first] + dg_indent_of(log->lines[first]), sugg);
+		dg_add_evidence(v, i);
+		dg_add_evidence(v, first);
+		if (first != last)
+			dg_add_evidence(v, last);
+		dg_set_confidence(v, CONF_HIGH, "Octave's own warning says it took the entry file "
+					     "for a function file named for another function");
+		v->code_frame = dg_octave_frame(log, first);
+		dg_add_evidence(v, v->code_frame);
+		return true;
+	}
+	return false;
+}
+
 bool dg_scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 {
 	for (size_t i = log->n; i-- > 0 && log->n - i <= DIAG_SCAN_LINES;) {
@@ -689,6 +726,8 @@ bool dg_scan_messages(lb_verdict *v, const lb_log *log, const char *language)
 		while (first > 0 && log->n - first < DIAG_SCAN_LINES &&
 		       dg_lang_error_line(log->lines[first - 1] + dg_indent_of(log->lines[first - 1])))
 			first--;
+		if (octave && octave_function_file(v, log, first, i))
+			return true;
 		dg_verdict_set(v, "code_error",
 			       r ? "the R script stopped with an error"
 					: "the Octave script stopped with an error",

@@ -276,6 +276,32 @@ def test_a_quiet_octave_exit_is_not_said_in_pythons_words(tmp_path):
 
 
 @need_octave
+def test_octave_entry_that_starts_with_a_function_is_named_a_function_file(tmp_path):
+    """main.m whose first statement is a function definition: Octave runs it as a function
+    file, calls that function with no arguments and never runs the script's lines; its own
+    warning says so. The verdict keeps that warning as evidence and says to make the file a
+    script (1; first), not to fix the line the symptom names."""
+    d = exp(tmp_path, "m_fnfile", {"main.m": """
+        function check_data(X, y)
+          if rows(X) ~= numel(y)
+            error("check_data: X has %d rows but y has %d elements", rows(X), numel(y));
+          end
+        end
+        X = rand(10, 3);
+        y = rand(10, 1);
+        check_data(X, y);
+        printf("mse: %.3f\\n", 0.1);
+        """})
+    p, doc = run(tmp_path, d)
+    assert p.returncode == 1 and doc["status"] == "failed", doc
+    f = doc["failure"]
+    assert f["class"] == "code_error", f
+    assert any("does not agree with function filename" in e for e in f["evidence"]), f
+    assert "function file" in f["summary"] and "check_data" in f["summary"], f
+    assert "1;" in f["suggestion"] and "fix the error at the line" not in f["suggestion"], f
+
+
+@need_octave
 def test_octave_code_location_is_the_experiments_frame(tmp_path):
     """An error raised inside one of Octave's own functions (strsplit): Octave lists that
     function's frame first; the experiment's line is the first frame of its own .m files,
