@@ -3,6 +3,7 @@
  * and the verdict's setters. Text alone decides here; refine.c reads the traceback and the
  * files. */
 #include "failure_internal.h"
+#include "labbox/sandbox.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -381,6 +382,34 @@ static void classify_missing_package(lb_verdict *v, const char *line)
 		 dist);
 }
 
+/* A missing path under the sandbox's HOME (/tmp): code that reads ~/datasets/... (expanduser,
+ * Path.home()) reaches /tmp/datasets/... in the sandbox, a path the user has nowhere. The
+ * advice names the host's ~ and where to mount it so the code finds it unchanged. */
+static bool missing_under_home(lb_verdict *v, const char *path, const char *line)
+{
+	static const char home[] = LB_SANDBOX_HOME "/";
+	const char *rest = path + sizeof home - 1;
+	char top[64];
+
+	if (strncmp(path, home, sizeof home - 1) != 0 || !rest[0])
+		return false;
+	snprintf(top, sizeof top, "%.*s", (int)strcspn(rest, "/"), rest);
+	if (!top[0])
+		return false;
+	snprintf(v->summary, sizeof(v->summary),
+		 "file '%.200s' does not exist in the sandbox, whose HOME is %s: a path made from ~ "
+		 "(os.path.expanduser, Path.home()) lands under %s there, not in your home "
+		 "directory: %s",
+		 path, LB_SANDBOX_HOME, LB_SANDBOX_HOME, line);
+	snprintf(v->suggestion, sizeof(v->suggestion),
+		 "if the code means ~/%.120s on the host, mount it where the code looks: "
+		 "-v ~/%s:%s%s:ro; or put the data inside the experiment directory (it is staged "
+		 "as exp/) and open it by a relative path; the rest of the host is hidden from the "
+		 "sandbox",
+		 rest, top, home, top);
+	return true;
+}
+
 /* subprocess: the traceback went through subprocess, so a missing name is a program. */
 static void classify_missing_file(lb_verdict *v, const char *line, bool subprocess)
 {
@@ -408,6 +437,8 @@ static void classify_missing_file(lb_verdict *v, const char *line, bool subproce
 		snprintf(v->suggestion, sizeof(v->suggestion), DG_SUGGEST_CREDENTIAL, path);
 		return;
 	}
+	if (missing_under_home(v, path, line))
+		return;
 	snprintf(v->suggestion, sizeof(v->suggestion),
 		 "put '%s' inside the experiment directory (it is staged as exp/) and open it by "
 		 "a relative path, or mount it with -v SRC:DST:ro; the rest of the host is hidden "

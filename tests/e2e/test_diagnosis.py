@@ -827,6 +827,30 @@ def test_recursion_error_with_a_traceback_longer_than_the_tail(tmp_path):
     assert "cycle" in f["suggestion"] and "setrecursionlimit" in f["suggestion"], f
 
 
+def test_data_under_tilde_names_the_sandbox_home_and_the_mount(tmp_path):
+    """Code that reads ~/datasets/... (expanduser) gets /tmp/datasets/... in the sandbox,
+    whose HOME is /tmp. The verdict says so and names the mount that makes the code find the
+    host's ~/datasets unchanged; that mount does make the run complete."""
+    code = """
+        import os
+        import numpy as np
+        X = np.load(os.path.expanduser("~/datasets/iris/train.npy"))
+        print("n:", len(X))
+    """
+    r, f = failure_of(tmp_path / "a", code)
+    assert f["class"] == "missing_data", f
+    assert "HOME is /tmp" in f["summary"] and "~" in f["summary"], f
+    assert "-v ~/datasets:/tmp/datasets:ro" in f["suggestion"], f
+    assert "put '/tmp/datasets" not in f["suggestion"], f
+    data = tmp_path / "host" / "datasets"
+    (data / "iris").mkdir(parents=True)
+    import numpy as np
+    np.save(data / "iris" / "train.npy", np.zeros(4))
+    r = run_exp(write_exp(tmp_path / "b", code), tmp_path / "b" / "runs", *PERMISSIVE,
+                "-v", f"{data}:/tmp/datasets:ro")
+    assert r.rc == 0 and r.result["metrics"]["values"] == {"n": 4}, r.why()
+
+
 def test_a_handled_traceback_is_not_why_a_run_stopped(tmp_path):
     """logging.exception prints the traceback of an error the code handled and went on after;
     the run ended by the code's own sys.exit(message). The gate saw no uncaught exception, so
