@@ -465,7 +465,8 @@ static int cmp_strp(const void *a, const void *b)
 /* The staged files by name with their digests, and the symlinks with their targets: the code
  * that ran, whichever file the entry imports. NULL when the manifest lists no files. */
 /* sha256 hex over the mounted data's fingerprints (manifest.data) by destination; a volume
- * whose fingerprint was not taken counts as its source, unfingerprinted. NULL: no volume. */
+ * whose fingerprint was not taken, or a writable one, counts as its source path. NULL: no
+ * volume. */
 static char *data_digest(json_object *manifest)
 {
 	json_object *data = get(manifest, "data");
@@ -479,8 +480,13 @@ static char *data_digest(json_object *manifest)
 	for (size_t i = 0; i < n; i++) {
 		json_object *v = json_object_array_get_idx(data, i);
 		const char *dst = get_str(v, "destination"), *dg = get_str(v, "digest");
-		const char *src = get_str(v, "source");
-		const char *kind = dg ? "digest" : "source", *val = dg ? dg : src ? src : "";
+		const char *src = get_str(v, "source"), *mode = get_str(v, "mode");
+		/* A writable volume's digest moves with what each run writes into it (an output
+		 * directory): its source path is the setting. */
+		bool rw = mode && strcmp(mode, "rw") == 0;
+		dg = rw ? NULL : dg;
+		const char *kind = rw ? "rw source" : dg ? "digest" : "source";
+		const char *val = dg ? dg : src ? src : "";
 		dst = dst ? dst : "";
 		/* Lengths first: the text is injective whatever the names hold. */
 		lb_buf t = {0};

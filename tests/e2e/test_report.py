@@ -744,6 +744,8 @@ def test_runs_over_other_data_or_other_e_values_are_other_conditions(tmp_path):
             base = float(open("/data/score").read())
         else:
             base = {"easy": 0.95, "hard": 0.60}[os.environ["DATASET"]]
+        if os.path.isdir("/out"):
+            open(f"/out/seed{s}.txt", "w").write("written by the run")
         print(f"acc: {base + 0.01 * s}")
         """)
     ids = [sweep_json(tmp_path, "-e", f"DATASET={d}", "--param", "lr=0.1", "--seeds", "0-1",
@@ -772,3 +774,16 @@ def test_runs_over_other_data_or_other_e_values_are_other_conditions(tmp_path):
     # The same data in every run: one condition, named as before.
     rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *rids[:2]))
     assert list(rows) == [("exp", "acc")]
+    # A writable output directory each seed writes into is the same setting all the same.
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    wids = []
+    for seed in (0, 1, 2):
+        p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-v",
+                          f"{out}:/out:rw", "-e", "DATASET=easy", exp, "--", "--seed", seed)
+        assert p.returncode == 0, p.stderr[-3000:]
+        wids.append(res["id"])
+    assert len(list(out.iterdir())) == 3
+    rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *wids))
+    assert [(k, r["n"]) for k, r in rows.items()] == [(("exp", "acc"), "3")]
