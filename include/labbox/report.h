@@ -31,6 +31,9 @@ typedef struct lb_report_stat {
 	double mean, min, max; /* when n >= 1 */
 	bool has_spread;       /* n >= 2 */
 	double std, ci_low, ci_high;
+	/* min and max as the integers they are where doubles would round them (past 2^53);
+	 * empty otherwise */
+	char min_int[24], max_int[24];
 } lb_report_stat;
 
 typedef struct lb_report_failure {
@@ -70,7 +73,8 @@ typedef struct lb_report {
 	size_t nfailures;
 	lb_report_failure *failures;
 	size_t nidentical;
-	char **identical; /* messages of identical conditions */
+	char **identical; /* messages of identical conditions, naming them */
+	size_t *identical_group; /* [condition]: 1 + its group's index in identical, 0 none */
 	size_t nseries;
 	lb_report_series *series;
 	size_t nfacts;
@@ -118,8 +122,8 @@ char *lb_report_run_condition(struct json_object *result, struct json_object *ma
 
 /* What a run recorded that defines its computation, so runs that differ in any of it are
  * different conditions, not seeds of one. NULL members were not recorded (a value of their
- * own). A sweep cell's -e variables come from its plan (its condition names them, the seed
- * varies), so they are left out (nenv 0, env NULL) there. */
+ * own). A sweep cell's -e variables count as a run's do: its condition names only the
+ * sweep's parameters, and two sweeps of one plan may run with different -e values. */
 typedef struct lb_report_setting {
 	char *base;        /* lb_report_run_condition */
 	bool sweep_cell;
@@ -129,6 +133,7 @@ typedef struct lb_report_setting {
 	char *code;        /* sha256 hex of the staged files' names and digests and symlinks */
 	char *interpreter; /* "cpython 3.11.2" */
 	char *packages;    /* sha256 hex of environment.txt */
+	char *data;        /* sha256 hex of the mounted data's fingerprints (manifest.data) */
 } lb_report_setting;
 
 /* Pure: the setting of a run; packages_sha the hex sha256 of its environment.txt or NULL. */
@@ -139,7 +144,7 @@ void lb_report_setting_free(lb_report_setting *s);
 int lb_report_setting_key(const lb_report_setting *s, lb_buf *out);
 /* Pure: names for n distinct settings: the base, and where settings of one base differ, what
  * differs (` --entry other.py`, ` LR=0.1`, ` LR unset`, ` (code 3f2a91)`, ` (cpython 3.12.1)`,
- * ` (packages 9c1e0b)`), so names are distinct; a coincidence left (an argument that reads
+ * ` (packages 9c1e0b)`, ` (data 3f2a91)`), so names are distinct; a coincidence left (an argument that reads
  * like a suffix) gets the setting's digest. names[i] malloc'd. notes: one line per base whose
  * runs were kept apart, saying by what (malloc'd array of malloc'd strings). */
 int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names, char ***notes,
@@ -169,7 +174,14 @@ int lb_report_render(const lb_report *r, lb_report_format f, lb_buf *out);
  * that is not finite. */
 int lb_report_ticks(double lo, double hi, size_t max_ticks, double *start, double *step,
 		    size_t *n);
-/* A tick label: as many decimals as the step needs. */
+/* A statistic's numbers as printed: every one ends at the decimal place of the second
+ * significant digit of the 95% interval's half-width, with more digits where bounds that
+ * differ would print alike; the shortest exact digits without an interval. */
+typedef struct lb_report_nums {
+	char mean[40], lo[40], hi[40], half[40], sd[40];
+} lb_report_nums;
+void lb_report_fmt_stat(const lb_report_stat *st, lb_report_nums *out);
+/* A tick label: as many decimals (or significant digits) as the step needs. */
 void lb_report_tick_label(double v, double step, char *out, size_t outlen);
 /* Text for HTML (element content and attribute values): & < > " ' as entities, control
  * characters and bytes that are not UTF-8 as \xNN. */

@@ -163,6 +163,12 @@ int lb_sweep_budget_check(size_t conditions, size_t seeds, long iterations, doub
  * index: stdout metrics by name (COND/NAME for a condition the experiment printed) and
  * results-file values by dotted path (FILE:path when the path is taken). */
 struct json_object *lb_sweep_cell_record(struct json_object *result);
+/* {metric: {n, mean, std, ci95, min, max, nonfinite}} over one condition's cell records
+ * (lb_sweep_cell_record): the finite values of its completed cells (recs, n) and its
+ * invalid_metrics cells (bad, nbad), the others counted in nonfinite, integers past 2^53 exact.
+ * sweep.json's statistics and the report's of runs given by id are this one function. */
+struct json_object *lb_sweep_condition_stats(struct json_object **recs, size_t n,
+					     struct json_object **bad, size_t nbad);
 /* Whether a cell with this status is finished for good: every verdict the experiment earned
  * (completed, failed, invalid_metrics, timeout, oom, rejected, disk_limit); not interrupted,
  * infra_error, running or a cell never run. retry_failed: only completed is. */

@@ -6,6 +6,7 @@
 #include "labbox/config.h"
 #include "labbox/gate.h"
 #include "labbox/record.h"
+#include "labbox/report.h"
 #include "labbox/run.h"
 #include "labbox/lang.h"
 #include "labbox/sweep.h"
@@ -790,9 +791,35 @@ static int lock_sweep(sweep_ctx *c)
 	return 0;
 }
 
+/* One metric of a condition, with the report's digits: as many as the interval's width
+ * needs, so conditions that differ do not print alike. */
+static void summary_stat(const char *k, json_object *b)
+{
+	json_object *v, *ci = NULL;
+	lb_report_stat st = {.present = true};
+	st.n = (size_t)sweep_jnum(b, "n");
+	if (!json_object_object_get_ex(b, "mean", &v) || !v || st.n == 0) {
+		cli_printf(" %s=NaN/Inf;", k);
+		return;
+	}
+	st.mean = json_object_get_double(v);
+	if (json_object_object_get_ex(b, "ci95", &ci) && ci && st.n >= 2) {
+		st.has_spread = true;
+		st.std = sweep_jnum(b, "std");
+		st.ci_low = sweep_jnum(ci, "low");
+		st.ci_high = sweep_jnum(ci, "high");
+	}
+	lb_report_nums p;
+	lb_report_fmt_stat(&st, &p);
+	cli_printf(" %s=%s", k, p.mean);
+	if (st.has_spread)
+		cli_printf(" \xc2\xb1 %s", p.half);
+	cli_printf(";");
+}
+
 static void print_summary(sweep_ctx *c, json_object *doc)
 {
-	json_object *conds, *counts, *fails, *ident;
+	json_object *conds = NULL, *counts, *fails, *ident;
 	json_object_object_get_ex(doc, "counts", &counts);
 	cli_printf("\nlabbox: sweep %s %s: %d of %d cells completed (%d reused), %d failed, %d "
 		   "interrupted, %d not run\n", c->id, sweep_jstr(doc, "status"),
@@ -804,23 +831,25 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 			json_object *cd = json_object_array_get_idx(conds, i), *m;
 			cli_printf("  %s (%d/%d):", sweep_jstr(cd, "name"), (int)sweep_jnum(cd, "completed"),
 				   (int)sweep_jnum(cd, "cells"));
-			int shown = 0;
+			int shown = 0, more = 0;
 			if (json_object_object_get_ex(cd, "metrics", &m)) {
 				json_object_object_foreach(m, k, b)
 				{
-					if (shown++ >= 4)
-						break;
-					json_object *ci, *sd;
-					cli_printf(" %s=%.4g", k, sweep_jnum(b, "mean"));
-					if (json_object_object_get_ex(b, "std", &sd) && sd)
-						cli_printf(" \xc2\xb1%.2g", json_object_get_double(sd));
-					if (json_object_object_get_ex(b, "ci95", &ci) && ci)
-						cli_printf(" [%.4g, %.4g]", sweep_jnum(ci, "low"), sweep_jnum(ci, "high"));
-					cli_printf(";");
+					if (shown >= 4) {
+						more++;
+						continue;
+					}
+					shown++;
+					summary_stat(k, b);
 				}
 			}
+			if (more)
+				cli_printf(" +%d more (labbox report %s)", more, c->id);
 			cli_printf("\n");
 		}
+	if (conds && json_object_array_length(conds))
+		cli_printf("  (mean \xc2\xb1 half-width of the 95%% interval, Student's t, over "
+			   "finite values)\n");
 	if (json_object_object_get_ex(doc, "failures", &fails))
 		for (size_t i = 0; i < json_object_array_length(fails) && i < 20; i++) {
 			json_object *f = json_object_array_get_idx(fails, i);

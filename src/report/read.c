@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -87,6 +88,7 @@ void lb_report_free(lb_report *r)
 	}
 	free(r->failures);
 	free_strs(r->identical, r->nidentical);
+	free(r->identical_group);
 	for (size_t i = 0; i < r->nseries; i++) {
 		lb_report_series *s = &r->series[i];
 		free(s->metric);
@@ -462,6 +464,56 @@ static int cmp_strp(const void *a, const void *b)
 
 /* The staged files by name with their digests, and the symlinks with their targets: the code
  * that ran, whichever file the entry imports. NULL when the manifest lists no files. */
+/* sha256 hex over the mounted data's fingerprints (manifest.data) by destination; a volume
+ * whose fingerprint was not taken, or a writable one, counts as its source path. NULL: no
+ * volume. */
+static char *data_digest(json_object *manifest)
+{
+	json_object *data = get(manifest, "data");
+	if (!data)
+		return NULL;
+	size_t n = json_object_is_type(data, json_type_array) ? json_object_array_length(data) : 0;
+	char **parts = calloc(n + 1, sizeof *parts);
+	if (!parts)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *v = json_object_array_get_idx(data, i);
+		const char *dst = get_str(v, "destination"), *dg = get_str(v, "digest");
+		const char *src = get_str(v, "source"), *mode = get_str(v, "mode");
+		/* A writable volume's digest moves with what each run writes into it (an output
+		 * directory): its source path is the setting. */
+		bool rw = mode && strcmp(mode, "rw") == 0;
+		dg = rw ? NULL : dg;
+		const char *kind = rw ? "rw source" : dg ? "digest" : "source";
+		const char *val = dg ? dg : src ? src : "";
+		dst = dst ? dst : "";
+		/* Lengths first: the text is injective whatever the names hold. */
+		lb_buf t = {0};
+		lb_buf_printf(&t, "%zu:%s%zu:%s%zu:%s", strlen(dst), dst, strlen(kind), kind,
+			      strlen(val), val);
+		if (t.data)
+			parts[k++] = t.data;
+	}
+	/* Fingerprinting that failed for the whole run: an error object. */
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	if (!json_object_is_type(data, json_type_array))
+		lb_sha256_update(&h, "unfingerprinted", 15);
+	qsort(parts, k, sizeof *parts, cmp_strp);
+	for (size_t i = 0; i < k; i++) {
+		lb_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+		free(parts[i]);
+	}
+	free(parts);
+	uint8_t d[32];
+	char *hex = malloc(65);
+	lb_sha256_final(&h, d);
+	if (hex)
+		lb_sha256_hex(d, hex);
+	return hex;
+}
+
 static char *code_digest(json_object *manifest)
 {
 	json_object *files = get(manifest, "files"), *links = get(manifest, "symlinks");
@@ -511,6 +563,7 @@ void lb_report_setting_free(lb_report_setting *s)
 	free(s->code);
 	free(s->interpreter);
 	free(s->packages);
+	free(s->data);
 	memset(s, 0, sizeof *s);
 }
 
@@ -527,7 +580,7 @@ int lb_report_run_setting(json_object *result, json_object *manifest, const char
 	const char *entry = get_str(config, "entry");
 	int rc = out->base && (!entry || (out->entry = strdup(entry))) ? 0 : -ENOMEM;
 	json_object *env = get(get(config, "sandbox"), "env");
-	size_t n = !out->sweep_cell && env && json_object_is_type(env, json_type_array)
+	size_t n = env && json_object_is_type(env, json_type_array)
 			   ? json_object_array_length(env)
 			   : 0;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -559,6 +612,8 @@ int lb_report_run_setting(json_object *result, json_object *manifest, const char
 	}
 	if (rc == 0 && packages_sha && !(out->packages = strdup(packages_sha)))
 		rc = -ENOMEM;
+	if (rc == 0 && get(manifest, "data") && !(out->data = data_digest(manifest)))
+		rc = -ENOMEM;
 	if (rc < 0)
 		lb_report_setting_free(out);
 	return rc;
@@ -584,6 +639,7 @@ int lb_report_setting_key(const lb_report_setting *s, lb_buf *out)
 	key_str(out, s->code);
 	key_str(out, s->interpreter);
 	key_str(out, s->packages);
+	key_str(out, s->data);
 	return out->data ? 0 : -ENOMEM;
 }
 
@@ -707,13 +763,14 @@ int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names
 				grp[g++] = j;
 				done[j] = true;
 			}
-		bool v_entry = false, v_code = false, v_interp = false, v_pkg = false;
+		bool v_entry = false, v_code = false, v_interp = false, v_pkg = false, v_data = false;
 		for (size_t k = 1; k < g; k++) {
 			const lb_report_setting *a = &s[grp[0]], *b = &s[grp[k]];
 			v_entry |= !same_str(a->entry, b->entry);
 			v_code |= !same_str(a->code, b->code);
 			v_interp |= !same_str(a->interpreter, b->interpreter);
 			v_pkg |= !same_str(a->packages, b->packages);
+			v_data |= !same_str(a->data, b->data);
 		}
 		/* The -e variables whose value (or presence) is not the same in every member. */
 		free_strs(vars, nvars);
@@ -744,6 +801,7 @@ int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names
 			qsort(vars, nvars, sizeof *vars, cmp_strp);
 		int lcode = digest_len(s, grp, g, offsetof(lb_report_setting, code));
 		int lpkg = digest_len(s, grp, g, offsetof(lb_report_setting, packages));
+		int ldata = digest_len(s, grp, g, offsetof(lb_report_setting, data));
 		for (size_t k = 0; rc == 0 && k < g; k++) {
 			const lb_report_setting *m = &s[grp[k]];
 			lb_buf b = {0};
@@ -771,10 +829,13 @@ int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names
 			if (v_pkg)
 				lb_buf_printf(&b, " (packages %.*s)", m->packages ? lpkg : 10,
 					      m->packages ? m->packages : "unlisted");
+			if (v_data)
+				lb_buf_printf(&b, " (data %.*s)", m->data ? ldata : 4,
+					      m->data ? m->data : "none");
 			if (!(names[grp[k]] = b.data))
 				rc = -ENOMEM;
 		}
-		if (rc < 0 || !(v_entry || nvars || v_code || v_interp || v_pkg))
+		if (rc < 0 || !(v_entry || nvars || v_code || v_interp || v_pkg || v_data))
 			continue;
 		/* Which recorded settings split this name, for the report to say. */
 		lb_buf b = {0};
@@ -796,8 +857,12 @@ int lb_report_condition_names(const lb_report_setting *s, size_t n, char **names
 			lb_buf_printf(&b, "%sinterpreter", sep);
 			sep = ", ";
 		}
-		if (v_pkg)
+		if (v_pkg) {
 			lb_buf_printf(&b, "%spackages", sep);
+			sep = ", ";
+		}
+		if (v_data)
+			lb_buf_printf(&b, "%smounted data", sep);
 		lb_buf_printf(&b, ": %zu conditions, not seeds of one", g);
 		char **slot = b.data ? push(notes, nnotes, sizeof **notes) : NULL;
 		if (!slot) {
@@ -837,7 +902,12 @@ static int setting_facts(lb_report *r, const lb_report_setting *s)
 		snprintf(v, sizeof v, "sha256 %.12s... of the staged files", s->code);
 		rc = add_fact(r, "staged code", v);
 	}
-	if (rc == 0 && !s->sweep_cell) {
+	if (rc == 0 && s->data) {
+		char v[96];
+		snprintf(v, sizeof v, "sha256 %.12s... of the fingerprints", s->data);
+		rc = add_fact(r, "mounted data", v);
+	}
+	if (rc == 0) {
 		lb_buf b = {0};
 		for (size_t i = 0; i < s->nenv; i++) {
 			lb_buf_puts(&b, i ? " " : "");
@@ -1202,6 +1272,19 @@ static int set_evidence(lb_report_failure *f, json_object *failure)
 /* An error a user must fix, in err. */
 #define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
 
+/* An integer past 2^53 as its digits (json-c keeps 64-bit integers exact). */
+static void exact_int_text(json_object *v, char *out, size_t n)
+{
+	out[0] = 0;
+	if (!json_object_is_type(v, json_type_int))
+		return;
+	int64_t i = json_object_get_int64(v);
+	if (i == INT64_MAX)
+		snprintf(out, n, "%" PRIu64, json_object_get_uint64(v));
+	else if (i > (1LL << 53) || i < -(1LL << 53))
+		snprintf(out, n, "%" PRId64, i);
+}
+
 static int read_stat(json_object *m, lb_report_stat *st, const char *name, size_t ci,
 		     char *err, size_t errlen)
 {
@@ -1223,6 +1306,8 @@ static int read_stat(json_object *m, lb_report_stat *st, const char *name, size_
 	st->mean = json_object_get_double(mean);
 	st->min = json_object_get_double(mn);
 	st->max = json_object_get_double(mx);
+	exact_int_text(mn, st->min_int, sizeof st->min_int);
+	exact_int_text(mx, st->max_int, sizeof st->max_int);
 	json_object *sd = get(m, "std"), *c95 = get(m, "ci95");
 	if (st->n >= 2 && is_num(sd) && is_num(get(c95, "low")) && is_num(get(c95, "high"))) {
 		st->has_spread = true;
@@ -1350,14 +1435,33 @@ int lb_report_from_sweep(json_object *doc, lb_report *out, char *err, size_t err
 	if (rc == 0)
 		rc = sweep_failures(fails, out, err, errlen);
 	size_t ni = ident && json_object_is_type(ident, json_type_array) ? json_object_array_length(ident) : 0;
+	if (rc == 0 && ni && !(out->identical_group = calloc(out->nconditions + 1, sizeof(size_t))))
+		rc = -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < ni; i++) {
-		const char *msg = get_str(json_object_array_get_idx(ident, i), "message");
-		char *d = msg ? strdup(msg) : NULL;
-		char **slot = d ? push(&out->identical, &out->nidentical, sizeof *out->identical) : NULL;
-		if (!slot)
-			free(d);
-		else
-			*slot = d;
+		json_object *g = json_object_array_get_idx(ident, i), *members = get(g, "conditions");
+		const char *msg = get_str(g, "message");
+		if (!msg)
+			continue;
+		/* The message says what is wrong; which conditions is said here. */
+		lb_buf line = {0};
+		size_t nm = members && json_object_is_type(members, json_type_array)
+				    ? json_object_array_length(members) : 0;
+		for (size_t k = 0; k < nm; k++) {
+			const char *name = json_object_get_string(json_object_array_get_idx(members, k));
+			ssize_t ci = name ? find_str(out->conditions, out->nconditions, name) : -1;
+			if (ci < 0)
+				continue;
+			lb_buf_printf(&line, "%s%s", line.len ? ", " : "", name);
+			out->identical_group[ci] = out->nidentical + 1;
+		}
+		lb_buf_printf(&line, "%s%s", line.len ? ": " : "", msg);
+		char **slot = line.data ? push(&out->identical, &out->nidentical, sizeof *out->identical) : NULL;
+		if (!slot) {
+			lb_buf_free(&line);
+			rc = -ENOMEM;
+		} else {
+			*slot = line.data;
+		}
 	}
 	if (rc < 0) {
 		if (rc == -ENOMEM)
@@ -1411,18 +1515,14 @@ int lb_report_read_sweep_runs(lb_report *r, json_object *doc)
 
 /* ---- from run directories -------------------------------------------------------------------- */
 
-typedef struct run_value {
-	size_t condition, metric, order;
-	double v;
-} run_value;
-
 /* While runs are added, r.conditions holds each condition's setting key (runs of one key
  * pool); the names, which depend on what the settings of one base have in common, are made in
  * lb_report_builder_finish. */
 struct lb_report_builder {
 	lb_report r;
-	run_value *values;
-	size_t nvalues;
+	/* [condition]: the cell records (lb_sweep_cell_record) of its completed runs and of its
+	 * invalid_metrics runs, for lb_sweep_condition_stats, as a sweep's cells are */
+	json_object **done, **bad;
 	lb_report_setting *settings; /* [condition] */
 	size_t nsettings;
 };
@@ -1440,36 +1540,26 @@ void lb_report_builder_free(lb_report_builder *b)
 	for (size_t i = 0; i < b->nsettings; i++)
 		lb_report_setting_free(&b->settings[i]);
 	free(b->settings);
+	for (size_t i = 0; i < b->nsettings; i++) {
+		json_object_put(b->done ? b->done[i] : NULL);
+		json_object_put(b->bad ? b->bad[i] : NULL);
+	}
+	free(b->done);
+	free(b->bad);
 	lb_report_free(&b->r);
-	free(b->values);
 	free(b);
 }
 
-static int builder_value(lb_report_builder *b, size_t ci, const char *key, json_object *v)
+/* The records of runs whose metrics count, kept in the order given. */
+static int builder_keep(json_object **slot, json_object *result)
 {
-	double d;
-	if (is_num(v)) {
-		d = json_object_get_double(v);
-	} else if (json_object_is_type(v, json_type_string)) {
-		const char *s = json_object_get_string(v);
-		if (strcmp(s, "NaN") == 0)
-			d = NAN;
-		else if (strcmp(s, "Infinity") == 0)
-			d = INFINITY;
-		else if (strcmp(s, "-Infinity") == 0)
-			d = -INFINITY;
-		else
-			return 0; /* a label */
-	} else {
-		return 0;
-	}
-	ssize_t m = metric_index(&b->r, key);
-	if (m < 0)
-		return 0;
-	run_value *rv = push(&b->values, &b->nvalues, sizeof *b->values);
-	if (!rv)
+	if (!*slot && !(*slot = json_object_new_array()))
 		return -ENOMEM;
-	*rv = (run_value){ci, (size_t)m, 0, d};
+	json_object *rec = lb_sweep_cell_record(result);
+	if (!rec || json_object_array_add(*slot, rec) < 0) {
+		json_object_put(rec);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -1506,8 +1596,15 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 		lb_report_setting *ss = realloc(b->settings, (old + 1) * sizeof *ss);
 		if (ss)
 			b->settings = ss;
-		rc = ss ? add_condition(r, cond, &ci) : -ENOMEM;
+		json_object **dn = ss ? realloc(b->done, (old + 1) * sizeof *dn) : NULL;
+		if (dn)
+			b->done = dn;
+		json_object **bd = dn ? realloc(b->bad, (old + 1) * sizeof *bd) : NULL;
+		if (bd)
+			b->bad = bd;
+		rc = bd ? add_condition(r, cond, &ci) : -ENOMEM;
 		if (rc == 0) {
+			b->done[ci] = b->bad[ci] = NULL;
 			b->settings[ci] = st;
 			b->nsettings = ci + 1;
 			memset(&st, 0, sizeof st);
@@ -1523,23 +1620,18 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 		r->cells[ci]++;
 	if (rc == 0 && completed) {
 		r->completed[ci]++;
-		json_object *rec = lb_sweep_cell_record(result);
-		json_object *values = get(rec, "metrics");
-		if (values && json_object_is_type(values, json_type_object)) {
-			json_object_object_foreach(values, k, v)
-			{
-				if (rc == 0)
-					rc = builder_value(b, ci, k, v);
-			}
-		}
-		json_object_put(rec);
+		rc = builder_keep(&b->done[ci], result);
 		if (rc == 0)
 			rc = scan_run_log(r, dfd, ci);
 	} else if (rc == 0) {
-		lb_report_failure *f = push(&r->failures, &r->nfailures, sizeof *r->failures);
+		/* A seed that diverged still reported its finite metrics: they count, as a
+		 * sweep's invalid_metrics cells' do, and the run is a failure too. */
+		if (status && strcmp(status, "invalid_metrics") == 0)
+			rc = builder_keep(&b->bad[ci], result);
+		lb_report_failure *f = rc == 0 ? push(&r->failures, &r->nfailures, sizeof *r->failures) : NULL;
 		json_object *failure = get(result, "failure");
 		json_object *seed = get(get(result, "sweep"), "seed");
-		if (!f)
+		if (!f && rc == 0)
 			rc = -ENOMEM;
 		if (f) {
 			f->condition = strdup(cond);
@@ -1566,55 +1658,65 @@ int lb_report_builder_add_run(lb_report_builder *b, const char *run_dir, char *e
 	return rc;
 }
 
-static int cmp_value(const void *pa, const void *pb)
+/* A condition's records as the array lb_sweep_condition_stats takes. */
+static json_object **recs_of(json_object *arr, size_t *n)
 {
-	const run_value *a = pa, *b = pb;
-	if (a->condition != b->condition)
-		return a->condition < b->condition ? -1 : 1;
-	if (a->metric != b->metric)
-		return a->metric < b->metric ? -1 : 1;
-	return (a->order > b->order) - (a->order < b->order);
+	*n = arr ? json_object_array_length(arr) : 0;
+	json_object **v = calloc(*n + 1, sizeof *v);
+	for (size_t i = 0; v && i < *n; i++)
+		v[i] = json_object_array_get_idx(arr, i);
+	return v;
+}
+
+/* Each condition's statistics by the sweep's own function, read as a sweep document's are. */
+static int builder_stats(lb_report_builder *b)
+{
+	lb_report *r = &b->r;
+	size_t nc = r->nconditions;
+	json_object **stats = calloc(nc + 1, sizeof *stats);
+	int rc = stats ? 0 : -ENOMEM;
+	for (size_t c = 0; rc == 0 && c < nc; c++) {
+		size_t n, nbad;
+		json_object **done = recs_of(b->done[c], &n), **bad = recs_of(b->bad[c], &nbad);
+		stats[c] = done && bad ? lb_sweep_condition_stats(done, n, bad, nbad) : NULL;
+		free(done);
+		free(bad);
+		if (!stats[c]) {
+			rc = -ENOMEM;
+			break;
+		}
+		json_object_object_foreach(stats[c], k, v)
+		{
+			(void)v;
+			metric_index(r, k);
+		}
+	}
+	if (rc == 0 && !(r->stats = calloc(nc * r->nmetrics + 1, sizeof *r->stats)))
+		rc = -ENOMEM;
+	for (size_t c = 0; rc == 0 && c < nc; c++) {
+		json_object_object_foreach(stats[c], k, v)
+		{
+			ssize_t m = find_str(r->metrics, r->nmetrics, k);
+			char err[256];
+			if (rc == 0 && m >= 0)
+				rc = read_stat(v, &r->stats[c * r->nmetrics + (size_t)m], k, c, err,
+					       sizeof err);
+		}
+	}
+	for (size_t c = 0; stats && c < nc; c++)
+		json_object_put(stats[c]);
+	free(stats);
+	return rc;
 }
 
 int lb_report_builder_finish(lb_report_builder *b, lb_report *out)
 {
 	lb_report *r = &b->r;
-	r->stats = calloc(r->nconditions * r->nmetrics + 1, sizeof *r->stats);
-	double *v = malloc((b->nvalues + 1) * sizeof *v);
-	if (!r->stats || !v) {
-		free(v);
-		return -ENOMEM;
-	}
-	/* Grouped by condition and metric, runs in the order given within each. */
-	for (size_t i = 0; i < b->nvalues; i++)
-		b->values[i].order = i;
-	if (b->nvalues > 1) /* no values: no array to sort (qsort takes no NULL) */
-		qsort(b->values, b->nvalues, sizeof *b->values, cmp_value);
-	for (size_t i = 0; i < b->nvalues;) {
-		size_t c = b->values[i].condition, m = b->values[i].metric, n = 0;
-		lb_report_stat *st = &r->stats[c * r->nmetrics + m];
-		st->present = true;
-		for (; i < b->nvalues && b->values[i].condition == c && b->values[i].metric == m; i++) {
-			if (isfinite(b->values[i].v))
-				v[n++] = b->values[i].v;
-			else
-				st->nonfinite++;
-		}
-		lb_sweep_stats s;
-		if (n == 0 || lb_sweep_stats_compute(v, n, &s) < 0)
-			continue;
-		st->n = s.n;
-		st->mean = s.mean;
-		st->min = s.min;
-		st->max = s.max;
-		st->has_spread = s.has_spread;
-		st->std = s.std;
-		st->ci_low = s.ci_low;
-		st->ci_high = s.ci_high;
-	}
-	free(v);
+	int rc = builder_stats(b);
+	if (rc < 0)
+		return rc;
 	char **names = calloc(r->nconditions + 1, sizeof *names);
-	int rc = names ? lb_report_condition_names(b->settings, r->nconditions, names, &r->splits,
+	rc = names ? lb_report_condition_names(b->settings, r->nconditions, names, &r->splits,
 						   &r->nsplits)
 		       : -ENOMEM;
 	for (size_t f = 0; rc == 0 && f < r->nfailures; f++) {

@@ -217,7 +217,10 @@ void lb_report_tick_label(double v, double step, char *out, size_t outlen)
 		v = 0; /* -0 and rounding noise at zero */
 	double a = fmax(fabs(v), step);
 	if (a >= 1e6 || step < 1e-4) {
-		snprintf(out, outlen, "%.3g", v);
+		/* Digits down to the step's place (and one for a step of 2.5): ticks of a narrow
+		 * range far from zero must not all read alike. */
+		int sig = (int)floor(log10(a)) - (int)floor(log10(step)) + 2;
+		snprintf(out, outlen, "%.*g", sig < 3 ? 3 : sig > 17 ? 17 : sig, v);
 		return;
 	}
 	int dec = 0;
@@ -265,9 +268,67 @@ static int short_label(lb_buf *b, const char *s)
 	return lb_report_html_escape(b, s + z, len - z);
 }
 
-static void fmt_num(double v, char *out, size_t n)
+/* Significant digits that end v at the decimal place 10^place. */
+static int sig_at(double v, int place)
 {
-	snprintf(out, n, "%.4g", v);
+	if (v == 0 || !isfinite(v))
+		return 1;
+	int s = (int)floor(log10(fabs(v))) - place + 1;
+	return s < 1 ? 1 : s > 17 ? 17 : s;
+}
+
+/* Trailing zeros kept (they say how far the value is known), a bare trailing point not. */
+static void fmt_sig(double v, int sig, char *out, size_t n)
+{
+	snprintf(out, n, "%#.*g", sig, v);
+	char *e = strchr(out, 'e');
+	size_t len = e ? (size_t)(e - out) : strlen(out);
+	if (len && out[len - 1] == '.')
+		memmove(out + len - 1, out + len, strlen(out + len) + 1);
+}
+
+/* The shortest digits that read back as v. */
+static void fmt_exact(double v, char *out, size_t n)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, n, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
+/* Two values that differ must not print alike. */
+static bool prints_apart(double a, const char *sa, double b, const char *sb)
+{
+	return a == b || strcmp(sa, sb) != 0;
+}
+
+void lb_report_fmt_stat(const lb_report_stat *st, lb_report_nums *out)
+{
+	double half = st->has_spread ? (st->ci_high - st->ci_low) / 2 : 0;
+	if (!st->has_spread || !(half > 0) || !isfinite(half)) {
+		fmt_exact(st->mean, out->mean, sizeof out->mean);
+		fmt_exact(st->has_spread ? st->ci_low : st->mean, out->lo, sizeof out->lo);
+		fmt_exact(st->has_spread ? st->ci_high : st->mean, out->hi, sizeof out->hi);
+		fmt_exact(st->has_spread ? st->std : 0, out->sd, sizeof out->sd);
+		fmt_exact(half, out->half, sizeof out->half);
+		return;
+	}
+	/* Two significant digits of the half-width set the place every number ends at; more
+	 * where bounds that differ would still print alike. */
+	int place = (int)floor(log10(half)) - 1;
+	for (int extra = 0; extra <= 17; extra++, place--) {
+		fmt_sig(st->mean, sig_at(st->mean, place), out->mean, sizeof out->mean);
+		fmt_sig(st->ci_low, sig_at(st->ci_low, place), out->lo, sizeof out->lo);
+		fmt_sig(st->ci_high, sig_at(st->ci_high, place), out->hi, sizeof out->hi);
+		if (prints_apart(st->ci_low, out->lo, st->mean, out->mean) &&
+		    prints_apart(st->mean, out->mean, st->ci_high, out->hi) &&
+		    prints_apart(st->ci_low, out->lo, st->ci_high, out->hi))
+			break;
+	}
+	fmt_sig(half, sig_at(half, place) < 2 ? 2 : sig_at(half, place), out->half, sizeof out->half);
+	fmt_sig(st->std, sig_at(st->std, place) < 2 ? 2 : sig_at(st->std, place), out->sd,
+		sizeof out->sd);
 }
 
 int lb_report_svg_metric(const lb_report *r, size_t m, lb_buf *b)
@@ -342,16 +403,13 @@ int lb_report_svg_metric(const lb_report *r, size_t m, lb_buf *b)
 				      left + 6, y + 4, flag ? flag : "no value");
 			continue;
 		}
-		char mean[32];
-		fmt_num(st->mean, mean, sizeof mean);
+		lb_report_nums p;
+		lb_report_fmt_stat(st, &p);
 		lb_buf_printf(b, "<g class=\"point\" data-condition-index=\"%zu\"><title>", c);
 		esc(b, r->conditions[c]);
-		lb_buf_printf(b, ": %s", mean);
+		lb_buf_printf(b, ": %s", p.mean);
 		if (st->has_spread) {
-			char a[32], z[32];
-			fmt_num(st->ci_low, a, sizeof a);
-			fmt_num(st->ci_high, z, sizeof z);
-			lb_buf_printf(b, " [%s, %s], n=%zu", a, z, st->n);
+			lb_buf_printf(b, " [%s, %s], n=%zu", p.lo, p.hi, st->n);
 			double x1 = XPOS(st->ci_low), x2 = XPOS(st->ci_high);
 			lb_buf_printf(b, "</title><line class=\"err\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
 					 "y2=\"%.1f\"/><line class=\"err\" x1=\"%.1f\" y1=\"%.1f\" "
@@ -508,18 +566,15 @@ static void stat_cell_html(lb_buf *b, const lb_report_stat *st, const char *metr
 			      st->nonfinite);
 		return;
 	}
-	char mean[32];
-	fmt_num(st->mean, mean, sizeof mean);
+	lb_report_nums p;
+	lb_report_fmt_stat(st, &p);
 	lb_buf_printf(b, "\" data-n=\"%zu\" data-mean=\"%.17g\"", st->n, st->mean);
 	if (st->has_spread)
 		lb_buf_printf(b, " data-ci-low=\"%.17g\" data-ci-high=\"%.17g\"", st->ci_low, st->ci_high);
-	lb_buf_printf(b, "><span class=\"mean\">%s</span>", mean);
+	lb_buf_printf(b, "><span class=\"mean\">%s</span>", p.mean);
 	if (st->has_spread) {
-		char a[32], z[32], sd[32];
-		fmt_num(st->ci_low, a, sizeof a);
-		fmt_num(st->ci_high, z, sizeof z);
-		fmt_num(st->std, sd, sizeof sd);
-		lb_buf_printf(b, "<span class=\"ci\">[%s, %s] sd %s n=%zu</span>", a, z, sd, st->n);
+		lb_buf_printf(b, "<span class=\"ci\">[%s, %s] sd %s n=%zu</span>", p.lo, p.hi, p.sd,
+			      st->n);
 	} else {
 		lb_buf_printf(b, "<span class=\"ci\">n=%zu</span>", st->n);
 	}
@@ -705,9 +760,35 @@ static int render_html(const lb_report *r, lb_buf *b)
 
 /* ---- Markdown and CSV ------------------------------------------------------------------------ */
 
+static void md_failures(const lb_report *r, lb_buf *b)
+{
+	if (!r->nfailures)
+		return;
+	lb_buf_printf(b, "\nFailures (%zu):\n\n", r->nfailures);
+	for (size_t i = 0; i < r->nfailures; i++) {
+		const lb_report_failure *f = &r->failures[i];
+		lb_buf_puts(b, "- ");
+		lb_report_md_cell(b, f->condition ? f->condition : "");
+		if (f->has_seed)
+			lb_buf_printf(b, ", seed %ld", f->seed);
+		lb_buf_puts(b, ": ");
+		lb_report_md_cell(b, f->status ? f->status : "unknown");
+		if (f->class_) {
+			lb_buf_puts(b, " (");
+			lb_report_md_cell(b, f->class_);
+			lb_buf_puts(b, ")");
+		}
+		if (f->summary) {
+			lb_buf_puts(b, ": ");
+			lb_report_md_cell(b, f->summary);
+		}
+		lb_buf_puts(b, "\n");
+	}
+}
+
 static int render_md(const lb_report *r, lb_buf *b)
 {
-	lb_buf_puts(b, "| condition | n |");
+	lb_buf_puts(b, "| condition | runs |");
 	for (size_t m = 0; m < r->nmetrics; m++) {
 		lb_buf_puts(b, " ");
 		lb_report_md_cell(b, r->metrics[m]);
@@ -720,18 +801,19 @@ static int render_md(const lb_report *r, lb_buf *b)
 	for (size_t c = 0; c < r->nconditions; c++) {
 		lb_buf_puts(b, "| ");
 		lb_report_md_cell(b, r->conditions[c]);
-		lb_buf_printf(b, " | %zu |", r->completed[c]);
+		lb_buf_printf(b, " | %zu/%zu |", r->completed[c], r->cells[c]);
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
+			lb_report_nums p;
+			lb_report_fmt_stat(st, &p);
 			if (!st->present)
 				lb_buf_puts(b, " - |");
 			else if (st->n == 0)
 				lb_buf_puts(b, " NaN/Inf |");
 			else if (st->has_spread)
-				lb_buf_printf(b, " %.6g ± %.3g |", st->mean,
-					      (st->ci_high - st->ci_low) / 2);
+				lb_buf_printf(b, " %s ± %s |", p.mean, p.half);
 			else
-				lb_buf_printf(b, " %.6g |", st->mean);
+				lb_buf_printf(b, " %s |", p.mean);
 			if (st->n && (st->n != r->completed[c] || st->nonfinite)) {
 				b->len -= 2;
 				if (st->nonfinite)
@@ -742,8 +824,15 @@ static int render_md(const lb_report *r, lb_buf *b)
 		}
 		lb_buf_puts(b, "\n");
 	}
-	lb_buf_puts(b, "\nMean ± half-width of the 95% interval (Student's t) over "
-		       "completed runs; n runs per condition.\n");
+	lb_buf_puts(b, "\nMean ± half-width of the 95% interval (Student's t) over the finite values "
+		       "of each condition's completed and invalid_metrics runs (n where that count is "
+		       "not the completed runs'); runs: completed of planned.\n");
+	for (size_t i = 0; i < r->nidentical; i++) {
+		lb_buf_puts(b, "\nIdentical results: ");
+		lb_report_md_cell(b, r->identical[i]);
+		lb_buf_puts(b, "\n");
+	}
+	md_failures(r, b);
 	/* A note's names are the experiment's text, escaped as a cell's are. */
 	for (size_t i = 0; i < r->nsplits; i++) {
 		lb_buf_puts(b, i ? "\n" : "\nKept apart by recorded settings:\n\n");
@@ -770,9 +859,23 @@ static void csv_num(lb_buf *b, bool have, double v)
 	lb_buf_printf(b, ",%s", t);
 }
 
+/* The other conditions of c's group of identical results, "; "-joined, one field. */
+static void csv_identical(const lb_report *r, size_t c, lb_buf *b)
+{
+	size_t g = r->identical_group ? r->identical_group[c] : 0;
+	lb_buf t = {0};
+	for (size_t o = 0; g && o < r->nconditions; o++)
+		if (o != c && r->identical_group[o] == g)
+			lb_buf_printf(&t, "%s%s", t.len ? "; " : "", r->conditions[o]);
+	if (t.len)
+		lb_report_csv_field(b, t.data, true);
+	lb_buf_free(&t);
+}
+
 static int render_csv(const lb_report *r, lb_buf *b)
 {
-	lb_buf_puts(b, "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite\r\n");
+	lb_buf_puts(b, "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite,runs,"
+		       "completed,identical_to\r\n");
 	for (size_t c = 0; c < r->nconditions; c++)
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
@@ -786,9 +889,17 @@ static int render_csv(const lb_report *r, lb_buf *b)
 			csv_num(b, st->has_spread, st->std);
 			csv_num(b, st->has_spread, st->ci_low);
 			csv_num(b, st->has_spread, st->ci_high);
-			csv_num(b, st->n > 0, st->min);
-			csv_num(b, st->n > 0, st->max);
-			lb_buf_printf(b, ",%zu\r\n", st->nonfinite);
+			if (st->n > 0 && st->min_int[0])
+				lb_buf_printf(b, ",%s", st->min_int);
+			else
+				csv_num(b, st->n > 0, st->min);
+			if (st->n > 0 && st->max_int[0])
+				lb_buf_printf(b, ",%s", st->max_int);
+			else
+				csv_num(b, st->n > 0, st->max);
+			lb_buf_printf(b, ",%zu,%zu,%zu,", st->nonfinite, r->cells[c], r->completed[c]);
+			csv_identical(r, c, b);
+			lb_buf_puts(b, "\r\n");
 		}
 	return b->data ? 0 : -ENOMEM;
 }

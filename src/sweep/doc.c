@@ -272,6 +272,11 @@ static json_object *condition_stats(json_object **recs, size_t n, json_object **
 	return out;
 }
 
+json_object *lb_sweep_condition_stats(json_object **recs, size_t n, json_object **bad, size_t nbad)
+{
+	return condition_stats(recs, n, bad, nbad);
+}
+
 /* Whether two completed cells report the same results: the same numeric metrics that are not
  * timings (which differ between runs of the same computation), at least one, with equal
  * values. *compared gets the names when they are. */

@@ -326,23 +326,27 @@ def test_md_and_csv_match_sweep_json(recs):
         assert p.returncode == 0, p.stderr
         lines = [l for l in p.stdout.splitlines() if l.startswith("|")]
         header = [h.strip() for h in lines[0].strip("|").split("|")]
-        assert header[:2] == ["condition", "n"]
+        assert header[:2] == ["condition", "runs"]
         assert set(lines[1].replace("|", "").replace("-", "").replace(":", "")) <= {""}
         body = lines[2:]
         assert len(body) == len(sw["conditions"])
         for line, c in zip(body, sw["conditions"]):
             cells = [x.strip() for x in line.strip("|").split(" | ")]
-            assert md_unescape(cells[0]) == c["name"] and int(cells[1]) == c["completed"]
+            assert md_unescape(cells[0]) == c["name"]
+            assert cells[1] == f"{c['completed']}/{c['cells']}"
             for h, cell in zip(header[2:], cells[2:]):
                 st = next((v for k, v in c["metrics"].items() if k == md_unescape(h)), None)
                 if st is None:
                     assert cell == "-"
                     continue
                 mean, _, half = cell.partition(" ± ")
-                assert float(mean.split()[0]) == pytest.approx(st["mean"], rel=1e-5)
                 if st["ci95"]:
-                    assert float(half.split()[0]) == pytest.approx(
-                        (st["ci95"]["high"] - st["ci95"]["low"]) / 2, rel=1e-2)
+                    # Digits to the interval's: the printed mean is within a tenth of it.
+                    true_half = (st["ci95"]["high"] - st["ci95"]["low"]) / 2
+                    assert float(half.split()[0]) == pytest.approx(true_half, rel=0.05)
+                    assert abs(float(mean.split()[0]) - st["mean"]) <= 0.1 * true_half
+                else:
+                    assert float(mean.split()[0]) == st["mean"]
 
 
 def test_runs_are_grouped_by_their_arguments_without_the_seed(recs):
@@ -541,7 +545,7 @@ def md_rows(text):
     rows = {}
     for line in table[2:]:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        rows[md_unescape(cells[0])] = (int(cells[1]), cells[2])
+        rows[md_unescape(cells[0])] = (int(cells[1].split("/")[0]), cells[2])
     return rows
 
 
@@ -615,3 +619,171 @@ def test_runs_that_differ_in_recorded_settings_are_different_conditions(tmp_path
     p = labbox("report", "--runs-dir", runs, "--format", "csv", *ids)
     names = {r["condition"] for r in csv.DictReader(io.StringIO(p.stdout))}
     assert len(names) == 2 and all(re.fullmatch(r"exp2 \(code [0-9a-f]{6}\)", n) for n in names)
+
+
+def sweep_json(tmp_path, *args):
+    p, doc = run_json("sweep", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs",
+                      "--jobs", "2", *map(str, args))
+    return doc
+
+
+def csv_rows(p):
+    assert p.returncode == 0, p.stderr
+    return {(r["condition"], r["metric"]): r for r in csv.DictReader(io.StringIO(p.stdout))}
+
+
+def test_digits_follow_the_interval_so_conditions_that_differ_print_apart(tmp_path):
+    """A large value with a small seed spread (tokens/s): two conditions whose intervals are
+    disjoint print different means and intervals of non-zero width, in the page, the Markdown
+    and the sweep's own summary; ± is the interval's half-width, and the footer says so."""
+    exp = write_exp(tmp_path, """
+        import sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        print(f"throughput: {dict(A=1234561.0, B=1234569.0)[a['--method']] + int(a['--seed'])}")
+        """)
+    sw = sweep_json(tmp_path, "--param", "method=A,B", "--seeds", "0-2", exp)
+    st = {c["name"]: c["metrics"]["throughput"] for c in sw["conditions"]}
+    out = tmp_path / "r.html"
+    p = labbox("report", "--runs-dir", tmp_path / "runs", "-o", out, sw["id"])
+    assert p.returncode == 0, p.stderr
+    cells = re.findall(r'<span class="mean">(.*?)</span><span class="ci">\[(.*?), (.*?)\] sd',
+                       out.read_text())
+    assert cells == [("1234562.0", "1234559.5", "1234564.5"),
+                     ("1234570.0", "1234567.5", "1234572.5")]
+    p = labbox("report", "--runs-dir", tmp_path / "runs", "--format", "md", sw["id"])
+    assert p.returncode == 0, p.stderr
+    assert "| method\\=A | 3/3 | 1234562.0 ± 2.5 |" in p.stdout
+    assert "| method\\=B | 3/3 | 1234570.0 ± 2.5 |" in p.stdout
+    assert "Mean ± half-width of the 95% interval" in p.stdout
+    half = (st["method=A"]["ci95"]["high"] - st["method=A"]["ci95"]["low"]) / 2
+    assert round(half, 1) == 2.5
+    # The same sweep again, every cell reused: its closing summary.
+    p = labbox("sweep", "--python", PYTHON, "--runs-dir", tmp_path / "runs", "--param",
+               "method=A,B", "--seeds", "0-2", exp)
+    assert p.returncode == 0, p.stderr[-3000:]
+    text = p.stdout + p.stderr
+    assert "method=A (3/3): throughput=1234562.0 ± 2.5;" in text
+    assert "method=B (3/3): throughput=1234570.0 ± 2.5;" in text
+    assert "mean ± half-width of the 95% interval" in text
+
+
+def test_md_and_csv_carry_failed_seeds_and_identical_conditions(tmp_path):
+    """A condition that lost half its seeds reads 2/4 with its failures listed; conditions the
+    sweep flags as identical are flagged in the Markdown and the CSV; the footer states what
+    the statistics are over (a NaN seed's finite accuracy is in them)."""
+    exp = write_exp(tmp_path, """
+        import sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        m, s = a['--method'], int(a['--seed'])
+        if m == 'unstable' and s >= 2:
+            raise RuntimeError("diverged")
+        print(f"acc: {[0.80, 0.82, 0.84, 0.86][s]}")
+        if m == 'nanloss' and s == 3:
+            print("loss: nan")
+        """)
+    sw = sweep_json(tmp_path, "--param", "method=stable,unstable,nanloss,copy", "--seeds",
+                    "0-3", exp)
+    assert [x["conditions"] for x in sw["identical_conditions"]] == [["method=stable",
+                                                                      "method=copy"]]
+    p = labbox("report", "--runs-dir", tmp_path / "runs", "--format", "md", sw["id"])
+    assert p.returncode == 0, p.stderr
+    md = p.stdout
+    assert "| method\\=unstable | 2/4 | 0.81 ± 0.13 |" in md
+    assert "| method\\=nanloss | 3/4 | 0.830 ± 0.041 (n=4) | NaN/Inf |" in md
+    assert "- method\\=unstable, seed 2: failed (nan\\_divergence)" in md
+    assert "- method\\=unstable, seed 3: failed" in md
+    assert "- method\\=nanloss, seed 3: invalid\\_metrics" in md
+    assert "Identical results: method\\=stable\\, method\\=copy\\: these conditions" in md
+    assert "over completed runs" not in md
+    assert "completed and invalid_metrics runs" in md.replace("\\_", "_")
+    rows = csv_rows(labbox("report", "--runs-dir", tmp_path / "runs", "--format", "csv",
+                           sw["id"]))
+    assert (rows[("method=unstable", "acc")]["runs"], rows[("method=unstable", "acc")]["completed"]) == ("4", "2")
+    assert rows[("method=stable", "acc")]["identical_to"] == "method=copy"
+    assert rows[("method=copy", "acc")]["identical_to"] == "method=stable"
+    assert rows[("method=nanloss", "acc")]["identical_to"] == ""
+
+
+def test_the_same_runs_give_the_same_statistics_by_sweep_id_or_run_ids(tmp_path):
+    """Seed 2 diverged (loss NaN, its accuracy the worst): by run ids as by sweep id its
+    accuracy counts and its NaN is counted; integers past 2^53 are exact either way."""
+    exp = write_exp(tmp_path, """
+        import sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        s = int(a['--seed'])
+        print(f"acc: {[0.91, 0.93, 0.52][s]}")
+        print(f"loss: {['0.20', '0.18', 'nan'][s]}")
+        print(f"big: {2**60 + 7 * s}")
+        """)
+    sw = sweep_json(tmp_path, "--param", "method=m", "--seeds", "0-2", exp)
+    runs = [c["run_id"] for c in sw["cells"]]
+    by_sweep = csv_rows(labbox("report", "--runs-dir", tmp_path / "runs", "--format", "csv",
+                               sw["id"]))
+    by_runs = csv_rows(labbox("report", "--runs-dir", tmp_path / "runs", "--format", "csv",
+                              *runs))
+    assert by_sweep == by_runs
+    acc = by_runs[("method=m", "acc")]
+    assert (acc["n"], acc["min"]) == ("3", "0.52")
+    assert float(acc["mean"]) == pytest.approx((0.91 + 0.93 + 0.52) / 3)
+    loss = by_runs[("method=m", "loss")]
+    assert (loss["n"], loss["nonfinite"]) == ("2", "1")
+    big = by_runs[("method=m", "big")]
+    assert (big["min"], big["max"]) == (str(2**60), str(2**60 + 14))
+    assert float(big["std"]) == pytest.approx(7.0)
+
+
+def test_runs_over_other_data_or_other_e_values_are_other_conditions(tmp_path):
+    """Two sweeps of one plan with -e DATASET=easy and =hard, and runs over two read-only data
+    sets (-v): never pooled as seeds of one setting, named by what differs."""
+    runs = tmp_path / "runs"
+    exp = write_exp(tmp_path, """
+        import os, sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        s = int(a.get("--seed", "0"))
+        if os.path.exists("/data/score"):
+            base = float(open("/data/score").read())
+        else:
+            base = {"easy": 0.95, "hard": 0.60}[os.environ["DATASET"]]
+        if os.path.isdir("/out"):
+            open(f"/out/seed{s}.txt", "w").write("written by the run")
+        print(f"acc: {base + 0.01 * s}")
+        """)
+    ids = [sweep_json(tmp_path, "-e", f"DATASET={d}", "--param", "lr=0.1", "--seeds", "0-1",
+                      exp)["id"] for d in ("easy", "hard")]
+    rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *ids))
+    assert {k: r["n"] for k, r in rows.items()} == {("lr=0.1 DATASET=easy", "acc"): "2",
+                                                   ("lr=0.1 DATASET=hard", "acc"): "2"}
+    rids = []
+    for d, score in (("dataA", "0.95"), ("dataB", "0.60")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "score").write_text(score)
+        os.chmod(tmp_path / d, 0o755)
+        for seed in (0, 1):
+            p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-v",
+                              f"{tmp_path / d}:/data:ro", exp, "--", "--seed", seed)
+            assert p.returncode == 0, p.stderr[-3000:]
+            rids.append(res["id"])
+    p = labbox("report", "--runs-dir", runs, "--format", "csv", *rids)
+    rows = csv_rows(p)
+    assert len(rows) == 2 and all(r["n"] == "2" for r in rows.values())
+    means = sorted(float(r["mean"]) for r in rows.values())
+    assert means == pytest.approx([0.605, 0.955])
+    assert all(re.fullmatch(r"exp \(data [0-9a-f]{6,}\)", c) for c, _ in rows)
+    p = labbox("report", "--runs-dir", runs, "--format", "md", *rids)
+    assert "exp: runs differ in mounted data: 2 conditions, not seeds of one" in md_unescape(p.stdout)
+    # The same data in every run: one condition, named as before.
+    rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *rids[:2]))
+    assert list(rows) == [("exp", "acc")]
+    # A writable output directory each seed writes into is the same setting all the same.
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    wids = []
+    for seed in (0, 1, 2):
+        p, res = run_json("run", "--json", "--python", PYTHON, "--runs-dir", runs, "-v",
+                          f"{out}:/out:rw", "-e", "DATASET=easy", exp, "--", "--seed", seed)
+        assert p.returncode == 0, p.stderr[-3000:]
+        wids.append(res["id"])
+    assert len(list(out.iterdir())) == 3
+    rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *wids))
+    assert [(k, r["n"]) for k, r in rows.items()] == [(("exp", "acc"), "3")]

@@ -265,16 +265,17 @@ static void test_render_md_and_csv(void **state)
 		       .completed = completed, .nmetrics = 2, .metrics = metrics, .stats = stats};
 	lb_buf b = {0};
 	assert_int_equal(lb_report_render(&r, LB_REPORT_MD, &b), 0);
-	assert_non_null(strstr(b.data, "| condition | n | acc | \\=loss |\n|---|---:|---:|---:|\n"));
-	assert_non_null(strstr(b.data, "| lam\\=0\\.1\\,noise\\=1 | 3 | 0.5 ± 0.1 | - |\n"));
-	assert_non_null(strstr(b.data, "| x\\|y | 1 | 0.25 | NaN/Inf |\n"));
+	assert_non_null(strstr(b.data, "| condition | runs | acc | \\=loss |\n|---|---:|---:|---:|\n"));
+	assert_non_null(strstr(b.data, "| lam\\=0\\.1\\,noise\\=1 | 3/3 | 0.50 ± 0.10 | - |\n"));
+	assert_non_null(strstr(b.data, "| x\\|y | 1/3 | 0.25 | NaN/Inf |\n"));
 	lb_buf_free(&b);
 	assert_int_equal(lb_report_render(&r, LB_REPORT_CSV, &b), 0);
 	assert_string_equal(b.data,
-			    "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite\r\n"
-			    "\"lam=0.1,noise=1\",acc,3,0.5,0.1,0.4,0.6,0.4,0.6,0\r\n"
-			    "x|y,acc,1,0.25,,,,0.25,0.25,0\r\n"
-			    "x|y,'=loss,0,,,,,,,1\r\n");
+			    "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite,runs,"
+			    "completed,identical_to\r\n"
+			    "\"lam=0.1,noise=1\",acc,3,0.5,0.1,0.4,0.6,0.4,0.6,0,3,3,\r\n"
+			    "x|y,acc,1,0.25,,,,0.25,0.25,0,3,1,\r\n"
+			    "x|y,'=loss,0,,,,,,,1,3,1,\r\n");
 	lb_buf_free(&b);
 	assert_int_equal(lb_report_render(&r, LB_REPORT_HTML, &b), 0);
 	assert_int_equal(count(b.data, "<svg class=\"metric-plot\""), 2);
@@ -282,6 +283,50 @@ static void test_render_md_and_csv(void **state)
 	assert_null(strstr(b.data, "http://"));
 	assert_null(strstr(b.data, "https://"));
 	lb_buf_free(&b);
+}
+
+/* Digits follow the interval: a large value with a small spread, a loss that differs in the
+ * fourth decimal, a tiny value; without an interval the exact shortest digits. */
+static void test_fmt_stat(void **state)
+{
+	(void)state;
+	lb_report_nums p;
+	lb_report_stat a = {.present = true, .n = 3, .mean = 1234562, .has_spread = true, .std = 1,
+			    .ci_low = 1234559.516, .ci_high = 1234564.484};
+	lb_report_fmt_stat(&a, &p);
+	assert_string_equal(p.mean, "1234562.0");
+	assert_string_equal(p.lo, "1234559.5");
+	assert_string_equal(p.hi, "1234564.5");
+	assert_string_equal(p.half, "2.5");
+	assert_string_equal(p.sd, "1.0");
+	lb_report_stat l = {.present = true, .n = 3, .mean = 2.3152, .has_spread = true,
+			    .std = 0.0001, .ci_low = 2.31495, .ci_high = 2.31545};
+	lb_report_fmt_stat(&l, &p);
+	assert_string_equal(p.mean, "2.31520");
+	assert_string_equal(p.lo, "2.31495");
+	assert_string_equal(p.hi, "2.31545");
+	assert_string_equal(p.half, "0.00025");
+	lb_report_stat t = {.present = true, .n = 3, .mean = 1.00002e-7, .has_spread = true,
+			    .std = 1e-12, .ci_low = 1.00002e-7 - 3e-12, .ci_high = 1.00002e-7 + 3e-12};
+	lb_report_fmt_stat(&t, &p);
+	assert_string_equal(p.mean, "1.000020e-07");
+	assert_string_not_equal(p.lo, p.hi);
+	lb_report_stat one = {.present = true, .n = 1, .mean = 0.1};
+	lb_report_fmt_stat(&one, &p);
+	assert_string_equal(p.mean, "0.1");
+	one.mean = 1234562;
+	lb_report_fmt_stat(&one, &p);
+	assert_string_equal(p.mean, "1234562");
+	/* Bounds that differ print apart even where the half-width's digits would not do. */
+	lb_report_stat z = {.present = true, .n = 2, .mean = 1, .has_spread = true, .std = 0,
+			    .ci_low = 1, .ci_high = 1 + 1e-15};
+	lb_report_fmt_stat(&z, &p);
+	assert_string_not_equal(p.lo, p.hi);
+	char x[32], y[32];
+	lb_report_tick_label(1234562, 2, x, sizeof x);
+	lb_report_tick_label(1234564, 2, y, sizeof y);
+	assert_string_equal(x, "1234562");
+	assert_string_equal(y, "1234564");
 }
 
 static void test_sweep_documents(void **state)
@@ -517,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_csv_and_md),
 		cmocka_unit_test(test_svg_edge_cases),
 		cmocka_unit_test(test_render_md_and_csv),
+		cmocka_unit_test(test_fmt_stat),
 		cmocka_unit_test(test_sweep_documents),
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_series_lines),
