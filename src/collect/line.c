@@ -402,6 +402,18 @@ bool lb_metric_log_line(const lb_metric_value *first)
 					LB_N_OF(lb_metric_level_words), true);
 }
 
+/* Names whose value says which data the lines after it are about (`dataset: svhn`,
+ * `dataset=svhn top1: 0.95`), any case: a label of those lines' values. */
+bool lb_metric_label_key(const char *s, size_t len)
+{
+	static const char *const keys[] = { "dataset", "data_set", "benchmark", "task" };
+
+	for (size_t k = 0; k < LB_N_OF(keys); k++)
+		if (strlen(keys[k]) == len && strncasecmp(s, keys[k], len) == 0)
+			return true;
+	return false;
+}
+
 bool lb_metric_special_name(const char *name)
 {
 	return strcmp(name, "condition") == 0 || strcmp(name, "TIME_ESTIMATE") == 0 ||
@@ -869,8 +881,18 @@ static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
 	size_t n;
 
-	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
-	    !tags_fit(tags, n))
+	if (!scan_tags(line, len, &i, tags, &n))
+		return false;
+	/* "dataset=svhn top1: 0.95": the one token names what the pairs are about, a label
+	 * (lb_metric_line), not a series' tag. */
+	if (n == 1 && lb_metric_label_key(tags[0].key, tags[0].key_len)) {
+		if (!lb_metric_parse_pairs(line, len, i, holes, out))
+			return false;
+		out->label = tags[0].value;
+		out->label_len = tags[0].value_len;
+		return true;
+	}
+	if (!take_tag(tags, &n, "condition", &cond) || !tags_fit(tags, n))
 		return false;
 	if (!lb_metric_parse_pairs(line, len, i, holes, out))
 		return false;
@@ -964,6 +986,8 @@ static void out_clear(lb_metric_line *out)
 	out->n_values = 0;
 	out->table_row = false;
 	out->object = false;
+	out->label = NULL;
+	out->label_len = 0;
 }
 
 /* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
@@ -1012,7 +1036,7 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
  * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
  * a progress line's readings are their own. */
 static size_t skip_decoration(const char *s, size_t len, size_t i, const char **split,
-			      size_t *split_len)
+			      size_t *split_len, const char **label, size_t *label_len)
 {
 	/* A tag that names a split other than the test split: "[train] loss: 0.01" is the train
 	 * loss, which a "[test] loss: 0.40" line must not share a name with. "[test]" and tags
@@ -1044,9 +1068,17 @@ static size_t skip_decoration(const char *s, size_t len, size_t i, const char **
 					      LB_N_OF(lb_metric_level_words), true) &&
 		    !lb_metric_name_is_one_of(tag, lb_metric_counter_words,
 					      LB_N_OF(lb_metric_counter_words), true)) {
-			if (!*split && lb_metric_name_is_one_of(tag, splits, LB_N_OF(splits), true)) {
-				*split = s + i + 1;
-				*split_len = n;
+			if (lb_metric_name_is_one_of(tag, splits, LB_N_OF(splits), true)) {
+				if (!*split) {
+					*split = s + i + 1;
+					*split_len = n;
+				}
+			} else if (label && !*label) {
+				/* "[cifar10] acc:", "[baseline] acc:": what the values are
+				 * about, which tells them apart from the same name under
+				 * another tag (the collector's labels). */
+				*label = s + i + 1;
+				*label_len = n;
 			}
 			return k + 2;
 		}
@@ -1070,8 +1102,8 @@ static bool qualify_split(lb_metric_line *out, const char *split, size_t split_l
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
-	const char *split = NULL;
-	size_t split_len = 0;
+	const char *split = NULL, *label = NULL;
+	size_t split_len = 0, label_len = 0;
 
 	while (i < len && lb_text_blank(line[i]))
 		i++;
@@ -1080,14 +1112,20 @@ static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb
 	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
 	 * decorated sentence is no more a metric than a bare one. */
 	for (int d = 0; d < 2; d++) {
-		size_t k = skip_decoration(line, len, i, &split, &split_len);
+		size_t k = skip_decoration(line, len, i, &split, &split_len, &label, &label_len);
 
 		if (k == i)
 			break;
 		for (i = k; i < len && lb_text_blank(line[i]); i++)
 			;
 	}
-	return parse_undecorated(line, len, i, holes, out) && qualify_split(out, split, split_len);
+	if (!parse_undecorated(line, len, i, holes, out) || !qualify_split(out, split, split_len))
+		return false;
+	if (label && out->form == LB_METRIC_FORM_PLAIN && !out->label) {
+		out->label = label;
+		out->label_len = label_len;
+	}
+	return true;
 }
 
 /* The line from i on, past its decorations. */
@@ -1231,7 +1269,7 @@ int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
 		return 0;
 	line = line_begin(line, &len, &i, out);
 	out->logged = false;
-	i = skip_decoration(line, len, i, &split, &split_len);
+	i = skip_decoration(line, len, i, &split, &split_len, NULL, NULL);
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	head = scan_progress_head(line, len, i, &level);

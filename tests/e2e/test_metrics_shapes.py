@@ -869,6 +869,35 @@ def test_a_heading_or_tag_naming_another_split_qualifies_its_names(tmp_path):
     assert "repeats" not in r.result["metrics"], r.why()
 
 
+def test_results_under_tags_or_dataset_labels_that_change_are_kept_apart(tmp_path):
+    # One metric per dataset in a loop: the bracketed word or the dataset label is what tells
+    # the values apart, so each keeps its own (the test split's under the plain name); a name
+    # under one tag only, or the same tag each time, is read as before.
+    exp = write_exp(tmp_path, """
+        print("[RESULT] epochs: 3")
+        results = {"cifar10": 0.91, "cifar100": 0.67, "svhn": 0.95}
+        for ds, acc in results.items():
+            print(f"[{ds}] acc: {acc}")
+        for ds, acc in results.items():
+            print(f"dataset={ds} top1: {acc}")
+        for ds, loss in [("mnist", 0.021), ("svhn", 0.25)]:
+            print(f"dataset: {ds}")
+            print(f"test_loss: {loss}")
+            print()
+        print("[test] f1: 0.8")
+        print("[ood] f1: 0.6")
+        print("[proposed] time_s: 10.5")
+        print("[proposed] time_s: 10.7")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"epochs": 3, "cifar10 acc": 0.91, "cifar100 acc": 0.67, "svhn acc": 0.95,
+                 "cifar10 top1": 0.91, "cifar100 top1": 0.67, "svhn top1": 0.95,
+                 "dataset": "svhn", "mnist test_loss": 0.021, "svhn test_loss": 0.25,
+                 "f1": 0.8, "ood f1": 0.6, "time_s": 10.7}, v
+
+
 def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):
     # Per-condition blocks, then the mean over them set apart by a blank line: the mean is
     # the run's value, and the last condition keeps its own.
