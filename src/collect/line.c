@@ -1099,6 +1099,57 @@ static bool qualify_split(lb_metric_line *out, const char *split, size_t split_l
 	return qualify_values(out, split, split_len);
 }
 
+/* A head that names a split before the pairs, joined to them by ':' or '|': "test | loss:
+ * 0.30 | acc: 0.90", "test: f1: 0.85", "Test set: Accuracy: 0.9", "eval | auc: 0.93". A
+ * split's word (the split tags' and eval, evaluation, test, testing, any case), alone or with
+ * set, split, data or dataset. The offset of the pairs, 0 when none; *head_len the head's
+ * length. */
+static size_t split_head(const char *s, size_t len, size_t i, size_t *head_len)
+{
+	static const char *const words[] = { "test", "testing", "train",      "training",
+					     "val",  "valid",	"validation", "dev",
+					     "eval", "evaluation" };
+	static const char *const sets[] = { "set", "split", "data", "dataset" };
+	size_t w = i, k;
+
+	while (w < len && lb_metric_is_alpha(s[w]))
+		w++;
+	if (!lb_metric_word_in(s + i, w - i, words, LB_N_OF(words), UINT32_MAX))
+		return 0;
+	k = w;
+	if (k + 1 < len && s[k] == ' ' && lb_metric_is_alpha(s[k + 1])) {
+		size_t e = k + 1;
+
+		while (e < len && lb_metric_is_alpha(s[e]))
+			e++;
+		if (lb_metric_word_in(s + k + 1, e - k - 1, sets, LB_N_OF(sets), UINT32_MAX))
+			w = k = e;
+	}
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k >= len || (s[k] != ':' && s[k] != '|') || k + 1 >= len || !lb_text_blank(s[k + 1]))
+		return 0;
+	*head_len = w - i;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	return k < len ? k : 0;
+}
+
+/* A line with a split's head: its pairs, named as a split's tag names them (qualify_split),
+ * the test split's as printed. False when what follows the head is no pairs. */
+static bool parse_split_head(const char *line, size_t len, size_t i, bool holes,
+			     lb_metric_line *out)
+{
+	size_t head_len = 0, k = split_head(line, len, i, &head_len);
+	char head[LB_METRIC_NAME_MAX + 1];
+
+	if (k == 0 || !lb_metric_parse_pairs(line, len, k, holes, out))
+		return false;
+	memcpy(head, line + i, head_len);
+	head[head_len] = '\0';
+	return test_heading(head) || qualify_split(out, line + i, head_len);
+}
+
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
@@ -1119,6 +1170,8 @@ static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb
 		for (i = k; i < len && lb_text_blank(line[i]); i++)
 			;
 	}
+	if (!split && parse_split_head(line, len, i, holes, out))
+		return true;
 	if (!parse_undecorated(line, len, i, holes, out) || !qualify_split(out, split, split_len))
 		return false;
 	if (label && out->form == LB_METRIC_FORM_PLAIN && !out->label) {

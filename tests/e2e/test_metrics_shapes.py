@@ -523,6 +523,30 @@ def test_metrics_logged_with_a_common_format_are_read(tmp_path, fmt):
     assert r.result["metrics"]["values"] == {"accuracy": 0.91, "val_loss": 0.25}
 
 
+def test_absl_logging_info_lines_are_read(tmp_path):
+    # JAX, TensorFlow and flax code logs through absl.logging: Python logging with absl's
+    # glog-style prefix (level letter, month and day, clock, thread id, file:line]), on stderr.
+    # Its INFO lines are read as logging's are; a warning's are not.
+    exp = write_exp(tmp_path, """
+        import logging
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter(
+            "%(levelname).1s%(asctime)s.%(msecs)03d000 %(thread)5d %(filename)s:%(lineno)d] %(message)s",
+            datefmt="%m%d %H:%M:%S"))
+        log = logging.getLogger("absl")
+        log.addHandler(h)
+        log.setLevel(logging.INFO)
+        for step in (100, 200):
+            log.info(f"step {step}: loss = {1 / step:.4f}")
+        log.warning("eval_loss: 9.9")
+        log.info("eval_accuracy: 0.913")
+        log.info("eval_loss: 0.281")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"eval_accuracy": 0.913, "eval_loss": 0.281}, r.why()
+
+
 # Hydra's default job logging (hydra/conf/hydra/job_logging/default.yaml), which every
 # @hydra.main script that logs with log.info gets: the root logger at INFO, a console
 # handler to stdout with the format below (built here by hand: labbox's check refuses
@@ -896,6 +920,29 @@ def test_results_under_tags_or_dataset_labels_that_change_are_kept_apart(tmp_pat
                  "cifar10 top1": 0.91, "cifar100 top1": 0.67, "svhn top1": 0.95,
                  "dataset": "svhn", "mnist test_loss": 0.021, "svhn test_loss": 0.25,
                  "f1": 0.8, "ood f1": 0.6, "time_s": 10.7}, v
+
+
+def test_a_split_head_before_the_pairs_says_whose_they_are(tmp_path):
+    # A final line headed by its split, joined to the pairs by '|' or ':', is a result line:
+    # the test split's keeps its names (after step lines it is what the run reported), any
+    # other split's names are qualified by the head as printed.
+    exp = write_exp(tmp_path, """
+        for step in (100, 200, 300):
+            print(f"step {step} | loss: {1/step:.4f} | acc: {1-1/step:.4f}")
+        print("test | loss: 0.30 | acc: 0.90")
+        print("Test set: Accuracy: 0.9")
+        print("test: f1: 0.85")
+        print("eval | auc: 0.93")
+        print("Train set: Accuracy: 0.99")
+        print("val: f1: 0.8")
+        print("train: 50000")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed", r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"loss": 0.3, "acc": 0.9, "Accuracy": 0.9, "f1": 0.85, "eval auc": 0.93,
+                 "Train set Accuracy": 0.99, "val f1": 0.8, "train": 50000}, v
 
 
 def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):
