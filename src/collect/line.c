@@ -1150,6 +1150,26 @@ static bool parse_split_head(const char *line, size_t len, size_t i, bool holes,
 	return test_heading(head) || qualify_split(out, line + i, head_len);
 }
 
+/* "Results: {'acc': 0.9, 'f1': 0.8}", as print("Results:", d) writes a dict: a head of
+ * words, ':', then one object. The offset of its '{', 0 when the line is not so; *head_len
+ * the head's length. */
+static size_t object_head(const char *s, size_t len, size_t i, size_t *head_len)
+{
+	size_t k = i;
+
+	if (i >= len || !lb_metric_is_alpha(s[i]))
+		return 0;
+	while (k < len && k - i <= 40 &&
+	       (lb_metric_is_alpha(s[k]) || lb_metric_is_digit(s[k]) || s[k] == '_' || s[k] == ' '))
+		k++;
+	if (k >= len || s[k] != ':' || s[k - 1] == ' ')
+		return 0;
+	*head_len = k - i;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	return k > i + *head_len + 1 && k < len && s[k] == '{' ? k : 0;
+}
+
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
@@ -1160,6 +1180,26 @@ static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb
 		i++;
 	if (i < len && line[i] == '{')
 		return lb_metric_parse_object(line, len, i, holes, out);
+	{
+		size_t head_len = 0, k = object_head(line, len, i, &head_len);
+
+		/* The head says whose the members are as a split's head does (split_head): a
+		 * split other than the test split qualifies them, any other head leaves them. */
+		if (k && lb_metric_parse_object(line, len, k, holes, out)) {
+			size_t unused;
+
+			if (split_head(line, len, i, &unused) == k) {
+				char head[LB_METRIC_NAME_MAX + 1];
+
+				memcpy(head, line + i, head_len);
+				head[head_len] = '\0';
+				return test_heading(head) || qualify_split(out, line + i, head_len);
+			}
+			return true;
+		}
+		if (k)
+			out_clear(out); /* read on as before: the pairs' reading decides */
+	}
 	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
 	 * decorated sentence is no more a metric than a bare one. */
 	for (int d = 0; d < 2; d++) {

@@ -945,6 +945,29 @@ def test_a_split_head_before_the_pairs_says_whose_they_are(tmp_path):
                  "Train set Accuracy": 0.99, "val f1": 0.8, "train": 50000}, v
 
 
+def test_intervals_a_trailing_percent_and_a_headed_dict_are_read(tmp_path):
+    # Bootstrap intervals in brackets, a unit after the uncertainty and print("Results:", d)
+    # are results: the point value is read, the interval kept as the remark.
+    exp = write_exp(tmp_path, """
+        print("n_test: 500")
+        print("acc: 0.81 [0.78, 0.84]")
+        print("f1: 81.2 ± 1.3 %")
+        print("Results:", {"test_acc": 0.88, "test_f1": 0.81})
+        print("recall: 0.75 95% CI [0.70, 0.80]")
+        print("val:", {"loss": 0.3})
+        print("best: 0.9 [cifar10]")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"n_test": 500, "acc": 0.81, "f1": 81.2, "test_acc": 0.88, "test_f1": 0.81,
+                 "recall": 0.75, "val loss": 0.3}, v
+    ann = {a["metric"]: a for a in r.result["metrics"]["annotated"]}
+    assert ann["acc"]["remark"] == "[0.78, 0.84]", ann
+    assert ann["recall"]["remark"] == "95% CI [0.70, 0.80]", ann
+    assert ann["f1"]["uncertainty"] == 1.3 and ann["f1"]["percent"], ann
+
+
 def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):
     # Per-condition blocks, then the mean over them set apart by a blank line: the mean is
     # the run's value, and the last condition keeps its own.
