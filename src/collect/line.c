@@ -270,10 +270,21 @@ static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool co
 		prev = w;
 		prev_len = o - w;
 		first = false;
-		while (i < len && lb_text_blank(s[i]))
-			i++;
-		if (i < len && s[i] == ':')
-			break;
+		{
+			size_t gap = i;
+
+			while (i < len && lb_text_blank(s[i]))
+				i++;
+			if (i < len && s[i] == ':')
+				break;
+			/* After a pair (comma is the first name's), a name's words are one
+			 * blank apart: a wider gap is a column's edge (statsmodels' summary,
+			 * `Method:  Least Squares   F-statistic:  500.1`), and a name across it
+			 * would be one the program never printed. The first name's blanks are
+			 * any (`Train   acc: 0.9`). */
+			if (!comma && (i - gap > 1 || (i > gap && s[gap] == '\t')))
+				return 0;
+		}
 		if (comma && i + 1 < len && s[i] == ',' && lb_text_blank(s[i + 1])) {
 			if (digit_word || hole_word ||
 			    lb_metric_is_counter_word(out + part, o - part) ||

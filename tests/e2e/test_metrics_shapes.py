@@ -968,6 +968,21 @@ def test_intervals_a_trailing_percent_and_a_headed_dict_are_read(tmp_path):
     assert ann["f1"]["uncertainty"] == 1.3 and ann["f1"]["percent"], ann
 
 
+def test_a_two_column_summary_yields_no_name_across_its_columns(tmp_path):
+    # statsmodels' OLS summary prints two columns of pairs; a label of two words
+    # ("Least Squares") must not glue its second word to the next column's name.
+    exp = write_exp(tmp_path, """
+        print("Dep. Variable:                      y   R-squared:                       0.912")
+        print("Method:                 Least Squares   F-statistic:                     500.1")
+        print("Date:                Mon, 07 Dec 2026   Prob (F-statistic):           1.23e-30")
+        print("Kurtosis:                       2.850   Cond. No.                         1.05")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"Dep. Variable": "y", "R-squared": 0.912}, v
+
+
 def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):
     # Per-condition blocks, then the mean over them set apart by a blank line: the mean is
     # the run's value, and the last condition keeps its own.
