@@ -112,10 +112,21 @@ typedef struct lb_metric_line {
 	 * `'epoch'` member. A transformers metrics block's values outrank those (metrics.c); a
 	 * script's own JSON line or a dict without an epoch is last-wins as other lines are. */
 	bool object;
+	/* PLAIN: what the line says its values are about, beside their names: a leading
+	 * bracketed word that names no split, level or counter (`[cifar10] acc: 0.91`), or a
+	 * lone dataset=X before the pairs (`dataset=svhn top1: 0.95`). NULL when none. The
+	 * collector qualifies a name by it once the same name comes under two labels. */
+	const char *label;
+	size_t label_len;
 	/* The line without its terminal escape sequences, when it had any: the pointers above
 	 * then point in here. */
 	char plain[LB_METRIC_LINE_MAX];
 } lb_metric_line;
+
+/* Whether s[0..len) names what the lines after it are about (`dataset: svhn`, any case):
+ * their label (lb_metric_line's), by which the collector and the loss reading tell values of
+ * the same name apart. */
+bool lb_metric_label_key(const char *s, size_t len);
 
 /* Pure: parse one line (no newline, may carry a trailing '\r'). Returns true for a metric line
  * of one of the forms; out->form says which. docs/decisions.md says why each rule is there.

@@ -298,6 +298,16 @@ static int flatten(flat_ctx *c, json_object *v, char *path, size_t len, int dept
 		json_object_put(s);
 		return r;
 	}
+	if (t == json_type_array && len && json_object_array_length(v) == 1) {
+		json_object *only = json_object_array_get_idx(v, 0);
+		json_type ot = json_object_get_type(only);
+
+		/* {"acc": [0.9]}: R's jsonlite writes every scalar so (R has no other scalar,
+		 * and write_json does not unbox by default). One number in an array is that
+		 * number, under the member's own name, not "acc.0". */
+		if (ot == json_type_double || ot == json_type_int)
+			return add_value(c, path, only);
+	}
 	if (t == json_type_array) {
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
 			int n = snprintf(path + len, PATH_MAX_LEN - len, "%s%zu", len ? "." : "", i);

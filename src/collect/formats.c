@@ -403,12 +403,47 @@ static int log_field(const char *s, size_t len, size_t i, size_t *end)
  * "[INFO] Epoch 3: loss: 0.5" is not "loss: 0.5" (the caller tries them in order, and a
  * field followed by a blank alone ends the choices). The level alone ("INFO: acc: 0.9") is no
  * prefix: libraries print that as their own text. */
+/* absl's (glog's) prefix of an INFO line, as JAX, TensorFlow and flax code logs through
+ * absl.logging: "I1207 17:42:25.123456 4242 main.py:12] msg" (the level's letter, month and
+ * day, the clock, a thread id, blanks before it allowed, the file and line, "] "). The
+ * offset of the message; 0 when s[i..) does not start so. */
+static size_t absl_prefix(const char *s, size_t len, size_t i)
+{
+	size_t k, e;
+
+	if (len - i < 20 || s[i] != 'I' || lb_metric_skip_digits(s, len, i + 1) != i + 5 ||
+	    s[i + 5] != ' ')
+		return 0;
+	k = log_clock(s, len, i + 6);
+	if (k == i + 6 || k >= len || s[k] != ' ')
+		return 0;
+	while (k < len && s[k] == ' ')
+		k++;
+	e = lb_metric_skip_digits(s, len, k);
+	if (e == k || e >= len || s[e] != ' ')
+		return 0;
+	for (k = e + 1; k < len && s[k] != ':' && s[k] != ']' && !lb_text_blank(s[k]); k++)
+		;
+	if (k == e + 1 || k >= len || s[k] != ':')
+		return 0;
+	e = lb_metric_skip_digits(s, len, k + 1);
+	if (e == k + 1 || e + 1 >= len || s[e] != ']' || s[e + 1] != ' ')
+		return 0;
+	return e + 2;
+}
+
 size_t lb_metric_log_message_starts(const char *s, size_t len, size_t i, size_t *starts,
 				    bool *alone)
 {
 	size_t k = i, n = 0, end = len - i > LOG_PREFIX_MAX ? i + LOG_PREFIX_MAX : len;
 	bool level = false, other = false, blank, touch = false;
 
+	if (i < len && s[i] == 'I' && (k = absl_prefix(s, len, i)) != 0) {
+		starts[0] = k;
+		*alone = false;
+		return 1;
+	}
+	k = i;
 	if (!memmem(s + i, end - i, "INFO", 4))
 		return 0; /* nearly every line: no level word, nothing to scan */
 	for (size_t f = 0; f <= LOG_FIELDS_BEFORE && !level; f++) {

@@ -270,10 +270,21 @@ static size_t scan_name(const char *s, size_t len, size_t i, bool holes, bool co
 		prev = w;
 		prev_len = o - w;
 		first = false;
-		while (i < len && lb_text_blank(s[i]))
-			i++;
-		if (i < len && s[i] == ':')
-			break;
+		{
+			size_t gap = i;
+
+			while (i < len && lb_text_blank(s[i]))
+				i++;
+			if (i < len && s[i] == ':')
+				break;
+			/* After a pair (comma is the first name's), a name's words are one
+			 * blank apart: a wider gap is a column's edge (statsmodels' summary,
+			 * `Method:  Least Squares   F-statistic:  500.1`), and a name across it
+			 * would be one the program never printed. The first name's blanks are
+			 * any (`Train   acc: 0.9`). */
+			if (!comma && (i - gap > 1 || (i > gap && s[gap] == '\t')))
+				return 0;
+		}
 		if (comma && i + 1 < len && s[i] == ',' && lb_text_blank(s[i + 1])) {
 			if (digit_word || hole_word ||
 			    lb_metric_is_counter_word(out + part, o - part) ||
@@ -400,6 +411,18 @@ bool lb_metric_log_line(const lb_metric_value *first)
 	return first->kind != LB_METRIC_NUMBER &&
 	       lb_metric_name_is_one_of(first->name, lb_metric_level_words,
 					LB_N_OF(lb_metric_level_words), true);
+}
+
+/* Names whose value says which data the lines after it are about (`dataset: svhn`,
+ * `dataset=svhn top1: 0.95`), any case: a label of those lines' values. */
+bool lb_metric_label_key(const char *s, size_t len)
+{
+	static const char *const keys[] = { "dataset", "data_set", "benchmark", "task" };
+
+	for (size_t k = 0; k < LB_N_OF(keys); k++)
+		if (strlen(keys[k]) == len && strncasecmp(s, keys[k], len) == 0)
+			return true;
+	return false;
 }
 
 bool lb_metric_special_name(const char *name)
@@ -869,8 +892,18 @@ static bool parse_tagged(const char *line, size_t len, size_t i, bool holes, lb_
 	lb_metric_tag tags[LB_METRIC_TAGS_MAX + 2], cond;
 	size_t n;
 
-	if (!scan_tags(line, len, &i, tags, &n) || !take_tag(tags, &n, "condition", &cond) ||
-	    !tags_fit(tags, n))
+	if (!scan_tags(line, len, &i, tags, &n))
+		return false;
+	/* "dataset=svhn top1: 0.95": the one token names what the pairs are about, a label
+	 * (lb_metric_line), not a series' tag. */
+	if (n == 1 && lb_metric_label_key(tags[0].key, tags[0].key_len)) {
+		if (!lb_metric_parse_pairs(line, len, i, holes, out))
+			return false;
+		out->label = tags[0].value;
+		out->label_len = tags[0].value_len;
+		return true;
+	}
+	if (!take_tag(tags, &n, "condition", &cond) || !tags_fit(tags, n))
 		return false;
 	if (!lb_metric_parse_pairs(line, len, i, holes, out))
 		return false;
@@ -964,6 +997,8 @@ static void out_clear(lb_metric_line *out)
 	out->n_values = 0;
 	out->table_row = false;
 	out->object = false;
+	out->label = NULL;
+	out->label_len = 0;
 }
 
 /* How every reading of a line starts: its escapes out, out cleared, the trailing blanks and
@@ -1012,7 +1047,7 @@ static bool parse_line(const char *line, size_t len, bool holes, lb_metric_line 
  * level word (`[WARNING]`) or a counter (`[epoch]`) in brackets is none: a log line's and
  * a progress line's readings are their own. */
 static size_t skip_decoration(const char *s, size_t len, size_t i, const char **split,
-			      size_t *split_len)
+			      size_t *split_len, const char **label, size_t *label_len)
 {
 	/* A tag that names a split other than the test split: "[train] loss: 0.01" is the train
 	 * loss, which a "[test] loss: 0.40" line must not share a name with. "[test]" and tags
@@ -1044,9 +1079,17 @@ static size_t skip_decoration(const char *s, size_t len, size_t i, const char **
 					      LB_N_OF(lb_metric_level_words), true) &&
 		    !lb_metric_name_is_one_of(tag, lb_metric_counter_words,
 					      LB_N_OF(lb_metric_counter_words), true)) {
-			if (!*split && lb_metric_name_is_one_of(tag, splits, LB_N_OF(splits), true)) {
-				*split = s + i + 1;
-				*split_len = n;
+			if (lb_metric_name_is_one_of(tag, splits, LB_N_OF(splits), true)) {
+				if (!*split) {
+					*split = s + i + 1;
+					*split_len = n;
+				}
+			} else if (label && !*label) {
+				/* "[cifar10] acc:", "[baseline] acc:": what the values are
+				 * about, which tells them apart from the same name under
+				 * another tag (the collector's labels). */
+				*label = s + i + 1;
+				*label_len = n;
 			}
 			return k + 2;
 		}
@@ -1067,27 +1110,126 @@ static bool qualify_split(lb_metric_line *out, const char *split, size_t split_l
 	return qualify_values(out, split, split_len);
 }
 
+/* A head that names a split before the pairs, joined to them by ':' or '|': "test | loss:
+ * 0.30 | acc: 0.90", "test: f1: 0.85", "Test set: Accuracy: 0.9", "eval | auc: 0.93". A
+ * split's word (the split tags' and eval, evaluation, test, testing, any case), alone or with
+ * set, split, data or dataset. The offset of the pairs, 0 when none; *head_len the head's
+ * length. */
+static size_t split_head(const char *s, size_t len, size_t i, size_t *head_len)
+{
+	static const char *const words[] = { "test", "testing", "train",      "training",
+					     "val",  "valid",	"validation", "dev",
+					     "eval", "evaluation" };
+	static const char *const sets[] = { "set", "split", "data", "dataset" };
+	size_t w = i, k;
+
+	while (w < len && lb_metric_is_alpha(s[w]))
+		w++;
+	if (!lb_metric_word_in(s + i, w - i, words, LB_N_OF(words), UINT32_MAX))
+		return 0;
+	k = w;
+	if (k + 1 < len && s[k] == ' ' && lb_metric_is_alpha(s[k + 1])) {
+		size_t e = k + 1;
+
+		while (e < len && lb_metric_is_alpha(s[e]))
+			e++;
+		if (lb_metric_word_in(s + k + 1, e - k - 1, sets, LB_N_OF(sets), UINT32_MAX))
+			w = k = e;
+	}
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	if (k >= len || (s[k] != ':' && s[k] != '|') || k + 1 >= len || !lb_text_blank(s[k + 1]))
+		return 0;
+	*head_len = w - i;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	return k < len ? k : 0;
+}
+
+/* A line with a split's head: its pairs, named as a split's tag names them (qualify_split),
+ * the test split's as printed. False when what follows the head is no pairs. */
+static bool parse_split_head(const char *line, size_t len, size_t i, bool holes,
+			     lb_metric_line *out)
+{
+	size_t head_len = 0, k = split_head(line, len, i, &head_len);
+	char head[LB_METRIC_NAME_MAX + 1];
+
+	if (k == 0 || !lb_metric_parse_pairs(line, len, k, holes, out))
+		return false;
+	memcpy(head, line + i, head_len);
+	head[head_len] = '\0';
+	return test_heading(head) || qualify_split(out, line + i, head_len);
+}
+
+/* "Results: {'acc': 0.9, 'f1': 0.8}", as print("Results:", d) writes a dict: a head of
+ * words, ':', then one object. The offset of its '{', 0 when the line is not so; *head_len
+ * the head's length. */
+static size_t object_head(const char *s, size_t len, size_t i, size_t *head_len)
+{
+	size_t k = i;
+
+	if (i >= len || !lb_metric_is_alpha(s[i]))
+		return 0;
+	while (k < len && k - i <= 40 &&
+	       (lb_metric_is_alpha(s[k]) || lb_metric_is_digit(s[k]) || s[k] == '_' || s[k] == ' '))
+		k++;
+	if (k >= len || s[k] != ':' || s[k - 1] == ' ')
+		return 0;
+	*head_len = k - i;
+	for (k++; k < len && lb_text_blank(s[k]); k++)
+		;
+	return k > i + *head_len + 1 && k < len && s[k] == '{' ? k : 0;
+}
+
 /* The line from i on, past a log prefix if it had one. */
 static bool parse_message(const char *line, size_t len, size_t i, bool holes, lb_metric_line *out)
 {
-	const char *split = NULL;
-	size_t split_len = 0;
+	const char *split = NULL, *label = NULL;
+	size_t split_len = 0, label_len = 0;
 
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	if (i < len && line[i] == '{')
 		return lb_metric_parse_object(line, len, i, holes, out);
+	{
+		size_t head_len = 0, k = object_head(line, len, i, &head_len);
+
+		/* The head says whose the members are as a split's head does (split_head): a
+		 * split other than the test split qualifies them, any other head leaves them. */
+		if (k && lb_metric_parse_object(line, len, k, holes, out)) {
+			size_t unused;
+
+			if (split_head(line, len, i, &unused) == k) {
+				char head[LB_METRIC_NAME_MAX + 1];
+
+				memcpy(head, line + i, head_len);
+				head[head_len] = '\0';
+				return test_heading(head) || qualify_split(out, line + i, head_len);
+			}
+			return true;
+		}
+		if (k)
+			out_clear(out); /* read on as before: the pairs' reading decides */
+	}
 	/* Up to two decorations (`==> [TEST] acc: 0.9`); what follows is read as ever, so a
 	 * decorated sentence is no more a metric than a bare one. */
 	for (int d = 0; d < 2; d++) {
-		size_t k = skip_decoration(line, len, i, &split, &split_len);
+		size_t k = skip_decoration(line, len, i, &split, &split_len, &label, &label_len);
 
 		if (k == i)
 			break;
 		for (i = k; i < len && lb_text_blank(line[i]); i++)
 			;
 	}
-	return parse_undecorated(line, len, i, holes, out) && qualify_split(out, split, split_len);
+	if (!split && parse_split_head(line, len, i, holes, out))
+		return true;
+	if (!parse_undecorated(line, len, i, holes, out) || !qualify_split(out, split, split_len))
+		return false;
+	if (label && out->form == LB_METRIC_FORM_PLAIN && !out->label) {
+		out->label = label;
+		out->label_len = label_len;
+	}
+	return true;
 }
 
 /* The line from i on, past its decorations. */
@@ -1231,7 +1373,7 @@ int lb_metric_progress_parse(const char *line, size_t len, lb_metric_line *out)
 		return 0;
 	line = line_begin(line, &len, &i, out);
 	out->logged = false;
-	i = skip_decoration(line, len, i, &split, &split_len);
+	i = skip_decoration(line, len, i, &split, &split_len, NULL, NULL);
 	while (i < len && lb_text_blank(line[i]))
 		i++;
 	head = scan_progress_head(line, len, i, &level);

@@ -179,8 +179,10 @@ void lb_metrics_free(lb_metrics *m)
 		free(m->entries[i].str);
 		free(m->entries[i].text);
 		free(m->entries[i].tags);
+		free(m->entries[i].label);
 	}
 	free(m->entries);
+	free(m->split_names);
 	free(m->entry_index.slots);
 	for (size_t i = 0; i < m->n_conditions; i++)
 		free(m->conditions[i]);
@@ -307,14 +309,97 @@ static bool position_value(int cls, const lb_metric_value *v, lb_metric_value *c
 	return true;
 }
 
+/* Whether a label names the test split: its values keep their names, as `[test] acc:` and
+ * `Test set: Accuracy:` always did, since they are the experiment's result. */
+static bool test_label(const char *label)
+{
+	return strcasecmp(label, "test") == 0 || strcasecmp(label, "testing") == 0;
+}
+
+/* v under the name its label gives it, "LABEL name" (the name alone for a test label), in *q;
+ * false when that does not fit a name. */
+static bool label_qualified(const char *label, const lb_metric_value *v, lb_metric_value *q)
+{
+	*q = *v;
+	if (test_label(label))
+		return true;
+	return (size_t)snprintf(q->name, sizeof(q->name), "%s %s", label, v->name) < sizeof(q->name);
+}
+
+static bool split_name(const lb_metrics *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_split_names; i++)
+		if (strcmp(m->split_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Every entry into the index again, after one was renamed. */
+static void reindex_entries(lb_metrics *m)
+{
+	memset(m->entry_index.slots, 0, m->entry_index.cap * sizeof(*m->entry_index.slots));
+	m->entry_index.used = 0;
+	for (size_t i = 0; i < m->n_entries; i++) {
+		entry_key k = key_of(&m->entries[i]);
+		uint32_t *slot = index_slot(m, &m->entry_index, hash_entry(&k), entry_matches, &k);
+
+		*slot = (uint32_t)i + 1;
+		m->entry_index.used++;
+	}
+}
+
+/* A plain value whose line carries a label (`[svhn] acc: 0.95`, after `dataset: svhn`): once
+ * its name came under another label before (`[cifar10] acc: 0.91`), the labels are what tell
+ * the values apart, and each is kept as "LABEL name" ("cifar10 acc", "svhn acc"), the entry
+ * already collected renamed; the test split's keep the plain name. A name under one label
+ * only, or with and without one, is collected as ever. 1: *q holds v qualified; 0: v as it
+ * is; -1: the qualified name does not fit, the value is dropped. */
+static int label_value(lb_metrics *m, uint32_t group, const lb_metric_value *v, lb_metric_value *q)
+{
+	const char *label = m->line_label;
+	lb_metric_entry *e;
+	char renamed[LB_METRIC_NAME_MAX + 1];
+	long at;
+
+	if (split_name(m, v->name))
+		return label_qualified(label, v, q) ? 1 : -1;
+	at = lb_metrics_find(m, group, LB_CLS_PLAIN, v->name, NULL);
+	if (at < 0 || !m->entries[at].label || strcmp(m->entries[at].label, label) == 0 ||
+	    m->n_split_names >= LB_METRICS_MAX_SPLIT_NAMES)
+		return 0;
+	e = &m->entries[at];
+	if (!test_label(e->label)) {
+		if ((size_t)snprintf(renamed, sizeof(renamed), "%s %s", e->label, e->name) >=
+			    sizeof(renamed) ||
+		    lb_metrics_find(m, group, LB_CLS_PLAIN, renamed, NULL) >= 0)
+			return 0;
+	}
+	if (!m->split_names) {
+		m->split_names = calloc(LB_METRICS_MAX_SPLIT_NAMES, sizeof(*m->split_names));
+		if (!m->split_names)
+			return 0;
+	}
+	memcpy(m->split_names[m->n_split_names++], v->name, sizeof(*m->split_names));
+	if (!test_label(e->label)) {
+		memcpy(e->name, renamed, sizeof(e->name));
+		reindex_entries(m);
+	}
+	free(e->label);
+	e->label = NULL;
+	return label_qualified(label, v, q) ? 1 : -1;
+}
+
 static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_line *ml,
 		       const lb_metric_value *v)
 {
+	lb_metric_value labelled;
+	const char *label = cls == LB_CLS_PLAIN ? m->line_label : NULL;
 	lb_metric_value pos;
 	bool position = position_value(cls, v, &pos);
 	LB_AUTOFREE char *str = NULL;
 	LB_AUTOFREE char *text = NULL;
 	LB_AUTOFREE char *tags = NULL;
+	LB_AUTOFREE char *label_copy = NULL;
 	char tag_text[LB_METRICS_TAGS_STORE_MAX + 1] = "";
 	lb_metric_entry *e;
 	uint32_t *slot;
@@ -325,6 +410,18 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	if (group == LB_NO_GROUP) {
 		count_drop(m, cls);
 		return;
+	}
+	if (label) {
+		int r = label_value(m, group, v, &labelled);
+
+		if (r < 0) {
+			count_drop(m, cls);
+			return;
+		}
+		if (r > 0) {
+			v = &labelled;
+			label = NULL; /* the name says it */
+		}
 	}
 	m->reported_number |= v->kind == LB_METRIC_NUMBER || cls == LB_CLS_SUMMARY ||
 			      cls == LB_CLS_PAIRED;
@@ -392,6 +489,12 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		 * Trainer prints at each log are its progress (transformers.c). */
 		if (e->from_block && ml->object && !m->line_block)
 			return;
+		/* Lines with and without a label, or under another: it no longer tells them
+		 * apart (label_value). */
+		if (e->label && (!label || strcmp(e->label, label) != 0)) {
+			free(e->label);
+			e->label = NULL;
+		}
 		e->from_stdout = m->line_stdout;
 		e->from_block = m->line_block;
 		set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
@@ -411,6 +514,11 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 		if (!tags)
 			goto fail;
 	}
+	if (label) {
+		label_copy = strdup(label);
+		if (!label_copy)
+			goto fail;
+	}
 	if (m->n_class[cls] >= class_cap[cls]) {
 		count_drop(m, cls);
 		return;
@@ -426,6 +534,7 @@ static void add_metric(lb_metrics *m, uint32_t group, int cls, const lb_metric_l
 	e->from_block = m->line_block;
 	memcpy(e->name, v->name, sizeof(e->name));
 	e->tags = lb_steal_ptr(&tags);
+	e->label = lb_steal_ptr(&label_copy);
 	set_value(e, v, lb_steal_ptr(&str), lb_steal_ptr(&text), iform, ival);
 	*slot = (uint32_t)m->n_entries;
 	m->entry_index.used++;
@@ -655,6 +764,7 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	}
 	if (strcmp(ml.name, "condition") == 0) {
 		st->group = condition_group(m, ml.str, ml.str_len);
+		st->label[0] = '\0';
 		if (st->condition_lines == 0)
 			st->first_group = st->group;
 		if (st->condition_lines < UINT32_MAX)
@@ -669,7 +779,20 @@ static bool collect_line(lb_metrics *m, lb_metrics_stream *st, const char *line,
 	} else if (strcmp(ml.name, "TIME_GUARD") == 0) {
 		time_guard_line(m, &ml);
 	} else {
+		char label[LB_METRIC_NAME_MAX + 1];
+
+		/* "dataset: svhn": the lines after it are about svhn (their label), itself a
+		 * value as before. */
+		if (ml.n_values == 1 && ml.kind == LB_METRIC_STRING && !ml.label &&
+		    lb_metric_label_key(ml.name, strlen(ml.name)))
+			lb_text_utf8(st->label, sizeof(st->label), ml.str, ml.str_len);
+		else if (ml.label)
+			lb_text_utf8(label, sizeof(label), ml.label, ml.label_len);
+		m->line_label = ml.label		     ? label
+				: st->label[0] && !lb_metric_label_key(ml.name, strlen(ml.name)) ? st->label
+								 : NULL;
 		lb_metrics_add_values(m, block_group(m, st, &ml), LB_CLS_PLAIN, &ml);
+		m->line_label = NULL;
 	}
 	return true;
 }

@@ -23,6 +23,7 @@
 #define LB_METRICS_MAX_SUMMARIES 1000
 #define LB_METRICS_MAX_PAIRED 1000
 #define LB_METRICS_MAX_CONDITIONS 1000
+#define LB_METRICS_MAX_SPLIT_NAMES 256
 /* Stored text is bounded too, so the worst case stays in the tens of megabytes. */
 #define LB_METRICS_STR_MAX 512
 #define LB_METRICS_LABEL_MAX 256
@@ -59,6 +60,9 @@ typedef struct lb_metric_entry {
 		     * PAIRED: the fields in the same syntax (the value); PLAIN: NULL */
 	char *text; /* an annotated number (3/4, 12.3%, 0.5 +- 0.1, 0.95 (best)) as printed,
 		     * valid UTF-8; NULL for plain numbers and labels */
+	/* PLAIN: the label its lines carried (lb_metric_line's, or the stream's dataset:
+	 * line's), NULL when none or when they differed in having one. */
+	char *label;
 	char name[LB_METRIC_NAME_MAX + 1];
 } lb_metric_entry;
 
@@ -115,6 +119,9 @@ typedef struct lb_metrics_stream {
 	 * lines, epochs apart: a blank line then ends none). */
 	uint32_t first_group;
 	uint32_t condition_lines;
+	/* The value of the stream's last `dataset: X` line (lb_metric_label_key): the label of
+	 * the plain lines after it, until a `condition:` line. */
+	char label[LB_METRIC_NAME_MAX + 1];
 	bool block_metrics, block_closed, blocks_repeat;
 } lb_metrics_stream;
 
@@ -132,6 +139,11 @@ struct lb_metrics {
 	lb_hindex condition_index;
 	bool line_stdout; /* the line being collected is stdout's */
 	bool line_block;  /* ... and a row of a transformers metrics block (transformers.c) */
+	/* The label of the line being collected (NUL-terminated), NULL when none; and the names
+	 * that came under two labels, whose values are since collected as "LABEL name". */
+	const char *line_label;
+	char (*split_names)[LB_METRIC_NAME_MAX + 1];
+	size_t n_split_names;
 
 	double time_estimate;
 	bool time_guard;

@@ -385,8 +385,10 @@ static size_t scan_ratio(const char *s, size_t len, size_t start, size_t i, bool
 	return end;
 }
 
-/* "± 0.1", "+- 0.1", "+/- 0.1" after a number; returns the index after it or 0. */
-static size_t scan_uncertainty(const char *s, size_t len, size_t i, bool holes, double *u)
+/* "± 0.1", "+- 0.1", "+/- 0.1" after a number; returns the index after it or 0. A '%' after
+ * a blank ("81.2 ± 1.3 %") is the unit of both numbers: *percent. */
+static size_t scan_uncertainty(const char *s, size_t len, size_t i, bool holes, double *u,
+			       bool *percent)
 {
 	size_t k = i, e;
 
@@ -405,9 +407,61 @@ static size_t scan_uncertainty(const char *s, size_t len, size_t i, bool holes, 
 	e = lb_metric_scan_number(s, len, k, holes, u);
 	if (e == k)
 		return 0;
-	if (e < len && s[e] == '%')
+	if (e < len && s[e] == '%') {
 		e++;
+	} else {
+		for (k = e; k < len && lb_text_blank(s[k]); k++)
+			;
+		if (k > e && k < len && s[k] == '%' && lb_metric_value_end(s, len, k + 1)) {
+			*percent = true;
+			e = k + 1;
+		}
+	}
 	return lb_metric_value_end(s, len, e) ? e : 0;
+}
+
+/* A confidence interval after a number: "[0.78, 0.84]", "95% CI [0.70, 0.80]", "CI: [0.7,
+ * 0.8]", as bootstrap intervals are printed. Kept as the remark, brackets and all (the
+ * parenthesised "(95% CI: 0.85-0.91)" is a remark already). Only numbers, a ',' or ';'
+ * between them, inside the brackets: "[cifar10]" after a number is not this. */
+static size_t scan_interval(const char *s, size_t len, size_t i, lb_metric_value *v)
+{
+	size_t k = i, start, e;
+	bool sep = false, digit = false;
+
+	while (k < len && lb_text_blank(s[k]))
+		k++;
+	start = k;
+	e = lb_metric_skip_digits(s, len, k);
+	if (e > k && e < len && s[e] == '%') {
+		for (k = e + 1; k < len && lb_text_blank(s[k]); k++)
+			;
+		if (len - k < 2 || memcmp(s + k, "CI", 2) != 0)
+			return 0;
+	}
+	if (len - k >= 2 && memcmp(s + k, "CI", 2) == 0) {
+		k += 2;
+		if (k < len && s[k] == ':')
+			k++;
+		while (k < len && lb_text_blank(s[k]))
+			k++;
+	}
+	if (k >= len || s[k] != '[')
+		return 0;
+	for (e = k + 1; e < len && s[e] != ']'; e++) {
+		if (s[e] == ',' || s[e] == ';')
+			sep = true;
+		else if (lb_metric_is_digit(s[e]))
+			digit = true;
+		else if (!strchr(".-+eE% ", s[e]))
+			return 0;
+	}
+	if (e >= len || !sep || !digit || e + 1 - start > LB_METRIC_REMARK_MAX ||
+	    !lb_metric_value_end(s, len, e + 1))
+		return 0;
+	v->remark = s + start;
+	v->remark_len = e + 1 - start;
+	return e + 1;
 }
 
 /* " (best)" after a number: a parenthesised remark without parentheses inside. */
@@ -504,15 +558,18 @@ size_t lb_metric_scan_value(const char *s, size_t len, size_t i, bool holes, lb_
 			e++;
 		}
 		/* "0.93±0.01": an uncertainty without blanks before it */
+		bool unit = false;
 		bool tight = !lb_metric_value_end(s, len, e) &&
-			     scan_uncertainty(s, len, e, holes, &v->uncertainty) > 0;
+			     scan_uncertainty(s, len, e, holes, &v->uncertainty, &unit) > 0;
 		if (tight || lb_metric_value_end(s, len, e)) {
 			v->kind = LB_METRIC_NUMBER;
-			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty)) > 0) {
+			if ((k = scan_uncertainty(s, len, e, holes, &v->uncertainty, &unit)) > 0) {
 				v->has_uncertainty = true;
+				v->percent |= unit;
 				e = k;
 			}
-			if ((k = scan_remark(s, len, e, v)) > 0)
+			if ((k = scan_remark(s, len, e, v)) > 0 ||
+			    (k = scan_interval(s, len, e, v)) > 0)
 				e = k;
 			v->str = s + start;
 			v->str_len = e - start;

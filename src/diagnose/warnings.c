@@ -187,6 +187,7 @@ static void evidence_line(char *out, size_t n, size_t lineno, const char *line)
 typedef struct loss_series {
 	char name[W_NAME_MAX];
 	char cond[W_NAME_MAX];
+	char label[W_NAME_MAX]; /* what its values are about (loss_label), "" when nothing */
 	bool gain;  /* a reward, return or score printed beside losses: higher is better */
 	bool total; /* a loss whose name says it is the whole objective (loss, val_loss) */
 	size_t count;
@@ -206,6 +207,7 @@ typedef struct loss_ctx {
 	loss_series series[W_SERIES_MAX];
 	size_t n;
 	char cond[W_NAME_MAX]; /* the current `condition: X` group */
+	char label[W_NAME_MAX]; /* the last `dataset: X` line's X */
 } loss_ctx;
 
 static void lower_name(const char *w, size_t n, char *low)
@@ -297,11 +299,11 @@ static bool value_after(const char *p, double *v)
 }
 
 static loss_series *series_of(loss_ctx *c, const char *name, size_t n, const char *cond,
-			      bool gain)
+			      const char *label, bool gain)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (strlen(c->series[i].name) == n && strncasecmp(c->series[i].name, name, n) == 0 &&
-		    strcmp(c->series[i].cond, cond) == 0)
+		    strcmp(c->series[i].cond, cond) == 0 && strcmp(c->series[i].label, label) == 0)
 			return &c->series[i];
 	if (c->n == W_SERIES_MAX)
 		return NULL;
@@ -309,6 +311,7 @@ static loss_series *series_of(loss_ctx *c, const char *name, size_t n, const cha
 	memset(s, 0, sizeof(*s));
 	memcpy(s->name, name, n);
 	snprintf(s->cond, sizeof(s->cond), "%s", cond);
+	snprintf(s->label, sizeof(s->label), "%s", label);
 	s->gain = gain;
 	s->total = !gain && total_name(s->name);
 	return s;
@@ -382,10 +385,38 @@ static void loss_rises(loss_ctx *c, const char *line, size_t lineno)
 	}
 }
 
+/* What the values of a line are about, as the collector reads it (lb_metric_line's label):
+ * a leading bracketed word (`[svhn] loss: 0.25`), else the last `dataset: X` or `dataset=X`
+ * (lb_metric_label_key), which a line starting so sets for the lines after it. A series is
+ * one label's: final losses of three datasets are three values, not a loss that rose. */
+static void loss_label(loss_ctx *c, const char *line, char *label, size_t cap)
+{
+	size_t k = 0;
+
+	if (line[0] == '[' && ((line[1] | 0x20) >= 'a' && (line[1] | 0x20) <= 'z')) {
+		for (k = 1; word_char(line[k]) || line[k] == '-'; k++)
+			;
+		if (line[k] == ']' && line[k + 1] == ' ') {
+			snprintf(label, cap, "%.*s", (int)(k - 1), line + 1);
+			return;
+		}
+	}
+	for (k = 0; word_char(line[k]); k++)
+		;
+	if (k > 0 && lb_metric_label_key(line, k) && (line[k] == ':' || line[k] == '=')) {
+		const char *v = line + k + 1;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		snprintf(c->label, sizeof(c->label), "%.*s", (int)strcspn(v, " \t,;|"), v);
+	}
+	snprintf(label, cap, "%s", c->label);
+}
+
 static void loss_line(void *ctx, const char *line, size_t lineno)
 {
 	loss_ctx *c = ctx;
-	char cond[W_NAME_MAX];
+	char cond[W_NAME_MAX], label[W_NAME_MAX];
 	const char *tag;
 
 	/* A traceback's source lines print code, not values. */
@@ -395,6 +426,7 @@ static void loss_line(void *ctx, const char *line, size_t lineno)
 		snprintf(c->cond, sizeof(c->cond), "%s", line + 11);
 		return;
 	}
+	loss_label(c, line, label, sizeof(label));
 	snprintf(cond, sizeof(cond), "%s", c->cond);
 	tag = strstr(line, "condition=");
 	if (tag && (tag == line || tag[-1] == ' ')) {
@@ -411,7 +443,7 @@ static void loss_line(void *ctx, const char *line, size_t lineno)
 		size_t n = (size_t)(p - w);
 		bool loss = p > w && loss_word(w, n), gain = !loss && p > w && gain_word(w, n);
 		if ((loss || gain) && (w == line || !name_char(w[-1])) && value_after(p, &v)) {
-			loss_series *s = series_of(c, w, n, cond, gain);
+			loss_series *s = series_of(c, w, n, cond, label, gain);
 
 			if (s)
 				loss_value(s, v, line, lineno);
@@ -436,16 +468,18 @@ static int warn_losses(const loss_ctx *c, struct json_object *out)
 		evidence_line(ev[1], sizeof(ev[1]), s->bad_line, s->bad_text);
 		if (isfinite(s->bad))
 			snprintf(msg, sizeof(msg),
-				 "%s%s%s diverged: it rose from %g (run.log line %zu) to %g (line %zu), "
-				 "%.0fx its first value; lower the learning rate or clip gradients",
-				 s->name, s->cond[0] ? " of condition " : "", s->cond, s->first,
+				 "%s%s%s%s%s diverged: it rose from %g (run.log line %zu) to %g (line "
+				 "%zu), %.0fx its first value; lower the learning rate or clip gradients",
+				 s->name, s->label[0] ? " of " : "", s->label,
+				 s->cond[0] ? " of condition " : "", s->cond, s->first,
 				 s->first_line, s->bad, s->bad_line, s->bad / s->first);
 		else
 			snprintf(msg, sizeof(msg),
-				 "%s%s%s became %s at run.log line %zu after starting at %g (line %zu): "
-				 "training diverged; lower the learning rate, clip gradients, check for "
-				 "log(0) or division by zero",
-				 s->name, s->cond[0] ? " of condition " : "", s->cond,
+				 "%s%s%s%s%s became %s at run.log line %zu after starting at %g (line "
+				 "%zu): training diverged; lower the learning rate, clip gradients, check "
+				 "for log(0) or division by zero",
+				 s->name, s->label[0] ? " of " : "", s->label,
+				 s->cond[0] ? " of condition " : "", s->cond,
 				 isnan(s->bad) ? "NaN" : "infinite", s->bad_line, s->first, s->first_line);
 		w = warning(out, "loss_divergence", msg, evp, 2);
 		if (!w || add(w, "metric", json_object_new_string(s->name)) < 0)

@@ -317,6 +317,34 @@ def test_diverging_loss(tmp_path):
     assert any("step 0 loss: 9" in e for e in w["evidence"]), w
 
 
+def test_final_losses_of_several_datasets_are_no_divergence(tmp_path):
+    # Three datasets' final test losses, under `dataset: X` blocks or `[X]` tags: the label
+    # changes between the values, so they are no series that rose. A loss that does rise
+    # under one label still diverged, and the warning says which.
+    r, ws = warnings_of(tmp_path / "blocks", """
+        for ds, loss, acc in [("mnist", 0.021, 0.99), ("svhn", 0.25, 0.95), ("cifar100", 2.61, 0.41)]:
+            print(f"dataset: {ds}")
+            print(f"test_loss: {loss}")
+            print(f"test_acc: {acc}")
+            print()
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "tags", """
+        for ds, loss, acc in [("mnist", 0.021, 0.99), ("svhn", 0.25, 0.95), ("cifar100", 2.61, 0.41)]:
+            print(f"[{ds}] loss: {loss}")
+            print(f"[{ds}] acc: {acc}")
+    """)
+    assert not kinds(ws, "loss_divergence"), ws
+    r, ws = warnings_of(tmp_path / "rose", """
+        print("dataset: svhn")
+        for step, loss in enumerate([0.5, 0.9, 8.0, 75.0]):
+            print(f"step {step} loss: {loss}")
+        print("acc: 0.1")
+    """)
+    (w,) = kinds(ws, "loss_divergence")
+    assert w["metric"] == "loss" and "loss of svhn diverged" in w["message"], w
+
+
 def test_loss_reaching_nan_in_a_condition(tmp_path):
     r, ws = warnings_of(tmp_path, """
         import math

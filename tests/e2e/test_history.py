@@ -424,3 +424,16 @@ def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):
     assert doc["rerun"]["metrics_match"] is False, doc["rerun"]
     assert doc["rerun"]["verdict"] != "match"
     assert sorted(d["key"] for d in doc["rerun"]["differences"]) == ["ids_hash", "weights_checksum"]
+
+
+def test_a_one_element_array_of_a_number_is_indexed_as_that_number(tmp_path):
+    # R's jsonlite::write_json(list(acc = 0.9)) writes {"acc": [0.9]}: the run is found by
+    # `acc`, the name the researcher wrote, not by `acc.0`. Longer arrays keep their indices.
+    exp = make_exp(tmp_path, "import json\n"
+                   "json.dump({'acc': [0.9], 'f1': [0.8], 'seeds': [0.7, 0.75]},"
+                   " open('results.json', 'w'))\n")
+    r = run(tmp_path, exp)
+    assert r["status"] == "completed", r
+    assert [x["id"] for x in runs_json(tmp_path, "--metric", "acc>0.5")] == [r["id"]]
+    (row,) = runs_json(tmp_path)
+    assert row["metrics"] == {"acc": 0.9, "f1": 0.8, "seeds.0": 0.7, "seeds.1": 0.75}, row

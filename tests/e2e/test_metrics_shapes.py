@@ -523,6 +523,30 @@ def test_metrics_logged_with_a_common_format_are_read(tmp_path, fmt):
     assert r.result["metrics"]["values"] == {"accuracy": 0.91, "val_loss": 0.25}
 
 
+def test_absl_logging_info_lines_are_read(tmp_path):
+    # JAX, TensorFlow and flax code logs through absl.logging: Python logging with absl's
+    # glog-style prefix (level letter, month and day, clock, thread id, file:line]), on stderr.
+    # Its INFO lines are read as logging's are; a warning's are not.
+    exp = write_exp(tmp_path, """
+        import logging
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter(
+            "%(levelname).1s%(asctime)s.%(msecs)03d000 %(thread)5d %(filename)s:%(lineno)d] %(message)s",
+            datefmt="%m%d %H:%M:%S"))
+        log = logging.getLogger("absl")
+        log.addHandler(h)
+        log.setLevel(logging.INFO)
+        for step in (100, 200):
+            log.info(f"step {step}: loss = {1 / step:.4f}")
+        log.warning("eval_loss: 9.9")
+        log.info("eval_accuracy: 0.913")
+        log.info("eval_loss: 0.281")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["metrics"]["values"] == {"eval_accuracy": 0.913, "eval_loss": 0.281}, r.why()
+
+
 # Hydra's default job logging (hydra/conf/hydra/job_logging/default.yaml), which every
 # @hydra.main script that logs with log.info gets: the root logger at INFO, a console
 # handler to stdout with the format below (built here by hand: labbox's check refuses
@@ -867,6 +891,96 @@ def test_a_heading_or_tag_naming_another_split_qualifies_its_names(tmp_path):
                  "loss": 0.4, "acc": 0.75, "train loss": 0.01, "train acc": 0.99,
                  "val loss": 0.2, "val acc": 0.8}, v
     assert "repeats" not in r.result["metrics"], r.why()
+
+
+def test_results_under_tags_or_dataset_labels_that_change_are_kept_apart(tmp_path):
+    # One metric per dataset in a loop: the bracketed word or the dataset label is what tells
+    # the values apart, so each keeps its own (the test split's under the plain name); a name
+    # under one tag only, or the same tag each time, is read as before.
+    exp = write_exp(tmp_path, """
+        print("[RESULT] epochs: 3")
+        results = {"cifar10": 0.91, "cifar100": 0.67, "svhn": 0.95}
+        for ds, acc in results.items():
+            print(f"[{ds}] acc: {acc}")
+        for ds, acc in results.items():
+            print(f"dataset={ds} top1: {acc}")
+        for ds, loss in [("mnist", 0.021), ("svhn", 0.25)]:
+            print(f"dataset: {ds}")
+            print(f"test_loss: {loss}")
+            print()
+        print("[test] f1: 0.8")
+        print("[ood] f1: 0.6")
+        print("[proposed] time_s: 10.5")
+        print("[proposed] time_s: 10.7")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"epochs": 3, "cifar10 acc": 0.91, "cifar100 acc": 0.67, "svhn acc": 0.95,
+                 "cifar10 top1": 0.91, "cifar100 top1": 0.67, "svhn top1": 0.95,
+                 "dataset": "svhn", "mnist test_loss": 0.021, "svhn test_loss": 0.25,
+                 "f1": 0.8, "ood f1": 0.6, "time_s": 10.7}, v
+
+
+def test_a_split_head_before_the_pairs_says_whose_they_are(tmp_path):
+    # A final line headed by its split, joined to the pairs by '|' or ':', is a result line:
+    # the test split's keeps its names (after step lines it is what the run reported), any
+    # other split's names are qualified by the head as printed.
+    exp = write_exp(tmp_path, """
+        for step in (100, 200, 300):
+            print(f"step {step} | loss: {1/step:.4f} | acc: {1-1/step:.4f}")
+        print("test | loss: 0.30 | acc: 0.90")
+        print("Test set: Accuracy: 0.9")
+        print("test: f1: 0.85")
+        print("eval | auc: 0.93")
+        print("Train set: Accuracy: 0.99")
+        print("val: f1: 0.8")
+        print("train: 50000")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    assert r.result["status"] == "completed", r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"loss": 0.3, "acc": 0.9, "Accuracy": 0.9, "f1": 0.85, "eval auc": 0.93,
+                 "Train set Accuracy": 0.99, "val f1": 0.8, "train": 50000}, v
+
+
+def test_intervals_a_trailing_percent_and_a_headed_dict_are_read(tmp_path):
+    # Bootstrap intervals in brackets, a unit after the uncertainty and print("Results:", d)
+    # are results: the point value is read, the interval kept as the remark.
+    exp = write_exp(tmp_path, """
+        print("n_test: 500")
+        print("acc: 0.81 [0.78, 0.84]")
+        print("f1: 81.2 ± 1.3 %")
+        print("Results:", {"test_acc": 0.88, "test_f1": 0.81})
+        print("recall: 0.75 95% CI [0.70, 0.80]")
+        print("val:", {"loss": 0.3})
+        print("best: 0.9 [cifar10]")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"n_test": 500, "acc": 0.81, "f1": 81.2, "test_acc": 0.88, "test_f1": 0.81,
+                 "recall": 0.75, "val loss": 0.3}, v
+    ann = {a["metric"]: a for a in r.result["metrics"]["annotated"]}
+    assert ann["acc"]["remark"] == "[0.78, 0.84]", ann
+    assert ann["recall"]["remark"] == "95% CI [0.70, 0.80]", ann
+    assert ann["f1"]["uncertainty"] == 1.3 and ann["f1"]["percent"], ann
+
+
+def test_a_two_column_summary_yields_no_name_across_its_columns(tmp_path):
+    # statsmodels' OLS summary prints two columns of pairs; a label of two words
+    # ("Least Squares") must not glue its second word to the next column's name.
+    exp = write_exp(tmp_path, """
+        print("Dep. Variable:                      y   R-squared:                       0.912")
+        print("Method:                 Least Squares   F-statistic:                     500.1")
+        print("Date:                Mon, 07 Dec 2026   Prob (F-statistic):           1.23e-30")
+        print("Kurtosis:                       2.850   Cond. No.                         1.05")
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    assert r.rc == 0, r.why()
+    v = r.result["metrics"]["values"]
+    assert v == {"Dep. Variable": "y", "R-squared": 0.912}, v
 
 
 def test_a_line_after_the_condition_blocks_is_the_runs_not_the_last_conditions(tmp_path):

@@ -523,6 +523,64 @@ static void test_line_parse_log_prefixes_bracketed_touching(void **state)
 	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* absl.logging's prefix (JAX, TensorFlow, flax): the level letter, month and day, clock,
+ * thread id (padded or not), file:line]. Only an INFO line's; a prefix cut short or another
+ * level's letter is no log prefix. */
+static void test_line_parse_absl_prefix(void **state)
+{
+	static const char *const acc[] = { "eval_accuracy" };
+	static const double acc_v[] = { 0.913 };
+	static const char *const lines[] = {
+		"I1207 17:42:25.123456 4242 main.py:12] eval_accuracy: 0.913",
+		"I1207 17:42:25.123456  42 train_lib.py:301] eval_accuracy: 0.913",
+	};
+	static const char *const bad[] = {
+		"W1207 17:42:25.123456 4242 main.py:12] eval_accuracy: 0.913",
+		"I1207 17:42:25.123456 4242 main.py] eval_accuracy: 0.913",
+		"I1207 17:42:25 4242 main.py:12]eval_accuracy: 0.913",
+		"I1207 17:42:25.123456 4242 main.py:12] step 100: loss = 0.01",
+	};
+	lb_metric_line ml;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		expect_pairs(lines[i], acc, acc_v, 1);
+		assert_true(lb_metric_line_parse(lines[i], strlen(lines[i]), &ml));
+		assert_true(ml.logged);
+	}
+	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* A split's head joined to the pairs by ':' or '|': the test split's names as printed, any
+ * other's qualified by the head; a head followed by no pairs is the plain pair it was. */
+static void test_line_parse_split_head(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *names[2];
+		double v[2];
+		size_t n;
+	} cases[] = {
+		{ "test | loss: 0.30 | acc: 0.90", { "loss", "acc" }, { 0.30, 0.90 }, 2 },
+		{ "Test set: Accuracy: 0.9", { "Accuracy" }, { 0.9 }, 1 },
+		{ "test: f1: 0.85", { "f1" }, { 0.85 }, 1 },
+		{ "eval | auc: 0.93", { "eval auc" }, { 0.93 }, 1 },
+		{ "Train set: Accuracy: 0.99", { "Train set Accuracy" }, { 0.99 }, 1 },
+		{ "VAL: loss: 0.2, acc: 0.8", { "VAL loss", "VAL acc" }, { 0.2, 0.8 }, 2 },
+		{ "train: 50000", { "train" }, { 50000 }, 1 },
+		{ "test: 0.5", { "test" }, { 0.5 }, 1 },
+	};
+	static const char *const bad[] = {
+		"test: accuracy: 0.9 on cifar",
+		"train | step 100 | loss: 0.3",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_pairs(cases[i].line, cases[i].names, cases[i].v, cases[i].n);
+	expect_not_metric(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* How a table's context decides whether its rows are read. */
 static void test_stream_markdown_tables(void **state)
 {
@@ -3979,6 +4037,8 @@ int main(void)
 		cmocka_unit_test(test_line_parse_table_rows_and_logging),
 		cmocka_unit_test(test_line_parse_log_prefixes),
 		cmocka_unit_test(test_line_parse_log_prefixes_bracketed_touching),
+		cmocka_unit_test(test_line_parse_absl_prefix),
+		cmocka_unit_test(test_line_parse_split_head),
 		cmocka_unit_test(test_stream_markdown_tables),
 		cmocka_unit_test(test_stream_tables_end_where_markdown_ends_them),
 		cmocka_unit_test(test_stream_lightning_tables),
