@@ -9,13 +9,13 @@ import json
 import os
 from pathlib import Path
 
-from conftest import PYTHON, labbox, write_exp
+from conftest import PYTHON, labbox, write_exp, user_dirs
 
 FAILING = 'import sys\nprint("accuracy: 0.5")\nsys.exit(3)\n'
 
 
 def env_of(tmp_path):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return user_dirs(tmp_path / "cache")
 
 
 def failed_run(tmp_path):
@@ -97,7 +97,7 @@ def test_a_record_an_older_labbox_sealed_is_read_and_said_to_be(tmp_path):
     del man["result_sealed"]
     mbytes = json.dumps(man, indent=2).encode()
     (run_dir / "manifest.json").write_bytes(mbytes)
-    key = (tmp_path / "cache" / "labbox" / "record.key").read_bytes()
+    key = (tmp_path / "cache-state" / "labbox" / "record.key").read_bytes()
     res = json.loads((run_dir / "result.json").read_text())
     del res["result_mac"]
     res["manifest_mac"] = hmac.new(key, b"manifest.json\n" + mbytes, hashlib.sha256).hexdigest()
