@@ -447,7 +447,9 @@ int cli_check(int argc, char **argv)
 		if (lb_check_answer_load(cfg, &rep, ctx, nctx, &ans) == 0) {
 			fflush(stdout);
 			fflush(stderr);
-			(void)lb_check_answer_print(&ans, fileno(stdout), fileno(stderr));
+			int pr = lb_check_answer_print(&ans, fileno(stdout), fileno(stderr));
+			if (pr < 0)
+				cli_out_failed(-pr);
 			if (json)
 				cli_json_set(NULL); /* the document is printed */
 			rc = ans.rc;

@@ -235,6 +235,15 @@ bool cli_json_active(void);
 void cli_json_note(const char *msg);
 /* Print the command's one document on stdout. */
 void cli_json_print(struct json_object *doc);
+/* Exit status when the command's answer could not be written to stdout (closed, a reader gone,
+ * a full disk) and the command itself succeeded: EX_IOERR of sysexits.h. */
+#define CLI_EXIT_OUTPUT 74
+/* A write of the answer that bypassed stdio (a direct write(2) to stdout) failed with err. */
+void cli_out_failed(int err);
+/* At the end of every command: flush and close stdout; when the answer (stdio's or a direct
+ * write's) could not be written, say so on stderr and return CLI_EXIT_OUTPUT in place of a 0
+ * (a failure's own status is kept). closed: stdout was closed when labbox started. */
+int cli_out_finish(int rc, bool closed);
 /* Whether --json documents on stdout are indented: at a terminal, for a person; into a pipe
  * or a file they are one line, for the program that reads them. */
 bool cli_json_indented(void);
