@@ -246,6 +246,14 @@ int lb_index_get(lb_index *ix, const char *id, struct json_object **row);
  * seal: a sealed record whose row disagrees has had its row changed. 0 with *agrees set, or
  * a negative errno (nothing could be compared). */
 int lb_index_row_agrees(struct json_object *row, struct json_object *result, bool *agrees);
+/* The index as the sealed records say it, for one connection: a copy of its rows (TEMP
+ * tables, which unqualified names mean from then on) in which rows[i] is rebuilt from
+ * results[i], its sealed result.json, as lb_index_row_agrees rebuilds it. lb_index_list then
+ * filters and lists the copy; the file is not written. overlay_end drops the copy. 0 or a
+ * negative errno (-EIO: an index whose tables are not the schema's; nothing is overlaid). */
+int lb_index_overlay(lb_index *ix, struct json_object *const *rows,
+		     struct json_object *const *results, size_t n);
+void lb_index_overlay_end(lb_index *ix);
 
 /* Exports of the run history (src/record/export.c; layouts in docs/export.md). runs is an array
  * of index rows as lb_index_list returns them; each run's result.json, manifest.json,
