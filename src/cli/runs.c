@@ -209,6 +209,21 @@ static int list_from_records(lb_index *ix, const lb_index_filter *f, json_object
 	return r;
 }
 
+/* Counted over the whole index: a row its filters would have let through (or kept out) by
+ * what the index said is not shown, but it was decided by its record. */
+static void say_from_records(const runs_opts *o, size_t nfixed, size_t shown)
+{
+	if (!nfixed)
+		return;
+	const lb_index_filter *f = &o->filter;
+	cli_printf("%zu run%s row in the run index differs from %s sealed result.json (the index "
+		   "is not sealed: changed, or not brought up to date when the run ended): "
+		   "listed%s as %s record says, %zu of them here\n",
+		   nfixed, nfixed == 1 ? "'s" : "s'", nfixed == 1 ? "its" : "their",
+		   f->status || f->metric || f->since || f->until || f->sweep ? " and filtered" : "",
+		   nfixed == 1 ? "its" : "their", shown);
+}
+
 static int runs_list(const runs_opts *o)
 {
 	lb_index *ix;
@@ -307,19 +322,7 @@ static int runs_list(const runs_opts *o)
 					   "index is not sealed, `labbox runs show ID --json` gives "
 					   "result.json's"
 					 : "");
-	/* Counted over the whole index: a row its filters would have let through (or kept
-	 * out) by what the index said is not shown, but it was decided by its record. */
-	size_t nfixed = (size_t)json_object_object_length(fixed);
-	if (nfixed)
-		cli_printf("%zu run%s row in the run index differs from %s sealed result.json "
-			   "(the index is not sealed: changed, or not brought up to date when the "
-			   "run ended): listed%s as %s record says, %zu of them here\n",
-			   nfixed, nfixed == 1 ? "'s" : "s'", nfixed == 1 ? "its" : "their",
-			   o->filter.status || o->filter.metric || o->filter.since ||
-				   o->filter.until || o->filter.sweep
-			       ? " and filtered"
-			       : "",
-			   nfixed == 1 ? "its" : "their", from_records);
+	say_from_records(o, (size_t)json_object_object_length(fixed), from_records);
 	json_object_put(fixed);
 	json_object_put(seen);
 	json_object_put(rows);
