@@ -213,6 +213,11 @@ bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
  * cli_row_seal_why says so in one line. */
 lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
 void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
+/* What compare and export ask of a row, its record read once: whether what the row shows is
+ * labbox's word (sealed, by either scope, and the row agreeing with a whole seal's
+ * result.json), with why as cli_run_sealed's (or cli_row_seal_why's when the row differs,
+ * *row_differs then set). */
+bool cli_row_sealed(struct json_object *row, bool *row_differs, char *why, size_t whylen);
 /* The records a seal covers, as `runs list`/`show` --json say (seal_scope): NULL for none. */
 const char *cli_seal_scope(lb_record_seal seal);
 /* The unknown-option message for getopt's '?' result. */

@@ -640,21 +640,11 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	 * does, and one of the user's own runs from before seals is worth comparing. Each side
 	 * not sealed by this user's labbox is marked beside its numbers. */
 	char why_a[PATH_MAX + 512] = "", why_b[PATH_MAX + 512] = "";
-	bool sealed_a = cli_run_sealed(get_str(ra, "run_dir", ""), get_str(ra, "id", ""), why_a,
-				       sizeof why_a);
-	bool sealed_b = cli_run_sealed(get_str(rb, "run_dir", ""), get_str(rb, "id", ""), why_b,
-				       sizeof why_b);
 	/* The numbers compared are the index's: a sealed record whose row says otherwise is
 	 * not labbox's word for them. */
 	bool differs_a = false, differs_b = false;
-	if (sealed_a && cli_row_seal(ra, &differs_a) < LB_SEAL_OLD_SCOPE && differs_a) {
-		sealed_a = false;
-		cli_row_seal_why(ra, why_a, sizeof why_a);
-	}
-	if (sealed_b && cli_row_seal(rb, &differs_b) < LB_SEAL_OLD_SCOPE && differs_b) {
-		sealed_b = false;
-		cli_row_seal_why(rb, why_b, sizeof why_b);
-	}
+	bool sealed_a = cli_row_sealed(ra, &differs_a, why_a, sizeof why_a);
+	bool sealed_b = cli_row_sealed(rb, &differs_b, why_b, sizeof why_b);
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
@@ -821,17 +811,13 @@ static int runs_export(const runs_opts *o)
 		json_object *row = json_object_array_get_idx(rows, i);
 		char why[PATH_MAX + 512];
 		bool differs = false;
-		if (cli_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""), why,
-				   sizeof why)) {
-			/* What export writes (status, times, metrics) is the index row's: a row
-			 * that is not its sealed record's is not exported as labbox's. */
-			if (cli_row_seal(row, &differs) >= LB_SEAL_OLD_SCOPE || !differs) {
-				if (why[0])
-					cli_warn("runs", "exported, but %s", why);
-				json_object_array_add(sealed_rows, json_object_get(row));
-				continue;
-			}
-			cli_row_seal_why(row, why, sizeof why);
+		/* What export writes (status, times, metrics) is the index row's: a row that is
+		 * not its sealed record's is not exported as labbox's. */
+		if (cli_row_sealed(row, &differs, why, sizeof why)) {
+			if (why[0])
+				cli_warn("runs", "exported, but %s", why);
+			json_object_array_add(sealed_rows, json_object_get(row));
+			continue;
 		}
 		cli_warn("runs", "left out of the export: %s", why);
 		json_object *e = json_object_new_object();
