@@ -14,15 +14,16 @@ struct json_object;
 
 /* Other runs' records out of sb's sight (src/record/hide.c). Every sandbox that runs code of
  * an experiment's (a run, exec, an interpreter's probe, git's filters) hides them alike.
- * lb_record_hide_known: the user's cache and every runs directory this user's labbox has used
- * (each looked at where the sandbox's final view shows it), with the index and sweeps beside
- * each; lb_record_hide_known_in: the same with the cache directory given.
+ * lb_record_hide_known: the user's cache, labbox's state (the seal's key, the known list) and
+ * every runs directory this user's labbox has used (each looked at where the sandbox's final
+ * view shows it), with the index and sweeps beside each; lb_record_hide_known_in: the same
+ * with the cache and state directories given (either may be NULL).
  * lb_record_hide_runs_dir: one runs directory, its index (index_path, and its -wal, -shm,
  * -journal; may be NULL) and the sweeps beside it; make_sweeps makes the sweeps directory when
  * missing, so that a sweep started later does not appear inside the sandbox.
  * 0 or a negative errno (-ENOMEM; a damaged list of known directories hides nothing more). */
 int lb_record_hide_known(lb_sandbox *sb);
-int lb_record_hide_known_in(lb_sandbox *sb, const char *cache);
+int lb_record_hide_known_in(lb_sandbox *sb, const char *cache, const char *state);
 int lb_record_hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *index_path,
 			    bool make_sweeps);
 
@@ -182,16 +183,23 @@ typedef struct lb_index lb_index;
 int lb_index_path_for(const char *runs_dir, char **out);
 /* The runs directories this user's labbox has used that are still there (at most
  * LB_RECORD_KNOWN_MAX, the most recent last; a directory gone since makes room), kept in the
- * user's cache directory so that every run hides all of them. 1024: a lab's projects and a
+ * user's state directory (lb_record_state_dir) so that every run hides all of them. 1024: a lab's projects and a
  * pipeline's --runs-dir per job stay hidden (64 let the 65th used push a live one out, and
  * its records came into sight of every later run); a known directory costs a start about
  * 20 us only where the sandbox shows it (hide.c).
  * known_dirs: *out is NULL and *n 0 when there is no list yet; free with known_free. note:
  * records runs_dir (made absolute, resolved) as the most recent. 0 or negative errno. */
 #define LB_RECORD_KNOWN_MAX 1024
-int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n);
+/* The files of the records' own state: the seal's key (mac.c) and the known runs directories. */
+#define LB_RECORD_KEY_FILE "record.key"
+#define LB_RECORD_KNOWN_FILE "runs-dirs"
+/* lb_user_state_dir, with what an older labbox kept in the user's cache (the key, the known
+ * runs directories) taken over when the state has none: so that a record sealed before still
+ * verifies. NULL when there is no state directory. Free it. */
+char *lb_record_state_dir(void);
+int lb_record_known_dirs(const char *state_dir, char ***out, size_t *n);
 void lb_record_known_free(char **v, size_t n);
-int lb_record_known_note(const char *cache_dir, const char *runs_dir);
+int lb_record_known_note(const char *state_dir, const char *runs_dir);
 /* Whether path (resolved) lies among labbox's own records: in runs_dir or a runs directory
  * of the known list, or beside one of them in its index or sweeps directory (the runs
  * directory's parent holds labbox.db and sweeps/). What runs write (a run's exp/) is in
@@ -200,8 +208,8 @@ int lb_record_known_note(const char *cache_dir, const char *runs_dir);
 /* Whether program (a name on PATH or a path) lies among labbox's records, or is named
  * through a directory there: a run's exp/ is written by sandboxed code, so such a program is
  * probed in the sandbox, never run on this host. */
-bool lb_record_holds_program(const char *cache_dir, const char *runs_dir, const char *program);
-const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, const char *path,
+bool lb_record_holds_program(const char *state_dir, const char *runs_dir, const char *program);
+const char *lb_record_records_area(const char *state_dir, const char *runs_dir, const char *path,
 				   char *area, const char **rel);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
@@ -251,6 +259,14 @@ int lb_index_get(lb_index *ix, const char *id, struct json_object **row);
  * seal: a sealed record whose row disagrees has had its row changed. 0 with *agrees set, or
  * a negative errno (nothing could be compared). */
 int lb_index_row_agrees(struct json_object *row, struct json_object *result, bool *agrees);
+/* The index as the sealed records say it, for one connection: a copy of its rows (TEMP
+ * tables, which unqualified names mean from then on) in which rows[i] is rebuilt from
+ * results[i], its sealed result.json, as lb_index_row_agrees rebuilds it. lb_index_list then
+ * filters and lists the copy; the file is not written. overlay_end drops the copy. 0 or a
+ * negative errno (-EIO: an index whose tables are not the schema's; nothing is overlaid). */
+int lb_index_overlay(lb_index *ix, struct json_object *const *rows,
+		     struct json_object *const *results, size_t n);
+void lb_index_overlay_end(lb_index *ix);
 
 /* Exports of the run history (src/record/export.c; layouts in docs/export.md). runs is an array
  * of index rows as lb_index_list returns them; each run's result.json, manifest.json,

@@ -148,6 +148,9 @@ int lb_cache_bound_like(int dfd, const char *name, size_t keep);
 /* $XDG_CACHE_HOME/labbox, else ~/.cache/labbox, made 0700; NULL when there is none (no
  * absolute XDG_CACHE_HOME or HOME, or it cannot be made). Free it. */
 char *lb_user_cache_dir(void);
+/* $XDG_STATE_HOME/labbox, else ~/.local/state/labbox, made 0700, the same way: what must
+ * outlive a cache clean-up (the records' key, the known runs directories). Free it. */
+char *lb_user_state_dir(void);
 /* Bytes allocated to everything under path (st_blocks), never following symlinks or crossing
  * into other file systems; what cannot be read counts as nothing. */
 uint64_t lb_disk_usage(const char *path);

@@ -33,12 +33,13 @@ static int hide_records(lb_sandbox *sb, const lb_backend_job *job)
 {
 	int r = job->runs_dir ? lb_record_hide_runs_dir(sb, job->runs_dir, job->index_path, true)
 			      : 0;
-	LB_AUTOFREE char *cache = r == 0 ? lb_user_cache_dir() : NULL;
-	if (r < 0 || !cache)
+	if (r < 0)
 		return r;
-	if (job->runs_dir)
-		lb_record_known_note(cache, job->runs_dir);
-	return lb_record_hide_known_in(sb, cache);
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	LB_AUTOFREE char *state = lb_record_state_dir();
+	if (job->runs_dir && state)
+		lb_record_known_note(state, job->runs_dir);
+	return lb_record_hide_known_in(sb, cache, state);
 }
 
 int lb_local_hide_job_records(lb_sandbox *sb, const lb_backend_job *job)

@@ -124,10 +124,10 @@ static int confine_python(lb_check_config *cfg, int first, int argc, char **argv
 				 slash ? argv[i] : ".");
 		}
 		char real[PATH_MAX];
-		LB_AUTOFREE char *cache = lb_user_cache_dir();
+		LB_AUTOFREE char *state = lb_record_state_dir();
 		if (!realpath(dir[0] ? dir : "/", real) ||
 		    !(lb_program_inside(python_named, real) ||
-		      lb_record_holds_program(cache, NULL, python_named)))
+		      lb_record_holds_program(state, NULL, python_named)))
 			continue;
 		/* The confined probe reads a relative path from the experiment; this one was
 		 * given relative to here. */
@@ -447,7 +447,9 @@ int cli_check(int argc, char **argv)
 		if (lb_check_answer_load(cfg, &rep, ctx, nctx, &ans) == 0) {
 			fflush(stdout);
 			fflush(stderr);
-			(void)lb_check_answer_print(&ans, fileno(stdout), fileno(stderr));
+			int pr = lb_check_answer_print(&ans, fileno(stdout), fileno(stderr));
+			if (pr < 0)
+				cli_out_failed(-pr);
 			if (json)
 				cli_json_set(NULL); /* the document is printed */
 			rc = ans.rc;

@@ -214,6 +214,11 @@ bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
  * cli_row_seal_why says so in one line. */
 lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
 void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
+/* What compare and export ask of a row, its record read once: whether what the row shows is
+ * labbox's word (sealed, by either scope, and the row agreeing with a whole seal's
+ * result.json), with why as cli_run_sealed's (or cli_row_seal_why's when the row differs,
+ * *row_differs then set). */
+bool cli_row_sealed(struct json_object *row, bool *row_differs, char *why, size_t whylen);
 /* The records a seal covers, as `runs list`/`show` --json say (seal_scope): NULL for none. */
 const char *cli_seal_scope(lb_record_seal seal);
 /* The unknown-option message for getopt's '?' result. */
@@ -236,6 +241,15 @@ bool cli_json_active(void);
 void cli_json_note(const char *msg);
 /* Print the command's one document on stdout. */
 void cli_json_print(struct json_object *doc);
+/* Exit status when the command's answer could not be written to stdout (closed, a reader gone,
+ * a full disk) and the command itself succeeded: EX_IOERR of sysexits.h. */
+#define CLI_EXIT_OUTPUT 74
+/* A write of the answer that bypassed stdio (a direct write(2) to stdout) failed with err. */
+void cli_out_failed(int err);
+/* At the end of every command: flush and close stdout; when the answer (stdio's or a direct
+ * write's) could not be written, say so on stderr and return CLI_EXIT_OUTPUT in place of a 0
+ * (a failure's own status is kept). closed: stdout was closed when labbox started. */
+int cli_out_finish(int rc, bool closed);
 /* Whether --json documents on stdout are indented: at a terminal, for a person; into a pipe
  * or a file they are one line, for the program that reads them. */
 bool cli_json_indented(void);

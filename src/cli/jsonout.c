@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "labbox/record.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ static struct {
 	bool printed;     /* a document went to stdout already */
 	char messages[CLI_MAX_MESSAGES][1024];
 	size_t nmessages;
+	int out_err; /* a direct write of the answer to stdout failed: its errno */
 } js;
 
 /* The long option argv[i] names: an exact match, else a unique prefix (as getopt_long). */
@@ -118,7 +120,8 @@ void cli_json_print(struct json_object *doc)
 		return;
 	}
 	printf("%s\n", lb_record_json_text_as(doc, cli_json_indented()));
-	fflush(stdout);
+	if (fflush(stdout) != 0)
+		cli_out_failed(errno); /* said at the end (cli_out_finish), with why */
 	js.printed = true;
 }
 
@@ -181,4 +184,31 @@ int cli_json_finish(int rc)
 	cli_json_print(doc);
 	json_object_put(doc);
 	return rc;
+}
+
+void cli_out_failed(int err)
+{
+	if (!js.out_err)
+		js.out_err = err ? err : EIO;
+}
+
+int cli_out_finish(int rc, bool closed)
+{
+	/* fclose reports what fflush does and what only the close itself can (NFS, a quota). */
+	int err = js.out_err;
+	if (ferror(stdout) && !err)
+		err = EIO;
+	errno = 0;
+	if (fclose(stdout) != 0 && !err)
+		err = errno ? errno : EIO;
+	if (!err)
+		return rc;
+	/* Written into nothing, the answer is lost: a caller must not take exit 0 for it.
+	 * A run is recorded all the same (the answer is printed after its records). */
+	if (closed)
+		fprintf(stderr, "labbox: standard output is closed: the answer was not written\n");
+	else
+		fprintf(stderr, "labbox: cannot write the answer to standard output: %s\n",
+			strerror(err));
+	return rc == 0 ? CLI_EXIT_OUTPUT : rc;
 }

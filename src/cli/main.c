@@ -40,10 +40,18 @@ int main(int argc, char **argv)
 	 * run is still recorded, only the echo stops. */
 	signal(SIGPIPE, SIG_IGN);
 	/* A closed stdin, stdout or stderr would be handed out by the next open() and confused with
-	 * the descriptor's usual meaning (exec relays fd 0 into the sandbox): fill the gaps. */
-	for (int fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
+	 * the descriptor's usual meaning (exec relays fd 0 into the sandbox): fill the gaps. A
+	 * closed stdout gets /dev/full, not /dev/null: every write of the answer then fails, and
+	 * labbox says so (cli_out_finish) instead of exiting 0 with nothing written. */
+	bool out_closed = fcntl(1, F_GETFD) < 0;
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		if (fd == 1 && open("/dev/full", O_WRONLY) == 1)
+			continue;
+		if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
 			return 125;
+	}
 	/* `labbox --json CMD ...` means `labbox CMD --json ...`: a pipeline that puts the flag
 	 * first still gets its one document. */
 	if (argc > 2 && strcmp(argv[1], "--json") == 0) {
@@ -54,11 +62,11 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage, stdout);
-		return 0;
+		return cli_out_finish(0, out_closed);
 	}
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("labbox %s\n", LABBOX_VERSION);
-		return 0;
+		return cli_out_finish(0, out_closed);
 	}
 	/* The commands that run something remember a Ctrl-C or SIGTERM from their first moment:
 	 * each step before the experiment starts then stops, and the run is recorded as
@@ -98,6 +106,7 @@ int main(int argc, char **argv)
 		cli_error("", "unknown command '%s' (see labbox --help)", cmd);
 		rc = CLI_EXIT_USAGE;
 	}
-	/* Whatever ended the command, --json gets exactly one document on stdout. */
-	return cli_json_finish(rc);
+	/* Whatever ended the command, --json gets exactly one document on stdout; and an answer
+	 * that could not be written is not a success. */
+	return cli_out_finish(cli_json_finish(rc), out_closed);
 }

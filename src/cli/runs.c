@@ -32,7 +32,10 @@ static const char runs_help[] =
 	"SEALED (record_sealed false with --json) each run whose records this user's labbox did not\n"
 	"write as they stand: an index or run directory made elsewhere (a .labbox/ that came with\n"
 	"the experiment), changed since, or older than seals; their status and metrics are only\n"
-	"what those files say. `show` and `compare` mark such a run NOT SEALED (record_sealed, and\n"
+	"what those files say. A run sealed whole whose row in the index differs from its\n"
+	"result.json (the index is not sealed) is listed, and filtered, as result.json says:\n"
+	"index_row_differs true with --json (rows_from_records counts them in the whole index),\n"
+	"a closing line without. `show` and `compare` mark such a run NOT SEALED (record_sealed, and\n"
 	"record_sealed.a/.b for compare, with --json); `export` leaves such runs out, naming each\n"
 	"on stderr (--json: unsealed, a count, and left_out), since MLflow and Sacred would show\n"
 	"their numbers as labbox's.\n"
@@ -147,31 +150,117 @@ static const char *get_str(json_object *o, const char *key, const char *dflt)
 	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : dflt;
 }
 
+/* The list, and what its filters see, as the sealed records say: the index is not sealed,
+ * and a row changed (or not brought up to date when its run ended) would otherwise be
+ * filtered by what it says, not by what the run recorded. Each row of a run sealed whole
+ * whose row differs from its result.json is rebuilt from that record in a private copy of
+ * the index (lb_index_overlay), which lb_index_list filters; the file is not written.
+ * *fixed: an object whose keys are the ids of the rows rebuilt; *seen: each row's id to
+ * what cli_row_seal says of it (the seal as shown, ROW_DIFFERS added), each record read
+ * once. */
+#define ROW_DIFFERS 16
+static int list_from_records(lb_index *ix, const lb_index_filter *f, json_object **rows,
+			     json_object **fixed, json_object **seen, char *err, size_t errlen)
+{
+	json_object *all = NULL;
+	lb_index_filter every = {0};
+	*fixed = json_object_new_object();
+	*seen = json_object_new_object();
+	int r = lb_index_list(ix, &every, &all, err, errlen);
+	if (r < 0 || !*fixed || !*seen)
+		return r < 0 ? r : -ENOMEM;
+	size_t n = json_object_array_length(all), k = 0;
+	json_object **differ = calloc(n + 1, sizeof *differ), **sealed = calloc(n + 1, sizeof *sealed);
+	for (size_t i = 0; differ && sealed && i < n; i++) {
+		json_object *row = json_object_array_get_idx(all, i), *result = NULL;
+		const char *id = get_str(row, "id", "");
+		bool agrees = true;
+		lb_record_seal seal = lb_record_run_seal_read(get_str(row, "run_dir", ""), id, &result);
+		int cr = seal == LB_SEAL_WHOLE ? lb_index_row_agrees(row, result, &agrees) : 0;
+		if (cr == 0 && !agrees) {
+			differ[k] = row;
+			sealed[k++] = result;
+			json_object_object_add(*fixed, id, NULL);
+		} else {
+			json_object_put(result);
+		}
+		/* As cli_row_seal: not compared is not shown as sealed, nor called changed. */
+		int shown = cr < 0 || !agrees ? LB_SEAL_NONE : (int)seal;
+		json_object_object_add(*seen, id,
+				       json_object_new_int(shown | (cr == 0 && !agrees ? ROW_DIFFERS : 0)));
+	}
+	bool overlaid = k > 0 && lb_index_overlay(ix, differ, sealed, k) == 0;
+	if (k > 0 && !overlaid) { /* not the schema's tables: the index's rows, marked as before */
+		json_object_put(*fixed);
+		*fixed = json_object_new_object();
+	}
+	/* A rebuilt row is its record: sealed whole, said to differ. */
+	for (size_t i = 0; overlaid && i < k; i++)
+		json_object_object_add(*seen, get_str(differ[i], "id", ""),
+				       json_object_new_int(LB_SEAL_WHOLE | ROW_DIFFERS));
+	r = lb_index_list(ix, f, rows, err, errlen);
+	if (overlaid)
+		lb_index_overlay_end(ix);
+	for (size_t i = 0; sealed && i < k; i++)
+		json_object_put(sealed[i]);
+	free(differ);
+	free(sealed);
+	json_object_put(all);
+	return r;
+}
+
+/* Counted over the whole index: a row its filters would have let through (or kept out) by
+ * what the index said is not shown, but it was decided by its record. */
+static void say_from_records(const runs_opts *o, size_t nfixed, size_t shown)
+{
+	if (!nfixed)
+		return;
+	const lb_index_filter *f = &o->filter;
+	cli_printf("%zu run%s row in the run index differs from %s sealed result.json (the index "
+		   "is not sealed: changed, or not brought up to date when the run ended): "
+		   "listed%s as %s record says, %zu of them here\n",
+		   nfixed, nfixed == 1 ? "'s" : "s'", nfixed == 1 ? "its" : "their",
+		   f->status || f->metric || f->since || f->until || f->sweep ? " and filtered" : "",
+		   nfixed == 1 ? "its" : "their", shown);
+}
+
 static int runs_list(const runs_opts *o)
 {
 	lb_index *ix;
 	if (open_index(o, &ix) < 0)
 		return CLI_EXIT_USAGE;
-	json_object *rows = NULL;
+	json_object *rows = NULL, *fixed = NULL, *seen = NULL;
 	char err[512];
-	int r = lb_index_list(ix, &o->filter, &rows, err, sizeof err);
+	int r = list_from_records(ix, &o->filter, &rows, &fixed, &seen, err, sizeof err);
 	lb_index_close(ix);
 	if (r < 0) {
 		cli_error("runs", "%s", err);
+		json_object_put(fixed);
+		json_object_put(seen);
 		return CLI_EXIT_USAGE;
 	}
 	/* A row is shown as labbox's own only when its run directory holds the sealed record
 	 * of that run (mac.c): an index that came with the experiment lists whatever it likes.
-	 * Marked, not hidden: runs older than seals, or recorded before the cache (and its key)
-	 * was deleted, stay listed. */
+	 * Marked, not hidden: runs older than seals, or recorded before the key was lost, stay
+	 * listed. A row rebuilt from its sealed record is sealed, and said to differ. */
 	size_t nrows = json_object_array_length(rows), unsealed = 0, index_differs = 0;
+	size_t from_records = 0;
 	for (size_t i = 0; i < nrows; i++) {
 		json_object *row = json_object_array_get_idx(rows, i);
 		bool differs = false;
-		lb_record_seal seal = cli_row_seal(row, &differs);
+		lb_record_seal seal;
+		json_object *s;
+		/* A row that came since the records were read (a run ending now) is read here. */
+		if (json_object_object_get_ex(seen, get_str(row, "id", ""), &s)) {
+			seal = (lb_record_seal)(json_object_get_int(s) & ~ROW_DIFFERS);
+			differs = json_object_get_int(s) & ROW_DIFFERS;
+		} else {
+			seal = cli_row_seal(row, &differs);
+		}
+		from_records += json_object_object_get_ex(fixed, get_str(row, "id", ""), NULL);
 		bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 		unsealed += !sealed;
-		index_differs += differs;
+		index_differs += differs && !sealed;
 		json_object_object_add(row, "record_sealed", json_object_new_boolean(sealed));
 		json_object_object_add(row, "index_row_differs", json_object_new_boolean(differs));
 		const char *scope = cli_seal_scope(seal);
@@ -182,6 +271,10 @@ static int runs_list(const runs_opts *o)
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.runs/1"));
 		json_object_object_add(doc, "runs", rows);
 		json_object_object_add(doc, "unsealed", json_object_new_int64((int64_t)unsealed));
+		json_object_object_add(doc, "rows_from_records",
+				       json_object_new_int64((int64_t)json_object_object_length(fixed)));
+		json_object_put(fixed);
+		json_object_put(seen);
 		cli_json_print(doc);
 		json_object_put(doc);
 		return 0;
@@ -229,6 +322,9 @@ static int runs_list(const runs_opts *o)
 					   "index is not sealed, `labbox runs show ID --json` gives "
 					   "result.json's"
 					 : "");
+	say_from_records(o, (size_t)json_object_object_length(fixed), from_records);
+	json_object_put(fixed);
+	json_object_put(seen);
 	json_object_put(rows);
 	return 0;
 }
@@ -544,21 +640,11 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	 * does, and one of the user's own runs from before seals is worth comparing. Each side
 	 * not sealed by this user's labbox is marked beside its numbers. */
 	char why_a[PATH_MAX + 512] = "", why_b[PATH_MAX + 512] = "";
-	bool sealed_a = cli_run_sealed(get_str(ra, "run_dir", ""), get_str(ra, "id", ""), why_a,
-				       sizeof why_a);
-	bool sealed_b = cli_run_sealed(get_str(rb, "run_dir", ""), get_str(rb, "id", ""), why_b,
-				       sizeof why_b);
 	/* The numbers compared are the index's: a sealed record whose row says otherwise is
 	 * not labbox's word for them. */
 	bool differs_a = false, differs_b = false;
-	if (sealed_a && cli_row_seal(ra, &differs_a) < LB_SEAL_OLD_SCOPE && differs_a) {
-		sealed_a = false;
-		cli_row_seal_why(ra, why_a, sizeof why_a);
-	}
-	if (sealed_b && cli_row_seal(rb, &differs_b) < LB_SEAL_OLD_SCOPE && differs_b) {
-		sealed_b = false;
-		cli_row_seal_why(rb, why_b, sizeof why_b);
-	}
+	bool sealed_a = cli_row_sealed(ra, &differs_a, why_a, sizeof why_a);
+	bool sealed_b = cli_row_sealed(rb, &differs_b, why_b, sizeof why_b);
 	json_object *metrics = json_object_new_array();
 	json_object *mA = json_object_object_get(ra, "metrics");
 	json_object *mB = json_object_object_get(rb, "metrics");
@@ -725,17 +811,13 @@ static int runs_export(const runs_opts *o)
 		json_object *row = json_object_array_get_idx(rows, i);
 		char why[PATH_MAX + 512];
 		bool differs = false;
-		if (cli_run_sealed(get_str(row, "run_dir", ""), get_str(row, "id", ""), why,
-				   sizeof why)) {
-			/* What export writes (status, times, metrics) is the index row's: a row
-			 * that is not its sealed record's is not exported as labbox's. */
-			if (cli_row_seal(row, &differs) >= LB_SEAL_OLD_SCOPE || !differs) {
-				if (why[0])
-					cli_warn("runs", "exported, but %s", why);
-				json_object_array_add(sealed_rows, json_object_get(row));
-				continue;
-			}
-			cli_row_seal_why(row, why, sizeof why);
+		/* What export writes (status, times, metrics) is the index row's: a row that is
+		 * not its sealed record's is not exported as labbox's. */
+		if (cli_row_sealed(row, &differs, why, sizeof why)) {
+			if (why[0])
+				cli_warn("runs", "exported, but %s", why);
+			json_object_array_add(sealed_rows, json_object_get(row));
+			continue;
 		}
 		cli_warn("runs", "left out of the export: %s", why);
 		json_object *e = json_object_new_object();

@@ -5,15 +5,10 @@
 #include <json-c/json.h>
 #include <stdio.h>
 
-bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
+/* Why a run's record is not labbox's word, as seal says of it (below LB_SEAL_WHOLE). */
+static void seal_why(lb_record_seal seal, const char *dir, const char *id, char *why,
+		     size_t whylen)
 {
-	lb_record_seal seal = lb_record_run_seal(dir, id);
-	if (why && whylen)
-		why[0] = '\0';
-	if (seal == LB_SEAL_WHOLE)
-		return true;
-	if (!why || !whylen)
-		return seal == LB_SEAL_OLD_SCOPE;
 	if (seal == LB_SEAL_OLD_SCOPE)
 		snprintf(why, whylen,
 			 "run '%s' (%s) was sealed by an older labbox, whose seal covers its "
@@ -33,6 +28,17 @@ bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
 			 "such as a .labbox/ that came with the experiment, changed since, or older "
 			 "than seals); its status and metrics are only what those files say",
 			 id ? id : "?", dir);
+}
+
+bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
+{
+	lb_record_seal seal = lb_record_run_seal(dir, id);
+	if (why && whylen)
+		why[0] = '\0';
+	if (seal == LB_SEAL_WHOLE)
+		return true;
+	if (why && whylen)
+		seal_why(seal, dir, id, why, whylen);
 	return seal == LB_SEAL_OLD_SCOPE;
 }
 
@@ -64,16 +70,15 @@ lb_record_seal cli_row_seal(json_object *row, bool *row_differs)
 	return seal;
 }
 
-void cli_row_seal_why(json_object *row, char *why, size_t whylen)
+/* cli_row_seal_why with the sealed result.json already read (NULL: none). */
+static void row_why(json_object *row, json_object *res, char *why, size_t whylen)
 {
-	json_object *v;
-	json_object *res = NULL, *info;
+	json_object *v, *info;
 	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
 				  ? json_object_get_string(v) : "";
 	/* A run whose labbox could not write its end into the index said so in its sealed
 	 * result.json: quoted, rather than "changed". */
-	if (lb_record_run_seal_read(dir, NULL, &res) == LB_SEAL_WHOLE &&
-	    json_object_object_get_ex(res, "index", &info) &&
+	if (res && json_object_object_get_ex(res, "index", &info) &&
 	    json_object_object_get_ex(info, "error", &v) && v) {
 		snprintf(why, whylen,
 			 "run '%s' (%s): its row in the run index is not its record: its sealed "
@@ -81,10 +86,8 @@ void cli_row_seal_why(json_object *row, char *why, size_t whylen)
 			 "the index says, `labbox runs show ID --json` gives result.json's",
 			 json_object_object_get_ex(row, "id", &v) && v ? json_object_get_string(v) : "?",
 			 dir, json_object_get_string(json_object_object_get(info, "error")));
-		json_object_put(res);
 		return;
 	}
-	json_object_put(res);
 	snprintf(why, whylen,
 		 "run '%s' (%s): its row in the run index differs from its sealed result.json (the "
 		 "index is not sealed: it was changed, or not brought up to date when the run "
@@ -93,4 +96,40 @@ void cli_row_seal_why(json_object *row, char *why, size_t whylen)
 		 json_object_object_get_ex(row, "id", &v) && v ? json_object_get_string(v) : "?",
 		 json_object_object_get_ex(row, "run_dir", &v) && v ? json_object_get_string(v)
 								     : "?");
+}
+
+void cli_row_seal_why(json_object *row, char *why, size_t whylen)
+{
+	json_object *v, *res = NULL;
+	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
+				  ? json_object_get_string(v) : "";
+	if (lb_record_run_seal_read(dir, NULL, &res) != LB_SEAL_WHOLE) {
+		json_object_put(res);
+		res = NULL;
+	}
+	row_why(row, res, why, whylen);
+	json_object_put(res);
+}
+
+bool cli_row_sealed(json_object *row, bool *row_differs, char *why, size_t whylen)
+{
+	json_object *v, *result = NULL;
+	const char *dir = json_object_object_get_ex(row, "run_dir", &v) && v
+				  ? json_object_get_string(v) : "";
+	const char *id = json_object_object_get_ex(row, "id", &v) && v
+				 ? json_object_get_string(v) : "";
+	lb_record_seal seal = lb_record_run_seal_read(dir, id, &result);
+	bool agrees = true, sealed = seal >= LB_SEAL_OLD_SCOPE;
+	*row_differs = false;
+	why[0] = '\0';
+	if (seal != LB_SEAL_WHOLE)
+		seal_why(seal, dir, id, why, whylen);
+	/* Not compared (no memory for the rebuilt row) is not called changed. */
+	else if (lb_index_row_agrees(row, result, &agrees) == 0 && !agrees) {
+		*row_differs = true;
+		sealed = false;
+		row_why(row, result, why, whylen);
+	}
+	json_object_put(result);
+	return sealed;
 }

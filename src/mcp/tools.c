@@ -501,8 +501,8 @@ static int python_not_clients(ctx *c, const char *python, const lb_mcp_limits *l
 				      python, lim->root);
 	/* Nor among labbox's records, wherever they are: a run's exp/ is what the client's
 	 * earlier runs wrote (labbox itself would probe it in the sandbox; said plainly here). */
-	LB_AUTOFREE char *cache = lb_user_cache_dir();
-	if (lb_record_holds_program(cache, ".labbox/runs", joined))
+	LB_AUTOFREE char *state = lb_record_state_dir();
+	if (lb_record_holds_program(state, ".labbox/runs", joined))
 		return refuse(c, "root",
 			      "python '%s' lies among labbox's run records, which runs write: "
 			      "name an interpreter of this host, or use environment auto", python);

@@ -134,20 +134,23 @@ static int resolve_dir(const char *path, char real[PATH_MAX])
 }
 
 /* The user's cache (interpreter probes, freezes, check verdicts: trusted by the next run on
- * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), and every runs
+ * the host, and it may lie outside the home, XDG_CACHE_HOME=/scratch/...), labbox's state
+ * (the seal's key, the known list: XDG_STATE_HOME may lie outside too), and every runs
  * directory this user's labbox has used, with the index and sweeps beside each.
  * Each known runs directory is looked at only where the experiment could see it, once the
  * sandbox's view is final: most lie in a home or /tmp, which the sandbox replaces, and with
  * 64 of them a start paid 3.5 ms for stats of what nothing could reach. Each is resolved
  * first (resolve_dir), so that where it lies now decides. */
-int lb_record_hide_known_in(lb_sandbox *sb, const char *cache)
+int lb_record_hide_known_in(lb_sandbox *sb, const char *cache, const char *state)
 {
-	int r = lb_sandbox_mask(sb, cache);
+	int r = cache ? lb_sandbox_mask(sb, cache) : 0;
+	if (r == 0 && state)
+		r = lb_sandbox_mask(sb, state);
 	if (r < 0)
 		return r;
 	char **known = NULL;
 	size_t nknown = 0;
-	r = lb_record_known_dirs(cache, &known, &nknown);
+	r = lb_record_known_dirs(state, &known, &nknown);
 	for (size_t i = 0; r == 0 && i < nknown; i++) {
 		char real[PATH_MAX];
 		/* Gone since: nothing of it to hide. */
@@ -163,5 +166,6 @@ int lb_record_hide_known_in(lb_sandbox *sb, const char *cache)
 int lb_record_hide_known(lb_sandbox *sb)
 {
 	LB_AUTOFREE char *cache = lb_user_cache_dir();
-	return cache ? lb_record_hide_known_in(sb, cache) : 0;
+	LB_AUTOFREE char *state = lb_record_state_dir();
+	return lb_record_hide_known_in(sb, cache, state);
 }

@@ -878,3 +878,86 @@ int lb_index_row_agrees(json_object *row, json_object *result, bool *agrees)
 	*agrees = same;
 	return 0;
 }
+
+/* The tables a row is made of, as the schema makes them. */
+static const char *const row_tables[] = {"runs", "metrics", "file_metrics", "sweep_runs"};
+
+void lb_index_overlay_end(lb_index *ix)
+{
+	for (size_t i = 0; i < sizeof row_tables / sizeof *row_tables; i++) {
+		char sql[64];
+		snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS temp.%s", row_tables[i]);
+		sqlite3_exec(ix->db, sql, NULL, NULL, NULL);
+	}
+}
+
+/* The schema's tables made as TEMP ones (its indexes left out): unqualified names then mean
+ * them, so lb_index_list and the writers work on the copy, and nothing of the file (nor a
+ * trigger planted in it) is touched. */
+static int overlay_tables(lb_index *ix)
+{
+	lb_buf sql = {0};
+	for (const char *p = schema; *p;) {
+		const char *end = strchr(p, ';');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		static const char make[] = "CREATE TABLE IF NOT EXISTS ";
+		if (strncmp(p, make, sizeof make - 1) == 0 &&
+		    lb_buf_printf(&sql, "CREATE TEMP TABLE %.*s;", (int)(n - (sizeof make - 1)),
+				  p + sizeof make - 1) < 0) {
+			lb_buf_free(&sql);
+			return -ENOMEM;
+		}
+		p += n + (end ? 1 : 0);
+	}
+	for (size_t i = 0; i < sizeof row_tables / sizeof *row_tables; i++)
+		if (lb_buf_printf(&sql, "INSERT INTO temp.%s SELECT * FROM main.%s;", row_tables[i],
+				  row_tables[i]) < 0) {
+			lb_buf_free(&sql);
+			return -ENOMEM;
+		}
+	int rc = sql.data ? sqlite3_exec(ix->db, sql.data, NULL, NULL, NULL) : SQLITE_NOMEM;
+	lb_buf_free(&sql);
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+static int overlay_one(lb_index *ix, json_object *row, json_object *result)
+{
+	const char *id = str_field(result, "id");
+	if (!id)
+		return -EINVAL;
+	static const char *const del[] = {
+		"DELETE FROM temp.metrics WHERE run_id = ?1",
+		"DELETE FROM temp.file_metrics WHERE run_id = ?1",
+		"DELETE FROM temp.sweep_runs WHERE run_id = ?1",
+		"DELETE FROM temp.runs WHERE id = ?1",
+	};
+	for (size_t i = 0; i < sizeof del / sizeof *del; i++) {
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(ix->db, del[i], -1, &st, NULL) != SQLITE_OK)
+			return -EIO;
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		int rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return -EIO;
+	}
+	const char *dir = str_field(row, "run_dir"), *expdir = str_field(row, "expdir");
+	const char *started = str_field(result, "started_at");
+	json_object *sw = NULL;
+	int r = lb_index_run_started(ix, id, dir ? dir : "", expdir ? expdir : "",
+				     started ? started : "");
+	if (r == 0 && json_object_object_get_ex(result, "sweep", &sw) && sw)
+		r = lb_index_tag_sweep(ix, id, sw);
+	return r == 0 ? lb_index_run_finished(ix, result) : r;
+}
+
+int lb_index_overlay(lb_index *ix, json_object *const *rows, json_object *const *results,
+		     size_t n)
+{
+	int r = overlay_tables(ix);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = overlay_one(ix, rows[i], results[i]);
+	if (r < 0)
+		lb_index_overlay_end(ix);
+	return r;
+}

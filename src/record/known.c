@@ -2,8 +2,9 @@
  * not only its own (docs/decisions.md, "Red-team pass: second round"). An ordinary user's
  * experiment runs with the user's own uid: a runs directory of another project outside the
  * home (/srv, /scratch, /work) is plain readable to it, manifests with their -e values and
- * other runs' results included. The list lives in the user's cache directory, which every
- * run hides, so an experiment can neither read it nor add to it. */
+ * other runs' results included. The list lives in labbox's state directory (not the cache: a
+ * cache clean-up must not bring other projects' records into sight), which every run hides,
+ * so an experiment can neither read it nor add to it. */
 #include "labbox/record.h"
 #include "labbox/util.h"
 
@@ -16,7 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define KNOWN_FILE "runs-dirs"
 /* Each one is a mask in every run; the most recently used are kept. */
 #define KNOWN_READ_MAX ((size_t)LB_RECORD_KNOWN_MAX * (PATH_MAX + 1))
 
@@ -31,18 +31,18 @@ static bool known_line_ok(const char *s, size_t n)
 	return true;
 }
 
-int lb_record_known_dirs(const char *cache_dir, char ***out, size_t *n)
+int lb_record_known_dirs(const char *state_dir, char ***out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	if (!cache_dir)
+	if (!state_dir)
 		return 0;
-	LB_AUTOCLOSE int dfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	LB_AUTOCLOSE int dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	LB_AUTOFREE char *text = NULL;
 	size_t len = 0;
-	int r = lb_read_file_at(dfd, KNOWN_FILE, KNOWN_READ_MAX, &text, &len);
+	int r = lb_read_file_at(dfd, LB_RECORD_KNOWN_FILE, KNOWN_READ_MAX, &text, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -74,14 +74,14 @@ void lb_record_known_free(char **v, size_t n)
 	free(v);
 }
 
-int lb_record_known_note(const char *cache_dir, const char *runs_dir)
+int lb_record_known_note(const char *state_dir, const char *runs_dir)
 {
 	char real[PATH_MAX];
-	if (!cache_dir || !runs_dir || !realpath(runs_dir, real))
-		return cache_dir && runs_dir ? -errno : -EINVAL;
+	if (!state_dir || !runs_dir || !realpath(runs_dir, real))
+		return state_dir && runs_dir ? -errno : -EINVAL;
 	char **v = NULL;
 	size_t n = 0;
-	int r = lb_record_known_dirs(cache_dir, &v, &n);
+	int r = lb_record_known_dirs(state_dir, &v, &n);
 	if (r < 0 && r != -EFBIG && r != -EINVAL && r != -ELOOP)
 		return r;
 	/* Already the most recent: nothing to write, the usual case. */
@@ -116,7 +116,7 @@ int lb_record_known_note(const char *cache_dir, const char *runs_dir)
 		r = lb_buf_printf(&b, "%s\n", real);
 	lb_record_known_free(v, n);
 	char path[PATH_MAX + 16];
-	snprintf(path, sizeof path, "%s/%s", cache_dir, KNOWN_FILE);
+	snprintf(path, sizeof path, "%s/%s", state_dir, LB_RECORD_KNOWN_FILE);
 	if (r >= 0)
 		r = lb_write_file_atomic_mode(path, b.data, b.len, 0600);
 	lb_buf_free(&b);
@@ -167,7 +167,7 @@ static const char *in_records(const char *real, const char *runs, char area[PATH
 	return NULL;
 }
 
-const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, const char *path,
+const char *lb_record_records_area(const char *state_dir, const char *runs_dir, const char *path,
 				   char *area, const char **rel)
 {
 	char real[PATH_MAX], runs[PATH_MAX];
@@ -178,7 +178,7 @@ const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, 
 		r = in_records(real, runs, area);
 	char **v = NULL;
 	size_t n = 0;
-	if (!r && lb_record_known_dirs(cache_dir, &v, &n) == 0)
+	if (!r && lb_record_known_dirs(state_dir, &v, &n) == 0)
 		for (size_t i = 0; i < n && !r; i++)
 			r = in_records(real, v[i], area);
 	lb_record_known_free(v, n);
@@ -187,13 +187,13 @@ const char *lb_record_records_area(const char *cache_dir, const char *runs_dir, 
 	return r ? area : NULL;
 }
 
-bool lb_record_holds_program(const char *cache_dir, const char *runs_dir, const char *program)
+bool lb_record_holds_program(const char *state_dir, const char *runs_dir, const char *program)
 {
 	LB_AUTOFREE char *exe = NULL;
 	char area[PATH_MAX], dir[PATH_MAX];
 	if (lb_find_executable(program, &exe) < 0)
 		return false;
-	if (lb_record_records_area(cache_dir, runs_dir, exe, area, NULL))
+	if (lb_record_records_area(state_dir, runs_dir, exe, area, NULL))
 		return true;
 	/* The directory it is named in counts too (a venv's bin/python linking out: Python
 	 * reads the pyvenv.cfg beside the name it was started by). */
@@ -201,5 +201,5 @@ bool lb_record_holds_program(const char *cache_dir, const char *runs_dir, const 
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir)
 		*slash = '\0';
-	return lb_record_records_area(cache_dir, runs_dir, dir, area, NULL) != NULL;
+	return lb_record_records_area(state_dir, runs_dir, dir, area, NULL) != NULL;
 }

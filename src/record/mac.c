@@ -2,7 +2,7 @@
  * network, backend, policy), and `labbox rerun` does what it says; a manifest that came with
  * an experiment (a committed .labbox/ whose index lists it) is the user's file like any
  * other, so ownership cannot tell it from one labbox wrote. An HMAC-SHA256 with a key only
- * this user's labbox reads (in the user's private cache, hidden from every run) can: result.json
+ * this user's labbox reads (in labbox's private state directory, hidden from every run) can: result.json
  * carries the manifest's, and what it grants is repeated without asking only when it
  * matches. */
 #include "labbox/record.h"
@@ -18,12 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define KEY_NAME "record.key"
 #define KEY_LEN 32
 
 static int read_key(int dfd, uint8_t key[KEY_LEN])
 {
-	LB_AUTOCLOSE int fd = openat(dfd, KEY_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	LB_AUTOCLOSE int fd = openat(dfd, LB_RECORD_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -40,10 +39,10 @@ static int read_key(int dfd, uint8_t key[KEY_LEN])
 /* The key, made on first use: 32 random bytes, 0600, in a private directory. */
 static int record_key(uint8_t key[KEY_LEN])
 {
-	LB_AUTOFREE char *cache = lb_user_cache_dir();
-	if (!cache)
+	LB_AUTOFREE char *state = lb_record_state_dir();
+	if (!state)
 		return -ENOENT;
-	LB_AUTOCLOSE int dfd = lb_open_private_dir(cache);
+	LB_AUTOCLOSE int dfd = lb_open_private_dir(state);
 	if (dfd < 0)
 		return dfd;
 	int r = read_key(dfd, key);
@@ -53,7 +52,7 @@ static int record_key(uint8_t key[KEY_LEN])
 	if (getrandom(fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh)
 		return -EIO;
 	char tmp[64];
-	snprintf(tmp, sizeof tmp, ".%s.%ld", KEY_NAME, (long)getpid());
+	snprintf(tmp, sizeof tmp, ".%s.%ld", LB_RECORD_KEY_FILE, (long)getpid());
 	LB_AUTOCLOSE int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				     0600);
 	if (fd < 0)
@@ -62,7 +61,7 @@ static int record_key(uint8_t key[KEY_LEN])
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	/* Two first runs at once: the first link wins and both use its key. */
-	if (r == 0 && linkat(dfd, tmp, dfd, KEY_NAME, 0) < 0 && errno != EEXIST)
+	if (r == 0 && linkat(dfd, tmp, dfd, LB_RECORD_KEY_FILE, 0) < 0 && errno != EEXIST)
 		r = -errno;
 	unlinkat(dfd, tmp, 0);
 	return r < 0 ? r : read_key(dfd, key);

@@ -71,16 +71,19 @@ static void records_add(stage_ctx *c, const char *path)
 		c->records[c->nrecords++] = (struct skip_id){st.st_dev, st.st_ino};
 }
 
-/* The user's cache, every runs directory this user's labbox knows, and beside each the index
- * and the sweeps. */
+/* The user's cache, labbox's state, every runs directory this user's labbox knows, and
+ * beside each the index and the sweeps. */
 static void records_skip(stage_ctx *c)
 {
 	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	LB_AUTOFREE char *state = lb_record_state_dir();
 	if (cache)
 		records_add(c, cache);
+	if (state)
+		records_add(c, state);
 	char **v = NULL;
 	size_t n = 0;
-	if (lb_record_known_dirs(cache, &v, &n) < 0)
+	if (lb_record_known_dirs(state, &v, &n) < 0)
 		return;
 	for (size_t i = n; i-- > 0;) { /* the most recent first */
 		char parent[PATH_MAX];

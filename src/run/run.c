@@ -170,6 +170,7 @@ typedef struct run_state {
 	lb_record_git_job git;
 	lb_record_data_job data; /* fingerprints of the -v volumes */
 	char *cache; /* the user's cache directory, NULL when there is none */
+	char *state; /* labbox's state directory (lb_record_state_dir), NULL when none */
 	bool probe_cached;
 	/* The code runs elsewhere (docker): --python names the interpreter there, and the local
 	 * python3 serves the static check's compile() only. */
@@ -240,11 +241,12 @@ static bool inside_experiment(const char *python, const char *expdir)
 
 /* The experiment directory may be a run's staged copy (rerun's source, RUNS/ID/exp), never
  * labbox's records themselves: a runs directory, a run's own directory, the index or the
- * sweeps, or the user's cache. Staged, they would show every run's manifest (its -e
+ * sweeps, the user's cache or labbox's state. Staged, they would show every run's manifest (its -e
  * values), results and log to the experiment, which every run is kept from. */
 static bool not_records(const lb_run_request *req, run_state *st, lb_run_result *out)
 {
 	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	LB_AUTOFREE char *state = lb_record_state_dir();
 	char area[PATH_MAX], rc[PATH_MAX];
 	const char *rel = NULL;
 	if (cache && realpath(cache, rc) && lb_path_under(st->expdir, rc)) {
@@ -252,7 +254,12 @@ static bool not_records(const lb_run_request *req, run_state *st, lb_run_result 
 			    "experiment's own directory", req->expdir, rc);
 		return false;
 	}
-	if (!lb_record_records_area(cache, req->runs_dir ? req->runs_dir : ".labbox/runs",
+	if (state && realpath(state, rc) && lb_path_under(st->expdir, rc)) {
+		usage_error(out, "experiment directory '%s' is in labbox's state directory (%s): "
+			    "name the experiment's own directory", req->expdir, rc);
+		return false;
+	}
+	if (!lb_record_records_area(state, req->runs_dir ? req->runs_dir : ".labbox/runs",
 				    st->expdir, area, &rel))
 		return true;
 	const char *base = strrchr(area, '/');
@@ -389,7 +396,7 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 							err, sizeof err)
 			       : lb_python_probe(python, &st->py, err, sizeof err);
 	else if ((!req->python && st->cfg.python) || inside_experiment(python, st->expdir) ||
-		 lb_record_holds_program(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs",
+		 lb_record_holds_program(st->state, req->runs_dir ? req->runs_dir : ".labbox/runs",
 					 python)) {
 		/* The experiment directory chose it, or it lives there: it is the experiment's code.
 		 * The confined probe reads a relative path from the experiment (labbox.yaml's);
@@ -1432,8 +1439,8 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 	}
 	/* Known before staging, so that its index and sweeps are left out when they sit inside
 	 * the experiment (a --runs-dir of its own there), on its first run too. */
-	if (st->cache && !st->remote)
-		lb_record_known_note(st->cache, req->runs_dir ? req->runs_dir : ".labbox/runs");
+	if (st->state && !st->remote)
+		lb_record_known_note(st->state, req->runs_dir ? req->runs_dir : ".labbox/runs");
 	/* Asked to stop before or during a step that runs before the experiment: the first
 	 * step that saw it is recorded, and nothing is started after it. */
 	int isig = 0;
@@ -2515,6 +2522,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	memset(&st, 0, sizeof st);
 	st.backend_name = be->ops->name;
 	st.hashseed = req->hashseed;
+	st.state = lb_record_state_dir();
 	run_limits(req, &st);
 	int r = resolve(req, &st, out);
 	/* Stopped while the experiment was resolved (its interpreter probed, its environment
@@ -2569,6 +2577,7 @@ int lb_run_on(lb_backend *be, const lb_run_request *req, lb_run_result *out)
 	free(st.declared);
 	free(st.exp_dir);
 	free(st.cache);
+	free(st.state);
 	json_object_put(st.env_doc);
 	return r;
 }

@@ -1273,6 +1273,27 @@ char *lb_user_cache_dir(void)
 	return dir;
 }
 
+char *lb_user_state_dir(void)
+{
+	const char *xdg = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	char *dir = NULL;
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&dir, "%s/labbox", xdg) < 0)
+			return NULL;
+	} else if (home && home[0] == '/') {
+		if (asprintf(&dir, "%s/.local/state/labbox", home) < 0)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (lb_mkdir_p(dir, 0700) < 0) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
 int lb_open_private_dir(const char *path)
 {
 	if (!path || !*path)

@@ -33,6 +33,16 @@ def _labbox_binary():
                     f"(build it with `make`, or set LABBOX_BIN)", pytrace=False)
 
 
+def user_dirs(cache, env=None):
+    """The environment (os.environ's, or env) with labbox's cache at cache and its state (the
+    records' key, the known runs directories) beside it at cache + "-state": a test that wants
+    a user of its own needs both, or it shares a key with every other test."""
+    out = dict(os.environ if env is None else env)
+    out["XDG_CACHE_HOME"] = str(cache)
+    out["XDG_STATE_HOME"] = str(cache) + "-state"
+    return out
+
+
 def unique(prefix="lbx"):
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 

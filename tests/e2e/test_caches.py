@@ -9,13 +9,13 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON, labbox, run_exp, write_exp
+from conftest import PYTHON, labbox, run_exp, write_exp, user_dirs
 
 OK = 'print("accuracy: 0.5")\n'
 
 
 def cache_env(tmp_path):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    return user_dirs(tmp_path / "xdg")
 
 
 def check_json(env, *args):
@@ -121,7 +121,7 @@ def test_probe_cache_follows_the_interpreter(tmp_path):
 
 def test_no_cache_directory_still_runs(tmp_path):
     """Without HOME or XDG_CACHE_HOME there is nowhere to keep anything: every run asks."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")}
     exp = write_exp(tmp_path, OK)
     for _ in range(2):
         r = run_exp(exp, tmp_path / "runs", env=env)

@@ -9,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from conftest import LABBOX, labbox, run_exp, write_exp
+from conftest import LABBOX, labbox, run_exp, write_exp, user_dirs
 
 MAIN = """\
 import os
@@ -23,7 +23,7 @@ HELPER = "def score():\n    return 0.5\n"
 
 
 def cache_env(tmp_path):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    return user_dirs(tmp_path / "xdg")
 
 
 def entries_dir(tmp_path):
@@ -264,7 +264,7 @@ def test_a_cache_inside_the_experiment_is_not_used(tmp_path):
     """The experiment's own files are the untrusted author's: a cache there could say its
     code is clean."""
     exp = write_exp(tmp_path, MAIN + "eval('1')\n", files={"helper.py": HELPER})
-    env = dict(os.environ, XDG_CACHE_HOME=str(exp / ".cache"))
+    env = user_dirs(exp / ".cache")
     for _ in range(2):
         doc = check(env, exp)
         assert doc["cached_files"] == 0 and doc["rejected"]

@@ -9,7 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import labbox, write_exp
+from conftest import labbox, write_exp, user_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = "import os\nimport helper\nprint(f'accuracy: {helper.score()}')\n"
@@ -19,7 +19,7 @@ SETTLE = 2.2
 
 
 def cache_env(tmp_path):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    return user_dirs(tmp_path / "xdg")
 
 
 def pack_of(tmp_path):

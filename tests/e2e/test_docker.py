@@ -770,7 +770,7 @@ def test_api_run_records_what_the_client_run_does(dockerd, tmp_path):
                    PATH=f"{bindir}:{os.environ['PATH']}")
     via_ctx.pop("DOCKER_HOST")
     via_api = dict(dockerd, DOCKER_CONFIG=str(cfg), PATH=via_ctx["PATH"],
-                   XDG_CACHE_HOME=str(tmp_path / "cache"))
+                   XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_STATE_HOME=str(tmp_path / "state"))
     # a run that exits 3, so the container's end is read from the engine
     exp = write_exp(tmp_path, "print('x: 1')\nraise SystemExit(3)\n")
     blocks = {}
@@ -807,7 +807,7 @@ def api_env(dockerd, tmp_path):
     environment snapshot cached by a first run: a run there starts no client."""
     bindir, log = logging_client(tmp_path)
     env = dict(dockerd, PATH=f"{bindir}:{os.environ['PATH']}",
-               XDG_CACHE_HOME=str(tmp_path / "cache"))
+               XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_STATE_HOME=str(tmp_path / "state"))
     r = drun(env, write_exp(tmp_path, "print('x: 1')\n", name="warm"), tmp_path / "warm-runs")
     assert r.rc == 0, r.why()
     log.write_text("")
@@ -998,13 +998,20 @@ def test_a_volume_does_not_show_labboxs_cache(dockerd, tmp_path):
             print("key: read")
         except OSError as e:
             print("key:", type(e).__name__)
+        try:
+            open("/h/state/labbox/record.key", "rb").read()
+            print("state key: read")
+        except OSError as e:
+            print("state key:", type(e).__name__)
     """, name="cache-probe")
-    env = dict(dockerd, XDG_CACHE_HOME=str(cache))
+    # the key where an older labbox kept it: taken over into the state, hidden there too
+    env = dict(dockerd, XDG_CACHE_HOME=str(cache), XDG_STATE_HOME=str(tmp_path / "state"))
     r = drun(env, exp, tmp_path / "runs", "-v", f"{tmp_path}:/h:ro")
     assert r.rc == 0, r.why()
     log = r.log()
     assert "data: visible" in log and "key: read" not in log, log
     assert "cache: []" in log and "key: FileNotFoundError" in log, log
+    assert "state key: read" not in log and "state key:" in log, log
 
 
 def test_a_volume_does_not_show_hidden_paths(dockerd, tmp_path):

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import LABBOX, PYTHON
+from conftest import LABBOX, PYTHON, user_dirs
 
 PRE_RUN_STEPS = {"start", "stage", "environment", "check", "runtime_gate"}
 
@@ -32,7 +32,7 @@ def slow_check_exp(tmp_path, marker):
 
 
 def start(exp, runs, cache):
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    env = user_dirs(cache)
     return subprocess.Popen([LABBOX, "run", "--json", "-q", "--runs-dir", str(runs),
                              "--python", PYTHON, "--budget", "60", str(exp)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,

@@ -62,6 +62,7 @@ def world(tmp_path, request):
     (home / ".conda").mkdir()
     (home / ".conda" / "environments.txt").write_text(f"{gamma}\n")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_STATE_HOME": str(tmp_path / "state"),
            "LANG": "C.UTF-8"}
     return {"home": home, "alpha": alpha, "beta": beta, "gamma": gamma, "marker": marker,
             "env": env, "tmp": tmp_path}

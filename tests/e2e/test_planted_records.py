@@ -2,7 +2,7 @@
 directories, sweeps made elsewhere): `runs list` marks them, `report` refuses them.
 
 The planted index is written by hand with sqlite3, in the schema of an index one real labbox
-run made; the user's own records are sealed with the user's key (XDG_CACHE_HOME/labbox), the
+run made; the user's own records are sealed with the user's key (XDG_STATE_HOME/labbox), the
 planter's sweep with another's."""
 import json
 import os
@@ -10,13 +10,13 @@ import sqlite3
 
 import pytest
 
-from conftest import PYTHON, labbox, write_exp
+from conftest import PYTHON, labbox, write_exp, user_dirs
 
 FORGED = "20260101-000000-forged01"
 
 
 def env_of(tmp_path, name):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / name))
+    return user_dirs(tmp_path / name)
 
 
 def planted_exp(tmp_path):

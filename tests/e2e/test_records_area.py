@@ -179,6 +179,7 @@ def test_the_users_cache_inside_the_experiment_is_never_staged(tmp_path):
     (home / "main.py").write_text(LOOK)
     env = dict(os.environ, HOME=str(home))
     env.pop("XDG_CACHE_HOME", None)
+    env.pop("XDG_STATE_HOME", None)
     for _ in range(2):  # the first run makes the cache, the second would stage it
         p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs", ".",
                    cwd=home, env=env)
@@ -186,3 +187,4 @@ def test_the_users_cache_inside_the_experiment_is_never_staged(tmp_path):
         doc = json.loads(p.stdout)
         assert doc["metrics"]["values"]["records_seen"] == 0, doc["metrics"]
     assert (home / ".cache" / "labbox").is_dir()
+    assert (home / ".local" / "state" / "labbox" / "record.key").is_file()

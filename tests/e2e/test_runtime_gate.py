@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, run_exp, write_exp, labbox
+from conftest import PYTHON, run_exp, write_exp, labbox, user_dirs
 
 GATE_ON = ("--policy", "permissive", "--runtime-gate", "on")
 
@@ -3713,7 +3713,7 @@ def test_the_gate_is_compiled_once_per_interpreter(tmp_path):
     src = Path(__file__).resolve().parents[2] / "src" / "gate" / "sitecustomize.py"
     assert src.stat().st_size > 128 * 1024  # what this test is about; shrink it and see
     cache = tmp_path / "cache"
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    env = user_dirs(cache)
     exp = write_exp(tmp_path, "print('accuracy: 1.0')\n")
     r = run_exp(exp, tmp_path / "runs", "--runtime-gate", "on", env=env)
     assert r.rc == 0, r.why()

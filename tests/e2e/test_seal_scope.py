@@ -9,13 +9,13 @@ import json
 import os
 from pathlib import Path
 
-from conftest import PYTHON, labbox, write_exp
+from conftest import PYTHON, labbox, write_exp, user_dirs
 
 FAILING = 'import sys\nprint("accuracy: 0.5")\nsys.exit(3)\n'
 
 
 def env_of(tmp_path):
-    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return user_dirs(tmp_path / "cache")
 
 
 def failed_run(tmp_path):
@@ -97,7 +97,7 @@ def test_a_record_an_older_labbox_sealed_is_read_and_said_to_be(tmp_path):
     del man["result_sealed"]
     mbytes = json.dumps(man, indent=2).encode()
     (run_dir / "manifest.json").write_bytes(mbytes)
-    key = (tmp_path / "cache" / "labbox" / "record.key").read_bytes()
+    key = (tmp_path / "cache-state" / "labbox" / "record.key").read_bytes()
     res = json.loads((run_dir / "result.json").read_text())
     del res["result_mac"]
     res["manifest_mac"] = hmac.new(key, b"manifest.json\n" + mbytes, hashlib.sha256).hexdigest()
@@ -164,11 +164,12 @@ def index_of(exp):
     return exp / ".labbox" / "labbox.db"
 
 
-def test_an_index_row_that_differs_from_its_sealed_record_is_not_shown_as_sealed(tmp_path):
+def test_an_index_row_that_differs_from_its_sealed_record_is_listed_as_the_record_says(tmp_path):
     """The index is outside the seal: a row whose status or metrics were changed there (by
-    anything that can write the user's files) is not shown as labbox's word, while rows that
-    say what their sealed result.json says (plain, condition and file metrics, a sweep's
-    cells) stay sealed."""
+    anything that can write the user's files) is not taken as labbox's word: `runs list`
+    lists and filters it as its sealed result.json says (and says so), `show`, `compare` and
+    `export` mark it; rows that say what their sealed result.json says (plain, condition and
+    file metrics, a sweep's cells) stay sealed."""
     import sqlite3
     env = env_of(tmp_path)
     exp = write_exp(tmp_path, RICH)
@@ -188,14 +189,23 @@ def test_an_index_row_that_differs_from_its_sealed_record_is_not_shown_as_sealed
     with sqlite3.connect(index_of(exp)) as db:
         db.execute("UPDATE metrics SET value = 0.99 WHERE run_id = ? AND name = 'accuracy'"
                    " AND condition = ''", (rid,))
+    # `runs list` lists and filters such a row as its sealed record says (0.42), and says so
     p = labbox("runs", "list", "--json", "--metric", "accuracy>0.9", cwd=exp, env=env)
-    rows = json.loads(p.stdout)["runs"]
-    assert [r["id"] for r in rows] == [rid], rows
-    assert rows[0]["record_sealed"] is False and rows[0]["index_row_differs"] is True, rows
+    doc = json.loads(p.stdout)
+    assert doc["runs"] == [] and doc["rows_from_records"] == 1, doc
+    p = labbox("runs", "list", "--json", "--metric", "accuracy<0.5", cwd=exp, env=env)
+    row = next(r for r in json.loads(p.stdout)["runs"] if r["id"] == rid)
+    assert row["record_sealed"] is True and row["index_row_differs"] is True, row
+    assert row["metrics"]["accuracy"] == 0.42, row["metrics"]
+    p = labbox("runs", "list", "--metric", "accuracy>0.9", cwd=exp, env=env)
+    assert rid not in p.stdout and "differs from its sealed result.json" in p.stdout, p.stdout
+    assert "listed and filtered as its record says, 0 of them here" in p.stdout, p.stdout
     p = labbox("runs", "list", cwd=exp, env=env)
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith(rid))
-    assert " NO " in line and "accuracy=0.99" in line, p.stdout
-    assert "differs from their sealed result.json" in p.stdout, p.stdout
+    assert " yes " in line and "accuracy=0.42" in line and "0.99" not in p.stdout, p.stdout
+    with sqlite3.connect(index_of(exp)) as db:  # listed from the record, the file untouched
+        assert db.execute("SELECT value FROM metrics WHERE run_id = ? AND name = 'accuracy'"
+                          " AND condition = ''", (rid,)).fetchone()[0] == 0.99
     p = labbox("runs", "show", rid, cwd=exp, env=env)
     assert "NOT SEALED" in p.stdout and "run index differs" in p.stdout, p.stdout
     p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
@@ -214,6 +224,10 @@ def test_an_index_row_that_differs_from_its_sealed_record_is_not_shown_as_sealed
         db.execute("UPDATE runs SET status = 'failed', wall_s = 1234 WHERE id = ?", (rid,))
     p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)
     assert json.loads(p.stdout)["index_row_differs"] is True, p.stdout
+    p = labbox("runs", "list", "--json", "--status", "failed", cwd=exp, env=env)
+    assert json.loads(p.stdout)["runs"] == [], p.stdout
+    p = labbox("runs", "list", "--json", "--status", "completed", cwd=exp, env=env)
+    assert rid in [r["id"] for r in json.loads(p.stdout)["runs"]], p.stdout
     with sqlite3.connect(index_of(exp)) as db:
         db.execute("UPDATE runs SET status = 'completed' WHERE id = ?", (rid,))
     p = labbox("runs", "show", "--json", rid, cwd=exp, env=env)

@@ -49,6 +49,7 @@ LABBOX_REAL = os.path.realpath(LABBOX)
 PYTHON = e2e.PYTHON
 CALL_TIMEOUT = e2e.CALL_TIMEOUT
 Run = e2e.Run
+user_dirs = e2e.user_dirs
 # The static check (`labbox check`, run before every `labbox run`) rejects most of this corpus
 # outright. It is a filter, not a boundary: code can always be written so that it passes. The
 # corpus tests the sandbox itself, so every run reports findings without enforcing them.

@@ -58,7 +58,7 @@ def test_a_cache_inside_a_writable_volume_cannot_be_poisoned(tmp_path):
         # the payload runs as nobody: a volume it may write to
         os.chmod(tmp_path, 0o755)
         os.chown(vol, lib.PAYLOAD_UID, lib.PAYLOAD_GID)
-    env = dict(os.environ, XDG_CACHE_HOME=str(vol / "cache"), MARK=str(mark))
+    env = dict(lib.user_dirs(vol / "cache"), MARK=str(mark))
     exp = lib.e2e.write_exp(tmp_path, 'print("accuracy: 1")\n', name="plain")
     first = lib.run_exp(exp, runs, env=env)
     assert first.rc == 0, first.why()
@@ -111,7 +111,7 @@ def test_a_tampered_compiled_gate_in_the_cache_is_not_used(tmp_path):
     happens, and what the run loads is a freshly compiled gate, not the planted bytes."""
     cache_home = tmp_path / "cache"
     runs = tmp_path / "runs"
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache_home))
+    env = lib.user_dirs(cache_home)
     exp = lib.e2e.write_exp(tmp_path, GATE_PROBE, name="gate-probe")
     opts = ("--policy", "permissive", "--runtime-gate", "on")
     first = lib.run_exp(exp, runs, *opts, env=env)

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, token
+from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, token, user_dirs
 
 SPY = r'''
 import os, sys
@@ -101,7 +101,7 @@ def test_exec_hides_paths_and_other_runs_under_its_work_directory(tmp_path):
     it (--hide, and the records of runs directories this user's labbox used) were shown
     again by that bind."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env = user_dirs(tmp_path / "cache")
     wd = tmp_path / "work"
     d = data_dir(wd, secret)
     exp = spy_exp(tmp_path)

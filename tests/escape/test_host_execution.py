@@ -266,7 +266,8 @@ def test_relative_path_entry_never_finds_the_experiments_python(tmp_path, marker
     (exp / "main.py").write_text(GOOD_MAIN)
     (exp / "python3").write_text(wrapper(markers / f"pathdot-{entry or 'empty'}"))
     (exp / "python3").chmod(0o755)
-    env = {**os.environ, "PATH": f"{entry}:/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "c")}
+    env = {**os.environ, "PATH": f"{entry}:/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "c"),
+           "XDG_STATE_HOME": str(tmp_path / "c-state")}
     for args in (("run", "--json", "--runs-dir", tmp_path / "runs", "."), ("check", "."),
                  ("probe",)):
         subprocess.run([LABBOX, *map(str, args)], cwd=exp, env=env, capture_output=True,

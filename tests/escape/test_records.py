@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, run_dirs, run_exp, token
+from escape_lib import IS_ROOT, LABBOX, PYTHON, CALL_TIMEOUT, run_dirs, run_exp, token, user_dirs
 
 
 def run(*args, env=None, cwd=None):
@@ -616,7 +616,7 @@ def test_other_projects_runs_are_hidden_too(tmp_path, visible_dir):
     hides the run's own. As root the records are given to the payload's uid to stand for
     that."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    env = user_dirs(visible_dir / "cache")
     first = visible_dir / "first" / ".labbox"
     exp = write(visible_dir / "exp", 'print("accuracy: 1")\n')
     p, doc = run("run", "--json", "--policy", "permissive", "--python", PYTHON, "--runs-dir",
@@ -702,7 +702,7 @@ def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_sho
     likewise) costs nothing to hide there, but a volume or exec's work directory that shows
     its project must not show its records: the manifests' -e values, the index."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env = user_dirs(tmp_path / "cache")
     proj = tmp_path / "proj"
     proj.mkdir()
     for d in (tmp_path, proj):
@@ -725,13 +725,56 @@ def test_other_projects_runs_under_tmp_stay_hidden_where_a_volume_or_workdir_sho
     assert "manifest.json': No such file" in p.stderr, p.stderr[-2000:]
 
 
+@pytest.mark.parametrize("how", ["cache-cleaned", "upgraded"])
+def test_a_project_stays_hidden_after_a_cache_clean_up_or_an_upgrade(tmp_path, how):
+    """The runs directories every run hides are labbox's state, not its cache: deleting the
+    cache (as users and tools do freely) must not bring another project's records into sight.
+    A list an older labbox kept in the cache is taken over."""
+    secret = token()
+    env = user_dirs(tmp_path / "cache")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for d in (tmp_path, proj):
+        os.chmod(d, 0o755)
+    _project_with_a_secret(proj, secret, env)
+    _give_to_payload(proj)
+    state = tmp_path / "cache-state"
+    if how == "upgraded":  # as an older labbox left them: in the cache, no state
+        for f in ("record.key", "runs-dirs"):
+            shutil.move(state / "labbox" / f, tmp_path / "cache" / "labbox" / f)
+        shutil.rmtree(state)
+    else:
+        shutil.rmtree(tmp_path / "cache")
+    snoop = _snoop(tmp_path / "snoop", secret, "/proj", before=_KEY_PEEK)
+    p, doc = run("run", "--json", "--policy", "permissive", "-v", f"{proj}:/proj:ro",
+                 "-v", f"{tmp_path}:/t:ro", "--python", PYTHON, "--runs-dir",
+                 tmp_path / "other" / "runs", snoop, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    log = (Path(doc["run_dir"]) / "run.log").read_text()
+    assert "FOUND []" in log and "SEEN 0" not in log, log[-2000:]
+    assert "KEY READ" not in log and "KEYS TRIED 2" in log, log[-2000:]
+
+
+_KEY_PEEK = """
+tried = 0
+for k in ("/t/cache-state/labbox/record.key", "/t/cache/labbox/record.key"):
+    tried += 1
+    try:
+        open(k, "rb").read()
+        print("KEY READ", k)
+    except OSError:
+        pass
+print("KEYS TRIED", tried)
+"""
+
+
 def test_a_project_stays_hidden_after_many_other_runs_directories_were_used(tmp_path):
     """The list of runs directories each run hides kept the 64 most recently used: a
     pipeline that gave 70 jobs a --runs-dir each pushed a live project out of it, and a
     volume of that project then showed its records (the manifests' -e values). Directories
     still there are kept (up to 1,024); only ones gone since make room."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env = user_dirs(tmp_path / "cache")
     proj = tmp_path / "proj"
     proj.mkdir()
     for d in (tmp_path, proj):
@@ -761,7 +804,7 @@ def test_a_project_moved_with_a_link_left_keeps_its_records_hidden(tmp_path):
     volume of its new place showed its manifests (their -e values) when the old name was
     compared with the volume's real path."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env = user_dirs(tmp_path / "cache")
     os.chmod(tmp_path, 0o755)
     old = tmp_path / "old"
     _project_with_a_secret(old, secret, env)
@@ -786,7 +829,7 @@ def test_records_in_a_writable_volume_cannot_be_moved_out_of_sight(tmp_path):
     a place the next run did not know, and the next run read its manifests' -e values. The
     directories on the way are pinned: the rename is refused, the records stay put."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env = user_dirs(tmp_path / "cache")
     shared = tmp_path / "shared"
     proj = shared / "projB"
     proj.mkdir(parents=True)
@@ -820,7 +863,7 @@ def test_an_experiments_venv_probed_in_the_sandbox_sees_no_records(tmp_path, vis
     (environment.txt), a way out for another project's manifests, whose -e values a volume
     or a root that shows them would hand over. The records are hidden there too."""
     secret = token()
-    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    env = user_dirs(visible_dir / "cache")
     proj = visible_dir / "projB"
     proj.mkdir()
     os.chmod(proj, 0o755)
@@ -854,7 +897,7 @@ def test_a_runs_directory_removed_while_a_run_sets_up_does_not_fail_it(visible_d
     clean-up). The other project's directory is made and removed over and over while this
     project's runs start."""
     import threading
-    env = dict(os.environ, XDG_CACHE_HOME=str(visible_dir / "cache"))
+    env = user_dirs(visible_dir / "cache")
     exp = write(visible_dir / "exp", 'print("accuracy: 1")\n')
     other, mine = visible_dir / "other", visible_dir / "mine" / "runs"
     for runs in (other / "runs", mine):  # both on the list, this project's the latest
@@ -1017,8 +1060,8 @@ if os.path.exists("/host/armed"):
     open("/host/{marker.name}", "w").write("x")
 print("accuracy: 0.5")
 """)
-    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
-    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    other = user_dirs(tmp_path / "other-cache")
+    mine = user_dirs(tmp_path / "my-cache")
     grants = ("-v", f"{host}:/host:rw", "--network", "loopback")
     p, doc = run("run", "--json", "--python", PYTHON, "--policy", "permissive", *grants, ".",
                  env=other, cwd=exp)
@@ -1078,8 +1121,8 @@ p = argparse.ArgumentParser(); p.add_argument("--seed", type=int); a = p.parse_a
 open(f"/host/cell-{a.seed}", "w").write("x")
 print("accuracy: 0.5")
 """)
-    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
-    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    other = user_dirs(tmp_path / "other-cache")
+    mine = user_dirs(tmp_path / "my-cache")
     runs = exp / ".labbox" / "runs"
     p, doc = run("sweep", "--json", "--plan-only", "--python", PYTHON, "--policy", "permissive",
                  "-v", f"{host}:/host:rw", "--seeds", "0-1", ".", env=other, cwd=exp)
@@ -1119,8 +1162,8 @@ def test_a_record_naming_a_host_interpreter_is_not_probed_unasked(tmp_path):
     evil.write_text(f"#!/bin/sh\necho x >> {marker}\nexec {PYTHON} \"$@\"\n")
     evil.chmod(0o755)
     exp = write(tmp_path / "exp", "print('accuracy: 0.5')\n")
-    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
-    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    other = user_dirs(tmp_path / "other-cache")
+    mine = user_dirs(tmp_path / "my-cache")
     p, doc = run("run", "--json", "--python", evil, ".", env=other, cwd=exp)
     assert p.returncode == 0, p.stderr
     p, plan = run("sweep", "--json", "--plan-only", "--python", evil, "--seeds", "0-1", ".",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, run_dirs, token
+from escape_lib import LABBOX, PYTHON, CALL_TIMEOUT, run_dirs, token, user_dirs
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -37,8 +37,8 @@ def shipped_record(tmp_path, edit):
     exp = tmp_path / "exp"
     exp.mkdir()
     (exp / "main.py").write_text('print("accuracy: 0.5")\n')
-    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
-    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    other = user_dirs(tmp_path / "other-cache")
+    mine = user_dirs(tmp_path / "my-cache")
     p, doc = run("run", "--json", "--python", PYTHON, ".", env=other, cwd=exp)
     assert p.returncode == 0 and doc["status"] == "completed", p.stderr
     rd = Path(doc["run_dir"])
@@ -177,7 +177,7 @@ def test_the_users_own_rerun_still_reads_its_experiment_directory(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
     (exp / "main.py").write_text('print("accuracy: 0.5")\n')
-    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-cache"))
+    mine = user_dirs(tmp_path / "my-cache")
     p, doc = run("run", "--json", "--python", PYTHON, ".", env=mine, cwd=exp)
     assert p.returncode == 0, p.stderr
     p, again = run("rerun", "--json", doc["id"], env=mine, cwd=exp)

@@ -305,15 +305,21 @@ static void test_known_runs_dirs(void **state)
 	free(d);
 }
 
-/* The seal: HMAC-SHA256 of "DOMAIN\n" + data with the key in the cache (a known answer from
- * Python's hmac), a key made on first use (32 bytes, 0600), and one others could read refused. */
+/* The seal: HMAC-SHA256 of "DOMAIN\n" + data with the user's key (a known answer from
+ * Python's hmac), a key an older labbox left in the cache taken over into the state directory
+ * (and gone from the cache), a key made on first use (32 bytes, 0600), and one others could
+ * read refused. */
 static void test_record_mac(void **state)
 {
 	(void)state;
 	char dir[] = "/var/tmp/lbt-mac-XXXXXX", path[256], hex[65];
 	assert_non_null(mkdtemp(dir));
 	char *old = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+	char *old_state = getenv("XDG_STATE_HOME") ? strdup(getenv("XDG_STATE_HOME")) : NULL;
+	char state_home[64], cached_key[256];
+	snprintf(state_home, sizeof state_home, "%s/state", dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("XDG_STATE_HOME", state_home, 1);
 	snprintf(path, sizeof path, "%s/labbox", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof path, "%s/labbox/record.key", dir);
@@ -324,6 +330,16 @@ static void test_record_mac(void **state)
 		key[i] = (unsigned char)i;
 	assert_int_equal(write(fd, key, 32), 32);
 	close(fd);
+	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, hex), 0);
+	assert_string_equal(hex, "7c72f2f7f793ce814198c471e076b17c2cbcbc709d7d69c836616b5496c60b72");
+	/* Taken over: the state holds it, private; the cache no longer does. */
+	snprintf(cached_key, sizeof cached_key, "%s", path);
+	snprintf(path, sizeof path, "%s/labbox/record.key", state_home);
+	struct stat kst;
+	assert_int_equal(stat(path, &kst), 0);
+	assert_int_equal(kst.st_mode & 0777, 0600);
+	assert_int_equal(stat(state_home, &kst), 0);
+	assert_int_equal(stat(cached_key, &kst), -1);
 	assert_int_equal(lb_record_mac("manifest.json", "abc", 3, hex), 0);
 	assert_string_equal(hex, "7c72f2f7f793ce814198c471e076b17c2cbcbc709d7d69c836616b5496c60b72");
 	/* Another domain, another seal. */
@@ -433,6 +449,12 @@ static void test_record_mac(void **state)
 		free(old);
 	} else {
 		unsetenv("XDG_CACHE_HOME");
+	}
+	if (old_state) {
+		setenv("XDG_STATE_HOME", old_state, 1);
+		free(old_state);
+	} else {
+		unsetenv("XDG_STATE_HOME");
 	}
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -1,0 +1,52 @@
+"""A command whose answer cannot be written (stdout closed, a full disk behind it) does not
+exit 0: it exits 74 (EX_IOERR) and says so on stderr, and a run is recorded all the same.
+A failure's own exit status is kept."""
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import LABBOX, PYTHON, CALL_TIMEOUT, labbox, write_exp
+
+
+def sh(cmd, cwd):
+    return subprocess.run(["/bin/sh", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                          timeout=CALL_TIMEOUT)
+
+
+def test_a_run_with_stdout_closed_is_recorded_and_exits_74(tmp_path):
+    exp = write_exp(tmp_path, 'print("accuracy: 0.5")\n', yaml="metrics: [accuracy]\n")
+    p = sh(f"'{LABBOX}' run --json -q --python '{PYTHON}' . >&-", exp)
+    assert p.returncode == 74, p.stderr
+    assert "standard output is closed" in p.stderr, p.stderr
+    runs = list((exp / ".labbox" / "runs").iterdir())
+    assert len(runs) == 1, runs
+    res = json.loads((runs[0] / "result.json").read_text())
+    assert res["status"] == "completed" and res["metrics"]["values"]["accuracy"] == 0.5, res
+    assert (runs[0] / "run.log").read_text().strip(), "no run.log"
+    # and the index has it: `runs list` tells the run that was not told
+    q = labbox("runs", "list", "--json", cwd=exp)
+    assert q.returncode == 0 and json.loads(q.stdout)["runs"][0]["id"] == runs[0].name
+
+
+def test_a_failed_run_with_stdout_closed_keeps_its_exit_status(tmp_path):
+    exp = write_exp(tmp_path, 'raise SystemExit(3)\n')
+    p = sh(f"'{LABBOX}' run -q --python '{PYTHON}' . >&-", exp)
+    assert p.returncode == 1, p.stderr
+
+
+def test_every_command_fails_when_its_answer_is_lost(tmp_path):
+    exp = write_exp(tmp_path, 'print("accuracy: 0.5")\n', yaml="metrics: [accuracy]\n")
+    assert labbox("run", "-q", "--python", PYTHON, ".", cwd=exp).returncode == 0
+    for cmd in ("runs list --json", "runs list", "check --json .", "version", "--help"):
+        p = sh(f"'{LABBOX}' {cmd} >&-", exp)
+        assert p.returncode == 74, (cmd, p.returncode, p.stderr)
+        assert "standard output is closed" in p.stderr, (cmd, p.stderr)
+        p = sh(f"'{LABBOX}' {cmd} >/dev/full", exp)
+        assert p.returncode == 74, (cmd, p.returncode, p.stderr)
+        assert "cannot write the answer to standard output" in p.stderr, (cmd, p.stderr)
+    # the check's kept answer (written past stdio) too
+    p = sh(f"'{LABBOX}' check . >/dev/full", exp)
+    p = sh(f"'{LABBOX}' check . >/dev/full", exp)
+    assert p.returncode == 74, p.stderr
+    # what was written is still exit 0
+    assert labbox("runs", "list", "--json", cwd=exp).returncode == 0
