@@ -87,6 +87,17 @@ json_object *lb_sweep_cell_record(json_object *result)
 		}
 	}
 	json_object_object_add(rec, "metrics", m);
+	/* The packages it imported (environment.txt's digest): a sweep's id names the
+	 * interpreter's path, and the cells of one sweep, reused or new, must have run with
+	 * the same packages to be pooled. */
+	const char *rd = get_str(result, "run_dir");
+	LB_AUTOFREE char *env = NULL;
+	size_t envlen = 0;
+	char hex[65];
+	if (rd && lb_read_file_beneath(rd, "environment.txt", 16u << 20, &env, &envlen) == 0) {
+		lb_sha256_buf_hex(env, envlen, hex);
+		json_object_object_add(rec, "packages", json_object_new_string(hex));
+	}
 	json_object *failure = get(result, "failure");
 	if (failure && json_object_is_type(failure, json_type_object)) {
 		json_object *f = json_object_new_object();
@@ -371,7 +382,7 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 			status = "not_run";
 		json_object_object_add(o, "status", json_object_new_string(status));
 		static const char *const keys[] = {"run_id", "run_dir", "exit_code", "wall_s",
-						   "failure", "reused", "slot", "metrics"};
+						   "failure", "reused", "slot", "packages", "metrics"};
 		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
 			json_object *v = get(rec, keys[k]);
 			json_object_object_add(o, keys[k], v ? json_object_get(v)

@@ -817,3 +817,115 @@ def test_integers_past_double_precision_are_told_apart(tmp_path):
         b = cond["metrics"]["checksum"]
         assert b["min"] == min(vals) and b["max"] == max(vals) and b["min"] != b["max"]
         assert b["std"] == pytest.approx(statistics.stdev(vals), rel=1e-9)
+
+
+VERSIONED_MAIN = """
+import argparse, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--x", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+VERSION = 1
+open(f"/ctl/ready-{a.seed}", "w").close()
+while not os.path.exists("/ctl/go"):
+    time.sleep(0.05)
+print(f"code_version: {VERSION}")
+"""
+
+
+def test_an_experiment_edited_while_its_sweep_runs_is_not_pooled(tmp_path):
+    """The later cells of a sweep whose code was edited meanwhile would run other code under
+    the same sweep id: they are refused, and the statistics hold only the sweep's own code."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, VERSIONED_MAIN)
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+           "--param", "x=a", "--seeds", "0-2", "--jobs", "1", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists(), 120), "the first cell never started"
+        main = exp / "main.py"
+        main.write_text(main.read_text().replace("VERSION = 1", "VERSION = 2"))
+        (ctl / "go").touch()
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    d = json.loads(out)
+    assert proc.returncode != 0 and d["status"] == "failed", (proc.returncode, d["status"])
+    assert "changed since sweep" in err, err
+    versions = {c["metrics"].get("code_version") for c in d["cells"] if c["status"] == "completed"}
+    assert versions == {1}, d["cells"]
+    assert d["cells"][1]["status"] == "usage_error"
+    assert "changed since sweep" in d["failures"][0]["summary"]
+    stats = d["conditions"][0]["metrics"]["code_version"]
+    assert stats["n"] == 1 and stats["mean"] == 1
+
+
+def test_cells_run_with_other_packages_are_not_pooled_and_resume_reruns_them(tmp_path):
+    """A package upgraded in the sweep's venv between an interrupted sweep and its resume: the
+    reused cells ran with the old package, and are kept out of the statistics until rerun."""
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    sp = next((venv / "lib").glob("python3*")) / "site-packages"
+
+    def install(v):  # what `pip install mylib==v.0` leaves
+        for old in sp.glob("mylib*"):
+            subprocess.run(["rm", "-rf", str(old)], check=True)
+        (sp / "mylib.py").write_text(f"V = {v}\n")
+        info = sp / f"mylib-{v}.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mylib\nVersion: {v}.0\n")
+        (info / "RECORD").write_text("")
+
+    install(1)
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, """
+        import argparse, os, time, mylib
+        p = argparse.ArgumentParser()
+        p.add_argument("--x", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        if a.seed == 1:
+            open("/ctl/ready-1", "w").close()
+            while not os.path.exists("/ctl/go"):
+                time.sleep(0.05)
+        print(f"mylib_version: {mylib.V}")
+        """)
+    cmd = [LABBOX, "sweep", "--json", "--python", str(venv / "bin" / "python"), "--runs-dir",
+           str(tmp_path / "runs"), "--param", "x=a", "--seeds", "0-1", "--jobs", "1",
+           "--policy", "permissive", "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-1").exists(), 120), "the second cell never started"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    d = json.loads(out)
+    assert d["cells"][0]["status"] == "completed", d["cells"]
+    install(2)
+    (ctl / "go").touch()
+    p = labbox(*cmd[1:])
+    d2 = doc_of(p)
+    assert p.returncode != 0 and d2["status"] == "failed", (p.returncode, d2["status"])
+    assert "other packages" in p.stderr, p.stderr
+    c0, c1 = d2["cells"]
+    assert c0["reused"] and c0["status"] == "environment_changed" and c0["metrics"]["mylib_version"] == 1
+    assert c1["status"] == "completed" and c1["metrics"]["mylib_version"] == 2
+    assert [f["class"] for f in d2["failures"]] == ["environment_changed"]
+    stats = d2["conditions"][0]["metrics"]["mylib_version"]
+    assert stats["n"] == 1 and stats["mean"] == 2
+    # Resume runs the set-aside cell again, with the packages there are now.
+    p3 = labbox("sweep", "--json", "--resume", d2["id"], "--runs-dir", tmp_path / "runs")
+    d3 = doc_of(p3)
+    assert p3.returncode == 0 and d3["status"] == "completed", p3.stderr
+    assert [c["metrics"]["mylib_version"] for c in d3["cells"]] == [2, 2]
+    assert d3["cells"][0]["run_id"] != c0["run_id"]
