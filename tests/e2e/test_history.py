@@ -201,6 +201,25 @@ def test_rerun_compares_results_whose_names_only_mention_time(tmp_path):
     assert "metrics match the original run: NO" in p.stdout, p.stdout
 
 
+def test_rerun_compares_results_named_with_a_unit_like_suffix(tmp_path):
+    """mmdetection's coco/bbox_mAP_s is AP on small objects and acc_s a student's accuracy:
+    results whose last word looks like "seconds". When they change the rerun says the
+    metrics differ; train_s, the time the training took, stays a timing."""
+    exp = make_exp(tmp_path, "import os, random\n"
+                   "random.seed(int.from_bytes(os.urandom(4), 'little'))\n"
+                   "print('coco/bbox_mAP: 0.412')\n"
+                   "print('coco/bbox_mAP_s:', random.random())\n"
+                   "print('acc_s:', random.random())\n"
+                   "print('train_s: %f' % random.random())\n")
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)["rerun"]
+    assert rr["verdict"] == "differ" and rr["metrics_match"] is False, rr
+    assert sorted(d["key"] for d in rr["differences"]) == ["acc_s", "coco/bbox_mAP_s"], rr
+    assert [d["key"] for d in rr["timing_differences"]] == ["train_s"], rr
+
+
 RESULTS_THAT_DIFFER_PAST_WHAT_IS_KEPT = {
     # an array too long to keep in result.json, the middle shuffled on every run: the
     # summary (length, min, max, mean, first and last ten) is the same each time

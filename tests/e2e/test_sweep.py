@@ -929,3 +929,24 @@ def test_cells_run_with_other_packages_are_not_pooled_and_resume_reruns_them(tmp
     assert p3.returncode == 0 and d3["status"] == "completed", p3.stderr
     assert [c["metrics"]["mylib_version"] for c in d3["cells"]] == [2, 2]
     assert d3["cells"][0]["run_id"] != c0["run_id"]
+
+
+def test_a_result_named_with_a_unit_like_suffix_tells_conditions_apart(tmp_path):
+    """aug=on raises coco/bbox_mAP_s (AP on small objects) alone: the conditions differ, and
+    are not flagged as identical as if the parameter never reached the computation."""
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--aug", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        print("coco/bbox_mAP: 0.412")
+        print(f"coco/bbox_mAP_s: {0.231 if a.aug == 'off' else 0.262}")
+        print("coco/bbox_mAP_l: 0.530")
+        """)
+    p = sweep(tmp_path, exp, "--param", "aug=off,on", "--seeds", "0-1")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["identical_conditions"] == [], d["identical_conditions"]
+    means = {c["name"]: c["metrics"]["coco/bbox_mAP_s"]["mean"] for c in d["conditions"]}
+    assert sorted(means.values()) == [0.231, 0.262], means
