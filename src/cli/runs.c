@@ -379,6 +379,22 @@ static void diff_objects(const char *prefix, json_object *a, json_object *b, jso
 	json_object_put(keys);
 }
 
+/* The parts of a manifest's sweep block that say what the cell computed with. */
+static json_object *sweep_identity(json_object *sw)
+{
+	json_object *cp = NULL, *slot;
+	if (!sw || !json_object_is_type(sw, json_type_object) ||
+	    json_object_deep_copy(sw, &cp, NULL) < 0 || !cp)
+		return NULL;
+	json_object_object_del(cp, "cell");
+	if (json_object_object_get_ex(cp, "slot", &slot) && json_object_is_type(slot, json_type_object)) {
+		json_object_object_del(slot, "index");
+		json_object_object_del(slot, "affinity");
+	}
+	return cp;
+}
+
+
 static void print_val(json_object *v)
 {
 	cli_printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
@@ -604,6 +620,14 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *config = json_object_new_array();
 	diff_objects("", json_object_object_get(ma, "config"), json_object_object_get(mb, "config"),
 		     config);
+	/* A sweep cell's condition, its env: and its slot's CPUs are configuration kept beside
+	 * config (cells of two conditions can share all of config): which cell and which CPUs
+	 * it happened to get are not. */
+	json_object *swa = sweep_identity(json_object_object_get(ma, "sweep"));
+	json_object *swb = sweep_identity(json_object_object_get(mb, "sweep"));
+	diff_objects("sweep", swa, swb, config);
+	json_object_put(swa);
+	json_object_put(swb);
 	json_object *env = json_object_new_array();
 	diff_objects("interpreter", json_object_object_get(ma, "interpreter"),
 		     json_object_object_get(mb, "interpreter"), env);
@@ -1525,6 +1549,38 @@ static void rerun_progress(void *ctx, const char *line)
 	cli_error("rerun", "%s", line);
 }
 
+/* A sweep cell ran with more than its config.sandbox: its sweep's env: (template values,
+ * PYTHONHASHSEED={seed}) and, without --cpus, thread counts that follow its slot's CPUs
+ * (cli/sweep.c cell_run). A copy of the sandbox configuration with those in its env, as the
+ * cell had them, so that a rerun repeats them and records them; NULL for any other run. */
+static json_object *cell_sandbox(json_object *manifest, json_object *sbj)
+{
+	json_object *sw = json_object_object_get(manifest, "sweep"), *env, *cp = NULL;
+	if (!sw || !json_object_is_type(sw, json_type_object) || !sbj ||
+	    json_object_deep_copy(sbj, &cp, NULL) < 0 || !cp)
+		return NULL;
+	if (!json_object_object_get_ex(cp, "env", &env) || !json_object_is_type(env, json_type_array)) {
+		env = json_object_new_array();
+		json_object_object_add(cp, "env", env);
+	}
+	cli_sandbox_opts so = {0};
+	json_object *slot = json_object_object_get(sw, "slot"), *v;
+	if (cli_sandbox_opts_from_json(sbj, &so) == 0 && so.cpus <= 0 &&
+	    json_object_object_get_ex(slot, "cpus", &v) && v) {
+		double cpus = floor(json_object_get_double(v));
+		cli_thread_env_json(&so, cpus >= 1 ? cpus : 1, env);
+	}
+	cli_sandbox_opts_free(&so);
+	json_object *cell_env = json_object_object_get(sw, "env");
+	for (size_t i = 0; cell_env && json_object_is_type(cell_env, json_type_array) &&
+			   i < json_object_array_length(cell_env); i++) {
+		json_object *e = json_object_array_get_idx(cell_env, i);
+		if (e && json_object_is_type(e, json_type_string))
+			json_object_array_add(env, json_object_get(e));
+	}
+	return cp;
+}
+
 int cli_rerun(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1579,6 +1635,7 @@ int cli_rerun(int argc, char **argv)
 	char tmp[] = "/tmp/labbox-rerun-XXXXXX";
 	bool made_tmp = false;
 	cli_sandbox_opts so = {0};
+	json_object *cell_sbj = NULL;
 	lb_sandbox *sb = NULL;
 	lb_run_result out = {0};
 	char **args = NULL;
@@ -1645,6 +1702,8 @@ int cli_rerun(int argc, char **argv)
 		src = tmp;
 	}
 	json_object *sbj = json_object_object_get(cfg, "sandbox");
+	if ((cell_sbj = cell_sandbox(manifest, sbj)))
+		sbj = cell_sbj;
 	if (cli_sandbox_opts_from_json(sbj, &so) < 0 || lb_sandbox_new(&sb) < 0) {
 		rc = 125;
 		goto done;
@@ -1955,6 +2014,7 @@ done:
 	lb_run_result_free(&out);
 	lb_sandbox_free(sb);
 	cli_sandbox_opts_free(&so);
+	json_object_put(cell_sbj);
 	json_object_put(row);
 	json_object_put(old);
 	json_object_put(manifest);

@@ -950,3 +950,42 @@ def test_a_result_named_with_a_unit_like_suffix_tells_conditions_apart(tmp_path)
     assert d["identical_conditions"] == [], d["identical_conditions"]
     means = {c["name"]: c["metrics"]["coco/bbox_mAP_s"]["mean"] for c in d["conditions"]}
     assert sorted(means.values()) == [0.231, 0.262], means
+
+
+def test_rerun_of_a_cell_repeats_its_environment_and_compare_shows_it(tmp_path):
+    """A cell's env: (a template value, PYTHONHASHSEED={seed}) and its slot's thread count
+    are what it computed with: rerun repeats them (a deterministic cell matches), and
+    runs compare shows them where two conditions differ only there."""
+    exp = write_exp(tmp_path, """
+        import os
+        model = os.environ.get("MODEL_NAME", "<unset>")
+        print(f"model_chosen: {model}")
+        print(f"acc: {0.9 if model == 'big' else 0.5}")
+        print(f"hash_bucket: {hash('abc') % 1000}")
+        print(f"omp_threads: {os.environ.get('OMP_NUM_THREADS', 'unset')}")
+        """, yaml="""
+        sweep:
+          parameters:
+            model: [big, small]
+          seeds: [7]
+          args: "--seed {seed}"
+          env: {MODEL_NAME: "{model}", PYTHONHASHSEED: "{seed}"}
+        """)
+    runs = tmp_path / "runs"
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--jobs", "2", exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    big, small = d["cells"]
+    assert big["metrics"]["model_chosen"] == "big"
+    p = labbox("rerun", "--json", "-q", "--runs-dir", runs, big["run_id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)
+    assert rr["metrics"]["values"] == result_of(big)["metrics"]["values"], rr["metrics"]
+    assert rr["rerun"]["verdict"] == "match", rr["rerun"]
+    p = labbox("runs", "compare", "--json", "--runs-dir", runs, big["run_id"], small["run_id"])
+    assert p.returncode == 0, p.stderr
+    cfg = {c["key"]: (c["a"], c["b"]) for c in json.loads(p.stdout)["config"]}
+    assert cfg["sweep.env"] == (["MODEL_NAME=big", "PYTHONHASHSEED=7"],
+                                ["MODEL_NAME=small", "PYTHONHASHSEED=7"]), cfg
+    p = labbox("runs", "compare", "--runs-dir", runs, big["run_id"], small["run_id"])
+    assert "configuration: differs" in p.stdout and "MODEL_NAME=small" in p.stdout, p.stdout
