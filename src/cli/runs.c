@@ -540,6 +540,27 @@ static void flatten_structured(json_object *metrics, json_object *out)
 		}
 }
 
+/* b - a of two numbers; of two integers, the integer (2^53+2 - 2^53+1 is 1, not the 2 or 0
+ * of their doubles). NULL when either is not a number. */
+static json_object *metric_delta(json_object *a, json_object *b)
+{
+	if (!a || !b)
+		return NULL;
+	if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int)) {
+		int64_t ia = json_object_get_int64(a), ib = json_object_get_int64(b);
+		__int128 xa = ia == INT64_MAX ? (__int128)json_object_get_uint64(a) : ia;
+		__int128 xb = ib == INT64_MAX ? (__int128)json_object_get_uint64(b) : ib;
+		__int128 d = xb - xa;
+		if (d >= INT64_MIN && d <= INT64_MAX)
+			return json_object_new_int64((int64_t)d);
+		return json_object_new_double((double)d);
+	}
+	bool na = json_object_is_type(a, json_type_double) || json_object_is_type(a, json_type_int);
+	bool nb = json_object_is_type(b, json_type_double) || json_object_is_type(b, json_type_int);
+	return na && nb ? json_object_new_double(json_object_get_double(b) - json_object_get_double(a))
+			: NULL;
+}
+
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 {
 	lb_index *ix;
@@ -597,12 +618,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(e, "metric", json_object_new_string(name));
 		json_object_object_add(e, "a", a ? json_object_get(a) : NULL);
 		json_object_object_add(e, "b", b ? json_object_get(b) : NULL);
-		bool num = a && b && json_object_is_type(a, json_type_double) &&
-			   json_object_is_type(b, json_type_double);
-		json_object_object_add(e, "delta",
-				       num ? json_object_new_double(json_object_get_double(b) -
-								    json_object_get_double(a))
-					   : NULL);
+		json_object_object_add(e, "delta", metric_delta(a, b));
 		bool same = a && b && lb_metric_values_equal(a, b);
 		bool own = !same && a && b && same_but_own(a, b, &own_a, &own_b);
 		same = same || own;
@@ -676,7 +692,9 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 			putchar(' ');
 			print_val(json_object_object_get(e, "b"));
 			json_object *d = json_object_object_get(e, "delta");
-			if (d)
+			if (d && json_object_is_type(d, json_type_int))
+				cli_printf(" %+lld", (long long)json_object_get_int64(d));
+			else if (d)
 				cli_printf(" %+.6g", json_object_get_double(d));
 			putchar('\n');
 		}

@@ -421,6 +421,29 @@ def test_an_index_locked_past_the_end_of_a_run_is_said_in_result_json(tmp_path):
     assert "NOT SEALED" in p.stdout and "could not record the end of the run" in p.stdout, p.stdout
 
 
+def test_runs_compare_show_and_list_tell_apart_integers_past_double_precision(tmp_path):
+    """Two checksums that doubles round to one number (2^53 and 2^53 + 1): runs compare says
+    they differ by 1, as rerun would, and runs show and runs list --metric read them exactly."""
+    exp = make_exp(tmp_path, "import sys\nprint('weights_checksum: %s' % sys.argv[1])\n")
+    a = run(tmp_path, exp, "--", str(2**53))["id"]
+    b = run(tmp_path, exp, "--", str(2**53 + 1))["id"]
+    p = labbox(tmp_path, "runs", "compare", "--json", a, b)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    m = [e for e in doc["metrics"] if e["metric"] == "weights_checksum"][0]
+    assert (m["a"], m["b"], m["delta"], m["equal"]) == (2**53, 2**53 + 1, 1, False), m
+    assert doc["differ"] == 1
+    p = labbox(tmp_path, "runs", "compare", a, b)
+    assert "1 differ" in p.stdout and str(2**53 + 1) in p.stdout, p.stdout
+    p = labbox(tmp_path, "runs", "show", "--json", b)
+    assert json.loads(p.stdout)["index"]["metrics"]["weights_checksum"] == 2**53 + 1, p.stdout
+    for spec, want in ((f"weights_checksum={2**53 + 1}", [b]), (f"weights_checksum>{2**53}", [b]),
+                       (f"weights_checksum<{2**53 + 1}", [a]), (f"weights_checksum={2**53}", [a])):
+        p = labbox(tmp_path, "runs", "list", "--json", "--metric", spec)
+        assert p.returncode == 0, p.stderr
+        assert [r["id"] for r in json.loads(p.stdout)["runs"]] == want, (spec, p.stdout)
+
+
 def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):
     """A determinism checksum printed on stdout, whose low digits differ between runs: the
     rerun is no match, though doubles round both to one number (2^63 + n and 10^20 + n for
