@@ -209,6 +209,29 @@ static bool shift_wide_ints(json_object **recs, size_t n, const char *key, doubl
 	return true;
 }
 
+/* first + diff as the double nearest to it, rounded once: (double)first alone would round
+ * 2^53 + 1 down before the difference is added, and the sum round again (a mean of 2^53 + 1
+ * and 2^53 + 3 came out as 2^53, below both). The whole part of diff is added as an integer,
+ * its fraction in long double. With lo <= hi the result is kept within [lo, hi], where a
+ * mean always lies. */
+static double shift_back(__int128 first, double diff, __int128 lo, __int128 hi)
+{
+	double whole = nearbyint(diff);
+	__int128 base = first + (__int128)whole;
+	double m = (double)((long double)base + (long double)(diff - whole));
+	if (lo <= hi && (long double)m < (long double)lo) {
+		m = (double)lo;
+		if ((long double)m < (long double)lo)
+			m = nextafter(m, INFINITY);
+	}
+	if (lo <= hi && (long double)m > (long double)hi) {
+		m = (double)hi;
+		if ((long double)m > (long double)hi)
+			m = nextafter(m, -INFINITY);
+	}
+	return m;
+}
+
 /* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the seeds of one condition whose run
  * reported the metric: its completed cells (recs, n) and its invalid_metrics cells (bad, nbad).
  * A run is invalid_metrics for a value that is not a finite number (NaN, Infinity, null, a
@@ -258,9 +281,9 @@ static json_object *condition_stats(json_object **recs, size_t n, json_object **
 		bool ints = k > 0 && shift_wide_ints(all, all_n, key, vals, k, &first, &lo, &hi);
 		bool ok = k > 0 && lb_sweep_stats_compute(vals, k, &st) == 0;
 		if (ok && ints) {
-			st.mean += (double)first;
-			st.ci_low += (double)first;
-			st.ci_high += (double)first;
+			st.mean = shift_back(first, st.mean, lo, hi);
+			st.ci_low = shift_back(first, st.ci_low, 1, 0);
+			st.ci_high = shift_back(first, st.ci_high, 1, 0);
 		}
 		json_object_object_add(b, "n", json_object_new_int64((int64_t)k));
 		json_object_object_add(b, "mean", num(st.mean, ok));

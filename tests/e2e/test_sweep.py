@@ -989,3 +989,22 @@ def test_rerun_of_a_cell_repeats_its_environment_and_compare_shows_it(tmp_path):
                                 ["MODEL_NAME=small", "PYTHONHASHSEED=7"]), cfg
     p = labbox("runs", "compare", "--runs-dir", runs, big["run_id"], small["run_id"])
     assert "configuration: differs" in p.stdout and "MODEL_NAME=small" in p.stdout, p.stdout
+
+
+def test_the_mean_of_integers_past_double_precision_lies_between_min_and_max(tmp_path):
+    # 2^53+1 and 2^53+3: their mean 2^53+2 is a double; rounding 2^53+1 first gave 2^53.
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--x", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        print(f"tokens_seen: {2**53 + 1 + 2 * a.seed}")
+        """)
+    p = sweep(tmp_path, exp, "--param", "x=a", "--seeds", "0-1")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    b = d["conditions"][0]["metrics"]["tokens_seen"]
+    assert (b["min"], b["max"]) == (2**53 + 1, 2**53 + 3), b
+    assert b["mean"] == 2**53 + 2 and b["min"] <= b["mean"] <= b["max"], b
+    assert b["ci95"]["low"] < b["mean"] < b["ci95"]["high"], b
