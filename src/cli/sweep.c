@@ -303,32 +303,38 @@ static void cell_warn(void *ctx, const char *message)
 	(void)message; /* the run's result.json says it (index.error) */
 }
 
+/* The id was taken of the experiment when the sweep started, and each cell stages the live
+ * directory: an edit (a git checkout) while the sweep runs would have the later cells run
+ * other code under the same id, pooled with the earlier ones. Taken again just before
+ * staging, a mismatch refuses the cell as a usage error, which also stops the sweep starting
+ * more. false (reported on report_fd): not the sweep's code. */
+static bool cell_code_unchanged(const sweep_ctx *c, int report_fd)
+{
+	char now[LB_SWEEP_ID_LEN];
+	int dr = sweep_digest(c, now);
+	if (dr == 0 && strcmp(now, c->id) == 0)
+		return true;
+	char msg[PATH_MAX + 512];
+	if (dr < 0)
+		snprintf(msg, sizeof msg, "cannot read the experiment directory '%s' again: %s",
+			 c->expdir, strerror(-dr));
+	else
+		snprintf(msg, sizeof msg, "the experiment in %s changed since sweep %s started (it "
+			 "is now sweep %s): the cell was not run, so that the sweep's cells all run "
+			 "one code; its finished cells are kept, and labbox sweep on the experiment as "
+			 "it is now starts the new sweep", c->expdir, c->id, now);
+	lb_sweep_report_error(report_fd, msg);
+	return false;
+}
+
 /* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory;
  * estimate_fd (-1: none) keeps its TIME_ESTIMATE instead of report_fd. */
 static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
 		    int estimate_fd, char **run_dir)
 {
 	const lb_sweep_cell *cl = &c->plan.cells[cell];
-	/* The id was taken of the experiment when the sweep started, and each cell stages the
-	 * live directory: an edit (a git checkout) while the sweep runs would have the later
-	 * cells run other code under the same id, pooled with the earlier ones. Taken again
-	 * here, just before staging, it refuses such a cell as a usage error, which also stops
-	 * the sweep starting more. */
-	char now[LB_SWEEP_ID_LEN];
-	int dr = sweep_digest(c, now);
-	if (dr < 0 || strcmp(now, c->id) != 0) {
-		char msg[PATH_MAX + 512];
-		if (dr < 0)
-			snprintf(msg, sizeof msg, "cannot read the experiment directory '%s' again: %s",
-				 c->expdir, strerror(-dr));
-		else
-			snprintf(msg, sizeof msg, "the experiment in %s changed since sweep %s started "
-				 "(it is now sweep %s): the cell was not run, so that the sweep's cells "
-				 "all run one code; its finished cells are kept, and labbox sweep on the "
-				 "experiment as it is now starts the new sweep", c->expdir, c->id, now);
-		lb_sweep_report_error(report_fd, msg);
+	if (!cell_code_unchanged(c, report_fd))
 		return LB_EXIT_USAGE;
-	}
 	lb_sandbox *sb = NULL;
 	if (lb_sandbox_new(&sb) < 0) {
 		lb_sweep_report_error(report_fd, "out of memory");
