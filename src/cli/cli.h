@@ -136,6 +136,8 @@ int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 /* The thread counts (OMP_NUM_THREADS and the BLAS ones) for cpus CPUs, rounded up and at most
  * the CPUs this process may run on; a variable -e sets wins. 0 or an exit code. */
 int cli_thread_env(const cli_sandbox_opts *o, double cpus, lb_sandbox *sb);
+/* The same settings as "NAME=N" strings appended to the array out. */
+void cli_thread_env_json(const cli_sandbox_opts *o, double cpus, struct json_object *out);
 struct json_object;
 void cli_mounts_json(const cli_sandbox_opts *o, struct json_object *j);
 int cli_mounts_from_json(struct json_object *j, cli_sandbox_opts *o);

@@ -282,6 +282,22 @@ int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 	return 0;
 }
 
+void cli_thread_env_json(const cli_sandbox_opts *o, double cpus, json_object *out)
+{
+	char kv[64];
+	double n = ceil(cpus);
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+	    n > CPU_COUNT(&set))
+		n = CPU_COUNT(&set);
+	for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
+		if (env_sets(o, thread_vars[i]))
+			continue;
+		snprintf(kv, sizeof kv, "%s=%.0f", thread_vars[i], n);
+		json_object_array_add(out, json_object_new_string(kv));
+	}
+}
+
 int cli_thread_env(const cli_sandbox_opts *o, double cpus, lb_sandbox *sb)
 {
 	char kv[64];

@@ -475,6 +475,22 @@ static void diff_objects(const char *prefix, json_object *a, json_object *b, jso
 	json_object_put(keys);
 }
 
+/* The parts of a manifest's sweep block that say what the cell computed with. */
+static json_object *sweep_identity(json_object *sw)
+{
+	json_object *cp = NULL, *slot;
+	if (!sw || !json_object_is_type(sw, json_type_object) ||
+	    json_object_deep_copy(sw, &cp, NULL) < 0 || !cp)
+		return NULL;
+	json_object_object_del(cp, "cell");
+	if (json_object_object_get_ex(cp, "slot", &slot) && json_object_is_type(slot, json_type_object)) {
+		json_object_object_del(slot, "index");
+		json_object_object_del(slot, "affinity");
+	}
+	return cp;
+}
+
+
 static void print_val(json_object *v)
 {
 	cli_printf("%-22s", v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "-");
@@ -620,6 +636,27 @@ static void flatten_structured(json_object *metrics, json_object *out)
 		}
 }
 
+/* b - a of two numbers; of two integers, the integer (2^53+2 - 2^53+1 is 1, not the 2 or 0
+ * of their doubles). NULL when either is not a number. */
+static json_object *metric_delta(json_object *a, json_object *b)
+{
+	if (!a || !b)
+		return NULL;
+	if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int)) {
+		int64_t ia = json_object_get_int64(a), ib = json_object_get_int64(b);
+		__int128 xa = ia == INT64_MAX ? (__int128)json_object_get_uint64(a) : ia;
+		__int128 xb = ib == INT64_MAX ? (__int128)json_object_get_uint64(b) : ib;
+		__int128 d = xb - xa;
+		if (d >= INT64_MIN && d <= INT64_MAX)
+			return json_object_new_int64((int64_t)d);
+		return json_object_new_double((double)d);
+	}
+	bool na = json_object_is_type(a, json_type_double) || json_object_is_type(a, json_type_int);
+	bool nb = json_object_is_type(b, json_type_double) || json_object_is_type(b, json_type_int);
+	return na && nb ? json_object_new_double(json_object_get_double(b) - json_object_get_double(a))
+			: NULL;
+}
+
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 {
 	lb_index *ix;
@@ -667,12 +704,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(e, "metric", json_object_new_string(name));
 		json_object_object_add(e, "a", a ? json_object_get(a) : NULL);
 		json_object_object_add(e, "b", b ? json_object_get(b) : NULL);
-		bool num = a && b && json_object_is_type(a, json_type_double) &&
-			   json_object_is_type(b, json_type_double);
-		json_object_object_add(e, "delta",
-				       num ? json_object_new_double(json_object_get_double(b) -
-								    json_object_get_double(a))
-					   : NULL);
+		json_object_object_add(e, "delta", metric_delta(a, b));
 		bool same = a && b && lb_metric_values_equal(a, b);
 		bool own = !same && a && b && same_but_own(a, b, &own_a, &own_b);
 		same = same || own;
@@ -690,6 +722,14 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *config = json_object_new_array();
 	diff_objects("", json_object_object_get(ma, "config"), json_object_object_get(mb, "config"),
 		     config);
+	/* A sweep cell's condition, its env: and its slot's CPUs are configuration kept beside
+	 * config (cells of two conditions can share all of config): which cell and which CPUs
+	 * it happened to get are not. */
+	json_object *swa = sweep_identity(json_object_object_get(ma, "sweep"));
+	json_object *swb = sweep_identity(json_object_object_get(mb, "sweep"));
+	diff_objects("sweep", swa, swb, config);
+	json_object_put(swa);
+	json_object_put(swb);
 	json_object *env = json_object_new_array();
 	diff_objects("interpreter", json_object_object_get(ma, "interpreter"),
 		     json_object_object_get(mb, "interpreter"), env);
@@ -738,7 +778,9 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 			putchar(' ');
 			print_val(json_object_object_get(e, "b"));
 			json_object *d = json_object_object_get(e, "delta");
-			if (d)
+			if (d && json_object_is_type(d, json_type_int))
+				cli_printf(" %+lld", (long long)json_object_get_int64(d));
+			else if (d)
 				cli_printf(" %+.6g", json_object_get_double(d));
 			putchar('\n');
 		}
@@ -1607,6 +1649,38 @@ static void rerun_progress(void *ctx, const char *line)
 	cli_error("rerun", "%s", line);
 }
 
+/* A sweep cell ran with more than its config.sandbox: its sweep's env: (template values,
+ * PYTHONHASHSEED={seed}) and, without --cpus, thread counts that follow its slot's CPUs
+ * (cli/sweep.c cell_run). A copy of the sandbox configuration with those in its env, as the
+ * cell had them, so that a rerun repeats them and records them; NULL for any other run. */
+static json_object *cell_sandbox(json_object *manifest, json_object *sbj)
+{
+	json_object *sw = json_object_object_get(manifest, "sweep"), *env, *cp = NULL;
+	if (!sw || !json_object_is_type(sw, json_type_object) || !sbj ||
+	    json_object_deep_copy(sbj, &cp, NULL) < 0 || !cp)
+		return NULL;
+	if (!json_object_object_get_ex(cp, "env", &env) || !json_object_is_type(env, json_type_array)) {
+		env = json_object_new_array();
+		json_object_object_add(cp, "env", env);
+	}
+	cli_sandbox_opts so = {0};
+	json_object *slot = json_object_object_get(sw, "slot"), *v;
+	if (cli_sandbox_opts_from_json(sbj, &so) == 0 && so.cpus <= 0 &&
+	    json_object_object_get_ex(slot, "cpus", &v) && v) {
+		double cpus = floor(json_object_get_double(v));
+		cli_thread_env_json(&so, cpus >= 1 ? cpus : 1, env);
+	}
+	cli_sandbox_opts_free(&so);
+	json_object *cell_env = json_object_object_get(sw, "env");
+	for (size_t i = 0; cell_env && json_object_is_type(cell_env, json_type_array) &&
+			   i < json_object_array_length(cell_env); i++) {
+		json_object *e = json_object_array_get_idx(cell_env, i);
+		if (e && json_object_is_type(e, json_type_string))
+			json_object_array_add(env, json_object_get(e));
+	}
+	return cp;
+}
+
 int cli_rerun(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1661,6 +1735,7 @@ int cli_rerun(int argc, char **argv)
 	char tmp[] = "/tmp/labbox-rerun-XXXXXX";
 	bool made_tmp = false;
 	cli_sandbox_opts so = {0};
+	json_object *cell_sbj = NULL;
 	lb_sandbox *sb = NULL;
 	lb_run_result out = {0};
 	char **args = NULL;
@@ -1727,6 +1802,8 @@ int cli_rerun(int argc, char **argv)
 		src = tmp;
 	}
 	json_object *sbj = json_object_object_get(cfg, "sandbox");
+	if ((cell_sbj = cell_sandbox(manifest, sbj)))
+		sbj = cell_sbj;
 	if (cli_sandbox_opts_from_json(sbj, &so) < 0 || lb_sandbox_new(&sb) < 0) {
 		rc = 125;
 		goto done;
@@ -2037,6 +2114,7 @@ done:
 	lb_run_result_free(&out);
 	lb_sandbox_free(sb);
 	cli_sandbox_opts_free(&so);
+	json_object_put(cell_sbj);
 	json_object_put(row);
 	json_object_put(old);
 	json_object_put(manifest);

@@ -231,6 +231,54 @@ int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep)
 	return r;
 }
 
+/* The sweep id of the experiment as it is now (lb_sweep_id): the code and the grid, and what
+ * runs it with which fixed arguments. Limits (memory, budgets, jobs) are not in it: a finished
+ * cell stays finished when they change. */
+static void sweep_inputs_identity(const cli_sandbox_opts *o, lb_buf *b);
+
+static int sweep_digest(const sweep_ctx *c, char id[LB_SWEEP_ID_LEN])
+{
+	lb_buf ba = {0};
+	for (size_t i = 0; i < c->nbase; i++)
+		lb_buf_printf(&ba, "%s\x1f", c->base_args[i]);
+	/* --env chooses what runs it as --python does (the id of a sweep without it is
+	 * as before). */
+	char envpy[PATH_MAX + 64];
+	snprintf(envpy, sizeof envpy, "%s --env %s",
+		 c->python ? c->python : c->cfg->python ? c->cfg->python : "python3",
+		 c->env_asked ? c->env_asked : "");
+	const char *extra[] = {c->entry ? c->entry : c->cfg->entry ? c->cfg->entry : "main.py",
+			       c->env_asked ? envpy
+			       : c->python  ? c->python
+			       : c->cfg->python ? c->cfg->python
+					    : "python3",
+			       c->mode ? c->mode : c->cfg->mode ? c->cfg->mode : "local",
+			       ba.data ? ba.data : "",
+			       c->image ? c->image : c->cfg->image ? c->cfg->image : "",
+			       NULL};
+	lb_buf inputs = {0};
+	sweep_inputs_identity(&c->o, &inputs);
+	size_t nextra = 5;
+	if (inputs.data)
+		extra[nextra++] = inputs.data;
+	/* labbox's own records, when they live inside the experiment (--runs-dir exp/runs
+	 * puts the index and the sweeps in exp/): they change with every run. */
+	LB_AUTOFREE char *index_path = NULL, *sweeps = NULL;
+	lb_index_path_for(c->runs_dir, &index_path);
+	lb_sweep_dir_for(c->runs_dir, "", &sweeps);
+	char wal[PATH_MAX], shm[PATH_MAX], journal[PATH_MAX];
+	snprintf(wal, sizeof wal, "%s-wal", index_path ? index_path : "");
+	snprintf(shm, sizeof shm, "%s-shm", index_path ? index_path : "");
+	snprintf(journal, sizeof journal, "%s-journal", index_path ? index_path : "");
+	if (sweeps && strlen(sweeps) > 1 && sweeps[strlen(sweeps) - 1] == '/')
+		sweeps[strlen(sweeps) - 1] = '\0';
+	const char *skip[] = {c->runs_dir, sweeps, index_path, wal, shm, journal};
+	int r = lb_sweep_id(c->expdir, skip, 6, &c->plan, extra, nextra, id);
+	lb_buf_free(&ba);
+	lb_buf_free(&inputs);
+	return r;
+}
+
 /* ---- one cell, in its child ---------------------------------------------------------------- */
 
 typedef struct cell_echo {
@@ -256,12 +304,38 @@ static void cell_warn(void *ctx, const char *message)
 	(void)message; /* the run's result.json says it (index.error) */
 }
 
+/* The id was taken of the experiment when the sweep started, and each cell stages the live
+ * directory: an edit (a git checkout) while the sweep runs would have the later cells run
+ * other code under the same id, pooled with the earlier ones. Taken again just before
+ * staging, a mismatch refuses the cell as a usage error, which also stops the sweep starting
+ * more. false (reported on report_fd): not the sweep's code. */
+static bool cell_code_unchanged(const sweep_ctx *c, int report_fd)
+{
+	char now[LB_SWEEP_ID_LEN];
+	int dr = sweep_digest(c, now);
+	if (dr == 0 && strcmp(now, c->id) == 0)
+		return true;
+	char msg[PATH_MAX + 512];
+	if (dr < 0)
+		snprintf(msg, sizeof msg, "cannot read the experiment directory '%s' again: %s",
+			 c->expdir, strerror(-dr));
+	else
+		snprintf(msg, sizeof msg, "the experiment in %s changed since sweep %s started (it "
+			 "is now sweep %s): the cell was not run, so that the sweep's cells all run "
+			 "one code; its finished cells are kept, and labbox sweep on the experiment as "
+			 "it is now starts the new sweep", c->expdir, c->id, now);
+	lb_sweep_report_error(report_fd, msg);
+	return false;
+}
+
 /* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory;
  * estimate_fd (-1: none) keeps its TIME_ESTIMATE instead of report_fd. */
 static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
 		    int estimate_fd, char **run_dir)
 {
 	const lb_sweep_cell *cl = &c->plan.cells[cell];
+	if (!cell_code_unchanged(c, report_fd))
+		return LB_EXIT_USAGE;
 	lb_sandbox *sb = NULL;
 	if (lb_sandbox_new(&sb) < 0) {
 		lb_sweep_report_error(report_fd, "out of memory");
@@ -432,6 +506,43 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 	return map;
 }
 
+/* Cells that ran with other packages than the sweep's newest cell (a package upgraded in the
+ * venv the sweep names, then the same command or --resume): the id names the interpreter's
+ * path, not what it imports, so this is where two environments would be pooled. Such a cell
+ * is recorded as environment_changed: out of the statistics, listed in failures, and run
+ * again by the next --resume. newest: the cell whose packages are the reference (the newest
+ * new cell), or SIZE_MAX when no cell ran in this invocation. The number flagged. */
+static size_t flag_other_packages(sweep_ctx *c, size_t newest)
+{
+	json_object *ref = newest == SIZE_MAX ? NULL : json_object_array_get_idx(c->cells, newest);
+	const char *want = sweep_jstr(ref, "packages");
+	if (!want)
+		return 0;
+	size_t n = 0;
+	for (size_t i = 0; i < c->plan.ncells; i++) {
+		json_object *rec = json_object_array_get_idx(c->cells, i);
+		const char *st = sweep_jstr(rec, "status"), *have = sweep_jstr(rec, "packages");
+		if (!st || strcmp(st, "completed") != 0 || !have || strcmp(have, want) == 0)
+			continue;
+		char sum[512];
+		snprintf(sum, sizeof sum, "it ran with other packages (environment.txt sha256 %.12s) "
+			 "than cell %zu, the newest (%.12s): kept out of the statistics; labbox sweep "
+			 "--resume %s runs it again", have, newest, want, c->id);
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "class", json_object_new_string("environment_changed"));
+		json_object_object_add(f, "summary", json_object_new_string(sum));
+		json_object_object_add(rec, "failure", f);
+		json_object_object_add(rec, "status", json_object_new_string("environment_changed"));
+		n++;
+	}
+	if (n)
+		cli_error("sweep", "warning: %zu cell%s of sweep %s ran with other packages than its "
+			  "newest cell (the interpreter's environment changed between them): they are "
+			  "kept out of the statistics and recorded as environment_changed; labbox sweep "
+			  "--resume %s runs them again", n, n == 1 ? "" : "s", c->id, c->id);
+	return n;
+}
+
 /* ---- events in the parent ------------------------------------------------------------------ */
 
 static int on_event(void *vctx, const lb_sweep_event *ev)
@@ -526,6 +637,8 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 			      c->plan.condition_names[cl->condition], seed, status ? status : "?",
 			      cls ? ": " : "", cls ? cls : "", wall, ev->run_id ? ", run " : "",
 			      ev->run_id ? ev->run_id : "");
+		if (status && strcmp(status, "completed") == 0)
+			c->newest = ev->cell;
 		json_object_array_put_idx(c->cells, ev->cell, rec);
 		/* After every cell, so a sweep that dies keeps what finished. */
 		sweep_write_doc(c, "running", NULL);
@@ -900,7 +1013,7 @@ int cli_sweep(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	sweep_ctx c = {.lock_fd = -1, .eta = -1};
+	sweep_ctx c = {.lock_fd = -1, .eta = -1, .newest = SIZE_MAX};
 	lb_sweep_spec spec = {0}, cli_spec = {0};
 	char **params = NULL, *seeds_arg = NULL, *args_arg = NULL;
 	size_t nparams = 0;
@@ -1261,48 +1374,8 @@ int cli_sweep(int argc, char **argv)
 		goto done;
 	}
 	{
-		/* What makes two sweeps the same besides the code and the grid: what runs it and
-		 * with which fixed arguments. Limits (memory, budgets, jobs) are not: a finished
-		 * cell stays finished when they change. */
-		lb_buf ba = {0};
-		for (size_t i = 0; i < c.nbase; i++)
-			lb_buf_printf(&ba, "%s\x1f", c.base_args[i]);
-		/* --env chooses what runs it as --python does (the id of a sweep without it is
-		 * as before). */
-		char envpy[PATH_MAX + 64];
-		snprintf(envpy, sizeof envpy, "%s --env %s",
-			 c.python ? c.python : cfg.python ? cfg.python : "python3",
-			 c.env_asked ? c.env_asked : "");
-		const char *extra[] = {c.entry ? c.entry : cfg.entry ? cfg.entry : "main.py",
-				       c.env_asked ? envpy
-				       : c.python  ? c.python
-				       : cfg.python ? cfg.python
-						    : "python3",
-				       c.mode ? c.mode : cfg.mode ? cfg.mode : "local",
-				       ba.data ? ba.data : "",
-				       c.image ? c.image : cfg.image ? cfg.image : "",
-				       NULL};
-		lb_buf inputs = {0};
-		sweep_inputs_identity(&c.o, &inputs);
-		size_t nextra = 5;
-		if (inputs.data)
-			extra[nextra++] = inputs.data;
-		/* labbox's own records, when they live inside the experiment (--runs-dir exp/runs
-		 * puts the index and the sweeps in exp/): they change with every run. */
-		LB_AUTOFREE char *index_path = NULL, *sweeps = NULL;
-		lb_index_path_for(c.runs_dir, &index_path);
-		lb_sweep_dir_for(c.runs_dir, "", &sweeps);
-		char wal[PATH_MAX], shm[PATH_MAX], journal[PATH_MAX];
-		snprintf(wal, sizeof wal, "%s-wal", index_path ? index_path : "");
-		snprintf(shm, sizeof shm, "%s-shm", index_path ? index_path : "");
-		snprintf(journal, sizeof journal, "%s-journal", index_path ? index_path : "");
-		if (sweeps && strlen(sweeps) > 1 && sweeps[strlen(sweeps) - 1] == '/')
-			sweeps[strlen(sweeps) - 1] = '\0';
-		const char *skip[] = {c.runs_dir, sweeps, index_path, wal, shm, journal};
 		char id[LB_SWEEP_ID_LEN];
-		int r = lb_sweep_id(c.expdir, skip, 6, &c.plan, extra, nextra, id);
-		lb_buf_free(&ba);
-		lb_buf_free(&inputs);
+		int r = sweep_digest(&c, id);
 		if (r < 0) {
 			cli_error("sweep", "cannot read the experiment directory '%s': %s", c.expdir,
 				  strerror(-r));
@@ -1391,6 +1464,9 @@ int cli_sweep(int argc, char **argv)
 			char key[32];
 			snprintf(key, sizeof key, "%zu", i);
 			const char *ird = sweep_jstr(indexed, key);
+			/* Its run was set aside for other packages: run the cell again. */
+			if (st && strcmp(st, "environment_changed") == 0 && ird && rd && strcmp(ird, rd) == 0)
+				ird = NULL;
 			json_object_put(res);
 			res = ird && in_runs(ird, runs_real) ? sweep_load_json(ird, "result.json") : NULL;
 			json_object *sw = res ? json_object_object_get(res, "sweep") : NULL;
@@ -1537,6 +1613,7 @@ int cli_sweep(int argc, char **argv)
 		cli_error("sweep", "%s", err[0] ? err : strerror(-r));
 		rc = r == -EINVAL ? CLI_EXIT_USAGE : 125;
 	}
+	flag_other_packages(&c, c.newest);
 	size_t ncompleted = 0;
 	for (size_t i = 0; i < c.plan.ncells; i++) {
 		const char *st = sweep_jstr(json_object_array_get_idx(c.cells, i), "status");

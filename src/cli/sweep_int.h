@@ -56,6 +56,7 @@ typedef struct sweep_ctx {
 	const lb_exp_config *cfg;
 	json_object *slurm_block; /* sweep.json's slurm: the job, its array, its tasks */
 	json_object *prev;        /* the sweep.json found when it started, NULL: none */
+	size_t newest;            /* the cell that completed last in this invocation, SIZE_MAX: none */
 } sweep_ctx;
 
 void sweep_strv_free(char **v, size_t n);

@@ -1307,6 +1307,34 @@ static bool timing_word_in(const timing_word *w, const char *const *set)
 	return false;
 }
 
+/* Whether the word before a unit's abbreviation (w[u]) makes the name a duration: a measure
+ * of time (epoch_time_s, latency_ms), or a step of the work that took it (step_ms, fit_s,
+ * eval_secs, tokens_per_s). Aggregates between them are skipped (step_time_mean_ms). Any
+ * other word (AP, acc, loss) makes the abbreviation a qualifier of a result: when in doubt
+ * the value is compared, as hiding a difference is the worse error. */
+static bool unit_of_time(const timing_word *w, size_t u)
+{
+	static const char *const aggregates[] = {"mean", "avg", "average", "median", "std",
+						 "stdev", "max", "min", "total", "sum", NULL};
+	static const char *const before[] = {
+		"time",	     "times",	   "timing",	"timings",   "elapsed",	  "duration",
+		"runtime",   "wall",	   "walltime",	"wallclock", "clock",	  "latency",
+		"taken",     "spent",	   "per",	"epoch",     "step",	  "iter",
+		"iteration", "batch",	   "train",	"training",  "fit",	  "eval",
+		"evaluation", "val",	   "validation", "test",     "inference", "infer",
+		"predict",   "forward",	   "fwd",	"backward",  "bwd",	  "load",
+		"loading",   "compile",	   "warmup",	"setup",     "init",	  "startup",
+		"run",	     "save",	   "checkpoint", "ckpt",     "wait",	  "sleep",
+		"sync",	     "cpu",	   "gpu",	"rollout",   "generation", "decode",
+		"preprocess", "preprocessing", "io",	"job",	     "update",	  "solve",
+		NULL,
+	};
+	size_t j = u;
+	while (j > 0 && timing_word_in(&w[j - 1], aggregates))
+		j--;
+	return j == 0 || timing_word_in(&w[j - 1], before);
+}
+
 bool lb_metric_is_timing(const char *name)
 {
 	/* A name that ends in one of these measures a duration or a rate per time as a whole
@@ -1314,11 +1342,14 @@ bool lb_metric_is_timing(const char *name)
 	 * qualifier of another quantity (time_series_mse, second_moment_error, timestep_reward)
 	 * does not make it one: that is a result, and a rerun must compare it. */
 	static const char *const last_words[] = {
-		"time",	    "times",   "timing",   "timings",	"seconds",   "secs", "sec",
-		"s",	    "ms",      "us",	   "ns",	"minutes",   "mins", "hours",
-		"hrs",	    "duration", "elapsed", "runtime",	"wallclock", "walltime",
+		"time",	    "times",   "timing",   "timings",	"seconds",
+		"minutes",  "hours",   "duration", "elapsed", "runtime",   "wallclock", "walltime",
 		"wall",	    "latency", "throughput", "fps",	NULL,
 	};
+	/* A unit's abbreviation also ends names of results (mmdetection's bbox_mAP_s is AP on
+	 * small objects, acc_s a student's accuracy): a timing only alone (samples/s) or after
+	 * a word that measures time or names what took it (unit_of_time). */
+	static const char *const units[] = {"s", "ms", "us", "ns", "sec", "secs", "mins", "hrs", NULL};
 	/* An aggregate after the measure keeps it a measure of time (latency_p99, step_time_mean). */
 	static const char *const aggregates[] = {"mean", "avg", "average", "median", "std", "stdev",
 						 "max",	 "min", "total",   "sum",    "p50", "p90",
@@ -1346,6 +1377,8 @@ bool lb_metric_is_timing(const char *name)
 		n--;
 	if (n == 0)
 		return false;
+	if (timing_word_in(&w[n - 1], units))
+		return n == 1 || unit_of_time(w, n - 1);
 	if (timing_word_in(&w[n - 1], last_words))
 		return true;
 	/* tokens_per_second, wall_clock: words that are times only after these */

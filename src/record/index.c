@@ -433,6 +433,40 @@ static void bind_int_or_null(sqlite3_stmt *st, int col, json_object *o, const ch
 		sqlite3_bind_null(st, col);
 }
 
+/* An integer a double cannot hold exactly. */
+static bool wide_int(json_object *v)
+{
+	if (!json_object_is_type(v, json_type_int))
+		return false;
+	int64_t i = json_object_get_int64(v);
+	return i == INT64_MAX || i >= ((int64_t)1 << 53) || i <= -((int64_t)1 << 53);
+}
+
+static json_object *column_json(sqlite3_stmt *st, int col);
+
+/* A metric's value as stored: a number, a wide integer's digits beside its double, or text. */
+static json_object *metric_json(sqlite3_stmt *st, int value_col, int text_col)
+{
+	if (sqlite3_column_type(st, value_col) != SQLITE_FLOAT)
+		return column_json(st, text_col);
+	const char *t = (const char *)sqlite3_column_text(st, text_col);
+	if (t && *t) {
+		char *end;
+		errno = 0;
+		if (*t == '-') {
+			long long i = strtoll(t, &end, 10);
+			if (!errno && !*end)
+				return json_object_new_int64(i);
+		} else {
+			unsigned long long u = strtoull(t, &end, 10);
+			if (!errno && !*end)
+				return u > INT64_MAX ? json_object_new_uint64(u)
+						     : json_object_new_int64((int64_t)u);
+		}
+	}
+	return lb_json_number(sqlite3_column_double(st, value_col));
+}
+
 static int insert_metric(sqlite3_stmt *st, const char *run_id, const char *cond, const char *name,
 			 json_object *v)
 {
@@ -442,7 +476,13 @@ static int insert_metric(sqlite3_stmt *st, const char *run_id, const char *cond,
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
 	if (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) {
 		sqlite3_bind_double(st, 4, json_object_get_double(v));
-		sqlite3_bind_null(st, 5);
+		/* The REAL column rounds integers past 2^53 (checksums, hashes, counts) to one
+		 * double: their digits are kept beside it, and read back and compared as the
+		 * integer (wide_int). */
+		if (wide_int(v))
+			sqlite3_bind_text(st, 5, json_object_get_string(v), -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(st, 5);
 	} else {
 		/* Strings, and the "NaN"/"Infinity" spellings of non-finite numbers, are kept as
 		 * text: SQLite has no NaN, and a NULL value keeps them out of comparisons. */
@@ -605,9 +645,7 @@ static void add_metrics(lb_index *ix, json_object *row, const char *id)
 			char key[600];
 			snprintf(key, sizeof key, "%s%s%s", cond && *cond ? cond : "",
 				 cond && *cond ? "/" : "", name);
-			json_object *v = sqlite3_column_type(st, 2) == SQLITE_FLOAT
-						 ? lb_json_number(sqlite3_column_double(st, 2))
-						 : column_json(st, 3);
+			json_object *v = metric_json(st, 2, 3);
 			json_object_object_add(m, key, v);
 		}
 	}
@@ -631,9 +669,7 @@ static void add_metrics(lb_index *ix, json_object *row, const char *id)
 				snprintf(key, sizeof key, "%s:%s", file, name);
 			else
 				snprintf(key, sizeof key, "%s", name);
-			json_object *v = sqlite3_column_type(st, 2) == SQLITE_FLOAT
-						 ? lb_json_number(sqlite3_column_double(st, 2))
-						 : column_json(st, 3);
+			json_object *v = metric_json(st, 2, 3);
 			json_object_object_add(m, key, v);
 		}
 	}
@@ -718,13 +754,12 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 		/* A "cond/name" matches one condition; a bare name matches any. A results-file
 		 * value is matched by its dotted path ("ds.means.val_loss", in any file) or as
 		 * "FILE:path" in one file. */
-		const char *cmp = op ? (strcmp(op, "<") == 0    ? " AND value < ?2"
-					: strcmp(op, "<=") == 0 ? " AND value <= ?2"
-					: strcmp(op, ">") == 0  ? " AND value > ?2"
-					: strcmp(op, ">=") == 0 ? " AND value >= ?2"
-					: strcmp(op, "=") == 0  ? " AND value = ?2"
-								: " AND value != ?2")
-				     : "";
+		/* A wide integer compares as its digits say (CAST gives the 64-bit integer). */
+		char cmp[160] = "";
+		if (op)
+			snprintf(cmp, sizeof cmp,
+				 " AND (CASE WHEN text IS NOT NULL AND value IS NOT NULL THEN"
+				 " CAST(text AS INTEGER) ELSE value END) %s ?2", op);
 		lb_buf_printf(&sql, " AND (id IN (SELECT run_id FROM metrics WHERE"
 				    " (name = ?1 OR condition || '/' || name = ?1)%s)"
 				    " OR id IN (SELECT run_id FROM file_metrics WHERE"
@@ -751,7 +786,14 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 	}
 	if (f->metric) {
 		sqlite3_bind_text(st, 1, mname, -1, SQLITE_TRANSIENT);
-		if (op)
+		/* An integer asked for is compared as one: 2^53+1 is not 2^53. */
+		const char *num = op ? strstr(f->metric, op) + strlen(op) : NULL;
+		char *end;
+		errno = 0;
+		long long ival = num ? strtoll(num, &end, 10) : 0;
+		if (op && !errno && end != num && !*end)
+			sqlite3_bind_int64(st, 2, ival);
+		else if (op)
 			sqlite3_bind_double(st, 2, mval);
 	}
 	if (f->status)

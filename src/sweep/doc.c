@@ -87,6 +87,17 @@ json_object *lb_sweep_cell_record(json_object *result)
 		}
 	}
 	json_object_object_add(rec, "metrics", m);
+	/* The packages it imported (environment.txt's digest): a sweep's id names the
+	 * interpreter's path, and the cells of one sweep, reused or new, must have run with
+	 * the same packages to be pooled. */
+	const char *rd = get_str(result, "run_dir");
+	LB_AUTOFREE char *env = NULL;
+	size_t envlen = 0;
+	char hex[65];
+	if (rd && lb_read_file_beneath(rd, "environment.txt", 16u << 20, &env, &envlen) == 0) {
+		lb_sha256_buf_hex(env, envlen, hex);
+		json_object_object_add(rec, "packages", json_object_new_string(hex));
+	}
 	json_object *failure = get(result, "failure");
 	if (failure && json_object_is_type(failure, json_type_object)) {
 		json_object *f = json_object_new_object();
@@ -198,6 +209,29 @@ static bool shift_wide_ints(json_object **recs, size_t n, const char *key, doubl
 	return true;
 }
 
+/* first + diff as the double nearest to it, rounded once: (double)first alone would round
+ * 2^53 + 1 down before the difference is added, and the sum round again (a mean of 2^53 + 1
+ * and 2^53 + 3 came out as 2^53, below both). The whole part of diff is added as an integer,
+ * its fraction in long double. With lo <= hi the result is kept within [lo, hi], where a
+ * mean always lies. */
+static double shift_back(__int128 first, double diff, __int128 lo, __int128 hi)
+{
+	double whole = nearbyint(diff);
+	__int128 base = first + (__int128)whole;
+	double m = (double)((long double)base + (long double)(diff - whole));
+	if (lo <= hi && (long double)m < (long double)lo) {
+		m = (double)lo;
+		if ((long double)m < (long double)lo)
+			m = nextafter(m, INFINITY);
+	}
+	if (lo <= hi && (long double)m > (long double)hi) {
+		m = (double)hi;
+		if ((long double)m > (long double)hi)
+			m = nextafter(m, -INFINITY);
+	}
+	return m;
+}
+
 /* {metric: {n, mean, std, ci95, min, max, nonfinite}} over the seeds of one condition whose run
  * reported the metric: its completed cells (recs, n) and its invalid_metrics cells (bad, nbad).
  * A run is invalid_metrics for a value that is not a finite number (NaN, Infinity, null, a
@@ -247,9 +281,9 @@ static json_object *condition_stats(json_object **recs, size_t n, json_object **
 		bool ints = k > 0 && shift_wide_ints(all, all_n, key, vals, k, &first, &lo, &hi);
 		bool ok = k > 0 && lb_sweep_stats_compute(vals, k, &st) == 0;
 		if (ok && ints) {
-			st.mean += (double)first;
-			st.ci_low += (double)first;
-			st.ci_high += (double)first;
+			st.mean = shift_back(first, st.mean, lo, hi);
+			st.ci_low = shift_back(first, st.ci_low, 1, 0);
+			st.ci_high = shift_back(first, st.ci_high, 1, 0);
 		}
 		json_object_object_add(b, "n", json_object_new_int64((int64_t)k));
 		json_object_object_add(b, "mean", num(st.mean, ok));
@@ -376,7 +410,7 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 			status = "not_run";
 		json_object_object_add(o, "status", json_object_new_string(status));
 		static const char *const keys[] = {"run_id", "run_dir", "exit_code", "wall_s",
-						   "failure", "reused", "slot", "metrics"};
+						   "failure", "reused", "slot", "packages", "metrics"};
 		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
 			json_object *v = get(rec, keys[k]);
 			json_object_object_add(o, keys[k], v ? json_object_get(v)

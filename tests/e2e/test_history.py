@@ -201,6 +201,25 @@ def test_rerun_compares_results_whose_names_only_mention_time(tmp_path):
     assert "metrics match the original run: NO" in p.stdout, p.stdout
 
 
+def test_rerun_compares_results_named_with_a_unit_like_suffix(tmp_path):
+    """mmdetection's coco/bbox_mAP_s is AP on small objects and acc_s a student's accuracy:
+    results whose last word looks like "seconds". When they change the rerun says the
+    metrics differ; train_s, the time the training took, stays a timing."""
+    exp = make_exp(tmp_path, "import os, random\n"
+                   "random.seed(int.from_bytes(os.urandom(4), 'little'))\n"
+                   "print('coco/bbox_mAP: 0.412')\n"
+                   "print('coco/bbox_mAP_s:', random.random())\n"
+                   "print('acc_s:', random.random())\n"
+                   "print('train_s: %f' % random.random())\n")
+    r = run(tmp_path, exp)
+    p = labbox(tmp_path, "rerun", "--json", "-q", r["id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)["rerun"]
+    assert rr["verdict"] == "differ" and rr["metrics_match"] is False, rr
+    assert sorted(d["key"] for d in rr["differences"]) == ["acc_s", "coco/bbox_mAP_s"], rr
+    assert [d["key"] for d in rr["timing_differences"]] == ["train_s"], rr
+
+
 RESULTS_THAT_DIFFER_PAST_WHAT_IS_KEPT = {
     # an array too long to keep in result.json, the middle shuffled on every run: the
     # summary (length, min, max, mean, first and last ten) is the same each time
@@ -400,6 +419,29 @@ def test_an_index_locked_past_the_end_of_a_run_is_said_in_result_json(tmp_path):
     assert shown["result"]["metrics"]["values"]["accuracy"] == 0.9
     p = labbox(tmp_path, "runs", "show", doc["id"])
     assert "NOT SEALED" in p.stdout and "could not record the end of the run" in p.stdout, p.stdout
+
+
+def test_runs_compare_show_and_list_tell_apart_integers_past_double_precision(tmp_path):
+    """Two checksums that doubles round to one number (2^53 and 2^53 + 1): runs compare says
+    they differ by 1, as rerun would, and runs show and runs list --metric read them exactly."""
+    exp = make_exp(tmp_path, "import sys\nprint('weights_checksum: %s' % sys.argv[1])\n")
+    a = run(tmp_path, exp, "--", str(2**53))["id"]
+    b = run(tmp_path, exp, "--", str(2**53 + 1))["id"]
+    p = labbox(tmp_path, "runs", "compare", "--json", a, b)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    m = [e for e in doc["metrics"] if e["metric"] == "weights_checksum"][0]
+    assert (m["a"], m["b"], m["delta"], m["equal"]) == (2**53, 2**53 + 1, 1, False), m
+    assert doc["differ"] == 1
+    p = labbox(tmp_path, "runs", "compare", a, b)
+    assert "1 differ" in p.stdout and str(2**53 + 1) in p.stdout, p.stdout
+    p = labbox(tmp_path, "runs", "show", "--json", b)
+    assert json.loads(p.stdout)["index"]["metrics"]["weights_checksum"] == 2**53 + 1, p.stdout
+    for spec, want in ((f"weights_checksum={2**53 + 1}", [b]), (f"weights_checksum>{2**53}", [b]),
+                       (f"weights_checksum<{2**53 + 1}", [a]), (f"weights_checksum={2**53}", [a])):
+        p = labbox(tmp_path, "runs", "list", "--json", "--metric", spec)
+        assert p.returncode == 0, p.stderr
+        assert [r["id"] for r in json.loads(p.stdout)["runs"]] == want, (spec, p.stdout)
 
 
 def test_rerun_tells_apart_integers_that_differ_past_double_precision(tmp_path):

@@ -817,3 +817,194 @@ def test_integers_past_double_precision_are_told_apart(tmp_path):
         b = cond["metrics"]["checksum"]
         assert b["min"] == min(vals) and b["max"] == max(vals) and b["min"] != b["max"]
         assert b["std"] == pytest.approx(statistics.stdev(vals), rel=1e-9)
+
+
+VERSIONED_MAIN = """
+import argparse, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--x", required=True)
+p.add_argument("--seed", type=int, required=True)
+a = p.parse_args()
+VERSION = 1
+open(f"/ctl/ready-{a.seed}", "w").close()
+while not os.path.exists("/ctl/go"):
+    time.sleep(0.05)
+print(f"code_version: {VERSION}")
+"""
+
+
+def test_an_experiment_edited_while_its_sweep_runs_is_not_pooled(tmp_path):
+    """The later cells of a sweep whose code was edited meanwhile would run other code under
+    the same sweep id: they are refused, and the statistics hold only the sweep's own code."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, VERSIONED_MAIN)
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+           "--param", "x=a", "--seeds", "0-2", "--jobs", "1", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists(), 120), "the first cell never started"
+        main = exp / "main.py"
+        main.write_text(main.read_text().replace("VERSION = 1", "VERSION = 2"))
+        (ctl / "go").touch()
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    d = json.loads(out)
+    assert proc.returncode != 0 and d["status"] == "failed", (proc.returncode, d["status"])
+    assert "changed since sweep" in err, err
+    versions = {c["metrics"].get("code_version") for c in d["cells"] if c["status"] == "completed"}
+    assert versions == {1}, d["cells"]
+    assert d["cells"][1]["status"] == "usage_error"
+    assert "changed since sweep" in d["failures"][0]["summary"]
+    stats = d["conditions"][0]["metrics"]["code_version"]
+    assert stats["n"] == 1 and stats["mean"] == 1
+
+
+def test_cells_run_with_other_packages_are_not_pooled_and_resume_reruns_them(tmp_path):
+    """A package upgraded in the sweep's venv between an interrupted sweep and its resume: the
+    reused cells ran with the old package, and are kept out of the statistics until rerun."""
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    sp = next((venv / "lib").glob("python3*")) / "site-packages"
+
+    def install(v):  # what `pip install mylib==v.0` leaves
+        for old in sp.glob("mylib*"):
+            subprocess.run(["rm", "-rf", str(old)], check=True)
+        (sp / "mylib.py").write_text(f"V = {v}\n")
+        info = sp / f"mylib-{v}.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mylib\nVersion: {v}.0\n")
+        (info / "RECORD").write_text("")
+
+    install(1)
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, """
+        import argparse, os, time, mylib
+        p = argparse.ArgumentParser()
+        p.add_argument("--x", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        if a.seed == 1:
+            open("/ctl/ready-1", "w").close()
+            while not os.path.exists("/ctl/go"):
+                time.sleep(0.05)
+        print(f"mylib_version: {mylib.V}")
+        """)
+    cmd = [LABBOX, "sweep", "--json", "--python", str(venv / "bin" / "python"), "--runs-dir",
+           str(tmp_path / "runs"), "--param", "x=a", "--seeds", "0-1", "--jobs", "1",
+           "--policy", "permissive", "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-1").exists(), 120), "the second cell never started"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    d = json.loads(out)
+    assert d["cells"][0]["status"] == "completed", d["cells"]
+    install(2)
+    (ctl / "go").touch()
+    p = labbox(*cmd[1:])
+    d2 = doc_of(p)
+    assert p.returncode != 0 and d2["status"] == "failed", (p.returncode, d2["status"])
+    assert "other packages" in p.stderr, p.stderr
+    c0, c1 = d2["cells"]
+    assert c0["reused"] and c0["status"] == "environment_changed" and c0["metrics"]["mylib_version"] == 1
+    assert c1["status"] == "completed" and c1["metrics"]["mylib_version"] == 2
+    assert [f["class"] for f in d2["failures"]] == ["environment_changed"]
+    stats = d2["conditions"][0]["metrics"]["mylib_version"]
+    assert stats["n"] == 1 and stats["mean"] == 2
+    # Resume runs the set-aside cell again, with the packages there are now.
+    p3 = labbox("sweep", "--json", "--resume", d2["id"], "--runs-dir", tmp_path / "runs")
+    d3 = doc_of(p3)
+    assert p3.returncode == 0 and d3["status"] == "completed", p3.stderr
+    assert [c["metrics"]["mylib_version"] for c in d3["cells"]] == [2, 2]
+    assert d3["cells"][0]["run_id"] != c0["run_id"]
+
+
+def test_a_result_named_with_a_unit_like_suffix_tells_conditions_apart(tmp_path):
+    """aug=on raises coco/bbox_mAP_s (AP on small objects) alone: the conditions differ, and
+    are not flagged as identical as if the parameter never reached the computation."""
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--aug", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        print("coco/bbox_mAP: 0.412")
+        print(f"coco/bbox_mAP_s: {0.231 if a.aug == 'off' else 0.262}")
+        print("coco/bbox_mAP_l: 0.530")
+        """)
+    p = sweep(tmp_path, exp, "--param", "aug=off,on", "--seeds", "0-1")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    assert d["identical_conditions"] == [], d["identical_conditions"]
+    means = {c["name"]: c["metrics"]["coco/bbox_mAP_s"]["mean"] for c in d["conditions"]}
+    assert sorted(means.values()) == [0.231, 0.262], means
+
+
+def test_rerun_of_a_cell_repeats_its_environment_and_compare_shows_it(tmp_path):
+    """A cell's env: (a template value, PYTHONHASHSEED={seed}) and its slot's thread count
+    are what it computed with: rerun repeats them (a deterministic cell matches), and
+    runs compare shows them where two conditions differ only there."""
+    exp = write_exp(tmp_path, """
+        import os
+        model = os.environ.get("MODEL_NAME", "<unset>")
+        print(f"model_chosen: {model}")
+        print(f"acc: {0.9 if model == 'big' else 0.5}")
+        print(f"hash_bucket: {hash('abc') % 1000}")
+        print(f"omp_threads: {os.environ.get('OMP_NUM_THREADS', 'unset')}")
+        """, yaml="""
+        sweep:
+          parameters:
+            model: [big, small]
+          seeds: [7]
+          args: "--seed {seed}"
+          env: {MODEL_NAME: "{model}", PYTHONHASHSEED: "{seed}"}
+        """)
+    runs = tmp_path / "runs"
+    p = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--jobs", "2", exp)
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    big, small = d["cells"]
+    assert big["metrics"]["model_chosen"] == "big"
+    p = labbox("rerun", "--json", "-q", "--runs-dir", runs, big["run_id"])
+    assert p.returncode == 0, p.stderr
+    rr = json.loads(p.stdout)
+    assert rr["metrics"]["values"] == result_of(big)["metrics"]["values"], rr["metrics"]
+    assert rr["rerun"]["verdict"] == "match", rr["rerun"]
+    p = labbox("runs", "compare", "--json", "--runs-dir", runs, big["run_id"], small["run_id"])
+    assert p.returncode == 0, p.stderr
+    cfg = {c["key"]: (c["a"], c["b"]) for c in json.loads(p.stdout)["config"]}
+    assert cfg["sweep.env"] == (["MODEL_NAME=big", "PYTHONHASHSEED=7"],
+                                ["MODEL_NAME=small", "PYTHONHASHSEED=7"]), cfg
+    p = labbox("runs", "compare", "--runs-dir", runs, big["run_id"], small["run_id"])
+    assert "configuration: differs" in p.stdout and "MODEL_NAME=small" in p.stdout, p.stdout
+
+
+def test_the_mean_of_integers_past_double_precision_lies_between_min_and_max(tmp_path):
+    # 2^53+1 and 2^53+3: their mean 2^53+2 is a double; rounding 2^53+1 first gave 2^53.
+    exp = write_exp(tmp_path, """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--x", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        print(f"tokens_seen: {2**53 + 1 + 2 * a.seed}")
+        """)
+    p = sweep(tmp_path, exp, "--param", "x=a", "--seeds", "0-1")
+    d = doc_of(p)
+    assert p.returncode == 0, p.stderr
+    b = d["conditions"][0]["metrics"]["tokens_seen"]
+    assert (b["min"], b["max"]) == (2**53 + 1, 2**53 + 3), b
+    assert b["mean"] == 2**53 + 2 and b["min"] <= b["mean"] <= b["max"], b
+    assert b["ci95"]["low"] < b["mean"] < b["ci95"]["high"], b

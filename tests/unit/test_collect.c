@@ -2782,14 +2782,18 @@ static void test_metric_is_timing(void **state)
 				"epoch_time", "time_taken", "wall_clock", "time_elapsed", "time",
 				"duration", "walltime", "fps", "trainTime", "step_time_mean",
 				"images_per_sec_avg", "time_per_epoch", "gpu_hours", "step_times",
-				"eval_secs", "runtime_total", "inference_latency_ms"};
+				"eval_secs", "runtime_total", "inference_latency_ms",
+				"epoch_time_s", "train_s", "step_s", "tokens_per_s",
+				"step_time_mean_ms", "s", "coco/time_s"};
 	const char *not_timing[] = {"accuracy", "loss_min", "steps", "train_mse",
 				    "lambda_0.01/test_mse", "timestep_count", "lr_0.01", "",
 				    "s_weird/accuracy", "time_series_mse", "second_moment_error",
 				    "first_second_ratio", "timestep_reward", "times_correct",
 				    "timeSeriesMse", "time_series/mae", "seconds_order_accuracy",
 				    "wall_distance", "clock_drift_error", "per_second_order", "min",
-				    "total", "speedup", "realtime_factor_error", "elapsed_steps_ratio"};
+				    "total", "speedup", "realtime_factor_error", "elapsed_steps_ratio",
+				    "coco/bbox_mAP_s", "segm_mAP_s", "bbox_mAP_s", "acc_s",
+				    "loss_s", "AP_s", "f1_ms", "reward_mean_s", "dice_secs"};
 	for (size_t i = 0; i < sizeof timing / sizeof *timing; i++)
 		if (!lb_metric_is_timing(timing[i]))
 			fail_msg("%s is a timing", timing[i]);

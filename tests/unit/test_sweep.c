@@ -428,6 +428,53 @@ static void test_document(void **state)
 	assert_true(lb_sweep_status_final("completed", true));
 }
 
+/* The mean of integers past 2^53 is the double nearest their true mean, within [min, max]:
+ * 2^53+1 and 2^53+3 average to 2^53+2 (a double), never 2^53, below both. */
+static void test_document_wide_integer_mean(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t a, b;
+		double mean;
+	} cases[] = {
+		{((int64_t)1 << 53) + 1, ((int64_t)1 << 53) + 3, 9007199254740994.0},
+		{((int64_t)1 << 60) + 1, ((int64_t)1 << 60) + 100, 1152921504606846976.0 + 50.5},
+		{-((int64_t)1 << 53) - 3, -((int64_t)1 << 53) - 1, -9007199254740994.0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		lb_sweep_spec s = {0};
+		char err[256];
+		assert_int_equal(lb_sweep_spec_param_arg(&s, "opt=a", err, sizeof err), 0);
+		assert_int_equal(lb_sweep_parse_seeds("0-1", &s.seeds, &s.nseeds, err, sizeof err), 0);
+		lb_sweep_plan p;
+		assert_int_equal(lb_sweep_plan_make(&s, &p, err, sizeof err), 0);
+		lb_sweep_spec_free(&s);
+		json_object *cells = json_object_new_array();
+		int64_t v[2] = {cases[i].a, cases[i].b};
+		for (int k = 0; k < 2; k++) {
+			json_object *r = json_object_new_object(), *m = json_object_new_object();
+			json_object_object_add(r, "status", json_object_new_string("completed"));
+			json_object_object_add(m, "checksum", json_object_new_int64(v[k]));
+			json_object_object_add(r, "metrics", m);
+			json_object_array_add(cells, r);
+		}
+		json_object *doc = lb_sweep_document(&p, "id1", cells, NULL);
+		json_object *b = json_object_object_get(json_object_object_get(
+			json_object_array_get_idx(json_object_object_get(doc, "conditions"), 0),
+			"metrics"), "checksum");
+		double mean = json_object_get_double(json_object_object_get(b, "mean"));
+		assert_true(mean == cases[i].mean);
+		assert_int_equal(json_object_get_int64(json_object_object_get(b, "min")), cases[i].a);
+		assert_int_equal(json_object_get_int64(json_object_object_get(b, "max")), cases[i].b);
+		/* No double lies between 2^60+1 and 2^60+100: the nearest to the mean is 2^60. */
+		assert_true(i == 1 || ((long double)mean >= (long double)cases[i].a &&
+			    (long double)mean <= (long double)cases[i].b));
+		json_object_put(doc);
+		json_object_put(cells);
+		lb_sweep_plan_free(&p);
+	}
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -566,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_estimate_lines),
 		cmocka_unit_test(test_estimate_file),
 		cmocka_unit_test(test_document),
+		cmocka_unit_test(test_document_wide_integer_mean),
 		cmocka_unit_test(test_sweep_dir),
 		cmocka_unit_test(test_sweep_id),
 	};
