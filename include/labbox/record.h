@@ -71,6 +71,11 @@ int lb_record_stage_listed(const char *src, const char *dst, uid_t chown_uid, gi
 			   struct json_object *files, struct json_object *skipped, char *err,
 			   size_t errlen);
 
+/* Copy the regular file open as in to out (empty) as staging copies one: only its data, so
+ * a sparse file stays sparse, streamed. 0, -EINVAL (not a regular file), -EINTR (labbox was
+ * asked to stop) or another negative errno. */
+int lb_record_copy_sparse(int in, int out);
+
 /* JSON pieces shared by `run` and `exec`. */
 struct json_object *lb_record_isolation_json(const lb_isolation *iso);
 struct json_object *lb_record_resources_json(const lb_sandbox_result *res);

@@ -1028,6 +1028,8 @@ typedef struct walk {
 	/* when not NULL, rel and abs point into it (a kept listing's names: one allocation) */
 	char *arena;
 	size_t arena_used, arena_cap;
+	/* an entry whose path is past PATH_MAX, for the error: cut, it would name another file */
+	char too_long[400];
 } walk;
 
 static void note_unread(walk *w, const char *abs)
@@ -1128,19 +1130,24 @@ static int cmp_typed_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
 }
 
-/* snprintf(out, outlen, "%s%s%s", a, b, c), without the cost of a format */
-static void join3(char *out, size_t outlen, const char *a, const char *b, const char *c)
+/* snprintf(out, outlen, "%s%s%s", a, b, c), without the cost of a format; false when it
+ * was cut to fit */
+static bool join3(char *out, size_t outlen, const char *a, const char *b, const char *c)
 {
 	size_t o = 0;
+	bool whole = true;
 	const char *parts[3] = {a, b, c};
 	for (int i = 0; i < 3; i++) {
 		size_t k = strlen(parts[i]);
-		if (k > outlen - 1 - o)
+		if (k > outlen - 1 - o) {
 			k = outlen - 1 - o;
+			whole = false;
+		}
 		memcpy(out + o, parts[i], k);
 		o += k;
 	}
 	out[o] = '\0';
+	return whole;
 }
 
 static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
@@ -1204,8 +1211,12 @@ static int walk_dir(walk *w, const char *abs, const char *rel, int depth)
 		if ((type == DT_REG && !py) || (type != DT_UNKNOWN && type != DT_REG && type != DT_DIR))
 			continue;
 		char cabs[PATH_MAX], crel[PATH_MAX];
-		join3(cabs, sizeof cabs, abs, "/", name);
-		join3(crel, sizeof crel, rel, rel[0] ? "/" : "", name);
+		if (!join3(cabs, sizeof cabs, abs, "/", name) ||
+		    !join3(crel, sizeof crel, rel, rel[0] ? "/" : "", name)) {
+			snprintf(w->too_long, sizeof w->too_long, "%.60s.../%s", rel, name);
+			r = -ENAMETOOLONG;
+			break;
+		}
 		struct stat st;
 		if (type == DT_UNKNOWN) {
 			if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -1611,6 +1622,14 @@ int lb_check_dir(const lb_check_config *base, const char *dir, lb_check_report *
 	}
 	w.rep = rep;
 	r = walk_root(cfg, &w, root);
+	if (r == -ENAMETOOLONG && w.too_long[0]) {
+		/* Nothing was judged: the check cannot open what it cannot name. */
+		rep->error_kind = LB_CHECK_ERR_MACHINERY;
+		snprintf(err, errlen,
+			 "'%s' in %s: its path is longer than %d bytes, which the check cannot read",
+			 w.too_long, dir, PATH_MAX - 1);
+		goto out;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(-r));
 		goto out;

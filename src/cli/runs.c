@@ -1589,6 +1589,15 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 	LB_AUTOCLOSE int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0 || tfd < 0)
 		return -errno;
+	/* Staged files with several links, by identity, and the name each was first made as
+	 * (the manifest's own key: it lives as long as files). */
+	struct rebuilt {
+		dev_t dev;
+		ino_t ino;
+		const char *rel;
+	};
+	LB_AUTOFREE struct rebuilt *seen = NULL;
+	size_t nseen = 0;
 	json_object_object_foreach(files, rel, sha)
 	{
 		if (!lb_rel_path_plain(rel))
@@ -1622,17 +1631,40 @@ static int rebuild_from_stage(const char *exp, json_object *files, char *tmp)
 		 * executable. Never setuid, setgid or sticky. */
 		if (!S_ISREG(st.st_mode))
 			return -EINVAL;
-		LB_AUTOFREE char *data = NULL;
-		size_t n = 0;
-		int r = lb_read_file_at(sp, sbase, (size_t)1 << 34, &data, &n);
-		if (r < 0)
-			return r;
+		/* A file the run staged with several links is made once and linked again, and
+		 * each is copied as staging copied it (lb_record_copy_sparse: streamed, holes kept),
+		 * so a rerun costs what the first staging cost. */
+		const char *first = NULL;
+		for (size_t i = 0; st.st_nlink > 1 && i < nseen; i++)
+			if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino)
+				first = seen[i].rel;
+		if (first) {
+			const char *fbase = NULL;
+			LB_AUTOCLOSE int fp = lb_open_parent_beneath(tfd, first, false, &fbase);
+			if (fp < 0)
+				return fp;
+			if (linkat(fp, fbase, dp, dbase, 0) < 0)
+				return -errno;
+			continue;
+		}
+		LB_AUTOCLOSE int in =
+			openat(sp, sbase, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (in < 0)
+			return -errno;
 		LB_AUTOCLOSE int out = openat(dp, dbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 					      st.st_mode & 0777);
 		if (out < 0)
 			return -errno;
-		if ((r = lb_write_all(out, data, n)) < 0)
+		int r = lb_record_copy_sparse(in, out);
+		if (r < 0)
 			return r;
+		if (st.st_nlink > 1) {
+			struct rebuilt *ns = realloc(seen, (nseen + 1) * sizeof *ns);
+			if (!ns)
+				return -ENOMEM;
+			seen = ns;
+			seen[nseen++] = (struct rebuilt){st.st_dev, st.st_ino, rel};
+		}
 	}
 	return 0;
 }

@@ -54,8 +54,12 @@ typedef struct stage_ctx {
 	json_object *left_out;
 	size_t nleft;
 	/* Staging content reached through a link out of the experiment (a linked library):
-	 * only what any user may read is copied (public_path). */
+	 * only what any user may read is copied (link_out, walk_up). */
 	int outside;
+	/* The experiment's root and the directories above it, by identity: where a link leads
+	 * is judged by walking up from the object it opened, never by its path (see link_out). */
+	struct skip_id root, above[256];
+	size_t nabove;
 } stage_ctx;
 
 static bool skip_dir(const char *name)
@@ -136,26 +140,84 @@ static bool public_mode(const struct stat *st)
 	return (st->st_mode & S_IROTH) && (!S_ISDIR(st->st_mode) || (st->st_mode & S_IXOTH));
 }
 
-/* public_mode of a resolved path, and every directory above it searchable by anyone up to
- * the first that holds the experiment too (a home closed to others that holds both the
- * experiment and the library it links, ~/proj/exp and ~/proj/shared, is no bar: the
- * experiment was staged from there as well). */
-static bool public_path(const stage_ctx *c, const char *real)
+static bool same_id(const struct skip_id *id, const struct stat *st)
 {
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s", real);
-	struct stat st;
-	if (stat(p, &st) < 0 || !public_mode(&st))
-		return false;
-	for (char *slash; (slash = strrchr(p, '/')) && slash != p;) {
-		*slash = '\0';
-		size_t n = strlen(p);
-		if (strncmp(c->src_root, p, n) == 0 && c->src_root[n] == '/')
-			return true;
-		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
-			return false;
+	return id->dev == st->st_dev && id->ino == st->st_ino;
+}
+
+/* Walk up from the directory dir (consumed) by "..": whether the walk meets the experiment's
+ * root (*inside), and whether anyone may search every directory met before the first that
+ * holds the experiment too (a home closed to others that holds both the experiment and the
+ * library it links, ~/proj/exp and ~/proj/shared, is no bar: the experiment was staged from
+ * there as well). Each step opens the real parent of the directory held, so a directory
+ * renamed or swapped for a link meanwhile cannot stand in for the one judged. */
+static int walk_up(const stage_ctx *c, int dir, bool *inside, bool *public)
+{
+	*inside = false;
+	for (int steps = 0; steps < 4096; steps++) {
+		struct stat st;
+		if (fstat(dir, &st) < 0)
+			break;
+		if (same_id(&c->root, &st)) {
+			*inside = true;
+			close(dir);
+			return 0;
+		}
+		for (size_t i = 0; i < c->nabove; i++)
+			if (same_id(&c->above[i], &st)) {
+				close(dir);
+				return 0;
+			}
+		if (!(st.st_mode & S_IXOTH))
+			*public = false;
+		int up = openat(dir, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat ust;
+		bool top = up < 0 || fstat(up, &ust) < 0 ||
+			   (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino);
+		close(dir);
+		if (top) {
+			if (up >= 0)
+				close(up);
+			return 0;
+		}
+		dir = up;
 	}
-	return true;
+	close(dir);
+	*public = false; /* deeper than any real tree: judged closed */
+	return 0;
+}
+
+/* The experiment's root and every directory above it, walked up from its descriptor. */
+static void note_above(stage_ctx *c, int sdir)
+{
+	struct stat st;
+	if (fstat(sdir, &st) < 0)
+		return;
+	c->root = (struct skip_id){st.st_dev, st.st_ino};
+	int dir = openat(sdir, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	while (dir >= 0 && c->nabove < sizeof c->above / sizeof *c->above &&
+	       fstat(dir, &st) == 0) {
+		if (c->nabove && same_id(&c->above[c->nabove - 1], &st))
+			break; /* "/" is its own parent */
+		c->above[c->nabove++] = (struct skip_id){st.st_dev, st.st_ino};
+		int up = openat(dir, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(dir);
+		dir = up;
+	}
+	if (dir >= 0)
+		close(dir);
+}
+
+/* The path the kernel has for what fd holds. */
+static int fd_path(int fd, char out[PATH_MAX])
+{
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(self, out, PATH_MAX - 1);
+	if (len < 0)
+		return -errno;
+	out[len] = '\0';
+	return out[0] == '/' ? 0 : -ENOENT;
 }
 
 /* The --hide path that real is, lies under, or (a directory staged whole) holds. */
@@ -185,16 +247,29 @@ static int not_public(stage_ctx *c, const char *rel)
 	return -EACCES;
 }
 
+/* Interrupted (Ctrl-C, SIGTERM): staging stops where it is, and the run records the step. */
+static int stop_asked(stage_ctx *c, const char *rel)
+{
+	if (!lb_interrupt_pending())
+		return 0;
+	snprintf(c->err, c->errlen, "staging stopped at '%s': labbox was interrupted", rel);
+	return -EINTR;
+}
+
 static const char zeros[1 << 16];
 
 /* A hole reads as zeros: the digest is the file's as any reader sees it. */
-static void hash_zeros(lb_sha256 *h, uint64_t n)
+static int hash_zeros(stage_ctx *c, lb_sha256 *h, uint64_t n, const char *rel)
 {
-	while (n) {
-		size_t k = n < sizeof zeros ? (size_t)n : sizeof zeros;
-		lb_sha256_update(h, zeros, k);
-		n -= k;
+	for (unsigned k = 1; h && n; k++) {
+		size_t m = n < sizeof zeros ? (size_t)n : sizeof zeros;
+		lb_sha256_update(h, zeros, m);
+		n -= m;
+		int r = k % 16 ? 0 : stop_asked(c, rel); /* each MiB */
+		if (r < 0)
+			return r;
 	}
+	return 0;
 }
 
 static int over_limit(stage_ctx *c, const char *rel, uint64_t more)
@@ -213,6 +288,7 @@ static int copy_range(stage_ctx *c, int in, int out, uint64_t off, uint64_t end,
 		      const char *rel)
 {
 	char buf[1 << 16];
+	unsigned chunks = 0;
 	while (off < end) {
 		size_t want = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
 		ssize_t n = pread(in, buf, want, (off_t)off);
@@ -224,7 +300,11 @@ static int copy_range(stage_ctx *c, int in, int out, uint64_t off, uint64_t end,
 			break; /* the file shrank while staged: stage what there was */
 		if (c->limit && c->staged + (uint64_t)n > c->limit)
 			return over_limit(c, rel, (uint64_t)n);
-		lb_sha256_update(h, buf, (size_t)n);
+		int r = ++chunks % 16 ? 0 : stop_asked(c, rel); /* each MiB */
+		if (r < 0)
+			return r;
+		if (h)
+			lb_sha256_update(h, buf, (size_t)n);
 		for (size_t done = 0; done < (size_t)n;) {
 			ssize_t w = pwrite(out, buf + done, (size_t)n - done, (off_t)(off + done));
 			if (w < 0 && errno == EINTR)
@@ -239,24 +319,13 @@ static int copy_range(stage_ctx *c, int in, int out, uint64_t off, uint64_t end,
 	return 0;
 }
 
-static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
-		     mode_t mode, bool follow)
+/* Only the data is copied, so a sparse file stays sparse (a 3 GiB file of holes does not
+ * become 3 GiB on disk); where the file system cannot say, all of it is data. h (if any)
+ * hashes the file as any reader sees it, holes as zeros. */
+static int sparse_copy(stage_ctx *c, int in, int out, uint64_t size, lb_sha256 *h,
+		       const char *rel)
 {
-	LB_AUTOCLOSE int in = openat(sdir, name, O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC);
-	if (in < 0)
-		return fail(c, -errno, "file", rel);
-	struct stat st;
-	if (fstat(in, &st) < 0)
-		return fail(c, -errno, "file", rel);
-	LB_AUTOCLOSE int out =
-		openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
-	if (out < 0)
-		return fail(c, -errno, "file", rel);
-	lb_sha256 h;
-	lb_sha256_init(&h);
-	/* Only the data is copied, so a sparse file stays sparse (a 3 GiB file of holes does
-	 * not become 3 GiB on disk); where the file system cannot say, all of it is data. */
-	uint64_t size = (uint64_t)st.st_size, off = 0;
+	uint64_t off = 0;
 	while (off < size) {
 		off_t data = lseek(in, (off_t)off, SEEK_DATA);
 		if (data < 0 && errno == ENXIO)
@@ -266,14 +335,61 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 		off_t hole = data < (off_t)size ? lseek(in, data, SEEK_HOLE) : (off_t)size;
 		if (hole < 0 || (uint64_t)hole > size)
 			hole = (off_t)size;
-		hash_zeros(&h, (uint64_t)data - off);
-		int r = copy_range(c, in, out, (uint64_t)data, (uint64_t)hole, &h, rel);
-		if (r < 0)
+		int r = hash_zeros(c, h, (uint64_t)data - off, rel);
+		if (r < 0 || (r = copy_range(c, in, out, (uint64_t)data, (uint64_t)hole, h, rel)) < 0)
 			return r;
 		off = (uint64_t)hole;
 	}
 	if (ftruncate(out, (off_t)size) < 0)
 		return fail(c, -errno, "file", rel);
+	return 0;
+}
+
+static int too_long(stage_ctx *c, const char *rel, uint64_t size)
+{
+	snprintf(c->err, c->errlen,
+		 "staging '%s': it is %llu bytes long (holes counted), past the disk limit of %llu "
+		 "bytes the run may write into exp/; raise --disk-limit or move the file out of "
+		 "the experiment directory",
+		 rel, (unsigned long long)size, (unsigned long long)c->limit);
+	return -EFBIG;
+}
+
+static int changed(stage_ctx *c, const char *rel)
+{
+	snprintf(c->err, c->errlen,
+		 "staging '%s': it changed while it was staged (replaced, or not a regular file "
+		 "any more); run again once the experiment directory is left alone", rel);
+	return -EAGAIN;
+}
+
+/* Copy the regular file open as in to name in ddir, judging it by what in is (want: the
+ * entry the caller judged, which in must still be). */
+static int copy_open(stage_ctx *c, int in, int ddir, const char *name, const char *rel,
+		     mode_t mode, const struct stat *want)
+{
+	struct stat st;
+	if (fstat(in, &st) < 0)
+		return fail(c, -errno, "file", rel);
+	if (!S_ISREG(st.st_mode) ||
+	    (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino)))
+		return changed(c, rel);
+	if (c->outside && !public_mode(&st))
+		return not_public(c, rel);
+	/* Holes cost no disk but are hashed as zeros: a file whose length is past what the run
+	 * may write into exp/ is refused before any of it is read, or `truncate -s 8T` would
+	 * keep staging busy for hours. */
+	if (c->limit && (uint64_t)st.st_size > c->limit)
+		return too_long(c, rel, (uint64_t)st.st_size);
+	LB_AUTOCLOSE int out =
+		openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+	if (out < 0)
+		return fail(c, -errno, "file", rel);
+	lb_sha256 h;
+	lb_sha256_init(&h);
+	int r = sparse_copy(c, in, out, (uint64_t)st.st_size, &h, rel);
+	if (r < 0)
+		return r;
 	if (c->uid != (uid_t)-1 && fchown(out, c->uid, c->gid) < 0)
 		return fail(c, -errno, "file", rel);
 	uint8_t d[32];
@@ -283,6 +399,18 @@ static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const c
 	json_object_object_add(c->files, rel, json_object_new_string(hex));
 	c->nfiles++;
 	return 0;
+}
+
+/* The entry name of sdir judged as want, opened without following a link (O_NONBLOCK: a FIFO
+ * put in its place is opened, seen and refused, not waited on). */
+static int copy_file(stage_ctx *c, int sdir, int ddir, const char *name, const char *rel,
+		     const struct stat *want)
+{
+	LB_AUTOCLOSE int in =
+		openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (in < 0)
+		return fail(c, -errno, "file", rel);
+	return copy_open(c, in, ddir, name, rel, want->st_mode, want);
 }
 
 static bool is_python_code(const char *name)
@@ -297,37 +425,55 @@ static bool is_python_code(const char *name)
 	return false;
 }
 
-/* Where the link name in sdir resolves, when that is outside the experiment. */
-static bool resolves_out(stage_ctx *c, int sdir, const char *name, char real[PATH_MAX],
-			 struct stat *st)
+/* What a link in sdir leads to, opened once (O_PATH) when it is Python code (by its name) or a
+ * directory outside the experiment. Every judgement of it - its type and mode, where it lies,
+ * who else may reach it, whether --hide covers it - and the copy are made from this
+ * descriptor, never by resolving the name again: a link or a directory on its path swapped in
+ * between would otherwise have one file judged and another copied. Returns the descriptor,
+ * or -1: dangling, inside the experiment, or neither code nor a directory (staged as the
+ * link it is). */
+static int link_out(stage_ctx *c, int sdir, const char *name, struct stat *st,
+		    char real[PATH_MAX], bool *public)
 {
 	if (!c->src_root[0])
-		return false;
-	char self[64], link[PATH_MAX + 256];
-	snprintf(self, sizeof self, "/proc/self/fd/%d", sdir);
-	ssize_t len = readlink(self, link, PATH_MAX - 1);
-	if (len < 0)
-		return false;
-	link[len] = '\0';
-	snprintf(link + len, sizeof link - (size_t)len, "/%s", name);
-	if (!realpath(link, real) || stat(real, st) < 0)
-		return false; /* dangling: staged as the link it is */
-	size_t rl = strlen(c->src_root);
-	return !(strncmp(real, c->src_root, rl) == 0 && real[rl] == '/');
-}
-
-/* A symbolic link to a Python source, bytecode or .pth file that resolves outside the
- * experiment: as a link it would run code the check never read and the manifest never
- * hashed. Links to data stay links. */
-static bool python_code_out(stage_ctx *c, int sdir, const char *name, bool *public,
-			    char real[PATH_MAX])
-{
-	struct stat st;
-	if (!(is_python_code(name) && resolves_out(c, sdir, name, real, &st) &&
-	      S_ISREG(st.st_mode)))
-		return false;
-	*public = public_path(c, real);
-	return true;
+		return -1;
+	int fd = openat(sdir, name, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	bool code = is_python_code(name);
+	if (fstat(fd, st) < 0 || !((code && S_ISREG(st->st_mode)) || S_ISDIR(st->st_mode)) ||
+	    fd_path(fd, real) < 0) {
+		close(fd);
+		return -1;
+	}
+	*public = public_mode(st);
+	int dir = -1;
+	if (S_ISDIR(st->st_mode)) {
+		dir = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		/* A file's directory: the one its path names, if the file is in it still. */
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof parent, "%s", real);
+		char *slash = strrchr(parent, '/');
+		struct stat in;
+		*slash = '\0';
+		dir = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir >= 0 && (fstatat(dir, slash + 1, &in, AT_SYMLINK_NOFOLLOW) < 0 ||
+				 in.st_dev != st->st_dev || in.st_ino != st->st_ino)) {
+			close(dir);
+			dir = -1;
+		}
+	}
+	bool inside = false;
+	if (dir < 0)
+		*public = false; /* moved while judged: not shown to be reachable */
+	else
+		walk_up(c, dir, &inside, public);
+	if (inside) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* Whether a directory holds Python code within the first `budget` entries of a walk (at
@@ -362,15 +508,11 @@ static bool holds_python_code(int dfd, int depth, long *budget)
 /* A symbolic link to a directory outside the experiment that holds Python code (a library
  * the pipeline wrote beside it, `lib -> ../shared`): imported through the link, that code
  * would run unread by the check and unhashed in the manifest. Such a directory is staged as
- * its content; a directory of data stays a link. Returns the directory's descriptor, or -1. */
-static int python_dir_out(stage_ctx *c, int sdir, const char *name, bool *public,
-			  char real[PATH_MAX])
+ * its content; a directory of data stays a link. Returns a readable descriptor of the
+ * directory link_out opened (target), or -1. */
+static int python_dir_out(int target)
 {
-	struct stat st;
-	if (!resolves_out(c, sdir, name, real, &st) || !S_ISDIR(st.st_mode))
-		return -1;
-	*public = public_path(c, real);
-	int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(target, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	long budget = 20000;
 	if (fd >= 0 && !holds_python_code(fd, 0, &budget)) {
 		close(fd);
@@ -396,7 +538,7 @@ static int copy_linked(stage_ctx *c, int sdir, int ddir, const char *name, const
 		c->nfiles++;
 		return 0;
 	}
-	int r = copy_file(c, sdir, ddir, name, rel, st->st_mode, false);
+	int r = copy_file(c, sdir, ddir, name, rel, st);
 	if (r < 0)
 		return r;
 	struct linked *nl = realloc(c->links, (c->nlinks + 1) * sizeof *nl);
@@ -479,7 +621,20 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 	for (int i = 0; i < n && r == 0; i++) {
 		const char *name = names[i]->d_name;
 		char rel[PATH_MAX];
-		snprintf(rel, sizeof rel, "%s%s%s", prefix, *prefix ? "/" : "", name);
+		int rl = snprintf(rel, sizeof rel, "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (rl < 0 || (size_t)rl >= sizeof rel) {
+			/* Cut, the name would be another file's (the manifest's key, the hard-link
+			 * table's): a tree labbox cannot stage as it is is refused. */
+			snprintf(c->err, c->errlen,
+				 "staging '%.60s.../%s': its path within the experiment is longer "
+				 "than %d bytes, which labbox cannot stage faithfully; shorten the "
+				 "names or the nesting",
+				 prefix, name, PATH_MAX - 1);
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if ((r = stop_asked(c, rel)) < 0)
+			break;
 		struct stat st;
 		if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = fail(c, -errno, "entry", rel);
@@ -518,6 +673,11 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				r = fail(c, -errno, "directory", rel);
 				break;
 			}
+			struct stat now;
+			if (fstat(s2, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+				r = changed(c, rel);
+				break;
+			}
 			if (c->uid != (uid_t)-1 && fchown(d2, c->uid, c->gid) < 0) {
 				r = fail(c, -errno, "directory", rel);
 				break;
@@ -530,7 +690,7 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 				unlinkat(ddir, name, AT_REMOVEDIR);
 		} else if (S_ISREG(st.st_mode)) {
 			r = st.st_nlink > 1 ? copy_linked(c, sdir, ddir, name, rel, &st)
-					    : copy_file(c, sdir, ddir, name, rel, st.st_mode, false);
+					    : copy_file(c, sdir, ddir, name, rel, &st);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
 			ssize_t len = readlinkat(sdir, name, target, sizeof target - 1);
@@ -541,16 +701,24 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 			target[len] = '\0';
 			bool public = false;
 			char real[PATH_MAX];
+			struct stat tst;
 			const char *hid;
-			if (python_code_out(c, sdir, name, &public, real)) {
+			LB_AUTOCLOSE int to = link_out(c, sdir, name, &tst, real, &public);
+			if (to >= 0 && S_ISREG(tst.st_mode)) {
 				/* Code the interpreter would import from outside the experiment: staged
-				 * as its content, so the check reads it and the manifest hashes it. */
+				 * as its content, so the check reads it and the manifest hashes it - the
+				 * very file link_out judged, reopened from its descriptor. */
+				char self[64];
+				snprintf(self, sizeof self, "/proc/self/fd/%d", to);
+				LB_AUTOCLOSE int in = -1;
 				r = (hid = hidden_by(c, real)) ? hidden_out(c, rel, real, hid)
-				    : public		      ? copy_file(c, sdir, ddir, name, rel, 0644, true)
-							      : not_public(c, rel);
+				    : !public		      ? not_public(c, rel)
+				    : (in = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0
+					? fail(c, -errno, "file", rel)
+					: copy_open(c, in, ddir, name, rel, 0644, &tst);
 				continue;
 			}
-			LB_AUTOCLOSE int codedir = python_dir_out(c, sdir, name, &public, real);
+			LB_AUTOCLOSE int codedir = to >= 0 ? python_dir_out(to) : -1;
 			if (codedir >= 0 && (hid = hidden_by(c, real))) {
 				r = hidden_out(c, rel, real, hid);
 				break;
@@ -589,6 +757,18 @@ static int copy_dir(stage_ctx *c, int sdir, int ddir, const char *prefix, int de
 		free(names[i]);
 	free(names);
 	return r;
+}
+
+int lb_record_copy_sparse(int in, int out)
+{
+	char err[PATH_MAX + 256];
+	stage_ctx c = {.err = err, .errlen = sizeof err};
+	struct stat st;
+	if (fstat(in, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	return sparse_copy(&c, in, out, (uint64_t)st.st_size, NULL, "");
 }
 
 int lb_record_stage(const char *src, const char *dst, uid_t chown_uid, gid_t chown_gid,
@@ -646,6 +826,7 @@ int lb_record_stage_listed(const char *src, const char *dst, uid_t chown_uid, gi
 		return fail(&c, -errno, "directory", dst);
 	c.droot = ddir;
 	records_skip(&c);
+	note_above(&c, sdir);
 	if (!realpath(src, c.src_root))
 		c.src_root[0] = '\0';
 	char rs[PATH_MAX], rd[PATH_MAX];
