@@ -27,9 +27,11 @@ int lb_record_hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *in
 			    bool make_sweeps);
 
 /* Create RUNS_DIR (and parents) and a fresh RUNS_DIR/ID with ID = UTC time + random suffix.
- * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM when RUNS_DIR is writable by
- * others without the sticky bit (lb_dir_open_to_others). */
-int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir);
+ * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM, with why naming the
+ * directory, when RUNS_DIR or a directory above it is another user's or open to others
+ * without the sticky bit (lb_dir_chain_trusted). */
+int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir, char *why,
+			     size_t whylen);
 
 /* Whether a relative runs directory (the default .labbox/runs of the working directory, which
  * may be the experiment's own) reaches its records through a symbolic link: a directory on
