@@ -11,6 +11,19 @@
 #include <sys/types.h>
 
 struct json_object;
+struct lb_strv;
+
+/* What a plain `labbox run` applies, that a recorded configuration may not silently exceed. */
+#define LB_RECORD_GRACE_S 5.0
+#define LB_RECORD_LOG_LIMIT ((uint64_t)16 << 20)
+#define LB_RECORD_DISK_LIMIT_MAX ((uint64_t)10 << 30)
+#define LB_RECORD_SHM_SIZE ((uint64_t)1 << 30)
+/* The limits of a recorded configuration (a manifest's config, a sweep's invocation) looser
+ * than a plain run's, each pushed onto out as the option that asks for it ("--disk-limit 0",
+ * "--grace 1e+09", "--log-limit N", "--shm-size N", "--tmpfs SPEC"): a record this user's
+ * labbox did not seal must not take them silently, as it may not take a mount. Returns how
+ * many, or -ENOMEM. */
+int lb_record_loose_limits(const struct json_object *cfg, struct lb_strv *out);
 
 /* Other runs' records out of sb's sight (src/record/hide.c). Every sandbox that runs code of
  * an experiment's (a run, exec, an interpreter's probe, git's filters) hides them alike.

@@ -1067,6 +1067,39 @@ print("accuracy: 0.5")
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("key,value,named", [
+    ("disk_limit_bytes", 0, "--disk-limit 0"),
+    ("grace_s", 1e9, "--grace 1e+09"),
+    ("log_limit_bytes", 10**15, "--log-limit 1000000000000000"),
+    ("shm_size_bytes", 64 << 30, f"--shm-size {64 << 30}"),
+])
+def test_a_record_this_user_did_not_write_is_not_repeated_with_looser_limits(tmp_path, key,
+                                                                              value, named):
+    """A record's limits are less containment when they are looser than a plain run's: no
+    disk limit, a grace that never kills an experiment ignoring SIGTERM, an unbounded
+    run.log. A record this user's labbox did not seal (one committed with an experiment, or
+    edited) asking for one is refused naming it, as a mount would be; --accept-grants
+    repeats it, with the limit it asked for."""
+    exp = write(tmp_path / "exp", 'print("accuracy: 0.5")\n')
+    p, doc = run("run", "--json", "--python", PYTHON, ".", cwd=exp)
+    assert p.returncode == 0 and doc["status"] == "completed", p.stderr
+    man = Path(doc["run_dir"]) / "manifest.json"
+    m = json.loads(man.read_text())
+    where = m["config"] if key == "log_limit_bytes" else m["config"]["sandbox"]
+    where[key] = value
+    man.write_text(json.dumps(m))
+    p, err = run("rerun", "--json", doc["id"], cwd=exp)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    msg = err["error"]["message"]
+    assert named in msg and "--accept-grants" in msg, msg
+    assert len(run_dirs(exp / ".labbox" / "runs")) == 1  # nothing ran
+    p, again = run("rerun", "--json", "--accept-grants", doc["id"], cwd=exp)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    m2 = json.loads((Path(again["run_dir"]) / "manifest.json").read_text())
+    where2 = m2["config"] if key == "log_limit_bytes" else m2["config"]["sandbox"]
+    assert where2[key] == value, where2
+
+
 def test_a_sweep_this_user_did_not_write_is_not_resumed_with_its_grants(tmp_path):
     """`labbox sweep --resume ID` runs what the sweep's sweep.json says (experiment, flags,
     mounts). One that came with an experiment, made by another labbox with a writable host
