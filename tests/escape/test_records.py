@@ -1145,6 +1145,25 @@ print("accuracy: 0.5")
     assert list(host.iterdir()) == []
 
 
+def test_an_edited_sweep_is_not_resumed_with_looser_limits(tmp_path):
+    """sweep --resume runs every cell with its sweep.json's limits: one edited to have no
+    disk limit and a grace of 1e9 s asks first, naming both, and runs no cell."""
+    exp = write(tmp_path / "exp", 'print("accuracy: 0.5")\n')
+    p, doc = run("sweep", "--json", "--plan-only", "--python", PYTHON, "--seeds", "0-1", ".",
+                 cwd=exp)
+    assert p.returncode == 0, p.stderr
+    sweep_json = Path(doc["sweep_dir"]) / "sweep.json"
+    d = json.loads(sweep_json.read_text())
+    d["invocation"]["sandbox"]["disk_limit_bytes"] = 0
+    d["invocation"]["sandbox"]["grace_s"] = 1e9
+    sweep_json.write_text(json.dumps(d, indent=2))
+    p, err = run("sweep", "--json", "--resume", doc["id"], cwd=exp)
+    assert p.returncode == 2, (p.stdout[-1500:], p.stderr[-1500:])
+    msg = err["error"]["message"]
+    assert "--disk-limit 0" in msg and "--grace 1e+09" in msg and "--accept-grants" in msg, msg
+    assert run_dirs(exp / ".labbox" / "runs") == []
+
+
 def test_a_record_naming_a_host_interpreter_is_not_probed_unasked(tmp_path):
     """An interpreter path is probed on the host (it is the user's own when given with
     --python). A record that came from elsewhere names one as it likes: a rerun of it, or a
