@@ -11,6 +11,19 @@
 #include <sys/types.h>
 
 struct json_object;
+struct lb_strv;
+
+/* What a plain `labbox run` applies, that a recorded configuration may not silently exceed. */
+#define LB_RECORD_GRACE_S 5.0
+#define LB_RECORD_LOG_LIMIT ((uint64_t)16 << 20)
+#define LB_RECORD_DISK_LIMIT_MAX ((uint64_t)10 << 30)
+#define LB_RECORD_SHM_SIZE ((uint64_t)1 << 30)
+/* The limits of a recorded configuration (a manifest's config, a sweep's invocation) looser
+ * than a plain run's, each pushed onto out as the option that asks for it ("--disk-limit 0",
+ * "--grace 1e+09", "--log-limit N", "--shm-size N", "--tmpfs SPEC"): a record this user's
+ * labbox did not seal must not take them silently, as it may not take a mount. Returns how
+ * many, or -ENOMEM. */
+int lb_record_loose_limits(const struct json_object *cfg, struct lb_strv *out);
 
 /* Other runs' records out of sb's sight (src/record/hide.c). Every sandbox that runs code of
  * an experiment's (a run, exec, an interpreter's probe, git's filters) hides them alike.
@@ -28,9 +41,11 @@ int lb_record_hide_runs_dir(lb_sandbox *sb, const char *runs_dir, const char *in
 			    bool make_sweeps);
 
 /* Create RUNS_DIR (and parents) and a fresh RUNS_DIR/ID with ID = UTC time + random suffix.
- * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM when RUNS_DIR is writable by
- * others without the sticky bit (lb_dir_open_to_others). */
-int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir);
+ * id must hold 64 bytes; *run_dir is malloc'd and absolute. -EPERM, with why naming the
+ * directory, when RUNS_DIR or a directory above it is another user's or open to others
+ * without the sticky bit (lb_dir_chain_trusted). */
+int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir, char *why,
+			     size_t whylen);
 
 /* Whether a relative runs directory (the default .labbox/runs of the working directory, which
  * may be the experiment's own) reaches its records through a symbolic link: a directory on

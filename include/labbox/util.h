@@ -123,6 +123,13 @@ int lb_path_own(const char *path, bool dir, char *why, size_t whylen);
 /* Whether others may rename or replace what is in dir: writable by its group or others and
  * without the sticky bit (/tmp has it). Its owner is trusted as the user is. */
 bool lb_dir_open_to_others(const char *dir);
+/* Whether dir, and every directory above it (symbolic links resolved), is owned by root or
+ * the effective uid and closed to others unless sticky: the rule of sshd's StrictModes. Where
+ * another user owns a directory on the way, or can rename entries in it, they can move the
+ * runs away and put a link in their place, and every later write by path lands where they
+ * chose. A dir not made yet is judged by its deepest existing part. -EPERM with why naming
+ * the directory, its owner or mode; other errors -errno. */
+int lb_dir_chain_trusted(const char *dir, char *why, size_t whylen);
 /* Where a record kept beside the runs directory (the index, the sweeps) lives: NAME in the
  * runs directory's parent, or, when others may write that parent (/tmp, a group's shared
  * folder), NAME inside the runs directory, which must be the user's own. In a directory others

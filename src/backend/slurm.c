@@ -757,6 +757,14 @@ static int place_labbox(slurm_state *s, const char *runs_dir, char *err, size_t 
 			 "directory of your own", bindir, cut ? holder : ".");
 		return -EPERM;
 	}
+	/* The nodes run bin/labbox-SHA by path: any directory above it that another user owns
+	 * could be moved and replaced between this look and their exec. */
+	char unsafe[PATH_MAX + 96];
+	if (lb_dir_chain_trusted(cut ? holder : ".", unsafe, sizeof unsafe) == -EPERM) {
+		snprintf(err, errlen, "%s, where the nodes' labbox is kept, is not safe: %s; "
+			 "choose --runs-dir in a directory of your own", bindir, unsafe);
+		return -EPERM;
+	}
 	r = lb_path_own(bindir, true, why, sizeof why);
 	if (r == 0) {
 		bad = s->labbox;

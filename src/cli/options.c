@@ -3,6 +3,7 @@
 #include "labbox/diagnose.h"
 #include "labbox/env.h"
 #include "labbox/gate.h"
+#include "labbox/record.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -631,6 +632,8 @@ static void record_grants(json_object *cfg, json_object *interp, json_object *en
 		lb_strv_push(g, "--trust-project");
 	if (json_object_object_get_ex(cfg, "install_remote", &v) && json_object_get_boolean(v))
 		lb_strv_push(g, "--install-remote");
+	/* Less containment is granted as more access is: a limit looser than a plain run's. */
+	lb_record_loose_limits(cfg, g);
 }
 
 size_t cli_record_grants(json_object *cfg, json_object *interp, json_object *env_template,

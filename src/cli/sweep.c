@@ -1391,6 +1391,18 @@ int cli_sweep(int argc, char **argv)
 		}
 		snprintf(c.id, sizeof c.id, "%s", id);
 	}
+	{
+		/* As a run refuses it, before the sweep's directory is made there. */
+		char why[PATH_MAX + 96];
+		if (lb_dir_chain_trusted(c.runs_dir, why, sizeof why) == -EPERM) {
+			cli_error("sweep", "the runs directory '%s' is not safe to write in: %s; "
+				  "every directory on its path must be root's or yours and closed "
+				  "to others (or sticky, as /tmp); choose --runs-dir in a directory "
+				  "of your own", c.runs_dir, why);
+			rc = CLI_EXIT_USAGE;
+			goto done;
+		}
+	}
 	rc = 125;
 	if (lb_sweep_dir_for(c.runs_dir, c.id, &c.sweep_dir) < 0 ||
 	    lb_mkdir_p(c.sweep_dir, 0700) < 0) {

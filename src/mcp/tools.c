@@ -874,5 +874,20 @@ int lb_mcp_config_within(json_object *config, const lb_mcp_limits *lim, char *er
 				      "--max-memory %llu bytes",
 				      m ? "recorded" : "none", (unsigned long long)lim->max_memory);
 	}
+	/* The run tool gives every run a plain run's grace, disk limit, log cap and /dev/shm; a
+	 * record asking more (an edited manifest in the directory the agent writes) would let a
+	 * rerun outlive --max-budget or fill the disk. */
+	lb_strv loose = {0};
+	int n = lb_record_loose_limits(config, &loose);
+	if (n != 0) {
+		char first[160];
+		snprintf(first, sizeof first, "%s", n > 0 ? loose.v[0] : "(out of memory)");
+		lb_strv_free(&loose);
+		return refuse(&c, "limits",
+			      "the run's limits are looser than a run this server starts (%s): "
+			      "only `labbox rerun --accept-grants` in a terminal repeats them",
+			      first);
+	}
+	lb_strv_free(&loose);
 	return 0;
 }

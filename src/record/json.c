@@ -3,6 +3,7 @@
 #include "labbox/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,4 +158,43 @@ int lb_record_write_json_nosync(const char *path, struct json_object *doc)
 int lb_record_write_json_pending(const char *path, struct json_object *doc, char **tmp)
 {
 	return write_json(path, doc, WRITE_PENDING, tmp);
+}
+
+int lb_record_loose_limits(const struct json_object *cfg, struct lb_strv *out)
+{
+	json_object *sb = NULL, *v;
+	json_object *c = (json_object *)cfg;
+	json_object_object_get_ex(c, "sandbox", &sb);
+	size_t n0 = out->n;
+	int r = 0;
+	/* 0 is none; above the cap a plain run has, the disk the record asks for is its own. */
+	if (r == 0 && json_object_object_get_ex(sb, "disk_limit_bytes", &v) && v) {
+		int64_t d = json_object_get_int64(v);
+		if (d <= 0 || (uint64_t)d > LB_RECORD_DISK_LIMIT_MAX)
+			r = lb_strv_pushf(out, "--disk-limit %" PRId64, d);
+	}
+	/* The grace is how long an experiment that ignores SIGTERM outlives its budget. */
+	if (r == 0 && json_object_object_get_ex(sb, "grace_s", &v) && v) {
+		double g = json_object_get_double(v);
+		if (!(g >= 0 && g <= LB_RECORD_GRACE_S))
+			r = lb_strv_pushf(out, "--grace %g", g);
+	}
+	/* 0 is the default's; anything above it is a bigger file on the host. */
+	if (r == 0 && json_object_object_get_ex(c, "log_limit_bytes", &v) && v) {
+		int64_t l = json_object_get_int64(v);
+		if (l < 0 || (uint64_t)l > LB_RECORD_LOG_LIMIT)
+			r = lb_strv_pushf(out, "--log-limit %" PRId64, l);
+	}
+	if (r == 0 && json_object_object_get_ex(sb, "shm_size_bytes", &v) && v) {
+		int64_t s = json_object_get_int64(v);
+		if (s < 0 || (uint64_t)s > LB_RECORD_SHM_SIZE)
+			r = lb_strv_pushf(out, "--shm-size %" PRId64, s);
+	}
+	/* A plain run mounts no tmpfs of the caller's: each is memory it asked for. */
+	if (r == 0 && json_object_object_get_ex(sb, "tmpfs", &v) &&
+	    json_object_is_type(v, json_type_array))
+		for (size_t i = 0; r == 0 && i < json_object_array_length(v); i++)
+			r = lb_strv_pushf(out, "--tmpfs %s",
+					  json_object_get_string(json_object_array_get_idx(v, i)));
+	return r < 0 ? r : (int)(out->n - n0);
 }

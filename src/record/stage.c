@@ -847,17 +847,24 @@ int lb_record_stage_listed(const char *src, const char *dst, uid_t chown_uid, gi
 	return copy_dir(&c, sdir, ddir, "", 0);
 }
 
-int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
+int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir, char *why,
+			     size_t whylen)
 {
-	/* The runs are the user's own: closed to others (a directory that exists keeps its mode,
-	 * a shared one included; each run's own directory is closed all the same). */
-	int r = lb_mkdir_p(runs_dir, 0700);
+	/* Every record of the run is written by path below the runs directory: whoever may move
+	 * a directory on that path (its owner, or anyone where it is open to others) could put a
+	 * link in its place and send root's writes, and the staged code, wherever they chose.
+	 * Looked at before anything is made there, and again once the runs directory exists. */
+	int r = lb_dir_chain_trusted(runs_dir, why, whylen);
 	if (r < 0)
 		return r;
-	/* ... but not one where others could rename a run away and put theirs in its place:
-	 * `labbox runs`, report, rerun and a sweep's finished cells believe what is there. */
-	if (lb_dir_open_to_others(runs_dir))
-		return -EPERM;
+	/* The runs are the user's own: closed to others (a directory that exists keeps its mode,
+	 * a shared one included; each run's own directory is closed all the same). */
+	r = lb_mkdir_p(runs_dir, 0700);
+	if (r < 0)
+		return r;
+	r = lb_dir_chain_trusted(runs_dir, why, whylen);
+	if (r < 0)
+		return r;
 	char abs[PATH_MAX];
 	if (!realpath(runs_dir, abs))
 		return -errno;
@@ -865,28 +872,29 @@ int lb_record_create_run_dir(const char *runs_dir, char id[64], char **run_dir)
 	 * another file, or none. */
 	if (strlen(abs) + 64 + 32 >= PATH_MAX)
 		return -ENAMETOOLONG;
-	for (int attempt = 0; attempt < 8; attempt++) {
+	/* The run's directory is made in the directory just judged, not in whatever its path
+	 * names a moment later. */
+	int rfd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	r = -EEXIST;
+	for (int attempt = 0; attempt < 8 && r == -EEXIST; attempt++) {
 		char rnd[9];
 		r = lb_random_hex(rnd, 3);
 		if (r < 0)
-			return r;
+			break;
 		time_t now = time(NULL);
 		struct tm tm;
 		gmtime_r(&now, &tm);
 		char ts[32];
 		strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
 		snprintf(id, 64, "%s-%s", ts, rnd);
-		char *path = NULL;
-		if (asprintf(&path, "%s/%s", abs, id) < 0)
-			return -ENOMEM;
-		if (mkdir(path, 0700) == 0) {
-			*run_dir = path;
-			return 0;
-		}
-		r = -errno;
-		free(path);
-		if (r != -EEXIST)
-			return r;
+		r = mkdirat(rfd, id, 0700) == 0 ? 0 : -errno;
 	}
-	return -EEXIST;
+	close(rfd);
+	if (r < 0)
+		return r;
+	if (asprintf(run_dir, "%s/%s", abs, id) < 0)
+		return -ENOMEM;
+	return 0;
 }

@@ -1373,17 +1373,20 @@ static int run_pipeline(lb_backend *be, const lb_run_request *req, run_state *st
 				   "working directory only in directories of its own there (an "
 				   "experiment directory can ship such a link); give the place with "
 				   "--runs-dir DIR", link);
+	char unsafe[PATH_MAX + 96] = "";
 	r = lb_record_create_run_dir(req->runs_dir ? req->runs_dir : ".labbox/runs", out->id,
-				     &out->run_dir);
+				     &out->run_dir, unsafe, sizeof unsafe);
 	if (r == -ENAMETOOLONG)
 		return usage_error(out, "the runs directory's path is too long: a run's records "
 				   "would pass PATH_MAX (%d bytes); choose a shorter --runs-dir",
 				   PATH_MAX);
-	if (r == -EPERM && lb_dir_open_to_others(req->runs_dir ? req->runs_dir : ".labbox/runs"))
-		return usage_error(out, "the runs directory '%s' is writable by others (without the "
-				   "sticky bit /tmp has): they could put runs of theirs in place of "
-				   "this one's; chmod go-w it (or +t, shared), or choose another "
-				   "--runs-dir", req->runs_dir ? req->runs_dir : ".labbox/runs");
+	if (r == -EPERM && unsafe[0])
+		return usage_error(out, "the runs directory '%s' is not safe to write in: %s; every "
+				   "directory on its path must be root's or yours and closed to "
+				   "others (or sticky, as /tmp): another user could move the run "
+				   "away and send its records and staged code where they chose; "
+				   "choose --runs-dir in a directory of your own",
+				   req->runs_dir ? req->runs_dir : ".labbox/runs", unsafe);
 	if (r < 0)
 		return usage_error(out, "cannot create a run directory under '%s': %s",
 				   req->runs_dir ? req->runs_dir : ".labbox/runs", strerror(-r));

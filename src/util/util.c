@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1333,6 +1334,70 @@ int lb_path_own(const char *path, bool dir, char *why, size_t whylen)
 	if (why && whylen)
 		snprintf(why, whylen, "%s", what);
 	return -EPERM;
+}
+
+/* One directory of a chain: root's or this user's, and closed to others unless sticky (where
+ * only an entry's owner, or the directory's, may rename it, and every entry below is held to
+ * the owner rule in turn). */
+static int chain_dir_ok(const char *p, uid_t euid, char *why, size_t whylen)
+{
+	struct stat st;
+	if (lstat(p, &st) < 0)
+		return -errno;
+	const char *what = NULL;
+	char owner[64];
+	if (S_ISLNK(st.st_mode))
+		what = "is a symbolic link";
+	else if (!S_ISDIR(st.st_mode))
+		what = "is not a directory";
+	else if (st.st_uid != 0 && st.st_uid != euid) {
+		struct passwd pw, *res = NULL;
+		char buf[1024];
+		if (getpwuid_r(st.st_uid, &pw, buf, sizeof buf, &res) == 0 && res)
+			snprintf(owner, sizeof owner, "is owned by %s (uid %u)", pw.pw_name,
+				 (unsigned)st.st_uid);
+		else
+			snprintf(owner, sizeof owner, "is owned by uid %u", (unsigned)st.st_uid);
+		what = owner;
+	} else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+		what = (st.st_mode & S_IWOTH) ? "is writable by others without the sticky bit"
+					       : "is writable by its group without the sticky bit";
+	if (!what)
+		return 0;
+	if (why && whylen)
+		snprintf(why, whylen, "%s %s (mode %04o)", p, what, (unsigned)(st.st_mode & 07777));
+	return -EPERM;
+}
+
+int lb_dir_chain_trusted(const char *dir, char *why, size_t whylen)
+{
+	char want[PATH_MAX], abs[PATH_MAX];
+	if (snprintf(want, sizeof want, "%s", dir) >= (int)sizeof want)
+		return -ENAMETOOLONG;
+	/* What is not made yet is judged by the deepest part that is: labbox would create the rest
+	 * there, and must not create it where another user could move it. */
+	while (!realpath(want, abs)) {
+		if (errno != ENOENT)
+			return -errno;
+		char *slash = strrchr(want, '/');
+		if (!slash)
+			snprintf(want, sizeof want, ".");
+		else if (slash == want)
+			want[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	uid_t euid = geteuid();
+	int r = chain_dir_ok("/", euid, why, whylen);
+	for (char *p = abs + 1; r == 0 && *p; p++) {
+		if (p[1] != '/' && p[1] != '\0')
+			continue;
+		char c = p[1];
+		p[1] = '\0';
+		r = chain_dir_ok(abs, euid, why, whylen);
+		p[1] = c;
+	}
+	return r;
 }
 
 bool lb_dir_open_to_others(const char *dir)

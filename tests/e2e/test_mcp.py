@@ -178,6 +178,23 @@ def test_sdk_rerun_within_the_limits(sdk, tmp_path):
     assert refused["result"]["structuredContent"]["error"]["limit"] == "max-budget"
 
 
+def test_sdk_rerun_refuses_a_record_with_a_longer_grace_than_its_runs(sdk, tmp_path):
+    # The user's own run (sealed) within --max-budget, but with a grace of 1000 s: an
+    # experiment that ignores SIGTERM would outlive the server's budget by that much. The
+    # server's runs get the default grace; its rerun tool repeats no more.
+    exp = write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
+    r = subprocess.run([LABBOX, "run", "--json", "-q", "--python", PYTHON, "--budget", "30",
+                        "--grace", "1000", str(exp)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-1500:]
+    long_grace = json.loads(r.stdout)["id"]
+    refused, = drive(sdk, tmp_path, ["--root", str(tmp_path), "--max-budget", "60"], [
+        {"op": "call", "name": "rerun", "arguments": {"run_id": long_grace}}])
+    assert refused["result"]["isError"] is True, refused["result"]
+    err = refused["result"]["structuredContent"]["error"]
+    assert err["limit"] == "limits" and "--grace 1000" in err["message"], err
+
+
 def test_sdk_memory_cap_applies_to_runs_that_ask_for_none(sdk, tmp_path):
     write_exp(tmp_path, "print('accuracy: 0.5')\n", name="exp")
     # --allow-degraded memory: as an ordinary user without a memory cgroup the cap is a

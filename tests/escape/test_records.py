@@ -834,8 +834,11 @@ def test_records_in_a_writable_volume_cannot_be_moved_out_of_sight(tmp_path):
     proj = shared / "projB"
     proj.mkdir(parents=True)
     for d in (tmp_path, shared, proj):
-        os.chmod(d, 0o777 if d == shared else 0o755)
+        os.chmod(d, 0o755)
     _project_with_a_secret(proj, secret, env)
+    # open to the payload once the records are made (labbox makes none under a directory
+    # others may write)
+    os.chmod(shared, 0o777)
     _give_to_payload(proj, proj)
     moves = """
 for a, b in (("/data/projB/.labbox", "/data/projB/moved"), ("/data/projB", "/data/gone")):
@@ -1107,6 +1110,39 @@ print("accuracy: 0.5")
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("key,value,named", [
+    ("disk_limit_bytes", 0, "--disk-limit 0"),
+    ("grace_s", 1e9, "--grace 1e+09"),
+    ("log_limit_bytes", 10**15, "--log-limit 1000000000000000"),
+    ("shm_size_bytes", 64 << 30, f"--shm-size {64 << 30}"),
+])
+def test_a_record_this_user_did_not_write_is_not_repeated_with_looser_limits(tmp_path, key,
+                                                                              value, named):
+    """A record's limits are less containment when they are looser than a plain run's: no
+    disk limit, a grace that never kills an experiment ignoring SIGTERM, an unbounded
+    run.log. A record this user's labbox did not seal (one committed with an experiment, or
+    edited) asking for one is refused naming it, as a mount would be; --accept-grants
+    repeats it, with the limit it asked for."""
+    exp = write(tmp_path / "exp", 'print("accuracy: 0.5")\n')
+    p, doc = run("run", "--json", "--python", PYTHON, ".", cwd=exp)
+    assert p.returncode == 0 and doc["status"] == "completed", p.stderr
+    man = Path(doc["run_dir"]) / "manifest.json"
+    m = json.loads(man.read_text())
+    where = m["config"] if key == "log_limit_bytes" else m["config"]["sandbox"]
+    where[key] = value
+    man.write_text(json.dumps(m))
+    p, err = run("rerun", "--json", doc["id"], cwd=exp)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    msg = err["error"]["message"]
+    assert named in msg and "--accept-grants" in msg, msg
+    assert len(run_dirs(exp / ".labbox" / "runs")) == 1  # nothing ran
+    p, again = run("rerun", "--json", "--accept-grants", doc["id"], cwd=exp)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    m2 = json.loads((Path(again["run_dir"]) / "manifest.json").read_text())
+    where2 = m2["config"] if key == "log_limit_bytes" else m2["config"]["sandbox"]
+    assert where2[key] == value, where2
+
+
 def test_a_sweep_this_user_did_not_write_is_not_resumed_with_its_grants(tmp_path):
     """`labbox sweep --resume ID` runs what the sweep's sweep.json says (experiment, flags,
     mounts). One that came with an experiment, made by another labbox with a writable host
@@ -1150,6 +1186,25 @@ print("accuracy: 0.5")
     p, err = run("sweep", "--json", "--resume", doc["id"], env=mine, cwd=exp)
     assert p.returncode == 2 and f"-v {host}:/host:rw" in err["error"]["message"], p.stderr
     assert list(host.iterdir()) == []
+
+
+def test_an_edited_sweep_is_not_resumed_with_looser_limits(tmp_path):
+    """sweep --resume runs every cell with its sweep.json's limits: one edited to have no
+    disk limit and a grace of 1e9 s asks first, naming both, and runs no cell."""
+    exp = write(tmp_path / "exp", 'print("accuracy: 0.5")\n')
+    p, doc = run("sweep", "--json", "--plan-only", "--python", PYTHON, "--seeds", "0-1", ".",
+                 cwd=exp)
+    assert p.returncode == 0, p.stderr
+    sweep_json = Path(doc["sweep_dir"]) / "sweep.json"
+    d = json.loads(sweep_json.read_text())
+    d["invocation"]["sandbox"]["disk_limit_bytes"] = 0
+    d["invocation"]["sandbox"]["grace_s"] = 1e9
+    sweep_json.write_text(json.dumps(d, indent=2))
+    p, err = run("sweep", "--json", "--resume", doc["id"], cwd=exp)
+    assert p.returncode == 2, (p.stdout[-1500:], p.stderr[-1500:])
+    msg = err["error"]["message"]
+    assert "--disk-limit 0" in msg and "--grace 1e+09" in msg and "--accept-grants" in msg, msg
+    assert run_dirs(exp / ".labbox" / "runs") == []
 
 
 def test_a_record_naming_a_host_interpreter_is_not_probed_unasked(tmp_path):

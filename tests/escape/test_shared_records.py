@@ -180,6 +180,56 @@ def test_a_sweep_refuses_a_runs_directory_others_can_write_even_with_nothing_to_
     assert "writable by others" in doc["error"]["message"], doc["error"]
 
 
+def test_a_runs_directory_in_a_directory_others_can_write_is_refused(tmp_path):
+    """The runs directory is the user's own and closed, but the directory it is in is open
+    to others: they could rename the runs away and put a link in their place, and every
+    record, and the staged code, would be written where the link points. A run and a sweep
+    are refused naming that directory, and nothing is made in it."""
+    top = tmp_path / "open"
+    runs = top / "runs"
+    runs.mkdir(parents=True)
+    top.chmod(0o777)
+    exp = exp_dir(tmp_path)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+    msg = doc["error"]["message"]
+    assert f"{top} is writable by others" in msg and "mode 0777" in msg, msg
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0",
+                    exp)
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+    assert f"{top} is writable by others" in doc["error"]["message"], doc["error"]
+    assert list(runs.iterdir()) == [] and sorted(x.name for x in top.iterdir()) == ["runs"]
+    # closed again, the same runs directory is used
+    top.chmod(0o755)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp)
+    assert p.returncode == 0 and doc["status"] == "completed", p.stderr[-1000:]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs another user's directory: made as root")
+@pytest.mark.parametrize("where", ["theirs", "below-theirs"])
+def test_root_makes_no_runs_in_another_users_directory(tmp_path, shared, where):
+    """root's labbox writes every record by path: a runs directory another user owns (their
+    own 0700 directory in /tmp), or one below a directory of theirs (a checkout of theirs
+    that root runs in), lets that user swap the run for a link and send root's writes into
+    any directory. Refused naming their directory and its owner; nothing is written."""
+    theirs = shared / "theirs"
+    as_other("mkdir", "-m", "700" if where == "theirs" else "755", str(theirs))
+    runs = theirs if where == "theirs" else theirs / "project" / "runs"
+    if where != "theirs":
+        as_other("mkdir", str(theirs / "project"))
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, exp_dir(tmp_path))
+    assert p.returncode == 2, (p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+    msg = doc["error"]["message"]
+    assert f"{theirs} is owned by nobody (uid 65534)" in msg, msg
+    made = sorted(str(x.relative_to(theirs)) for x in theirs.rglob("*"))
+    assert made == ([] if where == "theirs" else ["project"]), made
+    p, doc = labbox("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--seeds", "0",
+                    exp_dir(tmp_path))
+    assert p.returncode == 2 and "owned by nobody" in doc["error"]["message"], p.stdout[-1000:]
+    made = sorted(str(x.relative_to(theirs)) for x in theirs.rglob("*"))
+    assert made == ([] if where == "theirs" else ["project"]), made
+
+
 @pytest.fixture
 def group_shared():
     """A project folder its group may write, outside /tmp (which the sandbox replaces): where
@@ -187,7 +237,8 @@ def group_shared():
     if not IS_ROOT:
         pytest.skip("needs a folder outside /tmp that the sandbox shows: made as root")
     d = Path(tempfile.mkdtemp(prefix="labbox-group-", dir="/var/lib"))
-    d.chmod(0o2775)
+    # sticky: labbox makes no runs where its group could move them away
+    d.chmod(0o3775)
     yield d
     shutil.rmtree(d, ignore_errors=True)
 

@@ -199,8 +199,8 @@ static void test_run_dirs_are_unique(void **state)
 	snprintf(runs, sizeof runs, "%s/a/runs", d);
 	char id1[64], id2[64];
 	char *r1, *r2;
-	assert_int_equal(lb_record_create_run_dir(runs, id1, &r1), 0);
-	assert_int_equal(lb_record_create_run_dir(runs, id2, &r2), 0);
+	assert_int_equal(lb_record_create_run_dir(runs, id1, &r1, NULL, 0), 0);
+	assert_int_equal(lb_record_create_run_dir(runs, id2, &r2, NULL, 0), 0);
 	assert_string_not_equal(id1, id2);
 	assert_string_not_equal(r1, r2);
 	assert_true(r1[0] == '/');
