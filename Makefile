@@ -221,9 +221,14 @@ bench-backends: $(BUILD)/labbox
 	LABBOX_BIN=$(abspath $(BUILD)/labbox) /usr/bin/python3 bench/backends
 bench: bench-backends
 
+# The runs directory is a fresh one of this user's in /tmp: as root (sudo make demo) labbox
+# refuses a runs directory below a checkout another user owns (docs/decisions.md, "The runs
+# directory and every directory above it are root's or the user's").
 demo: deps
 	$(MAKE) all
-	$(BUILD)/labbox run --python /usr/bin/python3 examples/quickstart
+	@runs=$$(mktemp -d "$${TMPDIR:-/tmp}/labbox-demo.XXXXXX") && \
+	echo "labbox run --runs-dir $$runs --python /usr/bin/python3 examples/quickstart" && \
+	$(BUILD)/labbox run --runs-dir "$$runs" --python /usr/bin/python3 examples/quickstart
 
 # Man pages and bash/zsh completions, generated from the binary's own --help text (one
 # source: they cannot drift from it), and a pkg-config file for C programs that link the
