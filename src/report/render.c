@@ -430,6 +430,15 @@ int lb_report_svg_metric(const lb_report *r, size_t m, lb_buf *b)
 	return lb_buf_puts(b, "</svg>\n");
 }
 
+/* The most runs behind any point of condition c's line. */
+static double lb_report_series_most(const lb_report_series *s, size_t c)
+{
+	double most = 0;
+	for (size_t p = 0; p < s->npoints[c]; p++)
+		most = fmax(most, s->count[c][p]);
+	return most;
+}
+
 int lb_report_svg_series(const lb_report *r, size_t si, lb_buf *b)
 {
 	if (si >= r->nseries)
@@ -488,12 +497,32 @@ int lb_report_svg_series(const lb_report *r, size_t si, lb_buf *b)
 	for (size_t c = 0; c < r->nconditions; c++) {
 		if (!s->npoints[c])
 			continue;
-		lb_buf_printf(b, "<polyline class=\"line\" stroke=\"%s\" points=\"", palette[c % PALETTE_N]);
-		for (size_t p = 0; p < s->npoints[c]; p++)
-			lb_buf_printf(b, "%s%.1f,%.1f", p ? " " : "", PX(s->x[c][p]), PY(s->y[c][p]));
-		lb_buf_puts(b, "\"><title>");
-		esc(b, r->conditions[c]);
-		lb_buf_puts(b, "</title></polyline>\n");
+		/* Each point is the mean of the runs that reached it: where fewer than the most
+		 * runs behind this condition's line remain (one stopped early), the line is dashed
+		 * and says how many it averages, rather than reading as the condition's mean. */
+		double most = lb_report_series_most(s, c);
+		for (size_t p = 0; p < s->npoints[c];) {
+			double k = s->count[c][p];
+			size_t e = p;
+			while (e + 1 < s->npoints[c] && s->count[c][e + 1] == k)
+				e++;
+			size_t from = p ? p - 1 : p; /* joined to the segment before */
+			bool fewer = k < most;
+			lb_buf_printf(b, "<polyline class=\"line%s\" stroke=\"%s\"%s data-runs=\"%.0f\" "
+					 "points=\"",
+				      fewer ? " fewer" : "", palette[c % PALETTE_N],
+				      fewer ? " stroke-dasharray=\"5 4\" stroke-opacity=\"0.6\"" : "", k);
+			for (size_t q = from; q <= e; q++)
+				lb_buf_printf(b, "%s%.1f,%.1f", q > from ? " " : "", PX(s->x[c][q]),
+					      PY(s->y[c][q]));
+			lb_buf_puts(b, "\"><title>");
+			esc(b, r->conditions[c]);
+			lb_buf_printf(b, ": n=%.0f of %.0f runs", k, most);
+			if (fewer)
+				lb_buf_puts(b, " (the others stopped earlier or did not report it)");
+			lb_buf_puts(b, "</title></polyline>\n");
+			p = e + 1;
+		}
 		if (s->npoints[c] == 1)
 			lb_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
 				      PX(s->x[c][0]), PY(s->y[c][0]), palette[c % PALETTE_N]);
@@ -633,7 +662,8 @@ static void html_plots(const lb_report *r, lb_buf *b)
 		return;
 	lb_buf_puts(b, "<section id=\"series\"><h2>Metrics over time</h2>\n<p class=\"sub\">Values "
 		       "the runs printed step by step (progress lines, or a metric printed more than "
-		       "once), averaged over each condition's runs.</p>\n<div class=\"plots\">\n");
+		       "once), averaged over each condition's runs that reached each point; where fewer of them "
+		       "did, the line is dashed.</p>\n<div class=\"plots\">\n");
 	for (size_t s = 0; s < r->nseries; s++) {
 		lb_buf_puts(b, "<figure><figcaption>");
 		esc(b, r->series[s].metric);
@@ -641,6 +671,14 @@ static void html_plots(const lb_report *r, lb_buf *b)
 		esc(b, r->series[s].x_label);
 		lb_buf_puts(b, "</span></figcaption>\n");
 		lb_report_svg_series(r, s, b);
+		bool fewer = false;
+		for (size_t c = 0; c < r->nconditions; c++)
+			for (size_t p = 0; p < r->series[s].npoints[c]; p++)
+				fewer |= r->series[s].count[c][p] < lb_report_series_most(&r->series[s], c);
+		if (fewer)
+			lb_buf_puts(b, "<p class=\"sub\">Dashed: fewer runs behind the line than "
+				       "elsewhere in it (some stopped earlier); each part's title says "
+				       "how many.</p>\n");
 		lb_buf_puts(b, "<div class=\"legend\">");
 		for (size_t c = 0; c < r->nconditions; c++) {
 			if (!r->series[s].npoints[c])
