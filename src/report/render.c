@@ -630,7 +630,10 @@ static void html_table(const lb_report *r, lb_buf *b)
 		esc(b, r->conditions[c]);
 		lb_buf_puts(b, "\"><td class=\"cond\">");
 		esc(b, r->conditions[c]);
-		lb_buf_printf(b, "</td><td class=\"num\">%zu/%zu</td>", r->completed[c], r->cells[c]);
+		lb_buf_printf(b, "</td><td class=\"num\">%zu/%zu", r->completed[c], r->cells[c]);
+		if (r->retried && r->retried[c])
+			lb_buf_printf(b, "<span class=\"ci\">%zu after a retry</span>", r->retried[c]);
+		lb_buf_puts(b, "</td>");
 		for (size_t m = 0; m < r->nmetrics; m++)
 			stat_cell_html(b, &r->stats[c * r->nmetrics + m], r->metrics[m]);
 		lb_buf_puts(b, "</tr>\n");
@@ -715,6 +718,11 @@ static void html_failures(const lb_report *r, lb_buf *b)
 			lb_buf_puts(b, "</td><td class=\"num\">-");
 		lb_buf_puts(b, "</td><td>");
 		esc(b, f->status);
+		if (f->then) {
+			lb_buf_puts(b, "<br><span class=\"flag\">retried: the cell is now ");
+			esc(b, f->then);
+			lb_buf_puts(b, "</span>");
+		}
 		lb_buf_puts(b, "</td><td class=\"class\">");
 		esc(b, f->class_ ? f->class_ : "-");
 		lb_buf_puts(b, "</td><td>");
@@ -811,6 +819,10 @@ static void md_failures(const lb_report *r, lb_buf *b)
 			lb_buf_printf(b, ", seed %ld", f->seed);
 		lb_buf_puts(b, ": ");
 		lb_report_md_cell(b, f->status ? f->status : "unknown");
+		if (f->then) {
+			lb_buf_puts(b, ", retried: the cell is now ");
+			lb_report_md_cell(b, f->then);
+		}
 		if (f->class_) {
 			lb_buf_puts(b, " (");
 			lb_report_md_cell(b, f->class_);
@@ -839,7 +851,10 @@ static int render_md(const lb_report *r, lb_buf *b)
 	for (size_t c = 0; c < r->nconditions; c++) {
 		lb_buf_puts(b, "| ");
 		lb_report_md_cell(b, r->conditions[c]);
-		lb_buf_printf(b, " | %zu/%zu |", r->completed[c], r->cells[c]);
+		lb_buf_printf(b, " | %zu/%zu", r->completed[c], r->cells[c]);
+		if (r->retried && r->retried[c])
+			lb_buf_printf(b, " (%zu after a retry)", r->retried[c]);
+		lb_buf_puts(b, " |");
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
 			lb_report_nums p;
@@ -913,7 +928,7 @@ static void csv_identical(const lb_report *r, size_t c, lb_buf *b)
 static int render_csv(const lb_report *r, lb_buf *b)
 {
 	lb_buf_puts(b, "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite,runs,"
-		       "completed,identical_to\r\n");
+		       "completed,completed_after_retry,identical_to\r\n");
 	for (size_t c = 0; c < r->nconditions; c++)
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
@@ -935,7 +950,8 @@ static int render_csv(const lb_report *r, lb_buf *b)
 				lb_buf_printf(b, ",%s", st->max_int);
 			else
 				csv_num(b, st->n > 0, st->max);
-			lb_buf_printf(b, ",%zu,%zu,%zu,", st->nonfinite, r->cells[c], r->completed[c]);
+			lb_buf_printf(b, ",%zu,%zu,%zu,%zu,", st->nonfinite, r->cells[c], r->completed[c],
+				      r->retried ? r->retried[c] : 0);
 			csv_identical(r, c, b);
 			lb_buf_puts(b, "\r\n");
 		}
