@@ -433,6 +433,8 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 		n_retried += nearlier > 0;
 		for (size_t k = 0; k < nearlier; k++) {
 			json_object *a = json_object_array_get_idx(earlier, k);
+			if (!json_object_is_type(a, json_type_object))
+				continue;
 			json_object *f = json_object_new_object();
 			json_object_object_add(f, "cell", json_object_new_int64((int64_t)i));
 			json_object_object_add(f, "condition",
