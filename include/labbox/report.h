@@ -38,6 +38,9 @@ typedef struct lb_report_stat {
 
 typedef struct lb_report_failure {
 	char *condition, *run_id, *status, *class_, *summary;
+	/* an earlier run of a sweep cell that was run again: the status the cell has now
+	 * ("completed": it passed on a later attempt); NULL for a cell's own failure */
+	char *then;
 	bool has_seed;
 	long seed;
 	char **evidence;
@@ -67,6 +70,7 @@ typedef struct lb_report {
 	size_t nconditions;
 	char **conditions;
 	size_t *cells, *completed; /* [condition] */
+	size_t *retried; /* [condition]: of the completed, those that completed only on a retry */
 	size_t nmetrics, metrics_dropped;
 	char **metrics;
 	lb_report_stat *stats; /* [condition * nmetrics + metric] */

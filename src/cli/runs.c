@@ -657,6 +657,23 @@ static json_object *metric_delta(json_object *a, json_object *b)
 			: NULL;
 }
 
+/* A run's mounted data (manifest.data) keyed by where it was mounted, with what says which
+ * data it was: its source, mode and fingerprint (a note on how it was hashed is not). */
+static json_object *data_by_destination(json_object *data)
+{
+	static const char *const keep[] = {"source", "mode", "kind", "files", "bytes", "digest", "error"};
+	json_object *o = json_object_new_object();
+	for (size_t i = 0; json_object_is_type(data, json_type_array) && i < json_object_array_length(data);
+	     i++) {
+		json_object *v = json_object_array_get_idx(data, i), *e = json_object_new_object(), *f;
+		for (size_t k = 0; k < sizeof keep / sizeof *keep; k++)
+			if (json_object_object_get_ex(v, keep[k], &f))
+				json_object_object_add(e, keep[k], json_object_get(f));
+		json_object_object_add(o, get_str(v, "destination", "?"), e);
+	}
+	return o;
+}
+
 static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 {
 	lb_index *ix;
@@ -741,6 +758,14 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 	json_object *files = json_object_new_array();
 	diff_objects("files", json_object_object_get(ma, "files"), json_object_object_get(mb, "files"),
 		     files);
+	/* The mounted data is an input as much as the code: the same -v path whose files changed
+	 * between two runs explains a difference that nothing else here would. */
+	json_object *da = data_by_destination(json_object_object_get(ma, "data"));
+	json_object *db = data_by_destination(json_object_object_get(mb, "data"));
+	json_object *data = json_object_new_array();
+	diff_objects("data", da, db, data);
+	json_object_put(da);
+	json_object_put(db);
 
 	if (o->json) {
 		json_object *doc = json_object_new_object();
@@ -758,6 +783,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_object_add(doc, "environment", env);
 		json_object_object_add(doc, "packages", pkgs);
 		json_object_object_add(doc, "files", files);
+		json_object_object_add(doc, "data", data);
 		cli_json_print(doc);
 		json_object_put(doc);
 	} else {
@@ -795,9 +821,10 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 				   !sealed_a && !sealed_b ? "A and B" : !sealed_a ? "A" : "B",
 				   !sealed_a && !sealed_b ? "their" : "its",
 				   !sealed_a && !sealed_b ? "their" : "its");
-		json_object *sections[4] = {config, env, pkgs, files};
-		const char *titles[4] = {"configuration", "environment", "packages", "staged files"};
-		for (int s = 0; s < 4; s++) {
+		json_object *sections[5] = {config, env, pkgs, files, data};
+		const char *titles[5] = {"configuration", "environment", "packages", "staged files",
+					 "mounted data"};
+		for (int s = 0; s < 5; s++) {
 			size_t n = json_object_array_length(sections[s]);
 			cli_printf("\n%s: %s\n", titles[s], n ? "differs" : "same");
 			for (size_t i = 0; i < n && i < 50; i++) {
@@ -816,6 +843,7 @@ static int runs_compare(const runs_opts *o, const char *ida, const char *idb)
 		json_object_put(env);
 		json_object_put(pkgs);
 		json_object_put(files);
+		json_object_put(data);
 	}
 	json_object_put(pa);
 	json_object_put(pb);

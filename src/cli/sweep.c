@@ -210,6 +210,22 @@ static json_object *build_doc(sweep_ctx *c, const char *status)
 	if (c->slurm_block)
 		json_object_object_add(info, "slurm", json_object_get(c->slurm_block));
 	json_object_object_add(info, "invocation", json_object_get(c->invocation));
+	/* Each cell's earlier runs that did not complete, but for the one it records now. */
+	for (size_t i = 0; c->attempts && i < json_object_array_length(c->cells); i++) {
+		json_object *rec = json_object_array_get_idx(c->cells, i), *list;
+		char key[32];
+		snprintf(key, sizeof key, "%zu", i);
+		if (!rec || !json_object_object_get_ex(c->attempts, key, &list))
+			continue;
+		const char *now = sweep_jstr(rec, "run_id");
+		json_object *earlier = json_object_new_array();
+		for (size_t k = 0; k < json_object_array_length(list); k++) {
+			json_object *a = json_object_array_get_idx(list, k);
+			if (!now || strcmp(sweep_jstr(a, "run_id"), now) != 0)
+				json_object_array_add(earlier, json_object_get(a));
+		}
+		json_object_object_add(rec, "earlier_attempts", earlier);
+	}
 	json_object *doc = lb_sweep_document(&c->plan, c->id, c->cells, info);
 	json_object_put(info);
 	char seal[65];
@@ -499,6 +515,55 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
 			if (!json_object_object_get_ex(map, key, NULL)) /* newest first */
 				json_object_object_add(map, key, json_object_new_string(rd));
+		}
+		json_object_put(rows);
+	}
+	lb_index_close(ix);
+	return map;
+}
+
+/* The runs of each cell of this sweep that did not complete (failed, diverged, interrupted),
+ * as the index knows them: a cell run again (--retry-failed, --resume) keeps them in its
+ * record, so that a seed which failed and then passed is not a clean first-attempt success.
+ * Only runs this user's labbox sealed, as for indexed_cells. */
+static json_object *cell_attempts(const sweep_ctx *c)
+{
+	json_object *map = json_object_new_object();
+	LB_AUTOFREE char *path = NULL;
+	lb_index *ix = NULL;
+	char err[512];
+	if (lb_index_path_for(c->runs_dir, &path) < 0 || access(path, F_OK) != 0 ||
+	    lb_index_open(path, &ix, err, sizeof err) < 0)
+		return map;
+	lb_index_filter f = {.sweep = c->id};
+	json_object *rows = NULL;
+	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
+		for (size_t i = 0; i < json_object_array_length(rows); i++) {
+			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell, *list;
+			const char *st = sweep_jstr(row, "status"), *rd = sweep_jstr(row, "run_dir");
+			const char *rid = sweep_jstr(row, "id");
+			if (!json_object_object_get_ex(row, "sweep", &sw) || !sw ||
+			    strcmp(sweep_jstr(sw, "id") ? sweep_jstr(sw, "id") : "", c->id) != 0 ||
+			    !json_object_object_get_ex(sw, "cell", &cell) || !cell || !rd || !st || !rid ||
+			    strcmp(st, "completed") == 0 || strcmp(st, "running") == 0 ||
+			    !lb_record_run_sealed(rd, rid))
+				continue;
+			char key[32];
+			snprintf(key, sizeof key, "%lld", (long long)json_object_get_int64(cell));
+			if (!json_object_object_get_ex(map, key, &list)) {
+				list = json_object_new_array();
+				json_object_object_add(map, key, list);
+			}
+			json_object *res = sweep_load_json(rd, "result.json");
+			json_object *fail = res ? json_object_object_get(res, "failure") : NULL;
+			const char *cls = sweep_jstr(fail, "class"), *sum = sweep_jstr(fail, "summary");
+			json_object *a = json_object_new_object();
+			json_object_object_add(a, "run_id", json_object_new_string(rid));
+			json_object_object_add(a, "status", json_object_new_string(st));
+			json_object_object_add(a, "class", cls ? json_object_new_string(cls) : NULL);
+			json_object_object_add(a, "summary", sum ? json_object_new_string(sum) : NULL);
+			json_object_array_add(list, a);
+			json_object_put(res);
 		}
 		json_object_put(rows);
 	}
@@ -942,8 +1007,11 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 	if (json_object_object_get_ex(doc, "conditions", &conds))
 		for (size_t i = 0; i < json_object_array_length(conds); i++) {
 			json_object *cd = json_object_array_get_idx(conds, i), *m;
-			cli_printf("  %s (%d/%d):", sweep_jstr(cd, "name"), (int)sweep_jnum(cd, "completed"),
+			cli_printf("  %s (%d/%d", sweep_jstr(cd, "name"), (int)sweep_jnum(cd, "completed"),
 				   (int)sweep_jnum(cd, "cells"));
+			if (sweep_jnum(cd, "completed_after_retry") > 0)
+				cli_printf(", %d after a retry", (int)sweep_jnum(cd, "completed_after_retry"));
+			cli_printf("):");
 			int shown = 0, more = 0;
 			if (json_object_object_get_ex(cd, "metrics", &m)) {
 				json_object_object_foreach(m, k, b)
@@ -969,6 +1037,15 @@ static void print_summary(sweep_ctx *c, json_object *doc)
 			cli_printf("  failed: cell %d (%s) %s: %s%s%s\n", (int)sweep_jnum(f, "cell"),
 				   sweep_jstr(f, "condition"), sweep_jstr(f, "status"), sweep_jstr(f, "class"),
 				   sweep_jstr(f, "summary") ? ": " : "", sweep_jstr(f, "summary") ? sweep_jstr(f, "summary") : "");
+		}
+	if (json_object_object_get_ex(doc, "retried_failures", &fails))
+		for (size_t i = 0; i < json_object_array_length(fails) && i < 20; i++) {
+			json_object *f = json_object_array_get_idx(fails, i);
+			cli_printf("  retried: cell %d (%s) run %s was %s%s%s; the cell is now %s\n",
+				   (int)sweep_jnum(f, "cell"), sweep_jstr(f, "condition"),
+				   sweep_jstr(f, "run_id"), sweep_jstr(f, "status"),
+				   sweep_jstr(f, "class") ? ": " : "",
+				   sweep_jstr(f, "class") ? sweep_jstr(f, "class") : "", sweep_jstr(f, "then"));
 		}
 	if (json_object_object_get_ex(doc, "identical_conditions", &ident))
 		for (size_t i = 0; i < json_object_array_length(ident); i++) {
@@ -1457,6 +1534,7 @@ int cli_sweep(int argc, char **argv)
 	if (prev)
 		json_object_object_get_ex(prev, "cells", &pcells);
 	json_object *indexed = indexed_cells(&c, retry);
+	c.attempts = cell_attempts(&c);
 	/* Runs kept in another runs directory (beside this one, sharing its sweeps) are that
 	 * directory's: a sweep asked to keep its runs here reuses none of them. */
 	char runs_real[PATH_MAX];
@@ -1663,6 +1741,7 @@ done:
 	json_object_put(final);
 	json_object_put(prev);
 	json_object_put(c.cells);
+	json_object_put(c.attempts);
 	json_object_put(c.invocation);
 	if (c.lock_fd >= 0)
 		close(c.lock_fd);

@@ -34,6 +34,9 @@ typedef struct sweep_ctx {
 	char *sweep_dir;
 	int lock_fd;
 	json_object *cells; /* one record per plan cell, null when not run */
+	/* {"N": [{run_id, status, class, summary}]}: the runs of cell N that did not complete,
+	 * newest first, as the index had them when this invocation started */
+	json_object *attempts;
 	json_object *invocation;
 	char *started_at;
 	char **argv;

@@ -75,6 +75,7 @@ void lb_report_free(lb_report *r)
 	free_strs(r->conditions, r->nconditions);
 	free(r->cells);
 	free(r->completed);
+	free(r->retried);
 	free_strs(r->metrics, r->nmetrics);
 	free(r->stats);
 	for (size_t i = 0; i < r->nfailures; i++) {
@@ -84,6 +85,7 @@ void lb_report_free(lb_report *r)
 		free(f->status);
 		free(f->class_);
 		free(f->summary);
+		free(f->then);
 		free_strs(f->evidence, f->nevidence);
 	}
 	free(r->failures);
@@ -155,13 +157,16 @@ static int add_condition(lb_report *r, const char *name, size_t *idx)
 	size_t *k = realloc(r->completed, (n + 1) * sizeof *k);
 	if (k)
 		r->completed = k;
-	char **slot = d && c && k ? push(&r->conditions, &r->nconditions, sizeof *r->conditions) : NULL;
+	size_t *rt = realloc(r->retried, (n + 1) * sizeof *rt);
+	if (rt)
+		r->retried = rt;
+	char **slot = d && c && k && rt ? push(&r->conditions, &r->nconditions, sizeof *r->conditions) : NULL;
 	if (!slot) {
 		free(d);
 		return -ENOMEM;
 	}
 	*slot = d;
-	r->cells[n] = r->completed[n] = 0;
+	r->cells[n] = r->completed[n] = r->retried[n] = 0;
 	*idx = n;
 	return 0;
 }
@@ -1348,6 +1353,7 @@ static int sweep_conditions(json_object *conds, lb_report *r, char *err, size_t 
 			return rc;
 		r->cells[ci] = get_count(c, "cells");
 		r->completed[ci] = get_count(c, "completed");
+		r->retried[ci] = get_count(c, "completed_after_retry");
 		json_object *ms = get(c, "metrics");
 		if (ms && !json_object_is_type(ms, json_type_object))
 			return BAD("condition '%s' (%zu) has metrics that are not an object",
@@ -1396,6 +1402,7 @@ static int sweep_failures(json_object *fails, lb_report *r, char *err, size_t er
 		rf->run_id = dup_or_null(get_str(f, "run_id"));
 		rf->class_ = dup_or_null(get_str(f, "class"));
 		rf->summary = dup_or_null(get_str(f, "summary"));
+		rf->then = dup_or_null(get_str(f, "then"));
 		json_object *seed = get(f, "seed");
 		if (seed && json_object_is_type(seed, json_type_int)) {
 			rf->has_seed = true;
@@ -1434,6 +1441,11 @@ int lb_report_from_sweep(json_object *doc, lb_report *out, char *err, size_t err
 	int rc = sweep_conditions(conds, out, err, errlen);
 	if (rc == 0)
 		rc = sweep_failures(fails, out, err, errlen);
+	json_object *retried = get(doc, "retried_failures");
+	if (rc == 0 && retried && !json_object_is_type(retried, json_type_array))
+		rc = BAD("sweep document's retried_failures are not an array");
+	if (rc == 0)
+		rc = sweep_failures(retried, out, err, errlen);
 	size_t ni = ident && json_object_is_type(ident, json_type_array) ? json_object_array_length(ident) : 0;
 	if (rc == 0 && ni && !(out->identical_group = calloc(out->nconditions + 1, sizeof(size_t))))
 		rc = -ENOMEM;

@@ -430,6 +430,15 @@ int lb_report_svg_metric(const lb_report *r, size_t m, lb_buf *b)
 	return lb_buf_puts(b, "</svg>\n");
 }
 
+/* The most runs behind any point of condition c's line. */
+static double lb_report_series_most(const lb_report_series *s, size_t c)
+{
+	double most = 0;
+	for (size_t p = 0; p < s->npoints[c]; p++)
+		most = fmax(most, s->count[c][p]);
+	return most;
+}
+
 int lb_report_svg_series(const lb_report *r, size_t si, lb_buf *b)
 {
 	if (si >= r->nseries)
@@ -488,12 +497,32 @@ int lb_report_svg_series(const lb_report *r, size_t si, lb_buf *b)
 	for (size_t c = 0; c < r->nconditions; c++) {
 		if (!s->npoints[c])
 			continue;
-		lb_buf_printf(b, "<polyline class=\"line\" stroke=\"%s\" points=\"", palette[c % PALETTE_N]);
-		for (size_t p = 0; p < s->npoints[c]; p++)
-			lb_buf_printf(b, "%s%.1f,%.1f", p ? " " : "", PX(s->x[c][p]), PY(s->y[c][p]));
-		lb_buf_puts(b, "\"><title>");
-		esc(b, r->conditions[c]);
-		lb_buf_puts(b, "</title></polyline>\n");
+		/* Each point is the mean of the runs that reached it: where fewer than the most
+		 * runs behind this condition's line remain (one stopped early), the line is dashed
+		 * and says how many it averages, rather than reading as the condition's mean. */
+		double most = lb_report_series_most(s, c);
+		for (size_t p = 0; p < s->npoints[c];) {
+			double k = s->count[c][p];
+			size_t e = p;
+			while (e + 1 < s->npoints[c] && s->count[c][e + 1] == k)
+				e++;
+			size_t from = p ? p - 1 : p; /* joined to the segment before */
+			bool fewer = k < most;
+			lb_buf_printf(b, "<polyline class=\"line%s\" stroke=\"%s\"%s data-runs=\"%.0f\" "
+					 "points=\"",
+				      fewer ? " fewer" : "", palette[c % PALETTE_N],
+				      fewer ? " stroke-dasharray=\"5 4\" stroke-opacity=\"0.6\"" : "", k);
+			for (size_t q = from; q <= e; q++)
+				lb_buf_printf(b, "%s%.1f,%.1f", q > from ? " " : "", PX(s->x[c][q]),
+					      PY(s->y[c][q]));
+			lb_buf_puts(b, "\"><title>");
+			esc(b, r->conditions[c]);
+			lb_buf_printf(b, ": n=%.0f of %.0f runs", k, most);
+			if (fewer)
+				lb_buf_puts(b, " (the others stopped earlier or did not report it)");
+			lb_buf_puts(b, "</title></polyline>\n");
+			p = e + 1;
+		}
 		if (s->npoints[c] == 1)
 			lb_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
 				      PX(s->x[c][0]), PY(s->y[c][0]), palette[c % PALETTE_N]);
@@ -601,7 +630,10 @@ static void html_table(const lb_report *r, lb_buf *b)
 		esc(b, r->conditions[c]);
 		lb_buf_puts(b, "\"><td class=\"cond\">");
 		esc(b, r->conditions[c]);
-		lb_buf_printf(b, "</td><td class=\"num\">%zu/%zu</td>", r->completed[c], r->cells[c]);
+		lb_buf_printf(b, "</td><td class=\"num\">%zu/%zu", r->completed[c], r->cells[c]);
+		if (r->retried && r->retried[c])
+			lb_buf_printf(b, "<span class=\"ci\">%zu after a retry</span>", r->retried[c]);
+		lb_buf_puts(b, "</td>");
 		for (size_t m = 0; m < r->nmetrics; m++)
 			stat_cell_html(b, &r->stats[c * r->nmetrics + m], r->metrics[m]);
 		lb_buf_puts(b, "</tr>\n");
@@ -633,7 +665,8 @@ static void html_plots(const lb_report *r, lb_buf *b)
 		return;
 	lb_buf_puts(b, "<section id=\"series\"><h2>Metrics over time</h2>\n<p class=\"sub\">Values "
 		       "the runs printed step by step (progress lines, or a metric printed more than "
-		       "once), averaged over each condition's runs.</p>\n<div class=\"plots\">\n");
+		       "once), averaged over each condition's runs that reached each point; where fewer of them "
+		       "did, the line is dashed.</p>\n<div class=\"plots\">\n");
 	for (size_t s = 0; s < r->nseries; s++) {
 		lb_buf_puts(b, "<figure><figcaption>");
 		esc(b, r->series[s].metric);
@@ -641,6 +674,14 @@ static void html_plots(const lb_report *r, lb_buf *b)
 		esc(b, r->series[s].x_label);
 		lb_buf_puts(b, "</span></figcaption>\n");
 		lb_report_svg_series(r, s, b);
+		bool fewer = false;
+		for (size_t c = 0; c < r->nconditions; c++)
+			for (size_t p = 0; p < r->series[s].npoints[c]; p++)
+				fewer |= r->series[s].count[c][p] < lb_report_series_most(&r->series[s], c);
+		if (fewer)
+			lb_buf_puts(b, "<p class=\"sub\">Dashed: fewer runs behind the line than "
+				       "elsewhere in it (some stopped earlier); each part's title says "
+				       "how many.</p>\n");
 		lb_buf_puts(b, "<div class=\"legend\">");
 		for (size_t c = 0; c < r->nconditions; c++) {
 			if (!r->series[s].npoints[c])
@@ -677,6 +718,11 @@ static void html_failures(const lb_report *r, lb_buf *b)
 			lb_buf_puts(b, "</td><td class=\"num\">-");
 		lb_buf_puts(b, "</td><td>");
 		esc(b, f->status);
+		if (f->then) {
+			lb_buf_puts(b, "<br><span class=\"flag\">retried: the cell is now ");
+			esc(b, f->then);
+			lb_buf_puts(b, "</span>");
+		}
 		lb_buf_puts(b, "</td><td class=\"class\">");
 		esc(b, f->class_ ? f->class_ : "-");
 		lb_buf_puts(b, "</td><td>");
@@ -773,6 +819,10 @@ static void md_failures(const lb_report *r, lb_buf *b)
 			lb_buf_printf(b, ", seed %ld", f->seed);
 		lb_buf_puts(b, ": ");
 		lb_report_md_cell(b, f->status ? f->status : "unknown");
+		if (f->then) {
+			lb_buf_puts(b, ", retried: the cell is now ");
+			lb_report_md_cell(b, f->then);
+		}
 		if (f->class_) {
 			lb_buf_puts(b, " (");
 			lb_report_md_cell(b, f->class_);
@@ -801,7 +851,10 @@ static int render_md(const lb_report *r, lb_buf *b)
 	for (size_t c = 0; c < r->nconditions; c++) {
 		lb_buf_puts(b, "| ");
 		lb_report_md_cell(b, r->conditions[c]);
-		lb_buf_printf(b, " | %zu/%zu |", r->completed[c], r->cells[c]);
+		lb_buf_printf(b, " | %zu/%zu", r->completed[c], r->cells[c]);
+		if (r->retried && r->retried[c])
+			lb_buf_printf(b, " (%zu after a retry)", r->retried[c]);
+		lb_buf_puts(b, " |");
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
 			lb_report_nums p;
@@ -875,7 +928,7 @@ static void csv_identical(const lb_report *r, size_t c, lb_buf *b)
 static int render_csv(const lb_report *r, lb_buf *b)
 {
 	lb_buf_puts(b, "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite,runs,"
-		       "completed,identical_to\r\n");
+		       "completed,completed_after_retry,identical_to\r\n");
 	for (size_t c = 0; c < r->nconditions; c++)
 		for (size_t m = 0; m < r->nmetrics; m++) {
 			const lb_report_stat *st = &r->stats[c * r->nmetrics + m];
@@ -897,7 +950,8 @@ static int render_csv(const lb_report *r, lb_buf *b)
 				lb_buf_printf(b, ",%s", st->max_int);
 			else
 				csv_num(b, st->n > 0, st->max);
-			lb_buf_printf(b, ",%zu,%zu,%zu,", st->nonfinite, r->cells[c], r->completed[c]);
+			lb_buf_printf(b, ",%zu,%zu,%zu,%zu,", st->nonfinite, r->cells[c], r->completed[c],
+				      r->retried ? r->retried[c] : 0);
 			csv_identical(r, c, b);
 			lb_buf_puts(b, "\r\n");
 		}

@@ -394,8 +394,12 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 	json_object_object_add(doc, "plan", lb_sweep_plan_json(p));
 	size_t nseeds = p->nseeds ? p->nseeds : 1;
 	size_t n_completed = 0, n_failed = 0, n_interrupted = 0, n_not_run = 0, n_reused = 0;
+	size_t n_retried = 0;
 	json_object *cells_out = json_object_new_array();
 	json_object *failures = json_object_new_array();
+	/* The runs of cells that did not complete before the cell was run again: a seed that
+	 * failed and then passed is a result too (how often the method fails). */
+	json_object *retried = json_object_new_array();
 	for (size_t i = 0; i < p->ncells; i++) {
 		const lb_sweep_cell *c = &p->cells[i];
 		json_object *rec = json_object_array_get_idx(cells, i);
@@ -421,6 +425,26 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 		/* The executor's own facts of the cell (a Slurm task), where it has them. */
 		if (get(rec, "slurm"))
 			json_object_object_add(o, "slurm", json_object_get(get(rec, "slurm")));
+		json_object *earlier = get(rec, "earlier_attempts");
+		size_t nearlier = json_object_is_type(earlier, json_type_array)
+					  ? json_object_array_length(earlier) : 0;
+		json_object_object_add(o, "earlier_attempts",
+				       nearlier ? json_object_get(earlier) : json_object_new_array());
+		n_retried += nearlier > 0;
+		for (size_t k = 0; k < nearlier; k++) {
+			json_object *a = json_object_array_get_idx(earlier, k);
+			if (!json_object_is_type(a, json_type_object))
+				continue;
+			json_object *f = json_object_new_object();
+			json_object_object_add(f, "cell", json_object_new_int64((int64_t)i));
+			json_object_object_add(f, "condition",
+					       json_object_new_string(p->condition_names[c->condition]));
+			json_object_object_add(f, "seed", c->has_seed ? json_object_new_int64(c->seed) : NULL);
+			json_object_object_foreach(a, ak, av)
+				json_object_object_add(f, ak, av ? json_object_get(av) : NULL);
+			json_object_object_add(f, "then", json_object_new_string(status));
+			json_object_array_add(retried, f);
+		}
 		if (strcmp(status, "completed") == 0)
 			n_completed++;
 		else if (strcmp(status, "not_run") == 0)
@@ -455,17 +479,21 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 	json_object_object_add(counts, "interrupted", json_object_new_int64((int64_t)n_interrupted));
 	json_object_object_add(counts, "not_run", json_object_new_int64((int64_t)n_not_run));
 	json_object_object_add(counts, "reused", json_object_new_int64((int64_t)n_reused));
+	json_object_object_add(counts, "retried", json_object_new_int64((int64_t)n_retried));
 	json_object_object_add(doc, "counts", counts);
 
 	json_object *conds = json_object_new_array();
 	json_object **recs = calloc(nseeds, sizeof *recs);
 	json_object **bad = calloc(nseeds, sizeof *bad);
 	for (size_t c = 0; recs && bad && c < p->nconditions; c++) {
-		size_t k = 0, nbad = 0;
+		size_t k = 0, nbad = 0, nretried = 0;
 		json_object *seeds = json_object_new_array();
 		json_object *seeds_nf = json_object_new_array();
 		for (size_t s = 0; s < nseeds; s++) {
 			json_object *rec = json_object_array_get_idx(cells, c * nseeds + s);
+			json_object *earlier = get(rec, "earlier_attempts");
+			nretried += completed(rec) && json_object_is_type(earlier, json_type_array) &&
+				    json_object_array_length(earlier) > 0;
 			if (completed(rec)) {
 				recs[k++] = rec;
 				if (p->nseeds)
@@ -487,6 +515,8 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 		json_object_object_add(o, "cells", json_object_new_int64((int64_t)nseeds));
 		json_object_object_add(o, "completed", json_object_new_int64((int64_t)k));
 		json_object_object_add(o, "seeds_completed", seeds);
+		/* Of the completed: those that completed only after an earlier run failed. */
+		json_object_object_add(o, "completed_after_retry", json_object_new_int64((int64_t)nretried));
 		/* The seeds whose run reported a metric that is not a number (NaN, Infinity): that
 		 * value counted in its metric's nonfinite, their finite metrics in the statistics. */
 		json_object_object_add(o, "invalid_metrics", json_object_new_int64((int64_t)nbad));
@@ -500,6 +530,7 @@ json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id, json_obje
 			       json_object_new_string("completed and invalid_metrics cells, finite values"));
 	json_object_object_add(doc, "conditions", conds);
 	json_object_object_add(doc, "failures", failures);
+	json_object_object_add(doc, "retried_failures", retried);
 
 	/* Groups of conditions that report identical results: a parameter that changes nothing
 	 * is a bug more often than a finding, and only a person can tell. */

@@ -787,3 +787,34 @@ def test_runs_over_other_data_or_other_e_values_are_other_conditions(tmp_path):
     assert len(list(out.iterdir())) == 3
     rows = csv_rows(labbox("report", "--runs-dir", runs, "--format", "csv", *wids))
     assert [(k, r["n"]) for k, r in rows.items()] == [(("exp", "acc"), "3")]
+
+
+def test_curve_marks_where_fewer_runs_remain(tmp_path):
+    """A metric over time is the mean of the runs that reached each step: where one seed
+    stopped early, the rest of the line is a survivor's values, drawn dashed, its title
+    saying how many runs it averages, and the figure says so."""
+    exp = write_exp(tmp_path, """
+        import sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        s = int(a['--seed'])
+        n = 6 if s == 0 else 2
+        for e in range(1, n + 1):
+            print(f"epoch={e} val_loss: {(1.0 if s == 0 else 3.0) / e:.3f}")
+        print(f"final_loss: {(1.0 if s == 0 else 3.0) / n:.3f}")
+        """)
+    runs = tmp_path / "runs"
+    p, d = run_json("sweep", "--json", "--python", PYTHON, "--runs-dir", runs, "--jobs", "2",
+                    "--seeds", "0-1", "--param", "method=m", exp)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = tmp_path / "r.html"
+    p = labbox("report", "--runs-dir", runs, d["id"], "-o", out)
+    assert p.returncode == 0, p.stderr
+    t = out.read_text()
+    i = t.index('data-metric="val_loss"', t.index('class="series-plot"'))
+    fig = t[t.rfind("<figure", 0, i):t.index("</figure>", i)]
+    lines = re.findall(r'<polyline class="line( fewer)?"[^>]*data-runs="(\d+)"[^>]*points="([^"]*)">'
+                       r'<title>([^<]*)</title>', fig)
+    # epochs 1-2 both seeds (solid), 3-6 seed 0 alone (dashed, joined to epoch 2)
+    assert [(f, n, len(pts.split())) for f, n, pts, _ in lines] == [("", "2", 2), (" fewer", "1", 5)], lines
+    assert "n=2 of 2 runs" in lines[0][3] and "n=1 of 2 runs" in lines[1][3], lines
+    assert "stroke-dasharray" in fig and "Dashed: fewer runs behind the line" in fig

@@ -319,3 +319,29 @@ def test_pythonhashseed_python_would_refuse_is_refused_before_running(tmp_path):
     (exp / "labbox.yaml").write_text('sweep:\n  seeds: [1]\n  env: {PYTHONHASHSEED: "x{seed}"}\n')
     p = labbox(tmp_path, "sweep", "--python", PYTHON, exp)
     assert p.returncode == 2 and "PYTHONHASHSEED=x1" in p.stderr, p.stderr
+
+
+def test_runs_compare_shows_mounted_data_that_changed(tmp_path):
+    """Two runs over the same -v path whose files changed in between: compare says the
+    mounted data differs (its digest), as rerun does, rather than "same" everywhere; two
+    runs over unchanged data say it is the same."""
+    exp = exp_dir(tmp_path, "print('acc:', float(open('/data/score').read()))\n")
+    data = tmp_path / "dataA"
+    data.mkdir()
+    (data / "score").write_text("0.95\n")
+    os.chmod(data, 0o755)
+    os.chmod(data / "score", 0o644)
+    vol = f"{data}:/data:ro"
+    a = run_json(tmp_path, exp, "-v", vol)
+    same = run_json(tmp_path, exp, "-v", vol)
+    (data / "score").write_text("0.60\n")
+    b = run_json(tmp_path, exp, "-v", vol)
+    doc = json.loads(labbox(tmp_path, "runs", "compare", "--json", a["id"], b["id"]).stdout)
+    keys = {d["key"]: d for d in doc["data"]}
+    assert "data./data.digest" in keys, doc["data"]
+    assert keys["data./data.digest"]["a"] != keys["data./data.digest"]["b"]
+    assert doc["files"] == [] and doc["config"] == [], (doc["files"], doc["config"])
+    text = labbox(tmp_path, "runs", "compare", a["id"], b["id"]).stdout
+    assert "mounted data: differs" in text and "data./data.digest" in text, text
+    text = labbox(tmp_path, "runs", "compare", a["id"], same["id"]).stdout
+    assert "mounted data: same" in text, text

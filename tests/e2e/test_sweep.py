@@ -383,7 +383,7 @@ def test_a_failing_cell_is_listed_with_its_class(tmp_path):
     assert p.returncode == 1, p.stderr
     assert d["status"] == "failed"
     assert d["counts"] == {"cells": 6, "completed": 5, "failed": 1, "interrupted": 0,
-                           "not_run": 0, "reused": 0}
+                           "not_run": 0, "reused": 0, "retried": 0}
     [f] = d["failures"]
     assert f["condition"] == "mode=crash" and f["seed"] == 1
     assert f["status"] == "failed" and f["class"] == "code_error"
@@ -1008,3 +1008,60 @@ def test_the_mean_of_integers_past_double_precision_lies_between_min_and_max(tmp
     assert (b["min"], b["max"]) == (2**53 + 1, 2**53 + 3), b
     assert b["mean"] == 2**53 + 2 and b["min"] <= b["mean"] <= b["max"], b
     assert b["ci95"]["low"] < b["mean"] < b["ci95"]["high"], b
+
+
+def test_retry_failed_keeps_the_failures_it_retried(tmp_path):
+    """A seed that failed and then completed on `--retry-failed` is not a clean
+    first-attempt success: its cell keeps the earlier run (status, class), the sweep counts
+    it as retried, its condition says how many seeds completed only after a retry, and the
+    summary, the Markdown, CSV and HTML reports all show it."""
+    exp = write_exp(tmp_path, """
+        import sys
+        a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+        s = int(a['--seed'])
+        if s == 1 and open("/data/mode").read().strip() == "diverge":
+            raise FloatingPointError("loss is nan at step 812")
+        print(f"acc: {0.80 + 0.01 * s}")
+        """)
+    flaky = tmp_path / "flaky"
+    flaky.mkdir()
+    flaky.chmod(0o777)  # the sandbox's uid reads it
+    (flaky / "mode").write_text("diverge\n")
+    (flaky / "mode").chmod(0o666)
+    opts = ("--param", "method=m", "--seeds", "0-2", "--jobs", "1", "-v", f"{flaky}:/data:rw")
+    first = doc_of(sweep(tmp_path, exp, *opts))
+    [f] = first["failures"]
+    assert f["seed"] == 1 and first["counts"]["retried"] == 0, first["counts"]
+    (flaky / "mode").write_text("ok\n")
+    p = sweep(tmp_path, exp, *opts, "--retry-failed")
+    d = doc_of(p)
+    assert d["id"] == first["id"]
+    assert d["counts"]["completed"] == 3 and d["counts"]["retried"] == 1, d["counts"]
+    cell = next(c for c in d["cells"] if c["seed"] == 1)
+    [a] = cell["earlier_attempts"]
+    assert a["run_id"] == f["run_id"] and a["status"] == f["status"] and a["class"] == f["class"]
+    assert cell["run_id"] != f["run_id"] and cell["status"] == "completed"
+    assert all(c["earlier_attempts"] == [] for c in d["cells"] if c["seed"] != 1)
+    [cond] = d["conditions"]
+    assert cond["completed"] == 3 and cond["completed_after_retry"] == 1
+    [r] = d["retried_failures"]
+    assert (r["seed"], r["run_id"], r["then"]) == (1, f["run_id"], "completed")
+    # the text summary
+    p = sweep(tmp_path, exp, *opts, "--retry-failed", json_out=False)
+    assert p.returncode == 0, p.stderr
+    assert "3/3, 1 after a retry" in p.stdout and f"retried: cell 1 (method=m) run {f['run_id']}" in p.stdout, p.stdout
+    # the reports
+    runs = str(tmp_path / "runs")
+    md = labbox("report", d["id"], "--runs-dir", runs, "--format", "md")
+    assert md.returncode == 0, md.stderr
+    assert "| 3/3 (1 after a retry) |" in md.stdout and "retried: the cell is now completed" in md.stdout, md.stdout
+    csvp = labbox("report", d["id"], "--runs-dir", runs, "--format", "csv")
+    import csv as _csv
+    import io as _io
+    [row] = list(_csv.DictReader(_io.StringIO(csvp.stdout)))
+    assert row["completed"] == "3" and row["completed_after_retry"] == "1", row
+    html = tmp_path / "r.html"
+    h = labbox("report", d["id"], "--runs-dir", runs, "-o", str(html))
+    assert h.returncode == 0, h.stderr
+    page = html.read_text()
+    assert "1 after a retry" in page and f["run_id"] in page and "retried: the cell is now completed" in page

@@ -108,7 +108,7 @@ def test_the_grid_is_one_job_array_and_each_cell_its_own_run(slurm, tmp_path):
     d = json.loads(p.stdout)  # stdout is the sweep document alone
     assert d["status"] == "completed" and d["executor"] == "slurm"
     assert d["counts"] == {"cells": 4, "completed": 4, "failed": 0, "interrupted": 0,
-                           "not_run": 0, "reused": 0}
+                           "not_run": 0, "reused": 0, "retried": 0}
     sl = d["slurm"]
     jid = sl["job_id"]
     assert jid.isdigit() and sl["array"] == "0-3%2"

@@ -272,10 +272,10 @@ static void test_render_md_and_csv(void **state)
 	assert_int_equal(lb_report_render(&r, LB_REPORT_CSV, &b), 0);
 	assert_string_equal(b.data,
 			    "condition,metric,n,mean,std,ci_low,ci_high,min,max,nonfinite,runs,"
-			    "completed,identical_to\r\n"
-			    "\"lam=0.1,noise=1\",acc,3,0.5,0.1,0.4,0.6,0.4,0.6,0,3,3,\r\n"
-			    "x|y,acc,1,0.25,,,,0.25,0.25,0,3,1,\r\n"
-			    "x|y,'=loss,0,,,,,,,1,3,1,\r\n");
+			    "completed,completed_after_retry,identical_to\r\n"
+			    "\"lam=0.1,noise=1\",acc,3,0.5,0.1,0.4,0.6,0.4,0.6,0,3,3,0,\r\n"
+			    "x|y,acc,1,0.25,,,,0.25,0.25,0,3,1,0,\r\n"
+			    "x|y,'=loss,0,,,,,,,1,3,1,0,\r\n");
 	lb_buf_free(&b);
 	assert_int_equal(lb_report_render(&r, LB_REPORT_HTML, &b), 0);
 	assert_int_equal(count(b.data, "<svg class=\"metric-plot\""), 2);
