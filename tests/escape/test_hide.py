@@ -218,7 +218,8 @@ def test_a_hidden_path_that_is_not_there_stops_the_run(tmp_path):
     vol = tmp_path / "vol"
     (vol / "sub").mkdir(parents=True)
     (vol / "sub" / "secret.txt").write_text(secret)
-    for p in [tmp_path, vol, vol / "sub"]:
+    os.chmod(tmp_path, 0o755)  # it holds the runs directory: open to others, it is refused
+    for p in [vol, vol / "sub"]:
         os.chmod(p, 0o777)
     os.chmod(vol / "sub" / "secret.txt", 0o644)
     exp = spy_exp(tmp_path)
