@@ -282,14 +282,22 @@ int cli_mounts_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb)
 	return 0;
 }
 
-void cli_thread_env_json(const cli_sandbox_opts *o, double cpus, json_object *out)
+/* The thread count for a share of cpus: never more threads than the CPUs this process may
+ * run on (--cpus 1000 on a two-core host is two cores' worth). */
+static double thread_count(double cpus)
 {
-	char kv[64];
 	double n = ceil(cpus);
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
 	    n > CPU_COUNT(&set))
 		n = CPU_COUNT(&set);
+	return n;
+}
+
+void cli_thread_env_json(const cli_sandbox_opts *o, double cpus, json_object *out)
+{
+	char kv[64];
+	double n = thread_count(cpus);
 	for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
 		if (env_sets(o, thread_vars[i]))
 			continue;
@@ -301,13 +309,7 @@ void cli_thread_env_json(const cli_sandbox_opts *o, double cpus, json_object *ou
 int cli_thread_env(const cli_sandbox_opts *o, double cpus, lb_sandbox *sb)
 {
 	char kv[64];
-	double n = ceil(cpus);
-	/* Never more threads than the CPUs this process may run on: --cpus 1000 on a
-	 * two-core host is two cores' worth. */
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
-	    n > CPU_COUNT(&set))
-		n = CPU_COUNT(&set);
+	double n = thread_count(cpus);
 	for (size_t i = 0; i < sizeof thread_vars / sizeof *thread_vars; i++) {
 		if (env_sets(o, thread_vars[i]))
 			continue;

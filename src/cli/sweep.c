@@ -483,20 +483,31 @@ static int run_one_cell(sweep_ctx *c, size_t cell)
 	return rc;
 }
 
-/* Runs of this sweep's cells that the index knows (run by `--cell`, or by a sweep whose
- * sweep.json was lost): {"N": run_dir} of the newest finished run of each cell. */
-static json_object *indexed_cells(const sweep_ctx *c, bool retry)
+/* The index's rows of this sweep's runs, newest first, or NULL when there is no index or it
+ * cannot be read (then nothing is known of earlier runs). */
+static json_object *sweep_index_rows(const sweep_ctx *c)
 {
-	json_object *map = json_object_new_object();
 	LB_AUTOFREE char *path = NULL;
 	lb_index *ix = NULL;
 	char err[512];
 	if (lb_index_path_for(c->runs_dir, &path) < 0 || access(path, F_OK) != 0 ||
 	    lb_index_open(path, &ix, err, sizeof err) < 0)
-		return map;
+		return NULL;
 	lb_index_filter f = {.sweep = c->id};
 	json_object *rows = NULL;
-	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
+	if (lb_index_list(ix, &f, &rows, err, sizeof err) < 0)
+		rows = NULL;
+	lb_index_close(ix);
+	return rows;
+}
+
+/* Runs of this sweep's cells that the index knows (run by `--cell`, or by a sweep whose
+ * sweep.json was lost): {"N": run_dir} of the newest finished run of each cell. */
+static json_object *indexed_cells(const sweep_ctx *c, bool retry)
+{
+	json_object *map = json_object_new_object();
+	json_object *rows = sweep_index_rows(c);
+	if (rows) {
 		for (size_t i = 0; i < json_object_array_length(rows); i++) {
 			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell;
 			const char *st = sweep_jstr(row, "status"), *rd = sweep_jstr(row, "run_dir");
@@ -518,7 +529,6 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 		}
 		json_object_put(rows);
 	}
-	lb_index_close(ix);
 	return map;
 }
 
@@ -529,15 +539,8 @@ static json_object *indexed_cells(const sweep_ctx *c, bool retry)
 static json_object *cell_attempts(const sweep_ctx *c)
 {
 	json_object *map = json_object_new_object();
-	LB_AUTOFREE char *path = NULL;
-	lb_index *ix = NULL;
-	char err[512];
-	if (lb_index_path_for(c->runs_dir, &path) < 0 || access(path, F_OK) != 0 ||
-	    lb_index_open(path, &ix, err, sizeof err) < 0)
-		return map;
-	lb_index_filter f = {.sweep = c->id};
-	json_object *rows = NULL;
-	if (lb_index_list(ix, &f, &rows, err, sizeof err) == 0) {
+	json_object *rows = sweep_index_rows(c);
+	if (rows) {
 		for (size_t i = 0; i < json_object_array_length(rows); i++) {
 			json_object *row = json_object_array_get_idx(rows, i), *sw, *cell, *list;
 			const char *st = sweep_jstr(row, "status"), *rd = sweep_jstr(row, "run_dir");
@@ -567,7 +570,6 @@ static json_object *cell_attempts(const sweep_ctx *c)
 		}
 		json_object_put(rows);
 	}
-	lb_index_close(ix);
 	return map;
 }
 

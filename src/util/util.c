@@ -1253,16 +1253,17 @@ size_t lb_utf8_seq_len(const unsigned char *s, size_t len)
 	return n;
 }
 
-char *lb_user_cache_dir(void)
+/* $XDG_VAR/labbox, or $HOME/HOME_SUB/labbox; made 0700 when missing. */
+static char *user_dir(const char *xdg_var, const char *home_sub)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *xdg = getenv(xdg_var);
 	const char *home = getenv("HOME");
 	char *dir = NULL;
 	if (xdg && xdg[0] == '/') {
 		if (asprintf(&dir, "%s/labbox", xdg) < 0)
 			return NULL;
 	} else if (home && home[0] == '/') {
-		if (asprintf(&dir, "%s/.cache/labbox", home) < 0)
+		if (asprintf(&dir, "%s/%s/labbox", home, home_sub) < 0)
 			return NULL;
 	} else {
 		return NULL;
@@ -1274,25 +1275,14 @@ char *lb_user_cache_dir(void)
 	return dir;
 }
 
+char *lb_user_cache_dir(void)
+{
+	return user_dir("XDG_CACHE_HOME", ".cache");
+}
+
 char *lb_user_state_dir(void)
 {
-	const char *xdg = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char *dir = NULL;
-	if (xdg && xdg[0] == '/') {
-		if (asprintf(&dir, "%s/labbox", xdg) < 0)
-			return NULL;
-	} else if (home && home[0] == '/') {
-		if (asprintf(&dir, "%s/.local/state/labbox", home) < 0)
-			return NULL;
-	} else {
-		return NULL;
-	}
-	if (lb_mkdir_p(dir, 0700) < 0) {
-		free(dir);
-		return NULL;
-	}
-	return dir;
+	return user_dir("XDG_STATE_HOME", ".local/state");
 }
 
 int lb_open_private_dir(const char *path)
