@@ -985,33 +985,95 @@ static int chain_dir_ok(const char *p, uid_t euid, char *why, size_t whylen)
 	return -EPERM;
 }
 
+/* The owner of a link followed on the way: root's or the user's, as for a directory, since
+ * whoever owns a link could not change it, but its owner chose where it points. */
+static int chain_link_ok(const char *p, const struct stat *st, uid_t euid, char *why,
+			 size_t whylen)
+{
+	if (st->st_uid == 0 || st->st_uid == euid)
+		return 0;
+	if (why && whylen)
+		snprintf(why, whylen, "%s is a symbolic link owned by uid %u", p,
+			 (unsigned)st->st_uid);
+	return -EPERM;
+}
+
 int lb_dir_chain_trusted(const char *dir, char *why, size_t whylen)
 {
-	char want[PATH_MAX], abs[PATH_MAX];
-	if (snprintf(want, sizeof want, "%s", dir) >= (int)sizeof want)
-		return -ENAMETOOLONG;
-	/* What is not made yet is judged by the deepest part that is: labbox would create the rest
-	 * there, and must not create it where another user could move it. */
-	while (!realpath(want, abs)) {
-		if (errno != ENOENT)
+	/* The path is resolved here one part at a time, as the kernel would, and every directory
+	 * looked in and every link followed on the way is judged: a link of another user's, or
+	 * one in a directory another user may change, could point elsewhere a moment after a
+	 * check of where it points now (realpath's answer alone says nothing of the way there).
+	 * Whatever is not made yet is judged by the deepest part that is: labbox would create the
+	 * rest there, and must not create it where another user could move it. */
+	char todo[PATH_MAX], done[PATH_MAX] = "";
+	if (dir[0] == '/') {
+		if (snprintf(todo, sizeof todo, "%s", dir) >= (int)sizeof todo)
+			return -ENAMETOOLONG;
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd))
 			return -errno;
-		char *slash = strrchr(want, '/');
-		if (!slash)
-			snprintf(want, sizeof want, ".");
-		else if (slash == want)
-			want[1] = '\0';
-		else
-			*slash = '\0';
+		if (snprintf(todo, sizeof todo, "%s/%s", cwd, dir) >= (int)sizeof todo)
+			return -ENAMETOOLONG;
 	}
 	uid_t euid = geteuid();
 	int r = chain_dir_ok("/", euid, why, whylen);
-	for (char *p = abs + 1; r == 0 && *p; p++) {
-		if (p[1] != '/' && p[1] != '\0')
+	size_t pos = 0;
+	for (int links = 0; r == 0;) {
+		while (todo[pos] == '/')
+			pos++;
+		if (!todo[pos])
+			break;
+		size_t end = pos;
+		while (todo[end] && todo[end] != '/')
+			end++;
+		size_t clen = end - pos;
+		if (clen == 1 && todo[pos] == '.') {
+			pos = end;
 			continue;
-		char c = p[1];
-		p[1] = '\0';
-		r = chain_dir_ok(abs, euid, why, whylen);
-		p[1] = c;
+		}
+		if (clen == 2 && todo[pos] == '.' && todo[pos + 1] == '.') {
+			char *slash = strrchr(done, '/');
+			if (slash)
+				*slash = '\0';
+			pos = end;
+			continue;
+		}
+		size_t dlen = strlen(done);
+		if (dlen + 1 + clen >= sizeof done)
+			return -ENAMETOOLONG;
+		char cand[PATH_MAX];
+		memcpy(cand, done, dlen);
+		cand[dlen] = '/';
+		memcpy(cand + dlen + 1, todo + pos, clen);
+		cand[dlen + 1 + clen] = '\0';
+		struct stat st;
+		if (lstat(cand, &st) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		if (S_ISLNK(st.st_mode)) {
+			if (++links > 40)
+				return -ELOOP;
+			r = chain_link_ok(cand, &st, euid, why, whylen);
+			if (r < 0)
+				break;
+			char target[PATH_MAX];
+			ssize_t n = readlink(cand, target, sizeof target - 1);
+			if (n < 0)
+				return -errno;
+			target[n] = '\0';
+			char rest[PATH_MAX];
+			if (snprintf(rest, sizeof rest, "%s%s", target, todo + end) >= (int)sizeof rest)
+				return -ENAMETOOLONG;
+			memcpy(todo, rest, strlen(rest) + 1);
+			pos = 0;
+			if (target[0] == '/')
+				done[0] = '\0';
+			continue;
+		}
+		r = chain_dir_ok(cand, euid, why, whylen);
+		memcpy(done, cand, strlen(cand) + 1);
+		pos = end;
 	}
 	return r;
 }

@@ -230,6 +230,31 @@ def test_root_makes_no_runs_in_another_users_directory(tmp_path, shared, where):
     assert made == ([] if where == "theirs" else ["project"]), made
 
 
+@pytest.mark.skipif(not IS_ROOT, reason="needs a link another user owns: made as root")
+def test_a_runs_directory_reached_through_another_users_link_is_refused(tmp_path, shared):
+    """--runs-dir /tmp/NAME where another user made NAME a link to a directory of root's: the
+    directories the link resolves to pass, but its owner may point it elsewhere between the
+    check and the writes (a link flipped in a loop won within a few dozen runs). A link of
+    another user's on the way is refused, naming it, and nothing is made where it points; a
+    link of the user's own in the same place is followed."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    link = shared / "runs-link"
+    as_other("ln", "-s", str(mine), str(link))
+    exp = exp_dir(tmp_path)
+    for cmd in (["run"], ["sweep", "--seeds", "0"]):
+        p, doc = labbox(*cmd, "--json", "--python", PYTHON, "--runs-dir", link / "runs", exp)
+        assert p.returncode == 2, (cmd, p.returncode, p.stdout[-1000:], p.stderr[-1000:])
+        msg = doc["error"]["message"]
+        assert f"{link} is a symbolic link owned by uid 65534" in msg, msg
+        assert list(mine.iterdir()) == [], list(mine.iterdir())
+    os.unlink(link)
+    os.symlink(mine, link)
+    p, doc = labbox("run", "--json", "--python", PYTHON, "--runs-dir", link / "runs", exp)
+    assert p.returncode == 0 and doc["status"] == "completed", p.stderr[-1000:]
+    assert (mine / "runs" / doc["id"] / "result.json").is_file()
+
+
 @pytest.fixture
 def group_shared():
     """A project folder its group may write, outside /tmp (which the sandbox replaces): where
