@@ -1050,7 +1050,10 @@ def test_a_volume_does_not_show_other_runs_records(dockerd, tmp_path):
     first = write_exp(proj, "print('x: 1')\n", name="first")
     r = drun(dockerd, first, runs, "-e", f"API_KEY={secret}")
     assert r.rc == 0, r.why()
-    for q in [tmp_path, proj, *proj.rglob("*")]:
+    # tmp_path stays root's (open for the container's uid to pass): it holds the second run's
+    # runs directory, and labbox refuses one below a directory another user owns
+    os.chmod(tmp_path, 0o755)
+    for q in [proj, *proj.rglob("*")]:
         os.chown(q, 65534, 65534)
         os.chmod(q, 0o755 if q.is_dir() else 0o644)
     snoop = write_exp(tmp_path, f"""
