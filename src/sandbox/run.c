@@ -1004,6 +1004,21 @@ static char **build_env(const lb_sandbox *sb)
 	return env;
 }
 
+/* The experiment is the process its memory limit's OOM killer should end: pages of a tmpfs
+ * belong to no process, so without a preference the killer weighs resident sizes alone and may
+ * end the sandbox's init (larger under a sanitizer), which reads as labbox's own failure.
+ * Raising one's own score needs no privilege; where it cannot be written nothing changes. */
+static void setup_oom_preference(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "500", 3) < 0) {
+		/* best effort: the kernel's default choice stays */
+	}
+	close(fd);
+}
+
 __attribute__((noreturn)) static void payload_main(init_ctx *c)
 {
 	if (c->trace_go >= 0) {
@@ -1024,6 +1039,7 @@ __attribute__((noreturn)) static void payload_main(init_ctx *c)
 	setup_fds(c);
 	setup_session(c);
 	setup_rlimits(c);
+	setup_oom_preference();
 	const char *cwd = c->sb->workdir ? c->sb->workdir : "/tmp";
 	if (chdir(cwd) < 0)
 		chan_fail(c->chan_wr, "setup_workdir", errno, "chdir %s", cwd);
