@@ -467,8 +467,17 @@ static int cmp_strp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The staged files by name with their digests, and the symlinks with their targets: the code
- * that ran, whichever file the entry imports. NULL when the manifest lists no files. */
+/* The digest h holds as a malloc'd hex string, or NULL. */
+static char *digest_hex(lb_sha256 *h)
+{
+	uint8_t d[32];
+	char *hex = malloc(65);
+	lb_sha256_final(h, d);
+	if (hex)
+		lb_sha256_hex(d, hex);
+	return hex;
+}
+
 /* sha256 hex over the mounted data's fingerprints (manifest.data) by destination; a volume
  * whose fingerprint was not taken, or a writable one, counts as its source path. NULL: no
  * volume. */
@@ -511,14 +520,11 @@ static char *data_digest(json_object *manifest)
 		free(parts[i]);
 	}
 	free(parts);
-	uint8_t d[32];
-	char *hex = malloc(65);
-	lb_sha256_final(&h, d);
-	if (hex)
-		lb_sha256_hex(d, hex);
-	return hex;
+	return digest_hex(&h);
 }
 
+/* The staged files by name with their digests, and the symlinks with their targets: the code
+ * that ran, whichever file the entry imports. NULL when the manifest lists no files. */
 static char *code_digest(json_object *manifest)
 {
 	json_object *files = get(manifest, "files"), *links = get(manifest, "symlinks");
@@ -550,12 +556,7 @@ static char *code_digest(json_object *manifest)
 		}
 		free(keys);
 	}
-	uint8_t d[32];
-	char *hex = malloc(65);
-	lb_sha256_final(&h, d);
-	if (hex)
-		lb_sha256_hex(d, hex);
-	return hex;
+	return digest_hex(&h);
 }
 
 void lb_report_setting_free(lb_report_setting *s)
