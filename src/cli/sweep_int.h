@@ -45,6 +45,7 @@ typedef struct sweep_ctx {
 	bool tty, json;
 	size_t ntodo, done, failed, running;
 	double eta;
+	double doc_written_at; /* lb_time_monotonic of the last sweep.json written */
 	bool usage_failure; /* a cell could not become a run: stop starting others */
 	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
 	bool accept_grants; /* --accept-grants: resume an unsealed sweep.json as it says */
@@ -72,6 +73,8 @@ void sweep_fmt_duration(double s, char out[32]);
 void sweep_live_line(sweep_ctx *c);
 void sweep_progress_line(sweep_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep);
+/* sweep.json as it stands while cells run, at most once a second (SWEEP_DOC_INTERVAL). */
+void sweep_note_progress(sweep_ctx *c);
 
 /* sweep_slurm.c. The cluster answers (else 125 with the reason, printed). */
 int sweep_slurm_reach(sweep_ctx *c);

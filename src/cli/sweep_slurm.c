@@ -470,7 +470,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 				    sweep_jstr(rec, "run_id") ? ", run " : "",
 				    sweep_jstr(rec, "run_id") ? sweep_jstr(rec, "run_id") : "");
 		json_object_array_put_idx(c->cells, ev->cell, rec);
-		sweep_write_doc(c, "running", NULL);
+		sweep_note_progress(c);
 		break;
 	}
 	}
