@@ -187,6 +187,12 @@ void lb_time_iso8601(double t, char out[40]); /* UTC, e.g. 2026-11-29T22:19:36.1
 /* Whether path is dir or lies under it, by its spelling (no symlink is resolved); an empty
  * or NULL dir holds nothing. */
 bool lb_path_under(const char *path, const char *dir);
+/* Whether path is absolute with no "." or ".." part: a place inside the sandbox is joined to
+ * its new root by spelling, where a ".." would climb out of it onto the host's file system. */
+bool lb_path_plain(const char *path);
+/* Whether path (absolute, as spelled) is the root or lies under /proc, /sys or /dev: the
+ * places every sandbox builds itself, which no volume, tmpfs or hide may replace. */
+bool lb_path_sandbox_own(const char *path);
 /* Whether uid/gid (with no supplementary groups: the sandbox's payload has none) may write
  * the file st describes by its permission bits alone: the owner's, else the group's, else
  * the others' class decides, as the kernel does; a directory also needs search (x) to

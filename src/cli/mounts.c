@@ -61,6 +61,20 @@ static int check_volume(const char *cmd, const char *spec)
 		cli_error(cmd, "-v '%s': the sandbox's root cannot be replaced", spec);
 		return -1;
 	}
+	char d[PATH_MAX];
+	snprintf(d, sizeof d, "%.*s", (int)strcspn(dst, ":"), dst);
+	/* A ".." would climb out of the sandbox's new root: its mount point would be made on the
+	 * host, and the volume would be missing inside. */
+	if (!lb_path_plain(d)) {
+		cli_error(cmd, "-v '%s': the destination %s has a '.' or '..' part: give the path "
+			  "inside the sandbox as it is meant (e.g. /data)", spec, d);
+		return -1;
+	}
+	if (lb_path_sandbox_own(d)) {
+		cli_error(cmd, "-v '%s': %s is built by the sandbox itself (its own /proc, /sys and "
+			  "/dev) and cannot be a volume", spec, d);
+		return -1;
+	}
 	return 0;
 }
 
@@ -78,8 +92,12 @@ static int parse_tmpfs(const char *cmd, const char *spec, char *path, size_t pat
 	}
 	memcpy(path, spec, n);
 	path[n] = '\0';
-	if (strcmp(path, "/") == 0 || strstr(path, "/..") || lb_path_under(path, "/proc") ||
-	    lb_path_under(path, "/sys") || lb_path_under(path, "/dev")) {
+	if (!lb_path_plain(path)) {
+		cli_error(cmd, "--tmpfs '%s': %s has a '.' or '..' part: give the path inside the "
+			  "sandbox as it is meant (e.g. /scratch)", spec, path);
+		return -1;
+	}
+	if (lb_path_sandbox_own(path)) {
 		cli_error(cmd, "--tmpfs '%s': %s is built by the sandbox itself and cannot be a "
 			  "tmpfs%s", spec, path,
 			  lb_path_under(path, "/dev") ? " (--shm-size sets the size of /dev/shm)" : "");
@@ -182,6 +200,9 @@ static int dst_in_sandbox(const cli_sandbox_opts *o, size_t self, const char *ds
 static int apply_volume(const char *cmd, const cli_sandbox_opts *o, size_t self, lb_sandbox *sb)
 {
 	const char *spec = o->volumes[self];
+	/* Again here: a recorded run's volumes (rerun, --resume) never passed the flag's parse. */
+	if (check_volume(cmd, spec) < 0)
+		return -1;
 	LB_AUTOFREE char *s = strdup(spec);
 	if (!s)
 		return -1;

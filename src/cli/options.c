@@ -271,6 +271,19 @@ int cli_sandbox_apply(const char *cmd, const cli_sandbox_opts *o, lb_sandbox *sb
 				  "is now)", o->hide[i], strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
+		/* The root would hide everything, and /proc, /sys and /dev are the sandbox's own
+		 * (the host's are never shown): hiding them would do nothing, or break the
+		 * sandbox's set-up, while the record said it was done. */
+		char hreal[PATH_MAX];
+		if (realpath(o->hide[i], hreal) && lb_path_sandbox_own(hreal)) {
+			cli_error(cmd, "--hide '%s': %s %s", o->hide[i], hreal,
+				  strcmp(hreal, "/") == 0
+					  ? "is the root: hiding it would hide everything"
+					  : "is built by the sandbox itself (its own /proc, /sys and "
+					    "/dev; the host's are never shown), so there is nothing to "
+					    "hide");
+			return CLI_EXIT_USAGE;
+		}
 		int r = lb_sandbox_mask(sb, o->hide[i]);
 		if (r < 0) {
 			cli_error(cmd, "--hide '%s': cannot hide it: %s", o->hide[i], strerror(-r));

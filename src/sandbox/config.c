@@ -246,7 +246,7 @@ int lb_sandbox_add_bind(lb_sandbox *sb, const char *src, const char *dst, bool w
 	char real[PATH_MAX];
 	if (!realpath(src, real))
 		return -errno;
-	if (dst && dst[0] != '/')
+	if (dst && !lb_path_plain(dst))
 		return -EINVAL;
 	for (size_t i = 0; i < sb->nbinds; i++)
 		if (strcmp(sb->binds[i].dst, dst ? dst : real) == 0)

@@ -20,9 +20,7 @@ int lb_sandbox_set_shm_size(lb_sandbox *sb, uint64_t bytes)
  * (/dev/shm has its own size, lb_sandbox_set_shm_size). */
 static bool tmpfs_place_ok(const char *path)
 {
-	return path && path[0] == '/' && strcmp(path, "/") != 0 && !strstr(path, "/../") &&
-	       !lb_path_under(path, "/proc") && !lb_path_under(path, "/sys") &&
-	       !lb_path_under(path, "/dev");
+	return lb_path_plain(path) && !lb_path_sandbox_own(path);
 }
 
 int lb_sandbox_add_tmpfs(lb_sandbox *sb, const char *path, uint64_t bytes, unsigned mode)

@@ -476,6 +476,9 @@ static void mount_tmpfs_dirs(init_ctx *c)
 static void bind_one(init_ctx *c, int srcfd, const char *dst, bool writable)
 {
 	char p[4096];
+	/* Joined to the new root by spelling: a ".." would make its mount point on the host. */
+	if (!lb_path_plain(dst))
+		chan_fail(c->chan_wr, "setup_binds", EINVAL, "mount point %s has a . or .. part", dst);
 	nr_path(p, sizeof p, dst);
 	struct stat st;
 	if (fstat(srcfd, &st) < 0)

@@ -1219,6 +1219,27 @@ bool lb_path_under(const char *path, const char *dir)
 	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+bool lb_path_plain(const char *path)
+{
+	if (!path || path[0] != '/')
+		return false;
+	for (const char *s = path; *s;) {
+		while (*s == '/')
+			s++;
+		size_t n = strcspn(s, "/");
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return false;
+		s += n;
+	}
+	return true;
+}
+
+bool lb_path_sandbox_own(const char *path)
+{
+	return path && (path[strspn(path, "/")] == '\0' || lb_path_under(path, "/proc") ||
+			lb_path_under(path, "/sys") || lb_path_under(path, "/dev"));
+}
+
 bool lb_mode_lets_write(const struct stat *st, uid_t uid, gid_t gid)
 {
 	if (uid == 0)

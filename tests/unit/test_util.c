@@ -27,6 +27,27 @@ static void test_path_under(void **state)
 	assert_false(lb_path_under("/proc", NULL));
 }
 
+/* A place inside the sandbox is joined to its new root by spelling: no part may climb. */
+static void test_path_plain_and_sandbox_own(void **state)
+{
+	(void)state;
+	assert_true(lb_path_plain("/data"));
+	assert_true(lb_path_plain("/data//sub/"));
+	assert_true(lb_path_plain("/a/..b/.c/b.."));
+	assert_false(lb_path_plain("/a/../../var/tmp"));
+	assert_false(lb_path_plain("/data/.."));
+	assert_false(lb_path_plain("/./data"));
+	assert_false(lb_path_plain("data"));
+	assert_false(lb_path_plain(NULL));
+	assert_true(lb_path_sandbox_own("/"));
+	assert_true(lb_path_sandbox_own("//"));
+	assert_true(lb_path_sandbox_own("/proc/self"));
+	assert_true(lb_path_sandbox_own("/sys"));
+	assert_true(lb_path_sandbox_own("/dev/shm"));
+	assert_false(lb_path_sandbox_own("/device"));
+	assert_false(lb_path_sandbox_own("/data"));
+}
+
 /* A record's file names are taken only as staging makes them; the walk beneath a directory
  * makes what is missing and never follows a link on the way. */
 static void test_rel_path_plain_and_parent_beneath(void **state)
@@ -705,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_checksum),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_path_under),
+		cmocka_unit_test(test_path_plain_and_sandbox_own),
 		cmocka_unit_test(test_realpath_stat_in),
 		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
 		cmocka_unit_test(test_parse_size),
