@@ -4,9 +4,11 @@
  * Children rather than threads: the run pipeline and the sandbox supervise with process-wide
  * state (a blocked signal mask and a signalfd, SIGCHLD for their own children), which one
  * process can hold for one run at a time. A child per cell keeps every run exactly what
- * `labbox run` does, without exec'ing labbox again. */
+ * `labbox run` does, without exec'ing labbox again. The loop runs in a launcher process of its
+ * own (relay.c), whose memory stays small and still, so that each fork copies little. */
 #include "labbox/sweep.h"
 #include "labbox/util.h"
+#include "sweep_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -399,7 +401,7 @@ static pid_t start_cell(const lb_sweep_local *cfg, slot_state *slots, size_t job
 	return pid;
 }
 
-int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t ntodo,
+int lb_sweep_run_cells(const lb_sweep_local *cfg, const size_t *todo, size_t ntodo,
 		       lb_sweep_local_result *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
