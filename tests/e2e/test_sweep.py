@@ -297,6 +297,59 @@ def test_a_signal_ends_running_cells_as_interrupted_and_resume_finishes(tmp_path
         assert c["run_id"] not in (st[0]["run_id"], st[1]["run_id"])
 
 
+def _labbox_processes_below(pid):
+    """Every process whose ancestry reaches pid (by /proc's ppid links)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                parent[int(d)] = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out = []
+    for p in parent:
+        q = p
+        while q in parent and q > 1:
+            q = parent[q]
+            if q == pid:
+                out.append(p)
+                break
+    return out
+
+
+def test_a_sweep_killed_outright_leaves_no_cell_running_and_each_says_interrupted(tmp_path):
+    """SIGKILL gives the sweep's process no say: what forks its cells ends with it, and the
+    running cells end as interrupted runs with their records; nothing of the sweep goes on."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+           "--param", "x=a", "--seeds", "0-3", "--jobs", "2", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists() and (ctl / "ready-1").exists(),
+                        120), "the first two cells never started"
+        below = _labbox_processes_below(proc.pid)
+        assert below, "the sweep has no processes below it"
+        proc.kill()
+        proc.wait()
+        assert wait_for(lambda: not [p for p in below if Path(f"/proc/{p}").exists()], 60), \
+            "processes of the killed sweep are still running"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2, runs  # the two running cells; the others never started
+    for r in runs:
+        d = json.loads((r / "result.json").read_text())
+        assert d["status"] == "interrupted", d["status"]
+        assert d["sweep"]["seed"] in (0, 1)
+    assert not (ctl / "ready-2").exists() and not (ctl / "ready-3").exists()
+
+
 def test_another_runs_directory_beside_reuses_none_of_the_first(tmp_path):
     """Two runs directories side by side share the sweeps kept beside them; a sweep asked to
     keep its runs in the second runs its cells there, and reports none of the first's."""
