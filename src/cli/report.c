@@ -404,8 +404,8 @@ int cli_report(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 		}
 	} else if (lb_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
-		cli_error("report", "cannot write the report to stdout: %s", strerror(errno));
-		rc = 1;
+		/* The answer lost to stdout is exit 74 as for every command, said once at the end. */
+		cli_out_failed(errno);
 	}
 	if (rc == 0 && json) {
 		json_object *doc = json_object_new_object();
