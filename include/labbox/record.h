@@ -231,6 +231,12 @@ int lb_record_known_note(const char *state_dir, const char *runs_dir);
 bool lb_record_holds_program(const char *state_dir, const char *runs_dir, const char *program);
 const char *lb_record_records_area(const char *state_dir, const char *runs_dir, const char *path,
 				   char *area, const char **rel);
+/* Whether a command's output named path (a file or directory, there or still to be made)
+ * would be written over labbox's records: in a records area (lb_record_records_area), over a
+ * directory holding runs_dir, or in labbox's state or the user's cache. Returns the
+ * directory it lies in (into area, of PATH_MAX bytes) or NULL. runs_dir may be NULL. */
+const char *lb_record_output_refused(const char *state_dir, const char *runs_dir, const char *path,
+				     char *area);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
 /* Every commit into the database file and the WAL emptied (closing does not checkpoint:

@@ -382,6 +382,8 @@ int cli_report(int argc, char **argv)
 		format = output && ends_with(output, ".md")	 ? LB_REPORT_MD
 			 : output && ends_with(output, ".csv") ? LB_REPORT_CSV
 							       : LB_REPORT_HTML;
+	if (output && cli_output_not_records("report", c.runs_dir, "-o", output))
+		return CLI_EXIT_USAGE;
 	lb_report r = {0};
 	int rc = gather(&c, argv + optind, argc - optind, &r);
 	if (c.ix)

@@ -860,6 +860,10 @@ static int runs_export(const runs_opts *o)
 		cli_error("runs", "export needs --mlflow DIR or --sacred DIR (see labbox runs --help)");
 		return CLI_EXIT_USAGE;
 	}
+	const char *runs_dir = o->runs_dir ? o->runs_dir : ".labbox/runs";
+	if ((o->mlflow_dir && cli_output_not_records("runs", runs_dir, "--mlflow", o->mlflow_dir)) ||
+	    (o->sacred_dir && cli_output_not_records("runs", runs_dir, "--sacred", o->sacred_dir)))
+		return CLI_EXIT_USAGE;
 	lb_index *ix;
 	if (open_index(o, &ix) < 0)
 		return CLI_EXIT_USAGE;
