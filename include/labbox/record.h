@@ -268,7 +268,8 @@ typedef struct lb_index_filter {
 	const char *since;  /* ISO-8601 prefix compared as text: "2026-11-29" */
 	const char *until;
 	long limit;         /* 0: no limit */
-	const char *sweep;  /* only the cells of this sweep (id or unique prefix); NULL: any */
+	const char *sweep;  /* only the cells of this sweep (its whole id: resolve a prefix with
+			     * lb_sweep_resolve first); NULL: any */
 } lb_index_filter;
 
 /* Rows newest first: [{id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,

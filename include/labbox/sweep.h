@@ -184,6 +184,10 @@ struct json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id,
 
 /* The directory of a sweep beside the runs directory (RUNS/../sweeps/ID). *out malloc'd. */
 int lb_sweep_dir_for(const char *runs_dir, const char *id, char **out);
+/* The sweep directory that id names, whole or by a unique prefix, as every command resolves
+ * a sweep id: 0 and *dir (malloc'd); -ENOENT (none), -EEXIST (a prefix of several, two named)
+ * or -EINVAL (not an id), with err saying so; -ENOMEM. */
+int lb_sweep_resolve(const char *runs_dir, const char *id, char **dir, char *err, size_t errlen);
 
 /* ---- running cells on this machine --------------------------------------------------------- */
 

@@ -1065,3 +1065,37 @@ def test_retry_failed_keeps_the_failures_it_retried(tmp_path):
     assert h.returncode == 0, h.stderr
     page = html.read_text()
     assert "1 after a retry" in page and f["run_id"] in page and "retried: the cell is now completed" in page
+
+
+def test_runs_list_sweep_resolves_the_id_as_report_and_resume_do(tmp_path):
+    """runs list --sweep takes a whole sweep id or a unique prefix, as report and
+    sweep --resume do: an id that is no sweep, or a prefix of two sweeps, is exit 2 naming it,
+    never an empty list or two sweeps' cells listed as one."""
+    exp = write_exp(tmp_path, 'print("accuracy: 0.9")\n')
+    runs = tmp_path / "runs"
+    ids = []
+    for i in range(40):  # one-cell sweeps until two ids share their first character
+        d = doc_of(sweep(tmp_path, exp, "--param", f"p={i}", args=("--p", "{p}")))
+        ids.append(d["id"])
+        if len({s[0] for s in ids}) < len(ids):
+            break
+    shared = next(s[0] for s in ids if sum(t[0] == s[0] for t in ids) > 1)
+    sid = ids[0]
+
+    def runs_list(sweep_arg):
+        return labbox("runs", "list", "--json", "--runs-dir", runs, "--sweep", sweep_arg)
+
+    p = runs_list(sid + "x")
+    assert p.returncode == 2, (p.returncode, p.stdout)
+    assert f"no sweep '{sid}x'" in p.stderr, p.stderr
+    assert labbox("report", sid + "x", "--runs-dir", runs, "-o", tmp_path / "r.md").returncode == 2
+    p = runs_list(shared)
+    assert p.returncode == 2, (p.returncode, p.stdout)
+    assert f"'{shared}' matches more than one sweep" in p.stderr, p.stderr
+    assert labbox("sweep", "--resume", shared, "--runs-dir", runs).returncode == 2
+    # a unique prefix and the whole id list that sweep's one cell, and only it
+    for arg in (sid, sid[:12]):
+        p = runs_list(arg)
+        assert p.returncode == 0, p.stderr
+        listed = json.loads(p.stdout)["runs"]
+        assert [r["sweep"]["id"] for r in listed] == [sid], listed
