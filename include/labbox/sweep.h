@@ -189,6 +189,15 @@ int lb_sweep_dir_for(const char *runs_dir, const char *id, char **out);
  * or -EINVAL (not an id), with err saying so; -ENOMEM. */
 int lb_sweep_resolve(const char *runs_dir, const char *id, char **dir, char *err, size_t errlen);
 
+/* A sweep.json that says "running" while no labbox holds its sweep's lock (killed, OOM, a
+ * reboot) is settled: its unfinished cells are read from the run index (each cell's newest
+ * run: its status, run_id, run_dir), counts and failures follow, the status becomes
+ * "interrupted", and the document is sealed and written again. Every reader of a sweep calls
+ * it first. 1 when it settled one, 0 when there was nothing to settle, or -errno. */
+int lb_sweep_settle(const char *runs_dir, const char *sweep_dir);
+/* The in-memory part of it: doc (a sweep.json) reconciled with the index's rows of its runs. */
+int lb_sweep_reconcile(struct json_object *doc, struct json_object *rows);
+
 /* ---- running cells on this machine --------------------------------------------------------- */
 
 /* The CPUs slot `slot` of a sweep may use: the CPUs in avail taken in order, slot s getting

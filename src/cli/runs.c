@@ -1105,6 +1105,7 @@ int cli_runs(int argc, char **argv)
 			cli_error("runs", "--sweep: %s", r == -ENOMEM ? strerror(ENOMEM) : err);
 			return r == -ENOMEM ? 1 : CLI_EXIT_USAGE;
 		}
+		lb_sweep_settle(o.runs_dir ? o.runs_dir : ".labbox/runs", dir);
 		snprintf(sweep_id, sizeof sweep_id, "%s", strrchr(dir, '/') + 1);
 		o.filter.sweep = sweep_id;
 	}

@@ -785,6 +785,8 @@ static int find_sweep(const char *runs_dir, const char *id, char **dir)
 	int r = lb_sweep_resolve(runs_dir, id, dir, err, sizeof err);
 	if (r < 0 && r != -ENOMEM)
 		cli_error("sweep", "%s", err);
+	if (r == 0) /* the earlier sweep's document as it must read, a dead one settled */
+		lb_sweep_settle(runs_dir, *dir);
 	return r;
 }
 

@@ -1099,3 +1099,67 @@ def test_runs_list_sweep_resolves_the_id_as_report_and_resume_do(tmp_path):
         assert p.returncode == 0, p.stderr
         listed = json.loads(p.stdout)["runs"]
         assert [r["sweep"]["id"] for r in listed] == [sid], listed
+
+
+def test_a_killed_sweep_reads_as_interrupted_everywhere_and_resume_finishes(tmp_path):
+    """kill -9 of a sweep while cells run (the OOM killer, a reboot): its cells' runs end as
+    interrupted, but the sweep itself writes nothing more. The next reader (report, runs list
+    --sweep, sweep --resume) finds its lock free and settles sweep.json from the run index:
+    status interrupted, each cell that ran with its run id and status, the interrupted ones
+    among the failures. A live sweep is left alone. --resume then runs the rest."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    runs = tmp_path / "runs"
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(runs),
+           "--param", "x=a", "--seeds", "0-3", "--jobs", "2", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists() and (ctl / "ready-1").exists(),
+                        120), "the first two cells never started"
+        sj = next(runs.parent.glob("sweeps/*/sweep.json"))
+        sid = sj.parent.name
+        # alive: a reader leaves its document as the sweep writes it
+        p = labbox("report", sid, "--runs-dir", runs, "--format", "md", "-o", tmp_path / "live.md")
+        assert p.returncode == 0, p.stderr
+        assert json.loads(sj.read_text())["status"] == "running"
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the cells' labboxes record their runs as interrupted (they outlive the sweep briefly)
+    def cells_recorded():
+        rs = [json.loads(r.read_text()) for r in runs.glob("*/result.json")]
+        return len(rs) == 2 and all(r["status"] == "interrupted" for r in rs)
+    assert wait_for(cells_recorded, 60), "the cells' runs were not recorded as interrupted"
+    ran = {json.loads(r.read_text())["sweep"]["cell"]: json.loads(r.read_text())["id"]
+           for r in runs.glob("*/result.json")}
+    assert json.loads(sj.read_text())["status"] == "running"  # nothing settled it yet
+    p = labbox("report", sid, "--runs-dir", runs, "--format", "md", "-o", tmp_path / "r.md",
+               "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["failures"] == 2
+    assert "interrupted" in (tmp_path / "r.md").read_text()
+    d = json.loads(sj.read_text())
+    assert d["status"] == "interrupted"
+    cells = {c["cell"]: c for c in d["cells"]}
+    for i, rid in ran.items():
+        assert cells[i]["status"] == "interrupted" and cells[i]["run_id"] == rid, cells[i]
+    assert sorted(f["run_id"] for f in d["failures"]) == sorted(ran.values())
+    assert d["counts"]["interrupted"] == 2 and d["counts"]["not_run"] == 2, d["counts"]
+    # the settled document is labbox's own (sealed): report still reads it without a warning
+    p = labbox("report", sid, "--runs-dir", runs, "--format", "csv")
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+    p = labbox("runs", "list", "--json", "--runs-dir", runs, "--sweep", sid)
+    assert p.returncode == 0, p.stderr
+    assert sorted(r["status"] for r in json.loads(p.stdout)["runs"]) == ["interrupted"] * 2
+    (ctl / "go").touch()
+    p = labbox("sweep", "--json", "--resume", sid[:10], "--runs-dir", runs)
+    assert p.returncode == 0, p.stderr
+    d2 = doc_of(p)
+    assert d2["status"] == "completed" and d2["counts"]["completed"] == 4, d2["counts"]
+    assert json.loads(sj.read_text())["status"] == "completed"
