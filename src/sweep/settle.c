@@ -136,8 +136,12 @@ int lb_sweep_reconcile(json_object *doc, json_object *rows)
 				json_object_object_add(f, "status", json_object_new_string(st));
 				json_object_object_add(f, "run_id", json_object_new_string(
 								       str_of(row, "id") ? str_of(row, "id") : ""));
-				json_object_object_add(f, "class", json_object_new_string(st));
-				json_object_object_add(f, "summary", NULL);
+				/* The run's own failure, as a live sweep lists it. */
+				json_object *fail = json_object_object_get(cell, "failure");
+				json_object_object_add(f, "class", json_object_new_string(
+					str_of(fail, "class") ? str_of(fail, "class") : st));
+				json_object_object_add(f, "summary", str_of(fail, "summary")
+					? json_object_new_string(str_of(fail, "summary")) : NULL);
 				json_object_array_add(failures, f);
 			}
 		} else if (!st || !strcmp(st, "running")) {
