@@ -231,6 +231,12 @@ int lb_record_known_note(const char *state_dir, const char *runs_dir);
 bool lb_record_holds_program(const char *state_dir, const char *runs_dir, const char *program);
 const char *lb_record_records_area(const char *state_dir, const char *runs_dir, const char *path,
 				   char *area, const char **rel);
+/* Whether a command's output named path (a file or directory, there or still to be made)
+ * would be written over labbox's records: in a records area (lb_record_records_area), over a
+ * directory holding runs_dir, or in labbox's state or the user's cache. Returns the
+ * directory it lies in (into area, of PATH_MAX bytes) or NULL. runs_dir may be NULL. */
+const char *lb_record_output_refused(const char *state_dir, const char *runs_dir, const char *path,
+				     char *area);
 /* Open (creating the file and schema when missing). err gets one line on failure. */
 int lb_index_open(const char *path, lb_index **out, char *err, size_t errlen);
 /* Every commit into the database file and the WAL emptied (closing does not checkpoint:
@@ -262,7 +268,8 @@ typedef struct lb_index_filter {
 	const char *since;  /* ISO-8601 prefix compared as text: "2026-11-29" */
 	const char *until;
 	long limit;         /* 0: no limit */
-	const char *sweep;  /* only the cells of this sweep (id or unique prefix); NULL: any */
+	const char *sweep;  /* only the cells of this sweep (its whole id: resolve a prefix with
+			     * lb_sweep_resolve first); NULL: any */
 } lb_index_filter;
 
 /* Rows newest first: [{id, status, started_at, ended_at, wall_s, expdir, run_dir, exit_code,

@@ -184,6 +184,19 @@ struct json_object *lb_sweep_document(const lb_sweep_plan *p, const char *id,
 
 /* The directory of a sweep beside the runs directory (RUNS/../sweeps/ID). *out malloc'd. */
 int lb_sweep_dir_for(const char *runs_dir, const char *id, char **out);
+/* The sweep directory that id names, whole or by a unique prefix, as every command resolves
+ * a sweep id: 0 and *dir (malloc'd); -ENOENT (none), -EEXIST (a prefix of several, two named)
+ * or -EINVAL (not an id), with err saying so; -ENOMEM. */
+int lb_sweep_resolve(const char *runs_dir, const char *id, char **dir, char *err, size_t errlen);
+
+/* A sweep.json that says "running" while no labbox holds its sweep's lock (killed, OOM, a
+ * reboot) is settled: its unfinished cells are read from the run index (each cell's newest
+ * run: its status, run_id, run_dir), counts and failures follow, the status becomes
+ * "interrupted", and the document is sealed and written again. Every reader of a sweep calls
+ * it first. 1 when it settled one, 0 when there was nothing to settle, or -errno. */
+int lb_sweep_settle(const char *runs_dir, const char *sweep_dir);
+/* The in-memory part of it: doc (a sweep.json) reconciled with the index's rows of its runs. */
+int lb_sweep_reconcile(struct json_object *doc, struct json_object *rows);
 
 /* ---- running cells on this machine --------------------------------------------------------- */
 

@@ -198,6 +198,11 @@ void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
  * end (attributes reset, the cursor below the lowest line it reached), and the output after
  * it starts a region of its own, which cannot climb over that line. */
 void cli_echo_break(cli_echo *e);
+/* 0, or CLI_EXIT_USAGE said naming opt and path, when a user-named output (report -o, runs
+ * export's directories) would be written in labbox's records, state or cache
+ * (lb_record_output_refused): a reading command must never replace a run's record. */
+int cli_output_not_records(const char *cmd, const char *runs_dir, const char *opt,
+			   const char *path);
 /* Print "labbox CMD: message" as one line on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "labbox CMD: warning: message" as one line on stderr, control bytes shown; not an error,

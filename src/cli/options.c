@@ -660,3 +660,15 @@ size_t cli_record_grants(json_object *cfg, json_object *interp, json_object *env
 	lb_strv_free(&g);
 	return n;
 }
+
+int cli_output_not_records(const char *cmd, const char *runs_dir, const char *opt,
+			   const char *path)
+{
+	LB_AUTOFREE char *state = lb_record_state_dir();
+	char area[PATH_MAX];
+	if (!lb_record_output_refused(state, runs_dir, path, area))
+		return 0;
+	cli_error(cmd, "%s '%s' lies in labbox's records (%s): it would write over them; "
+		  "choose a path outside", opt, path, area);
+	return CLI_EXIT_USAGE;
+}

@@ -83,6 +83,15 @@ static int sweep_path_of(const char *runs_dir, const char *arg, char **path)
 	if (strchr(arg, '/') || strstr(arg, ".json")) {
 		if (access(arg, F_OK) == 0)
 			*path = strdup(arg);
+		if (*path && strstr(*path, "sweep.json")) {
+			/* A dead sweep's document is settled before it is read (lb_sweep_settle). */
+			LB_AUTOFREE char *dir = strdup(*path);
+			char *slash = dir ? strrchr(dir, '/') : NULL;
+			if (slash)
+				*slash = '\0';
+			if (dir)
+				lb_sweep_settle(runs_dir, !slash ? "." : dir[0] ? dir : "/");
+		}
 		return *path || access(arg, F_OK) != 0 ? 0 : -ENOMEM;
 	}
 	LB_AUTOFREE char *dir = NULL;
@@ -91,8 +100,11 @@ static int sweep_path_of(const char *runs_dir, const char *arg, char **path)
 	lb_buf b = {0};
 	if (lb_buf_printf(&b, "%s/sweep.json", dir) < 0)
 		return -ENOMEM;
-	if (access(b.data, F_OK) == 0)
+	if (access(b.data, F_OK) == 0) {
+		/* A dead sweep's document is settled before it is read (lb_sweep_settle). */
+		lb_sweep_settle(runs_dir, dir);
 		*path = b.data;
+	}
 	else
 		lb_buf_free(&b);
 	return 0;
@@ -382,6 +394,8 @@ int cli_report(int argc, char **argv)
 		format = output && ends_with(output, ".md")	 ? LB_REPORT_MD
 			 : output && ends_with(output, ".csv") ? LB_REPORT_CSV
 							       : LB_REPORT_HTML;
+	if (output && cli_output_not_records("report", c.runs_dir, "-o", output))
+		return CLI_EXIT_USAGE;
 	lb_report r = {0};
 	int rc = gather(&c, argv + optind, argc - optind, &r);
 	if (c.ix)
@@ -404,8 +418,8 @@ int cli_report(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 		}
 	} else if (lb_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
-		cli_error("report", "cannot write the report to stdout: %s", strerror(errno));
-		rc = 1;
+		/* The answer lost to stdout is exit 74 as for every command, said once at the end. */
+		cli_out_failed(errno);
 	}
 	if (rc == 0 && json) {
 		json_object *doc = json_object_new_object();

@@ -6,6 +6,7 @@
 #include "labbox/gate.h"
 #include "labbox/record.h"
 #include "labbox/run.h"
+#include "labbox/sweep.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -860,6 +861,10 @@ static int runs_export(const runs_opts *o)
 		cli_error("runs", "export needs --mlflow DIR or --sacred DIR (see labbox runs --help)");
 		return CLI_EXIT_USAGE;
 	}
+	const char *runs_dir = o->runs_dir ? o->runs_dir : ".labbox/runs";
+	if ((o->mlflow_dir && cli_output_not_records("runs", runs_dir, "--mlflow", o->mlflow_dir)) ||
+	    (o->sacred_dir && cli_output_not_records("runs", runs_dir, "--sacred", o->sacred_dir)))
+		return CLI_EXIT_USAGE;
 	lb_index *ix;
 	if (open_index(o, &ix) < 0)
 		return CLI_EXIT_USAGE;
@@ -1087,6 +1092,22 @@ int cli_runs(int argc, char **argv)
 	if (strcmp(sub, "export") != 0 && (o.mlflow_dir || o.sacred_dir)) {
 		cli_error("runs", "--mlflow and --sacred belong to 'runs export'");
 		return CLI_EXIT_USAGE;
+	}
+	char sweep_id[NAME_MAX + 1];
+	if (o.filter.sweep) {
+		/* Resolved as report and sweep --resume resolve it: an id that is no sweep, or a
+		 * prefix of two, is an error, never an empty or merged list. */
+		LB_AUTOFREE char *dir = NULL;
+		char err[PATH_MAX + 512];
+		int r = lb_sweep_resolve(o.runs_dir ? o.runs_dir : ".labbox/runs", o.filter.sweep,
+					 &dir, err, sizeof err);
+		if (r < 0) {
+			cli_error("runs", "--sweep: %s", r == -ENOMEM ? strerror(ENOMEM) : err);
+			return r == -ENOMEM ? 1 : CLI_EXIT_USAGE;
+		}
+		lb_sweep_settle(o.runs_dir ? o.runs_dir : ".labbox/runs", dir);
+		snprintf(sweep_id, sizeof sweep_id, "%s", strrchr(dir, '/') + 1);
+		o.filter.sweep = sweep_id;
 	}
 	if (strcmp(sub, "list") == 0 && nargs == 0)
 		return runs_list(&o);

@@ -781,38 +781,13 @@ static int sweep_dir_own(const char *dir)
 /* The sweeps directory's entry that ID names (whole or a unique prefix). */
 static int find_sweep(const char *runs_dir, const char *id, char **dir)
 {
-	LB_AUTOFREE char *probe = NULL;
-	if (lb_sweep_dir_for(runs_dir, "x", &probe) < 0)
-		return -ENOMEM;
-	probe[strlen(probe) - 2] = '\0';
-	DIR *d = opendir(probe);
-	if (!d) {
-		cli_error("sweep", "no sweep '%s': there is no sweeps directory %s", id, probe);
-		return -ENOENT;
-	}
-	struct dirent *e;
-	char found[256 + 8] = "";
-	int n = 0;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && strncmp(e->d_name, id, strlen(id)) == 0) {
-			if (strcmp(e->d_name, id) == 0) {
-				n = 1;
-				snprintf(found, sizeof found, "%s", e->d_name);
-				break;
-			}
-			n++;
-			snprintf(found, sizeof found, "%s", e->d_name);
-		}
-	closedir(d);
-	if (n == 0) {
-		cli_error("sweep", "no sweep '%s' in %s", id, probe);
-		return -ENOENT;
-	}
-	if (n > 1) {
-		cli_error("sweep", "'%s' matches more than one sweep in %s; give more of the id", id, probe);
-		return -EEXIST;
-	}
-	return asprintf(dir, "%s/%s", probe, found) < 0 ? -ENOMEM : 0;
+	char err[PATH_MAX + 512];
+	int r = lb_sweep_resolve(runs_dir, id, dir, err, sizeof err);
+	if (r < 0 && r != -ENOMEM)
+		cli_error("sweep", "%s", err);
+	if (r == 0) /* the earlier sweep's document as it must read, a dead one settled */
+		lb_sweep_settle(runs_dir, *dir);
+	return r;
 }
 
 /* The spec, flags and experiment of a sweep as sweep.json recorded them. */

@@ -773,7 +773,7 @@ int lb_index_list(lb_index *ix, const lb_index_filter *f, json_object **rows, ch
 	if (f->until)
 		lb_buf_puts(&sql, " AND started_at < ?5");
 	if (f->sweep)
-		lb_buf_puts(&sql, " AND (sweep_id = ?6 OR substr(sweep_id, 1, length(?6)) = ?6)");
+		lb_buf_puts(&sql, " AND sweep_id = ?6");
 	lb_buf_puts(&sql, " ORDER BY started_at DESC, runs.rowid DESC");
 	if (f->limit > 0)
 		lb_buf_printf(&sql, " LIMIT %ld", f->limit);

@@ -167,12 +167,23 @@ static const char *in_records(const char *real, const char *runs, char area[PATH
 	return NULL;
 }
 
+static const char *area_of_real(const char *state_dir, const char *runs_dir, const char *real,
+				char *area, const char **rel);
+
 const char *lb_record_records_area(const char *state_dir, const char *runs_dir, const char *path,
 				   char *area, const char **rel)
 {
-	char real[PATH_MAX], runs[PATH_MAX];
+	char real[PATH_MAX];
 	if (!path || !realpath(path, real))
 		return NULL;
+	return area_of_real(state_dir, runs_dir, real, area, rel);
+}
+
+/* lb_record_records_area of a path already resolved (it need not exist). */
+static const char *area_of_real(const char *state_dir, const char *runs_dir, const char *real,
+				char *area, const char **rel)
+{
+	char runs[PATH_MAX];
 	const char *r = NULL;
 	if (runs_dir && realpath(runs_dir, runs))
 		r = in_records(real, runs, area);
@@ -185,6 +196,59 @@ const char *lb_record_records_area(const char *state_dir, const char *runs_dir, 
 	if (r && rel)
 		*rel = r;
 	return r ? area : NULL;
+}
+
+/* realpath of path's longest existing head with the rest appended: an output named for a file
+ * or directory that is not there yet is judged by where it would be made. */
+static bool resolve_to_be(const char *path, char out[PATH_MAX])
+{
+	char head[PATH_MAX], real[PATH_MAX];
+	if (snprintf(head, sizeof head, "%s", path) >= (int)sizeof head)
+		return false;
+	size_t cut = strlen(head);
+	while (!realpath(cut ? head : ".", real)) {
+		if ((errno != ENOENT && errno != ENOTDIR) || cut == 0)
+			return false;
+		char *slash = strrchr(head, '/');
+		cut = !slash ? 0 : slash == head ? 1 : (size_t)(slash - head);
+		if (slash == head && head[1] == '\0')
+			return false; /* "/" itself did not resolve */
+		head[cut] = '\0';
+	}
+	const char *rest = path + cut;
+	while (*rest == '/')
+		rest++;
+	int n = snprintf(out, PATH_MAX, "%s%s%s", real, *rest && strcmp(real, "/") ? "/" : "", rest);
+	return n > 0 && n < PATH_MAX;
+}
+
+const char *lb_record_output_refused(const char *state_dir, const char *runs_dir, const char *path,
+				     char *area)
+{
+	char real[PATH_MAX], dir[PATH_MAX];
+	if (!path || !resolve_to_be(path, real))
+		return NULL;
+	if (area_of_real(state_dir, runs_dir, real, area, NULL))
+		return area;
+	/* The directory holding the runs directory, the index and sweeps/ (an export "into"
+	 * .labbox/) mixes its files with the records as surely. */
+	if (runs_dir && realpath(runs_dir, dir)) {
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir)
+			*slash = '\0';
+		if (strcmp(real, dir) == 0 && strcmp(dir, "/") != 0) {
+			snprintf(area, PATH_MAX, "%s", dir);
+			return area;
+		}
+	}
+	LB_AUTOFREE char *cache = lb_user_cache_dir();
+	const char *other[2] = {state_dir, cache};
+	for (int i = 0; i < 2; i++)
+		if (other[i] && realpath(other[i], dir) && lb_path_under(real, dir)) {
+			snprintf(area, PATH_MAX, "%s", dir);
+			return area;
+		}
+	return NULL;
 }
 
 bool lb_record_holds_program(const char *state_dir, const char *runs_dir, const char *program)

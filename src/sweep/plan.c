@@ -1049,3 +1049,46 @@ int lb_sweep_dir_for(const char *runs_dir, const char *id, char **out)
 		return r;
 	return asprintf(out, "%s/%s", sweeps, id) < 0 ? -ENOMEM : 0;
 }
+
+int lb_sweep_resolve(const char *runs_dir, const char *id, char **dir, char *err, size_t errlen)
+{
+	*dir = NULL;
+	LB_AUTOFREE char *top = NULL;
+	if (lb_sweep_dir_for(runs_dir, "", &top) < 0)
+		return -ENOMEM;
+	top[strlen(top) - 1] = '\0'; /* the trailing slash */
+	if (!id[0] || strchr(id, '/')) {
+		snprintf(err, errlen, "'%s' is not a sweep id", id);
+		return -EINVAL;
+	}
+	DIR *d = opendir(top);
+	if (!d) {
+		snprintf(err, errlen, "no sweep '%s': there is no sweeps directory %s", id, top);
+		return -ENOENT;
+	}
+	char found[2][256] = {"", ""};
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strncmp(e->d_name, id, strlen(id)) == 0) {
+			if (strcmp(e->d_name, id) == 0) { /* a whole id is never ambiguous */
+				n = 1;
+				snprintf(found[0], sizeof found[0], "%s", e->d_name);
+				break;
+			}
+			if (n < 2)
+				snprintf(found[n], sizeof found[n], "%s", e->d_name);
+			n++;
+		}
+	closedir(d);
+	if (n == 0) {
+		snprintf(err, errlen, "no sweep '%s' in %s", id, top);
+		return -ENOENT;
+	}
+	if (n > 1) {
+		snprintf(err, errlen, "'%s' matches more than one sweep in %s (%s, %s%s); give more of "
+			 "the id", id, top, found[0], found[1], n > 2 ? ", ..." : "");
+		return -EEXIST;
+	}
+	return asprintf(dir, "%s/%s", top, found[0]) < 0 ? -ENOMEM : 0;
+}

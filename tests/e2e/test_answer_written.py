@@ -44,6 +44,14 @@ def test_every_command_fails_when_its_answer_is_lost(tmp_path):
         p = sh(f"'{LABBOX}' {cmd} >/dev/full", exp)
         assert p.returncode == 74, (cmd, p.returncode, p.stderr)
         assert "cannot write the answer to standard output" in p.stderr, (cmd, p.stderr)
+    # report writes its body past stdio: the same 74 and the same words, for every format
+    rid = next((exp / ".labbox" / "runs").iterdir()).name
+    for fmt in ("csv", "md", "html"):
+        for redir, said in ((">&-", "standard output is closed"),
+                            (">/dev/full", "cannot write the answer to standard output")):
+            p = sh(f"'{LABBOX}' report {rid} --format {fmt} {redir}", exp)
+            assert p.returncode == 74, (fmt, redir, p.returncode, p.stderr)
+            assert said in p.stderr, (fmt, redir, p.stderr)
     # the check's kept answer (written past stdio) too
     p = sh(f"'{LABBOX}' check . >/dev/full", exp)
     p = sh(f"'{LABBOX}' check . >/dev/full", exp)

@@ -818,3 +818,37 @@ def test_curve_marks_where_fewer_runs_remain(tmp_path):
     assert [(f, n, len(pts.split())) for f, n, pts, _ in lines] == [("", "2", 2), (" fewer", "1", 5)], lines
     assert "n=2 of 2 runs" in lines[0][3] and "n=1 of 2 runs" in lines[1][3], lines
     assert "stroke-dasharray" in fig and "Dashed: fewer runs behind the line" in fig
+
+
+def test_o_and_export_targets_in_labbox_records_are_refused(tmp_path):
+    """report -o and runs export's directories never write over labbox's own records: a run's
+    result.json, the run index, the runs directory, sweeps/ or the directory holding them are
+    refused (exit 2 naming the path), and nothing there changes; a path beside them is fine."""
+    exp = write_exp(tmp_path, 'print("accuracy: 0.9")\n')
+    assert labbox("run", "-q", "--python", PYTHON, ".", cwd=exp).returncode == 0
+    lb = exp / ".labbox"
+    rid = next((lb / "runs").iterdir()).name
+    result = (lb / "runs" / rid / "result.json").read_bytes()
+    db = (lb / "labbox.db").read_bytes()
+    db_mode = stat.S_IMODE((lb / "labbox.db").stat().st_mode)
+    for target in (f".labbox/runs/{rid}/result.json", ".labbox/labbox.db",
+                   f".labbox/runs/{rid}/exp/results.json", ".labbox/runs/new.md",
+                   ".labbox/sweeps/new/r.md", ".labbox/runs", "./.labbox/../.labbox/labbox.db"):
+        p = labbox("report", rid, "--format", "csv", "-o", target, cwd=exp)
+        assert p.returncode == 2, (target, p.returncode, p.stderr)
+        assert f"-o '{target}'" in p.stderr and "labbox's records" in p.stderr, p.stderr
+    for target in (".labbox", ".labbox/runs/mlruns", f".labbox/runs/{rid}"):
+        for kind in ("--mlflow", "--sacred"):
+            p = labbox("runs", "export", kind, target, cwd=exp)
+            assert p.returncode == 2, (kind, target, p.returncode, p.stderr)
+            assert f"{kind} '{target}'" in p.stderr, p.stderr
+    assert (lb / "runs" / rid / "result.json").read_bytes() == result
+    assert (lb / "labbox.db").read_bytes()[:16] == db[:16] == b"SQLite format 3\0"
+    assert stat.S_IMODE((lb / "labbox.db").stat().st_mode) == db_mode
+    assert sorted(x.name for x in (lb / "runs").iterdir()) == [rid]
+    assert not (lb / "sweeps" / "new").exists()
+    # the run is still whole: sealed and reported
+    assert labbox("report", rid, "--format", "md", "-o", "report.md", cwd=exp).returncode == 0
+    assert (exp / "report.md").read_text().startswith("| condition |")
+    p = labbox("runs", "export", "--mlflow", "mlruns", cwd=exp)
+    assert p.returncode == 0, p.stderr

@@ -136,7 +136,8 @@ def test_grid_statistics_from_the_cells_own_results(tmp_path):
         {(c["condition"], c["seed"]) for c in d["cells"]}
     assert all(r["sweep"]["params"]["lr"] in ("0.1", "0.01") for r in rows)
     other = labbox("runs", "list", "--json", "--runs-dir", tmp_path / "runs", "--sweep", "ffff0000")
-    assert json.loads(other.stdout)["runs"] == []
+    # an id that is no sweep is named, not an empty list (as report and --resume do)
+    assert other.returncode == 2 and "no sweep 'ffff0000'" in other.stderr, other.stderr
 
 
 def test_yaml_grid_with_a_template_and_environment(tmp_path):
@@ -1118,3 +1119,101 @@ def test_retry_failed_keeps_the_failures_it_retried(tmp_path):
     assert h.returncode == 0, h.stderr
     page = html.read_text()
     assert "1 after a retry" in page and f["run_id"] in page and "retried: the cell is now completed" in page
+
+
+def test_runs_list_sweep_resolves_the_id_as_report_and_resume_do(tmp_path):
+    """runs list --sweep takes a whole sweep id or a unique prefix, as report and
+    sweep --resume do: an id that is no sweep, or a prefix of two sweeps, is exit 2 naming it,
+    never an empty list or two sweeps' cells listed as one."""
+    exp = write_exp(tmp_path, 'print("accuracy: 0.9")\n')
+    runs = tmp_path / "runs"
+    ids = []
+    for i in range(40):  # one-cell sweeps until two ids share their first character
+        d = doc_of(sweep(tmp_path, exp, "--param", f"p={i}", args=("--p", "{p}")))
+        ids.append(d["id"])
+        if len({s[0] for s in ids}) < len(ids):
+            break
+    shared = next(s[0] for s in ids if sum(t[0] == s[0] for t in ids) > 1)
+    sid = ids[0]
+
+    def runs_list(sweep_arg):
+        return labbox("runs", "list", "--json", "--runs-dir", runs, "--sweep", sweep_arg)
+
+    p = runs_list(sid + "x")
+    assert p.returncode == 2, (p.returncode, p.stdout)
+    assert f"no sweep '{sid}x'" in p.stderr, p.stderr
+    assert labbox("report", sid + "x", "--runs-dir", runs, "-o", tmp_path / "r.md").returncode == 2
+    p = runs_list(shared)
+    assert p.returncode == 2, (p.returncode, p.stdout)
+    assert f"'{shared}' matches more than one sweep" in p.stderr, p.stderr
+    assert labbox("sweep", "--resume", shared, "--runs-dir", runs).returncode == 2
+    # a unique prefix and the whole id list that sweep's one cell, and only it
+    for arg in (sid, sid[:12]):
+        p = runs_list(arg)
+        assert p.returncode == 0, p.stderr
+        listed = json.loads(p.stdout)["runs"]
+        assert [r["sweep"]["id"] for r in listed] == [sid], listed
+
+
+def test_a_killed_sweep_reads_as_interrupted_everywhere_and_resume_finishes(tmp_path):
+    """kill -9 of a sweep while cells run (the OOM killer, a reboot): its cells' runs end as
+    interrupted, but the sweep itself writes nothing more. The next reader (report, runs list
+    --sweep, sweep --resume) finds its lock free and settles sweep.json from the run index:
+    status interrupted, each cell that ran with its run id and status, the interrupted ones
+    among the failures. A live sweep is left alone. --resume then runs the rest."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, BLOCKING_MAIN)
+    runs = tmp_path / "runs"
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(runs),
+           "--param", "x=a", "--seeds", "0-3", "--jobs", "2", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: (ctl / "ready-0").exists() and (ctl / "ready-1").exists(),
+                        120), "the first two cells never started"
+        sj = next(runs.parent.glob("sweeps/*/sweep.json"))
+        sid = sj.parent.name
+        # alive: a reader leaves its document as the sweep writes it
+        p = labbox("report", sid, "--runs-dir", runs, "--format", "md", "-o", tmp_path / "live.md")
+        assert p.returncode == 0, p.stderr
+        assert json.loads(sj.read_text())["status"] == "running"
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the cells' labboxes record their runs as interrupted (they outlive the sweep briefly)
+    def cells_recorded():
+        rs = [json.loads(r.read_text()) for r in runs.glob("*/result.json")]
+        return len(rs) == 2 and all(r["status"] == "interrupted" for r in rs)
+    assert wait_for(cells_recorded, 60), "the cells' runs were not recorded as interrupted"
+    ran = {json.loads(r.read_text())["sweep"]["cell"]: json.loads(r.read_text())["id"]
+           for r in runs.glob("*/result.json")}
+    assert json.loads(sj.read_text())["status"] == "running"  # nothing settled it yet
+    p = labbox("report", sid, "--runs-dir", runs, "--format", "md", "-o", tmp_path / "r.md",
+               "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["failures"] == 2
+    assert "interrupted" in (tmp_path / "r.md").read_text()
+    d = json.loads(sj.read_text())
+    assert d["status"] == "interrupted"
+    cells = {c["cell"]: c for c in d["cells"]}
+    for i, rid in ran.items():
+        assert cells[i]["status"] == "interrupted" and cells[i]["run_id"] == rid, cells[i]
+    assert sorted(f["run_id"] for f in d["failures"]) == sorted(ran.values())
+    assert d["counts"]["interrupted"] == 2 and d["counts"]["not_run"] == 2, d["counts"]
+    # the settled document is labbox's own (sealed): report still reads it without a warning
+    p = labbox("report", sid, "--runs-dir", runs, "--format", "csv")
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+    p = labbox("runs", "list", "--json", "--runs-dir", runs, "--sweep", sid)
+    assert p.returncode == 0, p.stderr
+    assert sorted(r["status"] for r in json.loads(p.stdout)["runs"]) == ["interrupted"] * 2
+    (ctl / "go").touch()
+    p = labbox("sweep", "--json", "--resume", sid[:10], "--runs-dir", runs)
+    assert p.returncode == 0, p.stderr
+    d2 = doc_of(p)
+    assert d2["status"] == "completed" and d2["counts"]["completed"] == 4, d2["counts"]
+    assert json.loads(sj.read_text())["status"] == "completed"
