@@ -1377,6 +1377,8 @@ typedef struct supervise_state {
 	uint64_t free_at_start; /* bytes available on the disk limit's file system */
 	uint64_t inodes_at_start; /* inodes available there */
 	uint64_t inode_limit;
+	uint64_t floor;       /* free bytes kept on that file system, whatever the limit */
+	uint64_t bytes_at_start; /* exp/'s bytes when the run began, when there is a floor */
 	pid_t init_pid;
 	bool disk_limited;
 	char disk_detail[160];
@@ -1460,6 +1462,19 @@ static uint64_t fs_available(const char *path, uint64_t *inodes)
 		return *inodes = 0;
 	*inodes = (uint64_t)v.f_favail;
 	return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+/* The free space every polled run leaves on its file system: runs that start together each
+ * see the same free space and their limits add up, so a limit alone does not keep room for
+ * labbox's records (result.json, the log, sweep.json, the index) or the host. 5% of the file
+ * system, at most 1 GiB (and at most half of what was free when the run began). */
+static uint64_t fs_floor(const char *path)
+{
+	struct statvfs v;
+	if (statvfs(path, &v) < 0)
+		return 0;
+	uint64_t floor = (uint64_t)v.f_blocks * v.f_frsize / 20;
+	return floor < ((uint64_t)1 << 30) ? floor : (uint64_t)1 << 30;
 }
 
 /* Whether ino was seen already; else remembered (past the list's room an inode may count
@@ -1606,11 +1621,22 @@ static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s, bool f
 	uint64_t avail = fs_available(sb->disk_path, &inodes);
 	bool bytes_may = final || avail + sb->disk_limit < s->free_at_start;
 	bool inodes_may = s->inode_limit && (final || inodes + s->inode_limit < s->inodes_at_start);
-	if (!bytes_may && !inodes_may)
+	bool under_floor = !final && avail < s->floor;
+	if (!bytes_may && !inodes_may && !under_floor)
 		return false;
 	lb_disk_measure_t m;
 	if (lb_disk_measure(sb->disk_path, &m) < 0)
 		return false;
+	/* Only a run that has written is ended by the floor: one that has not is not what
+	 * filled the disk (1 MiB of slack for the interpreter's own files). */
+	if (under_floor && m.bytes > s->bytes_at_start + ((uint64_t)1 << 20)) {
+		snprintf(s->disk_detail, sizeof s->disk_detail,
+			 "%llu bytes in exp/ while its file system had %llu bytes free, under the "
+			 "%llu labbox keeps free",
+			 (unsigned long long)m.bytes, (unsigned long long)avail,
+			 (unsigned long long)s->floor);
+		return true;
+	}
 	if (m.bytes > sb->disk_limit) {
 		snprintf(s->disk_detail, sizeof s->disk_detail, "%llu bytes in exp/",
 			 (unsigned long long)m.bytes);
@@ -2120,6 +2146,16 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	if (sb->disk_limit && sb->disk_path) {
 		s.free_at_start = fs_available(sb->disk_path, &s.inodes_at_start);
 		s.inode_limit = lb_sandbox_inode_limit(sb->disk_limit, s.inodes_at_start);
+		/* A disk already near the floor keeps half of what it had: a run may still write. */
+		if (!fs)
+			s.floor = fs_floor(sb->disk_path);
+		if (s.floor > s.free_at_start / 2)
+			s.floor = s.free_at_start / 2;
+		lb_disk_measure_t m0;
+		if (s.floor && lb_disk_measure(sb->disk_path, &m0) == 0)
+			s.bytes_at_start = m0.bytes;
+		else
+			s.floor = 0; /* what the run wrote cannot be told from what it was given */
 		s.init_pid = init;
 		s.next_disk_check = t0 + (fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
 	}
