@@ -1454,6 +1454,9 @@ static void relay_in_write(supervise_state *s)
 /* A statvfs of exp/'s own file system costs a microsecond: checked often, a full one is seen
  * even in a short run (the verdict says disk_limit, not only "failed"). */
 #define DISK_FS_CHECK_INTERVAL 0.02
+/* The least time exp/'s files have to come back from its file system after a run that used
+ * its whole budget. */
+#define MERGE_LEAST_S 5.0
 
 static uint64_t fs_available(const char *path, uint64_t *inodes)
 {
@@ -2335,9 +2338,21 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 						 : enforced;
 	if (use_fs) {
 		char err[PATH_MAX + 300];
-		/* The tree has ended: nothing writes to exp/ any more. */
-		if (lb_diskfs_finish(&fs, err, sizeof err) < 0 && res->outcome != LB_SB_SETUP_FAILED)
-			set_setup_failure(res, "disk_merge", EIO, err);
+		/* The tree has ended: nothing writes to exp/ any more. Bringing its files back is
+		 * labbox's work, but how long it takes is the run's choice (how many files): it
+		 * ends where the budget and grace end, with at least the grace (5 s at least) for
+		 * a run that used its whole budget. */
+		double ended = lb_time_monotonic(), until = 0;
+		if (sb->budget > 0) {
+			double least = sb->grace > MERGE_LEAST_S ? sb->grace : MERGE_LEAST_S;
+			until = ended - res->wall_s + sb->budget + sb->grace;
+			if (until < ended + least)
+				until = ended + least;
+		}
+		int fr = lb_diskfs_finish(&fs, until, err, sizeof err);
+		res->post_run_s = lb_time_monotonic() - ended;
+		if (fr < 0 && res->outcome != LB_SB_SETUP_FAILED)
+			set_setup_failure(res, "disk_merge", fr == -ETIME ? ETIME : EIO, err);
 		if (fs.signal && res->outcome != LB_SB_SETUP_FAILED && !res->interrupted) {
 			/* asked to stop while the run's files were brought back: recorded, then
 			 * labbox ends as interrupted */

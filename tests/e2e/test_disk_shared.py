@@ -87,3 +87,51 @@ def test_runs_started_together_stop_at_the_free_space_floor(tmp_path, small_fs):
         assert "No space left" not in log, log[-2000:]
     assert statuses.count("disk_limit") >= 1, outs
     assert set(statuses) <= {"disk_limit", "success"}, outs
+
+
+MANY_FILES = """
+import os, time
+n = 0; t = time.time()
+try:
+    for d in range(100000):
+        os.mkdir(f"d{d}")
+        for f in range(100):
+            os.close(os.open(f"d{d}/f{f}", os.O_CREAT | os.O_WRONLY)); n += 1
+        if time.time() - t > 17:
+            break
+except OSError as e:
+    print("stopped:", e)
+print("files:", n, flush=True)
+time.sleep(1000)
+"""
+
+
+def test_bringing_exp_back_from_its_image_ends_with_the_budget(tmp_path):
+    """Under --disk-limit exp/ is an image whose files are brought back after the run: how
+    many there are is the experiment's choice, so that work ends where budget and grace end
+    (the image keeps what was not brought back, and result.json says so)."""
+    exp = write_exp(tmp_path, MANY_FILES)
+    runs = tmp_path / "runs"
+    budget, grace = 20, 1
+    t0 = time.monotonic()
+    p = labbox("run", "--json", "-q", "--python", PYTHON, "--runs-dir", runs, "--budget", budget,
+               "--grace", grace, "--disk-limit", "2g", exp)
+    elapsed = time.monotonic() - t0
+    res = json.loads(p.stdout)
+    rd = Path(res["run_dir"])
+    assert json.loads((rd / "result.json").read_text())["status"] == res["status"]
+    assert "files:" in (rd / "run.log").read_text(errors="replace")
+    # budget + grace, at least 5 s for the merge, and slack for a loaded machine
+    assert elapsed < budget + grace + 5 + 5, (elapsed, json.dumps(res)[:3000])
+    post = res["resources"]["post_run_s"]
+    assert post < 5 + 3, json.dumps(res)[:3000]
+    if res["status"] == "infra_error":
+        err = res["infra_error"]
+        assert "--grace" in res["failure"]["suggestion"], res["failure"]
+        assert err["step"] == "disk_merge", json.dumps(res)[:3000]
+        assert "end of the budget" in err["message"], err
+        img = rd / "exp.img"
+        assert img.is_file() and str(img) in err["message"], err
+        assert not os.path.ismount(rd / "exp")
+    else:
+        assert res["status"] == "timeout", json.dumps(res)[:3000]
