@@ -129,6 +129,8 @@ int lb_sandbox_set_grace(lb_sandbox *sb, double seconds);
  * setup_disk) unless lb_sandbox_allow_degraded(sb, "disk") accepted a polled limit. */
 void lb_sandbox_require_disk_fs(lb_sandbox *sb, bool required);
 
+/* The files and directories a run may make under a disk limit: one per 4 KiB of it, at
+ * least 10,000, at most a million, and at most a quarter of inodes_free (0: unknown). */
 uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free);
 int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 /* Limits enforced through cgroups; 0 means unset. */
@@ -284,6 +286,7 @@ typedef struct lb_sandbox_result {
 	bool interrupted;
 	int interrupt_signal; /* the signal labbox received */
 	double wall_s, cpu_user_s, cpu_sys_s;
+	double post_run_s; /* after the tree ended: exp/ brought back from its own file system */
 	uint64_t peak_rss_bytes; /* peak memory of the tree (cgroup), or the largest resident
 				  * set of any one process (rusage) when no cgroup was used */
 	const char *peak_source; /* "cgroup" or "rusage" */

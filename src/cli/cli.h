@@ -98,10 +98,13 @@ enum {
 	"                       OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS and\n"               \
 	"                       VECLIB_MAXIMUM_THREADS to N rounded up (-e wins)\n"            \
 	"  --disk-limit SIZE    most the command may write into its writable directory\n"      \
-	"                       (default: half the free space there, at most 10g, polled;\n"   \
-	"                       0: none); a limit given here is exp/'s own file system\n"     \
-	"                       (root, loop devices), else refused without --allow-degraded\n"\
-	"                       disk\n"                                                         \
+	"                       (default: half the free space there, at most 10g, divided\n"  \
+	"                       among a sweep's --jobs, polled; 0: none); a polled run that\n" \
+	"                       writes while its file system has under 1/20 (at most 1g)\n" \
+	"                       free ends as disk_limit; a limit given here is exp/'s own\n"  \
+	"                       file system (root, loop devices; what the run left is\n"     \
+	"                       brought back within the budget and grace, 5 s at least),\n"  \
+	"                       else refused without --allow-degraded disk\n"                \
 	"  --pids-limit N       limit on the number of processes and threads\n"                \
 	"  --allow-degraded WHAT  run even when a limit cannot be enforced by a cgroup:\n"      \
 	"                       memory (per-process RLIMIT_DATA), pids (RLIMIT_NPROC), cpus\n" \

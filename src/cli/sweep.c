@@ -329,6 +329,17 @@ static void cell_output(void *ctx, lb_stream stream, const char *data, size_t le
 		lb_sweep_report_estimate(e->fd, est);
 }
 
+/* Without --disk-limit a cell's default is its share of what a lone run would get: cells
+ * that start together each see the same free space, and each taking half of it would fill the
+ * disk between them (and leave no room for the sweep's own records). */
+static uint64_t sweep_cell_disk_limit(const sweep_ctx *c)
+{
+	uint64_t limit = cli_disk_limit(&c->o, c->runs_dir);
+	if (c->o.disk_limit_set || c->disk_jobs <= 1)
+		return limit;
+	return limit / c->disk_jobs ? limit / c->disk_jobs : 1;
+}
+
 static void cell_warn(void *ctx, const char *message)
 {
 	(void)ctx;
@@ -421,7 +432,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		.nargs = nargs,
 		.budget = c->o.budget,
 		.grace = c->o.grace_set ? c->o.grace : 5.0,
-		.disk_limit = cli_disk_limit(&c->o, c->runs_dir),
+		.disk_limit = sweep_cell_disk_limit(c),
 		.echo = cell_output,
 		.echo_ctx = &echo,
 		.policy = c->policy,
@@ -1660,6 +1671,7 @@ int cli_sweep(int argc, char **argv)
 		sweep_progress_line(&c, "sweep %s: %zu conditions x %zu seeds = %zu cells, %zu at a time",
 			      c.id, c.plan.nconditions, c.plan.nseeds, c.plan.ncells,
 			      jobs < c.ntodo ? jobs : c.ntodo);
+	c.disk_jobs = jobs && jobs < c.ntodo ? jobs : c.ntodo;
 	lb_sweep_local lc = {.jobs = jobs, .cpus = c.o.cpus, .sweep_budget = c.sweep_budget,
 			     .run_cell = run_cell, .on_event = on_event, .ctx = &c};
 	lb_sweep_local_result lr;

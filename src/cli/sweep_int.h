@@ -29,6 +29,8 @@ typedef struct sweep_ctx {
 	size_t nbase;
 	double budget, sweep_budget;
 	size_t jobs;
+	/* Cells that may run at once on this host: the default disk limit is shared by them. */
+	size_t disk_jobs;
 	lb_sweep_plan plan;
 	char id[LB_SWEEP_ID_LEN];
 	char *sweep_dir;

@@ -539,7 +539,9 @@ static bool diagnose_infra(lb_verdict *v, const lb_failure_input *in, const lb_l
 			       "the experiment ran, but its files were not all brought back into the run "
 			       "directory, so its results are not reported: they are kept where the "
 			       "message says; free space or make the experiment's output tree plainer "
-			       "(less deep, shorter names) and run it again");
+			       "(less deep, shorter names) and run it again, and where the message says "
+			       "the budget and grace ended, have it leave fewer files or give a longer "
+			       "--grace");
 		add_tail_evidence(v, log, 3);
 		return true;
 	}

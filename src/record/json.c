@@ -68,6 +68,7 @@ struct json_object *lb_record_resources_json(const lb_sandbox_result *res)
 	json_object_object_add(o, "wall_s", lb_record_fixed(res->wall_s, 3));
 	json_object_object_add(o, "cpu_user_s", lb_record_fixed(res->cpu_user_s, 3));
 	json_object_object_add(o, "cpu_sys_s", lb_record_fixed(res->cpu_sys_s, 3));
+	json_object_object_add(o, "post_run_s", lb_record_fixed(res->post_run_s, 3));
 	json_object_object_add(o, "peak_rss_bytes", json_object_new_int64((int64_t)res->peak_rss_bytes));
 	json_object_object_add(o, "peak_rss_source",
 			       json_object_new_string(res->peak_source ? res->peak_source : "rusage"));

@@ -663,9 +663,13 @@ void lb_sandbox_require_disk_fs(lb_sandbox *sb, bool required)
 
 uint64_t lb_sandbox_inode_limit(uint64_t disk_limit, uint64_t inodes_free)
 {
+	/* At most a million: every file the run makes is labbox's to measure or bring back
+	 * after it, whatever size the limit has. */
 	uint64_t n = disk_limit / 4096;
 	if (n < 10000)
 		n = 10000;
+	if (n > 1000000)
+		n = 1000000;
 	if (inodes_free && n > inodes_free / 4)
 		n = inodes_free / 4 ? inodes_free / 4 : 1;
 	return n;

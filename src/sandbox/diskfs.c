@@ -446,6 +446,8 @@ typedef struct merge_ctx {
 	int host_root;
 	diskfs_map links; /* inode -> the path it was merged to first */
 	int max_depth;
+	double until;      /* monotonic; 0 = no bound */
+	unsigned long n;   /* entries looked at */
 	char *err;
 	size_t errlen;
 } merge_ctx;
@@ -630,6 +632,15 @@ static int merge_entry(merge_ctx *c, int sdir, int ddir, const char *name, const
 		       int depth)
 {
 	struct stat st, dst;
+	/* The run chose how many files there are: past the time labbox has for it, the rest
+	 * stays in the image. The clock is read every 64 entries. */
+	if (c->until && ++c->n % 64 == 0 && lb_time_monotonic() >= c->until) {
+		if (!c->err[0])
+			snprintf(c->err, c->errlen, "bringing back exp/ from its file system was "
+				 "stopped at the end of the budget and grace, after %lu entries",
+				 c->n);
+		return -ETIME;
+	}
 	if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return merge_fail(c, -errno, "the entry", rel);
 	/* The file system's own (lost+found, the reserve), wherever the run moved them. */
@@ -732,7 +743,7 @@ static void drop_merged(int sroot)
 	closedir(d);
 }
 
-int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
+int lb_diskfs_finish(lb_diskfs *fs, double until, char *err, size_t errlen)
 {
 	if (!fs->mounted)
 		return 0;
@@ -757,7 +768,7 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	      "discard");
 	rlim_t fds = raised.rlim_cur == RLIM_INFINITY ? 65536 : raised.rlim_cur;
 	merge_ctx c = {.fs = fs, .host_root = fs->host_fd, .err = err, .errlen = errlen,
-		       .max_depth = fds > 256 ? (int)((fds - 128) / 2) : 64};
+		       .until = until, .max_depth = fds > 256 ? (int)((fds - 128) / 2) : 64};
 	/* The merge recurses: its stack, not the descriptors, is the bound that matters. A
 	 * deeper tree is not merged; the image keeps it, and the error says where. */
 	if (c.max_depth > MERGE_MAX_DEPTH)
@@ -811,7 +822,8 @@ int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen)
 	if (r < 0) {
 		/* What could not be merged is still in the image: kept, and named. */
 		size_t n = strlen(err);
-		snprintf(err + n, errlen - n, "; everything the run left is kept in %s", fs->image);
+		snprintf(err + n, errlen - n, "; what the run left that is not in exp/ is kept in %s",
+			 fs->image);
 		close(fs->host_fd);
 		fs->host_fd = -1;
 		return r;

@@ -38,8 +38,9 @@ int lb_diskfs_setup(lb_diskfs *fs, const char *dir, uint64_t limit, uint64_t ino
 bool lb_diskfs_full(const lb_diskfs *fs, bool final, char *detail, size_t len);
 
 /* Once the run has ended: merges what it changed into the staged tree, unmounts, removes
- * the image. On failure the image is kept and err names it. */
-int lb_diskfs_finish(lb_diskfs *fs, char *err, size_t errlen);
+ * the image. On failure, or when the merge is still going at until (monotonic; 0: no
+ * bound), the image is kept with what was not merged, and err names it. */
+int lb_diskfs_finish(lb_diskfs *fs, double until, char *err, size_t errlen);
 
 /* Unmounts and removes without merging (setup failed before the run). */
 void lb_diskfs_abandon(lb_diskfs *fs);

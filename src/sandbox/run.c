@@ -1380,6 +1380,8 @@ typedef struct supervise_state {
 	uint64_t free_at_start; /* bytes available on the disk limit's file system */
 	uint64_t inodes_at_start; /* inodes available there */
 	uint64_t inode_limit;
+	uint64_t floor;       /* free bytes kept on that file system, whatever the limit */
+	uint64_t bytes_at_start; /* exp/'s bytes when the run began, when there is a floor */
 	pid_t init_pid;
 	bool disk_limited;
 	char disk_detail[160];
@@ -1455,6 +1457,9 @@ static void relay_in_write(supervise_state *s)
 /* A statvfs of exp/'s own file system costs a microsecond: checked often, a full one is seen
  * even in a short run (the verdict says disk_limit, not only "failed"). */
 #define DISK_FS_CHECK_INTERVAL 0.02
+/* The least time exp/'s files have to come back from its file system after a run that used
+ * its whole budget. */
+#define MERGE_LEAST_S 5.0
 
 static uint64_t fs_available(const char *path, uint64_t *inodes)
 {
@@ -1463,6 +1468,19 @@ static uint64_t fs_available(const char *path, uint64_t *inodes)
 		return *inodes = 0;
 	*inodes = (uint64_t)v.f_favail;
 	return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+/* The free space every polled run leaves on its file system: runs that start together each
+ * see the same free space and their limits add up, so a limit alone does not keep room for
+ * labbox's records (result.json, the log, sweep.json, the index) or the host. 5% of the file
+ * system, at most 1 GiB (and at most half of what was free when the run began). */
+static uint64_t fs_floor(const char *path)
+{
+	struct statvfs v;
+	if (statvfs(path, &v) < 0)
+		return 0;
+	uint64_t floor = (uint64_t)v.f_blocks * v.f_frsize / 20;
+	return floor < ((uint64_t)1 << 30) ? floor : (uint64_t)1 << 30;
 }
 
 /* Whether ino was seen already; else remembered (past the list's room an inode may count
@@ -1609,11 +1627,22 @@ static bool disk_limit_exceeded(const lb_sandbox *sb, supervise_state *s, bool f
 	uint64_t avail = fs_available(sb->disk_path, &inodes);
 	bool bytes_may = final || avail + sb->disk_limit < s->free_at_start;
 	bool inodes_may = s->inode_limit && (final || inodes + s->inode_limit < s->inodes_at_start);
-	if (!bytes_may && !inodes_may)
+	bool under_floor = !final && avail < s->floor;
+	if (!bytes_may && !inodes_may && !under_floor)
 		return false;
 	lb_disk_measure_t m;
 	if (lb_disk_measure(sb->disk_path, &m) < 0)
 		return false;
+	/* Only a run that has written is ended by the floor: one that has not is not what
+	 * filled the disk (1 MiB of slack for the interpreter's own files). */
+	if (under_floor && m.bytes > s->bytes_at_start + ((uint64_t)1 << 20)) {
+		snprintf(s->disk_detail, sizeof s->disk_detail,
+			 "%llu bytes in exp/ while its file system had %llu bytes free, under the "
+			 "%llu labbox keeps free",
+			 (unsigned long long)m.bytes, (unsigned long long)avail,
+			 (unsigned long long)s->floor);
+		return true;
+	}
 	if (m.bytes > sb->disk_limit) {
 		snprintf(s->disk_detail, sizeof s->disk_detail, "%llu bytes in exp/",
 			 (unsigned long long)m.bytes);
@@ -2123,6 +2152,16 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	if (sb->disk_limit && sb->disk_path) {
 		s.free_at_start = fs_available(sb->disk_path, &s.inodes_at_start);
 		s.inode_limit = lb_sandbox_inode_limit(sb->disk_limit, s.inodes_at_start);
+		/* A disk already near the floor keeps half of what it had: a run may still write. */
+		if (!fs)
+			s.floor = fs_floor(sb->disk_path);
+		if (s.floor > s.free_at_start / 2)
+			s.floor = s.free_at_start / 2;
+		lb_disk_measure_t m0;
+		if (s.floor && lb_disk_measure(sb->disk_path, &m0) == 0)
+			s.bytes_at_start = m0.bytes;
+		else
+			s.floor = 0; /* what the run wrote cannot be told from what it was given */
 		s.init_pid = init;
 		s.next_disk_check = t0 + (fs ? DISK_FS_CHECK_INTERVAL : DISK_CHECK_INTERVAL);
 	}
@@ -2302,9 +2341,21 @@ int lb_sandbox_run(lb_sandbox *sb, lb_sandbox_result *res)
 						 : enforced;
 	if (use_fs) {
 		char err[PATH_MAX + 300];
-		/* The tree has ended: nothing writes to exp/ any more. */
-		if (lb_diskfs_finish(&fs, err, sizeof err) < 0 && res->outcome != LB_SB_SETUP_FAILED)
-			set_setup_failure(res, "disk_merge", EIO, err);
+		/* The tree has ended: nothing writes to exp/ any more. Bringing its files back is
+		 * labbox's work, but how long it takes is the run's choice (how many files): it
+		 * ends where the budget and grace end, with at least the grace (5 s at least) for
+		 * a run that used its whole budget. */
+		double ended = lb_time_monotonic(), until = 0;
+		if (sb->budget > 0) {
+			double least = sb->grace > MERGE_LEAST_S ? sb->grace : MERGE_LEAST_S;
+			until = ended - res->wall_s + sb->budget + sb->grace;
+			if (until < ended + least)
+				until = ended + least;
+		}
+		int fr = lb_diskfs_finish(&fs, until, err, sizeof err);
+		res->post_run_s = lb_time_monotonic() - ended;
+		if (fr < 0 && res->outcome != LB_SB_SETUP_FAILED)
+			set_setup_failure(res, "disk_merge", fr == -ETIME ? ETIME : EIO, err);
 		if (fs.signal && res->outcome != LB_SB_SETUP_FAILED && !res->interrupted) {
 			/* asked to stop while the run's files were brought back: recorded, then
 			 * labbox ends as interrupted */

@@ -266,8 +266,11 @@ static void test_degraded_needs_a_known_name(void **state)
 static void test_inode_limit(void **state)
 {
 	(void)state;
-	/* one inode per 4 KiB of the disk limit, at least 10,000, at most a quarter of the free */
-	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 0), 2621440);
+	/* one inode per 4 KiB of the disk limit, at least 10,000, at most a million and at most
+	 * a quarter of the free */
+	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 0), 1000000);
+	assert_int_equal(lb_sandbox_inode_limit((uint64_t)2 << 30, 0), 524288);
+	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 1000000), 250000);
 	assert_int_equal(lb_sandbox_inode_limit((uint64_t)10 << 30, 4000000), 1000000);
 	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 0), 10000);
 	assert_int_equal(lb_sandbox_inode_limit(16u << 20, 100), 25);
