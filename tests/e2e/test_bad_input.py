@@ -333,3 +333,42 @@ def test_json_never_carries_a_raw_c1_control(tmp_path):
     assert keys and "\u009b" in keys[0], doc["metrics"]
     text = open(Path(doc["run_dir"]) / "result.json", "rb").read()
     assert b"\xc2\x9b" not in text and b"\\u009b" in text
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "0,,1", "all,0", "1;2", "0,0", "-1", " 1"])
+def test_a_malformed_gpus_value_is_a_usage_error_on_any_host(tmp_path, value):
+    """A --gpus typo is the caller's mistake whatever the host has: exit 2 naming the value
+    before anything is staged, never "no NVIDIA GPU on this host" (125, a host problem) nor a
+    count of commas sent to Slurm."""
+    exp = write_exp(tmp_path, GOOD)
+    runs = tmp_path / "runs"
+    calls = [
+        ("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--gpus", value, exp),
+        ("run", "--json", "--mode", "slurm", "--runs-dir", runs, "--gpus", value, exp),
+        ("exec", "--json", "--gpus", value, "--", "/bin/true"),
+        ("sweep", "--json", "--plan-only", "--seeds", "0", "--runs-dir", runs,
+         "--gpus", value, exp),
+    ]
+    for call in calls:
+        p = labbox(*call)
+        assert p.returncode == 2, (call, p.stdout, p.stderr)
+        doc = json.loads(p.stdout)
+        assert doc["schema"] == "labbox.error/1" and doc["exit_code"] == 2, doc
+        msg = doc["error"]["message"]
+        assert msg.startswith("--gpus '%s'" % value) and "NVIDIA" not in msg, (call, msg)
+    assert not runs.exists() or not list(runs.iterdir())
+
+
+def test_well_formed_gpus_values_pass_the_parse(tmp_path):
+    """none is no GPU, and runs; an index list is judged against the host, not refused as a
+    typo (here a host without the GPU: 125 naming it, or 0 where it is there)."""
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs",
+               "--gpus", "none", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["status"] == "completed"
+    p = labbox("exec", "--gpus", "0,3", "--", "/bin/true")
+    if any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev")):
+        assert p.returncode in (0, 125), p.stderr
+    else:
+        assert p.returncode == 125 and "no NVIDIA GPU" in p.stderr, p.stderr
