@@ -115,7 +115,7 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
 /* The backend settings of req (--image, --host, --partition, --drive, ...: mode_flags.c's
  * table) against the run's mode: one of another backend would be ignored there, so it is
- * refused. 0, or -EINVAL with err "FLAG applies to mode M only (this WHAT's mode is MODE)".
+ * refused. 0, or -EINVAL with err "FLAG applies to --mode M only (this WHAT's mode is MODE)".
  * A mode this labbox lacks is left to its own error (0). */
 int lb_run_mode_flags_check(const lb_run_request *req, const char *mode, const char *what,
 			    char *err, size_t errlen);

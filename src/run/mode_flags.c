@@ -60,7 +60,7 @@ int lb_run_mode_flags_check(const lb_run_request *req, const char *mode, const c
 	for (size_t i = 0; i < sizeof mode_flags / sizeof *mode_flags; i++) {
 		const struct mode_flag *f = &mode_flags[i];
 		if (strcmp(f->mode, mode) != 0 && setting_given(req, f)) {
-			snprintf(err, errlen, "%s applies to mode %s only (this %s's mode is %s)",
+			snprintf(err, errlen, "%s applies to --mode %s only (this %s's mode is %s)",
 				 f->flag, f->mode, what, mode);
 			return -EINVAL;
 		}

@@ -394,13 +394,13 @@ def test_a_flag_of_another_backend_is_refused_not_ignored(tmp_path, flags, needs
     p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--gpus", "0", *flags, exp)
     assert p.returncode == 2, p.stdout + p.stderr
     msg = json.loads(p.stdout)["error"]["message"]
-    assert msg == "%s applies to mode %s only (this run's mode is local)" % (flags[0], needs), msg
+    assert msg == "%s applies to --mode %s only (this run's mode is local)" % (flags[0], needs), msg
     assert not runs.exists() or not list(runs.iterdir())
     # labbox.yaml's mode: is the run's mode as --mode is
     other = "docker" if needs != "docker" else "slurm"
     (exp / "labbox.yaml").write_text("mode: %s\n" % other)
     p = labbox("run", "--runs-dir", runs, *flags, exp)
-    assert p.returncode == 2 and "applies to mode %s only (this run's mode is %s)" % (
+    assert p.returncode == 2 and "applies to --mode %s only (this run's mode is %s)" % (
         needs, other) in p.stderr, p.stderr
 
 
@@ -408,16 +408,16 @@ def test_sweep_exec_and_probe_refuse_another_backends_flags(tmp_path):
     exp = write_exp(tmp_path, GOOD)
     runs = tmp_path / "runs"
     for flags, msg in [
-            (("--partition", "gpu"), "--partition applies to mode slurm only (this sweep's mode is local)"),
-            (("--image", "foo"), "--image applies to mode docker only (this sweep's mode is local)"),
+            (("--partition", "gpu"), "--partition applies to --mode slurm only (this sweep's mode is local)"),
+            (("--image", "foo"), "--image applies to --mode docker only (this sweep's mode is local)"),
             (("--mode", "slurm", "--engine", "docker"),
-             "--engine applies to mode docker only (this sweep's mode is slurm)")]:
+             "--engine applies to --mode docker only (this sweep's mode is slurm)")]:
         p = labbox("sweep", "--plan-only", "--seeds", "0", "--runs-dir", runs, *flags, exp)
         assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)
     p = labbox("exec", "--engine", "docker", "--", "/bin/true")
-    assert p.returncode == 2 and "--engine applies to mode docker only" in p.stderr, p.stderr
-    for flags, msg in [(("--host", "h"), "--host applies to mode ssh only (this probe's mode is local)"),
+    assert p.returncode == 2 and "--engine applies to --mode docker only" in p.stderr, p.stderr
+    for flags, msg in [(("--host", "h"), "--host applies to --mode ssh only (this probe's mode is local)"),
                        (("--mode", "docker", "--drive", "/tmp"),
-                        "--drive applies to mode colab only (this probe's mode is docker)")]:
+                        "--drive applies to --mode colab only (this probe's mode is docker)")]:
         p = labbox("probe", *flags)
         assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)
