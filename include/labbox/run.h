@@ -113,6 +113,16 @@ int lb_run(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
  * slurm (partition, account, qos, and the limits as the job's resources).;
  * and colab on req->drive (else labbox.yaml's drive:). */
 int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out);
+/* The backend settings of req (--image, --host, --partition, --drive, ...: mode_flags.c's
+ * table) against the run's mode: one of another backend would be ignored there, so it is
+ * refused. 0, or -EINVAL with err "FLAG applies to --mode M only (this WHAT's mode is MODE)".
+ * A mode this labbox lacks is left to its own error (0). */
+int lb_run_mode_flags_check(const lb_run_request *req, const char *mode, const char *what,
+			    char *err, size_t errlen);
+/* The mode req runs in: req->mode, else mode: of its experiment's labbox.yaml, else local.
+ * 0, or a negative errno when the directory or its labbox.yaml cannot be read (the run
+ * reports that itself). */
+int lb_run_resolve_mode(const lb_run_request *req, char *mode, size_t len);
 /* Whether v is a PYTHONHASHSEED Python accepts: "random" or an integer 0..4294967295. */
 bool lb_run_hashseed_valid(const char *v);
 /* The same pipeline on any backend (lb_run is it on the local backend around sb). */

@@ -108,9 +108,22 @@ lb_network lb_sandbox_network(const lb_sandbox *sb);
 size_t lb_sandbox_writable_paths(const lb_sandbox *sb, const char **out, size_t max);
 /* A host character device (a path under /dev) made usable inside at the same path. */
 int lb_sandbox_add_device(lb_sandbox *sb, const char *path);
+/* A --gpus value, parsed once wherever one is read (a flag, a record): every GPU, none, or
+ * device indices as /dev/nvidiaN numbers them, each named once. */
+#define LB_GPUS_MAX 64
+typedef struct lb_gpu_spec {
+	bool all;
+	size_t n; /* 0 with !all: none */
+	int index[LB_GPUS_MAX];
+} lb_gpu_spec;
+/* "all", "none" or indices "0,2" (decimal digits, no empty item, no index twice, at most
+ * LB_GPUS_MAX) into *out: 0, or -EINVAL with err saying what is wrong with spec. Says
+ * nothing of this host's GPUs. */
+int lb_sandbox_gpus_parse(const char *spec, lb_gpu_spec *out, char *err, size_t errlen);
 /* NVIDIA GPUs: "all" or a list of indices "0,2". Binds the GPUs' device nodes and the
  * driver's control nodes, and sets CUDA_VISIBLE_DEVICES; without a call no GPU is visible.
- * -ENODEV (with err naming what is missing) when the host lacks an asked-for GPU. */
+ * -EINVAL for a spec lb_sandbox_gpus_parse refuses (whatever the host has), -ENODEV (with
+ * err naming what is missing) when the host lacks an asked-for GPU. */
 int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen);
 /* How many NVIDIA GPUs this host has (its /dev/nvidiaN device nodes): what --gpus can give. */
 int lb_sandbox_host_gpu_count(void);

@@ -826,10 +826,14 @@ static int count_gpus(slurm_state *s, char *err, size_t errlen)
 			 "uses the ones Slurm allocates)");
 		return -EINVAL;
 	}
-	unsigned n = 1;
-	for (const char *p = g; *p; p++)
-		n += *p == ',';
-	s->gpus = n;
+	/* As many GPUs as the list names (a record's value is parsed as a flag's is). */
+	lb_gpu_spec spec;
+	char why[160];
+	if (lb_sandbox_gpus_parse(g, &spec, why, sizeof why) < 0) {
+		snprintf(err, errlen, "--gpus %s", why);
+		return -EINVAL;
+	}
+	s->gpus = (unsigned)spec.n;
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "labbox/backend.h"
 #include "labbox/record.h"
+#include "labbox/run.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -258,9 +259,14 @@ int cli_exec(int argc, char **argv)
 		cli_error("exec", "no command given (usage: labbox exec [OPTIONS] -- CMD [ARGS])");
 		goto out;
 	}
-	if (!docker && (image || engine)) {
-		cli_error("exec", "%s applies to --mode docker only", image ? "--image" : "--engine");
-		goto out;
+	{
+		lb_run_request flags = {.image = image, .engine = engine};
+		char err[256];
+		if (lb_run_mode_flags_check(&flags, docker ? "docker" : "local", "command", err,
+					    sizeof err) < 0) {
+			cli_error("exec", "%s", err);
+			goto out;
+		}
 	}
 	if (docker && !image) {
 		cli_error("exec", "exec --mode docker needs --image NAME (exec builds no image; "

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char mcp_help[] =
@@ -113,6 +114,18 @@ int cli_mcp(int argc, char **argv)
 	char resolved[PATH_MAX];
 	if (!realpath(root, resolved)) {
 		cli_error("mcp", "--root '%s': %m", root);
+		return CLI_EXIT_USAGE;
+	}
+	/* Every call's paths are resolved under the root: one that is not a directory this user
+	 * can list would fail each call as if the agent had named a wrong path. */
+	struct stat rst;
+	if (stat(resolved, &rst) < 0 || !S_ISDIR(rst.st_mode)) {
+		cli_error("mcp", "--root '%s' is not a directory", root);
+		return CLI_EXIT_USAGE;
+	}
+	if (access(resolved, R_OK | X_OK) < 0) {
+		cli_error("mcp", "--root '%s': %m (the directory must be readable and searchable)",
+			  root);
 		return CLI_EXIT_USAGE;
 	}
 	lim.root = resolved;

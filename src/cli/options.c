@@ -186,10 +186,19 @@ int cli_sandbox_opt(const char *cmd, int opt, const char *arg, cli_sandbox_opts 
 		}
 		o->disk_limit_set = true;
 		return 1;
-	case OPT_GPUS:
+	case OPT_GPUS: {
+		/* Parsed here, as every other flag is: a typo is a usage error on any host, not a
+		 * GPU the host lacks (125), and never a count Slurm or docker reads on its own. */
+		lb_gpu_spec g;
+		char err[256];
+		if (lb_sandbox_gpus_parse(arg, &g, err, sizeof err) < 0) {
+			cli_error(cmd, "--gpus %s", err);
+			return -1;
+		}
 		free(o->gpus);
 		o->gpus = strdup(arg);
 		return o->gpus ? 1 : -1;
+	}
 	case OPT_DEGRADED:
 		/* isolation: mode ssh without a labbox on the host; gate: a runtime gate the
 		 * experiment's own files could keep out (neither is part of all). */

@@ -5,6 +5,7 @@
 #include "labbox/env.h"
 #include "labbox/record.h"
 #include "labbox/sandbox.h"
+#include "labbox/run.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -606,21 +607,22 @@ int cli_probe(int argc, char **argv)
 		cli_error("probe", "unexpected argument '%s'", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
-	if (po.engine && mode != PROBE_DOCKER) {
-		cli_error("probe", "--engine applies to --mode docker only");
-		return CLI_EXIT_USAGE;
-	}
-	if ((po.host || po.remote_labbox) && mode != PROBE_SSH) {
-		cli_error("probe", "--host and --remote-labbox go with --mode ssh");
-		return CLI_EXIT_USAGE;
+	{
+		static const char *const names[] = {[PROBE_LOCAL] = "local", [PROBE_DOCKER] = "docker",
+						    [PROBE_SSH] = "ssh", [PROBE_SLURM] = "slurm",
+						    [PROBE_COLAB] = "colab"};
+		lb_run_request flags = {.engine = po.engine, .host = po.host,
+					.remote_labbox = po.remote_labbox, .drive = po.drive};
+		char err[256];
+		if (lb_run_mode_flags_check(&flags, names[mode], "probe", err, sizeof err) < 0) {
+			cli_error("probe", "%s", err);
+			free(po.imports);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	if (po.nimports && mode != PROBE_LOCAL) {
 		cli_error("probe", "--imports goes with --mode local");
 		free(po.imports);
-		return CLI_EXIT_USAGE;
-	}
-	if (po.drive && mode != PROBE_COLAB) {
-		cli_error("probe", "--drive goes with --mode colab");
 		return CLI_EXIT_USAGE;
 	}
 	switch (mode) {

@@ -596,6 +596,16 @@ int cli_run(int argc, char **argv)
 		req.args = &argv[dashdash + 1];
 		req.nargs = (size_t)(argc - dashdash - 1);
 	}
+	{
+		/* Before the sandbox is set up: --gpus on a run meant for Slurm is the job's, and
+		 * this host's lack of a GPU would hide the missing --mode slurm. */
+		char mode[64], err[512];
+		if (lb_run_resolve_mode(&req, mode, sizeof mode) == 0 &&
+		    lb_run_mode_flags_check(&req, mode, "run", err, sizeof err) < 0) {
+			cli_error("run", "%s", err);
+			goto done;
+		}
+	}
 	if (!mode_is_ssh(&req) && (rc = cli_hide_outside("run", &o, req.expdir)) != 0)
 		goto done;
 	if ((rc = make_sandbox(&o, &req, &sb)) != 0)

@@ -1379,8 +1379,12 @@ int cli_sweep(int argc, char **argv)
 		/* A task of the array runs its cell on its node, locally there: mode slurm again
 		 * would submit the cell once more. */
 		c.cell_local = c.slurm && one_cell >= 0;
-		if (c.slurm && (c.image || c.engine)) {
-			cli_error("sweep", "--image and --engine are for mode docker, not slurm");
+		/* A backend's flag for a sweep in another mode would be ignored in every cell. */
+		lb_run_request flags = {.image = c.image, .engine = c.engine,
+					.partition = c.partition, .account = c.account,
+					.qos = c.qos};
+		if (lb_run_mode_flags_check(&flags, mode, "sweep", err, sizeof err) < 0) {
+			cli_error("sweep", "%s", err);
 			goto done;
 		}
 	}

@@ -83,11 +83,16 @@ static int resources(sweep_ctx *c, lb_slurm_submit *s)
 		return CLI_EXIT_USAGE;
 	}
 	s->gpus = 0;
-	if (g && strcmp(g, "none") != 0) {
-		s->gpus = 1;
-		for (const char *p = g; *p; p++)
-			s->gpus += *p == ',';
-	} else if (!g && cfg) {
+	if (g) {
+		/* As many GPUs as the list names; a resumed sweep's value is parsed as a flag's. */
+		lb_gpu_spec spec;
+		char why[160];
+		if (lb_sandbox_gpus_parse(g, &spec, why, sizeof why) < 0) {
+			cli_error("sweep", "--gpus %s", why);
+			return CLI_EXIT_USAGE;
+		}
+		s->gpus = (unsigned)spec.n;
+	} else if (cfg) {
 		s->gpus = cfg->slurm_gpus;
 	}
 	double grace = c->o.grace_set ? c->o.grace : 5.0;

@@ -5,6 +5,7 @@
 #include "labbox/gate.h"
 #include "labbox/mcp.h"
 #include "labbox/record.h"
+#include "labbox/sandbox.h"
 #include "labbox/util.h"
 
 #include <errno.h>
@@ -602,6 +603,10 @@ static int run_limits(ctx *c, json_object *args, const lb_mcp_limits *lim, argv_
 		push(a, "--network=%s", network);
 	}
 	if (gpus) {
+		lb_gpu_spec spec;
+		char why[160];
+		if (lb_sandbox_gpus_parse(gpus, &spec, why, sizeof why) < 0)
+			return bad(c, "argument 'gpus': %s", why);
 		if (strcmp(gpus, "none") != 0 && !lim->allow_gpus)
 			return refuse(c, "allow-gpus",
 				      "gpus '%s' needs the server to be started with --allow-gpus", gpus);

@@ -2414,11 +2414,12 @@ int lb_run_mode(lb_sandbox *sb, const lb_run_request *req, lb_run_result *out)
 		      lb_config_load(expdir, &cfg, err, sizeof err) == 0;
 	const char *mode = req->mode ? req->mode : loaded && cfg.mode ? cfg.mode : "local";
 	int r;
-	if (strcmp(mode, "docker") != 0 && (req->image || req->base_image || req->engine)) {
-		/* A container's settings on a run that is not in one would be ignored: say so. */
+	/* Another backend's settings on this run would be ignored: say so (a labbox.yaml that
+	 * does not load leaves the mode unknown; the pipeline reports the file). */
+	if ((req->mode || loaded) &&
+	    lb_run_mode_flags_check(req, mode, "run", err, sizeof err) < 0) {
 		memset(out, 0, sizeof *out);
-		usage_error(out, "%s applies to mode docker only (this run's mode is %s)",
-			    req->image ? "--image" : req->base_image ? "--base-image" : "--engine", mode);
+		usage_error(out, "%s", err);
 		lb_config_free(&cfg);
 		return 0;
 	}

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_GPUS 64
+#define MAX_GPUS LB_GPUS_MAX
 
 static int host_gpus(int *minors)
 {
@@ -102,8 +102,51 @@ static void add_control_nodes(lb_sandbox *sb)
 	closedir(d);
 }
 
+int lb_sandbox_gpus_parse(const char *spec, lb_gpu_spec *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	if (strcmp(spec, "all") == 0) {
+		out->all = true;
+		return 0;
+	}
+	if (strcmp(spec, "none") == 0)
+		return 0;
+	const char *p = spec;
+	for (;;) {
+		size_t len = strspn(p, "0123456789");
+		/* an index as host_gpus reads /dev/nvidiaN: up to 1 << 20 */
+		bool index = len > 0 && len <= 7 && (p[len] == ',' || p[len] == '\0');
+		long v = index ? strtol(p, NULL, 10) : -1;
+		if (!index || v > 1 << 20) {
+			snprintf(err, errlen, "'%s' is not all, none or a list of GPU indices like 0,1",
+				 spec);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < out->n; i++)
+			if (out->index[i] == v) {
+				snprintf(err, errlen, "'%s' names GPU %ld twice", spec, v);
+				return -EINVAL;
+			}
+		if (out->n == LB_GPUS_MAX) {
+			snprintf(err, errlen, "'%s' names more than %d GPUs", spec, LB_GPUS_MAX);
+			return -EINVAL;
+		}
+		out->index[out->n++] = (int)v;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
 int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errlen)
 {
+	/* The value first: a typo is the caller's mistake on any host, never "no GPU here". */
+	lb_gpu_spec want;
+	int pr = lb_sandbox_gpus_parse(spec, &want, err, errlen);
+	if (pr < 0)
+		return pr;
+	if (!want.all && want.n == 0)
+		return 0;
 	int minors[MAX_GPUS];
 	int n = host_gpus(minors);
 	char found[256] = "";
@@ -116,33 +159,20 @@ int lb_sandbox_use_gpus(lb_sandbox *sb, const char *spec, char *err, size_t errl
 		return -ENODEV;
 	}
 	int chosen[MAX_GPUS], k = 0;
-	if (strcmp(spec, "all") == 0) {
+	if (want.all) {
 		memcpy(chosen, minors, sizeof(int) * (size_t)n);
 		k = n;
 	} else {
-		LB_AUTOFREE char *copy = strdup(spec);
-		if (!copy)
-			return -ENOMEM;
-		char *save = NULL;
-		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			long v;
-			if (lb_parse_long(t, &v) < 0 || k == MAX_GPUS) {
-				snprintf(err, errlen, "'%s' is not all or a list of GPU indices like 0,1",
-					 spec);
-				return -EINVAL;
-			}
+		for (size_t j = 0; j < want.n; j++) {
 			bool present = false;
 			for (int i = 0; i < n; i++)
-				present |= minors[i] == v;
+				present |= minors[i] == want.index[j];
 			if (!present) {
-				snprintf(err, errlen, "no GPU %ld on this host (GPUs: %s)", v, found);
+				snprintf(err, errlen, "no GPU %d on this host (GPUs: %s)", want.index[j],
+					 found);
 				return -ENODEV;
 			}
-			chosen[k++] = (int)v;
-		}
-		if (k == 0) {
-			snprintf(err, errlen, "'%s' names no GPU", spec);
-			return -EINVAL;
+			chosen[k++] = want.index[j];
 		}
 	}
 	add_control_nodes(sb);

@@ -333,3 +333,91 @@ def test_json_never_carries_a_raw_c1_control(tmp_path):
     assert keys and "\u009b" in keys[0], doc["metrics"]
     text = open(Path(doc["run_dir"]) / "result.json", "rb").read()
     assert b"\xc2\x9b" not in text and b"\\u009b" in text
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "0,,1", "all,0", "1;2", "0,0", "-1", " 1"])
+def test_a_malformed_gpus_value_is_a_usage_error_on_any_host(tmp_path, value):
+    """A --gpus typo is the caller's mistake whatever the host has: exit 2 naming the value
+    before anything is staged, never "no NVIDIA GPU on this host" (125, a host problem) nor a
+    count of commas sent to Slurm."""
+    exp = write_exp(tmp_path, GOOD)
+    runs = tmp_path / "runs"
+    calls = [
+        ("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--gpus", value, exp),
+        ("run", "--json", "--mode", "slurm", "--runs-dir", runs, "--gpus", value, exp),
+        ("exec", "--json", "--gpus", value, "--", "/bin/true"),
+        ("sweep", "--json", "--plan-only", "--seeds", "0", "--runs-dir", runs,
+         "--gpus", value, exp),
+    ]
+    for call in calls:
+        p = labbox(*call)
+        assert p.returncode == 2, (call, p.stdout, p.stderr)
+        doc = json.loads(p.stdout)
+        assert doc["schema"] == "labbox.error/1" and doc["exit_code"] == 2, doc
+        msg = doc["error"]["message"]
+        assert msg.startswith("--gpus '%s'" % value) and "NVIDIA" not in msg, (call, msg)
+    assert not runs.exists() or not list(runs.iterdir())
+
+
+def test_well_formed_gpus_values_pass_the_parse(tmp_path):
+    """none is no GPU, and runs; an index list is judged against the host, not refused as a
+    typo (here a host without the GPU: 125 naming it, or 0 where it is there)."""
+    exp = write_exp(tmp_path, GOOD)
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", tmp_path / "runs",
+               "--gpus", "none", exp)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["status"] == "completed"
+    p = labbox("exec", "--gpus", "0,3", "--", "/bin/true")
+    if any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev")):
+        assert p.returncode in (0, 125), p.stderr
+    else:
+        assert p.returncode == 125 and "no NVIDIA GPU" in p.stderr, p.stderr
+
+
+BACKEND_FLAGS = [
+    (("--host", "gpu-server"), "ssh"), (("--install-remote",), "ssh"),
+    (("--remote-labbox", "/opt/labbox"), "ssh"),
+    (("--partition", "gpu"), "slurm"), (("--account", "proj"), "slurm"), (("--qos", "high"), "slurm"),
+    (("--drive", "/tmp"), "colab"), (("--colab-poll", "3"), "colab"),
+    (("--colab-timeout", "60"), "colab"), (("--colab-stale", "60"), "colab"),
+    (("--image", "foo"), "docker"), (("--engine", "docker"), "docker"),
+]
+
+
+@pytest.mark.parametrize("flags,needs", BACKEND_FLAGS, ids=[f[0][0] for f in BACKEND_FLAGS])
+def test_a_flag_of_another_backend_is_refused_not_ignored(tmp_path, flags, needs):
+    """`run --partition gpu exp` without --mode slurm ran on this host (the login node), exit 0,
+    recorded as mode local: every backend's flag outside its mode is a usage error naming the
+    flag and the mode it needs, before anything is staged or the GPUs are looked for."""
+    exp = write_exp(tmp_path, GOOD)
+    runs = tmp_path / "runs"
+    p = labbox("run", "--json", "--python", PYTHON, "--runs-dir", runs, "--gpus", "0", *flags, exp)
+    assert p.returncode == 2, p.stdout + p.stderr
+    msg = json.loads(p.stdout)["error"]["message"]
+    assert msg == "%s applies to --mode %s only (this run's mode is local)" % (flags[0], needs), msg
+    assert not runs.exists() or not list(runs.iterdir())
+    # labbox.yaml's mode: is the run's mode as --mode is
+    other = "docker" if needs != "docker" else "slurm"
+    (exp / "labbox.yaml").write_text("mode: %s\n" % other)
+    p = labbox("run", "--runs-dir", runs, *flags, exp)
+    assert p.returncode == 2 and "applies to --mode %s only (this run's mode is %s)" % (
+        needs, other) in p.stderr, p.stderr
+
+
+def test_sweep_exec_and_probe_refuse_another_backends_flags(tmp_path):
+    exp = write_exp(tmp_path, GOOD)
+    runs = tmp_path / "runs"
+    for flags, msg in [
+            (("--partition", "gpu"), "--partition applies to --mode slurm only (this sweep's mode is local)"),
+            (("--image", "foo"), "--image applies to --mode docker only (this sweep's mode is local)"),
+            (("--mode", "slurm", "--engine", "docker"),
+             "--engine applies to --mode docker only (this sweep's mode is slurm)")]:
+        p = labbox("sweep", "--plan-only", "--seeds", "0", "--runs-dir", runs, *flags, exp)
+        assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)
+    p = labbox("exec", "--engine", "docker", "--", "/bin/true")
+    assert p.returncode == 2 and "--engine applies to --mode docker only" in p.stderr, p.stderr
+    for flags, msg in [(("--host", "h"), "--host applies to --mode ssh only (this probe's mode is local)"),
+                       (("--mode", "docker", "--drive", "/tmp"),
+                        "--drive applies to --mode colab only (this probe's mode is docker)")]:
+        p = labbox("probe", *flags)
+        assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)

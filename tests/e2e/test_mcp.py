@@ -641,6 +641,12 @@ def test_mcp_usage_errors(tmp_path):
     assert labbox("mcp", "--max-memory", "1k").returncode == 2
     assert labbox("mcp", "--root", str(tmp_path / "missing")).returncode == 2
     assert labbox("mcp", "extra").returncode == 2
+    # A --root that is a file would answer every call with the agent's path "not a
+    # directory": refused at start-up, naming the flag, as a missing one is.
+    (tmp_path / "afile").write_text("x\n")
+    notdir = labbox("mcp", "--root", str(tmp_path / "afile"), input="")
+    assert notdir.returncode == 2
+    assert "--root" in notdir.stderr and "is not a directory" in notdir.stderr
     assert labbox("mcp", "--allow-degraded", "everything").returncode == 2
     assert "--allow-degraded" in labbox("mcp", "--help").stdout
 

@@ -540,6 +540,37 @@ static void test_masks_where_seen(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* --gpus values: the forms the help names are read, anything else is refused with the value
+ * named, whatever GPUs this host has. */
+static void test_gpus_spec_parse(void **state)
+{
+	(void)state;
+	lb_gpu_spec g;
+	char err[256];
+	assert_int_equal(lb_sandbox_gpus_parse("all", &g, err, sizeof err), 0);
+	assert_true(g.all);
+	assert_int_equal(lb_sandbox_gpus_parse("none", &g, err, sizeof err), 0);
+	assert_false(g.all);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(lb_sandbox_gpus_parse("0,2,10", &g, err, sizeof err), 0);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.index[2], 10);
+	static const char *const bad[] = {"", "bogus", "0,,1", ",0", "0,", "all,0", "1;2", "-1",
+					  " 1", "+1", "0x1", "99999999", "0,0"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err[0] = '\0';
+		assert_int_equal(lb_sandbox_gpus_parse(bad[i], &g, err, sizeof err), -EINVAL);
+		char quoted[64];
+		snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+		assert_non_null(strstr(err, quoted));
+	}
+	/* a malformed value is refused as such on a host without GPUs too, not as -ENODEV */
+	lb_sandbox *sb = NULL;
+	assert_int_equal(lb_sandbox_new(&sb), 0);
+	assert_int_equal(lb_sandbox_use_gpus(sb, "bogus", err, sizeof err), -EINVAL);
+	lb_sandbox_free(sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_exec_guard_kills_another_program),
 		cmocka_unit_test(test_exec_guard_listed_programs),
 		cmocka_unit_test(test_exec_guard_listed_in_a_sandbox),
+		cmocka_unit_test(test_gpus_spec_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
