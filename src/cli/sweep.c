@@ -359,6 +359,25 @@ static bool cell_code_unchanged(const sweep_ctx *c, int report_fd)
 	return false;
 }
 
+/* A cell's slot as its records say it: which CPUs, and how far that holds. The share is
+ * only the cell's affinity, which the experiment may widen again (sched_setaffinity is its to
+ * call, as outside labbox); --cpus adds the run's cgroup quota, which bounds how much CPU the
+ * cell uses but not where. */
+static json_object *slot_json(const sweep_ctx *c, const lb_sweep_slot *slot)
+{
+	json_object *sj = json_object_new_object();
+	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
+	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
+	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
+	json_object_object_add(sj, "enforced_by",
+			       json_object_new_string(
+				       c->o.cpus > 0 ? "affinity (the experiment may change it); its "
+						       "amount by --cpus (the run's "
+						       "isolation.cpus_enforced_by)"
+						     : "affinity (the experiment may change it)"));
+	return sj;
+}
+
 /* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory;
  * estimate_fd (-1: none) keeps its TIME_ESTIMATE instead of report_fd. */
 static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
@@ -399,11 +418,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		sweep_strv_push(&args, &nargs, cl->args[i]);
 	json_object *tag = lb_sweep_cell_tag(&c->plan, cell, c->id);
 	json_object_object_add(tag, "env", sweep_strv_json(cl->env, cl->nenv));
-	json_object *sj = json_object_new_object();
-	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
-	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
-	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
-	json_object_object_add(tag, "slot", sj);
+	json_object_object_add(tag, "slot", slot_json(c, slot));
 	cell_echo echo = {.fd = report_fd, .store_fd = estimate_fd};
 	lb_run_request req = {
 		.expdir = c->expdir,
@@ -702,11 +717,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 					  ev->message ? ev->message : "usage error");
 			}
 		}
-		json_object *sj = json_object_new_object();
-		json_object_object_add(sj, "index", json_object_new_int64((int64_t)ev->slot->index));
-		json_object_object_add(sj, "cpus", json_object_new_double(ev->slot->cpus));
-		json_object_object_add(sj, "affinity", json_object_new_string(ev->slot->cpulist));
-		json_object_object_add(rec, "slot", sj);
+		json_object_object_add(rec, "slot", slot_json(c, ev->slot));
 		json_object_object_add(rec, "reused", json_object_new_boolean(false));
 		const char *status = sweep_jstr(rec, "status");
 		if (!status || strcmp(status, "completed") != 0)

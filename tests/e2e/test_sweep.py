@@ -228,6 +228,31 @@ def test_two_jobs_run_at_once_on_disjoint_cpus(tmp_path):
     assert slots[0]["index"] != slots[1]["index"]
 
 
+def test_a_cell_widening_its_affinity_is_recorded_as_advisory(tmp_path):
+    """A cell's CPU share is its affinity, which the experiment may set wider again (as it
+    may outside labbox): sweep.json and the cell's result.json say so in the slot's
+    enforced_by instead of presenting the share as enforced."""
+    ncpu = len(os.sched_getaffinity(0))
+    if ncpu < 2:
+        pytest.fail("this test needs a machine with at least 2 CPUs")
+    exp = write_exp(tmp_path, """
+import os
+slot = len(os.sched_getaffinity(0))
+os.sched_setaffinity(0, set(range(os.cpu_count())))
+print(f"slot_cpus: {slot}")
+print(f"affinity_after: {len(os.sched_getaffinity(0))}")
+""")
+    p = sweep(tmp_path, exp, "--seeds", "0-1", "--jobs", "2")
+    assert p.returncode == 0, p.stderr
+    d = doc_of(p)
+    for c in d["cells"]:
+        v = result_of(c)["metrics"]["values"]
+        assert v["slot_cpus"] == ncpu // 2 and v["affinity_after"] == ncpu, v
+        assert c["slot"]["enforced_by"] == "affinity (the experiment may change it)", c["slot"]
+        manifest = json.loads((Path(c["run_dir"]) / "manifest.json").read_text())
+        assert manifest["sweep"]["slot"]["enforced_by"] == c["slot"]["enforced_by"]
+
+
 def test_more_jobs_than_cpus_is_refused(tmp_path):
     ncpu = len(os.sched_getaffinity(0))
     exp = write_exp(tmp_path, GRID_MAIN)
