@@ -135,6 +135,13 @@ int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
 int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus);
 int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
+/* Hold the tree to these CPUs (a cpulist, "0-1,4") with a cpuset cgroup, which the code
+ * cannot widen as it can its affinity; applied only where lb_sandbox_cpuset_enforcer names a
+ * controller, and a run refused (setup failure) when that one cannot be made. "" clears it. */
+int lb_sandbox_set_cpuset(lb_sandbox *sb, const char *cpulist);
+/* "cgroup v1 cpuset" or "cgroup v2 cpuset.cpus" when this process may make cpuset cgroups,
+ * else NULL (then only the affinity holds, which the code may change). */
+const char *lb_sandbox_cpuset_enforcer(void);
 /* The process limit of a run without one of its own (0 above): min(4096, a quarter of the
  * host's pid_max). Through the pids cgroup where there is one, else RLIMIT_NPROC. */
 #define LB_SANDBOX_DEFAULT_PIDS 4096L

@@ -1822,6 +1822,15 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
  * (ucounts), so it bounds this run alone. */
 #define PIDS_BY_DEFAULT_RLIMIT "rlimit_nproc (default; counted in the run's user namespace)"
 
+const char *lb_sandbox_cpuset_enforcer(void)
+{
+	lb_cgroup_support cs;
+	lb_cgroup_probe(&cs);
+	if (!cs.cpuset)
+		return NULL;
+	return cs.version == 2 ? "cgroup v2 cpuset.cpus" : "cgroup v1 cpuset";
+}
+
 long lb_sandbox_default_pids(void)
 {
 	long pid_max = 0;
@@ -1890,6 +1899,8 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 			return false;
 		}
 	}
+	if (sb->cpuset[0] && cs->cpuset)
+		lim->cpuset = sb->cpuset;
 	if (sb->cpus > 0) {
 		if (cs->cpu) {
 			lim->cpus = sb->cpus;
@@ -1910,7 +1921,7 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 			    lb_cgroup_limits *lim, lb_cgroup *cg, lb_sandbox_result *res,
 			    long *rlimit_nproc)
 {
-	bool needed = lim->memory || (lim->pids && sb->pids) || lim->cpus > 0;
+	bool needed = lim->memory || (lim->pids && sb->pids) || lim->cpus > 0 || lim->cpuset;
 	if (!needed && !lim->pids && (!cs->memory || !sb->cgroup_accounting))
 		return true;
 	lb_cgroup_reap_stale(cs);
