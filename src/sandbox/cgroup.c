@@ -272,6 +272,87 @@ void lb_cgroup_reap_stale(const lb_cgroup_support *s)
 	reap_stale_in(s->cpuset ? s->v1_cpuset : "");
 }
 
+/* A v1 cpuset starts with no CPUs and no memory nodes: both are set before any task may
+ * enter, the nodes as the parent has them. */
+static int create_v1_cpuset(lb_cgroup *cg, const lb_cgroup_support *s, const char *cpus,
+			    const char *name, char *err, size_t errlen)
+{
+	char mems[256] = "";
+	int r = make_child(s->v1_cpuset, name, cg->cpuset, sizeof cg->cpuset);
+	if (r == 0)
+		r = read_small(s->v1_cpuset, "cpuset.mems", mems, sizeof mems);
+	if (r == 0) {
+		mems[strcspn(mems, "\n")] = '\0';
+		r = write_str(cg->cpuset, "cpuset.mems", mems);
+	}
+	if (r == 0)
+		r = write_str(cg->cpuset, "cpuset.cpus", cpus);
+	if (r < 0)
+		snprintf(err, errlen, "cannot set the run's CPUs (%s) under %s: %s", cpus,
+			 s->v1_cpuset, strerror(-r));
+	return r;
+}
+
+/* cgroup v2: one cgroup for every controller, the run's limits written into it. */
+static int create_v2(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
+		     const char *name, char *err, size_t errlen)
+{
+	char val[64];
+	int r;
+	if (!s->v2_subtree_ready) {
+		/* Fails with EBUSY when this cgroup holds processes (no internal processes
+		 * in v2): then the controllers were not delegated to us. */
+		r = write_str(s->v2_dir, "cgroup.subtree_control", "+memory +pids +cpu");
+		if (r < 0) {
+			snprintf(err, errlen, "cannot enable cgroup v2 controllers in %s: %s",
+				 s->v2_dir, strerror(-r));
+			return r;
+		}
+	}
+	/* cpuset is enabled apart: a tree that delegates the others may not delegate it,
+	 * and only a run that asks for its CPUs needs it. */
+	if (lim->cpuset && (r = write_str(s->v2_dir, "cgroup.subtree_control", "+cpuset")) < 0) {
+		snprintf(err, errlen, "cannot enable the cpuset controller in %s: %s",
+			 s->v2_dir, strerror(-r));
+		return r;
+	}
+	r = make_child(s->v2_dir, name, cg->v2, sizeof cg->v2);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create a cgroup under %s: %s", s->v2_dir,
+			 strerror(-r));
+		return r;
+	}
+	if (lim->memory) {
+		snprintf(val, sizeof val, "%" PRIu64, lim->memory);
+		if ((r = write_str(cg->v2, "memory.max", val)) < 0 ||
+		    (r = write_str(cg->v2, "memory.swap.max", "0")) < 0) {
+			snprintf(err, errlen, "cannot set the memory limit: %s", strerror(-r));
+			return r;
+		}
+		cg->memory_limited = true;
+	}
+	if (lim->pids) {
+		snprintf(val, sizeof val, "%ld", lim->pids);
+		if ((r = write_str(cg->v2, "pids.max", val)) < 0) {
+			snprintf(err, errlen, "cannot set the pids limit: %s", strerror(-r));
+			return r;
+		}
+	}
+	if (lim->cpus > 0) {
+		snprintf(val, sizeof val, "%ld 100000", (long)(lim->cpus * 100000));
+		if ((r = write_str(cg->v2, "cpu.max", val)) < 0) {
+			snprintf(err, errlen, "cannot set the CPU limit: %s", strerror(-r));
+			return r;
+		}
+	}
+	if (lim->cpuset && (r = write_str(cg->v2, "cpuset.cpus", lim->cpuset)) < 0) {
+		snprintf(err, errlen, "cannot set the run's CPUs (%s): %s", lim->cpuset,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
 int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
 		     const char *name, char *err, size_t errlen)
 {
@@ -279,60 +360,8 @@ int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_
 	cg->version = s->version;
 	char val[64];
 	int r;
-	if (s->version == 2) {
-		if (!s->v2_subtree_ready) {
-			/* Fails with EBUSY when this cgroup holds processes (no internal processes
-			 * in v2): then the controllers were not delegated to us. */
-			r = write_str(s->v2_dir, "cgroup.subtree_control", "+memory +pids +cpu");
-			if (r < 0) {
-				snprintf(err, errlen, "cannot enable cgroup v2 controllers in %s: %s",
-					 s->v2_dir, strerror(-r));
-				return r;
-			}
-		}
-		/* cpuset is enabled apart: a tree that delegates the others may not delegate it,
-		 * and only a run that asks for its CPUs needs it. */
-		if (lim->cpuset && (r = write_str(s->v2_dir, "cgroup.subtree_control", "+cpuset")) < 0) {
-			snprintf(err, errlen, "cannot enable the cpuset controller in %s: %s",
-				 s->v2_dir, strerror(-r));
-			return r;
-		}
-		r = make_child(s->v2_dir, name, cg->v2, sizeof cg->v2);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot create a cgroup under %s: %s", s->v2_dir,
-				 strerror(-r));
-			return r;
-		}
-		if (lim->memory) {
-			snprintf(val, sizeof val, "%" PRIu64, lim->memory);
-			if ((r = write_str(cg->v2, "memory.max", val)) < 0 ||
-			    (r = write_str(cg->v2, "memory.swap.max", "0")) < 0) {
-				snprintf(err, errlen, "cannot set the memory limit: %s", strerror(-r));
-				return r;
-			}
-			cg->memory_limited = true;
-		}
-		if (lim->pids) {
-			snprintf(val, sizeof val, "%ld", lim->pids);
-			if ((r = write_str(cg->v2, "pids.max", val)) < 0) {
-				snprintf(err, errlen, "cannot set the pids limit: %s", strerror(-r));
-				return r;
-			}
-		}
-		if (lim->cpus > 0) {
-			snprintf(val, sizeof val, "%ld 100000", (long)(lim->cpus * 100000));
-			if ((r = write_str(cg->v2, "cpu.max", val)) < 0) {
-				snprintf(err, errlen, "cannot set the CPU limit: %s", strerror(-r));
-				return r;
-			}
-		}
-		if (lim->cpuset && (r = write_str(cg->v2, "cpuset.cpus", lim->cpuset)) < 0) {
-			snprintf(err, errlen, "cannot set the run's CPUs (%s): %s", lim->cpuset,
-				 strerror(-r));
-			return r;
-		}
-		return 0;
-	}
+	if (s->version == 2)
+		return create_v2(cg, s, lim, name, err, errlen);
 	if (s->memory) {
 		r = make_child(s->v1_memory, name, cg->memory, sizeof cg->memory);
 		if (r < 0) {
@@ -382,25 +411,8 @@ int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_
 			return r;
 		}
 	}
-	if (s->cpuset && lim->cpuset) {
-		/* A v1 cpuset starts with no CPUs and no memory nodes: both are set before any
-		 * task may enter, the nodes as the parent has them. */
-		char mems[256] = "";
-		r = make_child(s->v1_cpuset, name, cg->cpuset, sizeof cg->cpuset);
-		if (r == 0)
-			r = read_small(s->v1_cpuset, "cpuset.mems", mems, sizeof mems);
-		if (r == 0) {
-			mems[strcspn(mems, "\n")] = '\0';
-			r = write_str(cg->cpuset, "cpuset.mems", mems);
-		}
-		if (r == 0)
-			r = write_str(cg->cpuset, "cpuset.cpus", lim->cpuset);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot set the run's CPUs (%s) under %s: %s",
-				 lim->cpuset, s->v1_cpuset, strerror(-r));
-			return r;
-		}
-	}
+	if (s->cpuset && lim->cpuset)
+		return create_v1_cpuset(cg, s, lim->cpuset, name, err, errlen);
 	return 0;
 }
 
