@@ -56,6 +56,7 @@ typedef struct lb_failure_input {
 	bool host_root;
 	bool gpus;	       /* --gpus gave it GPUs */
 	unsigned long long memory_limit; /* bytes; 0: none or not known */
+	long pids_limit; /* --pids-limit; 0: labbox's default (at most 4096) or not known */
 	/* The configuration is known and set no memory limit: an out-of-memory failure is the
 	 * machine's, which no flag of labbox's lifts. */
 	bool memory_unlimited;
@@ -129,9 +130,9 @@ struct json_object *lb_diagnose_failure(const lb_failure_input *in);
  * appended to it. Used by lb_diagnose_failure and for failures labbox itself made (and
  * `labbox explain` on runs recorded before this existed). 0 or -ENOMEM / -EINVAL. */
 int lb_diagnose_escalation(struct json_object *failure, const lb_failure_input *in);
-/* network_host, gpus, memory_limit, memory_unlimited and volumes of in from a sandbox
- * configuration as the manifest records it (config.sandbox: network, gpus, memory_bytes,
- * volumes; volumes is borrowed from sandbox). */
+/* network_host, gpus, memory_limit, memory_unlimited, pids_limit and volumes of in from a
+ * sandbox configuration as the manifest records it (config.sandbox: network, gpus,
+ * memory_bytes, pids_limit, volumes; volumes is borrowed from sandbox). */
 void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox);
 
 /* The diagnosis of a recorded run (labbox.explain/1, docs/explain.md): id, status, exit_code,

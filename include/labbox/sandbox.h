@@ -150,6 +150,17 @@ int lb_sandbox_set_network(lb_sandbox *sb, lb_network net);
 int lb_sandbox_set_memory(lb_sandbox *sb, uint64_t bytes);
 int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus);
 int lb_sandbox_set_pids(lb_sandbox *sb, long pids);
+/* Hold the tree to these CPUs (a cpulist, "0-1,4") with a cpuset cgroup, which the code
+ * cannot widen as it can its affinity; applied only where lb_sandbox_cpuset_enforcer names a
+ * controller, and a run refused (setup failure) when that one cannot be made. "" clears it. */
+int lb_sandbox_set_cpuset(lb_sandbox *sb, const char *cpulist);
+/* "cgroup v1 cpuset" or "cgroup v2 cpuset.cpus" when this process may make cpuset cgroups,
+ * else NULL (then only the affinity holds, which the code may change). */
+const char *lb_sandbox_cpuset_enforcer(void);
+/* The process limit of a run without one of its own (0 above): min(4096, a quarter of the
+ * host's pid_max). Through the pids cgroup where there is one, else RLIMIT_NPROC. */
+#define LB_SANDBOX_DEFAULT_PIDS 4096L
+long lb_sandbox_default_pids(void);
 /* What a sandbox labbox starts around code the experiment chose (a probe of its own
  * interpreter, that interpreter's package listing, the check's compile or parse with it, a
  * filter of the repository it ships) takes from the run: its limits (0: unset), what it
@@ -263,6 +274,7 @@ typedef struct lb_isolation {
 	const char *cgroup; /* "v1", "v2", or NULL when no cgroup was used */
 	const char *memory_enforced_by; /* NULL when no memory limit was asked for */
 	const char *pids_enforced_by;
+	long pids_limit; /* processes and threads the tree may have (the default too); 0: none */
 	const char *cpus_enforced_by;
 	const char *disk_enforced_by; /* NULL when no disk limit was asked for */
 	bool swap_limited; /* the memory limit covers swap too */

@@ -370,10 +370,30 @@ static bool cell_code_unchanged(const sweep_ctx *c, int report_fd)
 	return false;
 }
 
+/* A cell's slot as its records say it: which CPUs, and how far that holds. A cpuset cgroup
+ * holds the cell to them; without one, the share is only the cell's affinity, which the
+ * experiment may widen again (sched_setaffinity is its to call, as outside labbox). --cpus
+ * adds the run's cgroup quota, which bounds how much CPU the cell uses but not where. */
+static json_object *slot_json(const sweep_ctx *c, const lb_sweep_slot *slot)
+{
+	json_object *sj = json_object_new_object();
+	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
+	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
+	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
+	char by[160];
+	snprintf(by, sizeof by, "%s%s",
+		 c->share_enforced_by ? c->share_enforced_by
+				      : "affinity (the experiment may change it)",
+		 c->o.cpus > 0 ? "; its amount by --cpus (the run's isolation.cpus_enforced_by)"
+			       : "");
+	json_object_object_add(sj, "enforced_by", json_object_new_string(by));
+	return sj;
+}
+
 /* One cell as one run of the pipeline. run_dir (may be NULL) gets the run's directory;
  * estimate_fd (-1: none) keeps its TIME_ESTIMATE instead of report_fd. */
 static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int report_fd,
-		    int estimate_fd, char **run_dir)
+		    int estimate_fd, char **run_dir, bool pin)
 {
 	const lb_sweep_cell *cl = &c->plan.cells[cell];
 	if (!cell_code_unchanged(c, report_fd))
@@ -394,6 +414,9 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 	 * it, so cells do not each start a pool the size of the machine. */
 	if (rc == 0 && c->o.cpus <= 0)
 		rc = cli_thread_env(&c->o, floor(slot->cpus) >= 1 ? floor(slot->cpus) : 1, sb);
+	/* The slot's CPUs as a fence where a cpuset can be had; the affinity alone otherwise. */
+	if (rc == 0 && pin && c->share_enforced_by && lb_sandbox_set_cpuset(sb, slot->cpulist) < 0)
+		rc = 125;
 	for (size_t i = 0; rc == 0 && i < cl->nenv; i++)
 		if (lb_sandbox_add_env(sb, cl->env[i]) < 0)
 			rc = 125;
@@ -410,11 +433,7 @@ static int cell_run(sweep_ctx *c, size_t cell, const lb_sweep_slot *slot, int re
 		sweep_strv_push(&args, &nargs, cl->args[i]);
 	json_object *tag = lb_sweep_cell_tag(&c->plan, cell, c->id);
 	json_object_object_add(tag, "env", sweep_strv_json(cl->env, cl->nenv));
-	json_object *sj = json_object_new_object();
-	json_object_object_add(sj, "index", json_object_new_int64((int64_t)slot->index));
-	json_object_object_add(sj, "cpus", json_object_new_double(slot->cpus));
-	json_object_object_add(sj, "affinity", json_object_new_string(slot->cpulist));
-	json_object_object_add(tag, "slot", sj);
+	json_object_object_add(tag, "slot", slot_json(c, slot));
 	cell_echo echo = {.fd = report_fd, .store_fd = estimate_fd};
 	lb_run_request req = {
 		.expdir = c->expdir,
@@ -473,7 +492,7 @@ static int run_cell(void *vctx, size_t cell, const lb_sweep_slot *slot, int repo
 	sweep_ctx *c = vctx;
 	if (c->lock_fd >= 0)
 		close(c->lock_fd); /* the sweep's lock is the parent's */
-	return cell_run(c, cell, slot, report_fd, -1, NULL);
+	return cell_run(c, cell, slot, report_fd, -1, NULL, true);
 }
 
 /* `--resume ID --cell N`: cell N alone, here and now, as a task of a job array would run it.
@@ -493,7 +512,7 @@ static int run_one_cell(sweep_ctx *c, size_t cell)
 	    (int)sizeof est_path)
 		est = open(est_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	LB_AUTOFREE char *run_dir = NULL;
-	int rc = cell_run(c, cell, &slot, devnull, est, &run_dir);
+	int rc = cell_run(c, cell, &slot, devnull, est, &run_dir, false);
 	json_object *res = run_dir ? sweep_load_json(run_dir, "result.json") : NULL;
 	if (!res) {
 		cli_error("sweep", "cell %zu of sweep %s could not be run (exit %d)", cell, c->id, rc);
@@ -713,11 +732,7 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 					  ev->message ? ev->message : "usage error");
 			}
 		}
-		json_object *sj = json_object_new_object();
-		json_object_object_add(sj, "index", json_object_new_int64((int64_t)ev->slot->index));
-		json_object_object_add(sj, "cpus", json_object_new_double(ev->slot->cpus));
-		json_object_object_add(sj, "affinity", json_object_new_string(ev->slot->cpulist));
-		json_object_object_add(rec, "slot", sj);
+		json_object_object_add(rec, "slot", slot_json(c, ev->slot));
 		json_object_object_add(rec, "reused", json_object_new_boolean(false));
 		const char *status = sweep_jstr(rec, "status");
 		if (!status || strcmp(status, "completed") != 0)
@@ -1676,6 +1691,11 @@ int cli_sweep(int argc, char **argv)
 			      c.id, c.plan.nconditions, c.plan.nseeds, c.plan.ncells,
 			      jobs < c.ntodo ? jobs : c.ntodo);
 	c.disk_jobs = jobs && jobs < c.ntodo ? jobs : c.ntodo;
+	/* Only labbox's own sandbox makes the cell's cgroup; a container's or another host's
+	 * cells keep the affinity alone. */
+	const char *cell_mode = c.mode ? c.mode : c.cfg && c.cfg->mode ? c.cfg->mode : "local";
+	if (strcmp(cell_mode, "local") == 0)
+		c.share_enforced_by = lb_sandbox_cpuset_enforcer();
 	lb_sweep_local lc = {.jobs = jobs, .cpus = c.o.cpus, .sweep_budget = c.sweep_budget,
 			     .run_cell = run_cell, .on_event = on_event, .ctx = &c};
 	lb_sweep_local_result lr;

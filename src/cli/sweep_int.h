@@ -63,6 +63,8 @@ typedef struct sweep_ctx {
 	json_object *slurm_block; /* sweep.json's slurm: the job, its array, its tasks */
 	json_object *prev;        /* the sweep.json found when it started, NULL: none */
 	size_t newest;            /* the cell that completed last in this invocation, SIZE_MAX: none */
+	/* what holds a local cell to its slot's CPUs: a cpuset cgroup's name, NULL: the affinity */
+	const char *share_enforced_by;
 } sweep_ctx;
 
 void sweep_strv_free(char **v, size_t n);

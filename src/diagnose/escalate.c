@@ -393,7 +393,10 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 		snprintf(e->flag, sizeof e->flag, "--tmpfs /tmp:size=4g");
 	} else if (says(f, "can't start new thread") || says(f, "Resource temporarily unavailable")) {
 		e->grants = "processes";
-		snprintf(e->flag, sizeof e->flag, "--pids-limit 4096");
+		/* Twice the limit the run had; without --pids-limit it had labbox's default
+		 * (at most 4096), and four times that is the next step worth suggesting. */
+		long now = in && in->pids_limit > 0 ? in->pids_limit : 0;
+		snprintf(e->flag, sizeof e->flag, "--pids-limit %ld", now ? 2 * now : 16384L);
 	} else if (says(f, "clean environment") || says(f, "controlling terminal")) {
 		e->grants = NULL; /* the variable's value is the user's to choose */
 	} else if (says(f, "SIGSYS")) {
@@ -493,6 +496,9 @@ void lb_diagnose_grants(lb_failure_input *in, struct json_object *sandbox)
 		in->memory_limit = (unsigned long long)json_object_get_int64(v);
 	else
 		in->memory_unlimited = true;
+	if (json_object_object_get_ex(sandbox, "pids_limit", &v) && v &&
+	    json_object_get_int64(v) > 0)
+		in->pids_limit = (long)json_object_get_int64(v);
 	if (json_object_object_get_ex(sandbox, "volumes", &v) && v &&
 	    json_object_is_type(v, json_type_array))
 		in->volumes = v;

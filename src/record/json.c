@@ -55,6 +55,8 @@ struct json_object *lb_record_isolation_json(const lb_isolation *iso)
 			       iso->memory_enforced_by ? json_object_new_boolean(iso->swap_limited) : NULL);
 	json_object_object_add(o, "pids_enforced_by",
 			       iso->pids_enforced_by ? json_object_new_string(iso->pids_enforced_by) : NULL);
+	json_object_object_add(o, "pids_limit",
+			       iso->pids_limit ? json_object_new_int64(iso->pids_limit) : NULL);
 	json_object_object_add(o, "cpus_enforced_by",
 			       iso->cpus_enforced_by ? json_object_new_string(iso->cpus_enforced_by) : NULL);
 	json_object_object_add(o, "disk_enforced_by",

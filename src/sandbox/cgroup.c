@@ -194,15 +194,17 @@ void lb_cgroup_probe(lb_cgroup_support *s)
 		s->memory = s->v2_writable && has_item(ctl, "memory", " \n");
 		s->pids = s->v2_writable && has_item(ctl, "pids", " \n");
 		s->cpu = s->v2_writable && has_item(ctl, "cpu", " \n");
+		s->cpuset = s->v2_writable && has_item(ctl, "cpuset", " \n");
 		s->v2_subtree_ready = has_item(sub, "memory", " \n") || has_item(sub, "pids", " \n");
 		return;
 	}
-	static const char *const ctrls[3] = {"memory", "pids", "cpu"};
-	for (int i = 0; i < 3; i++) {
+	static const char *const ctrls[4] = {"memory", "pids", "cpu", "cpuset"};
+	for (int i = 0; i < 4; i++) {
 		char mnt[PATH_MAX], path[PATH_MAX];
 		if (!v1_mount(ctrls[i], mnt, sizeof mnt) || !own_path(ctrls[i], path, sizeof path))
 			continue;
-		char *dst = i == 0 ? s->v1_memory : i == 1 ? s->v1_pids : s->v1_cpu;
+		char *dst = i == 0 ? s->v1_memory : i == 1 ? s->v1_pids : i == 2 ? s->v1_cpu
+										 : s->v1_cpuset;
 		if (!path_join(dst, PATH_MAX, mnt, strcmp(path, "/") == 0 ? "" : path))
 			continue;
 		bool ok = access(dst, W_OK) == 0;
@@ -210,8 +212,10 @@ void lb_cgroup_probe(lb_cgroup_support *s)
 			s->memory = ok;
 		else if (i == 1)
 			s->pids = ok;
-		else
+		else if (i == 2)
 			s->cpu = ok;
+		else
+			s->cpuset = ok;
 		s->version = 1;
 	}
 }
@@ -265,6 +269,88 @@ void lb_cgroup_reap_stale(const lb_cgroup_support *s)
 	reap_stale_in(s->memory ? s->v1_memory : "");
 	reap_stale_in(s->pids ? s->v1_pids : "");
 	reap_stale_in(s->cpu ? s->v1_cpu : "");
+	reap_stale_in(s->cpuset ? s->v1_cpuset : "");
+}
+
+/* A v1 cpuset starts with no CPUs and no memory nodes: both are set before any task may
+ * enter, the nodes as the parent has them. */
+static int create_v1_cpuset(lb_cgroup *cg, const lb_cgroup_support *s, const char *cpus,
+			    const char *name, char *err, size_t errlen)
+{
+	char mems[256] = "";
+	int r = make_child(s->v1_cpuset, name, cg->cpuset, sizeof cg->cpuset);
+	if (r == 0)
+		r = read_small(s->v1_cpuset, "cpuset.mems", mems, sizeof mems);
+	if (r == 0) {
+		mems[strcspn(mems, "\n")] = '\0';
+		r = write_str(cg->cpuset, "cpuset.mems", mems);
+	}
+	if (r == 0)
+		r = write_str(cg->cpuset, "cpuset.cpus", cpus);
+	if (r < 0)
+		snprintf(err, errlen, "cannot set the run's CPUs (%s) under %s: %s", cpus,
+			 s->v1_cpuset, strerror(-r));
+	return r;
+}
+
+/* cgroup v2: one cgroup for every controller, the run's limits written into it. */
+static int create_v2(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
+		     const char *name, char *err, size_t errlen)
+{
+	char val[64];
+	int r;
+	if (!s->v2_subtree_ready) {
+		/* Fails with EBUSY when this cgroup holds processes (no internal processes
+		 * in v2): then the controllers were not delegated to us. */
+		r = write_str(s->v2_dir, "cgroup.subtree_control", "+memory +pids +cpu");
+		if (r < 0) {
+			snprintf(err, errlen, "cannot enable cgroup v2 controllers in %s: %s",
+				 s->v2_dir, strerror(-r));
+			return r;
+		}
+	}
+	/* cpuset is enabled apart: a tree that delegates the others may not delegate it,
+	 * and only a run that asks for its CPUs needs it. */
+	if (lim->cpuset && (r = write_str(s->v2_dir, "cgroup.subtree_control", "+cpuset")) < 0) {
+		snprintf(err, errlen, "cannot enable the cpuset controller in %s: %s",
+			 s->v2_dir, strerror(-r));
+		return r;
+	}
+	r = make_child(s->v2_dir, name, cg->v2, sizeof cg->v2);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create a cgroup under %s: %s", s->v2_dir,
+			 strerror(-r));
+		return r;
+	}
+	if (lim->memory) {
+		snprintf(val, sizeof val, "%" PRIu64, lim->memory);
+		if ((r = write_str(cg->v2, "memory.max", val)) < 0 ||
+		    (r = write_str(cg->v2, "memory.swap.max", "0")) < 0) {
+			snprintf(err, errlen, "cannot set the memory limit: %s", strerror(-r));
+			return r;
+		}
+		cg->memory_limited = true;
+	}
+	if (lim->pids) {
+		snprintf(val, sizeof val, "%ld", lim->pids);
+		if ((r = write_str(cg->v2, "pids.max", val)) < 0) {
+			snprintf(err, errlen, "cannot set the pids limit: %s", strerror(-r));
+			return r;
+		}
+	}
+	if (lim->cpus > 0) {
+		snprintf(val, sizeof val, "%ld 100000", (long)(lim->cpus * 100000));
+		if ((r = write_str(cg->v2, "cpu.max", val)) < 0) {
+			snprintf(err, errlen, "cannot set the CPU limit: %s", strerror(-r));
+			return r;
+		}
+	}
+	if (lim->cpuset && (r = write_str(cg->v2, "cpuset.cpus", lim->cpuset)) < 0) {
+		snprintf(err, errlen, "cannot set the run's CPUs (%s): %s", lim->cpuset,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_limits *lim,
@@ -274,48 +360,8 @@ int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_
 	cg->version = s->version;
 	char val[64];
 	int r;
-	if (s->version == 2) {
-		if (!s->v2_subtree_ready) {
-			/* Fails with EBUSY when this cgroup holds processes (no internal processes
-			 * in v2): then the controllers were not delegated to us. */
-			r = write_str(s->v2_dir, "cgroup.subtree_control", "+memory +pids +cpu");
-			if (r < 0) {
-				snprintf(err, errlen, "cannot enable cgroup v2 controllers in %s: %s",
-					 s->v2_dir, strerror(-r));
-				return r;
-			}
-		}
-		r = make_child(s->v2_dir, name, cg->v2, sizeof cg->v2);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot create a cgroup under %s: %s", s->v2_dir,
-				 strerror(-r));
-			return r;
-		}
-		if (lim->memory) {
-			snprintf(val, sizeof val, "%" PRIu64, lim->memory);
-			if ((r = write_str(cg->v2, "memory.max", val)) < 0 ||
-			    (r = write_str(cg->v2, "memory.swap.max", "0")) < 0) {
-				snprintf(err, errlen, "cannot set the memory limit: %s", strerror(-r));
-				return r;
-			}
-			cg->memory_limited = true;
-		}
-		if (lim->pids) {
-			snprintf(val, sizeof val, "%ld", lim->pids);
-			if ((r = write_str(cg->v2, "pids.max", val)) < 0) {
-				snprintf(err, errlen, "cannot set the pids limit: %s", strerror(-r));
-				return r;
-			}
-		}
-		if (lim->cpus > 0) {
-			snprintf(val, sizeof val, "%ld 100000", (long)(lim->cpus * 100000));
-			if ((r = write_str(cg->v2, "cpu.max", val)) < 0) {
-				snprintf(err, errlen, "cannot set the CPU limit: %s", strerror(-r));
-				return r;
-			}
-		}
-		return 0;
-	}
+	if (s->version == 2)
+		return create_v2(cg, s, lim, name, err, errlen);
 	if (s->memory) {
 		r = make_child(s->v1_memory, name, cg->memory, sizeof cg->memory);
 		if (r < 0) {
@@ -365,6 +411,8 @@ int lb_cgroup_create(lb_cgroup *cg, const lb_cgroup_support *s, const lb_cgroup_
 			return r;
 		}
 	}
+	if (s->cpuset && lim->cpuset)
+		return create_v1_cpuset(cg, s, lim->cpuset, name, err, errlen);
 	return 0;
 }
 
@@ -372,8 +420,8 @@ int lb_cgroup_attach(const lb_cgroup *cg, pid_t pid)
 {
 	char val[32];
 	snprintf(val, sizeof val, "%d", (int)pid);
-	const char *dirs[4] = {cg->v2, cg->memory, cg->pids, cg->cpu};
-	for (int i = 0; i < 4; i++) {
+	const char *dirs[5] = {cg->v2, cg->memory, cg->pids, cg->cpu, cg->cpuset};
+	for (int i = 0; i < 5; i++) {
 		if (!dirs[i][0])
 			continue;
 		int r = write_str(dirs[i], "cgroup.procs", val);
@@ -398,7 +446,7 @@ int lb_cgroup_open_self(const lb_cgroup *cg, int fds[LB_CGROUP_SELF_FDS])
 		fds[i] = -1;
 	if (cg->version != 1)
 		return -ENOTSUP;
-	const char *dirs[LB_CGROUP_SELF_FDS] = {cg->memory, cg->pids, cg->cpu};
+	const char *dirs[LB_CGROUP_SELF_FDS] = {cg->memory, cg->pids, cg->cpu, cg->cpuset};
 	for (int i = 0; i < LB_CGROUP_SELF_FDS; i++) {
 		if (!dirs[i][0])
 			continue;
@@ -447,8 +495,8 @@ void lb_cgroup_read(const lb_cgroup *cg, uint64_t *peak, bool *oom_killed, bool 
 
 void lb_cgroup_destroy(lb_cgroup *cg)
 {
-	char *dirs[4] = {cg->v2, cg->memory, cg->pids, cg->cpu};
-	for (int i = 0; i < 4; i++) {
+	char *dirs[5] = {cg->v2, cg->memory, cg->pids, cg->cpu, cg->cpuset};
+	for (int i = 0; i < 5; i++) {
 		if (!dirs[i][0])
 			continue;
 		/* The tree is reaped before this runs; a few retries cover the kernel finishing

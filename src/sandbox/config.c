@@ -703,6 +703,15 @@ int lb_sandbox_set_cpus(lb_sandbox *sb, double cpus)
 	return 0;
 }
 
+int lb_sandbox_set_cpuset(lb_sandbox *sb, const char *cpulist)
+{
+	if (!cpulist || strlen(cpulist) >= sizeof sb->cpuset ||
+	    strspn(cpulist, "0123456789,-") != strlen(cpulist))
+		return -EINVAL;
+	snprintf(sb->cpuset, sizeof sb->cpuset, "%s", cpulist);
+	return 0;
+}
+
 int lb_sandbox_set_pids(lb_sandbox *sb, long pids)
 {
 	if (pids < 0)

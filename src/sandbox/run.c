@@ -1846,7 +1846,39 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
 	iso->cgroup = NULL;
 	iso->memory_enforced_by = NULL;
 	iso->pids_enforced_by = NULL;
+	iso->pids_limit = 0;
 	iso->cpus_enforced_by = NULL;
+}
+
+/* Without --pids-limit, RLIMIT_NPROC is counted per uid in the run's own user namespace
+ * (ucounts), so it bounds this run alone. */
+#define PIDS_BY_DEFAULT_RLIMIT "rlimit_nproc (default; counted in the run's user namespace)"
+
+const char *lb_sandbox_cpuset_enforcer(void)
+{
+	lb_cgroup_support cs;
+	lb_cgroup_probe(&cs);
+	if (!cs.cpuset)
+		return NULL;
+	return cs.version == 2 ? "cgroup v2 cpuset.cpus" : "cgroup v1 cpuset";
+}
+
+long lb_sandbox_default_pids(void)
+{
+	long pid_max = 0;
+	LB_AUTOCLOSE int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+	char buf[32];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (n > 0) {
+		buf[n] = '\0';
+		pid_max = strtol(buf, NULL, 10);
+	}
+	/* A quarter of the host's pids at most: four runs at their limit still leave the host
+	 * room; 4096 covers DataLoader workers times a many-core thread pool. */
+	long cap = LB_SANDBOX_DEFAULT_PIDS;
+	if (pid_max > 0 && pid_max / 4 < cap)
+		cap = pid_max / 4;
+	return cap > 64 ? cap : 64;
 }
 
 /* Decide how each requested limit is enforced: a cgroup, an accepted fallback, or a refusal.
@@ -1874,7 +1906,19 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 			return false;
 		}
 	}
-	if (sb->pids) {
+	if (!sb->pids) {
+		/* Every run shares the host's pid space: without a bound of its own, a thread
+		 * started per batch and never joined takes every pid of the machine. */
+		long dflt = lb_sandbox_default_pids();
+		iso->pids_limit = dflt;
+		if (cs->pids) {
+			lim->pids = dflt + 1;
+		} else {
+			*rlimit_nproc = dflt;
+			iso->pids_enforced_by = PIDS_BY_DEFAULT_RLIMIT;
+		}
+	} else {
+		iso->pids_limit = sb->pids;
 		if (cs->pids) {
 			lim->pids = sb->pids + 1; /* init counts too */
 		} else if (sb->degraded & LB_DEGRADED_PIDS) {
@@ -1887,6 +1931,8 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 			return false;
 		}
 	}
+	if (sb->cpuset[0] && cs->cpuset)
+		lim->cpuset = sb->cpuset;
 	if (sb->cpus > 0) {
 		if (cs->cpu) {
 			lim->cpus = sb->cpus;
@@ -1904,10 +1950,11 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 
 /* A cgroup per run when one can be had: limits need it, accounting profits from it. */
 static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
-			    const lb_cgroup_limits *lim, lb_cgroup *cg, lb_sandbox_result *res)
+			    lb_cgroup_limits *lim, lb_cgroup *cg, lb_sandbox_result *res,
+			    long *rlimit_nproc)
 {
-	bool needed = lim->memory || lim->pids || lim->cpus > 0;
-	if (!needed && (!cs->memory || !sb->cgroup_accounting))
+	bool needed = lim->memory || (lim->pids && sb->pids) || lim->cpus > 0 || lim->cpuset;
+	if (!needed && !lim->pids && (!cs->memory || !sb->cgroup_accounting))
 		return true;
 	lb_cgroup_reap_stale(cs);
 	char name[64], rnd[9];
@@ -1917,8 +1964,16 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 	char err[400];
 	if (lb_cgroup_create(cg, cs, lim, name, err, sizeof err) < 0) {
 		lb_cgroup_destroy(cg);
-		if (!needed)
-			return true; /* accounting falls back to rusage, and says so */
+		if (!needed) {
+			/* accounting falls back to rusage, and says so; the default process bound
+			 * to RLIMIT_NPROC, and says so */
+			if (lim->pids) {
+				*rlimit_nproc = lim->pids - 1;
+				lim->pids = 0;
+				res->isolation.pids_enforced_by = PIDS_BY_DEFAULT_RLIMIT;
+			}
+			return true;
+		}
 		set_setup_failure(res, "setup_cgroup", 0, err);
 		return false;
 	}
@@ -1928,8 +1983,11 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 		iso->memory_enforced_by = cg->version == 2 ? "cgroup v2 memory.max" : "cgroup v1 memory";
 		iso->swap_limited = !cg->swap_unlimited;
 	}
-	if (lim->pids)
+	if (lim->pids && sb->pids)
 		iso->pids_enforced_by = cg->version == 2 ? "cgroup v2 pids.max" : "cgroup v1 pids";
+	else if (lim->pids)
+		iso->pids_enforced_by = cg->version == 2 ? "cgroup v2 pids.max (default)"
+							 : "cgroup v1 pids (default)";
 	if (lim->cpus > 0)
 		iso->cpus_enforced_by = cg->version == 2 ? "cgroup v2 cpu.max" : "cgroup v1 cpu";
 	return true;
@@ -1947,9 +2005,8 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	fill_isolation(sb, &res->isolation);
 	lb_cgroup_support cs;
 	memset(&cs, 0, sizeof cs);
-	/* Reading the cgroup layout is only worth it when a cgroup may be used. */
-	if (sb->memory || sb->pids || sb->cpus > 0 || sb->cgroup_accounting)
-		lb_cgroup_probe(&cs);
+	/* Every run has a process limit, the default one included: a cgroup may always be used. */
+	lb_cgroup_probe(&cs);
 	lb_cgroup_limits lim;
 	uint64_t rlimit_data = 0;
 	long rlimit_nproc = 0;
@@ -1957,7 +2014,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 		return 0;
 	lb_cgroup cg;
 	memset(&cg, 0, sizeof cg);
-	if (!make_run_cgroup(sb, &cs, &lim, &cg, res))
+	if (!make_run_cgroup(sb, &cs, &lim, &cg, res, &rlimit_nproc))
 		return 0;
 	char ferr[256] = "";
 	int fr = 0;

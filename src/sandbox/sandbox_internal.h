@@ -136,6 +136,7 @@ struct lb_sandbox {
 	lb_network net;
 	uint64_t memory;
 	double cpus;
+	char cpuset[64]; /* the CPUs the tree may run on (a cpulist); "": any */
 	long pids;
 	int stdin_fd; /* relayed to the payload's stdin; -1: /dev/null */
 	bool merged;

@@ -583,6 +583,54 @@ def test_pids_limit(tmp_path):
     assert r.result["metrics"]["values"]["started"] < 16, r.why()
 
 
+def test_thread_bomb_stops_at_the_default_process_limit(tmp_path):
+    """Without --pids-limit a run still has a process limit (min(4096, pid_max/4)): a thread
+    started per step and never joined stops there, not at the host's last pid. result.json
+    says the limit and what enforced it (the pids cgroup, else RLIMIT_NPROC in the run's user
+    namespace), and the failure names the process limit with a larger --pids-limit."""
+    exp = write_exp(tmp_path, """
+        import threading
+        ev = threading.Event()
+        n = 0
+        try:
+            for i in range(6000):
+                threading.Thread(target=ev.wait, daemon=True).start()
+                n += 1
+        finally:
+            print("threads: %d" % n, flush=True)
+    """)
+    r = run_exp(exp, tmp_path / "runs")
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    limit = max(64, min(4096, pid_max // 4))
+    iso = r.result["isolation"]
+    assert iso["pids_limit"] == limit, r.why()
+    want = "cgroup" if host_can_enforce("pids") else "rlimit_nproc"
+    assert iso["pids_enforced_by"].startswith(want) and "default" in iso["pids_enforced_by"], r.why()
+    assert r.rc == 1 and r.result["status"] == "failed", r.why()
+    assert 0 < r.result["metrics"]["values"]["threads"] < limit, r.why()
+    f = r.result["failure"]
+    assert f["class"] == "sandbox_restriction" and "can't start new thread" in f["summary"], r.why()
+    assert "process or thread limit" in f["suggestion"], r.why()
+    assert f["escalation"]["grants"] == "processes", r.why()
+    assert int(f["escalation"]["flag"].split()[1]) > limit, r.why()
+
+
+def test_explicit_pids_limit_is_recorded_and_escalated_past(tmp_path):
+    """--pids-limit N is the run's limit in result.json, and the flag suggested when the
+    code hit it is a larger one (twice N), not a number it may already have had."""
+    exp = write_exp(tmp_path, """
+        import threading
+        ev = threading.Event()
+        for i in range(200):
+            threading.Thread(target=ev.wait, daemon=True).start()
+    """)
+    r = run_exp(exp, tmp_path / "runs", "--pids-limit", "50",
+                *([] if host_can_enforce("pids") else ["--allow-degraded", "pids"]))
+    assert r.result["isolation"]["pids_limit"] == 50, r.why()
+    assert "default" not in r.result["isolation"]["pids_enforced_by"], r.why()
+    assert r.rc == 1 and r.result["failure"]["escalation"]["flag"] == "--pids-limit 100", r.why()
+
+
 @pytest.mark.parametrize("limit", [(), ("--memory", "1g")])
 def test_every_process_is_born_in_the_runs_cgroup(tmp_path, limit):
     """The run's cgroup holds the experiment and its children from their first instruction

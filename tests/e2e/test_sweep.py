@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CALL_TIMEOUT, LABBOX, PYTHON, PtyCapture, labbox, wait_for, write_exp
+from conftest import (CALL_TIMEOUT, LABBOX, PYTHON, PtyCapture, host_can_enforce, labbox,
+                      wait_for, write_exp)
 
 
 def sweep(tmp_path, expdir, *opts, args=(), timeout=CALL_TIMEOUT, json_out=True):
@@ -227,6 +228,42 @@ def test_two_jobs_run_at_once_on_disjoint_cpus(tmp_path):
     assert int(cells[0]["own_mask"]) & int(cells[1]["own_mask"]) == 0
     slots = {c["seed"]: c["slot"] for c in d["cells"]}
     assert slots[0]["index"] != slots[1]["index"]
+
+
+def test_a_cell_cannot_leave_its_cpus_or_the_record_says_it_may(tmp_path):
+    """A cell that sets its affinity to every CPU: where labbox can make a cpuset cgroup
+    (root, or a delegated cpuset controller) the cell stays on its slot's CPUs and the slot's
+    enforced_by names the cpuset; elsewhere the widening holds and enforced_by says the share
+    was only the affinity, in sweep.json and in the cell's manifest alike."""
+    ncpu = len(os.sched_getaffinity(0))
+    if ncpu < 2:
+        pytest.fail("this test needs a machine with at least 2 CPUs")
+    exp = write_exp(tmp_path, """
+import os
+slot = len(os.sched_getaffinity(0))
+try:
+    os.sched_setaffinity(0, set(range(os.cpu_count())))
+except OSError:
+    pass
+print(f"slot_cpus: {slot}")
+print(f"affinity_after: {len(os.sched_getaffinity(0))}")
+""")
+    p = sweep(tmp_path, exp, "--seeds", "0-1", "--jobs", "2")
+    assert p.returncode == 0, p.stderr
+    d = doc_of(p)
+    fenced = host_can_enforce("cpuset")
+    for c in d["cells"]:
+        v = result_of(c)["metrics"]["values"]
+        assert v["slot_cpus"] == ncpu // 2, v
+        if fenced:
+            assert v["affinity_after"] == ncpu // 2, v
+            assert c["slot"]["enforced_by"].startswith("cgroup v"), c["slot"]
+            assert "cpuset" in c["slot"]["enforced_by"], c["slot"]
+        else:
+            assert v["affinity_after"] == ncpu, v
+            assert c["slot"]["enforced_by"] == "affinity (the experiment may change it)", c["slot"]
+        manifest = json.loads((Path(c["run_dir"]) / "manifest.json").read_text())
+        assert manifest["sweep"]["slot"]["enforced_by"] == c["slot"]["enforced_by"]
 
 
 def test_more_jobs_than_cpus_is_refused(tmp_path):
