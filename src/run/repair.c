@@ -138,8 +138,9 @@ static pid_t proc_ppid(pid_t pid)
 /* Send sig to every descendant of this process; how many there were. */
 static size_t keeper_signal_tree(int sig)
 {
-	static pid_t pids[KEEPER_MAX_PIDS], ppids[KEEPER_MAX_PIDS];
-	static bool mine[KEEPER_MAX_PIDS];
+	/* on the stack (72 KiB): no malloc after fork */
+	pid_t pids[KEEPER_MAX_PIDS], ppids[KEEPER_MAX_PIDS];
+	bool mine[KEEPER_MAX_PIDS];
 	size_t n = 0;
 	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
