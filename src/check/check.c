@@ -311,9 +311,18 @@ static int syntax_interpreter(const lb_check_config *cfg, lb_python_info *info, 
 	return 0;
 }
 
-static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *lim,
-			 char *const abs[], size_t n, pysyntax *out,
-			 char *version, size_t vlen, bool *machinery, char *err, size_t errlen)
+/* One sandbox's worth: the copies live in the sandbox's own read-only tmpfs, in memory, and
+ * count towards its memory limit. */
+#define SYNTAX_BATCH_BYTES (32u << 20)
+#define SYNTAX_BATCH_FILES 1024u
+/* Where the sandboxed interpreter finds the copies. */
+#define SYNTAX_COPY_DIR "/run/labbox-check"
+
+/* compile() on a leading part of abs[0..n): as many files as fit a batch, at least one; *took
+ * says how many. */
+static int syntax_batch(const lb_python_info *pinfo, const lb_sandbox_limits *lim,
+			char *const abs[], size_t n, pysyntax *out, size_t *took,
+			char *version, size_t vlen, bool *machinery, char *err, size_t errlen)
 {
 	lb_python_info info = *pinfo;
 	lb_sandbox *sb = NULL;
@@ -327,35 +336,42 @@ static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *l
 		return -ENOMEM;
 	}
 	/* The sandboxed interpreter runs as another user and sees neither home directories nor
-	 * this /tmp: it compiles copies in a private, world-readable directory bound read-only. */
-	char tmp[] = "/tmp/labbox-check-XXXXXX";
-	bool have_tmp = mkdtemp(tmp) != NULL;
+	 * the host's /tmp. Its copies are handed to it in memory, never written on the host: a
+	 * copy in a host directory would be readable by whatever user the sandbox's uid can be
+	 * read by (all of them, as root: uid 65534), and stay for good when labbox is killed. */
 	char **copies = calloc(n ? n : 1, sizeof *copies);
-	if (!have_tmp || !copies || chmod(tmp, 0755) < 0)
-		r = have_tmp && copies ? -errno : -ENOMEM;
-	for (size_t i = 0; i < n && r >= 0; i++) {
+	if (!copies)
+		r = -ENOMEM;
+	size_t bytes = 0;
+	*took = 0;
+	for (size_t i = 0; i < n && r >= 0 && i < SYNTAX_BATCH_FILES; i++) {
 		char *data = NULL;
 		size_t len = 0;
-		if (asprintf(&copies[i], "%s/%zu.py", tmp, i) < 0) {
-			copies[i] = NULL;
-			r = -ENOMEM;
+		int rr = lb_read_file_at(AT_FDCWD, abs[i], CHECK_MAX_FILE, &data, &len);
+		if (rr == 0 && i > 0 && bytes + len > SYNTAX_BATCH_BYTES) {
+			free(data);
 			break;
 		}
-		int rr = lb_read_file_at(AT_FDCWD, abs[i], CHECK_MAX_FILE, &data, &len);
-		if (rr == 0) {
-			int fd = open(copies[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-			rr = fd < 0 ? -errno : lb_write_all(fd, data, len);
-			if (fd >= 0)
-				close(fd);
+		char name[32];
+		snprintf(name, sizeof name, "%zu.py", i);
+		if (rr == 0 && asprintf(&copies[i], "%s/%s", SYNTAX_COPY_DIR, name) < 0) {
+			copies[i] = NULL;
+			rr = -ENOMEM;
 		}
+		if (rr == 0)
+			rr = lb_sandbox_add_file(sb, SYNTAX_COPY_DIR, name, data, len);
 		free(data);
 		if (rr < 0) {
 			snprintf(err, errlen, "%s: %s", abs[i],
 				 rr == -EFBIG ? "larger than the check's limit of 8 MiB"
 					      : strerror(-rr));
 			r = rr;
+			break;
 		}
+		bytes += len;
+		*took = i + 1;
 	}
+	n = *took;
 	argv[0] = info.executable;
 	argv[1] = "-I";
 	argv[2] = "-S";
@@ -367,8 +383,6 @@ static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *l
 	 * records. */
 	if (r >= 0)
 		r = lb_record_hide_known(sb);
-	if (r >= 0)
-		r = lb_sandbox_add_bind(sb, tmp, NULL, false);
 	if (r >= 0)
 		r = lb_python_expose(sb, &info, false);
 	if (r >= 0)
@@ -443,18 +457,32 @@ static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *l
 		snprintf(err, errlen, "compile() in the sandbox printed no result");
 		r = -EIO;
 	}
-	for (size_t i = 0; i < n && copies; i++) {
-		if (copies[i])
-			unlink(copies[i]);
+	for (size_t i = 0; i < n && copies; i++)
 		free(copies[i]);
-	}
 	free(copies);
-	if (have_tmp)
-		rmdir(tmp);
 	free(argv);
 	lb_buf_free(&outbuf);
 	lb_sandbox_free(sb);
 	return r < 0 ? r : 0;
+}
+
+static int python_syntax(const lb_python_info *pinfo, const lb_sandbox_limits *lim,
+			 char *const abs[], size_t n, pysyntax *out,
+			 char *version, size_t vlen, bool *machinery, char *err, size_t errlen)
+{
+	/* Once at least: with no file, the run still says the interpreter's version. */
+	size_t done = 0;
+	do {
+		size_t took = 0;
+		int r = syntax_batch(pinfo, lim, abs + done, n - done, out + done, &took, version,
+				     vlen, machinery, err, errlen);
+		if (r < 0)
+			return r;
+		if (took == 0 && n > 0)
+			return -EIO;
+		done += took;
+	} while (done < n);
+	return 0;
 }
 
 /* ---- compile() verdicts kept between runs ------------------------------------------------------ */

@@ -34,7 +34,7 @@
 
 typedef struct lang_file {
 	char *rel;  /* as findings name it */
-	char *copy; /* the copy the sandboxed parser reads */
+	char *copy; /* the copy the sandboxed parser reads, inside the sandbox */
 	char *src;  /* the content (Octave's tokenizer reads it here) */
 	size_t len;
 	bool parsed;
@@ -43,22 +43,16 @@ typedef struct lang_file {
 typedef struct lang_files {
 	lang_file *v;
 	size_t n;
-	char tmp[64];
 } lang_files;
 
 static void lang_files_free(lang_files *f)
 {
 	for (size_t i = 0; i < f->n; i++) {
-		if (f->v[i].copy) {
-			unlink(f->v[i].copy);
-			free(f->v[i].copy);
-		}
+		free(f->v[i].copy);
 		free(f->v[i].rel);
 		free(f->v[i].src);
 	}
 	free(f->v);
-	if (f->tmp[0])
-		rmdir(f->tmp);
 }
 
 static bool is_lang_file(lb_lang lang, const char *name)
@@ -122,30 +116,25 @@ static int collect(lang_files *f, lb_lang lang, const char *root, const char *pr
 	return r;
 }
 
-/* The sandboxed interpreter runs as another user and sees neither home directories nor this
- * /tmp: it parses copies in a private, world-readable directory bound read-only. */
-static int write_copies(lang_files *f, lb_lang lang)
+/* The sandboxed interpreter runs as another user and sees neither home directories nor the
+ * host's /tmp. It parses copies handed to it in memory (a read-only tmpfs of the sandbox's own
+ * at LANG_COPY_DIR), never written on the host: a copy in a host directory would be readable by
+ * whatever user the sandbox's uid can be read by (all of them, as root: uid 65534), and stay
+ * for good when labbox is killed. */
+#define LANG_COPY_DIR "/run/labbox-check"
+/* One sandbox's worth of copies: they count towards its memory limit. */
+#define LANG_BATCH_BYTES (32u << 20)
+#define LANG_BATCH_FILES 512u
+
+static int name_copies(lang_files *f, lb_lang lang)
 {
-	snprintf(f->tmp, sizeof f->tmp, "/tmp/labbox-check-XXXXXX");
-	if (!mkdtemp(f->tmp)) {
-		f->tmp[0] = '\0';
-		return -errno;
-	}
-	if (chmod(f->tmp, 0755) < 0)
-		return -errno;
-	for (size_t i = 0; i < f->n; i++) {
+	for (size_t i = 0; i < f->n; i++)
 		/* Octave wants a file name that is an identifier: f0.m, f1.m ... */
-		if (asprintf(&f->v[i].copy, "%s/f%zu.%s", f->tmp, i, lang == LB_LANG_R ? "R" : "m") < 0) {
+		if (asprintf(&f->v[i].copy, "%s/f%zu.%s", LANG_COPY_DIR, i,
+			     lang == LB_LANG_R ? "R" : "m") < 0) {
 			f->v[i].copy = NULL;
 			return -ENOMEM;
 		}
-		int fd = open(f->v[i].copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		int r = fd < 0 ? -errno : lb_write_all(fd, f->v[i].src, f->v[i].len);
-		if (fd >= 0)
-			close(fd);
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 
@@ -171,11 +160,11 @@ static const char octave_parse_loop[] =
 	"  catch e; printf('E\\t%s\\t%s\\n', f, regexprep(e.message, '\\s+', ' ')); end;"
 	"end";
 
-static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
-		      lang_files *f, lb_buf *out,
-		      char *err, size_t errlen)
+/* The parser on f->v[from..to), its output appended to out. */
+static int parse_batch(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+		       lang_files *f, size_t from, size_t to, lb_buf *out, char *err, size_t errlen)
 {
-	const char **argv = calloc(f->n + 10, sizeof *argv);
+	const char **argv = calloc(to - from + 10, sizeof *argv);
 	lb_buf code = {0};
 	if (!argv)
 		return -ENOMEM;
@@ -191,8 +180,8 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandb
 		argv[n++] = "--no-history";
 		argv[n++] = "--quiet";
 		int cr = lb_buf_puts(&code, "lb_files = {");
-		for (size_t i = 0; cr == 0 && i < f->n; i++)
-			cr = lb_buf_printf(&code, "%s'%s'", i ? ", " : "", f->v[i].copy);
+		for (size_t i = from; cr == 0 && i < to; i++)
+			cr = lb_buf_printf(&code, "%s'%s'", i > from ? ", " : "", f->v[i].copy);
 		if (cr == 0)
 			cr = lb_buf_printf(&code, "}; %s", octave_parse_loop);
 		if (cr < 0) {
@@ -203,7 +192,7 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandb
 		argv[n++] = "--eval";
 		argv[n++] = code.data;
 	}
-	for (size_t i = 0; lang == LB_LANG_R && i < f->n; i++)
+	for (size_t i = from; lang == LB_LANG_R && i < to; i++)
 		argv[n++] = f->v[i].copy;
 	lb_sandbox *sb = NULL;
 	int r = lb_sandbox_new(&sb);
@@ -211,8 +200,9 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandb
 	/* The interpreter may be the experiment's own: it sees no other run's records. */
 	if (r == 0)
 		r = lb_record_hide_known(sb);
-	if (r == 0)
-		r = lb_sandbox_add_bind(sb, f->tmp, NULL, false);
+	for (size_t i = from; r == 0 && i < to; i++)
+		r = lb_sandbox_add_file(sb, LANG_COPY_DIR, strrchr(f->v[i].copy, '/') + 1,
+					f->v[i].src, f->v[i].len);
 	if (r == 0)
 		r = lb_sandbox_expose_python(sb, interp->executable, interp->prefix,
 					     interp->base_prefix);
@@ -239,6 +229,22 @@ static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandb
 	free(argv);
 	lb_buf_free(&code);
 	return r;
+}
+
+static int run_parser(lb_lang lang, const lb_python_info *interp, const lb_sandbox_limits *lim,
+		      lang_files *f, lb_buf *out, char *err, size_t errlen)
+{
+	for (size_t from = 0; from < f->n;) {
+		size_t to = from + 1, bytes = f->v[from].len;
+		while (to < f->n && to - from < LANG_BATCH_FILES &&
+		       bytes + f->v[to].len <= LANG_BATCH_BYTES)
+			bytes += f->v[to++].len;
+		int r = parse_batch(lang, interp, lim, f, from, to, out, err, errlen);
+		if (r < 0)
+			return r;
+		from = to;
+	}
+	return 0;
 }
 
 /* ---- rules ---------------------------------------------------------------------------------- */
@@ -718,7 +724,7 @@ int ck_check_lang_dir(const lb_check_config *cfg, int lang_i, const char *root,
 	}
 	if (r == 0 && (r = collect(&f, lang, root, "", 0)) < 0)
 		snprintf(err, errlen, "%s: %s", root, strerror(-r));
-	if (r == 0 && f.n && (r = write_copies(&f, lang)) < 0)
+	if (r == 0 && f.n && (r = name_copies(&f, lang)) < 0)
 		snprintf(err, errlen, "copying the code for the parser: %s", strerror(-r));
 	lb_buf out = {0};
 	if (r == 0 && f.n &&

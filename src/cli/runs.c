@@ -9,12 +9,14 @@
 #include "labbox/sweep.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1627,6 +1629,35 @@ static const char *bad_file_name(json_object *files)
 	return NULL;
 }
 
+/* The rerun's copy of the staged files lives as long as the rerun: /tmp/labbox-rerun-PID-XXXXXX
+ * (0700). A rerun that was killed cannot remove its own, so each rerun removes those of this
+ * user's whose labbox is gone, as ssh's control directories are. */
+static void remove_stale_rerun_dirs(void)
+{
+	DIR *dir = opendir("/tmp");
+	if (!dir)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		int pid = 0;
+		char rest[16];
+		struct stat sb;
+		if (sscanf(e->d_name, "labbox-rerun-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6 ||
+		    fstatat(dirfd(dir), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+		    (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "/tmp/%s", e->d_name);
+		char *argv_rm[] = {"rm", "-rf", "--", p, NULL};
+		lb_buf ignored = {0};
+		lb_capture(argv_rm, 0, true, &ignored, NULL);
+		lb_buf_free(&ignored);
+	}
+	closedir(dir);
+}
+
 /* Copy exactly the manifest's files from the old staged copy into a fresh directory. Both
  * sides are walked a component at a time from a descriptor, never through a link: the names
  * are the record's (bad_file_name has refused any that is not plain), and a link in either
@@ -1815,7 +1846,9 @@ int cli_rerun(int argc, char **argv)
 	if (r < 0)
 		return CLI_EXIT_USAGE;
 	int rc = CLI_EXIT_USAGE;
-	char tmp[] = "/tmp/labbox-rerun-XXXXXX";
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, "/tmp/labbox-rerun-%d-XXXXXX", (int)getpid());
+	remove_stale_rerun_dirs();
 	bool made_tmp = false;
 	cli_sandbox_opts so = {0};
 	json_object *cell_sbj = NULL;

@@ -8,12 +8,14 @@
 #include "labbox/sandbox.h"
 #include "labbox/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +386,32 @@ static int write_rel(int dirfd, const char *rel, const char *data, size_t len)
 	return r;
 }
 
+/* A call's inline files live as long as the call: DIR/labbox-mcp-PID-XXXXXX. A server that was
+ * killed mid-call cannot remove its own, so each staging removes this user's directories in
+ * dir whose server is gone (as ssh's control directories and rerun's copies are). */
+static void remove_stale_inline_dirs(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid = 0;
+		char rest[16];
+		struct stat sb;
+		if (sscanf(e->d_name, "labbox-mcp-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6 ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+		    (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+			remove_tree(p);
+	}
+	closedir(d);
+}
+
 /* Validate (and with stage, write) the inline files: the private directory in *staged. */
 static int stage_files(ctx *c, json_object *files, bool stage, char **staged)
 {
@@ -417,9 +445,11 @@ static int stage_files(ctx *c, json_object *files, bool stage, char **staged)
 		return *staged ? 0 : bad(c, "out of memory");
 	}
 	const char *tmp = getenv("TMPDIR");
+	if (!tmp || tmp[0] != '/' || strlen(tmp) >= PATH_MAX - 64)
+		tmp = "/tmp";
+	remove_stale_inline_dirs(tmp);
 	char tmpl[PATH_MAX];
-	snprintf(tmpl, sizeof tmpl, "%s/labbox-mcp-XXXXXX",
-		 tmp && tmp[0] == '/' && strlen(tmp) < PATH_MAX - 64 ? tmp : "/tmp");
+	snprintf(tmpl, sizeof tmpl, "%s/labbox-mcp-%d-XXXXXX", tmp, (int)getpid());
 	/* mkdtemp makes it 0700: the files are the client's, no one else's to read. */
 	if (!mkdtemp(tmpl))
 		return refuse(c, "", "cannot make a private directory for inline files: %s",

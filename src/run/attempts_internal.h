@@ -25,11 +25,13 @@ typedef struct repair_cmd_result {
 	bool log_truncated;
 } repair_cmd_result;
 
-/* Run `sh -c CMD` on the host as this user in cwd, in a process group of its own, stdin from
- * stdin_path, stdout and stderr into log_path (capped), with env_extra (NAME=VALUE strings,
- * NULL-terminated) added to labbox's environment; the whole group is ended (SIGTERM,
- * REPAIR_GRACE_S, SIGKILL) at timeout seconds, and whatever it left running is killed when the
- * command itself exits. 0 with res filled, or a negative errno when it could not be started. */
+/* Run `sh -c CMD` on the host as this user in cwd, beneath a keeper process (a child
+ * subreaper) that holds its whole tree, stdin from stdin_path, stdout and stderr into log_path
+ * (capped), with env_extra (NAME=VALUE strings, NULL-terminated) added to labbox's
+ * environment; the whole tree, what left the command's process group or session included, is
+ * ended (SIGTERM, REPAIR_GRACE_S, SIGKILL) at timeout seconds or when labbox dies, and whatever
+ * it left running is killed when the command itself exits. 0 with res filled, or a negative
+ * errno when it could not be started. */
 int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 		   char *const *env_extra, double timeout, const char *log_path,
 		   repair_cmd_result *res, char *err, size_t errlen);

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,15 +70,206 @@ static void drain(int fd, lb_runlog *log, uint64_t *seen)
 	}
 }
 
-/* The child's side: its own process group (so a hang is ended whole), dead with labbox. */
-static void exec_child(const char *cmd, const char *cwd, int in, int out, char **envp)
+/* ---- the keeper: the repair command's whole tree, not only its process group ------------------
+ *
+ * A process group does not hold what the command starts in a session of its own (setsid, a
+ * daemon, an agent's tool server): it leaves the group, and when its parent dies it is
+ * reparented to init, out of every kill. So labbox forks a keeper, a child subreaper
+ * (PR_SET_CHILD_SUBREAPER) that runs `sh -c CMD` beneath it: every orphan of the command's
+ * tree is reparented to the keeper, which ends them all, by walking /proc for its descendants,
+ * when sh exits, on SIGTERM (labbox's time limit or interrupt, or labbox's own death: its
+ * PDEATHSIG) after REPAIR_GRACE_S, and exits with sh's status. Processes started through
+ * another service (systemd-run, at, a container engine) are that service's, out of reach.
+ * labbox may have threads: the keeper calls only async-signal-safe functions after fork. */
+
+#define KEEPER_MAX_PIDS 8192
+
+struct linux_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static long parse_num(const char *p, const char **end)
+{
+	long v = 0;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (*p++ - '0');
+	*end = p;
+	return v;
+}
+
+/* The parent of pid, from /proc/pid/stat (the field after the command's last ')'), or -1. */
+static pid_t proc_ppid(pid_t pid)
+{
+	char path[48], buf[1024];
+	char num[24];
+	int k = 0;
+	for (long v = pid; k == 0 || v; v /= 10)
+		num[k++] = (char)('0' + v % 10);
+	int n = 0;
+	memcpy(path, "/proc/", 6);
+	n = 6;
+	while (k)
+		path[n++] = num[--k];
+	memcpy(path + n, "/stat", 6);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	char *rp = NULL;
+	for (char *q = buf; *q; q++)
+		if (*q == ')')
+			rp = q;
+	/* ") S PPID ..." */
+	if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ')
+		return -1;
+	const char *e;
+	long pp = parse_num(rp + 4, &e);
+	return e == rp + 4 ? -1 : (pid_t)pp;
+}
+
+/* Send sig to every descendant of this process; how many there were. */
+static size_t keeper_signal_tree(int sig)
+{
+	/* on the stack (72 KiB): no malloc after fork */
+	pid_t pids[KEEPER_MAX_PIDS], ppids[KEEPER_MAX_PIDS];
+	bool mine[KEEPER_MAX_PIDS];
+	size_t n = 0;
+	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	char buf[16384];
+	long got;
+	while (n < KEEPER_MAX_PIDS && (got = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0)
+		for (long off = 0; off < got && n < KEEPER_MAX_PIDS;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			off += d->d_reclen;
+			const char *e;
+			long v = parse_num(d->d_name, &e);
+			if (e == d->d_name || *e)
+				continue;
+			pid_t pp = proc_ppid((pid_t)v);
+			if (pp > 0) {
+				pids[n] = (pid_t)v;
+				ppids[n] = pp;
+				mine[n++] = false;
+			}
+		}
+	close(dfd);
+	pid_t self = getpid();
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (mine[i])
+				continue;
+			bool under = ppids[i] == self;
+			for (size_t j = 0; j < n && !under; j++)
+				under = mine[j] && pids[j] == ppids[i];
+			if (under)
+				mine[i] = grew = true;
+		}
+	}
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (mine[i]) {
+			kill(pids[i], sig);
+			count++;
+		}
+	return count;
+}
+
+/* Kill every descendant, reap them all; sh's status in *status when it is among them. */
+static void keeper_end_tree(pid_t sh, int *status, bool *sh_done)
+{
+	for (int round = 0; round < 1000; round++) {
+		size_t left = keeper_signal_tree(SIGKILL);
+		int st;
+		pid_t w;
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			if (w == sh) {
+				*status = st;
+				*sh_done = true;
+			}
+		if (left == 0 && w < 0 && errno == ECHILD)
+			return;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The keeper's side: its own process group, a subreaper, ended with labbox. */
+static void keeper(pid_t labbox, const char *cmd, const char *cwd, int in, int out, char **envp)
 {
 	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(cwd) < 0)
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
+	    getppid() != labbox)
 		_exit(126);
-	execve("/bin/sh", (char *[]){"sh", "-c", (char *)cmd, NULL}, envp);
-	_exit(127);
+	pid_t sh = fork();
+	if (sh < 0)
+		_exit(126);
+	if (sh == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(cwd) < 0)
+			_exit(126);
+		execve("/bin/sh", (char *[]){"sh", "-c", (char *)cmd, NULL}, envp);
+		_exit(127);
+	}
+	close(out);
+	int status = 0;
+	bool sh_done = false, termed = false;
+	struct timespec grace_end = {0};
+	while (!sh_done) {
+		siginfo_t si;
+		struct timespec tick = {0, 100 * 1000 * 1000};
+		int sig = sigtimedwait(&set, &si, &tick);
+		if (sig == SIGTERM && !termed) {
+			/* the time limit, an interrupt, or labbox gone: the whole tree gets the grace */
+			termed = true;
+			keeper_signal_tree(SIGTERM);
+			clock_gettime(CLOCK_MONOTONIC, &grace_end);
+			grace_end.tv_sec += (time_t)REPAIR_GRACE_S;
+		}
+		int st;
+		pid_t w;
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			if (w == sh) {
+				status = st;
+				sh_done = true;
+			}
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (termed && (now.tv_sec > grace_end.tv_sec ||
+			       (now.tv_sec == grace_end.tv_sec && now.tv_nsec >= grace_end.tv_nsec)))
+			break;
+	}
+	/* sh has exited, or the grace is over: whatever is left of the tree is killed. */
+	keeper_end_tree(sh, &status, &sh_done);
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+	struct rlimit nocore = {0, 0};
+	setrlimit(RLIMIT_CORE, &nocore);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	kill(getpid(), sig);
+	_exit(128 + sig);
 }
 
 int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
@@ -110,9 +304,10 @@ int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 		return r;
 	}
 	double t0 = lb_time_monotonic();
+	pid_t self = getpid();
 	pid_t pid = fork();
 	if (pid == 0)
-		exec_child(cmd, cwd, in, p[1], env.v);
+		keeper(self, cmd, cwd, in, p[1], env.v);
 	lb_strv_free(&env);
 	close(p[1]);
 	if (pid < 0) {
@@ -134,20 +329,23 @@ int repair_run_cmd(const char *cmd, const char *cwd, const char *stdin_path,
 		if (w == pid)
 			break;
 		double t = lb_time_monotonic() - t0;
+		/* The keeper ends the tree (SIGTERM, REPAIR_GRACE_S, SIGKILL) and then exits. */
 		if (lb_interrupt_caught() && !termed) {
 			/* labbox was asked to stop: the command gets the grace a timeout gives it */
-			kill(-pid, SIGTERM);
+			kill(pid, SIGTERM);
 			termed = true;
 			timeout = t;
 		} else if (timeout > 0 && t >= timeout && !termed) {
-			kill(-pid, SIGTERM);
+			kill(pid, SIGTERM);
 			res->timed_out = termed = true;
-		} else if (termed && t >= timeout + REPAIR_GRACE_S) {
+		} else if (termed && t >= timeout + REPAIR_GRACE_S + 5) {
+			/* a keeper that cannot end its tree: its group at least */
 			kill(-pid, SIGKILL);
 		}
 	}
 	res->duration_s = lb_time_monotonic() - t0;
-	/* Whatever it left behind (a background job holding the pipe) ends with it. */
+	/* The keeper has killed what the command left; its group once more, should it have
+	 * failed to start its watch (no subreaper). */
 	kill(-pid, SIGKILL);
 	drain(p[0], log, &res->log_bytes);
 	close(p[0]);

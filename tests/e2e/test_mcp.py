@@ -744,3 +744,48 @@ def test_raw_experiment_text_stays_inside_its_line_in_the_summary_and_progress(t
     for t in shown:
         assert not any(c in t for c in "\x1b\x07\u202e\u2028"), t
     assert "\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J \\u202eevil \\u2028x" in shown[0], shown
+
+
+def test_raw_inline_files_of_a_killed_server_are_removed_by_the_next(tmp_path):
+    """A run of inline files stages them in a private directory in TMPDIR for the call; a
+    server killed mid-call (SIGKILL, the OOM killer) leaves it, and the next server's inline
+    call removes it."""
+    marker = unique("mcpinlinekill")
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    os.environ["TMPDIR"] = str(tmpdir)
+    try:
+        raw = Raw(tmp_path)
+    finally:
+        del os.environ["TMPDIR"]
+    init(raw)
+    slow = {"main.py": "import time\nprint('up', flush=True)\ntime.sleep(600)\n",
+            "labbox.yaml": "metrics: none\n"}
+    try:
+        raw.msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "run", "arguments": {"files": slow, "python": PYTHON,
+                                                         "args": [marker]}}})
+        deadline = time.monotonic() + 120
+        while not experiment_pids(marker):
+            assert time.monotonic() < deadline, "the experiment never started"
+            time.sleep(0.1)
+        made = [p for p in tmpdir.iterdir() if p.name.startswith("labbox-mcp-")]
+        assert len(made) == 1 and made[0].stat().st_mode & 0o077 == 0, made
+        raw.p.kill()
+        raw.p.wait(timeout=30)
+        assert wait_no_marker(marker, 60) == []
+        os.environ["TMPDIR"] = str(tmpdir)
+        try:
+            raw2 = Raw(tmp_path)
+        finally:
+            del os.environ["TMPDIR"]
+        init(raw2)
+        raw2.msg({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "check", "arguments": {"files": {"main.py": "print(1)\n"}}}})
+        while raw2.recv().get("id") != 2:
+            pass
+        assert raw2.close() == 0
+        assert not made[0].exists(), \
+            f"the killed server's inline files are still in TMPDIR: {sorted(tmpdir.iterdir())}"
+    finally:
+        kill_marker(marker)

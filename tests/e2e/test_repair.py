@@ -10,12 +10,14 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
 
-from conftest import (PYTHON, REPO, labbox, run_dirs, run_exp, unique, wait_no_marker,
-                      kill_marker, write_exp)
+from conftest import (LABBOX, PYTHON, REPO, describe_pids, labbox, pids_with_marker, run_dirs,
+                      run_exp, unique, wait_for, wait_no_marker, kill_marker, write_exp)
 
 BUGGY = """
 import random
@@ -323,3 +325,74 @@ def test_the_repair_diff_shows_links_as_links_never_their_targets(tmp_path):
         assert f"-symbolic link to {secret}" in d2 and "+scale = 2" in d2, d2
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+# Starts a process that leaves the command's process group and session (setsid) and a daemon
+# (fork, setsid, fork: reparented away from the command at once), both carrying MARKER; then
+# sleeps for SLEEP seconds and exits with status 7.
+DETACHING = """
+import os, subprocess, sys, time
+marker, sleep = sys.argv[1], float(sys.argv[2])
+sleeper = [sys.executable, "-c", "import time; time.sleep(600)", marker]
+subprocess.Popen(["setsid"] + sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, sleeper)
+    os._exit(0)
+os.wait()
+print("started the helpers", flush=True)
+time.sleep(sleep)
+sys.exit(7)
+"""
+
+
+def test_what_a_repair_command_starts_detached_ends_with_it(tmp_path):
+    """A repair command that exits, and one that hangs past --budget: what each started in a
+    session of its own, or as a daemon, is gone when labbox returns."""
+    exp = write_exp(tmp_path, BUGGY)
+    for sleep, timed_out in (("0.5", False), ("100", True)):
+        marker = unique("lb-repair-detached")
+        cmd = script(tmp_path, DETACHING) + f" {marker} {sleep}"
+        runs = tmp_path / f"runs-{sleep}"
+        try:
+            r = run_exp(exp, runs, "--budget", "3", "--max-repairs", "1", "--repair-cmd", cmd)
+            assert r.rc == 1, r.why()
+            rp = r.result["repair"]
+            assert rp["repairs"][0]["timed_out"] is timed_out, rp
+            if timed_out:
+                assert "did not finish within 3 s" in rp["reason"], rp
+            else:
+                assert rp["repairs"][0]["command_exit_code"] == 7, rp
+                assert "exited with status 7" in rp["reason"], rp
+            assert "started the helpers" in (r.run_dir / "repairs" / "1" / "cmd.log").read_text()
+            left = wait_no_marker(marker, 2)
+            assert left == [], (f"labbox returned, but what the repair command started "
+                                f"detached still runs: {describe_pids(left)}")
+        finally:
+            kill_marker(marker)
+
+
+def test_a_repair_commands_tree_ends_when_labbox_is_killed(tmp_path):
+    exp = write_exp(tmp_path, BUGGY)
+    marker = unique("lb-repair-killed")
+    cmd = script(tmp_path, DETACHING) + f" {marker} 100"
+    runs = tmp_path / "runs"
+    p = subprocess.Popen([LABBOX, "run", "--python", PYTHON, "--runs-dir", str(runs),
+                          "--budget", "60", "--max-repairs", "1", "--repair-cmd", cmd,
+                          str(exp)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # both helpers and the command itself are up
+        assert wait_for(lambda: len(pids_with_marker(marker)) >= 3, 60), \
+            "the repair command never started its helpers"
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        left = wait_no_marker(marker, 10)
+        assert left == [], (f"labbox was killed during the repair, but what the repair "
+                            f"command started still runs: {describe_pids(left)}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        kill_marker(marker)

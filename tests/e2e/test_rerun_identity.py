@@ -3,7 +3,9 @@ records and says what differs in its inputs; a sweep's identity covers what chan
 results; seeds asked for are the ones applied; seeds whose metric went non-finite are counted."""
 import json
 import os
+import signal
 import subprocess
+import time
 
 from conftest import LABBOX, PYTHON
 
@@ -345,3 +347,57 @@ def test_runs_compare_shows_mounted_data_that_changed(tmp_path):
     assert "mounted data: differs" in text and "data./data.digest" in text, text
     text = labbox(tmp_path, "runs", "compare", a["id"], same["id"]).stdout
     assert "mounted data: same" in text, text
+
+
+# --- a rerun killed midway leaves no copy of the code behind ------------------------------------
+
+SLOW_WHEN_FLAGGED = '''
+import os, time
+if os.path.exists("/flags/slow"):
+    time.sleep(120)
+print("accuracy: 0.5")
+'''
+
+
+def _rerun_dirs():
+    return {e.path for e in os.scandir("/tmp")
+            if e.name.startswith("labbox-rerun-") and e.is_dir(follow_symlinks=False)}
+
+
+def test_a_killed_reruns_copy_of_the_code_is_removed_by_the_next_rerun(tmp_path):
+    """The rerun copies the staged files into a private directory under /tmp; when the rerun
+    is killed (SIGKILL, the OOM killer) that copy is left, and the next rerun removes it."""
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    exp = exp_dir(tmp_path, SLOW_WHEN_FLAGGED)
+    a = run_json(tmp_path, exp, "-v", f"{flags}:/flags:ro")
+    assert a["status"] == "completed", a
+    # the experiment changed since: the rerun takes the record's staged copy, copied to /tmp
+    (exp / "main.py").write_text(SLOW_WHEN_FLAGGED + "# edited\n")
+    (flags / "slow").write_text("1")
+    before = _rerun_dirs()
+    p = subprocess.Popen([LABBOX, "rerun", "-q", a["id"]], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        made = set()
+        for _ in range(600):
+            made = _rerun_dirs() - before
+            if made or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert made, "the rerun made no copy of the staged files in /tmp"
+        time.sleep(1)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        assert all(os.stat(d).st_mode & 0o077 == 0 for d in made), "the copy is not private"
+        (flags / "slow").unlink()
+        b = rerun_json(tmp_path, a["id"])
+        assert b["rerun"]["source"] == "staged copy", b["rerun"]
+        left = made & _rerun_dirs()
+        assert not left, f"the killed rerun's copy of the code is still there after another rerun: {left}"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for d in _rerun_dirs() - before:
+            subprocess.run(["rm", "-rf", "--", d])
