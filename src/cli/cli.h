@@ -176,10 +176,11 @@ void cli_print_block(const char *text);
  * able to drive the user's terminal, and a pipe often ends at one); with exact, only when fd
  * is a terminal, as it is otherwise (exec: its command's output is the product). tty: the
  * filter is on. broken: a
- * write failed (the terminal or pipe went away), so the run goes on unechoed. final flushes
- * a sequence held back across writes. */
+ * write failed (the terminal or pipe went away), so the run goes on unechoed; err is that
+ * write's errno (exec: its command's output is the answer, and losing it is not a success).
+ * final flushes a sequence held back across writes. */
 typedef struct cli_echo {
-	int fd;
+	int fd, err;
 	bool tty, broken;
 	lb_term_filter_state state;
 	/* the writer thread and its ring (echo.c): the supervisor only ever appends */

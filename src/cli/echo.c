@@ -49,6 +49,7 @@ static void *echo_thread(void *arg)
 		pthread_mutex_lock(&e->mu);
 		if (r < 0) {
 			e->broken = true;
+			e->err = -r;
 			e->len = 0;
 			break;
 		}
@@ -129,8 +130,13 @@ void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
 	}
 	if (n && (e->started || start(e)))
 		enqueue(e, out, n);
-	else if (n && lb_write_all(e->fd, out, n) < 0) /* no thread to be had: as before */
-		e->broken = true;
+	else if (n) { /* no thread to be had: as before */
+		int r = lb_write_all(e->fd, out, n);
+		if (r < 0) {
+			e->broken = true;
+			e->err = -r;
+		}
+	}
 	lb_buf_free(&b);
 	if (final)
 		finish(e);

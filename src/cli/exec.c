@@ -57,10 +57,16 @@ static void exec_out_init(exec_out *o, bool json)
 	o->one = json;
 }
 
+/* CMD's stdout is a pipe to labbox, so CMD never sees a full disk or a closed stdout: the
+ * relay does. What it could not write is the lost answer, said at the end and exit 74 in place
+ * of a 0 (cli_out_finish), as for any command's answer. Under --json CMD's stdout is a copy
+ * on stderr, the document is the answer. */
 static void exec_out_flush(exec_out *o)
 {
 	cli_echo_write(&o->out, NULL, 0, true);
 	cli_echo_write(&o->err, NULL, 0, true);
+	if (!o->one && o->out.err)
+		cli_out_failed(o->out.err);
 }
 
 static void relay(void *ctx, lb_stream stream, const char *data, size_t len)

@@ -50,3 +50,24 @@ def test_every_command_fails_when_its_answer_is_lost(tmp_path):
     assert p.returncode == 74, p.stderr
     # what was written is still exit 0
     assert labbox("runs", "list", "--json", cwd=exp).returncode == 0
+
+
+def test_exec_fails_when_its_commands_output_is_lost(tmp_path):
+    # exec's answer is its command's output, relayed by labbox (the command writes into a
+    # pipe and never sees the full disk or the closed stdout): lost, it is exit 74, said
+    p = sh(f"'{LABBOX}' exec -- /bin/echo hi >/dev/full", tmp_path)
+    assert p.returncode == 74, p.stderr
+    assert "cannot write the answer to standard output: No space left on device" in p.stderr, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/sh -c 'seq 1 200000' >/dev/full", tmp_path)
+    assert p.returncode == 74, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/echo hi >&-", tmp_path)
+    assert p.returncode == 74, p.stderr
+    assert "standard output is closed" in p.stderr, p.stderr
+    # the command's own failure keeps its status; nothing written is nothing lost
+    p = sh(f"'{LABBOX}' exec -- /bin/sh -c 'echo hi; exit 3' >/dev/full", tmp_path)
+    assert p.returncode == 3, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/true >/dev/full", tmp_path)
+    assert p.returncode == 0, p.stderr
+    # --json: the command's output is a copy on stderr; the document on stdout is the answer
+    p = sh(f"'{LABBOX}' exec --json -- /bin/echo hi", tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout)["schema"] == "labbox.exec/1", p.stderr
