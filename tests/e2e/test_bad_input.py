@@ -177,6 +177,7 @@ def test_check_shows_format_characters_in_file_names_escaped(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
     (exp / "m\u202egnp.py").write_text("import os\nos.system('true')\n")
+    (exp / "main.py").write_text("print(1)\n")  # a directory run would start
     p = labbox("check", "--policy", "permissive", exp)
     assert "\u202e" not in p.stdout + p.stderr and "m\\u202egnp.py" in p.stdout, p.stdout
     q = labbox("check", "--json", "--policy", "permissive", exp)
@@ -333,3 +334,4 @@ def test_json_never_carries_a_raw_c1_control(tmp_path):
     assert keys and "\u009b" in keys[0], doc["metrics"]
     text = open(Path(doc["run_dir"]) / "result.json", "rb").read()
     assert b"\xc2\x9b" not in text and b"\\u009b" in text
+
