@@ -211,12 +211,23 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * only what those files say", or that its result.json was changed since (sealed.c). Sealed
  * by the older scope: true, and why says so (readers warn with it); whole: why is empty. */
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
+/* The same, with the index row's status when the caller has it (a row still "running" is a
+ * run its labbox is at work on). */
+bool cli_run_sealed_as(const char *dir, const char *id, const char *row_status, char *why,
+		       size_t whylen);
 /* lb_record_run_seal of an index row's run, with the row checked against the sealed
  * result.json (lb_index_row_agrees): the index is outside the seal, so a whole seal whose
  * row differs is LB_SEAL_NONE for what the row shows, with *row_differs set.
  * cli_row_seal_why says so in one line. */
 lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
 void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
+/* Why run directory dir holds no record of this user's labbox (lb_record_run_unsealed), as
+ * `runs list --json` says it (unsealed_reason): "running" (its labbox is at work: the index's
+ * row_status is "running"), "unfinished" (result.json still says running, its labbox gone or
+ * not known), "unreadable" (result.json missing or damaged), "foreign" (made elsewhere,
+ * changed since, older than seals). detail (may be NULL) gets the record's own clause. */
+const char *cli_unsealed_reason(const char *dir, const char *row_status, char *detail,
+				size_t len);
 /* What compare and export ask of a row, its record read once: whether what the row shows is
  * labbox's word (sealed, by either scope, and the row agreeing with a whole seal's
  * result.json), with why as cli_run_sealed's (or cli_row_seal_why's when the row differs,
