@@ -182,6 +182,10 @@ void cli_print_block(const char *text);
 typedef struct cli_echo {
 	int fd, err;
 	bool tty, broken;
+	/* held (cli_echo_hold): a full ring waits for the reader until hold_until (monotonic;
+	 * 0: no end) rather than dropping */
+	bool hold;
+	double hold_until;
 	lb_term_filter_state state;
 	/* the writer thread and its ring (echo.c): the supervisor only ever appends */
 	bool started, closing;
@@ -194,6 +198,10 @@ typedef struct cli_echo {
 } cli_echo;
 void cli_echo_init(cli_echo *e, int fd, bool exact);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
+/* exec's stdout, its command's product: what the reader has not taken yet is waited for, as
+ * a pipe makes its writer wait, for up to seconds (the budget; 0: no end) or until labbox is
+ * interrupted; only then is the rest dropped (counted in dropped, said at the end). */
+void cli_echo_hold(cli_echo *e, double seconds);
 /* Before labbox writes a line of its own while the echo may go on after it (an attempt's
  * progress, a warning): what the echo holds is written out and its region ended, as at the
  * end (attributes reset, the cursor below the lowest line it reached), and the output after
