@@ -933,10 +933,8 @@ int lb_capture_bounded(char *const argv[], size_t max, bool merge_stderr, double
 				nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 		}
 	}
-	if (late) {
-		kill(-pid, SIGKILL); /* what it started, left in its group */
-		return late;
-	}
+	if (late)
+		return late; /* its group was killed with it, before it was reaped */
 	if (status)
 		*status = st;
 	return r;
