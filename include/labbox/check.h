@@ -112,6 +112,8 @@ int lb_check_config_set_cache_name(lb_check_config *cfg, const char *name);
 int lb_check_config_set_answer_probe(lb_check_config *cfg, bool probe);
 /* Entry point of an experiment directory (default main.py): the harness rules apply to it. */
 int lb_check_config_set_entry(lb_check_config *cfg, const char *entry);
+/* The entry point set (--entry), or NULL. */
+const char *lb_check_config_entry(const lb_check_config *cfg);
 /* Read the `budget`, `entry`, `plan` and `check` keys of labbox.yaml text (other keys are the
  * config module's and are ignored here). Settings from it count as the project's own (see
  * set_trust_project). -EINVAL with one line in err on a malformed document. */

@@ -48,6 +48,10 @@ typedef struct lb_python_info {
 } lb_python_info;
 
 /* -ENOENT when path is not found, -ENOEXEC when it is not a working Python; err explains. */
+/* How long an interpreter's probe (and its package listing) may take, on the host or
+ * confined: start-up that hangs (a shim on a lock, a stale network mount) is an error
+ * naming the interpreter, not a labbox that never answers. */
+#define LB_PYTHON_PROBE_SECONDS 60
 int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t errlen);
 /* lb_python_probe with a cache under cache_dir (one file per interpreter path), so repeated
  * runs don't start the interpreter to learn what it is. An entry is used only while the

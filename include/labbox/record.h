@@ -133,6 +133,17 @@ lb_record_seal lb_record_run_seal(const char *run_dir, const char *id);
  * put) in *sealed_result; NULL otherwise. */
 lb_record_seal lb_record_run_seal_read(const char *run_dir, const char *id,
 				       struct json_object **sealed_result);
+/* Why a run directory's record has no seal of this user's (lb_record_run_seal at
+ * LB_SEAL_NONE), as far as its files tell: said truthfully rather than all as "made
+ * elsewhere". detail gets a clause ("its result.json is not JSON: ... at byte N"). */
+typedef enum lb_record_unsealed {
+	LB_UNSEALED_FOREIGN = 0, /* a readable record no seal of this user's matches: made
+				  * elsewhere, changed since, or older than seals */
+	LB_UNSEALED_UNREADABLE,	 /* result.json missing, unreadable, not JSON, not an object */
+	LB_UNSEALED_UNFINISHED,	 /* result.json still says "running": its labbox runs it (and
+				  * seals it at the end), or was killed before it sealed it */
+} lb_record_unsealed;
+lb_record_unsealed lb_record_run_unsealed(const char *run_dir, char *detail, size_t len);
 /* lb_record_run_seal at LB_SEAL_OLD_SCOPE or better: what `runs list`, `runs show` and
  * `report` mark or refuse; false on any error. */
 bool lb_record_run_sealed(const char *run_dir, const char *id);

@@ -10,6 +10,8 @@
 #ifndef LABBOX_RUN_H
 #define LABBOX_RUN_H
 
+#include "labbox/config.h"
+#include "labbox/lang.h"
 #include "labbox/sandbox.h"
 
 #include <stdbool.h>
@@ -129,6 +131,15 @@ bool lb_run_hashseed_valid(const char *v);
 struct lb_backend;
 int lb_run_on(struct lb_backend *be, const lb_run_request *req, lb_run_result *out);
 void lb_run_result_free(lb_run_result *out);
+/* Whether the experiment directory expdir (real path; shown is how the user named it) can be
+ * run as configured, after labbox.yaml was read into cfg: the mode is a backend of this labbox,
+ * the entry point (entry_arg, else labbox.yaml's, else the default) is a regular file inside it,
+ * its language is known. -EINVAL with err the usage error `labbox run` gives (exit 2), which
+ * `labbox check DIR` gives too; entry_out (points into entry_arg, cfg or a constant) and
+ * lang_out when non-NULL. */
+int lb_run_dir_runnable(const char *expdir, const char *shown, const lb_exp_config *cfg,
+			const char *mode_arg, const char *entry_arg, const char **entry_out,
+			lb_lang *lang_out, char *err, size_t errlen);
 
 /* Attempts of one `labbox run` (attempts.c, repair.c): the user's standing permission to
  * escalate (--escalate) and the repair loop (--repair-cmd). Every attempt is a run of its own

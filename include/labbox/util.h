@@ -333,6 +333,12 @@ int lb_random_hex(char *out, size_t nbytes);
 /* Run argv (no shell) with stdout captured into out (at most max bytes) and stderr discarded
  * or merged; returns 0 and the wait status in *status, or a negative errno. */
 int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, int *status);
+/* The same with a bound: a child (and what it started, its process group) still running
+ * after seconds, or when labbox is interrupted, is killed and -ETIMEDOUT (-EINTR) returned.
+ * For the host children whose answer labbox waits on before a run (an interpreter's probe,
+ * its package list): a hung interpreter must not hang labbox past any budget. */
+int lb_capture_bounded(char *const argv[], size_t max, bool merge_stderr, double seconds,
+		       lb_buf *out, int *status);
 
 /* Interruption (SIGINT, SIGTERM, SIGHUP) of a command that runs something: the commands
  * that run (run, exec, sweep) install labbox's handler first thing, so that a signal

@@ -334,6 +334,11 @@ int lb_check_config_set_entry(lb_check_config *c, const char *entry)
 	return set_str(&c->entry, entry);
 }
 
+const char *lb_check_config_entry(const lb_check_config *c)
+{
+	return c->entry;
+}
+
 /* ---- labbox.yaml -------------------------------------------------------------------------- */
 
 typedef struct yctx {

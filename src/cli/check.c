@@ -1,6 +1,7 @@
 /* labbox check: static validation of experiment code. */
 #include "cli.h"
 #include "labbox/check.h"
+#include "labbox/run.h"
 #include "labbox/config.h"
 #include "labbox/gate.h"
 #include "labbox/env.h"
@@ -254,15 +255,31 @@ static int check_all(lb_check_config *cfg, int first, int argc, char **argv, cha
 				cli_error("check", "'%s': %s", argv[i], err);
 				return -1;
 			}
-			lb_config_free(&ec);
 			if (lb_check_dir(cfg, argv[i], rep, err, sizeof err) < 0) {
+				lb_config_free(&ec);
 				cli_error("check", "%s", err);
 				return -1;
 			}
 			/* A wrong directory must not pass as clean code. */
 			if (rep->files == before) {
+				lb_config_free(&ec);
 				cli_error("check", "'%s': no Python files in it (*.py, outside virtual "
 					  "environments, caches and hidden directories)", argv[i]);
+				return -1;
+			}
+			/* And what run checks after reading labbox.yaml (the mode, the entry point
+			 * and its language), in run's words: "accepted" means run starts it. */
+			char real[PATH_MAX];
+			int ok = realpath(argv[i], real) ? 0 : -errno;
+			if (ok == 0)
+				ok = lb_run_dir_runnable(real, argv[i], &ec, NULL,
+							 lb_check_config_entry(cfg), NULL, NULL, err,
+							 sizeof err);
+			else
+				snprintf(err, sizeof err, "'%s': %s", argv[i], strerror(-ok));
+			lb_config_free(&ec);
+			if (ok < 0) {
+				cli_error("check", "%s", err);
 				return -1;
 			}
 		} else {

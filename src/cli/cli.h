@@ -179,11 +179,16 @@ void cli_print_block(const char *text);
  * able to drive the user's terminal, and a pipe often ends at one); with exact, only when fd
  * is a terminal, as it is otherwise (exec: its command's output is the product). tty: the
  * filter is on. broken: a
- * write failed (the terminal or pipe went away), so the run goes on unechoed. final flushes
- * a sequence held back across writes. */
+ * write failed (the terminal or pipe went away), so the run goes on unechoed; err is that
+ * write's errno (exec: its command's output is the answer, and losing it is not a success).
+ * final flushes a sequence held back across writes. */
 typedef struct cli_echo {
-	int fd;
+	int fd, err;
 	bool tty, broken;
+	/* held (cli_echo_hold): a full ring waits for the reader until hold_until (monotonic;
+	 * 0: no end) rather than dropping */
+	bool hold;
+	double hold_until;
 	lb_term_filter_state state;
 	/* the writer thread and its ring (echo.c): the supervisor only ever appends */
 	bool started, closing;
@@ -196,6 +201,10 @@ typedef struct cli_echo {
 } cli_echo;
 void cli_echo_init(cli_echo *e, int fd, bool exact);
 void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final);
+/* exec's stdout, its command's product: what the reader has not taken yet is waited for, as
+ * a pipe makes its writer wait, for up to seconds (the budget; 0: no end) or until labbox is
+ * interrupted; only then is the rest dropped (counted in dropped, said at the end). */
+void cli_echo_hold(cli_echo *e, double seconds);
 /* Before labbox writes a line of its own while the echo may go on after it (an attempt's
  * progress, a warning): what the echo holds is written out and its region ended, as at the
  * end (attributes reset, the cursor below the lowest line it reached), and the output after
@@ -218,12 +227,23 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * only what those files say", or that its result.json was changed since (sealed.c). Sealed
  * by the older scope: true, and why says so (readers warn with it); whole: why is empty. */
 bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen);
+/* The same, with the index row's status when the caller has it (a row still "running" is a
+ * run its labbox is at work on). */
+bool cli_run_sealed_as(const char *dir, const char *id, const char *row_status, char *why,
+		       size_t whylen);
 /* lb_record_run_seal of an index row's run, with the row checked against the sealed
  * result.json (lb_index_row_agrees): the index is outside the seal, so a whole seal whose
  * row differs is LB_SEAL_NONE for what the row shows, with *row_differs set.
  * cli_row_seal_why says so in one line. */
 lb_record_seal cli_row_seal(struct json_object *row, bool *row_differs);
 void cli_row_seal_why(struct json_object *row, char *why, size_t whylen);
+/* Why run directory dir holds no record of this user's labbox (lb_record_run_unsealed), as
+ * `runs list --json` says it (unsealed_reason): "running" (its labbox is at work: the index's
+ * row_status is "running"), "unfinished" (result.json still says running, its labbox gone or
+ * not known), "unreadable" (result.json missing or damaged), "foreign" (made elsewhere,
+ * changed since, older than seals). detail (may be NULL) gets the record's own clause. */
+const char *cli_unsealed_reason(const char *dir, const char *row_status, char *detail,
+				size_t len);
 /* What compare and export ask of a row, its record read once: whether what the row shows is
  * labbox's word (sealed, by either scope, and the row agreeing with a whole seal's
  * result.json), with why as cli_run_sealed's (or cli_row_seal_why's when the row differs,

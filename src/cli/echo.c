@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ECHO_RING ((size_t)1 << 20)
@@ -44,12 +45,15 @@ static void *echo_thread(void *arg)
 		memcpy(chunk + first, e->ring, n - first);
 		e->head = (e->head + n) % ECHO_RING;
 		e->len -= n;
+		pthread_cond_broadcast(&e->cv); /* room, for a held echo's writer */
 		pthread_mutex_unlock(&e->mu);
 		int r = lb_write_all(e->fd, chunk, n);
 		pthread_mutex_lock(&e->mu);
 		if (r < 0) {
 			e->broken = true;
+			e->err = -r;
 			e->len = 0;
+			pthread_cond_broadcast(&e->cv);
 			break;
 		}
 	}
@@ -74,23 +78,59 @@ static bool start(cli_echo *e)
 	return true;
 }
 
-/* Into the ring, as much as it has room for; the rest is counted as not shown. */
+static double echo_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether a held echo stops waiting for its reader: the budget is over, or labbox was
+ * interrupted (the supervisor must get back to ending the command). */
+static bool hold_over(const cli_echo *e)
+{
+	return lb_interrupt_pending() || (e->hold_until > 0 && echo_now() >= e->hold_until);
+}
+
+/* Into the ring, as much as it has room for; the rest is counted as not shown. A held echo
+ * (exec's stdout) waits for room instead, as a pipe makes its writer wait. */
 static void enqueue(cli_echo *e, const char *data, size_t len)
 {
 	pthread_mutex_lock(&e->mu);
-	if (e->broken) {
-		pthread_mutex_unlock(&e->mu);
-		return;
+	while (len && !e->broken) {
+		size_t room = ECHO_RING - e->len;
+		if (!room && e->hold && !hold_over(e)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+			continue;
+		}
+		size_t n = len < room ? len : room;
+		size_t tail = (e->head + e->len) % ECHO_RING;
+		size_t first = ECHO_RING - tail < n ? ECHO_RING - tail : n;
+		memcpy(e->ring + tail, data, first);
+		memcpy(e->ring, data + first, n - first);
+		e->len += n;
+		data += n;
+		len -= n;
+		pthread_cond_broadcast(&e->cv);
+		if (!e->hold || hold_over(e))
+			break;
 	}
-	size_t room = ECHO_RING - e->len, n = len < room ? len : room;
-	size_t tail = (e->head + e->len) % ECHO_RING;
-	size_t first = ECHO_RING - tail < n ? ECHO_RING - tail : n;
-	memcpy(e->ring + tail, data, first);
-	memcpy(e->ring, data + first, n - first);
-	e->len += n;
-	e->dropped += len - n;
-	pthread_cond_signal(&e->cv);
+	if (!e->broken)
+		e->dropped += len;
 	pthread_mutex_unlock(&e->mu);
+}
+
+void cli_echo_hold(cli_echo *e, double seconds)
+{
+	e->hold = true;
+	e->hold_until = seconds > 0 ? echo_now() + seconds : 0;
 }
 
 static void finish(cli_echo *e)
@@ -108,7 +148,11 @@ static void finish(cli_echo *e)
 	free(e->ring);
 	e->ring = NULL;
 	e->started = false;
-	if (e->dropped && !e->broken)
+	if (e->dropped && !e->broken && e->hold)
+		fprintf(stderr, "labbox: %llu bytes of the command's output were not written: its "
+			"reader had not taken them when the budget ended the command or labbox was "
+			"interrupted\n", (unsigned long long)e->dropped);
+	else if (e->dropped && !e->broken)
 		fprintf(stderr, "labbox: %llu bytes of the experiment's output were not shown: nothing "
 			"read labbox's output while the run went on (run.log has all of it)\n",
 			(unsigned long long)e->dropped);
@@ -129,8 +173,13 @@ void cli_echo_write(cli_echo *e, const char *data, size_t len, bool final)
 	}
 	if (n && (e->started || start(e)))
 		enqueue(e, out, n);
-	else if (n && lb_write_all(e->fd, out, n) < 0) /* no thread to be had: as before */
-		e->broken = true;
+	else if (n) { /* no thread to be had: as before */
+		int r = lb_write_all(e->fd, out, n);
+		if (r < 0) {
+			e->broken = true;
+			e->err = -r;
+		}
+	}
 	lb_buf_free(&b);
 	if (final)
 		finish(e);

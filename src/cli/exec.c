@@ -51,17 +51,29 @@ typedef struct exec_out {
 	bool one; /* --json: both streams go to stderr, through one echo to keep their order */
 } exec_out;
 
-static void exec_out_init(exec_out *o, bool json)
+static void exec_out_init(exec_out *o, bool json, double budget)
 {
 	cli_echo_init(&o->out, json ? 2 : 1, true);
 	cli_echo_init(&o->err, 2, true);
 	o->one = json;
+	/* CMD's stdout is the answer: a slow reader is waited for (within the budget), never
+	 * dropped on, as CMD's own write into a pipe would wait */
+	if (!json)
+		cli_echo_hold(&o->out, budget);
 }
 
+/* CMD's stdout is a pipe to labbox, so CMD never sees a full disk or a closed stdout: the
+ * relay does. What it could not write is the lost answer, said at the end and exit 74 in place
+ * of a 0 (cli_out_finish), as for any command's answer. Under --json CMD's stdout is a copy
+ * on stderr, the document is the answer. */
 static void exec_out_flush(exec_out *o)
 {
 	cli_echo_write(&o->out, NULL, 0, true);
 	cli_echo_write(&o->err, NULL, 0, true);
+	if (!o->one && o->out.err)
+		cli_out_failed(o->out.err);
+	else if (!o->one && o->out.dropped)
+		cli_out_failed(EIO);
 }
 
 static void relay(void *ctx, lb_stream stream, const char *data, size_t len)
@@ -158,7 +170,7 @@ static int exec_docker(const cli_sandbox_opts *o, lb_sandbox *sb, const char *im
 	if (lb_random_hex(id + 5, 6) < 0)
 		snprintf(id, sizeof id, "exec-%d", (int)getpid());
 	exec_out eo;
-	exec_out_init(&eo, o->json);
+	exec_out_init(&eo, o->json, o->budget);
 	lb_backend_job job = {
 		.id = id, .exp_dir = workdir ? wd : NULL, .argv = cmd, .budget = o->budget,
 		.disk_limit = workdir ? cli_disk_limit(o, wd) : 0, .output = relay, .output_ctx = &eo,
@@ -312,7 +324,7 @@ int cli_exec(int argc, char **argv)
 	lb_sandbox_set_argv(sb, cmd);
 	cmd[0] = saved;
 	exec_out eo;
-	exec_out_init(&eo, o.json);
+	exec_out_init(&eo, o.json, o.budget);
 	lb_sandbox_set_output(sb, false, relay, &eo);
 	lb_sandbox_set_stdin(sb, 0);
 	/* exec is for short commands: peak memory from the cgroup only with --peak-memory or a

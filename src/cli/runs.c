@@ -247,7 +247,7 @@ static int runs_list(const runs_opts *o)
 	 * Marked, not hidden: runs older than seals, or recorded before the key was lost, stay
 	 * listed. A row rebuilt from its sealed record is sealed, and said to differ. */
 	size_t nrows = json_object_array_length(rows), unsealed = 0, index_differs = 0;
-	size_t from_records = 0;
+	size_t from_records = 0, running = 0, unfinished = 0, unreadable = 0;
 	for (size_t i = 0; i < nrows; i++) {
 		json_object *row = json_object_array_get_idx(rows, i);
 		bool differs = false;
@@ -264,7 +264,22 @@ static int runs_list(const runs_opts *o)
 		bool sealed = seal >= LB_SEAL_OLD_SCOPE;
 		unsealed += !sealed;
 		index_differs += differs && !sealed;
+		/* A run still running, one whose labbox died before sealing it, and a damaged
+		 * result.json are no record made elsewhere: each is said as what it is. */
+		const char *reason = sealed			   ? NULL
+				     : differs			   ? "index_differs"
+				     : seal == LB_SEAL_RESULT_CHANGED ? "changed"
+				     : cli_unsealed_reason(get_str(row, "run_dir", ""),
+							   get_str(row, "status", NULL), NULL, 0);
+		if (reason && strcmp(reason, "running") == 0)
+			running++;
+		else if (reason && strcmp(reason, "unfinished") == 0)
+			unfinished++;
+		else if (reason && strcmp(reason, "unreadable") == 0)
+			unreadable++;
 		json_object_object_add(row, "record_sealed", json_object_new_boolean(sealed));
+		json_object_object_add(row, "unsealed_reason",
+				       reason ? json_object_new_string(reason) : NULL);
 		json_object_object_add(row, "index_row_differs", json_object_new_boolean(differs));
 		const char *scope = cli_seal_scope(seal);
 		json_object_object_add(row, "seal_scope", scope ? json_object_new_string(scope) : NULL);
@@ -274,6 +289,11 @@ static int runs_list(const runs_opts *o)
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.runs/1"));
 		json_object_object_add(doc, "runs", rows);
 		json_object_object_add(doc, "unsealed", json_object_new_int64((int64_t)unsealed));
+		json_object_object_add(doc, "unsealed_running", json_object_new_int64((int64_t)running));
+		json_object_object_add(doc, "unsealed_unfinished",
+				       json_object_new_int64((int64_t)unfinished));
+		json_object_object_add(doc, "unsealed_unreadable",
+				       json_object_new_int64((int64_t)unreadable));
 		json_object_object_add(doc, "rows_from_records",
 				       json_object_new_int64((int64_t)json_object_object_length(fixed)));
 		json_object_put(fixed);
@@ -314,12 +334,31 @@ static int runs_list(const runs_opts *o)
 			cli_printf(" (+%d)", total - shown);
 		putchar('\n');
 	}
+	if (running)
+		cli_printf("%zu run%s still running, marked NO under SEALED until %s: labbox "
+			   "seals a record when its run ends\n",
+			   running, running == 1 ? " is" : "s are", running == 1 ? "it ends" : "they end");
+	if (unfinished)
+		cli_printf("%zu run%s never finished %s record, marked NO under SEALED: %s "
+			   "result.json still says \"running\" and %s labbox ended before sealing it "
+			   "(killed, or the machine went down); its status is what the index made of "
+			   "it\n",
+			   unfinished, unfinished == 1 ? "" : "s", unfinished == 1 ? "its" : "their",
+			   unfinished == 1 ? "its" : "their", unfinished == 1 ? "its" : "their");
+	if (unreadable)
+		cli_printf("%zu run%s marked NO under SEALED: %s result.json cannot be read "
+			   "(missing, or not JSON: damaged); the status and metrics shown are only "
+			   "what the run index says (`labbox runs show ID` says what is wrong)\n",
+			   unreadable, unreadable == 1 ? " is" : "s are",
+			   unreadable == 1 ? "its" : "their");
+	unsealed -= running + unfinished + unreadable;
 	if (unsealed)
-		cli_printf("%zu run%s marked NO under SEALED: not recorded by this user's labbox as "
+		cli_printf("%zu %srun%s marked NO under SEALED: not recorded by this user's labbox as "
 			   "they stand (an index or run directory made elsewhere, such as a .labbox/ "
 			   "that came with the experiment, changed since, or older than seals); their "
 			   "status and metrics are only what those files say%s\n",
-			   unsealed, unsealed == 1 ? " is" : "s are",
+			   unsealed, running + unfinished + unreadable ? "other " : "",
+			   unsealed == 1 ? " is" : "s are",
 			   index_differs ? "; for some, their row in the index differs from their "
 					   "sealed result.json (index_row_differs with --json): the "
 					   "index is not sealed, `labbox runs show ID --json` gives "
@@ -347,6 +386,12 @@ static int runs_show(const runs_opts *o, const char *id)
 	bool differs = false;
 	lb_record_seal seal = cli_row_seal(row, &differs);
 	bool sealed = seal >= LB_SEAL_OLD_SCOPE;
+	char detail[512] = "";
+	const char *reason = sealed || differs || seal != LB_SEAL_NONE
+				     ? NULL
+				     : cli_unsealed_reason(get_str(row, "run_dir", ""),
+							   get_str(row, "status", NULL), detail,
+							   sizeof detail);
 	if (o->json) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "schema", json_object_new_string("labbox.show/1"));
@@ -355,6 +400,14 @@ static int runs_show(const runs_opts *o, const char *id)
 		json_object_object_add(doc, "manifest", manifest ? json_object_get(manifest) : NULL);
 		json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
 		json_object_object_add(doc, "index_row_differs", json_object_new_boolean(differs));
+		json_object_object_add(doc, "unsealed_reason",
+				       reason ? json_object_new_string(reason)
+				       : sealed ? NULL
+				       : json_object_new_string(differs ? "index_differs" : "changed"));
+		/* why "result" is null, when it is */
+		json_object_object_add(doc, "result_error",
+				       reason && strcmp(reason, "unreadable") == 0
+					       ? json_object_new_string(detail) : NULL);
 		const char *scope = cli_seal_scope(seal);
 		json_object_object_add(doc, "seal_scope", scope ? json_object_new_string(scope) : NULL);
 		cli_json_print(doc);
@@ -373,6 +426,12 @@ static int runs_show(const runs_opts *o, const char *id)
 		else if (differs) {
 			char why[PATH_MAX + 1024];
 			cli_row_seal_why(row, why, sizeof why);
+			cli_printf("  record   NOT SEALED: %s\n", why);
+		}
+		else if (!sealed && strcmp(reason, "foreign") != 0) {
+			char why[PATH_MAX + 1024];
+			cli_run_sealed_as(get_str(row, "run_dir", ""), get_str(row, "id", NULL),
+					  get_str(row, "status", NULL), why, sizeof why);
 			cli_printf("  record   NOT SEALED: %s\n", why);
 		}
 		else if (!sealed)
@@ -1169,10 +1228,12 @@ static void print_frame(const char *label, json_object *loc)
 	cli_printf("\n");
 }
 
-static void print_needs(json_object *needs)
+static void print_needs(json_object *needs, bool unfinished)
 {
 	if (!needs) {
-		cli_printf("  needs       not recorded (a run from before labbox reported them)\n");
+		cli_printf("  needs       not recorded (%s)\n",
+			   unfinished ? "the run did not finish its record"
+				      : "a run from before labbox reported them");
 		return;
 	}
 	size_t n = json_object_array_length(needs);
@@ -1204,10 +1265,14 @@ static void print_explain(json_object *doc)
 	else if (json_object_object_get_ex(doc, "signal", &v) && v)
 		cli_printf(" (signal %d)", json_object_get_int(v));
 	cli_printf("\n");
-	if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v))
-		cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it stands "
-			   "(made elsewhere, changed since, or older than seals); what follows is only "
-			   "what its files say\n");
+	if (json_object_object_get_ex(doc, "record_sealed", &v) && !json_object_get_boolean(v)) {
+		if (strcmp(get_str(doc, "unsealed_reason", "foreign"), "foreign") != 0)
+			cli_printf("  record   NOT SEALED: %s\n", get_str(doc, "unsealed_why", "?"));
+		else
+			cli_printf("  record   NOT SEALED: not recorded by this user's labbox as it "
+				   "stands (made elsewhere, changed since, or older than seals); what "
+				   "follows is only what its files say\n");
+	}
 	json_object_object_get_ex(doc, "failure", &f);
 	if (!f && strcmp(get_str(doc, "status", ""), "rejected") == 0) {
 		cli_printf("  rejected by the static check before it ran (the findings below)\n");
@@ -1254,7 +1319,8 @@ static void print_explain(json_object *doc)
 		cli_printf("  diagnosis   %s\n", get_str(doc, "diagnosis_source", "result.json"));
 	}
 	json_object_object_get_ex(doc, "needs", &v);
-	print_needs(v);
+	print_needs(v, strcmp(get_str(doc, "unsealed_reason", ""), "unfinished") == 0 ||
+			       strcmp(get_str(doc, "unsealed_reason", ""), "running") == 0);
 	if (json_object_object_get_ex(doc, "findings", &v) && v) {
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
 			json_object *fd = json_object_array_get_idx(v, i), *r, *sup;
@@ -1341,6 +1407,15 @@ int cli_explain(int argc, char **argv)
 	 * only when this user's labbox sealed it. A run directory given by path has no index row;
 	 * its own files must agree on the id. */
 	bool sealed = lb_record_run_sealed(run_dir, row ? get_str(row, "id", NULL) : NULL);
+	/* Said as what it is: a run still running or never finished, a damaged record, or one
+	 * made elsewhere. */
+	char why[PATH_MAX + 1024] = "";
+	if (!sealed)
+		cli_run_sealed_as(run_dir, row ? get_str(row, "id", NULL) : id,
+				  row ? get_str(row, "status", NULL) : NULL, why, sizeof why);
+	const char *reason = sealed ? NULL
+			     : cli_unsealed_reason(run_dir, row ? get_str(row, "status", NULL) : NULL,
+						   NULL, 0);
 	json_object_put(row);
 	if (!result) {
 		cli_error("explain", "run '%s' has no readable result.json in %s", id, run_dir);
@@ -1356,6 +1431,8 @@ int cli_explain(int argc, char **argv)
 		return 1;
 	}
 	json_object_object_add(doc, "record_sealed", json_object_new_boolean(sealed));
+	json_object_object_add(doc, "unsealed_reason", reason ? json_object_new_string(reason) : NULL);
+	json_object_object_add(doc, "unsealed_why", sealed ? NULL : json_object_new_string(why));
 	if (o.json)
 		cli_json_print(doc);
 	else

@@ -4,11 +4,38 @@
 
 #include <json-c/json.h>
 #include <stdio.h>
+#include <string.h>
 
-/* Why a run's record is not labbox's word, as seal says of it (below LB_SEAL_WHOLE). */
-static void seal_why(lb_record_seal seal, const char *dir, const char *id, char *why,
-		     size_t whylen)
+const char *cli_unsealed_reason(const char *dir, const char *row_status, char *detail,
+				size_t len)
 {
+	char none[8];
+	if (!detail) {
+		detail = none;
+		len = sizeof none;
+	}
+	switch (lb_record_run_unsealed(dir, detail, len)) {
+	case LB_UNSEALED_UNREADABLE:
+		return "unreadable";
+	case LB_UNSEALED_UNFINISHED:
+		/* The index reads a row whose labbox is gone as interrupted (reap_stale): a row
+		 * still "running" has its labbox at work. */
+		return row_status && strcmp(row_status, "running") == 0 ? "running" : "unfinished";
+	case LB_UNSEALED_FOREIGN:
+		break;
+	}
+	return "foreign";
+}
+
+/* Why a run's record is not labbox's word, as seal says of it (below LB_SEAL_WHOLE);
+ * row_status is the index's, when the caller has the row. */
+static void seal_why(lb_record_seal seal, const char *dir, const char *id, const char *row_status,
+		     char *why, size_t whylen)
+{
+	char detail[512];
+	const char *reason = seal == LB_SEAL_NONE
+				     ? cli_unsealed_reason(dir, row_status, detail, sizeof detail)
+				     : "";
 	if (seal == LB_SEAL_OLD_SCOPE)
 		snprintf(why, whylen,
 			 "run '%s' (%s) was sealed by an older labbox, whose seal covers its "
@@ -21,6 +48,25 @@ static void seal_why(lb_record_seal seal, const char *dir, const char *id, char 
 			 "result.json does not match the seal it was written with: changed since); "
 			 "its status and metrics are only what that file says",
 			 id ? id : "?", dir);
+	else if (strcmp(reason, "unreadable") == 0)
+		snprintf(why, whylen,
+			 "run '%s' (%s) has no readable record: %s (damaged: a write cut short, or "
+			 "changed since); its status and metrics are only what the run index says",
+			 id ? id : "?", dir, detail);
+	else if (strcmp(reason, "running") == 0)
+		snprintf(why, whylen,
+			 "run '%s' (%s) is still running: labbox seals its record when it ends; "
+			 "until then its status and metrics are only what its files say",
+			 id ? id : "?", dir);
+	else if (strcmp(reason, "unfinished") == 0)
+		snprintf(why, whylen,
+			 "run '%s' (%s) never finished its record: %s and it has no seal, %s; its "
+			 "status and metrics are only what its files say",
+			 id ? id : "?", dir, detail,
+			 row_status ? "as its labbox ended before it sealed it (killed, or the "
+				      "machine went down)"
+				    : "as the run is still running (labbox seals a record when it "
+				      "ends) or its labbox ended before it sealed it (killed)");
 	else
 		snprintf(why, whylen,
 			 "run '%s' (%s) was not recorded by this user's labbox as it stands (its "
@@ -30,7 +76,8 @@ static void seal_why(lb_record_seal seal, const char *dir, const char *id, char 
 			 id ? id : "?", dir);
 }
 
-bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
+bool cli_run_sealed_as(const char *dir, const char *id, const char *row_status, char *why,
+		       size_t whylen)
 {
 	lb_record_seal seal = lb_record_run_seal(dir, id);
 	if (why && whylen)
@@ -38,8 +85,13 @@ bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
 	if (seal == LB_SEAL_WHOLE)
 		return true;
 	if (why && whylen)
-		seal_why(seal, dir, id, why, whylen);
+		seal_why(seal, dir, id, row_status, why, whylen);
 	return seal == LB_SEAL_OLD_SCOPE;
+}
+
+bool cli_run_sealed(const char *dir, const char *id, char *why, size_t whylen)
+{
+	return cli_run_sealed_as(dir, id, NULL, why, whylen);
 }
 
 const char *cli_seal_scope(lb_record_seal seal)
@@ -122,8 +174,10 @@ bool cli_row_sealed(json_object *row, bool *row_differs, char *why, size_t whyle
 	bool agrees = true, sealed = seal >= LB_SEAL_OLD_SCOPE;
 	*row_differs = false;
 	why[0] = '\0';
-	if (seal != LB_SEAL_WHOLE)
-		seal_why(seal, dir, id, why, whylen);
+	if (seal != LB_SEAL_WHOLE) {
+		json_object *st = json_object_object_get_ex(row, "status", &v) ? v : NULL;
+		seal_why(seal, dir, id, st ? json_object_get_string(st) : NULL, why, whylen);
+	}
 	/* Not compared (no memory for the rebuilt row) is not called changed. */
 	else if (lb_index_row_agrees(row, result, &agrees) == 0 && !agrees) {
 		*row_differs = true;

@@ -1432,17 +1432,11 @@ int cli_sweep(int argc, char **argv)
 			goto done;
 		}
 	}
-	{
-		const char *entry = c.entry	 ? c.entry
-				    : cfg.entry ? cfg.entry
-						: lb_lang_default_entry(c.expdir);
-		struct stat est;
-		char ep[PATH_MAX * 2];
-		snprintf(ep, sizeof ep, "%s/%s", c.expdir, entry);
-		if (stat(ep, &est) < 0 || !S_ISREG(est.st_mode)) {
-			cli_error("sweep", "entry point '%s' not found in '%s'", entry, c.expdir);
-			goto done;
-		}
+	/* What each cell's run would refuse (mode, entry point, language), refused once here. */
+	if (lb_run_dir_runnable(c.expdir, c.expdir, &cfg, c.mode, c.entry, NULL, NULL, err,
+				sizeof err) < 0) {
+		cli_error("sweep", "%s", err);
+		goto done;
 	}
 	if (!c.o.budget)
 		c.o.budget = cfg.budget;

@@ -116,7 +116,13 @@ int lb_python_probe(const char *path, lb_python_info *out, char *err, size_t err
 	char *argv[] = {exe, "-I", "-c", (char *)probe_src, NULL};
 	lb_buf b = {0};
 	int st = 0;
-	r = lb_capture(argv, 64 * 1024, false, &b, &st);
+	r = lb_capture_bounded(argv, 64 * 1024, false, LB_PYTHON_PROBE_SECONDS, &b, &st);
+	if (r == -ETIMEDOUT) {
+		lb_buf_free(&b);
+		snprintf(err, errlen, "interpreter '%s' did not answer its probe in %d s (killed)",
+			 exe, LB_PYTHON_PROBE_SECONDS);
+		return r;
+	}
 	if (r < 0) {
 		lb_buf_free(&b);
 		snprintf(err, errlen, "could not run interpreter '%s': %s", exe, strerror(-r));
@@ -198,7 +204,7 @@ static int run_confined(const lb_python_info *py, const char *script, size_t max
 			char *err, size_t errlen)
 {
 	lb_sandbox_result res;
-	int r = lb_python_sandbox_script(py, script, NULL, max, 60, out, &res);
+	int r = lb_python_sandbox_script(py, script, NULL, max, LB_PYTHON_PROBE_SECONDS, out, &res);
 	if (r < 0)
 		snprintf(err, errlen, "could not run interpreter '%s' in the sandbox: %s",
 			 py->executable, strerror(-r));
@@ -341,7 +347,7 @@ int lb_python_freeze(const char *executable, char **out)
 	char *argv[] = {(char *)executable, "-I", "-c", (char *)freeze_src, NULL};
 	lb_buf b = {0};
 	int st = 0;
-	int r = lb_capture(argv, 4 * 1024 * 1024, false, &b, &st);
+	int r = lb_capture_bounded(argv, 4 * 1024 * 1024, false, LB_PYTHON_PROBE_SECONDS, &b, &st);
 	if (r == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 		r = -ENOEXEC;
 	if (r < 0) {
@@ -582,7 +588,8 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 	{
 		char *argv[] = { (char *)executable, "-I", "-c", script, NULL };
 
-		r = lb_capture(argv, FREEZE_OUTPUT_MAX, false, &b, &st);
+		r = lb_capture_bounded(argv, FREEZE_OUTPUT_MAX, false, LB_PYTHON_PROBE_SECONDS, &b,
+				       &st);
 	}
 	mark = r == 0 && b.data ? strstr(b.data, FREEZE_MARK) : NULL;
 	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !mark ||
@@ -590,6 +597,8 @@ int lb_python_freeze_cached(const char *executable, const char *cache_dir, char 
 		/* An interpreter whose site module cannot say where it looks: list without
 		 * caching, as lb_python_freeze always did. */
 		lb_buf_free(&b);
+		if (r == -ETIMEDOUT || r == -EINTR)
+			return r; /* a hung interpreter is not asked twice */
 		return lb_python_freeze(executable, out);
 	}
 	list = mark + strlen(FREEZE_MARK);

@@ -271,6 +271,20 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 		size_t n = json_object_is_type(runs, json_type_array) ? json_object_array_length(runs) : 0;
 		lb_show_printf(b, "%zu runs", n);
 		int64_t unsealed = json_object_object_get_ex(doc, "unsealed", &v) ? json_object_get_int64(v) : 0;
+		/* A run still running (the agent's own, in flight) is not sealed yet, which is no
+		 * record made elsewhere: said apart, as the others are. */
+		int64_t running = json_object_object_get_ex(doc, "unsealed_running", &v) ? json_object_get_int64(v) : 0;
+		int64_t unfinished = json_object_object_get_ex(doc, "unsealed_unfinished", &v) ? json_object_get_int64(v) : 0;
+		int64_t unreadable = json_object_object_get_ex(doc, "unsealed_unreadable", &v) ? json_object_get_int64(v) : 0;
+		if (running > 0)
+			lb_show_printf(b, " (%lld still running: sealed when they end)", (long long)running);
+		if (unfinished > 0)
+			lb_show_printf(b, " (%lld never finished: their labbox ended before sealing the "
+				      "record)", (long long)unfinished);
+		if (unreadable > 0)
+			lb_show_printf(b, " (%lld with a result.json that cannot be read: damaged)",
+				      (long long)unreadable);
+		unsealed -= running + unfinished + unreadable;
 		if (unsealed > 0)
 			lb_show_printf(b, " (%lld NOT SEALED: not recorded by this user's labbox as they "
 				      "stand, so their status and metrics are only what their files say)",
@@ -279,8 +293,14 @@ static void summarize(const char *tool, json_object *doc, lb_buf *b)
 			json_object *r = json_object_array_get_idx(runs, i);
 			bool sealed = !json_object_object_get_ex(r, "record_sealed", &v) ||
 				      json_object_get_boolean(v);
+			const char *why = str_of(r, "unsealed_reason", "");
 			lb_show_printf(b, "\n%s %s %s%s", str_of(r, "id", "?"), str_of(r, "status", "?"),
-				      str_of(r, "expdir", ""), sealed ? "" : " NOT SEALED");
+				      str_of(r, "expdir", ""),
+				      sealed				    ? ""
+				      : strcmp(why, "running") == 0    ? " (running: not sealed yet)"
+				      : strcmp(why, "unfinished") == 0 ? " NOT SEALED (never finished)"
+				      : strcmp(why, "unreadable") == 0 ? " NOT SEALED (result.json damaged)"
+								       : " NOT SEALED");
 		}
 		return;
 	}

@@ -38,7 +38,9 @@
 #define SEALED_NOTE                                                                             \
 	"record_sealed false marks a run whose records this user's labbox did not write as they " \
 	"stand (made elsewhere, such as a .labbox/ that came with the experiment, or changed "    \
-	"since): its status and metrics are only what its files say, not labbox's."
+	"since): its status and metrics are only what its files say, not labbox's; "            \
+	"unsealed_reason says why: running (sealed when it ends), unfinished (its labbox ended " \
+	"before sealing it), unreadable (result.json damaged), foreign, changed, index_differs."
 
 static const struct mcp_tool {
 	const char *name;

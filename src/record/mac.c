@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -229,6 +230,59 @@ lb_record_seal lb_record_run_seal_read(const char *run_dir, const char *id,
 	else
 		json_object_put(result);
 	return seal;
+}
+
+lb_record_unsealed lb_record_run_unsealed(const char *run_dir, char *detail, size_t len)
+{
+	detail[0] = '\0';
+	LB_AUTOCLOSE int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(detail, len, "its run directory cannot be opened: %s", strerror(errno));
+		return LB_UNSEALED_UNREADABLE;
+	}
+	LB_AUTOFREE char *text = NULL;
+	size_t n = 0;
+	int r = lb_read_file_at(dfd, "result.json", (size_t)256 << 20, &text, &n);
+	if (r < 0) {
+		snprintf(detail, len, "its result.json %s%s",
+			 r == -ENOENT	? "is missing"
+			 : r == -EFBIG	? "is larger than the 256 MiB labbox reads"
+			 : r == -ELOOP	? "is a symbolic link"
+			 : r == -EINVAL ? "is not a regular file"
+					: "cannot be read: ",
+			 r == -ENOENT || r == -EFBIG || r == -ELOOP || r == -EINVAL ? ""
+										      : strerror(-r));
+		return LB_UNSEALED_UNREADABLE;
+	}
+	json_tokener *tok = n <= INT32_MAX ? json_tokener_new() : NULL;
+	if (!tok) {
+		snprintf(detail, len, "its result.json cannot be read: %s", strerror(ENOMEM));
+		return LB_UNSEALED_UNREADABLE;
+	}
+	json_object *doc = json_tokener_parse_ex(tok, text, (int)n);
+	enum json_tokener_error e = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	lb_record_unsealed kind = LB_UNSEALED_FOREIGN;
+	if (e != json_tokener_success) {
+		/* "continue": the text stopped inside the document, as a cut-short write does */
+		if (e == json_tokener_continue)
+			snprintf(detail, len, "its result.json is not JSON: it ends inside the document "
+				 "after %zu bytes (truncated)", n);
+		else
+			snprintf(detail, len, "its result.json is not JSON: %s at byte %zu of %zu",
+				 json_tokener_error_desc(e), end, n);
+		kind = LB_UNSEALED_UNREADABLE;
+	} else if (!json_object_is_type(doc, json_type_object)) {
+		snprintf(detail, len, "its result.json is not a JSON object");
+		kind = LB_UNSEALED_UNREADABLE;
+	} else if (str_of(doc, "status") && strcmp(str_of(doc, "status"), "running") == 0) {
+		/* labbox seals a record when the run ends: until then it says "running" */
+		snprintf(detail, len, "its result.json still says \"running\"");
+		kind = LB_UNSEALED_UNFINISHED;
+	}
+	json_object_put(doc);
+	return kind;
 }
 
 bool lb_record_run_sealed(const char *run_dir, const char *id)

@@ -233,6 +233,76 @@ static int entry_leaves(int dfd, const char *expdir, const char *entry, char tar
 	return -ELOOP;
 }
 
+static int dir_refused(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The checks after labbox.yaml is read, shared with `labbox check` so that a directory one
+ * refuses the other does not accept. */
+int lb_run_dir_runnable(const char *expdir, const char *shown, const lb_exp_config *cfg,
+			const char *mode_arg, const char *entry_arg, const char **entry_out,
+			lb_lang *lang_out, char *err, size_t errlen)
+{
+	/* A mode this build has no backend for is refused, never run somewhere else. */
+	const char *mode = mode_arg ? mode_arg : cfg->mode ? cfg->mode : "local";
+	if (!lb_backend_known(mode))
+		return dir_refused(err, errlen, "%s '%s' is not a backend of this labbox (it has: "
+				   "local, docker, ssh, slurm, colab)",
+				   mode_arg ? "--mode" : "labbox.yaml's mode:", mode);
+	const char *entry = entry_arg ? entry_arg
+			    : cfg->entry ? cfg->entry
+					 : lb_lang_default_entry(expdir);
+	if (entry[0] == '/' || strstr(entry, ".."))
+		return dir_refused(err, errlen, "entry '%s' must be a path inside the experiment "
+				   "directory", entry);
+	/* The entry is the interpreter's first argument after its own options: a name that
+	 * starts with '-' is read as options (python -S -c CODE, octave --eval=CODE), which
+	 * would run code the check never read, without the gate. */
+	if (entry[0] == '-')
+		return dir_refused(err, errlen, "entry '%s' starts with '-', which the interpreter "
+				   "would read as its own options: rename the file", entry);
+	LB_AUTOCLOSE int dfd = open(expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat est;
+	if (dfd < 0 || fstatat(dfd, entry, &est, 0) < 0)
+		return dir_refused(err, errlen, "entry point '%s' not found in '%s'%s", entry, shown,
+				   entry_arg || cfg->entry
+					   ? ""
+					   : " (name another with --entry FILE or entry: in labbox.yaml)");
+	if (!S_ISREG(est.st_mode))
+		return dir_refused(err, errlen, "entry point '%s' in '%s' is not a regular file",
+				   entry, shown);
+	char link_target[PATH_MAX];
+	if (entry_leaves(dfd, expdir, entry, link_target) < 0)
+		return dir_refused(err, errlen,
+				   "entry point '%s' is a symbolic link to '%s', which leads out of "
+				   "the experiment directory '%s' (an absolute link leads out of its "
+				   "staged copy): labbox runs and records the experiment's own files "
+				   "only; copy the file into the experiment",
+				   entry, link_target, shown);
+	lb_lang lang;
+	if (cfg->language && lb_lang_parse(cfg->language, &lang) < 0)
+		return dir_refused(err, errlen, "labbox.yaml's language: '%s' is not one of python, r, "
+				   "octave, julia", cfg->language);
+	if (!cfg->language)
+		lang = lb_lang_of_entry(entry);
+	else if (lb_lang_of_entry(entry) != lang)
+		return dir_refused(err, errlen, "entry point '%s' is not a %s file (labbox.yaml's "
+				   "language: %s): name it .py, .R, .m or .jl as its language is",
+				   entry, lb_lang_name(lang), cfg->language);
+	if (entry_out)
+		*entry_out = entry;
+	if (lang_out)
+		*lang_out = lang;
+	return 0;
+}
+
+static int dir_refused(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
 /* Whether the interpreter name resolves (PATH lookup, symlinks followed) into expdir. */
 static bool inside_experiment(const char *python, const char *expdir)
 {
@@ -308,56 +378,14 @@ static int resolve(const lb_run_request *req, run_state *st, lb_run_result *out)
 		return usage_error(out, "%s", err);
 
 	/* The command line wins over labbox.yaml, as for the other settings. */
-	/* A mode this build has no backend for is refused, never run somewhere else. */
 	const char *mode = req->mode ? req->mode : st->cfg.mode ? st->cfg.mode : "local";
-	if (!lb_backend_known(mode))
-		return usage_error(out, "%s '%s' is not a backend of this labbox (it has: local, docker, ssh, slurm, colab)",
-				   req->mode ? "--mode" : "labbox.yaml's mode:", mode);
+	if (lb_run_dir_runnable(st->expdir, req->expdir, &st->cfg, req->mode, req->entry,
+				&st->entry, &st->lang, err, sizeof err) < 0)
+		return usage_error(out, "%s", err);
 	st->remote = strcmp(mode, "local") != 0;
 	if (strcmp(mode, st->backend_name) != 0)
 		return usage_error(out, "mode '%s' was asked for, but this run was given the %s "
 				   "backend: refused rather than run elsewhere", mode, st->backend_name);
-	st->entry = req->entry	   ? req->entry
-		    : st->cfg.entry ? st->cfg.entry
-				    : lb_lang_default_entry(st->expdir);
-	if (st->entry[0] == '/' || strstr(st->entry, ".."))
-		return usage_error(out, "entry '%s' must be a path inside the experiment directory",
-				   st->entry);
-	/* The entry is the interpreter's first argument after its own options: a name that
-	 * starts with '-' is read as options (python -S -c CODE, octave --eval=CODE), which
-	 * would run code the check never read, without the gate. */
-	if (st->entry[0] == '-')
-		return usage_error(out, "entry '%s' starts with '-', which the interpreter would "
-				   "read as its own options: rename the file", st->entry);
-	LB_AUTOCLOSE int dfd = open(st->expdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct stat est;
-	if (dfd < 0 || fstatat(dfd, st->entry, &est, 0) < 0)
-		return usage_error(out, "entry point '%s' not found in '%s'%s", st->entry,
-				   req->expdir,
-				   req->entry || st->cfg.entry
-					   ? ""
-					   : " (name another with --entry FILE or entry: in labbox.yaml)");
-	if (!S_ISREG(est.st_mode))
-		return usage_error(out, "entry point '%s' in '%s' is not a regular file", st->entry,
-				   req->expdir);
-	char link_target[PATH_MAX];
-	if (entry_leaves(dfd, st->expdir, st->entry, link_target) < 0)
-		return usage_error(out,
-				   "entry point '%s' is a symbolic link to '%s', which leads out of the "
-				   "experiment directory '%s' (an absolute link leads out of its staged "
-				   "copy): labbox runs and records the experiment's own files only; copy "
-				   "the file into the experiment",
-				   st->entry, link_target, req->expdir);
-
-	if (st->cfg.language && lb_lang_parse(st->cfg.language, &st->lang) < 0)
-		return usage_error(out, "labbox.yaml's language: '%s' is not one of python, r, octave, "
-				   "julia", st->cfg.language);
-	if (!st->cfg.language)
-		st->lang = lb_lang_of_entry(st->entry);
-	else if (lb_lang_of_entry(st->entry) != st->lang)
-		return usage_error(out, "entry point '%s' is not a %s file (labbox.yaml's language: "
-				   "%s): name it .py, .R, .m or .jl as its language is", st->entry,
-				   lb_lang_name(st->lang), st->cfg.language);
 
 	st->args = req->nargs ? req->args : st->cfg.args;
 	st->nargs = req->nargs ? req->nargs : st->cfg.nargs;

@@ -8,8 +8,10 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -831,9 +833,32 @@ int lb_random_hex(char *out, size_t nbytes)
 
 int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, int *status)
 {
+	return lb_capture_bounded(argv, max, merge_stderr, 0, out, status);
+}
+
+static double capture_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Milliseconds left to deadline (0: none) for poll; -1 waits without end. */
+static int capture_left_ms(double deadline)
+{
+	if (deadline <= 0)
+		return -1;
+	double left = deadline - capture_now();
+	return left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
+}
+
+int lb_capture_bounded(char *const argv[], size_t max, bool merge_stderr, double seconds,
+		       lb_buf *out, int *status)
+{
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
+	double deadline = seconds > 0 ? capture_now() + seconds : 0;
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = -errno;
@@ -842,6 +867,9 @@ int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, i
 		return e;
 	}
 	if (pid == 0) {
+		/* its own process group, so that what it started ends with it at the bound */
+		if (seconds > 0)
+			setpgid(0, 0);
 		int devnull = open("/dev/null", O_RDWR);
 		if (devnull >= 0)
 			dup2(devnull, 0);
@@ -853,10 +881,26 @@ int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, i
 		execvp(argv[0], argv);
 		_exit(127);
 	}
+	if (seconds > 0)
+		setpgid(pid, pid); /* either side may run first */
 	close(p[1]);
 	char chunk[4096];
-	int r = 0;
+	int r = 0, late = 0;
 	for (;;) {
+		if (seconds > 0) {
+			struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+			int pr = poll(&pfd, 1, capture_left_ms(deadline));
+			if (pr < 0 && errno == EINTR && lb_interrupt_pending()) {
+				late = -EINTR;
+				break;
+			}
+			if (pr == 0) {
+				late = -ETIMEDOUT;
+				break;
+			}
+			if (pr < 0)
+				continue;
+		}
 		ssize_t n = read(p[0], chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -870,10 +914,27 @@ int lb_capture(char *const argv[], size_t max, bool merge_stderr, lb_buf *out, i
 	}
 	close(p[0]);
 	int st = 0;
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
+	for (;;) {
+		if (late) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		pid_t w = waitpid(pid, &st, seconds > 0 && !late ? WNOHANG : 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
 			return -errno;
+		if (w == 0) { /* output closed, still running: the same bound */
+			if (lb_interrupt_pending())
+				late = -EINTR;
+			else if (capture_left_ms(deadline) == 0)
+				late = -ETIMEDOUT;
+			else
+				nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		}
 	}
+	if (late)
+		return late; /* its group was killed with it, before it was reaped */
 	if (status)
 		*status = st;
 	return r;

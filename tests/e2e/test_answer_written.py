@@ -58,3 +58,40 @@ def test_every_command_fails_when_its_answer_is_lost(tmp_path):
     assert p.returncode == 74, p.stderr
     # what was written is still exit 0
     assert labbox("runs", "list", "--json", cwd=exp).returncode == 0
+
+
+def test_exec_fails_when_its_commands_output_is_lost(tmp_path):
+    # exec's answer is its command's output, relayed by labbox (the command writes into a
+    # pipe and never sees the full disk or the closed stdout): lost, it is exit 74, said
+    p = sh(f"'{LABBOX}' exec -- /bin/echo hi >/dev/full", tmp_path)
+    assert p.returncode == 74, p.stderr
+    assert "cannot write the answer to standard output: No space left on device" in p.stderr, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/sh -c 'seq 1 200000' >/dev/full", tmp_path)
+    assert p.returncode == 74, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/echo hi >&-", tmp_path)
+    assert p.returncode == 74, p.stderr
+    assert "standard output is closed" in p.stderr, p.stderr
+    # the command's own failure keeps its status; nothing written is nothing lost
+    p = sh(f"'{LABBOX}' exec -- /bin/sh -c 'echo hi; exit 3' >/dev/full", tmp_path)
+    assert p.returncode == 3, p.stderr
+    p = sh(f"'{LABBOX}' exec -- /bin/true >/dev/full", tmp_path)
+    assert p.returncode == 0, p.stderr
+    # --json: the command's output is a copy on stderr; the document on stdout is the answer
+    p = sh(f"'{LABBOX}' exec --json -- /bin/echo hi", tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout)["schema"] == "labbox.exec/1", p.stderr
+
+
+def test_exec_waits_for_a_slow_reader_and_loses_nothing(tmp_path):
+    # exec's output is the product (`labbox exec -- gen | consumer`): a reader that is slow to
+    # start gets every line, as from the command itself; labbox never drops what it relays
+    p = subprocess.run(["/bin/bash", "-c", f"'{LABBOX}' exec -- /usr/bin/seq 1 2000000 | "
+                        "(sleep 2; wc -l); echo rc=${PIPESTATUS[0]}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    assert p.stdout.split() == ["2000000", "rc=0"], (p.stdout, p.stderr)
+    assert "not written" not in p.stderr and "not shown" not in p.stderr, p.stderr
+    # within the budget only: what the reader had not taken when it ended is said, and lost
+    p = subprocess.run(["/bin/bash", "-c", f"'{LABBOX}' exec --budget 1 -- /usr/bin/seq 1 "
+                        "20000000 | (sleep 3; wc -l); echo rc=${PIPESTATUS[0]}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    assert p.stdout.split()[-1] == "rc=124", (p.stdout, p.stderr)
+    assert "of the command's output were not written" in p.stderr, p.stderr

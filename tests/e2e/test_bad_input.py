@@ -177,6 +177,7 @@ def test_check_shows_format_characters_in_file_names_escaped(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
     (exp / "m\u202egnp.py").write_text("import os\nos.system('true')\n")
+    (exp / "main.py").write_text("print(1)\n")  # a directory run would start
     p = labbox("check", "--policy", "permissive", exp)
     assert "\u202e" not in p.stdout + p.stderr and "m\\u202egnp.py" in p.stdout, p.stdout
     q = labbox("check", "--json", "--policy", "permissive", exp)
@@ -421,3 +422,33 @@ def test_sweep_exec_and_probe_refuse_another_backends_flags(tmp_path):
                         "--drive applies to --mode colab only (this probe's mode is docker)")]:
         p = labbox("probe", *flags)
         assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_an_interpreter_that_never_answers_its_probe_is_an_error_naming_it(tmp_path, cmd):
+    # a pyenv shim waiting on a lock, a venv on a stale network mount: labbox's probe of
+    # --python is bounded (60 s, as the confined probe), what it started is killed, and the
+    # error names the interpreter; never a labbox that waits forever past --budget
+    exp = write_exp(tmp_path, GOOD)
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hangpy"
+    hang.write_text(f"#!/bin/sh\nsleep 600 &\necho $! >> {pids}\necho $$ >> {pids}\nwait\n")
+    hang.chmod(0o755)
+    args = (["run", "-q", "--budget", "2", "--runs-dir", tmp_path / "runs"] if cmd == "run"
+            else ["check"])
+    try:
+        p = labbox(*args, "--python", hang, exp, timeout=120)
+        assert p.returncode == 2, (p.returncode, p.stderr)
+        assert f"interpreter '{hang}' did not answer its probe in 60 s" in p.stderr, p.stderr
+        left = [int(x) for x in pids.read_text().split()]
+        assert len(left) == 2
+        alive = [x for x in left if os.path.exists(f"/proc/{x}")
+                 and "Z" not in Path(f"/proc/{x}/stat").read_text().split(") ")[-1][:1]]
+        assert not alive, f"the probe's processes outlived it: {alive}"
+        assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    finally:
+        for x in (pids.read_text().split() if pids.exists() else []):
+            try:
+                os.kill(int(x), 9)
+            except ProcessLookupError:
+                pass

@@ -400,3 +400,41 @@ def test_a_labbox_yaml_run_would_refuse_is_no_accepted_directory(tmp_path):
     assert "unknown key 'budgett'" in err["error"]["message"]
     r = labbox("run", "-q", "--python", PYTHON, str(exp), cwd=tmp_path)
     assert r.returncode == 2 and "unknown key 'budgett'" in r.stderr
+
+
+@pytest.mark.parametrize("files, yaml, args, says", [
+    # no entry point at all: the code is train.py
+    ({"train.py": 'print("acc: 1")\n'}, None, [], "entry point 'main.py' not found in"),
+    # labbox.yaml's entry: names a file that is not there (a typo)
+    ({"train.py": 'print("acc: 1")\n'}, "entry: trian.py\n", [], "entry point 'trian.py' not found in"),
+    # --entry names a file that is not there
+    ({"main.py": 'print("acc: 1")\n'}, None, ["--entry", "nonexist.py"],
+     "entry point 'nonexist.py' not found in"),
+    # a backend this labbox does not have
+    ({"main.py": 'print("acc: 1")\n'}, "mode: dokcer\n", [],
+     "labbox.yaml's mode: 'dokcer' is not a backend of this labbox"),
+    # an entry point that is a directory
+    ({"main.py/x.py": 'print("acc: 1")\n'}, None, [], "entry point 'main.py' in"),
+    # a language labbox.yaml names that the entry point is not written in
+    ({"main.py": 'print("acc: 1")\n'}, "language: r\n", [], "is not a r file"),
+])
+def test_check_refuses_a_directory_run_refuses_in_runs_words(tmp_path, files, yaml, args, says):
+    # `check` is the pre-flight: a directory `run` stops with a configuration error (exit 2)
+    # is that error in check too, never "accepted"
+    exp = tmp_path / "exp"
+    for name, text in files.items():
+        (exp / name).parent.mkdir(parents=True, exist_ok=True)
+        (exp / name).write_text(text)
+    if yaml:
+        (exp / "labbox.yaml").write_text(yaml)
+    r = labbox("run", "-q", "--python", PYTHON, *args, str(exp), cwd=tmp_path)
+    assert r.returncode == 2 and says in r.stderr, (r.returncode, r.stderr)
+    run_msg = r.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    c = labbox("check", *args, str(exp), cwd=tmp_path)
+    assert c.returncode == 2, (c.returncode, c.stdout, c.stderr)
+    assert run_msg in c.stderr, (run_msg, c.stderr)
+    c = labbox("check", "--json", *args, str(exp), cwd=tmp_path)
+    assert c.returncode == 2, (c.returncode, c.stdout, c.stderr)
+    err = json.loads(c.stdout)
+    assert err["schema"] == "labbox.error/1" and says in err["error"]["message"], err
+    assert not (exp / ".labbox").exists() or not any((exp / ".labbox" / "runs").iterdir())

@@ -63,6 +63,7 @@ def test_the_kept_answer_is_the_answer_over_a_corpus(tmp_path):
     env = cache_env(tmp_path)
     tree = tmp_path / "tree"
     shutil.copytree(REPO / "tests" / "check", tree / "check")
+    (tree / "main.py").write_text("print(1)\n")  # a directory run would start
     assert sum(1 for _ in tree.rglob("*.py")) > 100
     for fmt in (["--json"], []):
         args = [*fmt, "--policy", "permissive", tree]

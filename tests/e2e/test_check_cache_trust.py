@@ -163,6 +163,7 @@ def test_warm_answer_is_the_uncached_answer_over_a_corpus(tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(REPO / "tests" / "check", tree / "check")
     shutil.copytree(REPO / "examples", tree / "examples")
+    (tree / "main.py").write_text("print(1)\n")  # a directory run would start
     nfiles = sum(1 for _ in tree.rglob("*.py"))
     assert nfiles > 100
     ref = labbox("check", "--json", "--no-cache", "--policy", "permissive", tree, env=env)

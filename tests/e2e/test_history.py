@@ -368,9 +368,11 @@ def test_index_survives_sigkill_of_labbox(tmp_path):
     assert rows[1]["status"] == "interrupted"
 
 
-def test_a_sigkilled_run_is_interrupted_and_still_sealed(tmp_path):
+def test_a_sigkilled_run_is_interrupted_and_said_to_be_unfinished(tmp_path):
     """A run whose labbox died: result.json says "running", the index "interrupted" by
-    the next labbox's reaping; the two agree, so the row is not called changed."""
+    the next labbox's reaping; the two agree, so the row is not called changed. It has no
+    seal (its labbox never sealed it), and it is said to be unfinished, never a record made
+    elsewhere."""
     exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -382,6 +384,58 @@ def test_a_sigkilled_run_is_interrupted_and_still_sealed(tmp_path):
         proc.kill()
     (row,) = runs_json(tmp_path)
     assert row["status"] == "interrupted" and row["index_row_differs"] is False, row
+    assert row["record_sealed"] is False and row["unsealed_reason"] == "unfinished", row
+    text = labbox(tmp_path, "runs", "list").stdout
+    assert "1 run never finished its record" in text and "made elsewhere" not in text, text
+    p = labbox(tmp_path, "explain", row["id"])
+    assert "never finished its record" in p.stdout, p.stdout + p.stderr
+    assert "made elsewhere" not in p.stdout and "from before labbox reported" not in p.stdout, p.stdout
+    p = labbox(tmp_path, "report", row["id"], "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 2 and "never finished its record" in p.stderr, p.stderr
+
+
+def test_a_run_still_running_is_listed_as_running_not_as_made_elsewhere(tmp_path):
+    exp = make_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(30)\n")
+    proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().startswith("started")
+        (row,) = runs_json(tmp_path)
+        assert row["status"] == "running" and row["record_sealed"] is False, row
+        assert row["unsealed_reason"] == "running", row
+        doc = json.loads(labbox(tmp_path, "runs", "list", "--json").stdout)
+        assert doc["unsealed"] == 1 and doc["unsealed_running"] == 1, doc
+        text = labbox(tmp_path, "runs", "list").stdout
+        assert "1 run is still running" in text and "made elsewhere" not in text, text
+        show = labbox(tmp_path, "runs", "show", row["id"]).stdout
+        assert "is still running" in show and "made elsewhere" not in show, show
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_a_damaged_result_json_is_said_to_be_damaged_not_made_elsewhere(tmp_path):
+    exp = make_exp(tmp_path, "print('accuracy: 0.9')\n")
+    run(tmp_path, exp)
+    (row,) = runs_json(tmp_path)
+    res = tmp_path / ".labbox" / "runs" / row["id"] / "result.json"
+    res.write_bytes(res.read_bytes()[:100])  # a write cut short
+    show = json.loads(labbox(tmp_path, "runs", "show", "--json", row["id"]).stdout)
+    assert show["result"] is None and show["record_sealed"] is False, show
+    assert show["unsealed_reason"] == "unreadable", show
+    assert "result.json is not JSON" in show["result_error"] and "truncated" in show["result_error"]
+    text = labbox(tmp_path, "runs", "show", row["id"]).stdout
+    assert "its result.json is not JSON" in text and "made elsewhere" not in text, text
+    p = labbox(tmp_path, "report", row["id"], "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 2 and "its result.json is not JSON" in p.stderr, p.stderr
+    assert "manifest.json does not match" not in p.stderr, p.stderr
+    (row,) = runs_json(tmp_path)
+    assert row["unsealed_reason"] == "unreadable", row
+    res.unlink()
+    (row,) = runs_json(tmp_path)
+    assert row["unsealed_reason"] == "unreadable", row
+    text = labbox(tmp_path, "runs", "show", row["id"]).stdout
+    assert "its result.json is missing" in text, text
 
 
 def test_an_index_locked_past_the_end_of_a_run_is_said_in_result_json(tmp_path):

@@ -789,3 +789,28 @@ def test_raw_inline_files_of_a_killed_server_are_removed_by_the_next(tmp_path):
             f"the killed server's inline files are still in TMPDIR: {sorted(tmpdir.iterdir())}"
     finally:
         kill_marker(marker)
+
+
+def test_raw_runs_list_says_a_run_in_flight_is_running_not_unsealed(tmp_path):
+    """An agent polling runs_list while its run goes on is told the run is running (sealed
+    when it ends), not that a record made elsewhere is NOT SEALED."""
+    exp = write_exp(tmp_path, "import time\nprint('started: 1', flush=True)\ntime.sleep(30)\n")
+    proc = subprocess.Popen([LABBOX, "run", "--python", PYTHON, str(exp)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    raw = None
+    try:
+        assert proc.stdout.readline().startswith("started")
+        raw = Raw(tmp_path, "--root", str(tmp_path))
+        init(raw)
+        raw.msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "runs_list", "arguments": {}}})
+        res = raw.recv()["result"]
+        (run,) = res["structuredContent"]["runs"]
+        assert run["status"] == "running" and run["unsealed_reason"] == "running", run
+        text = res["content"][0]["text"]
+        assert "1 still running" in text and "NOT SEALED" not in text, text
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if raw:
+            raw.close()
