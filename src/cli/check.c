@@ -1,6 +1,8 @@
 /* labbox check: static validation of experiment code. */
 #include "cli.h"
+#include "labbox/backend.h"
 #include "labbox/check.h"
+#include "labbox/lang.h"
 #include "labbox/run.h"
 #include "labbox/config.h"
 #include "labbox/gate.h"
@@ -271,7 +273,22 @@ static int check_all(lb_check_config *cfg, int first, int argc, char **argv, cha
 			 * and its language), in run's words: "accepted" means run starts it. */
 			char real[PATH_MAX];
 			int ok = realpath(argv[i], real) ? 0 : -errno;
+			/* A tree of code that names no entry point and has none of the default
+			 * names is checked as code (as Bandit checks one): what run would say is
+			 * said beside the answer, which stays the code's. An entry point named and
+			 * missing, or a mode this labbox lacks, is run's refusal. */
+			struct stat dst;
+			char dflt[PATH_MAX + 64];
+			bool declared = lb_check_config_entry(cfg) || ec.entry;
 			if (ok == 0)
+				snprintf(dflt, sizeof dflt, "%s/%s", real, lb_lang_default_entry(real));
+			if (ok == 0 && !declared && lstat(dflt, &dst) < 0 && errno == ENOENT &&
+			    lb_backend_known(ec.mode ? ec.mode : "local"))
+				cli_error("check", "warning: '%s' has no entry point (%s): labbox run "
+					  "would refuse it; this answer is its code's only (name one with "
+					  "--entry FILE or entry: in labbox.yaml)", argv[i],
+					  lb_lang_default_entry(real));
+			else if (ok == 0)
 				ok = lb_run_dir_runnable(real, argv[i], &ec, NULL,
 							 lb_check_config_entry(cfg), NULL, NULL, err,
 							 sizeof err);

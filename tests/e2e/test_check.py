@@ -402,9 +402,22 @@ def test_a_labbox_yaml_run_would_refuse_is_no_accepted_directory(tmp_path):
     assert r.returncode == 2 and "unknown key 'budgett'" in r.stderr
 
 
+def test_a_tree_with_no_entry_point_is_checked_as_code_and_says_run_would_refuse_it(tmp_path):
+    # a tree of code (as Bandit checks one) names no entry point and has no main.py: its code
+    # is checked and answered, and check says beside the answer that run would refuse it
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "train.py").write_text('import os\nos.system("ls")\nprint("acc: 1")\n')
+    r = labbox("run", "-q", "--python", PYTHON, str(exp), cwd=tmp_path)
+    assert r.returncode == 2 and "entry point 'main.py' not found in" in r.stderr, r.stderr
+    c = labbox("check", "--json", str(exp), cwd=tmp_path)
+    doc = json.loads(c.stdout)
+    assert doc.get("schema") != "labbox.error/1", doc
+    assert any(f["file"] == "train.py" for f in doc["findings"]), doc["findings"]
+    assert "no entry point (main.py): labbox run would refuse it" in c.stderr, c.stderr
+
+
 @pytest.mark.parametrize("files, yaml, args, says", [
-    # no entry point at all: the code is train.py
-    ({"train.py": 'print("acc: 1")\n'}, None, [], "entry point 'main.py' not found in"),
     # labbox.yaml's entry: names a file that is not there (a typo)
     ({"train.py": 'print("acc: 1")\n'}, "entry: trian.py\n", [], "entry point 'trian.py' not found in"),
     # --entry names a file that is not there
