@@ -190,6 +190,11 @@ bool lb_path_under(const char *path, const char *dir);
 /* Whether path is absolute with no "." or ".." part: a place inside the sandbox is joined to
  * its new root by spelling, where a ".." would climb out of it onto the host's file system. */
 bool lb_path_plain(const char *path);
+/* The directories labbox processes name PREFIX-PID-XXXXXX (mkdtemp's six characters) in dir,
+ * this user's own, whose process PID is gone (killed before it could remove its own): each
+ * is passed to gone, with dir's descriptor, its name and its path. */
+void lb_stale_pid_dirs(const char *dir, const char *prefix,
+		       void (*gone)(int dfd, const char *name, const char *path, void *ctx), void *ctx);
 /* Whether path (absolute, as spelled) is the root or lies under /proc, /sys or /dev: the
  * places every sandbox builds itself, which no volume, tmpfs or hide may replace. */
 bool lb_path_sandbox_own(const char *path);

@@ -318,30 +318,21 @@ static void child_dies_with_labbox(void)
 /* The socket directories of earlier labboxes that died without cleaning up (SIGKILL: their
  * master died with them, their directory stayed): named by their pid, removed once that pid
  * is gone. Only labbox's own two names are unlinked, so rmdir leaves anything else alone. */
+static void remove_ctl_dir(int dfd, const char *name, const char *path, void *ctx)
+{
+	(void)ctx;
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/c", name);
+	unlinkat(dfd, p, 0);
+	snprintf(p, sizeof p, "%s/master.err", name);
+	unlinkat(dfd, p, 0);
+	(void)path;
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
 static void remove_stale_ctl_dirs(void)
 {
-	DIR *dir = opendir("/tmp");
-	if (!dir)
-		return;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		int pid = 0;
-		char rest[16];
-		struct stat sb;
-		if (sscanf(e->d_name, "labbox-sshctl-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-		    fstatat(dirfd(dir), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
-		    (kill(pid, 0) == 0 || errno != ESRCH))
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof p, "/tmp/%s/c", e->d_name);
-		unlink(p);
-		snprintf(p, sizeof p, "/tmp/%s/master.err", e->d_name);
-		unlink(p);
-		snprintf(p, sizeof p, "/tmp/%s", e->d_name);
-		rmdir(p);
-	}
-	closedir(dir);
+	lb_stale_pid_dirs("/tmp", "labbox-sshctl", remove_ctl_dir, NULL);
 }
 
 /* The ControlMaster, as labbox's child: up once its socket exists (ssh creates it after

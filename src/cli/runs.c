@@ -1709,30 +1709,22 @@ static const char *bad_file_name(json_object *files)
 /* The rerun's copy of the staged files lives as long as the rerun: /tmp/labbox-rerun-PID-XXXXXX
  * (0700). A rerun that was killed cannot remove its own, so each rerun removes those of this
  * user's whose labbox is gone, as ssh's control directories are. */
+static void remove_rerun_dir(int dfd, const char *name, const char *path, void *ctx)
+{
+	(void)dfd;
+	(void)name;
+	(void)ctx;
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s", path);
+	char *argv_rm[] = {"rm", "-rf", "--", p, NULL};
+	lb_buf ignored = {0};
+	lb_capture(argv_rm, 0, true, &ignored, NULL);
+	lb_buf_free(&ignored);
+}
+
 static void remove_stale_rerun_dirs(void)
 {
-	DIR *dir = opendir("/tmp");
-	if (!dir)
-		return;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		int pid = 0;
-		char rest[16];
-		struct stat sb;
-		if (sscanf(e->d_name, "labbox-rerun-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-		    strlen(rest) != 6 ||
-		    fstatat(dirfd(dir), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
-		    (kill(pid, 0) == 0 || errno != ESRCH))
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof p, "/tmp/%s", e->d_name);
-		char *argv_rm[] = {"rm", "-rf", "--", p, NULL};
-		lb_buf ignored = {0};
-		lb_capture(argv_rm, 0, true, &ignored, NULL);
-		lb_buf_free(&ignored);
-	}
-	closedir(dir);
+	lb_stale_pid_dirs("/tmp", "labbox-rerun", remove_rerun_dir, NULL);
 }
 
 /* Copy exactly the manifest's files from the old staged copy into a fresh directory. Both

@@ -391,27 +391,17 @@ static int write_rel(int dirfd, const char *rel, const char *data, size_t len)
 /* A call's inline files live as long as the call: DIR/labbox-mcp-PID-XXXXXX. A server that was
  * killed mid-call cannot remove its own, so each staging removes this user's directories in
  * dir whose server is gone (as ssh's control directories and rerun's copies are). */
+static void remove_inline_dir(int dfd, const char *name, const char *path, void *unused)
+{
+	(void)dfd;
+	(void)name;
+	(void)unused;
+	remove_tree(path);
+}
+
 static void remove_stale_inline_dirs(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		int pid = 0;
-		char rest[16];
-		struct stat sb;
-		if (sscanf(e->d_name, "labbox-mcp-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-		    strlen(rest) != 6 ||
-		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
-		    (kill(pid, 0) == 0 || errno != ESRCH))
-			continue;
-		char p[PATH_MAX];
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-			remove_tree(p);
-	}
-	closedir(d);
+	lb_stale_pid_dirs(dir, "labbox-mcp", remove_inline_dir, NULL);
 }
 
 /* Validate (and with stage, write) the inline files: the private directory in *staged. */

@@ -1280,6 +1280,32 @@ bool lb_path_under(const char *path, const char *dir)
 	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+void lb_stale_pid_dirs(const char *dir, const char *prefix,
+		       void (*gone)(int dfd, const char *name, const char *path, void *ctx), void *ctx)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t np = strlen(prefix);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid = 0;
+		char rest[16];
+		struct stat sb;
+		if (strncmp(e->d_name, prefix, np) != 0 || e->d_name[np] != '-' ||
+		    sscanf(e->d_name + np + 1, "%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6 ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+		    (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+			gone(dirfd(d), e->d_name, p, ctx);
+	}
+	closedir(d);
+}
+
 bool lb_path_plain(const char *path)
 {
 	if (!path || path[0] != '/')

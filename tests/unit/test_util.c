@@ -48,6 +48,46 @@ static void test_path_plain_and_sandbox_own(void **state)
 	assert_false(lb_path_sandbox_own("/data"));
 }
 
+static void collect_gone(int dfd, const char *name, const char *path, void *ctx)
+{
+	(void)dfd;
+	(void)path;
+	char *seen = ctx;
+	strncat(seen, name, 255 - strlen(seen));
+	strncat(seen, ";", 255 - strlen(seen));
+}
+
+/* Only this user's directories of a process that is gone, named as mkdtemp names them. */
+static void test_stale_pid_dirs(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/lb-unit-stale-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char p[256];
+	const char *names[4];
+	char alive[64];
+	snprintf(alive, sizeof alive, "labbox-x-%d-abcdef", (int)getpid());
+	names[0] = "labbox-x-999999999-abcdef"; /* no such process */
+	names[1] = alive;                       /* this one */
+	names[2] = "labbox-x-999999999-abc";    /* not mkdtemp's name */
+	names[3] = "labbox-y-999999999-abcdef"; /* another prefix */
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+		assert_int_equal(mkdir(p, 0700), 0);
+	}
+	snprintf(p, sizeof p, "%s/labbox-x-999999998-abcdef", dir); /* a file, not a directory */
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	char seen[256] = "";
+	lb_stale_pid_dirs(dir, "labbox-x", collect_gone, seen);
+	assert_string_equal(seen, "labbox-x-999999999-abcdef;");
+	char *rm[] = {"rm", "-rf", "--", dir, NULL};
+	lb_buf ignored = {0};
+	lb_capture(rm, 0, true, &ignored, NULL);
+	lb_buf_free(&ignored);
+}
+
 /* A record's file names are taken only as staging makes them; the walk beneath a directory
  * makes what is missing and never follows a link on the way. */
 static void test_rel_path_plain_and_parent_beneath(void **state)
@@ -727,6 +767,7 @@ int main(void)
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_path_under),
 		cmocka_unit_test(test_path_plain_and_sandbox_own),
+		cmocka_unit_test(test_stale_pid_dirs),
 		cmocka_unit_test(test_realpath_stat_in),
 		cmocka_unit_test(test_sha256_chunking_matches_one_shot),
 		cmocka_unit_test(test_parse_size),
