@@ -181,12 +181,7 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 		return e;
 	}
 	sigset_t mask, oldmask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	lb_sweep_block_signals(&mask, &oldmask);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	int r = sfd < 0 ? -errno : 0;
 	pid_t launcher = -1;
