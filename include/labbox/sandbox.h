@@ -157,8 +157,9 @@ int lb_sandbox_set_cpuset(lb_sandbox *sb, const char *cpulist);
 /* "cgroup v1 cpuset" or "cgroup v2 cpuset.cpus" when this process may make cpuset cgroups,
  * else NULL (then only the affinity holds, which the code may change). */
 const char *lb_sandbox_cpuset_enforcer(void);
-/* The process limit of a run without one of its own (0 above): min(4096, a quarter of the
- * host's pid_max). Through the pids cgroup where there is one, else RLIMIT_NPROC. */
+/* The process limit of a run without one of its own (0 above): max(4096, 2 * ncpu * ncpu) but
+ * at most a quarter of the host's pid_max. Through the pids cgroup where there is one, else
+ * RLIMIT_NPROC, and then never above the limit labbox itself runs with. */
 #define LB_SANDBOX_DEFAULT_PIDS 4096L
 long lb_sandbox_default_pids(void);
 /* What a sandbox labbox starts around code the experiment chose (a probe of its own

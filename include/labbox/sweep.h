@@ -223,11 +223,14 @@ typedef struct lb_sweep_estimate_scan {
  * chunk, or -1 when it held none. */
 double lb_sweep_estimate_feed(lb_sweep_estimate_scan *s, const char *data, size_t len);
 
+#define LB_SWEEP_CPULIST_MAX 4096
 typedef struct lb_sweep_slot {
 	size_t index;
 	double cpus;     /* this cell's share */
 	cpu_set_t cpuset; /* its affinity */
-	char cpulist[64]; /* "0" or "0-1" */
+	/* "0" or "0-1": the whole list (its cpuset cgroup is written from it), which for any
+	 * set of CPU_SETSIZE CPUs fits. */
+	char cpulist[LB_SWEEP_CPULIST_MAX];
 } lb_sweep_slot;
 
 /* What the child running a cell tells the sweep (one line each on report_fd). */

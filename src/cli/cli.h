@@ -161,6 +161,9 @@ void cli_sandbox_opts_free(cli_sandbox_opts *o);
 /* The disk limit for a writable directory: --disk-limit, else half the free space of its file
  * system capped at 10 GiB. */
 uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir);
+/* The same for one of share runs that write beside each other at once (a sweep's cells): the
+ * free space's half is divided among them; the 10 GiB cap stays each run's own. */
+uint64_t cli_disk_limit_shared(const cli_sandbox_opts *o, const char *dir, size_t share);
 struct json_object;
 /* The shared flags as JSON (kept in the manifest) and back (for rerun). */
 struct json_object *cli_sandbox_json(const cli_sandbox_opts *o);

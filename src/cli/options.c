@@ -350,8 +350,15 @@ int cli_runtime_gate_opt(const char *cmd, const char *arg, int *mode)
 
 uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir)
 {
+	return cli_disk_limit_shared(o, dir, 1);
+}
+
+uint64_t cli_disk_limit_shared(const cli_sandbox_opts *o, const char *dir, size_t share)
+{
 	if (o->disk_limit_set)
 		return o->disk_limit;
+	if (share == 0)
+		share = 1;
 	/* The directory may not exist yet: its nearest existing ancestor is on the same disk. */
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s", dir);
@@ -361,12 +368,15 @@ uint64_t cli_disk_limit(const cli_sandbox_opts *o, const char *dir)
 		if (!slash || slash == path) {
 			snprintf(path, sizeof path, "%s", slash == path ? "/" : ".");
 			if (statvfs(path, &v) < 0)
-				return (uint64_t)10 << 30;
+				return ((uint64_t)10 << 30) / share;
 			break;
 		}
 		*slash = '\0';
 	}
-	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2;
+	/* The free space is what runs at once share; the 10 GiB cap is each run's own. */
+	uint64_t half = (uint64_t)v.f_bavail * v.f_frsize / 2 / share;
+	if (half == 0)
+		half = 1;
 	return half < ((uint64_t)10 << 30) ? half : (uint64_t)10 << 30;
 }
 

@@ -241,6 +241,7 @@ int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep)
 	int r = lb_record_write_json(path, doc);
 	chmod(path, 0600);
 	c->doc_written_at = lb_time_monotonic();
+	c->doc_dirty = false;
 	if (keep)
 		*keep = doc;
 	else
@@ -258,6 +259,9 @@ int sweep_write_doc(sweep_ctx *c, const char *status, json_object **keep)
 
 void sweep_note_progress(sweep_ctx *c)
 {
+	/* What is not written now is written at the next tick (once a second while cells run),
+	 * not when the next cell ends, which may be hours later. */
+	c->doc_dirty = true;
 	if (lb_time_monotonic() - c->doc_written_at >= SWEEP_DOC_INTERVAL)
 		sweep_write_doc(c, "running", NULL);
 }
@@ -334,10 +338,7 @@ static void cell_output(void *ctx, lb_stream stream, const char *data, size_t le
  * disk between them (and leave no room for the sweep's own records). */
 static uint64_t sweep_cell_disk_limit(const sweep_ctx *c)
 {
-	uint64_t limit = cli_disk_limit(&c->o, c->runs_dir);
-	if (c->o.disk_limit_set || c->disk_jobs <= 1)
-		return limit;
-	return limit / c->disk_jobs ? limit / c->disk_jobs : 1;
+	return cli_disk_limit_shared(&c->o, c->runs_dir, c->disk_jobs);
 }
 
 static void cell_warn(void *ctx, const char *message)
@@ -681,6 +682,8 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 	case LB_SWEEP_TICK:
 		c->eta = ev->eta;
 		sweep_live_line(c);
+		if (c->doc_dirty)
+			sweep_note_progress(c);
 		break;
 	case LB_SWEEP_STOPPING:
 		if (ev->signal)

@@ -48,6 +48,7 @@ typedef struct sweep_ctx {
 	size_t ntodo, done, failed, running;
 	double eta;
 	double doc_written_at; /* lb_time_monotonic of the last sweep.json written */
+	bool doc_dirty;        /* a cell ended since: written at the next tick */
 	bool usage_failure; /* a cell could not become a run: stop starting others */
 	bool ignore_table;  /* --ignore-budget-table, kept for --resume */
 	bool accept_grants; /* --accept-grants: resume an unsealed sweep.json as it says */

@@ -438,6 +438,8 @@ static int on_event(void *vctx, const lb_sweep_event *ev)
 		break;
 	case LB_SWEEP_TICK:
 		sweep_live_line(c);
+		if (c->doc_dirty)
+			sweep_note_progress(c);
 		break;
 	case LB_SWEEP_STOPPING:
 		if (ev->signal)

@@ -269,8 +269,9 @@ static const char SUGGEST_DATASET[] =
 	"the experiment directory or a directory mounted with -v SRC:DST:ro, and load it from "
 	"that path; check the dataset's name too";
 static const char SUGGEST_LIMIT[] =
-	"a process or thread limit was reached (a run may have up to 4096 processes and threads unless "
-	"--pids-limit says otherwise; result.json's isolation.pids_limit has the run's): raise "
+	"a process or thread limit was reached (without --pids-limit a run may have 4096 processes "
+	"and threads, more on machines of many CPUs; result.json's isolation.pids_limit has the "
+	"run's): raise "
 	"--pids-limit, or use fewer worker threads and "
 	"processes (-e OMP_NUM_THREADS=N, or --cpus N which sets it; DataLoader num_workers)";
 /* EMFILE: the process's own RLIMIT_NOFILE. The local sandbox only raises its soft limit to the

@@ -393,8 +393,8 @@ static void sandbox_escalation(esc *e, json_object *f, const lb_failure_input *i
 		snprintf(e->flag, sizeof e->flag, "--tmpfs /tmp:size=4g");
 	} else if (says(f, "can't start new thread") || says(f, "Resource temporarily unavailable")) {
 		e->grants = "processes";
-		/* Twice the limit the run had; without --pids-limit it had labbox's default
-		 * (at most 4096), and four times that is the next step worth suggesting. */
+		/* Twice the limit the run had (isolation.pids_limit: its own, or labbox's
+		 * default); a record without it had at most 4096, and 16384 is the next step. */
 		long now = in && in->pids_limit > 0 ? in->pids_limit : 0;
 		snprintf(e->flag, sizeof e->flag, "--pids-limit %ld", now ? 2 * now : 16384L);
 	} else if (says(f, "clean environment") || says(f, "controlling terminal")) {

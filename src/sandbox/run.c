@@ -1860,6 +1860,28 @@ const char *lb_sandbox_cpuset_enforcer(void)
 	lb_cgroup_probe(&cs);
 	if (!cs.cpuset)
 		return NULL;
+	/* Offered is not usable: a v2 cgroup with processes of its own cannot enable the
+	 * controller for its children (EBUSY). One cpuset is made and removed here, on a CPU
+	 * this process may use, so that cells are not each refused for it later. */
+	cpu_set_t mine;
+	int cpu = -1;
+	if (sched_getaffinity(0, sizeof mine, &mine) == 0)
+		for (int i = 0; i < CPU_SETSIZE && cpu < 0; i++)
+			if (CPU_ISSET(i, &mine))
+				cpu = i;
+	if (cpu < 0)
+		return NULL;
+	char list[16], name[64], rnd[9], err[400];
+	snprintf(list, sizeof list, "%d", cpu);
+	if (lb_random_hex(rnd, 4) < 0)
+		snprintf(rnd, sizeof rnd, "0");
+	snprintf(name, sizeof name, "labbox-%d-%s", (int)getpid(), rnd);
+	lb_cgroup_limits lim = {.cpuset = list};
+	lb_cgroup cg;
+	int r = lb_cgroup_create(&cg, &cs, &lim, name, err, sizeof err);
+	lb_cgroup_destroy(&cg);
+	if (r < 0)
+		return NULL;
 	return cs.version == 2 ? "cgroup v2 cpuset.cpus" : "cgroup v1 cpuset";
 }
 
@@ -1873,12 +1895,29 @@ long lb_sandbox_default_pids(void)
 		buf[n] = '\0';
 		pid_max = strtol(buf, NULL, 10);
 	}
-	/* A quarter of the host's pids at most: four runs at their limit still leave the host
-	 * room; 4096 covers DataLoader workers times a many-core thread pool. */
+	/* A process pool of one worker a CPU, each with a BLAS pool of one thread a CPU, starts
+	 * about ncpu * ncpu threads (4096 at 64 CPUs, 16,384 at 128): twice that, and never below
+	 * 4096 (DataLoader workers on a small machine). A quarter of the host's pids at most: four
+	 * runs at their limit still leave the host room. */
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	long cap = LB_SANDBOX_DEFAULT_PIDS;
+	if (ncpu > 0 && ncpu < 1024 && 2 * ncpu * ncpu > cap)
+		cap = 2 * ncpu * ncpu;
 	if (pid_max > 0 && pid_max / 4 < cap)
 		cap = pid_max / 4;
 	return cap > 64 ? cap : 64;
+}
+
+/* The default bound as RLIMIT_NPROC: never above the limit labbox itself has. Raising a hard
+ * limit needs a capability the run's user namespace lacks (every run of a user with a lower
+ * hard limit failed to start), and a lower soft limit is the user's own, stricter choice. */
+static long default_nproc_rlimit(long dflt)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)dflt)
+		return rl.rlim_cur > 0 ? (long)rl.rlim_cur : 1;
+	return dflt;
 }
 
 /* Decide how each requested limit is enforced: a cgroup, an accepted fallback, or a refusal.
@@ -1914,7 +1953,8 @@ static bool plan_limits(const lb_sandbox *sb, const lb_cgroup_support *cs, lb_sa
 		if (cs->pids) {
 			lim->pids = dflt + 1;
 		} else {
-			*rlimit_nproc = dflt;
+			*rlimit_nproc = default_nproc_rlimit(dflt);
+			iso->pids_limit = *rlimit_nproc;
 			iso->pids_enforced_by = PIDS_BY_DEFAULT_RLIMIT;
 		}
 	} else {
@@ -1968,7 +2008,8 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 			/* accounting falls back to rusage, and says so; the default process bound
 			 * to RLIMIT_NPROC, and says so */
 			if (lim->pids) {
-				*rlimit_nproc = lim->pids - 1;
+				*rlimit_nproc = default_nproc_rlimit(lim->pids - 1);
+				res->isolation.pids_limit = *rlimit_nproc;
 				lim->pids = 0;
 				res->isolation.pids_enforced_by = PIDS_BY_DEFAULT_RLIMIT;
 			}

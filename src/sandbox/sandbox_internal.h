@@ -136,7 +136,7 @@ struct lb_sandbox {
 	lb_network net;
 	uint64_t memory;
 	double cpus;
-	char cpuset[64]; /* the CPUs the tree may run on (a cpulist); "": any */
+	char cpuset[4096]; /* the CPUs the tree may run on (a cpulist, whole); "": any */
 	long pids;
 	int stdin_fd; /* relayed to the payload's stdin; -1: /dev/null */
 	bool merged;

@@ -262,7 +262,7 @@ typedef struct slot_state {
 	char *message;
 } slot_state;
 
-static void cpulist(const cpu_set_t *set, char out[64])
+static void cpulist(const cpu_set_t *set, char out[LB_SWEEP_CPULIST_MAX])
 {
 	lb_buf b = {0};
 	for (int c = 0; c < CPU_SETSIZE; c++) {
@@ -277,7 +277,7 @@ static void cpulist(const cpu_set_t *set, char out[64])
 			lb_buf_printf(&b, "%s%d-%d", b.len ? "," : "", c, e);
 		c = e;
 	}
-	snprintf(out, 64, "%s", b.data ? b.data : "");
+	snprintf(out, LB_SWEEP_CPULIST_MAX, "%s", b.data ? b.data : "");
 	lb_buf_free(&b);
 }
 

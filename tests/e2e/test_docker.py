@@ -948,27 +948,32 @@ def test_engine_socket_answering_garbage_is_125(tmp_path, answer, said):
 
 
 def test_api_run_the_engine_refuses_is_125_in_its_words(dockerd, tmp_path):
-    """A container the engine will not start (a volume inside /proc, which runc refuses):
-    exit 125 with what the engine said, nothing left behind."""
+    """A container the engine will not start (a file volume over /etc/mtab, the image's
+    link into /proc, which the runtime will not mount): exit 125 with what the engine said, nothing left behind.
+    (A volume inside /proc is refused by labbox itself now, before the engine: exit 2.)"""
     env, log = api_env(dockerd, tmp_path)
     exp = write_exp(tmp_path, "print('x: 1')\n", name="refused")
-    r = drun(env, exp, tmp_path / "runs", "-v", f"{tmp_path}:/proc/labbox-test:ro")
+    f = tmp_path / "mounts.txt"
+    f.write_text("x\n")
+    r = drun(env, exp, tmp_path / "runs", "-v", f"{f}:/etc/mtab:ro")
     assert r.rc == 125, r.why()
     msg = r.result["infra_error"]["message"]
-    assert "Error response from daemon" in msg and "/proc/labbox-test" in msg, msg
+    assert "Error response from daemon" in msg and "/etc/mtab" in msg, msg
     assert log.read_text().split() == []
     assert containers_left(dockerd) == []
 
 
 def test_a_container_the_engine_does_not_start_is_no_exit_of_the_code(engine, tmp_path):
-    """Through either engine's client, a container that never started (a volume inside /proc,
-    which the runtime refuses) is exit 125 with the engine's words, never the code's exit 128
-    or 127 (its State.ExitCode); nothing is left behind."""
+    """Through either engine's client, a container that never started (a file volume
+    over /etc/mtab, the image's link into /proc, which the runtime will not mount) is exit 125 with the engine's
+    words, never the code's exit 128 or 127 (its State.ExitCode); nothing is left behind."""
     exp = write_exp(tmp_path, "print('x: 1')\n", name="never-started")
-    r = erun(engine, exp, tmp_path / "runs", "-v", f"{tmp_path}:/proc/labbox-test:ro")
+    f = tmp_path / "mounts.txt"
+    f.write_text("x\n")
+    r = erun(engine, exp, tmp_path / "runs", "-v", f"{f}:/etc/mtab:ro")
     assert r.rc == 125, r.why()
     msg = r.result["infra_error"]["message"]
-    assert "/proc/labbox-test" in msg, msg
+    assert "/etc/mtab" in msg, msg
     assert r.result.get("exit_code") not in (127, 128), r.result.get("exit_code")
     assert "x" not in (r.result.get("metrics") or {}).get("values", {})
     assert left(engine) == []
