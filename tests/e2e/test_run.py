@@ -583,25 +583,65 @@ def test_pids_limit(tmp_path):
     assert r.result["metrics"]["values"]["started"] < 16, r.why()
 
 
+def test_a_user_whose_hard_process_limit_is_below_the_default_still_runs(tmp_path):
+    """Where no pids cgroup can be had, the default process limit is RLIMIT_NPROC, which the
+    run's user namespace cannot raise: a user whose hard limit is lower (a login node's
+    limits.conf) ran nothing at all (exit 125). The default then takes the user's own limit,
+    and result.json says the number in effect."""
+    if os.geteuid() != 0:
+        pytest.skip("drops to uid 65534 with a lower hard limit: needs root")
+    import tempfile
+    w = Path(tempfile.mkdtemp(prefix="lbx-nproc-", dir="/tmp"))  # pytest's tmp is root's 0700
+    request_cleanup = lambda: shutil.rmtree(w, ignore_errors=True)  # noqa: E731
+    (w / "exp").mkdir(parents=True)
+    (w / "home").mkdir()
+    (w / "exp" / "main.py").write_text('print("value: 1")\n')
+    shutil.chown(w, 65534, 65534)
+    for p in w.rglob("*"):
+        shutil.chown(p, 65534, 65534)
+    os.chmod(w, 0o755)
+    script = (f"ulimit -u 2000 && exec {LABBOX} run --json --python {PYTHON} "
+              f"--runs-dir {w}/runs {w}/exp")
+    p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        "/bin/bash", "-c", script], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, HOME=str(w / "home"),
+                                                      XDG_CACHE_HOME=str(w / "home" / "c"),
+                                                      XDG_STATE_HOME=str(w / "home" / "s")))
+    request_cleanup()
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:], p.stdout[-2000:])
+    d = json.loads(p.stdout)
+    assert d["status"] == "completed" and d["metrics"]["values"]["value"] == 1
+    iso = d["isolation"]
+    if (iso.get("pids_enforced_by") or "").startswith("rlimit"):
+        assert iso["pids_limit"] == 2000, iso
+
+
 def test_thread_bomb_stops_at_the_default_process_limit(tmp_path):
-    """Without --pids-limit a run still has a process limit (min(4096, pid_max/4)): a thread
+    """Without --pids-limit a run still has a process limit (max(4096, 2 * ncpu^2), at most
+    pid_max/4, and never above labbox's own RLIMIT_NPROC where that enforces it): a thread
     started per step and never joined stops there, not at the host's last pid. result.json
     says the limit and what enforced it (the pids cgroup, else RLIMIT_NPROC in the run's user
     namespace), and the failure names the process limit with a larger --pids-limit."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    ncpu = os.sysconf("SC_NPROCESSORS_CONF")
+    limit = max(64, min(max(4096, 2 * ncpu * ncpu), pid_max // 4))
+    if not host_can_enforce("pids"):
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, soft)
     exp = write_exp(tmp_path, """
         import threading
         ev = threading.Event()
         n = 0
         try:
-            for i in range(6000):
+            for i in range(%d):
                 threading.Thread(target=ev.wait, daemon=True).start()
                 n += 1
         finally:
-            print("threads: %d" % n, flush=True)
-    """)
+            print("threads: %%d" %% n, flush=True)
+    """ % (limit + 1000))
     r = run_exp(exp, tmp_path / "runs")
-    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
-    limit = max(64, min(4096, pid_max // 4))
     iso = r.result["isolation"]
     assert iso["pids_limit"] == limit, r.why()
     want = "cgroup" if host_can_enforce("pids") else "rlimit_nproc"

@@ -388,6 +388,54 @@ def test_a_sweep_killed_outright_leaves_no_cell_running_and_each_says_interrupte
     assert not (ctl / "ready-2").exists() and not (ctl / "ready-3").exists()
 
 
+def test_sweep_json_shows_a_finished_cell_while_another_still_runs(tmp_path):
+    """sweep.json is written at most once a second while cells run: a cell that ended within a
+    second of the last write is written at the next tick, not when the next cell ends (which
+    may be hours later)."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    ctl.chmod(0o777)
+    exp = write_exp(tmp_path, """
+        import argparse, os, time
+        p = argparse.ArgumentParser()
+        p.add_argument("--x", required=True)
+        p.add_argument("--seed", type=int, required=True)
+        a = p.parse_args()
+        if a.seed == 1:
+            open("/ctl/ready-1", "w").close()
+            while not os.path.exists("/ctl/go"):
+                time.sleep(0.05)
+        print(f"value: {a.seed}")
+        """)
+    cmd = [LABBOX, "sweep", "--json", "--python", PYTHON, "--runs-dir", str(tmp_path / "runs"),
+           "--param", "x=a", "--seeds", "0-1", "--jobs", "2", "--policy", "permissive",
+           "-v", f"{ctl}:/ctl:rw", str(exp)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def cell0_written():
+        for doc in (tmp_path / "sweeps").glob("*/sweep.json"):
+            try:
+                d = json.loads(doc.read_text())
+            except ValueError:
+                continue
+            if d["status"] == "running" and d["cells"][0]["status"] == "completed":
+                return d
+        return None
+    try:
+        assert wait_for(lambda: (ctl / "ready-1").exists(), 120), "cell 1 never started"
+        assert wait_for(cell0_written, 60), "sweep.json never showed cell 0 completed"
+        d = cell0_written()
+        assert d["cells"][1]["status"] != "completed"
+        (ctl / "go").touch()
+        out, err = proc.communicate(timeout=CALL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert json.loads(out)["counts"]["completed"] == 2
+
+
 def test_another_runs_directory_beside_reuses_none_of_the_first(tmp_path):
     """Two runs directories side by side share the sweeps kept beside them; a sweep asked to
     keep its runs in the second runs its cells there, and reports none of the first's."""
