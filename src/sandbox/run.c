@@ -1165,6 +1165,11 @@ __attribute__((noreturn)) static void init_main(init_ctx *c)
 	/* Dies with the supervisor; the kernel then kills the rest of the pid namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
+	/* A process group of its own: a Ctrl-C at the terminal (a signal to labbox's group)
+	 * reaches the supervisor alone, which passes it on once. In labbox's group init got it
+	 * too and passed it on as well, so the experiment could take a second KeyboardInterrupt
+	 * inside the handler that saves its partial results. */
+	setpgid(0, 0);
 	/* Into the run's cgroup before anything is forked, so every process of the sandbox is
 	 * born inside it. */
 	int cr = c->cgroup_fds ? lb_cgroup_enter_self(c->cgroup_fds) : 0;
