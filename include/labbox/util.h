@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <stddef.h>
@@ -190,6 +191,9 @@ bool lb_path_under(const char *path, const char *dir);
 /* Whether path is absolute with no "." or ".." part: a place inside the sandbox is joined to
  * its new root by spelling, where a ".." would climb out of it onto the host's file system. */
 bool lb_path_plain(const char *path);
+/* The signals a supervising process reads itself through a signalfd (a stop: SIGINT, SIGTERM,
+ * SIGHUP; and SIGCHLD), blocked into mask; what was blocked before into oldmask. */
+void lb_block_stop_signals(sigset_t *mask, sigset_t *oldmask);
 /* The directories labbox processes name PREFIX-PID-XXXXXX (mkdtemp's six characters) in dir,
  * this user's own, whose process PID is gone (killed before it could remove its own): each
  * is passed to gone, with dir's descriptor, its name and its path. */

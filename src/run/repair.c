@@ -209,12 +209,7 @@ static void keeper(pid_t labbox, const char *cmd, const char *cwd, int in, int o
 {
 	setpgid(0, 0);
 	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	lb_block_stop_signals(&set, &old);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
 	    getppid() != labbox)
 		_exit(126);

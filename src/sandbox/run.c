@@ -1859,6 +1859,15 @@ static void fill_isolation(const lb_sandbox *sb, lb_isolation *iso)
  * (ucounts), so it bounds this run alone. */
 #define PIDS_BY_DEFAULT_RLIMIT "rlimit_nproc (default; counted in the run's user namespace)"
 
+/* A cgroup of this process's: labbox-PID-RANDOM, which lb_cgroup_reap_stale knows. */
+static void run_cgroup_name(char name[64])
+{
+	char rnd[9];
+	if (lb_random_hex(rnd, 4) < 0)
+		snprintf(rnd, sizeof rnd, "0");
+	snprintf(name, 64, "labbox-%d-%s", (int)getpid(), rnd);
+}
+
 const char *lb_sandbox_cpuset_enforcer(void)
 {
 	lb_cgroup_support cs;
@@ -1876,11 +1885,9 @@ const char *lb_sandbox_cpuset_enforcer(void)
 				cpu = i;
 	if (cpu < 0)
 		return NULL;
-	char list[16], name[64], rnd[9], err[400];
+	char list[16], name[64], err[400];
 	snprintf(list, sizeof list, "%d", cpu);
-	if (lb_random_hex(rnd, 4) < 0)
-		snprintf(rnd, sizeof rnd, "0");
-	snprintf(name, sizeof name, "labbox-%d-%s", (int)getpid(), rnd);
+	run_cgroup_name(name);
 	lb_cgroup_limits lim = {.cpuset = list};
 	lb_cgroup cg;
 	int r = lb_cgroup_create(&cg, &cs, &lim, name, err, sizeof err);
@@ -2002,10 +2009,8 @@ static bool make_run_cgroup(const lb_sandbox *sb, const lb_cgroup_support *cs,
 	if (!needed && !lim->pids && (!cs->memory || !sb->cgroup_accounting))
 		return true;
 	lb_cgroup_reap_stale(cs);
-	char name[64], rnd[9];
-	if (lb_random_hex(rnd, 4) < 0)
-		snprintf(rnd, sizeof rnd, "0");
-	snprintf(name, sizeof name, "labbox-%d-%s", (int)getpid(), rnd);
+	char name[64];
+	run_cgroup_name(name);
 	char err[400];
 	if (lb_cgroup_create(cg, cs, lim, name, err, sizeof err) < 0) {
 		lb_cgroup_destroy(cg);
@@ -2085,12 +2090,7 @@ static int run_tree(lb_sandbox *sb, const lb_diskfs *fs, lb_sandbox_result *res)
 	}
 
 	sigset_t mask, oldmask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	lb_block_stop_signals(&mask, &oldmask);
 	supervise_state s = {.fs = fs, .out_rd = -1, .errout_rd = -1, .chan_rd = -1,
 			     .status_rd = -1, .in_src = sb->stdin_fd, .in_wr = -1};
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);

@@ -401,16 +401,6 @@ static pid_t start_cell(const lb_sweep_local *cfg, slot_state *slots, size_t job
 	return pid;
 }
 
-void lb_sweep_block_signals(sigset_t *mask, sigset_t *oldmask)
-{
-	sigemptyset(mask);
-	sigaddset(mask, SIGINT);
-	sigaddset(mask, SIGTERM);
-	sigaddset(mask, SIGHUP);
-	sigaddset(mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, mask, oldmask);
-}
-
 int lb_sweep_run_cells(const lb_sweep_local *cfg, const size_t *todo, size_t ntodo,
 		       lb_sweep_local_result *out, char *err, size_t errlen)
 {
@@ -445,7 +435,7 @@ int lb_sweep_run_cells(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 		cpulist(&slots[i].slot.cpuset, slots[i].slot.cpulist);
 	}
 	sigset_t mask, oldmask;
-	lb_sweep_block_signals(&mask, &oldmask);
+	lb_block_stop_signals(&mask, &oldmask);
 	int r = 0;
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {

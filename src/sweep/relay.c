@@ -181,7 +181,7 @@ int lb_sweep_run_local(const lb_sweep_local *cfg, const size_t *todo, size_t nto
 		return e;
 	}
 	sigset_t mask, oldmask;
-	lb_sweep_block_signals(&mask, &oldmask);
+	lb_block_stop_signals(&mask, &oldmask);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	int r = sfd < 0 ? -errno : 0;
 	pid_t launcher = -1;

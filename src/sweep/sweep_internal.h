@@ -4,12 +4,6 @@
 
 #include "labbox/sweep.h"
 
-#include <signal.h>
-
-/* The signals a sweep reads itself (a stop: SIGINT, SIGTERM, SIGHUP; and SIGCHLD), blocked
- * into mask; what was blocked before into oldmask. */
-void lb_sweep_block_signals(sigset_t *mask, sigset_t *oldmask);
-
 /* The cells' loop itself (local.c), in the process that forks the cells: lb_sweep_run_local
  * runs it in a launcher process of its own (relay.c) and relays its events. */
 int lb_sweep_run_cells(const lb_sweep_local *cfg, const size_t *todo, size_t ntodo,

@@ -1280,6 +1280,16 @@ bool lb_path_under(const char *path, const char *dir)
 	return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+void lb_block_stop_signals(sigset_t *mask, sigset_t *oldmask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	sigaddset(mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, mask, oldmask);
+}
+
 void lb_stale_pid_dirs(const char *dir, const char *prefix,
 		       void (*gone)(int dfd, const char *name, const char *path, void *ctx), void *ctx)
 {
